@@ -1,0 +1,102 @@
+/**
+ * IP addresses and CIDRs as CNI writes them: Go's net package canonical forms (RFC 5952 IPv6, IPv4-mapped
+ * addresses printed as IPv4, host bits kept in `addr/prefix`), and its error texts.
+ * @module
+ */
+import ipaddr from "ipaddr.js";
+
+export type IPFamily = 4 | 6;
+
+/** A parsed address: `bytes` is 4 or 16 long; `family` is 4 for IPv4 and IPv4-mapped IPv6. */
+export interface IPAddress { readonly family: IPFamily; readonly bytes: Uint8Array; readonly text: string }
+/** A parsed `addr/prefix` with the host bits kept (Go's types.IPNet / net.ParseCIDR's ip+mask). */
+export interface IPCidr { readonly ip: IPAddress; readonly prefix: number; readonly text: string }
+
+function toAddress(addr: ipaddr.IPv4 | ipaddr.IPv6): IPAddress {
+  if (addr.kind() === "ipv6" && (addr as ipaddr.IPv6).isIPv4MappedAddress()) {
+    addr = (addr as ipaddr.IPv6).toIPv4Address();
+  }
+  if (addr.kind() === "ipv4") {
+    return { family: 4, bytes: Uint8Array.from(addr.toByteArray()), text: addr.toString() };
+  }
+  return { family: 6, bytes: Uint8Array.from(addr.toByteArray()), text: (addr as ipaddr.IPv6).toRFC5952String() };
+}
+
+/** Parses an IP address as Go's net.ParseIP does; returns undefined when it is not one. */
+export function tryParseIP(text: string): IPAddress | undefined {
+  if (ipaddr.IPv4.isValidFourPartDecimal(text)) {
+    if (text.split(".").some((p) => p.length > 1 && p.startsWith("0"))) return undefined; // Go rejects leading zeros
+    return toAddress(ipaddr.IPv4.parse(text));
+  }
+  if (text.includes(":") && !text.includes("%") && ipaddr.IPv6.isValid(text)) {
+    return toAddress(ipaddr.IPv6.parse(text));
+  }
+  return undefined;
+}
+
+export function parseIP(text: string): IPAddress {
+  const ip = tryParseIP(text);
+  if (!ip) throw new Error(`invalid IP address: ${text}`);
+  return ip;
+}
+
+/** Parses `addr/prefix` keeping the host bits, as CNI's types.ParseCIDR does. */
+export function parseCIDR(text: string): IPCidr {
+  const slash = text.indexOf("/");
+  const bad = () => new Error(`invalid CIDR address: ${text}`);
+  if (slash < 0) throw bad();
+  const addrText = text.slice(0, slash);
+  const prefixText = text.slice(slash + 1);
+  if (!/^\d{1,3}$/.test(prefixText)) throw bad();
+  const isV6Text = addrText.includes(":");
+  const ip = tryParseIP(addrText);
+  const prefix = Number(prefixText);
+  if (!ip || prefix > (isV6Text ? 128 : 32)) throw bad();
+  // An IPv4-mapped address written in IPv6 form keeps an IPv6 prefix length; Go then prints it as IPv4/prefix-96.
+  const effective = isV6Text && ip.family === 4 ? prefix - 96 : prefix;
+  if (effective < 0) return { ip, prefix, text: `${ip.text}/${prefix}` };
+  return { ip, prefix: effective, text: `${ip.text}/${effective}` };
+}
+
+export function tryParseCIDR(text: string): IPCidr | undefined {
+  try {
+    return parseCIDR(text);
+  } catch {
+    return undefined;
+  }
+}
+
+/** The canonical text of an IP (throws `invalid IP address` when it is not one). */
+export const canonicalIP = (text: string): string => parseIP(text).text;
+/** The canonical text of an `addr/prefix` (throws `invalid CIDR address`). */
+export const canonicalCIDR = (text: string): string => parseCIDR(text).text;
+
+/** The address family of an IP or CIDR text (4 for IPv4-mapped IPv6, as Go's To4). */
+export function ipFamily(text: string): IPFamily {
+  return (text.includes("/") ? parseCIDR(text).ip : parseIP(text)).family;
+}
+
+/** The network (host bits zeroed) of a CIDR, as `addr/prefix`. */
+export function networkOf(cidr: IPCidr): IPCidr {
+  const bytes = Uint8Array.from(cidr.ip.bytes);
+  for (let bit = cidr.prefix; bit < bytes.length * 8; bit++) bytes[bit >> 3]! &= ~(0x80 >> (bit & 7));
+  const ip = toAddress(ipaddr.fromByteArray([...bytes]));
+  return { ip, prefix: cidr.prefix, text: `${ip.text}/${cidr.prefix}` };
+}
+
+/** An address from raw bytes (4 or 16). */
+export function ipFromBytes(bytes: Uint8Array): IPAddress {
+  return toAddress(ipaddr.fromByteArray([...bytes]));
+}
+
+/** Whether `ip` lies inside `cidr`'s network. */
+export function cidrContains(cidr: IPCidr, ip: IPAddress): boolean {
+  if (cidr.ip.family !== ip.family) return false;
+  const a = cidr.ip.bytes;
+  const b = ip.bytes;
+  for (let bit = 0; bit < cidr.prefix; bit++) {
+    const mask = 0x80 >> (bit & 7);
+    if ((a[bit >> 3]! & mask) !== (b[bit >> 3]! & mask)) return false;
+  }
+  return true;
+}

@@ -1,0 +1,275 @@
+/**
+ * Go-compatible JSON: the syntax-error texts of Go's encoding/json (runtimes and tests match on them), and a
+ * serialiser that writes what Go's json.Marshal writes (sorted map keys, HTML-safe escaping, MarshalIndent layout).
+ * @module
+ */
+
+/** A JSON syntax error carrying the exact text Go's encoding/json would report. */
+export class JsonSyntaxError extends Error {
+  constructor(message: string, readonly offset: number) {
+    super(message);
+    this.name = "JsonSyntaxError";
+  }
+}
+
+/** A JSON value as decoded into a generic Go `interface{}`. */
+export type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue };
+export type JsonObject = { [key: string]: JsonValue };
+
+const CONTROL_ESCAPES: Record<string, string> = {
+  "\x07": "\\a", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t", "\v": "\\v",
+};
+
+/** Go's quoteChar: how a scanner error names the offending character. */
+function quoteChar(c: string): string {
+  if (c === "'") return "'\\''";
+  if (c === '"') return "'\"'";
+  if (CONTROL_ESCAPES[c]) return `'${CONTROL_ESCAPES[c]}'`;
+  const code = c.codePointAt(0)!;
+  if (code < 0x20 || code === 0x7f) return `'\\x${code.toString(16).padStart(2, "0")}'`;
+  return `'${c}'`;
+}
+
+const isSpace = (c: string) => c === " " || c === "\t" || c === "\n" || c === "\r";
+const isDigit = (c: string) => c >= "0" && c <= "9";
+const isHex = (c: string) => isDigit(c) || (c >= "a" && c <= "f") || (c >= "A" && c <= "F");
+
+/**
+ * Scans `text` as Go's encoding/json scanner does and returns the first syntax error, or null when the text
+ * is one valid JSON value (optionally surrounded by white space).
+ */
+export function findJsonSyntaxError(text: string): JsonSyntaxError | null {
+  let i = 0;
+  const n = text.length;
+  const fail = (context: string): JsonSyntaxError =>
+    i >= n ? new JsonSyntaxError("unexpected end of JSON input", i)
+      : new JsonSyntaxError(`invalid character ${quoteChar(text[i]!)} ${context}`, i);
+  const skipSpace = () => { while (i < n && isSpace(text[i]!)) i++; };
+
+  // Each parse function returns an error or null, leaving i after the value.
+  const parseString = (context: string): JsonSyntaxError | null => {
+    if (text[i] !== '"') return fail(context);
+    i++;
+    for (;;) {
+      if (i >= n) return fail("in string literal");
+      const c = text[i]!;
+      if (c === '"') { i++; return null; }
+      if (c === "\\") {
+        i++;
+        if (i >= n) return fail("in string escape code");
+        const e = text[i]!;
+        if ('"\\/bfnrt'.includes(e)) { i++; continue; }
+        if (e === "u") {
+          i++;
+          for (let k = 0; k < 4; k++, i++) if (i >= n || !isHex(text[i]!)) return fail("in \\u hexadecimal character escape");
+          continue;
+        }
+        return fail("in string escape code");
+      }
+      if (c < " ") return fail("in string literal");
+      i++;
+    }
+  };
+  const parseNumber = (): JsonSyntaxError | null => {
+    if (text[i] === "-") { i++; if (i >= n || !isDigit(text[i]!)) return fail("in numeric literal"); }
+    if (text[i] === "0") i++;
+    else while (i < n && isDigit(text[i]!)) i++;
+    if (text[i] === ".") {
+      i++;
+      if (i >= n || !isDigit(text[i]!)) return fail("after decimal point in numeric literal");
+      while (i < n && isDigit(text[i]!)) i++;
+    }
+    if (text[i] === "e" || text[i] === "E") {
+      i++;
+      if (text[i] === "+" || text[i] === "-") i++;
+      if (i >= n || !isDigit(text[i]!)) return fail("in exponent of numeric literal");
+      while (i < n && isDigit(text[i]!)) i++;
+    }
+    return null;
+  };
+  const parseLiteral = (word: string): JsonSyntaxError | null => {
+    for (let k = 0; k < word.length; k++, i++) {
+      if (text[i] !== word[k]) return fail(`in literal ${word} (expecting ${quoteChar(word[k]!)})`);
+    }
+    return null;
+  };
+  const parseValue = (depth: number): JsonSyntaxError | null => {
+    if (depth > 10000) return new JsonSyntaxError("exceeded max depth", i);
+    skipSpace();
+    const c = text[i];
+    if (c === "{") {
+      i++; skipSpace();
+      if (text[i] === "}") { i++; return null; }
+      for (;;) {
+        skipSpace();
+        const keyErr = parseString("looking for beginning of object key string");
+        if (keyErr) return keyErr;
+        skipSpace();
+        if (text[i] !== ":") return fail("after object key");
+        i++;
+        const valErr = parseValue(depth + 1);
+        if (valErr) return valErr;
+        skipSpace();
+        if (text[i] === ",") { i++; continue; }
+        if (text[i] === "}") { i++; return null; }
+        return fail("after object key:value pair");
+      }
+    }
+    if (c === "[") {
+      i++; skipSpace();
+      if (text[i] === "]") { i++; return null; }
+      for (;;) {
+        const valErr = parseValue(depth + 1);
+        if (valErr) return valErr;
+        skipSpace();
+        if (text[i] === ",") { i++; continue; }
+        if (text[i] === "]") { i++; return null; }
+        return fail("after array element");
+      }
+    }
+    if (c === '"') return parseString("looking for beginning of value");
+    if (c === "-" || (c !== undefined && isDigit(c))) return parseNumber();
+    if (c === "t") return parseLiteral("true");
+    if (c === "f") return parseLiteral("false");
+    if (c === "n") return parseLiteral("null");
+    return fail("looking for beginning of value");
+  };
+
+  const err = parseValue(0);
+  if (err) return err;
+  skipSpace();
+  if (i < n) return fail("after top-level value");
+  return null;
+}
+
+/** Parses JSON text, throwing a JsonSyntaxError with Go's wording when it is malformed. */
+export function parseJson(input: string | Uint8Array): JsonValue {
+  const text = typeof input === "string" ? input : Buffer.from(input).toString("utf8");
+  const err = findJsonSyntaxError(text);
+  if (err) throw err;
+  return JSON.parse(text) as JsonValue;
+}
+
+/** Go's name for the type a JSON value decodes into as `interface{}` (used in `%T` messages). */
+export function goTypeName(v: unknown): string {
+  if (v === null || v === undefined) return "<nil>";
+  if (Array.isArray(v)) return "[]interface {}";
+  switch (typeof v) {
+    case "string": return "string";
+    case "number": return "float64";
+    case "boolean": return "bool";
+    default: return "map[string]interface {}";
+  }
+}
+
+/** The JSON kind word Go uses in "cannot unmarshal <kind> into ..." messages. */
+export function jsonKindName(v: unknown): string {
+  if (v === null || v === undefined) return "null";
+  if (Array.isArray(v)) return "array";
+  switch (typeof v) {
+    case "string": return "string";
+    case "number": return "number";
+    case "boolean": return "bool";
+    default: return "object";
+  }
+}
+
+export function isJsonObject(v: unknown): v is JsonObject {
+  return typeof v === "object" && v !== null && !Array.isArray(v);
+}
+
+const HEX = "0123456789abcdef";
+
+/** Quotes a string as Go's encoding/json does (HTML-safe, \u2028/\u2029 escaped). */
+export function quoteJsonString(s: string): string {
+  let out = '"';
+  for (const ch of s) {
+    const code = ch.codePointAt(0)!;
+    switch (ch) {
+      case '"': out += '\\"'; continue;
+      case "\\": out += "\\\\"; continue;
+      case "\n": out += "\\n"; continue;
+      case "\r": out += "\\r"; continue;
+      case "\t": out += "\\t"; continue;
+    }
+    if (code < 0x20 || ch === "<" || ch === ">" || ch === "&" || code === 0x2028 || code === 0x2029) {
+      out += "\\u" + [12, 8, 4, 0].map((s) => HEX[(code >> s) & 0xf]).join("");
+    } else if (code >= 0xd800 && code <= 0xdfff) {
+      out += "\\ufffd"; // lone surrogate: Go writes the replacement character
+    } else {
+      out += ch;
+    }
+  }
+  return out + '"';
+}
+
+export interface MarshalOptions {
+  /** Sort object keys (Go map semantics). Default true; false keeps insertion order (Go struct semantics). */
+  sortKeys?: boolean;
+  /** Indentation per level, as json.MarshalIndent(v, "", indent). Default: compact. */
+  indent?: string;
+}
+
+/**
+ * Serialises a value the way Go's json.Marshal / MarshalIndent would. `undefined` members are omitted
+ * (omitempty); objects may define toJSON() to present a typed, ordered view.
+ */
+export function marshalJson(value: unknown, options: MarshalOptions = {}): string {
+  const sortKeys = options.sortKeys ?? true;
+  const indent = options.indent ?? "";
+  const write = (v: unknown, level: number): string | undefined => {
+    if (v !== null && typeof v === "object" && typeof (v as { toJSON?: unknown }).toJSON === "function") {
+      v = (v as { toJSON: () => unknown }).toJSON();
+    }
+    if (v === undefined || typeof v === "function") return undefined;
+    if (v === null) return "null";
+    if (typeof v === "string") return quoteJsonString(v);
+    if (typeof v === "number") return Number.isFinite(v) ? JSON.stringify(v) : "null";
+    if (typeof v === "boolean") return v ? "true" : "false";
+    if (typeof v === "bigint") return v.toString();
+    if (v instanceof Uint8Array) return quoteJsonString(Buffer.from(v).toString("base64"));
+    const nl = indent ? "\n" + indent.repeat(level + 1) : "";
+    const close = indent ? "\n" + indent.repeat(level) : "";
+    if (Array.isArray(v)) {
+      if (v.length === 0) return "[]";
+      const items = v.map((item) => write(item, level + 1) ?? "null");
+      return "[" + nl + items.join("," + nl) + close + "]";
+    }
+    const keys = Object.keys(v as object);
+    if (sortKeys) keys.sort(compareBytes);
+    const parts: string[] = [];
+    for (const k of keys) {
+      const s = write((v as Record<string, unknown>)[k], level + 1);
+      if (s !== undefined) parts.push(quoteJsonString(k) + (indent ? ": " : ":") + s);
+    }
+    if (parts.length === 0) return "{}";
+    return "{" + nl + parts.join("," + nl) + close + "}";
+  };
+  return write(value, 0) ?? "null";
+}
+
+/** Byte-order comparison of two strings (Go's sort.Strings on UTF-8). */
+export function compareBytes(a: string, b: string): number {
+  if (a === b) return 0;
+  return Buffer.compare(Buffer.from(a, "utf8"), Buffer.from(b, "utf8"));
+}
+
+/** Deep copy of a JSON value. */
+export function cloneJson<T>(v: T): T {
+  return v === undefined ? v : (JSON.parse(JSON.stringify(v)) as T);
+}
+
+/** Structural equality of two JSON values (object key order ignored). */
+export function jsonEqual(a: unknown, b: unknown): boolean {
+  if (a === b) return true;
+  if (typeof a !== typeof b || a === null || b === null || typeof a !== "object") return false;
+  if (Array.isArray(a) !== Array.isArray(b)) return false;
+  if (Array.isArray(a)) {
+    const bb = b as unknown[];
+    return a.length === bb.length && a.every((x, i) => jsonEqual(x, bb[i]));
+  }
+  const ka = Object.keys(a as object).filter((k) => (a as Record<string, unknown>)[k] !== undefined);
+  const kb = Object.keys(b as object).filter((k) => (b as Record<string, unknown>)[k] !== undefined);
+  return ka.length === kb.length &&
+    ka.every((k) => jsonEqual((a as Record<string, unknown>)[k], (b as Record<string, unknown>)[k]));
+}

@@ -1,0 +1,89 @@
+/**
+ * The parts every result version shares: routes (with the 1.1.0 fields the Go types carry in every version)
+ * and DNS settings.
+ * @module
+ */
+import type { JsonObject } from "../json.js";
+import { canonicalCIDR, canonicalIP } from "../ip.js";
+import { getInt, getString, getStringList } from "./decode.js";
+
+export interface Route {
+  dst: string;
+  gw?: string;
+  mtu?: number;
+  advmss?: number;
+  priority?: number;
+  table?: number;
+  scope?: number;
+}
+
+export interface DNS {
+  nameservers?: string[];
+  domain?: string;
+  search?: string[];
+  options?: string[];
+}
+
+/** Decodes an IP that may be given as "" (meaning absent), canonicalising it. */
+export function decodeOptionalIP(obj: JsonObject, name: string, struct: string): string | undefined {
+  const s = getString(obj, name, struct);
+  return s ? canonicalIP(s) : undefined;
+}
+
+export function decodeCIDR(obj: JsonObject, name: string, struct: string): string {
+  return canonicalCIDR(getString(obj, name, struct) ?? "");
+}
+
+export function decodeRoute(obj: JsonObject): Route {
+  const r: Route = { dst: decodeCIDR(obj, "dst", "Route") };
+  const gw = decodeOptionalIP(obj, "gw", "Route");
+  if (gw !== undefined) r.gw = gw;
+  for (const key of ["mtu", "advmss", "priority", "table", "scope"] as const) {
+    const v = getInt(obj, key, "Route");
+    if (v !== undefined) r[key] = v;
+  }
+  return r;
+}
+
+/** Route JSON in Go's field order; mtu/advmss/priority are omitted when 0, table/scope only when absent. */
+export function encodeRoute(r: Route): JsonObject {
+  const o: JsonObject = { dst: r.dst };
+  if (r.gw) o["gw"] = r.gw;
+  if (r.mtu) o["mtu"] = r.mtu;
+  if (r.advmss) o["advmss"] = r.advmss;
+  if (r.priority) o["priority"] = r.priority;
+  if (r.table !== undefined) o["table"] = r.table;
+  if (r.scope !== undefined) o["scope"] = r.scope;
+  return o;
+}
+
+/** Routes reduced to what 0.1.0/0.2.0 know. */
+export const legacyRoute = (r: Route): Route => (r.gw ? { dst: r.dst, gw: r.gw } : { dst: r.dst });
+
+export function decodeDNS(obj: JsonObject | undefined): DNS {
+  const dns: DNS = {};
+  if (!obj) return dns;
+  const nameservers = getStringList(obj, "nameservers", "DNS");
+  const domain = getString(obj, "domain", "DNS");
+  const search = getStringList(obj, "search", "DNS");
+  const options = getStringList(obj, "options", "DNS");
+  if (nameservers) dns.nameservers = nameservers;
+  if (domain) dns.domain = domain;
+  if (search) dns.search = search;
+  if (options) dns.options = options;
+  return dns;
+}
+
+export function encodeDNS(dns: DNS): JsonObject {
+  const o: JsonObject = {};
+  if (dns.nameservers?.length) o["nameservers"] = [...dns.nameservers];
+  if (dns.domain) o["domain"] = dns.domain;
+  if (dns.search?.length) o["search"] = [...dns.search];
+  if (dns.options?.length) o["options"] = [...dns.options];
+  return o;
+}
+
+export const isDNSEmpty = (dns: DNS | undefined): boolean =>
+  !dns || (!dns.nameservers?.length && !dns.domain && !dns.search?.length && !dns.options?.length);
+
+export const copyDNS = (dns: DNS | undefined): DNS => decodeDNS(encodeDNS(dns ?? {}));

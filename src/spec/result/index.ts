@@ -1,0 +1,93 @@
+/**
+ * CNI results in every version's shape: decode from plugin output, convert between versions, print.
+ * Plugins build a `Result100` at CURRENT_VERSION and let skel print it in the config's version.
+ * @module
+ */
+import { isJsonObject, jsonKindName, marshalJson, parseJson, type JsonObject } from "../json.js";
+import { decodeConfigVersion } from "../version.js";
+import { convertResult, familyOf, type Result } from "./convert.js";
+import { DecodeError } from "./decode.js";
+import { decode020, encode020, IMPLEMENTED_020, VERSIONS_020, type Result020 } from "./types020.js";
+import { decode040, encode040, IMPLEMENTED_040, VERSIONS_040, type Result040 } from "./types040.js";
+import { decode100, encode100, IMPLEMENTED_100, VERSIONS_100, type Result100 } from "./types100.js";
+
+export * from "./common.js";
+export { convertResult, familyOf, type Result, type ResultFamily } from "./convert.js";
+export { DecodeError } from "./decode.js";
+export type { IPConfig020, Result020 } from "./types020.js";
+export type { Interface040, IPConfig040, Result040 } from "./types040.js";
+export type { Interface, IPConfig, Result100 } from "./types100.js";
+
+const FAMILY_LISTS = { "020": VERSIONS_020, "040": VERSIONS_040, "100": VERSIONS_100 } as const;
+const IMPLEMENTED = { "020": IMPLEMENTED_020, "040": IMPLEMENTED_040, "100": IMPLEMENTED_100 } as const;
+
+/** Go prints `%v` of a string slice as `[a b]` (the 0.x list starts with "", hence `[ 0.1.0 0.2.0]`). */
+const goList = (list: readonly string[]) => `[${list.join(" ")}]`;
+
+/**
+ * Decodes a result of the given version (the version picks the family; the object's own cniVersion must be
+ * one of that family's). Throws Go's messages: `unsupported CNI result version`, `result type supports ...`.
+ */
+export function createResult(version: string, raw: unknown): Result {
+  const family = familyOf(version);
+  if (!family) throw new Error(`unsupported CNI result version "${version}"`);
+  if (!isJsonObject(raw)) {
+    throw new DecodeError(`json: cannot unmarshal ${jsonKindName(raw)} into Go value of type types${family}.Result`);
+  }
+  const declared = raw["cniVersion"];
+  if (declared !== undefined && declared !== null && typeof declared !== "string") {
+    throw new DecodeError(`json: cannot unmarshal ${jsonKindName(declared)} into Go struct field Result.cniVersion of type string`);
+  }
+  let cniVersion = (declared as string | null | undefined) ?? "";
+  if (!(FAMILY_LISTS[family] as readonly string[]).includes(cniVersion)) {
+    throw new Error(`result type supports ${goList(FAMILY_LISTS[family])} but unmarshalled CNIVersion is "${cniVersion}"`);
+  }
+  if (family === "020") {
+    if (cniVersion === "") cniVersion = "0.1.0";
+    return decode020(raw, cniVersion);
+  }
+  return family === "040" ? decode040(raw, cniVersion) : decode100(raw, cniVersion);
+}
+
+/** Decodes result bytes whose own cniVersion says which shape they have (missing means 0.1.0). */
+export function createResultFromBytes(bytes: string | Uint8Array): Result {
+  const version = decodeConfigVersion(bytes);
+  return createResult(version, parseJson(bytes));
+}
+
+/** Converts to `version` ("" means 0.1.0); a version-less result is first given its family's own version. */
+export function getResultAsVersion(result: Result, version: string): Result {
+  if (result.cniVersion === "") result = { ...result, cniVersion: IMPLEMENTED[guessFamily(result)] };
+  return convertResult(result, version);
+}
+
+function guessFamily(result: Result): "020" | "040" | "100" {
+  if ("ip4" in result || "ip6" in result) return "020";
+  if ((result as Result040).ips?.some((ip) => "version" in ip)) return "040";
+  return "100";
+}
+
+/** The JSON object for a result in its own version's shape (with Go's key order). */
+export function resultToJson(result: Result): JsonObject {
+  switch (familyOf(result.cniVersion) ?? guessFamily(result)) {
+    case "020": return encode020(result as Result020);
+    case "040": return encode040(result as Result040);
+    default: return encode100(result as Result100);
+  }
+}
+
+/** Serialises a result as Go does: 4-space indent when `pretty`, 1.x keys sorted, 0.x in struct order. */
+export function marshalResult(result: Result, pretty = false): string {
+  const family = familyOf(result.cniVersion) ?? guessFamily(result);
+  return marshalJson(resultToJson(result), { sortKeys: family === "100", indent: pretty ? "    " : "" });
+}
+
+/** What a plugin prints: the result converted to the config's version, pretty-printed, no trailing newline. */
+export function printResult(result: Result, version: string): string {
+  return marshalResult(getResultAsVersion(result, version), true);
+}
+
+/** Converts any result to the current (1.1.0) shape, the one plugins work with. */
+export function toCurrentResult(result: Result): Result100 {
+  return getResultAsVersion(result, IMPLEMENTED_100) as Result100;
+}

@@ -1,0 +1,39 @@
+/**
+ * Validation of the names a runtime hands to plugins: container IDs, network names and interface names,
+ * with the codes and messages of the reference library.
+ * @module
+ */
+import { CniError, ErrorCode } from "./errors.js";
+
+const NAME_PATTERN = /^[a-zA-Z0-9][a-zA-Z0-9_.-]*$/;
+/** Linux IFNAMSIZ is 16 including the NUL, so names have at most 15 bytes. */
+export const MAX_INTERFACE_NAME_LENGTH = 15;
+
+// Go's unicode.IsSpace: ASCII white space, U+0085, U+00A0 and Unicode White_Space (differs from JS \s).
+const GO_SPACE = /[\t\n\v\f\r \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]/u;
+
+export function validateContainerId(containerId: string): void {
+  if (containerId === "") throw new CniError(ErrorCode.UnknownContainer, "missing containerID");
+  if (!NAME_PATTERN.test(containerId)) {
+    throw new CniError(ErrorCode.InvalidEnvironmentVariables, "invalid characters in containerID", containerId);
+  }
+}
+
+export function validateNetworkName(networkName: string): void {
+  if (networkName === "") throw new CniError(ErrorCode.InvalidNetworkConfig, "missing network name:");
+  if (!NAME_PATTERN.test(networkName)) {
+    throw new CniError(ErrorCode.InvalidNetworkConfig, "invalid characters found in network name", networkName);
+  }
+}
+
+export function validateInterfaceName(ifName: string): void {
+  if (ifName.length === 0) throw new CniError(ErrorCode.InvalidEnvironmentVariables, "interface name is empty");
+  if (Buffer.byteLength(ifName, "utf8") > MAX_INTERFACE_NAME_LENGTH) {
+    throw new CniError(ErrorCode.InvalidEnvironmentVariables, "interface name is too long",
+      `interface name should be less than ${MAX_INTERFACE_NAME_LENGTH + 1} characters`);
+  }
+  if (ifName === "." || ifName === "..") throw new CniError(ErrorCode.InvalidEnvironmentVariables, "interface name is . or ..");
+  if (/[/:]/.test(ifName) || GO_SPACE.test(ifName)) {
+    throw new CniError(ErrorCode.InvalidEnvironmentVariables, "interface name contains / or : or whitespace characters");
+  }
+}
