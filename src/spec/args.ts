@@ -3,13 +3,14 @@
  * (a pair must split into exactly one key and one value; unknown keys fail unless IgnoreUnknown is true).
  * @module
  */
+import { goQuote, goQuoteList } from "./json.js";
 
 /** Splits CNI_ARGS into pairs; throws `ARGS: invalid pair "<pair>"` on a pair without exactly one `=`. */
 export function parseCniArgs(args: string): Array<[string, string]> {
   if (args === "") return [];
   return args.split(";").map((pair) => {
     const kv = pair.split("=");
-    if (kv.length !== 2) throw new Error(`ARGS: invalid pair "${pair}"`);
+    if (kv.length !== 2) throw new Error(`ARGS: invalid pair ${goQuote(pair)}`);
     return [kv[0]!, kv[1]!];
   });
 }
@@ -42,7 +43,7 @@ export function loadCniArgs<T extends object>(args: string, parsers: ArgParsers<
       try {
         out["IgnoreUnknown"] = parseArgBool(value);
       } catch (e) {
-        throw new Error(`ARGS: error parsing value of pair "${key}=${value}": ${(e as Error).message}`);
+        throw new Error(`ARGS: error parsing value of pair ${goQuote(`${key}=${value}`)}: ${(e as Error).message}`);
       }
       continue;
     }
@@ -54,11 +55,11 @@ export function loadCniArgs<T extends object>(args: string, parsers: ArgParsers<
     try {
       out[key] = parse(value);
     } catch (e) {
-      throw new Error(`ARGS: error parsing value of pair "${key}=${value}": ${(e as Error).message}`);
+      throw new Error(`ARGS: error parsing value of pair ${goQuote(`${key}=${value}`)}: ${(e as Error).message}`);
     }
   }
   if (unknown.length > 0 && out["IgnoreUnknown"] !== true) {
-    throw new Error(`ARGS: unknown args ${"[" + unknown.map((u) => JSON.stringify(u)).join(" ") + "]"}`);
+    throw new Error(`ARGS: unknown args ${goQuoteList(unknown)}`);
   }
   return out as Partial<T> & { IgnoreUnknown?: boolean };
 }

@@ -5,7 +5,7 @@
  * @module
  */
 import { CniError, ErrorCode } from "./errors.js";
-import { goTypeName, isJsonObject, JsonSyntaxError, marshalJson, parseJson, type JsonObject, type JsonValue } from "./json.js";
+import { goQuote, goTypeName, isJsonObject, jsonKindName, JsonSyntaxError, marshalJson, parseJson, type JsonObject, type JsonValue } from "./json.js";
 import { decodeDNS, type DNS } from "./result/common.js";
 import { DecodeError, getList, getObject, getString } from "./result/decode.js";
 import { CURRENT_VERSION, compareVersions, parseVersion } from "./version.js";
@@ -62,7 +62,11 @@ export function configError(code: number, msg: string, where?: { file?: string; 
   return new CniError(code, msg, parts.join(" "));
 }
 
-function parseObject(bytes: Buffer, prefix: string, file?: string): JsonObject {
+/**
+ * Parses bytes that Go decodes into `goType` (a map or a struct): `null` decodes to an empty object, any other
+ * non-object fails with Go's "cannot unmarshal" text.
+ */
+function parseObject(bytes: Buffer, prefix: string, goType: string, file?: string): JsonObject {
   let raw: JsonValue;
   try {
     raw = parseJson(bytes);
@@ -70,44 +74,46 @@ function parseObject(bytes: Buffer, prefix: string, file?: string): JsonObject {
     const offset = e instanceof JsonSyntaxError ? e.offset : undefined;
     throw configError(ErrorCode.DecodingFailure, `${prefix}: ${(e as Error).message}`, { file, offset });
   }
+  if (raw === null) return {};
   if (!isJsonObject(raw)) {
     throw configError(ErrorCode.DecodingFailure,
-      `${prefix}: json: cannot unmarshal ${Array.isArray(raw) ? "array" : typeof raw} into Go value of type map[string]interface {}`, { file });
+      `${prefix}: json: cannot unmarshal ${jsonKindName(raw)} into Go value of type ${goType}`, { file });
   }
   return raw;
 }
 
-/** Decodes the typed view of one plugin object (does not require `type`). */
+/**
+ * Decodes the typed view of one plugin object (does not require `type`). Type errors follow Go's
+ * types.PluginConf; `runtimeConfig` and `args` are unknown to it, so they are picked up only when they are objects.
+ */
 export function decodePluginConf(raw: JsonObject): PluginConf {
   const conf: PluginConf = {
-    cniVersion: getString(raw, "cniVersion", "NetConf") ?? "",
-    name: getString(raw, "name", "NetConf") ?? "",
-    type: getString(raw, "type", "NetConf") ?? "",
+    cniVersion: getString(raw, "cniVersion", "PluginConf") ?? "",
+    name: getString(raw, "name", "PluginConf") ?? "",
+    type: getString(raw, "type", "PluginConf") ?? "",
   };
-  const caps = getObject(raw, "capabilities", "NetConf", "map[string]bool");
+  const caps = getObject(raw, "capabilities", "PluginConf", "map[string]bool");
   if (caps) {
     conf.capabilities = {};
     for (const [k, v] of Object.entries(caps)) {
       if (typeof v !== "boolean" && v !== null) {
-        throw new DecodeError(`json: cannot unmarshal ${goTypeName(v) === "float64" ? "number" : typeof v} into Go struct field NetConf.capabilities of type bool`);
+        throw new DecodeError(`json: cannot unmarshal ${jsonKindName(v)} into Go struct field PluginConf.capabilities of type bool`);
       }
       conf.capabilities[k] = v === true;
     }
   }
-  const ipam = getObject(raw, "ipam", "NetConf", "types.IPAM");
+  const ipam = getObject(raw, "ipam", "PluginConf", "types.IPAM");
   if (ipam) {
     getString(ipam, "type", "IPAM");
     conf.ipam = ipam;
   }
-  const dns = getObject(raw, "dns", "NetConf", "types.DNS");
+  const dns = getObject(raw, "dns", "PluginConf", "types.DNS");
   if (dns) conf.dns = decodeDNS(dns);
-  const prev = getObject(raw, "prevResult", "NetConf", "map[string]interface {}");
+  const prev = getObject(raw, "prevResult", "PluginConf", "map[string]interface {}");
   if (prev) conf.prevResult = prev;
-  const rc = getObject(raw, "runtimeConfig", "NetConf", "map[string]interface {}");
-  if (rc) conf.runtimeConfig = rc;
-  const args = getObject(raw, "args", "NetConf", "map[string]interface {}");
-  if (args) conf.args = args;
-  const valid = getList(raw, "cni.dev/valid-attachments", "NetConf", "types.GCAttachment", (o) => ({
+  if (isJsonObject(raw["runtimeConfig"])) conf.runtimeConfig = raw["runtimeConfig"];
+  if (isJsonObject(raw["args"])) conf.args = raw["args"];
+  const valid = getList(raw, "cni.dev/valid-attachments", "PluginConf", "types.GCAttachment", (o) => ({
     containerID: getString(o, "containerID", "GCAttachment") ?? "",
     ifname: getString(o, "ifname", "GCAttachment") ?? "",
   }));
@@ -118,7 +124,7 @@ export function decodePluginConf(raw: JsonObject): PluginConf {
 /** Parses one plugin config object (a `.conf` file, or an element of `plugins`). `type` is required. */
 export function parsePluginConfig(input: string | Uint8Array, file?: string): PluginConfig {
   const bytes = toBuffer(input);
-  const raw = parseObject(bytes, "error parsing configuration", file);
+  const raw = parseObject(bytes, "error parsing configuration", "types.PluginConf", file);
   let network: PluginConf;
   try {
     network = decodePluginConf(raw);
@@ -138,7 +144,7 @@ function readBool(raw: JsonObject, key: string, file?: string): boolean {
     const s = v.toLowerCase();
     if (s === "true") return true;
     if (s === "false") return false;
-    throw configError(ErrorCode.InvalidNetworkConfig, `error parsing configuration list: invalid value "${s}" for ${key}`, { file });
+    throw configError(ErrorCode.InvalidNetworkConfig, `error parsing configuration list: invalid value ${goQuote(s)} for ${key}`, { file });
   }
   throw configError(ErrorCode.InvalidNetworkConfig, `error parsing configuration list: invalid type ${goTypeName(v)} for ${key}`, { file });
 }
@@ -151,7 +157,8 @@ function selectListVersion(raw: JsonObject, file?: string): { cniVersion: string
   const version = (cniVersion as string | undefined) ?? "";
   const list = raw["cniVersions"];
   if (list === undefined) return { cniVersion: version };
-  if (!Array.isArray(list)) throw listErr(`invalid type for cniVersions: ${goTypeName(list)}`);
+  // Go prints the type of its failed conversion's zero value, so this always says []interface {}.
+  if (!Array.isArray(list)) throw listErr("invalid type for cniVersions: []interface {}");
   const usable: string[] = [];
   const all: string[] = [];
   list.forEach((entry, i) => {
@@ -183,7 +190,7 @@ function selectListVersion(raw: JsonObject, file?: string): { cniVersion: string
  */
 export function parseConfList(input: string | Uint8Array, file?: string): NetworkConfigList {
   const bytes = toBuffer(input);
-  const raw = parseObject(bytes, "error parsing configuration list", file);
+  const raw = parseObject(bytes, "error parsing configuration list", "map[string]interface {}", file);
   const listErr = (msg: string) => configError(ErrorCode.InvalidNetworkConfig, `error parsing configuration list: ${msg}`, { file });
   const name = raw["name"];
   if (name === undefined) throw listErr("no name");
@@ -207,15 +214,14 @@ export function parseConfList(input: string | Uint8Array, file?: string): Networ
   }
   if (!Array.isArray(plugins)) throw listErr(`invalid 'plugins' type ${goTypeName(plugins)}`);
   if (plugins.length === 0) throw listErr("no plugins in list");
+  // Each element is re-marshalled (sorted keys) and parsed on its own; libcni does not prefix these errors
+  // with "error parsing configuration list".
   list.plugins = plugins.map((p, i) => {
-    if (!isJsonObject(p)) {
-      throw listErr(`failed to parse plugin config ${i}: json: cannot unmarshal ${Array.isArray(p) ? "array" : p === null ? "null" : typeof p} into Go value of type types.PluginConf`);
-    }
     try {
       return parsePluginConfig(marshalJson(p));
     } catch (e) {
       const err = e as CniError;
-      throw configError(err.code ?? ErrorCode.InvalidNetworkConfig, `error parsing configuration list: failed to parse plugin config ${i}: ${err.msg ?? err.message}`, { file });
+      throw configError(err.code ?? ErrorCode.InvalidNetworkConfig, `failed to parse plugin config ${i}: ${err.msg ?? err.message}`, { file });
     }
   });
   return list;
@@ -235,7 +241,10 @@ export function injectConf(conf: PluginConfig, values: Record<string, unknown>):
   } catch (e) {
     throw new Error(`unmarshal existing network bytes: ${(e as Error).message}`);
   }
-  if (!isJsonObject(raw)) throw new Error("unmarshal existing network bytes: not a JSON object");
+  if (raw === null) raw = {};
+  if (!isJsonObject(raw)) {
+    throw new Error(`unmarshal existing network bytes: json: cannot unmarshal ${jsonKindName(raw)} into Go value of type map[string]interface {}`);
+  }
   for (const [key, value] of Object.entries(values)) {
     if (key === "") throw new Error("keys cannot be empty");
     if (value === undefined || value === null) throw new Error(`key '${key}' value must not be nil`);

@@ -12,6 +12,6 @@ export * from "./ip.js";
 export * from "./config.js";
 export * from "./result/index.js";
 export {
-  JsonSyntaxError, parseJson, marshalJson, findJsonSyntaxError, isJsonObject, jsonEqual, cloneJson, compareBytes,
+  JsonSyntaxError, parseJson, marshalJson, findJsonSyntaxError, isJsonObject, jsonEqual, cloneJson, compareBytes, goQuote, goQuoteList,
   type JsonValue, type JsonObject, type MarshalOptions,
 } from "./json.js";

@@ -22,16 +22,32 @@ function toAddress(addr: ipaddr.IPv4 | ipaddr.IPv6): IPAddress {
   return { family: 6, bytes: Uint8Array.from(addr.toByteArray()), text: (addr as ipaddr.IPv6).toRFC5952String() };
 }
 
+/** A dotted-quad IPv4 as Go accepts it (no leading zeros), or undefined. */
+function parseIPv4(text: string): ipaddr.IPv4 | undefined {
+  if (!ipaddr.IPv4.isValidFourPartDecimal(text)) return undefined;
+  if (text.split(".").some((p) => p.length > 1 && p.startsWith("0"))) return undefined; // Go rejects leading zeros
+  return ipaddr.IPv4.parse(text);
+}
+
+/**
+ * Rewrites the dotted IPv4 tail of an IPv6 text (`::1.2.3.4`) as two hex groups, because ipaddr.js would
+ * read `::1.2.3.4` as the IPv4-mapped `::ffff:1.2.3.4`. Undefined when the tail is not a valid IPv4.
+ */
+function ipv4TailToHex(text: string): string | undefined {
+  const m = /^(.*:)([^:]*)$/.exec(text);
+  if (!m || !m[2]!.includes(".")) return text;
+  const v4 = parseIPv4(m[2]!)?.toByteArray();
+  if (!v4) return undefined;
+  return m[1] + ((v4[0]! << 8) | v4[1]!).toString(16) + ":" + ((v4[2]! << 8) | v4[3]!).toString(16);
+}
+
 /** Parses an IP address as Go's net.ParseIP does; returns undefined when it is not one. */
 export function tryParseIP(text: string): IPAddress | undefined {
-  if (ipaddr.IPv4.isValidFourPartDecimal(text)) {
-    if (text.split(".").some((p) => p.length > 1 && p.startsWith("0"))) return undefined; // Go rejects leading zeros
-    return toAddress(ipaddr.IPv4.parse(text));
-  }
-  if (text.includes(":") && !text.includes("%") && ipaddr.IPv6.isValid(text)) {
-    return toAddress(ipaddr.IPv6.parse(text));
-  }
-  return undefined;
+  const v4 = parseIPv4(text);
+  if (v4) return toAddress(v4);
+  if (!text.includes(":") || text.includes("%")) return undefined;
+  const v6 = ipv4TailToHex(text);
+  return v6 !== undefined && ipaddr.IPv6.isValid(v6) ? toAddress(ipaddr.IPv6.parse(v6)) : undefined;
 }
 
 export function parseIP(text: string): IPAddress {
@@ -47,14 +63,14 @@ export function parseCIDR(text: string): IPCidr {
   if (slash < 0) throw bad();
   const addrText = text.slice(0, slash);
   const prefixText = text.slice(slash + 1);
-  if (!/^\d{1,3}$/.test(prefixText)) throw bad();
+  if (!/^\d{1,10}$/.test(prefixText)) throw bad(); // Go's dtoi: decimal digits, leading zeros allowed
   const isV6Text = addrText.includes(":");
   const ip = tryParseIP(addrText);
   const prefix = Number(prefixText);
   if (!ip || prefix > (isV6Text ? 128 : 32)) throw bad();
-  // An IPv4-mapped address written in IPv6 form keeps an IPv6 prefix length; Go then prints it as IPv4/prefix-96.
-  const effective = isV6Text && ip.family === 4 ? prefix - 96 : prefix;
-  if (effective < 0) return { ip, prefix, text: `${ip.text}/${prefix}` };
+  // An IPv4-mapped address written in IPv6 form keeps an IPv6 mask; Go prints it as IPv4 with the low 32 bits
+  // of that mask, i.e. prefix-96 (0 when the prefix is shorter than 96).
+  const effective = isV6Text && ip.family === 4 ? Math.max(0, prefix - 96) : prefix;
   return { ip, prefix: effective, text: `${ip.text}/${effective}` };
 }
 

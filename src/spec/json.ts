@@ -20,15 +20,38 @@ const CONTROL_ESCAPES: Record<string, string> = {
   "\x07": "\\a", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t", "\v": "\\v",
 };
 
-/** Go's quoteChar: how a scanner error names the offending character. */
+/**
+ * Go's quoteChar: how a scanner error names the offending character. Go's scanner works on bytes, so a
+ * non-ASCII character is named by its first UTF-8 byte read as a Latin-1 character (`é` shows as `Ã`).
+ */
 function quoteChar(c: string): string {
   if (c === "'") return "'\\''";
   if (c === '"') return "'\"'";
-  if (CONTROL_ESCAPES[c]) return `'${CONTROL_ESCAPES[c]}'`;
   const code = c.codePointAt(0)!;
-  if (code < 0x20 || code === 0x7f) return `'\\x${code.toString(16).padStart(2, "0")}'`;
-  return `'${c}'`;
+  const byte = code < 0x80 ? c : String.fromCharCode(Buffer.from(c, "utf8")[0]!);
+  return `'${goQuote(byte).slice(1, -1)}'`;
 }
+
+/** Go's unicode.IsPrint: letters, marks, numbers, punctuation, symbols and the ASCII space. */
+const GO_PRINTABLE = /^[\p{L}\p{M}\p{N}\p{P}\p{S} ]$/u;
+
+/** Go's `%q` of a string (strconv.Quote): `"..."` with Go's escapes for control and non-printable runes. */
+export function goQuote(s: string): string {
+  let out = '"';
+  for (const ch of s) {
+    const code = ch.codePointAt(0)!;
+    if (ch === '"' || ch === "\\") out += "\\" + ch;
+    else if (CONTROL_ESCAPES[ch]) out += CONTROL_ESCAPES[ch];
+    else if (GO_PRINTABLE.test(ch)) out += ch;
+    else if (code < 0x20 || code === 0x7f) out += "\\x" + code.toString(16).padStart(2, "0");
+    else if (code < 0x10000) out += "\\u" + code.toString(16).padStart(4, "0");
+    else out += "\\U" + code.toString(16).padStart(8, "0");
+  }
+  return out + '"';
+}
+
+/** Go's `%q` of a string list: `["a" "b"]`. */
+export const goQuoteList = (list: readonly string[]): string => "[" + list.map(goQuote).join(" ") + "]";
 
 const isSpace = (c: string) => c === " " || c === "\t" || c === "\n" || c === "\r";
 const isDigit = (c: string) => c >= "0" && c <= "9";
@@ -43,7 +66,7 @@ export function findJsonSyntaxError(text: string): JsonSyntaxError | null {
   const n = text.length;
   const fail = (context: string): JsonSyntaxError =>
     i >= n ? new JsonSyntaxError("unexpected end of JSON input", i)
-      : new JsonSyntaxError(`invalid character ${quoteChar(text[i]!)} ${context}`, i);
+      : new JsonSyntaxError(`invalid character ${quoteChar(String.fromCodePoint(text.codePointAt(i)!))} ${context}`, i);
   const skipSpace = () => { while (i < n && isSpace(text[i]!)) i++; };
 
   // Each parse function returns an error or null, leaving i after the value.
@@ -191,6 +214,8 @@ export function quoteJsonString(s: string): string {
       case "\n": out += "\\n"; continue;
       case "\r": out += "\\r"; continue;
       case "\t": out += "\\t"; continue;
+      case "\b": out += "\\b"; continue; // Go >= 1.22 writes \b and \f short escapes
+      case "\f": out += "\\f"; continue;
     }
     if (code < 0x20 || ch === "<" || ch === ">" || ch === "&" || code === 0x2028 || code === 0x2029) {
       out += "\\u" + [12, 8, 4, 0].map((s) => HEX[(code >> s) & 0xf]).join("");

@@ -4,7 +4,8 @@
  * @module
  */
 import { CniError, ErrorCode } from "./errors.js";
-import { isJsonObject, jsonKindName, marshalJson, parseJson } from "./json.js";
+import { goQuote, goQuoteList, isJsonObject, jsonKindName, marshalJson, parseJson, type JsonObject } from "./json.js";
+import { getString, getStringList } from "./result/decode.js";
 
 /** Every spec version, oldest first. */
 export const ALL_VERSIONS = ["0.1.0", "0.2.0", "0.3.0", "0.3.1", "0.4.0", "1.0.0", "1.1.0"] as const;
@@ -15,19 +16,21 @@ export const CURRENT_VERSION = "1.1.0";
 
 export interface ParsedVersion { major: number; minor: number; micro: number }
 
-/** Go's strconv.Atoi on one version part: optional sign, decimal digits. */
+/** Go's strconv.Atoi on one version part: optional sign, decimal digits, within int64. */
 function atoi(part: string, which: string): number {
-  if (!/^[+-]?\d+$/.test(part)) {
-    throw new Error(`failed to convert ${which} version part "${part}": strconv.Atoi: parsing "${part}": invalid syntax`);
-  }
-  return Number.parseInt(part, 10);
+  const fail = (why: string) =>
+    new Error(`failed to convert ${which} version part ${goQuote(part)}: strconv.Atoi: parsing ${goQuote(part)}: ${why}`);
+  if (!/^[+-]?\d+$/.test(part)) throw fail("invalid syntax");
+  const n = BigInt(part);
+  if (n > 0x7fffffffffffffffn || n < -0x8000000000000000n) throw fail("value out of range");
+  return Number(n);
 }
 
 /** Parses `major[.minor[.micro]]`; the empty string means 0.1.0 (a config without cniVersion). */
 export function parseVersion(version: string): ParsedVersion {
   if (version === "") return { major: 0, minor: 1, micro: 0 };
   const parts = version.split(".");
-  if (parts.length >= 4) throw new Error(`invalid version "${version}": too many parts`);
+  if (parts.length >= 4) throw new Error(`invalid version ${goQuote(version)}: too many parts`);
   return {
     major: atoi(parts[0]!, "major"),
     minor: parts.length > 1 ? atoi(parts[1]!, "minor") : 0,
@@ -72,52 +75,52 @@ export class VersionInfo {
 
 export const pluginSupports = (...versions: string[]): VersionInfo => new VersionInfo(versions);
 
-/** Decodes a plugin's VERSION output (runtime side). */
-export function decodeVersionInfo(bytes: string | Uint8Array): VersionInfo {
-  let raw: unknown;
+/**
+ * Parses JSON that Go decodes into a struct: `null` is an empty object, any other non-object is Go's
+ * "cannot unmarshal" error naming `goType`. Errors get `prefix`.
+ */
+function decodeStruct<T>(bytes: string | Uint8Array, prefix: string, goType: string, read: (obj: JsonObject) => T): T {
   try {
-    raw = parseJson(bytes);
+    const raw = parseJson(bytes);
+    if (raw !== null && !isJsonObject(raw)) {
+      throw new Error(`json: cannot unmarshal ${jsonKindName(raw)} into Go value of type ${goType}`);
+    }
+    return read(raw ?? {});
   } catch (e) {
-    throw new Error(`decoding version info: ${(e as Error).message}`);
+    throw new Error(`${prefix}: ${(e as Error).message}`);
   }
-  if (!isJsonObject(raw)) {
-    throw new Error(`decoding version info: json: cannot unmarshal ${jsonKindName(raw)} into Go value of type version.PluginInfo`);
-  }
-  const cniVersion = raw["cniVersion"];
-  if (typeof cniVersion !== "string" || cniVersion === "") throw new Error("decoding version info: missing field cniVersion");
-  const supported = raw["supportedVersions"];
-  if (!Array.isArray(supported) || supported.length === 0) {
+}
+
+/** Decodes a plugin's VERSION output (runtime side). Keys match case-insensitively, as in Go. */
+export function decodeVersionInfo(bytes: string | Uint8Array): VersionInfo {
+  const prefix = "decoding version info";
+  const { cniVersion, supported } = decodeStruct(bytes, prefix, "version.pluginInfo", (obj) => ({
+    cniVersion: getString(obj, "cniVersion", "pluginInfo") ?? "",
+    supported: getStringList(obj, "supportedVersions", "pluginInfo") ?? [],
+  }));
+  if (cniVersion === "") throw new Error(`${prefix}: missing field cniVersion`);
+  if (supported.length === 0) {
     if (cniVersion === "0.2.0") return new VersionInfo(LEGACY_VERSIONS);
-    throw new Error("decoding version info: missing field supportedVersions");
+    throw new Error(`${prefix}: missing field supportedVersions`);
   }
-  return new VersionInfo(supported.map(String));
+  return new VersionInfo(supported);
 }
 
 /** The cniVersion a config or result declares; missing or empty means 0.1.0. */
 export function decodeConfigVersion(bytes: string | Uint8Array): string {
-  let raw: unknown;
-  try {
-    raw = parseJson(bytes);
-  } catch (e) {
-    throw new Error(`decoding version from network config: ${(e as Error).message}`);
-  }
-  const v = isJsonObject(raw) ? raw["cniVersion"] : undefined;
-  if (v !== undefined && v !== null && typeof v !== "string") {
-    throw new Error(`decoding version from network config: json: cannot unmarshal ${jsonKindName(v)} into Go struct field .cniVersion of type string`);
-  }
-  return v ? v : "0.1.0";
+  const version = decodeStruct(bytes, "decoding version from network config",
+    'struct { CNIVersion string "json:\\"cniVersion\\"" }', (obj) => getString(obj, "cniVersion", "") ?? "");
+  return version === "" ? "0.1.0" : version;
 }
 
 /** Go-style `%q` of a string list: `["a" "b"]`. */
-export function quoteList(list: readonly string[]): string {
-  return "[" + list.map((s) => JSON.stringify(s)).join(" ") + "]";
-}
+export const quoteList = goQuoteList;
 
 /** A config version the plugin does not support (code 1). */
 export class IncompatibleVersionError extends CniError {
   constructor(readonly configVersion: string, readonly supported: readonly string[]) {
     super(ErrorCode.IncompatibleCNIVersion, "incompatible CNI versions",
-      `config is "${configVersion}", plugin supports ${quoteList(supported)}`);
+      `config is ${goQuote(configVersion)}, plugin supports ${quoteList(supported)}`);
     this.message = `incompatible CNI versions: ${this.details}`;
   }
 }

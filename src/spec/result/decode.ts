@@ -12,9 +12,10 @@ export class DecodeError extends Error {
   }
 }
 
+/** Go names a number by its text only when it is a number that does not fit an integer type. */
 function mismatch(value: unknown, where: string, goType: string): DecodeError {
   const kind = jsonKindName(value);
-  const shown = kind === "number" ? `number ${String(value)}` : kind;
+  const shown = kind === "number" && /^u?int/.test(goType) ? `number ${String(value)}` : kind;
   return new DecodeError(`json: cannot unmarshal ${shown} into Go struct field ${where} of type ${goType}`);
 }
 
@@ -59,6 +60,7 @@ export function getStringList(obj: JsonObject, name: string, struct: string): st
   if (v === undefined || v === null) return undefined;
   if (!Array.isArray(v)) throw mismatch(v, `${struct}.${name}`, "[]string");
   return v.map((item) => {
+    if (item === null) return ""; // Go leaves a null element at its zero value
     if (typeof item !== "string") throw mismatch(item, `${struct}.${name}`, "string");
     return item;
   });

@@ -3,10 +3,10 @@
  * Plugins build a `Result100` at CURRENT_VERSION and let skel print it in the config's version.
  * @module
  */
-import { isJsonObject, jsonKindName, marshalJson, parseJson, type JsonObject } from "../json.js";
+import { goQuote, isJsonObject, jsonKindName, marshalJson, parseJson, type JsonObject } from "../json.js";
 import { decodeConfigVersion } from "../version.js";
 import { convertResult, familyOf, type Result } from "./convert.js";
-import { DecodeError } from "./decode.js";
+import { DecodeError, getString } from "./decode.js";
 import { decode020, encode020, IMPLEMENTED_020, VERSIONS_020, type Result020 } from "./types020.js";
 import { decode040, encode040, IMPLEMENTED_040, VERSIONS_040, type Result040 } from "./types040.js";
 import { decode100, encode100, IMPLEMENTED_100, VERSIONS_100, type Result100 } from "./types100.js";
@@ -30,23 +30,19 @@ const goList = (list: readonly string[]) => `[${list.join(" ")}]`;
  */
 export function createResult(version: string, raw: unknown): Result {
   const family = familyOf(version);
-  if (!family) throw new Error(`unsupported CNI result version "${version}"`);
+  if (!family) throw new Error(`unsupported CNI result version ${goQuote(version)}`);
+  if (raw === null) raw = {}; // Go: decoding null leaves an empty result
   if (!isJsonObject(raw)) {
     throw new DecodeError(`json: cannot unmarshal ${jsonKindName(raw)} into Go value of type types${family}.Result`);
   }
-  const declared = raw["cniVersion"];
-  if (declared !== undefined && declared !== null && typeof declared !== "string") {
-    throw new DecodeError(`json: cannot unmarshal ${jsonKindName(declared)} into Go struct field Result.cniVersion of type string`);
-  }
-  let cniVersion = (declared as string | null | undefined) ?? "";
+  // Like Go: decode the whole object first (type errors win), then check the declared version.
+  const cniVersion = getString(raw, "cniVersion", "Result") ?? "";
+  const result = family === "020" ? decode020(raw, cniVersion) : family === "040" ? decode040(raw, cniVersion) : decode100(raw, cniVersion);
   if (!(FAMILY_LISTS[family] as readonly string[]).includes(cniVersion)) {
-    throw new Error(`result type supports ${goList(FAMILY_LISTS[family])} but unmarshalled CNIVersion is "${cniVersion}"`);
+    throw new Error(`result type supports ${goList(FAMILY_LISTS[family])} but unmarshalled CNIVersion is ${goQuote(cniVersion)}`);
   }
-  if (family === "020") {
-    if (cniVersion === "") cniVersion = "0.1.0";
-    return decode020(raw, cniVersion);
-  }
-  return family === "040" ? decode040(raw, cniVersion) : decode100(raw, cniVersion);
+  if (result.cniVersion === "") result.cniVersion = "0.1.0"; // only the 0.1.0/0.2.0 family accepts ""
+  return result;
 }
 
 /** Decodes result bytes whose own cniVersion says which shape they have (missing means 0.1.0). */

@@ -1,0 +1,36 @@
+#!/usr/bin/env node
+/**
+ * The multicall entry point: `dist/bin/<name>` links here, and the name it was invoked as picks the program
+ * (a plugin type or cnitool). `node main.js <name> [args]` works too.
+ * @module
+ */
+import path from "node:path";
+import { PROGRAMS } from "./registry.js";
+
+async function run(): Promise<void> {
+  let name = path.basename(process.argv[1] ?? "");
+  if (name === "main.js" || name === "main") {
+    name = process.argv[2] ?? "";
+    process.argv.splice(1, 1); // so the program sees its own arguments where it expects them
+  }
+  const entry = PROGRAMS[name];
+  if (!entry) {
+    process.stderr.write(`tscni: unknown program "${name}"; known: ${Object.keys(PROGRAMS).join(", ")}\n`);
+    process.exitCode = 1;
+    return;
+  }
+  // The VERSION probe is most of a runtime's calls: answer it without loading the plugin.
+  if (entry.versions && process.env["CNI_COMMAND"] === "VERSION") {
+    process.stdout.write(JSON.stringify({ cniVersion: "1.1.0", supportedVersions: entry.versions }) + "\n");
+    return;
+  }
+  const program = await entry.load();
+  await program.main();
+}
+
+run().catch((e: unknown) => {
+  // Last resort: a CNI error on stdout, never a stack trace.
+  const msg = e instanceof Error ? e.message : String(e);
+  process.stdout.write(JSON.stringify({ code: 999, msg }, null, 4));
+  process.exitCode = 1;
+});

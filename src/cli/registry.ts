@@ -1,0 +1,25 @@
+/**
+ * The programs the multicall executable can be: every plugin type and cnitool. Only names, VERSION answers
+ * and loaders live here, so a VERSION probe is answered without loading any plugin code.
+ * @module
+ */
+
+export interface ProgramEntry {
+  /** Loads the program's module; its `main()` runs it. */
+  load: () => Promise<{ main: () => Promise<void> }>;
+  /** Versions a plugin supports, for answering VERSION before loading it; absent for non-plugins. */
+  versions?: readonly string[];
+  /** A test helper: linked into dist/test-bin, not into the plugin directory. */
+  test?: boolean;
+}
+
+const ALL = ["0.1.0", "0.2.0", "0.3.0", "0.3.1", "0.4.0", "1.0.0", "1.1.0"] as const;
+
+export const PROGRAMS: Record<string, ProgramEntry> = {
+  cnitool: { load: () => import("../cnitool/cnitool.js") },
+  noop: { load: () => import("../plugins/test/noop.js"), test: true },
+  sleep: { load: () => import("../plugins/test/sleep.js"), test: true },
+  legacy010: { load: () => import("../plugins/test/legacy.js"), test: true },
+};
+
+export const ALL_SPEC_VERSIONS = ALL;

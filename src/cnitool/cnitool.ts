@@ -1,0 +1,162 @@
+/**
+ * cnitool: run a network configuration by hand, command-compatible with upstream cnitool
+ * (`cnitool add|check|del|status|gc <network> <netns>`, NETCONFPATH, CNI_PATH, CAP_ARGS, CNI_ARGS, CNI_IFNAME),
+ * plus `list`, `validate` and `version` for looking around.
+ * @module
+ */
+import { createHash } from "node:crypto";
+import path from "node:path";
+import { Command, CommanderError } from "commander";
+import { isJsonObject, parseJson } from "../spec/json.js";
+import { marshalResult } from "../spec/result/index.js";
+import { splitPathList } from "../invoke/find.js";
+import { CNIConfig, type RuntimeConf } from "../libcni/api.js";
+import { loadAllNetworks, loadConfList } from "../libcni/conf.js";
+
+export const DEFAULT_NETCONFPATH = "/etc/cni/net.d";
+
+/** Container ID cnitool uses for a netns: `cnitool-` + the first 20 hex digits of sha512(absolute path). */
+export function containerIdForNetns(netnsPath: string): string {
+  return "cnitool-" + createHash("sha512").update(netnsPath).digest("hex").slice(0, 20);
+}
+
+/** CNI_ARGS as cnitool reads it: `K=V` pairs separated by `;`, each with a non-empty key and value. */
+export function parseCnitoolArgs(value: string): Array<[string, string]> {
+  if (value === "") return [];
+  return value.split(";").map((pair) => {
+    const kv = pair.split("=");
+    if (kv.length !== 2 || kv[0] === "" || kv[1] === "") throw new Error(`invalid CNI_ARGS pair "${pair}"`);
+    return [kv[0]!, kv[1]!];
+  });
+}
+
+/** CAP_ARGS: a JSON object of capability arguments. */
+export function parseCapArgs(value: string): Record<string, unknown> {
+  let v: unknown;
+  try {
+    v = parseJson(value);
+  } catch (e) {
+    throw new Error(`CAP_ARGS is not valid JSON: ${(e as Error).message}`);
+  }
+  if (!isJsonObject(v)) throw new Error(`CAP_ARGS must be a JSON object of capability arguments, got ${JSON.stringify(value)}`);
+  return v;
+}
+
+interface Io {
+  env: Record<string, string | undefined>;
+  stdout: (s: string) => void;
+  stderr: (s: string) => void;
+  cwd: string;
+}
+
+interface GlobalOptions { ifname?: string; cacheDir?: string; timeout?: string }
+
+function runtimeSetup(io: Io, opts: GlobalOptions) {
+  const netconfPath = io.env["NETCONFPATH"] || DEFAULT_NETCONFPATH;
+  const cni = new CNIConfig({ path: splitPathList(io.env["CNI_PATH"]), cacheDir: opts.cacheDir });
+  const callOpts = opts.timeout ? { timeoutMs: Math.round(Number(opts.timeout) * 1000) } : {};
+  return { netconfPath, cni, callOpts };
+}
+
+async function attachmentCommand(verb: "add" | "check" | "del" | "status" | "gc", network: string, netns: string, io: Io, opts: GlobalOptions) {
+  const { netconfPath, cni, callOpts } = runtimeSetup(io, opts);
+  const list = await loadConfList(netconfPath, network);
+  const capabilityArgs = io.env["CAP_ARGS"] ? parseCapArgs(io.env["CAP_ARGS"]) : {};
+  const args = parseCnitoolArgs(io.env["CNI_ARGS"] ?? "");
+  const ifName = opts.ifname || io.env["CNI_IFNAME"] || "eth0";
+  const netnsPath = path.resolve(io.cwd, netns);
+  const rt: RuntimeConf = { containerID: containerIdForNetns(netnsPath), netNS: netnsPath, ifName, args, capabilityArgs };
+  switch (verb) {
+    case "add": {
+      const result = await cni.addNetworkList(list, rt, callOpts);
+      io.stdout(marshalResult(result, true));
+      return;
+    }
+    case "check": return cni.checkNetworkList(list, rt, callOpts);
+    case "del": return cni.delNetworkList(list, rt, callOpts);
+    case "gc": return cni.gcNetworkList(list, undefined, callOpts);
+    case "status": return cni.getStatusNetworkList(list, callOpts);
+  }
+}
+
+/** Builds the command line program; `io` makes it testable in-process. */
+export function buildProgram(io: Io): Command {
+  const program = new Command("cnitool")
+    .description("CNI Tool for managing network interfaces in a network namespace.\n" +
+      "It executes a CNI configuration: add, check, remove, gc, or get status of an interface in an already-created network namespace.\n\n" +
+      "Environment: NETCONFPATH (config dir, default /etc/cni/net.d), CNI_PATH (plugin dirs, ':'-separated),\n" +
+      "CAP_ARGS (JSON capability arguments), CNI_ARGS (K=V;K2=V2), CNI_IFNAME (default eth0).")
+    .option("-i, --ifname <name>", "interface name inside the namespace (default: $CNI_IFNAME or eth0)")
+    .option("--cache-dir <dir>", "result cache directory (default /var/lib/cni)")
+    .option("--timeout <seconds>", "kill a plugin that runs longer than this")
+    .configureOutput({ writeOut: io.stdout, writeErr: io.stderr })
+    .exitOverride()
+    .showHelpAfterError(false);
+
+  const verbs = [
+    ["add", "Add network interface to a network namespace"],
+    ["check", "Check network interface in a network namespace"],
+    ["del", "Delete network interface from a network namespace"],
+    ["gc", "Garbage collect network interfaces"],
+    ["status", "Get status of network interfaces"],
+  ] as const;
+  for (const [verb, summary] of verbs) {
+    program.command(verb)
+      .description(summary)
+      .argument("<network>", "name of the network (from a config in NETCONFPATH)")
+      .argument("<netns>", "path of the network namespace, e.g. /var/run/netns/test")
+      .allowExcessArguments(true)
+      .action(async (network: string, netns: string) => attachmentCommand(verb, network, netns, io, program.opts<GlobalOptions>()));
+  }
+
+  program.command("list")
+    .description("List the networks in NETCONFPATH, and the files that fail to load")
+    .action(async () => {
+      const { netconfPath } = runtimeSetup(io, program.opts<GlobalOptions>());
+      const { networks, errors } = await loadAllNetworks(netconfPath);
+      for (const { file, list } of networks) {
+        io.stdout(`${list.name}\t${list.cniVersion || "(no cniVersion)"}\t${list.plugins.map((p) => p.network.type).join(",")}\t${file}\n`);
+      }
+      for (const { file, error } of errors) io.stderr(`${file}: ${error.message}\n`);
+    });
+
+  program.command("validate")
+    .description("Check that every plugin of a network exists in CNI_PATH and supports its version")
+    .argument("<network>", "name of the network")
+    .action(async (network: string) => {
+      const { netconfPath, cni, callOpts } = runtimeSetup(io, program.opts<GlobalOptions>());
+      const list = await loadConfList(netconfPath, network);
+      const caps = await cni.validateNetworkList(list, callOpts);
+      io.stdout(`network "${list.name}" is valid (cniVersion ${list.cniVersion}; capabilities: ${caps.join(", ") || "none"})\n`);
+    });
+
+  program.command("version")
+    .description("Ask a plugin in CNI_PATH which CNI versions it supports")
+    .argument("<plugin-type>", "plugin type, e.g. bridge")
+    .action(async (pluginType: string) => {
+      const { cni, callOpts } = runtimeSetup(io, program.opts<GlobalOptions>());
+      const info = await cni.getVersionInfo(pluginType, callOpts);
+      io.stdout(info.supportedVersions.join("\n") + "\n");
+    });
+  return program;
+}
+
+/** Runs cnitool with `argv` (without node and script); resolves to the exit code. */
+export async function runCnitool(argv: string[], io: Io): Promise<number> {
+  const program = buildProgram(io);
+  try {
+    await program.parseAsync(argv, { from: "user" });
+    if (argv.length === 0) io.stdout(program.helpInformation());
+    return 0;
+  } catch (e) {
+    if (e instanceof CommanderError) return e.exitCode;
+    io.stderr(`Error: ${(e as Error).message}\n`);
+    return 1;
+  }
+}
+
+export async function main(): Promise<void> {
+  process.exitCode = await runCnitool(process.argv.slice(2), {
+    env: process.env, cwd: process.cwd(), stdout: (s) => process.stdout.write(s), stderr: (s) => process.stderr.write(s),
+  });
+}

@@ -1,0 +1,111 @@
+/**
+ * Executing a plugin binary: stdin in, stdout back, stderr forwarded, and every way a plugin can fail
+ * (CNI error JSON, garbage, silence, a signal, a timeout) turned into a CniError with the library's wording.
+ * @module
+ */
+import { spawn } from "node:child_process";
+import { setTimeout as sleep } from "node:timers/promises";
+import type { Writable } from "node:stream";
+import { CniError, ErrorCode } from "../spec/errors.js";
+import { isJsonObject, parseJson } from "../spec/json.js";
+import type { Env } from "./args.js";
+
+export interface ExecOptions {
+  /** Aborting kills the plugin (SIGKILL). */
+  signal?: AbortSignal;
+  /** Kills the plugin after this many milliseconds. */
+  timeoutMs?: number;
+  /** Where the plugin's stderr goes (default: this process's stderr). */
+  stderr?: Writable;
+}
+
+/** How a runtime runs plugins; replaceable (tests, in-process execution of tscni's own plugins). */
+export interface PluginExec {
+  execPlugin(pluginPath: string, stdin: Uint8Array, env: Env, options?: ExecOptions): Promise<Buffer>;
+}
+
+const ERRNO_TEXT: Record<string, string> = {
+  ENOENT: "no such file or directory",
+  EACCES: "permission denied",
+  ETXTBSY: "text file busy",
+  ENOEXEC: "exec format error",
+  ENOTDIR: "not a directory",
+  EISDIR: "is a directory",
+};
+
+interface RunOutcome { stdout: Buffer; stderr: Buffer; failure?: string }
+
+function runOnce(pluginPath: string, stdin: Uint8Array, env: Env, options: ExecOptions): Promise<RunOutcome> {
+  return new Promise((resolve) => {
+    const child = spawn(pluginPath, [], {
+      env: env as NodeJS.ProcessEnv,
+      stdio: ["pipe", "pipe", "pipe"],
+      signal: options.signal,
+      killSignal: "SIGKILL",
+      timeout: options.timeoutMs,
+    });
+    const out: Buffer[] = [];
+    const err: Buffer[] = [];
+    let spawnFailure: string | undefined;
+    child.stdout.on("data", (b: Buffer) => out.push(b));
+    child.stderr.on("data", (b: Buffer) => err.push(b));
+    child.stdin.on("error", () => { /* the plugin may exit without reading stdin */ });
+    child.on("error", (e: NodeJS.ErrnoException) => {
+      if (e.name === "AbortError") return; // reported through the close event as a signal
+      const code = e.code ?? "";
+      spawnFailure = `fork/exec ${pluginPath}: ${ERRNO_TEXT[code] ?? e.message}`;
+    });
+    child.on("close", (exitCode, signal) => {
+      let failure = spawnFailure;
+      if (!failure && signal) failure = `signal: ${signal === "SIGKILL" ? "killed" : signal === "SIGTERM" ? "terminated" : signal}`;
+      else if (!failure && exitCode !== 0) failure = `exit status ${exitCode}`;
+      resolve({ stdout: Buffer.concat(out), stderr: Buffer.concat(err), failure });
+    });
+    child.stdin.end(stdin);
+  });
+}
+
+/** Go-style %q of a string, for messages quoting plugin output. */
+const quote = (s: string) => JSON.stringify(s);
+
+/** Maps a failed execution to the CniError a runtime reports. */
+export function pluginFailure(failure: string, stdout: Buffer, stderr: Buffer): CniError {
+  if (stdout.length === 0) {
+    if (stderr.length === 0) return new CniError(ErrorCode.Unknown, `netplugin failed with no error message: ${failure}`);
+    return new CniError(ErrorCode.Unknown, `netplugin failed: ${quote(stderr.toString())}: ${failure}`);
+  }
+  try {
+    const v = parseJson(stdout);
+    if (!isJsonObject(v)) throw new Error(`json: cannot unmarshal ${Array.isArray(v) ? "array" : typeof v} into Go value of type types.Error`);
+    const code = typeof v["code"] === "number" ? v["code"] : 0;
+    const msg = typeof v["msg"] === "string" ? v["msg"] : "";
+    const details = typeof v["details"] === "string" ? v["details"] : "";
+    return new CniError(code, msg, details);
+  } catch (e) {
+    return new CniError(ErrorCode.Unknown,
+      `netplugin failed but error parsing its diagnostic message ${quote(stdout.toString())}: ${(e as Error).message}`);
+  }
+}
+
+/** Runs plugin executables as child processes (Go's RawExec). */
+export class RawExec implements PluginExec {
+  constructor(private readonly defaultStderr?: Writable) {}
+
+  async execPlugin(pluginPath: string, stdin: Uint8Array, env: Env, options: ExecOptions = {}): Promise<Buffer> {
+    const stderrSink = options.stderr ?? this.defaultStderr ?? process.stderr;
+    let outcome: RunOutcome | undefined;
+    // A binary being replaced while we start it answers ETXTBSY for a moment: retry as the Go library does.
+    for (let attempt = 0; attempt < 6; attempt++) {
+      outcome = await runOnce(pluginPath, stdin, env, options);
+      if (!outcome.failure?.includes("text file busy")) break;
+      await sleep(1000, undefined, { signal: options.signal }).catch(() => undefined);
+    }
+    const { stdout, stderr, failure } = outcome!;
+    if (failure) {
+      if (stdout.length > 0 && stderr.length > 0) stderrSink.write(stderr);
+      throw pluginFailure(failure, stdout, stderr);
+    }
+    if (stderr.length > 0) stderrSink.write(stderr);
+    return stdout;
+  }
+}

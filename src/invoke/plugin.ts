@@ -1,0 +1,105 @@
+/**
+ * Running a plugin for a result (ADD), for nothing (CHECK/DEL/STATUS/GC), or for its VERSION; and
+ * delegating a verb to another plugin (IPAM) with the caller's own environment and stdin.
+ * @module
+ */
+
+import { isJsonObject, marshalJson, parseJson } from "../spec/json.js";
+import { createResult, type Result } from "../spec/result/index.js";
+import { CURRENT_VERSION, decodeConfigVersion, decodeVersionInfo, VersionInfo } from "../spec/version.js";
+import { delegateEnv, type Env } from "./args.js";
+import { RawExec, type ExecOptions, type PluginExec } from "./exec.js";
+import { findInPath, splitPathList } from "./find.js";
+
+let defaultExec: PluginExec = new RawExec();
+
+/** The exec used when none is passed (replaceable, e.g. to run tscni's own plugins in-process). */
+export function setDefaultExec(exec: PluginExec): void {
+  defaultExec = exec;
+}
+export const getDefaultExec = (): PluginExec => defaultExec;
+
+/**
+ * Gives a version-less plugin output the config's version, then decodes it. Empty output is an error
+ * (an ADD must print a result).
+ */
+export function decodePluginResult(stdin: Uint8Array, stdout: Uint8Array): Result {
+  const configVersion = decodeConfigVersion(stdin);
+  let raw: unknown;
+  try {
+    raw = parseJson(stdout);
+  } catch (e) {
+    throw new Error(`failed to unmarshal raw result: ${(e as Error).message}`);
+  }
+  if (raw === null) raw = {};
+  if (!isJsonObject(raw)) throw new Error("failed to unmarshal raw result: json: cannot unmarshal non-object into Go value of type map[string]interface {}");
+  let version = raw["cniVersion"];
+  if (typeof version !== "string" || version === "") {
+    version = configVersion;
+    raw = { ...raw, cniVersion: configVersion };
+  }
+  return createResult(version as string, raw);
+}
+
+export async function execPluginWithResult(pluginPath: string, stdin: Uint8Array, env: Env,
+  exec: PluginExec = defaultExec, options?: ExecOptions): Promise<Result> {
+  const stdout = await exec.execPlugin(pluginPath, stdin, env, options);
+  return decodePluginResult(stdin, stdout);
+}
+
+export async function execPluginWithoutResult(pluginPath: string, stdin: Uint8Array, env: Env,
+  exec: PluginExec = defaultExec, options?: ExecOptions): Promise<void> {
+  await exec.execPlugin(pluginPath, stdin, env, options);
+}
+
+/** The environment of a VERSION probe: dummies satisfy very old plugins that demand every variable. */
+export function versionProbeEnv(base: Env = process.env): Env {
+  return {
+    ...base,
+    CNI_COMMAND: "VERSION", CNI_CONTAINERID: "", CNI_NETNS: "dummy", CNI_ARGS: "", CNI_IFNAME: "dummy", CNI_PATH: "dummy",
+  };
+}
+
+/** Asks a plugin which versions it supports; a plugin from before VERSION existed supports 0.1.0 only. */
+export async function getVersionInfo(pluginPath: string, exec: PluginExec = defaultExec,
+  options?: ExecOptions): Promise<VersionInfo> {
+  const stdin = Buffer.from(marshalJson({ cniVersion: CURRENT_VERSION }));
+  let stdout: Buffer;
+  try {
+    stdout = await exec.execPlugin(pluginPath, stdin, versionProbeEnv(), options);
+  } catch (e) {
+    if (e instanceof Error && e.message === "unknown CNI_COMMAND: VERSION") return new VersionInfo(["0.1.0"]);
+    throw e;
+  }
+  return decodeVersionInfo(stdout);
+}
+
+/** Options of a delegated call: exec and CNI_PATH default to the calling plugin's own. */
+export interface DelegateOptions extends ExecOptions {
+  exec?: PluginExec;
+  /** Defaults to process.env (the delegating plugin's environment). */
+  env?: Env;
+}
+
+async function delegatePath(pluginType: string, env: Env): Promise<string> {
+  return findInPath(pluginType, splitPathList(env["CNI_PATH"]));
+}
+
+/** Runs ADD on a delegate (IPAM) with the caller's stdin and environment; returns its result. */
+export async function delegateAdd(pluginType: string, netconf: Uint8Array, options: DelegateOptions = {}): Promise<Result> {
+  const env = options.env ?? process.env;
+  const pluginPath = await delegatePath(pluginType, env);
+  return execPluginWithResult(pluginPath, netconf, delegateEnv("ADD", env), options.exec ?? defaultExec, options);
+}
+
+async function delegateWithoutResult(command: string, pluginType: string, netconf: Uint8Array, options: DelegateOptions) {
+  const env = options.env ?? process.env;
+  const pluginPath = await delegatePath(pluginType, env);
+  await execPluginWithoutResult(pluginPath, netconf, delegateEnv(command, env), options.exec ?? defaultExec, options);
+}
+
+export const delegateCheck = (t: string, c: Uint8Array, o: DelegateOptions = {}) => delegateWithoutResult("CHECK", t, c, o);
+export const delegateDel = (t: string, c: Uint8Array, o: DelegateOptions = {}) => delegateWithoutResult("DEL", t, c, o);
+export const delegateStatus = (t: string, c: Uint8Array, o: DelegateOptions = {}) => delegateWithoutResult("STATUS", t, c, o);
+export const delegateGC = (t: string, c: Uint8Array, o: DelegateOptions = {}) => delegateWithoutResult("GC", t, c, o);
+

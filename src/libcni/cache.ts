@@ -1,0 +1,179 @@
+/**
+ * The result cache, in exactly Go libcni's format and place so either implementation reads the other's:
+ * `<cacheDir>/results/<network>-<containerID>-<ifname>`, a compact JSON object of kind "cniCacheV1" with the
+ * config bytes in base64. Written atomically (temp file + rename), mode 0600 in a 0700 directory.
+ * @module
+ */
+import { mkdir, readdir, readFile, rename, rm, writeFile } from "node:fs/promises";
+import path from "node:path";
+import { randomBytes } from "node:crypto";
+import { isJsonObject, marshalJson, parseJson, compareBytes, type JsonObject, type JsonValue } from "../spec/json.js";
+import { createResultFromBytes, getResultAsVersion, marshalResult, type Result } from "../spec/result/index.js";
+
+export const DEFAULT_CACHE_DIR = "/var/lib/cni";
+export const CACHE_KIND = "cniCacheV1";
+
+/** The identity of one cached attachment. */
+export interface CacheKey {
+  networkName: string;
+  containerID: string;
+  ifName: string;
+}
+
+/** What is stored for one attachment. */
+export interface CachedAttachment extends CacheKey {
+  config: Buffer;
+  netns?: string;
+  cniArgs?: Array<[string, string]>;
+  capabilityArgs?: JsonObject;
+  result?: JsonObject;
+}
+
+export function cacheFilePath(cacheDir: string, key: CacheKey): string {
+  const { networkName, containerID, ifName } = key;
+  if (!networkName || !containerID || !ifName) {
+    throw new Error(`cache file path requires network name (${JSON.stringify(networkName)}), container ID (${JSON.stringify(containerID)}), and interface name (${JSON.stringify(ifName)})`);
+  }
+  return path.join(cacheDir, "results", `${networkName}-${containerID}-${ifName}`);
+}
+
+/** The file's JSON, field for field in Go's order. */
+function encodeCacheEntry(entry: CachedAttachment, result: Result | undefined): string {
+  const o: Record<string, unknown> = {
+    kind: CACHE_KIND,
+    containerId: entry.containerID,
+    config: entry.config.toString("base64"),
+    ifName: entry.ifName,
+    networkName: entry.networkName,
+  };
+  if (entry.netns) o["netns"] = entry.netns;
+  if (entry.cniArgs?.length) o["cniArgs"] = entry.cniArgs;
+  if (entry.capabilityArgs && Object.keys(entry.capabilityArgs).length) o["capabilityArgs"] = entry.capabilityArgs;
+  if (result) o["result"] = parseJson(marshalResult(result));
+  // Go marshals the struct in field order and the nested generic maps with sorted keys.
+  return "{" + Object.entries(o).map(([k, v]) => `${JSON.stringify(k)}:${marshalJson(v)}`).join(",") + "}";
+}
+
+/** Writes a file atomically: a temp file in the same directory, then rename over the target. */
+export async function writeFileAtomic(file: string, data: string | Uint8Array, mode = 0o600): Promise<void> {
+  const tmp = path.join(path.dirname(file), `.${path.basename(file)}.${process.pid}.${randomBytes(4).toString("hex")}.tmp`);
+  try {
+    await writeFile(tmp, data, { mode });
+    await rename(tmp, file);
+  } catch (e) {
+    await rm(tmp, { force: true }).catch(() => undefined);
+    throw e;
+  }
+}
+
+/** Stores an attachment and its final result. */
+export async function writeCacheEntry(cacheDir: string, entry: CachedAttachment, result: Result | undefined): Promise<void> {
+  const file = cacheFilePath(cacheDir, entry);
+  await mkdir(path.dirname(file), { recursive: true, mode: 0o700 });
+  await writeFileAtomic(file, encodeCacheEntry(entry, result));
+}
+
+export async function deleteCacheEntry(cacheDir: string, key: CacheKey): Promise<void> {
+  let file: string;
+  try {
+    file = cacheFilePath(cacheDir, key);
+  } catch {
+    return;
+  }
+  await rm(file, { force: true }).catch(() => undefined);
+}
+
+/** Decodes a cache file; undefined when it is not a cniCacheV1 object (e.g. a legacy bare result). */
+function decodeCacheEntry(bytes: Buffer): CachedAttachment | undefined {
+  let raw: JsonValue;
+  try {
+    raw = parseJson(bytes);
+  } catch {
+    return undefined;
+  }
+  if (!isJsonObject(raw) || raw["kind"] !== CACHE_KIND) return undefined;
+  const str = (k: string) => (typeof raw[k] === "string" ? (raw[k] as string) : "");
+  const entry: CachedAttachment = {
+    networkName: str("networkName"),
+    containerID: str("containerId"),
+    ifName: str("ifName"),
+    config: Buffer.from(str("config"), "base64"),
+  };
+  if (str("netns")) entry.netns = str("netns");
+  const cniArgs = raw["cniArgs"];
+  if (Array.isArray(cniArgs)) entry.cniArgs = cniArgs.filter(Array.isArray).map((p) => [String(p[0] ?? ""), String(p[1] ?? "")]);
+  if (isJsonObject(raw["capabilityArgs"])) entry.capabilityArgs = raw["capabilityArgs"];
+  if (isJsonObject(raw["result"])) entry.result = raw["result"];
+  return entry;
+}
+
+async function readCacheFile(file: string): Promise<Buffer | undefined> {
+  try {
+    return await readFile(file);
+  } catch {
+    return undefined; // no cache is not an error
+  }
+}
+
+/**
+ * The cached result of an attachment converted to `cniVersion`; undefined when nothing is cached. A file that
+ * is not cniCacheV1 is read as a bare result (what older libcni wrote).
+ */
+export async function readCachedResult(cacheDir: string, key: CacheKey, cniVersion: string): Promise<Result | undefined> {
+  const bytes = await readCacheFile(cacheFilePath(cacheDir, key));
+  if (!bytes) return undefined;
+  const entry = decodeCacheEntry(bytes);
+  let result: Result;
+  if (entry) {
+    if (!entry.result) return undefined;
+    result = createResultFromBytes(marshalJson(entry.result));
+  } else {
+    result = createResultFromBytes(bytes);
+  }
+  try {
+    return getResultAsVersion(result, cniVersion);
+  } catch (e) {
+    throw new Error(`failed to convert cached result to config version "${cniVersion}": ${(e as Error).message}`);
+  }
+}
+
+/** The cached attachment record (config bytes, args); undefined when nothing is cached. */
+export async function readCachedAttachment(cacheDir: string, key: CacheKey): Promise<CachedAttachment | undefined> {
+  const bytes = await readCacheFile(cacheFilePath(cacheDir, key));
+  if (!bytes) return undefined;
+  let raw: JsonValue;
+  try {
+    raw = parseJson(bytes);
+  } catch (e) {
+    throw new Error(`failed to unmarshal cached network "${key.networkName}" config: ${(e as Error).message}`);
+  }
+  const kind = isJsonObject(raw) ? raw["kind"] : undefined;
+  if (kind !== CACHE_KIND) throw new Error(`read cached network "${key.networkName}" config has wrong kind: ${kind ?? ""}`);
+  return decodeCacheEntry(bytes);
+}
+
+/** Every valid cached attachment, optionally only those of one container, in file-name order. */
+export async function listCachedAttachments(cacheDir: string, containerID = ""): Promise<CachedAttachment[]> {
+  const dir = path.join(cacheDir, "results");
+  let names: string[];
+  try {
+    names = (await readdir(dir)).sort(compareBytes);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === "ENOENT") return [];
+    throw e;
+  }
+  const out: CachedAttachment[] = [];
+  for (const name of names) {
+    if (containerID) {
+      const at = name.indexOf(`-${containerID}-`);
+      if (at <= 0 || at + containerID.length + 2 >= name.length) continue;
+    }
+    const bytes = await readCacheFile(path.join(dir, name));
+    const entry = bytes && decodeCacheEntry(bytes);
+    if (!entry || !entry.ifName || !entry.networkName) continue;
+    if (containerID && entry.containerID !== containerID) continue;
+    out.push(entry);
+  }
+  return out;
+}
+

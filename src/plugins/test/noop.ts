@@ -1,0 +1,99 @@
+/**
+ * noop: a test plugin that does what its debug file says (report a result, an error, stderr, an exit code)
+ * and records how it was called. The libcni and invoke tests drive it. Debug file: CNI_ARGS `DEBUG=<path>`,
+ * else the config's `debugFile`; `commandLog` in the config appends every call to a JSON list.
+ * @module
+ */
+import { readFileSync, writeFileSync, existsSync } from "node:fs";
+import { CniError, ErrorCode } from "../../spec/errors.js";
+
+import { getResultAsVersion, marshalResult, toCurrentResult } from "../../spec/result/index.js";
+import { ALL_VERSIONS, VersionInfo } from "../../spec/version.js";
+import { loadPluginConf, parsePrevResult } from "../../skel/conf.js";
+import { pluginMain, type CmdArgs } from "../../skel/skel.js";
+
+/** What the debug file holds (Go field names, so Go's and our tests share the format). */
+export interface NoopDebug {
+  ReportResult?: string;
+  ReportError?: string;
+  ReportErrorCode?: number;
+  ReportStderr?: string;
+  ReportVersionSupport?: string[];
+  ExitWithCode?: number;
+  Command?: string;
+  CmdArgs?: Record<string, string>;
+}
+
+export const NOOP_DEFAULT_VERSIONS = ["0.-42.0", ...ALL_VERSIONS];
+
+function debugFileFromArgs(cniArgs: string): string | undefined {
+  if (!cniArgs) return undefined;
+  for (const pair of cniArgs.split(";")) {
+    const kv = pair.split("=");
+    if (kv.length !== 2) throw new CniError(ErrorCode.InvalidEnvironmentVariables, `CNI_ARGS invalid key/value pair: ${pair}`);
+    if (kv[0] === "DEBUG") return kv[1];
+  }
+  return undefined;
+}
+
+function readDebug(file: string): NoopDebug {
+  return existsSync(file) ? (JSON.parse(readFileSync(file, "utf8")) as NoopDebug) : {};
+}
+
+function handle(command: string) {
+  return (args: CmdArgs): string | void => {
+    const { conf, raw } = loadPluginConf(args.stdinData);
+    const file = debugFileFromArgs(args.args) ?? (typeof raw["debugFile"] === "string" ? raw["debugFile"] : undefined);
+    if (!file) {
+      process.stderr.write("CNI_ARGS or config empty, no debug behavior\n");
+      return "{}";
+    }
+    const debug = readDebug(file);
+    const cmdArgs = {
+      ContainerID: args.containerID, Netns: args.netns, IfName: args.ifName, Args: args.args, Path: args.path,
+      NetnsOverride: args.netnsOverride, StdinData: args.stdinData.toString("base64"),
+    };
+    debug.Command = command;
+    debug.CmdArgs = cmdArgs;
+    writeFileSync(file, JSON.stringify(debug));
+    if (typeof raw["commandLog"] === "string") {
+      const log = raw["commandLog"];
+      const entries = existsSync(log) ? (JSON.parse(readFileSync(log, "utf8")) as unknown[]) : [];
+      entries.push({ Command: command, CmdArgs: cmdArgs });
+      writeFileSync(log, JSON.stringify(entries));
+    }
+    if (debug.ReportStderr) process.stderr.write(debug.ReportStderr);
+    if (debug.ReportError) throw new CniError(debug.ReportErrorCode || ErrorCode.Internal, debug.ReportError);
+    let output = debug.ReportResult ?? "";
+    if (output === "PASSTHROUGH" || output === "INJECT-DNS") {
+      const prev = parsePrevResult(conf);
+      if (!prev) throw new CniError(ErrorCode.InvalidNetworkConfig, "noop: no prevResult to pass through");
+      let result = prev;
+      if (output === "INJECT-DNS") {
+        const current = toCurrentResult(prev);
+        result = { ...current, dns: { ...current.dns, nameservers: ["1.2.3.4"] } };
+      }
+      output = marshalResult(getResultAsVersion(result, conf.cniVersion || "0.1.0"));
+    }
+    if (debug.ExitWithCode) {
+      process.stdout.write(output, () => process.exit(debug.ExitWithCode));
+      return;
+    }
+    return output;
+  };
+}
+
+function versionInfo(): VersionInfo {
+  try {
+    const file = debugFileFromArgs(process.env["CNI_ARGS"] ?? "");
+    const debug = file ? readDebug(file) : {};
+    if (debug.ReportVersionSupport?.length) return new VersionInfo(debug.ReportVersionSupport);
+  } catch { /* default list */ }
+  return new VersionInfo(NOOP_DEFAULT_VERSIONS);
+}
+
+export function main(): Promise<void> {
+  return pluginMain({ add: handle("ADD"), check: handle("CHECK"), del: handle("DEL"), status: handle("STATUS"), gc: handle("GC") },
+    versionInfo(), "CNI noop plugin v0.7.0");
+}
+

@@ -1,0 +1,233 @@
+/**
+ * skel: the main function of a CNI plugin. It reads the environment and stdin, validates them per verb,
+ * enforces version support, calls the plugin's handler, and prints the result in the config's version or
+ * the error as CNI JSON on stdout. A plugin's main is one call to `pluginMain`.
+ * @module
+ */
+import { statSync } from "node:fs";
+import { CniError, ErrorCode } from "../spec/errors.js";
+import { isJsonObject, jsonKindName, parseJson } from "../spec/json.js";
+import { printResult, type Result } from "../spec/result/index.js";
+import { validateContainerId, validateInterfaceName, validateNetworkName } from "../spec/validate.js";
+import { decodeConfigVersion, reconcileVersion, versionGreaterThanOrEqualTo, type VersionInfo } from "../spec/version.js";
+
+/** What a plugin handler is given: the CNI environment and the raw config bytes. */
+export interface CmdArgs {
+  containerID: string;
+  netns: string;
+  ifName: string;
+  /** CNI_ARGS, raw. */
+  args: string;
+  /** CNI_PATH, raw. */
+  path: string;
+  netnsOverride: string;
+  stdinData: Buffer;
+}
+
+/**
+ * A handler returns a result (printed in the config's version), a string (printed verbatim), or nothing.
+ * Throwing a CniError reports it as is; any other throw becomes code 999.
+ */
+export type Handler = (args: CmdArgs) => Promise<Result | string | void> | Result | string | void;
+
+export interface PluginFuncs {
+  add?: Handler;
+  check?: Handler;
+  del?: Handler;
+  status?: Handler;
+  gc?: Handler;
+}
+
+/** Where skel reads and writes; pluginMain uses the real process, tests inject their own. */
+export interface PluginIO {
+  env: Record<string, string | undefined>;
+  readStdin: () => Promise<Buffer>;
+  writeStdout: (s: string) => void;
+  writeStderr: (s: string) => void;
+}
+
+type EnvVar = "CNI_COMMAND" | "CNI_CONTAINERID" | "CNI_NETNS" | "CNI_IFNAME" | "CNI_ARGS" | "CNI_PATH" | "CNI_NETNS_OVERRIDE";
+
+/** Which verbs require each variable, in the order they are reported. */
+const ENV_RULES: ReadonlyArray<{ name: EnvVar; requiredFor: readonly string[]; validate?: (v: string) => void }> = [
+  { name: "CNI_COMMAND", requiredFor: ["*"] },
+  { name: "CNI_CONTAINERID", requiredFor: ["ADD", "DEL", "CHECK"], validate: validateContainerId },
+  { name: "CNI_NETNS", requiredFor: ["ADD", "CHECK"] },
+  { name: "CNI_IFNAME", requiredFor: ["ADD", "DEL", "CHECK"], validate: validateInterfaceName },
+  { name: "CNI_ARGS", requiredFor: [] },
+  { name: "CNI_PATH", requiredFor: ["ADD", "DEL", "CHECK", "GC", "STATUS"] },
+  { name: "CNI_NETNS_OVERRIDE", requiredFor: [] },
+];
+
+function readEnv(env: PluginIO["env"]): { command: string; values: Record<EnvVar, string> } {
+  const command = env["CNI_COMMAND"] ?? "";
+  const values = {} as Record<EnvVar, string>;
+  const missing: string[] = [];
+  for (const rule of ENV_RULES) {
+    const value = env[rule.name] ?? "";
+    values[rule.name] = value;
+    const required = rule.requiredFor.includes("*") || rule.requiredFor.includes(command);
+    if (!required) continue;
+    if (value === "") missing.push(rule.name);
+    else rule.validate?.(value);
+  }
+  if (missing.length > 0) {
+    throw new CniError(ErrorCode.InvalidEnvironmentVariables, `required env variables [${missing.join(",")}] missing`);
+  }
+  return { command, values };
+}
+
+/** Every config must decode and carry a valid network name, whatever the verb. */
+function validateConfigName(stdin: Buffer): void {
+  let raw: unknown;
+  try {
+    raw = parseJson(stdin);
+    if (!isJsonObject(raw)) throw new Error(`json: cannot unmarshal ${jsonKindName(raw)} into Go value of type skel.reqForCmdEntry`);
+  } catch (e) {
+    throw new CniError(ErrorCode.DecodingFailure, `error unmarshall network config: ${(e as Error).message}`);
+  }
+  const name = raw["name"];
+  if (name !== undefined && name !== null && typeof name !== "string") {
+    throw new CniError(ErrorCode.DecodingFailure,
+      `error unmarshall network config: json: cannot unmarshal ${jsonKindName(name)} into Go struct field .name of type string`);
+  }
+  const networkName = (name as string | undefined) ?? "";
+  if (networkName === "") throw new CniError(ErrorCode.InvalidNetworkConfig, "missing network name");
+  try {
+    validateNetworkName(networkName);
+  } catch (e) {
+    throw e instanceof CniError ? new CniError(e.code, e.msg, e.details) : e;
+  }
+}
+
+function configVersionOf(stdin: Buffer): string {
+  try {
+    return decodeConfigVersion(stdin);
+  } catch (e) {
+    throw new CniError(ErrorCode.DecodingFailure, (e as Error).message);
+  }
+}
+
+/** True when `netnsPath` is the network namespace this process runs in. */
+function isOwnNetns(netnsPath: string): boolean {
+  try {
+    const target = statSync(netnsPath);
+    const own = statSync("/proc/self/ns/net");
+    return target.dev === own.dev && target.ino === own.ino;
+  } catch {
+    return false; // unopenable (e.g. already gone on DEL) is fine
+  }
+}
+
+/** CHECK/GC/STATUS need a config version >= `minimum` and a plugin version >= the config's. */
+function gateVersion(verb: string, minimum: string, configVersion: string, info: VersionInfo): void {
+  let allowed: boolean;
+  try {
+    allowed = versionGreaterThanOrEqualTo(configVersion, minimum);
+  } catch (e) {
+    throw new CniError(ErrorCode.DecodingFailure, (e as Error).message);
+  }
+  if (!allowed) throw new CniError(ErrorCode.IncompatibleCNIVersion, `config version does not allow ${verb}`);
+  for (const v of info.supportedVersions) {
+    let ok: boolean;
+    try {
+      ok = versionGreaterThanOrEqualTo(v, configVersion);
+    } catch (e) {
+      throw new CniError(ErrorCode.DecodingFailure, (e as Error).message);
+    }
+    if (ok) return;
+  }
+  throw new CniError(ErrorCode.IncompatibleCNIVersion, `plugin version does not allow ${verb}`);
+}
+
+const HANDLERS: Record<string, keyof PluginFuncs> = { ADD: "add", DEL: "del", CHECK: "check", STATUS: "status", GC: "gc" };
+const MIN_VERSION: Record<string, string> = { CHECK: "0.4.0", GC: "1.1.0", STATUS: "1.1.0" };
+
+/**
+ * Runs one plugin invocation against `io`. Returns the error to report, or undefined on success (output has
+ * been written). Never throws.
+ */
+export async function runPlugin(funcs: PluginFuncs, info: VersionInfo, about: string, io: PluginIO): Promise<CniError | undefined> {
+  try {
+    let env: ReturnType<typeof readEnv>;
+    try {
+      env = readEnv(io.env);
+    } catch (e) {
+      if (e instanceof CniError && e.code === ErrorCode.InvalidEnvironmentVariables && !io.env["CNI_COMMAND"] && about) {
+        io.writeStderr(`${about}\nCNI protocol versions supported: ${info.supportedVersions.join(", ")}\n`);
+        return undefined;
+      }
+      throw e;
+    }
+    const { command, values } = env;
+    if (command === "VERSION") {
+      io.writeStdout(info.encode());
+      return undefined;
+    }
+    let stdin: Buffer;
+    try {
+      stdin = await io.readStdin();
+    } catch (e) {
+      throw new CniError(ErrorCode.IOFailure, `error reading from stdin: ${(e as Error).message}`);
+    }
+    validateConfigName(stdin);
+    const handlerName = HANDLERS[command];
+    if (!handlerName) throw new CniError(ErrorCode.InvalidEnvironmentVariables, `unknown CNI_COMMAND: ${command}`);
+
+    const configVersion = configVersionOf(stdin);
+    const minimum = MIN_VERSION[command];
+    if (minimum) gateVersion(command, minimum, configVersion, info);
+    reconcileVersion(configVersion, info);
+
+    const handler = funcs[handlerName];
+    if (handler) {
+      const args: CmdArgs = {
+        containerID: values.CNI_CONTAINERID, netns: values.CNI_NETNS, ifName: values.CNI_IFNAME, args: values.CNI_ARGS,
+        path: values.CNI_PATH, netnsOverride: values.CNI_NETNS_OVERRIDE, stdinData: stdin,
+      };
+      const output = await handler(args);
+      if (typeof output === "string") io.writeStdout(output);
+      else if (output) io.writeStdout(printResult(output, configVersion));
+    }
+    if ((command === "ADD" || command === "DEL") && values.CNI_NETNS) {
+      const override = values.CNI_NETNS_OVERRIDE.toLowerCase();
+      if (override !== "true" && override !== "1" && isOwnNetns(values.CNI_NETNS)) {
+        throw new CniError(ErrorCode.InvalidNetNS, "plugin's netns and netns from CNI_NETNS should not be the same");
+      }
+    }
+    return undefined;
+  } catch (e) {
+    return CniError.from(e);
+  }
+}
+
+function readAll(stream: NodeJS.ReadableStream): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    stream.on("data", (c: Buffer) => chunks.push(c));
+    stream.on("end", () => resolve(Buffer.concat(chunks)));
+    stream.on("error", reject);
+  });
+}
+
+/** The real process's IO. */
+export function processIO(): PluginIO {
+  return {
+    env: process.env,
+    readStdin: () => readAll(process.stdin),
+    writeStdout: (s) => process.stdout.write(s),
+    writeStderr: (s) => process.stderr.write(s),
+  };
+}
+
+/**
+ * A plugin's main: run, print any error as CNI JSON on stdout, and set the exit code (1 on error).
+ * Resolves when output is flushed; it does not call process.exit, so pending writes complete.
+ */
+export async function pluginMain(funcs: PluginFuncs, info: VersionInfo, about: string, io: PluginIO = processIO()): Promise<void> {
+  const err = await runPlugin(funcs, info, about, io);
+  if (err) {
+    io.writeStdout(err.print());
+    process.exitCode = 1;
+  }
+}
