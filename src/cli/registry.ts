@@ -17,6 +17,8 @@ const ALL = ["0.1.0", "0.2.0", "0.3.0", "0.3.1", "0.4.0", "1.0.0", "1.1.0"] as c
 
 export const PROGRAMS: Record<string, ProgramEntry> = {
   cnitool: { load: () => import("../cnitool/cnitool.js") },
+  loopback: { load: () => import("../plugins/main/loopback/main.js"), versions: ALL },
+  bridge: { load: () => import("../plugins/main/bridge/main.js"), versions: ALL },
   noop: { load: () => import("../plugins/test/noop.js"), test: true },
   sleep: { load: () => import("../plugins/test/sleep.js"), test: true },
   legacy010: { load: () => import("../plugins/test/legacy.js"), test: true },

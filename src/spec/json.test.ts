@@ -55,6 +55,14 @@ describe("Go JSON syntax errors (checklist 0.5)", () => {
     });
   }
 
+  test("nesting deeper than 10000 containers is Go's max-depth error, without overflowing the stack", () => {
+    assert.equal(syntaxError("[".repeat(10000) + "]".repeat(10000)), null);
+    assert.equal(syntaxError("[".repeat(10000)), "unexpected end of JSON input");
+    assert.equal(syntaxError("[".repeat(10001) + "]".repeat(10001)), "invalid character '[' exceeded max depth");
+    assert.equal(syntaxError('{"a":'.repeat(10000) + "{}" + "}".repeat(10000)), "invalid character '{' exceeded max depth");
+    assert.equal(syntaxError("[".repeat(100000)), "invalid character '[' exceeded max depth");
+  });
+
   test("valid documents have no error", () => {
     for (const ok of ["{}", "[]", " {\"a\": [1, 2.5e-3, -0, true, false, null, \"\\u00e9\\n\"]} \n", "0", "\"x\"", "null"]) {
       assert.equal(syntaxError(ok), null, ok);
@@ -69,6 +77,10 @@ describe("Go JSON syntax errors (checklist 0.5)", () => {
       return true;
     });
     assert.throws(() => parseJson("[1,]"), (e: unknown) => e instanceof JsonSyntaxError && e.offset === 3);
+  });
+
+  test("duplicate keys: the last value wins", () => {
+    assert.deepEqual(parseJson('{"a":1,"b":2,"a":3}'), { a: 3, b: 2 });
   });
 
   test("parseJson accepts bytes and decodes values", () => {
@@ -111,7 +123,8 @@ describe("marshalJson (Go json.Marshal / MarshalIndent)", () => {
   });
 
   test("numbers print as Go prints float64", () => {
-    assert.equal(marshalJson([0, -1, 1.5, 1e21, 1e-7, 0.000001, 123456789]), "[0,-1,1.5,1e+21,1e-7,0.000001,123456789]");
+    assert.equal(marshalJson([0, -1, 1.5, 1e21, 1e-7, 0.000001, 123456789, 1e20]), "[0,-1,1.5,1e+21,1e-7,0.000001,123456789,100000000000000000000]");
+    assert.equal(marshalJson(parseJson("[-0, 1.0, 1e2, 2.50]")), "[-0,1,100,2.5]");
   });
 
   test("empty containers stay compact even when indenting", () => {

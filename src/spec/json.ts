@@ -53,6 +53,9 @@ export function goQuote(s: string): string {
 /** Go's `%q` of a string list: `["a" "b"]`. */
 export const goQuoteList = (list: readonly string[]): string => "[" + list.map(goQuote).join(" ") + "]";
 
+/** Go's encoding/json nesting limit. */
+const MAX_NESTING_DEPTH = 10000;
+
 const isSpace = (c: string) => c === " " || c === "\t" || c === "\n" || c === "\r";
 const isDigit = (c: string) => c >= "0" && c <= "9";
 const isHex = (c: string) => isDigit(c) || (c >= "a" && c <= "f") || (c >= "A" && c <= "F");
@@ -116,40 +119,18 @@ export function findJsonSyntaxError(text: string): JsonSyntaxError | null {
     }
     return null;
   };
-  const parseValue = (depth: number): JsonSyntaxError | null => {
-    if (depth > 10000) return new JsonSyntaxError("exceeded max depth", i);
+  // An object key and its colon (after `{` or `,`).
+  const parseKey = (): JsonSyntaxError | null => {
     skipSpace();
-    const c = text[i];
-    if (c === "{") {
-      i++; skipSpace();
-      if (text[i] === "}") { i++; return null; }
-      for (;;) {
-        skipSpace();
-        const keyErr = parseString("looking for beginning of object key string");
-        if (keyErr) return keyErr;
-        skipSpace();
-        if (text[i] !== ":") return fail("after object key");
-        i++;
-        const valErr = parseValue(depth + 1);
-        if (valErr) return valErr;
-        skipSpace();
-        if (text[i] === ",") { i++; continue; }
-        if (text[i] === "}") { i++; return null; }
-        return fail("after object key:value pair");
-      }
-    }
-    if (c === "[") {
-      i++; skipSpace();
-      if (text[i] === "]") { i++; return null; }
-      for (;;) {
-        const valErr = parseValue(depth + 1);
-        if (valErr) return valErr;
-        skipSpace();
-        if (text[i] === ",") { i++; continue; }
-        if (text[i] === "]") { i++; return null; }
-        return fail("after array element");
-      }
-    }
+    const keyErr = parseString("looking for beginning of object key string");
+    if (keyErr) return keyErr;
+    skipSpace();
+    if (text[i] !== ":") return fail("after object key");
+    i++;
+    return null;
+  };
+  // A scalar value starting at `c`.
+  const parseScalar = (c: string | undefined): JsonSyntaxError | null => {
     if (c === '"') return parseString("looking for beginning of value");
     if (c === "-" || (c !== undefined && isDigit(c))) return parseNumber();
     if (c === "t") return parseLiteral("true");
@@ -158,11 +139,44 @@ export function findJsonSyntaxError(text: string): JsonSyntaxError | null {
     return fail("looking for beginning of value");
   };
 
-  const err = parseValue(0);
-  if (err) return err;
-  skipSpace();
-  if (i < n) return fail("after top-level value");
-  return null;
+  // Iterative, like Go's state machine, so deep nesting cannot overflow the JS stack. `open` holds the
+  // containers (`{` or `[`) around the position; Go allows 10000 of them.
+  const open: string[] = [];
+  for (;;) {
+    // Expecting a value.
+    skipSpace();
+    const c = text[i];
+    if (c === "{" || c === "[") {
+      if (open.length >= MAX_NESTING_DEPTH) return fail("exceeded max depth");
+      i++;
+      skipSpace();
+      if (text[i] !== (c === "{" ? "}" : "]")) {
+        open.push(c);
+        const keyErr = c === "{" ? parseKey() : null;
+        if (keyErr) return keyErr;
+        continue;
+      }
+      i++; // an empty container is a complete value
+    } else {
+      const err = parseScalar(c);
+      if (err) return err;
+    }
+    // After a complete value: close containers, or go on to the next element.
+    for (;;) {
+      skipSpace();
+      const top = open[open.length - 1];
+      if (top === undefined) return i < n ? fail("after top-level value") : null;
+      if (text[i] === ",") {
+        i++;
+        const keyErr = top === "{" ? parseKey() : null;
+        if (keyErr) return keyErr;
+        break;
+      }
+      if (text[i] !== (top === "{" ? "}" : "]")) return fail(top === "{" ? "after object key:value pair" : "after array element");
+      i++;
+      open.pop();
+    }
+  }
 }
 
 /** Parses JSON text, throwing a JsonSyntaxError with Go's wording when it is malformed. */
@@ -249,7 +263,7 @@ export function marshalJson(value: unknown, options: MarshalOptions = {}): strin
     if (v === undefined || typeof v === "function") return undefined;
     if (v === null) return "null";
     if (typeof v === "string") return quoteJsonString(v);
-    if (typeof v === "number") return Number.isFinite(v) ? JSON.stringify(v) : "null";
+    if (typeof v === "number") return Number.isFinite(v) ? (Object.is(v, -0) ? "-0" : JSON.stringify(v)) : "null";
     if (typeof v === "boolean") return v ? "true" : "false";
     if (typeof v === "bigint") return v.toString();
     if (v instanceof Uint8Array) return quoteJsonString(Buffer.from(v).toString("base64"));

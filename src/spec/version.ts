@@ -139,8 +139,11 @@ export function negotiateVersion(offered: readonly string[], info: VersionInfo):
   for (const v of offered) {
     if (!info.supports(v)) continue;
     try {
-      if (best === undefined || compareVersions(v, best) > 0) best = v;
-    } catch { /* unparsable: never chosen */ }
+      parseVersion(v);
+    } catch {
+      continue; // unparsable: never chosen
+    }
+    if (best === undefined || compareVersions(v, best) > 0) best = v;
   }
   return best;
 }

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Installs what tscni needs on a fresh Debian machine and builds it: system tools (iproute2, iptables, nftables,
+# and Debian's Go CNI plugins, the reference the interop tests compare against), npm dependencies, dist/.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need=()
+command -v ip >/dev/null 2>&1 || need+=(iproute2)
+command -v iptables >/dev/null 2>&1 || need+=(iptables)
+command -v nft >/dev/null 2>&1 || need+=(nftables)
+[ -x /usr/lib/cni/bridge ] || need+=(containernetworking-plugins)
+if [ ${#need[@]} -gt 0 ]; then
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "setup: missing ${need[*]}; run as root (or install them) first" >&2
+    exit 1
+  fi
+  echo "setup: installing ${need[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+fi
+
+if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+  npm ci --no-audit --no-fund --loglevel=error
+fi
+npm run --silent build

@@ -1,0 +1,97 @@
+/**
+ * iptables/ip6tables operations with the semantics the Go plugins rely on: ensure a chain, append a rule only
+ * once, delete tolerating "does not exist". Runs in the namespace of this process.
+ * @module
+ */
+import { NetOpError, runTool } from "./exec.js";
+
+export type IPFamilyNum = 4 | 6;
+
+export class Iptables {
+  readonly command: string;
+  constructor(readonly family: IPFamilyNum) {
+    this.command = family === 4 ? "iptables" : "ip6tables";
+  }
+
+  private run(args: string[], operation: string) {
+    return runTool(this.command, ["--wait", ...args], operation);
+  }
+
+  /** Whether a chain exists in a table. */
+  async chainExists(table: string, chain: string): Promise<boolean> {
+    try {
+      await this.run(["-t", table, "-S", chain, "1"], `look up chain ${chain}`);
+      return true;
+    } catch (e) {
+      if (e instanceof NetOpError) return false;
+      throw e;
+    }
+  }
+
+  async ensureChain(table: string, chain: string): Promise<void> {
+    if (await this.chainExists(table, chain)) return;
+    try {
+      await this.run(["-t", table, "-N", chain], `create ${this.command} chain ${table}/${chain}`);
+    } catch (e) {
+      if (!(e instanceof NetOpError && e.isExists)) throw e;
+    }
+  }
+
+  async ruleExists(table: string, chain: string, rule: readonly string[]): Promise<boolean> {
+    try {
+      await this.run(["-t", table, "-C", chain, ...rule], `check rule in ${table}/${chain}`);
+      return true;
+    } catch (e) {
+      if (e instanceof NetOpError) return false;
+      throw e;
+    }
+  }
+
+  async appendUnique(table: string, chain: string, rule: readonly string[]): Promise<void> {
+    if (await this.ruleExists(table, chain, rule)) return;
+    await this.run(["-t", table, "-A", chain, ...rule], `append ${this.command} rule to ${table}/${chain}: ${rule.join(" ")}`);
+  }
+
+  async insertUnique(table: string, chain: string, position: number, rule: readonly string[]): Promise<void> {
+    if (await this.ruleExists(table, chain, rule)) return;
+    await this.run(["-t", table, "-I", chain, String(position), ...rule], `insert ${this.command} rule into ${table}/${chain}: ${rule.join(" ")}`);
+  }
+
+  /** Deletes a rule; a missing rule or chain is not an error. */
+  async deleteRule(table: string, chain: string, rule: readonly string[]): Promise<void> {
+    try {
+      await this.run(["-t", table, "-D", chain, ...rule], `delete ${this.command} rule from ${table}/${chain}`);
+    } catch (e) {
+      if (!(e instanceof NetOpError && (e.isNotFound || e.exitCode === 1))) throw e;
+    }
+  }
+
+  /** Flushes and deletes a chain; a missing chain is not an error. */
+  async deleteChain(table: string, chain: string): Promise<void> {
+    if (!(await this.chainExists(table, chain))) return;
+    await this.run(["-t", table, "-F", chain], `flush ${this.command} chain ${table}/${chain}`);
+    try {
+      await this.run(["-t", table, "-X", chain], `delete ${this.command} chain ${table}/${chain}`);
+    } catch (e) {
+      if (!(e instanceof NetOpError && e.isNotFound)) throw e;
+    }
+  }
+
+  /** The rules of a chain as `-A ...` lines (iptables -S). */
+  async listRules(table: string, chain: string): Promise<string[]> {
+    const { stdout } = await this.run(["-t", table, "-S", chain], `list ${this.command} rules of ${table}/${chain}`);
+    return stdout.split("\n").filter((l) => l.startsWith("-A "));
+  }
+
+  /** Whether this iptables works here at all. */
+  async usable(): Promise<boolean> {
+    try {
+      await this.run(["-t", "filter", "-S", "INPUT", "1"], "probe iptables");
+      return true;
+    } catch {
+      return false;
+    }
+  }
+}
+
+export const iptablesFor = (family: IPFamilyNum): Iptables => new Iptables(family);

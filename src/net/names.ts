@@ -1,0 +1,25 @@
+/**
+ * The names CNI plugins give kernel and firewall objects, exactly as the Go plugins derive them, so either
+ * implementation finds (and deletes) the other's: sha512 hex of the inputs, prefixed, cut to a length.
+ * @module
+ */
+import { createHash, randomBytes } from "node:crypto";
+
+const sha512Hex = (s: string): string => createHash("sha512").update(s).digest("hex");
+
+/** `(prefix + hex(sha512(s)))[:length]`. */
+export const hashWithPrefix = (length: number, prefix: string, s: string): string => (prefix + sha512Hex(s)).slice(0, length);
+
+/** Maximum iptables chain name length the plugins use. */
+export const MAX_CHAIN_LENGTH = 28;
+
+/** The per-container ipMasq chain (bridge, ptp): `CNI-` + hash(network + containerID). */
+export const ipMasqChainName = (network: string, containerID: string): string =>
+  hashWithPrefix(MAX_CHAIN_LENGTH, "CNI-", network + containerID);
+
+/** The rule comment identifying an attachment in iptables: `name: "<net>" id: "<id>"`. */
+export const attachmentComment = (network: string, containerID: string): string =>
+  `name: ${JSON.stringify(network)} id: ${JSON.stringify(containerID)}`;
+
+/** A host-side veth name: `veth` + 8 random hex digits. */
+export const randomVethName = (): string => "veth" + randomBytes(4).toString("hex");

@@ -1,0 +1,67 @@
+/**
+ * Network namespaces: a handle from a path (refusing paths that are not a network namespace), the host
+ * (this process's own) namespace, and running a tool inside a namespace.
+ * @module
+ */
+import { statfs, stat } from "node:fs/promises";
+import { CniError, ErrorCode } from "../spec/errors.js";
+import { runTool, type ToolResult } from "./exec.js";
+
+const NSFS_MAGIC = 0x6e736673;
+const PROC_SUPER_MAGIC = 0x9fa0;
+
+/** The namespace path does not exist (DEL treats this as "already gone"). */
+export class NetnsNotFoundError extends CniError {
+  constructor(readonly path: string) {
+    super(ErrorCode.InvalidEnvironmentVariables, `network namespace "${path}" (CNI_NETNS) does not exist`);
+    this.name = "NetnsNotFoundError";
+  }
+}
+
+/** A network namespace. `path` is undefined for the namespace this process runs in (the host side). */
+export class NetNS {
+  private constructor(readonly path: string | undefined) {}
+
+  static readonly host = new NetNS(undefined);
+
+  /** Opens a namespace by path, checking it is one. */
+  static async open(path: string): Promise<NetNS> {
+    let fsType: number;
+    try {
+      fsType = Number((await statfs(path)).type);
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code === "ENOENT") throw new NetnsNotFoundError(path);
+      throw new CniError(ErrorCode.InvalidEnvironmentVariables, `failed to open network namespace "${path}" (CNI_NETNS)`, (e as Error).message);
+    }
+    if (fsType !== NSFS_MAGIC && fsType !== PROC_SUPER_MAGIC) {
+      throw new CniError(ErrorCode.InvalidEnvironmentVariables,
+        `CNI_NETNS "${path}" is not a network namespace`, `its file system magic is 0x${fsType.toString(16)}, not nsfs`);
+    }
+    return new NetNS(path);
+  }
+
+  get isHost(): boolean {
+    return this.path === undefined;
+  }
+
+  /** The `ip` arguments that select this namespace. */
+  ipArgs(): string[] {
+    return this.path ? ["-n", this.path] : [];
+  }
+
+  /** Runs a tool inside this namespace (nsenter for anything but iproute2). */
+  run(cmd: string, args: readonly string[], operation: string, input?: string): Promise<ToolResult> {
+    if (!this.path) return runTool(cmd, args, operation, input);
+    return runTool("nsenter", [`--net=${this.path}`, "--", cmd, ...args], operation, input);
+  }
+
+  /** Whether two handles are the same kernel namespace. */
+  async sameAs(other: NetNS): Promise<boolean> {
+    const [a, b] = await Promise.all([stat(this.path ?? "/proc/self/ns/net"), stat(other.path ?? "/proc/self/ns/net")]);
+    return a.dev === b.dev && a.ino === b.ino;
+  }
+
+  toString(): string {
+    return this.path ?? "host";
+  }
+}

@@ -1,0 +1,64 @@
+/**
+ * loopback: brings `lo` up in the container (CNI_IFNAME is ignored). With a prevResult it passes it through,
+ * otherwise it reports lo with its first IPv4 and IPv6 address.
+ * @module
+ */
+import { CniError, ErrorCode } from "../../../spec/errors.js";
+import { ipFamily } from "../../../spec/ip.js";
+import type { Result100 } from "../../../spec/result/index.js";
+import { ALL_VERSIONS, CURRENT_VERSION, VersionInfo } from "../../../spec/version.js";
+import { ip } from "../../../net/iproute2.js";
+import { NetNS, NetnsNotFoundError } from "../../../net/netns.js";
+import { loadPluginConf, parsePrevResult } from "../../../skel/conf.js";
+import { pluginMain, type CmdArgs } from "../../../skel/skel.js";
+
+const LOOPBACK_V4 = /^127\./;
+
+async function add(args: CmdArgs) {
+  const { conf } = loadPluginConf(args.stdinData);
+  const ns = await NetNS.open(args.netns);
+  await ip.setLink(ns, "lo", { up: true });
+  const addrs = await ip.listAddresses(ns, "lo");
+  for (const a of addrs) {
+    const addr = a.cidr.split("/")[0]!;
+    if (a.family === 4 ? !LOOPBACK_V4.test(addr) : addr !== "::1") {
+      throw new CniError(ErrorCode.Internal, `loopback interface found with non-loopback address ${a.cidr}`);
+    }
+  }
+  const prev = parsePrevResult(conf);
+  if (prev) return prev;
+  const result: Result100 = {
+    cniVersion: CURRENT_VERSION,
+    interfaces: [{ name: "lo", mac: "00:00:00:00:00:00", sandbox: args.netns }],
+    ips: [],
+  };
+  for (const family of [4, 6] as const) {
+    const first = addrs.find((a) => ipFamily(a.cidr) === family);
+    if (first) result.ips!.push({ interface: 0, address: first.cidr });
+  }
+  return result;
+}
+
+async function del(args: CmdArgs) {
+  loadPluginConf(args.stdinData);
+  if (!args.netns) return;
+  let ns: NetNS;
+  try {
+    ns = await NetNS.open(args.netns);
+  } catch (e) {
+    if (e instanceof NetnsNotFoundError) return; // already gone
+    throw e;
+  }
+  await ip.setLink(ns, "lo", { up: false });
+}
+
+async function check(args: CmdArgs) {
+  loadPluginConf(args.stdinData);
+  const ns = await NetNS.open(args.netns);
+  const lo = await ip.getLink(ns, "lo");
+  if (!lo?.up) throw new CniError(ErrorCode.Internal, "loopback interface is down");
+}
+
+export function main(): Promise<void> {
+  return pluginMain({ add, del, check }, new VersionInfo(ALL_VERSIONS), "CNI loopback plugin (tscni)");
+}
