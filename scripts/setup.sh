@@ -9,6 +9,8 @@ command -v ip >/dev/null 2>&1 || need+=(iproute2)
 command -v iptables >/dev/null 2>&1 || need+=(iptables)
 command -v nft >/dev/null 2>&1 || need+=(nftables)
 [ -x /usr/lib/cni/bridge ] || need+=(containernetworking-plugins)
+command -v ping >/dev/null 2>&1 || need+=(iputils-ping)
+command -v nsenter >/dev/null 2>&1 || need+=(util-linux)
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" -ne 0 ]; then
     echo "setup: missing ${need[*]}; run as root (or install them) first" >&2

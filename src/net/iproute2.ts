@@ -3,7 +3,7 @@
  * namespace) to change. Every failure names the operation and carries the kernel's reason.
  * @module
  */
-import { NetOpError, runTool } from "./exec.js";
+import { NetOpError } from "./exec.js";
 import type { NetNS } from "./netns.js";
 import type { Address, Link, LinkChange, RouteSpec, VethSpec } from "./types.js";
 
@@ -98,13 +98,13 @@ export class IpBatch {
   async run(operation: string): Promise<void> {
     if (this.lines.length === 0) return;
     if (this.lines.length === 1) {
-      await runTool("ip", [...this.ns.ipArgs(), ...this.lines[0]!], `${operation} (ip ${this.lines[0]!.join(" ")})`);
+      await this.ns.runIp([...this.lines[0]!], `${operation} (ip ${this.lines[0]!.join(" ")})`);
       return;
     }
     const quote = (w: string) => (/^[\w.:/@%+-]+$/.test(w) ? w : `"${w.replace(/(["\\])/g, "\\$1")}"`);
     const input = this.lines.map((l) => l.map(quote).join(" ")).join("\n") + "\n";
     try {
-      await runTool("ip", [...this.ns.ipArgs(), "-batch", "-"], operation, input);
+      await this.ns.runIp(["-batch", "-"], operation, input);
     } catch (e) {
       if (!(e instanceof NetOpError)) throw e;
       const m = /Command failed -:(\d+)/.exec(e.reason);
@@ -122,7 +122,7 @@ export class IpRoute2 {
   }
 
   private async ipJson(ns: NetNS, args: string[], operation: string): Promise<Json[]> {
-    const { stdout } = await runTool("ip", [...ns.ipArgs(), "-json", ...args], operation);
+    const { stdout } = await ns.runIp(["-json", ...args], operation);
     const text = stdout.trim();
     return text ? (JSON.parse(text) as Json[]) : [];
   }
@@ -150,7 +150,7 @@ export class IpRoute2 {
     words.push("type", "veth", "peer", "name", spec.peerName);
     if (spec.mtu) words.push("mtu", String(spec.mtu));
     words.push("netns", nsTarget(spec.peerNs));
-    await runTool("ip", [...spec.ns.ipArgs(), ...words], `create veth pair ${spec.name}/${spec.peerName}`);
+    await spec.ns.runIp([...words], `create veth pair ${spec.name}/${spec.peerName}`);
   }
 
   /** Creates a link of a simple kind (`bridge`, `dummy`, `macvlan ...`): `ip link add name X [mtu] type <kind...>`. */
@@ -162,7 +162,7 @@ export class IpRoute2 {
     if (opts.mac) words.push("address", opts.mac);
     if (opts.netns) words.push("netns", nsTarget(opts.netns));
     words.push("type", ...typeWords);
-    await runTool("ip", [...ns.ipArgs(), ...words], `create ${typeWords[0]} ${name} in ${ns}`);
+    await ns.runIp([...words], `create ${typeWords[0]} ${name} in ${ns}`);
   }
 
   async setLink(ns: NetNS, name: string, change: LinkChange): Promise<void> {
@@ -172,12 +172,12 @@ export class IpRoute2 {
   /** Moves a link to another namespace, optionally renaming it there. */
   async moveLink(from: NetNS, name: string, to: NetNS, newName?: string): Promise<void> {
     const words = ["link", "set", "dev", name, "netns", nsTarget(to)];
-    await runTool("ip", [...from.ipArgs(), ...words], `move link ${name} from ${from} to ${to}`);
+    await from.runIp([...words], `move link ${name} from ${from} to ${to}`);
     if (newName && newName !== name) await this.renameLink(to, name, newName);
   }
 
   async renameLink(ns: NetNS, name: string, newName: string): Promise<void> {
-    await runTool("ip", [...ns.ipArgs(), "link", "set", "dev", name, "name", newName], `rename link ${name} to ${newName} in ${ns}`);
+    await ns.runIp(["link", "set", "dev", name, "name", newName], `rename link ${name} to ${newName} in ${ns}`);
   }
 
   /** Bridge-port flags of a link enslaved to a bridge. */
@@ -185,13 +185,13 @@ export class IpRoute2 {
     const words = ["link", "set", "dev", name, "type", "bridge_slave"];
     if (flags.hairpin !== undefined) words.push("hairpin", flags.hairpin ? "on" : "off");
     if (flags.isolated !== undefined) words.push("isolated", flags.isolated ? "on" : "off");
-    if (words.length > 6) await runTool("ip", [...ns.ipArgs(), ...words], `set bridge port flags of ${name}`);
+    if (words.length > 6) await ns.runIp([...words], `set bridge port flags of ${name}`);
   }
 
   /** Deletes a link; false when it did not exist. */
   async deleteLink(ns: NetNS, name: string): Promise<boolean> {
     try {
-      await runTool("ip", [...ns.ipArgs(), "link", "del", "dev", name], `delete link ${name} in ${ns}`);
+      await ns.runIp(["link", "del", "dev", name], `delete link ${name} in ${ns}`);
       return true;
     } catch (e) {
       if ((e as { isNotFound?: boolean }).isNotFound) return false;
@@ -205,11 +205,11 @@ export class IpRoute2 {
   }
 
   async addAddress(ns: NetNS, name: string, cidr: string, extra: string[] = []): Promise<void> {
-    await runTool("ip", [...ns.ipArgs(), "addr", "add", cidr, "dev", name, ...extra], `add address ${cidr} to ${name} in ${ns}`);
+    await ns.runIp(["addr", "add", cidr, "dev", name, ...extra], `add address ${cidr} to ${name} in ${ns}`);
   }
 
   async deleteAddress(ns: NetNS, name: string, cidr: string): Promise<void> {
-    await runTool("ip", [...ns.ipArgs(), "addr", "del", cidr, "dev", name], `delete address ${cidr} from ${name} in ${ns}`);
+    await ns.runIp(["addr", "del", cidr, "dev", name], `delete address ${cidr} from ${name} in ${ns}`);
   }
 
   /** Routes of one family (all tables when `table` is "all"). */
@@ -235,11 +235,11 @@ export class IpRoute2 {
   }
 
   async addRoute(ns: NetNS, route: RouteSpec): Promise<void> {
-    await runTool("ip", [...ns.ipArgs(), "route", "append", ...routeWords(route)], `add route ${routeWords(route).join(" ")} in ${ns}`);
+    await ns.runIp(["route", "append", ...routeWords(route)], `add route ${routeWords(route).join(" ")} in ${ns}`);
   }
 
   async deleteRoute(ns: NetNS, route: RouteSpec): Promise<void> {
-    await runTool("ip", [...ns.ipArgs(), "route", "del", ...routeWords(route)], `delete route ${routeWords(route).join(" ")} in ${ns}`);
+    await ns.runIp(["route", "del", ...routeWords(route)], `delete route ${routeWords(route).join(" ")} in ${ns}`);
   }
 }
 

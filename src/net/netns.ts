@@ -44,9 +44,21 @@ export class NetNS {
     return this.path === undefined;
   }
 
-  /** The `ip` arguments that select this namespace. */
-  ipArgs(): string[] {
-    return this.path ? ["-n", this.path] : [];
+  /**
+   * The command line prefix that runs `ip` in this namespace: `ip -n NAME` for namespaces under /run/netns
+   * (iproute2's -n takes only names), else `nsenter --net=PATH ip`.
+   */
+  ipCommand(): [string, ...string[]] {
+    if (!this.path) return ["ip"];
+    const m = /^(?:\/var)?\/run\/netns\/([^/]+)$/.exec(this.path);
+    if (m) return ["ip", "-n", m[1]!];
+    return ["nsenter", `--net=${this.path}`, "--", "ip"];
+  }
+
+  /** Runs `ip` with `args` in this namespace. */
+  runIp(args: readonly string[], operation: string, input?: string): Promise<ToolResult> {
+    const [cmd, ...prefix] = this.ipCommand();
+    return runTool(cmd, [...prefix, ...args], operation, input);
   }
 
   /** Runs a tool inside this namespace (nsenter for anything but iproute2). */
