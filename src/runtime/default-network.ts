@@ -1,0 +1,26 @@
+/**
+ * The embedded default network: what a runtime built on tscni attaches containers to when nothing else is
+ * configured. A bridge with host-local addresses, the bridge as gateway, and masquerading to the outside.
+ * @module
+ */
+
+export const DEFAULT_NETWORK_NAME = "tscni";
+export const DEFAULT_BRIDGE = "tscni0";
+export const DEFAULT_SUBNET = "10.99.0.0/16";
+
+/** The default network's conflist (a fresh copy each call). `dataDir` overrides host-local's store. */
+export function defaultNetworkConfList(options: { dataDir?: string } = {}): Record<string, unknown> {
+  const ipam: Record<string, unknown> = {
+    type: "host-local",
+    ranges: [[{ subnet: DEFAULT_SUBNET }]],
+    routes: [{ dst: "0.0.0.0/0" }],
+  };
+  if (options.dataDir) ipam["dataDir"] = options.dataDir;
+  return {
+    cniVersion: "1.1.0",
+    name: DEFAULT_NETWORK_NAME,
+    plugins: [
+      { type: "bridge", bridge: DEFAULT_BRIDGE, isGateway: true, ipMasq: true, hairpinMode: true, ipam },
+    ],
+  };
+}
