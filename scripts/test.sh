@@ -5,8 +5,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 
-mapfile -t unit < <(find dist -name '*.test.js' -not -path 'dist/integration/*' | sort)
-mapfile -t integration < <(find dist/integration -name '*.test.js' 2>/dev/null | sort)
+# Integration tests: everything under dist/integration and any *.integration.test.js; the rest are unit tests.
+mapfile -t unit < <(find dist -name '*.test.js' -not -path 'dist/integration/*' -not -name '*.integration.test.js' | sort)
+mapfile -t integration < <(find dist -name '*.test.js' \( -path 'dist/integration/*' -o -name '*.integration.test.js' \) | sort)
 
 echo "== unit tests (${#unit[@]} files)"
 node --test --test-concurrency=2 "${unit[@]}"

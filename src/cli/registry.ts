@@ -17,6 +17,8 @@ const ALL = ["0.1.0", "0.2.0", "0.3.0", "0.3.1", "0.4.0", "1.0.0", "1.1.0"] as c
 
 export const PROGRAMS: Record<string, ProgramEntry> = {
   cnitool: { load: () => import("../cnitool/cnitool.js") },
+  "host-local": { load: () => import("../plugins/ipam/host-local/main.js"), versions: ALL },
+  static: { load: () => import("../plugins/ipam/static/main.js"), versions: ALL },
   loopback: { load: () => import("../plugins/main/loopback/main.js"), versions: ALL },
   bridge: { load: () => import("../plugins/main/bridge/main.js"), versions: ALL },
   noop: { load: () => import("../plugins/test/noop.js"), test: true },

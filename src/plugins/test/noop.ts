@@ -4,25 +4,15 @@
  * else the config's `debugFile`; `commandLog` in the config appends every call to a JSON list.
  * @module
  */
-import { readFileSync, writeFileSync, existsSync } from "node:fs";
 import { CniError, ErrorCode } from "../../spec/errors.js";
 
 import { getResultAsVersion, marshalResult, toCurrentResult } from "../../spec/result/index.js";
 import { ALL_VERSIONS, VersionInfo } from "../../spec/version.js";
 import { loadPluginConf, parsePrevResult } from "../../skel/conf.js";
 import { pluginMain, type CmdArgs } from "../../skel/skel.js";
+import { appendCommandLog, readDebug, writeDebug, type NoopCmdArgs } from "./noop-debug.js";
 
-/** What the debug file holds (Go field names, so Go's and our tests share the format). */
-export interface NoopDebug {
-  ReportResult?: string;
-  ReportError?: string;
-  ReportErrorCode?: number;
-  ReportStderr?: string;
-  ReportVersionSupport?: string[];
-  ExitWithCode?: number;
-  Command?: string;
-  CmdArgs?: Record<string, string>;
-}
+export type { NoopDebug } from "./noop-debug.js";
 
 export const NOOP_DEFAULT_VERSIONS = ["0.-42.0", ...ALL_VERSIONS];
 
@@ -36,10 +26,6 @@ function debugFileFromArgs(cniArgs: string): string | undefined {
   return undefined;
 }
 
-function readDebug(file: string): NoopDebug {
-  return existsSync(file) ? (JSON.parse(readFileSync(file, "utf8")) as NoopDebug) : {};
-}
-
 function handle(command: string) {
   return (args: CmdArgs): string | void => {
     const { conf, raw } = loadPluginConf(args.stdinData);
@@ -49,19 +35,14 @@ function handle(command: string) {
       return "{}";
     }
     const debug = readDebug(file);
-    const cmdArgs = {
+    const cmdArgs: NoopCmdArgs = {
       ContainerID: args.containerID, Netns: args.netns, IfName: args.ifName, Args: args.args, Path: args.path,
       NetnsOverride: args.netnsOverride, StdinData: args.stdinData.toString("base64"),
     };
     debug.Command = command;
     debug.CmdArgs = cmdArgs;
-    writeFileSync(file, JSON.stringify(debug));
-    if (typeof raw["commandLog"] === "string") {
-      const log = raw["commandLog"];
-      const entries = existsSync(log) ? (JSON.parse(readFileSync(log, "utf8")) as unknown[]) : [];
-      entries.push({ Command: command, CmdArgs: cmdArgs });
-      writeFileSync(log, JSON.stringify(entries));
-    }
+    writeDebug(file, debug);
+    if (typeof raw["commandLog"] === "string") appendCommandLog(raw["commandLog"], { Command: command, CmdArgs: cmdArgs });
     if (debug.ReportStderr) process.stderr.write(debug.ReportStderr);
     if (debug.ReportError) throw new CniError(debug.ReportErrorCode || ErrorCode.Internal, debug.ReportError);
     let output = debug.ReportResult ?? "";
