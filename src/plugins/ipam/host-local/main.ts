@@ -1,0 +1,99 @@
+/**
+ * host-local: the IPAM plugin that allocates addresses from ranges and records them as files in a data
+ * directory on this host. ADD takes one address per range set, DEL frees the attachment's addresses (and is
+ * idempotent), CHECK looks for them; STATUS checks the store is usable and GC frees addresses of attachments
+ * the runtime no longer knows (both are additions: Go's host-local has neither).
+ * @module
+ */
+import { CniError, ErrorCode } from "../../../spec/errors.js";
+import type { IPAddress } from "../../../spec/ip.js";
+import { IMPLEMENTED_100, type Result100 } from "../../../spec/result/types100.js";
+import { ALL_VERSIONS, VersionInfo } from "../../../spec/version.js";
+import { pluginMain, type CmdArgs } from "../../../skel/skel.js";
+import { IPAllocator } from "./allocator.js";
+import { parseGCConfig, parseHostLocalConfig, parseStoreLocation, rangeSetContains } from "./config.js";
+import { parseResolvConf } from "./dns.js";
+import { DiskStore } from "./store.js";
+
+/** Keeps `err`'s code (a CniError's, else 999) and prefixes its message, like Go's `fmt.Errorf("...: %v")`. */
+function wrapError(prefix: string, err: unknown): CniError {
+  const e = CniError.from(err);
+  return new CniError(e.code, `${prefix}: ${e.msg}`, e.details);
+}
+
+export async function add(args: CmdArgs): Promise<Result100> {
+  const conf = parseHostLocalConfig(args.stdinData, args.args);
+  const result: Result100 = { cniVersion: IMPLEMENTED_100, ips: [], dns: {} };
+  if (conf.resolvConf) result.dns = parseResolvConf(conf.resolvConf);
+  const store = DiskStore.open(conf);
+
+  // Requested IPs are consumed by the first range set containing them; any left over is an error.
+  const requested = new Map<string, IPAddress>(conf.requestedIPs.map((ip) => [ip.text, ip]));
+  const used: IPAllocator[] = [];
+  const releaseAll = async () => {
+    for (const allocator of used) await allocator.release(args.containerID, args.ifName).catch(() => undefined);
+  };
+  for (const [idx, rangeSet] of conf.rangeSets.entries()) {
+    const allocator = new IPAllocator(rangeSet, store, idx);
+    const wanted = [...requested.values()].find((ip) => rangeSetContains(rangeSet, ip));
+    if (wanted) requested.delete(wanted.text);
+    try {
+      result.ips!.push(await allocator.get(args.containerID, args.ifName, wanted));
+    } catch (e) {
+      await releaseAll();
+      throw wrapError(`failed to allocate for range ${idx}`, e);
+    }
+    used.push(allocator);
+  }
+  if (requested.size > 0) {
+    await releaseAll();
+    throw new CniError(ErrorCode.Internal, `failed to allocate all requested IPs: ${[...requested.keys()].join(" ")}`);
+  }
+  result.routes = conf.routes;
+  return result;
+}
+
+export async function check(args: CmdArgs): Promise<void> {
+  const conf = parseHostLocalConfig(args.stdinData, args.args);
+  const store = DiskStore.open(conf);
+  const found = await store.withLock(() => store.findByID(args.containerID, args.ifName));
+  if (!found) throw new CniError(ErrorCode.Internal, `host-local: Failed to find address added by container ${args.containerID}`);
+}
+
+/** Frees the attachment's addresses; releasing nothing is success, so DEL can be repeated. */
+export async function del(args: CmdArgs): Promise<void> {
+  const conf = parseHostLocalConfig(args.stdinData, args.args);
+  const store = DiskStore.open(conf);
+  // One release per range set, each under the lock, as Go does (a later pass also frees id-only files).
+  const errors: CniError[] = [];
+  for (const [idx, rangeSet] of conf.rangeSets.entries()) {
+    try {
+      await new IPAllocator(rangeSet, store, idx).release(args.containerID, args.ifName);
+    } catch (e) {
+      errors.push(CniError.from(e));
+    }
+  }
+  if (errors.length > 0) throw new CniError(errors[0]!.code, errors.map((e) => e.msg).join(";"));
+}
+
+/** Ready when the network's store directory can be created, written and locked. */
+export async function status(args: CmdArgs): Promise<void> {
+  const location = parseStoreLocation(args.stdinData);
+  try {
+    const store = DiskStore.open(location);
+    await store.withLock(() => store.checkUsable());
+  } catch (e) {
+    throw new CniError(ErrorCode.PluginNotAvailable, `host-local store is not usable: ${CniError.from(e).msg}`);
+  }
+}
+
+/** Frees every address whose attachment is not in `cni.dev/valid-attachments`. */
+export async function gc(args: CmdArgs): Promise<void> {
+  const conf = parseGCConfig(args.stdinData);
+  const store = DiskStore.open(conf);
+  await store.withLock(() => store.collectGarbage(conf.validAttachments));
+}
+
+export function main(): Promise<void> {
+  return pluginMain({ add, check, del, status, gc }, new VersionInfo(ALL_VERSIONS), "CNI host-local plugin (tscni)");
+}

@@ -1,0 +1,232 @@
+/**
+ * host-local's on-disk store, byte-compatible with Go's (`backend/disk`), so both implementations can share
+ * a data directory:
+ * - `<dataDir>/<network>/` (mode 0755) holds one file per allocated IP, named by the IP's canonical text and
+ *   holding `<containerID>\r\n<ifname>` (no trailing newline), created exclusively with mode 0600; files of
+ *   pre-0.7 plugins hold the container ID alone and still match.
+ * - `last_reserved_ip.<rangeSetIndex>` holds the last IP reserved from that range set (replaced atomically).
+ * - `lock` (empty, mode 0750) is held with `flock(LOCK_EX)` around each allocation and release. Node has no
+ *   flock(2), so util-linux `flock(1)` takes the lock on our open file description (its fd 0 is our fd): the
+ *   lock then lives exactly as long as our descriptor, and dies with this process.
+ * @module
+ */
+import { spawn } from "node:child_process";
+import {
+  accessSync, closeSync, constants, mkdirSync, openSync, readdirSync, readFileSync, renameSync, unlinkSync, writeFileSync,
+} from "node:fs";
+import path from "node:path";
+import { CniError, ErrorCode } from "../../../spec/errors.js";
+import { tryParseIP, type IPAddress } from "../../../spec/ip.js";
+import type { GCAttachment } from "../../../spec/config.js";
+import type { StoreLocation } from "./config.js";
+
+const LAST_IP_FILE_PREFIX = "last_reserved_ip.";
+const LOCK_FILE = "lock";
+const LINE_BREAK = "\r\n";
+
+/** What the allocator needs from a store. Everything but `withLock` expects the lock to be held. */
+export interface IPStore {
+  /** Runs `fn` holding the store's exclusive lock. */
+  withLock<T>(fn: () => T | Promise<T>): Promise<T>;
+  /** Claims `ip` for (id, ifname); false when it is taken. Records it as range set `rangeID`'s last reserved IP. */
+  reserve(id: string, ifname: string, ip: IPAddress, rangeID: string): boolean;
+  /** The last IP reserved from range set `rangeID`, if recorded and parsable. */
+  lastReservedIP(rangeID: string): IPAddress | undefined;
+  /** Frees every IP of (id, ifname); when there is none, every IP of `id` written in the old id-only format. */
+  releaseByID(id: string, ifname: string): void;
+  /** The IPs held by (id, ifname), or by `id` in the old format. */
+  getByID(id: string, ifname: string): IPAddress[];
+  /** Whether (id, ifname), or else `id` in the old format, holds any IP. */
+  findByID(id: string, ifname: string): boolean;
+}
+
+const ioError = (what: string, e: unknown): CniError => new CniError(ErrorCode.IOFailure, `${what}: ${(e as Error).message}`);
+
+/** The content of an IP file for (id, ifname), and the old id-only content. */
+const ownerKey = (id: string, ifname: string): string => id.trim() + LINE_BREAK + ifname;
+const legacyKey = (id: string): string => id.trim();
+
+/** Takes `flock(LOCK_EX)` on the open file description `fd` by running util-linux flock on it. */
+function flockExclusive(fd: number, lockPath: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const fail = (why: string) => reject(new CniError(ErrorCode.IOFailure, `failed to lock ${lockPath}: ${why}`));
+    const child = spawn("flock", ["--exclusive", "0"], { stdio: [fd, "ignore", "pipe"] });
+    let stderr = "";
+    child.stderr?.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk));
+    child.on("error", (e) => fail(`cannot run flock(1) from util-linux: ${e.message}`));
+    child.on("close", (code, signal) => {
+      if (code === 0) resolve();
+      else fail(`flock(1) exited with ${code ?? signal}${stderr ? `: ${stderr.trim()}` : ""}`);
+    });
+  });
+}
+
+export class DiskStore implements IPStore {
+  private constructor(readonly dir: string) {}
+
+  /** Opens (creating if needed) the store of a network, as Go's disk.New: the directory and its lock file. */
+  static open(location: StoreLocation): DiskStore {
+    const store = new DiskStore(path.join(location.dataDir, location.network));
+    try {
+      mkdirSync(store.dir, { recursive: true, mode: 0o755 });
+      closeSync(store.openLockFile());
+    } catch (e) {
+      throw ioError(`failed to open the host-local store ${store.dir}`, e);
+    }
+    return store;
+  }
+
+  private get lockPath(): string {
+    return path.join(this.dir, LOCK_FILE);
+  }
+
+  private openLockFile(): number {
+    return openSync(this.lockPath, constants.O_CREAT | constants.O_RDONLY, 0o750);
+  }
+
+  private lastIPPath(rangeID: string): string {
+    return path.join(this.dir, LAST_IP_FILE_PREFIX + rangeID);
+  }
+
+  async withLock<T>(fn: () => T | Promise<T>): Promise<T> {
+    let fd: number;
+    try {
+      fd = this.openLockFile();
+    } catch (e) {
+      throw ioError(`failed to open ${this.lockPath}`, e);
+    }
+    try {
+      await flockExclusive(fd, this.lockPath);
+      return await fn();
+    } finally {
+      closeSync(fd); // the last descriptor of the description: releases the lock
+    }
+  }
+
+  reserve(id: string, ifname: string, ip: IPAddress, rangeID: string): boolean {
+    const file = path.join(this.dir, ip.text);
+    let fd: number;
+    try {
+      fd = openSync(file, constants.O_RDWR | constants.O_CREAT | constants.O_EXCL, 0o600);
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code === "EEXIST") return false;
+      throw ioError(`failed to reserve ${ip.text}`, e);
+    }
+    try {
+      try {
+        writeFileSync(fd, ownerKey(id, ifname));
+      } finally {
+        closeSync(fd);
+      }
+      this.writeAtomically(this.lastIPPath(rangeID), ip.text);
+    } catch (e) {
+      try {
+        unlinkSync(file);
+      } catch { /* best effort */ }
+      throw ioError(`failed to reserve ${ip.text}`, e);
+    }
+    return true;
+  }
+
+  /** Replaces `file` with `content` (mode 0600) through a rename, so readers never see it half-written. */
+  private writeAtomically(file: string, content: string): void {
+    const tmp = path.join(this.dir, `.${path.basename(file)}.${process.pid}.tmp`);
+    writeFileSync(tmp, content, { mode: 0o600 });
+    try {
+      renameSync(tmp, file);
+    } catch (e) {
+      try {
+        unlinkSync(tmp);
+      } catch { /* best effort */ }
+      throw e;
+    }
+  }
+
+  lastReservedIP(rangeID: string): IPAddress | undefined {
+    try {
+      return tryParseIP(readFileSync(this.lastIPPath(rangeID), "utf8")); // not trimmed, as Go
+    } catch {
+      return undefined; // missing or unreadable: round robin restarts at rangeStart
+    }
+  }
+
+  /**
+   * The allocation files of the directory with their trimmed contents. The lock, last_reserved_ip.* and our
+   * temporary files are never allocations; unreadable files are skipped.
+   */
+  private allocations(): Array<{ name: string; file: string; owner: string }> {
+    let names: string[];
+    try {
+      names = readdirSync(this.dir, { withFileTypes: true }).filter((d) => d.isFile()).map((d) => d.name);
+    } catch (e) {
+      throw ioError(`failed to list ${this.dir}`, e);
+    }
+    const out: Array<{ name: string; file: string; owner: string }> = [];
+    for (const name of names.sort()) {
+      if (name === LOCK_FILE || name.startsWith(LAST_IP_FILE_PREFIX) || name.startsWith(".")) continue;
+      const file = path.join(this.dir, name);
+      try {
+        out.push({ name, file, owner: readFileSync(file, "utf8").trim() });
+      } catch { /* vanished or unreadable */ }
+    }
+    return out;
+  }
+
+  /** Deletes the files whose owner is `match`; true when any matched. */
+  private releaseByKey(match: string): boolean {
+    let found = false;
+    for (const a of this.allocations()) {
+      if (a.owner !== match) continue;
+      try {
+        unlinkSync(a.file);
+        found = true;
+      } catch { /* already gone: tolerated, as Go */ }
+    }
+    return found;
+  }
+
+  releaseByID(id: string, ifname: string): void {
+    if (!this.releaseByKey(ownerKey(id, ifname))) this.releaseByKey(legacyKey(id));
+  }
+
+  getByID(id: string, ifname: string): IPAddress[] {
+    const match = ownerKey(id, ifname);
+    const old = legacyKey(id);
+    return this.allocations()
+      .filter((a) => a.owner === match || a.owner === old)
+      .map((a) => tryParseIP(a.name))
+      .filter((ip): ip is IPAddress => ip !== undefined);
+  }
+
+  findByID(id: string, ifname: string): boolean {
+    const owners = this.allocations().map((a) => a.owner);
+    return owners.includes(ownerKey(id, ifname)) || owners.includes(legacyKey(id));
+  }
+
+  /**
+   * GC: deletes every IP file whose owner is not a valid attachment (an id-only file is kept while its
+   * container has any valid attachment). Returns the names of the deleted files.
+   */
+  collectGarbage(valid: readonly GCAttachment[]): string[] {
+    const keep = new Set(valid.map((a) => ownerKey(a.containerID, a.ifname)));
+    const keepIDs = new Set(valid.map((a) => legacyKey(a.containerID)));
+    const removed: string[] = [];
+    for (const a of this.allocations()) {
+      if (!tryParseIP(a.name)) continue; // only IP files are allocations
+      if (keep.has(a.owner) || (!a.owner.includes(LINE_BREAK) && keepIDs.has(a.owner))) continue;
+      try {
+        unlinkSync(a.file);
+        removed.push(a.name);
+      } catch (e) {
+        if ((e as NodeJS.ErrnoException).code !== "ENOENT") throw ioError(`failed to release ${a.name}`, e);
+      }
+    }
+    return removed;
+  }
+
+  /** STATUS: the directory must be writable and its lock file openable. */
+  checkUsable(): void {
+    accessSync(this.dir, constants.W_OK | constants.X_OK);
+    closeSync(this.openLockFile());
+  }
+}
