@@ -7,7 +7,7 @@
 import { createHash } from "node:crypto";
 import path from "node:path";
 import { Command, CommanderError } from "commander";
-import { isJsonObject, parseJson } from "../spec/json.js";
+import { goQuote, isJsonObject, jsonKindName, parseJson } from "../spec/json.js";
 import { marshalResult } from "../spec/result/index.js";
 import { splitPathList } from "../invoke/find.js";
 import { CNIConfig, type RuntimeConf } from "../libcni/api.js";
@@ -25,12 +25,12 @@ export function parseCnitoolArgs(value: string): Array<[string, string]> {
   if (value === "") return [];
   return value.split(";").map((pair) => {
     const kv = pair.split("=");
-    if (kv.length !== 2 || kv[0] === "" || kv[1] === "") throw new Error(`invalid CNI_ARGS pair "${pair}"`);
+    if (kv.length !== 2 || kv[0] === "" || kv[1] === "") throw new Error(`invalid CNI_ARGS pair ${goQuote(pair)}`);
     return [kv[0]!, kv[1]!];
   });
 }
 
-/** CAP_ARGS: a JSON object of capability arguments. */
+/** CAP_ARGS: a JSON object of capability arguments (`null` is none). Errors keep Go's decoding text. */
 export function parseCapArgs(value: string): Record<string, unknown> {
   let v: unknown;
   try {
@@ -38,7 +38,11 @@ export function parseCapArgs(value: string): Record<string, unknown> {
   } catch (e) {
     throw new Error(`CAP_ARGS is not valid JSON: ${(e as Error).message}`);
   }
-  if (!isJsonObject(v)) throw new Error(`CAP_ARGS must be a JSON object of capability arguments, got ${JSON.stringify(value)}`);
+  if (v === null) return {};
+  if (!isJsonObject(v)) {
+    throw new Error("CAP_ARGS must be a JSON object of capability arguments: " +
+      `json: cannot unmarshal ${jsonKindName(v)} into Go value of type map[string]interface {}`);
+  }
   return v;
 }
 
@@ -79,6 +83,18 @@ async function attachmentCommand(verb: "add" | "check" | "del" | "status" | "gc"
   }
 }
 
+/**
+ * Upstream cnitool (cobra) words a short command line as `requires at least 2 arg(s), only received N`;
+ * say the same so scripts written against it keep matching.
+ */
+function reportMissingArgsLikeCobra(cmd: Command): void {
+  cmd.configureOutput({
+    outputError: (text, write) => write(text.startsWith("error: missing required argument")
+      ? `Error: requires at least 2 arg(s), only received ${cmd.args.length}\n`
+      : text),
+  });
+}
+
 /** Builds the command line program; `io` makes it testable in-process. */
 export function buildProgram(io: Io): Command {
   const program = new Command("cnitool")
@@ -101,12 +117,13 @@ export function buildProgram(io: Io): Command {
     ["status", "Get status of network interfaces"],
   ] as const;
   for (const [verb, summary] of verbs) {
-    program.command(verb)
+    const sub = program.command(verb)
       .description(summary)
       .argument("<network>", "name of the network (from a config in NETCONFPATH)")
       .argument("<netns>", "path of the network namespace, e.g. /var/run/netns/test")
       .allowExcessArguments(true)
       .action(async (network: string, netns: string) => attachmentCommand(verb, network, netns, io, program.opts<GlobalOptions>()));
+    reportMissingArgsLikeCobra(sub);
   }
 
   program.command("list")
@@ -144,9 +161,13 @@ export function buildProgram(io: Io): Command {
 /** Runs cnitool with `argv` (without node and script); resolves to the exit code. */
 export async function runCnitool(argv: string[], io: Io): Promise<number> {
   const program = buildProgram(io);
+  // No command at all: show the help and succeed, as upstream cnitool does.
+  if (argv.length === 0) {
+    io.stdout(program.helpInformation());
+    return 0;
+  }
   try {
     await program.parseAsync(argv, { from: "user" });
-    if (argv.length === 0) io.stdout(program.helpInformation());
     return 0;
   } catch (e) {
     if (e instanceof CommanderError) return e.exitCode;

@@ -19,6 +19,7 @@ import { CniError, ErrorCode } from "../../../spec/errors.js";
 import { tryParseIP, type IPAddress } from "../../../spec/ip.js";
 import type { GCAttachment } from "../../../spec/config.js";
 import type { StoreLocation } from "./config.js";
+import { flockExclusive } from "../../../sys/flock.js";
 
 const LAST_IP_FILE_PREFIX = "last_reserved_ip.";
 const LOCK_FILE = "lock";
@@ -46,19 +47,13 @@ const ioError = (what: string, e: unknown): CniError => new CniError(ErrorCode.I
 const ownerKey = (id: string, ifname: string): string => id.trim() + LINE_BREAK + ifname;
 const legacyKey = (id: string): string => id.trim();
 
-/** Takes `flock(LOCK_EX)` on the open file description `fd` by running util-linux flock on it. */
-function flockExclusive(fd: number, lockPath: string): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const fail = (why: string) => reject(new CniError(ErrorCode.IOFailure, `failed to lock ${lockPath}: ${why}`));
-    const child = spawn("flock", ["--exclusive", "0"], { stdio: [fd, "ignore", "pipe"] });
-    let stderr = "";
-    child.stderr?.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk));
-    child.on("error", (e) => fail(`cannot run flock(1) from util-linux: ${e.message}`));
-    child.on("close", (code, signal) => {
-      if (code === 0) resolve();
-      else fail(`flock(1) exited with ${code ?? signal}${stderr ? `: ${stderr.trim()}` : ""}`);
-    });
-  });
+/** Takes `flock(LOCK_EX)` on the open file description `fd` (a CNI error code 5 if it cannot). */
+async function lockFile(fd: number, lockPath: string): Promise<void> {
+  try {
+    await flockExclusive(fd, lockPath);
+  } catch (e) {
+    throw new CniError(ErrorCode.IOFailure, (e as Error).message);
+  }
 }
 
 export class DiskStore implements IPStore {
@@ -96,7 +91,7 @@ export class DiskStore implements IPStore {
       throw ioError(`failed to open ${this.lockPath}`, e);
     }
     try {
-      await flockExclusive(fd, this.lockPath);
+      await lockFile(fd, this.lockPath);
       return await fn();
     } finally {
       closeSync(fd); // the last descriptor of the description: releases the lock

@@ -1,0 +1,191 @@
+#!/usr/bin/env node
+// The tscni benchmark: our plugins and Debian's Go plugins side by side, interleaved in one run, medians and
+// ratios ours/Go. Writes docs/benchmarks.md from the run. Not part of the test suite.
+//
+//   node bench/run.mjs [--rounds 15] [--out docs/benchmarks.md]     (as root; run `npm run build` first)
+//
+// Everything runs inside namespaces the benchmark creates (a "host" namespace holds the bridges and
+// firewall rules; each container is a fresh namespace), so the real host is not touched.
+import { execFileSync, spawnSync } from "node:child_process";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
+const OURS = path.join(ROOT, "dist/bin");
+const GO = "/usr/lib/cni";
+const HOST_NS = "tscni-bench-host";
+const args = process.argv.slice(2);
+const opt = (name, dflt) => {
+  const i = args.indexOf(name);
+  return i >= 0 ? args[i + 1] : dflt;
+};
+const ROUNDS = Number(opt("--rounds", "15"));
+const OUT = path.resolve(ROOT, opt("--out", "docs/benchmarks.md"));
+
+const median = (xs) => {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
+};
+
+/** Runs a plugin like a runtime does; returns milliseconds (throws on failure). */
+function execPlugin(binDir, type, command, stdin, extraEnv = {}) {
+  const env = {
+    PATH: process.env.PATH, CNI_COMMAND: command, CNI_PATH: binDir, CNI_CONTAINERID: "", CNI_NETNS: "", CNI_IFNAME: "eth0",
+    CNI_ARGS: "", ...extraEnv,
+  };
+  const t0 = process.hrtime.bigint();
+  const r = spawnSync(path.join(binDir, type), [], { input: stdin, env, encoding: "utf8" });
+  const ms = Number(process.hrtime.bigint() - t0) / 1e6;
+  if (r.status !== 0) throw new Error(`${binDir}/${type} ${command} failed: ${r.stdout}${r.stderr}`);
+  return ms;
+}
+
+function netns(name) {
+  execFileSync("ip", ["netns", "add", name]);
+  return `/run/netns/${name}`;
+}
+const delNetns = (name) => spawnSync("ip", ["netns", "delete", name]);
+
+/** A scenario measured for both implementations. */
+const scenarios = [];
+function scenario(name, setup) {
+  scenarios.push({ name, setup });
+}
+
+let counter = 0;
+const scratch = mkdtempSync(path.join(os.tmpdir(), "tscni-bench-"));
+
+scenario("VERSION exec (bridge)", (binDir) => () => execPlugin(binDir, "bridge", "VERSION", '{"cniVersion":"1.0.0"}'));
+
+scenario("host-local ADD+DEL", (binDir, impl) => {
+  const dataDir = path.join(scratch, `hl-${impl}`);
+  const conf = JSON.stringify({ cniVersion: "1.0.0", name: `bench-hl-${impl}`, type: "host-local", ipam: { type: "host-local", subnet: "10.250.0.0/16", dataDir } });
+  return () => {
+    const env = { CNI_CONTAINERID: `bench${++counter}`, CNI_NETNS: "/run/netns/none" };
+    return execPlugin(binDir, "host-local", "ADD", conf, env) + execPlugin(binDir, "host-local", "DEL", conf, env);
+  };
+});
+
+function bridgeScenario(label, bridgeName, subnet, extra) {
+  scenario(label, (binDir, impl) => {
+    const dataDir = path.join(scratch, `br-${impl}-${bridgeName}`);
+    const conf = JSON.stringify({
+      cniVersion: "1.0.0", name: `bench-${bridgeName}-${impl}`, type: "bridge", bridge: `${bridgeName}${impl === "ours" ? "o" : "g"}`,
+      isGateway: true, ...extra, ipam: { type: "host-local", subnet: subnet[impl], dataDir, routes: [{ dst: "0.0.0.0/0" }] },
+    });
+    return () => {
+      const name = `tscni-bench-c${++counter}`;
+      const ns = netns(name);
+      try {
+        const env = { CNI_CONTAINERID: `bench${counter}`, CNI_NETNS: ns };
+        return execPlugin(binDir, "bridge", "ADD", conf, env) + execPlugin(binDir, "bridge", "DEL", conf, env);
+      } finally {
+        delNetns(name);
+      }
+    };
+  });
+}
+bridgeScenario("bridge+host-local ADD+DEL (fresh netns)", "bbr", { ours: "10.251.0.0/16", go: "10.252.0.0/16" }, {});
+bridgeScenario("default chain ADD+DEL (fresh netns): bridge+host-local, ipMasq", "bdf", { ours: "10.253.0.0/16", go: "10.254.0.0/16" }, { ipMasq: true, hairpinMode: true });
+
+/** Peak RSS (KiB) of one bridge ADD with host-local, the largest process of the call (GNU time %M). */
+function peakRss(binDir, impl) {
+  const dataDir = path.join(scratch, `rss-${impl}`);
+  const conf = JSON.stringify({ cniVersion: "1.0.0", name: `bench-rss-${impl}`, type: "bridge", bridge: `brss${impl[0]}`, ipam: { type: "host-local", subnet: impl === "ours" ? "10.249.0.0/24" : "10.248.0.0/24", dataDir } });
+  const name = `tscni-bench-rss${++counter}`;
+  const ns = netns(name);
+  try {
+    const env = { PATH: process.env.PATH, CNI_COMMAND: "ADD", CNI_PATH: binDir, CNI_CONTAINERID: `rss${counter}`, CNI_NETNS: ns, CNI_IFNAME: "eth0" };
+    const r = spawnSync("/usr/bin/time", ["-f", "RSS=%M", path.join(binDir, "bridge")], { input: conf, env, encoding: "utf8" });
+    const kib = Number(/RSS=(\d+)/.exec(r.stderr)?.[1] ?? NaN);
+    execPlugin(binDir, "bridge", "DEL", conf, { CNI_CONTAINERID: `rss${counter}`, CNI_NETNS: ns });
+    return kib;
+  } finally {
+    delNetns(name);
+  }
+}
+
+function machine() {
+  const cpu = /model name\s*:\s*(.*)/.exec(readFileSync("/proc/cpuinfo", "utf8"))?.[1] ?? "unknown";
+  const go = spawnSync("dpkg-query", ["-W", "-f", "${Version}", "containernetworking-plugins"], { encoding: "utf8" }).stdout || "unknown";
+  const bun = existsSync(path.join(ROOT, "dist/tscni")) ? "standalone binary (bun --compile)" : `node ${process.version} (fallback)`;
+  return { cpu, cores: os.cpus().length, mem: `${Math.round(os.totalmem() / 2 ** 30)} GiB`, kernel: os.release(), go, bun };
+}
+
+function inside() {
+  execFileSync("ip", ["link", "set", "lo", "up"]);
+  const rows = [];
+  for (const s of scenarios) {
+    const runners = { ours: s.setup(OURS, "ours"), go: s.setup(GO, "go") };
+    const times = { ours: [], go: [] };
+    runners.ours();
+    runners.go(); // warm-up (page cache, first bridge creation)
+    for (let round = 0; round < ROUNDS; round++) {
+      const order = round % 2 ? ["go", "ours"] : ["ours", "go"];
+      for (const impl of order) times[impl].push(runners[impl]());
+    }
+    const row = { name: s.name, ours: median(times.ours), go: median(times.go) };
+    rows.push(row);
+    console.log(`${row.name}: ours ${row.ours.toFixed(1)} ms, Go ${row.go.toFixed(1)} ms, ratio ${(row.ours / row.go).toFixed(2)}`);
+  }
+  const rss = { ours: peakRss(OURS, "ours"), go: peakRss(GO, "go") };
+  console.log(`peak RSS bridge ADD: ours ${rss.ours} KiB, Go ${rss.go} KiB`);
+  return { rows, rss };
+}
+
+function report({ rows, rss }) {
+  const m = machine();
+  const lines = [
+    "# Benchmarks",
+    "",
+    "Written by `npm run bench` (bench/run.mjs) from its own run; do not edit the numbers by hand.",
+    "",
+    `- date: ${new Date().toISOString()}`,
+    `- machine: ${m.cpu}, ${m.cores} cores, ${m.mem}, kernel ${m.kernel}`,
+    `- ours: dist/bin as built (${m.bun}); Go: Debian containernetworking-plugins ${m.go} (/usr/lib/cni)`,
+    `- ${ROUNDS} rounds per scenario, ours and Go interleaved (alternating order); medians of wall time per round`,
+    "",
+    "| scenario | ours (ms) | Go (ms) | ours/Go |",
+    "|---|---:|---:|---:|",
+    ...rows.map((r) => `| ${r.name} | ${r.ours.toFixed(1)} | ${r.go.toFixed(1)} | ${(r.ours / r.go).toFixed(2)} |`),
+    "",
+    "| peak RSS of one bridge ADD with host-local (largest process) | ours | Go |",
+    "|---|---:|---:|",
+    `| KiB | ${rss.ours} | ${rss.go} |`,
+    "",
+    "podman `run --rm`: not measured (podman is not installed on this machine).",
+    "",
+  ];
+  mkdirSync(path.dirname(OUT), { recursive: true });
+  writeFileSync(OUT, lines.join("\n"));
+  console.log(`wrote ${path.relative(ROOT, OUT)}`);
+}
+
+if (args.includes("--inside")) {
+  try {
+    writeFileSync(path.join(process.env.TSCNI_BENCH_STATE, "result.json"), JSON.stringify(inside()));
+  } finally {
+    rmSync(scratch, { recursive: true, force: true });
+  }
+} else {
+  if (process.getuid() !== 0) throw new Error("the benchmark needs root (network namespaces)");
+  if (!existsSync(path.join(OURS, "bridge"))) throw new Error("run `npm run build` first");
+  if (!existsSync(path.join(GO, "bridge"))) throw new Error("Debian's containernetworking-plugins is not installed");
+  const state = mkdtempSync(path.join(os.tmpdir(), "tscni-bench-state-"));
+  delNetns(HOST_NS);
+  netns(HOST_NS);
+  try {
+    const r = spawnSync("ip", ["netns", "exec", HOST_NS, process.execPath, fileURLToPath(import.meta.url), "--inside", ...args], {
+      stdio: "inherit", env: { ...process.env, TSCNI_BENCH_STATE: state },
+    });
+    if (r.status !== 0) throw new Error("benchmark failed");
+    report(JSON.parse(readFileSync(path.join(state, "result.json"), "utf8")));
+  } finally {
+    delNetns(HOST_NS);
+    rmSync(state, { recursive: true, force: true });
+    rmSync(scratch, { recursive: true, force: true });
+  }
+}
