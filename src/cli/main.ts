@@ -8,8 +8,11 @@ import path from "node:path";
 import { PROGRAMS } from "./registry.js";
 
 async function run(): Promise<void> {
-  let name = path.basename(process.argv[1] ?? "");
-  if (name === "main.js" || name === "main") {
+  // A standalone (bun --compile) binary runs its embedded script as argv[1]; the name it was invoked as
+  // (the plugin type) is then argv0. Under node, argv[1] is the link that was run.
+  const standalone = (process.argv[1] ?? "").startsWith("/$bunfs/");
+  let name = path.basename(standalone ? process.argv0 : process.argv[1] ?? "");
+  if (name === "main.js" || name === "main" || name === "tscni") {
     name = process.argv[2] ?? "";
     process.argv.splice(1, 1); // so the program sees its own arguments where it expects them
   }
