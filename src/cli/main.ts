@@ -6,6 +6,7 @@
  */
 import path from "node:path";
 import { PROGRAMS } from "./registry.js";
+import type { PluginDefinition } from "../skel/skel.js";
 
 async function run(): Promise<void> {
   // A standalone (bun --compile) binary runs its embedded script as argv[1]; the name it was invoked as
@@ -27,8 +28,17 @@ async function run(): Promise<void> {
     process.stdout.write(JSON.stringify({ cniVersion: "1.1.0", supportedVersions: entry.versions }) + "\n");
     return;
   }
-  const program = await entry.load();
-  await program.main();
+  const program = (await entry.load()) as { main?: () => Promise<void>; plugin?: PluginDefinition };
+  if (entry.versions) {
+    // A plugin that delegates to another of ours runs it in-process rather than exec'ing this binary again.
+    const [{ MulticallExec }, { setDefaultExec }] = await Promise.all([import("./inprocess.js"), import("../invoke/plugin.js")]);
+    setDefaultExec(new MulticallExec());
+  }
+  if (program.plugin) {
+    const { pluginMain } = await import("../skel/skel.js");
+    await pluginMain(program.plugin.funcs, program.plugin.versionInfo, program.plugin.about);
+  }
+  else await program.main!();
 }
 
 run().catch((e: unknown) => {

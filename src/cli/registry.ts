@@ -5,8 +5,8 @@
  */
 
 export interface ProgramEntry {
-  /** Loads the program's module; its `main()` runs it. */
-  load: () => Promise<{ main: () => Promise<void> }>;
+  /** Loads the program's module: a plugin exports `plugin` (a PluginDefinition) or `main()`; cnitool `main()`. */
+  load: () => Promise<{ main?: () => Promise<void>; plugin?: unknown }>;
   /** Versions a plugin supports, for answering VERSION before loading it; absent for non-plugins. */
   versions?: readonly string[];
   /** A test helper: linked into dist/test-bin, not into the plugin directory. */
@@ -21,6 +21,7 @@ export const PROGRAMS: Record<string, ProgramEntry> = {
   static: { load: () => import("../plugins/ipam/static/main.js"), versions: ALL },
   loopback: { load: () => import("../plugins/main/loopback/main.js"), versions: ALL },
   bridge: { load: () => import("../plugins/main/bridge/main.js"), versions: ALL },
+  ptp: { load: () => import("../plugins/main/ptp/main.js"), versions: ALL },
   noop: { load: () => import("../plugins/test/noop.js"), test: true },
   sleep: { load: () => import("../plugins/test/sleep.js"), test: true },
   legacy010: { load: () => import("../plugins/test/legacy.js"), test: true },

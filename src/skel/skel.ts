@@ -38,6 +38,16 @@ export interface PluginFuncs {
   gc?: Handler;
 }
 
+/**
+ * A plugin as data: its handlers, the versions it speaks and its about text. A plugin module exports one as
+ * `plugin`, so the multicall binary can run it as a process or, for delegation, in-process.
+ */
+export interface PluginDefinition {
+  funcs: PluginFuncs;
+  versionInfo: VersionInfo;
+  about: string;
+}
+
 /** Where skel reads and writes; pluginMain uses the real process, tests inject their own. */
 export interface PluginIO {
   env: Record<string, string | undefined>;

@@ -9,7 +9,7 @@ import { CniError, ErrorCode } from "../../../spec/errors.js";
 import type { IPAddress } from "../../../spec/ip.js";
 import { IMPLEMENTED_100, type Result100 } from "../../../spec/result/types100.js";
 import { ALL_VERSIONS, VersionInfo } from "../../../spec/version.js";
-import { pluginMain, type CmdArgs } from "../../../skel/skel.js";
+import { type PluginDefinition, type CmdArgs } from "../../../skel/skel.js";
 import { IPAllocator } from "./allocator.js";
 import { parseGCConfig, parseHostLocalConfig, parseStoreLocation, rangeSetContains } from "./config.js";
 import { parseResolvConf } from "./dns.js";
@@ -94,6 +94,4 @@ export async function gc(args: CmdArgs): Promise<void> {
   await store.withLock(() => store.collectGarbage(conf.validAttachments));
 }
 
-export function main(): Promise<void> {
-  return pluginMain({ add, check, del, status, gc }, new VersionInfo(ALL_VERSIONS), "CNI host-local plugin (tscni)");
-}
+export const plugin: PluginDefinition = { funcs: { add, check, del, status, gc }, versionInfo: new VersionInfo(ALL_VERSIONS), about: "CNI host-local plugin (tscni)" };

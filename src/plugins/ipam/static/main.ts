@@ -11,7 +11,7 @@ import { toCurrentResult } from "../../../spec/result/index.js";
 import { IMPLEMENTED_100, type Result100 } from "../../../spec/result/types100.js";
 import { ALL_VERSIONS, VersionInfo } from "../../../spec/version.js";
 import { loadPluginConf, parsePrevResult } from "../../../skel/conf.js";
-import { pluginMain, type CmdArgs } from "../../../skel/skel.js";
+import { type PluginDefinition, type CmdArgs } from "../../../skel/skel.js";
 import { parseStaticConfig } from "./config.js";
 
 export function add(args: CmdArgs): Result100 {
@@ -47,6 +47,4 @@ export function check(args: CmdArgs): void {
 /** Nothing was allocated, so there is nothing to free (the config is not even read, as in Go). */
 export function del(): void {}
 
-export function main(): Promise<void> {
-  return pluginMain({ add, check, del }, new VersionInfo(ALL_VERSIONS), "CNI static plugin (tscni)");
-}
+export const plugin: PluginDefinition = { funcs: { add, check, del }, versionInfo: new VersionInfo(ALL_VERSIONS), about: "CNI static plugin (tscni)" };

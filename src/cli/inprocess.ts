@@ -1,0 +1,67 @@
+/**
+ * In-process delegation: when a plugin delegates (to IPAM) and the executable found in CNI_PATH is this very
+ * multicall binary, the delegate runs inside the calling process instead of being exec'd — with what an exec
+ * would show: the same env and stdin, stdout parsed the same way, stderr forwarded, errors mapped by the same
+ * rules. Any other executable (a user's own IPAM, Go's plugins) is exec'd as usual.
+ * @module
+ */
+import { realpathSync } from "node:fs";
+import { realpath } from "node:fs/promises";
+import path from "node:path";
+import type { Env } from "../invoke/args.js";
+import { pluginFailure, RawExec, type ExecOptions, type PluginExec } from "../invoke/exec.js";
+import { runPlugin, type PluginDefinition } from "../skel/skel.js";
+import { PROGRAMS } from "./registry.js";
+
+/** The real path of the running multicall executable. */
+export function selfExecutable(): string | undefined {
+  const standalone = (process.argv[1] ?? "").startsWith("/$bunfs/");
+  try {
+    return realpathSync(standalone ? process.execPath : process.argv[1] ?? "");
+  } catch {
+    return undefined;
+  }
+}
+
+export class MulticallExec implements PluginExec {
+  private readonly raw = new RawExec();
+  /** How many delegations ran in-process (the rest were exec'd). */
+  inProcessRuns = 0;
+  constructor(private readonly self: string | undefined = selfExecutable()) {}
+
+  /** The plugin definition to run in-process for this path, or undefined to exec it. */
+  private async inProcessPlugin(pluginPath: string): Promise<PluginDefinition | undefined> {
+    if (!this.self || process.env["TSCNI_NO_INPROCESS"]) return undefined;
+    const real = await realpath(pluginPath).catch(() => undefined);
+    if (real !== this.self) return undefined;
+    const entry = PROGRAMS[path.basename(pluginPath)];
+    if (!entry?.versions) return undefined;
+    const mod = (await entry.load()) as { plugin?: PluginDefinition };
+    return mod.plugin;
+  }
+
+  async execPlugin(pluginPath: string, stdin: Uint8Array, env: Env, options: ExecOptions = {}): Promise<Buffer> {
+    const plugin = await this.inProcessPlugin(pluginPath);
+    if (!plugin) return this.raw.execPlugin(pluginPath, stdin, env, options);
+    this.inProcessRuns++;
+    const out: string[] = [];
+    const err: string[] = [];
+    const failure = await runPlugin(plugin.funcs, plugin.versionInfo, plugin.about, {
+      env: { ...env },
+      readStdin: async () => Buffer.from(stdin),
+      writeStdout: (s) => out.push(s),
+      writeStderr: (s) => err.push(s),
+    });
+    if (failure) out.push(failure.print());
+    const stdout = Buffer.from(out.join(""));
+    const stderr = Buffer.from(err.join(""));
+    const sink = options.stderr ?? process.stderr;
+    // The same rules as an exec: a failed plugin's stderr is part of the error when it printed nothing.
+    if (failure) {
+      if (stdout.length > 0 && stderr.length > 0) sink.write(stderr);
+      throw pluginFailure("exit status 1", stdout, stderr);
+    }
+    if (stderr.length > 0) sink.write(stderr);
+    return stdout;
+  }
+}
