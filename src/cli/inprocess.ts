@@ -8,6 +8,7 @@
 import { realpathSync } from "node:fs";
 import { realpath } from "node:fs/promises";
 import path from "node:path";
+import { fileURLToPath } from "node:url";
 import type { Env } from "../invoke/args.js";
 import { pluginFailure, RawExec, type ExecOptions, type PluginExec } from "../invoke/exec.js";
 import { runPlugin, type PluginDefinition } from "../skel/skel.js";
@@ -17,7 +18,8 @@ import { PROGRAMS } from "./registry.js";
 export function selfExecutable(): string | undefined {
   const standalone = (process.argv[1] ?? "").startsWith("/$bunfs/");
   try {
-    return realpathSync(standalone ? process.execPath : process.argv[1] ?? "");
+    // Under Node the executable is the entry point next to this module.
+    return realpathSync(standalone ? process.execPath : fileURLToPath(new URL("./main.js", import.meta.url)));
   } catch {
     return undefined;
   }

@@ -12,6 +12,7 @@ import { marshalResult } from "../spec/result/index.js";
 import { splitPathList } from "../invoke/find.js";
 import { CNIConfig, type RuntimeConf } from "../libcni/api.js";
 import { loadAllNetworks, loadConfList } from "../libcni/conf.js";
+import { DEFAULT_BIN_DIR, installPlugins } from "./install.js";
 
 export const DEFAULT_NETCONFPATH = "/etc/cni/net.d";
 
@@ -145,6 +146,18 @@ export function buildProgram(io: Io): Command {
       const list = await loadConfList(netconfPath, network);
       const caps = await cni.validateNetworkList(list, callOpts);
       io.stdout(`network "${list.name}" is valid (cniVersion ${list.cniVersion}; capabilities: ${caps.join(", ") || "none"})\n`);
+    });
+
+  program.command("install")
+    .description("Install the tscni binary and a link per plugin type into a CNI bin dir")
+    .option("--bin-dir <dir>", "CNI plugin directory", DEFAULT_BIN_DIR)
+    .option("--force", "replace plugins of the same name that are not tscni's")
+    .action(async (opts: { binDir: string; force?: boolean }) => {
+      const report = installPlugins(opts.binDir, { force: opts.force });
+      io.stdout(`installed ${report.binary}\n`);
+      if (report.installed.length) io.stdout(`linked: ${report.installed.join(" ")}\n`);
+      if (report.replaced.length) io.stdout(`replaced: ${report.replaced.join(" ")}\n`);
+      for (const s of report.skipped) io.stderr(`skipped ${s.name}: ${s.reason}\n`);
     });
 
   program.command("version")
