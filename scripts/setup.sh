@@ -11,6 +11,8 @@ command -v nft >/dev/null 2>&1 || need+=(nftables)
 [ -x /usr/lib/cni/bridge ] || need+=(containernetworking-plugins)
 command -v ping >/dev/null 2>&1 || need+=(iputils-ping)
 command -v nsenter >/dev/null 2>&1 || need+=(util-linux)
+command -v conntrack >/dev/null 2>&1 || need+=(conntrack)
+[ -x /usr/bin/time ] || need+=(time)
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" -ne 0 ]; then
     echo "setup: missing ${need[*]}; run as root (or install them) first" >&2

@@ -1,0 +1,54 @@
+/**
+ * The ptp plugin's configuration: the Go plugin's keys (`ipMasq`, `ipMasqBackend`, `mtu`) plus the
+ * common ones, validated with errors that name the key and value. `ipam` is required: ptp has nothing to
+ * configure without addresses.
+ * @module
+ */
+import { CniError, ErrorCode } from "../../../spec/errors.js";
+import type { PluginConf } from "../../../spec/config.js";
+import { loadPluginConf } from "../../../skel/conf.js";
+import { invalidKey, optBool, optInt, optString } from "../../common/keys.js";
+import type { IPMasqBackend } from "../../../net/ipmasq.js";
+
+export interface PtpConf {
+  conf: PluginConf;
+  /** The IPAM plugin to delegate to (`ipam.type`, never empty). */
+  ipamType: string;
+  ipMasq: boolean;
+  /** Undefined: iptables unless only nftables works here. */
+  ipMasqBackend?: IPMasqBackend;
+  /** Both veth ends; undefined leaves the kernel default. */
+  mtu?: number;
+}
+
+/** The smallest MTU the kernel accepts for IPv4 on a veth, and the largest a veth takes. */
+const MTU_MIN = 68;
+const MTU_MAX = 65535;
+
+/** Parses and validates the ptp config from stdin. */
+export function loadPtpConf(stdin: Buffer): PtpConf {
+  const { conf, raw } = loadPluginConf(stdin);
+
+  const ipamType = typeof conf.ipam?.type === "string" ? conf.ipam.type : "";
+  if (!ipamType) {
+    throw new CniError(ErrorCode.InvalidNetworkConfig, `invalid "ipam": ${JSON.stringify(raw["ipam"] ?? null)} (ptp needs an IPAM plugin: set ipam.type)`);
+  }
+
+  const backend = optString(raw, "ipMasqBackend");
+  if (backend !== undefined && backend !== "iptables" && backend !== "nftables") {
+    throw invalidKey("ipMasqBackend", backend, "want \"iptables\" or \"nftables\"");
+  }
+
+  const mtu = optInt(raw, "mtu");
+  if (mtu !== undefined && mtu !== 0 && (mtu < MTU_MIN || mtu > MTU_MAX)) {
+    throw invalidKey("mtu", mtu, `want 0 (kernel default) or an integer from ${MTU_MIN} to ${MTU_MAX}`);
+  }
+
+  return {
+    conf,
+    ipamType,
+    ipMasq: optBool(raw, "ipMasq") ?? false,
+    ipMasqBackend: backend as IPMasqBackend | undefined,
+    mtu: mtu || undefined,
+  };
+}

@@ -1,0 +1,162 @@
+/**
+ * ptp: connects the container to the host with a veth pair and routes it point-to-point: every container
+ * address reaches its subnet and the world through a gateway that sits (as a /32 or /128) on the host end,
+ * the host reaches the container through a host route, and `ipMasq` can masquerade what leaves.
+ * @module
+ */
+import { CniError, ErrorCode } from "../../../spec/errors.js";
+import { ipFamily, networkOf, parseCIDR } from "../../../spec/ip.js";
+import { isDNSEmpty, toCurrentResult, type Result100 } from "../../../spec/result/index.js";
+import { ALL_VERSIONS, CURRENT_VERSION, VersionInfo } from "../../../spec/version.js";
+import { configureInterface, enableForwarding, setupVeth, type VethPair } from "../../../net/iface.js";
+import { gcIPMasq, setupIPMasq, teardownIPMasq, type IPMasqTarget } from "../../../net/ipmasq.js";
+import { ip } from "../../../net/iproute2.js";
+import { deleteLinkWithAddresses } from "../../../net/link-addresses.js";
+import { NetNS, NetnsNotFoundError } from "../../../net/netns.js";
+import { pointToPointRoutes, routeContainerThroughGateway, routeHostToContainer, type PointToPointAddress } from "../../../net/ptp.js";
+import { parsePrevResult } from "../../../skel/conf.js";
+import { pluginMain, type CmdArgs } from "../../../skel/skel.js";
+import { checkInterfaceAddresses, checkRoutes, requirePrevResult } from "../../common/check.js";
+import { ipamAdd, ipamCheck, ipamDel, ipamGC, ipamStatus, withIpamRollback } from "../../common/ipam.js";
+import { loadPtpConf, type PtpConf } from "./config.js";
+
+/** Index of the container interface in ptp results: interfaces are `[host veth, container veth]`. */
+const CONTAINER_INDEX = 1;
+
+const ipMasqTarget = (n: PtpConf, args: CmdArgs, addresses: string[]): IPMasqTarget =>
+  ({ addresses, network: n.conf.name, ifName: args.ifName, containerID: args.containerID });
+
+/** Every IPAM address with its gateway; ptp cannot route an address that has none. */
+function pointToPointAddresses(result: Result100): PointToPointAddress[] {
+  return (result.ips ?? []).map((ipc) => {
+    if (!ipc.gateway) {
+      throw new CniError(ErrorCode.InvalidNetworkConfig, `IPAM returned ${ipc.address} without a gateway`,
+        "ptp routes every address through its gateway; configure one in the IPAM ranges");
+    }
+    return { address: ipc.address, gateway: ipc.gateway };
+  });
+}
+
+async function add(args: CmdArgs): Promise<Result100> {
+  const n = loadPtpConf(args.stdinData);
+  const ns = await NetNS.open(args.netns);
+  const ipam = await ipamAdd(n.conf, args.stdinData);
+
+  let veth: VethPair | undefined;
+  let masqueraded = false;
+  const undo = async () => {
+    if (masqueraded) await teardownIPMasq(ipMasqTarget(n, args, (ipam.ips ?? []).map((i) => i.address))).catch(() => undefined);
+    if (veth) await ip.deleteLink(ns, args.ifName).catch(() => undefined);
+  };
+
+  return withIpamRollback(n.conf, args.stdinData, async () => {
+    const addresses = pointToPointAddresses(ipam);
+    await enableForwarding(new Set(addresses.map((a) => ipFamily(a.address))));
+
+    veth = await setupVeth(ns, args.ifName, { mtu: n.mtu });
+    const result: Result100 = {
+      cniVersion: CURRENT_VERSION,
+      interfaces: [
+        { name: veth.host.name, mac: veth.host.mac },
+        { name: args.ifName, mac: veth.container.mac, sandbox: args.netns },
+      ],
+      ips: ipam.ips!.map((ipc) => ({ ...ipc, interface: CONTAINER_INDEX })),
+      routes: ipam.routes ? [...ipam.routes] : [],
+    };
+    if (ipam.dns) result.dns = ipam.dns;
+
+    // Every address has a gateway, so configureInterface waits out IPv6 DAD: the kernel refuses a tentative
+    // address as the source of the point-to-point routes.
+    await configureInterface(ns, args.ifName, result);
+    await routeContainerThroughGateway(ns, args.ifName, addresses);
+    await routeHostToContainer(veth.host.name, addresses);
+
+    if (n.ipMasq) {
+      masqueraded = true;
+      await setupIPMasq(ipMasqTarget(n, args, addresses.map((a) => a.address)), n.ipMasqBackend);
+    }
+    if (n.conf.dns && !isDNSEmpty(n.conf.dns)) result.dns = n.conf.dns;
+    return result;
+  }, undo);
+}
+
+async function del(args: CmdArgs): Promise<void> {
+  const n = loadPtpConf(args.stdinData);
+  await ipamDel(n.conf, args.stdinData);
+
+  const addresses = new Set<string>();
+  if (args.netns) {
+    try {
+      const ns = await NetNS.open(args.netns);
+      for (const a of (await deleteLinkWithAddresses(ns, args.ifName)) ?? []) addresses.add(a);
+    } catch (e) {
+      if (!(e instanceof NetnsNotFoundError)) throw e; // the container is gone, and its veth with it
+    }
+  }
+  if (!n.ipMasq) return;
+  // When the interface is already gone, the cached result still knows the addresses iptables rules use.
+  try {
+    const prev = parsePrevResult(n.conf);
+    for (const ipc of (prev ? toCurrentResult(prev).ips : undefined) ?? []) addresses.add(parseCIDR(ipc.address).text);
+  } catch {
+    // an unreadable prevResult only means fewer addresses to look for
+  }
+  await teardownIPMasq(ipMasqTarget(n, args, [...addresses]));
+}
+
+async function check(args: CmdArgs): Promise<void> {
+  const n = loadPtpConf(args.stdinData);
+  const ns = await NetNS.open(args.netns);
+  await ipamCheck(n.conf, args.stdinData);
+  const prev = requirePrevResult(n.conf);
+
+  const entry = prev.interfaces?.find((i) => i.name === args.ifName && i.sandbox === args.netns);
+  if (!entry) {
+    throw new CniError(ErrorCode.Internal, `prevResult has no interface "${args.ifName}" in sandbox ${args.netns}`);
+  }
+  const link = await ip.getLink(ns, args.ifName);
+  if (!link) throw new CniError(ErrorCode.Internal, `container interface "${args.ifName}" from prevResult does not exist in ${args.netns}`);
+  if (link.kind !== "veth") throw new CniError(ErrorCode.Internal, `container interface "${args.ifName}" is a ${link.kind ?? "device"}, not a veth`);
+  if (entry.mac && entry.mac !== link.mac) {
+    throw new CniError(ErrorCode.Internal, `container interface "${args.ifName}" MAC is ${link.mac}, prevResult says ${entry.mac}`);
+  }
+
+  await checkInterfaceAddresses(ns, args.ifName, prev);
+  await checkPointToPointRoutes(ns, args.ifName, prev);
+  await checkRoutes(ns, prev);
+}
+
+/** The gateway and subnet routes ADD put in the container, for every address on the interface. */
+async function checkPointToPointRoutes(ns: NetNS, ifName: string, prev: Result100): Promise<void> {
+  const tables = new Map<4 | 6, Awaited<ReturnType<typeof ip.listRoutes>>>();
+  for (const ipc of prev.ips ?? []) {
+    if (!ipc.gateway || ipc.interface === undefined || prev.interfaces?.[ipc.interface]?.name !== ifName) continue;
+    const family = ipFamily(ipc.address);
+    if (!tables.has(family)) tables.set(family, await ip.listRoutes(ns, family));
+    const have = tables.get(family)!;
+    for (const want of pointToPointRoutes(ifName, { address: ipc.address, gateway: ipc.gateway })) {
+      const found = have.some((r) => r.dev === ifName && parseCIDR(r.dst).text === parseCIDR(want.dst).text && r.gw === want.gw);
+      if (!found) {
+        throw new CniError(ErrorCode.Internal, `route ${want.dst}${want.gw ? ` via ${want.gw}` : ""} dev ${ifName} is missing`,
+          `ptp routes ${networkOf(parseCIDR(ipc.address)).text} through ${ipc.gateway}`);
+      }
+    }
+  }
+}
+
+async function status(args: CmdArgs): Promise<void> {
+  const n = loadPtpConf(args.stdinData);
+  await ipamStatus(n.conf, args.stdinData);
+}
+
+async function gc(args: CmdArgs): Promise<void> {
+  const n = loadPtpConf(args.stdinData);
+  const errors: string[] = [];
+  if (n.ipMasq) await gcIPMasq(n.conf.name, n.conf.validAttachments ?? []).catch((e: Error) => errors.push(e.message));
+  await ipamGC(n.conf, args.stdinData).catch((e: Error) => errors.push(e.message));
+  if (errors.length) throw new CniError(ErrorCode.Internal, "ptp GC failed", errors.join("; "));
+}
+
+export function main(): Promise<void> {
+  return pluginMain({ add, del, check, status, gc }, new VersionInfo(ALL_VERSIONS), "CNI ptp plugin (tscni)");
+}
