@@ -1,51 +1,82 @@
 /**
  * The interface plumbing the main plugins share: a veth pair between a container and the host, putting a
  * result's addresses and routes on an interface (with the IPv6 details: disable_ipv6, keep_addr_on_down,
- * waiting out DAD), bridges, gateway addresses and forwarding.
+ * waiting out DAD), and forwarding. Each step is one `ip -batch` per namespace, so an ADD costs few processes.
  * @module
  */
-import { readFile } from "node:fs/promises";
 import { setTimeout as sleep } from "node:timers/promises";
 import { CniError, ErrorCode } from "../spec/errors.js";
-import { ipFamily, parseCIDR } from "../spec/ip.js";
+import { ipFamily, networkOf, parseCIDR } from "../spec/ip.js";
 import type { Result100 } from "../spec/result/index.js";
 import { NetOpError } from "./exec.js";
-import { ip } from "./iproute2.js";
+import { ip, linkFromJson, vethAddWords } from "./iproute2.js";
 import { randomVethName } from "./names.js";
 import { NetNS } from "./netns.js";
-import { readSysctls, sysctlPath, writeSysctls } from "./sysctl.js";
-import type { Link, RouteSpec } from "./types.js";
+import { sysctlPath, writeSysctls, type SysctlInput } from "./sysctl.js";
+import type { Link, LinkChange, RouteSpec } from "./types.js";
 
 export interface VethPair {
   host: Link;
   container: Link;
 }
 
-/**
- * Creates `ifName` in the container with its peer (a random `veth…` name) directly in the host namespace,
- * brings the host end up and turns off router advertisements on it. An existing `ifName` is an error.
- */
-export async function setupVeth(container: NetNS, ifName: string, opts: { mtu?: number; mac?: string; host?: NetNS } = {}): Promise<VethPair> {
-  const host = opts.host ?? NetNS.host;
-  if (await ip.getLink(container, ifName)) {
-    throw new CniError(ErrorCode.Internal, `container veth name provided (${ifName}) already exists`);
-  }
-  let hostName = "";
-  for (let attempt = 0; ; attempt++) {
-    hostName = randomVethName();
-    try {
-      await ip.addVeth({ name: ifName, ns: container, peerName: hostName, peerNs: host, mtu: opts.mtu, mac: opts.mac });
-      break;
-    } catch (e) {
-      if (!(e instanceof NetOpError && e.isExists) || attempt >= 9) throw e;
-      if (await ip.getLink(container, ifName)) throw new CniError(ErrorCode.Internal, `container veth name provided (${ifName}) already exists`);
+export interface VethOptions {
+  mtu?: number;
+  /** MAC of the container end (the kernel picks a random one otherwise). */
+  mac?: string;
+  /** Namespace of the host end; this process's own by default. */
+  host?: NetNS;
+  /** Applied to the host end together with bringing it up, e.g. `{ master: "cni0" }`. */
+  hostChange?: LinkChange;
+  /** Bridge-port flags of the host end (with `hostChange.master`); only flags set to true are written. */
+  bridgePort?: { hairpin?: boolean; isolated?: boolean };
+}
+
+const MAX_NAME_ATTEMPTS = 10;
+
+/** The container end of a new pair, or undefined when the random host name was taken (try another). */
+async function createVeth(container: NetNS, ifName: string, hostName: string, host: NetNS, opts: VethOptions): Promise<Link | undefined> {
+  const batch = ip.batch(container)
+    .add(...vethAddWords({ name: ifName, ns: container, peerName: hostName, peerNs: host, mtu: opts.mtu, mac: opts.mac }))
+    .showLink(ifName);
+  try {
+    const [shown] = await batch.runJson(`create veth pair ${ifName}/${hostName}`);
+    return linkFromJson(shown![0]!);
+  } catch (e) {
+    if (!(e instanceof NetOpError && e.isExists)) throw e;
+    if (await ip.getLink(container, ifName)) {
+      throw new CniError(ErrorCode.Internal, `container veth name provided (${ifName}) already exists`, `an interface named "${ifName}" exists in ${container}`);
     }
+    return undefined;
   }
-  await writeSysctls(host, [[sysctlPath("net", "ipv6", "conf", hostName, "accept_ra"), "0"]]).catch(() => undefined);
-  await ip.setLink(host, hostName, { up: true });
-  const [hostLink, containerLink] = await Promise.all([ip.getLink(host, hostName), ip.getLink(container, ifName)]);
-  if (!hostLink || !containerLink) throw new CniError(ErrorCode.Internal, `veth pair ${ifName}/${hostName} vanished right after creation`);
-  return { host: hostLink, container: containerLink };
+}
+
+/**
+ * Creates `ifName` in the container with its peer (a random `veth…` name) directly in the host namespace
+ * (so no name can clash in between), turns off router advertisements on the host end and brings it up with
+ * `hostChange` applied. An existing `ifName` is an error; if a later step fails the pair is removed.
+ */
+export async function setupVeth(container: NetNS, ifName: string, opts: VethOptions = {}): Promise<VethPair> {
+  const host = opts.host ?? NetNS.host;
+  let hostName = "";
+  let containerLink: Link | undefined;
+  for (let attempt = 0; !containerLink; attempt++) {
+    if (attempt >= MAX_NAME_ATTEMPTS) throw new CniError(ErrorCode.Internal, "failed to find a unique veth name", `${MAX_NAME_ATTEMPTS} random names were taken`);
+    hostName = randomVethName();
+    containerLink = await createVeth(container, ifName, hostName, host, opts);
+  }
+  try {
+    await writeSysctls(host, [{ path: sysctlPath("net", "ipv6", "conf", hostName, "accept_ra"), value: "0", optional: true }]);
+    const batch = ip.batch(host).setLink(hostName, { ...opts.hostChange, up: true });
+    const port = opts.bridgePort ?? {};
+    const flags = [...(port.hairpin ? ["hairpin", "on"] : []), ...(port.isolated ? ["isolated", "on"] : [])];
+    if (flags.length) batch.add("link", "set", "dev", hostName, "type", "bridge_slave", ...flags);
+    const [shown] = await batch.showLink(hostName).runJson(`set up host end ${hostName} of ${ifName}`);
+    return { host: linkFromJson(shown![0]!), container: containerLink };
+  } catch (e) {
+    await ip.deleteLink(container, ifName).catch(() => undefined);
+    throw e;
+  }
 }
 
 /** Waits until no address on `ifName` is tentative (IPv6 DAD), failing on a duplicate. */
@@ -65,9 +96,11 @@ export async function waitForDAD(ns: NetNS, ifName: string, timeoutMs = 5000): P
   }
 }
 
-/** The 1.1 route fields applied to a kernel route. */
-function routeSpecFor(route: Result100["routes"] extends (infer R)[] | undefined ? R : never, dev: string, gw: string | undefined): RouteSpec {
-  const spec: RouteSpec = { dst: parseCIDR(route.dst).text, dev };
+type ResultRoute = NonNullable<Result100["routes"]>[number];
+
+/** The kernel route for a result route (1.1 fields included) on `dev`. */
+function routeSpecFor(route: ResultRoute, dev: string, gw: string | undefined): RouteSpec {
+  const spec: RouteSpec = { dst: networkOf(parseCIDR(route.dst)).text, dev };
   if (gw) spec.gw = gw;
   if (route.priority) spec.metric = route.priority;
   if (route.table !== undefined) spec.table = route.table;
@@ -77,12 +110,21 @@ function routeSpecFor(route: Result100["routes"] extends (infer R)[] | undefined
   return spec;
 }
 
+/** The sysctls an interface needs before it gets IPv6 addresses. */
+const ipv6Sysctls = (ifName: string): SysctlInput[] => [
+  [sysctlPath("net", "ipv6", "conf", "lo", "disable_ipv6"), "0"],
+  [sysctlPath("net", "ipv6", "conf", ifName, "disable_ipv6"), "0"],
+  [sysctlPath("net", "ipv6", "conf", ifName, "keep_addr_on_down"), "1"],
+];
+
 /**
  * Puts the result's addresses (those whose `interface` index names `ifName`) and routes on the interface
- * inside `ns`, and brings it up. A route without a gateway uses the first gateway of its family.
+ * inside `ns`, and brings it up. A route without a gateway uses the first gateway of its family; with an IPv6
+ * gateway, routes wait until DAD is over. `sysctls` are set first (with the IPv6 ones, in one process).
  */
-export async function configureInterface(ns: NetNS, ifName: string, result: Result100): Promise<void> {
+export async function configureInterface(ns: NetNS, ifName: string, result: Result100, opts: { sysctls?: readonly SysctlInput[] } = {}): Promise<void> {
   const addresses: string[] = [];
+  const gateways: { 4?: string; 6?: string } = {};
   for (const ipc of result.ips ?? []) {
     if (ipc.interface === undefined) continue;
     const target = result.interfaces?.[ipc.interface];
@@ -90,74 +132,31 @@ export async function configureInterface(ns: NetNS, ifName: string, result: Resu
       throw new CniError(ErrorCode.Internal, `failed to add IP addr ${ipc.address} to "${ifName}": invalid interface index ${ipc.interface}`);
     }
     addresses.push(ipc.address);
+    if (ipc.gateway) gateways[ipFamily(ipc.gateway)] ??= ipc.gateway;
   }
-  if (addresses.some((a) => ipFamily(a) === 6)) {
-    const paths = [sysctlPath("net", "ipv6", "conf", "lo", "disable_ipv6"), sysctlPath("net", "ipv6", "conf", ifName, "disable_ipv6")];
-    const current = await readSysctls(ns, paths);
-    const writes: Array<[string, string]> = paths.filter((_, i) => current[i] !== "0").map((p) => [p, "0"]);
-    writes.push([sysctlPath("net", "ipv6", "conf", ifName, "keep_addr_on_down"), "1"]);
-    await writeSysctls(ns, writes);
-  }
+  const sysctls = [...(opts.sysctls ?? [])];
+  if (addresses.some((a) => ipFamily(a) === 6)) sysctls.push(...ipv6Sysctls(ifName));
+  await writeSysctls(ns, sysctls);
+
   const batch = ip.batch(ns);
   for (const cidr of addresses) batch.addAddress(ifName, cidr);
   batch.setLink(ifName, { up: true });
-
-  const gateways = { 4: undefined as string | undefined, 6: undefined as string | undefined };
-  for (const ipc of result.ips ?? []) {
-    if (ipc.gateway) gateways[ipFamily(ipc.gateway)] ??= ipc.gateway;
-  }
   const routes = (result.routes ?? []).map((r) => routeSpecFor(r, ifName, r.gw ?? gateways[ipFamily(r.dst)]));
-  if (gateways[6] !== undefined && routes.length > 0) {
-    await batch.run(`configure ${ifName} in ${ns}`);
-    await waitForDAD(ns, ifName);
-    const routeBatch = ip.batch(ns);
-    for (const r of routes) routeBatch.addRoute(r);
-    await routeBatch.run(`add routes to ${ifName} in ${ns}`);
-  } else {
+  if (gateways[6] === undefined) {
     for (const r of routes) batch.addRoute(r);
     await batch.run(`configure ${ifName} in ${ns}`);
+    return;
   }
-}
-
-/** Creates the bridge if missing (an existing one is not reconfigured) and brings it up. */
-export async function ensureBridge(name: string, opts: { mtu?: number; promisc?: boolean; vlanFiltering?: boolean } = {}): Promise<Link> {
-  let link = await ip.getLink(NetNS.host, name);
-  if (!link) {
-    try {
-      await ip.addLink(NetNS.host, name, opts.vlanFiltering ? ["bridge", "vlan_filtering", "1"] : ["bridge"], { mtu: opts.mtu });
-    } catch (e) {
-      if (!(e instanceof NetOpError && e.isExists)) throw e;
-    }
-    link = await ip.getLink(NetNS.host, name);
-  }
-  if (!link) throw new CniError(ErrorCode.Internal, `could not create bridge "${name}"`);
-  if (link.kind !== "bridge") throw new CniError(ErrorCode.InvalidNetworkConfig, `"${name}" already exists but is not a bridge`, `its kind is ${link.kind ?? "a physical device"}`);
-  await writeSysctls(NetNS.host, [[sysctlPath("net", "ipv6", "conf", name, "accept_ra"), "0"]]).catch(() => undefined);
-  const change = { up: true, ...(opts.promisc ? { promisc: true } : {}) };
-  await ip.setLink(NetNS.host, name, change);
-  return { ...link, up: true };
+  await batch.run(`configure ${ifName} in ${ns}`);
+  await waitForDAD(ns, ifName);
+  const routeBatch = ip.batch(ns);
+  for (const r of routes) routeBatch.addRoute(r);
+  await routeBatch.run(`add routes to ${ifName} in ${ns}`);
 }
 
 /** Turns on IPv4 and/or IPv6 forwarding in the host namespace (written only when not already on). */
 export async function enableForwarding(families: Iterable<4 | 6>): Promise<void> {
   const paths = new Set<string>();
   for (const f of families) paths.add(f === 4 ? "/proc/sys/net/ipv4/ip_forward" : "/proc/sys/net/ipv6/conf/all/forwarding");
-  const list = [...paths];
-  const current = await readSysctls(NetNS.host, list);
-  await writeSysctls(NetNS.host, list.filter((_, i) => current[i] !== "1").map((p) => [p, "1"] as [string, string]));
-}
-
-/** Waits until a host link is operationally up (bridge ports take a moment), with the Go plugins' schedule. */
-export async function waitOperUp(name: string): Promise<void> {
-  for (const delay of [0, 50, 500, 1000, 1000]) {
-    if (delay) await sleep(delay);
-    const state = await readFile(`/sys/class/net/${name}/operstate`, "utf8").then((s) => s.trim(), () => "missing");
-    if (state === "up") return;
-  }
-  throw new CniError(ErrorCode.Internal, "bridge port in error state", `${name} did not come up`);
-}
-
-/** The MAC of a host link, read from sysfs. */
-export async function hostLinkMac(name: string): Promise<string> {
-  return (await readFile(`/sys/class/net/${name}/address`, "utf8")).trim();
+  await writeSysctls(NetNS.host, [...paths].map((p) => [p, "1"] as const));
 }

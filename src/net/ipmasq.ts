@@ -6,7 +6,7 @@
  * @module
  */
 import { createHash } from "node:crypto";
-import { canonicalIP, networkOf, parseCIDR } from "../spec/ip.js";
+import { canonicalIP, networkOf, parseCIDR, type IPCidr } from "../spec/ip.js";
 import type { GCAttachment } from "../spec/config.js";
 import { attachmentComment, ipMasqChainName } from "./names.js";
 import { iptablesFor, type IPFamilyNum } from "./iptables.js";
@@ -43,31 +43,71 @@ export interface IPMasqTarget {
   containerID: string;
 }
 
-async function setupIptables(t: IPMasqTarget): Promise<void> {
+/** The rules of one family's addresses: the per-container chain, and the POSTROUTING jump per address. */
+function iptablesRules(t: IPMasqTarget, cidrs: readonly IPCidr[]) {
   const chain = ipMasqChainName(t.network, t.containerID);
-  const comment = attachmentComment(t.network, t.containerID);
-  for (const cidr of t.addresses) {
-    const parsed = parseCIDR(cidr);
-    const family = parsed.ip.family as IPFamilyNum;
-    const ipt = iptablesFor(family);
-    const multicast = family === 4 ? "224.0.0.0/4" : "ff00::/8";
-    await ipt.ensureChain("nat", chain);
-    await ipt.appendUnique("nat", chain, ["-d", parsed.text, "-j", "ACCEPT", "-m", "comment", "--comment", comment]);
-    await ipt.appendUnique("nat", chain, ["!", "-d", multicast, "-j", "MASQUERADE", "-m", "comment", "--comment", comment]);
-    await ipt.appendUnique("nat", "POSTROUTING", ["-s", parsed.ip.text, "-j", chain, "-m", "comment", "--comment", comment]);
+  const comment = ["-m", "comment", "--comment", attachmentComment(t.network, t.containerID)];
+  const multicast = cidrs[0]!.ip.family === 4 ? "224.0.0.0/4" : "ff00::/8";
+  const accepts = [...new Set(cidrs.map((c) => networkOf(c).text))].map((net) => ["-A", chain, "-d", net, "-j", "ACCEPT", ...comment]);
+  return {
+    chain,
+    chainRules: [...accepts, ["-A", chain, "!", "-d", multicast, "-j", "MASQUERADE", ...comment]],
+    jumps: cidrs.map((c) => ["-A", "POSTROUTING", "-s", c.ip.text, "-j", chain, ...comment]),
+  };
+}
+
+/**
+ * Per family: the chain `CNI-<hash>` (every destination subnet accepted, then MASQUERADE except multicast) and
+ * a POSTROUTING jump per address, appended only when missing, as the Go plugin does. A new chain (the usual
+ * case) costs one look-up and one iptables-restore transaction; an existing one is checked rule by rule.
+ */
+async function setupIptables(t: IPMasqTarget): Promise<void> {
+  for (const cidrs of byFamily(t.addresses)) {
+    const ipt = iptablesFor(cidrs[0]!.ip.family as IPFamilyNum);
+    const { chain, chainRules, jumps } = iptablesRules(t, cidrs);
+    const wanted = [...chainRules, ...jumps];
+    const exists = await ipt.chainExists("nat", chain);
+    const missing = [];
+    for (const rule of wanted) {
+      // A jump cannot exist without its chain, so a new chain needs no checks.
+      if (!exists || !(await ipt.ruleExists("nat", rule[1]!, rule.slice(2)))) missing.push(rule);
+    }
+    if (exists && missing.length === 0) continue;
+    await ipt.restore("nat", exists ? [] : [chain], missing, `set up ${ipt.command} masquerading for ${t.containerID} (chain ${chain})`);
   }
 }
 
+/**
+ * Per family: every POSTROUTING rule jumping to the container's chain (whatever its source address, so the
+ * addresses need not be known), then the chain itself, in one transaction after one listing. Families
+ * without a known address are both looked at.
+ */
 async function teardownIptables(t: IPMasqTarget): Promise<void> {
   const chain = ipMasqChainName(t.network, t.containerID);
-  const comment = attachmentComment(t.network, t.containerID);
-  for (const cidr of t.addresses) {
-    const parsed = parseCIDR(cidr);
-    const ipt = iptablesFor(parsed.ip.family as IPFamilyNum);
-    await ipt.deleteRule("nat", "POSTROUTING", ["-s", parsed.ip.text, "-j", chain, "-m", "comment", "--comment", comment]);
-    await ipt.deleteRule("nat", "POSTROUTING", ["-s", parsed.text, "-j", chain, "-m", "comment", "--comment", comment]);
-    await ipt.deleteChain("nat", chain);
+  const known = byFamily(t.addresses).map((c) => c[0]!.ip.family as IPFamilyNum);
+  for (const family of known.length ? known : ([4, 6] as const)) {
+    const ipt = iptablesFor(family);
+    for (let attempt = 0; ; attempt++) {
+      const lines = await ipt.listTable("nat");
+      const jumps = lines.filter((l) => l.startsWith("-A POSTROUTING ") && jumpsTo(l, chain));
+      if (!jumps.length && !lines.includes(`-N ${chain}`)) break;
+      try {
+        await ipt.restore("nat", [chain], [...jumps.map((l) => `-D${l.slice(2)}`), ["-X", chain]], `remove ${ipt.command} masquerading for ${t.containerID} (chain ${chain})`);
+        break;
+      } catch (e) {
+        if (attempt > 0) throw e; // another DEL of the same attachment raced us: look again, once
+      }
+    }
   }
+}
+
+/** Whether an `iptables -S` rule line jumps (or goes) to `chain`. */
+const jumpsTo = (line: string, chain: string): boolean => new RegExp(` -[jg] ${chain}(?: |$)`).test(line);
+
+/** Addresses grouped by family (IPv4 first), parsed. */
+function byFamily(addresses: readonly string[]): IPCidr[][] {
+  const cidrs = addresses.map((a) => parseCIDR(a));
+  return [4, 6].map((f) => cidrs.filter((c) => c.ip.family === f)).filter((g) => g.length > 0);
 }
 
 async function rulesWithCommentPrefix(prefix: string) {
@@ -105,11 +145,20 @@ async function teardownNftables(t: IPMasqTarget): Promise<void> {
   await deleteNftRules(rules.map((r) => r.handle), `remove nftables masquerading for ${t.containerID}`);
 }
 
-/** Installs masquerading for an attachment's addresses with the chosen backend. */
+/**
+ * Installs masquerading for an attachment's addresses with the chosen backend. With none chosen: iptables,
+ * unless iptables does not work here and nftables does (asked only when the iptables setup fails, which
+ * leaves nothing behind: each family is one transaction, and the first one is where an unusable iptables fails).
+ */
 export async function setupIPMasq(t: IPMasqTarget, backend?: IPMasqBackend): Promise<void> {
-  const chosen = backend ?? (await defaultIPMasqBackend());
-  if (chosen === "nftables") await setupNftables(t);
-  else await setupIptables(t);
+  if (backend === "nftables") return setupNftables(t);
+  if (backend === "iptables") return setupIptables(t);
+  try {
+    await setupIptables(t);
+  } catch (e) {
+    if ((await defaultIPMasqBackend()) !== "nftables") throw e;
+    await setupNftables(t);
+  }
 }
 
 /**

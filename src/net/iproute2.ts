@@ -9,8 +9,14 @@ import type { Address, Link, LinkChange, RouteSpec, VethSpec } from "./types.js"
 
 type Json = Record<string, unknown>;
 
-/** How `ip ... netns <X>` names a namespace: its path, or our PID for this process's own. */
-const nsTarget = (ns: NetNS): string => ns.path ?? String(process.pid);
+/**
+ * How `ip ... netns <X>` names a namespace: always a path (iproute2 takes a word without `/` as a name under
+ * /run/netns), /proc/<our pid>/ns/net for this process's own.
+ */
+const nsTarget = (ns: NetNS): string => ns.path ?? `/proc/${process.pid}/ns/net`;
+
+/** `brd +` for IPv4 (the broadcast address, as the Go plugins' netlink library sets it); nothing for IPv6. */
+const broadcastWords = (cidr: string): string[] => (cidr.includes(":") ? [] : ["brd", "+"]);
 
 function parseLink(j: Json): Link {
   const linkinfo = (j["linkinfo"] ?? {}) as Json;
@@ -22,7 +28,8 @@ function parseLink(j: Json): Link {
     mac: String(j["address"] ?? ""),
     up: Array.isArray(j["flags"]) && (j["flags"] as string[]).includes("UP"),
     operstate: String(j["operstate"] ?? "UNKNOWN"),
-    promisc: Number(j["promiscuity"] ?? 0) > 0,
+    // The PROMISC flag is what was asked for (`ip link set promisc on`); promiscuity also counts packet sockets.
+    promisc: Array.isArray(j["flags"]) && (j["flags"] as string[]).includes("PROMISC"),
   };
   if (linkinfo["info_kind"]) link.kind = String(linkinfo["info_kind"]);
   if (linkinfo["info_data"]) link.info = linkinfo["info_data"] as Json;
@@ -60,6 +67,20 @@ export function routeWords(r: RouteSpec): string[] {
   return w;
 }
 
+/**
+ * `ip link add` words for a veth pair. Both ends get txqueuelen 0, as the Go plugins' veths have (veth is
+ * queueless anyway; the value only shows in `ip link`).
+ */
+export function vethAddWords(spec: VethSpec): string[] {
+  const words = ["link", "add", "name", spec.name];
+  if (spec.mtu) words.push("mtu", String(spec.mtu));
+  if (spec.mac) words.push("address", spec.mac);
+  words.push("txqueuelen", "0", "type", "veth", "peer", "name", spec.peerName);
+  if (spec.mtu) words.push("mtu", String(spec.mtu));
+  words.push("txqueuelen", "0", "netns", nsTarget(spec.peerNs));
+  return words;
+}
+
 /** `ip link set` words for a change (master first: enslaving a link may reset its state). */
 function linkSetWords(name: string, c: LinkChange): string[] {
   const w = ["link", "set", "dev", name];
@@ -86,7 +107,19 @@ export class IpBatch {
     return this.add(...linkSetWords(name, change));
   }
   addAddress(dev: string, cidr: string, extra: string[] = []): this {
-    return this.add("addr", "add", cidr, "dev", dev, ...extra);
+    return this.add("addr", "add", cidr, ...broadcastWords(cidr), "dev", dev, ...extra);
+  }
+  /** Adds an address, or refreshes it when it is there already (never "File exists"). */
+  replaceAddress(dev: string, cidr: string): this {
+    return this.add("addr", "replace", cidr, ...broadcastWords(cidr), "dev", dev);
+  }
+  /** Prints a link as JSON (see runJson). */
+  showLink(name: string): this {
+    return this.add("link", "show", "dev", name);
+  }
+  /** Prints a link's addresses as JSON (see runJson). */
+  showAddresses(name: string): this {
+    return this.add("addr", "show", "dev", name);
   }
   addRoute(route: RouteSpec): this {
     return this.add("route", "append", ...routeWords(route));
@@ -101,10 +134,24 @@ export class IpBatch {
       await this.ns.runIp([...this.lines[0]!], `${operation} (ip ${this.lines[0]!.join(" ")})`);
       return;
     }
+    await this.runBatch([], operation);
+  }
+
+  /**
+   * Runs the batch with `-json -d`; resolves with the output of each command that prints something (the
+   * `show` commands), in order.
+   */
+  async runJson(operation: string): Promise<Json[][]> {
+    if (this.lines.length === 0) return [];
+    const stdout = await this.runBatch(["-json", "-d"], operation);
+    return stdout.split("\n").filter((l) => l.trim()).map((l) => JSON.parse(l) as Json[]);
+  }
+
+  private async runBatch(options: string[], operation: string): Promise<string> {
     const quote = (w: string) => (/^[\w.:/@%+-]+$/.test(w) ? w : `"${w.replace(/(["\\])/g, "\\$1")}"`);
     const input = this.lines.map((l) => l.map(quote).join(" ")).join("\n") + "\n";
     try {
-      await this.ns.runIp(["-batch", "-"], operation, input);
+      return (await this.ns.runIp([...options, "-batch", "-"], operation, input)).stdout;
     } catch (e) {
       if (!(e instanceof NetOpError)) throw e;
       const m = /Command failed -:(\d+)/.exec(e.reason);
@@ -114,6 +161,11 @@ export class IpBatch {
     }
   }
 }
+
+/** Link details from `ip -json -d link show` output. */
+export const linkFromJson = (j: Record<string, unknown>): Link => parseLink(j);
+/** Addresses from `ip -json addr show` output. */
+export const addressesFromJson = (j: Record<string, unknown>): Address[] => parseAddresses(j);
 
 /** Reads and changes links, addresses and routes with iproute2. */
 export class IpRoute2 {
@@ -144,13 +196,7 @@ export class IpRoute2 {
 
   /** Creates a veth pair with each end directly in its own namespace (no name clash in between). */
   async addVeth(spec: VethSpec): Promise<void> {
-    const words = ["link", "add", "name", spec.name];
-    if (spec.mtu) words.push("mtu", String(spec.mtu));
-    if (spec.mac) words.push("address", spec.mac);
-    words.push("type", "veth", "peer", "name", spec.peerName);
-    if (spec.mtu) words.push("mtu", String(spec.mtu));
-    words.push("netns", nsTarget(spec.peerNs));
-    await spec.ns.runIp([...words], `create veth pair ${spec.name}/${spec.peerName}`);
+    await this.batch(spec.ns).add(...vethAddWords(spec)).run(`create veth pair ${spec.name}/${spec.peerName}`);
   }
 
   /** Creates a link of a simple kind (`bridge`, `dummy`, `macvlan ...`): `ip link add name X [mtu] type <kind...>`. */
@@ -205,7 +251,7 @@ export class IpRoute2 {
   }
 
   async addAddress(ns: NetNS, name: string, cidr: string, extra: string[] = []): Promise<void> {
-    await ns.runIp(["addr", "add", cidr, "dev", name, ...extra], `add address ${cidr} to ${name} in ${ns}`);
+    await ns.runIp(["addr", "add", cidr, ...broadcastWords(cidr), "dev", name, ...extra], `add address ${cidr} to ${name} in ${ns}`);
   }
 
   async deleteAddress(ns: NetNS, name: string, cidr: string): Promise<void> {

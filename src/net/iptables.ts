@@ -17,13 +17,16 @@ export class Iptables {
     return runTool(this.command, ["--wait", ...args], operation);
   }
 
-  /** Whether a chain exists in a table. */
+  /**
+   * Whether a chain exists in a table. Exit status 1 means no (iptables-nft 1.8.9 words a missing chain as
+   * "incompatible"); anything else, e.g. a table this kernel lacks (status 3), is an error.
+   */
   async chainExists(table: string, chain: string): Promise<boolean> {
     try {
-      await this.run(["-t", table, "-S", chain, "1"], `look up chain ${chain}`);
+      await this.run(["-t", table, "-S", chain, "1"], `look up ${this.command} chain ${table}/${chain}`);
       return true;
     } catch (e) {
-      if (e instanceof NetOpError) return false;
+      if (e instanceof NetOpError && (e.exitCode === 1 || e.isNotFound)) return false;
       throw e;
     }
   }
@@ -37,12 +40,13 @@ export class Iptables {
     }
   }
 
+  /** Whether a rule exists (`-C`); a missing chain means no, an unusable iptables is an error. */
   async ruleExists(table: string, chain: string, rule: readonly string[]): Promise<boolean> {
     try {
-      await this.run(["-t", table, "-C", chain, ...rule], `check rule in ${table}/${chain}`);
+      await this.run(["-t", table, "-C", chain, ...rule], `check ${this.command} rule in ${table}/${chain}: ${rule.join(" ")}`);
       return true;
     } catch (e) {
-      if (e instanceof NetOpError) return false;
+      if (e instanceof NetOpError && (e.exitCode === 1 || e.isNotFound)) return false;
       throw e;
     }
   }
@@ -62,7 +66,7 @@ export class Iptables {
     try {
       await this.run(["-t", table, "-D", chain, ...rule], `delete ${this.command} rule from ${table}/${chain}`);
     } catch (e) {
-      if (!(e instanceof NetOpError && (e.isNotFound || e.exitCode === 1))) throw e;
+      if (!(e instanceof NetOpError && e.isNotFound)) throw e;
     }
   }
 
@@ -75,6 +79,23 @@ export class Iptables {
     } catch (e) {
       if (!(e instanceof NetOpError && e.isNotFound)) throw e;
     }
+  }
+
+  /** A whole table as `-N`/`-A` lines (`iptables -S`), the form iptables-restore reads back. */
+  async listTable(table: string): Promise<string[]> {
+    const { stdout } = await this.run(["-t", table, "-S"], `list ${this.command} table ${table}`);
+    return stdout.split("\n").filter((l) => l.startsWith("-"));
+  }
+
+  /**
+   * Applies rule lines (`-A CHAIN ...`, `-D ...`, `-X ...`) to one table in a single transaction with
+   * `iptables-restore --noflush`. Chains in `chains` are declared first: created when missing, and emptied
+   * when they exist. Arguments are quoted for the restore format.
+   */
+  async restore(table: string, chains: readonly string[], rules: ReadonlyArray<readonly string[] | string>, operation: string): Promise<void> {
+    const line = (r: readonly string[] | string) => (typeof r === "string" ? r : r.map(quoteRestoreWord).join(" "));
+    const script = [`*${table}`, ...chains.map((c) => `:${c} - [0:0]`), ...rules.map(line), "COMMIT", ""].join("\n");
+    await runTool(`${this.command}-restore`, ["--wait", "--noflush"], operation, script);
   }
 
   /** The rules of a chain as `-A ...` lines (iptables -S). */
@@ -93,5 +114,8 @@ export class Iptables {
     }
   }
 }
+
+/** A word of an iptables-restore line: quoted (with `"` and `\\` escaped) unless it is plain. */
+export const quoteRestoreWord = (w: string): string => (/^[\w.:/!+-]+$/.test(w) ? w : `"${w.replace(/(["\\])/g, "\\$1")}"`);
 
 export const iptablesFor = (family: IPFamilyNum): Iptables => new Iptables(family);

@@ -6,6 +6,8 @@
 import { NetOpError, runTool } from "./exec.js";
 
 export interface NftRule {
+  /** The chain the rule is in. */
+  chain: string;
   handle: number;
   comment?: string;
   /** The rule's expression as JSON (nft -j). */
@@ -17,23 +19,39 @@ export async function nftRun(script: string, operation: string): Promise<void> {
   await runTool("nft", ["-f", "-"], operation, script);
 }
 
-/** The rules of a chain; an empty list when the table or chain does not exist. */
-export async function nftListRules(family: string, table: string, chain: string): Promise<NftRule[]> {
+/** What `nft -j -a list ...` showed: chain names and rules (with handles). */
+export interface NftListing {
+  chains: string[];
+  rules: NftRule[];
+}
+
+/** Lists a table or chain (`what` = `["table", family, table]` etc.); empty when it does not exist. */
+async function nftList(what: string[]): Promise<NftListing> {
   let stdout: string;
   try {
-    ({ stdout } = await runTool("nft", ["-j", "-a", "list", "chain", family, table, chain], `list nft chain ${family} ${table} ${chain}`));
+    ({ stdout } = await runTool("nft", ["-j", "-a", "list", ...what], `list nft ${what.join(" ")}`));
   } catch (e) {
-    if (e instanceof NetOpError && /no such file|does not exist/i.test(e.reason)) return [];
+    if (e instanceof NetOpError && /no such file|does not exist/i.test(e.reason)) return { chains: [], rules: [] };
     throw e;
   }
   const doc = JSON.parse(stdout) as { nftables?: Array<Record<string, unknown>> };
-  const rules: NftRule[] = [];
+  const listing: NftListing = { chains: [], rules: [] };
   for (const item of doc.nftables ?? []) {
-    const rule = item["rule"] as { handle: number; comment?: string; expr: unknown[] } | undefined;
-    if (rule) rules.push({ handle: rule.handle, comment: rule.comment, expr: rule.expr });
+    const chain = item["chain"] as { name: string } | undefined;
+    if (chain) listing.chains.push(chain.name);
+    const rule = item["rule"] as { chain: string; handle: number; comment?: string; expr: unknown[] } | undefined;
+    if (rule) listing.rules.push({ chain: rule.chain, handle: rule.handle, comment: rule.comment, expr: rule.expr });
   }
-  return rules;
+  return listing;
 }
+
+/** The rules of a chain; an empty list when the table or chain does not exist. */
+export async function nftListRules(family: string, table: string, chain: string): Promise<NftRule[]> {
+  return (await nftList(["chain", family, table, chain])).rules;
+}
+
+/** The chains and rules of a table; empty when the table does not exist. */
+export const nftListTable = (family: string, table: string): Promise<NftListing> => nftList(["table", family, table]);
 
 /** Whether nft works here. */
 export async function nftUsable(): Promise<boolean> {

@@ -4,8 +4,7 @@
  * commented `macspoofchk-<id>` (the Go plugins' names; id = `<containerID>-<ifname>`).
  * @module
  */
-import { NetOpError } from "./exec.js";
-import { nftListRules, nftQuote, nftRun } from "./nftables.js";
+import { nftListTable, nftQuote, nftRun } from "./nftables.js";
 
 const TABLE = "nat";
 const BASE = "PREROUTING";
@@ -30,20 +29,18 @@ export async function setupSpoofCheck(hostIface: string, mac: string, refId: str
   ].join("\n") + "\n", `set up MAC spoof check on ${hostIface}`);
 }
 
-/** Removes the spoof check of an attachment (the shared table and base chain stay). */
+/**
+ * Removes the spoof check of an attachment: its jump rules in the base chain and its two chains (the shared
+ * table and base chain stay). One listing of the table, then one transaction when anything is left.
+ */
 export async function teardownSpoofCheck(refId: string): Promise<void> {
   const c = chains(refId);
-  const jumps = (await nftListRules("bridge", TABLE, BASE)).filter((r) => r.comment === c.comment);
-  const lines = jumps.map((r) => `delete rule bridge ${TABLE} ${BASE} handle ${r.handle}`);
+  const table = await nftListTable("bridge", TABLE);
+  const lines = table.rules.filter((r) => r.chain === BASE && r.comment === c.comment)
+    .map((r) => `delete rule bridge ${TABLE} ${BASE} handle ${r.handle}`);
   for (const chain of [c.iface, c.mac]) {
-    if ((await nftListRules("bridge", TABLE, chain)).length > 0 || jumps.length > 0) {
-      lines.push(`flush chain bridge ${TABLE} ${chain}`, `delete chain bridge ${TABLE} ${chain}`);
-    }
+    if (table.chains.includes(chain)) lines.push(`flush chain bridge ${TABLE} ${chain}`, `delete chain bridge ${TABLE} ${chain}`);
   }
   if (lines.length === 0) return;
-  try {
-    await nftRun(lines.join("\n") + "\n", `remove MAC spoof check ${refId}`);
-  } catch (e) {
-    if (!(e instanceof NetOpError && e.isNotFound)) throw e;
-  }
+  await nftRun(lines.join("\n") + "\n", `remove MAC spoof check ${refId}`);
 }

@@ -1,6 +1,7 @@
 /**
- * sysctls, per network namespace. In the host namespace they are plain file writes under /proc/sys; in
- * another namespace one `sh` entered with nsenter applies a whole batch.
+ * sysctls, per network namespace. /proc/sys/net shows the namespace of the process that reads it, so in the
+ * host namespace they are plain file accesses; in another namespace one `sh` entered with nsenter applies a
+ * whole batch (shell builtins only, so the batch costs one process).
  * @module
  */
 import { readFile, writeFile } from "node:fs/promises";
@@ -10,24 +11,59 @@ import type { NetNS } from "./netns.js";
 /** The /proc/sys path of a sysctl given as segments (interface names may contain dots). */
 export const sysctlPath = (...segments: string[]): string => `/proc/sys/${segments.join("/")}`;
 
-const WRITE_SCRIPT = 'while [ $# -gt 0 ]; do printf %s "$2" > "$1" || { echo "cannot write $1" >&2; exit 1; }; shift 2; done';
-const READ_SCRIPT = 'for f; do v=$(cat "$f" 2>/dev/null) || v="<missing>"; printf "%s\\n" "$v"; done';
+/** One sysctl to set. */
+export interface SysctlSetting {
+  path: string;
+  value: string;
+  /** A failure is ignored (e.g. a sysctl this kernel lacks, which the Go plugins also ignore). */
+  optional?: boolean;
+}
 
-/** Writes sysctls (path -> value) in a namespace, in order. */
-export async function writeSysctls(ns: NetNS, values: ReadonlyArray<readonly [string, string]>): Promise<void> {
-  if (values.length === 0) return;
+/** A setting as an object or as a `[path, value]` pair (a required one). */
+export type SysctlInput = SysctlSetting | readonly [string, string];
+
+const toSetting = (s: SysctlInput): SysctlSetting => ("path" in s ? s : { path: s[0], value: s[1] });
+
+/**
+ * Arguments come in triples (path, value, optional 0/1). A value already in place is not written again, so a
+ * read-only /proc/sys that already has the wanted values is fine.
+ */
+const WRITE_SCRIPT = [
+  "while [ $# -gt 0 ]; do",
+  '  cur=; read -r cur 2>/dev/null < "$1"',
+  '  if [ "$cur" != "$2" ] && ! printf %s "$2" 2>/dev/null > "$1" && [ "$3" = 0 ]; then',
+  '    echo "cannot write $2 to $1" >&2; exit 1',
+  "  fi",
+  "  shift 3",
+  "done",
+].join("\n");
+const READ_SCRIPT = 'for f; do if read -r v 2>/dev/null < "$f"; then printf "%s\\n" "$v"; else echo "<missing>"; fi; done';
+
+/** Writes a host (this process's namespace) sysctl unless it already has the value. */
+async function writeHostSysctl(s: SysctlSetting): Promise<void> {
+  const current = await readFile(s.path, "utf8").then((v) => v.trim(), () => undefined);
+  if (current === s.value) return;
+  try {
+    await writeFile(s.path, s.value);
+  } catch (e) {
+    if (!s.optional) throw new NetOpError(`set sysctl ${s.path}=${s.value}`, (e as Error).message);
+  }
+}
+
+/**
+ * Sets sysctls in a namespace, in order; each is written only when its value differs. A required one that
+ * cannot be written fails the call (and stops the batch).
+ */
+export async function writeSysctls(ns: NetNS, settings: readonly SysctlInput[]): Promise<void> {
+  const list = settings.map(toSetting);
+  if (list.length === 0) return;
   if (ns.isHost) {
-    for (const [path, value] of values) {
-      try {
-        await writeFile(path, value);
-      } catch (e) {
-        throw new NetOpError(`set sysctl ${path}=${value}`, (e as Error).message);
-      }
-    }
+    for (const s of list) await writeHostSysctl(s);
     return;
   }
-  await ns.run("sh", ["-c", WRITE_SCRIPT, "sh", ...values.flat()],
-    `set sysctls ${values.map(([p, v]) => `${p}=${v}`).join(", ")} in ${ns}`);
+  const args = list.flatMap((s) => [s.path, s.value, s.optional ? "1" : "0"]);
+  await ns.run("sh", ["-c", WRITE_SCRIPT, "sh", ...args],
+    `set sysctls ${list.map((s) => `${s.path}=${s.value}`).join(", ")} in ${ns}`);
 }
 
 export const writeSysctl = (ns: NetNS, path: string, value: string): Promise<void> => writeSysctls(ns, [[path, value]]);

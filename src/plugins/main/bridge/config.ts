@@ -5,10 +5,10 @@
  */
 import { CniError, ErrorCode } from "../../../spec/errors.js";
 import { loadCniArgs } from "../../../spec/args.js";
-import { isJsonObject } from "../../../spec/json.js";
+import { isJsonObject, type JsonObject } from "../../../spec/json.js";
 import type { PluginConf } from "../../../spec/config.js";
 import { loadPluginConf } from "../../../skel/conf.js";
-import { invalidKey, optArray, optBool, optInt, optString, parseMac } from "../../common/keys.js";
+import { invalidKey, optArray, optBool, optInt, optObject, optString, parseMac } from "../../common/keys.js";
 import type { IPMasqBackend } from "../../../net/ipmasq.js";
 
 export interface BridgeConf {
@@ -23,7 +23,10 @@ export interface BridgeConf {
   hairpinMode: boolean;
   promiscMode: boolean;
   vlan: number;
+  /** Tagged VLAN IDs, sorted and unique. */
   vlanTrunk: number[];
+  /** Whether a new bridge gets VLAN filtering: `vlan` set or a `vlanTrunk` list given (even an empty one). */
+  vlanFiltering: boolean;
   preserveDefaultVlan: boolean;
   macspoofchk: boolean;
   enabledad: boolean;
@@ -33,7 +36,11 @@ export interface BridgeConf {
   mac?: string;
 }
 
-function parseTrunk(list: unknown[]): number[] {
+/**
+ * The VLAN IDs of `vlanTrunk`: each item may carry an `id`, a `minID`..`maxID` range, or both (as in the Go
+ * plugin, an item with neither adds nothing).
+ */
+export function parseTrunk(list: unknown[]): number[] {
   const ids = new Set<number>();
   list.forEach((item, i) => {
     const key = `vlanTrunk[${i}]`;
@@ -47,9 +54,22 @@ function parseTrunk(list: unknown[]): number[] {
       if (min > max) throw invalidKey(key, item, "minID must not exceed maxID");
       for (let v = min; v <= max; v++) ids.add(v);
     }
-    if (id === undefined && min === undefined) throw invalidKey(key, item, "want an id or a minID/maxID range");
   });
   return [...ids].sort((a, b) => a - b);
+}
+
+/** A MAC for an interface: a valid MAC (see parseMac) that is not a multicast address. */
+function interfaceMac(value: string, key: string): string {
+  const mac = parseMac(value, key);
+  if (parseInt(mac.slice(0, 2), 16) & 1) throw invalidKey(key, value, "a multicast MAC cannot be an interface's address");
+  return mac;
+}
+
+/** The MTU: 0 (the kernel's default) or 68..65535. */
+function parseMtu(raw: JsonObject): number | undefined {
+  const mtu = optInt(raw, "mtu", { min: 0, max: 65535 });
+  if (mtu !== undefined && mtu !== 0 && mtu < 68) throw invalidKey("mtu", mtu, "want 0 for the default, or 68 to 65535");
+  return mtu || undefined;
 }
 
 /** Parses and validates the bridge config from stdin and CNI_ARGS. */
@@ -67,27 +87,28 @@ export function loadBridgeConf(stdin: Buffer, cniArgs: string): BridgeConf {
     forceAddress: optBool(raw, "forceAddress") ?? false,
     ipMasq: optBool(raw, "ipMasq") ?? false,
     ipMasqBackend: backend as IPMasqBackend | undefined,
-    mtu: optInt(raw, "mtu", { min: 0, max: 65535 }) || undefined,
+    mtu: parseMtu(raw),
     hairpinMode: optBool(raw, "hairpinMode") ?? false,
     promiscMode: optBool(raw, "promiscMode") ?? false,
     vlan: optInt(raw, "vlan", { min: 0, max: 4094 }) ?? 0,
     vlanTrunk: parseTrunk(optArray(raw, "vlanTrunk") ?? []),
+    vlanFiltering: false,
     preserveDefaultVlan: optBool(raw, "preserveDefaultVlan") ?? false,
     macspoofchk: optBool(raw, "macspoofchk") ?? false,
     enabledad: optBool(raw, "enabledad") ?? false,
     disableContainerInterface: optBool(raw, "disableContainerInterface") ?? false,
     portIsolation: optBool(raw, "portIsolation") ?? false,
   };
-  if (n.bridge.length > 15) throw invalidKey("bridge", n.bridge, "a link name has at most 15 characters");
+  if (n.bridge.length > 15 || n.bridge === "." || n.bridge === ".." || /[/:\s]/.test(n.bridge)) {
+    throw invalidKey("bridge", n.bridge, "want a link name: at most 15 characters, no '/', ':' or whitespace");
+  }
+  n.vlanFiltering = n.vlan !== 0 || Array.isArray(raw["vlanTrunk"]);
   if (n.isDefaultGateway) n.isGateway = true;
   if (n.hairpinMode && n.promiscMode) {
-    throw new CniError(ErrorCode.InvalidNetworkConfig, "cannot set hairpin mode and promiscuous mode at the same time", "hairpinMode and promiscMode are both true");
+    throw invalidKey("hairpinMode", true, "cannot set hairpin mode and promiscuous mode at the same time; \"promiscMode\" is true too");
   }
   if (n.disableContainerInterface && typeof conf.ipam?.type === "string" && conf.ipam.type) {
-    throw new CniError(ErrorCode.InvalidNetworkConfig, "IPAM cannot be used with disableContainerInterface", `ipam.type is "${conf.ipam.type}"`);
-  }
-  if (n.vlan && n.vlanTrunk.length) {
-    throw new CniError(ErrorCode.InvalidNetworkConfig, "cannot set vlan and vlanTrunk at the same time", `vlan is ${n.vlan}`);
+    throw invalidKey("disableContainerInterface", true, `cannot use IPAM when the container interface is disabled; "ipam.type" is "${conf.ipam.type}"`);
   }
 
   // Container MAC, lowest priority first.
@@ -97,10 +118,11 @@ export function loadBridgeConf(stdin: Buffer, cniArgs: string): BridgeConf {
   } catch (e) {
     throw new CniError(ErrorCode.InvalidEnvironmentVariables, `invalid CNI_ARGS: ${(e as Error).message}`);
   }
-  if (args.MAC) n.mac = parseMac(args.MAC, "CNI_ARGS MAC");
-  const cniArgsMac = isJsonObject(conf.args?.["cni"]) ? (conf.args!["cni"] as Record<string, unknown>)["mac"] : undefined;
-  if (typeof cniArgsMac === "string" && cniArgsMac) n.mac = parseMac(cniArgsMac, "args.cni.mac");
-  const rcMac = conf.runtimeConfig?.["mac"];
-  if (typeof rcMac === "string" && rcMac) n.mac = parseMac(rcMac, "runtimeConfig.mac");
+  if (args.MAC) n.mac = interfaceMac(args.MAC, "CNI_ARGS MAC");
+  const argsCni = optObject(conf.args ?? {}, "cni", "args.cni");
+  const cniArgsMac = argsCni ? optString(argsCni, "mac", "args.cni.mac") : undefined;
+  if (cniArgsMac) n.mac = interfaceMac(cniArgsMac, "args.cni.mac");
+  const rcMac = optString(conf.runtimeConfig ?? {}, "mac", "runtimeConfig.mac");
+  if (rcMac) n.mac = interfaceMac(rcMac, "runtimeConfig.mac");
   return n;
 }

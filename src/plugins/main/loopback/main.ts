@@ -7,22 +7,22 @@ import { CniError, ErrorCode } from "../../../spec/errors.js";
 import { ipFamily } from "../../../spec/ip.js";
 import type { Result100 } from "../../../spec/result/index.js";
 import { ALL_VERSIONS, CURRENT_VERSION, VersionInfo } from "../../../spec/version.js";
-import { ip } from "../../../net/iproute2.js";
+import { addressesFromJson, ip } from "../../../net/iproute2.js";
 import { NetNS, NetnsNotFoundError } from "../../../net/netns.js";
 import { loadPluginConf, parsePrevResult } from "../../../skel/conf.js";
-import { pluginMain, type CmdArgs } from "../../../skel/skel.js";
+import type { CmdArgs, PluginDefinition } from "../../../skel/skel.js";
 
 const LOOPBACK_V4 = /^127\./;
 
 async function add(args: CmdArgs) {
   const { conf } = loadPluginConf(args.stdinData);
   const ns = await NetNS.open(args.netns);
-  await ip.setLink(ns, "lo", { up: true });
-  const addrs = await ip.listAddresses(ns, "lo");
+  const [shown] = await ip.batch(ns).setLink("lo", { up: true }).showAddresses("lo").runJson(`bring up lo in ${ns}`);
+  const addrs = (shown ?? []).flatMap(addressesFromJson);
   for (const a of addrs) {
     const addr = a.cidr.split("/")[0]!;
     if (a.family === 4 ? !LOOPBACK_V4.test(addr) : addr !== "::1") {
-      throw new CniError(ErrorCode.Internal, `loopback interface found with non-loopback address ${a.cidr}`);
+      throw new CniError(ErrorCode.Internal, `loopback interface found with non-loopback address "${addr}"`);
     }
   }
   const prev = parsePrevResult(conf);
@@ -59,6 +59,4 @@ async function check(args: CmdArgs) {
   if (!lo?.up) throw new CniError(ErrorCode.Internal, "loopback interface is down");
 }
 
-export function main(): Promise<void> {
-  return pluginMain({ add, del, check }, new VersionInfo(ALL_VERSIONS), "CNI loopback plugin (tscni)");
-}
+export const plugin: PluginDefinition = { funcs: { add, del, check }, versionInfo: new VersionInfo(ALL_VERSIONS), about: "CNI loopback plugin (tscni)" };
