@@ -25,17 +25,33 @@ export function selfExecutable(): string | undefined {
   }
 }
 
+/** The executables that are this program: itself, and the C launcher next to a standalone build. */
+function selfPaths(self: string | undefined): Set<string> {
+  const paths = new Set<string>();
+  if (!self) return paths;
+  paths.add(self);
+  if (path.basename(self) === "tscni-js") {
+    try {
+      paths.add(realpathSync(path.join(path.dirname(self), "tscni")));
+    } catch { /* no launcher */ }
+  }
+  return paths;
+}
+
 export class MulticallExec implements PluginExec {
   private readonly raw = new RawExec();
   /** How many delegations ran in-process (the rest were exec'd). */
   inProcessRuns = 0;
-  constructor(private readonly self: string | undefined = selfExecutable()) {}
+  private readonly selves: Set<string>;
+  constructor(self: string | undefined = selfExecutable()) {
+    this.selves = selfPaths(self);
+  }
 
   /** The plugin definition to run in-process for this path, or undefined to exec it. */
   private async inProcessPlugin(pluginPath: string): Promise<PluginDefinition | undefined> {
-    if (!this.self || process.env["TSCNI_NO_INPROCESS"]) return undefined;
+    if (this.selves.size === 0 || process.env["TSCNI_NO_INPROCESS"]) return undefined;
     const real = await realpath(pluginPath).catch(() => undefined);
-    if (real !== this.self) return undefined;
+    if (!real || !this.selves.has(real)) return undefined;
     const entry = PROGRAMS[path.basename(pluginPath)];
     if (!entry?.versions) return undefined;
     const mod = (await entry.load()) as { plugin?: PluginDefinition };

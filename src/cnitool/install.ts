@@ -9,7 +9,10 @@ import { PROGRAMS } from "../cli/registry.js";
 import { selfExecutable } from "../cli/inprocess.js";
 
 export const DEFAULT_BIN_DIR = "/opt/cni/bin";
+/** What plugin links point at: the launcher (or the program itself when there is no launcher). */
 const BINARY_NAME = "tscni";
+/** The standalone program the launcher hands calls to. */
+const PROGRAM_NAME = "tscni-js";
 
 export interface InstallReport {
   binary: string;
@@ -36,16 +39,23 @@ export function installPlugins(binDir: string, opts: { force?: boolean; source?:
   const report: InstallReport = { binary: "", installed: [], replaced: [], skipped: [] };
 
   const binary = path.join(binDir, BINARY_NAME);
-  if (standalone) {
-    // Copy then rename: a runtime executing the old binary meanwhile never sees a half-written file.
-    const tmp = `${binary}.${process.pid}.tmp`;
-    copyFileSync(source, tmp);
+  // Copy then rename: a runtime executing the old binary meanwhile never sees a half-written file.
+  const copyExecutable = (from: string, to: string) => {
+    const tmp = `${to}.${process.pid}.tmp`;
+    copyFileSync(from, tmp);
     chmodSync(tmp, 0o755);
-    renameSync(tmp, binary);
-  } else {
+    renameSync(tmp, to);
+  };
+  const launcher = path.join(path.dirname(source), BINARY_NAME);
+  if (!standalone) {
     // The Node build cannot be copied alone: link to it where it is.
     rmSync(binary, { force: true });
     symlinkSync(source, binary);
+  } else if (path.basename(source) === PROGRAM_NAME && existsSync(launcher)) {
+    copyExecutable(source, path.join(binDir, PROGRAM_NAME)); // the program first: the launcher execs it
+    copyExecutable(launcher, binary);
+  } else {
+    copyExecutable(source, binary);
   }
   report.binary = binary;
 
