@@ -11,6 +11,7 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { podmanAvailable, setupPodman } from "./podman.mjs";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const OURS = path.join(ROOT, "dist/bin");
@@ -131,12 +132,32 @@ function inside() {
     rows.push(row);
     console.log(`${row.name}: ours ${row.ours.toFixed(1)} ms, Go ${row.go.toFixed(1)} ms, ratio ${(row.ours / row.go).toFixed(2)}`);
   }
+  let podman = "podman `run --rm`: not measured (podman, runc and busybox-static are not installed; `apt-get install podman runc conmon golang-github-containers-common busybox-static` enables it).";
+  if (podmanAvailable()) {
+    // The same chain for both: bridge plus whichever meta plugins both directories have.
+    const types = ["bridge", "portmap", "firewall", "tuning"].filter((t) => existsSync(path.join(OURS, t)) && existsSync(path.join(GO, t)));
+    const { runners, cleanup } = setupPodman({ ours: OURS, go: GO }, types);
+    try {
+      runners.ours();
+      runners.go();
+      const times = { ours: [], go: [] };
+      for (let round = 0; round < ROUNDS; round++) {
+        for (const impl of round % 2 ? ["go", "ours"] : ["ours", "go"]) times[impl].push(runners[impl]());
+      }
+      const row = { name: `podman run --rm (CNI backend; chain: ${types.join(" + ")}, host-local)`, ours: median(times.ours), go: median(times.go) };
+      rows.push(row);
+      podman = "";
+      console.log(`${row.name}: ours ${row.ours.toFixed(1)} ms, Go ${row.go.toFixed(1)} ms, ratio ${(row.ours / row.go).toFixed(2)}`);
+    } finally {
+      cleanup();
+    }
+  }
   const rss = { ours: peakRss(OURS, "ours"), go: peakRss(GO, "go") };
   console.log(`peak RSS bridge ADD: ours ${rss.ours} KiB, Go ${rss.go} KiB`);
-  return { rows, rss };
+  return { rows, rss, podman };
 }
 
-function report({ rows, rss }) {
+function report({ rows, rss, podman }) {
   const m = machine();
   const lines = [
     "# Benchmarks",
@@ -156,7 +177,7 @@ function report({ rows, rss }) {
     "|---|---:|---:|",
     `| KiB | ${rss.ours} | ${rss.go} |`,
     "",
-    "podman `run --rm`: not measured (podman is not installed on this machine).",
+    podman,
     "",
   ];
   mkdirSync(path.dirname(OUT), { recursive: true });
@@ -178,7 +199,12 @@ if (args.includes("--inside")) {
   delNetns(HOST_NS);
   netns(HOST_NS);
   try {
-    const r = spawnSync("ip", ["netns", "exec", HOST_NS, process.execPath, fileURLToPath(import.meta.url), "--inside", ...args], {
+    // Like `ip netns exec`, with sysfs remounted for the namespace, but keeping the cgroup mounts podman needs.
+    const cg = path.join(state, "cgroup");
+    mkdirSync(cg);
+    const script = `mount --rbind /sys/fs/cgroup "$1" && mount -t sysfs sysfs /sys && mount --move "$1" /sys/fs/cgroup && shift && exec "$@"`;
+    const r = spawnSync("nsenter", [`--net=/run/netns/${HOST_NS}`, "unshare", "--mount", "--propagation", "private",
+      "sh", "-c", script, "sh", cg, process.execPath, fileURLToPath(import.meta.url), "--inside", ...args], {
       stdio: "inherit", env: { ...process.env, TSCNI_BENCH_STATE: state },
     });
     if (r.status !== 0) throw new Error("benchmark failed");

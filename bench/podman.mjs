@@ -1,0 +1,65 @@
+// podman `run --rm` with the CNI backend, once with our plugin dir and once with Go's: the end-to-end cost a
+// user sees per container. Everything podman keeps (config, storage, run state, network config) lives in a
+// scratch dir; the caller runs this inside the benchmark's own host namespace.
+import { execFileSync, spawnSync } from "node:child_process";
+import { existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync, copyFileSync, chmodSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+
+export const podmanAvailable = () =>
+  spawnSync("podman", ["--version"]).status === 0 && spawnSync("runc", ["--version"]).status === 0 && existsSync("/bin/busybox");
+
+/** Prepares podman configs for each plugin dir; returns a runner per implementation and a cleanup. */
+export function setupPodman(pluginDirs, pluginTypes) {
+  const base = mkdtempSync(path.join(os.tmpdir(), "tscni-bench-podman-"));
+  const nofile = execFileSync("sh", ["-c", "ulimit -Hn"], { encoding: "utf8" }).trim();
+  const storage = path.join(base, "storage.conf");
+  writeFileSync(storage, `[storage]\ndriver = "overlay"\ngraphroot = "${base}/storage"\nrunroot = "${base}/run/storage"\n`);
+  const envs = {};
+  for (const [impl, dir] of Object.entries(pluginDirs)) {
+    const netd = path.join(base, `net.d-${impl}`);
+    mkdirSync(netd, { recursive: true });
+    const plugins = [
+      { type: "bridge", bridge: `tbp${impl[0]}0`, isGateway: true, ipMasq: true, hairpinMode: true,
+        ipam: { type: "host-local", routes: [{ dst: "0.0.0.0/0" }], ranges: [[{ subnet: impl === "ours" ? "10.238.1.0/24" : "10.238.2.0/24" }]], dataDir: path.join(base, `ipam-${impl}`) } },
+      ...pluginTypes.filter((t) => t !== "bridge").map((type) => (type === "portmap" ? { type, capabilities: { portMappings: true } } : { type })),
+    ];
+    writeFileSync(path.join(netd, "bench.conflist"), JSON.stringify({ cniVersion: "0.4.0", name: "tscnibench", plugins }, null, 2));
+    const conf = path.join(base, `containers-${impl}.conf`);
+    writeFileSync(conf, [
+      "[containers]", 'log_driver = "k8s-file"', `default_ulimits = ["nofile=${nofile === "unlimited" ? 1048576 : nofile}:${nofile === "unlimited" ? 1048576 : nofile}", "nproc=32768:32768"]`,
+      "[engine]", 'cgroup_manager = "cgroupfs"', 'events_logger = "file"', `events_logfile_path = "${base}/run/events.log"`, 'runtime = "runc"', `tmp_dir = "${base}/tmp"`,
+      "[network]", 'network_backend = "cni"', `cni_plugin_dirs = ["${dir}"]`, `network_config_dir = "${netd}"`,
+      "",
+    ].join("\n"));
+    envs[impl] = { ...process.env, CONTAINERS_CONF: conf, CONTAINERS_STORAGE_CONF: storage };
+  }
+  mkdirSync(path.join(base, "tmp"), { recursive: true });
+  // A minimal image: busybox and its applets.
+  const rootfs = path.join(base, "rootfs");
+  mkdirSync(path.join(rootfs, "bin"), { recursive: true });
+  copyFileSync("/bin/busybox", path.join(rootfs, "bin/busybox"));
+  chmodSync(path.join(rootfs, "bin/busybox"), 0o755);
+  for (const applet of ["sh", "true"]) symlinkSync("busybox", path.join(rootfs, "bin", applet));
+  execFileSync("tar", ["-C", rootfs, "-cf", path.join(base, "img.tar"), "."]);
+  const first = Object.values(envs)[0];
+  execFileSync("podman", ["import", "--change", 'CMD ["/bin/sh"]', path.join(base, "img.tar"), "localhost/tscni-bench:latest"], { env: first, stdio: "ignore" });
+
+  const runners = {};
+  for (const impl of Object.keys(pluginDirs)) {
+    runners[impl] = () => {
+      const t0 = process.hrtime.bigint();
+      const r = spawnSync("podman", ["run", "--rm", "--network", "tscnibench", "localhost/tscni-bench:latest", "true"], { env: envs[impl], encoding: "utf8" });
+      const ms = Number(process.hrtime.bigint() - t0) / 1e6;
+      if (r.status !== 0) throw new Error(`podman run (${impl}) failed: ${r.stderr}`);
+      return ms;
+    };
+  }
+  const cleanup = () => {
+    spawnSync("podman", ["rm", "-af"], { env: first, stdio: "ignore" });
+    spawnSync("podman", ["system", "reset", "-f"], { env: first, stdio: "ignore" });
+    spawnSync("umount", ["-R", path.join(base, "storage")], { stdio: "ignore" });
+    rmSync(base, { recursive: true, force: true });
+  };
+  return { runners, cleanup };
+}
