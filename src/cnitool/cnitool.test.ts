@@ -1,3 +1,4 @@
+import { useTempDirs } from "../testing/temp.js";
 import { after, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
@@ -12,15 +13,7 @@ import { containerIdForNetns, parseCapArgs, parseCnitoolArgs, runCnitool } from 
 const TEST_BIN = fileURLToPath(new URL("../test-bin", import.meta.url));
 const CNITOOL = fileURLToPath(new URL("../bin/cnitool", import.meta.url));
 
-const tempDirs: string[] = [];
-function tempDir(): string {
-  const dir = fs.mkdtempSync(os.tmpdir() + "/tscni-test-");
-  tempDirs.push(dir);
-  return dir;
-}
-after(() => {
-  for (const d of tempDirs) fs.rmSync(d, { recursive: true, force: true });
-});
+const tempDir = useTempDirs();
 
 const RESULT = `{"cniVersion":"1.1.0","ips":[{"address":"10.1.2.3/24","gateway":"10.1.2.1"}]}`;
 

@@ -1,3 +1,4 @@
+import { useTempDirs } from "../testing/temp.js";
 import { after, before, beforeEach, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
@@ -24,15 +25,7 @@ const NOOP = path.join(BIN, "noop");
 const SLEEP = path.join(BIN, "sleep");
 const LEGACY = path.join(BIN, "legacy010");
 
-const tempDirs: string[] = [];
-function tempDir(): string {
-  const dir = fs.mkdtempSync(os.tmpdir() + "/tscni-test-");
-  tempDirs.push(dir);
-  return dir;
-}
-after(() => {
-  for (const d of tempDirs) fs.rmSync(d, { recursive: true, force: true });
-});
+const tempDir = useTempDirs();
 
 /** A Writable collecting what is written to it. */
 function sink(): Writable & { text: () => string } {

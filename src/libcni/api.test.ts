@@ -1,3 +1,4 @@
+import { useTempDirs } from "../testing/temp.js";
 import { after, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import fs from "node:fs";
@@ -17,15 +18,7 @@ import { cacheFilePath } from "./cache.js";
 /** dist/test-bin: the noop, sleep and legacy010 test plugins. */
 const BIN = fileURLToPath(new URL("../test-bin", import.meta.url));
 
-const tempDirs: string[] = [];
-function tempDir(): string {
-  const dir = fs.mkdtempSync(os.tmpdir() + "/tscni-test-");
-  tempDirs.push(dir);
-  return dir;
-}
-after(() => {
-  for (const d of tempDirs) fs.rmSync(d, { recursive: true, force: true });
-});
+const tempDir = useTempDirs();
 
 /** Plugin stderr goes nowhere (noop logs to stderr when it has no debug file). */
 const quietExec = () => new RawExec(new Writable({ write: (_chunk, _encoding, done) => done() }));

@@ -1,3 +1,4 @@
+import { useTempDirs } from "../testing/temp.js";
 import { after, beforeEach, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import fs from "node:fs";
@@ -10,15 +11,7 @@ import {
   pluginConfsFromDir,
 } from "./conf.js";
 
-const tempDirs: string[] = [];
-function tempDir(): string {
-  const dir = fs.mkdtempSync(os.tmpdir() + "/tscni-test-");
-  tempDirs.push(dir);
-  return dir;
-}
-after(() => {
-  for (const d of tempDirs) fs.rmSync(d, { recursive: true, force: true });
-});
+const tempDir = useTempDirs();
 
 const write = (dir: string, name: string, text: string): string => {
   const file = path.join(dir, name);

@@ -5,7 +5,7 @@
  */
 import type { JsonObject } from "../json.js";
 import { canonicalCIDR, canonicalIP } from "../ip.js";
-import { getInt, getString, getStringList } from "./decode.js";
+import { getInt, getList, getString, getStringList } from "./decode.js";
 
 export interface Route {
   dst: string;
@@ -87,3 +87,16 @@ export const isDNSEmpty = (dns: DNS | undefined): boolean =>
   !dns || (!dns.nameservers?.length && !dns.domain && !dns.search?.length && !dns.options?.length);
 
 export const copyDNS = (dns: DNS | undefined): DNS => decodeDNS(encodeDNS(dns ?? {}));
+
+/** The lists every 0.3+ result has, decoded with the family's own interface and IP decoders. */
+export function decodeResultLists<I, P>(obj: JsonObject, decodeInterface: (o: JsonObject) => I, decodeIP: (o: JsonObject) => P):
+  { interfaces?: I[]; ips?: P[]; routes?: Route[] } {
+  const out: { interfaces?: I[]; ips?: P[]; routes?: Route[] } = {};
+  const interfaces = getList(obj, "interfaces", "Result", "Interface", decodeInterface);
+  const ips = getList(obj, "ips", "Result", "IPConfig", decodeIP);
+  const routes = getList(obj, "routes", "Result", "Route", decodeRoute);
+  if (interfaces) out.interfaces = interfaces;
+  if (ips) out.ips = ips;
+  if (routes) out.routes = routes;
+  return out;
+}

@@ -4,8 +4,8 @@
  * @module
  */
 import type { JsonObject } from "../json.js";
-import { getInt, getList, getObject, getString } from "./decode.js";
-import { decodeCIDR, decodeDNS, decodeOptionalIP, decodeRoute, encodeDNS, encodeRoute, type DNS, type Route } from "./common.js";
+import { getInt, getObject, getString } from "./decode.js";
+import { decodeCIDR, decodeDNS, decodeResultLists, decodeOptionalIP, encodeDNS, encodeRoute, type DNS, type Route } from "./common.js";
 
 export const VERSIONS_040 = ["0.3.0", "0.3.1", "0.4.0"] as const;
 export const IMPLEMENTED_040 = "0.4.0";
@@ -51,14 +51,11 @@ function decodeIPConfig(obj: JsonObject): IPConfig040 {
 }
 
 export function decode040(obj: JsonObject, cniVersion: string): Result040 {
-  const r: Result040 = { cniVersion, dns: decodeDNS(getObject(obj, "dns", "Result", "types.DNS")) };
-  const interfaces = getList(obj, "interfaces", "Result", "Interface", decodeInterface040);
-  const ips = getList(obj, "ips", "Result", "IPConfig", decodeIPConfig);
-  const routes = getList(obj, "routes", "Result", "Route", decodeRoute);
-  if (interfaces) r.interfaces = interfaces;
-  if (ips) r.ips = ips;
-  if (routes) r.routes = routes;
-  return r;
+  return {
+    cniVersion,
+    dns: decodeDNS(getObject(obj, "dns", "Result", "types.DNS")),
+    ...decodeResultLists(obj, decodeInterface040, decodeIPConfig),
+  };
 }
 
 function encodeInterface(i: Interface040): JsonObject {

@@ -4,8 +4,8 @@
  * @module
  */
 import type { JsonObject } from "../json.js";
-import { getInt, getList, getObject, getString } from "./decode.js";
-import { decodeCIDR, decodeDNS, decodeOptionalIP, decodeRoute, encodeDNS, encodeRoute, isDNSEmpty, type DNS, type Route } from "./common.js";
+import { getInt, getObject, getString } from "./decode.js";
+import { decodeCIDR, decodeDNS, decodeResultLists, decodeOptionalIP, encodeDNS, encodeRoute, isDNSEmpty, type DNS, type Route } from "./common.js";
 
 export const VERSIONS_100 = ["1.0.0", "1.1.0"] as const;
 export const IMPLEMENTED_100 = "1.1.0";
@@ -60,14 +60,11 @@ function decodeIPConfig(obj: JsonObject): IPConfig {
 }
 
 export function decode100(obj: JsonObject, cniVersion: string): Result100 {
-  const r: Result100 = { cniVersion, dns: decodeDNS(getObject(obj, "dns", "Result", "types.DNS")) };
-  const interfaces = getList(obj, "interfaces", "Result", "Interface", decodeInterface);
-  const ips = getList(obj, "ips", "Result", "IPConfig", decodeIPConfig);
-  const routes = getList(obj, "routes", "Result", "Route", decodeRoute);
-  if (interfaces) r.interfaces = interfaces;
-  if (ips) r.ips = ips;
-  if (routes) r.routes = routes;
-  return r;
+  return {
+    cniVersion,
+    dns: decodeDNS(getObject(obj, "dns", "Result", "types.DNS")),
+    ...decodeResultLists(obj, decodeInterface, decodeIPConfig),
+  };
 }
 
 function encodeInterface(i: Interface): JsonObject {
