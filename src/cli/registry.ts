@@ -22,6 +22,7 @@ export const PROGRAMS: Record<string, ProgramEntry> = {
   loopback: { load: () => import("../plugins/main/loopback/main.js"), versions: ALL },
   bridge: { load: () => import("../plugins/main/bridge/main.js"), versions: ALL },
   ptp: { load: () => import("../plugins/main/ptp/main.js"), versions: ALL },
+  portmap: { load: () => import("../plugins/meta/portmap/main.js"), versions: ALL },
   noop: { load: () => import("../plugins/test/noop.js"), test: true },
   sleep: { load: () => import("../plugins/test/sleep.js"), test: true },
   legacy010: { load: () => import("../plugins/test/legacy.js"), test: true },

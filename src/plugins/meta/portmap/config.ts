@@ -1,0 +1,224 @@
+/**
+ * The portmap plugin's configuration: the port mappings the runtime passes (capability `portMappings`), the
+ * masquerading options, the backend and its backend-specific keys, and the container addresses taken from
+ * the prevResult. Everything is validated before anything is changed; a bad value is a code-7 error naming
+ * the key and the value.
+ * @module
+ */
+import { CniError, ErrorCode } from "../../../spec/errors.js";
+import { isJsonObject, type JsonObject } from "../../../spec/json.js";
+import type { PluginConf } from "../../../spec/config.js";
+import { parseCIDR, tryParseIP, type IPAddress, type IPCidr, type IPFamily } from "../../../spec/ip.js";
+import { toCurrentResult, type Result } from "../../../spec/result/index.js";
+import { loadPluginConf, parsePrevResult } from "../../../skel/conf.js";
+import { invalidKey, optArray, optBool, optInt, optString } from "../../common/keys.js";
+
+export const PROTOCOLS = ["tcp", "udp", "sctp"] as const;
+export type Protocol = (typeof PROTOCOLS)[number];
+
+export const BACKENDS = ["iptables", "nftables"] as const;
+export type PortMapBackend = (typeof BACKENDS)[number];
+
+/** One entry of `runtimeConfig.portMappings`. */
+export interface PortMapping {
+  hostPort: number;
+  containerPort: number;
+  protocol: Protocol;
+  /** Only traffic to this host address is forwarded; the mapping applies to its family only. */
+  hostIP?: IPAddress;
+}
+
+export interface PortMapConf {
+  conf: PluginConf;
+  mappings: PortMapping[];
+  /** Masquerade hairpin and localhost traffic (default true). */
+  snat: boolean;
+  /** Masquerade all forwarded traffic, not only hairpin and localhost. */
+  masqAll: boolean;
+  /** The mark bit that asks CNI-HOSTPORT-MASQ to masquerade (iptables; default 13). */
+  markMasqBit: number;
+  /** A chain of someone else's that marks for masquerading (iptables), instead of CNI-HOSTPORT-SETMARK. */
+  externalSetMarkChain?: string;
+  /** Extra matches for the entry rules, per family: iptables words or nftables expressions. */
+  conditionsV4: string[];
+  conditionsV6: string[];
+  /** The configured backend; undefined means "iptables unless only nftables works". */
+  backend?: PortMapBackend;
+  /** Where the nftables backend records which containers of a network it forwards for (for GC). */
+  dataDir: string;
+}
+
+export const DEFAULT_MARK_BIT = 13;
+export const DEFAULT_DATA_DIR = "/run/cni/portmap";
+
+/** The Go plugin's message when a chained plugin gets no prevResult on ADD. */
+export const NOT_CHAINED = "must be called as chained plugin";
+
+function parseMapping(item: unknown, index: number): PortMapping {
+  const key = `runtimeConfig.portMappings[${index}]`;
+  if (!isJsonObject(item)) throw invalidKey(key, item, "want {\"hostPort\", \"containerPort\", \"protocol\"[, \"hostIP\"]}");
+  const port = (name: string): number => {
+    const v = optInt(item, name, { min: 1, max: 65535 }, `${key}.${name}`);
+    if (v === undefined) throw invalidKey(`${key}.${name}`, null, "want a port number from 1 to 65535");
+    return v;
+  };
+  const hostPort = port("hostPort");
+  const containerPort = port("containerPort");
+  const protoText = optString(item, "protocol", `${key}.protocol`);
+  const protocol = protoText?.toLowerCase();
+  if (!PROTOCOLS.includes(protocol as Protocol)) {
+    throw invalidKey(`${key}.protocol`, protoText ?? null, `want one of ${PROTOCOLS.map((p) => `"${p}"`).join(", ")}`);
+  }
+  const mapping: PortMapping = { hostPort, containerPort, protocol: protocol as Protocol };
+  const hostIPText = optString(item, "hostIP", `${key}.hostIP`);
+  if (hostIPText) {
+    const hostIP = tryParseIP(hostIPText);
+    if (!hostIP) throw invalidKey(`${key}.hostIP`, hostIPText, "want an IPv4 or IPv6 address");
+    mapping.hostIP = hostIP;
+  }
+  return mapping;
+}
+
+function parseConditions(raw: JsonObject, key: string): string[] {
+  const list = optArray(raw, key) ?? [];
+  list.forEach((c, i) => {
+    if (typeof c !== "string") throw invalidKey(`${key}[${i}]`, c, "want a string");
+  });
+  return list as string[];
+}
+
+/**
+ * Which backend a conditions list is written for: iptables words start with `-` or `!` (`-d`, `-m`, `!`),
+ * nftables expressions never do. Undefined for an empty list.
+ */
+export function conditionsBackend(conditions: readonly string[]): PortMapBackend | undefined {
+  const first = conditions[0];
+  if (!first) return undefined;
+  return first.startsWith("-") || first.startsWith("!") ? "iptables" : "nftables";
+}
+
+/** The keys that only one backend understands, per backend, in the Go plugin's order. */
+export function backendSpecificKeys(n: PortMapConf): Record<PortMapBackend, string[]> {
+  const keys: Record<PortMapBackend, string[]> = { iptables: [], nftables: [] };
+  if (n.externalSetMarkChain !== undefined) keys.iptables.push("externalSetMarkChain");
+  const v4 = conditionsBackend(n.conditionsV4);
+  if (v4) keys[v4].push("conditionsV4");
+  const v6 = conditionsBackend(n.conditionsV6);
+  if (v6) keys[v6].push("conditionsV6");
+  return keys;
+}
+
+/** Parses and validates the config (not the prevResult, which DEL does not need). */
+export function loadPortMapConf(stdin: Buffer): PortMapConf {
+  const { conf, raw } = loadPluginConf(stdin);
+  const backend = optString(raw, "backend");
+  if (backend !== undefined && !BACKENDS.includes(backend as PortMapBackend)) {
+    throw invalidKey("backend", backend, `want ${BACKENDS.map((b) => `"${b}"`).join(" or ")}`);
+  }
+  const markMasqBit = optInt(raw, "markMasqBit", { min: 0, max: 31 });
+  const externalSetMarkChain = optString(raw, "externalSetMarkChain");
+  if (markMasqBit !== undefined && externalSetMarkChain !== undefined) {
+    throw invalidKey("externalSetMarkChain", externalSetMarkChain, `cannot be used with "markMasqBit" (${markMasqBit}): the external chain sets the mark`);
+  }
+  if (externalSetMarkChain !== undefined && !/^[^\s!"'-][^\s"']{0,27}$/.test(externalSetMarkChain)) {
+    throw invalidKey("externalSetMarkChain", externalSetMarkChain, "want an iptables chain name: 1 to 28 characters, no whitespace or quotes");
+  }
+  const mappings = (optArray(conf.runtimeConfig ?? {}, "portMappings", "runtimeConfig.portMappings") ?? []).map(parseMapping);
+  return {
+    conf,
+    mappings,
+    snat: optBool(raw, "snat") ?? true,
+    masqAll: optBool(raw, "masqAll") ?? false,
+    markMasqBit: markMasqBit ?? DEFAULT_MARK_BIT,
+    externalSetMarkChain,
+    conditionsV4: parseConditions(raw, "conditionsV4"),
+    conditionsV6: parseConditions(raw, "conditionsV6"),
+    backend: backend as PortMapBackend | undefined,
+    dataDir: optString(raw, "dataDir") || DEFAULT_DATA_DIR,
+  };
+}
+
+/**
+ * The backend to use: the configured one, or iptables unless iptables does not work here and nftables does
+ * (`probe` is asked only then). Keys that only the other backend understands are an error.
+ */
+export async function chooseBackend(n: PortMapConf, probe: { iptables: () => Promise<boolean>; nftables: () => Promise<boolean> }): Promise<PortMapBackend> {
+  let backend = n.backend;
+  if (!backend) backend = !(await probe.iptables()) && (await probe.nftables()) ? "nftables" : "iptables";
+  const other: PortMapBackend = backend === "iptables" ? "nftables" : "iptables";
+  const wrong = backendSpecificKeys(n)[other];
+  if (wrong.length) {
+    throw new CniError(ErrorCode.InvalidNetworkConfig,
+      `${backend} backend was requested but configuration contains ${other}-specific options [${wrong.join(" ")}]`,
+      n.backend ? "" : `"backend" is not set and ${backend} is the default here; set "backend": "${other}" to use these options`);
+  }
+  return backend;
+}
+
+/** The container's address per family (with its prefix, as in the prevResult). */
+export interface ContainerAddresses {
+  v4?: IPCidr;
+  v6?: IPCidr;
+}
+
+/**
+ * The container addresses from the prevResult, as the Go plugin picks them: per family the first IP whose
+ * `interface` is absent, out of range, or names `ifName` inside a sandbox.
+ */
+export function containerAddresses(prev: Result, ifName: string): ContainerAddresses {
+  const result = toCurrentResult(prev);
+  const found: ContainerAddresses = {};
+  for (const ipc of result.ips ?? []) {
+    const cidr = parseCIDR(ipc.address);
+    const key = cidr.ip.family === 4 ? "v4" : "v6";
+    if (found[key]) continue;
+    const iface = ipc.interface !== undefined && ipc.interface >= 0 ? result.interfaces?.[ipc.interface] : undefined;
+    if (iface && (iface.name !== ifName || !iface.sandbox)) continue;
+    found[key] = cidr;
+  }
+  return found;
+}
+
+/** The prevResult (decoded in the config's version), or undefined. */
+export const prevResultOf = (n: PortMapConf): Result | undefined => parsePrevResult(n.conf);
+
+/** What a backend needs to forward one family's ports to one container address. */
+export interface ForwardTarget {
+  network: string;
+  containerID: string;
+  /** Every mapping (iptables lists all ports in the entry rules of both families, as Go does). */
+  mappings: readonly PortMapping[];
+  container: IPCidr;
+  snat: boolean;
+  masqAll: boolean;
+  markMasqBit: number;
+  externalSetMarkChain?: string;
+  conditions: readonly string[];
+}
+
+export const familyOf = (t: ForwardTarget): IPFamily => t.container.ip.family;
+
+export function forwardTarget(n: PortMapConf, containerID: string, container: IPCidr): ForwardTarget {
+  return {
+    network: n.conf.name,
+    containerID,
+    mappings: n.mappings,
+    container,
+    snat: n.snat,
+    masqAll: n.masqAll,
+    markMasqBit: n.markMasqBit,
+    externalSetMarkChain: n.externalSetMarkChain,
+    conditions: container.ip.family === 4 ? n.conditionsV4 : n.conditionsV6,
+  };
+}
+
+/**
+ * Whether a mapping applies to a family: one without hostIP applies to both; one with hostIP only to the
+ * hostIP's family. Returns the destination to match (`undefined` for any; an unspecified hostIP matches any).
+ */
+export function mappingFor(m: PortMapping, family: IPFamily): { applies: boolean; destination?: string } {
+  if (!m.hostIP) return { applies: true };
+  if (m.hostIP.family !== family) return { applies: false };
+  const unspecified = m.hostIP.bytes.every((b) => b === 0);
+  return { applies: true, destination: unspecified ? undefined : m.hostIP.text };
+}

@@ -1,0 +1,152 @@
+/**
+ * portmap: forwards host ports to a container (capability `portMappings`), as a chained plugin after the
+ * one that gave the container its addresses. Per family of the container's addresses, traffic to a local
+ * address and a mapped port is DNATed to the container; hairpin and localhost traffic is masqueraded (`snat`),
+ * and IPv4 localhost is allowed to cross to the container (`route_localnet` on the interface that routes to it).
+ * Tracked UDP flows to the mapped ports are forgotten after ADD and DEL, so they take the new path.
+ *
+ * Differences from the Go plugin, on purpose: CHECK looks only at the families the container has addresses
+ * in (Go's fails on an IPv4-only network); DEL also forgets UDP flows; GC (Go has none) removes the rules of
+ * attachments the runtime no longer has; STATUS says whether the backend works; a bad mapping is refused
+ * before anything changes, and a failed ADD removes what it made.
+ * @module
+ */
+import { CniError, ErrorCode } from "../../../spec/errors.js";
+import type { IPCidr, IPFamily } from "../../../spec/ip.js";
+import type { Result } from "../../../spec/result/index.js";
+import { ALL_VERSIONS, VersionInfo } from "../../../spec/version.js";
+import { deleteFlowsToPort } from "../../../net/conntrack.js";
+import { NetNS } from "../../../net/netns.js";
+import { routeInterface } from "../../../net/route-lookup.js";
+import { sysctlPath, writeSysctl } from "../../../net/sysctl.js";
+import type { CmdArgs, PluginDefinition } from "../../../skel/skel.js";
+import {
+  chooseBackend, containerAddresses, forwardTarget, loadPortMapConf, NOT_CHAINED, prevResultOf,
+  type ForwardTarget, type PortMapBackend, type PortMapConf, type PortMapping,
+} from "./config.js";
+import { checkIptables, forwardIptables, gcIptables, iptablesUsable, unforwardIptables } from "./iptables.js";
+import { checkNftables, forwardNftables, nftablesUsable, unforwardNftables } from "./nftables.js";
+import { forgetForwarding, recordedContainers, recordForwarding } from "./records.js";
+
+const PROBES = { iptables: iptablesUsable, nftables: nftablesUsable };
+
+const log = (msg: string) => process.stderr.write(`portmap: ${msg}\n`);
+
+/** One forwarding target per family the container has an address in. */
+function targetsOf(n: PortMapConf, args: CmdArgs, prev: Result): ForwardTarget[] {
+  const { v4, v6 } = containerAddresses(prev, args.ifName);
+  return [v4, v6].filter((c): c is IPCidr => c !== undefined).map((c) => forwardTarget(n, args.containerID, c));
+}
+
+/** Removes a container's forwarding with a backend (no addresses needed: iptables by chain hash, nftables by ID). */
+async function unforward(backend: PortMapBackend, n: PortMapConf, containerID: string): Promise<void> {
+  if (backend === "iptables") return unforwardIptables(n.conf.name, containerID);
+  await unforwardNftables([containerID]);
+  await forgetForwarding(n.dataDir, n.conf.name, containerID).catch((e: Error) => log(`cannot remove the GC record: ${e.message}`));
+}
+
+/**
+ * Lets 127.0.0.0/8 sources cross to the container: `route_localnet=1` on the host interface that routes to
+ * it (nothing when there is no route, as in the Go plugin).
+ */
+async function enableLocalnetRouting(container: IPCidr): Promise<void> {
+  const dev = await routeInterface(NetNS.host, container.ip.text).catch(() => undefined);
+  if (!dev) return;
+  try {
+    await writeSysctl(NetNS.host, sysctlPath("net", "ipv4", "conf", dev, "route_localnet"), "1");
+  } catch (e) {
+    throw new CniError(ErrorCode.Internal, `unable to enable route_localnet on ${dev}: ${(e as Error).message}`);
+  }
+}
+
+/**
+ * Forgets tracked UDP flows to the mapped host ports, per family, so they stop going to an old destination.
+ * Failures are only logged; without the conntrack tool there is nothing to do.
+ */
+async function forgetUdpFlows(mappings: readonly PortMapping[], families: readonly IPFamily[]): Promise<void> {
+  const ports = [...new Set(mappings.filter((m) => m.protocol === "udp").map((m) => m.hostPort))];
+  for (const family of families) {
+    for (const port of ports) {
+      try {
+        if (!(await deleteFlowsToPort("udp", port, family))) return;
+      } catch (e) {
+        log(`failed to delete stale UDP conntrack entries for port ${port} (IPv${family}): ${(e as Error).message}`);
+      }
+    }
+  }
+}
+
+async function add(args: CmdArgs): Promise<Result> {
+  const n = loadPortMapConf(args.stdinData);
+  const prev = prevResultOf(n);
+  if (!prev) throw new CniError(ErrorCode.InvalidNetworkConfig, NOT_CHAINED);
+  if (n.mappings.length === 0) return prev;
+  const backend = await chooseBackend(n, PROBES);
+  const targets = targetsOf(n, args, prev);
+  if (targets.length === 0) return prev;
+
+  try {
+    // Recorded first, so that a crash part-way leaves nothing GC cannot find. Without the record only GC
+    // misses this container, so a failure to write it does not fail the ADD.
+    if (backend === "nftables") {
+      await recordForwarding(n.dataDir, n.conf.name, args.containerID).catch((e: Error) => log(`cannot record the forwarding for GC: ${e.message}`));
+    }
+    for (const t of targets) await (backend === "iptables" ? forwardIptables(t) : forwardNftables(t));
+    const v4 = targets.find((t) => t.container.ip.family === 4);
+    if (n.snat && v4) await enableLocalnetRouting(v4.container);
+  } catch (e) {
+    await unforward(backend, n, args.containerID).catch((u: Error) => log(`cleaning up after a failed ADD: ${u.message}`));
+    throw e;
+  }
+  await forgetUdpFlows(n.mappings, targets.map((t) => t.container.ip.family));
+  return prev;
+}
+
+/** DEL needs no prevResult and no netns: the rules are found by network and container ID. */
+async function del(args: CmdArgs): Promise<void> {
+  const n = loadPortMapConf(args.stdinData);
+  if (n.mappings.length === 0) return;
+  const backend = await chooseBackend(n, PROBES);
+  await unforward(backend, n, args.containerID);
+  await forgetUdpFlows(n.mappings, [4, 6]);
+}
+
+async function check(args: CmdArgs): Promise<void> {
+  const n = loadPortMapConf(args.stdinData);
+  const prev = prevResultOf(n);
+  if (!prev) throw new CniError(ErrorCode.InvalidNetworkConfig, "Required prevResult missing");
+  if (n.mappings.length === 0) return;
+  const backend = await chooseBackend(n, PROBES);
+  for (const t of targetsOf(n, args, prev)) await (backend === "iptables" ? checkIptables(t) : checkNftables(t));
+}
+
+/**
+ * GC: removes the forwarding of this network's attachments that are not in `cni.dev/valid-attachments`
+ * (a container's forwarding is kept while any of its interfaces is valid). Without the list nothing is known
+ * to be stale, so nothing is removed.
+ */
+async function gc(args: CmdArgs): Promise<void> {
+  const n = loadPortMapConf(args.stdinData);
+  if (!n.conf.validAttachments) return;
+  const valid = new Set(n.conf.validAttachments.map((a) => a.containerID));
+  const backend = await chooseBackend(n, PROBES);
+  if (backend === "iptables") return gcIptables(n.conf.name, valid);
+  const stale = (await recordedContainers(n.dataDir, n.conf.name)).filter((id) => !valid.has(id));
+  await unforwardNftables(stale);
+  for (const id of stale) await forgetForwarding(n.dataDir, n.conf.name, id);
+}
+
+/** STATUS: ready when the backend works here. */
+async function status(args: CmdArgs): Promise<void> {
+  const n = loadPortMapConf(args.stdinData);
+  const backend = await chooseBackend(n, PROBES);
+  if (!(await PROBES[backend]())) {
+    throw new CniError(ErrorCode.PluginNotAvailable, `portmap: the ${backend} backend does not work here`);
+  }
+}
+
+export const plugin: PluginDefinition = {
+  funcs: { add, del, check, gc, status },
+  versionInfo: new VersionInfo(ALL_VERSIONS),
+  about: "CNI portmap plugin (tscni)",
+};

@@ -1,0 +1,135 @@
+/**
+ * The portmap nftables backend, with the Go plugin's layout: tables `ip cni_hostport` and `ip6 cni_hostport`;
+ * one DNAT rule per mapping in `hostports` and the masquerade rules in `masquerading`, each commented with
+ * the bare container ID (which is how DEL finds them, so no prevResult is needed);
+ * `prerouting`/`output` jump (for local destinations) to `hostports_all`, which jumps to the legacy
+ * `hostip_hostports` and to `hostports`. An ADD is one `nft -f` transaction per family.
+ * @module
+ */
+import type { IPFamily } from "../../../spec/ip.js";
+import { NetOpError } from "../../../net/exec.js";
+import { nftListTable, nftQuote, nftRun, nftUsable, type NftRule } from "../../../net/nftables.js";
+import { familyOf, mappingFor, type ForwardTarget } from "./config.js";
+
+export const NFT_TABLE = "cni_hostport";
+export const HOSTPORTS_CHAIN = "hostports";
+/** Held rules with a hostIP in old Go versions; kept (and emptied of a container's rules) for upgrades. */
+export const HOSTIP_HOSTPORTS_CHAIN = "hostip_hostports";
+export const HOSTPORTS_ALL_CHAIN = "hostports_all";
+export const MASQUERADING_CHAIN = "masquerading";
+/** The chains that hold per-container rules. */
+const CONTAINER_CHAINS = [HOSTPORTS_CHAIN, HOSTIP_HOSTPORTS_CHAIN, MASQUERADING_CHAIN];
+
+const nftFamily = (family: IPFamily) => (family === 4 ? "ip" : "ip6");
+
+/** `ip:port` or `[ip6]:port`. */
+const joinHostPort = (ip: string, port: number, family: IPFamily) => (family === 4 ? `${ip}:${port}` : `[${ip}]:${port}`);
+
+/** The nft script of an ADD for one family. */
+export function forwardScript(t: ForwardTarget): string {
+  const family = familyOf(t);
+  const fam = nftFamily(family);
+  const at = `${fam} ${NFT_TABLE}`;
+  const cIP = t.container.ip.text;
+  const comment = nftQuote(t.containerID);
+  const entry = [...t.conditions, "fib daddr type local", "jump", HOSTPORTS_ALL_CHAIN].join(" ");
+  // Priorities as numbers (dstnat = -100, srcnat = 100), as knftables writes them: older nft refuses the
+  // name "dstnat" in the output hook.
+  const lines = [
+    `add table ${at} { comment "CNI portmap plugin" ; }`,
+    `add chain ${at} ${HOSTPORTS_CHAIN}`,
+    `add chain ${at} ${HOSTIP_HOSTPORTS_CHAIN}`,
+    `add chain ${at} ${HOSTPORTS_ALL_CHAIN}`,
+    `flush chain ${at} ${HOSTPORTS_ALL_CHAIN}`,
+    `add rule ${at} ${HOSTPORTS_ALL_CHAIN} jump ${HOSTIP_HOSTPORTS_CHAIN}`,
+    `add rule ${at} ${HOSTPORTS_ALL_CHAIN} jump ${HOSTPORTS_CHAIN}`,
+    `add chain ${at} prerouting { type nat hook prerouting priority -100 ; }`,
+    `flush chain ${at} prerouting`,
+    `add rule ${at} prerouting ${entry}`,
+    `add chain ${at} output { type nat hook output priority -100 ; }`,
+    `flush chain ${at} output`,
+    `add rule ${at} output ${entry}`,
+  ];
+  if (t.snat) lines.push(`add chain ${at} ${MASQUERADING_CHAIN} { type nat hook postrouting priority 100 ; }`);
+  for (const m of t.mappings) {
+    const { applies, destination } = mappingFor(m, family);
+    if (!applies) continue;
+    const dst = destination ? `${fam} daddr ${destination} ` : "";
+    lines.push(`add rule ${at} ${HOSTPORTS_CHAIN} ${dst}${m.protocol} dport ${m.hostPort} dnat to ${joinHostPort(cIP, m.containerPort, family)} comment ${comment}`);
+  }
+  if (t.snat) {
+    // Hairpin (the container reaching itself through a host port), and localhost for IPv4; everything with masqAll.
+    const source = t.masqAll ? (family === 4 ? "0.0.0.0/0" : "::/0") : cIP;
+    lines.push(`add rule ${at} ${MASQUERADING_CHAIN} ${fam} saddr ${source} ${fam} daddr ${cIP} masquerade comment ${comment}`);
+    if (family === 4 && !t.masqAll) lines.push(`add rule ${at} ${MASQUERADING_CHAIN} ${fam} saddr 127.0.0.1 ${fam} daddr ${cIP} masquerade comment ${comment}`);
+  }
+  return lines.join("\n") + "\n";
+}
+
+export async function forwardNftables(t: ForwardTarget): Promise<void> {
+  await nftRun(forwardScript(t), `set up nftables port forwarding for ${t.containerID} (table ${nftFamily(familyOf(t))} ${NFT_TABLE})`);
+}
+
+/** How many DNAT and masquerade rules an ADD makes for one family. */
+export function expectedRuleCounts(t: ForwardTarget): { hostports: number; masquerading: number } {
+  const family = familyOf(t);
+  return {
+    hostports: t.mappings.filter((m) => mappingFor(m, family).applies).length,
+    masquerading: !t.snat ? 0 : family === 4 && !t.masqAll ? 2 : 1,
+  };
+}
+
+const rulesOf = (rules: readonly NftRule[], chain: string, containerID: string) =>
+  rules.filter((r) => r.chain === chain && r.comment === containerID);
+
+/** CHECK for one family: the entry chains and at least as many of the container's rules as an ADD makes. */
+export async function checkNftables(t: ForwardTarget): Promise<void> {
+  const at = `${nftFamily(familyOf(t))} ${NFT_TABLE}`;
+  const listing = await nftListTable(nftFamily(familyOf(t)), NFT_TABLE);
+  for (const chain of [HOSTPORTS_CHAIN, HOSTPORTS_ALL_CHAIN, "prerouting", "output", ...(t.snat ? [MASQUERADING_CHAIN] : [])]) {
+    if (!listing.chains.includes(chain)) throw new Error(`chain ${chain} not found in nftables table ${at}`);
+  }
+  const want = expectedRuleCounts(t);
+  if (rulesOf(listing.rules, HOSTPORTS_CHAIN, t.containerID).length < want.hostports) {
+    throw new Error(`missing hostport rules for ${t.containerID} in chain ${HOSTPORTS_CHAIN} of nftables table ${at}`);
+  }
+  if (rulesOf(listing.rules, MASQUERADING_CHAIN, t.containerID).length < want.masquerading) {
+    throw new Error(`missing masquerade rules for ${t.containerID} in chain ${MASQUERADING_CHAIN} of nftables table ${at}`);
+  }
+}
+
+/** Whether an error says the nft tool is not installed. */
+const nftMissing = (e: unknown) => e instanceof NetOpError && /cannot run nft: .*ENOENT/.test(e.reason);
+
+/**
+ * Deletes every per-container rule whose comment is one of `containerIDs`, in both families (one transaction
+ * each). Like the Go plugin, this finds a container's rules by ID alone, so it needs no addresses.
+ */
+export async function unforwardNftables(containerIDs: readonly string[]): Promise<void> {
+  if (containerIDs.length === 0) return;
+  const ids = new Set(containerIDs);
+  for (const family of [4, 6] as const) {
+    const fam = nftFamily(family);
+    for (let attempt = 0; ; attempt++) {
+      let rules: NftRule[];
+      try {
+        rules = (await nftListTable(fam, NFT_TABLE)).rules;
+      } catch (e) {
+        if (nftMissing(e)) return; // no nft here: nothing can have been set up
+        throw e;
+      }
+      const doomed = rules.filter((r) => CONTAINER_CHAINS.includes(r.chain) && r.comment !== undefined && ids.has(r.comment));
+      if (doomed.length === 0) break;
+      const script = doomed.map((r) => `delete rule ${fam} ${NFT_TABLE} ${r.chain} handle ${r.handle}`).join("\n") + "\n";
+      try {
+        await nftRun(script, `remove nftables port forwarding for ${containerIDs.join(", ")} (table ${fam} ${NFT_TABLE})`);
+        break;
+      } catch (e) {
+        if (attempt > 0) throw e; // a concurrent DEL removed some of them first: look again, once
+      }
+    }
+  }
+}
+
+/** Whether nftables works here (for choosing the default backend). */
+export const nftablesUsable = (): Promise<boolean> => nftUsable();
