@@ -1,0 +1,44 @@
+/**
+ * The per-link settings a meta plugin may tune and later put back: MAC, MTU, promiscuous and all-multicast
+ * modes, transmit queue length. Read in one `ip` process, changed in one.
+ * @module
+ */
+import { ip } from "./iproute2.js";
+import type { NetNS } from "./netns.js";
+
+export interface LinkTunables {
+  mac: string;
+  mtu: number;
+  /** The PROMISC flag (what `ip link set promisc on` sets). */
+  promisc: boolean;
+  /** The ALLMULTI flag. */
+  allmulti: boolean;
+  txQLen: number;
+}
+
+/** A link's tunables; undefined when there is no such link. */
+export async function readLinkTunables(ns: NetNS, name: string): Promise<LinkTunables | undefined> {
+  let shown: Array<Record<string, unknown>>;
+  try {
+    [shown = []] = await ip.batch(ns).showLink(name).runJson(`read link ${name} in ${ns}`);
+  } catch (e) {
+    if ((e as { isNotFound?: boolean }).isNotFound) return undefined;
+    throw e;
+  }
+  const j = shown[0];
+  if (!j) return undefined;
+  const flags = Array.isArray(j["flags"]) ? (j["flags"] as string[]) : [];
+  return {
+    mac: String(j["address"] ?? ""),
+    mtu: Number(j["mtu"] ?? 0),
+    promisc: flags.includes("PROMISC"),
+    allmulti: flags.includes("ALLMULTI"),
+    txQLen: Number(j["txqlen"] ?? 0), // `ip -json` leaves out a queue length of 0
+  };
+}
+
+/** Changes the given tunables of a link with one `ip link set`. */
+export async function setLinkTunables(ns: NetNS, name: string, change: Partial<LinkTunables>): Promise<void> {
+  if (Object.values(change).every((v) => v === undefined)) return;
+  await ip.setLink(ns, name, { mac: change.mac, mtu: change.mtu, promisc: change.promisc, allmulti: change.allmulti, txqlen: change.txQLen });
+}
