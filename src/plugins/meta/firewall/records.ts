@@ -1,0 +1,94 @@
+/**
+ * Attachment records: which addresses the firewall plugin opened for which attachment, one small JSON file per
+ * attachment in `<dataDir>/<network>/<containerID>:<ifName>` (neither part can contain ':'). The Go plugin's
+ * iptables and firewalld rules carry nothing that names their attachment, so these records are what lets GC
+ * find the rules of attachments the runtime no longer knows, and DEL work without a prevResult.
+ * @module
+ */
+import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import path from "node:path";
+import { CniError, ErrorCode } from "../../../spec/errors.js";
+import type { Backend } from "./config.js";
+
+export interface AttachmentRecord {
+  containerID: string;
+  ifName: string;
+  backend: Backend;
+  /** The container's addresses (`addr/prefix`). */
+  addresses: string[];
+  /** The firewalld zone, for the firewalld backend. */
+  zone?: string;
+}
+
+const fileName = (containerID: string, ifName: string) => `${containerID}:${ifName}`;
+const networkDir = (dataDir: string, network: string) => path.join(dataDir, network);
+const ioError = (what: string, e: unknown) => new CniError(ErrorCode.IOFailure, `${what}: ${(e as Error).message}`);
+
+function parseRecord(text: string): AttachmentRecord | undefined {
+  try {
+    const r = JSON.parse(text) as Partial<AttachmentRecord>;
+    if (typeof r.containerID !== "string" || typeof r.ifName !== "string" || !Array.isArray(r.addresses)) return undefined;
+    return r as AttachmentRecord;
+  } catch {
+    return undefined; // a torn or foreign file: ignored
+  }
+}
+
+/** Writes a record atomically (a temporary file renamed over the old one). */
+export function writeRecord(dataDir: string, network: string, record: AttachmentRecord): void {
+  const dir = networkDir(dataDir, network);
+  const file = path.join(dir, fileName(record.containerID, record.ifName));
+  try {
+    mkdirSync(dir, { recursive: true, mode: 0o755 });
+    const tmp = `${file}.tmp-${process.pid}`;
+    writeFileSync(tmp, JSON.stringify(record) + "\n", { mode: 0o600 });
+    renameSync(tmp, file);
+  } catch (e) {
+    throw ioError(`failed to write the firewall record ${file}`, e);
+  }
+}
+
+export function readRecord(dataDir: string, network: string, containerID: string, ifName: string): AttachmentRecord | undefined {
+  try {
+    return parseRecord(readFileSync(path.join(networkDir(dataDir, network), fileName(containerID, ifName)), "utf8"));
+  } catch {
+    return undefined;
+  }
+}
+
+export function removeRecord(dataDir: string, network: string, containerID: string, ifName: string): void {
+  const file = path.join(networkDir(dataDir, network), fileName(containerID, ifName));
+  try {
+    rmSync(file, { force: true });
+  } catch (e) {
+    throw ioError(`failed to remove the firewall record ${file}`, e);
+  }
+}
+
+/** Every record of a network (none when its directory does not exist). */
+export function listRecords(dataDir: string, network: string): AttachmentRecord[] {
+  const dir = networkDir(dataDir, network);
+  let names: string[];
+  try {
+    names = readdirSync(dir);
+  } catch {
+    return [];
+  }
+  return names.filter((n) => n.includes(":") && !n.includes(".tmp-")).flatMap((n) => {
+    try {
+      const r = parseRecord(readFileSync(path.join(dir, n), "utf8"));
+      return r ? [r] : [];
+    } catch {
+      return [];
+    }
+  });
+}
+
+/** The networks that have records. */
+export function recordedNetworks(dataDir: string): string[] {
+  try {
+    return readdirSync(dataDir, { withFileTypes: true }).filter((d) => d.isDirectory()).map((d) => d.name);
+  } catch {
+    return [];
+  }
+}

@@ -1,0 +1,84 @@
+/**
+ * vrf: puts the container interface into a VRF (a `vrf` link with its own routing table) inside the
+ * container namespace, creating the VRF on first use and deleting it when its last interface leaves. The
+ * interface's IPv6 addresses and routes, which the kernel drops when the interface changes master, are put
+ * back into the VRF's table.
+ *
+ * Beyond the Go plugin: DEL succeeds when the interface is already gone (the Go plugin fails), only releases
+ * the interface from this VRF (not from any other master), and a failed ADD deletes a VRF it created.
+ * @module
+ */
+import { setTimeout as sleep } from "node:timers/promises";
+import { CniError, ErrorCode } from "../../../spec/errors.js";
+import type { Result100 } from "../../../spec/result/index.js";
+import { versionsStartingFrom, VersionInfo } from "../../../spec/version.js";
+import { ip } from "../../../net/iproute2.js";
+import { NetNS, NetnsNotFoundError } from "../../../net/netns.js";
+import { listAllRoutes, runIpCommands as runCommands, type IpCommand } from "../../../net/policy-routing.js";
+import type { CmdArgs, PluginDefinition } from "../../../skel/skel.js";
+import { loadVrfConf } from "./config.js";
+import { globalIPv6, planVrfDel, planVrfEnslave, planVrfRestore, routesToMove, verifyVrf } from "./plan.js";
+
+const runIpCommands = (ns: NetNS, commands: string[][], operation: string, opts: { force?: boolean } = {}) =>
+  runCommands(ns, commands.map((words): IpCommand => ({ words })), operation, opts);
+
+/** Waits (10 ms, doubling, 8 retries: about 2.5 s) until the VRF table has a local route for each address. */
+async function waitForLocalRoutes(ns: NetNS, ifName: string, table: number, destinations: string[]): Promise<void> {
+  for (let retry = 0; destinations.length; retry++) {
+    const routes = (await listAllRoutes(ns)).filter((r) => r.table === table && r.dev === ifName);
+    destinations = destinations.filter((d) => !routes.some((r) => r.dst === d));
+    if (!destinations.length) return;
+    if (retry === 8) throw new CniError(ErrorCode.Internal, `failed getting local/host addresses for ${ifName} in table ${table} with dst ${destinations.join(", ")}`);
+    await sleep(10 * 2 ** retry);
+  }
+}
+
+async function add(args: CmdArgs): Promise<Result100> {
+  const n = loadVrfConf(args.stdinData);
+  if (!n.prevResult) throw new CniError(ErrorCode.InvalidNetworkConfig, "missing prevResult from earlier plugin");
+  const ns = await NetNS.open(args.netns);
+  const plan = planVrfEnslave(await ip.listLinks(ns), n.vrfName, n.table, args.ifName);
+  const ipv6Before = globalIPv6(await ip.listAddresses(ns, args.ifName));
+  const routes = routesToMove(await listAllRoutes(ns), args.ifName);
+  try {
+    await runIpCommands(ns, plan.commands, `put ${args.ifName} into VRF ${n.vrfName}`);
+    const restore = planVrfRestore(args.ifName, ipv6Before, globalIPv6(await ip.listAddresses(ns, args.ifName)), routes, plan.table);
+    await runIpCommands(ns, restore.addresses, `restore the IPv6 addresses of ${args.ifName} in VRF ${n.vrfName}`);
+    await waitForLocalRoutes(ns, args.ifName, plan.table, restore.waitFor);
+    await runIpCommands(ns, restore.routes, `move the routes of ${args.ifName} into table ${plan.table}`);
+  } catch (e) {
+    const undo = [["link", "set", "dev", args.ifName, "nomaster"], ...(plan.created ? [["link", "del", "dev", n.vrfName]] : [])];
+    await runIpCommands(ns, undo, `undo VRF ${n.vrfName}`, { force: true }).catch(() => undefined);
+    throw e;
+  }
+  return n.prevResult;
+}
+
+async function check(args: CmdArgs): Promise<void> {
+  const n = loadVrfConf(args.stdinData);
+  if (!n.prevResult) throw new CniError(ErrorCode.InvalidNetworkConfig, "missing prevResult from earlier plugin");
+  const ns = await NetNS.open(args.netns);
+  const problems = verifyVrf(await ip.listLinks(ns), n.vrfName, n.table, args.ifName);
+  if (problems.length) throw new CniError(ErrorCode.Internal, problems.join("; "));
+}
+
+async function del(args: CmdArgs): Promise<void> {
+  const n = loadVrfConf(args.stdinData);
+  if (!args.netns) return; // the VRF lives in the container's namespace
+  let ns: NetNS;
+  try {
+    ns = await NetNS.open(args.netns);
+  } catch (e) {
+    if (e instanceof NetnsNotFoundError) return;
+    throw e;
+  }
+  const commands = planVrfDel(await ip.listLinks(ns), n.vrfName, args.ifName);
+  try {
+    await runIpCommands(ns, commands, `take ${args.ifName} out of VRF ${n.vrfName}`);
+  } catch (e) {
+    // A concurrent DEL may have done it already: only a plan that still has work left is a failure.
+    if (planVrfDel(await ip.listLinks(ns), n.vrfName, args.ifName).length) throw e;
+  }
+}
+
+export const plugin: PluginDefinition = { funcs: { add, check, del }, versionInfo: new VersionInfo(versionsStartingFrom("0.3.1")), about: "CNI vrf plugin (tscni)" };
