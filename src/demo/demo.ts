@@ -7,7 +7,8 @@
  * `--teardown` removes a kept demo.
  * @module
  */
-import { execFileSync, spawnSync } from "node:child_process";
+import { execFileSync, spawn, spawnSync } from "node:child_process";
+import { connect } from "node:net";
 import { existsSync, mkdirSync, readdirSync, rmSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -21,6 +22,28 @@ const BIN = path.join(ROOT, "dist/bin");
 const HOST_NS = "tscni-demo-host";
 const CONTAINERS = ["tscni-demo-a", "tscni-demo-b"];
 const STATE = "/run/tscni-demo";
+const HOST_PORT = 8080;
+
+/** A tiny TCP server on port 80 inside a container that says who it is. */
+function startServer(container: string) {
+  const code = `require("net").createServer((s) => s.end("hello from ${container}\\n")).listen(80, () => console.log("ready"))`;
+  const child = spawn("ip", ["netns", "exec", container, process.execPath, "-e", code], { stdio: ["ignore", "pipe", "inherit"] });
+  return Object.assign(child, {
+    ready: new Promise<void>((resolve) => child.stdout!.once("data", () => resolve())),
+  });
+}
+
+/** Connects to host:port from the (sandboxed) host side and returns what the server said. */
+function fetchOnce(host: string, port: number): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const socket = connect({ host, port, timeout: 3000 });
+    let data = "";
+    socket.on("data", (b) => (data += b.toString()));
+    socket.on("end", () => resolve(data));
+    socket.on("timeout", () => socket.destroy(new Error("timed out")));
+    socket.on("error", reject);
+  });
+}
 
 const bold = (s: string) => (process.stdout.isTTY ? `\x1b[1m${s}\x1b[0m` : s);
 const step = (s: string) => console.log(`\n${bold("==>")} ${s}`);
@@ -46,9 +69,11 @@ async function inside(keep: boolean): Promise<void> {
   info(`validated: every plugin found and speaks ${list.cniVersion}${caps.length ? `; capabilities: ${caps.join(", ")}` : ""}`);
 
   const attachments: Array<{ name: string; rt: RuntimeConf; address: string; gateway: string }> = [];
-  for (const name of CONTAINERS) {
-    step(`ADD container ${name}`);
-    const rt: RuntimeConf = { containerID: `demo-${name}`, netNS: `/run/netns/${name}`, ifName: "eth0" };
+  for (const [i, name] of CONTAINERS.entries()) {
+    // The first container publishes a port, as `podman run -p 8080:80` would ask for.
+    const capabilityArgs = i === 0 ? { portMappings: [{ hostPort: HOST_PORT, containerPort: 80, protocol: "tcp" }] } : {};
+    step(`ADD container ${name}${i === 0 ? ` (publishing host port ${HOST_PORT} -> ${name}:80)` : ""}`);
+    const rt: RuntimeConf = { containerID: `demo-${name}`, netNS: `/run/netns/${name}`, ifName: "eth0", capabilityArgs };
     const result = toCurrentResult(await cni.addNetworkList(list, rt));
     const ipc = result.ips![0]!;
     attachments.push({ name, rt, address: ipc.address.split("/")[0]!, gateway: ipc.gateway ?? "" });
@@ -73,6 +98,20 @@ async function inside(keep: boolean): Promise<void> {
     const rtt = /= [\d.]+\/([\d.]+)\//.exec(r.stdout)?.[1];
     info(`${r.status === 0 ? "ok  " : "FAIL"} ${label} (${to}): ${summary}/2 replies${rtt ? `, avg ${rtt} ms` : ""}`);
     if (r.status !== 0) failures++;
+  }
+
+  step(`Published port: host ${HOST_PORT} -> ${attachments[0]!.name}:80`);
+  const server = startServer(attachments[0]!.name);
+  await server.ready;
+  try {
+    for (const target of ["127.0.0.1", attachments[0]!.gateway]) {
+      const answer = await fetchOnce(target, HOST_PORT).catch((e: Error) => `error: ${e.message}`);
+      const ok = answer.startsWith("hello from");
+      info(`${ok ? "ok  " : "FAIL"} ${target}:${HOST_PORT} answered: ${answer.trim()}`);
+      if (!ok) failures++;
+    }
+  } finally {
+    server.kill();
   }
 
   if (keep) {

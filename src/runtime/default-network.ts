@@ -1,6 +1,8 @@
 /**
  * The embedded default network: what a runtime built on tscni attaches containers to when nothing else is
- * configured. A bridge with host-local addresses, the bridge as gateway, and masquerading to the outside.
+ * configured. A bridge with host-local addresses, the bridge as gateway and masquerading to the outside, then
+ * the meta plugins podman's default list has: published ports (portmap), forwarding rules (firewall),
+ * sysctls (tuning), and rate limits on request (bandwidth).
  * @module
  */
 
@@ -21,6 +23,10 @@ export function defaultNetworkConfList(options: { dataDir?: string } = {}): Reco
     name: DEFAULT_NETWORK_NAME,
     plugins: [
       { type: "bridge", bridge: DEFAULT_BRIDGE, isGateway: true, ipMasq: true, hairpinMode: true, ipam },
+      { type: "portmap", capabilities: { portMappings: true } },
+      { type: "firewall" },
+      { type: "tuning", sysctl: { "net.ipv4.conf.IFNAME.arp_notify": "1" } },
+      { type: "bandwidth", capabilities: { bandwidth: true } },
     ],
   };
 }
