@@ -6,7 +6,7 @@
  */
 import { describe, test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { spawnSync } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { Cleanup, GO_BIN, Netns, OUR_BIN, runTag, skipReason } from "./harness.js";
@@ -125,6 +125,24 @@ describe("bridge plugin", { skip }, () => {
     assert.deepEqual(host.allocations(net), []);
     assert.ok(hasLink(host.ns, br), "the bridge stays");
     await host.must("del", net, ctr);
+  });
+
+  test("a container namespace given as /proc/<pid>/ns/net (not under /run/netns)", async () => {
+    const { host, br } = newHost();
+    const net = network(host, `bn${tag}pid`, { bridge: br, isGateway: true, ipMasq: true }, ["10.201.16.0/24", "fd20:216::/64"]);
+    const ctr = host.container(`tscni-bc-${tag}-pid`);
+    const sleeper = spawn("ip", ["netns", "exec", ctr.name, "sleep", "60"], { stdio: "ignore" });
+    cleanup.add(() => sleeper.kill());
+    await new Promise((r) => setTimeout(r, 200));
+    const nsPath = `/proc/${sleeper.pid}/ns/net`;
+    const r = await host.cnitool("add", net, nsPath);
+    assert.equal(r.code, 0, r.stderr + r.stdout);
+    assert.equal((JSON.parse(r.stdout) as Result).interfaces![2]!.sandbox, nsPath);
+    assert.deepEqual(addrs(ctr, "eth0").sort(), ["10.201.16.2/24", "fd20:216::2/64"]);
+    await host.must("check", net, nsPath);
+    await host.must("del", net, nsPath);
+    assert.equal(hasLink(ctr, "eth0"), false);
+    assert.deepEqual(host.allocations(net), []);
   });
 
   test("DEL after the container namespace is gone releases the address and the masquerading", async () => {

@@ -8,6 +8,7 @@ import { CniError, ErrorCode } from "../spec/errors.js";
 import { cidrContains, networkOf, parseCIDR } from "../spec/ip.js";
 import { NetOpError, runTool } from "./exec.js";
 import { addressesFromJson, ip, linkFromJson } from "./iproute2.js";
+import { randomMac } from "./names.js";
 import { NetNS } from "./netns.js";
 import { sysctlPath, writeSysctls } from "./sysctl.js";
 import type { Address, Link } from "./types.js";
@@ -19,6 +20,12 @@ export interface BridgeOptions {
   promisc?: boolean;
   /** Create the bridge with VLAN filtering on (an existing one is not changed). */
   vlanFiltering?: boolean;
+  /**
+   * Give a new bridge a MAC of its own (random, like the kernel's) that it keeps, instead of taking its lowest
+   * port's: the state a gateway bridge ends up in anyway, set at creation so that concurrent first ADDs
+   * cannot see (and report) different MACs.
+   */
+  pinMac?: boolean;
 }
 
 /** A bridge as read at the start of an ADD: the link and its addresses. */
@@ -49,6 +56,7 @@ async function createBridge(name: string, opts: BridgeOptions): Promise<BridgeSt
   const words = ["link", "add", "name", name];
   if (opts.mtu) words.push("mtu", String(opts.mtu));
   if (opts.promisc) words.push("promisc", "on");
+  if (opts.pinMac) words.push("address", randomMac());
   words.push("up", "type", "bridge", ...(opts.vlanFiltering ? ["vlan_filtering", "1"] : []));
   try {
     return bridgeState((await ip.batch(NetNS.host).add(...words).showAddresses(name).runJson(`create bridge ${name}`))[0]);

@@ -4,6 +4,8 @@
  * @module
  */
 import { spawn } from "node:child_process";
+import { accessSync, constants, statSync } from "node:fs";
+import path from "node:path";
 
 /** A failed network operation: what was attempted and why the kernel or the tool refused. */
 export class NetOpError extends Error {
@@ -26,11 +28,43 @@ let spawnCount = 0;
 /** How many tool processes this process has started (the process budget of a plugin call). */
 export const toolSpawnCount = (): number => spawnCount;
 
+const SYSTEM_DIRS = ["/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin"];
+
+/** PATH completed with the system directories: ip, iptables and nft live in sbin, which a runtime's PATH may lack. */
+function toolPath(): string {
+  const dirs = (process.env["PATH"] ?? "").split(":").filter(Boolean);
+  for (const d of SYSTEM_DIRS) if (!dirs.includes(d)) dirs.push(d);
+  return dirs.join(":");
+}
+
+/** The environment of a tool: that PATH, and the C locale (error texts are matched, e.g. "File exists"). */
+const toolEnv = (): NodeJS.ProcessEnv => ({ ...process.env, PATH: toolPath(), LC_ALL: "C" });
+
+const resolved = new Map<string, string>();
+/** A tool's absolute path, looked up in toolPath() (not every runtime's spawn looks in the child's PATH). */
+function resolveTool(cmd: string): string {
+  if (cmd.includes("/")) return cmd;
+  let found = resolved.get(cmd);
+  if (!found) {
+    found = toolPath().split(":").map((d) => path.join(d, cmd)).find((p) => {
+      try {
+        accessSync(p, constants.X_OK);
+        return statSync(p).isFile();
+      } catch {
+        return false;
+      }
+    });
+    if (!found) return cmd; // spawn reports it missing
+    resolved.set(cmd, found);
+  }
+  return found;
+}
+
 /** Runs a tool; resolves with its output, or rejects with a NetOpError described by `operation`. */
 export function runTool(cmd: string, args: readonly string[], operation: string, input?: string): Promise<ToolResult> {
   spawnCount++;
   return new Promise((resolve, reject) => {
-    const child = spawn(cmd, args, { stdio: ["pipe", "pipe", "pipe"] });
+    const child = spawn(resolveTool(cmd), args, { stdio: ["pipe", "pipe", "pipe"], env: toolEnv(), argv0: cmd });
     const out: Buffer[] = [];
     const err: Buffer[] = [];
     child.stdout.on("data", (b: Buffer) => out.push(b));

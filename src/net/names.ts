@@ -23,3 +23,10 @@ export const attachmentComment = (network: string, containerID: string): string 
 
 /** A host-side veth name: `veth` + 8 random hex digits. */
 export const randomVethName = (): string => "veth" + randomBytes(4).toString("hex");
+
+/** A random locally administered unicast MAC, as the kernel makes for a new link (eth_random_addr). */
+export function randomMac(): string {
+  const b = randomBytes(6);
+  b[0] = (b[0]! & 0xfe) | 0x02;
+  return [...b].map((x) => x.toString(16).padStart(2, "0")).join(":");
+}

@@ -23,6 +23,7 @@ import { loadBridgeConf, type BridgeConf } from "./config.js";
 
 /** Index of the container interface in bridge results: interfaces are `[bridge, host veth, container]`. */
 const CONTAINER_INDEX = 2;
+const ZERO_MAC = "00:00:00:00:00:00";
 
 /** The first address of a subnet (network + 1), the gateway when IPAM names none. */
 function firstHost(cidr: string): string {
@@ -94,7 +95,7 @@ async function ensureVlanGateway(n: BridgeConf, bridge: Link): Promise<Link> {
 }
 
 /** IPAM, gateways on the bridge, forwarding and masquerading; undo steps go to `rollback`. */
-async function addLayer3(n: BridgeConf, args: CmdArgs, ns: NetNS, bridge: BridgeState, result: Result100, rollback: Rollback): Promise<void> {
+async function addLayer3(n: BridgeConf, args: CmdArgs, ns: NetNS, bridge: BridgeState, pinMac: string, result: Result100, rollback: Rollback): Promise<void> {
   const ipam = await ipamAdd(n.conf, args.stdinData);
   rollback.add(() => ipamDel(n.conf, args.stdinData));
   result.ips = ipam.ips!.map((ipc) => ({ ...ipc, interface: CONTAINER_INDEX }));
@@ -108,8 +109,7 @@ async function addLayer3(n: BridgeConf, args: CmdArgs, ns: NetNS, bridge: Bridge
       result.interfaces!.push({ name: vlanGw.name, mac: vlanGw.mac });
       await ensureGatewayAddresses(vlanGw.name, gateways, { forceAddress: n.forceAddress });
     } else {
-      // Pin the bridge's own MAC (from before this ADD's port joined), so it stops following the lowest port MAC.
-      await ensureGatewayAddresses(n.bridge, gateways, { forceAddress: n.forceAddress, pinMac: bridge.link.mac, current: bridge.addresses });
+      await ensureGatewayAddresses(n.bridge, gateways, { forceAddress: n.forceAddress, pinMac, current: bridge.addresses });
     }
     await enableForwarding(new Set(gateways.map((g) => ipFamily(g))));
   }
@@ -123,7 +123,10 @@ async function addLayer3(n: BridgeConf, args: CmdArgs, ns: NetNS, bridge: Bridge
 async function add(args: CmdArgs): Promise<Result100> {
   const n = loadBridgeConf(args.stdinData, args.args);
   const ns = await NetNS.open(args.netns);
-  const { link: bridge, addresses: bridgeAddresses } = await ensureBridge(n.bridge, { mtu: n.mtu, promisc: n.promiscMode, vlanFiltering: n.vlanFiltering });
+  const bridgeState = await ensureBridge(n.bridge, {
+    mtu: n.mtu, promisc: n.promiscMode, vlanFiltering: n.vlanFiltering, pinMac: n.isGateway && !n.vlan,
+  });
+  const bridge = bridgeState.link;
   const veth = await setupVeth(ns, args.ifName, {
     mtu: n.mtu, mac: n.mac, hostChange: { master: n.bridge }, bridgePort: { hairpin: n.hairpinMode, isolated: n.portIsolation },
   });
@@ -146,8 +149,15 @@ async function add(args: CmdArgs): Promise<Result100> {
       rollback.add(() => teardownSpoofCheck(refIdOf(args)));
       await setupSpoofCheck(veth.host.name, veth.container.mac, refIdOf(args));
     }
-    if (ipamType(n.conf)) await addLayer3(n, args, ns, { link: bridge, addresses: bridgeAddresses }, result, rollback);
-    else if (!n.disableContainerInterface) await ip.setLink(ns, args.ifName, { up: true });
+    if (ipamType(n.conf)) {
+      // Once it has an address, the bridge keeps its own MAC from before this ADD's port joined, instead of
+      // following the lowest port MAC. A bridge whose ports all left has none (all zeros): it keeps the one
+      // it took from our port.
+      const pinMac = bridge.mac === ZERO_MAC ? veth.host.mac : bridge.mac;
+      await addLayer3(n, args, ns, bridgeState, pinMac, result, rollback);
+    } else if (!n.disableContainerInterface) {
+      await ip.setLink(ns, args.ifName, { up: true });
+    }
 
     // The MACs may have changed since: the bridge takes its lowest port's MAC unless pinned.
     const [port, br] = n.disableContainerInterface

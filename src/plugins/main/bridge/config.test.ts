@@ -1,0 +1,164 @@
+import { describe, test } from "node:test";
+import assert from "node:assert/strict";
+import { ErrorCode } from "../../../spec/errors.js";
+import { loadBridgeConf, parseTrunk } from "./config.js";
+
+const stdin = (keys: Record<string, unknown> = {}) =>
+  Buffer.from(JSON.stringify({ cniVersion: "1.0.0", name: "net1", type: "bridge", ...keys }));
+const load = (keys?: Record<string, unknown>, cniArgs = "") => loadBridgeConf(stdin(keys), cniArgs);
+
+/** Asserts a CNI error with `code` whose message matches `msg`. */
+function throwsCni(fn: () => unknown, code: number, msg: RegExp): void {
+  assert.throws(fn, (e: { code?: number; msg?: string }) => {
+    assert.equal(e.code, code, `code of ${JSON.stringify(e.msg)}`);
+    assert.match(e.msg ?? "", msg);
+    return true;
+  });
+}
+const invalid = (keys: Record<string, unknown>, msg: RegExp, cniArgs = "") =>
+  throwsCni(() => load(keys, cniArgs), ErrorCode.InvalidNetworkConfig, msg);
+
+describe("bridge config: defaults and keys", () => {
+  test("defaults match the Go plugin", () => {
+    const n = load();
+    assert.deepEqual({ ...n, conf: undefined }, {
+      conf: undefined, bridge: "cni0", isGateway: false, isDefaultGateway: false, forceAddress: false, ipMasq: false,
+      ipMasqBackend: undefined, mtu: undefined, hairpinMode: false, promiscMode: false, vlan: 0, vlanTrunk: [],
+      vlanFiltering: false, preserveDefaultVlan: false, macspoofchk: false, enabledad: false,
+      disableContainerInterface: false, portIsolation: false,
+    });
+  });
+
+  test("every key is read", () => {
+    const n = load({
+      bridge: "br9", isGateway: true, forceAddress: true, ipMasq: true, ipMasqBackend: "nftables", mtu: 1400,
+      hairpinMode: true, vlan: 7, preserveDefaultVlan: true, macspoofchk: true, enabledad: true, portIsolation: true,
+    });
+    assert.equal(n.bridge, "br9");
+    assert.equal(n.isGateway, true);
+    assert.equal(n.forceAddress, true);
+    assert.equal(n.ipMasq, true);
+    assert.equal(n.ipMasqBackend, "nftables");
+    assert.equal(n.mtu, 1400);
+    assert.equal(n.hairpinMode, true);
+    assert.equal(n.vlan, 7);
+    assert.equal(n.vlanFiltering, true);
+    assert.equal(n.preserveDefaultVlan, true);
+    assert.equal(n.macspoofchk, true);
+    assert.equal(n.enabledad, true);
+    assert.equal(n.portIsolation, true);
+  });
+
+  test("isDefaultGateway implies isGateway", () => {
+    const n = load({ isDefaultGateway: true });
+    assert.equal(n.isGateway, true);
+    assert.equal(n.isDefaultGateway, true);
+  });
+
+  test("mtu 0 means the kernel default", () => assert.equal(load({ mtu: 0 }).mtu, undefined));
+  test("an empty bridge name means cni0", () => assert.equal(load({ bridge: "" }).bridge, "cni0"));
+  test("null keys are absent keys", () => assert.equal(load({ mtu: null, isGateway: null }).isGateway, false));
+  test("disableContainerInterface without IPAM is fine", () => assert.equal(load({ disableContainerInterface: true }).disableContainerInterface, true));
+  test("hairpinMode alone and promiscMode alone are fine", () => {
+    assert.equal(load({ hairpinMode: true }).hairpinMode, true);
+    assert.equal(load({ promiscMode: true }).promiscMode, true);
+  });
+});
+
+describe("bridge config: VLANs", () => {
+  test("vlanTrunk ids and ranges are merged, sorted and unique", () => {
+    assert.deepEqual(parseTrunk([{ id: 20 }, { minID: 5, maxID: 7 }, { id: 6 }, { minID: 4094, maxID: 4094 }]), [5, 6, 7, 20, 4094]);
+  });
+  test("an item may carry an id and a range; an empty item adds nothing (as in Go)", () => {
+    assert.deepEqual(parseTrunk([{ id: 1, minID: 3, maxID: 4 }, {}]), [1, 3, 4]);
+  });
+  test("vlan and vlanTrunk together: native VLAN plus tagged ones (as in Go)", () => {
+    const n = load({ vlan: 3, vlanTrunk: [{ id: 9 }] });
+    assert.equal(n.vlan, 3);
+    assert.deepEqual(n.vlanTrunk, [9]);
+  });
+  test("even an empty vlanTrunk list turns VLAN filtering on for a new bridge (as in Go)", () => {
+    assert.equal(load({ vlanTrunk: [] }).vlanFiltering, true);
+    assert.equal(load({}).vlanFiltering, false);
+    assert.equal(load({ vlan: 0 }).vlanFiltering, false);
+  });
+  test("VLAN IDs out of range are code 7 naming the key and the value", () => {
+    invalid({ vlan: 4095 }, /^invalid "vlan": 4095 \(want an integer from 0 to 4094\)$/);
+    invalid({ vlan: -1 }, /"vlan": -1/);
+    invalid({ vlan: 1.5 }, /"vlan": 1.5 \(want an integer\)/);
+    invalid({ vlan: "5" }, /"vlan": "5"/);
+    invalid({ vlanTrunk: [{ id: 0 }] }, /^invalid "vlanTrunk\[0\]\.id": 0 /);
+    invalid({ vlanTrunk: [{ id: 1 }, { id: 4095 }] }, /"vlanTrunk\[1\]\.id": 4095/);
+    invalid({ vlanTrunk: [{ minID: 0, maxID: 3 }] }, /"vlanTrunk\[0\]\.minID": 0/);
+    invalid({ vlanTrunk: [{ minID: 3, maxID: 5000 }] }, /"vlanTrunk\[0\]\.maxID": 5000/);
+    invalid({ vlanTrunk: [{ minID: 9, maxID: 3 }] }, /"vlanTrunk\[0\]": \{"minID":9,"maxID":3\} \(minID must not exceed maxID\)/);
+    invalid({ vlanTrunk: [{ minID: 3 }] }, /"vlanTrunk\[0\]".*minID and maxID go together/);
+    invalid({ vlanTrunk: [{ maxID: 3 }] }, /"vlanTrunk\[0\]".*minID and maxID go together/);
+    invalid({ vlanTrunk: [5] }, /"vlanTrunk\[0\]": 5/);
+    invalid({ vlanTrunk: { id: 5 } }, /"vlanTrunk": \{"id":5\} \(want a list\)/);
+  });
+});
+
+describe("bridge config: invalid values are code 7 naming the key and the value", () => {
+  test("mtu out of range", () => {
+    invalid({ mtu: 65536 }, /^invalid "mtu": 65536 /);
+    invalid({ mtu: -5 }, /^invalid "mtu": -5 /);
+    invalid({ mtu: 60 }, /^invalid "mtu": 60 \(want 0 for the default, or 68 to 65535\)$/);
+    invalid({ mtu: "1500" }, /"mtu": "1500" \(want an integer\)/);
+  });
+  test("hairpinMode together with promiscMode", () => {
+    invalid({ hairpinMode: true, promiscMode: true }, /^invalid "hairpinMode": true \(cannot set hairpin mode and promiscuous mode at the same time; "promiscMode" is true too\)$/);
+  });
+  test("an unknown ipMasqBackend", () => {
+    invalid({ ipMasqBackend: "ebtables" }, /^invalid "ipMasqBackend": "ebtables" \(want "iptables" or "nftables"\)$/);
+    invalid({ ipMasqBackend: 1 }, /"ipMasqBackend": 1/);
+  });
+  test("IPAM with disableContainerInterface", () => {
+    invalid({ disableContainerInterface: true, ipam: { type: "host-local" } }, /^invalid "disableContainerInterface": true .*"ipam\.type" is "host-local"/);
+  });
+  test("a bridge name that is not a link name", () => {
+    invalid({ bridge: "sixteen-chars-xx" }, /"bridge": "sixteen-chars-xx"/);
+    invalid({ bridge: "a/b" }, /"bridge": "a\/b"/);
+    invalid({ bridge: "a b" }, /"bridge": "a b"/);
+    invalid({ bridge: ".." }, /"bridge": "\.\."/);
+    invalid({ bridge: 5 }, /"bridge": 5 \(want a string\)/);
+  });
+  test("booleans must be booleans", () => {
+    for (const key of ["isGateway", "isDefaultGateway", "forceAddress", "ipMasq", "hairpinMode", "promiscMode", "macspoofchk", "enabledad", "disableContainerInterface", "portIsolation", "preserveDefaultVlan"]) {
+      invalid({ [key]: "true" }, new RegExp(`^invalid "${key}": "true" \\(want true or false\\)$`));
+    }
+  });
+});
+
+describe("bridge config: the container MAC", () => {
+  const rc = { runtimeConfig: { mac: "02:00:00:00:00:03" } };
+  const args = { args: { cni: { mac: "02:00:00:00:00:02" } } };
+  const env = "MAC=02:00:00:00:00:01";
+  test("runtimeConfig.mac wins over args.cni.mac, which wins over CNI_ARGS MAC", () => {
+    assert.equal(load({ ...rc, ...args }, env).mac, "02:00:00:00:00:03");
+    assert.equal(load(args, env).mac, "02:00:00:00:00:02");
+    assert.equal(load({}, env).mac, "02:00:00:00:00:01");
+    assert.equal(load({}).mac, undefined);
+  });
+  test("MACs are normalised to lower-case colon form", () => {
+    assert.equal(load({ runtimeConfig: { mac: "0A-0B-0C-0D-0E-0F" } }).mac, "0a:0b:0c:0d:0e:0f");
+  });
+  test("an empty MAC is no MAC", () => {
+    assert.equal(load({ runtimeConfig: { mac: "" } }, env).mac, "02:00:00:00:00:01");
+  });
+  test("a bad MAC is code 7 naming where it came from", () => {
+    invalid({ runtimeConfig: { mac: "02:00:00:00:00" } }, /^invalid "runtimeConfig\.mac": "02:00:00:00:00" \(want a MAC address/);
+    invalid({ args: { cni: { mac: "xx:00:00:00:00:01" } } }, /^invalid "args\.cni\.mac": "xx:00:00:00:00:01"/);
+    invalid({}, /^invalid "CNI_ARGS MAC": "nope"/, "MAC=nope");
+    invalid({ runtimeConfig: { mac: 5 } }, /"runtimeConfig\.mac": 5 \(want a string\)/);
+    invalid({ args: { cni: "mac" } }, /"args\.cni": "mac" \(want an object\)/);
+  });
+  test("a multicast MAC cannot be an interface's address", () => {
+    invalid({ runtimeConfig: { mac: "01:00:5e:00:00:01" } }, /"runtimeConfig\.mac": "01:00:5e:00:00:01" \(a multicast MAC/);
+  });
+  test("CNI_ARGS: unknown keys need IgnoreUnknown, as in Go", () => {
+    throwsCni(() => load({}, "FOO=bar"), ErrorCode.InvalidEnvironmentVariables, /unknown args/);
+    assert.equal(load({}, "IgnoreUnknown=1;FOO=bar;MAC=02:00:00:00:00:09").mac, "02:00:00:00:00:09");
+    throwsCni(() => load({}, "MAC"), ErrorCode.InvalidEnvironmentVariables, /invalid pair/);
+  });
+});
