@@ -180,9 +180,26 @@ export async function teardownIPMasq(t: IPMasqTarget): Promise<void> {
   if (errors.length) throw new Error(errors.join("\n"));
 }
 
-/** GC for the nftables backend: removes this network's rules whose attachment is not valid any more. */
+/**
+ * GC for both backends: removes this network's masquerading for attachments that are not valid any more.
+ * nftables rules carry the attachment hash in their comment; iptables POSTROUTING jumps carry
+ * `name: "<net>" id: "<id>"`, which names the container (the iptables backend ignores the ifname, as Go's).
+ */
 export async function gcIPMasq(network: string, valid: readonly GCAttachment[]): Promise<void> {
   const keep = new Set(valid.map((a) => nftIPMasqComment(network, a.ifname, a.containerID)));
   const rules = await rulesWithCommentPrefix(networkHash(network));
   await deleteNftRules(rules.filter((r) => !keep.has(r.comment ?? "")).map((r) => r.handle), `garbage-collect nftables masquerading of ${network}`);
+
+  const liveContainers = new Set(valid.map((a) => a.containerID));
+  const stale = new Set<string>();
+  for (const family of [4, 6] as const) {
+    const ipt = iptablesFor(family);
+    if (!(await ipt.usable())) continue;
+    for (const line of await ipt.listTable("nat")) {
+      if (!line.startsWith("-A POSTROUTING ")) continue;
+      const m = /--comment "name: \\"([^"\\]*)\\" id: \\"([^"\\]*)\\""/.exec(line);
+      if (m && m[1] === network && !liveContainers.has(m[2]!)) stale.add(m[2]!);
+    }
+  }
+  for (const containerID of stale) await teardownIptables({ network, containerID, ifName: "", addresses: [] });
 }
