@@ -90,7 +90,31 @@ function bridgeScenario(label, bridgeName, subnet, extra) {
   });
 }
 bridgeScenario("bridge+host-local ADD+DEL (fresh netns)", "bbr", { ours: "10.251.0.0/16", go: "10.252.0.0/16" }, {});
-bridgeScenario("default chain ADD+DEL (fresh netns): bridge+host-local, ipMasq", "bdf", { ours: "10.253.0.0/16", go: "10.254.0.0/16" }, { ipMasq: true, hairpinMode: true });
+// The demo's embedded default network, run as a runtime would (our libcni), at 1.0.0 (the Go plugins' newest).
+const { CNIConfig } = await import(path.join(ROOT, "dist/libcni/index.js"));
+const { parseConfList } = await import(path.join(ROOT, "dist/spec/index.js"));
+const { defaultNetworkConfList } = await import(path.join(ROOT, "dist/runtime/default-network.js"));
+const defaultChain = defaultNetworkConfList().plugins.map((p) => p.type);
+scenario(`default chain ADD+DEL (fresh netns): ${defaultChain.join(" + ")}`, (binDir, impl) => {
+  const conf = defaultNetworkConfList({ dataDir: path.join(scratch, `dc-${impl}`) });
+  conf.cniVersion = "1.0.0";
+  conf.name = `bench-dc-${impl}`;
+  conf.plugins[0].bridge = `bdc${impl[0]}0`;
+  conf.plugins[0].ipam.ranges = [[{ subnet: impl === "ours" ? "10.253.0.0/16" : "10.254.0.0/16" }]];
+  const list = parseConfList(JSON.stringify(conf));
+  const cni = new CNIConfig({ path: [binDir], cacheDir: path.join(scratch, `dc-cache-${impl}`) });
+  const capabilityArgs = { portMappings: [{ hostPort: 18080, containerPort: 80, protocol: "tcp" }] };
+  return () => {
+    const name = `tscni-bench-c${++counter}`;
+    const netNS = netns(name);
+    const rt = { containerID: `bench${counter}`, netNS, ifName: "eth0", capabilityArgs };
+    const t0 = process.hrtime.bigint();
+    return cni.addNetworkList(list, rt)
+      .then(() => cni.delNetworkList(list, rt))
+      .then(() => Number(process.hrtime.bigint() - t0) / 1e6)
+      .finally(() => delNetns(name));
+  };
+});
 
 /** Peak RSS (KiB) of one bridge ADD with host-local, the largest process of the call (GNU time %M). */
 function peakRss(binDir, impl) {
@@ -112,21 +136,23 @@ function peakRss(binDir, impl) {
 function machine() {
   const cpu = /model name\s*:\s*(.*)/.exec(readFileSync("/proc/cpuinfo", "utf8"))?.[1] ?? "unknown";
   const go = spawnSync("dpkg-query", ["-W", "-f", "${Version}", "containernetworking-plugins"], { encoding: "utf8" }).stdout || "unknown";
-  const bun = existsSync(path.join(ROOT, "dist/tscni")) ? "standalone binary (bun --compile)" : `node ${process.version} (fallback)`;
+  const bun = existsSync(path.join(ROOT, "dist/tscni-js"))
+    ? `standalone binary (bun --compile)${existsSync(path.join(ROOT, "dist/tscni")) ? " behind the C launcher" : ""}`
+    : `node ${process.version} (fallback)`;
   return { cpu, cores: os.cpus().length, mem: `${Math.round(os.totalmem() / 2 ** 30)} GiB`, kernel: os.release(), go, bun };
 }
 
-function inside() {
+async function inside() {
   execFileSync("ip", ["link", "set", "lo", "up"]);
   const rows = [];
   for (const s of scenarios) {
     const runners = { ours: s.setup(OURS, "ours"), go: s.setup(GO, "go") };
     const times = { ours: [], go: [] };
-    runners.ours();
-    runners.go(); // warm-up (page cache, first bridge creation)
+    await runners.ours();
+    await runners.go(); // warm-up (page cache, first bridge creation)
     for (let round = 0; round < ROUNDS; round++) {
       const order = round % 2 ? ["go", "ours"] : ["ours", "go"];
-      for (const impl of order) times[impl].push(runners[impl]());
+      for (const impl of order) times[impl].push(await runners[impl]());
     }
     const row = { name: s.name, ours: median(times.ours), go: median(times.go) };
     rows.push(row);
@@ -187,7 +213,7 @@ function report({ rows, rss, podman }) {
 
 if (args.includes("--inside")) {
   try {
-    writeFileSync(path.join(process.env.TSCNI_BENCH_STATE, "result.json"), JSON.stringify(inside()));
+    writeFileSync(path.join(process.env.TSCNI_BENCH_STATE, "result.json"), JSON.stringify(await inside()));
   } finally {
     rmSync(scratch, { recursive: true, force: true });
   }
