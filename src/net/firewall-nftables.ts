@@ -35,26 +35,19 @@
  * ingress policy's and the admin chain's, are final everywhere).
  * @module
  */
-import { createHash } from "node:crypto";
 import { parseCIDR } from "../spec/ip.js";
 import type { GCAttachment } from "../spec/config.js";
 import { NetOpError, runTool } from "./exec.js";
 import { nftListTable, nftQuote, nftRun, type NftRule } from "./nftables.js";
+import { nftAttachmentComment, nftAttachmentHash, nftNetworkHash } from "./names.js";
 
 export const NFT_FIREWALL_TABLE = "cni_plugins_firewall";
 const T = `inet ${NFT_FIREWALL_TABLE}`;
 const CONTAINERS = "containers";
-const COMMENT_MAX = 128;
 
-const hex16 = (s: string) => createHash("sha512").update(s).digest("hex").slice(0, 16);
-const networkHash = (network: string) => hex16(network);
-const instanceHash = (network: string, ifName: string, containerID: string) => `${networkHash(network)}-${hex16(`${ifName}:${containerID}`)}`;
-
-/** The comment on an attachment's rules: its hash first, then a readable description (at most 128 bytes). */
-export function nftAttachmentComment(network: string, ifName: string, containerID: string): string {
-  const strip = (s: string) => s.replaceAll('"', "");
-  return `${instanceHash(network, ifName, containerID)}, net: ${strip(network)}, if: ${strip(ifName)}, id: ${strip(containerID)}`.slice(0, COMMENT_MAX);
-}
+const instanceHash = nftAttachmentHash;
+const networkHash = nftNetworkHash;
+export { nftAttachmentComment };
 
 export interface NftAttachment {
   network: string;

@@ -5,10 +5,9 @@
  * `inet cni_plugins_masquerade`, one commented rule per attachment).
  * @module
  */
-import { createHash } from "node:crypto";
 import { canonicalIP, networkOf, parseCIDR, type IPCidr } from "../spec/ip.js";
 import type { GCAttachment } from "../spec/config.js";
-import { attachmentComment, ipMasqChainName } from "./names.js";
+import { attachmentComment, ipMasqChainName, nftAttachmentComment, nftAttachmentHash, nftNetworkHash } from "./names.js";
 import { iptablesFor, type IPFamilyNum } from "./iptables.js";
 import { nftListRules, nftQuote, nftRun, nftUsable } from "./nftables.js";
 
@@ -16,18 +15,10 @@ export type IPMasqBackend = "iptables" | "nftables";
 
 const NFT_TABLE = "cni_plugins_masquerade";
 const NFT_CHAIN = "masq_checks";
-const NFT_COMMENT_MAX = 128;
-
-const hex16 = (s: string) => createHash("sha512").update(s).digest("hex").slice(0, 16);
-const networkHash = (network: string) => hex16(network);
-const instanceHash = (network: string, ifName: string, containerID: string) => `${networkHash(network)}-${hex16(`${ifName}:${containerID}`)}`;
-
-/** The nftables rule comment of an attachment (hash first, then a readable description). */
-export function nftIPMasqComment(network: string, ifName: string, containerID: string): string {
-  const strip = (s: string) => s.replaceAll('"', "");
-  const comment = `${instanceHash(network, ifName, containerID)}, net: ${strip(network)}, if: ${strip(ifName)}, id: ${strip(containerID)}`;
-  return comment.slice(0, NFT_COMMENT_MAX);
-}
+/** Go's names for the hashes and comments of nftables masquerading rules (shared with the firewall). */
+const networkHash = nftNetworkHash;
+const instanceHash = nftAttachmentHash;
+export const nftIPMasqComment = nftAttachmentComment;
 
 /** Which backend to use when the config does not say: iptables, unless only nftables works. */
 export async function defaultIPMasqBackend(): Promise<IPMasqBackend> {

@@ -30,3 +30,19 @@ export function randomMac(): string {
   b[0] = (b[0]! & 0xfe) | 0x02;
   return [...b].map((x) => x.toString(16).padStart(2, "0")).join(":");
 }
+
+const hex16 = (s: string): string => createHash("sha512").update(s).digest("hex").slice(0, 16);
+/** The nftables hash of a network: the prefix of every rule comment of that network. */
+export const nftNetworkHash = (network: string): string => hex16(network);
+/** The nftables hash of one attachment: `<network hash>-<hash(ifname:containerID)>`. */
+export const nftAttachmentHash = (network: string, ifName: string, containerID: string): string =>
+  `${nftNetworkHash(network)}-${hex16(`${ifName}:${containerID}`)}`;
+
+/**
+ * The comment on an attachment's nftables rules (ipMasq, firewall): its hash first, then a readable
+ * description, cut to nft's 128-character limit (Go's formula, so either finds the other's rules).
+ */
+export function nftAttachmentComment(network: string, ifName: string, containerID: string): string {
+  const strip = (s: string) => s.replaceAll('"', "");
+  return `${nftAttachmentHash(network, ifName, containerID)}, net: ${strip(network)}, if: ${strip(ifName)}, id: ${strip(containerID)}`.slice(0, 128);
+}

@@ -6,6 +6,7 @@
  * @module
  */
 import { NetOpError } from "./exec.js";
+import { bindLibc } from "../sys/libc.js";
 
 export const NLM_F_REQUEST = 0x1;
 export const NLM_F_ACK = 0x4;
@@ -120,29 +121,17 @@ interface Libc {
   close: (fd: number) => number;
 }
 
-let libc: Libc | null | undefined;
+let libc: Promise<Libc | null> | undefined;
 
 /** libc through Bun's FFI, or null when not running under Bun. */
-async function loadLibc(): Promise<Libc | null> {
-  if (libc !== undefined) return libc;
-  libc = null;
-  if (!(process.versions as Record<string, string | undefined>)["bun"]) return null;
-  try {
-    const specifier = "bun:ffi";
-    const ffi = (await import(specifier)) as {
-      dlopen: (lib: string, symbols: Record<string, { args: string[]; returns: string }>) => { symbols: Libc };
-    };
-    libc = ffi.dlopen("libc.so.6", {
-      socket: { args: ["i32", "i32", "i32"], returns: "i32" },
-      setsockopt: { args: ["i32", "i32", "i32", "ptr", "u32"], returns: "i32" },
-      send: { args: ["i32", "ptr", "u64", "i32"], returns: "i64" },
-      recv: { args: ["i32", "ptr", "u64", "i32"], returns: "i64" },
-      close: { args: ["i32"], returns: "i32" },
-    }).symbols;
-  } catch {
-    libc = null;
-  }
-  return libc;
+function loadLibc(): Promise<Libc | null> {
+  return (libc ??= bindLibc<Libc>({
+    socket: { args: ["i32", "i32", "i32"], returns: "i32" },
+    setsockopt: { args: ["i32", "i32", "i32", "ptr", "u32"], returns: "i32" },
+    send: { args: ["i32", "ptr", "u64", "i32"], returns: "i64" },
+    recv: { args: ["i32", "ptr", "u64", "i32"], returns: "i64" },
+    close: { args: ["i32"], returns: "i32" },
+  }));
 }
 
 const AF_NETLINK = 16;

@@ -5,29 +5,12 @@
  * @module
  */
 import { spawn } from "node:child_process";
+import { bindLibc } from "./libc.js";
 
 const LOCK_EX = 2;
 
 type FlockFn = (fd: number, op: number) => number;
-let ffiFlock: FlockFn | null | undefined;
-
-/** The libc flock through Bun's FFI, or null when not running under Bun. */
-async function loadFfiFlock(): Promise<FlockFn | null> {
-  if (ffiFlock !== undefined) return ffiFlock;
-  ffiFlock = null;
-  if (!(process.versions as Record<string, string | undefined>)["bun"]) return null;
-  try {
-    const specifier = "bun:ffi";
-    const ffi = (await import(specifier)) as {
-      dlopen: (lib: string, symbols: Record<string, { args: string[]; returns: string }>) => { symbols: { flock: FlockFn } };
-    };
-    const lib = ffi.dlopen("libc.so.6", { flock: { args: ["i32", "i32"], returns: "i32" } });
-    ffiFlock = lib.symbols.flock;
-  } catch {
-    ffiFlock = null;
-  }
-  return ffiFlock;
-}
+let ffiFlock: Promise<{ flock: FlockFn } | null> | undefined;
 
 function flockWithTool(fd: number, lockPath: string): Promise<void> {
   return new Promise((resolve, reject) => {
@@ -45,10 +28,10 @@ function flockWithTool(fd: number, lockPath: string): Promise<void> {
 
 /** Takes an exclusive flock on `fd` (released when the file is closed or the process exits). */
 export async function flockExclusive(fd: number, lockPath: string): Promise<void> {
-  const direct = await loadFfiFlock();
-  if (direct) {
+  const libc = await (ffiFlock ??= bindLibc<{ flock: FlockFn }>({ flock: { args: ["i32", "i32"], returns: "i32" } }));
+  if (libc) {
     // Blocking the thread while waiting is fine: a plugin process does nothing else meanwhile.
-    if (direct(fd, LOCK_EX) !== 0) throw new Error(`failed to lock ${lockPath}: flock(2) failed`);
+    if (libc.flock(fd, LOCK_EX) !== 0) throw new Error(`failed to lock ${lockPath}: flock(2) failed`);
     return;
   }
   return flockWithTool(fd, lockPath);

@@ -10,7 +10,6 @@
  *   lock then lives exactly as long as our descriptor, and dies with this process.
  * @module
  */
-import { spawn } from "node:child_process";
 import {
   accessSync, closeSync, constants, mkdirSync, openSync, readdirSync, readFileSync, renameSync, unlinkSync, writeFileSync,
 } from "node:fs";

@@ -11,8 +11,7 @@ import { ensureBridge, ensureGatewayAddresses, readHostLinks, setPortVlans, wait
 import { configureInterface, enableForwarding, setupVeth } from "../../../net/iface.js";
 import { gcIPMasq, setupIPMasq, teardownIPMasq, type IPMasqTarget } from "../../../net/ipmasq.js";
 import { ip } from "../../../net/iproute2.js";
-import { deleteLinkWithAddresses } from "../../../net/link-addresses.js";
-import { NetNS, NetnsNotFoundError } from "../../../net/netns.js";
+import { NetNS } from "../../../net/netns.js";
 import { setupSpoofCheck, teardownSpoofCheck } from "../../../net/spoofcheck.js";
 import { sysctlPath, type SysctlSetting } from "../../../net/sysctl.js";
 import type { Link } from "../../../net/types.js";
@@ -20,6 +19,7 @@ import type { CmdArgs, PluginDefinition } from "../../../skel/skel.js";
 import { checkInterfaceAddresses, checkRoutes, requirePrevResult } from "../../common/check.js";
 import { ipamAdd, ipamCheck, ipamDel, ipamGC, ipamStatus, ipamType } from "../../common/ipam.js";
 import { loadBridgeConf, type BridgeConf } from "./config.js";
+import { removeContainerLink } from "../../common/del.js";
 
 /** Index of the container interface in bridge results: interfaces are `[bridge, host veth, container]`. */
 const CONTAINER_INDEX = 2;
@@ -179,23 +179,12 @@ async function add(args: CmdArgs): Promise<Result100> {
  */
 async function del(args: CmdArgs): Promise<void> {
   const n = loadBridgeConf(args.stdinData, args.args);
-  const addresses = new Set<string>();
-  if (args.netns) {
-    try {
-      const ns = await NetNS.open(args.netns);
-      for (const a of (await deleteLinkWithAddresses(ns, args.ifName)) ?? []) addresses.add(a);
-    } catch (e) {
-      if (!(e instanceof NetnsNotFoundError)) throw e; // the container is gone: release what we can
-    }
-  }
-  for (const ipc of (n.conf.prevResult?.["ips"] as Array<{ address?: unknown }> | undefined) ?? []) {
-    if (typeof ipc?.address === "string") addresses.add(ipc.address);
-  }
+  const addresses = await removeContainerLink(n.conf, args.netns, args.ifName);
   if (ipamType(n.conf)) await ipamDel(n.conf, args.stdinData);
   if (n.macspoofchk) {
     await teardownSpoofCheck(refIdOf(args)).catch((e: Error) => process.stderr.write(`bridge: ${e.message}\n`));
   }
-  if (ipamType(n.conf) && n.ipMasq) await teardownIPMasq(masqTarget(n, args, [...addresses]));
+  if (ipamType(n.conf) && n.ipMasq) await teardownIPMasq(masqTarget(n, args, addresses));
 }
 
 /** CHECK: the bridge, the container veth, its host peer on the bridge, and the result's addresses and routes. */

@@ -6,19 +6,18 @@
  */
 import { CniError, ErrorCode } from "../../../spec/errors.js";
 import { ipFamily, networkOf, parseCIDR } from "../../../spec/ip.js";
-import { isDNSEmpty, toCurrentResult, type Result100 } from "../../../spec/result/index.js";
+import { isDNSEmpty, type Result100 } from "../../../spec/result/index.js";
 import { ALL_VERSIONS, CURRENT_VERSION, VersionInfo } from "../../../spec/version.js";
 import { configureInterface, enableForwarding, setupVeth, type VethPair } from "../../../net/iface.js";
 import { gcIPMasq, setupIPMasq, teardownIPMasq, type IPMasqTarget } from "../../../net/ipmasq.js";
 import { ip } from "../../../net/iproute2.js";
-import { deleteLinkWithAddresses } from "../../../net/link-addresses.js";
-import { NetNS, NetnsNotFoundError } from "../../../net/netns.js";
+import { NetNS } from "../../../net/netns.js";
 import { pointToPointRoutes, routeContainerThroughGateway, routeHostToContainer, type PointToPointAddress } from "../../../net/ptp.js";
-import { parsePrevResult } from "../../../skel/conf.js";
 import { pluginMain, type CmdArgs } from "../../../skel/skel.js";
 import { checkInterfaceAddresses, checkRoutes, requirePrevResult } from "../../common/check.js";
 import { ipamAdd, ipamCheck, ipamDel, ipamGC, ipamStatus, withIpamRollback } from "../../common/ipam.js";
 import { loadPtpConf, type PtpConf } from "./config.js";
+import { removeContainerLink } from "../../common/del.js";
 
 /** Index of the container interface in ptp results: interfaces are `[host veth, container veth]`. */
 const CONTAINER_INDEX = 1;
@@ -84,24 +83,9 @@ async function del(args: CmdArgs): Promise<void> {
   const n = loadPtpConf(args.stdinData);
   await ipamDel(n.conf, args.stdinData);
 
-  const addresses = new Set<string>();
-  if (args.netns) {
-    try {
-      const ns = await NetNS.open(args.netns);
-      for (const a of (await deleteLinkWithAddresses(ns, args.ifName)) ?? []) addresses.add(a);
-    } catch (e) {
-      if (!(e instanceof NetnsNotFoundError)) throw e; // the container is gone, and its veth with it
-    }
-  }
+  const addresses = await removeContainerLink(n.conf, args.netns, args.ifName);
   if (!n.ipMasq) return;
-  // When the interface is already gone, the cached result still knows the addresses iptables rules use.
-  try {
-    const prev = parsePrevResult(n.conf);
-    for (const ipc of (prev ? toCurrentResult(prev).ips : undefined) ?? []) addresses.add(parseCIDR(ipc.address).text);
-  } catch {
-    // an unreadable prevResult only means fewer addresses to look for
-  }
-  await teardownIPMasq(ipMasqTarget(n, args, [...addresses]));
+  await teardownIPMasq(ipMasqTarget(n, args, addresses));
 }
 
 async function check(args: CmdArgs): Promise<void> {

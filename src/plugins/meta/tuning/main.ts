@@ -11,7 +11,7 @@ import { toCurrentResult, type Result } from "../../../spec/result/index.js";
 import { ALL_VERSIONS, VersionInfo } from "../../../spec/version.js";
 import { readLinkTunables, setLinkTunables, type LinkTunables } from "../../../net/link-tunables.js";
 import { NetNS, NetnsNotFoundError } from "../../../net/netns.js";
-import { probeSysctls, writeSysctlFiles } from "../../../net/sysctl-files.js";
+import { probeSysctls, writeSysctlFiles } from "../../../net/sysctl.js";
 import { parsePrevResult } from "../../../skel/conf.js";
 import type { CmdArgs, PluginDefinition } from "../../../skel/skel.js";
 import { invalidKey } from "../../common/keys.js";

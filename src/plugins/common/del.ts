@@ -1,0 +1,31 @@
+/**
+ * The first step of DEL for plugins that put a veth in the container: delete it and learn the addresses it had,
+ * adding those of the cached result (prevResult), so host-side rules keyed by address can still be removed
+ * when the container or its interface is already gone. A missing netns or link is not an error.
+ * @module
+ */
+import type { PluginConf } from "../../spec/config.js";
+import { parseCIDR } from "../../spec/ip.js";
+import { toCurrentResult } from "../../spec/result/index.js";
+import { parsePrevResult } from "../../skel/conf.js";
+import { deleteLinkWithAddresses } from "../../net/link-addresses.js";
+import { NetNS, NetnsNotFoundError } from "../../net/netns.js";
+
+export async function removeContainerLink(conf: PluginConf, netns: string, ifName: string): Promise<string[]> {
+  const addresses = new Set<string>();
+  if (netns) {
+    try {
+      const ns = await NetNS.open(netns);
+      for (const a of (await deleteLinkWithAddresses(ns, ifName)) ?? []) addresses.add(parseCIDR(a).text);
+    } catch (e) {
+      if (!(e instanceof NetnsNotFoundError)) throw e; // the container is gone, and its interface with it
+    }
+  }
+  try {
+    const prev = parsePrevResult(conf);
+    for (const ipc of (prev ? toCurrentResult(prev).ips : undefined) ?? []) addresses.add(parseCIDR(ipc.address).text);
+  } catch {
+    // an unreadable prevResult only means fewer addresses to look for
+  }
+  return [...addresses];
+}
