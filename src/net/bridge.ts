@@ -159,18 +159,31 @@ export interface PortVlans {
   preserveExisting: boolean;
 }
 
-const bridgeVlan = (args: string[], operation: string) => runTool("bridge", ["vlan", ...args], operation);
+/** A VLAN entry as `bridge -json vlan show` lists it (a single VID or a range). */
+export interface VlanEntry { vlan: number; vlanEnd?: number }
+
+/**
+ * The `bridge vlan` commands that give `port` exactly the VLANs `v` asks for, given the entries it has now
+ * (pure, so the logic is tested even on kernels without VLAN filtering).
+ */
+export function portVlanCommands(port: string, v: PortVlans, existing: readonly VlanEntry[]): string[][] {
+  const commands: string[][] = [];
+  if (!v.preserveExisting) {
+    for (const e of existing) commands.push(["del", "dev", port, "vid", e.vlanEnd ? `${e.vlan}-${e.vlanEnd}` : String(e.vlan), "master"]);
+  }
+  if (v.pvid) commands.push(["add", "dev", port, "vid", String(v.pvid), "pvid", "untagged", "master"]);
+  for (const id of v.tagged) commands.push(["add", "dev", port, "vid", String(id), "master"]);
+  return commands;
+}
 
 /** Sets a port's VLANs (`bridge vlan`); fails on a kernel without bridge VLAN filtering. */
 export async function setPortVlans(port: string, v: PortVlans): Promise<void> {
+  let existing: VlanEntry[] = [];
   if (!v.preserveExisting) {
     const { stdout } = await runTool("bridge", ["-json", "vlan", "show", "dev", port], `read VLANs of ${port}`).catch(() => ({ stdout: "[]" }));
-    const entries = (JSON.parse(stdout.trim() || "[]") as Array<{ vlans?: Array<{ vlan: number; vlanEnd?: number }> }>).flatMap((e) => e.vlans ?? []);
-    for (const e of entries) {
-      const range = e.vlanEnd ? `${e.vlan}-${e.vlanEnd}` : String(e.vlan);
-      await bridgeVlan(["del", "dev", port, "vid", range, "master"], `remove VLAN ${range} from ${port}`);
-    }
+    existing = (JSON.parse(stdout.trim() || "[]") as Array<{ vlans?: VlanEntry[] }>).flatMap((e) => e.vlans ?? []);
   }
-  if (v.pvid) await bridgeVlan(["add", "dev", port, "vid", String(v.pvid), "pvid", "untagged", "master"], `set VLAN ${v.pvid} on ${port}`);
-  for (const id of v.tagged) await bridgeVlan(["add", "dev", port, "vid", String(id), "master"], `add tagged VLAN ${id} to ${port}`);
+  for (const command of portVlanCommands(port, v, existing)) {
+    await runTool("bridge", ["vlan", ...command], `configure VLANs of ${port} (bridge vlan ${command.join(" ")})`);
+  }
 }

@@ -1,7 +1,8 @@
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { ErrorCode } from "../../../spec/errors.js";
-import { loadBridgeConf, parseTrunk } from "./config.js";
+import { containerPortVlans, loadBridgeConf, parseTrunk } from "./config.js";
+import { portVlanCommands } from "../../../net/bridge.js";
 
 const stdin = (keys: Record<string, unknown> = {}) =>
   Buffer.from(JSON.stringify({ cniVersion: "1.0.0", name: "net1", type: "bridge", ...keys }));
@@ -160,5 +161,33 @@ describe("bridge config: the container MAC", () => {
     throwsCni(() => load({}, "FOO=bar"), ErrorCode.InvalidEnvironmentVariables, /unknown args/);
     assert.equal(load({}, "IgnoreUnknown=1;FOO=bar;MAC=02:00:00:00:00:09").mac, "02:00:00:00:00:09");
     throwsCni(() => load({}, "MAC"), ErrorCode.InvalidEnvironmentVariables, /invalid pair/);
+  });
+});
+
+describe("VLAN plan (covered here because this kernel has no bridge VLAN filtering)", () => {
+  test("vlan: default PVID removed, the VLAN untagged native", () => {
+    const vlans = containerPortVlans(load({ vlan: 7 }))!;
+    assert.deepEqual(portVlanCommands("veth0", vlans, [{ vlan: 1 }]), [
+      ["del", "dev", "veth0", "vid", "1", "master"],
+      ["add", "dev", "veth0", "vid", "7", "pvid", "untagged", "master"],
+    ]);
+  });
+  test("trunk without vlan: native VLAN 1 plus tagged ids; ranges of existing VLANs removed whole", () => {
+    const vlans = containerPortVlans(load({ vlanTrunk: [{ id: 9 }, { minID: 20, maxID: 21 }] }))!;
+    assert.deepEqual(portVlanCommands("veth0", vlans, [{ vlan: 1 }, { vlan: 5, vlanEnd: 6 }]), [
+      ["del", "dev", "veth0", "vid", "1", "master"],
+      ["del", "dev", "veth0", "vid", "5-6", "master"],
+      ["add", "dev", "veth0", "vid", "1", "pvid", "untagged", "master"],
+      ["add", "dev", "veth0", "vid", "9", "master"],
+      ["add", "dev", "veth0", "vid", "20", "master"],
+      ["add", "dev", "veth0", "vid", "21", "master"],
+    ]);
+  });
+  test("preserveDefaultVlan keeps what the port has", () => {
+    const vlans = containerPortVlans(load({ vlan: 3, preserveDefaultVlan: true }))!;
+    assert.deepEqual(portVlanCommands("p", vlans, [{ vlan: 1 }]), [["add", "dev", "p", "vid", "3", "pvid", "untagged", "master"]]);
+  });
+  test("no vlan keys: no VLAN work at all", () => {
+    assert.equal(containerPortVlans(load({})), undefined);
   });
 });

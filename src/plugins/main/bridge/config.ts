@@ -10,6 +10,7 @@ import type { PluginConf } from "../../../spec/config.js";
 import { loadPluginConf } from "../../../skel/conf.js";
 import { invalidKey, optArray, optBool, optInt, optObject, optString, parseMac } from "../../common/keys.js";
 import type { IPMasqBackend } from "../../../net/ipmasq.js";
+import type { PortVlans } from "../../../net/bridge.js";
 
 export interface BridgeConf {
   conf: PluginConf;
@@ -125,4 +126,13 @@ export function loadBridgeConf(stdin: Buffer, cniArgs: string): BridgeConf {
   const rcMac = optString(conf.runtimeConfig ?? {}, "mac", "runtimeConfig.mac");
   if (rcMac) n.mac = interfaceMac(rcMac, "runtimeConfig.mac");
   return n;
+}
+
+/**
+ * The VLANs of the container's bridge port, or undefined when the config asks for none: `vlan` is the untagged
+ * native VLAN; a trunk without `vlan` gets native VLAN 1, as in the Go plugin.
+ */
+export function containerPortVlans(n: BridgeConf): PortVlans | undefined {
+  if (!n.vlan && n.vlanTrunk.length === 0) return undefined;
+  return { pvid: n.vlan || 1, tagged: n.vlanTrunk, preserveExisting: n.preserveDefaultVlan };
 }

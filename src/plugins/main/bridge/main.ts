@@ -18,7 +18,7 @@ import type { Link } from "../../../net/types.js";
 import type { CmdArgs, PluginDefinition } from "../../../skel/skel.js";
 import { checkInterfaceAddresses, checkRoutes, requirePrevResult } from "../../common/check.js";
 import { ipamAdd, ipamCheck, ipamDel, ipamGC, ipamStatus, ipamType } from "../../common/ipam.js";
-import { loadBridgeConf, type BridgeConf } from "./config.js";
+import { containerPortVlans, loadBridgeConf, type BridgeConf } from "./config.js";
 import { removeContainerLink } from "../../common/del.js";
 
 /** Index of the container interface in bridge results: interfaces are `[bridge, host veth, container]`. */
@@ -133,10 +133,8 @@ async function add(args: CmdArgs): Promise<Result100> {
   const rollback = new Rollback();
   rollback.add(() => ip.deleteLink(ns, args.ifName));
   try {
-    if (n.vlan || n.vlanTrunk.length) {
-      const pvid = n.vlan || 1; // a trunk without `vlan` gets native VLAN 1, as in the Go plugin
-      await setPortVlans(veth.host.name, { pvid, tagged: n.vlanTrunk, preserveExisting: n.preserveDefaultVlan });
-    }
+    const vlans = containerPortVlans(n);
+    if (vlans) await setPortVlans(veth.host.name, vlans);
     const result: Result100 = {
       cniVersion: CURRENT_VERSION,
       interfaces: [
