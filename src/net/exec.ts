@@ -9,7 +9,9 @@ import path from "node:path";
 
 /** A failed network operation: what was attempted and why the kernel or the tool refused. */
 export class NetOpError extends Error {
-  constructor(readonly operation: string, readonly reason: string, readonly exitCode: number | null = null) {
+  constructor(readonly operation: string, readonly reason: string, readonly exitCode: number | null = null,
+    /** What the tool printed before failing (some tools, like grep, report partial success this way). */
+    readonly stdout?: string) {
     super(`${operation}: ${reason}`);
     this.name = "NetOpError";
   }
@@ -75,7 +77,7 @@ export function runTool(cmd: string, args: readonly string[], operation: string,
       const stdout = Buffer.concat(out).toString();
       const stderr = Buffer.concat(err).toString();
       if (code === 0) resolve({ stdout, stderr });
-      else reject(new NetOpError(operation, (stderr || stdout).trim() || `${cmd} exited with status ${code}`, code));
+      else reject(new NetOpError(operation, (stderr || stdout).trim() || `${cmd} exited with status ${code}`, code, stdout));
     });
     child.stdin.end(input ?? "");
   });

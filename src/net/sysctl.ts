@@ -26,19 +26,17 @@ export type SysctlInput = SysctlSetting | readonly [string, string];
 const toSetting = (s: SysctlInput): SysctlSetting => ("path" in s ? s : { path: s[0], value: s[1] });
 
 /**
- * Arguments come in triples (path, value, optional 0/1). A value already in place is not written again, so a
- * read-only /proc/sys that already has the wanted values is fine.
+ * Arguments come in triples (path, value, optional 0/1). Every value is written, as Go's plugins do, with the
+ * shell's builtins only, so the whole batch costs one process.
  */
 const WRITE_SCRIPT = [
   "while [ $# -gt 0 ]; do",
-  '  cur=$(cat "$1" 2>/dev/null)',
-  '  if [ "$cur" != "$2" ] && ! printf %s "$2" 2>/dev/null > "$1" && [ "$3" = 0 ]; then',
+  '  if ! printf %s "$2" 2>/dev/null > "$1" && [ "$3" = 0 ]; then',
   '    echo "cannot write $2 to $1" >&2; exit 1',
   "  fi",
   "  shift 3",
   "done",
 ].join("\n");
-const READ_SCRIPT = 'for f; do if v=$(cat "$f" 2>/dev/null); then printf "%s\\n" "$v"; else echo "<missing>"; fi; done';
 
 /** Writes a host (this process's namespace) sysctl unless it already has the value. */
 async function writeHostSysctl(s: SysctlSetting): Promise<void> {
@@ -52,8 +50,8 @@ async function writeHostSysctl(s: SysctlSetting): Promise<void> {
 }
 
 /**
- * Sets sysctls in a namespace, in order; each is written only when its value differs. A required one that
- * cannot be written fails the call (and stops the batch).
+ * Sets sysctls in a namespace, in order (in the host namespace only when the value differs: it costs nothing
+ * to look there). A required one that cannot be written fails the call (and stops the batch).
  */
 export async function writeSysctls(ns: NetNS, settings: readonly SysctlInput[]): Promise<void> {
   const list = settings.map(toSetting);
@@ -69,14 +67,24 @@ export async function writeSysctls(ns: NetNS, settings: readonly SysctlInput[]):
 
 export const writeSysctl = (ns: NetNS, path: string, value: string): Promise<void> => writeSysctls(ns, [[path, value]]);
 
-/** Reads sysctls in a namespace; a missing one reads as undefined. */
+/** Reads sysctls in a namespace; a missing one reads as undefined. One `grep -H` reads them all (`path:value`). */
 export async function readSysctls(ns: NetNS, paths: readonly string[]): Promise<Array<string | undefined>> {
   if (ns.isHost) {
     return Promise.all(paths.map((p) => readFile(p, "utf8").then((v) => v.trim(), () => undefined)));
   }
-  const { stdout } = await ns.run("sh", ["-c", READ_SCRIPT, "sh", ...paths], `read sysctls in ${ns}`);
-  const lines = stdout.split("\n");
-  return paths.map((_, i) => (lines[i] === "<missing>" ? undefined : lines[i]?.trim()));
+  if (paths.length === 0) return [];
+  let stdout: string;
+  try {
+    ({ stdout } = await ns.run("grep", ["-H", "", ...paths], `read sysctls in ${ns}`));
+  } catch (e) {
+    if (!(e instanceof NetOpError) || e.exitCode !== 2) throw e;
+    stdout = e.stdout ?? ""; // exit 2: some file is missing; the others were still printed
+  }
+  const values = new Map<string, string>();
+  for (const line of stdout.split("\n")) {
+    for (const p of paths) if (line.startsWith(`${p}:`) && !values.has(p)) values.set(p, line.slice(p.length + 1).trim());
+  }
+  return paths.map((p) => values.get(p));
 }
 
 export async function readSysctl(ns: NetNS, path: string): Promise<string | undefined> {
