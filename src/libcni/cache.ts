@@ -4,9 +4,9 @@
  * config bytes in base64. Written atomically (temp file + rename), mode 0600 in a 0700 directory.
  * @module
  */
-import { mkdir, readdir, readFile, rename, rm, writeFile } from "node:fs/promises";
+import { mkdir, readdir, readFile, rm } from "node:fs/promises";
+import { writeFileAtomic } from "../sys/atomic-file.js";
 import path from "node:path";
-import { randomBytes } from "node:crypto";
 import { isJsonObject, marshalJson, parseJson, compareBytes, type JsonObject, type JsonValue } from "../spec/json.js";
 import { createResultFromBytes, getResultAsVersion, marshalResult, type Result } from "../spec/result/index.js";
 
@@ -52,18 +52,6 @@ function encodeCacheEntry(entry: CachedAttachment, result: Result | undefined): 
   if (result) o["result"] = parseJson(marshalResult(result));
   // Go marshals the struct in field order and the nested generic maps with sorted keys.
   return "{" + Object.entries(o).map(([k, v]) => `${JSON.stringify(k)}:${marshalJson(v)}`).join(",") + "}";
-}
-
-/** Writes a file atomically: a temp file in the same directory, then rename over the target. */
-export async function writeFileAtomic(file: string, data: string | Uint8Array, mode = 0o600): Promise<void> {
-  const tmp = path.join(path.dirname(file), `.${path.basename(file)}.${process.pid}.${randomBytes(4).toString("hex")}.tmp`);
-  try {
-    await writeFile(tmp, data, { mode });
-    await rename(tmp, file);
-  } catch (e) {
-    await rm(tmp, { force: true }).catch(() => undefined);
-    throw e;
-  }
 }
 
 /** Stores an attachment and its final result. */
@@ -177,3 +165,5 @@ export async function listCachedAttachments(cacheDir: string, containerID = ""):
   return out;
 }
 
+
+export { writeFileAtomic };

@@ -5,7 +5,8 @@
  * implementation restores what the other saved.
  * @module
  */
-import { mkdir, readFile, rm, writeFile } from "node:fs/promises";
+import { mkdir, readFile, rm } from "node:fs/promises";
+import { writeFileAtomic } from "../../../sys/atomic-file.js";
 import path from "node:path";
 import type { LinkTunables } from "../../../net/link-tunables.js";
 import { isJsonObject, marshalJson, parseJson } from "../../../spec/json.js";
@@ -51,7 +52,7 @@ export function decodeBackup(text: string): Partial<LinkTunables> | undefined {
 /** Writes the backup (creating the data directory); returns its path. */
 export async function writeBackup(file: string, saved: Partial<LinkTunables>): Promise<string> {
   await mkdir(path.dirname(file), { recursive: true, mode: 0o700 });
-  await writeFile(file, encodeBackup(saved), { mode: 0o600 });
+  await writeFileAtomic(file, encodeBackup(saved));
   return file;
 }
 
