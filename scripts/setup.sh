@@ -13,6 +13,10 @@ command -v ping >/dev/null 2>&1 || need+=(iputils-ping)
 command -v nsenter >/dev/null 2>&1 || need+=(util-linux)
 command -v conntrack >/dev/null 2>&1 || need+=(conntrack)
 [ -x /usr/bin/time ] || need+=(time)
+# podman with the CNI backend: the drop-in test points a real runtime at our plugin directory.
+command -v podman >/dev/null 2>&1 || need+=(podman conmon golang-github-containers-common)
+command -v runc >/dev/null 2>&1 || need+=(runc)
+[ -x /bin/busybox ] || need+=(busybox-static)
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" -ne 0 ]; then
     echo "setup: missing ${need[*]}; run as root (or install them) first" >&2

@@ -1,0 +1,118 @@
+/**
+ * The drop-in test: podman (Go libcni, CNI backend) pointed at our plugin directory runs containers that get
+ * addresses, reach their gateway, publish a port, and leave nothing behind. Skips when podman, runc or a static
+ * busybox are not installed. podman runs in a test-made "host" namespace, with sysfs remounted for it and the
+ * host's cgroup mounts kept (runc needs them).
+ */
+import { describe, test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
+import { chmodSync, copyFileSync, existsSync, mkdirSync, readdirSync, symlinkSync, writeFileSync } from "node:fs";
+import path from "node:path";
+import { Cleanup, Netns, OUR_BIN, runCommand, runTag, skipReason } from "./harness.js";
+
+function podmanSkipReason(): string | undefined {
+  const base = skipReason();
+  if (base) return base;
+  if (spawnSync("podman", ["--version"]).status !== 0) return "podman is not installed";
+  if (spawnSync("runc", ["--version"]).status !== 0) return "runc is not installed";
+  if (!existsSync("/bin/busybox")) return "busybox-static is not installed";
+  return undefined;
+}
+const skip = podmanSkipReason();
+if (skip) console.log(`# skipping podman tests: ${skip}`);
+
+/** A tiny HTTP GET (busybox wget is not reliable outside a container here), printing the body. */
+const FETCH = 'const [h,p]=process.argv.slice(1);const s=require("net").connect(+p,h,()=>s.write("GET / HTTP/1.0\\r\\n\\r\\n"));let d="";s.on("data",b=>d+=b);s.on("end",()=>{const i=d.indexOf("\\r\\n\\r\\n");if(i<0)process.exit(1);process.stdout.write(d.slice(i+4))});s.on("error",()=>process.exit(1));setTimeout(()=>process.exit(1),2000)';
+
+describe("podman with tscni's plugin directory", { skip }, () => {
+  const cleanup = new Cleanup();
+  const tag = runTag();
+  const network = `tcpod${tag}`;
+  let host: Netns;
+  let base: string;
+  let env: NodeJS.ProcessEnv;
+
+  /** Runs a command inside the test host namespace, with sysfs remounted for it and the host's cgroups. */
+  const inHost = (command: string[]) => {
+    const cg = path.join(base, `cg-${Math.random().toString(16).slice(2, 8)}`);
+    mkdirSync(cg);
+    const script = 'mount --rbind /sys/fs/cgroup "$1" && mount -t sysfs sysfs /sys && mount --move "$1" /sys/fs/cgroup && shift && exec "$@"';
+    return runCommand("nsenter", [`--net=${host.path}`, "unshare", "--mount", "--propagation", "private", "sh", "-c", script, "sh", cg, ...command], { env });
+  };
+  const podman = (args: string[]) => inHost(["podman", ...args]);
+  const podmanScript = (script: string) => inHost(["sh", "-c", script]);
+
+  before(async () => {
+    host = cleanup.netns(`tscni-pod-${tag}`);
+    base = cleanup.dir("tscni-podman-");
+    const nofile = spawnSync("sh", ["-c", "ulimit -Hn"], { encoding: "utf8" }).stdout.trim();
+    const limit = nofile === "unlimited" ? "1048576" : nofile;
+    writeFileSync(path.join(base, "storage.conf"), `[storage]\ndriver = "overlay"\ngraphroot = "${base}/storage"\nrunroot = "${base}/run/storage"\n`);
+    writeFileSync(path.join(base, "containers.conf"), [
+      "[containers]", 'log_driver = "k8s-file"', `default_ulimits = ["nofile=${limit}:${limit}", "nproc=32768:32768"]`,
+      "[engine]", 'cgroup_manager = "cgroupfs"', 'events_logger = "file"', `events_logfile_path = "${base}/run/events.log"`,
+      'runtime = "runc"', `tmp_dir = "${base}/tmp"`,
+      "[network]", 'network_backend = "cni"', `cni_plugin_dirs = ["${process.env["TSCNI_PODMAN_PLUGIN_DIR"] ?? OUR_BIN}"]`, `network_config_dir = "${base}/net.d"`, "",
+    ].join("\n"));
+    mkdirSync(path.join(base, "net.d"));
+    mkdirSync(path.join(base, "tmp"));
+    writeFileSync(path.join(base, "net.d", `${network}.conflist`), JSON.stringify({
+      cniVersion: "1.0.0", name: network,
+      plugins: [
+        { type: "bridge", bridge: network, isGateway: true, ipMasq: true, hairpinMode: true,
+          ipam: { type: "host-local", dataDir: path.join(base, "ipam"), routes: [{ dst: "0.0.0.0/0" }], ranges: [[{ subnet: "10.219.0.0/24" }]] } },
+        { type: "portmap", capabilities: { portMappings: true } },
+        { type: "firewall" },
+        { type: "tuning" },
+      ],
+    }));
+    env = { ...process.env, CONTAINERS_CONF: path.join(base, "containers.conf"), CONTAINERS_STORAGE_CONF: path.join(base, "storage.conf") };
+    cleanup.add(() => {
+      spawnSync("podman", ["rm", "-af", "-t", "0"], { env });
+      spawnSync("podman", ["system", "reset", "-f"], { env });
+      spawnSync("umount", ["-R", path.join(base, "storage")]);
+    });
+    // A minimal image: busybox, its applets, and a page to serve.
+    const rootfs = path.join(base, "rootfs");
+    mkdirSync(path.join(rootfs, "bin"), { recursive: true });
+    mkdirSync(path.join(rootfs, "www"));
+    writeFileSync(path.join(rootfs, "www", "index.html"), "hello from podman on tscni\n");
+    copyFileSync("/bin/busybox", path.join(rootfs, "bin/busybox"));
+    chmodSync(path.join(rootfs, "bin/busybox"), 0o755);
+    for (const applet of ["sh", "ip", "httpd", "ping", "true"]) symlinkSync("busybox", path.join(rootfs, "bin", applet));
+    spawnSync("tar", ["-C", rootfs, "-cf", path.join(base, "img.tar"), "."]);
+    const imported = await podman(["import", "--change", 'CMD ["/bin/sh"]', path.join(base, "img.tar"), `localhost/tscni-test-${tag}:latest`]);
+    assert.equal(imported.code, 0, imported.stderr);
+  });
+  after(() => cleanup.run());
+
+  test("a container gets an address on our bridge and reaches its gateway", async () => {
+    const r = await podman(["run", "--rm", "--network", network, `localhost/tscni-test-${tag}:latest`, "sh", "-c", "ip -4 addr show eth0 && ping -c 1 -W 2 10.219.0.1"]);
+    assert.equal(r.code, 0, r.stderr + r.stdout);
+    assert.match(r.stdout, /inet 10\.219\.0\.\d+\/24/);
+    assert.match(r.stdout, /1 packets received/);
+  });
+
+  test("a published port answers from the host, and removal leaves nothing behind", async () => {
+    // One podman session (one mount namespace, where podman keeps the container's netns mount): start a web
+    // server with a published port, fetch through the mapping from the host side, remove the container.
+    const name = `tscni-web-${tag}`;
+    const image = `localhost/tscni-test-${tag}:latest`;
+    const script = [
+      `podman run -d --name ${name} --network ${network} -p 18090:80 ${image} httpd -f -p 80 -h /www >/dev/null || exit 10`,
+      `for i in $(seq 1 20); do page=$(${JSON.stringify(process.execPath)} -e ${JSON.stringify(FETCH)} 127.0.0.1 18090 2>/dev/null) && break; sleep 0.25; done`,
+      'echo "PAGE:$page"',
+      `podman rm -f -t 0 ${name} >/dev/null || exit 11`,
+    ].join("\n");
+    const r = await podmanScript(script);
+    assert.equal(r.code, 0, r.stderr + r.stdout);
+    assert.match(r.stdout, /PAGE:hello from podman on tscni/);
+    const nat = host.exec("iptables-save", ["-t", "nat"]);
+    assert.doesNotMatch(nat, /--dport 18090/, "port mapping removed");
+    assert.doesNotMatch(nat, /^:CNI-DN-/m);
+    const ipam = path.join(base, "ipam", network);
+    assert.deepEqual(existsSync(ipam) ? readdirSync(ipam).filter((f) => /^\d+\./.test(f)) : [], [], "addresses released");
+  });
+
+});
