@@ -2,7 +2,8 @@
  * The drop-in test: podman (Go libcni, CNI backend) pointed at our plugin directory runs containers that get
  * addresses, reach their gateway, publish a port, and leave nothing behind. Skips when podman, runc or a static
  * busybox are not installed. podman runs in a test-made "host" namespace, with sysfs remounted for it and the
- * host's cgroup mounts kept (runc needs them).
+ * host's cgroup mounts kept (runc needs them). TSCNI_PODMAN_PLUGIN_DIR=/usr/lib/cni runs the same test against
+ * Go's plugins, to tell a harness problem from ours.
  */
 import { describe, test, before, after } from "node:test";
 import assert from "node:assert/strict";
