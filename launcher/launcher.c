@@ -1,6 +1,7 @@
 /*
  * tscni launcher: the multicall executable that dist/bin/<type> links to. A runtime probes every plugin with
- * VERSION on every command, so that answer comes from here, without starting a JavaScript engine; every other
+ * VERSION on every command, so that answer (and the about text printed when CNI_COMMAND is unset) comes from
+ * here, without starting a JavaScript engine; every other
  * call is handed to the JavaScript program (tscni-js, next to this file) with argv[0] kept, so it still knows
  * which plugin it was run as. The version table is generated from src/cli/registry.ts at build time.
  */
@@ -11,7 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "versions.h" /* static const struct { const char *name, *json; } PROGRAM_VERSIONS[] */
+#include "versions.h" /* static const struct { const char *name, *json, *about; } PROGRAM_VERSIONS[] */
 
 static const char *base_name(const char *path) {
   const char *slash = strrchr(path, '/');
@@ -22,11 +23,14 @@ int main(int argc, char **argv) {
   (void)argc;
   const char *name = base_name(argv[0]);
   const char *command = getenv("CNI_COMMAND");
-  if (command && strcmp(command, "VERSION") == 0) {
+  int version = command && strcmp(command, "VERSION") == 0;
+  int about = !command || !*command; /* no command: the plugin's about text on stderr */
+  if (version || about) {
     for (size_t i = 0; i < sizeof(PROGRAM_VERSIONS) / sizeof(PROGRAM_VERSIONS[0]); i++) {
       if (strcmp(PROGRAM_VERSIONS[i].name, name) == 0) {
-        fputs(PROGRAM_VERSIONS[i].json, stdout);
-        return fflush(stdout) == 0 ? 0 : 1;
+        FILE *out = version ? stdout : stderr;
+        fputs(version ? PROGRAM_VERSIONS[i].json : PROGRAM_VERSIONS[i].about, out);
+        return fflush(out) == 0 ? 0 : 1;
       }
     }
   }

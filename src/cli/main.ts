@@ -5,7 +5,7 @@
  * @module
  */
 import path from "node:path";
-import { PROGRAMS } from "./registry.js";
+import { aboutText, PROGRAMS } from "./registry.js";
 import type { PluginDefinition } from "../skel/skel.js";
 
 async function run(): Promise<void> {
@@ -23,9 +23,13 @@ async function run(): Promise<void> {
     process.exitCode = 1;
     return;
   }
-  // The VERSION probe is most of a runtime's calls: answer it without loading the plugin.
+  // The VERSION probe is most of a runtime's calls: answer it, and "about", without loading the plugin.
   if (entry.versions && process.env["CNI_COMMAND"] === "VERSION") {
     process.stdout.write(JSON.stringify({ cniVersion: "1.1.0", supportedVersions: entry.versions }) + "\n");
+    return;
+  }
+  if (entry.versions && !process.env["CNI_COMMAND"]) {
+    process.stderr.write(`${aboutText(name)}\nCNI protocol versions supported: ${entry.versions.join(", ")}\n`);
     return;
   }
   const program = (await entry.load()) as { main?: () => Promise<void>; plugin?: PluginDefinition };

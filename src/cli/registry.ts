@@ -34,3 +34,6 @@ export const PROGRAMS: Record<string, ProgramEntry> = {
 };
 
 export const ALL_SPEC_VERSIONS = ALL;
+
+/** A plugin's about text (what it prints with no CNI_COMMAND), answered without loading it. */
+export const aboutText = (name: string): string => `CNI ${name} plugin (tscni)`;

@@ -13,7 +13,7 @@ import { gcIPMasq, setupIPMasq, teardownIPMasq, type IPMasqTarget } from "../../
 import { ip } from "../../../net/iproute2.js";
 import { NetNS } from "../../../net/netns.js";
 import { pointToPointRoutes, routeContainerThroughGateway, routeHostToContainer, type PointToPointAddress } from "../../../net/ptp.js";
-import { pluginMain, type CmdArgs } from "../../../skel/skel.js";
+import { type CmdArgs, type PluginDefinition } from "../../../skel/skel.js";
 import { checkInterfaceAddresses, checkRoutes, requirePrevResult } from "../../common/check.js";
 import { ipamAdd, ipamCheck, ipamDel, ipamGC, ipamStatus, withIpamRollback } from "../../common/ipam.js";
 import { loadPtpConf, type PtpConf } from "./config.js";
@@ -141,6 +141,4 @@ async function gc(args: CmdArgs): Promise<void> {
   if (errors.length) throw new CniError(ErrorCode.Internal, "ptp GC failed", errors.join("; "));
 }
 
-export function main(): Promise<void> {
-  return pluginMain({ add, del, check, status, gc }, new VersionInfo(ALL_VERSIONS), "CNI ptp plugin (tscni)");
-}
+export const plugin: PluginDefinition = { funcs: { add, del, check, status, gc }, versionInfo: new VersionInfo(ALL_VERSIONS), about: "CNI ptp plugin (tscni)" };
