@@ -8,9 +8,11 @@
 import { describe, test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { chmodSync, copyFileSync, existsSync, mkdirSync, readdirSync, symlinkSync, writeFileSync } from "node:fs";
+import { chmodSync, copyFileSync, existsSync, mkdirSync, readdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { Cleanup, Netns, OUR_BIN, runCommand, runTag, skipReason } from "./harness.js";
+
+const CACHE = "/var/lib/cni/results";
 
 function podmanSkipReason(): string | undefined {
   const base = skipReason();
@@ -42,6 +44,8 @@ describe("podman with tscni's plugin directory", { skip }, () => {
     return runCommand("nsenter", [`--net=${host.path}`, "unshare", "--mount", "--propagation", "private", "sh", "-c", script, "sh", cg, ...command], { env });
   };
   const podman = (args: string[]) => inHost(["podman", ...args]);
+  /** podman's libcni caches results in the default /var/lib/cni; this network's entries. */
+  const cachedResults = () => (existsSync(CACHE) ? readdirSync(CACHE).filter((f) => f.startsWith(`${network}-`)) : []);
   const podmanScript = (script: string) => inHost(["sh", "-c", script]);
 
   before(async () => {
@@ -70,6 +74,7 @@ describe("podman with tscni's plugin directory", { skip }, () => {
     }));
     env = { ...process.env, CONTAINERS_CONF: path.join(base, "containers.conf"), CONTAINERS_STORAGE_CONF: path.join(base, "storage.conf") };
     cleanup.add(() => {
+      for (const f of cachedResults()) rmSync(path.join(CACHE, f), { force: true });
       spawnSync("podman", ["rm", "-af", "-t", "0"], { env });
       spawnSync("podman", ["system", "reset", "-f"], { env });
       spawnSync("umount", ["-R", path.join(base, "storage")]);
@@ -89,11 +94,20 @@ describe("podman with tscni's plugin directory", { skip }, () => {
   after(() => cleanup.run());
 
   test("a container gets an address on our bridge and reaches its gateway", async () => {
-    const r = await podman(["run", "--rm", "--network", network, `localhost/tscni-test-${tag}:latest`, "sh", "-c", "ip -4 addr show eth0 && ping -c 1 -W 2 10.219.0.1"]);
+    // Removed explicitly rather than with --rm: conmon's deferred cleanup would not see this test's podman config.
+    const name = `tscni-sh-${tag}`;
+    const r = await podmanScript([
+      `podman run --name ${name} --network ${network} localhost/tscni-test-${tag}:latest sh -c "ip -4 addr show eth0 && ping -c 1 -W 2 10.219.0.1"`,
+      "rc=$?",
+      `podman rm -f -t 0 ${name} >/dev/null || exit 11`,
+      "exit $rc",
+    ].join("\n"));
     assert.equal(r.code, 0, r.stderr + r.stdout);
     assert.match(r.stdout, /inet 10\.219\.0\.\d+\/24/);
     assert.match(r.stdout, /1 packets received/);
+    assert.deepEqual(cachedResults(), [], "the network was torn down");
   });
+
 
   test("a published port answers from the host, and removal leaves nothing behind", async () => {
     // One podman session (one mount namespace, where podman keeps the container's netns mount): start a web
@@ -114,6 +128,7 @@ describe("podman with tscni's plugin directory", { skip }, () => {
     assert.doesNotMatch(nat, /^:CNI-DN-/m);
     const ipam = path.join(base, "ipam", network);
     assert.deepEqual(existsSync(ipam) ? readdirSync(ipam).filter((f) => /^\d+\./.test(f)) : [], [], "addresses released");
+    assert.deepEqual(cachedResults(), [], "podman's libcni removed its cached results");
   });
 
 });
