@@ -7,11 +7,11 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { CniError, ErrorCode } from "../spec/errors.js";
 import { cidrContains, networkOf, parseCIDR } from "../spec/ip.js";
 import { NetOpError, runTool } from "./exec.js";
-import { addressesFromJson, ip, linkFromJson } from "./iproute2.js";
+import { ip } from "./iproute2.js";
 import { randomMac } from "./names.js";
 import { NetNS } from "./netns.js";
 import { sysctlPath, writeSysctls } from "./sysctl.js";
-import type { Address, Link } from "./types.js";
+import type { Address, Link, NewLink } from "./types.js";
 
 export interface BridgeOptions {
   /** MTU of a new bridge (an existing one keeps its own). */
@@ -34,14 +34,11 @@ export interface BridgeState {
   addresses: Address[];
 }
 
-const bridgeState = (shown: Array<Record<string, unknown>> | undefined): BridgeState | undefined =>
-  shown?.[0] ? { link: linkFromJson(shown[0]), addresses: addressesFromJson(shown[0]) } : undefined;
-
 /** Reads a link with its addresses (`ip -d addr show`); undefined when it does not exist. */
 async function readBridge(name: string): Promise<BridgeState | undefined> {
   try {
-    const [shown] = await ip.batch(NetNS.host).showAddresses(name).runJson(`read bridge ${name}`);
-    return bridgeState(shown);
+    const [shown] = await ip.batch(NetNS.host).showAddresses(name).runShow(`read bridge ${name}`);
+    return shown;
   } catch (e) {
     if (e instanceof NetOpError && e.isNotFound) return undefined;
     throw e;
@@ -53,13 +50,10 @@ async function readBridge(name: string): Promise<BridgeState | undefined> {
  * are turned off), and reads it back; undefined when someone else created it in between.
  */
 async function createBridge(name: string, opts: BridgeOptions): Promise<BridgeState | undefined> {
-  const words = ["link", "add", "name", name];
-  if (opts.mtu) words.push("mtu", String(opts.mtu));
-  if (opts.promisc) words.push("promisc", "on");
-  if (opts.pinMac) words.push("address", randomMac());
-  words.push("up", "type", "bridge", ...(opts.vlanFiltering ? ["vlan_filtering", "1"] : []));
+  const bridge: NewLink = { name, kind: "bridge", mtu: opts.mtu, promisc: opts.promisc, up: true, vlanFiltering: opts.vlanFiltering };
+  if (opts.pinMac) bridge.mac = randomMac();
   try {
-    return bridgeState((await ip.batch(NetNS.host).add(...words).showAddresses(name).runJson(`create bridge ${name}`))[0]);
+    return (await ip.batch(NetNS.host).addLink(bridge).showAddresses(name).runShow(`create bridge ${name}`))[0];
   } catch (e) {
     if (e instanceof NetOpError && e.isExists) return undefined;
     throw e;
@@ -118,7 +112,7 @@ export async function ensureGatewayAddresses(dev: string, gateways: readonly str
         throw new CniError(ErrorCode.Internal, `failed to set bridge addr: "${dev}" already has an IP address different from ${wanted.text}`,
           `it has ${a.text}; set "forceAddress": true to replace it`);
       }
-      batch.add("addr", "del", a.text, "dev", dev);
+      batch.deleteAddress(dev, a.text);
       have.splice(have.indexOf(a), 1);
     }
     batch.replaceAddress(dev, wanted.text); // "replace": a concurrent ADD may have just added it
@@ -133,7 +127,7 @@ export async function ensureGatewayAddresses(dev: string, gateways: readonly str
 export async function readHostLinks(names: readonly string[]): Promise<Link[]> {
   const batch = ip.batch(NetNS.host);
   for (const n of names) batch.showLink(n);
-  return (await batch.runJson(`read links ${names.join(", ")}`)).map((shown) => linkFromJson(shown[0]!));
+  return (await batch.runShow(`read links ${names.join(", ")}`)).map((shown) => shown.link);
 }
 
 /**

@@ -27,8 +27,11 @@ export class NetOpError extends Error {
 export interface ToolResult { stdout: string; stderr: string }
 
 let spawnCount = 0;
+const spawnsByTool = new Map<string, number>();
 /** How many tool processes this process has started (the process budget of a plugin call). */
 export const toolSpawnCount = (): number => spawnCount;
+/** How many processes of one tool (`ip`, `nsenter`...) this process has started. */
+export const toolSpawnsOf = (cmd: string): number => spawnsByTool.get(cmd) ?? 0;
 
 const SYSTEM_DIRS = ["/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin"];
 
@@ -65,6 +68,7 @@ function resolveTool(cmd: string): string {
 /** Runs a tool; resolves with its output, or rejects with a NetOpError described by `operation`. */
 export function runTool(cmd: string, args: readonly string[], operation: string, input?: string): Promise<ToolResult> {
   spawnCount++;
+  spawnsByTool.set(cmd, (spawnsByTool.get(cmd) ?? 0) + 1);
   return new Promise((resolve, reject) => {
     const child = spawn(resolveTool(cmd), args, { stdio: ["pipe", "pipe", "pipe"], env: toolEnv(), argv0: cmd });
     const out: Buffer[] = [];

@@ -1,7 +1,8 @@
 /**
  * The interface plumbing the main plugins share: a veth pair between a container and the host, putting a
  * result's addresses and routes on an interface (with the IPv6 details: disable_ipv6, keep_addr_on_down,
- * waiting out DAD), and forwarding. Each step is one `ip -batch` per namespace, so an ADD costs few processes.
+ * waiting out DAD), and forwarding. Each step is one `ip -batch` per namespace (or, under the standalone build, no
+ * process at all: see rtnetlink-ops.ts), so an ADD costs few processes.
  * @module
  */
 import { setTimeout as sleep } from "node:timers/promises";
@@ -9,7 +10,8 @@ import { CniError, ErrorCode } from "../spec/errors.js";
 import { ipFamily, networkOf, parseCIDR } from "../spec/ip.js";
 import type { Result100 } from "../spec/result/index.js";
 import { NetOpError } from "./exec.js";
-import { ip, linkFromJson, vethAddWords } from "./iproute2.js";
+import { vethLink } from "./ip-ops.js";
+import { ip } from "./iproute2.js";
 import { randomVethName } from "./names.js";
 import { NetNS } from "./netns.js";
 import { sysctlPath, writeSysctls, type SysctlInput } from "./sysctl.js";
@@ -37,11 +39,11 @@ const MAX_NAME_ATTEMPTS = 10;
 /** The container end of a new pair, or undefined when the random host name was taken (try another). */
 async function createVeth(container: NetNS, ifName: string, hostName: string, host: NetNS, opts: VethOptions): Promise<Link | undefined> {
   const batch = ip.batch(container)
-    .add(...vethAddWords({ name: ifName, ns: container, peerName: hostName, peerNs: host, mtu: opts.mtu, mac: opts.mac }))
+    .addLink(vethLink({ name: ifName, ns: container, peerName: hostName, peerNs: host, mtu: opts.mtu, mac: opts.mac }))
     .showLink(ifName);
   try {
-    const [shown] = await batch.runJson(`create veth pair ${ifName}/${hostName}`);
-    return linkFromJson(shown![0]!);
+    const [shown] = await batch.runShow(`create veth pair ${ifName}/${hostName}`);
+    return shown!.link;
   } catch (e) {
     if (!(e instanceof NetOpError && e.isExists)) throw e;
     if (await ip.getLink(container, ifName)) {
@@ -69,10 +71,11 @@ export async function setupVeth(container: NetNS, ifName: string, opts: VethOpti
     await writeSysctls(host, [{ path: sysctlPath("net", "ipv6", "conf", hostName, "accept_ra"), value: "0", optional: true }]);
     const batch = ip.batch(host).setLink(hostName, { ...opts.hostChange, up: true });
     const port = opts.bridgePort ?? {};
-    const flags = [...(port.hairpin ? ["hairpin", "on"] : []), ...(port.isolated ? ["isolated", "on"] : [])];
-    if (flags.length) batch.add("link", "set", "dev", hostName, "type", "bridge_slave", ...flags);
-    const [shown] = await batch.showLink(hostName).runJson(`set up host end ${hostName} of ${ifName}`);
-    return { host: linkFromJson(shown![0]!), container: containerLink };
+    if (port.hairpin || port.isolated) {
+      batch.setBridgePort(hostName, { ...(port.hairpin ? { hairpin: true } : {}), ...(port.isolated ? { isolated: true } : {}) });
+    }
+    const [shown] = await batch.showLink(hostName).runShow(`set up host end ${hostName} of ${ifName}`);
+    return { host: shown!.link, container: containerLink };
   } catch (e) {
     await ip.deleteLink(container, ifName).catch(() => undefined);
     throw e;

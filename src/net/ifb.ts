@@ -3,7 +3,7 @@
  * queued and shaped (the bandwidth plugin's egress limit).
  * @module
  */
-import { ip, linkFromJson } from "./iproute2.js";
+import { ip } from "./iproute2.js";
 import type { NetNS } from "./netns.js";
 import type { Link } from "./types.js";
 
@@ -12,10 +12,10 @@ import type { Link } from "./types.js";
  * optional alias recording who made it. Returns the new link (its MAC is the kernel's random one).
  */
 export async function createIfb(ns: NetNS, name: string, opts: { mtu: number; alias?: string }): Promise<Link> {
-  const batch = ip.batch(ns).add("link", "add", "name", name, "mtu", String(opts.mtu), "txqueuelen", "0", "up", "type", "ifb");
+  const batch = ip.batch(ns).addLink({ name, kind: "ifb", mtu: opts.mtu, txqlen: 0, up: true });
   if (opts.alias) batch.setLink(name, { alias: opts.alias });
-  const [shown] = await batch.showLink(name).runJson(`create ifb device ${name} in ${ns}`);
-  return linkFromJson(shown![0]!);
+  const [shown] = await batch.showLink(name).runShow(`create ifb device ${name} in ${ns}`);
+  return shown!.link;
 }
 
 /** Deletes IFB `name`; false when there is no such link. A link of another kind by that name is left alone. */

@@ -31,7 +31,7 @@ describe("reading ip -json output", () => {
   };
   test("a bridge port", () => {
     assert.deepEqual(linkFromJson(bridgePort), {
-      index: 5, name: "veth1", mtu: 1400, mac: "02:00:00:00:00:05", up: true, operstate: "UP", promisc: false,
+      index: 5, name: "veth1", mtu: 1400, mac: "02:00:00:00:00:05", up: true, operstate: "UP", promisc: false, allmulti: false, txqlen: 0,
       kind: "veth", master: "cni0", peerIndex: 2, bridgePort: { hairpin: true, isolated: false },
     });
   });

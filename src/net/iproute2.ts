@@ -1,35 +1,35 @@
 /**
- * The network layer backed by iproute2: `ip -json` to read, `ip` (batched where several changes go to one
- * namespace) to change. Every failure names the operation and carries the kernel's reason.
+ * The network layer's links, addresses and routes: `ip -json` to read, `ip` (batched where several changes go
+ * to one namespace) to change — or, under the standalone build, the same steps over a route-netlink socket
+ * (rtnetlink-ops.ts), which saves a process each. Every failure names the operation and carries the kernel's
+ * reason, in `ip`'s words either way.
  * @module
  */
 import { NetOpError } from "./exec.js";
+import { broadcastWords, nsTarget, opWords, routeWords, vethLink, type IpOp } from "./ip-ops.js";
 import type { NetNS } from "./netns.js";
-import type { Address, Link, LinkChange, RouteSpec, VethSpec } from "./types.js";
+import { netlinkCanRun, openNetlink, type NetlinkSession } from "./rtnetlink-ops.js";
+import type { Address, Link, LinkChange, NewLink, RouteSpec, ShownLink, VethSpec } from "./types.js";
+
+export { routeWords, vethAddWords } from "./ip-ops.js";
 
 type Json = Record<string, unknown>;
-
-/**
- * How `ip ... netns <X>` names a namespace: always a path (iproute2 takes a word without `/` as a name under
- * /run/netns), /proc/<our pid>/ns/net for this process's own.
- */
-const nsTarget = (ns: NetNS): string => ns.path ?? `/proc/${process.pid}/ns/net`;
-
-/** `brd +` for IPv4 (the broadcast address, as the Go plugins' netlink library sets it); nothing for IPv6. */
-const broadcastWords = (cidr: string): string[] => (cidr.includes(":") ? [] : ["brd", "+"]);
 
 function parseLink(j: Json): Link {
   const linkinfo = (j["linkinfo"] ?? {}) as Json;
   const slave = (linkinfo["info_slave_data"] ?? undefined) as Json | undefined;
+  const flags = Array.isArray(j["flags"]) ? (j["flags"] as string[]) : [];
   const link: Link = {
     index: Number(j["ifindex"]),
     name: String(j["ifname"]),
     mtu: Number(j["mtu"] ?? 0),
     mac: String(j["address"] ?? ""),
-    up: Array.isArray(j["flags"]) && (j["flags"] as string[]).includes("UP"),
+    up: flags.includes("UP"),
     operstate: String(j["operstate"] ?? "UNKNOWN"),
     // The PROMISC flag is what was asked for (`ip link set promisc on`); promiscuity also counts packet sockets.
-    promisc: Array.isArray(j["flags"]) && (j["flags"] as string[]).includes("PROMISC"),
+    promisc: flags.includes("PROMISC"),
+    allmulti: flags.includes("ALLMULTI"),
+    txqlen: Number(j["txqlen"] ?? 0), // `ip -json` leaves out a queue length of 0
   };
   if (linkinfo["info_kind"]) link.kind = String(linkinfo["info_kind"]);
   if (linkinfo["info_data"]) link.info = linkinfo["info_data"] as Json;
@@ -53,121 +53,146 @@ function parseAddresses(j: Json): Address[] {
   }));
 }
 
-/** `ip route` words for a route. */
-export function routeWords(r: RouteSpec): string[] {
-  const w = [r.dst];
-  if (r.gw) w.push("via", r.gw);
-  if (r.dev) w.push("dev", r.dev);
-  if (r.src) w.push("src", r.src);
-  if (r.scope !== undefined) w.push("scope", String(r.scope));
-  if (r.table !== undefined) w.push("table", String(r.table));
-  if (r.metric !== undefined) w.push("metric", String(r.metric));
-  if (r.mtu) w.push("mtu", String(r.mtu));
-  if (r.advmss) w.push("advmss", String(r.advmss));
-  return w;
-}
+/** Link details from `ip -json -d link show` output. */
+export const linkFromJson = (j: Record<string, unknown>): Link => parseLink(j);
+/** Addresses from `ip -json addr show` output. */
+export const addressesFromJson = (j: Record<string, unknown>): Address[] => parseAddresses(j);
 
 /**
- * `ip link add` words for a veth pair. Both ends get txqueuelen 0, as the Go plugins' veths have (veth is
- * queueless anyway; the value only shows in `ip link`).
+ * Does `work` over a netlink socket in `ns` when every step of `ops` can go that way and the socket opens;
+ * undefined when the iproute2 path has to do it.
  */
-export function vethAddWords(spec: VethSpec): string[] {
-  const words = ["link", "add", "name", spec.name];
-  if (spec.mtu) words.push("mtu", String(spec.mtu));
-  if (spec.mac) words.push("address", spec.mac);
-  words.push("txqueuelen", "0", "type", "veth", "peer", "name", spec.peerName);
-  if (spec.mtu) words.push("mtu", String(spec.mtu));
-  words.push("txqueuelen", "0", "netns", nsTarget(spec.peerNs));
-  return words;
+async function viaNetlink<T>(ns: NetNS, ops: readonly IpOp[], work: (session: NetlinkSession) => T): Promise<T | undefined> {
+  if (!ops.every(netlinkCanRun)) return undefined;
+  const session = await openNetlink(ns);
+  if (!session) return undefined;
+  try {
+    return work(session);
+  } finally {
+    session.close();
+  }
 }
 
-/** `ip link set` words for a change (master first: enslaving a link may reset its state). */
-function linkSetWords(name: string, c: LinkChange): string[] {
-  const w = ["link", "set", "dev", name];
-  if (c.master !== undefined) w.push(...(c.master === null ? ["nomaster"] : ["master", c.master]));
-  if (c.mtu !== undefined) w.push("mtu", String(c.mtu));
-  if (c.mac !== undefined) w.push("address", c.mac);
-  if (c.promisc !== undefined) w.push("promisc", c.promisc ? "on" : "off");
-  if (c.allmulti !== undefined) w.push("allmulticast", c.allmulti ? "on" : "off");
-  if (c.txqlen !== undefined) w.push("txqueuelen", String(c.txqlen));
-  if (c.alias !== undefined) w.push("alias", c.alias);
-  if (c.up !== undefined) w.push(c.up ? "up" : "down");
-  return w;
-}
-
-/** Several `ip` commands for one namespace, run by one process. */
+/** Several `ip` steps for one namespace, run by one process (or over one netlink socket). */
 export class IpBatch {
-  private readonly lines: string[][] = [];
+  private readonly ops: IpOp[] = [];
   constructor(private readonly ns: NetNS) {}
+  /** Any `ip` command by its words (a batch with one goes the iproute2 way). */
   add(...words: string[]): this {
-    this.lines.push(words);
+    this.ops.push({ kind: "words", words });
+    return this;
+  }
+  addLink(link: NewLink): this {
+    this.ops.push({ kind: "link-add", link });
     return this;
   }
   setLink(name: string, change: LinkChange): this {
-    return this.add(...linkSetWords(name, change));
+    this.ops.push({ kind: "link-set", name, change });
+    return this;
+  }
+  /** Bridge-port flags of a link enslaved to a bridge (only the flags given). */
+  setBridgePort(name: string, flags: { hairpin?: boolean; isolated?: boolean }): this {
+    this.ops.push({ kind: "bridge-port", name, flags });
+    return this;
+  }
+  deleteLink(name: string): this {
+    this.ops.push({ kind: "link-del", name });
+    return this;
   }
   addAddress(dev: string, cidr: string, extra: string[] = []): this {
-    return this.add("addr", "add", cidr, ...broadcastWords(cidr), "dev", dev, ...extra);
+    if (extra.length) return this.add("addr", "add", cidr, ...broadcastWords(cidr), "dev", dev, ...extra);
+    this.ops.push({ kind: "addr-add", dev, cidr });
+    return this;
   }
   /** Adds an address, or refreshes it when it is there already (never "File exists"). */
   replaceAddress(dev: string, cidr: string): this {
-    return this.add("addr", "replace", cidr, ...broadcastWords(cidr), "dev", dev);
+    this.ops.push({ kind: "addr-replace", dev, cidr });
+    return this;
   }
-  /** Prints a link as JSON (see runJson). */
+  deleteAddress(dev: string, cidr: string): this {
+    this.ops.push({ kind: "addr-del", dev, cidr });
+    return this;
+  }
+  /** Reads a link back (see runShow). */
   showLink(name: string): this {
-    return this.add("link", "show", "dev", name);
+    this.ops.push({ kind: "show-link", name });
+    return this;
   }
-  /** Prints a link's addresses as JSON (see runJson). */
+  /** Reads a link back with its addresses (see runShow). */
   showAddresses(name: string): this {
-    return this.add("addr", "show", "dev", name);
+    this.ops.push({ kind: "show-addresses", name });
+    return this;
   }
+  /** `ip route append`: a route next to any with the same destination and metric. */
   addRoute(route: RouteSpec): this {
-    return this.add("route", "append", ...routeWords(route));
+    return this.route("append", route);
+  }
+  /** `ip route add|append|replace|del`. */
+  route(action: "add" | "append" | "replace" | "del", route: RouteSpec): this {
+    this.ops.push({ kind: `route-${action}`, route });
+    return this;
   }
   get size(): number {
-    return this.lines.length;
+    return this.ops.length;
   }
+
   /** Runs the batch; the error names the command that failed. */
   async run(operation: string): Promise<void> {
-    if (this.lines.length === 0) return;
-    if (this.lines.length === 1) {
-      await this.ns.runIp([...this.lines[0]!], `${operation} (ip ${this.lines[0]!.join(" ")})`);
-      return;
+    await this.execute(operation);
+  }
+
+  /** Runs the batch; resolves with what each show step read, in order. */
+  async runShow(operation: string): Promise<ShownLink[]> {
+    return this.execute(operation);
+  }
+
+  private async execute(operation: string): Promise<ShownLink[]> {
+    if (this.ops.length === 0) return [];
+    const shown = await viaNetlink(this.ns, this.ops, (session) => {
+      const out: ShownLink[] = [];
+      for (const op of this.ops) {
+        const s = session.run(op, `${operation} (ip ${opWords(op).join(" ")})`);
+        if (s) out.push(s);
+      }
+      return out;
+    });
+    return shown ?? this.runIp(operation);
+  }
+
+  /** The iproute2 path: one `ip` command, or `ip -batch` (with `-json -d` when something is shown). */
+  private async runIp(operation: string): Promise<ShownLink[]> {
+    const lines = this.ops.map(opWords);
+    const shows = this.ops.filter((op) => op.kind === "show-link" || op.kind === "show-addresses");
+    if (shows.length === 0) {
+      if (lines.length === 1) await this.ns.runIp([...lines[0]!], `${operation} (ip ${lines[0]!.join(" ")})`);
+      else await this.runBatch(lines, [], operation);
+      return [];
     }
-    await this.runBatch([], operation);
+    const stdout = await this.runBatch(lines, ["-json", "-d"], operation);
+    const printed = stdout.split("\n").filter((l) => l.trim()).map((l) => JSON.parse(l) as Json[]);
+    return shows.map((op, i) => {
+      const j = printed[i]?.[0];
+      if (!j) throw new NetOpError(operation, `ip printed nothing for "${opWords(op).join(" ")}"`);
+      return { link: parseLink(j), addresses: op.kind === "show-addresses" ? parseAddresses(j) : [] };
+    });
   }
 
-  /**
-   * Runs the batch with `-json -d`; resolves with the output of each command that prints something (the
-   * `show` commands), in order.
-   */
-  async runJson(operation: string): Promise<Json[][]> {
-    if (this.lines.length === 0) return [];
-    const stdout = await this.runBatch(["-json", "-d"], operation);
-    return stdout.split("\n").filter((l) => l.trim()).map((l) => JSON.parse(l) as Json[]);
-  }
-
-  private async runBatch(options: string[], operation: string): Promise<string> {
+  private async runBatch(lines: string[][], options: string[], operation: string): Promise<string> {
     const quote = (w: string) => (/^[\w.:/@%+-]+$/.test(w) ? w : `"${w.replace(/(["\\])/g, "\\$1")}"`);
-    const input = this.lines.map((l) => l.map(quote).join(" ")).join("\n") + "\n";
+    const input = lines.map((l) => l.map(quote).join(" ")).join("\n") + "\n";
     try {
       return (await this.ns.runIp([...options, "-batch", "-"], operation, input)).stdout;
     } catch (e) {
       if (!(e instanceof NetOpError)) throw e;
       const m = /Command failed -:(\d+)/.exec(e.reason);
-      const failed = m ? this.lines[Number(m[1]) - 1] : undefined;
+      const failed = m ? lines[Number(m[1]) - 1] : undefined;
       const reason = e.reason.split("\n").filter((l) => !l.startsWith("Command failed")).join("; ");
       throw new NetOpError(failed ? `${operation} (ip ${failed.join(" ")})` : operation, reason, e.exitCode);
     }
   }
 }
 
-/** Link details from `ip -json -d link show` output. */
-export const linkFromJson = (j: Record<string, unknown>): Link => parseLink(j);
-/** Addresses from `ip -json addr show` output. */
-export const addressesFromJson = (j: Record<string, unknown>): Address[] => parseAddresses(j);
-
-/** Reads and changes links, addresses and routes with iproute2. */
+/** Reads and changes links, addresses and routes (over netlink when it can, else with iproute2). */
 export class IpRoute2 {
   batch(ns: NetNS): IpBatch {
     return new IpBatch(ns);
@@ -179,14 +204,24 @@ export class IpRoute2 {
     return text ? (JSON.parse(text) as Json[]) : [];
   }
 
+  /** Runs one step over netlink when it can (see viaNetlink); false when the iproute2 path has to do it. */
+  private async netlinkStep(ns: NetNS, op: IpOp, operation: string): Promise<boolean> {
+    return (await viaNetlink(ns, [op], (s) => (s.run(op, operation), true))) ?? false;
+  }
+
   async listLinks(ns: NetNS): Promise<Link[]> {
-    return (await this.ipJson(ns, ["-d", "link", "show"], `list links in ${ns}`)).map(parseLink);
+    const operation = `list links in ${ns}`;
+    const links = await viaNetlink(ns, [], (s) => s.listLinks(operation));
+    return links ?? (await this.ipJson(ns, ["-d", "link", "show"], operation)).map(parseLink);
   }
 
   /** A link by name; undefined when there is none. */
   async getLink(ns: NetNS, name: string): Promise<Link | undefined> {
+    const operation = `read link ${name} in ${ns}`;
     try {
-      const links = await this.ipJson(ns, ["-d", "link", "show", "dev", name], `read link ${name} in ${ns}`);
+      const link = await viaNetlink(ns, [], (s) => s.getLink(name, operation));
+      if (link) return link;
+      const links = await this.ipJson(ns, ["-d", "link", "show", "dev", name], operation);
       return links[0] ? parseLink(links[0]) : undefined;
     } catch (e) {
       if ((e as { isNotFound?: boolean }).isNotFound) return undefined;
@@ -196,7 +231,7 @@ export class IpRoute2 {
 
   /** Creates a veth pair with each end directly in its own namespace (no name clash in between). */
   async addVeth(spec: VethSpec): Promise<void> {
-    await this.batch(spec.ns).add(...vethAddWords(spec)).run(`create veth pair ${spec.name}/${spec.peerName}`);
+    await this.batch(spec.ns).addLink(vethLink(spec)).run(`create veth pair ${spec.name}/${spec.peerName}`);
   }
 
   /** Creates a link of a simple kind (`bridge`, `dummy`, `macvlan ...`): `ip link add name X [mtu] type <kind...>`. */
@@ -228,16 +263,18 @@ export class IpRoute2 {
 
   /** Bridge-port flags of a link enslaved to a bridge. */
   async setBridgePort(ns: NetNS, name: string, flags: { hairpin?: boolean; isolated?: boolean }): Promise<void> {
-    const words = ["link", "set", "dev", name, "type", "bridge_slave"];
-    if (flags.hairpin !== undefined) words.push("hairpin", flags.hairpin ? "on" : "off");
-    if (flags.isolated !== undefined) words.push("isolated", flags.isolated ? "on" : "off");
-    if (words.length > 6) await ns.runIp([...words], `set bridge port flags of ${name}`);
+    if (flags.hairpin === undefined && flags.isolated === undefined) return;
+    const op: IpOp = { kind: "bridge-port", name, flags };
+    const operation = `set bridge port flags of ${name}`;
+    if (!(await this.netlinkStep(ns, op, operation))) await ns.runIp(opWords(op), operation);
   }
 
   /** Deletes a link; false when it did not exist. */
   async deleteLink(ns: NetNS, name: string): Promise<boolean> {
+    const op: IpOp = { kind: "link-del", name };
+    const operation = `delete link ${name} in ${ns}`;
     try {
-      await ns.runIp(["link", "del", "dev", name], `delete link ${name} in ${ns}`);
+      if (!(await this.netlinkStep(ns, op, operation))) await ns.runIp(opWords(op), operation);
       return true;
     } catch (e) {
       if ((e as { isNotFound?: boolean }).isNotFound) return false;
@@ -246,16 +283,21 @@ export class IpRoute2 {
   }
 
   async listAddresses(ns: NetNS, name: string): Promise<Address[]> {
-    const out = await this.ipJson(ns, ["addr", "show", "dev", name], `read addresses of ${name} in ${ns}`);
-    return out.flatMap(parseAddresses);
+    const operation = `read addresses of ${name} in ${ns}`;
+    const viaSocket = await viaNetlink(ns, [], (s) => s.addressesOf(s.getLink(name, operation).index, operation));
+    return viaSocket ?? (await this.ipJson(ns, ["addr", "show", "dev", name], operation)).flatMap(parseAddresses);
   }
 
   async addAddress(ns: NetNS, name: string, cidr: string, extra: string[] = []): Promise<void> {
-    await ns.runIp(["addr", "add", cidr, ...broadcastWords(cidr), "dev", name, ...extra], `add address ${cidr} to ${name} in ${ns}`);
+    const operation = `add address ${cidr} to ${name} in ${ns}`;
+    if (!extra.length && (await this.netlinkStep(ns, { kind: "addr-add", dev: name, cidr }, operation))) return;
+    await ns.runIp(["addr", "add", cidr, ...broadcastWords(cidr), "dev", name, ...extra], operation);
   }
 
   async deleteAddress(ns: NetNS, name: string, cidr: string): Promise<void> {
-    await ns.runIp(["addr", "del", cidr, "dev", name], `delete address ${cidr} from ${name} in ${ns}`);
+    const op: IpOp = { kind: "addr-del", dev: name, cidr };
+    const operation = `delete address ${cidr} from ${name} in ${ns}`;
+    if (!(await this.netlinkStep(ns, op, operation))) await ns.runIp(opWords(op), operation);
   }
 
   /** Routes of one family (all tables when `table` is "all"). */
@@ -281,11 +323,15 @@ export class IpRoute2 {
   }
 
   async addRoute(ns: NetNS, route: RouteSpec): Promise<void> {
-    await ns.runIp(["route", "append", ...routeWords(route)], `add route ${routeWords(route).join(" ")} in ${ns}`);
+    const op: IpOp = { kind: "route-append", route };
+    const operation = `add route ${routeWords(route).join(" ")} in ${ns}`;
+    if (!(await this.netlinkStep(ns, op, operation))) await ns.runIp(opWords(op), operation);
   }
 
   async deleteRoute(ns: NetNS, route: RouteSpec): Promise<void> {
-    await ns.runIp(["route", "del", ...routeWords(route)], `delete route ${routeWords(route).join(" ")} in ${ns}`);
+    const op: IpOp = { kind: "route-del", route };
+    const operation = `delete route ${routeWords(route).join(" ")} in ${ns}`;
+    if (!(await this.netlinkStep(ns, op, operation))) await ns.runIp(opWords(op), operation);
   }
 }
 

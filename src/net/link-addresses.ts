@@ -5,8 +5,9 @@
  */
 import { parseCIDR, type IPAddress } from "../spec/ip.js";
 import { NetOpError } from "./exec.js";
-import { addressesFromJson, ip } from "./iproute2.js";
+import { ip } from "./iproute2.js";
 import type { NetNS } from "./netns.js";
+import type { ShownLink } from "./types.js";
 
 /** Go's net.IP.IsGlobalUnicast: not unspecified, loopback, link-local, multicast or the v4 broadcast. */
 export function isGlobalUnicast(addr: IPAddress): boolean {
@@ -23,17 +24,17 @@ export function isGlobalUnicast(addr: IPAddress): boolean {
 
 /**
  * Deletes `name` in `ns` and returns its global unicast addresses (`addr/prefix`); undefined when there is
- * no such link (already deleted, which callers treat as success). One `ip` process reads and deletes.
+ * no such link (already deleted, which callers treat as success). One batch reads and deletes.
  */
 export async function deleteLinkWithAddresses(ns: NetNS, name: string): Promise<string[] | undefined> {
-  let shown: Array<Record<string, unknown>> | undefined;
+  let shown: ShownLink | undefined;
   try {
-    [shown] = await ip.batch(ns).showAddresses(name).add("link", "del", "dev", name).runJson(`delete link ${name} in ${ns}`);
+    [shown] = await ip.batch(ns).showAddresses(name).deleteLink(name).runShow(`delete link ${name} in ${ns}`);
   } catch (e) {
     if (e instanceof NetOpError && e.isNotFound) return undefined;
     throw e;
   }
-  return (shown ?? []).flatMap(addressesFromJson)
+  return (shown?.addresses ?? [])
     .map((a) => parseCIDR(a.cidr))
     .filter((c) => isGlobalUnicast(c.ip))
     .map((c) => c.text);

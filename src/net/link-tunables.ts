@@ -1,10 +1,11 @@
 /**
  * The per-link settings a meta plugin may tune and later put back: MAC, MTU, promiscuous and all-multicast
- * modes, transmit queue length. Read in one `ip` process, changed in one.
+ * modes, transmit queue length. Read in one step, changed in one.
  * @module
  */
 import { ip } from "./iproute2.js";
 import type { NetNS } from "./netns.js";
+import type { Link } from "./types.js";
 
 export interface LinkTunables {
   mac: string;
@@ -18,23 +19,15 @@ export interface LinkTunables {
 
 /** A link's tunables; undefined when there is no such link. */
 export async function readLinkTunables(ns: NetNS, name: string): Promise<LinkTunables | undefined> {
-  let shown: Array<Record<string, unknown>>;
+  let link: Link | undefined;
   try {
-    [shown = []] = await ip.batch(ns).showLink(name).runJson(`read link ${name} in ${ns}`);
+    [{ link } = { link: undefined }] = await ip.batch(ns).showLink(name).runShow(`read link ${name} in ${ns}`);
   } catch (e) {
     if ((e as { isNotFound?: boolean }).isNotFound) return undefined;
     throw e;
   }
-  const j = shown[0];
-  if (!j) return undefined;
-  const flags = Array.isArray(j["flags"]) ? (j["flags"] as string[]) : [];
-  return {
-    mac: String(j["address"] ?? ""),
-    mtu: Number(j["mtu"] ?? 0),
-    promisc: flags.includes("PROMISC"),
-    allmulti: flags.includes("ALLMULTI"),
-    txQLen: Number(j["txqlen"] ?? 0), // `ip -json` leaves out a queue length of 0
-  };
+  if (!link) return undefined;
+  return { mac: link.mac, mtu: link.mtu, promisc: link.promisc, allmulti: !!link.allmulti, txQLen: link.txqlen ?? 0 };
 }
 
 /** Changes the given tunables of a link with one `ip link set`. */

@@ -6,7 +6,7 @@
  */
 import { networkOf, parseCIDR } from "../spec/ip.js";
 import { NetOpError } from "./exec.js";
-import { ip, routeWords } from "./iproute2.js";
+import { ip } from "./iproute2.js";
 import { NetNS } from "./netns.js";
 import type { RouteSpec } from "./types.js";
 
@@ -40,8 +40,8 @@ export function pointToPointRoutes(ifName: string, a: PointToPointAddress): Rout
 export async function routeContainerThroughGateway(ns: NetNS, ifName: string, addresses: readonly PointToPointAddress[]): Promise<void> {
   const batch = ip.batch(ns);
   for (const a of addresses) {
-    batch.add("route", "del", networkOf(parseCIDR(a.address)).text, "dev", ifName);
-    for (const r of pointToPointRoutes(ifName, a)) batch.add("route", "add", ...routeWords(r));
+    batch.route("del", { dst: networkOf(parseCIDR(a.address)).text, dev: ifName });
+    for (const r of pointToPointRoutes(ifName, a)) batch.route("add", r);
   }
   await batch.run(`set up point-to-point routes on ${ifName} in ${ns}`);
 }
@@ -67,7 +67,7 @@ export async function routeHostToContainer(hostVeth: string, addresses: readonly
   const routes = hostContainerRoutes(hostVeth, addresses);
   const batch = ip.batch(host);
   for (const cidr of hostGatewayAddresses(addresses)) batch.addAddress(hostVeth, cidr);
-  for (const r of routes) batch.add("route", "add", ...routeWords(r));
+  for (const r of routes) batch.route("add", r);
   try {
     await batch.run(`set up host side of ${hostVeth}`);
   } catch (e) {
@@ -75,7 +75,7 @@ export async function routeHostToContainer(hostVeth: string, addresses: readonly
     if (!(e instanceof NetOpError && e.isExists && / route add /.test(e.operation))) throw e;
     for (const r of routes) {
       try {
-        await ip.batch(host).add("route", "add", ...routeWords(r)).run(`add host route to ${r.dst} on ${hostVeth}`);
+        await ip.batch(host).route("add", r).run(`add host route to ${r.dst} on ${hostVeth}`);
       } catch (err) {
         if (!(err instanceof NetOpError && err.isExists)) throw err;
       }

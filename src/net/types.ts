@@ -21,6 +21,10 @@ export interface Link {
   /** For a veth: the interface index of its peer (in the peer's namespace). */
   peerIndex?: number;
   promisc: boolean;
+  /** The ALLMULTI flag. */
+  allmulti?: boolean;
+  /** Transmit queue length. */
+  txqlen?: number;
   alias?: string;
   /** Bridge-port flags, when the link is a bridge port. */
   bridgePort?: { hairpin: boolean; isolated: boolean };
@@ -75,4 +79,26 @@ export interface LinkChange {
   allmulti?: boolean;
   txqlen?: number;
   alias?: string;
+}
+
+/** A link to create, of a kind that needs no other settings than these. */
+export interface NewLink {
+  name: string;
+  kind: "veth" | "bridge" | "ifb" | "dummy";
+  mtu?: number;
+  promisc?: boolean;
+  mac?: string;
+  txqlen?: number;
+  /** Created up. */
+  up?: boolean;
+  /** bridge: VLAN filtering on. */
+  vlanFiltering?: boolean;
+  /** veth: the other end, created directly in `ns`. */
+  peer?: { name: string; mtu?: number; txqlen?: number; ns: NetNS };
+}
+
+/** A link as read back, with its addresses (empty when they were not asked for). */
+export interface ShownLink {
+  link: Link;
+  addresses: Address[];
 }

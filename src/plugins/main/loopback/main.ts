@@ -7,7 +7,7 @@ import { CniError, ErrorCode } from "../../../spec/errors.js";
 import { ipFamily } from "../../../spec/ip.js";
 import type { Result100 } from "../../../spec/result/index.js";
 import { ALL_VERSIONS, CURRENT_VERSION, VersionInfo } from "../../../spec/version.js";
-import { addressesFromJson, ip } from "../../../net/iproute2.js";
+import { ip } from "../../../net/iproute2.js";
 import { NetNS, NetnsNotFoundError } from "../../../net/netns.js";
 import { loadPluginConf, parsePrevResult } from "../../../skel/conf.js";
 import type { CmdArgs, PluginDefinition } from "../../../skel/skel.js";
@@ -17,8 +17,8 @@ const LOOPBACK_V4 = /^127\./;
 async function add(args: CmdArgs) {
   const { conf } = loadPluginConf(args.stdinData);
   const ns = await NetNS.open(args.netns);
-  const [shown] = await ip.batch(ns).setLink("lo", { up: true }).showAddresses("lo").runJson(`bring up lo in ${ns}`);
-  const addrs = (shown ?? []).flatMap(addressesFromJson);
+  const [shown] = await ip.batch(ns).setLink("lo", { up: true }).showAddresses("lo").runShow(`bring up lo in ${ns}`);
+  const addrs = shown?.addresses ?? [];
   for (const a of addrs) {
     const addr = a.cidr.split("/")[0]!;
     if (a.family === 4 ? !LOOPBACK_V4.test(addr) : addr !== "::1") {

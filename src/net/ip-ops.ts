@@ -1,0 +1,119 @@
+/**
+ * The steps of an `ip` batch as data: each link, address and route change or read, and the `ip` words that
+ * carry it out. The iproute2 path runs the words; the netlink path (rtnetlink-ops.ts) runs the data, and
+ * names a failed step by its words too, so errors read the same either way.
+ * @module
+ */
+import type { NetNS } from "./netns.js";
+import type { LinkChange, NewLink, RouteSpec, VethSpec } from "./types.js";
+
+export type IpOp =
+  | { kind: "link-add"; link: NewLink }
+  | { kind: "link-set"; name: string; change: LinkChange }
+  | { kind: "bridge-port"; name: string; flags: { hairpin?: boolean; isolated?: boolean } }
+  | { kind: "link-del"; name: string }
+  | { kind: "addr-add" | "addr-replace" | "addr-del"; dev: string; cidr: string }
+  | { kind: "route-add" | "route-append" | "route-replace" | "route-del"; route: RouteSpec }
+  | { kind: "show-link" | "show-addresses"; name: string }
+  /** Anything else: `ip` words only, which sends its whole batch down the iproute2 path. */
+  | { kind: "words"; words: string[] };
+
+/**
+ * How `ip ... netns <X>` names a namespace: always a path (iproute2 takes a word without `/` as a name under
+ * /run/netns), /proc/<our pid>/ns/net for this process's own.
+ */
+export const nsTarget = (ns: NetNS): string => ns.path ?? `/proc/${process.pid}/ns/net`;
+
+/** `brd +` for IPv4 (the broadcast address, as the Go plugins' netlink library sets it); nothing for IPv6. */
+export const broadcastWords = (cidr: string): string[] => (cidr.includes(":") ? [] : ["brd", "+"]);
+
+/** `ip route` words for a route. */
+export function routeWords(r: RouteSpec): string[] {
+  const w = [r.dst];
+  if (r.gw) w.push("via", r.gw);
+  if (r.dev) w.push("dev", r.dev);
+  if (r.src) w.push("src", r.src);
+  if (r.scope !== undefined) w.push("scope", String(r.scope));
+  if (r.table !== undefined) w.push("table", String(r.table));
+  if (r.metric !== undefined) w.push("metric", String(r.metric));
+  if (r.mtu) w.push("mtu", String(r.mtu));
+  if (r.advmss) w.push("advmss", String(r.advmss));
+  return w;
+}
+
+/** The link to create for a veth pair: both ends get txqueuelen 0, as the Go plugins' veths have. */
+export const vethLink = (spec: VethSpec): NewLink => ({
+  name: spec.name, kind: "veth", mtu: spec.mtu, mac: spec.mac, txqlen: 0,
+  peer: { name: spec.peerName, mtu: spec.mtu, txqlen: 0, ns: spec.peerNs },
+});
+
+/** `ip link add` words for a new link. */
+export function linkAddWords(l: NewLink): string[] {
+  const words = ["link", "add", "name", l.name];
+  if (l.mtu) words.push("mtu", String(l.mtu));
+  if (l.promisc) words.push("promisc", "on");
+  if (l.mac) words.push("address", l.mac);
+  if (l.txqlen !== undefined) words.push("txqueuelen", String(l.txqlen));
+  if (l.up) words.push("up");
+  words.push("type", l.kind);
+  if (l.vlanFiltering) words.push("vlan_filtering", "1");
+  if (l.peer) {
+    words.push("peer", "name", l.peer.name);
+    if (l.peer.mtu) words.push("mtu", String(l.peer.mtu));
+    if (l.peer.txqlen !== undefined) words.push("txqueuelen", String(l.peer.txqlen));
+    words.push("netns", nsTarget(l.peer.ns));
+  }
+  return words;
+}
+
+/** `ip link add` words for a veth pair (see vethLink). */
+export const vethAddWords = (spec: VethSpec): string[] => linkAddWords(vethLink(spec));
+
+/** `ip link set` words for a change (master first: enslaving a link may reset its state). */
+export function linkSetWords(name: string, c: LinkChange): string[] {
+  const w = ["link", "set", "dev", name];
+  if (c.master !== undefined) w.push(...(c.master === null ? ["nomaster"] : ["master", c.master]));
+  if (c.mtu !== undefined) w.push("mtu", String(c.mtu));
+  if (c.mac !== undefined) w.push("address", c.mac);
+  if (c.promisc !== undefined) w.push("promisc", c.promisc ? "on" : "off");
+  if (c.allmulti !== undefined) w.push("allmulticast", c.allmulti ? "on" : "off");
+  if (c.txqlen !== undefined) w.push("txqueuelen", String(c.txqlen));
+  if (c.alias !== undefined) w.push("alias", c.alias);
+  if (c.up !== undefined) w.push(c.up ? "up" : "down");
+  return w;
+}
+
+/** The `ip` words of a step. */
+export function opWords(op: IpOp): string[] {
+  switch (op.kind) {
+    case "link-add":
+      return linkAddWords(op.link);
+    case "link-set":
+      return linkSetWords(op.name, op.change);
+    case "bridge-port": {
+      const w = ["link", "set", "dev", op.name, "type", "bridge_slave"];
+      if (op.flags.hairpin !== undefined) w.push("hairpin", op.flags.hairpin ? "on" : "off");
+      if (op.flags.isolated !== undefined) w.push("isolated", op.flags.isolated ? "on" : "off");
+      return w;
+    }
+    case "link-del":
+      return ["link", "del", "dev", op.name];
+    case "addr-add":
+      return ["addr", "add", op.cidr, ...broadcastWords(op.cidr), "dev", op.dev];
+    case "addr-replace":
+      return ["addr", "replace", op.cidr, ...broadcastWords(op.cidr), "dev", op.dev];
+    case "addr-del":
+      return ["addr", "del", op.cidr, "dev", op.dev];
+    case "route-add":
+    case "route-append":
+    case "route-replace":
+    case "route-del":
+      return ["route", op.kind.slice("route-".length), ...routeWords(op.route)];
+    case "show-link":
+      return ["link", "show", "dev", op.name];
+    case "show-addresses":
+      return ["addr", "show", "dev", op.name];
+    case "words":
+      return op.words;
+  }
+}

@@ -1,0 +1,370 @@
+/**
+ * Link, address and route messages of route netlink, built and read as bytes (pure): the requests that
+ * `ip link`, `ip addr` and `ip route` send for the steps in ip-ops.ts, and the RTM_NEWLINK / RTM_NEWADDR
+ * messages of a get or dump read into the layer's types, as `ip -json -d` shows them. Formats are the
+ * kernel's (include/uapi/linux/rtnetlink.h, if_link.h, if_addr.h, veth.h).
+ * @module
+ */
+import ipaddr from "ipaddr.js";
+import { concatBytes, NLM_F_APPEND, NLM_F_CREATE, NLM_F_DUMP, NLM_F_EXCL, NLM_F_REPLACE, nlAttr, nlString, nlU32, nlU8, parseAttrs } from "./rtnetlink.js";
+import type { Address, Link, LinkChange, NewLink, RouteSpec } from "./types.js";
+
+export const RTM_NEWLINK = 16;
+export const RTM_DELLINK = 17;
+export const RTM_GETLINK = 18;
+export const RTM_NEWADDR = 20;
+export const RTM_DELADDR = 21;
+export const RTM_GETADDR = 22;
+export const RTM_NEWROUTE = 24;
+export const RTM_DELROUTE = 25;
+
+const AF_INET = 2;
+const AF_INET6 = 10;
+
+const IFF_UP = 0x1;
+const IFF_PROMISC = 0x100;
+const IFF_ALLMULTI = 0x200;
+
+const IFLA_ADDRESS = 1;
+const IFLA_IFNAME = 3;
+const IFLA_MTU = 4;
+const IFLA_LINK = 5;
+const IFLA_MASTER = 10;
+const IFLA_TXQLEN = 13;
+const IFLA_OPERSTATE = 16;
+const IFLA_LINKINFO = 18;
+const IFLA_IFALIAS = 20;
+const IFLA_NET_NS_FD = 28;
+const IFLA_EXT_MASK = 29;
+const IFLA_LINK_NETNSID = 37;
+const IFLA_INFO_KIND = 1;
+const IFLA_INFO_DATA = 2;
+const IFLA_INFO_SLAVE_KIND = 4;
+const IFLA_INFO_SLAVE_DATA = 5;
+const VETH_INFO_PEER = 1;
+const IFLA_BR_VLAN_FILTERING = 7;
+const IFLA_BRPORT_MODE = 4;
+const IFLA_BRPORT_ISOLATED = 33;
+const IFLA_VRF_TABLE = 1;
+/** RTEXT_FILTER_VF | RTEXT_FILTER_SKIP_STATS, as `ip` asks. */
+const EXT_MASK = 0x9;
+
+const IFA_ADDRESS = 1;
+const IFA_LOCAL = 2;
+const IFA_BROADCAST = 4;
+const IFA_FLAGS = 8;
+const IFA_F_DADFAILED = 0x08;
+const IFA_F_TENTATIVE = 0x40;
+
+const RTA_DST = 1;
+const RTA_OIF = 4;
+const RTA_GATEWAY = 5;
+const RTA_PRIORITY = 6;
+const RTA_PREFSRC = 7;
+const RTA_METRICS = 8;
+const RTA_TABLE = 15;
+const RTAX_MTU = 2;
+const RTAX_ADVMSS = 8;
+const RTPROT_BOOT = 3;
+const RTN_UNICAST = 1;
+const RT_TABLE_MAIN = 254;
+
+const SCOPES: Record<string, number> = { global: 0, universe: 0, site: 200, link: 253, host: 254, nowhere: 255 };
+const SCOPE_NAMES: Record<number, string> = { 0: "global", 200: "site", 253: "link", 254: "host", 255: "nowhere" };
+const OPERSTATES = ["UNKNOWN", "NOTPRESENT", "DOWN", "LOWERLAYERDOWN", "TESTING", "DORMANT", "UP"];
+
+/** A request: message type, flags beyond NLM_F_REQUEST/NLM_F_ACK, and body. */
+export interface NlRequest {
+  type: number;
+  flags: number;
+  body: Uint8Array;
+}
+
+/** An address as `ip` parses it: family and network-order bytes; undefined when it is not one. */
+export function ipBytes(text: string): { family: 4 | 6; bytes: Uint8Array } | undefined {
+  if (text.includes(":")) {
+    if (!ipaddr.IPv6.isValid(text)) return undefined;
+    return { family: 6, bytes: Uint8Array.from(ipaddr.IPv6.parse(text).toByteArray()) };
+  }
+  if (!ipaddr.IPv4.isValidFourPartDecimal(text)) return undefined;
+  return { family: 4, bytes: Uint8Array.from(ipaddr.IPv4.parse(text).toByteArray()) };
+}
+
+/** `addr/prefix` (a bare address is a host prefix); undefined when it is not one. */
+export function cidrBytes(text: string): { family: 4 | 6; bytes: Uint8Array; prefix: number } | undefined {
+  const [addr = "", prefixText, extra] = text.split("/");
+  if (extra !== undefined) return undefined;
+  const parsed = ipBytes(addr);
+  if (!parsed) return undefined;
+  const max = parsed.family === 4 ? 32 : 128;
+  if (prefixText === undefined) return { ...parsed, prefix: max };
+  if (!/^\d{1,3}$/.test(prefixText) || Number(prefixText) > max) return undefined;
+  return { ...parsed, prefix: Number(prefixText) };
+}
+
+/** A MAC `aa:bb:cc:dd:ee:ff` as bytes; undefined when it is not one. */
+export function macBytes(text: string): Uint8Array | undefined {
+  if (!/^[0-9a-fA-F]{1,2}(:[0-9a-fA-F]{1,2}){5}$/.test(text)) return undefined;
+  return Uint8Array.from(text.split(":").map((h) => parseInt(h, 16)));
+}
+
+/** A route or address scope by name (`link`, `host`...) or number; undefined when `ip` would need its tables. */
+export function scopeNumber(scope: string | number): number | undefined {
+  if (typeof scope === "number") return Number.isInteger(scope) && scope >= 0 && scope <= 255 ? scope : undefined;
+  if (/^\d+$/.test(scope)) return scopeNumber(Number(scope));
+  return SCOPES[scope];
+}
+
+/** struct ifinfomsg: family, type, index, flags and the mask of flags to change. */
+function ifinfomsg(index: number, flags = 0, change = 0): Uint8Array {
+  const b = new Uint8Array(16);
+  const v = new DataView(b.buffer);
+  v.setInt32(4, index, true);
+  v.setUint32(8, flags, true);
+  v.setUint32(12, change, true);
+  return b;
+}
+
+/** struct ifaddrmsg. */
+function ifaddrmsg(family: number, prefix: number, scope: number, index: number): Uint8Array {
+  const b = new Uint8Array(8);
+  b[0] = family;
+  b[1] = prefix;
+  b[3] = scope;
+  new DataView(b.buffer).setUint32(4, index, true);
+  return b;
+}
+
+const familyNumber = (f: 4 | 6): number => (f === 4 ? AF_INET : AF_INET6);
+
+/** RTM_GETLINK for one link, by name (`ip` resolves names this way) or by index. */
+export function getLinkRequest(link: string | number): NlRequest {
+  const body = typeof link === "string"
+    ? concatBytes(ifinfomsg(0), nlU32(IFLA_EXT_MASK, EXT_MASK), nlString(IFLA_IFNAME, link))
+    : concatBytes(ifinfomsg(link), nlU32(IFLA_EXT_MASK, EXT_MASK));
+  return { type: RTM_GETLINK, flags: 0, body };
+}
+
+/** RTM_GETLINK dump: every link. */
+export const dumpLinksRequest = (): NlRequest =>
+  ({ type: RTM_GETLINK, flags: NLM_F_DUMP, body: concatBytes(ifinfomsg(0), nlU32(IFLA_EXT_MASK, EXT_MASK)) });
+
+/** RTM_GETADDR dump: every address of both families. */
+export const dumpAddressesRequest = (): NlRequest => ({ type: RTM_GETADDR, flags: NLM_F_DUMP, body: ifaddrmsg(0, 0, 0, 0) });
+
+/** The interface flags (and which of them to change) for up/promisc/allmulti settings. */
+function flagChange(c: { up?: boolean; promisc?: boolean; allmulti?: boolean }): [number, number] {
+  let flags = 0;
+  let change = 0;
+  for (const [value, bit] of [[c.up, IFF_UP], [c.promisc, IFF_PROMISC], [c.allmulti, IFF_ALLMULTI]] as const) {
+    if (value === undefined) continue;
+    change |= bit;
+    if (value) flags |= bit;
+  }
+  return [flags, change];
+}
+
+/**
+ * RTM_NEWLINK changing link `index` (`ip link set`); `masterIndex` is the index of `change.master` (0 takes
+ * the link off its master). Every setting goes in one message, as `ip` sends it.
+ */
+export function setLinkRequest(index: number, change: LinkChange, masterIndex?: number): NlRequest {
+  const [flags, mask] = flagChange(change);
+  const attrs: Uint8Array[] = [];
+  if (change.master !== undefined) attrs.push(nlU32(IFLA_MASTER, change.master === null ? 0 : masterIndex ?? 0));
+  if (change.mtu !== undefined) attrs.push(nlU32(IFLA_MTU, change.mtu));
+  if (change.mac !== undefined) attrs.push(nlAttr(IFLA_ADDRESS, macBytes(change.mac) ?? new Uint8Array()));
+  if (change.txqlen !== undefined) attrs.push(nlU32(IFLA_TXQLEN, change.txqlen));
+  // Without a terminating NUL, as `ip` sends it: the kernel stores the attribute's length as the alias length.
+  if (change.alias !== undefined) attrs.push(nlAttr(IFLA_IFALIAS, new TextEncoder().encode(change.alias)));
+  return { type: RTM_NEWLINK, flags: 0, body: concatBytes(ifinfomsg(index, flags, mask), ...attrs) };
+}
+
+/** RTM_NEWLINK setting bridge-port flags of link `index` (`ip link set dev X type bridge_slave ...`). */
+export function bridgePortRequest(index: number, flags: { hairpin?: boolean; isolated?: boolean }): NlRequest {
+  const data: Uint8Array[] = [];
+  if (flags.hairpin !== undefined) data.push(nlU8(IFLA_BRPORT_MODE, flags.hairpin ? 1 : 0));
+  if (flags.isolated !== undefined) data.push(nlU8(IFLA_BRPORT_ISOLATED, flags.isolated ? 1 : 0));
+  const linkinfo = nlAttr(IFLA_LINKINFO, nlAttr(IFLA_INFO_SLAVE_DATA, concatBytes(...data)));
+  return { type: RTM_NEWLINK, flags: 0, body: concatBytes(ifinfomsg(index), linkinfo) };
+}
+
+/**
+ * The attributes a new link (or a veth's peer) shares: `ip link add name X mtu N address M txqueuelen Q`,
+ * in the order `ip` sends them (the name last, after a peer's namespace).
+ */
+function newLinkAttrs(l: { name: string; mtu?: number; mac?: string; txqlen?: number }, peerNsFd?: number): Uint8Array[] {
+  const attrs: Uint8Array[] = [];
+  if (l.mtu) attrs.push(nlU32(IFLA_MTU, l.mtu));
+  if (l.mac) attrs.push(nlAttr(IFLA_ADDRESS, macBytes(l.mac) ?? new Uint8Array()));
+  if (l.txqlen !== undefined) attrs.push(nlU32(IFLA_TXQLEN, l.txqlen));
+  if (peerNsFd !== undefined) attrs.push(nlU32(IFLA_NET_NS_FD, peerNsFd));
+  attrs.push(nlString(IFLA_IFNAME, l.name));
+  return attrs;
+}
+
+/**
+ * RTM_NEWLINK creating a link (`ip link add`), failing if the name is taken. A veth's peer is created in the
+ * namespace that `peerNsFd` (an open namespace file) refers to.
+ */
+export function newLinkRequest(l: NewLink, peerNsFd?: number): NlRequest {
+  const [flags, mask] = flagChange(l);
+  const data: Uint8Array[] = [];
+  if (l.vlanFiltering) data.push(nlU8(IFLA_BR_VLAN_FILTERING, 1));
+  if (l.peer) {
+    data.push(nlAttr(VETH_INFO_PEER, concatBytes(ifinfomsg(0), ...newLinkAttrs(l.peer, peerNsFd))));
+  }
+  const info = [nlAttr(IFLA_INFO_KIND, new TextEncoder().encode(l.kind))]; // no NUL, as `ip` sends it
+  if (data.length) info.push(nlAttr(IFLA_INFO_DATA, concatBytes(...data)));
+  const body = concatBytes(ifinfomsg(0, flags, mask), ...newLinkAttrs(l), nlAttr(IFLA_LINKINFO, concatBytes(...info)));
+  return { type: RTM_NEWLINK, flags: NLM_F_CREATE | NLM_F_EXCL, body };
+}
+
+/** RTM_DELLINK for link `index`. */
+export const deleteLinkRequest = (index: number): NlRequest => ({ type: RTM_DELLINK, flags: 0, body: ifinfomsg(index) });
+
+/**
+ * RTM_NEWADDR / RTM_DELADDR for `cidr` on link `index`, as `ip addr add|replace|del CIDR [brd +] dev X` sends
+ * it: local and address both the address; for IPv4 additions the broadcast address when the prefix leaves
+ * room for one (`brd +`), and host scope for 127.0.0.0/8. Undefined when `cidr` is not an address.
+ */
+export function addressRequest(action: "add" | "replace" | "del", index: number, cidr: string): NlRequest | undefined {
+  const c = cidrBytes(cidr);
+  if (!c) return undefined;
+  const scope = action !== "del" && c.family === 4 && c.bytes[0] === 127 ? SCOPES["host"]! : 0;
+  const attrs = [nlAttr(IFA_LOCAL, c.bytes), nlAttr(IFA_ADDRESS, c.bytes)];
+  if (action !== "del" && c.family === 4 && c.prefix <= 30) {
+    const brd = Uint8Array.from(c.bytes);
+    for (let bit = c.prefix; bit < 32; bit++) brd[bit >> 3]! |= 0x80 >> (bit & 7);
+    attrs.push(nlAttr(IFA_BROADCAST, brd));
+  }
+  const body = concatBytes(ifaddrmsg(familyNumber(c.family), c.prefix, scope, index), ...attrs);
+  if (action === "del") return { type: RTM_DELADDR, flags: 0, body };
+  return { type: RTM_NEWADDR, flags: NLM_F_CREATE | (action === "add" ? NLM_F_EXCL : NLM_F_REPLACE), body };
+}
+
+/**
+ * RTM_NEWROUTE / RTM_DELROUTE as `ip route add|append|replace|del` sends it: a unicast "boot" route in the
+ * main table unless told otherwise; an IPv4 route without a gateway is link-scoped unless a scope is given;
+ * a delete matches any protocol, type and scope. `oif` is the index of `r.dev`. Undefined when an address or
+ * the scope is not something this encoder reads as `ip` would (the caller uses `ip` then).
+ */
+export function routeRequest(action: "add" | "append" | "replace" | "del", r: RouteSpec, oif?: number): NlRequest | undefined {
+  const dst = cidrBytes(r.dst);
+  const gw = r.gw === undefined ? undefined : ipBytes(r.gw);
+  const src = r.src === undefined ? undefined : ipBytes(r.src);
+  if (!dst || (r.gw !== undefined && gw?.family !== dst.family) || (r.src !== undefined && src?.family !== dst.family)) return undefined;
+  const explicitScope = r.scope === undefined ? undefined : scopeNumber(r.scope);
+  if (r.scope !== undefined && explicitScope === undefined) return undefined;
+  const del = action === "del";
+  let scope = explicitScope;
+  if (scope === undefined) scope = del ? 255 : dst.family === 4 && !gw ? SCOPES["link"]! : 0;
+  const table = r.table ?? RT_TABLE_MAIN;
+  const msg = new Uint8Array(12);
+  msg.set([familyNumber(dst.family), dst.prefix, 0, 0, table < 256 ? table : 0, del ? 0 : RTPROT_BOOT, scope, del ? 0 : RTN_UNICAST]);
+  const attrs = [nlAttr(RTA_DST, dst.bytes)];
+  if (gw) attrs.push(nlAttr(RTA_GATEWAY, gw.bytes));
+  if (src) attrs.push(nlAttr(RTA_PREFSRC, src.bytes));
+  if (table >= 256) attrs.push(nlU32(RTA_TABLE, table));
+  if (r.metric !== undefined) attrs.push(nlU32(RTA_PRIORITY, r.metric));
+  if (oif !== undefined) attrs.push(nlU32(RTA_OIF, oif));
+  const metrics: Uint8Array[] = [];
+  if (r.mtu) metrics.push(nlU32(RTAX_MTU, r.mtu));
+  if (r.advmss) metrics.push(nlU32(RTAX_ADVMSS, r.advmss));
+  if (metrics.length) attrs.push(nlAttr(RTA_METRICS, concatBytes(...metrics)));
+  const body = concatBytes(msg, ...attrs);
+  if (del) return { type: RTM_DELROUTE, flags: 0, body };
+  const flags = NLM_F_CREATE | (action === "add" ? NLM_F_EXCL : action === "append" ? NLM_F_APPEND : NLM_F_REPLACE);
+  return { type: RTM_NEWROUTE, flags, body };
+}
+
+const u32 = (b: Uint8Array | undefined): number | undefined =>
+  b && b.length >= 4 ? new DataView(b.buffer, b.byteOffset, b.byteLength).getUint32(0, true) : undefined;
+const str = (b: Uint8Array | undefined): string | undefined => (b ? new TextDecoder().decode(b).replace(/\0[\s\S]*$/, "") : undefined);
+const hex = (b: Uint8Array): string => [...b].map((x) => x.toString(16).padStart(2, "0")).join(":");
+
+/** An address as `ip` prints it (inet_ntop: IPv4-mapped IPv6 with a dotted tail). */
+export function ipText(b: Uint8Array): string {
+  if (b.length === 4) return b.join(".");
+  const v6 = ipaddr.fromByteArray([...b]) as ipaddr.IPv6;
+  if (v6.isIPv4MappedAddress()) return `::ffff:${v6.toIPv4Address().toString()}`;
+  return v6.toRFC5952String();
+}
+
+/** A link-layer address as `ip` prints it: colon hex, or an IP address for IP tunnels. */
+function linkAddressText(ifiType: number, b: Uint8Array): string {
+  const ipv4Tunnel = ifiType === 768 || ifiType === 776 || ifiType === 778; // ARPHRD_TUNNEL, _SIT, _IPGRE
+  const ipv6Tunnel = ifiType === 769 || ifiType === 823; // ARPHRD_TUNNEL6, _IP6GRE
+  if ((ipv4Tunnel && b.length === 4) || (ipv6Tunnel && b.length === 16)) return ipText(b);
+  return hex(b);
+}
+
+/** A link read from RTM_NEWLINK, with its master as an index (the caller names it). */
+export interface DecodedLink {
+  link: Link;
+  masterIndex?: number;
+}
+
+/**
+ * Reads an RTM_NEWLINK message into a Link, as linkFromJson reads `ip -json -d link show`: the peer index only
+ * when the peer is in another namespace (`ip` names a same-namespace peer instead), kind-specific data only
+ * for a vrf's table.
+ */
+export function decodeLink(payload: Uint8Array): DecodedLink {
+  const view = new DataView(payload.buffer, payload.byteOffset, payload.byteLength);
+  const ifiType = view.getUint16(2, true);
+  const index = view.getInt32(4, true);
+  const flags = view.getUint32(8, true);
+  const a = parseAttrs(payload.subarray(16));
+  const address = a.get(IFLA_ADDRESS);
+  const operstate = a.get(IFLA_OPERSTATE)?.[0];
+  const link: Link = {
+    index,
+    name: str(a.get(IFLA_IFNAME)) ?? "",
+    mtu: u32(a.get(IFLA_MTU)) ?? 0,
+    mac: address ? linkAddressText(ifiType, address) : "",
+    up: (flags & IFF_UP) !== 0,
+    operstate: operstate === undefined ? "UNKNOWN" : OPERSTATES[operstate] ?? String(operstate),
+    promisc: (flags & IFF_PROMISC) !== 0,
+    allmulti: (flags & IFF_ALLMULTI) !== 0,
+    txqlen: u32(a.get(IFLA_TXQLEN)) ?? 0,
+  };
+  const info = parseAttrs(a.get(IFLA_LINKINFO) ?? new Uint8Array());
+  const kind = str(info.get(IFLA_INFO_KIND));
+  if (kind) link.kind = kind;
+  if (kind === "vrf") {
+    const table = u32(parseAttrs(info.get(IFLA_INFO_DATA) ?? new Uint8Array()).get(IFLA_VRF_TABLE));
+    if (table !== undefined) link.info = { table };
+  }
+  const peer = u32(a.get(IFLA_LINK));
+  if (peer && a.has(IFLA_LINK_NETNSID)) link.peerIndex = peer;
+  const alias = str(a.get(IFLA_IFALIAS));
+  if (alias) link.alias = alias;
+  const slaveData = info.get(IFLA_INFO_SLAVE_DATA);
+  if (str(info.get(IFLA_INFO_SLAVE_KIND)) === "bridge" && slaveData) {
+    const port = parseAttrs(slaveData);
+    link.bridgePort = { hairpin: port.get(IFLA_BRPORT_MODE)?.[0] === 1, isolated: port.get(IFLA_BRPORT_ISOLATED)?.[0] === 1 };
+  }
+  const master = u32(a.get(IFLA_MASTER));
+  return master ? { link, masterIndex: master } : { link };
+}
+
+/** Reads an RTM_NEWADDR message: the link it is on and the address as `ip -json addr show` reports it. */
+export function decodeAddress(payload: Uint8Array): { index: number; address: Address } {
+  const view = new DataView(payload.buffer, payload.byteOffset, payload.byteLength);
+  const family = payload[0] === AF_INET6 ? 6 : 4;
+  const a = parseAttrs(payload.subarray(8));
+  const local = a.get(IFA_LOCAL) ?? a.get(IFA_ADDRESS) ?? new Uint8Array(family === 4 ? 4 : 16);
+  const flags = u32(a.get(IFA_FLAGS)) ?? payload[2]!;
+  const scope = payload[3]!;
+  return {
+    index: view.getUint32(4, true),
+    address: {
+      cidr: `${ipText(local)}/${payload[1]}`,
+      family,
+      scope: SCOPE_NAMES[scope] ?? String(scope),
+      tentative: (flags & IFA_F_TENTATIVE) !== 0,
+      dadFailed: (flags & IFA_F_DADFAILED) !== 0,
+    },
+  };
+}
