@@ -96,7 +96,9 @@ const { parseConfList } = await import(path.join(ROOT, "dist/spec/index.js"));
 const { defaultNetworkConfList } = await import(path.join(ROOT, "dist/runtime/default-network.js"));
 const defaultChain = defaultNetworkConfList().plugins.map((p) => p.type);
 scenario(`default chain ADD+DEL (fresh netns): ${defaultChain.join(" + ")}`, (binDir, impl) => {
-  const conf = defaultNetworkConfList({ dataDir: path.join(scratch, `dc-${impl}`) });
+  const conf = defaultNetworkConfList({ stateDir: path.join(scratch, `dc-${impl}`) });
+  // Go 1.1.1's portmap, firewall and tuning do not know dataDir; ours would use it. Same keys for both.
+  for (const p of conf.plugins.slice(1)) delete p.dataDir;
   conf.cniVersion = "1.0.0";
   conf.name = `bench-dc-${impl}`;
   conf.plugins[0].bridge = `bdc${impl[0]}0`;

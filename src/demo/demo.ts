@@ -58,9 +58,9 @@ const netnsExists = (name: string) => existsSync(`/run/netns/${name}`);
 /** Runs the part that must execute inside the demo's host namespace (plugins act on "their" host). */
 async function inside(keep: boolean): Promise<void> {
   const cacheDir = path.join(STATE, "cache");
-  const dataDir = path.join(STATE, "ipam");
+  const dataDir = path.join(STATE, "ipam");  // where defaultNetworkConfList puts host-local's store
   mkdirSync(cacheDir, { recursive: true });
-  const list = parseConfList(JSON.stringify(defaultNetworkConfList({ dataDir })));
+  const list = parseConfList(JSON.stringify(defaultNetworkConfList({ stateDir: STATE })));
   const cni = new CNIConfig({ path: [BIN], cacheDir });
 
   step(`Embedded default network "${DEFAULT_NETWORK_NAME}" (cniVersion ${list.cniVersion}): ${list.plugins.map((p) => p.network.type).join(" -> ")}`);

@@ -10,22 +10,26 @@ export const DEFAULT_NETWORK_NAME = "tscni";
 export const DEFAULT_BRIDGE = "tscni0";
 export const DEFAULT_SUBNET = "10.99.0.0/16";
 
-/** The default network's conflist (a fresh copy each call). `dataDir` overrides host-local's store. */
-export function defaultNetworkConfList(options: { dataDir?: string } = {}): Record<string, unknown> {
+/**
+ * The default network's conflist (a fresh copy each call). `stateDir` keeps every plugin's on-disk state (the
+ * IPAM store, firewall and portmap records, tuning backups) under one directory instead of the system defaults.
+ */
+export function defaultNetworkConfList(options: { stateDir?: string } = {}): Record<string, unknown> {
   const ipam: Record<string, unknown> = {
     type: "host-local",
     ranges: [[{ subnet: DEFAULT_SUBNET }]],
     routes: [{ dst: "0.0.0.0/0" }],
   };
-  if (options.dataDir) ipam["dataDir"] = options.dataDir;
+  const state = (name: string) => (options.stateDir ? { dataDir: `${options.stateDir}/${name}` } : {});
+  Object.assign(ipam, state("ipam"));
   return {
     cniVersion: "1.1.0",
     name: DEFAULT_NETWORK_NAME,
     plugins: [
       { type: "bridge", bridge: DEFAULT_BRIDGE, isGateway: true, ipMasq: true, hairpinMode: true, ipam },
-      { type: "portmap", capabilities: { portMappings: true } },
-      { type: "firewall" },
-      { type: "tuning", sysctl: { "net.ipv4.conf.IFNAME.arp_notify": "1" } },
+      { type: "portmap", capabilities: { portMappings: true }, ...state("portmap") },
+      { type: "firewall", ...state("firewall") },
+      { type: "tuning", sysctl: { "net.ipv4.conf.IFNAME.arp_notify": "1" }, ...state("tuning") },
       { type: "bandwidth", capabilities: { bandwidth: true } },
     ],
   };
