@@ -10,7 +10,7 @@ import { realpath } from "node:fs/promises";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import type { Env } from "../invoke/args.js";
-import { pluginFailure, RawExec, type ExecOptions, type PluginExec } from "../invoke/exec.js";
+import { RawExec, settlePluginRun, type ExecOptions, type PluginExec } from "../invoke/exec.js";
 import { runPlugin, type PluginDefinition } from "../skel/skel.js";
 import { PROGRAMS } from "./registry.js";
 
@@ -73,13 +73,7 @@ export class MulticallExec implements PluginExec {
     if (failure) out.push(failure.print());
     const stdout = Buffer.from(out.join(""));
     const stderr = Buffer.from(err.join(""));
-    const sink = options.stderr ?? process.stderr;
-    // The same rules as an exec: a failed plugin's stderr is part of the error when it printed nothing.
-    if (failure) {
-      if (stdout.length > 0 && stderr.length > 0) sink.write(stderr);
-      throw pluginFailure("exit status 1", stdout, stderr);
-    }
-    if (stderr.length > 0) sink.write(stderr);
-    return stdout;
+    // A plugin that failed exits 1; from there on, exactly the rules of an exec.
+    return settlePluginRun(failure ? "exit status 1" : undefined, stdout, stderr, options.stderr ?? process.stderr);
   }
 }

@@ -48,6 +48,10 @@ export class Netns {
   exec(cmd: string, args: string[]): string {
     return execFileSync("ip", ["netns", "exec", this.name, cmd, ...args], { encoding: "utf8" });
   }
+  /** A sysctl of this namespace, by its dotted name. */
+  sysctl(key: string): string {
+    return this.exec("cat", [`/proc/sys/${key.replaceAll(".", "/")}`]).trim();
+  }
   ipJson(args: string[]): unknown {
     return JSON.parse(execFileSync("ip", ["-n", this.name, "-json", ...args], { encoding: "utf8" }) || "[]");
   }

@@ -119,7 +119,7 @@ export class Host {
 
   /** A host sysctl. */
   sysctl(key: string): string {
-    return this.ns.exec("cat", [`/proc/sys/${key.replaceAll(".", "/")}`]).trim();
+    return this.ns.sysctl(key);
   }
 }
 

@@ -29,7 +29,7 @@ function linkState(ns: Netns, dev: string): LinkState {
   };
 }
 
-const sysctlIn = (ns: Netns, key: string): string => ns.exec("cat", [`/proc/sys/${key.replaceAll(".", "/")}`]).trim();
+const sysctlIn = (ns: Netns, key: string): string => ns.sysctl(key);
 
 describe("tuning plugin", { skip }, () => {
   const cleanup = new Cleanup();

@@ -87,6 +87,21 @@ export function pluginFailure(failure: string, stdout: Buffer, stderr: Buffer): 
   }
 }
 
+/**
+ * What a finished plugin run gives its caller, however it ran (child process or in-process): stdout on
+ * success, else the mapped CniError. Its stderr goes to `sink` — also on failure when the error JSON is on
+ * stdout, where Go's library drops it (those logs are exactly what someone debugging the failure needs); when
+ * stdout is empty the stderr is already part of the error message and is not repeated.
+ */
+export function settlePluginRun(failure: string | undefined, stdout: Buffer, stderr: Buffer, sink: Writable): Buffer {
+  if (failure) {
+    if (stdout.length > 0 && stderr.length > 0) sink.write(stderr);
+    throw pluginFailure(failure, stdout, stderr);
+  }
+  if (stderr.length > 0) sink.write(stderr);
+  return stdout;
+}
+
 /** Runs plugin executables as child processes (Go's RawExec). */
 export class RawExec implements PluginExec {
   constructor(private readonly defaultStderr?: Writable) {}
@@ -101,11 +116,6 @@ export class RawExec implements PluginExec {
       await sleep(1000, undefined, { signal: options.signal }).catch(() => undefined);
     }
     const { stdout, stderr, failure } = outcome!;
-    if (failure) {
-      if (stdout.length > 0 && stderr.length > 0) stderrSink.write(stderr);
-      throw pluginFailure(failure, stdout, stderr);
-    }
-    if (stderr.length > 0) stderrSink.write(stderr);
-    return stdout;
+    return settlePluginRun(failure, stdout, stderr, stderrSink);
   }
 }

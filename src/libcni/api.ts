@@ -324,6 +324,7 @@ export class CNIConfig {
         try {
           const values: Record<string, unknown> = { name: list.name, cniVersion: list.cniVersion };
           if (args) {
+            // Go writes null for a missing list; [] means the same to every plugin and is valid to inject.
             values["cni.dev/valid-attachments"] = args.validAttachments ?? [];
             values["cni.dev/attachments"] = args.validAttachments ?? [];
           }

@@ -166,4 +166,3 @@ export async function listCachedAttachments(cacheDir: string, containerID = ""):
 }
 
 
-export { writeFileAtomic };

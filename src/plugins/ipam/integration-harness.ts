@@ -8,11 +8,10 @@ import { spawn } from "node:child_process";
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
 
-export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../..");
-export const OUR_BIN = path.join(ROOT, "dist/bin");
-export const GO_BIN = "/usr/lib/cni";
+import { GO_BIN, OUR_BIN, ROOT } from "../../integration/harness.js";
+
+export { GO_BIN, OUR_BIN, ROOT };
 export const goPluginAvailable = (name: string): boolean => existsSync(path.join(GO_BIN, name));
 
 export interface PluginRun {
