@@ -7,6 +7,7 @@
 import { mkdir, readdir, readFile, rm } from "node:fs/promises";
 import { writeFileAtomic } from "../sys/atomic-file.js";
 import path from "node:path";
+import { any, decodeGo, list, map, member, string, struct, type Decoded } from "../spec/go-decode.js";
 import { isJsonObject, marshalJson, parseJson, compareBytes, type JsonObject, type JsonValue } from "../spec/json.js";
 import { createResultFromBytes, getResultAsVersion, marshalResult, type Result } from "../spec/result/index.js";
 
@@ -71,28 +72,53 @@ export async function deleteCacheEntry(cacheDir: string, key: CacheKey): Promise
   await rm(file, { force: true }).catch(() => undefined);
 }
 
-/** Decodes a cache file; undefined when it is not a cniCacheV1 object (e.g. a legacy bare result). */
-function decodeCacheEntry(bytes: Buffer): CachedAttachment | undefined {
-  let raw: JsonValue;
+/** Go libcni's cachedInfo, read as Go reads it (keys in any case, null as absent). */
+const CACHED_INFO = struct("cachedInfo", {
+  kind: string,
+  containerId: string,
+  config: string,
+  ifName: string,
+  networkName: string,
+  netns: string,
+  cniArgs: list(list(string)),
+  capabilityArgs: map(any),
+  result: map(any),
+}, "libcni");
+
+/**
+ * Decodes a cache file's JSON; undefined when it is not a cniCacheV1 object (e.g. a legacy bare result). A
+ * cniCacheV1 object with a value of the wrong type is a DecodeError when `strict`, else undefined.
+ */
+function decodeCacheEntry(raw: JsonValue, strict = false): CachedAttachment | undefined {
+  if (!isJsonObject(raw)) return undefined;
+  let d: Decoded<typeof CACHED_INFO>;
   try {
-    raw = parseJson(bytes);
+    d = decodeGo(CACHED_INFO, raw);
+  } catch (e) {
+    if (strict) throw e;
+    return undefined;
+  }
+  if (d.kind !== CACHE_KIND) return undefined;
+  const entry: CachedAttachment = {
+    networkName: d.networkName ?? "",
+    containerID: d.containerId ?? "",
+    ifName: d.ifName ?? "",
+    config: Buffer.from(d.config ?? "", "base64"),
+  };
+  if (d.netns) entry.netns = d.netns;
+  if (d.cniArgs) entry.cniArgs = d.cniArgs.map((p) => [p[0] ?? "", p[1] ?? ""]);
+  if (d.capabilityArgs) entry.capabilityArgs = Object.fromEntries(d.capabilityArgs);
+  if (d.result) entry.result = Object.fromEntries(d.result);
+  return entry;
+}
+
+/** A cache file's JSON, or undefined when it does not parse. */
+function parseCacheFile(bytes: Buffer): JsonValue | undefined {
+  try {
+    return parseJson(bytes);
   } catch {
     return undefined;
   }
-  if (!isJsonObject(raw) || raw["kind"] !== CACHE_KIND) return undefined;
-  const str = (k: string) => (typeof raw[k] === "string" ? (raw[k] as string) : "");
-  const entry: CachedAttachment = {
-    networkName: str("networkName"),
-    containerID: str("containerId"),
-    ifName: str("ifName"),
-    config: Buffer.from(str("config"), "base64"),
-  };
-  if (str("netns")) entry.netns = str("netns");
-  const cniArgs = raw["cniArgs"];
-  if (Array.isArray(cniArgs)) entry.cniArgs = cniArgs.filter(Array.isArray).map((p) => [String(p[0] ?? ""), String(p[1] ?? "")]);
-  if (isJsonObject(raw["capabilityArgs"])) entry.capabilityArgs = raw["capabilityArgs"];
-  if (isJsonObject(raw["result"])) entry.result = raw["result"];
-  return entry;
 }
 
 async function readCacheFile(file: string): Promise<Buffer | undefined> {
@@ -110,7 +136,7 @@ async function readCacheFile(file: string): Promise<Buffer | undefined> {
 export async function readCachedResult(cacheDir: string, key: CacheKey, cniVersion: string): Promise<Result | undefined> {
   const bytes = await readCacheFile(cacheFilePath(cacheDir, key));
   if (!bytes) return undefined;
-  const entry = decodeCacheEntry(bytes);
+  const entry = decodeCacheEntry(parseCacheFile(bytes) ?? null);
   let result: Result;
   if (entry) {
     if (!entry.result) return undefined;
@@ -130,14 +156,18 @@ export async function readCachedAttachment(cacheDir: string, key: CacheKey): Pro
   const bytes = await readCacheFile(cacheFilePath(cacheDir, key));
   if (!bytes) return undefined;
   let raw: JsonValue;
+  let entry: CachedAttachment | undefined;
   try {
     raw = parseJson(bytes);
+    entry = decodeCacheEntry(raw, true);
   } catch (e) {
     throw new Error(`failed to unmarshal cached network "${key.networkName}" config: ${(e as Error).message}`);
   }
-  const kind = isJsonObject(raw) ? raw["kind"] : undefined;
-  if (kind !== CACHE_KIND) throw new Error(`read cached network "${key.networkName}" config has wrong kind: ${kind ?? ""}`);
-  return decodeCacheEntry(bytes);
+  if (!entry) {
+    const kind = isJsonObject(raw) ? member(raw, "kind") : undefined;
+    throw new Error(`read cached network "${key.networkName}" config has wrong kind: ${typeof kind === "string" ? kind : ""}`);
+  }
+  return entry;
 }
 
 /** Every valid cached attachment, optionally only those of one container, in file-name order. */
@@ -157,7 +187,7 @@ export async function listCachedAttachments(cacheDir: string, containerID = ""):
       if (at <= 0 || at + containerID.length + 2 >= name.length) continue;
     }
     const bytes = await readCacheFile(path.join(dir, name));
-    const entry = bytes && decodeCacheEntry(bytes);
+    const entry = bytes && decodeCacheEntry(parseCacheFile(bytes) ?? null);
     if (!entry || !entry.ifName || !entry.networkName) continue;
     if (containerID && entry.containerID !== containerID) continue;
     out.push(entry);

@@ -6,6 +6,7 @@
  */
 import { statSync } from "node:fs";
 import { CniError, ErrorCode } from "../spec/errors.js";
+import type { GoType } from "../spec/go-decode.js";
 import { isJsonObject, jsonKindName, parseJson } from "../spec/json.js";
 import { printResult, type Result } from "../spec/result/index.js";
 import { validateContainerId, validateInterfaceName, validateNetworkName } from "../spec/validate.js";
@@ -46,6 +47,17 @@ export interface PluginDefinition {
   funcs: PluginFuncs;
   versionInfo: VersionInfo;
   about: string;
+  /**
+   * How the plugin reads its config: the schema it decodes stdin into (the Go plugin's struct, read with Go's
+   * rules: spec/go-decode.ts) and the parser its ADD uses, which validates without changing anything.
+   */
+  config?: PluginConfigReader;
+}
+
+/** A plugin's config schema and parser (see PluginDefinition.config). */
+export interface PluginConfigReader {
+  schema: GoType<unknown>;
+  parse: (stdin: Buffer, cniArgs: string) => unknown;
 }
 
 /** Where skel reads and writes; pluginMain uses the real process, tests inject their own. */

@@ -6,8 +6,8 @@
  */
 import { CniError, ErrorCode } from "./errors.js";
 import { goQuote, goTypeName, isJsonObject, jsonKindName, JsonSyntaxError, marshalJson, parseJson, type JsonObject, type JsonValue } from "./json.js";
-import { decodeDNS, type DNS } from "./result/common.js";
-import { DecodeError, getList, getObject, getString } from "./result/decode.js";
+import { compactDNS, DNS_TYPE, type DNS } from "./result/common.js";
+import { any, bool, decodeGo, list, map, member, string, struct } from "./go-decode.js";
 import { CURRENT_VERSION, compareVersions, parseVersion } from "./version.js";
 
 /** One `{"containerID", "ifname"}` entry of `cni.dev/valid-attachments` (GC). */
@@ -82,42 +82,44 @@ function parseObject(bytes: Buffer, prefix: string, goType: string, file?: strin
   return raw;
 }
 
+/** The keys every plugin's Go config embeds (types.PluginConf), for plugin schemas to spread in. */
+export const NET_CONF_FIELDS = {
+  cniVersion: string,
+  name: string,
+  type: string,
+  capabilities: map(bool),
+  ipam: struct("IPAM", { type: string }, "types"),
+  dns: DNS_TYPE,
+  prevResult: map(any),
+  "cni.dev/valid-attachments": list(struct("GCAttachment", { containerID: string, ifname: string }, "types")),
+};
+
+const PLUGIN_CONF = struct("PluginConf", NET_CONF_FIELDS, "types");
+
+/** A member that a plugin's own Go struct declares (so it is matched as Go matches fields), if it is an object. */
+function objectMember(raw: JsonObject, name: string): JsonObject | undefined {
+  const v = member(raw, name);
+  return isJsonObject(v) ? v : undefined;
+}
+
 /**
- * Decodes the typed view of one plugin object (does not require `type`). Type errors follow Go's
- * types.PluginConf; `runtimeConfig` and `args` are unknown to it, so they are picked up only when they are objects.
+ * Decodes the typed view of one plugin object (does not require `type`), with Go's rules (go-decode.ts).
+ * `runtimeConfig` and `args` are each plugin's own, so they are picked up here only when they are objects.
  */
 export function decodePluginConf(raw: JsonObject): PluginConf {
-  const conf: PluginConf = {
-    cniVersion: getString(raw, "cniVersion", "PluginConf") ?? "",
-    name: getString(raw, "name", "PluginConf") ?? "",
-    type: getString(raw, "type", "PluginConf") ?? "",
-  };
-  const caps = getObject(raw, "capabilities", "PluginConf", "map[string]bool");
-  if (caps) {
-    conf.capabilities = {};
-    for (const [k, v] of Object.entries(caps)) {
-      if (typeof v !== "boolean" && v !== null) {
-        throw new DecodeError(`json: cannot unmarshal ${jsonKindName(v)} into Go struct field PluginConf.capabilities of type bool`);
-      }
-      conf.capabilities[k] = v === true;
-    }
-  }
-  const ipam = getObject(raw, "ipam", "PluginConf", "types.IPAM");
-  if (ipam) {
-    getString(ipam, "type", "IPAM");
-    conf.ipam = ipam;
-  }
-  const dns = getObject(raw, "dns", "PluginConf", "types.DNS");
-  if (dns) conf.dns = decodeDNS(dns);
-  const prev = getObject(raw, "prevResult", "PluginConf", "map[string]interface {}");
+  const d = decodeGo(PLUGIN_CONF, raw);
+  const conf: PluginConf = { cniVersion: d.cniVersion ?? "", name: d.name ?? "", type: d.type ?? "" };
+  if (d.capabilities) conf.capabilities = Object.fromEntries(d.capabilities);
+  if (d.ipam) conf.ipam = { ...objectMember(raw, "ipam"), type: d.ipam.type ?? "" };
+  if (d.dns) conf.dns = compactDNS(d.dns);
+  const prev = objectMember(raw, "prevResult");
   if (prev) conf.prevResult = prev;
-  if (isJsonObject(raw["runtimeConfig"])) conf.runtimeConfig = raw["runtimeConfig"];
-  if (isJsonObject(raw["args"])) conf.args = raw["args"];
-  const valid = getList(raw, "cni.dev/valid-attachments", "PluginConf", "types.GCAttachment", (o) => ({
-    containerID: getString(o, "containerID", "GCAttachment") ?? "",
-    ifname: getString(o, "ifname", "GCAttachment") ?? "",
-  }));
-  if (valid) conf.validAttachments = valid;
+  const runtimeConfig = objectMember(raw, "runtimeConfig");
+  if (runtimeConfig) conf.runtimeConfig = runtimeConfig;
+  const args = objectMember(raw, "args");
+  if (args) conf.args = args;
+  const valid = d["cni.dev/valid-attachments"];
+  if (valid) conf.validAttachments = valid.map((a) => ({ containerID: a.containerID ?? "", ifname: a.ifname ?? "" }));
   return conf;
 }
 

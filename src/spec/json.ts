@@ -179,12 +179,168 @@ export function findJsonSyntaxError(text: string): JsonSyntaxError | null {
   }
 }
 
-/** Parses JSON text, throwing a JsonSyntaxError with Go's wording when it is malformed. */
+/** Thrown inside parseGoJson at the first malformed byte; parseJson then asks the scanner for Go's words. */
+const MALFORMED = new Error("malformed JSON");
+
+/**
+ * The source text of number literals that a JS number does not show as Go reads them: fractions and
+ * exponents (`1.0`, `1e3`, which Go refuses for integer fields), `-0`, and integers too long to be exact.
+ * Keyed by the containing object or array, then by member name or index (see numberLiteral).
+ */
+const numberLiterals = new WeakMap<object, Map<string | number, string>>();
+
+/** A literal that Number() renders exactly and that Go's integer parsers read the same way. */
+const PLAIN_INTEGER = /^-?(?:0|[1-9]\d{0,14})$/;
+const NUMBER = /-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?/y;
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
+
+/**
+ * The source text of the number at `container[key]` when it was parsed by parseJson from a literal that is
+ * not a plain integer (e.g. `1.0`, `1e3`, `-0`, `18446744073709551615`); undefined otherwise.
+ */
+export function numberLiteral(container: object, key: string | number): string | undefined {
+  return numberLiterals.get(container)?.get(key);
+}
+
+/** Sets an object member as Go's map decoding does: a repeated key replaces the value and moves to the end. */
+function setMember(obj: JsonObject, key: string, value: JsonValue): void {
+  if (Object.hasOwn(obj, key)) delete obj[key];
+  if (key === "__proto__") Object.defineProperty(obj, key, { value, enumerable: true, writable: true, configurable: true });
+  else obj[key] = value;
+}
+
+/**
+ * One pass over JSON text, without recursion (Go allows 10000 levels). Duplicate keys: the last value wins and
+ * the key takes the position of its last occurrence, so members iterate in the order Go assigns them. Strings
+ * keep Go's decoding (a lone surrogate escape becomes U+FFFD). Throws MALFORMED at the first error.
+ */
+function parseGoJson(text: string): JsonValue {
+  const n = text.length;
+  let i = 0;
+  const skipSpace = () => {
+    for (let c = text.charCodeAt(i); c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09; c = text.charCodeAt(++i));
+  };
+  const readString = (): string => {
+    const start = i++;
+    let escaped = false;
+    for (;;) {
+      const c = text.charCodeAt(i);
+      if (c === 0x22) break;
+      if (c === 0x5c) { escaped = true; i += 2; continue; }
+      if (c < 0x20 || i >= n) throw MALFORMED;
+      i++;
+    }
+    i++;
+    if (!escaped) return text.slice(start + 1, i - 1);
+    let s: string;
+    try {
+      s = JSON.parse(text.slice(start, i)) as string;
+    } catch {
+      throw MALFORMED;
+    }
+    return s.replace(LONE_SURROGATE, "\ufffd");
+  };
+  const readKey = (): string => {
+    skipSpace();
+    if (text.charCodeAt(i) !== 0x22) throw MALFORMED;
+    const key = readString();
+    skipSpace();
+    if (text.charCodeAt(i) !== 0x3a) throw MALFORMED;
+    i++;
+    return key;
+  };
+  const remember = (container: object, key: string | number, literal: string | undefined) => {
+    const known = numberLiterals.get(container);
+    if (literal !== undefined) {
+      if (known) known.set(key, literal);
+      else numberLiterals.set(container, new Map([[key, literal]]));
+    } else {
+      known?.delete(key);
+    }
+  };
+
+  // Open containers, innermost last; for an object, the key whose value comes next.
+  const stack: Array<{ container: JsonObject | JsonValue[]; key: string }> = [];
+  for (;;) {
+    skipSpace();
+    let value: JsonValue;
+    let literal: string | undefined;
+    const c = text.charCodeAt(i);
+    if (c === 0x7b || c === 0x5b) { // { [
+      i++;
+      skipSpace();
+      const close = c === 0x7b ? 0x7d : 0x5d;
+      if (text.charCodeAt(i) === close) {
+        i++;
+        value = c === 0x7b ? {} : [];
+      } else {
+        if (stack.length >= MAX_NESTING_DEPTH) throw MALFORMED;
+        stack.push(c === 0x7b ? { container: {}, key: readKey() } : { container: [], key: "" });
+        continue;
+      }
+    } else if (c === 0x22) {
+      value = readString();
+    } else if (c === 0x2d || (c >= 0x30 && c <= 0x39)) {
+      NUMBER.lastIndex = i;
+      const m = NUMBER.exec(text);
+      if (!m) throw MALFORMED;
+      i += m[0].length;
+      value = Number(m[0]);
+      if (!PLAIN_INTEGER.test(m[0]) || Object.is(value, -0)) literal = m[0];
+    } else if (text.startsWith("true", i)) {
+      i += 4;
+      value = true;
+    } else if (text.startsWith("false", i)) {
+      i += 5;
+      value = false;
+    } else if (text.startsWith("null", i)) {
+      i += 4;
+      value = null;
+    } else {
+      throw MALFORMED;
+    }
+    // Store the complete value, closing every container it completes.
+    for (;;) {
+      const top = stack[stack.length - 1];
+      if (!top) {
+        skipSpace();
+        if (i !== n) throw MALFORMED;
+        return value;
+      }
+      const { container } = top;
+      if (Array.isArray(container)) {
+        if (literal !== undefined) remember(container, container.length, literal);
+        container.push(value);
+      } else {
+        remember(container, top.key, literal);
+        setMember(container, top.key, value);
+      }
+      literal = undefined;
+      skipSpace();
+      const d = text.charCodeAt(i++);
+      if (d === 0x2c) { // ,
+        if (!Array.isArray(container)) top.key = readKey();
+        break;
+      }
+      if (d !== (Array.isArray(container) ? 0x5d : 0x7d)) throw MALFORMED;
+      stack.pop();
+      value = container;
+    }
+  }
+}
+
+/**
+ * Parses JSON text as Go's encoding/json reads it (see parseGoJson), throwing a JsonSyntaxError with Go's
+ * wording when it is malformed. The slower scanner that finds Go's words runs only then.
+ */
 export function parseJson(input: string | Uint8Array): JsonValue {
   const text = typeof input === "string" ? input : Buffer.from(input).toString("utf8");
-  const err = findJsonSyntaxError(text);
-  if (err) throw err;
-  return JSON.parse(text) as JsonValue;
+  try {
+    return parseGoJson(text);
+  } catch (e) {
+    if (e !== MALFORMED) throw e;
+    throw findJsonSyntaxError(text) ?? new JsonSyntaxError("invalid JSON", 0);
+  }
 }
 
 /** Go's name for the type a JSON value decodes into as `interface{}` (used in `%T` messages). */

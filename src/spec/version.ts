@@ -5,7 +5,7 @@
  */
 import { CniError, ErrorCode } from "./errors.js";
 import { goQuote, goQuoteList, isJsonObject, jsonKindName, marshalJson, parseJson, type JsonObject } from "./json.js";
-import { getString, getStringList } from "./result/decode.js";
+import { getString, getStringList } from "./go-decode.js";
 
 /** Every spec version, oldest first. */
 export const ALL_VERSIONS = ["0.1.0", "0.2.0", "0.3.0", "0.3.1", "0.4.0", "1.0.0", "1.1.0"] as const;

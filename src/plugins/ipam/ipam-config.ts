@@ -1,18 +1,14 @@
 /**
- * What the IPAM plugins (host-local, static) read the same way: the top-level keys of their config, typed
- * access to keys with Go's case-insensitive matching and an error that names the key path and the value,
- * `ipam.routes`, CNI_ARGS, and the one-address-per-family rule of old spec versions.
+ * What the IPAM plugins (host-local, static) read the same way: the Go schema pieces of their configs
+ * (`args.cni.ips`, `runtimeConfig.ips`, `ipam.routes`), the required `ipam` object, routes, CNI_ARGS, and the
+ * one-address-per-family rule of old spec versions. Decoding follows Go's rules (spec/go-decode.ts).
  * @module
  */
 import { loadCniArgs, type ArgParsers } from "../../spec/args.js";
 import { CniError, ErrorCode } from "../../spec/errors.js";
-import { isJsonObject, type JsonObject } from "../../spec/json.js";
-import { decodeRoute, type Route } from "../../spec/result/common.js";
-import { member } from "../../spec/result/decode.js";
+import { list, ptr, string, struct, type Decoded } from "../../spec/go-decode.js";
+import { ROUTE_TYPE, routeFrom, type Route } from "../../spec/result/common.js";
 import { versionGreaterThanOrEqualTo } from "../../spec/version.js";
-import { invalidKey } from "../common/keys.js";
-import { loadPluginConf } from "../../skel/conf.js";
-import type { GCAttachment } from "../../spec/config.js";
 
 /** An invalid value in the network configuration (code 7). */
 export const invalidConfig = (msg: string): CniError => new CniError(ErrorCode.InvalidNetworkConfig, msg);
@@ -23,85 +19,27 @@ export function showValue(value: unknown): string {
   return text.length > 60 ? `${text.slice(0, 57)}...` : text;
 }
 
-/** A value of the wrong type, in the message format all plugins share: `invalid "<key path>": <value> (want ...)`. */
-const typeError = (where: string, expected: string, value: unknown): CniError => invalidKey(where, value, `want ${expected}`);
+/** `args.cni.ips`: the per-attachment addresses of the conventions document (Go: `Args *struct{ A *IPAMArgs "cni" }`). */
+export const IPAM_ARGS_FIELD = ptr(struct("IPAMArgsWrapper", { cni: ptr(struct("IPAMArgs", { ips: list(string) })) }));
 
-/** Member `key` of `obj` as Go's encoding/json finds it (case-insensitive, last wins); null is absent. */
-export function field(obj: JsonObject, key: string): unknown {
-  const v = member(obj, key);
-  return v === null ? undefined : v;
-}
+/** `ipam.routes`. */
+export const ROUTES_FIELD = list(ptr(ROUTE_TYPE));
 
-export function optionalString(obj: JsonObject, key: string, where: string): string | undefined {
-  const v = field(obj, key);
-  if (v !== undefined && typeof v !== "string") throw typeError(where, "a string", v);
-  return v;
-}
-
-export function optionalObject(obj: JsonObject, key: string, where: string): JsonObject | undefined {
-  const v = field(obj, key);
-  if (v !== undefined && !isJsonObject(v)) throw typeError(where, "an object", v);
-  return v;
-}
-
-export function optionalArray(obj: JsonObject, key: string, where: string): unknown[] | undefined {
-  const v = field(obj, key);
-  if (v !== undefined && !Array.isArray(v)) throw typeError(where, "an array", v);
-  return v;
-}
-
-export function expectObject(value: unknown, where: string): JsonObject {
-  if (!isJsonObject(value)) throw typeError(where, "an object", value);
-  return value;
-}
-
-/** An array of strings (`args.cni.ips`, `runtimeConfig.ips`); each element must be a string. */
-export function optionalStringList(obj: JsonObject, key: string, where: string): Array<{ value: string; where: string }> | undefined {
-  return optionalArray(obj, key, where)?.map((item, i) => {
-    if (typeof item !== "string") throw typeError(`${where}[${i}]`, "a string", item);
-    return { value: item, where: `${where}[${i}]` };
-  });
-}
-
-/** The top-level keys an IPAM plugin reads, and its `ipam` object. */
-export interface IpamEnvelope {
-  name: string;
-  cniVersion: string;
-  raw: JsonObject;
-  ipam: JsonObject;
-  runtimeConfig?: JsonObject;
-  /** `args.cni`, the per-attachment arguments of the conventions document. */
-  argsCni?: JsonObject;
-  validAttachments?: GCAttachment[];
-}
-
-/** Decodes stdin (code 6 when it does not decode) and requires an `ipam` object (code 7). */
-export function loadIpamEnvelope(stdin: Buffer): IpamEnvelope {
-  const { conf, raw } = loadPluginConf(stdin);
-  const ipam = optionalObject(raw, "ipam", "ipam");
-  if (!ipam) throw invalidConfig("IPAM config missing 'ipam' key");
-  const envelope: IpamEnvelope = { name: conf.name, cniVersion: conf.cniVersion, raw, ipam };
-  const runtimeConfig = optionalObject(raw, "runtimeConfig", "runtimeConfig");
-  if (runtimeConfig) envelope.runtimeConfig = runtimeConfig;
-  const args = optionalObject(raw, "args", "args");
-  const argsCni = args && optionalObject(args, "cni", "args.cni");
-  if (argsCni) envelope.argsCni = argsCni;
-  if (conf.validAttachments) envelope.validAttachments = conf.validAttachments;
-  return envelope;
+/** The `ipam` object, which an IPAM plugin cannot work without. */
+export function requireIpam<T>(ipam: T | undefined): T {
+  if (ipam === undefined) throw invalidConfig("IPAM config missing 'ipam' key");
+  return ipam;
 }
 
 /** `ipam.routes`, copied to results as they are (with the 1.1.0 fields). */
-export function parseRoutes(ipam: JsonObject): Route[] {
-  const list = optionalArray(ipam, "routes", "ipam.routes") ?? [];
-  return list.map((item, i) => {
+export function parseRoutes(routes: ReadonlyArray<Decoded<typeof ROUTE_TYPE>> | undefined): Route[] {
+  return (routes ?? []).map((d, i) => {
     const where = `ipam.routes[${i}]`;
-    const obj = expectObject(item, where);
-    const dst = field(obj, "dst");
-    if (dst === undefined || dst === "") throw invalidConfig(`invalid route: dst is missing (${where})`);
+    if (!d.dst) throw invalidConfig(`invalid route: dst is missing (${where})`);
     try {
-      return decodeRoute(obj);
+      return routeFrom(d);
     } catch (e) {
-      throw invalidConfig(`invalid route ${showValue(obj)}: ${(e as Error).message} (${where})`);
+      throw invalidConfig(`invalid route ${showValue(d)}: ${(e as Error).message} (${where})`);
     }
   });
 }

@@ -5,7 +5,7 @@
  */
 import type { JsonObject } from "../json.js";
 import { canonicalCIDR, canonicalIP } from "../ip.js";
-import { getInt, getList, getString, getStringList } from "./decode.js";
+import { decodeGo, getList, getString, int, list, ptr, string, struct, type StructOf } from "../go-decode.js";
 
 export interface Route {
   dst: string;
@@ -34,12 +34,19 @@ export function decodeCIDR(obj: JsonObject, name: string, struct: string): strin
   return canonicalCIDR(getString(obj, name, struct) ?? "");
 }
 
-export function decodeRoute(obj: JsonObject): Route {
-  const r: Route = { dst: decodeCIDR(obj, "dst", "Route") };
-  const gw = decodeOptionalIP(obj, "gw", "Route");
-  if (gw !== undefined) r.gw = gw;
+/** Go's types.Route (the 1.1.0 fields included). */
+export const ROUTE_TYPE = struct("Route", {
+  dst: string, gw: string, mtu: int, advmss: int, priority: int, table: ptr(int), scope: ptr(int),
+}, "types");
+
+export const decodeRoute = (obj: JsonObject): Route => routeFrom(decodeGo(ROUTE_TYPE, obj));
+
+/** A route from its decoded fields, addresses canonicalised (throws on an invalid dst or gw). */
+export function routeFrom(d: StructOf<typeof ROUTE_TYPE.fields>): Route {
+  const r: Route = { dst: canonicalCIDR(d.dst ?? "") };
+  if (d.gw) r.gw = canonicalIP(d.gw);
   for (const key of ["mtu", "advmss", "priority", "table", "scope"] as const) {
-    const v = getInt(obj, key, "Route");
+    const v = d[key];
     if (v !== undefined) r[key] = v;
   }
   return r;
@@ -60,18 +67,21 @@ export function encodeRoute(r: Route): JsonObject {
 /** Routes reduced to what 0.1.0/0.2.0 know. */
 export const legacyRoute = (r: Route): Route => (r.gw ? { dst: r.dst, gw: r.gw } : { dst: r.dst });
 
-export function decodeDNS(obj: JsonObject | undefined): DNS {
+/** Go's types.DNS. */
+export const DNS_TYPE = struct("DNS", { nameservers: list(string), domain: string, search: list(string), options: list(string) }, "types");
+
+/** DNS settings as decoded by DNS_TYPE, without the empty ones. */
+export function compactDNS(d: StructOf<typeof DNS_TYPE.fields> | undefined): DNS {
   const dns: DNS = {};
-  if (!obj) return dns;
-  const nameservers = getStringList(obj, "nameservers", "DNS");
-  const domain = getString(obj, "domain", "DNS");
-  const search = getStringList(obj, "search", "DNS");
-  const options = getStringList(obj, "options", "DNS");
-  if (nameservers) dns.nameservers = nameservers;
-  if (domain) dns.domain = domain;
-  if (search) dns.search = search;
-  if (options) dns.options = options;
+  if (d?.nameservers) dns.nameservers = d.nameservers;
+  if (d?.domain) dns.domain = d.domain;
+  if (d?.search) dns.search = d.search;
+  if (d?.options) dns.options = d.options;
   return dns;
+}
+
+export function decodeDNS(obj: JsonObject | undefined): DNS {
+  return obj ? compactDNS(decodeGo(DNS_TYPE, obj)) : {};
 }
 
 export function encodeDNS(dns: DNS): JsonObject {

@@ -3,7 +3,7 @@
  * @module
  */
 import type { JsonObject } from "../json.js";
-import { getList, getObject } from "./decode.js";
+import { getList, getObject } from "../go-decode.js";
 import { decodeCIDR, decodeDNS, decodeOptionalIP, decodeRoute, encodeDNS, encodeRoute, type DNS, type Route } from "./common.js";
 
 export const VERSIONS_020 = ["", "0.1.0", "0.2.0"] as const;

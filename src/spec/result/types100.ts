@@ -4,7 +4,7 @@
  * @module
  */
 import type { JsonObject } from "../json.js";
-import { getInt, getObject, getString } from "./decode.js";
+import { getInt, getObject, getString } from "../go-decode.js";
 import { decodeCIDR, decodeDNS, decodeResultLists, decodeOptionalIP, encodeDNS, encodeRoute, isDNSEmpty, type DNS, type Route } from "./common.js";
 
 export const VERSIONS_100 = ["1.0.0", "1.1.0"] as const;

@@ -47,6 +47,10 @@ describe("host-local config: ranges", () => {
     assert.ok(!rangeContains(r, parseIP("10.0.1.21")));
     assert.ok(!rangeContains(r, parseIP("fd00::1")));
   });
+  test("a gateway outside the subnet is kept and the range starts at the subnet's first address, as Go 1.1.1", () => {
+    const r = parse(ranges([{ subnet: "10.0.0.0/24", gateway: "10.0.1.1" }])).rangeSets[0]!.ranges[0]!;
+    assert.equal(`${r.rangeStart.text}-${r.rangeEnd.text} gw ${r.gateway.text}`, "10.0.0.1-10.0.0.254 gw 10.0.1.1");
+  });
   test("empty strings mean unset, as Go's net.IP", () => {
     const r = parse(ranges([{ subnet: "10.0.0.0/30", rangeStart: "", gateway: "" }])).rangeSets[0]!.ranges[0]!;
     assert.equal(`${r.rangeStart.text}-${r.rangeEnd.text}`, "10.0.0.1-10.0.0.2");
@@ -60,8 +64,6 @@ describe("host-local config: ranges", () => {
       "invalid range: subnet fd00::/128 is too small to allocate from (a /127 or /128 has no usable addresses) (ipam.ranges[0][0])"],
     ["host bits", { subnet: "10.0.0.5/24" },
       "invalid range: subnet 10.0.0.5/24 has host bits set; for a prefix length of 24 the network address is 10.0.0.0 (ipam.ranges[0][0])"],
-    ["gateway outside the subnet", { subnet: "10.0.0.0/24", gateway: "10.0.1.1" },
-      "invalid range: gateway 10.0.1.1 is not in subnet 10.0.0.0/24 (ipam.ranges[0][0])"],
     ["gateway not an IP", { subnet: "10.0.0.0/24", gateway: "router" },
       'invalid range: gateway "router" is not an IP address (ipam.ranges[0][0])'],
     ["rangeStart outside the subnet", { subnet: "10.0.0.0/24", rangeStart: "10.0.1.5" },
@@ -81,8 +83,8 @@ describe("host-local config: ranges", () => {
       "invalid range set: ipam.ranges[0] mixes IPv4 and IPv6 ranges (10.0.0.0/24 and fd00::/64)");
     throwsCni(() => parse(ranges([{ subnet: "10.0.0.0/16" }, { subnet: "10.0.5.0/24" }])), 7,
       "invalid range set: ranges 10.0.0.1-10.0.255.254 (ipam.ranges[0][0]) and 10.0.5.1-10.0.5.254 (ipam.ranges[0][1]) overlap");
-    throwsCni(() => parse({ ranges: "10.0.0.0/24" }), 7, 'invalid "ipam.ranges": "10.0.0.0/24" (want an array)');
-    throwsCni(() => parse({ ranges: ["10.0.0.0/24"] }), 7, 'invalid "ipam.ranges[0]": "10.0.0.0/24" (want an array of ranges)');
+    throwsCni(() => parse({ ranges: "10.0.0.0/24" }), 7, 'invalid "ipam.ranges": "10.0.0.0/24" (want a list)');
+    throwsCni(() => parse({ ranges: ["10.0.0.0/24"] }), 7, 'invalid "ipam.ranges[0]": "10.0.0.0/24" (want a list)');
   });
   test("two ranges of one subnet that do not overlap are fine", () => {
     const set = parse(ranges([
@@ -137,7 +139,7 @@ describe("host-local config: requested IPs, routes, other keys", () => {
   });
   test("bad requested IPs in the config are code 7", () => {
     throwsCni(() => parse(base, { runtimeConfig: { ips: ["nope"] } }), 7, 'invalid "runtimeConfig.ips[0]": "nope" (want an IP address)');
-    throwsCni(() => parse(base, { args: { cni: { ips: "10.0.0.1" } } }), 7, 'invalid "args.cni.ips": "10.0.0.1" (want an array)');
+    throwsCni(() => parse(base, { args: { cni: { ips: "10.0.0.1" } } }), 7, 'invalid "args.cni.ips": "10.0.0.1" (want a list)');
   });
   test("routes keep the 1.1 fields; dataDir and resolvConf are read", () => {
     const conf = parse({ ...base, dataDir: "/tmp/x", resolvConf: "/etc/r.conf", routes: [{ dst: "0.0.0.0/0" }, { dst: "10.9.0.0/16", gw: "10.0.0.254", mtu: 1400, priority: 5, table: 100, scope: 0 }] });

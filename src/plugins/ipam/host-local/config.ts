@@ -7,13 +7,29 @@
 import { cidrContains, networkOf, tryParseCIDR, tryParseIP, type IPAddress, type IPCidr } from "../../../spec/ip.js";
 import { compareIP, firstAddress, hasHostBits, intervalsOverlap, lastAddress, nextIP, prevIP, addressBits } from "../../../spec/ip-math.js";
 import type { Route } from "../../../spec/result/common.js";
-import type { JsonObject } from "../../../spec/json.js";
-import type { GCAttachment } from "../../../spec/config.js";
+import { NET_CONF_FIELDS, type GCAttachment } from "../../../spec/config.js";
+import { list, ptr, string, struct, type Decoded } from "../../../spec/go-decode.js";
+import { loadPluginConf } from "../../../skel/conf.js";
 import {
-  checkAddressesPerFamily, expectObject, field, invalidConfig, loadIpamArgs, loadIpamEnvelope, optionalArray,
-  optionalString, optionalStringList, parseRoutes, showValue,
+  checkAddressesPerFamily, invalidConfig, IPAM_ARGS_FIELD, loadIpamArgs, parseRoutes, requireIpam, ROUTES_FIELD, showValue,
 } from "../ipam-config.js";
-import { invalidKey } from "../../common/keys.js";
+import { decodeConfig, invalidKey } from "../../common/keys.js";
+
+/** Go's Range (the IPs are net.IP, the subnet a types.IPNet: strings here, parsed by parseRange). */
+const RANGE = struct("Range", { rangeStart: string, rangeEnd: string, subnet: string, gateway: string }, "allocator");
+const RANGE_SET = list(RANGE);
+
+/** host-local's Go config: Net with its IPAMConfig (which embeds a *Range: the legacy single range). */
+export const HOST_LOCAL_SCHEMA = struct("Net", {
+  ...NET_CONF_FIELDS,
+  ipam: ptr(struct("IPAMConfig", {
+    ...RANGE.fields, name: string, type: string, routes: ROUTES_FIELD, dataDir: string, resolvConf: string, ranges: list(RANGE_SET),
+  }, "allocator")),
+  runtimeConfig: struct("RuntimeConfig", { ipRanges: list(RANGE_SET), ips: list(string) }),
+  args: IPAM_ARGS_FIELD,
+}, "allocator");
+
+type HostLocalInput = Decoded<typeof HOST_LOCAL_SCHEMA>;
 
 /** The store root when `ipam.dataDir` is unset. */
 export const DEFAULT_DATA_DIR = "/var/lib/cni/networks";
@@ -78,8 +94,7 @@ export const rangeSetToString = (set: RangeSet): string => set.ranges.map(rangeT
 const rangesOverlap = (a: IPRange, b: IPRange): boolean => intervalsOverlap(a.rangeStart, a.rangeEnd, b.rangeStart, b.rangeEnd);
 
 /** An optional IP key of a range; "" means unset, as in Go. */
-function rangeIP(obj: JsonObject, key: string, source: string): IPAddress | undefined {
-  const text = optionalString(obj, key, `${source}.${key}`);
+function rangeIP(text: string | undefined, key: string, source: string): IPAddress | undefined {
   if (text === undefined || text === "") return undefined;
   const ip = tryParseIP(text);
   if (!ip) throw invalidConfig(`invalid range: ${key} ${showValue(text)} is not an IP address (${source})`);
@@ -89,12 +104,12 @@ function rangeIP(obj: JsonObject, key: string, source: string): IPAddress | unde
 /**
  * Parses and completes one range (Go's Range.Canonicalize): the subnet must be a network with room for
  * addresses; gateway defaults to the subnet's first address, rangeStart to the same (the iterator skips the
- * gateway), rangeEnd to the last address (IPv4: the one before broadcast).
+ * gateway), rangeEnd to the last address (IPv4: the one before broadcast). A gateway outside the subnet is
+ * kept, as Go keeps it (it is only returned, never allocated from).
  */
-export function parseRange(value: unknown, source: string): IPRange {
-  const obj = expectObject(value, source);
+export function parseRange(r: Decoded<typeof RANGE>, source: string): IPRange {
   const bad = (what: string) => invalidConfig(`invalid range: ${what} (${source})`);
-  const subnetText = optionalString(obj, "subnet", `${source}.subnet`);
+  const subnetText = r.subnet;
   if (subnetText === undefined) throw bad("subnet is missing");
   const parsed = tryParseCIDR(subnetText);
   if (!parsed) throw bad(`subnet ${showValue(subnetText)} is not a valid CIDR`);
@@ -109,17 +124,16 @@ export function parseRange(value: unknown, source: string): IPRange {
     return ip;
   };
   const first = nextIP(subnet.ip)!;
-  const gateway = inSubnet("gateway", rangeIP(obj, "gateway", source)) ?? first;
-  const rangeStart = inSubnet("rangeStart", rangeIP(obj, "rangeStart", source)) ?? first;
+  const gateway = rangeIP(r.gateway, "gateway", source) ?? first;
+  const rangeStart = inSubnet("rangeStart", rangeIP(r.rangeStart, "rangeStart", source)) ?? first;
   const last = lastAddress(subnet);
-  const rangeEnd = inSubnet("rangeEnd", rangeIP(obj, "rangeEnd", source)) ?? (subnet.ip.family === 4 ? prevIP(last)! : last);
+  const rangeEnd = inSubnet("rangeEnd", rangeIP(r.rangeEnd, "rangeEnd", source)) ?? (subnet.ip.family === 4 ? prevIP(last)! : last);
   if (compareIP(rangeStart, rangeEnd) > 0) throw bad(`rangeStart ${rangeStart.text} is after rangeEnd ${rangeEnd.text}`);
   return { subnet, rangeStart, rangeEnd, gateway, source };
 }
 
 /** Parses a range set: non-empty, one family, no two ranges overlapping. */
-export function parseRangeSet(value: unknown, source: string): RangeSet {
-  if (!Array.isArray(value)) throw invalidKey(source, value, "want an array of ranges");
+export function parseRangeSet(value: ReadonlyArray<Decoded<typeof RANGE>>, source: string): RangeSet {
   if (value.length === 0) throw invalidConfig(`invalid range set: ${source} is empty`);
   const ranges = value.map((r, i) => parseRange(r, `${source}[${i}]`));
   const family = ranges[0]!.subnet.ip.family;
@@ -138,7 +152,7 @@ export function parseRangeSet(value: unknown, source: string): RangeSet {
   return { ranges, source };
 }
 
-function parseRangeSets(value: unknown[] | undefined, source: string): RangeSet[] {
+function parseRangeSets(value: ReadonlyArray<ReadonlyArray<Decoded<typeof RANGE>>> | undefined, source: string): RangeSet[] {
   return (value ?? []).map((set, i) => parseRangeSet(set, `${source}[${i}]`));
 }
 
@@ -149,7 +163,7 @@ function parseRequestedIP(text: string): IPAddress | undefined {
   return text.includes("/") ? tryParseCIDR(text)?.ip : tryParseIP(text);
 }
 
-function requestedIPs(envelope: ReturnType<typeof loadIpamEnvelope>, cniArgs: string): IPAddress[] {
+function requestedIPs(c: HostLocalInput, cniArgs: string): IPAddress[] {
   const fromEnv = loadIpamArgs<{ IP: IPAddress | undefined }>(cniArgs, {
     IP: (v) => {
       if (v === "") return undefined;
@@ -160,8 +174,8 @@ function requestedIPs(envelope: ReturnType<typeof loadIpamEnvelope>, cniArgs: st
   });
   const list: IPAddress[] = fromEnv.IP ? [fromEnv.IP] : [];
   const fromConfig = [
-    ...(envelope.argsCni ? optionalStringList(envelope.argsCni, "ips", "args.cni.ips") ?? [] : []),
-    ...(envelope.runtimeConfig ? optionalStringList(envelope.runtimeConfig, "ips", "runtimeConfig.ips") ?? [] : []),
+    ...(c.args?.cni?.ips ?? []).map((value, i) => ({ value, where: `args.cni.ips[${i}]` })),
+    ...(c.runtimeConfig?.ips ?? []).map((value, i) => ({ value, where: `runtimeConfig.ips[${i}]` })),
   ];
   for (const { value, where } of fromConfig) {
     const ip = parseRequestedIP(value);
@@ -174,31 +188,35 @@ function requestedIPs(envelope: ReturnType<typeof loadIpamEnvelope>, cniArgs: st
 
 // ---- the whole config ---------------------------------------------------------------------------------
 
-function storeLocation(envelope: ReturnType<typeof loadIpamEnvelope>): StoreLocation {
-  const dataDir = optionalString(envelope.ipam, "dataDir", "ipam.dataDir");
-  return { network: envelope.name, dataDir: dataDir || DEFAULT_DATA_DIR };
+/** Decodes stdin (code 6 when it does not decode, 7 for a wrong type) and requires `ipam`. */
+function loadHostLocalInput(stdin: Buffer): { c: HostLocalInput; ipam: NonNullable<HostLocalInput["ipam"]>; name: string; cniVersion: string; validAttachments?: GCAttachment[] } {
+  const { conf, raw } = loadPluginConf(stdin);
+  const c = decodeConfig(HOST_LOCAL_SCHEMA, raw);
+  return { c, ipam: requireIpam(c.ipam), name: conf.name, cniVersion: conf.cniVersion, validAttachments: conf.validAttachments };
+}
+
+function storeLocation(input: ReturnType<typeof loadHostLocalInput>): StoreLocation {
+  return { network: input.name, dataDir: input.ipam.dataDir || DEFAULT_DATA_DIR };
 }
 
 /** Parses and validates host-local's config for ADD, CHECK and DEL. Invalid values are code 7, CNI_ARGS code 4. */
 export function parseHostLocalConfig(stdin: Buffer, cniArgs: string): HostLocalConfig {
-  const envelope = loadIpamEnvelope(stdin);
-  const { ipam } = envelope;
-  const location = storeLocation(envelope);
-  const resolvConf = optionalString(ipam, "resolvConf", "ipam.resolvConf");
-  const routes = parseRoutes(ipam);
-  const requested = requestedIPs(envelope, cniArgs);
+  const input = loadHostLocalInput(stdin);
+  const { c, ipam } = input;
+  const location = storeLocation(input);
+  const routes = parseRoutes(ipam.routes);
+  const requested = requestedIPs(c, cniArgs);
 
-  const runtimeRanges = envelope.runtimeConfig && optionalArray(envelope.runtimeConfig, "ipRanges", "runtimeConfig.ipRanges");
   const rangeSets = [
-    ...parseRangeSets(runtimeRanges, "runtimeConfig.ipRanges"),
+    ...parseRangeSets(c.runtimeConfig?.ipRanges, "runtimeConfig.ipRanges"),
     // The legacy single range (subnet, rangeStart, rangeEnd, gateway directly under ipam) is used when it has a subnet.
-    ...(field(ipam, "subnet") !== undefined ? [{ ranges: [parseRange(ipam, "ipam")], source: "ipam" }] : []),
-    ...parseRangeSets(optionalArray(ipam, "ranges", "ipam.ranges"), "ipam.ranges"),
+    ...(ipam.subnet !== undefined ? [{ ranges: [parseRange(ipam, "ipam")], source: "ipam" }] : []),
+    ...parseRangeSets(ipam.ranges, "ipam.ranges"),
   ];
   if (rangeSets.length === 0) {
     throw invalidConfig("no IP ranges specified: set ipam.ranges, ipam.subnet or runtimeConfig.ipRanges");
   }
-  checkAddressesPerFamily(envelope.cniVersion, rangeSets.map((s) => s.ranges[0]!.subnet.ip.family));
+  checkAddressesPerFamily(input.cniVersion, rangeSets.map((s) => s.ranges[0]!.subnet.ip.family));
   for (let i = 0; i < rangeSets.length; i++) {
     for (let j = i + 1; j < rangeSets.length; j++) {
       for (const a of rangeSets[i]!.ranges) {
@@ -209,19 +227,19 @@ export function parseHostLocalConfig(stdin: Buffer, cniArgs: string): HostLocalC
       }
     }
   }
-  const conf: HostLocalConfig = { ...location, cniVersion: envelope.cniVersion, rangeSets, requestedIPs: requested, routes };
-  if (resolvConf) conf.resolvConf = resolvConf;
+  const conf: HostLocalConfig = { ...location, cniVersion: input.cniVersion, rangeSets, requestedIPs: requested, routes };
+  if (ipam.resolvConf) conf.resolvConf = ipam.resolvConf;
   return conf;
 }
 
 /** The store and attachments GC needs; ranges are not required (GC gets no runtimeConfig). */
 export function parseGCConfig(stdin: Buffer): GCConfig {
-  const envelope = loadIpamEnvelope(stdin);
+  const input = loadHostLocalInput(stdin);
   // libcni sends no key (cnitool) or null when the runtime has no attachments: nothing is valid then.
-  return { ...storeLocation(envelope), validAttachments: envelope.validAttachments ?? [] };
+  return { ...storeLocation(input), validAttachments: input.validAttachments ?? [] };
 }
 
 /** The store STATUS checks. */
 export function parseStoreLocation(stdin: Buffer): StoreLocation {
-  return storeLocation(loadIpamEnvelope(stdin));
+  return storeLocation(loadHostLocalInput(stdin));
 }

@@ -11,7 +11,7 @@ import { IMPLEMENTED_100, type Result100 } from "../../../spec/result/types100.j
 import { ALL_VERSIONS, VersionInfo } from "../../../spec/version.js";
 import { type PluginDefinition, type CmdArgs } from "../../../skel/skel.js";
 import { IPAllocator } from "./allocator.js";
-import { parseGCConfig, parseHostLocalConfig, parseStoreLocation, rangeSetContains } from "./config.js";
+import { HOST_LOCAL_SCHEMA, parseGCConfig, parseHostLocalConfig, parseStoreLocation, rangeSetContains } from "./config.js";
 import { parseResolvConf } from "./dns.js";
 import { DiskStore } from "./store.js";
 
@@ -94,4 +94,9 @@ export async function gc(args: CmdArgs): Promise<void> {
   await store.withLock(() => store.collectGarbage(conf.validAttachments));
 }
 
-export const plugin: PluginDefinition = { funcs: { add, check, del, status, gc }, versionInfo: new VersionInfo(ALL_VERSIONS), about: "CNI host-local plugin (tscni)" };
+export const plugin: PluginDefinition = {
+  funcs: { add, check, del, status, gc },
+  versionInfo: new VersionInfo(ALL_VERSIONS),
+  about: "CNI host-local plugin (tscni)",
+  config: { schema: HOST_LOCAL_SCHEMA, parse: parseHostLocalConfig },
+};

@@ -6,12 +6,25 @@
  * @module
  */
 import { cidrContains, tryParseCIDR, tryParseIP, type IPAddress, type IPCidr } from "../../../spec/ip.js";
-import { decodeDNS, type DNS, type Route } from "../../../spec/result/common.js";
+import { compactDNS, DNS_TYPE, type DNS, type Route } from "../../../spec/result/common.js";
+import { NET_CONF_FIELDS } from "../../../spec/config.js";
+import { list, ptr, string, struct, type Decoded } from "../../../spec/go-decode.js";
+import { loadPluginConf } from "../../../skel/conf.js";
 import {
-  checkAddressesPerFamily, expectObject, invalidConfig, loadIpamArgs, loadIpamEnvelope, optionalArray, optionalObject,
-  optionalString, optionalStringList, parseRoutes, showValue,
+  checkAddressesPerFamily, invalidConfig, IPAM_ARGS_FIELD, loadIpamArgs, parseRoutes, requireIpam, ROUTES_FIELD, showValue,
 } from "../ipam-config.js";
+import { decodeConfig } from "../../common/keys.js";
 import { CniError, ErrorCode } from "../../../spec/errors.js";
+
+const ADDRESS = struct("Address", { address: string, gateway: string });
+
+/** static's Go config: Net with its IPAMConfig. */
+export const STATIC_SCHEMA = struct("Net", {
+  ...NET_CONF_FIELDS,
+  ipam: ptr(struct("IPAMConfig", { name: string, type: string, routes: ROUTES_FIELD, addresses: list(ADDRESS), dns: DNS_TYPE })),
+  runtimeConfig: struct("RuntimeConfig", { ips: list(string) }),
+  args: IPAM_ARGS_FIELD,
+});
 
 /** An address to return: host bits kept (`10.0.0.5/24`), with an optional gateway. */
 export interface StaticAddress {
@@ -31,15 +44,13 @@ export interface StaticConfig {
 type PendingAddress = StaticAddress | { text: string; where: string; gateway?: IPAddress };
 
 /** `ipam.addresses`: each `{address: CIDR, gateway?: IP}`; gateways are checked now (Go decodes them with the JSON). */
-function configAddresses(ipam: ReturnType<typeof loadIpamEnvelope>["ipam"]): PendingAddress[] {
-  return (optionalArray(ipam, "addresses", "ipam.addresses") ?? []).map((item, i) => {
+function configAddresses(addresses: ReadonlyArray<Decoded<typeof ADDRESS>>): PendingAddress[] {
+  return addresses.map((item, i) => {
     const where = `ipam.addresses[${i}]`;
-    const obj = expectObject(item, where);
-    const entry: PendingAddress = { text: optionalString(obj, "address", `${where}.address`) ?? "", where: `${where}.address` };
-    const gwText = optionalString(obj, "gateway", `${where}.gateway`);
-    if (gwText) {
-      const gateway = tryParseIP(gwText);
-      if (!gateway) throw invalidConfig(`invalid gateway ${showValue(gwText)}: not an IP address (${where}.gateway)`);
+    const entry: PendingAddress = { text: item.address ?? "", where: `${where}.address` };
+    if (item.gateway) {
+      const gateway = tryParseIP(item.gateway);
+      if (!gateway) throw invalidConfig(`invalid gateway ${showValue(item.gateway)}: not an IP address (${where}.gateway)`);
       entry.gateway = gateway;
     }
     return entry;
@@ -80,35 +91,25 @@ function applyCniArgs(addresses: PendingAddress[], cniArgs: string): PendingAddr
 }
 
 /** `args.cni.ips` or `runtimeConfig.ips` as a replacement list, or undefined when absent or empty. */
-function replacementAddresses(obj: ReturnType<typeof loadIpamEnvelope>["raw"] | undefined, where: string): StaticAddress[] | undefined {
-  const list = obj && optionalStringList(obj, "ips", where);
-  if (!list?.length) return undefined;
-  return list.map(({ value, where: at }) => {
+function replacementAddresses(ips: readonly string[] | undefined, where: string): StaticAddress[] | undefined {
+  if (!ips?.length) return undefined;
+  return ips.map((value, i) => {
     const address = tryParseCIDR(value);
-    if (!address) throw invalidConfig(`an entry in the 'ips' field is NOT in CIDR notation, got: '${value}' (${at})`);
+    if (!address) throw invalidConfig(`an entry in the 'ips' field is NOT in CIDR notation, got: '${value}' (${where}[${i}])`);
     return { address };
   });
 }
 
 /** Parses static's config (invalid values are code 7; bad CNI_ARGS code 4). */
 export function parseStaticConfig(stdin: Buffer, cniArgs: string): StaticConfig {
-  const envelope = loadIpamEnvelope(stdin);
-  const { ipam } = envelope;
-  const routes = parseRoutes(ipam);
-  const dnsObj = optionalObject(ipam, "dns", "ipam.dns");
-  const dns = dnsObj ? decodeDnsOrThrow(dnsObj) : {};
-  let pending = applyCniArgs(configAddresses(ipam), cniArgs);
-  pending = replacementAddresses(envelope.argsCni, "args.cni.ips") ?? pending;
-  pending = replacementAddresses(envelope.runtimeConfig, "runtimeConfig.ips") ?? pending;
+  const { conf, raw } = loadPluginConf(stdin);
+  const c = decodeConfig(STATIC_SCHEMA, raw);
+  const ipam = requireIpam(c.ipam);
+  const routes = parseRoutes(ipam.routes);
+  let pending = applyCniArgs(configAddresses(ipam.addresses ?? []), cniArgs);
+  pending = replacementAddresses(c.args?.cni?.ips, "args.cni.ips") ?? pending;
+  pending = replacementAddresses(c.runtimeConfig?.ips, "runtimeConfig.ips") ?? pending;
   const addresses = pending.map(resolveAddress);
-  checkAddressesPerFamily(envelope.cniVersion, addresses.map((a) => a.address.ip.family));
-  return { name: envelope.name, cniVersion: envelope.cniVersion, addresses, routes, dns };
-}
-
-function decodeDnsOrThrow(obj: Parameters<typeof decodeDNS>[0]): DNS {
-  try {
-    return decodeDNS(obj);
-  } catch (e) {
-    throw invalidConfig(`invalid ipam.dns: ${(e as Error).message}`);
-  }
+  checkAddressesPerFamily(conf.cniVersion, addresses.map((a) => a.address.ip.family));
+  return { name: conf.name, cniVersion: conf.cniVersion, addresses, routes, dns: compactDNS(ipam.dns) };
 }

@@ -12,7 +12,7 @@ import { IMPLEMENTED_100, type Result100 } from "../../../spec/result/types100.j
 import { ALL_VERSIONS, VersionInfo } from "../../../spec/version.js";
 import { loadPluginConf, parsePrevResult } from "../../../skel/conf.js";
 import { type PluginDefinition, type CmdArgs } from "../../../skel/skel.js";
-import { parseStaticConfig } from "./config.js";
+import { parseStaticConfig, STATIC_SCHEMA } from "./config.js";
 
 export function add(args: CmdArgs): Result100 {
   const conf = parseStaticConfig(args.stdinData, args.args);
@@ -47,4 +47,9 @@ export function check(args: CmdArgs): void {
 /** Nothing was allocated, so there is nothing to free (the config is not even read, as in Go). */
 export function del(): void {}
 
-export const plugin: PluginDefinition = { funcs: { add, check, del }, versionInfo: new VersionInfo(ALL_VERSIONS), about: "CNI static plugin (tscni)" };
+export const plugin: PluginDefinition = {
+  funcs: { add, check, del },
+  versionInfo: new VersionInfo(ALL_VERSIONS),
+  about: "CNI static plugin (tscni)",
+  config: { schema: STATIC_SCHEMA, parse: parseStaticConfig },
+};

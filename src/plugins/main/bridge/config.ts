@@ -5,10 +5,10 @@
  */
 import { CniError, ErrorCode } from "../../../spec/errors.js";
 import { loadCniArgs } from "../../../spec/args.js";
-import { isJsonObject, type JsonObject } from "../../../spec/json.js";
-import type { PluginConf } from "../../../spec/config.js";
+import { bool, int, list, ptr, string, struct, type Decoded } from "../../../spec/go-decode.js";
+import { NET_CONF_FIELDS, type PluginConf } from "../../../spec/config.js";
 import { loadPluginConf } from "../../../skel/conf.js";
-import { invalidKey, optArray, optBool, optInt, optObject, optString, parseMac } from "../../common/keys.js";
+import { decodeConfig, invalidKey, parseMac } from "../../common/keys.js";
 import type { IPMasqBackend } from "../../../net/ipmasq.js";
 import type { PortVlans } from "../../../net/bridge.js";
 
@@ -37,18 +37,47 @@ export interface BridgeConf {
   mac?: string;
 }
 
+const VLAN_TRUNK = struct("VlanTrunk", { id: ptr(int), minID: ptr(int), maxID: ptr(int) });
+
+/** The Go plugin's NetConf. */
+export const BRIDGE_SCHEMA = struct("NetConf", {
+  ...NET_CONF_FIELDS,
+  bridge: string,
+  isDefaultGateway: bool,
+  isGateway: bool,
+  forceAddress: bool,
+  ipMasq: bool,
+  ipMasqBackend: ptr(string),
+  mtu: int,
+  hairpinMode: bool,
+  promiscMode: bool,
+  vlan: int,
+  vlanTrunk: list(ptr(VLAN_TRUNK)),
+  preserveDefaultVlan: bool,
+  macspoofchk: bool,
+  enabledad: bool,
+  disableContainerInterface: bool,
+  portIsolation: bool,
+  args: struct("BridgeArgs", { cni: struct("BridgeArgsCni", { mac: string }) }),
+  runtimeConfig: struct("RuntimeConfig", { mac: string }),
+});
+
 /**
  * The VLAN IDs of `vlanTrunk`: each item may carry an `id`, a `minID`..`maxID` range, or both (as in the Go
  * plugin, an item with neither adds nothing).
  */
-export function parseTrunk(list: unknown[]): number[] {
+export function parseTrunk(list: ReadonlyArray<Decoded<typeof VLAN_TRUNK>>): number[] {
   const ids = new Set<number>();
   list.forEach((item, i) => {
     const key = `vlanTrunk[${i}]`;
-    if (!isJsonObject(item)) throw invalidKey(key, item, "want {\"id\": N} or {\"minID\": N, \"maxID\": M}");
-    const id = optInt(item, "id", { min: 1, max: 4094 }, `${key}.id`);
-    const min = optInt(item, "minID", { min: 1, max: 4094 }, `${key}.minID`);
-    const max = optInt(item, "maxID", { min: 1, max: 4094 }, `${key}.maxID`);
+    const vid = (name: "id" | "minID" | "maxID"): number | undefined => {
+      const v = item[name];
+      if (v !== undefined && (v < 1 || v > 4094)) throw invalidKey(`${key}.${name}`, v, "want an integer from 1 to 4094");
+      return v;
+    };
+    const id = vid("id");
+    const min = vid("minID");
+    const max = vid("maxID");
     if (id !== undefined) ids.add(id);
     if (min !== undefined || max !== undefined) {
       if (min === undefined || max === undefined) throw invalidKey(key, item, "minID and maxID go together");
@@ -67,48 +96,50 @@ function interfaceMac(value: string, key: string): string {
 }
 
 /** The MTU: 0 (the kernel's default) or 68..65535. */
-function parseMtu(raw: JsonObject): number | undefined {
-  const mtu = optInt(raw, "mtu", { min: 0, max: 65535 });
-  if (mtu !== undefined && mtu !== 0 && mtu < 68) throw invalidKey("mtu", mtu, "want 0 for the default, or 68 to 65535");
+function checkMtu(mtu: number | undefined): number | undefined {
+  if (mtu !== undefined && mtu !== 0 && (mtu < 68 || mtu > 65535)) throw invalidKey("mtu", mtu, "want 0 for the default, or 68 to 65535");
   return mtu || undefined;
 }
 
 /** Parses and validates the bridge config from stdin and CNI_ARGS. */
 export function loadBridgeConf(stdin: Buffer, cniArgs: string): BridgeConf {
   const { conf, raw } = loadPluginConf(stdin);
-  const backend = optString(raw, "ipMasqBackend");
+  const c = decodeConfig(BRIDGE_SCHEMA, raw);
+  const backend = c.ipMasqBackend;
   if (backend !== undefined && backend !== "iptables" && backend !== "nftables") {
     throw invalidKey("ipMasqBackend", backend, "want \"iptables\" or \"nftables\"");
   }
+  const vlan = c.vlan ?? 0;
+  if (vlan < 0 || vlan > 4094) throw invalidKey("vlan", vlan, "want an integer from 0 to 4094");
   const n: BridgeConf = {
     conf,
-    bridge: optString(raw, "bridge") || "cni0",
-    isDefaultGateway: optBool(raw, "isDefaultGateway") ?? false,
-    isGateway: optBool(raw, "isGateway") ?? false,
-    forceAddress: optBool(raw, "forceAddress") ?? false,
-    ipMasq: optBool(raw, "ipMasq") ?? false,
+    bridge: c.bridge || "cni0",
+    isDefaultGateway: c.isDefaultGateway ?? false,
+    isGateway: c.isGateway ?? false,
+    forceAddress: c.forceAddress ?? false,
+    ipMasq: c.ipMasq ?? false,
     ipMasqBackend: backend as IPMasqBackend | undefined,
-    mtu: parseMtu(raw),
-    hairpinMode: optBool(raw, "hairpinMode") ?? false,
-    promiscMode: optBool(raw, "promiscMode") ?? false,
-    vlan: optInt(raw, "vlan", { min: 0, max: 4094 }) ?? 0,
-    vlanTrunk: parseTrunk(optArray(raw, "vlanTrunk") ?? []),
-    vlanFiltering: false,
-    preserveDefaultVlan: optBool(raw, "preserveDefaultVlan") ?? false,
-    macspoofchk: optBool(raw, "macspoofchk") ?? false,
-    enabledad: optBool(raw, "enabledad") ?? false,
-    disableContainerInterface: optBool(raw, "disableContainerInterface") ?? false,
-    portIsolation: optBool(raw, "portIsolation") ?? false,
+    mtu: checkMtu(c.mtu),
+    hairpinMode: c.hairpinMode ?? false,
+    promiscMode: c.promiscMode ?? false,
+    vlan,
+    vlanTrunk: parseTrunk(c.vlanTrunk ?? []),
+    // A new bridge gets VLAN filtering when `vlan` is set or a `vlanTrunk` list is given (even an empty one).
+    vlanFiltering: vlan !== 0 || c.vlanTrunk !== undefined,
+    preserveDefaultVlan: c.preserveDefaultVlan ?? false,
+    macspoofchk: c.macspoofchk ?? false,
+    enabledad: c.enabledad ?? false,
+    disableContainerInterface: c.disableContainerInterface ?? false,
+    portIsolation: c.portIsolation ?? false,
   };
   if (n.bridge.length > 15 || n.bridge === "." || n.bridge === ".." || /[/:\s]/.test(n.bridge)) {
     throw invalidKey("bridge", n.bridge, "want a link name: at most 15 characters, no '/', ':' or whitespace");
   }
-  n.vlanFiltering = n.vlan !== 0 || Array.isArray(raw["vlanTrunk"]);
   if (n.isDefaultGateway) n.isGateway = true;
   if (n.hairpinMode && n.promiscMode) {
     throw invalidKey("hairpinMode", true, "cannot set hairpin mode and promiscuous mode at the same time; \"promiscMode\" is true too");
   }
-  if (n.disableContainerInterface && typeof conf.ipam?.type === "string" && conf.ipam.type) {
+  if (n.disableContainerInterface && conf.ipam?.type) {
     throw invalidKey("disableContainerInterface", true, `cannot use IPAM when the container interface is disabled; "ipam.type" is "${conf.ipam.type}"`);
   }
 
@@ -120,11 +151,8 @@ export function loadBridgeConf(stdin: Buffer, cniArgs: string): BridgeConf {
     throw new CniError(ErrorCode.InvalidEnvironmentVariables, `invalid CNI_ARGS: ${(e as Error).message}`);
   }
   if (args.MAC) n.mac = interfaceMac(args.MAC, "CNI_ARGS MAC");
-  const argsCni = optObject(conf.args ?? {}, "cni", "args.cni");
-  const cniArgsMac = argsCni ? optString(argsCni, "mac", "args.cni.mac") : undefined;
-  if (cniArgsMac) n.mac = interfaceMac(cniArgsMac, "args.cni.mac");
-  const rcMac = optString(conf.runtimeConfig ?? {}, "mac", "runtimeConfig.mac");
-  if (rcMac) n.mac = interfaceMac(rcMac, "runtimeConfig.mac");
+  if (c.args?.cni?.mac) n.mac = interfaceMac(c.args.cni.mac, "args.cni.mac");
+  if (c.runtimeConfig?.mac) n.mac = interfaceMac(c.runtimeConfig.mac, "runtimeConfig.mac");
   return n;
 }
 

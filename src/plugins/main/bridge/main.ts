@@ -18,7 +18,7 @@ import type { Link } from "../../../net/types.js";
 import type { CmdArgs, PluginDefinition } from "../../../skel/skel.js";
 import { checkInterfaceAddresses, checkRoutes, requirePrevResult } from "../../common/check.js";
 import { ipamAdd, ipamCheck, ipamDel, ipamGC, ipamStatus, ipamType } from "../../common/ipam.js";
-import { containerPortVlans, loadBridgeConf, type BridgeConf } from "./config.js";
+import { BRIDGE_SCHEMA, containerPortVlans, loadBridgeConf, type BridgeConf } from "./config.js";
 import { removeContainerLink } from "../../common/del.js";
 
 /** Index of the container interface in bridge results: interfaces are `[bridge, host veth, container]`. */
@@ -232,4 +232,9 @@ async function gc(args: CmdArgs): Promise<void> {
   if (errors.length) throw new CniError(ErrorCode.Internal, "bridge GC failed", errors.join("; "));
 }
 
-export const plugin: PluginDefinition = { funcs: { add, del, check, status, gc }, versionInfo: new VersionInfo(ALL_VERSIONS), about: "CNI bridge plugin (tscni)" };
+export const plugin: PluginDefinition = {
+  funcs: { add, del, check, status, gc },
+  versionInfo: new VersionInfo(ALL_VERSIONS),
+  about: "CNI bridge plugin (tscni)",
+  config: { schema: BRIDGE_SCHEMA, parse: loadBridgeConf },
+};

@@ -3,7 +3,9 @@
  * otherwise it reports lo with its first IPv4 and IPv6 address.
  * @module
  */
+import { NET_CONF_FIELDS } from "../../../spec/config.js";
 import { CniError, ErrorCode } from "../../../spec/errors.js";
+import { struct } from "../../../spec/go-decode.js";
 import { ipFamily } from "../../../spec/ip.js";
 import type { Result100 } from "../../../spec/result/index.js";
 import { ALL_VERSIONS, CURRENT_VERSION, VersionInfo } from "../../../spec/version.js";
@@ -59,4 +61,12 @@ async function check(args: CmdArgs) {
   if (!lo?.up) throw new CniError(ErrorCode.Internal, "loopback interface is down");
 }
 
-export const plugin: PluginDefinition = { funcs: { add, del, check }, versionInfo: new VersionInfo(ALL_VERSIONS), about: "CNI loopback plugin (tscni)" };
+/** loopback reads nothing but the common keys. */
+const LOOPBACK_SCHEMA = struct("NetConf", NET_CONF_FIELDS);
+
+export const plugin: PluginDefinition = {
+  funcs: { add, del, check },
+  versionInfo: new VersionInfo(ALL_VERSIONS),
+  about: "CNI loopback plugin (tscni)",
+  config: { schema: LOOPBACK_SCHEMA, parse: (stdin) => loadPluginConf(stdin).conf },
+};

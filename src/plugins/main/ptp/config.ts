@@ -5,9 +5,10 @@
  * @module
  */
 import { CniError, ErrorCode } from "../../../spec/errors.js";
-import type { PluginConf } from "../../../spec/config.js";
+import { NET_CONF_FIELDS, type PluginConf } from "../../../spec/config.js";
+import { bool, int, member, ptr, string, struct } from "../../../spec/go-decode.js";
 import { loadPluginConf } from "../../../skel/conf.js";
-import { invalidKey, optBool, optInt, optString } from "../../common/keys.js";
+import { decodeConfig, invalidKey } from "../../common/keys.js";
 import type { IPMasqBackend } from "../../../net/ipmasq.js";
 
 export interface PtpConf {
@@ -25,21 +26,25 @@ export interface PtpConf {
 const MTU_MIN = 68;
 const MTU_MAX = 65535;
 
+/** The Go plugin's NetConf. */
+export const PTP_SCHEMA = struct("NetConf", { ...NET_CONF_FIELDS, ipMasq: bool, ipMasqBackend: ptr(string), mtu: int });
+
 /** Parses and validates the ptp config from stdin. */
 export function loadPtpConf(stdin: Buffer): PtpConf {
   const { conf, raw } = loadPluginConf(stdin);
+  const c = decodeConfig(PTP_SCHEMA, raw);
 
   const ipamType = typeof conf.ipam?.type === "string" ? conf.ipam.type : "";
   if (!ipamType) {
-    throw new CniError(ErrorCode.InvalidNetworkConfig, `invalid "ipam": ${JSON.stringify(raw["ipam"] ?? null)} (ptp needs an IPAM plugin: set ipam.type)`);
+    throw new CniError(ErrorCode.InvalidNetworkConfig, `invalid "ipam": ${JSON.stringify(member(raw, "ipam") ?? null)} (ptp needs an IPAM plugin: set ipam.type)`);
   }
 
-  const backend = optString(raw, "ipMasqBackend");
+  const backend = c.ipMasqBackend;
   if (backend !== undefined && backend !== "iptables" && backend !== "nftables") {
     throw invalidKey("ipMasqBackend", backend, "want \"iptables\" or \"nftables\"");
   }
 
-  const mtu = optInt(raw, "mtu");
+  const mtu = c.mtu;
   if (mtu !== undefined && mtu !== 0 && (mtu < MTU_MIN || mtu > MTU_MAX)) {
     throw invalidKey("mtu", mtu, `want 0 (kernel default) or an integer from ${MTU_MIN} to ${MTU_MAX}`);
   }
@@ -47,7 +52,7 @@ export function loadPtpConf(stdin: Buffer): PtpConf {
   return {
     conf,
     ipamType,
-    ipMasq: optBool(raw, "ipMasq") ?? false,
+    ipMasq: c.ipMasq ?? false,
     ipMasqBackend: backend as IPMasqBackend | undefined,
     mtu: mtu || undefined,
   };

@@ -16,7 +16,7 @@ import { pointToPointRoutes, routeContainerThroughGateway, routeHostToContainer,
 import { type CmdArgs, type PluginDefinition } from "../../../skel/skel.js";
 import { checkInterfaceAddresses, checkRoutes, requirePrevResult } from "../../common/check.js";
 import { ipamAdd, ipamCheck, ipamDel, ipamGC, ipamStatus, withIpamRollback } from "../../common/ipam.js";
-import { loadPtpConf, type PtpConf } from "./config.js";
+import { loadPtpConf, PTP_SCHEMA, type PtpConf } from "./config.js";
 import { removeContainerLink } from "../../common/del.js";
 
 /** Index of the container interface in ptp results: interfaces are `[host veth, container veth]`. */
@@ -141,4 +141,9 @@ async function gc(args: CmdArgs): Promise<void> {
   if (errors.length) throw new CniError(ErrorCode.Internal, "ptp GC failed", errors.join("; "));
 }
 
-export const plugin: PluginDefinition = { funcs: { add, del, check, status, gc }, versionInfo: new VersionInfo(ALL_VERSIONS), about: "CNI ptp plugin (tscni)" };
+export const plugin: PluginDefinition = {
+  funcs: { add, del, check, status, gc },
+  versionInfo: new VersionInfo(ALL_VERSIONS),
+  about: "CNI ptp plugin (tscni)",
+  config: { schema: PTP_SCHEMA, parse: loadPtpConf },
+};

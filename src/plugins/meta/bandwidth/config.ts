@@ -4,11 +4,11 @@
  * `bandwidth`, `runtimeConfig.bandwidth`). Top-level keys win when any of them is present, as in the Go plugin.
  * @module
  */
-import type { PluginConf } from "../../../spec/config.js";
-import type { JsonObject } from "../../../spec/json.js";
+import { NET_CONF_FIELDS, type PluginConf } from "../../../spec/config.js";
+import { hasMember, ptr, struct, uint64, type Decoded } from "../../../spec/go-decode.js";
 import { loadPluginConf } from "../../../skel/conf.js";
 import { hashWithPrefix } from "../../../net/names.js";
-import { invalidKey, optInt, optObject } from "../../common/keys.js";
+import { decodeConfig, invalidKey } from "../../common/keys.js";
 
 export interface BandwidthLimits {
   ingressRate: number;
@@ -25,6 +25,16 @@ export interface BandwidthConf {
 
 const KEYS = ["ingressRate", "ingressBurst", "egressRate", "egressBurst"] as const;
 
+/** Go's BandwidthEntry: rates in bits per second, bursts in bits (containerd sends `IngressRate`, ...). */
+const BANDWIDTH_ENTRY = struct("BandwidthEntry", { ingressRate: uint64, ingressBurst: uint64, egressRate: uint64, egressBurst: uint64 });
+
+/** The Go plugin's PluginConf: an embedded *BandwidthEntry (top-level limits) and the runtime's entry. */
+export const BANDWIDTH_SCHEMA = struct("PluginConf", {
+  ...NET_CONF_FIELDS,
+  ...BANDWIDTH_ENTRY.fields,
+  runtimeConfig: struct("RuntimeConfig", { bandwidth: ptr(BANDWIDTH_ENTRY) }),
+});
+
 /** A burst's byte count must stay below 2^32 - 1, as in the Go plugin (the kernel keeps it in 32 bits). */
 export const MAX_BURST_BITS = (0xffffffff - 1) * 8 + 7;
 
@@ -40,10 +50,12 @@ function validatePair(limits: BandwidthLimits, direction: "ingress" | "egress", 
   if (burst > MAX_BURST_BITS) throw invalidKey(burstKey, burst, `want at most ${MAX_BURST_BITS} bits: the burst cannot be 4 GB or more`);
 }
 
-function readLimits(obj: JsonObject, prefix: string): BandwidthLimits {
+function readLimits(entry: Decoded<typeof BANDWIDTH_ENTRY>, prefix: string): BandwidthLimits {
   const limits = {} as BandwidthLimits;
   for (const key of KEYS) {
-    limits[key] = optInt(obj, key, { min: 0, max: Number.MAX_SAFE_INTEGER }, `${prefix}${key}`) ?? 0;
+    const v = entry[key] ?? 0;
+    if (v > Number.MAX_SAFE_INTEGER) throw invalidKey(`${prefix}${key}`, v, `want at most ${Number.MAX_SAFE_INTEGER}`);
+    limits[key] = v;
   }
   validatePair(limits, "ingress", prefix);
   validatePair(limits, "egress", prefix);
@@ -53,8 +65,10 @@ function readLimits(obj: JsonObject, prefix: string): BandwidthLimits {
 /** Parses and validates the config; every error names the key (code 7). */
 export function loadBandwidthConf(stdin: Buffer): BandwidthConf {
   const { conf, raw } = loadPluginConf(stdin);
-  if (KEYS.some((k) => k in raw)) return { conf, limits: readLimits(raw, "") };
-  const fromRuntime = optObject(conf.runtimeConfig ?? {}, "bandwidth", "runtimeConfig.bandwidth");
+  const c = decodeConfig(BANDWIDTH_SCHEMA, raw);
+  // Go allocates the embedded entry as soon as one of its keys appears (even as null), and then uses it alone.
+  if (KEYS.some((k) => hasMember(raw, k))) return { conf, limits: readLimits(c, "") };
+  const fromRuntime = c.runtimeConfig?.bandwidth;
   return fromRuntime ? { conf, limits: readLimits(fromRuntime, "runtimeConfig.bandwidth.") } : { conf };
 }
 

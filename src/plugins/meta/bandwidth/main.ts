@@ -19,7 +19,7 @@ import {
 import type { Link } from "../../../net/types.js";
 import { parsePrevResult } from "../../../skel/conf.js";
 import type { CmdArgs, PluginDefinition } from "../../../skel/skel.js";
-import { hasEgressLimit, hasIngressLimit, ifbAlias, ifbName, loadBandwidthConf, loadNetworkOnly, parseIfbAlias, type BandwidthLimits } from "./config.js";
+import { BANDWIDTH_SCHEMA, hasEgressLimit, hasIngressLimit, ifbAlias, ifbName, loadBandwidthConf, loadNetworkOnly, parseIfbAlias, type BandwidthLimits } from "./config.js";
 
 const failure = (msg: string, details = "") => new CniError(ErrorCode.Internal, msg, details);
 
@@ -145,4 +145,5 @@ export const plugin: PluginDefinition = {
   funcs: { add, del, check, gc },
   versionInfo: new VersionInfo(versionsStartingFrom("0.3.0")),
   about: "CNI bandwidth plugin (tscni)",
+  config: { schema: BANDWIDTH_SCHEMA, parse: loadBandwidthConf },
 };

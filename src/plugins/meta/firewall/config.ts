@@ -5,12 +5,12 @@
  * @module
  */
 import path from "node:path";
-import type { PluginConf } from "../../../spec/config.js";
-import type { JsonObject } from "../../../spec/json.js";
+import { NET_CONF_FIELDS, type PluginConf } from "../../../spec/config.js";
+import { string, struct } from "../../../spec/go-decode.js";
 import { toCurrentResult, type Result100 } from "../../../spec/result/index.js";
 import { loadPluginConf, parsePrevResult } from "../../../skel/conf.js";
 import { DEFAULT_ADMIN_CHAIN, FORWARD_CHAIN, ISOLATION_STAGE_1, ISOLATION_STAGE_2, type IsolationPolicy } from "../../../net/firewall-iptables.js";
-import { invalidKey, optString } from "../../common/keys.js";
+import { decodeConfig, invalidKey } from "../../common/keys.js";
 
 export const BACKENDS = ["iptables", "nftables", "firewalld"] as const;
 export type Backend = (typeof BACKENDS)[number];
@@ -36,8 +36,12 @@ const RESERVED_CHAINS = new Set([
   FORWARD_CHAIN, ISOLATION_STAGE_1, ISOLATION_STAGE_2,
 ]);
 
-function parseAdminChain(raw: JsonObject): string {
-  const name = optString(raw, "iptablesAdminChainName");
+/** The Go plugin's FirewallNetConf (plus `dataDir`, ours). */
+export const FIREWALL_SCHEMA = struct("FirewallNetConf", {
+  ...NET_CONF_FIELDS, backend: string, iptablesAdminChainName: string, firewalldZone: string, ingressPolicy: string, dataDir: string,
+});
+
+function parseAdminChain(name: string | undefined): string {
   if (!name) return DEFAULT_ADMIN_CHAIN;
   if (name.length > 28 || !/^[^\s!'"-][^\s'"]*$/.test(name)) {
     throw invalidKey("iptablesAdminChainName", name, "want an iptables chain name: at most 28 characters, no whitespace or quotes, not starting with '-' or '!'");
@@ -48,20 +52,21 @@ function parseAdminChain(raw: JsonObject): string {
 
 export function loadFirewallConf(stdin: Buffer): FirewallConf {
   const { conf, raw } = loadPluginConf(stdin);
-  const backend = optString(raw, "backend") || undefined;
+  const c = decodeConfig(FIREWALL_SCHEMA, raw);
+  const backend = c.backend || undefined;
   if (backend !== undefined && !(BACKENDS as readonly string[]).includes(backend)) {
     throw invalidKey("backend", backend, `want one of ${BACKENDS.map((b) => `"${b}"`).join(", ")}, or no backend for firewalld when it runs and iptables otherwise`);
   }
-  const policy = optString(raw, "ingressPolicy") || "open";
+  const policy = c.ingressPolicy || "open";
   if (policy !== "open" && policy !== "same-bridge" && policy !== "isolated") {
     throw invalidKey("ingressPolicy", policy, "want \"open\", \"same-bridge\" or \"isolated\"");
   }
-  const zone = optString(raw, "firewalldZone") || DEFAULT_ZONE;
+  const zone = c.firewalldZone || DEFAULT_ZONE;
   if (zone.startsWith("-") || /\s/.test(zone)) throw invalidKey("firewalldZone", zone, "want a firewalld zone name");
-  const dataDir = optString(raw, "dataDir") || DEFAULT_DATA_DIR;
+  const dataDir = c.dataDir || DEFAULT_DATA_DIR;
   if (!path.isAbsolute(dataDir)) throw invalidKey("dataDir", dataDir, "want an absolute path");
   const n: FirewallConf = {
-    conf, backend: backend as Backend | undefined, adminChain: parseAdminChain(raw), zone, ingressPolicy: policy, dataDir,
+    conf, backend: backend as Backend | undefined, adminChain: parseAdminChain(c.iptablesAdminChainName), zone, ingressPolicy: policy, dataDir,
   };
   const prev = parsePrevResult(conf);
   if (prev) n.prevResult = toCurrentResult(prev);

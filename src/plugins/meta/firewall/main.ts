@@ -18,7 +18,7 @@ import { iptablesFor } from "../../../net/iptables.js";
 import { nftUsable } from "../../../net/nftables.js";
 import type { CmdArgs, PluginDefinition } from "../../../skel/skel.js";
 import { selectBackend, type Attachment } from "./backends.js";
-import { loadFirewallConf, type FirewallConf } from "./config.js";
+import { FIREWALL_SCHEMA, loadFirewallConf, type FirewallConf } from "./config.js";
 import { listRecords, readRecord, recordedNetworks, removeRecord, writeRecord } from "./records.js";
 
 /** The attachment from the config and environment; the ingress policy needs the bridge (prevResult interface 0). */
@@ -113,4 +113,5 @@ async function gc(args: CmdArgs): Promise<void> {
 
 export const plugin: PluginDefinition = {
   funcs: { add, check, del, status, gc }, versionInfo: new VersionInfo(versionsStartingFrom("0.4.0")), about: "CNI firewall plugin (tscni)",
+  config: { schema: FIREWALL_SCHEMA, parse: loadFirewallConf },
 };

@@ -6,12 +6,12 @@
  * @module
  */
 import { CniError, ErrorCode } from "../../../spec/errors.js";
-import { isJsonObject, type JsonObject } from "../../../spec/json.js";
-import type { PluginConf } from "../../../spec/config.js";
+import { bool, int, list, ptr, string, struct, type Decoded } from "../../../spec/go-decode.js";
+import { NET_CONF_FIELDS, type PluginConf } from "../../../spec/config.js";
 import { parseCIDR, tryParseIP, type IPAddress, type IPCidr, type IPFamily } from "../../../spec/ip.js";
 import { toCurrentResult, type Result } from "../../../spec/result/index.js";
 import { loadPluginConf, parsePrevResult } from "../../../skel/conf.js";
-import { invalidKey, optArray, optBool, optInt, optString } from "../../common/keys.js";
+import { decodeConfig, invalidKey } from "../../common/keys.js";
 
 export const PROTOCOLS = ["tcp", "udp", "sctp"] as const;
 export type Protocol = (typeof PROTOCOLS)[number];
@@ -54,37 +54,43 @@ export const DEFAULT_DATA_DIR = "/run/cni/portmap";
 /** The Go plugin's message when a chained plugin gets no prevResult on ADD. */
 export const NOT_CHAINED = "must be called as chained plugin";
 
-function parseMapping(item: unknown, index: number): PortMapping {
+/** One mapping as the runtime sends it (containerd spells the keys `HostPort`, `ContainerPort`, ...). */
+const PORT_MAP_ENTRY = struct("PortMapEntry", { hostPort: int, containerPort: int, protocol: string, hostIP: string });
+
+/** The Go plugin's PortMapConf (plus `dataDir`, ours). */
+export const PORTMAP_SCHEMA = struct("PortMapConf", {
+  ...NET_CONF_FIELDS,
+  snat: ptr(bool),
+  conditionsV4: ptr(list(string)),
+  conditionsV6: ptr(list(string)),
+  masqAll: bool,
+  markMasqBit: ptr(int),
+  externalSetMarkChain: ptr(string),
+  backend: ptr(string),
+  dataDir: string,
+  runtimeConfig: struct("RuntimeConfig", { portMappings: list(PORT_MAP_ENTRY) }),
+});
+
+function parseMapping(item: Decoded<typeof PORT_MAP_ENTRY>, index: number): PortMapping {
   const key = `runtimeConfig.portMappings[${index}]`;
-  if (!isJsonObject(item)) throw invalidKey(key, item, "want {\"hostPort\", \"containerPort\", \"protocol\"[, \"hostIP\"]}");
-  const port = (name: string): number => {
-    const v = optInt(item, name, { min: 1, max: 65535 }, `${key}.${name}`);
-    if (v === undefined) throw invalidKey(`${key}.${name}`, null, "want a port number from 1 to 65535");
+  const port = (name: "hostPort" | "containerPort"): number => {
+    const v = item[name];
+    if (v === undefined || v < 1 || v > 65535) throw invalidKey(`${key}.${name}`, v ?? null, "want a port number from 1 to 65535");
     return v;
   };
   const hostPort = port("hostPort");
   const containerPort = port("containerPort");
-  const protoText = optString(item, "protocol", `${key}.protocol`);
-  const protocol = protoText?.toLowerCase();
+  const protocol = item.protocol?.toLowerCase();
   if (!PROTOCOLS.includes(protocol as Protocol)) {
-    throw invalidKey(`${key}.protocol`, protoText ?? null, `want one of ${PROTOCOLS.map((p) => `"${p}"`).join(", ")}`);
+    throw invalidKey(`${key}.protocol`, item.protocol ?? null, `want one of ${PROTOCOLS.map((p) => `"${p}"`).join(", ")}`);
   }
   const mapping: PortMapping = { hostPort, containerPort, protocol: protocol as Protocol };
-  const hostIPText = optString(item, "hostIP", `${key}.hostIP`);
-  if (hostIPText) {
-    const hostIP = tryParseIP(hostIPText);
-    if (!hostIP) throw invalidKey(`${key}.hostIP`, hostIPText, "want an IPv4 or IPv6 address");
+  if (item.hostIP) {
+    const hostIP = tryParseIP(item.hostIP);
+    if (!hostIP) throw invalidKey(`${key}.hostIP`, item.hostIP, "want an IPv4 or IPv6 address");
     mapping.hostIP = hostIP;
   }
   return mapping;
-}
-
-function parseConditions(raw: JsonObject, key: string): string[] {
-  const list = optArray(raw, key) ?? [];
-  list.forEach((c, i) => {
-    if (typeof c !== "string") throw invalidKey(`${key}[${i}]`, c, "want a string");
-  });
-  return list as string[];
 }
 
 /**
@@ -111,30 +117,31 @@ export function backendSpecificKeys(n: PortMapConf): Record<PortMapBackend, stri
 /** Parses and validates the config (not the prevResult, which DEL does not need). */
 export function loadPortMapConf(stdin: Buffer): PortMapConf {
   const { conf, raw } = loadPluginConf(stdin);
-  const backend = optString(raw, "backend");
+  const c = decodeConfig(PORTMAP_SCHEMA, raw);
+  const backend = c.backend;
   if (backend !== undefined && !BACKENDS.includes(backend as PortMapBackend)) {
     throw invalidKey("backend", backend, `want ${BACKENDS.map((b) => `"${b}"`).join(" or ")}`);
   }
-  const markMasqBit = optInt(raw, "markMasqBit", { min: 0, max: 31 });
-  const externalSetMarkChain = optString(raw, "externalSetMarkChain");
+  const markMasqBit = c.markMasqBit;
+  if (markMasqBit !== undefined && (markMasqBit < 0 || markMasqBit > 31)) throw invalidKey("markMasqBit", markMasqBit, "want an integer from 0 to 31");
+  const externalSetMarkChain = c.externalSetMarkChain;
   if (markMasqBit !== undefined && externalSetMarkChain !== undefined) {
     throw invalidKey("externalSetMarkChain", externalSetMarkChain, `cannot be used with "markMasqBit" (${markMasqBit}): the external chain sets the mark`);
   }
   if (externalSetMarkChain !== undefined && !/^[^\s!"'-][^\s"']{0,27}$/.test(externalSetMarkChain)) {
     throw invalidKey("externalSetMarkChain", externalSetMarkChain, "want an iptables chain name: 1 to 28 characters, no whitespace or quotes");
   }
-  const mappings = (optArray(conf.runtimeConfig ?? {}, "portMappings", "runtimeConfig.portMappings") ?? []).map(parseMapping);
   return {
     conf,
-    mappings,
-    snat: optBool(raw, "snat") ?? true,
-    masqAll: optBool(raw, "masqAll") ?? false,
+    mappings: (c.runtimeConfig?.portMappings ?? []).map(parseMapping),
+    snat: c.snat ?? true,
+    masqAll: c.masqAll ?? false,
     markMasqBit: markMasqBit ?? DEFAULT_MARK_BIT,
     externalSetMarkChain,
-    conditionsV4: parseConditions(raw, "conditionsV4"),
-    conditionsV6: parseConditions(raw, "conditionsV6"),
+    conditionsV4: c.conditionsV4 ?? [],
+    conditionsV6: c.conditionsV6 ?? [],
     backend: backend as PortMapBackend | undefined,
-    dataDir: optString(raw, "dataDir") || DEFAULT_DATA_DIR,
+    dataDir: c.dataDir || DEFAULT_DATA_DIR,
   };
 }
 

@@ -21,7 +21,7 @@ import { routeInterface } from "../../../net/route-lookup.js";
 import { sysctlPath, writeSysctl } from "../../../net/sysctl.js";
 import type { CmdArgs, PluginDefinition } from "../../../skel/skel.js";
 import {
-  chooseBackend, containerAddresses, forwardTarget, loadPortMapConf, NOT_CHAINED, prevResultOf,
+  chooseBackend, containerAddresses, forwardTarget, loadPortMapConf, NOT_CHAINED, PORTMAP_SCHEMA, prevResultOf,
   type ForwardTarget, type PortMapBackend, type PortMapConf, type PortMapping,
 } from "./config.js";
 import { checkIptables, forwardIptables, gcIptables, iptablesUsable, unforwardIptables } from "./iptables.js";
@@ -149,4 +149,5 @@ export const plugin: PluginDefinition = {
   funcs: { add, del, check, gc, status },
   versionInfo: new VersionInfo(ALL_VERSIONS),
   about: "CNI portmap plugin (tscni)",
+  config: { schema: PORTMAP_SCHEMA, parse: loadPortMapConf },
 };

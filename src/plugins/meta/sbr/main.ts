@@ -18,7 +18,7 @@ import { NetNS, NetnsNotFoundError } from "../../../net/netns.js";
 import { withNetnsLock } from "../../../net/netns-lock.js";
 import { IpCommandsError, listAllRoutes, listRules, runIpCommands } from "../../../net/policy-routing.js";
 import type { CmdArgs, PluginDefinition } from "../../../skel/skel.js";
-import { loadSbrConf, type SbrConf } from "./config.js";
+import { loadSbrConf, SBR_SCHEMA, type SbrConf } from "./config.js";
 import { planSbrAdd, planSbrDel, selectIPs, verifySbr, type IpStep, type SbrSettings, type SbrState } from "./plan.js";
 
 const settingsOf = (n: SbrConf, ifName: string): SbrSettings =>
@@ -102,4 +102,9 @@ async function del(args: CmdArgs): Promise<void> {
   });
 }
 
-export const plugin: PluginDefinition = { funcs: { add, check, del }, versionInfo: new VersionInfo(ALL_VERSIONS), about: "CNI sbr plugin (tscni)" };
+export const plugin: PluginDefinition = {
+  funcs: { add, check, del },
+  versionInfo: new VersionInfo(ALL_VERSIONS),
+  about: "CNI sbr plugin (tscni)",
+  config: { schema: SBR_SCHEMA, parse: loadSbrConf },
+};

@@ -9,6 +9,7 @@ import { mkdir, readFile, rm } from "node:fs/promises";
 import { writeFileAtomic } from "../../../sys/atomic-file.js";
 import path from "node:path";
 import type { LinkTunables } from "../../../net/link-tunables.js";
+import { member } from "../../../spec/go-decode.js";
 import { isJsonObject, marshalJson, parseJson } from "../../../spec/json.js";
 
 export const backupFile = (dataDir: string, containerID: string, ifName: string): string =>
@@ -41,11 +42,12 @@ export function decodeBackup(text: string): Partial<LinkTunables> | undefined {
   }
   if (!isJsonObject(raw)) return undefined;
   const saved: Partial<LinkTunables> = {};
-  if (typeof raw["mac"] === "string" && raw["mac"]) saved.mac = raw["mac"];
-  if (typeof raw["promisc"] === "boolean") saved.promisc = raw["promisc"];
-  if (typeof raw["mtu"] === "number" && raw["mtu"] > 0) saved.mtu = raw["mtu"];
-  if (typeof raw["allmulti"] === "boolean") saved.allmulti = raw["allmulti"];
-  if (typeof raw["txQLen"] === "number" && raw["txQLen"] >= 0) saved.txQLen = raw["txQLen"];
+  const [mac, promisc, mtu, allmulti, txQLen] = ["mac", "promisc", "mtu", "allmulti", "txQLen"].map((k) => member(raw, k));
+  if (typeof mac === "string" && mac) saved.mac = mac;
+  if (typeof promisc === "boolean") saved.promisc = promisc;
+  if (typeof mtu === "number" && mtu > 0) saved.mtu = mtu;
+  if (typeof allmulti === "boolean") saved.allmulti = allmulti;
+  if (typeof txQLen === "number" && txQLen >= 0) saved.txQLen = txQLen;
   return saved;
 }
 

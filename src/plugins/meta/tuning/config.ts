@@ -7,13 +7,13 @@
 import { existsSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { loadCniArgs } from "../../../spec/args.js";
-import type { PluginConf } from "../../../spec/config.js";
+import { NET_CONF_FIELDS, type PluginConf } from "../../../spec/config.js";
+import { bool, int, map, member, ptr, string, struct, type StructOf } from "../../../spec/go-decode.js";
 import { CniError, ErrorCode } from "../../../spec/errors.js";
 import { duplicateKeysAt } from "../../../spec/json-keys.js";
-import type { JsonObject } from "../../../spec/json.js";
 import { loadPluginConf } from "../../../skel/conf.js";
 import type { LinkTunables } from "../../../net/link-tunables.js";
-import { invalidKey, optBool, optInt, optObject, optString, parseMac } from "../../common/keys.js";
+import { decodeConfig, invalidKey, parseMac } from "../../common/keys.js";
 
 /** Where backups of the original link settings go, as with the Go plugin. */
 export const DEFAULT_DATA_DIR = "/run/cni/tuning";
@@ -44,14 +44,20 @@ function rejectDuplicateSysctls(stdin: Buffer): void {
   }
 }
 
-/** A `sysctl` map: string keys to string values. */
-function readSysctlMap(obj: JsonObject, key: string, where: string, into: Map<string, string>): void {
-  const map = optObject(obj, key, where);
-  for (const [k, v] of Object.entries(map ?? {})) {
-    if (typeof v !== "string") throw invalidKey(`${where}[${JSON.stringify(k)}]`, v, "want a string value");
-    into.set(k, v);
-  }
-}
+/** The link settings a tuning config and its `args.cni` can carry. */
+const LINK_SETTINGS = { mac: ptr(string), promisc: ptr(bool), mtu: ptr(int), allmulti: ptr(bool), txQLen: ptr(int) };
+
+/** The Go plugin's TuningConf, with its `args.cni` (IPAMArgs) and `runtimeConfig`. */
+export const TUNING_SCHEMA = struct("TuningConf", {
+  ...NET_CONF_FIELDS,
+  ...LINK_SETTINGS,
+  dataDir: string,
+  sysctl: map(string),
+  runtimeConfig: struct("RuntimeConfig", { mac: string }),
+  args: ptr(struct("TuningArgs", { cni: ptr(struct("IPAMArgs", { ...LINK_SETTINGS, sysctl: ptr(map(string)) })) })),
+});
+
+type LinkSettings = StructOf<typeof LINK_SETTINGS>;
 
 /** A MAC an interface can have: canonical form, not multicast. */
 function interfaceMac(value: string, key: string): string {
@@ -62,18 +68,19 @@ function interfaceMac(value: string, key: string): string {
 
 const MAX_U32 = 0xffffffff;
 
-/** Reads the link settings of one object (the config itself or `args.cni`) into `link`, overriding. */
-function readLinkSettings(obj: JsonObject, prefix: string, link: Partial<LinkTunables>, macSource: { key?: string; value?: string }): void {
-  const mac = optString(obj, "mac", `${prefix}mac`);
-  if (mac !== undefined && (prefix !== "" || mac !== "")) Object.assign(macSource, { key: `${prefix}mac`, value: mac });
-  const promisc = optBool(obj, "promisc", `${prefix}promisc`);
-  if (promisc !== undefined) link.promisc = promisc;
-  const mtu = optInt(obj, "mtu", { min: 0, max: 2 ** 31 - 1 }, `${prefix}mtu`);
-  if (mtu !== undefined) link.mtu = mtu;
-  const allmulti = optBool(obj, "allmulti", `${prefix}allmulti`);
-  if (allmulti !== undefined) link.allmulti = allmulti;
-  const txQLen = optInt(obj, "txQLen", { min: 0, max: MAX_U32 }, `${prefix}txQLen`);
-  if (txQLen !== undefined) link.txQLen = txQLen;
+/** Takes the link settings of one object (the config itself or `args.cni`) into `link`, overriding. */
+function readLinkSettings(from: LinkSettings, prefix: string, link: Partial<LinkTunables>, macSource: { key?: string; value?: string }): void {
+  if (from.mac !== undefined && (prefix !== "" || from.mac !== "")) Object.assign(macSource, { key: `${prefix}mac`, value: from.mac });
+  if (from.promisc !== undefined) link.promisc = from.promisc;
+  if (from.mtu !== undefined) {
+    if (from.mtu < 0 || from.mtu > 2 ** 31 - 1) throw invalidKey(`${prefix}mtu`, from.mtu, `want an integer from 0 to ${2 ** 31 - 1}`);
+    link.mtu = from.mtu;
+  }
+  if (from.allmulti !== undefined) link.allmulti = from.allmulti;
+  if (from.txQLen !== undefined) {
+    if (from.txQLen < 0 || from.txQLen > MAX_U32) throw invalidKey(`${prefix}txQLen`, from.txQLen, `want an integer from 0 to ${MAX_U32}`);
+    link.txQLen = from.txQLen;
+  }
 }
 
 /**
@@ -83,12 +90,12 @@ function readLinkSettings(obj: JsonObject, prefix: string, link: Partial<LinkTun
  */
 export function loadTuningConf(stdin: Buffer, cniArgs: string): TuningConf {
   const { conf, raw } = loadPluginConf(stdin);
+  const c = decodeConfig(TUNING_SCHEMA, raw);
   rejectDuplicateSysctls(stdin);
-  const sysctl = new Map<string, string>();
-  readSysctlMap(raw, "sysctl", "sysctl", sysctl);
+  const sysctl = new Map<string, string>(c.sysctl);
   const link: Partial<LinkTunables> = {};
   const mac: { key?: string; value?: string } = {};
-  readLinkSettings(raw, "", link, mac);
+  readLinkSettings(c, "", link, mac);
 
   let args: { MAC?: string };
   try {
@@ -97,26 +104,25 @@ export function loadTuningConf(stdin: Buffer, cniArgs: string): TuningConf {
     throw new CniError(ErrorCode.InvalidEnvironmentVariables, `invalid CNI_ARGS: ${(e as Error).message}`);
   }
   if (args.MAC) Object.assign(mac, { key: "CNI_ARGS MAC", value: args.MAC });
-  const rcMac = optString(conf.runtimeConfig ?? {}, "mac", "runtimeConfig.mac");
-  if (rcMac) Object.assign(mac, { key: "runtimeConfig.mac", value: rcMac });
+  if (c.runtimeConfig?.mac) Object.assign(mac, { key: "runtimeConfig.mac", value: c.runtimeConfig.mac });
 
-  const argsCni = optObject(conf.args ?? {}, "cni", "args.cni");
+  const argsCni = c.args?.cni;
   if (argsCni) {
-    readSysctlMap(argsCni, "sysctl", "args.cni.sysctl", sysctl);
+    for (const [k, v] of argsCni.sysctl ?? []) sysctl.set(k, v);
     readLinkSettings(argsCni, "args.cni.", link, mac);
   }
   if (mac.value) link.mac = interfaceMac(mac.value, mac.key!);
   if (link.promisc === false) delete link.promisc; // false means "leave it alone"
   if (link.mtu === 0) delete link.mtu;
 
-  const dataDir = optString(raw, "dataDir") || DEFAULT_DATA_DIR;
-  return { conf, sysctl, link, dataDir };
+  return { conf, sysctl, link, dataDir: c.dataDir || DEFAULT_DATA_DIR };
 }
 
 /** Only `dataDir` (for DEL, which must work whatever else the config says). */
 export function loadTuningDataDir(stdin: Buffer): string {
   const { raw } = loadPluginConf(stdin);
-  return optString(raw, "dataDir") || DEFAULT_DATA_DIR;
+  const dataDir = member(raw, "dataDir");
+  return (typeof dataDir === "string" && dataDir) || DEFAULT_DATA_DIR;
 }
 
 /**

@@ -16,7 +16,7 @@ import { parsePrevResult } from "../../../skel/conf.js";
 import type { CmdArgs, PluginDefinition } from "../../../skel/skel.js";
 import { invalidKey } from "../../common/keys.js";
 import { backupFile, backupOf, readBackup, removeBackup, writeBackup } from "./backup.js";
-import { changesLink, checkAllowlist, loadTuningConf, loadTuningDataDir, readAllowlist, sysctlSettings, type SysctlSetting, type TuningConf } from "./config.js";
+import { TUNING_SCHEMA, changesLink, checkAllowlist, loadTuningConf, loadTuningDataDir, readAllowlist, sysctlSettings, type SysctlSetting, type TuningConf } from "./config.js";
 
 const failure = (msg: string, details = "") => new CniError(ErrorCode.Internal, msg, details);
 
@@ -155,4 +155,9 @@ async function check(args: CmdArgs): Promise<void> {
   }
 }
 
-export const plugin: PluginDefinition = { funcs: { add, del, check }, versionInfo: new VersionInfo(ALL_VERSIONS), about: "CNI tuning plugin (tscni)" };
+export const plugin: PluginDefinition = {
+  funcs: { add, del, check },
+  versionInfo: new VersionInfo(ALL_VERSIONS),
+  about: "CNI tuning plugin (tscni)",
+  config: { schema: TUNING_SCHEMA, parse: loadTuningConf },
+};

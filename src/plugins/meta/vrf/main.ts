@@ -16,7 +16,7 @@ import { ip } from "../../../net/iproute2.js";
 import { NetNS, NetnsNotFoundError } from "../../../net/netns.js";
 import { listAllRoutes, runIpCommands as runCommands, type IpCommand } from "../../../net/policy-routing.js";
 import type { CmdArgs, PluginDefinition } from "../../../skel/skel.js";
-import { loadVrfConf } from "./config.js";
+import { loadVrfConf, VRF_SCHEMA } from "./config.js";
 import { globalIPv6, planVrfDel, planVrfEnslave, planVrfRestore, routesToMove, verifyVrf } from "./plan.js";
 
 const runIpCommands = (ns: NetNS, commands: string[][], operation: string, opts: { force?: boolean } = {}) =>
@@ -81,4 +81,9 @@ async function del(args: CmdArgs): Promise<void> {
   }
 }
 
-export const plugin: PluginDefinition = { funcs: { add, check, del }, versionInfo: new VersionInfo(versionsStartingFrom("0.3.1")), about: "CNI vrf plugin (tscni)" };
+export const plugin: PluginDefinition = {
+  funcs: { add, check, del },
+  versionInfo: new VersionInfo(versionsStartingFrom("0.3.1")),
+  about: "CNI vrf plugin (tscni)",
+  config: { schema: VRF_SCHEMA, parse: loadVrfConf },
+};
