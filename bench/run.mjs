@@ -2,7 +2,9 @@
 // The tscni benchmark: our plugins and Debian's Go plugins side by side, interleaved in one run, medians and
 // ratios ours/Go. Writes docs/benchmarks.md from the run. Not part of the test suite.
 //
-//   node bench/run.mjs [--rounds 15] [--out docs/benchmarks.md]     (as root; run `npm run build` first)
+//   node bench/run.mjs [--rounds 15] [--out docs/benchmarks.md] [--only <substring>]   (as root; `npm run build` first)
+//
+// --only runs just the scenarios whose name contains the substring (and skips peak RSS unless it matches).
 //
 // Everything runs inside namespaces the benchmark creates (a "host" namespace holds the bridges and
 // firewall rules; each container is a fresh namespace), so the real host is not touched.
@@ -12,6 +14,7 @@ import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { podmanAvailable, setupPodman } from "./podman.mjs";
+import { CONTAINERD_CHAIN, containerdSkipReason, setupContainerd } from "./containerd.mjs";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const OURS = path.join(ROOT, "dist/bin");
@@ -24,6 +27,8 @@ const opt = (name, dflt) => {
 };
 const ROUNDS = Number(opt("--rounds", "15"));
 const OUT = path.resolve(ROOT, opt("--out", "docs/benchmarks.md"));
+const ONLY = opt("--only", "");
+const selected = (name) => name.includes(ONLY);
 
 const median = (xs) => {
   const s = [...xs].sort((a, b) => a - b);
@@ -50,10 +55,13 @@ function netns(name) {
 }
 const delNetns = (name) => spawnSync("ip", ["netns", "delete", name]);
 
-/** A scenario measured for both implementations. */
+/**
+ * A scenario measured for both implementations. setup(binDir, impl) returns (or resolves to) a runner giving
+ * milliseconds; a runner may carry a teardown() run after the scenario.
+ */
 const scenarios = [];
 function scenario(name, setup) {
-  scenarios.push({ name, setup });
+  if (selected(name)) scenarios.push({ name, setup });
 }
 
 let counter = 0;
@@ -118,6 +126,12 @@ scenario(`default chain ADD+DEL (fresh netns): ${defaultChain.join(" + ")}`, (bi
   };
 });
 
+// kubelet's path: a private containerd per plugin dir, one pod sandbox per round (the chain gets no capability
+// arguments, so both implementations run it today).
+const CONTAINERD_ROW = `containerd sandbox run+stop+remove (CRI; chain: bridge + ${CONTAINERD_CHAIN.join(" + ")}, host-local)`;
+const containerdSkip = containerdSkipReason();
+if (!containerdSkip) scenario(CONTAINERD_ROW, (binDir, impl) => setupContainerd(binDir, impl));
+
 /** Peak RSS (KiB) of one bridge ADD with host-local, the largest process of the call (GNU time %M). */
 function peakRss(binDir, impl) {
   const dataDir = path.join(scratch, `rss-${impl}`);
@@ -148,20 +162,27 @@ async function inside() {
   execFileSync("ip", ["link", "set", "lo", "up"]);
   const rows = [];
   for (const s of scenarios) {
-    const runners = { ours: s.setup(OURS, "ours"), go: s.setup(GO, "go") };
+    const runners = {};
     const times = { ours: [], go: [] };
-    await runners.ours();
-    await runners.go(); // warm-up (page cache, first bridge creation)
-    for (let round = 0; round < ROUNDS; round++) {
-      const order = round % 2 ? ["go", "ours"] : ["ours", "go"];
-      for (const impl of order) times[impl].push(await runners[impl]());
+    try {
+      runners.ours = await s.setup(OURS, "ours");
+      runners.go = await s.setup(GO, "go");
+      await runners.ours();
+      await runners.go(); // warm-up (page cache, first bridge creation)
+      for (let round = 0; round < ROUNDS; round++) {
+        const order = round % 2 ? ["go", "ours"] : ["ours", "go"];
+        for (const impl of order) times[impl].push(await runners[impl]());
+      }
+    } finally {
+      for (const runner of Object.values(runners)) await runner.teardown?.();
     }
     const row = { name: s.name, ours: median(times.ours), go: median(times.go) };
     rows.push(row);
     console.log(`${row.name}: ours ${row.ours.toFixed(1)} ms, Go ${row.go.toFixed(1)} ms, ratio ${(row.ours / row.go).toFixed(2)}`);
   }
   let podman = "podman `run --rm`: not measured (podman, runc and busybox-static are not installed; `apt-get install podman runc conmon golang-github-containers-common busybox-static` enables it).";
-  if (podmanAvailable()) {
+  if (!selected("podman run --rm")) podman = "";
+  else if (podmanAvailable()) {
     // The same chain for both: bridge plus whichever meta plugins both directories have.
     const types = ["bridge", "portmap", "firewall", "tuning"].filter((t) => existsSync(path.join(OURS, t)) && existsSync(path.join(GO, t)));
     const { runners, cleanup } = setupPodman({ ours: OURS, go: GO }, types);
@@ -180,12 +201,18 @@ async function inside() {
       cleanup();
     }
   }
-  const rss = { ours: peakRss(OURS, "ours"), go: peakRss(GO, "go") };
-  console.log(`peak RSS bridge ADD: ours ${rss.ours} KiB, Go ${rss.go} KiB`);
-  return { rows, rss, podman };
+  let rss;
+  if (selected("peak RSS")) {
+    rss = { ours: peakRss(OURS, "ours"), go: peakRss(GO, "go") };
+    console.log(`peak RSS bridge ADD: ours ${rss.ours} KiB, Go ${rss.go} KiB`);
+  }
+  const containerd = containerdSkip && selected(CONTAINERD_ROW)
+    ? `containerd sandbox run+stop+remove: not measured (${containerdSkip}; \`apt-get install containerd runc gcc libc6-dev\` enables it).`
+    : "";
+  return { rows, rss, podman, containerd };
 }
 
-function report({ rows, rss, podman }) {
+function report({ rows, rss, podman, containerd }) {
   const m = machine();
   const lines = [
     "# Benchmarks",
@@ -196,16 +223,21 @@ function report({ rows, rss, podman }) {
     `- machine: ${m.cpu}, ${m.cores} cores, ${m.mem}, kernel ${m.kernel}`,
     `- ours: dist/bin as built (${m.bun}); Go: Debian containernetworking-plugins ${m.go} (/usr/lib/cni)`,
     `- ${ROUNDS} rounds per scenario, ours and Go interleaved (alternating order); medians of wall time per round`,
+    ...(ONLY ? [`- only the scenarios matching \`--only ${ONLY}\``] : []),
     "",
     "| scenario | ours (ms) | Go (ms) | ours/Go |",
     "|---|---:|---:|---:|",
     ...rows.map((r) => `| ${r.name} | ${r.ours.toFixed(1)} | ${r.go.toFixed(1)} | ${(r.ours / r.go).toFixed(2)} |`),
     "",
-    "| peak RSS of one bridge ADD with host-local (largest process) | ours | Go |",
-    "|---|---:|---:|",
-    `| KiB | ${rss.ours} | ${rss.go} |`,
-    "",
+    ...(rss ? [
+      "| peak RSS of one bridge ADD with host-local (largest process) | ours | Go |",
+      "|---|---:|---:|",
+      `| KiB | ${rss.ours} | ${rss.go} |`,
+      "",
+    ] : []),
     podman,
+    "",
+    containerd,
     "",
   ];
   mkdirSync(path.dirname(OUT), { recursive: true });

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what tscni needs on a fresh Debian machine and builds it: system tools (iproute2, iptables, nftables,
-# and Debian's Go CNI plugins, the reference the interop tests compare against), npm dependencies, dist/.
+# and Debian's Go CNI plugins, the reference the interop tests compare against; podman and containerd for the
+# drop-in tests), npm dependencies, dist/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -17,6 +18,9 @@ command -v conntrack >/dev/null 2>&1 || need+=(conntrack)
 command -v podman >/dev/null 2>&1 || need+=(podman conmon golang-github-containers-common)
 command -v runc >/dev/null 2>&1 || need+=(runc)
 [ -x /bin/busybox ] || need+=(busybox-static)
+# containerd: the CRI end-to-end test (kubelet's path) runs a private containerd with our plugin directory
+# (its sandbox image's pause program is built with gcc -static, when gcc and libc6-dev are there).
+command -v containerd >/dev/null 2>&1 || need+=(containerd)
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" -ne 0 ]; then
     echo "setup: missing ${need[*]}; run as root (or install them) first" >&2
