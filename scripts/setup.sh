@@ -21,6 +21,8 @@ command -v runc >/dev/null 2>&1 || need+=(runc)
 # containerd: the CRI end-to-end test (kubelet's path) runs a private containerd with our plugin directory
 # (its sandbox image's pause program is built with gcc -static, when gcc and libc6-dev are there).
 command -v containerd >/dev/null 2>&1 || need+=(containerd)
+command -v gcc >/dev/null 2>&1 || need+=(gcc)
+[ -f /usr/lib/x86_64-linux-gnu/libc.a ] || [ -f /usr/lib/aarch64-linux-gnu/libc.a ] || need+=(libc6-dev)
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" -ne 0 ]; then
     echo "setup: missing ${need[*]}; run as root (or install them) first" >&2

@@ -6,7 +6,8 @@
  * @module
  */
 import { CniError, ErrorCode } from "../../../spec/errors.js";
-import { bool, int, list, ptr, string, struct, type Decoded } from "../../../spec/go-decode.js";
+import { bool, foldKey, int, list, member, ptr, string, struct, type Decoded } from "../../../spec/go-decode.js";
+import { isJsonObject, type JsonObject } from "../../../spec/json.js";
 import { NET_CONF_FIELDS, type PluginConf } from "../../../spec/config.js";
 import { parseCIDR, tryParseIP, type IPAddress, type IPCidr, type IPFamily } from "../../../spec/ip.js";
 import { toCurrentResult, type Result } from "../../../spec/result/index.js";
@@ -114,9 +115,24 @@ export function backendSpecificKeys(n: PortMapConf): Record<PortMapBackend, stri
   return keys;
 }
 
-/** Parses and validates the config (not the prevResult, which DEL does not need). */
-export function loadPortMapConf(stdin: Buffer): PortMapConf {
+/**
+ * Parses and validates the config (not the prevResult, which DEL does not need). With `forDel`, port mappings
+ * the runtime sent that are not valid count as none: an ADD with them changed nothing, so DEL has nothing to
+ * remove, and failing there would stop the runtime's DEL of the rest of the chain.
+ */
+export function loadPortMapConf(stdin: Buffer, opts: { forDel?: boolean } = {}): PortMapConf {
   const { conf, raw } = loadPluginConf(stdin);
+  try {
+    return readPortMapConf(conf, raw);
+  } catch (e) {
+    const rc = member(raw, "runtimeConfig");
+    if (!opts.forDel || !isJsonObject(rc)) throw e;
+    const withoutMappings = Object.fromEntries(Object.entries(rc).filter(([k]) => foldKey(k) !== foldKey("portMappings")));
+    return readPortMapConf(conf, { ...raw, runtimeConfig: withoutMappings });
+  }
+}
+
+function readPortMapConf(conf: PluginConf, raw: JsonObject): PortMapConf {
   const c = decodeConfig(PORTMAP_SCHEMA, raw);
   const backend = c.backend;
   if (backend !== undefined && !BACKENDS.includes(backend as PortMapBackend)) {

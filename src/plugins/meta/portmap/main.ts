@@ -104,7 +104,7 @@ async function add(args: CmdArgs): Promise<Result> {
 
 /** DEL needs no prevResult and no netns: the rules are found by network and container ID. */
 async function del(args: CmdArgs): Promise<void> {
-  const n = loadPortMapConf(args.stdinData);
+  const n = loadPortMapConf(args.stdinData, { forDel: true });
   if (n.mappings.length === 0) return;
   const backend = await chooseBackend(n, PROBES);
   await unforward(backend, n, args.containerID);
@@ -149,5 +149,5 @@ export const plugin: PluginDefinition = {
   funcs: { add, del, check, gc, status },
   versionInfo: new VersionInfo(ALL_VERSIONS),
   about: "CNI portmap plugin (tscni)",
-  config: { schema: PORTMAP_SCHEMA, parse: loadPortMapConf },
+  config: { schema: PORTMAP_SCHEMA, parse: (stdin) => loadPortMapConf(stdin) },
 };
