@@ -3,7 +3,7 @@
 //  - dist/tscni: a tiny C launcher that answers VERSION itself and hands every other call to tscni-js with
 //    argv[0] kept (built when a C compiler is present; otherwise the links point at tscni-js directly).
 // Without Bun (or with TSCNI_BUILD=node) the links point at the Node entry dist/cli/main.js.
-// Test helpers are linked into dist/test-bin.
+// (The test plugins are linked by scripts/link-test-bins.mjs into dist-test/bin, outside the shipped program.)
 import { chmodSync, existsSync, mkdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { spawnSync } from "node:child_process";
 import path from "node:path";
@@ -18,7 +18,7 @@ const bun = path.join(root, "node_modules/.bin/bun");
 chmodSync(main, 0o755);
 rmSync(program, { force: true });
 rmSync(launcher, { force: true });
-const { PROGRAMS, aboutText } = await import(path.join(dist, "cli/registry.js"));
+const { PROGRAMS, aboutAnswer, versionAnswer } = await import(path.join(dist, "cli/registry.js"));
 
 function buildStandalone() {
   const r = spawnSync(bun, [
@@ -37,9 +37,7 @@ function buildLauncher() {
   const rows = Object.entries(PROGRAMS)
     .filter(([, e]) => e.versions)
     .map(([name, e]) => {
-      const version = JSON.stringify({ cniVersion: "1.1.0", supportedVersions: e.versions }) + "\n";
-      const about = `${aboutText(name)}\nCNI protocol versions supported: ${e.versions.join(", ")}\n`;
-      return `  {${JSON.stringify(name)}, ${JSON.stringify(version)}, ${JSON.stringify(about)}},`;
+      return `  {${JSON.stringify(name)}, ${JSON.stringify(versionAnswer(e.versions))}, ${JSON.stringify(aboutAnswer(name, e.versions))}},`;
     });
   const headerDir = path.join(dist, "launcher");
   mkdirSync(headerDir, { recursive: true });
@@ -55,12 +53,9 @@ if (process.env.TSCNI_BUILD !== "node" && existsSync(bun) && buildStandalone()) 
   target = buildLauncher() ? launcher : program;
 }
 
-for (const dir of ["bin", "test-bin"]) {
-  rmSync(path.join(dist, dir), { recursive: true, force: true });
-  mkdirSync(path.join(dist, dir), { recursive: true });
-}
-for (const [name, entry] of Object.entries(PROGRAMS)) {
-  const dir = path.join(dist, entry.test ? "test-bin" : "bin");
-  symlinkSync(path.relative(dir, target), path.join(dir, name));
-}
-console.log(`linked ${Object.keys(PROGRAMS).length} programs to ${path.relative(root, target)} in dist/bin and dist/test-bin`);
+const bin = path.join(dist, "bin");
+rmSync(bin, { recursive: true, force: true });
+rmSync(path.join(dist, "test-bin"), { recursive: true, force: true }); // from builds before the test plugins moved out
+mkdirSync(bin, { recursive: true });
+for (const name of Object.keys(PROGRAMS)) symlinkSync(path.relative(bin, target), path.join(bin, name));
+console.log(`linked ${Object.keys(PROGRAMS).length} programs to ${path.relative(root, target)} in dist/bin`);

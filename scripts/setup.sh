@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs what tscni needs on a fresh Debian machine and builds it: system tools (iproute2, iptables, nftables,
+# Prepares a fresh Debian machine (as root) for everything tscni does and tests, and builds it: system tools (iproute2, iptables, nftables,
 # and Debian's Go CNI plugins, the reference the interop tests compare against; podman and containerd for the
 # drop-in tests), npm dependencies, dist/.
 set -euo pipefail

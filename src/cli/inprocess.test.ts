@@ -8,14 +8,14 @@ import { chmodSync, mkdtempSync, realpathSync, rmSync, writeFileSync, existsSync
 import os from "node:os";
 import path from "node:path";
 import { Writable } from "node:stream";
-import { fileURLToPath } from "node:url";
 import { delegateAdd, delegateDel } from "../invoke/plugin.js";
 import { RawExec } from "../invoke/exec.js";
 import { CniError } from "../spec/errors.js";
 import { marshalResult } from "../spec/result/index.js";
 import { MulticallExec } from "./inprocess.js";
+import { OUR_BIN } from "../testing/harness.js";
 
-const BIN = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../bin");
+const BIN = OUR_BIN;
 const self = realpathSync(path.join(BIN, "host-local"));
 const scratch = mkdtempSync(path.join(os.tmpdir(), "tscni-inproc-"));
 after(() => rmSync(scratch, { recursive: true, force: true }));

@@ -5,38 +5,13 @@
  * rules. Any other executable (a user's own IPAM, Go's plugins) is exec'd as usual.
  * @module
  */
-import { realpathSync } from "node:fs";
 import { realpath } from "node:fs/promises";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
 import type { Env } from "../invoke/args.js";
 import { RawExec, settlePluginRun, type ExecOptions, type PluginExec } from "../invoke/exec.js";
 import { runPlugin, type PluginDefinition } from "../skel/skel.js";
 import { PROGRAMS } from "./registry.js";
-
-/** The real path of the running multicall executable. */
-export function selfExecutable(): string | undefined {
-  const standalone = (process.argv[1] ?? "").startsWith("/$bunfs/");
-  try {
-    // Under Node the executable is the entry point next to this module.
-    return realpathSync(standalone ? process.execPath : fileURLToPath(new URL("./main.js", import.meta.url)));
-  } catch {
-    return undefined;
-  }
-}
-
-/** The executables that are this program: itself, and the C launcher next to a standalone build. */
-function selfPaths(self: string | undefined): Set<string> {
-  const paths = new Set<string>();
-  if (!self) return paths;
-  paths.add(self);
-  if (path.basename(self) === "tscni-js") {
-    try {
-      paths.add(realpathSync(path.join(path.dirname(self), "tscni")));
-    } catch { /* no launcher */ }
-  }
-  return paths;
-}
+import { selfExecutable, selfPaths } from "./self.js";
 
 export class MulticallExec implements PluginExec {
   private readonly raw = new RawExec();

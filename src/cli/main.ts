@@ -5,7 +5,7 @@
  * @module
  */
 import path from "node:path";
-import { aboutText, PROGRAMS } from "./registry.js";
+import { aboutAnswer, PROGRAMS, versionAnswer } from "./registry.js";
 import type { PluginDefinition } from "../skel/skel.js";
 
 async function run(): Promise<void> {
@@ -25,11 +25,11 @@ async function run(): Promise<void> {
   }
   // The VERSION probe is most of a runtime's calls: answer it, and "about", without loading the plugin.
   if (entry.versions && process.env["CNI_COMMAND"] === "VERSION") {
-    process.stdout.write(JSON.stringify({ cniVersion: "1.1.0", supportedVersions: entry.versions }) + "\n");
+    process.stdout.write(versionAnswer(entry.versions));
     return;
   }
   if (entry.versions && !process.env["CNI_COMMAND"]) {
-    process.stderr.write(`${aboutText(name)}\nCNI protocol versions supported: ${entry.versions.join(", ")}\n`);
+    process.stderr.write(aboutAnswer(name, entry.versions));
     return;
   }
   const program = (await entry.load()) as { main?: () => Promise<void>; plugin?: PluginDefinition };

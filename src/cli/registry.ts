@@ -1,39 +1,46 @@
 /**
- * The programs the multicall executable can be: every plugin type and cnitool. Only names, VERSION answers
- * and loaders live here, so a VERSION probe is answered without loading any plugin code.
+ * The programs the multicall executable can be (programs.ts) and how each is loaded. Only names, VERSION
+ * answers and loaders live here, so a VERSION probe is answered without loading any plugin code (the C launcher's
+ * table is generated from the same answers by scripts/link-bins.mjs).
  * @module
  */
+import { CURRENT_VERSION } from "../spec/versions.js";
+import { PLUGIN_VERSIONS, type PluginName } from "./programs.js";
 
 export interface ProgramEntry {
-  /** Loads the program's module: a plugin exports `plugin` (a PluginDefinition) or `main()`; cnitool `main()`. */
+  /** Loads the program's module: a plugin exports `plugin` (a PluginDefinition); cnitool `main()`. */
   load: () => Promise<{ main?: () => Promise<void>; plugin?: unknown }>;
   /** Versions a plugin supports, for answering VERSION before loading it; absent for non-plugins. */
   versions?: readonly string[];
-  /** A test helper: linked into dist/test-bin, not into the plugin directory. */
-  test?: boolean;
 }
 
-const ALL = ["0.1.0", "0.2.0", "0.3.0", "0.3.1", "0.4.0", "1.0.0", "1.1.0"] as const;
-
-export const PROGRAMS: Record<string, ProgramEntry> = {
-  cnitool: { load: () => import("../cnitool/cnitool.js") },
-  "host-local": { load: () => import("../plugins/ipam/host-local/main.js"), versions: ALL },
-  static: { load: () => import("../plugins/ipam/static/main.js"), versions: ALL },
-  loopback: { load: () => import("../plugins/main/loopback/main.js"), versions: ALL },
-  bridge: { load: () => import("../plugins/main/bridge/main.js"), versions: ALL },
-  ptp: { load: () => import("../plugins/main/ptp/main.js"), versions: ALL },
-  portmap: { load: () => import("../plugins/meta/portmap/main.js"), versions: ALL },
-  tuning: { load: () => import("../plugins/meta/tuning/main.js"), versions: ALL },
-  bandwidth: { load: () => import("../plugins/meta/bandwidth/main.js"), versions: ALL.slice(ALL.indexOf("0.3.0")) },
-  firewall: { load: () => import("../plugins/meta/firewall/main.js"), versions: ALL.slice(ALL.indexOf("0.4.0")) },
-  sbr: { load: () => import("../plugins/meta/sbr/main.js"), versions: ALL },
-  vrf: { load: () => import("../plugins/meta/vrf/main.js"), versions: ALL.slice(ALL.indexOf("0.3.1")) },
-  noop: { load: () => import("../plugins/test/noop.js"), test: true },
-  sleep: { load: () => import("../plugins/test/sleep.js"), test: true },
-  legacy010: { load: () => import("../plugins/test/legacy.js"), test: true },
+const PLUGIN_LOADERS: Record<PluginName, ProgramEntry["load"]> = {
+  "host-local": () => import("../plugins/ipam/host-local/main.js"),
+  static: () => import("../plugins/ipam/static/main.js"),
+  loopback: () => import("../plugins/main/loopback/main.js"),
+  bridge: () => import("../plugins/main/bridge/main.js"),
+  ptp: () => import("../plugins/main/ptp/main.js"),
+  portmap: () => import("../plugins/meta/portmap/main.js"),
+  tuning: () => import("../plugins/meta/tuning/main.js"),
+  bandwidth: () => import("../plugins/meta/bandwidth/main.js"),
+  firewall: () => import("../plugins/meta/firewall/main.js"),
+  sbr: () => import("../plugins/meta/sbr/main.js"),
+  vrf: () => import("../plugins/meta/vrf/main.js"),
 };
 
-export const ALL_SPEC_VERSIONS = ALL;
+/** Every program by name, with its loader (and, for a plugin, its versions). */
+export const PROGRAMS: Record<string, ProgramEntry> = {
+  cnitool: { load: () => import("./cnitool.js") },
+  ...Object.fromEntries(Object.entries(PLUGIN_LOADERS).map(([name, load]) => [name, { load, versions: PLUGIN_VERSIONS[name as PluginName] }])),
+};
 
 /** A plugin's about text (what it prints with no CNI_COMMAND), answered without loading it. */
 export const aboutText = (name: string): string => `CNI ${name} plugin (tscni)`;
+
+/** What a plugin prints for VERSION. */
+export const versionAnswer = (versions: readonly string[]): string =>
+  JSON.stringify({ cniVersion: CURRENT_VERSION, supportedVersions: versions }) + "\n";
+
+/** What a plugin prints (on stderr) when run with no CNI_COMMAND. */
+export const aboutAnswer = (name: string, versions: readonly string[]): string =>
+  `${aboutText(name)}\nCNI protocol versions supported: ${versions.join(", ")}\n`;

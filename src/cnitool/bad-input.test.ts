@@ -7,11 +7,9 @@ import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import { writeFileSync, mkdirSync } from "node:fs";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
 import { useTempDirs } from "../testing/temp.js";
+import { CNITOOL, TEST_BIN } from "../testing/harness.js";
 
-const CNITOOL = fileURLToPath(new URL("../bin/cnitool", import.meta.url));
-const TEST_BIN = fileURLToPath(new URL("../test-bin", import.meta.url));
 const tempDir = useTempDirs();
 
 function cnitool(args: string[], files: Record<string, string>, env: Record<string, string> = {}) {

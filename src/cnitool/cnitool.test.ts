@@ -1,17 +1,14 @@
 import { useTempDirs } from "../testing/temp.js";
-import { after, describe, test } from "node:test";
+import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import fs from "node:fs";
-import os from "node:os";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
-import { readCommandLog, readDebug, stdinOf, writeDebug } from "../plugins/test/noop-debug.js";
+import { readCommandLog, readDebug, stdinOf, writeDebug } from "../testing/plugins/noop-debug.js";
 import { containerIdForNetns, parseCapArgs, parseCnitoolArgs, runCnitool } from "./cnitool.js";
+import { CNITOOL, TEST_BIN } from "../testing/harness.js";
 
 /** dist/test-bin (the noop plugin) and dist/bin (cnitool itself). */
-const TEST_BIN = fileURLToPath(new URL("../test-bin", import.meta.url));
-const CNITOOL = fileURLToPath(new URL("../bin/cnitool", import.meta.url));
 
 const tempDir = useTempDirs();
 

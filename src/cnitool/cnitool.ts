@@ -12,7 +12,6 @@ import { marshalResult } from "../spec/result/index.js";
 import { splitPathList } from "../invoke/find.js";
 import { CNIConfig, type RuntimeConf } from "../libcni/api.js";
 import { loadAllNetworks, loadConfList } from "../libcni/conf.js";
-import { DEFAULT_BIN_DIR, installPlugins } from "./install.js";
 
 export const DEFAULT_NETCONFPATH = "/etc/cni/net.d";
 
@@ -47,7 +46,7 @@ export function parseCapArgs(value: string): Record<string, unknown> {
   return v;
 }
 
-interface Io {
+export interface Io {
   env: Record<string, string | undefined>;
   stdout: (s: string) => void;
   stderr: (s: string) => void;
@@ -97,7 +96,10 @@ function reportMissingArgsLikeCobra(cmd: Command): void {
 }
 
 /** Builds the command line program; `io` makes it testable in-process. */
-export function buildProgram(io: Io): Command {
+/** Adds commands to cnitool that live in a higher layer (e.g. `install`, which needs the program registry). */
+export type CommandExtension = (program: Command, io: Io) => void;
+
+export function buildProgram(io: Io, extensions: readonly CommandExtension[] = []): Command {
   const program = new Command("cnitool")
     .description("CNI Tool for managing network interfaces in a network namespace.\n" +
       "It executes a CNI configuration: add, check, remove, gc, or get status of an interface in an already-created network namespace.\n\n" +
@@ -148,18 +150,6 @@ export function buildProgram(io: Io): Command {
       io.stdout(`network "${list.name}" is valid (cniVersion ${list.cniVersion}; capabilities: ${caps.join(", ") || "none"})\n`);
     });
 
-  program.command("install")
-    .description("Install the tscni binary and a link per plugin type into a CNI bin dir")
-    .option("--bin-dir <dir>", "CNI plugin directory", DEFAULT_BIN_DIR)
-    .option("--force", "replace plugins of the same name that are not tscni's")
-    .action(async (opts: { binDir: string; force?: boolean }) => {
-      const report = installPlugins(opts.binDir, { force: opts.force });
-      io.stdout(`installed ${report.binary}\n`);
-      if (report.installed.length) io.stdout(`linked: ${report.installed.join(" ")}\n`);
-      if (report.replaced.length) io.stdout(`replaced: ${report.replaced.join(" ")}\n`);
-      for (const s of report.skipped) io.stderr(`skipped ${s.name}: ${s.reason}\n`);
-    });
-
   program.command("version")
     .description("Ask a plugin in CNI_PATH which CNI versions it supports")
     .argument("<plugin-type>", "plugin type, e.g. bridge")
@@ -168,12 +158,13 @@ export function buildProgram(io: Io): Command {
       const info = await cni.getVersionInfo(pluginType, callOpts);
       io.stdout(info.supportedVersions.join("\n") + "\n");
     });
+  for (const extend of extensions) extend(program, io);
   return program;
 }
 
 /** Runs cnitool with `argv` (without node and script); resolves to the exit code. */
-export async function runCnitool(argv: string[], io: Io): Promise<number> {
-  const program = buildProgram(io);
+export async function runCnitool(argv: string[], io: Io, extensions: readonly CommandExtension[] = []): Promise<number> {
+  const program = buildProgram(io, extensions);
   // No command at all: show the help and succeed, as upstream cnitool does.
   if (argv.length === 0) {
     io.stdout(program.helpInformation());
@@ -189,8 +180,9 @@ export async function runCnitool(argv: string[], io: Io): Promise<number> {
   }
 }
 
-export async function main(): Promise<void> {
+/** Runs cnitool in this process (its arguments, environment and stdio), with `extensions`. */
+export async function main(extensions: readonly CommandExtension[] = []): Promise<void> {
   process.exitCode = await runCnitool(process.argv.slice(2), {
     env: process.env, cwd: process.cwd(), stdout: (s) => process.stdout.write(s), stderr: (s) => process.stderr.write(s),
-  });
+  }, extensions);
 }

@@ -9,10 +9,10 @@ import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import { realpathSync } from "node:fs";
 import path from "node:path";
-import { Cleanup, GO_BIN, Netns, OUR_BIN, runTag, skipReason } from "./harness.js";
-import { cniError, containerIdOf, Host, pluginDir, type Result, type RunResult } from "./rig.js";
+import { Cleanup, GO_BIN, Netns, OUR_BIN, runTag, skipReason } from "../testing/harness.js";
+import { cniError, containerIdOf, Host, pluginDir, type Result, type RunResult } from "../testing/rig.js";
 import { ifbName } from "../plugins/meta/bandwidth/config.js";
-import { acceptedTbfBuffers, parsePsched, tbfParams } from "../net/tc.js";
+import { acceptedTbfBuffers, parsePsched, tbfParams } from "../plugins/meta/bandwidth/tc.js";
 
 const skip = skipReason(true);
 if (skip) console.log(`# skipping bandwidth integration tests: ${skip}`);
@@ -164,7 +164,7 @@ describe("bandwidth plugin", { skip }, () => {
     await host.add(name, src, cap({ egressRate: limit.rate, egressBurst: limit.burst }));
     const dstIP = ipOf(await host.add(name, dst, cap({ ingressRate: limit.rate, ingressBurst: limit.burst })));
     const freeIP = ipOf(await host.add(name, free));
-    const free2IP = ipOf(await host.add(name, free2));
+    await host.add(name, free2);
 
     const bytes = 1_500_000;
     const baseline = await transfer(free2, free, freeIP, bytes);

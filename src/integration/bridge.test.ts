@@ -9,8 +9,8 @@ import assert from "node:assert/strict";
 import { spawn, spawnSync } from "node:child_process";
 import { existsSync, readFileSync, readlinkSync } from "node:fs";
 import path from "node:path";
-import { Cleanup, GO_BIN, Netns, OUR_BIN, runTag, skipReason } from "./harness.js";
-import { cniError, containerIdOf, Host, ipIn, pingable, pluginDir, type Result } from "./rig.js";
+import { Cleanup, GO_BIN, Netns, OUR_BIN, runTag, skipReason } from "../testing/harness.js";
+import { cniError, containerIdOf, Host, ipIn, pingable, pluginDir, type Result } from "../testing/rig.js";
 import { ipMasqChainName, attachmentComment } from "../net/names.js";
 import { nftIPMasqComment } from "../net/ipmasq.js";
 

@@ -7,7 +7,7 @@ import { describe, test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
-import { CNITOOL, Cleanup, GO_BIN, Netns, runTag, skipReason, writeJson } from "./harness.js";
+import { CNITOOL, Cleanup, GO_BIN, Netns, runTag, skipReason, writeJson } from "../testing/harness.js";
 import { containerIdForNetns } from "../cnitool/cnitool.js";
 
 const skip = skipReason(true);

@@ -13,10 +13,10 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
-import { readCommandLog, stdinOf } from "../plugins/test/noop-debug.js";
-import type { PodSandboxConfig } from "./cri-client.js";
-import { PrivateContainerd, buildPauseImage, containerdSkipReason, linkPluginDir, type SandboxNetns } from "./containerd.js";
-import { Cleanup, Netns, OUR_BIN, TEST_BIN, runCommand, runTag } from "./harness.js";
+import { readCommandLog, stdinOf } from "../testing/plugins/noop-debug.js";
+import type { PodSandboxConfig } from "../testing/cri-client.js";
+import { PrivateContainerd, buildPauseImage, containerdSkipReason, linkPluginDir, type SandboxNetns } from "../testing/containerd.js";
+import { Cleanup, Netns, OUR_BIN, TEST_BIN, runCommand, runTag } from "../testing/harness.js";
 
 const skip = containerdSkipReason();
 if (skip) console.log(`# skipping containerd tests: ${skip}`);

@@ -5,8 +5,8 @@
 import { describe, test, after } from "node:test";
 import assert from "node:assert/strict";
 import path from "node:path";
-import { Cleanup, OUR_BIN, runTag, skipReason } from "./harness.js";
-import { Host, containerIdOf } from "./rig.js";
+import { Cleanup, OUR_BIN, runTag, skipReason } from "../testing/harness.js";
+import { Host, containerIdOf } from "../testing/rig.js";
 import { ipMasqChainName } from "../net/names.js";
 
 const skip = skipReason();
@@ -28,7 +28,8 @@ describe("bridge GC removes stale iptables masquerading", { skip }, () => {
     const stale = host.container(`tscni-gcs-${tag}`);
     await host.add(network, live);
     await host.add(network, stale);
-    const [liveChain, staleChain] = [live, stale].map((c) => ipMasqChainName(network, containerIdOf(c)));
+    const liveChain = ipMasqChainName(network, containerIdOf(live));
+    const staleChain = ipMasqChainName(network, containerIdOf(stale));
     assert.match(host.natRules(), new RegExp(staleChain));
 
     const gcConf = {

@@ -10,17 +10,15 @@ import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import { chmodSync, copyFileSync, existsSync, mkdirSync, readdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { Cleanup, Netns, OUR_BIN, runCommand, runTag, skipReason } from "./harness.js";
+import { Cleanup, Netns, OUR_BIN, runCommand, runTag, skipReason } from "../testing/harness.js";
 
 const CACHE = "/var/lib/cni/results";
 
 function podmanSkipReason(): string | undefined {
-  const base = skipReason();
-  if (base) return base;
-  if (spawnSync("podman", ["--version"]).status !== 0) return "podman is not installed";
-  if (spawnSync("runc", ["--version"]).status !== 0) return "runc is not installed";
-  if (!existsSync("/bin/busybox")) return "busybox-static is not installed";
-  return undefined;
+  return skipReason(false,
+    spawnSync("podman", ["--version"]).status !== 0 ? "podman is not installed" : undefined,
+    spawnSync("runc", ["--version"]).status !== 0 ? "runc is not installed" : undefined,
+    existsSync("/bin/busybox") ? undefined : "busybox-static is not installed");
 }
 const skip = podmanSkipReason();
 if (skip) console.log(`# skipping podman tests: ${skip}`);

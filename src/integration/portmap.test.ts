@@ -6,17 +6,17 @@
  * configs). The Go 1.1.1 portmap is the oracle: the same chain leaves byte-identical `iptables-save -t nat`
  * output, and each implementation's DEL removes the other's rules.
  */
-import { describe, test, before, after } from "node:test";
+import { describe, test, after } from "node:test";
 import assert from "node:assert/strict";
 import { spawn, spawnSync } from "node:child_process";
 import { existsSync, readdirSync } from "node:fs";
 import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
-import { Cleanup, GO_BIN, Netns, OUR_BIN, runTag, skipReason } from "./harness.js";
-import { cniError, containerIdOf, Host, type Result } from "./rig.js";
+import { Cleanup, GO_BIN, Netns, OUR_BIN, runTag, skipReason } from "../testing/harness.js";
+import { cniError, containerIdOf, Host, type Result } from "../testing/rig.js";
 import { dnatChainName } from "../plugins/meta/portmap/iptables.js";
 
-const skip = skipReason(true) ?? (existsSync(path.join(OUR_BIN, "portmap")) ? undefined : "dist/bin/portmap is not built");
+const skip = skipReason(true, existsSync(path.join(OUR_BIN, "portmap")) ? undefined : "dist/bin/portmap is not built");
 if (skip) console.log(`# skipping portmap integration tests: ${skip}`);
 
 const OUR_PORTMAP = path.join(OUR_BIN, "portmap");

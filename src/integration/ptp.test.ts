@@ -6,84 +6,25 @@
  */
 import { describe, test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { existsSync, readdirSync, rmSync, symlinkSync } from "node:fs";
+import { existsSync, rmSync, symlinkSync } from "node:fs";
 import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
-import { CNITOOL, Cleanup, GO_BIN, Netns, OUR_BIN, runCommand, runTag, skipReason, writeJson } from "./harness.js";
+import { Cleanup, GO_BIN, Netns, OUR_BIN, runCommand, runTag, skipReason } from "../testing/harness.js";
+import { Host, MIXED_PATH, type Iface, type IPConf, type Result } from "../testing/rig.js";
 import { containerIdForNetns } from "../cnitool/cnitool.js";
 
-const skip = skipReason(true) ?? (existsSync(path.join(GO_BIN, "ptp")) ? undefined : "Go's ptp is not in /usr/lib/cni");
+const skip = skipReason(true, existsSync(path.join(GO_BIN, "ptp")) ? undefined : "Go's ptp is not in /usr/lib/cni");
 if (skip) console.log(`# skipping ptp integration tests: ${skip}`);
 
 const OUR_HOST_LOCAL = existsSync(path.join(OUR_BIN, "host-local"));
-const DEFAULT_CNI_PATH = `${OUR_BIN}:${GO_BIN}`;
 
-interface Iface { name: string; mac?: string; sandbox?: string }
-interface IPConf { address: string; gateway?: string; interface?: number; version?: string }
-interface PtpResult { cniVersion: string; interfaces: Iface[]; ips: IPConf[]; routes?: Array<{ dst: string; gw?: string }>; dns?: unknown }
+/** ptp results always name both interfaces and the addresses. */
+type PtpResult = Result & Required<Pick<Result, "interfaces" | "ips">>;
 
-/** A "host": a namespace the plugins treat as the host, with its own config, cache and IPAM directories. */
-class Host {
-  readonly ns: Netns;
-  readonly confDir: string;
-  readonly cacheDir: string;
-  readonly dataDir: string;
-  constructor(private readonly cleanup: Cleanup, name: string, private readonly cniPath = DEFAULT_CNI_PATH) {
-    this.ns = cleanup.netns(name);
-    this.confDir = cleanup.dir("tscni-ptp-conf-");
-    this.cacheDir = cleanup.dir("tscni-ptp-cache-");
-    this.dataDir = cleanup.dir("tscni-ptp-ipam-");
-  }
-
-  /** Writes a conflist whose first plugin is ptp with `ptp` keys and a host-local IPAM over `ranges`. */
-  network(name: string, cniVersion: string, ranges: string[], ptp: Record<string, unknown> = {}): string {
-    const routes = ranges.map((r) => ({ dst: r.includes(":") ? "::/0" : "0.0.0.0/0" }));
-    writeJson(path.join(this.confDir, `${name}.conflist`), {
-      cniVersion, name,
-      plugins: [{
-        type: "ptp", ...ptp,
-        ipam: { type: "host-local", dataDir: this.dataDir, ranges: ranges.map((subnet) => [{ subnet }]), routes },
-      }],
-    });
-    return name;
-  }
-
-  cnitool(args: string[], env: Record<string, string> = {}) {
-    return this.ns.run(CNITOOL, ["--cache-dir", this.cacheDir, ...args], {
-      env: { ...process.env, NETCONFPATH: this.confDir, CNI_PATH: this.cniPath, ...env },
-    });
-  }
-
-  async add(network: string, ctr: Netns): Promise<PtpResult> {
-    const r = await this.cnitool(["add", network, ctr.path]);
-    assert.equal(r.code, 0, `ADD ${network}: ${r.stderr}${r.stdout}`);
-    return JSON.parse(r.stdout) as PtpResult;
-  }
-
-  async ok(verb: "check" | "del" | "status" | "gc", network: string, ctrPath: string): Promise<void> {
-    const r = await this.cnitool([verb, network, ctrPath]);
-    assert.equal(r.code, 0, `${verb.toUpperCase()} ${network}: ${r.stderr}${r.stdout}`);
-  }
-
-  /** Allocated IPs left in host-local's store for a network. */
-  allocated(network: string): string[] {
-    const dir = path.join(this.dataDir, network);
-    if (!existsSync(dir)) return [];
-    return readdirSync(dir).filter((f) => f !== "lock" && !f.startsWith("last_reserved_ip")).sort();
-  }
-
-  vethNames(): string[] {
-    return (this.ns.ipJson(["link", "show", "type", "veth"]) as Array<{ ifname: string }>).map((l) => l.ifname);
-  }
-
-  natRules(family: 4 | 6): string[] {
-    return this.ns.exec(family === 4 ? "iptables-save" : "ip6tables-save", ["-t", "nat"]).split("\n").filter((l) => l.startsWith("-A "));
-  }
-
-  nftMasqRules(): string {
-    const r = this.ns.exec("sh", ["-c", "nft list chain inet cni_plugins_masquerade masq_checks 2>/dev/null || true"]);
-    return r.split("\n").filter((l) => /masquerade/.test(l) && /saddr/.test(l)).join("\n");
-  }
+/** Writes a conflist in `host` whose first plugin is ptp with `ptp` keys and a host-local IPAM over `ranges`. */
+function ptpNetwork(host: Host, name: string, cniVersion: string, ranges: string[], ptp: Record<string, unknown> = {}): string {
+  const routes = ranges.map((r) => ({ dst: r.includes(":") ? "::/0" : "0.0.0.0/0" }));
+  return host.writeNetwork({ cniVersion, name, plugins: [{ type: "ptp", ...ptp, ipam: host.hostLocal(ranges, { routes }) }] });
 }
 
 type Json = Record<string, unknown>;
@@ -147,9 +88,9 @@ describe("ptp plugin", { skip }, () => {
 
   test("ADD, CHECK, DEL, DEL again: dual-stack, mtu, dns, iptables ipMasq", async () => {
     const dns = { nameservers: ["10.243.0.53"], search: ["ptp.test"] };
-    const net = host.network(`ptpds${tag}`, "1.0.0", ["10.243.0.0/24", "fd43::/64"], { mtu: 1400, ipMasq: true, ipMasqBackend: "iptables", dns });
+    const net = ptpNetwork(host, `ptpds${tag}`, "1.0.0", ["10.243.0.0/24", "fd43::/64"], { mtu: 1400, ipMasq: true, ipMasqBackend: "iptables", dns });
     const ctr = container();
-    const result = await host.add(net, ctr);
+    const result = await host.add<PtpResult>(net, ctr);
 
     // Result: [host veth, container veth], every IP on the container (index 1), IPAM routes, conf DNS.
     assert.equal(result.cniVersion, "1.0.0");
@@ -183,7 +124,7 @@ describe("ptp plugin", { skip }, () => {
     assert.ok(!v6.some((r) => r.startsWith("fd43::/64 dev eth0 proto kernel")), "connected IPv6 route removed");
 
     // Host: the gateways on the host veth, a host-scope route per container address, forwarding on.
-    assert.deepEqual(host.vethNames(), [hostIf.name]);
+    assert.deepEqual(host.veths(), [hostIf.name]);
     assert.equal(linkState(host.ns, hostIf.name).mtu, 1400);
     assert.deepEqual(addressesOf(host.ns, hostIf.name), ["10.243.0.1/32 scope global", "fd43::1/128 scope global"]);
     assert.ok(routesOf(host.ns, 4).includes(`10.243.0.2 dev ${hostIf.name} scope host`), routesOf(host.ns, 4).join("\n"));
@@ -194,137 +135,137 @@ describe("ptp plugin", { skip }, () => {
     // ipMasq (iptables): per-container chain jumped to from POSTROUTING, for both families.
     const id = containerIdForNetns(ctr.path);
     for (const [family, src, dst] of [[4, "10.243.0.2/32", "10.243.0.0/24"], [6, "fd43::2/128", "fd43::/64"]] as const) {
-      const rules = host.natRules(family).filter((l) => l.includes(`id: \\"${id}\\"`));
+      const rules = host.natRuleLines(family).filter((l) => l.includes(`id: \\"${id}\\"`));
       assert.equal(rules.length, 3, rules.join("\n"));
       assert.ok(rules.some((l) => l.startsWith(`-A POSTROUTING -s ${src} `)));
       assert.ok(rules.some((l) => l.includes(`-d ${dst} `) && l.endsWith("-j ACCEPT")));
       assert.ok(rules.some((l) => l.endsWith("-j MASQUERADE")));
     }
-    assert.deepEqual(host.allocated(net), ["10.243.0.2", "fd43::2"]);
+    assert.deepEqual(host.allocations(net), ["10.243.0.2", "fd43::2"]);
 
-    await host.ok("check", net, ctr.path);
+    await host.must("check", net, ctr.path);
 
-    await host.ok("del", net, ctr.path);
-    assert.deepEqual(host.vethNames(), []);
+    await host.must("del", net, ctr.path);
+    assert.deepEqual(host.veths(), []);
     assert.deepEqual(ipJson(ctr, ["link", "show"]).map((l) => l["ifname"]), ["lo"]);
-    assert.deepEqual(host.natRules(4).filter((l) => l.includes(id)), []);
-    assert.deepEqual(host.natRules(6).filter((l) => l.includes(id)), []);
+    assert.deepEqual(host.natRuleLines(4).filter((l) => l.includes(id)), []);
+    assert.deepEqual(host.natRuleLines(6).filter((l) => l.includes(id)), []);
     assert.ok(!host.ns.exec("iptables-save", ["-t", "nat"]).includes(":CNI-"), "the per-container chain is gone");
-    assert.deepEqual(host.allocated(net), []);
+    assert.deepEqual(host.allocations(net), []);
 
-    await host.ok("del", net, ctr.path);
+    await host.must("del", net, ctr.path);
   });
 
   test("CHECK notices a missing point-to-point route", async () => {
-    const net = host.network(`ptpck${tag}`, "1.0.0", ["10.244.0.0/24"]);
+    const net = ptpNetwork(host, `ptpck${tag}`, "1.0.0", ["10.244.0.0/24"]);
     const ctr = container();
-    await host.add(net, ctr);
-    await host.ok("check", net, ctr.path);
+    await host.add<PtpResult>(net, ctr);
+    await host.must("check", net, ctr.path);
     ctr.exec("ip", ["route", "del", "10.244.0.0/24"]);
-    const r = await host.cnitool(["check", net, ctr.path]);
+    const r = await host.cnitool("check", net, ctr);
     assert.notEqual(r.code, 0);
     assert.match(r.stderr, /route 10\.244\.0\.0\/24 via 10\.244\.0\.1 dev eth0 is missing/);
-    await host.ok("del", net, ctr.path);
+    await host.must("del", net, ctr.path);
   });
 
   test("DEL after the container namespace is gone releases the IP and the ipMasq rules", async () => {
-    const net = host.network(`ptpgone${tag}`, "1.0.0", ["10.245.0.0/24", "fd45::/64"], { ipMasq: true });
+    const net = ptpNetwork(host, `ptpgone${tag}`, "1.0.0", ["10.245.0.0/24", "fd45::/64"], { ipMasq: true });
     const ctr = container();
-    const result = await host.add(net, ctr);
+    const result = await host.add<PtpResult>(net, ctr);
     const id = containerIdForNetns(ctr.path);
-    assert.equal(host.natRules(4).filter((l) => l.includes(id)).length, 3);
+    assert.equal(host.natRuleLines(4).filter((l) => l.includes(id)).length, 3);
     ctr.delete();
-    assert.deepEqual(host.vethNames().filter((v) => v === result.interfaces[0]!.name), [], "the veth died with the namespace");
+    assert.deepEqual(host.veths().filter((v) => v === result.interfaces![0]!.name), [], "the veth died with the namespace");
 
-    await host.ok("del", net, ctr.path);
-    assert.deepEqual(host.allocated(net), []);
-    assert.deepEqual(host.natRules(4).filter((l) => l.includes(id)), [], "iptables rules found from the cached result");
-    assert.deepEqual(host.natRules(6).filter((l) => l.includes(id)), []);
-    await host.ok("del", net, ctr.path);
+    await host.must("del", net, ctr.path);
+    assert.deepEqual(host.allocations(net), []);
+    assert.deepEqual(host.natRuleLines(4).filter((l) => l.includes(id)), [], "iptables rules found from the cached result");
+    assert.deepEqual(host.natRuleLines(6).filter((l) => l.includes(id)), []);
+    await host.must("del", net, ctr.path);
   });
 
   test("ADD onto an existing interface name fails and leaves nothing behind", async () => {
-    const net = host.network(`ptpdup${tag}`, "1.0.0", ["10.246.0.0/24"], { ipMasq: true });
+    const net = ptpNetwork(host, `ptpdup${tag}`, "1.0.0", ["10.246.0.0/24"], { ipMasq: true });
     const ctr = container();
     ctr.exec("ip", ["link", "add", "eth0", "type", "veth", "peer", "name", "peer0"]);
-    const before = host.vethNames();
+    const before = host.veths();
 
-    const r = await host.cnitool(["add", net, ctr.path]);
+    const r = await host.cnitool("add", net, ctr);
     assert.notEqual(r.code, 0);
     assert.match(r.stderr, /eth0.*already exists/);
-    assert.deepEqual(host.vethNames(), before, "no host veth left");
-    assert.deepEqual(host.allocated(net), [], "IPAM allocation rolled back");
-    assert.deepEqual(host.natRules(4).filter((l) => l.includes(containerIdForNetns(ctr.path))), []);
+    assert.deepEqual(host.veths(), before, "no host veth left");
+    assert.deepEqual(host.allocations(net), [], "IPAM allocation rolled back");
+    assert.deepEqual(host.natRuleLines(4).filter((l) => l.includes(containerIdForNetns(ctr.path))), []);
     assert.deepEqual(ipJson(ctr, ["link", "show"]).map((l) => l["ifname"]).sort(), ["eth0", "lo", "peer0"], "the existing interface is untouched");
   });
 
   test("ipMasq with the nftables backend", async () => {
-    const net = host.network(`ptpnft${tag}`, "1.0.0", ["10.247.0.0/24", "fd47::/64"], { ipMasq: true, ipMasqBackend: "nftables" });
+    const net = ptpNetwork(host, `ptpnft${tag}`, "1.0.0", ["10.247.0.0/24", "fd47::/64"], { ipMasq: true, ipMasqBackend: "nftables" });
     const ctr = container();
     const id = containerIdForNetns(ctr.path);
-    await host.add(net, ctr);
+    await host.add<PtpResult>(net, ctr);
     const rules = host.nftMasqRules().split("\n").filter((l) => l.includes(`id: ${id}`));
     assert.equal(rules.length, 2, host.nftMasqRules());
     assert.ok(rules.some((l) => /ip saddr 10\.247\.0\.2 ip daddr != 10\.247\.0\.0\/24 masquerade/.test(l)), rules.join("\n"));
     assert.ok(rules.some((l) => /ip6 saddr fd47::2 ip6 daddr != fd47::\/64 masquerade/.test(l)), rules.join("\n"));
-    assert.deepEqual(host.natRules(4).filter((l) => l.includes(id)), [], "no iptables rules with the nftables backend");
+    assert.deepEqual(host.natRuleLines(4).filter((l) => l.includes(id)), [], "no iptables rules with the nftables backend");
 
-    await host.ok("check", net, ctr.path);
-    await host.ok("del", net, ctr.path);
+    await host.must("check", net, ctr.path);
+    await host.must("del", net, ctr.path);
     assert.ok(!host.nftMasqRules().includes(id), host.nftMasqRules());
-    await host.ok("del", net, ctr.path);
+    await host.must("del", net, ctr.path);
   });
 
   for (const version of ["0.3.1", "0.4.0", "1.0.0", "1.1.0"] as const) {
     const needOurs = version === "1.1.0" && !OUR_HOST_LOCAL;
     test(`result in the ${version} shape`, { skip: needOurs ? "Go's host-local speaks at most 1.0.0 and dist/bin/host-local is not built" : undefined }, async () => {
       const octet = 248 + ["0.3.1", "0.4.0", "1.0.0", "1.1.0"].indexOf(version);
-      const net = host.network(`ptpv${version.replaceAll(".", "")}${tag}`, version, [`10.${octet}.0.0/24`]);
+      const net = ptpNetwork(host, `ptpv${version.replaceAll(".", "")}${tag}`, version, [`10.${octet}.0.0/24`]);
       const ctr = container();
-      const result = await host.add(net, ctr);
+      const result = await host.add<PtpResult>(net, ctr);
       assert.equal(result.cniVersion, version);
       assert.equal(result.interfaces.length, 2);
       const ipEntry: IPConf = { address: `10.${octet}.0.2/24`, gateway: `10.${octet}.0.1`, interface: 1 };
       if (version < "1.0.0") ipEntry.version = "4";
       assert.deepEqual(result.ips, [ipEntry]);
       assert.deepEqual(result.routes, [{ dst: "0.0.0.0/0" }]);
-      if (version >= "0.4.0") await host.ok("check", net, ctr.path);
-      if (version >= "1.1.0") await host.ok("status", net, ctr.path);
-      await host.ok("del", net, ctr.path);
-      assert.deepEqual(host.allocated(net), []);
+      if (version >= "0.4.0") await host.must("check", net, ctr.path);
+      if (version >= "1.1.0") await host.must("status", net, ctr.path);
+      await host.must("del", net, ctr.path);
+      assert.deepEqual(host.allocations(net), []);
     });
   }
 
   test("GC (1.1.0) removes the nftables masquerade rules of attachments it does not know", { skip: OUR_HOST_LOCAL ? undefined : "needs dist/bin/host-local for spec 1.1.0" }, async () => {
-    const net = host.network(`ptpgc${tag}`, "1.1.0", ["10.252.0.0/24"], { ipMasq: true, ipMasqBackend: "nftables" });
+    const net = ptpNetwork(host, `ptpgc${tag}`, "1.1.0", ["10.252.0.0/24"], { ipMasq: true, ipMasqBackend: "nftables" });
     const known = container();
     const stale = container();
-    await host.add(net, known);
-    const staleResult = await host.add(net, stale);
+    await host.add<PtpResult>(net, known);
+    const staleResult = await host.add<PtpResult>(net, stale);
     // Forget the stale attachment, as if the runtime had lost it: only GC can find its leftovers.
     rmSync(path.join(host.cacheDir, "results", `${net}-${containerIdForNetns(stale.path)}-eth0`));
     assert.ok(host.nftMasqRules().includes(containerIdForNetns(stale.path)));
 
-    await host.ok("gc", net, known.path);
+    await host.must("gc", net, known.path);
     // cnitool's gc passes no valid attachments: the cached one is deleted by DEL, the forgotten one by GC.
     assert.equal(host.nftMasqRules(), "", "no masquerade rules left");
-    assert.deepEqual(host.vethNames().filter((v) => v !== staleResult.interfaces[0]!.name), []);
+    assert.deepEqual(host.veths().filter((v) => v !== staleResult.interfaces![0]!.name), []);
   });
 
   test("reachability: container to gateway and container to container, IPv4 and IPv6", async () => {
-    const net = host.network(`ptpping${tag}`, "1.0.0", ["10.253.0.0/24", "fd53::/64"]);
+    const net = ptpNetwork(host, `ptpping${tag}`, "1.0.0", ["10.253.0.0/24", "fd53::/64"]);
     const a = container();
     const b = container();
-    const ra = await host.add(net, a);
-    const rb = await host.add(net, b);
+    const ra = await host.add<PtpResult>(net, a);
+    const rb = await host.add<PtpResult>(net, b);
     const [a4, a6] = ra.ips.map((i) => addrOnly(i.address));
     const [b4, b6] = rb.ips.map((i) => addrOnly(i.address));
     for (const [from, to] of [[a, "10.253.0.1"], [a, "fd53::1"], [a, b4!], [b, a4!], [a, b6!], [b, a6!]] as const) {
       const r = await ping(from, to);
       assert.equal(r.code, 0, `ping ${to} from ${from.name}: ${r.stdout}${r.stderr}`);
     }
-    await host.ok("del", net, a.path);
-    await host.ok("del", net, b.path);
+    await host.must("del", net, a.path);
+    await host.must("del", net, b.path);
   });
 
   test("bad configs are CNI errors with code 7 naming the key", async () => {
@@ -342,7 +283,7 @@ describe("ptp plugin", { skip }, () => {
     for (const command of ["ADD", "DEL"]) {
       for (const [conf, key] of cases) {
         const r = await runCommand("ip", ["netns", "exec", host.ns.name, path.join(OUR_BIN, "ptp")], {
-          env: { ...process.env, CNI_COMMAND: command, CNI_CONTAINERID: "badconf", CNI_NETNS: ctr.path, CNI_IFNAME: "eth0", CNI_PATH: DEFAULT_CNI_PATH },
+          env: { ...process.env, CNI_COMMAND: command, CNI_CONTAINERID: "badconf", CNI_NETNS: ctr.path, CNI_IFNAME: "eth0", CNI_PATH: MIXED_PATH },
           input: JSON.stringify(conf),
         });
         assert.equal(r.code, 1, `${command} ${JSON.stringify(conf)}`);
@@ -352,7 +293,7 @@ describe("ptp plugin", { skip }, () => {
       }
     }
     assert.deepEqual(ipJson(ctr, ["link", "show"]).map((l) => l["ifname"]), ["lo"]);
-    assert.deepEqual(host.allocated(`ptpbad${tag}`), []);
+    assert.deepEqual(host.allocations(`ptpbad${tag}`), []);
   });
 });
 
@@ -376,7 +317,7 @@ describe("ptp compared with Go's ptp", { skip }, () => {
 
   /** Everything an observer sees of one attachment, with the random parts (MACs, veth name, ids) taken out. */
   function view(h: Host, ctr: Netns, result: PtpResult) {
-    const veth = result.interfaces[0]!.name;
+    const veth = result.interfaces![0]!.name;
     const id = containerIdForNetns(ctr.path);
     const rename = (d: string) => (d === veth ? "VETH" : d);
     const normaliseRule = (l: string) => l.replaceAll(id, "ID").replace(/CNI-[0-9a-f]{24}/g, "CNI-CHAIN");
@@ -394,8 +335,8 @@ describe("ptp compared with Go's ptp", { skip }, () => {
         addresses: addressesOf(h.ns, veth),
         routes4: routesOf(h.ns, 4, rename),
         routes6: routesOf(h.ns, 6, rename),
-        nat4: h.natRules(4).map(normaliseRule),
-        nat6: h.natRules(6).map(normaliseRule),
+        nat4: h.natRuleLines(4).map(normaliseRule),
+        nat6: h.natRuleLines(6).map(normaliseRule),
         forwarding: [h.ns.exec("cat", ["/proc/sys/net/ipv4/ip_forward"]).trim(), h.ns.exec("cat", ["/proc/sys/net/ipv6/conf/all/forwarding"]).trim()],
         acceptRA: h.ns.exec("cat", [`/proc/sys/net/ipv6/conf/${veth}/accept_ra`]).trim(),
       },
@@ -404,19 +345,19 @@ describe("ptp compared with Go's ptp", { skip }, () => {
 
   /** The host after DEL: no veth, no nat rules, no allocations. */
   function afterDel(h: Host, network: string) {
-    return { veths: h.vethNames(), nat4: h.natRules(4), nat6: h.natRules(6), allocated: h.allocated(network) };
+    return { veths: h.veths(), nat4: h.natRuleLines(4), nat6: h.natRuleLines(6), allocated: h.allocations(network) };
   }
 
   const keys = { mtu: 1450, ipMasq: true, dns: { nameservers: ["10.240.0.53"] } };
 
   test("the same conflist leaves the same container and host state", async () => {
     const name = `ptpdiff${tag}`;
-    ours.network(name, "1.0.0", ["10.240.0.0/24", "fd40::/64"], keys);
-    go.network(name, "1.0.0", ["10.240.0.0/24", "fd40::/64"], keys);
+    ptpNetwork(ours, name, "1.0.0", ["10.240.0.0/24", "fd40::/64"], keys);
+    ptpNetwork(go, name, "1.0.0", ["10.240.0.0/24", "fd40::/64"], keys);
     const ctrOurs = cleanup.netns(`tsptp-co-${tag}`);
     const ctrGo = cleanup.netns(`tsptp-cg-${tag}`);
 
-    const [rOurs, rGo] = [await ours.add(name, ctrOurs), await go.add(name, ctrGo)];
+    const [rOurs, rGo] = [await ours.add<PtpResult>(name, ctrOurs), await go.add<PtpResult>(name, ctrGo)];
     const vOurs = view(ours, ctrOurs, rOurs);
     const vGo = view(go, ctrGo, rGo);
     assert.deepEqual(vOurs.result, vGo.result);
@@ -424,15 +365,15 @@ describe("ptp compared with Go's ptp", { skip }, () => {
     assert.deepEqual(vOurs.host, vGo.host);
 
     // Each CHECKs its own work and the other's: the states are interchangeable.
-    await ours.ok("check", name, ctrOurs.path);
-    await go.ok("check", name, ctrGo.path);
+    await ours.must("check", name, ctrOurs.path);
+    await go.must("check", name, ctrGo.path);
     for (const [h, ctr, otherPath] of [[ours, ctrOurs, GO_BIN], [go, ctrGo, oursPath]] as const) {
-      const r = await h.cnitool(["check", name, ctr.path], { CNI_PATH: otherPath });
+      const r = await h.cnitool("check", name, ctr, {}, otherPath);
       assert.equal(r.code, 0, `CHECK with ${otherPath}: ${r.stderr}`);
     }
 
-    await ours.ok("del", name, ctrOurs.path);
-    await go.ok("del", name, ctrGo.path);
+    await ours.must("del", name, ctrOurs.path);
+    await go.must("del", name, ctrGo.path);
     assert.deepEqual(afterDel(ours, name), afterDel(go, name));
     assert.deepEqual(afterDel(ours, name), { veths: [], nat4: [], nat6: [], allocated: [] });
   });
@@ -440,11 +381,11 @@ describe("ptp compared with Go's ptp", { skip }, () => {
   test("Go's ptp removes what ours made, and ours removes what Go's made", async () => {
     const name = `ptpswap${tag}`;
     for (const [maker, removerPath] of [[ours, GO_BIN], [go, oursPath]] as const) {
-      maker.network(name, "1.0.0", ["10.239.0.0/24", "fd39::/64"], keys);
+      ptpNetwork(maker, name, "1.0.0", ["10.239.0.0/24", "fd39::/64"], keys);
       const ctr = cleanup.netns(`tsptp-s${maker === ours ? "o" : "g"}-${tag}`);
-      await maker.add(name, ctr);
+      await maker.add<PtpResult>(name, ctr);
       // Same host namespace, config and cache; the other implementation's DEL.
-      const r = await maker.cnitool(["del", name, ctr.path], { CNI_PATH: removerPath });
+      const r = await maker.cnitool("del", name, ctr, {}, removerPath);
       assert.equal(r.code, 0, r.stderr);
       assert.deepEqual(afterDel(maker, name), { veths: [], nat4: [], nat6: [], allocated: [] });
       assert.deepEqual(ipJson(ctr, ["link", "show"]).map((l) => l["ifname"]), ["lo"]);

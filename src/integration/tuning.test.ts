@@ -8,8 +8,8 @@ import { describe, test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { existsSync, readFileSync } from "node:fs";
 import path from "node:path";
-import { Cleanup, GO_BIN, Netns, OUR_BIN, runTag, skipReason } from "./harness.js";
-import { cniError, containerIdOf, Host, ipIn, pluginDir, type Result, type RunResult } from "./rig.js";
+import { Cleanup, GO_BIN, Netns, OUR_BIN, runTag, skipReason } from "../testing/harness.js";
+import { cniError, containerIdOf, Host, ipIn, pluginDir, type Result, type RunResult } from "../testing/rig.js";
 
 const skip = skipReason(true);
 if (skip) console.log(`# skipping tuning integration tests: ${skip}`);

@@ -5,6 +5,7 @@
  */
 import { formatCniArgs } from "../spec/args.js";
 
+/** A CNI verb, as CNI_COMMAND carries it. */
 export type CniCommand = "ADD" | "DEL" | "CHECK" | "STATUS" | "GC" | "VERSION";
 
 /** The attachment parameters of one plugin execution. */
@@ -21,6 +22,7 @@ export interface InvokeArgs {
   path?: readonly string[];
 }
 
+/** An environment: variable name to value (undefined removes it). */
 export type Env = Record<string, string | undefined>;
 
 /** The full environment for executing a plugin with these arguments. */

@@ -10,6 +10,7 @@ import { CniError, ErrorCode } from "../spec/errors.js";
 import { isJsonObject, parseJson } from "../spec/json.js";
 import type { Env } from "./args.js";
 
+/** How one plugin execution may be bounded and where its stderr goes. */
 export interface ExecOptions {
   /** Aborting kills the plugin (SIGKILL). */
   signal?: AbortSignal;
@@ -21,6 +22,7 @@ export interface ExecOptions {
 
 /** How a runtime runs plugins; replaceable (tests, in-process execution of tscni's own plugins). */
 export interface PluginExec {
+  /** Runs the plugin at `pluginPath` with `stdin` and `env`; resolves with its stdout, rejects with the CNI error it reported. */
   execPlugin(pluginPath: string, stdin: Uint8Array, env: Env, options?: ExecOptions): Promise<Buffer>;
 }
 
@@ -106,6 +108,7 @@ export function settlePluginRun(failure: string | undefined, stdout: Buffer, std
 export class RawExec implements PluginExec {
   constructor(private readonly defaultStderr?: Writable) {}
 
+  /** Runs the plugin as a child process (see PluginExec.execPlugin). */
   async execPlugin(pluginPath: string, stdin: Uint8Array, env: Env, options: ExecOptions = {}): Promise<Buffer> {
     const stderrSink = options.stderr ?? this.defaultStderr ?? process.stderr;
     let outcome: RunOutcome | undefined;

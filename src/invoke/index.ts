@@ -1,11 +1,12 @@
 /**
  * tscni/invoke: finding and executing plugins, and delegating to them (the part of CNI both runtimes and
- * plugins use).
+ * plugins use): CNI_PATH lookup, the CNI_* environment, exec with stdin and timeout, result decoding, VERSION
+ * probes, and the delegate calls a main plugin makes to its IPAM plugin.
  * @module
  */
-export * from "./find.js";
-export * from "./args.js";
-export * from "./exec.js";
+export { splitPathList, findInPath, findInPathSync } from "./find.js";
+export { invokeEnv, delegateEnv, type CniCommand, type InvokeArgs, type Env } from "./args.js";
+export { RawExec, pluginFailure, type ExecOptions, type PluginExec } from "./exec.js";
 export {
   decodePluginResult, execPluginWithResult, execPluginWithoutResult, getVersionInfo, versionProbeEnv,
   delegateAdd, delegateCheck, delegateDel, delegateStatus, delegateGC, setDefaultExec, getDefaultExec,

@@ -1,12 +1,10 @@
 import { useTempDirs } from "../testing/temp.js";
-import { after, before, beforeEach, describe, test } from "node:test";
+import { before, beforeEach, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import fs from "node:fs";
-import os from "node:os";
 import path from "node:path";
 import { Writable } from "node:stream";
-import { fileURLToPath } from "node:url";
 import { CniError } from "../spec/errors.js";
 import { marshalJson, parseJson } from "../spec/json.js";
 import { marshalResult, toCurrentResult, type Result100 } from "../spec/result/index.js";
@@ -17,10 +15,11 @@ import {
   decodePluginResult, delegateAdd, delegateCheck, delegateDel, delegateGC, delegateStatus, execPluginWithoutResult,
   execPluginWithResult, getVersionInfo, versionProbeEnv,
 } from "./plugin.js";
-import { readDebug, stdinOf, writeDebug } from "../plugins/test/noop-debug.js";
+import { readDebug, stdinOf, writeDebug } from "../testing/plugins/noop-debug.js";
+import { TEST_BIN } from "../testing/harness.js";
 
 /** dist/test-bin: the noop, sleep and legacy010 test plugins. */
-const BIN = fileURLToPath(new URL("../test-bin", import.meta.url));
+const BIN = TEST_BIN;
 const NOOP = path.join(BIN, "noop");
 const SLEEP = path.join(BIN, "sleep");
 const LEGACY = path.join(BIN, "legacy010");

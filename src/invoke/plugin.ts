@@ -17,6 +17,7 @@ let defaultExec: PluginExec = new RawExec();
 export function setDefaultExec(exec: PluginExec): void {
   defaultExec = exec;
 }
+/** The PluginExec that delegation and libcni use when none is given. */
 export const getDefaultExec = (): PluginExec => defaultExec;
 
 /**
@@ -41,12 +42,14 @@ export function decodePluginResult(stdin: Uint8Array, stdout: Uint8Array): Resul
   return createResult(version as string, raw);
 }
 
+/** Runs a plugin and decodes its stdout as a result in the version the config (`stdin`) asked for. */
 export async function execPluginWithResult(pluginPath: string, stdin: Uint8Array, env: Env,
   exec: PluginExec = defaultExec, options?: ExecOptions): Promise<Result> {
   const stdout = await exec.execPlugin(pluginPath, stdin, env, options);
   return decodePluginResult(stdin, stdout);
 }
 
+/** Runs a plugin for a verb without a result (DEL, CHECK, STATUS, GC); rejects with the error it reported. */
 export async function execPluginWithoutResult(pluginPath: string, stdin: Uint8Array, env: Env,
   exec: PluginExec = defaultExec, options?: ExecOptions): Promise<void> {
   await exec.execPlugin(pluginPath, stdin, env, options);
@@ -98,8 +101,12 @@ async function delegateWithoutResult(command: string, pluginType: string, netcon
   await execPluginWithoutResult(pluginPath, netconf, delegateEnv(command, env), options.exec ?? defaultExec, options);
 }
 
+/** CHECK with the delegate plugin `t` (found in CNI_PATH), the same config `c` and environment. */
 export const delegateCheck = (t: string, c: Uint8Array, o: DelegateOptions = {}) => delegateWithoutResult("CHECK", t, c, o);
+/** DEL with the delegate plugin `t` (found in CNI_PATH), the same config `c` and environment. */
 export const delegateDel = (t: string, c: Uint8Array, o: DelegateOptions = {}) => delegateWithoutResult("DEL", t, c, o);
+/** STATUS with the delegate plugin `t` (found in CNI_PATH), the same config `c` and environment. */
 export const delegateStatus = (t: string, c: Uint8Array, o: DelegateOptions = {}) => delegateWithoutResult("STATUS", t, c, o);
+/** GC with the delegate plugin `t` (found in CNI_PATH), the same config `c` and environment. */
 export const delegateGC = (t: string, c: Uint8Array, o: DelegateOptions = {}) => delegateWithoutResult("GC", t, c, o);
 

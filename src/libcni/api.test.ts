@@ -1,22 +1,21 @@
 import { useTempDirs } from "../testing/temp.js";
-import { after, describe, test } from "node:test";
+import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import fs from "node:fs";
-import os from "node:os";
 import path from "node:path";
 import { Writable } from "node:stream";
-import { fileURLToPath } from "node:url";
 import { parseConfList, parsePluginConfig, type NetworkConfigList, type PluginConfig } from "../spec/config.js";
 import { CniError, unwrapCniError, WrappedError } from "../spec/errors.js";
 import { marshalJson } from "../spec/json.js";
 import { marshalResult, toCurrentResult, type Result020 } from "../spec/result/index.js";
 import { RawExec } from "../invoke/exec.js";
-import { readCommandLog, readDebug, stdinOf, writeDebug, type NoopCmdArgs, type NoopDebug } from "../plugins/test/noop-debug.js";
+import { readCommandLog, readDebug, stdinOf, writeDebug, type NoopCmdArgs, type NoopDebug } from "../testing/plugins/noop-debug.js";
 import { CheckNotSupportedError, CNIConfig, type RuntimeConf } from "./api.js";
 import { cacheFilePath } from "./cache.js";
+import { TEST_BIN } from "../testing/harness.js";
 
 /** dist/test-bin: the noop, sleep and legacy010 test plugins. */
-const BIN = fileURLToPath(new URL("../test-bin", import.meta.url));
+const BIN = TEST_BIN;
 
 const tempDir = useTempDirs();
 
@@ -603,7 +602,7 @@ describe("a plugin list", PARALLEL, () => {
     });
 
     test("a plugin with its own name is described by it", async () => {
-      const { cni, rt, list, plugins } = setup();
+      const { cni, rt } = setup();
       const named = parseConfList(`{"name":"some-list","cniVersion":"1.1.0","plugins":[{"type":"nope","name":"mine"}]}`);
       await rejectsContaining(cni.addNetworkList(named, rt), `plugin type="nope" name="mine" failed (add): failed to find plugin "nope"`);
     });
@@ -735,7 +734,7 @@ describe("a plugin list", PARALLEL, () => {
 
   describe("ordering (one shared command log)", () => {
     test("ADD and CHECK run in order, DEL in reverse, each DEL with the final ADD result", async () => {
-      const { cni, rt, plugins } = setup();
+      const { cni, rt } = setup();
       const dir = tempDir();
       const debugFile = path.join(dir, "debug.json");
       const log = path.join(dir, "log.json");
@@ -1088,7 +1087,7 @@ describe("the result cache", PARALLEL, () => {
   });
 
   test("getCachedAttachments filters by container ID and skips junk", async () => {
-    const { cacheDir, cni, net } = setup();
+    const { cacheDir, cni } = setup();
     const entry = (cid: string, ifName: string, network = "net") =>
       `{"kind":"cniCacheV1","containerId":"${cid}","config":"e30=","ifName":"${ifName}","networkName":"${network}"}`;
     const dir = path.join(cacheDir, "results");

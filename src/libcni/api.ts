@@ -38,6 +38,7 @@ export interface GCArgs {
   validAttachments?: GCAttachment[];
 }
 
+/** Where a CNIConfig finds plugins and keeps its cache, and how it runs plugins. */
 export interface CNIConfigOptions {
   /** Plugin directories, searched in order (CNI_PATH). */
   path: string[];
@@ -69,6 +70,7 @@ export class JoinedError extends Error {
   }
 }
 
+/** A runtime's handle on CNI: the plugin directories to search, the result cache, and the operations on networks and network lists. */
 export class CNIConfig {
   readonly path: string[];
   readonly exec: PluginExec;
@@ -198,6 +200,7 @@ export class CNIConfig {
     return result;
   }
 
+  /** CHECK of a single-plugin network for an attachment (as checkNetworkList with one plugin). */
   async checkNetwork(net: PluginConfig, rt: RuntimeConf, opts?: CallOptions): Promise<void> {
     const { name, cniVersion } = net.network;
     if (!versionGreaterThanOrEqualTo(cniVersion, "0.4.0")) throw new CheckNotSupportedError(cniVersion);
@@ -210,6 +213,7 @@ export class CNIConfig {
     await this.runOne("CHECK", name, cniVersion, net, cached, rt, opts);
   }
 
+  /** DEL of a single-plugin network for an attachment (as delNetworkList with one plugin). */
   async delNetwork(net: PluginConfig, rt: RuntimeConf, opts?: CallOptions): Promise<void> {
     const { name, cniVersion } = net.network;
     const key = { networkName: name, containerID: rt.containerID, ifName: rt.ifName };
@@ -230,6 +234,7 @@ export class CNIConfig {
     return this.cachedResultFor(list.name, list.cniVersion, rt);
   }
 
+  /** The cached result of a single-plugin network's attachment, in the network's version; undefined when none. */
   getNetworkCachedResult(net: PluginConfig, rt: RuntimeConf): Promise<Result | undefined> {
     return this.cachedResultFor(net.network.name, net.network.cniVersion, rt);
   }
@@ -246,6 +251,7 @@ export class CNIConfig {
     return { config: entry.config, rt: newRt };
   }
 
+  /** The config and runtime arguments cached for a single-plugin network's attachment; undefined when none. */
   getNetworkCachedConfig(net: PluginConfig, rt: RuntimeConf): Promise<{ config: Buffer; rt: RuntimeConf } | undefined> {
     return this.getNetworkListCachedConfig({ name: net.network.name }, rt);
   }
@@ -283,6 +289,7 @@ export class CNIConfig {
     return [...caps];
   }
 
+  /** Checks that a single-plugin network's plugin exists and speaks its version; resolves with its capabilities. */
   async validateNetwork(net: PluginConfig, opts?: CallOptions): Promise<string[]> {
     await this.validatePlugin(net.network.type, net.network.cniVersion, opts);
     return Object.entries(net.network.capabilities ?? {}).filter(([, on]) => on).map(([cap]) => cap);

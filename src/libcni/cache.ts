@@ -11,6 +11,7 @@ import { any, decodeGo, list, map, member, string, struct, type Decoded } from "
 import { isJsonObject, marshalJson, parseJson, compareBytes, type JsonObject, type JsonValue } from "../spec/json.js";
 import { createResultFromBytes, getResultAsVersion, marshalResult, type Result } from "../spec/result/index.js";
 
+/** Where libcni (Go's and ours) keeps cached results by default. */
 export const DEFAULT_CACHE_DIR = "/var/lib/cni";
 export const CACHE_KIND = "cniCacheV1";
 
@@ -30,6 +31,7 @@ export interface CachedAttachment extends CacheKey {
   result?: JsonObject;
 }
 
+/** The cache file of an attachment: `<cacheDir>/results/<network>-<containerID>-<ifname>`. */
 export function cacheFilePath(cacheDir: string, key: CacheKey): string {
   const { networkName, containerID, ifName } = key;
   if (!networkName || !containerID || !ifName) {

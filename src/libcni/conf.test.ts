@@ -1,8 +1,7 @@
 import { useTempDirs } from "../testing/temp.js";
-import { after, beforeEach, describe, test } from "node:test";
+import { beforeEach, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import fs from "node:fs";
-import os from "node:os";
 import path from "node:path";
 import { confListFromConf, injectConf, parseConfList, parsePluginConfig } from "../spec/config.js";
 import { CniError } from "../spec/errors.js";

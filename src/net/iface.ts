@@ -2,26 +2,28 @@
  * The interface plumbing the main plugins share: a veth pair between a container and the host, putting a
  * result's addresses and routes on an interface (with the IPv6 details: disable_ipv6, keep_addr_on_down,
  * waiting out DAD), and forwarding. Each step is one `ip -batch` per namespace (or, under the standalone build, no
- * process at all: see rtnetlink-ops.ts), so an ADD costs few processes.
+ * process at all: see links.ts), so an ADD costs few processes.
  * @module
  */
 import { setTimeout as sleep } from "node:timers/promises";
 import { CniError, ErrorCode } from "../spec/errors.js";
 import { ipFamily, networkOf, parseCIDR } from "../spec/ip.js";
 import type { Result100 } from "../spec/result/index.js";
-import { NetOpError } from "./exec.js";
+import { NetOpError } from "../sys/exec.js";
 import { vethLink } from "./ip-ops.js";
-import { ip } from "./iproute2.js";
+import { ip } from "./links.js";
 import { randomVethName } from "./names.js";
 import { NetNS } from "./netns.js";
 import { sysctlPath, writeSysctls, type SysctlInput } from "./sysctl.js";
 import type { Link, LinkChange, RouteSpec } from "./types.js";
 
+/** Both ends of a veth pair as created. */
 export interface VethPair {
   host: Link;
   container: Link;
 }
 
+/** How setupVeth creates the pair and what it changes on the host end. */
 export interface VethOptions {
   mtu?: number;
   /** MAC of the container end (the kernel picks a random one otherwise). */

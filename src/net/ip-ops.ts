@@ -1,11 +1,11 @@
 /**
  * The steps of an `ip` batch as data: each link, address and route change or read, and the `ip` words that
- * carry it out. The iproute2 path runs the words; the netlink path (rtnetlink-ops.ts) runs the data, and
- * names a failed step by its words too, so errors read the same either way.
+ * carry it out; and the interface of a backend that carries steps out. The iproute2 backend runs the words,
+ * the rtnetlink backend the data (naming a failed step by its words too, so errors read the same either way).
  * @module
  */
 import type { NetNS } from "./netns.js";
-import type { LinkChange, NewLink, RouteSpec, VethSpec } from "./types.js";
+import type { Address, Link, LinkChange, NewLink, RouteSpec, ShownLink, VethSpec } from "./types.js";
 
 export type IpOp =
   | { kind: "link-add"; link: NewLink }
@@ -17,6 +17,24 @@ export type IpOp =
   | { kind: "show-link" | "show-addresses"; name: string }
   /** Anything else: `ip` words only, which sends its whole batch down the iproute2 path. */
   | { kind: "words"; words: string[] };
+
+/**
+ * One way of carrying out link, address and route steps. Each method resolves to undefined when this backend
+ * cannot do the work here (the next backend then does); failures are NetOpErrors in `ip`'s words.
+ */
+export interface LinkBackend {
+  readonly name: "rtnetlink" | "iproute2";
+  /** Runs `ops` in order in `ns`; resolves with what the show steps read, in order. */
+  run(ns: NetNS, ops: readonly IpOp[], operation: string): Promise<ShownLink[] | undefined>;
+  /** Every link of `ns`. */
+  listLinks(ns: NetNS, operation: string): Promise<Link[] | undefined>;
+  /** A link by name; a missing one is a NetOpError whose `isNotFound` is true. */
+  getLink(ns: NetNS, name: string, operation: string): Promise<Link | undefined>;
+  /** The addresses of link `name` in `ns`. */
+  listAddresses(ns: NetNS, name: string, operation: string): Promise<Address[] | undefined>;
+  /** Routes of one family (all tables with "all", the main table when `table` is undefined). */
+  listRoutes(ns: NetNS, family: 4 | 6, table: number | "all" | undefined, operation: string): Promise<RouteSpec[] | undefined>;
+}
 
 /**
  * How `ip ... netns <X>` names a namespace: always a path (iproute2 takes a word without `/` as a name under

@@ -11,6 +11,7 @@ import { attachmentComment, ipMasqChainName, nftAttachmentComment, nftAttachment
 import { iptablesFor, type IPFamilyNum } from "./iptables.js";
 import { nftListRules, nftQuote, nftRun, nftUsable } from "./nftables.js";
 
+/** Which firewall masquerading uses. */
 export type IPMasqBackend = "iptables" | "nftables";
 
 const NFT_TABLE = "cni_plugins_masquerade";
@@ -26,6 +27,7 @@ export async function defaultIPMasqBackend(): Promise<IPMasqBackend> {
   return (await nftUsable()) ? "nftables" : "iptables";
 }
 
+/** What masquerading is set up for: one attachment and its addresses. */
 export interface IPMasqTarget {
   /** The container addresses, `addr/prefix`. */
   addresses: string[];

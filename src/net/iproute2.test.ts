@@ -1,6 +1,7 @@
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { addressesFromJson, linkFromJson, routeWords, vethAddWords } from "./iproute2.js";
+import { addressesFromJson, linkFromJson } from "./iproute2.js";
+import { routeWords, vethAddWords } from "./links.js";
 import { NetNS } from "./netns.js";
 import { quoteRestoreWord } from "./iptables.js";
 

@@ -6,7 +6,7 @@
  * instead of one per rule.
  * @module
  */
-import { NetOpError } from "./exec.js";
+import { NetOpError } from "../sys/exec.js";
 import type { Iptables } from "./iptables.js";
 
 export interface IptablesRule {

@@ -3,10 +3,11 @@
  * once, delete tolerating "does not exist". Runs in the namespace of this process.
  * @module
  */
-import { NetOpError, runTool } from "./exec.js";
+import { NetOpError, runTool } from "../sys/exec.js";
 
 export type IPFamilyNum = 4 | 6;
 
+/** iptables (or ip6tables) for one family: chains and rules, idempotent where the Go plugins' go-iptables is. */
 export class Iptables {
   readonly command: string;
   constructor(readonly family: IPFamilyNum) {
@@ -31,6 +32,7 @@ export class Iptables {
     }
   }
 
+  /** Creates `chain` in `table` unless it exists. */
   async ensureChain(table: string, chain: string): Promise<void> {
     if (await this.chainExists(table, chain)) return;
     try {
@@ -51,11 +53,13 @@ export class Iptables {
     }
   }
 
+  /** Appends `rule` to `chain` unless it is there already. */
   async appendUnique(table: string, chain: string, rule: readonly string[]): Promise<void> {
     if (await this.ruleExists(table, chain, rule)) return;
     await this.run(["-t", table, "-A", chain, ...rule], `append ${this.command} rule to ${table}/${chain}: ${rule.join(" ")}`);
   }
 
+  /** Inserts `rule` at `position` (1-based) of `chain` unless it is there already. */
   async insertUnique(table: string, chain: string, position: number, rule: readonly string[]): Promise<void> {
     if (await this.ruleExists(table, chain, rule)) return;
     await this.run(["-t", table, "-I", chain, String(position), ...rule], `insert ${this.command} rule into ${table}/${chain}: ${rule.join(" ")}`);
@@ -118,4 +122,5 @@ export class Iptables {
 /** A word of an iptables-restore line: quoted (with `"` and `\\` escaped) unless it is plain. */
 export const quoteRestoreWord = (w: string): string => (/^[\w.:/!+-]+$/.test(w) ? w : `"${w.replace(/(["\\])/g, "\\$1")}"`);
 
+/** The iptables of one family (4: iptables, 6: ip6tables). */
 export const iptablesFor = (family: IPFamilyNum): Iptables => new Iptables(family);

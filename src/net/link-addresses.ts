@@ -4,8 +4,8 @@
  * @module
  */
 import { parseCIDR, type IPAddress } from "../spec/ip.js";
-import { NetOpError } from "./exec.js";
-import { ip } from "./iproute2.js";
+import { NetOpError } from "../sys/exec.js";
+import { ip } from "./links.js";
 import type { NetNS } from "./netns.js";
 import type { ShownLink } from "./types.js";
 

@@ -5,7 +5,7 @@
  */
 import { statfs, stat } from "node:fs/promises";
 import { CniError, ErrorCode } from "../spec/errors.js";
-import { runTool, type ToolResult } from "./exec.js";
+import { runTool, type ToolResult } from "../sys/exec.js";
 
 const NSFS_MAGIC = 0x6e736673;
 const PROC_SUPER_MAGIC = 0x9fa0;
@@ -40,6 +40,7 @@ export class NetNS {
     return new NetNS(path);
   }
 
+  /** Whether this is the plugin's own namespace (no path), where nothing needs entering. */
   get isHost(): boolean {
     return this.path === undefined;
   }
@@ -73,6 +74,7 @@ export class NetNS {
     return a.dev === b.dev && a.ino === b.ino;
   }
 
+  /** The namespace as error messages name it: its path, or `the host namespace`. */
   toString(): string {
     return this.path ?? "host";
   }

@@ -3,8 +3,9 @@
  * handles and comments.
  * @module
  */
-import { NetOpError, runTool } from "./exec.js";
+import { NetOpError, runTool } from "../sys/exec.js";
 
+/** A rule as `nft -j list` shows it: its handle, comment and expression. */
 export interface NftRule {
   /** The chain the rule is in. */
   chain: string;

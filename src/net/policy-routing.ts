@@ -6,7 +6,7 @@
  * @module
  */
 import { parseCIDR } from "../spec/ip.js";
-import { NetOpError } from "./exec.js";
+import { NetOpError } from "../sys/exec.js";
 import type { NetNS } from "./netns.js";
 
 export const TABLE_DEFAULT = 253;

@@ -6,7 +6,7 @@
  * @module
  */
 import ipaddr from "ipaddr.js";
-import { concatBytes, NLM_F_APPEND, NLM_F_CREATE, NLM_F_DUMP, NLM_F_EXCL, NLM_F_REPLACE, nlAttr, nlString, nlU32, nlU8, parseAttrs } from "./rtnetlink.js";
+import { concatBytes, NLM_F_APPEND, NLM_F_CREATE, NLM_F_DUMP, NLM_F_EXCL, NLM_F_REPLACE, nlAttr, nlString, nlU32, nlU64, nlU8, parseAttrs } from "./rtnetlink.js";
 import type { Address, Link, LinkChange, NewLink, RouteSpec } from "./types.js";
 
 export const RTM_NEWLINK = 16;
@@ -367,4 +367,43 @@ export function decodeAddress(payload: Uint8Array): { index: number; address: Ad
       dadFailed: (flags & IFA_F_DADFAILED) !== 0,
     },
   };
+}
+
+// ---- qdiscs -------------------------------------------------------------------------------------------
+
+const RTM_NEWQDISC = 36;
+const TC_H_ROOT = 0xffffffff;
+const TCA_KIND = 1;
+const TCA_OPTIONS = 2;
+const TCA_TBF_PARMS = 1;
+const TCA_TBF_RATE64 = 4;
+const TBF_ROOT_HANDLE = 0x10000; // 1:
+
+/** A token bucket in the kernel's units: rate in bytes per second, limit in bytes, buffer in scheduler ticks. */
+export interface TbfSettings {
+  rate: number;
+  limit: number;
+  buffer: number;
+}
+
+/**
+ * RTM_NEWQDISC for a root tbf (handle 1:) on interface `ifindex`, laid out exactly as Go's netlink library
+ * sends it: tc_tbf_qopt with the rate's low 32 bits, limit and buffer (no peak rate, no link layer), plus a
+ * 64-bit rate attribute when the rate needs one.
+ */
+export function rootTbfRequest(ifindex: number, tbf: TbfSettings): NlRequest {
+  const tcmsg = new Uint8Array(20);
+  const t = new DataView(tcmsg.buffer);
+  t.setInt32(4, ifindex, true);
+  t.setUint32(8, TBF_ROOT_HANDLE, true);
+  t.setUint32(12, TC_H_ROOT, true);
+  const qopt = new Uint8Array(36); // tc_ratespec rate (12), tc_ratespec peakrate (12), limit, buffer, mtu
+  const q = new DataView(qopt.buffer);
+  q.setUint32(8, tbf.rate >>> 0, true);
+  q.setUint32(24, tbf.limit, true);
+  q.setUint32(28, tbf.buffer, true);
+  const options = [nlAttr(TCA_TBF_PARMS, qopt)];
+  if (tbf.rate >= 2 ** 32) options.push(nlU64(TCA_TBF_RATE64, BigInt(tbf.rate)));
+  const body = concatBytes(tcmsg, nlString(TCA_KIND, "tbf"), nlAttr(TCA_OPTIONS, concatBytes(...options)));
+  return { type: RTM_NEWQDISC, flags: NLM_F_CREATE | NLM_F_EXCL, body };
 }

@@ -9,19 +9,13 @@ import assert from "node:assert/strict";
 import { execFileSync, spawnSync } from "node:child_process";
 import { existsSync } from "node:fs";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
+import { ROOT, skipReason } from "../testing/harness.js";
 
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 const BUN = path.join(ROOT, "node_modules/.bin/bun");
-const DRIVER = path.join(ROOT, "dist/testing/netlink-driver.js");
+const DRIVER = path.join(ROOT, "dist-test/testing/netlink-driver.js");
 const tag = Math.random().toString(16).slice(2, 6);
 
-function skipReason(): string | undefined {
-  if (process.getuid?.() !== 0) return "needs root (network namespaces)";
-  if (spawnSync("ip", ["-V"]).status !== 0) return "iproute2 (ip) is not installed";
-  if (!existsSync(BUN)) return "Bun is not installed (node_modules/.bin/bun)";
-  return undefined;
-}
+const skip = skipReason(false, existsSync(BUN) ? undefined : "Bun is not installed (node_modules/.bin/bun)");
 
 type Json = Record<string, unknown>;
 /** Random or per-run names and what they read as once normalized. */
@@ -88,7 +82,7 @@ function normalize(v: unknown, names: Names): unknown {
   return v;
 }
 
-describe("rtnetlink path vs iproute2 path", { skip: skipReason() }, () => {
+describe("rtnetlink path vs iproute2 path", { skip }, () => {
   test("the same steps give the same results and leave the same state", () => {
     const viaNetlink = { host: netns(`tscni-nlh-${tag}`), ctr: netns(`tscni-nlc-${tag}`) };
     const viaIp = { host: netns(`tscni-iph-${tag}`), ctr: netns(`tscni-ipc-${tag}`) };
@@ -113,8 +107,8 @@ describe("rtnetlink path vs iproute2 path", { skip: skipReason() }, () => {
     const host = netns(`tscni-nly-${tag}`);
     const r = spawnSync("ip", ["netns", "exec", host, BUN, "-e", `
       const { NetNS } = await import(${JSON.stringify(path.join(ROOT, "dist/net/netns.js"))});
-      const { ip } = await import(${JSON.stringify(path.join(ROOT, "dist/net/iproute2.js"))});
-      const { toolSpawnsOf } = await import(${JSON.stringify(path.join(ROOT, "dist/net/exec.js"))});
+      const { ip } = await import(${JSON.stringify(path.join(ROOT, "dist/net/links.js"))});
+      const { toolSpawnsOf } = await import(${JSON.stringify(path.join(ROOT, "dist/sys/exec.js"))});
       const { readlinkSync } = await import("node:fs");
       const before = readlinkSync("/proc/thread-self/ns/net");
       const ns = await NetNS.open("/run/netns/${ctr}");

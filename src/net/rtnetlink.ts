@@ -8,7 +8,7 @@
  * @module
  */
 import { closeSync, openSync } from "node:fs";
-import { NetOpError } from "./exec.js";
+import { NetOpError } from "../sys/exec.js";
 import { bindLibc } from "../sys/libc.js";
 
 export const NLM_F_REQUEST = 0x1;

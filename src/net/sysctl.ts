@@ -6,7 +6,7 @@
  * @module
  */
 import { readFile, writeFile } from "node:fs/promises";
-import { NetOpError } from "./exec.js";
+import { NetOpError } from "../sys/exec.js";
 import type { NetNS } from "./netns.js";
 
 /** The /proc/sys path of a sysctl given as segments (interface names may contain dots). */
@@ -65,6 +65,7 @@ export async function writeSysctls(ns: NetNS, settings: readonly SysctlInput[]):
     `set sysctls ${list.map((s) => `${s.path}=${s.value}`).join(", ")} in ${ns}`);
 }
 
+/** Writes one sysctl file (a /proc/sys path) in `ns`. */
 export const writeSysctl = (ns: NetNS, path: string, value: string): Promise<void> => writeSysctls(ns, [[path, value]]);
 
 /** Reads sysctls in a namespace; a missing one reads as undefined. One `grep -H` reads them all (`path:value`). */
@@ -87,6 +88,7 @@ export async function readSysctls(ns: NetNS, paths: readonly string[]): Promise<
   return paths.map((p) => values.get(p));
 }
 
+/** Reads one sysctl file (a /proc/sys path) in `ns`; undefined when it does not exist. */
 export async function readSysctl(ns: NetNS, path: string): Promise<string | undefined> {
   return (await readSysctls(ns, [path]))[0];
 }

@@ -5,6 +5,7 @@
  */
 import type { NetNS } from "./netns.js";
 
+/** A network interface as read back from the kernel. */
 export interface Link {
   index: number;
   name: string;
@@ -32,6 +33,7 @@ export interface Link {
   info?: Record<string, unknown>;
 }
 
+/** An address of an interface as read back from the kernel. */
 export interface Address {
   /** `addr/prefix`. */
   cidr: string;
@@ -41,6 +43,7 @@ export interface Address {
   dadFailed: boolean;
 }
 
+/** A route, to add or as read back (`ip route` terms). */
 export interface RouteSpec {
   /** Destination `addr/prefix` (`0.0.0.0/0` for the default route). */
   dst: string;
@@ -57,6 +60,7 @@ export interface RouteSpec {
   protocol?: string;
 }
 
+/** A veth pair to create: each end's name, namespace and settings. */
 export interface VethSpec {
   /** The end created in `ns`. */
   name: string;
@@ -69,6 +73,7 @@ export interface VethSpec {
   mac?: string;
 }
 
+/** Changes to an existing link (only the fields given are changed). */
 export interface LinkChange {
   up?: boolean;
   mtu?: number;

@@ -31,6 +31,7 @@ export interface CmdArgs {
  */
 export type Handler = (args: CmdArgs) => Promise<Result | string | void> | Result | string | void;
 
+/** A plugin's handlers, one per verb; a missing one answers success (as a nil handler in Go's skel). */
 export interface PluginFuncs {
   add?: Handler;
   check?: Handler;
@@ -57,14 +58,18 @@ export interface PluginDefinition {
 /** A plugin's config schema and parser (see PluginDefinition.config). */
 export interface PluginConfigReader {
   schema: GoType<unknown>;
+  /** Parses and validates stdin (and CNI_ARGS) as ADD would, changing nothing; throws the CNI error ADD would give. */
   parse: (stdin: Buffer, cniArgs: string) => unknown;
 }
 
 /** Where skel reads and writes; pluginMain uses the real process, tests inject their own. */
 export interface PluginIO {
   env: Record<string, string | undefined>;
+  /** Reads the whole config. */
   readStdin: () => Promise<Buffer>;
+  /** Where results and errors go. */
   writeStdout: (s: string) => void;
+  /** Where diagnostics go. */
   writeStderr: (s: string) => void;
 }
 

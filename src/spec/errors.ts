@@ -21,6 +21,7 @@ export const ErrorCode = {
   LimitedConnectivity: 51,
   Internal: 999,
 } as const;
+/** A CNI error code: a well-known one, or any number a plugin uses. */
 export type ErrorCodeValue = (typeof ErrorCode)[keyof typeof ErrorCode] | number;
 
 /** A CNI error as plugins print it: `{code, msg, details}` (the Go library prints no cniVersion). */

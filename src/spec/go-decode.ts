@@ -95,8 +95,11 @@ function scalar<T>(goType: string, want: string, zero: T, check: (v: JsonValue, 
   return type;
 }
 
+/** Go's `string`. */
 export const string = scalar<string>("string", "a string", "", (v) => (typeof v === "string" ? v : undefined));
+/** Go's `bool`. */
 export const bool = scalar<boolean>("bool", "true or false", false, (v) => (typeof v === "boolean" ? v : undefined));
+/** Go's `float64`: any finite number. */
 export const float64 = scalar<number>("float64", "a number", 0, (v) => (typeof v === "number" && Number.isFinite(v) ? v : undefined));
 
 const INTEGER_LITERAL = /^-?\d+$/;
@@ -125,13 +128,21 @@ function integer(goType: string, min: bigint, max: bigint): GoType<number> {
 }
 
 const I64 = 2n ** 63n;
+/** Go's `int` (64-bit). */
 export const int = integer("int", -I64, I64 - 1n);
+/** Go's `int64`. */
 export const int64 = integer("int64", -I64, I64 - 1n);
+/** Go's `int32`. */
 export const int32 = integer("int32", -(2n ** 31n), 2n ** 31n - 1n);
+/** Go's `uint` (64-bit). */
 export const uint = integer("uint", 0n, 2n ** 64n - 1n);
+/** Go's `uint64`. */
 export const uint64 = integer("uint64", 0n, 2n ** 64n - 1n);
+/** Go's `uint32`. */
 export const uint32 = integer("uint32", 0n, 2n ** 32n - 1n);
+/** Go's `uint16`. */
 export const uint16 = integer("uint16", 0n, 2n ** 16n - 1n);
+/** Go's `uint8`. */
 export const uint8 = integer("uint8", 0n, 2n ** 8n - 1n);
 
 /** `interface{}`: any value, as it is. */
@@ -191,6 +202,7 @@ export function foldKey(key: string): string {
   return out;
 }
 
+/** A struct's fields by JSON name. */
 export type Fields = Record<string, GoType<any>>;
 /** A decoded struct: every field optional (absent when the input did not set it). */
 export type StructOf<F extends Fields> = { -readonly [K in keyof F]?: Decoded<F[K]> };

@@ -1,17 +1,32 @@
 /**
  * tscni/spec: the CNI specification as data. Versions, results of every version and their conversions,
- * errors and codes, name validation, CNI_ARGS, network configuration parsing, Go-compatible JSON.
- * Pure: nothing here touches the file system, processes or the network.
+ * errors and codes, name validation, CNI_ARGS, network configuration parsing, and JSON read and written the way
+ * the Go implementation reads and writes it. Pure: nothing here touches the file system, processes or the network.
  * @module
  */
-export * from "./errors.js";
-export * from "./version.js";
-export * from "./validate.js";
-export * from "./args.js";
-export * from "./ip.js";
-export * from "./config.js";
-export * from "./result/index.js";
+export { CniError, ErrorCode, unwrapCniError, WrappedError, type ErrorCodeValue } from "./errors.js";
 export {
-  JsonSyntaxError, parseJson, marshalJson, findJsonSyntaxError, isJsonObject, jsonEqual, cloneJson, compareBytes, goQuote, goQuoteList,
-  type JsonValue, type JsonObject, type MarshalOptions,
-} from "./json.js";
+  ALL_VERSIONS, CURRENT_VERSION, LEGACY_VERSIONS, versionsStartingFrom, parseVersion, compareVersions, versionGreaterThan,
+  versionGreaterThanOrEqualTo, VersionInfo, pluginSupports, decodeVersionInfo, decodeConfigVersion, IncompatibleVersionError,
+  reconcileVersion, negotiateVersion, type ParsedVersion,
+} from "./version.js";
+export { validateContainerId, validateInterfaceName, validateNetworkName, MAX_INTERFACE_NAME_LENGTH } from "./validate.js";
+export { parseCniArgs, formatCniArgs, loadCniArgs, parseArgBool, type ArgParsers } from "./args.js";
+export {
+  parseIP, tryParseIP, parseCIDR, tryParseCIDR, canonicalIP, canonicalCIDR, ipFamily, networkOf, cidrContains, ipFromBytes,
+  type IPAddress, type IPCidr, type IPFamily,
+} from "./ip.js";
+export {
+  parsePluginConfig, parseConfList, confListFromConf, injectConf, decodePluginConf, NET_CONF_FIELDS,
+  type PluginConf, type PluginConfig, type NetworkConfigList, type GCAttachment,
+} from "./config.js";
+export {
+  createResult, createResultFromBytes, getResultAsVersion, convertResult, toCurrentResult, printResult, marshalResult, resultToJson,
+  type Result, type ResultFamily, type Result100, type Result040, type Result020, type Interface, type IPConfig, type Interface040,
+  type IPConfig040, type IPConfig020, type Route, type DNS,
+} from "./result/index.js";
+export { parseJson, marshalJson, isJsonObject, JsonSyntaxError, type JsonValue, type JsonObject, type MarshalOptions } from "./json.js";
+export {
+  decodeGo, struct, list, map, ptr, any, string, bool, int, int32, int64, uint, uint8, uint16, uint32, uint64, float64, member,
+  hasMember, DecodeError, type GoType, type Decoded, type StructOf, type Fields,
+} from "./go-decode.js";

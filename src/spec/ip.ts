@@ -5,6 +5,7 @@
  */
 import ipaddr from "ipaddr.js";
 
+/** An IP version. */
 export type IPFamily = 4 | 6;
 
 /** A parsed address: `bytes` is 4 or 16 long; `family` is 4 for IPv4 and IPv4-mapped IPv6. */
@@ -50,6 +51,7 @@ export function tryParseIP(text: string): IPAddress | undefined {
   return v6 !== undefined && ipaddr.IPv6.isValid(v6) ? toAddress(ipaddr.IPv6.parse(v6)) : undefined;
 }
 
+/** Parses an IP address (throws when `text` is not one). */
 export function parseIP(text: string): IPAddress {
   const ip = tryParseIP(text);
   if (!ip) throw new Error(`invalid IP address: ${text}`);
@@ -74,6 +76,7 @@ export function parseCIDR(text: string): IPCidr {
   return { ip, prefix: effective, text: `${ip.text}/${effective}` };
 }
 
+/** Parses `addr/prefix`, keeping the host bits; undefined when `text` is not one. */
 export function tryParseCIDR(text: string): IPCidr | undefined {
   try {
     return parseCIDR(text);

@@ -14,6 +14,7 @@ export class JsonSyntaxError extends Error {
 
 /** A JSON value as decoded into a generic Go `interface{}`. */
 export type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue };
+/** A JSON object as decoded into a Go `map[string]interface{}`. */
 export type JsonObject = { [key: string]: JsonValue };
 
 const CONTROL_ESCAPES: Record<string, string> = {
@@ -367,6 +368,7 @@ export function jsonKindName(v: unknown): string {
   }
 }
 
+/** Whether `v` is a JSON object (not null, not an array). */
 export function isJsonObject(v: unknown): v is JsonObject {
   return typeof v === "object" && v !== null && !Array.isArray(v);
 }
@@ -398,6 +400,7 @@ export function quoteJsonString(s: string): string {
   return out + '"';
 }
 
+/** How marshalJson lays out its output. */
 export interface MarshalOptions {
   /** Sort object keys (Go map semantics). Default true; false keeps insertion order (Go struct semantics). */
   sortKeys?: boolean;

@@ -12,6 +12,7 @@ export const MAX_INTERFACE_NAME_LENGTH = 15;
 // Go's unicode.IsSpace: ASCII white space, U+0085, U+00A0 and Unicode White_Space (differs from JS \s).
 const GO_SPACE = /[\t\n\v\f\r \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]/u;
 
+/** Throws (code 4) unless `containerId` is a valid container ID. */
 export function validateContainerId(containerId: string): void {
   if (containerId === "") throw new CniError(ErrorCode.UnknownContainer, "missing containerID");
   if (!NAME_PATTERN.test(containerId)) {
@@ -19,6 +20,7 @@ export function validateContainerId(containerId: string): void {
   }
 }
 
+/** Throws (code 4) unless `networkName` is a valid network name. */
 export function validateNetworkName(networkName: string): void {
   if (networkName === "") throw new CniError(ErrorCode.InvalidNetworkConfig, "missing network name:");
   if (!NAME_PATTERN.test(networkName)) {
@@ -26,6 +28,7 @@ export function validateNetworkName(networkName: string): void {
   }
 }
 
+/** Throws (code 4) unless `ifName` is a valid interface name. */
 export function validateInterfaceName(ifName: string): void {
   if (ifName.length === 0) throw new CniError(ErrorCode.InvalidEnvironmentVariables, "interface name is empty");
   if (Buffer.byteLength(ifName, "utf8") > MAX_INTERFACE_NAME_LENGTH) {

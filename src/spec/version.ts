@@ -7,13 +7,11 @@ import { CniError, ErrorCode } from "./errors.js";
 import { goQuote, goQuoteList, isJsonObject, jsonKindName, marshalJson, parseJson, type JsonObject } from "./json.js";
 import { getString, getStringList } from "./go-decode.js";
 
-/** Every spec version, oldest first. */
-export const ALL_VERSIONS = ["0.1.0", "0.2.0", "0.3.0", "0.3.1", "0.4.0", "1.0.0", "1.1.0"] as const;
-/** Versions before the rich (0.3.0+) result format. */
-export const LEGACY_VERSIONS = ["0.1.0", "0.2.0"] as const;
-/** The newest spec version this implementation speaks. */
-export const CURRENT_VERSION = "1.1.0";
+import { CURRENT_VERSION, LEGACY_VERSIONS } from "./versions.js";
 
+export { ALL_VERSIONS, CURRENT_VERSION, LEGACY_VERSIONS, versionsStartingFrom } from "./versions.js";
+
+/** A version's numeric parts. */
 export interface ParsedVersion { major: number; minor: number; micro: number }
 
 /** Go's strconv.Atoi on one version part: optional sign, decimal digits, within int64. */
@@ -45,14 +43,10 @@ export function compareVersions(a: string, b: string): number {
   return x.major - y.major || x.minor - y.minor || x.micro - y.micro;
 }
 
+/** Whether version `a` is `b` or newer. */
 export const versionGreaterThanOrEqualTo = (a: string, b: string): boolean => compareVersions(a, b) >= 0;
+/** Whether version `a` is newer than `b`. */
 export const versionGreaterThan = (a: string, b: string): boolean => compareVersions(a, b) > 0;
-
-/** The spec versions from `version` (exact match) onwards; empty when `version` is not a spec version. */
-export function versionsStartingFrom(version: string): string[] {
-  const i = (ALL_VERSIONS as readonly string[]).indexOf(version);
-  return i < 0 ? [] : ALL_VERSIONS.slice(i);
-}
 
 /** What a plugin says in answer to VERSION. */
 export class VersionInfo {
@@ -61,9 +55,11 @@ export class VersionInfo {
     if (supportedVersions.length === 0) throw new Error("a plugin must support at least one CNI version");
     this.supportedVersions = [...supportedVersions];
   }
+  /** Whether the plugin speaks `version`. */
   supports(version: string): boolean {
     return this.supportedVersions.includes(version);
   }
+  /** The VERSION answer's JSON. */
   toJSON(): { cniVersion: string; supportedVersions: string[] } {
     return { cniVersion: CURRENT_VERSION, supportedVersions: [...this.supportedVersions] };
   }
@@ -73,6 +69,7 @@ export class VersionInfo {
   }
 }
 
+/** The VersionInfo of a plugin that speaks `versions`. */
 export const pluginSupports = (...versions: string[]): VersionInfo => new VersionInfo(versions);
 
 /**

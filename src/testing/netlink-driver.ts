@@ -6,15 +6,15 @@
  * @module
  */
 import { readlinkSync } from "node:fs";
-import { ensureBridge, ensureGatewayAddresses, readHostLinks } from "../net/bridge.js";
-import { toolSpawnsOf } from "../net/exec.js";
+import { ensureBridge, ensureGatewayAddresses, readHostLinks } from "../plugins/main/bridge/bridge-link.js";
+import { toolSpawnsOf } from "../sys/exec.js";
 import { configureInterface, setupVeth } from "../net/iface.js";
-import { createIfb } from "../net/ifb.js";
-import { ip } from "../net/iproute2.js";
+import { createIfb } from "../plugins/meta/bandwidth/ifb.js";
+import { ip } from "../net/links.js";
 import { deleteLinkWithAddresses } from "../net/link-addresses.js";
-import { readLinkTunables, setLinkTunables } from "../net/link-tunables.js";
+import { readLinkTunables, setLinkTunables } from "../plugins/meta/tuning/link-tunables.js";
 import { NetNS } from "../net/netns.js";
-import { routeContainerThroughGateway, routeHostToContainer } from "../net/ptp.js";
+import { routeContainerThroughGateway, routeHostToContainer } from "../plugins/main/ptp/routing.js";
 import type { Result100 } from "../spec/result/index.js";
 
 const steps: Array<{ step: string; value?: unknown; error?: { name: string; message: string } }> = [];

@@ -8,7 +8,7 @@ import { CniError, ErrorCode } from "../../spec/errors.js";
 import { ipFamily, parseCIDR } from "../../spec/ip.js";
 import { toCurrentResult, type Result100 } from "../../spec/result/index.js";
 import { parsePrevResult } from "../../skel/conf.js";
-import { ip } from "../../net/iproute2.js";
+import { ip } from "../../net/links.js";
 import type { NetNS } from "../../net/netns.js";
 
 /** The prevResult in the current shape; CHECK without one is an error. */

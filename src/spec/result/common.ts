@@ -7,6 +7,7 @@ import type { JsonObject } from "../json.js";
 import { canonicalCIDR, canonicalIP } from "../ip.js";
 import { decodeGo, getList, getString, int, list, ptr, string, struct, type StructOf } from "../go-decode.js";
 
+/** A route of a result (types.Route, with the 1.1.0 fields). */
 export interface Route {
   dst: string;
   gw?: string;
@@ -17,6 +18,7 @@ export interface Route {
   scope?: number;
 }
 
+/** DNS settings of a result or a config (types.DNS). */
 export interface DNS {
   nameservers?: string[];
   domain?: string;

@@ -10,7 +10,9 @@ import { VERSIONS_020, type IPConfig020, type Result020 } from "./types020.js";
 import { VERSIONS_040, type IPConfig040, type Result040 } from "./types040.js";
 import { VERSIONS_100, type Result100 } from "./types100.js";
 
+/** A result of any spec version. */
 export type Result = Result020 | Result040 | Result100;
+/** The result families: 0.1.0-0.2.0, 0.3.0-0.4.0, 1.0.0-1.1.0. */
 export type ResultFamily = "020" | "040" | "100";
 
 /** The result family a version string belongs to (exact membership), or undefined. */

@@ -9,12 +9,14 @@ import { decodeCIDR, decodeDNS, decodeOptionalIP, decodeRoute, encodeDNS, encode
 export const VERSIONS_020 = ["", "0.1.0", "0.2.0"] as const;
 export const IMPLEMENTED_020 = "0.2.0";
 
+/** The `ip4`/`ip6` part of a 0.1.0/0.2.0 result. */
 export interface IPConfig020 {
   ip: string;
   gateway?: string;
   routes?: Route[];
 }
 
+/** A result of spec 0.1.0 or 0.2.0. */
 export interface Result020 {
   cniVersion: string;
   ip4?: IPConfig020;

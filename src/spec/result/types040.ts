@@ -10,12 +10,14 @@ import { decodeCIDR, decodeDNS, decodeResultLists, decodeOptionalIP, encodeDNS, 
 export const VERSIONS_040 = ["0.3.0", "0.3.1", "0.4.0"] as const;
 export const IMPLEMENTED_040 = "0.4.0";
 
+/** An interface of a 0.3.x/0.4.0 result. */
 export interface Interface040 {
   name: string;
   mac?: string;
   sandbox?: string;
 }
 
+/** An address of a 0.3.x/0.4.0 result. */
 export interface IPConfig040 {
   version: string;
   /** Index into `interfaces`; may be absent (IPAM results) or -1. */
@@ -24,6 +26,7 @@ export interface IPConfig040 {
   gateway?: string;
 }
 
+/** A result of spec 0.3.0, 0.3.1 or 0.4.0. */
 export interface Result040 {
   cniVersion: string;
   interfaces?: Interface040[];

@@ -10,6 +10,7 @@ import { decodeCIDR, decodeDNS, decodeResultLists, decodeOptionalIP, encodeDNS, 
 export const VERSIONS_100 = ["1.0.0", "1.1.0"] as const;
 export const IMPLEMENTED_100 = "1.1.0";
 
+/** An interface of a 1.x result. */
 export interface Interface {
   name: string;
   mac?: string;
@@ -20,6 +21,7 @@ export interface Interface {
   pciID?: string;
 }
 
+/** An address of a 1.x result. */
 export interface IPConfig {
   /** Index into `interfaces`; absent in IPAM results. */
   interface?: number;
@@ -27,6 +29,7 @@ export interface IPConfig {
   gateway?: string;
 }
 
+/** A result of spec 1.0.0 or 1.1.0 (the shape plugins build). */
 export interface Result100 {
   cniVersion: string;
   interfaces?: Interface[];

@@ -10,7 +10,7 @@ import { NET_CONF_FIELDS, type PluginConf } from "../../../spec/config.js";
 import { loadPluginConf } from "../../../skel/conf.js";
 import { decodeConfig, invalidKey, parseMac } from "../../common/keys.js";
 import type { IPMasqBackend } from "../../../net/ipmasq.js";
-import type { PortVlans } from "../../../net/bridge.js";
+import type { PortVlans } from "./bridge-link.js";
 
 export interface BridgeConf {
   conf: PluginConf;

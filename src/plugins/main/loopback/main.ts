@@ -9,7 +9,7 @@ import { struct } from "../../../spec/go-decode.js";
 import { ipFamily } from "../../../spec/ip.js";
 import type { Result100 } from "../../../spec/result/index.js";
 import { ALL_VERSIONS, CURRENT_VERSION, VersionInfo } from "../../../spec/version.js";
-import { ip } from "../../../net/iproute2.js";
+import { ip } from "../../../net/links.js";
 import { NetNS, NetnsNotFoundError } from "../../../net/netns.js";
 import { loadPluginConf, parsePrevResult } from "../../../skel/conf.js";
 import type { CmdArgs, PluginDefinition } from "../../../skel/skel.js";

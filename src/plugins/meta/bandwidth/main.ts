@@ -9,13 +9,13 @@
 import { CniError, ErrorCode } from "../../../spec/errors.js";
 import { CURRENT_VERSION, VersionInfo, versionsStartingFrom } from "../../../spec/version.js";
 import { toCurrentResult, type Result, type Result100 } from "../../../spec/result/index.js";
-import { createIfb, deleteIfb, listIfbs } from "../../../net/ifb.js";
-import { ip } from "../../../net/iproute2.js";
+import { createIfb, deleteIfb, listIfbs } from "./ifb.js";
+import { ip } from "../../../net/links.js";
 import { NetNS } from "../../../net/netns.js";
 import {
   acceptedTbfBuffers, addIngressRedirect, addRootTbf, deleteIngressQdisc, deleteRootQdisc, listIngressRedirects, listQdiscs,
   readPschedClock, tbfParams, type PschedClock,
-} from "../../../net/tc.js";
+} from "./tc.js";
 import type { Link } from "../../../net/types.js";
 import { parsePrevResult } from "../../../skel/conf.js";
 import type { CmdArgs, PluginDefinition } from "../../../skel/skel.js";

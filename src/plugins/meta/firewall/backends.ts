@@ -6,9 +6,9 @@
  */
 import { CniError, ErrorCode } from "../../../spec/errors.js";
 import type { GCAttachment } from "../../../spec/config.js";
-import { Firewalld, FIREWALLD_NAME } from "../../../net/firewalld.js";
-import { ensureFirewallRules, hostCidr, missingFirewallRules, removeAddressRules, type IsolationPolicy } from "../../../net/firewall-iptables.js";
-import { nftAllow, nftCollectGarbage, nftMissing, nftRevoke } from "../../../net/firewall-nftables.js";
+import { Firewalld, FIREWALLD_NAME } from "./firewalld.js";
+import { ensureFirewallRules, hostCidr, missingFirewallRules, removeAddressRules, type IsolationPolicy } from "./iptables.js";
+import { nftAllow, nftCollectGarbage, nftMissing, nftRevoke } from "./nftables.js";
 import type { Backend, FirewallConf } from "./config.js";
 import type { AttachmentRecord } from "./records.js";
 

@@ -12,8 +12,8 @@
 import { CniError, ErrorCode } from "../../../spec/errors.js";
 import type { Result100 } from "../../../spec/result/index.js";
 import { versionsStartingFrom, VersionInfo } from "../../../spec/version.js";
-import { Firewalld } from "../../../net/firewalld.js";
-import { hostCidr } from "../../../net/firewall-iptables.js";
+import { Firewalld } from "./firewalld.js";
+import { hostCidr } from "./iptables.js";
 import { iptablesFor } from "../../../net/iptables.js";
 import { nftUsable } from "../../../net/nftables.js";
 import type { CmdArgs, PluginDefinition } from "../../../skel/skel.js";

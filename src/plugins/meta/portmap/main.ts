@@ -15,9 +15,9 @@ import { CniError, ErrorCode } from "../../../spec/errors.js";
 import type { IPCidr, IPFamily } from "../../../spec/ip.js";
 import type { Result } from "../../../spec/result/index.js";
 import { ALL_VERSIONS, VersionInfo } from "../../../spec/version.js";
-import { deleteFlowsToPort } from "../../../net/conntrack.js";
+import { deleteFlowsToPort } from "./conntrack.js";
 import { NetNS } from "../../../net/netns.js";
-import { routeInterface } from "../../../net/route-lookup.js";
+import { routeInterface } from "./route-lookup.js";
 import { sysctlPath, writeSysctl } from "../../../net/sysctl.js";
 import type { CmdArgs, PluginDefinition } from "../../../skel/skel.js";
 import {

@@ -7,7 +7,7 @@
  * @module
  */
 import type { IPFamily } from "../../../spec/ip.js";
-import { NetOpError } from "../../../net/exec.js";
+import { NetOpError } from "../../../sys/exec.js";
 import { nftListTable, nftQuote, nftRun, nftUsable, type NftRule } from "../../../net/nftables.js";
 import { familyOf, mappingFor, type ForwardTarget } from "./config.js";
 

@@ -12,10 +12,10 @@
 import { CniError, ErrorCode } from "../../../spec/errors.js";
 import type { Result100 } from "../../../spec/result/index.js";
 import { ALL_VERSIONS, VersionInfo } from "../../../spec/version.js";
-import { NetOpError } from "../../../net/exec.js";
-import { ip } from "../../../net/iproute2.js";
+import { NetOpError } from "../../../sys/exec.js";
+import { ip } from "../../../net/links.js";
 import { NetNS, NetnsNotFoundError } from "../../../net/netns.js";
-import { withNetnsLock } from "../../../net/netns-lock.js";
+import { withNetnsLock } from "./netns-lock.js";
 import { IpCommandsError, listAllRoutes, listRules, runIpCommands } from "../../../net/policy-routing.js";
 import type { CmdArgs, PluginDefinition } from "../../../skel/skel.js";
 import { loadSbrConf, SBR_SCHEMA, type SbrConf } from "./config.js";

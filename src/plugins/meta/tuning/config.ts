@@ -12,7 +12,7 @@ import { bool, int, map, member, ptr, string, struct, type StructOf } from "../.
 import { CniError, ErrorCode } from "../../../spec/errors.js";
 import { duplicateKeysAt } from "../../../spec/json-keys.js";
 import { loadPluginConf } from "../../../skel/conf.js";
-import type { LinkTunables } from "../../../net/link-tunables.js";
+import type { LinkTunables } from "./link-tunables.js";
 import { decodeConfig, invalidKey, parseMac } from "../../common/keys.js";
 
 /** Where backups of the original link settings go, as with the Go plugin. */

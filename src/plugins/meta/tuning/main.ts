@@ -9,7 +9,7 @@
 import { CniError, ErrorCode } from "../../../spec/errors.js";
 import { toCurrentResult, type Result } from "../../../spec/result/index.js";
 import { ALL_VERSIONS, VersionInfo } from "../../../spec/version.js";
-import { readLinkTunables, setLinkTunables, type LinkTunables } from "../../../net/link-tunables.js";
+import { readLinkTunables, setLinkTunables, type LinkTunables } from "./link-tunables.js";
 import { NetNS, NetnsNotFoundError } from "../../../net/netns.js";
 import { probeSysctls, writeSysctlFiles } from "../../../net/sysctl.js";
 import { parsePrevResult } from "../../../skel/conf.js";

@@ -12,7 +12,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { CniError, ErrorCode } from "../../../spec/errors.js";
 import type { Result100 } from "../../../spec/result/index.js";
 import { versionsStartingFrom, VersionInfo } from "../../../spec/version.js";
-import { ip } from "../../../net/iproute2.js";
+import { ip } from "../../../net/links.js";
 import { NetNS, NetnsNotFoundError } from "../../../net/netns.js";
 import { listAllRoutes, runIpCommands as runCommands, type IpCommand } from "../../../net/policy-routing.js";
 import type { CmdArgs, PluginDefinition } from "../../../skel/skel.js";

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# `npm test`: builds the program (dist/) and the tests (dist-test/), runs the unit tests, then the integration
+# tests in real network namespaces against the binaries we ship (dist/bin: the standalone build when Bun is
+# there), then the unit tests once more against the plain Node build, the fallback. No system setup here: as a
+# normal user with only Node, the unit tests run and the integration tests are skipped with one reason; a
+# fresh machine is prepared by scripts/setup.sh (scripts/test.sh runs both). Under CI=true nothing may be skipped
+# for a missing prerequisite.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+npm run --silent build
+npm run --silent build:test
+
+# Integration tests: everything under dist-test/integration and any *.integration.test.js; the rest are unit tests.
+mapfile -t unit < <(find dist-test -name '*.test.js' -not -path 'dist-test/integration/*' -not -name '*.integration.test.js' | sort)
+mapfile -t integration < <(find dist-test -name '*.test.js' \( -path 'dist-test/integration/*' -o -name '*.integration.test.js' \) | sort)
+shipped=$(readlink dist/bin/bridge)
+
+echo "== unit tests (${#unit[@]} files; plugins: ${shipped})"
+node --test --test-concurrency=2 "${unit[@]}"
+
+if [ "$(id -u)" -ne 0 ]; then
+  if [ "${CI:-}" = "true" ]; then
+    echo "== integration tests: CI=true, but they need root (network namespaces)" >&2
+    exit 1
+  fi
+  echo "== integration tests skipped (${#integration[@]} files): they need root (network namespaces)"
+else
+  echo "== integration tests (${#integration[@]} files; plugins: ${shipped})"
+  node --test --test-concurrency=1 "${integration[@]}"
+fi
+
+if [ "$shipped" != "../cli/main.js" ]; then
+  echo "== unit tests against the Node fallback build"
+  restore() { node scripts/link-bins.mjs >/dev/null; }
+  trap restore EXIT
+  TSCNI_BUILD=node node scripts/link-bins.mjs
+  node --test --test-concurrency=2 "${unit[@]}"
+fi

@@ -1,0 +1,26 @@
+/**
+ * The names of the programs the multicall executable can be, and the CNI versions each plugin speaks: plain
+ * data, so what needs only the names (install, the launcher's table) does not load the program loaders.
+ * @module
+ */
+import { ALL_VERSIONS, versionsStartingFrom } from "../spec/versions.js";
+
+/** Every plugin type and the versions it supports (what VERSION answers). */
+export const PLUGIN_VERSIONS = {
+  "host-local": ALL_VERSIONS,
+  static: ALL_VERSIONS,
+  loopback: ALL_VERSIONS,
+  bridge: ALL_VERSIONS,
+  ptp: ALL_VERSIONS,
+  portmap: ALL_VERSIONS,
+  tuning: ALL_VERSIONS,
+  bandwidth: versionsStartingFrom("0.3.0"),
+  firewall: versionsStartingFrom("0.4.0"),
+  sbr: ALL_VERSIONS,
+  vrf: versionsStartingFrom("0.3.1"),
+} as const satisfies Record<string, readonly string[]>;
+
+export type PluginName = keyof typeof PLUGIN_VERSIONS;
+
+/** Every program: cnitool and the plugins. */
+export const PROGRAM_NAMES: readonly string[] = ["cnitool", ...Object.keys(PLUGIN_VERSIONS)];

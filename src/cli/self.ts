@@ -1,0 +1,32 @@
+/**
+ * Where the running multicall program is: its real path, and every path that is this same program (the
+ * standalone binary and the C launcher beside it), for in-process delegation and `cnitool install`.
+ * @module
+ */
+import { realpathSync } from "node:fs";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+
+/** The real path of the running multicall executable. */
+export function selfExecutable(): string | undefined {
+  const standalone = (process.argv[1] ?? "").startsWith("/$bunfs/");
+  try {
+    // Under Node the executable is the entry point next to this module.
+    return realpathSync(standalone ? process.execPath : fileURLToPath(new URL("./main.js", import.meta.url)));
+  } catch {
+    return undefined;
+  }
+}
+
+/** The executables that are this program: itself, and the C launcher next to a standalone build. */
+export function selfPaths(self: string | undefined): Set<string> {
+  const paths = new Set<string>();
+  if (!self) return paths;
+  paths.add(self);
+  if (path.basename(self) === "tscni-js") {
+    try {
+      paths.add(realpathSync(path.join(path.dirname(self), "tscni")));
+    } catch { /* no launcher */ }
+  }
+  return paths;
+}

@@ -1,0 +1,106 @@
+/**
+ * The layers point one way. Each folder under src/ has a rank, and product code imports only from its own
+ * folder or from folders of a lower rank: spec and sys (pure data; system calls) -> invoke, skel -> net, libcni
+ * -> plugins, runtime -> cnitool, demo -> cli (the multicall entry). No product module imports test code
+ * (src/testing, src/integration, *.test.ts), and no product modules import each other in a circle (type-only
+ * imports count too: a circle of types is a circle of concepts). A new folder must be given a rank here.
+ */
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { readdirSync, readFileSync } from "node:fs";
+import path from "node:path";
+import { ROOT } from "./testing/harness.js";
+
+const SRC = path.join(ROOT, "src");
+
+/** Folder ranks: an import must go to the same folder or one of a lower rank. */
+const LAYERS: Record<string, number> = {
+  spec: 0, sys: 0,
+  invoke: 1, skel: 1,
+  net: 2, libcni: 2,
+  plugins: 3, runtime: 3,
+  cnitool: 4, demo: 4,
+  cli: 5,
+};
+const TEST_FOLDERS = new Set(["testing", "integration"]);
+
+const isTest = (rel: string) => rel.endsWith(".test.ts") || TEST_FOLDERS.has(rel.split("/")[0]!);
+
+function sourceFiles(dir = SRC): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
+    const full = path.join(dir, e.name);
+    return e.isDirectory() ? sourceFiles(full) : e.name.endsWith(".ts") ? [full] : [];
+  });
+}
+
+/** The files under src/ that `file` imports (relative specifiers only, static and dynamic). */
+function importsOf(file: string, text: string): string[] {
+  const out: string[] = [];
+  for (const m of text.matchAll(/(?:\bfrom|\bimport\s*\(|^import)\s*["'](\.{1,2}\/[^"']+)["']/gm)) {
+    out.push(path.resolve(path.dirname(file), m[1]!).replace(/\.js$/, ".ts"));
+  }
+  return out;
+}
+
+const relOf = (file: string) => path.relative(SRC, file).split(path.sep).join("/");
+const folderOf = (rel: string) => (rel.includes("/") ? rel.split("/")[0]! : "");
+
+/** Every way the product imports break the rules (empty when they hold). */
+function layerViolations(files: readonly string[], read = (file: string) => readFileSync(file, "utf8")): string[] {
+  const problems: string[] = [];
+  const product = files.filter((f) => !isTest(relOf(f)));
+  const graph = new Map<string, string[]>();
+  for (const file of product) {
+    const rel = relOf(file);
+    const from = folderOf(rel);
+    if (from && LAYERS[from] === undefined) problems.push(`src/${from}/ has no rank in layers.test.ts`);
+    const targets = importsOf(file, read(file));
+    graph.set(file, targets);
+    for (const target of targets) {
+      const trel = relOf(target);
+      if (isTest(trel)) {
+        problems.push(`${rel} imports test code ${trel}`);
+        continue;
+      }
+      const to = folderOf(trel);
+      if (to === from) continue;
+      if ((LAYERS[to] ?? Infinity) >= (LAYERS[from] ?? -Infinity)) problems.push(`${rel} imports ${trel}: ${from} (rank ${LAYERS[from]}) may not depend on ${to} (rank ${LAYERS[to]})`);
+    }
+  }
+  // Circles between modules: depth-first search, reporting each back edge's cycle once.
+  const state = new Map<string, "open" | "done">();
+  const stack: string[] = [];
+  const visit = (file: string) => {
+    state.set(file, "open");
+    stack.push(file);
+    for (const next of graph.get(file) ?? []) {
+      if (!graph.has(next)) continue;
+      if (state.get(next) === "open") {
+        problems.push(`import circle: ${[...stack.slice(stack.indexOf(next)), next].map(relOf).join(" -> ")}`);
+      } else if (!state.has(next)) {
+        visit(next);
+      }
+    }
+    stack.pop();
+    state.set(file, "done");
+  };
+  for (const file of graph.keys()) if (!state.has(file)) visit(file);
+  return problems;
+}
+
+test("product code imports only downward, never test code, and never in a circle", () => {
+  assert.deepEqual(layerViolations(sourceFiles()), []);
+});
+
+test("the check itself catches an upward import, an import of test code and a circle", () => {
+  const fake = new Map<string, string>([
+    ["spec/a.ts", 'import { x } from "../net/b.js";'],
+    ["net/b.ts", 'import { y } from "./c.js";'],
+    ["net/c.ts", 'import type { z } from "./b.js";\nconst h = await import("../testing/harness.js");'],
+  ].map(([f, text]) => [path.join(SRC, f!), text!]));
+  assert.deepEqual(layerViolations([...fake.keys()], (f) => fake.get(f)!), [
+    "spec/a.ts imports net/b.ts: spec (rank 0) may not depend on net (rank 2)",
+    "net/c.ts imports test code testing/harness.ts",
+    "import circle: net/b.ts -> net/c.ts -> net/b.ts",
+  ]);
+});

@@ -1,0 +1,224 @@
+/**
+ * The rtnetlink backend of the link facade (links.ts): the steps of ip-ops.ts carried out over a route-netlink
+ * socket in their namespace, instead of by an `ip` process. It sends what `ip` sends and reports failures in
+ * `ip`'s words (`Cannot find device "x"`, `RTNETLINK answers: File exists`), so callers cannot tell the
+ * backends apart. It takes steps only under the standalone (Bun) build, when the socket opens and
+ * TSCNI_NETLINK is not "0"; otherwise (and for steps it cannot carry) the iproute2 backend does.
+ * @module
+ */
+import { closeSync, openSync } from "node:fs";
+import { NetOpError } from "../sys/exec.js";
+import { opWords, type IpOp, type LinkBackend } from "./ip-ops.js";
+import type { NetNS } from "./netns.js";
+import { cidrBytes, decodeAddress, decodeLink, deleteLinkRequest, dumpAddressesRequest, dumpLinksRequest, getLinkRequest, macBytes,
+  newLinkRequest, addressRequest, bridgePortRequest, routeRequest, setLinkRequest, RTM_NEWADDR, RTM_NEWLINK, type DecodedLink,
+  type NlRequest } from "./rtnetlink-messages.js";
+import { ipErrorText, openRtnetlink, type NlMessage, type RtnetlinkSocket } from "./rtnetlink.js";
+import type { Address, Link, ShownLink } from "./types.js";
+
+const ENODEV = 19;
+const DUMP_ATTEMPTS = 3;
+
+/** Whether the netlink path is allowed (TSCNI_NETLINK=0 switches it off). */
+export const netlinkAllowed = (): boolean => process.env["TSCNI_NETLINK"] !== "0";
+
+/** A name `ip` accepts for an interface (iproute2's check_ifname). */
+const validIfName = (name: string): boolean => name.length > 0 && name.length < 16 && !/[/\s]/.test(name) && name !== "." && name !== "..";
+
+/** Whether a step can go over netlink: its addresses, MACs, names and scopes read exactly as `ip` would read them. */
+export function netlinkCanRun(op: IpOp): boolean {
+  switch (op.kind) {
+    case "words":
+      return false;
+    case "link-add":
+      return validIfName(op.link.name) && (!op.link.peer || validIfName(op.link.peer.name)) && (!op.link.mac || !!macBytes(op.link.mac));
+    case "link-set":
+      return op.change.mac === undefined || !!macBytes(op.change.mac);
+    case "addr-add":
+    case "addr-replace":
+    case "addr-del":
+      return !!cidrBytes(op.cidr);
+    case "route-add":
+    case "route-append":
+    case "route-replace":
+    case "route-del":
+      return !!routeRequest("add", op.route, op.route.dev === undefined ? undefined : 0);
+    default:
+      return true;
+  }
+}
+
+/** A socket in `ns` for the netlink path, or null when the path is off or unavailable (use `ip` then). */
+export async function openNetlink(ns: NetNS): Promise<NetlinkSession | null> {
+  if (!netlinkAllowed()) return null;
+  const socket = await openRtnetlink(ns.path);
+  return socket ? new NetlinkSession(socket) : null;
+}
+
+/** Steps and reads over one socket; close() when done. */
+export class NetlinkSession {
+  constructor(private readonly socket: RtnetlinkSocket) {}
+
+  close(): void {
+    this.socket.close();
+  }
+
+  /** Carries out one step; a show step gives the link (and addresses) read. */
+  run(op: IpOp, operation: string): ShownLink | undefined {
+    switch (op.kind) {
+      case "link-add":
+        this.createLink(op.link, operation);
+        return undefined;
+      case "link-set": {
+        const master = typeof op.change.master === "string"
+          ? this.indexOf(op.change.master, operation, (n) => `Error: argument "${n}" is wrong: Device does not exist`)
+          : undefined;
+        this.send(setLinkRequest(this.indexOf(op.name, operation), op.change, master), operation);
+        return undefined;
+      }
+      case "bridge-port":
+        this.send(bridgePortRequest(this.indexOf(op.name, operation), op.flags), operation);
+        return undefined;
+      case "link-del":
+        this.send(deleteLinkRequest(this.indexOf(op.name, operation)), operation);
+        return undefined;
+      case "addr-add":
+      case "addr-replace":
+      case "addr-del": {
+        const req = addressRequest(op.kind === "addr-add" ? "add" : op.kind === "addr-del" ? "del" : "replace", this.indexOf(op.dev, operation), op.cidr);
+        this.send(req ?? fail(operation, `invalid address "${op.cidr}"`), operation);
+        return undefined;
+      }
+      case "route-add":
+      case "route-append":
+      case "route-replace":
+      case "route-del": {
+        const oif = op.route.dev === undefined ? undefined : this.indexOf(op.route.dev, operation);
+        const action = op.kind.slice("route-".length) as "add" | "append" | "replace" | "del";
+        this.send(routeRequest(action, op.route, oif) ?? fail(operation, `invalid route to "${op.route.dst}"`), operation);
+        return undefined;
+      }
+      case "show-link":
+        return { link: this.getLink(op.name, operation), addresses: [] };
+      case "show-addresses": {
+        const link = this.getLink(op.name, operation);
+        return { link, addresses: this.addressesOf(link.index, operation) };
+      }
+      case "words":
+        return fail(operation, "not a netlink step");
+    }
+  }
+
+  /** Every link (`ip -d link show`). */
+  listLinks(operation: string): Link[] {
+    const decoded = this.dump(dumpLinksRequest(), operation).filter((m) => m.type === RTM_NEWLINK).map((m) => decodeLink(m.payload));
+    const names = new Map(decoded.map((d) => [d.link.index, d.link.name]));
+    return decoded.map((d) => this.withMaster(d, operation, names));
+  }
+
+  /** A link by name (`ip -d link show dev X`); a missing one fails as `ip` does. */
+  getLink(name: string, operation: string): Link {
+    const missing = `Device "${name}" does not exist.`;
+    if (!validIfName(name)) fail(operation, missing, 1);
+    const reply = this.exchange(getLinkRequest(name), operation);
+    if (reply.error) fail(operation, reply.error.errno === ENODEV ? missing : ipErrorText(reply.error.errno, reply.error.message), reply.error.errno === ENODEV ? 1 : 2);
+    const m = reply.messages.find((x) => x.type === RTM_NEWLINK) ?? fail(operation, missing, 1);
+    return this.withMaster(decodeLink(m.payload), operation);
+  }
+
+  /** The addresses of link `index` (`ip addr show dev X`), in the kernel's order: IPv4, then IPv6. */
+  addressesOf(index: number, operation: string): Address[] {
+    return this.dump(dumpAddressesRequest(), operation)
+      .filter((m) => m.type === RTM_NEWADDR)
+      .map((m) => decodeAddress(m.payload))
+      .filter((a) => a.index === index)
+      .map((a) => a.address);
+  }
+
+  private createLink(link: Extract<IpOp, { kind: "link-add" }>["link"], operation: string): void {
+    if (!link.peer) {
+      this.send(newLinkRequest(link), operation);
+      return;
+    }
+    const nsPath = link.peer.ns.path ?? "/proc/self/ns/net";
+    let fd: number;
+    try {
+      fd = openSync(nsPath, "r");
+    } catch (e) {
+      return fail(operation, `Cannot open network namespace "${nsPath}": ${(e as Error).message}`, 1);
+    }
+    try {
+      this.send(newLinkRequest(link, fd), operation);
+    } finally {
+      closeSync(fd);
+    }
+  }
+
+  /** The link with its master named (`ip` shows the name, or `if<N>` when it cannot find one). */
+  private withMaster(d: DecodedLink, operation: string, names?: Map<number, string>): Link {
+    if (d.masterIndex === undefined) return d.link;
+    let master = names?.get(d.masterIndex);
+    if (master === undefined) {
+      const reply = this.exchange(getLinkRequest(d.masterIndex), operation);
+      const m = reply.messages.find((x) => x.type === RTM_NEWLINK);
+      master = m ? decodeLink(m.payload).link.name : `if${d.masterIndex}`;
+    }
+    return { ...d.link, master };
+  }
+
+  /** The index of link `name`; a missing one fails with `ip`'s words for it. */
+  private indexOf(name: string, operation: string, missing = (n: string) => `Cannot find device "${n}"`): number {
+    if (!validIfName(name)) fail(operation, missing(name), 1);
+    const reply = this.exchange(getLinkRequest(name), operation);
+    if (reply.error?.errno === ENODEV) fail(operation, missing(name), 1);
+    if (reply.error) fail(operation, ipErrorText(reply.error.errno, reply.error.message), 2);
+    const m = reply.messages.find((x) => x.type === RTM_NEWLINK) ?? fail(operation, missing(name), 1);
+    return decodeLink(m.payload).link.index;
+  }
+
+  private exchange(req: NlRequest, operation: string) {
+    return this.socket.exchange(req.type, req.flags, req.body, operation);
+  }
+
+  private send(req: NlRequest, operation: string): void {
+    const { error } = this.exchange(req, operation);
+    if (error) fail(operation, ipErrorText(error.errno, error.message), 2);
+  }
+
+  /** A dump, repeated when the kernel says something changed while it ran. */
+  private dump(req: NlRequest, operation: string): NlMessage[] {
+    for (let attempt = 1; ; attempt++) {
+      const reply = this.exchange(req, operation);
+      if (reply.error) fail(operation, ipErrorText(reply.error.errno, reply.error.message), 2);
+      if (!reply.interrupted || attempt === DUMP_ATTEMPTS) return reply.messages;
+    }
+  }
+}
+
+function fail(operation: string, reason: string, exitCode = 2): never {
+  throw new NetOpError(operation, reason, exitCode);
+}
+
+
+/** Does `work` over a socket in `ns`; undefined when the socket does not open (off, or not under Bun). */
+async function withSession<T>(ns: NetNS, work: (session: NetlinkSession) => T): Promise<T | undefined> {
+  const session = await openNetlink(ns);
+  if (!session) return undefined;
+  try {
+    return work(session);
+  } finally {
+    session.close();
+  }
+}
+
+/** Link steps and reads over route-netlink (see the module comment); routes are read by iproute2. */
+export const rtnetlinkBackend: LinkBackend = {
+  name: "rtnetlink",
+  run: (ns, ops, operation) => (ops.every(netlinkCanRun)
+    ? withSession(ns, (s) => ops.flatMap((op) => s.run(op, `${operation} (ip ${opWords(op).join(" ")})`) ?? []))
+    : Promise.resolve(undefined)),
+  listLinks: (ns, operation) => withSession(ns, (s) => s.listLinks(operation)),
+  getLink: (ns, name, operation) => withSession(ns, (s) => s.getLink(name, operation)),
+  listAddresses: (ns, name, operation) => withSession(ns, (s) => s.addressesOf(s.getLink(name, operation).index, operation)),
+  listRoutes: () => Promise.resolve(undefined),
+};

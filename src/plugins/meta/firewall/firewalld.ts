@@ -1,0 +1,74 @@
+/**
+ * firewalld over the system D-Bus, through systemd's `busctl` (no D-Bus library needed): whether firewalld
+ * runs, and the zone source calls the Go firewall plugin makes (`addSource`, `removeSource`, `querySource` on
+ * `org.fedoraproject.FirewallD1.zone`). The bus is the system bus, or `DBUS_SYSTEM_BUS_ADDRESS` when set.
+ * @module
+ */
+import { existsSync } from "node:fs";
+import { NetOpError, runTool, type ToolResult } from "../../../sys/exec.js";
+
+export const FIREWALLD_NAME = "org.fedoraproject.FirewallD1";
+const FIREWALLD_PATH = "/org/fedoraproject/FirewallD1";
+const ZONE_INTERFACE = `${FIREWALLD_NAME}.zone`;
+const ZONE_ALREADY_SET = "ZONE_ALREADY_SET";
+
+/** Runs busctl with these arguments (replaceable in tests). */
+export type BusctlRunner = (args: string[], operation: string) => Promise<ToolResult>;
+
+const runBusctl: BusctlRunner = (args, operation) => runTool("busctl", ["--system", "--json=short", "--timeout=10", ...args], operation);
+
+/** The socket of the system bus, when the address is a plain unix path (the usual case). */
+function systemBusSocket(env: NodeJS.ProcessEnv): string | undefined {
+  const address = env["DBUS_SYSTEM_BUS_ADDRESS"];
+  if (!address) return "/run/dbus/system_bus_socket";
+  const m = /(?:^|;)unix:(?:[^;]*,)?path=([^,;]+)/.exec(address);
+  return m ? decodeURIComponent(m[1]!) : undefined;
+}
+
+/** The `data` of busctl's JSON answer. */
+function answer(result: ToolResult): unknown[] {
+  const parsed = JSON.parse(result.stdout) as { data?: unknown[] };
+  return parsed.data ?? [];
+}
+
+export class Firewalld {
+  constructor(private readonly busctl: BusctlRunner = runBusctl, private readonly env: NodeJS.ProcessEnv = process.env) {}
+
+  /**
+   * Whether firewalld owns its name on the system bus. No bus socket means no (without starting a process);
+   * a bus that cannot be asked (busctl missing or failing) also means no.
+   */
+  async running(): Promise<boolean> {
+    const socket = systemBusSocket(this.env);
+    if (socket !== undefined && !existsSync(socket)) return false;
+    try {
+      const result = await this.busctl(["call", "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus", "NameHasOwner", "s", FIREWALLD_NAME],
+        "ask the system bus whether firewalld runs");
+      return answer(result)[0] === true;
+    } catch {
+      return false;
+    }
+  }
+
+  private zoneCall(method: string, zone: string, source: string, operation: string): Promise<ToolResult> {
+    return this.busctl(["call", FIREWALLD_NAME, FIREWALLD_PATH, ZONE_INTERFACE, method, "ss", zone, source], operation);
+  }
+
+  /** Puts a source (`ip/32` or `ip/128`) into a zone; already being in it is fine. */
+  async addSource(zone: string, source: string): Promise<void> {
+    try {
+      await this.zoneCall("addSource", zone, source, `add ${source} to firewalld zone ${zone}`);
+    } catch (e) {
+      if (!(e instanceof NetOpError && e.reason.includes(ZONE_ALREADY_SET))) throw e;
+    }
+  }
+
+  async removeSource(zone: string, source: string): Promise<void> {
+    await this.zoneCall("removeSource", zone, source, `remove ${source} from firewalld zone ${zone}`);
+  }
+
+  /** Whether a source is in a zone. */
+  async querySource(zone: string, source: string): Promise<boolean> {
+    return answer(await this.zoneCall("querySource", zone, source, `look up ${source} in firewalld zone ${zone}`))[0] === true;
+  }
+}

@@ -1,0 +1,19 @@
+/**
+ * The spec versions, as constants only: the one list every part of tscni takes them from (the spec layer, the
+ * plugins, the registry that answers VERSION without loading a plugin, and the C launcher's generated table).
+ * No imports, so the start-up path can read it for free.
+ * @module
+ */
+
+/** Every spec version, oldest first. */
+export const ALL_VERSIONS = ["0.1.0", "0.2.0", "0.3.0", "0.3.1", "0.4.0", "1.0.0", "1.1.0"] as const;
+/** Versions before the rich (0.3.0+) result format. */
+export const LEGACY_VERSIONS = ["0.1.0", "0.2.0"] as const;
+/** The newest spec version this implementation speaks (the `cniVersion` of a VERSION answer). */
+export const CURRENT_VERSION = "1.1.0";
+
+/** The versions from `version` on (empty when it is not a known version). */
+export function versionsStartingFrom(version: string): string[] {
+  const i = (ALL_VERSIONS as readonly string[]).indexOf(version);
+  return i < 0 ? [] : ALL_VERSIONS.slice(i);
+}

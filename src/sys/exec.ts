@@ -1,0 +1,89 @@
+/**
+ * Running the system tools the network layer is built on (iproute2, iptables, nft, nsenter). A failure
+ * becomes a NetOpError naming the operation and carrying the kernel's/tool's reason.
+ * @module
+ */
+import { spawn } from "node:child_process";
+import { accessSync, constants, statSync } from "node:fs";
+import path from "node:path";
+
+/** A failed network operation: what was attempted and why the kernel or the tool refused. */
+export class NetOpError extends Error {
+  constructor(readonly operation: string, readonly reason: string, readonly exitCode: number | null = null,
+    /** What the tool printed before failing (some tools, like grep, report partial success this way). */
+    readonly stdout?: string) {
+    super(`${operation}: ${reason}`);
+    this.name = "NetOpError";
+  }
+  /** Whether the reason says the object does not exist (for idempotent deletes). */
+  get isNotFound(): boolean {
+    return /cannot find device|does not exist|no such (file|device|process)|not found|cannot find|no chain\/target\/match|bad rule/i.test(this.reason);
+  }
+  /** Whether the reason says the object exists already (for idempotent creates). */
+  get isExists(): boolean {
+    return /file exists|already exists|chain already exists/i.test(this.reason);
+  }
+}
+
+export interface ToolResult { stdout: string; stderr: string }
+
+let spawnCount = 0;
+const spawnsByTool = new Map<string, number>();
+/** How many tool processes this process has started (the process budget of a plugin call). */
+export const toolSpawnCount = (): number => spawnCount;
+/** How many processes of one tool (`ip`, `nsenter`...) this process has started. */
+export const toolSpawnsOf = (cmd: string): number => spawnsByTool.get(cmd) ?? 0;
+
+const SYSTEM_DIRS = ["/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin"];
+
+/** PATH completed with the system directories: ip, iptables and nft live in sbin, which a runtime's PATH may lack. */
+function toolPath(): string {
+  const dirs = (process.env["PATH"] ?? "").split(":").filter(Boolean);
+  for (const d of SYSTEM_DIRS) if (!dirs.includes(d)) dirs.push(d);
+  return dirs.join(":");
+}
+
+/** The environment of a tool: that PATH, and the C locale (error texts are matched, e.g. "File exists"). */
+const toolEnv = (): NodeJS.ProcessEnv => ({ ...process.env, PATH: toolPath(), LC_ALL: "C" });
+
+const resolved = new Map<string, string>();
+/** A tool's absolute path, looked up in toolPath() (not every runtime's spawn looks in the child's PATH). */
+function resolveTool(cmd: string): string {
+  if (cmd.includes("/")) return cmd;
+  let found = resolved.get(cmd);
+  if (!found) {
+    found = toolPath().split(":").map((d) => path.join(d, cmd)).find((p) => {
+      try {
+        accessSync(p, constants.X_OK);
+        return statSync(p).isFile();
+      } catch {
+        return false;
+      }
+    });
+    if (!found) return cmd; // spawn reports it missing
+    resolved.set(cmd, found);
+  }
+  return found;
+}
+
+/** Runs a tool; resolves with its output, or rejects with a NetOpError described by `operation`. */
+export function runTool(cmd: string, args: readonly string[], operation: string, input?: string): Promise<ToolResult> {
+  spawnCount++;
+  spawnsByTool.set(cmd, (spawnsByTool.get(cmd) ?? 0) + 1);
+  return new Promise((resolve, reject) => {
+    const child = spawn(resolveTool(cmd), args, { stdio: ["pipe", "pipe", "pipe"], env: toolEnv(), argv0: cmd });
+    const out: Buffer[] = [];
+    const err: Buffer[] = [];
+    child.stdout.on("data", (b: Buffer) => out.push(b));
+    child.stderr.on("data", (b: Buffer) => err.push(b));
+    child.stdin.on("error", () => undefined);
+    child.on("error", (e) => reject(new NetOpError(operation, `cannot run ${cmd}: ${e.message}`)));
+    child.on("close", (code) => {
+      const stdout = Buffer.concat(out).toString();
+      const stderr = Buffer.concat(err).toString();
+      if (code === 0) resolve({ stdout, stderr });
+      else reject(new NetOpError(operation, (stderr || stdout).trim() || `${cmd} exited with status ${code}`, code, stdout));
+    });
+    child.stdin.end(input ?? "");
+  });
+}
