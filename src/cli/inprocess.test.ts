@@ -60,6 +60,30 @@ describe("in-process delegation", { skip: existsSync(path.join(BIN, "host-local"
     assert.equal(errors[0]!.code, 7);
   });
 
+  test("a delegate's stdout is captured, never written to this process's stdout, whatever fails", async () => {
+    // CNI_NETNS naming the plugin's own namespace: skel refuses before the handler runs (code 8).
+    const own = env({ CNI_NETNS: "/proc/self/ns/net" });
+    const written: string[] = [];
+    const realWrite = process.stdout.write.bind(process.stdout);
+    process.stdout.write = ((chunk: string | Uint8Array) => (written.push(String(chunk)), true)) as typeof process.stdout.write;
+    const errors: CniError[] = [];
+    try {
+      for (const exec of [new MulticallExec(self), new RawExec()]) {
+        await assert.rejects(delegateAdd("host-local", conf(path.join(scratch, "own")), { exec, env: own }), (e: unknown) => {
+          errors.push(e as CniError);
+          return e instanceof CniError;
+        });
+      }
+    } finally {
+      process.stdout.write = realWrite;
+    }
+    // (node:test's own reporting goes through process.stdout too; only CNI documents matter here.)
+    assert.deepEqual(written.filter((w) => /"(msg|ips|cniVersion)"/.test(w)), []);
+    assert.deepEqual(errors[0]!.toJSON(), errors[1]!.toJSON());
+    assert.deepEqual(errors[0]!.toJSON(), { code: 8, msg: "plugin's netns and netns from CNI_NETNS should not be the same" });
+    assert.equal(existsSync(path.join(scratch, "own", "inproc")), false, "nothing allocated");
+  });
+
   test("an executable that is not ours is exec'd, first in CNI_PATH order", async () => {
     const foreign = path.join(scratch, "foreign");
     rmSync(foreign, { recursive: true, force: true });

@@ -60,6 +60,21 @@ describe("a failed ADD leaves nothing behind", { skip }, () => {
       assert.deepEqual(leftovers(host, network, ctrLinks), nothing);
     });
 
+    test(`${type}: CNI_NETNS names the plugin's own namespace: one CNI error (code 8) on stdout, nothing changed`, async () => {
+      const n = ++seq;
+      const host = new Host(cleanup, `tscni-af-${tag}-${n}`, ours());
+      const network = `af${tag}${n}`;
+      const config = { cniVersion: "1.0.0", name: network, ...conf(`${tag}${n}`), ipam: host.hostLocal(["10.233.0.0/24"]) };
+      const linksBefore = host.ipJson(["link", "show"]).map((l) => String(l["ifname"]));
+      for (const command of ["ADD", "DEL"]) {
+        const r = await host.plugin(path.join(OUR_BIN, type), command, config, { CNI_NETNS: host.ns.path, CNI_CONTAINERID: `af-${tag}-${n}` });
+        assert.equal(r.code, 1, command);
+        assert.deepEqual(JSON.parse(r.stdout), { code: 8, msg: "plugin's netns and netns from CNI_NETNS should not be the same" }, `${command}: one JSON document`);
+      }
+      assert.deepEqual(host.allocations(network), [], "no address allocated");
+      assert.deepEqual(host.ipJson(["link", "show"]).map((l) => String(l["ifname"])), linksBefore, "no link created or removed");
+    });
+
     test(`${type}: a later plugin of the chain fails: the runtime's DEL removes everything`, async () => {
       const n = ++seq;
       const host = new Host(cleanup, `tscni-af-${tag}-${n}`, ours());

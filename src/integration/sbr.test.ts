@@ -29,9 +29,8 @@ describe("sbr plugin", { skip }, () => {
   };
 
   /**
-   * bridge (gateway) + host-local + sbr with `keys`. With `defaultRoutes` IPAM also gives default routes; the
-   * bridge's own CHECK (ours and Go's) then fails after sbr, which moves them out of the main table, so the
-   * tests that CHECK the whole chain go without.
+   * bridge (gateway) + host-local + sbr with `keys`. With `defaultRoutes` IPAM also gives default routes, which
+   * sbr moves out of the main table (Go's bridge CHECK then fails; ours finds them in sbr's tables).
    */
   const chain = (host: Host, name: string, br: string, keys: Json, subnets: string[], defaultRoutes = false): ChainList => ({
     cniVersion: "1.0.0", name,
@@ -75,6 +74,25 @@ describe("sbr plugin", { skip }, () => {
     assert.deepEqual(rules(ctr), []);
     await host.must("del", net, ctr);
   });
+
+  for (const main of ["bridge", "ptp"] as const) {
+    test(`${main} + sbr with default routes: CHECK of the whole chain holds, and fails once a moved route is gone`, async () => {
+      const { host, br, n } = newHost();
+      const ipam = host.hostLocal(["10.209.0.0/24", "fd20:209::/64"], { routes: [{ dst: "0.0.0.0/0" }, { dst: "::/0" }] });
+      const mainPlugin = main === "bridge" ? { type: "bridge", bridge: br, isGateway: true, ipam } : { type: "ptp", ipam };
+      const net = write(host, { cniVersion: "1.0.0", name: `sk${tag}${n}`, plugins: [mainPlugin, { type: "sbr" }] });
+      const ctr = host.container(`tscni-sk-${tag}-${n}`);
+      await host.add(net, ctr);
+      assert.deepEqual(mainRoutes(ctr).filter((r) => r["dst"] === "default"), [], "sbr moved the default routes");
+      await host.must("check", net, ctr);
+
+      ctr.exec("ip", ["-4", "route", "del", "default", "table", "100"]);
+      const check = await host.cnitool("check", net, ctr);
+      assert.notEqual(check.code, 0);
+      assert.match(check.stderr, /route 0\.0\.0\.0\/0 .*is missing/);
+      await host.must("del", net, ctr);
+    });
+  }
 
   test("DEL without CNI_NETNS, with the namespace gone, and with the interface gone (rules of the prevResult's addresses go)", async () => {
     const { host, br } = newHost();

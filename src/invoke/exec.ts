@@ -70,11 +70,22 @@ function runOnce(pluginPath: string, stdin: Uint8Array, env: Env, options: ExecO
 /** Go-style %q of a string, for messages quoting plugin output. */
 const quote = (s: string) => JSON.stringify(s);
 
+/**
+ * A plugin failed without a readable CNI error (no output, output that is not one JSON error, killed, timed
+ * out): what it did before failing is unknown, so a caller that asked it to allocate should ask it to release.
+ */
+export class UnknownOutcomeError extends CniError {
+  constructor(msg: string) {
+    super(ErrorCode.Internal, msg);
+    this.name = "UnknownOutcomeError";
+  }
+}
+
 /** Maps a failed execution to the CniError a runtime reports. */
 export function pluginFailure(failure: string, stdout: Buffer, stderr: Buffer): CniError {
   if (stdout.length === 0) {
-    if (stderr.length === 0) return new CniError(ErrorCode.Unknown, `netplugin failed with no error message: ${failure}`);
-    return new CniError(ErrorCode.Unknown, `netplugin failed: ${quote(stderr.toString())}: ${failure}`);
+    if (stderr.length === 0) return new UnknownOutcomeError(`netplugin failed with no error message: ${failure}`);
+    return new UnknownOutcomeError(`netplugin failed: ${quote(stderr.toString())}: ${failure}`);
   }
   try {
     const v = parseJson(stdout);
@@ -84,8 +95,7 @@ export function pluginFailure(failure: string, stdout: Buffer, stderr: Buffer): 
     const details = typeof v["details"] === "string" ? v["details"] : "";
     return new CniError(code, msg, details);
   } catch (e) {
-    return new CniError(ErrorCode.Unknown,
-      `netplugin failed but error parsing its diagnostic message ${quote(stdout.toString())}: ${(e as Error).message}`);
+    return new UnknownOutcomeError(`netplugin failed but error parsing its diagnostic message ${quote(stdout.toString())}: ${(e as Error).message}`);
   }
 }
 

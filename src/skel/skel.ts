@@ -206,6 +206,14 @@ export async function runPlugin(funcs: PluginFuncs, info: VersionInfo, about: st
     if (minimum) gateVersion(command, minimum, configVersion, info);
     reconcileVersion(configVersion, info);
 
+    // Go's skel checks this after the handler ran, when an ADD has already configured (and DEL removed
+    // interfaces in) the plugin's own namespace; checked first, a mistaken CNI_NETNS changes nothing.
+    if ((command === "ADD" || command === "DEL") && values.CNI_NETNS) {
+      const override = values.CNI_NETNS_OVERRIDE.toLowerCase();
+      if (override !== "true" && override !== "1" && isOwnNetns(values.CNI_NETNS)) {
+        throw new CniError(ErrorCode.InvalidNetNS, "plugin's netns and netns from CNI_NETNS should not be the same");
+      }
+    }
     const handler = funcs[handlerName];
     if (handler) {
       const args: CmdArgs = {
@@ -215,12 +223,6 @@ export async function runPlugin(funcs: PluginFuncs, info: VersionInfo, about: st
       const output = await handler(args);
       if (typeof output === "string") io.writeStdout(output);
       else if (output) io.writeStdout(printResult(output, configVersion));
-    }
-    if ((command === "ADD" || command === "DEL") && values.CNI_NETNS) {
-      const override = values.CNI_NETNS_OVERRIDE.toLowerCase();
-      if (override !== "true" && override !== "1" && isOwnNetns(values.CNI_NETNS)) {
-        throw new CniError(ErrorCode.InvalidNetNS, "plugin's netns and netns from CNI_NETNS should not be the same");
-      }
     }
     return undefined;
   } catch (e) {

@@ -4,16 +4,26 @@
  * @module
  */
 import type { PluginConf } from "../../spec/config.js";
-import { CniError, ErrorCode } from "../../spec/errors.js";
 import { toCurrentResult, type Result100 } from "../../spec/result/index.js";
+import { UnknownOutcomeError } from "../../invoke/exec.js";
 import { delegateAdd, delegateCheck, delegateDel, delegateGC, delegateStatus } from "../../invoke/plugin.js";
 
 export const ipamType = (conf: PluginConf): string => (typeof conf.ipam?.type === "string" ? conf.ipam.type : "");
 
-/** IPAM ADD, converted to the current result shape; an IPAM that returns no IP is an error. */
+/**
+ * IPAM ADD, converted to the current result shape; an IPAM that returns no IP is an error. When the IPAM
+ * plugin failed without a readable error (it may have allocated before dying or garbling its output), or its
+ * result is unusable, its allocation is released before the error is passed on.
+ */
 export async function ipamAdd(conf: PluginConf, stdin: Buffer, requireIPs = true): Promise<Result100> {
-  const result = toCurrentResult(await delegateAdd(ipamType(conf), stdin));
-  if (requireIPs && !result.ips?.length) throw new CniError(ErrorCode.Internal, "IPAM plugin returned missing IP config");
+  let result: Result100;
+  try {
+    result = toCurrentResult(await delegateAdd(ipamType(conf), stdin));
+    if (requireIPs && !result.ips?.length) throw new UnknownOutcomeError("IPAM plugin returned missing IP config");
+  } catch (e) {
+    if (e instanceof UnknownOutcomeError) await ipamDel(conf, stdin).catch(() => undefined);
+    throw e;
+  }
   return result;
 }
 
@@ -21,17 +31,3 @@ export const ipamDel = (conf: PluginConf, stdin: Buffer): Promise<void> => deleg
 export const ipamCheck = (conf: PluginConf, stdin: Buffer): Promise<void> => delegateCheck(ipamType(conf), stdin);
 export const ipamStatus = (conf: PluginConf, stdin: Buffer): Promise<void> => delegateStatus(ipamType(conf), stdin);
 export const ipamGC = (conf: PluginConf, stdin: Buffer): Promise<void> => delegateGC(ipamType(conf), stdin);
-
-/**
- * Runs `steps` after a successful IPAM ADD; if they fail, releases the IPAM allocation (and runs `undo`)
- * before rethrowing, so a failed ADD leaves nothing behind.
- */
-export async function withIpamRollback<T>(conf: PluginConf, stdin: Buffer, steps: () => Promise<T>, undo?: () => Promise<void>): Promise<T> {
-  try {
-    return await steps();
-  } catch (e) {
-    await undo?.().catch(() => undefined);
-    if (ipamType(conf)) await ipamDel(conf, stdin).catch(() => undefined);
-    throw e;
-  }
-}

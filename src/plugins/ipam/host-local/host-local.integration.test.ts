@@ -278,6 +278,22 @@ describe("host-local: interop with Go's host-local on a shared data dir", { skip
       }
     }
   });
+  test("a gateway outside the subnet: accepted, and the same allocations and results as Go 1.1.1", async () => {
+    const outside = { ranges: [[{ subnet: "10.81.0.0/24", gateway: "10.81.1.1" }]] };
+    const a = network(outside, "1.0.0");
+    const b = network(outside, "1.0.0");
+    for (const id of ["g1", "g2"]) {
+      const mine = await ours({ command: "ADD", containerID: id }, a.config);
+      const theirs = await go({ command: "ADD", containerID: id }, b.config);
+      assert.equal(theirs.exitCode, 0, theirs.stdout);
+      assert.equal(mine.exitCode, 0, mine.stdout);
+      if (JSON.stringify(theirs.json.dns) === "{}") delete theirs.json.dns;
+      assert.deepEqual(mine.json, theirs.json, id);
+    }
+    assert.deepEqual(ipFiles(a.dir), ipFiles(b.dir));
+    assert.deepEqual(ipFiles(a.dir), ["10.81.0.1", "10.81.0.2"], "the subnet's first address is allocatable when the gateway is elsewhere");
+  });
+
   test("ours allocates, Go releases; Go allocates, ours releases; round robin continues across both", async () => {
     const r1 = await ours({ command: "ADD", containerID: "c1" }, net.config);
     assert.deepEqual(addresses(r1), ["10.80.0.2/24", "fd80::2/64"]);

@@ -4,7 +4,8 @@
  * @module
  */
 import { CniError, ErrorCode } from "../../../spec/errors.js";
-import { ipFamily, networkOf, parseCIDR, ipFromBytes } from "../../../spec/ip.js";
+import { ipFamily, networkOf, parseCIDR } from "../../../spec/ip.js";
+import { nextIP } from "../../../spec/ip-math.js";
 import { isDNSEmpty, type Result100, type Route } from "../../../spec/result/index.js";
 import { ALL_VERSIONS, CURRENT_VERSION, VersionInfo } from "../../../spec/version.js";
 import { ensureBridge, ensureGatewayAddresses, readHostLinks, setPortVlans, waitPortUp, type BridgeState } from "./bridge-link.js";
@@ -20,32 +21,11 @@ import { checkInterfaceAddresses, checkRoutes, requirePrevResult } from "../../c
 import { ipamAdd, ipamCheck, ipamDel, ipamGC, ipamStatus, ipamType } from "../../common/ipam.js";
 import { BRIDGE_SCHEMA, containerPortVlans, loadBridgeConf, type BridgeConf } from "./config.js";
 import { removeContainerLink } from "../../common/del.js";
+import { Rollback } from "../../common/rollback.js";
 
 /** Index of the container interface in bridge results: interfaces are `[bridge, host veth, container]`. */
 const CONTAINER_INDEX = 2;
 const ZERO_MAC = "00:00:00:00:00:00";
-
-/** The first address of a subnet (network + 1), the gateway when IPAM names none. */
-function firstHost(cidr: string): string {
-  const net = networkOf(parseCIDR(cidr));
-  const bytes = Uint8Array.from(net.ip.bytes);
-  for (let i = bytes.length - 1; i >= 0; i--) {
-    bytes[i] = (bytes[i]! + 1) & 0xff;
-    if (bytes[i] !== 0) break;
-  }
-  return ipFromBytes(bytes).text;
-}
-
-/** Undo steps of a half-done ADD, run newest first; their own failures are ignored. */
-class Rollback {
-  private readonly steps: Array<() => Promise<unknown>> = [];
-  add(step: () => Promise<unknown>): void {
-    this.steps.push(step);
-  }
-  async run(): Promise<void> {
-    for (const step of this.steps.reverse()) await step().catch(() => undefined);
-  }
-}
 
 const refIdOf = (args: CmdArgs) => `${args.containerID}-${args.ifName}`;
 const masqTarget = (n: BridgeConf, args: CmdArgs, addresses: string[]): IPMasqTarget =>
@@ -69,7 +49,7 @@ function containerSysctls(n: BridgeConf, ifName: string): SysctlSetting[] {
 function applyGateways(n: BridgeConf, result: Result100): string[] {
   const gateways = new Set<string>();
   for (const ipc of result.ips ?? []) {
-    if (!ipc.gateway && n.isGateway) ipc.gateway = firstHost(ipc.address);
+    if (!ipc.gateway && n.isGateway) ipc.gateway = nextIP(networkOf(parseCIDR(ipc.address)).ip)!.text;
     if (n.isGateway && ipc.gateway) gateways.add(`${ipc.gateway}/${parseCIDR(ipc.address).prefix}`);
   }
   if (n.isDefaultGateway) {
@@ -132,7 +112,7 @@ async function add(args: CmdArgs): Promise<Result100> {
   });
   const rollback = new Rollback();
   rollback.add(() => ip.deleteLink(ns, args.ifName));
-  try {
+  return rollback.guard(async () => {
     const vlans = containerPortVlans(n);
     if (vlans) await setPortVlans(veth.host.name, vlans);
     const result: Result100 = {
@@ -165,10 +145,7 @@ async function add(args: CmdArgs): Promise<Result100> {
     result.interfaces![1]!.mac = port!.mac;
     if (n.conf.dns && !isDNSEmpty(n.conf.dns)) result.dns = n.conf.dns;
     return result;
-  } catch (e) {
-    await rollback.run();
-    throw e;
-  }
+  });
 }
 
 /**

@@ -8,14 +8,15 @@ import { CniError, ErrorCode } from "../../../spec/errors.js";
 import { ipFamily, networkOf, parseCIDR } from "../../../spec/ip.js";
 import { isDNSEmpty, type Result100 } from "../../../spec/result/index.js";
 import { ALL_VERSIONS, CURRENT_VERSION, VersionInfo } from "../../../spec/version.js";
-import { configureInterface, enableForwarding, setupVeth, type VethPair } from "../../../net/iface.js";
+import { configureInterface, enableForwarding, setupVeth } from "../../../net/iface.js";
 import { gcIPMasq, setupIPMasq, teardownIPMasq, type IPMasqTarget } from "../../../net/ipmasq.js";
 import { ip } from "../../../net/links.js";
 import { NetNS } from "../../../net/netns.js";
 import { pointToPointRoutes, routeContainerThroughGateway, routeHostToContainer, type PointToPointAddress } from "./routing.js";
 import { type CmdArgs, type PluginDefinition } from "../../../skel/skel.js";
-import { checkInterfaceAddresses, checkRoutes, requirePrevResult } from "../../common/check.js";
-import { ipamAdd, ipamCheck, ipamDel, ipamGC, ipamStatus, withIpamRollback } from "../../common/ipam.js";
+import { checkInterfaceAddresses, checkRoutes, requirePrevResult, RoutesFrom } from "../../common/check.js";
+import { ipamAdd, ipamCheck, ipamDel, ipamGC, ipamStatus } from "../../common/ipam.js";
+import { Rollback } from "../../common/rollback.js";
 import { loadPtpConf, PTP_SCHEMA, type PtpConf } from "./config.js";
 import { removeContainerLink } from "../../common/del.js";
 
@@ -39,20 +40,15 @@ function pointToPointAddresses(result: Result100): PointToPointAddress[] {
 async function add(args: CmdArgs): Promise<Result100> {
   const n = loadPtpConf(args.stdinData);
   const ns = await NetNS.open(args.netns);
-  const ipam = await ipamAdd(n.conf, args.stdinData);
-
-  let veth: VethPair | undefined;
-  let masqueraded = false;
-  const undo = async () => {
-    if (masqueraded) await teardownIPMasq(ipMasqTarget(n, args, (ipam.ips ?? []).map((i) => i.address))).catch(() => undefined);
-    if (veth) await ip.deleteLink(ns, args.ifName).catch(() => undefined);
-  };
-
-  return withIpamRollback(n.conf, args.stdinData, async () => {
+  const rollback = new Rollback();
+  return rollback.guard(async () => {
+    const ipam = await ipamAdd(n.conf, args.stdinData);
+    rollback.add(() => ipamDel(n.conf, args.stdinData));
     const addresses = pointToPointAddresses(ipam);
     await enableForwarding(new Set(addresses.map((a) => ipFamily(a.address))));
 
-    veth = await setupVeth(ns, args.ifName, { mtu: n.mtu });
+    const veth = await setupVeth(ns, args.ifName, { mtu: n.mtu });
+    rollback.add(() => ip.deleteLink(ns, args.ifName));
     const result: Result100 = {
       cniVersion: CURRENT_VERSION,
       interfaces: [
@@ -71,12 +67,13 @@ async function add(args: CmdArgs): Promise<Result100> {
     await routeHostToContainer(veth.host.name, addresses);
 
     if (n.ipMasq) {
-      masqueraded = true;
-      await setupIPMasq(ipMasqTarget(n, args, addresses.map((a) => a.address)), n.ipMasqBackend);
+      const target = ipMasqTarget(n, args, addresses.map((a) => a.address));
+      rollback.add(() => teardownIPMasq(target));
+      await setupIPMasq(target, n.ipMasqBackend);
     }
     if (n.conf.dns && !isDNSEmpty(n.conf.dns)) result.dns = n.conf.dns;
     return result;
-  }, undo);
+  });
 }
 
 async function del(args: CmdArgs): Promise<void> {
@@ -112,14 +109,12 @@ async function check(args: CmdArgs): Promise<void> {
 
 /** The gateway and subnet routes ADD put in the container, for every address on the interface. */
 async function checkPointToPointRoutes(ns: NetNS, ifName: string, prev: Result100): Promise<void> {
-  const tables = new Map<4 | 6, Awaited<ReturnType<typeof ip.listRoutes>>>();
+  const view = new RoutesFrom(ns, (prev.ips ?? []).map((i) => i.address));
   for (const ipc of prev.ips ?? []) {
     if (!ipc.gateway || ipc.interface === undefined || prev.interfaces?.[ipc.interface]?.name !== ifName) continue;
-    const family = ipFamily(ipc.address);
-    if (!tables.has(family)) tables.set(family, await ip.listRoutes(ns, family));
-    const have = tables.get(family)!;
     for (const want of pointToPointRoutes(ifName, { address: ipc.address, gateway: ipc.gateway })) {
-      const found = have.some((r) => r.dev === ifName && parseCIDR(r.dst).text === parseCIDR(want.dst).text && r.gw === want.gw);
+      const dst = parseCIDR(want.dst).text;
+      const found = await view.has(ipFamily(ipc.address), (r) => r.dev === ifName && parseCIDR(r.dst).text === dst && r.gw === want.gw);
       if (!found) {
         throw new CniError(ErrorCode.Internal, `route ${want.dst}${want.gw ? ` via ${want.gw}` : ""} dev ${ifName} is missing`,
           `ptp routes ${networkOf(parseCIDR(ipc.address)).text} through ${ipc.gateway}`);
