@@ -98,7 +98,7 @@ describe("the npm package", () => {
     });
 
     test("gives a CNI error for a bad config, keys read as Go reads them", () => {
-      const r = call("ADD", { cniVersion: "1.0.0", name: "n", type: "mtu-chain", MTU: "big" }, { CNI_NETNS: "/proc/self/ns/net" });
+      const r = call("ADD", { cniVersion: "1.0.0", name: "n", type: "mtu-chain", MTU: "big" }, { CNI_NETNS: "/run/netns/tscni-no-such-netns" });
       assert.equal(r.code, 1);
       assert.deepEqual(JSON.parse(r.stdout), { code: 7, msg: 'invalid "MTU": want an integer' });
     });

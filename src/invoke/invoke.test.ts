@@ -9,7 +9,7 @@ import { CniError } from "../spec/errors.js";
 import { marshalJson, parseJson } from "../spec/json.js";
 import { marshalResult, toCurrentResult, type Result100 } from "../spec/result/index.js";
 import { delegateEnv, invokeEnv, type Env } from "./args.js";
-import { pluginFailure, RawExec, type PluginExec } from "./exec.js";
+import { pluginFailure, RawExec, type PluginExec, UnknownOutcomeError } from "./exec.js";
 import { findInPath, findInPathSync, splitPathList } from "./find.js";
 import {
   decodePluginResult, delegateAdd, delegateCheck, delegateDel, delegateGC, delegateStatus, execPluginWithoutResult,
@@ -285,7 +285,8 @@ describe("pluginFailure (mapping a failed run to an error)", () => {
 
   test("no output at all", () => {
     const e = pluginFailure("exit status 1", empty, empty);
-    assert.equal(e.code, 0);
+    assert.equal(e.code, 999, "what Go's plugins print when they pass this plain error on");
+    assert.ok(e instanceof UnknownOutcomeError);
     assert.equal(e.message, "netplugin failed with no error message: exit status 1");
   });
 
@@ -306,7 +307,8 @@ describe("pluginFailure (mapping a failed run to an error)", () => {
 
   test("garbage on stdout", () => {
     const e = pluginFailure("exit status 1", Buffer.from("not json"), empty);
-    assert.equal(e.code, 0);
+    assert.equal(e.code, 999);
+    assert.ok(e instanceof UnknownOutcomeError);
     assert.ok(e.message.startsWith(`netplugin failed but error parsing its diagnostic message "not json": `), e.message);
   });
 });
