@@ -72,6 +72,7 @@ class Dispatch {
       path: this.env["CNI_PATH"] ?? "",
       netnsOverride: this.env["CNI_NETNS_OVERRIDE"] ?? "",
       stdinData: Buffer.from(this.stdin as string),
+      env: this.env,
     };
   }
 
@@ -312,7 +313,7 @@ describe("GC", () => {
     assert.equal(d.del.calls.length, 0);
     assert.equal(d.gc.calls.length, 1);
     assert.deepEqual(d.gc.calls[0], {
-      containerID: "", netns: "", ifName: "", args: "", path: "/some/cni/path", netnsOverride: "", stdinData: Buffer.from(BASE_STDIN),
+      containerID: "", netns: "", ifName: "", args: "", path: "/some/cni/path", netnsOverride: "", stdinData: Buffer.from(BASE_STDIN), env: d.env,
     });
   });
 

@@ -23,6 +23,11 @@ export interface CmdArgs {
   path: string;
   netnsOverride: string;
   stdinData: Buffer;
+  /**
+   * The whole environment of this call, which delegations pass on (never read process.env on a request's path:
+   * in-process runs share one process between many calls).
+   */
+  env: Readonly<Record<string, string | undefined>>;
 }
 
 /**
@@ -218,7 +223,7 @@ export async function runPlugin(funcs: PluginFuncs, info: VersionInfo, about: st
     if (handler) {
       const args: CmdArgs = {
         containerID: values.CNI_CONTAINERID, netns: values.CNI_NETNS, ifName: values.CNI_IFNAME, args: values.CNI_ARGS,
-        path: values.CNI_PATH, netnsOverride: values.CNI_NETNS_OVERRIDE, stdinData: stdin,
+        path: values.CNI_PATH, netnsOverride: values.CNI_NETNS_OVERRIDE, stdinData: stdin, env: io.env,
       };
       const output = await handler(args);
       if (typeof output === "string") io.writeStdout(output);

@@ -1,21 +1,34 @@
 /**
  * flock(2) on an open file, the lock Go's host-local takes on its store, so ours and Go's exclude each other.
- * Under the standalone (Bun) build it is one system call through FFI; under Node, which has no flock, util-linux
- * flock(1) is run on our descriptor (its fd 0), which locks our open file description just the same.
+ * Under the standalone (Bun) build it is a system call through FFI, asked without blocking and retried with a
+ * growing pause, so one process can wait for several locks at once (a resident server or a pod manager runs many
+ * plugin calls concurrently: a blocking flock would stop every other call, and deadlock on a lock one of them
+ * holds). Under Node, which has no flock, util-linux flock(1) is run on our descriptor (its fd 0), which locks
+ * our open file description just the same.
  * @module
  */
 import { spawn } from "node:child_process";
+import { closeSync, fstatSync, openSync, statSync, unlinkSync } from "node:fs";
+import { setTimeout as sleep } from "node:timers/promises";
 import { bindLibc } from "./libc.js";
 
+const LOCK_SH = 1;
 const LOCK_EX = 2;
+const LOCK_NB = 4;
 
 type FlockFn = (fd: number, op: number) => number;
 let ffiFlock: Promise<{ flock: FlockFn } | null> | undefined;
 
-function flockWithTool(fd: number, lockPath: string): Promise<void> {
+/** How a lock is taken. */
+export interface FlockOptions {
+  /** A shared (read) lock instead of an exclusive one. */
+  shared?: boolean;
+}
+
+function flockWithTool(fd: number, lockPath: string, shared: boolean): Promise<void> {
   return new Promise((resolve, reject) => {
     const fail = (msg: string) => reject(new Error(`failed to lock ${lockPath}: ${msg}`));
-    const child = spawn("flock", ["--exclusive", "0"], { stdio: [fd, "ignore", "pipe"] });
+    const child = spawn("flock", [shared ? "--shared" : "--exclusive", "0"], { stdio: [fd, "ignore", "pipe"] });
     let stderr = "";
     child.stderr!.on("data", (b: Buffer) => (stderr += b.toString()));
     child.on("error", (e) => fail(`cannot run flock(1) from util-linux: ${e.message}`));
@@ -26,13 +39,56 @@ function flockWithTool(fd: number, lockPath: string): Promise<void> {
   });
 }
 
-/** Takes an exclusive flock on `fd` (released when the file is closed or the process exits). */
-export async function flockExclusive(fd: number, lockPath: string): Promise<void> {
+/** Takes a flock on `fd` (released when the file is closed or the process exits), waiting as long as it takes. */
+export async function flockFd(fd: number, lockPath: string, opts: FlockOptions = {}): Promise<void> {
   const libc = await (ffiFlock ??= bindLibc<{ flock: FlockFn }>({ flock: { args: ["i32", "i32"], returns: "i32" } }));
-  if (libc) {
-    // Blocking the thread while waiting is fine: a plugin process does nothing else meanwhile.
-    if (libc.flock(fd, LOCK_EX) !== 0) throw new Error(`failed to lock ${lockPath}: flock(2) failed`);
-    return;
+  if (!libc) return flockWithTool(fd, lockPath, opts.shared ?? false);
+  const op = (opts.shared ? LOCK_SH : LOCK_EX) | LOCK_NB;
+  // A failure here is the lock being held (EWOULDBLOCK) or an interrupted call: our own descriptor cannot be bad.
+  for (let pause = 1; libc.flock(fd, op) !== 0; pause = Math.min(pause * 2, 50)) await sleep(pause);
+}
+
+/** Takes an exclusive flock on `fd` (see flockFd). */
+export const flockExclusive = (fd: number, lockPath: string): Promise<void> => flockFd(fd, lockPath);
+
+/** A lock held on a lock file: `release` unlocks it (and removes the file when asked, safely for other waiters). */
+export interface HeldLock {
+  release(opts?: { remove?: boolean }): void;
+}
+
+/**
+ * Locks the file at `lockPath` (creating it). A lock file may be removed by its holder when the lock is no
+ * longer needed; a waiter that then wakes up on the removed file notices (its descriptor is no longer the file
+ * at the path) and locks the new one instead, so removal never lets two holders in.
+ */
+export async function lockFile(lockPath: string, opts: FlockOptions = {}): Promise<HeldLock> {
+  for (;;) {
+    const fd = openSync(lockPath, "a", 0o600);
+    try {
+      await flockFd(fd, lockPath, opts);
+      let current: { ino: number; dev: number } | undefined;
+      try {
+        current = statSync(lockPath);
+      } catch {
+        current = undefined; // removed by the holder before us
+      }
+      const mine = fstatSync(fd);
+      if (current && current.ino === mine.ino && current.dev === mine.dev) {
+        return {
+          release: ({ remove = false } = {}) => {
+            if (remove) {
+              try {
+                unlinkSync(lockPath);
+              } catch { /* already gone */ }
+            }
+            closeSync(fd);
+          },
+        };
+      }
+    } catch (e) {
+      closeSync(fd);
+      throw e;
+    }
+    closeSync(fd);
   }
-  return flockWithTool(fd, lockPath);
 }

@@ -4,6 +4,7 @@
  * @module
  */
 import type { PluginConf } from "../../spec/config.js";
+import type { CmdArgs } from "../../skel/skel.js";
 import { toCurrentResult, type Result100 } from "../../spec/result/index.js";
 import { UnknownOutcomeError } from "../../invoke/exec.js";
 import { delegateAdd, delegateCheck, delegateDel, delegateGC, delegateStatus } from "../../invoke/plugin.js";
@@ -13,21 +14,22 @@ export const ipamType = (conf: PluginConf): string => (typeof conf.ipam?.type ==
 /**
  * IPAM ADD, converted to the current result shape; an IPAM that returns no IP is an error. When the IPAM
  * plugin failed without a readable error (it may have allocated before dying or garbling its output), or its
- * result is unusable, its allocation is released before the error is passed on.
+ * result is unusable, its allocation is released before the error is passed on. Every delegation runs with the
+ * call's own environment (`args.env`) and stdin.
  */
-export async function ipamAdd(conf: PluginConf, stdin: Buffer, requireIPs = true): Promise<Result100> {
+export async function ipamAdd(conf: PluginConf, args: CmdArgs, requireIPs = true): Promise<Result100> {
   let result: Result100;
   try {
-    result = toCurrentResult(await delegateAdd(ipamType(conf), stdin));
+    result = toCurrentResult(await delegateAdd(ipamType(conf), args.stdinData, { env: args.env }));
     if (requireIPs && !result.ips?.length) throw new UnknownOutcomeError("IPAM plugin returned missing IP config");
   } catch (e) {
-    if (e instanceof UnknownOutcomeError) await ipamDel(conf, stdin).catch(() => undefined);
+    if (e instanceof UnknownOutcomeError) await ipamDel(conf, args).catch(() => undefined);
     throw e;
   }
   return result;
 }
 
-export const ipamDel = (conf: PluginConf, stdin: Buffer): Promise<void> => delegateDel(ipamType(conf), stdin);
-export const ipamCheck = (conf: PluginConf, stdin: Buffer): Promise<void> => delegateCheck(ipamType(conf), stdin);
-export const ipamStatus = (conf: PluginConf, stdin: Buffer): Promise<void> => delegateStatus(ipamType(conf), stdin);
-export const ipamGC = (conf: PluginConf, stdin: Buffer): Promise<void> => delegateGC(ipamType(conf), stdin);
+export const ipamDel = (conf: PluginConf, args: CmdArgs): Promise<void> => delegateDel(ipamType(conf), args.stdinData, { env: args.env });
+export const ipamCheck = (conf: PluginConf, args: CmdArgs): Promise<void> => delegateCheck(ipamType(conf), args.stdinData, { env: args.env });
+export const ipamStatus = (conf: PluginConf, args: CmdArgs): Promise<void> => delegateStatus(ipamType(conf), args.stdinData, { env: args.env });
+export const ipamGC = (conf: PluginConf, args: CmdArgs): Promise<void> => delegateGC(ipamType(conf), args.stdinData, { env: args.env });

@@ -76,8 +76,8 @@ async function ensureVlanGateway(n: BridgeConf, bridge: Link): Promise<Link> {
 
 /** IPAM, gateways on the bridge, forwarding and masquerading; undo steps go to `rollback`. */
 async function addLayer3(n: BridgeConf, args: CmdArgs, ns: NetNS, bridge: BridgeState, pinMac: string, result: Result100, rollback: Rollback): Promise<void> {
-  const ipam = await ipamAdd(n.conf, args.stdinData);
-  rollback.add(() => ipamDel(n.conf, args.stdinData));
+  const ipam = await ipamAdd(n.conf, args);
+  rollback.add(() => ipamDel(n.conf, args));
   result.ips = ipam.ips!.map((ipc) => ({ ...ipc, interface: CONTAINER_INDEX }));
   result.routes = ipam.routes ? [...ipam.routes] : [];
   result.dns = ipam.dns;
@@ -155,7 +155,7 @@ async function add(args: CmdArgs): Promise<Result100> {
 async function del(args: CmdArgs): Promise<void> {
   const n = loadBridgeConf(args.stdinData, args.args);
   const addresses = await removeContainerLink(n.conf, args.netns, args.ifName);
-  if (ipamType(n.conf)) await ipamDel(n.conf, args.stdinData);
+  if (ipamType(n.conf)) await ipamDel(n.conf, args);
   if (n.macspoofchk) {
     await teardownSpoofCheck(refIdOf(args)).catch((e: Error) => process.stderr.write(`bridge: ${e.message}\n`));
   }
@@ -165,7 +165,7 @@ async function del(args: CmdArgs): Promise<void> {
 /** CHECK: the bridge, the container veth, its host peer on the bridge, and the result's addresses and routes. */
 async function check(args: CmdArgs): Promise<void> {
   const n = loadBridgeConf(args.stdinData, args.args);
-  if (ipamType(n.conf)) await ipamCheck(n.conf, args.stdinData);
+  if (ipamType(n.conf)) await ipamCheck(n.conf, args);
   const prev = requirePrevResult(n.conf);
   const ns = await NetNS.open(args.netns);
   const hostLinks = await ip.listLinks(NetNS.host);
@@ -198,14 +198,14 @@ async function check(args: CmdArgs): Promise<void> {
 
 async function status(args: CmdArgs): Promise<void> {
   const n = loadBridgeConf(args.stdinData, "");
-  if (ipamType(n.conf)) await ipamStatus(n.conf, args.stdinData);
+  if (ipamType(n.conf)) await ipamStatus(n.conf, args);
 }
 
 async function gc(args: CmdArgs): Promise<void> {
   const n = loadBridgeConf(args.stdinData, "");
   const errors: string[] = [];
   if (n.ipMasq) await gcIPMasq(n.conf.name, n.conf.validAttachments ?? []).catch((e: Error) => errors.push(e.message));
-  if (ipamType(n.conf)) await ipamGC(n.conf, args.stdinData).catch((e: Error) => errors.push(e.message));
+  if (ipamType(n.conf)) await ipamGC(n.conf, args).catch((e: Error) => errors.push(e.message));
   if (errors.length) throw new CniError(ErrorCode.Internal, "bridge GC failed", errors.join("; "));
 }
 

@@ -42,8 +42,8 @@ async function add(args: CmdArgs): Promise<Result100> {
   const ns = await NetNS.open(args.netns);
   const rollback = new Rollback();
   return rollback.guard(async () => {
-    const ipam = await ipamAdd(n.conf, args.stdinData);
-    rollback.add(() => ipamDel(n.conf, args.stdinData));
+    const ipam = await ipamAdd(n.conf, args);
+    rollback.add(() => ipamDel(n.conf, args));
     const addresses = pointToPointAddresses(ipam);
     await enableForwarding(new Set(addresses.map((a) => ipFamily(a.address))));
 
@@ -78,7 +78,7 @@ async function add(args: CmdArgs): Promise<Result100> {
 
 async function del(args: CmdArgs): Promise<void> {
   const n = loadPtpConf(args.stdinData);
-  await ipamDel(n.conf, args.stdinData);
+  await ipamDel(n.conf, args);
 
   const addresses = await removeContainerLink(n.conf, args.netns, args.ifName);
   if (!n.ipMasq) return;
@@ -88,7 +88,7 @@ async function del(args: CmdArgs): Promise<void> {
 async function check(args: CmdArgs): Promise<void> {
   const n = loadPtpConf(args.stdinData);
   const ns = await NetNS.open(args.netns);
-  await ipamCheck(n.conf, args.stdinData);
+  await ipamCheck(n.conf, args);
   const prev = requirePrevResult(n.conf);
 
   const entry = prev.interfaces?.find((i) => i.name === args.ifName && i.sandbox === args.netns);
@@ -125,14 +125,14 @@ async function checkPointToPointRoutes(ns: NetNS, ifName: string, prev: Result10
 
 async function status(args: CmdArgs): Promise<void> {
   const n = loadPtpConf(args.stdinData);
-  await ipamStatus(n.conf, args.stdinData);
+  await ipamStatus(n.conf, args);
 }
 
 async function gc(args: CmdArgs): Promise<void> {
   const n = loadPtpConf(args.stdinData);
   const errors: string[] = [];
   if (n.ipMasq) await gcIPMasq(n.conf.name, n.conf.validAttachments ?? []).catch((e: Error) => errors.push(e.message));
-  await ipamGC(n.conf, args.stdinData).catch((e: Error) => errors.push(e.message));
+  await ipamGC(n.conf, args).catch((e: Error) => errors.push(e.message));
   if (errors.length) throw new CniError(ErrorCode.Internal, "ptp GC failed", errors.join("; "));
 }
 
