@@ -13,7 +13,7 @@ import os from "node:os";
 import path from "node:path";
 import { Netns, ROOT, runTag } from "../testing/harness.js";
 
-const FACES = ["spec", "skel", "invoke", "libcni", "net"] as const;
+const FACES = ["spec", "skel", "invoke", "libcni", "net", "runtime"] as const;
 const TSC = path.join(ROOT, "node_modules/typescript/bin/tsc");
 
 const run = (cmd: string, args: string[], opts: { cwd?: string; input?: string; env?: NodeJS.ProcessEnv } = {}) => {

@@ -6,8 +6,11 @@
  * @module
  */
 
+/** The default network's name. */
 export const DEFAULT_NETWORK_NAME = "tscni";
+/** The default network's bridge. */
 export const DEFAULT_BRIDGE = "tscni0";
+/** The default network's address range. */
 export const DEFAULT_SUBNET = "10.99.0.0/16";
 
 /**

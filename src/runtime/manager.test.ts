@@ -1,0 +1,161 @@
+/**
+ * The manager's pure rules and its ordering, without namespaces: the default network (configured, else the
+ * first valid file), readiness (not ready until a network is loaded, with the failing files named), interface
+ * names and duplicates, ocicni's CNI_ARGS, one operation at a time per pod while different pods overlap, GC
+ * exclusive with pod operations.
+ */
+import { describe, test } from "node:test";
+import assert from "node:assert/strict";
+import { writeFileSync } from "node:fs";
+import path from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
+import { useTempDirs } from "../testing/temp.js";
+import { assignInterfaces, NetworkNotReadyError, podCniArgs, PodNetworkManager } from "./manager.js";
+import { KeyedMutex, PodLocks, ReadWriteLock, Semaphore } from "./pod-locks.js";
+
+const tempDir = useTempDirs("tscni-manager-");
+const conflist = (name: string) => JSON.stringify({ cniVersion: "1.0.0", name, plugins: [{ type: "bridge" }] });
+
+async function manager(files: Record<string, string>, options: { defaultNetwork?: string; minNetworks?: number } = {}) {
+  const confDir = tempDir();
+  for (const [name, text] of Object.entries(files)) writeFileSync(path.join(confDir, name), text);
+  const m = new PodNetworkManager({ confDir, pluginDirs: [], cacheDir: tempDir(), debounceMs: 10, ...options });
+  await m.start();
+  return m;
+}
+
+describe("default network and readiness", () => {
+  test("the first valid file in name order, skipping an invalid one", async () => {
+    const m = await manager({ "05-broken.conflist": "{", "10-b.conflist": conflist("b"), "20-a.conflist": conflist("a") });
+    try {
+      assert.equal(m.defaultNetwork()?.name, "b");
+      await m.status();
+      assert.equal(m.configErrors().length, 1);
+    } finally {
+      m.close();
+    }
+  });
+
+  test("a configured default network, when it is loaded", async () => {
+    const m = await manager({ "10-b.conflist": conflist("b"), "20-a.conflist": conflist("a") }, { defaultNetwork: "a" });
+    try {
+      assert.equal(m.defaultNetwork()?.name, "a");
+      await m.status();
+    } finally {
+      m.close();
+    }
+  });
+
+  test("not ready without a network: the reason names the directory and the files that fail", async () => {
+    const m = await manager({ "10-broken.conflist": '{"cniVersion":"1.0.0"}' });
+    try {
+      await assert.rejects(m.status(), (e: unknown) => {
+        assert.ok(e instanceof NetworkNotReadyError);
+        assert.match(e.message, /network not ready: 0 valid network config\(s\) in .*, 1 needed/);
+        assert.match(e.message, /10-broken\.conflist: error parsing configuration list: no name/);
+        return true;
+      });
+    } finally {
+      m.close();
+    }
+  });
+
+  test("not ready while the configured default network is missing, or fewer networks than required", async () => {
+    const m = await manager({ "10-b.conflist": conflist("b") }, { defaultNetwork: "a" });
+    const n = await manager({ "10-b.conflist": conflist("b") }, { minNetworks: 2 });
+    try {
+      await assert.rejects(m.status(), /default network "a" not found/);
+      await assert.rejects(n.status(), /1 valid network config\(s\) in .*, 2 needed/);
+    } finally {
+      m.close();
+      n.close();
+    }
+  });
+
+  test("not ready before start()", async () => {
+    const m = new PodNetworkManager({ confDir: tempDir(), pluginDirs: [] });
+    await assert.rejects(m.status(), /has not loaded its config directory yet/);
+  });
+});
+
+describe("interfaces and CNI_ARGS", () => {
+  test("eth0, eth1, ... unless given; a given name is kept", () => {
+    assert.deepEqual(assignInterfaces([{ name: "a" }, { name: "b", ifName: "net1" }, { name: "c" }]).map((n) => n.ifName), ["eth0", "net1", "eth2"]);
+  });
+  test("a duplicate interface name is rejected before anything is touched", () => {
+    assert.throws(() => assignInterfaces([{ name: "a" }, { name: "b", ifName: "eth0" }]), { code: 7, msg: 'networks "a" and "b" both ask for interface eth0' });
+  });
+  test("CNI_ARGS as ocicni sends them", () => {
+    assert.deepEqual(podCniArgs({ id: "sb1", name: "web", namespace: "prod", uid: "u-1", netns: "/x" }), [
+      ["IgnoreUnknown", "1"], ["K8S_POD_NAMESPACE", "prod"], ["K8S_POD_NAME", "web"], ["K8S_POD_INFRA_CONTAINER_ID", "sb1"], ["K8S_POD_UID", "u-1"],
+    ]);
+  });
+});
+
+describe("ordering", () => {
+  /** Records when each operation starts and ends. */
+  const timeline = () => {
+    const events: string[] = [];
+    const op = (name: string, ms: number) => async () => {
+      events.push(`+${name}`);
+      await sleep(ms);
+      events.push(`-${name}`);
+      return name;
+    };
+    return { events, op };
+  };
+
+  test("KeyedMutex: one operation at a time per key, in order; different keys overlap", async () => {
+    const m = new KeyedMutex();
+    const { events, op } = timeline();
+    await Promise.all([m.run("pod1", op("a", 30)), m.run("pod1", op("b", 10)), m.run("pod2", op("c", 10))]);
+    assert.ok(events.indexOf("-a") < events.indexOf("+b"), events.join(" "));
+    assert.ok(events.indexOf("+c") < events.indexOf("-a"), `pod2 overlaps pod1: ${events.join(" ")}`);
+    assert.deepEqual(m.busyKeys, []);
+  });
+
+  test("a failed operation does not block the next one of its pod", async () => {
+    const m = new KeyedMutex();
+    await assert.rejects(m.run("p", async () => { throw new Error("boom"); }), /boom/);
+    assert.equal(await m.run("p", async () => "next"), "next");
+  });
+
+  test("Semaphore: at most N at once", async () => {
+    const s = new Semaphore(2);
+    let active = 0;
+    let peak = 0;
+    await Promise.all(Array.from({ length: 6 }, () => s.run(async () => {
+      peak = Math.max(peak, ++active);
+      await sleep(10);
+      active--;
+    })));
+    assert.equal(peak, 2);
+  });
+
+  test("ReadWriteLock: readers overlap, a writer runs alone", async () => {
+    const l = new ReadWriteLock();
+    const { events, op } = timeline();
+    await Promise.all([l.read(op("r1", 20)), l.read(op("r2", 20)), l.write(op("w", 10)), l.read(op("r3", 5))]);
+    const at = (e: string) => events.indexOf(e);
+    assert.ok(at("+r2") < at("-r1"), "readers overlap");
+    assert.ok(at("+w") > at("-r1") && at("+w") > at("-r2"), "the writer waits for the readers");
+    assert.ok(at("+r3") > at("-w"), "a reader arriving behind a waiting writer waits for it");
+  });
+
+  test("PodLocks: the same pod never overlaps, different pods do, GC runs alone (file locks included)", async () => {
+    const locks = new PodLocks(tempDir());
+    const { events, op } = timeline();
+    await Promise.all([
+      locks.pod("ns/a", op("a1", 30)), locks.pod("ns/a", op("a2", 5)), locks.pod("ns/b", op("b1", 10)), locks.gc(op("gc", 5)),
+      locks.pod("ns/b", op("b2", 5), { removeLockFile: true }),
+    ]);
+    const at = (e: string) => events.indexOf(e);
+    assert.ok(at("-a1") < at("+a2"), events.join(" "));
+    assert.ok(at("+b1") < at("-a1"), events.join(" "));
+    const gcStart = at("+gc");
+    const gcEnd = at("-gc");
+    for (const name of ["a1", "a2", "b1", "b2"]) {
+      assert.ok(at(`-${name}`) < gcStart || at(`+${name}`) > gcEnd, `${name} does not overlap GC: ${events.join(" ")}`);
+    }
+  });
+});
