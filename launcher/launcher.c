@@ -3,7 +3,7 @@
  * VERSION on every command, so that answer (and the about text printed when CNI_COMMAND is unset) comes from
  * here, without starting a JavaScript engine; every other
  * call is handed to the JavaScript program (tscni-js, next to this file) with argv[0] kept, so it still knows
- * which plugin it was run as. The version table is generated from src/cli/registry.ts at build time.
+ * which plugin it was run as. The version table is generated from src/cli/programs.ts and registry.ts at build time.
  */
 #include <errno.h>
 #include <limits.h>

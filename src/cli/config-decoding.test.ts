@@ -8,7 +8,7 @@
  */
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { PROGRAMS } from "./registry.js";
+import { PLUGINS } from "./registry.js";
 import type { PluginDefinition } from "../skel/skel.js";
 import { foldKey, type GoType } from "../spec/go-decode.js";
 import { isJsonObject, type JsonValue } from "../spec/json.js";
@@ -172,8 +172,7 @@ const parseWith = (plugin: PluginDefinition, config: unknown, cniArgs = "") =>
   plugin.config!.parse(Buffer.from(JSON.stringify(config)), cniArgs);
 
 describe("every plugin decodes its config as Go does", () => {
-  for (const [name, entry] of Object.entries(PROGRAMS)) {
-    if (!entry.versions) continue;
+  for (const [name, entry] of Object.entries(PLUGINS)) {
     test(name, async () => {
       const { plugin } = (await entry.load()) as { plugin?: PluginDefinition };
       assert.ok(plugin?.config, `${name}: the PluginDefinition names its config schema and parser (config: { schema, parse })`);
@@ -194,7 +193,7 @@ describe("every plugin decodes its config as Go does", () => {
 });
 
 describe("what containerd sends", () => {
-  const load = async (name: string) => ((await PROGRAMS[name]!.load()) as { plugin: PluginDefinition }).plugin;
+  const load = async (name: string) => ((await PLUGINS[name]!.load()) as { plugin: PluginDefinition }).plugin;
   test("portmap reads go-cni's PortMapping{HostPort, ContainerPort, Protocol, HostIP}", async () => {
     const conf = parseWith(await load("portmap"), {
       ...COMMON, type: "portmap",

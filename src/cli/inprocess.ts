@@ -10,7 +10,7 @@ import path from "node:path";
 import type { Env } from "../invoke/args.js";
 import { RawExec, settlePluginRun, type ExecOptions, type PluginExec } from "../invoke/exec.js";
 import { runPlugin, type PluginDefinition } from "../skel/skel.js";
-import { PROGRAMS } from "./registry.js";
+import { PLUGINS } from "./registry.js";
 import { selfExecutable, selfPaths } from "./self.js";
 
 export class MulticallExec implements PluginExec {
@@ -27,8 +27,8 @@ export class MulticallExec implements PluginExec {
     if (this.selves.size === 0 || process.env["TSCNI_NO_INPROCESS"]) return undefined;
     const real = await realpath(pluginPath).catch(() => undefined);
     if (!real || !this.selves.has(real)) return undefined;
-    const entry = PROGRAMS[path.basename(pluginPath)];
-    if (!entry?.versions) return undefined;
+    const entry = PLUGINS[path.basename(pluginPath)];
+    if (!entry) return undefined;
     const mod = (await entry.load()) as { plugin?: PluginDefinition };
     return mod.plugin;
   }

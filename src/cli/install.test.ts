@@ -5,7 +5,7 @@ import { existsSync, lstatSync, mkdtempSync, readFileSync, readlinkSync, rmSync,
 import os from "node:os";
 import path from "node:path";
 import { installPlugins } from "./install.js";
-import { PROGRAMS } from "./registry.js";
+import { PROGRAM_NAMES } from "./programs.js";
 
 test("install links every plugin to the copied binary and respects foreign files", () => {
   const dir = mkdtempSync(path.join(os.tmpdir(), "tscni-install-"));
@@ -16,7 +16,7 @@ test("install links every plugin to the copied binary and respects foreign files
     installPlugins(bin, { source });
     writeFileSync(path.join(bin, "mine"), "");
     assert.equal(readFileSync(path.join(bin, "tscni"), "utf8"), "#!/bin/sh\necho fake\n");
-    const plugins = Object.keys(PROGRAMS);
+    const plugins = PROGRAM_NAMES;
     for (const name of plugins) assert.equal(readlinkSync(path.join(bin, name)), "tscni", name);
     assert.equal(existsSync(path.join(bin, "noop")), false, "test plugins are not installed");
 

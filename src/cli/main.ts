@@ -1,11 +1,12 @@
 #!/usr/bin/env node
 /**
  * The multicall entry point: `dist/bin/<name>` links here, and the name it was invoked as picks the program
- * (a plugin type or cnitool). `node main.js <name> [args]` works too.
+ * (a plugin type, from the registry, or cnitool). `node main.js <name> [args]` works too.
  * @module
  */
 import path from "node:path";
-import { aboutAnswer, PROGRAMS, versionAnswer } from "./registry.js";
+import { PROGRAM_NAMES } from "./programs.js";
+import { aboutAnswer, PLUGINS, versionAnswer } from "./registry.js";
 import type { PluginDefinition } from "../skel/skel.js";
 
 async function run(): Promise<void> {
@@ -17,32 +18,31 @@ async function run(): Promise<void> {
     name = process.argv[2] ?? "";
     process.argv.splice(1, 1); // so the program sees its own arguments where it expects them
   }
-  const entry = PROGRAMS[name];
+  if (name === "cnitool") {
+    const { main } = await import("./cnitool.js");
+    return main();
+  }
+  const entry = PLUGINS[name];
   if (!entry) {
-    process.stderr.write(`tscni: unknown program "${name}"; known: ${Object.keys(PROGRAMS).join(", ")}\n`);
+    process.stderr.write(`tscni: unknown program "${name}"; known: ${PROGRAM_NAMES.join(", ")}\n`);
     process.exitCode = 1;
     return;
   }
   // The VERSION probe is most of a runtime's calls: answer it, and "about", without loading the plugin.
-  if (entry.versions && process.env["CNI_COMMAND"] === "VERSION") {
+  if (process.env["CNI_COMMAND"] === "VERSION") {
     process.stdout.write(versionAnswer(entry.versions));
     return;
   }
-  if (entry.versions && !process.env["CNI_COMMAND"]) {
+  if (!process.env["CNI_COMMAND"]) {
     process.stderr.write(aboutAnswer(name, entry.versions));
     return;
   }
-  const program = (await entry.load()) as { main?: () => Promise<void>; plugin?: PluginDefinition };
-  if (entry.versions) {
-    // A plugin that delegates to another of ours runs it in-process rather than exec'ing this binary again.
-    const [{ MulticallExec }, { setDefaultExec }] = await Promise.all([import("./inprocess.js"), import("../invoke/plugin.js")]);
-    setDefaultExec(new MulticallExec());
-  }
-  if (program.plugin) {
-    const { pluginMain } = await import("../skel/skel.js");
-    await pluginMain(program.plugin.funcs, program.plugin.versionInfo, program.plugin.about);
-  }
-  else await program.main!();
+  // A plugin that delegates to another of ours runs it in-process rather than exec'ing this binary again.
+  const [{ plugin }, { MulticallExec }, { setDefaultExec }, { pluginMain }] = await Promise.all([
+    entry.load() as Promise<{ plugin?: PluginDefinition }>, import("./inprocess.js"), import("../invoke/plugin.js"), import("../skel/skel.js"),
+  ]);
+  setDefaultExec(new MulticallExec());
+  await pluginMain(plugin!.funcs, plugin!.versionInfo, plugin!.about);
 }
 
 run().catch((e: unknown) => {

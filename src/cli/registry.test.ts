@@ -4,15 +4,14 @@
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { aboutText, PROGRAMS } from "./registry.js";
+import { aboutText, PLUGINS } from "./registry.js";
 import type { PluginDefinition } from "../skel/skel.js";
 
-for (const [name, entry] of Object.entries(PROGRAMS)) {
-  if (!entry.versions) continue;
+for (const [name, entry] of Object.entries(PLUGINS)) {
   test(`${name}: registry versions and about match the plugin`, async () => {
     const mod = (await entry.load()) as { plugin?: PluginDefinition };
     assert.ok(mod.plugin, `${name} exports its PluginDefinition as \`plugin\``);
-    assert.deepEqual([...mod.plugin.versionInfo.supportedVersions], [...entry.versions!]);
+    assert.deepEqual([...mod.plugin.versionInfo.supportedVersions], [...entry.versions]);
     assert.equal(mod.plugin.about, aboutText(name));
   });
 }

@@ -1,5 +1,5 @@
 /**
- * The programs the multicall executable can be (programs.ts) and how each is loaded. Only names, VERSION
+ * The plugins the multicall executable can be (programs.ts) and how each is loaded. Only names, VERSION
  * answers and loaders live here, so a VERSION probe is answered without loading any plugin code (the C launcher's
  * table is generated from the same answers by scripts/link-bins.mjs).
  * @module
@@ -7,14 +7,14 @@
 import { CURRENT_VERSION } from "../spec/versions.js";
 import { PLUGIN_VERSIONS, type PluginName } from "./programs.js";
 
-export interface ProgramEntry {
-  /** Loads the program's module: a plugin exports `plugin` (a PluginDefinition); cnitool `main()`. */
-  load: () => Promise<{ main?: () => Promise<void>; plugin?: unknown }>;
-  /** Versions a plugin supports, for answering VERSION before loading it; absent for non-plugins. */
-  versions?: readonly string[];
+/** A plugin: how its module is loaded, and the versions it answers VERSION with before that. */
+export interface PluginEntry {
+  /** Loads the plugin's module, which exports `plugin` (a PluginDefinition). */
+  load: () => Promise<{ plugin?: unknown }>;
+  versions: readonly string[];
 }
 
-const PLUGIN_LOADERS: Record<PluginName, ProgramEntry["load"]> = {
+const PLUGIN_LOADERS: Record<PluginName, PluginEntry["load"]> = {
   "host-local": () => import("../plugins/ipam/host-local/main.js"),
   static: () => import("../plugins/ipam/static/main.js"),
   loopback: () => import("../plugins/main/loopback/main.js"),
@@ -28,11 +28,9 @@ const PLUGIN_LOADERS: Record<PluginName, ProgramEntry["load"]> = {
   vrf: () => import("../plugins/meta/vrf/main.js"),
 };
 
-/** Every program by name, with its loader (and, for a plugin, its versions). */
-export const PROGRAMS: Record<string, ProgramEntry> = {
-  cnitool: { load: () => import("./cnitool.js") },
-  ...Object.fromEntries(Object.entries(PLUGIN_LOADERS).map(([name, load]) => [name, { load, versions: PLUGIN_VERSIONS[name as PluginName] }])),
-};
+/** Every plugin by type (cnitool, the one other program, is loaded by main.ts). */
+export const PLUGINS: Record<string, PluginEntry> = Object.fromEntries(
+  Object.entries(PLUGIN_LOADERS).map(([name, load]) => [name, { load, versions: PLUGIN_VERSIONS[name as PluginName] }]));
 
 /** A plugin's about text (what it prints with no CNI_COMMAND), answered without loading it. */
 export const aboutText = (name: string): string => `CNI ${name} plugin (tscni)`;

@@ -1,7 +1,8 @@
 /**
  * cnitool: run a network configuration by hand, command-compatible with upstream cnitool
  * (`cnitool add|check|del|status|gc <network> <netns>`, NETCONFPATH, CNI_PATH, CAP_ARGS, CNI_ARGS, CNI_IFNAME),
- * plus `list`, `validate` and `version` for looking around.
+ * plus `list`, `validate` and `version` for looking around, `network` (podman-style network management, see
+ * network.ts) and `pod` (named namespaces attached through the runtime's pod network manager, see pod.ts).
  * @module
  */
 import { createHash } from "node:crypto";
@@ -12,6 +13,10 @@ import { marshalResult } from "../spec/result/index.js";
 import { splitPathList } from "../invoke/find.js";
 import { CNIConfig, type RuntimeConf } from "../libcni/api.js";
 import { loadAllNetworks, loadConfList } from "../libcni/conf.js";
+import { DEFAULT_CACHE_DIR } from "../libcni/cache.js";
+import type { PluginExec } from "../invoke/exec.js";
+import { addNetworkCommands } from "./network.js";
+import { addPodCommands } from "./pod.js";
 
 export const DEFAULT_NETCONFPATH = "/etc/cni/net.d";
 
@@ -95,11 +100,16 @@ function reportMissingArgsLikeCobra(cmd: Command): void {
   });
 }
 
-/** Builds the command line program; `io` makes it testable in-process. */
 /** Adds commands to cnitool that live in a higher layer (e.g. `install`, which needs the program registry). */
 export type CommandExtension = (program: Command, io: Io) => void;
 
-export function buildProgram(io: Io, extensions: readonly CommandExtension[] = []): Command {
+/** What the layer running cnitool provides: how the pod commands' manager runs plugins (default: exec). */
+export interface CnitoolContext {
+  podPluginExec?: PluginExec;
+}
+
+/** Builds the command line program; `io` makes it testable in-process. */
+export function buildProgram(io: Io, extensions: readonly CommandExtension[] = [], context: CnitoolContext = {}): Command {
   const program = new Command("cnitool")
     .description("CNI Tool for managing network interfaces in a network namespace.\n" +
       "It executes a CNI configuration: add, check, remove, gc, or get status of an interface in an already-created network namespace.\n\n" +
@@ -158,13 +168,25 @@ export function buildProgram(io: Io, extensions: readonly CommandExtension[] = [
       const info = await cni.getVersionInfo(pluginType, callOpts);
       io.stdout(info.supportedVersions.join("\n") + "\n");
     });
+  const global = () => program.opts<GlobalOptions>();
+  const cacheDir = () => global().cacheDir || DEFAULT_CACHE_DIR;
+  addNetworkCommands(program, {
+    confDir: () => runtimeSetup(io, global()).netconfPath, cni: () => runtimeSetup(io, global()).cni, cacheDir, out: io.stdout,
+  });
+  addPodCommands(program, {
+    manager: () => ({
+      confDir: runtimeSetup(io, global()).netconfPath, pluginDirs: splitPathList(io.env["CNI_PATH"]), cacheDir: cacheDir(),
+      ...(context.podPluginExec ? { exec: context.podPluginExec } : {}),
+    }),
+    cacheDir, out: io.stdout,
+  });
   for (const extend of extensions) extend(program, io);
   return program;
 }
 
 /** Runs cnitool with `argv` (without node and script); resolves to the exit code. */
-export async function runCnitool(argv: string[], io: Io, extensions: readonly CommandExtension[] = []): Promise<number> {
-  const program = buildProgram(io, extensions);
+export async function runCnitool(argv: string[], io: Io, extensions: readonly CommandExtension[] = [], context: CnitoolContext = {}): Promise<number> {
+  const program = buildProgram(io, extensions, context);
   // No command at all: show the help and succeed, as upstream cnitool does.
   if (argv.length === 0) {
     io.stdout(program.helpInformation());
@@ -181,8 +203,8 @@ export async function runCnitool(argv: string[], io: Io, extensions: readonly Co
 }
 
 /** Runs cnitool in this process (its arguments, environment and stdio), with `extensions`. */
-export async function main(extensions: readonly CommandExtension[] = []): Promise<void> {
+export async function main(extensions: readonly CommandExtension[] = [], context: CnitoolContext = {}): Promise<void> {
   process.exitCode = await runCnitool(process.argv.slice(2), {
     env: process.env, cwd: process.cwd(), stdout: (s) => process.stdout.write(s), stderr: (s) => process.stderr.write(s),
-  }, extensions);
+  }, extensions, context);
 }

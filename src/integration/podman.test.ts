@@ -107,6 +107,27 @@ describe("podman with tscni's plugin directory", { skip }, () => {
   });
 
 
+  test("a network written by `cnitool network create` is listed and used by podman itself", async () => {
+    const made = `tcmade${tag}`;
+    const cnitool = (...args: string[]) => host.run(path.join(OUR_BIN, "cnitool"), args, { env: { ...process.env, NETCONFPATH: path.join(base, "net.d"), CNI_PATH: OUR_BIN } });
+    const created = await cnitool("network", "create", "--subnet", "10.218.0.0/24", made);
+    assert.equal(created.code, 0, created.stderr);
+    const ls = await podman(["network", "ls", "--format", "{{.Name}} {{.Driver}}"]);
+    assert.equal(ls.code, 0, ls.stderr);
+    assert.match(ls.stdout, new RegExp(`^${made} bridge$`, "m"));
+    const name = `tscni-made-${tag}`;
+    const r = await podmanScript([
+      `podman run --name ${name} --network ${made} localhost/tscni-test-${tag}:latest sh -c "ip -4 addr show eth0 && ping -c 1 -W 2 10.218.0.1"`,
+      "rc=$?",
+      `podman rm -f -t 0 ${name} >/dev/null || exit 11`,
+      "exit $rc",
+    ].join("\n"));
+    assert.equal(r.code, 0, r.stderr + r.stdout);
+    assert.match(r.stdout, /inet 10\.218\.0\.\d+\/24/);
+    const removed = await cnitool("network", "rm", made);
+    assert.equal(removed.code, 0, removed.stderr);
+  });
+
   test("a published port answers from the host, and removal leaves nothing behind", async () => {
     // One podman session (one mount namespace, where podman keeps the container's netns mount): start a web
     // server with a published port, fetch through the mapping from the host side, remove the container.

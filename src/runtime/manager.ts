@@ -8,13 +8,13 @@
  * @module
  */
 import { CniError, ErrorCode } from "../spec/errors.js";
-import { confListFromConf, parseConfList, parsePluginConfig, type NetworkConfigList } from "../spec/config.js";
-import { parseJson, isJsonObject } from "../spec/json.js";
-import { createResult, toCurrentResult, type Result } from "../spec/result/index.js";
+import type { NetworkConfigList } from "../spec/config.js";
+import type { Result } from "../spec/result/index.js";
 import { versionGreaterThanOrEqualTo } from "../spec/version.js";
 import type { PluginExec } from "../invoke/exec.js";
 import { CNIConfig, type RuntimeConf } from "../libcni/api.js";
-import { DEFAULT_CACHE_DIR, listCachedAttachments, type CachedAttachment } from "../libcni/cache.js";
+import { DEFAULT_CACHE_DIR, listCachedAttachments } from "../libcni/cache.js";
+import { cachedAddresses, cachedNetwork, cachedRuntimeConf, removeCachedAttachment } from "./attachments.js";
 import { ip } from "../net/links.js";
 import { NetNS, NetnsNotFoundError } from "../net/netns.js";
 import { NetworkDirectory, type ConfigFileError, type DirectorySnapshot } from "./network-directory.js";
@@ -130,12 +130,6 @@ export function assignInterfaces(networks: readonly PodNetworkRequest[]): Array<
     seen.set(n.ifName, n.name);
   }
   return out;
-}
-
-/** The network a cache entry was added with (a conflist, or a single plugin config turned into one). */
-function cachedList(entry: CachedAttachment): NetworkConfigList {
-  const raw = parseJson(entry.config);
-  return isJsonObject(raw) && "plugins" in raw ? parseConfList(entry.config) : confListFromConf(parsePluginConfig(entry.config));
 }
 
 /** The manager (see the module comment). `start()` before use, `close()` when done. */
@@ -269,12 +263,8 @@ export class PodNetworkManager {
       const done = new Set<string>();
       for (const entry of cached.reverse()) {
         done.add(`${entry.networkName}\0${entry.ifName}`);
-        const rt: RuntimeConf = {
-          containerID: pod.id, netNS: pod.netns || entry.netns || "", ifName: entry.ifName, args: entry.cniArgs ?? podCniArgs(pod),
-        };
-        if (entry.capabilityArgs) rt.capabilityArgs = entry.capabilityArgs;
         try {
-          await this.cni.delNetworkList(cachedList(entry), rt, this.callOptions());
+          await removeCachedAttachment(this.cni, entry, { netns: pod.netns, callOptions: this.callOptions() });
         } catch (e) {
           errors.push(`network "${entry.networkName}" (${entry.ifName}): ${(e as Error).message}`);
         }
@@ -298,10 +288,8 @@ export class PodNetworkManager {
   checkPod(pod: PodRef): Promise<void> {
     return this.locks.pod(podKey(pod), async () => {
       for (const entry of await listCachedAttachments(this.cacheDir, pod.id)) {
-        const rt: RuntimeConf = { containerID: pod.id, netNS: pod.netns, ifName: entry.ifName, args: entry.cniArgs ?? podCniArgs(pod) };
-        if (entry.capabilityArgs) rt.capabilityArgs = entry.capabilityArgs;
         try {
-          await this.cni.checkNetworkList(cachedList(entry), rt, this.callOptions());
+          await this.cni.checkNetworkList(cachedNetwork(entry), cachedRuntimeConf(entry, pod.netns), this.callOptions());
         } catch (e) {
           throw new PodNetworkError(`pod ${pod.namespace}/${pod.name}, network "${entry.networkName}" (${entry.ifName}): ${(e as Error).message}`, entry.networkName, e);
         }
@@ -322,7 +310,7 @@ export class PodNetworkManager {
       }
     }
     for (const entry of await listCachedAttachments(this.cacheDir, pod.id)) {
-      const addresses = entry.result ? (toCurrentResult(cachedResultOf(entry)).ips ?? []).map((i) => i.address) : [];
+      const addresses = cachedAddresses(entry);
       const status: PodAttachmentStatus = { network: entry.networkName, ifName: entry.ifName, addresses };
       if (opts.verify) {
         status.verified = false;
@@ -352,10 +340,8 @@ export class PodNetworkManager {
       const errors: string[] = [];
       const all = await listCachedAttachments(this.cacheDir);
       for (const entry of all.filter((e) => !valid.has(e.containerID))) {
-        const rt: RuntimeConf = { containerID: entry.containerID, netNS: entry.netns ?? "", ifName: entry.ifName, args: entry.cniArgs ?? [] };
-        if (entry.capabilityArgs) rt.capabilityArgs = entry.capabilityArgs;
         try {
-          await this.cni.delNetworkList(cachedList(entry), rt, this.callOptions());
+          await removeCachedAttachment(this.cni, entry, { callOptions: this.callOptions() });
           removed.push({ containerID: entry.containerID, network: entry.networkName, ifName: entry.ifName });
         } catch (e) {
           errors.push(`${entry.containerID} on "${entry.networkName}" (${entry.ifName}): ${(e as Error).message}`);
@@ -378,9 +364,3 @@ export class PodNetworkManager {
 
 /** The lock key of a pod: namespace and name, as ocicni keys it (so a pod's sandboxes never overlap). */
 const podKey = (pod: PodRef): string => `${pod.namespace}/${pod.name}`;
-
-/** The cached result of an entry, decoded in its own version. */
-function cachedResultOf(entry: CachedAttachment): Result {
-  const version = entry.result?.["cniVersion"];
-  return createResult(typeof version === "string" && version ? version : "1.1.0", entry.result);
-}
