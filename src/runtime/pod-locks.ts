@@ -9,32 +9,9 @@ import { createHash } from "node:crypto";
 import { mkdirSync } from "node:fs";
 import path from "node:path";
 import { lockFile, type HeldLock } from "../sys/flock.js";
+import { KeyedMutex } from "../sys/keyed-mutex.js";
 
-/** A FIFO mutex per key; keys with no holder and no waiter are forgotten. */
-export class KeyedMutex {
-  private readonly tails = new Map<string, Promise<void>>();
-
-  /** Runs `work` when every earlier `run` of the same key has settled. */
-  async run<T>(key: string, work: () => Promise<T>): Promise<T> {
-    const previous = this.tails.get(key) ?? Promise.resolve();
-    let done!: () => void;
-    const mine = new Promise<void>((resolve) => (done = resolve));
-    const tail = previous.then(() => mine);
-    this.tails.set(key, tail);
-    await previous;
-    try {
-      return await work();
-    } finally {
-      done();
-      if (this.tails.get(key) === tail) this.tails.delete(key);
-    }
-  }
-
-  /** Keys with an operation running or waiting. */
-  get busyKeys(): string[] {
-    return [...this.tails.keys()];
-  }
-}
+export { KeyedMutex };
 
 /** At most `limit` holders at once (no limit when undefined). */
 export class Semaphore {

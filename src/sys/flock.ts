@@ -10,6 +10,7 @@
 import { spawn } from "node:child_process";
 import { closeSync, fstatSync, openSync, statSync, unlinkSync } from "node:fs";
 import { setTimeout as sleep } from "node:timers/promises";
+import { KeyedMutex } from "./keyed-mutex.js";
 import { bindLibc } from "./libc.js";
 
 const LOCK_SH = 1;
@@ -47,9 +48,6 @@ export async function flockFd(fd: number, lockPath: string, opts: FlockOptions =
   // A failure here is the lock being held (EWOULDBLOCK) or an interrupted call: our own descriptor cannot be bad.
   for (let pause = 1; libc.flock(fd, op) !== 0; pause = Math.min(pause * 2, 50)) await sleep(pause);
 }
-
-/** Takes an exclusive flock on `fd` (see flockFd). */
-export const flockExclusive = (fd: number, lockPath: string): Promise<void> => flockFd(fd, lockPath);
 
 /** A lock held on a lock file: `release` unlocks it (and removes the file when asked, safely for other waiters). */
 export interface HeldLock {
@@ -91,4 +89,25 @@ export async function lockFile(lockPath: string, opts: FlockOptions = {}): Promi
     }
     closeSync(fd);
   }
+}
+
+const inProcess = new KeyedMutex();
+
+/**
+ * Runs `fn` holding an exclusive flock on the file `open()` opens (closed afterwards, which releases the lock).
+ * Callers in this process queue in order without polling; other processes are waited for with flockFd.
+ */
+export function withFlock<T>(lockPath: string, open: () => number, fn: () => T | Promise<T>,
+  lockError: (e: Error) => Error = (e) => e): Promise<T> {
+  return inProcess.run(lockPath, async () => {
+    const fd = open();
+    try {
+      await flockFd(fd, lockPath).catch((e: Error) => {
+        throw lockError(e);
+      });
+      return await fn();
+    } finally {
+      closeSync(fd);
+    }
+  });
 }

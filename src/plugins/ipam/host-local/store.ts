@@ -18,7 +18,7 @@ import { CniError, ErrorCode } from "../../../spec/errors.js";
 import { tryParseIP, type IPAddress } from "../../../spec/ip.js";
 import type { GCAttachment } from "../../../spec/config.js";
 import type { StoreLocation } from "./config.js";
-import { flockExclusive } from "../../../sys/flock.js";
+import { withFlock } from "../../../sys/flock.js";
 
 const LAST_IP_FILE_PREFIX = "last_reserved_ip.";
 const LOCK_FILE = "lock";
@@ -45,15 +45,6 @@ const ioError = (what: string, e: unknown): CniError => new CniError(ErrorCode.I
 /** The content of an IP file for (id, ifname), and the old id-only content. */
 const ownerKey = (id: string, ifname: string): string => id.trim() + LINE_BREAK + ifname;
 const legacyKey = (id: string): string => id.trim();
-
-/** Takes `flock(LOCK_EX)` on the open file description `fd` (a CNI error code 5 if it cannot). */
-async function lockFile(fd: number, lockPath: string): Promise<void> {
-  try {
-    await flockExclusive(fd, lockPath);
-  } catch (e) {
-    throw new CniError(ErrorCode.IOFailure, (e as Error).message);
-  }
-}
 
 export class DiskStore implements IPStore {
   private constructor(readonly dir: string) {}
@@ -82,19 +73,16 @@ export class DiskStore implements IPStore {
     return path.join(this.dir, LAST_IP_FILE_PREFIX + rangeID);
   }
 
-  async withLock<T>(fn: () => T | Promise<T>): Promise<T> {
-    let fd: number;
-    try {
-      fd = this.openLockFile();
-    } catch (e) {
-      throw ioError(`failed to open ${this.lockPath}`, e);
-    }
-    try {
-      await lockFile(fd, this.lockPath);
-      return await fn();
-    } finally {
-      closeSync(fd); // the last descriptor of the description: releases the lock
-    }
+  withLock<T>(fn: () => T | Promise<T>): Promise<T> {
+    const open = () => {
+      try {
+        return this.openLockFile();
+      } catch (e) {
+        throw ioError(`failed to open ${this.lockPath}`, e);
+      }
+    };
+    // Closing the descriptor (the last one of its description) releases the lock.
+    return withFlock(this.lockPath, open, fn, (e) => new CniError(ErrorCode.IOFailure, e.message));
   }
 
   reserve(id: string, ifname: string, ip: IPAddress, rangeID: string): boolean {

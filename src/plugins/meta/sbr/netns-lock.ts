@@ -3,26 +3,18 @@
  * concurrent calls for the same container (ours or Go's) take turns.
  * @module
  */
-import { closeSync, constants, openSync } from "node:fs";
+import { constants, openSync } from "node:fs";
 import { CniError, ErrorCode } from "../../../spec/errors.js";
-import { flockExclusive } from "../../../sys/flock.js";
+import { withFlock } from "../../../sys/flock.js";
 
 /** Runs `fn` holding an exclusive flock on `nsPath` (opened O_CREAT|O_RDONLY, as Go's filemutex does). */
-export async function withNetnsLock<T>(nsPath: string, fn: () => Promise<T>): Promise<T> {
-  let fd: number;
-  try {
-    fd = openSync(nsPath, constants.O_CREAT | constants.O_RDONLY, 0o600);
-  } catch (e) {
-    throw new CniError(ErrorCode.IOFailure, `failed to open ${nsPath} to lock it: ${(e as Error).message}`);
-  }
-  try {
+export function withNetnsLock<T>(nsPath: string, fn: () => Promise<T>): Promise<T> {
+  const open = () => {
     try {
-      await flockExclusive(fd, nsPath);
+      return openSync(nsPath, constants.O_CREAT | constants.O_RDONLY, 0o600);
     } catch (e) {
-      throw new CniError(ErrorCode.IOFailure, (e as Error).message);
+      throw new CniError(ErrorCode.IOFailure, `failed to open ${nsPath} to lock it: ${(e as Error).message}`);
     }
-    return await fn();
-  } finally {
-    closeSync(fd);
-  }
+  };
+  return withFlock(nsPath, open, fn, (e) => new CniError(ErrorCode.IOFailure, e.message));
 }
