@@ -1,6 +1,6 @@
 // containerd's CRI (kubelet's path): RunPodSandbox + StopPodSandbox + RemovePodSandbox against a private containerd
 // whose CNI bin_dir is one plugin directory, once with ours and once with Go's. Uses the end-to-end test's
-// private-containerd rig (dist/integration/containerd.js); the caller runs this inside the benchmark's own host
+// private-containerd rig (dist-test/testing/containerd.js); the caller runs this inside the benchmark's own host
 // namespace, so each containerd only gets a private mount namespace here.
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
@@ -8,7 +8,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
-const rig = await import(path.join(ROOT, "dist/integration/containerd.js"));
+const rig = await import(path.join(ROOT, "dist-test/testing/containerd.js"));
 const CACHE = "/var/lib/cni/results";
 const POD_NAMESPACE = "tscni-bench";
 

@@ -15,6 +15,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { podmanAvailable, setupPodman } from "./podman.mjs";
 import { CONTAINERD_CHAIN, containerdSkipReason, setupContainerd } from "./containerd.mjs";
+import { runPods } from "./pods.mjs";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const OURS = path.join(ROOT, "dist/bin");
@@ -206,13 +207,43 @@ async function inside() {
     rss = { ours: peakRss(OURS, "ours"), go: peakRss(GO, "go") };
     console.log(`peak RSS bridge ADD: ours ${rss.ours} KiB, Go ${rss.go} KiB`);
   }
+  const pods = [];
+  if (selected("pods at once")) {
+    for (const n of [100, 200]) {
+      for (const [impl, binDir] of n % 200 ? [["go", GO], ["ours", OURS]] : [["ours", OURS], ["go", GO]]) {
+        const r = await runPods({ binDir, impl, pods: n, scratch });
+        pods.push({ n, impl, ...r });
+        console.log(`${n} pods at once (${impl}): setup ${r.setupMs.toFixed(0)} ms, teardown ${r.teardownMs.toFixed(0)} ms, failures ${r.failures}, leftovers ${r.leftovers}, peak ${Math.round(r.peakRssKiB / 1024)} MiB`);
+      }
+    }
+  }
   const containerd = containerdSkip && selected(CONTAINERD_ROW)
     ? `containerd sandbox run+stop+remove: not measured (${containerdSkip}; \`apt-get install containerd runc gcc libc6-dev\` enables it).`
     : "";
-  return { rows, rss, podman, containerd };
+  return { rows, rss, podman, containerd, pods };
 }
 
-function report({ rows, rss, podman, containerd }) {
+/** The pods table: one row per (pod count, implementation), ratios against Go at the same count. */
+function podsTable(pods) {
+  if (!pods.length) return [];
+  const go = (n) => pods.find((p) => p.n === n && p.impl === "go");
+  const ratio = (a, b) => (b ? (a / b).toFixed(2) : "-");
+  return [
+    "## Pods at once through PodNetworkManager (the seed's iSulad scenario)",
+    "",
+    "N pods set up at once, then torn down at once, by one tscni/runtime PodNetworkManager (under Bun) on the chain bridge + host-local,",
+    "portmap (a published port per pod), firewall, tuning: ours run in the manager's process, Go's exec'd per call. Peak memory: every",
+    "process of the run together (the manager and all plugin and tool processes), sampled from /proc every 20 ms.",
+    "",
+    "| pods | plugins | setup (ms) | teardown (ms) | setup / Go | teardown / Go | failures | leftovers | peak memory (MiB) | memory / Go |",
+    "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ...pods.map((p) => `| ${p.n} | ${p.impl} | ${p.setupMs.toFixed(0)} | ${p.teardownMs.toFixed(0)} | ${ratio(p.setupMs, go(p.n)?.setupMs)} | ` +
+      `${ratio(p.teardownMs, go(p.n)?.teardownMs)} | ${p.failures} | ${p.leftovers} | ${Math.round(p.peakRssKiB / 1024)} | ${ratio(p.peakRssKiB, go(p.n)?.peakRssKiB)} |`),
+    "",
+  ];
+}
+
+function report({ rows, rss, podman, containerd, pods = [] }) {
   const m = machine();
   const lines = [
     "# Benchmarks",
@@ -239,6 +270,7 @@ function report({ rows, rss, podman, containerd }) {
     "",
     containerd,
     "",
+    ...podsTable(pods),
   ];
   mkdirSync(path.dirname(OUT), { recursive: true });
   writeFileSync(OUT, lines.join("\n"));

@@ -1,0 +1,83 @@
+// The seed's iSulad scenario: N pods set up at once through PodNetworkManager on the default chain (bridge +
+// host-local, portmap, firewall, tuning), then torn down at once; once with our plugins (run in the manager's
+// process) and once with Debian's Go plugins (exec'd) through the same manager, under the same runtime (Bun).
+// Measures each phase's wall time, failures, what is left behind, and the peak memory of every process of the run
+// together (the manager and all plugin and tool processes it starts, sampled from /proc). The caller runs this
+// inside the benchmark's own host namespace.
+import { execFileSync, spawn } from "node:child_process";
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
+const BUN = path.join(ROOT, "node_modules/.bin/bun");
+
+/** RSS in KiB of every process whose ancestry includes `root`, summed. */
+function treeRss(root) {
+  const parent = new Map();
+  const rss = new Map();
+  for (const name of readdirSync("/proc")) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      const stat = readFileSync(`/proc/${name}/stat`, "utf8");
+      parent.set(Number(name), Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]));
+      const m = /VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${name}/status`, "utf8"));
+      rss.set(Number(name), m ? Number(m[1]) : 0);
+    } catch { /* gone meanwhile */ }
+  }
+  let total = 0;
+  for (const pid of rss.keys()) {
+    for (let p = pid, hops = 0; p && hops < 64; p = parent.get(p), hops++) {
+      if (p === root) {
+        total += rss.get(pid);
+        break;
+      }
+    }
+  }
+  return total;
+}
+
+/** What a run left in the host namespace and its state dirs. */
+function leftovers(state, subnetPrefix) {
+  const mine = (l) => /bench-/.test(l) || l.includes(subnetPrefix);
+  const veths = execFileSync("ip", ["-json", "link", "show", "type", "veth"], { encoding: "utf8" });
+  const nat = execFileSync("iptables-save", ["-t", "nat"], { encoding: "utf8" }).split("\n").filter(mine);
+  const filter = execFileSync("iptables-save", ["-t", "filter"], { encoding: "utf8" }).split("\n").filter(mine);
+  const ipam = existsSync(state.ipam) ? readdirSync(state.ipam, { recursive: true }).filter((f) => /\d+\.\d+\.\d+\.\d+$/.test(String(f))) : [];
+  const cache = existsSync(path.join(state.cache, "results")) ? readdirSync(path.join(state.cache, "results")) : [];
+  const netns = readdirSync("/run/netns").filter((n) => n.startsWith("tbp-"));
+  return JSON.parse(veths || "[]").length + nat.length + filter.length + ipam.length + cache.length + netns.length;
+}
+
+/** Runs the scenario once for one plugin dir; resolves to { setupMs, teardownMs, failures, leftovers, peakRssKiB }. */
+export async function runPods({ binDir, impl, pods, scratch }) {
+  const base = path.join(scratch, `pods-${impl}-${pods}`);
+  const state = { conf: path.join(base, "net.d"), cache: path.join(base, "cache"), ipam: path.join(base, "ipam") };
+  mkdirSync(state.conf, { recursive: true });
+  writeFileSync(path.join(state.conf, "10-bench.conflist"), JSON.stringify({
+    cniVersion: "1.0.0", name: `bench-pods-${impl}`,
+    plugins: [
+      { type: "bridge", bridge: `bpod${impl[0]}0`, isGateway: true, ipMasq: true, hairpinMode: true,
+        ipam: { type: "host-local", ranges: [[{ subnet: impl === "ours" ? "10.246.0.0/16" : "10.247.0.0/16" }]], routes: [{ dst: "0.0.0.0/0" }], dataDir: state.ipam } },
+      { type: "portmap", capabilities: { portMappings: true } },
+      { type: "firewall" },
+      { type: "tuning" },
+    ],
+  }));
+  const args = JSON.stringify({ binDir, pods, confDir: state.conf, cacheDir: state.cache, inProcess: impl === "ours", tag: `${impl[0]}${pods}` });
+  const child = spawn(BUN, [path.join(ROOT, "bench/pod-driver.mjs"), args], { stdio: ["ignore", "pipe", "inherit"] });
+  let peak = 0;
+  const sampler = setInterval(() => (peak = Math.max(peak, treeRss(child.pid))), 20);
+  let out = "";
+  child.stdout.on("data", (b) => (out += b));
+  const code = await new Promise((resolve) => child.on("close", resolve));
+  clearInterval(sampler);
+  if (code !== 0) throw new Error(`pod driver (${impl}) exited with ${code}: ${out}`);
+  const r = JSON.parse(out.trim().split("\n").pop());
+  const row = { ...r, failures: r.setupFailures + r.teardownFailures, leftovers: leftovers(state, impl === "ours" ? "10.246." : "10.247."), peakRssKiB: peak };
+  try {
+    execFileSync("ip", ["link", "delete", `bpod${impl[0]}0`], { stdio: "ignore" });
+  } catch { /* no bridge */ }
+  rmSync(base, { recursive: true, force: true });
+  return row;
+}
