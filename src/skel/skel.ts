@@ -5,6 +5,7 @@
  * @module
  */
 import { statSync } from "node:fs";
+import { Writable } from "node:stream";
 import { CniError, ErrorCode } from "../spec/errors.js";
 import type { GoType } from "../spec/go-decode.js";
 import { isJsonObject, jsonKindName, parseJson } from "../spec/json.js";
@@ -28,6 +29,8 @@ export interface CmdArgs {
    * in-process runs share one process between many calls).
    */
   env: Readonly<Record<string, string | undefined>>;
+  /** This call's stderr (warnings, delegates' diagnostics): never process.stderr, for the same reason. */
+  stderr: Writable;
 }
 
 /**
@@ -224,6 +227,7 @@ export async function runPlugin(funcs: PluginFuncs, info: VersionInfo, about: st
       const args: CmdArgs = {
         containerID: values.CNI_CONTAINERID, netns: values.CNI_NETNS, ifName: values.CNI_IFNAME, args: values.CNI_ARGS,
         path: values.CNI_PATH, netnsOverride: values.CNI_NETNS_OVERRIDE, stdinData: stdin, env: io.env,
+        stderr: new Writable({ write: (chunk: Buffer, _enc, done) => (io.writeStderr(chunk.toString()), done()) }),
       };
       const output = await handler(args);
       if (typeof output === "string") io.writeStdout(output);

@@ -26,10 +26,10 @@ export interface FlockOptions {
   shared?: boolean;
 }
 
-function flockWithTool(fd: number, lockPath: string, shared: boolean): Promise<void> {
+function flockWithTool(fd: number, lockPath: string, shared: boolean, nonblock = false): Promise<void> {
   return new Promise((resolve, reject) => {
     const fail = (msg: string) => reject(new Error(`failed to lock ${lockPath}: ${msg}`));
-    const child = spawn("flock", [shared ? "--shared" : "--exclusive", "0"], { stdio: [fd, "ignore", "pipe"] });
+    const child = spawn("flock", [shared ? "--shared" : "--exclusive", ...(nonblock ? ["--nonblock"] : []), "0"], { stdio: [fd, "ignore", "pipe"] });
     let stderr = "";
     child.stderr!.on("data", (b: Buffer) => (stderr += b.toString()));
     child.on("error", (e) => fail(`cannot run flock(1) from util-linux: ${e.message}`));
@@ -47,6 +47,13 @@ export async function flockFd(fd: number, lockPath: string, opts: FlockOptions =
   const op = (opts.shared ? LOCK_SH : LOCK_EX) | LOCK_NB;
   // A failure here is the lock being held (EWOULDBLOCK) or an interrupted call: our own descriptor cannot be bad.
   for (let pause = 1; libc.flock(fd, op) !== 0; pause = Math.min(pause * 2, 50)) await sleep(pause);
+}
+
+/** Takes an exclusive flock on `fd` if it is free now; false when another holder has it. */
+export async function tryFlockFd(fd: number, lockPath: string): Promise<boolean> {
+  const libc = await (ffiFlock ??= bindLibc<{ flock: FlockFn }>({ flock: { args: ["i32", "i32"], returns: "i32" } }));
+  if (libc) return libc.flock(fd, LOCK_EX | LOCK_NB) === 0;
+  return flockWithTool(fd, lockPath, false, true).then(() => true, () => false);
 }
 
 /** A lock held on a lock file: `release` unlocks it (and removes the file when asked, safely for other waiters). */

@@ -20,7 +20,7 @@ export const ipamType = (conf: PluginConf): string => (typeof conf.ipam?.type ==
 export async function ipamAdd(conf: PluginConf, args: CmdArgs, requireIPs = true): Promise<Result100> {
   let result: Result100;
   try {
-    result = toCurrentResult(await delegateAdd(ipamType(conf), args.stdinData, { env: args.env }));
+    result = toCurrentResult(await delegateAdd(ipamType(conf), args.stdinData, { env: args.env, stderr: args.stderr }));
     if (requireIPs && !result.ips?.length) throw new UnknownOutcomeError("IPAM plugin returned missing IP config");
   } catch (e) {
     if (e instanceof UnknownOutcomeError) await ipamDel(conf, args).catch(() => undefined);
@@ -29,7 +29,7 @@ export async function ipamAdd(conf: PluginConf, args: CmdArgs, requireIPs = true
   return result;
 }
 
-export const ipamDel = (conf: PluginConf, args: CmdArgs): Promise<void> => delegateDel(ipamType(conf), args.stdinData, { env: args.env });
-export const ipamCheck = (conf: PluginConf, args: CmdArgs): Promise<void> => delegateCheck(ipamType(conf), args.stdinData, { env: args.env });
-export const ipamStatus = (conf: PluginConf, args: CmdArgs): Promise<void> => delegateStatus(ipamType(conf), args.stdinData, { env: args.env });
-export const ipamGC = (conf: PluginConf, args: CmdArgs): Promise<void> => delegateGC(ipamType(conf), args.stdinData, { env: args.env });
+export const ipamDel = (conf: PluginConf, args: CmdArgs): Promise<void> => delegateDel(ipamType(conf), args.stdinData, { env: args.env, stderr: args.stderr });
+export const ipamCheck = (conf: PluginConf, args: CmdArgs): Promise<void> => delegateCheck(ipamType(conf), args.stdinData, { env: args.env, stderr: args.stderr });
+export const ipamStatus = (conf: PluginConf, args: CmdArgs): Promise<void> => delegateStatus(ipamType(conf), args.stdinData, { env: args.env, stderr: args.stderr });
+export const ipamGC = (conf: PluginConf, args: CmdArgs): Promise<void> => delegateGC(ipamType(conf), args.stdinData, { env: args.env, stderr: args.stderr });

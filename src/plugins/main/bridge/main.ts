@@ -157,7 +157,7 @@ async function del(args: CmdArgs): Promise<void> {
   const addresses = await removeContainerLink(n.conf, args.netns, args.ifName);
   if (ipamType(n.conf)) await ipamDel(n.conf, args);
   if (n.macspoofchk) {
-    await teardownSpoofCheck(refIdOf(args)).catch((e: Error) => process.stderr.write(`bridge: ${e.message}\n`));
+    await teardownSpoofCheck(refIdOf(args)).catch((e: Error) => args.stderr.write(`bridge: ${e.message}\n`));
   }
   if (ipamType(n.conf) && n.ipMasq) await teardownIPMasq(masqTarget(n, args, addresses));
 }

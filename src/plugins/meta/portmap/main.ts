@@ -30,7 +30,8 @@ import { forgetForwarding, recordedContainers, recordForwarding } from "./record
 
 const PROBES = { iptables: iptablesUsable, nftables: nftablesUsable };
 
-const log = (msg: string) => process.stderr.write(`portmap: ${msg}\n`);
+/** A warning on this call's stderr. */
+const warn = (args: CmdArgs, msg: string) => args.stderr.write(`portmap: ${msg}\n`);
 
 /** One forwarding target per family the container has an address in. */
 function targetsOf(n: PortMapConf, args: CmdArgs, prev: Result): ForwardTarget[] {
@@ -39,10 +40,10 @@ function targetsOf(n: PortMapConf, args: CmdArgs, prev: Result): ForwardTarget[]
 }
 
 /** Removes a container's forwarding with a backend (no addresses needed: iptables by chain hash, nftables by ID). */
-async function unforward(backend: PortMapBackend, n: PortMapConf, containerID: string): Promise<void> {
-  if (backend === "iptables") return unforwardIptables(n.conf.name, containerID);
-  await unforwardNftables([containerID]);
-  await forgetForwarding(n.dataDir, n.conf.name, containerID).catch((e: Error) => log(`cannot remove the GC record: ${e.message}`));
+async function unforward(backend: PortMapBackend, n: PortMapConf, args: CmdArgs): Promise<void> {
+  if (backend === "iptables") return unforwardIptables(n.conf.name, args.containerID);
+  await unforwardNftables([args.containerID]);
+  await forgetForwarding(n.dataDir, n.conf.name, args.containerID).catch((e: Error) => warn(args, `cannot remove the GC record: ${e.message}`));
 }
 
 /**
@@ -63,14 +64,14 @@ async function enableLocalnetRouting(container: IPCidr): Promise<void> {
  * Forgets tracked UDP flows to the mapped host ports, per family, so they stop going to an old destination.
  * Failures are only logged; without the conntrack tool there is nothing to do.
  */
-async function forgetUdpFlows(mappings: readonly PortMapping[], families: readonly IPFamily[]): Promise<void> {
+async function forgetUdpFlows(args: CmdArgs, mappings: readonly PortMapping[], families: readonly IPFamily[]): Promise<void> {
   const ports = [...new Set(mappings.filter((m) => m.protocol === "udp").map((m) => m.hostPort))];
   for (const family of families) {
     for (const port of ports) {
       try {
         if (!(await deleteFlowsToPort("udp", port, family))) return;
       } catch (e) {
-        log(`failed to delete stale UDP conntrack entries for port ${port} (IPv${family}): ${(e as Error).message}`);
+        warn(args, `failed to delete stale UDP conntrack entries for port ${port} (IPv${family}): ${(e as Error).message}`);
       }
     }
   }
@@ -89,16 +90,16 @@ async function add(args: CmdArgs): Promise<Result> {
     // Recorded first, so that a crash part-way leaves nothing GC cannot find. Without the record only GC
     // misses this container, so a failure to write it does not fail the ADD.
     if (backend === "nftables") {
-      await recordForwarding(n.dataDir, n.conf.name, args.containerID).catch((e: Error) => log(`cannot record the forwarding for GC: ${e.message}`));
+      await recordForwarding(n.dataDir, n.conf.name, args.containerID).catch((e: Error) => warn(args, `cannot record the forwarding for GC: ${e.message}`));
     }
     for (const t of targets) await (backend === "iptables" ? forwardIptables(t) : forwardNftables(t));
     const v4 = targets.find((t) => t.container.ip.family === 4);
     if (n.snat && v4) await enableLocalnetRouting(v4.container);
   } catch (e) {
-    await unforward(backend, n, args.containerID).catch((u: Error) => log(`cleaning up after a failed ADD: ${u.message}`));
+    await unforward(backend, n, args).catch((u: Error) => warn(args, `cleaning up after a failed ADD: ${u.message}`));
     throw e;
   }
-  await forgetUdpFlows(n.mappings, targets.map((t) => t.container.ip.family));
+  await forgetUdpFlows(args, n.mappings, targets.map((t) => t.container.ip.family));
   return prev;
 }
 
@@ -107,8 +108,8 @@ async function del(args: CmdArgs): Promise<void> {
   const n = loadPortMapConf(args.stdinData, { forDel: true });
   if (n.mappings.length === 0) return;
   const backend = await chooseBackend(n, PROBES);
-  await unforward(backend, n, args.containerID);
-  await forgetUdpFlows(n.mappings, [4, 6]);
+  await unforward(backend, n, args);
+  await forgetUdpFlows(args, n.mappings, [4, 6]);
 }
 
 async function check(args: CmdArgs): Promise<void> {

@@ -54,7 +54,7 @@ async function add(args: CmdArgs): Promise<Result100> {
     const plan = planSbrAdd(ips, state, settingsOf(n, args.ifName));
     await applySteps(ns, plan.steps, `set up source-based routing for ${args.ifName}`);
     await runIpCommands(ns, plan.bestEffort, `add source hints for ${args.ifName}`, { force: true })
-      .catch((e: Error) => process.stderr.write(`sbr: warning: ${e.message}\n`));
+      .catch((e: Error) => args.stderr.write(`sbr: warning: ${e.message}\n`));
   });
   return n.prevResult;
 }

@@ -117,7 +117,7 @@ async function del(args: CmdArgs): Promise<void> {
   } catch {
     const errors = await restoreOneByOne(ns, args.ifName, saved);
     if (errors.length) {
-      process.stderr.write(`tuning: could not restore ${args.ifName} from ${file}: ${errors.join("; ")}\n`);
+      args.stderr.write(`tuning: could not restore ${args.ifName} from ${file}: ${errors.join("; ")}\n`);
       return;
     }
   }

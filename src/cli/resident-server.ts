@@ -1,0 +1,204 @@
+/**
+ * The resident server (`cnitool daemon`): every plugin loaded once, plugin calls served on a unix socket for the
+ * C launcher (protocol: resident-protocol.ts), so a call costs no JavaScript start-up. Its rules:
+ * - it serves only peers with uid 0 (SO_PEERCRED) in its own network and mount namespaces, and only launchers
+ *   of its own build; anyone else is told to run the plugin itself (the launcher then execs it, as without a
+ *   server), before anything of the call has been sent;
+ * - a request's environment reaches the plugin only through its CmdArgs (nothing on the request path reads
+ *   process.env or the cwd), namespaces are entered only in synchronous sections, and a plugin that throws, gets
+ *   bad input or runs past the request timeout fails that request alone;
+ * - one server per socket (a lock file beside it); the socket's directory is 0700 and the socket 0600; SIGTERM
+ *   lets the calls under way finish, then exits. It can take its listening socket from systemd (LISTEN_FDS).
+ * @module
+ */
+import { chmodSync, closeSync, mkdirSync, openSync, readFileSync, rmSync } from "node:fs";
+import net from "node:net";
+import path from "node:path";
+import { tryFlockFd } from "../sys/flock.js";
+import { peerCredentials, sharesNamespace } from "../sys/peer.js";
+import { setDefaultExec } from "../invoke/plugin.js";
+import { CniError, ErrorCode } from "../spec/errors.js";
+import { runPlugin, type PluginDefinition } from "../skel/skel.js";
+import { MulticallExec } from "./inprocess.js";
+import {
+  ACCEPT, ByteReader, encodeRefusal, exitFrame, frame, readHello, readRequest, TAG_STDERR, TAG_STDOUT, type ResidentRequest,
+} from "./resident-protocol.js";
+import { PLUGINS } from "./registry.js";
+import { selfExecutable } from "./self.js";
+
+/** Where the server listens unless told otherwise. */
+export const DEFAULT_SOCKET = "/run/tscni/plugins.sock";
+
+/** How a server is run. */
+export interface ResidentServerOptions {
+  socketPath?: string;
+  /** A listening socket inherited from systemd (socket activation) instead of creating `socketPath`. */
+  listenFd?: number;
+  /** The build the server belongs to (launchers of another build are refused); default: dist/build-id. */
+  buildId?: string;
+  /** A call running longer than this fails with code 999 (its work may go on; default 5 minutes). */
+  requestTimeoutMs?: number;
+  /** Diagnostics (default: stderr). */
+  log?: (line: string) => void;
+}
+
+/** A running server. */
+export interface ResidentServer {
+  socketPath: string;
+  /** Calls being served now. */
+  readonly inFlight: number;
+  /** Stops accepting, lets the calls under way finish, releases the socket. */
+  close(): Promise<void>;
+}
+
+/** The build ID written by scripts/link-bins.mjs next to the program. */
+export function readBuildId(): string {
+  const self = selfExecutable();
+  if (!self) return "";
+  try {
+    return readFileSync(path.join(path.dirname(self), "build-id"), "utf8").trim();
+  } catch {
+    return "";
+  }
+}
+
+/** Why a peer is not served, or undefined when it is. */
+async function refusal(socket: net.Socket, clientBuild: string, buildId: string): Promise<string | undefined> {
+  if (!buildId || clientBuild !== buildId) return `the server is build "${buildId}", the launcher "${clientBuild}"`;
+  const fd = (socket as unknown as { _handle?: { fd?: number } })._handle?.fd;
+  const peer = fd === undefined ? undefined : await peerCredentials(fd);
+  if (!peer) return "the peer's credentials cannot be read";
+  if (peer.uid !== 0) return `uid ${peer.uid} is not served (root only)`;
+  if (!(await sharesNamespace(peer.pid, "net"))) return "the caller is in another network namespace";
+  if (!(await sharesNamespace(peer.pid, "mnt"))) return "the caller is in another mount namespace";
+  return undefined;
+}
+
+/** Loads every plugin module once (a call then costs only its own work). */
+async function loadPlugins(): Promise<Map<string, PluginDefinition>> {
+  const loaded = new Map<string, PluginDefinition>();
+  for (const [name, entry] of Object.entries(PLUGINS)) {
+    const mod = (await entry.load()) as { plugin?: PluginDefinition };
+    if (mod.plugin) loaded.set(name, mod.plugin);
+  }
+  return loaded;
+}
+
+/** The program name of the health check (`cnitool daemon status`): answered with the build and the load. */
+export const HEALTH_PROGRAM = "tscni-health";
+
+/** Runs one call in this process, writing its reply frames; resolves to its exit status. */
+async function serveCall(plugins: Map<string, PluginDefinition>, req: ResidentRequest, timeoutMs: number, write: (b: Buffer) => void,
+  health: () => string): Promise<number> {
+  if (req.program === HEALTH_PROGRAM) {
+    write(frame(TAG_STDOUT, Buffer.from(health())));
+    return 0;
+  }
+  const plugin = plugins.get(req.program);
+  if (!plugin) {
+    write(frame(TAG_STDOUT, Buffer.from(new CniError(ErrorCode.Internal, `tscni resident server: unknown plugin "${req.program}"`).print())));
+    return 1;
+  }
+  let timer: NodeJS.Timeout | undefined;
+  const timedOut = new Promise<CniError>((resolve) => {
+    timer = setTimeout(() => resolve(new CniError(ErrorCode.Internal, `tscni resident server: ${req.program} ran longer than ${timeoutMs} ms`)), timeoutMs);
+  });
+  const stdout: string[] = [];
+  try {
+    const failure = await Promise.race([
+      runPlugin(plugin.funcs, plugin.versionInfo, plugin.about, {
+        env: req.env,
+        readStdin: async () => req.stdin,
+        writeStdout: (s) => stdout.push(s),
+        writeStderr: (s) => write(frame(TAG_STDERR, Buffer.from(s))),
+      }),
+      timedOut,
+    ]);
+    // Like a plugin process: its output, then the error (if any) as the last document on stdout.
+    if (failure) stdout.push(failure.print());
+    if (stdout.length) write(frame(TAG_STDOUT, Buffer.from(stdout.join(""))));
+    return failure ? 1 : 0;
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** Starts a server (see the module comment). Rejects when another server holds the socket. */
+export async function startResidentServer(opts: ResidentServerOptions = {}): Promise<ResidentServer> {
+  const socketPath = opts.socketPath ?? DEFAULT_SOCKET;
+  const buildId = opts.buildId ?? readBuildId();
+  const timeoutMs = opts.requestTimeoutMs ?? 5 * 60_000;
+  const log = opts.log ?? ((line: string) => process.stderr.write(`tscni daemon: ${line}\n`));
+
+  mkdirSync(path.dirname(socketPath), { recursive: true, mode: 0o700 });
+  chmodSync(path.dirname(socketPath), 0o700);
+  const lockFd = openSync(`${socketPath}.lock`, "a", 0o600);
+  if (!(await tryFlockFd(lockFd, `${socketPath}.lock`))) {
+    closeSync(lockFd);
+    throw new Error(`another tscni server serves ${socketPath}`);
+  }
+
+  const plugins = await loadPlugins();
+  // Plugins that delegate to plugins of ours run them in this process too.
+  setDefaultExec(new MulticallExec());
+
+  let inFlight = 0;
+  let idle: (() => void) | undefined;
+  const server = net.createServer({ allowHalfOpen: false }, (socket) => {
+    const reader = new ByteReader();
+    socket.on("data", (b: Buffer) => reader.push(b));
+    socket.on("end", () => reader.end());
+    socket.on("close", () => reader.end());
+    socket.on("error", () => reader.end());
+    void (async () => {
+      let served = false;
+      try {
+        const clientBuild = await readHello(reader);
+        const why = await refusal(socket, clientBuild, buildId);
+        if (why) {
+          socket.end(encodeRefusal(why));
+          return;
+        }
+        socket.write(Buffer.from([ACCEPT]));
+        const req = await readRequest(reader);
+        inFlight++;
+        served = true;
+        const status = await serveCall(plugins, req, timeoutMs, (b) => socket.write(b),
+          () => JSON.stringify({ build: buildId, plugins: [...plugins.keys()], inFlight: inFlight - 1 }) + "\n");
+        socket.end(exitFrame(status));
+      } catch (e) {
+        log(`a connection failed: ${(e as Error).message}`);
+        socket.destroy();
+      } finally {
+        if (served && --inFlight === 0) idle?.();
+      }
+    })();
+  });
+  server.on("error", (e) => log(`listening socket: ${e.message}`));
+
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    if (opts.listenFd !== undefined) {
+      server.listen({ fd: opts.listenFd }, resolve);
+    } else {
+      rmSync(socketPath, { force: true }); // a stale socket of a dead server (we hold the lock)
+      server.listen(socketPath, () => {
+        chmodSync(socketPath, 0o600);
+        resolve();
+      });
+    }
+  });
+
+  return {
+    socketPath,
+    get inFlight() {
+      return inFlight;
+    },
+    async close() {
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      if (inFlight > 0) await new Promise<void>((resolve) => (idle = resolve));
+      if (opts.listenFd === undefined) rmSync(socketPath, { force: true });
+      closeSync(lockFd);
+    },
+  };
+}
