@@ -24,15 +24,15 @@ export function addDaemonCommand(program: Command, io: Io): void {
   const daemon = program.command("daemon")
     .description("Serve plugin calls from a resident process (the launcher forwards to it; exec is the fallback)")
     .option("--socket <path>", "unix socket to listen on", DEFAULT_SOCKET)
-    .option("--timeout <seconds>", "fail a call that runs longer than this", "300")
-    .action(async (o: { socket: string; timeout: string }) => {
+    .option("--call-timeout <seconds>", "fail a call that runs longer than this", "300")
+    .action(async (o: { socket: string; callTimeout: string }) => {
       const log = (line: string) => io.stderr(`tscni daemon: ${line}\n`);
       // One bad call must never take the server down.
       process.on("uncaughtException", (e) => log(`uncaught: ${e.stack ?? e.message}`));
       process.on("unhandledRejection", (e) => log(`unhandled rejection: ${(e as Error)?.stack ?? String(e)}`));
       const listenFd = inheritedListenFd(io.env);
       const server = await startResidentServer({
-        socketPath: o.socket, requestTimeoutMs: Number(o.timeout) * 1000, log, ...(listenFd !== undefined ? { listenFd } : {}),
+        socketPath: o.socket, requestTimeoutMs: Number(o.callTimeout) * 1000, log, ...(listenFd !== undefined ? { listenFd } : {}),
       });
       log(`serving plugin calls on ${listenFd !== undefined ? "the socket systemd passed" : server.socketPath}`);
       await new Promise<void>((resolve) => {

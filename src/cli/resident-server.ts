@@ -143,6 +143,7 @@ export async function startResidentServer(opts: ResidentServerOptions = {}): Pro
   setDefaultExec(new MulticallExec());
 
   let inFlight = 0;
+  let servedCalls = 0;
   let idle: (() => void) | undefined;
   const server = net.createServer({ allowHalfOpen: false }, (socket) => {
     const reader = new ByteReader();
@@ -163,8 +164,9 @@ export async function startResidentServer(opts: ResidentServerOptions = {}): Pro
         const req = await readRequest(reader);
         inFlight++;
         served = true;
+        if (req.program !== HEALTH_PROGRAM) servedCalls++;
         const status = await serveCall(plugins, req, timeoutMs, (b) => socket.write(b),
-          () => JSON.stringify({ build: buildId, plugins: [...plugins.keys()], inFlight: inFlight - 1 }) + "\n");
+          () => JSON.stringify({ build: buildId, plugins: [...plugins.keys()], inFlight: inFlight - 1, served: servedCalls }) + "\n");
         socket.end(exitFrame(status));
       } catch (e) {
         log(`a connection failed: ${(e as Error).message}`);

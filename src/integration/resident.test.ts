@@ -1,0 +1,240 @@
+/**
+ * Resident mode: a `cnitool daemon` runs in a test-made host namespace (entered with nsenter, so the server and
+ * its callers share network and mount namespaces), and the launcher (dist/bin/<plugin>) forwards calls to it.
+ * Served calls give exactly what exec gives (200 concurrent mixed ADD/CHECK/DEL across 50 containers); a caller
+ * in another namespace, a non-root caller, a stale socket and a launcher of another build fall back to exec at
+ * once; a server killed during a call gives the caller CNI error 999 and the call never runs twice; a call that
+ * hangs past the timeout fails alone.
+ */
+import { describe, test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { spawn, type ChildProcess } from "node:child_process";
+import { chmodSync, existsSync, mkdirSync, readdirSync, writeFileSync } from "node:fs";
+import path from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
+import { Cleanup, OUR_BIN, ROOT, runCommand, runTag, skipReason, type Netns } from "../testing/harness.js";
+import { Host, ipIn } from "../testing/rig.js";
+
+const skip = skipReason(false, existsSync(path.join(ROOT, "dist/tscni")) ? undefined : "the C launcher is not built (no C compiler?)");
+if (skip) console.log(`# skipping resident-mode tests: ${skip}`);
+
+describe("resident mode", { skip }, () => {
+  const cleanup = new Cleanup();
+  const tag = runTag();
+  let host: Host;
+  let sockDir: string;
+  let socket: string;
+  let server: ChildProcess | undefined;
+
+  /** Starts the daemon in the host namespace (same mount namespace as the test); resolves when it serves. */
+  async function startServer(extra: string[] = []): Promise<ChildProcess> {
+    const child = spawn("nsenter", [`--net=${host.ns.path}`, "--", path.join(OUR_BIN, "cnitool"), "daemon", "--socket", socket, ...extra],
+      { stdio: ["ignore", "ignore", "pipe"] });
+    let log = "";
+    child.stderr!.on("data", (b: Buffer) => (log += b));
+    for (let i = 0; i < 100 && !log.includes("serving plugin calls"); i++) await sleep(50);
+    assert.match(log, /serving plugin calls/, log);
+    return child;
+  }
+  const stopServer = async (child: ChildProcess | undefined, signal: NodeJS.Signals = "SIGTERM") => {
+    if (!child || child.exitCode !== null || child.signalCode !== null) return;
+    const exited = new Promise((resolve) => child.once("exit", resolve));
+    child.kill(signal);
+    await exited;
+  };
+  const health = async () => {
+    const r = await runCommand("nsenter", [`--net=${host.ns.path}`, "--", path.join(OUR_BIN, "cnitool"), "daemon", "status", "--socket", socket]);
+    assert.equal(r.code, 0, r.stderr);
+    return JSON.parse(r.stdout) as { served: number; inFlight: number };
+  };
+
+  /** Runs a plugin through the launcher in the host namespace (nsenter: same mount namespace as the server). */
+  const call = (plugin: string, command: string, conf: unknown, env: Record<string, string>, opts: { via?: string[]; socketPath?: string } = {}) =>
+    runCommand(opts.via?.[0] ?? "nsenter", [...(opts.via?.slice(1) ?? [`--net=${host.ns.path}`, "--"]), path.join(OUR_BIN, plugin)], {
+      env: {
+        PATH: process.env["PATH"], TSCNI_RESIDENT_SOCKET: opts.socketPath ?? socket, TSCNI_DEBUG: "1", CNI_COMMAND: command,
+        CNI_PATH: OUR_BIN, CNI_IFNAME: "eth0", CNI_CONTAINERID: "c1", ...env,
+      },
+      input: JSON.stringify(conf),
+    });
+
+  const hostLocalConf = (name: string, subnet: string) => ({ cniVersion: "1.0.0", name, type: "host-local", ipam: host.hostLocal([subnet]) });
+  const bridgeConf = (name: string, bridge: string, subnet: string) => ({
+    cniVersion: "1.0.0", name, type: "bridge", bridge, isGateway: true, ipMasq: true, ipam: host.hostLocal([subnet], { routes: [{ dst: "0.0.0.0/0" }] }),
+  });
+
+  before(async () => {
+    host = new Host(cleanup, `tscni-rs-${tag}`, OUR_BIN);
+    sockDir = cleanup.dir("tscni-rsock-");
+    socket = path.join(sockDir, "run", "plugins.sock");
+    server = await startServer();
+    cleanup.add(() => stopServer(server, "SIGKILL"));
+  });
+  after(() => cleanup.run());
+
+  test("a served call gives what exec gives, and the server counts it", async () => {
+    const before = (await health()).served;
+    const ctr = host.container(`tscni-rsc-${tag}-a`);
+    const conf = bridgeConf(`rsa${tag}`, `rsa${tag}`, "10.226.0.0/24");
+    const served = await call("bridge", "ADD", conf, { CNI_NETNS: ctr.path, CNI_CONTAINERID: "served1" });
+    assert.equal(served.code, 0, served.stdout + served.stderr);
+    assert.doesNotMatch(served.stderr, /refused/);
+    assert.equal((await health()).served, before + 1, "the server ran it");
+    const addr = (JSON.parse(served.stdout) as { ips: Array<{ address: string }> }).ips[0]!.address;
+    assert.equal(addr, "10.226.0.2/24");
+    assert.deepEqual(ipIn(ctr, ["-4", "addr", "show", "eth0"]).flatMap((l) => (l["addr_info"] as Array<{ local: string }>).map((a) => a.local)), ["10.226.0.2"]);
+    const exec = await call("bridge", "ADD", conf, { CNI_NETNS: host.container(`tscni-rsc-${tag}-b`).path, CNI_CONTAINERID: "exec1" }, { socketPath: "" });
+    assert.equal(exec.code, 0, exec.stderr);
+    const shape = (out: string) => JSON.stringify(JSON.parse(out), (k, v) => (k === "mac" || k === "sandbox" || (k === "name" && /^veth/.test(v)) ? "*" : v));
+    assert.equal(shape(served.stdout).replace("10.226.0.2", "X"), shape(exec.stdout).replace("10.226.0.3", "X"), "same result shape");
+    for (const id of ["served1", "exec1"]) {
+      const netns = id === "served1" ? ctr.path : `/run/netns/tscni-rsc-${tag}-b`;
+      assert.equal((await call("bridge", "DEL", conf, { CNI_NETNS: netns, CNI_CONTAINERID: id })).code, 0);
+    }
+    assert.deepEqual(host.allocations(`rsa${tag}`), []);
+  });
+
+  test("a bad config is the same CNI error either way, and the server keeps serving", async () => {
+    const bad = { cniVersion: "1.0.0", name: "x", type: "bridge", mtu: "big", ipam: { type: "host-local" } };
+    const served = await call("bridge", "ADD", bad, { CNI_NETNS: host.container(`tscni-rsc-${tag}-c`).path });
+    const exec = await call("bridge", "ADD", bad, { CNI_NETNS: `/run/netns/tscni-rsc-${tag}-c` }, { socketPath: "" });
+    assert.equal(served.code, 1);
+    assert.equal(served.stdout, exec.stdout);
+    assert.deepEqual(JSON.parse(served.stdout), { code: 7, msg: 'invalid "mtu": "big" (want an integer)' });
+    await health();
+  });
+
+  test("200 concurrent mixed ADD, CHECK and DEL of different plugins across 50 containers: the same outcomes as exec", async () => {
+    const run = async (mode: "served" | "exec") => {
+      const socketPath = mode === "served" ? socket : "";
+      const n = mode === "served" ? "s" : "e";
+      const hl = hostLocalConf(`rsh${n}${tag}`, mode === "served" ? "10.227.0.0/24" : "10.228.0.0/24");
+      const br = bridgeConf(`rsb${n}${tag}`, `rsb${n}${tag}`, mode === "served" ? "10.229.0.0/24" : "10.230.0.0/24");
+      const ctrs = Array.from({ length: 50 }, (_, i) => host.container(`tscni-rs${n}-${tag}-${i}`));
+      const outcome = (r: { code: number; stdout: string }) => (r.code === 0 ? "ok" : JSON.stringify(JSON.parse(r.stdout).code));
+      // ADD of both plugins for all 50 at once (100 calls), then CHECK of host-local and DEL of both (100 calls).
+      const adds = await Promise.all(ctrs.flatMap((c, i) => [
+        call("host-local", "ADD", hl, { CNI_NETNS: c.path, CNI_CONTAINERID: `h${i}` }, { socketPath }),
+        call("bridge", "ADD", br, { CNI_NETNS: c.path, CNI_CONTAINERID: `b${i}` }, { socketPath }),
+      ]));
+      const results = adds.map((r) => (r.code === 0 ? (JSON.parse(r.stdout) as { ips: Array<{ address: string }> }).ips[0]!.address : "fail"));
+      const rest = await Promise.all(ctrs.flatMap((c, i) => [
+        call("host-local", "CHECK", { ...hl, prevResult: JSON.parse(adds[2 * i]!.stdout) }, { CNI_NETNS: c.path, CNI_CONTAINERID: `h${i}` }, { socketPath }),
+        call("bridge", "DEL", br, { CNI_NETNS: c.path, CNI_CONTAINERID: `b${i}` }, { socketPath }),
+      ]));
+      const dels = await Promise.all(ctrs.map((c, i) => call("host-local", "DEL", hl, { CNI_NETNS: c.path, CNI_CONTAINERID: `h${i}` }, { socketPath })));
+      for (const c of ctrs) c.delete();
+      return {
+        outcomes: [...adds, ...rest, ...dels].map(outcome),
+        distinct: new Set(results).size,
+        left: [...host.allocations(hl.name), ...host.allocations(br.name)],
+      };
+    };
+    const before = (await health()).served;
+    const served = await run("served");
+    assert.ok((await health()).served - before >= 200, "at least 200 calls went through the server (bridge delegates to host-local in it)");
+    const exec = await run("exec");
+    assert.deepEqual(served.outcomes, exec.outcomes);
+    assert.ok(served.outcomes.every((o) => o === "ok"), served.outcomes.join(" "));
+    assert.equal(served.distinct, 100, "100 distinct addresses");
+    assert.deepEqual(served.left, []);
+    assert.deepEqual(exec.left, []);
+  });
+
+  test("a caller in another network namespace falls back to exec and configures its own namespace", async () => {
+    const other = host.container(`tscni-rso-${tag}`);
+    const ctr = host.container(`tscni-rsc-${tag}-d`);
+    const before = (await health()).served;
+    const conf = bridgeConf(`rsd${tag}`, `rsd${tag}`, "10.231.0.0/24");
+    const r = await call("bridge", "ADD", conf, { CNI_NETNS: ctr.path }, { via: ["nsenter", `--net=${other.path}`, "--"] });
+    assert.equal(r.code, 0, r.stdout + r.stderr);
+    assert.match(r.stderr, /refused: the caller is in another network namespace/);
+    assert.equal((await health()).served, before, "not served");
+    assert.equal(ipIn(other, ["link", "show", "type", "bridge"]).length, 1, "the bridge is in the caller's namespace");
+    assert.equal(ipIn(host.ns as Netns, ["link", "show", "type", "bridge"]).filter((l) => l["ifname"] === `rsd${tag}`).length, 0);
+    assert.equal((await call("bridge", "DEL", conf, { CNI_NETNS: ctr.path }, { via: ["nsenter", `--net=${other.path}`, "--"] })).code, 0);
+  });
+
+  test("a non-root caller is refused service", async () => {
+    // Open the socket to everyone for this test only: the refusal must come from the peer check, not the file mode.
+    chmodSync(sockDir, 0o755);
+    chmodSync(path.dirname(socket), 0o755);
+    chmodSync(socket, 0o777);
+    try {
+      const r = await call("host-local", "VERSION2", {}, {}, { via: ["nsenter", `--net=${host.ns.path}`, "--", "setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--"] });
+      assert.match(r.stderr, /refused: uid 65534 is not served \(root only\)/);
+    } finally {
+      chmodSync(sockDir, 0o700);
+      chmodSync(path.dirname(socket), 0o700);
+      chmodSync(socket, 0o600);
+    }
+  });
+
+  test("a stale socket file with no server behind it falls back to exec at once", async () => {
+    const staleDir = cleanup.dir("tscni-stale-");
+    const stale = path.join(staleDir, "stale.sock");
+    const child = spawn("python3", ["-c", `import socket;s=socket.socket(socket.AF_UNIX);s.bind(${JSON.stringify(stale)})`]);
+    await new Promise((resolve) => child.on("exit", resolve));
+    const conf = hostLocalConf(`rse${tag}`, "10.232.0.0/24");
+    const t0 = Date.now();
+    const r = await call("host-local", "ADD", conf, { CNI_NETNS: "/run/netns/none", CNI_CONTAINERID: "stale1" }, { socketPath: stale });
+    assert.equal(r.code, 0, r.stderr);
+    assert.ok(Date.now() - t0 < 2000, `fell back at once (${Date.now() - t0} ms)`);
+    assert.equal((await call("host-local", "DEL", conf, { CNI_NETNS: "/run/netns/none", CNI_CONTAINERID: "stale1" }, { socketPath: stale })).code, 0);
+  });
+
+  test("a call that hangs past the timeout fails alone; a server killed during a call gives the caller error 999, and the call never runs twice", async () => {
+    const conf = hostLocalConf(`rsf${tag}`, "10.233.0.0/24");
+    // Hold host-local's store lock: a call for this network waits inside the server.
+    const storeDir = path.join(host.dataDir, `rsf${tag}`);
+    mkdirSync(storeDir, { recursive: true });
+    writeFileSync(path.join(storeDir, "lock"), "");
+    // Its own process group, so flock and the sleep holding the lock go together.
+    const holder = spawn("flock", [path.join(storeDir, "lock"), "sleep", "30"], { stdio: "ignore", detached: true });
+    const release = () => {
+      try {
+        process.kill(-holder.pid!, "SIGKILL");
+      } catch { /* gone */ }
+    };
+    cleanup.add(release);
+    await sleep(200);
+
+    // A second server on its own socket with a 2 s call timeout.
+    const fast = path.join(sockDir, "fast", "plugins.sock");
+    const savedSocket = socket;
+    socket = fast;
+    const timed = await startServer(["--call-timeout", "2"]);
+    socket = savedSocket;
+    try {
+      const hung = call("host-local", "ADD", conf, { CNI_NETNS: "/run/netns/none", CNI_CONTAINERID: "hang1" }, { socketPath: fast });
+      const other = await call("host-local", "ADD", hostLocalConf(`rsg${tag}`, "10.234.0.0/24"), { CNI_NETNS: "/run/netns/none", CNI_CONTAINERID: "other1" }, { socketPath: fast });
+      assert.equal(other.code, 0, "another call is served meanwhile");
+      const r = await hung;
+      assert.equal(r.code, 1);
+      assert.match(JSON.parse(r.stdout).msg, /ran longer than 2000 ms/);
+
+      // Kill the server while a call waits in it.
+      const dying = call("host-local", "ADD", conf, { CNI_NETNS: "/run/netns/none", CNI_CONTAINERID: "die1" }, { socketPath: fast });
+      await sleep(500);
+      await stopServer(timed, "SIGKILL");
+      const died = await dying;
+      assert.equal(died.code, 1);
+      assert.deepEqual(JSON.parse(died.stdout).code, 999);
+      assert.match(JSON.parse(died.stdout).msg, /tscni resident server died during the call/);
+    } finally {
+      await stopServer(timed, "SIGKILL");
+    }
+    release();
+    await sleep(300);
+    // Nothing ran the killed call again (an exec fallback would have allocated once the lock was free). The timed-out
+    // call's own work may finish inside a live server, but this server is dead: no allocation at all.
+    assert.deepEqual(readdirSync(storeDir).filter((f) => /^\d/.test(f)), []);
+  });
+
+  test("SIGTERM lets the calls under way finish, then the server exits", async () => {
+    await stopServer(server, "SIGTERM");
+    assert.equal(server!.exitCode, 0);
+    assert.equal(existsSync(socket), false, "the socket is removed");
+    server = await startServer();
+  });
+});
