@@ -152,6 +152,23 @@ describe("macvlan plugin", { skip }, () => {
     assert.equal(direct.code, 0, direct.stdout);
   });
 
+  test("STATUS and GC go to IPAM: GC frees the address of an attachment no longer valid", async () => {
+    const { host, master, n } = newHost();
+    const network = `mg${tag}${n}`;
+    const config = { cniVersion: "1.1.0", name: network, type: "macvlan", master, ipam: host.hostLocal(["10.241.0.0/24"]) };
+    const ctr = host.container(`tscni-mvg-${tag}`);
+    const add = await host.plugin(`${OUR_BIN}/macvlan`, "ADD", config, { CNI_NETNS: ctr.path, CNI_CONTAINERID: "gc-1" });
+    assert.equal(add.code, 0, add.stdout);
+    const status = await host.plugin(`${OUR_BIN}/macvlan`, "STATUS", config, { CNI_CONTAINERID: "", CNI_IFNAME: "" });
+    assert.equal(status.code, 0, status.stdout);
+    const keep = await host.plugin(`${OUR_BIN}/macvlan`, "GC", { ...config, "cni.dev/valid-attachments": [{ containerID: "gc-1", ifname: "eth0" }] }, { CNI_CONTAINERID: "", CNI_IFNAME: "" });
+    assert.equal(keep.code, 0, keep.stdout);
+    assert.deepEqual(host.allocations(network), ["10.241.0.2"]);
+    const gc = await host.plugin(`${OUR_BIN}/macvlan`, "GC", { ...config, "cni.dev/valid-attachments": [] }, { CNI_CONTAINERID: "", CNI_IFNAME: "" });
+    assert.equal(gc.code, 0, gc.stdout);
+    assert.deepEqual(host.allocations(network), []);
+  });
+
   test("bad configs: one CNI error naming the key, and nothing changed", async () => {
     const { host, master, n } = newHost();
     const ctr = host.container(`tscni-mvx-${tag}`);
