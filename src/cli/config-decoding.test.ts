@@ -108,6 +108,35 @@ const SAMPLES: Record<string, Sample[]> = {
   ],
   sbr: [{ config: { ...COMMON, type: "sbr", table: 100, gateways: ["10.1.0.1"], addSourceHints: true } }],
   vrf: [{ config: { ...COMMON, type: "vrf", vrfname: "vrfsample", table: 1001 } }],
+  macvlan: [
+    {
+      config: {
+        ...COMMON, type: "macvlan", master: "eth0", mode: "private", mtu: 1400, mac: "0a:58:0a:01:00:0d", linkInContainer: true, bcqueuelen: 100,
+        ipam: { type: "host-local" }, args: { cni: { mac: "0a:58:0a:01:00:0e" } }, runtimeConfig: { mac: "0a:58:0a:01:00:0f" },
+      },
+      cniArgs: "IgnoreUnknown=1;MAC=0a:58:0a:01:00:10",
+    },
+  ],
+  ipvlan: [
+    { config: { ...COMMON, type: "ipvlan", master: "eth0", mode: "l3s", mtu: 1400, linkInContainer: true, ipam: { type: "host-local" } } },
+    {
+      config: {
+        ...COMMON, type: "ipvlan", mode: "l3",
+        prevResult: { cniVersion: "1.0.0", interfaces: [{ name: "host0" }], ips: [{ address: "10.1.0.9/24", interface: 0 }] },
+      },
+    },
+  ],
+  vlan: [{ config: { ...COMMON, type: "vlan", master: "eth0", vlanId: 100, mtu: 1400, linkInContainer: true, ipam: { type: "host-local" } } }],
+  dummy: [{ config: { ...COMMON, type: "dummy", ipam: { type: "host-local" } } }],
+  tap: [
+    {
+      config: {
+        ...COMMON, type: "tap", multiQueue: true, mtu: 1400, mac: "0a:58:0a:01:00:11", owner: 1000, group: 100, selinuxContext: "system_u:system_r:container_t:s0",
+        bridge: "br0", args: { cni: { mac: "0a:58:0a:01:00:12" } }, runtimeConfig: { mac: "0a:58:0a:01:00:13" },
+      },
+      cniArgs: "IgnoreUnknown=1;MAC=0a:58:0a:01:00:14",
+    },
+  ],
 };
 
 const STYLES: Record<string, (key: string) => string> = {

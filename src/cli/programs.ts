@@ -18,6 +18,11 @@ export const PLUGIN_VERSIONS = {
   firewall: versionsStartingFrom("0.4.0"),
   sbr: ALL_VERSIONS,
   vrf: versionsStartingFrom("0.3.1"),
+  macvlan: ALL_VERSIONS,
+  ipvlan: ALL_VERSIONS,
+  vlan: ALL_VERSIONS,
+  dummy: ALL_VERSIONS,
+  tap: ALL_VERSIONS,
 } as const satisfies Record<string, readonly string[]>;
 
 export type PluginName = keyof typeof PLUGIN_VERSIONS;

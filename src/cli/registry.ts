@@ -26,6 +26,11 @@ const PLUGIN_LOADERS: Record<PluginName, PluginEntry["load"]> = {
   firewall: () => import("../plugins/meta/firewall/main.js"),
   sbr: () => import("../plugins/meta/sbr/main.js"),
   vrf: () => import("../plugins/meta/vrf/main.js"),
+  macvlan: () => import("../plugins/main/macvlan/main.js"),
+  ipvlan: () => import("../plugins/main/ipvlan/main.js"),
+  vlan: () => import("../plugins/main/vlan/main.js"),
+  dummy: () => import("../plugins/main/dummy/main.js"),
+  tap: () => import("../plugins/main/tap/main.js"),
 };
 
 /** Every plugin by type (cnitool, the one other program, is loaded by main.ts). */

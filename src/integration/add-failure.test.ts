@@ -20,10 +20,18 @@ type Json = Record<string, unknown>;
 /** A route whose gateway is on no link of the container: the route step, after IPAM and the links, fails. */
 const UNREACHABLE_ROUTE = { dst: "10.250.0.0/16", gw: "192.0.2.1" };
 
-/** Main plugins and their config for a test host (`tag` makes names unique). */
-const MAIN_PLUGINS: Record<string, (tag: string) => Json> = {
+/**
+ * Main plugins and their config for a test host (`tag` makes names unique; a plugin that needs something in
+ * the host, like a master link, makes it there, named `tf…` so the leftover check passes it over).
+ */
+const MAIN_PLUGINS: Record<string, (tag: string, host: Host) => Json> = {
   bridge: (tag) => ({ type: "bridge", bridge: `tf${tag}`, isGateway: true, ipMasq: true }),
   ptp: () => ({ type: "ptp", ipMasq: true }),
+  macvlan: (tag, host) => {
+    host.ns.exec("ip", ["link", "add", `tf${tag}m`, "type", "veth", "peer", "name", `tf${tag}p`]);
+    return { type: "macvlan", master: `tf${tag}m`, mode: "bridge" };
+  },
+  tap: () => ({ type: "tap", mtu: 1400 }),
 };
 
 describe("a failed ADD leaves nothing behind", { skip }, () => {
@@ -33,7 +41,7 @@ describe("a failed ADD leaves nothing behind", { skip }, () => {
   after(() => cleanup.run());
 
   const ours = () => pluginDir(cleanup, Object.fromEntries(
-    ["bridge", "ptp", "host-local", "portmap", "tuning", "firewall"].map((t) => [t, path.join(OUR_BIN, t)])));
+    [...Object.keys(MAIN_PLUGINS), "host-local", "portmap", "tuning", "firewall"].map((t) => [t, path.join(OUR_BIN, t)])));
 
   /** What a test host holds after the test: links other than lo, addresses in the store, NAT rules and the cache. */
   const leftovers = (host: Host, network: string, ctrLinks: string[]) => ({
@@ -50,7 +58,7 @@ describe("a failed ADD leaves nothing behind", { skip }, () => {
       const n = ++seq;
       const host = new Host(cleanup, `tscni-af-${tag}-${n}`, ours());
       const network = `af${tag}${n}`;
-      const config = { cniVersion: "1.0.0", name: network, ...conf(`${tag}${n}`), ipam: host.hostLocal(["10.231.0.0/24"], { routes: [UNREACHABLE_ROUTE] }) };
+      const config = { cniVersion: "1.0.0", name: network, ...conf(`${tag}${n}`, host), ipam: host.hostLocal(["10.231.0.0/24"], { routes: [UNREACHABLE_ROUTE] }) };
       const ctr = host.container(`tscni-afc-${tag}-${n}`);
       const r = await host.plugin(path.join(OUR_BIN, type), "ADD", config, { CNI_NETNS: ctr.path, CNI_CONTAINERID: `af-${tag}-${n}` });
       assert.equal(r.code, 1, "the ADD fails");
@@ -64,7 +72,7 @@ describe("a failed ADD leaves nothing behind", { skip }, () => {
       const n = ++seq;
       const host = new Host(cleanup, `tscni-af-${tag}-${n}`, ours());
       const network = `af${tag}${n}`;
-      const config = { cniVersion: "1.0.0", name: network, ...conf(`${tag}${n}`), ipam: host.hostLocal(["10.233.0.0/24"]) };
+      const config = { cniVersion: "1.0.0", name: network, ...conf(`${tag}${n}`, host), ipam: host.hostLocal(["10.233.0.0/24"]) };
       const linksBefore = host.ipJson(["link", "show"]).map((l) => String(l["ifname"]));
       for (const command of ["ADD", "DEL"]) {
         const r = await host.plugin(path.join(OUR_BIN, type), command, config, { CNI_NETNS: host.ns.path, CNI_CONTAINERID: `af-${tag}-${n}` });
@@ -81,7 +89,7 @@ describe("a failed ADD leaves nothing behind", { skip }, () => {
       const network = host.writeNetwork({
         cniVersion: "1.0.0", name: `af${tag}${n}`,
         plugins: [
-          { ...conf(`${tag}${n}`), ipam: host.hostLocal(["10.232.0.0/24"]) },
+          { ...conf(`${tag}${n}`, host), ipam: host.hostLocal(["10.232.0.0/24"]) },
           { type: "firewall", dataDir: path.join(host.dataDir, "firewall") },
           { type: "portmap", capabilities: { portMappings: true }, dataDir: path.join(host.dataDir, "portmap") },
           { type: "tuning", dataDir: path.join(host.dataDir, "tuning") },

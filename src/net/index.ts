@@ -7,7 +7,7 @@
  */
 export { NetNS, NetnsNotFoundError } from "./netns.js";
 export { ip, Links, IpBatch, type LinkBackend } from "./links.js";
-export type { Link, Address, RouteSpec, LinkChange, NewLink, VethSpec, ShownLink } from "./types.js";
+export type { Link, Address, RouteSpec, LinkChange, NewLink, VethSpec, ShownLink, MacvlanMode, IpvlanMode } from "./types.js";
 export { setupVeth, configureInterface, enableForwarding, waitForDAD, type VethPair, type VethOptions } from "./iface.js";
 export { deleteLinkWithAddresses } from "./link-addresses.js";
 export {
@@ -18,3 +18,4 @@ export { Iptables, iptablesFor } from "./iptables.js";
 export { nftRun, nftListRules, nftListTable, nftUsable, type NftRule, type NftListing } from "./nftables.js";
 export { hashWithPrefix, ipMasqChainName, randomVethName, randomMac } from "./names.js";
 export { NetOpError } from "../sys/exec.js";
+export { createContainerLink, defaultRouteInterface, type ContainerLinkSpec } from "./container-link.js";

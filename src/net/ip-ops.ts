@@ -12,6 +12,10 @@ export type IpOp =
   | { kind: "link-set"; name: string; change: LinkChange }
   | { kind: "bridge-port"; name: string; flags: { hairpin?: boolean; isolated?: boolean } }
   | { kind: "link-del"; name: string }
+  /** `ip link set dev NAME name NEW`. */
+  | { kind: "link-rename"; name: string; newName: string }
+  /** `ip link set dev NAME netns PATH`. */
+  | { kind: "link-move"; name: string; to: NetNS }
   | { kind: "addr-add" | "addr-replace" | "addr-del"; dev: string; cidr: string }
   | { kind: "route-add" | "route-append" | "route-replace" | "route-del"; route: RouteSpec }
   | { kind: "show-link" | "show-addresses"; name: string }
@@ -65,16 +69,36 @@ export const vethLink = (spec: VethSpec): NewLink => ({
   peer: { name: spec.peerName, mtu: spec.mtu, txqlen: 0, ns: spec.peerNs },
 });
 
-/** `ip link add` words for a new link. */
+/** The words after `type <kind>` that say what a macvlan, ipvlan or vlan is. */
+function kindWords(l: NewLink): string[] {
+  switch (l.kind) {
+    case "macvlan":
+      return [...(l.macvlanMode ? ["mode", l.macvlanMode] : []), ...(l.bcqueuelen !== undefined ? ["bcqueuelen", String(l.bcqueuelen)] : [])];
+    case "ipvlan":
+      return l.ipvlanMode ? ["mode", l.ipvlanMode] : [];
+    case "vlan":
+      return l.vlanId !== undefined ? ["id", String(l.vlanId)] : [];
+    default:
+      return l.vlanFiltering ? ["vlan_filtering", "1"] : [];
+  }
+}
+
+/**
+ * `ip link add` words for a new link. The order matters for what `ip` sends: the settings it reads before
+ * `type` (mtu, address, txqueuelen, netns) go into the request in the order given, then the parent, the
+ * name and the kind (rtnetlink-messages.ts builds the same order).
+ */
 export function linkAddWords(l: NewLink): string[] {
-  const words = ["link", "add", "name", l.name];
+  const words = ["link", "add"];
+  if (l.parent !== undefined) words.push("link", l.parent);
+  words.push("name", l.name);
   if (l.mtu) words.push("mtu", String(l.mtu));
   if (l.promisc) words.push("promisc", "on");
   if (l.mac) words.push("address", l.mac);
   if (l.txqlen !== undefined) words.push("txqueuelen", String(l.txqlen));
+  if (l.netns) words.push("netns", nsTarget(l.netns));
   if (l.up) words.push("up");
-  words.push("type", l.kind);
-  if (l.vlanFiltering) words.push("vlan_filtering", "1");
+  words.push("type", l.kind, ...kindWords(l));
   if (l.peer) {
     words.push("peer", "name", l.peer.name);
     if (l.peer.mtu) words.push("mtu", String(l.peer.mtu));
@@ -116,6 +140,10 @@ export function opWords(op: IpOp): string[] {
     }
     case "link-del":
       return ["link", "del", "dev", op.name];
+    case "link-rename":
+      return ["link", "set", "dev", op.name, "name", op.newName];
+    case "link-move":
+      return ["link", "set", "dev", op.name, "netns", nsTarget(op.to)];
     case "addr-add":
       return ["addr", "add", op.cidr, ...broadcastWords(op.cidr), "dev", op.dev];
     case "addr-replace":

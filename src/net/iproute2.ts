@@ -4,12 +4,50 @@
  * resort (and the only one under the Node build or with TSCNI_NETLINK=0).
  * @module
  */
+import { readFileSync } from "node:fs";
 import { NetOpError } from "../sys/exec.js";
 import { opWords, type IpOp, type LinkBackend } from "./ip-ops.js";
 import type { NetNS } from "./netns.js";
 import type { Address, Link, RouteSpec, ShownLink } from "./types.js";
 
 type Json = Record<string, unknown>;
+
+/**
+ * A user or group id from what `ip` prints for a tap's owner: the name it resolved from the id (looked up
+ * again in `file`, /etc/passwd or /etc/group, as `ip` found it), or the number when it had no name for it.
+ */
+function numericId(value: unknown, file: string): unknown {
+  if (typeof value === "number" || typeof value !== "string") return value;
+  if (/^\d+$/.test(value)) return Number(value);
+  try {
+    const entry = readFileSync(file, "utf8").split("\n").map((l) => l.split(":")).find((f) => f[0] === value);
+    if (entry?.[2] !== undefined && /^\d+$/.test(entry[2])) return Number(entry[2]);
+  } catch {
+    // no such file: keep the name
+  }
+  return value;
+}
+
+/** The kind-specific data of Link.info, from `ip -json -d`'s info_data (kinds not listed there: as shown). */
+function kindInfo(kind: unknown, data: Json): Json {
+  const pick = (...keys: string[]) => Object.fromEntries(keys.filter((k) => data[k] !== undefined).map((k) => [k, data[k]]));
+  switch (kind) {
+    case "macvlan":
+      return pick("mode", "bcqueuelen");
+    case "ipvlan":
+      return pick("mode");
+    case "vlan":
+      return pick("id");
+    case "tun": {
+      const info = pick("type", "pi", "vnet_hdr", "multi_queue", "persist");
+      if (data["user"] !== undefined) info["user"] = numericId(data["user"], "/etc/passwd");
+      if (data["group"] !== undefined) info["group"] = numericId(data["group"], "/etc/group");
+      return info;
+    }
+    default:
+      return data;
+  }
+}
 
 /** Link details from `ip -json -d link show` output. */
 export function linkFromJson(j: Json): Link {
@@ -29,9 +67,10 @@ export function linkFromJson(j: Json): Link {
     txqlen: Number(j["txqlen"] ?? 0), // `ip -json` leaves out a queue length of 0
   };
   if (linkinfo["info_kind"]) link.kind = String(linkinfo["info_kind"]);
-  if (linkinfo["info_data"]) link.info = linkinfo["info_data"] as Json;
+  if (linkinfo["info_data"]) link.info = kindInfo(linkinfo["info_kind"], linkinfo["info_data"] as Json);
   if (j["master"]) link.master = String(j["master"]);
   if (j["link_index"] !== undefined) link.peerIndex = Number(j["link_index"]);
+  else if (typeof j["link"] === "string") link.peerName = j["link"];
   if (j["ifalias"]) link.alias = String(j["ifalias"]);
   if (linkinfo["info_slave_kind"] === "bridge" && slave) {
     link.bridgePort = { hairpin: slave["hairpin"] === true, isolated: slave["isolated"] === true };

@@ -53,6 +53,16 @@ export class IpBatch {
     this.ops.push({ kind: "bridge-port", name, flags });
     return this;
   }
+  /** Renames a link (`ip link set dev NAME name NEW`). */
+  renameLink(name: string, newName: string): this {
+    this.ops.push({ kind: "link-rename", name, newName });
+    return this;
+  }
+  /** Moves a link to another namespace (`ip link set dev NAME netns PATH`). */
+  moveLink(name: string, to: NetNS): this {
+    this.ops.push({ kind: "link-move", name, to });
+    return this;
+  }
   /** Deletes a link. */
   deleteLink(name: string): this {
     this.ops.push({ kind: "link-del", name });
@@ -136,7 +146,15 @@ export class Links {
     return this.batch(spec.ns).addLink(vethLink(spec)).run(`create veth pair ${spec.name}/${spec.peerName}`);
   }
 
-  /** Creates a link of a simple kind (`bridge`, `dummy`, `macvlan ...`): `ip link add name X [mtu] type <kind...>`. */
+  /**
+   * Creates a link (a macvlan, ipvlan or vlan on its `parent`, looked up in `ns`; directly in `link.netns`
+   * when given), as `ip link add` does.
+   */
+  createLink(ns: NetNS, link: NewLink): Promise<void> {
+    return this.batch(ns).addLink(link).run(`create ${link.kind} ${link.name} in ${ns}`);
+  }
+
+  /** Creates a link of any kind by its `ip` words (`ip link add name X [mtu] type <kind...>`); see createLink for the common kinds. */
   addLink(ns: NetNS, name: string, typeWords: string[], opts: { mtu?: number; mac?: string; link?: string; netns?: NetNS } = {}): Promise<void> {
     const words = ["link", "add"];
     if (opts.link) words.push("link", opts.link);
@@ -155,13 +173,13 @@ export class Links {
 
   /** Moves a link to another namespace, optionally renaming it there. */
   async moveLink(from: NetNS, name: string, to: NetNS, newName?: string): Promise<void> {
-    await this.batch(from).add("link", "set", "dev", name, "netns", nsTarget(to)).run(`move link ${name} from ${from} to ${to}`);
+    await this.batch(from).moveLink(name, to).run(`move link ${name} from ${from} to ${to}`);
     if (newName && newName !== name) await this.renameLink(to, name, newName);
   }
 
   /** Renames link `name` in `ns`. */
   renameLink(ns: NetNS, name: string, newName: string): Promise<void> {
-    return this.batch(ns).add("link", "set", "dev", name, "name", newName).run(`rename link ${name} to ${newName} in ${ns}`);
+    return this.batch(ns).renameLink(name, newName).run(`rename link ${name} to ${newName} in ${ns}`);
   }
 
   /** Bridge-port flags of a link enslaved to a bridge. */

@@ -11,8 +11,8 @@ import { NetOpError } from "../sys/exec.js";
 import { opWords, type IpOp, type LinkBackend } from "./ip-ops.js";
 import type { NetNS } from "./netns.js";
 import { cidrBytes, decodeAddress, decodeLink, deleteLinkRequest, dumpAddressesRequest, dumpLinksRequest, getLinkRequest, macBytes,
-  newLinkRequest, addressRequest, bridgePortRequest, routeRequest, setLinkRequest, RTM_NEWADDR, RTM_NEWLINK, type DecodedLink,
-  type NlRequest } from "./rtnetlink-messages.js";
+  moveLinkRequest, newLinkRequest, addressRequest, bridgePortRequest, renameLinkRequest, routeRequest, setLinkRequest, RTM_NEWADDR,
+  RTM_NEWLINK, type DecodedLink, type NlRequest } from "./rtnetlink-messages.js";
 import { ipErrorText, openRtnetlink, type NlMessage, type RtnetlinkSocket } from "./rtnetlink.js";
 import type { Address, Link, ShownLink } from "./types.js";
 
@@ -32,6 +32,8 @@ export function netlinkCanRun(op: IpOp): boolean {
       return false;
     case "link-add":
       return validIfName(op.link.name) && (!op.link.peer || validIfName(op.link.peer.name)) && (!op.link.mac || !!macBytes(op.link.mac));
+    case "link-rename":
+      return validIfName(op.newName);
     case "link-set":
       return op.change.mac === undefined || !!macBytes(op.change.mac);
     case "addr-add":
@@ -82,6 +84,14 @@ export class NetlinkSession {
       case "link-del":
         this.send(deleteLinkRequest(this.indexOf(op.name, operation)), operation);
         return undefined;
+      case "link-rename":
+        this.send(renameLinkRequest(this.indexOf(op.name, operation), op.newName), operation);
+        return undefined;
+      case "link-move": {
+        const index = this.indexOf(op.name, operation);
+        withNetnsFile(op.to, operation, (fd) => this.send(moveLinkRequest(index, fd), operation));
+        return undefined;
+      }
       case "addr-add":
       case "addr-replace":
       case "addr-del": {
@@ -135,35 +145,28 @@ export class NetlinkSession {
       .map((a) => a.address);
   }
 
+  /** A new link: the parent looked up here (as `ip` does, with its words when missing), namespaces opened for the request. */
   private createLink(link: Extract<IpOp, { kind: "link-add" }>["link"], operation: string): void {
-    if (!link.peer) {
-      this.send(newLinkRequest(link), operation);
-      return;
-    }
-    const nsPath = link.peer.ns.path ?? "/proc/self/ns/net";
-    let fd: number;
-    try {
-      fd = openSync(nsPath, "r");
-    } catch (e) {
-      return fail(operation, `Cannot open network namespace "${nsPath}": ${(e as Error).message}`, 1);
-    }
-    try {
-      this.send(newLinkRequest(link, fd), operation);
-    } finally {
-      closeSync(fd);
-    }
+    const parentIndex = link.parent === undefined ? undefined : this.indexOf(link.parent, operation);
+    withNetnsFile(link.peer?.ns, operation, (peerNsFd) =>
+      withNetnsFile(link.netns, operation, (netnsFd) => this.send(newLinkRequest(link, { peerNsFd, netnsFd, parentIndex }), operation)));
   }
 
-  /** The link with its master named (`ip` shows the name, or `if<N>` when it cannot find one). */
+  /** The name of link `index` here (`ip` shows the name, or `if<N>` when it cannot find one). */
+  private nameOf(index: number, operation: string, names?: Map<number, string>): string {
+    const known = names?.get(index);
+    if (known !== undefined) return known;
+    const reply = this.exchange(getLinkRequest(index), operation);
+    const m = reply.messages.find((x) => x.type === RTM_NEWLINK);
+    return m ? decodeLink(m.payload).link.name : `if${index}`;
+  }
+
+  /** The link with its master and same-namespace peer named. */
   private withMaster(d: DecodedLink, operation: string, names?: Map<number, string>): Link {
-    if (d.masterIndex === undefined) return d.link;
-    let master = names?.get(d.masterIndex);
-    if (master === undefined) {
-      const reply = this.exchange(getLinkRequest(d.masterIndex), operation);
-      const m = reply.messages.find((x) => x.type === RTM_NEWLINK);
-      master = m ? decodeLink(m.payload).link.name : `if${d.masterIndex}`;
-    }
-    return { ...d.link, master };
+    const link = { ...d.link };
+    if (d.masterIndex !== undefined) link.master = this.nameOf(d.masterIndex, operation, names);
+    if (d.peerLinkIndex !== undefined) link.peerName = this.nameOf(d.peerLinkIndex, operation, names);
+    return link;
   }
 
   /** The index of link `name`; a missing one fails with `ip`'s words for it. */
@@ -197,6 +200,28 @@ export class NetlinkSession {
 
 function fail(operation: string, reason: string, exitCode = 2): never {
   throw new NetOpError(operation, reason, exitCode);
+}
+
+/**
+ * Runs `work` with an open file of namespace `ns` (its fd), closed afterwards; with no namespace, `work` gets
+ * undefined. A namespace that cannot be opened fails as `ip` does.
+ */
+function withNetnsFile<T>(ns: NetNS, operation: string, work: (fd: number) => T): T;
+function withNetnsFile<T>(ns: NetNS | undefined, operation: string, work: (fd: number | undefined) => T): T;
+function withNetnsFile<T>(ns: NetNS | undefined, operation: string, work: (fd: number) => T): T {
+  if (!ns) return (work as (fd: number | undefined) => T)(undefined);
+  const nsPath = ns.path ?? "/proc/self/ns/net";
+  let fd: number;
+  try {
+    fd = openSync(nsPath, "r");
+  } catch (e) {
+    return fail(operation, `Cannot open network namespace "${nsPath}": ${(e as Error).message}`, 1);
+  }
+  try {
+    return work(fd);
+  } finally {
+    closeSync(fd);
+  }
 }
 
 

@@ -1,8 +1,10 @@
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { NetNS } from "./netns.js";
-import { addressRequest, bridgePortRequest, decodeAddress, decodeLink, deleteLinkRequest, getLinkRequest, ipText, newLinkRequest,
-  routeRequest, setLinkRequest } from "./rtnetlink-messages.js";
+import { addressRequest, bridgePortRequest, decodeAddress, decodeLink, deleteLinkRequest, getLinkRequest, ipText, moveLinkRequest,
+  newLinkRequest, renameLinkRequest, routeRequest, setLinkRequest } from "./rtnetlink-messages.js";
+import { linkAddWords, opWords } from "./ip-ops.js";
+import type { NewLink } from "./types.js";
 import { concatBytes, nlAttr, nlString, nlU32, parseAttrs } from "./rtnetlink.js";
 
 /** Bytes from strace's `-xx` rendering of what `ip` sent (the message body after the 16-byte header). */
@@ -12,7 +14,7 @@ const body = (req: { body: Uint8Array } | undefined): number[] => [...req!.body]
 describe("route-netlink requests (byte for byte what iproute2 sends)", () => {
   test("ip link add name e0 mtu 1400 address 02:00:00:00:00:01 txqueuelen 0 type veth peer name e1 mtu 1400 txqueuelen 0 netns <fd 4>", () => {
     const req = newLinkRequest({ name: "e0", kind: "veth", mtu: 1400, mac: "02:00:00:00:00:01", txqlen: 0,
-      peer: { name: "e1", mtu: 1400, txqlen: 0, ns: NetNS.host } }, 4);
+      peer: { name: "e1", mtu: 1400, txqlen: 0, ns: NetNS.host } }, { peerNsFd: 4 });
     assert.equal(req.type, 16);
     assert.equal(req.flags, 0x600);
     assert.deepEqual(body(req), bytes("\\x00\\x00\\x00\\x00\\x00\\x00\\x00\\x00\\x00\\x00\\x00\\x00\\x00\\x00\\x00\\x00\\x08\\x00\\x04\\x00\\x78\\x05\\x00\\x00\\x0a\\x00\\x01\\x00\\x02\\x00\\x00\\x00\\x00\\x01\\x00\\x00\\x08\\x00\\x0d\\x00\\x00\\x00\\x00\\x00\\x07\\x00\\x03\\x00\\x65\\x30\\x00\\x00\\x44\\x00\\x12\\x00\\x08\\x00\\x01\\x00\\x76\\x65\\x74\\x68\\x38\\x00\\x02\\x00\\x34\\x00\\x01\\x00\\x00\\x00\\x00\\x00\\x00\\x00\\x00\\x00\\x00\\x00\\x00\\x00\\x00\\x00\\x00\\x00\\x08\\x00\\x04\\x00\\x78\\x05\\x00\\x00\\x08\\x00\\x0d\\x00\\x00\\x00\\x00\\x00\\x08\\x00\\x1c\\x00\\x04\\x00\\x00\\x00\\x07\\x00\\x03\\x00\\x65\\x31\\x00\\x00"));
@@ -93,6 +95,108 @@ describe("route-netlink requests (byte for byte what iproute2 sends)", () => {
   });
 });
 
+/**
+ * Whole messages as scripts/capture-rtnetlink.sh prints them (hex words of what `ip` sent, header included),
+ * captured on iproute2 6.1 in a namespace holding a veth `vp0` (index 3), with the target namespace opened by
+ * `ip` as fd 4 (the numbers the builders are given below). The kernel here has no ipvlan, vlan or dummy: it
+ * refused those requests ("Unknown device type"), after `ip` had sent them. Split into what a request is made
+ * of (the sequence number and port left out).
+ */
+function captured(hex: string): { type: number; flags: number; body: number[] } {
+  const b = hex.trim().split(/\s+/).map((h) => parseInt(h, 16));
+  const v = new DataView(Uint8Array.from(b).buffer);
+  assert.equal(v.getUint32(0, true), b.length, "a whole message");
+  // NLM_F_REQUEST | NLM_F_ACK are the socket's to add; the rest are the request's.
+  return { type: v.getUint16(4, true), flags: v.getUint16(6, true) & ~0x5, body: b.slice(16) };
+}
+
+describe("link creation, rename and move (byte for byte what iproute2 sends)", () => {
+  const container = { path: "/run/netns/capB" } as NetNS; // only its path is read (for the words)
+  const vectors: Array<{ link: NewLink; words: string; hex: string; refs: { netnsFd?: number; parentIndex?: number } }> = [
+    {
+      link: { kind: "macvlan", name: "vethab12cd34", parent: "vp0", mtu: 1400, mac: "02:00:00:00:00:07", netns: container, macvlanMode: "private", bcqueuelen: 500 },
+      words: "link add link vp0 name vethab12cd34 mtu 1400 address 02:00:00:00:00:07 netns /run/netns/capB type macvlan mode private bcqueuelen 500",
+      hex: "7c 00 00 00 10 00 05 06 fd b3 04 6b 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 08 00 04 00 78 05 00 00 0a 00 01 00 02 00 00 00 00 07 00 00 08 00 1c 00 04 00 00 00 08 00 05 00 03 00 00 00 11 00 03 00 76 65 74 68 61 62 31 32 63 64 33 34 00 00 00 00 24 00 12 00 0b 00 01 00 6d 61 63 76 6c 61 6e 00 14 00 02 00 08 00 07 00 f4 01 00 00 08 00 01 00 01 00 00 00",
+      refs: { netnsFd: 4, parentIndex: 3 },
+    },
+    {
+      link: { kind: "macvlan", name: "vethab12cd34", parent: "vp0", netns: container, macvlanMode: "bridge" },
+      words: "link add link vp0 name vethab12cd34 netns /run/netns/capB type macvlan mode bridge",
+      hex: "60 00 00 00 10 00 05 06 fe b3 04 6b 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 08 00 1c 00 04 00 00 00 08 00 05 00 03 00 00 00 11 00 03 00 76 65 74 68 61 62 31 32 63 64 33 34 00 00 00 00 1c 00 12 00 0b 00 01 00 6d 61 63 76 6c 61 6e 00 0c 00 02 00 08 00 01 00 04 00 00 00",
+      refs: { netnsFd: 4, parentIndex: 3 },
+    },
+    ...(["vepa", "passthru", "source"] as const).map((mode, i) => ({
+      link: { kind: "macvlan", name: "vethab12cd34", parent: "vp0", macvlanMode: mode } as NewLink,
+      words: `link add link vp0 name vethab12cd34 type macvlan mode ${mode}`,
+      hex: `58 00 00 00 10 00 05 06 fe b3 04 6b 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 08 00 05 00 03 00 00 00 11 00 03 00 76 65 74 68 61 62 31 32 63 64 33 34 00 00 00 00 1c 00 12 00 0b 00 01 00 6d 61 63 76 6c 61 6e 00 0c 00 02 00 08 00 01 00 ${["02", "08", "10"][i]} 00 00 00`,
+      refs: { parentIndex: 3 },
+    })),
+    {
+      link: { kind: "ipvlan", name: "vethab12cd34", parent: "vp0", mtu: 1400, netns: container, ipvlanMode: "l3s" },
+      words: "link add link vp0 name vethab12cd34 mtu 1400 netns /run/netns/capB type ipvlan mode l3s",
+      hex: "70 00 00 00 10 00 05 06 fe b3 04 6b 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 08 00 04 00 78 05 00 00 08 00 1c 00 04 00 00 00 08 00 05 00 03 00 00 00 11 00 03 00 76 65 74 68 61 62 31 32 63 64 33 34 00 00 00 00 24 00 12 00 0a 00 01 00 69 70 76 6c 61 6e 00 00 14 00 02 00 06 00 01 00 02 00 00 00 06 00 02 00 00 00 00 00",
+      refs: { netnsFd: 4, parentIndex: 3 },
+    },
+    {
+      link: { kind: "ipvlan", name: "vethab12cd34", parent: "vp0", netns: container, ipvlanMode: "l2" },
+      words: "link add link vp0 name vethab12cd34 netns /run/netns/capB type ipvlan mode l2",
+      hex: "68 00 00 00 10 00 05 06 fe b3 04 6b 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 08 00 1c 00 04 00 00 00 08 00 05 00 03 00 00 00 11 00 03 00 76 65 74 68 61 62 31 32 63 64 33 34 00 00 00 00 24 00 12 00 0a 00 01 00 69 70 76 6c 61 6e 00 00 14 00 02 00 06 00 01 00 00 00 00 00 06 00 02 00 00 00 00 00",
+      refs: { netnsFd: 4, parentIndex: 3 },
+    },
+    {
+      link: { kind: "ipvlan", name: "vethab12cd34", parent: "vp0", ipvlanMode: "l3" },
+      words: "link add link vp0 name vethab12cd34 type ipvlan mode l3",
+      hex: "60 00 00 00 10 00 05 06 fe b3 04 6b 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 08 00 05 00 03 00 00 00 11 00 03 00 76 65 74 68 61 62 31 32 63 64 33 34 00 00 00 00 24 00 12 00 0a 00 01 00 69 70 76 6c 61 6e 00 00 14 00 02 00 06 00 01 00 01 00 00 00 06 00 02 00 00 00 00 00",
+      refs: { parentIndex: 3 },
+    },
+    {
+      link: { kind: "vlan", name: "vethab12cd34", parent: "vp0", mtu: 1400, netns: container, vlanId: 100 },
+      words: "link add link vp0 name vethab12cd34 mtu 1400 netns /run/netns/capB type vlan id 100",
+      hex: "64 00 00 00 10 00 05 06 fe b3 04 6b 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 08 00 04 00 78 05 00 00 08 00 1c 00 04 00 00 00 08 00 05 00 03 00 00 00 11 00 03 00 76 65 74 68 61 62 31 32 63 64 33 34 00 00 00 00 18 00 12 00 08 00 01 00 76 6c 61 6e 0c 00 02 00 06 00 01 00 64 00 00 00",
+      refs: { netnsFd: 4, parentIndex: 3 },
+    },
+    {
+      link: { kind: "vlan", name: "vethab12cd34", parent: "vp0", vlanId: 0 },
+      words: "link add link vp0 name vethab12cd34 type vlan id 0",
+      hex: "54 00 00 00 10 00 05 06 fe b3 04 6b 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 08 00 05 00 03 00 00 00 11 00 03 00 76 65 74 68 61 62 31 32 63 64 33 34 00 00 00 00 18 00 12 00 08 00 01 00 76 6c 61 6e 0c 00 02 00 06 00 01 00 00 00 00 00",
+      refs: { parentIndex: 3 },
+    },
+    {
+      link: { kind: "dummy", name: "eth0" },
+      words: "link add name eth0 type dummy",
+      hex: "3c 00 00 00 10 00 05 06 fe b3 04 6b 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 09 00 03 00 65 74 68 30 00 00 00 00 10 00 12 00 09 00 01 00 64 75 6d 6d 79 00 00 00",
+      refs: {},
+    },
+    {
+      link: { kind: "dummy", name: "eth0", mtu: 1400 },
+      words: "link add name eth0 mtu 1400 type dummy",
+      hex: "44 00 00 00 10 00 05 06 fe b3 04 6b 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 08 00 04 00 78 05 00 00 09 00 03 00 65 74 68 30 00 00 00 00 10 00 12 00 09 00 01 00 64 75 6d 6d 79 00 00 00",
+      refs: {},
+    },
+  ];
+  for (const v of vectors) {
+    test(`ip ${v.words}`, () => {
+      assert.equal(linkAddWords(v.link).join(" "), v.words, "the iproute2 backend runs these very words");
+      const req = newLinkRequest(v.link, v.refs);
+      assert.deepEqual({ type: req.type, flags: req.flags, body: [...req.body] }, captured(v.hex));
+    });
+  }
+
+  test("ip link set dev vethab12cd34 name eth0 (index 10)", () => {
+    assert.equal(opWords({ kind: "link-rename", name: "vethab12cd34", newName: "eth0" }).join(" "), "link set dev vethab12cd34 name eth0");
+    const req = renameLinkRequest(10, "eth0");
+    assert.deepEqual({ type: req.type, flags: req.flags, body: [...req.body] },
+      captured("2c 00 00 00 10 00 05 00 fe b3 04 6b 00 00 00 00 00 00 00 00 0a 00 00 00 00 00 00 00 00 00 00 00 09 00 03 00 65 74 68 30 00 00 00 00"));
+  });
+
+  test("ip link set dev eth0 netns /run/netns/capB (index 10, the namespace as fd 4)", () => {
+    assert.equal(opWords({ kind: "link-move", name: "eth0", to: container }).join(" "), "link set dev eth0 netns /run/netns/capB");
+    const req = moveLinkRequest(10, 4);
+    assert.deepEqual({ type: req.type, flags: req.flags, body: [...req.body] },
+      captured("28 00 00 00 10 00 05 00 fe b3 04 6b 00 00 00 00 00 00 00 00 0a 00 00 00 00 00 00 00 00 00 00 00 08 00 1c 00 04 00 00 00"));
+  });
+});
+
 describe("reading RTM_NEWLINK and RTM_NEWADDR", () => {
   const ifinfo = (index: number, flags: number, type = 1) => {
     const b = new Uint8Array(16);
@@ -119,6 +223,21 @@ describe("reading RTM_NEWLINK and RTM_NEWADDR", () => {
     assert.equal(veth.link.operstate, "UNKNOWN");
     const vrf = decodeLink(concatBytes(ifinfo(8, 0), nlString(3, "red"), nlAttr(18, concatBytes(nlString(1, "vrf"), nlAttr(2, nlU32(1, 100))))));
     assert.deepEqual(vrf.link.info, { table: 100 });
+  });
+  test("a macvlan on a parent here, and one whose parent is in another namespace; kind data as ip -json -d names it", () => {
+    const data = (kind: string, ...attrs: Uint8Array[]) => nlAttr(18, concatBytes(nlAttr(1, new TextEncoder().encode(kind)), nlAttr(2, concatBytes(...attrs))));
+    const here = decodeLink(concatBytes(ifinfo(9, 0), nlString(3, "eth0"), nlU32(5, 3), data("macvlan", nlU32(1, 4), nlU32(7, 500))));
+    assert.deepEqual([here.link.peerIndex, here.peerLinkIndex, here.link.info], [undefined, 3, { mode: "bridge", bcqueuelen: 500 }]);
+    const there = decodeLink(concatBytes(ifinfo(2, 0), nlString(3, "eth0"), nlU32(5, 3), nlU32(37, 0), data("macvlan", nlU32(1, 16))));
+    assert.deepEqual([there.link.peerIndex, there.peerLinkIndex, there.link.info], [3, undefined, { mode: "source" }]);
+    const u16 = (type: number, v: number) => nlAttr(type, Uint8Array.of(v & 0xff, v >> 8));
+    assert.deepEqual(decodeLink(concatBytes(ifinfo(2, 0), data("ipvlan", u16(1, 2), u16(2, 0)))).link.info, { mode: "l3s" });
+    assert.deepEqual(decodeLink(concatBytes(ifinfo(2, 0), data("vlan", u16(1, 4094)))).link.info, { id: 4094 });
+    const tap = decodeLink(concatBytes(ifinfo(2, 0), data("tun", nlU32(1, 1000), nlU32(2, 100), nlAttr(3, Uint8Array.of(2)), nlAttr(4, Uint8Array.of(0)),
+      nlAttr(5, Uint8Array.of(1)), nlAttr(6, Uint8Array.of(1)), nlAttr(7, Uint8Array.of(1)))));
+    assert.deepEqual(tap.link.info, { type: "tap", pi: false, vnet_hdr: true, multi_queue: true, persist: true, user: 1000, group: 100 });
+    const ownerless = decodeLink(concatBytes(ifinfo(2, 0), data("tun", nlAttr(3, Uint8Array.of(2)), nlAttr(6, Uint8Array.of(1)))));
+    assert.deepEqual(ownerless.link.info, { type: "tap", pi: false, vnet_hdr: false, multi_queue: false, persist: true });
   });
   test("addresses: IFA_LOCAL over IFA_ADDRESS, IFA_FLAGS over the header's flags, scope names", () => {
     const ifaddr = (family: number, prefix: number, flags: number, scope: number, index: number) => {

@@ -7,7 +7,7 @@
  */
 import ipaddr from "ipaddr.js";
 import { concatBytes, NLM_F_APPEND, NLM_F_CREATE, NLM_F_DUMP, NLM_F_EXCL, NLM_F_REPLACE, nlAttr, nlString, nlU32, nlU64, nlU8, parseAttrs } from "./rtnetlink.js";
-import type { Address, Link, LinkChange, NewLink, RouteSpec } from "./types.js";
+import type { Address, IpvlanMode, Link, LinkChange, MacvlanMode, NewLink, RouteSpec } from "./types.js";
 
 export const RTM_NEWLINK = 16;
 export const RTM_DELLINK = 17;
@@ -46,6 +46,24 @@ const IFLA_BR_VLAN_FILTERING = 7;
 const IFLA_BRPORT_MODE = 4;
 const IFLA_BRPORT_ISOLATED = 33;
 const IFLA_VRF_TABLE = 1;
+const IFLA_MACVLAN_MODE = 1;
+const IFLA_MACVLAN_BC_QUEUE_LEN = 7;
+const IFLA_IPVLAN_MODE = 1;
+const IFLA_IPVLAN_FLAGS = 2;
+const IFLA_VLAN_ID = 1;
+const IFLA_TUN_OWNER = 1;
+const IFLA_TUN_GROUP = 2;
+const IFLA_TUN_TYPE = 3;
+const IFLA_TUN_PI = 4;
+const IFLA_TUN_VNET_HDR = 5;
+const IFLA_TUN_PERSIST = 6;
+const IFLA_TUN_MULTI_QUEUE = 7;
+/** MACVLAN_MODE_* (if_link.h). */
+const MACVLAN_MODES: Record<MacvlanMode, number> = { private: 1, vepa: 2, bridge: 4, passthru: 8, source: 16 };
+/** IPVLAN_MODE_* (if_link.h). */
+const IPVLAN_MODES: Record<IpvlanMode, number> = { l2: 0, l3: 1, l3s: 2 };
+/** IFF_TUN and IFF_TAP (if_tun.h), as IFLA_TUN_TYPE reports them. */
+const TUN_TYPES: Record<number, string> = { 1: "tun", 2: "tap" };
 /** RTEXT_FILTER_VF | RTEXT_FILTER_SKIP_STATS, as `ip` asks. */
 const EXT_MASK = 0x9;
 
@@ -190,35 +208,82 @@ export function bridgePortRequest(index: number, flags: { hairpin?: boolean; iso
 }
 
 /**
- * The attributes a new link (or a veth's peer) shares: `ip link add name X mtu N address M txqueuelen Q`,
- * in the order `ip` sends them (the name last, after a peer's namespace).
+ * The attributes a new link (or a veth's peer) shares: `ip link add [link P] name X mtu N address M
+ * txqueuelen Q netns NS`, in the order `ip` sends them: what it reads before `type` in the order of
+ * linkAddWords, then the parent's index and the name.
  */
-function newLinkAttrs(l: { name: string; mtu?: number; mac?: string; txqlen?: number }, peerNsFd?: number): Uint8Array[] {
+function newLinkAttrs(l: { name: string; mtu?: number; mac?: string; txqlen?: number }, nsFd?: number, parentIndex?: number): Uint8Array[] {
   const attrs: Uint8Array[] = [];
   if (l.mtu) attrs.push(nlU32(IFLA_MTU, l.mtu));
   if (l.mac) attrs.push(nlAttr(IFLA_ADDRESS, macBytes(l.mac) ?? new Uint8Array()));
   if (l.txqlen !== undefined) attrs.push(nlU32(IFLA_TXQLEN, l.txqlen));
-  if (peerNsFd !== undefined) attrs.push(nlU32(IFLA_NET_NS_FD, peerNsFd));
+  if (nsFd !== undefined) attrs.push(nlU32(IFLA_NET_NS_FD, nsFd));
+  if (parentIndex !== undefined) attrs.push(nlU32(IFLA_LINK, parentIndex));
   attrs.push(nlString(IFLA_IFNAME, l.name));
   return attrs;
 }
 
-/**
- * RTM_NEWLINK creating a link (`ip link add`), failing if the name is taken. A veth's peer is created in the
- * namespace that `peerNsFd` (an open namespace file) refers to.
- */
-export function newLinkRequest(l: NewLink, peerNsFd?: number): NlRequest {
-  const [flags, mask] = flagChange(l);
+/** A u16 attribute (host byte order). */
+const nlU16 = (type: number, v: number): Uint8Array => {
+  const b = new Uint8Array(2);
+  new DataView(b.buffer).setUint16(0, v, true);
+  return nlAttr(type, b);
+};
+
+/** IFLA_INFO_DATA of a new link, as `ip` encodes `type <kind> ...` (see kindWords in ip-ops.ts). */
+function linkInfoData(l: NewLink, peerNsFd?: number): Uint8Array[] {
   const data: Uint8Array[] = [];
-  if (l.vlanFiltering) data.push(nlU8(IFLA_BR_VLAN_FILTERING, 1));
-  if (l.peer) {
-    data.push(nlAttr(VETH_INFO_PEER, concatBytes(ifinfomsg(0), ...newLinkAttrs(l.peer, peerNsFd))));
+  switch (l.kind) {
+    case "macvlan":
+      // `ip` adds the queue length as it reads it and the mode once it has read every word.
+      if (l.bcqueuelen !== undefined) data.push(nlU32(IFLA_MACVLAN_BC_QUEUE_LEN, l.bcqueuelen));
+      if (l.macvlanMode) data.push(nlU32(IFLA_MACVLAN_MODE, MACVLAN_MODES[l.macvlanMode]));
+      break;
+    case "ipvlan":
+      // With a mode, `ip` always sends the flags too (none: bridge, the kernel's default).
+      if (l.ipvlanMode) data.push(nlU16(IFLA_IPVLAN_MODE, IPVLAN_MODES[l.ipvlanMode]), nlU16(IFLA_IPVLAN_FLAGS, 0));
+      break;
+    case "vlan":
+      if (l.vlanId !== undefined) data.push(nlU16(IFLA_VLAN_ID, l.vlanId));
+      break;
+    default:
+      if (l.vlanFiltering) data.push(nlU8(IFLA_BR_VLAN_FILTERING, 1));
+      if (l.peer) data.push(nlAttr(VETH_INFO_PEER, concatBytes(ifinfomsg(0), ...newLinkAttrs(l.peer, peerNsFd))));
   }
+  return data;
+}
+
+/** The open files and indexes a new link's request refers to. */
+export interface NewLinkRefs {
+  /** A veth's peer is created in the namespace this open namespace file refers to. */
+  peerNsFd?: number;
+  /** The link is created in the namespace this open namespace file refers to (`netns`). */
+  netnsFd?: number;
+  /** The index of `parent`, in the namespace the request is sent in. */
+  parentIndex?: number;
+}
+
+/**
+ * RTM_NEWLINK creating a link (`ip link add`), failing if the name is taken, byte for byte as `ip` sends it for
+ * the words of linkAddWords.
+ */
+export function newLinkRequest(l: NewLink, refs: NewLinkRefs = {}): NlRequest {
+  const [flags, mask] = flagChange(l);
+  const data = linkInfoData(l, refs.peerNsFd);
   const info = [nlAttr(IFLA_INFO_KIND, new TextEncoder().encode(l.kind))]; // no NUL, as `ip` sends it
   if (data.length) info.push(nlAttr(IFLA_INFO_DATA, concatBytes(...data)));
-  const body = concatBytes(ifinfomsg(0, flags, mask), ...newLinkAttrs(l), nlAttr(IFLA_LINKINFO, concatBytes(...info)));
+  const attrs = newLinkAttrs(l, refs.netnsFd, refs.parentIndex);
+  const body = concatBytes(ifinfomsg(0, flags, mask), ...attrs, nlAttr(IFLA_LINKINFO, concatBytes(...info)));
   return { type: RTM_NEWLINK, flags: NLM_F_CREATE | NLM_F_EXCL, body };
 }
+
+/** RTM_NEWLINK renaming link `index` (`ip link set dev X name NEW`). */
+export const renameLinkRequest = (index: number, newName: string): NlRequest =>
+  ({ type: RTM_NEWLINK, flags: 0, body: concatBytes(ifinfomsg(index), nlString(IFLA_IFNAME, newName)) });
+
+/** RTM_NEWLINK moving link `index` to the namespace of an open namespace file (`ip link set dev X netns NS`). */
+export const moveLinkRequest = (index: number, netnsFd: number): NlRequest =>
+  ({ type: RTM_NEWLINK, flags: 0, body: concatBytes(ifinfomsg(index), nlU32(IFLA_NET_NS_FD, netnsFd)) });
 
 /** RTM_DELLINK for link `index`. */
 export const deleteLinkRequest = (index: number): NlRequest => ({ type: RTM_DELLINK, flags: 0, body: ifinfomsg(index) });
@@ -299,16 +364,62 @@ function linkAddressText(ifiType: number, b: Uint8Array): string {
   return hex(b);
 }
 
-/** A link read from RTM_NEWLINK, with its master as an index (the caller names it). */
+/** A link read from RTM_NEWLINK, with its master and its same-namespace peer as indexes (the caller names them). */
 export interface DecodedLink {
   link: Link;
   masterIndex?: number;
+  /** The link it is tied to (IFLA_LINK), when that is in the same namespace (`ip` shows its name). */
+  peerLinkIndex?: number;
+}
+
+const u8 = (b: Uint8Array | undefined): number | undefined => b?.[0];
+const u16 = (b: Uint8Array | undefined): number | undefined =>
+  b && b.length >= 2 ? new DataView(b.buffer, b.byteOffset, b.byteLength).getUint16(0, true) : undefined;
+
+/** The kind-specific data `ip -json -d` shows, for the kinds whose data is read (see Link.info). */
+function kindInfo(kind: string, data: Map<number, Uint8Array>): Record<string, unknown> | undefined {
+  const named = <T>(table: Record<string, number>, value: number | undefined): T | string | undefined =>
+    value === undefined ? undefined : ((Object.entries(table).find(([, v]) => v === value)?.[0] as T | undefined) ?? String(value));
+  switch (kind) {
+    case "vrf": {
+      const table = u32(data.get(IFLA_VRF_TABLE));
+      return table === undefined ? undefined : { table };
+    }
+    case "macvlan": {
+      const mode = named<MacvlanMode>(MACVLAN_MODES, u32(data.get(IFLA_MACVLAN_MODE)));
+      const bcqueuelen = u32(data.get(IFLA_MACVLAN_BC_QUEUE_LEN));
+      return { ...(mode !== undefined ? { mode } : {}), ...(bcqueuelen !== undefined ? { bcqueuelen } : {}) };
+    }
+    case "ipvlan": {
+      const mode = named<IpvlanMode>(IPVLAN_MODES, u16(data.get(IFLA_IPVLAN_MODE)));
+      return mode === undefined ? {} : { mode };
+    }
+    case "vlan": {
+      const id = u16(data.get(IFLA_VLAN_ID));
+      return id === undefined ? {} : { id };
+    }
+    case "tun": {
+      const flag = (attr: number) => u8(data.get(attr)) === 1;
+      const type = u8(data.get(IFLA_TUN_TYPE));
+      const info: Record<string, unknown> = {
+        type: type === undefined ? "unknown" : TUN_TYPES[type] ?? String(type),
+        pi: flag(IFLA_TUN_PI), vnet_hdr: flag(IFLA_TUN_VNET_HDR), multi_queue: flag(IFLA_TUN_MULTI_QUEUE), persist: flag(IFLA_TUN_PERSIST),
+      };
+      const user = u32(data.get(IFLA_TUN_OWNER));
+      const group = u32(data.get(IFLA_TUN_GROUP));
+      if (user !== undefined) info["user"] = user;
+      if (group !== undefined) info["group"] = group;
+      return info;
+    }
+    default:
+      return undefined;
+  }
 }
 
 /**
- * Reads an RTM_NEWLINK message into a Link, as linkFromJson reads `ip -json -d link show`: the peer index only
- * when the peer is in another namespace (`ip` names a same-namespace peer instead), kind-specific data only
- * for a vrf's table.
+ * Reads an RTM_NEWLINK message into a Link, as linkFromJson reads `ip -json -d link show`: the peer index when
+ * the peer is in another namespace (a same-namespace peer is returned as an index for the caller to name, as
+ * `ip` names it), kind-specific data for the kinds Link.info lists.
  */
 export function decodeLink(payload: Uint8Array): DecodedLink {
   const view = new DataView(payload.buffer, payload.byteOffset, payload.byteLength);
@@ -332,12 +443,12 @@ export function decodeLink(payload: Uint8Array): DecodedLink {
   const info = parseAttrs(a.get(IFLA_LINKINFO) ?? new Uint8Array());
   const kind = str(info.get(IFLA_INFO_KIND));
   if (kind) link.kind = kind;
-  if (kind === "vrf") {
-    const table = u32(parseAttrs(info.get(IFLA_INFO_DATA) ?? new Uint8Array()).get(IFLA_VRF_TABLE));
-    if (table !== undefined) link.info = { table };
-  }
+  const data = kind ? kindInfo(kind, parseAttrs(info.get(IFLA_INFO_DATA) ?? new Uint8Array())) : undefined;
+  if (data) link.info = data;
   const peer = u32(a.get(IFLA_LINK));
+  let peerLinkIndex: number | undefined;
   if (peer && a.has(IFLA_LINK_NETNSID)) link.peerIndex = peer;
+  else if (peer && peer !== index) peerLinkIndex = peer;
   const alias = str(a.get(IFLA_IFALIAS));
   if (alias) link.alias = alias;
   const slaveData = info.get(IFLA_INFO_SLAVE_DATA);
@@ -346,7 +457,7 @@ export function decodeLink(payload: Uint8Array): DecodedLink {
     link.bridgePort = { hairpin: port.get(IFLA_BRPORT_MODE)?.[0] === 1, isolated: port.get(IFLA_BRPORT_ISOLATED)?.[0] === 1 };
   }
   const master = u32(a.get(IFLA_MASTER));
-  return master ? { link, masterIndex: master } : { link };
+  return { link, ...(master ? { masterIndex: master } : {}), ...(peerLinkIndex !== undefined ? { peerLinkIndex } : {}) };
 }
 
 /** Reads an RTM_NEWADDR message: the link it is on and the address as `ip -json addr show` reports it. */

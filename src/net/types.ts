@@ -19,8 +19,13 @@ export interface Link {
   kind?: string;
   /** The bridge (or other master) this link is enslaved to. */
   master?: string;
-  /** For a veth: the interface index of its peer (in the peer's namespace). */
+  /**
+   * The link this one is tied to (a veth's peer, the parent of a macvlan, ipvlan or vlan) when that is in
+   * another namespace: its interface index there (`ip`'s `link_index`).
+   */
   peerIndex?: number;
+  /** The same link when it is in this namespace: its name (`ip`'s `link`; `if<N>` when it has none). */
+  peerName?: string;
   promisc: boolean;
   /** The ALLMULTI flag. */
   allmulti?: boolean;
@@ -29,7 +34,11 @@ export interface Link {
   alias?: string;
   /** Bridge-port flags, when the link is a bridge port. */
   bridgePort?: { hairpin: boolean; isolated: boolean };
-  /** Kind-specific attributes (macvlan mode, vlan id...). */
+  /**
+   * Kind-specific attributes, named as `ip -json -d` names them: a vrf's `table`; a macvlan's `mode` (and
+   * `bcqueuelen`), an ipvlan's `mode`, a vlan's `id`; a tun/tap's `type`, `pi`, `vnet_hdr`, `multi_queue`,
+   * `persist` and, when set, its owner `user` and `group` as numeric ids.
+   */
   info?: Record<string, unknown>;
 }
 
@@ -86,10 +95,16 @@ export interface LinkChange {
   alias?: string;
 }
 
-/** A link to create, of a kind that needs no other settings than these. */
+/** The modes of a macvlan (`ip link add ... type macvlan mode M`). */
+export type MacvlanMode = "private" | "vepa" | "bridge" | "passthru" | "source";
+
+/** The modes of an ipvlan (`ip link add ... type ipvlan mode M`). */
+export type IpvlanMode = "l2" | "l3" | "l3s";
+
+/** A link to create: its kind and the settings `ip link add` takes for it. */
 export interface NewLink {
   name: string;
-  kind: "veth" | "bridge" | "ifb" | "dummy";
+  kind: "veth" | "bridge" | "ifb" | "dummy" | "macvlan" | "ipvlan" | "vlan";
   mtu?: number;
   promisc?: boolean;
   mac?: string;
@@ -100,6 +115,21 @@ export interface NewLink {
   vlanFiltering?: boolean;
   /** veth: the other end, created directly in `ns`. */
   peer?: { name: string; mtu?: number; txqlen?: number; ns: NetNS };
+  /**
+   * macvlan, ipvlan, vlan: the link it is made on (`ip link add link DEV`), looked up in the namespace the
+   * request runs in.
+   */
+  parent?: string;
+  /** Created directly in this namespace (`ip link add ... netns PATH`) rather than in the one the request runs in. */
+  netns?: NetNS;
+  /** macvlan: the mode (required for a macvlan). */
+  macvlanMode?: MacvlanMode;
+  /** macvlan: the broadcast queue length. */
+  bcqueuelen?: number;
+  /** ipvlan: the mode (required for an ipvlan). */
+  ipvlanMode?: IpvlanMode;
+  /** vlan: the VLAN ID, 0 to 4094 (required for a vlan). */
+  vlanId?: number;
 }
 
 /** A link as read back, with its addresses (empty when they were not asked for). */

@@ -9,6 +9,7 @@ import { readlinkSync } from "node:fs";
 import { ensureBridge, ensureGatewayAddresses, readHostLinks } from "../plugins/main/bridge/bridge-link.js";
 import { toolSpawnsOf } from "../sys/exec.js";
 import { configureInterface, setupVeth } from "../net/iface.js";
+import { createContainerLink } from "../net/container-link.js";
 import { createIfb } from "../plugins/meta/bandwidth/ifb.js";
 import { ip } from "../net/links.js";
 import { deleteLinkWithAddresses } from "../net/link-addresses.js";
@@ -92,5 +93,30 @@ await step("delete with addresses", () => deleteLinkWithAddresses(container, "et
 await step("delete again", () => deleteLinkWithAddresses(container, "eth0"));
 await step("delete link missing", () => ip.deleteLink(host, "nope0"));
 await step("bridge down and up", () => ip.setLink(host, "br0", { up: false }).then(() => ensureBridge("br0", { promisc: true })));
+
+// Links on a parent, put into the container under a temporary name (random: taken out of what is compared).
+const tmpNames = (v: unknown): unknown => JSON.parse(JSON.stringify(v ?? null).replace(/veth[0-9a-f]{8}/g, "veth(tmp)"));
+async function tmpStep(name: string, f: () => Promise<unknown>): Promise<void> {
+  await step(name, f);
+  const last = steps[steps.length - 1]!;
+  if (last.value !== undefined) last.value = tmpNames(last.value);
+  if (last.error) last.error.message = tmpNames(last.error.message) as string;
+}
+await step("macvlan master", () => ip.addVeth({ name: "mst0", ns: host, peerName: "mst1", peerNs: host }));
+await tmpStep("macvlan into the container", () => createContainerLink(container, "mv0",
+  { kind: "macvlan", parent: "mst0", macvlanMode: "private", mtu: 1400, mac: "02:00:00:00:dd:01", bcqueuelen: 100 }, host));
+await tmpStep("macvlan name taken", () => createContainerLink(container, "mv0", { kind: "macvlan", parent: "mst0", macvlanMode: "bridge" }, host));
+await tmpStep("macvlan missing parent", () => createContainerLink(container, "mv9", { kind: "macvlan", parent: "nope0", macvlanMode: "bridge" }, host));
+await step("container master", () => ip.addVeth({ name: "cm0", ns: container, peerName: "cm1", peerNs: container }));
+await tmpStep("macvlan in the container", () => createContainerLink(container, "mv1", { kind: "macvlan", parent: "cm0", macvlanMode: "source" }, container));
+await tmpStep("ipvlan", () => createContainerLink(container, "iv0", { kind: "ipvlan", parent: "mst0", ipvlanMode: "l3s", mtu: 1400 }, host));
+await tmpStep("vlan", () => createContainerLink(container, "vl0", { kind: "vlan", parent: "mst0", vlanId: 100 }, host));
+await step("dummy", () => ip.createLink(container, { name: "du0", kind: "dummy" }));
+await step("rename and move", async () => {
+  await ip.renameLink(container, "mv1", "mv2");
+  await ip.moveLink(container, "mv2", host, "mv3");
+  return ip.getLink(host, "mv3");
+});
+await step("container links", async () => (await ip.listLinks(container)).map((l) => ({ ...l, mac: l.mac.startsWith("02:00:00:00:") ? l.mac : "(random)" })));
 
 process.stdout.write(JSON.stringify({ steps, ipRuns: toolSpawnsOf("ip"), netnsKept: ownNetns() === before }) + "\n");

@@ -5,6 +5,7 @@
  * @module
  */
 import { CniError, ErrorCode } from "../../spec/errors.js";
+import { loadCniArgs } from "../../spec/args.js";
 import { DecodeError, decodeGo, type GoType } from "../../spec/go-decode.js";
 import type { JsonObject } from "../../spec/json.js";
 
@@ -30,4 +31,43 @@ const MAC_PATTERN = /^[0-9a-fA-F]{2}([:-][0-9a-fA-F]{2}){5}$/;
 export function parseMac(value: string, key: string): string {
   if (!MAC_PATTERN.test(value)) throw invalidKey(key, value, "want a MAC address like 0a:58:0a:f4:00:01");
   return value.toLowerCase().replaceAll("-", ":");
+}
+
+/** A MAC for an interface: a valid MAC (see parseMac) that is not a multicast address. */
+export function unicastMac(value: string, key: string): string {
+  const mac = parseMac(value, key);
+  if (parseInt(mac.slice(0, 2), 16) & 1) throw invalidKey(key, value, "a multicast MAC cannot be an interface's address");
+  return mac;
+}
+
+/**
+ * The MAC an interface is to get, from several places a config or runtime can give it, lowest priority first
+ * (`[key as messages name it, value]`): the last one set wins, and must be a unicast MAC.
+ */
+export function chooseMac(sources: ReadonlyArray<readonly [string, string | undefined]>): string | undefined {
+  const chosen = sources.filter(([, value]) => value).at(-1);
+  return chosen ? unicastMac(chosen[1]!, chosen[0]) : undefined;
+}
+
+/** CNI_ARGS `MAC` (the only key these plugins read; others need IgnoreUnknown, as in Go). Bad CNI_ARGS are code 4. */
+export function cniArgsMac(cniArgs: string): string | undefined {
+  try {
+    return loadCniArgs(cniArgs, { MAC: (v: string) => v }).MAC;
+  } catch (e) {
+    throw new CniError(ErrorCode.InvalidEnvironmentVariables, `invalid CNI_ARGS: ${(e as Error).message}`);
+  }
+}
+
+/** A link name as the kernel takes it: 1 to 15 bytes, not `.` or `..`, no `/`, `:` or whitespace. */
+export function linkName(value: string, key: string): string {
+  if (!value || Buffer.byteLength(value) > 15 || value === "." || value === ".." || /[/:\s]/.test(value)) {
+    throw invalidKey(key, value, "want a link name: 1 to 15 characters, no '/', ':' or whitespace");
+  }
+  return value;
+}
+
+/** An interface MTU: 0 (or absent) for the kernel's default, else 68 (IPv4's minimum) to 65535; undefined for the default. */
+export function interfaceMtu(value: number | undefined, key = "mtu"): number | undefined {
+  if (value !== undefined && value !== 0 && (value < 68 || value > 65535)) throw invalidKey(key, value, "want 0 for the default, or 68 to 65535");
+  return value || undefined;
 }

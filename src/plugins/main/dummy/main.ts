@@ -1,0 +1,72 @@
+/**
+ * dummy: gives the container a dummy link (a device that drops what it sends, holding addresses for
+ * services that only need them bound), addressed by IPAM, which is required. Unlike the other link plugins
+ * it keeps IPAM's DNS in its result, as the Go plugin does. This kernel has no dummy links: ADD fails with
+ * the kernel's reason and undoes what it had done.
+ * @module
+ */
+import { NET_CONF_FIELDS, type PluginConf } from "../../../spec/config.js";
+import { CniError, ErrorCode } from "../../../spec/errors.js";
+import { struct } from "../../../spec/go-decode.js";
+import { ALL_VERSIONS, VersionInfo } from "../../../spec/version.js";
+import { loadPluginConf } from "../../../skel/conf.js";
+import type { CmdArgs, PluginDefinition } from "../../../skel/skel.js";
+import { ip } from "../../../net/links.js";
+import type { NetNS } from "../../../net/netns.js";
+import type { Link } from "../../../net/types.js";
+import { NetOpError } from "../../../sys/exec.js";
+import { ipamType } from "../../common/ipam.js";
+import { decodeConfig } from "../../common/keys.js";
+import { addSandboxLink, checkSandboxLink, delSandboxLink, gcSandboxLink, statusSandboxLink } from "../../common/sandbox-link.js";
+
+/** The Go plugin reads the common keys only. */
+export const DUMMY_SCHEMA = struct("NetConf", { ...NET_CONF_FIELDS }, "types");
+
+/** Parses the dummy config; `ipam` is required. */
+export function loadDummyConf(stdin: Buffer): PluginConf {
+  const { conf, raw } = loadPluginConf(stdin);
+  decodeConfig(DUMMY_SCHEMA, raw);
+  if (!ipamType(conf)) throw new CniError(ErrorCode.InvalidNetworkConfig, 'invalid "ipam": missing (a dummy interface needs an IPAM plugin: set ipam.type)');
+  return conf;
+}
+
+/** The dummy link, made under its final name inside the container (nothing is created anywhere else). */
+async function createDummy(container: NetNS, ifName: string): Promise<Link> {
+  try {
+    const [shown] = await ip.batch(container).addLink({ name: ifName, kind: "dummy" }).showLink(ifName).runShow(`create dummy ${ifName} in ${container}`);
+    return shown!.link;
+  } catch (e) {
+    if (e instanceof NetOpError && e.isExists) {
+      throw new CniError(ErrorCode.Internal, `container interface name provided (${ifName}) already exists`, `an interface named "${ifName}" exists in ${container}`);
+    }
+    throw e;
+  }
+}
+
+async function add(args: CmdArgs) {
+  const conf = loadDummyConf(args.stdinData);
+  return addSandboxLink(args, { conf, create: (container) => createDummy(container, args.ifName), addressing: { from: "ipam" }, dns: "ipam" });
+}
+
+async function del(args: CmdArgs): Promise<void> {
+  await delSandboxLink(args, loadDummyConf(args.stdinData));
+}
+
+async function check(args: CmdArgs): Promise<void> {
+  await checkSandboxLink(args, loadDummyConf(args.stdinData), { kind: "dummy" });
+}
+
+async function status(args: CmdArgs): Promise<void> {
+  await statusSandboxLink(args, loadDummyConf(args.stdinData));
+}
+
+async function gc(args: CmdArgs): Promise<void> {
+  await gcSandboxLink(args, loadDummyConf(args.stdinData));
+}
+
+export const plugin: PluginDefinition = {
+  funcs: { add, del, check, status, gc },
+  versionInfo: new VersionInfo(ALL_VERSIONS),
+  about: "CNI dummy plugin (tscni)",
+  config: { schema: DUMMY_SCHEMA, parse: (stdin) => loadDummyConf(stdin) },
+};

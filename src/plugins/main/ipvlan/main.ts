@@ -1,0 +1,61 @@
+/**
+ * ipvlan: gives the container an ipvlan link (l2, l3 or l3s) on a master interface, addressed by IPAM or,
+ * chained after another plugin without `ipam`, with the addresses of the prevResult. This kernel has no
+ * ipvlan: ADD fails with the kernel's reason and undoes what it had done.
+ * @module
+ */
+import { ALL_VERSIONS, VersionInfo } from "../../../spec/version.js";
+import { createContainerLink } from "../../../net/container-link.js";
+import type { CmdArgs, PluginDefinition } from "../../../skel/skel.js";
+import {
+  addSandboxLink, checkMtuFitsMaster, checkSandboxLink, delSandboxLink, findMaster, gcSandboxLink, masterPlace, notifySysctls, statusSandboxLink,
+} from "../../common/sandbox-link.js";
+import { decodeIpvlanConf, IPVLAN_SCHEMA, loadIpvlanConf } from "./config.js";
+
+async function add(args: CmdArgs) {
+  const n = loadIpvlanConf(args.stdinData);
+  return addSandboxLink(args, {
+    conf: n.conf,
+    create: async (container) => {
+      const place = masterPlace(container, n.linkInContainer);
+      const master = await findMaster(n.master, place);
+      // The kernel refuses an ipvlan larger than its master; say so before creating anything.
+      checkMtuFitsMaster(n.mtu, master);
+      return createContainerLink(container, args.ifName, { kind: "ipvlan", parent: master.name, ipvlanMode: n.mode, mtu: n.mtu }, place.ns);
+    },
+    addressing: n.chainedResult ? { from: "prevResult", result: n.chainedResult } : { from: "ipam" },
+    sysctls: notifySysctls(args.ifName, { arp: true, ndisc: true }),
+    dns: "conf",
+  });
+}
+
+/** DEL reads the keys only: no master (and so no default route) is needed to remove the link. */
+async function del(args: CmdArgs): Promise<void> {
+  await delSandboxLink(args, decodeIpvlanConf(args.stdinData).conf);
+}
+
+/**
+ * CHECK compares the link's master only when `master` is configured: otherwise ADD took it from the default
+ * route or from the prevResult of its chain, which CHECK no longer sees (its prevResult is ipvlan's own).
+ */
+async function check(args: CmdArgs): Promise<void> {
+  const n = decodeIpvlanConf(args.stdinData);
+  await checkSandboxLink(args, n.conf, {
+    kind: "ipvlan", info: { mode: n.mode }, ...(n.master ? { master: { name: n.master, linkInContainer: n.linkInContainer } } : {}),
+  });
+}
+
+async function status(args: CmdArgs): Promise<void> {
+  await statusSandboxLink(args, decodeIpvlanConf(args.stdinData).conf);
+}
+
+async function gc(args: CmdArgs): Promise<void> {
+  await gcSandboxLink(args, decodeIpvlanConf(args.stdinData).conf);
+}
+
+export const plugin: PluginDefinition = {
+  funcs: { add, del, check, status, gc },
+  versionInfo: new VersionInfo(ALL_VERSIONS),
+  about: "CNI ipvlan plugin (tscni)",
+  config: { schema: IPVLAN_SCHEMA, parse: (stdin) => loadIpvlanConf(stdin) },
+};

@@ -1,0 +1,90 @@
+/**
+ * tap: gives the container a persistent tap device (for a VM or user-space network stack in the sandbox to
+ * open), optionally owned by a user and group, multi-queue, a port of a bridge in the container's namespace,
+ * and addressed by IPAM when `ipam` is set (otherwise only brought up).
+ * @module
+ */
+import { ALL_VERSIONS, VersionInfo } from "../../../spec/version.js";
+import { randomVethName } from "../../../net/names.js";
+import { ip } from "../../../net/links.js";
+import type { NetNS } from "../../../net/netns.js";
+import type { Link } from "../../../net/types.js";
+import { NetOpError } from "../../../sys/exec.js";
+import { CniError, ErrorCode } from "../../../spec/errors.js";
+import type { CmdArgs, PluginDefinition } from "../../../skel/skel.js";
+import { ipamType } from "../../common/ipam.js";
+import { invalidKey } from "../../common/keys.js";
+import { addSandboxLink, checkSandboxLink, delSandboxLink, gcSandboxLink, notifySysctls, statusSandboxLink } from "../../common/sandbox-link.js";
+import { loadTapConf, TAP_SCHEMA, type TapConf } from "./config.js";
+import { createTap } from "./tuntap.js";
+
+/**
+ * The tap, made under a temporary name inside the container (so a failed rename cannot touch another link),
+ * then given its MTU and MAC, renamed to `ifName` and made a port of the bridge. Any failure removes it.
+ */
+async function createContainerTap(container: NetNS, ifName: string, n: TapConf, warn: (msg: string) => void): Promise<Link> {
+  if (n.bridge) {
+    const bridge = await ip.getLink(container, n.bridge);
+    if (!bridge) throw invalidKey("bridge", n.bridge, `no such bridge in the container namespace ${container}`);
+    if (bridge.kind !== "bridge") throw invalidKey("bridge", n.bridge, `"${n.bridge}" in the container namespace is a ${bridge.kind ?? "device"}, not a bridge`);
+  }
+  const tmpName = randomVethName();
+  await createTap(container, { name: tmpName, multiQueue: n.multiQueue, owner: n.owner, group: n.group }, {
+    selinuxContext: n.selinuxContext,
+    onLabelIgnored: (why) => warn(`tap: selinuxContext ${JSON.stringify(n.selinuxContext)} not applied: ${why}\n`),
+  });
+  const batch = ip.batch(container);
+  if (n.mtu || n.mac) batch.setLink(tmpName, { ...(n.mtu ? { mtu: n.mtu } : {}), ...(n.mac ? { mac: n.mac } : {}) });
+  batch.renameLink(tmpName, ifName);
+  if (n.bridge) batch.setLink(ifName, { master: n.bridge });
+  try {
+    const [shown] = await batch.showLink(ifName).runShow(`set up tap ${ifName} in ${container}`);
+    return shown!.link;
+  } catch (e) {
+    // Until the rename the tap has its temporary name; after it, `ifName` is ours.
+    const stillTemporary = await ip.getLink(container, tmpName).catch(() => undefined);
+    await ip.deleteLink(container, stillTemporary ? tmpName : ifName).catch(() => undefined);
+    if (stillTemporary && e instanceof NetOpError && e.isExists) {
+      throw new CniError(ErrorCode.Internal, `container interface name provided (${ifName}) already exists`, `an interface named "${ifName}" exists in ${container}`);
+    }
+    throw e;
+  }
+}
+
+async function add(args: CmdArgs) {
+  const n = loadTapConf(args.stdinData, args.args);
+  return addSandboxLink(args, {
+    conf: n.conf,
+    create: (container) => createContainerTap(container, args.ifName, n, (m) => args.stderr.write(m)),
+    addressing: ipamType(n.conf) ? { from: "ipam" } : { from: "none" },
+    sysctls: notifySysctls(args.ifName, { arp: true }),
+    dns: "conf",
+  });
+}
+
+async function del(args: CmdArgs): Promise<void> {
+  await delSandboxLink(args, loadTapConf(args.stdinData, "").conf);
+}
+
+async function check(args: CmdArgs): Promise<void> {
+  const n = loadTapConf(args.stdinData, args.args);
+  const info: Record<string, unknown> = { type: "tap", multi_queue: n.multiQueue };
+  if (n.owner !== undefined) info["user"] = n.owner;
+  if (n.group !== undefined) info["group"] = n.group;
+  await checkSandboxLink(args, n.conf, { kind: "tun", info, ...(n.bridge ? { bridge: n.bridge } : {}) });
+}
+
+async function status(args: CmdArgs): Promise<void> {
+  await statusSandboxLink(args, loadTapConf(args.stdinData, "").conf);
+}
+
+async function gc(args: CmdArgs): Promise<void> {
+  await gcSandboxLink(args, loadTapConf(args.stdinData, "").conf);
+}
+
+export const plugin: PluginDefinition = {
+  funcs: { add, del, check, status, gc },
+  versionInfo: new VersionInfo(ALL_VERSIONS),
+  about: "CNI tap plugin (tscni)",
+  config: { schema: TAP_SCHEMA, parse: loadTapConf },
+};
