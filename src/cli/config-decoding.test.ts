@@ -108,6 +108,13 @@ const SAMPLES: Record<string, Sample[]> = {
   ],
   sbr: [{ config: { ...COMMON, type: "sbr", table: 100, gateways: ["10.1.0.1"], addSourceHints: true } }],
   vrf: [{ config: { ...COMMON, type: "vrf", vrfname: "vrfsample", table: 1001 } }],
+  "host-device": [
+    { config: { ...COMMON, type: "host-device", device: "eth1", DPDKMode: false, dataDir: "/run/tscni-sample", ipam: { type: "host-local" } } },
+    { config: { ...COMMON, type: "host-device", hwaddr: "0a:58:0a:01:00:0d" } },
+    { config: { ...COMMON, type: "host-device", kernelpath: "/sys/devices/pci0000:00/0000:00:19.0" } },
+    { config: { ...COMMON, type: "host-device", pciBusID: "0000:03:00.1" } },
+    { config: { ...COMMON, type: "host-device", runtimeConfig: { deviceID: "0000:03:00.2" } } },
+  ],
 };
 
 const STYLES: Record<string, (key: string) => string> = {

@@ -26,6 +26,7 @@ const PLUGIN_LOADERS: Record<PluginName, ProgramEntry["load"]> = {
   firewall: () => import("../plugins/meta/firewall/main.js"),
   sbr: () => import("../plugins/meta/sbr/main.js"),
   vrf: () => import("../plugins/meta/vrf/main.js"),
+  "host-device": () => import("../plugins/main/host-device/main.js"),
 };
 
 /** Every program by name, with its loader (and, for a plugin, its versions). */

@@ -24,6 +24,18 @@ const UNREACHABLE_ROUTE = { dst: "10.250.0.0/16", gw: "192.0.2.1" };
 const MAIN_PLUGINS: Record<string, (tag: string) => Json> = {
   bridge: (tag) => ({ type: "bridge", bridge: `tf${tag}`, isGateway: true, ipMasq: true }),
   ptp: () => ({ type: "ptp", ipMasq: true }),
+  "host-device": (tag) => ({ type: "host-device", device: `tf${tag}d` }),
+};
+
+/**
+ * What a row needs in its test host before its ADD (a device to take), and the config keys that go with it.
+ * The links it makes are named `tf…`, so they are not counted as leftovers.
+ */
+const SETUP: Partial<Record<string, (host: Host, tag: string) => Json>> = {
+  "host-device": (host, tag) => {
+    host.ns.exec("ip", ["link", "add", `tf${tag}d`, "type", "veth", "peer", "name", `tf${tag}p`]);
+    return { dataDir: path.join(host.dataDir, "host-device") };
+  },
 };
 
 describe("a failed ADD leaves nothing behind", { skip }, () => {
@@ -33,7 +45,7 @@ describe("a failed ADD leaves nothing behind", { skip }, () => {
   after(() => cleanup.run());
 
   const ours = () => pluginDir(cleanup, Object.fromEntries(
-    ["bridge", "ptp", "host-local", "portmap", "tuning", "firewall"].map((t) => [t, path.join(OUR_BIN, t)])));
+    ["bridge", "ptp", "host-device", "host-local", "portmap", "tuning", "firewall"].map((t) => [t, path.join(OUR_BIN, t)])));
 
   /** What a test host holds after the test: links other than lo, addresses in the store, NAT rules and the cache. */
   const leftovers = (host: Host, network: string, ctrLinks: string[]) => ({
@@ -50,7 +62,8 @@ describe("a failed ADD leaves nothing behind", { skip }, () => {
       const n = ++seq;
       const host = new Host(cleanup, `tscni-af-${tag}-${n}`, ours());
       const network = `af${tag}${n}`;
-      const config = { cniVersion: "1.0.0", name: network, ...conf(`${tag}${n}`), ipam: host.hostLocal(["10.231.0.0/24"], { routes: [UNREACHABLE_ROUTE] }) };
+      const extra = SETUP[type]?.(host, `${tag}${n}`);
+      const config = { cniVersion: "1.0.0", name: network, ...conf(`${tag}${n}`), ...extra, ipam: host.hostLocal(["10.231.0.0/24"], { routes: [UNREACHABLE_ROUTE] }) };
       const ctr = host.container(`tscni-afc-${tag}-${n}`);
       const r = await host.plugin(path.join(OUR_BIN, type), "ADD", config, { CNI_NETNS: ctr.path, CNI_CONTAINERID: `af-${tag}-${n}` });
       assert.equal(r.code, 1, "the ADD fails");
@@ -64,7 +77,8 @@ describe("a failed ADD leaves nothing behind", { skip }, () => {
       const n = ++seq;
       const host = new Host(cleanup, `tscni-af-${tag}-${n}`, ours());
       const network = `af${tag}${n}`;
-      const config = { cniVersion: "1.0.0", name: network, ...conf(`${tag}${n}`), ipam: host.hostLocal(["10.233.0.0/24"]) };
+      const extra = SETUP[type]?.(host, `${tag}${n}`);
+      const config = { cniVersion: "1.0.0", name: network, ...conf(`${tag}${n}`), ...extra, ipam: host.hostLocal(["10.233.0.0/24"]) };
       const linksBefore = host.ipJson(["link", "show"]).map((l) => String(l["ifname"]));
       for (const command of ["ADD", "DEL"]) {
         const r = await host.plugin(path.join(OUR_BIN, type), command, config, { CNI_NETNS: host.ns.path, CNI_CONTAINERID: `af-${tag}-${n}` });
@@ -78,10 +92,11 @@ describe("a failed ADD leaves nothing behind", { skip }, () => {
     test(`${type}: a later plugin of the chain fails: the runtime's DEL removes everything`, async () => {
       const n = ++seq;
       const host = new Host(cleanup, `tscni-af-${tag}-${n}`, ours());
+      const extra = SETUP[type]?.(host, `${tag}${n}`);
       const network = host.writeNetwork({
         cniVersion: "1.0.0", name: `af${tag}${n}`,
         plugins: [
-          { ...conf(`${tag}${n}`), ipam: host.hostLocal(["10.232.0.0/24"]) },
+          { ...conf(`${tag}${n}`), ...extra, ipam: host.hostLocal(["10.232.0.0/24"]) },
           { type: "firewall", dataDir: path.join(host.dataDir, "firewall") },
           { type: "portmap", capabilities: { portMappings: true }, dataDir: path.join(host.dataDir, "portmap") },
           { type: "tuning", dataDir: path.join(host.dataDir, "tuning") },
