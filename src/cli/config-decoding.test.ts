@@ -115,6 +115,15 @@ const SAMPLES: Record<string, Sample[]> = {
     { config: { ...COMMON, type: "host-device", pciBusID: "0000:03:00.1" } },
     { config: { ...COMMON, type: "host-device", runtimeConfig: { deviceID: "0000:03:00.2" } } },
   ],
+  flannel: [
+    {
+      config: {
+        ...COMMON, type: "flannel", subnetFile: "/run/tscni-sample/subnet.env", dataDir: "/run/tscni-sample",
+        delegate: { type: "bridge", bridge: "cni0", isDefaultGateway: true }, ipam: { routes: [{ dst: "10.96.0.0/12" }] },
+        runtimeConfig: { portMappings: [{ hostPort: 8080, containerPort: 80, protocol: "tcp" }] },
+      },
+    },
+  ],
 };
 
 const STYLES: Record<string, (key: string) => string> = {

@@ -19,6 +19,7 @@ export const PLUGIN_VERSIONS = {
   sbr: ALL_VERSIONS,
   vrf: versionsStartingFrom("0.3.1"),
   "host-device": ALL_VERSIONS,
+  flannel: ALL_VERSIONS,
 } as const satisfies Record<string, readonly string[]>;
 
 export type PluginName = keyof typeof PLUGIN_VERSIONS;

@@ -27,6 +27,7 @@ const PLUGIN_LOADERS: Record<PluginName, ProgramEntry["load"]> = {
   sbr: () => import("../plugins/meta/sbr/main.js"),
   vrf: () => import("../plugins/meta/vrf/main.js"),
   "host-device": () => import("../plugins/main/host-device/main.js"),
+  flannel: () => import("../plugins/meta/flannel/main.js"),
 };
 
 /** Every program by name, with its loader (and, for a plugin, its versions). */
