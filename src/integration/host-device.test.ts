@@ -240,8 +240,8 @@ describe("host-device: ours against Go's 1.1.1", { skip: goSkip }, () => {
   let seq = 0;
   after(() => cleanup.run());
 
-  /** A test host with a device `hg<tag><n>` (a veth end with MTU 1450 and an address) and a container. */
-  function side(cniPath: string) {
+  /** A test host with a device `hg<tag><n>` (a veth end with MTU 1450 and an address), a container and a network. */
+  function side(cniPath: string, keys?: Json, cniVersion = "1.0.0") {
     const n = ++seq;
     const host = new Host(cleanup, `tscni-hg-${tag}-${n}`, cniPath);
     const dev = `hg${tag}${n}`;
@@ -250,10 +250,13 @@ describe("host-device: ours against Go's 1.1.1", { skip: goSkip }, () => {
     ip(host.ns, "link", "set", dev, "up");
     const ctr = containerOf(host, `tscni-hgc-${tag}-${n}`);
     const net = host.writeNetwork({
-      cniVersion: "1.0.0", name: `hg${tag}`,
+      cniVersion, name: `hg${tag}`,
       plugins: [{
-        type: "host-device", device: dev, dataDir: path.join(host.dataDir, "host-device"), dns: { nameservers: ["10.210.0.53"] },
-        ipam: host.hostLocal(["10.210.0.0/24", "fd00:210::/64"], { routes: [{ dst: "198.51.100.0/24" }, { dst: "2001:db8:9::/48" }] }),
+        type: "host-device", dataDir: path.join(host.dataDir, "host-device"), dns: { nameservers: ["10.210.0.53"] },
+        ...(keys ?? {
+          device: dev,
+          ipam: host.hostLocal(["10.210.0.0/24", "fd00:210::/64"], { routes: [{ dst: "198.51.100.0/24" }, { dst: "2001:db8:9::/48" }] }),
+        }),
       }],
     });
     return { host, dev, ctr, net };
@@ -289,6 +292,16 @@ describe("host-device: ours against Go's 1.1.1", { skip: goSkip }, () => {
     assert.ok(linkNames(go.host.ns).includes(go.dev));
     assert.deepEqual(deviceView(go.host.ns, go.dev)!["mtu"], 1450);
     assert.deepEqual([ours.host.allocations(ours.net), go.host.allocations(go.net)], [[], []]);
+  });
+
+  test("without IPAM, selected by kernelpath, at 0.3.1: the same result and container view", async () => {
+    const sides = [side(pluginDir(cleanup, { "host-device": path.join(OUR_BIN, "host-device") }), { kernelpath: "/sys/devices/virtual" }, "0.3.1"),
+      side(GO_BIN, { kernelpath: "/sys/devices/virtual" }, "0.3.1")];
+    const [rOurs, rGo] = [await sides[0]!.host.add(sides[0]!.net, sides[0]!.ctr), await sides[1]!.host.add(sides[1]!.net, sides[1]!.ctr)];
+    assert.deepEqual(shape(rOurs), shape(rGo));
+    assert.deepEqual(view(sides[0]!.ctr), view(sides[1]!.ctr));
+    for (const s of sides) await s.host.must("del", s.net, s.ctr);
+    assert.ok(sides.every((s) => linkNames(s.host.ns).includes(s.dev)));
   });
 
   test("mixed: our host-device with Go's host-local", async () => {

@@ -118,8 +118,10 @@ async function returnDevice(rec: DeviceRecord, container: NetNS | undefined, vie
   if (!link) {
     const returned = await findReturned(rec, view);
     if (!returned) return;
-    await ip.renameLink(host, returned.name, name);
-    link = { ...returned, name };
+    // An interface is renamed only while down; restoreSettings brings it up again if it was.
+    await ip.batch(host).setLink(returned.name, { up: false }).add("link", "set", "dev", returned.name, "name", name)
+      .run(`rename ${returned.name} back to ${name}`);
+    link = { ...returned, name, up: false };
   }
   await restoreSettings(link, rec);
 }
