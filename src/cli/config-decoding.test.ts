@@ -137,6 +137,22 @@ const SAMPLES: Record<string, Sample[]> = {
       cniArgs: "IgnoreUnknown=1;MAC=0a:58:0a:01:00:14",
     },
   ],
+  "host-device": [
+    { config: { ...COMMON, type: "host-device", device: "eth1", DPDKMode: false, dataDir: "/run/tscni-sample", ipam: { type: "host-local" } } },
+    { config: { ...COMMON, type: "host-device", hwaddr: "0a:58:0a:01:00:0d" } },
+    { config: { ...COMMON, type: "host-device", kernelpath: "/sys/devices/pci0000:00/0000:00:19.0" } },
+    { config: { ...COMMON, type: "host-device", pciBusID: "0000:03:00.1" } },
+    { config: { ...COMMON, type: "host-device", runtimeConfig: { deviceID: "0000:03:00.2" } } },
+  ],
+  flannel: [
+    {
+      config: {
+        ...COMMON, type: "flannel", subnetFile: "/run/tscni-sample/subnet.env", dataDir: "/run/tscni-sample",
+        delegate: { type: "bridge", bridge: "cni0", isDefaultGateway: true }, ipam: { routes: [{ dst: "10.96.0.0/12" }] },
+        runtimeConfig: { portMappings: [{ hostPort: 8080, containerPort: 80, protocol: "tcp" }] },
+      },
+    },
+  ],
 };
 
 const STYLES: Record<string, (key: string) => string> = {

@@ -23,6 +23,8 @@ export const PLUGIN_VERSIONS = {
   vlan: ALL_VERSIONS,
   dummy: ALL_VERSIONS,
   tap: ALL_VERSIONS,
+  "host-device": ALL_VERSIONS,
+  flannel: ALL_VERSIONS,
 } as const satisfies Record<string, readonly string[]>;
 
 export type PluginName = keyof typeof PLUGIN_VERSIONS;

@@ -31,6 +31,8 @@ const PLUGIN_LOADERS: Record<PluginName, PluginEntry["load"]> = {
   vlan: () => import("../plugins/main/vlan/main.js"),
   dummy: () => import("../plugins/main/dummy/main.js"),
   tap: () => import("../plugins/main/tap/main.js"),
+  "host-device": () => import("../plugins/main/host-device/main.js"),
+  flannel: () => import("../plugins/meta/flannel/main.js"),
 };
 
 /** Every plugin by type (cnitool, the one other program, is loaded by main.ts). */

@@ -32,6 +32,11 @@ const MAIN_PLUGINS: Record<string, (tag: string, host: Host) => Json> = {
     return { type: "macvlan", master: `tf${tag}m`, mode: "bridge" };
   },
   tap: () => ({ type: "tap", mtu: 1400 }),
+  "host-device": (tag, host) => {
+    // The device to take; named tf… so it does not count as a leftover.
+    host.ns.exec("ip", ["link", "add", `tf${tag}d`, "type", "veth", "peer", "name", `tf${tag}q`]);
+    return { type: "host-device", device: `tf${tag}d`, dataDir: path.join(host.dataDir, "host-device") };
+  },
 };
 
 describe("a failed ADD leaves nothing behind", { skip }, () => {

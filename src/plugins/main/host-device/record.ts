@@ -1,0 +1,89 @@
+/**
+ * What host-device remembers of a device it moved into a container, so DEL can give it back as it was: its
+ * original name, MTU, MAC, up state, alias and addresses, and how to recognise it should the kernel hand it back
+ * on its own (a physical device returns to the root namespace when its container's namespace is destroyed,
+ * possibly renamed): its sysfs device path, kind, MAC and ifindex. Go 1.1.1 keeps only the name, in the link's
+ * alias, which the container can rewrite and which is lost with the namespace; tscni keeps a record file
+ * `<dataDir>/<containerID>:<ifName>.json` (`:` appears in neither), written atomically before the device moves
+ * and removed once DEL has returned it. (The alias is still set, so Go's DEL can return a device tscni moved.)
+ * @module
+ */
+import { mkdir, readFile, rm } from "node:fs/promises";
+import path from "node:path";
+import { CniError, ErrorCode } from "../../../spec/errors.js";
+import { isJsonObject, marshalJson, parseJson } from "../../../spec/json.js";
+import { writeFileAtomic } from "../../../sys/atomic-file.js";
+
+/** The device as it was in the host namespace before ADD. */
+export interface HostDeviceState {
+  name: string;
+  index: number;
+  mtu: number;
+  mac: string;
+  up: boolean;
+  /** Its alias before ADD ("" for none): host-device borrows the alias while the device is in the container. */
+  alias: string;
+  /** Link kind (veth...); absent for physical devices. */
+  kind?: string;
+  /** The hardware behind it (`/sys/devices/...`); absent for virtual devices. */
+  devicePath?: string;
+  /** Its addresses (`addr/prefix`), IPv6 link-local ones aside (the kernel makes those again). */
+  addresses: string[];
+}
+
+export interface DeviceRecord {
+  network: string;
+  containerID: string;
+  ifName: string;
+  netns: string;
+  host: HostDeviceState;
+  /** Its ifindex in the container once moved (CHECK compares it). */
+  containerIndex?: number;
+}
+
+export const recordPath = (dataDir: string, containerID: string, ifName: string): string =>
+  path.join(dataDir, `${containerID}:${ifName}.json`);
+
+/** Writes (or rewrites) a record. */
+export async function writeRecord(dataDir: string, record: DeviceRecord): Promise<void> {
+  try {
+    await mkdir(dataDir, { recursive: true, mode: 0o700 });
+    await writeFileAtomic(recordPath(dataDir, record.containerID, record.ifName), marshalJson(record, { sortKeys: false, indent: " " }) + "\n");
+  } catch (e) {
+    throw new CniError(ErrorCode.IOFailure, `cannot save the host device's settings in ${dataDir} ("dataDir")`, (e as Error).message);
+  }
+}
+
+/** Checks the shape of a record read back (a damaged file must not rename or re-address anything). */
+function decodeRecord(text: string): DeviceRecord | undefined {
+  let raw: unknown;
+  try {
+    raw = parseJson(text);
+  } catch {
+    return undefined;
+  }
+  if (!isJsonObject(raw) || !isJsonObject(raw["host"])) return undefined;
+  const r = raw as unknown as DeviceRecord;
+  const h = r.host;
+  const ok = typeof r.containerID === "string" && typeof r.ifName === "string" && typeof h.name === "string" && h.name !== "" &&
+    typeof h.mtu === "number" && typeof h.mac === "string" && typeof h.up === "boolean" && typeof h.alias === "string" &&
+    typeof h.index === "number" && Array.isArray(h.addresses) && h.addresses.every((a) => typeof a === "string");
+  return ok ? r : undefined;
+}
+
+/** The record of an attachment: undefined when there is none, "damaged" when it cannot be trusted. */
+export async function readRecord(dataDir: string, containerID: string, ifName: string): Promise<DeviceRecord | "damaged" | undefined> {
+  const file = recordPath(dataDir, containerID, ifName);
+  let text: string;
+  try {
+    text = await readFile(file, "utf8");
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === "ENOENT") return undefined;
+    throw new CniError(ErrorCode.IOFailure, `cannot read the host device's record ${file}`, (e as Error).message);
+  }
+  const record = decodeRecord(text);
+  return record && record.containerID === containerID && record.ifName === ifName ? record : "damaged";
+}
+
+export const removeRecord = (dataDir: string, containerID: string, ifName: string): Promise<void> =>
+  rm(recordPath(dataDir, containerID, ifName), { force: true });

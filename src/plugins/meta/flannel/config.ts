@@ -1,0 +1,111 @@
+/**
+ * The flannel plugin's configuration, as the flannel-io plugin's NetConf: the common keys, `subnetFile`
+ * (default /run/flannel/subnet.env), `dataDir` (default /var/lib/cni/flannel), `delegate` and `ipam` (free-form
+ * objects that seed the delegate's config) and `runtimeConfig` (passed to the delegate as it is). ADD also
+ * validates what it will render: `delegate` may not set `name` or `ipam` (flannel sets them), its `type` must be
+ * a non-empty string, and `ipam.routes` must be routes — each failure a code-7 error naming the key.
+ * @module
+ */
+import { NET_CONF_FIELDS, type PluginConf } from "../../../spec/config.js";
+import { any, decodeGo, DecodeError, foldKey, map, string, struct, list } from "../../../spec/go-decode.js";
+import { tryParseCIDR, tryParseIP } from "../../../spec/ip.js";
+import type { JsonObject, JsonValue } from "../../../spec/json.js";
+import { ROUTE_TYPE, routeFrom, type Route } from "../../../spec/result/common.js";
+import { loadPluginConf } from "../../../skel/conf.js";
+import { decodeConfig, invalidKey } from "../../common/keys.js";
+
+export const DEFAULT_SUBNET_FILE = "/run/flannel/subnet.env";
+export const DEFAULT_DATA_DIR = "/var/lib/cni/flannel";
+
+/** The flannel-io plugin's NetConf: its `ipam` is a free-form map that replaces the common IPAM struct. */
+export const FLANNEL_SCHEMA = struct("NetConf", {
+  ...NET_CONF_FIELDS,
+  ipam: map(any),
+  subnetFile: string,
+  dataDir: string,
+  delegate: map(any),
+  runtimeConfig: map(any),
+});
+
+export interface FlannelConf {
+  conf: PluginConf;
+  subnetFile: string;
+  dataDir: string;
+  /** `delegate` as given (absent: undefined); Go's map, keys exact. */
+  delegate?: JsonObject;
+  /** `ipam` as given (absent: undefined). */
+  ipam?: JsonObject;
+  runtimeConfig?: JsonObject;
+}
+
+const objectOf = (m: Map<string, JsonValue> | undefined): JsonObject | undefined => (m ? Object.fromEntries(m) : undefined);
+
+/** Decodes the config (types only: what DEL and CHECK need). */
+export function decodeFlannelConf(stdin: Buffer): FlannelConf {
+  const { conf, raw } = loadPluginConf(stdin);
+  const c = decodeConfig(FLANNEL_SCHEMA, raw);
+  const n: FlannelConf = {
+    conf,
+    // Go starts from the defaults and lets the JSON overwrite them, so "" given explicitly stays "".
+    subnetFile: c.subnetFile ?? DEFAULT_SUBNET_FILE,
+    dataDir: c.dataDir ?? DEFAULT_DATA_DIR,
+  };
+  const delegate = objectOf(c.delegate);
+  if (delegate) n.delegate = delegate;
+  const ipam = objectOf(c.ipam);
+  if (ipam) n.ipam = ipam;
+  const runtimeConfig = objectOf(c.runtimeConfig);
+  if (runtimeConfig) n.runtimeConfig = runtimeConfig;
+  return n;
+}
+
+/** A key of `obj` that a Go delegate would read as `name` (exact or case-insensitive). */
+const keyLike = (obj: JsonObject, name: string): string | undefined =>
+  Object.keys(obj).find((k) => k === name || foldKey(k) === foldKey(name));
+
+/** The delegate checks of the flannel-io plugin, plus a non-empty type and case-insensitive `name`/`ipam`. */
+function validateDelegate(delegate: JsonObject): void {
+  const type = delegate["type"];
+  if (type !== undefined && typeof type !== "string") throw invalidKey("delegate.type", type, "want a string: the type of the plugin flannel delegates to");
+  if (type === "") throw invalidKey("delegate.type", type, "want the type of the plugin flannel delegates to, or leave it out for bridge");
+  // Go's would run itself again and again.
+  if (type === "flannel") throw invalidKey("delegate.type", type, "flannel cannot delegate to itself");
+  const typeVariant = keyLike(delegate, "type");
+  if (typeVariant !== undefined && typeVariant !== "type") {
+    throw invalidKey(`delegate.${typeVariant}`, delegate[typeVariant], 'write the delegate\'s type as "type": flannel chooses the plugin by that key');
+  }
+  // A Go delegate reads "Name" or "IPAM" as its name or ipam, so they would fight with what flannel sets.
+  for (const key of ["name", "ipam"]) {
+    const found = keyLike(delegate, key);
+    if (found !== undefined) throw invalidKey(`delegate.${found}`, delegate[found], `flannel sets the delegate's ${key}: remove it`);
+  }
+}
+
+/** `ipam.routes` as Go's []types.Route (each dst a CIDR, gw an IP when given). */
+export function ipamRoutes(ipam: JsonObject | undefined): Route[] {
+  const routes = ipam?.["routes"];
+  if (routes === undefined || routes === null) return [];
+  let decoded;
+  try {
+    decoded = decodeGo(list(ROUTE_TYPE), routes, { path: "ipam.routes", struct: "", fields: [] });
+  } catch (e) {
+    if (e instanceof DecodeError) throw invalidKey(e.path, e.value, `want ${e.want}`);
+    throw e;
+  }
+  return decoded.map((d, i) => {
+    // Go's flannel sends a route without dst as "<nil>", which the delegate then refuses; refuse it here.
+    if (!d.dst || !tryParseCIDR(d.dst)) throw invalidKey(`ipam.routes[${i}].dst`, d.dst ?? null, "want a CIDR like 10.96.0.0/12");
+    if (d.gw && !tryParseIP(d.gw)) throw invalidKey(`ipam.routes[${i}].gw`, d.gw, "want an IP address");
+    return routeFrom(d);
+  });
+}
+
+/** Decodes and validates the config as ADD does (without reading subnet.env). */
+export function loadFlannelConf(stdin: Buffer): FlannelConf {
+  const n = decodeFlannelConf(stdin);
+  if (!n.subnetFile) throw invalidKey("subnetFile", n.subnetFile, `want the path of flanneld's subnet file, or leave it out for ${DEFAULT_SUBNET_FILE}`);
+  if (!n.dataDir) throw invalidKey("dataDir", n.dataDir, `want a directory, or leave it out for ${DEFAULT_DATA_DIR}`);
+  if (n.delegate) validateDelegate(n.delegate);
+  ipamRoutes(n.ipam);
+  return n;
+}
