@@ -18,6 +18,7 @@ export const PLUGIN_VERSIONS = {
   firewall: versionsStartingFrom("0.4.0"),
   sbr: ALL_VERSIONS,
   vrf: versionsStartingFrom("0.3.1"),
+  "cluster-ipam": ALL_VERSIONS,
 } as const satisfies Record<string, readonly string[]>;
 
 export type PluginName = keyof typeof PLUGIN_VERSIONS;

@@ -26,6 +26,7 @@ const PLUGIN_LOADERS: Record<PluginName, PluginEntry["load"]> = {
   firewall: () => import("../plugins/meta/firewall/main.js"),
   sbr: () => import("../plugins/meta/sbr/main.js"),
   vrf: () => import("../plugins/meta/vrf/main.js"),
+  "cluster-ipam": () => import("../plugins/ipam/cluster-ipam/main.js"),
 };
 
 /** Every plugin by type (cnitool, the one other program, is loaded by main.ts). */
