@@ -187,7 +187,8 @@ export class EtcdUnavailableError extends Error {
 
 /** etcd answered with an error that retrying will not fix (a bad request, bad credentials). */
 export class EtcdRequestError extends Error {
-  constructor(message: string, readonly grpcCode: number) {
+  /** `auth`: the configured user could not authenticate. */
+  constructor(message: string, readonly grpcCode: number, readonly auth = false) {
     super(message);
     this.name = "EtcdRequestError";
   }
@@ -276,7 +277,7 @@ export class EtcdClient {
         this.token = token;
       })
       .catch((e: unknown) => {
-        if (e instanceof EtcdRequestError) throw new EtcdRequestError(`authentication as ${JSON.stringify(this.connection.username)} failed: ${e.message}`, e.grpcCode);
+        if (e instanceof EtcdRequestError) throw new EtcdRequestError(`authentication as ${JSON.stringify(this.connection.username)} failed: ${e.message}`, e.grpcCode, true);
         throw e;
       })
       .finally(() => (this.authenticating = undefined));

@@ -34,7 +34,7 @@ const AUTH_CODES = new Set([16, 7]);
 export function etcdFailure(e: unknown, what: string): unknown {
   if (e instanceof EtcdUnavailableError) return new CniError(ErrorCode.TryAgainLater, `cluster-ipam: ${what}: etcd is unreachable: ${e.message}`);
   if (e instanceof EtcdRequestError) {
-    return AUTH_CODES.has(e.grpcCode)
+    return e.auth || AUTH_CODES.has(e.grpcCode)
       ? new CniError(ErrorCode.InvalidNetworkConfig, `cluster-ipam: ${what}: etcd refused the credentials of "ipam.etcd.username": ${e.message}`)
       : new CniError(ErrorCode.Internal, `cluster-ipam: ${what}: etcd refused the request: ${e.message}`);
   }
