@@ -77,7 +77,7 @@ describe("cluster-ipam on a 3-member etcd cluster", { skip }, () => {
     assert.equal(new Set(all).size, 600, "600 distinct addresses");
     const roundTrips = (etcdRequestsSent() - sent0) / 600;
     console.log(`# 600 ADDs (in-process, 3 nodes x 200 at once): ${took} ms, ${roundTrips.toFixed(2)} etcd round trips per allocation`);
-    assert.ok(roundTrips < 5, `round trips per allocation: ${roundTrips}`);
+    assert.ok(roundTrips < 3, `round trips per allocation: ${roundTrips}`);
 
     const store = storeOf(conf("node-a"));
     const blocks = await store.blocks();

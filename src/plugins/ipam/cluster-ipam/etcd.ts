@@ -30,7 +30,7 @@ export interface KeyValue {
 
 /** A range read: one key, or `[key, end)`; `prefix` reads every key starting with `key`. */
 export interface RangeOp {
-  range: { key: string; end?: string; prefix?: boolean; keysOnly?: boolean; countOnly?: boolean; limit?: number };
+  range: { key: string; end?: string; prefix?: boolean; keysOnly?: boolean; countOnly?: boolean; limit?: number; serializable?: boolean };
 }
 export interface PutOp {
   put: { key: string; value: string };
@@ -98,6 +98,8 @@ export function encodeRange(r: RangeOp["range"]): Record<string, unknown> {
   if (r.keysOnly) body["keys_only"] = true;
   if (r.countOnly) body["count_only"] = true;
   if (r.limit) body["limit"] = String(r.limit);
+  // Served by the member asked, without confirming leadership (a read-only txn of such ranges is too): may be stale.
+  if (r.serializable) body["serializable"] = true;
   return body;
 }
 

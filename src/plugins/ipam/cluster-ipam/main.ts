@@ -9,7 +9,7 @@
  * pool has room, GC releases this node's allocations the runtime no longer knows. The keys are in store.ts.
  * @module
  */
-import { mkdirSync, openSync, constants } from "node:fs";
+import { constants, mkdirSync, openSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { CniError, ErrorCode } from "../../../spec/errors.js";
 import { parseIP } from "../../../spec/ip.js";
@@ -67,10 +67,33 @@ function withNodeLock<T>(location: PoolLocation, fn: () => Promise<T>): Promise<
   return withFlock(lockPath, open, fn, (e) => new CniError(ErrorCode.IOFailure, e.message));
 }
 
+/**
+ * The node's blocks as of its last ADD, kept beside its lock (`<lockDir>/<network>.<node>.blocks`, written under
+ * the lock): only a hint that lets ADD read their addresses in its first round trip. etcd's node index decides.
+ */
+const blocksHintFile = (location: PoolLocation): string => path.join(location.lockDir, `${location.network}.${location.node}.blocks`);
+
+function readBlocksHint(location: PoolLocation): string[] {
+  try {
+    return readFileSync(blocksHintFile(location), "utf8").split("\n").filter((l) => l !== "");
+  } catch {
+    return [];
+  }
+}
+
 export async function add(args: CmdArgs): Promise<Result100> {
   const conf = parseClusterIpamConfig(args.stdinData, args.args);
   const store = openStore(conf);
-  const allocated = await withNodeLock(conf, () => guarded("ADD", () => store.allocate(args.containerID, args.ifName, conf.pools, conf.requestedIPs)));
+  const allocated = await withNodeLock(conf, async () => {
+    const hint = readBlocksHint(conf);
+    const r = await guarded("ADD", () => store.allocate(args.containerID, args.ifName, conf.pools, conf.requestedIPs, hint));
+    if (r.blocks.join("\n") !== hint.join("\n")) {
+      try {
+        writeFileSync(blocksHintFile(conf), r.blocks.map((b) => `${b}\n`).join(""), { mode: 0o600 });
+      } catch { /* only a hint */ }
+    }
+    return r.allocated;
+  });
   const ips = allocated.map(({ pool, ip }) => {
     const { range } = pool.resultFor(ipToBigInt(ip));
     return { address: `${ip.text}/${range.subnet.prefix}`, gateway: range.gateway.text };

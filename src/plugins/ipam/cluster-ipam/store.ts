@@ -24,7 +24,7 @@ import { tryParseIP, type IPAddress } from "../../../spec/ip.js";
 import {
   addressKey, addressOfKey, blockAddressKeyRange, blockKey, nodeHash, parseBlockKey, type Block, type BlockPool,
 } from "./blocks.js";
-import type { Compare, EtcdClient, KeyValue, RequestOp } from "./etcd.js";
+import type { Compare, EtcdClient, KeyValue, RangeOp, RequestOp } from "./etcd.js";
 
 /** An allocation as recorded under its address key (and its handle key). */
 export interface AllocationRecord {
@@ -123,15 +123,39 @@ export class PoolStore {
    * has them (a retry), else the requested ones, else free addresses of this node's blocks, claiming a free block
    * when they are full, and borrowing from other nodes' blocks only when no block is free.
    */
-  async allocate(containerID: string, ifname: string, pools: readonly BlockPool[], requested: readonly IPAddress[]): Promise<Allocated[]> {
-    const [handles, mine] = await this.etcd.ranges([
+  async allocate(containerID: string, ifname: string, pools: readonly BlockPool[], requested: readonly IPAddress[],
+    knownBlocks: readonly string[] = []): Promise<{ allocated: Allocated[]; blocks: string[] }> {
+    // The blocks this node had last time (a hint kept on the node) are read along, saving a round trip; the node
+    // index read in the same transaction says which of them are still this node's.
+    const hinted = knownBlocks.map((k) => parseBlockKey(k, tryParseIP)).filter((b): b is Block => b !== undefined).slice(0, MAX_OPS - 2);
+    const [handles, mine, ...hintedUsed] = await this.etcd.ranges([
       { key: this.handlePrefix(containerID, ifname), prefix: true },
       { key: `${this.prefix}nodes/${this.where.node}/`, prefix: true, keysOnly: true },
+      ...hinted.map((b) => this.blockAddresses(b)),
     ]);
     const held = handles!.kvs.map((kv) => PoolStore.addressOfKeyTail(kv.key)).filter((ip): ip is IPAddress => ip !== undefined);
     const myBlocks = mine!.kvs.map((kv) => kv.key.slice(kv.key.lastIndexOf("/") + 1))
       .map((k) => parseBlockKey(k, tryParseIP)).filter((b): b is Block => b !== undefined);
+    const search = new BlockSearch(this, pools, myBlocks);
+    hinted.forEach((b, i) => {
+      if (myBlocks.some((m) => blockKey(m) === blockKey(b))) search.preload(b, this.usedOf(hintedUsed[i]?.kvs ?? []));
+    });
+    const allocated = await this.allocateWith(search, containerID, ifname, pools, held, requested);
+    return { allocated, blocks: search.mine.map(blockKey) };
+  }
 
+  /** The range read of a block's address keys. */
+  private blockAddresses(b: Block, serializable = false): RangeOp["range"] {
+    const r = blockAddressKeyRange(b);
+    return { key: `${this.prefix}ips/${r.start}`, end: `${this.prefix}ips/${r.end}`, keysOnly: true, ...(serializable ? { serializable } : {}) };
+  }
+
+  private usedOf(kvs: readonly KeyValue[]): Set<bigint> {
+    return new Set(kvs.map((kv) => PoolStore.addressOfKeyTail(kv.key)).filter((ip) => ip !== undefined).map((ip) => ipToBigInt(ip!)));
+  }
+
+  private async allocateWith(search: BlockSearch, containerID: string, ifname: string, pools: readonly BlockPool[],
+    held: readonly IPAddress[], requested: readonly IPAddress[]): Promise<Allocated[]> {
     const result: Array<IPAddress | undefined> = pools.map(() => undefined);
     const wanted: Array<IPAddress | undefined> = pools.map(() => undefined);
     const left = new Set(requested.map((ip) => ip.text));
@@ -157,7 +181,6 @@ export class PoolStore {
       throw new CniError(ErrorCode.Internal, `failed to allocate all requested IPs: ${[...left].join(" ")} (in none of the range sets ${pools.map((p) => p.description).join("; ")})`);
     }
 
-    const search = new BlockSearch(this, pools, myBlocks);
     for (let round = 0; round < MAX_ROUNDS; round++) {
       const todo = pools.map((_, i) => i).filter((i) => result[i] === undefined);
       if (todo.length === 0) return pools.map((pool, i) => ({ pool, ip: result[i]! }));
@@ -206,12 +229,9 @@ export class PoolStore {
   async usedIn(blocks: readonly Block[]): Promise<Array<Set<bigint>>> {
     const out: Array<Set<bigint>> = [];
     for (let i = 0; i < blocks.length; i += MAX_OPS) {
-      const chunk = blocks.slice(i, i + MAX_OPS);
-      const results = await this.etcd.ranges(chunk.map((b) => {
-        const r = blockAddressKeyRange(b);
-        return { key: `${this.prefix}ips/${r.start}`, end: `${this.prefix}ips/${r.end}`, keysOnly: true };
-      }));
-      for (const r of results) out.push(new Set(r.kvs.map((kv) => PoolStore.addressOfKeyTail(kv.key)).filter((ip) => ip !== undefined).map((ip) => ipToBigInt(ip!))));
+      // Serializable: a stale answer only costs a lost compare-and-swap and another pick.
+      const results = await this.etcd.ranges(blocks.slice(i, i + MAX_OPS).map((b) => this.blockAddresses(b, true)));
+      for (const r of results) out.push(this.usedOf(r.kvs));
     }
     return out;
   }
@@ -228,15 +248,14 @@ export class PoolStore {
    */
   async claim(block: Block): Promise<{ used: Set<bigint> } | { owner: string }> {
     const record: BlockRecord = { cidr: block.cidr.text, node: this.where.node, claimed: new Date().toISOString() };
-    const r = blockAddressKeyRange(block);
-    const readIPs: RequestOp = { range: { key: `${this.prefix}ips/${r.start}`, end: `${this.prefix}ips/${r.end}`, keysOnly: true } };
+    const readIPs: RequestOp = { range: this.blockAddresses(block) };
     const txn = await this.etcd.txn(
       [{ key: this.blockKeyOf(block), createRevision: 0 }],
       [{ put: { key: this.blockKeyOf(block), value: JSON.stringify(record) } }, { put: { key: this.affinityKey(this.where.node, block), value: "" } }, readIPs],
       [{ range: { key: this.blockKeyOf(block) } }, readIPs],
     );
     const ips = txn.responses[txn.succeeded ? 2 : 1];
-    const used = new Set((ips?.kind === "range" ? ips.kvs : []).map((kv) => PoolStore.addressOfKeyTail(kv.key)).filter((ip) => ip !== undefined).map((ip) => ipToBigInt(ip!)));
+    const used = this.usedOf(ips?.kind === "range" ? ips.kvs : []);
     if (txn.succeeded) return { used };
     const current = txn.responses[0]?.kind === "range" ? txn.responses[0].kvs[0] : undefined;
     const owner = parseJson<BlockRecord>(current?.value ?? "")?.node ?? "";
@@ -393,7 +412,12 @@ class BlockSearch {
   private claimed: Map<string, string> | undefined;
   private readonly exhausted = new Set<number>();
 
-  constructor(private readonly store: PoolStore, private readonly pools: readonly BlockPool[], private readonly mine: Block[]) {}
+  constructor(private readonly store: PoolStore, private readonly pools: readonly BlockPool[], readonly mine: Block[]) {}
+
+  /** The used addresses of one of this node's blocks, read already. */
+  preload(block: Block, used: Set<bigint>): void {
+    this.used.set(blockKey(block), used);
+  }
 
   markTaken(_pool: number, block: Block, ip: IPAddress): void {
     this.used.get(blockKey(block))?.add(ipToBigInt(ip));
@@ -454,4 +478,3 @@ class BlockSearch {
   }
 }
 
-export type { KeyValue };
