@@ -221,7 +221,9 @@ async function inside() {
   const containerd = containerdSkip && selected(CONTAINERD_ROW)
     ? `containerd sandbox run+stop+remove: not measured (${containerdSkip}; \`apt-get install containerd runc gcc libc6-dev\` enables it).`
     : "";
-  const cluster = selected("cluster-ipam 1000 allocations across 10 nodes") ? await runClusterBench() : [];
+  const etcdThere = spawnSync("etcd", ["--version"]).status === 0;
+  if (selected("cluster-ipam 1000 allocations across 10 nodes") && !etcdThere) console.log("cluster-ipam: not measured (etcd is not installed: apt-get install etcd-server)");
+  const cluster = selected("cluster-ipam 1000 allocations across 10 nodes") && etcdThere ? await runClusterBench() : [];
   return { rows, rss, podman, containerd, pods, cluster };
 }
 
