@@ -43,8 +43,10 @@ if [ ${#need[@]} -gt 0 ]; then
   if [ ! -e /usr/sbin/policy-rc.d ]; then
     printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d && chmod 755 /usr/sbin/policy-rc.d && policy_added=1
   fi
-  apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null || { [ -n "$policy_added" ] && rm -f /usr/sbin/policy-rc.d; exit 1; }
-  [ -n "$policy_added" ] && rm -f /usr/sbin/policy-rc.d
+  installed=0
+  apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null || installed=$?
+  if [ -n "$policy_added" ]; then rm -f /usr/sbin/policy-rc.d; fi
+  if [ "$installed" -ne 0 ]; then exit "$installed"; fi
   # Belt and braces: if the package's service runs anyway (a systemd host), stop it; tests start their own members.
   if [[ " ${need[*]} " == *" etcd-server "* ]]; then
     if [ -d /run/systemd/system ]; then systemctl disable --now etcd >/dev/null 2>&1 || true
