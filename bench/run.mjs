@@ -16,6 +16,7 @@ import { fileURLToPath } from "node:url";
 import { podmanAvailable, setupPodman } from "./podman.mjs";
 import { CONTAINERD_CHAIN, containerdSkipReason, setupContainerd } from "./containerd.mjs";
 import { runPods } from "./pods.mjs";
+import { clusterTable, runClusterBench } from "./cluster.mjs";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const OURS = path.join(ROOT, "dist/bin");
@@ -220,7 +221,10 @@ async function inside() {
   const containerd = containerdSkip && selected(CONTAINERD_ROW)
     ? `containerd sandbox run+stop+remove: not measured (${containerdSkip}; \`apt-get install containerd runc gcc libc6-dev\` enables it).`
     : "";
-  return { rows, rss, podman, containerd, pods };
+  const etcdThere = spawnSync("etcd", ["--version"]).status === 0;
+  if (selected("cluster-ipam 1000 allocations across 10 nodes") && !etcdThere) console.log("cluster-ipam: not measured (etcd is not installed: apt-get install etcd-server)");
+  const cluster = selected("cluster-ipam 1000 allocations across 10 nodes") && etcdThere ? await runClusterBench() : [];
+  return { rows, rss, podman, containerd, pods, cluster };
 }
 
 /** The pods table: one row per (pod count, implementation), ratios against Go at the same count. */
@@ -243,7 +247,7 @@ function podsTable(pods) {
   ];
 }
 
-function report({ rows, rss, podman, containerd, pods = [] }) {
+function report({ rows, rss, podman, containerd, pods = [], cluster = [] }) {
   const m = machine();
   const lines = [
     "# Benchmarks",
@@ -271,6 +275,7 @@ function report({ rows, rss, podman, containerd, pods = [] }) {
     containerd,
     "",
     ...podsTable(pods),
+    ...clusterTable(cluster),
   ];
   mkdirSync(path.dirname(OUT), { recursive: true });
   writeFileSync(OUT, lines.join("\n"));

@@ -23,6 +23,11 @@ command -v runc >/dev/null 2>&1 || need+=(runc)
 command -v containerd >/dev/null 2>&1 || need+=(containerd)
 command -v gcc >/dev/null 2>&1 || need+=(gcc)
 [ -f /usr/lib/x86_64-linux-gnu/libc.a ] || [ -f /usr/lib/aarch64-linux-gnu/libc.a ] || need+=(libc6-dev)
+# etcd: cluster-ipam's tests, demo (--cluster) and benchmark run their own local etcd members (and openssl makes
+# the TLS test's certificates). The package's own service must not start: see below.
+command -v etcd >/dev/null 2>&1 || need+=(etcd-server)
+command -v etcdctl >/dev/null 2>&1 || need+=(etcd-client)
+command -v openssl >/dev/null 2>&1 || need+=(openssl)
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" -ne 0 ]; then
     echo "setup: missing ${need[*]}; run as root (or install them) first" >&2
@@ -31,7 +36,23 @@ if [ ${#need[@]} -gt 0 ]; then
   echo "setup: installing ${need[*]}"
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq
-  apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+  # etcd-server's postinst starts an etcd on the default ports through invoke-rc.d; a policy-rc.d that denies
+  # every start keeps it (and any other package's service) from running. Ours is removed again; one already
+  # present (containers often have one) is left alone.
+  policy_added=""
+  if [ ! -e /usr/sbin/policy-rc.d ]; then
+    printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d && chmod 755 /usr/sbin/policy-rc.d && policy_added=1
+  fi
+  installed=0
+  apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null || installed=$?
+  if [ -n "$policy_added" ]; then rm -f /usr/sbin/policy-rc.d; fi
+  if [ "$installed" -ne 0 ]; then exit "$installed"; fi
+  # Belt and braces: if the package's service runs anyway (a systemd host), stop it; tests start their own members.
+  if [[ " ${need[*]} " == *" etcd-server "* ]]; then
+    if [ -d /run/systemd/system ]; then systemctl disable --now etcd >/dev/null 2>&1 || true
+    elif [ -x /etc/init.d/etcd ]; then /etc/init.d/etcd stop >/dev/null 2>&1 || true
+    fi
+  fi
 fi
 
 if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then

@@ -33,6 +33,7 @@ const PLUGIN_LOADERS: Record<PluginName, PluginEntry["load"]> = {
   tap: () => import("../plugins/main/tap/main.js"),
   "host-device": () => import("../plugins/main/host-device/main.js"),
   flannel: () => import("../plugins/meta/flannel/main.js"),
+  "cluster-ipam": () => import("../plugins/ipam/cluster-ipam/main.js"),
 };
 
 /** Every plugin by type (cnitool, the one other program, is loaded by main.ts). */

@@ -2,7 +2,8 @@
  * cnitool: run a network configuration by hand, command-compatible with upstream cnitool
  * (`cnitool add|check|del|status|gc <network> <netns>`, NETCONFPATH, CNI_PATH, CAP_ARGS, CNI_ARGS, CNI_IFNAME),
  * plus `list`, `validate` and `version` for looking around, `network` (podman-style network management, see
- * network.ts) and `pod` (named namespaces attached through the runtime's pod network manager, see pod.ts).
+ * network.ts), `pod` (named namespaces attached through the runtime's pod network manager, see pod.ts) and `ipam`
+ * (a cluster-ipam pool in etcd: blocks, allocations, release-node; see ipam.ts).
  * @module
  */
 import { createHash } from "node:crypto";
@@ -17,6 +18,7 @@ import { DEFAULT_CACHE_DIR } from "../libcni/cache.js";
 import type { PluginExec } from "../invoke/exec.js";
 import { addNetworkCommands } from "./network.js";
 import { addPodCommands } from "./pod.js";
+import { addIpamCommands } from "./ipam.js";
 
 export const DEFAULT_NETCONFPATH = "/etc/cni/net.d";
 
@@ -180,6 +182,7 @@ export function buildProgram(io: Io, extensions: readonly CommandExtension[] = [
     }),
     cacheDir, out: io.stdout,
   });
+  addIpamCommands(program, { confDir: () => runtimeSetup(io, global()).netconfPath, out: io.stdout });
   for (const extend of extensions) extend(program, io);
   return program;
 }

@@ -4,7 +4,7 @@
  *
  * Everything the demo touches lives in namespaces it creates: a "host" namespace holds the bridge and the
  * firewall rules, so the real host is never changed. `--keep` leaves it all up for inspection;
- * `--teardown` removes a kept demo.
+ * `--teardown` removes a kept demo. `--cluster` runs the cluster-ipam demo instead (cluster-demo.ts).
  * @module
  */
 import { execFileSync, spawn, spawnSync } from "node:child_process";
@@ -170,6 +170,10 @@ async function run(): Promise<void> {
     teardown();
     console.log("demo removed");
     return;
+  }
+  if (args.includes("--cluster")) {
+    const { runClusterDemo } = await import("./cluster-demo.js");
+    return runClusterDemo();
   }
   if (args.includes("--inside")) return inside(args.includes("--keep"));
   return outside(args.includes("--keep"));

@@ -1,0 +1,88 @@
+/**
+ * `cnitool ipam blocks|allocations|release-node <network>`: the operator's view of a cluster-ipam pool in etcd,
+ * read with the network's own config (from NETCONFPATH: the plugin whose `ipam.type` is `cluster-ipam`, so the
+ * same endpoints, TLS files, user and prefix). `blocks` lists the claimed blocks per node with their use,
+ * `allocations` every address with its node, container and interface, and `release-node` frees what a dead node
+ * held: its allocations, then its blocks (addresses other nodes borrowed inside them stay).
+ * @module
+ */
+import type { Command } from "commander";
+import { CniError } from "../spec/errors.js";
+import { loadConfList } from "../libcni/conf.js";
+import type { PoolStore } from "../plugins/ipam/cluster-ipam/store.js";
+
+/** A table with aligned columns. */
+function table(header: readonly string[], rows: ReadonlyArray<readonly string[]>): string {
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? "").length)));
+  const line = (cells: readonly string[]) => cells.map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i]!))).join("  ").trimEnd();
+  return [line(header), ...rows.map(line)].join("\n") + "\n";
+}
+
+/** The cluster-ipam store of a network in `confDir` (an error names what is missing). */
+async function storeOf(confDir: string, network: string): Promise<{ store: PoolStore; node: string; fail: (e: unknown, what: string) => unknown }> {
+  const list = await loadConfList(confDir, network);
+  const plugin = list.plugins.find((p) => {
+    const ipam = p.raw["ipam"];
+    return ipam !== null && typeof ipam === "object" && (ipam as Record<string, unknown>)["type"] === "cluster-ipam";
+  });
+  if (!plugin) throw new Error(`network "${network}" has no plugin with "ipam": {"type": "cluster-ipam"}`);
+  const [{ parsePoolLocation }, { openStore, etcdFailure }] = await Promise.all([
+    import("../plugins/ipam/cluster-ipam/config.js"), import("../plugins/ipam/cluster-ipam/main.js"),
+  ]);
+  const stdin = Buffer.from(JSON.stringify({ ...plugin.raw, cniVersion: list.cniVersion, name: list.name }));
+  const location = parsePoolLocation(stdin);
+  return { store: openStore(location), node: location.node, fail: etcdFailure };
+}
+
+/** Runs an admin action, turning CNI errors into plain errors with their code. */
+async function run<T>(confDir: string, network: string, what: string, fn: (store: PoolStore) => Promise<T>): Promise<T> {
+  const { store, fail } = await storeOf(confDir, network);
+  try {
+    return await fn(store);
+  } catch (e) {
+    const err = fail(e, what);
+    throw err instanceof CniError ? new Error(`${err.msg} (code ${err.code})`) : err;
+  }
+}
+
+export function addIpamCommands(program: Command, ctx: { confDir: () => string; out: (s: string) => void }): void {
+  const ipam = program.command("ipam").description("Inspect and repair a cluster-ipam pool in etcd: blocks, allocations, release-node");
+
+  ipam.command("blocks")
+    .description("List the claimed blocks per node: addresses used, and how many of them other nodes borrowed")
+    .argument("<network>", "a network whose IPAM is cluster-ipam")
+    .option("--node <name>", "only this node's blocks")
+    .option("--format <format>", "table or json", "table")
+    .action(async (network: string, o: { node?: string; format: string }) => {
+      const blocks = (await run(ctx.confDir(), network, "listing blocks", (s) => s.blocks()))
+        .filter((b) => o.node === undefined || b.node === o.node)
+        .sort((a, b) => a.node.localeCompare(b.node) || a.key.localeCompare(b.key, "en", { numeric: true }));
+      if (o.format === "json") return ctx.out(JSON.stringify(blocks, null, 2) + "\n");
+      ctx.out(table(["NODE", "BLOCK", "USED", "BORROWED", "CLAIMED"], blocks.map((b) => [b.node, b.cidr, String(b.used), String(b.borrowed), b.claimed])));
+      const perNode = new Map<string, number>();
+      for (const b of blocks) perNode.set(b.node, (perNode.get(b.node) ?? 0) + 1);
+      ctx.out(`${blocks.length} block(s): ${[...perNode].map(([n, c]) => `${n} ${c}`).join(", ") || "none"}\n`);
+    });
+
+  ipam.command("allocations")
+    .description("List the allocated addresses with their node, container and interface")
+    .argument("<network>", "a network whose IPAM is cluster-ipam")
+    .option("--node <name>", "only this node's allocations")
+    .option("--format <format>", "table or json", "table")
+    .action(async (network: string, o: { node?: string; format: string }) => {
+      const list = await run(ctx.confDir(), network, "listing allocations", (s) => s.allocations(o.node));
+      const rows = list.map(({ key: _key, value: _value, ...record }) => record);
+      if (o.format === "json") return ctx.out(JSON.stringify(rows, null, 2) + "\n");
+      ctx.out(table(["IP", "NODE", "CONTAINER", "IFNAME", "BLOCK"], rows.map((a) => [a.ip, a.node, a.containerID, a.ifname, a.block.replace(/-(\d+)$/, "/$1")])));
+    });
+
+  ipam.command("release-node")
+    .description("Release what a dead node held: its allocations, then its blocks (run only for a node that is gone)")
+    .argument("<network>", "a network whose IPAM is cluster-ipam")
+    .argument("<node>", "the node's name (ipam.nodeName, default its host name)")
+    .action(async (network: string, node: string) => {
+      const released = await run(ctx.confDir(), network, `releasing node ${node}`, (s) => s.releaseNode(node));
+      ctx.out(`node ${node}: released ${released.allocations.length} address(es) and ${released.blocks.length} block(s)` +
+        `${released.blocks.length ? `: ${released.blocks.map((b) => b.replace(/-(\d+)$/, "/$1")).join(", ")}` : ""}\n`);
+    });
+}

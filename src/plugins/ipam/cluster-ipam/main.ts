@@ -1,0 +1,157 @@
+/**
+ * cluster-ipam: an IPAM plugin whose pool is shared by every node of a cluster through etcd, so pods of several
+ * machines on one flat network never get the same address (host-local's pool is per node). Each node claims
+ * blocks of the pool (compare-and-swap on a block key) and allocates inside its own blocks (one key per address,
+ * created only if absent); it claims another block when its blocks are full and borrows single addresses from
+ * other nodes' blocks only when no block is free. There is no cluster-wide lock: a node's own calls queue on a
+ * lock file on that node. ADD is idempotent per container ID + ifname (a retry gets the same addresses back),
+ * DEL releases by container ID + ifname, CHECK verifies the records, STATUS reports whether etcd answers and the
+ * pool has room, GC releases this node's allocations the runtime no longer knows. The keys are in store.ts.
+ * @module
+ */
+import { constants, mkdirSync, openSync, readFileSync, writeFileSync } from "node:fs";
+import path from "node:path";
+import { CniError, ErrorCode } from "../../../spec/errors.js";
+import { parseIP } from "../../../spec/ip.js";
+import { ipToBigInt } from "../../../spec/ip-math.js";
+import { IMPLEMENTED_100, type Result100 } from "../../../spec/result/types100.js";
+import { ALL_VERSIONS, VersionInfo } from "../../../spec/version.js";
+import { withFlock } from "../../../sys/flock.js";
+import type { CmdArgs, PluginDefinition } from "../../../skel/skel.js";
+import { CLUSTER_IPAM_SCHEMA, parseClusterIpamConfig, parsePoolLocation, readEtcdFiles, type PoolLocation } from "./config.js";
+import { EtcdClient, EtcdRequestError, EtcdUnavailableError } from "./etcd.js";
+import { PoolStore } from "./store.js";
+
+/** The store of a network, with a client made from the config (the TLS files read now). */
+export function openStore(location: PoolLocation): PoolStore {
+  return new PoolStore(new EtcdClient(readEtcdFiles(location.etcd)), location);
+}
+
+/** gRPC codes for bad credentials and missing permissions: the config's user is wrong, not etcd. */
+const AUTH_CODES = new Set([16, 7]);
+
+/** An etcd failure as the CNI error a runtime acts on: unreachable is code 11 (try again later). */
+export function etcdFailure(e: unknown, what: string): unknown {
+  if (e instanceof EtcdUnavailableError) return new CniError(ErrorCode.TryAgainLater, `cluster-ipam: ${what}: etcd is unreachable: ${e.message}`);
+  if (e instanceof EtcdRequestError) {
+    return e.auth || AUTH_CODES.has(e.grpcCode)
+      ? new CniError(ErrorCode.InvalidNetworkConfig, `cluster-ipam: ${what}: etcd refused the credentials of "ipam.etcd.username": ${e.message}`)
+      : new CniError(ErrorCode.Internal, `cluster-ipam: ${what}: etcd refused the request: ${e.message}`);
+  }
+  return e;
+}
+
+async function guarded<T>(what: string, fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (e) {
+    throw etcdFailure(e, what);
+  }
+}
+
+/**
+ * Runs `fn` holding this node's lock for the network (a file under `lockDir`): the node's own calls one at a
+ * time, so they neither race each other for addresses nor claim blocks they do not need. Other nodes never wait
+ * for it. The request timeouts start once the lock is held.
+ */
+function withNodeLock<T>(location: PoolLocation, fn: () => Promise<T>): Promise<T> {
+  const lockPath = path.join(location.lockDir, `${location.network}.${location.node}.lock`);
+  const open = () => {
+    try {
+      mkdirSync(location.lockDir, { recursive: true, mode: 0o755 });
+      return openSync(lockPath, constants.O_CREAT | constants.O_RDONLY, 0o600);
+    } catch (e) {
+      throw new CniError(ErrorCode.IOFailure, `cluster-ipam: cannot open the node lock ${lockPath} ("ipam.lockDir"): ${(e as Error).message}`);
+    }
+  };
+  return withFlock(lockPath, open, fn, (e) => new CniError(ErrorCode.IOFailure, e.message));
+}
+
+/**
+ * The node's blocks as of its last ADD, kept beside its lock (`<lockDir>/<network>.<node>.blocks`, written under
+ * the lock): only a hint that lets ADD read their addresses in its first round trip. etcd's node index decides.
+ */
+const blocksHintFile = (location: PoolLocation): string => path.join(location.lockDir, `${location.network}.${location.node}.blocks`);
+
+function readBlocksHint(location: PoolLocation): string[] {
+  try {
+    return readFileSync(blocksHintFile(location), "utf8").split("\n").filter((l) => l !== "");
+  } catch {
+    return [];
+  }
+}
+
+export async function add(args: CmdArgs): Promise<Result100> {
+  const conf = parseClusterIpamConfig(args.stdinData, args.args);
+  const store = openStore(conf);
+  const allocated = await withNodeLock(conf, async () => {
+    const hint = readBlocksHint(conf);
+    const r = await guarded("ADD", () => store.allocate(args.containerID, args.ifName, conf.pools, conf.requestedIPs, hint));
+    if (r.blocks.join("\n") !== hint.join("\n")) {
+      try {
+        writeFileSync(blocksHintFile(conf), r.blocks.map((b) => `${b}\n`).join(""), { mode: 0o600 });
+      } catch { /* only a hint */ }
+    }
+    return r.allocated;
+  });
+  const ips = allocated.map(({ pool, ip }) => {
+    const { range } = pool.resultFor(ipToBigInt(ip));
+    return { address: `${ip.text}/${range.subnet.prefix}`, gateway: range.gateway.text };
+  });
+  return { cniVersion: IMPLEMENTED_100, ips, routes: conf.routes, dns: conf.dns };
+}
+
+export async function check(args: CmdArgs): Promise<void> {
+  const conf = parseClusterIpamConfig(args.stdinData, args.args);
+  const store = openStore(conf);
+  const { ok, stale } = await guarded("CHECK", () => store.verify(args.containerID, args.ifName));
+  const who = `container ${args.containerID} (${args.ifName}) in network ${conf.network}`;
+  if (ok.length === 0 && stale.length === 0) throw new CniError(ErrorCode.Internal, `cluster-ipam: no address is allocated to ${who}`);
+  if (stale.length > 0) {
+    throw new CniError(ErrorCode.Internal, `cluster-ipam: ${stale.map((a) => a.ip).join(", ")} of ${who} no longer hold its record (released by GC or release-node?)`);
+  }
+  for (const pool of conf.pools) {
+    if (!ok.some((a) => pool.blockOf(parseIP(a.ip)) !== undefined)) {
+      throw new CniError(ErrorCode.Internal, `cluster-ipam: ${who} has no address from range set ${pool.description}`);
+    }
+  }
+}
+
+/** Releases the attachment's addresses; nothing to release is success, so DEL can be repeated. */
+export async function del(args: CmdArgs): Promise<void> {
+  const location = parsePoolLocation(args.stdinData);
+  const store = openStore(location);
+  await guarded("DEL", () => store.release(args.containerID, args.ifName));
+}
+
+/** Ready when etcd answers and every range set has a free address (code 50 otherwise, as the spec asks). */
+export async function status(args: CmdArgs): Promise<void> {
+  const location = parsePoolLocation(args.stdinData);
+  const store = openStore(location);
+  let counts: number[];
+  try {
+    counts = await store.allocatedCounts(location.pools);
+  } catch (e) {
+    const err = CniError.from(etcdFailure(e, "STATUS"));
+    throw new CniError(ErrorCode.PluginNotAvailable, err.msg);
+  }
+  const full = location.pools.filter((pool, i) => BigInt(counts[i] ?? 0) >= pool.size());
+  if (full.length > 0) {
+    throw new CniError(ErrorCode.PluginNotAvailable,
+      `cluster-ipam: no free address in range set ${full.map((p) => `${p.description} (${p.size()} addresses, all allocated)`).join("; ")}`);
+  }
+}
+
+/** Releases this node's allocations whose attachment is not in `cni.dev/valid-attachments`. */
+export async function gc(args: CmdArgs): Promise<void> {
+  const location = parsePoolLocation(args.stdinData);
+  const store = openStore(location);
+  await guarded("GC", () => store.collectGarbage(location.validAttachments));
+}
+
+export const plugin: PluginDefinition = {
+  funcs: { add, check, del, status, gc },
+  versionInfo: new VersionInfo(ALL_VERSIONS),
+  about: "CNI cluster-ipam plugin (tscni)",
+  config: { schema: CLUSTER_IPAM_SCHEMA, parse: parseClusterIpamConfig },
+};

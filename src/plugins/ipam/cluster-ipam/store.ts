@@ -1,0 +1,480 @@
+/**
+ * cluster-ipam's pool in etcd: the keys, and every operation on them. Under `<prefix>/<network>/`:
+ *
+ * - `blocks/<block>` → `{"cidr","node","claimed"}`: the block's affinity to a node, created only if absent.
+ * - `nodes/<node>/<block>` → `""`: the same claim indexed by node (written in the same transaction), so a node
+ *   reads its own blocks with one small range.
+ * - `ips/v4/<hex>` (`v6/<hex>`) → `{"ip","containerID","ifname","network","node","block","allocated"}`: one key per
+ *   address, created only if absent; the record is the handle, so release is by container ID and ifname.
+ * - `handles/<containerID>/<ifname>/<v4|v6>/<hex>` → the same record, written and deleted with the address key in
+ *   one transaction, so an attachment's addresses are one range away (retries and DEL look them up first).
+ *
+ * No operation takes a cluster-wide lock or rewrites a shared object: blocks are claimed and addresses taken by
+ * compare-and-swap (create if absent), and a conflict only makes the loser pick again. A node's own calls are
+ * serialised by a lock file on the node (main.ts), so they neither race for the same address nor claim blocks
+ * they do not need. All of an ADD's addresses (one per range set) are created in one transaction: a dual-stack
+ * allocation never half succeeds. Every write is guarded, so a request repeated after a lost answer finds its
+ * own record (`containerID` + `ifname` + `network`) and counts it as done.
+ * @module
+ */
+import { CniError, ErrorCode } from "../../../spec/errors.js";
+import type { GCAttachment } from "../../../spec/config.js";
+import { ipFromBigInt, ipToBigInt } from "../../../spec/ip-math.js";
+import { tryParseIP, type IPAddress } from "../../../spec/ip.js";
+import {
+  addressKey, addressOfKey, blockAddressKeyRange, blockKey, nodeHash, parseBlockKey, type Block, type BlockPool,
+} from "./blocks.js";
+import type { Compare, EtcdClient, KeyValue, RangeOp, RequestOp } from "./etcd.js";
+
+/** An allocation as recorded under its address key (and its handle key). */
+export interface AllocationRecord {
+  ip: string;
+  containerID: string;
+  ifname: string;
+  network: string;
+  node: string;
+  /** The block the address lies in (`10.22.0.64-26`), whoever owns it. */
+  block: string;
+  allocated: string;
+}
+
+/** A block's affinity record. */
+export interface BlockRecord {
+  cidr: string;
+  node: string;
+  claimed: string;
+}
+
+/** An allocation with its address key and value as stored (for guarded deletes). */
+export interface StoredAllocation extends AllocationRecord {
+  key: string;
+  value: string;
+}
+
+/** A claimed block with what the admin listing shows. */
+export interface BlockInfo extends BlockRecord {
+  key: string;
+  /** Addresses allocated in the block, by any node. */
+  used: number;
+  /** Of those, addresses allocated by other nodes (borrowed). */
+  borrowed: number;
+}
+
+/** One address an ADD got: its pool and the address. */
+export interface Allocated {
+  pool: BlockPool;
+  ip: IPAddress;
+}
+
+/** What a failed allocation says: no address left (the message names the range set). */
+export const noAddresses = (pool: BlockPool, detail: string): CniError =>
+  new CniError(ErrorCode.Internal, `no IP addresses available in range set ${pool.description}: ${detail}`);
+
+const parseJson = <T>(text: string): T | undefined => {
+  try {
+    const v = JSON.parse(text) as unknown;
+    return v !== null && typeof v === "object" ? v as T : undefined;
+  } catch {
+    return undefined;
+  }
+};
+
+/** How many times an ADD picks again after losing a race before giving up (each loss is another call's win). */
+const MAX_ROUNDS = 64;
+/** Ranges per read-only transaction (etcd's default --max-txn-ops is 128). */
+const MAX_OPS = 100;
+
+export class PoolStore {
+  constructor(
+    private readonly etcd: EtcdClient,
+    private readonly where: { keyPrefix: string; network: string; node: string },
+  ) {}
+
+  // ---- keys ----
+  private get prefix(): string {
+    return this.where.keyPrefix;
+  }
+  private blockKeyOf = (b: Block | string): string => `${this.prefix}blocks/${typeof b === "string" ? b : blockKey(b)}`;
+  private affinityKey = (node: string, b: Block | string): string => `${this.prefix}nodes/${node}/${typeof b === "string" ? b : blockKey(b)}`;
+  private ipKey = (ip: IPAddress): string => `${this.prefix}ips/${addressKey(ip)}`;
+  private handlePrefix = (containerID: string, ifname: string): string => `${this.prefix}handles/${containerID}/${ifname}/`;
+  private handleKey = (containerID: string, ifname: string, ip: IPAddress): string => `${this.handlePrefix(containerID, ifname)}${addressKey(ip)}`;
+
+  private record(containerID: string, ifname: string, ip: IPAddress, block: Block): AllocationRecord {
+    return {
+      ip: ip.text, containerID, ifname, network: this.where.network, node: this.where.node, block: blockKey(block), allocated: new Date().toISOString(),
+    };
+  }
+
+  private isOurs(value: string, containerID: string, ifname: string): boolean {
+    const r = parseJson<AllocationRecord>(value);
+    return r?.containerID === containerID && r.ifname === ifname && r.network === this.where.network;
+  }
+
+  /** The address a handle or address key names (its last two segments, `v4/<hex>`). */
+  private static addressOfKeyTail(key: string): IPAddress | undefined {
+    return addressOfKey(key.split("/").slice(-2).join("/"));
+  }
+
+  // ---- ADD ----
+
+  /**
+   * Allocates one address from each pool for (containerID, ifname): the attachment's existing addresses when it
+   * has them (a retry), else the requested ones, else free addresses of this node's blocks, claiming a free block
+   * when they are full, and borrowing from other nodes' blocks only when no block is free.
+   */
+  async allocate(containerID: string, ifname: string, pools: readonly BlockPool[], requested: readonly IPAddress[],
+    knownBlocks: readonly string[] = []): Promise<{ allocated: Allocated[]; blocks: string[] }> {
+    // The blocks this node had last time (a hint kept on the node) are read along, saving a round trip; the node
+    // index read in the same transaction says which of them are still this node's.
+    const hinted = knownBlocks.map((k) => parseBlockKey(k, tryParseIP)).filter((b): b is Block => b !== undefined).slice(0, MAX_OPS - 2);
+    const [handles, mine, ...hintedUsed] = await this.etcd.ranges([
+      { key: this.handlePrefix(containerID, ifname), prefix: true },
+      { key: `${this.prefix}nodes/${this.where.node}/`, prefix: true, keysOnly: true },
+      ...hinted.map((b) => this.blockAddresses(b)),
+    ]);
+    const held = handles!.kvs.map((kv) => PoolStore.addressOfKeyTail(kv.key)).filter((ip): ip is IPAddress => ip !== undefined);
+    const myBlocks = mine!.kvs.map((kv) => kv.key.slice(kv.key.lastIndexOf("/") + 1))
+      .map((k) => parseBlockKey(k, tryParseIP)).filter((b): b is Block => b !== undefined);
+    const search = new BlockSearch(this, pools, myBlocks);
+    hinted.forEach((b, i) => {
+      if (myBlocks.some((m) => blockKey(m) === blockKey(b))) search.preload(b, this.usedOf(hintedUsed[i]?.kvs ?? []));
+    });
+    const allocated = await this.allocateWith(search, containerID, ifname, pools, held, requested);
+    return { allocated, blocks: search.mine.map(blockKey) };
+  }
+
+  /** The range read of a block's address keys. */
+  private blockAddresses(b: Block, serializable = false): RangeOp["range"] {
+    const r = blockAddressKeyRange(b);
+    return { key: `${this.prefix}ips/${r.start}`, end: `${this.prefix}ips/${r.end}`, keysOnly: true, ...(serializable ? { serializable } : {}) };
+  }
+
+  private usedOf(kvs: readonly KeyValue[]): Set<bigint> {
+    return new Set(kvs.map((kv) => PoolStore.addressOfKeyTail(kv.key)).filter((ip) => ip !== undefined).map((ip) => ipToBigInt(ip!)));
+  }
+
+  private async allocateWith(search: BlockSearch, containerID: string, ifname: string, pools: readonly BlockPool[],
+    held: readonly IPAddress[], requested: readonly IPAddress[]): Promise<Allocated[]> {
+    const result: Array<IPAddress | undefined> = pools.map(() => undefined);
+    const wanted: Array<IPAddress | undefined> = pools.map(() => undefined);
+    const left = new Set(requested.map((ip) => ip.text));
+    for (const [i, pool] of pools.entries()) {
+      const has = held.find((ip) => pool.blockOf(ip) !== undefined);
+      const req = requested.find((ip) => left.has(ip.text) && pool.blockOf(ip) !== undefined);
+      if (req) {
+        left.delete(req.text);
+        const why = pool.refusal(req);
+        if (why) throw new CniError(ErrorCode.Internal, `requested IP ${req.text} cannot be allocated: ${why}`);
+      }
+      if (has) {
+        // A retry of an ADD that already got its addresses: the same ones, never a second set.
+        if (req && req.text !== has.text) {
+          throw new CniError(ErrorCode.Internal, `${has.text} has been allocated to ${containerID} (${ifname}), so ${req.text} cannot be; duplicate allocation is not allowed`);
+        }
+        result[i] = has;
+      } else {
+        wanted[i] = req;
+      }
+    }
+    if (left.size > 0) {
+      throw new CniError(ErrorCode.Internal, `failed to allocate all requested IPs: ${[...left].join(" ")} (in none of the range sets ${pools.map((p) => p.description).join("; ")})`);
+    }
+
+    for (let round = 0; round < MAX_ROUNDS; round++) {
+      const todo = pools.map((_, i) => i).filter((i) => result[i] === undefined);
+      if (todo.length === 0) return pools.map((pool, i) => ({ pool, ip: result[i]! }));
+      const picks = new Map<number, { ip: IPAddress; block: Block }>();
+      for (const i of todo) {
+        const pool = pools[i]!;
+        const req = wanted[i];
+        if (req) picks.set(i, { ip: req, block: pool.blockOf(req)! });
+        else picks.set(i, await search.pick(i));
+      }
+      const entries = [...picks.entries()];
+      const ops: RequestOp[] = entries.flatMap(([, p]): RequestOp[] => {
+        const value = JSON.stringify(this.record(containerID, ifname, p.ip, p.block));
+        return [{ put: { key: this.ipKey(p.ip), value } }, { put: { key: this.handleKey(containerID, ifname, p.ip), value } }];
+      });
+      const txn = await this.etcd.txn(
+        entries.map(([, p]): Compare => ({ key: this.ipKey(p.ip), createRevision: 0 })),
+        ops,
+        entries.map(([, p]): RequestOp => ({ range: { key: this.ipKey(p.ip) } })),
+      );
+      if (txn.succeeded) {
+        for (const [i, p] of entries) result[i] = p.ip;
+        continue;
+      }
+      for (const [n, [i, p]] of entries.entries()) {
+        const resp = txn.responses[n];
+        const kv = resp?.kind === "range" ? resp.kvs[0] : undefined;
+        if (!kv) continue; // free: only another address of this transaction was taken
+        if (this.isOurs(kv.value, containerID, ifname)) {
+          result[i] = p.ip; // our own earlier attempt, whose answer was lost
+        } else if (wanted[i]) {
+          const owner = parseJson<AllocationRecord>(kv.value);
+          throw new CniError(ErrorCode.Internal, `requested IP address ${p.ip.text} is already allocated` +
+            (owner ? ` to container ${owner.containerID} (${owner.ifname}) on node ${owner.node}` : ""));
+        } else {
+          search.markTaken(i, p.block, p.ip);
+        }
+      }
+    }
+    throw new CniError(ErrorCode.TryAgainLater, `could not allocate after ${MAX_ROUNDS} rounds of conflicts with other allocations; try again`);
+  }
+
+  // ---- what BlockSearch needs ----
+
+  /** The addresses in use in each block (one read-only transaction per 100 blocks). */
+  async usedIn(blocks: readonly Block[]): Promise<Array<Set<bigint>>> {
+    const out: Array<Set<bigint>> = [];
+    for (let i = 0; i < blocks.length; i += MAX_OPS) {
+      // Serializable: a stale answer only costs a lost compare-and-swap and another pick.
+      const results = await this.etcd.ranges(blocks.slice(i, i + MAX_OPS).map((b) => this.blockAddresses(b, true)));
+      for (const r of results) out.push(this.usedOf(r.kvs));
+    }
+    return out;
+  }
+
+  /** Every claimed block's key and owner. */
+  async claimedBlocks(withValues = false): Promise<Map<string, string>> {
+    const r = await this.etcd.range({ key: `${this.prefix}blocks/`, prefix: true, keysOnly: !withValues });
+    return new Map(r.kvs.map((kv) => [kv.key.slice(`${this.prefix}blocks/`.length), kv.value]));
+  }
+
+  /**
+   * Claims `block` for this node if no one has (create-if-absent on its key, with the node index), reading its
+   * addresses in the same transaction. Returns the addresses in use, or the owner when someone else has it.
+   */
+  async claim(block: Block): Promise<{ used: Set<bigint> } | { owner: string }> {
+    const record: BlockRecord = { cidr: block.cidr.text, node: this.where.node, claimed: new Date().toISOString() };
+    const readIPs: RequestOp = { range: this.blockAddresses(block) };
+    const txn = await this.etcd.txn(
+      [{ key: this.blockKeyOf(block), createRevision: 0 }],
+      [{ put: { key: this.blockKeyOf(block), value: JSON.stringify(record) } }, { put: { key: this.affinityKey(this.where.node, block), value: "" } }, readIPs],
+      [{ range: { key: this.blockKeyOf(block) } }, readIPs],
+    );
+    const ips = txn.responses[txn.succeeded ? 2 : 1];
+    const used = this.usedOf(ips?.kind === "range" ? ips.kvs : []);
+    if (txn.succeeded) return { used };
+    const current = txn.responses[0]?.kind === "range" ? txn.responses[0].kvs[0] : undefined;
+    const owner = parseJson<BlockRecord>(current?.value ?? "")?.node ?? "";
+    if (owner === this.where.node) {
+      // Ours already (an earlier attempt whose answer was lost): make sure the node index has it too.
+      await this.etcd.txn([], [{ put: { key: this.affinityKey(this.where.node, block), value: "" } }]);
+      return { used };
+    }
+    return { owner };
+  }
+
+  get node(): string {
+    return this.where.node;
+  }
+
+  // ---- DEL, CHECK ----
+
+  /** The attachment's allocations (from its handle keys). */
+  async allocationsOf(containerID: string, ifname: string): Promise<StoredAllocation[]> {
+    const r = await this.etcd.range({ key: this.handlePrefix(containerID, ifname), prefix: true });
+    return r.kvs.flatMap((kv) => {
+      const ip = PoolStore.addressOfKeyTail(kv.key);
+      const rec = parseJson<AllocationRecord>(kv.value);
+      return ip && rec ? [{ ...rec, key: `${this.prefix}ips/${addressKey(ip)}`, value: kv.value }] : [];
+    });
+  }
+
+  /** Releases the attachment's addresses; nothing to release is success. Returns the addresses released. */
+  async release(containerID: string, ifname: string): Promise<string[]> {
+    const held = await this.allocationsOf(containerID, ifname);
+    if (held.length === 0) return [];
+    const handleOf = (a: StoredAllocation) => this.handleKey(containerID, ifname, tryParseIP(a.ip)!);
+    const txn = await this.etcd.txn(
+      held.map((a): Compare => ({ key: a.key, value: a.value })),
+      held.flatMap((a): RequestOp[] => [{ deleteRange: { key: a.key } }, { deleteRange: { key: handleOf(a) } }]),
+      held.map((a): RequestOp => ({ range: { key: a.key } })),
+    );
+    if (txn.succeeded) return held.map((a) => a.ip);
+    // Some address key no longer holds exactly our record: release one by one, never someone else's address.
+    const released: string[] = [];
+    for (const [n, a] of held.entries()) {
+      const resp = txn.responses[n];
+      const kv = resp?.kind === "range" ? resp.kvs[0] : undefined;
+      const ops: RequestOp[] = [{ deleteRange: { key: handleOf(a) } }];
+      if (kv && this.isOurs(kv.value, containerID, ifname)) {
+        const r = await this.etcd.txn([{ key: a.key, modRevision: kv.modRevision }], [...ops, { deleteRange: { key: a.key } }]);
+        if (r.succeeded) released.push(a.ip);
+      } else {
+        await this.etcd.txn([], ops);
+      }
+    }
+    return released;
+  }
+
+  /** The attachment's addresses whose address keys still hold its record. */
+  async verify(containerID: string, ifname: string): Promise<{ ok: StoredAllocation[]; stale: StoredAllocation[] }> {
+    const held = await this.allocationsOf(containerID, ifname);
+    const current = await this.etcd.ranges(held.map((a) => ({ key: a.key })));
+    const ok: StoredAllocation[] = [];
+    const stale: StoredAllocation[] = [];
+    held.forEach((a, i) => (current[i]?.kvs[0] && this.isOurs(current[i]!.kvs[0]!.value, containerID, ifname) ? ok : stale).push(a));
+    return { ok, stale };
+  }
+
+  // ---- GC, admin ----
+
+  /** Every allocation of the network (optionally of one node). */
+  async allocations(node?: string): Promise<StoredAllocation[]> {
+    const r = await this.etcd.range({ key: `${this.prefix}ips/`, prefix: true });
+    return r.kvs.flatMap((kv) => {
+      const rec = parseJson<AllocationRecord>(kv.value);
+      return rec && (node === undefined || rec.node === node) ? [{ ...rec, key: kv.key, value: kv.value }] : [];
+    });
+  }
+
+  /** Deletes an allocation and its handle if the address key still holds exactly `a.value`; true when it did. */
+  async releaseStored(a: StoredAllocation): Promise<boolean> {
+    const ip = tryParseIP(a.ip);
+    if (!ip) return false;
+    const r = await this.etcd.txn([{ key: a.key, value: a.value }],
+      [{ deleteRange: { key: a.key } }, { deleteRange: { key: this.handleKey(a.containerID, a.ifname, ip) } }]);
+    return r.succeeded;
+  }
+
+  /** GC: releases this node's allocations whose attachment is not valid. Returns the addresses released. */
+  async collectGarbage(valid: readonly GCAttachment[]): Promise<string[]> {
+    const keep = new Set(valid.map((a) => `${a.containerID}\n${a.ifname}`));
+    const stale = (await this.allocations(this.where.node)).filter((a) => !keep.has(`${a.containerID}\n${a.ifname}`));
+    const released: string[] = [];
+    for (let i = 0; i < stale.length; i += 16) {
+      const done = await Promise.all(stale.slice(i, i + 16).map(async (a) => ((await this.releaseStored(a)) ? a.ip : undefined)));
+      released.push(...done.filter((ip): ip is string => ip !== undefined));
+    }
+    return released;
+  }
+
+  /** The claimed blocks with their owners and use. */
+  async blocks(): Promise<BlockInfo[]> {
+    const [blocks, ips] = await this.etcd.ranges([{ key: `${this.prefix}blocks/`, prefix: true }, { key: `${this.prefix}ips/`, prefix: true }]);
+    const use = new Map<string, { used: number; borrowed: number }>();
+    const owners = new Map<string, string>();
+    const infos = blocks!.kvs.map((kv): BlockInfo => {
+      const key = kv.key.slice(`${this.prefix}blocks/`.length);
+      const rec = parseJson<BlockRecord>(kv.value) ?? { cidr: key, node: "", claimed: "" };
+      owners.set(key, rec.node);
+      return { ...rec, key, used: 0, borrowed: 0 };
+    });
+    for (const kv of ips!.kvs) {
+      const rec = parseJson<AllocationRecord>(kv.value);
+      if (!rec) continue;
+      const u = use.get(rec.block) ?? { used: 0, borrowed: 0 };
+      u.used++;
+      if (owners.get(rec.block) !== rec.node) u.borrowed++;
+      use.set(rec.block, u);
+    }
+    return infos.map((b) => ({ ...b, ...use.get(b.key) }));
+  }
+
+  /**
+   * Releases a (dead) node: its allocations, then its blocks (each only if it still names the node). Addresses
+   * other nodes borrowed inside those blocks stay allocated; the blocks become free for any node to claim.
+   */
+  async releaseNode(node: string): Promise<{ allocations: string[]; blocks: string[] }> {
+    const allocations: string[] = [];
+    for (const a of await this.allocations(node)) if (await this.releaseStored(a)) allocations.push(a.ip);
+    const blocks: string[] = [];
+    for (const [key, value] of await this.claimedBlocks(true)) {
+      if (parseJson<BlockRecord>(value)?.node !== node) continue;
+      const r = await this.etcd.txn([{ key: this.blockKeyOf(key), value }],
+        [{ deleteRange: { key: this.blockKeyOf(key) } }, { deleteRange: { key: this.affinityKey(node, key) } }]);
+      if (r.succeeded) blocks.push(key);
+    }
+    // Index entries without a block record (from an interrupted claim) go too.
+    await this.etcd.txn([], [{ deleteRange: { key: `${this.prefix}nodes/${node}/`, prefix: true } }]);
+    return { allocations, blocks };
+  }
+
+  /** STATUS: per pool, how many addresses are allocated (one read-only transaction). */
+  async allocatedCounts(pools: readonly BlockPool[]): Promise<number[]> {
+    const results = await this.etcd.ranges(pools.flatMap((pool) => pool.set.ranges.map((r) => ({
+      key: `${this.prefix}ips/${addressKey(r.rangeStart)}`, end: `${this.prefix}ips/${addressKey(r.rangeEnd)}\u0000`, countOnly: true,
+    }))));
+    let n = 0;
+    return pools.map((pool) => pool.set.ranges.reduce((sum) => sum + (results[n++]?.count ?? 0), 0));
+  }
+}
+
+/**
+ * The search for a free address of one ADD, pool by pool: this node's blocks first (their used addresses read
+ * once), then a newly claimed free block, then — only when every block is claimed — other nodes' blocks.
+ */
+class BlockSearch {
+  private readonly used = new Map<string, Set<bigint>>();
+  private claimed: Map<string, string> | undefined;
+  private readonly exhausted = new Set<number>();
+
+  constructor(private readonly store: PoolStore, private readonly pools: readonly BlockPool[], readonly mine: Block[]) {}
+
+  /** The used addresses of one of this node's blocks, read already. */
+  preload(block: Block, used: Set<bigint>): void {
+    this.used.set(blockKey(block), used);
+  }
+
+  markTaken(_pool: number, block: Block, ip: IPAddress): void {
+    this.used.get(blockKey(block))?.add(ipToBigInt(ip));
+  }
+
+  /** The first free address of `blocks` (whose used sets are loaded), or undefined. */
+  private freeIn(pool: BlockPool, blocks: readonly Block[]): { ip: IPAddress; block: Block } | undefined {
+    for (const block of blocks) {
+      const used = this.used.get(blockKey(block))!;
+      const n = pool.addresses(block).find((a) => !used.has(a));
+      if (n !== undefined) return { ip: ipFromBigInt(n, pool.family)!, block };
+    }
+    return undefined;
+  }
+
+  private async load(blocks: readonly Block[]): Promise<void> {
+    const missing = blocks.filter((b) => !this.used.has(blockKey(b)));
+    const sets = await this.store.usedIn(missing);
+    missing.forEach((b, i) => this.used.set(blockKey(b), sets[i]!));
+  }
+
+  async pick(index: number): Promise<{ ip: IPAddress; block: Block }> {
+    const pool = this.pools[index]!;
+    // 1. This node's blocks.
+    const own = this.mine.filter((b) => pool.hasBlock(b));
+    await this.load(own);
+    const fromOwn = this.freeIn(pool, own);
+    if (fromOwn) return fromOwn;
+
+    // 2. A free block, claimed for this node: the walk starts at a place derived from the node's name.
+    this.claimed ??= await this.store.claimedBlocks();
+    if (!this.exhausted.has(index)) {
+      for (const block of pool.blocksFrom(nodeHash(this.store.node) % pool.blockCount)) {
+        const key = blockKey(block);
+        if (this.claimed.has(key) || pool.addresses(block).length === 0) continue;
+        const r = await this.store.claim(block);
+        if ("owner" in r) {
+          this.claimed.set(key, r.owner); // lost the race for it: the next one
+          continue;
+        }
+        this.claimed.set(key, this.store.node);
+        this.mine.push(block);
+        this.used.set(key, r.used);
+        const got = this.freeIn(pool, [block]);
+        if (got) return got;
+      }
+      this.exhausted.add(index);
+    }
+
+    // 3. No block is free: borrow an address from another node's block.
+    const others = [...this.claimed.keys()]
+      .map((k) => parseBlockKey(k, tryParseIP))
+      .filter((b): b is Block => b !== undefined && pool.hasBlock(b) && !this.mine.some((m) => blockKey(m) === blockKey(b)));
+    await this.load(others);
+    const borrowed = this.freeIn(pool, others);
+    if (borrowed) return borrowed;
+    throw noAddresses(pool, `all ${pool.size()} addresses are allocated (every block is claimed and full)`);
+  }
+}
+
