@@ -20,12 +20,12 @@ static const char *base_name(const char *path) {
 }
 
 int main(int argc, char **argv) {
-  (void)argc;
   const char *name = base_name(argv[0]);
   const char *command = getenv("CNI_COMMAND");
   int version = command && strcmp(command, "VERSION") == 0;
   int about = !command || !*command; /* no command: the plugin's about text on stderr */
-  if (version || about) {
+  /* Arguments mean a subcommand (`dhcp daemon ...`): the program handles those. */
+  if ((version || about) && argc < 2) {
     for (size_t i = 0; i < sizeof(PROGRAM_VERSIONS) / sizeof(PROGRAM_VERSIONS[0]); i++) {
       if (strcmp(PROGRAM_VERSIONS[i].name, name) == 0) {
         FILE *out = version ? stdout : stderr;

@@ -12,11 +12,17 @@ export interface ProgramEntry {
   load: () => Promise<{ main?: () => Promise<void>; plugin?: unknown }>;
   /** Versions a plugin supports, for answering VERSION before loading it; absent for non-plugins. */
   versions?: readonly string[];
+  /**
+   * Subcommands (`<program> <name> [args]`, e.g. `dhcp daemon`): loaders of their own modules, so the plugin's
+   * start-up never loads them.
+   */
+  commands?: Record<string, () => Promise<{ main: (args: readonly string[]) => Promise<void> }>>;
 }
 
 const PLUGIN_LOADERS: Record<PluginName, ProgramEntry["load"]> = {
   "host-local": () => import("../plugins/ipam/host-local/main.js"),
   static: () => import("../plugins/ipam/static/main.js"),
+  dhcp: () => import("../plugins/ipam/dhcp/main.js"),
   loopback: () => import("../plugins/main/loopback/main.js"),
   bridge: () => import("../plugins/main/bridge/main.js"),
   ptp: () => import("../plugins/main/ptp/main.js"),
@@ -28,10 +34,18 @@ const PLUGIN_LOADERS: Record<PluginName, ProgramEntry["load"]> = {
   vrf: () => import("../plugins/meta/vrf/main.js"),
 };
 
-/** Every program by name, with its loader (and, for a plugin, its versions). */
+/** Subcommands of plugins: `dhcp daemon`, upstream's way of running its daemon from the plugin binary. */
+const PLUGIN_COMMANDS: Partial<Record<PluginName, ProgramEntry["commands"]>> = {
+  dhcp: { daemon: () => import("../plugins/ipam/dhcp/daemon.js") },
+};
+
+/** Every program by name, with its loader (and, for a plugin, its versions and subcommands). */
 export const PROGRAMS: Record<string, ProgramEntry> = {
   cnitool: { load: () => import("./cnitool.js") },
-  ...Object.fromEntries(Object.entries(PLUGIN_LOADERS).map(([name, load]) => [name, { load, versions: PLUGIN_VERSIONS[name as PluginName] }])),
+  ...Object.fromEntries(Object.entries(PLUGIN_LOADERS).map(([name, load]) => {
+    const commands = PLUGIN_COMMANDS[name as PluginName];
+    return [name, { load, versions: PLUGIN_VERSIONS[name as PluginName], ...(commands ? { commands } : {}) }];
+  })),
 };
 
 /** A plugin's about text (what it prints with no CNI_COMMAND), answered without loading it. */
