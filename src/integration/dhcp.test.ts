@@ -11,7 +11,7 @@
 import { describe, test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
-import { existsSync, linkSync, readdirSync, readFileSync } from "node:fs";
+import { existsSync, linkSync, readdirSync, readFileSync, statSync } from "node:fs";
 import net from "node:net";
 import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
@@ -158,6 +158,9 @@ describe("dhcp plugin and daemon with dnsmasq", { skip }, () => {
     const clientIdHex = Buffer.from(`\0${ctr.name}/dhcp${tag}/eth0`).toString("hex").replace(/(..)(?!$)/g, "$1:");
     assert.match(dnsmasqLeases(), new RegExp(`${ip.replaceAll(".", "\\.")} pod-one ${clientIdHex}`), "dnsmasq saw the host name and the client id");
     assert.equal(leaseFiles().length, 1);
+    assert.equal(statSync(path.dirname(socketPath)).mode & 0o777, 0o700, "the socket's directory is 0700");
+    assert.equal(statSync(socketPath).mode & 0o777, 0o600);
+    assert.equal(statSync(leaseDir).mode & 0o777, 0o700);
     assert.equal((await call("CHECK", ctr)).exitCode, 0);
     assert.equal((await call("STATUS", undefined)).exitCode, 0);
     assert.equal((await call("DEL", ctr)).exitCode, 0);

@@ -54,6 +54,17 @@ describe("acquiring", () => {
     await leases.shutdown();
   });
 
+  test("-broadcast sets the BOOTP broadcast flag on the acquisition's messages (off by default)", async () => {
+    for (const broadcast of [false, true]) {
+      const world = new FakeWorld();
+      world.settings = { ...world.settings, broadcast };
+      const leases = new LeaseManager(world);
+      await leases.add(attachment(world, "c1"));
+      assert.deepEqual(world.server.received.map((r) => r.msg.flags), broadcast ? [0x8000, 0x8000] : [0, 0]);
+      await leases.shutdown();
+    }
+  });
+
   test("ADD again returns the held lease without asking the server; priority sets route metrics", async () => {
     const world = new FakeWorld();
     const leases = new LeaseManager(world);
