@@ -142,8 +142,14 @@ export function formatDuration(ms: number): string {
   return `${h ? `${h}h` : ""}${m || h ? `${m}m` : ""}${rest}s`;
 }
 
+/** What a round that got no lease came to; `nak` when the server refused the offered address. */
+interface Miss {
+  problem: string;
+  nak?: boolean;
+}
+
 /** One DISCOVER-OFFER-REQUEST-ACK round: a binding, or what went wrong. */
-async function acquireOnce(sockets: DhcpSockets, spec: SendSpec, settings: ClientSettings, clock: Clock, started: number, deadline: number, signal?: AbortSignal): Promise<Binding | string> {
+async function acquireOnce(sockets: DhcpSockets, spec: SendSpec, settings: ClientSettings, clock: Clock, started: number, deadline: number, signal?: AbortSignal): Promise<Binding | Miss> {
   const xid = randomXid(clock);
   const secs = Math.min(0xffff, Math.floor((clock.now() - started) / 1000));
   const fields = { xid, mac: sockets.mac, secs, broadcast: settings.broadcast };
@@ -151,22 +157,22 @@ async function acquireOnce(sockets: DhcpSockets, spec: SendSpec, settings: Clien
   try {
     sockets.sendBroadcast(buildMessage(MessageType.Discover, fields, spec), "0.0.0.0");
   } catch (e) {
-    return `cannot send a DHCPDISCOVER (${(e as Error).message})`;
+    return { problem: `cannot send a DHCPDISCOVER (${(e as Error).message})` };
   }
   const offer = await awaitReply(sockets, xid, [MessageType.Offer], replyBy(), signal);
-  if (!offer) return "no DHCPOFFER";
+  if (!offer) return { problem: "no DHCPOFFER" };
   const server = serverOf(offer.msg);
-  if (!server) return "a DHCPOFFER without a server identifier";
+  if (!server) return { problem: "a DHCPOFFER without a server identifier" };
   const address = offer.msg.yiaddr;
   try {
     sockets.sendBroadcast(buildMessage(MessageType.Request, { ...fields, requestedIP: address, serverID: server }, spec), "0.0.0.0");
   } catch (e) {
-    return `cannot send a DHCPREQUEST (${(e as Error).message})`;
+    return { problem: `cannot send a DHCPREQUEST (${(e as Error).message})` };
   }
   const reply = await awaitReply(sockets, xid, [MessageType.Ack, MessageType.Nak], replyBy(), signal);
-  if (!reply) return `no DHCPACK from ${server} for ${address}`;
-  if (messageType(reply.msg) === MessageType.Nak) return `DHCPNAK from ${server} for ${address}${nakReason(reply.msg)}`;
-  if (reply.msg.yiaddr !== address) return `the DHCPACK from ${server} gives ${reply.msg.yiaddr}, not the offered ${address}`;
+  if (!reply) return { problem: `no DHCPACK from ${server} for ${address}` };
+  if (messageType(reply.msg) === MessageType.Nak) return { problem: `DHCPNAK from ${server} for ${address}${nakReason(reply.msg)}`, nak: true };
+  if (reply.msg.yiaddr !== address) return { problem: `the DHCPACK from ${server} gives ${reply.msg.yiaddr}, not the offered ${address}` };
   return { ack: reply.bytes, address, server: serverOf(reply.msg) ?? server, mac: sockets.mac, ...bindingTimes(reply.msg, clock.now()) };
 }
 
@@ -178,9 +184,13 @@ const nakReason = (m: DhcpMessage): string => {
 /** Opens the sockets of one exchange; throws what the opener throws (the link or namespace being gone). */
 export type SocketOpener = () => Promise<DhcpSockets>;
 
+/** How many refusals in a row start a new round at once (RFC 2131 §3.1: a NAK restarts the client). */
+const QUICK_RESTARTS_AFTER_NAK = 3;
+
 /**
  * Acquires a lease: DISCOVER/OFFER/REQUEST/ACK rounds, each request waiting `timeoutMs`, resent with backoff
- * until `resendTimeoutMs` has passed. Fails with code 11 ("try again later") naming the interface, the
+ * until `resendTimeoutMs` has passed; a NAK (the offered address went to another client meanwhile, say) starts
+ * the next round at once, a few times. Fails with code 11 ("try again later") naming the interface, the
  * namespace and what was last missing.
  */
 export async function acquire(open: SocketOpener, spec: SendSpec, settings: ClientSettings, clock: Clock, signal?: AbortSignal): Promise<Binding> {
@@ -188,14 +198,16 @@ export async function acquire(open: SocketOpener, spec: SendSpec, settings: Clie
   const deadline = started + settings.resendTimeoutMs;
   const sockets = await open();
   try {
-    for (let attempt = 0; ; attempt++) {
+    let naks = 0;
+    for (let tries = 1, resends = 0; ; tries++) {
       const outcome = await acquireOnce(sockets, spec, settings, clock, started, deadline, signal);
-      if (typeof outcome !== "string") return outcome;
+      if (!("problem" in outcome)) return outcome;
       if (signal?.aborted) throw new CniError(ErrorCode.TryAgainLater, `acquiring a DHCP lease on ${sockets.ifName} in ${sockets.netns} was cut short: the daemon is stopping`);
-      const pause = backoffDelay(attempt, settings.resendMaxMs, () => clock.random());
+      naks = outcome.nak ? naks + 1 : 0;
+      const pause = outcome.nak && naks <= QUICK_RESTARTS_AFTER_NAK ? 0 : backoffDelay(resends++, settings.resendMaxMs, () => clock.random());
       if (clock.now() + pause >= deadline) {
         throw new CniError(ErrorCode.TryAgainLater,
-          `no DHCP lease for ${sockets.ifName} in ${sockets.netns}: ${outcome} within ${formatDuration(settings.resendTimeoutMs)} (${attempt + 1} ${attempt ? "tries" : "try"})`);
+          `no DHCP lease for ${sockets.ifName} in ${sockets.netns}: ${outcome.problem} within ${formatDuration(settings.resendTimeoutMs)} (${tries} ${tries > 1 ? "tries" : "try"})`);
       }
       await clock.sleep(pause, signal);
     }

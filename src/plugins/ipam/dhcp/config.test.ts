@@ -5,7 +5,7 @@
  */
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { DEFAULT_SOCKET_PATH, parseDhcpConfig } from "./config.js";
+import { DEFAULT_SOCKET_PATH, parseDhcpBasics, parseDhcpConfig } from "./config.js";
 
 const parse = (ipam: Record<string, unknown> | undefined, cniArgs = "") =>
   parseDhcpConfig(Buffer.from(JSON.stringify({ cniVersion: "1.0.0", name: "net", type: "macvlan", ...(ipam ? { ipam: { type: "dhcp", ...ipam } } : {}) })), cniArgs);
@@ -65,6 +65,15 @@ describe("dhcp config", () => {
     assert.throws(() => parse({ provide: [{ option: "12", fromArg: "LONG" }] }, `LONG=${"y".repeat(300)}`), { code: 4, msg: /CNI_ARGS LONG .* 300 bytes/ });
     assert.throws(() => parse({ request: "routers" }), { code: 7, msg: /"ipam\.request"/ });
     assert.throws(() => parse({ priority: "high" }), { code: 7, msg: /"ipam\.priority"/ });
+  });
+
+  test("DEL, STATUS and GC read only the network, the socket and the attachments", () => {
+    const stdin = Buffer.from(JSON.stringify({
+      cniVersion: "1.1.0", name: "net", type: "macvlan", "cni.dev/valid-attachments": [{ containerID: "c", ifname: "eth0" }],
+      ipam: { type: "dhcp", daemonSocketPath: "/run/d.sock", request: [{ option: "bogus" }], provide: 5 },
+    }));
+    assert.deepEqual(parseDhcpBasics(stdin), { cniVersion: "1.1.0", name: "net", socketPath: "/run/d.sock", validAttachments: [{ containerID: "c", ifname: "eth0" }] });
+    assert.throws(() => parseDhcpBasics(Buffer.from('{"cniVersion":"1.0.0","name":"n"}')), { code: 7 });
   });
 
   test("no ipam is code 7", () => {

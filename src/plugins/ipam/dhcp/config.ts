@@ -29,6 +29,9 @@ export const DHCP_SCHEMA = struct("NetConf", {
   })),
 });
 
+/** What DEL, STATUS and GC read: the common keys and the socket. */
+const BASICS_SCHEMA = struct("NetConf", { ...NET_CONF_FIELDS, ipam: ptr(struct("IPAMConfig", { type: string, daemonSocketPath: string })) });
+
 /** The CNI_ARGS the dhcp plugin reads for the host name it sends. */
 export const POD_NAME_ARG = "K8S_POD_NAME";
 
@@ -119,4 +122,17 @@ export function parseDhcpConfig(stdin: Buffer, cniArgs: string): DhcpConfig {
     priority: ipam.priority ?? 0,
     validAttachments: conf.validAttachments ?? [],
   };
+}
+
+/** What DEL, STATUS and GC need of the config. */
+export type DhcpBasics = Pick<DhcpConfig, "cniVersion" | "name" | "socketPath" | "validAttachments">;
+
+/**
+ * The network, the socket and the valid attachments, without looking at `provide` and `request`: a config whose
+ * options could never ADD (upstream checks them only when allocating) still DELs what an older config added.
+ */
+export function parseDhcpBasics(stdin: Buffer): DhcpBasics {
+  const { conf, raw } = loadPluginConf(stdin);
+  const ipam = requireIpam(decodeConfig(BASICS_SCHEMA, raw).ipam);
+  return { cniVersion: conf.cniVersion, name: conf.name, socketPath: ipam.daemonSocketPath || DEFAULT_SOCKET_PATH, validAttachments: conf.validAttachments ?? [] };
 }

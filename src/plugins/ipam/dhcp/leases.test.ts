@@ -12,7 +12,7 @@ import { FakeWorld, settle } from "../../../testing/fake-dhcp.js";
 import { useTempDirs } from "../../../testing/temp.js";
 import { LeaseStore } from "./lease-file.js";
 import { LeaseManager, LINK_CHECK_MS } from "./leases.js";
-import { MessageType, Option, readText } from "./packet.js";
+import { decodeMessage, MessageType, messageType, Option, readText } from "./packet.js";
 import type { WireArgs } from "./protocol.js";
 
 const tempDir = useTempDirs("tscni-dhcp-leases-");
@@ -104,14 +104,38 @@ describe("acquiring", () => {
     assert.ok(world.opened.every((s) => s.closed));
   });
 
-  test("a NAK to the REQUEST is retried, then reported", async () => {
+  test("a NAK to the REQUEST starts over at once (a few times), then with backoff, then is reported", async () => {
     const world = new FakeWorld();
     world.server.refuse = true;
     world.settings = { ...world.settings, resendTimeoutMs: 3000 };
     const leases = new LeaseManager(world);
     const pending = leases.add(attachment(world, "c1")).then(() => undefined, (e: unknown) => e);
     await world.clock.advance(5000);
-    assert.match(((await pending) as Error).message, /DHCPNAK from 10\.9\.0\.1 for 10\.9\.0\.10 \(wrong network\)/);
+    assert.match(((await pending) as Error).message, /DHCPNAK from 10\.9\.0\.1 for 10\.9\.0\.10 \(wrong network\) within 3s \(5 tries\)/);
+    assert.equal(world.server.got(MessageType.Discover).length, 5, "at 0 s four times (the first and three restarts), then at 2 s");
+  });
+
+  test("a NAK because another client took the offered address meanwhile: the next round gets another", async () => {
+    const world = new FakeWorld();
+    const leases = new LeaseManager(world);
+    let refusals = 1;
+    const handle = world.server.handle.bind(world.server);
+    world.server.handle = (bytes, how) => {
+      const m = decodeMessage(bytes);
+      if (messageType(m) === MessageType.Request && refusals-- > 0) {
+        world.server.refuse = true;
+        try {
+          return handle(bytes, how);
+        } finally {
+          world.server.refuse = false;
+        }
+      }
+      return handle(bytes, how);
+    };
+    const result = await leases.add(attachment(world, "c1"));
+    assert.equal(result.ips![0]!.address, "10.9.0.10/24");
+    assert.equal(world.clock.now() - Date.UTC(2030, 0, 1), 0, "no pause after the NAK");
+    await leases.shutdown();
   });
 
   test("a missing interface or namespace fails ADD and keeps nothing", async () => {

@@ -13,7 +13,7 @@ import type { GCAttachment } from "../../../spec/config.js";
 import type { Result100 } from "../../../spec/result/types100.js";
 import { acquire, extend, formatDuration, release, type Binding, type ClientSettings, type RenewOutcome, type SendSpec } from "./client.js";
 import type { Clock } from "./clock.js";
-import { parseDhcpConfig } from "./config.js";
+import { parseDhcpBasics, parseDhcpConfig } from "./config.js";
 import type { LeaseRecord } from "./lease-file.js";
 import type { DhcpSockets } from "./netns-sockets.js";
 import { clientIdOf, clientIdOption, leasePrefix, leaseResult } from "./options.js";
@@ -188,14 +188,14 @@ export class LeaseManager {
 
   /** DEL: stops the upkeep, releases the lease and forgets it; an unknown lease is success. */
   async del(args: WireArgs): Promise<void> {
-    const conf = parseDhcpConfig(args.stdinData, args.args);
+    const conf = parseDhcpBasics(args.stdinData);
     const key = clientIdOf(args.containerID, conf.name, args.ifName);
     await this.serial(key, () => this.drop(key, "DEL"));
   }
 
   /** GC: releases the network's leases whose attachment is not in `cni.dev/valid-attachments`. */
   async gc(args: WireArgs): Promise<number> {
-    const conf = parseDhcpConfig(args.stdinData, args.args);
+    const conf = parseDhcpBasics(args.stdinData);
     const valid = (r: LeaseRecord) => conf.validAttachments.some((a: GCAttachment) => a.containerID === r.containerID && a.ifname === r.ifName);
     const stale = this.records().filter((r) => r.network === conf.name && !valid(r));
     await Promise.all(stale.map((r) => this.serial(r.clientID, () => this.drop(r.clientID, "GC"))));

@@ -13,11 +13,12 @@ import { createResult, type Result } from "../../../spec/result/index.js";
 import { IMPLEMENTED_100 } from "../../../spec/result/types100.js";
 import { ALL_VERSIONS, VersionInfo } from "../../../spec/version.js";
 import type { CmdArgs, PluginDefinition } from "../../../skel/skel.js";
-import { DHCP_SCHEMA, parseDhcpConfig } from "./config.js";
+import { DHCP_SCHEMA, parseDhcpBasics, parseDhcpConfig } from "./config.js";
 import { callDaemon, type Method } from "./protocol.js";
 
+/** Forwards the call to the daemon; ADD and CHECK validate the whole config first, the others what they need. */
 async function call(method: Method, args: CmdArgs) {
-  const conf = parseDhcpConfig(args.stdinData, args.args);
+  const conf = method === "ADD" || method === "CHECK" ? parseDhcpConfig(args.stdinData, args.args) : parseDhcpBasics(args.stdinData);
   return callDaemon(conf.socketPath, method, {
     containerID: args.containerID, netns: args.netns, ifName: args.ifName, args: args.args, path: args.path, stdinData: args.stdinData,
   });

@@ -106,6 +106,9 @@ const SIOCSIFFLAGS = 0x8914;
 const SIOCGIFHWADDR = 0x8927;
 const SIOCGIFINDEX = 0x8933;
 const IFF_UP = 0x1;
+const IFF_RUNNING = 0x40;
+/** How long a link the daemon set up may take to report its carrier before the first DISCOVER goes out. */
+const CARRIER_WAIT_MS = 1000;
 const CLONE_NEWNET = 0x40000000;
 const PACKET_OUTGOING = 4;
 const EAGAIN = 11;
@@ -233,6 +236,20 @@ function setUp(f: Ffi, fd: number, ifName: string, netns: string, up: boolean): 
   const flags = view.getUint16(16, true);
   view.setUint16(16, up ? flags | IFF_UP : flags & ~IFF_UP, true);
   if (f.libc.ioctl(fd, SIOCSIFFLAGS, req) !== 0) throw new SocketError(`setting ${ifName} ${up ? "up" : "down"} in ${netns}`, f.errno());
+}
+
+/**
+ * Waits (up to CARRIER_WAIT_MS) for a link just set up to be running: until the kernel has processed its
+ * carrier (and, for a veth on a bridge, enabled the bridge port), what is sent is dropped, and a lost first
+ * DISCOVER costs a whole `-timeout`.
+ */
+async function waitRunning(f: Ffi, fd: number, ifName: string): Promise<void> {
+  const req = ifreq(ifName);
+  const deadline = Date.now() + CARRIER_WAIT_MS;
+  while (Date.now() < deadline) {
+    if (f.libc.ioctl(fd, SIOCGIFFLAGS, req) !== 0 || new DataView(req.buffer).getUint16(16, true) & IFF_RUNNING) return;
+    await new Promise((r) => setTimeout(r, 10));
+  }
 }
 
 /** A classic BPF program for a packet socket that starts at the IP header: accept UDP to port 68, not fragments. */
@@ -447,7 +464,10 @@ export async function openDhcpSockets(netns: string, ifName: string, bringUp = f
   });
   try {
     const info = linkInfo(f, udpFd, ifName, netns);
-    if (!info.up && bringUp) setUp(f, udpFd, ifName, netns, true);
+    if (!info.up && bringUp) {
+      setUp(f, udpFd, ifName, netns, true);
+      await waitRunning(f, udpFd, ifName);
+    }
     attachFilter(f, packetFd);
     const ll = sockaddrLl(info.index);
     if (f.libc.bind(packetFd, ll, ll.length) !== 0) throw new SocketError(`binding the packet socket to ${ifName} in ${netns}`, f.errno());
