@@ -201,6 +201,7 @@ describe("dhcp plugin and daemon with dnsmasq", { skip }, () => {
     const { address, ip } = await add(ctr);
     ctr.exec("ip", ["addr", "add", address, "dev", "eth0"]);
 
+    assert.equal(readFileSync(path.join(dir, "daemon.pid"), "utf8"), String(daemon.pid), "-pidfile holds the daemon's PID");
     daemon.stop("SIGTERM");
     assert.equal(await daemon.exited, 0);
     assert.ok(!existsSync(socketPath) && !existsSync(path.join(dir, "daemon.pid")), "socket and pidfile removed");
@@ -225,6 +226,7 @@ describe("dhcp plugin and daemon with dnsmasq", { skip }, () => {
     assert.equal(again.address, address, "ADD after the restart gives the held lease");
     assert.equal((await call("DEL", ctr)).exitCode, 0);
     await seesRelease([ip], "the RELEASE of DEL after the restart");
+    await daemonLogs(new RegExp(`released ${ip.replaceAll(".", "\\.")} \\(DEL\\): unicast to ${SERVER.replaceAll(".", "\\.")}$`, "m"));
     assert.ok(!dnsmasqLeases().includes(` ${ip} `), "dnsmasq forgot the lease");
     assert.ok(!heldBy(ctr));
   });

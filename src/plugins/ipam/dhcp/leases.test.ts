@@ -138,6 +138,20 @@ describe("acquiring", () => {
     await leases.shutdown();
   });
 
+  test("-hostprefix is put before the netns path the plugin sends, and the record keeps the path as sent", async () => {
+    const world = new FakeWorld();
+    world.hostPrefix = "/host";
+    const leases = new LeaseManager(world);
+    const a = attachment(world, "c1");
+    world.removeLink(a.netns, "eth0");
+    world.addLink(`/host${a.netns}`, "eth0");
+    await leases.add(a);
+    assert.equal(world.opened[0]!.netns, "/host/run/netns/c1");
+    assert.equal(leases.records()[0]!.netns, "/run/netns/c1");
+    await leases.del(a);
+    assert.equal(world.server.got(MessageType.Release)[0]!.how, "unicast");
+  });
+
   test("a missing interface or namespace fails ADD and keeps nothing", async () => {
     const world = new FakeWorld();
     const leases = new LeaseManager(world);
