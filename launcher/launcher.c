@@ -175,12 +175,13 @@ int main(int argc, char **argv) {
   int about = !command || !*command; /* no command: the plugin's about text on stderr */
   for (size_t i = 0; i < sizeof(PROGRAM_VERSIONS) / sizeof(PROGRAM_VERSIONS[0]); i++) {
     if (strcmp(PROGRAM_VERSIONS[i].name, name) != 0) continue;
+    if (argc >= 2) break; /* arguments mean a subcommand (`dhcp daemon ...`): the program handles those */
     if (version || about) {
       FILE *out = version ? stdout : stderr;
       fputs(version ? PROGRAM_VERSIONS[i].json : PROGRAM_VERSIONS[i].about, out);
       return fflush(out) == 0 ? 0 : 1;
     }
-    try_resident(name, argc, argv); /* plugins only: cnitool always runs here */
+    try_resident(name, argc, argv); /* plugin calls only: cnitool and subcommands always run here */
     break;
   }
   char self[PATH_MAX];

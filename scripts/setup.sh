@@ -13,6 +13,9 @@ command -v nft >/dev/null 2>&1 || need+=(nftables)
 command -v ping >/dev/null 2>&1 || need+=(iputils-ping)
 command -v nsenter >/dev/null 2>&1 || need+=(util-linux)
 command -v conntrack >/dev/null 2>&1 || need+=(conntrack)
+# dnsmasq serves DHCP to the dhcp plugin's tests inside a test namespace; dnsmasq-base is the binary alone,
+# without the dnsmasq package's system service (nothing starts or listens on the host).
+command -v dnsmasq >/dev/null 2>&1 || [ -x /usr/sbin/dnsmasq ] || need+=(dnsmasq-base)
 [ -x /usr/bin/time ] || need+=(time)
 # podman with the CNI backend: the drop-in test points a real runtime at our plugin directory.
 command -v podman >/dev/null 2>&1 || need+=(podman conmon golang-github-containers-common)

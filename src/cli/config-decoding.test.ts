@@ -75,6 +75,19 @@ const SAMPLES: Record<string, Sample[]> = {
     { config: { ...COMMON, type: "bridge", ipam: { type: "static" }, args: { cni: { ips: ["10.6.0.2/24"] } } } },
     { config: { ...COMMON, type: "bridge", ipam: { type: "static" }, runtimeConfig: { ips: ["10.7.0.2/24"] } } },
   ],
+  dhcp: [
+    {
+      config: {
+        ...COMMON, type: "macvlan",
+        ipam: {
+          type: "dhcp", daemonSocketPath: "/run/tscni-sample/dhcp.sock", priority: 10,
+          provide: [{ option: "host-name", value: "sample" }, { option: "user-class", fromArg: "CLASS" }],
+          request: [{ option: "121" }, { option: "routers", skipDefault: true }],
+        },
+      },
+      cniArgs: "IgnoreUnknown=1;CLASS=gold",
+    },
+  ],
   portmap: [
     {
       config: {

@@ -28,6 +28,12 @@ async function run(): Promise<void> {
     process.exitCode = 1;
     return;
   }
+  // A subcommand (`dhcp daemon ...`) comes first, as upstream's binary checks its arguments before CNI_COMMAND.
+  const command = entry.commands?.[process.argv[2] ?? ""];
+  if (command) {
+    await (await command()).main(process.argv.slice(3));
+    return;
+  }
   // The VERSION probe is most of a runtime's calls: answer it, and "about", without loading the plugin.
   if (process.env["CNI_COMMAND"] === "VERSION") {
     process.stdout.write(versionAnswer(entry.versions));

@@ -9,6 +9,7 @@ import { ALL_VERSIONS, versionsStartingFrom } from "../spec/versions.js";
 export const PLUGIN_VERSIONS = {
   "host-local": ALL_VERSIONS,
   static: ALL_VERSIONS,
+  dhcp: ALL_VERSIONS,
   loopback: ALL_VERSIONS,
   bridge: ALL_VERSIONS,
   ptp: ALL_VERSIONS,

@@ -12,11 +12,17 @@ export interface PluginEntry {
   /** Loads the plugin's module, which exports `plugin` (a PluginDefinition). */
   load: () => Promise<{ plugin?: unknown }>;
   versions: readonly string[];
+  /**
+   * Subcommands (`<program> <name> [args]`, e.g. `dhcp daemon`): loaders of their own modules, so the plugin's
+   * start-up never loads them.
+   */
+  commands?: Record<string, () => Promise<{ main: (args: readonly string[]) => Promise<void> }>>;
 }
 
 const PLUGIN_LOADERS: Record<PluginName, PluginEntry["load"]> = {
   "host-local": () => import("../plugins/ipam/host-local/main.js"),
   static: () => import("../plugins/ipam/static/main.js"),
+  dhcp: () => import("../plugins/ipam/dhcp/main.js"),
   loopback: () => import("../plugins/main/loopback/main.js"),
   bridge: () => import("../plugins/main/bridge/main.js"),
   ptp: () => import("../plugins/main/ptp/main.js"),
@@ -36,9 +42,16 @@ const PLUGIN_LOADERS: Record<PluginName, PluginEntry["load"]> = {
   "cluster-ipam": () => import("../plugins/ipam/cluster-ipam/main.js"),
 };
 
-/** Every plugin by type (cnitool, the one other program, is loaded by main.ts). */
-export const PLUGINS: Record<string, PluginEntry> = Object.fromEntries(
-  Object.entries(PLUGIN_LOADERS).map(([name, load]) => [name, { load, versions: PLUGIN_VERSIONS[name as PluginName] }]));
+/** Subcommands of plugins: `dhcp daemon`, upstream's way of running its daemon from the plugin binary. */
+const PLUGIN_COMMANDS: Partial<Record<PluginName, PluginEntry["commands"]>> = {
+  dhcp: { daemon: () => import("../plugins/ipam/dhcp/daemon.js") },
+};
+
+/** Every plugin by type, with its versions and subcommands (cnitool, the one other program, is loaded by main.ts). */
+export const PLUGINS: Record<string, PluginEntry> = Object.fromEntries(Object.entries(PLUGIN_LOADERS).map(([name, load]) => {
+  const commands = PLUGIN_COMMANDS[name as PluginName];
+  return [name, { load, versions: PLUGIN_VERSIONS[name as PluginName], ...(commands ? { commands } : {}) }];
+}));
 
 /** A plugin's about text (what it prints with no CNI_COMMAND), answered without loading it. */
 export const aboutText = (name: string): string => `CNI ${name} plugin (tscni)`;

@@ -1,0 +1,117 @@
+/**
+ * What the dhcp plugin asks for and what it makes of the answer: option names as the config spells them,
+ * the client identifier, the options every request carries, and the CNI result built from a DHCPACK
+ * (address, gateway, routes from option 121 or 33, DNS from options 6, 15 and 119).
+ * @module
+ */
+import { CniError, ErrorCode } from "../../../spec/errors.js";
+import type { DNS, Route } from "../../../spec/result/common.js";
+import { IMPLEMENTED_100, type Result100 } from "../../../spec/result/types100.js";
+import {
+  DhcpFormatError, maskPrefix, Option, parseClasslessRoutes, parseDomainSearch, parseStaticRoutes, readAddresses, readText,
+  type DhcpMessage, type OptionRoute,
+} from "./packet.js";
+
+/** The option names the config accepts (upstream's list); any other option is given by its number. */
+export const OPTION_NAMES: Readonly<Record<string, number>> = {
+  "dhcp-client-identifier": Option.ClientID,
+  "subnet-mask": Option.SubnetMask,
+  routers: Option.Router,
+  "host-name": Option.HostName,
+  "user-class": Option.UserClass,
+  "vendor-class-identifier": Option.VendorClassID,
+};
+
+/** An option code from its name or its decimal number (0-255, as Go's strconv.ParseUint(s, 10, 8)). */
+export function parseOptionName(text: string): number | undefined {
+  const named = Object.prototype.hasOwnProperty.call(OPTION_NAMES, text) ? OPTION_NAMES[text] : undefined;
+  if (named !== undefined) return named;
+  if (!/^[0-9]+$/.test(text)) return undefined;
+  const n = Number(text);
+  return n <= 255 ? n : undefined;
+}
+
+/**
+ * The parameter request list unless a `request` entry says `skipDefault`: subnet mask and router (upstream's
+ * two), plus DNS servers, domain name, domain search and classless static routes, so the result can carry
+ * them (a server sends option 121 only to clients that ask for it, RFC 3442).
+ */
+export const DEFAULT_REQUESTED: readonly number[] = [
+  Option.SubnetMask, Option.Router, Option.DomainNameServer, Option.DomainName, Option.DomainSearch, Option.ClasslessStaticRoutes,
+];
+
+/**
+ * Options the client sets itself in each message, so `provide` cannot: pad and end, requested address,
+ * overload, message type, server identifier, parameter request list, maximum message size.
+ */
+export const CLIENT_MANAGED: ReadonlySet<number> = new Set([
+  Option.Pad, Option.RequestedIP, Option.Overload, Option.MessageType, Option.ServerID, Option.ParameterRequestList, Option.MaxMessageSize, Option.End,
+]);
+
+/** The lease's key and identifier: `containerID/netName/ifName`, cut to 254 bytes as upstream does. */
+export function clientIdOf(containerID: string, netName: string, ifName: string): string {
+  const full = Buffer.from(`${containerID}/${netName}/${ifName}`, "utf8");
+  return full.length > 254 ? full.subarray(0, 254).toString("utf8") : full.toString("utf8");
+}
+
+/** Option 61 as sent: type 0 (not a hardware address) and the client id's bytes. */
+export function clientIdOption(clientId: string): Uint8Array {
+  return Uint8Array.from([0, ...Buffer.from(clientId, "utf8").subarray(0, 254)]);
+}
+
+/** Routes of a lease: option 121 when the server sent a valid one (RFC 3442: then 3 and 33 are ignored), else 33 and the router. */
+function leaseRoutes(ack: DhcpMessage, gateway: string | undefined): Route[] {
+  const classless = ack.options.get(Option.ClasslessStaticRoutes);
+  if (classless && classless.length > 0) {
+    try {
+      // A route without a router (0.0.0.0) is on-link: scope link (253), as upstream marks it.
+      return parseClasslessRoutes(classless).map((r: OptionRoute): Route => (r.router === "0.0.0.0" ? { dst: r.dst, scope: 253 } : { dst: r.dst, gw: r.router }));
+    } catch (e) {
+      if (!(e instanceof DhcpFormatError)) throw e; // a malformed option 121 is ignored, as the RFC says
+    }
+  }
+  const routes: Route[] = [];
+  const statics = ack.options.get(Option.StaticRoutes);
+  if (statics) routes.push(...parseStaticRoutes(statics).map((r): Route => ({ dst: r.dst, gw: r.router })));
+  if (gateway) routes.push({ dst: "0.0.0.0/0", gw: gateway });
+  return routes;
+}
+
+/** DNS settings from options 6 (servers), 15 (domain) and 119 (search list). */
+function leaseDNS(ack: DhcpMessage): DNS {
+  const dns: DNS = {};
+  const servers = readAddresses(ack.options.get(Option.DomainNameServer));
+  if (servers) dns.nameservers = servers;
+  const domain = readText(ack.options.get(Option.DomainName));
+  if (domain) dns.domain = domain;
+  const search = ack.options.get(Option.DomainSearch);
+  if (search) {
+    try {
+      const names = parseDomainSearch(search);
+      if (names.length) dns.search = names;
+    } catch (e) {
+      if (!(e instanceof DhcpFormatError)) throw e;
+    }
+  }
+  return dns;
+}
+
+/** The prefix length a DHCPACK gives its address (option 1); throws when it gives none, as upstream does. */
+export function leasePrefix(ack: DhcpMessage): number {
+  const mask = ack.options.get(Option.SubnetMask);
+  if (!mask) throw new CniError(ErrorCode.Internal, "DHCP option Subnet Mask not found in DHCPACK");
+  const prefix = maskPrefix(mask);
+  if (prefix === undefined) throw new CniError(ErrorCode.Internal, `the DHCPACK's subnet mask ${[...mask].join(".")} is not contiguous`);
+  return prefix;
+}
+
+/** The IPAM result of a lease; `priority` (when not 0) becomes every route's metric, as upstream. */
+export function leaseResult(ack: DhcpMessage, priority: number): Result100 {
+  const gateway = readAddresses(ack.options.get(Option.Router))?.[0];
+  const ip = gateway ? { address: `${ack.yiaddr}/${leasePrefix(ack)}`, gateway } : { address: `${ack.yiaddr}/${leasePrefix(ack)}` };
+  const routes = leaseRoutes(ack, gateway).map((r) => (priority ? { ...r, priority } : r));
+  const result: Result100 = { cniVersion: IMPLEMENTED_100, ips: [ip], routes };
+  const dns = leaseDNS(ack);
+  if (Object.keys(dns).length) result.dns = dns;
+  return result;
+}

@@ -1,0 +1,28 @@
+/**
+ * The plugin's start-up stays lean: what `dist/bin/dhcp` loads for a CNI call (main.js and what it imports)
+ * holds none of the daemon (the DHCP client, the leases, the FFI sockets, the flags), which the registry
+ * loads only for `dhcp daemon`.
+ */
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import path from "node:path";
+import { ROOT } from "../../../testing/harness.js";
+import { PLUGINS } from "../../../cli/registry.js";
+
+/** Every module a built module imports, transitively (relative imports only: the product's own). */
+function closure(file: string, seen = new Set<string>()): Set<string> {
+  if (seen.has(file)) return seen;
+  seen.add(file);
+  for (const m of readFileSync(file, "utf8").matchAll(/(?:\bfrom|\bimport\s*\()\s*["'](\.{1,2}\/[^"']+)["']/g)) {
+    closure(path.resolve(path.dirname(file), m[1]!), seen);
+  }
+  return seen;
+}
+
+test("a dhcp plugin call loads none of the daemon's code", () => {
+  const dir = path.join(ROOT, "dist/plugins/ipam/dhcp");
+  const loaded = [...closure(path.join(dir, "main.js"))].filter((f) => f.startsWith(dir)).map((f) => path.basename(f)).sort();
+  assert.deepEqual(loaded, ["config.js", "main.js", "options.js", "packet.js", "protocol.js"]);
+  assert.ok(PLUGINS["dhcp"]?.commands?.["daemon"], "`dhcp daemon` is a subcommand with its own loader");
+});
