@@ -22,20 +22,23 @@ rmSync(launcher, { force: true });
 const { PLUGIN_VERSIONS, PROGRAM_NAMES } = await import(path.join(dist, "cli/programs.js"));
 const { aboutAnswer, versionAnswer } = await import(path.join(dist, "cli/registry.js"));
 
+// The build ID ties the launcher to the program it was built with: a resident server of another build is not used.
+const buildId = randomBytes(8).toString("hex");
+writeFileSync(path.join(dist, "build-id"), buildId + "\n");
+
 function buildStandalone() {
   const r = spawnSync(bun, [
     "build", "--compile", "--minify", "--bytecode",
     // A plugin must not pick up .env or bunfig.toml from whatever directory the runtime runs it in.
     "--no-compile-autoload-dotenv", "--no-compile-autoload-bunfig",
+    // Compiled in, so a copy of the program (cnitool install) still knows its build.
+    "--define", `TSCNI_BUILD_ID=${JSON.stringify(buildId)}`,
     main, "--outfile", program,
   ], { encoding: "utf8" });
   if (r.status !== 0) console.warn(`standalone build failed, using the Node entry point:\n${r.stderr || r.stdout}`);
   return r.status === 0;
 }
 
-// The build ID ties the launcher to the program it was built with: a resident server of another build is not used.
-const buildId = randomBytes(8).toString("hex");
-writeFileSync(path.join(dist, "build-id"), buildId + "\n");
 
 function buildLauncher() {
   const cc = ["cc", "gcc", "clang"].find((c) => spawnSync(c, ["--version"]).status === 0);

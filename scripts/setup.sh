@@ -31,6 +31,9 @@ command -v gcc >/dev/null 2>&1 || need+=(gcc)
 command -v etcd >/dev/null 2>&1 || need+=(etcd-server)
 command -v etcdctl >/dev/null 2>&1 || need+=(etcd-client)
 command -v openssl >/dev/null 2>&1 || need+=(openssl)
+# systemd's tools check the resident server's units (systemd-analyze verify) and hand it a listening socket the
+# way the socket unit does (systemd-socket-activate); systemd need not be the init system.
+command -v systemd-socket-activate >/dev/null 2>&1 || need+=(systemd)
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" -ne 0 ]; then
     echo "setup: missing ${need[*]}; run as root (or install them) first" >&2

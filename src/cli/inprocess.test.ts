@@ -101,15 +101,10 @@ describe("in-process delegation", { skip: existsSync(path.join(BIN, "host-local"
     assert.equal(stderr.text, "foreign ipam ran\n");
   });
 
-  test("TSCNI_NO_INPROCESS forces an exec", async () => {
-    process.env["TSCNI_NO_INPROCESS"] = "1";
-    try {
-      const exec = new MulticallExec(self);
-      const r = await delegateAdd("host-local", conf(path.join(scratch, "e")), { exec, env: env() });
-      assert.equal(marshalResult(r).includes("10.77.0.2/24"), true);
-      assert.equal(exec.inProcessRuns, 0);
-    } finally {
-      delete process.env["TSCNI_NO_INPROCESS"];
-    }
+  test("TSCNI_NO_INPROCESS in the call's environment forces an exec", async () => {
+    const exec = new MulticallExec(self);
+    const r = await delegateAdd("host-local", conf(path.join(scratch, "e")), { exec, env: env({ TSCNI_NO_INPROCESS: "1" }) });
+    assert.equal(marshalResult(r).includes("10.77.0.2/24"), true);
+    assert.equal(exec.inProcessRuns, 0);
   });
 });

@@ -2,7 +2,8 @@
  * In-process delegation: when a plugin delegates (to IPAM) and the executable found in CNI_PATH is this very
  * multicall binary, the delegate runs inside the calling process instead of being exec'd — with what an exec
  * would show: the same env and stdin, stdout parsed the same way, stderr forwarded, errors mapped by the same
- * rules. Any other executable (a user's own IPAM, Go's plugins) is exec'd as usual.
+ * rules. Any other executable (a user's own IPAM, Go's plugins) is exec'd as usual, and so is everything when the
+ * call's environment has TSCNI_NO_INPROCESS set.
  * @module
  */
 import { realpath } from "node:fs/promises";
@@ -23,8 +24,8 @@ export class MulticallExec implements PluginExec {
   }
 
   /** The plugin definition to run in-process for this path, or undefined to exec it. */
-  private async inProcessPlugin(pluginPath: string): Promise<PluginDefinition | undefined> {
-    if (this.selves.size === 0 || process.env["TSCNI_NO_INPROCESS"]) return undefined;
+  private async inProcessPlugin(pluginPath: string, env: Env): Promise<PluginDefinition | undefined> {
+    if (this.selves.size === 0 || env["TSCNI_NO_INPROCESS"]) return undefined;
     const real = await realpath(pluginPath).catch(() => undefined);
     if (!real || !this.selves.has(real)) return undefined;
     const entry = PLUGINS[path.basename(pluginPath)];
@@ -34,7 +35,7 @@ export class MulticallExec implements PluginExec {
   }
 
   async execPlugin(pluginPath: string, stdin: Uint8Array, env: Env, options: ExecOptions = {}): Promise<Buffer> {
-    const plugin = await this.inProcessPlugin(pluginPath);
+    const plugin = await this.inProcessPlugin(pluginPath, env);
     if (!plugin) return this.raw.execPlugin(pluginPath, stdin, env, options);
     this.inProcessRuns++;
     const out: string[] = [];

@@ -1,10 +1,11 @@
 /** `cnitool install`: the binary and its links land in the bin dir; other files are kept unless --force. */
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { existsSync, lstatSync, mkdtempSync, readFileSync, readlinkSync, rmSync, writeFileSync } from "node:fs";
+import { spawnSync } from "node:child_process";
+import { existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, statSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { installPlugins } from "./install.js";
+import { installPlugins, installResidentUnits, removeResidentUnits, residentUnits } from "./install.js";
 import { PROGRAM_NAMES } from "./programs.js";
 
 test("install links every plugin to the copied binary and respects foreign files", () => {
@@ -31,6 +32,43 @@ test("install links every plugin to the copied binary and respects foreign files
     assert.ok(forced.replaced.includes("bridge"));
     assert.ok(lstatSync(path.join(bin, "bridge")).isSymbolicLink());
     assert.equal(readFileSync(path.join(bin, "mine"), "utf8"), "", "unrelated files untouched");
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test("--resident writes a socket unit and a service the socket starts; --remove-resident removes only ours", () => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), "tscni-units-"));
+  try {
+    const units = path.join(dir, "units");
+    const bin = path.join(dir, "bin");
+    mkdirSync(bin);
+    writeFileSync(path.join(bin, "cnitool"), "#!/bin/sh\n", { mode: 0o755 });
+    const written = installResidentUnits(units, bin);
+    assert.deepEqual(written, [path.join(units, "tscni.socket"), path.join(units, "tscni.service")]);
+    const socket = readFileSync(written[0]!, "utf8");
+    const service = readFileSync(written[1]!, "utf8");
+    assert.match(socket, /^ListenStream=\/run\/tscni\/plugins\.sock$/m);
+    assert.match(socket, /^SocketMode=0600$/m);
+    assert.match(socket, /^DirectoryMode=0700$/m);
+    assert.match(service, new RegExp(`^ExecStart=${bin}/cnitool daemon --socket /run/tscni/plugins\\.sock$`, "m"));
+    assert.match(residentUnits("relative/bin").service, new RegExp(`^ExecStart=${path.resolve("relative/bin/cnitool")} `, "m"), "an absolute path");
+    assert.match(service, /^Requires=tscni\.socket$/m);
+    assert.doesNotMatch(service, /Private|Protect|Namespace/, "no sandboxing: the server shares the host's namespaces with its callers");
+    assert.equal(statSync(written[1]!).mode & 0o777, 0o644);
+    // systemd itself accepts them (when its tools are here: the integration suite requires them).
+    const verify = spawnSync("systemd-analyze", ["verify", ...written], { encoding: "utf8" });
+    if (!verify.error) assert.equal(verify.status, 0, verify.stderr);
+
+    // Rewriting ours is fine; a foreign unit of the same name is kept unless forced.
+    installResidentUnits(units, "/opt/cni/bin");
+    assert.deepEqual(removeResidentUnits(units), written);
+    assert.deepEqual(readdirSync(units), []);
+    writeFileSync(path.join(units, "tscni.service"), "[Service]\nExecStart=/bin/true\n");
+    assert.throws(() => installResidentUnits(units, "/opt/cni/bin"), /tscni\.service exists and is not tscni's/);
+    assert.deepEqual(removeResidentUnits(units), [], "a foreign unit is not removed");
+    installResidentUnits(units, "/opt/cni/bin", { force: true });
+    assert.equal(removeResidentUnits(units).length, 2);
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

@@ -1,13 +1,16 @@
 /**
  * `cnitool install`: puts the multicall binary and one link per plugin type into a CNI bin dir
- * (default /opt/cni/bin). Files that are not ours are left alone unless --force.
+ * (default /opt/cni/bin). Files that are not ours are left alone unless --force. With --resident it also writes
+ * the systemd units of the resident server (socket activation: the server starts on the first plugin call);
+ * --remove-resident takes them away again.
  * @module
  */
-import { copyFileSync, chmodSync, lstatSync, mkdirSync, readlinkSync, renameSync, rmSync, symlinkSync, existsSync } from "node:fs";
+import { copyFileSync, chmodSync, lstatSync, mkdirSync, readFileSync, readlinkSync, renameSync, rmSync, symlinkSync, existsSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import type { Command } from "commander";
 import type { Io } from "../cnitool/cnitool.js";
 import { PROGRAM_NAMES } from "./programs.js";
+import { DEFAULT_SOCKET } from "./resident-protocol.js";
 import { selfExecutable } from "./self.js";
 
 export const DEFAULT_BIN_DIR = "/opt/cni/bin";
@@ -78,17 +81,111 @@ export function installPlugins(binDir: string, opts: { force?: boolean; source?:
   return report;
 }
 
-/** `cnitool install [--bin-dir DIR] [--force]`. */
+export const DEFAULT_UNIT_DIR = "/etc/systemd/system";
+/** The units' name: tscni.socket starts tscni.service on the first connection. */
+export const RESIDENT_UNIT = "tscni";
+/** The first line of every unit we write: what --remove-resident recognises as ours. */
+const UNIT_MARK = "# Written by `cnitool install --resident` (tscni); `cnitool install --remove-resident` removes it.";
+
+/** The socket and service units of a resident server run as `cnitool` from `binDir`. */
+export function residentUnits(binDir: string, socketPath = DEFAULT_SOCKET): { socket: string; service: string } {
+  const cnitool = path.join(path.resolve(binDir), "cnitool");
+  const socket = `${UNIT_MARK}
+[Unit]
+Description=tscni resident CNI plugin server (socket)
+Documentation=https://www.cni.dev/
+
+[Socket]
+ListenStream=${socketPath}
+SocketMode=0600
+DirectoryMode=0700
+SocketUser=root
+SocketGroup=root
+
+[Install]
+WantedBy=sockets.target
+`;
+  // No sandboxing options: the server must share the host's network and mount namespaces with its callers
+  // (it refuses anyone else), and plugins need CAP_NET_ADMIN and CAP_SYS_ADMIN to enter container namespaces.
+  const service = `${UNIT_MARK}
+[Unit]
+Description=tscni resident CNI plugin server
+Documentation=https://www.cni.dev/
+Requires=${RESIDENT_UNIT}.socket
+After=${RESIDENT_UNIT}.socket
+
+[Service]
+Type=simple
+ExecStart=${cnitool} daemon --socket ${socketPath}
+Restart=on-failure
+KillSignal=SIGTERM
+TimeoutStopSec=330
+
+[Install]
+Also=${RESIDENT_UNIT}.socket
+`;
+  return { socket, service };
+}
+
+const unitFiles = (unitDir: string) => [".socket", ".service"].map((ext) => path.join(unitDir, `${RESIDENT_UNIT}${ext}`));
+
+/** Whether a unit file was written by us. */
+function isOurUnit(file: string): boolean {
+  try {
+    return readFileSync(file, "utf8").startsWith(UNIT_MARK);
+  } catch {
+    return false;
+  }
+}
+
+/** Writes the resident units into `unitDir` (not enabled); a unit of the same name that is not ours needs `force`. */
+export function installResidentUnits(unitDir: string, binDir: string, opts: { force?: boolean } = {}): string[] {
+  const units = residentUnits(binDir);
+  const [socketFile, serviceFile] = unitFiles(unitDir) as [string, string];
+  for (const file of [socketFile, serviceFile]) {
+    if (existsSync(file) && !isOurUnit(file) && !opts.force) throw new Error(`${file} exists and is not tscni's (use --force to replace it)`);
+  }
+  mkdirSync(unitDir, { recursive: true });
+  for (const [file, text] of [[socketFile, units.socket], [serviceFile, units.service]] as const) {
+    const tmp = `${file}.${process.pid}.tmp`;
+    writeFileSync(tmp, text, { mode: 0o644 });
+    renameSync(tmp, file);
+  }
+  return [socketFile, serviceFile];
+}
+
+/** Removes the resident units we wrote from `unitDir`; returns the removed files. */
+export function removeResidentUnits(unitDir: string): string[] {
+  const removed = unitFiles(unitDir).filter(isOurUnit);
+  for (const file of removed) rmSync(file);
+  return removed;
+}
+
+/** `cnitool install [--bin-dir DIR] [--force] [--resident [--unit-dir DIR]] | --remove-resident`. */
 export function addInstallCommand(program: Command, io: Io): void {
   program.command("install")
-    .description("Install the tscni binary and a link per plugin type into a CNI bin dir")
+    .description("Install the tscni binary and a link per plugin type into a CNI bin dir (and the resident server's systemd units)")
     .option("--bin-dir <dir>", "CNI plugin directory", DEFAULT_BIN_DIR)
-    .option("--force", "replace plugins of the same name that are not tscni's")
-    .action(async (opts: { binDir: string; force?: boolean }) => {
+    .option("--force", "replace plugins (and units) of the same name that are not tscni's")
+    .option("--resident", "also write the resident server's systemd socket and service units (not enabled)")
+    .option("--unit-dir <dir>", "where --resident writes the units", DEFAULT_UNIT_DIR)
+    .option("--remove-resident", "remove the units --resident wrote (and nothing else)")
+    .action(async (opts: { binDir: string; force?: boolean; resident?: boolean; unitDir: string; removeResident?: boolean }) => {
+      if (opts.removeResident) {
+        const removed = removeResidentUnits(opts.unitDir);
+        io.stdout(removed.length ? `removed: ${removed.join(" ")}\n` : `no tscni units in ${opts.unitDir}\n`);
+        if (removed.length) io.stdout(`stop the server with: systemctl disable --now ${RESIDENT_UNIT}.socket ${RESIDENT_UNIT}.service; systemctl daemon-reload\n`);
+        return;
+      }
       const report = installPlugins(opts.binDir, { force: opts.force });
       io.stdout(`installed ${report.binary}\n`);
       if (report.installed.length) io.stdout(`linked: ${report.installed.join(" ")}\n`);
       if (report.replaced.length) io.stdout(`replaced: ${report.replaced.join(" ")}\n`);
       for (const s of report.skipped) io.stderr(`skipped ${s.name}: ${s.reason}\n`);
+      if (opts.resident) {
+        const written = installResidentUnits(opts.unitDir, opts.binDir, { force: opts.force });
+        io.stdout(`wrote: ${written.join(" ")}\n`);
+        io.stdout(`turn resident mode on with: systemctl daemon-reload; systemctl enable --now ${RESIDENT_UNIT}.socket\n`);
+      }
     });
 }

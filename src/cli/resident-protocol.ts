@@ -15,6 +15,9 @@
  * @module
  */
 
+/** Where the server listens and the launcher looks unless told otherwise (launcher.c has the same default). */
+export const DEFAULT_SOCKET = "/run/tscni/plugins.sock";
+
 export const HELLO_MAGIC = Buffer.from("TSCNI\x01", "latin1");
 export const ACCEPT = 0x59; // "Y"
 export const REFUSE = 0x4e; // "N"

@@ -7,6 +7,10 @@
  * - a request's environment reaches the plugin only through its CmdArgs (nothing on the request path reads
  *   process.env or the cwd), namespaces are entered only in synchronous sections, and a plugin that throws, gets
  *   bad input or runs past the request timeout fails that request alone;
+ * - calls of one container and interface run one after the other, so a DEL that follows an ADD whose caller was
+ *   killed (the ADD goes on here) waits for that ADD instead of racing it, as it would in exec mode, where the
+ *   ADD died with its process. Programs the server execs itself are marked (TSCNI_RESIDENT_NESTED) and never
+ *   wait in that queue, so a delegation that comes back through the socket cannot deadlock;
  * - one server per socket (a lock file beside it); the socket's directory is 0700 and the socket 0600; SIGTERM
  *   lets the calls under way finish, then exits. It can take its listening socket from systemd (LISTEN_FDS).
  * @module
@@ -16,18 +20,20 @@ import net from "node:net";
 import path from "node:path";
 import { tryFlockFd } from "../sys/flock.js";
 import { peerCredentials, sharesNamespace } from "../sys/peer.js";
+import type { Env } from "../invoke/args.js";
+import type { ExecOptions, PluginExec } from "../invoke/exec.js";
 import { setDefaultExec } from "../invoke/plugin.js";
+import { KeyedMutex } from "../sys/keyed-mutex.js";
 import { CniError, ErrorCode } from "../spec/errors.js";
 import { runPlugin, type PluginDefinition } from "../skel/skel.js";
 import { MulticallExec } from "./inprocess.js";
 import {
-  ACCEPT, ByteReader, encodeRefusal, exitFrame, frame, readHello, readRequest, TAG_STDERR, TAG_STDOUT, type ResidentRequest,
+  ACCEPT, ByteReader, DEFAULT_SOCKET, encodeRefusal, exitFrame, frame, readHello, readRequest, TAG_STDERR, TAG_STDOUT, type ResidentRequest,
 } from "./resident-protocol.js";
 import { PLUGINS } from "./registry.js";
 import { selfExecutable } from "./self.js";
 
-/** Where the server listens unless told otherwise. */
-export const DEFAULT_SOCKET = "/run/tscni/plugins.sock";
+export { DEFAULT_SOCKET } from "./resident-protocol.js";
 
 /** How a server is run. */
 export interface ResidentServerOptions {
@@ -51,8 +57,12 @@ export interface ResidentServer {
   close(): Promise<void>;
 }
 
-/** The build ID written by scripts/link-bins.mjs next to the program. */
+// The standalone build compiles the build ID in (bun build --define), so a copied program keeps it.
+declare const TSCNI_BUILD_ID: string | undefined;
+
+/** This program's build ID: compiled in, or (the Node build) the file scripts/link-bins.mjs writes beside it. */
 export function readBuildId(): string {
+  if (typeof TSCNI_BUILD_ID === "string") return TSCNI_BUILD_ID;
   const self = selfExecutable();
   if (!self) return "";
   try {
@@ -84,12 +94,30 @@ async function loadPlugins(): Promise<Map<string, PluginDefinition>> {
   return loaded;
 }
 
+/** Set in the environment of everything the server execs: such a call, served here again, skips the queue. */
+export const NESTED_MARK = "TSCNI_RESIDENT_NESTED";
+
+/** The server's exec for delegations: in-process for its own plugins, and marked as nested when exec'd. */
+class ServerExec implements PluginExec {
+  private readonly inner = new MulticallExec();
+  execPlugin(pluginPath: string, stdin: Uint8Array, env: Env, options?: ExecOptions): Promise<Buffer> {
+    return this.inner.execPlugin(pluginPath, stdin, { ...env, [NESTED_MARK]: "1" }, options);
+  }
+}
+
+/** The queue a call waits in: one per container and interface, none for nested or container-less calls. */
+function queueKey(env: Readonly<Record<string, string>>): string | undefined {
+  const command = env["CNI_COMMAND"];
+  if (env[NESTED_MARK] || !env["CNI_CONTAINERID"] || !(command === "ADD" || command === "DEL" || command === "CHECK")) return undefined;
+  return `${env["CNI_CONTAINERID"]}\0${env["CNI_IFNAME"] ?? ""}`;
+}
+
 /** The program name of the health check (`cnitool daemon status`): answered with the build and the load. */
 export const HEALTH_PROGRAM = "tscni-health";
 
 /** Runs one call in this process, writing its reply frames; resolves to its exit status. */
-async function serveCall(plugins: Map<string, PluginDefinition>, req: ResidentRequest, timeoutMs: number, write: (b: Buffer) => void,
-  health: () => string): Promise<number> {
+async function serveCall(plugins: Map<string, PluginDefinition>, queue: KeyedMutex, req: ResidentRequest, timeoutMs: number,
+  write: (b: Buffer) => void, health: () => string): Promise<number> {
   if (req.program === HEALTH_PROGRAM) {
     write(frame(TAG_STDOUT, Buffer.from(health())));
     return 0;
@@ -104,21 +132,27 @@ async function serveCall(plugins: Map<string, PluginDefinition>, req: ResidentRe
     timer = setTimeout(() => resolve(new CniError(ErrorCode.Internal, `tscni resident server: ${req.program} ran longer than ${timeoutMs} ms`)), timeoutMs);
   });
   const stdout: string[] = [];
+  let answered = false;
+  const run = () => runPlugin(plugin.funcs, plugin.versionInfo, plugin.about, {
+    env: req.env,
+    readStdin: async () => req.stdin,
+    writeStdout: (s) => stdout.push(s),
+    // A call that timed out may still write: its caller has its answer, the rest goes nowhere.
+    writeStderr: (s) => {
+      if (!answered) write(frame(TAG_STDERR, Buffer.from(s)));
+    },
+  });
+  const key = queueKey(req.env);
   try {
-    const failure = await Promise.race([
-      runPlugin(plugin.funcs, plugin.versionInfo, plugin.about, {
-        env: req.env,
-        readStdin: async () => req.stdin,
-        writeStdout: (s) => stdout.push(s),
-        writeStderr: (s) => write(frame(TAG_STDERR, Buffer.from(s))),
-      }),
-      timedOut,
-    ]);
+    // The queue is held until the call's work has settled, even past its timeout.
+    const failure = await Promise.race([key === undefined ? run() : queue.run(key, run), timedOut]);
+    answered = true;
     // Like a plugin process: its output, then the error (if any) as the last document on stdout.
     if (failure) stdout.push(failure.print());
     if (stdout.length) write(frame(TAG_STDOUT, Buffer.from(stdout.join(""))));
     return failure ? 1 : 0;
   } finally {
+    answered = true;
     clearTimeout(timer);
   }
 }
@@ -140,7 +174,8 @@ export async function startResidentServer(opts: ResidentServerOptions = {}): Pro
 
   const plugins = await loadPlugins();
   // Plugins that delegate to plugins of ours run them in this process too.
-  setDefaultExec(new MulticallExec());
+  setDefaultExec(new ServerExec());
+  const queue = new KeyedMutex();
 
   let inFlight = 0;
   let servedCalls = 0;
@@ -165,7 +200,7 @@ export async function startResidentServer(opts: ResidentServerOptions = {}): Pro
         inFlight++;
         served = true;
         if (req.program !== HEALTH_PROGRAM) servedCalls++;
-        const status = await serveCall(plugins, req, timeoutMs, (b) => socket.write(b),
+        const status = await serveCall(plugins, queue, req, timeoutMs, (b) => socket.write(b),
           () => JSON.stringify({ build: buildId, plugins: [...plugins.keys()], inFlight: inFlight - 1, served: servedCalls }) + "\n");
         socket.end(exitFrame(status));
       } catch (e) {

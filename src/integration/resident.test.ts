@@ -9,7 +9,7 @@
 import { describe, test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { spawn, type ChildProcess } from "node:child_process";
-import { chmodSync, existsSync, mkdirSync, readdirSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { Cleanup, OUR_BIN, ROOT, runCommand, runTag, skipReason, type Netns } from "../testing/harness.js";
@@ -229,6 +229,80 @@ describe("resident mode", { skip }, () => {
     // Nothing ran the killed call again (an exec fallback would have allocated once the lock was free). The timed-out
     // call's own work may finish inside a live server, but this server is dead: no allocation at all.
     assert.deepEqual(readdirSync(storeDir).filter((f) => /^\d/.test(f)), []);
+  });
+
+  test("a caller killed during a served ADD: the ADD finishes in the server, the DEL that follows waits for it and leaves nothing", async () => {
+    const name = `rsk${tag}`;
+    const conf = bridgeConf(name, name, "10.235.0.0/24");
+    const ctr = host.container(`tscni-rsc-${tag}-k`);
+    const storeDir = path.join(host.dataDir, name);
+    mkdirSync(storeDir, { recursive: true });
+    writeFileSync(path.join(storeDir, "lock"), "");
+    const holder = spawn("flock", [path.join(storeDir, "lock"), "sleep", "30"], { stdio: "ignore", detached: true });
+    const release = () => {
+      try {
+        process.kill(-holder.pid!, "SIGKILL");
+      } catch { /* gone */ }
+    };
+    cleanup.add(release);
+    await sleep(200);
+    const env = { CNI_NETNS: ctr.path, CNI_CONTAINERID: "killed1" };
+    const vethsBefore = host.veths();
+    // The ADD waits in the server for the store lock; its caller (the launcher) is killed meanwhile.
+    const caller = spawn("nsenter", [`--net=${host.ns.path}`, "--", path.join(OUR_BIN, "bridge")], {
+      env: { PATH: process.env["PATH"], TSCNI_RESIDENT_SOCKET: socket, CNI_COMMAND: "ADD", CNI_PATH: OUR_BIN, CNI_IFNAME: "eth0", ...env },
+      stdio: ["pipe", "ignore", "ignore"],
+    });
+    caller.stdin!.end(JSON.stringify(conf));
+    for (let i = 0; i < 50 && (await health()).inFlight === 0; i++) await sleep(50);
+    const exited = new Promise((resolve) => caller.once("exit", resolve));
+    caller.kill("SIGKILL");
+    await exited;
+    // The runtime now cleans up: the DEL queues behind the ADD still under way, which then gets its lock.
+    const del = call("bridge", "DEL", conf, env);
+    await sleep(300);
+    release();
+    const r = await del;
+    assert.equal(r.code, 0, r.stdout + r.stderr);
+    assert.equal((await call("bridge", "DEL", conf, env)).code, 0, "DEL again");
+    assert.deepEqual(host.allocations(name), [], "no address left");
+    assert.deepEqual(ipIn(ctr, ["link", "show"]).map((l) => l["ifname"]), ["lo"], "no interface left in the container");
+    assert.deepEqual(host.veths(), vethsBefore, "no veth left on the host");
+    assert.doesNotMatch(host.natRules(), /killed1/, "no masquerade rule left");
+  });
+
+  test("socket activation: the unit's command, started on the first call with the socket systemd hands it, serves that call", async () => {
+    // The ExecStart line `cnitool install --resident` writes, run the way its socket unit runs it.
+    const unitDir = cleanup.dir("tscni-units-");
+    const installed = await runCommand(path.join(OUR_BIN, "cnitool"), ["install", "--bin-dir", cleanup.dir("tscni-rsbin-"), "--resident", "--unit-dir", unitDir]);
+    assert.equal(installed.code, 0, installed.stderr);
+    const execStart = /^ExecStart=(.*)$/m.exec(readFileSync(path.join(unitDir, "tscni.service"), "utf8"))![1]!.split(" ");
+    const activated = path.join(sockDir, "activated", "plugins.sock");
+    mkdirSync(path.dirname(activated), { recursive: true, mode: 0o700 });
+    const args = [...execStart.slice(1, -1), activated]; // daemon --socket <this test's socket>
+    const activator = spawn("nsenter", [`--net=${host.ns.path}`, "--", "systemd-socket-activate", "-l", activated, execStart[0]!, ...args],
+      { stdio: "ignore", detached: true });
+    cleanup.add(() => {
+      try {
+        process.kill(-activator.pid!, "SIGKILL");
+      } catch { /* gone */ }
+    });
+    for (let i = 0; i < 50 && !existsSync(activated); i++) await sleep(50);
+    const conf = hostLocalConf(`rsv${tag}`, "10.236.0.0/24");
+    const env = { CNI_NETNS: "/run/netns/none", CNI_CONTAINERID: "activated1" };
+    const r = await call("host-local", "ADD", conf, env, { socketPath: activated });
+    assert.equal(r.code, 0, r.stdout + r.stderr);
+    assert.doesNotMatch(r.stderr, /refused/);
+    assert.equal(JSON.parse(r.stdout).ips[0].address, "10.236.0.2/24");
+    const savedSocket = socket;
+    socket = activated;
+    try {
+      assert.equal((await health()).served, 1, "the activated server ran the first call");
+    } finally {
+      socket = savedSocket;
+    }
+    assert.equal((await call("host-local", "DEL", conf, env, { socketPath: activated })).code, 0);
+    process.kill(-activator.pid!, "SIGTERM");
   });
 
   test("SIGTERM lets the calls under way finish, then the server exits", async () => {

@@ -113,7 +113,7 @@ class FirewalldBackend implements FirewallBackend {
 }
 
 /** The configured backend, or firewalld when it runs and iptables otherwise. */
-export async function selectBackend(n: FirewallConf, fw = new Firewalld()): Promise<FirewallBackend> {
+export async function selectBackend(n: FirewallConf, fw: Firewalld): Promise<FirewallBackend> {
   const backend = n.backend;
   if (backend === "iptables") return new IptablesBackend(n.adminChain);
   if (backend === "nftables") return new NftablesBackend();

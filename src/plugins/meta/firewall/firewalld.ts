@@ -12,13 +12,15 @@ const FIREWALLD_PATH = "/org/fedoraproject/FirewallD1";
 const ZONE_INTERFACE = `${FIREWALLD_NAME}.zone`;
 const ZONE_ALREADY_SET = "ZONE_ALREADY_SET";
 
-/** Runs busctl with these arguments (replaceable in tests). */
-export type BusctlRunner = (args: string[], operation: string) => Promise<ToolResult>;
+/** Runs busctl with these arguments (replaceable in tests); `address` is the call's DBUS_SYSTEM_BUS_ADDRESS. */
+export type BusctlRunner = (args: string[], operation: string, address?: string) => Promise<ToolResult>;
 
-const runBusctl: BusctlRunner = (args, operation) => runTool("busctl", ["--system", "--json=short", "--timeout=10", ...args], operation);
+// The bus comes from the call's environment (a resident server serves callers with their own), not busctl's.
+const runBusctl: BusctlRunner = (args, operation, address) =>
+  runTool("busctl", [address ? `--address=${address}` : "--system", "--json=short", "--timeout=10", ...args], operation);
 
 /** The socket of the system bus, when the address is a plain unix path (the usual case). */
-function systemBusSocket(env: NodeJS.ProcessEnv): string | undefined {
+function systemBusSocket(env: Readonly<Record<string, string | undefined>>): string | undefined {
   const address = env["DBUS_SYSTEM_BUS_ADDRESS"];
   if (!address) return "/run/dbus/system_bus_socket";
   const m = /(?:^|;)unix:(?:[^;]*,)?path=([^,;]+)/.exec(address);
@@ -32,7 +34,7 @@ function answer(result: ToolResult): unknown[] {
 }
 
 export class Firewalld {
-  constructor(private readonly busctl: BusctlRunner = runBusctl, private readonly env: NodeJS.ProcessEnv = process.env) {}
+  constructor(private readonly busctl: BusctlRunner = runBusctl, private readonly env: Readonly<Record<string, string | undefined>> = {}) {}
 
   /**
    * Whether firewalld owns its name on the system bus. No bus socket means no (without starting a process);
@@ -43,7 +45,7 @@ export class Firewalld {
     if (socket !== undefined && !existsSync(socket)) return false;
     try {
       const result = await this.busctl(["call", "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus", "NameHasOwner", "s", FIREWALLD_NAME],
-        "ask the system bus whether firewalld runs");
+        "ask the system bus whether firewalld runs", this.env["DBUS_SYSTEM_BUS_ADDRESS"] || undefined);
       return answer(result)[0] === true;
     } catch {
       return false;
@@ -51,7 +53,8 @@ export class Firewalld {
   }
 
   private zoneCall(method: string, zone: string, source: string, operation: string): Promise<ToolResult> {
-    return this.busctl(["call", FIREWALLD_NAME, FIREWALLD_PATH, ZONE_INTERFACE, method, "ss", zone, source], operation);
+    return this.busctl(["call", FIREWALLD_NAME, FIREWALLD_PATH, ZONE_INTERFACE, method, "ss", zone, source], operation,
+      this.env["DBUS_SYSTEM_BUS_ADDRESS"] || undefined);
   }
 
   /** Puts a source (`ip/32` or `ip/128`) into a zone; already being in it is fine. */

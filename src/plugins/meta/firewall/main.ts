@@ -46,7 +46,7 @@ async function add(args: CmdArgs): Promise<Result100> {
   const n = loadFirewallConf(args.stdinData);
   const prev = requirePrev(n);
   const a = attachmentOf(n, args, prev);
-  const backend = await selectBackend(n);
+  const backend = await selectBackend(n, new Firewalld(undefined, args.env));
   // The record comes first, so a crash half-way still leaves GC something to find.
   writeRecord(n.dataDir, a.network, {
     containerID: a.containerID, ifName: a.ifName, backend: backend.name, addresses: a.addresses, ...(backend.name === "firewalld" ? { zone: n.zone } : {}),
@@ -63,7 +63,7 @@ async function add(args: CmdArgs): Promise<Result100> {
 async function check(args: CmdArgs): Promise<void> {
   const n = loadFirewallConf(args.stdinData);
   const a = attachmentOf(n, args, requirePrev(n));
-  const backend = await selectBackend(n);
+  const backend = await selectBackend(n, new Firewalld(undefined, args.env));
   const problems = await backend.check(a);
   if (problems.length) throw new CniError(ErrorCode.Internal, `firewall (${backend.name}) rules are missing: ${problems.join("; ")}`);
 }
@@ -74,7 +74,7 @@ async function del(args: CmdArgs): Promise<void> {
   const record = readRecord(n.dataDir, n.conf.name, args.containerID, args.ifName);
   const addresses = new Map<string, string>();
   for (const address of [...(n.prevResult?.ips ?? []).map((i) => i.address), ...(record?.addresses ?? [])]) addresses.set(hostCidr(address), address);
-  const backend = await selectBackend(n);
+  const backend = await selectBackend(n, new Firewalld(undefined, args.env));
   await backend.del({ network: n.conf.name, containerID: args.containerID, ifName: args.ifName, addresses: [...addresses.values()] });
   removeRecord(n.dataDir, n.conf.name, args.containerID, args.ifName);
 }
@@ -82,7 +82,7 @@ async function del(args: CmdArgs): Promise<void> {
 /** Ready when the backend can be used: iptables or nft works, or firewalld runs. */
 async function status(args: CmdArgs): Promise<void> {
   const n = loadFirewallConf(args.stdinData);
-  const firewalldRuns = n.backend === undefined || n.backend === "firewalld" ? await new Firewalld().running() : false;
+  const firewalldRuns = n.backend === undefined || n.backend === "firewalld" ? await new Firewalld(undefined, args.env).running() : false;
   const backend = n.backend ?? (firewalldRuns ? "firewalld" : "iptables");
   const usable = backend === "firewalld" ? firewalldRuns : backend === "nftables" ? await nftUsable() : await iptablesFor(4).usable();
   if (!usable) throw new CniError(ErrorCode.PluginNotAvailable, `the firewall backend "${backend}" is not usable on this host`);
@@ -106,7 +106,7 @@ async function gc(args: CmdArgs): Promise<void> {
       for (const address of r.addresses) claimed.add(hostCidr(address));
     }
   }
-  const backend = await selectBackend(n);
+  const backend = await selectBackend(n, new Firewalld(undefined, args.env));
   await backend.gc(network, valid, stale, claimed);
   for (const r of stale) removeRecord(n.dataDir, network, r.containerID, r.ifName);
 }
