@@ -9,8 +9,13 @@ import path from "node:path";
 export const podmanAvailable = () =>
   spawnSync("podman", ["--version"]).status === 0 && spawnSync("runc", ["--version"]).status === 0 && existsSync("/bin/busybox");
 
-/** Prepares podman configs for each plugin dir; returns a runner per implementation and a cleanup. */
-export function setupPodman(pluginDirs, pluginTypes) {
+const SUBNETS = { ours: "10.238.1.0/24", go: "10.238.2.0/24", resident: "10.238.3.0/24" };
+
+/**
+ * Prepares podman configs for each plugin dir (and extra environment per implementation, which podman's plugin
+ * calls inherit); returns a runner per implementation and a cleanup.
+ */
+export function setupPodman(pluginDirs, pluginTypes, extraEnv = {}) {
   const base = mkdtempSync(path.join(os.tmpdir(), "tscni-bench-podman-"));
   const nofile = execFileSync("sh", ["-c", "ulimit -Hn"], { encoding: "utf8" }).trim();
   const storage = path.join(base, "storage.conf");
@@ -21,7 +26,7 @@ export function setupPodman(pluginDirs, pluginTypes) {
     mkdirSync(netd, { recursive: true });
     const plugins = [
       { type: "bridge", bridge: `tbp${impl[0]}0`, isGateway: true, ipMasq: true, hairpinMode: true,
-        ipam: { type: "host-local", routes: [{ dst: "0.0.0.0/0" }], ranges: [[{ subnet: impl === "ours" ? "10.238.1.0/24" : "10.238.2.0/24" }]], dataDir: path.join(base, `ipam-${impl}`) } },
+        ipam: { type: "host-local", routes: [{ dst: "0.0.0.0/0" }], ranges: [[{ subnet: SUBNETS[impl] }]], dataDir: path.join(base, `ipam-${impl}`) } },
       ...pluginTypes.filter((t) => t !== "bridge").map((type) => (type === "portmap" ? { type, capabilities: { portMappings: true } } : { type })),
     ];
     writeFileSync(path.join(netd, "bench.conflist"), JSON.stringify({ cniVersion: "0.4.0", name: "tscnibench", plugins }, null, 2));
@@ -32,7 +37,7 @@ export function setupPodman(pluginDirs, pluginTypes) {
       "[network]", 'network_backend = "cni"', `cni_plugin_dirs = ["${dir}"]`, `network_config_dir = "${netd}"`,
       "",
     ].join("\n"));
-    envs[impl] = { ...process.env, CONTAINERS_CONF: conf, CONTAINERS_STORAGE_CONF: storage };
+    envs[impl] = { ...process.env, ...extraEnv[impl], CONTAINERS_CONF: conf, CONTAINERS_STORAGE_CONF: storage };
   }
   mkdirSync(path.join(base, "tmp"), { recursive: true });
   // A minimal image: busybox and its applets.

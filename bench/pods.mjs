@@ -1,9 +1,10 @@
 // The seed's iSulad scenario: N pods set up at once through PodNetworkManager on the default chain (bridge +
-// host-local, portmap, firewall, tuning), then torn down at once; once with our plugins (run in the manager's
-// process) and once with Debian's Go plugins (exec'd) through the same manager, under the same runtime (Bun).
-// Measures each phase's wall time, failures, what is left behind, and the peak memory of every process of the run
-// together (the manager and all plugin and tool processes it starts, sampled from /proc). The caller runs this
-// inside the benchmark's own host namespace.
+// host-local, portmap, firewall, tuning), then torn down at once, through the same manager under the same runtime
+// (Bun) with: our plugins in the manager's process (inprocess), ours exec'd (exec), ours exec'd through the launcher
+// to a resident server (resident), Debian's Go plugins exec'd (go). Measures each phase's wall time, failures, what
+// is left behind, and the peak memory of every process of the run together (the manager, all plugin and tool
+// processes it starts, and the resident server when one serves; sampled from /proc). The caller runs this inside
+// the benchmark's own host namespace.
 import { execFileSync, spawn } from "node:child_process";
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
@@ -12,7 +13,7 @@ import { fileURLToPath } from "node:url";
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const BUN = path.join(ROOT, "node_modules/.bin/bun");
 
-/** RSS in KiB of every process whose ancestry includes `root`, summed. */
+/** RSS in KiB of `root` and every process whose ancestry includes it, summed. */
 function treeRss(root) {
   const parent = new Map();
   const rss = new Map();
@@ -49,8 +50,13 @@ function leftovers(state, subnetPrefix) {
   return JSON.parse(veths || "[]").length + nat.length + filter.length + ipam.length + cache.length + netns.length;
 }
 
-/** Runs the scenario once for one plugin dir; resolves to { setupMs, teardownMs, failures, leftovers, peakRssKiB }. */
-export async function runPods({ binDir, impl, pods, scratch }) {
+const SUBNETS = { inprocess: "10.246.", go: "10.247.", exec: "10.243.", resident: "10.242." };
+
+/**
+ * Runs the scenario once for one plugin dir; resolves to { setupMs, teardownMs, failures, leftovers, peakRssKiB }.
+ * env: extra environment of the manager (the launcher's socket); serverPid: a resident server whose memory counts.
+ */
+export async function runPods({ binDir, impl, pods, scratch, env = {}, serverPid }) {
   const base = path.join(scratch, `pods-${impl}-${pods}`);
   const state = { conf: path.join(base, "net.d"), cache: path.join(base, "cache"), ipam: path.join(base, "ipam") };
   mkdirSync(state.conf, { recursive: true });
@@ -58,23 +64,23 @@ export async function runPods({ binDir, impl, pods, scratch }) {
     cniVersion: "1.0.0", name: `bench-pods-${impl}`,
     plugins: [
       { type: "bridge", bridge: `bpod${impl[0]}0`, isGateway: true, ipMasq: true, hairpinMode: true,
-        ipam: { type: "host-local", ranges: [[{ subnet: impl === "ours" ? "10.246.0.0/16" : "10.247.0.0/16" }]], routes: [{ dst: "0.0.0.0/0" }], dataDir: state.ipam } },
+        ipam: { type: "host-local", ranges: [[{ subnet: `${SUBNETS[impl]}0.0/16` }]], routes: [{ dst: "0.0.0.0/0" }], dataDir: state.ipam } },
       { type: "portmap", capabilities: { portMappings: true } },
       { type: "firewall" },
       { type: "tuning" },
     ],
   }));
-  const args = JSON.stringify({ binDir, pods, confDir: state.conf, cacheDir: state.cache, inProcess: impl === "ours", tag: `${impl[0]}${pods}` });
-  const child = spawn(BUN, [path.join(ROOT, "bench/pod-driver.mjs"), args], { stdio: ["ignore", "pipe", "inherit"] });
+  const args = JSON.stringify({ binDir, pods, confDir: state.conf, cacheDir: state.cache, inProcess: impl === "inprocess", tag: `${impl[0]}${pods}` });
+  const child = spawn(BUN, [path.join(ROOT, "bench/pod-driver.mjs"), args], { stdio: ["ignore", "pipe", "inherit"], env: { ...process.env, ...env } });
   let peak = 0;
-  const sampler = setInterval(() => (peak = Math.max(peak, treeRss(child.pid))), 20);
+  const sampler = setInterval(() => (peak = Math.max(peak, treeRss(child.pid) + (serverPid ? treeRss(serverPid) : 0))), 20);
   let out = "";
   child.stdout.on("data", (b) => (out += b));
   const code = await new Promise((resolve) => child.on("close", resolve));
   clearInterval(sampler);
   if (code !== 0) throw new Error(`pod driver (${impl}) exited with ${code}: ${out}`);
   const r = JSON.parse(out.trim().split("\n").pop());
-  const row = { ...r, failures: r.setupFailures + r.teardownFailures, leftovers: leftovers(state, impl === "ours" ? "10.246." : "10.247."), peakRssKiB: peak };
+  const row = { ...r, failures: r.setupFailures + r.teardownFailures, leftovers: leftovers(state, SUBNETS[impl]), peakRssKiB: peak };
   try {
     execFileSync("ip", ["link", "delete", `bpod${impl[0]}0`], { stdio: "ignore" });
   } catch { /* no bridge */ }

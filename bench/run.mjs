@@ -1,6 +1,7 @@
 #!/usr/bin/env node
-// The tscni benchmark: our plugins and Debian's Go plugins side by side, interleaved in one run, medians and
-// ratios ours/Go. Writes docs/benchmarks.md from the run. Not part of the test suite.
+// The tscni benchmark: our plugins in both modes (exec: every call starts the program; resident: the launcher
+// hands calls to a `cnitool daemon`) and Debian's Go plugins side by side, interleaved in one run, medians and
+// ratios against Go. Writes docs/benchmarks.md from the run. Not part of the test suite.
 //
 //   node bench/run.mjs [--rounds 15] [--out docs/benchmarks.md] [--only <substring>]   (as root; `npm run build` first)
 //
@@ -8,8 +9,9 @@
 //
 // Everything runs inside namespaces the benchmark creates (a "host" namespace holds the bridges and
 // firewall rules; each container is a fresh namespace), so the real host is not touched.
-import { execFileSync, spawnSync } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { execFileSync, spawn, spawnSync } from "node:child_process";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { setTimeout as sleep } from "node:timers/promises";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -21,6 +23,14 @@ import { clusterTable, runClusterBench } from "./cluster.mjs";
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const OURS = path.join(ROOT, "dist/bin");
 const GO = "/usr/lib/cni";
+// Resident mode needs the C launcher (it is what forwards calls); without it only exec mode is measured.
+const RESIDENT = existsSync(path.join(ROOT, "dist/tscni"));
+const IMPLS = RESIDENT ? ["ours", "resident", "go"] : ["ours", "go"];
+const BIN_DIRS = { ours: OURS, resident: OURS, go: GO };
+const IMPL_INDEX = { ours: 1, go: 2, resident: 3 }; // picks each implementation's subnet
+let residentSocket = ""; // the benchmark's own server (started inside its namespace)
+/** The launcher's socket per implementation: none in exec mode, so a server elsewhere is never used. */
+const implEnv = (impl) => ({ TSCNI_RESIDENT_SOCKET: impl === "resident" ? residentSocket : "" });
 const HOST_NS = "tscni-bench-host";
 const args = process.argv.slice(2);
 const opt = (name, dflt) => {
@@ -41,7 +51,7 @@ const median = (xs) => {
 /** Runs a plugin like a runtime does; returns milliseconds (throws on failure). */
 function execPlugin(binDir, type, command, stdin, extraEnv = {}) {
   const env = {
-    PATH: process.env.PATH, CNI_COMMAND: command, CNI_PATH: binDir, CNI_CONTAINERID: "", CNI_NETNS: "", CNI_IFNAME: "eth0",
+    PATH: process.env.PATH, TSCNI_RESIDENT_SOCKET: process.env.TSCNI_RESIDENT_SOCKET ?? "", CNI_COMMAND: command, CNI_PATH: binDir, CNI_CONTAINERID: "", CNI_NETNS: "", CNI_IFNAME: "eth0",
     CNI_ARGS: "", ...extraEnv,
   };
   const t0 = process.hrtime.bigint();
@@ -58,12 +68,13 @@ function netns(name) {
 const delNetns = (name) => spawnSync("ip", ["netns", "delete", name]);
 
 /**
- * A scenario measured for both implementations. setup(binDir, impl) returns (or resolves to) a runner giving
- * milliseconds; a runner may carry a teardown() run after the scenario.
+ * A scenario measured for every implementation. setup(binDir, impl) returns (or resolves to) a runner giving
+ * milliseconds; a runner may carry a teardown() run after the scenario. While an implementation's runner runs,
+ * process.env.TSCNI_RESIDENT_SOCKET is its (so libcni's execs inherit it). `exec` scenarios skip resident mode.
  */
 const scenarios = [];
-function scenario(name, setup) {
-  if (selected(name)) scenarios.push({ name, setup });
+function scenario(name, setup, { execOnly = false } = {}) {
+  if (selected(name)) scenarios.push({ name, setup, impls: IMPLS.filter((i) => !(execOnly && i === "resident")) });
 }
 
 let counter = 0;
@@ -84,7 +95,7 @@ function bridgeScenario(label, bridgeName, subnet, extra) {
   scenario(label, (binDir, impl) => {
     const dataDir = path.join(scratch, `br-${impl}-${bridgeName}`);
     const conf = JSON.stringify({
-      cniVersion: "1.0.0", name: `bench-${bridgeName}-${impl}`, type: "bridge", bridge: `${bridgeName}${impl === "ours" ? "o" : "g"}`,
+      cniVersion: "1.0.0", name: `bench-${bridgeName}-${impl}`, type: "bridge", bridge: `${bridgeName}${impl[0]}`,
       isGateway: true, ...extra, ipam: { type: "host-local", subnet: subnet[impl], dataDir, routes: [{ dst: "0.0.0.0/0" }] },
     });
     return () => {
@@ -99,7 +110,7 @@ function bridgeScenario(label, bridgeName, subnet, extra) {
     };
   });
 }
-bridgeScenario("bridge+host-local ADD+DEL (fresh netns)", "bbr", { ours: "10.251.0.0/16", go: "10.252.0.0/16" }, {});
+bridgeScenario("bridge+host-local ADD+DEL (fresh netns)", "bbr", { ours: "10.251.0.0/16", go: "10.252.0.0/16", resident: "10.245.0.0/16" }, {});
 // The demo's embedded default network, run as a runtime would (our libcni), at 1.0.0 (the Go plugins' newest).
 const { CNIConfig } = await import(path.join(ROOT, "dist/libcni/index.js"));
 const { parseConfList } = await import(path.join(ROOT, "dist/spec/index.js"));
@@ -112,7 +123,7 @@ scenario(`default chain ADD+DEL (fresh netns): ${defaultChain.join(" + ")}`, (bi
   conf.cniVersion = "1.0.0";
   conf.name = `bench-dc-${impl}`;
   conf.plugins[0].bridge = `bdc${impl[0]}0`;
-  conf.plugins[0].ipam.ranges = [[{ subnet: impl === "ours" ? "10.253.0.0/16" : "10.254.0.0/16" }]];
+  conf.plugins[0].ipam.ranges = [[{ subnet: { ours: "10.253.0.0/16", go: "10.254.0.0/16", resident: "10.244.0.0/16" }[impl] }]];
   const list = parseConfList(JSON.stringify(conf));
   const cni = new CNIConfig({ path: [binDir], cacheDir: path.join(scratch, `dc-cache-${impl}`) });
   const capabilityArgs = { portMappings: [{ hostPort: 18080, containerPort: 80, protocol: "tcp" }] };
@@ -132,23 +143,106 @@ scenario(`default chain ADD+DEL (fresh netns): ${defaultChain.join(" + ")}`, (bi
 // arguments, so both implementations run it today).
 const CONTAINERD_ROW = `containerd sandbox run+stop+remove (CRI; chain: bridge + ${CONTAINERD_CHAIN.join(" + ")}, host-local)`;
 const containerdSkip = containerdSkipReason();
-if (!containerdSkip) scenario(CONTAINERD_ROW, (binDir, impl) => setupContainerd(binDir, impl));
+// Exec mode only: a private containerd runs in a mount namespace of its own, where no server of ours is.
+if (!containerdSkip) scenario(CONTAINERD_ROW, (binDir, impl) => setupContainerd(binDir, impl), { execOnly: true });
 
-/** Peak RSS (KiB) of one bridge ADD with host-local, the largest process of the call (GNU time %M). */
-function peakRss(binDir, impl) {
+/** Peak RSS (KiB) of one bridge ADD with host-local: the process the caller starts (GNU time %M). */
+function peakRss(impl) {
+  const binDir = BIN_DIRS[impl];
   const dataDir = path.join(scratch, `rss-${impl}`);
-  const conf = JSON.stringify({ cniVersion: "1.0.0", name: `bench-rss-${impl}`, type: "bridge", bridge: `brss${impl[0]}`, ipam: { type: "host-local", subnet: impl === "ours" ? "10.249.0.0/24" : "10.248.0.0/24", dataDir } });
+  const conf = JSON.stringify({ cniVersion: "1.0.0", name: `bench-rss-${impl}`, type: "bridge", bridge: `brss${impl[0]}`, ipam: { type: "host-local", subnet: `10.249.${IMPL_INDEX[impl]}.0/24`, dataDir } });
   const name = `tscni-bench-rss${++counter}`;
   const ns = netns(name);
   try {
-    const env = { PATH: process.env.PATH, CNI_COMMAND: "ADD", CNI_PATH: binDir, CNI_CONTAINERID: `rss${counter}`, CNI_NETNS: ns, CNI_IFNAME: "eth0" };
+    const env = { PATH: process.env.PATH, ...implEnv(impl), CNI_COMMAND: "ADD", CNI_PATH: binDir, CNI_CONTAINERID: `rss${counter}`, CNI_NETNS: ns, CNI_IFNAME: "eth0" };
     const r = spawnSync("/usr/bin/time", ["-f", "RSS=%M", path.join(binDir, "bridge")], { input: conf, env, encoding: "utf8" });
     const kib = Number(/RSS=(\d+)/.exec(r.stderr)?.[1] ?? NaN);
-    execPlugin(binDir, "bridge", "DEL", conf, { CNI_CONTAINERID: `rss${counter}`, CNI_NETNS: ns });
+    execPlugin(binDir, "bridge", "DEL", conf, { ...implEnv(impl), CNI_CONTAINERID: `rss${counter}`, CNI_NETNS: ns });
     return kib;
   } finally {
     delNetns(name);
   }
+}
+
+/**
+ * Cold start: a plugin call that fails at config parsing (start-up and the parse, nothing else), next to an
+ * empty program compiled the way ours is (scripts/link-bins.mjs): Bun's own floor. Wall time and peak RSS.
+ */
+function coldStart() {
+  const bun = path.join(ROOT, "node_modules/.bin/bun");
+  const emptySource = path.join(scratch, "empty.js");
+  const empty = path.join(scratch, "empty-bun");
+  writeFileSync(emptySource, "process.exitCode = 0;\n");
+  const built = spawnSync(bun, ["build", "--compile", "--minify", "--bytecode", "--no-compile-autoload-dotenv", "--no-compile-autoload-bunfig",
+    emptySource, "--outfile", empty], { encoding: "utf8" });
+  const env = (impl) => ({ PATH: process.env.PATH, ...implEnv(impl), CNI_COMMAND: "ADD", CNI_CONTAINERID: "cold", CNI_NETNS: "/run/netns/none", CNI_IFNAME: "eth0", CNI_PATH: OURS });
+  const programs = [
+    ...(built.status === 0 ? [{ name: "empty program, `bun build --compile --minify --bytecode` (Bun's floor)", file: empty, env: {}, ok: 0 }] : []),
+    { name: "ours, exec mode: launcher + program (dist/bin/bridge)", file: path.join(OURS, "bridge"), env: env("ours"), ok: 1 },
+    ...(existsSync(path.join(ROOT, "dist/tscni-js")) ? [{ name: "ours, the program alone (dist/tscni-js as bridge)", file: path.join(ROOT, "dist/tscni-js"), argv0: "bridge", env: env("ours"), ok: 1 }] : []),
+    ...(RESIDENT ? [{ name: "ours, resident mode: launcher -> server", file: path.join(OURS, "bridge"), env: env("resident"), ok: 1 }] : []),
+    { name: "Go (bridge)", file: path.join(GO, "bridge"), env: env("go"), ok: 1 },
+  ];
+  const times = programs.map(() => []);
+  const run = (p, wrap = []) => spawnSync(wrap[0] ?? p.file, [...wrap.slice(1), ...(wrap.length ? [p.file] : [])], { input: "{", env: p.env, argv0: wrap.length ? undefined : p.argv0, encoding: "utf8" });
+  for (let round = 0; round < ROUNDS * 4; round++) {
+    programs.forEach((p, i) => {
+      const t0 = process.hrtime.bigint();
+      const r = run(p);
+      times[i].push(Number(process.hrtime.bigint() - t0) / 1e6);
+      if (r.status !== p.ok) throw new Error(`cold start: ${p.name} exited ${r.status}: ${r.stdout}${r.stderr}`);
+    });
+  }
+  return programs.map((p, i) => {
+    // GNU time cannot set argv0; the program alone is then run through a link named like the plugin.
+    let file = p.file;
+    if (p.argv0) {
+      file = path.join(scratch, p.argv0);
+      if (!existsSync(file)) symlinkSync(p.file, file);
+    }
+    const rss = [];
+    for (let k = 0; k < 5; k++) {
+      const r = spawnSync("/usr/bin/time", ["-f", "RSS=%M", file], { input: "{", env: p.env, encoding: "utf8" });
+      rss.push(Number(/RSS=(\d+)/.exec(r.stderr)?.[1] ?? NaN));
+    }
+    return { name: p.name, ms: median(times[i]), rssKiB: median(rss) };
+  });
+}
+
+/** A server's resident set (KiB), from /proc. */
+const vmRss = (pid) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1] ?? NaN);
+
+/** The server's memory over many calls: host-local ADD and DEL alternating through the launcher. */
+function serverGrowth(server, calls) {
+  const dataDir = path.join(scratch, "growth");
+  const conf = JSON.stringify({ cniVersion: "1.0.0", name: "bench-growth", type: "host-local", ipam: { type: "host-local", subnet: "10.250.0.0/16", dataDir } });
+  const call = (i) => {
+    const env = { ...implEnv("resident"), CNI_CONTAINERID: `growth${i >> 1}`, CNI_NETNS: "/run/netns/none" };
+    execPlugin(OURS, "host-local", i % 2 ? "DEL" : "ADD", conf, env);
+  };
+  for (let i = 0; i < 1000; i++) call(i); // warm-up: the heap settles
+  const before = vmRss(server.pid);
+  const t0 = process.hrtime.bigint();
+  for (let i = 0; i < calls; i++) call(i);
+  const seconds = Number(process.hrtime.bigint() - t0) / 1e9;
+  return { calls, beforeKiB: before, afterKiB: vmRss(server.pid), seconds };
+}
+
+/** Starts the benchmark's resident server (in this namespace); resolves to the child once its socket is up. */
+async function startServer() {
+  const dir = mkdtempSync(path.join("/run", "tscni-bench-resident-"));
+  residentSocket = path.join(dir, "plugins.sock");
+  const child = spawn(path.join(OURS, "cnitool"), ["daemon", "--socket", residentSocket], { stdio: ["ignore", "ignore", "inherit"] });
+  for (let i = 0; i < 500 && !existsSync(residentSocket); i++) await sleep(10);
+  if (!existsSync(residentSocket)) throw new Error("the resident server did not start");
+  child.dir = dir;
+  return child;
+}
+
+async function stopServer(child) {
+  child.kill("SIGTERM");
+  await new Promise((resolve) => (child.exitCode !== null ? resolve() : child.on("exit", resolve)));
+  rmSync(child.dir, { recursive: true, force: true });
 }
 
 function machine() {
@@ -160,59 +254,90 @@ function machine() {
   return { cpu, cores: os.cpus().length, mem: `${Math.round(os.totalmem() / 2 ** 30)} GiB`, kernel: os.release(), go, bun };
 }
 
+const fmtRow = (row) => IMPLS.map((i) => `${i} ${row[i]?.toFixed(1) ?? "-"} ms`).join(", ");
+
 async function inside() {
   execFileSync("ip", ["link", "set", "lo", "up"]);
+  const server = RESIDENT ? await startServer() : undefined;
+  try {
+    return await measure(server);
+  } finally {
+    if (server) await stopServer(server);
+  }
+}
+
+async function measure(server) {
   const rows = [];
+  // Each implementation's runner runs with its launcher socket in the environment (libcni's execs inherit it).
+  const as = async (impl, fn) => {
+    process.env.TSCNI_RESIDENT_SOCKET = implEnv(impl).TSCNI_RESIDENT_SOCKET;
+    try {
+      return await fn();
+    } finally {
+      delete process.env.TSCNI_RESIDENT_SOCKET;
+    }
+  };
   for (const s of scenarios) {
     const runners = {};
-    const times = { ours: [], go: [] };
+    const times = Object.fromEntries(s.impls.map((i) => [i, []]));
     try {
-      runners.ours = await s.setup(OURS, "ours");
-      runners.go = await s.setup(GO, "go");
-      await runners.ours();
-      await runners.go(); // warm-up (page cache, first bridge creation)
+      for (const impl of s.impls) runners[impl] = await as(impl, () => s.setup(BIN_DIRS[impl], impl));
+      for (const impl of s.impls) await as(impl, () => runners[impl]()); // warm-up (page cache, first bridge creation)
       for (let round = 0; round < ROUNDS; round++) {
-        const order = round % 2 ? ["go", "ours"] : ["ours", "go"];
-        for (const impl of order) times[impl].push(await runners[impl]());
+        const order = round % 2 ? [...s.impls].reverse() : s.impls;
+        for (const impl of order) times[impl].push(await as(impl, () => runners[impl]()));
       }
     } finally {
       for (const runner of Object.values(runners)) await runner.teardown?.();
     }
-    const row = { name: s.name, ours: median(times.ours), go: median(times.go) };
+    const row = { name: s.name, ...Object.fromEntries(s.impls.map((i) => [i, median(times[i])])) };
     rows.push(row);
-    console.log(`${row.name}: ours ${row.ours.toFixed(1)} ms, Go ${row.go.toFixed(1)} ms, ratio ${(row.ours / row.go).toFixed(2)}`);
+    console.log(`${row.name}: ${fmtRow(row)}`);
   }
   let podman = "podman `run --rm`: not measured (podman, runc and busybox-static are not installed; `apt-get install podman runc conmon golang-github-containers-common busybox-static` enables it).";
   if (!selected("podman run --rm")) podman = "";
   else if (podmanAvailable()) {
-    // The same chain for both: bridge plus whichever meta plugins both directories have.
+    // The same chain for all: bridge plus whichever meta plugins both directories have.
     const types = ["bridge", "portmap", "firewall", "tuning"].filter((t) => existsSync(path.join(OURS, t)) && existsSync(path.join(GO, t)));
-    const { runners, cleanup } = setupPodman({ ours: OURS, go: GO }, types);
+    const { runners, cleanup } = setupPodman(Object.fromEntries(IMPLS.map((i) => [i, BIN_DIRS[i]])), types,
+      Object.fromEntries(IMPLS.map((i) => [i, implEnv(i)])));
     try {
-      runners.ours();
-      runners.go();
-      const times = { ours: [], go: [] };
+      for (const impl of IMPLS) runners[impl]();
+      const times = Object.fromEntries(IMPLS.map((i) => [i, []]));
       for (let round = 0; round < ROUNDS; round++) {
-        for (const impl of round % 2 ? ["go", "ours"] : ["ours", "go"]) times[impl].push(runners[impl]());
+        for (const impl of round % 2 ? [...IMPLS].reverse() : IMPLS) times[impl].push(runners[impl]());
       }
-      const row = { name: `podman run --rm (CNI backend; chain: ${types.join(" + ")}, host-local)`, ours: median(times.ours), go: median(times.go) };
+      const row = { name: `podman run --rm (CNI backend; chain: ${types.join(" + ")}, host-local)`, ...Object.fromEntries(IMPLS.map((i) => [i, median(times[i])])) };
       rows.push(row);
       podman = "";
-      console.log(`${row.name}: ours ${row.ours.toFixed(1)} ms, Go ${row.go.toFixed(1)} ms, ratio ${(row.ours / row.go).toFixed(2)}`);
+      console.log(`${row.name}: ${fmtRow(row)}`);
     } finally {
       cleanup();
     }
   }
   let rss;
   if (selected("peak RSS")) {
-    rss = { ours: peakRss(OURS, "ours"), go: peakRss(GO, "go") };
-    console.log(`peak RSS bridge ADD: ours ${rss.ours} KiB, Go ${rss.go} KiB`);
+    rss = Object.fromEntries(IMPLS.map((i) => [i, peakRss(i)]));
+    console.log(`peak RSS bridge ADD: ${IMPLS.map((i) => `${i} ${rss[i]} KiB`).join(", ")}`);
+  }
+  let cold;
+  if (selected("cold start")) {
+    cold = coldStart();
+    for (const c of cold) console.log(`cold start: ${c.name}: ${c.ms.toFixed(2)} ms, ${c.rssKiB} KiB`);
+  }
+  let growth;
+  if (server && selected("server memory")) {
+    growth = serverGrowth(server, 10000);
+    console.log(`server memory: ${growth.beforeKiB} KiB -> ${growth.afterKiB} KiB after ${growth.calls} calls (${growth.seconds.toFixed(0)} s)`);
   }
   const pods = [];
   if (selected("pods at once")) {
-    for (const n of [100, 200]) {
-      for (const [impl, binDir] of n % 200 ? [["go", GO], ["ours", OURS]] : [["ours", OURS], ["go", GO]]) {
-        const r = await runPods({ binDir, impl, pods: n, scratch });
+    // inprocess: our plugins inside the manager's process; exec: each call starts our program; resident: each
+    // call goes through the launcher to the server (whose memory counts too); go: Go's plugins exec'd.
+    const plan = [[100, ["go", "inprocess", "exec", ...(server ? ["resident"] : [])]], [200, ["inprocess", ...(server ? ["resident"] : []), "go"]]];
+    for (const [n, impls] of plan) {
+      for (const impl of impls) {
+        const r = await runPods({ binDir: impl === "go" ? GO : OURS, impl, pods: n, scratch, env: implEnv(impl === "resident" ? "resident" : "ours"), serverPid: impl === "resident" ? server.pid : undefined });
         pods.push({ n, impl, ...r });
         console.log(`${n} pods at once (${impl}): setup ${r.setupMs.toFixed(0)} ms, teardown ${r.teardownMs.toFixed(0)} ms, failures ${r.failures}, leftovers ${r.leftovers}, peak ${Math.round(r.peakRssKiB / 1024)} MiB`);
       }
@@ -224,8 +349,12 @@ async function inside() {
   const etcdThere = spawnSync("etcd", ["--version"]).status === 0;
   if (selected("cluster-ipam 1000 allocations across 10 nodes") && !etcdThere) console.log("cluster-ipam: not measured (etcd is not installed: apt-get install etcd-server)");
   const cluster = selected("cluster-ipam 1000 allocations across 10 nodes") && etcdThere ? await runClusterBench() : [];
-  return { rows, rss, podman, containerd, pods, cluster };
+  return { rows, rss, cold, growth, podman, containerd, pods, cluster };
 }
+
+const PODS_LABEL = {
+  go: "Go (exec'd)", inprocess: "ours, in the manager's process", exec: "ours, exec mode", resident: "ours, resident mode (server counted)",
+};
 
 /** The pods table: one row per (pod count, implementation), ratios against Go at the same count. */
 function podsTable(pods) {
@@ -236,19 +365,22 @@ function podsTable(pods) {
     "## Pods at once through PodNetworkManager (the seed's iSulad scenario)",
     "",
     "N pods set up at once, then torn down at once, by one tscni/runtime PodNetworkManager (under Bun) on the chain bridge + host-local,",
-    "portmap (a published port per pod), firewall, tuning: ours run in the manager's process, Go's exec'd per call. Peak memory: every",
-    "process of the run together (the manager and all plugin and tool processes), sampled from /proc every 20 ms.",
+    "portmap (a published port per pod), firewall, tuning. Plugins: ours in the manager's process; ours exec'd per call (exec mode);",
+    "ours through the launcher to the resident server; Go's exec'd per call. Peak memory: every process of the run together (the manager,",
+    "all plugin and tool processes, and the resident server where one serves), sampled from /proc every 20 ms.",
     "",
     "| pods | plugins | setup (ms) | teardown (ms) | setup / Go | teardown / Go | failures | leftovers | peak memory (MiB) | memory / Go |",
     "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|",
-    ...pods.map((p) => `| ${p.n} | ${p.impl} | ${p.setupMs.toFixed(0)} | ${p.teardownMs.toFixed(0)} | ${ratio(p.setupMs, go(p.n)?.setupMs)} | ` +
+    ...pods.map((p) => `| ${p.n} | ${PODS_LABEL[p.impl] ?? p.impl} | ${p.setupMs.toFixed(0)} | ${p.teardownMs.toFixed(0)} | ${ratio(p.setupMs, go(p.n)?.setupMs)} | ` +
       `${ratio(p.teardownMs, go(p.n)?.teardownMs)} | ${p.failures} | ${p.leftovers} | ${Math.round(p.peakRssKiB / 1024)} | ${ratio(p.peakRssKiB, go(p.n)?.peakRssKiB)} |`),
     "",
   ];
 }
 
-function report({ rows, rss, podman, containerd, pods = [], cluster = [] }) {
+function report({ rows, rss, cold, growth, podman, containerd, pods = [], cluster = [] }) {
   const m = machine();
+  const cell = (v) => (v === undefined ? "-" : v.toFixed(1));
+  const ratio = (a, b) => (a === undefined || !b ? "-" : (a / b).toFixed(2));
   const lines = [
     "# Benchmarks",
     "",
@@ -257,17 +389,39 @@ function report({ rows, rss, podman, containerd, pods = [], cluster = [] }) {
     `- date: ${new Date().toISOString()}`,
     `- machine: ${m.cpu}, ${m.cores} cores, ${m.mem}, kernel ${m.kernel}`,
     `- ours: dist/bin as built (${m.bun}); Go: Debian containernetworking-plugins ${m.go} (/usr/lib/cni)`,
-    `- ${ROUNDS} rounds per scenario, ours and Go interleaved (alternating order); medians of wall time per round`,
+    "- ours, exec mode: every call starts the program (the default); ours, resident mode: the launcher hands each call to a",
+    "  `cnitool daemon` running in the benchmark's namespace (README, \"Resident mode\")",
+    `- ${ROUNDS} rounds per scenario, the implementations interleaved (alternating order); medians of wall time per round`,
     ...(ONLY ? [`- only the scenarios matching \`--only ${ONLY}\``] : []),
     "",
-    "| scenario | ours (ms) | Go (ms) | ours/Go |",
-    "|---|---:|---:|---:|",
-    ...rows.map((r) => `| ${r.name} | ${r.ours.toFixed(1)} | ${r.go.toFixed(1)} | ${(r.ours / r.go).toFixed(2)} |`),
+    "| scenario | ours exec (ms) | ours resident (ms) | Go (ms) | exec/Go | resident/Go |",
+    "|---|---:|---:|---:|---:|---:|",
+    ...rows.map((r) => `| ${r.name} | ${cell(r.ours)} | ${cell(r.resident)} | ${cell(r.go)} | ${ratio(r.ours, r.go)} | ${ratio(r.resident, r.go)} |`),
     "",
     ...(rss ? [
-      "| peak RSS of one bridge ADD with host-local (largest process) | ours | Go |",
+      "| peak RSS of one bridge ADD with host-local (the process the caller starts) | ours exec | ours resident | Go |",
+      "|---|---:|---:|---:|",
+      `| KiB | ${rss.ours} | ${rss.resident ?? "-"} | ${rss.go} |`,
+      "",
+      "In resident mode the caller's process is the C launcher; the plugin runs in the server (its memory: below and in the pods table).",
+      "",
+    ] : []),
+    ...(cold ? [
+      "## Cold start",
+      "",
+      "A plugin call that fails at config parsing (stdin `{`): start-up and the parse, nothing else. Medians of",
+      `${ROUNDS * 4} interleaved runs; peak RSS by GNU time (median of 5).`,
+      "",
+      "| program | wall (ms) | peak RSS (KiB) |",
       "|---|---:|---:|",
-      `| KiB | ${rss.ours} | ${rss.go} |`,
+      ...cold.map((c) => `| ${c.name} | ${c.ms.toFixed(2)} | ${c.rssKiB} |`),
+      "",
+    ] : []),
+    ...(growth ? [
+      "## Resident server memory",
+      "",
+      `${growth.calls} host-local calls (ADD and DEL alternating) through the launcher after 1000 warm-up calls: server RSS`,
+      `${growth.beforeKiB} KiB before, ${growth.afterKiB} KiB after (growth ${growth.afterKiB - growth.beforeKiB} KiB; ${growth.seconds.toFixed(0)} s, ${(growth.seconds * 1000 / growth.calls).toFixed(2)} ms per call).`,
       "",
     ] : []),
     podman,

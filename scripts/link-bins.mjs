@@ -29,6 +29,9 @@ writeFileSync(path.join(dist, "build-id"), buildId + "\n");
 function buildStandalone() {
   const r = spawnSync(bun, [
     "build", "--compile", "--minify", "--bytecode",
+    // One chunk per plugin (and per shared part), loaded when the call needs it: a call then loads its plugin's
+    // code and not the whole program's, which is most of a call's start-up after Bun's own (bench: cold start).
+    "--splitting", "--format", "esm",
     // A plugin must not pick up .env or bunfig.toml from whatever directory the runtime runs it in.
     "--no-compile-autoload-dotenv", "--no-compile-autoload-bunfig",
     // Compiled in, so a copy of the program (cnitool install) still knows its build.

@@ -4,7 +4,8 @@
 # there), then the unit tests once more against the plain Node build, the fallback. No system setup here: as a
 # normal user with only Node, the unit tests run and the integration tests are skipped with one reason; a
 # fresh machine is prepared by scripts/setup.sh (scripts/test.sh runs both). Under CI=true nothing may be skipped
-# for a missing prerequisite.
+# for a missing prerequisite. With the C launcher built, the integration tests run twice: in exec mode, then with
+# resident servers up (every call a test host makes goes to its own server).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 npm run --silent build
@@ -27,6 +28,24 @@ if [ "$(id -u)" -ne 0 ]; then
 else
   echo "== integration tests (${#integration[@]} files; plugins: ${shipped})"
   node --test --test-concurrency=1 "${integration[@]}"
+  if [ -x dist/tscni ]; then
+    # The same suite again in resident mode: a server for this namespace (podman's and containerd's calls) and
+    # one per test host namespace (src/testing/resident-host.ts); the results must not change.
+    echo "== integration tests again, served by resident servers (cnitool daemon)"
+    rsdir=$(mktemp -d /run/tscni-test-resident.XXXXXX)
+    dist/bin/cnitool daemon --socket "$rsdir/plugins.sock" 2>>"$rsdir/daemon.log" &
+    rspid=$!
+    stop_server() { kill -TERM "$rspid" 2>/dev/null && wait "$rspid" || true; umount /run/tscni-test-mnt 2>/dev/null || true; }
+    trap stop_server EXIT
+    for _ in $(seq 200); do [ -S "$rsdir/plugins.sock" ] && break; sleep 0.01; done
+    TSCNI_TEST_RESIDENT=1 TSCNI_TEST_RESIDENT_LOG="$rsdir/served" TSCNI_RESIDENT_SOCKET="$rsdir/plugins.sock" \
+      node --test --test-concurrency=1 "${integration[@]}"
+    dist/bin/cnitool daemon status --socket "$rsdir/plugins.sock" >"$rsdir/status"
+    stop_server
+    trap - EXIT
+    node scripts/resident-summary.mjs "$rsdir/status" "$rsdir/served" "$rsdir/daemon.log"
+    rm -rf "$rsdir"
+  fi
 fi
 
 if [ "$shipped" != "../cli/main.js" ]; then

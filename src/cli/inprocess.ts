@@ -6,7 +6,6 @@
  * call's environment has TSCNI_NO_INPROCESS set.
  * @module
  */
-import { realpath } from "node:fs/promises";
 import path from "node:path";
 import type { Env } from "../invoke/args.js";
 import { RawExec, settlePluginRun, type ExecOptions, type PluginExec } from "../invoke/exec.js";
@@ -26,7 +25,7 @@ export class MulticallExec implements PluginExec {
   /** The plugin definition to run in-process for this path, or undefined to exec it. */
   private async inProcessPlugin(pluginPath: string, env: Env): Promise<PluginDefinition | undefined> {
     if (this.selves.size === 0 || env["TSCNI_NO_INPROCESS"]) return undefined;
-    const real = await realpath(pluginPath).catch(() => undefined);
+    const real = await process.getBuiltinModule("node:fs/promises").realpath(pluginPath).catch(() => undefined);
     if (!real || !this.selves.has(real)) return undefined;
     const entry = PLUGINS[path.basename(pluginPath)];
     if (!entry) return undefined;

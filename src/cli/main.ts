@@ -4,16 +4,18 @@
  * (a plugin type, from the registry, or cnitool). `node main.js <name> [args]` works too.
  * @module
  */
-import path from "node:path";
+import { writeFdFully } from "../sys/stdio.js";
 import { PROGRAM_NAMES } from "./programs.js";
 import { aboutAnswer, PLUGINS, versionAnswer } from "./registry.js";
+import type { PluginExec } from "../invoke/exec.js";
 import type { PluginDefinition } from "../skel/skel.js";
 
 async function run(): Promise<void> {
   // A standalone (bun --compile) binary runs its embedded script as argv[1]; the name it was invoked as
   // (the plugin type) is then argv0. Under node, argv[1] is the link that was run.
   const standalone = (process.argv[1] ?? "").startsWith("/$bunfs/");
-  let name = path.basename(standalone ? process.argv0 : process.argv[1] ?? "");
+  // (The base name by hand: node:path is not worth its start-up cost here.)
+  let name = (standalone ? process.argv0 : process.argv[1] ?? "").replace(/\/+$/, "").split("/").pop() ?? "";
   if (name === "main.js" || name === "main" || name === "tscni") {
     name = process.argv[2] ?? "";
     process.argv.splice(1, 1); // so the program sees its own arguments where it expects them
@@ -24,7 +26,7 @@ async function run(): Promise<void> {
   }
   const entry = PLUGINS[name];
   if (!entry) {
-    process.stderr.write(`tscni: unknown program "${name}"; known: ${PROGRAM_NAMES.join(", ")}\n`);
+    writeFdFully(2, `tscni: unknown program "${name}"; known: ${PROGRAM_NAMES.join(", ")}\n`);
     process.exitCode = 1;
     return;
   }
@@ -36,24 +38,31 @@ async function run(): Promise<void> {
   }
   // The VERSION probe is most of a runtime's calls: answer it, and "about", without loading the plugin.
   if (process.env["CNI_COMMAND"] === "VERSION") {
-    process.stdout.write(versionAnswer(entry.versions));
+    writeFdFully(1, versionAnswer(entry.versions));
     return;
   }
   if (!process.env["CNI_COMMAND"]) {
-    process.stderr.write(aboutAnswer(name, entry.versions));
+    writeFdFully(2, aboutAnswer(name, entry.versions));
     return;
   }
-  // A plugin that delegates to another of ours runs it in-process rather than exec'ing this binary again.
-  const [{ plugin }, { MulticallExec }, { setDefaultExec }, { pluginMain }] = await Promise.all([
-    entry.load() as Promise<{ plugin?: PluginDefinition }>, import("./inprocess.js"), import("../invoke/plugin.js"), import("../skel/skel.js"),
+  // A plugin that delegates to another of ours runs it in-process rather than exec'ing this binary again. That
+  // machinery is loaded at the first delegation: most calls never delegate, and every call pays for its start-up.
+  const [{ plugin }, { setDefaultExec }, { pluginMain }] = await Promise.all([
+    entry.load() as Promise<{ plugin?: PluginDefinition }>, import("../invoke/plugin.js"), import("../skel/skel.js"),
   ]);
-  setDefaultExec(new MulticallExec());
+  let multicall: Promise<PluginExec> | undefined;
+  setDefaultExec({
+    execPlugin: async (...call) => {
+      multicall ??= import("./inprocess.js").then(({ MulticallExec }) => new MulticallExec());
+      return (await multicall).execPlugin(...call);
+    },
+  });
   await pluginMain(plugin!.funcs, plugin!.versionInfo, plugin!.about);
 }
 
 run().catch((e: unknown) => {
   // Last resort: a CNI error on stdout, never a stack trace.
   const msg = e instanceof Error ? e.message : String(e);
-  process.stdout.write(JSON.stringify({ code: 999, msg }, null, 4));
+  writeFdFully(1, JSON.stringify({ code: 999, msg }, null, 4));
   process.exitCode = 1;
 });

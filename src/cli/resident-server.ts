@@ -164,8 +164,13 @@ export async function startResidentServer(opts: ResidentServerOptions = {}): Pro
   const timeoutMs = opts.requestTimeoutMs ?? 5 * 60_000;
   const log = opts.log ?? ((line: string) => process.stderr.write(`tscni daemon: ${line}\n`));
 
-  mkdirSync(path.dirname(socketPath), { recursive: true, mode: 0o700 });
-  chmodSync(path.dirname(socketPath), 0o700);
+  // The directories made here are 0700 (whatever the umask); one that exists (say /tmp) is left as it is: the
+  // socket's own mode and the peer checks guard it.
+  const socketDir = path.dirname(socketPath);
+  const made = mkdirSync(socketDir, { recursive: true, mode: 0o700 });
+  if (made !== undefined) {
+    for (let dir = socketDir; dir.length >= made.length; dir = path.dirname(dir)) chmodSync(dir, 0o700);
+  }
   const lockFd = openSync(`${socketPath}.lock`, "a", 0o600);
   if (!(await tryFlockFd(lockFd, `${socketPath}.lock`))) {
     closeSync(lockFd);

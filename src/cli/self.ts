@@ -5,14 +5,14 @@
  */
 import { realpathSync } from "node:fs";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
 
 /** The real path of the running multicall executable. */
 export function selfExecutable(): string | undefined {
   const standalone = (process.argv[1] ?? "").startsWith("/$bunfs/");
   try {
     // Under Node the executable is the entry point next to this module.
-    return realpathSync(standalone ? process.execPath : fileURLToPath(new URL("./main.js", import.meta.url)));
+    // (A file: URL's pathname, decoded: node:url is not worth its start-up cost for this.)
+    return realpathSync(standalone ? process.execPath : decodeURIComponent(new URL("./main.js", import.meta.url).pathname));
   } catch {
     return undefined;
   }

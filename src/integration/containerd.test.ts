@@ -17,6 +17,7 @@ import { readCommandLog, stdinOf } from "../testing/plugins/noop-debug.js";
 import type { PodSandboxConfig } from "../testing/cri-client.js";
 import { PrivateContainerd, buildPauseImage, containerdSkipReason, linkPluginDir, type SandboxNetns } from "../testing/containerd.js";
 import { Cleanup, Netns, OUR_BIN, TEST_BIN, runCommand, runTag } from "../testing/harness.js";
+import { RESIDENT_PASS, startResidentHost } from "../testing/resident-host.js";
 
 const skip = containerdSkipReason();
 if (skip) console.log(`# skipping containerd tests: ${skip}`);
@@ -191,7 +192,16 @@ describe(`containerd's CRI with the plugin directory ${PLUGIN_DIR}`, { skip }, (
     const imageArchive = buildPauseImage(base, sandboxImage);
     const ctrdBase = path.join(base, "containerd");
     mkdirSync(ctrdBase);
-    ctrd = await PrivateContainerd.start({ base: ctrdBase, cniBinDir: binDir, cniConfDir: confDir, sandboxImage, imageArchive, hostNetns: host.path });
+    // The resident pass: containerd shares a pinned mount namespace with a server, which serves its plugin calls.
+    let pinned: { mountNs: string; env: Record<string, string> } | undefined;
+    if (RESIDENT_PASS) {
+      const resident = startResidentHost(host.name, cleanup.dir("tscni-rs-"), path.join(OUR_BIN, "cnitool"));
+      cleanup.add(() => resident.stop());
+      pinned = { mountNs: resident.mountNs, env: { TSCNI_RESIDENT_SOCKET: resident.socket } };
+    }
+    ctrd = await PrivateContainerd.start({
+      base: ctrdBase, cniBinDir: binDir, cniConfDir: confDir, sandboxImage, imageArchive, hostNetns: host.path, ...(pinned ? { pinned } : {}),
+    });
     const c = ctrd;
     cleanup.add(() => c.kill());
   });

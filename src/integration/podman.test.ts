@@ -11,6 +11,7 @@ import { spawnSync } from "node:child_process";
 import { chmodSync, copyFileSync, existsSync, mkdirSync, readdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { Cleanup, Netns, OUR_BIN, runCommand, runTag, skipReason } from "../testing/harness.js";
+import { RESIDENT_PASS, startResidentHost, type ResidentHost } from "../testing/resident-host.js";
 
 const CACHE = "/var/lib/cni/results";
 
@@ -33,9 +34,18 @@ describe("podman with tscni's plugin directory", { skip }, () => {
   let host: Netns;
   let base: string;
   let env: NodeJS.ProcessEnv;
+  let resident: ResidentHost | undefined;
 
-  /** Runs a command inside the test host namespace, with sysfs remounted for it and the host's cgroups. */
+  /**
+   * Runs a command inside the test host namespace, with sysfs remounted for it and the host's cgroups. In the
+   * resident pass every command shares the namespace's pinned mount namespace with its server, which then
+   * serves podman's plugin calls.
+   */
   const inHost = (command: string[]) => {
+    if (resident) {
+      return runCommand("nsenter", [`--net=${host.path}`, `--mount=${resident.mountNs}`, "--", ...command],
+        { env: { ...env, TSCNI_RESIDENT_SOCKET: resident.socket } });
+    }
     const cg = path.join(base, `cg-${Math.random().toString(16).slice(2, 8)}`);
     mkdirSync(cg);
     const script = 'mount --rbind /sys/fs/cgroup "$1" && mount -t sysfs sysfs /sys && mount --move "$1" /sys/fs/cgroup && shift && exec "$@"';
@@ -49,6 +59,11 @@ describe("podman with tscni's plugin directory", { skip }, () => {
   before(async () => {
     host = cleanup.netns(`tscni-pod-${tag}`);
     base = cleanup.dir("tscni-podman-");
+    if (RESIDENT_PASS) {
+      const r = startResidentHost(host.name, cleanup.dir("tscni-rs-"), path.join(OUR_BIN, "cnitool"));
+      cleanup.add(() => r.stop());
+      resident = r;
+    }
     const nofile = spawnSync("sh", ["-c", "ulimit -Hn"], { encoding: "utf8" }).stdout.trim();
     const limit = nofile === "unlimited" ? "1048576" : nofile;
     writeFileSync(path.join(base, "storage.conf"), `[storage]\ndriver = "overlay"\ngraphroot = "${base}/storage"\nrunroot = "${base}/run/storage"\n`);

@@ -9,7 +9,7 @@ import assert from "node:assert/strict";
 import { existsSync, rmSync, symlinkSync } from "node:fs";
 import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
-import { Cleanup, GO_BIN, Netns, OUR_BIN, runCommand, runTag, skipReason } from "../testing/harness.js";
+import { Cleanup, GO_BIN, Netns, OUR_BIN, runTag, skipReason } from "../testing/harness.js";
 import { Host, MIXED_PATH, type Iface, type IPConf, type Result } from "../testing/rig.js";
 import { containerIdForNetns } from "../cnitool/cnitool.js";
 
@@ -282,7 +282,7 @@ describe("ptp plugin", { skip }, () => {
     ];
     for (const command of ["ADD", "DEL"]) {
       for (const [conf, key] of cases) {
-        const r = await runCommand("ip", ["netns", "exec", host.ns.name, path.join(OUR_BIN, "ptp")], {
+        const r = await host.ns.run(path.join(OUR_BIN, "ptp"), [], {
           env: { ...process.env, CNI_COMMAND: command, CNI_CONTAINERID: "badconf", CNI_NETNS: ctr.path, CNI_IFNAME: "eth0", CNI_PATH: MIXED_PATH },
           input: JSON.stringify(conf),
         });

@@ -9,7 +9,7 @@
 import { describe, test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { spawn, type ChildProcess } from "node:child_process";
-import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { Cleanup, OUR_BIN, ROOT, runCommand, runTag, skipReason, type Netns } from "../testing/harness.js";
@@ -162,7 +162,7 @@ describe("resident mode", { skip }, () => {
     chmodSync(socket, 0o777);
     try {
       const r = await call("host-local", "VERSION2", {}, {}, { via: ["nsenter", `--net=${host.ns.path}`, "--", "setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--"] });
-      assert.match(r.stderr, /refused: uid 65534 is not served \(root only\)/);
+      assert.match(r.stderr, /refused: uid 65534 is not served \(root only\)/, JSON.stringify(r));
     } finally {
       chmodSync(sockDir, 0o700);
       chmodSync(path.dirname(socket), 0o700);
@@ -303,6 +303,26 @@ describe("resident mode", { skip }, () => {
     }
     assert.equal((await call("host-local", "DEL", conf, env, { socketPath: activated })).code, 0);
     process.kill(-activator.pid!, "SIGTERM");
+  });
+
+  test("file modes: directories the server makes are 0700 and its socket 0600; a directory that exists (like /tmp) keeps its mode", async () => {
+    const shared = cleanup.dir("tscni-rshared-");
+    chmodSync(shared, 0o1777);
+    const savedSocket = socket;
+    const servers: ChildProcess[] = [];
+    try {
+      for (const s of [path.join(shared, "plugins.sock"), path.join(shared, "a", "b", "plugins.sock")]) {
+        socket = s;
+        servers.push(await startServer());
+        assert.equal(statSync(s).mode & 0o777, 0o600, s);
+      }
+      assert.equal(statSync(shared).mode & 0o7777, 0o1777, "the existing directory is untouched");
+      for (const made of [path.join(shared, "a"), path.join(shared, "a", "b")]) assert.equal(statSync(made).mode & 0o777, 0o700, made);
+      assert.equal(statSync(`${path.join(shared, "plugins.sock")}.lock`).mode & 0o777, 0o600, "the lock file");
+    } finally {
+      socket = savedSocket;
+      for (const s of servers) await stopServer(s);
+    }
   });
 
   test("SIGTERM lets the calls under way finish, then the server exits", async () => {

@@ -33,7 +33,7 @@ class ManagerClient {
   }
 
   static async start(host: Host, options: Record<string, unknown>): Promise<ManagerClient> {
-    const child = spawn("ip", ["netns", "exec", host.ns.name, process.execPath, path.join(ROOT, "dist-test/testing/manager-driver.js")]);
+    const child = spawn(...host.ns.commandLine(process.execPath, [path.join(ROOT, "dist-test/testing/manager-driver.js")]), { env: host.ns.callEnv() });
     child.stderr.on("data", (b: Buffer) => process.stderr.write(`manager: ${b}`));
     const client = new ManagerClient(child);
     const started = new Promise((resolve, reject) => client.waiting.set(0, { resolve, reject }));

@@ -3,12 +3,15 @@
  * (CNI error JSON, garbage, silence, a signal, a timeout) turned into a CniError with the library's wording.
  * @module
  */
-import { spawn } from "node:child_process";
-import { setTimeout as sleep } from "node:timers/promises";
-import type { Writable } from "node:stream";
 import { CniError, ErrorCode } from "../spec/errors.js";
 import { isJsonObject, parseJson } from "../spec/json.js";
 import type { Env } from "./args.js";
+
+/** Where a plugin's stderr goes: process.stderr, any Writable, or anything else that takes text or bytes. */
+export interface StderrSink {
+  /** Writes text or bytes. */
+  write(chunk: string | Uint8Array): unknown;
+}
 
 /** How one plugin execution may be bounded and where its stderr goes. */
 export interface ExecOptions {
@@ -17,7 +20,7 @@ export interface ExecOptions {
   /** Kills the plugin after this many milliseconds. */
   timeoutMs?: number;
   /** Where the plugin's stderr goes (default: this process's stderr). */
-  stderr?: Writable;
+  stderr?: StderrSink;
 }
 
 /** How a runtime runs plugins; replaceable (tests, in-process execution of tscni's own plugins). */
@@ -38,6 +41,8 @@ const ERRNO_TEXT: Record<string, string> = {
 interface RunOutcome { stdout: Buffer; stderr: Buffer; failure?: string }
 
 function runOnce(pluginPath: string, stdin: Uint8Array, env: Env, options: ExecOptions): Promise<RunOutcome> {
+  // Loaded on first use: most plugins never exec anything, and every plugin call pays for what start-up loads.
+  const { spawn } = process.getBuiltinModule("node:child_process");
   return new Promise((resolve) => {
     const child = spawn(pluginPath, [], {
       env: env as NodeJS.ProcessEnv,
@@ -105,7 +110,7 @@ export function pluginFailure(failure: string, stdout: Buffer, stderr: Buffer): 
  * stdout, where Go's library drops it (those logs are exactly what someone debugging the failure needs); when
  * stdout is empty the stderr is already part of the error message and is not repeated.
  */
-export function settlePluginRun(failure: string | undefined, stdout: Buffer, stderr: Buffer, sink: Writable): Buffer {
+export function settlePluginRun(failure: string | undefined, stdout: Buffer, stderr: Buffer, sink: StderrSink): Buffer {
   if (failure) {
     if (stdout.length > 0 && stderr.length > 0) sink.write(stderr);
     throw pluginFailure(failure, stdout, stderr);
@@ -114,9 +119,23 @@ export function settlePluginRun(failure: string | undefined, stdout: Buffer, std
   return stdout;
 }
 
+/** Waits `ms`, or less when `signal` aborts. */
+function pause(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal?.aborted) return resolve();
+    const done = () => {
+      clearTimeout(timer);
+      signal?.removeEventListener("abort", done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal?.addEventListener("abort", done, { once: true });
+  });
+}
+
 /** Runs plugin executables as child processes (Go's RawExec). */
 export class RawExec implements PluginExec {
-  constructor(private readonly defaultStderr?: Writable) {}
+  constructor(private readonly defaultStderr?: StderrSink) {}
 
   /** Runs the plugin as a child process (see PluginExec.execPlugin). */
   async execPlugin(pluginPath: string, stdin: Uint8Array, env: Env, options: ExecOptions = {}): Promise<Buffer> {
@@ -126,7 +145,7 @@ export class RawExec implements PluginExec {
     for (let attempt = 0; attempt < 6; attempt++) {
       outcome = await runOnce(pluginPath, stdin, env, options);
       if (!outcome.failure?.includes("text file busy")) break;
-      await sleep(1000, undefined, { signal: options.signal }).catch(() => undefined);
+      await pause(1000, options.signal);
     }
     const { stdout, stderr, failure } = outcome!;
     return settlePluginRun(failure, stdout, stderr, stderrSink);

@@ -6,7 +6,7 @@
  */
 export { splitPathList, findInPath, findInPathSync } from "./find.js";
 export { invokeEnv, delegateEnv, type CniCommand, type InvokeArgs, type Env } from "./args.js";
-export { RawExec, pluginFailure, UnknownOutcomeError, type ExecOptions, type PluginExec } from "./exec.js";
+export { RawExec, pluginFailure, UnknownOutcomeError, type ExecOptions, type PluginExec, type StderrSink } from "./exec.js";
 export {
   decodePluginResult, execPluginWithResult, execPluginWithoutResult, getVersionInfo, versionProbeEnv,
   delegateAdd, delegateCheck, delegateDel, delegateStatus, delegateGC, setDefaultExec, getDefaultExec,

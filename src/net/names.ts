@@ -3,9 +3,10 @@
  * implementation finds (and deletes) the other's: sha512 hex of the inputs, prefixed, cut to a length.
  * @module
  */
-import { createHash, randomBytes } from "node:crypto";
-
-const sha512Hex = (s: string): string => createHash("sha512").update(s).digest("hex");
+// node:crypto is loaded on first use: every plugin call pays for what its start-up loads, and a call that fails
+// early (or a plugin that names nothing) never needs it.
+const crypto = () => process.getBuiltinModule("node:crypto");
+const sha512Hex = (s: string): string => crypto().createHash("sha512").update(s).digest("hex");
 
 /** `(prefix + hex(sha512(s)))[:length]`. */
 export const hashWithPrefix = (length: number, prefix: string, s: string): string => (prefix + sha512Hex(s)).slice(0, length);
@@ -22,16 +23,16 @@ export const attachmentComment = (network: string, containerID: string): string 
   `name: ${JSON.stringify(network)} id: ${JSON.stringify(containerID)}`;
 
 /** A host-side veth name: `veth` + 8 random hex digits. */
-export const randomVethName = (): string => "veth" + randomBytes(4).toString("hex");
+export const randomVethName = (): string => "veth" + crypto().randomBytes(4).toString("hex");
 
 /** A random locally administered unicast MAC, as the kernel makes for a new link (eth_random_addr). */
 export function randomMac(): string {
-  const b = randomBytes(6);
+  const b = crypto().randomBytes(6);
   b[0] = (b[0]! & 0xfe) | 0x02;
   return [...b].map((x) => x.toString(16).padStart(2, "0")).join(":");
 }
 
-const hex16 = (s: string): string => createHash("sha512").update(s).digest("hex").slice(0, 16);
+const hex16 = (s: string): string => sha512Hex(s).slice(0, 16);
 /** The nftables hash of a network: the prefix of every rule comment of that network. */
 export const nftNetworkHash = (network: string): string => hex16(network);
 /** The nftables hash of one attachment: `<network hash>-<hash(ifname:containerID)>`. */

@@ -6,6 +6,6 @@
  */
 export {
   pluginMain, runPlugin, processIO, type CmdArgs, type Handler, type PluginFuncs, type PluginDefinition, type PluginConfigReader,
-  type PluginIO,
+  type PluginIO, type CallStderr,
 } from "./skel.js";
 export { loadPluginConf, parsePrevResult, type LoadedConf } from "./conf.js";

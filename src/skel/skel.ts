@@ -5,8 +5,8 @@
  * @module
  */
 import { statSync } from "node:fs";
-import { Writable } from "node:stream";
 import { CniError, ErrorCode } from "../spec/errors.js";
+import { readFdToEnd, writeFdFully } from "../sys/stdio.js";
 import type { GoType } from "../spec/go-decode.js";
 import { isJsonObject, jsonKindName, parseJson } from "../spec/json.js";
 import { printResult, type Result } from "../spec/result/index.js";
@@ -29,8 +29,17 @@ export interface CmdArgs {
    * in-process runs share one process between many calls).
    */
   env: Readonly<Record<string, string | undefined>>;
-  /** This call's stderr (warnings, delegates' diagnostics): never process.stderr, for the same reason. */
-  stderr: Writable;
+  /**
+   * This call's stderr (warnings, delegates' diagnostics): never process.stderr, for the same reason. Only
+   * write(); a plain object rather than a stream, as node:stream costs every plugin call start-up time.
+   */
+  stderr: CallStderr;
+}
+
+/** A call's stderr: anything with write() (process.stderr, a Writable, or the plain object the skel gives). */
+export interface CallStderr {
+  /** Writes text or bytes to the call's stderr. */
+  write(chunk: string | Uint8Array): unknown;
 }
 
 /**
@@ -227,7 +236,7 @@ export async function runPlugin(funcs: PluginFuncs, info: VersionInfo, about: st
       const args: CmdArgs = {
         containerID: values.CNI_CONTAINERID, netns: values.CNI_NETNS, ifName: values.CNI_IFNAME, args: values.CNI_ARGS,
         path: values.CNI_PATH, netnsOverride: values.CNI_NETNS_OVERRIDE, stdinData: stdin, env: io.env,
-        stderr: new Writable({ write: (chunk: Buffer, _enc, done) => (io.writeStderr(chunk.toString()), done()) }),
+        stderr: { write: (chunk: string | Uint8Array) => (io.writeStderr(typeof chunk === "string" ? chunk : Buffer.from(chunk).toString()), true) },
       };
       const output = await handler(args);
       if (typeof output === "string") io.writeStdout(output);
@@ -239,22 +248,13 @@ export async function runPlugin(funcs: PluginFuncs, info: VersionInfo, about: st
   }
 }
 
-function readAll(stream: NodeJS.ReadableStream): Promise<Buffer> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    stream.on("data", (c: Buffer) => chunks.push(c));
-    stream.on("end", () => resolve(Buffer.concat(chunks)));
-    stream.on("error", reject);
-  });
-}
-
-/** The real process's IO. */
+/** The real process's IO: its file descriptors 0, 1 and 2 (not process.stdin/stdout: see sys/stdio.ts). */
 export function processIO(): PluginIO {
   return {
     env: process.env,
-    readStdin: () => readAll(process.stdin),
-    writeStdout: (s) => process.stdout.write(s),
-    writeStderr: (s) => process.stderr.write(s),
+    readStdin: async () => readFdToEnd(0),
+    writeStdout: (s) => writeFdFully(1, s),
+    writeStderr: (s) => writeFdFully(2, s),
   };
 }
 

@@ -138,6 +138,11 @@ export interface ContainerdOptions {
   imageArchive: string;
   /** A network namespace to run containerd in (with sysfs remounted, the host's cgroups kept); else the current. */
   hostNetns?: string;
+  /**
+   * A pinned mount namespace to run containerd in (prepared like that, see testing/resident-host.ts) instead of a
+   * private one of its own, with the environment containerd (and so every plugin it runs) gets.
+   */
+  pinned?: { mountNs: string; env: Record<string, string> };
   /** Milliseconds to wait for containerd, the image and CNI to be ready. */
   readyTimeoutMs?: number;
 }
@@ -264,12 +269,15 @@ export class PrivateContainerd {
       "mkdir -p /run/containerd; mount -t tmpfs -o mode=0711 tmpfs /run/containerd",
       'shift; exec "$@"',
     ].join("\n");
-    const command = ["unshare", "--mount", "--propagation", "private", "sh", "-c", script, "sh", cgroups, "containerd", "--config", config];
+    const command = o.pinned
+      // The pinned namespace has its sysfs and cgroups already; /run/containerd is containerd's alone all the same.
+      ? ["nsenter", `--mount=${o.pinned.mountNs}`, "sh", "-c", script.replace(/^.*mount --rbind.*$/m, ":"), "sh", cgroups, "containerd", "--config", config]
+      : ["unshare", "--mount", "--propagation", "private", "sh", "-c", script, "sh", cgroups, "containerd", "--config", config];
     const argv = o.hostNetns ? ["nsenter", `--net=${o.hostNetns}`, ...command] : command;
     const logFd = openSync(this.log, "a");
     try {
       // nsenter, unshare and sh all exec: the child's PID is containerd's.
-      this.child = spawn(argv[0]!, argv.slice(1), { stdio: ["ignore", logFd, logFd] });
+      this.child = spawn(argv[0]!, argv.slice(1), { stdio: ["ignore", logFd, logFd], env: { ...process.env, ...o.pinned?.env } });
     } finally {
       closeSync(logFd);
     }

@@ -53,13 +53,29 @@ export class Netns {
     execFileSync("ip", ["-n", name, "link", "set", "lo", "up"]);
     return new Netns(name);
   }
+  /**
+   * A pinned mount namespace that commands in this namespace run in (the resident pass, testing/resident-host.ts);
+   * otherwise each gets its own from `ip netns exec`.
+   */
+  mountNs?: string;
+  /** This namespace's own resident server (the resident pass): commands run here call it unless told otherwise. */
+  residentSocket?: string;
+  /** `env` (default: this process's) for a command run here: it calls this namespace's server unless told otherwise. */
+  callEnv(env: NodeJS.ProcessEnv = process.env): NodeJS.ProcessEnv {
+    const own = this.residentSocket && env["TSCNI_RESIDENT_SOCKET"] === process.env["TSCNI_RESIDENT_SOCKET"];
+    return own ? { ...env, TSCNI_RESIDENT_SOCKET: this.residentSocket } : env;
+  }
+  /** The command line that runs `cmd` in this namespace (for spawn; run() and exec() use it). */
+  commandLine(cmd: string, args: string[]): [string, string[]] {
+    return this.mountNs ? ["nsenter", [`--net=${this.path}`, `--mount=${this.mountNs}`, "--", cmd, ...args]] : ["ip", ["netns", "exec", this.name, cmd, ...args]];
+  }
   /** Runs a command in this namespace; resolves with stdout/stderr and the exit status (never rejects). */
   async run(cmd: string, args: string[], opts: { env?: NodeJS.ProcessEnv; input?: string } = {}): Promise<{ code: number; stdout: string; stderr: string }> {
-    return runCommand("ip", ["netns", "exec", this.name, cmd, ...args], opts);
+    return runCommand(...this.commandLine(cmd, args), { ...opts, env: this.callEnv(opts.env) });
   }
   /** Synchronous, throwing variant for quick inspection. */
   exec(cmd: string, args: string[]): string {
-    return execFileSync("ip", ["netns", "exec", this.name, cmd, ...args], { encoding: "utf8" });
+    return execFileSync(...this.commandLine(cmd, args), { encoding: "utf8" });
   }
   /** A sysctl of this namespace, by its dotted name. */
   sysctl(key: string): string {
@@ -79,6 +95,8 @@ export async function runCommand(cmd: string, args: string[], opts: { env?: Node
       const code = err ? (typeof (err as { code?: unknown }).code === "number" ? (err as { code: number }).code : 1) : 0;
       resolve({ code, stdout: String(stdout), stderr: String(stderr) });
     });
+    // A program may exit without reading its stdin (the launcher answers VERSION itself): not an error.
+    child.stdin?.on("error", () => undefined);
     if (opts.input !== undefined) child.stdin?.end(opts.input);
     else child.stdin?.end();
   });

@@ -55,6 +55,7 @@ export function runPlugin(binDir: string, plugin: string, call: PluginCall, conf
       } catch { /* not JSON */ }
       resolve({ exitCode: code ?? -1, stdout, stderr, json });
     });
+    child.stdin.on("error", () => undefined); // a program that exits without reading its stdin: judged by its exit
     child.stdin.end(typeof config === "string" ? config : JSON.stringify(config));
   });
 }

@@ -10,6 +10,7 @@ import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { containerIdForNetns } from "../cnitool/cnitool.js";
 import { CNITOOL, Cleanup, GO_BIN, Netns, OUR_BIN, writeJson } from "./harness.js";
+import { RESIDENT_PASS, startResidentHost } from "./resident-host.js";
 
 /** Ours first, so our plugins win and Go's fill the gaps. */
 export const MIXED_PATH = `${OUR_BIN}:${GO_BIN}`;
@@ -42,6 +43,12 @@ export class Host {
     this.confDir = cleanup.dir("tscni-conf-");
     this.cacheDir = cleanup.dir("tscni-cache-");
     this.dataDir = cleanup.dir("tscni-ipam-");
+    if (RESIDENT_PASS) {
+      const resident = startResidentHost(name, cleanup.dir("tscni-rs-"), CNITOOL);
+      cleanup.add(() => resident.stop());
+      this.ns.mountNs = resident.mountNs;
+      this.ns.residentSocket = resident.socket;
+    }
   }
 
   /** A container namespace, deleted at cleanup. */

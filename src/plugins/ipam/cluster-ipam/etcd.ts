@@ -7,7 +7,8 @@
  *
  * The request encoding is pure (encode/decode functions below, unit-tested); `EtcdClient` adds the transport:
  * several endpoints tried in turn (a member that refuses, resets or does not accept within `dialTimeoutMs` is
- * left for the next), and one deadline per request (`requestTimeoutMs`) across all attempts, after which the
+ * left for the next, and with several endpoints one attempt gets at most its share of the deadline), and one
+ * deadline per request (`requestTimeoutMs`) across all attempts, after which the
  * request fails with `EtcdUnavailableError`. Requests may be sent twice (an attempt whose answer was lost is
  * repeated on another member), so callers only send what is safe to repeat: guarded transactions and reads.
  * @module
@@ -216,6 +217,9 @@ function agentFor(secure: boolean, tls: EtcdConnection["tls"]): http.Agent {
   return agent;
 }
 
+/** The least time one attempt gets when the budget is shared among several endpoints. */
+const MIN_ATTEMPT_MS = 1000;
+
 /** An attempt's failure: whether the next endpoint may do better. */
 class AttemptError extends Error {
   constructor(message: string, readonly retryable: boolean, readonly grpcCode = 0) {
@@ -295,8 +299,11 @@ export class EtcdClient {
       const left = deadline - Date.now();
       if (left <= 0) break;
       const endpoint = endpoints[this.current % endpoints.length]!;
+      // With several members, one attempt gets a share of the budget, so a member that accepted but hangs (a
+      // follower waiting for an election, a socket to a member that just died) leaves time for the others.
+      const share = endpoints.length > 1 ? Math.max(MIN_ATTEMPT_MS, Math.floor(this.connection.requestTimeoutMs / endpoints.length)) : left;
       try {
-        return await this.attempt(endpoint, path, payload, left, withToken);
+        return await this.attempt(endpoint, path, payload, Math.min(left, share), withToken);
       } catch (e) {
         if (!(e instanceof AttemptError)) throw e;
         if (!e.retryable) throw new EtcdRequestError(e.message, e.grpcCode);
