@@ -148,7 +148,10 @@ static void try_resident(const char *name, int argc, char **argv) {
   int bad = send_field(fd, 'P', name, strlen(name));
   for (int i = 1; i < argc && !bad; i++) bad = send_field(fd, 'A', argv[i], strlen(argv[i]));
   for (char **e = environ; *e && !bad; e++) if (forwarded(*e)) bad = send_field(fd, 'E', *e, strlen(*e));
-  if (!bad) bad = send_field(fd, 'I', in, used) || send_field(fd, 'Z', "", 0);
+  char cwd[4096];
+  if (!bad) bad = send_field(fd, 'I', in, used);
+  if (!bad && getcwd(cwd, sizeof(cwd))) bad = send_field(fd, 'C', cwd, strlen(cwd));
+  if (!bad) bad = send_field(fd, 'Z', "", 0);
   free(in);
   if (bad) die_cni("tscni resident server closed the connection while the call was sent: ", path);
 

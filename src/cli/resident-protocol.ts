@@ -26,6 +26,7 @@ export const TAG_PROGRAM = 0x50; // "P"
 export const TAG_ARG = 0x41; // "A"
 export const TAG_ENV = 0x45; // "E"
 export const TAG_STDIN = 0x49; // "I"
+export const TAG_CWD = 0x43; // "C": the launcher's working directory (relative paths in a call resolve against it)
 export const TAG_END = 0x5a; // "Z"
 export const TAG_STDOUT = 0x4f; // "O"
 export const TAG_STDERR = 0x52; // "R"
@@ -40,6 +41,8 @@ export interface ResidentRequest {
   args: string[];
   env: Record<string, string>;
   stdin: Buffer;
+  /** The caller's working directory, when it sent one. */
+  cwd?: string;
 }
 
 /** The hello message for `buildId`. */
@@ -73,6 +76,7 @@ export function encodeRequest(req: ResidentRequest): Buffer {
     ...req.args.map((a) => frame(TAG_ARG, Buffer.from(a))),
     ...Object.entries(req.env).map(([k, v]) => frame(TAG_ENV, Buffer.from(`${k}=${v}`))),
     frame(TAG_STDIN, req.stdin),
+    ...(req.cwd !== undefined ? [frame(TAG_CWD, Buffer.from(req.cwd))] : []),
     frame(TAG_END),
   ]);
 }
@@ -151,6 +155,7 @@ export async function readRequest(r: ByteReader): Promise<ResidentRequest> {
         break;
       }
       case TAG_STDIN: req.stdin = Buffer.from(data); break;
+      case TAG_CWD: req.cwd = data.toString("utf8"); break;
       case TAG_END: return req;
       default: throw new ProtocolError(`unknown request field tag 0x${tag.toString(16)}`);
     }

@@ -11,10 +11,14 @@
  *   killed (the ADD goes on here) waits for that ADD instead of racing it, as it would in exec mode, where the
  *   ADD died with its process. Programs the server execs itself are marked (TSCNI_RESIDENT_NESTED) and never
  *   wait in that queue, so a delegation that comes back through the socket cannot deadlock;
+ * - relative paths resolve against the caller's working directory, as in exec mode: a call that carries one
+ *   (CNI_NETNS, CNI_PATH, or a path-like config value such as a relative dataDir) from a launcher in another
+ *   directory than the server's runs as a child process of the program in the caller's directory;
  * - one server per socket (a lock file beside it); the socket's directory is 0700 and the socket 0600; SIGTERM
  *   lets the calls under way finish, then exits. It can take its listening socket from systemd (LISTEN_FDS).
  * @module
  */
+import { spawn } from "node:child_process";
 import { chmodSync, closeSync, mkdirSync, openSync, readFileSync, rmSync } from "node:fs";
 import net from "node:net";
 import path from "node:path";
@@ -116,11 +120,58 @@ function queueKey(env: Readonly<Record<string, string>>): string | undefined {
 export const HEALTH_PROGRAM = "tscni-health";
 
 /** Runs one call in this process, writing its reply frames; resolves to its exit status. */
+/** Config keys whose string values are file system paths (dataDir, resolvConf, daemonSocketPath, subnetFile, ...). */
+const PATH_KEY = /dir|path|file|conf|sock/i;
+
+/** Whether a call names a relative path, which must resolve against its caller's working directory. */
+export function carriesRelativePath(req: ResidentRequest): boolean {
+  const relative = (p: string) => p !== "" && !p.startsWith("/");
+  if (relative(req.env["CNI_NETNS"] ?? "") || (req.env["CNI_PATH"] ?? "").split(":").some(relative)) return true;
+  let config: unknown;
+  try {
+    config = JSON.parse(req.stdin.toString("utf8"));
+  } catch {
+    return false; // the plugin reads no path from a config it cannot parse
+  }
+  const walk = (v: unknown, key: string, depth: number): boolean => {
+    if (depth > 32) return false;
+    if (typeof v === "string") return PATH_KEY.test(key) && relative(v);
+    if (Array.isArray(v)) return v.some((x) => walk(x, key, depth + 1));
+    if (v !== null && typeof v === "object") return Object.entries(v).some(([k, x]) => walk(x, k, depth + 1));
+    return false;
+  };
+  return walk(config, "", 0);
+}
+
+/** Runs a call as a child process of the program in the caller's directory; its output is relayed as it comes. */
+function runAsChild(self: string, req: ResidentRequest, timeoutMs: number, write: (b: Buffer) => void): Promise<number> {
+  return new Promise((resolve) => {
+    // `tscni <program> args...` (main.ts), with the server out of the way so the call is not sent back here.
+    const child = spawn(self, [req.program, ...req.args], {
+      argv0: "tscni", cwd: req.cwd, env: { ...req.env, TSCNI_RESIDENT_SOCKET: "" }, stdio: ["pipe", "pipe", "pipe"], timeout: timeoutMs, killSignal: "SIGKILL",
+    });
+    child.stdout.on("data", (b: Buffer) => write(frame(TAG_STDOUT, b)));
+    child.stderr.on("data", (b: Buffer) => write(frame(TAG_STDERR, b)));
+    child.stdin.on("error", () => undefined);
+    child.on("error", (e) => {
+      write(frame(TAG_STDOUT, Buffer.from(new CniError(ErrorCode.Internal, `tscni resident server: cannot run ${req.program} in ${req.cwd}: ${e.message}`).print())));
+      resolve(1);
+    });
+    child.on("close", (code, signal) => resolve(code ?? (signal ? 128 + 9 : 1)));
+    child.stdin.end(req.stdin);
+  });
+}
+
 async function serveCall(plugins: Map<string, PluginDefinition>, queue: KeyedMutex, req: ResidentRequest, timeoutMs: number,
-  write: (b: Buffer) => void, health: () => string): Promise<number> {
+  write: (b: Buffer) => void, health: () => string, own: { cwd: string; self: string | undefined }): Promise<number> {
   if (req.program === HEALTH_PROGRAM) {
     write(frame(TAG_STDOUT, Buffer.from(health())));
     return 0;
+  }
+  if (req.cwd !== undefined && req.cwd !== own.cwd && own.self && carriesRelativePath(req)) {
+    const key = queueKey(req.env);
+    const run = () => runAsChild(own.self!, req, timeoutMs, write);
+    return key === undefined ? run() : queue.run(key, run);
   }
   const plugin = plugins.get(req.program);
   if (!plugin) {
@@ -162,6 +213,8 @@ export async function startResidentServer(opts: ResidentServerOptions = {}): Pro
   const socketPath = opts.socketPath ?? DEFAULT_SOCKET;
   const buildId = opts.buildId ?? readBuildId();
   const timeoutMs = opts.requestTimeoutMs ?? 5 * 60_000;
+  // The server's own directory and program, read once at start (never on a request's path).
+  const own = { cwd: process.cwd(), self: selfExecutable() };
   const log = opts.log ?? ((line: string) => process.stderr.write(`tscni daemon: ${line}\n`));
 
   // The directories made here are 0700 (whatever the umask); one that exists (say /tmp) is left as it is: the
@@ -206,7 +259,7 @@ export async function startResidentServer(opts: ResidentServerOptions = {}): Pro
         served = true;
         if (req.program !== HEALTH_PROGRAM) servedCalls++;
         const status = await serveCall(plugins, queue, req, timeoutMs, (b) => socket.write(b),
-          () => JSON.stringify({ build: buildId, plugins: [...plugins.keys()], inFlight: inFlight - 1, served: servedCalls }) + "\n");
+          () => JSON.stringify({ build: buildId, plugins: [...plugins.keys()], inFlight: inFlight - 1, served: servedCalls }) + "\n", own);
         socket.end(exitFrame(status));
       } catch (e) {
         log(`a connection failed: ${(e as Error).message}`);

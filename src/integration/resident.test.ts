@@ -49,13 +49,14 @@ describe("resident mode", { skip }, () => {
   };
 
   /** Runs a plugin through the launcher in the host namespace (nsenter: same mount namespace as the server). */
-  const call = (plugin: string, command: string, conf: unknown, env: Record<string, string>, opts: { via?: string[]; socketPath?: string } = {}) =>
+  const call = (plugin: string, command: string, conf: unknown, env: Record<string, string>, opts: { via?: string[]; socketPath?: string; cwd?: string } = {}) =>
     runCommand(opts.via?.[0] ?? "nsenter", [...(opts.via?.slice(1) ?? [`--net=${host.ns.path}`, "--"]), path.join(OUR_BIN, plugin)], {
       env: {
         PATH: process.env["PATH"], TSCNI_RESIDENT_SOCKET: opts.socketPath ?? socket, TSCNI_DEBUG: "1", CNI_COMMAND: command,
         CNI_PATH: OUR_BIN, CNI_IFNAME: "eth0", CNI_CONTAINERID: "c1", ...env,
       },
       input: JSON.stringify(conf),
+      cwd: opts.cwd,
     });
 
   const hostLocalConf = (name: string, subnet: string) => ({ cniVersion: "1.0.0", name, type: "host-local", ipam: host.hostLocal([subnet]) });
@@ -92,6 +93,21 @@ describe("resident mode", { skip }, () => {
       assert.equal((await call("bridge", "DEL", conf, { CNI_NETNS: netns, CNI_CONTAINERID: id })).code, 0);
     }
     assert.deepEqual(host.allocations(`rsa${tag}`), []);
+  });
+
+  test("a relative dataDir resolves against the caller's directory, served as in exec mode", async () => {
+    const dir = cleanup.dir("tscni-rcwd-");
+    const name = `rsrel${tag}`;
+    const conf = { cniVersion: "1.0.0", name, type: "host-local", ipam: { type: "host-local", subnet: "10.227.0.0/24", dataDir: "rel-store" } };
+    const served = (await health()).served;
+    const r = await call("host-local", "ADD", conf, { CNI_NETNS: "/run/netns/none", CNI_CONTAINERID: "rel1" }, { cwd: dir });
+    assert.equal(r.code, 0, r.stdout + r.stderr);
+    assert.doesNotMatch(r.stderr, /refused/);
+    assert.equal((await health()).served, served + 1, "the server took the call");
+    assert.ok(existsSync(path.join(dir, "rel-store", name, "10.227.0.2")), "the allocation is under the caller's directory");
+    const del = await call("host-local", "DEL", conf, { CNI_NETNS: "/run/netns/none", CNI_CONTAINERID: "rel1" }, { cwd: dir });
+    assert.equal(del.code, 0, del.stdout + del.stderr);
+    assert.ok(!existsSync(path.join(dir, "rel-store", name, "10.227.0.2")));
   });
 
   test("a bad config is the same CNI error either way, and the server keeps serving", async () => {

@@ -89,9 +89,9 @@ export class Netns {
   }
 }
 
-export async function runCommand(cmd: string, args: string[], opts: { env?: NodeJS.ProcessEnv; input?: string } = {}) {
+export async function runCommand(cmd: string, args: string[], opts: { env?: NodeJS.ProcessEnv; input?: string | Buffer; cwd?: string; timeoutMs?: number } = {}) {
   return new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
-    const child = execFile(cmd, args, { env: opts.env ?? process.env, maxBuffer: 16 << 20 }, (err, stdout, stderr) => {
+    const child = execFile(cmd, args, { env: opts.env ?? process.env, maxBuffer: 16 << 20, cwd: opts.cwd, timeout: opts.timeoutMs, killSignal: "SIGKILL" }, (err, stdout, stderr) => {
       const code = err ? (typeof (err as { code?: unknown }).code === "number" ? (err as { code: number }).code : 1) : 0;
       resolve({ code, stdout: String(stdout), stderr: String(stderr) });
     });
