@@ -201,8 +201,12 @@ export const hostileEnv = fc.record({
   CNI_PATH: hostileEnvValue,
 });
 
-/** The parsed CNI error document of a failed call, or a description of what is wrong with the output. */
-export function checkErrorOutput(stdout: string, stderr: string, exitCode: number): string | undefined {
+/**
+ * What is wrong with a failed call's output (one CNI error document on stdout, a well-known code, no stack
+ * trace), or undefined. `allowInternal`: the config was valid and the failure is the system's (a missing link,
+ * CHECK of a container that was never added), which Go's plugins too report as 999.
+ */
+export function checkErrorOutput(stdout: string, stderr: string, exitCode: number, allowInternal = false): string | undefined {
   if (exitCode === 0) return "exit status 0 with an error expected";
   let doc: unknown;
   try {
@@ -210,14 +214,14 @@ export function checkErrorOutput(stdout: string, stderr: string, exitCode: numbe
   } catch {
     return `stdout is not one JSON document: ${JSON.stringify(stdout.slice(0, 300))}`;
   }
-  return checkErrorDocument(doc, stderr);
+  return checkErrorDocument(doc, stderr, allowInternal);
 }
 
 /** What is wrong with a CNI error (its code and message; a stack trace in stderr), or undefined. */
-export function checkErrorDocument(doc: unknown, stderr = ""): string | undefined {
+export function checkErrorDocument(doc: unknown, stderr = "", allowInternal = false): string | undefined {
   const e = doc as { code?: unknown; msg?: unknown };
   if (typeof e !== "object" || e === null) return `not an error object: ${JSON.stringify(doc)}`;
-  if (typeof e.code !== "number" || !WELL_KNOWN_CODES.has(e.code)) return `code ${String(e.code)} is not a well-known config/environment error code: ${JSON.stringify(doc)}`;
+  if (typeof e.code !== "number" || !(WELL_KNOWN_CODES.has(e.code) || (allowInternal && e.code === 999))) return `code ${String(e.code)} is not a well-known config/environment error code: ${JSON.stringify(doc)}`;
   if (typeof e.msg !== "string" || e.msg.length === 0) return `no message: ${JSON.stringify(doc)}`;
   if (/\n\s+at .+:\d+:\d+/.test(String(e.msg)) || /\n\s+at .+:\d+:\d+/.test(stderr)) return `a stack trace: ${JSON.stringify(doc)} ${stderr.slice(0, 400)}`;
   return undefined;

@@ -66,12 +66,15 @@ export class Netns {
     return own ? { ...env, TSCNI_RESIDENT_SOCKET: this.residentSocket } : env;
   }
   /** The command line that runs `cmd` in this namespace (for spawn; run() and exec() use it). */
-  commandLine(cmd: string, args: string[]): [string, string[]] {
-    return this.mountNs ? ["nsenter", [`--net=${this.path}`, `--mount=${this.mountNs}`, "--", cmd, ...args]] : ["ip", ["netns", "exec", this.name, cmd, ...args]];
+  commandLine(cmd: string, args: string[], cwd = process.cwd()): [string, string[]] {
+    // (Entering a mount namespace moves to its root: --wd keeps the directory, as `ip netns exec` does.)
+    return this.mountNs
+      ? ["nsenter", [`--net=${this.path}`, `--mount=${this.mountNs}`, `--wd=${cwd}`, "--", cmd, ...args]]
+      : ["ip", ["netns", "exec", this.name, cmd, ...args]];
   }
   /** Runs a command in this namespace; resolves with stdout/stderr and the exit status (never rejects). */
-  async run(cmd: string, args: string[], opts: { env?: NodeJS.ProcessEnv; input?: string } = {}): Promise<{ code: number; stdout: string; stderr: string }> {
-    return runCommand(...this.commandLine(cmd, args), { ...opts, env: this.callEnv(opts.env) });
+  async run(cmd: string, args: string[], opts: { env?: NodeJS.ProcessEnv; input?: string | Buffer; cwd?: string; timeoutMs?: number } = {}): Promise<{ code: number; stdout: string; stderr: string }> {
+    return runCommand(...this.commandLine(cmd, args, opts.cwd), { ...opts, env: this.callEnv(opts.env) });
   }
   /** Synchronous, throwing variant for quick inspection. */
   exec(cmd: string, args: string[]): string {
