@@ -164,8 +164,34 @@ async function outside(keep: boolean): Promise<void> {
   step(keep ? "Demo is up." : "Demo finished: two containers attached, talking, and cleaned up.");
 }
 
+const OPTIONS = ["--keep", "--teardown", "--cluster", "--inside", "--help", "-h"];
+
+/** What `demo --help` prints: the options, and the plugins of the built plugin directory. */
+function usage(): string {
+  const plugins = existsSync(BIN) ? readdirSync(BIN).filter((n) => n !== "cnitool").sort() : [];
+  return [
+    "usage: bash scripts/demo.sh [--keep | --teardown | --cluster]",
+    "",
+    "  (no option)  two containers on the embedded default network (bridge + host-local, portmap, firewall, tuning,",
+    "               bandwidth) through tscni's libcni and plugins: results, CHECK, pings, a published port, then DEL",
+    "  --keep       leave the demo's namespaces, bridge and rules up for inspection",
+    "  --teardown   remove what --keep left",
+    "  --cluster    the cluster-ipam demo: a local 3-member etcd, three simulated nodes sharing one address space",
+    "",
+    `plugins in ${path.relative(process.cwd(), BIN) || BIN} (one multicall program; cnitool beside them):`,
+    `  ${plugins.length ? plugins.join(", ") : "none yet: run npm run build"}`,
+    "",
+  ].join("\n");
+}
+
 async function run(): Promise<void> {
   const args = process.argv.slice(2);
+  if (args.includes("--help") || args.includes("-h")) {
+    process.stdout.write(usage());
+    return;
+  }
+  const unknown = args.filter((a) => !OPTIONS.includes(a));
+  if (unknown.length) throw new Error(`unknown option ${unknown.join(" ")}\n${usage()}`);
   if (args.includes("--teardown")) {
     teardown();
     console.log("demo removed");

@@ -8,41 +8,21 @@
  */
 import { describe, test, after } from "node:test";
 import assert from "node:assert/strict";
-import { spawnSync } from "node:child_process";
 import { Cleanup, OUR_BIN, runTag, skipReason, type Netns } from "../testing/harness.js";
 import { cniError, Host, ipIn, pingable, type Result } from "../testing/rig.js";
 import { ALL_VERSIONS } from "../spec/versions.js";
+import { linkKindMissing, type LinkKind } from "../testing/kernel.js";
 
 const skip = skipReason();
 if (skip) console.log(`# skipping ipvlan/vlan/dummy integration tests: ${skip}`);
 
 type Json = Record<string, unknown>;
-type Kind = "ipvlan" | "vlan" | "dummy";
-
-/** `ip link add` words that make a link of each kind in the probe namespace (on the veth `pv0` where it needs a parent). */
-const PROBES: Record<Kind, string[]> = {
-  ipvlan: ["link", "add", "p0", "link", "pv0", "type", "ipvlan", "mode", "l2"],
-  vlan: ["link", "add", "p0", "link", "pv0", "type", "vlan", "id", "7"],
-  dummy: ["link", "add", "p0", "type", "dummy"],
-};
-
-/** Why this kernel cannot make links of `kind` (undefined when it can), tried in a namespace of its own. */
-function kindMissing(kind: Kind, tag: string): string | undefined {
-  const ns = `tscni-lkprobe-${kind}-${tag}`;
-  spawnSync("ip", ["netns", "add", ns]);
-  try {
-    spawnSync("ip", ["-n", ns, "link", "add", "pv0", "type", "veth", "peer", "name", "pv1"]);
-    const r = spawnSync("ip", ["-n", ns, ...PROBES[kind]], { encoding: "utf8" });
-    return r.status === 0 ? undefined : `this kernel has no ${kind} links (ip ${PROBES[kind].join(" ")}: ${r.stderr.trim()})`;
-  } finally {
-    spawnSync("ip", ["netns", "delete", ns]);
-  }
-}
+type Kind = LinkKind;
 
 const tag = runTag();
 const lacking: Record<Kind, string | undefined> = skip
   ? { ipvlan: skip, vlan: skip, dummy: skip }
-  : { ipvlan: kindMissing("ipvlan", tag), vlan: kindMissing("vlan", tag), dummy: kindMissing("dummy", tag) };
+  : { ipvlan: linkKindMissing("ipvlan", tag), vlan: linkKindMissing("vlan", tag), dummy: linkKindMissing("dummy", tag) };
 for (const [kind, reason] of Object.entries(lacking)) if (reason && !skip) console.log(`# ${kind}: the tests that need ${kind} links skip: ${reason}`);
 
 /** The container's link as `ip -d` shows it. */

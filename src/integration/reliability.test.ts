@@ -24,6 +24,7 @@ import { badConfigs, checkErrorOutput, FUZZ_SEED } from "../testing/bad-input.js
 import { SAMPLES } from "../testing/plugin-samples.js";
 import { PLUGINS } from "../cli/registry.js";
 import { RESIDENT_PASS } from "../testing/resident-host.js";
+import { linkKindMissing } from "../testing/kernel.js";
 import type { JsonValue } from "../spec/json.js";
 import type { PluginDefinition } from "../skel/skel.js";
 
@@ -60,9 +61,15 @@ function firewallState(host: Host): string {
   return [...save("iptables-save"), ...save("ip6tables-save"), ...nft].join("\n");
 }
 
+const kindTag = runTag();
+const lacking = skip ? { ipvlan: skip, vlan: skip, dummy: skip } : { ipvlan: linkKindMissing("ipvlan", kindTag), vlan: linkKindMissing("vlan", kindTag), dummy: linkKindMissing("dummy", kindTag) };
+for (const [kind, reason] of Object.entries(lacking)) if (reason && !skip) console.log(`# reliability: the ${kind} cases skip: ${reason}`);
+
 describe("reliability", { skip }, () => {
   const cleanup = new Cleanup();
   const tag = runTag();
+  /** A veth in the host namespace (created when missing): a master for macvlan/ipvlan/vlan, a device for host-device. */
+  const hostVeth = (name: string) => host.ns.exec("sh", ["-c", `ip link show ${name} >/dev/null 2>&1 || (ip link add ${name} type veth peer name ${name}p && ip link set ${name} up)`]);
   let host: Host;
   let stateRoot: string;
   before(() => {
@@ -233,7 +240,7 @@ describe("reliability", { skip }, () => {
       await exited;
     }
 
-    const killCases: Array<{ label: string; conf: (n: number) => Record<string, unknown>; chain?: boolean; setup?: () => void }> = [
+    const killCases: Array<{ label: string; conf: (n: number) => Record<string, unknown>; chain?: boolean; setup?: () => void; skip?: string }> = [
       { label: "bridge + host-local", conf: (n) => ({ cniVersion: "1.0.0", name: `kb${tag}`, type: "bridge", bridge: `kb${tag}`, isGateway: true, ipMasq: true, ipam: host.hostLocal([`10.232.${n}.0/24`]) }) },
       {
         label: "a portmap chain (bridge + portmap)", chain: true,
@@ -250,9 +257,16 @@ describe("reliability", { skip }, () => {
         conf: (n) => ({ cniVersion: "1.0.0", name: `km${tag}`, type: "macvlan", master: `km${tag}`, ipam: host.hostLocal([`10.234.${n}.0/24`]) }),
       },
       { label: "tap", conf: (n) => ({ cniVersion: "1.0.0", name: `kt${tag}`, type: "tap", ipam: host.hostLocal([`10.235.${n}.0/24`]) }) },
+      {
+        label: "host-device", setup: () => hostVeth(`kh${tag}`),
+        conf: (n) => ({ cniVersion: "1.0.0", name: `kh${tag}`, type: "host-device", device: `kh${tag}`, ipam: host.hostLocal([`10.225.${n}.0/24`]) }),
+      },
+      { label: "ipvlan", skip: lacking.ipvlan, setup: () => hostVeth(`km${tag}`), conf: (n) => ({ cniVersion: "1.0.0", name: `ki${tag}`, type: "ipvlan", master: `km${tag}`, ipam: host.hostLocal([`10.224.${n}.0/24`]) }) },
+      { label: "vlan", skip: lacking.vlan, setup: () => hostVeth(`km${tag}`), conf: (n) => ({ cniVersion: "1.0.0", name: `kv${tag}`, type: "vlan", master: `km${tag}`, vlanId: 100 + n, ipam: host.hostLocal([`10.223.${n}.0/24`]) }) },
+      { label: "dummy", skip: lacking.dummy, conf: (n) => ({ cniVersion: "1.0.0", name: `kd${tag}`, type: "dummy", ipam: host.hostLocal([`10.222.${n}.0/24`]) }) },
     ];
     for (const k of killCases) {
-      test(`SIGKILL at random points of ADD (${k.label}), then DEL twice: nothing left`, async () => {
+      test(`SIGKILL at random points of ADD (${k.label}), then DEL twice: nothing left`, { skip: k.skip }, async () => {
         k.setup?.();
         const fwBefore = firewallState(host);
         const hostBefore = nsState(host.ns);
@@ -288,18 +302,23 @@ describe("reliability", { skip }, () => {
       });
     }
 
-    test("DEL three times: with prevResult, without, and with the netns gone (bridge, ptp, macvlan, tap, loopback and a meta chain)", async () => {
-      host.ns.exec("sh", ["-c", `ip link show kd${tag} >/dev/null 2>&1 || (ip link add kd${tag} type veth peer name kdp${tag} && ip link set kd${tag} up)`]);
+    test("DEL three times: with prevResult, without, and with the netns gone (every main plugin this kernel can run, and a meta chain)", async () => {
+      hostVeth(`kd${tag}`);
       const confs: Array<Record<string, unknown>> = [
         { cniVersion: "1.0.0", name: `db${tag}`, type: "bridge", bridge: `db${tag}`, isGateway: true, ipMasq: true, ipam: host.hostLocal(["10.236.1.0/24"]) },
         { cniVersion: "1.0.0", name: `dp${tag}`, type: "ptp", ipMasq: true, ipam: host.hostLocal(["10.236.2.0/24"]) },
         { cniVersion: "1.0.0", name: `dm${tag}`, type: "macvlan", master: `kd${tag}`, ipam: host.hostLocal(["10.236.3.0/24"]) },
         { cniVersion: "1.0.0", name: `dt${tag}`, type: "tap", ipam: host.hostLocal(["10.236.4.0/24"]) },
         { cniVersion: "1.0.0", name: `dl${tag}`, type: "loopback" },
+        { cniVersion: "1.0.0", name: `dh${tag}`, type: "host-device", device: `dh${tag}`, ipam: host.hostLocal(["10.236.6.0/24"]) },
+        ...(lacking.ipvlan ? [] : [{ cniVersion: "1.0.0", name: `di${tag}`, type: "ipvlan", master: `kd${tag}`, ipam: host.hostLocal(["10.236.7.0/24"]) }]),
+        ...(lacking.vlan ? [] : [{ cniVersion: "1.0.0", name: `dv${tag}`, type: "vlan", master: `kd${tag}`, vlanId: 200, ipam: host.hostLocal(["10.236.8.0/24"]) }]),
+        ...(lacking.dummy ? [] : [{ cniVersion: "1.0.0", name: `dd${tag}`, type: "dummy", ipam: host.hostLocal(["10.236.9.0/24"]) }]),
       ];
       for (const conf of confs) {
         const type = String(conf["type"]);
         for (const variant of ["with prevResult", "without prevResult", "netns gone"] as const) {
+          if (type === "host-device") hostVeth(`dh${tag}`); // (a veth taken into a namespace that is deleted goes with it)
           const ctr = host.container(`tsrd-${tag}-${type}-${variant.length}`);
           const env = { CNI_CONTAINERID: `d-${variant.length}`, CNI_NETNS: ctr.path };
           const add = await call(host.ns, type, "ADD", JSON.stringify(conf), env);
