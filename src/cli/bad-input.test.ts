@@ -4,15 +4,21 @@
  * the skel given hostile CNI_* environments with those configs. Each case must end in success or one CniError with
  * a well-known code (never 999), a message and no stack trace, within a time bound. 500 cases per plugin and
  * part; TSCNI_FUZZ_RUNS=N for long runs, TSCNI_FUZZ_SEED to replay. The same generators run through the binaries
- * and the resident server in integration/bad-input.test.ts.
+ * and the resident server in integration/reliability.test.ts. cnitool, the registry's one program that is not a
+ * plugin, gets generated command lines through its executable.
  */
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
+import { mkdirSync, readdirSync, writeFileSync } from "node:fs";
+import path from "node:path";
 import fc from "fast-check";
 import { PLUGINS } from "./registry.js";
 import { runPlugin, type PluginDefinition, type PluginIO } from "../skel/skel.js";
 import { CniError } from "../spec/errors.js";
-import { badConfigs, checkErrorDocument, FUZZ_RUNS, FUZZ_SEED, hostileEnv } from "../testing/bad-input.js";
+import { badConfigs, checkErrorDocument, FUZZ_RUNS, FUZZ_SEED, hostileEnv, hostileEnvValue } from "../testing/bad-input.js";
+import { CNITOOL } from "../testing/harness.js";
+import { useTempDirs } from "../testing/temp.js";
 import { SAMPLES } from "../testing/plugin-samples.js";
 
 const TIME_BOUND_MS = 2000;
@@ -85,4 +91,33 @@ describe("generated hostile environments: the skel of every plugin", () => {
       }), { numRuns: FUZZ_RUNS, seed: seedOf(name, 2), includeErrorInReport: true });
     });
   }
+});
+
+describe("generated command lines: cnitool", () => {
+  const tempDir = useTempDirs("tscni-fuzz-cnitool-");
+  // What cnitool may do here: nothing outside its temp dirs (no install, no daemon, no cluster IPAM: those reach
+  // outside by design), and no plugin that exists (the one network names a type CNI_PATH does not have).
+  const verbs = ["add", "check", "del", "gc", "status", "list", "validate", "version", "network", "pod", "bogus", ""];
+  const sub = ["ls", "inspect", "rm", "prune", "create", "up", "down", "status", ""];
+  const arg = fc.oneof(hostileEnvValue.map((v) => v ?? ""), fc.constantFrom("fz", "--cache-dir", "-i", "--ifname", "--timeout", "-1", "1e9", "--help", "-h", "--json", "--subnet", "10.0.0.0/8", "/run/netns/none"));
+  const commandLine = fc.tuple(fc.constantFrom(...verbs), fc.constantFrom(...sub), fc.array(arg, { maxLength: 5 }))
+    .map(([verb, subVerb, rest]) => [verb, ...(verb === "network" || verb === "pod" ? [subVerb] : []), ...rest].filter((a, i) => a !== "" || i > 0));
+  test("every generated command line ends in exit 0 or 1 with a message, no stack trace, in time", () => {
+    const root = tempDir();
+    const confDir = path.join(root, "conf");
+    const cwd = path.join(root, "cwd");
+    for (const d of [confDir, path.join(root, "bin"), path.join(root, "cache"), cwd]) mkdirSync(d);
+    writeFileSync(path.join(confDir, "10-fz.conflist"), JSON.stringify({ cniVersion: "1.0.0", name: "fz", plugins: [{ type: "nosuchplugin" }] }));
+    fc.assert(fc.property(commandLine, (argv) => {
+      const r = spawnSync(CNITOOL, ["--cache-dir", path.join(root, "cache"), ...argv], {
+        cwd, encoding: "utf8", timeout: 20_000,
+        env: { PATH: process.env["PATH"], NETCONFPATH: confDir, CNI_PATH: path.join(root, "bin"), TSCNI_RESIDENT_SOCKET: "" },
+      });
+      const what = `cnitool ${JSON.stringify(argv)}: status ${r.status} signal ${r.signal}\n${r.stdout}${r.stderr}`;
+      assert.ok(r.status === 0 || r.status === 1, what);
+      assert.doesNotMatch(r.stdout + r.stderr, /\n\s+at .+:\d+:\d+/, what);
+      if (r.status === 1) assert.ok((r.stderr + r.stdout).trim().length > 0, `${what}: failed without a message`);
+    }), { numRuns: Math.max(60, Math.floor(FUZZ_RUNS / 5)), seed: seedOf("cnitool", 3), includeErrorInReport: true });
+    assert.deepEqual(readdirSync(root).sort(), ["bin", "cache", "conf", "cwd"], "nothing written beside cnitool's own dirs");
+  });
 });
