@@ -5,7 +5,6 @@
  * @module
  */
 import { ALL_VERSIONS, VersionInfo } from "../../../spec/version.js";
-import { randomVethName } from "../../../net/names.js";
 import { ip } from "../../../net/links.js";
 import type { NetNS } from "../../../net/netns.js";
 import type { Link } from "../../../net/types.js";
@@ -19,8 +18,9 @@ import { loadTapConf, TAP_SCHEMA, type TapConf } from "./config.js";
 import { createTap } from "./tuntap.js";
 
 /**
- * The tap, made under a temporary name inside the container (so a failed rename cannot touch another link),
- * then given its MTU and MAC, renamed to `ifName` and made a port of the bridge. Any failure removes it.
+ * The tap, made inside the container under `ifName` (a name taken already fails the creation, touching nothing;
+ * a temporary name, as Go's plugin uses, would leave a tap no DEL finds if the plugin were killed before the
+ * rename), then given its MTU and MAC and made a port of the bridge. Any later failure removes it.
  */
 async function createContainerTap(container: NetNS, ifName: string, n: TapConf, warn: (msg: string) => void): Promise<Link> {
   if (n.bridge) {
@@ -28,25 +28,26 @@ async function createContainerTap(container: NetNS, ifName: string, n: TapConf, 
     if (!bridge) throw invalidKey("bridge", n.bridge, `no such bridge in the container namespace ${container}`);
     if (bridge.kind !== "bridge") throw invalidKey("bridge", n.bridge, `"${n.bridge}" in the container namespace is a ${bridge.kind ?? "device"}, not a bridge`);
   }
-  const tmpName = randomVethName();
-  await createTap(container, { name: tmpName, multiQueue: n.multiQueue, owner: n.owner, group: n.group }, {
-    selinuxContext: n.selinuxContext,
-    onLabelIgnored: (why) => warn(`tap: selinuxContext ${JSON.stringify(n.selinuxContext)} not applied: ${why}\n`),
-  });
+  try {
+    await createTap(container, { name: ifName, multiQueue: n.multiQueue, owner: n.owner, group: n.group }, {
+      selinuxContext: n.selinuxContext,
+      onLabelIgnored: (why) => warn(`tap: selinuxContext ${JSON.stringify(n.selinuxContext)} not applied: ${why}\n`),
+    });
+  } catch (e) {
+    // (TUNSETIFF answers "Device or resource busy" for a name that is taken, by a tap or any other link.)
+    if (e instanceof NetOpError && (e.isExists || /resource busy/i.test(e.reason))) {
+      throw new CniError(ErrorCode.Internal, `container interface name provided (${ifName}) already exists`, `an interface named "${ifName}" exists in ${container}`);
+    }
+    throw e;
+  }
   const batch = ip.batch(container);
-  if (n.mtu || n.mac) batch.setLink(tmpName, { ...(n.mtu ? { mtu: n.mtu } : {}), ...(n.mac ? { mac: n.mac } : {}) });
-  batch.renameLink(tmpName, ifName);
+  if (n.mtu || n.mac) batch.setLink(ifName, { ...(n.mtu ? { mtu: n.mtu } : {}), ...(n.mac ? { mac: n.mac } : {}) });
   if (n.bridge) batch.setLink(ifName, { master: n.bridge });
   try {
     const [shown] = await batch.showLink(ifName).runShow(`set up tap ${ifName} in ${container}`);
     return shown!.link;
   } catch (e) {
-    // Until the rename the tap has its temporary name; after it, `ifName` is ours.
-    const stillTemporary = await ip.getLink(container, tmpName).catch(() => undefined);
-    await ip.deleteLink(container, stillTemporary ? tmpName : ifName).catch(() => undefined);
-    if (stillTemporary && e instanceof NetOpError && e.isExists) {
-      throw new CniError(ErrorCode.Internal, `container interface name provided (${ifName}) already exists`, `an interface named "${ifName}" exists in ${container}`);
-    }
+    await ip.deleteLink(container, ifName).catch(() => undefined); // ours: we just made it
     throw e;
   }
 }
