@@ -35,7 +35,7 @@ else
     rsdir=$(mktemp -d /run/tscni-test-resident.XXXXXX)
     dist/bin/cnitool daemon --socket "$rsdir/plugins.sock" 2>>"$rsdir/daemon.log" &
     rspid=$!
-    stop_server() { kill -TERM "$rspid" 2>/dev/null && wait "$rspid" || true; umount /run/tscni-test-mnt 2>/dev/null || true; }
+    stop_server() { kill -TERM "$rspid" 2>/dev/null && wait "$rspid" || true; umount /run/tscni-test-mnt 2>/dev/null || true; rmdir /run/tscni-test-mnt 2>/dev/null || true; }
     trap stop_server EXIT
     for _ in $(seq 200); do [ -S "$rsdir/plugins.sock" ] && break; sleep 0.01; done
     TSCNI_TEST_RESIDENT=1 TSCNI_TEST_RESIDENT_LOG="$rsdir/served" TSCNI_RESIDENT_SOCKET="$rsdir/plugins.sock" \
