@@ -23,7 +23,8 @@ function exec(type, command, conf, containerID) {
   return new Promise((resolve) => {
     const t0 = process.hrtime.bigint();
     const child = spawn(path.join(BIN, type), [], {
-      env: { PATH: process.env.PATH, CNI_COMMAND: command, CNI_CONTAINERID: containerID, CNI_NETNS: "/run/netns/bench-none", CNI_IFNAME: "eth0", CNI_PATH: BIN },
+      // (No resident server: the exec numbers must not include a connect to one installed on this host.)
+      env: { PATH: process.env.PATH, TSCNI_RESIDENT_SOCKET: "", CNI_COMMAND: command, CNI_CONTAINERID: containerID, CNI_NETNS: "/run/netns/bench-none", CNI_IFNAME: "eth0", CNI_PATH: BIN },
       stdio: ["pipe", "pipe", "ignore"],
     });
     let stdout = "";

@@ -6,18 +6,9 @@
  */
 import type { Command } from "commander";
 import type { Io } from "../cnitool/cnitool.js";
+import { takeListenFd } from "../sys/socket-activation.js";
 import { callResident } from "./resident-client.js";
 import { DEFAULT_SOCKET, HEALTH_PROGRAM, readBuildId, startResidentServer } from "./resident-server.js";
-
-/** systemd's first passed descriptor. */
-const SD_LISTEN_FDS_START = 3;
-
-/** The listening socket systemd passed this process, if any. */
-export function inheritedListenFd(env: Record<string, string | undefined>, pid = process.pid): number | undefined {
-  if (env["LISTEN_PID"] !== String(pid)) return undefined;
-  const count = Number(env["LISTEN_FDS"] ?? "0");
-  return count >= 1 ? SD_LISTEN_FDS_START : undefined;
-}
 
 /** Adds `daemon` and `daemon status` to cnitool. */
 export function addDaemonCommand(program: Command, io: Io): void {
@@ -30,7 +21,7 @@ export function addDaemonCommand(program: Command, io: Io): void {
       // One bad call must never take the server down.
       process.on("uncaughtException", (e) => log(`uncaught: ${e.stack ?? e.message}`));
       process.on("unhandledRejection", (e) => log(`unhandled rejection: ${(e as Error)?.stack ?? String(e)}`));
-      const listenFd = inheritedListenFd(io.env);
+      const listenFd = takeListenFd(io.env);
       const server = await startResidentServer({
         socketPath: o.socket, requestTimeoutMs: Number(o.callTimeout) * 1000, log, ...(listenFd !== undefined ? { listenFd } : {}),
       });

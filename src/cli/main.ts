@@ -48,7 +48,7 @@ async function run(): Promise<void> {
   // A plugin that delegates to another of ours runs it in-process rather than exec'ing this binary again. That
   // machinery is loaded at the first delegation: most calls never delegate, and every call pays for its start-up.
   const [{ plugin }, { setDefaultExec }, { pluginMain }] = await Promise.all([
-    entry.load() as Promise<{ plugin?: PluginDefinition }>, import("../invoke/plugin.js"), import("../skel/skel.js"),
+    entry.load() as Promise<{ plugin?: PluginDefinition }>, import("../invoke/default-exec.js"), import("../skel/skel.js"),
   ]);
   let multicall: Promise<PluginExec> | undefined;
   setDefaultExec({

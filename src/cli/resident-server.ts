@@ -4,8 +4,9 @@
  * - it serves only peers with uid 0 (SO_PEERCRED) in its own network and mount namespaces, and only launchers
  *   of its own build; anyone else is told to run the plugin itself (the launcher then execs it, as without a
  *   server), before anything of the call has been sent;
- * - a request's environment reaches the plugin only through its CmdArgs (nothing on the request path reads
- *   process.env or the cwd), namespaces are entered only in synchronous sections, and a plugin that throws, gets
+ * - a request's environment reaches the plugin only through its CmdArgs (the plugins read no process.env or
+ *   cwd on a request's path; the tools they run, ip and iptables, are found on the server's PATH completed with
+ *   the system directories, as a tool's location is the host's, not the caller's), namespaces are entered only in synchronous sections, and a plugin that throws, gets
  *   bad input or runs past the request timeout fails that request alone;
  * - calls of one container and interface run one after the other, so a DEL that follows an ADD whose caller was
  *   killed (the ADD goes on here) waits for that ADD instead of racing it, as it would in exec mode, where the
@@ -13,7 +14,8 @@
  *   wait in that queue, so a delegation that comes back through the socket cannot deadlock;
  * - relative paths resolve against the caller's working directory, as in exec mode: a call that carries one
  *   (CNI_NETNS, CNI_PATH, or a path-like config value such as a relative dataDir) from a launcher in another
- *   directory than the server's runs as a child process of the program in the caller's directory;
+ *   directory than the server's runs as a child process of the program in the caller's directory; so does a
+ *   call whose TSCNI_NETLINK differs from the server's;
  * - one server per socket (a lock file beside it); the socket's directory is 0700 and the socket 0600; SIGTERM
  *   lets the calls under way finish, then exits. It can take its listening socket from systemd (LISTEN_FDS).
  * @module
@@ -26,7 +28,7 @@ import { tryFlockFd } from "../sys/flock.js";
 import { peerCredentials, sharesNamespace } from "../sys/peer.js";
 import type { Env } from "../invoke/args.js";
 import type { ExecOptions, PluginExec } from "../invoke/exec.js";
-import { setDefaultExec } from "../invoke/plugin.js";
+import { setDefaultExec } from "../invoke/default-exec.js";
 import { KeyedMutex } from "../sys/keyed-mutex.js";
 import { CniError, ErrorCode } from "../spec/errors.js";
 import { runPlugin, type PluginDefinition } from "../skel/skel.js";
@@ -70,7 +72,8 @@ export function readBuildId(): string {
   const self = selfExecutable();
   if (!self) return "";
   try {
-    return readFileSync(path.join(path.dirname(self), "build-id"), "utf8").trim();
+    // Under Node `self` is dist/cli/main.js; scripts/link-bins.mjs writes dist/build-id.
+    return readFileSync(path.join(path.dirname(self), "..", "build-id"), "utf8").trim();
   } catch {
     return "";
   }
@@ -83,8 +86,8 @@ async function refusal(socket: net.Socket, clientBuild: string, buildId: string)
   const peer = fd === undefined ? undefined : await peerCredentials(fd);
   if (!peer) return "the peer's credentials cannot be read";
   if (peer.uid !== 0) return `uid ${peer.uid} is not served (root only)`;
-  if (!(await sharesNamespace(peer.pid, "net"))) return "the caller is in another network namespace";
-  if (!(await sharesNamespace(peer.pid, "mnt"))) return "the caller is in another mount namespace";
+  if (!sharesNamespace(peer.pid, "net")) return "the caller is in another network namespace";
+  if (!sharesNamespace(peer.pid, "mnt")) return "the caller is in another mount namespace";
   return undefined;
 }
 
@@ -119,12 +122,14 @@ function queueKey(env: Readonly<Record<string, string>>): string | undefined {
 /** The program name of the health check (`cnitool daemon status`): answered with the build and the load. */
 export const HEALTH_PROGRAM = "tscni-health";
 
-/** Runs one call in this process, writing its reply frames; resolves to its exit status. */
-/** Config keys whose string values are file system paths (dataDir, resolvConf, daemonSocketPath, subnetFile, ...). */
-const PATH_KEY = /dir|path|file|conf|sock/i;
+/**
+ * Config keys whose string values are file system paths (dataDir, resolvConf, daemonSocketPath, subnetFile, ...):
+ * the ending, as a sysctl key such as `net.ipv4.conf.IFNAME.rp_filter` is no path.
+ */
+const PATH_KEY = /(dir|path|file|conf|socket)$/i;
 
 /** Whether a call names a relative path, which must resolve against its caller's working directory. */
-export function carriesRelativePath(req: ResidentRequest): boolean {
+function carriesRelativePath(req: ResidentRequest): boolean {
   const relative = (p: string) => p !== "" && !p.startsWith("/");
   if (relative(req.env["CNI_NETNS"] ?? "") || (req.env["CNI_PATH"] ?? "").split(":").some(relative)) return true;
   let config: unknown;
@@ -162,13 +167,18 @@ function runAsChild(self: string, req: ResidentRequest, timeoutMs: number, write
   });
 }
 
+/** Runs one call (in this process, or as a child where it must: see the module comment), writing its reply frames; resolves to its exit status. */
 async function serveCall(plugins: Map<string, PluginDefinition>, queue: KeyedMutex, req: ResidentRequest, timeoutMs: number,
-  write: (b: Buffer) => void, health: () => string, own: { cwd: string; self: string | undefined }): Promise<number> {
+  write: (b: Buffer) => void, health: () => string, own: { cwd: string; self: string | undefined; netlink: string }): Promise<number> {
   if (req.program === HEALTH_PROGRAM) {
     write(frame(TAG_STDOUT, Buffer.from(health())));
     return 0;
   }
-  if (req.cwd !== undefined && req.cwd !== own.cwd && own.self && carriesRelativePath(req)) {
+  // What the plugins read from the process rather than the call (the cwd, the netlink switch) must be the
+  // caller's: a call that differs from the server there runs as a child process with its own.
+  const ownProcess = (req.cwd !== undefined && req.cwd !== own.cwd && carriesRelativePath(req)) ||
+    (req.env["TSCNI_NETLINK"] ?? "") !== own.netlink;
+  if (ownProcess && own.self) {
     const key = queueKey(req.env);
     const run = () => runAsChild(own.self!, req, timeoutMs, write);
     return key === undefined ? run() : queue.run(key, run);
@@ -214,7 +224,7 @@ export async function startResidentServer(opts: ResidentServerOptions = {}): Pro
   const buildId = opts.buildId ?? readBuildId();
   const timeoutMs = opts.requestTimeoutMs ?? 5 * 60_000;
   // The server's own directory and program, read once at start (never on a request's path).
-  const own = { cwd: process.cwd(), self: selfExecutable() };
+  const own = { cwd: process.cwd(), self: selfExecutable(), netlink: process.env["TSCNI_NETLINK"] ?? "" };
   const log = opts.log ?? ((line: string) => process.stderr.write(`tscni daemon: ${line}\n`));
 
   // The directories made here are 0700 (whatever the umask); one that exists (say /tmp) is left as it is: the

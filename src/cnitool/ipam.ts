@@ -10,13 +10,8 @@ import type { Command } from "commander";
 import { CniError } from "../spec/errors.js";
 import { loadConfList } from "../libcni/conf.js";
 import type { PoolStore } from "../plugins/ipam/cluster-ipam/store.js";
+import { table } from "./table.js";
 
-/** A table with aligned columns. */
-function table(header: readonly string[], rows: ReadonlyArray<readonly string[]>): string {
-  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? "").length)));
-  const line = (cells: readonly string[]) => cells.map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i]!))).join("  ").trimEnd();
-  return [line(header), ...rows.map(line)].join("\n") + "\n";
-}
 
 /** The cluster-ipam store of a network in `confDir` (an error names what is missing). */
 async function storeOf(confDir: string, network: string): Promise<{ store: PoolStore; node: string; fail: (e: unknown, what: string) => unknown }> {
@@ -26,11 +21,11 @@ async function storeOf(confDir: string, network: string): Promise<{ store: PoolS
     return ipam !== null && typeof ipam === "object" && (ipam as Record<string, unknown>)["type"] === "cluster-ipam";
   });
   if (!plugin) throw new Error(`network "${network}" has no plugin with "ipam": {"type": "cluster-ipam"}`);
-  const [{ parsePoolLocation }, { openStore, etcdFailure }] = await Promise.all([
+  const [{ parseLocation }, { openStore, etcdFailure }] = await Promise.all([
     import("../plugins/ipam/cluster-ipam/config.js"), import("../plugins/ipam/cluster-ipam/main.js"),
   ]);
   const stdin = Buffer.from(JSON.stringify({ ...plugin.raw, cniVersion: list.cniVersion, name: list.name }));
-  const location = parsePoolLocation(stdin);
+  const location = parseLocation(stdin);
   return { store: openStore(location), node: location.node, fail: etcdFailure };
 }
 

@@ -10,6 +10,7 @@ import { randomBytes } from "node:crypto";
 import { existsSync, rmSync } from "node:fs";
 import path from "node:path";
 import type { Command } from "commander";
+import { table } from "./table.js";
 import { cidrContains, parseIP, tryParseCIDR, tryParseIP, type IPCidr } from "../spec/ip.js";
 import { firstAddress, hasHostBits, intervalsOverlap, lastAddress, nextIP } from "../spec/ip-math.js";
 import { isJsonObject, type JsonObject } from "../spec/json.js";
@@ -257,9 +258,7 @@ export function addNetworkCommands(program: Command, ctx: {
       const rows = networks.map(summarize);
       if (o.format === "json") return ctx.out(JSON.stringify(rows, null, 2) + "\n");
       if (o.format !== "table") fail(`unknown format "${o.format}": want table or json`);
-      const table = [["NAME", "DRIVER", "SUBNETS", "FILE"], ...rows.map((r) => [r.name, r.driver, r.subnets.join(",") || "-", r.file])];
-      const widths = table[0]!.map((_, i) => Math.max(...table.map((r) => r[i]!.length)));
-      for (const r of table) ctx.out(r.map((c, i) => (i < r.length - 1 ? c.padEnd(widths[i]!) : c)).join("  ") + "\n");
+      ctx.out(table(["NAME", "DRIVER", "SUBNETS", "FILE"], rows.map((r) => [r.name, r.driver, r.subnets.join(",") || "-", r.file])));
     });
 
   network.command("inspect")

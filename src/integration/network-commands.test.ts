@@ -6,10 +6,12 @@
  */
 import { describe, test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { existsSync, readdirSync } from "node:fs";
+import { spawnSync } from "node:child_process";
+import { existsSync, readdirSync, rmSync } from "node:fs";
 import path from "node:path";
 import { CNITOOL, Cleanup, Netns, OUR_BIN, runCommand, runTag, skipReason } from "../testing/harness.js";
 import { Host, pingable } from "../testing/rig.js";
+import { DEFAULT_DATA_DIR } from "../plugins/ipam/host-local/config.js";
 
 const skip = skipReason();
 if (skip) console.log(`# skipping network/pod command tests: ${skip}`);
@@ -21,9 +23,8 @@ describe("cnitool network and pod", { skip }, () => {
   const podName = `tscni-pp-${tag}`;
 
   /** cnitool inside the host namespace (same mount namespace, so /run/netns/<pod> stays usable). */
-  const cnitool = (...args: string[]) => runCommand("nsenter", [`--net=${host.ns.path}`, "--", CNITOOL, "--cache-dir", host.cacheDir, ...args], {
-    env: { ...process.env, NETCONFPATH: host.confDir, CNI_PATH: OUR_BIN },
-  });
+  const cnitoolEnv = () => ({ ...process.env, NETCONFPATH: host.confDir, CNI_PATH: OUR_BIN });
+  const cnitool = (...args: string[]) => runCommand("nsenter", [`--net=${host.ns.path}`, "--", CNITOOL, "--cache-dir", host.cacheDir, ...args], { env: cnitoolEnv() });
   const ok = async (...args: string[]) => {
     const r = await cnitool(...args);
     assert.equal(r.code, 0, `cnitool ${args.join(" ")}: ${r.stderr}${r.stdout}`);
@@ -33,10 +34,13 @@ describe("cnitool network and pod", { skip }, () => {
   const cache = () => (existsSync(path.join(host.cacheDir, "results")) ? readdirSync(path.join(host.cacheDir, "results")) : []);
 
   before(() => {
+    // The first network's IPAM store is host-local's default (`network create` writes no dataDir, as podman's);
+    // removed last, after the pod is down (cleanup runs in reverse order).
+    cleanup.add(() => rmSync(path.join(DEFAULT_DATA_DIR, `web${tag}`), { recursive: true, force: true }));
     host = new Host(cleanup, `tscni-nc-${tag}`, OUR_BIN);
-    cleanup.add(async () => {
-      await cnitool("pod", "down", podName);
-      await runCommand("ip", ["netns", "delete", podName]);
+    cleanup.add(() => {
+      spawnSync("nsenter", [`--net=${host.ns.path}`, "--", CNITOOL, "--cache-dir", host.cacheDir, "pod", "down", podName], { env: cnitoolEnv() });
+      spawnSync("ip", ["netns", "delete", podName]);
     });
   });
   after(() => cleanup.run());
@@ -65,7 +69,7 @@ describe("cnitool network and pod", { skip }, () => {
     assert.match(refused.stderr, new RegExp(`network "web${tag}" is in use by tscni-pod-${podName} \\(eth0\\): use --force`));
     await ok("network", "rm", "--force", `web${tag}`);
     assert.deepEqual(files(), []);
-    assert.deepEqual(host.allocations(`web${tag}`), [], "no address left");
+    assert.deepEqual(host.allocations(`web${tag}`, DEFAULT_DATA_DIR), [], "no address left");
     assert.ok(!host.natRules().includes("tscni-pod-"), "no rule left");
     assert.deepEqual(cache(), [], "no cache entry left");
     await ok("pod", "down", podName);

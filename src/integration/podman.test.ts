@@ -12,6 +12,7 @@ import { chmodSync, copyFileSync, existsSync, mkdirSync, readdirSync, rmSync, sy
 import path from "node:path";
 import { Cleanup, Netns, OUR_BIN, runCommand, runTag, skipReason } from "../testing/harness.js";
 import { RESIDENT_PASS, startResidentHost, type ResidentHost } from "../testing/resident-host.js";
+import { DEFAULT_DATA_DIR } from "../plugins/ipam/host-local/config.js";
 
 const CACHE = "/var/lib/cni/results";
 
@@ -86,8 +87,12 @@ describe("podman with tscni's plugin directory", { skip }, () => {
       ],
     }));
     env = { ...process.env, CONTAINERS_CONF: path.join(base, "containers.conf"), CONTAINERS_STORAGE_CONF: path.join(base, "storage.conf") };
+    // The IPAM store of the network `cnitool network create` makes is host-local's default (it writes no dataDir,
+    // as podman's); removed after podman's own cleanup below (cleanup runs in reverse order).
+    cleanup.add(() => rmSync(path.join(DEFAULT_DATA_DIR, `tcmade${tag}`), { recursive: true, force: true }));
     cleanup.add(() => {
-      for (const f of cachedResults()) rmSync(path.join(CACHE, f), { force: true });
+      const ours = (f: string) => f.startsWith(`${network}-`) || f.startsWith(`tcmade${tag}-`);
+      for (const f of existsSync(CACHE) ? readdirSync(CACHE).filter(ours) : []) rmSync(path.join(CACHE, f), { force: true });
       spawnSync("podman", ["rm", "-af", "-t", "0"], { env });
       spawnSync("podman", ["system", "reset", "-f"], { env });
       spawnSync("umount", ["-R", path.join(base, "storage")]);

@@ -14,7 +14,7 @@
 import { describe, test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
-import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, symlinkSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync } from "node:fs";
 import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import fc from "fast-check";
@@ -25,6 +25,8 @@ import { SAMPLES } from "../testing/plugin-samples.js";
 import { PLUGINS } from "../cli/registry.js";
 import { RESIDENT_PASS } from "../testing/resident-host.js";
 import { linkKindMissing } from "../testing/kernel.js";
+import { DEFAULT_DATA_DIR as HOST_LOCAL_DEFAULT_DIR } from "../plugins/ipam/host-local/config.js";
+import { DEFAULT_DATA_DIR as FIREWALL_DEFAULT_DIR } from "../plugins/meta/firewall/config.js";
 import type { JsonValue } from "../spec/json.js";
 import type { PluginDefinition } from "../skel/skel.js";
 
@@ -41,11 +43,10 @@ function filesUnder(dir: string): string[] {
 
 /** What a namespace holds that a plugin could leave behind: links (but bridges, which outlive containers by design), addresses. */
 function nsState(ns: Netns): string[] {
-  const links = ipIn(ns, ["link", "show"]).filter((l) => (l["linkinfo"] as { info_kind?: string } | undefined)?.info_kind !== "bridge");
   const names = ipIn(ns, ["-d", "link", "show"]).filter((l) => (l["linkinfo"] as { info_kind?: string } | undefined)?.info_kind !== "bridge").map((l) => String(l["ifname"]));
   const addrs = ipIn(ns, ["addr", "show"]).filter((l) => names.includes(String(l["ifname"])))
     .flatMap((l) => (l["addr_info"] as Array<{ local: string; scope: string }>).filter((a) => a.scope !== "link" && a.scope !== "host").map((a) => `${l["ifname"]} ${a.local}`));
-  return [...names.filter((n) => links.some((l) => l["ifname"] === n)).sort(), ...addrs.sort()];
+  return [...names.sort(), ...addrs.sort()];
 }
 
 /**
@@ -78,25 +79,24 @@ describe("reliability", { skip }, () => {
   });
   after(() => cleanup.run());
 
-  const call = (ns: Netns, plugin: string, command: string, stdin: string | Buffer, env: Record<string, string>, cwd?: string) =>
-    ns === host.ns
-      ? host.ns.run(path.join(OUR_BIN, plugin), [], {
-        env: { ...process.env, CNI_COMMAND: command, CNI_PATH: OUR_BIN, CNI_IFNAME: "eth0", CNI_ARGS: "", ...env }, input: stdin, cwd, timeoutMs: CALL_TIMEOUT_MS,
-      })
-      : Promise.reject(new Error("calls run in the host namespace"));
+  /** A plugin call in the test's host namespace. */
+  const call = (plugin: string, command: string, stdin: string | Buffer, env: Record<string, string>, cwd?: string) =>
+    host.ns.run(path.join(OUR_BIN, plugin), [], {
+      env: { ...process.env, CNI_COMMAND: command, CNI_PATH: OUR_BIN, CNI_IFNAME: "eth0", CNI_ARGS: "", ...env }, input: stdin, cwd, timeoutMs: CALL_TIMEOUT_MS,
+    });
 
   /** A good host-local call (the resident pass interleaves them with the bad ones): its address, or a failure. */
   let goodCount = 0;
   async function goodCall(): Promise<void> {
     const id = `good${++goodCount}`;
     const conf = JSON.stringify({ cniVersion: "1.0.0", name: `good${tag}`, type: "host-local", ipam: host.hostLocal(["10.229.0.0/24"]) });
-    const add = await call(host.ns, "host-local", "ADD", conf, { CNI_CONTAINERID: id, CNI_NETNS: "/run/netns/none" });
+    const add = await call("host-local", "ADD", conf, { CNI_CONTAINERID: id, CNI_NETNS: "/run/netns/none" });
     assert.equal(add.code, 0, `a good call among bad ones: ${add.stdout}${add.stderr}`);
     const ips = (JSON.parse(add.stdout) as Result).ips?.map((i) => i.address) ?? [];
     assert.equal(ips.length, 1);
     assert.match(ips[0]!, /^10\.229\.0\.\d+\/24$/);
     assert.deepEqual(host.allocations(`good${tag}`), [ips[0]!.split("/")[0]]);
-    const del = await call(host.ns, "host-local", "DEL", conf, { CNI_CONTAINERID: id, CNI_NETNS: "/run/netns/none" });
+    const del = await call("host-local", "DEL", conf, { CNI_CONTAINERID: id, CNI_NETNS: "/run/netns/none" });
     assert.equal(del.code, 0, del.stdout + del.stderr);
     assert.deepEqual(host.allocations(`good${tag}`), []);
   }
@@ -134,14 +134,19 @@ describe("reliability", { skip }, () => {
         const cwd = path.join(dir, "cwd", "a", "b"); // relative paths in generated configs land here
         mkdirSync(cwd, { recursive: true });
         // The samples' paths and names pointed at this test's own; then mutated.
-        const rewrite = (v: JsonValue): JsonValue => JSON.parse(JSON.stringify(v, (k, x: unknown) => {
+        // The network is this run's (a mutation that drops a dataDir sends a plugin to its default store, which is
+        // then this network's directory there, checked and removed below).
+        const network = `fz${tag}`;
+        const rewrite = (v: JsonValue): JsonValue => ({ ...(JSON.parse(JSON.stringify(v, (k, x: unknown) => {
           if (typeof x === "string" && /^\/(run\/tscni-sample|etc\/tscni)/.test(x)) return x.replace(/^\/(run\/tscni-sample|etc\/tscni)/, dir);
           if (k === "bridge" && typeof x === "string") return `tsf${tag}`;
           if (x && typeof x === "object" && !Array.isArray(x) && (x as Record<string, unknown>)["type"] === "host-local" && !("ranges" in x) && !("subnet" in x)) {
             return { ...x, subnet: "10.228.0.0/24", dataDir: path.join(dir, "ipam") };
           }
           return x;
-        })) as JsonValue;
+        })) as Record<string, JsonValue>), name: network });
+        const defaultStores = [path.join(HOST_LOCAL_DEFAULT_DIR, network), path.join(FIREWALL_DEFAULT_DIR, network)];
+        cleanup.add(() => defaultStores.forEach((d) => rmSync(d, { recursive: true, force: true })));
         const { plugin } = (await PLUGINS[name]!.load()) as { plugin: PluginDefinition };
         // 999 only where the config itself is valid (the parser ADD uses accepts it): then the failure is the system's.
         const configValid = (stdin: Buffer, cniArgs: string) => {
@@ -160,7 +165,7 @@ describe("reliability", { skip }, () => {
           const command = ["ADD", "ADD", "DEL", "CHECK"][i % 4]!;
           const env = { CNI_CONTAINERID: `fz${i}`, CNI_NETNS: ctr.path, CNI_ARGS: bad.cniArgs };
           const t0 = Date.now();
-          const r = await call(host.ns, name, command, bad.stdin, env, cwd);
+          const r = await call(name, command, bad.stdin, env, cwd);
           const ms = Date.now() - t0;
           const what = `${name} ${command} case ${i} (${bad.describe}); stdin ${bad.stdin.toString().slice(0, 400)}`;
           assert.ok(ms < CALL_TIMEOUT_MS, `${what}: took ${ms} ms`);
@@ -168,7 +173,7 @@ describe("reliability", { skip }, () => {
             if (r.stdout.trim()) JSON.parse(r.stdout);
             if (command === "ADD") {
               // A generated config that is valid after all: DEL must undo it.
-              const del = await call(host.ns, name, "DEL", bad.stdin, env, cwd);
+              const del = await call(name, "DEL", bad.stdin, env, cwd);
               assert.equal(del.code, 0, `${what}: DEL after a successful ADD: ${del.stdout}${del.stderr}`);
             }
           } else {
@@ -182,7 +187,7 @@ describe("reliability", { skip }, () => {
         assert.deepEqual(nsState(ctr), ["lo"], `${name}: the container namespace after the generated calls`);
         assert.deepEqual(nsState(host.ns), hostBefore, `${name}: the host namespace after the generated calls`);
         assert.equal(firewallState(host), fwBefore, `${name}: the firewall after the generated calls`);
-        const allocated = filesUnder(dir).filter((f) => /(^|\/)(\d+\.\d+\.\d+\.\d+|[0-9a-f:]+:[0-9a-f:]*)$/i.test(f));
+        const allocated = [dir, ...defaultStores].flatMap(filesUnder).filter((f) => /(^|\/)(\d+\.\d+\.\d+\.\d+|[0-9a-f:]+:[0-9a-f:]*)$/i.test(f));
         assert.deepEqual(allocated, [], `${name}: addresses left allocated`);
       });
     }
@@ -192,12 +197,12 @@ describe("reliability", { skip }, () => {
     test("200 concurrent host-local ADDs on one store: 200 distinct addresses; 200 concurrent DELs empty it", async () => {
       const conf = JSON.stringify({ cniVersion: "1.0.0", name: `st${tag}`, type: "host-local", ipam: host.hostLocal(["10.230.0.0/22"]) });
       const ids = Array.from({ length: 200 }, (_, i) => `st${i}`);
-      const adds = await Promise.all(ids.map((id) => call(host.ns, "host-local", "ADD", conf, { CNI_CONTAINERID: id, CNI_NETNS: "/run/netns/none" })));
+      const adds = await Promise.all(ids.map((id) => call("host-local", "ADD", conf, { CNI_CONTAINERID: id, CNI_NETNS: "/run/netns/none" })));
       for (const r of adds) assert.equal(r.code, 0, r.stdout + r.stderr);
       const addresses = adds.map((r) => (JSON.parse(r.stdout) as Result).ips![0]!.address);
       assert.equal(new Set(addresses).size, 200, "no address given twice");
       assert.equal(host.allocations(`st${tag}`).length, 200);
-      const dels = await Promise.all(ids.map((id) => call(host.ns, "host-local", "DEL", conf, { CNI_CONTAINERID: id, CNI_NETNS: "/run/netns/none" })));
+      const dels = await Promise.all(ids.map((id) => call("host-local", "DEL", conf, { CNI_CONTAINERID: id, CNI_NETNS: "/run/netns/none" })));
       for (const r of dels) assert.equal(r.code, 0, r.stdout + r.stderr);
       assert.deepEqual(host.allocations(`st${tag}`), []);
     });
@@ -253,7 +258,7 @@ describe("reliability", { skip }, () => {
         }),
       },
       {
-        label: "macvlan", setup: () => host.ns.exec("sh", ["-c", `ip link show km${tag} >/dev/null 2>&1 || (ip link add km${tag} type veth peer name kmp${tag} && ip link set km${tag} up)`]),
+        label: "macvlan", setup: () => hostVeth(`km${tag}`),
         conf: (n) => ({ cniVersion: "1.0.0", name: `km${tag}`, type: "macvlan", master: `km${tag}`, ipam: host.hostLocal([`10.234.${n}.0/24`]) }),
       },
       { label: "tap", conf: (n) => ({ cniVersion: "1.0.0", name: `kt${tag}`, type: "tap", ipam: host.hostLocal([`10.235.${n}.0/24`]) }) },
@@ -289,7 +294,7 @@ describe("reliability", { skip }, () => {
             const env = { ...process.env, CNI_COMMAND: "ADD", CNI_PATH: OUR_BIN, CNI_IFNAME: "eth0", CNI_CONTAINERID: `k${i}`, CNI_NETNS: ctr.path, CNI_ARGS: "" };
             await killedAfter(ms, path.join(OUR_BIN, String(conf["type"])), [], env, JSON.stringify(conf));
             for (let d = 0; d < 2; d++) {
-              const r = await call(host.ns, String(conf["type"]), "DEL", JSON.stringify(conf), { CNI_CONTAINERID: `k${i}`, CNI_NETNS: ctr.path });
+              const r = await call(String(conf["type"]), "DEL", JSON.stringify(conf), { CNI_CONTAINERID: `k${i}`, CNI_NETNS: ctr.path });
               assert.equal(r.code, 0, `DEL ${d + 1} after a kill at ${ms} ms: ${r.stdout}${r.stderr}`);
             }
           }
@@ -321,12 +326,12 @@ describe("reliability", { skip }, () => {
           if (type === "host-device") hostVeth(`dh${tag}`); // (a veth taken into a namespace that is deleted goes with it)
           const ctr = host.container(`tsrd-${tag}-${type}-${variant.length}`);
           const env = { CNI_CONTAINERID: `d-${variant.length}`, CNI_NETNS: ctr.path };
-          const add = await call(host.ns, type, "ADD", JSON.stringify(conf), env);
+          const add = await call(type, "ADD", JSON.stringify(conf), env);
           assert.equal(add.code, 0, `${type} ADD: ${add.stdout}${add.stderr}`);
           const delConf = variant === "with prevResult" ? { ...conf, prevResult: JSON.parse(add.stdout) } : conf;
           if (variant === "netns gone") ctr.delete();
           for (let d = 0; d < 3; d++) {
-            const r = await call(host.ns, type, "DEL", JSON.stringify(delConf), env);
+            const r = await call(type, "DEL", JSON.stringify(delConf), env);
             assert.equal(r.code, 0, `${type} DEL ${d + 1} (${variant}): ${r.stdout}${r.stderr}`);
           }
           if (variant !== "netns gone") assert.deepEqual(nsState(ctr), ["lo"], `${type} (${variant})`);
@@ -370,11 +375,11 @@ describe("reliability", { skip }, () => {
         for (const v of variants) {
           for (const type of ["host-local", "bridge"]) {
             const conf = JSON.stringify({ cniVersion: "1.0.0", name: v.name, type, bridge: `hn${tag}`, ipam: { type: "host-local", subnet: "10.237.0.0/24", dataDir: store } });
-            const r = await call(host.ns, type, "ADD", conf, { CNI_NETNS: ctr.path, ...v.env }, root);
+            const r = await call(type, "ADD", conf, { CNI_NETNS: ctr.path, ...v.env }, root);
             if (r.code !== 0) {
               assert.equal(checkErrorOutput(r.stdout, r.stderr, r.code), undefined, `${type} with ${JSON.stringify(v)}`);
             } else {
-              const del = await call(host.ns, type, "DEL", conf, { CNI_NETNS: ctr.path, ...v.env }, root);
+              const del = await call(type, "DEL", conf, { CNI_NETNS: ctr.path, ...v.env }, root);
               assert.equal(del.code, 0, `${type} DEL with ${JSON.stringify(v)}: ${del.stdout}${del.stderr}`);
             }
           }
@@ -403,10 +408,10 @@ describe("reliability", { skip }, () => {
         const name = `hp${tag}${i}`;
         const conf = JSON.stringify({ cniVersion: "1.0.0", name, type: "host-local", ipam: { type: "host-local", subnet: "10.238.0.0/24", dataDir: c.dataDir } });
         const env = { CNI_CONTAINERID: `hp${i}`, CNI_NETNS: "/run/netns/none" };
-        const add = await call(host.ns, "host-local", "ADD", conf, env, path.join(root, "a", "b"));
+        const add = await call("host-local", "ADD", conf, env, path.join(root, "a", "b"));
         assert.equal(add.code, 0, add.stdout + add.stderr);
         assert.ok(existsSync(path.join(c.expect, name, "10.238.0.2")), `${c.dataDir}: the allocation is under ${c.expect}`);
-        const del = await call(host.ns, "host-local", "DEL", conf, env, path.join(root, "a", "b"));
+        const del = await call("host-local", "DEL", conf, env, path.join(root, "a", "b"));
         assert.equal(del.code, 0, del.stdout + del.stderr);
       }
       assert.deepEqual(readdirSync(root).sort(), ["a", "dotted", "link", "real"]);

@@ -112,7 +112,9 @@ describe("resident mode", { skip }, () => {
 
   test("a bad config is the same CNI error either way, and the server keeps serving", async () => {
     const bad = { cniVersion: "1.0.0", name: "x", type: "bridge", mtu: "big", ipam: { type: "host-local" } };
+    const before = (await health()).served;
     const served = await call("bridge", "ADD", bad, { CNI_NETNS: host.container(`tscni-rsc-${tag}-c`).path });
+    assert.equal((await health()).served, before + 1, "the server ran the first call");
     const exec = await call("bridge", "ADD", bad, { CNI_NETNS: `/run/netns/tscni-rsc-${tag}-c` }, { socketPath: "" });
     assert.equal(served.code, 1);
     assert.equal(served.stdout, exec.stdout);

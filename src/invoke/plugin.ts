@@ -8,17 +8,11 @@ import { isJsonObject, marshalJson, parseJson } from "../spec/json.js";
 import { createResult, type Result } from "../spec/result/index.js";
 import { CURRENT_VERSION, decodeConfigVersion, decodeVersionInfo, VersionInfo } from "../spec/version.js";
 import { delegateEnv, type Env } from "./args.js";
-import { RawExec, type ExecOptions, type PluginExec } from "./exec.js";
+import { getDefaultExec } from "./default-exec.js";
+import type { ExecOptions, PluginExec } from "./exec.js";
 import { findInPath, splitPathList } from "./find.js";
 
-let defaultExec: PluginExec = new RawExec();
-
-/** The exec used when none is passed (replaceable, e.g. to run tscni's own plugins in-process). */
-export function setDefaultExec(exec: PluginExec): void {
-  defaultExec = exec;
-}
-/** The PluginExec that delegation and libcni use when none is given. */
-export const getDefaultExec = (): PluginExec => defaultExec;
+export { getDefaultExec, setDefaultExec } from "./default-exec.js";
 
 /**
  * Gives a version-less plugin output the config's version, then decodes it. Empty output is an error
@@ -44,14 +38,14 @@ export function decodePluginResult(stdin: Uint8Array, stdout: Uint8Array): Resul
 
 /** Runs a plugin and decodes its stdout as a result in the version the config (`stdin`) asked for. */
 export async function execPluginWithResult(pluginPath: string, stdin: Uint8Array, env: Env,
-  exec: PluginExec = defaultExec, options?: ExecOptions): Promise<Result> {
+  exec: PluginExec = getDefaultExec(), options?: ExecOptions): Promise<Result> {
   const stdout = await exec.execPlugin(pluginPath, stdin, env, options);
   return decodePluginResult(stdin, stdout);
 }
 
 /** Runs a plugin for a verb without a result (DEL, CHECK, STATUS, GC); rejects with the error it reported. */
 export async function execPluginWithoutResult(pluginPath: string, stdin: Uint8Array, env: Env,
-  exec: PluginExec = defaultExec, options?: ExecOptions): Promise<void> {
+  exec: PluginExec = getDefaultExec(), options?: ExecOptions): Promise<void> {
   await exec.execPlugin(pluginPath, stdin, env, options);
 }
 
@@ -64,7 +58,7 @@ export function versionProbeEnv(base: Env = process.env): Env {
 }
 
 /** Asks a plugin which versions it supports; a plugin from before VERSION existed supports 0.1.0 only. */
-export async function getVersionInfo(pluginPath: string, exec: PluginExec = defaultExec,
+export async function getVersionInfo(pluginPath: string, exec: PluginExec = getDefaultExec(),
   options?: ExecOptions): Promise<VersionInfo> {
   const stdin = Buffer.from(marshalJson({ cniVersion: CURRENT_VERSION }));
   let stdout: Buffer;
@@ -92,13 +86,13 @@ async function delegatePath(pluginType: string, env: Env): Promise<string> {
 export async function delegateAdd(pluginType: string, netconf: Uint8Array, options: DelegateOptions = {}): Promise<Result> {
   const env = options.env ?? process.env;
   const pluginPath = await delegatePath(pluginType, env);
-  return execPluginWithResult(pluginPath, netconf, delegateEnv("ADD", env), options.exec ?? defaultExec, options);
+  return execPluginWithResult(pluginPath, netconf, delegateEnv("ADD", env), options.exec ?? getDefaultExec(), options);
 }
 
 async function delegateWithoutResult(command: string, pluginType: string, netconf: Uint8Array, options: DelegateOptions) {
   const env = options.env ?? process.env;
   const pluginPath = await delegatePath(pluginType, env);
-  await execPluginWithoutResult(pluginPath, netconf, delegateEnv(command, env), options.exec ?? defaultExec, options);
+  await execPluginWithoutResult(pluginPath, netconf, delegateEnv(command, env), options.exec ?? getDefaultExec(), options);
 }
 
 /** CHECK with the delegate plugin `t` (found in CNI_PATH), the same config `c` and environment. */

@@ -14,15 +14,19 @@ import { ip } from "./links.js";
 import type { NetNS } from "./netns.js";
 import type { Link, NewLink } from "./types.js";
 
-/** What to create in the container: a link of `kind` on `parent`, with its kind's settings (see NewLink). */
+/** What to create in the container: a link of `kind` (on `parent`, but a dummy), with its kind's settings (see NewLink). */
 export type ContainerLinkSpec = Omit<NewLink, "name" | "netns" | "peer" | "parent"> & {
-  kind: "macvlan" | "ipvlan" | "vlan";
-  parent: string;
+  kind: "macvlan" | "ipvlan" | "vlan" | "dummy";
+  parent?: string;
 };
 
+/** The error for a container interface name that is taken, in Go's words. */
+export const interfaceNameTaken = (ifName: string, container: NetNS): CniError =>
+  new CniError(ErrorCode.Internal, `container interface name provided (${ifName}) already exists`, `an interface named "${ifName}" exists in ${container}`);
+
 /**
- * Creates `ifName` in `container` as a link on `spec.parent`, which is looked up in `parentNs`: the host, or
- * the container itself (the same NetNS object as `container`). From the host the link is created directly into
+ * Creates `ifName` in `container` as a link on `spec.parent` (a dummy has none), which is looked up in
+ * `parentNs`: the host, or the container itself (the same NetNS object as `container`). From the host the link is created directly into
  * the container, so it never exists in the host. Returns the link as read back (its MAC is the kernel's choice
  * unless `spec.mac` was given).
  */
@@ -31,9 +35,7 @@ export async function createContainerLink(container: NetNS, ifName: string, spec
   try {
     await ip.createLink(parentNs, { ...spec, name: ifName, ...(inContainer ? {} : { netns: container }) });
   } catch (e) {
-    if (e instanceof NetOpError && e.isExists) {
-      throw new CniError(ErrorCode.Internal, `container interface name provided (${ifName}) already exists`, `an interface named "${ifName}" exists in ${container}`);
-    }
+    if (e instanceof NetOpError && e.isExists) throw interfaceNameTaken(ifName, container);
     throw e;
   }
   try {

@@ -28,8 +28,8 @@ function numericId(value: unknown, file: string): unknown {
   return value;
 }
 
-/** The kind-specific data of Link.info, from `ip -json -d`'s info_data (kinds not listed there: as shown). */
-function kindInfo(kind: unknown, data: Json): Json {
+/** The kind-specific data of Link.info, from `ip -json -d`'s info_data (none for the kinds Link.info does not list, as the netlink backend). */
+function kindInfo(kind: unknown, data: Json): Json | undefined {
   const pick = (...keys: string[]) => Object.fromEntries(keys.filter((k) => data[k] !== undefined).map((k) => [k, data[k]]));
   switch (kind) {
     case "macvlan":
@@ -44,8 +44,10 @@ function kindInfo(kind: unknown, data: Json): Json {
       if (data["group"] !== undefined) info["group"] = numericId(data["group"], "/etc/group");
       return info;
     }
+    case "vrf":
+      return pick("table");
     default:
-      return data;
+      return undefined;
   }
 }
 
@@ -67,7 +69,8 @@ export function linkFromJson(j: Json): Link {
     txqlen: Number(j["txqlen"] ?? 0), // `ip -json` leaves out a queue length of 0
   };
   if (linkinfo["info_kind"]) link.kind = String(linkinfo["info_kind"]);
-  if (linkinfo["info_data"]) link.info = kindInfo(linkinfo["info_kind"], linkinfo["info_data"] as Json);
+  const info = linkinfo["info_data"] ? kindInfo(linkinfo["info_kind"], linkinfo["info_data"] as Json) : undefined;
+  if (info) link.info = info;
   if (j["master"]) link.master = String(j["master"]);
   if (j["link_index"] !== undefined) link.peerIndex = Number(j["link_index"]);
   else if (typeof j["link"] === "string") link.peerName = j["link"];

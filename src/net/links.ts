@@ -5,7 +5,7 @@
  * Either way a step sends what `ip` sends and fails with `ip`'s words, naming the operation and the step.
  * @module
  */
-import { broadcastWords, nsTarget, vethLink, type IpOp, type LinkBackend } from "./ip-ops.js";
+import { broadcastWords, vethLink, type IpOp, type LinkBackend } from "./ip-ops.js";
 import { iproute2Backend } from "./iproute2.js";
 import type { NetNS } from "./netns.js";
 import { rtnetlinkBackend } from "./rtnetlink-backend.js";
@@ -152,18 +152,6 @@ export class Links {
    */
   createLink(ns: NetNS, link: NewLink): Promise<void> {
     return this.batch(ns).addLink(link).run(`create ${link.kind} ${link.name} in ${ns}`);
-  }
-
-  /** Creates a link of any kind by its `ip` words (`ip link add name X [mtu] type <kind...>`); see createLink for the common kinds. */
-  addLink(ns: NetNS, name: string, typeWords: string[], opts: { mtu?: number; mac?: string; link?: string; netns?: NetNS } = {}): Promise<void> {
-    const words = ["link", "add"];
-    if (opts.link) words.push("link", opts.link);
-    words.push("name", name);
-    if (opts.mtu) words.push("mtu", String(opts.mtu));
-    if (opts.mac) words.push("address", opts.mac);
-    if (opts.netns) words.push("netns", nsTarget(opts.netns));
-    words.push("type", ...typeWords);
-    return this.batch(ns).add(...words).run(`create ${typeWords[0]} ${name} in ${ns}`);
   }
 
   /** Changes link `name` in `ns` (see LinkChange). */

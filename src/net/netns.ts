@@ -24,6 +24,20 @@ export class NetNS {
 
   static readonly host = new NetNS(undefined);
 
+  /**
+   * The namespace at `path`, or undefined when there is none (an empty path, or a namespace that is gone): what
+   * DEL works with, for which a missing container namespace is success.
+   */
+  static async openIfThere(path: string): Promise<NetNS | undefined> {
+    if (!path) return undefined;
+    try {
+      return await NetNS.open(path);
+    } catch (e) {
+      if (e instanceof NetnsNotFoundError) return undefined;
+      throw e;
+    }
+  }
+
   /** Opens a namespace by path, checking it is one. */
   static async open(path: string): Promise<NetNS> {
     let fsType: number;

@@ -7,9 +7,7 @@
  * our open file description just the same.
  * @module
  */
-import { spawn } from "node:child_process";
 import { closeSync, fstatSync, openSync, statSync, unlinkSync } from "node:fs";
-import { setTimeout as sleep } from "node:timers/promises";
 import { KeyedMutex } from "./keyed-mutex.js";
 import { bindLibc } from "./libc.js";
 
@@ -29,6 +27,8 @@ export interface FlockOptions {
 function flockWithTool(fd: number, lockPath: string, shared: boolean, nonblock = false): Promise<void> {
   return new Promise((resolve, reject) => {
     const fail = (msg: string) => reject(new Error(`failed to lock ${lockPath}: ${msg}`));
+    // (Loaded here: only the Node fallback runs flock(1), and every plugin call pays for what start-up loads.)
+    const { spawn } = process.getBuiltinModule("node:child_process");
     const child = spawn("flock", [shared ? "--shared" : "--exclusive", ...(nonblock ? ["--nonblock"] : []), "0"], { stdio: [fd, "ignore", "pipe"] });
     let stderr = "";
     child.stderr!.on("data", (b: Buffer) => (stderr += b.toString()));
@@ -46,7 +46,7 @@ export async function flockFd(fd: number, lockPath: string, opts: FlockOptions =
   if (!libc) return flockWithTool(fd, lockPath, opts.shared ?? false);
   const op = (opts.shared ? LOCK_SH : LOCK_EX) | LOCK_NB;
   // A failure here is the lock being held (EWOULDBLOCK) or an interrupted call: our own descriptor cannot be bad.
-  for (let pause = 1; libc.flock(fd, op) !== 0; pause = Math.min(pause * 2, 50)) await sleep(pause);
+  for (let pause = 1; libc.flock(fd, op) !== 0; pause = Math.min(pause * 2, 50)) await new Promise((resolve) => setTimeout(resolve, pause));
 }
 
 /** Takes an exclusive flock on `fd` if it is free now; false when another holder has it. */

@@ -32,7 +32,7 @@ export async function peerCredentials(fd: number): Promise<PeerCredentials | und
 }
 
 /** Whether process `pid` is in this process's namespace of kind `kind` (false when it cannot be told). */
-export async function sharesNamespace(pid: number, kind: "net" | "mnt"): Promise<boolean> {
+export function sharesNamespace(pid: number, kind: "net" | "mnt"): boolean {
   // stat of /proc is a few microseconds and never blocks on a disk: synchronous, as every served call pays it.
   try {
     const theirs = statSync(`/proc/${pid}/ns/${kind}`);

@@ -97,9 +97,9 @@ export class Host {
     });
   }
 
-  /** The IPAM allocations (host-local files named by IP) of a network. */
-  allocations(network: string): string[] {
-    const dir = path.join(this.dataDir, network);
+  /** The IPAM allocations (host-local files named by IP) of a network, in this host's store or in `dataDir`. */
+  allocations(network: string, dataDir = this.dataDir): string[] {
+    const dir = path.join(dataDir, network);
     return existsSync(dir) ? readdirSync(dir).filter((f) => /^[0-9a-f.:]+$/i.test(f) && /[.:]/.test(f)).sort() : [];
   }
 

@@ -9,18 +9,12 @@ import { parseCIDR } from "../../spec/ip.js";
 import { toCurrentResult } from "../../spec/result/index.js";
 import { parsePrevResult } from "../../skel/conf.js";
 import { deleteLinkWithAddresses } from "../../net/link-addresses.js";
-import { NetNS, NetnsNotFoundError } from "../../net/netns.js";
+import { NetNS } from "../../net/netns.js";
 
 export async function removeContainerLink(conf: PluginConf, netns: string, ifName: string): Promise<string[]> {
   const addresses = new Set<string>();
-  if (netns) {
-    try {
-      const ns = await NetNS.open(netns);
-      for (const a of (await deleteLinkWithAddresses(ns, ifName)) ?? []) addresses.add(parseCIDR(a).text);
-    } catch (e) {
-      if (!(e instanceof NetnsNotFoundError)) throw e; // the container is gone, and its interface with it
-    }
-  }
+  const ns = await NetNS.openIfThere(netns); // (a container that is gone took its interface with it)
+  if (ns) for (const a of (await deleteLinkWithAddresses(ns, ifName)) ?? []) addresses.add(parseCIDR(a).text);
   try {
     const prev = parsePrevResult(conf);
     for (const ipc of (prev ? toCurrentResult(prev).ips : undefined) ?? []) addresses.add(parseCIDR(ipc.address).text);

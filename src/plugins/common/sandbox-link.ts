@@ -12,7 +12,7 @@ import { CniError, ErrorCode } from "../../spec/errors.js";
 import type { Result100 } from "../../spec/result/index.js";
 import { CURRENT_VERSION } from "../../spec/version.js";
 import type { CmdArgs } from "../../skel/skel.js";
-import { defaultRouteInterface } from "../../net/container-link.js";
+import { createContainerLink, defaultRouteInterface, type ContainerLinkSpec } from "../../net/container-link.js";
 import { configureInterface } from "../../net/iface.js";
 import { ip } from "../../net/links.js";
 import { NetNS } from "../../net/netns.js";
@@ -25,21 +25,21 @@ import { invalidKey } from "./keys.js";
 import { Rollback } from "./rollback.js";
 
 /** Where a plugin looks for its master: the host, or the container (`linkInContainer`). */
-export interface MasterPlace {
+interface MasterPlace {
   ns: NetNS;
   /** How messages name the place. */
   label: string;
 }
 
 /** The place of the master: the container's namespace with `linkInContainer`, else the host's. */
-export const masterPlace = (container: NetNS, linkInContainer: boolean): MasterPlace =>
+const masterPlace = (container: NetNS, linkInContainer: boolean): MasterPlace =>
   (linkInContainer ? { ns: container, label: `the container namespace ${container}` } : { ns: NetNS.host, label: "the host namespace" });
 
 /**
  * The master link: `master` when configured, else the interface of the first default route of the place.
  * Neither existing is an invalid config (code 7) naming the key.
  */
-export async function findMaster(master: string, place: MasterPlace): Promise<Link> {
+async function findMaster(master: string, place: MasterPlace): Promise<Link> {
   const name = master || (await defaultRouteInterface(place.ns));
   if (!name) throw invalidKey("master", master, `not set, and ${place.label} has no default route to take it from`);
   const link = await ip.getLink(place.ns, name);
@@ -51,9 +51,25 @@ export async function findMaster(master: string, place: MasterPlace): Promise<Li
   return link;
 }
 
-/** An MTU of at most the master's (0 or undefined: the kernel's default, which is the master's). */
-export function checkMtuFitsMaster(mtu: number | undefined, master: Link): void {
-  if (mtu && mtu > master.mtu) throw invalidKey("mtu", mtu, `want 0 for the master's MTU, or at most the MTU of master "${master.name}" (${master.mtu})`);
+/** What a link on a master needs to know of it: its name (empty: the default route's), where it is, the link's MTU. */
+export interface MasterChoice {
+  master: string;
+  linkInContainer: boolean;
+  mtu?: number;
+}
+
+/**
+ * ADD's `create` for a link on a master (macvlan, ipvlan, vlan): finds the master, refuses an MTU larger than
+ * the master's before creating anything (the kernel would refuse it with a less useful message; 0 or unset is
+ * the master's), and creates the link in the container.
+ */
+export async function createOnMaster(container: NetNS, ifName: string, on: MasterChoice, spec: Omit<ContainerLinkSpec, "parent" | "mtu">): Promise<Link> {
+  const place = masterPlace(container, on.linkInContainer);
+  const master = await findMaster(on.master, place);
+  if (on.mtu && on.mtu > master.mtu) {
+    throw invalidKey("mtu", on.mtu, `want 0 for the master's MTU, or at most the MTU of master "${master.name}" (${master.mtu})`);
+  }
+  return createContainerLink(container, ifName, { ...spec, parent: master.name, mtu: on.mtu }, place.ns);
 }
 
 /** The notification sysctls the Go plugins set on the container interface before addressing it (failures ignored). */

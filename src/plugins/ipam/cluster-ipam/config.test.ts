@@ -2,7 +2,7 @@ import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import os from "node:os";
 import { ErrorCode } from "../../../spec/errors.js";
-import { DEFAULT_LOCK_DIR, parseClusterIpamConfig, parsePoolLocation, readEtcdFiles } from "./config.js";
+import { DEFAULT_LOCK_DIR, parseClusterIpamConfig, parseLocation, parsePoolLocation, readEtcdFiles } from "./config.js";
 
 const base = (ipam: Record<string, unknown>, top: Record<string, unknown> = {}) => Buffer.from(JSON.stringify({
   cniVersion: "1.0.0", name: "net1", type: "bridge",
@@ -78,10 +78,15 @@ describe("cluster-ipam config", () => {
     assert.throws(() => parse({}, { runtimeConfig: { ips: ["x"] } }), { code: 7, msg: 'invalid "runtimeConfig.ips[0]": "x" (want an IP address)' });
   });
 
-  test("GC, STATUS and the admin commands read the location, the pools and the valid attachments", () => {
-    const loc = parsePoolLocation(base({ nodeName: "n1" }, { cniVersion: "1.1.0", "cni.dev/valid-attachments": [{ containerID: "c", ifname: "eth0" }] }));
+  test("DEL and GC read the location and the valid attachments, not the ranges; STATUS reads the pools", () => {
+    const conf = base({ nodeName: "n1" }, { cniVersion: "1.1.0", "cni.dev/valid-attachments": [{ containerID: "c", ifname: "eth0" }] });
+    const loc = parseLocation(conf);
     assert.deepEqual(loc.validAttachments, [{ containerID: "c", ifname: "eth0" }]);
-    assert.equal(loc.pools.length, 1);
+    assert.equal(loc.node, "n1");
+    assert.equal(parsePoolLocation(conf).pools.length, 1);
+    const badRanges = base({ nodeName: "n1", ranges: [[{ subnet: "nonsense" }]] });
+    assert.equal(parseLocation(badRanges).node, "n1", "a DEL does not fail on ranges it does not use");
+    assert.throws(() => parsePoolLocation(badRanges), { code: 7 });
   });
 
   test("TLS files are read when the client is made; one that cannot be read is named", () => {

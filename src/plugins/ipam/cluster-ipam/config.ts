@@ -192,10 +192,19 @@ export function parseClusterIpamConfig(stdin: Buffer, cniArgs: string): ClusterI
   };
 }
 
-/** What GC, STATUS and the admin commands need: the location, and the pools when ranges are configured. */
-export function parsePoolLocation(stdin: Buffer): PoolLocation & { pools: BlockPool[]; validAttachments: GCAttachment[] } {
-  const { ipam, location, validAttachments } = loadInput(stdin);
-  return { ...location, pools: parsePools(ipam, location.cniVersion), validAttachments: validAttachments ?? [] };
+/**
+ * What DEL and GC need: where the pool is, and GC's valid attachments. The ranges are not read (a DEL must not
+ * fail on a range it has no use for).
+ */
+export function parseLocation(stdin: Buffer): PoolLocation & { validAttachments: GCAttachment[] } {
+  const { location, validAttachments } = loadInput(stdin);
+  return { ...location, validAttachments: validAttachments ?? [] };
+}
+
+/** What STATUS needs: the location and the pools (to tell a full range set). */
+export function parsePoolLocation(stdin: Buffer): PoolLocation & { pools: BlockPool[] } {
+  const { ipam, location } = loadInput(stdin);
+  return { ...location, pools: parsePools(ipam, location.cniVersion) };
 }
 
 /** The connection settings with the TLS files read (code 7 naming the key when one cannot be read). */

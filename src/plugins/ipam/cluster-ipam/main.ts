@@ -18,7 +18,7 @@ import { IMPLEMENTED_100, type Result100 } from "../../../spec/result/types100.j
 import { ALL_VERSIONS, VersionInfo } from "../../../spec/version.js";
 import { withFlock } from "../../../sys/flock.js";
 import type { CmdArgs, PluginDefinition } from "../../../skel/skel.js";
-import { CLUSTER_IPAM_SCHEMA, parseClusterIpamConfig, parsePoolLocation, readEtcdFiles, type PoolLocation } from "./config.js";
+import { CLUSTER_IPAM_SCHEMA, parseClusterIpamConfig, parseLocation, parsePoolLocation, readEtcdFiles, type PoolLocation } from "./config.js";
 import { EtcdClient, EtcdRequestError, EtcdUnavailableError } from "./etcd.js";
 import { PoolStore } from "./store.js";
 
@@ -119,7 +119,7 @@ export async function check(args: CmdArgs): Promise<void> {
 
 /** Releases the attachment's addresses; nothing to release is success, so DEL can be repeated. */
 export async function del(args: CmdArgs): Promise<void> {
-  const location = parsePoolLocation(args.stdinData);
+  const location = parseLocation(args.stdinData);
   const store = openStore(location);
   await guarded("DEL", () => store.release(args.containerID, args.ifName));
 }
@@ -144,7 +144,7 @@ export async function status(args: CmdArgs): Promise<void> {
 
 /** Releases this node's allocations whose attachment is not in `cni.dev/valid-attachments`. */
 export async function gc(args: CmdArgs): Promise<void> {
-  const location = parsePoolLocation(args.stdinData);
+  const location = parseLocation(args.stdinData);
   const store = openStore(location);
   await guarded("GC", () => store.collectGarbage(location.validAttachments));
 }

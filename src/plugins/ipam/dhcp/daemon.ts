@@ -15,6 +15,7 @@ import type { JsonObject } from "../../../spec/json.js";
 import { systemClock } from "./clock.js";
 import { FlagError, HelpRequested, parseDaemonFlags, usage, type DaemonFlags } from "./flags.js";
 import { LeaseStore } from "./lease-file.js";
+import { takeListenFd } from "../../../sys/socket-activation.js";
 import { LeaseManager, type LeaseWorld } from "./leases.js";
 import {
   linkExists, LinkGoneError, NetnsGoneError, openDhcpSockets, sendFromDaemonNamespace, setLinkDown, socketsAvailable, tryLock,
@@ -106,15 +107,11 @@ function answers(file: string): Promise<boolean> {
 
 /** The listening socket: systemd's (LISTEN_FDS, fd 3), else a new one at `socketPath`. */
 async function listen(server: net.Server, socketPath: string): Promise<{ created: boolean }> {
-  const fds = Number(process.env["LISTEN_FDS"] ?? "0");
-  if (process.env["LISTEN_PID"] === String(process.pid) && fds > 0) {
-    delete process.env["LISTEN_PID"];
-    delete process.env["LISTEN_FDS"];
-    delete process.env["LISTEN_FDNAMES"];
-    if (fds > 1) throw new Error(`Too many (${fds}) FDs passed through socket activation`);
+  const fd = takeListenFd();
+  if (fd !== undefined) {
     await new Promise<void>((resolve, reject) => {
       server.once("error", reject);
-      server.listen({ fd: 3 }, () => resolve());
+      server.listen({ fd }, () => resolve());
     });
     return { created: false };
   }

@@ -98,9 +98,6 @@ export function ipv4Bytes(text: string): Uint8Array {
 /** The dotted-quad text of 4 bytes at `at`. */
 export const ipv4Text = (b: Uint8Array, at = 0): string => `${b[at]}.${b[at + 1]}.${b[at + 2]}.${b[at + 3]}`;
 
-/** A MAC address as `aa:bb:...`. */
-export const macText = (b: Uint8Array): string => [...b].map((x) => x.toString(16).padStart(2, "0")).join(":");
-
 /** A 32-bit option value. */
 export function u32Option(v: number): Uint8Array {
   const b = new Uint8Array(4);

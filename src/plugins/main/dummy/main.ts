@@ -11,10 +11,7 @@ import { struct } from "../../../spec/go-decode.js";
 import { ALL_VERSIONS, VersionInfo } from "../../../spec/version.js";
 import { loadPluginConf } from "../../../skel/conf.js";
 import type { CmdArgs, PluginDefinition } from "../../../skel/skel.js";
-import { ip } from "../../../net/links.js";
-import type { NetNS } from "../../../net/netns.js";
-import type { Link } from "../../../net/types.js";
-import { NetOpError } from "../../../sys/exec.js";
+import { createContainerLink } from "../../../net/container-link.js";
 import { ipamType } from "../../common/ipam.js";
 import { decodeConfig } from "../../common/keys.js";
 import { addSandboxLink, checkSandboxLink, delSandboxLink, gcSandboxLink, statusSandboxLink } from "../../common/sandbox-link.js";
@@ -30,22 +27,9 @@ export function loadDummyConf(stdin: Buffer): PluginConf {
   return conf;
 }
 
-/** The dummy link, made under its final name inside the container (nothing is created anywhere else). */
-async function createDummy(container: NetNS, ifName: string): Promise<Link> {
-  try {
-    const [shown] = await ip.batch(container).addLink({ name: ifName, kind: "dummy" }).showLink(ifName).runShow(`create dummy ${ifName} in ${container}`);
-    return shown!.link;
-  } catch (e) {
-    if (e instanceof NetOpError && e.isExists) {
-      throw new CniError(ErrorCode.Internal, `container interface name provided (${ifName}) already exists`, `an interface named "${ifName}" exists in ${container}`);
-    }
-    throw e;
-  }
-}
-
 async function add(args: CmdArgs) {
   const conf = loadDummyConf(args.stdinData);
-  return addSandboxLink(args, { conf, create: (container) => createDummy(container, args.ifName), addressing: { from: "ipam" }, dns: "ipam" });
+  return addSandboxLink(args, { conf, create: (container) => createContainerLink(container, args.ifName, { kind: "dummy" }, container), addressing: { from: "ipam" }, dns: "ipam" });
 }
 
 async function del(args: CmdArgs): Promise<void> {

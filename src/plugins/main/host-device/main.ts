@@ -21,7 +21,7 @@ import { ALL_VERSIONS, CURRENT_VERSION, VersionInfo } from "../../../spec/versio
 import { configureInterface } from "../../../net/iface.js";
 import { nsTarget } from "../../../net/ip-ops.js";
 import { ip } from "../../../net/links.js";
-import { NetNS, NetnsNotFoundError } from "../../../net/netns.js";
+import { NetNS } from "../../../net/netns.js";
 import type { Link } from "../../../net/types.js";
 import type { CmdArgs, PluginDefinition } from "../../../skel/skel.js";
 import { checkInterfaceAddresses, checkRoutes, requirePrevResult } from "../../common/check.js";
@@ -182,17 +182,6 @@ async function add(args: CmdArgs): Promise<Result100> {
   });
 }
 
-/** The container namespace, or undefined when there is none any more (or CNI_NETNS is empty). */
-async function containerIfThere(netns: string): Promise<NetNS | undefined> {
-  if (!netns) return undefined;
-  try {
-    return await NetNS.open(netns);
-  } catch (e) {
-    if (e instanceof NetnsNotFoundError) return undefined;
-    throw e;
-  }
-}
-
 /** Go's way, for a device without a record (moved by Go's host-device): its alias is its host name. */
 async function returnByAlias(container: NetNS, ifName: string): Promise<void> {
   const link = await ip.getLink(container, ifName);
@@ -215,10 +204,10 @@ async function del(args: CmdArgs): Promise<void> {
   if (rec && rec !== "damaged") {
     // Without CNI_NETNS (allowed on DEL), the record says where the device went; a namespace found only that
     // way must hold the device itself (the path may name a new namespace by now).
-    const container = await containerIfThere(args.netns || rec.netns);
+    const container = await NetNS.openIfThere(args.netns || rec.netns);
     await returnDevice(rec, container, hostView(), args.netns !== "");
   } else {
-    const container = await containerIfThere(args.netns);
+    const container = await NetNS.openIfThere(args.netns);
     if (container) await returnByAlias(container, args.ifName);
   }
   if (rec) await removeRecord(n.dataDir, args.containerID, args.ifName);

@@ -5,10 +5,9 @@
  * @module
  */
 import { ALL_VERSIONS, VersionInfo } from "../../../spec/version.js";
-import { createContainerLink } from "../../../net/container-link.js";
 import type { CmdArgs, PluginDefinition } from "../../../skel/skel.js";
 import {
-  addSandboxLink, checkMtuFitsMaster, checkSandboxLink, delSandboxLink, findMaster, gcSandboxLink, masterPlace, notifySysctls, statusSandboxLink,
+  addSandboxLink, checkSandboxLink, createOnMaster, delSandboxLink, gcSandboxLink, notifySysctls, statusSandboxLink,
 } from "../../common/sandbox-link.js";
 import { decodeIpvlanConf, IPVLAN_SCHEMA, loadIpvlanConf } from "./config.js";
 
@@ -16,13 +15,7 @@ async function add(args: CmdArgs) {
   const n = loadIpvlanConf(args.stdinData);
   return addSandboxLink(args, {
     conf: n.conf,
-    create: async (container) => {
-      const place = masterPlace(container, n.linkInContainer);
-      const master = await findMaster(n.master, place);
-      // The kernel refuses an ipvlan larger than its master; say so before creating anything.
-      checkMtuFitsMaster(n.mtu, master);
-      return createContainerLink(container, args.ifName, { kind: "ipvlan", parent: master.name, ipvlanMode: n.mode, mtu: n.mtu }, place.ns);
-    },
+    create: (container) => createOnMaster(container, args.ifName, n, { kind: "ipvlan", ipvlanMode: n.mode }),
     addressing: n.chainedResult ? { from: "prevResult", result: n.chainedResult } : { from: "ipam" },
     sysctls: notifySysctls(args.ifName, { arp: true, ndisc: true }),
     dns: "conf",

@@ -10,7 +10,7 @@ import { ipFamily } from "../../../spec/ip.js";
 import type { Result100 } from "../../../spec/result/index.js";
 import { ALL_VERSIONS, CURRENT_VERSION, VersionInfo } from "../../../spec/version.js";
 import { ip } from "../../../net/links.js";
-import { NetNS, NetnsNotFoundError } from "../../../net/netns.js";
+import { NetNS } from "../../../net/netns.js";
 import { loadPluginConf, parsePrevResult } from "../../../skel/conf.js";
 import type { CmdArgs, PluginDefinition } from "../../../skel/skel.js";
 
@@ -43,15 +43,8 @@ async function add(args: CmdArgs) {
 
 async function del(args: CmdArgs) {
   loadPluginConf(args.stdinData);
-  if (!args.netns) return;
-  let ns: NetNS;
-  try {
-    ns = await NetNS.open(args.netns);
-  } catch (e) {
-    if (e instanceof NetnsNotFoundError) return; // already gone
-    throw e;
-  }
-  await ip.setLink(ns, "lo", { up: false });
+  const ns = await NetNS.openIfThere(args.netns);
+  if (ns) await ip.setLink(ns, "lo", { up: false }); // (a namespace that is gone has no loopback to take down)
 }
 
 async function check(args: CmdArgs) {

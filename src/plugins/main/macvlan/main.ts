@@ -5,11 +5,10 @@
  * @module
  */
 import { ALL_VERSIONS, VersionInfo } from "../../../spec/version.js";
-import { createContainerLink } from "../../../net/container-link.js";
 import type { CmdArgs, PluginDefinition } from "../../../skel/skel.js";
 import { ipamType } from "../../common/ipam.js";
 import {
-  addSandboxLink, checkMtuFitsMaster, checkSandboxLink, delSandboxLink, findMaster, gcSandboxLink, masterPlace, notifySysctls, statusSandboxLink,
+  addSandboxLink, checkSandboxLink, createOnMaster, delSandboxLink, gcSandboxLink, notifySysctls, statusSandboxLink,
 } from "../../common/sandbox-link.js";
 import { loadMacvlanConf, MACVLAN_SCHEMA } from "./config.js";
 
@@ -17,14 +16,9 @@ async function add(args: CmdArgs) {
   const n = loadMacvlanConf(args.stdinData, args.args);
   return addSandboxLink(args, {
     conf: n.conf,
-    create: async (container) => {
-      const place = masterPlace(container, n.linkInContainer);
-      const master = await findMaster(n.master, place);
-      checkMtuFitsMaster(n.mtu, master);
-      return createContainerLink(container, args.ifName, {
-        kind: "macvlan", parent: master.name, macvlanMode: n.mode, mtu: n.mtu, mac: n.mac, bcqueuelen: n.bcqueuelen,
-      }, place.ns);
-    },
+    create: (container) => createOnMaster(container, args.ifName, n, {
+      kind: "macvlan", macvlanMode: n.mode, mac: n.mac, bcqueuelen: n.bcqueuelen,
+    }),
     addressing: ipamType(n.conf) ? { from: "ipam" } : { from: "none" },
     sysctls: notifySysctls(args.ifName, { arp: true, ndisc: true }),
     dns: "conf",

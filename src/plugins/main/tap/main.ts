@@ -5,11 +5,11 @@
  * @module
  */
 import { ALL_VERSIONS, VersionInfo } from "../../../spec/version.js";
+import { interfaceNameTaken } from "../../../net/container-link.js";
 import { ip } from "../../../net/links.js";
 import type { NetNS } from "../../../net/netns.js";
 import type { Link } from "../../../net/types.js";
 import { NetOpError } from "../../../sys/exec.js";
-import { CniError, ErrorCode } from "../../../spec/errors.js";
 import type { CmdArgs, PluginDefinition } from "../../../skel/skel.js";
 import { ipamType } from "../../common/ipam.js";
 import { invalidKey } from "../../common/keys.js";
@@ -35,9 +35,7 @@ async function createContainerTap(container: NetNS, ifName: string, n: TapConf, 
     });
   } catch (e) {
     // (TUNSETIFF answers "Device or resource busy" for a name that is taken, by a tap or any other link.)
-    if (e instanceof NetOpError && (e.isExists || /resource busy/i.test(e.reason))) {
-      throw new CniError(ErrorCode.Internal, `container interface name provided (${ifName}) already exists`, `an interface named "${ifName}" exists in ${container}`);
-    }
+    if (e instanceof NetOpError && (e.isExists || /resource busy/i.test(e.reason))) throw interfaceNameTaken(ifName, container);
     throw e;
   }
   const batch = ip.batch(container);

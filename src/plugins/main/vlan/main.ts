@@ -4,10 +4,9 @@
  * @module
  */
 import { ALL_VERSIONS, VersionInfo } from "../../../spec/version.js";
-import { createContainerLink } from "../../../net/container-link.js";
 import type { CmdArgs, PluginDefinition } from "../../../skel/skel.js";
 import {
-  addSandboxLink, checkMtuFitsMaster, checkSandboxLink, delSandboxLink, findMaster, gcSandboxLink, masterPlace, statusSandboxLink,
+  addSandboxLink, checkSandboxLink, createOnMaster, delSandboxLink, gcSandboxLink, statusSandboxLink,
 } from "../../common/sandbox-link.js";
 import { loadVlanConf, VLAN_SCHEMA } from "./config.js";
 
@@ -15,12 +14,7 @@ async function add(args: CmdArgs) {
   const n = loadVlanConf(args.stdinData);
   return addSandboxLink(args, {
     conf: n.conf,
-    create: async (container) => {
-      const place = masterPlace(container, n.linkInContainer);
-      const master = await findMaster(n.master, place);
-      checkMtuFitsMaster(n.mtu, master);
-      return createContainerLink(container, args.ifName, { kind: "vlan", parent: master.name, vlanId: n.vlanId, mtu: n.mtu }, place.ns);
-    },
+    create: (container) => createOnMaster(container, args.ifName, n, { kind: "vlan", vlanId: n.vlanId }),
     addressing: { from: "ipam" },
     dns: "conf",
   });

@@ -1,6 +1,6 @@
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { listRecords, readRecord, recordedNetworks, removeRecord, writeRecord } from "./records.js";
@@ -26,5 +26,10 @@ describe("firewall attachment records", () => {
     assert.deepEqual(listRecords(dir, "net1").map((r) => r.ifName), ["eth1"]);
     assert.deepEqual(listRecords(dir, "nonet"), []);
     assert.deepEqual(recordedNetworks(path.join(dir, "missing")), []);
+    rmSync(path.join(dir, "net1", "junk:x"));
+    removeRecord(dir, "net1", "ctr-a", "eth1");
+    assert.equal(existsSync(path.join(dir, "net1")), false, "the network's directory goes with its last record");
+    writeRecord(dir, "net1", a);
+    assert.deepEqual(listRecords(dir, "net1").map((r) => r.ifName), ["eth0"]);
   });
 });

@@ -5,7 +5,7 @@
  * find the rules of attachments the runtime no longer knows, and DEL work without a prevResult.
  * @module
  */
-import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, readdirSync, readFileSync, renameSync, rmdirSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { CniError, ErrorCode } from "../../../spec/errors.js";
 import type { Backend } from "./config.js";
@@ -38,13 +38,18 @@ function parseRecord(text: string): AttachmentRecord | undefined {
 export function writeRecord(dataDir: string, network: string, record: AttachmentRecord): void {
   const dir = networkDir(dataDir, network);
   const file = path.join(dir, fileName(record.containerID, record.ifName));
-  try {
-    mkdirSync(dir, { recursive: true, mode: 0o755 });
-    const tmp = `${file}.tmp-${process.pid}`;
-    writeFileSync(tmp, JSON.stringify(record) + "\n", { mode: 0o600 });
-    renameSync(tmp, file);
-  } catch (e) {
-    throw ioError(`failed to write the firewall record ${file}`, e);
+  const tmp = `${file}.tmp-${process.pid}`;
+  for (let attempt = 0; ; attempt++) {
+    try {
+      mkdirSync(dir, { recursive: true, mode: 0o755 });
+      writeFileSync(tmp, JSON.stringify(record) + "\n", { mode: 0o600 });
+      renameSync(tmp, file);
+      return;
+    } catch (e) {
+      // A DEL of the network's last attachment may remove the directory between our mkdir and write: again.
+      if ((e as NodeJS.ErrnoException).code === "ENOENT" && attempt < 3) continue;
+      throw ioError(`failed to write the firewall record ${file}`, e);
+    }
   }
 }
 
@@ -63,6 +68,10 @@ export function removeRecord(dataDir: string, network: string, containerID: stri
   } catch (e) {
     throw ioError(`failed to remove the firewall record ${file}`, e);
   }
+  // The network's directory goes with its last record (it fails, harmlessly, while others remain).
+  try {
+    rmdirSync(networkDir(dataDir, network));
+  } catch { /* not empty, or gone */ }
 }
 
 /** Every record of a network (none when its directory does not exist). */

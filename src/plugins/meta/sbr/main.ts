@@ -14,7 +14,7 @@ import type { Result100 } from "../../../spec/result/index.js";
 import { ALL_VERSIONS, VersionInfo } from "../../../spec/version.js";
 import { NetOpError } from "../../../sys/exec.js";
 import { ip } from "../../../net/links.js";
-import { NetNS, NetnsNotFoundError } from "../../../net/netns.js";
+import { NetNS } from "../../../net/netns.js";
 import { withNetnsLock } from "./netns-lock.js";
 import { IpCommandsError, listAllRoutes, listRules, runIpCommands } from "../../../net/policy-routing.js";
 import type { CmdArgs, PluginDefinition } from "../../../skel/skel.js";
@@ -81,14 +81,9 @@ async function linkAddresses(ns: NetNS, ifName: string): Promise<string[]> {
 
 async function del(args: CmdArgs): Promise<void> {
   const n = loadSbrConf(args.stdinData);
-  if (!args.netns) return; // the rules live in the container's namespace: nothing to do outside it
-  let ns: NetNS;
-  try {
-    ns = await NetNS.open(args.netns);
-  } catch (e) {
-    if (e instanceof NetnsNotFoundError) return; // gone, and its rules with it
-    throw e;
-  }
+  // The rules live in the container's namespace: nothing to do without it, or once it is gone.
+  const ns = await NetNS.openIfThere(args.netns);
+  if (!ns) return;
   const prevIPs = n.prevResult?.ips?.length ? selectIPs(args.ifName, n.prevResult).map((c) => c.address) : [];
   await withNetnsLock(args.netns, async () => {
     const addresses = [...(await linkAddresses(ns, args.ifName)), ...prevIPs];

@@ -10,7 +10,7 @@ import { CniError, ErrorCode } from "../../../spec/errors.js";
 import { toCurrentResult, type Result } from "../../../spec/result/index.js";
 import { ALL_VERSIONS, VersionInfo } from "../../../spec/version.js";
 import { readLinkTunables, setLinkTunables, type LinkTunables } from "./link-tunables.js";
-import { NetNS, NetnsNotFoundError } from "../../../net/netns.js";
+import { NetNS } from "../../../net/netns.js";
 import { probeSysctls, writeSysctlFiles } from "../../../net/sysctl.js";
 import { parsePrevResult } from "../../../skel/conf.js";
 import type { CmdArgs, PluginDefinition } from "../../../skel/skel.js";
@@ -100,14 +100,7 @@ async function del(args: CmdArgs): Promise<void> {
   const file = backupFile(loadTuningDataDir(args.stdinData), args.containerID, args.ifName);
   const saved = await readBackup(file);
   if (saved === undefined) return;
-  let ns: NetNS | undefined;
-  if (args.netns && saved !== "unreadable") {
-    try {
-      ns = await NetNS.open(args.netns);
-    } catch (e) {
-      if (!(e instanceof NetnsNotFoundError)) throw e;
-    }
-  }
+  const ns = saved === "unreadable" ? undefined : await NetNS.openIfThere(args.netns);
   if (!ns || saved === "unreadable" || !(await readLinkTunables(ns, args.ifName))) {
     await removeBackup(file);
     return;

@@ -13,7 +13,7 @@ import { CniError, ErrorCode } from "../../../spec/errors.js";
 import type { Result100 } from "../../../spec/result/index.js";
 import { versionsStartingFrom, VersionInfo } from "../../../spec/version.js";
 import { ip } from "../../../net/links.js";
-import { NetNS, NetnsNotFoundError } from "../../../net/netns.js";
+import { NetNS } from "../../../net/netns.js";
 import { listAllRoutes, runIpCommands as runCommands, type IpCommand } from "../../../net/policy-routing.js";
 import type { CmdArgs, PluginDefinition } from "../../../skel/skel.js";
 import { loadVrfConf, VRF_SCHEMA } from "./config.js";
@@ -64,14 +64,8 @@ async function check(args: CmdArgs): Promise<void> {
 
 async function del(args: CmdArgs): Promise<void> {
   const n = loadVrfConf(args.stdinData);
-  if (!args.netns) return; // the VRF lives in the container's namespace
-  let ns: NetNS;
-  try {
-    ns = await NetNS.open(args.netns);
-  } catch (e) {
-    if (e instanceof NetnsNotFoundError) return;
-    throw e;
-  }
+  const ns = await NetNS.openIfThere(args.netns); // the VRF lives in the container's namespace
+  if (!ns) return;
   const commands = planVrfDel(await ip.listLinks(ns), n.vrfName, args.ifName);
   try {
     await runIpCommands(ns, commands, `take ${args.ifName} out of VRF ${n.vrfName}`);
