@@ -48,17 +48,53 @@ const median = (xs) => {
   return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
 };
 
+let timerPath; // bench/spawn-timer.c compiled into the scratch directory ("" when there is no C compiler)
+
+/**
+ * Runs `file` once as a runtime written in Go does (bench/spawn-timer.c: fork/exec, the config on a pipe, stdout
+ * read, wait) and times exactly that. Without a C compiler Node's spawnSync is timed instead, which adds its own
+ * ~1.4 ms per call (the report says which).
+ */
+function timedRun(file, stdin, env, argv0) {
+  if (timerPath === undefined) {
+    const cc = ["cc", "gcc", "clang"].find((c) => spawnSync(c, ["--version"]).status === 0);
+    const out = path.join(scratch, "spawn-timer");
+    timerPath = cc && spawnSync(cc, ["-O2", "-o", out, path.join(ROOT, "bench/spawn-timer.c")]).status === 0 ? out : "";
+  }
+  if (!timerPath) {
+    const t0 = process.hrtime.bigint();
+    const r = spawnSync(file, [], { input: stdin, env, argv0, encoding: "utf8" });
+    return { ms: Number(process.hrtime.bigint() - t0) / 1e6, status: r.status, stdout: r.stdout, stderr: r.stderr };
+  }
+  const r = spawnSync(timerPath, [file, ...(argv0 ? [argv0] : [])], { input: stdin, env, encoding: "utf8" });
+  if (r.status !== 0) throw new Error(`spawn-timer failed on ${file}: ${r.stderr}`);
+  const nl = r.stdout.indexOf("\n");
+  const [ms, status] = r.stdout.slice(0, nl).split(" ").map(Number);
+  return { ms, status, stdout: r.stdout.slice(nl + 1), stderr: r.stderr };
+}
+
+/** The timing harness's own cost: /bin/true through it and through Node's spawnSync (medians of 60, interleaved). */
+function harnessFloor() {
+  const viaTimer = [];
+  const viaNode = [];
+  for (let i = 0; i < 60; i++) {
+    viaTimer.push(timedRun("/bin/true", "", {}).ms);
+    const t0 = process.hrtime.bigint();
+    spawnSync("/bin/true", [], { input: "" });
+    viaNode.push(Number(process.hrtime.bigint() - t0) / 1e6);
+  }
+  return { timer: timerPath ? median(viaTimer) : undefined, node: median(viaNode) };
+}
+
 /** Runs a plugin like a runtime does; returns milliseconds (throws on failure). */
 function execPlugin(binDir, type, command, stdin, extraEnv = {}) {
   const env = {
     PATH: process.env.PATH, TSCNI_RESIDENT_SOCKET: process.env.TSCNI_RESIDENT_SOCKET ?? "", CNI_COMMAND: command, CNI_PATH: binDir, CNI_CONTAINERID: "", CNI_NETNS: "", CNI_IFNAME: "eth0",
     CNI_ARGS: "", ...extraEnv,
   };
-  const t0 = process.hrtime.bigint();
-  const r = spawnSync(path.join(binDir, type), [], { input: stdin, env, encoding: "utf8" });
-  const ms = Number(process.hrtime.bigint() - t0) / 1e6;
+  const r = timedRun(path.join(binDir, type), stdin, env);
   if (r.status !== 0) throw new Error(`${binDir}/${type} ${command} failed: ${r.stdout}${r.stderr}`);
-  return ms;
+  return r.ms;
 }
 
 function netns(name) {
@@ -184,14 +220,15 @@ function coldStart() {
     { name: "Go (bridge)", file: path.join(GO, "bridge"), env: env("go"), ok: 1 },
   ];
   const times = programs.map(() => []);
-  const run = (p, wrap = []) => spawnSync(wrap[0] ?? p.file, [...wrap.slice(1), ...(wrap.length ? [p.file] : [])], { input: "{", env: p.env, argv0: wrap.length ? undefined : p.argv0, encoding: "utf8" });
   for (let round = 0; round < ROUNDS * 4; round++) {
-    programs.forEach((p, i) => {
-      const t0 = process.hrtime.bigint();
-      const r = run(p);
-      times[i].push(Number(process.hrtime.bigint() - t0) / 1e6);
+    const order = programs.map((p, i) => i);
+    if (round % 2) order.reverse();
+    for (const i of order) {
+      const p = programs[i];
+      const r = timedRun(p.file, "{", p.env, p.argv0);
+      times[i].push(r.ms);
       if (r.status !== p.ok) throw new Error(`cold start: ${p.name} exited ${r.status}: ${r.stdout}${r.stderr}`);
-    });
+    }
   }
   return programs.map((p, i) => {
     // GNU time cannot set argv0; the program alone is then run through a link named like the plugin.
@@ -268,6 +305,8 @@ async function inside() {
 
 async function measure(server) {
   const rows = [];
+  const harness = harnessFloor();
+  console.log(`harness: /bin/true ${harness.timer?.toFixed(2) ?? "-"} ms through spawn-timer, ${harness.node.toFixed(2)} ms through Node's spawnSync`);
   // Each implementation's runner runs with its launcher socket in the environment (libcni's execs inherit it).
   const as = async (impl, fn) => {
     process.env.TSCNI_RESIDENT_SOCKET = implEnv(impl).TSCNI_RESIDENT_SOCKET;
@@ -349,7 +388,7 @@ async function measure(server) {
   const etcdThere = spawnSync("etcd", ["--version"]).status === 0;
   if (selected("cluster-ipam 1000 allocations across 10 nodes") && !etcdThere) console.log("cluster-ipam: not measured (etcd is not installed: apt-get install etcd-server)");
   const cluster = selected("cluster-ipam 1000 allocations across 10 nodes") && etcdThere ? await runClusterBench() : [];
-  return { rows, rss, cold, growth, podman, containerd, pods, cluster };
+  return { rows, rss, cold, growth, podman, containerd, pods, cluster, harness };
 }
 
 const PODS_LABEL = {
@@ -377,7 +416,7 @@ function podsTable(pods) {
   ];
 }
 
-function report({ rows, rss, cold, growth, podman, containerd, pods = [], cluster = [] }) {
+function report({ rows, rss, cold, growth, podman, containerd, pods = [], cluster = [], harness }) {
   const m = machine();
   const cell = (v) => (v === undefined ? "-" : v.toFixed(1));
   const ratio = (a, b) => (a === undefined || !b ? "-" : (a / b).toFixed(2));
@@ -392,6 +431,13 @@ function report({ rows, rss, cold, growth, podman, containerd, pods = [], cluste
     "- ours, exec mode: every call starts the program (the default); ours, resident mode: the launcher hands each call to a",
     "  `cnitool daemon` running in the benchmark's namespace (README, \"Resident mode\")",
     `- ${ROUNDS} rounds per scenario, the implementations interleaved (alternating order); medians of wall time per round`,
+    ...(harness?.timer !== undefined ? [
+      "- plugin calls are started and timed as a runtime written in Go starts them (bench/spawn-timer.c: fork/exec, config on a",
+      `  pipe, stdout read, wait): /bin/true costs ${harness.timer.toFixed(2)} ms that way here, ${harness.node.toFixed(2)} ms through Node's spawnSync`,
+      "  (which is not counted); the chains (default chain, podman, containerd, pods) are run by their runtimes",
+    ] : harness ? [
+      `- plugin calls are timed around Node's spawnSync (no C compiler for bench/spawn-timer.c): /bin/true costs ${harness.node.toFixed(2)} ms that way`,
+    ] : []),
     ...(ONLY ? [`- only the scenarios matching \`--only ${ONLY}\``] : []),
     "",
     "| scenario | ours exec (ms) | ours resident (ms) | Go (ms) | exec/Go | resident/Go |",

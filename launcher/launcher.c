@@ -9,6 +9,7 @@
  * second time: a server that dies during it gives CNI error 999 naming the server.
  * The version table and the build ID are generated from src/cli/programs.ts at build time.
  */
+#define _GNU_SOURCE /* memfd_create */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -17,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <sys/un.h>
@@ -65,11 +67,30 @@ static uint32_t get_u32(const unsigned char *b) {
   return (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24;
 }
 
-static int send_field(int fd, char tag, const void *data, size_t len) {
-  unsigned char head[5];
-  head[0] = (unsigned char)tag;
-  put_u32(head + 1, (uint32_t)len);
-  return write_all(fd, head, 5) || (len && write_all(fd, data, len));
+/* The request is built in memory and sent in one write: one wake-up of the server instead of one per field. */
+struct buf {
+  unsigned char *data;
+  size_t len, cap;
+};
+
+static void put_field(struct buf *b, char tag, const void *data, size_t len) {
+  if (!b->data) return;
+  if (b->len + 5 + len > b->cap) {
+    size_t cap = b->cap;
+    while (b->len + 5 + len > cap) cap *= 2;
+    unsigned char *grown = realloc(b->data, cap);
+    if (!grown) {
+      free(b->data);
+      b->data = NULL;
+      return;
+    }
+    b->data = grown;
+    b->cap = cap;
+  }
+  b->data[b->len] = (unsigned char)tag;
+  put_u32(b->data + b->len + 1, (uint32_t)len);
+  if (len) memcpy(b->data + b->len + 5, data, len);
+  b->len += 5 + len;
 }
 
 /* What the plugins read besides CNI_*: tools' PATH, tscni's own switches, the system bus (firewalld). */
@@ -114,13 +135,14 @@ static void try_resident(const char *name, int argc, char **argv) {
   /* Hello, and the server's answer within 2 s; anything but "Y" means: run it yourself. */
   struct timeval tv = {.tv_sec = 2};
   setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-  unsigned char hello[8];
+  unsigned char hello[8 + sizeof(BUILD_ID)];
   size_t id_len = strlen(BUILD_ID);
   memcpy(hello, "TSCNI\x01", 6);
   hello[6] = id_len & 0xff;
   hello[7] = (id_len >> 8) & 0xff;
+  memcpy(hello + 8, BUILD_ID, id_len);
   unsigned char answer = 0;
-  if (write_all(fd, hello, 8) || write_all(fd, BUILD_ID, id_len) || read_all(fd, &answer, 1) || answer != 'Y') {
+  if (write_all(fd, hello, 8 + id_len) || read_all(fd, &answer, 1) || answer != 'Y') {
     if (answer == 'N' && getenv("TSCNI_DEBUG")) {
       unsigned char l[2];
       char reason[256] = "";
@@ -134,26 +156,33 @@ static void try_resident(const char *name, int argc, char **argv) {
   setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 
   /* From here on the call belongs to the server: it is never run a second time. */
-  size_t cap = 65536, used = 0;
-  char *in = malloc(cap);
-  for (ssize_t r; in && (r = read(STDIN_FILENO, in + used, cap - used)) != 0;) {
-    if (r < 0) {
-      if (errno == EINTR) continue;
-      break;
-    }
-    used += (size_t)r;
-    if (used == cap) in = realloc(in, cap *= 2);
-  }
-  if (!in) die_cni("tscni launcher: out of memory reading stdin", "");
-  int bad = send_field(fd, 'P', name, strlen(name));
-  for (int i = 1; i < argc && !bad; i++) bad = send_field(fd, 'A', argv[i], strlen(argv[i]));
-  for (char **e = environ; *e && !bad; e++) if (forwarded(*e)) bad = send_field(fd, 'E', *e, strlen(*e));
+  struct buf req = {.data = malloc(65536), .cap = 65536};
+  put_field(&req, 'P', name, strlen(name));
+  for (int i = 1; i < argc; i++) put_field(&req, 'A', argv[i], strlen(argv[i]));
+  for (char **e = environ; *e; e++) if (forwarded(*e)) put_field(&req, 'E', *e, strlen(*e));
   char cwd[4096];
-  if (!bad) bad = send_field(fd, 'I', in, used);
-  if (!bad && getcwd(cwd, sizeof(cwd))) bad = send_field(fd, 'C', cwd, strlen(cwd));
-  if (!bad) bad = send_field(fd, 'Z', "", 0);
-  free(in);
-  if (bad) die_cni("tscni resident server closed the connection while the call was sent: ", path);
+  if (getcwd(cwd, sizeof(cwd))) put_field(&req, 'C', cwd, strlen(cwd));
+  /* stdin last, read straight into the request: its field's length is filled in when it has been read */
+  put_field(&req, 'I', "", 0);
+  size_t stdin_head = req.len - 5;
+  for (;;) {
+    if (req.data && req.len == req.cap) {
+      unsigned char *grown = realloc(req.data, req.cap * 2);
+      if (!grown) free(req.data);
+      req.data = grown;
+      req.cap *= 2;
+    }
+    if (!req.data) break;
+    ssize_t r = read(STDIN_FILENO, req.data + req.len, req.cap - req.len);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) break;
+    req.len += (size_t)r;
+  }
+  if (req.data) put_u32(req.data + stdin_head + 1, (uint32_t)(req.len - stdin_head - 5));
+  put_field(&req, 'Z', "", 0);
+  if (!req.data) die_cni("tscni launcher: out of memory building the request", "");
+  if (write_all(fd, req.data, req.len)) die_cni("tscni resident server closed the connection while the call was sent: ", path);
+  free(req.data);
 
   for (;;) {
     unsigned char head[5];
@@ -171,6 +200,40 @@ static void try_resident(const char *name, int argc, char **argv) {
   }
 }
 
+/*
+ * Exec mode: the config moves from the runtime's pipe into an in-memory file that becomes the program's stdin,
+ * and TSCNI_STDIN_MEMFD tells the program so: it maps the file rather than reading a pipe, which Bun does through
+ * a thread pool it starts for it (~1 ms of every call's start-up here; bench/run.mjs, cold start). A stdin that
+ * cannot be read is left as it is, for the program to report.
+ */
+static void stdin_to_memfd(void) {
+  unsetenv("TSCNI_STDIN_MEMFD"); /* only ever this launcher's word */
+  int fd = memfd_create("tscni-config", MFD_CLOEXEC);
+  if (fd < 0) return;
+  char buf[65536];
+  size_t total = 0;
+  for (;;) {
+    ssize_t r = read(STDIN_FILENO, buf, sizeof(buf));
+    if (r < 0 && errno == EINTR) continue;
+    if (r == 0) break;
+    if (r < 0 || write_all(fd, buf, (size_t)r)) {
+      if (total == 0 && r < 0) { /* nothing taken from stdin yet: the program reads (and reports) it itself */
+        close(fd);
+        return;
+      }
+      printf("{\n    \"code\": 5,\n    \"msg\": \"error reading from stdin: %s\"\n}", strerror(errno));
+      exit(1);
+    }
+    total += (size_t)r;
+  }
+  if (lseek(fd, 0, SEEK_SET) != 0 || dup2(fd, STDIN_FILENO) < 0) {
+    printf("{\n    \"code\": 5,\n    \"msg\": \"error reading from stdin: %s\"\n}", strerror(errno));
+    exit(1);
+  }
+  close(fd);
+  setenv("TSCNI_STDIN_MEMFD", "1", 1);
+}
+
 int main(int argc, char **argv) {
   const char *name = base_name(argv[0]);
   const char *command = getenv("CNI_COMMAND");
@@ -185,6 +248,7 @@ int main(int argc, char **argv) {
       return fflush(out) == 0 ? 0 : 1;
     }
     try_resident(name, argc, argv); /* plugin calls only: cnitool and subcommands always run here */
+    stdin_to_memfd();
     break;
   }
   char self[PATH_MAX];

@@ -4,18 +4,25 @@
  * (a plugin type, from the registry, or cnitool). `node main.js <name> [args]` works too.
  * @module
  */
-import { writeFdFully } from "../sys/stdio.js";
+import { writeStd } from "../sys/plugin-stdio.js";
 import { PROGRAM_NAMES } from "./programs.js";
-import { aboutAnswer, PLUGINS, versionAnswer } from "./registry.js";
+import { aboutAnswer, aboutText, PLUGINS, versionAnswer } from "./registry.js";
 import type { PluginExec } from "../invoke/exec.js";
-import type { PluginDefinition } from "../skel/skel.js";
+import { pluginMain, processIO, type PluginDefinition } from "../skel/skel.js";
+import { VersionInfo } from "../spec/version.js";
+
+/** The last element of a path, trailing slashes ignored (by hand: node:path, or even a regular expression, costs start-up). */
+function baseName(p: string): string {
+  let end = p.length;
+  while (end > 0 && p.charCodeAt(end - 1) === 0x2f) end--;
+  return p.slice(p.lastIndexOf("/", end - 1) + 1, end);
+}
 
 async function run(): Promise<void> {
   // A standalone (bun --compile) binary runs its embedded script as argv[1]; the name it was invoked as
   // (the plugin type) is then argv0. Under node, argv[1] is the link that was run.
   const standalone = (process.argv[1] ?? "").startsWith("/$bunfs/");
-  // (The base name by hand: node:path is not worth its start-up cost here.)
-  let name = (standalone ? process.argv0 : process.argv[1] ?? "").replace(/\/+$/, "").split("/").pop() ?? "";
+  let name = baseName(standalone ? process.argv0 : process.argv[1] ?? "");
   if (name === "main.js" || name === "main" || name === "tscni") {
     name = process.argv[2] ?? "";
     process.argv.splice(1, 1); // so the program sees its own arguments where it expects them
@@ -26,7 +33,7 @@ async function run(): Promise<void> {
   }
   const entry = PLUGINS[name];
   if (!entry) {
-    writeFdFully(2, `tscni: unknown program "${name}"; known: ${PROGRAM_NAMES.join(", ")}\n`);
+    await writeStd(2, `tscni: unknown program "${name}"; known: ${PROGRAM_NAMES.join(", ")}\n`);
     process.exitCode = 1;
     return;
   }
@@ -38,31 +45,40 @@ async function run(): Promise<void> {
   }
   // The VERSION probe is most of a runtime's calls: answer it, and "about", without loading the plugin.
   if (process.env["CNI_COMMAND"] === "VERSION") {
-    writeFdFully(1, versionAnswer(entry.versions));
+    await writeStd(1, versionAnswer(entry.versions));
     return;
   }
   if (!process.env["CNI_COMMAND"]) {
-    writeFdFully(2, aboutAnswer(name, entry.versions));
+    await writeStd(2, aboutAnswer(name, entry.versions));
     return;
   }
-  // A plugin that delegates to another of ours runs it in-process rather than exec'ing this binary again. That
-  // machinery is loaded at the first delegation: most calls never delegate, and every call pays for its start-up.
-  const [{ plugin }, { setDefaultExec }, { pluginMain }] = await Promise.all([
-    entry.load() as Promise<{ plugin?: PluginDefinition }>, import("../invoke/default-exec.js"), import("../skel/skel.js"),
-  ]);
-  let multicall: Promise<PluginExec> | undefined;
-  setDefaultExec({
-    execPlugin: async (...call) => {
-      multicall ??= import("./inprocess.js").then(({ MulticallExec }) => new MulticallExec());
-      return (await multicall).execPlugin(...call);
-    },
-  });
-  await pluginMain(plugin!.funcs, plugin!.versionInfo, plugin!.about);
+  // The launcher's word that stdin is its in-memory copy of the config (launcher.c): taken, and kept from
+  // everything this call runs.
+  const stdinInMemoryFile = process.env["TSCNI_STDIN_MEMFD"] === "1";
+  delete process.env["TSCNI_STDIN_MEMFD"];
+  // The plugin's own code is loaded once skel has checked the environment and the config's name and version: a
+  // call refused there never pays for it. A plugin that delegates to another of ours runs it in-process rather
+  // than exec'ing this binary again; that machinery is loaded at the first delegation (most calls never delegate).
+  const loadPlugin = async () => {
+    const [{ plugin }, { setDefaultExec }] = await Promise.all([
+      entry.load() as Promise<{ plugin?: PluginDefinition }>, import("../invoke/default-exec.js"),
+    ]);
+    let multicall: Promise<PluginExec> | undefined;
+    setDefaultExec({
+      execPlugin: async (...call) => {
+        multicall ??= import("./inprocess.js").then(({ MulticallExec }) => new MulticallExec());
+        return (await multicall).execPlugin(...call);
+      },
+    });
+    return plugin!.funcs;
+  };
+  // (registry.test.ts pins each plugin's versions and about text to the registry's.)
+  await pluginMain(loadPlugin, new VersionInfo(entry.versions), aboutText(name), processIO({ stdinInMemoryFile }));
 }
 
-run().catch((e: unknown) => {
+run().catch(async (e: unknown) => {
   // Last resort: a CNI error on stdout, never a stack trace.
   const msg = e instanceof Error ? e.message : String(e);
-  writeFdFully(1, JSON.stringify({ code: 999, msg }, null, 4));
   process.exitCode = 1;
+  await writeStd(1, JSON.stringify({ code: 999, msg }, null, 4)).catch(() => undefined);
 });

@@ -4,12 +4,11 @@
  * the error as CNI JSON on stdout. A plugin's main is one call to `pluginMain`.
  * @module
  */
-import { statSync } from "node:fs";
 import { CniError, ErrorCode } from "../spec/errors.js";
-import { readFdToEnd, writeFdFully } from "../sys/stdio.js";
+import { OrderedWriter, readStdin } from "../sys/plugin-stdio.js";
 import type { GoType } from "../spec/go-decode.js";
 import { isJsonObject, jsonKindName, parseJson } from "../spec/json.js";
-import { printResult, type Result } from "../spec/result/index.js";
+import type { Result } from "../spec/result/index.js";
 import { validateContainerId, validateInterfaceName, validateNetworkName } from "../spec/validate.js";
 import { decodeConfigVersion, reconcileVersion, versionGreaterThanOrEqualTo, type VersionInfo } from "../spec/version.js";
 
@@ -88,6 +87,8 @@ export interface PluginIO {
   writeStdout: (s: string) => void;
   /** Where diagnostics go. */
   writeStderr: (s: string) => void;
+  /** Resolves when everything written has reached its destination (for output written asynchronously). */
+  flush?: () => Promise<void>;
 }
 
 type EnvVar = "CNI_COMMAND" | "CNI_CONTAINERID" | "CNI_NETNS" | "CNI_IFNAME" | "CNI_ARGS" | "CNI_PATH" | "CNI_NETNS_OVERRIDE";
@@ -153,7 +154,9 @@ function configVersionOf(stdin: Buffer): string {
 }
 
 /** True when `netnsPath` is the network namespace this process runs in. */
-function isOwnNetns(netnsPath: string): boolean {
+async function isOwnNetns(netnsPath: string): Promise<boolean> {
+  // (node:fs is loaded here, past the checks a bad call fails: start-up cost, see sys/plugin-stdio.ts.)
+  const { statSync } = await import("node:fs");
   try {
     const target = statSync(netnsPath);
     const own = statSync("/proc/self/ns/net");
@@ -189,9 +192,10 @@ const MIN_VERSION: Record<string, string> = { CHECK: "0.4.0", GC: "1.1.0", STATU
 
 /**
  * Runs one plugin invocation against `io`. Returns the error to report, or undefined on success (output has
- * been written). Never throws.
+ * been written). Never throws. `funcs` may be a loader of the handlers: it is called after the environment, the
+ * config's name and version and the namespace have passed their checks, right before the handler runs.
  */
-export async function runPlugin(funcs: PluginFuncs, info: VersionInfo, about: string, io: PluginIO): Promise<CniError | undefined> {
+export async function runPlugin(funcs: PluginFuncs | (() => Promise<PluginFuncs>), info: VersionInfo, about: string, io: PluginIO): Promise<CniError | undefined> {
   try {
     let env: ReturnType<typeof readEnv>;
     try {
@@ -227,11 +231,12 @@ export async function runPlugin(funcs: PluginFuncs, info: VersionInfo, about: st
     // interfaces in) the plugin's own namespace; checked first, a mistaken CNI_NETNS changes nothing.
     if ((command === "ADD" || command === "DEL") && values.CNI_NETNS) {
       const override = values.CNI_NETNS_OVERRIDE.toLowerCase();
-      if (override !== "true" && override !== "1" && isOwnNetns(values.CNI_NETNS)) {
+      if (override !== "true" && override !== "1" && await isOwnNetns(values.CNI_NETNS)) {
         throw new CniError(ErrorCode.InvalidNetNS, "plugin's netns and netns from CNI_NETNS should not be the same");
       }
     }
-    const handler = funcs[handlerName];
+    // A plugin given as its loader is loaded only now: a call refused above never pays for the plugin's code.
+    const handler = (typeof funcs === "function" ? await funcs() : funcs)[handlerName];
     if (handler) {
       const args: CmdArgs = {
         containerID: values.CNI_CONTAINERID, netns: values.CNI_NETNS, ifName: values.CNI_IFNAME, args: values.CNI_ARGS,
@@ -240,7 +245,10 @@ export async function runPlugin(funcs: PluginFuncs, info: VersionInfo, about: st
       };
       const output = await handler(args);
       if (typeof output === "string") io.writeStdout(output);
-      else if (output) io.writeStdout(printResult(output, configVersion));
+      else if (output) {
+        const { printResult } = await import("../spec/result/index.js");
+        io.writeStdout(printResult(output, configVersion));
+      }
     }
     return undefined;
   } catch (e) {
@@ -248,24 +256,31 @@ export async function runPlugin(funcs: PluginFuncs, info: VersionInfo, about: st
   }
 }
 
-/** The real process's IO: its file descriptors 0, 1 and 2 (not process.stdin/stdout: see sys/stdio.ts). */
-export function processIO(): PluginIO {
+/**
+ * The real process's IO: its file descriptors 0, 1 and 2 (not process.stdin/stdout: see sys/stdio.ts).
+ * `stdinInMemoryFile`: stdin is the C launcher's in-memory copy of the config (sys/plugin-stdio.ts).
+ */
+export function processIO(opts: { stdinInMemoryFile?: boolean } = {}): PluginIO {
+  const out = new OrderedWriter();
   return {
     env: process.env,
-    readStdin: async () => readFdToEnd(0),
-    writeStdout: (s) => writeFdFully(1, s),
-    writeStderr: (s) => writeFdFully(2, s),
+    readStdin: () => readStdin(opts.stdinInMemoryFile),
+    writeStdout: (s) => out.write(1, s),
+    writeStderr: (s) => out.write(2, s),
+    flush: () => out.flush(),
   };
 }
 
 /**
  * A plugin's main: run, print any error as CNI JSON on stdout, and set the exit code (1 on error).
- * Resolves when output is flushed; it does not call process.exit, so pending writes complete.
+ * Resolves when output is flushed; it does not call process.exit, so pending writes complete. `funcs` may be a
+ * loader of the handlers, called only once the call has passed the checks every call must (see runPlugin).
  */
-export async function pluginMain(funcs: PluginFuncs, info: VersionInfo, about: string, io: PluginIO = processIO()): Promise<void> {
+export async function pluginMain(funcs: PluginFuncs | (() => Promise<PluginFuncs>), info: VersionInfo, about: string, io: PluginIO = processIO()): Promise<void> {
   const err = await runPlugin(funcs, info, about, io);
   if (err) {
     io.writeStdout(err.print());
     process.exitCode = 1;
   }
+  await io.flush?.();
 }

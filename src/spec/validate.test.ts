@@ -56,6 +56,10 @@ describe("validateInterfaceName", () => {
     assert.doesNotThrow(() => validateInterfaceName("123456789012345"));
     assertCniError(() => validateInterfaceName("ééééééééé"), 4, "interface name is too long", tooLong); // 9 chars, 18 bytes
     assert.doesNotThrow(() => validateInterfaceName("éééééééa")); // 15 bytes
+    assertCniError(() => validateInterfaceName("😀😀😀😀"), 4, "interface name is too long", tooLong); // 4 chars, 16 bytes
+    assert.doesNotThrow(() => validateInterfaceName("😀😀😀abc")); // 15 bytes
+    assert.doesNotThrow(() => validateInterfaceName("\ud800\ud800\ud800\ud800\ud800")); // lone surrogates: 3 bytes each, as encoded
+    assertCniError(() => validateInterfaceName("\ud800\ud800\ud800\ud800\ud800a"), 4, "interface name is too long", tooLong);
   });
   test("too long is checked before the other rules", () => {
     assertCniError(() => validateInterfaceName("a/b:c d/e:f g/h:i"), 4, "interface name is too long", tooLong);

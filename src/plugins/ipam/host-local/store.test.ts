@@ -28,7 +28,7 @@ describe("DiskStore", () => {
     assert.equal(lock.mode & 0o777, 0o750 & ~process.umask());
   });
 
-  test("reserve writes `<id>\\r\\n<ifname>` exclusively with mode 0600, and last_reserved_ip atomically", () => {
+  test("reserve writes `<id>\\r\\n<ifname>` exclusively with mode 0600, and last_reserved_ip in place", () => {
     assert.equal(store.reserve("  cid  ", "eth0", parseIP("fd00::a"), "3"), true);
     assert.equal(store.reserve("other", "eth0", parseIP("fd00::a"), "3"), false);
     const bytes = readFileSync(path.join(dir, "fd00::a"));

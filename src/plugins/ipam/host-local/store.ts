@@ -4,14 +4,14 @@
  * - `<dataDir>/<network>/` (mode 0755) holds one file per allocated IP, named by the IP's canonical text and
  *   holding `<containerID>\r\n<ifname>` (no trailing newline), created exclusively with mode 0600; files of
  *   pre-0.7 plugins hold the container ID alone and still match.
- * - `last_reserved_ip.<rangeSetIndex>` holds the last IP reserved from that range set (replaced atomically).
+ * - `last_reserved_ip.<rangeSetIndex>` holds the last IP reserved from that range set (rewritten in place, as Go).
  * - `lock` (empty, mode 0750) is held with `flock(LOCK_EX)` around each allocation and release. Node has no
  *   flock(2), so util-linux `flock(1)` takes the lock on our open file description (its fd 0 is our fd): the
  *   lock then lives exactly as long as our descriptor, and dies with this process.
  * @module
  */
 import {
-  accessSync, closeSync, constants, mkdirSync, openSync, readdirSync, readFileSync, renameSync, unlinkSync, writeFileSync,
+  accessSync, closeSync, constants, mkdirSync, openSync, readdirSync, readFileSync, unlinkSync, writeFileSync,
 } from "node:fs";
 import path from "node:path";
 import { CniError, ErrorCode } from "../../../spec/errors.js";
@@ -100,7 +100,7 @@ export class DiskStore implements IPStore {
       } finally {
         closeSync(fd);
       }
-      this.writeAtomically(this.lastIPPath(rangeID), ip.text);
+      this.writeHint(this.lastIPPath(rangeID), ip.text);
     } catch (e) {
       try {
         unlinkSync(file);
@@ -110,18 +110,14 @@ export class DiskStore implements IPStore {
     return true;
   }
 
-  /** Replaces `file` with `content` (mode 0600) through a rename, so readers never see it half-written. */
-  private writeAtomically(file: string, content: string): void {
-    const tmp = path.join(this.dir, `.${path.basename(file)}.${process.pid}.tmp`);
-    writeFileSync(tmp, content, { mode: 0o600 });
-    try {
-      renameSync(tmp, file);
-    } catch (e) {
-      try {
-        unlinkSync(tmp);
-      } catch { /* best effort */ }
-      throw e;
-    }
+  /**
+   * Rewrites `file` in place (created with mode 0600), as Go does. Not through a temporary file and a rename: the
+   * file is only read and written under the store's lock, so no process sees it half-written, and it is only a
+   * round-robin hint (an unreadable one restarts at rangeStart, and every candidate is still claimed with
+   * O_EXCL). A rename over an existing file costs ~0.2 ms on ext4 (auto_da_alloc flushes), half of an ADD.
+   */
+  private writeHint(file: string, content: string): void {
+    writeFileSync(file, content, { mode: 0o600 });
   }
 
   lastReservedIP(rangeID: string): IPAddress | undefined {

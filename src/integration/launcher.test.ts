@@ -1,0 +1,73 @@
+/**
+ * The C launcher in exec mode (launcher/launcher.c): it moves the config from the caller's pipe into an in-memory
+ * file that becomes the program's stdin, and marks that with TSCNI_STDIN_MEMFD for the program alone. Checked
+ * through a delegating plugin (flannel) and a delegate that records what it got: the whole config, large or empty,
+ * and an environment without the mark. No namespace is touched (flannel only renders and delegates).
+ */
+import { describe, test, after } from "node:test";
+import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
+import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { OUR_BIN } from "../testing/harness.js";
+
+const launcherBuilt = existsSync(path.join(OUR_BIN, "..", "tscni"));
+const skip = process.getuid?.() !== 0 ? "needs root" : launcherBuilt ? undefined : "the C launcher is not built (no C compiler)";
+if (skip) console.log(`# skipping launcher tests: ${skip}`);
+
+describe("launcher, exec mode", { skip }, () => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), "tscni-launcher-"));
+  after(() => rmSync(dir, { recursive: true, force: true }));
+  // The delegate: records its stdin and environment, answers a result.
+  const delegateDir = path.join(dir, "bin");
+  spawnSync("mkdir", ["-p", delegateDir]);
+  writeFileSync(path.join(delegateDir, "recorder"),
+    `#!/bin/sh\ncat > "${dir}/stdin"\nenv > "${dir}/env"\necho '{"cniVersion":"1.0.0","ips":[{"address":"10.9.3.2/24"}]}'\n`);
+  chmodSync(path.join(delegateDir, "recorder"), 0o755);
+  writeFileSync(path.join(dir, "subnet.env"), "FLANNEL_NETWORK=10.9.0.0/16\nFLANNEL_SUBNET=10.9.3.1/24\nFLANNEL_MTU=1400\nFLANNEL_IPMASQ=false\n");
+
+  const flannel = (config: string) => spawnSync(path.join(OUR_BIN, "flannel"), [], {
+    input: config, encoding: "utf8",
+    env: {
+      PATH: process.env["PATH"], CNI_COMMAND: "ADD", CNI_CONTAINERID: "launcher-test", CNI_NETNS: "/run/netns/tscni-launcher-none",
+      CNI_IFNAME: "eth0", CNI_PATH: `${delegateDir}:${OUR_BIN}`, TSCNI_RESIDENT_SOCKET: "",
+    },
+  });
+  const conf = (extra: Record<string, unknown> = {}) => JSON.stringify({
+    cniVersion: "1.0.0", name: "launcher-test", type: "flannel", subnetFile: path.join(dir, "subnet.env"), dataDir: path.join(dir, "data"),
+    delegate: { type: "recorder" }, ...extra,
+  });
+
+  test("the program reads the whole config, and the delegate gets its config but not the launcher's mark", () => {
+    const r = flannel(conf());
+    assert.equal(r.status, 0, r.stdout + r.stderr);
+    assert.equal(JSON.parse(r.stdout).ips[0].address, "10.9.3.2/24");
+    const delegated = JSON.parse(readFileSync(path.join(dir, "stdin"), "utf8"));
+    assert.equal(delegated.type, "recorder");
+    assert.equal(delegated.name, "launcher-test");
+    const env = readFileSync(path.join(dir, "env"), "utf8");
+    assert.match(env, /^CNI_COMMAND=ADD$/m);
+    assert.doesNotMatch(env, /TSCNI_STDIN_MEMFD/);
+  });
+
+  test("a config larger than the launcher's read buffer arrives whole", () => {
+    const padding = "x".repeat(300_000);
+    const r = flannel(conf({ padding }));
+    assert.equal(r.status, 0, r.stdout + r.stderr);
+    // A config cut short would be a JSON error: the program parsed all of it.
+    assert.equal(JSON.parse(r.stdout).cniVersion, "1.0.0");
+  });
+
+  test("an empty or broken config is the same CNI error as without the launcher", () => {
+    for (const input of ["", "{"]) {
+      const viaLauncher = flannel(input);
+      const direct = spawnSync(path.join(OUR_BIN, "..", "tscni-js"), [], {
+        input, encoding: "utf8", argv0: "flannel",
+        env: { PATH: process.env["PATH"], CNI_COMMAND: "ADD", CNI_CONTAINERID: "x", CNI_NETNS: "/run/netns/x", CNI_IFNAME: "eth0", CNI_PATH: OUR_BIN },
+      });
+      assert.equal(viaLauncher.status, 1);
+      assert.equal(viaLauncher.stdout, direct.stdout, `stdin ${JSON.stringify(input)}`);
+    }
+  });
+});

@@ -1,0 +1,71 @@
+/**
+ * A plugin process's stdin and its writes to fds 1 and 2. Under Bun through Bun's own file I/O: importing node:fs
+ * costs a compiled plugin ~1 ms of start-up (bench: cold start), and a call that fails on its config needs no
+ * other file. Under Node (no Bun global) through sys/stdio.ts, loaded on first use.
+ * @module
+ */
+
+interface BunStdio {
+  stdin: { bytes(): Promise<Uint8Array> };
+  mmap(path: string, opts?: { shared?: boolean }): Uint8Array;
+  stdout: unknown;
+  stderr: unknown;
+  write(destination: unknown, data: string | Uint8Array): Promise<number>;
+}
+
+const bun = (): BunStdio | undefined => (globalThis as { Bun?: BunStdio }).Bun;
+
+/**
+ * Reads stdin to its end (the runtime closes it after the config). `inMemoryFile`: the C launcher has put the
+ * config in an in-memory file that is our stdin (launcher.c, stdin_to_memfd); it is then mapped, which under Bun
+ * costs no thread pool (anything that cannot be mapped, such as an empty file, is read as usual).
+ */
+export async function readStdin(inMemoryFile = false): Promise<Buffer> {
+  const b = bun();
+  if (b && inMemoryFile) {
+    try {
+      return Buffer.from(b.mmap("/proc/self/fd/0", { shared: false }));
+    } catch { /* read below */ }
+  }
+  if (b) return Buffer.from(await b.stdin.bytes());
+  const { readFdToEnd } = await import("./stdio.js");
+  return readFdToEnd(0);
+}
+
+/**
+ * Writes all of `data` to fd 1 or 2. A reader that went away (EPIPE) loses the output, as with a stream; other
+ * failures reject.
+ */
+export async function writeStd(fd: 1 | 2, data: string | Uint8Array): Promise<void> {
+  const b = bun();
+  if (!b) {
+    const { writeFdFully } = await import("./stdio.js");
+    writeFdFully(fd, data);
+    return;
+  }
+  try {
+    await b.write(fd === 1 ? b.stdout : b.stderr, data);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== "EPIPE") throw e;
+  }
+}
+
+/**
+ * Writes to fds 1 and 2 in the order they were asked for, each whole; `flush` resolves when all are done (the
+ * first failure rejects it).
+ */
+export class OrderedWriter {
+  private pending: Promise<void> = Promise.resolve();
+  private failure: unknown;
+
+  write(fd: 1 | 2, data: string | Uint8Array): void {
+    this.pending = this.pending.then(() => writeStd(fd, data)).catch((e: unknown) => {
+      this.failure ??= e;
+    });
+  }
+
+  async flush(): Promise<void> {
+    await this.pending;
+    if (this.failure !== undefined) throw this.failure;
+  }
+}
