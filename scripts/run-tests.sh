@@ -33,7 +33,8 @@ else
     # one per test host namespace (src/testing/resident-host.ts); the results must not change.
     echo "== integration tests again, served by resident servers (cnitool daemon)"
     rsdir=$(mktemp -d /run/tscni-test-resident.XXXXXX)
-    dist/bin/cnitool daemon --socket "$rsdir/plugins.sock" 2>>"$rsdir/daemon.log" &
+    # (a short warm-up: the default one costs each server ~1 s of CPU)
+    dist/bin/cnitool daemon --warm-up 20 --socket "$rsdir/plugins.sock" 2>>"$rsdir/daemon.log" &
     rspid=$!
     stop_server() { kill -TERM "$rspid" 2>/dev/null && wait "$rspid" || true; umount /run/tscni-test-mnt 2>/dev/null || true; rmdir /run/tscni-test-mnt 2>/dev/null || true; }
     trap stop_server EXIT

@@ -8,7 +8,7 @@ import type { Command } from "commander";
 import type { Io } from "../cnitool/cnitool.js";
 import { takeListenFd } from "../sys/socket-activation.js";
 import { callResident } from "./resident-client.js";
-import { DEFAULT_SOCKET, HEALTH_PROGRAM, readBuildId, startResidentServer } from "./resident-server.js";
+import { DEFAULT_SOCKET, HEALTH_PROGRAM, readBuildId, startResidentServer, WARM_UP_ROUNDS } from "./resident-server.js";
 
 /** Adds `daemon` and `daemon status` to cnitool. */
 export function addDaemonCommand(program: Command, io: Io): void {
@@ -16,14 +16,16 @@ export function addDaemonCommand(program: Command, io: Io): void {
     .description("Serve plugin calls from a resident process (the launcher forwards to it; exec is the fallback)")
     .option("--socket <path>", "unix socket to listen on", DEFAULT_SOCKET)
     .option("--call-timeout <seconds>", "fail a call that runs longer than this", "300")
-    .action(async (o: { socket: string; callTimeout: string }) => {
+    .option("--warm-up <rounds>", "dry host-local rounds run at start so the first calls find compiled code (0: none)", String(WARM_UP_ROUNDS))
+    .action(async (o: { socket: string; callTimeout: string; warmUp: string }) => {
       const log = (line: string) => io.stderr(`tscni daemon: ${line}\n`);
       // One bad call must never take the server down.
       process.on("uncaughtException", (e) => log(`uncaught: ${e.stack ?? e.message}`));
       process.on("unhandledRejection", (e) => log(`unhandled rejection: ${(e as Error)?.stack ?? String(e)}`));
       const listenFd = takeListenFd(io.env);
       const server = await startResidentServer({
-        socketPath: o.socket, requestTimeoutMs: Number(o.callTimeout) * 1000, log, ...(listenFd !== undefined ? { listenFd } : {}),
+        socketPath: o.socket, requestTimeoutMs: Number(o.callTimeout) * 1000, log, warmUpRounds: Number(o.warmUp),
+        ...(listenFd !== undefined ? { listenFd } : {}),
       });
       log(`serving plugin calls on ${listenFd !== undefined ? "the socket systemd passed" : server.socketPath}`);
       await new Promise<void>((resolve) => {

@@ -10,6 +10,7 @@ import { describe, test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { spawn, type ChildProcess } from "node:child_process";
 import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import os from "node:os";
 import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { Cleanup, OUR_BIN, ROOT, runCommand, runTag, skipReason, type Netns } from "../testing/harness.js";
@@ -28,7 +29,9 @@ describe("resident mode", { skip }, () => {
 
   /** Starts the daemon in the host namespace (same mount namespace as the test); resolves when it serves. */
   async function startServer(extra: string[] = []): Promise<ChildProcess> {
-    const child = spawn("nsenter", [`--net=${host.ns.path}`, "--", path.join(OUR_BIN, "cnitool"), "daemon", "--socket", socket, ...extra],
+    // A short warm-up unless the test asks for another (the default's ~1 s of CPU per server adds up in a suite).
+    const warmUp = extra.includes("--warm-up") ? [] : ["--warm-up", "20"];
+    const child = spawn("nsenter", [`--net=${host.ns.path}`, "--", path.join(OUR_BIN, "cnitool"), "daemon", "--socket", socket, ...warmUp, ...extra],
       { stdio: ["ignore", "ignore", "pipe"] });
     let log = "";
     child.stderr!.on("data", (b: Buffer) => (log += b));
@@ -45,7 +48,7 @@ describe("resident mode", { skip }, () => {
   const health = async () => {
     const r = await runCommand("nsenter", [`--net=${host.ns.path}`, "--", path.join(OUR_BIN, "cnitool"), "daemon", "status", "--socket", socket]);
     assert.equal(r.code, 0, r.stderr);
-    return JSON.parse(r.stdout) as { served: number; inFlight: number };
+    return JSON.parse(r.stdout) as { served: number; inFlight: number; warmedUp: boolean };
   };
 
   /** Runs a plugin through the launcher in the host namespace (nsenter: same mount namespace as the server). */
@@ -316,6 +319,10 @@ describe("resident mode", { skip }, () => {
     socket = activated;
     try {
       assert.equal((await health()).served, 1, "the activated server ran the first call");
+      // It warms up through the socket it was handed (the unit's --socket names it), uncounted.
+      for (let i = 0; i < 400 && !(await health()).warmedUp; i++) await sleep(50);
+      const h = await health();
+      assert.deepEqual([h.warmedUp, h.served], [true, 1]);
     } finally {
       socket = savedSocket;
     }
@@ -340,6 +347,45 @@ describe("resident mode", { skip }, () => {
     } finally {
       socket = savedSocket;
       for (const s of servers) await stopServer(s);
+    }
+  });
+
+  test("warm-up: through its own socket on a temporary store, not counted, real calls served meanwhile; SIGTERM stops it at once", async () => {
+    const warmDirs = () => readdirSync(os.tmpdir()).filter((n) => n.startsWith("tscni-warm-up-"));
+    /** Waits until no warm-up directory but those in `before` is left (other servers of the suite may warm up too). */
+    const noneLeft = async (before: string[]) => {
+      for (let i = 0; i < 100 && warmDirs().some((d) => !before.includes(d)); i++) await sleep(50);
+      assert.deepEqual(warmDirs().filter((d) => !before.includes(d)), [], "the warm-up's temporary store is removed");
+    };
+    const savedSocket = socket;
+    socket = path.join(sockDir, "warm", "plugins.sock");
+    const before = warmDirs();
+    try {
+      const s = await startServer(["--warm-up", "1000"]);
+      try {
+        assert.equal((await health()).warmedUp, false, "still warming up");
+        const name = `rswarm${tag}`;
+        const conf = hostLocalConf(name, "10.198.0.0/24");
+        const add = await call("host-local", "ADD", conf, { CNI_NETNS: "/run/netns/none", CNI_CONTAINERID: "warm1" });
+        assert.equal(add.code, 0, add.stdout + add.stderr);
+        assert.equal(JSON.parse(add.stdout).ips[0].address, "10.198.0.2/24");
+        assert.equal((await call("host-local", "DEL", conf, { CNI_NETNS: "/run/netns/none", CNI_CONTAINERID: "warm1" })).code, 0);
+        for (let i = 0; i < 400 && !(await health()).warmedUp; i++) await sleep(50);
+        const h = await health();
+        assert.deepEqual([h.warmedUp, h.served, h.inFlight], [true, 2, 0], "only the two real calls count");
+        await noneLeft(before);
+      } finally {
+        await stopServer(s);
+      }
+      const long = await startServer(["--warm-up", "1000000"]);
+      await sleep(300);
+      const t0 = Date.now();
+      await stopServer(long);
+      assert.equal(long.exitCode, 0);
+      assert.ok(Date.now() - t0 < 5000, `SIGTERM during the warm-up took ${Date.now() - t0} ms`);
+      await noneLeft(before);
+    } finally {
+      socket = savedSocket;
     }
   });
 

@@ -56,7 +56,7 @@ export function startResidentHost(netnsName: string, dir: string, cnitool: strin
   const log = path.join(dir, "daemon.log");
   // Started through a shell that exits at once: the server is nobody's child here (this process, blocked in a
   // synchronous cleanup, could not reap it).
-  const started = spawnSync("sh", ["-c", 'nsenter --net="$1" --mount="$2" -- "$3" daemon --socket "$4" </dev/null >>"$5" 2>&1 & echo $!', "sh",
+  const started = spawnSync("sh", ["-c", 'nsenter --net="$1" --mount="$2" -- "$3" daemon --warm-up 20 --socket "$4" </dev/null >>"$5" 2>&1 & echo $!', "sh",
     `/run/netns/${netnsName}`, mountNs, cnitool, socket, log], { encoding: "utf8" });
   const pid = Number(started.stdout.trim());
   // Calls before it listens would only fall back to exec, but the pass is meant to be served.
