@@ -105,7 +105,11 @@ export class ByteReader {
   private waiter: (() => void) | undefined;
   private ended = false;
 
+  /** How many bytes have arrived in all. */
+  received = 0;
+
   push(chunk: Buffer): void {
+    this.received += chunk.length;
     this.buffered = this.buffered.length ? Buffer.concat([this.buffered, chunk]) : chunk;
     this.waiter?.();
   }

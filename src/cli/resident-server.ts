@@ -37,7 +37,7 @@ import { CniError, ErrorCode } from "../spec/errors.js";
 import { runPlugin, type PluginDefinition } from "../skel/skel.js";
 import { MulticallExec } from "./inprocess.js";
 import {
-  ACCEPT, ByteReader, DEFAULT_SOCKET, encodeRefusal, exitFrame, frame, readHello, readRequest, TAG_STDERR, TAG_STDOUT, type ResidentRequest,
+  ACCEPT, ByteReader, DEFAULT_SOCKET, encodeRefusal, exitFrame, frame, ProtocolError, readHello, readRequest, TAG_STDERR, TAG_STDOUT, type ResidentRequest,
 } from "./resident-protocol.js";
 import { PLUGINS } from "./registry.js";
 import { selfExecutable } from "./self.js";
@@ -309,6 +309,7 @@ export async function startResidentServer(opts: ResidentServerOptions = {}): Pro
     socket.on("error", () => reader.end());
     void (async () => {
       let served = false;
+      let acceptedAt: number | undefined; // bytes received when the call was accepted
       try {
         const clientBuild = await readHello(reader);
         const why = await refusal(socket, clientBuild, buildId);
@@ -317,7 +318,9 @@ export async function startResidentServer(opts: ResidentServerOptions = {}): Pro
           return;
         }
         socket.write(Buffer.from([ACCEPT]));
+        acceptedAt = reader.received;
         const req = await readRequest(reader);
+        acceptedAt = undefined;
         // The warm-up's calls are not counted (close() waits for the warm-up itself).
         served = !req.env[WARM_UP_MARK];
         if (served) inFlight++;
@@ -326,7 +329,10 @@ export async function startResidentServer(opts: ResidentServerOptions = {}): Pro
           () => JSON.stringify({ build: buildId, plugins: [...plugins.keys()], inFlight: served ? inFlight - 1 : inFlight, served: servedCalls, warmedUp }) + "\n", own);
         socket.end(exitFrame(status));
       } catch (e) {
-        log(`a connection failed: ${(e as Error).message}`);
+        // A launcher that waited longer than its limit for the answer ran the plugin itself (a busy server).
+        log(acceptedAt !== undefined && acceptedAt === reader.received && e instanceof ProtocolError
+          ? "a caller left before sending its call: it gave up waiting for this server's answer and ran the plugin itself"
+          : `a connection failed: ${(e as Error).message}`);
         socket.destroy();
       } finally {
         if (served && --inFlight === 0) idle?.();

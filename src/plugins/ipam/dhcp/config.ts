@@ -12,8 +12,7 @@ import { NET_CONF_FIELDS, type GCAttachment } from "../../../spec/config.js";
 import { loadPluginConf } from "../../../skel/conf.js";
 import { decodeConfig, invalidKey } from "../../common/keys.js";
 import { requireIpam } from "../ipam-config.js";
-import { CLIENT_MANAGED, DEFAULT_REQUESTED, OPTION_NAMES, parseOptionName } from "./options.js";
-import { Option } from "./packet.js";
+import { CLIENT_MANAGED, DEFAULT_REQUESTED, Option, OPTION_NAMES, parseOptionName } from "./option-codes.js";
 
 /** Where the daemon listens unless `ipam.daemonSocketPath` says otherwise. */
 export const DEFAULT_SOCKET_PATH = "/run/cni/dhcp.sock";

@@ -8,45 +8,13 @@ import { CniError, ErrorCode } from "../../../spec/errors.js";
 import type { DNS, Route } from "../../../spec/result/common.js";
 import { IMPLEMENTED_100, type Result100 } from "../../../spec/result/types100.js";
 import {
-  DhcpFormatError, maskPrefix, Option, parseClasslessRoutes, parseDomainSearch, parseStaticRoutes, readAddresses, readText,
+  DhcpFormatError, maskPrefix, parseClasslessRoutes, parseDomainSearch, parseStaticRoutes, readAddresses, readText,
   type DhcpMessage, type OptionRoute,
 } from "./packet.js";
+import { Option } from "./option-codes.js";
 
-/** The option names the config accepts (upstream's list); any other option is given by its number. */
-export const OPTION_NAMES: Readonly<Record<string, number>> = {
-  "dhcp-client-identifier": Option.ClientID,
-  "subnet-mask": Option.SubnetMask,
-  routers: Option.Router,
-  "host-name": Option.HostName,
-  "user-class": Option.UserClass,
-  "vendor-class-identifier": Option.VendorClassID,
-};
-
-/** An option code from its name or its decimal number (0-255, as Go's strconv.ParseUint(s, 10, 8)). */
-export function parseOptionName(text: string): number | undefined {
-  const named = Object.prototype.hasOwnProperty.call(OPTION_NAMES, text) ? OPTION_NAMES[text] : undefined;
-  if (named !== undefined) return named;
-  if (!/^[0-9]+$/.test(text)) return undefined;
-  const n = Number(text);
-  return n <= 255 ? n : undefined;
-}
-
-/**
- * The parameter request list unless a `request` entry says `skipDefault`: subnet mask and router (upstream's
- * two), plus DNS servers, domain name, domain search and classless static routes, so the result can carry
- * them (a server sends option 121 only to clients that ask for it, RFC 3442).
- */
-export const DEFAULT_REQUESTED: readonly number[] = [
-  Option.SubnetMask, Option.Router, Option.DomainNameServer, Option.DomainName, Option.DomainSearch, Option.ClasslessStaticRoutes,
-];
-
-/**
- * Options the client sets itself in each message, so `provide` cannot: pad and end, requested address,
- * overload, message type, server identifier, parameter request list, maximum message size.
- */
-export const CLIENT_MANAGED: ReadonlySet<number> = new Set([
-  Option.Pad, Option.RequestedIP, Option.Overload, Option.MessageType, Option.ServerID, Option.ParameterRequestList, Option.MaxMessageSize, Option.End,
-]);
+/** The config's option names and lists (kept in option-codes.ts, which config parsing loads without this module). */
+export { CLIENT_MANAGED, DEFAULT_REQUESTED, OPTION_NAMES, parseOptionName } from "./option-codes.js";
 
 /** The lease's key and identifier: `containerID/netName/ifName`, cut to 254 bytes as upstream does. */
 export function clientIdOf(containerID: string, netName: string, ifName: string): string {

@@ -7,42 +7,14 @@
  * servers or pull in raw-socket native addons), and the format is small.
  * @module
  */
+import { Option } from "./option-codes.js";
+
+/** The option and message codes (kept in option-codes.ts, which config parsing loads without this codec). */
+export { MessageType, Option } from "./option-codes.js";
 
 /** BOOTP operation codes. */
 export const BOOTREQUEST = 1;
 export const BOOTREPLY = 2;
-
-/** DHCP message types (option 53). */
-export const MessageType = {
-  Discover: 1, Offer: 2, Request: 3, Decline: 4, Ack: 5, Nak: 6, Release: 7, Inform: 8,
-} as const;
-
-/** The option codes this client reads or writes. */
-export const Option = {
-  Pad: 0,
-  SubnetMask: 1,
-  Router: 3,
-  DomainNameServer: 6,
-  HostName: 12,
-  DomainName: 15,
-  StaticRoutes: 33,
-  RequestedIP: 50,
-  LeaseTime: 51,
-  Overload: 52,
-  MessageType: 53,
-  ServerID: 54,
-  ParameterRequestList: 55,
-  Message: 56,
-  MaxMessageSize: 57,
-  RenewalTime: 58,
-  RebindingTime: 59,
-  VendorClassID: 60,
-  ClientID: 61,
-  UserClass: 77,
-  DomainSearch: 119,
-  ClasslessStaticRoutes: 121,
-  End: 255,
-} as const;
 
 /** The BOOTP broadcast flag: asks the server to broadcast its replies. */
 export const FLAG_BROADCAST = 0x8000;

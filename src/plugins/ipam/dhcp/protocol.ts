@@ -10,7 +10,7 @@
  * then closes. Methods are the CNI verbs ADD, CHECK, DEL, STATUS and GC.
  * @module
  */
-import net from "node:net";
+import type net from "node:net";
 import path from "node:path";
 import { CniError, ErrorCode } from "../../../spec/errors.js";
 import { isJsonObject, type JsonObject } from "../../../spec/json.js";
@@ -128,8 +128,10 @@ export function readLine(socket: net.Socket, what: string): Promise<string> {
 export async function callDaemon(socketPath: string, method: Method, args: WireArgs): Promise<JsonObject> {
   const code = method === "STATUS" ? ErrorCode.PluginNotAvailable : ErrorCode.TryAgainLater;
   const request = encodeRequest({ method, args: { ...args, netns: args.netns ? path.resolve(args.netns) : "" } });
+  // (node:net is loaded here, not at start-up: a call refused on its config never needs it, and it costs ~2 ms.)
+  const { createConnection } = await import("node:net");
   const socket = await new Promise<net.Socket>((resolve, reject) => {
-    const s = net.createConnection(socketPath);
+    const s = createConnection(socketPath);
     s.once("connect", () => resolve(s));
     s.once("error", (e: NodeJS.ErrnoException) => reject(unreachable(socketPath, e, code)));
   });
