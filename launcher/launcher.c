@@ -132,8 +132,12 @@ static void try_resident(const char *name, int argc, char **argv) {
   int fd = connect_server(path);
   if (fd < 0) return;
 
-  /* Hello, and the server's answer within 2 s; anything but "Y" means: run it yourself. */
-  struct timeval tv = {.tv_sec = 2};
+  /*
+   * Hello, and the server's answer within 10 s; anything but "Y" means: run it yourself. Generous: a server
+   * swamped by a burst of calls answers late, and callers that give up on it add plugin processes to the load
+   * (bench: 200 pods at once); a server that is not there is refused at connect, at once.
+   */
+  struct timeval tv = {.tv_sec = 10};
   setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
   unsigned char hello[8 + sizeof(BUILD_ID)];
   size_t id_len = strlen(BUILD_ID);
