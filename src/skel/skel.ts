@@ -7,7 +7,7 @@
 import { CniError, ErrorCode } from "../spec/errors.js";
 import { OrderedWriter, readStdin } from "../sys/plugin-stdio.js";
 import type { GoType } from "../spec/go-decode.js";
-import { isJsonObject, jsonKindName, parseJson } from "../spec/json.js";
+import { isJsonObject, jsonKindName, parseJson, type JsonObject } from "../spec/json.js";
 import type { Result } from "../spec/result/index.js";
 import { validateContainerId, validateInterfaceName, validateNetworkName } from "../spec/validate.js";
 import { decodeConfigVersion, reconcileVersion, versionGreaterThanOrEqualTo, type VersionInfo } from "../spec/version.js";
@@ -122,8 +122,8 @@ function readEnv(env: PluginIO["env"]): { command: string; values: Record<EnvVar
   return { command, values };
 }
 
-/** Every config must decode and carry a valid network name, whatever the verb. */
-function validateConfigName(stdin: Buffer): void {
+/** Every config must decode and carry a valid network name, whatever the verb. Gives the parsed config. */
+function validateConfigName(stdin: Buffer): JsonObject {
   let raw: unknown;
   try {
     raw = parseJson(stdin);
@@ -143,11 +143,12 @@ function validateConfigName(stdin: Buffer): void {
   } catch (e) {
     throw e instanceof CniError ? new CniError(e.code, e.msg, e.details) : e;
   }
+  return raw;
 }
 
-function configVersionOf(stdin: Buffer): string {
+function configVersionOf(config: JsonObject): string {
   try {
-    return decodeConfigVersion(stdin);
+    return decodeConfigVersion({ parsed: config });
   } catch (e) {
     throw new CniError(ErrorCode.DecodingFailure, (e as Error).message);
   }
@@ -218,11 +219,11 @@ export async function runPlugin(funcs: PluginFuncs | (() => Promise<PluginFuncs>
     } catch (e) {
       throw new CniError(ErrorCode.IOFailure, `error reading from stdin: ${(e as Error).message}`);
     }
-    validateConfigName(stdin);
+    const config = validateConfigName(stdin);
     const handlerName = HANDLERS[command];
     if (!handlerName) throw new CniError(ErrorCode.InvalidEnvironmentVariables, `unknown CNI_COMMAND: ${command}`);
 
-    const configVersion = configVersionOf(stdin);
+    const configVersion = configVersionOf(config);
     const minimum = MIN_VERSION[command];
     if (minimum) gateVersion(command, minimum, configVersion, info);
     reconcileVersion(configVersion, info);

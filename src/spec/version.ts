@@ -4,7 +4,7 @@
  * @module
  */
 import { CniError, ErrorCode } from "./errors.js";
-import { goQuote, goQuoteList, isJsonObject, jsonKindName, marshalJson, parseJson, type JsonObject } from "./json.js";
+import { goQuote, goQuoteList, isJsonObject, jsonKindName, marshalJson, parseJson, type JsonObject, type JsonValue } from "./json.js";
 import { getString, getStringList } from "./go-decode.js";
 
 import { CURRENT_VERSION, LEGACY_VERSIONS } from "./versions.js";
@@ -76,9 +76,9 @@ export const pluginSupports = (...versions: string[]): VersionInfo => new Versio
  * Parses JSON that Go decodes into a struct: `null` is an empty object, any other non-object is Go's
  * "cannot unmarshal" error naming `goType`. Errors get `prefix`.
  */
-function decodeStruct<T>(bytes: string | Uint8Array, prefix: string, goType: string, read: (obj: JsonObject) => T): T {
+function decodeStruct<T>(bytes: string | Uint8Array | { parsed: JsonValue }, prefix: string, goType: string, read: (obj: JsonObject) => T): T {
   try {
-    const raw = parseJson(bytes);
+    const raw = typeof bytes === "object" && "parsed" in bytes ? bytes.parsed : parseJson(bytes);
     if (raw !== null && !isJsonObject(raw)) {
       throw new Error(`json: cannot unmarshal ${jsonKindName(raw)} into Go value of type ${goType}`);
     }
@@ -103,8 +103,11 @@ export function decodeVersionInfo(bytes: string | Uint8Array): VersionInfo {
   return new VersionInfo(supported);
 }
 
-/** The cniVersion a config or result declares; missing or empty means 0.1.0. */
-export function decodeConfigVersion(bytes: string | Uint8Array): string {
+/**
+ * The cniVersion a config or result declares; missing or empty means 0.1.0. `{ parsed }`: the document, already
+ * parsed (parseJson), so a caller that has it does not parse it again.
+ */
+export function decodeConfigVersion(bytes: string | Uint8Array | { parsed: JsonValue }): string {
   const version = decodeStruct(bytes, "decoding version from network config",
     'struct { CNIVersion string "json:\\"cniVersion\\"" }', (obj) => getString(obj, "cniVersion", "") ?? "");
   return version === "" ? "0.1.0" : version;
