@@ -9,14 +9,14 @@
  * pool has room, GC releases this node's allocations the runtime no longer knows. The keys are in store.ts.
  * @module
  */
-import { constants, mkdirSync, openSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { CniError, ErrorCode } from "../../../spec/errors.js";
 import { parseIP } from "../../../spec/ip.js";
 import { ipToBigInt } from "../../../spec/ip-math.js";
 import { IMPLEMENTED_100, type Result100 } from "../../../spec/result/types100.js";
 import { ALL_VERSIONS, VersionInfo } from "../../../spec/version.js";
-import { withFlock } from "../../../sys/flock.js";
+import { withLockFile } from "../../common/lock-file.js";
 import type { CmdArgs, PluginDefinition } from "../../../skel/skel.js";
 import { CLUSTER_IPAM_SCHEMA, parseClusterIpamConfig, parseLocation, parsePoolLocation, readEtcdFiles, type PoolLocation } from "./config.js";
 import { EtcdClient, EtcdRequestError, EtcdUnavailableError } from "./etcd.js";
@@ -56,15 +56,8 @@ async function guarded<T>(what: string, fn: () => Promise<T>): Promise<T> {
  */
 function withNodeLock<T>(location: PoolLocation, fn: () => Promise<T>): Promise<T> {
   const lockPath = path.join(location.lockDir, `${location.network}.${location.node}.lock`);
-  const open = () => {
-    try {
-      mkdirSync(location.lockDir, { recursive: true, mode: 0o755 });
-      return openSync(lockPath, constants.O_CREAT | constants.O_RDONLY, 0o600);
-    } catch (e) {
-      throw new CniError(ErrorCode.IOFailure, `cluster-ipam: cannot open the node lock ${lockPath} ("ipam.lockDir"): ${(e as Error).message}`);
-    }
-  };
-  return withFlock(lockPath, open, fn, (e) => new CniError(ErrorCode.IOFailure, e.message));
+  return withLockFile(lockPath, 0o600, (reason) => `cluster-ipam: cannot open the node lock ${lockPath} ("ipam.lockDir"): ${reason}`, fn,
+    () => mkdirSync(location.lockDir, { recursive: true, mode: 0o755 }));
 }
 
 /**

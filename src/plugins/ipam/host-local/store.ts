@@ -18,10 +18,11 @@ import { CniError, ErrorCode } from "../../../spec/errors.js";
 import { tryParseIP, type IPAddress } from "../../../spec/ip.js";
 import type { GCAttachment } from "../../../spec/config.js";
 import type { StoreLocation } from "./config.js";
-import { withFlock } from "../../../sys/flock.js";
+import { withLockFile } from "../../common/lock-file.js";
 
 const LAST_IP_FILE_PREFIX = "last_reserved_ip.";
 const LOCK_FILE = "lock";
+const LOCK_MODE = 0o750; // as Go's disk backend makes it
 const LINE_BREAK = "\r\n";
 
 /** What the allocator needs from a store. Everything but `withLock` expects the lock to be held. */
@@ -66,7 +67,7 @@ export class DiskStore implements IPStore {
   }
 
   private openLockFile(): number {
-    return openSync(this.lockPath, constants.O_CREAT | constants.O_RDONLY, 0o750);
+    return openSync(this.lockPath, constants.O_CREAT | constants.O_RDONLY, LOCK_MODE);
   }
 
   private lastIPPath(rangeID: string): string {
@@ -74,15 +75,7 @@ export class DiskStore implements IPStore {
   }
 
   withLock<T>(fn: () => T | Promise<T>): Promise<T> {
-    const open = () => {
-      try {
-        return this.openLockFile();
-      } catch (e) {
-        throw ioError(`failed to open ${this.lockPath}`, e);
-      }
-    };
-    // Closing the descriptor (the last one of its description) releases the lock.
-    return withFlock(this.lockPath, open, fn, (e) => new CniError(ErrorCode.IOFailure, e.message));
+    return withLockFile(this.lockPath, LOCK_MODE, (reason) => `failed to open ${this.lockPath}: ${reason}`, fn);
   }
 
   reserve(id: string, ifname: string, ip: IPAddress, rangeID: string): boolean {

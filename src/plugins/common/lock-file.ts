@@ -1,0 +1,26 @@
+/**
+ * The lock Go's plugins take through filemutex: flock(LOCK_EX) on a file opened O_CREAT|O_RDONLY, so ours and
+ * Go's exclude each other on the same file.
+ * @module
+ */
+import { constants, openSync } from "node:fs";
+import { CniError, ErrorCode } from "../../spec/errors.js";
+import { withFlock } from "../../sys/flock.js";
+
+/**
+ * Runs `fn` holding the lock on `lockPath` (the file made with `mode` when missing, after `prepare`, e.g. making its
+ * directory); closing the file afterwards releases it. A file that cannot be opened or locked is a CNI I/O error
+ * (code 5); `openFailure` words the first from the system's reason.
+ */
+export function withLockFile<T>(lockPath: string, mode: number, openFailure: (reason: string) => string,
+  fn: () => T | Promise<T>, prepare?: () => void): Promise<T> {
+  const open = () => {
+    try {
+      prepare?.();
+      return openSync(lockPath, constants.O_CREAT | constants.O_RDONLY, mode);
+    } catch (e) {
+      throw new CniError(ErrorCode.IOFailure, openFailure((e as Error).message));
+    }
+  };
+  return withFlock(lockPath, open, fn, (e) => new CniError(ErrorCode.IOFailure, e.message));
+}
