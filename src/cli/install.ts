@@ -5,13 +5,14 @@
  * --remove-resident takes them away again.
  * @module
  */
-import { copyFileSync, chmodSync, lstatSync, mkdirSync, readFileSync, readlinkSync, renameSync, rmSync, symlinkSync, existsSync, writeFileSync } from "node:fs";
+import { copyFileSync, chmodSync, lstatSync, mkdirSync, readFileSync, readlinkSync, renameSync, rmSync, symlinkSync, existsSync } from "node:fs";
 import path from "node:path";
 import type { Command } from "commander";
 import type { Io } from "../cnitool/cnitool.js";
 import { PROGRAM_NAMES } from "./programs.js";
 import { DEFAULT_SOCKET } from "./resident-protocol.js";
 import { selfExecutable } from "./self.js";
+import { writeFileAtomicSync } from "../sys/atomic-file.js";
 
 export const DEFAULT_BIN_DIR = "/opt/cni/bin";
 /** What plugin links point at: the launcher (or the program itself when there is no launcher). */
@@ -146,11 +147,7 @@ export function installResidentUnits(unitDir: string, binDir: string, opts: { fo
     if (existsSync(file) && !isOurUnit(file) && !opts.force) throw new Error(`${file} exists and is not tscni's (use --force to replace it)`);
   }
   mkdirSync(unitDir, { recursive: true });
-  for (const [file, text] of [[socketFile, units.socket], [serviceFile, units.service]] as const) {
-    const tmp = `${file}.${process.pid}.tmp`;
-    writeFileSync(tmp, text, { mode: 0o644 });
-    renameSync(tmp, file);
-  }
+  for (const [file, text] of [[socketFile, units.socket], [serviceFile, units.service]] as const) writeFileAtomicSync(file, text, 0o644);
   return [socketFile, serviceFile];
 }
 

@@ -3,19 +3,38 @@
  * then rename it over the target, so a concurrent reader sees the old file or the new one, never half of one.
  * @module
  */
+import { renameSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
 
+/** A temporary name beside `file`, unique to this process and call. */
+function temporaryName(file: string): string {
+  const suffix = Array.from(globalThis.crypto.getRandomValues(new Uint8Array(4)), (x) => x.toString(16).padStart(2, "0")).join("");
+  return path.join(path.dirname(file), `.${path.basename(file)}.${process.pid}.${suffix}.tmp`);
+}
+
+/** Replaces `file` with `data` (created with `mode`) atomically: a temporary file beside it, renamed over it. */
 export async function writeFileAtomic(file: string, data: string | Uint8Array, mode = 0o600): Promise<void> {
   // (Loaded here, and random bytes from the Web Crypto global rather than node:crypto: plugins that save a file
   // pay for their start-up's imports on every call, and node:crypto costs a compiled one 2-5 ms.)
   const { rename, rm, writeFile } = await import("node:fs/promises");
-  const suffix = Array.from(globalThis.crypto.getRandomValues(new Uint8Array(4)), (x) => x.toString(16).padStart(2, "0")).join("");
-  const tmp = path.join(path.dirname(file), `.${path.basename(file)}.${process.pid}.${suffix}.tmp`);
+  const tmp = temporaryName(file);
   try {
     await writeFile(tmp, data, { mode });
     await rename(tmp, file);
   } catch (e) {
     await rm(tmp, { force: true }).catch(() => undefined);
+    throw e;
+  }
+}
+
+/** writeFileAtomic for synchronous callers. */
+export function writeFileAtomicSync(file: string, data: string | Uint8Array, mode = 0o600): void {
+  const tmp = temporaryName(file);
+  try {
+    writeFileSync(tmp, data, { mode });
+    renameSync(tmp, file);
+  } catch (e) {
+    rmSync(tmp, { force: true });
     throw e;
   }
 }

@@ -5,9 +5,10 @@
  * find the rules of attachments the runtime no longer knows, and DEL work without a prevResult.
  * @module
  */
-import { mkdirSync, readdirSync, readFileSync, renameSync, rmdirSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, readdirSync, readFileSync, rmdirSync, rmSync } from "node:fs";
 import path from "node:path";
 import { CniError, ErrorCode } from "../../../spec/errors.js";
+import { writeFileAtomicSync } from "../../../sys/atomic-file.js";
 import type { Backend } from "./config.js";
 
 export interface AttachmentRecord {
@@ -38,12 +39,10 @@ function parseRecord(text: string): AttachmentRecord | undefined {
 export function writeRecord(dataDir: string, network: string, record: AttachmentRecord): void {
   const dir = networkDir(dataDir, network);
   const file = path.join(dir, fileName(record.containerID, record.ifName));
-  const tmp = `${file}.tmp-${process.pid}`;
   for (let attempt = 0; ; attempt++) {
     try {
       mkdirSync(dir, { recursive: true, mode: 0o755 });
-      writeFileSync(tmp, JSON.stringify(record) + "\n", { mode: 0o600 });
-      renameSync(tmp, file);
+      writeFileAtomicSync(file, JSON.stringify(record) + "\n", 0o600);
       return;
     } catch (e) {
       // A DEL of the network's last attachment may remove the directory between our mkdir and write: again.
@@ -83,7 +82,8 @@ export function listRecords(dataDir: string, network: string): AttachmentRecord[
   } catch {
     return [];
   }
-  return names.filter((n) => n.includes(":") && !n.includes(".tmp-")).flatMap((n) => {
+  // (Temporary files of a write under way start with "."; ".tmp-" ones are an earlier version's.)
+  return names.filter((n) => n.includes(":") && !n.startsWith(".") && !n.includes(".tmp-")).flatMap((n) => {
     try {
       const r = parseRecord(readFileSync(path.join(dir, n), "utf8"));
       return r ? [r] : [];
