@@ -66,8 +66,11 @@ export function linkName(value: string, key: string): string {
   return value;
 }
 
-/** An interface MTU: 0 (or absent) for the kernel's default, else 68 (IPv4's minimum) to 65535; undefined for the default. */
-export function interfaceMtu(value: number | undefined, key = "mtu"): number | undefined {
-  if (value !== undefined && value !== 0 && (value < 68 || value > 65535)) throw invalidKey(key, value, "want 0 for the default, or 68 to 65535");
+/**
+ * An interface MTU: 0 (or absent) for the default (`zeroMeans` words what that is), else 68 (IPv4's minimum) to
+ * 65535; undefined for the default.
+ */
+export function interfaceMtu(value: number | undefined, key = "mtu", zeroMeans = "the default"): number | undefined {
+  if (value !== undefined && value !== 0 && (value < 68 || value > 65535)) throw invalidKey(key, value, `want 0 for ${zeroMeans}, or 68 to 65535`);
   return value || undefined;
 }

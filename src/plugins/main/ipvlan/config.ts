@@ -35,9 +35,8 @@ export function decodeIpvlanConf(stdin: Buffer): IpvlanConf {
   const c = decodeConfig(IPVLAN_SCHEMA, raw);
   const mode = c.mode || "l2";
   if (!(MODES as readonly string[]).includes(mode)) throw invalidKey("mode", mode, `want one of ${MODES.map((m) => `"${m}"`).join(", ")}`);
-  if (c.mtu !== undefined && c.mtu < 0) throw invalidKey("mtu", c.mtu, "want 0 for the master's MTU, or a positive MTU up to the master's");
   return {
-    conf, master: c.master ? linkName(c.master, "master") : "", mode: mode as IpvlanMode, mtu: interfaceMtu(c.mtu), linkInContainer: c.linkInContainer ?? false,
+    conf, master: c.master ? linkName(c.master, "master") : "", mode: mode as IpvlanMode, mtu: interfaceMtu(c.mtu, "mtu", "the master's MTU"), linkInContainer: c.linkInContainer ?? false,
   };
 }
 

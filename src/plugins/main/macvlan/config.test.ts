@@ -35,7 +35,7 @@ describe("macvlan config", () => {
   test("mtu, bcqueuelen, master", () => {
     assert.deepEqual([loadMacvlanConf(conf({ mtu: 0 }), "").mtu, loadMacvlanConf(conf({ mtu: 9000 }), "").mtu], [undefined, 9000], "the master's MTU is checked by ADD");
     rejects({ mtu: -5 }, /^invalid "mtu": -5/);
-    rejects({ mtu: 67 }, /^invalid "mtu": 67 \(want 0 for the default, or 68 to 65535\)$/);
+    rejects({ mtu: 67 }, /^invalid "mtu": 67 \(want 0 for the master's MTU, or 68 to 65535\)$/);
     assert.equal(loadMacvlanConf(conf({ bcqueuelen: 0 }), "").bcqueuelen, undefined);
     assert.equal(loadMacvlanConf(conf({ bcqueuelen: 4294967295 }), "").bcqueuelen, 4294967295);
     rejects({ bcqueuelen: 4294967296 }, /^invalid "bcqueuelen": 4294967296/);

@@ -46,12 +46,11 @@ export function loadMacvlanConf(stdin: Buffer, cniArgs: string): MacvlanConf {
   const c = decodeConfig(MACVLAN_SCHEMA, raw);
   const mode = c.mode || "bridge";
   if (!(MODES as readonly string[]).includes(mode)) throw invalidKey("mode", mode, `want one of ${MODES.map((m) => `"${m}"`).join(", ")}`);
-  if (c.mtu !== undefined && c.mtu < 0) throw invalidKey("mtu", c.mtu, "want 0 for the master's MTU, or a positive MTU up to the master's");
   return {
     conf,
     master: c.master ? linkName(c.master, "master") : "",
     mode: mode as MacvlanMode,
-    mtu: interfaceMtu(c.mtu),
+    mtu: interfaceMtu(c.mtu, "mtu", "the master's MTU"),
     mac: chooseMac([["mac", c.mac], ["CNI_ARGS MAC", cniArgsMac(cniArgs)], ["args.cni.mac", c.args?.cni?.mac], ["runtimeConfig.mac", c.runtimeConfig?.mac]]),
     linkInContainer: c.linkInContainer ?? false,
     bcqueuelen: c.bcqueuelen || undefined,

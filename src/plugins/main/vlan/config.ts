@@ -29,7 +29,6 @@ export function loadVlanConf(stdin: Buffer): VlanConf {
   if (!c.master) throw invalidKey("master", c.master ?? null, "required: the interface to create the VLAN on");
   if (c.vlanId === undefined) throw invalidKey("vlanId", null, "required: the VLAN ID, 0 to 4094");
   if (c.vlanId < 0 || c.vlanId > 4094) throw invalidKey("vlanId", c.vlanId, "want a VLAN ID from 0 to 4094");
-  if (c.mtu !== undefined && c.mtu < 0) throw invalidKey("mtu", c.mtu, "want 0 for the master's MTU, or a positive MTU up to the master's");
   if (!ipamType(conf)) throw new CniError(ErrorCode.InvalidNetworkConfig, 'invalid "ipam": missing (vlan needs an IPAM plugin: set ipam.type)');
-  return { conf, master: linkName(c.master, "master"), vlanId: c.vlanId, mtu: interfaceMtu(c.mtu), linkInContainer: c.linkInContainer ?? false };
+  return { conf, master: linkName(c.master, "master"), vlanId: c.vlanId, mtu: interfaceMtu(c.mtu, "mtu", "the master's MTU"), linkInContainer: c.linkInContainer ?? false };
 }
