@@ -73,24 +73,37 @@ struct buf {
   size_t len, cap;
 };
 
+/* Room for `more` bytes; 0 (and the buffer freed, data NULL) when memory runs out. */
+static int reserve(struct buf *b, size_t more) {
+  if (!b->data) return 0;
+  if (b->len + more <= b->cap) return 1;
+  size_t cap = b->cap;
+  while (b->len + more > cap) cap *= 2;
+  unsigned char *grown = realloc(b->data, cap);
+  if (!grown) free(b->data);
+  b->data = grown;
+  b->cap = cap;
+  return grown != NULL;
+}
+
 static void put_field(struct buf *b, char tag, const void *data, size_t len) {
-  if (!b->data) return;
-  if (b->len + 5 + len > b->cap) {
-    size_t cap = b->cap;
-    while (b->len + 5 + len > cap) cap *= 2;
-    unsigned char *grown = realloc(b->data, cap);
-    if (!grown) {
-      free(b->data);
-      b->data = NULL;
-      return;
-    }
-    b->data = grown;
-    b->cap = cap;
-  }
+  if (!reserve(b, 5 + len)) return;
   b->data[b->len] = (unsigned char)tag;
   put_u32(b->data + b->len + 1, (uint32_t)len);
   if (len) memcpy(b->data + b->len + 5, data, len);
   b->len += 5 + len;
+}
+
+/* Appends what `fd` gives up to its end; -1 on a read error (errno set), or when memory ran out (data NULL). */
+static int append_fd(struct buf *b, int fd) {
+  for (;;) {
+    if (!reserve(b, 4096)) return -1;
+    ssize_t r = read(fd, b->data + b->len, b->cap - b->len);
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) return -1;
+    if (r == 0) return 0;
+    b->len += (size_t)r;
+  }
 }
 
 /* What the plugins read besides CNI_*: tools' PATH, tscni's own switches, the system bus (firewalld). */
@@ -98,9 +111,13 @@ static int forwarded(const char *e) {
   return !strncmp(e, "CNI_", 4) || !strncmp(e, "PATH=", 5) || !strncmp(e, "TSCNI_", 6) || !strncmp(e, "DBUS_SYSTEM_BUS_ADDRESS=", 24);
 }
 
-static void die_cni(const char *msg, const char *detail) {
-  printf("{\n    \"code\": 999,\n    \"msg\": \"%s%s\"\n}", msg, detail);
+static void die_cni_code(int code, const char *msg, const char *detail) {
+  printf("{\n    \"code\": %d,\n    \"msg\": \"%s%s\"\n}", code, msg, detail);
   exit(1);
+}
+
+static void die_cni(const char *msg, const char *detail) {
+  die_cni_code(999, msg, detail);
 }
 
 /* Connects to the server within 200 ms; -1 when there is none. */
@@ -169,19 +186,7 @@ static void try_resident(const char *name, int argc, char **argv) {
   /* stdin last, read straight into the request: its field's length is filled in when it has been read */
   put_field(&req, 'I', "", 0);
   size_t stdin_head = req.len - 5;
-  for (;;) {
-    if (req.data && req.len == req.cap) {
-      unsigned char *grown = realloc(req.data, req.cap * 2);
-      if (!grown) free(req.data);
-      req.data = grown;
-      req.cap *= 2;
-    }
-    if (!req.data) break;
-    ssize_t r = read(STDIN_FILENO, req.data + req.len, req.cap - req.len);
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) break;
-    req.len += (size_t)r;
-  }
+  append_fd(&req, STDIN_FILENO); /* a read error ends stdin, as it did for a plugin reading it */
   if (req.data) put_u32(req.data + stdin_head + 1, (uint32_t)(req.len - stdin_head - 5));
   put_field(&req, 'Z', "", 0);
   if (!req.data) die_cni("tscni launcher: out of memory building the request", "");
@@ -214,26 +219,23 @@ static void stdin_to_memfd(void) {
   unsetenv("TSCNI_STDIN_MEMFD"); /* only ever this launcher's word */
   int fd = memfd_create("tscni-config", MFD_CLOEXEC);
   if (fd < 0) return;
-  char buf[65536];
-  size_t total = 0;
-  for (;;) {
-    ssize_t r = read(STDIN_FILENO, buf, sizeof(buf));
-    if (r < 0 && errno == EINTR) continue;
-    if (r == 0) break;
-    if (r < 0 || write_all(fd, buf, (size_t)r)) {
-      if (total == 0 && r < 0) { /* nothing taken from stdin yet: the program reads (and reports) it itself */
-        close(fd);
-        return;
-      }
-      printf("{\n    \"code\": 5,\n    \"msg\": \"error reading from stdin: %s\"\n}", strerror(errno));
-      exit(1);
+  struct buf in = {.data = malloc(65536), .cap = 65536};
+  if (!in.data) {
+    close(fd);
+    return;
+  }
+  if (append_fd(&in, STDIN_FILENO)) {
+    if (in.data && in.len == 0) { /* nothing taken from stdin yet: the program reads (and reports) it itself */
+      free(in.data);
+      close(fd);
+      return;
     }
-    total += (size_t)r;
+    die_cni_code(5, "error reading from stdin: ", in.data ? strerror(errno) : "out of memory");
   }
-  if (lseek(fd, 0, SEEK_SET) != 0 || dup2(fd, STDIN_FILENO) < 0) {
-    printf("{\n    \"code\": 5,\n    \"msg\": \"error reading from stdin: %s\"\n}", strerror(errno));
-    exit(1);
+  if (write_all(fd, in.data, in.len) || lseek(fd, 0, SEEK_SET) != 0 || dup2(fd, STDIN_FILENO) < 0) {
+    die_cni_code(5, "error reading from stdin: ", strerror(errno));
   }
+  free(in.data);
   close(fd);
   setenv("TSCNI_STDIN_MEMFD", "1", 1);
 }

@@ -11,18 +11,12 @@ import type { PluginExec } from "../invoke/exec.js";
 import { pluginMain, processIO, type PluginDefinition } from "../skel/skel.js";
 import { VersionInfo } from "../spec/version.js";
 
-/** The last element of a path, trailing slashes ignored (by hand: node:path, or even a regular expression, costs start-up). */
-function baseName(p: string): string {
-  let end = p.length;
-  while (end > 0 && p.charCodeAt(end - 1) === 0x2f) end--;
-  return p.slice(p.lastIndexOf("/", end - 1) + 1, end);
-}
-
 async function run(): Promise<void> {
   // A standalone (bun --compile) binary runs its embedded script as argv[1]; the name it was invoked as
   // (the plugin type) is then argv0. Under node, argv[1] is the link that was run.
   const standalone = (process.argv[1] ?? "").startsWith("/$bunfs/");
-  let name = baseName(standalone ? process.argv0 : process.argv[1] ?? "");
+  // (The base name by hand: node:path is not worth its start-up cost here.)
+  let name = (standalone ? process.argv0 : process.argv[1] ?? "").replace(/\/+$/, "").split("/").pop() ?? "";
   if (name === "main.js" || name === "main" || name === "tscni") {
     name = process.argv[2] ?? "";
     process.argv.splice(1, 1); // so the program sees its own arguments where it expects them

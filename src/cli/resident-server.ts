@@ -6,8 +6,9 @@
  *   server), before anything of the call has been sent;
  * - a request's environment reaches the plugin only through its CmdArgs (the plugins read no process.env or
  *   cwd on a request's path; the tools they run, ip and iptables, are found on the server's PATH completed with
- *   the system directories, as a tool's location is the host's, not the caller's), namespaces are entered only in synchronous sections, and a plugin that throws, gets
- *   bad input or runs past the request timeout fails that request alone;
+ *   the system directories, as a tool's location is the host's, not the caller's), namespaces are entered only
+ *   in synchronous sections, and a plugin that throws, gets bad input or runs past the request timeout fails
+ *   that request alone;
  * - calls of one container and interface run one after the other, so a DEL that follows an ADD whose caller was
  *   killed (the ADD goes on here) waits for that ADD instead of racing it, as it would in exec mode, where the
  *   ADD died with its process. Programs the server execs itself are marked (TSCNI_RESIDENT_NESTED) and never
@@ -84,16 +85,16 @@ export function readBuildId(): string {
   }
 }
 
-/** Why a peer is not served, or undefined when it is. */
-async function refusal(socket: net.Socket, clientBuild: string, buildId: string): Promise<string | undefined> {
-  if (!buildId || clientBuild !== buildId) return `the server is build "${buildId}", the launcher "${clientBuild}"`;
+/** Why a peer is not served, or the served peer's pid. */
+async function admission(socket: net.Socket, clientBuild: string, buildId: string): Promise<{ refusal: string } | { pid: number }> {
+  if (!buildId || clientBuild !== buildId) return { refusal: `the server is build "${buildId}", the launcher "${clientBuild}"` };
   const fd = (socket as unknown as { _handle?: { fd?: number } })._handle?.fd;
   const peer = fd === undefined ? undefined : await peerCredentials(fd);
-  if (!peer) return "the peer's credentials cannot be read";
-  if (peer.uid !== 0) return `uid ${peer.uid} is not served (root only)`;
-  if (!sharesNamespace(peer.pid, "net")) return "the caller is in another network namespace";
-  if (!sharesNamespace(peer.pid, "mnt")) return "the caller is in another mount namespace";
-  return undefined;
+  if (!peer) return { refusal: "the peer's credentials cannot be read" };
+  if (peer.uid !== 0) return { refusal: `uid ${peer.uid} is not served (root only)` };
+  if (!sharesNamespace(peer.pid, "net")) return { refusal: "the caller is in another network namespace" };
+  if (!sharesNamespace(peer.pid, "mnt")) return { refusal: "the caller is in another mount namespace" };
+  return { pid: peer.pid };
 }
 
 /** Loads every plugin module once (a call then costs only its own work). */
@@ -226,9 +227,6 @@ async function serveCall(plugins: Map<string, PluginDefinition>, queue: KeyedMut
 /** How many rounds (ADD, CHECK, DEL) the warm-up runs by default: ~1 s of one core here. */
 export const WARM_UP_ROUNDS = 500;
 
-/** Marks the warm-up's own calls (not counted as served). */
-const WARM_UP_MARK = "TSCNI_RESIDENT_WARM_UP";
-
 /**
  * Sends host-local ADD, CHECK and DEL `rounds` times through the server's own socket, against a private temporary
  * store, one call at a time, so that everything a call goes through (the connection and protocol code, the peer
@@ -255,7 +253,7 @@ async function warmUp(socketPath: string, buildId: string, rounds: number, ownEn
     }));
     for (let i = 0; i < rounds && !stopped(); i++) {
       for (const command of ["ADD", "CHECK", "DEL"]) {
-        const env = { ...ownEnv, CNI_COMMAND: command, CNI_CONTAINERID: `warm-up-${i}`, CNI_NETNS: path.join(dir, "netns"), CNI_IFNAME: "eth0", CNI_PATH: dir, [WARM_UP_MARK]: "1" };
+        const env = { ...ownEnv, CNI_COMMAND: command, CNI_CONTAINERID: `warm-up-${i}`, CNI_NETNS: path.join(dir, "netns"), CNI_IFNAME: "eth0", CNI_PATH: dir };
         const outcome = await callResident(socketPath, buildId, { program: "host-local", args: [], env, stdin, cwd: dir });
         if (outcome.kind !== "served" || outcome.status !== 0) {
           log(`warm-up stopped: host-local ${command}: ${outcome.kind === "refused" ? outcome.reason : outcome.stdout.trim()}`);
@@ -312,17 +310,17 @@ export async function startResidentServer(opts: ResidentServerOptions = {}): Pro
       let acceptedAt: number | undefined; // bytes received when the call was accepted
       try {
         const clientBuild = await readHello(reader);
-        const why = await refusal(socket, clientBuild, buildId);
-        if (why) {
-          socket.end(encodeRefusal(why));
+        const admitted = await admission(socket, clientBuild, buildId);
+        if ("refusal" in admitted) {
+          socket.end(encodeRefusal(admitted.refusal));
           return;
         }
         socket.write(Buffer.from([ACCEPT]));
         acceptedAt = reader.received;
         const req = await readRequest(reader);
         acceptedAt = undefined;
-        // The warm-up's calls are not counted (close() waits for the warm-up itself).
-        served = !req.env[WARM_UP_MARK];
+        // The warm-up's calls (this process's own) are not counted; close() waits for the warm-up itself.
+        served = admitted.pid !== process.pid;
         if (served) inFlight++;
         if (served && req.program !== HEALTH_PROGRAM) servedCalls++;
         const status = await serveCall(plugins, queue, req, timeoutMs, (b) => socket.write(b),

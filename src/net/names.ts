@@ -3,15 +3,15 @@
  * implementation finds (and deletes) the other's: sha512 hex of the inputs, prefixed, cut to a length.
  * @module
  */
+import { hexOf, randomBytes } from "../sys/bytes.js";
+
 // Not node:crypto under Bun: loading it costs a compiled plugin 2-5 ms (bench: cold start). Hashes use Bun's own
-// hasher there (node:crypto, loaded on first use, under Node), random bytes the Web Crypto global of both.
+// hasher there (node:crypto, loaded on first use, under Node); random bytes come from sys/bytes.ts.
 interface BunHasher { update(s: string): BunHasher; digest(encoding: "hex"): string }
 const bunHasher = (globalThis as { Bun?: { CryptoHasher: new (algorithm: string) => BunHasher } }).Bun?.CryptoHasher;
 const sha512Hex = (s: string): string => bunHasher
   ? new bunHasher("sha512").update(s).digest("hex")
   : process.getBuiltinModule("node:crypto").createHash("sha512").update(s).digest("hex");
-const randomBytes = (n: number): Uint8Array => globalThis.crypto.getRandomValues(new Uint8Array(n));
-const hex = (b: Uint8Array): string => Array.from(b, (x) => x.toString(16).padStart(2, "0")).join("");
 
 /** `(prefix + hex(sha512(s)))[:length]`. */
 export const hashWithPrefix = (length: number, prefix: string, s: string): string => (prefix + sha512Hex(s)).slice(0, length);
@@ -28,13 +28,13 @@ export const attachmentComment = (network: string, containerID: string): string 
   `name: ${JSON.stringify(network)} id: ${JSON.stringify(containerID)}`;
 
 /** A host-side veth name: `veth` + 8 random hex digits. */
-export const randomVethName = (): string => "veth" + hex(randomBytes(4));
+export const randomVethName = (): string => "veth" + hexOf(randomBytes(4));
 
 /** A random locally administered unicast MAC, as the kernel makes for a new link (eth_random_addr). */
 export function randomMac(): string {
   const b = randomBytes(6);
   b[0] = (b[0]! & 0xfe) | 0x02;
-  return Array.from(b, (x) => x.toString(16).padStart(2, "0")).join(":");
+  return hexOf(b, ":");
 }
 
 const hex16 = (s: string): string => sha512Hex(s).slice(0, 16);

@@ -7,6 +7,7 @@
  */
 import ipaddr from "ipaddr.js";
 import { concatBytes, NLM_F_APPEND, NLM_F_CREATE, NLM_F_DUMP, NLM_F_EXCL, NLM_F_REPLACE, nlAttr, nlString, nlU32, nlU64, nlU8, parseAttrs } from "./rtnetlink.js";
+import { hexOf } from "../sys/bytes.js";
 import type { Address, IpvlanMode, Link, LinkChange, MacvlanMode, NewLink, RouteSpec } from "./types.js";
 
 export const RTM_NEWLINK = 16;
@@ -346,7 +347,6 @@ export function routeRequest(action: "add" | "append" | "replace" | "del", r: Ro
 const u32 = (b: Uint8Array | undefined): number | undefined =>
   b && b.length >= 4 ? new DataView(b.buffer, b.byteOffset, b.byteLength).getUint32(0, true) : undefined;
 const str = (b: Uint8Array | undefined): string | undefined => (b ? new TextDecoder().decode(b).replace(/\0[\s\S]*$/, "") : undefined);
-const hex = (b: Uint8Array): string => [...b].map((x) => x.toString(16).padStart(2, "0")).join(":");
 
 /** An address as `ip` prints it (inet_ntop: IPv4-mapped IPv6 with a dotted tail). */
 export function ipText(b: Uint8Array): string {
@@ -361,7 +361,7 @@ function linkAddressText(ifiType: number, b: Uint8Array): string {
   const ipv4Tunnel = ifiType === 768 || ifiType === 776 || ifiType === 778; // ARPHRD_TUNNEL, _SIT, _IPGRE
   const ipv6Tunnel = ifiType === 769 || ifiType === 823; // ARPHRD_TUNNEL6, _IP6GRE
   if ((ipv4Tunnel && b.length === 4) || (ipv6Tunnel && b.length === 16)) return ipText(b);
-  return hex(b);
+  return hexOf(b, ":");
 }
 
 /** A link read from RTM_NEWLINK, with its master and its same-namespace peer as indexes (the caller names them). */

@@ -5,17 +5,16 @@
  */
 import { renameSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
+import { hexOf, randomBytes } from "./bytes.js";
 
 /** A temporary name beside `file`, unique to this process and call. */
 function temporaryName(file: string): string {
-  const suffix = Array.from(globalThis.crypto.getRandomValues(new Uint8Array(4)), (x) => x.toString(16).padStart(2, "0")).join("");
-  return path.join(path.dirname(file), `.${path.basename(file)}.${process.pid}.${suffix}.tmp`);
+  return path.join(path.dirname(file), `.${path.basename(file)}.${process.pid}.${hexOf(randomBytes(4))}.tmp`);
 }
 
 /** Replaces `file` with `data` (created with `mode`) atomically: a temporary file beside it, renamed over it. */
 export async function writeFileAtomic(file: string, data: string | Uint8Array, mode = 0o600): Promise<void> {
-  // (Loaded here, and random bytes from the Web Crypto global rather than node:crypto: plugins that save a file
-  // pay for their start-up's imports on every call, and node:crypto costs a compiled one 2-5 ms.)
+  // (Loaded here: plugins that save a file pay for their start-up's imports on every call.)
   const { rename, rm, writeFile } = await import("node:fs/promises");
   const tmp = temporaryName(file);
   try {

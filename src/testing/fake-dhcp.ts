@@ -10,9 +10,10 @@ import type { Clock } from "../plugins/ipam/dhcp/clock.js";
 import type { LeaseWorld } from "../plugins/ipam/dhcp/leases.js";
 import { LinkGoneError, NetnsGoneError, type DhcpSockets } from "../plugins/ipam/dhcp/netns-sockets.js";
 import {
-  BOOTREPLY, decodeMessage, encodeClasslessRoutes, encodeMessage, ipv4Bytes, MessageType, messageType, Option, readAddresses, u32Option,
+  BOOTREPLY, decodeMessage, encodeClasslessRoutes, encodeMessage, ipv4Bytes, messageType, readAddresses, u32Option,
   type DhcpMessage,
 } from "../plugins/ipam/dhcp/packet.js";
+import { MessageType, Option } from "../plugins/ipam/dhcp/option-codes.js";
 import { CniError } from "../spec/errors.js";
 
 /** Lets pending promise chains and I/O callbacks run. */

@@ -7,7 +7,8 @@ import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { FakeClock, FakeDhcpServer, FakeSockets } from "../../../testing/fake-dhcp.js";
 import { backoffDelay, bindingTimes, buildMessage, extend, formatDuration, release, type Binding, type SendSpec } from "./client.js";
-import { INFINITE_TIME, decodeMessage, MessageType, newRequest, Option, u32Option } from "./packet.js";
+import { INFINITE_TIME, decodeMessage, newRequest, u32Option } from "./packet.js";
+import { MessageType, Option } from "./option-codes.js";
 
 const ack = (options: Record<number, number>) => {
   const m = newRequest({ xid: 1, chaddr: Uint8Array.of(1, 2, 3, 4, 5, 6) });

@@ -9,9 +9,10 @@ import { CniError, ErrorCode } from "../../../spec/errors.js";
 import type { Clock } from "./clock.js";
 import type { DhcpSockets } from "./netns-sockets.js";
 import {
-  BOOTREPLY, decodeMessage, DhcpFormatError, encodeMessage, FLAG_BROADCAST, INFINITE_TIME, ipv4Bytes, MessageType, messageType,
-  newRequest, Option, readAddresses, readText, readU32, type DhcpMessage,
+  BOOTREPLY, decodeMessage, DhcpFormatError, encodeMessage, FLAG_BROADCAST, INFINITE_TIME, ipv4Bytes, messageType,
+  newRequest, readAddresses, readText, readU32, type DhcpMessage,
 } from "./packet.js";
+import { MessageType, Option } from "./option-codes.js";
 
 /** The daemon's settings for every exchange. */
 export interface ClientSettings {

@@ -12,7 +12,8 @@ import { FakeWorld, settle } from "../../../testing/fake-dhcp.js";
 import { useTempDirs } from "../../../testing/temp.js";
 import { LeaseStore } from "./lease-file.js";
 import { LeaseManager, LINK_CHECK_MS } from "./leases.js";
-import { decodeMessage, MessageType, messageType, Option, readText } from "./packet.js";
+import { decodeMessage, messageType, readText } from "./packet.js";
+import { MessageType, Option } from "./option-codes.js";
 import type { WireArgs } from "./protocol.js";
 
 const tempDir = useTempDirs("tscni-dhcp-leases-");

@@ -71,4 +71,3 @@ export const DEFAULT_REQUESTED: readonly number[] = [
 export const CLIENT_MANAGED: ReadonlySet<number> = new Set([
   Option.Pad, Option.RequestedIP, Option.Overload, Option.MessageType, Option.ServerID, Option.ParameterRequestList, Option.MaxMessageSize, Option.End,
 ]);
-

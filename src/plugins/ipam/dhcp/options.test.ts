@@ -5,8 +5,9 @@
  */
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { clientIdOf, clientIdOption, leaseResult, parseOptionName } from "./options.js";
-import { encodeClasslessRoutes, encodeDomainSearch, ipv4Bytes, newRequest, Option, type DhcpMessage } from "./packet.js";
+import { clientIdOf, clientIdOption, leaseResult } from "./options.js";
+import { encodeClasslessRoutes, encodeDomainSearch, ipv4Bytes, newRequest, type DhcpMessage } from "./packet.js";
+import { Option, parseOptionName } from "./option-codes.js";
 
 function ack(options: Array<[number, Uint8Array]>): DhcpMessage {
   const m = newRequest({ xid: 1, chaddr: Uint8Array.of(1, 2, 3, 4, 5, 6) });

@@ -13,9 +13,6 @@ import {
 } from "./packet.js";
 import { Option } from "./option-codes.js";
 
-/** The config's option names and lists (kept in option-codes.ts, which config parsing loads without this module). */
-export { CLIENT_MANAGED, DEFAULT_REQUESTED, OPTION_NAMES, parseOptionName } from "./option-codes.js";
-
 /** The lease's key and identifier: `containerID/netName/ifName`, cut to 254 bytes as upstream does. */
 export function clientIdOf(containerID: string, netName: string, ifName: string): string {
   const full = Buffer.from(`${containerID}/${netName}/${ifName}`, "utf8");

@@ -8,8 +8,9 @@ import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import {
   decodeIpUdp, decodeMessage, DhcpFormatError, encodeClasslessRoutes, encodeDomainSearch, encodeIpUdp, encodeMessage, ipv4Bytes, maskPrefix,
-  MessageType, messageType, newRequest, Option, parseClasslessRoutes, parseDomainSearch, parseStaticRoutes, readAddresses, readText, readU32,
+  messageType, newRequest, parseClasslessRoutes, parseDomainSearch, parseStaticRoutes, readAddresses, readText, readU32,
 } from "./packet.js";
+import { MessageType, Option } from "./option-codes.js";
 
 /** A captured message: its first bytes, zeros up to the 236-byte header, then the cookie and options. */
 const captured = (head: string, options: string): Uint8Array => Buffer.from(head.padEnd(236 * 2, "0") + options, "hex");

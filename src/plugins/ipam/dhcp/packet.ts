@@ -9,9 +9,6 @@
  */
 import { Option } from "./option-codes.js";
 
-/** The option and message codes (kept in option-codes.ts, which config parsing loads without this codec). */
-export { MessageType, Option } from "./option-codes.js";
-
 /** BOOTP operation codes. */
 export const BOOTREQUEST = 1;
 export const BOOTREPLY = 2;
