@@ -8,31 +8,32 @@
  * this file) is exec'd with argv[0] kept, exactly as without a server. Once a call has been sent it never runs a
  * second time: a server that dies during it gives CNI error 999 naming the server.
  * The version table and the build ID are generated from src/cli/programs.ts at build time.
+ * Built without a C library where sys-nolibc.h covers the architecture (it says why), else against libc.
  */
-#define _GNU_SOURCE /* memfd_create */
-#include <errno.h>
-#include <fcntl.h>
-#include <limits.h>
-#include <poll.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/mman.h>
-#include <sys/socket.h>
-#include <sys/time.h>
-#include <sys/un.h>
-#include <unistd.h>
+#if defined(TSCNI_NOLIBC)
+#include "sys-nolibc.h"
+#else
+#include "sys-libc.h"
+#endif
 
 #include "versions.h" /* PROGRAM_VERSIONS[] {name, json, about}; BUILD_ID */
 
-extern char **environ;
-
 #define DEFAULT_SOCKET "/run/tscni/plugins.sock"
+#define STDIN_MARK "TSCNI_STDIN_MEMFD="
+
+static char **environment; /* main's third argument */
 
 static const char *base_name(const char *path) {
   const char *slash = strrchr(path, '/');
   return slash ? slash + 1 : path;
+}
+
+static const char *env_value(const char *name) {
+  size_t n = strlen(name);
+  for (char **e = environment; *e; e++) {
+    if (!strncmp(*e, name, n) && (*e)[n] == '=') return *e + n + 1;
+  }
+  return NULL;
 }
 
 static int write_all(int fd, const void *buf, size_t n) {
@@ -45,6 +46,10 @@ static int write_all(int fd, const void *buf, size_t n) {
     n -= (size_t)w;
   }
   return 0;
+}
+
+static int write_text(int fd, const char *s) {
+  return write_all(fd, s, strlen(s));
 }
 
 static int read_all(int fd, void *buf, size_t n) {
@@ -67,31 +72,50 @@ static uint32_t get_u32(const unsigned char *b) {
   return (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24;
 }
 
-/* The request is built in memory and sent in one write: one wake-up of the server instead of one per field. */
+/* A growable buffer in its own mapping (no allocator needed). data is NULL once memory ran out. */
 struct buf {
   unsigned char *data;
   size_t len, cap;
 };
 
-/* Room for `more` bytes; 0 (and the buffer freed, data NULL) when memory runs out. */
+static struct buf buf_new(size_t cap) {
+  void *p = mmap(NULL, cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  struct buf b = {p == MAP_FAILED ? NULL : p, 0, cap};
+  return b;
+}
+
+/* Room for `more` bytes; 0 (and the buffer gone, data NULL) when memory runs out. */
 static int reserve(struct buf *b, size_t more) {
   if (!b->data) return 0;
   if (b->len + more <= b->cap) return 1;
   size_t cap = b->cap;
   while (b->len + more > cap) cap *= 2;
-  unsigned char *grown = realloc(b->data, cap);
-  if (!grown) free(b->data);
+  void *grown = mremap(b->data, b->cap, cap, MREMAP_MAYMOVE);
+  if (grown == MAP_FAILED) {
+    munmap(b->data, b->cap);
+    b->data = NULL;
+    return 0;
+  }
   b->data = grown;
   b->cap = cap;
-  return grown != NULL;
+  return 1;
+}
+
+static void put_bytes(struct buf *b, const void *data, size_t len) {
+  if (!reserve(b, len)) return;
+  if (len) memcpy(b->data + b->len, data, len);
+  b->len += len;
+}
+
+static void put_text(struct buf *b, const char *s) {
+  put_bytes(b, s, strlen(s));
 }
 
 static void put_field(struct buf *b, char tag, const void *data, size_t len) {
-  if (!reserve(b, 5 + len)) return;
-  b->data[b->len] = (unsigned char)tag;
-  put_u32(b->data + b->len + 1, (uint32_t)len);
-  if (len) memcpy(b->data + b->len + 5, data, len);
-  b->len += 5 + len;
+  unsigned char head[5] = {(unsigned char)tag};
+  put_u32(head + 1, (uint32_t)len);
+  put_bytes(b, head, 5);
+  put_bytes(b, data, len);
 }
 
 /* Appends what `fd` gives up to its end; -1 on a read error (errno set), or when memory ran out (data NULL). */
@@ -106,44 +130,120 @@ static int append_fd(struct buf *b, int fd) {
   }
 }
 
+/* errno's text as Go's syscall package words it, so a read error reads like the Go plugin's. */
+static const char *error_text(int e) {
+  switch (e) {
+  case 1: return "operation not permitted";
+  case 2: return "no such file or directory";
+  case 5: return "input/output error";
+  case 7: return "argument list too long";
+  case 8: return "exec format error";
+  case 9: return "bad file descriptor";
+  case 11: return "resource temporarily unavailable";
+  case 12: return "cannot allocate memory";
+  case 13: return "permission denied";
+  case 14: return "bad address";
+  case 20: return "not a directory";
+  case 21: return "is a directory";
+  case 22: return "invalid argument";
+  case 23: return "too many open files in system";
+  case 24: return "too many open files";
+  case 26: return "text file busy";
+  case 36: return "file name too long";
+  case 40: return "too many levels of symbolic links";
+  default: {
+    static char text[20];
+    char digits[12];
+    int n = 0, at = 0;
+    unsigned u = (unsigned)e;
+    do digits[n++] = (char)('0' + u % 10); while ((u /= 10) && n < 11);
+    memcpy(text, "errno ", 6);
+    at = 6;
+    while (n) text[at++] = digits[--n];
+    text[at] = '\0';
+    return text;
+  }
+  }
+}
+
+/* `s` as the inside of a JSON string, escaped as Go's encoder does (HTML characters too). */
+static void put_json_text(struct buf *b, const char *s) {
+  static const char hex[] = "0123456789abcdef";
+  for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+    if (*p == '"' || *p == '\\') {
+      char e[2] = {'\\', (char)*p};
+      put_bytes(b, e, 2);
+    } else if (*p == '\n') {
+      put_text(b, "\\n");
+    } else if (*p == '\r') {
+      put_text(b, "\\r");
+    } else if (*p == '\t') {
+      put_text(b, "\\t");
+    } else if (*p < 0x20 || *p == '<' || *p == '>' || *p == '&') {
+      char e[6] = {'\\', 'u', '0', '0', hex[*p >> 4], hex[*p & 15]};
+      put_bytes(b, e, 6);
+    } else if (p[0] == 0xe2 && p[1] == 0x80 && (p[2] == 0xa8 || p[2] == 0xa9)) {
+      put_text(b, p[2] == 0xa8 ? "\\u2028" : "\\u2029");
+      p += 2;
+    } else {
+      put_bytes(b, p, 1);
+    }
+  }
+}
+
+/* A CNI error document on stdout, as a Go plugin prints it, and exit 1. */
+static __attribute__((noreturn)) void die_cni_code(int code, const char *msg, const char *detail) {
+  struct buf doc = buf_new(4096);
+  char digits[12];
+  int n = 0;
+  do digits[n++] = (char)('0' + code % 10); while ((code /= 10) && n < 11);
+  put_text(&doc, "{\n    \"code\": ");
+  while (n) put_bytes(&doc, &digits[--n], 1);
+  put_text(&doc, ",\n    \"msg\": \"");
+  put_json_text(&doc, msg);
+  put_json_text(&doc, detail);
+  put_text(&doc, "\"\n}");
+  if (doc.data) write_all(1, doc.data, doc.len);
+  _exit(1);
+}
+
+static __attribute__((noreturn)) void die_cni(const char *msg, const char *detail) {
+  die_cni_code(999, msg, detail);
+}
+
 /* What the plugins read besides CNI_*: tools' PATH, tscni's own switches, the system bus (firewalld). */
 static int forwarded(const char *e) {
   return !strncmp(e, "CNI_", 4) || !strncmp(e, "PATH=", 5) || !strncmp(e, "TSCNI_", 6) || !strncmp(e, "DBUS_SYSTEM_BUS_ADDRESS=", 24);
 }
 
-static void die_cni_code(int code, const char *msg, const char *detail) {
-  printf("{\n    \"code\": %d,\n    \"msg\": \"%s%s\"\n}", code, msg, detail);
-  exit(1);
-}
-
-static void die_cni(const char *msg, const char *detail) {
-  die_cni_code(999, msg, detail);
-}
-
 /* Connects to the server within 200 ms; -1 when there is none. */
 static int connect_server(const char *path) {
   struct sockaddr_un addr = {.sun_family = AF_UNIX};
-  if (strlen(path) >= sizeof(addr.sun_path)) return -1;
-  strcpy(addr.sun_path, path);
+  size_t len = strlen(path);
+  if (len >= sizeof(addr.sun_path)) return -1;
+  memcpy(addr.sun_path, path, len + 1);
   int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   if (fd < 0) return -1;
-  if (connect(fd, (struct sockaddr *)&addr, sizeof(addr)) != 0) {
+  if (connect(fd, (void *)&addr, sizeof(addr)) != 0) {
     struct pollfd p = {.fd = fd, .events = POLLOUT};
     int err = 0;
-    socklen_t len = sizeof(err);
+    socklen_t err_len = sizeof(err);
     if ((errno != EINPROGRESS && errno != EAGAIN) || poll(&p, 1, 200) != 1 ||
-        getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0 || err != 0) {
+        getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &err_len) != 0 || err != 0) {
       close(fd);
       return -1;
     }
   }
-  fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+  fcntl(fd, F_SETFL, fcntl(fd, F_GETFL, 0) & ~O_NONBLOCK);
   return fd;
 }
 
-/* Runs the call through the resident server and exits with its status; returns when the plugin must be exec'd. */
-static void try_resident(const char *name, int argc, char **argv) {
-  const char *path = getenv("TSCNI_RESIDENT_SOCKET");
+/*
+ * Runs the call through the resident server and exits with its status; returns when the plugin must be exec'd.
+ * `config` is what the caller gave on stdin.
+ */
+static void try_resident(const char *name, int argc, char **argv, const struct buf *config) {
+  const char *path = env_value("TSCNI_RESIDENT_SOCKET");
   if (!path) path = DEFAULT_SOCKET;
   if (!*path) return;
   int fd = connect_server(path);
@@ -164,11 +264,15 @@ static void try_resident(const char *name, int argc, char **argv) {
   memcpy(hello + 8, BUILD_ID, id_len);
   unsigned char answer = 0;
   if (write_all(fd, hello, 8 + id_len) || read_all(fd, &answer, 1) || answer != 'Y') {
-    if (answer == 'N' && getenv("TSCNI_DEBUG")) {
+    if (answer == 'N' && env_value("TSCNI_DEBUG")) {
       unsigned char l[2];
       char reason[256] = "";
       if (!read_all(fd, l, 2)) read_all(fd, reason, (l[0] | l[1] << 8) < 255 ? (size_t)(l[0] | l[1] << 8) : 255);
-      fprintf(stderr, "tscni launcher: %s refused: %s\n", path, reason);
+      write_text(2, "tscni launcher: ");
+      write_text(2, path);
+      write_text(2, " refused: ");
+      write_text(2, reason);
+      write_text(2, "\n");
     }
     close(fd);
     return;
@@ -176,97 +280,112 @@ static void try_resident(const char *name, int argc, char **argv) {
   tv.tv_sec = 0;
   setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 
-  /* From here on the call belongs to the server: it is never run a second time. */
-  struct buf req = {.data = malloc(65536), .cap = 65536};
+  /* From here on the call belongs to the server: it is never run a second time. One write: one wake-up. */
+  struct buf req = buf_new(65536 + config->len);
   put_field(&req, 'P', name, strlen(name));
   for (int i = 1; i < argc; i++) put_field(&req, 'A', argv[i], strlen(argv[i]));
-  for (char **e = environ; *e; e++) if (forwarded(*e)) put_field(&req, 'E', *e, strlen(*e));
+  for (char **e = environment; *e; e++) if (forwarded(*e)) put_field(&req, 'E', *e, strlen(*e));
   char cwd[4096];
   if (getcwd(cwd, sizeof(cwd))) put_field(&req, 'C', cwd, strlen(cwd));
-  /* stdin last, read straight into the request: its field's length is filled in when it has been read */
-  put_field(&req, 'I', "", 0);
-  size_t stdin_head = req.len - 5;
-  append_fd(&req, STDIN_FILENO); /* a read error ends stdin, as it did for a plugin reading it */
-  if (req.data) put_u32(req.data + stdin_head + 1, (uint32_t)(req.len - stdin_head - 5));
+  put_field(&req, 'I', config->data, config->len);
   put_field(&req, 'Z', "", 0);
   if (!req.data) die_cni("tscni launcher: out of memory building the request", "");
   if (write_all(fd, req.data, req.len)) die_cni("tscni resident server closed the connection while the call was sent: ", path);
-  free(req.data);
 
+  /* The reply's frames, each into the same buffer and out to stdout or stderr as it comes. */
+  req.len = 0;
   for (;;) {
     unsigned char head[5];
     if (read_all(fd, head, 5)) die_cni("tscni resident server died during the call: ", path);
     uint32_t len = get_u32(head + 1);
-    unsigned char *data = malloc(len ? len : 1);
-    if (!data || read_all(fd, data, len)) die_cni("tscni resident server died during the call: ", path);
-    if (head[0] == 'O') fwrite(data, 1, len, stdout);
-    else if (head[0] == 'R') fwrite(data, 1, len, stderr);
-    else if (head[0] == 'X' && len == 4) {
-      fflush(stdout);
-      exit((int)get_u32(data));
-    }
-    free(data);
+    if (!reserve(&req, len)) die_cni("tscni launcher: out of memory reading the reply of ", path);
+    if (read_all(fd, req.data, len)) die_cni("tscni resident server died during the call: ", path);
+    if (head[0] == 'O') write_all(1, req.data, len);
+    else if (head[0] == 'R') write_all(2, req.data, len);
+    else if (head[0] == 'X' && len == 4) _exit((int)get_u32(req.data));
   }
+}
+
+/* All of stdin, or the Go plugin's error for a stdin that cannot be read (closed, a directory...). */
+static struct buf read_config(void) {
+  struct buf in = buf_new(65536);
+  if (append_fd(&in, STDIN_FILENO)) {
+    if (!in.data) die_cni_code(5, "error reading from stdin: ", "out of memory");
+    die_cni_code(5, "error reading from stdin: read /dev/stdin: ", error_text(errno));
+  }
+  return in;
 }
 
 /*
- * Exec mode: the config moves from the runtime's pipe into an in-memory file that becomes the program's stdin,
- * and TSCNI_STDIN_MEMFD tells the program so: it maps the file rather than reading a pipe, which Bun does through
- * a thread pool it starts for it (~1 ms of every call's start-up here; bench/run.mjs, cold start). A stdin that
- * cannot be read is left as it is, for the program to report.
+ * Exec mode: the config becomes the program's stdin as an in-memory file, which the program maps, where it would
+ * read a pipe through a thread pool Bun starts for it (~1 ms of every call's start-up here; bench/run.mjs, cold
+ * start). Returns 1 when stdin is that file; 0 when none could be made (it is then a pipe holding the config).
  */
-static void stdin_to_memfd(void) {
-  unsetenv("TSCNI_STDIN_MEMFD"); /* only ever this launcher's word */
+static int config_to_stdin(const struct buf *config) {
   int fd = memfd_create("tscni-config", MFD_CLOEXEC);
-  if (fd < 0) return;
-  struct buf in = {.data = malloc(65536), .cap = 65536};
-  if (!in.data) {
-    close(fd);
-    return;
-  }
-  if (append_fd(&in, STDIN_FILENO)) {
-    if (in.data && in.len == 0) { /* nothing taken from stdin yet: the program reads (and reports) it itself */
-      free(in.data);
-      close(fd);
-      return;
+  if (fd >= 0) {
+    if (write_all(fd, config->data, config->len) || lseek(fd, 0, SEEK_SET) != 0 || dup2(fd, STDIN_FILENO) < 0) {
+      die_cni("tscni launcher: cannot hand the config over: ", error_text(errno));
     }
-    die_cni_code(5, "error reading from stdin: ", in.data ? strerror(errno) : "out of memory");
+    if (fd != STDIN_FILENO) close(fd);
+    return 1;
   }
-  if (write_all(fd, in.data, in.len) || lseek(fd, 0, SEEK_SET) != 0 || dup2(fd, STDIN_FILENO) < 0) {
-    die_cni_code(5, "error reading from stdin: ", strerror(errno));
+  /* No memfd (an old kernel, a seccomp filter): a pipe that holds the whole config */
+  int p[2];
+  if (pipe2(p, O_CLOEXEC) != 0) die_cni("tscni launcher: cannot hand the config over: ", error_text(errno));
+  if (config->len > 65536) fcntl(p[1], F_SETPIPE_SZ, (long)config->len);
+  if (write_all(p[1], config->data, config->len) || dup2(p[0], STDIN_FILENO) < 0) {
+    die_cni("tscni launcher: cannot hand the config over: ", error_text(errno));
   }
-  free(in.data);
-  close(fd);
-  setenv("TSCNI_STDIN_MEMFD", "1", 1);
+  close(p[1]);
+  if (p[0] != STDIN_FILENO) close(p[0]);
+  return 0;
 }
 
-int main(int argc, char **argv) {
-  const char *name = base_name(argv[0]);
-  const char *command = getenv("CNI_COMMAND");
+int main(int argc, char **argv, char **envp) {
+  environment = envp;
+  const char *name = base_name(argv[0] ? argv[0] : "");
+  const char *command = env_value("CNI_COMMAND");
   int version = command && strcmp(command, "VERSION") == 0;
   int about = !command || !*command; /* no command: the plugin's about text on stderr */
+  int stdin_in_memory = 0;
   for (size_t i = 0; i < sizeof(PROGRAM_VERSIONS) / sizeof(PROGRAM_VERSIONS[0]); i++) {
     if (strcmp(PROGRAM_VERSIONS[i].name, name) != 0) continue;
     if (argc >= 2) break; /* arguments mean a subcommand (`dhcp daemon ...`): the program handles those */
-    if (version || about) {
-      FILE *out = version ? stdout : stderr;
-      fputs(version ? PROGRAM_VERSIONS[i].json : PROGRAM_VERSIONS[i].about, out);
-      return fflush(out) == 0 ? 0 : 1;
-    }
-    try_resident(name, argc, argv); /* plugin calls only: cnitool and subcommands always run here */
-    stdin_to_memfd();
+    if (version) return write_text(1, PROGRAM_VERSIONS[i].json) ? 1 : 0;
+    if (about) return write_text(2, PROGRAM_VERSIONS[i].about) ? 1 : 0;
+    struct buf config = read_config();
+    try_resident(name, argc, argv, &config); /* plugin calls only: cnitool and subcommands always run here */
+    stdin_in_memory = config_to_stdin(&config);
     break;
   }
+
+  /* The program's environment: ours, with the in-memory-stdin mark only when it is true (never the caller's). */
+  size_t count = 0;
+  while (envp[count]) count++;
+  struct buf env = buf_new((count + 2) * sizeof(char *));
+  if (!env.data) die_cni("tscni launcher: out of memory", "");
+  char **program_env = (char **)env.data;
+  size_t n = 0;
+  for (char **e = envp; *e; e++) if (strncmp(*e, STDIN_MARK, sizeof(STDIN_MARK) - 1)) program_env[n++] = *e;
+  if (stdin_in_memory) program_env[n++] = STDIN_MARK "1";
+  program_env[n] = NULL;
+
   char self[PATH_MAX];
-  ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 16);
-  if (n <= 0) {
-    printf("{\n    \"code\": 999,\n    \"msg\": \"tscni launcher: cannot find itself: %s\"\n}", strerror(errno));
-    return 1;
-  }
-  self[n] = '\0';
+  ssize_t len = readlink("/proc/self/exe", self, sizeof(self) - 16);
+  if (len <= 0) die_cni("tscni launcher: cannot find itself: ", error_text(errno));
+  self[len] = '\0';
   char *dir_end = strrchr(self, '/');
-  strcpy(dir_end ? dir_end + 1 : self, "tscni-js");
-  execv(self, argv);
-  printf("{\n    \"code\": 999,\n    \"msg\": \"tscni launcher: cannot run %s: %s\"\n}", self, strerror(errno));
-  return 1;
+  memcpy(dir_end ? dir_end + 1 : self, "tscni-js", sizeof("tscni-js"));
+  execve(self, argv, program_env);
+  {
+    int err = errno;
+    struct buf msg = buf_new(8192);
+    put_text(&msg, "tscni launcher: cannot run ");
+    put_text(&msg, self);
+    put_text(&msg, ": ");
+    put_text(&msg, error_text(err));
+    put_bytes(&msg, "", 1);
+    die_cni(msg.data ? (const char *)msg.data : "tscni launcher: cannot run tscni-js", "");
+  }
 }

@@ -2,11 +2,13 @@
  * The C launcher in exec mode (launcher/launcher.c): it moves the config from the caller's pipe into an in-memory
  * file that becomes the program's stdin, and marks that with TSCNI_STDIN_MEMFD for the program alone. Checked
  * through a delegating plugin (flannel) and a delegate that records what it got: the whole config, large or empty,
- * and an environment without the mark. No namespace is touched (flannel only renders and delegates).
+ * and an environment without the mark. A stdin that cannot be read and a server that dies mid-call give the
+ * error documents a Go plugin would print. No namespace is touched (flannel only renders and delegates).
  */
 import { describe, test, after } from "node:test";
 import assert from "node:assert/strict";
-import { spawnSync } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
+import net from "node:net";
 import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -68,6 +70,57 @@ describe("launcher, exec mode", { skip }, () => {
       });
       assert.equal(viaLauncher.status, 1);
       assert.equal(viaLauncher.stdout, direct.stdout, `stdin ${JSON.stringify(input)}`);
+    }
+  });
+
+  test("a caller's own TSCNI_STDIN_MEMFD is dropped: a pipe is not taken for an in-memory file", () => {
+    const r = spawnSync("sh", ["-c", `printf '%s' "$1" | "$0"`, path.join(OUR_BIN, "flannel"), conf()], {
+      encoding: "utf8",
+      env: {
+        PATH: process.env["PATH"], CNI_COMMAND: "ADD", CNI_CONTAINERID: "launcher-test", CNI_NETNS: "/run/netns/tscni-launcher-none",
+        CNI_IFNAME: "eth0", CNI_PATH: `${delegateDir}:${OUR_BIN}`, TSCNI_RESIDENT_SOCKET: "", TSCNI_STDIN_MEMFD: "1",
+      },
+    });
+    assert.equal(r.status, 0, r.stdout + r.stderr);
+    assert.doesNotMatch(readFileSync(path.join(dir, "env"), "utf8"), /TSCNI_STDIN_MEMFD/);
+  });
+
+  test("a closed stdin or a directory as stdin is the Go plugin's I/O error (code 5)", () => {
+    const goBridge = "/usr/lib/cni/bridge";
+    const env = { PATH: process.env["PATH"], CNI_COMMAND: "ADD", CNI_CONTAINERID: "x", CNI_NETNS: "/run/netns/x", CNI_IFNAME: "eth0", CNI_PATH: OUR_BIN, TSCNI_RESIDENT_SOCKET: "" };
+    const cases = [["<&-", "bad file descriptor"], ["< /", "is a directory"]] as const;
+    for (const [redirect, reason] of cases) {
+      const run = (plugin: string) => spawnSync("sh", ["-c", `exec "$0" ${redirect}`, plugin], { encoding: "utf8", env });
+      const ours = run(path.join(OUR_BIN, "bridge"));
+      assert.equal(ours.status, 1);
+      assert.deepEqual(JSON.parse(ours.stdout), { code: 5, msg: `error reading from stdin: read /dev/stdin: ${reason}` });
+      if (existsSync(goBridge)) assert.equal(ours.stdout, run(goBridge).stdout, redirect);
+    }
+  });
+
+  test("a server that dies mid-call: CNI error 999 naming it, escaped as JSON", async () => {
+    // A stand-in server that accepts the call and goes away; its socket path has characters JSON must escape.
+    const socketPath = path.join(dir, 'a"<b>\\c.sock');
+    const server = net.createServer((c) => {
+      c.once("data", () => {
+        c.write("Y");
+        c.once("data", () => c.destroy());
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(socketPath, resolve));
+    try {
+      const child = spawn(path.join(OUR_BIN, "bridge"), [], {
+        env: { PATH: process.env["PATH"], CNI_COMMAND: "ADD", CNI_CONTAINERID: "x", CNI_NETNS: "/run/netns/x", CNI_IFNAME: "eth0", CNI_PATH: OUR_BIN, TSCNI_RESIDENT_SOCKET: socketPath },
+      });
+      child.stdin.end("{}");
+      let out = "";
+      child.stdout.on("data", (d: Buffer) => { out += d.toString(); });
+      const status = await new Promise<number | null>((resolve) => child.on("close", resolve));
+      assert.equal(status, 1);
+      assert.deepEqual(JSON.parse(out), { code: 999, msg: `tscni resident server died during the call: ${socketPath}` });
+      assert.match(out, /\\u003cb\\u003e/); // as Go's encoder writes < and >
+    } finally {
+      server.close();
     }
   });
 });
