@@ -82,7 +82,7 @@ export interface PluginConfigReader {
 export interface PluginIO {
   env: Record<string, string | undefined>;
   /** Reads the whole config. */
-  readStdin: () => Promise<Buffer>;
+  readStdin: () => Promise<Uint8Array>;
   /** Where results and errors go. */
   writeStdout: (s: string) => void;
   /** Where diagnostics go. */
@@ -123,7 +123,7 @@ function readEnv(env: PluginIO["env"]): { command: string; values: Record<EnvVar
 }
 
 /** Every config must decode and carry a valid network name, whatever the verb. Gives the parsed config. */
-function validateConfigName(stdin: Buffer): JsonObject {
+function validateConfigName(stdin: Uint8Array): JsonObject {
   let raw: unknown;
   try {
     raw = parseJson(stdin);
@@ -153,6 +153,10 @@ function configVersionOf(config: JsonObject): string {
     throw new CniError(ErrorCode.DecodingFailure, (e as Error).message);
   }
 }
+
+/** `bytes` as a Buffer, sharing its memory. */
+const asBuffer = (bytes: Uint8Array): Buffer =>
+  Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
 
 /** True when `netnsPath` is the network namespace this process runs in. */
 async function isOwnNetns(netnsPath: string): Promise<boolean> {
@@ -213,7 +217,7 @@ export async function runPlugin(funcs: PluginFuncs | (() => Promise<PluginFuncs>
       io.writeStdout(info.encode());
       return undefined;
     }
-    let stdin: Buffer;
+    let stdin: Uint8Array;
     try {
       stdin = await io.readStdin();
     } catch (e) {
@@ -241,7 +245,7 @@ export async function runPlugin(funcs: PluginFuncs | (() => Promise<PluginFuncs>
     if (handler) {
       const args: CmdArgs = {
         containerID: values.CNI_CONTAINERID, netns: values.CNI_NETNS, ifName: values.CNI_IFNAME, args: values.CNI_ARGS,
-        path: values.CNI_PATH, netnsOverride: values.CNI_NETNS_OVERRIDE, stdinData: stdin, env: io.env,
+        path: values.CNI_PATH, netnsOverride: values.CNI_NETNS_OVERRIDE, stdinData: asBuffer(stdin), env: io.env,
         stderr: { write: (chunk: string | Uint8Array) => (io.writeStderr(typeof chunk === "string" ? chunk : Buffer.from(chunk).toString()), true) },
       };
       const output = await handler(args);

@@ -3,7 +3,7 @@
  * Every CNI error in tscni is built here, so each one carries a code, a message and the offending detail.
  * @module
  */
-import { marshalJson } from "./json.js";
+import { quoteJsonString } from "./json.js";
 
 /** Well-known error codes (spec §"Error"; 0, 8 and 999 come from the reference library). */
 export const ErrorCode = {
@@ -43,9 +43,13 @@ export class CniError extends Error {
     return this.details ? { code: this.code, msg: this.msg, details: this.details } : { code: this.code, msg: this.msg };
   }
 
-  /** The pretty-printed JSON a plugin writes to stdout on failure. */
+  /**
+   * The pretty-printed JSON a plugin writes to stdout on failure: Go's json.MarshalIndent(err, "", "    ") of
+   * toJSON(), written out (every failing call prints this; the general marshaller is not worth loading for it).
+   */
   print(): string {
-    return marshalJson(this.toJSON(), { sortKeys: false, indent: "    " });
+    const details = this.details ? `,\n    "details": ${quoteJsonString(this.details)}` : "";
+    return `{\n    "code": ${this.code},\n    "msg": ${quoteJsonString(this.msg)}${details}\n}`;
   }
 
   /** Turns anything thrown into a CniError; non-CNI errors become code 999 (internal), like Go's skel. */

@@ -331,11 +331,19 @@ function parseGoJson(text: string): JsonValue {
 }
 
 /**
+ * UTF-8 bytes as text, ill-formed sequences replaced and a leading byte-order mark kept (Go reads it as a
+ * character), as Buffer's toString does; TextDecoder because Buffer's first use costs a plugin call ~0.1 ms.
+ */
+function utf8Text(bytes: Uint8Array): string {
+  return new TextDecoder("utf-8", { ignoreBOM: true }).decode(bytes);
+}
+
+/**
  * Parses JSON text as Go's encoding/json reads it (see parseGoJson), throwing a JsonSyntaxError with Go's
  * wording when it is malformed. The slower scanner that finds Go's words runs only then.
  */
 export function parseJson(input: string | Uint8Array): JsonValue {
-  const text = typeof input === "string" ? input : Buffer.from(input).toString("utf8");
+  const text = typeof input === "string" ? input : utf8Text(input);
   try {
     return parseGoJson(text);
   } catch (e) {
@@ -375,8 +383,19 @@ export function isJsonObject(v: unknown): v is JsonObject {
 
 const HEX = "0123456789abcdef";
 
+/** Whether Go's encoder writes `s` as it is between quotes (nothing to escape or replace). */
+function isPlainJsonText(s: string): boolean {
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c < 0x20 || c === 0x22 || c === 0x5c || c === 0x3c || c === 0x3e || c === 0x26 || c === 0x2028 || c === 0x2029 ||
+      (c >= 0xd800 && c <= 0xdfff)) return false;
+  }
+  return true;
+}
+
 /** Quotes a string as Go's encoding/json does (HTML-safe, \u2028/\u2029 escaped). */
 export function quoteJsonString(s: string): string {
+  if (isPlainJsonText(s)) return '"' + s + '"';
   let out = '"';
   for (const ch of s) {
     const code = ch.codePointAt(0)!;

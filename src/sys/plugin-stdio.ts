@@ -17,17 +17,18 @@ const bun = (): BunStdio | undefined => (globalThis as { Bun?: BunStdio }).Bun;
 
 /**
  * Reads stdin to its end (the runtime closes it after the config). `inMemoryFile`: the C launcher has put the
- * config in an in-memory file that is our stdin (launcher.c, stdin_to_memfd); it is then mapped, which under Bun
- * costs no thread pool (anything that cannot be mapped, such as an empty file, is read as usual).
+ * config in an in-memory file that is our stdin (launcher.c, config_to_stdin); it is then mapped, which under Bun
+ * costs no thread pool (anything that cannot be mapped, such as an empty file, is read as usual). The bytes as
+ * they came, not a Buffer: Buffer's first use costs a call ~0.1 ms, which a config refused by skel never needs.
  */
-export async function readStdin(inMemoryFile = false): Promise<Buffer> {
+export async function readStdin(inMemoryFile = false): Promise<Uint8Array> {
   const b = bun();
   if (b && inMemoryFile) {
     try {
-      return Buffer.from(b.mmap("/proc/self/fd/0", { shared: false }));
+      return b.mmap("/proc/self/fd/0", { shared: false });
     } catch { /* read below */ }
   }
-  if (b) return Buffer.from(await b.stdin.bytes());
+  if (b) return await b.stdin.bytes();
   const { readFdToEnd } = await import("./stdio.js");
   return readFdToEnd(0);
 }
