@@ -6,7 +6,7 @@
  * call's environment has TSCNI_NO_INPROCESS set.
  * @module
  */
-import path from "node:path";
+import * as path from "../sys/posix-path.js";
 import type { Env } from "../invoke/args.js";
 import { RawExec, settlePluginRun, type ExecOptions, type PluginExec } from "../invoke/exec.js";
 import { runPlugin, type PluginDefinition } from "../skel/skel.js";

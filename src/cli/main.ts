@@ -5,27 +5,18 @@
  * @module
  */
 import { writeStd } from "../sys/plugin-stdio.js";
+import { basename } from "../sys/posix-path.js";
 import { PROGRAM_NAMES } from "./programs.js";
 import { aboutAnswer, aboutText, PLUGINS, versionAnswer } from "./registry.js";
 import type { PluginExec } from "../invoke/exec.js";
 import { pluginMain, processIO, type PluginDefinition } from "../skel/skel.js";
 import { VersionInfo } from "../spec/version.js";
 
-/**
- * The last element of a path, by hand: node:path costs a call its loading, and a regular expression its first
- * compilation (~0.1 ms each, bench: cold start).
- */
-function baseName(path: string): string {
-  let end = path.length;
-  while (end > 0 && path.charCodeAt(end - 1) === 0x2f) end--;
-  return path.slice(path.lastIndexOf("/", end - 1) + 1, end);
-}
-
 async function run(): Promise<void> {
   // A standalone (bun --compile) binary runs its embedded script as argv[1]; the name it was invoked as
   // (the plugin type) is then argv0. Under node, argv[1] is the link that was run.
   const standalone = (process.argv[1] ?? "").startsWith("/$bunfs/");
-  let name = baseName(standalone ? process.argv0 : process.argv[1] ?? "");
+  let name = basename(standalone ? process.argv0 : process.argv[1] ?? "");
   if (name === "main.js" || name === "main" || name === "tscni") {
     name = process.argv[2] ?? "";
     process.argv.splice(1, 1); // so the program sees its own arguments where it expects them

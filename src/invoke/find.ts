@@ -3,9 +3,8 @@
  * walk out of the plugin directories is refused before the file system is touched.
  * @module
  */
-import { stat } from "node:fs/promises";
 import { statSync } from "node:fs";
-import path from "node:path";
+import * as path from "../sys/posix-path.js";
 
 /** Splits a CNI_PATH value into directories (empty elements dropped, as Go's filepath.SplitList of ""). */
 export function splitPathList(value: string | undefined): string[] {
@@ -24,18 +23,12 @@ function checkName(plugin: string, paths: readonly string[]): void {
 const notFound = (plugin: string, paths: readonly string[]) =>
   new Error(`failed to find plugin "${plugin}" in path [${paths.join(" ")}]`);
 
-/** The first `<dir>/<plugin>` that is a regular file (symlinks followed), in CNI_PATH order. */
+/**
+ * The first `<dir>/<plugin>` that is a regular file (symlinks followed), in CNI_PATH order. (A stat per
+ * directory, synchronously: node:fs/promises beside node:fs costs a plugin process ~0.3 ms of start-up.)
+ */
 export async function findInPath(plugin: string, paths: readonly string[]): Promise<string> {
-  checkName(plugin, paths);
-  for (const dir of paths) {
-    const candidate = path.join(dir, plugin);
-    try {
-      if ((await stat(candidate)).isFile()) return candidate;
-    } catch {
-      /* not here */
-    }
-  }
-  throw notFound(plugin, paths);
+  return findInPathSync(plugin, paths);
 }
 
 /** Synchronous findInPath, for start-up paths that must not wait on the event loop. */

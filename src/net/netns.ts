@@ -3,7 +3,8 @@
  * (this process's own) namespace, and running a tool inside a namespace.
  * @module
  */
-import { statfs, stat } from "node:fs/promises";
+// (Synchronous node:fs: a plugin that loads node:fs/promises beside node:fs pays ~0.3 ms more start-up.)
+import { statfsSync, statSync } from "node:fs";
 import { CniError, ErrorCode } from "../spec/errors.js";
 import { runTool, type ToolResult } from "../sys/exec.js";
 
@@ -42,7 +43,7 @@ export class NetNS {
   static async open(path: string): Promise<NetNS> {
     let fsType: number;
     try {
-      fsType = Number((await statfs(path)).type);
+      fsType = Number(statfsSync(path).type);
     } catch (e) {
       if ((e as NodeJS.ErrnoException).code === "ENOENT") throw new NetnsNotFoundError(path);
       throw new CniError(ErrorCode.InvalidEnvironmentVariables, `failed to open network namespace "${path}" (CNI_NETNS)`, (e as Error).message);
@@ -84,7 +85,8 @@ export class NetNS {
 
   /** Whether two handles are the same kernel namespace. */
   async sameAs(other: NetNS): Promise<boolean> {
-    const [a, b] = await Promise.all([stat(this.path ?? "/proc/self/ns/net"), stat(other.path ?? "/proc/self/ns/net")]);
+    const a = statSync(this.path ?? "/proc/self/ns/net");
+    const b = statSync(other.path ?? "/proc/self/ns/net");
     return a.dev === b.dev && a.ino === b.ino;
   }
 

@@ -4,7 +4,7 @@
  * @module
  */
 import { renameSync, rmSync, writeFileSync } from "node:fs";
-import path from "node:path";
+import * as path from "./posix-path.js";
 import { hexOf, randomBytes } from "./bytes.js";
 
 /** A temporary name beside `file`, unique to this process and call. */

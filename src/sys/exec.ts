@@ -5,7 +5,7 @@
  */
 import { spawn } from "node:child_process";
 import { accessSync, constants, statSync } from "node:fs";
-import path from "node:path";
+import * as path from "./posix-path.js";
 
 /** A failed network operation: what was attempted and why the kernel or the tool refused. */
 export class NetOpError extends Error {

@@ -10,7 +10,7 @@
  * @module
  */
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
-import path from "node:path";
+import * as path from "../../../sys/posix-path.js";
 import { CniError, ErrorCode } from "../../../spec/errors.js";
 import { parseIP } from "../../../spec/ip.js";
 import { ipToBigInt } from "../../../spec/ip-math.js";

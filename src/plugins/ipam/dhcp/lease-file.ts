@@ -8,7 +8,7 @@
  */
 import { createHash } from "node:crypto";
 import { mkdir, readdir, readFile, rm } from "node:fs/promises";
-import path from "node:path";
+import * as path from "../../../sys/posix-path.js";
 import { writeFileAtomic } from "../../../sys/atomic-file.js";
 import type { Binding, SendSpec } from "./client.js";
 

@@ -11,7 +11,7 @@
  * @module
  */
 import type net from "node:net";
-import path from "node:path";
+import * as path from "../../../sys/posix-path.js";
 import { CniError, ErrorCode } from "../../../spec/errors.js";
 import { isJsonObject, type JsonObject } from "../../../spec/json.js";
 

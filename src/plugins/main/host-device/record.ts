@@ -9,7 +9,7 @@
  * @module
  */
 import { mkdir, readFile, rm } from "node:fs/promises";
-import path from "node:path";
+import * as path from "../../../sys/posix-path.js";
 import { CniError, ErrorCode } from "../../../spec/errors.js";
 import { isJsonObject, marshalJson, parseJson } from "../../../spec/json.js";
 import { writeFileAtomic } from "../../../sys/atomic-file.js";

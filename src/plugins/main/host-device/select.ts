@@ -8,7 +8,7 @@
  * @module
  */
 import { readdir, realpath, stat } from "node:fs/promises";
-import path from "node:path";
+import * as path from "../../../sys/posix-path.js";
 import { invalidKey } from "../../common/keys.js";
 import type { Link } from "../../../net/types.js";
 import type { DeviceSelector } from "./config.js";

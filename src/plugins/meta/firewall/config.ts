@@ -4,7 +4,7 @@
  * GC live). Every value is checked before anything is changed; an error names the key and value (code 7).
  * @module
  */
-import path from "node:path";
+import * as path from "../../../sys/posix-path.js";
 import { NET_CONF_FIELDS, type PluginConf } from "../../../spec/config.js";
 import { string, struct } from "../../../spec/go-decode.js";
 import { toCurrentResult, type Result100 } from "../../../spec/result/index.js";

@@ -6,7 +6,7 @@
  * @module
  */
 import { mkdirSync, readdirSync, readFileSync, rmdirSync, rmSync } from "node:fs";
-import path from "node:path";
+import * as path from "../../../sys/posix-path.js";
 import { CniError, ErrorCode } from "../../../spec/errors.js";
 import { writeFileAtomicSync } from "../../../sys/atomic-file.js";
 import type { Backend } from "./config.js";

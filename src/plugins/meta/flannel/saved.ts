@@ -6,7 +6,7 @@
  * @module
  */
 import { mkdir, readFile, rm } from "node:fs/promises";
-import path from "node:path";
+import * as path from "../../../sys/posix-path.js";
 import { CniError, ErrorCode } from "../../../spec/errors.js";
 import { writeFileAtomic } from "../../../sys/atomic-file.js";
 

@@ -5,24 +5,25 @@
  * The default directory is under /run, which, like the rules, does not survive a reboot.
  * @module
  */
-import { mkdir, readdir, rm, writeFile } from "node:fs/promises";
-import path from "node:path";
+// (Synchronous node:fs: a few tiny files, and node:fs/promises beside node:fs costs a call ~0.3 ms start-up.)
+import { mkdirSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import * as path from "../../../sys/posix-path.js";
 
 const networkDir = (dataDir: string, network: string) => path.join(dataDir, network);
 
 export async function recordForwarding(dataDir: string, network: string, containerID: string): Promise<void> {
-  await mkdir(networkDir(dataDir, network), { recursive: true, mode: 0o700 });
-  await writeFile(path.join(networkDir(dataDir, network), containerID), "");
+  mkdirSync(networkDir(dataDir, network), { recursive: true, mode: 0o700 });
+  writeFileSync(path.join(networkDir(dataDir, network), containerID), "");
 }
 
 export async function forgetForwarding(dataDir: string, network: string, containerID: string): Promise<void> {
-  await rm(path.join(networkDir(dataDir, network), containerID), { force: true });
+  rmSync(path.join(networkDir(dataDir, network), containerID), { force: true });
 }
 
 /** The container IDs recorded for a network (none when the directory does not exist). */
 export async function recordedContainers(dataDir: string, network: string): Promise<string[]> {
   try {
-    return await readdir(networkDir(dataDir, network));
+    return readdirSync(networkDir(dataDir, network));
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code === "ENOENT") return [];
     throw e;

@@ -7,7 +7,7 @@
  */
 import { mkdir, readFile, rm } from "node:fs/promises";
 import { writeFileAtomic } from "../../../sys/atomic-file.js";
-import path from "node:path";
+import * as path from "../../../sys/posix-path.js";
 import type { LinkTunables } from "./link-tunables.js";
 import { member } from "../../../spec/go-decode.js";
 import { isJsonObject, marshalJson, parseJson } from "../../../spec/json.js";

@@ -5,7 +5,7 @@
  * @module
  */
 import { existsSync, readFileSync } from "node:fs";
-import path from "node:path";
+import * as path from "../../../sys/posix-path.js";
 import { loadCniArgs } from "../../../spec/args.js";
 import { NET_CONF_FIELDS, type PluginConf } from "../../../spec/config.js";
 import { bool, int, map, member, ptr, string, struct, type StructOf } from "../../../spec/go-decode.js";
@@ -132,7 +132,7 @@ export function loadTuningDataDir(stdin: Buffer): string {
  */
 export function sysctlFilePath(key: string, ifName: string): string {
   const relative = key.replaceAll(".", "/").replace("IFNAME", ifName);
-  const file = path.posix.join("/proc/sys", relative);
+  const file = path.join("/proc/sys", relative);
   if (!file.startsWith("/proc/sys/net/")) {
     throw invalidKey("sysctl", key, `only network sysctls (net.*) can be set; this key names ${file}`);
   }
