@@ -249,7 +249,11 @@ function coldStart() {
 /** A server's resident set (KiB), from /proc. */
 const vmRss = (pid) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1] ?? NaN);
 
-/** The server's memory over many calls: host-local ADD and DEL alternating through the launcher. */
+/**
+ * The server's memory over many calls: host-local ADD and DEL alternating through the launcher. Its RSS swings by
+ * several MB with the garbage collector's timing, so it is sampled every 250 calls, and "before" and "after" are
+ * the medians of the first and the last four samples (a leak shows as after > before; one sample each showed noise).
+ */
 function serverGrowth(server, calls) {
   const dataDir = path.join(scratch, "growth");
   const conf = JSON.stringify({ cniVersion: "1.0.0", name: "bench-growth", type: "host-local", ipam: { type: "host-local", subnet: "10.250.0.0/16", dataDir } });
@@ -258,11 +262,18 @@ function serverGrowth(server, calls) {
     execPlugin(OURS, "host-local", i % 2 ? "DEL" : "ADD", conf, env);
   };
   for (let i = 0; i < 1000; i++) call(i); // warm-up: the heap settles
-  const before = vmRss(server.pid);
+  const samples = [];
   const t0 = process.hrtime.bigint();
-  for (let i = 0; i < calls; i++) call(i);
+  for (let i = 0; i < calls; i++) {
+    if (i % 250 === 0) samples.push(vmRss(server.pid));
+    call(i);
+  }
   const seconds = Number(process.hrtime.bigint() - t0) / 1e9;
-  return { calls, beforeKiB: before, afterKiB: vmRss(server.pid), seconds };
+  samples.push(vmRss(server.pid));
+  return {
+    calls, beforeKiB: median(samples.slice(0, 4)), afterKiB: median(samples.slice(-4)), seconds,
+    minKiB: Math.min(...samples), maxKiB: Math.max(...samples), sampleCount: samples.length,
+  };
 }
 
 /** Starts the benchmark's resident server (in this namespace); resolves to the child once its socket is up. */
@@ -470,7 +481,9 @@ function report({ rows, rss, cold, growth, podman, containerd, pods = [], cluste
       "## Resident server memory",
       "",
       `${growth.calls} host-local calls (ADD and DEL alternating) through the launcher after 1000 warm-up calls: server RSS`,
-      `${growth.beforeKiB} KiB before, ${growth.afterKiB} KiB after (growth ${growth.afterKiB - growth.beforeKiB} KiB; ${growth.seconds.toFixed(0)} s, ${(growth.seconds * 1000 / growth.calls).toFixed(2)} ms per call).`,
+      `${growth.beforeKiB} KiB before, ${growth.afterKiB} KiB after (growth ${growth.afterKiB - growth.beforeKiB} KiB; medians of the first and`,
+      `last 4 of ${growth.sampleCount} samples taken every 250 calls, which ranged from ${growth.minKiB} to ${growth.maxKiB} KiB with the`,
+      `garbage collector's timing; ${growth.seconds.toFixed(0)} s, ${(growth.seconds * 1000 / growth.calls).toFixed(2)} ms per call).`,
       "",
     ] : []),
     podman,

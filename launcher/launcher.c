@@ -330,10 +330,14 @@ static int config_to_stdin(const struct buf *config) {
     if (fd != STDIN_FILENO) close(fd);
     return 1;
   }
-  /* No memfd (an old kernel, a seccomp filter): a pipe that holds the whole config */
+  /* No memfd (an old kernel, a seccomp filter): a pipe that holds the whole config (nobody reads it yet) */
   int p[2];
   if (pipe2(p, O_CLOEXEC) != 0) die_cni("tscni launcher: cannot hand the config over: ", error_text(errno));
-  if (config->len > 65536) fcntl(p[1], F_SETPIPE_SZ, (long)config->len);
+  long room = fcntl(p[1], F_GETPIPE_SZ, 0);
+  if (room >= 0 && (size_t)room < config->len) room = fcntl(p[1], F_SETPIPE_SZ, (long)config->len);
+  if (room < 0 || (size_t)room < config->len) {
+    die_cni("tscni launcher: cannot hand the config over: ", "no in-memory file, and the config is larger than a pipe holds");
+  }
   if (write_all(p[1], config->data, config->len) || dup2(p[0], STDIN_FILENO) < 0) {
     die_cni("tscni launcher: cannot hand the config over: ", error_text(errno));
   }

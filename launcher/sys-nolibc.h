@@ -26,6 +26,7 @@ typedef unsigned int uint32_t;
 #define F_GETFL 3
 #define F_SETFL 4
 #define F_SETPIPE_SZ 1031
+#define F_GETPIPE_SZ 1032
 #define SEEK_SET 0
 #define AT_FDCWD (-100)
 #define AF_UNIX 1

@@ -85,6 +85,27 @@ describe("launcher, exec mode", { skip }, () => {
     assert.doesNotMatch(readFileSync(path.join(dir, "env"), "utf8"), /TSCNI_STDIN_MEMFD/);
   });
 
+  test("without memfd_create (strace makes it fail) the config goes over a pipe, whole and unmarked", (t) => {
+    if (spawnSync("strace", ["-V"]).status !== 0) {
+      t.skip("strace is not installed (it injects the failure)");
+      return;
+    }
+    for (const padding of ["", "x".repeat(300_000)]) {
+      const r = spawnSync("strace", ["-f", "-qq", "-o", "/dev/null", "-e", "trace=memfd_create", "-e", "inject=memfd_create:error=ENOSYS",
+        path.join(OUR_BIN, "flannel")], {
+        input: conf({ padding }), encoding: "utf8",
+        env: {
+          PATH: process.env["PATH"], CNI_COMMAND: "ADD", CNI_CONTAINERID: "launcher-test", CNI_NETNS: "/run/netns/tscni-launcher-none",
+          CNI_IFNAME: "eth0", CNI_PATH: `${delegateDir}:${OUR_BIN}`, TSCNI_RESIDENT_SOCKET: "",
+        },
+      });
+      // (a config cut short would be a JSON error: the program parsed all of it)
+      assert.equal(r.status, 0, r.stdout + r.stderr);
+      assert.equal(JSON.parse(r.stdout).ips[0].address, "10.9.3.2/24", `config of ${padding.length + 200} bytes`);
+      assert.doesNotMatch(readFileSync(path.join(dir, "env"), "utf8"), /TSCNI_STDIN_MEMFD/);
+    }
+  });
+
   test("a closed stdin or a directory as stdin is the Go plugin's I/O error (code 5)", () => {
     const goBridge = "/usr/lib/cni/bridge";
     const env = { PATH: process.env["PATH"], CNI_COMMAND: "ADD", CNI_CONTAINERID: "x", CNI_NETNS: "/run/netns/x", CNI_IFNAME: "eth0", CNI_PATH: OUR_BIN, TSCNI_RESIDENT_SOCKET: "" };
