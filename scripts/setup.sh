@@ -17,6 +17,8 @@ command -v conntrack >/dev/null 2>&1 || need+=(conntrack)
 # without the dnsmasq package's system service (nothing starts or listens on the host).
 command -v dnsmasq >/dev/null 2>&1 || [ -x /usr/sbin/dnsmasq ] || need+=(dnsmasq-base)
 [ -x /usr/bin/time ] || need+=(time)
+# (the launcher test makes memfd_create fail with strace's fault injection)
+command -v strace >/dev/null 2>&1 || need+=(strace)
 # podman with the CNI backend: the drop-in test points a real runtime at our plugin directory.
 command -v podman >/dev/null 2>&1 || need+=(podman conmon golang-github-containers-common)
 command -v runc >/dev/null 2>&1 || need+=(runc)

@@ -12,7 +12,7 @@ import net from "node:net";
 import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { OUR_BIN } from "../testing/harness.js";
+import { missing, OUR_BIN } from "../testing/harness.js";
 
 const launcherBuilt = existsSync(path.join(OUR_BIN, "..", "tscni"));
 const skip = process.getuid?.() !== 0 ? "needs root" : launcherBuilt ? undefined : "the C launcher is not built (no C compiler)";
@@ -86,8 +86,9 @@ describe("launcher, exec mode", { skip }, () => {
   });
 
   test("without memfd_create (strace makes it fail) the config goes over a pipe, whole and unmarked", (t) => {
-    if (spawnSync("strace", ["-V"]).status !== 0) {
-      t.skip("strace is not installed (it injects the failure)");
+    const reason = missing(spawnSync("strace", ["-V"]).status !== 0 ? "strace is not installed (it injects the failure)" : undefined);
+    if (reason) {
+      t.skip(reason);
       return;
     }
     for (const padding of ["", "x".repeat(300_000)]) {
