@@ -5,7 +5,7 @@
  * kernel's (include/uapi/linux/rtnetlink.h, if_link.h, if_addr.h, veth.h).
  * @module
  */
-import ipaddr from "ipaddr.js";
+import { formatIPv6, isIPv4Mapped, parseIPBytes } from "../spec/ip.js";
 import { concatBytes, NLM_F_APPEND, NLM_F_CREATE, NLM_F_DUMP, NLM_F_EXCL, NLM_F_REPLACE, nlAttr, nlString, nlU32, nlU64, nlU8, parseAttrs } from "./rtnetlink.js";
 import { hexOf } from "../sys/bytes.js";
 import type { Address, IpvlanMode, Link, LinkChange, MacvlanMode, NewLink, RouteSpec } from "./types.js";
@@ -101,12 +101,8 @@ export interface NlRequest {
 
 /** An address as `ip` parses it: family and network-order bytes; undefined when it is not one. */
 export function ipBytes(text: string): { family: 4 | 6; bytes: Uint8Array } | undefined {
-  if (text.includes(":")) {
-    if (!ipaddr.IPv6.isValid(text)) return undefined;
-    return { family: 6, bytes: Uint8Array.from(ipaddr.IPv6.parse(text).toByteArray()) };
-  }
-  if (!ipaddr.IPv4.isValidFourPartDecimal(text)) return undefined;
-  return { family: 4, bytes: Uint8Array.from(ipaddr.IPv4.parse(text).toByteArray()) };
+  const bytes = parseIPBytes(text);
+  return bytes && { family: bytes.length === 4 ? 4 : 6, bytes };
 }
 
 /** `addr/prefix` (a bare address is a host prefix); undefined when it is not one. */
@@ -351,9 +347,8 @@ const str = (b: Uint8Array | undefined): string | undefined => (b ? new TextDeco
 /** An address as `ip` prints it (inet_ntop: IPv4-mapped IPv6 with a dotted tail). */
 export function ipText(b: Uint8Array): string {
   if (b.length === 4) return b.join(".");
-  const v6 = ipaddr.fromByteArray([...b]) as ipaddr.IPv6;
-  if (v6.isIPv4MappedAddress()) return `::ffff:${v6.toIPv4Address().toString()}`;
-  return v6.toRFC5952String();
+  if (isIPv4Mapped(b)) return `::ffff:${b.subarray(12).join(".")}`;
+  return formatIPv6(b);
 }
 
 /** A link-layer address as `ip` prints it: colon hex, or an IP address for IP tunnels. */

@@ -66,12 +66,20 @@ describe("parseIP (Go net.ParseIP + String)", () => {
     ["::1.2.3.4", "::102:304"], // IPv4-compatible (not mapped) stays IPv6
     ["64:ff9b::1.2.3.4", "64:ff9b::102:304"],
     ["1:2:3:4:5:6:1.2.3.4", "1:2:3:4:5:6:102:304"],
+    ["::1:2:3:4:5:6:7", "0:1:2:3:4:5:6:7"], // "::" standing for one field; one zero field is printed as 0
+    ["0000:0000:0000:0000:0000:0000:0000:0001", "::1"],
+    ["::FFFF:10.0.0.1", "10.0.0.1"],
+    ["fe80::", "fe80::"],
+    ["1:0:0:0:1:0:0:0", "1::1:0:0:0"], // equal runs: the leftmost
   ];
   for (const [input, out] of canon) {
     test(`${input} => ${out}`, () => assert.equal(canonicalIP(input), out));
   }
   for (const bad of ["1.2.3", "1.2.3.256", "01.2.3.4", "1.2.3.4.5", "1.2.3.x", "1.2.3.0/24", "fe80::1%eth0", ":::", "1::2::3",
-    "1:2:3:4:5:6:7:8:9", "12345::", "::1.2.3", "::01.2.3.4", "", " 1.2.3.4", "0x1.2.3.4"]) {
+    "1:2:3:4:5:6:7:8:9", "12345::", "::1.2.3", "::01.2.3.4", "", " 1.2.3.4", "0x1.2.3.4",
+    // Go's netip: "::" must stand for at least one field, an IPv4 tail is the last 32 bits, no stray colons
+    "1:2:3:4:5:6:7:8::", "1::2:3:4:5:6:7:8", "1:2:3:4:5:6:7:1.2.3.4", "1:2:3:4:5:1.2.3.4", "::1.2.3.4.5", ":1::", "1:", "1::2:",
+    "1.2.3.4.", ".1.2.3", "1..2.3", "255.255.255.256", "1.2.3.4%eth0", "00000::1", "1.2.3.04", "12"]) {
     test(`${JSON.stringify(bad)} => invalid IP address`, () => {
       assert.throws(() => parseIP(bad), { message: `invalid IP address: ${bad}` });
       assert.equal(tryParseIP(bad), undefined);
