@@ -220,7 +220,7 @@ function coldStart() {
     { name: "Go (bridge)", file: path.join(GO, "bridge"), env: env("go"), ok: 1 },
   ];
   const times = programs.map(() => []);
-  for (let round = 0; round < ROUNDS * 4; round++) {
+  for (let round = 0; round < ROUNDS * 10; round++) {
     const order = programs.map((p, i) => i);
     if (round % 2) order.reverse();
     for (const i of order) {
@@ -470,7 +470,7 @@ function report({ rows, rss, cold, growth, podman, containerd, pods = [], cluste
       "## Cold start",
       "",
       "A plugin call that fails at config parsing (stdin `{`): start-up and the parse, nothing else. Medians of",
-      `${ROUNDS * 4} interleaved runs; peak RSS by GNU time (median of 5).`,
+      `${ROUNDS * 10} interleaved runs; peak RSS by GNU time (median of 5).`,
       "",
       "| program | wall (ms) | peak RSS (KiB) |",
       "|---|---:|---:|",
