@@ -246,6 +246,9 @@ static void try_resident(const char *name, int argc, char **argv, const struct b
   const char *path = env_value("TSCNI_RESIDENT_SOCKET");
   if (!path) path = DEFAULT_SOCKET;
   if (!*path) return;
+  /* The server resolves the call's relative paths against this directory: without one, the call runs here. */
+  char cwd[4096];
+  if (!getcwd(cwd, sizeof(cwd))) return;
   int fd = connect_server(path);
   if (fd < 0) return;
 
@@ -285,8 +288,7 @@ static void try_resident(const char *name, int argc, char **argv, const struct b
   put_field(&req, 'P', name, strlen(name));
   for (int i = 1; i < argc; i++) put_field(&req, 'A', argv[i], strlen(argv[i]));
   for (char **e = environment; *e; e++) if (forwarded(*e)) put_field(&req, 'E', *e, strlen(*e));
-  char cwd[4096];
-  if (getcwd(cwd, sizeof(cwd))) put_field(&req, 'C', cwd, strlen(cwd));
+  put_field(&req, 'C', cwd, strlen(cwd));
   put_field(&req, 'I', config->data, config->len);
   put_field(&req, 'Z', "", 0);
   if (!req.data) die_cni("tscni launcher: out of memory building the request", "");

@@ -126,10 +126,6 @@ static int poll(struct pollfd *fds, unsigned long n, int ms) {
 static ssize_t readlink(const char *path, char *buf, size_t n) {
   return sys(__NR_readlinkat, AT_FDCWD, (long)path, (long)buf, (long)n, 0);
 }
-/* A directory that is not reachable from the root comes back as "(unreachable)/...": not a working directory. */
-static char *getcwd(char *buf, size_t n) {
-  return sys(__NR_getcwd, (long)buf, (long)n, 0, 0, 0) > 0 && buf[0] == '/' ? buf : NULL;
-}
 static int execve(const char *path, char *const argv[], char *const envp[]) {
   return (int)sys(__NR_execve, (long)path, (long)argv, (long)envp, 0, 0);
 }
@@ -195,6 +191,26 @@ static char *strrchr(const char *s, int c) {
     if (*s == (char)c) last = s;
     if (!*s) return (char *)last;
   }
+}
+
+/*
+ * The working directory. One that is not reachable from our root (a process that entered another mount
+ * namespace, as `nsenter --mount --wd` does) comes back from the kernel as "(unreachable)/path": the path is
+ * taken when it names the same directory as "." (what glibc's getcwd finds by walking up through ".."), else none.
+ */
+static char *getcwd(char *buf, size_t n) {
+  static const char mark[] = "(unreachable)";
+  const size_t m = sizeof(mark) - 1;
+  if (sys(__NR_getcwd, (long)buf, (long)n, 0, 0, 0) <= 0) return NULL;
+  if (buf[0] == '/') return buf;
+  if (strncmp(buf, mark, m) != 0 || buf[m] != '/') return NULL;
+  unsigned long here[32], there[32]; /* struct stat: st_dev and st_ino first on x86_64 and aarch64 */
+  if (sys(__NR_newfstatat, AT_FDCWD, (long)".", (long)here, 0, 0) != 0 ||
+      sys(__NR_newfstatat, AT_FDCWD, (long)(buf + m), (long)there, 0, 0) != 0 || here[0] != there[0] || here[1] != there[1]) {
+    return NULL;
+  }
+  memmove(buf, buf + m, strlen(buf + m) + 1);
+  return buf;
 }
 
 int main(int argc, char **argv, char **envp);
