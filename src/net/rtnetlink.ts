@@ -7,9 +7,9 @@
  * Node `openRtnetlink` gives null and callers fall back to the tools.
  * @module
  */
-import { closeSync, openSync } from "node:fs";
 import { NetOpError } from "../sys/exec.js";
 import { bindLibc } from "../sys/libc.js";
+import { inThreadNetns } from "../sys/thread-netns.js";
 
 export const NLM_F_REQUEST = 0x1;
 export const NLM_F_ACK = 0x4;
@@ -221,45 +221,20 @@ const SOL_SOCKET = 1;
 const SO_RCVTIMEO = 20;
 const SOL_NETLINK = 270;
 const NETLINK_EXT_ACK = 11;
-const CLONE_NEWNET = 0x40000000;
 const MSG_TRUNC = 0x20;
 /** How long one reply may take; a blocked receive is retried (a signal) until then. */
 const REPLY_TIMEOUT_MS = 10_000;
 const REPLY_BUFFER = 1 << 18;
 
 /**
- * Creates the socket inside the network namespace at `netnsPath`: a netlink socket belongs to the namespace
- * its creator was in, so the calling thread enters that namespace, creates it, and goes straight back. -1
- * when the namespace cannot be entered. Not coming back would leave every later step of this process (tools
- * it starts included) in the wrong namespace, so that ends the process.
+ * Creates the socket inside the network namespace at `netnsPath` (a netlink socket belongs to the namespace its
+ * creator was in); -1 when the namespace cannot be entered.
  */
 function socketInNetns(c: Libc, netnsPath: string): number {
-  let target: number;
-  let home: number;
   try {
-    target = openSync(netnsPath, "r");
+    return inThreadNetns(c.setns, () => undefined, netnsPath, () => c.socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE), "tscni");
   } catch {
     return -1;
-  }
-  try {
-    home = openSync("/proc/thread-self/ns/net", "r");
-  } catch {
-    closeSync(target);
-    return -1;
-  }
-  try {
-    if (c.setns(target, CLONE_NEWNET) !== 0) return -1;
-    try {
-      return c.socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE);
-    } finally {
-      if (c.setns(home, CLONE_NEWNET) !== 0) {
-        process.stderr.write(`tscni: could not return to this process's network namespace after opening a netlink socket in ${netnsPath}; stopping\n`);
-        process.exit(70);
-      }
-    }
-  } finally {
-    closeSync(home);
-    closeSync(target);
   }
 }
 

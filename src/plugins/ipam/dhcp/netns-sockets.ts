@@ -25,11 +25,11 @@
  * namespace alive.
  * @module
  */
-import { closeSync, openSync } from "node:fs";
 import { errnoText } from "../../../net/rtnetlink.js";
+import { bindLibc, bunFfi, type Pointer } from "../../../sys/libc.js";
+import { inThreadNetns, NetnsEnterError } from "../../../sys/thread-netns.js";
 import { decodeIpUdp, DhcpFormatError, encodeIpUdp, ipv4Bytes, ipv4Text } from "./packet.js";
 
-type Pointer = number;
 
 interface Libc {
   socket: (domain: number, type: number, protocol: number) => number;
@@ -55,30 +55,21 @@ let ffi: Promise<Ffi | null> | undefined;
 /** libc and the pointer helpers of Bun's FFI; null under Node. */
 function loadFfi(): Promise<Ffi | null> {
   return (ffi ??= (async () => {
-    if (!(process.versions as Record<string, string | undefined>)["bun"]) return null;
-    try {
-      const specifier = "bun:ffi"; // a variable, so Node's and TypeScript's resolvers leave it alone
-      const mod = (await import(specifier)) as {
-        dlopen: (lib: string, s: Record<string, { args: string[]; returns: string }>) => { symbols: Libc };
-        ptr: (b: Uint8Array) => Pointer;
-        read: { i32: (p: Pointer, offset: number) => number };
-      };
-      const { symbols } = mod.dlopen("libc.so.6", {
-        socket: { args: ["i32", "i32", "i32"], returns: "i32" },
-        bind: { args: ["i32", "ptr", "u32"], returns: "i32" },
-        setsockopt: { args: ["i32", "i32", "i32", "ptr", "u32"], returns: "i32" },
-        sendto: { args: ["i32", "ptr", "u64", "i32", "ptr", "u32"], returns: "i64" },
-        recvfrom: { args: ["i32", "ptr", "u64", "i32", "ptr", "ptr"], returns: "i64" },
-        ioctl: { args: ["i32", "u64", "ptr"], returns: "i32" },
-        close: { args: ["i32"], returns: "i32" },
-        setns: { args: ["i32", "i32"], returns: "i32" },
-        flock: { args: ["i32", "i32"], returns: "i32" },
-        __errno_location: { args: [], returns: "ptr" },
-      });
-      return { libc: symbols, errno: () => mod.read.i32(symbols.__errno_location(), 0), pointerOf: mod.ptr };
-    } catch {
-      return null;
-    }
+    const mod = await bunFfi();
+    const libc = await bindLibc<Libc>({
+      socket: { args: ["i32", "i32", "i32"], returns: "i32" },
+      bind: { args: ["i32", "ptr", "u32"], returns: "i32" },
+      setsockopt: { args: ["i32", "i32", "i32", "ptr", "u32"], returns: "i32" },
+      sendto: { args: ["i32", "ptr", "u64", "i32", "ptr", "u32"], returns: "i64" },
+      recvfrom: { args: ["i32", "ptr", "u64", "i32", "ptr", "ptr"], returns: "i64" },
+      ioctl: { args: ["i32", "u64", "ptr"], returns: "i32" },
+      close: { args: ["i32"], returns: "i32" },
+      setns: { args: ["i32", "i32"], returns: "i32" },
+      flock: { args: ["i32", "i32"], returns: "i32" },
+      __errno_location: { args: [], returns: "ptr" },
+    });
+    if (!mod || !libc) return null;
+    return { libc, errno: () => mod.read.i32(libc.__errno_location(), 0), pointerOf: mod.ptr };
   })());
 }
 
@@ -109,7 +100,6 @@ const IFF_UP = 0x1;
 const IFF_RUNNING = 0x40;
 /** How long a link the daemon set up may take to report its carrier before the first DISCOVER goes out. */
 const CARRIER_WAIT_MS = 1000;
-const CLONE_NEWNET = 0x40000000;
 const PACKET_OUTGOING = 4;
 const EAGAIN = 11;
 const ENODEV = 19;
@@ -151,34 +141,15 @@ async function requireFfi(): Promise<Ffi> {
   return f;
 }
 
-/**
- * Runs `make` with the thread in the namespace at `netnsPath` (or where it is, when undefined) and comes
- * back. Not coming back would leave the whole daemon in the container's namespace, so that ends the process.
- */
+/** Runs `make` with the thread in the namespace at `netnsPath` (or where it is, when undefined) and comes back. */
 function inNetns<T>(f: Ffi, netnsPath: string | undefined, make: () => T): T {
   if (netnsPath === undefined) return make();
-  let target: number;
   try {
-    target = openSync(netnsPath, "r");
+    return inThreadNetns(f.libc.setns, f.errno, netnsPath, make, "dhcp");
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code === "ENOENT") throw new NetnsGoneError(netnsPath);
+    if (e instanceof NetnsEnterError) throw new SocketError(`entering network namespace ${netnsPath}`, e.errno ?? 0);
     throw e;
-  }
-  let home: number | undefined;
-  try {
-    home = openSync("/proc/thread-self/ns/net", "r");
-    if (f.libc.setns(target, CLONE_NEWNET) !== 0) throw new SocketError(`entering network namespace ${netnsPath}`, f.errno());
-    try {
-      return make();
-    } finally {
-      if (f.libc.setns(home, CLONE_NEWNET) !== 0) {
-        process.stderr.write(`dhcp: could not return to the daemon's network namespace after opening sockets in ${netnsPath}; stopping\n`);
-        process.exit(70);
-      }
-    }
-  } finally {
-    if (home !== undefined) closeSync(home);
-    closeSync(target);
   }
 }
 
