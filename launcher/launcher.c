@@ -36,16 +36,26 @@ static const char *env_value(const char *name) {
   return NULL;
 }
 
-static int write_all(int fd, const void *buf, size_t n) {
+/* All of `buf` to `fd`; through send(MSG_NOSIGNAL) for a socket, so a server that went away is an error, not SIGPIPE. */
+static int put_all(int fd, const void *buf, size_t n, int socket) {
   const char *p = buf;
   while (n > 0) {
-    ssize_t w = write(fd, p, n);
+    ssize_t w = socket ? send(fd, p, n, MSG_NOSIGNAL) : write(fd, p, n);
     if (w < 0 && errno == EINTR) continue;
+    if (w == 0) errno = EIO;
     if (w <= 0) return -1;
     p += w;
     n -= (size_t)w;
   }
   return 0;
+}
+
+static int write_all(int fd, const void *buf, size_t n) {
+  return put_all(fd, buf, n, 0);
+}
+
+static int send_all(int fd, const void *buf, size_t n) {
+  return put_all(fd, buf, n, 1);
 }
 
 static int write_text(int fd, const char *s) {
@@ -118,12 +128,20 @@ static void put_field(struct buf *b, char tag, const void *data, size_t len) {
   put_bytes(b, data, len);
 }
 
-/* Appends what `fd` gives up to its end; -1 on a read error (errno set), or when memory ran out (data NULL). */
+/*
+ * Appends what `fd` gives up to its end; -1 on a read error (errno set), or when memory ran out (data NULL). A
+ * non-blocking descriptor (the caller's flag, shared with us) is waited on, as Go's os.Stdin waits.
+ */
 static int append_fd(struct buf *b, int fd) {
   for (;;) {
     if (!reserve(b, 4096)) return -1;
     ssize_t r = read(fd, b->data + b->len, b->cap - b->len);
     if (r < 0 && errno == EINTR) continue;
+    if (r < 0 && errno == EAGAIN) {
+      struct pollfd p = {.fd = fd, .events = POLLIN};
+      if (poll(&p, 1, -1) >= 0 || errno == EINTR) continue;
+      return -1;
+    }
     if (r < 0) return -1;
     if (r == 0) return 0;
     b->len += (size_t)r;
@@ -166,7 +184,25 @@ static const char *error_text(int e) {
   }
 }
 
-/* `s` as the inside of a JSON string, escaped as Go's encoder does (HTML characters too). */
+/* The length of the valid UTF-8 sequence at `p` (Go's utf8.DecodeRune: no overlong forms, no surrogates, at most
+   U+10FFFF), or 0 when none starts there. */
+static size_t utf8_length(const unsigned char *p) {
+  unsigned char c = p[0], lo = 0x80, hi = 0xbf;
+  size_t n;
+  if (c >= 0xc2 && c <= 0xdf) n = 2;
+  else if (c >= 0xe0 && c <= 0xef) n = 3;
+  else if (c >= 0xf0 && c <= 0xf4) n = 4;
+  else return 0;
+  if (c == 0xe0) lo = 0xa0;
+  else if (c == 0xed) hi = 0x9f;
+  else if (c == 0xf0) lo = 0x90;
+  else if (c == 0xf4) hi = 0x8f;
+  if (p[1] < lo || p[1] > hi) return 0;
+  for (size_t i = 2; i < n; i++) if (p[i] < 0x80 || p[i] > 0xbf) return 0;
+  return n;
+}
+
+/* `s` as the inside of a JSON string, escaped as Go's encoder does (HTML characters too; \b and \f as Go >= 1.22). */
 static void put_json_text(struct buf *b, const char *s) {
   static const char hex[] = "0123456789abcdef";
   for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
@@ -179,14 +215,25 @@ static void put_json_text(struct buf *b, const char *s) {
       put_text(b, "\\r");
     } else if (*p == '\t') {
       put_text(b, "\\t");
+    } else if (*p == '\b') {
+      put_text(b, "\\b");
+    } else if (*p == '\f') {
+      put_text(b, "\\f");
     } else if (*p < 0x20 || *p == '<' || *p == '>' || *p == '&') {
       char e[6] = {'\\', 'u', '0', '0', hex[*p >> 4], hex[*p & 15]};
       put_bytes(b, e, 6);
-    } else if (p[0] == 0xe2 && p[1] == 0x80 && (p[2] == 0xa8 || p[2] == 0xa9)) {
-      put_text(b, p[2] == 0xa8 ? "\\u2028" : "\\u2029");
-      p += 2;
-    } else {
+    } else if (*p < 0x80) {
       put_bytes(b, p, 1);
+    } else {
+      size_t n = utf8_length(p);
+      if (n == 0) {
+        put_text(b, "\\ufffd"); /* a byte that starts no valid sequence, as Go's encoder writes it */
+      } else if (n == 3 && p[0] == 0xe2 && p[1] == 0x80 && (p[2] == 0xa8 || p[2] == 0xa9)) {
+        put_text(b, p[2] == 0xa8 ? "\\u2028" : "\\u2029");
+      } else {
+        put_bytes(b, p, n);
+      }
+      p += n ? n - 1 : 0;
     }
   }
 }
@@ -213,6 +260,7 @@ static __attribute__((noreturn)) void die_cni(const char *msg, const char *detai
 
 /* What the plugins read besides CNI_*: tools' PATH, tscni's own switches, the system bus (firewalld). */
 static int forwarded(const char *e) {
+  if (!strncmp(e, STDIN_MARK, sizeof(STDIN_MARK) - 1)) return 0; /* only ever this launcher's word to its program */
   return !strncmp(e, "CNI_", 4) || !strncmp(e, "PATH=", 5) || !strncmp(e, "TSCNI_", 6) || !strncmp(e, "DBUS_SYSTEM_BUS_ADDRESS=", 24);
 }
 
@@ -266,7 +314,7 @@ static void try_resident(const char *name, int argc, char **argv, const struct b
   hello[7] = (id_len >> 8) & 0xff;
   memcpy(hello + 8, BUILD_ID, id_len);
   unsigned char answer = 0;
-  if (write_all(fd, hello, 8 + id_len) || read_all(fd, &answer, 1) || answer != 'Y') {
+  if (send_all(fd, hello, 8 + id_len) || read_all(fd, &answer, 1) || answer != 'Y') {
     if (answer == 'N' && env_value("TSCNI_DEBUG")) {
       unsigned char l[2];
       char reason[256] = "";
@@ -292,7 +340,7 @@ static void try_resident(const char *name, int argc, char **argv, const struct b
   put_field(&req, 'I', config->data, config->len);
   put_field(&req, 'Z', "", 0);
   if (!req.data) die_cni("tscni launcher: out of memory building the request", "");
-  if (write_all(fd, req.data, req.len)) die_cni("tscni resident server closed the connection while the call was sent: ", path);
+  if (send_all(fd, req.data, req.len)) die_cni("tscni resident server closed the connection while the call was sent: ", path);
 
   /* The reply's frames, each into the same buffer and out to stdout or stderr as it comes. */
   req.len = 0;
@@ -306,6 +354,25 @@ static void try_resident(const char *name, int argc, char **argv, const struct b
     else if (head[0] == 'R') write_all(2, req.data, len);
     else if (head[0] == 'X' && len == 4) _exit((int)get_u32(req.data));
   }
+}
+
+/*
+ * Whether the variables `command` requires are all set (skel.ts's ENV_RULES, Go's getCmdArgsFromEnv): a call
+ * without them is refused before stdin is read, so the launcher leaves it to the program untouched.
+ */
+static int has_required_env(const char *command) {
+  static const char *const call[] = {"CNI_CONTAINERID", "CNI_NETNS", "CNI_IFNAME", "CNI_PATH", NULL};
+  static const char *const del[] = {"CNI_CONTAINERID", "CNI_IFNAME", "CNI_PATH", NULL};
+  static const char *const path_only[] = {"CNI_PATH", NULL};
+  const char *const *required = NULL;
+  if (!strcmp(command, "ADD") || !strcmp(command, "CHECK")) required = call;
+  else if (!strcmp(command, "DEL")) required = del;
+  else if (!strcmp(command, "GC") || !strcmp(command, "STATUS")) required = path_only;
+  for (; required && *required; required++) {
+    const char *value = env_value(*required);
+    if (!value || !*value) return 0;
+  }
+  return 1;
 }
 
 /* All of stdin, or the Go plugin's error for a stdin that cannot be read (closed, a directory...). */
@@ -360,6 +427,7 @@ int main(int argc, char **argv, char **envp) {
     if (argc >= 2) break; /* arguments mean a subcommand (`dhcp daemon ...`): the program handles those */
     if (version) return write_text(1, PROGRAM_VERSIONS[i].json) ? 1 : 0;
     if (about) return write_text(2, PROGRAM_VERSIONS[i].about) ? 1 : 0;
+    if (!has_required_env(command)) break; /* the program says which are missing, without reading stdin */
     struct buf config = read_config();
     try_resident(name, argc, argv, &config); /* plugin calls only: cnitool and subcommands always run here */
     stdin_in_memory = config_to_stdin(&config);

@@ -36,7 +36,10 @@ typedef unsigned int uint32_t;
 #define SOL_SOCKET 1
 #define SO_ERROR 4
 #define SO_RCVTIMEO 20
+#define POLLIN 1
 #define POLLOUT 4
+#define MSG_NOSIGNAL 0x4000
+#define EIO 5
 #define MFD_CLOEXEC 1
 #define PROT_READ 1
 #define PROT_WRITE 2
@@ -108,7 +111,8 @@ static ssize_t write(int fd, const void *buf, size_t n) { return sys(__NR_write,
 static int close(int fd) { return (int)sys(__NR_close, fd, 0, 0, 0, 0); }
 static off_t lseek(int fd, off_t off, int whence) { return sys(__NR_lseek, fd, off, whence, 0, 0); }
 static int fcntl(int fd, int cmd, long arg) { return (int)sys(__NR_fcntl, fd, cmd, arg, 0, 0); }
-static int dup2(int from, int to) { return from == to ? to : (int)sys(__NR_dup3, from, to, 0, 0, 0); }
+/* dup3 refuses equal descriptors, where dup2 checks the descriptor is open and returns it */
+static int dup2(int from, int to) { return from == to ? (int)sys(__NR_fcntl, from, F_GETFD, 0, 0, 0) < 0 ? -1 : to : (int)sys(__NR_dup3, from, to, 0, 0, 0); }
 static int pipe2(int fds[2], int flags) { return (int)sys(__NR_pipe2, (long)fds, flags, 0, 0, 0); }
 static int memfd_create(const char *name, unsigned flags) { return (int)sys(__NR_memfd_create, (long)name, flags, 0, 0, 0); }
 static int socket(int domain, int type, int proto) { return (int)sys(__NR_socket, domain, type, proto, 0, 0); }
@@ -119,9 +123,13 @@ static int getsockopt(int fd, int level, int name, void *val, socklen_t *len) {
 static int setsockopt(int fd, int level, int name, const void *val, socklen_t len) {
   return (int)sys(__NR_setsockopt, fd, level, name, (long)val, len);
 }
+/* ms < 0: no time limit, as poll(2) takes it */
 static int poll(struct pollfd *fds, unsigned long n, int ms) {
   struct timespec t = {ms / 1000, (long)(ms % 1000) * 1000000};
-  return (int)sys(__NR_ppoll, (long)fds, (long)n, (long)&t, 0, 0);
+  return (int)sys(__NR_ppoll, (long)fds, (long)n, ms < 0 ? 0 : (long)&t, 0, 0);
+}
+static ssize_t send(int fd, const void *buf, size_t n, int flags) {
+  return sys6(__NR_sendto, fd, (long)buf, (long)n, flags, 0, 0);
 }
 static ssize_t readlink(const char *path, char *buf, size_t n) {
   return sys(__NR_readlinkat, AT_FDCWD, (long)path, (long)buf, (long)n, 0);

@@ -1,15 +1,17 @@
 /**
  * The C launcher in exec mode (launcher/launcher.c): it moves the config from the caller's pipe into an in-memory
  * file that becomes the program's stdin, and marks that with TSCNI_STDIN_MEMFD for the program alone. Checked
- * through a delegating plugin (flannel) and a delegate that records what it got: the whole config, large or empty,
- * and an environment without the mark. A stdin that cannot be read and a server that dies mid-call give the
- * error documents a Go plugin would print. No namespace is touched (flannel only renders and delegates).
+ * through a delegating plugin (flannel) and a delegate that records what it got (the whole config, large or
+ * empty, and an environment without the mark), and through a stand-in program beside a copy of the launcher
+ * (what its stdin is and holds: an in-memory file, or a pipe when memfd_create fails; a non-blocking stdin).
+ * A stdin that cannot be read, a call missing a variable and a server that dies mid-call give the error
+ * documents a Go plugin would print. No namespace is touched (flannel only renders and delegates).
  */
 import { describe, test, after } from "node:test";
 import assert from "node:assert/strict";
 import { spawn, spawnSync } from "node:child_process";
 import net from "node:net";
-import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, closeSync, constants, copyFileSync, existsSync, mkdtempSync, openSync, readFileSync, rmSync, symlinkSync, writeFileSync, writeSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { missing, OUR_BIN } from "../testing/harness.js";
@@ -73,40 +75,6 @@ describe("launcher, exec mode", { skip }, () => {
     }
   });
 
-  test("a caller's own TSCNI_STDIN_MEMFD is dropped: a pipe is not taken for an in-memory file", () => {
-    const r = spawnSync("sh", ["-c", `printf '%s' "$1" | "$0"`, path.join(OUR_BIN, "flannel"), conf()], {
-      encoding: "utf8",
-      env: {
-        PATH: process.env["PATH"], CNI_COMMAND: "ADD", CNI_CONTAINERID: "launcher-test", CNI_NETNS: "/run/netns/tscni-launcher-none",
-        CNI_IFNAME: "eth0", CNI_PATH: `${delegateDir}:${OUR_BIN}`, TSCNI_RESIDENT_SOCKET: "", TSCNI_STDIN_MEMFD: "1",
-      },
-    });
-    assert.equal(r.status, 0, r.stdout + r.stderr);
-    assert.doesNotMatch(readFileSync(path.join(dir, "env"), "utf8"), /TSCNI_STDIN_MEMFD/);
-  });
-
-  test("without memfd_create (strace makes it fail) the config goes over a pipe, whole and unmarked", (t) => {
-    const reason = missing(spawnSync("strace", ["-V"]).status !== 0 ? "strace is not installed (it injects the failure)" : undefined);
-    if (reason) {
-      t.skip(reason);
-      return;
-    }
-    for (const padding of ["", "x".repeat(300_000)]) {
-      const r = spawnSync("strace", ["-f", "-qq", "-o", "/dev/null", "-e", "trace=memfd_create", "-e", "inject=memfd_create:error=ENOSYS",
-        path.join(OUR_BIN, "flannel")], {
-        input: conf({ padding }), encoding: "utf8",
-        env: {
-          PATH: process.env["PATH"], CNI_COMMAND: "ADD", CNI_CONTAINERID: "launcher-test", CNI_NETNS: "/run/netns/tscni-launcher-none",
-          CNI_IFNAME: "eth0", CNI_PATH: `${delegateDir}:${OUR_BIN}`, TSCNI_RESIDENT_SOCKET: "",
-        },
-      });
-      // (a config cut short would be a JSON error: the program parsed all of it)
-      assert.equal(r.status, 0, r.stdout + r.stderr);
-      assert.equal(JSON.parse(r.stdout).ips[0].address, "10.9.3.2/24", `config of ${padding.length + 200} bytes`);
-      assert.doesNotMatch(readFileSync(path.join(dir, "env"), "utf8"), /TSCNI_STDIN_MEMFD/);
-    }
-  });
-
   test("a closed stdin or a directory as stdin is the Go plugin's I/O error (code 5)", () => {
     const goBridge = "/usr/lib/cni/bridge";
     const env = { PATH: process.env["PATH"], CNI_COMMAND: "ADD", CNI_CONTAINERID: "x", CNI_NETNS: "/run/netns/x", CNI_IFNAME: "eth0", CNI_PATH: OUR_BIN, TSCNI_RESIDENT_SOCKET: "" };
@@ -120,19 +88,26 @@ describe("launcher, exec mode", { skip }, () => {
     }
   });
 
-  test("a server that dies mid-call: CNI error 999 naming it, escaped as JSON", async () => {
-    // A stand-in server that accepts the call and goes away; its socket path has characters JSON must escape.
+  test("a server that dies mid-call: CNI error 999 naming it, escaped as JSON; the caller's mark is not forwarded", async () => {
+    // A stand-in server that takes the call and goes away; its socket path has characters JSON must escape.
     const socketPath = path.join(dir, 'a"<b>\\c.sock');
+    let request = Buffer.alloc(0);
     const server = net.createServer((c) => {
       c.once("data", () => {
         c.write("Y");
-        c.once("data", () => c.destroy());
+        c.on("data", (d: Buffer) => {
+          request = Buffer.concat([request, d]);
+          if (request.subarray(-5).equals(Buffer.from([0x5a, 0, 0, 0, 0]))) c.destroy(); // the request's end field
+        });
       });
     });
     await new Promise<void>((resolve) => server.listen(socketPath, resolve));
     try {
       const child = spawn(path.join(OUR_BIN, "bridge"), [], {
-        env: { PATH: process.env["PATH"], CNI_COMMAND: "ADD", CNI_CONTAINERID: "x", CNI_NETNS: "/run/netns/x", CNI_IFNAME: "eth0", CNI_PATH: OUR_BIN, TSCNI_RESIDENT_SOCKET: socketPath },
+        env: {
+          PATH: process.env["PATH"], CNI_COMMAND: "ADD", CNI_CONTAINERID: "x", CNI_NETNS: "/run/netns/x", CNI_IFNAME: "eth0", CNI_PATH: OUR_BIN,
+          TSCNI_RESIDENT_SOCKET: socketPath, TSCNI_STDIN_MEMFD: "1",
+        },
       });
       child.stdin.end("{}");
       let out = "";
@@ -141,8 +116,96 @@ describe("launcher, exec mode", { skip }, () => {
       assert.equal(status, 1);
       assert.deepEqual(JSON.parse(out), { code: 999, msg: `tscni resident server died during the call: ${socketPath}` });
       assert.match(out, /\\u003cb\\u003e/); // as Go's encoder writes < and >
+      assert.match(request.toString("latin1"), /CNI_CONTAINERID=x/);
+      assert.doesNotMatch(request.toString("latin1"), /TSCNI_STDIN_MEMFD/);
     } finally {
       server.close();
+    }
+  });
+
+  test("a call missing a required variable is refused without reading stdin, as Go's (a stdin that never ends)", async () => {
+    const fifo = path.join(dir, "never-ends");
+    spawnSync("mkfifo", [fifo]);
+    const reader = openSync(fifo, constants.O_RDONLY | constants.O_NONBLOCK);
+    const writer = openSync(fifo, constants.O_WRONLY); // held open and never written: a read would wait forever
+    try {
+      const env = { PATH: process.env["PATH"], CNI_COMMAND: "ADD", CNI_NETNS: "/run/netns/x", CNI_IFNAME: "eth0", CNI_PATH: OUR_BIN, TSCNI_RESIDENT_SOCKET: "" };
+      const r = spawnSync(path.join(OUR_BIN, "bridge"), [], { stdio: [reader, "pipe", "pipe"], env, encoding: "utf8", timeout: 10_000 });
+      assert.equal(r.status, 1, `${r.error ?? ""}${r.stdout}${r.stderr}`);
+      assert.deepEqual(JSON.parse(r.stdout), { code: 4, msg: "required env variables [CNI_CONTAINERID] missing" });
+    } finally {
+      closeSync(writer);
+      closeSync(reader);
+    }
+  });
+});
+
+/**
+ * The launcher as the program it starts sees it: a copy of dist/tscni beside a stand-in `tscni-js` (a shell script)
+ * that records its environment, what its stdin is and what it holds.
+ */
+describe("launcher, seen from the program it starts", { skip }, () => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), "tscni-launcher-program-"));
+  after(() => rmSync(dir, { recursive: true, force: true }));
+  copyFileSync(path.join(OUR_BIN, "..", "tscni"), path.join(dir, "tscni"));
+  symlinkSync("tscni", path.join(dir, "bridge"));
+  writeFileSync(path.join(dir, "tscni-js"),
+    `#!/bin/sh\nenv > "${dir}/env"\nreadlink /proc/self/fd/0 > "${dir}/stdin-is"\ncat > "${dir}/stdin"\necho '{"cniVersion":"1.0.0"}'\n`);
+  chmodSync(path.join(dir, "tscni-js"), 0o755);
+  const env = {
+    PATH: process.env["PATH"], CNI_COMMAND: "ADD", CNI_CONTAINERID: "x", CNI_NETNS: "/run/netns/x", CNI_IFNAME: "eth0", CNI_PATH: "/nowhere",
+    TSCNI_RESIDENT_SOCKET: "",
+  };
+  const seen = () => ({
+    mark: /^TSCNI_STDIN_MEMFD=.*$/m.exec(readFileSync(path.join(dir, "env"), "utf8"))?.[0],
+    stdinIs: readFileSync(path.join(dir, "stdin-is"), "utf8").trim(),
+    stdin: readFileSync(path.join(dir, "stdin"), "utf8"),
+  });
+
+  test("the config in an in-memory file, marked by the launcher whatever the caller set", () => {
+    const config = '{"cniVersion":"1.0.0","name":"n","type":"bridge"}';
+    const r = spawnSync(path.join(dir, "bridge"), [], { input: config, env: { ...env, TSCNI_STDIN_MEMFD: "caller's" }, encoding: "utf8" });
+    assert.equal(r.status, 0, r.stdout + r.stderr);
+    const s = seen();
+    assert.equal(s.mark, "TSCNI_STDIN_MEMFD=1");
+    assert.match(s.stdinIs, /^\/memfd:tscni-config/);
+    assert.equal(s.stdin, config);
+  });
+
+  test("without memfd_create (strace makes it fail) a pipe holds the whole config, and the caller's mark is dropped", (t) => {
+    const reason = missing(spawnSync("strace", ["-V"]).status !== 0 ? "strace is not installed (it injects the failure)" : undefined);
+    if (reason) {
+      t.skip(reason);
+      return;
+    }
+    const config = JSON.stringify({ cniVersion: "1.0.0", name: "n", type: "bridge", padding: "x".repeat(300_000) });
+    const r = spawnSync("strace", ["-f", "-qq", "-o", "/dev/null", "-e", "trace=memfd_create", "-e", "inject=memfd_create:error=ENOSYS",
+      path.join(dir, "bridge")], { input: config, env: { ...env, TSCNI_STDIN_MEMFD: "1" }, encoding: "utf8", maxBuffer: 1 << 20 });
+    assert.equal(r.status, 0, r.stdout + r.stderr);
+    const s = seen();
+    assert.equal(s.mark, undefined);
+    assert.match(s.stdinIs, /^pipe:/);
+    assert.equal(s.stdin.length, config.length);
+    assert.equal(s.stdin, config);
+  });
+
+  test("a non-blocking stdin is waited on until the config comes (Go's os.Stdin waits too)", async () => {
+    const fifo = path.join(dir, "late");
+    spawnSync("mkfifo", [fifo]);
+    const reader = openSync(fifo, constants.O_RDONLY | constants.O_NONBLOCK);
+    const writer = openSync(fifo, constants.O_WRONLY);
+    const config = '{"cniVersion":"1.0.0","name":"late","type":"bridge"}';
+    try {
+      const child = spawn(path.join(dir, "bridge"), [], { stdio: [reader, "pipe", "pipe"], env });
+      setTimeout(() => {
+        writeSync(writer, config);
+        closeSync(writer);
+      }, 300);
+      const status = await new Promise<number | null>((resolve) => child.on("close", resolve));
+      assert.equal(status, 0);
+      assert.equal(seen().stdin, config);
+    } finally {
+      closeSync(reader);
     }
   });
 });

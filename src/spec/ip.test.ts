@@ -40,6 +40,7 @@ describe("parseCIDR (Go types.ParseCIDR, checklist 0.7 / 6.2)", () => {
     ["::ffff:1.2.3.4/120", "1.2.3.4/24"], // IPv4-mapped: printed as IPv4 with prefix-96
     ["::ffff:1.2.3.4/90", "1.2.3.4/0"],
     ["1.2.3.4/024", "1.2.3.4/24"], // Go's dtoi accepts leading zeros in the prefix
+    ["1.2.3.4/000000000000024", "1.2.3.4/24"], // ... any number of them
   ];
   for (const [input, out] of canon) {
     test(`${input} => ${out}`, () => assert.equal(canonicalCIDR(input), out));

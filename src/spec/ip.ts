@@ -163,14 +163,17 @@ export function parseIP(text: string): IPAddress {
   return ip;
 }
 
-/** Whether `s` is 1 to `maxDigits` decimal digits. */
-function isDecimal(s: string, maxDigits: number): boolean {
-  if (s.length === 0 || s.length > maxDigits) return false;
+/** `s` as Go's dtoi reads a whole string: decimal digits (leading zeros allowed), below 0xFFFFFF; else undefined. */
+function decimalValue(s: string): number | undefined {
+  if (s.length === 0) return undefined;
+  let n = 0;
   for (let i = 0; i < s.length; i++) {
     const c = s.charCodeAt(i);
-    if (c < 0x30 || c > 0x39) return false;
+    if (c < 0x30 || c > 0x39) return undefined;
+    n = n * 10 + (c - 0x30);
+    if (n >= 0xffffff) return undefined;
   }
-  return true;
+  return n;
 }
 
 /** Parses `addr/prefix` keeping the host bits, as CNI's types.ParseCIDR does. */
@@ -180,10 +183,10 @@ export function parseCIDR(text: string): IPCidr {
   if (slash < 0) throw bad();
   const addrText = text.slice(0, slash);
   const prefixText = text.slice(slash + 1);
-  if (!isDecimal(prefixText, 10)) throw bad(); // Go's dtoi: decimal digits, leading zeros allowed
+  const prefix = decimalValue(prefixText);
+  if (prefix === undefined) throw bad();
   const isV6Text = addrText.includes(":");
   const ip = tryParseIP(addrText);
-  const prefix = Number(prefixText);
   if (!ip || prefix > (isV6Text ? 128 : 32)) throw bad();
   // An IPv4-mapped address written in IPv6 form keeps an IPv6 mask; Go prints it as IPv4 with the low 32 bits
   // of that mask, i.e. prefix-96 (0 when the prefix is shorter than 96).
