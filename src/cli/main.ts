@@ -8,6 +8,7 @@ import { writeStd } from "../sys/plugin-stdio.js";
 import { basename } from "../sys/posix-path.js";
 import { PROGRAM_NAMES } from "./programs.js";
 import { aboutAnswer, aboutText, PLUGINS, versionAnswer } from "./registry.js";
+import { setDefaultExec } from "../invoke/default-exec.js";
 import type { PluginExec } from "../invoke/exec.js";
 import { pluginMain, processIO, type PluginDefinition } from "../skel/skel.js";
 import { VersionInfo } from "../spec/version.js";
@@ -54,9 +55,7 @@ async function run(): Promise<void> {
   // call refused there never pays for it. A plugin that delegates to another of ours runs it in-process rather
   // than exec'ing this binary again; that machinery is loaded at the first delegation (most calls never delegate).
   const loadPlugin = async () => {
-    const [{ plugin }, { setDefaultExec }] = await Promise.all([
-      entry.load() as Promise<{ plugin?: PluginDefinition }>, import("../invoke/default-exec.js"),
-    ]);
+    const { plugin } = await (entry.load() as Promise<{ plugin?: PluginDefinition }>);
     let multicall: Promise<PluginExec> | undefined;
     setDefaultExec({
       execPlugin: async (...call) => {

@@ -1,10 +1,10 @@
 /**
- * The exec that delegation and libcni use when none is given: its own small module, so a program can set it
- * (main.ts: in-process delegation) without loading the delegation code, which a plugin that never delegates
- * does not need at start-up.
+ * The exec that delegation and libcni use when none is given, as a setting with no imports: a program sets it
+ * (main.ts: in-process delegation) on every call, and a module without dependencies costs that call nothing to
+ * load. plugin.ts's getDefaultExec falls back to RawExec when nothing was set.
  * @module
  */
-import { RawExec, type PluginExec } from "./exec.js";
+import type { PluginExec } from "./exec.js";
 
 let defaultExec: PluginExec | undefined;
 
@@ -13,5 +13,5 @@ export function setDefaultExec(exec: PluginExec): void {
   defaultExec = exec;
 }
 
-/** The PluginExec that delegation and libcni use when none is given (RawExec unless one was set). */
-export const getDefaultExec = (): PluginExec => (defaultExec ??= new RawExec());
+/** The exec set by setDefaultExec, if any. */
+export const configuredDefaultExec = (): PluginExec | undefined => defaultExec;

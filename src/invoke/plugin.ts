@@ -8,11 +8,20 @@ import { isJsonObject, marshalJson, parseJson } from "../spec/json.js";
 import { createResult, type Result } from "../spec/result/index.js";
 import { CURRENT_VERSION, decodeConfigVersion, decodeVersionInfo, VersionInfo } from "../spec/version.js";
 import { delegateEnv, type Env } from "./args.js";
-import { getDefaultExec } from "./default-exec.js";
-import type { ExecOptions, PluginExec } from "./exec.js";
+import { configuredDefaultExec, setDefaultExec } from "./default-exec.js";
+import { RawExec, type ExecOptions, type PluginExec } from "./exec.js";
 import { findInPath, splitPathList } from "./find.js";
 
-export { getDefaultExec, setDefaultExec } from "./default-exec.js";
+export { setDefaultExec };
+
+/** The PluginExec that delegation and libcni use when none is given (RawExec unless one was set). */
+export function getDefaultExec(): PluginExec {
+  const exec = configuredDefaultExec();
+  if (exec) return exec;
+  const raw = new RawExec();
+  setDefaultExec(raw);
+  return raw;
+}
 
 /**
  * Gives a version-less plugin output the config's version, then decodes it. Empty output is an error
