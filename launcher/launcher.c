@@ -16,6 +16,8 @@
 #include "sys-libc.h"
 #endif
 
+#include <stdarg.h> /* a compiler header: there with or without a C library */
+
 #include "versions.h" /* PROGRAM_VERSIONS[] {name, json, about}; BUILD_ID */
 
 #define DEFAULT_SOCKET "/run/tscni/plugins.sock"
@@ -148,6 +150,16 @@ static int append_fd(struct buf *b, int fd) {
   }
 }
 
+/* `v` in decimal into `out` (room for 11 bytes), NUL-terminated; gives the length. */
+static size_t format_decimal(char *out, unsigned v) {
+  char digits[10];
+  size_t n = 0, len = 0;
+  do digits[n++] = (char)('0' + v % 10); while (v /= 10);
+  while (n) out[len++] = digits[--n];
+  out[len] = '\0';
+  return len;
+}
+
 /* errno's text as Go's syscall package words it, so a read error reads like the Go plugin's. */
 static const char *error_text(int e) {
   switch (e) {
@@ -170,15 +182,8 @@ static const char *error_text(int e) {
   case 36: return "file name too long";
   case 40: return "too many levels of symbolic links";
   default: {
-    static char text[20];
-    char digits[12];
-    int n = 0, at = 0;
-    unsigned u = (unsigned)e;
-    do digits[n++] = (char)('0' + u % 10); while ((u /= 10) && n < 11);
-    memcpy(text, "errno ", 6);
-    at = 6;
-    while (n) text[at++] = digits[--n];
-    text[at] = '\0';
+    static char text[20] = "errno ";
+    format_decimal(text + 6, (unsigned)e);
     return text;
   }
   }
@@ -238,29 +243,30 @@ static void put_json_text(struct buf *b, const char *s) {
   }
 }
 
-/* A CNI error document on stdout, as a Go plugin prints it, and exit 1. */
-static __attribute__((noreturn)) void die_cni_code(int code, const char *msg, const char *detail) {
+/* A CNI error document on stdout, as a Go plugin prints it, and exit 1. The message is `parts` joined, up to NULL. */
+static __attribute__((noreturn)) void die_cni(unsigned code, const char *part, ...) {
   struct buf doc = buf_new(4096);
-  char digits[12];
-  int n = 0;
-  do digits[n++] = (char)('0' + code % 10); while ((code /= 10) && n < 11);
+  char number[12];
   put_text(&doc, "{\n    \"code\": ");
-  while (n) put_bytes(&doc, &digits[--n], 1);
+  put_bytes(&doc, number, format_decimal(number, code));
   put_text(&doc, ",\n    \"msg\": \"");
-  put_json_text(&doc, msg);
-  put_json_text(&doc, detail);
+  va_list parts;
+  va_start(parts, part);
+  for (; part; part = va_arg(parts, const char *)) put_json_text(&doc, part);
+  va_end(parts);
   put_text(&doc, "\"\n}");
   if (doc.data) write_all(1, doc.data, doc.len);
   _exit(1);
 }
 
-static __attribute__((noreturn)) void die_cni(const char *msg, const char *detail) {
-  die_cni_code(999, msg, detail);
+/* TSCNI_STDIN_MEMFD is only ever this launcher's word to its program: a caller's is passed on to no one. */
+static int is_stdin_mark(const char *e) {
+  return !strncmp(e, STDIN_MARK, sizeof(STDIN_MARK) - 1);
 }
 
 /* What the plugins read besides CNI_*: tools' PATH, tscni's own switches, the system bus (firewalld). */
 static int forwarded(const char *e) {
-  if (!strncmp(e, STDIN_MARK, sizeof(STDIN_MARK) - 1)) return 0; /* only ever this launcher's word to its program */
+  if (is_stdin_mark(e)) return 0;
   return !strncmp(e, "CNI_", 4) || !strncmp(e, "PATH=", 5) || !strncmp(e, "TSCNI_", 6) || !strncmp(e, "DBUS_SYSTEM_BUS_ADDRESS=", 24);
 }
 
@@ -339,17 +345,17 @@ static void try_resident(const char *name, int argc, char **argv, const struct b
   put_field(&req, 'C', cwd, strlen(cwd));
   put_field(&req, 'I', config->data, config->len);
   put_field(&req, 'Z', "", 0);
-  if (!req.data) die_cni("tscni launcher: out of memory building the request", "");
-  if (send_all(fd, req.data, req.len)) die_cni("tscni resident server closed the connection while the call was sent: ", path);
+  if (!req.data) die_cni(999, "tscni launcher: out of memory building the request", NULL);
+  if (send_all(fd, req.data, req.len)) die_cni(999, "tscni resident server closed the connection while the call was sent: ", path, NULL);
 
   /* The reply's frames, each into the same buffer and out to stdout or stderr as it comes. */
   req.len = 0;
   for (;;) {
     unsigned char head[5];
-    if (read_all(fd, head, 5)) die_cni("tscni resident server died during the call: ", path);
+    if (read_all(fd, head, 5)) die_cni(999, "tscni resident server died during the call: ", path, NULL);
     uint32_t len = get_u32(head + 1);
-    if (!reserve(&req, len)) die_cni("tscni launcher: out of memory reading the reply of ", path);
-    if (read_all(fd, req.data, len)) die_cni("tscni resident server died during the call: ", path);
+    if (!reserve(&req, len)) die_cni(999, "tscni launcher: out of memory reading the reply of ", path, NULL);
+    if (read_all(fd, req.data, len)) die_cni(999, "tscni resident server died during the call: ", path, NULL);
     if (head[0] == 'O') write_all(1, req.data, len);
     else if (head[0] == 'R') write_all(2, req.data, len);
     else if (head[0] == 'X' && len == 4) _exit((int)get_u32(req.data));
@@ -379,8 +385,8 @@ static int has_required_env(const char *command) {
 static struct buf read_config(void) {
   struct buf in = buf_new(65536);
   if (append_fd(&in, STDIN_FILENO)) {
-    if (!in.data) die_cni_code(5, "error reading from stdin: ", "out of memory");
-    die_cni_code(5, "error reading from stdin: read /dev/stdin: ", error_text(errno));
+    if (!in.data) die_cni(5, "error reading from stdin: out of memory", NULL);
+    die_cni(5, "error reading from stdin: read /dev/stdin: ", error_text(errno), NULL);
   }
   return in;
 }
@@ -394,21 +400,21 @@ static int config_to_stdin(const struct buf *config) {
   int fd = memfd_create("tscni-config", MFD_CLOEXEC);
   if (fd >= 0) {
     if (write_all(fd, config->data, config->len) || lseek(fd, 0, SEEK_SET) != 0 || dup2(fd, STDIN_FILENO) < 0) {
-      die_cni("tscni launcher: cannot hand the config over: ", error_text(errno));
+      die_cni(999, "tscni launcher: cannot hand the config over: ", error_text(errno), NULL);
     }
     if (fd != STDIN_FILENO) close(fd);
     return 1;
   }
   /* No memfd (an old kernel, a seccomp filter): a pipe that holds the whole config (nobody reads it yet) */
   int p[2];
-  if (pipe2(p, O_CLOEXEC) != 0) die_cni("tscni launcher: cannot hand the config over: ", error_text(errno));
+  if (pipe2(p, O_CLOEXEC) != 0) die_cni(999, "tscni launcher: cannot hand the config over: ", error_text(errno), NULL);
   long room = fcntl(p[1], F_GETPIPE_SZ, 0);
   if (room >= 0 && (size_t)room < config->len) room = fcntl(p[1], F_SETPIPE_SZ, (long)config->len);
   if (room < 0 || (size_t)room < config->len) {
-    die_cni("tscni launcher: cannot hand the config over: ", "no in-memory file, and the config is larger than a pipe holds");
+    die_cni(999, "tscni launcher: cannot hand the config over: no in-memory file, and the config is larger than a pipe holds", NULL);
   }
   if (write_all(p[1], config->data, config->len) || dup2(p[0], STDIN_FILENO) < 0) {
-    die_cni("tscni launcher: cannot hand the config over: ", error_text(errno));
+    die_cni(999, "tscni launcher: cannot hand the config over: ", error_text(errno), NULL);
   }
   close(p[1]);
   if (p[0] != STDIN_FILENO) close(p[0]);
@@ -438,28 +444,19 @@ int main(int argc, char **argv, char **envp) {
   size_t count = 0;
   while (envp[count]) count++;
   struct buf env = buf_new((count + 2) * sizeof(char *));
-  if (!env.data) die_cni("tscni launcher: out of memory", "");
+  if (!env.data) die_cni(999, "tscni launcher: out of memory", NULL);
   char **program_env = (char **)env.data;
   size_t n = 0;
-  for (char **e = envp; *e; e++) if (strncmp(*e, STDIN_MARK, sizeof(STDIN_MARK) - 1)) program_env[n++] = *e;
+  for (char **e = envp; *e; e++) if (!is_stdin_mark(*e)) program_env[n++] = *e;
   if (stdin_in_memory) program_env[n++] = STDIN_MARK "1";
   program_env[n] = NULL;
 
   char self[PATH_MAX];
   ssize_t len = readlink("/proc/self/exe", self, sizeof(self) - 16);
-  if (len <= 0) die_cni("tscni launcher: cannot find itself: ", error_text(errno));
+  if (len <= 0) die_cni(999, "tscni launcher: cannot find itself: ", error_text(errno), NULL);
   self[len] = '\0';
   char *dir_end = strrchr(self, '/');
   memcpy(dir_end ? dir_end + 1 : self, "tscni-js", sizeof("tscni-js"));
   execve(self, argv, program_env);
-  {
-    int err = errno;
-    struct buf msg = buf_new(8192);
-    put_text(&msg, "tscni launcher: cannot run ");
-    put_text(&msg, self);
-    put_text(&msg, ": ");
-    put_text(&msg, error_text(err));
-    put_bytes(&msg, "", 1);
-    die_cni(msg.data ? (const char *)msg.data : "tscni launcher: cannot run tscni-js", "");
-  }
+  die_cni(999, "tscni launcher: cannot run ", self, ": ", error_text(errno), NULL);
 }

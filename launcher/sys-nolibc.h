@@ -112,7 +112,10 @@ static int close(int fd) { return (int)sys(__NR_close, fd, 0, 0, 0, 0); }
 static off_t lseek(int fd, off_t off, int whence) { return sys(__NR_lseek, fd, off, whence, 0, 0); }
 static int fcntl(int fd, int cmd, long arg) { return (int)sys(__NR_fcntl, fd, cmd, arg, 0, 0); }
 /* dup3 refuses equal descriptors, where dup2 checks the descriptor is open and returns it */
-static int dup2(int from, int to) { return from == to ? (int)sys(__NR_fcntl, from, F_GETFD, 0, 0, 0) < 0 ? -1 : to : (int)sys(__NR_dup3, from, to, 0, 0, 0); }
+static int dup2(int from, int to) {
+  if (from != to) return (int)sys(__NR_dup3, from, to, 0, 0, 0);
+  return fcntl(from, F_GETFD, 0) < 0 ? -1 : to;
+}
 static int pipe2(int fds[2], int flags) { return (int)sys(__NR_pipe2, (long)fds, flags, 0, 0, 0); }
 static int memfd_create(const char *name, unsigned flags) { return (int)sys(__NR_memfd_create, (long)name, flags, 0, 0, 0); }
 static int socket(int domain, int type, int proto) { return (int)sys(__NR_socket, domain, type, proto, 0, 0); }
