@@ -5,14 +5,14 @@
  * --remove-resident takes them away again.
  * @module
  */
-import { copyFileSync, chmodSync, lstatSync, mkdirSync, readFileSync, readlinkSync, renameSync, rmSync, symlinkSync, existsSync } from "node:fs";
+import { copyFileSync, chmodSync, lstatSync, mkdirSync, readFileSync, readlinkSync, rmSync, symlinkSync, existsSync } from "node:fs";
 import path from "node:path";
 import type { Command } from "commander";
 import type { Io } from "../cnitool/cnitool.js";
 import { PROGRAM_NAMES } from "./programs.js";
 import { DEFAULT_SOCKET } from "./resident-protocol.js";
 import { selfExecutable } from "./self.js";
-import { writeFileAtomicSync } from "../sys/atomic-file.js";
+import { replaceAtomicSync, writeFileAtomicSync } from "../sys/atomic-file.js";
 
 export const DEFAULT_BIN_DIR = "/opt/cni/bin";
 /** What plugin links point at: the launcher (or the program itself when there is no launcher). */
@@ -46,12 +46,10 @@ export function installPlugins(binDir: string, opts: { force?: boolean; source?:
 
   const binary = path.join(binDir, BINARY_NAME);
   // Copy then rename: a runtime executing the old binary meanwhile never sees a half-written file.
-  const copyExecutable = (from: string, to: string) => {
-    const tmp = `${to}.${process.pid}.tmp`;
+  const copyExecutable = (from: string, to: string) => replaceAtomicSync(to, (tmp) => {
     copyFileSync(from, tmp);
     chmodSync(tmp, 0o755);
-    renameSync(tmp, to);
-  };
+  });
   const launcher = path.join(path.dirname(source), BINARY_NAME);
   if (!standalone) {
     // The Node build cannot be copied alone: link to it where it is.
@@ -73,10 +71,7 @@ export function installPlugins(binDir: string, opts: { force?: boolean; source?:
       report.skipped.push({ name, reason: `${target} exists and is not tscni's (use --force to replace it)` });
       continue;
     }
-    const tmp = `${target}.${process.pid}.tmp`;
-    rmSync(tmp, { force: true });
-    symlinkSync(BINARY_NAME, tmp);
-    renameSync(tmp, target);
+    replaceAtomicSync(target, (tmp) => symlinkSync(BINARY_NAME, tmp));
     (exists ? report.replaced : report.installed).push(name);
   }
   return report;

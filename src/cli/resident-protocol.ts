@@ -96,6 +96,14 @@ export class ProtocolError extends Error {
   }
 }
 
+/** The connection ended before any of the request came: a launcher that gave up waiting for the answer. */
+export class CallerLeftError extends ProtocolError {
+  constructor() {
+    super("the caller left before sending its call");
+    this.name = "CallerLeftError";
+  }
+}
+
 /**
  * Reads from a byte stream as it arrives: exact byte counts, awaited. `push` feeds it; `end` marks the stream
  * closed (a pending read then fails).
@@ -105,11 +113,12 @@ export class ByteReader {
   private waiter: (() => void) | undefined;
   private ended = false;
 
-  /** How many bytes have arrived in all. */
-  received = 0;
+  /** Bytes that have arrived and were not read yet. */
+  get pending(): number {
+    return this.buffered.length;
+  }
 
   push(chunk: Buffer): void {
-    this.received += chunk.length;
     this.buffered = this.buffered.length ? Buffer.concat([this.buffered, chunk]) : chunk;
     this.waiter?.();
   }
@@ -143,8 +152,10 @@ export async function readHello(r: ByteReader): Promise<string> {
 /** Reads a request's fields up to `Z`. */
 export async function readRequest(r: ByteReader): Promise<ResidentRequest> {
   const req: ResidentRequest = { program: "", args: [], env: {}, stdin: Buffer.alloc(0) };
-  for (;;) {
-    const head = await r.read(5);
+  for (let first = true; ; first = false) {
+    const head = await r.read(5).catch((e: unknown) => {
+      throw first && r.pending === 0 ? new CallerLeftError() : e;
+    });
     const tag = head.readUInt8(0);
     const len = head.readUInt32LE(1);
     if (len > MAX_FIELD) throw new ProtocolError(`a request field of ${len} bytes is too long`);

@@ -38,7 +38,7 @@ import { CniError, ErrorCode } from "../spec/errors.js";
 import { runPlugin, type PluginDefinition } from "../skel/skel.js";
 import { MulticallExec } from "./inprocess.js";
 import {
-  ACCEPT, ByteReader, DEFAULT_SOCKET, encodeRefusal, exitFrame, frame, ProtocolError, readHello, readRequest, TAG_STDERR, TAG_STDOUT, type ResidentRequest,
+  ACCEPT, ByteReader, CallerLeftError, DEFAULT_SOCKET, encodeRefusal, exitFrame, frame, readHello, readRequest, TAG_STDERR, TAG_STDOUT, type ResidentRequest,
 } from "./resident-protocol.js";
 import { PLUGINS } from "./registry.js";
 import { selfExecutable } from "./self.js";
@@ -307,7 +307,6 @@ export async function startResidentServer(opts: ResidentServerOptions = {}): Pro
     socket.on("error", () => reader.end());
     void (async () => {
       let served = false;
-      let acceptedAt: number | undefined; // bytes received when the call was accepted
       try {
         const clientBuild = await readHello(reader);
         const admitted = await admission(socket, clientBuild, buildId);
@@ -316,9 +315,7 @@ export async function startResidentServer(opts: ResidentServerOptions = {}): Pro
           return;
         }
         socket.write(Buffer.from([ACCEPT]));
-        acceptedAt = reader.received;
         const req = await readRequest(reader);
-        acceptedAt = undefined;
         // The warm-up's calls (this process's own) are not counted; close() waits for the warm-up itself.
         served = admitted.pid !== process.pid;
         if (served) inFlight++;
@@ -328,7 +325,7 @@ export async function startResidentServer(opts: ResidentServerOptions = {}): Pro
         socket.end(exitFrame(status));
       } catch (e) {
         // A launcher that waited longer than its limit for the answer ran the plugin itself (a busy server).
-        log(acceptedAt !== undefined && acceptedAt === reader.received && e instanceof ProtocolError
+        log(e instanceof CallerLeftError
           ? "a caller left before sending its call: it gave up waiting for this server's answer and ran the plugin itself"
           : `a connection failed: ${(e as Error).message}`);
         socket.destroy();

@@ -6,7 +6,6 @@
  * checked before anything is written; an error names the value.
  * @module
  */
-import { randomBytes } from "node:crypto";
 import { existsSync, rmSync } from "node:fs";
 import path from "node:path";
 import type { Command } from "commander";
@@ -16,6 +15,7 @@ import { firstAddress, hasHostBits, intervalsOverlap, lastAddress, nextIP } from
 import { isJsonObject, type JsonObject } from "../spec/json.js";
 import { validateNetworkName } from "../spec/validate.js";
 import { writeFileAtomic } from "../sys/atomic-file.js";
+import { randomBytes } from "../sys/bytes.js";
 import type { CNIConfig } from "../libcni/api.js";
 import { listCachedAttachments, type CachedAttachment } from "../libcni/cache.js";
 import { loadAllNetworks, type LoadedNetwork } from "../libcni/conf.js";
@@ -123,7 +123,7 @@ function keyValues(words: readonly string[], what: string): Map<string, string> 
 /** A random ULA /64 (fdXX:XXXX:XXXX:XXXX::/64), as podman picks one for --ipv6. */
 function randomUla(): string {
   const b = randomBytes(7);
-  const hex = (i: number) => b.readUInt16BE(i).toString(16);
+  const hex = (i: number) => ((b[i]! << 8) | b[i + 1]!).toString(16);
   return `fd${b[0]!.toString(16).padStart(2, "0")}:${hex(1)}:${hex(3)}:${hex(5)}::/64`;
 }
 

@@ -10,7 +10,7 @@ import type { GoType } from "../spec/go-decode.js";
 import { isJsonObject, jsonKindName, parseJson, type JsonObject } from "../spec/json.js";
 import type { Result } from "../spec/result/index.js";
 import { validateContainerId, validateInterfaceName, validateNetworkName } from "../spec/validate.js";
-import { decodeConfigVersion, reconcileVersion, versionGreaterThanOrEqualTo, type VersionInfo } from "../spec/version.js";
+import { parsedConfigVersion, reconcileVersion, versionGreaterThanOrEqualTo, type VersionInfo } from "../spec/version.js";
 
 /** What a plugin handler is given: the CNI environment and the raw config bytes. */
 export interface CmdArgs {
@@ -148,7 +148,7 @@ function validateConfigName(stdin: Uint8Array): JsonObject {
 
 function configVersionOf(config: JsonObject): string {
   try {
-    return decodeConfigVersion({ parsed: config });
+    return parsedConfigVersion(config);
   } catch (e) {
     throw new CniError(ErrorCode.DecodingFailure, (e as Error).message);
   }

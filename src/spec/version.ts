@@ -76,9 +76,19 @@ export const pluginSupports = (...versions: string[]): VersionInfo => new Versio
  * Parses JSON that Go decodes into a struct: `null` is an empty object, any other non-object is Go's
  * "cannot unmarshal" error naming `goType`. Errors get `prefix`.
  */
-function decodeStruct<T>(bytes: string | Uint8Array | { parsed: JsonValue }, prefix: string, goType: string, read: (obj: JsonObject) => T): T {
+function decodeStruct<T>(bytes: string | Uint8Array, prefix: string, goType: string, read: (obj: JsonObject) => T): T {
+  let raw: JsonValue;
   try {
-    const raw = typeof bytes === "object" && "parsed" in bytes ? bytes.parsed : parseJson(bytes);
+    raw = parseJson(bytes);
+  } catch (e) {
+    throw new Error(`${prefix}: ${(e as Error).message}`);
+  }
+  return readStruct(raw, prefix, goType, read);
+}
+
+/** decodeStruct of a document already parsed. */
+function readStruct<T>(raw: JsonValue, prefix: string, goType: string, read: (obj: JsonObject) => T): T {
+  try {
     if (raw !== null && !isJsonObject(raw)) {
       throw new Error(`json: cannot unmarshal ${jsonKindName(raw)} into Go value of type ${goType}`);
     }
@@ -103,15 +113,17 @@ export function decodeVersionInfo(bytes: string | Uint8Array): VersionInfo {
   return new VersionInfo(supported);
 }
 
-/**
- * The cniVersion a config or result declares; missing or empty means 0.1.0. `{ parsed }`: the document, already
- * parsed (parseJson), so a caller that has it does not parse it again.
- */
-export function decodeConfigVersion(bytes: string | Uint8Array | { parsed: JsonValue }): string {
-  const version = decodeStruct(bytes, "decoding version from network config",
-    'struct { CNIVersion string "json:\\"cniVersion\\"" }', (obj) => getString(obj, "cniVersion", "") ?? "");
-  return version === "" ? "0.1.0" : version;
-}
+const CONFIG_VERSION_PREFIX = "decoding version from network config";
+const CONFIG_VERSION_TYPE = 'struct { CNIVersion string "json:\\"cniVersion\\"" }';
+const readConfigVersion = (obj: JsonObject): string => getString(obj, "cniVersion", "") || "0.1.0";
+
+/** The cniVersion a config or result declares; missing or empty means 0.1.0. */
+export const decodeConfigVersion = (bytes: string | Uint8Array): string =>
+  decodeStruct(bytes, CONFIG_VERSION_PREFIX, CONFIG_VERSION_TYPE, readConfigVersion);
+
+/** decodeConfigVersion of a document already parsed (parseJson), for a caller that has it. */
+export const parsedConfigVersion = (parsed: JsonValue): string =>
+  readStruct(parsed, CONFIG_VERSION_PREFIX, CONFIG_VERSION_TYPE, readConfigVersion);
 
 /** Go-style `%q` of a string list: `["a" "b"]`. */
 export const quoteList = goQuoteList;

@@ -7,10 +7,13 @@ import { renameSync, rmSync, writeFileSync } from "node:fs";
 import * as path from "./posix-path.js";
 import { hexOf, randomBytes } from "./bytes.js";
 
-/** A temporary name beside `file`, unique to this process and call. */
+/** A temporary name beside `file`, unique to this process and call (isTemporaryName knows it). */
 function temporaryName(file: string): string {
   return path.join(path.dirname(file), `.${path.basename(file)}.${process.pid}.${hexOf(randomBytes(4))}.tmp`);
 }
+
+/** Whether a directory entry is the temporary file of a replacement under way (readers of a directory skip it). */
+export const isTemporaryName = (name: string): boolean => name.startsWith(".") && name.endsWith(".tmp");
 
 /** Replaces `file` with `data` (created with `mode`) atomically: a temporary file beside it, renamed over it. */
 export async function writeFileAtomic(file: string, data: string | Uint8Array, mode = 0o600): Promise<void> {
@@ -26,14 +29,22 @@ export async function writeFileAtomic(file: string, data: string | Uint8Array, m
   }
 }
 
-/** writeFileAtomic for synchronous callers. */
-export function writeFileAtomicSync(file: string, data: string | Uint8Array, mode = 0o600): void {
+/**
+ * Makes `file` atomically: `make` creates it (a file, a copy, a symlink) at a temporary name beside it, which is
+ * then renamed over it; the temporary is removed when either step fails.
+ */
+export function replaceAtomicSync(file: string, make: (tmp: string) => void): void {
   const tmp = temporaryName(file);
   try {
-    writeFileSync(tmp, data, { mode });
+    make(tmp);
     renameSync(tmp, file);
   } catch (e) {
     rmSync(tmp, { force: true });
     throw e;
   }
+}
+
+/** writeFileAtomic for synchronous callers. */
+export function writeFileAtomicSync(file: string, data: string | Uint8Array, mode = 0o600): void {
+  replaceAtomicSync(file, (tmp) => writeFileSync(tmp, data, { mode }));
 }

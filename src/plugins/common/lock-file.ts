@@ -7,6 +7,9 @@ import { constants, openSync } from "node:fs";
 import { CniError, ErrorCode } from "../../spec/errors.js";
 import { withFlock } from "../../sys/flock.js";
 
+/** Opens (creating it with `mode` when missing) the file the lock is taken on, as Go's filemutex.New does. */
+export const openLockFile = (lockPath: string, mode: number): number => openSync(lockPath, constants.O_CREAT | constants.O_RDONLY, mode);
+
 /**
  * Runs `fn` holding the lock on `lockPath` (the file made with `mode` when missing, after `prepare`, e.g. making its
  * directory); closing the file afterwards releases it. A file that cannot be opened or locked is a CNI I/O error
@@ -17,7 +20,7 @@ export function withLockFile<T>(lockPath: string, mode: number, openFailure: (re
   const open = () => {
     try {
       prepare?.();
-      return openSync(lockPath, constants.O_CREAT | constants.O_RDONLY, mode);
+      return openLockFile(lockPath, mode);
     } catch (e) {
       throw new CniError(ErrorCode.IOFailure, openFailure((e as Error).message));
     }

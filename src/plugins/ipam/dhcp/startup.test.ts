@@ -25,7 +25,7 @@ test("a dhcp plugin call loads none of the daemon's code", () => {
   const loaded = [...closure(path.join(dir, "main.js"))].filter((f) => f.startsWith(dir)).map((f) => path.basename(f)).sort();
   assert.deepEqual(loaded, ["config.js", "main.js", "option-codes.js", "protocol.js"]);
   const staticBuiltins = [...closure(path.join(dir, "main.js"))]
-    .flatMap((f) => [...readFileSync(f, "utf8").matchAll(/^import [^;]*?from\s*["'](node:[a-z/_]+)["']/gm)].map((m) => m[1]));
+    .flatMap((f) => [...readFileSync(f, "utf8").matchAll(/^(?:import|export)\b[^;]*?["'](node:[a-z/_]+)["']/gm)].map((m) => m[1]));
   assert.ok(!staticBuiltins.includes("node:net"), "node:net is loaded when the daemon is called, not at start-up");
   assert.ok(PLUGINS["dhcp"]?.commands?.["daemon"], "`dhcp daemon` is a subcommand with its own loader");
 });

@@ -18,7 +18,7 @@ import { CniError, ErrorCode } from "../../../spec/errors.js";
 import { tryParseIP, type IPAddress } from "../../../spec/ip.js";
 import type { GCAttachment } from "../../../spec/config.js";
 import type { StoreLocation } from "./config.js";
-import { withLockFile } from "../../common/lock-file.js";
+import { openLockFile, withLockFile } from "../../common/lock-file.js";
 
 const LAST_IP_FILE_PREFIX = "last_reserved_ip.";
 const LOCK_FILE = "lock";
@@ -55,7 +55,7 @@ export class DiskStore implements IPStore {
     const store = new DiskStore(path.join(location.dataDir, location.network));
     try {
       mkdirSync(store.dir, { recursive: true, mode: 0o755 });
-      closeSync(store.openLockFile());
+      closeSync(openLockFile(store.lockPath, LOCK_MODE));
     } catch (e) {
       throw ioError(`failed to open the host-local store ${store.dir}`, e);
     }
@@ -66,9 +66,6 @@ export class DiskStore implements IPStore {
     return path.join(this.dir, LOCK_FILE);
   }
 
-  private openLockFile(): number {
-    return openSync(this.lockPath, constants.O_CREAT | constants.O_RDONLY, LOCK_MODE);
-  }
 
   private lastIPPath(rangeID: string): string {
     return path.join(this.dir, LAST_IP_FILE_PREFIX + rangeID);
@@ -198,6 +195,6 @@ export class DiskStore implements IPStore {
   /** STATUS: the directory must be writable and its lock file openable. */
   checkUsable(): void {
     accessSync(this.dir, constants.W_OK | constants.X_OK);
-    closeSync(this.openLockFile());
+    closeSync(openLockFile(this.lockPath, LOCK_MODE));
   }
 }

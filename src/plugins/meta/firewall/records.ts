@@ -8,7 +8,7 @@
 import { mkdirSync, readdirSync, readFileSync, rmdirSync, rmSync } from "node:fs";
 import * as path from "../../../sys/posix-path.js";
 import { CniError, ErrorCode } from "../../../spec/errors.js";
-import { writeFileAtomicSync } from "../../../sys/atomic-file.js";
+import { isTemporaryName, writeFileAtomicSync } from "../../../sys/atomic-file.js";
 import type { Backend } from "./config.js";
 
 export interface AttachmentRecord {
@@ -82,8 +82,8 @@ export function listRecords(dataDir: string, network: string): AttachmentRecord[
   } catch {
     return [];
   }
-  // (Temporary files of a write under way start with "."; ".tmp-" ones are an earlier version's.)
-  return names.filter((n) => n.includes(":") && !n.startsWith(".") && !n.includes(".tmp-")).flatMap((n) => {
+  // (".tmp-" names are an earlier version's temporary files.)
+  return names.filter((n) => n.includes(":") && !isTemporaryName(n) && !n.includes(".tmp-")).flatMap((n) => {
     try {
       const r = parseRecord(readFileSync(path.join(dir, n), "utf8"));
       return r ? [r] : [];
