@@ -2,12 +2,13 @@
  * tscni launcher: the multicall executable that dist/bin/<type> links to. A runtime probes every plugin with
  * VERSION on every command, so that answer (and the about text printed when CNI_COMMAND is unset) comes from
  * here, without starting a JavaScript engine. Any other plugin call goes to a resident tscni server when one of
- * this same build answers on its socket (TSCNI_RESIDENT_SOCKET, default /run/tscni/plugins.sock; empty turns it
- * off): a short connect, a hello, and only if the server says it will run the call is the call sent (protocol:
- * src/cli/resident-protocol.ts). No server, a refused or foreign one: the JavaScript program (tscni-js, next to
- * this file) is exec'd with argv[0] kept, exactly as without a server. Once a call has been sent it never runs a
- * second time: a server that dies during it gives CNI error 999 naming the server.
- * The version table and the build ID are generated from src/cli/programs.ts at build time.
+ * this same build, listening as root, answers on its socket (TSCNI_RESIDENT_SOCKET, default
+ * /run/tscni/plugins.sock): a short connect, a hello, and only if the server says it will run the call is the call
+ * sent (protocol: src/resident/protocol.ts). No server, a refused or foreign one: the JavaScript program (tscni-js,
+ * next to this file) is exec'd with argv[0] kept, exactly as without a server; when no server listens at all, one
+ * is started in the background for the calls that follow (start_server). Once a call has been sent it never runs
+ * a second time: a server that dies during it gives CNI error 999 naming the server.
+ * The version table and the build ID are generated from src/programs/programs.ts at build time.
  * Built without a C library where sys-nolibc.h covers the architecture (it says why), else against libc.
  */
 #if defined(TSCNI_NOLIBC)
@@ -74,6 +75,19 @@ static int read_all(int fd, void *buf, size_t n) {
     n -= (size_t)r;
   }
   return 0;
+}
+
+/* What `fd` gives up to its end or until `buf` is full; -1 on a read error. */
+static ssize_t read_some(int fd, char *buf, size_t n) {
+  size_t got = 0;
+  while (got < n) {
+    ssize_t r = read(fd, buf + got, n - got);
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) return -1;
+    if (r == 0) break;
+    got += (size_t)r;
+  }
+  return (ssize_t)got;
 }
 
 static void put_u32(unsigned char *b, uint32_t v) {
@@ -270,10 +284,11 @@ static int forwarded(const char *e) {
   return !strncmp(e, "CNI_", 4) || !strncmp(e, "PATH=", 5) || !strncmp(e, "TSCNI_", 6) || !strncmp(e, "DBUS_SYSTEM_BUS_ADDRESS=", 24);
 }
 
-/* Connects to the server within 200 ms; -1 when there is none. */
-static int connect_server(const char *path) {
+/* Connects to the server within 200 ms; -1 when there is none, with *absent set when nothing listens there. */
+static int connect_server(const char *path, int *absent) {
   struct sockaddr_un addr = {.sun_family = AF_UNIX};
   size_t len = strlen(path);
+  *absent = 0;
   if (len >= sizeof(addr.sun_path)) return -1;
   memcpy(addr.sun_path, path, len + 1);
   int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
@@ -282,6 +297,7 @@ static int connect_server(const char *path) {
     struct pollfd p = {.fd = fd, .events = POLLOUT};
     int err = 0;
     socklen_t err_len = sizeof(err);
+    *absent = errno == ENOENT || errno == ECONNREFUSED;
     if ((errno != EINPROGRESS && errno != EAGAIN) || poll(&p, 1, 200) != 1 ||
         getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &err_len) != 0 || err != 0) {
       close(fd);
@@ -292,44 +308,301 @@ static int connect_server(const char *path) {
   return fd;
 }
 
+/* TSCNI_DEBUG's words on stderr: why the call is not served, or what the launcher did. */
+static void debug(const char *what, const char *path, const char *detail) {
+  if (!env_value("TSCNI_DEBUG")) return;
+  write_text(2, "tscni launcher: ");
+  write_text(2, path);
+  write_text(2, what);
+  write_text(2, detail);
+  write_text(2, "\n");
+}
+
 /*
- * Runs the call through the resident server and exits with its status; returns when the plugin must be exec'd.
- * `config` is what the caller gave on stdin.
+ * Resident mode, as the caller's TSCNI_RESIDENT or else the operator's file (/etc/tscni/resident, or the file
+ * TSCNI_RESIDENT_CONF names) says, in its first word outside comments: "auto" (the default: use a server, start
+ * one when none answers), "manual" (use a server, never start one) or "exec" (never use one).
  */
-static void try_resident(const char *name, int argc, char **argv, const struct buf *config) {
+enum { MODE_AUTO, MODE_MANUAL, MODE_EXEC };
+#define RESIDENT_CONF "/etc/tscni/resident"
+
+static int mode_word(const char *s, size_t n) {
+  if (n == 4 && !strncmp(s, "auto", 4)) return MODE_AUTO;
+  if (n == 6 && !strncmp(s, "manual", 6)) return MODE_MANUAL;
+  if (n == 4 && !strncmp(s, "exec", 4)) return MODE_EXEC;
+  return -1;
+}
+
+static int resident_mode(void) {
+  const char *word = env_value("TSCNI_RESIDENT");
+  if (word && *word) {
+    int mode = mode_word(word, strlen(word));
+    if (mode >= 0) return mode;
+  }
+  const char *conf = env_value("TSCNI_RESIDENT_CONF");
+  int fd = open(conf && *conf ? conf : RESIDENT_CONF, O_RDONLY | O_CLOEXEC, 0);
+  if (fd < 0) return MODE_AUTO;
+  char text[512];
+  ssize_t n = read(fd, text, sizeof(text) - 1);
+  close(fd);
+  if (n <= 0) return MODE_AUTO;
+  text[n] = '\0';
+  for (char *p = text; *p;) {
+    while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r') p++;
+    if (*p == '#') {
+      while (*p && *p != '\n') p++;
+      continue;
+    }
+    char *end = p;
+    while (*end && *end != ' ' && *end != '\t' && *end != '\n' && *end != '\r' && *end != '#') end++;
+    int mode = mode_word(p, (size_t)(end - p));
+    return mode >= 0 ? mode : MODE_AUTO;
+  }
+  return MODE_AUTO;
+}
+
+/* A hexadecimal field of /proc/self/status ("CapEff:\t000001ff..."), 0 when absent. */
+static unsigned long long status_hex(const char *status, const char *field) {
+  size_t n = strlen(field);
+  for (const char *line = status; *line;) {
+    if (!strncmp(line, field, n) && line[n] == ':') {
+      const char *p = line + n + 1;
+      while (*p == ' ' || *p == '\t') p++;
+      unsigned long long v = 0;
+      for (;; p++) {
+        int d = *p >= '0' && *p <= '9' ? *p - '0' : *p >= 'a' && *p <= 'f' ? *p - 'a' + 10 : -1;
+        if (d < 0) return v;
+        v = v << 4 | (unsigned)d;
+      }
+    }
+    while (*line && *line != '\n') line++;
+    if (*line) line++;
+  }
+  return 0;
+}
+
+/*
+ * Whether this caller may start a server: root with every capability its bounding set allows (the server it
+ * starts gets exactly those, and serves only callers with the same), including CAP_NET_ADMIN and CAP_SYS_ADMIN.
+ */
+static int has_full_capabilities(void) {
+  if (getuid() != 0 || geteuid() != 0) return 0;
+  char status[4096];
+  int fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC, 0);
+  if (fd < 0) return 0;
+  ssize_t n = read_some(fd, status, sizeof(status) - 1);
+  close(fd);
+  if (n <= 0) return 0;
+  status[n] = '\0';
+  unsigned long long eff = status_hex(status, "CapEff");
+  unsigned long long all = status_hex(status, "CapBnd") | status_hex(status, "CapInh");
+  const unsigned long long needed = 1ULL << 12 | 1ULL << 21; /* CAP_NET_ADMIN, CAP_SYS_ADMIN */
+  return eff == all && (eff & needed) == needed;
+}
+
+/*
+ * Whether this caller is in the node's own user, network and mount namespaces (those of PID 1), where a server
+ * it starts serves the node rather than a namespace made for one command (`ip netns exec` makes a mount namespace
+ * per command). Where PID 1's cannot be read, the kernel's fixed numbers of the initial namespaces tell.
+ */
+static int in_node_namespaces(void) {
+  static const char *const kinds[] = {"user", "net", "mnt"};
+  static const unsigned long init_ino[] = {0xEFFFFFFDUL, 0xEFFFFFF9UL, 0xEFFFFFF8UL};
+  for (int i = 0; i < 3; i++) {
+    char mine[32] = "/proc/self/ns/", init[32] = "/proc/1/ns/";
+    memcpy(mine + 14, kinds[i], strlen(kinds[i]) + 1);
+    memcpy(init + 11, kinds[i], strlen(kinds[i]) + 1);
+    struct file_info a, b;
+    if (path_info(mine, 1, &a) != 0) return 0;
+    if (path_info(init, 1, &b) == 0 ? a.dev != b.dev || a.ino != b.ino : a.ino != init_ino[i]) return 0;
+  }
+  return 1;
+}
+
+/* Seconds since boot (a clock that does not jump, and starts again with /run's tmpfs). */
+static long boot_seconds(void) {
+  struct timespec t = {0, 0};
+  clock_gettime(CLOCK_BOOTTIME, &t);
+  return t.tv_sec;
+}
+
+/* A decimal number at the start of `s`, advancing it; -1 when none. */
+static long parse_decimal(const char **s) {
+  long v = -1;
+  while (**s == ' ') (*s)++;
+  for (; **s >= '0' && **s <= '9' && v < 100000000000L; (*s)++) v = (v < 0 ? 0 : v * 10) + (**s - '0');
+  return v;
+}
+
+/*
+ * Whether a start may be tried now, from the record of failed starts the lock file holds ("<attempts> <since>",
+ * cleared by a server that started well); when it may, the attempt is recorded. Waits 1, 2, 4 ... up to 300 s
+ * after each failed start, so a server that cannot start is not started on every call.
+ */
+static int may_try_start(int lock) {
+  char text[64] = "";
+  ssize_t n = pread(lock, text, sizeof(text) - 1, 0);
+  text[n > 0 ? n : 0] = '\0';
+  const char *p = text;
+  long attempts = parse_decimal(&p), since = parse_decimal(&p), now = boot_seconds();
+  if (attempts < 0 || since < 0) attempts = 0;
+  if (attempts > 0) {
+    long wait = attempts > 9 ? 300 : 1L << (attempts - 1);
+    if (wait > 300) wait = 300;
+    if (now >= since && now < since + wait) return 0;
+  }
+  char record[40];
+  size_t len = format_decimal(record, (unsigned)(attempts + 1));
+  record[len++] = ' ';
+  len += format_decimal(record + len, (unsigned)now);
+  record[len++] = '\n';
+  return ftruncate(lock, 0) == 0 && pwrite(lock, record, len, 0) == (ssize_t)len;
+}
+
+/* `a` then `b` into `out` (room for PATH_MAX); 0 when it does not fit. */
+static int join(char *out, const char *a, const char *b) {
+  size_t la = strlen(a), lb = strlen(b);
+  if (la + lb + 1 > PATH_MAX) return 0;
+  memcpy(out, a, la);
+  memcpy(out + la, b, lb + 1);
+  return 1;
+}
+
+/*
+ * Starts a server on `path` in the background, when this caller may (mode auto, root with its full capabilities,
+ * in the node's namespaces), the socket's directory is root's alone, no server holds the socket's lock and no
+ * recent start failed. One server per socket however many callers race: the lock is taken here and handed to the
+ * server (its descriptor 3), which holds it as long as it lives. The server is detached: its own session, the
+ * caller's descriptors closed (a runtime reading this call's stdout never waits for it), "/" as its directory,
+ * its output in `<path>.log`. This call then runs as in exec mode.
+ */
+static void start_server(const char *path, const char *program) {
+  if (!has_full_capabilities() || !in_node_namespaces()) return;
+  char dir[PATH_MAX], lock_path[PATH_MAX], log_path[PATH_MAX], old_log[PATH_MAX];
+  const char *slash = strrchr(path, '/');
+  if (!slash || slash == path || (size_t)(slash - path) >= sizeof(dir)) return;
+  memcpy(dir, path, (size_t)(slash - path));
+  dir[slash - path] = '\0';
+  if (!join(lock_path, path, ".lock") || !join(log_path, path, ".log") || !join(old_log, log_path, ".1")) return;
+  struct file_info d;
+  mkdir(dir, 0700);
+  if (path_info(dir, 0, &d) != 0 || !S_ISDIR(d.mode) || d.uid != 0 || (d.mode & 022)) {
+    debug(": no server started: its directory is not root's alone", path, "");
+    return;
+  }
+  int lock = open(lock_path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+  struct file_info l;
+  if (lock < 0) return;
+  if (fd_info(lock, &l) != 0 || !S_ISREG(l.mode) || l.uid != 0 || flock(lock, LOCK_EX | LOCK_NB) != 0 || !may_try_start(lock)) {
+    close(lock);
+    return;
+  }
+  int log = open(log_path, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+  struct file_info g;
+  if (log >= 0 && fd_info(log, &g) == 0 && g.size > 1024 * 1024 && rename(log_path, old_log) == 0) {
+    close(log);
+    log = open(log_path, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+  }
+  int null = open("/dev/null", O_RDWR | O_CLOEXEC, 0);
+  if (log < 0) log = null;
+
+  char idle[12] = "600";
+  const char *asked = env_value("TSCNI_RESIDENT_IDLE");
+  if (asked) {
+    const char *p = asked;
+    long seconds = parse_decimal(&p);
+    if (seconds >= 0 && !*p && seconds <= 999999999) format_decimal(idle, (unsigned)seconds);
+  }
+  char *const argv[] = {"cnitool", "daemon", "--auto-started", "--socket", (char *)path, "--lock-fd", "3", "--idle", idle, NULL};
+  char *const envp[] = {"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", NULL};
+
+  int child = fork();
+  if (child == 0) {
+    setsid();
+    if (fork() != 0) _exit(0); /* the server is not this caller's child: nobody has to reap it */
+    if (null < 0 || dup2(null, 0) < 0 || dup2(log, 1) < 0 || dup2(log, 2) < 0 || dup2(lock, 3) < 0) _exit(127);
+    if (lock == 3) fcntl(3, F_SETFD, 0); /* dup2 onto itself keeps close-on-exec */
+    close_from(4);
+    if (chdir("/") != 0) _exit(127);
+    umask(022);
+    unblock_signals();
+    execve(program, argv, envp);
+    _exit(127);
+  }
+  if (child > 0) waitpid(child, NULL, 0);
+  close(lock);
+  if (log != null) close(log);
+  if (null >= 0) close(null);
+  debug(": no server answered; one is starting, its log in ", path, log_path);
+}
+
+/* Whether the server listening on `fd` is root's (its credentials from when it listened). */
+static int server_is_root(int fd) {
+  struct ucred cred;
+  socklen_t len = sizeof(cred);
+  return getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0 && cred.uid == 0;
+}
+
+/*
+ * Runs the call through the resident server and exits with its status; returns when the plugin must be exec'd
+ * (no server, or one that says so). `config` is what the caller gave on stdin; `program` is tscni-js.
+ */
+static void try_resident(const char *name, int argc, char **argv, const struct buf *config, const char *program) {
+  int mode = resident_mode();
+  if (mode == MODE_EXEC) return;
   const char *path = env_value("TSCNI_RESIDENT_SOCKET");
   if (!path) path = DEFAULT_SOCKET;
   if (!*path) return;
   /* The server resolves the call's relative paths against this directory: without one, the call runs here. */
   char cwd[4096];
   if (!getcwd(cwd, sizeof(cwd))) return;
-  int fd = connect_server(path);
-  if (fd < 0) return;
+  int absent;
+  int fd = connect_server(path, &absent);
+  if (fd < 0) {
+    if (absent && mode == MODE_AUTO) start_server(path, program);
+    return;
+  }
+  /* Nothing of the call goes to a server that is not root's. */
+  if (!server_is_root(fd)) {
+    debug(": not used: the listening end is not root's", path, "");
+    close(fd);
+    return;
+  }
+
+  /* The request is made first: the hello announces its size, so the server can refuse it before it is sent. */
+  struct buf req = buf_new(65536 + config->len);
+  put_field(&req, 'P', name, strlen(name));
+  for (int i = 1; i < argc; i++) put_field(&req, 'A', argv[i], strlen(argv[i]));
+  for (char **e = environment; *e; e++) if (forwarded(*e)) put_field(&req, 'E', *e, strlen(*e));
+  put_field(&req, 'C', cwd, strlen(cwd));
+  put_field(&req, 'I', config->data, config->len);
+  put_field(&req, 'Z', "", 0);
+  if (!req.data || req.len > 0xffffffffUL) {
+    close(fd);
+    return;
+  }
 
   /*
    * Hello, and the server's answer within 10 s; anything but "Y" means: run it yourself. Generous: a server
-   * swamped by a burst of calls answers late, and callers that give up on it add plugin processes to the load
-   * (bench: 200 pods at once); a server that is not there is refused at connect, at once.
+   * swamped by a burst of calls answers late, and callers that give up on it add plugin processes to the load;
+   * a server that is not there is refused at connect, at once.
    */
   struct timeval tv = {.tv_sec = 10};
   setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-  unsigned char hello[8 + sizeof(BUILD_ID)];
+  unsigned char hello[12 + sizeof(BUILD_ID)];
   size_t id_len = strlen(BUILD_ID);
-  memcpy(hello, "TSCNI\x01", 6);
+  memcpy(hello, "TSCNI\x02", 6);
   hello[6] = id_len & 0xff;
   hello[7] = (id_len >> 8) & 0xff;
   memcpy(hello + 8, BUILD_ID, id_len);
+  put_u32(hello + 8 + id_len, (uint32_t)req.len);
   unsigned char answer = 0;
-  if (send_all(fd, hello, 8 + id_len) || read_all(fd, &answer, 1) || answer != 'Y') {
+  if (send_all(fd, hello, 12 + id_len) || read_all(fd, &answer, 1) || answer != 'Y') {
     if (answer == 'N' && env_value("TSCNI_DEBUG")) {
       unsigned char l[2];
       char reason[256] = "";
       if (!read_all(fd, l, 2)) read_all(fd, reason, (l[0] | l[1] << 8) < 255 ? (size_t)(l[0] | l[1] << 8) : 255);
-      write_text(2, "tscni launcher: ");
-      write_text(2, path);
-      write_text(2, " refused: ");
-      write_text(2, reason);
-      write_text(2, "\n");
+      debug(" refused: ", path, reason);
     }
     close(fd);
     return;
@@ -338,14 +611,6 @@ static void try_resident(const char *name, int argc, char **argv, const struct b
   setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 
   /* From here on the call belongs to the server: it is never run a second time. One write: one wake-up. */
-  struct buf req = buf_new(65536 + config->len);
-  put_field(&req, 'P', name, strlen(name));
-  for (int i = 1; i < argc; i++) put_field(&req, 'A', argv[i], strlen(argv[i]));
-  for (char **e = environment; *e; e++) if (forwarded(*e)) put_field(&req, 'E', *e, strlen(*e));
-  put_field(&req, 'C', cwd, strlen(cwd));
-  put_field(&req, 'I', config->data, config->len);
-  put_field(&req, 'Z', "", 0);
-  if (!req.data) die_cni(999, "tscni launcher: out of memory building the request", NULL);
   if (send_all(fd, req.data, req.len)) die_cni(999, "tscni resident server closed the connection while the call was sent: ", path, NULL);
 
   /* The reply's frames, each into the same buffer and out to stdout or stderr as it comes. */
@@ -421,6 +686,15 @@ static int config_to_stdin(const struct buf *config) {
   return 0;
 }
 
+/* The program beside this launcher (tscni-js) into `out` (room for PATH_MAX). */
+static void program_path(char *out) {
+  ssize_t len = readlink("/proc/self/exe", out, PATH_MAX - 16);
+  if (len <= 0) die_cni(999, "tscni launcher: cannot find itself: ", error_text(errno), NULL);
+  out[len] = '\0';
+  char *dir_end = strrchr(out, '/');
+  memcpy(dir_end ? dir_end + 1 : out, "tscni-js", sizeof("tscni-js"));
+}
+
 int main(int argc, char **argv, char **envp) {
   environment = envp;
   const char *name = base_name(argv[0] ? argv[0] : "");
@@ -428,6 +702,8 @@ int main(int argc, char **argv, char **envp) {
   int version = command && strcmp(command, "VERSION") == 0;
   int about = !command || !*command; /* no command: the plugin's about text on stderr */
   int stdin_in_memory = 0;
+  char program[PATH_MAX];
+  program[0] = '\0';
   for (size_t i = 0; i < sizeof(PROGRAM_VERSIONS) / sizeof(PROGRAM_VERSIONS[0]); i++) {
     if (strcmp(PROGRAM_VERSIONS[i].name, name) != 0) continue;
     if (argc >= 2) break; /* arguments mean a subcommand (`dhcp daemon ...`): the program handles those */
@@ -435,7 +711,8 @@ int main(int argc, char **argv, char **envp) {
     if (about) return write_text(2, PROGRAM_VERSIONS[i].about) ? 1 : 0;
     if (!has_required_env(command)) break; /* the program says which are missing, without reading stdin */
     struct buf config = read_config();
-    try_resident(name, argc, argv, &config); /* plugin calls only: cnitool and subcommands always run here */
+    program_path(program);
+    try_resident(name, argc, argv, &config, program); /* plugin calls only: cnitool and subcommands always run here */
     stdin_in_memory = config_to_stdin(&config);
     break;
   }
@@ -451,12 +728,7 @@ int main(int argc, char **argv, char **envp) {
   if (stdin_in_memory) program_env[n++] = STDIN_MARK "1";
   program_env[n] = NULL;
 
-  char self[PATH_MAX];
-  ssize_t len = readlink("/proc/self/exe", self, sizeof(self) - 16);
-  if (len <= 0) die_cni(999, "tscni launcher: cannot find itself: ", error_text(errno), NULL);
-  self[len] = '\0';
-  char *dir_end = strrchr(self, '/');
-  memcpy(dir_end ? dir_end + 1 : self, "tscni-js", sizeof("tscni-js"));
-  execve(self, argv, program_env);
-  die_cni(999, "tscni launcher: cannot run ", self, ": ", error_text(errno), NULL);
+  if (!program[0]) program_path(program);
+  execve(program, argv, program_env);
+  die_cni(999, "tscni launcher: cannot run ", program, ": ", error_text(errno), NULL);
 }

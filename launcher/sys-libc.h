@@ -9,8 +9,53 @@
 #include <poll.h>
 #include <stdint.h>
 #include <string.h>
+#include <signal.h>
+#include <stdio.h> /* rename */
+#include <sys/file.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <sys/un.h>
 #include <unistd.h>
+
+/* What sys-nolibc.h gives beyond the C library's own names. */
+#ifndef O_NOFOLLOW
+#error "O_NOFOLLOW is needed"
+#endif
+static void unblock_signals(void) {
+  sigset_t none;
+  sigemptyset(&none);
+  sigprocmask(SIG_SETMASK, &none, NULL);
+}
+static void close_from(int low) {
+#ifdef SYS_close_range
+  if (syscall(SYS_close_range, low, ~0U, 0) == 0) return;
+#endif
+  for (int fd = low; fd < 4096; fd++) close(fd);
+}
+struct file_info {
+  unsigned long dev, ino;
+  unsigned mode, uid;
+  long size;
+};
+static int file_info_of(int result, const struct stat *st, struct file_info *out) {
+  if (result != 0) return -1;
+  out->dev = st->st_dev;
+  out->ino = st->st_ino;
+  out->mode = st->st_mode;
+  out->uid = st->st_uid;
+  out->size = st->st_size;
+  return 0;
+}
+static int path_info(const char *path, int follow, struct file_info *out) {
+  struct stat st;
+  return file_info_of(follow ? stat(path, &st) : lstat(path, &st), &st, out);
+}
+static int fd_info(int fd, struct file_info *out) {
+  struct stat st;
+  return file_info_of(fstat(fd, &st), &st, out);
+}

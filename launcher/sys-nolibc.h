@@ -20,9 +20,17 @@ typedef unsigned int socklen_t;
 typedef unsigned int uint32_t;
 #define NULL ((void *)0)
 
+#define O_RDONLY 0
+#define O_WRONLY 1
+#define O_RDWR 2
+#define O_CREAT 0100
+#define O_APPEND 02000
 #define O_NONBLOCK 04000
+#define O_DIRECTORY 0200000
+#define O_NOFOLLOW 0400000
 #define O_CLOEXEC 02000000
 #define F_GETFD 1
+#define F_SETFD 2
 #define F_GETFL 3
 #define F_SETFL 4
 #define F_SETPIPE_SZ 1031
@@ -36,6 +44,7 @@ typedef unsigned int uint32_t;
 #define SOL_SOCKET 1
 #define SO_ERROR 4
 #define SO_RCVTIMEO 20
+#define SO_PEERCRED 17
 #define POLLIN 1
 #define POLLOUT 4
 #define MSG_NOSIGNAL 0x4000
@@ -53,6 +62,20 @@ typedef unsigned int uint32_t;
 #define EBADF 9
 #define EAGAIN 11
 #define EINPROGRESS 115
+#define ENOENT 2
+#define EEXIST 17
+#define ECONNREFUSED 111
+#define LOCK_EX 2
+#define LOCK_NB 4
+#define SIGCHLD 17
+#define SIG_SETMASK 2
+#define CLOCK_BOOTTIME 7
+#define AT_SYMLINK_NOFOLLOW 0x100
+#define S_IFMT 0170000
+#define S_IFDIR 0040000
+#define S_IFREG 0100000
+#define S_ISDIR(m) (((m) & S_IFMT) == S_IFDIR)
+#define S_ISREG(m) (((m) & S_IFMT) == S_IFREG)
 
 struct sockaddr_un {
   unsigned short sun_family;
@@ -67,6 +90,10 @@ struct timespec {
 struct pollfd {
   int fd;
   short events, revents;
+};
+struct ucred {
+  int pid;
+  unsigned uid, gid;
 };
 
 static int errno;
@@ -149,6 +176,64 @@ static void *mremap(void *old, size_t old_n, size_t n, int flags) {
   return r == -1 ? MAP_FAILED : (void *)r;
 }
 static int munmap(void *addr, size_t n) { return (int)sys(__NR_munmap, (long)addr, (long)n, 0, 0, 0); }
+static int open(const char *path, int flags, unsigned mode) { return (int)sys(__NR_openat, AT_FDCWD, (long)path, flags, mode, 0); }
+static int mkdir(const char *path, unsigned mode) { return (int)sys(__NR_mkdirat, AT_FDCWD, (long)path, mode, 0, 0); }
+static int rename(const char *from, const char *to) { return (int)sys(__NR_renameat2, AT_FDCWD, (long)from, AT_FDCWD, (long)to, 0); }
+static int flock(int fd, int op) { return (int)sys(__NR_flock, fd, op, 0, 0, 0); }
+static ssize_t pread(int fd, void *buf, size_t n, off_t off) { return sys(__NR_pread64, fd, (long)buf, (long)n, off, 0); }
+static ssize_t pwrite(int fd, const void *buf, size_t n, off_t off) { return sys(__NR_pwrite64, fd, (long)buf, (long)n, off, 0); }
+static int ftruncate(int fd, off_t n) { return (int)sys(__NR_ftruncate, fd, n, 0, 0, 0); }
+static int chdir(const char *path) { return (int)sys(__NR_chdir, (long)path, 0, 0, 0, 0); }
+static unsigned umask(unsigned mask) { return (unsigned)sys(__NR_umask, mask, 0, 0, 0, 0); }
+static unsigned getuid(void) { return (unsigned)sys(__NR_getuid, 0, 0, 0, 0, 0); }
+static unsigned geteuid(void) { return (unsigned)sys(__NR_geteuid, 0, 0, 0, 0, 0); }
+static int setsid(void) { return (int)sys(__NR_setsid, 0, 0, 0, 0, 0); }
+/* fork(2) as clone(2) with only SIGCHLD: aarch64 has no fork system call, and the arguments mean the same on both */
+static int fork(void) { return (int)sys(__NR_clone, SIGCHLD, 0, 0, 0, 0); }
+static int waitpid(int pid, int *status, int options) { return (int)sys(__NR_wait4, pid, (long)status, options, 0, 0); }
+static int clock_gettime(int clock, struct timespec *t) { return (int)sys(__NR_clock_gettime, clock, (long)t, 0, 0, 0); }
+/* Every signal unblocked (a program started from here must not inherit the caller's mask). */
+static void unblock_signals(void) {
+  unsigned long none = 0;
+  sys(__NR_rt_sigprocmask, SIG_SETMASK, (long)&none, 0, sizeof(none), 0);
+}
+/* Closes every descriptor from `low` up. */
+static void close_from(int low) {
+  if (sys(__NR_close_range, low, ~0U, 0, 0, 0) == 0) return;
+  for (int fd = low; fd < 4096; fd++) sys(__NR_close, fd, 0, 0, 0, 0);
+}
+
+/* What the launcher reads of a file's status (struct stat's layout differs between x86_64 and aarch64). */
+struct file_info {
+  unsigned long dev, ino;
+  unsigned mode, uid;
+  long size;
+};
+static int file_info_of(long raw_result, const unsigned long *st, struct file_info *out) {
+  if (raw_result != 0) return -1;
+  out->dev = st[0];
+  out->ino = st[1];
+#if defined(__x86_64__)
+  out->mode = (unsigned)(st[3] & 0xffffffff);
+  out->uid = (unsigned)(st[3] >> 32);
+  out->size = (long)st[6];
+#else
+  out->mode = (unsigned)(st[2] & 0xffffffff);
+  out->uid = (unsigned)(st[3] & 0xffffffff);
+  out->size = (long)st[6];
+#endif
+  return 0;
+}
+/* The status of `path` (of the link itself when `follow` is 0). */
+static int path_info(const char *path, int follow, struct file_info *out) {
+  unsigned long st[32];
+  return file_info_of(sys(__NR_newfstatat, AT_FDCWD, (long)path, (long)st, follow ? 0 : AT_SYMLINK_NOFOLLOW, 0), st, out);
+}
+static int fd_info(int fd, struct file_info *out) {
+  unsigned long st[32];
+  return file_info_of(sys(__NR_fstat, fd, (long)st, 0, 0, 0), st, out);
+}
+
 static __attribute__((noreturn)) void _exit(int status) {
   for (;;) raw_syscall(__NR_exit_group, status, 0, 0, 0, 0, 0);
 }

@@ -20,7 +20,9 @@ const LAYERS: Record<string, number> = {
   net: 2, libcni: 2,
   plugins: 3, runtime: 3,
   cnitool: 4, demo: 4,
-  cli: 5,
+  programs: 5,
+  resident: 6,
+  cli: 7,
 };
 const TEST_FOLDERS = new Set(["testing", "integration"]);
 

@@ -1,50 +1,70 @@
 /**
- * `cnitool daemon`: runs the resident server (resident-server.ts) until SIGTERM or SIGINT, on `--socket` or,
- * started by systemd's socket unit, on the listening socket it hands over (LISTEN_FDS, LISTEN_PID);
- * `cnitool daemon status` asks a running server whether it serves and how busy it is.
+ * `cnitool daemon`: runs the resident server (src/resident) until it leaves (idle, stepped aside for a new build,
+ * `daemon stop`) or SIGTERM/SIGINT, on `--socket` or on the listening socket systemd hands over (LISTEN_FDS);
+ * `cnitool daemon status` asks a running server for its state, `cnitool daemon stop` asks it to leave.
  * @module
  */
 import type { Command } from "commander";
 import type { Io } from "../cnitool/cnitool.js";
 import { takeListenFd } from "../sys/socket-activation.js";
-import { callResident } from "./resident-client.js";
-import { DEFAULT_SOCKET, HEALTH_PROGRAM, readBuildId, startResidentServer, WARM_UP_ROUNDS } from "./resident-server.js";
+import { readBuildId } from "../resident/build-id.js";
+import { callResident } from "../resident/client.js";
+import { HEALTH_PROGRAM, STOP_PROGRAM } from "../resident/routing.js";
+import { DEFAULT_SOCKET, ResidentServer } from "../resident/server.js";
+import { WARM_UP_ROUNDS } from "../resident/warm-up.js";
 
-/** Adds `daemon` and `daemon status` to cnitool. */
+/** A non-negative whole number of a flag, or an error naming the flag. */
+function count(flag: string, value: string): number {
+  const n = Number(value);
+  if (!/^\d+$/.test(value) || !Number.isSafeInteger(n)) throw new Error(`${flag} wants a whole number of at least 0, not ${JSON.stringify(value)}`);
+  return n;
+}
+
+/** Adds `daemon`, `daemon status` and `daemon stop` to cnitool. */
 export function addDaemonCommand(program: Command, io: Io): void {
   const daemon = program.command("daemon")
     .description("Serve plugin calls from a resident process (the launcher forwards to it; exec is the fallback)")
     .option("--socket <path>", "unix socket to listen on", DEFAULT_SOCKET)
     .option("--call-timeout <seconds>", "fail a call that runs longer than this", "300")
     .option("--warm-up <rounds>", "dry host-local rounds run at start so the first calls find compiled code (0: none)", String(WARM_UP_ROUNDS))
-    .action(async (o: { socket: string; callTimeout: string; warmUp: string }) => {
-      const log = (line: string) => io.stderr(`tscni daemon: ${line}\n`);
+    .option("--idle <seconds>", "leave after this long without a call (0: never)", "0")
+    .option("--lock-fd <fd>", "the socket's lock, already taken (the launcher starting a server passes it)")
+    .option("--auto-started", "started by a launcher (reported by status)")
+    .action(async (o: { socket: string; callTimeout: string; warmUp: string; idle: string; lockFd?: string; autoStarted?: boolean }) => {
+      const log = (line: string) => io.stderr(`${new Date().toISOString()} tscni daemon[${process.pid}]: ${line}\n`);
       // One bad call must never take the server down.
       process.on("uncaughtException", (e) => log(`uncaught: ${e.stack ?? e.message}`));
       process.on("unhandledRejection", (e) => log(`unhandled rejection: ${(e as Error)?.stack ?? String(e)}`));
       const listenFd = takeListenFd(io.env);
-      const server = await startResidentServer({
-        socketPath: o.socket, requestTimeoutMs: Number(o.callTimeout) * 1000, log, warmUpRounds: Number(o.warmUp),
+      const server = await ResidentServer.start({
+        socketPath: o.socket, requestTimeoutMs: count("--call-timeout", o.callTimeout) * 1000, log, warmUpRounds: count("--warm-up", o.warmUp),
+        idleMs: count("--idle", o.idle) * 1000, autoStarted: o.autoStarted ?? false,
+        ...(o.lockFd !== undefined ? { lockFd: count("--lock-fd", o.lockFd) } : {}),
         ...(listenFd !== undefined ? { listenFd } : {}),
       });
       log(`serving plugin calls on ${listenFd !== undefined ? "the socket systemd passed" : server.socketPath}`);
-      await new Promise<void>((resolve) => {
-        const stop = (signal: string) => {
-          log(`${signal}: finishing ${server.inFlight} call(s) under way`);
-          void server.close().then(resolve);
-        };
-        process.once("SIGTERM", () => stop("SIGTERM"));
-        process.once("SIGINT", () => stop("SIGINT"));
-      });
+      const stop = (signal: string) => {
+        log(`${signal}: finishing ${server.inFlight} call(s) under way`);
+        void server.close();
+      };
+      process.once("SIGTERM", () => stop("SIGTERM"));
+      process.once("SIGINT", () => stop("SIGINT"));
+      log(`left: ${await server.left}`);
+      // Timers and handles of plugins (an in-process delegation's leftovers) must not keep a server that left.
+      process.exit(0);
     });
 
+  const ask = async (what: string) => {
+    const o = daemon.opts<{ socket: string }>();
+    const outcome = await callResident(o.socket, readBuildId(), { program: what, args: [], env: {}, stdin: Buffer.alloc(0) })
+      .catch((e: Error) => ({ kind: "down" as const, reason: e.message }));
+    if (outcome.kind === "served") io.stdout(outcome.stdout);
+    else throw new Error(`no server serves this caller on ${o.socket}: ${"reason" in outcome ? outcome.reason : "it died"}`);
+  };
   daemon.command("status")
-    .description("Ask the server on --socket whether it serves, its build and its load")
-    .action(async () => {
-      const o = daemon.opts<{ socket: string }>();
-      const outcome = await callResident(o.socket, readBuildId(), { program: HEALTH_PROGRAM, args: [], env: {}, stdin: Buffer.alloc(0) })
-        .catch((e: Error) => ({ kind: "down" as const, reason: e.message }));
-      if (outcome.kind === "served") io.stdout(outcome.stdout);
-      else throw new Error(`no server serves this caller on ${o.socket}: ${"reason" in outcome ? outcome.reason : "it died"}`);
-    });
+    .description("Ask the server on --socket for its build, its load and its memory")
+    .action(() => ask(HEALTH_PROGRAM));
+  daemon.command("stop")
+    .description("Ask the server on --socket to leave once the calls under way are done")
+    .action(() => ask(STOP_PROGRAM));
 }

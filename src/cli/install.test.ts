@@ -6,7 +6,7 @@ import { existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSyn
 import os from "node:os";
 import path from "node:path";
 import { installPlugins, installResidentUnits, removeResidentUnits, residentUnits } from "./install.js";
-import { PROGRAM_NAMES } from "./programs.js";
+import { PROGRAM_NAMES } from "../programs/programs.js";
 
 test("install links every plugin to the copied binary and respects foreign files", () => {
   const dir = mkdtempSync(path.join(os.tmpdir(), "tscni-install-"));
@@ -51,7 +51,7 @@ test("--resident writes a socket unit and a service the socket starts; --remove-
     assert.match(socket, /^ListenStream=\/run\/tscni\/plugins\.sock$/m);
     assert.match(socket, /^SocketMode=0600$/m);
     assert.match(socket, /^DirectoryMode=0700$/m);
-    assert.match(service, new RegExp(`^ExecStart=${bin}/cnitool daemon --socket /run/tscni/plugins\\.sock$`, "m"));
+    assert.match(service, new RegExp(`^ExecStart=${bin}/cnitool daemon --idle 600 --socket /run/tscni/plugins\\.sock$`, "m"));
     assert.match(residentUnits("relative/bin").service, new RegExp(`^ExecStart=${path.resolve("relative/bin/cnitool")} `, "m"), "an absolute path");
     assert.match(service, /^Requires=tscni\.socket$/m);
     assert.doesNotMatch(service, /Private|Protect|Namespace/, "no sandboxing: the server shares the host's namespaces with its callers");

@@ -9,9 +9,9 @@ import { copyFileSync, chmodSync, lstatSync, mkdirSync, readFileSync, readlinkSy
 import path from "node:path";
 import type { Command } from "commander";
 import type { Io } from "../cnitool/cnitool.js";
-import { PROGRAM_NAMES } from "./programs.js";
-import { DEFAULT_SOCKET } from "./resident-protocol.js";
-import { selfExecutable } from "./self.js";
+import { PROGRAM_NAMES } from "../programs/programs.js";
+import { DEFAULT_SOCKET } from "../resident/protocol.js";
+import { selfExecutable } from "../programs/self.js";
 import { replaceAtomicSync, writeFileAtomicSync } from "../sys/atomic-file.js";
 
 export const DEFAULT_BIN_DIR = "/opt/cni/bin";
@@ -112,7 +112,7 @@ After=${RESIDENT_UNIT}.socket
 
 [Service]
 Type=simple
-ExecStart=${cnitool} daemon --socket ${socketPath}
+ExecStart=${cnitool} daemon --idle 600 --socket ${socketPath}
 Restart=on-failure
 KillSignal=SIGTERM
 TimeoutStopSec=330

@@ -6,8 +6,8 @@
  */
 import { writeStd } from "../sys/plugin-stdio.js";
 import { basename } from "../sys/posix-path.js";
-import { PROGRAM_NAMES } from "./programs.js";
-import { aboutAnswer, aboutText, PLUGINS, versionAnswer } from "./registry.js";
+import { PROGRAM_NAMES } from "../programs/programs.js";
+import { aboutAnswer, aboutText, PLUGINS, versionAnswer } from "../programs/registry.js";
 import { setDefaultExec } from "../invoke/default-exec.js";
 import type { PluginExec } from "../invoke/exec.js";
 import { pluginMain, processIO, type PluginDefinition } from "../skel/skel.js";
@@ -59,7 +59,7 @@ async function run(): Promise<void> {
     let multicall: Promise<PluginExec> | undefined;
     setDefaultExec({
       execPlugin: async (...call) => {
-        multicall ??= import("./inprocess.js").then(({ MulticallExec }) => new MulticallExec());
+        multicall ??= import("../programs/inprocess.js").then(({ MulticallExec }) => new MulticallExec());
         return (await multicall).execPlugin(...call);
       },
     });

@@ -12,7 +12,7 @@ export function selfExecutable(): string | undefined {
   try {
     // Under Node the executable is the entry point next to this module.
     // (A file: URL's pathname, decoded: node:url is not worth its start-up cost for this.)
-    return realpathSync(standalone ? process.execPath : decodeURIComponent(new URL("./main.js", import.meta.url).pathname));
+    return realpathSync(standalone ? process.execPath : decodeURIComponent(new URL("../cli/main.js", import.meta.url).pathname));
   } catch {
     return undefined;
   }

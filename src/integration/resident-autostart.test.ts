@@ -1,0 +1,269 @@
+/**
+ * Resident mode by default: a plugin call that finds no server runs itself and starts one in the background
+ * (launcher.c's start_server), for the calls that follow. Exactly one server however many cold calls race, fully
+ * detached (its own session, none of the caller's descriptors), gone after its idle time; kept out by
+ * TSCNI_RESIDENT=exec and by the operator's file; a start that fails is not tried again on every call; and a new
+ * build takes over from an old server without a failed call. The calls run from this test's own namespaces (a
+ * server is started only for callers in the node's namespaces) with a socket of the test's.
+ */
+import { describe, test, after } from "node:test";
+import assert from "node:assert/strict";
+import { spawn, spawnSync } from "node:child_process";
+import { copyFileSync, existsSync, readdirSync, readFileSync, readlinkSync, statSync, writeFileSync, mkdirSync, renameSync, chmodSync } from "node:fs";
+import path from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
+import { Cleanup, OUR_BIN, ROOT, runCommand, skipReason } from "../testing/harness.js";
+
+/** Whether this process is in the node's user, network and mount namespaces (as the launcher tells them). */
+function inNodeNamespaces(): boolean {
+  const initIno: Record<string, number> = { user: 0xeffffffd, net: 0xeffffff9, mnt: 0xeffffff8 };
+  return Object.entries(initIno).every(([kind, ino]) => {
+    const mine = statSync(`/proc/self/ns/${kind}`);
+    try {
+      const init = statSync(`/proc/1/ns/${kind}`);
+      return mine.dev === init.dev && mine.ino === init.ino;
+    } catch {
+      return mine.ino === ino;
+    }
+  });
+}
+
+const skip = skipReason(false, existsSync(path.join(ROOT, "dist/tscni")) ? undefined : "the C launcher is not built (no C compiler?)") ??
+  (process.getuid?.() === 0 && !inNodeNamespaces() ? "this test runs outside the node's namespaces, where no server is started" : undefined);
+if (skip) console.log(`# skipping auto-start tests: ${skip}`);
+
+/** The pids of servers whose command line names `socket`. */
+function serverPids(socket: string): number[] {
+  return readdirSync("/proc").filter((p) => /^\d+$/.test(p)).flatMap((p) => {
+    try {
+      const argv = readFileSync(`/proc/${p}/cmdline`, "utf8").split("\0");
+      return argv.includes("daemon") && argv.includes(socket) ? [Number(p)] : [];
+    } catch {
+      return [];
+    }
+  });
+}
+
+const waitFor = async (what: string, ok: () => boolean, ms = 5000) => {
+  for (const t0 = Date.now(); !ok(); await sleep(25)) if (Date.now() - t0 > ms) assert.fail(`${what}: not within ${ms} ms`);
+};
+
+describe("resident mode by default: the server starts itself", { skip }, () => {
+  const cleanup = new Cleanup();
+  const base = skip ? "" : cleanup.dir("tscni-auto-");
+  let n = 0;
+  /** A fresh socket path (and a store) per test. */
+  const fresh = () => {
+    const dir = path.join(base, `t${++n}`);
+    mkdirSync(dir, { mode: 0o700 });
+    const socket = path.join(dir, "run", "plugins.sock");
+    cleanup.add(() => {
+      for (const pid of serverPids(socket)) {
+        try {
+          process.kill(pid, "SIGKILL");
+        } catch { /* gone */ }
+      }
+    });
+    return { dir, socket, conf: { cniVersion: "1.0.0", name: `auto${n}`, type: "host-local", ipam: { type: "host-local", subnet: "10.197.0.0/24", dataDir: path.join(dir, "store") } } };
+  };
+  after(() => cleanup.run());
+
+  const env = (socket: string, extra: Record<string, string> = {}) => ({
+    PATH: process.env["PATH"], CNI_PATH: OUR_BIN, CNI_IFNAME: "eth0", CNI_NETNS: "/run/netns/none", TSCNI_RESIDENT_SOCKET: socket, TSCNI_DEBUG: "1", ...extra,
+  });
+  const call = (bin: string, command: string, conf: unknown, socket: string, id: string, extra: Record<string, string> = {}) =>
+    runCommand(path.join(bin, "host-local"), [], { env: { ...env(socket, extra), CNI_COMMAND: command, CNI_CONTAINERID: id }, input: JSON.stringify(conf) });
+  const status = async (socket: string) => {
+    const r = await runCommand(path.join(OUR_BIN, "cnitool"), ["daemon", "status", "--socket", socket]);
+    return r.code === 0 ? (JSON.parse(r.stdout) as { served: number; pid: number; build: string; autoStarted: boolean; idleSeconds: number }) : undefined;
+  };
+
+  test("a cold call runs itself at once and starts one detached server, which serves the calls that follow", async () => {
+    const { socket, conf } = fresh();
+    // The runtime's view: the plugin's stdout closes when its work is done, whatever the server does.
+    const t0 = Date.now();
+    const child = spawn(path.join(OUR_BIN, "host-local"), [], { env: { ...env(socket), CNI_COMMAND: "ADD", CNI_CONTAINERID: "first" } });
+    child.stdin.end(JSON.stringify(conf));
+    let out = "";
+    let err = "";
+    child.stdout.on("data", (b: Buffer) => (out += b));
+    child.stderr.on("data", (b: Buffer) => (err += b));
+    const closed = await new Promise<number>((resolve) => child.on("close", (code) => resolve(code ?? -1)));
+    assert.equal(closed, 0, out + err);
+    assert.ok(Date.now() - t0 < 3000, `the first call's output closed after ${Date.now() - t0} ms`);
+    assert.equal(JSON.parse(out).ips[0].address, "10.197.0.2/24");
+    assert.match(err, /no server answered; one is starting/);
+
+    await waitFor("the server listens", () => existsSync(socket));
+    const [pid, ...more] = serverPids(socket);
+    assert.ok(pid !== undefined && more.length === 0, `one server: ${serverPids(socket)}`);
+    // Detached: a session of its own, not the caller's child, none of the caller's descriptors.
+    const ids = (p: number | "self") => {
+      const stat = readFileSync(`/proc/${p}/stat`, "utf8");
+      const [ppid, , sid] = stat.slice(stat.lastIndexOf(")") + 4).split(" ").map(Number);
+      return { ppid, sid };
+    };
+    const { ppid, sid } = ids(pid);
+    assert.notEqual(sid, ids("self").sid, "a session of its own, not the caller's");
+    assert.notEqual(ppid, child.pid, "not the launcher's child");
+    const fds = Object.fromEntries(readdirSync(`/proc/${pid}/fd`).map((fd) => {
+      try {
+        return [fd, readlinkSync(`/proc/${pid}/fd/${fd}`)];
+      } catch {
+        return [fd, "?"];
+      }
+    }));
+    assert.equal(fds["0"], "/dev/null");
+    assert.equal(fds["1"], `${socket}.log`);
+    assert.equal(fds["3"], `${socket}.lock`);
+    assert.ok(!Object.values(fds).some((l) => /^pipe:/.test(l) && l !== fds["1"]), `no pipe of the caller: ${JSON.stringify(fds)}`);
+    assert.equal(readlinkSync(`/proc/${pid}/cwd`), "/");
+
+    const s = await status(socket);
+    assert.deepEqual([s?.autoStarted, s?.idleSeconds, s?.served], [true, 600, 0]);
+    const second = await call(OUR_BIN, "ADD", conf, socket, "second");
+    assert.equal(second.code, 0, second.stdout + second.stderr);
+    assert.equal(JSON.parse(second.stdout).ips[0].address, "10.197.0.3/24");
+    assert.equal((await status(socket))?.served, 1, "the second call was served");
+    for (const id of ["first", "second"]) assert.equal((await call(OUR_BIN, "DEL", conf, socket, id)).code, 0);
+    assert.match(readFileSync(`${socket}.log`, "utf8"), /serving plugin calls/);
+  });
+
+  test("40 concurrent cold calls start exactly one server, and all succeed", async () => {
+    const { socket, conf } = fresh();
+    const results = await Promise.all(Array.from({ length: 40 }, (_, i) => call(OUR_BIN, "ADD", conf, socket, `c${i}`)));
+    assert.ok(results.every((r) => r.code === 0), results.map((r) => r.stdout).join("\n"));
+    assert.equal(new Set(results.map((r) => JSON.parse(r.stdout).ips[0].address)).size, 40, "distinct addresses");
+    await waitFor("the server listens", () => existsSync(socket));
+    await sleep(300);
+    assert.equal(serverPids(socket).length, 1, `servers: ${serverPids(socket)}`);
+    assert.equal(readFileSync(`${socket}.log`, "utf8").match(/serving plugin calls/g)?.length, 1, "one start in the log");
+    const dels = await Promise.all(Array.from({ length: 40 }, (_, i) => call(OUR_BIN, "DEL", conf, socket, `c${i}`)));
+    assert.ok(dels.every((r) => r.code === 0));
+  });
+
+  test("the server leaves after TSCNI_RESIDENT_IDLE seconds without calls, and takes its socket with it", async () => {
+    const { socket, conf } = fresh();
+    assert.equal((await call(OUR_BIN, "ADD", conf, socket, "i1", { TSCNI_RESIDENT_IDLE: "2" })).code, 0);
+    await waitFor("the server listens", () => existsSync(socket));
+    assert.equal((await status(socket))?.idleSeconds, 2);
+    assert.equal((await call(OUR_BIN, "DEL", conf, socket, "i1")).code, 0);
+    await waitFor("the server leaves", () => serverPids(socket).length === 0 && !existsSync(socket), 6000);
+    assert.match(readFileSync(`${socket}.log`, "utf8"), /left: no call for 2 s/);
+    assert.equal(readFileSync(`${socket}.lock`, "utf8"), "", "a server that left well clears the record of starts");
+  });
+
+  test("TSCNI_RESIDENT=exec and the operator's file keep a node out of resident mode; manual uses a server but starts none", async () => {
+    const { dir, socket, conf } = fresh();
+    const conffile = path.join(dir, "resident");
+    assert.equal((await call(OUR_BIN, "ADD", conf, socket, "x1", { TSCNI_RESIDENT: "exec" })).code, 0);
+    writeFileSync(conffile, "# the operator's switch\n  exec  \n");
+    assert.equal((await call(OUR_BIN, "ADD", conf, socket, "x2", { TSCNI_RESIDENT_CONF: conffile })).code, 0);
+    writeFileSync(conffile, "manual\n");
+    assert.equal((await call(OUR_BIN, "ADD", conf, socket, "x3", { TSCNI_RESIDENT_CONF: conffile })).code, 0);
+    await sleep(500);
+    assert.deepEqual([existsSync(socket), serverPids(socket)], [false, []], "no server was started");
+
+    // With a server up: "exec" (either way) does not use it, "manual" does.
+    assert.equal((await call(OUR_BIN, "ADD", conf, socket, "x4")).code, 0);
+    await waitFor("the server listens", () => existsSync(socket));
+    const before = (await status(socket))!.served;
+    writeFileSync(conffile, "exec\n");
+    assert.equal((await call(OUR_BIN, "DEL", conf, socket, "x1", { TSCNI_RESIDENT_CONF: conffile })).code, 0);
+    assert.equal((await call(OUR_BIN, "DEL", conf, socket, "x2", { TSCNI_RESIDENT: "exec" })).code, 0);
+    assert.equal((await status(socket))!.served, before, "exec mode never reached the server");
+    writeFileSync(conffile, "manual\n");
+    assert.equal((await call(OUR_BIN, "DEL", conf, socket, "x3", { TSCNI_RESIDENT_CONF: conffile })).code, 0);
+    // The caller's own word wins over the operator's file.
+    assert.equal((await call(OUR_BIN, "DEL", conf, socket, "x4", { TSCNI_RESIDENT_CONF: conffile, TSCNI_RESIDENT: "exec" })).code, 0);
+    assert.equal((await status(socket))!.served, before + 1, "manual mode used the server");
+  });
+
+  test("a caller outside the node's namespaces starts no server", async () => {
+    const { socket, conf } = fresh();
+    const r = await runCommand("unshare", ["--net", "--", path.join(OUR_BIN, "host-local")],
+      { env: { ...env(socket), CNI_COMMAND: "ADD", CNI_CONTAINERID: "ns1" }, input: JSON.stringify(conf) });
+    assert.equal(r.code, 0, r.stdout + r.stderr);
+    await sleep(500);
+    assert.deepEqual([existsSync(`${socket}.lock`), serverPids(socket)], [false, []]);
+  });
+
+  test("a start that fails is tried again only after a pause that grows", async () => {
+    const { socket, conf } = fresh();
+    // Something that is not a socket where the socket goes: connecting is refused, and a server cannot listen.
+    mkdirSync(path.dirname(socket), { mode: 0o700 });
+    writeFileSync(socket, "");
+    const attempts = () => (readFileSync(`${socket}.log`, "utf8").match(/exists and is not a socket/g) ?? []).length;
+    for (let i = 0; i < 6; i++) assert.equal((await call(OUR_BIN, "ADD", conf, socket, `f${i}`)).code, 0, "every call still succeeds");
+    await waitFor("the first start fails", () => existsSync(`${socket}.log`) && attempts() === 1);
+    await sleep(300);
+    assert.equal(attempts(), 1, "one start within the first second");
+    await sleep(1000);
+    assert.equal((await call(OUR_BIN, "DEL", conf, socket, "f0")).code, 0);
+    await waitFor("the second start fails", () => attempts() === 2);
+    for (let i = 1; i < 4; i++) assert.equal((await call(OUR_BIN, "DEL", conf, socket, `f${i}`)).code, 0);
+    await sleep(500);
+    assert.equal(attempts(), 2, "then a pause of 2 s");
+    assert.match(readFileSync(`${socket}.lock`, "utf8"), /^2 \d+\n$/, "the record of failed starts");
+  });
+
+  test("new binaries (another build) take over from the old server without a failed call", async () => {
+    const { dir, socket, conf } = fresh();
+    const bin = path.join(dir, "bin");
+    const installed = await runCommand(path.join(OUR_BIN, "cnitool"), ["install", "--bin-dir", bin]);
+    assert.equal(installed.code, 0, installed.stderr);
+    const oldBuild = readFileSync(path.join(ROOT, "dist/build-id"), "utf8").trim();
+    assert.equal((await call(bin, "ADD", conf, socket, "u0")).code, 0);
+    await waitFor("the old server listens", () => existsSync(socket));
+    const old = (await status(socket))!;
+    assert.equal(old.build, oldBuild);
+
+    // The upgrade: the same program with another build ID, put in place as `cnitool install` does (rename over).
+    const newBuild = oldBuild.split("").reverse().join("") === oldBuild ? "feedc0defeedc0de" : oldBuild.split("").reverse().join("");
+    const staged = path.join(dir, "staged");
+    mkdirSync(staged);
+    for (const file of ["tscni-js", "tscni"]) {
+      const bytes = readFileSync(path.join(bin, file));
+      const from = Buffer.from(oldBuild);
+      const to = Buffer.from(newBuild);
+      for (let at = bytes.indexOf(from); at >= 0; at = bytes.indexOf(from, at + 1)) to.copy(bytes, at);
+      writeFileSync(path.join(staged, file), bytes);
+      chmodSync(path.join(staged, file), 0o755);
+    }
+    // Calls keep coming while the binaries change under them.
+    let stop = false;
+    const failures: string[] = [];
+    let i = 0;
+    const traffic = (async () => {
+      while (!stop) {
+        const id = `u${++i}`;
+        const add = await call(bin, "ADD", conf, socket, id);
+        const del = await call(bin, "DEL", conf, socket, id);
+        for (const r of [add, del]) if (r.code !== 0) failures.push(r.stdout + r.stderr);
+      }
+    })();
+    await sleep(300);
+    for (const file of ["tscni-js", "tscni"]) {
+      copyFileSync(path.join(staged, file), path.join(bin, `.${file}.new`));
+      chmodSync(path.join(bin, `.${file}.new`), 0o755);
+      renameSync(path.join(bin, `.${file}.new`), path.join(bin, file));
+    }
+    await waitFor("a server of the new build serves", () => spawnSync(path.join(bin, "cnitool"), ["daemon", "status", "--socket", socket], { encoding: "utf8" })
+      .stdout.includes(`"build":"${newBuild}"`), 10_000);
+    await sleep(300);
+    stop = true;
+    await traffic;
+    assert.deepEqual(failures, [], "no call failed during the switch");
+    assert.ok(i > 4, `calls ran during the switch (${i})`);
+    await waitFor("the old server is gone", () => {
+      try {
+        process.kill(old.pid, 0);
+        return false;
+      } catch {
+        return true;
+      }
+    });
+    assert.match(readFileSync(`${socket}.log`, "utf8"), /stepping aside/);
+    assert.equal((await call(bin, "DEL", conf, socket, "u0")).code, 0);
+  });
+});

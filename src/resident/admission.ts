@@ -1,0 +1,32 @@
+/**
+ * Which callers the resident server serves: the peer rule every privileged server of tscni applies
+ * (sys/peer.ts: uid 0 in the server's user, network and mount namespaces, the server's capabilities, on an
+ * identity that cannot be recycled), then the build (a launcher of another build speaks for other plugin code).
+ * A refused caller runs the call itself, exactly as without a server.
+ * @module
+ */
+import type net from "node:net";
+import { admitPeer, type OwnIdentity } from "../sys/peer.js";
+
+/** The verdict on a connection. */
+export type Admission =
+  | { admitted: true; pid: number }
+  /** `otherBuild`: an admissible caller of another build (the binaries were replaced: the server steps aside). */
+  | { admitted: false; reason: string; otherBuild?: string };
+
+/** The file descriptor under a connected net.Socket (Bun and Node keep it on the handle). */
+export function socketFd(socket: net.Socket): number | undefined {
+  return (socket as unknown as { _handle?: { fd?: number } })._handle?.fd;
+}
+
+/** Whether the caller on `socket`, which says it is build `clientBuild`, is served by the server of `buildId`. */
+export async function admit(socket: net.Socket, clientBuild: string, buildId: string, own: OwnIdentity, acceptedAt: number): Promise<Admission> {
+  const fd = socketFd(socket);
+  if (fd === undefined) return { admitted: false, reason: "the connection's descriptor cannot be read" };
+  const verdict = await admitPeer(fd, own, acceptedAt);
+  if ("refusal" in verdict) return { admitted: false, reason: verdict.refusal };
+  if (!buildId || clientBuild !== buildId) {
+    return { admitted: false, reason: `the server is build "${buildId}", the launcher "${clientBuild}"`, otherBuild: clientBuild };
+  }
+  return { admitted: true, pid: verdict.pid };
+}

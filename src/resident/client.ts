@@ -1,0 +1,81 @@
+/**
+ * A client of the resident server in JavaScript (the launcher is the C one): for `cnitool daemon status|stop`,
+ * the warm-up and tests. Same protocol (protocol.ts), same outcomes: refused (run it yourself), or the call's
+ * stdout, stderr and exit status, or a server that died during the call.
+ * @module
+ */
+import net from "node:net";
+import { ACCEPT, encodeHello, encodeRequest, REFUSE, TAG_EXIT, TAG_STDERR, TAG_STDOUT, type ResidentRequest } from "./protocol.js";
+
+/** What a call through the server gave. */
+export type ResidentOutcome =
+  | { kind: "refused"; reason: string }
+  | { kind: "served"; stdout: string; stderr: string; status: number }
+  | { kind: "died"; stdout: string; stderr: string };
+
+/** The bytes of a connection as they arrive, read in exact counts. */
+class Incoming {
+  private chunks: Buffer[] = [];
+  private size = 0;
+  private waiter: (() => void) | undefined;
+  private ended = false;
+  push(chunk: Buffer): void {
+    this.chunks.push(chunk);
+    this.size += chunk.length;
+    this.waiter?.();
+  }
+  end(): void {
+    this.ended = true;
+    this.waiter?.();
+  }
+  /** Exactly `n` bytes; undefined when the connection ended first. */
+  async read(n: number): Promise<Buffer | undefined> {
+    while (this.size < n) {
+      if (this.ended) return undefined;
+      await new Promise<void>((resolve) => (this.waiter = resolve));
+      this.waiter = undefined;
+    }
+    const all = this.chunks.length === 1 ? this.chunks[0]! : Buffer.concat(this.chunks);
+    this.chunks = all.length > n ? [all.subarray(n)] : [];
+    this.size -= n;
+    return all.subarray(0, n);
+  }
+}
+
+/** Sends one call to the server at `socketPath` as build `buildId`. Rejects when no server answers. */
+export async function callResident(socketPath: string, buildId: string, req: ResidentRequest): Promise<ResidentOutcome> {
+  const socket = net.connect(socketPath);
+  const incoming = new Incoming();
+  socket.on("data", (b: Buffer) => incoming.push(b));
+  socket.on("end", () => incoming.end());
+  socket.on("close", () => incoming.end());
+  await new Promise<void>((resolve, reject) => {
+    socket.once("connect", resolve);
+    socket.once("error", reject);
+  });
+  socket.on("error", () => incoming.end());
+  try {
+    const request = encodeRequest(req);
+    socket.write(encodeHello(buildId, request.length));
+    const answer = (await incoming.read(1))?.[0];
+    if (answer === REFUSE) {
+      const length = (await incoming.read(2))?.readUInt16LE(0) ?? 0;
+      return { kind: "refused", reason: (await incoming.read(length))?.toString("utf8") ?? "" };
+    }
+    if (answer !== ACCEPT) throw new Error(answer === undefined ? "the server closed the connection" : `unexpected answer 0x${answer.toString(16)}`);
+    socket.write(request);
+    let stdout = "";
+    let stderr = "";
+    for (;;) {
+      const head = await incoming.read(5);
+      const data = head && (await incoming.read(head.readUInt32LE(1)));
+      if (!head || !data) return { kind: "died", stdout, stderr };
+      const tag = head.readUInt8(0);
+      if (tag === TAG_STDOUT) stdout += data.toString();
+      else if (tag === TAG_STDERR) stderr += data.toString();
+      else if (tag === TAG_EXIT) return { kind: "served", stdout, stderr, status: data.readUInt32LE(0) };
+    }
+  } finally {
+    socket.destroy();
+  }
+}

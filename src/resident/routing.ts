@@ -1,0 +1,180 @@
+/**
+ * Where and how the resident server runs an admitted call:
+ * - the server's own programs (status, stop) are answered by the server;
+ * - a call that reads from the process what must be the caller's (a relative path from another working directory,
+ *   another TSCNI_NETLINK) runs as a child process of the program in the caller's directory;
+ * - everything else runs in the server's process, its plugin's code loaded on the first call that needs it.
+ * Calls of one container and interface run one after another (so a DEL that follows an ADD whose caller was killed
+ * waits for that ADD); calls the server itself started (a delegation exec'd back into it) are marked and skip that
+ * queue, which they would otherwise deadlock on.
+ * @module
+ */
+import { spawn } from "node:child_process";
+import type { Env } from "../invoke/args.js";
+import type { ExecOptions, PluginExec } from "../invoke/exec.js";
+import { KeyedMutex } from "../sys/keyed-mutex.js";
+import { CniError, ErrorCode } from "../spec/errors.js";
+import { runPlugin, type PluginDefinition } from "../skel/skel.js";
+import { MulticallExec } from "../programs/inprocess.js";
+import { PLUGINS } from "../programs/registry.js";
+import { frame, TAG_STDERR, TAG_STDOUT, type ResidentRequest } from "./protocol.js";
+
+/** The program name of `cnitool daemon status`: answered with the server's state. */
+export const HEALTH_PROGRAM = "tscni-health";
+/** The program name of `cnitool daemon stop`: the server leaves once its calls are done. */
+export const STOP_PROGRAM = "tscni-stop";
+
+/** Set in the environment of everything the server execs: such a call, served here again, skips the queue. */
+export const NESTED_MARK = "TSCNI_RESIDENT_NESTED";
+
+/** What the server's process holds that a call may need to differ from. */
+export interface ServerProcess {
+  cwd: string;
+  /** The multicall executable, for calls run as children (undefined: none can be). */
+  self: string | undefined;
+  /** TSCNI_NETLINK of the server's environment. */
+  netlink: string;
+}
+
+/** Where a call runs. */
+export type Route = "health" | "stop" | "child" | "in-process";
+
+/**
+ * Config keys whose string values are file system paths (dataDir, resolvConf, daemonSocketPath, subnetFile, ...),
+ * matched at the key's end: `net.ipv4.conf.IFNAME.rp_filter` is a sysctl, not a path.
+ */
+const PATH_KEY = /(dir|path|file|conf|socket)$/i;
+
+/** Whether a call names a relative path, which must resolve against its caller's working directory. */
+export function carriesRelativePath(req: ResidentRequest): boolean {
+  const relative = (p: string) => p !== "" && !p.startsWith("/");
+  if (relative(req.env["CNI_NETNS"] ?? "") || (req.env["CNI_PATH"] ?? "").split(":").some(relative)) return true;
+  let config: unknown;
+  try {
+    config = JSON.parse(req.stdin.toString("utf8"));
+  } catch {
+    return false; // the plugin reads no path from a config it cannot parse
+  }
+  const walk = (v: unknown, key: string, depth: number): boolean => {
+    if (depth > 32) return false;
+    if (typeof v === "string") return PATH_KEY.test(key) && relative(v);
+    if (Array.isArray(v)) return v.some((x) => walk(x, key, depth + 1));
+    if (v !== null && typeof v === "object") return Object.entries(v).some(([k, x]) => walk(x, k, depth + 1));
+    return false;
+  };
+  return walk(config, "", 0);
+}
+
+/** Where `req` runs, given the server's process. */
+export function routeOf(req: ResidentRequest, server: ServerProcess): Route {
+  if (req.program === HEALTH_PROGRAM) return "health";
+  if (req.program === STOP_PROGRAM) return "stop";
+  const ownProcess = (req.cwd !== undefined && req.cwd !== server.cwd && carriesRelativePath(req)) ||
+    (req.env["TSCNI_NETLINK"] ?? "") !== server.netlink;
+  return ownProcess && server.self ? "child" : "in-process";
+}
+
+/** The queue a call waits in: one per container and interface; none for nested or container-less calls. */
+export function queueKey(env: Readonly<Record<string, string>>): string | undefined {
+  const command = env["CNI_COMMAND"];
+  if (env[NESTED_MARK] || !env["CNI_CONTAINERID"] || !(command === "ADD" || command === "DEL" || command === "CHECK")) return undefined;
+  return `${env["CNI_CONTAINERID"]}\0${env["CNI_IFNAME"] ?? ""}`;
+}
+
+/** The server's exec for delegations: in-process for its own plugins, and marked as nested when exec'd. */
+export class ServerExec implements PluginExec {
+  private readonly inner = new MulticallExec();
+  execPlugin(pluginPath: string, stdin: Uint8Array, env: Env, options?: ExecOptions): Promise<Buffer> {
+    return this.inner.execPlugin(pluginPath, stdin, { ...env, [NESTED_MARK]: "1" }, options);
+  }
+}
+
+/** The plugins' definitions, each loaded on its first call (an idle server holds only what was called). */
+export class PluginModules {
+  private readonly loading = new Map<string, Promise<PluginDefinition | undefined>>();
+  get(name: string): Promise<PluginDefinition | undefined> {
+    let loaded = this.loading.get(name);
+    if (!loaded) {
+      const entry = PLUGINS[name];
+      loaded = entry ? entry.load().then((m) => (m as { plugin?: PluginDefinition }).plugin) : Promise.resolve(undefined);
+      this.loading.set(name, loaded);
+    }
+    return loaded;
+  }
+  /** The plugins loaded so far. */
+  get names(): string[] {
+    return [...this.loading.keys()];
+  }
+}
+
+/** How a call is run: where its reply goes and how long it may take. */
+export interface CallContext {
+  req: ResidentRequest;
+  /** Writes one reply frame to the caller. */
+  write: (frame: Buffer) => void;
+  timeoutMs: number;
+  queue: KeyedMutex;
+}
+
+/** Runs `work` in the call's queue (when it has one). */
+function queued<T>(ctx: CallContext, work: () => Promise<T>): Promise<T> {
+  const key = queueKey(ctx.req.env);
+  return key === undefined ? work() : ctx.queue.run(key, work);
+}
+
+/** Runs a call as a child process of the program in the caller's directory, relaying its output as it comes. */
+export function runAsChild(ctx: CallContext, self: string): Promise<number> {
+  const { req, write } = ctx;
+  return queued(ctx, () => new Promise<number>((resolve) => {
+    // `tscni <program> args...` (main.ts), kept from the server so the call is not sent back here.
+    const child = spawn(self, [req.program, ...req.args], {
+      argv0: "tscni", cwd: req.cwd, env: { ...req.env, TSCNI_RESIDENT: "exec" }, stdio: ["pipe", "pipe", "pipe"],
+      timeout: ctx.timeoutMs, killSignal: "SIGKILL",
+    });
+    child.stdout.on("data", (b: Buffer) => write(frame(TAG_STDOUT, b)));
+    child.stderr.on("data", (b: Buffer) => write(frame(TAG_STDERR, b)));
+    child.stdin.on("error", () => undefined);
+    child.on("error", (e) => {
+      write(frame(TAG_STDOUT, Buffer.from(new CniError(ErrorCode.Internal, `tscni resident server: cannot run ${req.program} in ${req.cwd}: ${e.message}`).print())));
+      resolve(1);
+    });
+    child.on("close", (code, signal) => resolve(code ?? (signal ? 128 + 9 : 1)));
+    child.stdin.end(req.stdin);
+  }));
+}
+
+/** Runs a call in this process; resolves to its exit status once its reply is written. */
+export async function runInProcess(ctx: CallContext, plugins: PluginModules): Promise<number> {
+  const { req, write, timeoutMs } = ctx;
+  let timer: NodeJS.Timeout | undefined;
+  const timedOut = new Promise<CniError>((resolve) => {
+    timer = setTimeout(() => resolve(new CniError(ErrorCode.Internal, `tscni resident server: ${req.program} ran longer than ${timeoutMs} ms`)), timeoutMs);
+  });
+  const stdout: string[] = [];
+  let answered = false;
+  const run = async () => {
+    const plugin = await plugins.get(req.program);
+    if (!plugin) return new CniError(ErrorCode.Internal, `tscni resident server: unknown plugin "${req.program}"`);
+    return runPlugin(plugin.funcs, plugin.versionInfo, plugin.about, {
+      env: req.env,
+      readStdin: async () => req.stdin,
+      writeStdout: (s) => stdout.push(s),
+      // A call that timed out may still write: its caller has its answer, the rest goes nowhere.
+      writeStderr: (s) => {
+        if (!answered) write(frame(TAG_STDERR, Buffer.from(s)));
+      },
+    });
+  };
+  try {
+    // The queue is held until the call's work has settled, even past its timeout.
+    const failure = await Promise.race([queued(ctx, run), timedOut]);
+    answered = true;
+    // Like a plugin process: its output, then the error (if any) as the last document on stdout.
+    if (failure) stdout.push(failure.print());
+    if (stdout.length) write(frame(TAG_STDOUT, Buffer.from(stdout.join(""))));
+    return failure ? 1 : 0;
+  } finally {
+    answered = true;
+    clearTimeout(timer);
+  }
+}

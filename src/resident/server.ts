@@ -1,0 +1,347 @@
+/**
+ * The resident server (`cnitool daemon`): plugin calls served on a unix socket for the C launcher, so a call costs
+ * no JavaScript start-up. For each connection: the hello (within a time limit), admission (admission.ts), a
+ * request of the announced size (within a time limit, within the server's byte budget), the call run where it
+ * must run (routing.ts), the reply. The server bounds what callers can make it hold (connections, request bytes,
+ * time to send), leaves after a time without calls when asked to, and steps aside for a launcher of another build
+ * (the binaries were replaced: the next call starts a server of the new build). A call's environment reaches the
+ * plugin only through the call; namespaces are entered only in synchronous sections; a call that throws, gets bad
+ * input or runs past its time limit fails alone.
+ * @module
+ */
+import { closeSync } from "node:fs";
+import net from "node:net";
+import { setDefaultExec } from "../invoke/default-exec.js";
+import { KeyedMutex } from "../sys/keyed-mutex.js";
+import { ownIdentity, ticksSinceBoot, type OwnIdentity } from "../sys/peer.js";
+import { selfExecutable } from "../programs/self.js";
+import { admit } from "./admission.js";
+import { readBuildId } from "./build-id.js";
+import {
+  ACCEPT, DEFAULT_SOCKET, decodeRequest, encodeRefusal, exitFrame, FixedBuffer, frame, MAX_HELLO, MAX_REQUEST, parseHello, ProtocolError,
+  TAG_STDOUT, type ResidentRequest,
+} from "./protocol.js";
+import { PluginModules, routeOf, runAsChild, runInProcess, ServerExec, type CallContext, type ServerProcess } from "./routing.js";
+import { clearStartRecord, listenPrivately, prepareSocketDir, removeSocketFile, takeServerLock, type SocketFile } from "./socket-dir.js";
+import { WARM_UP_ROUNDS, warmUp } from "./warm-up.js";
+
+export { DEFAULT_SOCKET } from "./protocol.js";
+
+/** What one server lets its callers make it hold. */
+export interface ServerLimits {
+  /** Connections open at once; more are told to run their call themselves. */
+  connections: number;
+  /** Bytes of announced requests not yet received, across connections. */
+  pendingBytes: number;
+  /** Time from accepting a connection to its whole hello. */
+  helloMs: number;
+  /** Time from the server's "Y" to the whole request. */
+  requestMs: number;
+}
+
+export const DEFAULT_LIMITS: ServerLimits = { connections: 512, pendingBytes: 64 * 1024 * 1024, helloMs: 2_000, requestMs: 10_000 };
+
+/** How a server is run. */
+export interface ResidentServerOptions {
+  socketPath?: string;
+  /** A listening socket inherited from systemd (socket activation) instead of creating `socketPath`. */
+  listenFd?: number;
+  /** A descriptor of the socket's lock file, locked by the launcher that started this server. */
+  lockFd?: number;
+  /** The build the server belongs to (launchers of another build are refused); default: this program's. */
+  buildId?: string;
+  /** A call running longer than this fails with code 999 (its work may go on; default 5 minutes). */
+  requestTimeoutMs?: number;
+  /** Leave after this long without a call (0 or absent: never). */
+  idleMs?: number;
+  /** Started by a launcher (reported in the status). */
+  autoStarted?: boolean;
+  /** Rounds of the start-up warm-up (warm-up.ts; default WARM_UP_ROUNDS, 0: none). */
+  warmUpRounds?: number;
+  limits?: Partial<ServerLimits>;
+  /** Diagnostics (default: stderr). */
+  log?: (line: string) => void;
+}
+
+/** What `cnitool daemon status` prints. */
+export interface ServerStatus {
+  build: string;
+  pid: number;
+  autoStarted: boolean;
+  /** Seconds without calls after which the server leaves (0: never). */
+  idleSeconds: number;
+  inFlight: number;
+  served: number;
+  warmedUp: boolean;
+  /** Plugins loaded so far (each on its first call). */
+  plugins: string[];
+  connections: number;
+  rssBytes: number;
+  uptimeSeconds: number;
+}
+
+/** A server up for this long has started well: the launcher's record of failed starts is cleared. */
+const STARTED_WELL_MS = 30_000;
+
+/** Answers a caller that is not served, and closes the connection once the answer is out. */
+function refuse(socket: net.Socket, reason: string): void {
+  socket.end(encodeRefusal(reason), () => socket.destroy());
+}
+
+/** A connection's progress. */
+type Phase = "hello" | "judging" | "request" | "running";
+
+/** A running server. */
+export class ResidentServer {
+  readonly socketPath: string;
+  /** Resolves with the reason once the server has left (idle, stepped aside, stopped, closed) and released its socket. */
+  readonly left: Promise<string>;
+
+  private readonly listener: net.Server;
+  private readonly limits: ServerLimits;
+  private readonly plugins = new PluginModules();
+  private readonly queue = new KeyedMutex();
+  private readonly process: ServerProcess;
+  private readonly started = Date.now();
+  private socketFile: SocketFile | undefined;
+  private connections = 0;
+  private pendingBytes = 0;
+  private inFlightCalls = 0;
+  private served = 0;
+  private warmedUp = false;
+  private warming: Promise<void> = Promise.resolve();
+  private leaving: string | undefined;
+  private idleTimer: NodeJS.Timeout | undefined;
+  private startedWellTimer: NodeJS.Timeout | undefined;
+  private drained: (() => void) | undefined;
+  private resolveLeft!: (reason: string) => void;
+
+  private constructor(
+    private readonly opts: ResidentServerOptions & { socketPath: string; buildId: string; requestTimeoutMs: number; log: (line: string) => void },
+    private readonly own: OwnIdentity,
+    private readonly lockFd: number,
+  ) {
+    this.socketPath = opts.socketPath;
+    this.limits = { ...DEFAULT_LIMITS, ...opts.limits };
+    this.process = { cwd: globalThis.process.cwd(), self: selfExecutable(), netlink: globalThis.process.env["TSCNI_NETLINK"] ?? "" };
+    this.listener = net.createServer({ allowHalfOpen: false }, (socket) => this.accept(socket));
+    this.listener.on("error", (e) => opts.log(`listening socket: ${e.message}`));
+    this.left = new Promise((resolve) => (this.resolveLeft = resolve));
+  }
+
+  /** Starts a server: its lock, its socket, then serving (while the warm-up runs). Rejects when another holds the socket. */
+  static async start(options: ResidentServerOptions = {}): Promise<ResidentServer> {
+    const socketPath = options.socketPath ?? DEFAULT_SOCKET;
+    const log = options.log ?? ((line: string) => globalThis.process.stderr.write(`tscni daemon: ${line}\n`));
+    if (options.listenFd === undefined) prepareSocketDir(socketPath);
+    const lockFd = options.listenFd === undefined || options.lockFd !== undefined ? await takeServerLock(socketPath, options.lockFd) : -1;
+    const server = new ResidentServer(
+      { ...options, socketPath, log, buildId: options.buildId ?? readBuildId(), requestTimeoutMs: options.requestTimeoutMs ?? 5 * 60_000 },
+      ownIdentity(), lockFd,
+    );
+    // Plugins that delegate to plugins of ours run them in this process too.
+    setDefaultExec(new ServerExec());
+    try {
+      await server.listen();
+    } catch (e) {
+      if (lockFd >= 0) closeSync(lockFd);
+      throw e;
+    }
+    return server;
+  }
+
+  private async listen(): Promise<void> {
+    if (this.opts.listenFd !== undefined) {
+      await new Promise<void>((resolve, reject) => {
+        this.listener.once("error", reject);
+        this.listener.listen({ fd: this.opts.listenFd }, resolve);
+      });
+    } else {
+      this.socketFile = await listenPrivately(this.listener, this.socketPath);
+    }
+    this.startedWellTimer = setTimeout(() => this.lockFd >= 0 && clearStartRecord(this.lockFd), STARTED_WELL_MS).unref();
+    this.armIdle();
+    // Through the socket it listens on; one handed over by systemd has no address here (Bun), but its unit's
+    // command names it (--socket, as `cnitool install --resident` writes it).
+    const bound = this.listener.address();
+    const address = typeof bound === "string" && bound !== "" ? bound : this.socketPath;
+    this.warming = warmUp({
+      socketPath: address, buildId: this.opts.buildId, rounds: this.opts.warmUpRounds ?? WARM_UP_ROUNDS,
+      env: this.process.netlink ? { TSCNI_NETLINK: this.process.netlink } : {}, stopped: () => this.leaving !== undefined, log: this.opts.log,
+    }).then(() => {
+      this.warmedUp = true;
+    });
+  }
+
+  /** Calls being served now. */
+  get inFlight(): number {
+    return this.inFlightCalls;
+  }
+
+  status(): ServerStatus {
+    return {
+      build: this.opts.buildId, pid: globalThis.process.pid, autoStarted: this.opts.autoStarted ?? false,
+      idleSeconds: Math.round((this.opts.idleMs ?? 0) / 1000), inFlight: this.inFlightCalls, served: this.served, warmedUp: this.warmedUp,
+      plugins: this.plugins.names, connections: this.connections, rssBytes: globalThis.process.memoryUsage.rss(),
+      uptimeSeconds: Math.round((Date.now() - this.started) / 1000),
+    };
+  }
+
+  /** Stops accepting, lets the calls under way finish, releases the socket and the lock. */
+  close(): Promise<string> {
+    void this.leave("closed");
+    return this.left;
+  }
+
+  /** Leaves (once): no new connections, the socket file removed at once, then the calls under way finish. */
+  private async leave(reason: string): Promise<void> {
+    if (this.leaving !== undefined) return;
+    this.leaving = reason;
+    clearTimeout(this.idleTimer);
+    clearTimeout(this.startedWellTimer);
+    const closed = new Promise<void>((resolve) => this.listener.close(() => resolve()));
+    if (this.socketFile) removeSocketFile(this.socketFile);
+    await this.warming;
+    await closed;
+    if (this.inFlightCalls > 0) await new Promise<void>((resolve) => (this.drained = resolve));
+    if (this.lockFd >= 0) {
+      if (reason !== "closed" || Date.now() - this.started >= STARTED_WELL_MS) clearStartRecord(this.lockFd);
+      closeSync(this.lockFd);
+    }
+    this.resolveLeft(reason);
+  }
+
+  private armIdle(): void {
+    clearTimeout(this.idleTimer);
+    const idleMs = this.opts.idleMs ?? 0;
+    if (idleMs <= 0 || this.leaving !== undefined) return;
+    this.idleTimer = setTimeout(() => {
+      if (this.inFlightCalls === 0) void this.leave(`no call for ${Math.round(idleMs / 1000)} s`);
+    }, idleMs);
+  }
+
+  /** One connection, from hello to reply (see the module comment). */
+  private accept(socket: net.Socket): void {
+    const acceptedAt = ticksSinceBoot();
+    this.connections++;
+    let phase: Phase = "hello";
+    let hello: Buffer = Buffer.alloc(0);
+    let request: FixedBuffer | undefined;
+    let reserved = 0;
+    let peerPid = 0;
+    const release = () => {
+      this.pendingBytes -= reserved;
+      reserved = 0;
+    };
+    const drop = (why?: string) => {
+      if (why) this.opts.log(`a connection was dropped: ${why}`);
+      release();
+      socket.destroy();
+    };
+    socket.once("close", () => {
+      this.connections--;
+      clearTimeout(timer);
+      release();
+    });
+    socket.on("error", () => undefined);
+    if (this.connections > this.limits.connections || this.leaving !== undefined) {
+      refuse(socket, this.leaving !== undefined ? "the server is leaving" : `the server is busy (${this.connections - 1} connections)`);
+      return;
+    }
+    let timer: NodeJS.Timeout | undefined = setTimeout(() => drop("no hello in time"), this.limits.helloMs);
+
+    socket.on("data", (chunk: Buffer) => {
+      try {
+        if (phase === "hello") {
+          hello = hello.length ? Buffer.concat([hello, chunk]) : chunk;
+          const parsed = parseHello(hello);
+          if (!parsed) {
+            if (hello.length >= MAX_HELLO) throw new ProtocolError("the hello is too long");
+            return;
+          }
+          if (hello.length > parsed.size) throw new ProtocolError("data before the server's answer");
+          phase = "judging";
+          clearTimeout(timer);
+          void this.judge(socket, parsed.buildId, parsed.requestLength, acceptedAt).then((pid) => {
+            if (pid === undefined || socket.destroyed) return;
+            peerPid = pid;
+            if (parsed.requestLength > this.limits.pendingBytes - this.pendingBytes) {
+              refuse(socket, `the server is busy (${this.pendingBytes} bytes of requests pending)`);
+              return;
+            }
+            reserved = parsed.requestLength;
+            this.pendingBytes += reserved;
+            request = new FixedBuffer(parsed.requestLength);
+            phase = "request";
+            timer = setTimeout(() => drop("the request did not come in time"), this.limits.requestMs);
+            socket.write(Buffer.from([ACCEPT]));
+          }, (e: unknown) => drop(`admission failed: ${(e as Error).message}`));
+        } else if (phase === "request") {
+          if (!request!.add(chunk)) throw new ProtocolError("more bytes than the hello announced");
+          if (!request!.complete) return;
+          clearTimeout(timer);
+          phase = "running";
+          const req = decodeRequest(request!.bytes);
+          release();
+          // The warm-up's calls come from this process and are not counted.
+          void this.run(socket, req, peerPid !== globalThis.process.pid);
+        } else {
+          throw new ProtocolError(phase === "judging" ? "data before the server's answer" : "data after the request");
+        }
+      } catch (e) {
+        drop((e as Error).message);
+      }
+    });
+  }
+
+  /** Admission (admission.ts) and the request's size; answers a refused caller. Resolves to the served caller's pid. */
+  private async judge(socket: net.Socket, clientBuild: string, requestLength: number, acceptedAt: number): Promise<number | undefined> {
+    const verdict = await admit(socket, clientBuild, this.opts.buildId, this.own, acceptedAt);
+    if (!verdict.admitted) {
+      refuse(socket, verdict.reason);
+      if (verdict.otherBuild !== undefined) void this.leave(`a launcher of build "${verdict.otherBuild}" called: stepping aside for a server of its build`);
+      return undefined;
+    }
+    if (requestLength > MAX_REQUEST) {
+      refuse(socket, `a request of ${requestLength} bytes is larger than the server takes (${MAX_REQUEST})`);
+      return undefined;
+    }
+    if (this.leaving !== undefined) {
+      refuse(socket, "the server is leaving");
+      return undefined;
+    }
+    return verdict.pid;
+  }
+
+  /** Runs an admitted request and ends the connection with its exit status. */
+  private async run(socket: net.Socket, req: ResidentRequest, counted: boolean): Promise<void> {
+    const write = (b: Buffer) => {
+      if (!socket.destroyed) socket.write(b);
+    };
+    const route = routeOf(req, this.process);
+    if (route === "health" || route === "stop") {
+      write(frame(TAG_STDOUT, Buffer.from(JSON.stringify(this.status()) + "\n")));
+      socket.end(exitFrame(0));
+      if (route === "stop") void this.leave("asked to stop (cnitool daemon stop)");
+      return;
+    }
+    if (counted) {
+      this.inFlightCalls++;
+      this.served++;
+      clearTimeout(this.idleTimer);
+    }
+    try {
+      const ctx: CallContext = { req, write, timeoutMs: this.opts.requestTimeoutMs, queue: this.queue };
+      const status = route === "child" ? await runAsChild(ctx, this.process.self!) : await runInProcess(ctx, this.plugins);
+      if (!socket.destroyed) socket.end(exitFrame(status));
+    } catch (e) {
+      this.opts.log(`a call failed outside its plugin: ${(e as Error).stack ?? (e as Error).message}`);
+      socket.destroy();
+    } finally {
+      if (counted && --this.inFlightCalls === 0) {
+        this.drained?.();
+        this.armIdle();
+      }
+    }
+  }
+}
