@@ -7,6 +7,7 @@ import path from "node:path";
 import { readCommandLog, readDebug, stdinOf, writeDebug } from "../testing/plugins/noop-debug.js";
 import { containerIdForNetns, parseCapArgs, parseCnitoolArgs, runCnitool } from "./cnitool.js";
 import { CNITOOL, TEST_BIN } from "../testing/harness.js";
+import { plantCacheEntry } from "../testing/cache-entries.js";
 
 /** dist/test-bin (the noop plugin) and dist/bin (cnitool itself). */
 
@@ -290,6 +291,48 @@ describe("cnitool errors and exit codes", { concurrency: true }, () => {
     const { code, stderr } = await cnitool(["bogus"], {});
     assert.equal(code, 1);
     assert.ok(stderr.includes("bogus"));
+  });
+});
+
+describe("names that would reach outside the cache directory", { concurrency: true }, () => {
+  test("del and check with such an --ifname fail naming it; the file it points at stays, no plugin runs", async () => {
+    const { work, debugFile, env } = setup();
+    const cacheDir = path.join(work, "cache");
+    const ifName = "a/../../../v";
+    const victim = path.join(cacheDir, "results", `testnet-${containerIdForNetns("/run/netns/x")}-${ifName}`);
+    assert.equal(victim, path.join(work, "v"));
+    fs.writeFileSync(victim, "precious");
+    for (const verb of ["del", "check"]) {
+      const { code, stderr } = await cnitool(["--cache-dir", cacheDir, "--ifname", ifName, verb, "testnet", "/run/netns/x"], env);
+      assert.equal(code, 1);
+      assert.equal(stderr, `Error: interface name contains / or : or whitespace characters; ${JSON.stringify(ifName)}\n`);
+    }
+    assert.equal(fs.readFileSync(victim, "utf8"), "precious");
+    assert.equal(readDebug(debugFile).Command, undefined, "no plugin ran");
+  });
+
+  test("network inspect lists only the cache entries whose names validate", async () => {
+    const { cacheDir, env } = setup();
+    const config = { cniVersion: "1.1.0", name: "testnet", plugins: [{ type: "noop" }] };
+    plantCacheEntry(cacheDir, "testnet-c1-eth0", { networkName: "testnet", containerID: "c1", ifName: "eth0" }, config);
+    plantCacheEntry(cacheDir, "testnet-c2-eth0", { networkName: "testnet", containerID: "../../../v", ifName: "eth0" }, config);
+    plantCacheEntry(cacheDir, "testnet-c3-eth0", { networkName: "testnet", containerID: "c3", ifName: "a/../../v" }, config);
+    const { code, stdout, stderr } = await cnitool(["--cache-dir", cacheDir, "network", "inspect", "testnet"], env);
+    assert.equal(stderr, "");
+    assert.equal(code, 0);
+    const containers = (JSON.parse(stdout) as { containers: Array<{ containerID: string }> }).containers;
+    assert.deepEqual(containers.map((c) => c.containerID), ["c1"]);
+  });
+
+  test("pod commands refuse a pod name that is not a file name or makes an invalid container ID", async () => {
+    const { cacheDir, env } = setup();
+    for (const name of ["..", ".", "a/../../b", "a b"]) {
+      for (const verb of ["up", "down", "status"]) {
+        const { code, stderr } = await cnitool(["--cache-dir", cacheDir, "pod", verb, name], env);
+        assert.equal(code, 1, `${verb} ${name}`);
+        assert.ok(stderr.startsWith(`Error: invalid pod name ${JSON.stringify(name)}: `), stderr);
+      }
+    }
   });
 });
 

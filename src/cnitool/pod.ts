@@ -6,6 +6,7 @@
  */
 import { existsSync } from "node:fs";
 import type { Command } from "commander";
+import { validateContainerId } from "../spec/validate.js";
 import { runTool } from "../sys/exec.js";
 import type { PluginExec } from "../invoke/exec.js";
 import { listCachedAttachments } from "../libcni/cache.js";
@@ -18,8 +19,19 @@ export const podContainerId = (name: string): string => `tscni-pod-${name}`;
 const POD_NAMESPACE = "tscni";
 const netnsPath = (name: string): string => `/run/netns/${name}`;
 
-/** A pod's reference from its name. */
-const podRef = (name: string): PodRef => ({ id: podContainerId(name), name, namespace: POD_NAMESPACE, netns: netnsPath(name) });
+/**
+ * A pod's reference from its name, which names both the netns file `/run/netns/<name>` and the container ID
+ * `tscni-pod-<name>`: refused unless it is a file name (not empty, `.` or `..`) and makes a valid container ID.
+ */
+function podRef(name: string): PodRef {
+  try {
+    if (name === "" || name === "." || name === "..") throw new Error("not a file name");
+    validateContainerId(podContainerId(name));
+  } catch (e) {
+    throw new NetworkCommandError(`invalid pod name ${JSON.stringify(name)}: ${(e as Error).message}`);
+  }
+  return { id: podContainerId(name), name, namespace: POD_NAMESPACE, netns: netnsPath(name) };
+}
 
 /** `-p host:container[/protocol]` into a port mapping. */
 export function parsePublish(spec: string): { hostPort: number; containerPort: number; protocol: string } {
@@ -51,6 +63,7 @@ export function addPodCommands(program: Command, ctx: {
     .option("--network <name[:ifname]>", "a network to attach (repeatable)", collect, [])
     .option("-p, --publish <host:container[/proto]>", "publish a port on every network with the portMappings capability (repeatable)", collect, [])
     .action(async (name: string, o: { network: string[]; publish: string[] }) => {
+      const ref = podRef(name);
       const networks = o.network.map(parseNetworkFlag);
       const portMappings = o.publish.map(parsePublish);
       if (existsSync(netnsPath(name))) throw new NetworkCommandError(`pod "${name}" exists already (${netnsPath(name)})`);
@@ -59,7 +72,7 @@ export function addPodCommands(program: Command, ctx: {
         const runtimeConfig = portMappings.length ? Object.fromEntries(chosen.map((n) => [n.name, { portMappings }])) : undefined;
         await runTool("ip", ["netns", "add", name], `create network namespace ${name}`);
         try {
-          const attached = await m.setUpPod({ ...podRef(name), networks: networks.length ? networks : undefined, ...(runtimeConfig ? { runtimeConfig } : {}) });
+          const attached = await m.setUpPod({ ...ref, networks: networks.length ? networks : undefined, ...(runtimeConfig ? { runtimeConfig } : {}) });
           ctx.out(JSON.stringify({ pod: name, netns: netnsPath(name), attachments: attached }, null, 2) + "\n");
         } catch (e) {
           await runTool("ip", ["netns", "delete", name], `delete network namespace ${name}`).catch(() => undefined);
@@ -72,7 +85,8 @@ export function addPodCommands(program: Command, ctx: {
     .description("Detach a pod from every network and delete its namespace")
     .argument("<name>", "pod name")
     .action(async (name: string) => {
-      await withManager(ctx, (m) => m.tearDownPod(podRef(name)));
+      const ref = podRef(name);
+      await withManager(ctx, (m) => m.tearDownPod(ref));
       if (existsSync(netnsPath(name))) await runTool("ip", ["netns", "delete", name], `delete network namespace ${name}`);
       ctx.out(`${name}\n`);
     });
@@ -100,7 +114,8 @@ export function addPodCommands(program: Command, ctx: {
     .description("A pod's attachments, checked against its namespace")
     .argument("<name>", "pod name")
     .action(async (name: string) => {
-      const status = await withManager(ctx, (m) => m.podStatus(podRef(name), { verify: true }));
+      const ref = podRef(name);
+      const status = await withManager(ctx, (m) => m.podStatus(ref, { verify: true }));
       if (status.length === 0) throw new NetworkCommandError(`pod "${name}" has no attachments`);
       ctx.out(JSON.stringify({ pod: name, attachments: status }, null, 2) + "\n");
       const broken = status.filter((s) => !s.verified);

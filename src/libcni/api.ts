@@ -16,8 +16,8 @@ import { execPluginWithoutResult, execPluginWithResult, getVersionInfo } from ".
 import type { VersionInfo } from "../spec/version.js";
 import type { JsonObject } from "../spec/json.js";
 import {
-  DEFAULT_CACHE_DIR, deleteCacheEntry, listCachedAttachments, readCachedAttachment, readCachedResult, writeCacheEntry,
-  type CachedAttachment,
+  DEFAULT_CACHE_DIR, deleteCacheEntry, listCachedAttachments, readCachedAttachment, readCachedResult, validateCacheKey,
+  writeCacheEntry, type CacheKey, type CachedAttachment,
 } from "./cache.js";
 
 /** The attachment a runtime asks about: which container, which netns, which interface, with what arguments. */
@@ -69,6 +69,9 @@ export class JoinedError extends Error {
     this.name = "JoinedError";
   }
 }
+
+/** The cache key of an attachment to network `networkName` (cache.ts checks its names before building a path). */
+const keyOf = (networkName: string, rt: RuntimeConf): CacheKey => ({ networkName, containerID: rt.containerID, ifName: rt.ifName });
 
 /** A runtime's handle on CNI: the plugin directories to search, the result cache, and the operations on networks and network lists. */
 export class CNIConfig {
@@ -137,8 +140,18 @@ export class CNIConfig {
     }
   }
 
-  private async cachedResultFor(name: string, cniVersion: string, rt: RuntimeConf): Promise<Result | undefined> {
-    return readCachedResult(this.cacheDirFor(rt), { networkName: name, containerID: rt.containerID, ifName: rt.ifName }, cniVersion);
+  /**
+   * The cache key of an attachment, checked first (validateCacheKey): CHECK and DEL refuse a name that could reach
+   * outside the cache directory before reading, removing or running anything.
+   */
+  private cacheKey(networkName: string, rt: RuntimeConf): CacheKey {
+    const key = keyOf(networkName, rt);
+    validateCacheKey(key);
+    return key;
+  }
+
+  private cachedResultFor(key: CacheKey, cniVersion: string, rt: RuntimeConf): Promise<Result | undefined> {
+    return readCachedResult(this.cacheDirFor(rt), key, cniVersion);
   }
 
   /** ADD: every plugin in order, each given the previous one's result; the final result is cached. */
@@ -156,13 +169,17 @@ export class CNIConfig {
     return result;
   }
 
-  /** CHECK: every plugin in order with the cached result; skipped when disableCheck; needs 0.4.0+. */
+  /**
+   * CHECK: every plugin in order with the cached result; skipped when disableCheck; needs 0.4.0+. Names that do not
+   * validate are refused as DEL refuses them.
+   */
   async checkNetworkList(list: NetworkConfigList, rt: RuntimeConf, opts?: CallOptions): Promise<void> {
     if (!versionGreaterThanOrEqualTo(list.cniVersion, "0.4.0")) throw new CheckNotSupportedError(list.cniVersion);
     if (list.disableCheck) return;
+    const key = this.cacheKey(list.name, rt);
     let cached: Result | undefined;
     try {
-      cached = await this.cachedResultFor(list.name, list.cniVersion, rt);
+      cached = await this.cachedResultFor(key, list.cniVersion, rt);
     } catch (e) {
       throw new WrappedError(`failed to get network "${list.name}" cached result`, e);
     }
@@ -171,14 +188,16 @@ export class CNIConfig {
 
   /**
    * DEL: every plugin in reverse order, each given the cached ADD result (0.4.0+). An unreadable cache is
-   * dropped rather than blocking the DEL; the cache entry is removed once every plugin succeeded.
+   * dropped rather than blocking the DEL; the cache entry is removed once every plugin succeeded. A container ID,
+   * network name or interface name that does not validate is refused (validateCacheKey's CniError) before
+   * anything is read, removed or run.
    */
   async delNetworkList(list: NetworkConfigList, rt: RuntimeConf, opts?: CallOptions): Promise<void> {
-    const key = { networkName: list.name, containerID: rt.containerID, ifName: rt.ifName };
+    const key = this.cacheKey(list.name, rt);
     let cached: Result | undefined;
     if (versionGreaterThanOrEqualTo(list.cniVersion, "0.4.0")) {
       try {
-        cached = await this.cachedResultFor(list.name, list.cniVersion, rt);
+        cached = await this.cachedResultFor(key, list.cniVersion, rt);
       } catch {
         await deleteCacheEntry(this.cacheDirFor(rt), key);
       }
@@ -204,9 +223,10 @@ export class CNIConfig {
   async checkNetwork(net: PluginConfig, rt: RuntimeConf, opts?: CallOptions): Promise<void> {
     const { name, cniVersion } = net.network;
     if (!versionGreaterThanOrEqualTo(cniVersion, "0.4.0")) throw new CheckNotSupportedError(cniVersion);
+    const key = this.cacheKey(name, rt);
     let cached: Result | undefined;
     try {
-      cached = await this.cachedResultFor(name, cniVersion, rt);
+      cached = await this.cachedResultFor(key, cniVersion, rt);
     } catch (e) {
       throw new WrappedError(`failed to get network "${name}" cached result`, e);
     }
@@ -216,11 +236,11 @@ export class CNIConfig {
   /** DEL of a single-plugin network for an attachment (as delNetworkList with one plugin). */
   async delNetwork(net: PluginConfig, rt: RuntimeConf, opts?: CallOptions): Promise<void> {
     const { name, cniVersion } = net.network;
-    const key = { networkName: name, containerID: rt.containerID, ifName: rt.ifName };
+    const key = this.cacheKey(name, rt);
     let cached: Result | undefined;
     if (versionGreaterThanOrEqualTo(cniVersion, "0.4.0")) {
       try {
-        cached = await this.cachedResultFor(name, cniVersion, rt);
+        cached = await this.cachedResultFor(key, cniVersion, rt);
       } catch {
         await deleteCacheEntry(this.cacheDirFor(rt), key);
       }
@@ -229,14 +249,17 @@ export class CNIConfig {
     await deleteCacheEntry(this.cacheDirFor(rt), key);
   }
 
-  /** The cached final result of an attachment, in the list's version; undefined when none. */
+  /**
+   * The cached final result of an attachment, in the list's version; undefined when none. Rejects, reading nothing,
+   * when a name is empty or invalid (cacheFilePath), as every cache getter below does.
+   */
   getNetworkListCachedResult(list: NetworkConfigList, rt: RuntimeConf): Promise<Result | undefined> {
-    return this.cachedResultFor(list.name, list.cniVersion, rt);
+    return this.cachedResultFor(keyOf(list.name, rt), list.cniVersion, rt);
   }
 
   /** The cached result of a single-plugin network's attachment, in the network's version; undefined when none. */
   getNetworkCachedResult(net: PluginConfig, rt: RuntimeConf): Promise<Result | undefined> {
-    return this.cachedResultFor(net.network.name, net.network.cniVersion, rt);
+    return this.cachedResultFor(keyOf(net.network.name, rt), net.network.cniVersion, rt);
   }
 
   /**
@@ -244,7 +267,7 @@ export class CNIConfig {
    * arguments. Undefined when nothing is cached.
    */
   async getNetworkListCachedConfig(list: { name: string }, rt: RuntimeConf): Promise<{ config: Buffer; rt: RuntimeConf } | undefined> {
-    const entry = await readCachedAttachment(this.cacheDirFor(rt), { networkName: list.name, containerID: rt.containerID, ifName: rt.ifName });
+    const entry = await readCachedAttachment(this.cacheDirFor(rt), keyOf(list.name, rt));
     if (!entry) return undefined;
     const newRt: RuntimeConf = { ...rt, capabilityArgs: entry.capabilityArgs };
     if (entry.cniArgs) newRt.args = entry.cniArgs;
@@ -256,7 +279,7 @@ export class CNIConfig {
     return this.getNetworkListCachedConfig({ name: net.network.name }, rt);
   }
 
-  /** Every cached attachment (of one container when given). */
+  /** Every cached attachment (of one container when given); entries whose names do not validate are skipped. */
   getCachedAttachments(containerID = ""): Promise<CachedAttachment[]> {
     return listCachedAttachments(this.cacheDir ?? DEFAULT_CACHE_DIR, containerID);
   }

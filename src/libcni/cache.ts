@@ -4,11 +4,14 @@
  * config bytes in base64. Written atomically (temp file + rename), mode 0600 in a 0700 directory.
  * @module
  */
-import { mkdir, readdir, readFile, rm } from "node:fs/promises";
+import { constants } from "node:fs";
+import { mkdir, open, readdir, readFile, rm, type FileHandle } from "node:fs/promises";
 import { writeFileAtomic } from "../sys/atomic-file.js";
 import path from "node:path";
 import { any, decodeGo, list, map, member, string, struct, type Decoded } from "../spec/go-decode.js";
 import { isJsonObject, marshalJson, parseJson, compareBytes, type JsonObject, type JsonValue } from "../spec/json.js";
+import { CniError } from "../spec/errors.js";
+import { validateContainerId, validateInterfaceName, validateNetworkName } from "../spec/validate.js";
 import { createResultFromBytes, getResultAsVersion, marshalResult, type Result } from "../spec/result/index.js";
 
 /** Where libcni (Go's and ours) keeps cached results by default. */
@@ -31,12 +34,49 @@ export interface CachedAttachment extends CacheKey {
   result?: JsonObject;
 }
 
-/** The cache file of an attachment: `<cacheDir>/results/<network>-<containerID>-<ifname>`. */
+/**
+ * Refuses a key whose names could reach outside `<cacheDir>/results`: each name given must pass the spec's
+ * validation, the rules Go's libcni applies on ADD (container ID and network name `[a-zA-Z0-9][a-zA-Z0-9_.-]*`;
+ * interface name at most 15 bytes, not `.` or `..`, without `/`, `:` or white space), so none holds a `/`. Throws
+ * the validator's CniError (code 4, or 7 for the network name) with the offending value in its details. Empty names
+ * are left to cacheFilePath's own error.
+ */
+export function validateCacheKey(key: CacheKey): void {
+  if (key.containerID) validateContainerId(key.containerID);
+  if (key.networkName) validateNetworkName(key.networkName);
+  if (key.ifName) {
+    try {
+      validateInterfaceName(key.ifName);
+    } catch (e) {
+      if (!(e instanceof CniError)) throw e;
+      // The interface name rules do not name the value (Go's details); a refused cache key does.
+      const { code, msg, details } = e;
+      throw new CniError(code, msg, `${JSON.stringify(key.ifName)}${details ? ` (${details})` : ""}`);
+    }
+  }
+}
+
+/** Whether every name of `key` is given and valid (validateCacheKey): the entries the cache lists. */
+export function isValidCacheKey(key: CacheKey): boolean {
+  if (!key.networkName || !key.containerID || !key.ifName) return false;
+  try {
+    validateCacheKey(key);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * The cache file of an attachment: `<cacheDir>/results/<network>-<containerID>-<ifname>`. Throws Go's error when a
+ * name is empty, and validateCacheKey's when one is invalid, before any file is touched.
+ */
 export function cacheFilePath(cacheDir: string, key: CacheKey): string {
   const { networkName, containerID, ifName } = key;
   if (!networkName || !containerID || !ifName) {
     throw new Error(`cache file path requires network name (${JSON.stringify(networkName)}), container ID (${JSON.stringify(containerID)}), and interface name (${JSON.stringify(ifName)})`);
   }
+  validateCacheKey(key);
   return path.join(cacheDir, "results", `${networkName}-${containerID}-${ifName}`);
 }
 
@@ -64,6 +104,7 @@ export async function writeCacheEntry(cacheDir: string, entry: CachedAttachment,
   await writeFileAtomic(file, encodeCacheEntry(entry, result));
 }
 
+/** Removes an attachment's cache file; does nothing when there is none or a name is empty or invalid. */
 export async function deleteCacheEntry(cacheDir: string, key: CacheKey): Promise<void> {
   let file: string;
   try {
@@ -132,6 +173,22 @@ async function readCacheFile(file: string): Promise<Buffer | undefined> {
 }
 
 /**
+ * A listed cache file's bytes; undefined unless it is a regular file. A symlink is not followed (O_NOFOLLOW) and a
+ * FIFO does not block the open (O_NONBLOCK): the type is checked on the opened file.
+ */
+async function readListedFile(file: string): Promise<Buffer | undefined> {
+  let handle: FileHandle | undefined;
+  try {
+    handle = await open(file, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+    return (await handle.stat()).isFile() ? await handle.readFile() : undefined;
+  } catch {
+    return undefined;
+  } finally {
+    await handle?.close();
+  }
+}
+
+/**
  * The cached result of an attachment converted to `cniVersion`; undefined when nothing is cached. A file that
  * is not cniCacheV1 is read as a bare result (what older libcni wrote).
  */
@@ -172,7 +229,11 @@ export async function readCachedAttachment(cacheDir: string, key: CacheKey): Pro
   return entry;
 }
 
-/** Every valid cached attachment, optionally only those of one container, in file-name order. */
+/**
+ * Every valid cached attachment, optionally only those of one container, in file-name order. Only regular files
+ * are read (readListedFile: a symlink is not followed), and an entry is listed only when its three names are valid
+ * (isValidCacheKey), so no caller builds a path, or runs a DEL, from a crafted entry.
+ */
 export async function listCachedAttachments(cacheDir: string, containerID = ""): Promise<CachedAttachment[]> {
   const dir = path.join(cacheDir, "results");
   let names: string[];
@@ -188,13 +249,11 @@ export async function listCachedAttachments(cacheDir: string, containerID = ""):
       const at = name.indexOf(`-${containerID}-`);
       if (at <= 0 || at + containerID.length + 2 >= name.length) continue;
     }
-    const bytes = await readCacheFile(path.join(dir, name));
+    const bytes = await readListedFile(path.join(dir, name));
     const entry = bytes && decodeCacheEntry(parseCacheFile(bytes) ?? null);
-    if (!entry || !entry.ifName || !entry.networkName) continue;
+    if (!entry || !isValidCacheKey(entry)) continue;
     if (containerID && entry.containerID !== containerID) continue;
     out.push(entry);
   }
   return out;
 }
-
-

@@ -11,7 +11,8 @@ export {
   type LoadedNetwork,
 } from "./conf.js";
 export {
-  DEFAULT_CACHE_DIR, readCachedResult, readCachedAttachment, listCachedAttachments, cacheFilePath, type CacheKey, type CachedAttachment,
+  DEFAULT_CACHE_DIR, readCachedResult, readCachedAttachment, listCachedAttachments, cacheFilePath, validateCacheKey, isValidCacheKey,
+  type CacheKey, type CachedAttachment,
 } from "./cache.js";
 export type { NetworkConfigList, PluginConfig, PluginConf, GCAttachment } from "../spec/config.js";
 export type { Result } from "../spec/result/index.js";

@@ -1,15 +1,18 @@
 /**
  * The manager's pure rules and its ordering, without namespaces: the default network (configured, else the
  * first valid file), readiness (not ready until a network is loaded, with the failing files named), interface
- * names and duplicates, ocicni's CNI_ARGS, one operation at a time per pod while different pods overlap, GC
- * exclusive with pod operations.
+ * names and duplicates, names the cache is keyed by (refused, or skipped in the cache), ocicni's CNI_ARGS, one
+ * operation at a time per pod while different pods overlap, GC exclusive with pod operations.
  */
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { writeFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { useTempDirs } from "../testing/temp.js";
+import { plantCacheEntry } from "../testing/cache-entries.js";
+import { TEST_BIN } from "../testing/harness.js";
+import { readCommandLog } from "../testing/plugins/noop-debug.js";
 import { assignInterfaces, NetworkNotReadyError, podCniArgs, PodNetworkManager } from "./manager.js";
 import { KeyedMutex, PodLocks, ReadWriteLock, Semaphore } from "./pod-locks.js";
 
@@ -89,6 +92,47 @@ describe("interfaces and CNI_ARGS", () => {
     assert.deepEqual(podCniArgs({ id: "sb1", name: "web", namespace: "prod", uid: "u-1", netns: "/x" }), [
       ["IgnoreUnknown", "1"], ["K8S_POD_NAMESPACE", "prod"], ["K8S_POD_NAME", "web"], ["K8S_POD_INFRA_CONTAINER_ID", "sb1"], ["K8S_POD_UID", "u-1"],
     ]);
+  });
+});
+
+describe("names the cache is keyed by", () => {
+  test("setUpPod refuses a pod ID or interface name that does not validate, before the namespace is touched", async () => {
+    const m = await manager({ "10-b.conflist": conflist("b") });
+    const pod = { id: "p1", name: "p", namespace: "ns", netns: "/nonexistent/netns" };
+    try {
+      await assert.rejects(async () => m.setUpPod({ ...pod, id: "../../../x" }),
+        { code: 4, msg: "invalid characters in containerID", details: "../../../x" });
+      await assert.rejects(async () => m.setUpPod({ ...pod, networks: [{ name: "b", ifName: "a/../../x" }] }),
+        { code: 4, msg: "interface name contains / or : or whitespace characters", details: '"a/../../x"' });
+    } finally {
+      m.close();
+    }
+  });
+
+  test("teardown and GC from the cache skip entries whose names do not validate", async () => {
+    const work = tempDir();
+    const cacheDir = path.join(work, "cache");
+    const commandLog = path.join(work, "commands.json");
+    const config = { cniVersion: "1.1.0", name: "b", plugins: [{ type: "noop", commandLog, debugFile: `${commandLog}.debug` }] };
+    // Where an unvalidated interface name would put the cache file: outside the cache directory.
+    const victim = path.join(work, "v");
+    writeFileSync(victim, "precious");
+    plantCacheEntry(cacheDir, "b-p1-eth0", { networkName: "b", containerID: "p1", ifName: "a/../../../v" }, config);
+    plantCacheEntry(cacheDir, "b-p2-eth0", { networkName: "b", containerID: "../../../v", ifName: "eth0" }, config);
+    const confDir = tempDir();
+    writeFileSync(path.join(confDir, "10-b.conflist"), JSON.stringify(config));
+    const m = new PodNetworkManager({ confDir, pluginDirs: [TEST_BIN], cacheDir, debounceMs: 10 });
+    await m.start();
+    try {
+      await m.tearDownPod({ id: "p1", name: "p", namespace: "ns", netns: "/nonexistent/netns" });
+      assert.deepEqual(await m.podStatus({ id: "p1", name: "p", namespace: "ns", netns: "/nonexistent/netns" }), []);
+      const { removed, errors } = await m.gc([]);
+      assert.deepEqual({ removed, errors }, { removed: [], errors: [] });
+      assert.deepEqual(readCommandLog(commandLog).map((c) => c.Command), ["GC"], "only the GC verb ran");
+      assert.equal(readFileSync(victim, "utf8"), "precious");
+    } finally {
+      m.close();
+    }
   });
 });
 

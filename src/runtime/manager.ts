@@ -10,10 +10,11 @@
 import { CniError, ErrorCode } from "../spec/errors.js";
 import type { NetworkConfigList } from "../spec/config.js";
 import type { Result } from "../spec/result/index.js";
+import { validateContainerId } from "../spec/validate.js";
 import { versionGreaterThanOrEqualTo } from "../spec/version.js";
 import type { PluginExec } from "../invoke/exec.js";
 import { CNIConfig, type RuntimeConf } from "../libcni/api.js";
-import { DEFAULT_CACHE_DIR, listCachedAttachments } from "../libcni/cache.js";
+import { DEFAULT_CACHE_DIR, listCachedAttachments, validateCacheKey } from "../libcni/cache.js";
 import { cachedAddresses, cachedNetwork, cachedRuntimeConf, removeCachedAttachment } from "./attachments.js";
 import { ip } from "../net/links.js";
 import { NetNS, NetnsNotFoundError } from "../net/netns.js";
@@ -223,12 +224,16 @@ export class PodNetworkManager {
   /**
    * Attaches a pod: loopback up in its namespace, then each requested network in order (the default network when
    * none is named). When a network fails, the networks attached so far, and the failed one, are torn down again
-   * and the error names the network (and the plugin).
+   * and the error names the network (and the plugin). A pod ID or interface name that does not validate is refused
+   * (a CniError) before anything is touched.
    */
   setUpPod(req: SetUpPodRequest): Promise<PodAttachment[]> {
     const requested = req.networks?.length ? req.networks : [{ name: this.defaultNetworkName() }];
     const networks = assignInterfaces(requested);
     const lists = networks.map((n) => this.listFor(n.name));
+    // The names the cache is keyed by, refused before the namespace is touched (each ADD would refuse them later).
+    validateContainerId(req.id);
+    for (const [i, n] of networks.entries()) validateCacheKey({ networkName: lists[i]!.name, containerID: req.id, ifName: n.ifName });
     return this.locks.pod(podKey(req), async () => {
       const ns = await NetNS.open(req.netns);
       await ip.setLink(ns, "lo", { up: true });

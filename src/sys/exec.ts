@@ -4,8 +4,8 @@
  * @module
  */
 import { spawn } from "node:child_process";
-import { accessSync, constants, statSync } from "node:fs";
 import * as path from "./posix-path.js";
+import { findTool, toolSearchPath } from "./tool-path.js";
 
 /** A failed network operation: what was attempted and why the kernel or the tool refused. */
 export class NetOpError extends Error {
@@ -34,44 +34,38 @@ export const toolSpawnCount = (): number => spawnCount;
 /** How many processes of one tool (`ip`, `nsenter`...) this process has started. */
 export const toolSpawnsOf = (cmd: string): number => spawnsByTool.get(cmd) ?? 0;
 
-const SYSTEM_DIRS = ["/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin"];
-
-/** PATH completed with the system directories: ip, iptables and nft live in sbin, which a runtime's PATH may lack. */
-function toolPath(): string {
-  const dirs = (process.env["PATH"] ?? "").split(":").filter(Boolean);
-  for (const d of SYSTEM_DIRS) if (!dirs.includes(d)) dirs.push(d);
-  return dirs.join(":");
-}
-
-/** The environment of a tool: that PATH, and the C locale (error texts are matched, e.g. "File exists"). */
-const toolEnv = (): NodeJS.ProcessEnv => ({ ...process.env, PATH: toolPath(), LC_ALL: "C" });
+/**
+ * The environment of a tool: PATH as tools are looked up (toolSearchPath: no relative entries, so a tool that runs
+ * another by name, as nsenter runs ip, cannot take it from the working directory either), and the C locale (error
+ * texts are matched, e.g. "File exists").
+ */
+const toolEnv = (): NodeJS.ProcessEnv => ({ ...process.env, PATH: toolSearchPath().join(path.delimiter), LC_ALL: "C" });
 
 const resolved = new Map<string, string>();
-/** A tool's absolute path, looked up in toolPath() (not every runtime's spawn looks in the child's PATH). */
-function resolveTool(cmd: string): string {
-  if (cmd.includes("/")) return cmd;
+/**
+ * A tool's absolute path (findTool; not every runtime's spawn looks in the child's PATH), remembered once found;
+ * undefined when no directory has it (nothing is spawned then, so no other lookup can find one elsewhere).
+ */
+function resolveTool(cmd: string): string | undefined {
   let found = resolved.get(cmd);
   if (!found) {
-    found = toolPath().split(":").map((d) => path.join(d, cmd)).find((p) => {
-      try {
-        accessSync(p, constants.X_OK);
-        return statSync(p).isFile();
-      } catch {
-        return false;
-      }
-    });
-    if (!found) return cmd; // spawn reports it missing
-    resolved.set(cmd, found);
+    found = findTool(cmd);
+    if (found) resolved.set(cmd, found);
   }
   return found;
 }
 
 /** Runs a tool; resolves with its output, or rejects with a NetOpError described by `operation`. */
 export function runTool(cmd: string, args: readonly string[], operation: string, input?: string): Promise<ToolResult> {
-  spawnCount++;
-  spawnsByTool.set(cmd, (spawnsByTool.get(cmd) ?? 0) + 1);
   return new Promise((resolve, reject) => {
-    const child = spawn(resolveTool(cmd), args, { stdio: ["pipe", "pipe", "pipe"], env: toolEnv(), argv0: cmd });
+    const file = resolveTool(cmd);
+    if (!file) {
+      reject(new NetOpError(operation, `cannot run ${cmd}: no executable ${cmd} in ${toolSearchPath().join(path.delimiter)}`));
+      return;
+    }
+    spawnCount++;
+    spawnsByTool.set(cmd, (spawnsByTool.get(cmd) ?? 0) + 1);
+    const child = spawn(file, args, { stdio: ["pipe", "pipe", "pipe"], env: toolEnv(), argv0: cmd });
     const out: Buffer[] = [];
     const err: Buffer[] = [];
     child.stdout.on("data", (b: Buffer) => out.push(b));

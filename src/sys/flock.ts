@@ -3,13 +3,14 @@
  * Under the standalone (Bun) build it is a system call through FFI, asked without blocking and retried with a
  * growing pause, so one process can wait for several locks at once (a resident server or a pod manager runs many
  * plugin calls concurrently: a blocking flock would stop every other call, and deadlock on a lock one of them
- * holds). Under Node, which has no flock, util-linux flock(1) is run on our descriptor (its fd 0), which locks
- * our open file description just the same.
+ * holds). Under Node, which has no flock, util-linux flock(1) (found as every tool is, tool-path.ts) is run on
+ * our descriptor (its fd 0), which locks our open file description just the same.
  * @module
  */
 import { closeSync, fstatSync, openSync, statSync, unlinkSync } from "node:fs";
 import { KeyedMutex } from "./keyed-mutex.js";
 import { bindLibc } from "./libc.js";
+import { findTool, toolSearchPath } from "./tool-path.js";
 
 const LOCK_SH = 1;
 const LOCK_EX = 2;
@@ -27,9 +28,11 @@ export interface FlockOptions {
 function flockWithTool(fd: number, lockPath: string, shared: boolean, nonblock = false): Promise<void> {
   return new Promise((resolve, reject) => {
     const fail = (msg: string) => reject(new Error(`failed to lock ${lockPath}: ${msg}`));
+    const tool = findTool("flock");
+    if (!tool) return fail(`cannot run flock(1) from util-linux: no executable flock in ${toolSearchPath().join(":")}`);
     // (Loaded here: only the Node fallback runs flock(1), and every plugin call pays for what start-up loads.)
     const { spawn } = process.getBuiltinModule("node:child_process");
-    const child = spawn("flock", [shared ? "--shared" : "--exclusive", ...(nonblock ? ["--nonblock"] : []), "0"], { stdio: [fd, "ignore", "pipe"] });
+    const child = spawn(tool, [shared ? "--shared" : "--exclusive", ...(nonblock ? ["--nonblock"] : []), "0"], { stdio: [fd, "ignore", "pipe"] });
     let stderr = "";
     child.stderr!.on("data", (b: Buffer) => (stderr += b.toString()));
     child.on("error", (e) => fail(`cannot run flock(1) from util-linux: ${e.message}`));
