@@ -470,14 +470,15 @@ static int join(char *out, const char *a, const char *b) {
 
 /*
  * Starts a server on `path` in the background, when this caller may (mode auto, root with its full capabilities,
- * in the node's namespaces), the socket's directory is root's alone, no server holds the socket's lock and no
+ * and in the node's namespaces unless it named the socket itself: the node's socket is shared by every
+ * namespace, one a caller names is its own), the socket's directory is root's alone, no server holds the socket's lock and no
  * recent start failed. One server per socket however many callers race: the lock is taken here and handed to the
  * server (its descriptor 3), which holds it as long as it lives. The server is detached: its own session, the
  * caller's descriptors closed (a runtime reading this call's stdout never waits for it), "/" as its directory,
  * its output in `<path>.log`. This call then runs as in exec mode.
  */
-static void start_server(const char *path, const char *program) {
-  if (!has_full_capabilities() || !in_node_namespaces()) return;
+static void start_server(const char *path, int named, const char *program) {
+  if (!has_full_capabilities() || (!named && !in_node_namespaces())) return;
   char dir[PATH_MAX], lock_path[PATH_MAX], log_path[PATH_MAX], old_log[PATH_MAX];
   const char *slash = strrchr(path, '/');
   if (!slash || slash == path || (size_t)(slash - path) >= sizeof(dir)) return;
@@ -551,6 +552,7 @@ static void try_resident(const char *name, int argc, char **argv, const struct b
   int mode = resident_mode();
   if (mode == MODE_EXEC) return;
   const char *path = env_value("TSCNI_RESIDENT_SOCKET");
+  int named = path != NULL;
   if (!path) path = DEFAULT_SOCKET;
   if (!*path) return;
   /* The server resolves the call's relative paths against this directory: without one, the call runs here. */
@@ -559,7 +561,7 @@ static void try_resident(const char *name, int argc, char **argv, const struct b
   int absent;
   int fd = connect_server(path, &absent);
   if (fd < 0) {
-    if (absent && mode == MODE_AUTO) start_server(path, program);
+    if (absent && mode == MODE_AUTO) start_server(path, named, program);
     return;
   }
   /* Nothing of the call goes to a server that is not root's. */

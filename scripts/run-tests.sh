@@ -6,8 +6,12 @@
 # fresh machine is prepared by scripts/setup.sh (scripts/test.sh runs both). Under CI=true nothing may be skipped
 # for a missing prerequisite. With the C launcher built, the integration tests run twice: in exec mode, then with
 # resident servers up (every call a test host makes goes to its own server).
+# Plugins start a resident server by themselves when none answers (resident mode's default): the exec pass turns
+# that off (TSCNI_RESIDENT=exec), the resident pass uses the servers it starts and starts none (manual); the
+# auto-start tests (src/integration/resident-autostart.test.ts) set their own mode for their own socket.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+export TSCNI_RESIDENT=exec
 npm run --silent build
 npm run --silent build:test
 
@@ -39,13 +43,18 @@ else
     stop_server() { kill -TERM "$rspid" 2>/dev/null && wait "$rspid" || true; umount /run/tscni-test-mnt 2>/dev/null || true; rmdir /run/tscni-test-mnt 2>/dev/null || true; }
     trap stop_server EXIT
     for _ in $(seq 200); do [ -S "$rsdir/plugins.sock" ] && break; sleep 0.01; done
-    TSCNI_TEST_RESIDENT=1 TSCNI_TEST_RESIDENT_LOG="$rsdir/served" TSCNI_RESIDENT_SOCKET="$rsdir/plugins.sock" \
+    TSCNI_RESIDENT=manual TSCNI_TEST_RESIDENT=1 TSCNI_TEST_RESIDENT_LOG="$rsdir/served" TSCNI_RESIDENT_SOCKET="$rsdir/plugins.sock" \
       node --test --test-concurrency=1 "${integration[@]}"
     dist/bin/cnitool daemon status --socket "$rsdir/plugins.sock" >"$rsdir/status"
     stop_server
     trap - EXIT
     node scripts/resident-summary.mjs "$rsdir/status" "$rsdir/served" "$rsdir/daemon.log"
     rm -rf "$rsdir"
+  fi
+  # No test may have left a server on the node's own socket (one started there would serve the next tests).
+  if [ -S /run/tscni/plugins.sock ] && dist/bin/cnitool daemon stop >/dev/null 2>&1; then
+    echo "== a resident server was left running on /run/tscni/plugins.sock by the tests (stopped now)" >&2
+    exit 1
   fi
 fi
 

@@ -49,7 +49,7 @@ describe("resident server: the trust boundary", { skip }, () => {
   const call = (plugin: string, command: string, conf: unknown, env: Record<string, string>, prefix: string[] = [], extra: Record<string, string> = {}) =>
     runCommand("nsenter", [`--net=${host.ns.path}`, "--", ...prefix, path.join(OUR_BIN, plugin)], {
       env: {
-        PATH: process.env["PATH"], TSCNI_RESIDENT_SOCKET: socket, TSCNI_DEBUG: "1", CNI_COMMAND: command, CNI_PATH: OUR_BIN, CNI_IFNAME: "eth0",
+        PATH: process.env["PATH"], TSCNI_RESIDENT: "manual", TSCNI_RESIDENT_SOCKET: socket, TSCNI_DEBUG: "1", CNI_COMMAND: command, CNI_PATH: OUR_BIN, CNI_IFNAME: "eth0",
         CNI_CONTAINERID: "sec1", CNI_NETNS: "/run/netns/none", ...env, ...extra,
       },
       input: JSON.stringify(conf),
@@ -115,7 +115,7 @@ describe("resident server: the trust boundary", { skip }, () => {
     for (let i = 0; i < 100 && !existsSync(fake); i++) await sleep(20);
     const conf = { cniVersion: "1.0.0", name: `rsecf${tag}`, type: "host-local", ipam: { type: "host-local", subnet: "10.196.0.0/24", dataDir: path.join(open, "store") } };
     const r = await runCommand(path.join(OUR_BIN, "host-local"), [], {
-      env: { PATH: process.env["PATH"], TSCNI_RESIDENT_SOCKET: fake, TSCNI_DEBUG: "1", CNI_COMMAND: "ADD", CNI_PATH: OUR_BIN, CNI_IFNAME: "eth0", CNI_CONTAINERID: "f1", CNI_NETNS: "/run/netns/none" },
+      env: { PATH: process.env["PATH"], TSCNI_RESIDENT: "manual", TSCNI_RESIDENT_SOCKET: fake, TSCNI_DEBUG: "1", CNI_COMMAND: "ADD", CNI_PATH: OUR_BIN, CNI_IFNAME: "eth0", CNI_CONTAINERID: "f1", CNI_NETNS: "/run/netns/none" },
       input: JSON.stringify(conf),
     });
     assert.equal(r.code, 0, r.stdout + r.stderr);
