@@ -5,18 +5,23 @@
  * whose eth0 is a veth on that bridge (made by the test, or by our bridge plugin in the chain test). Shown:
  * leases with router, option-121 routes and DNS; renewal at T1; the daemon killed (SIGKILL) and started
  * again renewing and releasing what it held; SIGTERM keeping leases; twenty containers at once; GC; the
- * interface disappearing; no server; no daemon; bad options; bad requests; systemd socket activation.
+ * interface disappearing; no server; no daemon; bad options; bad requests; systemd socket activation; the
+ * trust boundary: the socket's and its directory's modes, hostile socket directories, callers that are not
+ * root or lack capabilities (refused, their request not run), no RELEASE from the daemon's namespace.
+ * The daemon serves only callers in its own network and mount namespaces, so it and every caller run in the host
+ * namespace and one mount namespace pinned for it (testing/pinned-mount.ts), through `nsenter --net --mount`.
  * Every process is stopped by its PID; namespaces and files are removed.
  */
 import { describe, test, before, beforeEach, after } from "node:test";
 import assert from "node:assert/strict";
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
-import { existsSync, linkSync, readFileSync, statSync } from "node:fs";
+import { chmodSync, chownSync, existsSync, linkSync, lstatSync, mkdirSync, readdirSync, readFileSync, symlinkSync } from "node:fs";
 import net from "node:net";
 import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { Cleanup, GO_BIN, Netns, OUR_BIN, runTag, skipReason, missing } from "../testing/harness.js";
-import { runPlugin, type PluginRun } from "../testing/plugin-run.js";
+import { type PluginRun } from "../testing/plugin-run.js";
+import { pinMountNamespace } from "../testing/pinned-mount.js";
 import { Host } from "../testing/rig.js";
 import { leaseFileName } from "../plugins/ipam/dhcp/lease-file.js";
 
@@ -68,6 +73,35 @@ class Proc {
   }
 }
 
+/** A client of its own for the daemon's socket: sends its stdin, half-closes ("end") or cuts off after 200 ms, prints the answer. */
+const RAW_CLIENT = `
+const net = require("node:net");
+const [file, how] = process.argv.slice(1);
+const chunks = [];
+process.stdin.on("data", (b) => chunks.push(b));
+process.stdin.on("end", () => {
+  const s = net.createConnection(file);
+  let got = "";
+  s.on("data", (b) => (got += b));
+  s.on("close", () => process.stdout.write(got));
+  s.on("error", () => undefined);
+  s.write(Buffer.concat(chunks));
+  if (how === "end") s.end();
+  else setTimeout(() => s.destroy(), 200);
+});`;
+
+/** A plugin call as a runtime makes it. */
+interface Call {
+  command: "ADD" | "DEL" | "CHECK" | "STATUS" | "GC";
+  containerID?: string;
+  netns?: string;
+  ifName?: string;
+  args?: string;
+}
+
+/** Whether `link` in `ns` is up. */
+const linkUp = (ns: Netns, link: string): boolean => (ns.ipJson(["link", "show", link]) as Array<{ flags: string[] }>)[0]!.flags.includes("UP");
+
 describe("dhcp plugin and daemon with dnsmasq", { skip }, () => {
   const cleanup = new Cleanup();
   const tag = runTag();
@@ -91,18 +125,29 @@ describe("dhcp plugin and daemon with dnsmasq", { skip }, () => {
   const seesRelease = (ips: string[], what = "DHCPRELEASE") => eventually(() => ips.every(released), 3000, `${what} of ${ips.join(", ")}`);
   /** Whether the daemon keeps a lease file for the container's eth0 on this network. */
   const heldBy = (ctr: Netns) => existsSync(path.join(leaseDir, leaseFileName(`${ctr.name}/dhcp${tag}/eth0`)));
-  /** The daemon's log (on a pipe, so a line may come a moment after the answer it preceded). */
-  const daemonLogs = (re: RegExp) => eventually(() => re.test(daemon.output), 3000, `the daemon to log ${re}`);
+  /** A daemon's log (on a pipe, so a line may come a moment after the answer it preceded); the main daemon's by default. */
+  const daemonLogs = (re: RegExp, p = daemon) => eventually(() => re.test(p.output), 3000, `the daemon to log ${re}`);
 
   const ipamConf = (ipam: Record<string, unknown> = {}) => ({
     cniVersion: "1.1.0", name: `dhcp${tag}`, type: "macvlan", ipam: { type: "dhcp", daemonSocketPath: socketPath, ...ipam },
   });
 
-  /** Starts our daemon in the host namespace (extra flags after ours). */
-  async function startDaemon(...extra: string[]): Promise<Proc> {
-    const p = new Proc(spawn("ip", ["netns", "exec", host.ns.name, dhcpBinary, "daemon", "-socketpath", socketPath, "-leasedir", leaseDir,
-      "-pidfile", path.join(dir, "daemon.pid"), "-timeout", "1s", "-resendtimeout", "3s", ...extra], { stdio: ["ignore", "pipe", "pipe"] }));
+  /** Where a daemon listens and keeps its leases. */
+  interface Place { socket: string; leases: string; pidfile?: string }
+  const mainPlace = (): Place => ({ socket: socketPath, leases: leaseDir, pidfile: path.join(dir, "daemon.pid") });
+
+  /** Spawns our daemon in the host's namespaces (extra flags after ours). */
+  function spawnDaemon(place: Place, ...extra: string[]): Proc {
+    const flags = ["-socketpath", place.socket, "-leasedir", place.leases, ...(place.pidfile ? ["-pidfile", place.pidfile] : []),
+      "-timeout", "1s", "-resendtimeout", "3s", ...extra];
+    const p = new Proc(spawn(...host.ns.commandLine(dhcpBinary, ["daemon", ...flags]), { stdio: ["ignore", "pipe", "pipe"] }));
     cleanup.add(() => p.stop());
+    return p;
+  }
+
+  /** Starts our daemon in the host's namespaces and waits until it listens. */
+  async function startDaemon(place = mainPlace(), ...extra: string[]): Promise<Proc> {
+    const p = spawnDaemon(place, ...extra);
     await eventually(() => /listening on/.test(p.output) || !p.running, 10_000, "the daemon to listen");
     assert.ok(p.running, `the daemon started: ${p.output}`);
     return p;
@@ -117,8 +162,38 @@ describe("dhcp plugin and daemon with dnsmasq", { skip }, () => {
     return ns;
   }
 
-  const call = (command: "ADD" | "DEL" | "CHECK" | "STATUS" | "GC", ctr: Netns | undefined, conf: unknown = ipamConf(), args = ""): Promise<PluginRun> =>
-    runPlugin(OUR_BIN, "dhcp", { command, containerID: ctr ? ctr.name : "", netns: ctr ? ctr.path : "", ifName: ctr ? "eth0" : "", args }, conf);
+  /**
+   * Runs a dhcp plugin `binary` in the host's namespaces (where the daemon is) as a runtime runs it: CNI_*
+   * environment, the config on stdin; `as` (setpriv's options) changes who runs it.
+   */
+  async function plugin(binary: string, c: Call, conf: unknown, opts: { as?: string[]; env?: Record<string, string> } = {}): Promise<PluginRun> {
+    const env = { PATH: process.env["PATH"], CNI_COMMAND: c.command, CNI_CONTAINERID: c.containerID ?? "", CNI_NETNS: c.netns ?? "",
+      CNI_IFNAME: c.ifName ?? "", CNI_ARGS: c.args ?? "", CNI_PATH: OUR_BIN, ...opts.env };
+    const [cmd, args] = opts.as ? ["setpriv", [...opts.as, "--", binary]] : [binary, []];
+    const r = await host.ns.run(cmd, args, { env, input: typeof conf === "string" ? conf : JSON.stringify(conf) });
+    let json: unknown;
+    try {
+      json = r.stdout.trim() ? JSON.parse(r.stdout) : undefined;
+    } catch { /* not JSON */ }
+    return { exitCode: r.code, stdout: r.stdout, stderr: r.stderr, json };
+  }
+
+  const call = (command: Call["command"], ctr: Netns | undefined, conf: unknown = ipamConf(), args = ""): Promise<PluginRun> =>
+    plugin(dhcpBinary, { command, containerID: ctr ? ctr.name : "", netns: ctr ? ctr.path : "", ifName: ctr ? "eth0" : "", args }, conf);
+
+  /**
+   * Sends `data` to a daemon's socket (the main one's by default) from the host's namespaces, through a client of
+   * the test's own; `as` (setpriv's options) changes who sends it. What came back.
+   */
+  async function sendRaw(data: string, opts: { socket?: string; end?: boolean; as?: string[] } = {}): Promise<string> {
+    const client = [process.execPath, "-e", RAW_CLIENT, opts.socket ?? socketPath, opts.end === false ? "cut" : "end"];
+    const [cmd, ...args] = opts.as ? ["setpriv", ...opts.as, "--", ...client] : client;
+    return (await host.ns.run(cmd!, args, { input: data })).stdout;
+  }
+
+  /** A request line of the daemon's protocol. */
+  const request = (method: Call["command"], args: { containerID: string; netns: string; ifName: string }, conf: unknown): string =>
+    `${JSON.stringify({ protocol: "tscni-dhcp/1", method, args: { ...args, stdinData: Buffer.from(JSON.stringify(conf)).toString("base64") } })}\n`;
 
   async function add(ctr: Netns, args = ""): Promise<{ address: string; ip: string; result: any }> {
     const r = await call("ADD", ctr, ipamConf(), args);
@@ -132,9 +207,15 @@ describe("dhcp plugin and daemon with dnsmasq", { skip }, () => {
     socketPath = path.join(dir, "run", "dhcp.sock");
     leaseDir = path.join(dir, "leases");
     host = new Host(cleanup, `tscni-dhcp-${tag}-host`, OUR_BIN);
+    if (!host.ns.mountNs) { // (the resident pass pins one for every host)
+      const pinned = pinMountNamespace(host.ns.name, cleanup.dir("tscni-dhcp-mnt-"));
+      cleanup.add(() => pinned.unpin());
+      host.ns.mountNs = pinned.mountNs;
+    }
     srv = cleanup.netns(`tscni-dhcp-${tag}-srv`);
     host.ns.exec("ip", ["link", "add", `br${tag}`, "type", "bridge"]);
-    host.ns.exec("ip", ["addr", "add", `${SUBNET}.2/24`, "dev", `br${tag}`]); // the daemon's own way to the server
+    // The host reaches the server: a RELEASE sent from the daemon's namespace would show in dnsmasq's log.
+    host.ns.exec("ip", ["addr", "add", `${SUBNET}.2/24`, "dev", `br${tag}`]);
     host.ns.exec("ip", ["link", "set", `br${tag}`, "up"]);
     srv.exec("ip", ["link", "add", `ds${tag}`, "type", "veth", "peer", "name", `ps${tag}`, "netns", host.ns.name]);
     srv.exec("ip", ["addr", "add", `${SERVER}/24`, "dev", `ds${tag}`]);
@@ -168,9 +249,7 @@ describe("dhcp plugin and daemon with dnsmasq", { skip }, () => {
     const clientIdHex = Buffer.from(`\0${ctr.name}/dhcp${tag}/eth0`).toString("hex").replace(/(..)(?!$)/g, "$1:");
     assert.match(dnsmasqLeases(), new RegExp(`${ip.replaceAll(".", "\\.")} pod-one ${clientIdHex}`), "dnsmasq saw the host name and the client id");
     assert.ok(heldBy(ctr));
-    assert.equal(statSync(path.dirname(socketPath)).mode & 0o777, 0o700, "the socket's directory is 0700");
-    assert.equal(statSync(socketPath).mode & 0o777, 0o600);
-    assert.equal(statSync(leaseDir).mode & 0o777, 0o700);
+    assert.equal(lstatSync(leaseDir).mode & 0o777, 0o700);
     assert.equal((await call("CHECK", ctr)).exitCode, 0);
     assert.equal((await call("STATUS", undefined)).exitCode, 0);
     assert.equal((await call("DEL", ctr)).exitCode, 0);
@@ -279,26 +358,16 @@ describe("dhcp plugin and daemon with dnsmasq", { skip }, () => {
   });
 
   test("bad requests get an error answer and the daemon carries on", async () => {
-    const send = (data: string, end = true) => new Promise<string>((resolve) => {
-      const s = net.createConnection(socketPath);
-      let got = "";
-      s.on("data", (b) => (got += b.toString()));
-      s.on("close", () => resolve(got));
-      s.on("error", () => resolve(got));
-      s.write(data);
-      if (end) s.end();
-      else setTimeout(() => s.destroy(), 200);
-    });
-    assert.match(await send("garbage\n"), /"code":6.*not JSON/);
-    assert.match(await send('{"protocol":"tscni-dhcp/1","method":"ADD","args":{"stdinData":"bm90IGpzb24="}}\n'), /"code":6/);
-    assert.match(await send('{"protocol":"tscni-dhcp/1","method":"DEL","args":{"containerID":"x","ifName":"eth0","stdinData":""}}\n'), /"error"/);
-    await send('{"protocol":"tscni-dhcp/1"', false); // cut off mid-request
-    await send(`${"x".repeat(5 << 20)}\n`);
+    assert.match(await sendRaw("garbage\n"), /"code":6.*not JSON/);
+    assert.match(await sendRaw('{"protocol":"tscni-dhcp/1","method":"ADD","args":{"stdinData":"bm90IGpzb24="}}\n'), /"code":6/);
+    assert.match(await sendRaw('{"protocol":"tscni-dhcp/1","method":"DEL","args":{"containerID":"x","ifName":"eth0","stdinData":""}}\n'), /"error"/);
+    await sendRaw('{"protocol":"tscni-dhcp/1"', { end: false }); // cut off mid-request
+    await sendRaw(`${"x".repeat(5 << 20)}\n`);
     assert.ok(daemon.running);
     assert.equal((await call("STATUS", undefined)).exitCode, 0);
   });
 
-  test("bridge + dhcp through cnitool: the address configured, the server reachable; DEL releases from the daemon's namespace", async () => {
+  test("bridge + dhcp through cnitool: the address configured, the server reachable; DEL (bridge deletes eth0 first) sends no RELEASE", async () => {
     const network = host.writeNetwork({ cniVersion: "1.0.0", name: `dhbr${tag}`, type: "bridge", bridge: `br${tag}`, ipam: { type: "dhcp", daemonSocketPath: socketPath } });
     const ctr = host.container(`tscni-dhcp-${tag}-br`);
     const result = await host.add(network, ctr);
@@ -306,17 +375,125 @@ describe("dhcp plugin and daemon with dnsmasq", { skip }, () => {
     const r = await ctr.run("ping", ["-c", "1", "-W", "2", SERVER]);
     assert.equal(r.code, 0, `ping the DHCP server from the container: ${r.stdout}${r.stderr}`);
     await host.must("del", network, ctr);
-    await seesRelease([ip], "the RELEASE (the bridge deleted eth0 before IPAM DEL, so the daemon sends it from its own namespace)");
-    await daemonLogs(/unicast to 10\.237\.0\.1 from the daemon's namespace/);
+    // A RELEASE goes from the container's interface or not at all: here it is gone, so the lease just expires.
+    await daemonLogs(new RegExp(`dropped ${ip.replaceAll(".", "\\.")} without a RELEASE \\(DEL\\): interface eth0 does not exist in ${ctr.path}`));
+    await sleep(500);
+    assert.ok(!released(ip), "no RELEASE reached the server (the host, where the daemon runs, reaches it)");
+  });
+
+  test("DEL after the container's namespace is gone sends nothing, from the daemon's namespace either: the lease is dropped", async () => {
+    const ctr = container();
+    const { ip } = await add(ctr);
+    ctr.delete();
+    assert.equal((await call("DEL", ctr)).exitCode, 0);
+    assert.ok(!heldBy(ctr), "the lease's record is removed");
+    // (The upkeep, checking every few seconds, may have dropped the lease just before DEL came.)
+    const escaped = ip.replaceAll(".", "\\.");
+    await daemonLogs(new RegExp(`${ctr.name}/dhcp${tag}/eth0: (dropped ${escaped} without a RELEASE \\(DEL\\): network namespace ${ctr.path} does not exist|no longer maintained: eth0 in ${ctr.path} is gone)`));
+    await sleep(500);
+    assert.ok(!released(ip), "no RELEASE reached the server (the host, where the daemon runs, reaches it)");
+    assert.ok(dnsmasqLeases().includes(` ${ip} `), "the server keeps the lease until it expires");
+  });
+
+  test("the socket is born 0600 in a directory made 0700; a socket directory that is a symbolic link, writable by others or not root's stops start-up", async () => {
+    assert.equal(lstatSync(path.dirname(socketPath)).mode & 0o7777, 0o700, "the main daemon's socket directory");
+    const base = cleanup.dir("tscni-dhcp-dirs-");
+    const fresh: Place = { socket: path.join(base, "fresh", "run", "dhcp.sock"), leases: path.join(base, "fresh", "leases") };
+    const p = spawnDaemon(fresh);
+    // No chmod follows listen(): the mode the socket has when it appears is the mode it keeps.
+    while (!existsSync(fresh.socket) && p.running) await sleep(1);
+    const born = lstatSync(fresh.socket);
+    assert.ok(born.isSocket() && born.uid === 0);
+    assert.equal(born.mode & 0o7777, 0o600, "the socket, as soon as it exists");
+    const madeDir = lstatSync(path.dirname(fresh.socket));
+    assert.ok(madeDir.isDirectory());
+    assert.equal(madeDir.mode & 0o7777, 0o700, "the directory the daemon made");
+    await daemonLogs(/listening on/, p);
+    p.stop("SIGTERM");
+    assert.equal(await p.exited, 0);
+
+    const real = path.join(base, "real");
+    mkdirSync(real, { mode: 0o700 });
+    const hostile = [
+      { what: "a symbolic link to a good directory", make: (d: string) => symlinkSync(real, d), says: "is a symbolic link" },
+      { what: "group-writable", make: (d: string) => { mkdirSync(d); chmodSync(d, 0o770); }, says: "is writable by its group or others (mode 0770)" },
+      { what: "world-writable and sticky, as /tmp", make: (d: string) => { mkdirSync(d); chmodSync(d, 0o1777); }, says: "is writable by its group or others (mode 01777)" },
+      { what: "owned by uid 65534", make: (d: string) => { mkdirSync(d, { mode: 0o700 }); chownSync(d, 65534, 65534); }, says: "is owned by uid 65534" },
+    ];
+    for (const [i, h] of hostile.entries()) {
+      const socketDir = path.join(base, `hostile${i}`);
+      h.make(socketDir);
+      const d = spawnDaemon({ socket: path.join(socketDir, "dhcp.sock"), leases: path.join(base, `leases${i}`) });
+      assert.equal(await d.exited, 1, `${h.what}: ${d.output}`);
+      assert.ok(d.output.includes(`the socket directory ${socketDir} ${h.says}: refusing to listen there`), `${h.what}: ${d.output}`);
+      assert.deepEqual(readdirSync(h.what.startsWith("a symbolic") ? real : socketDir), [], `${h.what}: no socket made`);
+    }
+  });
+
+  test("a caller that is not root is refused before its request is read: uid 65534 cannot make the daemon touch a link (the socket made reachable on purpose)", async () => {
+    const base = cleanup.dir("tscni-dhcp-peer-");
+    const place: Place = { socket: path.join(base, "run", "dhcp.sock"), leases: path.join(base, "leases") };
+    const d = await startDaemon(place);
+    // What the review found exploitable: a socket anyone can reach.
+    for (const p of [base, path.dirname(place.socket)]) chmodSync(p, 0o711);
+    chmodSync(place.socket, 0o666);
+    const ctr = container(); // eth0 down, on the bridge where dnsmasq answers
+    const hostLink = `atk${tag}`;
+    host.ns.exec("ip", ["link", "add", hostLink, "type", "veth", "peer", "name", `${hostLink}p`]); // down, in the host namespace
+    const conf = ipamConf({ daemonSocketPath: place.socket });
+    const nobody = ["--reuid=65534", "--regid=65534", "--clear-groups"];
+    const refused = "the dhcp daemon serves only root callers in its own namespaces, with its capabilities: uid 65534 is not served (root only)";
+    // The review's attack, in the daemon's protocol: a host link, through the daemon's own namespace.
+    const ownNetns = { containerID: `atk${tag}`, netns: `/proc/${d.pid}/ns/net`, ifName: hostLink };
+    const raw = await sendRaw(request("ADD", ownNetns, conf), { socket: place.socket, as: nobody });
+    assert.deepEqual(JSON.parse(raw), { error: { code: 999, msg: refused } });
+    // And through the plugin, as a runtime would call it: a container's link.
+    const r = await plugin(dhcpBinary, { command: "ADD", containerID: `atk${tag}`, netns: ctr.path, ifName: "eth0" }, conf,
+      { as: nobody, env: { TSCNI_RESIDENT_SOCKET: "" } });
+    assert.deepEqual(cniError(r), { code: 999, msg: refused });
+    // Nothing of the requests ran: the links are still down, no DHCP message went out, no lease was kept.
+    assert.ok(!linkUp(host.ns, hostLink), "the host link is still down");
+    assert.ok(!linkUp(ctr, "eth0"), "the container's link is still down");
+    const mac = (ctr.ipJson(["link", "show", "eth0"]) as Array<{ address: string }>)[0]!.address;
+    assert.ok(!dnsmasqLogNow().includes(mac), "dnsmasq heard nothing from the container");
+    assert.deepEqual(readdirSync(place.leases).filter((f) => f.startsWith("lease-")), []);
+    await daemonLogs(/refused a caller: uid 65534 is not served \(root only\)/, d);
+    assert.ok(!/\bADD\b/.test(d.output), `the daemon ran no ADD: ${d.output}`);
+
+    // A root caller in the daemon's namespaces is served, but the daemon acts in no link of its own namespace.
+    const root = await sendRaw(request("ADD", ownNetns, conf), { socket: place.socket });
+    assert.deepEqual(JSON.parse(root), { error: { code: 4, msg: `network namespace /proc/${d.pid}/ns/net is the dhcp daemon's own: it acts only in containers' namespaces` } });
+    assert.ok(!linkUp(host.ns, hostLink), "the host link is still down");
+    d.stop("SIGTERM");
+    assert.equal(await d.exited, 0);
+  });
+
+  test("a root caller without capabilities is refused: it may not do what the daemon would do for it", async () => {
+    const capless = ["--bounding-set=-all", "--inh-caps=-all"];
+    const caps = await host.ns.run("setpriv", [...capless, "--", "grep", "^CapEff:", "/proc/self/status"]);
+    assert.match(caps.stdout, /^CapEff:\s+0+$/m, `setpriv leaves the caller no capabilities: ${caps.stdout}${caps.stderr}`);
+    const ctr = container();
+    const r = await plugin(dhcpBinary, { command: "ADD", containerID: ctr.name, netns: ctr.path, ifName: "eth0" }, ipamConf(),
+      { as: capless, env: { TSCNI_RESIDENT_SOCKET: "" } });
+    const e = cniError(r);
+    assert.equal(e.code, 999);
+    assert.match(e.msg, /^the dhcp daemon serves only root callers in its own namespaces, with its capabilities: the caller lacks capabilities the server has \(\d+(,\d+)*\)/);
+    assert.ok(!linkUp(ctr, "eth0"), "the container's link is still down");
+    assert.ok(!heldBy(ctr));
+    await daemonLogs(/refused a caller: the caller lacks capabilities the server has/);
+    // The same call with the capabilities is served.
+    await add(ctr);
+    assert.equal((await call("DEL", ctr)).exitCode, 0);
   });
 
   test("Go's dhcp plugin and our daemon, our plugin and Go's daemon: they do not mix, and each says so", { skip: existsSync(path.join(GO_BIN, "dhcp")) ? false : "Go's dhcp is not in /usr/lib/cni" }, async () => {
     const ctr = container();
-    const goPlugin = await runPlugin(GO_BIN, "dhcp", { command: "ADD", containerID: ctr.name, netns: ctr.path, ifName: "eth0" }, { ...ipamConf(), cniVersion: "1.0.0" });
+    const goPlugin = await plugin(path.join(GO_BIN, "dhcp"), { command: "ADD", containerID: ctr.name, netns: ctr.path, ifName: "eth0" },
+      { ...ipamConf(), cniVersion: "1.0.0" }, { env: { CNI_PATH: GO_BIN } });
     assert.notEqual(goPlugin.exitCode, 0);
     assert.match(goPlugin.stdout, /this is tscni's dhcp daemon: Go's dhcp plugin cannot use it/);
     const goSocket = path.join(dir, "go", "dhcp.sock");
-    const goDaemon = new Proc(spawn("ip", ["netns", "exec", host.ns.name, path.join(GO_BIN, "dhcp"), "daemon", "-socketpath", goSocket], { stdio: ["ignore", "pipe", "pipe"] }));
+    const goDaemon = new Proc(spawn(...host.ns.commandLine(path.join(GO_BIN, "dhcp"), ["daemon", "-socketpath", goSocket]), { stdio: ["ignore", "pipe", "pipe"] }));
     cleanup.add(() => goDaemon.stop());
     try {
       await eventually(() => existsSync(goSocket) || !goDaemon.running, 10_000, "Go's daemon to listen");
@@ -337,7 +514,7 @@ describe("dhcp plugin and daemon with dnsmasq", { skip }, () => {
     await new Promise<void>((resolve) => server.listen(bound, resolve));
     linkSync(bound, reachable); // closing our copy below unlinks `bound`; the socket stays reachable by this name
     const fd = (server as unknown as { _handle: { fd: number } })._handle.fd;
-    const p = new Proc(spawn("sh", ["-c", 'LISTEN_PID=$$ LISTEN_FDS=1 exec "$0" daemon -leasedir "$1"', dhcpBinary, path.join(dir, "leases-activated")],
+    const p = new Proc(spawn(...host.ns.commandLine("sh", ["-c", 'LISTEN_PID=$$ LISTEN_FDS=1 exec "$0" daemon -leasedir "$1"', dhcpBinary, path.join(dir, "leases-activated")]),
       { stdio: ["ignore", "pipe", "pipe", fd] }));
     cleanup.add(() => p.stop());
     await new Promise<void>((resolve) => server.close(() => resolve())); // only the daemon may accept now

@@ -68,7 +68,7 @@ export class FakeClock implements Clock {
 /** A message the fake server got, and how it came. */
 export interface Received {
   type: number | undefined;
-  how: "broadcast" | "unicast" | "daemon";
+  how: "broadcast" | "unicast";
   msg: DhcpMessage;
 }
 
@@ -222,11 +222,6 @@ export class FakeWorld implements LeaseWorld {
 
   async setLinkDown(netns: string, ifName: string): Promise<void> {
     this.down.push(`${netns}/${ifName}`);
-  }
-
-  async sendFromDaemon(msg: Uint8Array, server: string): Promise<void> {
-    if (server !== this.server.ip) throw new Error(`no route to ${server}`);
-    this.server.handle(msg, "daemon");
   }
 
   isGone(e: unknown): boolean {

@@ -259,21 +259,14 @@ export async function extend(open: SocketOpener, current: Binding, mode: "renew"
 }
 
 /**
- * Releases a lease: RELEASE unicast to its server from the interface; broadcast on the interface when the
- * container cannot route to the server (the interface does not have the address, or the kernel refuses the
- * unicast); through `fromDaemon` (the daemon's own namespace) when the interface or its namespace is already
- * gone. Returns how it was sent; throws when it could not be.
+ * Releases a lease from the container's interface: RELEASE unicast to its server; broadcast on the interface when
+ * the container cannot route to the server (the interface does not have the address, or the kernel refuses the
+ * unicast). Returns how it was sent. Throws what `open` throws, so an interface or namespace that is gone is the
+ * caller's to handle: a RELEASE is sent from the container's interface or not at all.
  */
-export async function release(open: SocketOpener, current: Binding, spec: SendSpec, clock: Clock, fromDaemon: (msg: Uint8Array, server: string) => Promise<void>, isGone: (e: unknown) => boolean): Promise<string> {
+export async function release(open: SocketOpener, current: Binding, spec: SendSpec, clock: Clock): Promise<string> {
   const fields = { xid: randomXid(clock), ciaddr: current.address, serverID: current.server };
-  let sockets: DhcpSockets;
-  try {
-    sockets = await open();
-  } catch (e) {
-    if (!isGone(e)) throw e;
-    await fromDaemon(buildMessage(MessageType.Release, { ...fields, mac: current.mac }, spec), current.server);
-    return `unicast to ${current.server} from the daemon's namespace (the interface is gone)`;
-  }
+  const sockets = await open();
   try {
     const msg = buildMessage(MessageType.Release, { ...fields, mac: sockets.mac }, spec);
     if (sockets.hasAddress(current.address)) {

@@ -1,13 +1,15 @@
 /**
  * `dhcp daemon`: the long-lived process that holds every container's DHCP lease. It listens on a unix socket
- * (`-socketpath`, default /run/cni/dhcp.sock, its directory created 0700; or the one socket systemd passes on
- * fd 3), answers the dhcp plugin's requests (protocol.ts) concurrently, keeps its leases in `-leasedir` and
- * takes them up again when restarted. A bad request gets an error answer and nothing else; SIGTERM or SIGINT
- * stops it cleanly, releasing nothing (the leases stay on disk for the next daemon). Loaded only for
- * `dhcp daemon`, never by the plugin.
+ * (`-socketpath`, default /run/cni/dhcp.sock: made 0600 in a directory that must be root's and writable by root
+ * alone, 0700 when made here; or the one socket systemd passes on fd 3), answers the dhcp plugin's requests
+ * (protocol.ts) concurrently, keeps its leases in `-leasedir` and takes them up again when restarted. A caller is
+ * served only under sys/peer.ts's rule (root in the daemon's namespaces, with its capabilities), checked before
+ * any of its request is read; anyone else gets an error answer naming why. A bad request gets an error answer
+ * and nothing else; SIGTERM or SIGINT stops it cleanly, releasing nothing (the leases stay on disk for the next
+ * daemon). Loaded only for `dhcp daemon`, never by the plugin.
  * @module
  */
-import { chmodSync, closeSync, lstatSync, mkdirSync, openSync, rmSync, writeFileSync } from "node:fs";
+import { closeSync, lstatSync, mkdirSync, openSync, rmSync, writeFileSync } from "node:fs";
 import net from "node:net";
 import path from "node:path";
 import { CniError, ErrorCode } from "../../../spec/errors.js";
@@ -15,15 +17,18 @@ import type { JsonObject } from "../../../spec/json.js";
 import { systemClock } from "./clock.js";
 import { FlagError, HelpRequested, parseDaemonFlags, usage, type DaemonFlags } from "./flags.js";
 import { LeaseStore } from "./lease-file.js";
+import { admitPeer, ownIdentity, ticksSinceBoot, type OwnIdentity } from "../../../sys/peer.js";
 import { takeListenFd } from "../../../sys/socket-activation.js";
 import { LeaseManager, type LeaseWorld } from "./leases.js";
 import {
-  linkExists, LinkGoneError, NetnsGoneError, openDhcpSockets, sendFromDaemonNamespace, setLinkDown, socketsAvailable, tryLock,
+  linkExists, LinkGoneError, NetnsGoneError, openDhcpSockets, OwnNetnsError, setLinkDown, socketsAvailable, tryLock,
 } from "./netns-sockets.js";
 import { decodeRequest, encodeError, encodeResult, readLine, type DaemonRequest } from "./protocol.js";
 
 /** How long a connection may take to send its request. */
 const REQUEST_READ_TIMEOUT_MS = 30_000;
+/** How long a refused caller's connection stays open for it to read the refusal. */
+const REFUSED_LINGER_MS = 5000;
 
 /** A log line on stderr, stamped as Go's log package stamps them. */
 function log(line: string): void {
@@ -34,7 +39,7 @@ function log(line: string): void {
 
 /** The error ADD reports when the container's interface cannot be used. */
 function describeOpenError(e: unknown): CniError {
-  if (e instanceof NetnsGoneError) return new CniError(ErrorCode.InvalidEnvironmentVariables, e.message);
+  if (e instanceof NetnsGoneError || e instanceof OwnNetnsError) return new CniError(ErrorCode.InvalidEnvironmentVariables, e.message);
   if (e instanceof LinkGoneError) return new CniError(ErrorCode.Internal, `error looking up ${JSON.stringify(e.ifName)}: ${e.message}`);
   return CniError.from(e);
 }
@@ -57,13 +62,43 @@ async function handle(leases: LeaseManager, req: DaemonRequest): Promise<JsonObj
   }
 }
 
-function serve(leases: LeaseManager, socket: net.Socket): void {
+/** Why the peer of `socket` is not served (sys/peer.ts's rule), or undefined when it is. */
+async function refusalOf(socket: net.Socket, own: OwnIdentity, acceptedAt: number): Promise<string | undefined> {
+  const fd = (socket as unknown as { _handle?: { fd?: number } })._handle?.fd;
+  if (typeof fd !== "number" || fd < 0) return "the connection's descriptor cannot be read";
+  const verdict = await admitPeer(fd, own, acceptedAt);
+  return "refusal" in verdict ? verdict.refusal : undefined;
+}
+
+/**
+ * One connection: the peer is judged first, on a socket that has read nothing yet (the server pauses new
+ * connections); a refused peer gets an error answer and the connection is closed. Then its one request is read,
+ * run and answered.
+ */
+function serve(leases: LeaseManager, own: OwnIdentity, socket: net.Socket): void {
+  const acceptedAt = ticksSinceBoot();
   socket.setTimeout(REQUEST_READ_TIMEOUT_MS, () => socket.destroy());
   socket.on("error", () => undefined); // a client that went away; nothing to answer
   void (async () => {
+    const refusal = await refusalOf(socket, own, acceptedAt);
+    if (refusal !== undefined) {
+      log(`refused a caller: ${refusal}`);
+      // The answer, then the connection closed when the caller closes its end (at most REFUSED_LINGER_MS later).
+      // Whatever it sent is discarded, never parsed: closing with it unread would reset the connection under the
+      // caller before it reads the answer.
+      socket.setTimeout(0);
+      const linger = setTimeout(() => socket.destroy(), REFUSED_LINGER_MS);
+      socket.once("close", () => clearTimeout(linger));
+      socket.on("data", () => undefined);
+      socket.resume();
+      socket.end(encodeError(new CniError(ErrorCode.Internal, `the dhcp daemon serves only root callers in its own namespaces, with its capabilities: ${refusal}`)));
+      return;
+    }
     let answer: string;
     try {
-      const line = await readLine(socket, "the request");
+      const reading = readLine(socket, "the request");
+      socket.resume();
+      const line = await reading;
       if (line.startsWith("CONNECT ")) {
         // Go's dhcp plugin opens net/rpc with an HTTP CONNECT: tell it, in an answer its client prints, where it is.
         log("a request in Go's net/rpc protocol (Go's dhcp plugin?): refused, this daemon speaks tscni's protocol only");
@@ -105,6 +140,37 @@ function answers(file: string): Promise<boolean> {
   });
 }
 
+/** A file mode in octal, as chmod takes it. */
+const modeText = (mode: number): string => `0${(mode & 0o7777).toString(8)}`;
+
+/** Runs `make` with the process umask set to `mask`, restored after. */
+function withUmask<T>(mask: number, make: () => T): T {
+  const previous = process.umask(mask);
+  try {
+    return make();
+  } finally {
+    process.umask(previous);
+  }
+}
+
+/**
+ * The socket's directory, made 0700 when missing. It must be a directory (not a symbolic link to one), owned by
+ * root, writable by no one else: whoever could write there could replace the socket. Throws naming what is wrong.
+ */
+function checkSocketDir(dir: string): void {
+  try {
+    withUmask(0o077, () => mkdirSync(dir, { recursive: true, mode: 0o700 }));
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== "EEXIST") throw e; // (a dangling symbolic link: said below)
+  }
+  const st = lstatSync(dir);
+  const refuse = (what: string) => new Error(`the socket directory ${dir} ${what}: refusing to listen there (it must be a directory owned by root, writable by root alone)`);
+  if (st.isSymbolicLink()) throw refuse("is a symbolic link");
+  if (!st.isDirectory()) throw refuse("is not a directory");
+  if (st.uid !== 0) throw refuse(`is owned by uid ${st.uid}`);
+  if (st.mode & 0o022) throw refuse(`is writable by its group or others (mode ${modeText(st.mode)})`);
+}
+
 /** The listening socket: systemd's (LISTEN_FDS, fd 3), else a new one at `socketPath`. */
 async function listen(server: net.Server, socketPath: string): Promise<{ created: boolean }> {
   const fd = takeListenFd();
@@ -115,7 +181,7 @@ async function listen(server: net.Server, socketPath: string): Promise<{ created
     });
     return { created: false };
   }
-  mkdirSync(path.dirname(socketPath), { recursive: true, mode: 0o700 });
+  checkSocketDir(path.dirname(socketPath));
   let existing;
   try {
     existing = lstatSync(socketPath);
@@ -125,11 +191,17 @@ async function listen(server: net.Server, socketPath: string): Promise<{ created
     if (await answers(socketPath)) throw new Error(`another daemon is listening on ${socketPath}`);
     rmSync(socketPath, { force: true }); // left by a daemon that was killed
   }
+  // The socket is born 0600: listen() binds before it returns (checked below), under a umask that leaves the
+  // owner read and write only. Nothing changes its mode afterwards.
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
-    server.listen(socketPath, () => resolve());
+    withUmask(0o177, () => server.listen(socketPath, () => resolve()));
   });
-  chmodSync(socketPath, 0o600);
+  const st = lstatSync(socketPath);
+  if (!st.isSocket() || st.uid !== 0 || (st.mode & 0o777) !== 0o600) {
+    server.close();
+    throw new Error(`the socket ${socketPath} came out ${st.isSocket() ? `with mode ${modeText(st.mode)}, uid ${st.uid}` : "as something else than a socket"}, not root's 0600: refusing to serve on it`);
+  }
   return { created: true };
 }
 
@@ -154,8 +226,7 @@ async function runDaemon(flags: DaemonFlags): Promise<void> {
     open: openDhcpSockets,
     linkExists,
     setLinkDown,
-    sendFromDaemon: sendFromDaemonNamespace,
-    isGone: (e) => e instanceof NetnsGoneError || e instanceof LinkGoneError,
+    isGone: (e) => e instanceof NetnsGoneError || e instanceof LinkGoneError || e instanceof OwnNetnsError,
     describeOpenError,
     log,
   };
@@ -164,7 +235,8 @@ async function runDaemon(flags: DaemonFlags): Promise<void> {
   for (const p of problems) log(`ignoring a lease file: ${p}`);
   await leases.resume(records);
 
-  const server = net.createServer((socket) => serve(leases, socket));
+  const own = ownIdentity();
+  const server = net.createServer({ pauseOnConnect: true }, (socket) => serve(leases, own, socket));
   const { created } = await listen(server, socketPath);
   log(`dhcp daemon listening on ${created ? socketPath : "the socket systemd passed"}; leases in ${store.dir} (${records.length} found)`);
 

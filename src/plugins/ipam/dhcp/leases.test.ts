@@ -1,8 +1,8 @@
 /**
  * The daemon's leases over their whole life, against an in-memory DHCP server and a fake clock
  * (src/testing/fake-dhcp.ts): acquisition and its result, renewal at T1, the broadcast fallback, rebinding
- * at T2, expiry, refusal, the interface disappearing, release on DEL (from the daemon's namespace when the
- * interface is gone), GC, CHECK, giving up when no server answers, and a restart that takes up the leases
+ * at T2, expiry, refusal, the interface disappearing, release on DEL (nothing sent when the interface or its
+ * namespace is gone), GC, CHECK, giving up when no server answers, and a restart that takes up the leases
  * left on disk.
  */
 import { describe, test } from "node:test";
@@ -282,14 +282,27 @@ describe("releasing", () => {
     assert.equal(world.server.got(MessageType.Release).length, 1);
   });
 
-  test("DEL after the interface is gone (bridge deletes it first) releases from the daemon's namespace", async () => {
-    const world = new FakeWorld();
-    const leases = new LeaseManager(world);
-    const a = attachment(world, "c1");
-    await leases.add(a);
-    world.removeLink(a.netns, "eth0");
-    await leases.del(a);
-    assert.equal(world.server.got(MessageType.Release)[0]!.how, "daemon");
+  test("DEL after the interface or its namespace is gone sends nothing and forgets the lease", async () => {
+    const cases = [
+      { gone: "the interface (bridge deletes it first)", links: ["eth0"], why: "interface eth0 does not exist in /run/netns/c1" },
+      { gone: "the namespace", links: ["eth0", "eth1"], why: "network namespace /run/netns/c1 does not exist" },
+    ];
+    for (const { gone, links, why } of cases) {
+      const world = new FakeWorld();
+      const leases = new LeaseManager(world);
+      const a = attachment(world, "c1");
+      world.addLink(a.netns, "eth1"); // the namespace outlives eth0 unless every link in it goes
+      await leases.add(a);
+      const sent = world.server.received.length;
+      for (const link of links) world.removeLink(a.netns, link);
+      await leases.del(a);
+      assert.equal(world.server.received.length, sent, `nothing sent when ${gone} is gone`);
+      assert.equal(world.server.bindings.size, 1, "the server keeps the lease until it expires");
+      assert.equal(world.saved.size, 0, "the lease's record is removed");
+      assert.deepEqual(leases.records(), []);
+      assert.ok(world.lines.includes(`c1/net1/eth0: dropped 10.9.0.10 without a RELEASE (DEL): ${why}`), world.lines.join("\n"));
+      assert.ok(world.opened.every((s) => s.closed));
+    }
   });
 
   test("GC releases the network's leases whose attachment is not valid, and only those", async () => {

@@ -1,7 +1,8 @@
 /**
  * The daemon's leases: one per attachment (client id `containerID/network/ifName`), acquired on ADD (or on a
  * CHECK that finds none, as upstream), kept in memory and on disk, renewed at T1 and rebound at T2 in the
- * background, and released on DEL or GC. The upkeep stops when the interface or its namespace disappears,
+ * background, and released on DEL or GC, from the container's interface only (a lease whose interface or
+ * namespace is gone is dropped without a RELEASE). The upkeep stops when the interface or its namespace disappears,
  * and when the lease expires or the server refuses it (the interface is then set down, as upstream does, since
  * its address is no longer the container's to use). Operations on one attachment run one after another;
  * different attachments proceed at once. Everything outside (sockets, files, time) comes in through
@@ -31,9 +32,7 @@ export interface LeaseWorld {
   open(netns: string, ifName: string, bringUp?: boolean): Promise<DhcpSockets>;
   linkExists(netns: string, ifName: string): Promise<boolean>;
   setLinkDown(netns: string, ifName: string): Promise<void>;
-  /** Sends a message to `server`:67 from the daemon's own namespace. */
-  sendFromDaemon(msg: Uint8Array, server: string): Promise<void>;
-  /** Whether an error from `open` means the interface or its namespace no longer exists. */
+  /** Whether an error from `open` means the interface or its namespace no longer exists (or may not be used). */
   isGone(e: unknown): boolean;
   /** Turns an error from `open` into the CNI error ADD reports. */
   describeOpenError(e: unknown): CniError;
@@ -186,7 +185,7 @@ export class LeaseManager {
     });
   }
 
-  /** DEL: stops the upkeep, releases the lease and forgets it; an unknown lease is success. */
+  /** DEL: stops the upkeep, releases the lease (when its interface is still there) and forgets it; an unknown lease is success. */
   async del(args: WireArgs): Promise<void> {
     const conf = parseDhcpBasics(args.stdinData);
     const key = clientIdOf(args.containerID, conf.name, args.ifName);
@@ -240,14 +239,19 @@ export class LeaseManager {
     await this.world.store.remove(key);
   }
 
-  /** Sends the RELEASE of a lease; failing to is logged, never an error (the server's lease then just expires). */
+  /**
+   * Sends the RELEASE of a lease from its interface. When the interface or its namespace is gone nothing is sent
+   * (there is no other place a RELEASE may come from); failing to send is logged, never an error (the server's
+   * lease then just expires).
+   */
   private async sendRelease(r: LeaseRecord, why = "giving it back"): Promise<void> {
     try {
-      const how = await release(() => this.world.open(this.world.hostPrefix + r.netns, r.ifName), r.binding, r.send, this.world.clock,
-        (msg, server) => this.world.sendFromDaemon(msg, server), (e) => this.world.isGone(e));
+      const how = await release(() => this.world.open(this.world.hostPrefix + r.netns, r.ifName), r.binding, r.send, this.world.clock);
       this.world.log(`${r.clientID}: released ${r.binding.address} (${why}): ${how}`);
     } catch (e) {
-      this.world.log(`${r.clientID}: could not release ${r.binding.address} (${why}): ${(e as Error).message}`);
+      this.world.log(this.world.isGone(e)
+        ? `${r.clientID}: dropped ${r.binding.address} without a RELEASE (${why}): ${(e as Error).message}`
+        : `${r.clientID}: could not release ${r.binding.address} (${why}): ${(e as Error).message}`);
     }
   }
 

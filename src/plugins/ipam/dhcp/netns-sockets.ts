@@ -25,6 +25,7 @@
  * namespace alive.
  * @module
  */
+import { statSync } from "node:fs";
 import { errnoText } from "../../../net/rtnetlink.js";
 import { bindLibc, bunFfi, type Pointer } from "../../../sys/libc.js";
 import { inThreadNetns, NetnsEnterError } from "../../../sys/thread-netns.js";
@@ -127,6 +128,17 @@ export class LinkGoneError extends Error {
   }
 }
 
+/**
+ * The namespace path names the daemon's own network namespace (the host's): the daemon acts only in containers'
+ * namespaces, so it opens no socket and sets no link there.
+ */
+export class OwnNetnsError extends Error {
+  constructor(readonly netns: string) {
+    super(`network namespace ${netns} is the dhcp daemon's own: it acts only in containers' namespaces`);
+    this.name = "OwnNetnsError";
+  }
+}
+
 /** A system call failed; `errno` is the kernel's reason. */
 export class SocketError extends Error {
   constructor(operation: string, readonly errno: number) {
@@ -141,11 +153,25 @@ async function requireFfi(): Promise<Ffi> {
   return f;
 }
 
-/** Runs `make` with the thread in the namespace at `netnsPath` (or where it is, when undefined) and comes back. */
-function inNetns<T>(f: Ffi, netnsPath: string | undefined, make: () => T): T {
-  if (netnsPath === undefined) return make();
+/** The identity ("dev:ino") of the calling thread's network namespace. */
+const threadNetns = (): string => {
+  const s = statSync("/proc/thread-self/ns/net");
+  return `${s.dev}:${s.ino}`;
+};
+let daemonNetns: string | undefined;
+
+/**
+ * Runs `make` with the thread in the namespace at `netnsPath` and comes back. Throws OwnNetnsError, running
+ * nothing, when that namespace is the daemon's own (checked once entered, so a path swapped meanwhile is caught
+ * too).
+ */
+function inNetns<T>(f: Ffi, netnsPath: string, make: () => T): T {
+  const own = (daemonNetns ??= threadNetns());
   try {
-    return inThreadNetns(f.libc.setns, f.errno, netnsPath, make, "dhcp");
+    return inThreadNetns(f.libc.setns, f.errno, netnsPath, () => {
+      if (threadNetns() === own) throw new OwnNetnsError(netnsPath);
+      return make();
+    }, "dhcp");
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code === "ENOENT") throw new NetnsGoneError(netnsPath);
     if (e instanceof NetnsEnterError) throw new SocketError(`entering network namespace ${netnsPath}`, e.errno ?? 0);
@@ -420,7 +446,8 @@ class OpenSockets implements DhcpSockets {
 
 /**
  * Opens the sockets of one exchange on `ifName` in the namespace at `netns`; with `bringUp` (acquiring, as
- * upstream does) a link that is down is set up. Throws NetnsGoneError or LinkGoneError when either is missing.
+ * upstream does) a link that is down is set up. Throws NetnsGoneError or LinkGoneError when either is missing,
+ * OwnNetnsError when `netns` is the daemon's own namespace.
  */
 export async function openDhcpSockets(netns: string, ifName: string, bringUp = false): Promise<DhcpSockets> {
   const f = await requireFfi();
@@ -469,13 +496,13 @@ async function withProbeSocket<T>(netns: string, use: (f: Ffi, fd: number) => T)
   }
 }
 
-/** Whether `ifName` exists in the namespace at `netns` (false when either is gone). */
+/** Whether `ifName` exists in the namespace at `netns` (false when either is gone, or it is the daemon's own). */
 export async function linkExists(netns: string, ifName: string): Promise<boolean> {
   try {
     await withProbeSocket(netns, (f, fd) => linkInfo(f, fd, ifName, netns));
     return true;
   } catch (e) {
-    if (e instanceof NetnsGoneError || e instanceof LinkGoneError) return false;
+    if (e instanceof NetnsGoneError || e instanceof LinkGoneError || e instanceof OwnNetnsError) return false;
     throw e;
   }
 }
@@ -483,23 +510,6 @@ export async function linkExists(netns: string, ifName: string): Promise<boolean
 /** Sets the link down (what a client does when its lease expires). */
 export async function setLinkDown(netns: string, ifName: string): Promise<void> {
   await withProbeSocket(netns, (f, fd) => setUp(f, fd, ifName, netns, false));
-}
-
-/**
- * Sends one datagram to `dst`:67 from the daemon's own namespace (a RELEASE whose interface is already
- * gone). Throws when the kernel refuses (no route, say).
- */
-export async function sendFromDaemonNamespace(payload: Uint8Array, dst: string): Promise<void> {
-  const f = await requireFfi();
-  const fd = newSocket(f, AF_INET, 0, "UDP");
-  try {
-    const to = sockaddrIn(dst, DHCP_SERVER_PORT);
-    if (Number(f.libc.sendto(fd, payload, payload.length, 0, to, to.length)) !== payload.length) {
-      throw new SocketError(`sending to ${dst} from the daemon's namespace`, f.errno());
-    }
-  } finally {
-    f.libc.close(fd);
-  }
 }
 
 /**
