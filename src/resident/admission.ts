@@ -6,18 +6,13 @@
  * @module
  */
 import type net from "node:net";
-import { admitPeer, type OwnIdentity } from "../sys/peer.js";
+import { admitPeer, socketFd, type OwnIdentity } from "../sys/peer.js";
 
 /** The verdict on a connection. */
 export type Admission =
   | { admitted: true; pid: number }
   /** `otherBuild`: an admissible caller of another build (the binaries were replaced: the server steps aside). */
   | { admitted: false; reason: string; otherBuild?: string };
-
-/** The file descriptor under a connected net.Socket (Bun and Node keep it on the handle). */
-export function socketFd(socket: net.Socket): number | undefined {
-  return (socket as unknown as { _handle?: { fd?: number } })._handle?.fd;
-}
 
 /** Whether the caller on `socket`, which says it is build `clientBuild`, is served by the server of `buildId`. */
 export async function admit(socket: net.Socket, clientBuild: string, buildId: string, own: OwnIdentity, acceptedAt: number): Promise<Admission> {

@@ -25,13 +25,13 @@ export interface PeerCredentials {
   gid: number;
 }
 
-/** What a peer is compared with: this process's namespaces and effective capabilities, read once. */
+/** What a peer is compared with: this process's namespaces (those a peer must share) and effective capabilities. */
 export interface OwnIdentity {
-  namespaces: Record<NamespaceKind, string>;
+  namespaces: Partial<Record<NamespaceKind, string>>;
   capEff: bigint;
 }
 
-type NamespaceKind = "user" | "net" | "mnt";
+export type NamespaceKind = "user" | "net" | "mnt";
 const KINDS: readonly NamespaceKind[] = ["user", "net", "mnt"];
 
 /** The verdict on a peer: served (with its pid), or why not, in words for the refused caller. */
@@ -110,11 +110,20 @@ export function ticksSinceBoot(): number {
   return Math.ceil(seconds * 100) + 1; // USER_HZ is 100 on Linux; rounded up, so "not later" errs towards admitting
 }
 
-/** This process's identity, for comparing peers with it (read it once, at start). */
-export function ownIdentity(): OwnIdentity {
+/**
+ * This process's identity, for comparing peers with it (read it once, at start). `kinds`: the namespaces a peer
+ * must share (all three unless a server has a reason to serve callers of other ones).
+ */
+export function ownIdentity(kinds: readonly NamespaceKind[] = KINDS): OwnIdentity {
   const status = readFileSync("/proc/self/status", "latin1");
-  const namespaces = Object.fromEntries(KINDS.map((k) => [k, namespaceOf("self", k) ?? "unknown"])) as Record<NamespaceKind, string>;
+  const namespaces = Object.fromEntries(kinds.map((k) => [k, namespaceOf("self", k) ?? "unknown"]));
   return { namespaces, capEff: BigInt(`0x${statusField(status, "CapEff") ?? "0"}`) };
+}
+
+/** The file descriptor under a connected net.Socket (Bun and Node keep it on the handle). */
+export function socketFd(socket: object): number | undefined {
+  const fd = (socket as { _handle?: { fd?: number } })._handle?.fd;
+  return typeof fd === "number" && fd >= 0 ? fd : undefined;
 }
 
 /** Capability numbers set in `a` and not in `b`, for a refusal's words. */
@@ -138,7 +147,7 @@ export function judgeProcess(pid: number, own: OwnIdentity): string | undefined 
   const euid = statusField(status, "Uid")?.split(/\s+/)[1];
   if (euid !== "0") return `uid ${euid ?? "?"} is not served (root only)`;
   for (const kind of KINDS) {
-    if (namespaceOf(pid, kind) !== own.namespaces[kind]) {
+    if (own.namespaces[kind] !== undefined && namespaceOf(pid, kind) !== own.namespaces[kind]) {
       return `the caller is in another ${kind === "net" ? "network" : kind === "mnt" ? "mount" : "user"} namespace`;
     }
   }

@@ -17,7 +17,7 @@ import type { JsonObject } from "../../../spec/json.js";
 import { systemClock } from "./clock.js";
 import { FlagError, HelpRequested, parseDaemonFlags, usage, type DaemonFlags } from "./flags.js";
 import { LeaseStore } from "./lease-file.js";
-import { admitPeer, ownIdentity, ticksSinceBoot, type OwnIdentity } from "../../../sys/peer.js";
+import { admitPeer, ownIdentity, socketFd, ticksSinceBoot, type OwnIdentity } from "../../../sys/peer.js";
 import { takeListenFd } from "../../../sys/socket-activation.js";
 import { LeaseManager, type LeaseWorld } from "./leases.js";
 import {
@@ -64,8 +64,8 @@ async function handle(leases: LeaseManager, req: DaemonRequest): Promise<JsonObj
 
 /** Why the peer of `socket` is not served (sys/peer.ts's rule), or undefined when it is. */
 async function refusalOf(socket: net.Socket, own: OwnIdentity, acceptedAt: number): Promise<string | undefined> {
-  const fd = (socket as unknown as { _handle?: { fd?: number } })._handle?.fd;
-  if (typeof fd !== "number" || fd < 0) return "the connection's descriptor cannot be read";
+  const fd = socketFd(socket);
+  if (fd === undefined) return "the connection's descriptor cannot be read";
   const verdict = await admitPeer(fd, own, acceptedAt);
   return "refusal" in verdict ? verdict.refusal : undefined;
 }
@@ -235,7 +235,9 @@ async function runDaemon(flags: DaemonFlags): Promise<void> {
   for (const p of problems) log(`ignoring a lease file: ${p}`);
   await leases.resume(records);
 
-  const own = ownIdentity();
+  // With -hostprefix the daemon runs in a mount namespace of its own (a container) and reaches the callers'
+  // paths under the prefix: its callers are in the host's mount namespace, by design.
+  const own = ownIdentity(flags.hostprefix ? ["user", "net"] : undefined);
   const server = net.createServer({ pauseOnConnect: true }, (socket) => serve(leases, own, socket));
   const { created } = await listen(server, socketPath);
   log(`dhcp daemon listening on ${created ? socketPath : "the socket systemd passed"}; leases in ${store.dir} (${records.length} found)`);
