@@ -1,7 +1,7 @@
 // containerd's CRI (kubelet's path): RunPodSandbox + StopPodSandbox + RemovePodSandbox against a private containerd
 // whose CNI bin_dir is one plugin directory, once with ours and once with Go's. Uses the end-to-end test's
 // private-containerd rig (dist-test/testing/containerd.js); the caller runs this inside the benchmark's own host
-// namespace, so each containerd only gets a private mount namespace here.
+// namespace, where each containerd gets a private mount namespace, or (pinned) shares the benchmark's.
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -18,11 +18,15 @@ export const containerdSkipReason = () => rig.containerdSkipReason();
 /** The meta plugins of the chain (after bridge), as both directories have them. */
 export const CONTAINERD_CHAIN = ["portmap", "firewall", "tuning", "bandwidth"];
 
+const SUBNETS = { ours: "10.237.1.0/24", go: "10.237.2.0/24", resident: "10.237.3.0/24" };
+
 /**
  * Starts a private containerd for one plugin dir; resolves to a runner (one sandbox run+stop+remove, in ms) with
- * a teardown() that stops containerd and removes everything it left.
+ * a teardown() that stops containerd and removes everything it left. `pinned`: run containerd in that mount
+ * namespace with that environment (as a node's containerd shares the host's with the resident server) instead
+ * of a private one.
  */
-export async function setupContainerd(binDir, impl) {
+export async function setupContainerd(binDir, impl, pinned) {
   const base = mkdtempSync(path.join(os.tmpdir(), `tscni-bench-ctrd-${impl}-`));
   const network = `tscnibenchctrd${impl}`;
   const cacheEntries = () => (existsSync(CACHE) ? readdirSync(CACHE) : []).filter((f) => f.startsWith(`${network}-`) ||
@@ -38,7 +42,7 @@ export async function setupContainerd(binDir, impl) {
     mkdirSync(confDir);
     const plugins = [
       { type: "bridge", bridge: `tbc${impl[0]}0`, isGateway: true, ipMasq: true, hairpinMode: true,
-        ipam: { type: "host-local", dataDir: path.join(base, "ipam"), routes: [{ dst: "0.0.0.0/0" }], ranges: [[{ subnet: impl === "ours" ? "10.237.1.0/24" : "10.237.2.0/24" }]] } },
+        ipam: { type: "host-local", dataDir: path.join(base, "ipam"), routes: [{ dst: "0.0.0.0/0" }], ranges: [[{ subnet: SUBNETS[impl] }]] } },
       ...CONTAINERD_CHAIN.map((type) => ({
         type, dataDir: path.join(base, type),
         ...(type === "portmap" ? { capabilities: { portMappings: true } } : type === "bandwidth" ? { capabilities: { bandwidth: true } } : {}),
@@ -49,7 +53,7 @@ export async function setupContainerd(binDir, impl) {
     const imageArchive = rig.buildPauseImage(base, sandboxImage);
     const cniBinDir = rig.linkPluginDir(path.join(base, "cni-bin"), binDir);
     mkdirSync(path.join(base, "containerd"));
-    ctrd = await rig.PrivateContainerd.start({ base: path.join(base, "containerd"), cniBinDir, cniConfDir: confDir, sandboxImage, imageArchive });
+    ctrd = await rig.PrivateContainerd.start({ base: path.join(base, "containerd"), cniBinDir, cniConfDir: confDir, sandboxImage, imageArchive, ...(pinned ? { pinned } : {}) });
   } catch (err) {
     await teardown();
     throw err;

@@ -13,10 +13,11 @@ import { fileURLToPath } from "node:url";
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const BUN = path.join(ROOT, "node_modules/.bin/bun");
 
-/** RSS in KiB of `root` and every process whose ancestry includes it, summed. */
-function treeRss(root) {
+/** RSS in KiB of `root` and every process whose ancestry includes it, and of every process whose command line names `socket`, summed. */
+function treeRss(root, socket) {
   const parent = new Map();
   const rss = new Map();
+  const servers = new Set();
   for (const name of readdirSync("/proc")) {
     if (!/^\d+$/.test(name)) continue;
     try {
@@ -24,12 +25,13 @@ function treeRss(root) {
       parent.set(Number(name), Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]));
       const m = /VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${name}/status`, "utf8"));
       rss.set(Number(name), m ? Number(m[1]) : 0);
+      if (socket && readFileSync(`/proc/${name}/cmdline`, "utf8").split("\0").includes(socket)) servers.add(Number(name));
     } catch { /* gone meanwhile */ }
   }
   let total = 0;
   for (const pid of rss.keys()) {
     for (let p = pid, hops = 0; p && hops < 64; p = parent.get(p), hops++) {
-      if (p === root) {
+      if (p === root || servers.has(p)) {
         total += rss.get(pid);
         break;
       }
@@ -54,9 +56,10 @@ const SUBNETS = { inprocess: "10.246.", go: "10.247.", exec: "10.243.", resident
 
 /**
  * Runs the scenario once for one plugin dir; resolves to { setupMs, teardownMs, failures, leftovers, peakRssKiB }.
- * env: extra environment of the manager (the launcher's socket); serverPid: a resident server whose memory counts.
+ * env: extra environment of the manager (the launcher's socket and mode); serverSocket: the socket of a resident
+ * server whose memory counts (whoever started it: it is found by its command line at every sample).
  */
-export async function runPods({ binDir, impl, pods, scratch, env = {}, serverPid }) {
+export async function runPods({ binDir, impl, pods, scratch, env = {}, serverSocket }) {
   const base = path.join(scratch, `pods-${impl}-${pods}`);
   const state = { conf: path.join(base, "net.d"), cache: path.join(base, "cache"), ipam: path.join(base, "ipam") };
   mkdirSync(state.conf, { recursive: true });
@@ -73,7 +76,7 @@ export async function runPods({ binDir, impl, pods, scratch, env = {}, serverPid
   const args = JSON.stringify({ binDir, pods, confDir: state.conf, cacheDir: state.cache, inProcess: impl === "inprocess", tag: `${impl[0]}${pods}` });
   const child = spawn(BUN, [path.join(ROOT, "bench/pod-driver.mjs"), args], { stdio: ["ignore", "pipe", "inherit"], env: { ...process.env, ...env } });
   let peak = 0;
-  const sampler = setInterval(() => (peak = Math.max(peak, treeRss(child.pid) + (serverPid ? treeRss(serverPid) : 0))), 20);
+  const sampler = setInterval(() => (peak = Math.max(peak, treeRss(child.pid, serverSocket))), 20);
   let out = "";
   child.stdout.on("data", (b) => (out += b));
   const code = await new Promise((resolve) => child.on("close", resolve));

@@ -1,7 +1,8 @@
 #!/usr/bin/env node
-// The tscni benchmark: our plugins in both modes (exec: every call starts the program; resident: the launcher
-// hands calls to a `cnitool daemon`) and Debian's Go plugins side by side, interleaved in one run, medians and
-// ratios against Go. Writes docs/benchmarks.md from the run. Not part of the test suite.
+// The tscni benchmark: our plugins as a plain install runs them (the default: the launcher starts a resident
+// server on the first call and hands calls to it) and in exec mode (TSCNI_RESIDENT=exec: every call starts the
+// program), and Debian's Go plugins, side by side, interleaved in one run, medians and ratios against Go. Writes
+// docs/benchmarks.md from the run. Not part of the test suite.
 //
 //   node bench/run.mjs [--rounds 15] [--out docs/benchmarks.md] [--only <substring>]   (as root; `npm run build` first)
 //
@@ -23,14 +24,18 @@ import { clusterTable, runClusterBench } from "./cluster.mjs";
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const OURS = path.join(ROOT, "dist/bin");
 const GO = "/usr/lib/cni";
-// Resident mode needs the C launcher (it is what forwards calls); without it only exec mode is measured.
+// Resident mode needs the C launcher (it is what forwards calls and starts the server); without it only exec mode
+// is measured. "resident" is the default install's behaviour: nobody starts a server by hand, the first call does.
 const RESIDENT = existsSync(path.join(ROOT, "dist/tscni"));
 const IMPLS = RESIDENT ? ["ours", "resident", "go"] : ["ours", "go"];
 const BIN_DIRS = { ours: OURS, resident: OURS, go: GO };
 const IMPL_INDEX = { ours: 1, go: 2, resident: 3 }; // picks each implementation's subnet
-let residentSocket = ""; // the benchmark's own server (started inside its namespace)
-/** The launcher's socket per implementation: none in exec mode, so a server elsewhere is never used. */
-const implEnv = (impl) => ({ TSCNI_RESIDENT_SOCKET: impl === "resident" ? residentSocket : "" });
+// The benchmark runs in namespaces of its own, so it names its socket (a server is then started in the caller's
+// namespaces, as on the node's own socket for the node's runtimes); its directory is made at start.
+let residentSocket = "";
+/** Each implementation's switches: exec mode for "ours", the default (auto) on the benchmark's socket for "resident". */
+const implEnv = (impl) => (impl === "resident" ? { TSCNI_RESIDENT: "auto", TSCNI_RESIDENT_SOCKET: residentSocket }
+  : impl === "ours" ? { TSCNI_RESIDENT: "exec", TSCNI_RESIDENT_SOCKET: "" } : {});
 const HOST_NS = "tscni-bench-host";
 const args = process.argv.slice(2);
 const opt = (name, dflt) => {
@@ -89,8 +94,8 @@ function harnessFloor() {
 /** Runs a plugin like a runtime does; returns milliseconds (throws on failure). */
 function execPlugin(binDir, type, command, stdin, extraEnv = {}) {
   const env = {
-    PATH: process.env.PATH, TSCNI_RESIDENT_SOCKET: process.env.TSCNI_RESIDENT_SOCKET ?? "", CNI_COMMAND: command, CNI_PATH: binDir, CNI_CONTAINERID: "", CNI_NETNS: "", CNI_IFNAME: "eth0",
-    CNI_ARGS: "", ...extraEnv,
+    PATH: process.env.PATH, TSCNI_RESIDENT: process.env.TSCNI_RESIDENT ?? "exec", TSCNI_RESIDENT_SOCKET: process.env.TSCNI_RESIDENT_SOCKET ?? "",
+    CNI_COMMAND: command, CNI_PATH: binDir, CNI_CONTAINERID: "", CNI_NETNS: "", CNI_IFNAME: "eth0", CNI_ARGS: "", ...extraEnv,
   };
   const r = timedRun(path.join(binDir, type), stdin, env);
   if (r.status !== 0) throw new Error(`${binDir}/${type} ${command} failed: ${r.stdout}${r.stderr}`);
@@ -106,7 +111,7 @@ const delNetns = (name) => spawnSync("ip", ["netns", "delete", name]);
 /**
  * A scenario measured for every implementation. setup(binDir, impl) returns (or resolves to) a runner giving
  * milliseconds; a runner may carry a teardown() run after the scenario. While an implementation's runner runs,
- * process.env.TSCNI_RESIDENT_SOCKET is its (so libcni's execs inherit it). `exec` scenarios skip resident mode.
+ * process.env has its switches (implEnv), so libcni's execs inherit them. `execOnly` scenarios skip resident mode.
  */
 const scenarios = [];
 function scenario(name, setup, { execOnly = false } = {}) {
@@ -179,8 +184,12 @@ scenario(`default chain ADD+DEL (fresh netns): ${defaultChain.join(" + ")}`, (bi
 // arguments, so both implementations run it today).
 const CONTAINERD_ROW = `containerd sandbox run+stop+remove (CRI; chain: bridge + ${CONTAINERD_CHAIN.join(" + ")}, host-local)`;
 const containerdSkip = containerdSkipReason();
-// Exec mode only: a private containerd runs in a mount namespace of its own, where no server of ours is.
-if (!containerdSkip) scenario(CONTAINERD_ROW, (binDir, impl) => setupContainerd(binDir, impl), { execOnly: true });
+// In the default install containerd shares the benchmark's mount namespace (as a node's containerd shares the host's)
+// and its environment names the benchmark's socket; the others get a private mount namespace.
+if (!containerdSkip) {
+  scenario(CONTAINERD_ROW, (binDir, impl) => setupContainerd(binDir, impl,
+    impl === "resident" ? { mountNs: `/proc/${process.pid}/ns/mnt`, env: implEnv(impl) } : undefined));
+}
 
 /** Peak RSS (KiB) of one bridge ADD with host-local: the process the caller starts (GNU time %M). */
 function peakRss(impl) {
@@ -216,7 +225,7 @@ function coldStart() {
     ...(built.status === 0 ? [{ name: "empty program, `bun build --compile --minify --bytecode` (Bun's floor)", file: empty, env: {}, ok: 0 }] : []),
     { name: "ours, exec mode: launcher + program (dist/bin/bridge)", file: path.join(OURS, "bridge"), env: env("ours"), ok: 1 },
     ...(existsSync(path.join(ROOT, "dist/tscni-js")) ? [{ name: "ours, the program alone (dist/tscni-js as bridge)", file: path.join(ROOT, "dist/tscni-js"), argv0: "bridge", env: env("ours"), ok: 1 }] : []),
-    ...(RESIDENT ? [{ name: "ours, resident mode: launcher -> server", file: path.join(OURS, "bridge"), env: env("resident"), ok: 1 }] : []),
+    ...(RESIDENT ? [{ name: "ours, default: launcher -> server", file: path.join(OURS, "bridge"), env: env("resident"), ok: 1 }] : []),
     { name: "Go (bridge)", file: path.join(GO, "bridge"), env: env("go"), ok: 1 },
   ];
   const times = programs.map(() => []);
@@ -254,7 +263,7 @@ const vmRss = (pid) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/s
  * several MB with the garbage collector's timing, so it is sampled every 250 calls, and "before" and "after" are
  * the medians of the first and the last four samples (a leak shows as after > before; one sample each showed noise).
  */
-function serverGrowth(server, calls) {
+function serverGrowth(calls) {
   const dataDir = path.join(scratch, "growth");
   const conf = JSON.stringify({ cniVersion: "1.0.0", name: "bench-growth", type: "host-local", ipam: { type: "host-local", subnet: "10.250.0.0/16", dataDir } });
   const call = (i) => {
@@ -262,6 +271,7 @@ function serverGrowth(server, calls) {
     execPlugin(OURS, "host-local", i % 2 ? "DEL" : "ADD", conf, env);
   };
   for (let i = 0; i < 1000; i++) call(i); // warm-up: the heap settles
+  const server = { pid: serverStatus().pid };
   const samples = [];
   const t0 = process.hrtime.bigint();
   for (let i = 0; i < calls; i++) {
@@ -276,24 +286,48 @@ function serverGrowth(server, calls) {
   };
 }
 
-/** Starts the benchmark's resident server (in this namespace); resolves to the child once its socket is up. */
-async function startServer() {
-  const dir = mkdtempSync(path.join("/run", "tscni-bench-resident-"));
-  residentSocket = path.join(dir, "plugins.sock");
-  const child = spawn(path.join(OURS, "cnitool"), ["daemon", "--socket", residentSocket], { stdio: ["ignore", "ignore", "inherit"] });
-  for (let i = 0; i < 500 && !existsSync(residentSocket); i++) await sleep(10);
-  if (!existsSync(residentSocket)) throw new Error("the resident server did not start");
-  // Measured once its start-up warm-up is done, as a server that has been up for a while (README, "Resident mode").
-  const warmedUp = () => JSON.parse(spawnSync(path.join(OURS, "cnitool"), ["daemon", "status", "--socket", residentSocket], { encoding: "utf8" }).stdout || "{}").warmedUp;
-  for (let i = 0; i < 600 && !warmedUp(); i++) await sleep(50);
-  child.dir = dir;
-  return child;
+/** The server on the benchmark's socket: its status, or undefined when none answers. */
+function serverStatus() {
+  const r = spawnSync(path.join(OURS, "cnitool"), ["daemon", "status", "--socket", residentSocket], { encoding: "utf8" });
+  return r.status === 0 ? JSON.parse(r.stdout) : undefined;
 }
 
-async function stopServer(child) {
-  child.kill("SIGTERM");
-  await new Promise((resolve) => (child.exitCode !== null ? resolve() : child.on("exit", resolve)));
-  rmSync(child.dir, { recursive: true, force: true });
+/** A server's memory from /proc (KiB): resident set, and its anonymous and file-backed parts. */
+function serverMemory(pid) {
+  const status = readFileSync(`/proc/${pid}/status`, "utf8");
+  const field = (name) => Number(new RegExp(`${name}:\\s+(\\d+)`).exec(status)?.[1] ?? NaN);
+  return { rssKiB: field("VmRSS"), anonKiB: field("RssAnon"), fileKiB: field("RssFile") };
+}
+
+/**
+ * Brings up the default install's server the way a node gets it: the first plugin call (a host-local ADD and DEL)
+ * starts it; resolves to it once its start-up warm-up is done (README, "Resident mode"), with its memory then.
+ */
+async function startServerByFirstCall() {
+  const dir = mkdtempSync(path.join("/run", "tscni-bench-resident-"));
+  residentSocket = path.join(dir, "plugins.sock");
+  const conf = JSON.stringify({ cniVersion: "1.0.0", name: "bench-first", type: "host-local", ipam: { type: "host-local", subnet: "10.250.0.0/16", dataDir: path.join(scratch, "first") } });
+  const env = { ...implEnv("resident"), CNI_CONTAINERID: "first", CNI_NETNS: "/run/netns/none" };
+  execPlugin(OURS, "host-local", "ADD", conf, env);
+  execPlugin(OURS, "host-local", "DEL", conf, env);
+  for (let i = 0; i < 600 && !serverStatus()?.warmedUp; i++) await sleep(50);
+  const status = serverStatus();
+  if (!status) throw new Error(`no server was started on ${residentSocket}: ${readFileSync(`${residentSocket}.log`, "utf8")}`);
+  return { dir, pid: status.pid, warmedUp: serverMemory(status.pid) };
+}
+
+/** Asks the server on the benchmark's socket to leave, and waits until it has. */
+async function stopServer() {
+  const pid = serverStatus()?.pid;
+  spawnSync(path.join(OURS, "cnitool"), ["daemon", "stop", "--socket", residentSocket]);
+  for (let i = 0; pid && i < 600; i++) {
+    try {
+      process.kill(pid, 0);
+    } catch {
+      return;
+    }
+    await sleep(50);
+  }
 }
 
 function machine() {
@@ -309,11 +343,14 @@ const fmtRow = (row) => IMPLS.map((i) => `${i} ${row[i]?.toFixed(1) ?? "-"} ms`)
 
 async function inside() {
   execFileSync("ip", ["link", "set", "lo", "up"]);
-  const server = RESIDENT ? await startServer() : undefined;
+  const server = RESIDENT ? await startServerByFirstCall() : undefined;
   try {
     return await measure(server);
   } finally {
-    if (server) await stopServer(server);
+    if (server) {
+      await stopServer();
+      rmSync(server.dir, { recursive: true, force: true });
+    }
   }
 }
 
@@ -321,13 +358,17 @@ async function measure(server) {
   const rows = [];
   const harness = harnessFloor();
   console.log(`harness: /bin/true ${harness.timer?.toFixed(2) ?? "-"} ms through spawn-timer, ${harness.node.toFixed(2)} ms through Node's spawnSync`);
-  // Each implementation's runner runs with its launcher socket in the environment (libcni's execs inherit it).
+  // Each implementation's runner runs with its switches in the environment (libcni's execs inherit them).
   const as = async (impl, fn) => {
-    process.env.TSCNI_RESIDENT_SOCKET = implEnv(impl).TSCNI_RESIDENT_SOCKET;
+    const saved = { TSCNI_RESIDENT: process.env.TSCNI_RESIDENT, TSCNI_RESIDENT_SOCKET: process.env.TSCNI_RESIDENT_SOCKET };
+    Object.assign(process.env, implEnv(impl));
     try {
       return await fn();
     } finally {
-      delete process.env.TSCNI_RESIDENT_SOCKET;
+      for (const [k, v] of Object.entries(saved)) {
+        if (v === undefined) delete process.env[k];
+        else process.env[k] = v;
+      }
     }
   };
   for (const s of scenarios) {
@@ -380,19 +421,30 @@ async function measure(server) {
   }
   let growth;
   if (server && selected("server memory")) {
-    growth = serverGrowth(server, 10000);
+    growth = serverGrowth(10000);
     console.log(`server memory: ${growth.beforeKiB} KiB -> ${growth.afterKiB} KiB after ${growth.calls} calls (${growth.seconds.toFixed(0)} s)`);
   }
   const pods = [];
+  let idle;
   if (selected("pods at once")) {
-    // inprocess: our plugins inside the manager's process; exec: each call starts our program; resident: each
-    // call goes through the launcher to the server (whose memory counts too); go: Go's plugins exec'd.
+    // inprocess: our plugins inside the manager's process; exec: each call starts our program; resident: the
+    // default install from cold (no server when the burst begins: its first calls start one), the server's
+    // memory counted; go: Go's plugins exec'd.
     const plan = [[100, ["go", "inprocess", "exec", ...(server ? ["resident"] : [])]], [200, ["inprocess", ...(server ? ["resident"] : []), "go"]]];
     for (const [n, impls] of plan) {
       for (const impl of impls) {
-        const r = await runPods({ binDir: impl === "go" ? GO : OURS, impl, pods: n, scratch, env: implEnv(impl === "resident" ? "resident" : "ours"), serverPid: impl === "resident" ? server.pid : undefined });
+        if (impl === "resident") await stopServer();
+        const r = await runPods({ binDir: impl === "go" ? GO : OURS, impl, pods: n, scratch, env: implEnv(impl === "resident" ? "resident" : "ours"),
+          serverSocket: impl === "resident" ? residentSocket : undefined });
         pods.push({ n, impl, ...r });
         console.log(`${n} pods at once (${impl}): setup ${r.setupMs.toFixed(0)} ms, teardown ${r.teardownMs.toFixed(0)} ms, failures ${r.failures}, leftovers ${r.leftovers}, peak ${Math.round(r.peakRssKiB / 1024)} MiB`);
+        if (impl === "resident" && n === 100) {
+          // The server the burst started, once the burst is over and it has been idle for a while.
+          await sleep(10_000);
+          const pid = serverStatus()?.pid;
+          idle = pid ? { afterBurst: serverMemory(pid), warmedUp: server.warmedUp } : undefined;
+          if (idle) console.log(`idle server: ${idle.afterBurst.rssKiB} KiB (anonymous ${idle.afterBurst.anonKiB}, file ${idle.afterBurst.fileKiB}) after the 100-pod burst; ${server.warmedUp.rssKiB} KiB after its start and warm-up`);
+        }
       }
     }
   }
@@ -402,11 +454,11 @@ async function measure(server) {
   const etcdThere = spawnSync("etcd", ["--version"]).status === 0;
   if (selected("cluster-ipam 1000 allocations across 10 nodes") && !etcdThere) console.log("cluster-ipam: not measured (etcd is not installed: apt-get install etcd-server)");
   const cluster = selected("cluster-ipam 1000 allocations across 10 nodes") && etcdThere ? await runClusterBench() : [];
-  return { rows, rss, cold, growth, podman, containerd, pods, cluster, harness };
+  return { rows, rss, cold, growth, podman, containerd, pods, cluster, harness, idle };
 }
 
 const PODS_LABEL = {
-  go: "Go (exec'd)", inprocess: "ours, in the manager's process", exec: "ours, exec mode", resident: "ours, resident mode (server counted)",
+  go: "Go (exec'd)", inprocess: "ours, in the manager's process", exec: "ours, exec mode", resident: "ours, default install from cold (server counted)",
 };
 
 /** The pods table: one row per (pod count, implementation), ratios against Go at the same count. */
@@ -419,8 +471,9 @@ function podsTable(pods) {
     "",
     "N pods set up at once, then torn down at once, by one tscni/runtime PodNetworkManager (under Bun) on the chain bridge + host-local,",
     "portmap (a published port per pod), firewall, tuning. Plugins: ours in the manager's process; ours exec'd per call (exec mode);",
-    "ours through the launcher to the resident server; Go's exec'd per call. Peak memory: every process of the run together (the manager,",
-    "all plugin and tool processes, and the resident server where one serves), sampled from /proc every 20 ms.",
+    "ours as installed, from cold: no server when the burst begins, the burst's first calls start one and the rest go to it; Go's exec'd",
+    "per call. Peak memory: every process of the run together (the manager, all plugin and tool processes, and the resident server",
+    "with its own children where one serves), sampled from /proc every 20 ms.",
     "",
     "| pods | plugins | setup (ms) | teardown (ms) | setup / Go | teardown / Go | failures | leftovers | peak memory (MiB) | memory / Go |",
     "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|",
@@ -430,7 +483,7 @@ function podsTable(pods) {
   ];
 }
 
-function report({ rows, rss, cold, growth, podman, containerd, pods = [], cluster = [], harness }) {
+function report({ rows, rss, cold, growth, podman, containerd, pods = [], cluster = [], harness, idle }) {
   const m = machine();
   const cell = (v) => (v === undefined ? "-" : v.toFixed(1));
   const ratio = (a, b) => (a === undefined || !b ? "-" : (a / b).toFixed(2));
@@ -442,8 +495,9 @@ function report({ rows, rss, cold, growth, podman, containerd, pods = [], cluste
     `- date: ${new Date().toISOString()}`,
     `- machine: ${m.cpu}, ${m.cores} cores, ${m.mem}, kernel ${m.kernel}`,
     `- ours: dist/bin as built (${m.bun}); Go: Debian containernetworking-plugins ${m.go} (/usr/lib/cni)`,
-    "- ours, exec mode: every call starts the program (the default); ours, resident mode: the launcher hands each call to a",
-    "  `cnitool daemon` running in the benchmark's namespace (README, \"Resident mode\"), measured after its start-up warm-up",
+    "- ours, default: as a plain install runs (README, \"Resident mode\"): the benchmark's first call started a server (nobody started",
+    "  one by hand), measured once its start-up warm-up was done; the launcher hands each call to it. Ours, exec mode",
+    "  (`TSCNI_RESIDENT=exec`): every call starts the program. The pods table also measures the default from cold.",
     `- ${ROUNDS} rounds per scenario, the implementations interleaved (alternating order); medians of wall time per round`,
     ...(harness?.timer !== undefined ? [
       "- plugin calls are started and timed as a runtime written in Go starts them (bench/spawn-timer.c: fork/exec, config on a",
@@ -454,16 +508,16 @@ function report({ rows, rss, cold, growth, podman, containerd, pods = [], cluste
     ] : []),
     ...(ONLY ? [`- only the scenarios matching \`--only ${ONLY}\``] : []),
     "",
-    "| scenario | ours exec (ms) | ours resident (ms) | Go (ms) | exec/Go | resident/Go |",
+    "| scenario | ours default (ms) | ours exec mode (ms) | Go (ms) | default/Go | exec/Go |",
     "|---|---:|---:|---:|---:|---:|",
-    ...rows.map((r) => `| ${r.name} | ${cell(r.ours)} | ${cell(r.resident)} | ${cell(r.go)} | ${ratio(r.ours, r.go)} | ${ratio(r.resident, r.go)} |`),
+    ...rows.map((r) => `| ${r.name} | ${cell(r.resident)} | ${cell(r.ours)} | ${cell(r.go)} | ${ratio(r.resident, r.go)} | ${ratio(r.ours, r.go)} |`),
     "",
     ...(rss ? [
-      "| peak RSS of one bridge ADD with host-local (the process the caller starts) | ours exec | ours resident | Go |",
+      "| peak RSS of one bridge ADD with host-local (the process the caller starts) | ours default | ours exec mode | Go |",
       "|---|---:|---:|---:|",
-      `| KiB | ${rss.ours} | ${rss.resident ?? "-"} | ${rss.go} |`,
+      `| KiB | ${rss.resident ?? "-"} | ${rss.ours} | ${rss.go} |`,
       "",
-      "In resident mode the caller's process is the C launcher; the plugin runs in the server (its memory: below and in the pods table).",
+      "By default the caller's process is the C launcher; the plugin runs in the server (its memory: below and in the pods table).",
       "",
     ] : []),
     ...(cold ? [
@@ -480,6 +534,12 @@ function report({ rows, rss, cold, growth, podman, containerd, pods = [], cluste
     ...(growth ? [
       "## Resident server memory",
       "",
+      ...(idle ? [
+        `Idle: ${idle.warmedUp.rssKiB} KiB resident once started by the first call and warmed up (anonymous ${idle.warmedUp.anonKiB}, file-backed`,
+        `${idle.warmedUp.fileKiB}: the program's pages, shared with the page cache); ${idle.afterBurst.rssKiB} KiB (anonymous ${idle.afterBurst.anonKiB},`,
+        `file-backed ${idle.afterBurst.fileKiB}) 10 s after the 100-pod burst that started it. It leaves after 600 s without a call.`,
+        "",
+      ] : []),
       `${growth.calls} host-local calls (ADD and DEL alternating) through the launcher after 1000 warm-up calls: server RSS`,
       `${growth.beforeKiB} KiB before, ${growth.afterKiB} KiB after (growth ${growth.afterKiB - growth.beforeKiB} KiB; medians of the first and`,
       `last 4 of ${growth.sampleCount} samples taken every 250 calls, which ranged from ${growth.minKiB} to ${growth.maxKiB} KiB with the`,

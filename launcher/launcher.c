@@ -475,28 +475,37 @@ static int join(char *out, const char *a, const char *b) {
  * recent start failed. One server per socket however many callers race: the lock is taken here and handed to the
  * server (its descriptor 3), which holds it as long as it lives. The server is detached: its own session, the
  * caller's descriptors closed (a runtime reading this call's stdout never waits for it), "/" as its directory,
- * its output in `<path>.log`. This call then runs as in exec mode.
+ * its output in `<path>.log`. This call then runs as in exec mode. Returns 1 when another caller holds the lock
+ * (a server is starting: this caller may wait for it), else 0.
  */
-static void start_server(const char *path, int named, const char *program) {
-  if (!has_full_capabilities() || (!named && !in_node_namespaces())) return;
+static int start_server(const char *path, int named, const char *program) {
+  if (!has_full_capabilities() || (!named && !in_node_namespaces())) return 0;
   char dir[PATH_MAX], lock_path[PATH_MAX], log_path[PATH_MAX], old_log[PATH_MAX];
   const char *slash = strrchr(path, '/');
-  if (!slash || slash == path || (size_t)(slash - path) >= sizeof(dir)) return;
+  if (!slash || slash == path || (size_t)(slash - path) >= sizeof(dir)) return 0;
   memcpy(dir, path, (size_t)(slash - path));
   dir[slash - path] = '\0';
-  if (!join(lock_path, path, ".lock") || !join(log_path, path, ".log") || !join(old_log, log_path, ".1")) return;
+  if (!join(lock_path, path, ".lock") || !join(log_path, path, ".log") || !join(old_log, log_path, ".1")) return 0;
   struct file_info d;
   mkdir(dir, 0700);
   if (path_info(dir, 0, &d) != 0 || !S_ISDIR(d.mode) || d.uid != 0 || (d.mode & 022)) {
     debug(": no server started: its directory is not root's alone", path, "");
-    return;
+    return 0;
   }
   int lock = open(lock_path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
   struct file_info l;
-  if (lock < 0) return;
-  if (fd_info(lock, &l) != 0 || !S_ISREG(l.mode) || l.uid != 0 || flock(lock, LOCK_EX | LOCK_NB) != 0 || !may_try_start(lock)) {
+  if (lock < 0) return 0;
+  if (fd_info(lock, &l) != 0 || !S_ISREG(l.mode) || l.uid != 0) {
     close(lock);
-    return;
+    return 0;
+  }
+  if (flock(lock, LOCK_EX | LOCK_NB) != 0) {
+    close(lock);
+    return 1;
+  }
+  if (!may_try_start(lock)) {
+    close(lock);
+    return 0;
   }
   int log = open(log_path, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
   struct file_info g;
@@ -535,6 +544,28 @@ static void start_server(const char *path, int named, const char *program) {
   if (log != null) close(log);
   if (null >= 0) close(null);
   debug(": no server answered; one is starting, its log in ", path, log_path);
+  return 0;
+}
+
+/*
+ * Waits up to half a second for a server that another caller is starting, trying to connect every 5 ms, as long
+ * as someone holds the socket's lock; the connection, or -1. (Calls of a burst that started a server are then
+ * served by it, rather than each starting the program itself.)
+ */
+static int await_server(const char *path) {
+  char lock_path[PATH_MAX];
+  if (!join(lock_path, path, ".lock")) return -1;
+  for (int i = 0; i < 100; i++) {
+    poll(NULL, 0, 5);
+    int absent;
+    int fd = connect_server(path, &absent);
+    if (fd >= 0 || !absent) return fd;
+    int lock = open(lock_path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC, 0);
+    int free = lock >= 0 && flock(lock, LOCK_EX | LOCK_NB) == 0;
+    if (lock >= 0) close(lock);
+    if (lock < 0 || free) return -1; /* nobody is starting one */
+  }
+  return -1;
 }
 
 /* Whether the server listening on `fd` is root's (its credentials from when it listened). */
@@ -560,10 +591,8 @@ static void try_resident(const char *name, int argc, char **argv, const struct b
   if (!getcwd(cwd, sizeof(cwd))) return;
   int absent;
   int fd = connect_server(path, &absent);
-  if (fd < 0) {
-    if (absent && mode == MODE_AUTO) start_server(path, named, program);
-    return;
-  }
+  if (fd < 0 && absent && mode == MODE_AUTO && start_server(path, named, program)) fd = await_server(path);
+  if (fd < 0) return;
   /* Nothing of the call goes to a server that is not root's. */
   if (!server_is_root(fd)) {
     debug(": not used: the listening end is not root's", path, "");

@@ -1,7 +1,7 @@
 /**
  * The layers point one way. Each folder under src/ has a rank, and product code imports only from its own
  * folder or from folders of a lower rank: spec and sys (pure data; system calls) -> invoke, skel -> net, libcni
- * -> plugins, runtime -> cnitool, demo -> cli (the multicall entry). No product module imports test code
+ * -> plugins, runtime -> cnitool, demo -> programs (the catalog) -> resident (the server) -> cli (the entry). No product module imports test code
  * (src/testing, src/integration, *.test.ts), and no product modules import each other in a circle (type-only
  * imports count too: a circle of types is a circle of concepts). A new folder must be given a rank here.
  */

@@ -114,6 +114,8 @@ export class ResidentServer {
   private idleTimer: NodeJS.Timeout | undefined;
   private startedWellTimer: NodeJS.Timeout | undefined;
   private drained: (() => void) | undefined;
+  private drops = 0;
+  private dropsLoggedAt = 0;
   private resolveLeft!: (reason: string) => void;
 
   private constructor(
@@ -211,6 +213,16 @@ export class ResidentServer {
     this.resolveLeft(reason);
   }
 
+  /** Logs why connections are dropped: the first at once, then at most a line per minute with the count (a flood must not fill the log). */
+  private noteDrop(why: string): void {
+    this.drops++;
+    const now = Date.now();
+    if (now - this.dropsLoggedAt < 60_000 && this.dropsLoggedAt > 0) return;
+    this.opts.log(`${this.drops} connection(s) dropped since the last report; the last: ${why}`);
+    this.drops = 0;
+    this.dropsLoggedAt = now;
+  }
+
   private armIdle(): void {
     clearTimeout(this.idleTimer);
     const idleMs = this.opts.idleMs ?? 0;
@@ -229,12 +241,13 @@ export class ResidentServer {
     let request: FixedBuffer | undefined;
     let reserved = 0;
     let peerPid = 0;
+    let timer: NodeJS.Timeout | undefined;
     const release = () => {
       this.pendingBytes -= reserved;
       reserved = 0;
     };
-    const drop = (why?: string) => {
-      if (why) this.opts.log(`a connection was dropped: ${why}`);
+    const drop = (why: string) => {
+      this.noteDrop(why);
       release();
       socket.destroy();
     };
@@ -248,7 +261,7 @@ export class ResidentServer {
       refuse(socket, this.leaving !== undefined ? "the server is leaving" : `the server is busy (${this.connections - 1} connections)`);
       return;
     }
-    let timer: NodeJS.Timeout | undefined = setTimeout(() => drop("no hello in time"), this.limits.helloMs);
+    timer = setTimeout(() => drop("no hello in time"), this.limits.helloMs);
 
     socket.on("data", (chunk: Buffer) => {
       try {
@@ -260,6 +273,7 @@ export class ResidentServer {
             return;
           }
           if (hello.length > parsed.size) throw new ProtocolError("data before the server's answer");
+          if (parsed.requestLength < 5) throw new ProtocolError(`a request of ${parsed.requestLength} bytes announced`);
           phase = "judging";
           clearTimeout(timer);
           void this.judge(socket, parsed.buildId, parsed.requestLength, acceptedAt).then((pid) => {
