@@ -478,7 +478,7 @@ static int join(char *out, const char *a, const char *b) {
  * its output in `<path>.log`. This call then runs as in exec mode. Returns 1 when another caller holds the lock
  * (a server is starting: this caller may wait for it), else 0.
  */
-static int start_server(const char *path, int named, const char *program) {
+static int start_server(const char *plugin, const char *path, int named, const char *program) {
   if (!has_full_capabilities() || (!named && !in_node_namespaces())) return 0;
   char dir[PATH_MAX], lock_path[PATH_MAX], log_path[PATH_MAX], old_log[PATH_MAX];
   const char *slash = strrchr(path, '/');
@@ -523,7 +523,21 @@ static int start_server(const char *path, int named, const char *program) {
     long seconds = parse_decimal(&p);
     if (seconds >= 0 && !*p && seconds <= 999999999) format_decimal(idle, (unsigned)seconds);
   }
-  char *const argv[] = {"cnitool", "daemon", "--auto-started", "--socket", (char *)path, "--lock-fd", "3", "--idle", idle, NULL};
+  /* Who started it, for the operator reading its log: "<plugin> <command> (pid N, parent M)". */
+  char by[160], pid[12], ppid[12];
+  format_decimal(pid, (unsigned)getpid());
+  format_decimal(ppid, (unsigned)getppid());
+  const char *command = env_value("CNI_COMMAND");
+  const char *parts[] = {plugin, " ", command ? command : "", " (pid ", pid, ", parent ", ppid, ")"};
+  size_t by_len = 0;
+  for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++) {
+    size_t n = strlen(parts[i]);
+    if (by_len + n >= sizeof(by)) break;
+    memcpy(by + by_len, parts[i], n);
+    by_len += n;
+  }
+  by[by_len] = '\0';
+  char *const argv[] = {"cnitool", "daemon", "--auto-started", by, "--socket", (char *)path, "--lock-fd", "3", "--idle", idle, NULL};
   char *const envp[] = {"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", NULL};
 
   int child = fork();
@@ -591,7 +605,7 @@ static void try_resident(const char *name, int argc, char **argv, const struct b
   if (!getcwd(cwd, sizeof(cwd))) return;
   int absent;
   int fd = connect_server(path, &absent);
-  if (fd < 0 && absent && mode == MODE_AUTO && start_server(path, named, program)) fd = await_server(path);
+  if (fd < 0 && absent && mode == MODE_AUTO && start_server(name, path, named, program)) fd = await_server(path);
   if (fd < 0) return;
   /* Nothing of the call goes to a server that is not root's. */
   if (!server_is_root(fd)) {

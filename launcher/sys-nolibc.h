@@ -185,6 +185,8 @@ static ssize_t pwrite(int fd, const void *buf, size_t n, off_t off) { return sys
 static int ftruncate(int fd, off_t n) { return (int)sys(__NR_ftruncate, fd, n, 0, 0, 0); }
 static int chdir(const char *path) { return (int)sys(__NR_chdir, (long)path, 0, 0, 0, 0); }
 static unsigned umask(unsigned mask) { return (unsigned)sys(__NR_umask, mask, 0, 0, 0, 0); }
+static int getpid(void) { return (int)sys(__NR_getpid, 0, 0, 0, 0, 0); }
+static int getppid(void) { return (int)sys(__NR_getppid, 0, 0, 0, 0, 0); }
 static unsigned getuid(void) { return (unsigned)sys(__NR_getuid, 0, 0, 0, 0, 0); }
 static unsigned geteuid(void) { return (unsigned)sys(__NR_geteuid, 0, 0, 0, 0, 0); }
 static int setsid(void) { return (int)sys(__NR_setsid, 0, 0, 0, 0, 0); }

@@ -29,8 +29,8 @@ export function addDaemonCommand(program: Command, io: Io): void {
     .option("--warm-up <rounds>", "dry host-local rounds run at start so the first calls find compiled code (0: none)", String(WARM_UP_ROUNDS))
     .option("--idle <seconds>", "leave after this long without a call (0: never)", "0")
     .option("--lock-fd <fd>", "the socket's lock, already taken (the launcher starting a server passes it)")
-    .option("--auto-started", "started by a launcher (reported by status)")
-    .action(async (o: { socket: string; callTimeout: string; warmUp: string; idle: string; lockFd?: string; autoStarted?: boolean }) => {
+    .option("--auto-started <call>", "started by a launcher for this call (logged, and reported by status)")
+    .action(async (o: { socket: string; callTimeout: string; warmUp: string; idle: string; lockFd?: string; autoStarted?: string }) => {
       const log = (line: string) => io.stderr(`${new Date().toISOString()} tscni daemon[${process.pid}]: ${line}\n`);
       // One bad call must never take the server down.
       process.on("uncaughtException", (e) => log(`uncaught: ${e.stack ?? e.message}`));
@@ -38,11 +38,12 @@ export function addDaemonCommand(program: Command, io: Io): void {
       const listenFd = takeListenFd(io.env);
       const server = await ResidentServer.start({
         socketPath: o.socket, requestTimeoutMs: count("--call-timeout", o.callTimeout) * 1000, log, warmUpRounds: count("--warm-up", o.warmUp),
-        idleMs: count("--idle", o.idle) * 1000, autoStarted: o.autoStarted ?? false,
+        idleMs: count("--idle", o.idle) * 1000, autoStarted: o.autoStarted !== undefined,
         ...(o.lockFd !== undefined ? { lockFd: count("--lock-fd", o.lockFd) } : {}),
         ...(listenFd !== undefined ? { listenFd } : {}),
       });
-      log(`serving plugin calls on ${listenFd !== undefined ? "the socket systemd passed" : server.socketPath}`);
+      log(`serving plugin calls on ${listenFd !== undefined ? "the socket systemd passed" : server.socketPath}` +
+        (o.autoStarted !== undefined ? `, started by the call ${o.autoStarted}` : ""));
       const stop = (signal: string) => {
         log(`${signal}: finishing ${server.inFlight} call(s) under way`);
         void server.close();

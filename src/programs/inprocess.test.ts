@@ -29,7 +29,7 @@ class Capture extends Writable {
 }
 
 const env = (extra: Record<string, string> = {}) => ({
-  PATH: process.env["PATH"], CNI_COMMAND: "ADD", CNI_CONTAINERID: "inproc1", CNI_NETNS: "/run/netns/none", CNI_IFNAME: "eth0",
+  PATH: process.env["PATH"], TSCNI_RESIDENT: "exec", CNI_COMMAND: "ADD", CNI_CONTAINERID: "inproc1", CNI_NETNS: "/run/netns/none", CNI_IFNAME: "eth0",
   CNI_ARGS: "", CNI_PATH: BIN, ...extra,
 });
 const conf = (dataDir: string, extra: Record<string, unknown> = {}) =>
