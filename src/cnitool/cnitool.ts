@@ -173,7 +173,8 @@ export function buildProgram(io: Io, extensions: readonly CommandExtension[] = [
   const global = () => program.opts<GlobalOptions>();
   const cacheDir = () => global().cacheDir || DEFAULT_CACHE_DIR;
   addNetworkCommands(program, {
-    confDir: () => runtimeSetup(io, global()).netconfPath, cni: () => runtimeSetup(io, global()).cni, cacheDir, out: io.stdout,
+    confDir: () => runtimeSetup(io, global()).netconfPath, cni: () => runtimeSetup(io, global()).cni,
+    pluginDirs: () => splitPathList(io.env["CNI_PATH"]), cacheDir, out: io.stdout, err: io.stderr,
   });
   addPodCommands(program, {
     manager: () => ({

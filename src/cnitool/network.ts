@@ -1,9 +1,11 @@
 /**
  * `cnitool network create|ls|inspect|rm|prune`: network management modelled on podman's `network` commands.
- * `create` writes the conflist podman 4.3's CNI backend writes (bridge + host-local, portmap, firewall, tuning;
- * or macvlan/ipvlan on a parent), choosing a free bridge name and a free subnet (used by no network of the
- * directory and by no route of the host), so podman lists and uses the networks it writes. Every input is
- * checked before anything is written; an error names the value.
+ * `create` writes the conflist podman 4.3's CNI backend writes (bridge + host-local, portmap, firewall, tuning,
+ * and dnsname when a `dnsname` program is in the plugin directories; or macvlan/ipvlan on a parent), choosing a
+ * free bridge name and a free subnet (used by no network of the directory and by no route of the host), so podman
+ * lists and uses the networks it writes. Every input is checked before anything is written; an error names the
+ * value. `rm` and `prune` also delete a removed bridge network's bridge, as podman does, unless something else
+ * still uses it.
  * @module
  */
 import { existsSync, rmSync } from "node:fs";
@@ -16,6 +18,7 @@ import { isJsonObject, type JsonObject } from "../spec/json.js";
 import { validateNetworkName } from "../spec/validate.js";
 import { writeFileAtomic } from "../sys/atomic-file.js";
 import { randomBytes } from "../sys/bytes.js";
+import { findInPathSync } from "../invoke/find.js";
 import type { CNIConfig } from "../libcni/api.js";
 import { listCachedAttachments, type CachedAttachment } from "../libcni/cache.js";
 import { loadAllNetworks, type LoadedNetwork } from "../libcni/conf.js";
@@ -25,6 +28,21 @@ import { cachedAddresses, removeCachedAttachment } from "../runtime/attachments.
 
 export const DRIVERS = ["bridge", "macvlan", "ipvlan"] as const;
 type Driver = (typeof DRIVERS)[number];
+
+/** The plugin type podman adds for container name resolution, and the domain it gives it. */
+const DNSNAME = "dnsname";
+const DNSNAME_DOMAIN = "dns.podman";
+
+/** Whether a `dnsname` program is in `dirs`, found as libcni would find it for an ADD. */
+export function hasDnsnamePlugin(dirs: readonly string[]): boolean {
+  if (dirs.length === 0) return false;
+  try {
+    findInPathSync(DNSNAME, dirs);
+    return true;
+  } catch {
+    return false;
+  }
+}
 
 /** What `network create` is asked for. */
 export interface CreateNetworkRequest {
@@ -37,6 +55,10 @@ export interface CreateNetworkRequest {
   /** `-o key=value`: `parent` (macvlan, ipvlan), `mtu`, `mode` (macvlan, ipvlan). */
   options?: string[];
   labels?: string[];
+  /** `--disable-dns`: no dnsname plugin even when one is in the plugin directories. */
+  disableDns?: boolean;
+  /** The plugin directories (CNI_PATH) where a `dnsname` program turns DNS on for a bridge network. */
+  pluginDirs?: readonly string[];
 }
 
 /** A network as `network ls` and `inspect` show it. */
@@ -46,6 +68,8 @@ export interface NetworkSummary {
   subnets: string[];
   file: string;
   internal: boolean;
+  /** Whether the network has a dnsname plugin (podman's `dns_enabled`; the conflist has no other marker). */
+  dnsEnabled: boolean;
   labels: Record<string, string>;
 }
 
@@ -82,6 +106,7 @@ function summarize(n: LoadedNetwork): NetworkSummary {
   return {
     name: n.list.name, driver, subnets: networkSubnets(n), file: n.file, labels,
     internal: driver === "bridge" && first["isGateway"] !== true && first["ipMasq"] !== true,
+    dnsEnabled: n.list.plugins.some((p) => p.network.type === DNSNAME),
   };
 }
 
@@ -127,8 +152,12 @@ function randomUla(): string {
   return `fd${b[0]!.toString(16).padStart(2, "0")}:${hex(1)}:${hex(3)}:${hex(5)}::/64`;
 }
 
-/** The conflist `network create` writes (see the module comment); validates everything first. */
-export async function buildNetworkConfig(req: CreateNetworkRequest, networks: readonly LoadedNetwork[]): Promise<JsonObject> {
+/**
+ * The conflist `network create` writes (see the module comment), keys in the order podman writes them; validates
+ * everything first. `warn` is told what podman warns about (an internal network gets no dnsname).
+ */
+export async function buildNetworkConfig(req: CreateNetworkRequest, networks: readonly LoadedNetwork[],
+  warn: (message: string) => void = () => undefined): Promise<JsonObject> {
   try {
     validateNetworkName(req.name);
   } catch (e) {
@@ -160,15 +189,19 @@ export async function buildNetworkConfig(req: CreateNetworkRequest, networks: re
     if (!subnets.some((s) => cidrContains(s, gw))) fail(`gateway "${req.gateway}" is in none of the subnets (${subnets.map((s) => s.text).join(", ") || "none given"})`);
   }
 
-  const config: JsonObject = { cniVersion: "0.4.0", name: req.name };
+  // Go's encoder writes podman's top-level map with its keys sorted.
+  const config: JsonObject = {};
   if (labels.size) config["args"] = { podman_labels: Object.fromEntries(labels) };
+  config["cniVersion"] = "0.4.0";
+  config["name"] = req.name;
   if (driver !== "bridge") {
     const parent = options.get("parent") ?? fail(`driver ${driver} needs a parent interface: -o parent=<interface>`);
     if (!(await ip.getLink(NetNS.host, parent))) fail(`parent interface "${parent}" does not exist`);
     const plugin: JsonObject = { type: driver, master: parent };
-    if (options.has("mode")) plugin["mode"] = options.get("mode")!;
-    if (mtu) plugin["mtu"] = Number(mtu);
     plugin["ipam"] = subnets.length ? hostLocal(subnets, req.gateway, !req.internal) : { type: "dhcp" };
+    if (mtu) plugin["mtu"] = Number(mtu);
+    if (options.has("mode")) plugin["mode"] = options.get("mode")!;
+    if (subnets.length) plugin["capabilities"] = { ips: true };
     config["plugins"] = [plugin];
     return config;
   }
@@ -179,16 +212,21 @@ export async function buildNetworkConfig(req: CreateNetworkRequest, networks: re
   while (used.bridges.has(`cni-podman${n}`)) n++;
   const bridge: JsonObject = { type: "bridge", bridge: `cni-podman${n}`, isGateway: !req.internal };
   if (!req.internal) bridge["ipMasq"] = true;
-  bridge["hairpinMode"] = true;
   if (mtu) bridge["mtu"] = Number(mtu);
+  bridge["hairpinMode"] = true;
   bridge["ipam"] = hostLocal(subnets, req.gateway, !req.internal);
   bridge["capabilities"] = { ips: true };
-  config["plugins"] = [
+  const plugins: JsonObject[] = [
     bridge,
     { type: "portmap", capabilities: { portMappings: true } },
     { type: "firewall", backend: "" },
     { type: "tuning" },
   ];
+  if (!req.disableDns && hasDnsnamePlugin(req.pluginDirs ?? [])) {
+    if (req.internal) warn(`dnsname and internal networks are incompatible: dnsname plugin not configured for network ${req.name}`);
+    else plugins.push({ type: DNSNAME, domainName: DNSNAME_DOMAIN, capabilities: { aliases: true } });
+  }
+  config["plugins"] = plugins;
   return config;
 }
 
@@ -220,17 +258,20 @@ function freeSubnet(used: ReadonlyArray<{ cidr: IPCidr }>): IPCidr {
 export function addNetworkCommands(program: Command, ctx: {
   confDir: () => string;
   cni: () => CNIConfig;
+  pluginDirs: () => string[];
   cacheDir: () => string;
   out: (s: string) => void;
+  err: (s: string) => void;
 }): void {
   const network = program.command("network").description("Manage networks (podman-style): create, ls, inspect, rm, prune");
   const load = () => loadAllNetworks(ctx.confDir());
   const attachmentsOf = async (name: string) => (await listCachedAttachments(ctx.cacheDir())).filter((a) => a.networkName === name);
   const find = async (name: string) => (await load()).networks.find((n) => n.list.name === name) ?? fail(`network "${name}" not found in ${ctx.confDir()}`);
   const collect = (v: string, prev: string[]) => [...prev, v];
+  const warn = (message: string) => ctx.err(`Warning: ${message}\n`);
 
   network.command("create")
-    .description("Write a new network's conflist (bridge + host-local, portmap, firewall, tuning; or macvlan/ipvlan)")
+    .description("Write a new network's conflist (bridge + host-local, portmap, firewall, tuning, and dnsname when CNI_PATH has it; or macvlan/ipvlan)")
     .argument("<name>", "network name")
     .option("--subnet <cidr>", "subnet (repeatable; default: a free 10.89.N.0/24)", collect, [])
     .option("--gateway <ip>", "gateway address in one of the subnets")
@@ -239,11 +280,15 @@ export function addNetworkCommands(program: Command, ctx: {
     .option("-d, --driver <driver>", `driver: ${DRIVERS.join(", ")}`, "bridge")
     .option("-o, --opt <key=value>", "driver option: parent, mtu, mode (repeatable)", collect, [])
     .option("--label <key=value>", "label (repeatable)", collect, [])
-    .action(async (name: string, o: { subnet: string[]; gateway?: string; ipv6?: boolean; internal?: boolean; driver: string; opt: string[]; label: string[] }) => {
+    .option("--disable-dns", "no dnsname plugin, even when CNI_PATH has one")
+    .action(async (name: string, o: {
+      subnet: string[]; gateway?: string; ipv6?: boolean; internal?: boolean; driver: string; opt: string[]; label: string[]; disableDns?: boolean;
+    }) => {
       const { networks } = await load();
       const config = await buildNetworkConfig({
         name, subnets: o.subnet, gateway: o.gateway, ipv6: o.ipv6, internal: o.internal, driver: o.driver, options: o.opt, labels: o.label,
-      }, networks);
+        disableDns: o.disableDns, pluginDirs: ctx.pluginDirs(),
+      }, networks, warn);
       const file = path.join(ctx.confDir(), `${name}.conflist`);
       if (existsSync(file)) fail(`${file} exists already`);
       await writeFileAtomic(file, JSON.stringify(config, null, 3), 0o644);
@@ -271,22 +316,27 @@ export function addNetworkCommands(program: Command, ctx: {
     });
 
   network.command("rm")
-    .description("Remove a network (refused while containers are attached, unless --force tears them down)")
+    .description("Remove a network and its bridge (refused while containers are attached, unless --force tears them down)")
     .argument("<name>", "network name")
     .option("-f, --force", "tear down the attachments first")
     .action(async (name: string, o: { force?: boolean }) => {
-      const n = await find(name);
+      const { networks } = await load();
+      const n = networks.find((x) => x.list.name === name) ?? fail(`network "${name}" not found in ${ctx.confDir()}`);
       await removeNetwork(n, await attachmentsOf(name), ctx.cni(), o.force ?? false);
+      await removeBridge(n, networks.filter((x) => x !== n), warn);
       ctx.out(`${name}\n`);
     });
 
   network.command("prune")
-    .description("Remove every network no container is attached to")
+    .description("Remove every network no container is attached to, and their bridges")
     .action(async () => {
       const cached = await listCachedAttachments(ctx.cacheDir());
-      for (const n of (await load()).networks) {
+      let remaining = (await load()).networks;
+      for (const n of [...remaining]) {
         if (cached.some((a) => a.networkName === n.list.name)) continue;
         rmSync(n.file, { force: true });
+        remaining = remaining.filter((x) => x !== n);
+        await removeBridge(n, remaining, warn);
         ctx.out(`${n.list.name}\n`);
       }
     });
@@ -299,4 +349,33 @@ async function removeNetwork(n: LoadedNetwork, attachments: readonly CachedAttac
   }
   for (const a of attachments) await removeCachedAttachment(cni, a);
   rmSync(n.file, { force: true });
+}
+
+/** The bridge a network's first plugin names, when that plugin is a bridge (podman's rule for a bridge network). */
+export function networkBridge(n: LoadedNetwork): string | undefined {
+  const first = n.list.plugins[0];
+  const name = first?.raw["bridge"];
+  return first?.network.type === "bridge" && typeof name === "string" && name !== "" ? name : undefined;
+}
+
+/**
+ * Deletes a removed bridge network's bridge from the host (its addresses and routes go with it), as podman's
+ * `network rm` does. Left in place, with a warning, when it is not a bridge, still has ports (containers this
+ * cache does not know), or another network in `others` names it; a failure to delete is a warning too.
+ */
+async function removeBridge(n: LoadedNetwork, others: readonly LoadedNetwork[], warn: (message: string) => void): Promise<void> {
+  const name = networkBridge(n);
+  if (!name) return;
+  const link = await ip.getLink(NetNS.host, name);
+  if (!link) return;
+  const sharing = others.filter((o) => o.list.plugins.some((p) => p.network.type === "bridge" && p.raw["bridge"] === name));
+  if (sharing.length) return warn(`bridge ${name} left in place: network ${sharing.map((o) => `"${o.list.name}"`).join(", ")} uses it too`);
+  if (link.kind !== "bridge") return warn(`${name} left in place: it is a ${link.kind ?? "physical"} link, not a bridge`);
+  const ports = (await ip.listLinks(NetNS.host)).filter((l) => l.master === name).map((l) => l.name);
+  if (ports.length) return warn(`bridge ${name} left in place: interfaces ${ports.join(", ")} are still attached to it`);
+  try {
+    await ip.deleteLink(NetNS.host, name);
+  } catch (e) {
+    warn(`bridge ${name} could not be deleted: ${(e as Error).message}`);
+  }
 }

@@ -11,7 +11,7 @@ import { runTool } from "../sys/exec.js";
 import type { PluginExec } from "../invoke/exec.js";
 import { listCachedAttachments } from "../libcni/cache.js";
 import { cachedAddresses } from "../runtime/attachments.js";
-import { PodNetworkManager, type PodNetworkRequest, type PodRef } from "../runtime/manager.js";
+import { PodNetworkManager, type PodNetworkRequest, type PodRef, type RuntimeConfig } from "../runtime/manager.js";
 import { NetworkCommandError } from "./network.js";
 
 /** The CNI container ID of a cnitool pod. */
@@ -48,6 +48,30 @@ export function parseNetworkFlag(spec: string): PodNetworkRequest {
   return ifName ? { name, ifName } : { name };
 }
 
+/** `--alias NAME`: any non-empty name (the plugins that consume aliases judge them). */
+export function parseAlias(name: string): string {
+  if (name.trim() === "") throw new NetworkCommandError(`invalid --alias ${JSON.stringify(name)}: want a name`);
+  return name;
+}
+
+/**
+ * The runtime config of each network a pod joins: `portMappings`, and `aliases` keyed by the network's name (the
+ * shape of the `aliases` capability, as podman passes it); undefined when there is neither.
+ */
+export function podRuntimeConfig(networks: readonly string[], opts: {
+  portMappings?: ReadonlyArray<{ hostPort: number; containerPort: number; protocol: string }>;
+  aliases?: readonly string[];
+}): Record<string, RuntimeConfig> | undefined {
+  const { portMappings = [], aliases = [] } = opts;
+  if (!portMappings.length && !aliases.length) return undefined;
+  return Object.fromEntries(networks.map((name) => {
+    const config: RuntimeConfig = {};
+    if (portMappings.length) config["portMappings"] = portMappings;
+    if (aliases.length) config["aliases"] = { [name]: aliases };
+    return [name, config];
+  }));
+}
+
 /** Adds the `pod` commands to cnitool. */
 export function addPodCommands(program: Command, ctx: {
   manager: () => PodNetworkManagerFactoryResult;
@@ -62,14 +86,16 @@ export function addPodCommands(program: Command, ctx: {
     .argument("<name>", "pod name (also the netns name)")
     .option("--network <name[:ifname]>", "a network to attach (repeatable)", collect, [])
     .option("-p, --publish <host:container[/proto]>", "publish a port on every network with the portMappings capability (repeatable)", collect, [])
-    .action(async (name: string, o: { network: string[]; publish: string[] }) => {
+    .option("--alias <name>", "another name of the pod on every network with the aliases capability (dnsname; repeatable)", collect, [])
+    .action(async (name: string, o: { network: string[]; publish: string[]; alias: string[] }) => {
       const ref = podRef(name);
       const networks = o.network.map(parseNetworkFlag);
       const portMappings = o.publish.map(parsePublish);
+      const aliases = o.alias.map(parseAlias);
       if (existsSync(netnsPath(name))) throw new NetworkCommandError(`pod "${name}" exists already (${netnsPath(name)})`);
       await withManager(ctx, async (m) => {
         const chosen = networks.length ? networks : [{ name: m.defaultNetwork()?.name ?? "" }];
-        const runtimeConfig = portMappings.length ? Object.fromEntries(chosen.map((n) => [n.name, { portMappings }])) : undefined;
+        const runtimeConfig = podRuntimeConfig(chosen.map((n) => n.name), { portMappings, aliases });
         await runTool("ip", ["netns", "add", name], `create network namespace ${name}`);
         try {
           const attached = await m.setUpPod({ ...ref, networks: networks.length ? networks : undefined, ...(runtimeConfig ? { runtimeConfig } : {}) });

@@ -3,17 +3,19 @@
  * manager-driver.ts) with our plugins, while the test changes its config directory. A pod on two networks reaches
  * both gateways; a network added while it runs is usable at once, and removing the default network's file makes
  * status() fail until another appears; a failure in the second network leaves the first torn down; teardown works
- * from the cache after the config file is deleted; GC removes a stale attachment's address and rules.
+ * from the cache after the config file is deleted; GC removes a stale attachment's address and rules; the `aliases`
+ * capability reaches a plugin that declares it, with the pod's name in CNI_ARGS, as any capability does.
  */
 import { describe, test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
-import { existsSync, mkdirSync, readdirSync, renameSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { createInterface } from "node:readline";
 import { setTimeout as sleep } from "node:timers/promises";
 import { Cleanup, OUR_BIN, ROOT, runTag, skipReason, type Netns } from "../testing/harness.js";
 import { Host, ipIn, pingable } from "../testing/rig.js";
+import { installRecorder, readRecordedCalls } from "../testing/plugins/recorder-log.js";
 
 const skip = skipReason();
 if (skip) console.log(`# skipping runtime integration tests: ${skip}`);
@@ -181,5 +183,33 @@ describe("PodNetworkManager in a test host", { skip }, () => {
     assert.ok(!nat().some((l) => l.includes(b.id)), "the stale pod's rules are gone");
     assert.ok(nat().some((l) => l.includes(a.id)), "the valid pod's rules stay");
     await mgr.call("tearDownPod", a);
+  });
+
+  test("runtimeConfig.aliases reaches a plugin that declares the aliases capability, with K8S_POD_NAME", async () => {
+    // A manager of its own: its plugin dirs hold the recorder, its directory one network (the others stay as they are).
+    const recorder = installRecorder(cleanup.dir("tscni-rec-"), "recorder");
+    const confDir = cleanup.dir("tscni-conf-");
+    const name = `netal${tag}`;
+    writeFileSync(path.join(confDir, `${name}.conflist`), JSON.stringify({
+      cniVersion: "1.0.0", name,
+      plugins: [
+        { type: "bridge", bridge: `tr${tag}al`, isGateway: true, ipam: host.hostLocal(["10.241.0.0/24"]) },
+        { type: "recorder", capabilities: { aliases: true } },
+        { type: "recorder" },
+      ],
+    }));
+    const own = await ManagerClient.start(host, { confDir, pluginDirs: [path.dirname(recorder), OUR_BIN], cacheDir: host.cacheDir, debounceMs: 20 });
+    cleanup.add(() => own.stop());
+    const ns = host.container(`tscni-rtp-${tag}-7`);
+    const p = pod(ns);
+    const aliases = { [name]: ["db", "cache"] };
+    await own.call("setUpPod", { ...p, networks: [{ name }], runtimeConfig: { [name]: { aliases, portMappings: [{ hostPort: 1, containerPort: 1, protocol: "tcp" }] } } });
+    await own.call("tearDownPod", p);
+    const calls = readRecordedCalls(recorder).filter((c) => c.containerID === p.id);
+    assert.deepEqual(calls.map((c) => [c.command, c.config["runtimeConfig"]]), [
+      ["ADD", { aliases }], ["ADD", undefined], ["DEL", undefined], ["DEL", { aliases }],
+    ], "only the plugin declaring the capability gets it, on DEL too (from the cache)");
+    for (const c of calls) assert.match(c.args, new RegExp(`(^|;)K8S_POD_NAME=${p.name}(;|$)`));
+    assert.deepEqual(cache(), []);
   });
 });
