@@ -10,10 +10,13 @@ command -v ip >/dev/null 2>&1 || need+=(iproute2)
 command -v iptables >/dev/null 2>&1 || need+=(iptables)
 command -v nft >/dev/null 2>&1 || need+=(nftables)
 [ -x /usr/lib/cni/bridge ] || need+=(containernetworking-plugins)
+# Go's dnsname (containers/dnsname 1.3.1), the reference the dnsname differential and mixed-network tests compare against.
+[ -x /usr/lib/cni/dnsname ] || need+=(golang-github-containernetworking-plugin-dnsname)
 command -v ping >/dev/null 2>&1 || need+=(iputils-ping)
 command -v nsenter >/dev/null 2>&1 || need+=(util-linux)
 command -v conntrack >/dev/null 2>&1 || need+=(conntrack)
-# dnsmasq serves DHCP to the dhcp plugin's tests inside a test namespace; dnsmasq-base is the binary alone,
+# dnsmasq serves DHCP to the dhcp plugin's tests inside a test namespace, and is the DNS server the dnsname plugin
+# runs per network; dnsmasq-base is the binary alone,
 # without the dnsmasq package's system service (nothing starts or listens on the host).
 command -v dnsmasq >/dev/null 2>&1 || [ -x /usr/sbin/dnsmasq ] || need+=(dnsmasq-base)
 [ -x /usr/bin/time ] || need+=(time)

@@ -27,6 +27,7 @@ import { RESIDENT_PASS } from "../testing/resident-host.js";
 import { linkKindMissing } from "../testing/kernel.js";
 import { DEFAULT_DATA_DIR as HOST_LOCAL_DEFAULT_DIR } from "../plugins/ipam/host-local/config.js";
 import { DEFAULT_DATA_DIR as FIREWALL_DEFAULT_DIR } from "../plugins/meta/firewall/config.js";
+import { baseDir as dnsnameBaseDir } from "../plugins/meta/dnsname/state.js";
 import type { JsonValue } from "../spec/json.js";
 import type { PluginDefinition } from "../skel/skel.js";
 
@@ -146,6 +147,9 @@ describe("reliability", { skip }, () => {
           return x;
         })) as Record<string, JsonValue>), name: network });
         const defaultStores = [path.join(HOST_LOCAL_DEFAULT_DIR, network), path.join(FIREWALL_DEFAULT_DIR, network)];
+        // dnsname keeps a network's hosts file and dnsmasq in a directory of its own, gone with its last attachment.
+        const dnsnameDir = path.join(dnsnameBaseDir(process.env), network);
+        cleanup.add(() => rmSync(dnsnameDir, { recursive: true, force: true }));
         cleanup.add(() => defaultStores.forEach((d) => rmSync(d, { recursive: true, force: true })));
         const { plugin } = (await PLUGINS[name]!.load()) as { plugin: PluginDefinition };
         // 999 only where the config itself is valid (the parser ADD uses accepts it): then the failure is the system's.
@@ -189,6 +193,7 @@ describe("reliability", { skip }, () => {
         assert.equal(firewallState(host), fwBefore, `${name}: the firewall after the generated calls`);
         const allocated = [dir, ...defaultStores].flatMap(filesUnder).filter((f) => /(^|\/)(\d+\.\d+\.\d+\.\d+|[0-9a-f:]+:[0-9a-f:]*)$/i.test(f));
         assert.deepEqual(allocated, [], `${name}: addresses left allocated`);
+        assert.ok(!existsSync(dnsnameDir), `${name}: ${dnsnameDir} was left`);
       });
     }
   });

@@ -27,6 +27,7 @@ export const PLUGIN_VERSIONS = {
   "host-device": ALL_VERSIONS,
   flannel: ALL_VERSIONS,
   "cluster-ipam": ALL_VERSIONS,
+  dnsname: ALL_VERSIONS,
 } as const satisfies Record<string, readonly string[]>;
 
 export type PluginName = keyof typeof PLUGIN_VERSIONS;

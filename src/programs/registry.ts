@@ -40,6 +40,7 @@ const PLUGIN_LOADERS: Record<PluginName, PluginEntry["load"]> = {
   "host-device": () => import("../plugins/main/host-device/main.js"),
   flannel: () => import("../plugins/meta/flannel/main.js"),
   "cluster-ipam": () => import("../plugins/ipam/cluster-ipam/main.js"),
+  dnsname: () => import("../plugins/meta/dnsname/main.js"),
 };
 
 /** Subcommands of plugins: `dhcp daemon`, upstream's way of running its daemon from the plugin binary. */

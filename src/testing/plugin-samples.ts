@@ -177,4 +177,21 @@ export const SAMPLES: Record<string, Sample[]> = {
       cniArgs: "IgnoreUnknown=1;IP=10.10.0.8",
     },
   ],
+  dnsname: [
+    {
+      config: { ...COMMON, type: "dnsname", domainName: "dns.sample", capabilities: { aliases: true }, runtimeConfig: { aliases: { samplenet: ["db", "cache.internal", "my_alias"] } } },
+      cniArgs: "IgnoreUnknown=1;K8S_POD_NAMESPACE=default;K8S_POD_NAME=web-1",
+    },
+    {
+      config: {
+        ...COMMON, type: "dnsname",
+        prevResult: {
+          cniVersion: "0.4.0",
+          interfaces: [{ name: "cni-podman1" }, { name: "veth2" }, { name: "eth0", sandbox: "/run/netns/y" }],
+          ips: [{ version: "4", address: "10.89.0.5/24", gateway: "10.89.0.1", interface: 2 }, { version: "6", address: "fd00:89::5/64", interface: 2 }],
+        },
+      },
+      cniArgs: "K8S_POD_NAME=exciting_chebyshev",
+    },
+  ],
 };

@@ -1,0 +1,59 @@
+/**
+ * DNS to the bridge through the host's INPUT filter: containers/dnsname inserts
+ * `-I INPUT 1 -i <bridge> -p udp -m udp --dport 53 -j ACCEPT` (IPv4 only, never removed); we insert the same rule,
+ * the tcp one beside it, and both in ip6tables for networks with IPv6 addresses, each only when it is not there
+ * (so Go's rule and ours are one rule), and remove them with the network's last container. Without a usable
+ * iptables there is no INPUT filter of iptables' to open: ADD goes on with a warning.
+ * @module
+ */
+import { iptablesFor, type IPFamilyNum } from "../../../net/iptables.js";
+
+/** One rule in the filter table's INPUT chain. */
+export interface InputRule {
+  family: IPFamilyNum;
+  rule: string[];
+}
+
+/** The accept rule for DNS over `proto` to `bridge`, as Go's dnsname words the udp one. */
+const dnsRule = (bridge: string, proto: "udp" | "tcp"): string[] => ["-i", bridge, "-p", proto, "-m", proto, "--dport", "53", "-j", "ACCEPT"];
+
+/** Every rule dnsname may have inserted for `bridge`. */
+export const dnsRules = (bridge: string, families: readonly IPFamilyNum[] = [4, 6]): InputRule[] =>
+  families.flatMap((family) => (["tcp", "udp"] as const).map((proto) => ({ family, rule: dnsRule(bridge, proto) })));
+
+/**
+ * Inserts the accept rules for `bridge` in `families` that are missing (udp ends up first in INPUT, where Go puts
+ * it); returns the ones it inserted. A family whose iptables does not work here is skipped with a warning.
+ */
+export async function acceptDns(bridge: string, families: readonly IPFamilyNum[], warn: (msg: string) => void): Promise<InputRule[]> {
+  const inserted: InputRule[] = [];
+  for (const family of families) {
+    const ipt = iptablesFor(family);
+    for (const r of dnsRules(bridge, [family])) {
+      let exists: boolean;
+      try {
+        exists = await ipt.ruleExists("filter", "INPUT", r.rule);
+      } catch (e) {
+        if (await ipt.usable()) throw e;
+        warn(`${ipt.command} does not work here, so no INPUT rule lets DNS to ${bridge} through: ${(e as Error).message}`);
+        break;
+      }
+      if (exists) continue;
+      await ipt.insertUnique("filter", "INPUT", 1, r.rule);
+      inserted.push(r);
+    }
+  }
+  return inserted;
+}
+
+/** Deletes rules; a missing one is fine, any other failure is a warning (removal is best effort). */
+export async function removeRules(rules: readonly InputRule[], warn: (msg: string) => void): Promise<void> {
+  for (const r of rules) {
+    const ipt = iptablesFor(r.family);
+    try {
+      await ipt.deleteRule("filter", "INPUT", r.rule);
+    } catch (e) {
+      if (await ipt.usable()) warn(`cannot remove ${ipt.command} INPUT rule ${r.rule.join(" ")}: ${(e as Error).message}`);
+    }
+  }
+}

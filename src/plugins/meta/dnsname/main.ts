@@ -1,0 +1,220 @@
+/**
+ * dnsname: containers on a network find each other by name. Chained after the bridge plugin, it gives the
+ * network one dnsmasq, listening only on the bridge, that answers for each container's name (CNI_ARGS
+ * K8S_POD_NAME) and aliases (capability `aliases`) under `domainName`, and points the container's DNS at the bridge.
+ * Config, files, file formats and lock are containers/dnsname 1.3.1's (state.ts), so one network can be served by
+ * Go's plugin and ours at once.
+ *
+ * Differences from the Go plugin, on purpose: names and aliases that are not DNS names are refused (Go writes
+ * anything into the hosts file); a failed ADD leaves nothing behind; CHECK looks in the network's directory (Go's
+ * looks in the parent, so it always fails) and checks the container's lines; DEL removes exactly this attachment's
+ * lines (by address and name; from a record when there is no prevResult) and the firewall rules with the last one;
+ * only a process that is dnsmasq with the network's config is signalled; STATUS and GC.
+ * @module
+ */
+import { CniError, ErrorCode } from "../../../spec/errors.js";
+import type { Result100 } from "../../../spec/result/index.js";
+import { parseCIDR, tryParseIP } from "../../../spec/ip.js";
+import { ALL_VERSIONS, VersionInfo } from "../../../spec/version.js";
+import { loadPluginConf } from "../../../skel/conf.js";
+import type { CmdArgs, PluginDefinition } from "../../../skel/skel.js";
+import { ip } from "../../../net/links.js";
+import { NetNS } from "../../../net/netns.js";
+import { isGlobalUnicast } from "../../../net/link-addresses.js";
+import { NetOpError } from "../../../sys/exec.js";
+import { attachmentOf, DNSNAME_SCHEMA, loadDelConf, loadDnsnameConf, type Attachment, type DnsnameConf } from "./config.js";
+import { dnsmasqBinary, reloadDnsmasq, renderConf, runningDnsmasq, stopDnsmasq } from "./dnsmasq.js";
+import { acceptDns, dnsRules, removeRules, type InputRule } from "./firewall.js";
+import { hostsLine, isAttachment, lineAddress, linesName, ownsLine, type AttachmentRecord, type LineOwner } from "./hosts.js";
+import {
+  baseDir, confOf, networkDir, otherNetworkUses, readState, removeNetworkDir, withNetworkLock, writeConfIfMissing, writeState,
+  type NetworkDir, type NetworkState,
+} from "./state.js";
+
+const warn = (args: CmdArgs, msg: string) => args.stderr.write(`dnsname: ${msg}\n`);
+
+/** The bridge's global unicast addresses, in the kernel's order: the container's nameservers. */
+async function bridgeNameservers(bridge: string): Promise<string[]> {
+  try {
+    const addresses = await ip.listAddresses(NetNS.host, bridge);
+    return addresses.map((a) => parseCIDR(a.cidr).ip).filter(isGlobalUnicast).map((a) => a.text);
+  } catch (e) {
+    if (e instanceof NetOpError && e.isNotFound) {
+      throw new CniError(ErrorCode.InvalidNetworkConfig, `the network's bridge ${bridge} (the prevResult's first interface) does not exist`, e.message);
+    }
+    throw e;
+  }
+}
+
+/** The prevResult with the bridge's addresses first among the nameservers and the domain among the search domains. */
+function withDns(prev: Result100, nameservers: readonly string[], domain: string): Result100 {
+  const dns = { ...prev.dns };
+  const servers = [...nameservers, ...(dns.nameservers ?? []).filter((s) => !nameservers.includes(s))];
+  if (servers.length) dns.nameservers = servers;
+  dns.search = [...(dns.search ?? []).filter((s) => s !== domain), domain];
+  return { ...prev, dns };
+}
+
+/** Tears a network down with its last line: dnsmasq stopped, its firewall rules (unless shared) and directory removed. */
+async function teardown(args: CmdArgs, d: NetworkDir, s: NetworkState, fallbackBridge?: string): Promise<void> {
+  await stopDnsmasq(d).catch((e: Error) => warn(args, `cannot stop dnsmasq of network ${d.network}: ${e.message}`));
+  const bridge = confOf(s).interface ?? fallbackBridge;
+  if (bridge && !otherNetworkUses(d, bridge)) await removeRules(dnsRules(bridge), (m) => warn(args, m));
+  removeNetworkDir(d);
+}
+
+/**
+ * Writes the new lines and records, then has dnsmasq reread them; with no line left, tears the network down
+ * instead. A failure to reload is only a warning (DEL and GC go on).
+ */
+async function commit(args: CmdArgs, d: NetworkDir, s: NetworkState, lines: string[], records: AttachmentRecord[], binary: string | undefined): Promise<void> {
+  if (lines.length === 0) return teardown(args, d, s);
+  writeState(d, lines, records);
+  if (!binary) return;
+  await reloadDnsmasq(binary, d).catch((e: Error) => warn(args, `cannot reload dnsmasq of network ${d.network}: ${e.message}`));
+}
+
+const dnsmasqIfThere = (): string | undefined => {
+  try {
+    return dnsmasqBinary();
+  } catch {
+    return undefined;
+  }
+};
+
+async function add(args: CmdArgs): Promise<Result100> {
+  const n = loadDnsnameConf(args.stdinData, args.args);
+  const prev = n.prevResult!;
+  const a = attachmentOf(prev);
+  const binary = dnsmasqBinary();
+  const nameservers = await bridgeNameservers(a.bridge);
+  const d = networkDir(baseDir(args.env), n.conf.name);
+  await withNetworkLock(d, true, () => addLocked(args, n, a, d, binary));
+  return withDns(prev, nameservers, n.domain);
+}
+
+/**
+ * ADD under the network's lock. The attachment's earlier lines (a repeated ADD) and any line of its addresses (left by
+ * a container that is gone: an address has one owner) are replaced. On failure, what this call changed is undone.
+ */
+async function addLocked(args: CmdArgs, n: DnsnameConf, a: Attachment, d: NetworkDir, binary: string): Promise<void> {
+  const before = readState(d);
+  // An existing dnsmasq.conf is kept (as Go), and its interface is the one dnsmasq listens on.
+  const listensOn = writeConfIfMissing(d, renderConf(d, n.domain, a.bridge)) ? a.bridge : confOf(before).interface ?? a.bridge;
+  let inserted: InputRule[] = [];
+  try {
+    const families = [...new Set(a.addresses.map((x) => tryParseIP(x)!.family))];
+    inserted = await acceptDns(listensOn, families.includes(4) ? families : [4, ...families], (m) => warn(args, m));
+    const earlier = before.records.find((r) => isAttachment(r, args.containerID, args.ifName));
+    const replaced: LineOwner[] = [{ addresses: a.addresses }, ...(earlier ? [{ addresses: earlier.addresses, name: earlier.name }] : [])];
+    const lines = [
+      ...before.lines.filter((l) => !replaced.some((o) => ownsLine(o, l))),
+      ...a.addresses.map((address) => hostsLine(address, n.podName, n.aliases)),
+    ];
+    const kept = new Set(lines.map(lineAddress));
+    const records = [
+      ...before.records.filter((r) => !isAttachment(r, args.containerID, args.ifName) && r.addresses.some((x) => kept.has(x))),
+      { containerID: args.containerID, ifName: args.ifName, name: n.podName, aliases: n.aliases, addresses: a.addresses },
+    ];
+    writeState(d, lines, records);
+    await reloadDnsmasq(binary, d);
+  } catch (e) {
+    await undoAdd(args, d, before, inserted).catch((u: Error) => warn(args, `undoing a failed ADD: ${u.message}`));
+    throw e;
+  }
+}
+
+/** Puts the network back as it was before a failed ADD: empty before means nothing at all. */
+async function undoAdd(args: CmdArgs, d: NetworkDir, before: NetworkState, inserted: readonly InputRule[]): Promise<void> {
+  if (before.lines.length === 0) {
+    await stopDnsmasq(d).catch((e: Error) => warn(args, `cannot stop dnsmasq of network ${d.network}: ${e.message}`));
+    await removeRules(inserted, (m) => warn(args, m));
+    removeNetworkDir(d);
+    return;
+  }
+  writeState(d, before.lines, before.records);
+  if (runningDnsmasq(d) !== undefined) await reloadDnsmasq(dnsmasqBinary(), d);
+}
+
+/** CHECK: the network's dnsmasq runs with this bridge and domain, and its hosts file names the container at each address. */
+async function check(args: CmdArgs): Promise<void> {
+  const n = loadDnsnameConf(args.stdinData, args.args);
+  const a = attachmentOf(n.prevResult!);
+  dnsmasqBinary();
+  const d = networkDir(baseDir(args.env), n.conf.name);
+  const problems = await withNetworkLock(d, false, async () => {
+    const s = readState(d);
+    const found: string[] = [];
+    if (s.confText === undefined) return [`${d.conf} is missing`];
+    const conf = confOf(s);
+    if (conf.interface !== a.bridge) found.push(`dnsmasq listens on ${conf.interface ?? "no interface"}, not on the bridge ${a.bridge}`);
+    if (conf.domain !== n.domain) found.push(`dnsmasq serves domain ${conf.domain ?? "none"}, not ${n.domain}`);
+    if (runningDnsmasq(d) === undefined) found.push(`dnsmasq instance not running (no process in ${d.pidFile} runs dnsmasq with ${d.conf})`);
+    for (const address of a.addresses) {
+      if (!linesName(s.lines, address, n.podName, n.aliases)) found.push(`${d.hosts} does not name ${address} ${[n.podName, ...n.aliases].join(" ")}`);
+    }
+    return found;
+  });
+  if (problems === undefined) throw new CniError(ErrorCode.Internal, `dnsname: network ${n.conf.name} has no directory ${d.dir}`);
+  if (problems.length) throw new CniError(ErrorCode.Internal, `dnsname: ${problems.join("; ")}`);
+}
+
+/**
+ * DEL: removes this attachment's lines — those of its addresses (its record's and the prevResult's) with its name,
+ * or, when neither names an address, those of its name, as Go — and its record; succeeds when any of it is gone.
+ */
+async function del(args: CmdArgs): Promise<void> {
+  const n = loadDelConf(args.stdinData, args.args);
+  const d = networkDir(baseDir(args.env), n.network);
+  let prevAttachment: Attachment | undefined;
+  try {
+    if (n.prevResult) prevAttachment = attachmentOf(n.prevResult);
+  } catch { /* a prevResult without addresses or bridge: the record may still name them */ }
+  await withNetworkLock(d, false, async () => {
+    const s = readState(d);
+    const record = s.records.find((r) => isAttachment(r, args.containerID, args.ifName));
+    const owner: LineOwner = { addresses: [...new Set([...(record?.addresses ?? []), ...(prevAttachment?.addresses ?? [])])] };
+    const name = record?.name ?? n.podName;
+    if (name !== undefined) owner.name = name;
+    const lines = s.lines.filter((l) => !ownsLine(owner, l));
+    const records = s.records.filter((r) => r !== record);
+    if (lines.length === s.lines.length && records.length === s.records.length) {
+      if (lines.length === 0) await teardown(args, d, s, prevAttachment?.bridge);
+      return;
+    }
+    if (lines.length === 0) return teardown(args, d, s, prevAttachment?.bridge);
+    await commit(args, d, s, lines, records, dnsmasqIfThere());
+  });
+}
+
+/** STATUS: ready when dnsmasq can be run (code 50 otherwise). */
+async function status(args: CmdArgs): Promise<void> {
+  loadPluginConf(args.stdinData);
+  dnsmasqBinary(ErrorCode.PluginNotAvailable);
+}
+
+/**
+ * GC: removes the lines of the attachments recorded on this network that are not in `cni.dev/valid-attachments`
+ * (lines no record names, such as those Go's plugin wrote, are left alone). Without the list nothing is known to
+ * be stale.
+ */
+async function gc(args: CmdArgs): Promise<void> {
+  const { conf } = loadPluginConf(args.stdinData);
+  const valid = conf.validAttachments;
+  if (!valid) return;
+  const d = networkDir(baseDir(args.env), conf.name);
+  await withNetworkLock(d, false, async () => {
+    const s = readState(d);
+    const stale = s.records.filter((r) => !valid.some((v) => v.containerID === r.containerID && v.ifname === r.ifName));
+    if (stale.length === 0) return;
+    const lines = s.lines.filter((l) => !stale.some((r) => ownsLine({ addresses: r.addresses, name: r.name }, l)));
+    await commit(args, d, s, lines, s.records.filter((r) => !stale.includes(r)), dnsmasqIfThere());
+  });
+}
+
+export const plugin: PluginDefinition = {
+  funcs: { add, check, del, status, gc },
+  versionInfo: new VersionInfo(ALL_VERSIONS),
+  about: "CNI dnsname plugin (tscni)",
+  config: { schema: DNSNAME_SCHEMA, parse: (stdin, cniArgs) => loadDnsnameConf(stdin, cniArgs) },
+};
