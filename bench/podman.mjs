@@ -34,6 +34,8 @@ export function setupPodman(pluginDirs, pluginTypes, extraEnv = {}) {
     writeFileSync(conf, [
       "[containers]", 'log_driver = "k8s-file"', `default_ulimits = ["nofile=${nofile === "unlimited" ? 1048576 : nofile}:${nofile === "unlimited" ? 1048576 : nofile}", "nproc=32768:32768"]`,
       "[engine]", 'cgroup_manager = "cgroupfs"', 'events_logger = "file"', `events_logfile_path = "${base}/run/events.log"`, 'runtime = "runc"', `tmp_dir = "${base}/tmp"`,
+      // podman's container cleanup (the DEL) runs from conmon, whose environment is this list, not podman's.
+      `conmon_env_vars = ${JSON.stringify(["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", ...Object.entries(extraEnv[impl] ?? {}).map(([k, v]) => `${k}=${v}`)])}`,
       "[network]", 'network_backend = "cni"', `cni_plugin_dirs = ["${dir}"]`, `network_config_dir = "${netd}"`,
       "",
     ].join("\n"));

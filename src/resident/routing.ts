@@ -13,6 +13,7 @@ import { spawn } from "node:child_process";
 import type { Env } from "../invoke/args.js";
 import type { ExecOptions, PluginExec } from "../invoke/exec.js";
 import { KeyedMutex } from "../sys/keyed-mutex.js";
+import type { Semaphore } from "../sys/semaphore.js";
 import { CniError, ErrorCode } from "../spec/errors.js";
 import { runPlugin, type PluginDefinition } from "../skel/skel.js";
 import { MulticallExec } from "../programs/inprocess.js";
@@ -114,6 +115,8 @@ export interface CallContext {
   write: (frame: Buffer) => void;
   timeoutMs: number;
   queue: KeyedMutex;
+  /** Places for calls running in the server's process (a burst of calls would otherwise all hold memory at once). */
+  slots: Semaphore;
 }
 
 /** Runs `work` in the call's queue (when it has one). */
@@ -167,7 +170,9 @@ export async function runInProcess(ctx: CallContext, plugins: PluginModules): Pr
   };
   try {
     // The queue is held until the call's work has settled, even past its timeout.
-    const failure = await Promise.race([queued(ctx, run), timedOut]);
+    // A nested call's parent holds a place already and waits for it: it must not wait for one itself.
+    const placed = () => (req.env[NESTED_MARK] ? run() : ctx.slots.run(run));
+    const failure = await Promise.race([queued(ctx, placed), timedOut]);
     answered = true;
     // Like a plugin process: its output, then the error (if any) as the last document on stdout.
     if (failure) stdout.push(failure.print());

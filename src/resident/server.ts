@@ -13,7 +13,8 @@ import { closeSync } from "node:fs";
 import net from "node:net";
 import { setDefaultExec } from "../invoke/default-exec.js";
 import { KeyedMutex } from "../sys/keyed-mutex.js";
-import { ownIdentity, ticksSinceBoot, type OwnIdentity } from "../sys/peer.js";
+import { Semaphore } from "../sys/semaphore.js";
+import { ownIdentity, type OwnIdentity } from "../sys/peer.js";
 import { selfExecutable } from "../programs/self.js";
 import { admit } from "./admission.js";
 import { readBuildId } from "./build-id.js";
@@ -37,9 +38,11 @@ export interface ServerLimits {
   helloMs: number;
   /** Time from the server's "Y" to the whole request. */
   requestMs: number;
+  /** Calls running in the server's process at once; more wait their turn (each running call holds memory). */
+  running: number;
 }
 
-export const DEFAULT_LIMITS: ServerLimits = { connections: 512, pendingBytes: 64 * 1024 * 1024, helloMs: 2_000, requestMs: 10_000 };
+export const DEFAULT_LIMITS: ServerLimits = { connections: 512, pendingBytes: 64 * 1024 * 1024, helloMs: 2_000, requestMs: 10_000, running: 16 };
 
 /** How a server is run. */
 export interface ResidentServerOptions {
@@ -101,6 +104,7 @@ export class ResidentServer {
   private readonly limits: ServerLimits;
   private readonly plugins = new PluginModules();
   private readonly queue = new KeyedMutex();
+  private readonly slots: Semaphore;
   private readonly process: ServerProcess;
   private readonly started = Date.now();
   private socketFile: SocketFile | undefined;
@@ -125,6 +129,7 @@ export class ResidentServer {
   ) {
     this.socketPath = opts.socketPath;
     this.limits = { ...DEFAULT_LIMITS, ...opts.limits };
+    this.slots = new Semaphore(this.limits.running);
     this.process = { cwd: globalThis.process.cwd(), self: selfExecutable(), netlink: globalThis.process.env["TSCNI_NETLINK"] ?? "" };
     this.listener = net.createServer({ allowHalfOpen: false }, (socket) => this.accept(socket));
     this.listener.on("error", (e) => opts.log(`listening socket: ${e.message}`));
@@ -234,7 +239,7 @@ export class ResidentServer {
 
   /** One connection, from hello to reply (see the module comment). */
   private accept(socket: net.Socket): void {
-    const acceptedAt = ticksSinceBoot();
+    const acceptedAt = performance.now();
     this.connections++;
     let phase: Phase = "hello";
     let hello: Buffer = Buffer.alloc(0);
@@ -345,7 +350,7 @@ export class ResidentServer {
       clearTimeout(this.idleTimer);
     }
     try {
-      const ctx: CallContext = { req, write, timeoutMs: this.opts.requestTimeoutMs, queue: this.queue };
+      const ctx: CallContext = { req, write, timeoutMs: this.opts.requestTimeoutMs, queue: this.queue, slots: this.slots };
       const status = route === "child" ? await runAsChild(ctx, this.process.self!) : await runInProcess(ctx, this.plugins);
       if (!socket.destroyed) socket.end(exitFrame(status));
     } catch (e) {

@@ -158,8 +158,9 @@ export function judgeProcess(pid: number, own: OwnIdentity): string | undefined 
 }
 
 /**
- * Whether the peer of socket `fd` is served (see the module comment). `acceptedAt` (ticksSinceBoot at accept) is
- * used only without SO_PEERPIDFD: a process that started after the connection was accepted cannot be the peer.
+ * Whether the peer of socket `fd` is served (see the module comment). `acceptedAt` (performance.now() when the
+ * connection was accepted) is used only without SO_PEERPIDFD: a process that started after the connection was
+ * accepted cannot be the peer.
  */
 export async function admitPeer(fd: number, own: OwnIdentity, acceptedAt?: number): Promise<PeerVerdict> {
   const peer = await peerCredentials(fd);
@@ -180,7 +181,8 @@ export async function admitPeer(fd: number, own: OwnIdentity, acceptedAt?: numbe
   }
   const before = startTime(peer.pid);
   if (before === undefined) return { refusal: "the caller's process cannot be read (it left?)" };
-  if (acceptedAt !== undefined && before > acceptedAt) return { refusal: "the caller's pid names a process younger than the connection" };
+  const acceptedTicks = acceptedAt === undefined ? undefined : ticksSinceBoot() - Math.floor((performance.now() - acceptedAt) / 10);
+  if (acceptedTicks !== undefined && before > acceptedTicks) return { refusal: "the caller's pid names a process younger than the connection" };
   const refusal = judgeProcess(peer.pid, own);
   if (refusal) return { refusal };
   if (startTime(peer.pid) !== before) return { refusal: "the caller left while it was checked" };

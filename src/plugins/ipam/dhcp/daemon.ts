@@ -17,7 +17,7 @@ import type { JsonObject } from "../../../spec/json.js";
 import { systemClock } from "./clock.js";
 import { FlagError, HelpRequested, parseDaemonFlags, usage, type DaemonFlags } from "./flags.js";
 import { LeaseStore } from "./lease-file.js";
-import { admitPeer, ownIdentity, socketFd, ticksSinceBoot, type OwnIdentity } from "../../../sys/peer.js";
+import { admitPeer, ownIdentity, socketFd, type OwnIdentity } from "../../../sys/peer.js";
 import { takeListenFd } from "../../../sys/socket-activation.js";
 import { LeaseManager, type LeaseWorld } from "./leases.js";
 import {
@@ -76,7 +76,7 @@ async function refusalOf(socket: net.Socket, own: OwnIdentity, acceptedAt: numbe
  * run and answered.
  */
 function serve(leases: LeaseManager, own: OwnIdentity, socket: net.Socket): void {
-  const acceptedAt = ticksSinceBoot();
+  const acceptedAt = performance.now();
   socket.setTimeout(REQUEST_READ_TIMEOUT_MS, () => socket.destroy());
   socket.on("error", () => undefined); // a client that went away; nothing to answer
   void (async () => {
