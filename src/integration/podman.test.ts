@@ -104,7 +104,7 @@ describe("podman with tscni's plugin directory", { skip }, () => {
     writeFileSync(path.join(rootfs, "www", "index.html"), "hello from podman on tscni\n");
     copyFileSync("/bin/busybox", path.join(rootfs, "bin/busybox"));
     chmodSync(path.join(rootfs, "bin/busybox"), 0o755);
-    for (const applet of ["sh", "ip", "httpd", "ping", "true"]) symlinkSync("busybox", path.join(rootfs, "bin", applet));
+    for (const applet of ["sh", "ip", "httpd", "ping", "true", "nslookup", "cat"]) symlinkSync("busybox", path.join(rootfs, "bin", applet));
     spawnSync("tar", ["-C", rootfs, "-cf", path.join(base, "img.tar"), "."]);
     const imported = await podman(["import", "--change", 'CMD ["/bin/sh"]', path.join(base, "img.tar"), `localhost/tscni-test-${tag}:latest`]);
     assert.equal(imported.code, 0, imported.stderr);
@@ -170,4 +170,35 @@ describe("podman with tscni's plugin directory", { skip }, () => {
     assert.deepEqual(cachedResults(), [], "podman's libcni removed its cached results");
   });
 
+  test("a network podman creates gets dnsname: containers find each other by name and by alias; network rm takes it all away", async (t) => {
+    if (!existsSync("/usr/sbin/dnsmasq")) return t.skip("dnsmasq (dnsmasq-base) is not installed");
+    if (process.env["TSCNI_PODMAN_PLUGIN_DIR"] && !existsSync(path.join(process.env["TSCNI_PODMAN_PLUGIN_DIR"], "dnsname"))) return t.skip("no dnsname in the plugin dir");
+    const dnsnet = `tcdns${tag}`;
+    const image = `localhost/tscni-test-${tag}:latest`;
+    const [web, client] = [`web-${tag}`, `client-${tag}`];
+    cleanup.add(() => rmSync(path.join(DEFAULT_DATA_DIR, dnsnet), { recursive: true, force: true }));
+    const r = await podmanScript([
+      `podman network create ${dnsnet} >/dev/null || exit 10`,
+      `echo CONF-BEGIN; cat ${path.join(base, "net.d", `${dnsnet}.conflist`)}; echo; echo CONF-END`,
+      `podman run -d --name ${web} --network ${dnsnet} --network-alias db-${tag} ${image} httpd -f -p 80 -h /www >/dev/null || exit 12`,
+      `podman run --name ${client} --network ${dnsnet} ${image} sh -c "cat /etc/resolv.conf; nslookup ${web} && nslookup db-${tag}"`,
+      "rc=$?",
+      `podman inspect -f '{{.NetworkSettings.Networks.${dnsnet}.IPAddress}}' ${web} | sed 's/^/WEB:/'`,
+      `podman rm -f -t 0 ${client} ${web} >/dev/null || exit 13`,
+      `podman network rm ${dnsnet} >/dev/null || exit 14`,
+      "exit $rc",
+    ].join("\n"));
+    assert.equal(r.code, 0, r.stderr + r.stdout);
+    const conflist = JSON.parse(r.stdout.slice(r.stdout.indexOf("CONF-BEGIN") + 10, r.stdout.indexOf("CONF-END"))) as { plugins: Array<{ type: string }> };
+    assert.deepEqual(conflist.plugins.map((p) => p.type), ["bridge", "portmap", "firewall", "tuning", "dnsname"], "podman found our dnsname");
+    assert.match(r.stdout, /^search dns\.podman/m);
+    const webAddress = /^WEB:(\S+)$/m.exec(r.stdout)?.[1];
+    assert.ok(webAddress, r.stdout);
+    const answers = [...r.stdout.matchAll(/^Name:\s+(\S+)\s*\nAddress(?: 1)?:\s+(\S+)/gm)].map((m) => [m[1], m[2]]);
+    assert.deepEqual(answers, [[`${web}.dns.podman`, webAddress], [`db-${tag}.dns.podman`, webAddress]], r.stdout);
+    // Gone with the network: its dnsmasq and files (dnsname's DEL of the last container) and its bridge (network rm).
+    assert.equal(existsSync(`/run/containers/cni/dnsname/${dnsnet}`), false, "dnsname's files removed");
+    assert.doesNotMatch(host.exec("ip", ["-o", "link", "show", "type", "bridge"]), /cni-podman/, "the bridge removed");
+    assert.deepEqual(existsSync(CACHE) ? readdirSync(CACHE).filter((f) => f.startsWith(`${dnsnet}-`)) : [], []);
+  });
 });
