@@ -186,7 +186,7 @@ export const SAMPLES: Record<string, Sample[]> = {
       config: {
         ...COMMON, type: "dnsname",
         prevResult: {
-          cniVersion: "0.4.0",
+          cniVersion: COMMON.cniVersion,
           interfaces: [{ name: "cni-podman1" }, { name: "veth2" }, { name: "eth0", sandbox: "/run/netns/y" }],
           ips: [{ version: "4", address: "10.89.0.5/24", gateway: "10.89.0.1", interface: 2 }, { version: "6", address: "fd00:89::5/64", interface: 2 }],
         },
