@@ -12,6 +12,16 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export TSCNI_RESIDENT=exec
+# What to undo on the way out, whatever stops the run (one EXIT trap runs them all).
+on_exit=()
+run_on_exit() { for action in "${on_exit[@]}"; do eval "$action" || true; done; }
+trap run_on_exit EXIT
+# A test that builds a plugin's environment from scratch loses TSCNI_RESIDENT: the node's socket directory is made
+# nobody's for the run (where none exists), so no server can be started there whatever a test forgets.
+if [ "$(id -u)" -eq 0 ] && [ ! -e /run/tscni ]; then
+  mkdir /run/tscni && chown 65534:65534 /run/tscni
+  on_exit+=("rm -rf /run/tscni")
+fi
 npm run --silent build
 npm run --silent build:test
 
@@ -41,13 +51,12 @@ else
     dist/bin/cnitool daemon --warm-up 20 --socket "$rsdir/plugins.sock" 2>>"$rsdir/daemon.log" &
     rspid=$!
     stop_server() { kill -TERM "$rspid" 2>/dev/null && wait "$rspid" || true; umount /run/tscni-test-mnt 2>/dev/null || true; rmdir /run/tscni-test-mnt 2>/dev/null || true; }
-    trap stop_server EXIT
+    on_exit+=(stop_server)
     for _ in $(seq 200); do [ -S "$rsdir/plugins.sock" ] && break; sleep 0.01; done
     TSCNI_RESIDENT=manual TSCNI_TEST_RESIDENT=1 TSCNI_TEST_RESIDENT_LOG="$rsdir/served" TSCNI_RESIDENT_SOCKET="$rsdir/plugins.sock" \
       node --test --test-concurrency=1 "${integration[@]}"
     dist/bin/cnitool daemon status --socket "$rsdir/plugins.sock" >"$rsdir/status"
     stop_server
-    trap - EXIT
     node scripts/resident-summary.mjs "$rsdir/status" "$rsdir/served" "$rsdir/daemon.log"
     rm -rf "$rsdir"
   fi
@@ -60,8 +69,7 @@ fi
 
 if [ "$shipped" != "../cli/main.js" ]; then
   echo "== unit tests against the Node fallback build"
-  restore() { node scripts/link-bins.mjs >/dev/null; }
-  trap restore EXIT
+  on_exit+=("node scripts/link-bins.mjs >/dev/null")
   TSCNI_BUILD=node node scripts/link-bins.mjs
   node --test --test-concurrency=2 "${unit[@]}"
 fi

@@ -58,7 +58,7 @@ describe("cluster-ipam on a 3-member etcd cluster", { skip }, () => {
   };
   const args = (conf: Json, containerID: string, ifName = "eth0", cniArgs = ""): CmdArgs => ({
     containerID, netns: `/run/netns/fake-${containerID}`, ifName, args: cniArgs, path: OUR_BIN, netnsOverride: "",
-    stdinData: Buffer.from(JSON.stringify(conf)), env: { CNI_COMMAND: "ADD" }, stderr: process.stderr,
+    stdinData: Buffer.from(JSON.stringify(conf)), env: { CNI_COMMAND: "ADD", TSCNI_RESIDENT: "exec" }, stderr: process.stderr,
   });
   const addrs = (r: Result100) => r.ips!.map((ip) => ip.address.split("/")[0]!);
   const storeOf = (conf: Json) => openStore(parsePoolLocation(Buffer.from(JSON.stringify(conf))));
@@ -277,7 +277,7 @@ describe("cluster-ipam on a 3-member etcd cluster", { skip }, () => {
     const cnitool = async (...argv: string[]) => {
       let out = "";
       let err = "";
-      const code = await runCnitool(argv, { env: { NETCONFPATH: confDir }, cwd: base, stdout: (s) => (out += s), stderr: (s) => (err += s) });
+      const code = await runCnitool(argv, { env: { NETCONFPATH: confDir, TSCNI_RESIDENT: "exec" }, cwd: base, stdout: (s) => (out += s), stderr: (s) => (err += s) });
       return { code, out, err };
     };
     const blocks = await cnitool("ipam", "blocks", String(c["name"]));
