@@ -280,12 +280,14 @@ static int is_stdin_mark(const char *e) {
 
 /*
  * What the plugins read besides CNI_*: tools' PATH, tscni's own switches, the system bus (firewalld), the runtime
- * directory (dnsname's files live under it, as Go's dnsname puts them).
+ * directory (dnsname's files live under it, as Go's dnsname puts them), and the caller's trace context (W3C, as
+ * upstream libcni passes it), verbatim as an exec would see it.
  */
 static int forwarded(const char *e) {
   if (is_stdin_mark(e)) return 0;
   return !strncmp(e, "CNI_", 4) || !strncmp(e, "PATH=", 5) || !strncmp(e, "TSCNI_", 6) || !strncmp(e, "DBUS_SYSTEM_BUS_ADDRESS=", 24)
-    || !strncmp(e, "XDG_RUNTIME_DIR=", 16);
+    || !strncmp(e, "XDG_RUNTIME_DIR=", 16) || !strncmp(e, "TRACEPARENT=", 12) || !strncmp(e, "TRACESTATE=", 11)
+    || !strncmp(e, "BAGGAGE=", 8);
 }
 
 /* Connects to the server within 200 ms; -1 when there is none, with *absent set when nothing listens there. */

@@ -1,7 +1,9 @@
 /**
  * `cnitool daemon`: runs the resident server (src/resident) until it leaves (idle, stepped aside for a new build,
- * `daemon stop`) or SIGTERM/SIGINT, on `--socket` or on the listening socket systemd hands over (LISTEN_FDS);
- * `cnitool daemon status` asks a running server for its state, `cnitool daemon stop` asks it to leave.
+ * `daemon stop`) or SIGTERM/SIGINT, on `--socket` or on the listening socket systemd hands over (LISTEN_FDS), with
+ * its metrics also over HTTP when `--metrics-address` names where; `cnitool daemon status` asks a running server
+ * for its state, `cnitool daemon metrics` for its metrics (Prometheus' text format), `cnitool daemon stop` asks
+ * it to leave.
  * @module
  */
 import type { Command } from "commander";
@@ -9,7 +11,7 @@ import type { Io } from "../cnitool/cnitool.js";
 import { takeListenFd } from "../sys/socket-activation.js";
 import { readBuildId } from "../resident/build-id.js";
 import { callResident } from "../resident/client.js";
-import { HEALTH_PROGRAM, STOP_PROGRAM } from "../resident/routing.js";
+import { HEALTH_PROGRAM, METRICS_PROGRAM, STOP_PROGRAM } from "../resident/routing.js";
 import { DEFAULT_SOCKET, ResidentServer } from "../resident/server.js";
 import { WARM_UP_ROUNDS } from "../resident/warm-up.js";
 
@@ -30,11 +32,15 @@ export function addDaemonCommand(program: Command, io: Io): void {
     .option("--idle <seconds>", "leave after this long without a call (0: never)", "0")
     .option("--lock-fd <fd>", "the socket's lock, already taken (the launcher starting a server passes it)")
     .option("--auto-started <call>", "started by a launcher for this call (logged, and reported by status)")
-    .action(async (o: { socket: string; callTimeout: string; warmUp: string; idle: string; lockFd?: string; autoStarted?: string }) => {
+    .option("--metrics-address <ip:port>", "also serve the metrics as GET /metrics over HTTP on this TCP address (off unless given)")
+    .action(async (o: { socket: string; callTimeout: string; warmUp: string; idle: string; lockFd?: string; autoStarted?: string; metricsAddress?: string }) => {
       const log = (line: string) => io.stderr(`${new Date().toISOString()} tscni daemon[${process.pid}]: ${line}\n`);
       // One bad call must never take the server down.
       process.on("uncaughtException", (e) => log(`uncaught: ${e.stack ?? e.message}`));
       process.on("unhandledRejection", (e) => log(`unhandled rejection: ${(e as Error)?.stack ?? String(e)}`));
+      // A bad address fails before the server takes its socket; the HTTP code is loaded only when asked for.
+      const metricsHttp = o.metricsAddress !== undefined ? await import("../resident/metrics-http.js") : undefined;
+      const metricsAddress = metricsHttp?.parseListenAddress(o.metricsAddress!);
       const listenFd = takeListenFd(io.env);
       const server = await ResidentServer.start({
         socketPath: o.socket, requestTimeoutMs: count("--call-timeout", o.callTimeout) * 1000, log, warmUpRounds: count("--warm-up", o.warmUp),
@@ -44,6 +50,13 @@ export function addDaemonCommand(program: Command, io: Io): void {
       });
       log(`serving plugin calls on ${listenFd !== undefined ? "the socket systemd passed" : server.socketPath}` +
         (o.autoStarted !== undefined ? `, started by the call ${o.autoStarted}` : ""));
+      if (metricsHttp && metricsAddress) {
+        const endpoint = await metricsHttp.serveMetrics(metricsAddress, () => server.metrics.render()).catch(async (e: Error) => {
+          await server.close();
+          throw new Error(`cannot serve metrics on ${o.metricsAddress}: ${e.message}`);
+        });
+        log(`metrics on ${endpoint.url}`);
+      }
       const stop = (signal: string) => {
         log(`${signal}: finishing ${server.inFlight} call(s) under way`);
         void server.close();
@@ -65,6 +78,9 @@ export function addDaemonCommand(program: Command, io: Io): void {
   daemon.command("status")
     .description("Ask the server on --socket for its build, its load and its memory")
     .action(() => ask(HEALTH_PROGRAM));
+  daemon.command("metrics")
+    .description("Print the metrics of the server on --socket (Prometheus text format)")
+    .action(() => ask(METRICS_PROGRAM));
   daemon.command("stop")
     .description("Ask the server on --socket to leave once the calls under way are done")
     .action(() => ask(STOP_PROGRAM));

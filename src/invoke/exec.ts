@@ -5,6 +5,7 @@
  */
 import { CniError, ErrorCode } from "../spec/errors.js";
 import { isJsonObject, parseJson } from "../spec/json.js";
+import type { TraceContext } from "../spec/trace-context.js";
 import type { Env } from "./args.js";
 
 /** Where a plugin's stderr goes: process.stderr, any Writable, or anything else that takes text or bytes. */
@@ -21,6 +22,11 @@ export interface ExecOptions {
   timeoutMs?: number;
   /** Where the plugin's stderr goes (default: this process's stderr). */
   stderr?: StderrSink;
+  /**
+   * This call's trace context, set as TRACEPARENT, TRACESTATE and BAGGAGE in the plugin's environment in place of
+   * the environment's own (ignored when its traceparent is invalid). Without it the environment's pass as they are.
+   */
+  traceContext?: TraceContext;
 }
 
 /** How a runtime runs plugins; replaceable (tests, in-process execution of tscni's own plugins). */

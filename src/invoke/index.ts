@@ -12,3 +12,4 @@ export {
   delegateAdd, delegateCheck, delegateDel, delegateStatus, delegateGC, setDefaultExec, getDefaultExec,
   type DelegateOptions,
 } from "./plugin.js";
+export { TRACE_CONTEXT_VARIABLES, isValidTraceparent, type TraceContext } from "../spec/trace-context.js";

@@ -16,6 +16,7 @@ import {
   execPluginWithResult, getVersionInfo, versionProbeEnv,
 } from "./plugin.js";
 import { readDebug, stdinOf, writeDebug } from "../testing/plugins/noop-debug.js";
+import { installEnvRecorder, recordedEnv, RECORDER_RESULT, resetRecorder } from "../testing/env-recorder.js";
 import { TEST_BIN } from "../testing/harness.js";
 
 /** dist/test-bin: the noop, sleep and legacy010 test plugins. */
@@ -565,5 +566,48 @@ describe("the noop test plugin (checklist 6.11)", () => {
   test("a CNI_ARGS pair without '=' is an error", async () => {
     await assert.rejects(run(`{"name":"noop-test","cniVersion":"1.0.0"}`, env("ADD", "NOTAPAIR")),
       { message: "CNI_ARGS invalid key/value pair: NOTAPAIR" });
+  });
+});
+
+describe("trace context (TRACEPARENT, TRACESTATE, BAGGAGE)", () => {
+  const dir = tempDir();
+  const recorder = installEnvRecorder(dir, "recorder");
+  const conf = Buffer.from(`{"name":"traced","cniVersion":"1.0.0","type":"recorder"}`);
+  const quiet = new RawExec(sink());
+  const runtimeTrace = { TRACEPARENT: "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01", TRACESTATE: "rojo=00f067aa0ba902b7", BAGGAGE: "userId=alice" };
+  const callTrace = { traceparent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", tracestate: "congo=t61rcWkgMzE" };
+  const traceOf = (env: Record<string, string> | undefined) => ({ TRACEPARENT: env?.["TRACEPARENT"], TRACESTATE: env?.["TRACESTATE"], BAGGAGE: env?.["BAGGAGE"] });
+  beforeEach(() => resetRecorder(recorder));
+
+  test("the caller's environment reaches the plugin as it is", async () => {
+    const env = invokeEnv({ command: "ADD", containerID: "c1", netNS: "/run/netns/x", ifName: "eth0", path: [dir] }, { PATH: "/bin", ...runtimeTrace });
+    const result = await execPluginWithResult(recorder, conf, env, quiet);
+    assert.deepEqual(toCurrentResult(result).ips?.[0]?.address, RECORDER_RESULT.ips[0]!.address);
+    assert.deepEqual(traceOf(recordedEnv(recorder)), runtimeTrace);
+  });
+
+  test("a delegate gets the delegating plugin's trace context (from its call's environment)", async () => {
+    const pluginEnv: Env = { PATH: "/bin", CNI_COMMAND: "ADD", CNI_CONTAINERID: "c1", CNI_NETNS: "/run/netns/x", CNI_IFNAME: "eth0", CNI_PATH: dir, ...runtimeTrace };
+    await delegateAdd("recorder", conf, { env: pluginEnv, exec: quiet });
+    assert.deepEqual(traceOf(recordedEnv(recorder)), runtimeTrace);
+    resetRecorder(recorder);
+    await delegateDel("recorder", conf, { env: pluginEnv, exec: quiet });
+    assert.equal(recordedEnv(recorder)?.["CNI_COMMAND"], "DEL");
+    assert.deepEqual(traceOf(recordedEnv(recorder)), runtimeTrace);
+  });
+
+  test("a call's own trace context replaces the environment's (TRACESTATE and BAGGAGE of the other trace go)", async () => {
+    const env = invokeEnv({ command: "DEL", containerID: "c1", ifName: "eth0", path: [dir] }, { PATH: "/bin", ...runtimeTrace });
+    await execPluginWithoutResult(recorder, conf, env, quiet, { traceContext: callTrace });
+    assert.deepEqual(traceOf(recordedEnv(recorder)), { TRACEPARENT: callTrace.traceparent, TRACESTATE: callTrace.tracestate, BAGGAGE: undefined });
+    resetRecorder(recorder);
+    await getVersionInfo(recorder, quiet, { traceContext: { ...callTrace, baggage: "k=v" } });
+    assert.deepEqual(traceOf(recordedEnv(recorder)), { TRACEPARENT: callTrace.traceparent, TRACESTATE: callTrace.tracestate, BAGGAGE: "k=v" });
+  });
+
+  test("a call's trace context with an invalid traceparent is ignored: the environment's pass", async () => {
+    const env = invokeEnv({ command: "DEL", containerID: "c1", ifName: "eth0", path: [dir] }, { PATH: "/bin", ...runtimeTrace });
+    await execPluginWithoutResult(recorder, conf, env, quiet, { traceContext: { traceparent: "00-not-a-trace-01" } });
+    assert.deepEqual(traceOf(recordedEnv(recorder)), runtimeTrace);
   });
 });

@@ -5,6 +5,7 @@
  */
 
 import { isJsonObject, marshalJson, parseJson } from "../spec/json.js";
+import { withTraceContext } from "../spec/trace-context.js";
 import { createResult, type Result } from "../spec/result/index.js";
 import { CURRENT_VERSION, decodeConfigVersion, decodeVersionInfo, VersionInfo } from "../spec/version.js";
 import { delegateEnv, type Env } from "./args.js";
@@ -48,14 +49,14 @@ export function decodePluginResult(stdin: Uint8Array, stdout: Uint8Array): Resul
 /** Runs a plugin and decodes its stdout as a result in the version the config (`stdin`) asked for. */
 export async function execPluginWithResult(pluginPath: string, stdin: Uint8Array, env: Env,
   exec: PluginExec = getDefaultExec(), options?: ExecOptions): Promise<Result> {
-  const stdout = await exec.execPlugin(pluginPath, stdin, env, options);
+  const stdout = await exec.execPlugin(pluginPath, stdin, withTraceContext(env, options?.traceContext), options);
   return decodePluginResult(stdin, stdout);
 }
 
 /** Runs a plugin for a verb without a result (DEL, CHECK, STATUS, GC); rejects with the error it reported. */
 export async function execPluginWithoutResult(pluginPath: string, stdin: Uint8Array, env: Env,
   exec: PluginExec = getDefaultExec(), options?: ExecOptions): Promise<void> {
-  await exec.execPlugin(pluginPath, stdin, env, options);
+  await exec.execPlugin(pluginPath, stdin, withTraceContext(env, options?.traceContext), options);
 }
 
 /** The environment of a VERSION probe: dummies satisfy very old plugins that demand every variable. */
@@ -72,7 +73,7 @@ export async function getVersionInfo(pluginPath: string, exec: PluginExec = getD
   const stdin = Buffer.from(marshalJson({ cniVersion: CURRENT_VERSION }));
   let stdout: Buffer;
   try {
-    stdout = await exec.execPlugin(pluginPath, stdin, versionProbeEnv(), options);
+    stdout = await exec.execPlugin(pluginPath, stdin, withTraceContext(versionProbeEnv(), options?.traceContext), options);
   } catch (e) {
     if (e instanceof Error && e.message === "unknown CNI_COMMAND: VERSION") return new VersionInfo(["0.1.0"]);
     throw e;
@@ -80,7 +81,10 @@ export async function getVersionInfo(pluginPath: string, exec: PluginExec = getD
   return decodeVersionInfo(stdout);
 }
 
-/** Options of a delegated call: exec and CNI_PATH default to the calling plugin's own. */
+/**
+ * Options of a delegated call: exec, CNI_PATH and the trace context (TRACEPARENT, TRACESTATE, BAGGAGE) default to
+ * the calling plugin's own.
+ */
 export interface DelegateOptions extends ExecOptions {
   exec?: PluginExec;
   /** Defaults to process.env (the delegating plugin's environment). */

@@ -13,6 +13,7 @@ import { readCommandLog, readDebug, stdinOf, writeDebug, type NoopCmdArgs, type 
 import { CheckNotSupportedError, CNIConfig, type RuntimeConf } from "./api.js";
 import { cacheFilePath } from "./cache.js";
 import { TEST_BIN } from "../testing/harness.js";
+import { installEnvRecorder, recordedEnv, resetRecorder } from "../testing/env-recorder.js";
 
 /** dist/test-bin: the noop, sleep and legacy010 test plugins. */
 const BIN = TEST_BIN;
@@ -1161,4 +1162,54 @@ describe("backwards compatibility", PARALLEL, () => {
       assert.equal(readDebug(debugFile).Command, "DEL");
     });
   }
+});
+
+/** Not PARALLEL: one test sets this process's environment, which every CNIConfig call passes on. */
+describe("trace context (TRACEPARENT, TRACESTATE, BAGGAGE) reaches every plugin of a list", () => {
+  const dir = tempDir();
+  const recorders = ["trace-a", "trace-b"].map((name) => installEnvRecorder(dir, name));
+  const list = parseConfList(Buffer.from(JSON.stringify({
+    cniVersion: "1.1.0", name: "traced", plugins: [{ type: "trace-a" }, { type: "trace-b" }],
+  })));
+  const rt: RuntimeConf = { containerID: "traced-ctr", netNS: "/some/netns/path", ifName: "eth0" };
+  const cni = () => new CNIConfig({ path: [dir], cacheDir: tempDir(), exec: quietExec() });
+  const traceOf = (recorder: string) => {
+    const env = recordedEnv(recorder);
+    return { command: env?.["CNI_COMMAND"], TRACEPARENT: env?.["TRACEPARENT"], TRACESTATE: env?.["TRACESTATE"], BAGGAGE: env?.["BAGGAGE"] };
+  };
+  const reset = () => recorders.forEach(resetRecorder);
+
+  test("from the runtime's environment, on every verb", async () => {
+    const runtime = { TRACEPARENT: "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01", TRACESTATE: "rojo=00f067aa0ba902b7", BAGGAGE: "userId=alice" };
+    const saved = Object.fromEntries(Object.keys(runtime).map((k) => [k, process.env[k]]));
+    Object.assign(process.env, runtime);
+    try {
+      const c = cni();
+      for (const [command, run] of [
+        ["ADD", () => c.addNetworkList(list, rt)], ["CHECK", () => c.checkNetworkList(list, rt)],
+        ["STATUS", () => c.getStatusNetworkList(list)], ["GC", () => c.gcNetworkList(list, { validAttachments: [] })],
+        ["DEL", () => c.delNetworkList(list, rt)],
+      ] as const) {
+        reset();
+        await run();
+        for (const r of recorders) assert.deepEqual(traceOf(r), { command, ...runtime }, `${command} ${path.basename(r)}`);
+      }
+    } finally {
+      for (const [k, v] of Object.entries(saved)) {
+        if (v === undefined) delete process.env[k];
+        else process.env[k] = v;
+      }
+    }
+  });
+
+  test("from the call's options, in place of the environment's", async () => {
+    const traceContext = { traceparent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", baggage: "tenant=a" };
+    const c = cni();
+    reset();
+    await c.addNetworkList(list, rt, { traceContext });
+    for (const r of recorders) assert.deepEqual(traceOf(r), { command: "ADD", TRACEPARENT: traceContext.traceparent, TRACESTATE: undefined, BAGGAGE: "tenant=a" });
+    reset();
+    await c.delNetworkList(list, rt, { traceContext });
+    for (const r of recorders) assert.equal(traceOf(r).TRACEPARENT, traceContext.traceparent);
+  });
 });

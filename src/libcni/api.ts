@@ -47,7 +47,11 @@ export interface CNIConfigOptions {
   cacheDir?: string;
 }
 
-/** Per-call options: an AbortSignal or a timeout kills the running plugin. */
+/**
+ * Per-call options: an AbortSignal or a timeout kills the running plugin; a trace context reaches every plugin
+ * of the call (and their delegates) as TRACEPARENT, TRACESTATE and BAGGAGE, in place of those of this process's
+ * environment, which otherwise pass as they are.
+ */
 export type CallOptions = ExecOptions;
 
 /** CHECK is not defined for configs older than 0.4.0. */

@@ -16,3 +16,4 @@ export {
 } from "./cache.js";
 export type { NetworkConfigList, PluginConfig, PluginConf, GCAttachment } from "../spec/config.js";
 export type { Result } from "../spec/result/index.js";
+export type { TraceContext } from "../spec/trace-context.js";

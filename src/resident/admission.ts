@@ -6,22 +6,25 @@
  * @module
  */
 import type net from "node:net";
-import { admitPeer, socketFd, type OwnIdentity } from "../sys/peer.js";
+import { admitPeer, socketFd, type OwnIdentity, type PeerRefusalKind } from "../sys/peer.js";
+
+/** Which rule refused a caller: one of the peer rule's, or the build. */
+export type AdmissionRefusalKind = PeerRefusalKind | "build";
 
 /** The verdict on a connection. */
 export type Admission =
   | { admitted: true; pid: number }
   /** `otherBuild`: an admissible caller of another build (the binaries were replaced: the server steps aside). */
-  | { admitted: false; reason: string; otherBuild?: string };
+  | { admitted: false; reason: string; kind: AdmissionRefusalKind; otherBuild?: string };
 
 /** Whether the caller on `socket`, which says it is build `clientBuild`, is served by the server of `buildId`. */
 export async function admit(socket: net.Socket, clientBuild: string, buildId: string, own: OwnIdentity, acceptedAt: number): Promise<Admission> {
   const fd = socketFd(socket);
-  if (fd === undefined) return { admitted: false, reason: "the connection's descriptor cannot be read" };
+  if (fd === undefined) return { admitted: false, reason: "the connection's descriptor cannot be read", kind: "identity" };
   const verdict = await admitPeer(fd, own, acceptedAt);
-  if ("refusal" in verdict) return { admitted: false, reason: verdict.refusal };
+  if ("refusal" in verdict) return { admitted: false, reason: verdict.refusal, kind: verdict.kind };
   if (!buildId || clientBuild !== buildId) {
-    return { admitted: false, reason: `the server is build "${buildId}", the launcher "${clientBuild}"`, otherBuild: clientBuild };
+    return { admitted: false, reason: `the server is build "${buildId}", the launcher "${clientBuild}"`, kind: "build", otherBuild: clientBuild };
   }
   return { admitted: true, pid: verdict.pid };
 }

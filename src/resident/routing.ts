@@ -1,6 +1,6 @@
 /**
  * Where and how the resident server runs an admitted call:
- * - the server's own programs (status, stop) are answered by the server;
+ * - the server's own programs (status, stop, metrics) are answered by the server;
  * - a call that reads from the process what must be the caller's (a relative path from another working directory,
  *   another TSCNI_NETLINK) runs as a child process of the program in the caller's directory;
  * - everything else runs in the server's process, its plugin's code loaded on the first call that needs it.
@@ -24,6 +24,8 @@ import { frame, TAG_STDERR, TAG_STDOUT, type ResidentRequest } from "./protocol.
 export const HEALTH_PROGRAM = "tscni-health";
 /** The program name of `cnitool daemon stop`: the server leaves once its calls are done. */
 export const STOP_PROGRAM = "tscni-stop";
+/** The program name of `cnitool daemon metrics`: answered with the server's metrics in Prometheus' text format. */
+export const METRICS_PROGRAM = "tscni-metrics";
 
 /** Set in the environment of everything the server execs: such a call, served here again, skips the queue. */
 export const NESTED_MARK = "TSCNI_RESIDENT_NESTED";
@@ -38,7 +40,7 @@ export interface ServerProcess {
 }
 
 /** Where a call runs. */
-export type Route = "health" | "stop" | "child" | "in-process";
+export type Route = "health" | "stop" | "metrics" | "child" | "in-process";
 
 /**
  * Config keys whose string values are file system paths (dataDir, resolvConf, daemonSocketPath, subnetFile, ...),
@@ -70,6 +72,7 @@ export function carriesRelativePath(req: ResidentRequest): boolean {
 export function routeOf(req: ResidentRequest, server: ServerProcess): Route {
   if (req.program === HEALTH_PROGRAM) return "health";
   if (req.program === STOP_PROGRAM) return "stop";
+  if (req.program === METRICS_PROGRAM) return "metrics";
   const ownProcess = (req.cwd !== undefined && req.cwd !== server.cwd && carriesRelativePath(req)) ||
     (req.env["TSCNI_NETLINK"] ?? "") !== server.netlink;
   return ownProcess && server.self ? "child" : "in-process";
@@ -119,6 +122,23 @@ export interface CallContext {
   slots: Semaphore;
 }
 
+/** How a call ended: its exit status, and the code of the CNI error it reported (when it failed with one). */
+export interface CallOutcome {
+  status: number;
+  errorCode?: number;
+}
+
+/** The code of the CNI error document a failed program printed (its whole stdout), if it is one. */
+function errorCodeOf(stdout: Buffer): number | undefined {
+  try {
+    const doc: unknown = JSON.parse(stdout.toString("utf8"));
+    const code = (doc as { code?: unknown } | null)?.code;
+    return typeof code === "number" ? code : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 /** Runs `work` in the call's queue (when it has one). */
 function queued<T>(ctx: CallContext, work: () => Promise<T>): Promise<T> {
   const key = queueKey(ctx.req.env);
@@ -126,28 +146,33 @@ function queued<T>(ctx: CallContext, work: () => Promise<T>): Promise<T> {
 }
 
 /** Runs a call as a child process of the program in the caller's directory, relaying its output as it comes. */
-export function runAsChild(ctx: CallContext, self: string): Promise<number> {
+export function runAsChild(ctx: CallContext, self: string): Promise<CallOutcome> {
   const { req, write } = ctx;
-  return queued(ctx, () => new Promise<number>((resolve) => {
+  const stdout: Buffer[] = [];
+  const ended = (status: number): CallOutcome => ({ status, errorCode: status !== 0 ? errorCodeOf(Buffer.concat(stdout)) : undefined });
+  return queued(ctx, () => new Promise<CallOutcome>((resolve) => {
     // `tscni <program> args...` (main.ts), kept from the server so the call is not sent back here.
     const child = spawn(self, [req.program, ...req.args], {
       argv0: "tscni", cwd: req.cwd, env: { ...req.env, TSCNI_RESIDENT: "exec" }, stdio: ["pipe", "pipe", "pipe"],
       timeout: ctx.timeoutMs, killSignal: "SIGKILL",
     });
-    child.stdout.on("data", (b: Buffer) => write(frame(TAG_STDOUT, b)));
+    child.stdout.on("data", (b: Buffer) => {
+      stdout.push(b);
+      write(frame(TAG_STDOUT, b));
+    });
     child.stderr.on("data", (b: Buffer) => write(frame(TAG_STDERR, b)));
     child.stdin.on("error", () => undefined);
     child.on("error", (e) => {
       write(frame(TAG_STDOUT, Buffer.from(new CniError(ErrorCode.Internal, `tscni resident server: cannot run ${req.program} in ${req.cwd}: ${e.message}`).print())));
-      resolve(1);
+      resolve({ status: 1, errorCode: ErrorCode.Internal });
     });
-    child.on("close", (code, signal) => resolve(code ?? (signal ? 128 + 9 : 1)));
+    child.on("close", (code, signal) => resolve(ended(code ?? (signal ? 128 + 9 : 1))));
     child.stdin.end(req.stdin);
   }));
 }
 
-/** Runs a call in this process; resolves to its exit status once its reply is written. */
-export async function runInProcess(ctx: CallContext, plugins: PluginModules): Promise<number> {
+/** Runs a call in this process; resolves to how it ended once its reply is written. */
+export async function runInProcess(ctx: CallContext, plugins: PluginModules): Promise<CallOutcome> {
   const { req, write, timeoutMs } = ctx;
   let timer: NodeJS.Timeout | undefined;
   const timedOut = new Promise<CniError>((resolve) => {
@@ -177,7 +202,7 @@ export async function runInProcess(ctx: CallContext, plugins: PluginModules): Pr
     // Like a plugin process: its output, then the error (if any) as the last document on stdout.
     if (failure) stdout.push(failure.print());
     if (stdout.length) write(frame(TAG_STDOUT, Buffer.from(stdout.join(""))));
-    return failure ? 1 : 0;
+    return failure ? { status: 1, errorCode: failure.code } : { status: 0 };
   } finally {
     answered = true;
     clearTimeout(timer);

@@ -22,7 +22,8 @@ import {
   ACCEPT, DEFAULT_SOCKET, decodeRequest, encodeRefusal, exitFrame, FixedBuffer, frame, MAX_HELLO, MAX_REQUEST, parseHello, ProtocolError,
   TAG_STDOUT, type ResidentRequest,
 } from "./protocol.js";
-import { PluginModules, routeOf, runAsChild, runInProcess, ServerExec, type CallContext, type ServerProcess } from "./routing.js";
+import { PluginModules, routeOf, runAsChild, runInProcess, ServerExec, type CallContext, type CallOutcome, type ServerProcess } from "./routing.js";
+import { ServerMetrics, type RefusalReason } from "./server-metrics.js";
 import { clearStartRecord, listenPrivately, prepareSocketDir, removeSocketFile, takeServerLock, type SocketFile } from "./socket-dir.js";
 import { WARM_UP_ROUNDS, warmUp } from "./warm-up.js";
 
@@ -86,11 +87,6 @@ export interface ServerStatus {
 /** A server up for this long has started well: the launcher's record of failed starts is cleared. */
 const STARTED_WELL_MS = 30_000;
 
-/** Answers a caller that is not served, and closes the connection once the answer is out. */
-function refuse(socket: net.Socket, reason: string): void {
-  socket.end(encodeRefusal(reason), () => socket.destroy());
-}
-
 /** A connection's progress. */
 type Phase = "hello" | "judging" | "request" | "running";
 
@@ -99,6 +95,8 @@ export class ResidentServer {
   readonly socketPath: string;
   /** Resolves with the reason once the server has left (idle, stepped aside, stopped, closed) and released its socket. */
   readonly left: Promise<string>;
+  /** What `cnitool daemon metrics` prints; the server's own repairs count their runs here (countReload, countGcRun). */
+  readonly metrics: ServerMetrics;
 
   private readonly listener: net.Server;
   private readonly limits: ServerLimits;
@@ -134,6 +132,7 @@ export class ResidentServer {
     this.listener = net.createServer({ allowHalfOpen: false }, (socket) => this.accept(socket));
     this.listener.on("error", (e) => opts.log(`listening socket: ${e.message}`));
     this.left = new Promise((resolve) => (this.resolveLeft = resolve));
+    this.metrics = new ServerMetrics({ build: opts.buildId, inFlight: () => this.inFlightCalls, connections: () => this.connections });
   }
 
   /** Starts a server: its lock, its socket, then serving (while the warm-up runs). Rejects when another holds the socket. */
@@ -218,6 +217,12 @@ export class ResidentServer {
     this.resolveLeft(reason);
   }
 
+  /** Answers a caller that is not served (counted by `reason`), and closes the connection once the answer is out. */
+  private refuse(socket: net.Socket, reason: RefusalReason, words: string): void {
+    this.metrics.refused(reason);
+    socket.end(encodeRefusal(words), () => socket.destroy());
+  }
+
   /** Logs why connections are dropped: the first at once, then at most a line per minute with the count (a flood must not fill the log). */
   private noteDrop(why: string): void {
     this.drops++;
@@ -252,6 +257,7 @@ export class ResidentServer {
       reserved = 0;
     };
     const drop = (why: string) => {
+      if (phase === "hello" || phase === "judging") this.metrics.refused("dropped");
       this.noteDrop(why);
       release();
       socket.destroy();
@@ -263,7 +269,8 @@ export class ResidentServer {
     });
     socket.on("error", () => undefined);
     if (this.connections > this.limits.connections || this.leaving !== undefined) {
-      refuse(socket, this.leaving !== undefined ? "the server is leaving" : `the server is busy (${this.connections - 1} connections)`);
+      if (this.leaving !== undefined) this.refuse(socket, "leaving", "the server is leaving");
+      else this.refuse(socket, "busy", `the server is busy (${this.connections - 1} connections)`);
       return;
     }
     timer = setTimeout(() => drop("no hello in time"), this.limits.helloMs);
@@ -285,7 +292,7 @@ export class ResidentServer {
             if (pid === undefined || socket.destroyed) return;
             peerPid = pid;
             if (parsed.requestLength > this.limits.pendingBytes - this.pendingBytes) {
-              refuse(socket, `the server is busy (${this.pendingBytes} bytes of requests pending)`);
+              this.refuse(socket, "busy", `the server is busy (${this.pendingBytes} bytes of requests pending)`);
               return;
             }
             reserved = parsed.requestLength;
@@ -303,7 +310,7 @@ export class ResidentServer {
           const req = decodeRequest(request!.bytes);
           release();
           // The warm-up's calls come from this process and are not counted.
-          void this.run(socket, req, peerPid !== globalThis.process.pid);
+          void this.run(socket, req, peerPid !== globalThis.process.pid, acceptedAt);
         } else {
           throw new ProtocolError(phase === "judging" ? "data before the server's answer" : "data after the request");
         }
@@ -317,27 +324,32 @@ export class ResidentServer {
   private async judge(socket: net.Socket, clientBuild: string, requestLength: number, acceptedAt: number): Promise<number | undefined> {
     const verdict = await admit(socket, clientBuild, this.opts.buildId, this.own, acceptedAt);
     if (!verdict.admitted) {
-      refuse(socket, verdict.reason);
+      this.refuse(socket, verdict.kind, verdict.reason);
       if (verdict.otherBuild !== undefined) void this.leave(`a launcher of build "${verdict.otherBuild}" called: stepping aside for a server of its build`);
       return undefined;
     }
     if (requestLength > MAX_REQUEST) {
-      refuse(socket, `a request of ${requestLength} bytes is larger than the server takes (${MAX_REQUEST})`);
+      this.refuse(socket, "too_large", `a request of ${requestLength} bytes is larger than the server takes (${MAX_REQUEST})`);
       return undefined;
     }
     if (this.leaving !== undefined) {
-      refuse(socket, "the server is leaving");
+      this.refuse(socket, "leaving", "the server is leaving");
       return undefined;
     }
     return verdict.pid;
   }
 
-  /** Runs an admitted request and ends the connection with its exit status. */
-  private async run(socket: net.Socket, req: ResidentRequest, counted: boolean): Promise<void> {
+  /** Runs an admitted request and ends the connection with its exit status; a counted one is measured from `acceptedAt`. */
+  private async run(socket: net.Socket, req: ResidentRequest, counted: boolean, acceptedAt: number): Promise<void> {
     const write = (b: Buffer) => {
       if (!socket.destroyed) socket.write(b);
     };
     const route = routeOf(req, this.process);
+    if (route === "metrics") {
+      write(frame(TAG_STDOUT, Buffer.from(this.metrics.render())));
+      socket.end(exitFrame(0));
+      return;
+    }
     if (route === "health" || route === "stop") {
       write(frame(TAG_STDOUT, Buffer.from(JSON.stringify(this.status()) + "\n")));
       socket.end(exitFrame(0));
@@ -349,14 +361,16 @@ export class ResidentServer {
       this.served++;
       clearTimeout(this.idleTimer);
     }
+    let outcome: CallOutcome | undefined;
     try {
       const ctx: CallContext = { req, write, timeoutMs: this.opts.requestTimeoutMs, queue: this.queue, slots: this.slots };
-      const status = route === "child" ? await runAsChild(ctx, this.process.self!) : await runInProcess(ctx, this.plugins);
-      if (!socket.destroyed) socket.end(exitFrame(status));
+      outcome = route === "child" ? await runAsChild(ctx, this.process.self!) : await runInProcess(ctx, this.plugins);
+      if (!socket.destroyed) socket.end(exitFrame(outcome.status));
     } catch (e) {
       this.opts.log(`a call failed outside its plugin: ${(e as Error).stack ?? (e as Error).message}`);
       socket.destroy();
     } finally {
+      if (counted) this.metrics.callServed({ program: req.program, command: req.env["CNI_COMMAND"], seconds: (performance.now() - acceptedAt) / 1000, outcome });
       if (counted && --this.inFlightCalls === 0) {
         this.drained?.();
         this.armIdle();

@@ -547,6 +547,42 @@ describe("pluginMain", () => {
   });
 });
 
+describe("an error of a call with a trace context", () => {
+  const PARENT = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+
+  test("one line on stderr names the call, the error and the trace; stdout holds only the error document", async () => {
+    Object.assign(d.env, { TRACEPARENT: PARENT, TRACESTATE: "congo=t61rcWkgMzE", BAGGAGE: "user=alice" });
+    d.stdin = `{ "name":"skel-test", "type": "bridge", "cniVersion": "9.8.7" }`;
+    d.add.throws = new CniError(7, 'invalid "mtu"', "want an integer");
+    const saved = process.exitCode;
+    try {
+      await pluginMain(d.funcs, d.versionInfo, "", d.io);
+    } finally {
+      process.exitCode = saved;
+    }
+    assert.equal(d.stdout, `{\n    "code": 7,\n    "msg": "invalid \\"mtu\\"",\n    "details": "want an integer"\n}`);
+    assert.equal(d.stderr, 'CNI plugin error: type="bridge" command="ADD" containerID="some-container-id" ifname="eth0" code=7 ' +
+      `msg="invalid \\"mtu\\"; want an integer" TRACEPARENT="${PARENT}" TRACESTATE="congo=t61rcWkgMzE" BAGGAGE="user=alice"\n`);
+  });
+
+  test("an error before the config is read is logged too, its values quoted so that they stay on one line", async () => {
+    Object.assign(d.env, { TRACEPARENT: PARENT, CNI_COMMAND: "ADD\nforged line" });
+    const err = await d.run();
+    assert.equal(err?.code, 4);
+    assert.equal(d.stderr.split("\n").length, 2, d.stderr);
+    assert.match(d.stderr, /^CNI plugin error: type="" command="ADD\\nforged line" .* code=4 msg="unknown CNI_COMMAND: ADD\\nforged line" TRACEPARENT=/);
+  });
+
+  test("without a trace context, and on success, nothing is written to stderr", async () => {
+    d.add.throws = new CniError(7, "bad");
+    assert.equal((await d.run())?.code, 7);
+    d.env["TRACEPARENT"] = PARENT;
+    d.add.throws = undefined;
+    assert.equal(await d.run(), undefined);
+    assert.equal(d.stderr, "");
+  });
+});
+
 describe("loadPluginConf / parsePrevResult", () => {
   test("decodes the common keys and keeps the rest", () => {
     const { conf, raw } = loadPluginConf(Buffer.from(`{"cniVersion":"1.0.0","name":"n","type":"t","mtu":1400}`));

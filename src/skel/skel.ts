@@ -9,6 +9,7 @@ import { OrderedWriter, readStdin } from "../sys/plugin-stdio.js";
 import type { GoType } from "../spec/go-decode.js";
 import { isJsonObject, jsonKindName, parseJson, type JsonObject } from "../spec/json.js";
 import type { Result } from "../spec/result/index.js";
+import { describeTraceContext } from "../spec/trace-context.js";
 import { validateContainerId, validateInterfaceName, validateNetworkName } from "../spec/validate.js";
 import { parsedConfigVersion, reconcileVersion, versionGreaterThanOrEqualTo, type VersionInfo } from "../spec/version.js";
 
@@ -201,6 +202,7 @@ const MIN_VERSION: Record<string, string> = { CHECK: "0.4.0", GC: "1.1.0", STATU
  * config's name and version and the namespace have passed their checks, right before the handler runs.
  */
 export async function runPlugin(funcs: PluginFuncs | (() => Promise<PluginFuncs>), info: VersionInfo, about: string, io: PluginIO): Promise<CniError | undefined> {
+  let pluginType: unknown;
   try {
     let env: ReturnType<typeof readEnv>;
     try {
@@ -224,6 +226,7 @@ export async function runPlugin(funcs: PluginFuncs | (() => Promise<PluginFuncs>
       throw new CniError(ErrorCode.IOFailure, `error reading from stdin: ${(e as Error).message}`);
     }
     const config = validateConfigName(stdin);
+    pluginType = config["type"];
     const handlerName = HANDLERS[command];
     if (!handlerName) throw new CniError(ErrorCode.InvalidEnvironmentVariables, `unknown CNI_COMMAND: ${command}`);
 
@@ -257,8 +260,24 @@ export async function runPlugin(funcs: PluginFuncs | (() => Promise<PluginFuncs>
     }
     return undefined;
   } catch (e) {
-    return CniError.from(e);
+    const error = CniError.from(e);
+    logTracedError(io, error, typeof pluginType === "string" ? pluginType : "");
+    return error;
   }
+}
+
+/**
+ * A failed call that carries a trace context (TRACEPARENT, TRACESTATE, BAGGAGE) says so on stderr, in one line of
+ * `key="value"` pairs (values quoted as JSON strings) naming the call, the error and the trace, so an operator can
+ * find the failure of a trace; stdout keeps only the error document.
+ */
+function logTracedError(io: PluginIO, error: CniError, pluginType: string): void {
+  const trace = describeTraceContext(io.env);
+  if (!trace) return;
+  const q = (value: string | undefined) => JSON.stringify(value ?? "");
+  const { env } = io;
+  io.writeStderr(`CNI plugin error: type=${q(pluginType)} command=${q(env["CNI_COMMAND"])} containerID=${q(env["CNI_CONTAINERID"])} ` +
+    `ifname=${q(env["CNI_IFNAME"])} code=${error.code} msg=${q(error.message)} ${trace}\n`);
 }
 
 /**

@@ -23,14 +23,15 @@ test("the peer rule: namespaces a server compares, uid and capabilities", { skip
   const nobody = await sleeper(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--", "sleep", "30"]);
   try {
     assert.equal(judgeProcess(same.pid!, own), undefined);
-    assert.equal(judgeProcess(otherMount.pid!, own), "the caller is in another mount namespace");
-    assert.equal(judgeProcess(otherNet.pid!, own), "the caller is in another network namespace");
-    assert.match(judgeProcess(capless.pid!, own) ?? "", /^the caller lacks capabilities the server has/);
-    assert.equal(judgeProcess(nobody.pid!, own), "uid 65534 is not served (root only)");
+    assert.equal(judgeProcess(otherMount.pid!, own)?.refusal, "the caller is in another mount namespace");
+    assert.equal(judgeProcess(otherNet.pid!, own)?.refusal, "the caller is in another network namespace");
+    assert.match(judgeProcess(capless.pid!, own)?.refusal ?? "", /^the caller lacks capabilities the server has/);
+    assert.equal(judgeProcess(nobody.pid!, own)?.refusal, "uid 65534 is not served (root only)");
+    assert.deepEqual([otherMount, otherNet, capless, nobody].map((p) => judgeProcess(p.pid!, own)?.kind), ["namespace", "namespace", "capabilities", "not_root"]);
     // A server that serves callers of other mount namespaces (the dhcp daemon with -hostprefix) leaves that out.
     const hostprefixed = ownIdentity(["user", "net"]);
     assert.equal(judgeProcess(otherMount.pid!, hostprefixed), undefined);
-    assert.equal(judgeProcess(otherNet.pid!, hostprefixed), "the caller is in another network namespace");
+    assert.equal(judgeProcess(otherNet.pid!, hostprefixed)?.refusal, "the caller is in another network namespace");
     assert.ok((startTime(same.pid!) ?? 0) > 0, "a start time");
   } finally {
     for (const c of [same, otherMount, otherNet, capless, nobody]) c.kill("SIGKILL");

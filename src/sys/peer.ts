@@ -34,8 +34,20 @@ export interface OwnIdentity {
 export type NamespaceKind = "user" | "net" | "mnt";
 const KINDS: readonly NamespaceKind[] = ["user", "net", "mnt"];
 
-/** The verdict on a peer: served (with its pid), or why not, in words for the refused caller. */
-export type PeerVerdict = { pid: number } | { refusal: string };
+/**
+ * Which rule refused a peer: not root, in other namespaces, other capabilities, or no identity that could be
+ * relied on (unreadable credentials or process, a process that left or is younger than the connection).
+ */
+export type PeerRefusalKind = "not_root" | "namespace" | "capabilities" | "identity";
+
+/** A refusal: why, in words for the refused caller, and which rule. */
+export interface PeerRefusal {
+  refusal: string;
+  kind: PeerRefusalKind;
+}
+
+/** The verdict on a peer: served (with its pid), or refused. */
+export type PeerVerdict = { pid: number } | PeerRefusal;
 
 interface Libc {
   getsockopt: (fd: number, level: number, name: number, value: Uint8Array, length: Uint32Array) => number;
@@ -137,23 +149,27 @@ function capsMissing(a: bigint, b: bigint): string {
  * The rule for the process `pid` (already identified as the peer): what /proc says of it now, compared with
  * `own`. Pure of the peer's identity check, which the caller brackets around it.
  */
-export function judgeProcess(pid: number, own: OwnIdentity): string | undefined {
+export function judgeProcess(pid: number, own: OwnIdentity): PeerRefusal | undefined {
   let status: string;
   try {
     status = readFileSync(`/proc/${pid}/status`, "latin1");
   } catch {
-    return "the caller's process cannot be read (it left?)";
+    return { refusal: "the caller's process cannot be read (it left?)", kind: "identity" };
   }
   const euid = statusField(status, "Uid")?.split(/\s+/)[1];
-  if (euid !== "0") return `uid ${euid ?? "?"} is not served (root only)`;
+  if (euid !== "0") return { refusal: `uid ${euid ?? "?"} is not served (root only)`, kind: "not_root" };
   for (const kind of KINDS) {
     if (own.namespaces[kind] !== undefined && namespaceOf(pid, kind) !== own.namespaces[kind]) {
-      return `the caller is in another ${kind === "net" ? "network" : kind === "mnt" ? "mount" : "user"} namespace`;
+      return { refusal: `the caller is in another ${kind === "net" ? "network" : kind === "mnt" ? "mount" : "user"} namespace`, kind: "namespace" };
     }
   }
   const capEff = BigInt(`0x${statusField(status, "CapEff") ?? "0"}`);
-  if ((capEff & own.capEff) !== own.capEff) return `the caller lacks capabilities the server has (${capsMissing(own.capEff, capEff)}): it may not do what the server would do for it`;
-  if (capEff !== own.capEff) return `the caller has capabilities the server lacks (${capsMissing(capEff, own.capEff)}): the server would do less than the caller's own exec`;
+  if ((capEff & own.capEff) !== own.capEff) {
+    return { refusal: `the caller lacks capabilities the server has (${capsMissing(own.capEff, capEff)}): it may not do what the server would do for it`, kind: "capabilities" };
+  }
+  if (capEff !== own.capEff) {
+    return { refusal: `the caller has capabilities the server lacks (${capsMissing(capEff, own.capEff)}): the server would do less than the caller's own exec`, kind: "capabilities" };
+  }
   return undefined;
 }
 
@@ -164,28 +180,28 @@ export function judgeProcess(pid: number, own: OwnIdentity): string | undefined 
  */
 export async function admitPeer(fd: number, own: OwnIdentity, acceptedAt?: number): Promise<PeerVerdict> {
   const peer = await peerCredentials(fd);
-  if (!peer) return { refusal: "the peer's credentials cannot be read (the server needs the standalone build)" };
+  if (!peer) return { refusal: "the peer's credentials cannot be read (the server needs the standalone build)", kind: "identity" };
   // Before anything else: a peer that was not root when it connected is never served, whatever it is now.
-  if (peer.uid !== 0) return { refusal: `uid ${peer.uid} is not served (root only)` };
+  if (peer.uid !== 0) return { refusal: `uid ${peer.uid} is not served (root only)`, kind: "not_root" };
   const pidfd = await peerPidfd(fd);
   if (pidfd !== undefined) {
     try {
       const refusal = judgeProcess(peer.pid, own);
-      if (refusal) return { refusal };
+      if (refusal) return refusal;
       // The pid named the peer throughout the reads only if the peer has not been reaped since.
-      if (!(await pidfdAlive(pidfd))) return { refusal: "the caller left while it was checked" };
+      if (!(await pidfdAlive(pidfd))) return { refusal: "the caller left while it was checked", kind: "identity" };
       return { pid: peer.pid };
     } finally {
       closeSync(pidfd);
     }
   }
   const before = startTime(peer.pid);
-  if (before === undefined) return { refusal: "the caller's process cannot be read (it left?)" };
+  if (before === undefined) return { refusal: "the caller's process cannot be read (it left?)", kind: "identity" };
   const acceptedTicks = acceptedAt === undefined ? undefined : ticksSinceBoot() - Math.floor((performance.now() - acceptedAt) / 10);
-  if (acceptedTicks !== undefined && before > acceptedTicks) return { refusal: "the caller's pid names a process younger than the connection" };
+  if (acceptedTicks !== undefined && before > acceptedTicks) return { refusal: "the caller's pid names a process younger than the connection", kind: "identity" };
   const refusal = judgeProcess(peer.pid, own);
-  if (refusal) return { refusal };
-  if (startTime(peer.pid) !== before) return { refusal: "the caller left while it was checked" };
+  if (refusal) return refusal;
+  if (startTime(peer.pid) !== before) return { refusal: "the caller left while it was checked", kind: "identity" };
   return { pid: peer.pid };
 }
 
