@@ -1,9 +1,10 @@
 /**
  * `cnitool daemon`: runs the resident server (src/resident) until it leaves (idle, stepped aside for a new build,
- * `daemon stop`) or SIGTERM/SIGINT, on `--socket` or on the listening socket systemd hands over (LISTEN_FDS), with
- * its metrics also over HTTP when `--metrics-address` names where; `cnitool daemon status` asks a running server
- * for its state, `cnitool daemon metrics` for its metrics (Prometheus' text format), `cnitool daemon stop` asks
- * it to leave.
+ * `daemon stop`) or SIGTERM/SIGINT, on `--socket` or on the listening socket systemd hands over (LISTEN_FDS), and
+ * with it the self-repair of the cached attachments' firewall rules (resident/repair.ts) while it runs, and its
+ * metrics also over HTTP when `--metrics-address` names where; `cnitool daemon status` asks a running server for
+ * its state, `cnitool daemon metrics` for its metrics (Prometheus' text format), `cnitool daemon stop` asks it to
+ * leave.
  * @module
  */
 import type { Command } from "commander";
@@ -13,6 +14,8 @@ import { readBuildId } from "../resident/build-id.js";
 import { callResident } from "../resident/client.js";
 import { HEALTH_PROGRAM, METRICS_PROGRAM, STOP_PROGRAM } from "../resident/routing.js";
 import { DEFAULT_SOCKET, ResidentServer } from "../resident/server.js";
+import { DEFAULT_REPAIR_INTERVAL_S, startRepair } from "../resident/repair.js";
+import { DEFAULT_CACHE_DIR } from "../libcni/cache.js";
 import { WARM_UP_ROUNDS } from "../resident/warm-up.js";
 
 /** A non-negative whole number of a flag, or an error naming the flag. */
@@ -33,7 +36,13 @@ export function addDaemonCommand(program: Command, io: Io): void {
     .option("--lock-fd <fd>", "the socket's lock, already taken (the launcher starting a server passes it)")
     .option("--auto-started <call>", "started by a launcher for this call (logged, and reported by status)")
     .option("--metrics-address <ip:port>", "also serve the metrics as GET /metrics over HTTP on this TCP address (off unless given)")
-    .action(async (o: { socket: string; callTimeout: string; warmUp: string; idle: string; lockFd?: string; autoStarted?: string; metricsAddress?: string }) => {
+    .option("--repair-interval <seconds>", "look this often for cached attachments' firewall rules gone, and put them back (0: only on firewalld's reloads)",
+      String(DEFAULT_REPAIR_INTERVAL_S))
+    .option("--no-repair", "never put firewall rules back by itself (cnitool reload still does)")
+    .action(async (o: {
+      socket: string; callTimeout: string; warmUp: string; idle: string; lockFd?: string; autoStarted?: string; metricsAddress?: string;
+      repairInterval: string; repair: boolean;
+    }) => {
       const log = (line: string) => io.stderr(`${new Date().toISOString()} tscni daemon[${process.pid}]: ${line}\n`);
       // One bad call must never take the server down.
       process.on("uncaughtException", (e) => log(`uncaught: ${e.stack ?? e.message}`));
@@ -41,6 +50,8 @@ export function addDaemonCommand(program: Command, io: Io): void {
       // A bad address fails before the server takes its socket; the HTTP code is loaded only when asked for.
       const metricsHttp = o.metricsAddress !== undefined ? await import("../resident/metrics-http.js") : undefined;
       const metricsAddress = metricsHttp?.parseListenAddress(o.metricsAddress!);
+      const repairIntervalMs = count("--repair-interval", o.repairInterval) * 1000;
+      const cacheDir = program.opts<{ cacheDir?: string }>().cacheDir || DEFAULT_CACHE_DIR;
       const listenFd = takeListenFd(io.env);
       const server = await ResidentServer.start({
         socketPath: o.socket, requestTimeoutMs: count("--call-timeout", o.callTimeout) * 1000, log, warmUpRounds: count("--warm-up", o.warmUp),
@@ -57,6 +68,7 @@ export function addDaemonCommand(program: Command, io: Io): void {
         });
         log(`metrics on ${endpoint.url}`);
       }
+      const repair = o.repair ? startRepair({ cacheDir, intervalMs: repairIntervalMs, log, onReload: () => server.metrics.countReload() }) : undefined;
       const stop = (signal: string) => {
         log(`${signal}: finishing ${server.inFlight} call(s) under way`);
         void server.close();
@@ -64,6 +76,7 @@ export function addDaemonCommand(program: Command, io: Io): void {
       process.once("SIGTERM", () => stop("SIGTERM"));
       process.once("SIGINT", () => stop("SIGINT"));
       log(`left: ${await server.left}`);
+      repair?.stop();
       // Timers and handles of plugins (an in-process delegation's leftovers) must not keep a server that left.
       process.exit(0);
     });

@@ -2,8 +2,9 @@
  * cnitool: run a network configuration by hand, command-compatible with upstream cnitool
  * (`cnitool add|check|del|status|gc <network> <netns>`, NETCONFPATH, CNI_PATH, CAP_ARGS, CNI_ARGS, CNI_IFNAME),
  * plus `list`, `validate` and `version` for looking around, `network` (podman-style network management, see
- * network.ts), `pod` (named namespaces attached through the runtime's pod network manager, see pod.ts) and `ipam`
- * (a cluster-ipam pool in etcd: blocks, allocations, release-node; see ipam.ts).
+ * network.ts), `pod` (named namespaces attached through the runtime's pod network manager, see pod.ts), `ipam`
+ * (a cluster-ipam pool in etcd: blocks, allocations, release-node; see ipam.ts) and `reload` (the cached attachments'
+ * firewall rules put back after a firewall reload; see reload.ts).
  * @module
  */
 import { createHash } from "node:crypto";
@@ -19,6 +20,7 @@ import type { PluginExec } from "../invoke/exec.js";
 import { addNetworkCommands } from "./network.js";
 import { addPodCommands } from "./pod.js";
 import { addIpamCommands } from "./ipam.js";
+import { addReloadCommand } from "./reload.js";
 
 export const DEFAULT_NETCONFPATH = "/etc/cni/net.d";
 
@@ -184,6 +186,7 @@ export function buildProgram(io: Io, extensions: readonly CommandExtension[] = [
     cacheDir, out: io.stdout,
   });
   addIpamCommands(program, { confDir: () => runtimeSetup(io, global()).netconfPath, out: io.stdout });
+  addReloadCommand(program, { cacheDir, env: io.env, out: io.stdout, err: io.stderr });
   for (const extend of extensions) extend(program, io);
   return program;
 }

@@ -9,7 +9,9 @@ import { canonicalIP, networkOf, parseCIDR, type IPCidr } from "../spec/ip.js";
 import type { GCAttachment } from "../spec/config.js";
 import { attachmentComment, ipMasqChainName, nftAttachmentComment, nftAttachmentHash, nftNetworkHash } from "./names.js";
 import { iptablesFor, type IPFamilyNum } from "./iptables.js";
-import { nftListRules, nftQuote, nftRun, nftUsable } from "./nftables.js";
+import { jumpsTo } from "./iptables-rules.js";
+import { nftListRules, nftListTable, nftQuote, nftRun, nftUsable } from "./nftables.js";
+import type { FirewallMark } from "./firewall-marks.js";
 
 /** Which firewall masquerading uses. */
 export type IPMasqBackend = "iptables" | "nftables";
@@ -53,8 +55,10 @@ function iptablesRules(t: IPMasqTarget, cidrs: readonly IPCidr[]) {
  * Per family: the chain `CNI-<hash>` (every destination subnet accepted, then MASQUERADE except multicast) and
  * a POSTROUTING jump per address, appended only when missing, as the Go plugin does. A new chain (the usual
  * case) costs one look-up and one iptables-restore transaction; an existing one is checked rule by rule.
+ * Resolves whether anything was added.
  */
-async function setupIptables(t: IPMasqTarget): Promise<void> {
+async function setupIptables(t: IPMasqTarget): Promise<boolean> {
+  let changed = false;
   for (const cidrs of byFamily(t.addresses)) {
     const ipt = iptablesFor(cidrs[0]!.ip.family as IPFamilyNum);
     const { chain, chainRules, jumps } = iptablesRules(t, cidrs);
@@ -67,7 +71,9 @@ async function setupIptables(t: IPMasqTarget): Promise<void> {
     }
     if (exists && missing.length === 0) continue;
     await ipt.restore("nat", exists ? [] : [chain], missing, `set up ${ipt.command} masquerading for ${t.containerID} (chain ${chain})`);
+    changed = true;
   }
+  return changed;
 }
 
 /**
@@ -93,9 +99,6 @@ async function teardownIptables(t: IPMasqTarget): Promise<void> {
     }
   }
 }
-
-/** Whether an `iptables -S` rule line jumps (or goes) to `chain`. */
-const jumpsTo = (line: string, chain: string): boolean => new RegExp(` -[jg] ${chain}(?: |$)`).test(line);
 
 /** Addresses grouped by family (IPv4 first), parsed. */
 function byFamily(addresses: readonly string[]): IPCidr[][] {
@@ -145,13 +148,46 @@ async function teardownNftables(t: IPMasqTarget): Promise<void> {
  */
 export async function setupIPMasq(t: IPMasqTarget, backend?: IPMasqBackend): Promise<void> {
   if (backend === "nftables") return setupNftables(t);
-  if (backend === "iptables") return setupIptables(t);
+  if (backend === "iptables") {
+    await setupIptables(t);
+    return;
+  }
   try {
     await setupIptables(t);
   } catch (e) {
     if ((await defaultIPMasqBackend()) !== "nftables") throw e;
     await setupNftables(t);
   }
+}
+
+/**
+ * Whether an attachment's nftables masquerading is all there: the base chain going to the checks, and one rule
+ * with the attachment's comment per address.
+ */
+async function nftablesComplete(t: IPMasqTarget): Promise<boolean> {
+  const table = await nftListTable("inet", NFT_TABLE);
+  const goesToChecks = table.rules.some((r) => r.chain === "postrouting" && JSON.stringify(r.expr).includes(`"goto":{"target":"${NFT_CHAIN}"}`));
+  const comment = nftIPMasqComment(t.network, t.ifName, t.containerID);
+  return goesToChecks && table.rules.filter((r) => r.chain === NFT_CHAIN && r.comment === comment).length >= t.addresses.length;
+}
+
+/**
+ * Puts back what is missing of an attachment's masquerading with `backend` (the one its ADD used): iptables
+ * rules are added one by one where missing, as ADD does; nftables rules are rewritten only when one is missing.
+ * Resolves whether anything was put back.
+ */
+export async function restoreIPMasq(t: IPMasqTarget, backend: IPMasqBackend): Promise<boolean> {
+  if (backend === "iptables") return setupIptables(t);
+  if (await nftablesComplete(t)) return false;
+  await setupNftables(t);
+  return true;
+}
+
+/** What shows an attachment's masquerading is there: its chain and POSTROUTING jump per family, or the nftables chains. */
+export function ipMasqMarks(t: IPMasqTarget, backend: IPMasqBackend): FirewallMark[] {
+  if (backend === "nftables") return ["postrouting", NFT_CHAIN].map((chain) => ({ kind: "nftables", family: "inet", table: NFT_TABLE, chain }));
+  const chain = ipMasqChainName(t.network, t.containerID);
+  return byFamily(t.addresses).map((c) => ({ kind: "iptables", family: c[0]!.ip.family as IPFamilyNum, table: "nat", chain, from: "POSTROUTING" }));
 }
 
 /**

@@ -33,6 +33,10 @@ export function saveLine(chain: string, args: readonly string[]): string {
   return ["-A", chain, ...words].join(" ");
 }
 
+/** Whether an `iptables -S` rule line jumps (`-j`) or goes (`-g`) to `chain`. */
+export const jumpsTo = (line: string, chain: string): boolean =>
+  line.includes(` -j ${chain} `) || line.endsWith(` -j ${chain}`) || line.includes(` -g ${chain} `) || line.endsWith(` -g ${chain}`);
+
 /** A table as `iptables -S` showed it. */
 export class TableSnapshot {
   constructor(readonly chains: ReadonlySet<string>, readonly lines: ReadonlySet<string>) {}
@@ -66,13 +70,13 @@ const addLine = (r: IptablesRule): string[] => (r.position === "first" ? ["-I", 
 /**
  * Makes `chains` and `rules` exist in `table`: missing chains are created, then missing rules are added in
  * the given order (so `first` rules inserted later end up above those inserted earlier, as with successive
- * `iptables -I`). Returns the rules it added.
+ * `iptables -I`). Returns the chains and rules it added.
  */
-export async function ensureRules(ipt: Iptables, table: string, chains: readonly string[], rules: readonly IptablesRule[], operation: string): Promise<IptablesRule[]> {
+export async function ensureRules(ipt: Iptables, table: string, chains: readonly string[], rules: readonly IptablesRule[], operation: string): Promise<{ chains: string[]; rules: IptablesRule[] }> {
   const missing = (await snapshot(ipt, table)).missing(chains, rules);
   for (const chain of missing.chains) await ipt.ensureChain(table, chain);
   if (missing.rules.length) await ipt.restore(table, [], missing.rules.map(addLine), operation);
-  return missing.rules;
+  return missing;
 }
 
 /**

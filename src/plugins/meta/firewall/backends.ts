@@ -7,8 +7,9 @@
 import { CniError, ErrorCode } from "../../../spec/errors.js";
 import type { GCAttachment } from "../../../spec/config.js";
 import { Firewalld, FIREWALLD_NAME } from "./firewalld.js";
-import { ensureFirewallRules, hostCidr, missingFirewallRules, removeAddressRules, type IsolationPolicy } from "./iptables.js";
-import { nftAllow, nftCollectGarbage, nftMissing, nftRevoke } from "./nftables.js";
+import type { FirewallMark } from "../../../net/firewall-marks.js";
+import { ensureFirewallRules, firewallMarks, hostCidr, missingFirewallRules, removeAddressRules, type IsolationPolicy } from "./iptables.js";
+import { nftAllow, nftCollectGarbage, nftFirewallMarks, nftMissing, nftRevoke } from "./nftables.js";
 import type { Backend, FirewallConf } from "./config.js";
 import type { AttachmentRecord } from "./records.js";
 
@@ -28,6 +29,10 @@ export interface FirewallBackend {
   del(a: Attachment): Promise<void>;
   /** What is missing, as readable lines; empty when everything is in place. */
   check(a: Attachment): Promise<string[]>;
+  /** Puts back what is missing after a firewall reload; resolves whether anything was. */
+  restore(a: Attachment): Promise<boolean>;
+  /** What shows the attachment's rules are there (see net/firewall-marks); none for firewalld's sources. */
+  marks(a: Attachment): FirewallMark[];
   /**
    * Removes what the `stale` attachments (records of attachments not in `valid`) were given, except addresses
    * that `claimed` says a live attachment still uses.
@@ -41,14 +46,20 @@ const unclaimed = (stale: readonly AttachmentRecord[], claimed: ReadonlySet<stri
 class IptablesBackend implements FirewallBackend {
   readonly name = "iptables" as const;
   constructor(private readonly adminChain: string) {}
-  add(a: Attachment) {
-    return ensureFirewallRules({ addresses: a.addresses, adminChain: this.adminChain, isolation: a.isolation });
+  async add(a: Attachment) {
+    await ensureFirewallRules({ addresses: a.addresses, adminChain: this.adminChain, isolation: a.isolation });
   }
   del(a: Attachment) {
     return removeAddressRules(a.addresses);
   }
   check(a: Attachment) {
     return missingFirewallRules({ addresses: a.addresses, adminChain: this.adminChain, isolation: a.isolation });
+  }
+  restore(a: Attachment) {
+    return ensureFirewallRules({ addresses: a.addresses, adminChain: this.adminChain, isolation: a.isolation });
+  }
+  marks(a: Attachment) {
+    return firewallMarks({ addresses: a.addresses, adminChain: this.adminChain, isolation: a.isolation });
   }
   gc(_network: string, _valid: readonly GCAttachment[], stale: readonly AttachmentRecord[], claimed: ReadonlySet<string>) {
     return removeAddressRules(unclaimed(stale, claimed));
@@ -65,6 +76,14 @@ class NftablesBackend implements FirewallBackend {
   }
   check(a: Attachment) {
     return nftMissing(a);
+  }
+  async restore(a: Attachment) {
+    if ((await nftMissing(a)).length === 0) return false;
+    await nftAllow(a);
+    return true;
+  }
+  marks() {
+    return nftFirewallMarks();
   }
   gc(network: string, valid: readonly GCAttachment[]) {
     return nftCollectGarbage(network, valid);
@@ -104,6 +123,22 @@ class FirewalldBackend implements FirewallBackend {
     if (a.isolation) problems.push(...(await missingFirewallRules({ addresses: a.addresses, adminChain: this.adminChain, forward: false, isolation: a.isolation })));
     return problems;
   }
+  /** firewalld forgets sources added at run time when it reloads: they are added again (and the ingress policy's rules). */
+  async restore(a: Attachment) {
+    this.requireRunning();
+    let changed = false;
+    for (const address of a.addresses) {
+      const source = hostCidr(address);
+      if (await this.fw.querySource(this.zone, source)) continue;
+      await this.fw.addSource(this.zone, source);
+      changed = true;
+    }
+    if (a.isolation) changed = (await ensureFirewallRules({ addresses: a.addresses, adminChain: this.adminChain, forward: false, isolation: a.isolation })) || changed;
+    return changed;
+  }
+  marks(a: Attachment) {
+    return a.isolation ? firewallMarks({ addresses: a.addresses, adminChain: this.adminChain, forward: false, isolation: a.isolation }) : [];
+  }
   async gc(_network: string, _valid: readonly GCAttachment[], stale: readonly AttachmentRecord[], claimed: ReadonlySet<string>) {
     if (!this.isRunning) return;
     for (const r of stale) {
@@ -112,12 +147,12 @@ class FirewalldBackend implements FirewallBackend {
   }
 }
 
-/** The configured backend, or firewalld when it runs and iptables otherwise. */
-export async function selectBackend(n: FirewallConf, fw: Firewalld): Promise<FirewallBackend> {
+/** The configured backend, or firewalld when it runs (`isRunning`, by default asked of `fw`) and iptables otherwise. */
+export async function selectBackend(n: FirewallConf, fw: Firewalld, isRunning = () => fw.running()): Promise<FirewallBackend> {
   const backend = n.backend;
   if (backend === "iptables") return new IptablesBackend(n.adminChain);
   if (backend === "nftables") return new NftablesBackend();
-  const running = await fw.running();
+  const running = await isRunning();
   if (backend === "firewalld" || running) return new FirewalldBackend(n.zone, n.adminChain, fw, running);
   return new IptablesBackend(n.adminChain);
 }

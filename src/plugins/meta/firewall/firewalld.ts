@@ -1,11 +1,13 @@
 /**
  * firewalld over the system D-Bus, through systemd's `busctl` (no D-Bus library needed): whether firewalld
- * runs, and the zone source calls the Go firewall plugin makes (`addSource`, `removeSource`, `querySource` on
- * `org.fedoraproject.FirewallD1.zone`). The bus is the system bus, or `DBUS_SYSTEM_BUS_ADDRESS` when set.
+ * runs, the zone source calls the Go firewall plugin makes (`addSource`, `removeSource`, `querySource` on
+ * `org.fedoraproject.FirewallD1.zone`), and a watch for its `Reloaded` signal. The bus is the system bus, or
+ * `DBUS_SYSTEM_BUS_ADDRESS` when set.
  * @module
  */
 import { existsSync } from "node:fs";
 import { NetOpError, runTool, type ToolResult } from "../../../sys/exec.js";
+import { findTool } from "../../../sys/tool-path.js";
 
 export const FIREWALLD_NAME = "org.fedoraproject.FirewallD1";
 const FIREWALLD_PATH = "/org/fedoraproject/FirewallD1";
@@ -74,4 +76,56 @@ export class Firewalld {
   async querySource(zone: string, source: string): Promise<boolean> {
     return answer(await this.zoneCall("querySource", zone, source, `look up ${source} in firewalld zone ${zone}`))[0] === true;
   }
+}
+
+/** A watch on the bus; `stop` ends it (and its busctl). */
+export interface BusWatch {
+  stop(): void;
+}
+
+/**
+ * Calls `onReloaded` whenever firewalld announces it reloaded (signal `Reloaded` of `org.fedoraproject.FirewallD1`, which
+ * it sends after rebuilding its rules), through `busctl monitor` (a monitor of the bus: root may be one), killed
+ * with this process (setpriv --pdeathsig, when util-linux has it) or by `stop`. Returns undefined when there is no
+ * bus to watch (no socket); `onEnd` hears why a watch ended by itself (the bus went away, busctl failed).
+ */
+export function watchReloaded(env: Readonly<Record<string, string | undefined>>, onReloaded: () => void, onEnd: (reason: string) => void): BusWatch | undefined {
+  const socket = systemBusSocket(env);
+  if (socket !== undefined && !existsSync(socket)) return undefined;
+  const busctl = findTool("busctl");
+  if (!busctl) return undefined;
+  const address = env["DBUS_SYSTEM_BUS_ADDRESS"];
+  const args = [address ? `--address=${address}` : "--system", "--json=short", "monitor",
+    `--match=type='signal',interface='${FIREWALLD_NAME}',member='Reloaded'`];
+  const setpriv = findTool("setpriv");
+  // (Loaded here: a plugin call never watches, and every call pays for what start-up loads.)
+  const { spawn } = process.getBuiltinModule("node:child_process");
+  const child = setpriv
+    ? spawn(setpriv, ["--pdeathsig", "KILL", "--", busctl, ...args], { stdio: ["ignore", "pipe", "pipe"] })
+    : spawn(busctl, args, { stdio: ["ignore", "pipe", "pipe"] });
+  let stopped = false;
+  let pending = "";
+  let stderr = "";
+  child.stdout!.on("data", (chunk: Buffer) => {
+    const lines = (pending + chunk.toString()).split("\n");
+    pending = lines.pop()!;
+    for (const line of lines) {
+      try {
+        const m = JSON.parse(line) as { type?: string; interface?: string; member?: string };
+        if (m.type === "signal" && m.interface === FIREWALLD_NAME && m.member === "Reloaded") onReloaded();
+      } catch { /* not a message */ }
+    }
+  });
+  child.stderr!.on("data", (chunk: Buffer) => (stderr = (stderr + chunk.toString()).slice(-500)));
+  child.on("error", (e) => !stopped && onEnd(`cannot run busctl: ${e.message}`));
+  child.on("exit", (code, signal) => {
+    const said = stderr.replace(/Monitoring bus message stream\.\s*/, "").trim();
+    if (!stopped) onEnd(`busctl monitor ended (${code ?? signal})${said ? `: ${said}` : ""}`);
+  });
+  return {
+    stop() {
+      stopped = true;
+      child.kill("SIGKILL");
+    },
+  };
 }

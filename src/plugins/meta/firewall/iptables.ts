@@ -15,6 +15,7 @@
 import { parseCIDR } from "../../../spec/ip.js";
 import { iptablesFor, type IPFamilyNum } from "../../../net/iptables.js";
 import { deleteRules, ensureRules, snapshot, type IptablesRule } from "../../../net/iptables-rules.js";
+import type { FirewallMark } from "../../../net/firewall-marks.js";
 
 export const FORWARD_CHAIN = "CNI-FORWARD";
 export const DEFAULT_ADMIN_CHAIN = "CNI-ADMIN";
@@ -121,14 +122,19 @@ export function firewallPlan(spec: FirewallSpec): Map<IPFamilyNum, { chains: str
 /**
  * Creates what is missing of the plan, family by family (each family in one transaction). When a family
  * fails, the per-address rules already added for the others are removed again; shared chains and jumps stay.
+ * Resolves whether anything was missing (so it also restores what a firewall reload took away).
  */
-export async function ensureFirewallRules(spec: FirewallSpec): Promise<void> {
+export async function ensureFirewallRules(spec: FirewallSpec): Promise<boolean> {
   const added: Array<{ family: IPFamilyNum; rules: IptablesRule[] }> = [];
+  let changed = false;
   try {
     for (const [family, { chains, rules }] of firewallPlan(spec)) {
       const ipt = iptablesFor(family);
-      added.push({ family, rules: await ensureRules(ipt, FILTER, chains, rules, `add ${ipt.command} firewall rules`) });
+      const missing = await ensureRules(ipt, FILTER, chains, rules, `add ${ipt.command} firewall rules`);
+      added.push({ family, rules: missing.rules });
+      changed ||= missing.chains.length + missing.rules.length > 0;
     }
+    return changed;
   } catch (e) {
     for (const { family, rules } of added) {
       const own = rules.filter((r) => r.chain === FORWARD_CHAIN && !r.args.includes("--comment"));
@@ -136,6 +142,18 @@ export async function ensureFirewallRules(spec: FirewallSpec): Promise<void> {
     }
     throw e;
   }
+}
+
+/** What shows the plan is there: per family, its chains with the jumps into them. */
+export function firewallMarks(spec: FirewallSpec): FirewallMark[] {
+  const marks: FirewallMark[] = [];
+  for (const [family, { chains, rules }] of firewallPlan(spec)) {
+    for (const chain of chains) {
+      const from = rules.find((r) => r.args.at(-1) === chain && r.args.at(-2) === "-j")?.chain;
+      marks.push({ kind: "iptables", family, table: FILTER, chain, ...(from ? { from } : {}) });
+    }
+  }
+  return marks;
 }
 
 /** Removes the per-address rules (the shared chains, jumps and isolation rules stay). */

@@ -22,7 +22,7 @@ import { FIREWALL_SCHEMA, loadFirewallConf, type FirewallConf } from "./config.j
 import { listRecords, readRecord, recordedNetworks, removeRecord, writeRecord } from "./records.js";
 
 /** The attachment from the config and environment; the ingress policy needs the bridge (prevResult interface 0). */
-function attachmentOf(n: FirewallConf, args: CmdArgs, prev: Result100): Attachment {
+export function attachmentOf(n: FirewallConf, args: Pick<CmdArgs, "containerID" | "ifName">, prev: Result100): Attachment {
   const a: Attachment = {
     network: n.conf.name, containerID: args.containerID, ifName: args.ifName, addresses: (prev.ips ?? []).map((i) => i.address),
   };
@@ -37,7 +37,7 @@ function attachmentOf(n: FirewallConf, args: CmdArgs, prev: Result100): Attachme
   return a;
 }
 
-function requirePrev(n: FirewallConf): Result100 {
+export function requirePrev(n: FirewallConf): Result100 {
   if (!n.prevResult) throw new CniError(ErrorCode.InvalidNetworkConfig, "missing prevResult from earlier plugin", "the firewall plugin must be chained after a plugin that reports addresses");
   return n.prevResult;
 }

@@ -40,6 +40,7 @@ import type { GCAttachment } from "../../../spec/config.js";
 import { NetOpError, runTool } from "../../../sys/exec.js";
 import { nftListTable, nftQuote, nftRun, type NftRule } from "../../../net/nftables.js";
 import { nftAttachmentComment, nftAttachmentHash, nftNetworkHash } from "../../../net/names.js";
+import type { FirewallMark } from "../../../net/firewall-marks.js";
 
 export const NFT_FIREWALL_TABLE = "cni_plugins_firewall";
 const T = `inet ${NFT_FIREWALL_TABLE}`;
@@ -142,6 +143,10 @@ export async function nftCollectGarbage(network: string, valid: readonly GCAttac
   const stale = (rules: NftRule[]) => rules.filter((r) => r.comment?.startsWith(prefix) && !keep.has(r.comment.slice(0, 33))).map((r) => r.handle);
   await deleteHandles(stale, `remove stale nftables firewall rules of network ${network}`);
 }
+
+/** What shows the table is there: its forward chain and the containers' chain. */
+export const nftFirewallMarks = (): FirewallMark[] =>
+  ["forward", CONTAINERS].map((chain) => ({ kind: "nftables", family: "inet", table: NFT_FIREWALL_TABLE, chain }));
 
 /** The elements of a set (`"br0"` or `"br0 . br0"`); empty when the set does not exist. */
 async function setElements(name: string): Promise<string[]> {

@@ -235,6 +235,12 @@ export function forwardTarget(n: PortMapConf, containerID: string, container: IP
   };
 }
 
+/** One forwarding target per family the container has an address in (the prevResult's, as containerAddresses picks them). */
+export function forwardTargets(n: PortMapConf, containerID: string, ifName: string, prev: Result): ForwardTarget[] {
+  const { v4, v6 } = containerAddresses(prev, ifName);
+  return [v4, v6].filter((c): c is IPCidr => c !== undefined).map((c) => forwardTarget(n, containerID, c));
+}
+
 /**
  * Whether a mapping applies to a family: one without hostIP applies to both; one with hostIP only to the
  * hostIP's family. Returns the destination to match (`undefined` for any; an unspecified hostIP matches any).

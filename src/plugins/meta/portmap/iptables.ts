@@ -17,6 +17,7 @@
 import { networkOf, parseCIDR, type IPFamily } from "../../../spec/ip.js";
 import { iptablesFor, type Iptables } from "../../../net/iptables.js";
 import { hashWithPrefix, MAX_CHAIN_LENGTH } from "../../../net/names.js";
+import type { FirewallMark } from "../../../net/firewall-marks.js";
 import { familyOf, mappingFor, type ForwardTarget, type Protocol } from "./config.js";
 
 export const TOP_DNAT_CHAIN = "CNI-HOSTPORT-DNAT";
@@ -265,18 +266,19 @@ async function missingLines(ipt: Iptables, nat: NatListing, chains: readonly Cha
 
 /**
  * Sets up forwarding for one family: reads the nat table, then creates the missing chains and rules in one
- * transaction (`-N` fails if a concurrent ADD created a chain first; then it looks again, once).
+ * transaction (`-N` fails if a concurrent ADD created a chain first; then it looks again, once). Resolves
+ * whether anything was missing, so it also restores what a firewall reload took away.
  */
-export async function forwardIptables(t: ForwardTarget): Promise<void> {
+export async function forwardIptables(t: ForwardTarget): Promise<boolean> {
   const family = familyOf(t);
   const chains = forwardChains(t);
   for (let attempt = 0; ; attempt++) {
     const { ipt, nat } = await openNat(family);
     const lines = await missingLines(ipt, nat, chains);
-    if (lines.length === 0) return;
+    if (lines.length === 0) return false;
     try {
       await ipt.restore(TABLE, [], lines, `set up ${ipt.command} port forwarding for ${t.containerID} (chain ${dnatChainName(t.network, t.containerID)})`);
-      return;
+      return true;
     } catch (e) {
       if (attempt > 0) throw e;
     }
@@ -371,6 +373,15 @@ export function staleDnatChains(nat: NatListing, network: string, validContainer
 export function gcIptables(network: string, validContainerIDs: Iterable<string>): Promise<void> {
   const valid = [...validContainerIDs];
   return removeChains((nat) => staleDnatChains(nat, network, valid), `of stale attachments of ${network}`, false);
+}
+
+/** What shows one family's forwarding is there: every chain it uses, with the jumps into it. */
+export function forwardingMarks(t: ForwardTarget): FirewallMark[] {
+  return forwardChains(t).flatMap((c) => {
+    const froms = [...new Set(c.entries.map((e) => e.chain))];
+    return (froms.length ? froms : [undefined]).map((from): FirewallMark =>
+      ({ kind: "iptables", family: familyOf(t), table: TABLE, chain: c.name, ...(from ? { from } : {}) }));
+  });
 }
 
 /** Whether iptables works here (for choosing the default backend). */

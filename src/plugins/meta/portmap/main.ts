@@ -21,7 +21,7 @@ import { routeInterface } from "./route-lookup.js";
 import { sysctlPath, writeSysctl } from "../../../net/sysctl.js";
 import type { CmdArgs, PluginDefinition } from "../../../skel/skel.js";
 import {
-  chooseBackend, containerAddresses, forwardTarget, loadPortMapConf, NOT_CHAINED, PORTMAP_SCHEMA, prevResultOf,
+  chooseBackend, forwardTargets, loadPortMapConf, NOT_CHAINED, PORTMAP_SCHEMA, prevResultOf,
   type ForwardTarget, type PortMapBackend, type PortMapConf, type PortMapping,
 } from "./config.js";
 import { checkIptables, forwardIptables, gcIptables, iptablesUsable, unforwardIptables } from "./iptables.js";
@@ -34,10 +34,7 @@ const PROBES = { iptables: iptablesUsable, nftables: nftablesUsable };
 const warn = (args: CmdArgs, msg: string) => args.stderr.write(`portmap: ${msg}\n`);
 
 /** One forwarding target per family the container has an address in. */
-function targetsOf(n: PortMapConf, args: CmdArgs, prev: Result): ForwardTarget[] {
-  const { v4, v6 } = containerAddresses(prev, args.ifName);
-  return [v4, v6].filter((c): c is IPCidr => c !== undefined).map((c) => forwardTarget(n, args.containerID, c));
-}
+const targetsOf = (n: PortMapConf, args: CmdArgs, prev: Result): ForwardTarget[] => forwardTargets(n, args.containerID, args.ifName, prev);
 
 /** Removes a container's forwarding with a backend (no addresses needed: iptables by chain hash, nftables by ID). */
 async function unforward(backend: PortMapBackend, n: PortMapConf, args: CmdArgs): Promise<void> {

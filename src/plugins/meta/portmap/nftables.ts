@@ -8,7 +8,8 @@
  */
 import type { IPFamily } from "../../../spec/ip.js";
 import { NetOpError } from "../../../sys/exec.js";
-import { nftListTable, nftQuote, nftRun, nftUsable, type NftRule } from "../../../net/nftables.js";
+import { nftListTable, nftQuote, nftRun, nftUsable, type NftListing, type NftRule } from "../../../net/nftables.js";
+import type { FirewallMark } from "../../../net/firewall-marks.js";
 import { familyOf, mappingFor, type ForwardTarget } from "./config.js";
 
 export const NFT_TABLE = "cni_hostport";
@@ -70,6 +71,27 @@ export async function forwardNftables(t: ForwardTarget): Promise<void> {
   await nftRun(forwardScript(t), `set up nftables port forwarding for ${t.containerID} (table ${nftFamily(familyOf(t))} ${NFT_TABLE})`);
 }
 
+/**
+ * Restores one family's forwarding: when CHECK would find something missing, the container's rules are replaced
+ * and the shared chains rewritten in one transaction (with nothing missing, nothing changes). Resolves whether it
+ * did.
+ */
+export async function restoreNftables(t: ForwardTarget): Promise<boolean> {
+  const fam = nftFamily(familyOf(t));
+  const listing = await nftListTable(fam, NFT_TABLE);
+  if (missingNftables(t, listing).length === 0) return false;
+  const own = listing.rules.filter((r) => CONTAINER_CHAINS.includes(r.chain) && r.comment === t.containerID);
+  const script = own.map((r) => `delete rule ${fam} ${NFT_TABLE} ${r.chain} handle ${r.handle}`).join("\n");
+  await nftRun((script ? `${script}\n` : "") + forwardScript(t), `restore nftables port forwarding for ${t.containerID} (table ${fam} ${NFT_TABLE})`);
+  return true;
+}
+
+/** What shows one family's forwarding is there: the table's chains. */
+export function forwardingMarks(t: ForwardTarget): FirewallMark[] {
+  const chains = [HOSTPORTS_CHAIN, HOSTPORTS_ALL_CHAIN, "prerouting", "output", ...(t.snat ? [MASQUERADING_CHAIN] : [])];
+  return chains.map((chain) => ({ kind: "nftables", family: nftFamily(familyOf(t)), table: NFT_TABLE, chain }));
+}
+
 /** How many DNAT and masquerade rules an ADD makes for one family. */
 export function expectedRuleCounts(t: ForwardTarget): { hostports: number; masquerading: number } {
   const family = familyOf(t);
@@ -82,20 +104,37 @@ export function expectedRuleCounts(t: ForwardTarget): { hostports: number; masqu
 const rulesOf = (rules: readonly NftRule[], chain: string, containerID: string) =>
   rules.filter((r) => r.chain === chain && r.comment === containerID);
 
-/** CHECK for one family: the entry chains and at least as many of the container's rules as an ADD makes. */
-export async function checkNftables(t: ForwardTarget): Promise<void> {
+/** A rule's expression jumps to `chain`. */
+const jumps = (r: NftRule, chain: string) => JSON.stringify(r.expr).includes(`"jump":{"target":"${chain}"}`);
+
+/**
+ * What one family's forwarding lacks in a listing of its table: the chains, the jumps between them, and at
+ * least as many of the container's rules as an ADD makes.
+ */
+function missingNftables(t: ForwardTarget, listing: NftListing): string[] {
   const at = `${nftFamily(familyOf(t))} ${NFT_TABLE}`;
-  const listing = await nftListTable(nftFamily(familyOf(t)), NFT_TABLE);
+  const problems: string[] = [];
   for (const chain of [HOSTPORTS_CHAIN, HOSTPORTS_ALL_CHAIN, "prerouting", "output", ...(t.snat ? [MASQUERADING_CHAIN] : [])]) {
-    if (!listing.chains.includes(chain)) throw new Error(`chain ${chain} not found in nftables table ${at}`);
+    if (!listing.chains.includes(chain)) problems.push(`chain ${chain} not found in nftables table ${at}`);
+  }
+  const linked: Array<[string, string]> = [["prerouting", HOSTPORTS_ALL_CHAIN], ["output", HOSTPORTS_ALL_CHAIN], [HOSTPORTS_ALL_CHAIN, HOSTIP_HOSTPORTS_CHAIN], [HOSTPORTS_ALL_CHAIN, HOSTPORTS_CHAIN]];
+  for (const [from, to] of linked) {
+    if (listing.chains.includes(from) && !listing.rules.some((r) => r.chain === from && jumps(r, to))) problems.push(`chain ${from} of nftables table ${at} does not jump to ${to}`);
   }
   const want = expectedRuleCounts(t);
   if (rulesOf(listing.rules, HOSTPORTS_CHAIN, t.containerID).length < want.hostports) {
-    throw new Error(`missing hostport rules for ${t.containerID} in chain ${HOSTPORTS_CHAIN} of nftables table ${at}`);
+    problems.push(`missing hostport rules for ${t.containerID} in chain ${HOSTPORTS_CHAIN} of nftables table ${at}`);
   }
   if (rulesOf(listing.rules, MASQUERADING_CHAIN, t.containerID).length < want.masquerading) {
-    throw new Error(`missing masquerade rules for ${t.containerID} in chain ${MASQUERADING_CHAIN} of nftables table ${at}`);
+    problems.push(`missing masquerade rules for ${t.containerID} in chain ${MASQUERADING_CHAIN} of nftables table ${at}`);
   }
+  return problems;
+}
+
+/** CHECK for one family: the entry chains and at least as many of the container's rules as an ADD makes. */
+export async function checkNftables(t: ForwardTarget): Promise<void> {
+  const problems = missingNftables(t, await nftListTable(nftFamily(familyOf(t)), NFT_TABLE));
+  if (problems.length) throw new Error(problems[0]);
 }
 
 /** Whether an error says the nft tool is not installed. */

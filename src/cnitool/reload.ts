@@ -1,0 +1,231 @@
+/**
+ * Rules back after a firewall reload: `cnitool reload` puts back the host firewall state of every attachment in
+ * the result cache (what a firewalld reload, `iptables -F` or `nft flush ruleset` took away) from the config,
+ * capability arguments and result it was added with, plugin by plugin in chain order, through each plugin's
+ * Restorer (plugins/common/restore.ts); containers are never touched. Attachments are taken in the order they
+ * were added (the cache files' modification times), so rules appended to shared chains come back in their order.
+ * `lostFirewallState` is the cheap look for what is gone that the resident server repeats.
+ * @module
+ */
+import { existsSync } from "node:fs";
+import { stat } from "node:fs/promises";
+import path from "node:path";
+import type { Command } from "commander";
+import type { NetworkConfigList } from "../spec/config.js";
+import { formatCniArgs } from "../spec/args.js";
+import { createResult, getResultAsVersion, toCurrentResult, type Result } from "../spec/result/index.js";
+import { CNIConfig } from "../libcni/api.js";
+import { cacheFilePath, listCachedAttachments, type CachedAttachment } from "../libcni/cache.js";
+import { describeMark, missingMarks, type FirewallMark } from "../net/firewall-marks.js";
+import { ip } from "../net/links.js";
+import { NetNS } from "../net/netns.js";
+import type { RestoreRequest, Restorer } from "../plugins/common/restore.js";
+import { cachedNetwork, cachedRuntimeConf } from "../runtime/attachments.js";
+import { PodLocks } from "../runtime/pod-locks.js";
+
+/** The plugins that leave host firewall state, by type; their restorers are loaded when a chain has them. */
+const RESTORERS: Record<string, () => Promise<{ restorer: Restorer }>> = {
+  bridge: () => import("../plugins/main/bridge/restore.js"),
+  ptp: () => import("../plugins/main/ptp/restore.js"),
+  portmap: () => import("../plugins/meta/portmap/restore.js"),
+  firewall: () => import("../plugins/meta/firewall/restore.js"),
+  dnsname: () => import("../plugins/meta/dnsname/restore.js"),
+};
+
+export type ReloadStatus = "restored" | "complete" | "skipped" | "failed";
+
+/** What a reload did for one attachment. */
+export interface AttachmentReload {
+  /** `<network>/<containerID>/<ifName>` (none of the three can contain `/`). */
+  attachment: string;
+  status: ReloadStatus;
+  /** What was put back, why it was skipped, or what failed. */
+  detail: string;
+}
+
+/** What a pass needs: where the cache is, and the environment plugins read host-side settings from. */
+export interface ReloadOptions {
+  cacheDir: string;
+  env: Readonly<Record<string, string | undefined>>;
+}
+
+/** One pass over the cache: probes shared by its attachments, and the host's links (read once, when needed). */
+class Pass {
+  private readonly probes = new Map<string, Promise<unknown>>();
+  private links?: Promise<Set<string>>;
+
+  once = <T>(key: string, probe: () => Promise<T>): Promise<T> => {
+    if (!this.probes.has(key)) this.probes.set(key, probe());
+    return this.probes.get(key) as Promise<T>;
+  };
+
+  hostLinks(): Promise<Set<string>> {
+    return (this.links ??= ip.listLinks(NetNS.host).then((links) => new Set(links.map((l) => l.name))));
+  }
+}
+
+const labelOf = (e: CachedAttachment) => `${e.networkName}/${e.containerID}/${e.ifName}`;
+
+/** The cached attachments in the order they were added (modification time of their files; ties by name). */
+async function attachmentsInOrder(cacheDir: string): Promise<CachedAttachment[]> {
+  const entries = await listCachedAttachments(cacheDir);
+  const added = new Map<CachedAttachment, number>();
+  for (const e of entries) added.set(e, (await stat(cacheFilePath(cacheDir, e)).catch(() => undefined))?.mtimeMs ?? 0);
+  return entries.sort((a, b) => added.get(a)! - added.get(b)!);
+}
+
+/** The attachment's cached result in `version` (the network's), as libcni gives it to CHECK and DEL. */
+function cachedResult(entry: CachedAttachment, version: string): Result | undefined {
+  if (!entry.result) return undefined;
+  const own = entry.result["cniVersion"];
+  const result = createResult(typeof own === "string" && own ? own : "1.1.0", entry.result);
+  return version ? getResultAsVersion(result, version) : result;
+}
+
+/**
+ * Why an attachment is not this network namespace's to restore: a host-side link of its result (the bridge, the
+ * host veth) is not here — the container is gone, or it was attached from another namespace sharing the cache —
+ * or, for a result without host links, its network namespace is gone. Undefined when it is.
+ */
+async function elsewhere(pass: Pass, entry: CachedAttachment, result: Result): Promise<string | undefined> {
+  const hostLinks = (toCurrentResult(result).interfaces ?? []).filter((i) => !i.sandbox && i.name).map((i) => i.name);
+  if (hostLinks.length === 0) return entry.netns && !existsSync(entry.netns) ? `its network namespace ${entry.netns} is gone` : undefined;
+  const here = await pass.hostLinks();
+  const missing = hostLinks.find((name) => !here.has(name));
+  return missing && `its host link ${missing} is not in this network namespace (the container is gone, or it was attached elsewhere)`;
+}
+
+/** One plugin of an attachment's chain that has a restorer, with its request. */
+interface PluginStep {
+  type: string;
+  load: () => Promise<{ restorer: Restorer }>;
+  req: RestoreRequest;
+}
+
+/**
+ * The plugins of an attachment that leave host firewall state, in chain order, each with the request its ADD got
+ * (the cached result as prevResult); `{ skip }` when the attachment is not this namespace's to restore. Throws
+ * when the cached config or result cannot be read.
+ */
+async function stepsOf(pass: Pass, entry: CachedAttachment, env: ReloadOptions["env"]): Promise<PluginStep[] | { skip: string }> {
+  let list: NetworkConfigList;
+  let result: Result | undefined;
+  try {
+    list = cachedNetwork(entry);
+  } catch (e) {
+    throw new Error(`its cached config cannot be read: ${(e as Error).message}`);
+  }
+  try {
+    result = cachedResult(entry, list.cniVersion);
+  } catch (e) {
+    throw new Error(`its cached result cannot be read: ${(e as Error).message}`);
+  }
+  if (!result) return { skip: "the cache holds no result for it" };
+  const away = await elsewhere(pass, entry, result);
+  if (away) return { skip: away };
+  const rt = cachedRuntimeConf(entry);
+  const cni = new CNIConfig({ path: [] });
+  return list.plugins.flatMap((plugin): PluginStep[] => {
+    const load = RESTORERS[plugin.network.type];
+    if (!load) return [];
+    const stdin = cni.buildRequest(list.name, list.cniVersion, plugin, result, rt).bytes;
+    const req: RestoreRequest = {
+      stdin, containerID: entry.containerID, ifName: entry.ifName, netns: entry.netns ?? "", args: formatCniArgs(rt.args ?? []), env, once: pass.once,
+    };
+    return [{ type: plugin.network.type, load, req }];
+  });
+}
+
+const reasonOf = (e: unknown) => (e instanceof Error ? e.message : String(e));
+
+/** Restores one attachment, every plugin of its chain even when one fails. */
+async function reloadOne(pass: Pass, cacheDir: string, entry: CachedAttachment, env: ReloadOptions["env"]): Promise<AttachmentReload> {
+  const attachment = labelOf(entry);
+  let steps: Awaited<ReturnType<typeof stepsOf>>;
+  try {
+    steps = await stepsOf(pass, entry, env);
+  } catch (e) {
+    return { attachment, status: "failed", detail: reasonOf(e) };
+  }
+  if ("skip" in steps) return { attachment, status: "skipped", detail: steps.skip };
+  // Removed from the cache since it was listed: DEL'd meanwhile, so there is nothing to put back.
+  if (!existsSync(cacheFilePath(cacheDir, entry))) return { attachment, status: "skipped", detail: "it left the cache during the reload" };
+  const restored: string[] = [];
+  const failed: string[] = [];
+  for (const step of steps) {
+    try {
+      const done = await (await step.load()).restorer.restore(step.req);
+      if (done.length) restored.push(`${step.type}: ${done.join(", ")}`);
+    } catch (e) {
+      failed.push(`${step.type}: ${reasonOf(e)}`);
+    }
+  }
+  if (failed.length) return { attachment, status: "failed", detail: [...failed, ...restored.map((r) => `restored ${r}`)].join("; ") };
+  if (restored.length) return { attachment, status: "restored", detail: restored.join("; ") };
+  return { attachment, status: "complete", detail: steps.length ? "" : "no plugin of its chain leaves host firewall state" };
+}
+
+/**
+ * Restores every cached attachment, in the order they were added, each reported (a failure does not stop the
+ * others). Runs alone against tscni's pod manager and GC sharing the cache (their lock, `<cacheDir>/locks/gc`),
+ * and against another reload.
+ */
+export async function reloadFirewall(opts: ReloadOptions): Promise<AttachmentReload[]> {
+  if (!existsSync(path.join(opts.cacheDir, "results"))) return [];
+  return new PodLocks(opts.cacheDir).gc(async () => {
+    const pass = new Pass();
+    const out: AttachmentReload[] = [];
+    for (const entry of await attachmentsInOrder(opts.cacheDir)) out.push(await reloadOne(pass, opts.cacheDir, entry, opts.env));
+    return out;
+  });
+}
+
+/** What a look for lost state found missing, per attachment. */
+export interface LostState {
+  attachment: string;
+  missing: string[];
+}
+
+/**
+ * The cheap look: every cached attachment of this namespace says what shows its state is there (its marks:
+ * chains, jumps, tables), and one listing per firewall table tells which are gone. An attachment whose config
+ * cannot be read is left to the reload, which reports it.
+ */
+export async function lostFirewallState(opts: ReloadOptions): Promise<LostState[]> {
+  const pass = new Pass();
+  const byAttachment: Array<{ attachment: string; marks: FirewallMark[] }> = [];
+  for (const entry of await listCachedAttachments(opts.cacheDir)) {
+    try {
+      const steps = await stepsOf(pass, entry, opts.env);
+      if ("skip" in steps) continue;
+      const marks: FirewallMark[] = [];
+      for (const step of steps) marks.push(...(await (await step.load()).restorer.marks(step.req)));
+      if (marks.length) byAttachment.push({ attachment: labelOf(entry), marks });
+    } catch { /* the reload reports it */ }
+  }
+  const key = (m: FirewallMark) => JSON.stringify(m);
+  const missing = new Set((await missingMarks(byAttachment.flatMap((a) => a.marks))).map(key));
+  return byAttachment
+    .map((a) => ({ attachment: a.attachment, missing: [...new Set(a.marks.filter((m) => missing.has(key(m))).map(describeMark))] }))
+    .filter((a) => a.missing.length > 0);
+}
+
+/** One line per attachment: `restored  net/ctr/eth0  portmap: iptables IPv4`. */
+export const formatReload = (r: AttachmentReload): string => `${r.status.padEnd(8)}  ${r.attachment}${r.detail ? `  ${r.detail}` : ""}`;
+
+/** Adds `reload` to cnitool. */
+export function addReloadCommand(program: Command, ctx: {
+  cacheDir: () => string;
+  env: ReloadOptions["env"];
+  out: (s: string) => void;
+  err: (s: string) => void;
+}): void {
+  program.command("reload")
+    .description("Put back the host firewall rules of every cached attachment (after a firewalld reload, iptables -F or nft flush ruleset)")
+    .action(async () => {
+      const results = await reloadFirewall({ cacheDir: ctx.cacheDir(), env: ctx.env });
+      for (const r of results) (r.status === "failed" ? ctx.err : ctx.out)(`${formatReload(r)}\n`);
+      const failed = results.filter((r) => r.status === "failed").length;
+      if (failed) throw new Error(`${failed} of ${results.length} attachments could not be restored (see above)`);
+    });
+}

@@ -1,0 +1,157 @@
+/**
+ * The resident server's self-repair: what `cnitool reload` does, by itself, when the host firewall lost the cached
+ * attachments' rules. Two triggers: firewalld's `Reloaded` signal on the system bus (when there is a bus; watched
+ * again after it goes away), and a cheap periodic look for the attachments' marks (chains, jumps, tables; one
+ * listing per firewall table). A loss that a reload could not repair is logged once and not retried until what is
+ * missing changes; a firewalld reload is always followed by a reload.
+ * @module
+ */
+import { formatReload, lostFirewallState, reloadFirewall, type AttachmentReload, type LostState } from "../cnitool/reload.js";
+import { watchReloaded, type BusWatch } from "../plugins/meta/firewall/firewalld.js";
+
+/** The default interval of the periodic look. */
+export const DEFAULT_REPAIR_INTERVAL_S = 30;
+/** How long to wait before watching the bus again when there was none, or the watch ended. */
+const BUS_RETRY_MS = 30_000;
+
+/** What the repair does, replaceable in tests. */
+export interface RepairHooks {
+  lost(): Promise<LostState[]>;
+  reload(): Promise<AttachmentReload[]>;
+  /** Watches for firewalld's reloads; undefined when there is no bus. */
+  watch(onReloaded: () => void, onEnd: (reason: string) => void): BusWatch | undefined;
+}
+
+export interface RepairOptions {
+  /** The result cache whose attachments are repaired. */
+  cacheDir: string;
+  /** How often to look for lost state, in milliseconds; 0: never (firewalld's signal is still followed). */
+  intervalMs: number;
+  log: (line: string) => void;
+  /** Where plugins' host-side settings come from (DBUS_SYSTEM_BUS_ADDRESS, XDG_RUNTIME_DIR); default process.env. */
+  env?: Readonly<Record<string, string | undefined>>;
+  hooks?: Partial<RepairHooks>;
+  /** How long to wait before watching the bus again (default 30 s). */
+  busRetryMs?: number;
+  /** Called at every reload it runs (the server counts them). */
+  onReload?: () => void;
+}
+
+const fingerprint = (lost: readonly LostState[]) => lost.map((l) => `${l.attachment}: ${l.missing.join(", ")}`).sort().join("\n");
+
+/** A loss in one line for the log: how many attachments, and the first one's first missing object. */
+function summary(lost: readonly LostState[]): string {
+  const first = lost[0]!;
+  const more = first.missing.length > 1 ? ` and ${first.missing.length - 1} more` : "";
+  return `${lost.length} attachment(s), first ${first.attachment} (${first.missing[0]}${more})`;
+}
+
+/** Starts repairing; `stop` ends it (timers, the bus watch) without waiting for a reload under way. */
+export function startRepair(o: RepairOptions): { stop(): void } {
+  const env = o.env ?? process.env;
+  const hooks: RepairHooks = {
+    lost: () => lostFirewallState({ cacheDir: o.cacheDir, env }),
+    reload: () => reloadFirewall({ cacheDir: o.cacheDir, env }),
+    watch: (onReloaded, onEnd) => watchReloaded(env, onReloaded, onEnd),
+    ...o.hooks,
+  };
+  let stopped = false;
+  let busy = false;
+  let reloadAsked = false;
+  /** What was still missing after the last repair (not retried until it changes). */
+  let unrepaired = "";
+  let lastError = "";
+  let timer: NodeJS.Timeout | undefined;
+  let bus: BusWatch | undefined;
+  let busTimer: NodeJS.Timeout | undefined;
+  let busEnded = "";
+
+  const fail = (what: string, e: unknown) => {
+    const line = `${what}: ${(e as Error).message ?? String(e)}`;
+    if (line !== lastError) o.log(line);
+    lastError = line;
+  };
+
+  const reload = async (why: string) => {
+    o.log(`self-repair (${why}): reloading the firewall rules of the attachments in ${o.cacheDir}`);
+    o.onReload?.();
+    const results = await hooks.reload();
+    for (const r of results) if (r.status === "restored" || r.status === "failed") o.log(formatReload(r));
+    const count = (s: string) => results.filter((r) => r.status === s).length;
+    o.log(`self-repair: ${count("restored")} restored, ${count("complete")} complete, ${count("failed")} failed, ${count("skipped")} skipped`);
+  };
+
+  /** A look for lost state, and a reload when something new is missing. */
+  const look = async () => {
+    const lost = await hooks.lost();
+    if (lost.length === 0 || fingerprint(lost) === unrepaired) {
+      if (lost.length === 0) unrepaired = "";
+      return;
+    }
+    await reload(`firewall state lost: ${summary(lost)}`);
+    const still = await hooks.lost();
+    unrepaired = fingerprint(still);
+    if (still.length) o.log(`self-repair: still missing after the reload, not retried until what is missing changes: ${summary(still)}`);
+  };
+
+  /** Runs one piece of work at a time; a firewalld reload arriving meanwhile is done right after. */
+  const run = async (work: () => Promise<void>) => {
+    if (busy || stopped) return;
+    busy = true;
+    try {
+      await work();
+      lastError = "";
+    } catch (e) {
+      fail("self-repair failed", e);
+    } finally {
+      busy = false;
+    }
+    if (reloadAsked && !stopped) {
+      reloadAsked = false;
+      await run(() => reload("firewalld reloaded"));
+    }
+  };
+
+  const onReloaded = () => {
+    unrepaired = "";
+    if (busy) reloadAsked = true;
+    else void run(() => reload("firewalld reloaded"));
+  };
+
+  const schedule = () => {
+    if (stopped || o.intervalMs <= 0) return;
+    timer = setTimeout(() => void run(look).finally(schedule), o.intervalMs);
+    timer.unref();
+  };
+
+  const watchBus = () => {
+    if (stopped) return;
+    try {
+      bus = hooks.watch(onReloaded, (reason) => {
+        bus = undefined;
+        if (reason !== busEnded) o.log(`self-repair: stopped watching firewalld's reloads (${reason}); watching again in ${(o.busRetryMs ?? BUS_RETRY_MS) / 1000} s`);
+        busEnded = reason;
+        retryBus();
+      });
+    } catch (e) {
+      fail("self-repair: cannot watch firewalld's reloads", e);
+    }
+    if (!bus) retryBus();
+  };
+  const retryBus = () => {
+    if (stopped) return;
+    busTimer = setTimeout(watchBus, o.busRetryMs ?? BUS_RETRY_MS);
+    busTimer.unref();
+  };
+
+  watchBus();
+  schedule();
+  return {
+    stop() {
+      stopped = true;
+      clearTimeout(timer);
+      clearTimeout(busTimer);
+      bus?.stop();
+    },
+  };
+}
