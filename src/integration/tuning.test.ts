@@ -1,8 +1,9 @@
 /**
  * The tuning plugin chained after bridge + host-local, as a runtime drives it (cnitool, our libcni) and run
  * directly for what cnitool never sends (DEL before the bridge's, DEL without a namespace, duplicate JSON
- * keys), and GC (spec 1.1.0) of the backups of attachments that are gone. Every test has its own "host" namespace. The differential test runs Go's 1.1.1 chain and ours on the
- * same config and compares what they did to the container, the backup files and the results.
+ * keys), and GC (spec 1.1.0) of the backups of attachments that are gone. Every test has its own "host"
+ * namespace. The differential test runs Go's 1.1.1 chain and ours on the same config and compares what they did
+ * to the container, the backup files and the results.
  */
 import { describe, test, before, after } from "node:test";
 import assert from "node:assert/strict";
