@@ -418,7 +418,8 @@ describe("gc --cri-endpoint (node GC)", () => {
       const run = await cnitool(["gc", "--cri-endpoint", cri.endpoint, "--cache-dir", s.cacheDir], s.env);
       assert.equal(run.code, 0, run.stderr);
       assert.match(run.stdout, new RegExp(`^removed: ${id("a")} on network "testnet" \\(eth0\\)$`, "m"));
-      assert.match(run.stdout, /^sent GC to network "testnet" with 1 valid attachment\(s\)$/m);
+      // (ADDs running anywhere on the machine, other tests' too, count as valid attachments.)
+      assert.match(run.stdout, /^sent GC to network "testnet" with \d+ valid attachment\(s\)$/m);
       assert.deepEqual(fs.readdirSync(path.join(s.cacheDir, "results")), [`testnet-${id("b")}-eth0`]);
       assert.deepEqual(readCommandLog(s.commandLog).slice(calls).map((e) => [e.Command, e.CmdArgs.ContainerID]), [["DEL", id("a")], ["GC", ""]]);
     } finally {
@@ -431,7 +432,7 @@ describe("gc --cri-endpoint (node GC)", () => {
     const cri = await startFakeCri(tempDir(), []);
     try {
       const young = await cnitool(["gc", "--cri-endpoint", cri.endpoint, "--cache-dir", s.cacheDir, "--min-age", "7200", "--dry-run"], s.env);
-      assert.match(young.stdout, /^kept \(cached 3600 s ago, under the minimum age\): /m);
+      assert.match(young.stdout, /^kept \(cached 36\d\d s ago, under the minimum age\): /m);
       const refused = await cnitool(["gc", "--cri-endpoint", cri.endpoint, "--cache-dir", s.cacheDir], s.env);
       assert.equal(refused.code, 1);
       assert.match(refused.stderr, /^Error: node GC removed nothing: the runtime knows no pod sandbox at all, .*\(--force removes them anyway\)\n$/);

@@ -16,33 +16,38 @@ const REPORT: NodeGcReport = {
 };
 const base = { criEndpoint: "unix:///fake.sock", cacheDir: "/c", confDir: "/n", pluginDirs: ["/opt/cni/bin"] };
 
+/** Waits until `done()` (polling), at most 10 s. */
+async function until(done: () => boolean): Promise<void> {
+  for (let i = 0; i < 1000 && !done(); i++) await sleep(10);
+  assert.ok(done(), "timed out");
+}
+
 test("runs every interval, one at a time, with the schedule's settings, and logs what each did", async () => {
   const lines: string[] = [];
   const calls: NodeGcOptions[] = [];
-  let running = 0;
-  let overlapped = false;
+  const spans: Array<[number, number]> = [];
   const schedule = startNodeGc({
     ...base, intervalMs: 30, minAgeMs: 1234, log: (l) => lines.push(l),
     run: async (o) => {
       calls.push(o);
-      overlapped ||= running > 0;
-      running++;
-      await sleep(50); // longer than the interval: the next run still waits for this one
-      running--;
+      const start = performance.now();
+      await sleep(50); // longer than the interval: the next run still waits for this one, then an interval
+      spans.push([start, performance.now()]);
       return REPORT;
     },
   });
-  await sleep(300);
+  await until(() => spans.length >= 3);
   await schedule.stop();
-  const n = calls.length;
-  assert.ok(n >= 2 && n <= 4, `${n} runs in 300 ms with 30 ms between them and 50 ms each`);
-  assert.equal(overlapped, false);
+  for (let i = 1; i < spans.length; i++) {
+    assert.ok(spans[i]![0] >= spans[i - 1]![1] + 29, `run ${i} started ${spans[i]![0] - spans[i - 1]![1]} ms after the one before ended`);
+  }
   assert.deepEqual({ ...calls[0], runtime: undefined, judged: undefined },
     { runtime: undefined, cacheDir: "/c", confDir: "/n", pluginDirs: ["/opt/cni/bin"], minAgeMs: 1234, judged: undefined });
   assert.equal(typeof calls[0]!.judged, "function");
   assert.equal(calls[0]!.dryRun, undefined);
   assert.match(lines[0]!, /^node GC: every 0.03 s, asking unix:\/\/\/fake.sock, cache \/c, networks in \/n$/);
   assert.ok(lines.includes(`node GC: removed: a on network "net1" (eth0)`), lines.join("\n"));
+  const n = calls.length;
   await sleep(100);
   assert.equal(calls.length, n, "no run after stop()");
 });
@@ -57,23 +62,24 @@ test("a run that fails is logged and the schedule goes on", async () => {
       throw new Error("CRI runtime at unix:///fake.sock: cannot reach");
     },
   });
-  await sleep(150);
+  await until(() => runs >= 2);
   await schedule.stop();
-  assert.ok(runs >= 2, `${runs} runs`);
   assert.ok(lines.includes("node GC: removed nothing: CRI runtime at unix:///fake.sock: cannot reach"));
 });
 
 test("stop() waits for the run under way", async () => {
+  let started = false;
   let finished = false;
   const schedule = startNodeGc({
     ...base, intervalMs: 10, log: () => undefined,
     run: async () => {
+      started = true;
       await sleep(100);
       finished = true;
       return REPORT;
     },
   });
-  await sleep(40);
+  await until(() => started);
   await schedule.stop();
   assert.equal(finished, true);
 });

@@ -115,19 +115,21 @@ function node() {
   writeDebug(failingDebug, { ReportError: "DEL fails here" });
   const conf = (debug: string) => JSON.stringify({ cniVersion: "1.1.0", name: "net1", plugins: [{ type: "noop", debugFile: debug, commandLog }] });
   fs.writeFileSync(path.join(confDir, "10-net1.conflist"), conf(debugFile));
+  // The clock of the run: ages are exact, however slow the machine.
+  const now = Date.now();
   const notANetns = path.join(work, "netns-file");
   fs.writeFileSync(notANetns, "");
   const plant = async (containerID: string, ageMs: number, opts: { ifName?: string; failing?: boolean; args?: Array<[string, string]> } = {}) => {
     const e = { ...entry(containerID, "net1", opts.ifName ?? "eth0", opts.args ?? criArgs(containerID)), config: Buffer.from(conf(opts.failing ? failingDebug : debugFile)), netns: notANetns };
     await writeCacheEntry(cacheDir, e, undefined);
     const file = path.join(cacheDir, "results", `net1-${containerID}-${e.ifName}`);
-    const when = new Date(Date.now() - ageMs);
+    const when = new Date(now - ageMs);
     fs.utimesSync(file, when, when);
     return file;
   };
   const snapshot = () => Object.fromEntries(fs.readdirSync(cacheDir, { recursive: true, withFileTypes: true }).filter((d) => d.isFile())
     .map((d) => { const f = path.join(d.parentPath, d.name); return [f, `${fs.readFileSync(f, "base64")} ${fs.statSync(f).mtimeMs}`]; }));
-  return { cacheDir, confDir, commandLog, plant, snapshot };
+  return { cacheDir, confDir, commandLog, plant, snapshot, now: () => now };
 }
 
 const HOUR = 3_600_000;
@@ -139,7 +141,7 @@ describe("runNodeGc", () => {
     await n.plant(id("b"), HOUR);
     await n.plant(id("c"), 1_000);
     const before = n.snapshot();
-    const report = await runNodeGc({ runtime: fakeRuntime([id("b")]), cacheDir: n.cacheDir, confDir: n.confDir, pluginDirs: [TEST_BIN], dryRun: true });
+    const report = await runNodeGc({ runtime: fakeRuntime([id("b")]), cacheDir: n.cacheDir, confDir: n.confDir, pluginDirs: [TEST_BIN], dryRun: true, now: n.now });
     assert.deepEqual(n.snapshot(), before);
     assert.equal(fs.existsSync(path.join(n.cacheDir, "locks")), false);
     assert.deepEqual(readCommandLog(n.commandLog), []);
@@ -161,7 +163,7 @@ describe("runNodeGc", () => {
     const youngFile = await n.plant(id("c"), 1_000);
     const podman = await n.plant(id("d"), HOUR, { args: [["K8S_POD_NAME", "web"]] });
     const report = await runNodeGc({
-      runtime: fakeRuntime([id("b")]), cacheDir: n.cacheDir, confDir: n.confDir, pluginDirs: [TEST_BIN],
+      runtime: fakeRuntime([id("b")]), cacheDir: n.cacheDir, confDir: n.confDir, pluginDirs: [TEST_BIN], now: n.now,
       addsInFlight: async () => [{ containerID: id("e"), ifname: "eth0" }],
     });
     assert.deepEqual(report.removed, [{ containerID: id("a"), network: "net1", ifName: "eth0" }]);
