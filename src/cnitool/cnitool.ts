@@ -1,9 +1,10 @@
 /**
  * cnitool: run a network configuration by hand, command-compatible with upstream cnitool
  * (`cnitool add|check|del|status|gc <network> <netns>`, NETCONFPATH, CNI_PATH, CAP_ARGS, CNI_ARGS, CNI_IFNAME),
- * plus `gc --cri-endpoint` (node GC against a CRI runtime, see node-gc.ts), `list`, `validate` and `version` for looking around, `network` (podman-style network management, see
- * network.ts), `pod` (named namespaces attached through the runtime's pod network manager, see pod.ts) and `ipam`
- * (a cluster-ipam pool in etcd: blocks, allocations, release-node; see ipam.ts).
+ * plus `gc --cri-endpoint` (node GC against a CRI runtime, see node-gc.ts), `list`, `validate` and `version` for
+ * looking around, `network` (podman-style network management, see network.ts), `pod` (named namespaces attached
+ * through the runtime's pod network manager, see pod.ts) and `ipam` (a cluster-ipam pool in etcd: blocks,
+ * allocations, release-node; see ipam.ts).
  * @module
  */
 import { createHash } from "node:crypto";
