@@ -4,12 +4,17 @@
  * with it the self-repair of the cached attachments' firewall rules (resident/repair.ts) while it runs, and its
  * metrics also over HTTP when `--metrics-address` names where; `cnitool daemon status` asks a running server for
  * its state, `cnitool daemon metrics` for its metrics (Prometheus' text format), `cnitool daemon stop` asks it to
- * leave.
+ * leave. With `--gc-cri-endpoint` it also runs node GC every `--gc-interval` seconds (src/resident/node-gc.ts); off
+ * by default.
  * @module
  */
 import type { Command } from "commander";
-import type { Io } from "../cnitool/cnitool.js";
 import { takeListenFd } from "../sys/socket-activation.js";
+import { splitPathList } from "../invoke/find.js";
+import { criSocketPath } from "../runtime/cri/runtime-service.js";
+import { DEFAULT_MIN_AGE_MS } from "../runtime/node-gc.js";
+import { DEFAULT_NETCONFPATH, type Io } from "../cnitool/cnitool.js";
+import { startNodeGc, type NodeGcSchedule } from "../resident/node-gc.js";
 import { readBuildId } from "../resident/build-id.js";
 import { callResident } from "../resident/client.js";
 import { HEALTH_PROGRAM, METRICS_PROGRAM, STOP_PROGRAM } from "../resident/routing.js";
@@ -23,6 +28,22 @@ function count(flag: string, value: string): number {
   const n = Number(value);
   if (!/^\d+$/.test(value) || !Number.isSafeInteger(n)) throw new Error(`${flag} wants a whole number of at least 0, not ${JSON.stringify(value)}`);
   return n;
+}
+
+/** The daemon's node GC flags. */
+interface GcFlags { gcCriEndpoint?: string; gcInterval: string; gcMinAge: string; gcConfDir: string; gcCacheDir: string; gcCniPath: string }
+
+/** Checks the node GC flags before the server starts; the schedule's start, or undefined when node GC is off. */
+function nodeGcStarter(o: GcFlags, log: (line: string) => void, onRun: () => void): (() => NodeGcSchedule) | undefined {
+  if (o.gcCriEndpoint === undefined) return undefined;
+  const criEndpoint = o.gcCriEndpoint;
+  criSocketPath(criEndpoint);
+  const intervalMs = count("--gc-interval", o.gcInterval) * 1000;
+  if (intervalMs === 0) throw new Error("--gc-interval wants at least 1 second");
+  const minAgeMs = count("--gc-min-age", o.gcMinAge) * 1000;
+  const pluginDirs = splitPathList(o.gcCniPath);
+  if (pluginDirs.length === 0) throw new Error("--gc-cni-path names no directory");
+  return () => startNodeGc({ criEndpoint, cacheDir: o.gcCacheDir, confDir: o.gcConfDir, pluginDirs, intervalMs, minAgeMs, log, onRun });
 }
 
 /** Adds `daemon`, `daemon status` and `daemon stop` to cnitool. */
@@ -39,11 +60,19 @@ export function addDaemonCommand(program: Command, io: Io): void {
     .option("--repair-interval <seconds>", "look this often for cached attachments' firewall rules gone, and put them back (0: only on firewalld's reloads)",
       String(DEFAULT_REPAIR_INTERVAL_S))
     .option("--no-repair", "never put firewall rules back by itself (cnitool reload still does)")
+    .option("--gc-cri-endpoint <endpoint>", "run node GC periodically against this CRI runtime, e.g. unix:///run/containerd/containerd.sock (off without it)")
+    .option("--gc-interval <seconds>", "node GC: time between runs", "3600")
+    .option("--gc-min-age <seconds>", "node GC: keep attachments cached less than this long ago", String(DEFAULT_MIN_AGE_MS / 1000))
+    .option("--gc-conf-dir <dir>", "node GC: the networks that get the GC verb", DEFAULT_NETCONFPATH)
+    .option("--gc-cache-dir <dir>", "node GC: the runtime's result cache", DEFAULT_CACHE_DIR)
+    .option("--gc-cni-path <dirs>", "node GC: the runtime's plugin directories (':'-separated)", "/opt/cni/bin")
     .action(async (o: {
       socket: string; callTimeout: string; warmUp: string; idle: string; lockFd?: string; autoStarted?: string; metricsAddress?: string;
       repairInterval: string; repair: boolean;
-    }) => {
+    } & GcFlags) => {
       const log = (line: string) => io.stderr(`${new Date().toISOString()} tscni daemon[${process.pid}]: ${line}\n`);
+      let server: ResidentServer | undefined;
+      const startGc = nodeGcStarter(o, log, () => server?.metrics.countGcRun());
       // One bad call must never take the server down.
       process.on("uncaughtException", (e) => log(`uncaught: ${e.stack ?? e.message}`));
       process.on("unhandledRejection", (e) => log(`unhandled rejection: ${(e as Error)?.stack ?? String(e)}`));
@@ -53,7 +82,7 @@ export function addDaemonCommand(program: Command, io: Io): void {
       const repairIntervalMs = count("--repair-interval", o.repairInterval) * 1000;
       const cacheDir = program.opts<{ cacheDir?: string }>().cacheDir || DEFAULT_CACHE_DIR;
       const listenFd = takeListenFd(io.env);
-      const server = await ResidentServer.start({
+      server = await ResidentServer.start({
         socketPath: o.socket, requestTimeoutMs: count("--call-timeout", o.callTimeout) * 1000, log, warmUpRounds: count("--warm-up", o.warmUp),
         idleMs: count("--idle", o.idle) * 1000, autoStarted: o.autoStarted !== undefined,
         ...(o.lockFd !== undefined ? { lockFd: count("--lock-fd", o.lockFd) } : {}),
@@ -75,8 +104,11 @@ export function addDaemonCommand(program: Command, io: Io): void {
       };
       process.once("SIGTERM", () => stop("SIGTERM"));
       process.once("SIGINT", () => stop("SIGINT"));
+      const nodeGc = startGc?.();
       log(`left: ${await server.left}`);
       repair?.stop();
+      // A node GC under way finishes its DELs first (none starts any more).
+      await nodeGc?.stop();
       // Timers and handles of plugins (an in-process delegation's leftovers) must not keep a server that left.
       process.exit(0);
     });

@@ -8,6 +8,8 @@ import { readCommandLog, readDebug, stdinOf, writeDebug } from "../testing/plugi
 import { containerIdForNetns, parseCapArgs, parseCnitoolArgs, runCnitool } from "./cnitool.js";
 import { CNITOOL, TEST_BIN } from "../testing/harness.js";
 import { plantCacheEntry } from "../testing/cache-entries.js";
+import { startFakeCri } from "../testing/fake-cri.js";
+import { judgedByNodeGc } from "./node-gc.js";
 
 /** dist/test-bin (the noop plugin) and dist/bin (cnitool itself). */
 
@@ -369,5 +371,110 @@ describe("the cnitool executable", { concurrency: true }, () => {
     const r = run([], { PATH: process.env["PATH"] });
     assert.equal(r.status, 0);
     assert.ok(r.stdout.includes("Usage: cnitool"));
+  });
+});
+
+describe("gc --cri-endpoint (node GC)", () => {
+  const id = (c: string) => c.repeat(64);
+  const criArgs = (containerID: string) => `IgnoreUnknown=1;K8S_POD_NAMESPACE=default;K8S_POD_NAME=p;K8S_POD_INFRA_CONTAINER_ID=${containerID}`;
+  const hourAgo = () => new Date(Date.now() - 3_600_000);
+
+  /** The noop network with attachments ADDed as a CRI runtime would (CNI_ARGS naming the sandbox), an hour old. */
+  async function attached(ids: string[]) {
+    const s = setup();
+    for (const containerID of ids) {
+      assert.equal((await cnitool(["--cache-dir", s.cacheDir, "add", "testnet", `/run/netns/${containerID.slice(0, 8)}`], { ...s.env, CNI_ARGS: criArgs(containerID) })).code, 0);
+    }
+    // cnitool names the container by its netns; give each entry the sandbox's ID, as a runtime's ADD would.
+    const results = path.join(s.cacheDir, "results");
+    for (const file of fs.readdirSync(results)) {
+      const entry = JSON.parse(fs.readFileSync(path.join(results, file), "utf8")) as { containerId: string; cniArgs: string[][] };
+      const sandbox = entry.cniArgs.find(([k]) => k === "K8S_POD_INFRA_CONTAINER_ID")![1]!;
+      entry.containerId = sandbox;
+      fs.rmSync(path.join(results, file));
+      const renamed = path.join(results, `testnet-${sandbox}-eth0`);
+      fs.writeFileSync(renamed, JSON.stringify(entry), { mode: 0o600 });
+      fs.utimesSync(renamed, hourAgo(), hourAgo());
+    }
+    return s;
+  }
+
+  test("--dry-run lists what would go and changes nothing; a real run removes it and GCs the network", async () => {
+    const s = await attached([id("a"), id("b")]);
+    const cri = await startFakeCri(tempDir(), [{ id: id("b") }]);
+    try {
+      const before = fs.readdirSync(path.join(s.cacheDir, "results")).sort();
+      const calls = readCommandLog(s.commandLog).length;
+      const dry = await cnitool(["gc", "--cri-endpoint", cri.endpoint, "--cache-dir", s.cacheDir, "--dry-run"], s.env);
+      assert.equal(dry.code, 0, dry.stderr);
+      assert.deepEqual(dry.stdout.split("\n").filter(Boolean), [
+        `runtime fake-cri 1.0 (CRI v1) at ${cri.endpoint}: 1 pod sandbox(es); 2 cached attachment(s) made by a CRI runtime`,
+        `would remove: ${id("a")} on network "testnet" (eth0)`,
+        `would send GC to network "testnet" with 1 valid attachment(s)`,
+      ]);
+      assert.deepEqual(fs.readdirSync(path.join(s.cacheDir, "results")).sort(), before);
+      assert.equal(readCommandLog(s.commandLog).length, calls, "no plugin ran");
+
+      const run = await cnitool(["gc", "--cri-endpoint", cri.endpoint, "--cache-dir", s.cacheDir], s.env);
+      assert.equal(run.code, 0, run.stderr);
+      assert.match(run.stdout, new RegExp(`^removed: ${id("a")} on network "testnet" \\(eth0\\)$`, "m"));
+      // (ADDs running anywhere on the machine, other tests' too, count as valid attachments.)
+      assert.match(run.stdout, /^sent GC to network "testnet" with \d+ valid attachment\(s\)$/m);
+      assert.deepEqual(fs.readdirSync(path.join(s.cacheDir, "results")), [`testnet-${id("b")}-eth0`]);
+      assert.deepEqual(readCommandLog(s.commandLog).slice(calls).map((e) => [e.Command, e.CmdArgs.ContainerID]), [["DEL", id("a")], ["GC", ""]]);
+    } finally {
+      cri.stop();
+    }
+  });
+
+  test("--min-age keeps recent attachments; a runtime that knows no sandbox removes nothing without --force", async () => {
+    const s = await attached([id("a")]);
+    const cri = await startFakeCri(tempDir(), []);
+    try {
+      const young = await cnitool(["gc", "--cri-endpoint", cri.endpoint, "--cache-dir", s.cacheDir, "--min-age", "7200", "--dry-run"], s.env);
+      assert.match(young.stdout, /^kept \(cached 36\d\d s ago, under the minimum age\): /m);
+      const refused = await cnitool(["gc", "--cri-endpoint", cri.endpoint, "--cache-dir", s.cacheDir], s.env);
+      assert.equal(refused.code, 1);
+      assert.match(refused.stderr, /^Error: node GC removed nothing: the runtime knows no pod sandbox at all, .*\(--force removes them anyway\)\n$/);
+      assert.equal(fs.readdirSync(path.join(s.cacheDir, "results")).length, 1);
+      const forced = await cnitool(["gc", "--cri-endpoint", cri.endpoint, "--cache-dir", s.cacheDir, "--force"], s.env);
+      assert.equal(forced.code, 0, forced.stderr);
+      assert.deepEqual(fs.readdirSync(path.join(s.cacheDir, "results")), []);
+    } finally {
+      cri.stop();
+    }
+  });
+
+  test("a runtime that cannot be reached: a clear error, nothing removed", async () => {
+    const s = await attached([id("a")]);
+    const socket = path.join(tempDir(), "nobody.sock");
+    const r = await cnitool(["gc", "--cri-endpoint", `unix://${socket}`, "--cache-dir", s.cacheDir], s.env);
+    assert.equal(r.code, 1);
+    assert.match(r.stderr, new RegExp(`^Error: CRI runtime at unix://${socket}: cannot reach unix://${socket}: .*ENOENT`));
+    assert.equal(r.stdout, "");
+    assert.equal(fs.readdirSync(path.join(s.cacheDir, "results")).length, 1);
+  });
+
+  test("usage: node GC flags need --cri-endpoint, which takes no network; upstream's gc keeps its arguments", async () => {
+    const { env } = setup();
+    const cases: Array<[string[], string]> = [
+      [["gc", "--dry-run", "testnet", "/run/netns/x"], "Error: --dry-run is for node GC: it needs --cri-endpoint\n"],
+      [["gc", "--min-age", "5", "testnet", "/run/netns/x"], "Error: --min-age is for node GC: it needs --cri-endpoint\n"],
+      [["gc", "--cri-endpoint", "unix:///x.sock", "testnet"], "Error: gc --cri-endpoint takes no network or netns: it collects every network in NETCONFPATH\n"],
+      [["gc", "--cri-endpoint", "tcp://1.2.3.4:5"], `Error: CRI endpoint "tcp://1.2.3.4:5" is not a unix socket: want unix:///absolute/path (e.g. unix:///run/containerd/containerd.sock)\n`],
+      [["gc", "--cri-endpoint", "unix:///x.sock", "--min-age", "soon"], `Error: --min-age wants a whole number of seconds, not "soon"\n`],
+      [["gc"], "Error: requires at least 2 arg(s), only received 0\n"],
+    ];
+    for (const [argv, stderr] of cases) assert.deepEqual(await cnitool(argv, env), { code: 1, stdout: "", stderr }, argv.join(" "));
+    const noPath = await cnitool(["gc", "--cri-endpoint", "unix:///x.sock"], { ...env, CNI_PATH: "" });
+    assert.match(noPath.stderr, /^Error: CNI_PATH is empty: node GC runs the plugins' DEL and GC/);
+  });
+
+  test("cnitool's own pods are not judged, though they carry a CRI runtime's CNI_ARGS", () => {
+    const entry = (containerID: string) => ({
+      networkName: "n", containerID, ifName: "eth0", config: Buffer.from("{}"), cniArgs: [["K8S_POD_INFRA_CONTAINER_ID", containerID]] as Array<[string, string]>,
+    });
+    assert.equal(judgedByNodeGc(entry(id("a"))), true);
+    assert.equal(judgedByNodeGc(entry("tscni-pod-web")), false);
   });
 });

@@ -1,10 +1,11 @@
 /**
  * cnitool: run a network configuration by hand, command-compatible with upstream cnitool
  * (`cnitool add|check|del|status|gc <network> <netns>`, NETCONFPATH, CNI_PATH, CAP_ARGS, CNI_ARGS, CNI_IFNAME),
- * plus `list`, `validate` and `version` for looking around, `network` (podman-style network management, see
- * network.ts), `pod` (named namespaces attached through the runtime's pod network manager, see pod.ts), `ipam`
- * (a cluster-ipam pool in etcd: blocks, allocations, release-node; see ipam.ts) and `reload` (the cached attachments'
- * firewall rules put back after a firewall reload; see reload.ts).
+ * plus `gc --cri-endpoint` (node GC against a CRI runtime, see node-gc.ts), `list`, `validate` and `version` for
+ * looking around, `network` (podman-style network management, see network.ts), `pod` (named namespaces attached
+ * through the runtime's pod network manager, see pod.ts), `ipam` (a cluster-ipam pool in etcd: blocks,
+ * allocations, release-node; see ipam.ts) and `reload` (the cached attachments' firewall rules put back after a
+ * firewall reload; see reload.ts).
  * @module
  */
 import { createHash } from "node:crypto";
@@ -21,6 +22,7 @@ import { addNetworkCommands } from "./network.js";
 import { addPodCommands } from "./pod.js";
 import { addIpamCommands } from "./ipam.js";
 import { addReloadCommand } from "./reload.js";
+import { nodeGcCommand, type NodeGcFlags } from "./node-gc.js";
 
 export const DEFAULT_NETCONFPATH = "/etc/cni/net.d";
 
@@ -104,6 +106,39 @@ function reportMissingArgsLikeCobra(cmd: Command): void {
   });
 }
 
+/**
+ * `gc <network> <netns>` as upstream (every cached attachment of the network DELeted, then GC without valid
+ * attachments), or with `--cri-endpoint` node GC (node-gc.ts): no arguments, every network in NETCONFPATH.
+ */
+function addGcCommand(program: Command, io: Io): void {
+  program.command("gc")
+    .description("Garbage collect network interfaces: of one network (upstream's), or with --cri-endpoint of the node, " +
+      "keeping the attachments of the pod sandboxes the runtime knows")
+    .argument("[network]", "name of the network (from a config in NETCONFPATH); not with --cri-endpoint")
+    .argument("[netns]", "path of the network namespace, e.g. /var/run/netns/test")
+    .option("--cri-endpoint <endpoint>", "node GC: ask this CRI runtime which pod sandboxes exist, e.g. unix:///run/containerd/containerd.sock")
+    .option("--dry-run", "node GC: list what would be removed and GCed, change nothing")
+    .option("--min-age <seconds>", "node GC: keep attachments cached less than this long ago (default 600)")
+    .option("--force", "node GC: remove stale attachments even when the runtime knows no pod sandbox at all")
+    .allowExcessArguments(true)
+    .action(async (network: string | undefined, netns: string | undefined, flags: Partial<NodeGcFlags>, cmd: Command) => {
+      const global = program.opts<GlobalOptions>();
+      if (flags.criEndpoint === undefined) {
+        const nodeOnly = (["dryRun", "minAge", "force"] as const).find((k) => flags[k] !== undefined);
+        if (nodeOnly) throw new Error(`--${nodeOnly.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)} is for node GC: it needs --cri-endpoint`);
+        // Upstream's wording for a short command line (cobra's), as the other verbs get it from commander.
+        if (network === undefined || netns === undefined) throw new Error(`requires at least 2 arg(s), only received ${cmd.args.length}`);
+        return attachmentCommand("gc", network, netns, io, global);
+      }
+      if (cmd.args.length > 0) throw new Error("gc --cri-endpoint takes no network or netns: it collects every network in NETCONFPATH");
+      const { netconfPath, callOpts } = runtimeSetup(io, global);
+      return nodeGcCommand({ ...flags, criEndpoint: flags.criEndpoint }, {
+        confDir: netconfPath, cacheDir: global.cacheDir || DEFAULT_CACHE_DIR, cniPath: io.env["CNI_PATH"], out: io.stdout,
+        ...(callOpts.timeoutMs ? { pluginTimeoutMs: callOpts.timeoutMs } : {}),
+      });
+    });
+}
+
 /** Adds commands to cnitool that live in a higher layer (e.g. `install`, which needs the program registry). */
 export type CommandExtension = (program: Command, io: Io) => void;
 
@@ -130,7 +165,6 @@ export function buildProgram(io: Io, extensions: readonly CommandExtension[] = [
     ["add", "Add network interface to a network namespace"],
     ["check", "Check network interface in a network namespace"],
     ["del", "Delete network interface from a network namespace"],
-    ["gc", "Garbage collect network interfaces"],
     ["status", "Get status of network interfaces"],
   ] as const;
   for (const [verb, summary] of verbs) {
@@ -142,6 +176,8 @@ export function buildProgram(io: Io, extensions: readonly CommandExtension[] = [
       .action(async (network: string, netns: string) => attachmentCommand(verb, network, netns, io, program.opts<GlobalOptions>()));
     reportMissingArgsLikeCobra(sub);
   }
+
+  addGcCommand(program, io);
 
   program.command("list")
     .description("List the networks in NETCONFPATH, and the files that fail to load")

@@ -5,7 +5,8 @@
  * other selectors (kernelpath through the namespace's own sysfs, hwaddr), DEL without CNI_NETNS or after the
  * container's namespace is gone — a veth is destroyed with it, while a physical device is handed back to the host
  * by the kernel, simulated here by moving it back by hand before the namespace goes — always releasing the IPAM
- * address, CHECK on a healthy and a broken attachment, and bad configs.
+ * address, CHECK on a healthy and a broken attachment, bad configs, and GC (spec 1.1.0): the device of an attachment
+ * not among the valid ones is given back as DEL would and its address released, valid ones and other networks' stay.
  *
  * Against Debian's Go 1.1.1 host-device: the same config gives the same container view and result shape, each
  * one's DEL returns what the other's ADD moved, and ours works with Go's host-local.
@@ -16,7 +17,7 @@ import { execFileSync } from "node:child_process";
 import { existsSync, readdirSync } from "node:fs";
 import path from "node:path";
 import { Cleanup, GO_BIN, Netns, OUR_BIN, runTag, skipReason } from "../testing/harness.js";
-import { cniError, Host, ipIn, pingable, pluginDir, type Result } from "../testing/rig.js";
+import { cniError, containerIdOf, Host, ipIn, pingable, pluginDir, type Result } from "../testing/rig.js";
 
 const skip = skipReason();
 if (skip) console.log(`# skipping host-device integration tests: ${skip}`);
@@ -162,6 +163,65 @@ describe("host-device", { skip }, () => {
     assert.deepEqual(deviceView(s.host.ns, s.dev), s.before, "found by its record, renamed and restored");
     assert.deepEqual(s.host.allocations(net), []);
     assert.deepEqual(s.records(), []);
+  });
+
+  /** The network's config as GC gets it (spec 1.1.0), with `valid` as the valid attachments. */
+  const gcConfig = (s: ReturnType<typeof setup>, valid: Array<{ containerID: string; ifname: string }>, name = `hd${tag}${s.n}`) => ({
+    cniVersion: "1.1.0", name, type: "host-device", device: s.dev, dataDir: path.join(s.host.dataDir, "host-device"),
+    ipam: s.host.hostLocal([`10.${200 + s.n}.0.0/24`, `fd00:${200 + s.n}::/64`], { routes: [{ dst: "198.51.100.0/24" }] }),
+    "cni.dev/valid-attachments": valid,
+  });
+  const runGc = async (s: ReturnType<typeof setup>, config: Json) => {
+    const r = await s.host.plugin(path.join(OUR_BIN, "host-device"), "GC", config, { CNI_CONTAINERID: "", CNI_IFNAME: "" });
+    assert.equal(r.code, 0, r.stdout + r.stderr);
+  };
+
+  test("GC gives back the device of an attachment that is gone, and releases its address; a valid one, or another network's, stays", async () => {
+    const s = setup();
+    const net = s.network({ device: s.dev });
+    const ctr = containerOf(s.host, `tscni-hdc-${tag}-${s.n}`);
+    const id = containerIdOf(ctr);
+    await s.host.add(net, ctr, { CNI_IFNAME: "net1" });
+    const inside = deviceView(ctr, "net1");
+
+    await runGc(s, gcConfig(s, [{ containerID: id, ifname: "net1" }]));
+    await runGc(s, gcConfig(s, [], `other${tag}${s.n}`));
+    assert.deepEqual(deviceView(ctr, "net1"), inside, "valid, or not this network's: left in the container");
+    assert.equal(s.records().length, 1);
+    assert.equal(s.host.allocations(net).length, 2);
+
+    await runGc(s, gcConfig(s, [{ containerID: id, ifname: "eth0" }]));
+    assert.deepEqual(deviceView(s.host.ns, s.dev), s.before, "given back under its name with its MTU, alias, addresses and up state");
+    assert.deepEqual(linkNames(ctr), []);
+    assert.deepEqual(s.records(), []);
+    assert.deepEqual(s.host.allocations(net), [], "IPAM got GC too");
+    await runGc(s, gcConfig(s, []));
+    assert.deepEqual(deviceView(s.host.ns, s.dev), s.before, "a second GC changes nothing");
+  });
+
+  test("GC after the container's namespace is gone: a physical device handed back by the kernel is restored; records go", async () => {
+    const s = setup();
+    const net = s.network({ device: s.dev });
+    const ctr = containerOf(s.host, `tscni-hdc-${tag}-${s.n}`);
+    await s.host.add(net, ctr);
+    ip(ctr, "link", "set", "eth0", "netns", s.host.ns.path); // as the kernel returns a physical device
+    ctr.delete();
+    await runGc(s, gcConfig(s, []));
+    assert.deepEqual(deviceView(s.host.ns, s.dev), s.before, "found by its record, renamed and restored");
+    assert.deepEqual([s.records(), s.host.allocations(net)], [[], []]);
+  });
+
+  test("GC without the valid-attachments list knows nothing stale and keeps the device", async () => {
+    const s = setup();
+    const net = s.network({ device: s.dev });
+    const ctr = containerOf(s.host, `tscni-hdc-${tag}-${s.n}`);
+    await s.host.add(net, ctr);
+    const { "cni.dev/valid-attachments": _none, ...config } = gcConfig(s, []);
+    await runGc(s, config);
+    assert.deepEqual(linkNames(ctr), ["eth0"]);
+    assert.equal(s.records().length, 1);
+    await s.host.must("del", net, ctr);
+    assert.deepEqual(deviceView(s.host.ns, s.dev), s.before);
   });
 
   test("DEL without CNI_NETNS releases the address and returns the device (Go 1.1.1 does neither)", async () => {

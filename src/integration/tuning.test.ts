@@ -1,12 +1,13 @@
 /**
  * The tuning plugin chained after bridge + host-local, as a runtime drives it (cnitool, our libcni) and run
  * directly for what cnitool never sends (DEL before the bridge's, DEL without a namespace, duplicate JSON
- * keys). Every test has its own "host" namespace. The differential test runs Go's 1.1.1 chain and ours on the
- * same config and compares what they did to the container, the backup files and the results.
+ * keys), and GC (spec 1.1.0) of the backups of attachments that are gone. Every test has its own "host"
+ * namespace. The differential test runs Go's 1.1.1 chain and ours on the same config and compares what they did
+ * to the container, the backup files and the results.
  */
 import { describe, test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { Cleanup, GO_BIN, Netns, OUR_BIN, runTag, skipReason } from "../testing/harness.js";
 import { cniError, containerIdOf, Host, ipIn, pluginDir, type Result, type RunResult } from "../testing/rig.js";
@@ -204,6 +205,34 @@ describe("tuning plugin", { skip }, () => {
     assert.deepEqual(linkState(ctr, "eth0"), before);
     assert.equal(sysctlIn(ctr, "net.ipv4.conf.eth0.arp_notify"), arpNotify, "sysctl put back");
     await host.must("del", name, ctr);
+  });
+
+  test("GC drops the backups of this network's attachments that are gone; valid ones, other networks' and Go's stay", async () => {
+    const { host, name, dataDir, tuningConf, ctr } = setup({ mtu: 1400 }, { subnet: "10.237.0.0/24" });
+    const second = host.container(`tscni-tc-${tag}-${seq}b`);
+    await host.add(name, ctr);
+    await host.add(name, second);
+    const [kept, gone] = [containerIdOf(ctr), containerIdOf(second)];
+    const goBackup = path.join(dataDir, "go-made-container_eth0.json"); // Go writes no network file
+    writeFileSync(goBackup, `{"mtu": 1500}`);
+    const listing = () => readdirSync(dataDir).sort();
+    assert.deepEqual(listing(), [`${kept}_eth0.json`, `${kept}_eth0.network`, `${gone}_eth0.json`, `${gone}_eth0.network`, "go-made-container_eth0.json"].sort());
+    assert.equal(readFileSync(path.join(dataDir, `${kept}_eth0.network`), "utf8"), `${name}\n`);
+
+    const gc = (network: string, valid?: Array<{ containerID: string; ifname: string }>) => runTuning(host, "GC",
+      JSON.stringify({ cniVersion: "1.1.0", name: network, ...tuningConf, ...(valid ? { "cni.dev/valid-attachments": valid } : {}) }),
+      { CNI_CONTAINERID: "", CNI_IFNAME: "" });
+    for (const r of [await gc(name), await gc(`other${tag}`, [])]) assert.equal(r.code, 0, r.stdout);
+    assert.equal(listing().length, 5, "no list, or another network: nothing is stale");
+
+    const r = await gc(name, [{ containerID: kept, ifname: "eth0" }]);
+    assert.equal(r.code, 0, r.stdout);
+    assert.deepEqual(listing(), [`${kept}_eth0.json`, `${kept}_eth0.network`, "go-made-container_eth0.json"].sort());
+    assert.equal(linkState(second, "eth0").mtu, 1400, "GC restores nothing: the attachment is gone");
+
+    await host.must("del", name, ctr);
+    await host.must("del", name, second);
+    assert.deepEqual(listing(), ["go-made-container_eth0.json"], "DEL takes the network file with the backup");
   });
 
   test("differential against Go 1.1.1: same container state, backup file and result; each restores the other's backup", async () => {

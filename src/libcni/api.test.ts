@@ -843,6 +843,32 @@ describe("a plugin list", PARALLEL, () => {
     });
   });
 
+  describe("gcNetworkListPlugins", () => {
+    test("the GC verb alone: no cached attachment is DELeted, whatever the valid list says", async () => {
+      const { cni, rt, list, plugins } = setup();
+      await cni.addNetworkList(list, rt);
+      await cni.gcNetworkListPlugins(list, { validAttachments: [] });
+      assert.deepEqual(readCommandLog(plugins[0]!.commandLog).map((c) => c.Command), ["ADD", "GC"]);
+      const gc = JSON.parse(stdinOf(readCommandLog(plugins[0]!.commandLog)[1]!.CmdArgs)) as Record<string, unknown>;
+      assert.deepEqual(gc["cni.dev/valid-attachments"], []);
+      assert.equal((await cni.getCachedAttachments("")).length, 1, "the attachment stays cached");
+    });
+
+    test("nothing with disableGC or before 1.1.0; errors collected", async () => {
+      const { cni, list, plugins, setDebug } = setup();
+      list.disableGC = true;
+      await cni.gcNetworkListPlugins(list, {});
+      list.disableGC = false;
+      list.cniVersion = "1.0.0";
+      await cni.gcNetworkListPlugins(list, {});
+      assert.deepEqual(readCommandLog(plugins[0]!.commandLog), []);
+      list.cniVersion = "1.1.0";
+      setDebug(1, { ReportError: "plugin error: banana" });
+      await assert.rejects(cni.gcNetworkListPlugins(list, {}), { message: "failed to GC plugin noop: plugin error: banana" });
+      assert.equal(readDebug(plugins[2]!.debugFile).Command, "GC", "the later plugins still got GC");
+    });
+  });
+
   describe("getStatusNetworkList", () => {
     test("runs STATUS", async () => {
       const { cni, list, plugins } = setup();

@@ -348,34 +348,52 @@ export class CNIConfig {
         errors.push(new WrappedError(`failed to delete stale attachment ${att.containerID} ${att.ifName}`, e));
       }
     }
+    errors.push(...await this.sendGC(list, args, opts));
+    if (errors.length > 0) throw new JoinedError(errors);
+  }
+
+  /**
+   * The GC verb alone: every plugin of the list (1.1.0+) gets GC with `args.validAttachments`, and no cached
+   * attachment is DELeted first. For a caller that removed the stale attachments itself and must not have one DELeted
+   * that was cached after it looked (node GC, racing a runtime's ADDs). Nothing when disableGC or before 1.1.0;
+   * continues past errors and reports all.
+   */
+  async gcNetworkListPlugins(list: NetworkConfigList, args?: GCArgs, opts?: CallOptions): Promise<void> {
+    if (list.disableGC) return;
+    const errors = await this.sendGC(list, args, opts);
+    if (errors.length > 0) throw new JoinedError(errors);
+  }
+
+  /** Sends GC to every plugin of a 1.1.0+ list; the errors, one per failed plugin. */
+  private async sendGC(list: NetworkConfigList, args: GCArgs | undefined, opts: CallOptions | undefined): Promise<Error[]> {
     let supportsGC = false;
     try {
       supportsGC = versionGreaterThanOrEqualTo(list.cniVersion, "1.1.0");
     } catch { /* unparsable: no GC verb */ }
-    if (supportsGC) {
-      for (const plugin of list.plugins) {
-        let req: PluginConfig;
-        try {
-          const values: Record<string, unknown> = { name: list.name, cniVersion: list.cniVersion };
-          if (args) {
-            // Go writes null for a missing list; [] means the same to every plugin and is valid to inject.
-            values["cni.dev/valid-attachments"] = args.validAttachments ?? [];
-            values["cni.dev/attachments"] = args.validAttachments ?? [];
-          }
-          req = injectConf(plugin, values);
-        } catch (e) {
-          errors.push(new WrappedError(`failed to generate configuration to GC plugin ${plugin.network.type}`, e));
-          continue;
+    if (!supportsGC) return [];
+    const errors: Error[] = [];
+    for (const plugin of list.plugins) {
+      let req: PluginConfig;
+      try {
+        const values: Record<string, unknown> = { name: list.name, cniVersion: list.cniVersion };
+        if (args) {
+          // Go writes null for a missing list; [] means the same to every plugin and is valid to inject.
+          values["cni.dev/valid-attachments"] = args.validAttachments ?? [];
+          values["cni.dev/attachments"] = args.validAttachments ?? [];
         }
-        try {
-          const pluginPath = await findInPath(plugin.network.type, this.path);
-          await execPluginWithoutResult(pluginPath, req.bytes, this.env("GC"), this.exec, opts);
-        } catch (e) {
-          errors.push(new WrappedError(`failed to GC plugin ${plugin.network.type}`, e));
-        }
+        req = injectConf(plugin, values);
+      } catch (e) {
+        errors.push(new WrappedError(`failed to generate configuration to GC plugin ${plugin.network.type}`, e));
+        continue;
+      }
+      try {
+        const pluginPath = await findInPath(plugin.network.type, this.path);
+        await execPluginWithoutResult(pluginPath, req.bytes, this.env("GC"), this.exec, opts);
+      } catch (e) {
+        errors.push(new WrappedError(`failed to GC plugin ${plugin.network.type}`, e));
       }
     }
-    if (errors.length > 0) throw new JoinedError(errors);
+    return errors;
   }
 
   /** STATUS: every plugin in order (1.1.0+; older lists are reported ready); the first error is returned as is. */

@@ -145,6 +145,11 @@ export interface ContainerdOptions {
   pinned?: { mountNs: string; env: Record<string, string> };
   /** Milliseconds to wait for containerd, the image and CNI to be ready. */
   readyTimeoutMs?: number;
+  /**
+   * A directory containerd sees as /var/lib/cni (bind-mounted in its mount namespace), so its result cache is the
+   * test's own; without it, go-cni caches in the host's /var/lib/cni.
+   */
+  cniCacheDir?: string;
 }
 
 /** TOML string: JSON's quoting is TOML's basic string for the paths and names used here. */
@@ -267,6 +272,7 @@ export class PrivateContainerd {
       "set -e",
       o.hostNetns ? 'mount --rbind /sys/fs/cgroup "$1"; mount -t sysfs sysfs /sys; mount --move "$1" /sys/fs/cgroup' : ":",
       "mkdir -p /run/containerd; mount -t tmpfs -o mode=0711 tmpfs /run/containerd",
+      o.cniCacheDir ? 'mkdir -p /var/lib/cni; mount --bind "$TSCNI_CTRD_CNI_CACHE" /var/lib/cni' : ":",
       'shift; exec "$@"',
     ].join("\n");
     const command = o.pinned
@@ -277,7 +283,8 @@ export class PrivateContainerd {
     const logFd = openSync(this.log, "a");
     try {
       // nsenter, unshare and sh all exec: the child's PID is containerd's.
-      this.child = spawn(argv[0]!, argv.slice(1), { stdio: ["ignore", logFd, logFd], env: { ...process.env, ...o.pinned?.env } });
+      const env = { ...process.env, ...o.pinned?.env, ...(o.cniCacheDir ? { TSCNI_CTRD_CNI_CACHE: o.cniCacheDir } : {}) };
+      this.child = spawn(argv[0]!, argv.slice(1), { stdio: ["ignore", logFd, logFd], env });
     } finally {
       closeSync(logFd);
     }

@@ -48,6 +48,8 @@ function handle(command: string) {
     let output = debug.ReportResult ?? "";
     if (output === "PASSTHROUGH" || output === "INJECT-DNS") {
       const prev = parsePrevResult(conf);
+      // GC and STATUS carry no prevResult and print nothing: there is nothing to pass through.
+      if (!prev && (command === "GC" || command === "STATUS")) return "";
       if (!prev) throw new CniError(ErrorCode.InvalidNetworkConfig, "noop: no prevResult to pass through");
       let result = prev;
       if (output === "INJECT-DNS") {

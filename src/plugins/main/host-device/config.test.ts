@@ -1,7 +1,7 @@
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { CniError } from "../../../spec/errors.js";
-import { DEFAULT_DATA_DIR, loadHostDeviceConf, parseHardwareAddr } from "./config.js";
+import { DEFAULT_DATA_DIR, loadHostDeviceConf, loadHostDeviceGcConf, parseHardwareAddr } from "./config.js";
 
 const conf = (extra: Record<string, unknown>) => Buffer.from(JSON.stringify({ cniVersion: "1.0.0", name: "net", type: "host-device", ...extra }));
 
@@ -30,6 +30,14 @@ describe("host-device config", () => {
     assert.deepEqual([n.ipamType, n.dataDir], ["", DEFAULT_DATA_DIR]);
     const m = loadHostDeviceConf(conf({ device: "eth1", ipam: { type: "host-local" }, dataDir: "/tmp/x" }));
     assert.deepEqual([m.ipamType, m.dataDir], ["host-local", "/tmp/x"]);
+  });
+
+  test("GC needs no selector (a runtime's deviceID never reaches it), only the records' directory and IPAM", () => {
+    const gc = (extra: Record<string, unknown>) => loadHostDeviceGcConf(conf({ ...extra, "cni.dev/valid-attachments": [{ containerID: "c", ifname: "net1" }] }));
+    const n = gc({ capabilities: { deviceID: true }, ipam: { type: "host-local" }, dataDir: "/tmp/x" });
+    assert.deepEqual([n.conf.name, n.ipamType, n.dataDir, n.conf.validAttachments], ["net", "host-local", "/tmp/x", [{ containerID: "c", ifname: "net1" }]]);
+    assert.equal(gc({ device: "eth1" }).dataDir, DEFAULT_DATA_DIR);
+    assert.throws(() => gc({ dataDir: "" }), (e: unknown) => e instanceof CniError && e.code === 7);
   });
 
   test("no selector, or two (Go takes the first silently), is a code-7 error naming the keys", () => {

@@ -114,6 +114,17 @@ export function loadHostDeviceConf(stdin: Buffer): HostDeviceConf {
 }
 
 /**
+ * What GC needs of the config: the network, its IPAM and the records' directory. No selector is required (GC finds
+ * devices by their records, and a runtime's deviceID never reaches GC).
+ */
+export function loadHostDeviceGcConf(stdin: Buffer): Pick<HostDeviceConf, "conf" | "ipamType" | "dataDir"> {
+  const { conf, raw } = loadPluginConf(stdin);
+  const c = decodeConfig(HOST_DEVICE_SCHEMA, raw);
+  if (c.dataDir === "") throw invalidKey("dataDir", "", `want a directory, or leave it out for ${DEFAULT_DATA_DIR}`);
+  return { conf, ipamType: ipamType(conf), dataDir: c.dataDir ?? DEFAULT_DATA_DIR };
+}
+
+/**
  * `kernelpath` must be absolute and under /sys/devices/ (Go's rule), and stay there once `.` and `..` are
  * resolved (Go would follow `/sys/devices/../../etc`).
  */

@@ -11,7 +11,8 @@
  * container's namespace is gone, a physical device the kernel handed back to the host (maybe renamed) is found
  * by its recorded identity and restored the same way (a virtual one is destroyed with the namespace). Without a
  * record (a device Go moved), the alias names it, as in Go. CHECK verifies the interface is in the container
- * with the prevResult's MAC and addresses, is the device ADD moved (its ifindex) and has the routes.
+ * with the prevResult's MAC and addresses, is the device ADD moved (its ifindex) and has the routes. GC gives back,
+ * as DEL would, the devices this network's records name for attachments that are gone.
  * @module
  */
 import { CniError, ErrorCode } from "../../../spec/errors.js";
@@ -25,10 +26,10 @@ import { NetNS } from "../../../net/netns.js";
 import type { Link } from "../../../net/types.js";
 import type { CmdArgs, PluginDefinition } from "../../../skel/skel.js";
 import { checkInterfaceAddresses, checkRoutes, requirePrevResult } from "../../common/check.js";
-import { ipamAdd, ipamCheck, ipamDel, ipamStatus } from "../../common/ipam.js";
+import { ipamAdd, ipamCheck, ipamDel, ipamGC, ipamStatus } from "../../common/ipam.js";
 import { Rollback } from "../../common/rollback.js";
-import { HOST_DEVICE_SCHEMA, loadHostDeviceConf, type HostDeviceConf } from "./config.js";
-import { readRecord, removeRecord, writeRecord, type DeviceRecord } from "./record.js";
+import { HOST_DEVICE_SCHEMA, loadHostDeviceConf, loadHostDeviceGcConf, type HostDeviceConf } from "./config.js";
+import { listRecords, readRecord, removeRecord, writeRecord, type DeviceRecord } from "./record.js";
 import { devicePathOf, selectHostDevice, selectsDpdkDevice, type HostView } from "./select.js";
 
 /** A warning on this call's stderr. */
@@ -241,8 +242,36 @@ async function status(args: CmdArgs): Promise<void> {
   if (n.ipamType) await ipamStatus(n.conf, args);
 }
 
+/**
+ * GC: every device this network's records name for an attachment not in `cni.dev/valid-attachments` is given back
+ * as DEL gives it back (from the recorded namespace only if the device there is the recorded one: the path may name
+ * another namespace by now; else from wherever the kernel put it), and its record removed; IPAM gets GC too.
+ * Without the list nothing is known to be stale. Damaged records, and devices Go moved (no record), are left alone.
+ * One device that cannot be given back does not stop the others.
+ */
+async function gc(args: CmdArgs): Promise<void> {
+  const n = loadHostDeviceGcConf(args.stdinData);
+  const valid = n.conf.validAttachments;
+  const errors: string[] = [];
+  if (valid) {
+    const isValid = (r: DeviceRecord) => valid.some((a) => a.containerID === r.containerID && a.ifname === r.ifName);
+    for (const rec of await listRecords(n.dataDir)) {
+      if (rec.network !== n.conf.name || isValid(rec)) continue;
+      try {
+        const container = await NetNS.openIfThere(rec.netns).catch(() => undefined);
+        await returnDevice(rec, container, hostView(), false);
+        await removeRecord(n.dataDir, rec.containerID, rec.ifName);
+      } catch (e) {
+        errors.push(`${rec.host.name} (attachment ${rec.containerID} ${rec.ifName}): ${CniError.from(e).msg}`);
+      }
+    }
+  }
+  if (n.ipamType) await ipamGC(n.conf, args).catch((e: Error) => errors.push(`IPAM: ${CniError.from(e).msg}`));
+  if (errors.length) throw new CniError(ErrorCode.Internal, "host-device GC could not give back every stale device", errors.join("; "));
+}
+
 export const plugin: PluginDefinition = {
-  funcs: { add, del, check, status },
+  funcs: { add, del, check, status, gc },
   versionInfo: new VersionInfo(ALL_VERSIONS),
   about: "CNI host-device plugin (tscni)",
   config: { schema: HOST_DEVICE_SCHEMA, parse: loadHostDeviceConf },

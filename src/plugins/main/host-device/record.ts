@@ -8,7 +8,7 @@
  * and removed once DEL has returned it. (The alias is still set, so Go's DEL can return a device tscni moved.)
  * @module
  */
-import { mkdir, readFile, rm } from "node:fs/promises";
+import { mkdir, readdir, readFile, rm } from "node:fs/promises";
 import * as path from "../../../sys/posix-path.js";
 import { CniError, ErrorCode } from "../../../spec/errors.js";
 import { isJsonObject, marshalJson, parseJson } from "../../../spec/json.js";
@@ -87,3 +87,25 @@ export async function readRecord(dataDir: string, containerID: string, ifName: s
 
 export const removeRecord = (dataDir: string, containerID: string, ifName: string): Promise<void> =>
   rm(recordPath(dataDir, containerID, ifName), { force: true });
+
+/**
+ * Every record in `dataDir` that can be trusted (GC's view), by file name `<containerID>:<ifName>.json`; damaged
+ * records and other files are left out. A missing directory has none.
+ */
+export async function listRecords(dataDir: string): Promise<DeviceRecord[]> {
+  let names: string[];
+  try {
+    names = await readdir(dataDir);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === "ENOENT") return [];
+    throw new CniError(ErrorCode.IOFailure, `cannot list the host device records in ${dataDir} ("dataDir")`, (e as Error).message);
+  }
+  const records: DeviceRecord[] = [];
+  for (const name of names.sort()) {
+    const m = /^([^.:][^:]*):([^:]+)\.json$/.exec(name);
+    if (!m) continue;
+    const record = await readRecord(dataDir, m[1]!, m[2]!).catch(() => undefined);
+    if (record && record !== "damaged") records.push(record);
+  }
+  return records;
+}

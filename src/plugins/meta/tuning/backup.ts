@@ -2,10 +2,12 @@
  * The tuning plugin's record of a link's original settings, kept from ADD to DEL so DEL can put them back.
  * Same file as the Go plugin's: `<dataDir>/<containerID>_<ifName>.json`, holding only the settings ADD
  * changes, `{"mac", "promisc", "mtu", "allmulti", "txQLen"}` in that order, one-space indented. Either
- * implementation restores what the other saved.
+ * implementation restores what the other saved. Beside it tscni writes `<containerID>_<ifName>.network`, the name
+ * of the network the backup belongs to (Go keeps none, and reads neither file's neighbours), which is what GC goes
+ * by: backup directories are shared by networks, and GC is told the valid attachments of one network only.
  * @module
  */
-import { mkdir, readFile, rm } from "node:fs/promises";
+import { mkdir, readdir, readFile, rm } from "node:fs/promises";
 import { writeFileAtomic } from "../../../sys/atomic-file.js";
 import * as path from "../../../sys/posix-path.js";
 import type { LinkTunables } from "./link-tunables.js";
@@ -72,4 +74,43 @@ export async function readBackup(file: string): Promise<Partial<LinkTunables> | 
   return decodeBackup(text) ?? "unreadable";
 }
 
-export const removeBackup = (file: string): Promise<void> => rm(file, { force: true });
+/** Removes a backup and the file naming its network. */
+export async function removeBackup(file: string): Promise<void> {
+  await rm(file, { force: true });
+  await rm(networkFileOf(file), { force: true });
+}
+
+const NETWORK_SUFFIX = ".network";
+
+/** The file naming the network of the backup at `file` (`….json` -> `….network`). */
+export const networkFileOf = (file: string): string => file.replace(/\.json$/, "") + NETWORK_SUFFIX;
+
+/** Records which network the backup at `file` belongs to (before the backup is written, so GC can find both). */
+export async function writeNetworkOf(file: string, network: string): Promise<void> {
+  await mkdir(path.dirname(file), { recursive: true, mode: 0o700 });
+  await writeFileAtomic(networkFileOf(file), `${network}\n`);
+}
+
+/**
+ * The backups of `network` in `dataDir` whose attachment is not in `valid` (as `<containerID>_<ifName>`, the name
+ * Go gives a backup; two attachments that name alike share one backup file anyway). Backups without a network file
+ * (Go's, or older ones of ours) are never listed.
+ */
+export async function staleBackups(dataDir: string, network: string, valid: ReadonlyArray<{ containerID: string; ifname: string }>): Promise<string[]> {
+  let names: string[];
+  try {
+    names = await readdir(dataDir);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === "ENOENT") return [];
+    throw e;
+  }
+  const keep = new Set(valid.map((a) => `${a.containerID}_${a.ifname}`));
+  const stale: string[] = [];
+  for (const name of names.filter((n) => n.endsWith(NETWORK_SUFFIX) && !n.startsWith("."))) {
+    const stem = name.slice(0, -NETWORK_SUFFIX.length);
+    if (keep.has(stem)) continue;
+    const owner = await readFile(path.join(dataDir, name), "utf8").catch(() => undefined);
+    if (owner?.trim() === network) stale.push(path.join(dataDir, `${stem}.json`));
+  }
+  return stale;
+}

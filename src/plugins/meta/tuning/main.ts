@@ -3,7 +3,7 @@
  * interface (MAC, MTU, promiscuous and all-multicast modes, transmit queue length). ADD backs up the link
  * settings it changes and DEL puts them back; sysctls are not restored (the namespace goes with the
  * container). CHECK compares everything configured with the live values. The result is the prevResult, with
- * the interface's new MAC when ADD changed it.
+ * the interface's new MAC when ADD changed it. GC drops the backups of the network's attachments that are gone.
  * @module
  */
 import { CniError, ErrorCode } from "../../../spec/errors.js";
@@ -12,10 +12,10 @@ import { ALL_VERSIONS, VersionInfo } from "../../../spec/version.js";
 import { readLinkTunables, setLinkTunables, type LinkTunables } from "./link-tunables.js";
 import { NetNS } from "../../../net/netns.js";
 import { probeSysctls, writeSysctlFiles } from "../../../net/sysctl.js";
-import { parsePrevResult } from "../../../skel/conf.js";
+import { loadPluginConf, parsePrevResult } from "../../../skel/conf.js";
 import type { CmdArgs, PluginDefinition } from "../../../skel/skel.js";
 import { invalidKey } from "../../common/keys.js";
-import { backupFile, backupOf, readBackup, removeBackup, writeBackup } from "./backup.js";
+import { backupFile, backupOf, readBackup, removeBackup, staleBackups, writeBackup, writeNetworkOf } from "./backup.js";
 import { TUNING_SCHEMA, changesLink, checkAllowlist, loadTuningConf, loadTuningDataDir, readAllowlist, sysctlSettings, type SysctlSetting, type TuningConf } from "./config.js";
 
 const failure = (msg: string, details = "") => new CniError(ErrorCode.Internal, msg, details);
@@ -65,7 +65,10 @@ async function add(args: CmdArgs): Promise<Result> {
   const before = await currentSysctls(ns, settings);
   const original = changesLink(n) ? await containerLink(ns, args.ifName) : undefined;
   const file = backupFile(n.dataDir, args.containerID, args.ifName);
-  if (original) await writeBackup(file, backupOf(original, n.link));
+  if (original) {
+    await writeNetworkOf(file, n.conf.name);
+    await writeBackup(file, backupOf(original, n.link));
+  }
   try {
     await writeSysctlFiles(ns, settings.map((s) => [s.path, s.value] as const));
     if (original) await setLinkTunables(ns, args.ifName, n.link);
@@ -99,7 +102,10 @@ async function restoreOneByOne(ns: NetNS, ifName: string, saved: Partial<LinkTun
 async function del(args: CmdArgs): Promise<void> {
   const file = backupFile(loadTuningDataDir(args.stdinData), args.containerID, args.ifName);
   const saved = await readBackup(file);
-  if (saved === undefined) return;
+  if (saved === undefined) {
+    await removeBackup(file); // the network file of an ADD killed before its backup
+    return;
+  }
   const ns = saved === "unreadable" ? undefined : await NetNS.openIfThere(args.netns);
   if (!ns || saved === "unreadable" || !(await readLinkTunables(ns, args.ifName))) {
     await removeBackup(file);
@@ -148,8 +154,19 @@ async function check(args: CmdArgs): Promise<void> {
   }
 }
 
+/**
+ * GC: drops the backups of this network's attachments that are not in `cni.dev/valid-attachments` (their
+ * containers, and the links to restore, are gone). Without the list nothing is known to be stale; backups without
+ * a network file (Go's) are left alone.
+ */
+async function gc(args: CmdArgs): Promise<void> {
+  const { conf } = loadPluginConf(args.stdinData);
+  if (!conf.validAttachments) return;
+  for (const file of await staleBackups(loadTuningDataDir(args.stdinData), conf.name, conf.validAttachments)) await removeBackup(file);
+}
+
 export const plugin: PluginDefinition = {
-  funcs: { add, del, check },
+  funcs: { add, del, check, gc },
   versionInfo: new VersionInfo(ALL_VERSIONS),
   about: "CNI tuning plugin (tscni)",
   config: { schema: TUNING_SCHEMA, parse: loadTuningConf },

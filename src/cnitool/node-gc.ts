@@ -1,0 +1,58 @@
+/**
+ * `cnitool gc --cri-endpoint unix:///run/containerd/containerd.sock [--dry-run] [--min-age SECONDS] [--force]`:
+ * node GC (src/runtime/node-gc.ts) against the runtime behind the endpoint, with the result cache of `--cache-dir`,
+ * the networks of NETCONFPATH and the plugins of CNI_PATH. Plain `cnitool gc <network> <netns>` stays upstream's.
+ * @module
+ */
+import { splitPathList } from "../invoke/find.js";
+import type { CachedAttachment } from "../libcni/cache.js";
+import { CriRuntimeClient } from "../runtime/cri/runtime-service.js";
+import { DEFAULT_MIN_AGE_MS, describeNodeGc, madeByCriRuntime, nodeGcFailed, runNodeGc } from "../runtime/node-gc.js";
+import { podContainerId } from "./pod.js";
+
+/** The attachments node GC judges: a CRI runtime's, but not cnitool's own pods (they carry the same CNI_ARGS). */
+export const judgedByNodeGc = (entry: CachedAttachment): boolean =>
+  madeByCriRuntime(entry) && !entry.containerID.startsWith(podContainerId(""));
+
+/** The `gc` flags of node GC. */
+export interface NodeGcFlags {
+  criEndpoint: string;
+  dryRun?: boolean;
+  minAge?: string;
+  force?: boolean;
+}
+
+/** A whole number of seconds from a flag, in milliseconds; an error naming the flag otherwise. */
+export function secondsFlag(flag: string, value: string): number {
+  if (!/^\d+$/.test(value) || !Number.isSafeInteger(Number(value) * 1000)) {
+    throw new Error(`${flag} wants a whole number of seconds, not ${JSON.stringify(value)}`);
+  }
+  return Number(value) * 1000;
+}
+
+/**
+ * Runs node GC and prints its report. Throws (exit status 1) when the runtime cannot be asked, when a real run
+ * refused to remove or failed to remove or GC something; a dry run changes nothing and reports only.
+ */
+export async function nodeGcCommand(flags: NodeGcFlags, ctx: {
+  confDir: string; cacheDir: string; cniPath: string | undefined; pluginTimeoutMs?: number; out: (s: string) => void;
+}): Promise<void> {
+  const runtime = new CriRuntimeClient(flags.criEndpoint);
+  const pluginDirs = splitPathList(ctx.cniPath);
+  if (!flags.dryRun && pluginDirs.length === 0) {
+    throw new Error("CNI_PATH is empty: node GC runs the plugins' DEL and GC, set it to the runtime's plugin directory (e.g. CNI_PATH=/opt/cni/bin)");
+  }
+  const report = await runNodeGc({
+    runtime, cacheDir: ctx.cacheDir, confDir: ctx.confDir, pluginDirs,
+    minAgeMs: flags.minAge !== undefined ? secondsFlag("--min-age", flags.minAge) : DEFAULT_MIN_AGE_MS,
+    dryRun: flags.dryRun ?? false, force: flags.force ?? false, judged: judgedByNodeGc,
+    ...(ctx.pluginTimeoutMs ? { pluginTimeoutMs: ctx.pluginTimeoutMs } : {}),
+  });
+  for (const line of describeNodeGc(report)) ctx.out(`${line}\n`);
+  if (report.dryRun) return;
+  if (report.refused) throw new Error(`node GC removed nothing: ${report.refused} (--force removes them anyway)`);
+  if (nodeGcFailed(report)) {
+    const networks = report.networks.filter((n) => n.error !== undefined).length;
+    throw new Error(`node GC: ${report.failed.length} attachment(s) could not be removed, the GC of ${networks} network(s) failed`);
+  }
+}

@@ -1,0 +1,299 @@
+/**
+ * Node GC, for runtimes that never send the spec's GC (containerd's go-cni): the container runtime is asked over
+ * CRI which pod sandboxes it knows; every cached attachment a CRI runtime made whose sandbox it does not know is
+ * DELeted with the config and arguments it was added with; then every network of the config directory (spec
+ * 1.1.0+) gets the GC verb with the attachments that remain, so plugins release what leaked without a cache entry.
+ *
+ * What keeps a live pod safe from a GC that runs beside its runtime:
+ * - only attachments whose CNI_ARGS name their container as K8S_POD_INFRA_CONTAINER_ID (what containerd and CRI-O
+ *   send) are judged, and a caller can narrow that further; others (podman's, cnitool's) are left alone;
+ * - the cache is read before the runtime is asked, and an attachment cached less than `minAgeMs` ago is kept: a
+ *   runtime lists a sandbox only once its network is set up (containerd adds it to its store after the ADD);
+ * - a runtime that cannot be asked, or that knows no sandbox at all while something would be removed (a wrong
+ *   endpoint looks like that), removes nothing (the latter unless `force`);
+ * - a cache entry that changed or went since it was read is not DELeted;
+ * - the GC verb's valid attachments are read afresh right before it, with the ADDs under way (adds-in-flight.ts),
+ *   and no cached attachment is DELeted by it (libcni's gcNetworkListPlugins). An ADD that starts while a plugin's
+ *   GC runs is not protected: the spec leaves holding ADDs back during GC to the runtime.
+ * Everything runs under the cache directory's GC lock (pod-locks.ts), so pods of this library's manager wait.
+ * @module
+ */
+import { lstat } from "node:fs/promises";
+import type { GCAttachment, NetworkConfigList } from "../spec/config.js";
+import { versionGreaterThanOrEqualTo } from "../spec/version.js";
+import type { PluginExec } from "../invoke/exec.js";
+import { CNIConfig } from "../libcni/api.js";
+import { cacheFilePath, listCachedAttachments, type CachedAttachment } from "../libcni/cache.js";
+import { loadAllNetworks, type LoadedNetwork } from "../libcni/conf.js";
+import { NetNS } from "../net/netns.js";
+import { addsInFlight } from "./adds-in-flight.js";
+import { cachedNetwork, cachedRuntimeConf } from "./attachments.js";
+import type { CriSandbox, CriVersion } from "./cri/runtime-service.js";
+import { PodLocks } from "./pod-locks.js";
+
+/** What node GC asks the runtime (a CriRuntimeClient, or a stand-in in tests). */
+export interface SandboxSource {
+  readonly endpoint: string;
+  version(): Promise<CriVersion>;
+  listPodSandboxes(): Promise<CriSandbox[]>;
+}
+
+/** How long an attachment is kept after its ADD whatever the runtime says (see the module comment). */
+export const DEFAULT_MIN_AGE_MS = 10 * 60_000;
+
+/** One node GC run. */
+export interface NodeGcOptions {
+  runtime: SandboxSource;
+  /** The result cache (the runtime's: /var/lib/cni for containerd and CRI-O). */
+  cacheDir: string;
+  /** The networks that get the GC verb. */
+  confDir: string;
+  /** Where the plugins are (CNI_PATH). */
+  pluginDirs: string[];
+  /** Attachments cached less than this long ago are kept (default DEFAULT_MIN_AGE_MS). */
+  minAgeMs?: number;
+  /** Report what would be done, and do nothing. */
+  dryRun?: boolean;
+  /** Remove stale attachments even when the runtime knows no sandbox at all. */
+  force?: boolean;
+  /** Which cached attachments are judged (default madeByCriRuntime). */
+  judged?: (entry: CachedAttachment) => boolean;
+  exec?: PluginExec;
+  /** Kills a plugin call after this many milliseconds (default: no limit). */
+  pluginTimeoutMs?: number;
+  /** The ADDs under way (default: read from /proc). */
+  addsInFlight?: () => Promise<GCAttachment[]>;
+  now?: () => number;
+}
+
+/** An attachment, named as the cache names it. */
+export interface AttachmentRef {
+  containerID: string;
+  network: string;
+  ifName: string;
+}
+
+/** What happens to one network of the config directory. */
+export interface NetworkGc {
+  network: string;
+  file: string;
+  /** Whether it gets the GC verb; else `reason` says why not. */
+  gc: boolean;
+  reason?: string;
+  /** Its valid attachments (as planned; a run sends those cached right before the verb). */
+  validAttachments: number;
+  error?: string;
+}
+
+/** What a run found and did (or, dry, would do). */
+export interface NodeGcReport {
+  dryRun: boolean;
+  /** The runtime as it names itself, and where it was asked. */
+  runtime: string;
+  sandboxes: number;
+  /** Cached attachments judged, and those left alone as not made by a CRI runtime. */
+  judged: number;
+  notJudged: number;
+  /** Judged attachments whose sandbox the runtime does not know, old enough to go. */
+  stale: AttachmentRef[];
+  /** Judged attachments the runtime does not know yet, kept for their age. */
+  tooRecent: Array<AttachmentRef & { ageMs: number }>;
+  /** Why the stale attachments are not removed, when they are not. */
+  refused?: string;
+  removed: AttachmentRef[];
+  failed: Array<AttachmentRef & { error: string }>;
+  networks: NetworkGc[];
+  /** Config files that do not load (their networks get no GC verb). */
+  configErrors: Array<{ file: string; error: string }>;
+}
+
+/** A cached attachment and the time its cache file was written (its ADD). */
+export interface AgedAttachment {
+  entry: CachedAttachment;
+  mtimeMs: number;
+}
+
+/** The attachments the plan removes, keeps, and the networks it GCs. */
+export interface NodeGcPlan {
+  judged: number;
+  notJudged: number;
+  stale: AgedAttachment[];
+  tooRecent: Array<AgedAttachment & { ageMs: number }>;
+  refused?: string;
+  networks: Array<{ list: NetworkConfigList; file: string; gc: boolean; reason?: string; validAttachments: GCAttachment[] }>;
+}
+
+/** Whether a CRI runtime made this attachment: its CNI_ARGS carry K8S_POD_INFRA_CONTAINER_ID = its container ID. */
+export function madeByCriRuntime(entry: CachedAttachment): boolean {
+  return (entry.cniArgs ?? []).some(([k, v]) => k === "K8S_POD_INFRA_CONTAINER_ID" && v === entry.containerID);
+}
+
+const keyOf = (e: CachedAttachment): string => `${e.networkName}\0${e.containerID}\0${e.ifName}`;
+const refOf = (e: CachedAttachment): AttachmentRef => ({ containerID: e.containerID, network: e.networkName, ifName: e.ifName });
+const gcAttachmentOf = (e: CachedAttachment): GCAttachment => ({ containerID: e.containerID, ifname: e.ifName });
+
+/** Why a network gets no GC verb, or undefined when it gets one. */
+function noGcReason(list: NetworkConfigList): string | undefined {
+  if (list.disableGC) return "disableGC is set";
+  let supported = false;
+  try {
+    supported = versionGreaterThanOrEqualTo(list.cniVersion || "0.1.0", "1.1.0");
+  } catch { /* an unparsable version has no GC verb */ }
+  return supported ? undefined : `cniVersion ${list.cniVersion || "(none)"} has no GC verb (1.1.0 and later)`;
+}
+
+/**
+ * Decides, without touching anything, which cached attachments go and which networks get the GC verb (see the
+ * module comment for the rules).
+ */
+export function planNodeGc(input: {
+  cached: readonly AgedAttachment[];
+  sandboxIds: ReadonlySet<string>;
+  networks: readonly LoadedNetwork[];
+  nowMs: number;
+  minAgeMs: number;
+  judged: (entry: CachedAttachment) => boolean;
+  force: boolean;
+}): NodeGcPlan {
+  const judged = input.cached.filter((a) => input.judged(a.entry));
+  const unknown = judged.filter((a) => !input.sandboxIds.has(a.entry.containerID));
+  const aged = unknown.map((a) => ({ ...a, ageMs: input.nowMs - a.mtimeMs }));
+  let stale: AgedAttachment[] = aged.filter((a) => a.ageMs >= input.minAgeMs).map(({ entry, mtimeMs }) => ({ entry, mtimeMs }));
+  let refused: string | undefined;
+  if (stale.length > 0 && input.sandboxIds.size === 0 && !input.force) {
+    refused = `the runtime knows no pod sandbox at all, yet ${stale.length} attachment(s) a CRI runtime made are cached: ` +
+      "is it the runtime that made them?";
+    stale = [];
+  }
+  const going = new Set(stale.map((a) => keyOf(a.entry)));
+  const seen = new Map<string, string>();
+  const networks = input.networks.map(({ list, file }) => {
+    const first = seen.get(list.name);
+    if (first === undefined) seen.set(list.name, file);
+    const reason = first !== undefined ? `network "${list.name}" is also in ${first}, which wins` : noGcReason(list);
+    const validAttachments = input.cached.filter((a) => a.entry.networkName === list.name && !going.has(keyOf(a.entry))).map((a) => gcAttachmentOf(a.entry));
+    return { list, file, gc: reason === undefined, ...(reason !== undefined ? { reason } : {}), validAttachments };
+  });
+  return {
+    judged: judged.length, notJudged: input.cached.length - judged.length, stale,
+    tooRecent: aged.filter((a) => a.ageMs < input.minAgeMs), ...(refused ? { refused } : {}), networks,
+  };
+}
+
+/** Every valid cached attachment with the time its file was written; one that goes while being read is skipped. */
+async function cachedWithAge(cacheDir: string): Promise<AgedAttachment[]> {
+  const out: AgedAttachment[] = [];
+  for (const entry of await listCachedAttachments(cacheDir)) {
+    const st = await lstat(cacheFilePath(cacheDir, entry)).catch(() => undefined);
+    if (st) out.push({ entry, mtimeMs: st.mtimeMs });
+  }
+  return out;
+}
+
+/** Whether an attachment's cache file is still the one read (not removed, nor written again, since). */
+async function unchanged(cacheDir: string, a: AgedAttachment): Promise<boolean> {
+  const st = await lstat(cacheFilePath(cacheDir, a.entry)).catch(() => undefined);
+  return st !== undefined && st.mtimeMs === a.mtimeMs;
+}
+
+/** The cached netns path when it still is a network namespace, else "" (DEL without CNI_NETNS). */
+async function presentNetns(netns: string | undefined): Promise<string> {
+  if (!netns) return "";
+  try {
+    await NetNS.open(netns);
+    return netns;
+  } catch {
+    return "";
+  }
+}
+
+/** Each attachment once. */
+function unique(attachments: readonly GCAttachment[]): GCAttachment[] {
+  return [...new Map(attachments.map((a) => [`${a.containerID}\0${a.ifname}`, a])).values()];
+}
+
+/**
+ * Runs node GC (see the module comment) and reports what it did. Rejects, having removed nothing, when the runtime
+ * cannot be asked or the cache cannot be read; failures of single DELs and GC verbs are in the report.
+ */
+export async function runNodeGc(o: NodeGcOptions): Promise<NodeGcReport> {
+  const version = await o.runtime.version();
+  // The cache first: an attachment cached after the runtime answered is judged next time.
+  const cached = await cachedWithAge(o.cacheDir);
+  const sandboxes = await o.runtime.listPodSandboxes();
+  const { networks, errors } = await loadAllNetworks(o.confDir);
+  const plan = planNodeGc({
+    cached, sandboxIds: new Set(sandboxes.map((s) => s.id)), networks, nowMs: (o.now ?? Date.now)(),
+    minAgeMs: o.minAgeMs ?? DEFAULT_MIN_AGE_MS, judged: o.judged ?? madeByCriRuntime, force: o.force ?? false,
+  });
+  const report: NodeGcReport = {
+    dryRun: o.dryRun ?? false,
+    runtime: `${version.runtimeName || "(unnamed)"} ${version.runtimeVersion} (CRI ${version.runtimeApiVersion || "?"}) at ${o.runtime.endpoint}`,
+    sandboxes: sandboxes.length, judged: plan.judged, notJudged: plan.notJudged,
+    stale: plan.stale.map((a) => refOf(a.entry)),
+    tooRecent: plan.tooRecent.map((a) => ({ ...refOf(a.entry), ageMs: a.ageMs })),
+    ...(plan.refused ? { refused: plan.refused } : {}),
+    removed: [], failed: [],
+    networks: plan.networks.map((n) => ({
+      network: n.list.name, file: n.file, gc: n.gc, ...(n.reason ? { reason: n.reason } : {}), validAttachments: n.validAttachments.length,
+    })),
+    configErrors: errors.map((e) => ({ file: e.file, error: e.error.message })),
+  };
+  if (report.dryRun) return report;
+
+  const cni = new CNIConfig({ path: o.pluginDirs, cacheDir: o.cacheDir, ...(o.exec ? { exec: o.exec } : {}) });
+  const callOptions = o.pluginTimeoutMs ? { timeoutMs: o.pluginTimeoutMs } : {};
+  await new PodLocks(o.cacheDir).gc(async () => {
+    const stillStale = new Set<string>();
+    for (const a of plan.stale) {
+      if (!(await unchanged(o.cacheDir, a))) continue;
+      try {
+        const rt = { ...cachedRuntimeConf(a.entry), netNS: await presentNetns(a.entry.netns) };
+        await cni.delNetworkList(cachedNetwork(a.entry), rt, callOptions);
+        report.removed.push(refOf(a.entry));
+      } catch (e) {
+        stillStale.add(keyOf(a.entry));
+        report.failed.push({ ...refOf(a.entry), error: (e as Error).message });
+      }
+    }
+    for (const [i, n] of plan.networks.entries()) {
+      if (!n.gc) continue;
+      // ADDs under way first, then the cache: an ADD that finishes in between is in the one or the other.
+      const running = await (o.addsInFlight ?? addsInFlight)();
+      const remaining = (await listCachedAttachments(o.cacheDir))
+        .filter((e) => e.networkName === n.list.name && !stillStale.has(keyOf(e))).map(gcAttachmentOf);
+      const validAttachments = unique([...remaining, ...running]);
+      report.networks[i]!.validAttachments = validAttachments.length;
+      try {
+        await cni.gcNetworkListPlugins(n.list, { validAttachments }, callOptions);
+      } catch (e) {
+        report.networks[i]!.error = (e as Error).message;
+      }
+    }
+  });
+  return report;
+}
+
+/** Whether a run had failures (a DEL or a network's GC verb), for an exit status. */
+export const nodeGcFailed = (r: NodeGcReport): boolean => r.failed.length > 0 || r.networks.some((n) => n.error !== undefined);
+
+const seconds = (ms: number): string => `${Math.round(ms / 1000)} s`;
+const named = (a: AttachmentRef): string => `${a.containerID} on network "${a.network}" (${a.ifName})`;
+
+/** The report as lines for a person: what was (or would be) removed and GCed, what was kept and why. */
+export function describeNodeGc(r: NodeGcReport): string[] {
+  const lines = [`runtime ${r.runtime}: ${r.sandboxes} pod sandbox(es); ${r.judged} cached attachment(s) made by a CRI runtime`];
+  if (r.notJudged > 0) lines.push(`left alone: ${r.notJudged} cached attachment(s) not made by a CRI runtime`);
+  for (const a of r.tooRecent) lines.push(`kept (cached ${seconds(a.ageMs)} ago, under the minimum age): ${named(a)}`);
+  if (r.refused) lines.push(`removing nothing: ${r.refused}`);
+  if (r.dryRun) for (const a of r.stale) lines.push(`would remove: ${named(a)}`);
+  for (const a of r.removed) lines.push(`removed: ${named(a)}`);
+  for (const a of r.failed) lines.push(`failed to remove: ${named(a)}: ${a.error}`);
+  for (const n of r.networks) {
+    if (!n.gc) lines.push(`no GC of network "${n.network}" (${n.file}): ${n.reason}`);
+    else if (n.error !== undefined) lines.push(`GC of network "${n.network}" failed: ${n.error}`);
+    else lines.push(`${r.dryRun ? "would send" : "sent"} GC to network "${n.network}" with ${n.validAttachments} valid attachment(s)`);
+  }
+  for (const e of r.configErrors) lines.push(`not loaded: ${e.file}: ${e.error}`);
+  return lines;
+}
