@@ -47,6 +47,8 @@ export interface AttachmentReload {
 export interface ReloadOptions {
   cacheDir: string;
   env: Readonly<Record<string, string | undefined>>;
+  /** Only these attachments (as `labelOf` names them); default: all. */
+  only?: ReadonlySet<string>;
 }
 
 /** One pass over the cache: probes shared by its attachments, and the host's links (read once, when needed). */
@@ -175,7 +177,9 @@ export async function reloadFirewall(opts: ReloadOptions): Promise<AttachmentRel
   return new PodLocks(opts.cacheDir).gc(async () => {
     const pass = new Pass();
     const out: AttachmentReload[] = [];
-    for (const entry of await attachmentsInOrder(opts.cacheDir)) out.push(await reloadOne(pass, opts.cacheDir, entry, opts.env));
+    for (const entry of await attachmentsInOrder(opts.cacheDir)) {
+      if (!opts.only || opts.only.has(labelOf(entry))) out.push(await reloadOne(pass, opts.cacheDir, entry, opts.env));
+    }
     return out;
   });
 }

@@ -6,16 +6,24 @@ import { startRepair, type RepairHooks } from "./repair.js";
 
 /** Hooks whose losses the test sets, counting reloads; the bus is a function the test calls. */
 function fakes(opts: { bus?: boolean } = {}) {
-  const state = { lost: [] as LostState[], reloads: 0, lostAfterReload: undefined as LostState[] | undefined, watches: 0, stops: 0 };
+  const state = {
+    lost: [] as LostState[], reloads: 0, reloaded: [] as Array<string[] | undefined>, lostAfterReload: undefined as LostState[] | undefined,
+    lostAfterPause: undefined as LostState[] | undefined, pauses: 0, watches: 0, stops: 0,
+  };
   let signal: (() => void) | undefined;
   let end: ((reason: string) => void) | undefined;
   const hooks: RepairHooks = {
     lost: async () => state.lost,
-    reload: async (): Promise<AttachmentReload[]> => {
+    reload: async (only): Promise<AttachmentReload[]> => {
       state.reloads++;
+      state.reloaded.push(only ? [...only] : undefined);
       if (state.lostAfterReload) state.lost = state.lostAfterReload;
       else state.lost = [];
       return [{ attachment: "n/c/eth0", status: "restored", detail: "portmap: iptables IPv4" }];
+    },
+    pause: async () => {
+      state.pauses++;
+      if (state.lostAfterPause) state.lost = state.lostAfterPause;
     },
     watch: (onReloaded, onEnd) => {
       if (!opts.bus) return undefined;
@@ -31,6 +39,19 @@ function fakes(opts: { bus?: boolean } = {}) {
 const lost = (chain: string): LostState[] => [{ attachment: "n/c/eth0", missing: [`iptables nat chain ${chain}`] }];
 
 describe("self-repair", () => {
+  test("a loss is repaired only if it lasts: an attachment whose rules went with its DEL (its cache entry goes last) is left alone", async () => {
+    const { state, hooks } = fakes();
+    const log: string[] = [];
+    state.lost = [...lost("CNI-DEL"), { attachment: "n/d/eth0", missing: ["iptables nat chain CNI-X"] }];
+    // After the pause: the first attachment's DEL finished (gone from the cache), the second is still lost.
+    state.lostAfterPause = [{ attachment: "n/d/eth0", missing: ["iptables nat chain CNI-X"] }];
+    const r = startRepair({ cacheDir: "/c", intervalMs: 20, log: (l) => log.push(l), hooks });
+    await sleep(60);
+    r.stop();
+    assert.ok(state.pauses >= 1);
+    assert.deepEqual(state.reloaded[0], ["n/d/eth0"], "only the confirmed attachment is reloaded");
+  });
+
   test("a periodic look finds lost state and reloads; nothing lost, no reload", async () => {
     const { state, hooks } = fakes();
     const log: string[] = [];

@@ -17,7 +17,10 @@ const BUS_RETRY_MS = 30_000;
 /** What the repair does, replaceable in tests. */
 export interface RepairHooks {
   lost(): Promise<LostState[]>;
-  reload(): Promise<AttachmentReload[]>;
+  /** Reloads the attachments named (all when none are). */
+  reload(only?: ReadonlySet<string>): Promise<AttachmentReload[]>;
+  /** Waits between a look that found a loss and the look that confirms it. */
+  pause(ms: number): Promise<void>;
   /** Watches for firewalld's reloads; undefined when there is no bus. */
   watch(onReloaded: () => void, onEnd: (reason: string) => void): BusWatch | undefined;
 }
@@ -35,6 +38,11 @@ export interface RepairOptions {
   busRetryMs?: number;
   /** Called at every reload it runs (the server counts them). */
   onReload?: () => void;
+  /**
+   * How long a loss the periodic look finds must last before it is repaired (default 2 s): an attachment being
+   * deleted has its rules gone before its cache entry (libcni removes that last), and must not get them back.
+   */
+  confirmMs?: number;
 }
 
 const fingerprint = (lost: readonly LostState[]) => lost.map((l) => `${l.attachment}: ${l.missing.join(", ")}`).sort().join("\n");
@@ -51,7 +59,8 @@ export function startRepair(o: RepairOptions): { stop(): void } {
   const env = o.env ?? process.env;
   const hooks: RepairHooks = {
     lost: () => lostFirewallState({ cacheDir: o.cacheDir, env }),
-    reload: () => reloadFirewall({ cacheDir: o.cacheDir, env }),
+    reload: (only) => reloadFirewall({ cacheDir: o.cacheDir, env, ...(only ? { only } : {}) }),
+    pause: (ms) => new Promise((resolve) => setTimeout(resolve, ms).unref()),
     watch: (onReloaded, onEnd) => watchReloaded(env, onReloaded, onEnd),
     ...o.hooks,
   };
@@ -72,10 +81,10 @@ export function startRepair(o: RepairOptions): { stop(): void } {
     lastError = line;
   };
 
-  const reload = async (why: string) => {
-    o.log(`self-repair (${why}): reloading the firewall rules of the attachments in ${o.cacheDir}`);
+  const reload = async (why: string, only?: ReadonlySet<string>) => {
+    o.log(`self-repair (${why}): reloading the firewall rules of ${only ? `${only.size} attachment(s)` : "the attachments"} in ${o.cacheDir}`);
     o.onReload?.();
-    const results = await hooks.reload();
+    const results = await hooks.reload(only);
     for (const r of results) if (r.status === "restored" || r.status === "failed") o.log(formatReload(r));
     const count = (s: string) => results.filter((r) => r.status === s).length;
     o.log(`self-repair: ${count("restored")} restored, ${count("complete")} complete, ${count("failed")} failed, ${count("skipped")} skipped`);
@@ -83,12 +92,17 @@ export function startRepair(o: RepairOptions): { stop(): void } {
 
   /** A look for lost state, and a reload when something new is missing. */
   const look = async () => {
-    const lost = await hooks.lost();
-    if (lost.length === 0 || fingerprint(lost) === unrepaired) {
-      if (lost.length === 0) unrepaired = "";
+    const first = await hooks.lost();
+    if (first.length === 0 || fingerprint(first) === unrepaired) {
+      if (first.length === 0) unrepaired = "";
       return;
     }
-    await reload(`firewall state lost: ${summary(lost)}`);
+    // Only what is still lost, the same way, after a pause: not an attachment whose DEL was under way.
+    await hooks.pause(o.confirmMs ?? 2_000);
+    const before = new Map(first.map((l) => [l.attachment, l.missing.join("\n")]));
+    const lost = (await hooks.lost()).filter((l) => before.get(l.attachment) === l.missing.join("\n"));
+    if (lost.length === 0) return;
+    await reload(`firewall state lost: ${summary(lost)}`, new Set(lost.map((l) => l.attachment)));
     const still = await hooks.lost();
     unrepaired = fingerprint(still);
     if (still.length) o.log(`self-repair: still missing after the reload, not retried until what is missing changes: ${summary(still)}`);
