@@ -4,7 +4,7 @@
 //    argv[0] kept (built when a C compiler is present; otherwise the links point at tscni-js directly).
 // Without Bun (or with TSCNI_BUILD=node) the links point at the Node entry dist/cli/main.js.
 // (The test plugins are linked by scripts/link-test-bins.mjs into dist-test/bin, outside the shipped program.)
-import { chmodSync, existsSync, mkdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import path from "node:path";
@@ -16,6 +16,7 @@ const main = path.join(dist, "cli/main.js");
 const program = path.join(dist, "tscni-js");
 const launcher = path.join(dist, "tscni");
 const bun = path.join(root, "node_modules/.bin/bun");
+const { version } = JSON.parse(readFileSync(path.join(root, "package.json"), "utf8"));
 chmodSync(main, 0o755);
 rmSync(program, { force: true });
 rmSync(launcher, { force: true });
@@ -34,8 +35,9 @@ function buildStandalone() {
     "--splitting", "--format", "esm",
     // A plugin must not pick up .env or bunfig.toml from whatever directory the runtime runs it in.
     "--no-compile-autoload-dotenv", "--no-compile-autoload-bunfig",
-    // Compiled in, so a copy of the program (cnitool install) still knows its build.
+    // Compiled in, so a copy of the program (cnitool install) still knows its build and version.
     "--define", `TSCNI_BUILD_ID=${JSON.stringify(buildId)}`,
+    "--define", `TSCNI_VERSION=${JSON.stringify(version)}`,
     main, "--outfile", program,
   ], { encoding: "utf8" });
   if (r.status !== 0) console.warn(`standalone build failed, using the Node entry point:\n${r.stderr || r.stdout}`);

@@ -37,6 +37,29 @@ test("install links every plugin to the copied binary and respects foreign files
   }
 });
 
+test("a standalone program is copied with the launcher beside it; the Node build is linked to, and says why", () => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), "tscni-install-"));
+  try {
+    const build = path.join(dir, "build");
+    mkdirSync(build);
+    writeFileSync(path.join(build, "tscni-js"), "program");
+    writeFileSync(path.join(build, "tscni"), "launcher");
+    const bin = path.join(dir, "bin");
+    const native = installPlugins(bin, { source: path.join(build, "tscni-js") });
+    assert.deepEqual(native.program, { kind: "native", from: build });
+    assert.equal(readFileSync(path.join(bin, "tscni-js"), "utf8"), "program");
+    assert.equal(readFileSync(path.join(bin, "tscni"), "utf8"), "launcher");
+    assert.equal(statSync(path.join(bin, "tscni-js")).mode & 0o777, 0o755);
+
+    const entry = path.join(dir, "node/dist/cli/main.js");
+    const node = installPlugins(path.join(dir, "node-bin"), { source: entry });
+    assert.deepEqual(node.program, { kind: "node", entry, reason: `${entry} is the Node build` });
+    assert.equal(readlinkSync(path.join(dir, "node-bin", "tscni")), entry);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
 test("--resident writes a socket unit and a service the socket starts; --remove-resident removes only ours", () => {
   const dir = mkdtempSync(path.join(os.tmpdir(), "tscni-units-"));
   try {

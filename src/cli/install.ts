@@ -1,8 +1,9 @@
 /**
  * `cnitool install`: puts the multicall binary and one link per plugin type into a CNI bin dir
- * (default /opt/cni/bin). Files that are not ours are left alone unless --force. With --resident it also writes
- * the systemd units of the resident server (socket activation: the server starts on the first plugin call);
- * --remove-resident takes them away again.
+ * (default /opt/cni/bin): the native program and its launcher, copied (native.ts says where they are found), or
+ * else a link to the Node build, said as a warning. Files that are not ours are left alone unless --force. With
+ * --resident it also writes the systemd units of the resident server (socket activation: the server starts on the
+ * first plugin call); --remove-resident takes them away again.
  * @module
  */
 import { copyFileSync, chmodSync, lstatSync, mkdirSync, readFileSync, readlinkSync, rmSync, symlinkSync, existsSync } from "node:fs";
@@ -12,16 +13,19 @@ import type { Io } from "../cnitool/cnitool.js";
 import { PROGRAM_NAMES } from "../programs/programs.js";
 import { DEFAULT_SOCKET } from "../resident/protocol.js";
 import { selfExecutable } from "../programs/self.js";
+import { findNativeProgram, LAUNCHER_NAME, platformPackageName, PROGRAM_NAME } from "./native.js";
 import { replaceAtomicSync, writeFileAtomicSync } from "../sys/atomic-file.js";
 
 export const DEFAULT_BIN_DIR = "/opt/cni/bin";
-/** What plugin links point at: the launcher (or the program itself when there is no launcher). */
-const BINARY_NAME = "tscni";
-/** The standalone program the launcher hands calls to. */
-const PROGRAM_NAME = "tscni-js";
+
+/** What a plugin call costs under the Node build, next to the native program's (said when install falls back). */
+export const NODE_BUILD_COST = "every plugin call starts Node: ~70 ms for VERSION, ~100 ms and ~50 MB for a host-local ADD " +
+  "(the native program: ~1 ms and ~10-15 ms), and the plugins need node on the runtime's PATH";
 
 export interface InstallReport {
   binary: string;
+  /** What the plugins run: the native program copied in (and from where), or the Node build linked to, and why. */
+  program: { kind: "native"; from: string } | { kind: "node"; entry: string; reason: string };
   installed: string[];
   replaced: string[];
   skipped: Array<{ name: string; reason: string }>;
@@ -30,38 +34,46 @@ export interface InstallReport {
 /** Whether `file` is a link to our binary in the same dir (safe to replace). */
 function isOurLink(file: string): boolean {
   try {
-    return lstatSync(file).isSymbolicLink() && readlinkSync(file) === BINARY_NAME;
+    return lstatSync(file).isSymbolicLink() && readlinkSync(file) === LAUNCHER_NAME;
   } catch {
     return false;
   }
 }
 
-/** Installs into `binDir`; `source` is the multicall executable (default: the one running). */
+/**
+ * Installs into `binDir`: the native program (copied, with its launcher) wherever findNativeProgram finds one, else
+ * a link to the Node build. `source` names the multicall executable instead (a standalone program is copied, with
+ * the launcher beside it when it is tscni-js; a .js entry is linked to).
+ */
 export function installPlugins(binDir: string, opts: { force?: boolean; source?: string; includeCnitool?: boolean } = {}): InstallReport {
-  const source = opts.source ?? selfExecutable();
+  const self = selfExecutable();
+  const native = opts.source ? undefined : findNativeProgram(self);
+  const source = opts.source ?? (native && "program" in native ? native.program : self);
   if (!source) throw new Error("cannot tell where the tscni executable is; pass its path");
-  const standalone = !source.endsWith(".js");
   mkdirSync(binDir, { recursive: true });
-  const report: InstallReport = { binary: "", installed: [], replaced: [], skipped: [] };
-
-  const binary = path.join(binDir, BINARY_NAME);
+  const binary = path.join(binDir, LAUNCHER_NAME);
   // Copy then rename: a runtime executing the old binary meanwhile never sees a half-written file.
   const copyExecutable = (from: string, to: string) => replaceAtomicSync(to, (tmp) => {
     copyFileSync(from, tmp);
     chmodSync(tmp, 0o755);
   });
-  const launcher = path.join(path.dirname(source), BINARY_NAME);
-  if (!standalone) {
+  const launcher = path.join(path.dirname(source), LAUNCHER_NAME);
+  let program: InstallReport["program"];
+  if (source.endsWith(".js")) {
     // The Node build cannot be copied alone: link to it where it is.
     rmSync(binary, { force: true });
     symlinkSync(source, binary);
-  } else if (path.basename(source) === PROGRAM_NAME && existsSync(launcher)) {
-    copyExecutable(source, path.join(binDir, PROGRAM_NAME)); // the program first: the launcher execs it
-    copyExecutable(launcher, binary);
+    program = { kind: "node", entry: source, reason: native && "missing" in native ? native.missing : `${source} is the Node build` };
   } else {
-    copyExecutable(source, binary);
+    if (path.basename(source) === PROGRAM_NAME && existsSync(launcher)) {
+      copyExecutable(source, path.join(binDir, PROGRAM_NAME)); // the program first: the launcher execs it
+      copyExecutable(launcher, binary);
+    } else {
+      copyExecutable(source, binary);
+    }
+    program = { kind: "native", from: native && "from" in native ? native.from : path.dirname(source) };
   }
-  report.binary = binary;
+  const report: InstallReport = { binary, program, installed: [], replaced: [], skipped: [] };
 
   for (const name of PROGRAM_NAMES) {
     if (name === "cnitool" && opts.includeCnitool === false) continue;
@@ -71,7 +83,7 @@ export function installPlugins(binDir: string, opts: { force?: boolean; source?:
       report.skipped.push({ name, reason: `${target} exists and is not tscni's (use --force to replace it)` });
       continue;
     }
-    replaceAtomicSync(target, (tmp) => symlinkSync(BINARY_NAME, tmp));
+    replaceAtomicSync(target, (tmp) => symlinkSync(LAUNCHER_NAME, tmp));
     (exists ? report.replaced : report.installed).push(name);
   }
   return report;
@@ -171,6 +183,14 @@ export function addInstallCommand(program: Command, io: Io): void {
       }
       const report = installPlugins(opts.binDir, { force: opts.force });
       io.stdout(`installed ${report.binary}\n`);
+      if (report.program.kind === "native") {
+        io.stdout(`program: native, from ${report.program.from}\n`);
+      } else {
+        io.stderr(`warning: no native program (${report.program.reason}), so the plugins run the Node build:\n` +
+          `  ${report.binary} links to ${report.program.entry}, which must stay there;\n` +
+          `  ${NODE_BUILD_COST}.\n` +
+          `  The native program comes with the npm package ${platformPackageName()} or the release's plugin tarball.\n`);
+      }
       if (report.installed.length) io.stdout(`linked: ${report.installed.join(" ")}\n`);
       if (report.replaced.length) io.stdout(`replaced: ${report.replaced.join(" ")}\n`);
       for (const s of report.skipped) io.stderr(`skipped ${s.name}: ${s.reason}\n`);

@@ -142,9 +142,13 @@ function addGcCommand(program: Command, io: Io): void {
 /** Adds commands to cnitool that live in a higher layer (e.g. `install`, which needs the program registry). */
 export type CommandExtension = (program: Command, io: Io) => void;
 
-/** What the layer running cnitool provides: how the pod commands' manager runs plugins (default: exec). */
+/**
+ * What the layer running cnitool provides: how the pod commands' manager runs plugins (default: exec), and the
+ * text of `cnitool version` without a plugin type (which program this is, or the one `binDir` holds).
+ */
 export interface CnitoolContext {
   podPluginExec?: PluginExec;
+  describeProgram?: (opts: { binDir?: string; json?: boolean }) => string;
 }
 
 /** Builds the command line program; `io` makes it testable in-process. */
@@ -201,12 +205,20 @@ export function buildProgram(io: Io, extensions: readonly CommandExtension[] = [
     });
 
   program.command("version")
-    .description("Ask a plugin in CNI_PATH which CNI versions it supports")
-    .argument("<plugin-type>", "plugin type, e.g. bridge")
-    .action(async (pluginType: string) => {
+    .description("Ask a plugin in CNI_PATH which CNI versions it supports; without one, say which tscni program this is " +
+      "(native, its architecture and build, or the Node build), or the one a plugin directory holds")
+    .argument("[plugin-type]", "plugin type, e.g. bridge")
+    .option("--bin-dir <dir>", "without a plugin type: the plugin directory to look at (default: this program)")
+    .option("--json", "print JSON")
+    .action(async (pluginType: string | undefined, opts: { binDir?: string; json?: boolean }) => {
+      if (pluginType === undefined) {
+        if (!context.describeProgram) throw new Error("name a plugin type");
+        io.stdout(context.describeProgram(opts));
+        return;
+      }
       const { cni, callOpts } = runtimeSetup(io, program.opts<GlobalOptions>());
       const info = await cni.getVersionInfo(pluginType, callOpts);
-      io.stdout(info.supportedVersions.join("\n") + "\n");
+      io.stdout(opts.json ? JSON.stringify({ supportedVersions: info.supportedVersions }) + "\n" : info.supportedVersions.join("\n") + "\n");
     });
   const global = () => program.opts<GlobalOptions>();
   const cacheDir = () => global().cacheDir || DEFAULT_CACHE_DIR;
