@@ -87,6 +87,14 @@ export interface ServerStatus {
 /** A server up for this long has started well: the launcher's record of failed starts is cleared. */
 const STARTED_WELL_MS = 30_000;
 
+/** How long calls must have stopped before the server collects its garbage. */
+const SETTLE_MS = 5_000;
+
+/** A full garbage collection where the runtime offers one (Bun), else nothing. */
+function collectGarbage(): void {
+  (globalThis as { Bun?: { gc(force: boolean): void } }).Bun?.gc(true);
+}
+
 /** A connection's progress. */
 type Phase = "hello" | "judging" | "request" | "running";
 
@@ -117,6 +125,7 @@ export class ResidentServer {
   private startedWellTimer: NodeJS.Timeout | undefined;
   private drained: (() => void) | undefined;
   private drops = 0;
+  private settleTimer: NodeJS.Timeout | undefined;
   private dropsLoggedAt = 0;
   private resolveLeft!: (reason: string) => void;
 
@@ -176,6 +185,7 @@ export class ResidentServer {
       env: this.process.netlink ? { TSCNI_NETLINK: this.process.netlink } : {}, stopped: () => this.leaving !== undefined, log: this.opts.log,
     }).then(() => {
       this.warmedUp = true;
+      if (this.inFlightCalls === 0) collectGarbage();
     });
   }
 
@@ -204,6 +214,7 @@ export class ResidentServer {
     if (this.leaving !== undefined) return;
     this.leaving = reason;
     clearTimeout(this.idleTimer);
+    clearTimeout(this.settleTimer);
     clearTimeout(this.startedWellTimer);
     const closed = new Promise<void>((resolve) => this.listener.close(() => resolve()));
     if (this.socketFile) removeSocketFile(this.socketFile);
@@ -235,6 +246,12 @@ export class ResidentServer {
 
   private armIdle(): void {
     clearTimeout(this.idleTimer);
+    clearTimeout(this.settleTimer);
+    // Once calls have stopped for a moment, the memory a burst took is given back (a full collection: Bun keeps
+    // freed pages otherwise, and an idle server's footprint is part of the node's bill).
+    this.settleTimer = setTimeout(() => {
+      if (this.inFlightCalls === 0) collectGarbage();
+    }, SETTLE_MS).unref();
     const idleMs = this.opts.idleMs ?? 0;
     if (idleMs <= 0 || this.leaving !== undefined) return;
     this.idleTimer = setTimeout(() => {
@@ -360,6 +377,7 @@ export class ResidentServer {
       this.inFlightCalls++;
       this.served++;
       clearTimeout(this.idleTimer);
+      clearTimeout(this.settleTimer);
     }
     let outcome: CallOutcome | undefined;
     try {
