@@ -7,7 +7,8 @@
  * dnsmasq's lease file; IPv6 alone through cnitool and the bridge plugin (the address on eth0, the prefix from the
  * router advertisement, the server reachable); the daemon killed (SIGKILL) and started again finding the lease,
  * renewing it (RENEW) and rebinding it (REBIND) — T1 and T2 set in the past in its lease file, as if they had
- * passed while it was down: dnsmasq's shortest lease is 2 minutes — and releasing it on DEL; no server (a clear
+ * passed while it was down: dnsmasq's shortest lease is 2 minutes — and releasing it on DEL; a renewal the server
+ * refuses (the lease file made to name an address it never gave) removing the address from eth0; no server (a clear
  * error within -resendtimeout, nothing kept); a dual-stack ADD that half succeeds (dnsmasq told to ignore one
  * family of one client) rolled back, in both directions.
  * The daemon and its callers share the host namespace and one pinned mount namespace, as in dhcp.test.ts.
@@ -250,6 +251,21 @@ describe("dhcp plugin and daemon: DHCPv6 with dnsmasq", { skip }, () => {
     assert.equal((await call("DEL", ctr, ipamConf({ families: ["ipv6"] }))).exitCode, 0);
     await eventually(() => logged("DHCPRELEASE", duid) === 1 && !dnsmasqLeases().includes(` ${ip6} `), 3000, "dnsmasq to release the lease");
     assert.ok(!existsSync(leaseFile(ctr.name)));
+  });
+
+  test("a server that refuses the address it is asked to renew: the address is removed from eth0, the link left up, the lease forgotten", async () => {
+    const ctr = container();
+    await add(ctr, ipamConf({ families: ["ipv6"] }));
+    // A lease file naming an address the server never gave (outside its range), as the interface carries it.
+    const foreign = `${PREFIX6}:ff0`;
+    ctr.exec("ip", ["addr", "add", `${foreign}/128`, "dev", "eth0", "nodad"]);
+    await restartWith(ctr.name, (b) => Object.assign(b, { address: foreign, renewAt: 0 }));
+    await daemonLogs(new RegExp(`the server refused ${escape(foreign)} \\(.*\\); removing it from eth0`));
+    await eventually(() => !existsSync(leaseFile(ctr.name)), 3000, "the lease to be forgotten");
+    const addrs = ctr.ipJson(["-6", "addr", "show", "eth0"]) as Array<{ flags: string[]; addr_info: Array<{ local: string }> }>;
+    assert.ok(!addrs[0]!.addr_info.some((a) => a.local === foreign), `${foreign} is removed`);
+    assert.ok(addrs[0]!.flags.includes("UP"), "eth0 stays up");
+    assert.equal((await call("DEL", ctr, ipamConf({ families: ["ipv6"] }))).exitCode, 0);
   });
 
   test("no server: code 11 naming what was missing within -resendtimeout (5 s); nothing kept, no address", async () => {

@@ -130,8 +130,9 @@ class HeldLease {
       return;
     }
     log(`${clientID}: ${why}; removing it from ${ifName}`);
-    await this.world.removeAddress6(this.netnsPath, ifName, binding.address)
-      .catch((e: Error) => log(`${clientID}: cannot remove ${binding.address} from ${ifName}: ${e.message}`));
+    await this.world.removeAddress6(this.netnsPath, ifName, binding.address).then(
+      (removed) => removed || log(`${clientID}: ${binding.address} was not on ${ifName}`),
+      (e: Error) => log(`${clientID}: cannot remove ${binding.address} from ${ifName}: ${e.message}`));
   }
 
   private async keep(graceUntil: number): Promise<void> {
