@@ -22,7 +22,7 @@
  * Neither runtime can wait on a foreign descriptor, so replies are polled: non-blocking receives every few
  * milliseconds while some exchange waits (a receive that finds nothing costs under a microsecond), and no
  * timer at all otherwise. Sockets live only for one exchange, so the daemon never keeps a container's
- * namespace alive.
+ * namespace alive. DHCPv6's socket (netns-sockets6.ts) is made with the helpers exported here.
  * @module
  */
 import { statSync } from "node:fs";

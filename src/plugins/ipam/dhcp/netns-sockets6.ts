@@ -4,8 +4,8 @@
  *
  * One UDP socket per exchange, bound to the interface's link-local address, port 546 (and to the interface,
  * SO_BINDTODEVICE), sending to ff02::1:2 port 547 on the interface (IPV6_MULTICAST_IF). A link-local address is
- * usable only once duplicate address detection has passed: right after the link comes up (the main plugin set it up
- * just before calling IPAM, or the daemon did) it is tentative for one to two seconds, the kernel neither sends
+ * usable only once duplicate address detection has passed: right after the link comes up (a main plugin such as
+ * bridge sets it up before calling IPAM, or the daemon does) it is tentative for one to two seconds, the kernel neither sends
  * from it nor answers the server's neighbour solicitations for it. So opening waits, up to the caller's deadline,
  * for a link-local address that is not tentative (an optimistic one, RFC 4429, where the namespace enables them,
  * is usable at once); an address whose DAD failed is an error. When acquiring, an interface whose IPv6 is
