@@ -1,14 +1,20 @@
 /**
  * Test doubles for the dhcp daemon's client and leases: a clock whose time only moves when the test says so,
- * a DHCP server that answers in memory (and can be told to stay silent, refuse, or ignore unicast), the
- * sockets of one interface connected to it, and a LeaseWorld with links that tests can remove. T1, T2 and
- * expiry then take no real time.
+ * a DHCPv4 server and a DHCPv6 server that answer in memory (and can be told to stay silent, refuse, or ignore
+ * unicast), the sockets of one interface connected to them, and a LeaseWorld with links that tests can remove.
+ * T1, T2 and expiry then take no real time.
  * @module
  */
 import { setImmediate as tick } from "node:timers/promises";
 import type { Clock } from "../plugins/ipam/dhcp/clock.js";
 import type { LeaseWorld } from "../plugins/ipam/dhcp/leases.js";
 import { LinkGoneError, NetnsGoneError, type DhcpSockets } from "../plugins/ipam/dhcp/netns-sockets.js";
+import type { Dhcp6Sockets } from "../plugins/ipam/dhcp/client6.js";
+import type { Family } from "../plugins/ipam/dhcp/config.js";
+import {
+  allOptions, decodeIaAddress, decodeIaNa, decodeMessage6, decodeOro, duidLL, encodeDomainList, encodeIaAddress, encodeIaNa,
+  encodeMessage6, encodeStatus, firstOption, hexColons, ipv6Bytes, Message6, Option6, Status6, type Dhcp6Message, type Opt6,
+} from "../plugins/ipam/dhcp/packet6.js";
 import {
   BOOTREPLY, decodeMessage, encodeClasslessRoutes, encodeMessage, ipv4Bytes, messageType, readAddresses, u32Option,
   type DhcpMessage,
@@ -176,10 +182,156 @@ export class FakeSockets implements DhcpSockets {
   }
 }
 
+/** A message the fake DHCPv6 server got. */
+export interface Received6 {
+  type: number;
+  msg: Dhcp6Message;
+}
+
+/** An in-memory DHCPv6 server on fd00:9::/64, giving addresses from fd00:9::10 on. */
+export class FakeDhcp6Server {
+  received: Received6[] = [];
+  /** Answers nothing at all. */
+  silent = false;
+  /** Has no addresses: NoAddrsAvail in the IA of every ADVERTISE and REPLY. */
+  exhausted = false;
+  /** The Preference option of its ADVERTISE (none when undefined). */
+  preference: number | undefined;
+  /** Answers the next RENEW or REBIND with NoBinding (as a server that lost its leases). */
+  forgetBindings = false;
+  /** Ends the address in its next RENEW/REBIND REPLY (valid lifetime 0). */
+  endNext = false;
+  validSeconds = 120;
+  preferredSeconds = 120;
+  t1Seconds = 30;
+  t2Seconds = 90;
+  /** Addresses by DUID and IAID. */
+  readonly bindings = new Map<string, string>();
+  private next: number;
+
+  constructor(readonly serverId = duidLL(1, Uint8Array.of(2, 0, 0, 0, 0, 0xfe)), firstHost = 0x10) {
+    this.next = firstHost;
+  }
+
+  private bindingKey(duid: Uint8Array, iaid: number): string {
+    return `${hexColons(duid)}/${iaid}`;
+  }
+
+  /** The address asked for in the message's IA, if any. */
+  private askedAddress(ia: ReturnType<typeof decodeIaNa>): string | undefined {
+    const addr = firstOption(ia.options, Option6.IAAddr);
+    return addr ? decodeIaAddress(addr).address : undefined;
+  }
+
+  /** The reply to `bytes`, if any. */
+  handle(bytes: Uint8Array): Uint8Array | undefined {
+    const msg = decodeMessage6(bytes);
+    this.received.push({ type: msg.type, msg });
+    if (this.silent) return undefined;
+    const duid = firstOption(msg.options, Option6.ClientID)!;
+    const ia = decodeIaNa(firstOption(msg.options, Option6.IANA)!);
+    const key = this.bindingKey(duid, ia.iaid);
+    const named = firstOption(msg.options, Option6.ServerID);
+    if (named && hexColons(named) !== hexColons(this.serverId)) return undefined; // for another server
+    const options: Opt6[] = [{ code: Option6.ClientID, value: duid }, { code: Option6.ServerID, value: this.serverId }];
+    const reply = (type: number, iaOptions: Opt6[], extra: Opt6[] = []) => {
+      options.push({ code: Option6.IANA, value: encodeIaNa({ iaid: ia.iaid, t1: this.t1Seconds, t2: this.t2Seconds, options: iaOptions }) }, ...extra);
+      const oro = firstOption(msg.options, Option6.ORO);
+      const asked = oro ? decodeOro(oro) : [];
+      if (asked.includes(Option6.DNSServers)) options.push({ code: Option6.DNSServers, value: Uint8Array.from([...ipv6Bytes("fd00:9::53"), ...ipv6Bytes("fd00:9::54")]) });
+      if (asked.includes(Option6.DomainList)) options.push({ code: Option6.DomainList, value: encodeDomainList(["tscni.test"]) });
+      return encodeMessage6({ type, xid: msg.xid, options });
+    };
+    const status = (code: number, message: string): Opt6 => ({ code: Option6.StatusCode, value: encodeStatus({ code, message }) });
+    const grant = (address: string, valid = this.validSeconds): Opt6 =>
+      ({ code: Option6.IAAddr, value: encodeIaAddress({ address, preferred: Math.min(this.preferredSeconds, valid), valid, options: [] }) });
+    switch (msg.type) {
+      case Message6.Solicit: {
+        if (this.exhausted) return reply(Message6.Advertise, [status(Status6.NoAddrsAvail, "no addresses")]);
+        let address = this.bindings.get(key);
+        if (!address) {
+          address = `fd00:9::${(this.next++).toString(16)}`;
+          this.bindings.set(key, address);
+        }
+        const pref: Opt6[] = this.preference === undefined ? [] : [{ code: Option6.Preference, value: Uint8Array.of(this.preference) }];
+        return reply(Message6.Advertise, [grant(address)], pref);
+      }
+      case Message6.Request: {
+        if (this.exhausted) return reply(Message6.Reply, [status(Status6.NoAddrsAvail, "no addresses")]);
+        const address = this.askedAddress(ia)!;
+        this.bindings.set(key, address);
+        return reply(Message6.Reply, [grant(address)]);
+      }
+      case Message6.Renew:
+      case Message6.Rebind: {
+        const address = this.askedAddress(ia)!;
+        if (this.forgetBindings) {
+          this.forgetBindings = false;
+          this.bindings.delete(key);
+          return reply(Message6.Reply, [status(Status6.NoBinding, "no binding")]);
+        }
+        if (this.endNext) {
+          this.endNext = false;
+          return reply(Message6.Reply, [grant(address, 0)]);
+        }
+        return reply(Message6.Reply, [grant(address)]);
+      }
+      case Message6.Release:
+        this.bindings.delete(key);
+        options.push(status(Status6.Success, "released"));
+        return encodeMessage6({ type: Message6.Reply, xid: msg.xid, options });
+      default:
+        return undefined;
+    }
+  }
+
+  /** The messages of one type the server got. */
+  got(type: number): Received6[] {
+    return this.received.filter((r) => r.type === type);
+  }
+}
+
+/** The DHCPv6 socket of one interface, wired to fake servers; replies wait in a queue until received. */
+export class FakeSockets6 implements Dhcp6Sockets {
+  closed = false;
+  readonly hwType = 1;
+  private queue: Uint8Array[] = [];
+  constructor(private readonly servers: readonly FakeDhcp6Server[], private readonly clock: FakeClock, readonly netns: string, readonly ifName: string, readonly mac: Uint8Array) {}
+
+  send(payload: Uint8Array): void {
+    for (const s of this.servers) {
+      const reply = s.handle(payload);
+      if (reply) this.queue.push(reply);
+    }
+  }
+
+  async receive(deadline: number, signal?: AbortSignal): Promise<Uint8Array | undefined> {
+    const next = this.queue.shift();
+    if (next) return next;
+    await this.clock.sleep(deadline - this.clock.now(), signal);
+    return this.queue.shift();
+  }
+
+  close(): void {
+    this.closed = true;
+  }
+}
+
+/** The DHCPv6 messages of `type` that fake servers got, as sent (the IA's address when it names one). */
+export function sentAddresses(server: FakeDhcp6Server, type: number): Array<string | undefined> {
+  return server.got(type).map((r) => {
+    const ia = decodeIaNa(allOptions(r.msg.options, Option6.IANA)[0]!);
+    const addr = firstOption(ia.options, Option6.IAAddr);
+    return addr ? decodeIaAddress(addr).address : undefined;
+  });
+}
+
 /** A LeaseWorld over a fake server: links by `netns/ifName`, removable; everything logged into `lines`. */
 export class FakeWorld implements LeaseWorld {
   readonly clock = new FakeClock();
   readonly server = new FakeDhcpServer();
+  /** The DHCPv6 servers on every link (one unless a test adds another). */
+  readonly servers6 = [new FakeDhcp6Server()];
   settings = { timeoutMs: 2000, resendMaxMs: 62_000, resendTimeoutMs: 10_000, broadcast: false };
   hostPrefix = "";
   readonly links = new Set<string>();
@@ -188,14 +340,24 @@ export class FakeWorld implements LeaseWorld {
   readonly down: string[] = [];
   readonly lines: string[] = [];
   readonly opened: FakeSockets[] = [];
+  readonly opened6: FakeSockets6[] = [];
+  /** IPv6 addresses removed from links, as `netns/ifName address`. */
+  readonly removed6: string[] = [];
+  /** Saved records by client id (DHCPv4) or `ipv6 <client id>`. */
   readonly saved = new Map<string, unknown>();
   store: LeaseWorld["store"];
 
   constructor(store?: LeaseWorld["store"]) {
+    const savedKey = (id: string, family: Family) => (family === "ipv6" ? `ipv6 ${id}` : id);
     this.store = store ?? {
-      save: async (r) => void this.saved.set(r.clientID, r),
-      remove: async (id) => void this.saved.delete(id),
+      save: async (r) => void this.saved.set(savedKey(r.clientID, r.family), r),
+      remove: async (id, family) => void this.saved.delete(savedKey(id, family)),
     };
+  }
+
+  /** The first DHCPv6 server. */
+  get server6(): FakeDhcp6Server {
+    return this.servers6[0]!;
   }
 
   addLink(netns: string, ifName: string): void {
@@ -214,6 +376,20 @@ export class FakeWorld implements LeaseWorld {
     s.configured = !this.unconfigured.has(`${netns}/${ifName}`);
     this.opened.push(s);
     return s;
+  }
+
+  async open6(netns: string, ifName: string): Promise<Dhcp6Sockets> {
+    if (![...this.links].some((l) => l.startsWith(`${netns}/`))) throw new NetnsGoneError(netns);
+    if (!this.links.has(`${netns}/${ifName}`)) throw new LinkGoneError(ifName, netns);
+    const index = [...this.links].indexOf(`${netns}/${ifName}`);
+    const s = new FakeSockets6(this.servers6, this.clock, netns, ifName, Uint8Array.of(2, 0, 0, 0, index >> 8, index & 0xff));
+    this.opened6.push(s);
+    return s;
+  }
+
+  async removeAddress6(netns: string, ifName: string, address: string): Promise<boolean> {
+    this.removed6.push(`${netns}/${ifName} ${address}`);
+    return true;
   }
 
   async linkExists(netns: string, ifName: string): Promise<boolean> {

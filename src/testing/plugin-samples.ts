@@ -75,6 +75,7 @@ export const SAMPLES: Record<string, Sample[]> = {
           type: "dhcp", daemonSocketPath: "/run/tscni-sample/dhcp.sock", priority: 10,
           provide: [{ option: "host-name", value: "sample" }, { option: "user-class", fromArg: "CLASS" }],
           request: [{ option: "121" }, { option: "routers", skipDefault: true }],
+          families: ["ipv4", "ipv6"], duidType: "uuid",
         },
       },
       cniArgs: "IgnoreUnknown=1;CLASS=gold",

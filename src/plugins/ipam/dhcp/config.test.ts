@@ -1,7 +1,7 @@
 /**
  * The dhcp config as upstream reads it: the socket path, `provide` (fixed values and values from CNI_ARGS),
- * `request` (names, numbers, `skipDefault`), `priority`; the pod name as host name; and errors that name the
- * key and the value (code 7) or the CNI_ARGS entry (code 4).
+ * `request` (names, numbers, `skipDefault`), `priority`; the pod name as host name; tscni's `families` and
+ * `duidType`; and errors that name the key and the value (code 7) or the CNI_ARGS entry (code 4).
  */
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
@@ -19,6 +19,20 @@ describe("dhcp config", () => {
     assert.equal(c.sendOptions.size, 0);
     assert.equal(c.priority, 0);
     assert.equal(c.name, "net");
+    assert.deepEqual(c.families, ["ipv4"], "DHCPv4 alone, as before DHCPv6 existed");
+    assert.equal(c.duidKind, "ll");
+  });
+
+  test("families: IPv4, IPv6 or both (always IPv4 first); duidType: ll, llt or uuid", () => {
+    assert.deepEqual(parse({ families: ["ipv6"] }).families, ["ipv6"]);
+    assert.deepEqual(parse({ families: ["ipv6", "ipv4"] }).families, ["ipv4", "ipv6"]);
+    assert.deepEqual(parse({ families: null }).families, ["ipv4"]);
+    for (const kind of ["ll", "llt", "uuid"]) assert.equal(parse({ duidType: kind }).duidKind, kind);
+    assert.throws(() => parse({ families: [] }), { code: 7, msg: 'invalid "ipam.families": [] (want "ipv4", "ipv6" or both)' });
+    assert.throws(() => parse({ families: ["ipv4", "ip6"] }), { code: 7, msg: 'invalid "ipam.families[1]": "ip6" (want "ipv4" or "ipv6")' });
+    assert.throws(() => parse({ families: ["ipv6", "ipv6"] }), { code: 7, msg: 'invalid "ipam.families[1]": "ipv6" (given twice)' });
+    assert.throws(() => parse({ families: "ipv6" }), { code: 7, msg: /"ipam\.families"/ });
+    assert.throws(() => parse({ duidType: "mac" }), { code: 7, msg: 'invalid "ipam.duidType": "mac" (want one of "ll", "llt", "uuid")' });
   });
 
   test("daemonSocketPath, priority", () => {

@@ -2,8 +2,9 @@
  * The dhcp plugin's configuration, read as upstream's NetConf/IPAMConfig: `ipam.daemonSocketPath`,
  * `ipam.provide` (options sent to the server: a fixed `value` or one taken from CNI_ARGS with `fromArg`),
  * `ipam.request` (options asked for; `skipDefault` drops the default list) and `ipam.priority` (the metric of
- * every returned route). Both the plugin (to fail before calling the daemon) and the daemon (which needs the
- * options) parse it with this module.
+ * every returned route), and tscni's `ipam.families` (which leases to hold: DHCPv4, DHCPv6 or both) and
+ * `ipam.duidType` (how the DHCPv6 client names itself). Both the plugin (to fail before calling the daemon) and the
+ * daemon (which needs the options) parse it with this module.
  * @module
  */
 import { CniError, ErrorCode } from "../../../spec/errors.js";
@@ -25,6 +26,7 @@ export const DHCP_SCHEMA = struct("NetConf", {
   ...NET_CONF_FIELDS,
   ipam: ptr(struct("IPAMConfig", {
     type: string, daemonSocketPath: string, provide: list(PROVIDE_OPTION), request: list(REQUEST_OPTION), priority: int,
+    families: list(string), duidType: string,
   })),
 });
 
@@ -33,6 +35,14 @@ const BASICS_SCHEMA = struct("NetConf", { ...NET_CONF_FIELDS, ipam: ptr(struct("
 
 /** The CNI_ARGS the dhcp plugin reads for the host name it sends. */
 export const POD_NAME_ARG = "K8S_POD_NAME";
+
+/** An address family the daemon acquires a lease of. */
+export type Family = "ipv4" | "ipv6";
+export const FAMILIES: readonly Family[] = ["ipv4", "ipv6"];
+
+/** How the DHCPv6 client makes its DUID: DUID-LL or DUID-LLT of the interface's hardware address, or DUID-UUID. */
+export type DuidKind = "ll" | "llt" | "uuid";
+const DUID_KINDS: readonly DuidKind[] = ["ll", "llt", "uuid"];
 
 export interface DhcpConfig {
   cniVersion: string;
@@ -47,6 +57,10 @@ export interface DhcpConfig {
   priority: number;
   /** `cni.dev/valid-attachments` (GC). */
   validAttachments: GCAttachment[];
+  /** The leases to hold, in this order (`ipam.families`; IPv4 alone by default). */
+  families: Family[];
+  /** The DHCPv6 client's DUID (`ipam.duidType`; DUID-LL by default). */
+  duidKind: DuidKind;
 }
 
 const OPTION_WANT = `want an option name (${Object.keys(OPTION_NAMES).join(", ")}) or a number from 0 to 255`;
@@ -111,6 +125,9 @@ export function parseDhcpConfig(stdin: Buffer, cniArgs: string): DhcpConfig {
     requested.push(optionCode(r.option, `ipam.request[${i}].option`));
   }
   const requestList = [...new Set([...requested, ...(skipDefault ? [] : DEFAULT_REQUESTED)])];
+  const families = parseFamilies(ipam.families);
+  const duidKind = ipam.duidType || "ll";
+  if (!(DUID_KINDS as readonly string[]).includes(duidKind)) throw invalidKey("ipam.duidType", duidKind, `want one of ${DUID_KINDS.map((k) => JSON.stringify(k)).join(", ")}`);
 
   return {
     cniVersion: conf.cniVersion,
@@ -120,7 +137,20 @@ export function parseDhcpConfig(stdin: Buffer, cniArgs: string): DhcpConfig {
     requestList,
     priority: ipam.priority ?? 0,
     validAttachments: conf.validAttachments ?? [],
+    families,
+    duidKind: duidKind as DuidKind,
   };
+}
+
+/** `ipam.families`: a non-empty list of "ipv4" and "ipv6" without repeats (IPv4 alone when absent), in IPv4-first order. */
+function parseFamilies(value: string[] | undefined): Family[] {
+  if (value === undefined) return ["ipv4"];
+  if (value.length === 0) throw invalidKey("ipam.families", value, 'want "ipv4", "ipv6" or both');
+  for (const [i, f] of value.entries()) {
+    if (!(FAMILIES as readonly string[]).includes(f)) throw invalidKey(`ipam.families[${i}]`, f, 'want "ipv4" or "ipv6"');
+    if (value.indexOf(f) !== i) throw invalidKey(`ipam.families[${i}]`, f, "given twice");
+  }
+  return FAMILIES.filter((f) => value.includes(f));
 }
 
 /** What DEL, STATUS and GC need of the config. */

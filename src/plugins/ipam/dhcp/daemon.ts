@@ -23,6 +23,7 @@ import { LeaseManager, type LeaseWorld } from "./leases.js";
 import {
   linkExists, LinkGoneError, NetnsGoneError, openDhcpSockets, OwnNetnsError, setLinkDown, socketsAvailable, tryLock,
 } from "./netns-sockets.js";
+import { LinkLocalError, openDhcp6Sockets, removeAddress6 } from "./netns-sockets6.js";
 import { decodeRequest, encodeError, encodeResult, readLine, type DaemonRequest } from "./protocol.js";
 
 /** How long a connection may take to send its request. */
@@ -41,6 +42,7 @@ function log(line: string): void {
 function describeOpenError(e: unknown): CniError {
   if (e instanceof NetnsGoneError || e instanceof OwnNetnsError) return new CniError(ErrorCode.InvalidEnvironmentVariables, e.message);
   if (e instanceof LinkGoneError) return new CniError(ErrorCode.Internal, `error looking up ${JSON.stringify(e.ifName)}: ${e.message}`);
+  if (e instanceof LinkLocalError) return new CniError(ErrorCode.TryAgainLater, `no DHCPv6 lease: ${e.message}`);
   return CniError.from(e);
 }
 
@@ -224,8 +226,10 @@ async function runDaemon(flags: DaemonFlags): Promise<void> {
     hostPrefix: flags.hostprefix,
     store,
     open: openDhcpSockets,
+    open6: openDhcp6Sockets,
     linkExists,
     setLinkDown,
+    removeAddress6,
     isGone: (e) => e instanceof NetnsGoneError || e instanceof LinkGoneError || e instanceof OwnNetnsError,
     describeOpenError,
     log,

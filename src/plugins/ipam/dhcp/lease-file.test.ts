@@ -1,19 +1,21 @@
 /**
- * Lease files: a record survives the round trip through its file (infinite times, bytes, the options map),
- * saves replace atomically (no temp file stays), files that do not decode are reported and left alone, and
- * a file whose name does not match its lease is refused.
+ * Lease files: a record of either family survives the round trip through its file (infinite times, bytes, the
+ * options map, the DUID), a DHCPv4 file is written as before DHCPv6 existed (no family), an attachment's two
+ * leases have two files, saves replace atomically (no temp file stays), files that do not decode are reported and
+ * left alone, and a file whose name does not match its lease is refused.
  */
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { useTempDirs } from "../../../testing/temp.js";
-import { decodeLeaseRecord, encodeLeaseRecord, leaseFileName, LeaseStore, type LeaseRecord } from "./lease-file.js";
+import { decodeLeaseRecord, encodeLeaseRecord, leaseFileName, LeaseStore, type LeaseRecord, type LeaseRecord6 } from "./lease-file.js";
+import { hexColons } from "./packet6.js";
 
 const tempDir = useTempDirs("tscni-dhcp-leasefile-");
 
 const record = (id = "ctr/net/eth0", expiresAt = 1_900_000_000_000): LeaseRecord => ({
-  clientID: id, containerID: "ctr", network: "net", ifName: "eth0", netns: "/run/netns/ctr",
+  family: "ipv4", clientID: id, containerID: "ctr", network: "net", ifName: "eth0", netns: "/run/netns/ctr",
   send: { clientIdOption: Uint8Array.from([0, ...Buffer.from(id)]), options: new Map([[12, Uint8Array.from(Buffer.from("pod"))], [224, new Uint8Array()]]), requestList: [1, 3, 121] },
   binding: {
     ack: Uint8Array.of(2, 1, 6, 0, 255), address: "10.9.0.10", server: "10.9.0.1", mac: Uint8Array.of(2, 0, 0, 0, 0, 1),
@@ -21,13 +23,45 @@ const record = (id = "ctr/net/eth0", expiresAt = 1_900_000_000_000): LeaseRecord
   },
 });
 
+const serverId = Uint8Array.of(0, 1, 0, 1, 0x32, 0x9a, 0xab, 0x57, 2, 0, 0, 0, 0, 0xfe);
+const record6 = (id = "ctr/net/eth0", fqdn = true): LeaseRecord6 => ({
+  family: "ipv6", clientID: id, containerID: "ctr", network: "net", ifName: "eth0", netns: "/run/netns/ctr",
+  send: { duid: Uint8Array.of(0, 3, 0, 1, 2, 0, 0, 0, 0, 1), iaid: 0xf2bb_5a52, oro: [23, 24], ...(fqdn ? { fqdn: Uint8Array.of(0, 3, 0x70, 0x6f, 0x64) } : {}) },
+  binding: {
+    reply: Uint8Array.of(7, 1, 2, 3), address: "fd00:9::10", serverId, server: hexColons(serverId),
+    boundAt: 1_800_000_000_000, renewAt: 1_800_000_030_000, rebindAt: Infinity, expiresAt: Infinity,
+  },
+});
+
 describe("lease files", () => {
   test("a record round-trips, infinite times as null", () => {
-    for (const r of [record(), record("a/b/c", Infinity)]) {
+    for (const r of [record(), record("a/b/c", Infinity), record6(), record6("x/y/z", false)]) {
       const text = encodeLeaseRecord(r);
       assert.deepEqual(decodeLeaseRecord(text), r);
     }
     assert.match(encodeLeaseRecord(record("x", Infinity)), /"expiresAt": null/);
+  });
+
+  test("a DHCPv4 record names no family (a daemon without DHCPv6 reads it); a DHCPv6 record does, with its DUID", () => {
+    const v4 = JSON.parse(encodeLeaseRecord(record())) as Record<string, unknown>;
+    assert.deepEqual(Object.keys(v4), ["format", "clientID", "containerID", "network", "ifName", "netns", "send", "binding"]);
+    const v6 = JSON.parse(encodeLeaseRecord(record6())) as Record<string, any>;
+    assert.equal(v6["family"], "ipv6");
+    assert.deepEqual(v6["send"], { duid: "AAMAAQIAAAAAAQ==", iaid: 0xf2bb_5a52, oro: [23, 24], fqdn: "AANwb2Q=" });
+    assert.deepEqual(Object.keys(v6["binding"]), ["address", "serverId", "reply", "boundAt", "renewAt", "rebindAt", "expiresAt"]);
+  });
+
+  test("an attachment's DHCPv4 and DHCPv6 leases have a file each; removing one leaves the other", async () => {
+    const dir = tempDir();
+    const store = new LeaseStore(dir);
+    await store.save(record());
+    await store.save(record6());
+    assert.deepEqual(readdirSync(dir).sort(), [leaseFileName("ctr/net/eth0"), leaseFileName("ctr/net/eth0", "ipv6")].sort());
+    assert.match(leaseFileName("ctr/net/eth0", "ipv6"), /^lease6-[0-9a-f]{32}\.json$/);
+    const { records } = await store.loadAll();
+    assert.deepEqual(records.map((r) => r.family).sort(), ["ipv4", "ipv6"]);
+    await store.remove("ctr/net/eth0", "ipv4");
+    assert.deepEqual(readdirSync(dir), [leaseFileName("ctr/net/eth0", "ipv6")]);
   });
 
   test("save writes one 0600 file per lease, atomically; remove deletes it; loadAll reads them back", async () => {
@@ -63,7 +97,7 @@ describe("lease files", () => {
     assert.deepEqual(records.map((r) => r.clientID), ["ctr/net/eth0"]);
     assert.equal(problems.length, 3);
     assert.ok(problems.some((p) => p.startsWith(bad) && /JSON/.test(p)));
-    assert.ok(problems.some((p) => p.startsWith(wrong) && /holds the lease of moved\/net\/eth0/.test(p)));
+    assert.ok(problems.some((p) => p.startsWith(wrong) && /holds the ipv4 lease of moved\/net\/eth0/.test(p)));
     assert.ok(problems.some((p) => p.startsWith(future) && /format 2 is not 1/.test(p)));
     assert.ok(readFileSync(bad, "utf8"), "left alone");
   });
@@ -75,5 +109,11 @@ describe("lease files", () => {
     text["binding"]["renewAt"] = 1;
     text["send"]["requestList"] = [1, 300];
     assert.throws(() => decodeLeaseRecord(JSON.stringify(text)), /send\.requestList/);
+    const six = JSON.parse(encodeLeaseRecord(record6())) as Record<string, any>;
+    six["send"]["iaid"] = -1;
+    assert.throws(() => decodeLeaseRecord(JSON.stringify(six)), /send\.iaid is not a 32-bit IAID/);
+    six["send"]["iaid"] = 1;
+    six["family"] = "ipv5";
+    assert.throws(() => decodeLeaseRecord(JSON.stringify(six)), /family "ipv5" is neither/);
   });
 });

@@ -1,23 +1,27 @@
 /**
- * The daemon's leases: one per attachment (client id `containerID/network/ifName`), acquired on ADD (or on a
- * CHECK that finds none, as upstream), kept in memory and on disk, renewed at T1 and rebound at T2 in the
- * background, and released on DEL or GC, from the container's interface only (a lease whose interface or
- * namespace is gone is dropped without a RELEASE). The upkeep stops when the interface or its namespace disappears,
- * and when the lease expires or the server refuses it (the interface is then set down, as upstream does, since
- * its address is no longer the container's to use). Operations on one attachment run one after another;
- * different attachments proceed at once. Everything outside (sockets, files, time) comes in through
- * `LeaseWorld`, so the whole life of a lease runs under a fake clock in the tests.
+ * The daemon's leases: per attachment (client id `containerID/network/ifName`) one DHCPv4 lease, one DHCPv6 lease or
+ * both, as the config's `families` asks, acquired on ADD (or on a CHECK that finds none, as upstream), kept in memory
+ * and on disk, renewed at T1 and rebound at T2 in the background, and released on DEL or GC, from the container's
+ * interface only (a lease whose interface or namespace is gone is dropped without a RELEASE). An ADD that gets one
+ * family but not the other gives back what it got (RELEASE sent, record removed) and fails. The upkeep stops when
+ * the interface or its namespace disappears, and when the lease expires or the server refuses it: the address is
+ * then no longer the container's to use, so a DHCPv4 lease sets the interface down (as upstream does) and a DHCPv6
+ * one removes its address from the interface. Operations on one attachment run one after another; different
+ * attachments proceed at once. Everything outside (sockets, files, time) comes in through `LeaseWorld`, so the whole
+ * life of a lease runs under a fake clock in the tests.
  * @module
  */
 import { CniError, ErrorCode } from "../../../spec/errors.js";
 import type { GCAttachment } from "../../../spec/config.js";
 import type { Result100 } from "../../../spec/result/types100.js";
-import { acquire, extend, formatDuration, release, type Binding, type ClientSettings, type RenewOutcome, type SendSpec } from "./client.js";
+import { acquire, extend, formatDuration, release, type ClientSettings } from "./client.js";
+import { acquire6, extend6, release6, type Dhcp6Sockets } from "./client6.js";
 import type { Clock } from "./clock.js";
-import { parseDhcpBasics, parseDhcpConfig } from "./config.js";
-import type { LeaseRecord } from "./lease-file.js";
+import { FAMILIES, parseDhcpBasics, parseDhcpConfig, type DhcpConfig, type Family } from "./config.js";
+import type { LeaseRecord, LeaseRecord4, LeaseRecord6 } from "./lease-file.js";
 import type { DhcpSockets } from "./netns-sockets.js";
 import { clientIdOf, clientIdOption, leasePrefix, leaseResult } from "./options.js";
+import { combineResults, duidSource, leaseResult6, sendSpec6 } from "./options6.js";
 import { decodeMessage } from "./packet.js";
 import type { WireArgs } from "./protocol.js";
 
@@ -27,11 +31,18 @@ export interface LeaseWorld {
   settings: ClientSettings;
   /** Prefixed to every namespace path (`-hostprefix`). */
   hostPrefix: string;
-  store: { save(r: LeaseRecord): Promise<void>; remove(clientID: string): Promise<void> };
-  /** Opens the sockets of one exchange on `ifName` in the namespace at `netns`; `bringUp` sets a down link up (acquiring). */
+  store: { save(r: LeaseRecord): Promise<void>; remove(clientID: string, family: Family): Promise<void> };
+  /** Opens the sockets of one DHCPv4 exchange on `ifName` in the namespace at `netns`; `bringUp` sets a down link up (acquiring). */
   open(netns: string, ifName: string, bringUp?: boolean): Promise<DhcpSockets>;
+  /**
+   * Opens the socket of one DHCPv6 exchange, waiting until `readyBy` (epoch ms) for the interface's link-local
+   * address; `bringUp` (acquiring) enables IPv6 on the interface and sets it up.
+   */
+  open6(netns: string, ifName: string, opts: { bringUp?: boolean; readyBy: number }): Promise<Dhcp6Sockets>;
   linkExists(netns: string, ifName: string): Promise<boolean>;
   setLinkDown(netns: string, ifName: string): Promise<void>;
+  /** Removes an IPv6 address from the interface; false when the interface does not carry it. */
+  removeAddress6(netns: string, ifName: string, address: string): Promise<boolean>;
   /** Whether an error from `open` means the interface or its namespace no longer exists (or may not be used). */
   isGone(e: unknown): boolean;
   /** Turns an error from `open` into the CNI error ADD reports. */
@@ -44,7 +55,36 @@ export const LINK_CHECK_MS = 5000;
 
 const at = (t: number): string => (Number.isFinite(t) ? new Date(t).toISOString() : "never");
 
-/** A lease the daemon holds, and its upkeep. */
+/** The protocol's name, for messages. */
+const protocolOf = (family: Family): string => (family === "ipv4" ? "DHCPv4" : "DHCPv6");
+
+/** What a renewal or rebinding came to: the record with its new binding, a refusal, or no answer. */
+type Extended = { record: LeaseRecord } | { nak: string } | { problem: string };
+
+/** One renewal or rebinding of `r` by its family's client. */
+async function extendRecord(world: LeaseWorld, netnsPath: string, r: LeaseRecord, mode: "renew" | "rebind", signal: AbortSignal): Promise<Extended> {
+  const { settings, clock } = world;
+  if (r.family === "ipv4") {
+    const out = await extend(() => world.open(netnsPath, r.ifName), r.binding, mode, r.send, settings, clock, signal);
+    return "binding" in out ? { record: { ...r, binding: out.binding } } : out;
+  }
+  const out = await extend6((readyBy) => world.open6(netnsPath, r.ifName, { readyBy }), r.binding, mode, r.send, settings, clock, signal);
+  return "binding" in out ? { record: { ...r, binding: out.binding } } : out;
+}
+
+/** The RELEASE of `r` from its interface, by its family's client; how it was sent. */
+function releaseRecord(world: LeaseWorld, r: LeaseRecord): Promise<string> {
+  const netnsPath = world.hostPrefix + r.netns;
+  return r.family === "ipv4"
+    ? release(() => world.open(netnsPath, r.ifName), r.binding, r.send, world.clock)
+    : release6((readyBy) => world.open6(netnsPath, r.ifName, { readyBy }), r.binding, r.send, world.clock);
+}
+
+/** The IPAM result of one lease. */
+const resultOf = (r: LeaseRecord, priority: number): Result100 =>
+  r.family === "ipv4" ? leaseResult(decodeMessage(r.binding.ack), priority) : leaseResult6(r.binding.reply, r.binding.address);
+
+/** A held lease, and its upkeep. */
 class HeldLease {
   /** The upkeep gave the lease up (expired, refused, interface gone): there is nothing left to release. */
   ended = false;
@@ -77,6 +117,24 @@ class HeldLease {
     this.onEnd(this, reason);
   }
 
+  /**
+   * The address is no longer the container's to use: a DHCPv4 lease sets the interface down (as upstream); a
+   * DHCPv6 lease removes its address, leaving the link (and an IPv4 lease on it) alone.
+   */
+  private async retire(why: string): Promise<void> {
+    const { log } = this.world;
+    const { clientID, ifName, binding } = this.record;
+    if (this.record.family === "ipv4") {
+      log(`${clientID}: ${why}; setting ${ifName} down`);
+      await this.world.setLinkDown(this.netnsPath, ifName).catch((e: Error) => log(`${clientID}: cannot set ${ifName} down: ${e.message}`));
+      return;
+    }
+    log(`${clientID}: ${why}; removing it from ${ifName}`);
+    await this.world.removeAddress6(this.netnsPath, ifName, binding.address).then(
+      (removed) => removed || log(`${clientID}: ${binding.address} was not on ${ifName}`),
+      (e: Error) => log(`${clientID}: cannot remove ${binding.address} from ${ifName}: ${e.message}`));
+  }
+
   private async keep(graceUntil: number): Promise<void> {
     const { clock, settings, log } = this.world;
     const signal = this.stopper.signal;
@@ -98,29 +156,28 @@ class HeldLease {
       }
       const expiry = Math.max(b.expiresAt, graceUntil);
       if (now >= expiry) {
-        log(`${clientID}: lease of ${b.address} expired at ${at(b.expiresAt)}; setting ${ifName} down`);
-        await this.world.setLinkDown(this.netnsPath, ifName).catch((e: Error) => log(`${clientID}: cannot set ${ifName} down: ${e.message}`));
+        await this.retire(`lease of ${b.address} expired at ${at(b.expiresAt)}`);
         return this.end("it expired");
       }
       const mode = now < b.rebindAt ? "renew" : "rebind";
-      let outcome: RenewOutcome;
+      let outcome: Extended;
       try {
-        outcome = await extend(() => this.world.open(this.netnsPath, ifName), b, mode, this.record.send, settings, clock, signal);
+        outcome = await extendRecord(this.world, this.netnsPath, this.record, mode, signal);
       } catch (e) {
         if (this.world.isGone(e)) return this.end(`${ifName} in ${this.record.netns} is gone`);
         outcome = { problem: (e as Error).message };
       }
       if (signal.aborted) return;
-      if ("binding" in outcome) {
-        this.record = { ...this.record, binding: outcome.binding };
+      if ("record" in outcome) {
+        this.record = outcome.record;
+        const renewed = outcome.record.binding;
         graceUntil = 0;
         await this.world.store.save(this.record).catch((e: Error) => log(`${clientID}: cannot save the lease: ${e.message}`));
-        log(`${clientID}: ${mode === "renew" ? "renewed" : "rebound"} ${b.address} with ${outcome.binding.server}; renew at ${at(outcome.binding.renewAt)}, expires at ${at(outcome.binding.expiresAt)}`);
+        log(`${clientID}: ${mode === "renew" ? "renewed" : "rebound"} ${b.address} with ${renewed.server}; renew at ${at(renewed.renewAt)}, expires at ${at(renewed.expiresAt)}`);
         continue;
       }
       if ("nak" in outcome) {
-        log(`${clientID}: the server refused ${b.address} (${outcome.nak}); setting ${ifName} down`);
-        await this.world.setLinkDown(this.netnsPath, ifName).catch((e: Error) => log(`${clientID}: cannot set ${ifName} down: ${e.message}`));
+        await this.retire(`the server refused ${b.address} (${outcome.nak})`);
         return this.end("the server refused it");
       }
       // No answer: try again after half the time left to the next stage (RFC 2131 §4.4.5), 1 s to -resendmax.
@@ -135,15 +192,16 @@ class HeldLease {
 
 /** Every lease of the daemon. */
 export class LeaseManager {
-  private readonly held = new Map<string, HeldLease>();
+  /** The held leases by family, each keyed by client id. */
+  private readonly held: Record<Family, Map<string, HeldLease>> = { ipv4: new Map(), ipv6: new Map() };
   private readonly queues = new Map<string, Promise<unknown>>();
   private readonly stopping = new AbortController();
 
   constructor(private readonly world: LeaseWorld) {}
 
-  /** The records of the leases held now. */
+  /** The records of the leases held now (IPv4 first). */
   records(): LeaseRecord[] {
-    return [...this.held.values()].map((l) => l.record);
+    return FAMILIES.flatMap((f) => [...this.held[f].values()].map((l) => l.record));
   }
 
   /** Runs `op` after every earlier operation on `key` has finished. */
@@ -157,86 +215,130 @@ export class LeaseManager {
     return run;
   }
 
-  /** ADD: the attachment's lease (acquired now unless it is held) and its result. */
+  /** ADD: the attachment's leases (acquired now unless held) and their one result. */
   async add(args: WireArgs): Promise<Result100> {
     const conf = parseDhcpConfig(args.stdinData, args.args);
     const key = clientIdOf(args.containerID, conf.name, args.ifName);
     return this.serial(key, async () => {
-      const lease = await this.ensure(key, args, conf.name, { clientIdOption: clientIdOption(key), options: conf.sendOptions, requestList: conf.requestList });
-      return leaseResult(decodeMessage(lease.binding.ack), conf.priority);
+      const records = await this.ensureAll(key, args, conf);
+      return combineResults(records.map((r) => resultOf(r, conf.priority)));
     });
   }
 
-  /** CHECK: the lease is held, not expired, and its interface exists; with none held, one is acquired (as upstream). */
+  /**
+   * CHECK: each lease the config asks for is held, not expired, and its interface exists; a family with none held is
+   * acquired (as upstream does for DHCPv4).
+   */
   async check(args: WireArgs): Promise<void> {
     const conf = parseDhcpConfig(args.stdinData, args.args);
     const key = clientIdOf(args.containerID, conf.name, args.ifName);
     await this.serial(key, async () => {
-      const lease = this.held.get(key);
-      if (!lease || lease.ended || lease.record.netns !== args.netns) {
-        await this.ensure(key, args, conf.name, { clientIdOption: clientIdOption(key), options: conf.sendOptions, requestList: conf.requestList });
-        return;
+      const heldBefore = conf.families.filter((f) => this.usable(f, key, args.netns));
+      await this.ensureAll(key, args, conf);
+      for (const family of heldBefore) {
+        const lease = this.held[family].get(key)!;
+        if (!(await this.world.linkExists(lease.netnsPath, args.ifName))) {
+          throw new CniError(ErrorCode.Internal, `the ${protocolOf(family)} lease of ${key} is held, but ${args.ifName} does not exist in ${args.netns}`);
+        }
+        const b = lease.record.binding;
+        if (this.world.clock.now() >= b.expiresAt) throw new CniError(ErrorCode.Internal, `the ${protocolOf(family)} lease of ${b.address} for ${key} expired at ${at(b.expiresAt)}`);
       }
-      if (!(await this.world.linkExists(lease.netnsPath, args.ifName))) {
-        throw new CniError(ErrorCode.Internal, `the DHCP lease of ${key} is held, but ${args.ifName} does not exist in ${args.netns}`);
-      }
-      const b = lease.record.binding;
-      if (this.world.clock.now() >= b.expiresAt) throw new CniError(ErrorCode.Internal, `the DHCP lease of ${b.address} for ${key} expired at ${at(b.expiresAt)}`);
     });
   }
 
-  /** DEL: stops the upkeep, releases the lease (when its interface is still there) and forgets it; an unknown lease is success. */
+  /** DEL: stops the upkeep, releases the leases of both families (when the interface is still there) and forgets them; none held is success. */
   async del(args: WireArgs): Promise<void> {
     const conf = parseDhcpBasics(args.stdinData);
     const key = clientIdOf(args.containerID, conf.name, args.ifName);
     await this.serial(key, () => this.drop(key, "DEL"));
   }
 
-  /** GC: releases the network's leases whose attachment is not in `cni.dev/valid-attachments`. */
+  /** GC: releases the network's leases whose attachment is not in `cni.dev/valid-attachments`; returns how many attachments. */
   async gc(args: WireArgs): Promise<number> {
     const conf = parseDhcpBasics(args.stdinData);
     const valid = (r: LeaseRecord) => conf.validAttachments.some((a: GCAttachment) => a.containerID === r.containerID && a.ifname === r.ifName);
-    const stale = this.records().filter((r) => r.network === conf.name && !valid(r));
-    await Promise.all(stale.map((r) => this.serial(r.clientID, () => this.drop(r.clientID, "GC"))));
+    const stale = [...new Set(this.records().filter((r) => r.network === conf.name && !valid(r)).map((r) => r.clientID))];
+    await Promise.all(stale.map((key) => this.serial(key, () => this.drop(key, "GC"))));
     return stale.length;
   }
 
-  /** The held lease of `key` for this attachment, acquiring one (and dropping another attachment's) when needed. */
-  private async ensure(key: string, args: WireArgs, network: string, send: SendSpec): Promise<LeaseRecord> {
-    const existing = this.held.get(key);
-    if (existing && !existing.ended && existing.record.netns === args.netns) return existing.record;
-    if (existing) await this.drop(key, `a new attachment in ${args.netns}`);
+  /** Whether `family`'s lease of `key` is held for the attachment in `netns`. */
+  private usable(family: Family, key: string, netns: string): boolean {
+    const lease = this.held[family].get(key);
+    return !!lease && !lease.ended && lease.record.netns === netns;
+  }
+
+  /**
+   * The held leases of every family the config asks for, acquiring those missing (at once). When one cannot be had,
+   * those acquired here are released again, and the failure is thrown (the code of the first family that failed,
+   * the words of each), saying what was given back.
+   */
+  private async ensureAll(key: string, args: WireArgs, conf: DhcpConfig): Promise<LeaseRecord[]> {
+    const outcomes = await Promise.allSettled(conf.families.map((family) => this.ensure(family, key, args, conf)));
+    const failures = outcomes.flatMap((o) => (o.status === "rejected" ? [CniError.from(o.reason)] : []));
+    if (!failures.length) return outcomes.map((o) => (o as PromiseFulfilledResult<{ record: LeaseRecord }>).value.record);
+    const fresh = outcomes.flatMap((o) => (o.status === "fulfilled" && o.value.fresh ? [o.value.record] : []));
+    for (const r of fresh) await this.dropOne(r.family, key, "rolling back: the other family's lease could not be had");
+    const undone = fresh.map((r) => ` (the ${protocolOf(r.family)} lease of ${r.binding.address} acquired meanwhile was released)`).join("");
+    if (failures.length === 1 && !undone) throw failures[0];
+    throw new CniError(failures[0]!.code, `${failures.map((e) => e.msg).join("; ")}${undone}`, failures.map((e) => e.details).filter(Boolean).join("; "));
+  }
+
+  /** The held lease of `family` for this attachment, acquiring one (and dropping another attachment's) when needed. */
+  private async ensure(family: Family, key: string, args: WireArgs, conf: DhcpConfig): Promise<{ record: LeaseRecord; fresh: boolean }> {
+    const existing = this.held[family].get(key);
+    if (existing && !existing.ended && existing.record.netns === args.netns) return { record: existing.record, fresh: false };
+    if (existing) await this.dropOne(family, key, `a new attachment in ${args.netns}`);
     if (!args.netns.startsWith("/")) throw new CniError(ErrorCode.InvalidEnvironmentVariables, `the netns path ${JSON.stringify(args.netns)} is not absolute`);
-    const netnsPath = this.world.hostPrefix + args.netns;
-    let binding: Binding;
+    let record: LeaseRecord;
     try {
-      binding = await acquire(() => this.world.open(netnsPath, args.ifName, true), send, this.world.settings, this.world.clock, this.stopping.signal);
+      record = family === "ipv4" ? await this.acquire4(key, args, conf) : await this.acquire6(key, args, conf);
     } catch (e) {
       throw e instanceof CniError ? e : this.world.describeOpenError(e);
     }
-    const record: LeaseRecord = { clientID: key, containerID: args.containerID, network, ifName: args.ifName, netns: args.netns, send, binding };
     try {
-      const prefix = leasePrefix(decodeMessage(binding.ack)); // a lease the result cannot describe is given back
+      const described = record.family === "ipv4" ? `${record.binding.address}/${leasePrefix(decodeMessage(record.binding.ack))}` : resultOf(record, 0).ips![0]!.address;
       await this.world.store.save(record);
-      this.world.log(`${key}: acquired ${binding.address}/${prefix} from ${binding.server} on ${args.ifName} in ${args.netns}; renew at ${at(binding.renewAt)}, expires at ${at(binding.expiresAt)}`);
+      const b = record.binding;
+      this.world.log(`${key}: acquired ${described} from ${b.server} on ${args.ifName} in ${args.netns}; renew at ${at(b.renewAt)}, expires at ${at(b.expiresAt)}`);
     } catch (e) {
-      await this.sendRelease(record);
+      await this.sendRelease(record); // a lease the result cannot describe, or that cannot be kept, is given back
       throw CniError.from(e);
     }
     const lease = new HeldLease(record, this.world, (l, reason) => this.forgetLater(l, reason));
-    this.held.set(key, lease);
+    this.held[family].set(key, lease);
     lease.start();
-    return record;
+    return { record, fresh: true };
   }
 
-  /** Stops and releases the held lease of `key` (if any) and removes its file. */
+  private async acquire4(key: string, args: WireArgs, conf: DhcpConfig): Promise<LeaseRecord4> {
+    const send = { clientIdOption: clientIdOption(key), options: conf.sendOptions, requestList: conf.requestList };
+    const netnsPath = this.world.hostPrefix + args.netns;
+    const binding = await acquire(() => this.world.open(netnsPath, args.ifName, true), send, this.world.settings, this.world.clock, this.stopping.signal);
+    return { family: "ipv4", clientID: key, containerID: args.containerID, network: conf.name, ifName: args.ifName, netns: args.netns, send, binding };
+  }
+
+  private async acquire6(key: string, args: WireArgs, conf: DhcpConfig): Promise<LeaseRecord6> {
+    const { clock, settings } = this.world;
+    const netnsPath = this.world.hostPrefix + args.netns;
+    const base = { ...sendSpec6(key, conf.sendOptions), duid: duidSource(conf.duidKind, key, () => clock.now()) };
+    const { binding, spec } = await acquire6((readyBy) => this.world.open6(netnsPath, args.ifName, { bringUp: true, readyBy }), base, settings, clock, this.stopping.signal);
+    return { family: "ipv6", clientID: key, containerID: args.containerID, network: conf.name, ifName: args.ifName, netns: args.netns, send: spec, binding };
+  }
+
+  /** Stops and releases the held leases of `key` (of both families) and removes their files. */
   private async drop(key: string, why: string): Promise<void> {
-    const lease = this.held.get(key);
+    await Promise.all(FAMILIES.map((f) => this.dropOne(f, key, why)));
+  }
+
+  /** Stops and releases the held lease of `family` for `key` (if any) and removes its file. */
+  private async dropOne(family: Family, key: string, why: string): Promise<void> {
+    const lease = this.held[family].get(key);
     if (!lease) return;
-    this.held.delete(key);
+    this.held[family].delete(key);
     await lease.stop();
     if (!lease.ended) await this.sendRelease(lease.record, why);
-    await this.world.store.remove(key);
+    await this.world.store.remove(key, family);
   }
 
   /**
@@ -246,7 +348,7 @@ export class LeaseManager {
    */
   private async sendRelease(r: LeaseRecord, why = "giving it back"): Promise<void> {
     try {
-      const how = await release(() => this.world.open(this.world.hostPrefix + r.netns, r.ifName), r.binding, r.send, this.world.clock);
+      const how = await releaseRecord(this.world, r);
       this.world.log(`${r.clientID}: released ${r.binding.address} (${why}): ${how}`);
     } catch (e) {
       this.world.log(this.world.isGone(e)
@@ -257,12 +359,12 @@ export class LeaseManager {
 
   /** The upkeep gave `lease` up: forget it, after whatever else is under way for its attachment. */
   private forgetLater(lease: HeldLease, reason: string): void {
-    const key = lease.record.clientID;
+    const { clientID: key, family } = lease.record;
     this.world.log(`${key}: no longer maintained: ${reason}`);
     void this.serial(key, async () => {
-      if (this.held.get(key) !== lease) return;
-      this.held.delete(key);
-      await this.world.store.remove(key);
+      if (this.held[family].get(key) !== lease) return;
+      this.held[family].delete(key);
+      await this.world.store.remove(key, family);
     }).catch((e: Error) => this.world.log(`${key}: cannot remove the lease file: ${e.message}`));
   }
 
@@ -282,11 +384,11 @@ export class LeaseManager {
       }
       if (!present) {
         this.world.log(`${r.clientID}: dropping the lease of ${r.binding.address}: ${r.ifName} in ${r.netns} is gone`);
-        await this.world.store.remove(r.clientID);
+        await this.world.store.remove(r.clientID, r.family);
         continue;
       }
       const lease = new HeldLease(r, this.world, (l, reason) => this.forgetLater(l, reason));
-      this.held.set(r.clientID, lease);
+      this.held[r.family].set(r.clientID, lease);
       const now = this.world.clock.now();
       lease.start(now >= r.binding.expiresAt ? now + this.world.settings.resendTimeoutMs : 0);
       this.world.log(`${r.clientID}: resumed the lease of ${r.binding.address} on ${r.ifName} in ${r.netns}; renew at ${at(r.binding.renewAt)}, expires at ${at(r.binding.expiresAt)}`);
@@ -296,6 +398,6 @@ export class LeaseManager {
   /** Stops every upkeep and every acquisition under way, releasing nothing: the leases stay on disk. */
   async shutdown(): Promise<void> {
     this.stopping.abort();
-    await Promise.all([...this.held.values()].map((l) => l.stop()));
+    await Promise.all(this.records().map((r) => this.held[r.family].get(r.clientID)!.stop()));
   }
 }

@@ -22,7 +22,7 @@
  * Neither runtime can wait on a foreign descriptor, so replies are polled: non-blocking receives every few
  * milliseconds while some exchange waits (a receive that finds nothing costs under a microsecond), and no
  * timer at all otherwise. Sockets live only for one exchange, so the daemon never keeps a container's
- * namespace alive.
+ * namespace alive. DHCPv6's socket (netns-sockets6.ts) is made with the helpers exported here.
  * @module
  */
 import { statSync } from "node:fs";
@@ -32,7 +32,8 @@ import { inThreadNetns, NetnsEnterError } from "../../../sys/thread-netns.js";
 import { decodeIpUdp, DhcpFormatError, encodeIpUdp, ipv4Bytes, ipv4Text } from "./packet.js";
 
 
-interface Libc {
+/** The libc functions the sockets use. */
+export interface Libc {
   socket: (domain: number, type: number, protocol: number) => number;
   bind: (fd: number, addr: Uint8Array, len: number) => number;
   setsockopt: (fd: number, level: number, name: number, value: Uint8Array, len: number) => number;
@@ -45,7 +46,8 @@ interface Libc {
   __errno_location: () => Pointer;
 }
 
-interface Ffi {
+/** libc through Bun's FFI, with the helpers the sockets need (shared with netns-sockets6.ts). */
+export interface Ffi {
   libc: Libc;
   errno: () => number;
   pointerOf: (b: Uint8Array) => Pointer;
@@ -147,7 +149,8 @@ export class SocketError extends Error {
   }
 }
 
-async function requireFfi(): Promise<Ffi> {
+/** libc through Bun's FFI; throws under Node. */
+export async function requireFfi(): Promise<Ffi> {
   const f = await loadFfi();
   if (!f) throw new Error("the dhcp daemon needs the standalone (Bun) build: Node cannot open sockets in another network namespace");
   return f;
@@ -165,7 +168,7 @@ let daemonNetns: string | undefined;
  * nothing, when that namespace is the daemon's own (checked once entered, so a path swapped meanwhile is caught
  * too).
  */
-function inNetns<T>(f: Ffi, netnsPath: string, make: () => T): T {
+export function inNetns<T>(f: Ffi, netnsPath: string, make: () => T): T {
   const own = (daemonNetns ??= threadNetns());
   try {
     return inThreadNetns(f.libc.setns, f.errno, netnsPath, () => {
@@ -179,14 +182,15 @@ function inNetns<T>(f: Ffi, netnsPath: string, make: () => T): T {
   }
 }
 
-function newSocket(f: Ffi, domain: number, protocol: number, what: string): number {
+/** A non-blocking, close-on-exec datagram socket in the calling thread's namespace. */
+export function newSocket(f: Ffi, domain: number, protocol: number, what: string): number {
   const fd = f.libc.socket(domain, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, protocol);
   if (fd < 0) throw new SocketError(`creating the ${what} socket`, f.errno());
   return fd;
 }
 
 /** A `struct ifreq` naming `ifName`. */
-function ifreq(ifName: string): Uint8Array {
+export function ifreq(ifName: string): Uint8Array {
   const b = new Uint8Array(40);
   const name = Buffer.from(ifName, "utf8");
   if (name.length > 15) throw new LinkGoneError(ifName, "(the name is longer than an interface name can be)");
@@ -194,18 +198,31 @@ function ifreq(ifName: string): Uint8Array {
   return b;
 }
 
-const int32Option = (v: number): Uint8Array => {
+/** A socket option's int value. */
+export const int32Option = (v: number): Uint8Array => {
   const b = new Uint8Array(4);
   new DataView(b.buffer).setInt32(0, v, true);
   return b;
 };
 
-function setOption(f: Ffi, fd: number, name: number, value: Uint8Array, what: string): void {
-  if (f.libc.setsockopt(fd, SOL_SOCKET, name, value, value.length) !== 0) throw new SocketError(what, f.errno());
+/** Sets a socket option (at SOL_SOCKET unless `level` says otherwise); throws naming `what`. */
+export function setOption(f: Ffi, fd: number, name: number, value: Uint8Array, what: string, level = SOL_SOCKET): void {
+  if (f.libc.setsockopt(fd, level, name, value, value.length) !== 0) throw new SocketError(what, f.errno());
 }
 
-/** The link's index, MAC, up flag and primary IPv4 address, through ioctls on `fd` (a socket in the link's namespace). */
-function linkInfo(f: Ffi, fd: number, ifName: string, netns: string): { index: number; mac: Uint8Array; up: boolean; address: string | undefined } {
+/** What ioctls tell of a link. */
+export interface LinkInfo {
+  index: number;
+  /** The hardware type (ARPHRD_*) and address. */
+  hwType: number;
+  mac: Uint8Array;
+  up: boolean;
+  /** The primary IPv4 address. */
+  address: string | undefined;
+}
+
+/** The link's index, hardware type and address, up flag and primary IPv4 address, through ioctls on `fd` (a socket in the link's namespace). */
+export function linkInfo(f: Ffi, fd: number, ifName: string, netns: string): LinkInfo {
   const req = ifreq(ifName);
   const call = (request: number, what: string) => {
     if (f.libc.ioctl(fd, request, req) === 0) return;
@@ -217,16 +234,17 @@ function linkInfo(f: Ffi, fd: number, ifName: string, netns: string): { index: n
   call(SIOCGIFINDEX, "reading the index");
   const index = view.getInt32(16, true);
   call(SIOCGIFHWADDR, "reading the hardware address");
+  const hwType = view.getUint16(16, true);
   const mac = req.slice(18, 24);
   call(SIOCGIFFLAGS, "reading the flags");
   const up = (view.getUint16(16, true) & IFF_UP) !== 0;
   // No address is EADDRNOTAVAIL; the answer is a struct sockaddr_in, its address at offset 4.
   const address = f.libc.ioctl(fd, SIOCGIFADDR, req) === 0 ? ipv4Text(req, 20) : undefined;
-  return { index, mac, up, address };
+  return { index, hwType, mac, up, address };
 }
 
 /** Sets IFF_UP on or off, through ioctls on `fd`. */
-function setUp(f: Ffi, fd: number, ifName: string, netns: string, up: boolean): void {
+export function setUp(f: Ffi, fd: number, ifName: string, netns: string, up: boolean): void {
   const req = ifreq(ifName);
   const view = new DataView(req.buffer);
   if (f.libc.ioctl(fd, SIOCGIFFLAGS, req) !== 0) throw new SocketError(`reading the flags of ${ifName} in ${netns}`, f.errno());
@@ -240,7 +258,7 @@ function setUp(f: Ffi, fd: number, ifName: string, netns: string, up: boolean): 
  * carrier (and, for a veth on a bridge, enabled the bridge port), what is sent is dropped, and a lost first
  * DISCOVER costs a whole `-timeout`.
  */
-async function waitRunning(f: Ffi, fd: number, ifName: string): Promise<void> {
+export async function waitRunning(f: Ffi, fd: number, ifName: string): Promise<void> {
   const req = ifreq(ifName);
   const deadline = Date.now() + CARRIER_WAIT_MS;
   while (Date.now() < deadline) {
@@ -330,8 +348,13 @@ interface Waiter {
   resolve: (d: Uint8Array | undefined) => void;
 }
 
+/** Something polled for what arrived on its sockets. */
+interface Pollable {
+  poll(): void;
+}
+
 /** The exchanges waiting for a reply, polled together by one timer that runs only while there are any. */
-const receivers = new Set<OpenSockets>();
+const receivers = new Set<Pollable>();
 let pollTimer: NodeJS.Timeout | undefined;
 
 function schedulePoll(): void {
@@ -345,41 +368,17 @@ function schedulePoll(): void {
   }, POLL_INTERVAL_MS);
 }
 
-class OpenSockets implements DhcpSockets {
+/**
+ * The receiving side of one exchange's sockets: what `drain` reads is queued, and handed to the one waiting
+ * `receive` when it is polled (by the shared timer, only while a receive waits). `close` ends a waiting receive.
+ */
+export abstract class PolledReceiver implements Pollable {
   private readonly queue: Uint8Array[] = [];
   private waiter: Waiter | undefined;
-  private closed = false;
-  private readonly buffer = new Uint8Array(4096);
-  private readonly from = new Uint8Array(20);
-  private readonly fromLen = new Uint8Array(4);
+  protected closed = false;
 
-  constructor(
-    private readonly f: Ffi,
-    readonly netns: string,
-    readonly ifName: string,
-    private readonly index: number,
-    readonly mac: Uint8Array,
-    private readonly address: string | undefined,
-    private readonly packetFd: number,
-    private readonly udpFd: number,
-  ) {}
-
-  hasAddress(address: string): boolean {
-    return this.address === address;
-  }
-
-  sendBroadcast(payload: Uint8Array, src: string): void {
-    const packet = encodeIpUdp(payload, src, "255.255.255.255", DHCP_CLIENT_PORT, DHCP_SERVER_PORT);
-    const to = sockaddrLl(this.index, true);
-    const n = Number(this.f.libc.sendto(this.packetFd, packet, packet.length, 0, to, to.length));
-    if (n !== packet.length) throw new SocketError(`broadcasting on ${this.ifName} in ${this.netns}`, this.f.errno());
-  }
-
-  sendUnicast(payload: Uint8Array, dst: string): void {
-    const to = sockaddrIn(dst, DHCP_SERVER_PORT);
-    const n = Number(this.f.libc.sendto(this.udpFd, payload, payload.length, 0, to, to.length));
-    if (n !== payload.length) throw new SocketError(`sending to ${dst} from ${this.ifName} in ${this.netns}`, this.f.errno());
-  }
+  /** Reads, without blocking, everything that arrived; returns the payloads that may be replies. */
+  protected abstract drain(): Uint8Array[];
 
   receive(deadline: number, signal?: AbortSignal): Promise<Uint8Array | undefined> {
     if (this.closed || signal?.aborted) return Promise.resolve(undefined);
@@ -404,8 +403,7 @@ class OpenSockets implements DhcpSockets {
   /** Reads what arrived; hands the first reply (or the deadline) to the waiting exchange. */
   poll(): void {
     if (this.closed) return;
-    this.drainPacketSocket();
-    this.drainUdpSocket();
+    this.queue.push(...this.drain());
     const w = this.waiter;
     if (!w) return;
     const next = this.queue.shift();
@@ -413,16 +411,66 @@ class OpenSockets implements DhcpSockets {
     else if (Date.now() >= w.deadline) w.resolve(undefined);
   }
 
-  private drainPacketSocket(): void {
+  /** Ends a waiting receive and stops polling; the subclass closes its descriptors. */
+  protected stopReceiving(): void {
+    this.waiter?.resolve(undefined);
+    this.closed = true;
+    receivers.delete(this);
+  }
+}
+
+class OpenSockets extends PolledReceiver implements DhcpSockets {
+  private readonly buffer = new Uint8Array(4096);
+  private readonly from = new Uint8Array(20);
+  private readonly fromLen = new Uint8Array(4);
+
+  constructor(
+    private readonly f: Ffi,
+    readonly netns: string,
+    readonly ifName: string,
+    private readonly index: number,
+    readonly mac: Uint8Array,
+    private readonly address: string | undefined,
+    private readonly packetFd: number,
+    private readonly udpFd: number,
+  ) {
+    super();
+  }
+
+  hasAddress(address: string): boolean {
+    return this.address === address;
+  }
+
+  sendBroadcast(payload: Uint8Array, src: string): void {
+    const packet = encodeIpUdp(payload, src, "255.255.255.255", DHCP_CLIENT_PORT, DHCP_SERVER_PORT);
+    const to = sockaddrLl(this.index, true);
+    const n = Number(this.f.libc.sendto(this.packetFd, packet, packet.length, 0, to, to.length));
+    if (n !== packet.length) throw new SocketError(`broadcasting on ${this.ifName} in ${this.netns}`, this.f.errno());
+  }
+
+  sendUnicast(payload: Uint8Array, dst: string): void {
+    const to = sockaddrIn(dst, DHCP_SERVER_PORT);
+    const n = Number(this.f.libc.sendto(this.udpFd, payload, payload.length, 0, to, to.length));
+    if (n !== payload.length) throw new SocketError(`sending to ${dst} from ${this.ifName} in ${this.netns}`, this.f.errno());
+  }
+
+  protected drain(): Uint8Array[] {
+    const out = this.drainPacketSocket();
+    this.drainUdpSocket();
+    return out;
+  }
+
+  private drainPacketSocket(): Uint8Array[] {
+    const out: Uint8Array[] = [];
     for (;;) {
       new DataView(this.fromLen.buffer).setUint32(0, this.from.length, true);
       const n = Number(this.f.libc.recvfrom(this.packetFd, this.buffer, this.buffer.length, MSG_DONTWAIT | MSG_TRUNC, this.from, this.fromLen));
-      if (n < 0) return; // EAGAIN: nothing more (any other error shows as a timeout)
+      if (n < 0) return out; // EAGAIN: nothing more (any other error shows as a timeout)
       if (n > this.buffer.length) continue; // truncated: not a DHCP reply we could use
       if (this.from[10] === PACKET_OUTGOING) continue;
       try {
         const d = decodeIpUdp(this.buffer.subarray(0, n));
-        if (d.srcPort === DHCP_SERVER_PORT && d.dstPort === DHCP_CLIENT_PORT) this.queue.push(d.payload);
+        if (d.srcPort === DHCP_SERVER_PORT && d.dstPort === DHCP_CLIENT_PORT) out.push(d.payload);
       } catch (e) {
         if (!(e instanceof DhcpFormatError)) throw e;
       }
@@ -436,9 +484,7 @@ class OpenSockets implements DhcpSockets {
 
   close(): void {
     if (this.closed) return;
-    this.waiter?.resolve(undefined);
-    this.closed = true;
-    receivers.delete(this);
+    this.stopReceiving();
     this.f.libc.close(this.packetFd);
     this.f.libc.close(this.udpFd);
   }
@@ -485,10 +531,10 @@ export async function openDhcpSockets(netns: string, ifName: string, bringUp = f
   }
 }
 
-/** Runs `use` with a plain UDP socket in the namespace (for ioctls on the link). */
-async function withProbeSocket<T>(netns: string, use: (f: Ffi, fd: number) => T): Promise<T> {
+/** Runs `use` with a plain UDP socket (IPv4 unless `domain` says otherwise) in the namespace (for ioctls on the link). */
+export async function withProbeSocket<T>(netns: string, use: (f: Ffi, fd: number) => T, domain = AF_INET): Promise<T> {
   const f = await requireFfi();
-  const fd = inNetns(f, netns, () => newSocket(f, AF_INET, 0, "UDP"));
+  const fd = inNetns(f, netns, () => newSocket(f, domain, 0, "UDP"));
   try {
     return use(f, fd);
   } finally {
