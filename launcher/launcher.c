@@ -550,8 +550,10 @@ static int start_server(const char *plugin, const char *path, int named, const c
   if (child == 0) {
     setsid();
     if (fork() != 0) _exit(0); /* the server is not this caller's child: nobody has to reap it */
-    if (null < 0 || dup2(null, 0) < 0 || dup2(log, 1) < 0 || dup2(log, 2) < 0 || dup2(lock, 3) < 0) _exit(127);
-    if (lock == 3) fcntl(3, F_SETFD, 0); /* dup2 onto itself keeps close-on-exec */
+    /* Above 9 first: a caller with a closed stdout or stderr may have given one of 0-3 to the lock or the log. */
+    int null_high = fcntl(null, F_DUPFD, 10), log_high = fcntl(log, F_DUPFD, 10), lock_high = fcntl(lock, F_DUPFD, 10);
+    if (null < 0 || null_high < 0 || log_high < 0 || lock_high < 0) _exit(127);
+    if (dup2(null_high, 0) < 0 || dup2(log_high, 1) < 0 || dup2(log_high, 2) < 0 || dup2(lock_high, 3) < 0) _exit(127);
     close_from(4);
     if (chdir("/") != 0) _exit(127);
     umask(022);

@@ -29,6 +29,7 @@ typedef unsigned int uint32_t;
 #define O_DIRECTORY 0200000
 #define O_NOFOLLOW 0400000
 #define O_CLOEXEC 02000000
+#define F_DUPFD 0
 #define F_GETFD 1
 #define F_SETFD 2
 #define F_GETFL 3

@@ -114,6 +114,20 @@ describe("resident mode by default: the server starts itself", { skip }, () => {
     assert.match(readFileSync(`${socket}.log`, "utf8"), /serving plugin calls/);
   });
 
+  test("a caller whose stdout and stderr are closed starts a server that holds its lock and serves", async () => {
+    const { socket, conf } = fresh();
+    const r = await runCommand("sh", ["-c", 'exec "$0" >&- 2>&-', path.join(OUR_BIN, "host-local")],
+      { env: { ...env(socket), CNI_COMMAND: "ADD", CNI_CONTAINERID: "closed" }, input: JSON.stringify(conf) });
+    assert.notEqual(r.code, null);
+    await waitFor("the server listens", () => existsSync(socket));
+    const [pid] = serverPids(socket);
+    assert.equal(readlinkSync(`/proc/${pid}/fd/3`), `${socket}.lock`);
+    assert.equal(readlinkSync(`/proc/${pid}/fd/1`), `${socket}.log`);
+    const del = await call(OUR_BIN, "DEL", conf, socket, "closed");
+    assert.equal(del.code, 0, del.stdout + del.stderr);
+    assert.equal((await status(socket))?.served, 1);
+  });
+
   test("40 concurrent cold calls start exactly one server, and all succeed", async () => {
     const { socket, conf } = fresh();
     const results = await Promise.all(Array.from({ length: 40 }, (_, i) => call(OUR_BIN, "ADD", conf, socket, `c${i}`)));
