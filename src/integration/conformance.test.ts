@@ -14,7 +14,7 @@ import assert from "node:assert/strict";
 import { spawn, spawnSync } from "node:child_process";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
-import { CNITOOL, Cleanup, GO_BIN, OUR_BIN, TEST_BIN, missing, runCommand, skipReason, writeJson } from "../testing/harness.js";
+import { CNITOOL, Cleanup, GO_BIN, OUR_BIN, TEST_BIN, missing, runCommand, runTag, skipReason, writeJson } from "../testing/harness.js";
 import { linkKindMissing } from "../testing/kernel.js";
 import { RESIDENT_PASS } from "../testing/resident-host.js";
 
@@ -55,6 +55,9 @@ function parseTap(tap: string): { checks: TapCheck[]; plan?: number } {
 
 const failures = (checks: TapCheck[]) => checks.filter((c) => !c.ok && c.directive !== "TODO");
 
+/** The namespaces a conformance run names (cnic-...) that exist now. */
+const runnerNamespaces = (): string[] => (existsSync("/run/netns") ? readdirSync("/run/netns").filter((n) => n.startsWith("cnic-")) : []);
+
 describe("cnitool conformance", { skip }, () => {
   const cleanup = new Cleanup();
   after(() => cleanup.run());
@@ -78,7 +81,7 @@ describe("cnitool conformance", { skip }, () => {
     assert.ok(run.checks.length >= 40, `${run.checks.length} checks`);
     assert.deepEqual(run.checks.filter((c) => c.directive === "TODO").map((c) => c.title), TOLERATED);
     const skipped = run.checks.filter((c) => c.directive === "SKIP");
-    const lacking = kind ? linkKindMissing(kind as "ipvlan" | "vlan" | "dummy", "cf") : undefined;
+    const lacking = kind ? linkKindMissing(kind as "ipvlan" | "vlan" | "dummy", runTag()) : undefined;
     if (!lacking) {
       assert.deepEqual(skipped, [], "no skip where the kernel has what the plugin needs");
       return;
@@ -158,12 +161,12 @@ describe("cnitool conformance", { skip }, () => {
   });
 
   test("a failing setup command: Bail out!, exit 1, nothing left", async () => {
-    const before = readdirSync("/run/netns").filter((n) => n.startsWith("cnic-"));
+    const before = runnerNamespaces();
     const run = await conformance(path.join(OUR_BIN, "loopback"), { cniVersion: "1.1.0", name: "cnf-bail", type: "loopback" }, "--host-setup", "echo no master; false");
     assert.equal(run.code, 1);
     assert.match(run.stdout, /^Bail out! setup command failed \(exit 1\): echo no master; false$/m);
     assert.match(run.stderr, /no master/);
-    assert.deepEqual(readdirSync("/run/netns").filter((n) => n.startsWith("cnic-")), before);
+    assert.deepEqual(runnerNamespaces(), before);
   });
 
   test("SIGINT during the run: the run's namespaces and the processes in them are removed", async () => {
@@ -262,5 +265,9 @@ describe("cnitool conformance", { skip }, () => {
     for (const title of refusals) {
       expect(title, "SPEC §Result types / Error", /^a failing plugin prints its error as one JSON document on stdout; stdout is empty \(stderr has \d+ lines, starting "Error: [^"]+"\)$/);
     }
+  });
+
+  test("no run left a namespace behind", () => {
+    assert.deepEqual(runnerNamespaces(), []);
   });
 });

@@ -1,5 +1,7 @@
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
+import { validateNetworkName } from "../../spec/validate.js";
+import { BAD_NAMES, configProblem } from "./suite.js";
 import {
   excerpt, judgeErrorDocument, judgeSuccessDocument, judgeSuccessStatus, judgeSupportedVersions, judgeVersionAnswer, SECTION, splitDocuments,
   type PluginCall,
@@ -109,5 +111,20 @@ describe("VERSION", () => {
     const none = judgeVersionAnswer(call({ command: "VERSION", stdout: '{"cniVersion":"0.2.0","supportedVersions":[]}' }));
     assert.deepEqual(messages(none.problems), ['the answer needs "supportedVersions", a non-empty list of version strings; got []']);
     assert.deepEqual(none.supported, []);
+  });
+});
+
+describe("the configs the runner breaks and accepts", () => {
+  test("the bad names break the spec's name rule (as its validator reads it)", () => {
+    for (const name of BAD_NAMES) assert.throws(() => validateNetworkName(name), name);
+  });
+
+  test("a usable config: an object with cniVersion (a version), name and type", () => {
+    assert.equal(configProblem({ cniVersion: "1.1.0", name: "n", type: "bridge" }), undefined);
+    assert.equal(configProblem([]), "the config must be a JSON object (one plugin's configuration)");
+    assert.equal(configProblem({ name: "n", type: "t" }), 'the config needs "cniVersion" (a version string)');
+    assert.match(configProblem({ cniVersion: "one", name: "n", type: "t" })!, /^the config's cniVersion: failed to convert major version part "one"/);
+    assert.equal(configProblem({ cniVersion: "1.0.0", type: "t" }), 'the config needs "name"');
+    assert.equal(configProblem({ cniVersion: "1.0.0", name: "n" }), 'the config needs "type"');
   });
 });

@@ -5,6 +5,7 @@
  * Pure.
  * @module
  */
+import { ErrorCode } from "../../spec/errors.js";
 import { findJsonSyntaxError, isJsonObject, parseJson, type JsonObject, type JsonValue } from "../../spec/json.js";
 import { ALL_VERSIONS } from "../../spec/versions.js";
 import type { Diagnostic, Problem } from "./report.js";
@@ -43,18 +44,21 @@ export const SECTION = {
   cniArgs: "CONVENTIONS §CNI_ARGS",
 } as const;
 
-/** The error codes the spec defines (0-99 are reserved; 100 and up are the plugin's own). */
+/**
+ * The error codes the spec's table defines, with their meaning (0-99 are reserved; 100 and up are the plugin's own).
+ * ErrorCode's 0, 8 and 999 are the reference library's, not the spec's.
+ */
 export const WELL_KNOWN_CODES: Readonly<Record<number, string>> = {
-  1: "incompatible CNI version",
-  2: "unsupported field in network configuration",
-  3: "container unknown or does not exist",
-  4: "invalid necessary environment variables",
-  5: "I/O failure",
-  6: "failed to decode content",
-  7: "invalid network configuration",
-  11: "try again later",
-  50: "the plugin is not available",
-  51: "the plugin is not available, existing containers may have limited connectivity",
+  [ErrorCode.IncompatibleCNIVersion]: "incompatible CNI version",
+  [ErrorCode.UnsupportedField]: "unsupported field in network configuration",
+  [ErrorCode.UnknownContainer]: "container unknown or does not exist",
+  [ErrorCode.InvalidEnvironmentVariables]: "invalid necessary environment variables",
+  [ErrorCode.IOFailure]: "I/O failure",
+  [ErrorCode.DecodingFailure]: "failed to decode content",
+  [ErrorCode.InvalidNetworkConfig]: "invalid network configuration",
+  [ErrorCode.TryAgainLater]: "try again later",
+  [ErrorCode.PluginNotAvailable]: "the plugin is not available",
+  [ErrorCode.LimitedConnectivity]: "the plugin is not available, existing containers may have limited connectivity",
 };
 
 /** What stdout held: the JSON documents in it, in order, and the syntax error that ended the reading, if any. */

@@ -26,6 +26,9 @@ export const REFUSAL_RULE = "RUNNER: a request refused for its input changes not
 /** How long the kernel may take to destroy a removed namespace (and the veth peers it takes with it). */
 const NAMESPACE_TEARDOWN_MS = 5000;
 
+/** Network names the spec's name rule refuses (a leading letter or digit, then letters, digits, `_`, `.`, `-`). */
+export const BAD_NAMES = ["bad/name", ".."] as const;
+
 /** A version that was never published and never will be (the spec went from 0.4.0 to 1.0.0). */
 export const NEVER_A_VERSION = "0.5.0";
 
@@ -228,8 +231,7 @@ export async function runSuite(opts: SuiteOptions): Promise<CheckResult[]> {
   const { name: _name, ...nameless } = configAt(v0);
   const badConfigs: Array<[string, JsonObject]> = [
     [`ADD with a config without "name": refused`, nameless],
-    [`ADD with "name": "bad/name" (the spec's name rule): refused`, configAt(v0, { name: "bad/name" })],
-    [`ADD with "name": ".." (the spec's name rule): refused`, configAt(v0, { name: ".." })],
+    ...BAD_NAMES.map((name): [string, JsonObject] => [`ADD with "name": ${JSON.stringify(name)} (the spec's name rule): refused`, configAt(v0, { name })]),
   ];
   for (const [title, config] of badConfigs) {
     await check(title, SECTION.config, async () => refused("ADD", await fullEnv(), config, {}));
