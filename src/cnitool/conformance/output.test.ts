@@ -1,7 +1,8 @@
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { validateNetworkName } from "../../spec/validate.js";
-import { BAD_NAMES, configProblem } from "./suite.js";
+import { BAD_NAMES } from "./refusals.js";
+import { configProblem } from "./suite.js";
 import {
   excerpt, judgeErrorDocument, judgeSuccessDocument, judgeSuccessStatus, judgeSupportedVersions, judgeVersionAnswer, SECTION, splitDocuments,
   type PluginCall,

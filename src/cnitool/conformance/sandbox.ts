@@ -7,6 +7,7 @@
  */
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { existsSync } from "node:fs";
+import { runTool } from "../../sys/exec.js";
 import { findTool } from "../../sys/tool-path.js";
 import type { PluginCall } from "./output.js";
 import { parseIpAddrJson, type NsSnapshot, type Snapshots } from "./state.js";
@@ -161,9 +162,8 @@ export class Sandbox {
 
   /** The links and addresses of a namespace (the host's when none is named). */
   async snapshot(ns: Namespace = this.host): Promise<NsSnapshot> {
-    const r = spawnSync(tool("ip"), ["-n", ns.name, "-json", "-details", "addr", "show"], { encoding: "utf8" });
-    if (r.status !== 0) throw new SetupError(`reading namespace ${ns.name}: ${r.stderr.trim()}`);
-    return parseIpAddrJson(r.stdout);
+    const { stdout } = await runTool("ip", ["-n", ns.name, "-json", "-details", "addr", "show"], `reading namespace ${ns.name}`);
+    return parseIpAddrJson(stdout);
   }
 
   /** The container namespace and the host, read together. */
