@@ -1,4 +1,4 @@
-// Makes dist-test/bin the test plugins' directory (noop, sleep, legacy010), each a link to their own Node
+// Makes dist-test/bin the test plugins' directory (noop, sleep, legacy010, broken), each a link to their own Node
 // entry. They are test doubles: never in dist/ or its plugin directory.
 import { chmodSync, mkdirSync, rmSync, symlinkSync } from "node:fs";
 import path from "node:path";
@@ -10,4 +10,4 @@ const bin = path.join(root, "dist-test/bin");
 chmodSync(entry, 0o755);
 rmSync(bin, { recursive: true, force: true });
 mkdirSync(bin, { recursive: true });
-for (const name of ["noop", "sleep", "legacy010"]) symlinkSync(path.relative(bin, entry), path.join(bin, name));
+for (const name of ["noop", "sleep", "legacy010", "broken"]) symlinkSync(path.relative(bin, entry), path.join(bin, name));

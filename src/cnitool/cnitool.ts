@@ -4,8 +4,9 @@
  * plus `gc --cri-endpoint` (node GC against a CRI runtime, see node-gc.ts), `list`, `validate` and `version` for
  * looking around, `network` (podman-style network management, see network.ts), `pod` (named namespaces attached
  * through the runtime's pod network manager, see pod.ts), `ipam` (a cluster-ipam pool in etcd: blocks,
- * allocations, release-node; see ipam.ts) and `reload` (the cached attachments' firewall rules put back after a
- * firewall reload; see reload.ts).
+ * allocations, release-node; see ipam.ts), `reload` (the cached attachments' firewall rules put back after a
+ * firewall reload; see reload.ts) and `conformance` (one plugin executable checked against the spec, in namespaces
+ * of its own; see conformance/).
  * @module
  */
 import { createHash } from "node:crypto";
@@ -23,6 +24,7 @@ import { addPodCommands } from "./pod.js";
 import { addIpamCommands } from "./ipam.js";
 import { addReloadCommand } from "./reload.js";
 import { nodeGcCommand, type NodeGcFlags } from "./node-gc.js";
+import { addConformanceCommand } from "./conformance/command.js";
 
 export const DEFAULT_NETCONFPATH = "/etc/cni/net.d";
 
@@ -235,6 +237,7 @@ export function buildProgram(io: Io, extensions: readonly CommandExtension[] = [
   });
   addIpamCommands(program, { confDir: () => runtimeSetup(io, global()).netconfPath, out: io.stdout });
   addReloadCommand(program, { cacheDir, env: io.env, out: io.stdout, err: io.stderr });
+  addConformanceCommand(program, io);
   for (const extend of extensions) extend(program, io);
   return program;
 }

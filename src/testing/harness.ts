@@ -17,7 +17,7 @@ const execFileAsync = promisify(execFile);
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 /** The shipped plugin directory under test. */
 export const OUR_BIN = path.join(ROOT, "dist/bin");
-/** The test plugins (noop, sleep, legacy010): dist-test/bin, never part of the shipped directory. */
+/** The test plugins (noop, sleep, legacy010, broken): dist-test/bin, never part of the shipped directory. */
 export const TEST_BIN = path.join(ROOT, "dist-test/bin");
 export const GO_BIN = "/usr/lib/cni";
 export const CNITOOL = path.join(OUR_BIN, "cnitool");

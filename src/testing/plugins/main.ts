@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 /**
- * The test plugins' own multicall entry (dist-test/bin/<name> links here): noop, sleep and legacy010; and the
+ * The test plugins' own multicall entry (dist-test/bin/<name> links here): noop, sleep, legacy010 and broken; and the
  * recorder, which tests link into plugin directories of their own, as `dnsname` when it stands in for that plugin
  * (recorder-log.ts). They are test doubles, never part of the shipped program or its plugin directory.
  * @module
@@ -12,6 +12,7 @@ const TEST_PLUGINS: Record<string, () => Promise<{ main?: () => Promise<void> | 
   noop: () => import("./noop.js"),
   sleep: () => import("./sleep.js"),
   legacy010: () => import("./legacy.js"),
+  broken: () => import("./broken.js"),
   recorder: () => import("./recorder.js"),
   dnsname: () => import("./recorder.js"),
 };

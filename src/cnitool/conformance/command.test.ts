@@ -1,0 +1,37 @@
+import { describe, test } from "node:test";
+import assert from "node:assert/strict";
+import { readPluginConfig } from "./command.js";
+import { runCnitool } from "../cnitool.js";
+
+describe("the config file", () => {
+  test("one plugin's config, as it is", () => {
+    assert.deepEqual(readPluginConfig('{"cniVersion":"1.1.0","name":"n","type":"bridge","bridge":"b0"}', "bridge", "f"),
+      { cniVersion: "1.1.0", name: "n", type: "bridge", bridge: "b0" });
+  });
+
+  test("a conflist: the plugin of the executable's type (or the only one), with the list's name and cniVersion", () => {
+    const list = '{"cniVersion":"1.0.0","name":"net","plugins":[{"type":"bridge","bridge":"b0"},{"type":"portmap"}]}';
+    assert.deepEqual(readPluginConfig(list, "portmap", "f"), { type: "portmap", name: "net", cniVersion: "1.0.0" });
+    assert.deepEqual(readPluginConfig('{"cniVersion":"1.0.0","name":"net","plugins":[{"type":"x"}]}', "y", "f"), { type: "x", name: "net", cniVersion: "1.0.0" });
+    assert.throws(() => readPluginConfig(list, "tuning", "f.conflist"), /^Error: f\.conflist: a conflist without a plugin of type "tuning"$/);
+  });
+
+  test("what cannot be used says why, naming the file", () => {
+    assert.throws(() => readPluginConfig("{", "bridge", "f.json"), /^Error: f\.json: not JSON: unexpected end of JSON input$/);
+    assert.throws(() => readPluginConfig('{"name":"n","type":"bridge"}', "bridge", "f.json"), /^Error: f\.json: the config needs "cniVersion"/);
+  });
+});
+
+describe("the command line", () => {
+  const run = async (argv: string[]) => {
+    let stderr = "";
+    const code = await runCnitool(argv, { env: {}, cwd: "/", stdout: () => undefined, stderr: (s) => { stderr += s; } });
+    return { code, stderr };
+  };
+
+  test("--config is required; --format is tap or junit; --only a regular expression", async () => {
+    assert.deepEqual(await run(["conformance", "/bin/true"]), { code: 1, stderr: "error: required option '--config <file>' not specified\n" });
+    assert.deepEqual(await run(["conformance", "/bin/true", "--config", "x", "--format", "xml"]),
+      { code: 1, stderr: 'Error: --format must be tap or junit, not "xml"\n' });
+  });
+});
