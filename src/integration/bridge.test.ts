@@ -6,6 +6,7 @@
  */
 import { describe, test, before, after } from "node:test";
 import assert from "node:assert/strict";
+import { setTimeout as sleep } from "node:timers/promises";
 import { spawn, spawnSync } from "node:child_process";
 import { existsSync, readFileSync, readlinkSync } from "node:fs";
 import path from "node:path";
@@ -155,6 +156,8 @@ describe("bridge plugin", { skip }, () => {
     await host.must("del", net, ctr.path);
     assert.deepEqual(host.allocations(net), []);
     assert.doesNotMatch(host.natRules(), /CNI-/);
+    // (the kernel destroys a namespace in the background: its veth goes a moment later)
+    for (let i = 0; i < 100 && host.veths().length > 0; i++) await sleep(50);
     assert.deepEqual(host.veths(), []);
     await host.must("del", net, ctr.path);
   });

@@ -175,6 +175,8 @@ describe("ptp plugin", { skip }, () => {
     const id = containerIdForNetns(ctr.path);
     assert.equal(host.natRuleLines(4).filter((l) => l.includes(id)).length, 3);
     ctr.delete();
+    // (the kernel destroys a namespace in the background: its veth goes a moment later)
+    for (let i = 0; i < 100 && host.veths().includes(result.interfaces![0]!.name); i++) await sleep(50);
     assert.deepEqual(host.veths().filter((v) => v === result.interfaces![0]!.name), [], "the veth died with the namespace");
 
     await host.must("del", net, ctr.path);
