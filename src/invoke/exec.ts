@@ -3,7 +3,7 @@
  * (CNI error JSON, garbage, silence, a signal, a timeout) turned into a CniError with the library's wording.
  * @module
  */
-import { CniError, ErrorCode } from "../spec/errors.js";
+import { CniError, ErrorCode, messageOf } from "../spec/errors.js";
 import { isJsonObject, parseJson } from "../spec/json.js";
 import type { TraceContext } from "../spec/trace-context.js";
 import type { Env } from "./args.js";
@@ -106,7 +106,7 @@ export function pluginFailure(failure: string, stdout: Buffer, stderr: Buffer): 
     const details = typeof v["details"] === "string" ? v["details"] : "";
     return new CniError(code, msg, details);
   } catch (e) {
-    return new UnknownOutcomeError(`netplugin failed but error parsing its diagnostic message ${quote(stdout.toString())}: ${(e as Error).message}`);
+    return new UnknownOutcomeError(`netplugin failed but error parsing its diagnostic message ${quote(stdout.toString())}: ${messageOf(e)}`);
   }
 }
 

@@ -5,7 +5,7 @@
  */
 // (Synchronous node:fs: a plugin that loads node:fs/promises beside node:fs pays ~0.3 ms more start-up.)
 import { statfsSync, statSync } from "node:fs";
-import { CniError, ErrorCode } from "../spec/errors.js";
+import { CniError, ErrorCode, messageOf } from "../spec/errors.js";
 import { runTool, type ToolResult } from "../sys/exec.js";
 
 const NSFS_MAGIC = 0x6e736673;
@@ -46,7 +46,7 @@ export class NetNS {
       fsType = Number(statfsSync(path).type);
     } catch (e) {
       if ((e as NodeJS.ErrnoException).code === "ENOENT") throw new NetnsNotFoundError(path);
-      throw new CniError(ErrorCode.InvalidEnvironmentVariables, `failed to open network namespace "${path}" (CNI_NETNS)`, (e as Error).message);
+      throw new CniError(ErrorCode.InvalidEnvironmentVariables, `failed to open network namespace "${path}" (CNI_NETNS)`, messageOf(e));
     }
     if (fsType !== NSFS_MAGIC && fsType !== PROC_SUPER_MAGIC) {
       throw new CniError(ErrorCode.InvalidEnvironmentVariables,

@@ -4,7 +4,7 @@
  * the error as CNI JSON on stdout. A plugin's main is one call to `pluginMain`.
  * @module
  */
-import { CniError, ErrorCode } from "../spec/errors.js";
+import { CniError, ErrorCode, messageOf } from "../spec/errors.js";
 import { OrderedWriter, readStdin } from "../sys/plugin-stdio.js";
 import type { GoType } from "../spec/go-decode.js";
 import { isJsonObject, jsonKindName, parseJson, type JsonObject } from "../spec/json.js";
@@ -130,7 +130,7 @@ function validateConfigName(stdin: Uint8Array): JsonObject {
     raw = parseJson(stdin);
     if (!isJsonObject(raw)) throw new Error(`json: cannot unmarshal ${jsonKindName(raw)} into Go value of type skel.reqForCmdEntry`);
   } catch (e) {
-    throw new CniError(ErrorCode.DecodingFailure, `error unmarshall network config: ${(e as Error).message}`);
+    throw new CniError(ErrorCode.DecodingFailure, `error unmarshall network config: ${messageOf(e)}`);
   }
   const name = raw["name"];
   if (name !== undefined && name !== null && typeof name !== "string") {
@@ -151,7 +151,7 @@ function configVersionOf(config: JsonObject): string {
   try {
     return parsedConfigVersion(config);
   } catch (e) {
-    throw new CniError(ErrorCode.DecodingFailure, (e as Error).message);
+    throw new CniError(ErrorCode.DecodingFailure, messageOf(e));
   }
 }
 
@@ -178,7 +178,7 @@ function gateVersion(verb: string, minimum: string, configVersion: string, info:
   try {
     allowed = versionGreaterThanOrEqualTo(configVersion, minimum);
   } catch (e) {
-    throw new CniError(ErrorCode.DecodingFailure, (e as Error).message);
+    throw new CniError(ErrorCode.DecodingFailure, messageOf(e));
   }
   if (!allowed) throw new CniError(ErrorCode.IncompatibleCNIVersion, `config version does not allow ${verb}`);
   for (const v of info.supportedVersions) {
@@ -186,7 +186,7 @@ function gateVersion(verb: string, minimum: string, configVersion: string, info:
     try {
       ok = versionGreaterThanOrEqualTo(v, configVersion);
     } catch (e) {
-      throw new CniError(ErrorCode.DecodingFailure, (e as Error).message);
+      throw new CniError(ErrorCode.DecodingFailure, messageOf(e));
     }
     if (ok) return;
   }
@@ -223,7 +223,7 @@ export async function runPlugin(funcs: PluginFuncs | (() => Promise<PluginFuncs>
     try {
       stdin = await io.readStdin();
     } catch (e) {
-      throw new CniError(ErrorCode.IOFailure, `error reading from stdin: ${(e as Error).message}`);
+      throw new CniError(ErrorCode.IOFailure, `error reading from stdin: ${messageOf(e)}`);
     }
     const config = validateConfigName(stdin);
     pluginType = config["type"];

@@ -4,7 +4,7 @@
  * network config) whose message names the key and the value, e.g. `invalid "mtu": "abc" (want an integer)`.
  * @module
  */
-import { CniError, ErrorCode } from "../../spec/errors.js";
+import { CniError, ErrorCode, messageOf } from "../../spec/errors.js";
 import { loadCniArgs } from "../../spec/args.js";
 import { DecodeError, decodeGo, type GoType } from "../../spec/go-decode.js";
 import type { JsonObject } from "../../spec/json.js";
@@ -54,7 +54,7 @@ export function cniArgsMac(cniArgs: string): string | undefined {
   try {
     return loadCniArgs(cniArgs, { MAC: (v: string) => v }).MAC;
   } catch (e) {
-    throw new CniError(ErrorCode.InvalidEnvironmentVariables, `invalid CNI_ARGS: ${(e as Error).message}`);
+    throw new CniError(ErrorCode.InvalidEnvironmentVariables, `invalid CNI_ARGS: ${messageOf(e)}`);
   }
 }
 

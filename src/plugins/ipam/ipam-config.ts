@@ -5,7 +5,7 @@
  * @module
  */
 import { loadCniArgs, type ArgParsers } from "../../spec/args.js";
-import { CniError, ErrorCode } from "../../spec/errors.js";
+import { CniError, ErrorCode, messageOf } from "../../spec/errors.js";
 import { list, ptr, string, struct, type Decoded } from "../../spec/go-decode.js";
 import { ROUTE_TYPE, routeFrom, type Route } from "../../spec/result/common.js";
 import { versionGreaterThanOrEqualTo } from "../../spec/version.js";
@@ -39,7 +39,7 @@ export function parseRoutes(routes: ReadonlyArray<Decoded<typeof ROUTE_TYPE>> | 
     try {
       return routeFrom(d);
     } catch (e) {
-      throw invalidConfig(`invalid route ${showValue(d)}: ${(e as Error).message} (${where})`);
+      throw invalidConfig(`invalid route ${showValue(d)}: ${messageOf(e)} (${where})`);
     }
   });
 }
@@ -49,7 +49,7 @@ export function loadIpamArgs<T extends object>(cniArgs: string, parsers: ArgPars
   try {
     return loadCniArgs(cniArgs, parsers);
   } catch (e) {
-    throw new CniError(ErrorCode.InvalidEnvironmentVariables, (e as Error).message);
+    throw new CniError(ErrorCode.InvalidEnvironmentVariables, messageOf(e));
   }
 }
 

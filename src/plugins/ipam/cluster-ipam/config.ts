@@ -19,6 +19,7 @@ import { checkRangeSetsDisjoint, parseRangeSets, parseRequestedIPs, RANGE_SET } 
 import { decodeConfig, invalidKey } from "../../common/keys.js";
 import { BlockPool, excludedFrom } from "./blocks.js";
 import type { EtcdConnection } from "./etcd.js";
+import { messageOf } from "../../../spec/errors.js";
 
 const ETCD = struct("EtcdConfig", {
   endpoints: list(string), certFile: string, keyFile: string, caFile: string, username: string, password: string, prefix: string,
@@ -222,7 +223,7 @@ export function readEtcdFiles(settings: EtcdSettings): EtcdConnection {
     try {
       return readFileSync(file);
     } catch (e) {
-      throw invalidKey(`ipam.etcd.${key}`, file, `cannot read it: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
+      throw invalidKey(`ipam.etcd.${key}`, file, `cannot read it: ${(e as NodeJS.ErrnoException).code ?? messageOf(e)}`);
     }
   };
   const cert = read("certFile");

@@ -12,7 +12,7 @@
 import { closeSync, lstatSync, mkdirSync, openSync, rmSync, writeFileSync } from "node:fs";
 import net from "node:net";
 import path from "node:path";
-import { CniError, ErrorCode } from "../../../spec/errors.js";
+import { CniError, ErrorCode, messageOf } from "../../../spec/errors.js";
 import type { JsonObject } from "../../../spec/json.js";
 import { systemClock } from "./clock.js";
 import { FlagError, HelpRequested, parseDaemonFlags, usage, type DaemonFlags } from "./flags.js";
@@ -125,7 +125,7 @@ function serve(leases: LeaseManager, own: OwnIdentity, socket: net.Socket): void
     }
     if (!socket.destroyed) socket.end(answer);
   })().catch((e: unknown) => {
-    log(`a connection failed: ${(e as Error).message}`);
+    log(`a connection failed: ${messageOf(e)}`);
     socket.destroy();
   });
 }
@@ -286,7 +286,7 @@ export async function main(args: readonly string[]): Promise<void> {
   try {
     await runDaemon(flags);
   } catch (e) {
-    log((e as Error).message);
+    log(messageOf(e));
     process.exit(1);
   }
 }

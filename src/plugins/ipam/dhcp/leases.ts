@@ -11,7 +11,7 @@
  * life of a lease runs under a fake clock in the tests.
  * @module
  */
-import { CniError, ErrorCode } from "../../../spec/errors.js";
+import { CniError, ErrorCode, messageOf } from "../../../spec/errors.js";
 import type { GCAttachment } from "../../../spec/config.js";
 import type { Result100 } from "../../../spec/result/types100.js";
 import { acquire, extend, formatDuration, release, type ClientSettings } from "./client.js";
@@ -100,7 +100,7 @@ class HeldLease {
   /** Starts the upkeep; `graceUntil` lets a lease that expired while the daemon was down try to rebind until then. */
   start(graceUntil = 0): void {
     this.upkeep = this.keep(graceUntil).catch((e: unknown) => {
-      this.world.log(`${this.record.clientID}: lease upkeep failed: ${(e as Error).message}`);
+      this.world.log(`${this.record.clientID}: lease upkeep failed: ${messageOf(e)}`);
       this.end("its upkeep failed");
     });
   }
@@ -145,7 +145,7 @@ class HeldLease {
       try {
         present = await this.world.linkExists(this.netnsPath, ifName);
       } catch (e) {
-        log(`${clientID}: cannot tell whether ${ifName} still exists: ${(e as Error).message}`);
+        log(`${clientID}: cannot tell whether ${ifName} still exists: ${messageOf(e)}`);
       }
       if (signal.aborted) return;
       if (!present) return this.end(`${ifName} in ${this.record.netns} is gone`);
@@ -165,7 +165,7 @@ class HeldLease {
         outcome = await extendRecord(this.world, this.netnsPath, this.record, mode, signal);
       } catch (e) {
         if (this.world.isGone(e)) return this.end(`${ifName} in ${this.record.netns} is gone`);
-        outcome = { problem: (e as Error).message };
+        outcome = { problem: messageOf(e) };
       }
       if (signal.aborted) return;
       if ("record" in outcome) {
@@ -352,8 +352,8 @@ export class LeaseManager {
       this.world.log(`${r.clientID}: released ${r.binding.address} (${why}): ${how}`);
     } catch (e) {
       this.world.log(this.world.isGone(e)
-        ? `${r.clientID}: dropped ${r.binding.address} without a RELEASE (${why}): ${(e as Error).message}`
-        : `${r.clientID}: could not release ${r.binding.address} (${why}): ${(e as Error).message}`);
+        ? `${r.clientID}: dropped ${r.binding.address} without a RELEASE (${why}): ${messageOf(e)}`
+        : `${r.clientID}: could not release ${r.binding.address} (${why}): ${messageOf(e)}`);
     }
   }
 
@@ -380,7 +380,7 @@ export class LeaseManager {
       try {
         present = await this.world.linkExists(netnsPath, r.ifName);
       } catch (e) {
-        this.world.log(`${r.clientID}: cannot tell whether ${r.ifName} in ${r.netns} exists (${(e as Error).message}); keeping the lease`);
+        this.world.log(`${r.clientID}: cannot tell whether ${r.ifName} in ${r.netns} exists (${messageOf(e)}); keeping the lease`);
       }
       if (!present) {
         this.world.log(`${r.clientID}: dropping the lease of ${r.binding.address}: ${r.ifName} in ${r.netns} is gone`);

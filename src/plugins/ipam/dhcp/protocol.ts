@@ -12,7 +12,7 @@
  */
 import type net from "node:net";
 import * as path from "../../../sys/posix-path.js";
-import { CniError, ErrorCode } from "../../../spec/errors.js";
+import { CniError, ErrorCode, messageOf } from "../../../spec/errors.js";
 import { isJsonObject, type JsonObject } from "../../../spec/json.js";
 
 export const PROTOCOL = "tscni-dhcp/1";
@@ -53,7 +53,7 @@ export function decodeRequest(line: string): DaemonRequest {
   try {
     raw = JSON.parse(line);
   } catch (e) {
-    throw badRequest(`not JSON (${(e as Error).message})`);
+    throw badRequest(`not JSON (${messageOf(e)})`);
   }
   if (!isJsonObject(raw)) throw badRequest("not a JSON object");
   if (raw["protocol"] !== PROTOCOL) throw badRequest(`protocol ${JSON.stringify(raw["protocol"])} is not ${PROTOCOL}`);
@@ -140,7 +140,7 @@ export async function callDaemon(socketPath: string, method: Method, args: WireA
     socket.write(request);
     line = await readLine(socket, "the daemon's answer");
   } catch (e) {
-    throw new CniError(code, `the dhcp daemon at ${socketPath} did not answer: ${(e as Error).message}`);
+    throw new CniError(code, `the dhcp daemon at ${socketPath} did not answer: ${messageOf(e)}`);
   } finally {
     socket.destroy();
   }

@@ -14,7 +14,7 @@ import {
   accessSync, closeSync, constants, mkdirSync, openSync, readdirSync, readFileSync, unlinkSync, writeFileSync,
 } from "node:fs";
 import * as path from "../../../sys/posix-path.js";
-import { CniError, ErrorCode } from "../../../spec/errors.js";
+import { CniError, ErrorCode, messageOf } from "../../../spec/errors.js";
 import { tryParseIP, type IPAddress } from "../../../spec/ip.js";
 import type { GCAttachment } from "../../../spec/config.js";
 import type { StoreLocation } from "./config.js";
@@ -41,7 +41,7 @@ export interface IPStore {
   findByID(id: string, ifname: string): boolean;
 }
 
-const ioError = (what: string, e: unknown): CniError => new CniError(ErrorCode.IOFailure, `${what}: ${(e as Error).message}`);
+const ioError = (what: string, e: unknown): CniError => new CniError(ErrorCode.IOFailure, `${what}: ${messageOf(e)}`);
 
 /** The content of an IP file for (id, ifname), and the old id-only content. */
 const ownerKey = (id: string, ifname: string): string => id.trim() + LINE_BREAK + ifname;

@@ -14,6 +14,7 @@ import { NetOpError } from "../../../sys/exec.js";
 import type { NetNS } from "../../../net/netns.js";
 import { openRtnetlink } from "../../../net/rtnetlink.js";
 import { rootTbfRequest } from "../../../net/rtnetlink-messages.js";
+import { messageOf } from "../../../spec/errors.js";
 
 /** The packet scheduler's clock, from /proc/net/psched. */
 export interface PschedClock {
@@ -43,7 +44,7 @@ export async function readPschedClock(file = "/proc/net/psched"): Promise<Psched
   try {
     text = await readFile(file, "utf8");
   } catch (e) {
-    throw new NetOpError("read the packet scheduler clock", (e as Error).message);
+    throw new NetOpError("read the packet scheduler clock", messageOf(e));
   }
   return parsePsched(text);
 }

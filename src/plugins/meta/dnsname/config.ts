@@ -6,7 +6,7 @@
  * @module
  */
 import { NET_CONF_FIELDS, type PluginConf } from "../../../spec/config.js";
-import { CniError, ErrorCode } from "../../../spec/errors.js";
+import { CniError, ErrorCode, messageOf } from "../../../spec/errors.js";
 import { list, map, string, struct } from "../../../spec/go-decode.js";
 import { tryParseCIDR } from "../../../spec/ip.js";
 import { loadCniArgs } from "../../../spec/args.js";
@@ -81,7 +81,7 @@ export function podNameArg(cniArgs: string): string | undefined {
   try {
     return loadCniArgs(cniArgs, { [POD_NAME_ARG]: (v: string) => v })[POD_NAME_ARG];
   } catch (e) {
-    throw new CniError(ErrorCode.InvalidEnvironmentVariables, `invalid CNI_ARGS: ${(e as Error).message}`);
+    throw new CniError(ErrorCode.InvalidEnvironmentVariables, `invalid CNI_ARGS: ${messageOf(e)}`);
   }
 }
 

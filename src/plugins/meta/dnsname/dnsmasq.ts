@@ -10,7 +10,7 @@ import { readFileSync } from "node:fs";
 import * as path from "../../../sys/posix-path.js";
 import { runTool } from "../../../sys/exec.js";
 import { findTool, toolSearchPath } from "../../../sys/tool-path.js";
-import { CniError, ErrorCode } from "../../../spec/errors.js";
+import { CniError, ErrorCode, messageOf } from "../../../spec/errors.js";
 
 /** Where one network's files are. */
 export interface NetworkFiles {
@@ -100,7 +100,7 @@ export async function startDnsmasq(binary: string, files: NetworkFiles): Promise
   try {
     await runTool(binary, ["-u", "root", `--conf-file=${files.conf}`], `start dnsmasq with ${files.conf}`);
   } catch (e) {
-    throw new CniError(ErrorCode.Internal, `dnsname error: dnsmasq failed: ${(e as Error).message}`);
+    throw new CniError(ErrorCode.Internal, `dnsname error: dnsmasq failed: ${messageOf(e)}`);
   }
 }
 

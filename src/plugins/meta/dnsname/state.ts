@@ -11,7 +11,7 @@ import * as path from "../../../sys/posix-path.js";
 import { flockFd } from "../../../sys/flock.js";
 import { KeyedMutex } from "../../../sys/keyed-mutex.js";
 import { replaceAtomicSync, writeFileAtomicSync } from "../../../sys/atomic-file.js";
-import { CniError, ErrorCode } from "../../../spec/errors.js";
+import { CniError, ErrorCode, messageOf } from "../../../spec/errors.js";
 import { confSettings, type DnsmasqSettings, type NetworkFiles } from "./dnsmasq.js";
 import { hostsLines, hostsText, parseRecords, recordsText, type AttachmentRecord } from "./hosts.js";
 
@@ -38,7 +38,7 @@ export function networkDir(base: string, network: string): NetworkDir {
   return { network, dir, conf: at("dnsmasq.conf"), hosts: at("addnhosts"), pidFile: at("pidfile"), lock: at("lock"), records: at(RECORDS_FILE) };
 }
 
-const ioError = (what: string, e: unknown) => new CniError(ErrorCode.IOFailure, `dnsname: ${what}: ${(e as Error).message}`);
+const ioError = (what: string, e: unknown) => new CniError(ErrorCode.IOFailure, `dnsname: ${what}: ${messageOf(e)}`);
 const isMissing = (e: unknown) => (e as NodeJS.ErrnoException).code === "ENOENT";
 
 const inProcess = new KeyedMutex();

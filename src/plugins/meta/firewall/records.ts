@@ -7,7 +7,7 @@
  */
 import { mkdirSync, readdirSync, readFileSync, rmdirSync, rmSync } from "node:fs";
 import * as path from "../../../sys/posix-path.js";
-import { CniError, ErrorCode } from "../../../spec/errors.js";
+import { CniError, ErrorCode, messageOf } from "../../../spec/errors.js";
 import { isTemporaryName, writeFileAtomicSync } from "../../../sys/atomic-file.js";
 import type { Backend } from "./config.js";
 
@@ -23,7 +23,7 @@ export interface AttachmentRecord {
 
 const fileName = (containerID: string, ifName: string) => `${containerID}:${ifName}`;
 const networkDir = (dataDir: string, network: string) => path.join(dataDir, network);
-const ioError = (what: string, e: unknown) => new CniError(ErrorCode.IOFailure, `${what}: ${(e as Error).message}`);
+const ioError = (what: string, e: unknown) => new CniError(ErrorCode.IOFailure, `${what}: ${messageOf(e)}`);
 
 function parseRecord(text: string): AttachmentRecord | undefined {
   try {

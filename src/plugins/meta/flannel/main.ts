@@ -14,7 +14,7 @@
  * @module
  */
 import { decodePluginConf } from "../../../spec/config.js";
-import { CniError, ErrorCode } from "../../../spec/errors.js";
+import { CniError, ErrorCode, messageOf } from "../../../spec/errors.js";
 import { isJsonObject, jsonEqual, parseJson, type JsonObject } from "../../../spec/json.js";
 import type { Result } from "../../../spec/result/index.js";
 import { ALL_VERSIONS, VersionInfo } from "../../../spec/version.js";
@@ -46,7 +46,7 @@ async function add(args: CmdArgs): Promise<Result> {
       await delegateDel(type, bytes, callOf(args));
       await removeDelegateConfig(n.dataDir, args.containerID);
     } catch (undo) {
-      warn(args, `could not undo the failed ADD of ${type}: ${(undo as Error).message}`);
+      warn(args, `could not undo the failed ADD of ${type}: ${messageOf(undo)}`);
     }
     throw e;
   }
@@ -61,7 +61,7 @@ function savedDelegate(args: CmdArgs, n: FlannelConf, containerID: string, bytes
     if (!type) throw new Error("it names no plugin type");
     return { raw, type };
   } catch (e) {
-    warn(args, `the saved delegate config ${savedConfigPath(n.dataDir, containerID)} is unusable (${(e as Error).message}); left in place`);
+    warn(args, `the saved delegate config ${savedConfigPath(n.dataDir, containerID)} is unusable (${messageOf(e)}); left in place`);
     return undefined;
   }
 }

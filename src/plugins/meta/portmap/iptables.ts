@@ -19,6 +19,7 @@ import { iptablesFor, type Iptables } from "../../../net/iptables.js";
 import { hashWithPrefix, MAX_CHAIN_LENGTH } from "../../../net/names.js";
 import type { FirewallMark } from "../../../net/firewall-marks.js";
 import { familyOf, mappingFor, type ForwardTarget, type Protocol } from "./config.js";
+import { messageOf } from "../../../spec/errors.js";
 
 export const TOP_DNAT_CHAIN = "CNI-HOSTPORT-DNAT";
 export const SETMARK_CHAIN = "CNI-HOSTPORT-SETMARK";
@@ -325,7 +326,7 @@ async function removeChains(chainsOf: (nat: NatListing) => string[], what: strin
       try {
         opened = await openNat(family);
       } catch (e) {
-        unusable.push(`(${family === 4 ? "iptables" : "ip6tables"}) ${(e as Error).message}`);
+        unusable.push(`(${family === 4 ? "iptables" : "ip6tables"}) ${messageOf(e)}`);
         break;
       }
       const { ipt, nat } = opened;

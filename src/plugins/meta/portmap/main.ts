@@ -11,7 +11,7 @@
  * before anything changes, and a failed ADD removes what it made.
  * @module
  */
-import { CniError, ErrorCode } from "../../../spec/errors.js";
+import { CniError, ErrorCode, messageOf } from "../../../spec/errors.js";
 import type { IPCidr, IPFamily } from "../../../spec/ip.js";
 import type { Result } from "../../../spec/result/index.js";
 import { ALL_VERSIONS, VersionInfo } from "../../../spec/version.js";
@@ -53,7 +53,7 @@ async function enableLocalnetRouting(container: IPCidr): Promise<void> {
   try {
     await writeSysctl(NetNS.host, sysctlPath("net", "ipv4", "conf", dev, "route_localnet"), "1");
   } catch (e) {
-    throw new CniError(ErrorCode.Internal, `unable to enable route_localnet on ${dev}: ${(e as Error).message}`);
+    throw new CniError(ErrorCode.Internal, `unable to enable route_localnet on ${dev}: ${messageOf(e)}`);
   }
 }
 
@@ -68,7 +68,7 @@ async function forgetUdpFlows(args: CmdArgs, mappings: readonly PortMapping[], f
       try {
         if (!(await deleteFlowsToPort("udp", port, family))) return;
       } catch (e) {
-        warn(args, `failed to delete stale UDP conntrack entries for port ${port} (IPv${family}): ${(e as Error).message}`);
+        warn(args, `failed to delete stale UDP conntrack entries for port ${port} (IPv${family}): ${messageOf(e)}`);
       }
     }
   }
