@@ -3,7 +3,7 @@
  * (CNI error JSON, garbage, silence, a signal, a timeout) turned into a CniError with the library's wording.
  * @module
  */
-import { CniError, ErrorCode, messageOf } from "../spec/errors.js";
+import { CniError, cniError, ErrorCode, messageOf } from "../spec/errors.js";
 import { isJsonObject, parseJson } from "../spec/json.js";
 import type { TraceContext } from "../spec/trace-context.js";
 import type { Env } from "./args.js";
@@ -104,7 +104,7 @@ export function pluginFailure(failure: string, stdout: Buffer, stderr: Buffer): 
     const code = typeof v["code"] === "number" ? v["code"] : 0;
     const msg = typeof v["msg"] === "string" ? v["msg"] : "";
     const details = typeof v["details"] === "string" ? v["details"] : "";
-    return new CniError(code, msg, details);
+    return cniError(code, msg, details);
   } catch (e) {
     return new UnknownOutcomeError(`netplugin failed but error parsing its diagnostic message ${quote(stdout.toString())}: ${messageOf(e)}`);
   }

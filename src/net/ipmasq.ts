@@ -12,7 +12,7 @@ import { iptablesFor, type IPFamilyNum } from "./iptables.js";
 import { jumpsTo } from "./iptables-rules.js";
 import { nftListRules, nftListTable, nftQuote, nftRun, nftUsable } from "./nftables.js";
 import type { FirewallMark } from "./firewall-marks.js";
-import { messageOf } from "../spec/errors.js";
+import { failure, messageOf } from "../spec/errors.js";
 
 /** Which firewall masquerading uses. */
 export type IPMasqBackend = "iptables" | "nftables";
@@ -207,7 +207,7 @@ export async function teardownIPMasq(t: IPMasqTarget): Promise<void> {
   } catch (e) {
     if (await nftUsable()) errors.push(messageOf(e));
   }
-  if (errors.length) throw new Error(errors.join("\n"));
+  if (errors.length) throw failure(errors.join("\n"));
 }
 
 /**

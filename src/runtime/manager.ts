@@ -7,7 +7,7 @@
  * different pods in parallel (see pod-locks.ts).
  * @module
  */
-import { CniError, ErrorCode, messageOf } from "../spec/errors.js";
+import { invalidConfig, messageOf } from "../spec/errors.js";
 import type { NetworkConfigList } from "../spec/config.js";
 import type { Result } from "../spec/result/index.js";
 import { validateContainerId } from "../spec/validate.js";
@@ -126,7 +126,7 @@ export function assignInterfaces(networks: readonly PodNetworkRequest[]): Array<
   for (const n of out) {
     const other = seen.get(n.ifName);
     if (other !== undefined) {
-      throw new CniError(ErrorCode.InvalidNetworkConfig, `networks "${other}" and "${n.name}" both ask for interface ${n.ifName}`);
+      throw invalidConfig(`networks "${other}" and "${n.name}" both ask for interface ${n.ifName}`);
     }
     seen.set(n.ifName, n.name);
   }
@@ -211,7 +211,7 @@ export class PodNetworkManager {
 
   private listFor(name: string): NetworkConfigList {
     const list = this.directory.network(name);
-    if (!list) throw new CniError(ErrorCode.InvalidNetworkConfig, `network "${name}" not found in ${this.options.confDir}`);
+    if (!list) throw invalidConfig(`network "${name}" not found in ${this.options.confDir}`);
     return list;
   }
 

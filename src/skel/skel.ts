@@ -4,7 +4,7 @@
  * the error as CNI JSON on stdout. A plugin's main is one call to `pluginMain`.
  * @module
  */
-import { CniError, ErrorCode, messageOf } from "../spec/errors.js";
+import { CniError, decodingFailure, ErrorCode, incompatibleVersion, invalidConfig, invalidEnv, invalidNetNS, messageOf, wrap } from "../spec/errors.js";
 import { OrderedWriter, readStdin } from "../sys/plugin-stdio.js";
 import type { GoType } from "../spec/go-decode.js";
 import { isJsonObject, jsonKindName, parseJson, type JsonObject } from "../spec/json.js";
@@ -118,7 +118,7 @@ function readEnv(env: PluginIO["env"]): { command: string; values: Record<EnvVar
     else rule.validate?.(value);
   }
   if (missing.length > 0) {
-    throw new CniError(ErrorCode.InvalidEnvironmentVariables, `required env variables [${missing.join(",")}] missing`);
+    throw invalidEnv(`required env variables [${missing.join(",")}] missing`);
   }
   return { command, values };
 }
@@ -130,20 +130,15 @@ function validateConfigName(stdin: Uint8Array): JsonObject {
     raw = parseJson(stdin);
     if (!isJsonObject(raw)) throw new Error(`json: cannot unmarshal ${jsonKindName(raw)} into Go value of type skel.reqForCmdEntry`);
   } catch (e) {
-    throw new CniError(ErrorCode.DecodingFailure, `error unmarshall network config: ${messageOf(e)}`);
+    throw wrap("error unmarshall network config", e, ErrorCode.DecodingFailure);
   }
   const name = raw["name"];
   if (name !== undefined && name !== null && typeof name !== "string") {
-    throw new CniError(ErrorCode.DecodingFailure,
-      `error unmarshall network config: json: cannot unmarshal ${jsonKindName(name)} into Go struct field .name of type string`);
+    throw decodingFailure(`error unmarshall network config: json: cannot unmarshal ${jsonKindName(name)} into Go struct field .name of type string`);
   }
   const networkName = (name as string | undefined) ?? "";
-  if (networkName === "") throw new CniError(ErrorCode.InvalidNetworkConfig, "missing network name");
-  try {
-    validateNetworkName(networkName);
-  } catch (e) {
-    throw e instanceof CniError ? new CniError(e.code, e.msg, e.details) : e;
-  }
+  if (networkName === "") throw invalidConfig("missing network name");
+  validateNetworkName(networkName);
   return raw;
 }
 
@@ -151,7 +146,7 @@ function configVersionOf(config: JsonObject): string {
   try {
     return parsedConfigVersion(config);
   } catch (e) {
-    throw new CniError(ErrorCode.DecodingFailure, messageOf(e));
+    throw decodingFailure(messageOf(e));
   }
 }
 
@@ -178,19 +173,19 @@ function gateVersion(verb: string, minimum: string, configVersion: string, info:
   try {
     allowed = versionGreaterThanOrEqualTo(configVersion, minimum);
   } catch (e) {
-    throw new CniError(ErrorCode.DecodingFailure, messageOf(e));
+    throw decodingFailure(messageOf(e));
   }
-  if (!allowed) throw new CniError(ErrorCode.IncompatibleCNIVersion, `config version does not allow ${verb}`);
+  if (!allowed) throw incompatibleVersion(`config version does not allow ${verb}`);
   for (const v of info.supportedVersions) {
     let ok: boolean;
     try {
       ok = versionGreaterThanOrEqualTo(v, configVersion);
     } catch (e) {
-      throw new CniError(ErrorCode.DecodingFailure, messageOf(e));
+      throw decodingFailure(messageOf(e));
     }
     if (ok) return;
   }
-  throw new CniError(ErrorCode.IncompatibleCNIVersion, `plugin version does not allow ${verb}`);
+  throw incompatibleVersion(`plugin version does not allow ${verb}`);
 }
 
 const HANDLERS: Record<string, keyof PluginFuncs> = { ADD: "add", DEL: "del", CHECK: "check", STATUS: "status", GC: "gc" };
@@ -223,12 +218,12 @@ export async function runPlugin(funcs: PluginFuncs | (() => Promise<PluginFuncs>
     try {
       stdin = await io.readStdin();
     } catch (e) {
-      throw new CniError(ErrorCode.IOFailure, `error reading from stdin: ${messageOf(e)}`);
+      throw wrap("error reading from stdin", e, ErrorCode.IOFailure);
     }
     const config = validateConfigName(stdin);
     pluginType = config["type"];
     const handlerName = HANDLERS[command];
-    if (!handlerName) throw new CniError(ErrorCode.InvalidEnvironmentVariables, `unknown CNI_COMMAND: ${command}`);
+    if (!handlerName) throw invalidEnv(`unknown CNI_COMMAND: ${command}`);
 
     const configVersion = configVersionOf(config);
     const minimum = MIN_VERSION[command];
@@ -240,7 +235,7 @@ export async function runPlugin(funcs: PluginFuncs | (() => Promise<PluginFuncs>
     if ((command === "ADD" || command === "DEL") && values.CNI_NETNS) {
       const override = values.CNI_NETNS_OVERRIDE.toLowerCase();
       if (override !== "true" && override !== "1" && await isOwnNetns(values.CNI_NETNS)) {
-        throw new CniError(ErrorCode.InvalidNetNS, "plugin's netns and netns from CNI_NETNS should not be the same");
+        throw invalidNetNS("plugin's netns and netns from CNI_NETNS should not be the same");
       }
     }
     // A plugin given as its loader is loaded only now: a call refused above never pays for the plugin's code.
