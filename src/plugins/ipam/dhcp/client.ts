@@ -5,7 +5,7 @@
  * the clock and the randomness are passed in, so every exchange runs against a fake server in the tests.
  * @module
  */
-import { CniError, ErrorCode, messageOf } from "../../../spec/errors.js";
+import { messageOf, tryAgainLater } from "../../../spec/errors.js";
 import type { Clock } from "./clock.js";
 import type { DhcpSockets } from "./netns-sockets.js";
 import {
@@ -203,11 +203,11 @@ export async function acquire(open: SocketOpener, spec: SendSpec, settings: Clie
     for (let tries = 1, resends = 0; ; tries++) {
       const outcome = await acquireOnce(sockets, spec, settings, clock, started, deadline, signal);
       if (!("problem" in outcome)) return outcome;
-      if (signal?.aborted) throw new CniError(ErrorCode.TryAgainLater, `acquiring a DHCP lease on ${sockets.ifName} in ${sockets.netns} was cut short: the daemon is stopping`);
+      if (signal?.aborted) throw tryAgainLater(`acquiring a DHCP lease on ${sockets.ifName} in ${sockets.netns} was cut short: the daemon is stopping`);
       naks = outcome.nak ? naks + 1 : 0;
       const pause = outcome.nak && naks <= QUICK_RESTARTS_AFTER_NAK ? 0 : backoffDelay(resends++, settings.resendMaxMs, () => clock.random());
       if (clock.now() + pause >= deadline) {
-        throw new CniError(ErrorCode.TryAgainLater,
+        throw tryAgainLater(
           `no DHCP lease for ${sockets.ifName} in ${sockets.netns}: ${outcome.problem} within ${formatDuration(settings.resendTimeoutMs)} (${tries} ${tries > 1 ? "tries" : "try"})`);
       }
       await clock.sleep(pause, signal);

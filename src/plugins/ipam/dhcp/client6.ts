@@ -7,7 +7,7 @@
  * randomness are passed in, so every exchange runs against a fake server in the tests.
  * @module
  */
-import { CniError, ErrorCode, messageOf } from "../../../spec/errors.js";
+import { CniError, messageOf, tryAgainLater } from "../../../spec/errors.js";
 import { formatDuration, type ClientSettings } from "./client.js";
 import type { Clock } from "./clock.js";
 import { DhcpFormatError } from "./packet.js";
@@ -213,7 +213,7 @@ function readGrant(msg: Dhcp6Message, iaid: number, want?: string): { ia: IaNa; 
 const preferenceOf = (msg: Dhcp6Message): number => firstOption(msg.options, Option6.Preference)?.[0] ?? 0;
 
 const cutShort = (sockets: Dhcp6Sockets): CniError =>
-  new CniError(ErrorCode.TryAgainLater, `acquiring a DHCPv6 lease on ${sockets.ifName} in ${sockets.netns} was cut short: the daemon is stopping`);
+  tryAgainLater(`acquiring a DHCPv6 lease on ${sockets.ifName} in ${sockets.netns} was cut short: the daemon is stopping`);
 
 /**
  * SOLICIT until an ADVERTISE offers an address or `deadline` passes. Answers are collected for the first timeout
@@ -307,7 +307,7 @@ export async function acquire6(open: Socket6Opener, base: Omit<SendSpec6, "duid"
       if (!("problem" in outcome)) return { binding: outcome, spec };
       last.problem = outcome.problem;
     }
-    throw new CniError(ErrorCode.TryAgainLater,
+    throw tryAgainLater(
       `no DHCPv6 lease for ${sockets.ifName} in ${sockets.netns}: ${last.problem} within ${formatDuration(settings.resendTimeoutMs)} (${last.sent} SOLICIT${last.sent === 1 ? "" : "s"})`);
   } finally {
     sockets.close();

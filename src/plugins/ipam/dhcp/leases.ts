@@ -11,7 +11,7 @@
  * life of a lease runs under a fake clock in the tests.
  * @module
  */
-import { CniError, ErrorCode, messageOf } from "../../../spec/errors.js";
+import { CniError, cniError, failure, invalidEnv, messageOf } from "../../../spec/errors.js";
 import type { GCAttachment } from "../../../spec/config.js";
 import type { Result100 } from "../../../spec/result/types100.js";
 import { acquire, extend, formatDuration, release, type ClientSettings } from "./client.js";
@@ -238,10 +238,10 @@ export class LeaseManager {
       for (const family of heldBefore) {
         const lease = this.held[family].get(key)!;
         if (!(await this.world.linkExists(lease.netnsPath, args.ifName))) {
-          throw new CniError(ErrorCode.Internal, `the ${protocolOf(family)} lease of ${key} is held, but ${args.ifName} does not exist in ${args.netns}`);
+          throw failure(`the ${protocolOf(family)} lease of ${key} is held, but ${args.ifName} does not exist in ${args.netns}`);
         }
         const b = lease.record.binding;
-        if (this.world.clock.now() >= b.expiresAt) throw new CniError(ErrorCode.Internal, `the ${protocolOf(family)} lease of ${b.address} for ${key} expired at ${at(b.expiresAt)}`);
+        if (this.world.clock.now() >= b.expiresAt) throw failure(`the ${protocolOf(family)} lease of ${b.address} for ${key} expired at ${at(b.expiresAt)}`);
       }
     });
   }
@@ -281,7 +281,7 @@ export class LeaseManager {
     for (const r of fresh) await this.dropOne(r.family, key, "rolling back: the other family's lease could not be had");
     const undone = fresh.map((r) => ` (the ${protocolOf(r.family)} lease of ${r.binding.address} acquired meanwhile was released)`).join("");
     if (failures.length === 1 && !undone) throw failures[0];
-    throw new CniError(failures[0]!.code, `${failures.map((e) => e.msg).join("; ")}${undone}`, failures.map((e) => e.details).filter(Boolean).join("; "));
+    throw cniError(failures[0]!.code, `${failures.map((e) => e.msg).join("; ")}${undone}`, failures.map((e) => e.details).filter(Boolean).join("; "));
   }
 
   /** The held lease of `family` for this attachment, acquiring one (and dropping another attachment's) when needed. */
@@ -289,7 +289,7 @@ export class LeaseManager {
     const existing = this.held[family].get(key);
     if (existing && !existing.ended && existing.record.netns === args.netns) return { record: existing.record, fresh: false };
     if (existing) await this.dropOne(family, key, `a new attachment in ${args.netns}`);
-    if (!args.netns.startsWith("/")) throw new CniError(ErrorCode.InvalidEnvironmentVariables, `the netns path ${JSON.stringify(args.netns)} is not absolute`);
+    if (!args.netns.startsWith("/")) throw invalidEnv(`the netns path ${JSON.stringify(args.netns)} is not absolute`);
     let record: LeaseRecord;
     try {
       record = family === "ipv4" ? await this.acquire4(key, args, conf) : await this.acquire6(key, args, conf);

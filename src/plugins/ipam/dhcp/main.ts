@@ -8,7 +8,7 @@
  * leases of attachments the runtime no longer has (STATUS and GC are additions: upstream has neither).
  * @module
  */
-import { CniError, ErrorCode, messageOf } from "../../../spec/errors.js";
+import { wrap } from "../../../spec/errors.js";
 import { createResult, type Result } from "../../../spec/result/index.js";
 import { IMPLEMENTED_100 } from "../../../spec/result/types100.js";
 import { ALL_VERSIONS, VersionInfo } from "../../../spec/version.js";
@@ -29,7 +29,7 @@ export async function add(args: CmdArgs): Promise<Result> {
   try {
     return createResult(IMPLEMENTED_100, result);
   } catch (e) {
-    throw new CniError(ErrorCode.Internal, `the dhcp daemon's result does not decode: ${messageOf(e)}`);
+    throw wrap("the dhcp daemon's result does not decode", e);
   }
 }
 

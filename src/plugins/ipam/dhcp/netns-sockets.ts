@@ -30,6 +30,7 @@ import { errnoText } from "../../../net/rtnetlink.js";
 import { bindLibc, bunFfi, type Pointer } from "../../../sys/libc.js";
 import { inThreadNetns, NetnsEnterError } from "../../../sys/thread-netns.js";
 import { decodeIpUdp, DhcpFormatError, encodeIpUdp, ipv4Bytes, ipv4Text } from "./packet.js";
+import { failure } from "../../../spec/errors.js";
 
 
 /** The libc functions the sockets use. */
@@ -152,7 +153,7 @@ export class SocketError extends Error {
 /** libc through Bun's FFI; throws under Node. */
 export async function requireFfi(): Promise<Ffi> {
   const f = await loadFfi();
-  if (!f) throw new Error("the dhcp daemon needs the standalone (Bun) build: Node cannot open sockets in another network namespace");
+  if (!f) throw failure("the dhcp daemon needs the standalone (Bun) build: Node cannot open sockets in another network namespace");
   return f;
 }
 

@@ -4,7 +4,7 @@
  * prevResult.
  * @module
  */
-import { CniError, ErrorCode } from "../../../spec/errors.js";
+import { failure, invalidConfig } from "../../../spec/errors.js";
 import { tryParseCIDR, tryParseIP } from "../../../spec/ip.js";
 import { ipEqual } from "../../../spec/ip-math.js";
 import { toCurrentResult } from "../../../spec/result/index.js";
@@ -32,14 +32,14 @@ export function check(args: CmdArgs): void {
   const conf = parseStaticConfig(args.stdinData, args.args);
   const { conf: pluginConf } = loadPluginConf(args.stdinData);
   const prev = parsePrevResult(pluginConf);
-  if (!prev) throw new CniError(ErrorCode.InvalidNetworkConfig, "Required prevResult missing");
+  if (!prev) throw invalidConfig("Required prevResult missing");
   const ips = toCurrentResult(prev).ips ?? [];
   for (const configured of conf.addresses) {
     const match = ips.find((ip) => ipEqual(tryParseCIDR(ip.address)?.ip, configured.address.ip));
     if (!match || !configured.gateway) continue;
     const gateway = match.gateway ? tryParseIP(match.gateway) : undefined;
     if (!ipEqual(gateway, configured.gateway)) {
-      throw new CniError(ErrorCode.Internal, `static: Failed to match addr ${configured.address.ip.text} on interface ${args.ifName}`);
+      throw failure(`static: Failed to match addr ${configured.address.ip.text} on interface ${args.ifName}`);
     }
   }
 }
