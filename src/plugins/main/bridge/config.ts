@@ -3,12 +3,12 @@
  * name the key and value.
  * @module
  */
-import { CniError, ErrorCode, messageOf } from "../../../spec/errors.js";
+import { invalidCniArgs, invalidKey } from "../../../spec/errors.js";
 import { loadCniArgs } from "../../../spec/args.js";
 import { bool, int, list, ptr, string, struct, type Decoded } from "../../../spec/go-decode.js";
 import { NET_CONF_FIELDS, type PluginConf } from "../../../spec/config.js";
 import { loadPluginConf } from "../../../skel/conf.js";
-import { decodeConfig, invalidKey, parseMac } from "../../common/keys.js";
+import { decodeConfig, parseMac } from "../../common/keys.js";
 import type { IPMasqBackend } from "../../../net/ipmasq.js";
 import type { PortVlans } from "./bridge-link.js";
 
@@ -148,7 +148,7 @@ export function loadBridgeConf(stdin: Buffer, cniArgs: string): BridgeConf {
   try {
     args = loadCniArgs(cniArgs, { MAC: (v: string) => v });
   } catch (e) {
-    throw new CniError(ErrorCode.InvalidEnvironmentVariables, `invalid CNI_ARGS: ${messageOf(e)}`);
+    throw invalidCniArgs(e);
   }
   if (args.MAC) n.mac = interfaceMac(args.MAC, "CNI_ARGS MAC");
   if (c.args?.cni?.mac) n.mac = interfaceMac(c.args.cni.mac, "args.cni.mac");

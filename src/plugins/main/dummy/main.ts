@@ -6,7 +6,7 @@
  * @module
  */
 import { NET_CONF_FIELDS, type PluginConf } from "../../../spec/config.js";
-import { CniError, ErrorCode } from "../../../spec/errors.js";
+import { invalidConfig } from "../../../spec/errors.js";
 import { struct } from "../../../spec/go-decode.js";
 import { ALL_VERSIONS, VersionInfo } from "../../../spec/version.js";
 import { loadPluginConf } from "../../../skel/conf.js";
@@ -23,7 +23,7 @@ export const DUMMY_SCHEMA = struct("NetConf", { ...NET_CONF_FIELDS }, "types");
 export function loadDummyConf(stdin: Buffer): PluginConf {
   const { conf, raw } = loadPluginConf(stdin);
   decodeConfig(DUMMY_SCHEMA, raw);
-  if (!ipamType(conf)) throw new CniError(ErrorCode.InvalidNetworkConfig, 'invalid "ipam": missing (a dummy interface needs an IPAM plugin: set ipam.type)');
+  if (!ipamType(conf)) throw invalidConfig('invalid "ipam": missing (a dummy interface needs an IPAM plugin: set ipam.type)');
   return conf;
 }
 

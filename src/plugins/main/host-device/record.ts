@@ -10,7 +10,7 @@
  */
 import { mkdir, readdir, readFile, rm } from "node:fs/promises";
 import * as path from "../../../sys/posix-path.js";
-import { CniError, ErrorCode, messageOf } from "../../../spec/errors.js";
+import { ioFailure } from "../../../spec/errors.js";
 import { isJsonObject, marshalJson, parseJson } from "../../../spec/json.js";
 import { writeFileAtomic } from "../../../sys/atomic-file.js";
 
@@ -50,7 +50,7 @@ export async function writeRecord(dataDir: string, record: DeviceRecord): Promis
     await mkdir(dataDir, { recursive: true, mode: 0o700 });
     await writeFileAtomic(recordPath(dataDir, record.containerID, record.ifName), marshalJson(record, { sortKeys: false, indent: " " }) + "\n");
   } catch (e) {
-    throw new CniError(ErrorCode.IOFailure, `cannot save the host device's settings in ${dataDir} ("dataDir")`, messageOf(e));
+    throw ioFailure(`cannot save the host device's settings in ${dataDir} ("dataDir")`, e);
   }
 }
 
@@ -79,7 +79,7 @@ export async function readRecord(dataDir: string, containerID: string, ifName: s
     text = await readFile(file, "utf8");
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code === "ENOENT") return undefined;
-    throw new CniError(ErrorCode.IOFailure, `cannot read the host device's record ${file}`, messageOf(e));
+    throw ioFailure(`cannot read the host device's record ${file}`, e);
   }
   const record = decodeRecord(text);
   return record && record.containerID === containerID && record.ifName === ifName ? record : "damaged";
@@ -98,7 +98,7 @@ export async function listRecords(dataDir: string): Promise<DeviceRecord[]> {
     names = await readdir(dataDir);
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code === "ENOENT") return [];
-    throw new CniError(ErrorCode.IOFailure, `cannot list the host device records in ${dataDir} ("dataDir")`, messageOf(e));
+    throw ioFailure(`cannot list the host device records in ${dataDir} ("dataDir")`, e);
   }
   const records: DeviceRecord[] = [];
   for (const name of names.sort()) {

@@ -9,9 +9,9 @@
  */
 import { readdir, realpath, stat } from "node:fs/promises";
 import * as path from "../../../sys/posix-path.js";
-import { invalidKey } from "../../common/keys.js";
 import type { Link } from "../../../net/types.js";
 import type { DeviceSelector } from "./config.js";
+import { invalidKey } from "../../../spec/errors.js";
 
 /** What selection reads: a sysfs tree and the links of the host namespace. */
 export interface HostView {

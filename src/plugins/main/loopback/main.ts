@@ -4,7 +4,7 @@
  * @module
  */
 import { NET_CONF_FIELDS } from "../../../spec/config.js";
-import { CniError, ErrorCode } from "../../../spec/errors.js";
+import { failure } from "../../../spec/errors.js";
 import { struct } from "../../../spec/go-decode.js";
 import { ipFamily } from "../../../spec/ip.js";
 import type { Result100 } from "../../../spec/result/index.js";
@@ -24,7 +24,7 @@ async function add(args: CmdArgs) {
   for (const a of addrs) {
     const addr = a.cidr.split("/")[0]!;
     if (a.family === 4 ? !LOOPBACK_V4.test(addr) : addr !== "::1") {
-      throw new CniError(ErrorCode.Internal, `loopback interface found with non-loopback address "${addr}"`);
+      throw failure(`loopback interface found with non-loopback address "${addr}"`);
     }
   }
   const prev = parsePrevResult(conf);
@@ -51,7 +51,7 @@ async function check(args: CmdArgs) {
   loadPluginConf(args.stdinData);
   const ns = await NetNS.open(args.netns);
   const lo = await ip.getLink(ns, "lo");
-  if (!lo?.up) throw new CniError(ErrorCode.Internal, "loopback interface is down");
+  if (!lo?.up) throw failure("loopback interface is down");
 }
 
 /** loopback reads nothing but the common keys. */

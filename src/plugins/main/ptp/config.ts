@@ -4,11 +4,11 @@
  * configure without addresses.
  * @module
  */
-import { CniError, ErrorCode } from "../../../spec/errors.js";
+import { invalidConfig, invalidKey } from "../../../spec/errors.js";
 import { NET_CONF_FIELDS, type PluginConf } from "../../../spec/config.js";
 import { bool, int, member, ptr, string, struct } from "../../../spec/go-decode.js";
 import { loadPluginConf } from "../../../skel/conf.js";
-import { decodeConfig, invalidKey } from "../../common/keys.js";
+import { decodeConfig } from "../../common/keys.js";
 import type { IPMasqBackend } from "../../../net/ipmasq.js";
 
 export interface PtpConf {
@@ -36,7 +36,7 @@ export function loadPtpConf(stdin: Buffer): PtpConf {
 
   const ipamType = typeof conf.ipam?.type === "string" ? conf.ipam.type : "";
   if (!ipamType) {
-    throw new CniError(ErrorCode.InvalidNetworkConfig, `invalid "ipam": ${JSON.stringify(member(raw, "ipam") ?? null)} (ptp needs an IPAM plugin: set ipam.type)`);
+    throw invalidConfig(`invalid "ipam": ${JSON.stringify(member(raw, "ipam") ?? null)} (ptp needs an IPAM plugin: set ipam.type)`);
   }
 
   const backend = c.ipMasqBackend;

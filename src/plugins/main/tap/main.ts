@@ -12,10 +12,10 @@ import type { Link } from "../../../net/types.js";
 import { NetOpError } from "../../../sys/exec.js";
 import type { CmdArgs, PluginDefinition } from "../../../skel/skel.js";
 import { ipamType } from "../../common/ipam.js";
-import { invalidKey } from "../../common/keys.js";
 import { addSandboxLink, checkSandboxLink, delSandboxLink, gcSandboxLink, notifySysctls, statusSandboxLink } from "../../common/sandbox-link.js";
 import { loadTapConf, TAP_SCHEMA, type TapConf } from "./config.js";
 import { createTap } from "./tuntap.js";
+import { invalidKey } from "../../../spec/errors.js";
 
 /**
  * The tap, made inside the container under `ifName` (a name taken already fails the creation, touching nothing;
