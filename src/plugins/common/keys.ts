@@ -4,13 +4,10 @@
  * network config) whose message names the key and the value, e.g. `invalid "mtu": "abc" (want an integer)`.
  * @module
  */
-import { CniError, ErrorCode, messageOf } from "../../spec/errors.js";
+import { invalidCniArgs, invalidKey } from "../../spec/errors.js";
 import { loadCniArgs } from "../../spec/args.js";
 import { DecodeError, decodeGo, type GoType } from "../../spec/go-decode.js";
 import type { JsonObject } from "../../spec/json.js";
-
-export const invalidKey = (key: string, value: unknown, want: string): CniError =>
-  new CniError(ErrorCode.InvalidNetworkConfig, `invalid ${JSON.stringify(key)}: ${JSON.stringify(value)} (${want})`);
 
 /**
  * Decodes a plugin's config object into its Go-shaped schema with Go's rules (spec/go-decode.ts): keys in
@@ -54,7 +51,7 @@ export function cniArgsMac(cniArgs: string): string | undefined {
   try {
     return loadCniArgs(cniArgs, { MAC: (v: string) => v }).MAC;
   } catch (e) {
-    throw new CniError(ErrorCode.InvalidEnvironmentVariables, `invalid CNI_ARGS: ${messageOf(e)}`);
+    throw invalidCniArgs(e);
   }
 }
 

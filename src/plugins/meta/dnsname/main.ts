@@ -12,7 +12,7 @@
  * only a process that is dnsmasq with the network's config is signalled; STATUS and GC.
  * @module
  */
-import { CniError, ErrorCode } from "../../../spec/errors.js";
+import { ErrorCode, failure, invalidConfig } from "../../../spec/errors.js";
 import type { Result100 } from "../../../spec/result/index.js";
 import { parseCIDR, tryParseIP } from "../../../spec/ip.js";
 import { ALL_VERSIONS, VersionInfo } from "../../../spec/version.js";
@@ -40,7 +40,7 @@ async function bridgeNameservers(bridge: string): Promise<string[]> {
     return addresses.map((a) => parseCIDR(a.cidr).ip).filter(isGlobalUnicast).map((a) => a.text);
   } catch (e) {
     if (e instanceof NetOpError && e.isNotFound) {
-      throw new CniError(ErrorCode.InvalidNetworkConfig, `the network's bridge ${bridge} (the prevResult's first interface) does not exist`, e.message);
+      throw invalidConfig(`the network's bridge ${bridge} (the prevResult's first interface) does not exist`, e);
     }
     throw e;
   }
@@ -155,8 +155,8 @@ async function check(args: CmdArgs): Promise<void> {
     }
     return found;
   });
-  if (problems === undefined) throw new CniError(ErrorCode.Internal, `dnsname: network ${n.conf.name} has no directory ${d.dir}`);
-  if (problems.length) throw new CniError(ErrorCode.Internal, `dnsname: ${problems.join("; ")}`);
+  if (problems === undefined) throw failure(`dnsname: network ${n.conf.name} has no directory ${d.dir}`);
+  if (problems.length) throw failure(`dnsname: ${problems.join("; ")}`);
 }
 
 /**

@@ -14,7 +14,7 @@
  * @module
  */
 import { decodePluginConf } from "../../../spec/config.js";
-import { CniError, ErrorCode, messageOf } from "../../../spec/errors.js";
+import { CniError, failure, messageOf, pluginNotAvailable } from "../../../spec/errors.js";
 import { isJsonObject, jsonEqual, parseJson, type JsonObject } from "../../../spec/json.js";
 import type { Result } from "../../../spec/result/index.js";
 import { ALL_VERSIONS, VersionInfo } from "../../../spec/version.js";
@@ -87,11 +87,11 @@ async function check(args: CmdArgs): Promise<void> {
   const n = decodeFlannelConf(args.stdinData);
   const bytes = n.dataDir ? await readDelegateConfig(n.dataDir, args.containerID) : undefined;
   if (!bytes) {
-    throw new CniError(ErrorCode.Internal, `no saved delegate config for container ${args.containerID}`,
+    throw failure(`no saved delegate config for container ${args.containerID}`,
       `${savedConfigPath(n.dataDir, args.containerID)} does not exist: ADD never ran with this dataDir, or DEL already did`);
   }
   const saved = savedDelegate(args, n, args.containerID, bytes);
-  if (!saved) throw new CniError(ErrorCode.Internal, `the saved delegate config ${savedConfigPath(n.dataDir, args.containerID)} is unusable`);
+  if (!saved) throw failure(`the saved delegate config ${savedConfigPath(n.dataDir, args.containerID)} is unusable`);
   await checkSubnetUnchanged(n, saved.raw);
   await delegateCheck(saved.type, withPrevResult(n, saved.raw, bytes), callOf(args));
 }
@@ -107,7 +107,7 @@ async function checkSubnetUnchanged(n: FlannelConf, saved: JsonObject): Promise<
   if (!env || !isJsonObject(savedIpam) || savedIpam["ranges"] === undefined) return;
   const now = renderDelegate(n, env)["ipam"] as JsonObject;
   if (!jsonEqual(now["ranges"], savedIpam["ranges"])) {
-    throw new CniError(ErrorCode.Internal, `this node's flannel subnet changed since ADD`,
+    throw failure(`this node's flannel subnet changed since ADD`,
       `ADD used ranges ${JSON.stringify(savedIpam["ranges"])}, ${n.subnetFile} now gives ${JSON.stringify(now["ranges"])}`);
   }
 }
@@ -119,7 +119,7 @@ async function status(args: CmdArgs): Promise<void> {
     env = await loadSubnetEnv(n.subnetFile);
   } catch (e) {
     const cause = CniError.from(e);
-    throw new CniError(ErrorCode.PluginNotAvailable, cause.msg, cause.details);
+    throw pluginNotAvailable(cause.msg, cause.details);
   }
   const delegate = renderDelegate(n, env);
   await delegateStatus(delegate["type"] as string, Buffer.from(encodeDelegate(delegate)), callOf(args));

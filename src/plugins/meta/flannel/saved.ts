@@ -7,7 +7,7 @@
  */
 import { mkdir, readFile, rm } from "node:fs/promises";
 import * as path from "../../../sys/posix-path.js";
-import { CniError, ErrorCode, messageOf } from "../../../spec/errors.js";
+import { ioFailure } from "../../../spec/errors.js";
 import { writeFileAtomic } from "../../../sys/atomic-file.js";
 
 /** Where the delegate config of a container is kept (container IDs are valid file names: skel checks them). */
@@ -19,7 +19,7 @@ export async function saveDelegateConfig(dataDir: string, containerID: string, b
     await mkdir(dataDir, { recursive: true, mode: 0o700 });
     await writeFileAtomic(savedConfigPath(dataDir, containerID), bytes, 0o600);
   } catch (e) {
-    throw new CniError(ErrorCode.IOFailure, `cannot save the delegate config in ${dataDir} ("dataDir")`, messageOf(e));
+    throw ioFailure(`cannot save the delegate config in ${dataDir} ("dataDir")`, e);
   }
 }
 
@@ -29,7 +29,7 @@ export async function readDelegateConfig(dataDir: string, containerID: string): 
     return await readFile(savedConfigPath(dataDir, containerID));
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code === "ENOENT") return undefined;
-    throw new CniError(ErrorCode.IOFailure, `cannot read the saved delegate config ${savedConfigPath(dataDir, containerID)}`, messageOf(e));
+    throw ioFailure(`cannot read the saved delegate config ${savedConfigPath(dataDir, containerID)}`, e);
   }
 }
 

@@ -11,7 +11,7 @@
  * before anything changes, and a failed ADD removes what it made.
  * @module
  */
-import { CniError, ErrorCode, messageOf } from "../../../spec/errors.js";
+import { invalidConfig, messageOf, pluginNotAvailable, wrap } from "../../../spec/errors.js";
 import type { IPCidr, IPFamily } from "../../../spec/ip.js";
 import type { Result } from "../../../spec/result/index.js";
 import { ALL_VERSIONS, VersionInfo } from "../../../spec/version.js";
@@ -53,7 +53,7 @@ async function enableLocalnetRouting(container: IPCidr): Promise<void> {
   try {
     await writeSysctl(NetNS.host, sysctlPath("net", "ipv4", "conf", dev, "route_localnet"), "1");
   } catch (e) {
-    throw new CniError(ErrorCode.Internal, `unable to enable route_localnet on ${dev}: ${messageOf(e)}`);
+    throw wrap(`unable to enable route_localnet on ${dev}`, e);
   }
 }
 
@@ -77,7 +77,7 @@ async function forgetUdpFlows(args: CmdArgs, mappings: readonly PortMapping[], f
 async function add(args: CmdArgs): Promise<Result> {
   const n = loadPortMapConf(args.stdinData);
   const prev = prevResultOf(n);
-  if (!prev) throw new CniError(ErrorCode.InvalidNetworkConfig, NOT_CHAINED);
+  if (!prev) throw invalidConfig(NOT_CHAINED);
   if (n.mappings.length === 0) return prev;
   const backend = await chooseBackend(n, PROBES);
   const targets = targetsOf(n, args, prev);
@@ -112,7 +112,7 @@ async function del(args: CmdArgs): Promise<void> {
 async function check(args: CmdArgs): Promise<void> {
   const n = loadPortMapConf(args.stdinData);
   const prev = prevResultOf(n);
-  if (!prev) throw new CniError(ErrorCode.InvalidNetworkConfig, "Required prevResult missing");
+  if (!prev) throw invalidConfig("Required prevResult missing");
   if (n.mappings.length === 0) return;
   const backend = await chooseBackend(n, PROBES);
   for (const t of targetsOf(n, args, prev)) await (backend === "iptables" ? checkIptables(t) : checkNftables(t));
@@ -139,7 +139,7 @@ async function status(args: CmdArgs): Promise<void> {
   const n = loadPortMapConf(args.stdinData);
   const backend = await chooseBackend(n, PROBES);
   if (!(await PROBES[backend]())) {
-    throw new CniError(ErrorCode.PluginNotAvailable, `portmap: the ${backend} backend does not work here`);
+    throw pluginNotAvailable(`portmap: the ${backend} backend does not work here`);
   }
 }
 

@@ -9,11 +9,11 @@ import * as path from "../../../sys/posix-path.js";
 import { loadCniArgs } from "../../../spec/args.js";
 import { NET_CONF_FIELDS, type PluginConf } from "../../../spec/config.js";
 import { bool, int, map, member, ptr, string, struct, type StructOf } from "../../../spec/go-decode.js";
-import { CniError, ErrorCode, messageOf } from "../../../spec/errors.js";
+import { invalidCniArgs, invalidConfig, invalidKey, ioFailure } from "../../../spec/errors.js";
 import { duplicateKeysAt } from "../../../spec/json-keys.js";
 import { loadPluginConf } from "../../../skel/conf.js";
 import type { LinkTunables } from "./link-tunables.js";
-import { decodeConfig, invalidKey, parseMac } from "../../common/keys.js";
+import { decodeConfig, parseMac } from "../../common/keys.js";
 
 /** Where backups of the original link settings go, as with the Go plugin. */
 export const DEFAULT_DATA_DIR = "/run/cni/tuning";
@@ -101,7 +101,7 @@ export function loadTuningConf(stdin: Buffer, cniArgs: string): TuningConf {
   try {
     args = loadCniArgs(cniArgs, { MAC: (v: string) => v });
   } catch (e) {
-    throw new CniError(ErrorCode.InvalidEnvironmentVariables, `invalid CNI_ARGS: ${messageOf(e)}`);
+    throw invalidCniArgs(e);
   }
   if (args.MAC) Object.assign(mac, { key: "CNI_ARGS MAC", value: args.MAC });
   if (c.runtimeConfig?.mac) Object.assign(mac, { key: "runtimeConfig.mac", value: c.runtimeConfig.mac });
@@ -154,7 +154,7 @@ export function readAllowlist(file = ALLOWLIST_FILE): string[] | undefined {
   try {
     text = readFileSync(file, "utf8");
   } catch (e) {
-    throw new CniError(ErrorCode.IOFailure, `cannot read the sysctl allowlist ${file}`, messageOf(e));
+    throw ioFailure(`cannot read the sysctl allowlist ${file}`, e);
   }
   return text.split("\n").map((l) => l.trim()).filter((l) => l.length > 0);
 }
@@ -166,7 +166,7 @@ export function checkAllowlist(keys: Iterable<string>, allowlist: readonly strin
     try {
       return new RegExp(p);
     } catch (e) {
-      throw new CniError(ErrorCode.InvalidNetworkConfig, `invalid pattern ${JSON.stringify(p)} in the sysctl allowlist ${file}`, messageOf(e));
+      throw invalidConfig(`invalid pattern ${JSON.stringify(p)} in the sysctl allowlist ${file}`, e);
     }
   });
   for (const key of keys) {
