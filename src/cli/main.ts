@@ -6,11 +6,11 @@
  */
 import { writeStd } from "../sys/plugin-stdio.js";
 import { basename } from "../sys/posix-path.js";
-import { PROGRAM_NAMES } from "../programs/programs.js";
-import { aboutAnswer, aboutText, PLUGINS, versionAnswer } from "../programs/registry.js";
+import { aboutText, PROGRAM_NAMES } from "../programs/programs.js";
+import { aboutAnswer, PLUGINS, versionAnswer } from "../programs/registry.js";
 import { setDefaultExec } from "../invoke/default-exec.js";
 import type { PluginExec } from "../invoke/exec.js";
-import { pluginMain, processIO, type PluginDefinition } from "../skel/skel.js";
+import { pluginMain, processIO } from "../skel/skel.js";
 import { VersionInfo } from "../spec/version.js";
 
 async function run(): Promise<void> {
@@ -55,7 +55,7 @@ async function run(): Promise<void> {
   // call refused there never pays for it. A plugin that delegates to another of ours runs it in-process rather
   // than exec'ing this binary again; that machinery is loaded at the first delegation (most calls never delegate).
   const loadPlugin = async () => {
-    const { plugin } = await (entry.load() as Promise<{ plugin?: PluginDefinition }>);
+    const { funcs } = await entry.load();
     let multicall: Promise<PluginExec> | undefined;
     setDefaultExec({
       execPlugin: async (...call) => {
@@ -63,9 +63,8 @@ async function run(): Promise<void> {
         return (await multicall).execPlugin(...call);
       },
     });
-    return plugin!.funcs;
+    return funcs;
   };
-  // (registry.test.ts pins each plugin's versions and about text to the registry's.)
   await pluginMain(loadPlugin, new VersionInfo(entry.versions), aboutText(name), processIO({ stdinInMemoryFile }));
 }
 

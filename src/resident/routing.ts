@@ -100,7 +100,7 @@ export class PluginModules {
     let loaded = this.loading.get(name);
     if (!loaded) {
       const entry = PLUGINS[name];
-      loaded = entry ? entry.load().then((m) => (m as { plugin?: PluginDefinition }).plugin) : Promise.resolve(undefined);
+      loaded = entry ? entry.load() : Promise.resolve(undefined);
       this.loading.set(name, loaded);
     }
     return loaded;

@@ -58,13 +58,11 @@ export interface PluginFuncs {
 }
 
 /**
- * A plugin as data: its handlers, the versions it speaks and its about text. A plugin module exports one as
- * `plugin`, so the multicall binary can run it as a process or, for delegation, in-process.
+ * What a plugin module exports as `plugin`: its handlers and how it reads its config. Its versions and about text
+ * are not its own to declare: the program catalog (programs/programs.ts) gives them.
  */
-export interface PluginDefinition {
+export interface PluginModule {
   funcs: PluginFuncs;
-  versionInfo: VersionInfo;
-  about: string;
   /**
    * How the plugin reads its config: the schema it decodes stdin into (the Go plugin's struct, read with Go's
    * rules: spec/go-decode.ts) and the parser its ADD uses, which validates without changing anything.
@@ -72,7 +70,13 @@ export interface PluginDefinition {
   config?: PluginConfigReader;
 }
 
-/** A plugin's config schema and parser (see PluginDefinition.config). */
+/** A plugin as skel runs it, as a process or in-process: its module, the versions it speaks and its about text. */
+export interface PluginDefinition extends PluginModule {
+  versionInfo: VersionInfo;
+  about: string;
+}
+
+/** A plugin's config schema and parser (see PluginModule.config). */
 export interface PluginConfigReader {
   schema: GoType<unknown>;
   /** Parses and validates stdin (and CNI_ARGS) as ADD would, changing nothing; throws the CNI error ADD would give. */

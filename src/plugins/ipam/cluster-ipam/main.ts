@@ -15,9 +15,8 @@ import { CniError, failure, invalidConfig, pluginNotAvailable, tryAgainLater } f
 import { parseIP } from "../../../spec/ip.js";
 import { ipToBigInt } from "../../../spec/ip-math.js";
 import { IMPLEMENTED_100, type Result100 } from "../../../spec/result/types100.js";
-import { ALL_VERSIONS, VersionInfo } from "../../../spec/version.js";
 import { withLockFile } from "../../common/lock-file.js";
-import type { CmdArgs, PluginDefinition } from "../../../skel/skel.js";
+import type { CmdArgs, PluginModule } from "../../../skel/skel.js";
 import { CLUSTER_IPAM_SCHEMA, parseClusterIpamConfig, parseLocation, parsePoolLocation, readEtcdFiles, type PoolLocation } from "./config.js";
 import { EtcdClient, EtcdRequestError, EtcdUnavailableError } from "./etcd.js";
 import { PoolStore } from "./store.js";
@@ -142,9 +141,7 @@ export async function gc(args: CmdArgs): Promise<void> {
   await guarded("GC", () => store.collectGarbage(location.validAttachments));
 }
 
-export const plugin: PluginDefinition = {
+export const plugin: PluginModule = {
   funcs: { add, check, del, status, gc },
-  versionInfo: new VersionInfo(ALL_VERSIONS),
-  about: "CNI cluster-ipam plugin (tscni)",
   config: { schema: CLUSTER_IPAM_SCHEMA, parse: parseClusterIpamConfig },
 };

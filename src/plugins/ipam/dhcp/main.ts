@@ -11,8 +11,7 @@
 import { wrap } from "../../../spec/errors.js";
 import { createResult, type Result } from "../../../spec/result/index.js";
 import { IMPLEMENTED_100 } from "../../../spec/result/types100.js";
-import { ALL_VERSIONS, VersionInfo } from "../../../spec/version.js";
-import type { CmdArgs, PluginDefinition } from "../../../skel/skel.js";
+import type { CmdArgs, PluginModule } from "../../../skel/skel.js";
 import { DHCP_SCHEMA, parseDhcpBasics, parseDhcpConfig } from "./config.js";
 import { callDaemon, type Method } from "./protocol.js";
 
@@ -33,7 +32,7 @@ export async function add(args: CmdArgs): Promise<Result> {
   }
 }
 
-export const plugin: PluginDefinition = {
+export const plugin: PluginModule = {
   funcs: {
     add,
     check: async (args) => void (await call("CHECK", args)),
@@ -41,7 +40,5 @@ export const plugin: PluginDefinition = {
     status: async (args) => void (await call("STATUS", args)),
     gc: async (args) => void (await call("GC", args)),
   },
-  versionInfo: new VersionInfo(ALL_VERSIONS),
-  about: "CNI dhcp plugin (tscni)",
   config: { schema: DHCP_SCHEMA, parse: parseDhcpConfig },
 };

@@ -8,8 +8,7 @@
 import { CniError, cniError, failure, pluginNotAvailable, wrap } from "../../../spec/errors.js";
 import type { IPAddress } from "../../../spec/ip.js";
 import { IMPLEMENTED_100, type Result100 } from "../../../spec/result/types100.js";
-import { ALL_VERSIONS, VersionInfo } from "../../../spec/version.js";
-import { type PluginDefinition, type CmdArgs } from "../../../skel/skel.js";
+import { type PluginModule, type CmdArgs } from "../../../skel/skel.js";
 import { IPAllocator } from "./allocator.js";
 import { HOST_LOCAL_SCHEMA, parseGCConfig, parseHostLocalConfig, parseStoreLocation, rangeSetContains } from "./config.js";
 import { parseResolvConf } from "./dns.js";
@@ -88,9 +87,7 @@ export async function gc(args: CmdArgs): Promise<void> {
   await store.withLock(() => store.collectGarbage(conf.validAttachments));
 }
 
-export const plugin: PluginDefinition = {
+export const plugin: PluginModule = {
   funcs: { add, check, del, status, gc },
-  versionInfo: new VersionInfo(ALL_VERSIONS),
-  about: "CNI host-local plugin (tscni)",
   config: { schema: HOST_LOCAL_SCHEMA, parse: parseHostLocalConfig },
 };

@@ -9,9 +9,8 @@ import { tryParseCIDR, tryParseIP } from "../../../spec/ip.js";
 import { ipEqual } from "../../../spec/ip-math.js";
 import { toCurrentResult } from "../../../spec/result/index.js";
 import { IMPLEMENTED_100, type Result100 } from "../../../spec/result/types100.js";
-import { ALL_VERSIONS, VersionInfo } from "../../../spec/version.js";
 import { loadPluginConf, parsePrevResult } from "../../../skel/conf.js";
-import { type PluginDefinition, type CmdArgs } from "../../../skel/skel.js";
+import { type PluginModule, type CmdArgs } from "../../../skel/skel.js";
 import { parseStaticConfig, STATIC_SCHEMA } from "./config.js";
 
 export function add(args: CmdArgs): Result100 {
@@ -47,9 +46,7 @@ export function check(args: CmdArgs): void {
 /** Nothing was allocated, so there is nothing to free (the config is not even read, as in Go). */
 export function del(): void {}
 
-export const plugin: PluginDefinition = {
+export const plugin: PluginModule = {
   funcs: { add, check, del },
-  versionInfo: new VersionInfo(ALL_VERSIONS),
-  about: "CNI static plugin (tscni)",
   config: { schema: STATIC_SCHEMA, parse: parseStaticConfig },
 };

@@ -7,7 +7,7 @@ import { failure } from "../../../spec/errors.js";
 import { ipFamily, networkOf, parseCIDR } from "../../../spec/ip.js";
 import { nextIP } from "../../../spec/ip-math.js";
 import { isDNSEmpty, type Result100, type Route } from "../../../spec/result/index.js";
-import { ALL_VERSIONS, CURRENT_VERSION, VersionInfo } from "../../../spec/version.js";
+import { CURRENT_VERSION } from "../../../spec/version.js";
 import { ensureBridge, ensureGatewayAddresses, readHostLinks, setPortVlans, waitPortUp, type BridgeState } from "./bridge-link.js";
 import { configureInterface, enableForwarding, setupVeth } from "../../../net/iface.js";
 import { gcIPMasq, setupIPMasq, teardownIPMasq, type IPMasqTarget } from "../../../net/ipmasq.js";
@@ -16,7 +16,7 @@ import { NetNS } from "../../../net/netns.js";
 import { setupSpoofCheck, teardownSpoofCheck } from "./spoofcheck.js";
 import { sysctlPath, type SysctlSetting } from "../../../net/sysctl.js";
 import type { Link } from "../../../net/types.js";
-import type { CmdArgs, PluginDefinition } from "../../../skel/skel.js";
+import type { CmdArgs, PluginModule } from "../../../skel/skel.js";
 import { checkInterfaceAddresses, checkRoutes, requirePrevResult } from "../../common/check.js";
 import { ipamAdd, ipamCheck, ipamDel, ipamGC, ipamStatus, ipamType } from "../../common/ipam.js";
 import { BRIDGE_SCHEMA, containerPortVlans, loadBridgeConf, type BridgeConf } from "./config.js";
@@ -208,9 +208,7 @@ async function gc(args: CmdArgs): Promise<void> {
   if (errors.length) throw failure("bridge GC failed", errors.join("; "));
 }
 
-export const plugin: PluginDefinition = {
+export const plugin: PluginModule = {
   funcs: { add, del, check, status, gc },
-  versionInfo: new VersionInfo(ALL_VERSIONS),
-  about: "CNI bridge plugin (tscni)",
   config: { schema: BRIDGE_SCHEMA, parse: loadBridgeConf },
 };

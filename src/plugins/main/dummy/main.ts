@@ -8,9 +8,8 @@
 import { NET_CONF_FIELDS, type PluginConf } from "../../../spec/config.js";
 import { invalidConfig } from "../../../spec/errors.js";
 import { struct } from "../../../spec/go-decode.js";
-import { ALL_VERSIONS, VersionInfo } from "../../../spec/version.js";
 import { loadPluginConf } from "../../../skel/conf.js";
-import type { CmdArgs, PluginDefinition } from "../../../skel/skel.js";
+import type { CmdArgs, PluginModule } from "../../../skel/skel.js";
 import { createContainerLink } from "../../../net/container-link.js";
 import { ipamType } from "../../common/ipam.js";
 import { decodeConfig } from "../../common/keys.js";
@@ -48,9 +47,7 @@ async function gc(args: CmdArgs): Promise<void> {
   await gcSandboxLink(args, loadDummyConf(args.stdinData));
 }
 
-export const plugin: PluginDefinition = {
+export const plugin: PluginModule = {
   funcs: { add, del, check, status, gc },
-  versionInfo: new VersionInfo(ALL_VERSIONS),
-  about: "CNI dummy plugin (tscni)",
   config: { schema: DUMMY_SCHEMA, parse: (stdin) => loadDummyConf(stdin) },
 };

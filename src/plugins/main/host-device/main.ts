@@ -18,13 +18,13 @@
 import { CniError, failure } from "../../../spec/errors.js";
 import { parseCIDR } from "../../../spec/ip.js";
 import { isDNSEmpty, type Result100 } from "../../../spec/result/index.js";
-import { ALL_VERSIONS, CURRENT_VERSION, VersionInfo } from "../../../spec/version.js";
+import { CURRENT_VERSION } from "../../../spec/version.js";
 import { configureInterface } from "../../../net/iface.js";
 import { nsTarget } from "../../../net/ip-ops.js";
 import { ip } from "../../../net/links.js";
 import { NetNS } from "../../../net/netns.js";
 import type { Link } from "../../../net/types.js";
-import type { CmdArgs, PluginDefinition } from "../../../skel/skel.js";
+import type { CmdArgs, PluginModule } from "../../../skel/skel.js";
 import { checkInterfaceAddresses, checkRoutes, requirePrevResult } from "../../common/check.js";
 import { ipamAdd, ipamCheck, ipamDel, ipamGC, ipamStatus } from "../../common/ipam.js";
 import { Rollback } from "../../common/rollback.js";
@@ -270,9 +270,7 @@ async function gc(args: CmdArgs): Promise<void> {
   if (errors.length) throw failure("host-device GC could not give back every stale device", errors.join("; "));
 }
 
-export const plugin: PluginDefinition = {
+export const plugin: PluginModule = {
   funcs: { add, del, check, status, gc },
-  versionInfo: new VersionInfo(ALL_VERSIONS),
-  about: "CNI host-device plugin (tscni)",
   config: { schema: HOST_DEVICE_SCHEMA, parse: loadHostDeviceConf },
 };

@@ -8,11 +8,11 @@ import { failure } from "../../../spec/errors.js";
 import { struct } from "../../../spec/go-decode.js";
 import { ipFamily } from "../../../spec/ip.js";
 import type { Result100 } from "../../../spec/result/index.js";
-import { ALL_VERSIONS, CURRENT_VERSION, VersionInfo } from "../../../spec/version.js";
+import { CURRENT_VERSION } from "../../../spec/version.js";
 import { ip } from "../../../net/links.js";
 import { NetNS } from "../../../net/netns.js";
 import { loadPluginConf, parsePrevResult } from "../../../skel/conf.js";
-import type { CmdArgs, PluginDefinition } from "../../../skel/skel.js";
+import type { CmdArgs, PluginModule } from "../../../skel/skel.js";
 
 const LOOPBACK_V4 = /^127\./;
 
@@ -57,9 +57,7 @@ async function check(args: CmdArgs) {
 /** loopback reads nothing but the common keys. */
 const LOOPBACK_SCHEMA = struct("NetConf", NET_CONF_FIELDS);
 
-export const plugin: PluginDefinition = {
+export const plugin: PluginModule = {
   funcs: { add, del, check },
-  versionInfo: new VersionInfo(ALL_VERSIONS),
-  about: "CNI loopback plugin (tscni)",
   config: { schema: LOOPBACK_SCHEMA, parse: (stdin) => loadPluginConf(stdin).conf },
 };

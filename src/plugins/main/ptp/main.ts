@@ -7,13 +7,13 @@
 import { failure, invalidConfig } from "../../../spec/errors.js";
 import { ipFamily, networkOf, parseCIDR } from "../../../spec/ip.js";
 import { isDNSEmpty, type Result100 } from "../../../spec/result/index.js";
-import { ALL_VERSIONS, CURRENT_VERSION, VersionInfo } from "../../../spec/version.js";
+import { CURRENT_VERSION } from "../../../spec/version.js";
 import { configureInterface, enableForwarding, setupVeth } from "../../../net/iface.js";
 import { gcIPMasq, setupIPMasq, teardownIPMasq, type IPMasqTarget } from "../../../net/ipmasq.js";
 import { ip } from "../../../net/links.js";
 import { NetNS } from "../../../net/netns.js";
 import { pointToPointRoutes, routeContainerThroughGateway, routeHostToContainer, type PointToPointAddress } from "./routing.js";
-import { type CmdArgs, type PluginDefinition } from "../../../skel/skel.js";
+import { type CmdArgs, type PluginModule } from "../../../skel/skel.js";
 import { checkInterfaceAddresses, checkRoutes, requirePrevResult, RoutesFrom } from "../../common/check.js";
 import { ipamAdd, ipamCheck, ipamDel, ipamGC, ipamStatus } from "../../common/ipam.js";
 import { Rollback } from "../../common/rollback.js";
@@ -136,9 +136,7 @@ async function gc(args: CmdArgs): Promise<void> {
   if (errors.length) throw failure("ptp GC failed", errors.join("; "));
 }
 
-export const plugin: PluginDefinition = {
+export const plugin: PluginModule = {
   funcs: { add, del, check, status, gc },
-  versionInfo: new VersionInfo(ALL_VERSIONS),
-  about: "CNI ptp plugin (tscni)",
   config: { schema: PTP_SCHEMA, parse: loadPtpConf },
 };

@@ -7,7 +7,7 @@
  * @module
  */
 import { failure, invalidConfig } from "../../../spec/errors.js";
-import { CURRENT_VERSION, VersionInfo, versionsStartingFrom } from "../../../spec/version.js";
+import { CURRENT_VERSION } from "../../../spec/version.js";
 import { toCurrentResult, type Result, type Result100 } from "../../../spec/result/index.js";
 import { createIfb, deleteIfb, listIfbs } from "./ifb.js";
 import { ip } from "../../../net/links.js";
@@ -18,7 +18,7 @@ import {
 } from "./tc.js";
 import type { Link } from "../../../net/types.js";
 import { parsePrevResult } from "../../../skel/conf.js";
-import type { CmdArgs, PluginDefinition } from "../../../skel/skel.js";
+import type { CmdArgs, PluginModule } from "../../../skel/skel.js";
 import { BANDWIDTH_SCHEMA, hasEgressLimit, hasIngressLimit, ifbAlias, ifbName, loadBandwidthConf, loadNetworkOnly, parseIfbAlias, type BandwidthLimits } from "./config.js";
 
 /**
@@ -139,9 +139,7 @@ async function gc(args: CmdArgs): Promise<void> {
   if (errors.length) throw failure("bandwidth GC failed", errors.join("; "));
 }
 
-export const plugin: PluginDefinition = {
+export const plugin: PluginModule = {
   funcs: { add, del, check, gc },
-  versionInfo: new VersionInfo(versionsStartingFrom("0.3.0")),
-  about: "CNI bandwidth plugin (tscni)",
   config: { schema: BANDWIDTH_SCHEMA, parse: loadBandwidthConf },
 };

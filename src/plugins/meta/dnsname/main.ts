@@ -15,9 +15,8 @@
 import { ErrorCode, failure, invalidConfig } from "../../../spec/errors.js";
 import type { Result100 } from "../../../spec/result/index.js";
 import { parseCIDR, tryParseIP } from "../../../spec/ip.js";
-import { ALL_VERSIONS, VersionInfo } from "../../../spec/version.js";
 import { loadPluginConf } from "../../../skel/conf.js";
-import type { CmdArgs, PluginDefinition } from "../../../skel/skel.js";
+import type { CmdArgs, PluginModule } from "../../../skel/skel.js";
 import { ip } from "../../../net/links.js";
 import { NetNS } from "../../../net/netns.js";
 import { isGlobalUnicast } from "../../../net/link-addresses.js";
@@ -212,9 +211,7 @@ async function gc(args: CmdArgs): Promise<void> {
   });
 }
 
-export const plugin: PluginDefinition = {
+export const plugin: PluginModule = {
   funcs: { add, check, del, status, gc },
-  versionInfo: new VersionInfo(ALL_VERSIONS),
-  about: "CNI dnsname plugin (tscni)",
   config: { schema: DNSNAME_SCHEMA, parse: (stdin, cniArgs) => loadDnsnameConf(stdin, cniArgs) },
 };

@@ -11,12 +11,11 @@
  */
 import { failure, invalidConfig, pluginNotAvailable } from "../../../spec/errors.js";
 import type { Result100 } from "../../../spec/result/index.js";
-import { versionsStartingFrom, VersionInfo } from "../../../spec/version.js";
 import { Firewalld } from "./firewalld.js";
 import { hostCidr } from "./iptables.js";
 import { iptablesFor } from "../../../net/iptables.js";
 import { nftUsable } from "../../../net/nftables.js";
-import type { CmdArgs, PluginDefinition } from "../../../skel/skel.js";
+import type { CmdArgs, PluginModule } from "../../../skel/skel.js";
 import { selectBackend, type Attachment } from "./backends.js";
 import { FIREWALL_SCHEMA, loadFirewallConf, type FirewallConf } from "./config.js";
 import { listRecords, readRecord, recordedNetworks, removeRecord, writeRecord } from "./records.js";
@@ -111,7 +110,7 @@ async function gc(args: CmdArgs): Promise<void> {
   for (const r of stale) removeRecord(n.dataDir, network, r.containerID, r.ifName);
 }
 
-export const plugin: PluginDefinition = {
-  funcs: { add, check, del, status, gc }, versionInfo: new VersionInfo(versionsStartingFrom("0.4.0")), about: "CNI firewall plugin (tscni)",
+export const plugin: PluginModule = {
+  funcs: { add, check, del, status, gc },
   config: { schema: FIREWALL_SCHEMA, parse: loadFirewallConf },
 };

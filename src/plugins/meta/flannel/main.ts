@@ -17,9 +17,8 @@ import { decodePluginConf } from "../../../spec/config.js";
 import { CniError, failure, messageOf, pluginNotAvailable } from "../../../spec/errors.js";
 import { isJsonObject, jsonEqual, parseJson, type JsonObject } from "../../../spec/json.js";
 import type { Result } from "../../../spec/result/index.js";
-import { ALL_VERSIONS, VersionInfo } from "../../../spec/version.js";
 import { delegateAdd, delegateCheck, delegateDel, delegateStatus } from "../../../invoke/plugin.js";
-import type { CmdArgs, PluginDefinition } from "../../../skel/skel.js";
+import type { CmdArgs, PluginModule } from "../../../skel/skel.js";
 import { decodeFlannelConf, FLANNEL_SCHEMA, loadFlannelConf, type FlannelConf } from "./config.js";
 import { encodeDelegate, renderDelegate } from "./render.js";
 import { readDelegateConfig, removeDelegateConfig, saveDelegateConfig, savedConfigPath } from "./saved.js";
@@ -125,9 +124,7 @@ async function status(args: CmdArgs): Promise<void> {
   await delegateStatus(delegate["type"] as string, Buffer.from(encodeDelegate(delegate)), callOf(args));
 }
 
-export const plugin: PluginDefinition = {
+export const plugin: PluginModule = {
   funcs: { add, del, check, status },
-  versionInfo: new VersionInfo(ALL_VERSIONS),
-  about: "CNI flannel plugin (tscni)",
   config: { schema: FLANNEL_SCHEMA, parse: loadFlannelConf },
 };

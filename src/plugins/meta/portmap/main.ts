@@ -14,12 +14,11 @@
 import { invalidConfig, messageOf, pluginNotAvailable, wrap } from "../../../spec/errors.js";
 import type { IPCidr, IPFamily } from "../../../spec/ip.js";
 import type { Result } from "../../../spec/result/index.js";
-import { ALL_VERSIONS, VersionInfo } from "../../../spec/version.js";
 import { deleteFlowsToPort } from "./conntrack.js";
 import { NetNS } from "../../../net/netns.js";
 import { routeInterface } from "./route-lookup.js";
 import { sysctlPath, writeSysctl } from "../../../net/sysctl.js";
-import type { CmdArgs, PluginDefinition } from "../../../skel/skel.js";
+import type { CmdArgs, PluginModule } from "../../../skel/skel.js";
 import {
   chooseBackend, forwardTargets, loadPortMapConf, NOT_CHAINED, PORTMAP_SCHEMA, prevResultOf,
   type ForwardTarget, type PortMapBackend, type PortMapConf, type PortMapping,
@@ -143,9 +142,7 @@ async function status(args: CmdArgs): Promise<void> {
   }
 }
 
-export const plugin: PluginDefinition = {
+export const plugin: PluginModule = {
   funcs: { add, del, check, gc, status },
-  versionInfo: new VersionInfo(ALL_VERSIONS),
-  about: "CNI portmap plugin (tscni)",
   config: { schema: PORTMAP_SCHEMA, parse: (stdin) => loadPortMapConf(stdin) },
 };

@@ -11,13 +11,12 @@
  */
 import { failure, invalidConfig } from "../../../spec/errors.js";
 import type { Result100 } from "../../../spec/result/index.js";
-import { ALL_VERSIONS, VersionInfo } from "../../../spec/version.js";
 import { NetOpError } from "../../../sys/exec.js";
 import { ip } from "../../../net/links.js";
 import { NetNS } from "../../../net/netns.js";
 import { withNetnsLock } from "./netns-lock.js";
 import { IpCommandsError, listAllRoutes, listRules, runIpCommands } from "../../../net/policy-routing.js";
-import type { CmdArgs, PluginDefinition } from "../../../skel/skel.js";
+import type { CmdArgs, PluginModule } from "../../../skel/skel.js";
 import { loadSbrConf, SBR_SCHEMA, type SbrConf } from "./config.js";
 import { planSbrAdd, planSbrDel, selectIPs, verifySbr, type IpStep, type SbrSettings, type SbrState } from "./plan.js";
 
@@ -97,9 +96,7 @@ async function del(args: CmdArgs): Promise<void> {
   });
 }
 
-export const plugin: PluginDefinition = {
+export const plugin: PluginModule = {
   funcs: { add, check, del },
-  versionInfo: new VersionInfo(ALL_VERSIONS),
-  about: "CNI sbr plugin (tscni)",
   config: { schema: SBR_SCHEMA, parse: loadSbrConf },
 };

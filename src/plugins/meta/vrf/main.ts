@@ -11,11 +11,10 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { failure, invalidConfig } from "../../../spec/errors.js";
 import type { Result100 } from "../../../spec/result/index.js";
-import { versionsStartingFrom, VersionInfo } from "../../../spec/version.js";
 import { ip } from "../../../net/links.js";
 import { NetNS } from "../../../net/netns.js";
 import { listAllRoutes, runIpCommands as runCommands, type IpCommand } from "../../../net/policy-routing.js";
-import type { CmdArgs, PluginDefinition } from "../../../skel/skel.js";
+import type { CmdArgs, PluginModule } from "../../../skel/skel.js";
 import { loadVrfConf, VRF_SCHEMA } from "./config.js";
 import { globalIPv6, planVrfDel, planVrfEnslave, planVrfRestore, routesToMove, verifyVrf } from "./plan.js";
 
@@ -75,9 +74,7 @@ async function del(args: CmdArgs): Promise<void> {
   }
 }
 
-export const plugin: PluginDefinition = {
+export const plugin: PluginModule = {
   funcs: { add, check, del },
-  versionInfo: new VersionInfo(versionsStartingFrom("0.3.1")),
-  about: "CNI vrf plugin (tscni)",
   config: { schema: VRF_SCHEMA, parse: loadVrfConf },
 };
