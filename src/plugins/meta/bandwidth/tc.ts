@@ -9,7 +9,7 @@
  * closest, and `acceptedTbfBuffers` says which buffers either way may leave.
  * @module
  */
-import { readFile } from "node:fs/promises";
+import { readFileSync } from "node:fs";
 import { NetOpError } from "../../../sys/exec.js";
 import type { NetNS } from "../../../net/netns.js";
 import { openRtnetlink } from "../../../net/rtnetlink.js";
@@ -42,7 +42,7 @@ export function parsePsched(text: string): PschedClock {
 export async function readPschedClock(file = "/proc/net/psched"): Promise<PschedClock> {
   let text: string;
   try {
-    text = await readFile(file, "utf8");
+    text = readFileSync(file, "utf8");
   } catch (e) {
     throw new NetOpError("read the packet scheduler clock", messageOf(e));
   }

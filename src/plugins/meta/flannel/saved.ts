@@ -5,7 +5,7 @@
  * ADD, so a DEL finds it whatever happened after; DEL uses it even when subnet.env is gone.
  * @module
  */
-import { mkdir, readFile, rm } from "node:fs/promises";
+import { mkdirSync, readFileSync, rmSync } from "node:fs";
 import * as path from "../../../sys/posix-path.js";
 import { ioFailure } from "../../../spec/errors.js";
 import { writeFileAtomic } from "../../../sys/atomic-file.js";
@@ -16,7 +16,7 @@ export const savedConfigPath = (dataDir: string, containerID: string): string =>
 /** Saves the delegate config of `containerID`. */
 export async function saveDelegateConfig(dataDir: string, containerID: string, bytes: Uint8Array): Promise<void> {
   try {
-    await mkdir(dataDir, { recursive: true, mode: 0o700 });
+    mkdirSync(dataDir, { recursive: true, mode: 0o700 });
     await writeFileAtomic(savedConfigPath(dataDir, containerID), bytes, 0o600);
   } catch (e) {
     throw ioFailure(`cannot save the delegate config in ${dataDir} ("dataDir")`, e);
@@ -26,7 +26,7 @@ export async function saveDelegateConfig(dataDir: string, containerID: string, b
 /** The saved delegate config of `containerID`; undefined when there is none. */
 export async function readDelegateConfig(dataDir: string, containerID: string): Promise<Buffer | undefined> {
   try {
-    return await readFile(savedConfigPath(dataDir, containerID));
+    return readFileSync(savedConfigPath(dataDir, containerID));
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code === "ENOENT") return undefined;
     throw ioFailure(`cannot read the saved delegate config ${savedConfigPath(dataDir, containerID)}`, e);
@@ -34,5 +34,6 @@ export async function readDelegateConfig(dataDir: string, containerID: string): 
 }
 
 /** Forgets the saved delegate config of `containerID` (nothing to do when there is none). */
-export const removeDelegateConfig = (dataDir: string, containerID: string): Promise<void> =>
-  rm(savedConfigPath(dataDir, containerID), { force: true });
+export async function removeDelegateConfig(dataDir: string, containerID: string): Promise<void> {
+  rmSync(savedConfigPath(dataDir, containerID), { force: true });
+}

@@ -8,7 +8,7 @@
  * later" (code 11: flanneld has not written it yet), and a subnet of the wrong address family is refused.
  * @module
  */
-import { readFile } from "node:fs/promises";
+import { readFileSync } from "node:fs";
 import { CniError, invalidConfig, ioFailure, tryAgainLater } from "../../../spec/errors.js";
 import { networkOf, tryParseCIDR, type IPCidr } from "../../../spec/ip.js";
 
@@ -108,7 +108,7 @@ export function parseSubnetEnv(text: string, file: string): SubnetEnv {
 export async function loadSubnetEnv(file: string): Promise<SubnetEnv> {
   let text: string;
   try {
-    text = await readFile(file, "utf8");
+    text = readFileSync(file, "utf8");
   } catch (e) {
     const err = e as NodeJS.ErrnoException;
     if (err.code === "ENOENT") {
