@@ -47,13 +47,12 @@ async function run(): Promise<void> {
     await writeStd(2, aboutAnswer(name, entry.versions));
     return;
   }
-  // The launcher's word that stdin is its in-memory copy of the config (launcher.c): taken, and kept from
-  // everything this call runs.
+  // TSCNI_STDIN_MEMFD=1: the launcher made stdin an in-memory copy of the config (launcher.c). Removed from the
+  // environment, so no delegate or tool this call runs inherits it.
   const stdinInMemoryFile = process.env["TSCNI_STDIN_MEMFD"] === "1";
   delete process.env["TSCNI_STDIN_MEMFD"];
-  // The plugin's own code is loaded once skel has checked the environment and the config's name and version: a
-  // call refused there never pays for it. A plugin that delegates to another of ours runs it in-process rather
-  // than exec'ing this binary again; that machinery is loaded at the first delegation (most calls never delegate).
+  // The plugin's own code is loaded once skel's checks have passed, and in-process delegation (a delegate that is
+  // this binary runs in this process) at the first delegation (docs/startup.md).
   const loadPlugin = async () => {
     const { funcs } = await entry.load();
     let multicall: Promise<PluginExec> | undefined;

@@ -47,7 +47,7 @@ const ERRNO_TEXT: Record<string, string> = {
 interface RunOutcome { stdout: Buffer; stderr: Buffer; failure?: string }
 
 function runOnce(pluginPath: string, stdin: Uint8Array, env: Env, options: ExecOptions): Promise<RunOutcome> {
-  // Loaded on first use: most plugins never exec anything, and every plugin call pays for what start-up loads.
+  // Loaded on first use (docs/startup.md): most plugin calls never exec anything.
   const { spawn } = process.getBuiltinModule("node:child_process");
   return new Promise((resolve) => {
     const child = spawn(pluginPath, [], {

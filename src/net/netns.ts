@@ -3,7 +3,7 @@
  * (this process's own) namespace, and running a tool inside a namespace.
  * @module
  */
-// (Synchronous node:fs: a plugin that loads node:fs/promises beside node:fs pays ~0.3 ms more start-up.)
+// (Synchronous node:fs: no node:fs/promises on a plugin's start path, docs/startup.md.)
 import { statfsSync, statSync } from "node:fs";
 import { CniError, ErrorCode, invalidEnv } from "../spec/errors.js";
 import { runTool, type ToolResult } from "../sys/exec.js";

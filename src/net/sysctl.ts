@@ -5,7 +5,7 @@
  * answers any read past offset 0 with end-of-file, so `read` would see "4096" as "4".
  * @module
  */
-// (Synchronous node:fs: small /proc files, and node:fs/promises beside node:fs costs a plugin ~0.3 ms start-up.)
+// (Synchronous node:fs for small /proc files: no node:fs/promises on a plugin's start path, docs/startup.md.)
 import { readFileSync, writeFileSync } from "node:fs";
 import { NetOpError } from "../sys/exec.js";
 import type { NetNS } from "./netns.js";

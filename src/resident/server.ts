@@ -386,7 +386,7 @@ export class ResidentServer {
       outcome = route === "child" ? await runAsChild(ctx, this.process.self!) : await runInProcess(ctx, this.plugins);
       if (!socket.destroyed) socket.end(exitFrame(outcome.status));
     } catch (e) {
-      this.opts.log(`a call failed outside its plugin: ${(e as Error).stack ?? messageOf(e)}`);
+      this.opts.log(`a call failed outside its plugin: ${(e instanceof Error && e.stack) || messageOf(e)}`);
       socket.destroy();
     } finally {
       if (counted) this.metrics.callServed({ program: req.program, command: req.env["CNI_COMMAND"], seconds: (performance.now() - acceptedAt) / 1000, outcome });

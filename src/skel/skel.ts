@@ -31,7 +31,7 @@ export interface CmdArgs {
   env: Readonly<Record<string, string | undefined>>;
   /**
    * This call's stderr (warnings, delegates' diagnostics): never process.stderr, for the same reason. Only
-   * write(); a plain object rather than a stream, as node:stream costs every plugin call start-up time.
+   * write(); a plain object rather than a stream, as node:stream is not loaded at start-up (docs/startup.md).
    */
   stderr: CallStderr;
 }
@@ -160,7 +160,7 @@ const asBuffer = (bytes: Uint8Array): Buffer =>
 
 /** True when `netnsPath` is the network namespace this process runs in. */
 async function isOwnNetns(netnsPath: string): Promise<boolean> {
-  // (node:fs is loaded here, past the checks a bad call fails: start-up cost, see sys/plugin-stdio.ts.)
+  // (node:fs is loaded here, past the checks a bad call fails: docs/startup.md.)
   const { statSync } = await import("node:fs");
   try {
     const target = statSync(netnsPath);

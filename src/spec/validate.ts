@@ -14,8 +14,8 @@ const GO_SPACE = /[\t\n\v\f\r \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\
 
 /**
  * The UTF-8 length of `s` (lone surrogates count 3, as their replacement character is encoded). Counted here, not
- * with Buffer.byteLength: every plugin call checks CNI_IFNAME, and Buffer's first use costs a compiled plugin
- * ~0.15 ms of start-up (bench: cold start).
+ * with Buffer.byteLength: every plugin call checks CNI_IFNAME before skel's checks have passed, where nothing makes a
+ * Buffer (docs/startup.md).
  */
 function utf8Length(s: string): number {
   let n = 0;

@@ -128,7 +128,7 @@ export function readLine(socket: net.Socket, what: string): Promise<string> {
 export async function callDaemon(socketPath: string, method: Method, args: WireArgs): Promise<JsonObject> {
   const code = method === "STATUS" ? ErrorCode.PluginNotAvailable : ErrorCode.TryAgainLater;
   const request = encodeRequest({ method, args: { ...args, netns: args.netns ? path.resolve(args.netns) : "" } });
-  // (node:net is loaded here, not at start-up: a call refused on its config never needs it, and it costs ~2 ms.)
+  // (node:net is loaded here, not at start-up: a call refused on its config never needs it; docs/startup.md.)
   const { createConnection } = await import("node:net");
   const socket = await new Promise<net.Socket>((resolve, reject) => {
     const s = createConnection(socketPath);
