@@ -273,7 +273,7 @@ static __attribute__((noreturn)) void die_cni(unsigned code, const char *part, .
   _exit(1);
 }
 
-/* TSCNI_STDIN_MEMFD is only ever this launcher's word to its program: a caller's is passed on to no one. */
+/* TSCNI_STDIN_MEMFD is set by this launcher for its program only: one in the caller's environment is dropped. */
 static int is_stdin_mark(const char *e) {
   return !strncmp(e, STDIN_MARK, sizeof(STDIN_MARK) - 1);
 }
@@ -711,8 +711,8 @@ static struct buf read_config(void) {
 
 /*
  * Exec mode: the config becomes the program's stdin as an in-memory file, which the program maps, where it would
- * read a pipe through a thread pool Bun starts for it (~1 ms of every call's start-up here; bench/run.mjs, cold
- * start). Returns 1 when stdin is that file; 0 when none could be made (it is then a pipe holding the config).
+ * read a pipe through a thread pool Bun starts for it (docs/startup.md). Returns 1 when stdin is that file; 0 when
+ * none could be made (it is then a pipe holding the config).
  */
 static int config_to_stdin(const struct buf *config) {
   int fd = memfd_create("tscni-config", MFD_CLOEXEC);

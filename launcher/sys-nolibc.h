@@ -1,9 +1,8 @@
 /*
  * The few system calls and string functions the launcher needs, without a C library (built with -nostdlib;
- * x86_64 and aarch64). Why: a statically linked glibc program spends ~0.35 ms of a ~0.5 ms exec on this kind of
- * machine before main() runs, most of it in CPUID instructions (CPU feature and cache detection), each of which
- * traps to the hypervisor in a VM. The launcher runs before every plugin call, in both modes, and Bun's own
- * start-up pays glibc's detection again. Without a C library the launcher's exec costs ~0.17 ms.
+ * x86_64 and aarch64). Why: glibc's start-up runs CPUID instructions (CPU feature and cache detection), each of which
+ * traps to the hypervisor in a VM, and the launcher runs before every plugin call, in both modes (README's speed summary
+ * and the commit that made this header have the figures).
  * Syscall numbers come from the kernel's UAPI header; the constants below are those of x86_64 and aarch64 (both
  * use the generic values for these). Other architectures build launcher.c against libc (sys-libc.h).
  */

@@ -22,6 +22,7 @@ import { DEFAULT_SOCKET, ResidentServer } from "../resident/server.js";
 import { DEFAULT_REPAIR_INTERVAL_S, startRepair } from "../resident/repair.js";
 import { DEFAULT_CACHE_DIR } from "../libcni/cache.js";
 import { WARM_UP_ROUNDS } from "../resident/warm-up.js";
+import { messageOf } from "../spec/errors.js";
 
 /** A non-negative whole number of a flag, or an error naming the flag. */
 function count(flag: string, value: string): number {
@@ -75,7 +76,7 @@ export function addDaemonCommand(program: Command, io: Io): void {
       const startGc = nodeGcStarter(o, log, () => server?.metrics.countGcRun());
       // One bad call must never take the server down.
       process.on("uncaughtException", (e) => log(`uncaught: ${e.stack ?? e.message}`));
-      process.on("unhandledRejection", (e) => log(`unhandled rejection: ${(e as Error)?.stack ?? String(e)}`));
+      process.on("unhandledRejection", (e) => log(`unhandled rejection: ${(e instanceof Error && e.stack) || messageOf(e)}`));
       // A bad address fails before the server takes its socket; the HTTP code is loaded only when asked for.
       const metricsHttp = o.metricsAddress !== undefined ? await import("../resident/metrics-http.js") : undefined;
       const metricsAddress = metricsHttp?.parseListenAddress(o.metricsAddress!);

@@ -6,11 +6,11 @@
  */
 import { writeStd } from "../sys/plugin-stdio.js";
 import { basename } from "../sys/posix-path.js";
-import { PROGRAM_NAMES } from "../programs/programs.js";
-import { aboutAnswer, aboutText, PLUGINS, versionAnswer } from "../programs/registry.js";
+import { aboutText, PROGRAM_NAMES } from "../programs/programs.js";
+import { aboutAnswer, PLUGINS, versionAnswer } from "../programs/registry.js";
 import { setDefaultExec } from "../invoke/default-exec.js";
 import type { PluginExec } from "../invoke/exec.js";
-import { pluginMain, processIO, type PluginDefinition } from "../skel/skel.js";
+import { pluginMain, processIO } from "../skel/skel.js";
 import { VersionInfo } from "../spec/version.js";
 
 async function run(): Promise<void> {
@@ -47,15 +47,14 @@ async function run(): Promise<void> {
     await writeStd(2, aboutAnswer(name, entry.versions));
     return;
   }
-  // The launcher's word that stdin is its in-memory copy of the config (launcher.c): taken, and kept from
-  // everything this call runs.
+  // TSCNI_STDIN_MEMFD=1: the launcher made stdin an in-memory copy of the config (launcher.c). Removed from the
+  // environment, so no delegate or tool this call runs inherits it.
   const stdinInMemoryFile = process.env["TSCNI_STDIN_MEMFD"] === "1";
   delete process.env["TSCNI_STDIN_MEMFD"];
-  // The plugin's own code is loaded once skel has checked the environment and the config's name and version: a
-  // call refused there never pays for it. A plugin that delegates to another of ours runs it in-process rather
-  // than exec'ing this binary again; that machinery is loaded at the first delegation (most calls never delegate).
+  // The plugin's own code is loaded once skel's checks have passed, and in-process delegation (a delegate that is
+  // this binary runs in this process) at the first delegation (docs/startup.md).
   const loadPlugin = async () => {
-    const { plugin } = await (entry.load() as Promise<{ plugin?: PluginDefinition }>);
+    const { funcs } = await entry.load();
     let multicall: Promise<PluginExec> | undefined;
     setDefaultExec({
       execPlugin: async (...call) => {
@@ -63,9 +62,8 @@ async function run(): Promise<void> {
         return (await multicall).execPlugin(...call);
       },
     });
-    return plugin!.funcs;
+    return funcs;
   };
-  // (registry.test.ts pins each plugin's versions and about text to the registry's.)
   await pluginMain(loadPlugin, new VersionInfo(entry.versions), aboutText(name), processIO({ stdinInMemoryFile }));
 }
 

@@ -25,6 +25,7 @@ import { addIpamCommands } from "./ipam.js";
 import { addReloadCommand } from "./reload.js";
 import { nodeGcCommand, type NodeGcFlags } from "./node-gc.js";
 import { addConformanceCommand } from "./conformance/command.js";
+import { messageOf } from "../spec/errors.js";
 
 export const DEFAULT_NETCONFPATH = "/etc/cni/net.d";
 
@@ -49,7 +50,7 @@ export function parseCapArgs(value: string): Record<string, unknown> {
   try {
     v = parseJson(value);
   } catch (e) {
-    throw new Error(`CAP_ARGS is not valid JSON: ${(e as Error).message}`);
+    throw new Error(`CAP_ARGS is not valid JSON: ${messageOf(e)}`);
   }
   if (v === null) return {};
   if (!isJsonObject(v)) {
@@ -255,7 +256,7 @@ export async function runCnitool(argv: string[], io: Io, extensions: readonly Co
     return 0;
   } catch (e) {
     if (e instanceof CommanderError) return e.exitCode;
-    io.stderr(`Error: ${(e as Error).message}\n`);
+    io.stderr(`Error: ${messageOf(e)}\n`);
     return 1;
   }
 }

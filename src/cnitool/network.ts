@@ -25,6 +25,7 @@ import { loadAllNetworks, type LoadedNetwork } from "../libcni/conf.js";
 import { ip } from "../net/links.js";
 import { NetNS } from "../net/netns.js";
 import { cachedAddresses, removeCachedAttachment } from "../runtime/attachments.js";
+import { messageOf } from "../spec/errors.js";
 
 export const DRIVERS = ["bridge", "macvlan", "ipvlan"] as const;
 type Driver = (typeof DRIVERS)[number];
@@ -161,7 +162,7 @@ export async function buildNetworkConfig(req: CreateNetworkRequest, networks: re
   try {
     validateNetworkName(req.name);
   } catch (e) {
-    fail(`invalid network name "${req.name}": ${(e as Error).message}`);
+    fail(`invalid network name "${req.name}": ${messageOf(e)}`);
   }
   const existing = networks.find((n) => n.list.name === req.name);
   if (existing) fail(`network "${req.name}" already exists (${existing.file})`);
@@ -376,6 +377,6 @@ async function removeBridge(n: LoadedNetwork, others: readonly LoadedNetwork[], 
   try {
     await ip.deleteLink(NetNS.host, name);
   } catch (e) {
-    warn(`bridge ${name} could not be deleted: ${(e as Error).message}`);
+    warn(`bridge ${name} could not be deleted: ${messageOf(e)}`);
   }
 }

@@ -13,6 +13,7 @@ import { listCachedAttachments } from "../libcni/cache.js";
 import { cachedAddresses } from "../runtime/attachments.js";
 import { PodNetworkManager, type PodNetworkRequest, type PodRef, type RuntimeConfig } from "../runtime/manager.js";
 import { NetworkCommandError } from "./network.js";
+import { messageOf } from "../spec/errors.js";
 
 /** The CNI container ID of a cnitool pod. */
 export const podContainerId = (name: string): string => `tscni-pod-${name}`;
@@ -28,7 +29,7 @@ function podRef(name: string): PodRef {
     if (name === "" || name === "." || name === "..") throw new Error("not a file name");
     validateContainerId(podContainerId(name));
   } catch (e) {
-    throw new NetworkCommandError(`invalid pod name ${JSON.stringify(name)}: ${(e as Error).message}`);
+    throw new NetworkCommandError(`invalid pod name ${JSON.stringify(name)}: ${messageOf(e)}`);
   }
   return { id: podContainerId(name), name, namespace: POD_NAMESPACE, netns: netnsPath(name) };
 }

@@ -22,6 +22,7 @@ import { NetNS } from "../net/netns.js";
 import type { RestoreRequest, Restorer } from "../plugins/common/restore.js";
 import { cachedNetwork, cachedRuntimeConf } from "../runtime/attachments.js";
 import { PodLocks } from "../runtime/pod-locks.js";
+import { messageOf } from "../spec/errors.js";
 
 /** The plugins that leave host firewall state, by type; their restorers are loaded when a chain has them. */
 const RESTORERS: Record<string, () => Promise<{ restorer: Restorer }>> = {
@@ -115,12 +116,12 @@ async function stepsOf(pass: Pass, entry: CachedAttachment, env: ReloadOptions["
   try {
     list = cachedNetwork(entry);
   } catch (e) {
-    throw new Error(`its cached config cannot be read: ${(e as Error).message}`);
+    throw new Error(`its cached config cannot be read: ${messageOf(e)}`);
   }
   try {
     result = cachedResult(entry, list.cniVersion);
   } catch (e) {
-    throw new Error(`its cached result cannot be read: ${(e as Error).message}`);
+    throw new Error(`its cached result cannot be read: ${messageOf(e)}`);
   }
   if (!result) return { skip: "the cache holds no result for it" };
   const away = await elsewhere(pass, entry, result);

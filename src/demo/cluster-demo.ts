@@ -21,6 +21,7 @@ import { parseConfList } from "../spec/config.js";
 import { toCurrentResult } from "../spec/result/index.js";
 import { CNIConfig, type RuntimeConf } from "../libcni/api.js";
 import { EtcdCluster, etcdMissing } from "./etcd-cluster.js";
+import { messageOf } from "../spec/errors.js";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 const BIN = path.join(ROOT, "dist/bin");
@@ -215,7 +216,7 @@ export async function clusterNodeMain(argv: readonly string[]): Promise<void> {
 
 if (process.argv[1] === fileURLToPath(import.meta.url) && process.argv[2] === "--node") {
   clusterNodeMain(process.argv.slice(3)).catch((e: unknown) => {
-    console.error(`node: ${(e as Error).message}`);
+    console.error(`node: ${messageOf(e)}`);
     process.exitCode = 1;
   });
 }

@@ -16,6 +16,7 @@ import { parseConfList } from "../spec/config.js";
 import { marshalResult, toCurrentResult } from "../spec/result/index.js";
 import { CNIConfig, type RuntimeConf } from "../libcni/api.js";
 import { DEFAULT_BRIDGE, DEFAULT_NETWORK_NAME, defaultNetworkConfList } from "../runtime/default-network.js";
+import { messageOf } from "../spec/errors.js";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 const BIN = path.join(ROOT, "dist/bin");
@@ -206,7 +207,7 @@ async function run(): Promise<void> {
 }
 
 run().catch((e: unknown) => {
-  console.error(`\ndemo: ${(e as Error).message}`);
+  console.error(`\ndemo: ${messageOf(e)}`);
   if (!process.argv.includes("--inside") && !process.argv.includes("--keep")) {
     try {
       teardown();

@@ -12,6 +12,7 @@ import https from "node:https";
 import { createServer } from "node:net";
 import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
+import { messageOf } from "../spec/errors.js";
 
 /** PEM files for a TLS cluster: the server's certificate and key, and the CA that signed the clients'. */
 export interface EtcdTlsFiles {
@@ -178,7 +179,7 @@ export class EtcdCluster {
           if (/"health":\s*"true"/.test(body)) return;
           last = body;
         } catch (e) {
-          last = (e as Error).message;
+          last = messageOf(e);
         }
       }
       const dead = this.members.filter((m) => m.child && (m.child.exitCode !== null || m.child.signalCode !== null));

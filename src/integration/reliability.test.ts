@@ -29,7 +29,6 @@ import { DEFAULT_DATA_DIR as HOST_LOCAL_DEFAULT_DIR } from "../plugins/ipam/host
 import { DEFAULT_DATA_DIR as FIREWALL_DEFAULT_DIR } from "../plugins/meta/firewall/config.js";
 import { baseDir as dnsnameBaseDir } from "../plugins/meta/dnsname/state.js";
 import type { JsonValue } from "../spec/json.js";
-import type { PluginDefinition } from "../skel/skel.js";
 
 const skip = skipReason();
 /** Generated cases per plugin through the binaries (the in-process tests run 500 each). */
@@ -151,7 +150,7 @@ describe("reliability", { skip }, () => {
         const dnsnameDir = path.join(dnsnameBaseDir(process.env), network);
         cleanup.add(() => rmSync(dnsnameDir, { recursive: true, force: true }));
         cleanup.add(() => defaultStores.forEach((d) => rmSync(d, { recursive: true, force: true })));
-        const { plugin } = (await PLUGINS[name]!.load()) as { plugin: PluginDefinition };
+        const plugin = await PLUGINS[name]!.load();
         // 999 only where the config itself is valid (the parser ADD uses accepts it): then the failure is the system's.
         const configValid = (stdin: Buffer, cniArgs: string) => {
           try {

@@ -3,7 +3,7 @@
  * (CNI error JSON, garbage, silence, a signal, a timeout) turned into a CniError with the library's wording.
  * @module
  */
-import { CniError, ErrorCode } from "../spec/errors.js";
+import { CniError, cniError, ErrorCode, messageOf } from "../spec/errors.js";
 import { isJsonObject, parseJson } from "../spec/json.js";
 import type { TraceContext } from "../spec/trace-context.js";
 import type { Env } from "./args.js";
@@ -47,7 +47,7 @@ const ERRNO_TEXT: Record<string, string> = {
 interface RunOutcome { stdout: Buffer; stderr: Buffer; failure?: string }
 
 function runOnce(pluginPath: string, stdin: Uint8Array, env: Env, options: ExecOptions): Promise<RunOutcome> {
-  // Loaded on first use: most plugins never exec anything, and every plugin call pays for what start-up loads.
+  // Loaded on first use (docs/startup.md): most plugin calls never exec anything.
   const { spawn } = process.getBuiltinModule("node:child_process");
   return new Promise((resolve) => {
     const child = spawn(pluginPath, [], {
@@ -104,9 +104,9 @@ export function pluginFailure(failure: string, stdout: Buffer, stderr: Buffer): 
     const code = typeof v["code"] === "number" ? v["code"] : 0;
     const msg = typeof v["msg"] === "string" ? v["msg"] : "";
     const details = typeof v["details"] === "string" ? v["details"] : "";
-    return new CniError(code, msg, details);
+    return cniError(code, msg, details);
   } catch (e) {
-    return new UnknownOutcomeError(`netplugin failed but error parsing its diagnostic message ${quote(stdout.toString())}: ${(e as Error).message}`);
+    return new UnknownOutcomeError(`netplugin failed but error parsing its diagnostic message ${quote(stdout.toString())}: ${messageOf(e)}`);
   }
 }
 

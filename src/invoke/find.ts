@@ -24,8 +24,8 @@ const notFound = (plugin: string, paths: readonly string[]) =>
   new Error(`failed to find plugin "${plugin}" in path [${paths.join(" ")}]`);
 
 /**
- * The first `<dir>/<plugin>` that is a regular file (symlinks followed), in CNI_PATH order. (A stat per
- * directory, synchronously: node:fs/promises beside node:fs costs a plugin process ~0.3 ms of start-up.)
+ * The first `<dir>/<plugin>` that is a regular file (symlinks followed), in CNI_PATH order. (A synchronous stat
+ * per directory: no node:fs/promises on a plugin's start path, docs/startup.md.)
  */
 export async function findInPath(plugin: string, paths: readonly string[]): Promise<string> {
   return findInPathSync(plugin, paths);

@@ -12,6 +12,7 @@ import { delegateEnv, type Env } from "./args.js";
 import { configuredDefaultExec, setDefaultExec } from "./default-exec.js";
 import { RawExec, type ExecOptions, type PluginExec } from "./exec.js";
 import { findInPath, splitPathList } from "./find.js";
+import { messageOf } from "../spec/errors.js";
 
 export { setDefaultExec };
 
@@ -34,7 +35,7 @@ export function decodePluginResult(stdin: Uint8Array, stdout: Uint8Array): Resul
   try {
     raw = parseJson(stdout);
   } catch (e) {
-    throw new Error(`failed to unmarshal raw result: ${(e as Error).message}`);
+    throw new Error(`failed to unmarshal raw result: ${messageOf(e)}`);
   }
   if (raw === null) raw = {};
   if (!isJsonObject(raw)) throw new Error("failed to unmarshal raw result: json: cannot unmarshal non-object into Go value of type map[string]interface {}");

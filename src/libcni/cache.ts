@@ -10,7 +10,7 @@ import { writeFileAtomic } from "../sys/atomic-file.js";
 import path from "node:path";
 import { any, decodeGo, list, map, member, string, struct, type Decoded } from "../spec/go-decode.js";
 import { isJsonObject, marshalJson, parseJson, compareBytes, type JsonObject, type JsonValue } from "../spec/json.js";
-import { CniError } from "../spec/errors.js";
+import { CniError, cniError, messageOf } from "../spec/errors.js";
 import { validateContainerId, validateInterfaceName, validateNetworkName } from "../spec/validate.js";
 import { createResultFromBytes, getResultAsVersion, marshalResult, type Result } from "../spec/result/index.js";
 
@@ -51,7 +51,7 @@ export function validateCacheKey(key: CacheKey): void {
       if (!(e instanceof CniError)) throw e;
       // The interface name rules do not name the value (Go's details); a refused cache key does.
       const { code, msg, details } = e;
-      throw new CniError(code, msg, `${JSON.stringify(key.ifName)}${details ? ` (${details})` : ""}`);
+      throw cniError(code, msg, `${JSON.stringify(key.ifName)}${details ? ` (${details})` : ""}`);
     }
   }
 }
@@ -206,7 +206,7 @@ export async function readCachedResult(cacheDir: string, key: CacheKey, cniVersi
   try {
     return getResultAsVersion(result, cniVersion);
   } catch (e) {
-    throw new Error(`failed to convert cached result to config version "${cniVersion}": ${(e as Error).message}`);
+    throw new Error(`failed to convert cached result to config version "${cniVersion}": ${messageOf(e)}`);
   }
 }
 
@@ -220,7 +220,7 @@ export async function readCachedAttachment(cacheDir: string, key: CacheKey): Pro
     raw = parseJson(bytes);
     entry = decodeCacheEntry(raw, true);
   } catch (e) {
-    throw new Error(`failed to unmarshal cached network "${key.networkName}" config: ${(e as Error).message}`);
+    throw new Error(`failed to unmarshal cached network "${key.networkName}" config: ${messageOf(e)}`);
   }
   if (!entry) {
     const kind = isJsonObject(raw) ? member(raw, "kind") : undefined;

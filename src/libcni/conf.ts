@@ -6,7 +6,7 @@
 import { readdir, readFile } from "node:fs/promises";
 import path from "node:path";
 import { confListFromConf, configError, parseConfList, parsePluginConfig, type NetworkConfigList, type PluginConfig } from "../spec/config.js";
-import { CniError, ErrorCode } from "../spec/errors.js";
+import { CniError, ErrorCode, ioFailure, wrap } from "../spec/errors.js";
 import { compareBytes } from "../spec/json.js";
 
 /** No network of that name in the directory (there were configs, none matched). */
@@ -51,7 +51,7 @@ async function readConfigFile(file: string): Promise<Buffer> {
   } catch (e) {
     const err = e as NodeJS.ErrnoException;
     const reason = err.code === "ENOENT" ? "no such file or directory" : err.code === "EACCES" ? "permission denied" : err.message;
-    throw new CniError(ErrorCode.IOFailure, `error reading ${file}: open ${file}: ${reason}`);
+    throw ioFailure(`error reading ${file}: open ${file}: ${reason}`);
   }
 }
 
@@ -67,7 +67,7 @@ export async function pluginConfsFromDir(dir: string, networkName: string): Prom
   try {
     files = await confFiles(sub, [".conf"]);
   } catch (e) {
-    throw new CniError(ErrorCode.IOFailure, `failed to read plugin config files in ${sub}: ${(e as Error).message}`);
+    throw wrap(`failed to read plugin config files in ${sub}`, e, ErrorCode.IOFailure);
   }
   const out: PluginConfig[] = [];
   for (const f of files) out.push(await confFromFile(f));

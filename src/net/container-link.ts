@@ -7,7 +7,7 @@
  * interface of the first default route.
  * @module
  */
-import { CniError, ErrorCode } from "../spec/errors.js";
+import { CniError, failure } from "../spec/errors.js";
 import { parseCIDR } from "../spec/ip.js";
 import { NetOpError } from "../sys/exec.js";
 import { ip } from "./links.js";
@@ -22,7 +22,7 @@ export type ContainerLinkSpec = Omit<NewLink, "name" | "netns" | "peer" | "paren
 
 /** The error for a container interface name that is taken, in Go's words. */
 export const interfaceNameTaken = (ifName: string, container: NetNS): CniError =>
-  new CniError(ErrorCode.Internal, `container interface name provided (${ifName}) already exists`, `an interface named "${ifName}" exists in ${container}`);
+  failure(`container interface name provided (${ifName}) already exists`, `an interface named "${ifName}" exists in ${container}`);
 
 /**
  * Creates `ifName` in `container` as a link on `spec.parent` (a dummy has none), which is looked up in
@@ -40,7 +40,7 @@ export async function createContainerLink(container: NetNS, ifName: string, spec
   }
   try {
     const link = await ip.getLink(container, ifName);
-    if (!link) throw new CniError(ErrorCode.Internal, `the ${spec.kind} link ${ifName} is not in ${container} after its creation`);
+    if (!link) throw failure(`the ${spec.kind} link ${ifName} is not in ${container} after its creation`);
     return link;
   } catch (e) {
     await ip.deleteLink(container, ifName).catch(() => undefined);

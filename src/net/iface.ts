@@ -6,7 +6,7 @@
  * @module
  */
 import { setTimeout as sleep } from "node:timers/promises";
-import { CniError, ErrorCode } from "../spec/errors.js";
+import { failure } from "../spec/errors.js";
 import { ipFamily, networkOf, parseCIDR } from "../spec/ip.js";
 import type { Result100 } from "../spec/result/index.js";
 import { NetOpError } from "../sys/exec.js";
@@ -49,7 +49,7 @@ async function createVeth(container: NetNS, ifName: string, hostName: string, ho
   } catch (e) {
     if (!(e instanceof NetOpError && e.isExists)) throw e;
     if (await ip.getLink(container, ifName)) {
-      throw new CniError(ErrorCode.Internal, `container veth name provided (${ifName}) already exists`, `an interface named "${ifName}" exists in ${container}`);
+      throw failure(`container veth name provided (${ifName}) already exists`, `an interface named "${ifName}" exists in ${container}`);
     }
     return undefined;
   }
@@ -65,7 +65,7 @@ export async function setupVeth(container: NetNS, ifName: string, opts: VethOpti
   let hostName = "";
   let containerLink: Link | undefined;
   for (let attempt = 0; !containerLink; attempt++) {
-    if (attempt >= MAX_NAME_ATTEMPTS) throw new CniError(ErrorCode.Internal, "failed to find a unique veth name", `${MAX_NAME_ATTEMPTS} random names were taken`);
+    if (attempt >= MAX_NAME_ATTEMPTS) throw failure("failed to find a unique veth name", `${MAX_NAME_ATTEMPTS} random names were taken`);
     hostName = randomVethName();
     containerLink = await createVeth(container, ifName, hostName, host, opts);
   }
@@ -90,11 +90,11 @@ export async function waitForDAD(ns: NetNS, ifName: string, timeoutMs = 5000): P
   for (;;) {
     const addrs = await ip.listAddresses(ns, ifName);
     const failed = addrs.find((a) => a.dadFailed);
-    if (failed) throw new CniError(ErrorCode.Internal, `IPv6 duplicate address detection failed for ${failed.cidr} on ${ifName}`);
+    if (failed) throw failure(`IPv6 duplicate address detection failed for ${failed.cidr} on ${ifName}`);
     if (!addrs.some((a) => a.family === 6 && a.tentative)) return;
     if (Date.now() >= deadline) {
       const link = await ip.getLink(ns, ifName);
-      if (link?.operstate === "UP") throw new CniError(ErrorCode.Internal, `timed out waiting for IPv6 DAD on ${ifName}`);
+      if (link?.operstate === "UP") throw failure(`timed out waiting for IPv6 DAD on ${ifName}`);
       return; // a link that is not up never finishes DAD; the addresses settle once it is
     }
     await sleep(50);
@@ -134,7 +134,7 @@ export async function configureInterface(ns: NetNS, ifName: string, result: Resu
     if (ipc.interface === undefined) continue;
     const target = result.interfaces?.[ipc.interface];
     if (!target || target.name !== ifName) {
-      throw new CniError(ErrorCode.Internal, `failed to add IP addr ${ipc.address} to "${ifName}": invalid interface index ${ipc.interface}`);
+      throw failure(`failed to add IP addr ${ipc.address} to "${ifName}": invalid interface index ${ipc.interface}`);
     }
     addresses.push(ipc.address);
     if (ipc.gateway) gateways[ipFamily(ipc.gateway)] ??= ipc.gateway;

@@ -12,6 +12,7 @@ import { iptablesFor, type IPFamilyNum } from "./iptables.js";
 import { jumpsTo } from "./iptables-rules.js";
 import { nftListRules, nftListTable, nftQuote, nftRun, nftUsable } from "./nftables.js";
 import type { FirewallMark } from "./firewall-marks.js";
+import { failure, messageOf } from "../spec/errors.js";
 
 /** Which firewall masquerading uses. */
 export type IPMasqBackend = "iptables" | "nftables";
@@ -199,14 +200,14 @@ export async function teardownIPMasq(t: IPMasqTarget): Promise<void> {
   try {
     await teardownIptables(t);
   } catch (e) {
-    if (await iptablesFor(4).usable()) errors.push((e as Error).message);
+    if (await iptablesFor(4).usable()) errors.push(messageOf(e));
   }
   try {
     await teardownNftables(t);
   } catch (e) {
-    if (await nftUsable()) errors.push((e as Error).message);
+    if (await nftUsable()) errors.push(messageOf(e));
   }
-  if (errors.length) throw new Error(errors.join("\n"));
+  if (errors.length) throw failure(errors.join("\n"));
 }
 
 /**

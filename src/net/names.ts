@@ -5,8 +5,8 @@
  */
 import { hexOf, randomBytes } from "../sys/bytes.js";
 
-// Not node:crypto under Bun: loading it costs a compiled plugin 2-5 ms (bench: cold start). Hashes use Bun's own
-// hasher there (node:crypto, loaded on first use, under Node); random bytes come from sys/bytes.ts.
+// No node:crypto on a plugin's start path (docs/startup.md): hashes use Bun's own hasher, node:crypto (loaded on
+// first use) only under Node; random bytes come from sys/bytes.ts.
 interface BunHasher { update(s: string): BunHasher; digest(encoding: "hex"): string }
 const bunHasher = (globalThis as { Bun?: { CryptoHasher: new (algorithm: string) => BunHasher } }).Bun?.CryptoHasher;
 const sha512Hex = (s: string): string => bunHasher

@@ -3,9 +3,9 @@
  * (this process's own) namespace, and running a tool inside a namespace.
  * @module
  */
-// (Synchronous node:fs: a plugin that loads node:fs/promises beside node:fs pays ~0.3 ms more start-up.)
+// (Synchronous node:fs: no node:fs/promises on a plugin's start path, docs/startup.md.)
 import { statfsSync, statSync } from "node:fs";
-import { CniError, ErrorCode } from "../spec/errors.js";
+import { CniError, ErrorCode, invalidEnv } from "../spec/errors.js";
 import { runTool, type ToolResult } from "../sys/exec.js";
 
 const NSFS_MAGIC = 0x6e736673;
@@ -46,11 +46,10 @@ export class NetNS {
       fsType = Number(statfsSync(path).type);
     } catch (e) {
       if ((e as NodeJS.ErrnoException).code === "ENOENT") throw new NetnsNotFoundError(path);
-      throw new CniError(ErrorCode.InvalidEnvironmentVariables, `failed to open network namespace "${path}" (CNI_NETNS)`, (e as Error).message);
+      throw invalidEnv(`failed to open network namespace "${path}" (CNI_NETNS)`, e);
     }
     if (fsType !== NSFS_MAGIC && fsType !== PROC_SUPER_MAGIC) {
-      throw new CniError(ErrorCode.InvalidEnvironmentVariables,
-        `CNI_NETNS "${path}" is not a network namespace`, `its file system magic is 0x${fsType.toString(16)}, not nsfs`);
+      throw invalidEnv(`CNI_NETNS "${path}" is not a network namespace`, `its file system magic is 0x${fsType.toString(16)}, not nsfs`);
     }
     return new NetNS(path);
   }

@@ -15,6 +15,7 @@ import { cidrBytes, decodeAddress, decodeLink, deleteLinkRequest, dumpAddressesR
   RTM_NEWLINK, type DecodedLink, type NlRequest } from "./rtnetlink-messages.js";
 import { ipErrorText, openRtnetlink, type NlMessage, type RtnetlinkSocket } from "./rtnetlink.js";
 import type { Address, Link, ShownLink } from "./types.js";
+import { messageOf } from "../spec/errors.js";
 
 const ENODEV = 19;
 const DUMP_ATTEMPTS = 3;
@@ -215,7 +216,7 @@ function withNetnsFile<T>(ns: NetNS | undefined, operation: string, work: (fd: n
   try {
     fd = openSync(nsPath, "r");
   } catch (e) {
-    return fail(operation, `Cannot open network namespace "${nsPath}": ${(e as Error).message}`, 1);
+    return fail(operation, `Cannot open network namespace "${nsPath}": ${messageOf(e)}`, 1);
   }
   try {
     return work(fd);

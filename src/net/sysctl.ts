@@ -5,10 +5,11 @@
  * answers any read past offset 0 with end-of-file, so `read` would see "4096" as "4".
  * @module
  */
-// (Synchronous node:fs: small /proc files, and node:fs/promises beside node:fs costs a plugin ~0.3 ms start-up.)
+// (Synchronous node:fs for small /proc files: no node:fs/promises on a plugin's start path, docs/startup.md.)
 import { readFileSync, writeFileSync } from "node:fs";
 import { NetOpError } from "../sys/exec.js";
 import type { NetNS } from "./netns.js";
+import { messageOf } from "../spec/errors.js";
 
 /** The /proc/sys path of a sysctl given as segments (interface names may contain dots). */
 export const sysctlPath = (...segments: string[]): string => `/proc/sys/${segments.join("/")}`;
@@ -54,7 +55,7 @@ async function writeHostSysctl(s: SysctlSetting): Promise<void> {
   try {
     writeFileSync(s.path, s.value);
   } catch (e) {
-    if (!s.optional) throw new NetOpError(`set sysctl ${s.path}=${s.value}`, (e as Error).message);
+    if (!s.optional) throw new NetOpError(`set sysctl ${s.path}=${s.value}`, messageOf(e));
   }
 }
 

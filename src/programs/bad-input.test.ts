@@ -25,7 +25,7 @@ const TIME_BOUND_MS = 2000;
 const seedOf = (name: string, part: number) => FUZZ_SEED + part * 7919 + [...name].reduce((h, c) => (h * 31 + c.charCodeAt(0)) | 0, 0);
 
 async function definition(name: string): Promise<PluginDefinition> {
-  const { plugin } = (await PLUGINS[name]!.load()) as { plugin?: PluginDefinition };
+  const plugin = await PLUGINS[name]!.load();
   assert.ok(plugin?.config, `${name}: the PluginDefinition has a config reader`);
   assert.ok(SAMPLES[name]?.length, `${name}: testing/plugin-samples.ts has sample configs for it`);
   return plugin;

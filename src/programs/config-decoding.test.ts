@@ -79,7 +79,7 @@ const parseWith = (plugin: PluginDefinition, config: unknown, cniArgs = "") =>
 describe("every plugin decodes its config as Go does", () => {
   for (const [name, entry] of Object.entries(PLUGINS)) {
     test(name, async () => {
-      const { plugin } = (await entry.load()) as { plugin?: PluginDefinition };
+      const plugin = await entry.load();
       assert.ok(plugin?.config, `${name}: the PluginDefinition names its config schema and parser (config: { schema, parse })`);
       const samples = SAMPLES[name];
       assert.ok(samples?.length, `${name}: testing/plugin-samples.ts has sample configs for it`);
@@ -98,7 +98,7 @@ describe("every plugin decodes its config as Go does", () => {
 });
 
 describe("what containerd sends", () => {
-  const load = async (name: string) => ((await PLUGINS[name]!.load()) as { plugin: PluginDefinition }).plugin;
+  const load = (name: string) => PLUGINS[name]!.load();
   test("portmap reads go-cni's PortMapping{HostPort, ContainerPort, Protocol, HostIP}", async () => {
     const conf = parseWith(await load("portmap"), {
       ...COMMON, type: "portmap",

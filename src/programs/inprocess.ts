@@ -29,8 +29,7 @@ export class MulticallExec implements PluginExec {
     if (!real || !this.selves.has(real)) return undefined;
     const entry = PLUGINS[path.basename(pluginPath)];
     if (!entry) return undefined;
-    const mod = (await entry.load()) as { plugin?: PluginDefinition };
-    return mod.plugin;
+    return entry.load();
   }
 
   async execPlugin(pluginPath: string, stdin: Uint8Array, env: Env, options: ExecOptions = {}): Promise<Buffer> {

@@ -1,6 +1,7 @@
 /**
- * The names of the programs the multicall executable can be, and the CNI versions each plugin speaks: plain
- * data, so what needs only the names (install, the launcher's table) does not load the program loaders.
+ * The catalog of the programs the multicall executable can be: their names, and each plugin's CNI versions and
+ * about text, declared here only. Plain data, so what needs only the names (install, the launcher's table) does
+ * not load the program loaders.
  * @module
  */
 import { ALL_VERSIONS, versionsStartingFrom } from "../spec/versions.js";
@@ -34,3 +35,6 @@ export type PluginName = keyof typeof PLUGIN_VERSIONS;
 
 /** Every program: cnitool and the plugins. */
 export const PROGRAM_NAMES: readonly string[] = ["cnitool", ...Object.keys(PLUGIN_VERSIONS)];
+
+/** A plugin's about text (what it prints with no CNI_COMMAND). */
+export const aboutText = (name: string): string => `CNI ${name} plugin (tscni)`;

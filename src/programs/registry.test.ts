@@ -1,17 +1,29 @@
 /**
- * The registry answers VERSION and "about" without loading plugins (and the C launcher's table is generated from
- * it), so it must say exactly what each plugin itself says.
+ * The catalog (programs.ts) is the one source of each plugin's versions and about text: a plugin module exports
+ * its handlers and config reader only, and the registry composes the definition skel runs from both.
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { aboutText, PLUGINS } from "./registry.js";
-import type { PluginDefinition } from "../skel/skel.js";
+import { readdirSync, readFileSync } from "node:fs";
+import path from "node:path";
+import { ROOT } from "../testing/harness.js";
+import { aboutText, PLUGIN_VERSIONS, type PluginName } from "./programs.js";
+import { PLUGINS } from "./registry.js";
 
 for (const [name, entry] of Object.entries(PLUGINS)) {
-  test(`${name}: registry versions and about match the plugin`, async () => {
-    const mod = (await entry.load()) as { plugin?: PluginDefinition };
-    assert.ok(mod.plugin, `${name} exports its PluginDefinition as \`plugin\``);
-    assert.deepEqual([...mod.plugin.versionInfo.supportedVersions], [...entry.versions]);
-    assert.equal(mod.plugin.about, aboutText(name));
+  test(`${name}: the definition carries the catalog's versions and about text`, async () => {
+    const definition = await entry.load();
+    assert.deepEqual([...definition.versionInfo.supportedVersions], [...PLUGIN_VERSIONS[name as PluginName]]);
+    assert.deepEqual([...entry.versions], [...PLUGIN_VERSIONS[name as PluginName]]);
+    assert.equal(definition.about, aboutText(name));
+    assert.equal(typeof definition.funcs, "object");
   });
 }
+
+test("no plugin module declares versions or an about text of its own", () => {
+  const plugins = path.join(ROOT, "src", "plugins");
+  const declaring = readdirSync(plugins, { recursive: true, encoding: "utf8" })
+    .filter((f) => f.endsWith("main.ts"))
+    .filter((f) => /\bversionInfo\b|\bnew VersionInfo\(|plugin \(tscni\)/.test(readFileSync(path.join(plugins, f), "utf8")));
+  assert.deepEqual(declaring, []);
+});

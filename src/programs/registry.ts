@@ -1,16 +1,19 @@
 /**
- * The plugins the multicall executable can be (programs.ts) and how each is loaded. Only names, VERSION
- * answers and loaders live here, so a VERSION probe is answered without loading any plugin code (the C launcher's
- * table is generated from the same answers by scripts/link-bins.mjs).
+ * The plugins the multicall executable can be and how each is loaded: a loader of the plugin's module, composed
+ * with the catalog's versions and about text (programs.ts) into the definition skel runs. VERSION and "about" are
+ * answered from the catalog without loading any plugin code (the C launcher's table is generated from the same
+ * answers by scripts/link-bins.mjs).
  * @module
  */
 import { CURRENT_VERSION } from "../spec/versions.js";
-import { PLUGIN_VERSIONS, type PluginName } from "./programs.js";
+import { VersionInfo } from "../spec/version.js";
+import type { PluginDefinition, PluginModule } from "../skel/skel.js";
+import { aboutText, PLUGIN_VERSIONS, type PluginName } from "./programs.js";
 
-/** A plugin: how its module is loaded, and the versions it answers VERSION with before that. */
+/** A plugin: how it is loaded, and the versions it answers VERSION with before that. */
 export interface PluginEntry {
-  /** Loads the plugin's module, which exports `plugin` (a PluginDefinition). */
-  load: () => Promise<{ plugin?: unknown }>;
+  /** Loads the plugin's module and gives its definition: the module's handlers and config reader, the catalog's versions and about text. */
+  load: () => Promise<PluginDefinition>;
   versions: readonly string[];
   /**
    * Subcommands (`<program> <name> [args]`, e.g. `dhcp daemon`): loaders of their own modules, so the plugin's
@@ -19,7 +22,8 @@ export interface PluginEntry {
   commands?: Record<string, () => Promise<{ main: (args: readonly string[]) => Promise<void> }>>;
 }
 
-const PLUGIN_LOADERS: Record<PluginName, PluginEntry["load"]> = {
+/** Each plugin's module, which exports `plugin` (its PluginModule). */
+const PLUGIN_LOADERS: Record<PluginName, () => Promise<{ plugin: PluginModule }>> = {
   "host-local": () => import("../plugins/ipam/host-local/main.js"),
   static: () => import("../plugins/ipam/static/main.js"),
   dhcp: () => import("../plugins/ipam/dhcp/main.js"),
@@ -49,13 +53,13 @@ const PLUGIN_COMMANDS: Partial<Record<PluginName, PluginEntry["commands"]>> = {
 };
 
 /** Every plugin by type, with its versions and subcommands (cnitool, the one other program, is loaded by main.ts). */
-export const PLUGINS: Record<string, PluginEntry> = Object.fromEntries(Object.entries(PLUGIN_LOADERS).map(([name, load]) => {
+export const PLUGINS: Record<string, PluginEntry> = Object.fromEntries(Object.entries(PLUGIN_LOADERS).map(([name, loadModule]) => {
+  const versions = PLUGIN_VERSIONS[name as PluginName];
   const commands = PLUGIN_COMMANDS[name as PluginName];
-  return [name, { load, versions: PLUGIN_VERSIONS[name as PluginName], ...(commands ? { commands } : {}) }];
+  const load = async (): Promise<PluginDefinition> =>
+    ({ ...(await loadModule()).plugin, versionInfo: new VersionInfo(versions), about: aboutText(name) });
+  return [name, { load, versions, ...(commands ? { commands } : {}) }];
 }));
-
-/** A plugin's about text (what it prints with no CNI_COMMAND), answered without loading it. */
-export const aboutText = (name: string): string => `CNI ${name} plugin (tscni)`;
 
 /** What a plugin prints for VERSION. */
 export const versionAnswer = (versions: readonly string[]): string =>

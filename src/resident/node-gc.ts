@@ -8,6 +8,7 @@
 import { judgedByNodeGc } from "../cnitool/node-gc.js";
 import { CriRuntimeClient } from "../runtime/cri/runtime-service.js";
 import { describeNodeGc, runNodeGc, type NodeGcOptions, type NodeGcReport, type SandboxSource } from "../runtime/node-gc.js";
+import { messageOf } from "../spec/errors.js";
 
 /** What the schedule needs: where to ask, what to collect, how often, and where to say what it did. */
 export interface NodeGcScheduleOptions {
@@ -55,7 +56,7 @@ export function startNodeGc(o: NodeGcScheduleOptions): NodeGcSchedule {
       });
       for (const line of describeNodeGc(report)) o.log(`node GC: ${line}`);
     } catch (e) {
-      o.log(`node GC: removed nothing: ${(e as Error).message}`);
+      o.log(`node GC: removed nothing: ${messageOf(e)}`);
     }
   };
   const schedule = () => {

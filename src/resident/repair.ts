@@ -8,6 +8,7 @@
  */
 import { formatReload, lostFirewallState, reloadFirewall, type AttachmentReload, type LostState } from "../cnitool/reload.js";
 import { watchReloaded, type BusWatch } from "../plugins/meta/firewall/firewalld.js";
+import { messageOf } from "../spec/errors.js";
 
 /** The default interval of the periodic look. */
 export const DEFAULT_REPAIR_INTERVAL_S = 30;
@@ -76,7 +77,7 @@ export function startRepair(o: RepairOptions): { stop(): void } {
   let busEnded = "";
 
   const fail = (what: string, e: unknown) => {
-    const line = `${what}: ${(e as Error).message ?? String(e)}`;
+    const line = `${what}: ${messageOf(e)}`;
     if (line !== lastError) o.log(line);
     lastError = line;
   };

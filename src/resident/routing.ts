@@ -14,7 +14,7 @@ import type { Env } from "../invoke/args.js";
 import type { ExecOptions, PluginExec } from "../invoke/exec.js";
 import { KeyedMutex } from "../sys/keyed-mutex.js";
 import type { Semaphore } from "../sys/semaphore.js";
-import { CniError, ErrorCode } from "../spec/errors.js";
+import { CniError, ErrorCode, failure } from "../spec/errors.js";
 import { runPlugin, type PluginDefinition } from "../skel/skel.js";
 import { MulticallExec } from "../programs/inprocess.js";
 import { PLUGINS } from "../programs/registry.js";
@@ -100,7 +100,7 @@ export class PluginModules {
     let loaded = this.loading.get(name);
     if (!loaded) {
       const entry = PLUGINS[name];
-      loaded = entry ? entry.load().then((m) => (m as { plugin?: PluginDefinition }).plugin) : Promise.resolve(undefined);
+      loaded = entry ? entry.load() : Promise.resolve(undefined);
       this.loading.set(name, loaded);
     }
     return loaded;
@@ -163,7 +163,7 @@ export function runAsChild(ctx: CallContext, self: string): Promise<CallOutcome>
     child.stderr.on("data", (b: Buffer) => write(frame(TAG_STDERR, b)));
     child.stdin.on("error", () => undefined);
     child.on("error", (e) => {
-      write(frame(TAG_STDOUT, Buffer.from(new CniError(ErrorCode.Internal, `tscni resident server: cannot run ${req.program} in ${req.cwd}: ${e.message}`).print())));
+      write(frame(TAG_STDOUT, Buffer.from(failure(`tscni resident server: cannot run ${req.program} in ${req.cwd}: ${e.message}`).print())));
       resolve({ status: 1, errorCode: ErrorCode.Internal });
     });
     child.on("close", (code, signal) => resolve(ended(code ?? (signal ? 128 + 9 : 1))));
@@ -176,13 +176,13 @@ export async function runInProcess(ctx: CallContext, plugins: PluginModules): Pr
   const { req, write, timeoutMs } = ctx;
   let timer: NodeJS.Timeout | undefined;
   const timedOut = new Promise<CniError>((resolve) => {
-    timer = setTimeout(() => resolve(new CniError(ErrorCode.Internal, `tscni resident server: ${req.program} ran longer than ${timeoutMs} ms`)), timeoutMs);
+    timer = setTimeout(() => resolve(failure(`tscni resident server: ${req.program} ran longer than ${timeoutMs} ms`)), timeoutMs);
   });
   const stdout: string[] = [];
   let answered = false;
   const run = async () => {
     const plugin = await plugins.get(req.program);
-    if (!plugin) return new CniError(ErrorCode.Internal, `tscni resident server: unknown plugin "${req.program}"`);
+    if (!plugin) return failure(`tscni resident server: unknown plugin "${req.program}"`);
     return runPlugin(plugin.funcs, plugin.versionInfo, plugin.about, {
       env: req.env,
       readStdin: async () => req.stdin,

@@ -26,6 +26,7 @@ import { PluginModules, routeOf, runAsChild, runInProcess, ServerExec, type Call
 import { ServerMetrics, type RefusalReason } from "./server-metrics.js";
 import { clearStartRecord, listenPrivately, prepareSocketDir, removeSocketFile, takeServerLock, type SocketFile } from "./socket-dir.js";
 import { WARM_UP_ROUNDS, warmUp } from "./warm-up.js";
+import { messageOf } from "../spec/errors.js";
 
 export { DEFAULT_SOCKET } from "./protocol.js";
 
@@ -318,7 +319,7 @@ export class ResidentServer {
             phase = "request";
             timer = setTimeout(() => drop("the request did not come in time"), this.limits.requestMs);
             socket.write(Buffer.from([ACCEPT]));
-          }, (e: unknown) => drop(`admission failed: ${(e as Error).message}`));
+          }, (e: unknown) => drop(`admission failed: ${messageOf(e)}`));
         } else if (phase === "request") {
           if (!request!.add(chunk)) throw new ProtocolError("more bytes than the hello announced");
           if (!request!.complete) return;
@@ -332,7 +333,7 @@ export class ResidentServer {
           throw new ProtocolError(phase === "judging" ? "data before the server's answer" : "data after the request");
         }
       } catch (e) {
-        drop((e as Error).message);
+        drop(messageOf(e));
       }
     });
   }
@@ -385,7 +386,7 @@ export class ResidentServer {
       outcome = route === "child" ? await runAsChild(ctx, this.process.self!) : await runInProcess(ctx, this.plugins);
       if (!socket.destroyed) socket.end(exitFrame(outcome.status));
     } catch (e) {
-      this.opts.log(`a call failed outside its plugin: ${(e as Error).stack ?? (e as Error).message}`);
+      this.opts.log(`a call failed outside its plugin: ${(e instanceof Error && e.stack) || messageOf(e)}`);
       socket.destroy();
     } finally {
       if (counted) this.metrics.callServed({ program: req.program, command: req.env["CNI_COMMAND"], seconds: (performance.now() - acceptedAt) / 1000, outcome });

@@ -9,6 +9,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { callResident } from "./client.js";
+import { messageOf } from "../spec/errors.js";
 
 /** How many rounds (ADD, CHECK, DEL) the warm-up runs by default (about a second of one core). */
 export const WARM_UP_ROUNDS = 500;
@@ -32,7 +33,7 @@ export async function warmUp({ socketPath, buildId, rounds, env, stopped, log }:
   try {
     dir = mkdtempSync(path.join(os.tmpdir(), "tscni-warm-up-"));
   } catch (e) {
-    log(`warm-up skipped: ${(e as Error).message}`);
+    log(`warm-up skipped: ${messageOf(e)}`);
     return;
   }
   try {
@@ -51,7 +52,7 @@ export async function warmUp({ socketPath, buildId, rounds, env, stopped, log }:
       }
     }
   } catch (e) {
-    log(`warm-up stopped: ${(e as Error).message}`);
+    log(`warm-up stopped: ${messageOf(e)}`);
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

@@ -7,7 +7,7 @@
  * different pods in parallel (see pod-locks.ts).
  * @module
  */
-import { CniError, ErrorCode } from "../spec/errors.js";
+import { invalidConfig, messageOf } from "../spec/errors.js";
 import type { NetworkConfigList } from "../spec/config.js";
 import type { Result } from "../spec/result/index.js";
 import { validateContainerId } from "../spec/validate.js";
@@ -126,7 +126,7 @@ export function assignInterfaces(networks: readonly PodNetworkRequest[]): Array<
   for (const n of out) {
     const other = seen.get(n.ifName);
     if (other !== undefined) {
-      throw new CniError(ErrorCode.InvalidNetworkConfig, `networks "${other}" and "${n.name}" both ask for interface ${n.ifName}`);
+      throw invalidConfig(`networks "${other}" and "${n.name}" both ask for interface ${n.ifName}`);
     }
     seen.set(n.ifName, n.name);
   }
@@ -205,13 +205,13 @@ export class PodNetworkManager {
     try {
       await this.cni.getStatusNetworkList(def, this.callOptions());
     } catch (e) {
-      throw new NetworkNotReadyError(`network "${def.name}" is not ready: ${(e as Error).message}`);
+      throw new NetworkNotReadyError(`network "${def.name}" is not ready: ${messageOf(e)}`);
     }
   }
 
   private listFor(name: string): NetworkConfigList {
     const list = this.directory.network(name);
-    if (!list) throw new CniError(ErrorCode.InvalidNetworkConfig, `network "${name}" not found in ${this.options.confDir}`);
+    if (!list) throw invalidConfig(`network "${name}" not found in ${this.options.confDir}`);
     return list;
   }
 
@@ -247,7 +247,7 @@ export class PodNetworkManager {
           // The failed network too: its ADD may have done part of its work (as containerd and podman do).
           const undo = [...attached.map((a, j) => ({ list: lists[j]!, rt: this.runtimeConf(req, a.ifName, networks[j]!.runtimeConfig ?? req.runtimeConfig?.[a.network]) })), { list, rt }];
           for (const u of undo.reverse()) await this.cni.delNetworkList(u.list, u.rt, this.callOptions()).catch(() => undefined);
-          throw new PodNetworkError(`failed to attach pod ${req.namespace}/${req.name} to network "${list.name}" as ${n.ifName}: ${(e as Error).message}`, list.name, e);
+          throw new PodNetworkError(`failed to attach pod ${req.namespace}/${req.name} to network "${list.name}" as ${n.ifName}: ${messageOf(e)}`, list.name, e);
         }
       }
       return attached;
@@ -271,7 +271,7 @@ export class PodNetworkManager {
         try {
           await removeCachedAttachment(this.cni, entry, { netns: pod.netns, callOptions: this.callOptions() });
         } catch (e) {
-          errors.push(`network "${entry.networkName}" (${entry.ifName}): ${(e as Error).message}`);
+          errors.push(`network "${entry.networkName}" (${entry.ifName}): ${messageOf(e)}`);
         }
       }
       // Networks named in the request but not in the cache (a runtime whose cache was lost): the current config.
@@ -282,7 +282,7 @@ export class PodNetworkManager {
         try {
           await this.cni.delNetworkList(list, this.runtimeConf(pod, n.ifName, n.runtimeConfig), this.callOptions());
         } catch (e) {
-          errors.push(`network "${n.name}" (${n.ifName}): ${(e as Error).message}`);
+          errors.push(`network "${n.name}" (${n.ifName}): ${messageOf(e)}`);
         }
       }
       if (errors.length) throw new PodNetworkError(`failed to tear down pod ${pod.namespace}/${pod.name}: ${errors.join("; ")}`, "");
@@ -296,7 +296,7 @@ export class PodNetworkManager {
         try {
           await this.cni.checkNetworkList(cachedNetwork(entry), cachedRuntimeConf(entry, pod.netns), this.callOptions());
         } catch (e) {
-          throw new PodNetworkError(`pod ${pod.namespace}/${pod.name}, network "${entry.networkName}" (${entry.ifName}): ${(e as Error).message}`, entry.networkName, e);
+          throw new PodNetworkError(`pod ${pod.namespace}/${pod.name}, network "${entry.networkName}" (${entry.ifName}): ${messageOf(e)}`, entry.networkName, e);
         }
       }
     });
@@ -311,7 +311,7 @@ export class PodNetworkManager {
       try {
         ns = await NetNS.open(pod.netns);
       } catch (e) {
-        nsProblem = e instanceof NetnsNotFoundError ? `network namespace ${pod.netns} is gone` : (e as Error).message;
+        nsProblem = e instanceof NetnsNotFoundError ? `network namespace ${pod.netns} is gone` : messageOf(e);
       }
     }
     for (const entry of await listCachedAttachments(this.cacheDir, pod.id)) {
@@ -349,7 +349,7 @@ export class PodNetworkManager {
           await removeCachedAttachment(this.cni, entry, { callOptions: this.callOptions() });
           removed.push({ containerID: entry.containerID, network: entry.networkName, ifName: entry.ifName });
         } catch (e) {
-          errors.push(`${entry.containerID} on "${entry.networkName}" (${entry.ifName}): ${(e as Error).message}`);
+          errors.push(`${entry.containerID} on "${entry.networkName}" (${entry.ifName}): ${messageOf(e)}`);
         }
       }
       const remaining = all.filter((e) => valid.has(e.containerID));
@@ -359,7 +359,7 @@ export class PodNetworkManager {
         try {
           await this.cni.gcNetworkList(list, { validAttachments }, this.callOptions());
         } catch (e) {
-          errors.push(`GC of network "${list.name}": ${(e as Error).message}`);
+          errors.push(`GC of network "${list.name}": ${messageOf(e)}`);
         }
       }
       return { removed, errors };

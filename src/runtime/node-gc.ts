@@ -30,6 +30,7 @@ import { addsInFlight } from "./adds-in-flight.js";
 import { cachedNetwork, cachedRuntimeConf } from "./attachments.js";
 import type { CriSandbox, CriVersion } from "./cri/runtime-service.js";
 import { PodLocks } from "./pod-locks.js";
+import { messageOf } from "../spec/errors.js";
 
 /** What node GC asks the runtime (a CriRuntimeClient, or a stand-in in tests). */
 export interface SandboxSource {
@@ -253,7 +254,7 @@ export async function runNodeGc(o: NodeGcOptions): Promise<NodeGcReport> {
         report.removed.push(refOf(a.entry));
       } catch (e) {
         stillStale.add(keyOf(a.entry));
-        report.failed.push({ ...refOf(a.entry), error: (e as Error).message });
+        report.failed.push({ ...refOf(a.entry), error: messageOf(e) });
       }
     }
     for (const [i, n] of plan.networks.entries()) {
@@ -267,7 +268,7 @@ export async function runNodeGc(o: NodeGcOptions): Promise<NodeGcReport> {
       try {
         await cni.gcNetworkListPlugins(n.list, { validAttachments }, callOptions);
       } catch (e) {
-        report.networks[i]!.error = (e as Error).message;
+        report.networks[i]!.error = messageOf(e);
       }
     }
   });

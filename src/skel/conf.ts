@@ -4,7 +4,7 @@
  * @module
  */
 import { decodePluginConf, type PluginConf } from "../spec/config.js";
-import { CniError, ErrorCode } from "../spec/errors.js";
+import { decodingFailure, ErrorCode, wrap } from "../spec/errors.js";
 import { isJsonObject, parseJson, type JsonObject } from "../spec/json.js";
 import { createResult, type Result } from "../spec/result/index.js";
 
@@ -21,7 +21,7 @@ export function loadPluginConf(stdin: Uint8Array): LoadedConf {
     if (!isJsonObject(raw)) throw new Error("the network configuration is not a JSON object");
     return { conf: decodePluginConf(raw), raw };
   } catch (e) {
-    throw new CniError(ErrorCode.DecodingFailure, "failed to load netconf", (e as Error).message);
+    throw decodingFailure("failed to load netconf", e);
   }
 }
 
@@ -36,6 +36,6 @@ export function parsePrevResult(conf: PluginConf): Result | undefined {
   try {
     return createResult(conf.cniVersion || "0.1.0", raw);
   } catch (e) {
-    throw new CniError(ErrorCode.DecodingFailure, `could not parse prevResult: ${(e as Error).message}`);
+    throw wrap("could not parse prevResult", e, ErrorCode.DecodingFailure);
   }
 }

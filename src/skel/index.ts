@@ -5,7 +5,7 @@
  * @module
  */
 export {
-  pluginMain, runPlugin, processIO, type CmdArgs, type Handler, type PluginFuncs, type PluginDefinition, type PluginConfigReader,
-  type PluginIO, type CallStderr,
+  pluginMain, runPlugin, processIO, type CmdArgs, type Handler, type PluginFuncs, type PluginDefinition, type PluginModule,
+  type PluginConfigReader, type PluginIO, type CallStderr,
 } from "./skel.js";
 export { loadPluginConf, parsePrevResult, type LoadedConf } from "./conf.js";

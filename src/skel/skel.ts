@@ -4,7 +4,7 @@
  * the error as CNI JSON on stdout. A plugin's main is one call to `pluginMain`.
  * @module
  */
-import { CniError, ErrorCode } from "../spec/errors.js";
+import { CniError, decodingFailure, ErrorCode, incompatibleVersion, invalidConfig, invalidEnv, invalidNetNS, messageOf, wrap } from "../spec/errors.js";
 import { OrderedWriter, readStdin } from "../sys/plugin-stdio.js";
 import type { GoType } from "../spec/go-decode.js";
 import { isJsonObject, jsonKindName, parseJson, type JsonObject } from "../spec/json.js";
@@ -31,7 +31,7 @@ export interface CmdArgs {
   env: Readonly<Record<string, string | undefined>>;
   /**
    * This call's stderr (warnings, delegates' diagnostics): never process.stderr, for the same reason. Only
-   * write(); a plain object rather than a stream, as node:stream costs every plugin call start-up time.
+   * write(); a plain object rather than a stream, as node:stream is not loaded at start-up (docs/startup.md).
    */
   stderr: CallStderr;
 }
@@ -58,13 +58,11 @@ export interface PluginFuncs {
 }
 
 /**
- * A plugin as data: its handlers, the versions it speaks and its about text. A plugin module exports one as
- * `plugin`, so the multicall binary can run it as a process or, for delegation, in-process.
+ * What a plugin module exports as `plugin`: its handlers and how it reads its config. Its versions and about text
+ * are not its own to declare: the program catalog (programs/programs.ts) gives them.
  */
-export interface PluginDefinition {
+export interface PluginModule {
   funcs: PluginFuncs;
-  versionInfo: VersionInfo;
-  about: string;
   /**
    * How the plugin reads its config: the schema it decodes stdin into (the Go plugin's struct, read with Go's
    * rules: spec/go-decode.ts) and the parser its ADD uses, which validates without changing anything.
@@ -72,7 +70,13 @@ export interface PluginDefinition {
   config?: PluginConfigReader;
 }
 
-/** A plugin's config schema and parser (see PluginDefinition.config). */
+/** A plugin as skel runs it, as a process or in-process: its module, the versions it speaks and its about text. */
+export interface PluginDefinition extends PluginModule {
+  versionInfo: VersionInfo;
+  about: string;
+}
+
+/** A plugin's config schema and parser (see PluginModule.config). */
 export interface PluginConfigReader {
   schema: GoType<unknown>;
   /** Parses and validates stdin (and CNI_ARGS) as ADD would, changing nothing; throws the CNI error ADD would give. */
@@ -118,7 +122,7 @@ function readEnv(env: PluginIO["env"]): { command: string; values: Record<EnvVar
     else rule.validate?.(value);
   }
   if (missing.length > 0) {
-    throw new CniError(ErrorCode.InvalidEnvironmentVariables, `required env variables [${missing.join(",")}] missing`);
+    throw invalidEnv(`required env variables [${missing.join(",")}] missing`);
   }
   return { command, values };
 }
@@ -130,20 +134,15 @@ function validateConfigName(stdin: Uint8Array): JsonObject {
     raw = parseJson(stdin);
     if (!isJsonObject(raw)) throw new Error(`json: cannot unmarshal ${jsonKindName(raw)} into Go value of type skel.reqForCmdEntry`);
   } catch (e) {
-    throw new CniError(ErrorCode.DecodingFailure, `error unmarshall network config: ${(e as Error).message}`);
+    throw wrap("error unmarshall network config", e, ErrorCode.DecodingFailure);
   }
   const name = raw["name"];
   if (name !== undefined && name !== null && typeof name !== "string") {
-    throw new CniError(ErrorCode.DecodingFailure,
-      `error unmarshall network config: json: cannot unmarshal ${jsonKindName(name)} into Go struct field .name of type string`);
+    throw decodingFailure(`error unmarshall network config: json: cannot unmarshal ${jsonKindName(name)} into Go struct field .name of type string`);
   }
   const networkName = (name as string | undefined) ?? "";
-  if (networkName === "") throw new CniError(ErrorCode.InvalidNetworkConfig, "missing network name");
-  try {
-    validateNetworkName(networkName);
-  } catch (e) {
-    throw e instanceof CniError ? new CniError(e.code, e.msg, e.details) : e;
-  }
+  if (networkName === "") throw invalidConfig("missing network name");
+  validateNetworkName(networkName);
   return raw;
 }
 
@@ -151,7 +150,7 @@ function configVersionOf(config: JsonObject): string {
   try {
     return parsedConfigVersion(config);
   } catch (e) {
-    throw new CniError(ErrorCode.DecodingFailure, (e as Error).message);
+    throw decodingFailure(messageOf(e));
   }
 }
 
@@ -161,7 +160,7 @@ const asBuffer = (bytes: Uint8Array): Buffer =>
 
 /** True when `netnsPath` is the network namespace this process runs in. */
 async function isOwnNetns(netnsPath: string): Promise<boolean> {
-  // (node:fs is loaded here, past the checks a bad call fails: start-up cost, see sys/plugin-stdio.ts.)
+  // (node:fs is loaded here, past the checks a bad call fails: docs/startup.md.)
   const { statSync } = await import("node:fs");
   try {
     const target = statSync(netnsPath);
@@ -178,19 +177,19 @@ function gateVersion(verb: string, minimum: string, configVersion: string, info:
   try {
     allowed = versionGreaterThanOrEqualTo(configVersion, minimum);
   } catch (e) {
-    throw new CniError(ErrorCode.DecodingFailure, (e as Error).message);
+    throw decodingFailure(messageOf(e));
   }
-  if (!allowed) throw new CniError(ErrorCode.IncompatibleCNIVersion, `config version does not allow ${verb}`);
+  if (!allowed) throw incompatibleVersion(`config version does not allow ${verb}`);
   for (const v of info.supportedVersions) {
     let ok: boolean;
     try {
       ok = versionGreaterThanOrEqualTo(v, configVersion);
     } catch (e) {
-      throw new CniError(ErrorCode.DecodingFailure, (e as Error).message);
+      throw decodingFailure(messageOf(e));
     }
     if (ok) return;
   }
-  throw new CniError(ErrorCode.IncompatibleCNIVersion, `plugin version does not allow ${verb}`);
+  throw incompatibleVersion(`plugin version does not allow ${verb}`);
 }
 
 const HANDLERS: Record<string, keyof PluginFuncs> = { ADD: "add", DEL: "del", CHECK: "check", STATUS: "status", GC: "gc" };
@@ -223,12 +222,12 @@ export async function runPlugin(funcs: PluginFuncs | (() => Promise<PluginFuncs>
     try {
       stdin = await io.readStdin();
     } catch (e) {
-      throw new CniError(ErrorCode.IOFailure, `error reading from stdin: ${(e as Error).message}`);
+      throw wrap("error reading from stdin", e, ErrorCode.IOFailure);
     }
     const config = validateConfigName(stdin);
     pluginType = config["type"];
     const handlerName = HANDLERS[command];
-    if (!handlerName) throw new CniError(ErrorCode.InvalidEnvironmentVariables, `unknown CNI_COMMAND: ${command}`);
+    if (!handlerName) throw invalidEnv(`unknown CNI_COMMAND: ${command}`);
 
     const configVersion = configVersionOf(config);
     const minimum = MIN_VERSION[command];
@@ -240,7 +239,7 @@ export async function runPlugin(funcs: PluginFuncs | (() => Promise<PluginFuncs>
     if ((command === "ADD" || command === "DEL") && values.CNI_NETNS) {
       const override = values.CNI_NETNS_OVERRIDE.toLowerCase();
       if (override !== "true" && override !== "1" && await isOwnNetns(values.CNI_NETNS)) {
-        throw new CniError(ErrorCode.InvalidNetNS, "plugin's netns and netns from CNI_NETNS should not be the same");
+        throw invalidNetNS("plugin's netns and netns from CNI_NETNS should not be the same");
       }
     }
     // A plugin given as its loader is loaded only now: a call refused above never pays for the plugin's code.

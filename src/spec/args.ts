@@ -4,6 +4,7 @@
  * @module
  */
 import { goQuote, goQuoteList } from "./json.js";
+import { messageOf } from "./errors.js";
 
 /** Splits CNI_ARGS into pairs; throws `ARGS: invalid pair "<pair>"` on a pair without exactly one `=`. */
 export function parseCniArgs(args: string): Array<[string, string]> {
@@ -43,7 +44,7 @@ export function loadCniArgs<T extends object>(args: string, parsers: ArgParsers<
       try {
         out["IgnoreUnknown"] = parseArgBool(value);
       } catch (e) {
-        throw new Error(`ARGS: error parsing value of pair ${goQuote(`${key}=${value}`)}: ${(e as Error).message}`);
+        throw new Error(`ARGS: error parsing value of pair ${goQuote(`${key}=${value}`)}: ${messageOf(e)}`);
       }
       continue;
     }
@@ -55,7 +56,7 @@ export function loadCniArgs<T extends object>(args: string, parsers: ArgParsers<
     try {
       out[key] = parse(value);
     } catch (e) {
-      throw new Error(`ARGS: error parsing value of pair ${goQuote(`${key}=${value}`)}: ${(e as Error).message}`);
+      throw new Error(`ARGS: error parsing value of pair ${goQuote(`${key}=${value}`)}: ${messageOf(e)}`);
     }
   }
   if (unknown.length > 0 && out["IgnoreUnknown"] !== true) {

@@ -4,7 +4,7 @@
  * know survives a round trip.
  * @module
  */
-import { CniError, ErrorCode } from "./errors.js";
+import { CniError, cniError, ErrorCode, messageOf } from "./errors.js";
 import { goQuote, goTypeName, isJsonObject, jsonKindName, JsonSyntaxError, marshalJson, parseJson, type JsonObject, type JsonValue } from "./json.js";
 import { compactDNS, DNS_TYPE, type DNS } from "./result/common.js";
 import { any, bool, decodeGo, list, map, member, string, struct } from "./go-decode.js";
@@ -59,7 +59,7 @@ export function configError(code: number, msg: string, where?: { file?: string; 
   const parts = [];
   if (where?.file) parts.push(`in file ${where.file}`);
   if (where?.offset !== undefined) parts.push(`at byte offset ${where.offset}`);
-  return new CniError(code, msg, parts.join(" "));
+  return cniError(code, msg, parts.join(" "));
 }
 
 /**
@@ -72,7 +72,7 @@ function parseObject(bytes: Buffer, prefix: string, goType: string, file?: strin
     raw = parseJson(bytes);
   } catch (e) {
     const offset = e instanceof JsonSyntaxError ? e.offset : undefined;
-    throw configError(ErrorCode.DecodingFailure, `${prefix}: ${(e as Error).message}`, { file, offset });
+    throw configError(ErrorCode.DecodingFailure, `${prefix}: ${messageOf(e)}`, { file, offset });
   }
   if (raw === null) return {};
   if (!isJsonObject(raw)) {
@@ -131,7 +131,7 @@ export function parsePluginConfig(input: string | Uint8Array, file?: string): Pl
   try {
     network = decodePluginConf(raw);
   } catch (e) {
-    throw configError(ErrorCode.DecodingFailure, `error parsing configuration: ${(e as Error).message}`, { file });
+    throw configError(ErrorCode.DecodingFailure, `error parsing configuration: ${messageOf(e)}`, { file });
   }
   if (network.type === "") throw configError(ErrorCode.InvalidNetworkConfig, "error parsing configuration: missing 'type'", { file });
   return { network, raw, bytes };
@@ -168,7 +168,7 @@ function selectListVersion(raw: JsonObject, file?: string): { cniVersion: string
     try {
       parseVersion(entry);
     } catch (e) {
-      throw listErr(`invalid cniVersions entry ${entry} at index ${i}: ${(e as Error).message}`);
+      throw listErr(`invalid cniVersions entry ${entry} at index ${i}: ${messageOf(e)}`);
     }
     all.push(entry);
     if (compareVersions(entry, CURRENT_VERSION) <= 0) usable.push(entry);
@@ -177,7 +177,7 @@ function selectListVersion(raw: JsonObject, file?: string): { cniVersion: string
     try {
       parseVersion(version);
     } catch (e) {
-      throw listErr(`invalid cniVersion ${version}: ${(e as Error).message}`);
+      throw listErr(`invalid cniVersion ${version}: ${messageOf(e)}`);
     }
     if (compareVersions(version, CURRENT_VERSION) <= 0) usable.push(version);
   }
@@ -222,8 +222,8 @@ export function parseConfList(input: string | Uint8Array, file?: string): Networ
     try {
       return parsePluginConfig(marshalJson(p));
     } catch (e) {
-      const err = e as CniError;
-      throw configError(err.code ?? ErrorCode.InvalidNetworkConfig, `failed to parse plugin config ${i}: ${err.msg ?? err.message}`, { file });
+      const [code, msg] = e instanceof CniError ? [e.code, e.msg] : [ErrorCode.InvalidNetworkConfig, messageOf(e)];
+      throw configError(code, `failed to parse plugin config ${i}: ${msg}`, { file });
     }
   });
   return list;
@@ -241,7 +241,7 @@ export function injectConf(conf: PluginConfig, values: Record<string, unknown>):
   try {
     raw = parseJson(conf.bytes);
   } catch (e) {
-    throw new Error(`unmarshal existing network bytes: ${(e as Error).message}`);
+    throw new Error(`unmarshal existing network bytes: ${messageOf(e)}`);
   }
   if (raw === null) raw = {};
   if (!isJsonObject(raw)) {

@@ -1,6 +1,9 @@
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { CniError, ErrorCode, unwrapCniError, WrappedError } from "./errors.js";
+import {
+  CniError, cniError, decodingFailure, ErrorCode, failure, incompatibleVersion, invalidCniArgs, invalidConfig, invalidEnv, invalidKey,
+  invalidNetNS, ioFailure, messageOf, pluginNotAvailable, tryAgainLater, unknownContainer, unwrapCniError, wrap, WrappedError,
+} from "./errors.js";
 
 describe("CniError (Go types.Error)", () => {
   test("well-known codes", () => {
@@ -50,5 +53,54 @@ describe("CniError (Go types.Error)", () => {
     assert.equal(unwrapCniError(new Error("plain")), undefined);
     assert.equal(unwrapCniError(undefined), undefined);
     assert.equal(new WrappedError("p", "str").message, "p: str");
+  });
+
+  test("CniError.from keeps the error it converts as its cause", () => {
+    const boom = new Error("boom");
+    assert.equal(CniError.from(boom).cause, boom);
+  });
+});
+
+describe("the constructors", () => {
+  test("each gives its code, the message and the details", () => {
+    const made: Array<[CniError, number]> = [
+      [failure("m", "d"), 999], [incompatibleVersion("m", "d"), 1], [unknownContainer("m", "d"), 3], [invalidEnv("m", "d"), 4],
+      [ioFailure("m", "d"), 5], [decodingFailure("m", "d"), 6], [invalidConfig("m", "d"), 7], [invalidNetNS("m", "d"), 8],
+      [tryAgainLater("m", "d"), 11], [pluginNotAvailable("m", "d"), 50], [cniError(42, "m", "d"), 42],
+    ];
+    for (const [e, code] of made) assert.deepEqual([e.code, e.msg, e.details, e.message], [code, "m", "d", "m; d"]);
+    assert.deepEqual([failure("m").details, failure("m").message], ["", "m"]);
+  });
+
+  test("details given as an error: its message, and the error kept as the cause", () => {
+    const e = new Error("EACCES: permission denied");
+    const made = ioFailure("cannot read the record", e);
+    assert.deepEqual([made.code, made.msg, made.details], [5, "cannot read the record", "EACCES: permission denied"]);
+    assert.equal(made.cause, e);
+    assert.equal(failure("m", 12).details, "12");
+  });
+
+  test("invalidKey names the key and the value; invalidCniArgs says why", () => {
+    const e = invalidKey("mtu", 10, "want 0 for the default, or 68 to 65535");
+    assert.deepEqual([e.code, e.msg], [7, 'invalid "mtu": 10 (want 0 for the default, or 68 to 65535)']);
+    const cause = new Error('ARGS: unknown args ["X"]');
+    const args = invalidCniArgs(cause);
+    assert.deepEqual([args.code, args.msg, args.cause], [4, 'invalid CNI_ARGS: ARGS: unknown args ["X"]', cause]);
+  });
+
+  test("wrap keeps a CniError's code and details, else takes the code given (999 by default)", () => {
+    const inner = new CniError(11, "busy", "the lock is held");
+    const outer = wrap("failed to allocate for range 0", inner);
+    assert.deepEqual([outer.code, outer.msg, outer.details, outer.cause], [11, "failed to allocate for range 0: busy", "the lock is held", inner]);
+    assert.deepEqual([wrap("p", new Error("x")).code, wrap("p", new Error("x")).msg], [999, "p: x"]);
+    assert.equal(wrap("p", new Error("x"), ErrorCode.IOFailure).code, 5);
+    assert.equal(unwrapCniError(outer), outer);
+  });
+
+  test("messageOf: an error's message, or the text of anything else", () => {
+    assert.equal(messageOf(new Error("boom")), "boom");
+    assert.equal(messageOf({ message: "like an error" }), "like an error");
+    assert.equal(messageOf("text"), "text");
+    assert.equal(messageOf(undefined), "undefined");
   });
 });

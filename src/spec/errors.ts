@@ -1,6 +1,14 @@
 /**
- * CNI errors: the well-known codes of the spec (and of Go's library) and the error object plugins print.
- * Every CNI error in tscni is built here, so each one carries a code, a message and the offending detail.
+ * CNI errors: the well-known codes of the spec (and of Go's library), the error object plugins print, and the
+ * constructors every CNI error in tscni is built with, so each one carries a code, a message and the offending
+ * detail.
+ *
+ * @example
+ * ```ts
+ * throw invalidKey("mtu", 10, "want 0 for the default, or 68 to 65535");   // code 7
+ * throw ioFailure(`cannot read the host device's record ${file}`, e);       // code 5, details: e's message
+ * throw wrap(`failed to allocate for range ${i}`, e);                       // e's code, `prefix: e's msg`
+ * ```
  * @module
  */
 import { quoteJsonString } from "./json.js";
@@ -30,8 +38,9 @@ export class CniError extends Error {
   readonly msg: string;
   readonly details: string;
 
-  constructor(code: number, msg: string, details = "") {
-    super(details ? `${msg}; ${details}` : msg);
+  /** `options.cause`: the error underneath (ES2022), kept for unwrapping and logs; never printed. */
+  constructor(code: number, msg: string, details = "", options?: ErrorOptions) {
+    super(details ? `${msg}; ${details}` : msg, options);
     this.name = "CniError";
     this.code = code;
     this.msg = msg;
@@ -55,23 +64,87 @@ export class CniError extends Error {
   /** Turns anything thrown into a CniError; non-CNI errors become code 999 (internal), like Go's skel. */
   static from(err: unknown, code: number = ErrorCode.Internal): CniError {
     if (err instanceof CniError) return err;
-    if (err instanceof Error) return new CniError(code, err.message);
-    return new CniError(code, String(err));
+    return new CniError(code, messageOf(err), "", err instanceof Error ? { cause: err } : undefined);
   }
 }
 
+/** The message of anything thrown: an error's `message`, else its text. */
+export function messageOf(e: unknown): string {
+  const message = typeof e === "object" && e !== null ? (e as { message?: unknown }).message : undefined;
+  return typeof message === "string" ? message : String(e);
+}
+
 /**
- * An error that wraps a cause, like Go's `fmt.Errorf("...: %w", err)`: its message is `prefix: cause`,
- * and `unwrapCniError` finds the CniError inside.
+ * What a constructor below takes as `details`: text, or the error underneath, whose message becomes the details
+ * and which is kept as the CniError's `cause`.
+ */
+export type Details = unknown;
+
+/** Any code: one known only at run time (decoded from a plugin's or a daemon's answer, or kept from an error). */
+export function cniError(code: number, msg: string, details?: Details): CniError {
+  if (details === undefined || typeof details === "string") return new CniError(code, msg, details);
+  return new CniError(code, msg, messageOf(details), { cause: details });
+}
+
+/** Code 999: the operation failed (what Go's skel makes of any plain error). */
+export const failure = (msg: string, details?: Details): CniError => cniError(ErrorCode.Internal, msg, details);
+
+/** Code 1: the config's version and the plugin's versions do not meet. */
+export const incompatibleVersion = (msg: string, details?: Details): CniError => cniError(ErrorCode.IncompatibleCNIVersion, msg, details);
+
+/** Code 3: the container is unknown or missing. */
+export const unknownContainer = (msg: string, details?: Details): CniError => cniError(ErrorCode.UnknownContainer, msg, details);
+
+/** Code 4: a CNI_* environment variable (CNI_ARGS, CNI_NETNS, CNI_IFNAME...) is missing or invalid. */
+export const invalidEnv = (msg: string, details?: Details): CniError => cniError(ErrorCode.InvalidEnvironmentVariables, msg, details);
+
+/** Code 4: CNI_ARGS does not parse, or carries a key the plugin does not take; `cause` says why. */
+export const invalidCniArgs = (cause: unknown): CniError =>
+  new CniError(ErrorCode.InvalidEnvironmentVariables, `invalid CNI_ARGS: ${messageOf(cause)}`, "", { cause });
+
+/** Code 5: reading or writing a file, a socket or the plugin's own state failed. */
+export const ioFailure = (msg: string, details?: Details): CniError => cniError(ErrorCode.IOFailure, msg, details);
+
+/** Code 6: bytes (the config, a prevResult, an answer) do not decode. */
+export const decodingFailure = (msg: string, details?: Details): CniError => cniError(ErrorCode.DecodingFailure, msg, details);
+
+/** Code 7: the network configuration is invalid; prefer invalidKey when one key is at fault. */
+export const invalidConfig = (msg: string, details?: Details): CniError => cniError(ErrorCode.InvalidNetworkConfig, msg, details);
+
+/** Code 7 naming the key and its value: `invalid "mtu": 10 (want 0 for the default, or 68 to 65535)`. */
+export const invalidKey = (key: string, value: unknown, why: string): CniError =>
+  new CniError(ErrorCode.InvalidNetworkConfig, `invalid ${JSON.stringify(key)}: ${JSON.stringify(value)} (${why})`);
+
+/** Code 8: the network namespace is not one the call may use. */
+export const invalidNetNS = (msg: string, details?: Details): CniError => cniError(ErrorCode.InvalidNetNS, msg, details);
+
+/** Code 11: a transient failure; the runtime should retry the call later. */
+export const tryAgainLater = (msg: string, details?: Details): CniError => cniError(ErrorCode.TryAgainLater, msg, details);
+
+/** Code 50: the plugin cannot serve calls here (STATUS): a missing backend, an unusable store. */
+export const pluginNotAvailable = (msg: string, details?: Details): CniError => cniError(ErrorCode.PluginNotAvailable, msg, details);
+
+/**
+ * `prefix: cause`, like Go's `fmt.Errorf("prefix: %v", err)` in a plugin: a CniError cause keeps its code and
+ * details (any other takes `code`, 999 unless given); `cause` is kept.
+ */
+export function wrap(prefix: string, cause: unknown, code: number = ErrorCode.Internal): CniError {
+  if (cause instanceof CniError) return new CniError(cause.code, `${prefix}: ${cause.msg}`, cause.details, { cause });
+  return new CniError(code, `${prefix}: ${messageOf(cause)}`, "", { cause });
+}
+
+/**
+ * An error that wraps a cause, like Go's `fmt.Errorf("...: %w", err)` in libcni: not a CNI error itself (a
+ * runtime reports it as its own), its message is `prefix: cause` and `unwrapCniError` finds the CniError inside.
  */
 export class WrappedError extends Error {
   constructor(prefix: string, override readonly cause: unknown) {
-    super(`${prefix}: ${cause instanceof Error ? cause.message : String(cause)}`);
+    super(`${prefix}: ${messageOf(cause)}`);
     this.name = "WrappedError";
   }
 }
 
-/** Finds the innermost CniError in a chain of wrapped errors (Go's errors.As). */
+/** The first CniError in a chain of causes, the error itself included (Go's errors.As). */
 export function unwrapCniError(err: unknown): CniError | undefined {
   let e: unknown = err;
   for (let depth = 0; e && depth < 32; depth++) {

@@ -4,7 +4,11 @@
  * the Go implementation reads and writes it. Pure: nothing here touches the file system, processes or the network.
  * @module
  */
-export { CniError, ErrorCode, unwrapCniError, WrappedError, type ErrorCodeValue } from "./errors.js";
+export {
+  CniError, ErrorCode, unwrapCniError, WrappedError, messageOf, cniError, failure, incompatibleVersion, unknownContainer, invalidEnv,
+  invalidCniArgs, ioFailure, decodingFailure, invalidConfig, invalidKey, invalidNetNS, tryAgainLater, pluginNotAvailable, wrap,
+  type Details, type ErrorCodeValue,
+} from "./errors.js";
 export {
   ALL_VERSIONS, CURRENT_VERSION, LEGACY_VERSIONS, versionsStartingFrom, parseVersion, compareVersions, versionGreaterThan,
   versionGreaterThanOrEqualTo, VersionInfo, pluginSupports, decodeVersionInfo, decodeConfigVersion, IncompatibleVersionError,

@@ -12,8 +12,8 @@ export interface IPAddress { readonly family: IPFamily; readonly bytes: Uint8Arr
 export interface IPCidr { readonly ip: IPAddress; readonly prefix: number; readonly text: string }
 
 // The parsers and the printer below follow Go's net/netip (ParseAddr, Addr.String) rule for rule, written out
-// rather than taken from a library built on regular expressions: they run in every IPAM call, where compiling
-// those expressions cost a plugin process ~0.3 ms of start-up.
+// rather than taken from a library built on regular expressions: they run in every IPAM call, which would compile
+// those expressions first (docs/startup.md).
 
 /** Dotted-quad IPv4 in `s[start, end)` as Go reads it (four decimal fields, each <= 255, no leading zeros). */
 function parseIPv4Fields(s: string, start: number, end: number): number[] | undefined {

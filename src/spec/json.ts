@@ -332,7 +332,7 @@ function parseGoJson(text: string): JsonValue {
 
 /**
  * UTF-8 bytes as text, ill-formed sequences replaced and a leading byte-order mark kept (Go reads it as a
- * character), as Buffer's toString does; TextDecoder because Buffer's first use costs a plugin call ~0.1 ms.
+ * character), as Buffer's toString does; TextDecoder, as a config refused by skel makes no Buffer (docs/startup.md).
  */
 function utf8Text(bytes: Uint8Array): string {
   return new TextDecoder("utf-8", { ignoreBOM: true }).decode(bytes);

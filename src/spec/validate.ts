@@ -3,7 +3,7 @@
  * with the codes and messages of the reference library.
  * @module
  */
-import { CniError, ErrorCode } from "./errors.js";
+import { invalidConfig, invalidEnv, unknownContainer } from "./errors.js";
 
 const NAME_PATTERN = /^[a-zA-Z0-9][a-zA-Z0-9_.-]*$/;
 /** Linux IFNAMSIZ is 16 including the NUL, so names have at most 15 bytes. */
@@ -14,8 +14,8 @@ const GO_SPACE = /[\t\n\v\f\r \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\
 
 /**
  * The UTF-8 length of `s` (lone surrogates count 3, as their replacement character is encoded). Counted here, not
- * with Buffer.byteLength: every plugin call checks CNI_IFNAME, and Buffer's first use costs a compiled plugin
- * ~0.15 ms of start-up (bench: cold start).
+ * with Buffer.byteLength: every plugin call checks CNI_IFNAME before skel's checks have passed, where nothing makes a
+ * Buffer (docs/startup.md).
  */
 function utf8Length(s: string): number {
   let n = 0;
@@ -31,31 +31,31 @@ function utf8Length(s: string): number {
   return n;
 }
 
-/** Throws (code 4) unless `containerId` is a valid container ID. */
+/** Throws unless `containerId` is a valid container ID: code 3 when it is empty, else 4. */
 export function validateContainerId(containerId: string): void {
-  if (containerId === "") throw new CniError(ErrorCode.UnknownContainer, "missing containerID");
+  if (containerId === "") throw unknownContainer("missing containerID");
   if (!NAME_PATTERN.test(containerId)) {
-    throw new CniError(ErrorCode.InvalidEnvironmentVariables, "invalid characters in containerID", containerId);
+    throw invalidEnv("invalid characters in containerID", containerId);
   }
 }
 
-/** Throws (code 4) unless `networkName` is a valid network name. */
+/** Throws (code 7) unless `networkName` is a valid network name. */
 export function validateNetworkName(networkName: string): void {
-  if (networkName === "") throw new CniError(ErrorCode.InvalidNetworkConfig, "missing network name:");
+  if (networkName === "") throw invalidConfig("missing network name:");
   if (!NAME_PATTERN.test(networkName)) {
-    throw new CniError(ErrorCode.InvalidNetworkConfig, "invalid characters found in network name", networkName);
+    throw invalidConfig("invalid characters found in network name", networkName);
   }
 }
 
 /** Throws (code 4) unless `ifName` is a valid interface name. */
 export function validateInterfaceName(ifName: string): void {
-  if (ifName.length === 0) throw new CniError(ErrorCode.InvalidEnvironmentVariables, "interface name is empty");
+  if (ifName.length === 0) throw invalidEnv("interface name is empty");
   if (utf8Length(ifName) > MAX_INTERFACE_NAME_LENGTH) {
-    throw new CniError(ErrorCode.InvalidEnvironmentVariables, "interface name is too long",
+    throw invalidEnv("interface name is too long",
       `interface name should be less than ${MAX_INTERFACE_NAME_LENGTH + 1} characters`);
   }
-  if (ifName === "." || ifName === "..") throw new CniError(ErrorCode.InvalidEnvironmentVariables, "interface name is . or ..");
+  if (ifName === "." || ifName === "..") throw invalidEnv("interface name is . or ..");
   if (/[/:]/.test(ifName) || GO_SPACE.test(ifName)) {
-    throw new CniError(ErrorCode.InvalidEnvironmentVariables, "interface name contains / or : or whitespace characters");
+    throw invalidEnv("interface name contains / or : or whitespace characters");
   }
 }

@@ -3,7 +3,7 @@
  * parts, not semver), the VERSION answer a plugin gives, decoding what a plugin answered, and reconciliation.
  * @module
  */
-import { CniError, ErrorCode } from "./errors.js";
+import { CniError, ErrorCode, messageOf } from "./errors.js";
 import { goQuote, goQuoteList, isJsonObject, jsonKindName, marshalJson, parseJson, type JsonObject, type JsonValue } from "./json.js";
 import { getString, getStringList } from "./go-decode.js";
 
@@ -81,7 +81,7 @@ function decodeStruct<T>(bytes: string | Uint8Array, prefix: string, goType: str
   try {
     raw = parseJson(bytes);
   } catch (e) {
-    throw new Error(`${prefix}: ${(e as Error).message}`);
+    throw new Error(`${prefix}: ${messageOf(e)}`);
   }
   return readStruct(raw, prefix, goType, read);
 }
@@ -94,7 +94,7 @@ function readStruct<T>(raw: JsonValue, prefix: string, goType: string, read: (ob
     }
     return read(raw ?? {});
   } catch (e) {
-    throw new Error(`${prefix}: ${(e as Error).message}`);
+    throw new Error(`${prefix}: ${messageOf(e)}`);
   }
 }
 

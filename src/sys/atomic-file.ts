@@ -17,7 +17,7 @@ export const isTemporaryName = (name: string): boolean => name.startsWith(".") &
 
 /** Replaces `file` with `data` (created with `mode`) atomically: a temporary file beside it, renamed over it. */
 export async function writeFileAtomic(file: string, data: string | Uint8Array, mode = 0o600): Promise<void> {
-  // (Loaded here: plugins that save a file pay for their start-up's imports on every call.)
+  // (Loaded here, docs/startup.md: not every call of a plugin saves a file.)
   const { rename, rm, writeFile } = await import("node:fs/promises");
   const tmp = temporaryName(file);
   try {

@@ -1,6 +1,6 @@
 /**
- * Random bytes and their hex text, without node:crypto (loading it costs a compiled plugin 2-5 ms of start-up):
- * the Web Crypto global of both Bun and Node.
+ * Random bytes and their hex text, from the Web Crypto global of both Bun and Node: no node:crypto on a plugin's
+ * start path (docs/startup.md).
  * @module
  */
 

@@ -3,7 +3,6 @@
  * becomes a NetOpError naming the operation and carrying the kernel's/tool's reason.
  * @module
  */
-import { spawn } from "node:child_process";
 import * as path from "./posix-path.js";
 import { findTool, toolSearchPath } from "./tool-path.js";
 
@@ -65,6 +64,8 @@ export function runTool(cmd: string, args: readonly string[], operation: string,
     }
     spawnCount++;
     spawnsByTool.set(cmd, (spawnsByTool.get(cmd) ?? 0) + 1);
+    // Loaded on first use: a call whose steps all go over netlink never runs a tool (docs/startup.md).
+    const { spawn } = process.getBuiltinModule("node:child_process");
     const child = spawn(file, args, { stdio: ["pipe", "pipe", "pipe"], env: toolEnv(), argv0: cmd });
     const out: Buffer[] = [];
     const err: Buffer[] = [];

@@ -30,7 +30,7 @@ function flockWithTool(fd: number, lockPath: string, shared: boolean, nonblock =
     const fail = (msg: string) => reject(new Error(`failed to lock ${lockPath}: ${msg}`));
     const tool = findTool("flock");
     if (!tool) return fail(`cannot run flock(1) from util-linux: no executable flock in ${toolSearchPath().join(":")}`);
-    // (Loaded here: only the Node fallback runs flock(1), and every plugin call pays for what start-up loads.)
+    // (Loaded here, docs/startup.md: only the Node fallback runs flock(1).)
     const { spawn } = process.getBuiltinModule("node:child_process");
     const child = spawn(tool, [shared ? "--shared" : "--exclusive", ...(nonblock ? ["--nonblock"] : []), "0"], { stdio: [fd, "ignore", "pipe"] });
     let stderr = "";

@@ -1,7 +1,7 @@
 /**
- * A plugin process's stdin and its writes to fds 1 and 2. Under Bun through Bun's own file I/O: importing node:fs
- * costs a compiled plugin ~1 ms of start-up (bench: cold start), and a call that fails on its config needs no
- * other file. Under Node (no Bun global) through sys/stdio.ts, loaded on first use.
+ * A plugin process's stdin and its writes to fds 1 and 2. Under Bun through Bun's own file I/O, so a call that fails
+ * on its config loads no node:fs (docs/startup.md); under Node (no Bun global) through sys/stdio.ts, loaded on first
+ * use.
  * @module
  */
 
@@ -19,7 +19,7 @@ const bun = (): BunStdio | undefined => (globalThis as { Bun?: BunStdio }).Bun;
  * Reads stdin to its end (the runtime closes it after the config). `inMemoryFile`: the C launcher has put the
  * config in an in-memory file that is our stdin (launcher.c, config_to_stdin); it is then mapped, which under Bun
  * costs no thread pool (anything that cannot be mapped, such as an empty file, is read as usual). The bytes as
- * they came, not a Buffer: Buffer's first use costs a call ~0.1 ms, which a config refused by skel never needs.
+ * they came, not a Buffer: a config refused by skel makes no Buffer (docs/startup.md).
  */
 export async function readStdin(inMemoryFile = false): Promise<Uint8Array> {
   const b = bun();

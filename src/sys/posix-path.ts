@@ -1,9 +1,8 @@
 /**
  * The POSIX path operations the plugins use (join, dirname, basename, relative, resolve, isAbsolute, the
  * search-path delimiter), with node:path's results (posix-path.test.ts compares them over every short path).
- * Why not node:path itself: loading it costs every plugin process ~0.4 ms under the standalone (Bun) build, a
- * tenth of an empty program's start-up (bench: cold start); code that runs once per host (cnitool, the runtime
- * side, the dhcp daemon) keeps node:path.
+ * Not node:path itself, which is not loaded on a plugin's start path (docs/startup.md); code that runs once per host
+ * (cnitool, the runtime side, the dhcp daemon) keeps node:path.
  * @module
  */
 

@@ -1,7 +1,7 @@
 /**
  * The process's standard streams as plain file descriptors. A plugin call reads its stdin once and writes one
- * document: under Bun, merely touching process.stdin or process.stdout builds the stream machinery, ~10 ms and
- * ~8 ms of every call's start-up (measured: bench/run.mjs "cold start"), so plugins use these instead.
+ * document; touching process.stdin or process.stdout would build the stream machinery at every call's start-up
+ * (docs/startup.md), so plugins use these instead.
  * @module
  */
 import { readSync, writeSync } from "node:fs";

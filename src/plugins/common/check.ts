@@ -4,7 +4,7 @@
  * @module
  */
 import type { PluginConf } from "../../spec/config.js";
-import { CniError, ErrorCode } from "../../spec/errors.js";
+import { failure, invalidConfig } from "../../spec/errors.js";
 import { cidrContains, ipFamily, parseCIDR } from "../../spec/ip.js";
 import { toCurrentResult, type Result100 } from "../../spec/result/index.js";
 import { parsePrevResult } from "../../skel/conf.js";
@@ -16,7 +16,7 @@ import type { RouteSpec } from "../../net/types.js";
 /** The prevResult in the current shape; CHECK without one is an error. */
 export function requirePrevResult(conf: PluginConf): Result100 {
   const prev = parsePrevResult(conf);
-  if (!prev) throw new CniError(ErrorCode.InvalidNetworkConfig, "Required prevResult missing");
+  if (!prev) throw invalidConfig("Required prevResult missing");
   return toCurrentResult(prev);
 }
 
@@ -26,7 +26,7 @@ export async function checkInterfaceAddresses(ns: NetNS, ifName: string, result:
   for (const ipc of result.ips ?? []) {
     if (ipc.interface === undefined || result.interfaces?.[ipc.interface]?.name !== ifName) continue;
     if (!have.has(parseCIDR(ipc.address).text)) {
-      throw new CniError(ErrorCode.Internal, `address ${ipc.address} is missing from ${ifName}`);
+      throw failure(`address ${ipc.address} is missing from ${ifName}`);
     }
   }
 }
@@ -68,6 +68,6 @@ export async function checkRoutes(ns: NetNS, result: Result100): Promise<void> {
   for (const route of result.routes ?? []) {
     const dst = parseCIDR(route.dst).text;
     const found = await view.has(ipFamily(route.dst), (r) => parseCIDR(r.dst).text === dst && (!route.gw || r.gw === route.gw), route.table);
-    if (!found) throw new CniError(ErrorCode.Internal, `route ${route.dst}${route.gw ? ` via ${route.gw}` : ""} is missing`);
+    if (!found) throw failure(`route ${route.dst}${route.gw ? ` via ${route.gw}` : ""} is missing`);
   }
 }

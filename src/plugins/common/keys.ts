@@ -4,13 +4,11 @@
  * network config) whose message names the key and the value, e.g. `invalid "mtu": "abc" (want an integer)`.
  * @module
  */
-import { CniError, ErrorCode } from "../../spec/errors.js";
+import { invalidCniArgs, invalidKey } from "../../spec/errors.js";
 import { loadCniArgs } from "../../spec/args.js";
 import { DecodeError, decodeGo, type GoType } from "../../spec/go-decode.js";
 import type { JsonObject } from "../../spec/json.js";
-
-export const invalidKey = (key: string, value: unknown, want: string): CniError =>
-  new CniError(ErrorCode.InvalidNetworkConfig, `invalid ${JSON.stringify(key)}: ${JSON.stringify(value)} (${want})`);
+import type { IPMasqBackend } from "../../net/ipmasq.js";
 
 /**
  * Decodes a plugin's config object into its Go-shaped schema with Go's rules (spec/go-decode.ts): keys in
@@ -54,7 +52,7 @@ export function cniArgsMac(cniArgs: string): string | undefined {
   try {
     return loadCniArgs(cniArgs, { MAC: (v: string) => v }).MAC;
   } catch (e) {
-    throw new CniError(ErrorCode.InvalidEnvironmentVariables, `invalid CNI_ARGS: ${(e as Error).message}`);
+    throw invalidCniArgs(e);
   }
 }
 
@@ -63,6 +61,12 @@ export function linkName(value: string, key: string): string {
   if (!value || Buffer.byteLength(value) > 15 || value === "." || value === ".." || /[/:\s]/.test(value)) {
     throw invalidKey(key, value, "want a link name: 1 to 15 characters, no '/', ':' or whitespace");
   }
+  return value;
+}
+
+/** `ipMasqBackend`: "iptables" or "nftables"; undefined (absent) lets the network layer choose. */
+export function ipMasqBackend(value: string | undefined, key = "ipMasqBackend"): IPMasqBackend | undefined {
+  if (value !== undefined && value !== "iptables" && value !== "nftables") throw invalidKey(key, value, 'want "iptables" or "nftables"');
   return value;
 }
 

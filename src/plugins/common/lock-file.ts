@@ -4,7 +4,7 @@
  * @module
  */
 import { constants, openSync } from "node:fs";
-import { CniError, ErrorCode } from "../../spec/errors.js";
+import { ioFailure, messageOf } from "../../spec/errors.js";
 import { withFlock } from "../../sys/flock.js";
 
 /** Opens (creating it with `mode` when missing) the file the lock is taken on, as Go's filemutex.New does. */
@@ -22,8 +22,8 @@ export function withLockFile<T>(lockPath: string, mode: number, openFailure: (re
       prepare?.();
       return openLockFile(lockPath, mode);
     } catch (e) {
-      throw new CniError(ErrorCode.IOFailure, openFailure((e as Error).message));
+      throw ioFailure(openFailure(messageOf(e)));
     }
   };
-  return withFlock(lockPath, open, fn, (e) => new CniError(ErrorCode.IOFailure, e.message));
+  return withFlock(lockPath, open, fn, (e) => ioFailure(e.message));
 }

@@ -8,7 +8,7 @@
  * @module
  */
 import type { PluginConf } from "../../spec/config.js";
-import { CniError, ErrorCode } from "../../spec/errors.js";
+import { failure, invalidKey } from "../../spec/errors.js";
 import type { Result100 } from "../../spec/result/index.js";
 import { CURRENT_VERSION } from "../../spec/version.js";
 import type { CmdArgs } from "../../skel/skel.js";
@@ -21,7 +21,6 @@ import type { Link } from "../../net/types.js";
 import { checkInterfaceAddresses, checkRoutes, requirePrevResult } from "./check.js";
 import { removeContainerLink } from "./del.js";
 import { ipamAdd, ipamCheck, ipamDel, ipamGC, ipamStatus, ipamType } from "./ipam.js";
-import { invalidKey } from "./keys.js";
 import { Rollback } from "./rollback.js";
 
 /** Where a plugin looks for its master: the host, or the container (`linkInContainer`). */
@@ -152,7 +151,6 @@ export interface SandboxLinkExpectation {
   bridge?: string;
 }
 
-const checkFailed = (msg: string): CniError => new CniError(ErrorCode.Internal, msg);
 
 /** Whether `link` sits on `master`: by index when the master is in another namespace, by name in the same one. */
 function sitsOn(link: Link, master: Link, sameNamespace: boolean): boolean {
@@ -168,26 +166,26 @@ export async function checkSandboxLink(args: CmdArgs, conf: PluginConf, want: Sa
   const prev = requirePrevResult(conf);
   const ns = await NetNS.open(args.netns);
   const entry = prev.interfaces?.find((i) => i.name === args.ifName && i.sandbox === args.netns);
-  if (!entry) throw checkFailed(`prevResult has no interface "${args.ifName}" in sandbox ${args.netns}`);
+  if (!entry) throw failure(`prevResult has no interface "${args.ifName}" in sandbox ${args.netns}`);
   const place = want.master ? masterPlace(ns, want.master.linkInContainer) : undefined;
   const master = want.master && place ? await findMaster(want.master.name, place) : undefined;
   const link = await ip.getLink(ns, args.ifName);
-  if (!link) throw checkFailed(`container interface "${args.ifName}" does not exist in ${args.netns}`);
+  if (!link) throw failure(`container interface "${args.ifName}" does not exist in ${args.netns}`);
   const kind = link.kind ?? "device";
-  if (kind !== want.kind) throw checkFailed(`container interface "${args.ifName}" is a ${kind}, not a ${want.kind}`);
+  if (kind !== want.kind) throw failure(`container interface "${args.ifName}" is a ${kind}, not a ${want.kind}`);
   if (master && place && !sitsOn(link, master, place.ns === ns)) {
-    throw checkFailed(`container interface "${args.ifName}" is not a ${want.kind} of master "${master.name}" in ${place.label}`);
+    throw failure(`container interface "${args.ifName}" is not a ${want.kind} of master "${master.name}" in ${place.label}`);
   }
   for (const [key, value] of Object.entries(want.info ?? {})) {
     const have = link.info?.[key];
-    if (have !== value) throw checkFailed(`container ${want.kind} "${args.ifName}" has ${key} ${JSON.stringify(have ?? null)}, expected ${JSON.stringify(value)}`);
+    if (have !== value) throw failure(`container ${want.kind} "${args.ifName}" has ${key} ${JSON.stringify(have ?? null)}, expected ${JSON.stringify(value)}`);
   }
-  if (!link.up) throw checkFailed(`container interface "${args.ifName}" is down`);
-  if (want.mtu && link.mtu !== want.mtu) throw checkFailed(`container interface "${args.ifName}" has MTU ${link.mtu}, expected ${want.mtu}`);
+  if (!link.up) throw failure(`container interface "${args.ifName}" is down`);
+  if (want.mtu && link.mtu !== want.mtu) throw failure(`container interface "${args.ifName}" has MTU ${link.mtu}, expected ${want.mtu}`);
   if (want.bridge !== undefined && link.master !== want.bridge) {
-    throw checkFailed(`container interface "${args.ifName}" is ${link.master ? `a port of "${link.master}"` : "on no bridge"}, expected a port of "${want.bridge}"`);
+    throw failure(`container interface "${args.ifName}" is ${link.master ? `a port of "${link.master}"` : "on no bridge"}, expected a port of "${want.bridge}"`);
   }
-  if (entry.mac && entry.mac !== link.mac) throw checkFailed(`container interface "${args.ifName}" MAC is ${link.mac}, prevResult says ${entry.mac}`);
+  if (entry.mac && entry.mac !== link.mac) throw failure(`container interface "${args.ifName}" MAC is ${link.mac}, prevResult says ${entry.mac}`);
   await checkInterfaceAddresses(ns, args.ifName, prev);
   await checkRoutes(ns, prev);
 }

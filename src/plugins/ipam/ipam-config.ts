@@ -5,13 +5,10 @@
  * @module
  */
 import { loadCniArgs, type ArgParsers } from "../../spec/args.js";
-import { CniError, ErrorCode } from "../../spec/errors.js";
+import { invalidConfig, invalidEnv, messageOf } from "../../spec/errors.js";
 import { list, ptr, string, struct, type Decoded } from "../../spec/go-decode.js";
 import { ROUTE_TYPE, routeFrom, type Route } from "../../spec/result/common.js";
 import { versionGreaterThanOrEqualTo } from "../../spec/version.js";
-
-/** An invalid value in the network configuration (code 7). */
-export const invalidConfig = (msg: string): CniError => new CniError(ErrorCode.InvalidNetworkConfig, msg);
 
 /** A short, quoted rendering of a JSON value for error messages. */
 export function showValue(value: unknown): string {
@@ -39,7 +36,7 @@ export function parseRoutes(routes: ReadonlyArray<Decoded<typeof ROUTE_TYPE>> | 
     try {
       return routeFrom(d);
     } catch (e) {
-      throw invalidConfig(`invalid route ${showValue(d)}: ${(e as Error).message} (${where})`);
+      throw invalidConfig(`invalid route ${showValue(d)}: ${messageOf(e)} (${where})`);
     }
   });
 }
@@ -49,7 +46,7 @@ export function loadIpamArgs<T extends object>(cniArgs: string, parsers: ArgPars
   try {
     return loadCniArgs(cniArgs, parsers);
   } catch (e) {
-    throw new CniError(ErrorCode.InvalidEnvironmentVariables, (e as Error).message);
+    throw invalidEnv(messageOf(e));
   }
 }
 

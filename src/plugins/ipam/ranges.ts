@@ -8,8 +8,8 @@
 import { cidrContains, networkOf, tryParseCIDR, tryParseIP, type IPAddress, type IPCidr } from "../../spec/ip.js";
 import { compareIP, firstAddress, hasHostBits, intervalsOverlap, lastAddress, nextIP, prevIP, addressBits } from "../../spec/ip-math.js";
 import { list, string, struct, type Decoded } from "../../spec/go-decode.js";
-import { invalidConfig, loadIpamArgs, showValue } from "./ipam-config.js";
-import { invalidKey } from "../common/keys.js";
+import { loadIpamArgs, showValue } from "./ipam-config.js";
+import { invalidConfig, invalidKey } from "../../spec/errors.js";
 
 /** Go's Range (the IPs are net.IP, the subnet a types.IPNet: strings here, parsed by parseRange). */
 export const RANGE = struct("Range", { rangeStart: string, rangeEnd: string, subnet: string, gateway: string }, "allocator");

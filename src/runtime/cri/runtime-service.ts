@@ -6,6 +6,7 @@
  */
 import { asInt32, asMessage, asString, ProtoWriter, readFields } from "./protobuf.js";
 import { GrpcStatusError, grpcUnary } from "./grpc-unary.js";
+import { messageOf } from "../../spec/errors.js";
 
 const SERVICE = "/runtime.v1.RuntimeService";
 
@@ -106,7 +107,7 @@ export class CriRuntimeClient {
       }));
     } catch (e) {
       const hint = e instanceof GrpcStatusError && e.statusName === "UNIMPLEMENTED" ? " (does it serve CRI v1? containerd needs its CRI plugin)" : "";
-      throw new CriError(this.endpoint, `${(e as Error).message}${hint}`, e);
+      throw new CriError(this.endpoint, `${messageOf(e)}${hint}`, e);
     }
   }
 

@@ -14,11 +14,12 @@ import { compactDNS, DNS_TYPE, type DNS, type Route } from "../../../spec/result
 import { NET_CONF_FIELDS, type GCAttachment } from "../../../spec/config.js";
 import { int, list, ptr, string, struct, type Decoded } from "../../../spec/go-decode.js";
 import { loadPluginConf } from "../../../skel/conf.js";
-import { checkAddressesPerFamily, invalidConfig, IPAM_ARGS_FIELD, parseRoutes, requireIpam, ROUTES_FIELD } from "../ipam-config.js";
+import { checkAddressesPerFamily, IPAM_ARGS_FIELD, parseRoutes, requireIpam, ROUTES_FIELD } from "../ipam-config.js";
 import { checkRangeSetsDisjoint, parseRangeSets, parseRequestedIPs, RANGE_SET } from "../ranges.js";
-import { decodeConfig, invalidKey } from "../../common/keys.js";
+import { decodeConfig } from "../../common/keys.js";
 import { BlockPool, excludedFrom } from "./blocks.js";
 import type { EtcdConnection } from "./etcd.js";
+import { invalidConfig, invalidKey, messageOf } from "../../../spec/errors.js";
 
 const ETCD = struct("EtcdConfig", {
   endpoints: list(string), certFile: string, keyFile: string, caFile: string, username: string, password: string, prefix: string,
@@ -222,7 +223,7 @@ export function readEtcdFiles(settings: EtcdSettings): EtcdConnection {
     try {
       return readFileSync(file);
     } catch (e) {
-      throw invalidKey(`ipam.etcd.${key}`, file, `cannot read it: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
+      throw invalidKey(`ipam.etcd.${key}`, file, `cannot read it: ${(e as NodeJS.ErrnoException).code ?? messageOf(e)}`);
     }
   };
   const cert = read("certFile");

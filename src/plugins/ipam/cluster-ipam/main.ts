@@ -11,13 +11,12 @@
  */
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import * as path from "../../../sys/posix-path.js";
-import { CniError, ErrorCode } from "../../../spec/errors.js";
+import { CniError, failure, invalidConfig, pluginNotAvailable, tryAgainLater } from "../../../spec/errors.js";
 import { parseIP } from "../../../spec/ip.js";
 import { ipToBigInt } from "../../../spec/ip-math.js";
 import { IMPLEMENTED_100, type Result100 } from "../../../spec/result/types100.js";
-import { ALL_VERSIONS, VersionInfo } from "../../../spec/version.js";
 import { withLockFile } from "../../common/lock-file.js";
-import type { CmdArgs, PluginDefinition } from "../../../skel/skel.js";
+import type { CmdArgs, PluginModule } from "../../../skel/skel.js";
 import { CLUSTER_IPAM_SCHEMA, parseClusterIpamConfig, parseLocation, parsePoolLocation, readEtcdFiles, type PoolLocation } from "./config.js";
 import { EtcdClient, EtcdRequestError, EtcdUnavailableError } from "./etcd.js";
 import { PoolStore } from "./store.js";
@@ -32,11 +31,11 @@ const AUTH_CODES = new Set([16, 7]);
 
 /** An etcd failure as the CNI error a runtime acts on: unreachable is code 11 (try again later). */
 export function etcdFailure(e: unknown, what: string): unknown {
-  if (e instanceof EtcdUnavailableError) return new CniError(ErrorCode.TryAgainLater, `cluster-ipam: ${what}: etcd is unreachable: ${e.message}`);
+  if (e instanceof EtcdUnavailableError) return tryAgainLater(`cluster-ipam: ${what}: etcd is unreachable: ${e.message}`);
   if (e instanceof EtcdRequestError) {
     return e.auth || AUTH_CODES.has(e.grpcCode)
-      ? new CniError(ErrorCode.InvalidNetworkConfig, `cluster-ipam: ${what}: etcd refused the credentials of "ipam.etcd.username": ${e.message}`)
-      : new CniError(ErrorCode.Internal, `cluster-ipam: ${what}: etcd refused the request: ${e.message}`);
+      ? invalidConfig(`cluster-ipam: ${what}: etcd refused the credentials of "ipam.etcd.username": ${e.message}`)
+      : failure(`cluster-ipam: ${what}: etcd refused the request: ${e.message}`);
   }
   return e;
 }
@@ -99,13 +98,13 @@ export async function check(args: CmdArgs): Promise<void> {
   const store = openStore(conf);
   const { ok, stale } = await guarded("CHECK", () => store.verify(args.containerID, args.ifName));
   const who = `container ${args.containerID} (${args.ifName}) in network ${conf.network}`;
-  if (ok.length === 0 && stale.length === 0) throw new CniError(ErrorCode.Internal, `cluster-ipam: no address is allocated to ${who}`);
+  if (ok.length === 0 && stale.length === 0) throw failure(`cluster-ipam: no address is allocated to ${who}`);
   if (stale.length > 0) {
-    throw new CniError(ErrorCode.Internal, `cluster-ipam: ${stale.map((a) => a.ip).join(", ")} of ${who} no longer hold its record (released by GC or release-node?)`);
+    throw failure(`cluster-ipam: ${stale.map((a) => a.ip).join(", ")} of ${who} no longer hold its record (released by GC or release-node?)`);
   }
   for (const pool of conf.pools) {
     if (!ok.some((a) => pool.blockOf(parseIP(a.ip)) !== undefined)) {
-      throw new CniError(ErrorCode.Internal, `cluster-ipam: ${who} has no address from range set ${pool.description}`);
+      throw failure(`cluster-ipam: ${who} has no address from range set ${pool.description}`);
     }
   }
 }
@@ -126,11 +125,11 @@ export async function status(args: CmdArgs): Promise<void> {
     counts = await store.allocatedCounts(location.pools);
   } catch (e) {
     const err = CniError.from(etcdFailure(e, "STATUS"));
-    throw new CniError(ErrorCode.PluginNotAvailable, err.msg);
+    throw pluginNotAvailable(err.msg);
   }
   const full = location.pools.filter((pool, i) => BigInt(counts[i] ?? 0) >= pool.size());
   if (full.length > 0) {
-    throw new CniError(ErrorCode.PluginNotAvailable,
+    throw pluginNotAvailable(
       `cluster-ipam: no free address in range set ${full.map((p) => `${p.description} (${p.size()} addresses, all allocated)`).join("; ")}`);
   }
 }
@@ -142,9 +141,7 @@ export async function gc(args: CmdArgs): Promise<void> {
   await guarded("GC", () => store.collectGarbage(location.validAttachments));
 }
 
-export const plugin: PluginDefinition = {
+export const plugin: PluginModule = {
   funcs: { add, check, del, status, gc },
-  versionInfo: new VersionInfo(ALL_VERSIONS),
-  about: "CNI cluster-ipam plugin (tscni)",
   config: { schema: CLUSTER_IPAM_SCHEMA, parse: parseClusterIpamConfig },
 };

@@ -17,7 +17,7 @@
  * own record (`containerID` + `ifname` + `network`) and counts it as done.
  * @module
  */
-import { CniError, ErrorCode } from "../../../spec/errors.js";
+import { CniError, failure, tryAgainLater } from "../../../spec/errors.js";
 import type { GCAttachment } from "../../../spec/config.js";
 import { ipFromBigInt, ipToBigInt } from "../../../spec/ip-math.js";
 import { tryParseIP, type IPAddress } from "../../../spec/ip.js";
@@ -68,7 +68,7 @@ export interface Allocated {
 
 /** What a failed allocation says: no address left (the message names the range set). */
 export const noAddresses = (pool: BlockPool, detail: string): CniError =>
-  new CniError(ErrorCode.Internal, `no IP addresses available in range set ${pool.description}: ${detail}`);
+  failure(`no IP addresses available in range set ${pool.description}: ${detail}`);
 
 const parseJson = <T>(text: string): T | undefined => {
   try {
@@ -165,12 +165,12 @@ export class PoolStore {
       if (req) {
         left.delete(req.text);
         const why = pool.refusal(req);
-        if (why) throw new CniError(ErrorCode.Internal, `requested IP ${req.text} cannot be allocated: ${why}`);
+        if (why) throw failure(`requested IP ${req.text} cannot be allocated: ${why}`);
       }
       if (has) {
         // A retry of an ADD that already got its addresses: the same ones, never a second set.
         if (req && req.text !== has.text) {
-          throw new CniError(ErrorCode.Internal, `${has.text} has been allocated to ${containerID} (${ifname}), so ${req.text} cannot be; duplicate allocation is not allowed`);
+          throw failure(`${has.text} has been allocated to ${containerID} (${ifname}), so ${req.text} cannot be; duplicate allocation is not allowed`);
         }
         result[i] = has;
       } else {
@@ -178,7 +178,7 @@ export class PoolStore {
       }
     }
     if (left.size > 0) {
-      throw new CniError(ErrorCode.Internal, `failed to allocate all requested IPs: ${[...left].join(" ")} (in none of the range sets ${pools.map((p) => p.description).join("; ")})`);
+      throw failure(`failed to allocate all requested IPs: ${[...left].join(" ")} (in none of the range sets ${pools.map((p) => p.description).join("; ")})`);
     }
 
     for (let round = 0; round < MAX_ROUNDS; round++) {
@@ -213,14 +213,14 @@ export class PoolStore {
           result[i] = p.ip; // our own earlier attempt, whose answer was lost
         } else if (wanted[i]) {
           const owner = parseJson<AllocationRecord>(kv.value);
-          throw new CniError(ErrorCode.Internal, `requested IP address ${p.ip.text} is already allocated` +
+          throw failure(`requested IP address ${p.ip.text} is already allocated` +
             (owner ? ` to container ${owner.containerID} (${owner.ifname}) on node ${owner.node}` : ""));
         } else {
           search.markTaken(i, p.block, p.ip);
         }
       }
     }
-    throw new CniError(ErrorCode.TryAgainLater, `could not allocate after ${MAX_ROUNDS} rounds of conflicts with other allocations; try again`);
+    throw tryAgainLater(`could not allocate after ${MAX_ROUNDS} rounds of conflicts with other allocations; try again`);
   }
 
   // ---- what BlockSearch needs ----

@@ -5,7 +5,7 @@
  * the clock and the randomness are passed in, so every exchange runs against a fake server in the tests.
  * @module
  */
-import { CniError, ErrorCode } from "../../../spec/errors.js";
+import { messageOf, tryAgainLater } from "../../../spec/errors.js";
 import type { Clock } from "./clock.js";
 import type { DhcpSockets } from "./netns-sockets.js";
 import {
@@ -158,7 +158,7 @@ async function acquireOnce(sockets: DhcpSockets, spec: SendSpec, settings: Clien
   try {
     sockets.sendBroadcast(buildMessage(MessageType.Discover, fields, spec), "0.0.0.0");
   } catch (e) {
-    return { problem: `cannot send a DHCPDISCOVER (${(e as Error).message})` };
+    return { problem: `cannot send a DHCPDISCOVER (${messageOf(e)})` };
   }
   const offer = await awaitReply(sockets, xid, [MessageType.Offer], replyBy(), signal);
   if (!offer) return { problem: "no DHCPOFFER" };
@@ -168,7 +168,7 @@ async function acquireOnce(sockets: DhcpSockets, spec: SendSpec, settings: Clien
   try {
     sockets.sendBroadcast(buildMessage(MessageType.Request, { ...fields, requestedIP: address, serverID: server }, spec), "0.0.0.0");
   } catch (e) {
-    return { problem: `cannot send a DHCPREQUEST (${(e as Error).message})` };
+    return { problem: `cannot send a DHCPREQUEST (${messageOf(e)})` };
   }
   const reply = await awaitReply(sockets, xid, [MessageType.Ack, MessageType.Nak], replyBy(), signal);
   if (!reply) return { problem: `no DHCPACK from ${server} for ${address}` };
@@ -203,11 +203,11 @@ export async function acquire(open: SocketOpener, spec: SendSpec, settings: Clie
     for (let tries = 1, resends = 0; ; tries++) {
       const outcome = await acquireOnce(sockets, spec, settings, clock, started, deadline, signal);
       if (!("problem" in outcome)) return outcome;
-      if (signal?.aborted) throw new CniError(ErrorCode.TryAgainLater, `acquiring a DHCP lease on ${sockets.ifName} in ${sockets.netns} was cut short: the daemon is stopping`);
+      if (signal?.aborted) throw tryAgainLater(`acquiring a DHCP lease on ${sockets.ifName} in ${sockets.netns} was cut short: the daemon is stopping`);
       naks = outcome.nak ? naks + 1 : 0;
       const pause = outcome.nak && naks <= QUICK_RESTARTS_AFTER_NAK ? 0 : backoffDelay(resends++, settings.resendMaxMs, () => clock.random());
       if (clock.now() + pause >= deadline) {
-        throw new CniError(ErrorCode.TryAgainLater,
+        throw tryAgainLater(
           `no DHCP lease for ${sockets.ifName} in ${sockets.netns}: ${outcome.problem} within ${formatDuration(settings.resendTimeoutMs)} (${tries} ${tries > 1 ? "tries" : "try"})`);
       }
       await clock.sleep(pause, signal);
@@ -239,7 +239,7 @@ export async function extend(open: SocketOpener, current: Binding, mode: "renew"
         if (how === "unicast") sockets.sendUnicast(msg, current.server);
         else sockets.sendBroadcast(msg, current.address);
       } catch (e) {
-        problem = `cannot send the DHCPREQUEST (${(e as Error).message})`;
+        problem = `cannot send the DHCPREQUEST (${messageOf(e)})`;
         continue;
       }
       const reply = await awaitReply(sockets, xid, [MessageType.Ack, MessageType.Nak], clock.now() + settings.timeoutMs, signal);

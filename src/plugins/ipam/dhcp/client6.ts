@@ -7,7 +7,7 @@
  * randomness are passed in, so every exchange runs against a fake server in the tests.
  * @module
  */
-import { CniError, ErrorCode } from "../../../spec/errors.js";
+import { CniError, messageOf, tryAgainLater } from "../../../spec/errors.js";
 import { formatDuration, type ClientSettings } from "./client.js";
 import type { Clock } from "./clock.js";
 import { DhcpFormatError } from "./packet.js";
@@ -213,7 +213,7 @@ function readGrant(msg: Dhcp6Message, iaid: number, want?: string): { ia: IaNa; 
 const preferenceOf = (msg: Dhcp6Message): number => firstOption(msg.options, Option6.Preference)?.[0] ?? 0;
 
 const cutShort = (sockets: Dhcp6Sockets): CniError =>
-  new CniError(ErrorCode.TryAgainLater, `acquiring a DHCPv6 lease on ${sockets.ifName} in ${sockets.netns} was cut short: the daemon is stopping`);
+  tryAgainLater(`acquiring a DHCPv6 lease on ${sockets.ifName} in ${sockets.netns} was cut short: the daemon is stopping`);
 
 /**
  * SOLICIT until an ADVERTISE offers an address or `deadline` passes. Answers are collected for the first timeout
@@ -231,7 +231,7 @@ async function solicit(sockets: Dhcp6Sockets, spec: SendSpec6, settings: ClientS
       sockets.send(buildMessage6(Message6.Solicit, { xid, elapsedMs: sentAt - began }, spec));
       last.sent++;
     } catch (e) {
-      last.problem = `cannot send a SOLICIT (${(e as Error).message})`;
+      last.problem = `cannot send a SOLICIT (${messageOf(e)})`;
     }
     const first = rt === undefined;
     rt = retransmissionTimeout(rt, TIMING6.SOL_TIMEOUT, Math.min(TIMING6.SOL_MAX_RT, settings.resendMaxMs), () => clock.random(), true);
@@ -269,7 +269,7 @@ async function request(sockets: Dhcp6Sockets, spec: SendSpec6, advertise: Dhcp6M
     try {
       sockets.send(buildMessage6(Message6.Request, { xid, elapsedMs: sentAt - began, serverId, address }, spec));
     } catch (e) {
-      return { problem: `cannot send a REQUEST (${(e as Error).message})` };
+      return { problem: `cannot send a REQUEST (${messageOf(e)})` };
     }
     rt = retransmissionTimeout(rt, TIMING6.REQ_TIMEOUT, Math.min(TIMING6.REQ_MAX_RT, settings.resendMaxMs), () => clock.random());
     const reply = await awaitMessage(sockets, Message6.Reply, xid, spec.duid, Math.min(sentAt + rt, deadline), signal);
@@ -307,7 +307,7 @@ export async function acquire6(open: Socket6Opener, base: Omit<SendSpec6, "duid"
       if (!("problem" in outcome)) return { binding: outcome, spec };
       last.problem = outcome.problem;
     }
-    throw new CniError(ErrorCode.TryAgainLater,
+    throw tryAgainLater(
       `no DHCPv6 lease for ${sockets.ifName} in ${sockets.netns}: ${last.problem} within ${formatDuration(settings.resendTimeoutMs)} (${last.sent} SOLICIT${last.sent === 1 ? "" : "s"})`);
   } finally {
     sockets.close();
@@ -327,7 +327,7 @@ export async function extend6(open: Socket6Opener, current: Binding6, mode: "ren
     try {
       sockets.send(buildMessage6(type, { xid, elapsedMs: 0, address: current.address, ...(mode === "renew" ? { serverId: current.serverId } : {}) }, spec));
     } catch (e) {
-      return { problem: `cannot send the ${MESSAGE6_NAMES[type]} (${(e as Error).message})` };
+      return { problem: `cannot send the ${MESSAGE6_NAMES[type]} (${messageOf(e)})` };
     }
     const reply = await awaitMessage(sockets, Message6.Reply, xid, spec.duid, clock.now() + settings.timeoutMs, signal);
     if (!reply) return { problem: mode === "renew" ? `no REPLY from ${current.server}` : "no REPLY to a REBIND" };

@@ -7,11 +7,11 @@
  * daemon (which needs the options) parse it with this module.
  * @module
  */
-import { CniError, ErrorCode } from "../../../spec/errors.js";
+import { invalidEnv, invalidKey } from "../../../spec/errors.js";
 import { bool, int, list, ptr, string, struct } from "../../../spec/go-decode.js";
 import { NET_CONF_FIELDS, type GCAttachment } from "../../../spec/config.js";
 import { loadPluginConf } from "../../../skel/conf.js";
-import { decodeConfig, invalidKey } from "../../common/keys.js";
+import { decodeConfig } from "../../common/keys.js";
 import { requireIpam } from "../ipam-config.js";
 import { CLIENT_MANAGED, DEFAULT_REQUESTED, Option, OPTION_NAMES, parseOptionName } from "./option-codes.js";
 
@@ -107,7 +107,7 @@ export function parseDhcpConfig(stdin: Buffer, cniArgs: string): DhcpConfig {
     if (fromArg !== undefined) {
       const bytes = Buffer.from(fromArg, "utf8");
       if (bytes.length > 255) {
-        throw new CniError(ErrorCode.InvalidEnvironmentVariables,
+        throw invalidEnv(
           `CNI_ARGS ${p.fromArg} (for ${key}, option ${code}) has ${bytes.length} bytes; an option holds at most 255`);
       }
       sendOptions.set(code, Uint8Array.from(bytes));

@@ -12,7 +12,7 @@
 import { closeSync, lstatSync, mkdirSync, openSync, rmSync, writeFileSync } from "node:fs";
 import net from "node:net";
 import path from "node:path";
-import { CniError, ErrorCode } from "../../../spec/errors.js";
+import { CniError, ErrorCode, failure, invalidEnv, messageOf, tryAgainLater } from "../../../spec/errors.js";
 import type { JsonObject } from "../../../spec/json.js";
 import { systemClock } from "./clock.js";
 import { FlagError, HelpRequested, parseDaemonFlags, usage, type DaemonFlags } from "./flags.js";
@@ -40,9 +40,9 @@ function log(line: string): void {
 
 /** The error ADD reports when the container's interface cannot be used. */
 function describeOpenError(e: unknown): CniError {
-  if (e instanceof NetnsGoneError || e instanceof OwnNetnsError) return new CniError(ErrorCode.InvalidEnvironmentVariables, e.message);
-  if (e instanceof LinkGoneError) return new CniError(ErrorCode.Internal, `error looking up ${JSON.stringify(e.ifName)}: ${e.message}`);
-  if (e instanceof LinkLocalError) return new CniError(ErrorCode.TryAgainLater, `no DHCPv6 lease: ${e.message}`);
+  if (e instanceof NetnsGoneError || e instanceof OwnNetnsError) return invalidEnv(e.message);
+  if (e instanceof LinkGoneError) return failure(`error looking up ${JSON.stringify(e.ifName)}: ${e.message}`);
+  if (e instanceof LinkLocalError) return tryAgainLater(`no DHCPv6 lease: ${e.message}`);
   return CniError.from(e);
 }
 
@@ -93,7 +93,7 @@ function serve(leases: LeaseManager, own: OwnIdentity, socket: net.Socket): void
       socket.once("close", () => clearTimeout(linger));
       socket.on("data", () => undefined);
       socket.resume();
-      socket.end(encodeError(new CniError(ErrorCode.Internal, `the dhcp daemon serves only root callers in its own namespaces, with its capabilities: ${refusal}`)));
+      socket.end(encodeError(failure(`the dhcp daemon serves only root callers in its own namespaces, with its capabilities: ${refusal}`)));
       return;
     }
     let answer: string;
@@ -125,7 +125,7 @@ function serve(leases: LeaseManager, own: OwnIdentity, socket: net.Socket): void
     }
     if (!socket.destroyed) socket.end(answer);
   })().catch((e: unknown) => {
-    log(`a connection failed: ${(e as Error).message}`);
+    log(`a connection failed: ${messageOf(e)}`);
     socket.destroy();
   });
 }
@@ -286,7 +286,7 @@ export async function main(args: readonly string[]): Promise<void> {
   try {
     await runDaemon(flags);
   } catch (e) {
-    log((e as Error).message);
+    log(messageOf(e));
     process.exit(1);
   }
 }

@@ -16,6 +16,7 @@ import type { Binding, SendSpec } from "./client.js";
 import type { Binding6, SendSpec6 } from "./client6.js";
 import type { Family } from "./config.js";
 import { hexColons } from "./packet6.js";
+import { messageOf } from "../../../spec/errors.js";
 
 /** What every lease record holds: the attachment it belongs to. */
 interface AttachmentFields {
@@ -174,7 +175,7 @@ export class LeaseStore {
         if (leaseFileName(r.clientID, r.family) !== name) throw new BadRecord(`it holds the ${r.family} lease of ${r.clientID}, whose file is ${leaseFileName(r.clientID, r.family)}`);
         records.push(r);
       } catch (e) {
-        problems.push(`${file}: ${(e as Error).message}`);
+        problems.push(`${file}: ${messageOf(e)}`);
       }
     }
     return { records, problems };

@@ -11,7 +11,7 @@
  * life of a lease runs under a fake clock in the tests.
  * @module
  */
-import { CniError, ErrorCode } from "../../../spec/errors.js";
+import { CniError, cniError, failure, invalidEnv, messageOf } from "../../../spec/errors.js";
 import type { GCAttachment } from "../../../spec/config.js";
 import type { Result100 } from "../../../spec/result/types100.js";
 import { acquire, extend, formatDuration, release, type ClientSettings } from "./client.js";
@@ -100,7 +100,7 @@ class HeldLease {
   /** Starts the upkeep; `graceUntil` lets a lease that expired while the daemon was down try to rebind until then. */
   start(graceUntil = 0): void {
     this.upkeep = this.keep(graceUntil).catch((e: unknown) => {
-      this.world.log(`${this.record.clientID}: lease upkeep failed: ${(e as Error).message}`);
+      this.world.log(`${this.record.clientID}: lease upkeep failed: ${messageOf(e)}`);
       this.end("its upkeep failed");
     });
   }
@@ -145,7 +145,7 @@ class HeldLease {
       try {
         present = await this.world.linkExists(this.netnsPath, ifName);
       } catch (e) {
-        log(`${clientID}: cannot tell whether ${ifName} still exists: ${(e as Error).message}`);
+        log(`${clientID}: cannot tell whether ${ifName} still exists: ${messageOf(e)}`);
       }
       if (signal.aborted) return;
       if (!present) return this.end(`${ifName} in ${this.record.netns} is gone`);
@@ -165,7 +165,7 @@ class HeldLease {
         outcome = await extendRecord(this.world, this.netnsPath, this.record, mode, signal);
       } catch (e) {
         if (this.world.isGone(e)) return this.end(`${ifName} in ${this.record.netns} is gone`);
-        outcome = { problem: (e as Error).message };
+        outcome = { problem: messageOf(e) };
       }
       if (signal.aborted) return;
       if ("record" in outcome) {
@@ -238,10 +238,10 @@ export class LeaseManager {
       for (const family of heldBefore) {
         const lease = this.held[family].get(key)!;
         if (!(await this.world.linkExists(lease.netnsPath, args.ifName))) {
-          throw new CniError(ErrorCode.Internal, `the ${protocolOf(family)} lease of ${key} is held, but ${args.ifName} does not exist in ${args.netns}`);
+          throw failure(`the ${protocolOf(family)} lease of ${key} is held, but ${args.ifName} does not exist in ${args.netns}`);
         }
         const b = lease.record.binding;
-        if (this.world.clock.now() >= b.expiresAt) throw new CniError(ErrorCode.Internal, `the ${protocolOf(family)} lease of ${b.address} for ${key} expired at ${at(b.expiresAt)}`);
+        if (this.world.clock.now() >= b.expiresAt) throw failure(`the ${protocolOf(family)} lease of ${b.address} for ${key} expired at ${at(b.expiresAt)}`);
       }
     });
   }
@@ -281,7 +281,7 @@ export class LeaseManager {
     for (const r of fresh) await this.dropOne(r.family, key, "rolling back: the other family's lease could not be had");
     const undone = fresh.map((r) => ` (the ${protocolOf(r.family)} lease of ${r.binding.address} acquired meanwhile was released)`).join("");
     if (failures.length === 1 && !undone) throw failures[0];
-    throw new CniError(failures[0]!.code, `${failures.map((e) => e.msg).join("; ")}${undone}`, failures.map((e) => e.details).filter(Boolean).join("; "));
+    throw cniError(failures[0]!.code, `${failures.map((e) => e.msg).join("; ")}${undone}`, failures.map((e) => e.details).filter(Boolean).join("; "));
   }
 
   /** The held lease of `family` for this attachment, acquiring one (and dropping another attachment's) when needed. */
@@ -289,7 +289,7 @@ export class LeaseManager {
     const existing = this.held[family].get(key);
     if (existing && !existing.ended && existing.record.netns === args.netns) return { record: existing.record, fresh: false };
     if (existing) await this.dropOne(family, key, `a new attachment in ${args.netns}`);
-    if (!args.netns.startsWith("/")) throw new CniError(ErrorCode.InvalidEnvironmentVariables, `the netns path ${JSON.stringify(args.netns)} is not absolute`);
+    if (!args.netns.startsWith("/")) throw invalidEnv(`the netns path ${JSON.stringify(args.netns)} is not absolute`);
     let record: LeaseRecord;
     try {
       record = family === "ipv4" ? await this.acquire4(key, args, conf) : await this.acquire6(key, args, conf);
@@ -352,8 +352,8 @@ export class LeaseManager {
       this.world.log(`${r.clientID}: released ${r.binding.address} (${why}): ${how}`);
     } catch (e) {
       this.world.log(this.world.isGone(e)
-        ? `${r.clientID}: dropped ${r.binding.address} without a RELEASE (${why}): ${(e as Error).message}`
-        : `${r.clientID}: could not release ${r.binding.address} (${why}): ${(e as Error).message}`);
+        ? `${r.clientID}: dropped ${r.binding.address} without a RELEASE (${why}): ${messageOf(e)}`
+        : `${r.clientID}: could not release ${r.binding.address} (${why}): ${messageOf(e)}`);
     }
   }
 
@@ -380,7 +380,7 @@ export class LeaseManager {
       try {
         present = await this.world.linkExists(netnsPath, r.ifName);
       } catch (e) {
-        this.world.log(`${r.clientID}: cannot tell whether ${r.ifName} in ${r.netns} exists (${(e as Error).message}); keeping the lease`);
+        this.world.log(`${r.clientID}: cannot tell whether ${r.ifName} in ${r.netns} exists (${messageOf(e)}); keeping the lease`);
       }
       if (!present) {
         this.world.log(`${r.clientID}: dropping the lease of ${r.binding.address}: ${r.ifName} in ${r.netns} is gone`);

@@ -8,11 +8,10 @@
  * leases of attachments the runtime no longer has (STATUS and GC are additions: upstream has neither).
  * @module
  */
-import { CniError, ErrorCode } from "../../../spec/errors.js";
+import { wrap } from "../../../spec/errors.js";
 import { createResult, type Result } from "../../../spec/result/index.js";
 import { IMPLEMENTED_100 } from "../../../spec/result/types100.js";
-import { ALL_VERSIONS, VersionInfo } from "../../../spec/version.js";
-import type { CmdArgs, PluginDefinition } from "../../../skel/skel.js";
+import type { CmdArgs, PluginModule } from "../../../skel/skel.js";
 import { DHCP_SCHEMA, parseDhcpBasics, parseDhcpConfig } from "./config.js";
 import { callDaemon, type Method } from "./protocol.js";
 
@@ -29,11 +28,11 @@ export async function add(args: CmdArgs): Promise<Result> {
   try {
     return createResult(IMPLEMENTED_100, result);
   } catch (e) {
-    throw new CniError(ErrorCode.Internal, `the dhcp daemon's result does not decode: ${(e as Error).message}`);
+    throw wrap("the dhcp daemon's result does not decode", e);
   }
 }
 
-export const plugin: PluginDefinition = {
+export const plugin: PluginModule = {
   funcs: {
     add,
     check: async (args) => void (await call("CHECK", args)),
@@ -41,7 +40,5 @@ export const plugin: PluginDefinition = {
     status: async (args) => void (await call("STATUS", args)),
     gc: async (args) => void (await call("GC", args)),
   },
-  versionInfo: new VersionInfo(ALL_VERSIONS),
-  about: "CNI dhcp plugin (tscni)",
   config: { schema: DHCP_SCHEMA, parse: parseDhcpConfig },
 };

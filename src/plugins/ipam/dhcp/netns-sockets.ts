@@ -6,9 +6,7 @@
  * in one synchronous stretch of JavaScript: nothing else runs on the thread meanwhile, and every later call on
  * those sockets (bind, sendto, recvfrom, ioctl) acts in the container's namespace whatever the thread's is.
  * The alternative, a helper started with `nsenter --net=PATH`, costs a process per exchange or a resident
- * one per lease: measured on the development VM, nsenter plus our standalone binary takes ~13 ms and 36 MB
- * of memory, plus Node ~80 ms; entering the namespace, opening and setting up both sockets, leaving and
- * closing them takes ~22 µs (1000 rounds), and the interface check the upkeep runs every few seconds ~35 µs.
+ * one per lease, where entering the namespace and setting up both sockets costs microseconds.
  * Node has no FFI and no raw sockets, so the daemon runs only in the standalone (Bun) build (the plugin
  * side, a unix-socket client, runs under either).
  *
@@ -30,6 +28,7 @@ import { errnoText } from "../../../net/rtnetlink.js";
 import { bindLibc, bunFfi, type Pointer } from "../../../sys/libc.js";
 import { inThreadNetns, NetnsEnterError } from "../../../sys/thread-netns.js";
 import { decodeIpUdp, DhcpFormatError, encodeIpUdp, ipv4Bytes, ipv4Text } from "./packet.js";
+import { failure } from "../../../spec/errors.js";
 
 
 /** The libc functions the sockets use. */
@@ -152,7 +151,7 @@ export class SocketError extends Error {
 /** libc through Bun's FFI; throws under Node. */
 export async function requireFfi(): Promise<Ffi> {
   const f = await loadFfi();
-  if (!f) throw new Error("the dhcp daemon needs the standalone (Bun) build: Node cannot open sockets in another network namespace");
+  if (!f) throw failure("the dhcp daemon needs the standalone (Bun) build: Node cannot open sockets in another network namespace");
   return f;
 }
 

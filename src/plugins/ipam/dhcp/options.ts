@@ -4,7 +4,7 @@
  * (address, gateway, routes from option 121 or 33, DNS from options 6, 15 and 119).
  * @module
  */
-import { CniError, ErrorCode } from "../../../spec/errors.js";
+import { failure } from "../../../spec/errors.js";
 import type { DNS, Route } from "../../../spec/result/common.js";
 import { IMPLEMENTED_100, type Result100 } from "../../../spec/result/types100.js";
 import {
@@ -64,9 +64,9 @@ function leaseDNS(ack: DhcpMessage): DNS {
 /** The prefix length a DHCPACK gives its address (option 1); throws when it gives none, as upstream does. */
 export function leasePrefix(ack: DhcpMessage): number {
   const mask = ack.options.get(Option.SubnetMask);
-  if (!mask) throw new CniError(ErrorCode.Internal, "DHCP option Subnet Mask not found in DHCPACK");
+  if (!mask) throw failure("DHCP option Subnet Mask not found in DHCPACK");
   const prefix = maskPrefix(mask);
-  if (prefix === undefined) throw new CniError(ErrorCode.Internal, `the DHCPACK's subnet mask ${[...mask].join(".")} is not contiguous`);
+  if (prefix === undefined) throw failure(`the DHCPACK's subnet mask ${[...mask].join(".")} is not contiguous`);
   return prefix;
 }
 

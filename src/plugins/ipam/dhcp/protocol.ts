@@ -12,7 +12,7 @@
  */
 import type net from "node:net";
 import * as path from "../../../sys/posix-path.js";
-import { CniError, ErrorCode } from "../../../spec/errors.js";
+import { CniError, cniError, decodingFailure, ErrorCode, failure, messageOf, wrap } from "../../../spec/errors.js";
 import { isJsonObject, type JsonObject } from "../../../spec/json.js";
 
 export const PROTOCOL = "tscni-dhcp/1";
@@ -45,7 +45,7 @@ export function encodeRequest(req: DaemonRequest): string {
 }
 
 /** A request that does not follow the protocol (code 6, naming what is wrong). */
-const badRequest = (what: string): CniError => new CniError(ErrorCode.DecodingFailure, `bad request to the dhcp daemon: ${what}`);
+const badRequest = (what: string): CniError => decodingFailure(`bad request to the dhcp daemon: ${what}`);
 
 /** Decodes one request line; throws a CniError (code 6) naming what is wrong. */
 export function decodeRequest(line: string): DaemonRequest {
@@ -53,7 +53,7 @@ export function decodeRequest(line: string): DaemonRequest {
   try {
     raw = JSON.parse(line);
   } catch (e) {
-    throw badRequest(`not JSON (${(e as Error).message})`);
+    throw badRequest(`not JSON (${messageOf(e)})`);
   }
   if (!isJsonObject(raw)) throw badRequest("not a JSON object");
   if (raw["protocol"] !== PROTOCOL) throw badRequest(`protocol ${JSON.stringify(raw["protocol"])} is not ${PROTOCOL}`);
@@ -90,7 +90,7 @@ function unreachable(socketPath: string, err: NodeJS.ErrnoException, code: numbe
     : err.code === "EACCES" ? "permission denied (the daemon's socket is root's)"
     : err.code === "ENOTSOCK" ? "it is not a socket"
     : err.message;
-  return new CniError(code, `cannot reach the dhcp daemon at ${socketPath}: ${reason}`);
+  return cniError(code, `cannot reach the dhcp daemon at ${socketPath}: ${reason}`);
 }
 
 /** Reads one newline-terminated message of at most MAX_MESSAGE_BYTES from `socket`. */
@@ -128,7 +128,7 @@ export function readLine(socket: net.Socket, what: string): Promise<string> {
 export async function callDaemon(socketPath: string, method: Method, args: WireArgs): Promise<JsonObject> {
   const code = method === "STATUS" ? ErrorCode.PluginNotAvailable : ErrorCode.TryAgainLater;
   const request = encodeRequest({ method, args: { ...args, netns: args.netns ? path.resolve(args.netns) : "" } });
-  // (node:net is loaded here, not at start-up: a call refused on its config never needs it, and it costs ~2 ms.)
+  // (node:net is loaded here, not at start-up: a call refused on its config never needs it; docs/startup.md.)
   const { createConnection } = await import("node:net");
   const socket = await new Promise<net.Socket>((resolve, reject) => {
     const s = createConnection(socketPath);
@@ -140,7 +140,7 @@ export async function callDaemon(socketPath: string, method: Method, args: WireA
     socket.write(request);
     line = await readLine(socket, "the daemon's answer");
   } catch (e) {
-    throw new CniError(code, `the dhcp daemon at ${socketPath} did not answer: ${(e as Error).message}`);
+    throw wrap(`the dhcp daemon at ${socketPath} did not answer`, e, code);
   } finally {
     socket.destroy();
   }
@@ -149,12 +149,12 @@ export async function callDaemon(socketPath: string, method: Method, args: WireA
     answer = JSON.parse(line);
   } catch {
     const hint = line.startsWith("HTTP/") ? " (an HTTP server: Go's dhcp daemon? tscni's dhcp plugin needs tscni's `dhcp daemon`)" : "";
-    throw new CniError(ErrorCode.Internal, `the daemon at ${socketPath} does not speak ${PROTOCOL}${hint}`, line.slice(0, 200));
+    throw failure(`the daemon at ${socketPath} does not speak ${PROTOCOL}${hint}`, line.slice(0, 200));
   }
   if (isJsonObject(answer) && isJsonObject(answer["error"])) {
     const e = answer["error"];
-    throw new CniError(typeof e["code"] === "number" ? e["code"] : ErrorCode.Internal, String(e["msg"] ?? ""), typeof e["details"] === "string" ? e["details"] : "");
+    throw cniError(typeof e["code"] === "number" ? e["code"] : ErrorCode.Internal, String(e["msg"] ?? ""), typeof e["details"] === "string" ? e["details"] : "");
   }
   if (isJsonObject(answer) && isJsonObject(answer["result"])) return answer["result"];
-  throw new CniError(ErrorCode.Internal, `the daemon at ${socketPath} answered neither a result nor an error`, line.slice(0, 200));
+  throw failure(`the daemon at ${socketPath} answered neither a result nor an error`, line.slice(0, 200));
 }

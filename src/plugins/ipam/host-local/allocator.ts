@@ -5,7 +5,7 @@
  * until the whole set has been used.
  * @module
  */
-import { CniError, ErrorCode } from "../../../spec/errors.js";
+import { failure } from "../../../spec/errors.js";
 import type { IPAddress } from "../../../spec/ip.js";
 import { ipEqual, nextIP } from "../../../spec/ip-math.js";
 import type { IPConfig } from "../../../spec/result/types100.js";
@@ -13,7 +13,6 @@ import { rangeFor, rangeSetContains, rangeSetToString, type IPRange, type RangeS
 import type { IPStore } from "./store.js";
 
 /** An allocation failure that is no configuration error (Go's plugins report these as code 999). */
-const allocationError = (msg: string): CniError => new CniError(ErrorCode.Internal, msg);
 
 /** The result entry for an address of `range`: the range's prefix and gateway. */
 const ipConfig = (ip: IPAddress, range: IPRange): IPConfig => ({ address: `${ip.text}/${range.subnet.prefix}`, gateway: range.gateway.text });
@@ -72,10 +71,10 @@ export class IPAllocator {
 
   private getRequested(id: string, ifname: string, requested: IPAddress): IPConfig {
     const range = rangeFor(this.rangeSet, requested);
-    if (!range) throw allocationError(`${requested.text} not in range set ${rangeSetToString(this.rangeSet)}`);
-    if (ipEqual(requested, range.gateway)) throw allocationError(`requested ip ${requested.text} is subnet's gateway`);
+    if (!range) throw failure(`${requested.text} not in range set ${rangeSetToString(this.rangeSet)}`);
+    if (ipEqual(requested, range.gateway)) throw failure(`requested ip ${requested.text} is subnet's gateway`);
     if (!this.store.reserve(id, ifname, requested, this.rangeID)) {
-      throw allocationError(`requested IP address ${requested.text} is not available in range set ${rangeSetToString(this.rangeSet)}`);
+      throw failure(`requested IP address ${requested.text} is not available in range set ${rangeSetToString(this.rangeSet)}`);
     }
     return ipConfig(requested, range);
   }
@@ -84,14 +83,14 @@ export class IPAllocator {
     // The spec does not allow two allocations for one attachment (the "container restart" error).
     for (const allocated of this.store.getByID(id, ifname)) {
       if (rangeSetContains(this.rangeSet, allocated)) {
-        throw allocationError(`${allocated.text} has been allocated to ${id}, duplicate allocation is not allowed`);
+        throw failure(`${allocated.text} has been allocated to ${id}, duplicate allocation is not allowed`);
       }
     }
     const iter = new RangeIterator(this.rangeSet, this.store.lastReservedIP(this.rangeID));
     for (let candidate = iter.next(); candidate; candidate = iter.next()) {
       if (this.store.reserve(id, ifname, candidate.ip, this.rangeID)) return ipConfig(candidate.ip, candidate.range);
     }
-    throw allocationError(`no IP addresses available in range set: ${rangeSetToString(this.rangeSet)}`);
+    throw failure(`no IP addresses available in range set: ${rangeSetToString(this.rangeSet)}`);
   }
 
   /** Frees every address of (id, ifname), holding the store lock. */

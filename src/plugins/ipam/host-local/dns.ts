@@ -4,7 +4,7 @@
  * @module
  */
 import { readFileSync } from "node:fs";
-import { CniError, ErrorCode } from "../../../spec/errors.js";
+import { ErrorCode, wrap } from "../../../spec/errors.js";
 import type { DNS } from "../../../spec/result/common.js";
 
 /** Parses resolv.conf text. Lines with fewer than two fields and unknown keywords are skipped. */
@@ -40,7 +40,7 @@ export function parseResolvConf(file: string): DNS {
   try {
     text = readFileSync(file, "utf8");
   } catch (e) {
-    throw new CniError(ErrorCode.IOFailure, `failed to read ipam.resolvConf ${file}: ${(e as Error).message}`);
+    throw wrap(`failed to read ipam.resolvConf ${file}`, e, ErrorCode.IOFailure);
   }
   return parseResolvConfText(text);
 }

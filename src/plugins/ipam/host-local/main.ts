@@ -5,21 +5,14 @@
  * the runtime no longer knows (both are additions: Go's host-local has neither).
  * @module
  */
-import { CniError, ErrorCode } from "../../../spec/errors.js";
+import { CniError, cniError, failure, pluginNotAvailable, wrap } from "../../../spec/errors.js";
 import type { IPAddress } from "../../../spec/ip.js";
 import { IMPLEMENTED_100, type Result100 } from "../../../spec/result/types100.js";
-import { ALL_VERSIONS, VersionInfo } from "../../../spec/version.js";
-import { type PluginDefinition, type CmdArgs } from "../../../skel/skel.js";
+import { type PluginModule, type CmdArgs } from "../../../skel/skel.js";
 import { IPAllocator } from "./allocator.js";
 import { HOST_LOCAL_SCHEMA, parseGCConfig, parseHostLocalConfig, parseStoreLocation, rangeSetContains } from "./config.js";
 import { parseResolvConf } from "./dns.js";
 import { DiskStore } from "./store.js";
-
-/** Keeps `err`'s code (a CniError's, else 999) and prefixes its message, like Go's `fmt.Errorf("...: %v")`. */
-function wrapError(prefix: string, err: unknown): CniError {
-  const e = CniError.from(err);
-  return new CniError(e.code, `${prefix}: ${e.msg}`, e.details);
-}
 
 export async function add(args: CmdArgs): Promise<Result100> {
   const conf = parseHostLocalConfig(args.stdinData, args.args);
@@ -41,13 +34,13 @@ export async function add(args: CmdArgs): Promise<Result100> {
       result.ips!.push(await allocator.get(args.containerID, args.ifName, wanted));
     } catch (e) {
       await releaseAll();
-      throw wrapError(`failed to allocate for range ${idx}`, e);
+      throw wrap(`failed to allocate for range ${idx}`, e);
     }
     used.push(allocator);
   }
   if (requested.size > 0) {
     await releaseAll();
-    throw new CniError(ErrorCode.Internal, `failed to allocate all requested IPs: ${[...requested.keys()].join(" ")}`);
+    throw failure(`failed to allocate all requested IPs: ${[...requested.keys()].join(" ")}`);
   }
   result.routes = conf.routes;
   return result;
@@ -57,7 +50,7 @@ export async function check(args: CmdArgs): Promise<void> {
   const conf = parseHostLocalConfig(args.stdinData, args.args);
   const store = DiskStore.open(conf);
   const found = await store.withLock(() => store.findByID(args.containerID, args.ifName));
-  if (!found) throw new CniError(ErrorCode.Internal, `host-local: Failed to find address added by container ${args.containerID}`);
+  if (!found) throw failure(`host-local: Failed to find address added by container ${args.containerID}`);
 }
 
 /** Frees the attachment's addresses; releasing nothing is success, so DEL can be repeated. */
@@ -73,7 +66,7 @@ export async function del(args: CmdArgs): Promise<void> {
       errors.push(CniError.from(e));
     }
   }
-  if (errors.length > 0) throw new CniError(errors[0]!.code, errors.map((e) => e.msg).join(";"));
+  if (errors.length > 0) throw cniError(errors[0]!.code, errors.map((e) => e.msg).join(";"));
 }
 
 /** Ready when the network's store directory can be created, written and locked. */
@@ -83,7 +76,7 @@ export async function status(args: CmdArgs): Promise<void> {
     const store = DiskStore.open(location);
     await store.withLock(() => store.checkUsable());
   } catch (e) {
-    throw new CniError(ErrorCode.PluginNotAvailable, `host-local store is not usable: ${CniError.from(e).msg}`);
+    throw pluginNotAvailable(`host-local store is not usable: ${CniError.from(e).msg}`);
   }
 }
 
@@ -94,9 +87,7 @@ export async function gc(args: CmdArgs): Promise<void> {
   await store.withLock(() => store.collectGarbage(conf.validAttachments));
 }
 
-export const plugin: PluginDefinition = {
+export const plugin: PluginModule = {
   funcs: { add, check, del, status, gc },
-  versionInfo: new VersionInfo(ALL_VERSIONS),
-  about: "CNI host-local plugin (tscni)",
   config: { schema: HOST_LOCAL_SCHEMA, parse: parseHostLocalConfig },
 };

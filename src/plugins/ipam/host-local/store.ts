@@ -14,7 +14,7 @@ import {
   accessSync, closeSync, constants, mkdirSync, openSync, readdirSync, readFileSync, unlinkSync, writeFileSync,
 } from "node:fs";
 import * as path from "../../../sys/posix-path.js";
-import { CniError, ErrorCode } from "../../../spec/errors.js";
+import { ErrorCode, wrap } from "../../../spec/errors.js";
 import { tryParseIP, type IPAddress } from "../../../spec/ip.js";
 import type { GCAttachment } from "../../../spec/config.js";
 import type { StoreLocation } from "./config.js";
@@ -41,7 +41,6 @@ export interface IPStore {
   findByID(id: string, ifname: string): boolean;
 }
 
-const ioError = (what: string, e: unknown): CniError => new CniError(ErrorCode.IOFailure, `${what}: ${(e as Error).message}`);
 
 /** The content of an IP file for (id, ifname), and the old id-only content. */
 const ownerKey = (id: string, ifname: string): string => id.trim() + LINE_BREAK + ifname;
@@ -57,7 +56,7 @@ export class DiskStore implements IPStore {
       mkdirSync(store.dir, { recursive: true, mode: 0o755 });
       closeSync(openLockFile(store.lockPath, LOCK_MODE));
     } catch (e) {
-      throw ioError(`failed to open the host-local store ${store.dir}`, e);
+      throw wrap(`failed to open the host-local store ${store.dir}`, e, ErrorCode.IOFailure);
     }
     return store;
   }
@@ -82,7 +81,7 @@ export class DiskStore implements IPStore {
       fd = openSync(file, constants.O_RDWR | constants.O_CREAT | constants.O_EXCL, 0o600);
     } catch (e) {
       if ((e as NodeJS.ErrnoException).code === "EEXIST") return false;
-      throw ioError(`failed to reserve ${ip.text}`, e);
+      throw wrap(`failed to reserve ${ip.text}`, e, ErrorCode.IOFailure);
     }
     try {
       try {
@@ -95,7 +94,7 @@ export class DiskStore implements IPStore {
       try {
         unlinkSync(file);
       } catch { /* best effort */ }
-      throw ioError(`failed to reserve ${ip.text}`, e);
+      throw wrap(`failed to reserve ${ip.text}`, e, ErrorCode.IOFailure);
     }
     return true;
   }
@@ -104,7 +103,7 @@ export class DiskStore implements IPStore {
    * Rewrites `file` in place (created with mode 0600), as Go does. Not through a temporary file and a rename: the
    * file is only read and written under the store's lock, so no process sees it half-written, and it is only a
    * round-robin hint (an unreadable one restarts at rangeStart, and every candidate is still claimed with
-   * O_EXCL). A rename over an existing file costs ~0.2 ms on ext4 (auto_da_alloc flushes), half of an ADD.
+   * O_EXCL). A rename over an existing file would make ext4 flush it (auto_da_alloc) in every ADD.
    */
   private writeHint(file: string, content: string): void {
     writeFileSync(file, content, { mode: 0o600 });
@@ -127,7 +126,7 @@ export class DiskStore implements IPStore {
     try {
       names = readdirSync(this.dir, { withFileTypes: true }).filter((d) => d.isFile()).map((d) => d.name);
     } catch (e) {
-      throw ioError(`failed to list ${this.dir}`, e);
+      throw wrap(`failed to list ${this.dir}`, e, ErrorCode.IOFailure);
     }
     const out: Array<{ name: string; file: string; owner: string }> = [];
     for (const name of names.sort()) {
@@ -186,7 +185,7 @@ export class DiskStore implements IPStore {
         unlinkSync(a.file);
         removed.push(a.name);
       } catch (e) {
-        if ((e as NodeJS.ErrnoException).code !== "ENOENT") throw ioError(`failed to release ${a.name}`, e);
+        if ((e as NodeJS.ErrnoException).code !== "ENOENT") throw wrap(`failed to release ${a.name}`, e, ErrorCode.IOFailure);
       }
     }
     return removed;

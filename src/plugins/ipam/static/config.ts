@@ -10,11 +10,9 @@ import { compactDNS, DNS_TYPE, type DNS, type Route } from "../../../spec/result
 import { NET_CONF_FIELDS } from "../../../spec/config.js";
 import { list, ptr, string, struct, type Decoded } from "../../../spec/go-decode.js";
 import { loadPluginConf } from "../../../skel/conf.js";
-import {
-  checkAddressesPerFamily, invalidConfig, IPAM_ARGS_FIELD, loadIpamArgs, parseRoutes, requireIpam, ROUTES_FIELD, showValue,
-} from "../ipam-config.js";
+import { checkAddressesPerFamily, IPAM_ARGS_FIELD, loadIpamArgs, parseRoutes, requireIpam, ROUTES_FIELD, showValue } from "../ipam-config.js";
 import { decodeConfig } from "../../common/keys.js";
-import { CniError, ErrorCode } from "../../../spec/errors.js";
+import { invalidConfig, invalidEnv } from "../../../spec/errors.js";
 
 const ADDRESS = struct("Address", { address: string, gateway: string });
 
@@ -65,7 +63,6 @@ function resolveAddress(a: PendingAddress): StaticAddress {
 }
 
 /** Bad CNI_ARGS values are code 4, like every CNI_ARGS error. */
-const invalidArgs = (msg: string): CniError => new CniError(ErrorCode.InvalidEnvironmentVariables, msg);
 
 /** CNI_ARGS `IP` entries appended to `addresses`, then `GATEWAY` applied to them. */
 function applyCniArgs(addresses: PendingAddress[], cniArgs: string): PendingAddress[] {
@@ -75,14 +72,14 @@ function applyCniArgs(addresses: PendingAddress[], cniArgs: string): PendingAddr
     for (const item of env.IP.split(",")) {
       const text = item.trim();
       const address = tryParseCIDR(text);
-      if (!address) throw invalidArgs(`the 'ip' field is expected to be in CIDR notation, got: '${text}' (CNI_ARGS IP)`);
+      if (!address) throw invalidEnv(`the 'ip' field is expected to be in CIDR notation, got: '${text}' (CNI_ARGS IP)`);
       fromArgs.push({ address });
     }
   }
   if (env.GATEWAY) {
     for (const item of env.GATEWAY.split(",")) {
       const gateway = tryParseIP(item.trim());
-      if (!gateway) throw invalidArgs(`invalid gateway address: ${item} (CNI_ARGS GATEWAY)`);
+      if (!gateway) throw invalidEnv(`invalid gateway address: ${item} (CNI_ARGS GATEWAY)`);
       // Go compares against addresses it has parsed so far, which are only the CNI_ARGS ones.
       for (const a of fromArgs) if (cidrContains(a.address, gateway)) a.gateway = gateway;
     }

@@ -4,14 +4,13 @@
  * prevResult.
  * @module
  */
-import { CniError, ErrorCode } from "../../../spec/errors.js";
+import { failure, invalidConfig } from "../../../spec/errors.js";
 import { tryParseCIDR, tryParseIP } from "../../../spec/ip.js";
 import { ipEqual } from "../../../spec/ip-math.js";
 import { toCurrentResult } from "../../../spec/result/index.js";
 import { IMPLEMENTED_100, type Result100 } from "../../../spec/result/types100.js";
-import { ALL_VERSIONS, VersionInfo } from "../../../spec/version.js";
 import { loadPluginConf, parsePrevResult } from "../../../skel/conf.js";
-import { type PluginDefinition, type CmdArgs } from "../../../skel/skel.js";
+import { type PluginModule, type CmdArgs } from "../../../skel/skel.js";
 import { parseStaticConfig, STATIC_SCHEMA } from "./config.js";
 
 export function add(args: CmdArgs): Result100 {
@@ -32,14 +31,14 @@ export function check(args: CmdArgs): void {
   const conf = parseStaticConfig(args.stdinData, args.args);
   const { conf: pluginConf } = loadPluginConf(args.stdinData);
   const prev = parsePrevResult(pluginConf);
-  if (!prev) throw new CniError(ErrorCode.InvalidNetworkConfig, "Required prevResult missing");
+  if (!prev) throw invalidConfig("Required prevResult missing");
   const ips = toCurrentResult(prev).ips ?? [];
   for (const configured of conf.addresses) {
     const match = ips.find((ip) => ipEqual(tryParseCIDR(ip.address)?.ip, configured.address.ip));
     if (!match || !configured.gateway) continue;
     const gateway = match.gateway ? tryParseIP(match.gateway) : undefined;
     if (!ipEqual(gateway, configured.gateway)) {
-      throw new CniError(ErrorCode.Internal, `static: Failed to match addr ${configured.address.ip.text} on interface ${args.ifName}`);
+      throw failure(`static: Failed to match addr ${configured.address.ip.text} on interface ${args.ifName}`);
     }
   }
 }
@@ -47,9 +46,7 @@ export function check(args: CmdArgs): void {
 /** Nothing was allocated, so there is nothing to free (the config is not even read, as in Go). */
 export function del(): void {}
 
-export const plugin: PluginDefinition = {
+export const plugin: PluginModule = {
   funcs: { add, check, del },
-  versionInfo: new VersionInfo(ALL_VERSIONS),
-  about: "CNI static plugin (tscni)",
   config: { schema: STATIC_SCHEMA, parse: parseStaticConfig },
 };

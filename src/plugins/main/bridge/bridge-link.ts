@@ -4,7 +4,7 @@
  * @module
  */
 import { setTimeout as sleep } from "node:timers/promises";
-import { CniError, ErrorCode } from "../../../spec/errors.js";
+import { failure } from "../../../spec/errors.js";
 import { cidrContains, networkOf, parseCIDR } from "../../../spec/ip.js";
 import { NetOpError, runTool } from "../../../sys/exec.js";
 import { ip } from "../../../net/links.js";
@@ -67,10 +67,10 @@ async function createBridge(name: string, opts: BridgeOptions): Promise<BridgeSt
  */
 export async function ensureBridge(name: string, opts: BridgeOptions = {}): Promise<BridgeState> {
   const state = (await readBridge(name)) ?? (await createBridge(name, opts)) ?? (await readBridge(name));
-  if (!state) throw new CniError(ErrorCode.Internal, `could not create bridge "${name}"`, "it vanished right after creation");
+  if (!state) throw failure(`could not create bridge "${name}"`, "it vanished right after creation");
   const { link } = state;
   if (link.kind !== "bridge") {
-    throw new CniError(ErrorCode.Internal, `failed to create bridge "${name}": a link of that name exists and is not a bridge`, `its kind is ${link.kind ?? "a physical device"}`);
+    throw failure(`failed to create bridge "${name}": a link of that name exists and is not a bridge`, `its kind is ${link.kind ?? "a physical device"}`);
   }
   await writeSysctls(NetNS.host, [{ path: sysctlPath("net", "ipv6", "conf", name, "accept_ra"), value: "0", optional: true }]);
   if (!link.up || (opts.promisc && !link.promisc)) {
@@ -109,7 +109,7 @@ export async function ensureGatewayAddresses(dev: string, gateways: readonly str
       const overlaps = cidrContains(networkOf(a), wanted.ip) || cidrContains(networkOf(wanted), a.ip);
       if (wanted.ip.family === 6 && !overlaps) continue;
       if (!opts.forceAddress) {
-        throw new CniError(ErrorCode.Internal, `failed to set bridge addr: "${dev}" already has an IP address different from ${wanted.text}`,
+        throw failure(`failed to set bridge addr: "${dev}" already has an IP address different from ${wanted.text}`,
           `it has ${a.text}; set "forceAddress": true to replace it`);
       }
       batch.deleteAddress(dev, a.text);
@@ -141,7 +141,7 @@ export async function waitPortUp(port: string, others: readonly string[] = []): 
     links = await readHostLinks([port, ...others]);
     if (links[0]!.operstate === "UP") return links;
   }
-  throw new CniError(ErrorCode.Internal, `bridge port in error state: ${links[0]?.operstate ?? "unknown"}`, `${port} did not come up`);
+  throw failure(`bridge port in error state: ${links[0]?.operstate ?? "unknown"}`, `${port} did not come up`);
 }
 
 /** VLAN membership of a bridge port: an untagged native VLAN (PVID) and tagged ones. */

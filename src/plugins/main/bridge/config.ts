@@ -3,12 +3,11 @@
  * name the key and value.
  * @module
  */
-import { CniError, ErrorCode } from "../../../spec/errors.js";
-import { loadCniArgs } from "../../../spec/args.js";
+import { invalidKey } from "../../../spec/errors.js";
 import { bool, int, list, ptr, string, struct, type Decoded } from "../../../spec/go-decode.js";
 import { NET_CONF_FIELDS, type PluginConf } from "../../../spec/config.js";
 import { loadPluginConf } from "../../../skel/conf.js";
-import { decodeConfig, invalidKey, parseMac } from "../../common/keys.js";
+import { chooseMac, cniArgsMac, decodeConfig, interfaceMtu, ipMasqBackend, linkName } from "../../common/keys.js";
 import type { IPMasqBackend } from "../../../net/ipmasq.js";
 import type { PortVlans } from "./bridge-link.js";
 
@@ -88,38 +87,21 @@ export function parseTrunk(list: ReadonlyArray<Decoded<typeof VLAN_TRUNK>>): num
   return [...ids].sort((a, b) => a - b);
 }
 
-/** A MAC for an interface: a valid MAC (see parseMac) that is not a multicast address. */
-function interfaceMac(value: string, key: string): string {
-  const mac = parseMac(value, key);
-  if (parseInt(mac.slice(0, 2), 16) & 1) throw invalidKey(key, value, "a multicast MAC cannot be an interface's address");
-  return mac;
-}
-
-/** The MTU: 0 (the kernel's default) or 68..65535. */
-function checkMtu(mtu: number | undefined): number | undefined {
-  if (mtu !== undefined && mtu !== 0 && (mtu < 68 || mtu > 65535)) throw invalidKey("mtu", mtu, "want 0 for the default, or 68 to 65535");
-  return mtu || undefined;
-}
-
 /** Parses and validates the bridge config from stdin and CNI_ARGS. */
 export function loadBridgeConf(stdin: Buffer, cniArgs: string): BridgeConf {
   const { conf, raw } = loadPluginConf(stdin);
   const c = decodeConfig(BRIDGE_SCHEMA, raw);
-  const backend = c.ipMasqBackend;
-  if (backend !== undefined && backend !== "iptables" && backend !== "nftables") {
-    throw invalidKey("ipMasqBackend", backend, "want \"iptables\" or \"nftables\"");
-  }
   const vlan = c.vlan ?? 0;
   if (vlan < 0 || vlan > 4094) throw invalidKey("vlan", vlan, "want an integer from 0 to 4094");
   const n: BridgeConf = {
     conf,
-    bridge: c.bridge || "cni0",
+    bridge: linkName(c.bridge || "cni0", "bridge"),
     isDefaultGateway: c.isDefaultGateway ?? false,
     isGateway: c.isGateway ?? false,
     forceAddress: c.forceAddress ?? false,
     ipMasq: c.ipMasq ?? false,
-    ipMasqBackend: backend as IPMasqBackend | undefined,
-    mtu: checkMtu(c.mtu),
+    ipMasqBackend: ipMasqBackend(c.ipMasqBackend),
+    mtu: interfaceMtu(c.mtu),
     hairpinMode: c.hairpinMode ?? false,
     promiscMode: c.promiscMode ?? false,
     vlan,
@@ -132,9 +114,6 @@ export function loadBridgeConf(stdin: Buffer, cniArgs: string): BridgeConf {
     disableContainerInterface: c.disableContainerInterface ?? false,
     portIsolation: c.portIsolation ?? false,
   };
-  if (n.bridge.length > 15 || n.bridge === "." || n.bridge === ".." || /[/:\s]/.test(n.bridge)) {
-    throw invalidKey("bridge", n.bridge, "want a link name: at most 15 characters, no '/', ':' or whitespace");
-  }
   if (n.isDefaultGateway) n.isGateway = true;
   if (n.hairpinMode && n.promiscMode) {
     throw invalidKey("hairpinMode", true, "cannot set hairpin mode and promiscuous mode at the same time; \"promiscMode\" is true too");
@@ -142,17 +121,8 @@ export function loadBridgeConf(stdin: Buffer, cniArgs: string): BridgeConf {
   if (n.disableContainerInterface && conf.ipam?.type) {
     throw invalidKey("disableContainerInterface", true, `cannot use IPAM when the container interface is disabled; "ipam.type" is "${conf.ipam.type}"`);
   }
-
-  // Container MAC, lowest priority first.
-  let args: { MAC?: string };
-  try {
-    args = loadCniArgs(cniArgs, { MAC: (v: string) => v });
-  } catch (e) {
-    throw new CniError(ErrorCode.InvalidEnvironmentVariables, `invalid CNI_ARGS: ${(e as Error).message}`);
-  }
-  if (args.MAC) n.mac = interfaceMac(args.MAC, "CNI_ARGS MAC");
-  if (c.args?.cni?.mac) n.mac = interfaceMac(c.args.cni.mac, "args.cni.mac");
-  if (c.runtimeConfig?.mac) n.mac = interfaceMac(c.runtimeConfig.mac, "runtimeConfig.mac");
+  const mac = chooseMac([["CNI_ARGS MAC", cniArgsMac(cniArgs)], ["args.cni.mac", c.args?.cni?.mac], ["runtimeConfig.mac", c.runtimeConfig?.mac]]);
+  if (mac) n.mac = mac;
   return n;
 }
 

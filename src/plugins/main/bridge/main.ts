@@ -3,11 +3,11 @@
  * the bridge the gateway, masquerade, isolate ports, check MAC spoofing and tag VLANs.
  * @module
  */
-import { CniError, ErrorCode } from "../../../spec/errors.js";
+import { failure } from "../../../spec/errors.js";
 import { ipFamily, networkOf, parseCIDR } from "../../../spec/ip.js";
 import { nextIP } from "../../../spec/ip-math.js";
 import { isDNSEmpty, type Result100, type Route } from "../../../spec/result/index.js";
-import { ALL_VERSIONS, CURRENT_VERSION, VersionInfo } from "../../../spec/version.js";
+import { CURRENT_VERSION } from "../../../spec/version.js";
 import { ensureBridge, ensureGatewayAddresses, readHostLinks, setPortVlans, waitPortUp, type BridgeState } from "./bridge-link.js";
 import { configureInterface, enableForwarding, setupVeth } from "../../../net/iface.js";
 import { gcIPMasq, setupIPMasq, teardownIPMasq, type IPMasqTarget } from "../../../net/ipmasq.js";
@@ -16,7 +16,7 @@ import { NetNS } from "../../../net/netns.js";
 import { setupSpoofCheck, teardownSpoofCheck } from "./spoofcheck.js";
 import { sysctlPath, type SysctlSetting } from "../../../net/sysctl.js";
 import type { Link } from "../../../net/types.js";
-import type { CmdArgs, PluginDefinition } from "../../../skel/skel.js";
+import type { CmdArgs, PluginModule } from "../../../skel/skel.js";
 import { checkInterfaceAddresses, checkRoutes, requirePrevResult } from "../../common/check.js";
 import { ipamAdd, ipamCheck, ipamDel, ipamGC, ipamStatus, ipamType } from "../../common/ipam.js";
 import { BRIDGE_SCHEMA, containerPortVlans, loadBridgeConf, type BridgeConf } from "./config.js";
@@ -169,28 +169,27 @@ async function check(args: CmdArgs): Promise<void> {
   const prev = requirePrevResult(n.conf);
   const ns = await NetNS.open(args.netns);
   const hostLinks = await ip.listLinks(NetNS.host);
-  const fail = (msg: string) => new CniError(ErrorCode.Internal, msg);
 
   const br = hostLinks.find((l) => l.name === n.bridge);
-  if (!br) throw fail(`bridge "${n.bridge}" does not exist`);
-  if (br.kind !== "bridge") throw fail(`"${n.bridge}" is not a bridge`);
-  if (br.promisc !== n.promiscMode) throw fail(`bridge "${n.bridge}" promiscuous mode is ${br.promisc ? "on" : "off"}, expected ${n.promiscMode ? "on" : "off"}`);
+  if (!br) throw failure(`bridge "${n.bridge}" does not exist`);
+  if (br.kind !== "bridge") throw failure(`"${n.bridge}" is not a bridge`);
+  if (br.promisc !== n.promiscMode) throw failure(`bridge "${n.bridge}" promiscuous mode is ${br.promisc ? "on" : "off"}, expected ${n.promiscMode ? "on" : "off"}`);
   // Only a gateway bridge has its MAC pinned; otherwise the kernel moves it as ports come and go.
   const brEntry = prev.interfaces?.find((i) => i.name === n.bridge);
-  if (n.isGateway && brEntry?.mac && brEntry.mac !== br.mac) throw fail(`bridge "${n.bridge}" MAC is ${br.mac}, expected ${brEntry.mac}`);
+  if (n.isGateway && brEntry?.mac && brEntry.mac !== br.mac) throw failure(`bridge "${n.bridge}" MAC is ${br.mac}, expected ${brEntry.mac}`);
 
   const contEntry = prev.interfaces?.find((i) => i.name === args.ifName && i.sandbox === args.netns);
-  if (!contEntry) throw fail(`prevResult has no interface "${args.ifName}" in ${args.netns}`);
+  if (!contEntry) throw failure(`prevResult has no interface "${args.ifName}" in ${args.netns}`);
   const cont = await ip.getLink(ns, args.ifName);
-  if (!cont) throw fail(`container interface "${args.ifName}" does not exist`);
-  if (cont.kind !== "veth") throw fail(`container interface "${args.ifName}" is a ${cont.kind ?? "device"}, not a veth`);
-  if (contEntry.mac && contEntry.mac !== cont.mac) throw fail(`container interface "${args.ifName}" MAC is ${cont.mac}, expected ${contEntry.mac}`);
+  if (!cont) throw failure(`container interface "${args.ifName}" does not exist`);
+  if (cont.kind !== "veth") throw failure(`container interface "${args.ifName}" is a ${cont.kind ?? "device"}, not a veth`);
+  if (contEntry.mac && contEntry.mac !== cont.mac) throw failure(`container interface "${args.ifName}" MAC is ${cont.mac}, expected ${contEntry.mac}`);
 
   const hostPeer = hostLinks.find((l) => l.index === cont.peerIndex && prev.interfaces?.some((i) => i.name === l.name && !i.sandbox));
-  if (!hostPeer) throw fail(`no host veth of the prevResult is the peer of "${args.ifName}"`);
-  if (hostPeer.master !== n.bridge) throw fail(`host veth "${hostPeer.name}" is not attached to bridge "${n.bridge}"`);
+  if (!hostPeer) throw failure(`no host veth of the prevResult is the peer of "${args.ifName}"`);
+  if (hostPeer.master !== n.bridge) throw failure(`host veth "${hostPeer.name}" is not attached to bridge "${n.bridge}"`);
   const hostEntry = prev.interfaces!.find((i) => i.name === hostPeer.name);
-  if (hostEntry?.mac && hostEntry.mac !== hostPeer.mac) throw fail(`host veth "${hostPeer.name}" MAC is ${hostPeer.mac}, expected ${hostEntry.mac}`);
+  if (hostEntry?.mac && hostEntry.mac !== hostPeer.mac) throw failure(`host veth "${hostPeer.name}" MAC is ${hostPeer.mac}, expected ${hostEntry.mac}`);
 
   await checkInterfaceAddresses(ns, args.ifName, prev);
   await checkRoutes(ns, prev);
@@ -206,12 +205,10 @@ async function gc(args: CmdArgs): Promise<void> {
   const errors: string[] = [];
   if (n.ipMasq) await gcIPMasq(n.conf.name, n.conf.validAttachments ?? []).catch((e: Error) => errors.push(e.message));
   if (ipamType(n.conf)) await ipamGC(n.conf, args).catch((e: Error) => errors.push(e.message));
-  if (errors.length) throw new CniError(ErrorCode.Internal, "bridge GC failed", errors.join("; "));
+  if (errors.length) throw failure("bridge GC failed", errors.join("; "));
 }
 
-export const plugin: PluginDefinition = {
+export const plugin: PluginModule = {
   funcs: { add, del, check, status, gc },
-  versionInfo: new VersionInfo(ALL_VERSIONS),
-  about: "CNI bridge plugin (tscni)",
   config: { schema: BRIDGE_SCHEMA, parse: loadBridgeConf },
 };

@@ -4,7 +4,7 @@
  * addresses and interfaces.
  * @module
  */
-import { CniError, ErrorCode } from "../../../spec/errors.js";
+import { invalidConfig } from "../../../spec/errors.js";
 import type { Result100 } from "../../../spec/result/index.js";
 import { ipMasqMarks, restoreIPMasq, type IPMasqTarget } from "../../../net/ipmasq.js";
 import type { FirewallMark } from "../../../net/firewall-marks.js";
@@ -24,7 +24,7 @@ function spoofCheckOf(req: RestoreRequest, result: Result100): Plan["spoofCheck"
   const hostIface = result.interfaces?.[1]?.name;
   const mac = result.interfaces?.find((i) => i.name === req.ifName && i.sandbox)?.mac;
   if (!hostIface || !mac) {
-    throw new CniError(ErrorCode.InvalidNetworkConfig, "macspoofchk: the cached result names no host veth or container MAC", JSON.stringify(result.interfaces ?? []));
+    throw invalidConfig("macspoofchk: the cached result names no host veth or container MAC", JSON.stringify(result.interfaces ?? []));
   }
   return { hostIface, mac, refId: `${req.containerID}-${req.ifName}` };
 }

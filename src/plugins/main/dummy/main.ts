@@ -6,11 +6,10 @@
  * @module
  */
 import { NET_CONF_FIELDS, type PluginConf } from "../../../spec/config.js";
-import { CniError, ErrorCode } from "../../../spec/errors.js";
+import { invalidConfig } from "../../../spec/errors.js";
 import { struct } from "../../../spec/go-decode.js";
-import { ALL_VERSIONS, VersionInfo } from "../../../spec/version.js";
 import { loadPluginConf } from "../../../skel/conf.js";
-import type { CmdArgs, PluginDefinition } from "../../../skel/skel.js";
+import type { CmdArgs, PluginModule } from "../../../skel/skel.js";
 import { createContainerLink } from "../../../net/container-link.js";
 import { ipamType } from "../../common/ipam.js";
 import { decodeConfig } from "../../common/keys.js";
@@ -23,7 +22,7 @@ export const DUMMY_SCHEMA = struct("NetConf", { ...NET_CONF_FIELDS }, "types");
 export function loadDummyConf(stdin: Buffer): PluginConf {
   const { conf, raw } = loadPluginConf(stdin);
   decodeConfig(DUMMY_SCHEMA, raw);
-  if (!ipamType(conf)) throw new CniError(ErrorCode.InvalidNetworkConfig, 'invalid "ipam": missing (a dummy interface needs an IPAM plugin: set ipam.type)');
+  if (!ipamType(conf)) throw invalidConfig('invalid "ipam": missing (a dummy interface needs an IPAM plugin: set ipam.type)');
   return conf;
 }
 
@@ -48,9 +47,7 @@ async function gc(args: CmdArgs): Promise<void> {
   await gcSandboxLink(args, loadDummyConf(args.stdinData));
 }
 
-export const plugin: PluginDefinition = {
+export const plugin: PluginModule = {
   funcs: { add, del, check, status, gc },
-  versionInfo: new VersionInfo(ALL_VERSIONS),
-  about: "CNI dummy plugin (tscni)",
   config: { schema: DUMMY_SCHEMA, parse: (stdin) => loadDummyConf(stdin) },
 };

@@ -8,11 +8,11 @@
  * @module
  */
 import { NET_CONF_FIELDS, type PluginConf } from "../../../spec/config.js";
-import { CniError, ErrorCode } from "../../../spec/errors.js";
+import { invalidConfig, invalidKey } from "../../../spec/errors.js";
 import { bool, string, struct } from "../../../spec/go-decode.js";
 import { loadPluginConf } from "../../../skel/conf.js";
 import { ipamType } from "../../common/ipam.js";
-import { decodeConfig, invalidKey } from "../../common/keys.js";
+import { decodeConfig } from "../../common/keys.js";
 
 /** Where the records of moved devices go (tscni's own key; Go keeps only the name, in the link's alias). */
 export const DEFAULT_DATA_DIR = "/var/lib/cni/host-device";
@@ -83,11 +83,11 @@ export function loadHostDeviceConf(stdin: Buffer): HostDeviceConf {
   // The runtime's deviceID takes pciBusID's place, as in Go; beside any other selector it is ambiguous.
   const selectors = deviceID ? [...given.filter((k) => k !== "pciBusID"), "runtimeConfig.deviceID"] : given;
   if (selectors.length === 0) {
-    throw new CniError(ErrorCode.InvalidNetworkConfig, 'specify either "device", "hwaddr", "kernelpath" or "pciBusID"',
+    throw invalidConfig('specify either "device", "hwaddr", "kernelpath" or "pciBusID"',
       "host-device needs exactly one way to find the host device (or the runtime's runtimeConfig.deviceID)");
   }
   if (selectors.length > 1) {
-    throw new CniError(ErrorCode.InvalidNetworkConfig, `specify only one of ${selectors.map((k) => `"${k}"`).join(" and ")}`,
+    throw invalidConfig(`specify only one of ${selectors.map((k) => `"${k}"`).join(" and ")}`,
       "host-device takes exactly one way to find the host device");
   }
 

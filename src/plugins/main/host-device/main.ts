@@ -15,16 +15,16 @@
  * as DEL would, the devices this network's records name for attachments that are gone.
  * @module
  */
-import { CniError, ErrorCode } from "../../../spec/errors.js";
+import { CniError, failure } from "../../../spec/errors.js";
 import { parseCIDR } from "../../../spec/ip.js";
 import { isDNSEmpty, type Result100 } from "../../../spec/result/index.js";
-import { ALL_VERSIONS, CURRENT_VERSION, VersionInfo } from "../../../spec/version.js";
+import { CURRENT_VERSION } from "../../../spec/version.js";
 import { configureInterface } from "../../../net/iface.js";
 import { nsTarget } from "../../../net/ip-ops.js";
 import { ip } from "../../../net/links.js";
 import { NetNS } from "../../../net/netns.js";
 import type { Link } from "../../../net/types.js";
-import type { CmdArgs, PluginDefinition } from "../../../skel/skel.js";
+import type { CmdArgs, PluginModule } from "../../../skel/skel.js";
 import { checkInterfaceAddresses, checkRoutes, requirePrevResult } from "../../common/check.js";
 import { ipamAdd, ipamCheck, ipamDel, ipamGC, ipamStatus } from "../../common/ipam.js";
 import { Rollback } from "../../common/rollback.js";
@@ -89,7 +89,7 @@ async function restoreSettings(link: Link, rec: DeviceRecord): Promise<void> {
 
 /** A host interface other than the device holds the name the device must get back. */
 const nameTaken = (rec: DeviceRecord, where: string) =>
-  new CniError(ErrorCode.Internal, `cannot give ${where} back to the host as "${rec.host.name}": another host interface has that name`,
+  failure(`cannot give ${where} back to the host as "${rec.host.name}": another host interface has that name`,
     "rename or remove that interface, then run DEL again");
 
 /**
@@ -136,7 +136,7 @@ async function hostAddresses(name: string): Promise<string[]> {
 /** Records the device, moves it into the container as CNI_IFNAME and brings it up; returns it as it is there. */
 async function moveIn(dev: Link, container: NetNS, args: CmdArgs, n: HostDeviceConf, view: HostView, rollback: Rollback): Promise<Link> {
   if (await ip.getLink(container, args.ifName)) {
-    throw new CniError(ErrorCode.Internal, `container already has an interface named "${args.ifName}"`,
+    throw failure(`container already has an interface named "${args.ifName}"`,
       `host-device moves ${dev.name} in as ${args.ifName}`);
   }
   const rec: DeviceRecord = {
@@ -188,11 +188,11 @@ async function returnByAlias(container: NetNS, ifName: string): Promise<void> {
   const link = await ip.getLink(container, ifName);
   if (!link) return;
   if (!link.alias) {
-    throw new CniError(ErrorCode.Internal, `cannot give ${ifName} back to the host: its original name is unknown`,
+    throw failure(`cannot give ${ifName} back to the host: its original name is unknown`,
       "host-device has no record of it and its alias (where Go's host-device keeps the name) is empty");
   }
   if (await ip.getLink(NetNS.host, link.alias)) {
-    throw new CniError(ErrorCode.Internal, `cannot give ${ifName} back to the host as "${link.alias}": another host interface has that name`);
+    throw failure(`cannot give ${ifName} back to the host as "${link.alias}": another host interface has that name`);
   }
   await moveDevice(container, ifName, NetNS.host, link.alias, "");
 }
@@ -222,15 +222,15 @@ async function check(args: CmdArgs): Promise<void> {
   if (await selectsDpdkDevice(n.selector, hostView())) return;
 
   const entry = prev.interfaces?.find((i) => i.name === args.ifName && i.sandbox === args.netns);
-  if (!entry) throw new CniError(ErrorCode.Internal, `prevResult has no interface "${args.ifName}" in sandbox ${args.netns}`);
+  if (!entry) throw failure(`prevResult has no interface "${args.ifName}" in sandbox ${args.netns}`);
   const link = await ip.getLink(ns, args.ifName);
-  if (!link) throw new CniError(ErrorCode.Internal, `container interface "${args.ifName}" from prevResult does not exist in ${args.netns}`);
+  if (!link) throw failure(`container interface "${args.ifName}" from prevResult does not exist in ${args.netns}`);
   if (entry.mac && entry.mac !== link.mac) {
-    throw new CniError(ErrorCode.Internal, `container interface "${args.ifName}" MAC is ${link.mac}, prevResult says ${entry.mac}`);
+    throw failure(`container interface "${args.ifName}" MAC is ${link.mac}, prevResult says ${entry.mac}`);
   }
   const rec = await readRecord(n.dataDir, args.containerID, args.ifName);
   if (rec && rec !== "damaged" && rec.containerIndex !== undefined && rec.containerIndex !== link.index) {
-    throw new CniError(ErrorCode.Internal, `container interface "${args.ifName}" is not the host device ${rec.host.name} that ADD moved in`,
+    throw failure(`container interface "${args.ifName}" is not the host device ${rec.host.name} that ADD moved in`,
       `its ifindex is ${link.index}, the moved device's was ${rec.containerIndex}`);
   }
   await checkInterfaceAddresses(ns, args.ifName, prev);
@@ -267,12 +267,10 @@ async function gc(args: CmdArgs): Promise<void> {
     }
   }
   if (n.ipamType) await ipamGC(n.conf, args).catch((e: Error) => errors.push(`IPAM: ${CniError.from(e).msg}`));
-  if (errors.length) throw new CniError(ErrorCode.Internal, "host-device GC could not give back every stale device", errors.join("; "));
+  if (errors.length) throw failure("host-device GC could not give back every stale device", errors.join("; "));
 }
 
-export const plugin: PluginDefinition = {
+export const plugin: PluginModule = {
   funcs: { add, del, check, status, gc },
-  versionInfo: new VersionInfo(ALL_VERSIONS),
-  about: "CNI host-device plugin (tscni)",
   config: { schema: HOST_DEVICE_SCHEMA, parse: loadHostDeviceConf },
 };

@@ -8,9 +8,9 @@
  * and removed once DEL has returned it. (The alias is still set, so Go's DEL can return a device tscni moved.)
  * @module
  */
-import { mkdir, readdir, readFile, rm } from "node:fs/promises";
+import { mkdirSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import * as path from "../../../sys/posix-path.js";
-import { CniError, ErrorCode } from "../../../spec/errors.js";
+import { ioFailure } from "../../../spec/errors.js";
 import { isJsonObject, marshalJson, parseJson } from "../../../spec/json.js";
 import { writeFileAtomic } from "../../../sys/atomic-file.js";
 
@@ -47,10 +47,10 @@ export const recordPath = (dataDir: string, containerID: string, ifName: string)
 /** Writes (or rewrites) a record. */
 export async function writeRecord(dataDir: string, record: DeviceRecord): Promise<void> {
   try {
-    await mkdir(dataDir, { recursive: true, mode: 0o700 });
+    mkdirSync(dataDir, { recursive: true, mode: 0o700 });
     await writeFileAtomic(recordPath(dataDir, record.containerID, record.ifName), marshalJson(record, { sortKeys: false, indent: " " }) + "\n");
   } catch (e) {
-    throw new CniError(ErrorCode.IOFailure, `cannot save the host device's settings in ${dataDir} ("dataDir")`, (e as Error).message);
+    throw ioFailure(`cannot save the host device's settings in ${dataDir} ("dataDir")`, e);
   }
 }
 
@@ -76,17 +76,18 @@ export async function readRecord(dataDir: string, containerID: string, ifName: s
   const file = recordPath(dataDir, containerID, ifName);
   let text: string;
   try {
-    text = await readFile(file, "utf8");
+    text = readFileSync(file, "utf8");
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code === "ENOENT") return undefined;
-    throw new CniError(ErrorCode.IOFailure, `cannot read the host device's record ${file}`, (e as Error).message);
+    throw ioFailure(`cannot read the host device's record ${file}`, e);
   }
   const record = decodeRecord(text);
   return record && record.containerID === containerID && record.ifName === ifName ? record : "damaged";
 }
 
-export const removeRecord = (dataDir: string, containerID: string, ifName: string): Promise<void> =>
-  rm(recordPath(dataDir, containerID, ifName), { force: true });
+export async function removeRecord(dataDir: string, containerID: string, ifName: string): Promise<void> {
+  rmSync(recordPath(dataDir, containerID, ifName), { force: true });
+}
 
 /**
  * Every record in `dataDir` that can be trusted (GC's view), by file name `<containerID>:<ifName>.json`; damaged
@@ -95,10 +96,10 @@ export const removeRecord = (dataDir: string, containerID: string, ifName: strin
 export async function listRecords(dataDir: string): Promise<DeviceRecord[]> {
   let names: string[];
   try {
-    names = await readdir(dataDir);
+    names = readdirSync(dataDir);
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code === "ENOENT") return [];
-    throw new CniError(ErrorCode.IOFailure, `cannot list the host device records in ${dataDir} ("dataDir")`, (e as Error).message);
+    throw ioFailure(`cannot list the host device records in ${dataDir} ("dataDir")`, e);
   }
   const records: DeviceRecord[] = [];
   for (const name of names.sort()) {

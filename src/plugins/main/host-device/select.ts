@@ -7,11 +7,11 @@
  * `HostView`), so tests can give a fake sysfs tree. Every failure names the config key and value (code 7).
  * @module
  */
-import { readdir, realpath, stat } from "node:fs/promises";
+import { readdirSync, realpathSync, statSync } from "node:fs";
 import * as path from "../../../sys/posix-path.js";
-import { invalidKey } from "../../common/keys.js";
 import type { Link } from "../../../net/types.js";
 import type { DeviceSelector } from "./config.js";
+import { invalidKey } from "../../../spec/errors.js";
 
 /** What selection reads: a sysfs tree and the links of the host namespace. */
 export interface HostView {
@@ -32,12 +32,19 @@ const sysPath = (view: HostView, ...parts: string[]): string => path.join(view.s
 /** A path under /sys, moved under the view's sysfs root. */
 const underRoot = (view: HostView, sysPathText: string): string => path.join(view.sysfsRoot, path.relative("/sys", sysPathText));
 
-const exists = (p: string): Promise<boolean> => stat(p).then(() => true, () => false);
+async function exists(p: string): Promise<boolean> {
+  try {
+    statSync(p);
+    return true;
+  } catch {
+    return false;
+  }
+}
 
 /** Entries of a directory, sorted by name as Go's os.ReadDir gives them; undefined when it cannot be read. */
 async function entries(dir: string): Promise<string[] | undefined> {
   try {
-    return (await readdir(dir)).sort();
+    return readdirSync(dir).sort();
   } catch {
     return undefined;
   }
@@ -58,7 +65,7 @@ async function firstInterface(view: HostView, netDir: string): Promise<Link | un
 /** Whether the PCI device is bound to a userspace (DPDK) driver. A device without a driver is not. */
 export async function hasDpdkDriver(view: HostView, pciAddress: string): Promise<boolean> {
   try {
-    const driver = await realpath(sysPath(view, "bus/pci/devices", pciAddress, "driver"));
+    const driver = realpathSync(sysPath(view, "bus/pci/devices", pciAddress, "driver"));
     return USERSPACE_DRIVERS.includes(path.basename(driver));
   } catch {
     return false;
@@ -138,7 +145,7 @@ export async function selectsDpdkDevice(selector: DeviceSelector, view: HostView
 /** The hardware behind an interface (`/sys/class/net/<name>/device`, resolved); undefined for virtual ones. */
 export async function devicePathOf(view: HostView, name: string): Promise<string | undefined> {
   try {
-    return path.join("/sys", path.relative(view.sysfsRoot, await realpath(sysPath(view, "class/net", name, "device"))));
+    return path.join("/sys", path.relative(view.sysfsRoot, realpathSync(sysPath(view, "class/net", name, "device"))));
   } catch {
     return undefined;
   }

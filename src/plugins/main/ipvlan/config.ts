@@ -5,13 +5,13 @@
  * @module
  */
 import { NET_CONF_FIELDS, type PluginConf } from "../../../spec/config.js";
-import { CniError, ErrorCode } from "../../../spec/errors.js";
+import { invalidConfig, invalidKey } from "../../../spec/errors.js";
 import { bool, int, string, struct } from "../../../spec/go-decode.js";
 import { toCurrentResult, type Result100 } from "../../../spec/result/index.js";
 import { loadPluginConf, parsePrevResult } from "../../../skel/conf.js";
 import type { IpvlanMode } from "../../../net/types.js";
 import { ipamType } from "../../common/ipam.js";
-import { decodeConfig, interfaceMtu, invalidKey, linkName } from "../../common/keys.js";
+import { decodeConfig, interfaceMtu, linkName } from "../../common/keys.js";
 
 export interface IpvlanConf {
   conf: PluginConf;
@@ -59,7 +59,7 @@ export function loadIpvlanConf(stdin: Buffer): IpvlanConf {
   }
   if (!ipamType(n.conf)) {
     if (!result?.ips?.length) {
-      throw new CniError(ErrorCode.InvalidNetworkConfig, 'invalid "ipam": missing (ipvlan needs an IPAM plugin, or a prevResult with addresses when chained)');
+      throw invalidConfig('invalid "ipam": missing (ipvlan needs an IPAM plugin, or a prevResult with addresses when chained)');
     }
     n.chainedResult = result;
   }

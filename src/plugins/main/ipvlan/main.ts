@@ -4,8 +4,7 @@
  * ipvlan: ADD fails with the kernel's reason and undoes what it had done.
  * @module
  */
-import { ALL_VERSIONS, VersionInfo } from "../../../spec/version.js";
-import type { CmdArgs, PluginDefinition } from "../../../skel/skel.js";
+import type { CmdArgs, PluginModule } from "../../../skel/skel.js";
 import {
   addSandboxLink, checkSandboxLink, createOnMaster, delSandboxLink, gcSandboxLink, notifySysctls, statusSandboxLink,
 } from "../../common/sandbox-link.js";
@@ -46,9 +45,7 @@ async function gc(args: CmdArgs): Promise<void> {
   await gcSandboxLink(args, decodeIpvlanConf(args.stdinData).conf);
 }
 
-export const plugin: PluginDefinition = {
+export const plugin: PluginModule = {
   funcs: { add, del, check, status, gc },
-  versionInfo: new VersionInfo(ALL_VERSIONS),
-  about: "CNI ipvlan plugin (tscni)",
   config: { schema: IPVLAN_SCHEMA, parse: (stdin) => loadIpvlanConf(stdin) },
 };

@@ -4,15 +4,15 @@
  * @module
  */
 import { NET_CONF_FIELDS } from "../../../spec/config.js";
-import { CniError, ErrorCode } from "../../../spec/errors.js";
+import { failure } from "../../../spec/errors.js";
 import { struct } from "../../../spec/go-decode.js";
 import { ipFamily } from "../../../spec/ip.js";
 import type { Result100 } from "../../../spec/result/index.js";
-import { ALL_VERSIONS, CURRENT_VERSION, VersionInfo } from "../../../spec/version.js";
+import { CURRENT_VERSION } from "../../../spec/version.js";
 import { ip } from "../../../net/links.js";
 import { NetNS } from "../../../net/netns.js";
 import { loadPluginConf, parsePrevResult } from "../../../skel/conf.js";
-import type { CmdArgs, PluginDefinition } from "../../../skel/skel.js";
+import type { CmdArgs, PluginModule } from "../../../skel/skel.js";
 
 const LOOPBACK_V4 = /^127\./;
 
@@ -24,7 +24,7 @@ async function add(args: CmdArgs) {
   for (const a of addrs) {
     const addr = a.cidr.split("/")[0]!;
     if (a.family === 4 ? !LOOPBACK_V4.test(addr) : addr !== "::1") {
-      throw new CniError(ErrorCode.Internal, `loopback interface found with non-loopback address "${addr}"`);
+      throw failure(`loopback interface found with non-loopback address "${addr}"`);
     }
   }
   const prev = parsePrevResult(conf);
@@ -51,15 +51,13 @@ async function check(args: CmdArgs) {
   loadPluginConf(args.stdinData);
   const ns = await NetNS.open(args.netns);
   const lo = await ip.getLink(ns, "lo");
-  if (!lo?.up) throw new CniError(ErrorCode.Internal, "loopback interface is down");
+  if (!lo?.up) throw failure("loopback interface is down");
 }
 
 /** loopback reads nothing but the common keys. */
 const LOOPBACK_SCHEMA = struct("NetConf", NET_CONF_FIELDS);
 
-export const plugin: PluginDefinition = {
+export const plugin: PluginModule = {
   funcs: { add, del, check },
-  versionInfo: new VersionInfo(ALL_VERSIONS),
-  about: "CNI loopback plugin (tscni)",
   config: { schema: LOOPBACK_SCHEMA, parse: (stdin) => loadPluginConf(stdin).conf },
 };

@@ -4,8 +4,7 @@
  * (otherwise the link is only brought up, for L2 use).
  * @module
  */
-import { ALL_VERSIONS, VersionInfo } from "../../../spec/version.js";
-import type { CmdArgs, PluginDefinition } from "../../../skel/skel.js";
+import type { CmdArgs, PluginModule } from "../../../skel/skel.js";
 import { ipamType } from "../../common/ipam.js";
 import {
   addSandboxLink, checkSandboxLink, createOnMaster, delSandboxLink, gcSandboxLink, notifySysctls, statusSandboxLink,
@@ -45,9 +44,7 @@ async function gc(args: CmdArgs): Promise<void> {
   await gcSandboxLink(args, loadMacvlanConf(args.stdinData, "").conf);
 }
 
-export const plugin: PluginDefinition = {
+export const plugin: PluginModule = {
   funcs: { add, del, check, status, gc },
-  versionInfo: new VersionInfo(ALL_VERSIONS),
-  about: "CNI macvlan plugin (tscni)",
   config: { schema: MACVLAN_SCHEMA, parse: loadMacvlanConf },
 };

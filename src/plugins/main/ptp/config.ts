@@ -4,11 +4,11 @@
  * configure without addresses.
  * @module
  */
-import { CniError, ErrorCode } from "../../../spec/errors.js";
+import { invalidKey } from "../../../spec/errors.js";
 import { NET_CONF_FIELDS, type PluginConf } from "../../../spec/config.js";
 import { bool, int, member, ptr, string, struct } from "../../../spec/go-decode.js";
 import { loadPluginConf } from "../../../skel/conf.js";
-import { decodeConfig, invalidKey } from "../../common/keys.js";
+import { decodeConfig, interfaceMtu, ipMasqBackend } from "../../common/keys.js";
 import type { IPMasqBackend } from "../../../net/ipmasq.js";
 
 export interface PtpConf {
@@ -22,10 +22,6 @@ export interface PtpConf {
   mtu?: number;
 }
 
-/** The smallest MTU the kernel accepts for IPv4 on a veth, and the largest a veth takes. */
-const MTU_MIN = 68;
-const MTU_MAX = 65535;
-
 /** The Go plugin's NetConf. */
 export const PTP_SCHEMA = struct("NetConf", { ...NET_CONF_FIELDS, ipMasq: bool, ipMasqBackend: ptr(string), mtu: int });
 
@@ -36,24 +32,14 @@ export function loadPtpConf(stdin: Buffer): PtpConf {
 
   const ipamType = typeof conf.ipam?.type === "string" ? conf.ipam.type : "";
   if (!ipamType) {
-    throw new CniError(ErrorCode.InvalidNetworkConfig, `invalid "ipam": ${JSON.stringify(member(raw, "ipam") ?? null)} (ptp needs an IPAM plugin: set ipam.type)`);
-  }
-
-  const backend = c.ipMasqBackend;
-  if (backend !== undefined && backend !== "iptables" && backend !== "nftables") {
-    throw invalidKey("ipMasqBackend", backend, "want \"iptables\" or \"nftables\"");
-  }
-
-  const mtu = c.mtu;
-  if (mtu !== undefined && mtu !== 0 && (mtu < MTU_MIN || mtu > MTU_MAX)) {
-    throw invalidKey("mtu", mtu, `want 0 (kernel default) or an integer from ${MTU_MIN} to ${MTU_MAX}`);
+    throw invalidKey("ipam", member(raw, "ipam") ?? null, "ptp needs an IPAM plugin: set ipam.type");
   }
 
   return {
     conf,
     ipamType,
     ipMasq: c.ipMasq ?? false,
-    ipMasqBackend: backend as IPMasqBackend | undefined,
-    mtu: mtu || undefined,
+    ipMasqBackend: ipMasqBackend(c.ipMasqBackend),
+    mtu: interfaceMtu(c.mtu, "mtu", "the kernel default"),
   };
 }

@@ -4,16 +4,16 @@
  * the host reaches the container through a host route, and `ipMasq` can masquerade what leaves.
  * @module
  */
-import { CniError, ErrorCode } from "../../../spec/errors.js";
+import { failure, invalidConfig } from "../../../spec/errors.js";
 import { ipFamily, networkOf, parseCIDR } from "../../../spec/ip.js";
 import { isDNSEmpty, type Result100 } from "../../../spec/result/index.js";
-import { ALL_VERSIONS, CURRENT_VERSION, VersionInfo } from "../../../spec/version.js";
+import { CURRENT_VERSION } from "../../../spec/version.js";
 import { configureInterface, enableForwarding, setupVeth } from "../../../net/iface.js";
 import { gcIPMasq, setupIPMasq, teardownIPMasq, type IPMasqTarget } from "../../../net/ipmasq.js";
 import { ip } from "../../../net/links.js";
 import { NetNS } from "../../../net/netns.js";
 import { pointToPointRoutes, routeContainerThroughGateway, routeHostToContainer, type PointToPointAddress } from "./routing.js";
-import { type CmdArgs, type PluginDefinition } from "../../../skel/skel.js";
+import { type CmdArgs, type PluginModule } from "../../../skel/skel.js";
 import { checkInterfaceAddresses, checkRoutes, requirePrevResult, RoutesFrom } from "../../common/check.js";
 import { ipamAdd, ipamCheck, ipamDel, ipamGC, ipamStatus } from "../../common/ipam.js";
 import { Rollback } from "../../common/rollback.js";
@@ -30,7 +30,7 @@ const ipMasqTarget = (n: PtpConf, args: CmdArgs, addresses: string[]): IPMasqTar
 function pointToPointAddresses(result: Result100): PointToPointAddress[] {
   return (result.ips ?? []).map((ipc) => {
     if (!ipc.gateway) {
-      throw new CniError(ErrorCode.InvalidNetworkConfig, `IPAM returned ${ipc.address} without a gateway`,
+      throw invalidConfig(`IPAM returned ${ipc.address} without a gateway`,
         "ptp routes every address through its gateway; configure one in the IPAM ranges");
     }
     return { address: ipc.address, gateway: ipc.gateway };
@@ -93,13 +93,13 @@ async function check(args: CmdArgs): Promise<void> {
 
   const entry = prev.interfaces?.find((i) => i.name === args.ifName && i.sandbox === args.netns);
   if (!entry) {
-    throw new CniError(ErrorCode.Internal, `prevResult has no interface "${args.ifName}" in sandbox ${args.netns}`);
+    throw failure(`prevResult has no interface "${args.ifName}" in sandbox ${args.netns}`);
   }
   const link = await ip.getLink(ns, args.ifName);
-  if (!link) throw new CniError(ErrorCode.Internal, `container interface "${args.ifName}" from prevResult does not exist in ${args.netns}`);
-  if (link.kind !== "veth") throw new CniError(ErrorCode.Internal, `container interface "${args.ifName}" is a ${link.kind ?? "device"}, not a veth`);
+  if (!link) throw failure(`container interface "${args.ifName}" from prevResult does not exist in ${args.netns}`);
+  if (link.kind !== "veth") throw failure(`container interface "${args.ifName}" is a ${link.kind ?? "device"}, not a veth`);
   if (entry.mac && entry.mac !== link.mac) {
-    throw new CniError(ErrorCode.Internal, `container interface "${args.ifName}" MAC is ${link.mac}, prevResult says ${entry.mac}`);
+    throw failure(`container interface "${args.ifName}" MAC is ${link.mac}, prevResult says ${entry.mac}`);
   }
 
   await checkInterfaceAddresses(ns, args.ifName, prev);
@@ -116,7 +116,7 @@ async function checkPointToPointRoutes(ns: NetNS, ifName: string, prev: Result10
       const dst = parseCIDR(want.dst).text;
       const found = await view.has(ipFamily(ipc.address), (r) => r.dev === ifName && parseCIDR(r.dst).text === dst && r.gw === want.gw);
       if (!found) {
-        throw new CniError(ErrorCode.Internal, `route ${want.dst}${want.gw ? ` via ${want.gw}` : ""} dev ${ifName} is missing`,
+        throw failure(`route ${want.dst}${want.gw ? ` via ${want.gw}` : ""} dev ${ifName} is missing`,
           `ptp routes ${networkOf(parseCIDR(ipc.address)).text} through ${ipc.gateway}`);
       }
     }
@@ -133,12 +133,10 @@ async function gc(args: CmdArgs): Promise<void> {
   const errors: string[] = [];
   if (n.ipMasq) await gcIPMasq(n.conf.name, n.conf.validAttachments ?? []).catch((e: Error) => errors.push(e.message));
   await ipamGC(n.conf, args).catch((e: Error) => errors.push(e.message));
-  if (errors.length) throw new CniError(ErrorCode.Internal, "ptp GC failed", errors.join("; "));
+  if (errors.length) throw failure("ptp GC failed", errors.join("; "));
 }
 
-export const plugin: PluginDefinition = {
+export const plugin: PluginModule = {
   funcs: { add, del, check, status, gc },
-  versionInfo: new VersionInfo(ALL_VERSIONS),
-  about: "CNI ptp plugin (tscni)",
   config: { schema: PTP_SCHEMA, parse: loadPtpConf },
 };

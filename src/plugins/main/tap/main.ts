@@ -4,18 +4,17 @@
  * and addressed by IPAM when `ipam` is set (otherwise only brought up).
  * @module
  */
-import { ALL_VERSIONS, VersionInfo } from "../../../spec/version.js";
 import { interfaceNameTaken } from "../../../net/container-link.js";
 import { ip } from "../../../net/links.js";
 import type { NetNS } from "../../../net/netns.js";
 import type { Link } from "../../../net/types.js";
 import { NetOpError } from "../../../sys/exec.js";
-import type { CmdArgs, PluginDefinition } from "../../../skel/skel.js";
+import type { CmdArgs, PluginModule } from "../../../skel/skel.js";
 import { ipamType } from "../../common/ipam.js";
-import { invalidKey } from "../../common/keys.js";
 import { addSandboxLink, checkSandboxLink, delSandboxLink, gcSandboxLink, notifySysctls, statusSandboxLink } from "../../common/sandbox-link.js";
 import { loadTapConf, TAP_SCHEMA, type TapConf } from "./config.js";
 import { createTap } from "./tuntap.js";
+import { invalidKey } from "../../../spec/errors.js";
 
 /**
  * The tap, made inside the container under `ifName` (a name taken already fails the creation, touching nothing;
@@ -81,9 +80,7 @@ async function gc(args: CmdArgs): Promise<void> {
   await gcSandboxLink(args, loadTapConf(args.stdinData, "").conf);
 }
 
-export const plugin: PluginDefinition = {
+export const plugin: PluginModule = {
   funcs: { add, del, check, status, gc },
-  versionInfo: new VersionInfo(ALL_VERSIONS),
-  about: "CNI tap plugin (tscni)",
   config: { schema: TAP_SCHEMA, parse: loadTapConf },
 };

@@ -5,11 +5,11 @@
  * @module
  */
 import { NET_CONF_FIELDS, type PluginConf } from "../../../spec/config.js";
-import { CniError, ErrorCode } from "../../../spec/errors.js";
+import { invalidConfig, invalidKey } from "../../../spec/errors.js";
 import { bool, int, string, struct } from "../../../spec/go-decode.js";
 import { loadPluginConf } from "../../../skel/conf.js";
 import { ipamType } from "../../common/ipam.js";
-import { decodeConfig, interfaceMtu, invalidKey, linkName } from "../../common/keys.js";
+import { decodeConfig, interfaceMtu, linkName } from "../../common/keys.js";
 
 export interface VlanConf {
   conf: PluginConf;
@@ -29,6 +29,6 @@ export function loadVlanConf(stdin: Buffer): VlanConf {
   if (!c.master) throw invalidKey("master", c.master ?? null, "required: the interface to create the VLAN on");
   if (c.vlanId === undefined) throw invalidKey("vlanId", null, "required: the VLAN ID, 0 to 4094");
   if (c.vlanId < 0 || c.vlanId > 4094) throw invalidKey("vlanId", c.vlanId, "want a VLAN ID from 0 to 4094");
-  if (!ipamType(conf)) throw new CniError(ErrorCode.InvalidNetworkConfig, 'invalid "ipam": missing (vlan needs an IPAM plugin: set ipam.type)');
+  if (!ipamType(conf)) throw invalidConfig('invalid "ipam": missing (vlan needs an IPAM plugin: set ipam.type)');
   return { conf, master: linkName(c.master, "master"), vlanId: c.vlanId, mtu: interfaceMtu(c.mtu, "mtu", "the master's MTU"), linkInContainer: c.linkInContainer ?? false };
 }

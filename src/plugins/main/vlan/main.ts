@@ -3,8 +3,7 @@
  * 8021q: ADD fails with the kernel's reason and undoes what it had done.
  * @module
  */
-import { ALL_VERSIONS, VersionInfo } from "../../../spec/version.js";
-import type { CmdArgs, PluginDefinition } from "../../../skel/skel.js";
+import type { CmdArgs, PluginModule } from "../../../skel/skel.js";
 import {
   addSandboxLink, checkSandboxLink, createOnMaster, delSandboxLink, gcSandboxLink, statusSandboxLink,
 } from "../../common/sandbox-link.js";
@@ -43,9 +42,7 @@ async function gc(args: CmdArgs): Promise<void> {
   await gcSandboxLink(args, loadVlanConf(args.stdinData).conf);
 }
 
-export const plugin: PluginDefinition = {
+export const plugin: PluginModule = {
   funcs: { add, del, check, status, gc },
-  versionInfo: new VersionInfo(ALL_VERSIONS),
-  about: "CNI vlan plugin (tscni)",
   config: { schema: VLAN_SCHEMA, parse: (stdin) => loadVlanConf(stdin) },
 };

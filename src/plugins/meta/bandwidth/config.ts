@@ -8,7 +8,8 @@ import { NET_CONF_FIELDS, type PluginConf } from "../../../spec/config.js";
 import { hasMember, ptr, struct, uint64, type Decoded } from "../../../spec/go-decode.js";
 import { loadPluginConf } from "../../../skel/conf.js";
 import { hashWithPrefix } from "../../../net/names.js";
-import { decodeConfig, invalidKey } from "../../common/keys.js";
+import { decodeConfig } from "../../common/keys.js";
+import { invalidKey } from "../../../spec/errors.js";
 
 export interface BandwidthLimits {
   ingressRate: number;

@@ -6,8 +6,8 @@
  * longer has (an addition: the Go plugin has no GC).
  * @module
  */
-import { CniError, ErrorCode } from "../../../spec/errors.js";
-import { CURRENT_VERSION, VersionInfo, versionsStartingFrom } from "../../../spec/version.js";
+import { failure, invalidConfig } from "../../../spec/errors.js";
+import { CURRENT_VERSION } from "../../../spec/version.js";
 import { toCurrentResult, type Result, type Result100 } from "../../../spec/result/index.js";
 import { createIfb, deleteIfb, listIfbs } from "./ifb.js";
 import { ip } from "../../../net/links.js";
@@ -18,10 +18,8 @@ import {
 } from "./tc.js";
 import type { Link } from "../../../net/types.js";
 import { parsePrevResult } from "../../../skel/conf.js";
-import type { CmdArgs, PluginDefinition } from "../../../skel/skel.js";
+import type { CmdArgs, PluginModule } from "../../../skel/skel.js";
 import { BANDWIDTH_SCHEMA, hasEgressLimit, hasIngressLimit, ifbAlias, ifbName, loadBandwidthConf, loadNetworkOnly, parseIfbAlias, type BandwidthLimits } from "./config.js";
-
-const failure = (msg: string, details = "") => new CniError(ErrorCode.Internal, msg, details);
 
 /**
  * The host end of the container's veth: the peer of `ifName` in the container, which must be a host
@@ -52,7 +50,7 @@ async function add(args: CmdArgs): Promise<Result> {
   const n = loadBandwidthConf(args.stdinData);
   const prev = parsePrevResult(n.conf);
   if (!n.limits || isZero(n.limits)) return prev ?? ({ cniVersion: CURRENT_VERSION } satisfies Result100);
-  if (!prev) throw new CniError(ErrorCode.InvalidNetworkConfig, "must be called as chained plugin", "the config has no prevResult");
+  if (!prev) throw invalidConfig("must be called as chained plugin", "the config has no prevResult");
   const result = toCurrentResult(prev);
   const limits = n.limits;
   const ns = await NetNS.open(args.netns);
@@ -106,7 +104,7 @@ async function checkTbf(dev: string, what: string, rateBits: number, burstBits: 
 async function check(args: CmdArgs): Promise<void> {
   const n = loadBandwidthConf(args.stdinData);
   const prev = parsePrevResult(n.conf);
-  if (!prev) throw new CniError(ErrorCode.InvalidNetworkConfig, "must be called as a chained plugin", "the config has no prevResult");
+  if (!prev) throw invalidConfig("must be called as a chained plugin", "the config has no prevResult");
   const ns = await NetNS.open(args.netns);
   const host = await findHostVeth(ns, args.ifName, toCurrentResult(prev));
   const limits = n.limits;
@@ -141,9 +139,7 @@ async function gc(args: CmdArgs): Promise<void> {
   if (errors.length) throw failure("bandwidth GC failed", errors.join("; "));
 }
 
-export const plugin: PluginDefinition = {
+export const plugin: PluginModule = {
   funcs: { add, del, check, gc },
-  versionInfo: new VersionInfo(versionsStartingFrom("0.3.0")),
-  about: "CNI bandwidth plugin (tscni)",
   config: { schema: BANDWIDTH_SCHEMA, parse: loadBandwidthConf },
 };

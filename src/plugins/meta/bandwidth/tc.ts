@@ -9,11 +9,12 @@
  * closest, and `acceptedTbfBuffers` says which buffers either way may leave.
  * @module
  */
-import { readFile } from "node:fs/promises";
+import { readFileSync } from "node:fs";
 import { NetOpError } from "../../../sys/exec.js";
 import type { NetNS } from "../../../net/netns.js";
 import { openRtnetlink } from "../../../net/rtnetlink.js";
 import { rootTbfRequest } from "../../../net/rtnetlink-messages.js";
+import { messageOf } from "../../../spec/errors.js";
 
 /** The packet scheduler's clock, from /proc/net/psched. */
 export interface PschedClock {
@@ -41,9 +42,9 @@ export function parsePsched(text: string): PschedClock {
 export async function readPschedClock(file = "/proc/net/psched"): Promise<PschedClock> {
   let text: string;
   try {
-    text = await readFile(file, "utf8");
+    text = readFileSync(file, "utf8");
   } catch (e) {
-    throw new NetOpError("read the packet scheduler clock", (e as Error).message);
+    throw new NetOpError("read the packet scheduler clock", messageOf(e));
   }
   return parsePsched(text);
 }

@@ -6,14 +6,14 @@
  * @module
  */
 import { NET_CONF_FIELDS, type PluginConf } from "../../../spec/config.js";
-import { CniError, ErrorCode } from "../../../spec/errors.js";
+import { invalidCniArgs, invalidConfig, invalidKey } from "../../../spec/errors.js";
 import { list, map, string, struct } from "../../../spec/go-decode.js";
 import { tryParseCIDR } from "../../../spec/ip.js";
 import { loadCniArgs } from "../../../spec/args.js";
 import { toCurrentResult, type Result100 } from "../../../spec/result/index.js";
 import { validateNetworkName } from "../../../spec/validate.js";
 import { loadPluginConf, parsePrevResult } from "../../../skel/conf.js";
-import { decodeConfig, invalidKey, linkName } from "../../common/keys.js";
+import { decodeConfig, linkName } from "../../common/keys.js";
 
 /** What podman writes into its networks' dnsname entry (the Go plugin itself has no default). */
 export const DEFAULT_DOMAIN = "dns.podman";
@@ -81,7 +81,7 @@ export function podNameArg(cniArgs: string): string | undefined {
   try {
     return loadCniArgs(cniArgs, { [POD_NAME_ARG]: (v: string) => v })[POD_NAME_ARG];
   } catch (e) {
-    throw new CniError(ErrorCode.InvalidEnvironmentVariables, `invalid CNI_ARGS: ${(e as Error).message}`);
+    throw invalidCniArgs(e);
   }
 }
 
@@ -98,12 +98,12 @@ export function loadDnsnameConf(stdin: Buffer, cniArgs: string): DnsnameConf {
   const aliases = [...new Set((c.runtimeConfig?.aliases?.get(conf.name) ?? []).map((a, i) => containerName(a, `${key}[${i}]`)))];
   const podName = podNameArg(cniArgs);
   if (podName === undefined || podName === "") {
-    throw new CniError(ErrorCode.InvalidNetworkConfig, `dnsname needs the container's name in CNI_ARGS ${POD_NAME_ARG}`,
+    throw invalidConfig(`dnsname needs the container's name in CNI_ARGS ${POD_NAME_ARG}`,
       `runtimes pass it as "IgnoreUnknown=1;${POD_NAME_ARG}=<name>"`);
   }
   const n: DnsnameConf = { conf, domain, aliases, podName: containerName(podName, POD_NAME_ARG) };
   const prev = parsePrevResult(conf);
-  if (!prev) throw new CniError(ErrorCode.InvalidNetworkConfig, NOT_CHAINED, "dnsname must follow the plugin that made the network's bridge (prevResult missing)");
+  if (!prev) throw invalidConfig(NOT_CHAINED, "dnsname must follow the plugin that made the network's bridge (prevResult missing)");
   n.prevResult = toCurrentResult(prev);
   attachmentOf(n.prevResult);
   return n;
@@ -135,11 +135,11 @@ export function loadDelConf(stdin: Buffer, cniArgs: string): { network: string; 
 export function attachmentOf(prev: Result100): Attachment {
   const first = prev.interfaces?.[0];
   if (!first?.name) {
-    throw new CniError(ErrorCode.InvalidNetworkConfig, "dnsname needs the network's bridge as the prevResult's first interface, and it has none",
+    throw invalidConfig("dnsname needs the network's bridge as the prevResult's first interface, and it has none",
       "chain dnsname after the bridge plugin");
   }
   if (first.sandbox) {
-    throw new CniError(ErrorCode.InvalidNetworkConfig, `the prevResult's first interface ${JSON.stringify(first.name)} is in the container (${first.sandbox}), not a host bridge`,
+    throw invalidConfig(`the prevResult's first interface ${JSON.stringify(first.name)} is in the container (${first.sandbox}), not a host bridge`,
       "chain dnsname after the bridge plugin");
   }
   const bridge = linkName(first.name, "prevResult.interfaces[0].name");
@@ -156,6 +156,6 @@ export function attachmentOf(prev: Result100): Attachment {
     }
     if (!addresses.includes(cidr.ip.text)) addresses.push(cidr.ip.text);
   });
-  if (addresses.length === 0) throw new CniError(ErrorCode.InvalidNetworkConfig, "no ip address was found in the network", "the prevResult gives the container no address");
+  if (addresses.length === 0) throw invalidConfig("no ip address was found in the network", "the prevResult gives the container no address");
   return { bridge, addresses };
 }

@@ -10,7 +10,7 @@ import { readFileSync } from "node:fs";
 import * as path from "../../../sys/posix-path.js";
 import { runTool } from "../../../sys/exec.js";
 import { findTool, toolSearchPath } from "../../../sys/tool-path.js";
-import { CniError, ErrorCode } from "../../../spec/errors.js";
+import { cniError, ErrorCode, failure, wrap } from "../../../spec/errors.js";
 
 /** Where one network's files are. */
 export interface NetworkFiles {
@@ -62,7 +62,7 @@ export function confSettings(text: string): DnsmasqSettings {
 export function dnsmasqBinary(code: number = ErrorCode.Internal): string {
   const binary = findTool("dnsmasq");
   if (!binary) {
-    throw new CniError(code, "unable to locate dnsmasq in path",
+    throw cniError(code, "unable to locate dnsmasq in path",
       `dnsname runs dnsmasq (Debian: dnsmasq-base); no executable dnsmasq in ${toolSearchPath().join(":")}`);
   }
   return binary;
@@ -100,7 +100,7 @@ export async function startDnsmasq(binary: string, files: NetworkFiles): Promise
   try {
     await runTool(binary, ["-u", "root", `--conf-file=${files.conf}`], `start dnsmasq with ${files.conf}`);
   } catch (e) {
-    throw new CniError(ErrorCode.Internal, `dnsname error: dnsmasq failed: ${(e as Error).message}`);
+    throw wrap("dnsname error: dnsmasq failed", e);
   }
 }
 
@@ -143,5 +143,5 @@ export async function stopDnsmasq(files: NetworkFiles): Promise<void> {
     }
     if (await gone(pid, files, wait)) return;
   }
-  throw new CniError(ErrorCode.Internal, `dnsmasq (pid ${pid}) for ${files.conf} did not stop`);
+  throw failure(`dnsmasq (pid ${pid}) for ${files.conf} did not stop`);
 }

@@ -7,6 +7,7 @@
  * @module
  */
 import { iptablesFor, type IPFamilyNum } from "../../../net/iptables.js";
+import { messageOf } from "../../../spec/errors.js";
 
 /** One rule in the filter table's INPUT chain. */
 export interface InputRule {
@@ -35,7 +36,7 @@ export async function acceptDns(bridge: string, families: readonly IPFamilyNum[]
         exists = await ipt.ruleExists("filter", "INPUT", r.rule);
       } catch (e) {
         if (await ipt.usable()) throw e;
-        warn(`${ipt.command} does not work here, so no INPUT rule lets DNS to ${bridge} through: ${(e as Error).message}`);
+        warn(`${ipt.command} does not work here, so no INPUT rule lets DNS to ${bridge} through: ${messageOf(e)}`);
         break;
       }
       if (exists) continue;
@@ -53,7 +54,7 @@ export async function removeRules(rules: readonly InputRule[], warn: (msg: strin
     try {
       await ipt.deleteRule("filter", "INPUT", r.rule);
     } catch (e) {
-      if (await ipt.usable()) warn(`cannot remove ${ipt.command} INPUT rule ${r.rule.join(" ")}: ${(e as Error).message}`);
+      if (await ipt.usable()) warn(`cannot remove ${ipt.command} INPUT rule ${r.rule.join(" ")}: ${messageOf(e)}`);
     }
   }
 }

@@ -12,12 +12,11 @@
  * only a process that is dnsmasq with the network's config is signalled; STATUS and GC.
  * @module
  */
-import { CniError, ErrorCode } from "../../../spec/errors.js";
+import { ErrorCode, failure, invalidConfig } from "../../../spec/errors.js";
 import type { Result100 } from "../../../spec/result/index.js";
 import { parseCIDR, tryParseIP } from "../../../spec/ip.js";
-import { ALL_VERSIONS, VersionInfo } from "../../../spec/version.js";
 import { loadPluginConf } from "../../../skel/conf.js";
-import type { CmdArgs, PluginDefinition } from "../../../skel/skel.js";
+import type { CmdArgs, PluginModule } from "../../../skel/skel.js";
 import { ip } from "../../../net/links.js";
 import { NetNS } from "../../../net/netns.js";
 import { isGlobalUnicast } from "../../../net/link-addresses.js";
@@ -40,7 +39,7 @@ async function bridgeNameservers(bridge: string): Promise<string[]> {
     return addresses.map((a) => parseCIDR(a.cidr).ip).filter(isGlobalUnicast).map((a) => a.text);
   } catch (e) {
     if (e instanceof NetOpError && e.isNotFound) {
-      throw new CniError(ErrorCode.InvalidNetworkConfig, `the network's bridge ${bridge} (the prevResult's first interface) does not exist`, e.message);
+      throw invalidConfig(`the network's bridge ${bridge} (the prevResult's first interface) does not exist`, e);
     }
     throw e;
   }
@@ -155,8 +154,8 @@ async function check(args: CmdArgs): Promise<void> {
     }
     return found;
   });
-  if (problems === undefined) throw new CniError(ErrorCode.Internal, `dnsname: network ${n.conf.name} has no directory ${d.dir}`);
-  if (problems.length) throw new CniError(ErrorCode.Internal, `dnsname: ${problems.join("; ")}`);
+  if (problems === undefined) throw failure(`dnsname: network ${n.conf.name} has no directory ${d.dir}`);
+  if (problems.length) throw failure(`dnsname: ${problems.join("; ")}`);
 }
 
 /**
@@ -212,9 +211,7 @@ async function gc(args: CmdArgs): Promise<void> {
   });
 }
 
-export const plugin: PluginDefinition = {
+export const plugin: PluginModule = {
   funcs: { add, check, del, status, gc },
-  versionInfo: new VersionInfo(ALL_VERSIONS),
-  about: "CNI dnsname plugin (tscni)",
   config: { schema: DNSNAME_SCHEMA, parse: (stdin, cniArgs) => loadDnsnameConf(stdin, cniArgs) },
 };

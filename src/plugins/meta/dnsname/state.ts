@@ -11,7 +11,7 @@ import * as path from "../../../sys/posix-path.js";
 import { flockFd } from "../../../sys/flock.js";
 import { KeyedMutex } from "../../../sys/keyed-mutex.js";
 import { replaceAtomicSync, writeFileAtomicSync } from "../../../sys/atomic-file.js";
-import { CniError, ErrorCode } from "../../../spec/errors.js";
+import { ErrorCode, wrap } from "../../../spec/errors.js";
 import { confSettings, type DnsmasqSettings, type NetworkFiles } from "./dnsmasq.js";
 import { hostsLines, hostsText, parseRecords, recordsText, type AttachmentRecord } from "./hosts.js";
 
@@ -38,7 +38,6 @@ export function networkDir(base: string, network: string): NetworkDir {
   return { network, dir, conf: at("dnsmasq.conf"), hosts: at("addnhosts"), pidFile: at("pidfile"), lock: at("lock"), records: at(RECORDS_FILE) };
 }
 
-const ioError = (what: string, e: unknown) => new CniError(ErrorCode.IOFailure, `dnsname: ${what}: ${(e as Error).message}`);
 const isMissing = (e: unknown) => (e as NodeJS.ErrnoException).code === "ENOENT";
 
 const inProcess = new KeyedMutex();
@@ -59,11 +58,11 @@ export function withNetworkLock<T>(d: NetworkDir, create: boolean, fn: () => Pro
       } catch (e) {
         if (isMissing(e) && !create) return undefined;
         if (isMissing(e)) continue; // removed between mkdir and open
-        throw ioError(`cannot open the lock ${d.lock}`, e);
+        throw wrap(`dnsname: cannot open the lock ${d.lock}`, e, ErrorCode.IOFailure);
       }
       try {
         await flockFd(fd, d.lock).catch((e: Error) => {
-          throw ioError(`cannot lock ${d.lock}`, e);
+          throw wrap(`dnsname: cannot lock ${d.lock}`, e, ErrorCode.IOFailure);
         });
         const mine = fstatSync(fd);
         let current: { ino: number; dev: number } | undefined;
@@ -93,7 +92,7 @@ const readIfThere = (file: string): string | undefined => {
     return readFileSync(file, "utf8");
   } catch (e) {
     if (isMissing(e)) return undefined;
-    throw ioError(`cannot read ${file}`, e);
+    throw wrap(`dnsname: cannot read ${file}`, e, ErrorCode.IOFailure);
   }
 };
 
@@ -112,7 +111,7 @@ export function writeConfIfMissing(d: NetworkDir, text: string): boolean {
     return true;
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code === "EEXIST") return false;
-    throw ioError(`cannot write ${d.conf}`, e);
+    throw wrap(`dnsname: cannot write ${d.conf}`, e, ErrorCode.IOFailure);
   }
 }
 
@@ -126,7 +125,7 @@ export function writeState(d: NetworkDir, lines: readonly string[], records: rea
     if (records.length > 0) writeFileAtomicSync(d.records, recordsText(records));
     else rmSync(d.records, { force: true });
   } catch (e) {
-    throw ioError(`cannot write the hosts of network ${d.network} in ${d.dir}`, e);
+    throw wrap(`dnsname: cannot write the hosts of network ${d.network} in ${d.dir}`, e, ErrorCode.IOFailure);
   }
 }
 
@@ -135,7 +134,7 @@ export function removeNetworkDir(d: NetworkDir): void {
   try {
     rmSync(d.dir, { recursive: true, force: true });
   } catch (e) {
-    throw ioError(`cannot remove ${d.dir}`, e);
+    throw wrap(`dnsname: cannot remove ${d.dir}`, e, ErrorCode.IOFailure);
   }
 }
 

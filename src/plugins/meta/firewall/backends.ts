@@ -4,7 +4,7 @@
  * iptables, as in the Go plugin). The default, as in the Go plugin: firewalld when it runs, else iptables.
  * @module
  */
-import { CniError, ErrorCode } from "../../../spec/errors.js";
+import { failure } from "../../../spec/errors.js";
 import type { GCAttachment } from "../../../spec/config.js";
 import { Firewalld, FIREWALLD_NAME } from "./firewalld.js";
 import type { FirewallMark } from "../../../net/firewall-marks.js";
@@ -100,7 +100,7 @@ class FirewalldBackend implements FirewallBackend {
 
   private requireRunning(): void {
     if (!this.isRunning) {
-      throw new CniError(ErrorCode.Internal, `backend "firewalld": firewalld is not running`,
+      throw failure(`backend "firewalld": firewalld is not running`,
         `nothing owns ${FIREWALLD_NAME} on the system bus (or busctl cannot reach the bus); start firewalld or choose "backend": "iptables" or "nftables"`);
     }
   }

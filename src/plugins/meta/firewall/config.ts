@@ -10,7 +10,8 @@ import { string, struct } from "../../../spec/go-decode.js";
 import { toCurrentResult, type Result100 } from "../../../spec/result/index.js";
 import { loadPluginConf, parsePrevResult } from "../../../skel/conf.js";
 import { DEFAULT_ADMIN_CHAIN, FORWARD_CHAIN, ISOLATION_STAGE_1, ISOLATION_STAGE_2, type IsolationPolicy } from "./iptables.js";
-import { decodeConfig, invalidKey } from "../../common/keys.js";
+import { decodeConfig } from "../../common/keys.js";
+import { invalidKey } from "../../../spec/errors.js";
 
 export const BACKENDS = ["iptables", "nftables", "firewalld"] as const;
 export type Backend = (typeof BACKENDS)[number];

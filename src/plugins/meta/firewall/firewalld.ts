@@ -98,7 +98,7 @@ export function watchReloaded(env: Readonly<Record<string, string | undefined>>,
   const args = [address ? `--address=${address}` : "--system", "--json=short", "monitor",
     `--match=type='signal',interface='${FIREWALLD_NAME}',member='Reloaded'`];
   const setpriv = findTool("setpriv");
-  // (Loaded here: a plugin call never watches, and every call pays for what start-up loads.)
+  // (Loaded here, docs/startup.md: a plugin call never watches.)
   const { spawn } = process.getBuiltinModule("node:child_process");
   const child = setpriv
     ? spawn(setpriv, ["--pdeathsig", "KILL", "--", busctl, ...args], { stdio: ["ignore", "pipe", "pipe"] })

@@ -9,14 +9,13 @@
  * attachments the runtime no longer has; STATUS reports whether the backend is usable.
  * @module
  */
-import { CniError, ErrorCode } from "../../../spec/errors.js";
+import { failure, invalidConfig, pluginNotAvailable } from "../../../spec/errors.js";
 import type { Result100 } from "../../../spec/result/index.js";
-import { versionsStartingFrom, VersionInfo } from "../../../spec/version.js";
 import { Firewalld } from "./firewalld.js";
 import { hostCidr } from "./iptables.js";
 import { iptablesFor } from "../../../net/iptables.js";
 import { nftUsable } from "../../../net/nftables.js";
-import type { CmdArgs, PluginDefinition } from "../../../skel/skel.js";
+import type { CmdArgs, PluginModule } from "../../../skel/skel.js";
 import { selectBackend, type Attachment } from "./backends.js";
 import { FIREWALL_SCHEMA, loadFirewallConf, type FirewallConf } from "./config.js";
 import { listRecords, readRecord, recordedNetworks, removeRecord, writeRecord } from "./records.js";
@@ -29,7 +28,7 @@ export function attachmentOf(n: FirewallConf, args: Pick<CmdArgs, "containerID" 
   if (n.ingressPolicy !== "open") {
     const bridge = prev.interfaces?.[0]?.name;
     if (!bridge) {
-      throw new CniError(ErrorCode.InvalidNetworkConfig, `"ingressPolicy": "${n.ingressPolicy}" needs the bridge as the prevResult's first interface`,
+      throw invalidConfig(`"ingressPolicy": "${n.ingressPolicy}" needs the bridge as the prevResult's first interface`,
         "chain the firewall plugin after the bridge plugin");
     }
     a.isolation = { bridge, policy: n.ingressPolicy };
@@ -38,7 +37,7 @@ export function attachmentOf(n: FirewallConf, args: Pick<CmdArgs, "containerID" 
 }
 
 export function requirePrev(n: FirewallConf): Result100 {
-  if (!n.prevResult) throw new CniError(ErrorCode.InvalidNetworkConfig, "missing prevResult from earlier plugin", "the firewall plugin must be chained after a plugin that reports addresses");
+  if (!n.prevResult) throw invalidConfig("missing prevResult from earlier plugin", "the firewall plugin must be chained after a plugin that reports addresses");
   return n.prevResult;
 }
 
@@ -65,7 +64,7 @@ async function check(args: CmdArgs): Promise<void> {
   const a = attachmentOf(n, args, requirePrev(n));
   const backend = await selectBackend(n, new Firewalld(undefined, args.env));
   const problems = await backend.check(a);
-  if (problems.length) throw new CniError(ErrorCode.Internal, `firewall (${backend.name}) rules are missing: ${problems.join("; ")}`);
+  if (problems.length) throw failure(`firewall (${backend.name}) rules are missing: ${problems.join("; ")}`);
 }
 
 /** Removes the attachment's rules: for the prevResult's addresses and those of its record (either may be missing). */
@@ -85,7 +84,7 @@ async function status(args: CmdArgs): Promise<void> {
   const firewalldRuns = n.backend === undefined || n.backend === "firewalld" ? await new Firewalld(undefined, args.env).running() : false;
   const backend = n.backend ?? (firewalldRuns ? "firewalld" : "iptables");
   const usable = backend === "firewalld" ? firewalldRuns : backend === "nftables" ? await nftUsable() : await iptablesFor(4).usable();
-  if (!usable) throw new CniError(ErrorCode.PluginNotAvailable, `the firewall backend "${backend}" is not usable on this host`);
+  if (!usable) throw pluginNotAvailable(`the firewall backend "${backend}" is not usable on this host`);
 }
 
 /**
@@ -111,7 +110,7 @@ async function gc(args: CmdArgs): Promise<void> {
   for (const r of stale) removeRecord(n.dataDir, network, r.containerID, r.ifName);
 }
 
-export const plugin: PluginDefinition = {
-  funcs: { add, check, del, status, gc }, versionInfo: new VersionInfo(versionsStartingFrom("0.4.0")), about: "CNI firewall plugin (tscni)",
+export const plugin: PluginModule = {
+  funcs: { add, check, del, status, gc },
   config: { schema: FIREWALL_SCHEMA, parse: loadFirewallConf },
 };

@@ -7,7 +7,7 @@
  */
 import { mkdirSync, readdirSync, readFileSync, rmdirSync, rmSync } from "node:fs";
 import * as path from "../../../sys/posix-path.js";
-import { CniError, ErrorCode } from "../../../spec/errors.js";
+import { ErrorCode, wrap } from "../../../spec/errors.js";
 import { isTemporaryName, writeFileAtomicSync } from "../../../sys/atomic-file.js";
 import type { Backend } from "./config.js";
 
@@ -23,7 +23,6 @@ export interface AttachmentRecord {
 
 const fileName = (containerID: string, ifName: string) => `${containerID}:${ifName}`;
 const networkDir = (dataDir: string, network: string) => path.join(dataDir, network);
-const ioError = (what: string, e: unknown) => new CniError(ErrorCode.IOFailure, `${what}: ${(e as Error).message}`);
 
 function parseRecord(text: string): AttachmentRecord | undefined {
   try {
@@ -47,7 +46,7 @@ export function writeRecord(dataDir: string, network: string, record: Attachment
     } catch (e) {
       // A DEL of the network's last attachment may remove the directory between our mkdir and write: again.
       if ((e as NodeJS.ErrnoException).code === "ENOENT" && attempt < 3) continue;
-      throw ioError(`failed to write the firewall record ${file}`, e);
+      throw wrap(`failed to write the firewall record ${file}`, e, ErrorCode.IOFailure);
     }
   }
 }
@@ -65,7 +64,7 @@ export function removeRecord(dataDir: string, network: string, containerID: stri
   try {
     rmSync(file, { force: true });
   } catch (e) {
-    throw ioError(`failed to remove the firewall record ${file}`, e);
+    throw wrap(`failed to remove the firewall record ${file}`, e, ErrorCode.IOFailure);
   }
   // The network's directory goes with its last record (it fails, harmlessly, while others remain).
   try {

@@ -12,7 +12,8 @@ import { tryParseCIDR, tryParseIP } from "../../../spec/ip.js";
 import type { JsonObject, JsonValue } from "../../../spec/json.js";
 import { ROUTE_TYPE, routeFrom, type Route } from "../../../spec/result/common.js";
 import { loadPluginConf } from "../../../skel/conf.js";
-import { decodeConfig, invalidKey } from "../../common/keys.js";
+import { decodeConfig } from "../../common/keys.js";
+import { invalidKey } from "../../../spec/errors.js";
 
 export const DEFAULT_SUBNET_FILE = "/run/flannel/subnet.env";
 export const DEFAULT_DATA_DIR = "/var/lib/cni/flannel";

@@ -14,12 +14,11 @@
  * @module
  */
 import { decodePluginConf } from "../../../spec/config.js";
-import { CniError, ErrorCode } from "../../../spec/errors.js";
+import { CniError, failure, messageOf, pluginNotAvailable } from "../../../spec/errors.js";
 import { isJsonObject, jsonEqual, parseJson, type JsonObject } from "../../../spec/json.js";
 import type { Result } from "../../../spec/result/index.js";
-import { ALL_VERSIONS, VersionInfo } from "../../../spec/version.js";
 import { delegateAdd, delegateCheck, delegateDel, delegateStatus } from "../../../invoke/plugin.js";
-import type { CmdArgs, PluginDefinition } from "../../../skel/skel.js";
+import type { CmdArgs, PluginModule } from "../../../skel/skel.js";
 import { decodeFlannelConf, FLANNEL_SCHEMA, loadFlannelConf, type FlannelConf } from "./config.js";
 import { encodeDelegate, renderDelegate } from "./render.js";
 import { readDelegateConfig, removeDelegateConfig, saveDelegateConfig, savedConfigPath } from "./saved.js";
@@ -46,7 +45,7 @@ async function add(args: CmdArgs): Promise<Result> {
       await delegateDel(type, bytes, callOf(args));
       await removeDelegateConfig(n.dataDir, args.containerID);
     } catch (undo) {
-      warn(args, `could not undo the failed ADD of ${type}: ${(undo as Error).message}`);
+      warn(args, `could not undo the failed ADD of ${type}: ${messageOf(undo)}`);
     }
     throw e;
   }
@@ -61,7 +60,7 @@ function savedDelegate(args: CmdArgs, n: FlannelConf, containerID: string, bytes
     if (!type) throw new Error("it names no plugin type");
     return { raw, type };
   } catch (e) {
-    warn(args, `the saved delegate config ${savedConfigPath(n.dataDir, containerID)} is unusable (${(e as Error).message}); left in place`);
+    warn(args, `the saved delegate config ${savedConfigPath(n.dataDir, containerID)} is unusable (${messageOf(e)}); left in place`);
     return undefined;
   }
 }
@@ -87,11 +86,11 @@ async function check(args: CmdArgs): Promise<void> {
   const n = decodeFlannelConf(args.stdinData);
   const bytes = n.dataDir ? await readDelegateConfig(n.dataDir, args.containerID) : undefined;
   if (!bytes) {
-    throw new CniError(ErrorCode.Internal, `no saved delegate config for container ${args.containerID}`,
+    throw failure(`no saved delegate config for container ${args.containerID}`,
       `${savedConfigPath(n.dataDir, args.containerID)} does not exist: ADD never ran with this dataDir, or DEL already did`);
   }
   const saved = savedDelegate(args, n, args.containerID, bytes);
-  if (!saved) throw new CniError(ErrorCode.Internal, `the saved delegate config ${savedConfigPath(n.dataDir, args.containerID)} is unusable`);
+  if (!saved) throw failure(`the saved delegate config ${savedConfigPath(n.dataDir, args.containerID)} is unusable`);
   await checkSubnetUnchanged(n, saved.raw);
   await delegateCheck(saved.type, withPrevResult(n, saved.raw, bytes), callOf(args));
 }
@@ -107,7 +106,7 @@ async function checkSubnetUnchanged(n: FlannelConf, saved: JsonObject): Promise<
   if (!env || !isJsonObject(savedIpam) || savedIpam["ranges"] === undefined) return;
   const now = renderDelegate(n, env)["ipam"] as JsonObject;
   if (!jsonEqual(now["ranges"], savedIpam["ranges"])) {
-    throw new CniError(ErrorCode.Internal, `this node's flannel subnet changed since ADD`,
+    throw failure(`this node's flannel subnet changed since ADD`,
       `ADD used ranges ${JSON.stringify(savedIpam["ranges"])}, ${n.subnetFile} now gives ${JSON.stringify(now["ranges"])}`);
   }
 }
@@ -119,15 +118,13 @@ async function status(args: CmdArgs): Promise<void> {
     env = await loadSubnetEnv(n.subnetFile);
   } catch (e) {
     const cause = CniError.from(e);
-    throw new CniError(ErrorCode.PluginNotAvailable, cause.msg, cause.details);
+    throw pluginNotAvailable(cause.msg, cause.details);
   }
   const delegate = renderDelegate(n, env);
   await delegateStatus(delegate["type"] as string, Buffer.from(encodeDelegate(delegate)), callOf(args));
 }
 
-export const plugin: PluginDefinition = {
+export const plugin: PluginModule = {
   funcs: { add, del, check, status },
-  versionInfo: new VersionInfo(ALL_VERSIONS),
-  about: "CNI flannel plugin (tscni)",
   config: { schema: FLANNEL_SCHEMA, parse: loadFlannelConf },
 };

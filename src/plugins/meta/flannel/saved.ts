@@ -5,9 +5,9 @@
  * ADD, so a DEL finds it whatever happened after; DEL uses it even when subnet.env is gone.
  * @module
  */
-import { mkdir, readFile, rm } from "node:fs/promises";
+import { mkdirSync, readFileSync, rmSync } from "node:fs";
 import * as path from "../../../sys/posix-path.js";
-import { CniError, ErrorCode } from "../../../spec/errors.js";
+import { ioFailure } from "../../../spec/errors.js";
 import { writeFileAtomic } from "../../../sys/atomic-file.js";
 
 /** Where the delegate config of a container is kept (container IDs are valid file names: skel checks them). */
@@ -16,23 +16,24 @@ export const savedConfigPath = (dataDir: string, containerID: string): string =>
 /** Saves the delegate config of `containerID`. */
 export async function saveDelegateConfig(dataDir: string, containerID: string, bytes: Uint8Array): Promise<void> {
   try {
-    await mkdir(dataDir, { recursive: true, mode: 0o700 });
+    mkdirSync(dataDir, { recursive: true, mode: 0o700 });
     await writeFileAtomic(savedConfigPath(dataDir, containerID), bytes, 0o600);
   } catch (e) {
-    throw new CniError(ErrorCode.IOFailure, `cannot save the delegate config in ${dataDir} ("dataDir")`, (e as Error).message);
+    throw ioFailure(`cannot save the delegate config in ${dataDir} ("dataDir")`, e);
   }
 }
 
 /** The saved delegate config of `containerID`; undefined when there is none. */
 export async function readDelegateConfig(dataDir: string, containerID: string): Promise<Buffer | undefined> {
   try {
-    return await readFile(savedConfigPath(dataDir, containerID));
+    return readFileSync(savedConfigPath(dataDir, containerID));
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code === "ENOENT") return undefined;
-    throw new CniError(ErrorCode.IOFailure, `cannot read the saved delegate config ${savedConfigPath(dataDir, containerID)}`, (e as Error).message);
+    throw ioFailure(`cannot read the saved delegate config ${savedConfigPath(dataDir, containerID)}`, e);
   }
 }
 
 /** Forgets the saved delegate config of `containerID` (nothing to do when there is none). */
-export const removeDelegateConfig = (dataDir: string, containerID: string): Promise<void> =>
-  rm(savedConfigPath(dataDir, containerID), { force: true });
+export async function removeDelegateConfig(dataDir: string, containerID: string): Promise<void> {
+  rmSync(savedConfigPath(dataDir, containerID), { force: true });
+}

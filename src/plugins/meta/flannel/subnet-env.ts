@@ -8,8 +8,8 @@
  * later" (code 11: flanneld has not written it yet), and a subnet of the wrong address family is refused.
  * @module
  */
-import { readFile } from "node:fs/promises";
-import { CniError, ErrorCode } from "../../../spec/errors.js";
+import { readFileSync } from "node:fs";
+import { CniError, invalidConfig, ioFailure, tryAgainLater } from "../../../spec/errors.js";
 import { networkOf, tryParseCIDR, type IPCidr } from "../../../spec/ip.js";
 
 /** What subnet.env says, CIDRs as Go's net.ParseCIDR returns them (host bits cleared). */
@@ -34,7 +34,7 @@ type Key = (typeof KEYS)[number];
 const MAX_UINT32 = 2 ** 32 - 1;
 
 const invalid = (file: string, key: Key, value: string, want: string): CniError =>
-  new CniError(ErrorCode.InvalidNetworkConfig, `invalid ${key} in ${file}: ${JSON.stringify(value)} (${want})`,
+  invalidConfig(`invalid ${key} in ${file}: ${JSON.stringify(value)} (${want})`,
     "flanneld writes this file; check the flannel pod log for this node");
 
 /** One CIDR of `family`, host bits cleared (Go's net.ParseCIDR network). */
@@ -98,7 +98,7 @@ export function parseSubnetEnv(text: string, file: string): SubnetEnv {
   if (mtu === undefined) missing.push("FLANNEL_MTU");
   if (ipMasq === undefined) missing.push("FLANNEL_IPMASQ");
   if (missing.length) {
-    throw new CniError(ErrorCode.InvalidNetworkConfig, `${file} is missing ${missing.join(", ")}`,
+    throw invalidConfig(`${file} is missing ${missing.join(", ")}`,
       "flanneld writes this file; check the flannel pod log for this node");
   }
   return env;
@@ -108,14 +108,14 @@ export function parseSubnetEnv(text: string, file: string): SubnetEnv {
 export async function loadSubnetEnv(file: string): Promise<SubnetEnv> {
   let text: string;
   try {
-    text = await readFile(file, "utf8");
+    text = readFileSync(file, "utf8");
   } catch (e) {
     const err = e as NodeJS.ErrnoException;
     if (err.code === "ENOENT") {
-      throw new CniError(ErrorCode.TryAgainLater, `flannel's subnet file ${file} ("subnetFile") does not exist`,
+      throw tryAgainLater(`flannel's subnet file ${file} ("subnetFile") does not exist`,
         "flanneld writes it once it has a lease for this node; check the flannel pod log for this node");
     }
-    throw new CniError(ErrorCode.IOFailure, `cannot read flannel's subnet file ${file} ("subnetFile")`, err.message);
+    throw ioFailure(`cannot read flannel's subnet file ${file} ("subnetFile")`, e);
   }
   return parseSubnetEnv(text, file);
 }

@@ -5,14 +5,14 @@
  * the key and the value.
  * @module
  */
-import { CniError, ErrorCode } from "../../../spec/errors.js";
+import { invalidConfig, invalidKey } from "../../../spec/errors.js";
 import { bool, foldKey, int, list, member, ptr, string, struct, type Decoded } from "../../../spec/go-decode.js";
 import { isJsonObject, type JsonObject } from "../../../spec/json.js";
 import { NET_CONF_FIELDS, type PluginConf } from "../../../spec/config.js";
 import { parseCIDR, tryParseIP, type IPAddress, type IPCidr, type IPFamily } from "../../../spec/ip.js";
 import { toCurrentResult, type Result } from "../../../spec/result/index.js";
 import { loadPluginConf, parsePrevResult } from "../../../skel/conf.js";
-import { decodeConfig, invalidKey } from "../../common/keys.js";
+import { decodeConfig } from "../../common/keys.js";
 
 export const PROTOCOLS = ["tcp", "udp", "sctp"] as const;
 export type Protocol = (typeof PROTOCOLS)[number];
@@ -171,7 +171,7 @@ export async function chooseBackend(n: PortMapConf, probe: { iptables: () => Pro
   const other: PortMapBackend = backend === "iptables" ? "nftables" : "iptables";
   const wrong = backendSpecificKeys(n)[other];
   if (wrong.length) {
-    throw new CniError(ErrorCode.InvalidNetworkConfig,
+    throw invalidConfig(
       `${backend} backend was requested but configuration contains ${other}-specific options [${wrong.join(" ")}]`,
       n.backend ? "" : `"backend" is not set and ${backend} is the default here; set "backend": "${other}" to use these options`);
   }

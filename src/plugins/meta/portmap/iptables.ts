@@ -19,6 +19,7 @@ import { iptablesFor, type Iptables } from "../../../net/iptables.js";
 import { hashWithPrefix, MAX_CHAIN_LENGTH } from "../../../net/names.js";
 import type { FirewallMark } from "../../../net/firewall-marks.js";
 import { familyOf, mappingFor, type ForwardTarget, type Protocol } from "./config.js";
+import { failure, messageOf } from "../../../spec/errors.js";
 
 export const TOP_DNAT_CHAIN = "CNI-HOSTPORT-DNAT";
 export const SETMARK_CHAIN = "CNI-HOSTPORT-SETMARK";
@@ -294,11 +295,11 @@ export async function checkIptables(t: ForwardTarget): Promise<void> {
   const { ipt, nat } = await openNat(family);
   const command = ipt.command;
   const name = dnatChainName(t.network, t.containerID);
-  if (!nat.chains.has(name)) throw new Error(`chain ${name} not found in ${command} table ${TABLE}`);
+  if (!nat.chains.has(name)) throw failure(`chain ${name} not found in ${command} table ${TABLE}`);
   for (const c of forwardChains(t)) {
-    if (!nat.chains.has(c.name)) throw new Error(`chain ${c.name} not found in ${command} table ${TABLE}`);
+    if (!nat.chains.has(c.name)) throw failure(`chain ${c.name} not found in ${command} table ${TABLE}`);
     for (const r of [...c.rules, ...c.entries]) {
-      if (!(await ruleExists(ipt, nat, r))) throw new Error(`rule "${r.args.join(" ")}" not found in chain ${r.chain} of ${command} table ${TABLE}`);
+      if (!(await ruleExists(ipt, nat, r))) throw failure(`rule "${r.args.join(" ")}" not found in chain ${r.chain} of ${command} table ${TABLE}`);
     }
   }
 }
@@ -325,7 +326,7 @@ async function removeChains(chainsOf: (nat: NatListing) => string[], what: strin
       try {
         opened = await openNat(family);
       } catch (e) {
-        unusable.push(`(${family === 4 ? "iptables" : "ip6tables"}) ${(e as Error).message}`);
+        unusable.push(`(${family === 4 ? "iptables" : "ip6tables"}) ${messageOf(e)}`);
         break;
       }
       const { ipt, nat } = opened;
@@ -339,7 +340,7 @@ async function removeChains(chainsOf: (nat: NatListing) => string[], what: strin
       }
     }
   }
-  if (unusable.length === 2 && needIptables) throw new Error(`neither iptables nor ip6tables is usable, ${unusable.join(", ")}`);
+  if (unusable.length === 2 && needIptables) throw failure(`neither iptables nor ip6tables is usable, ${unusable.join(", ")}`);
 }
 
 /** DEL: the container's chain (and the old SNAT chain) with every jump to them, found by the chain's hash. */

@@ -11,15 +11,14 @@
  * before anything changes, and a failed ADD removes what it made.
  * @module
  */
-import { CniError, ErrorCode } from "../../../spec/errors.js";
+import { invalidConfig, messageOf, pluginNotAvailable, wrap } from "../../../spec/errors.js";
 import type { IPCidr, IPFamily } from "../../../spec/ip.js";
 import type { Result } from "../../../spec/result/index.js";
-import { ALL_VERSIONS, VersionInfo } from "../../../spec/version.js";
 import { deleteFlowsToPort } from "./conntrack.js";
 import { NetNS } from "../../../net/netns.js";
 import { routeInterface } from "./route-lookup.js";
 import { sysctlPath, writeSysctl } from "../../../net/sysctl.js";
-import type { CmdArgs, PluginDefinition } from "../../../skel/skel.js";
+import type { CmdArgs, PluginModule } from "../../../skel/skel.js";
 import {
   chooseBackend, forwardTargets, loadPortMapConf, NOT_CHAINED, PORTMAP_SCHEMA, prevResultOf,
   type ForwardTarget, type PortMapBackend, type PortMapConf, type PortMapping,
@@ -53,7 +52,7 @@ async function enableLocalnetRouting(container: IPCidr): Promise<void> {
   try {
     await writeSysctl(NetNS.host, sysctlPath("net", "ipv4", "conf", dev, "route_localnet"), "1");
   } catch (e) {
-    throw new CniError(ErrorCode.Internal, `unable to enable route_localnet on ${dev}: ${(e as Error).message}`);
+    throw wrap(`unable to enable route_localnet on ${dev}`, e);
   }
 }
 
@@ -68,7 +67,7 @@ async function forgetUdpFlows(args: CmdArgs, mappings: readonly PortMapping[], f
       try {
         if (!(await deleteFlowsToPort("udp", port, family))) return;
       } catch (e) {
-        warn(args, `failed to delete stale UDP conntrack entries for port ${port} (IPv${family}): ${(e as Error).message}`);
+        warn(args, `failed to delete stale UDP conntrack entries for port ${port} (IPv${family}): ${messageOf(e)}`);
       }
     }
   }
@@ -77,7 +76,7 @@ async function forgetUdpFlows(args: CmdArgs, mappings: readonly PortMapping[], f
 async function add(args: CmdArgs): Promise<Result> {
   const n = loadPortMapConf(args.stdinData);
   const prev = prevResultOf(n);
-  if (!prev) throw new CniError(ErrorCode.InvalidNetworkConfig, NOT_CHAINED);
+  if (!prev) throw invalidConfig(NOT_CHAINED);
   if (n.mappings.length === 0) return prev;
   const backend = await chooseBackend(n, PROBES);
   const targets = targetsOf(n, args, prev);
@@ -112,7 +111,7 @@ async function del(args: CmdArgs): Promise<void> {
 async function check(args: CmdArgs): Promise<void> {
   const n = loadPortMapConf(args.stdinData);
   const prev = prevResultOf(n);
-  if (!prev) throw new CniError(ErrorCode.InvalidNetworkConfig, "Required prevResult missing");
+  if (!prev) throw invalidConfig("Required prevResult missing");
   if (n.mappings.length === 0) return;
   const backend = await chooseBackend(n, PROBES);
   for (const t of targetsOf(n, args, prev)) await (backend === "iptables" ? checkIptables(t) : checkNftables(t));
@@ -139,13 +138,11 @@ async function status(args: CmdArgs): Promise<void> {
   const n = loadPortMapConf(args.stdinData);
   const backend = await chooseBackend(n, PROBES);
   if (!(await PROBES[backend]())) {
-    throw new CniError(ErrorCode.PluginNotAvailable, `portmap: the ${backend} backend does not work here`);
+    throw pluginNotAvailable(`portmap: the ${backend} backend does not work here`);
   }
 }
 
-export const plugin: PluginDefinition = {
+export const plugin: PluginModule = {
   funcs: { add, del, check, gc, status },
-  versionInfo: new VersionInfo(ALL_VERSIONS),
-  about: "CNI portmap plugin (tscni)",
   config: { schema: PORTMAP_SCHEMA, parse: (stdin) => loadPortMapConf(stdin) },
 };

@@ -11,6 +11,7 @@ import { NetOpError } from "../../../sys/exec.js";
 import { nftListTable, nftQuote, nftRun, nftUsable, type NftListing, type NftRule } from "../../../net/nftables.js";
 import type { FirewallMark } from "../../../net/firewall-marks.js";
 import { familyOf, mappingFor, type ForwardTarget } from "./config.js";
+import { failure } from "../../../spec/errors.js";
 
 export const NFT_TABLE = "cni_hostport";
 export const HOSTPORTS_CHAIN = "hostports";
@@ -134,7 +135,7 @@ function missingNftables(t: ForwardTarget, listing: NftListing): string[] {
 /** CHECK for one family: the entry chains and at least as many of the container's rules as an ADD makes. */
 export async function checkNftables(t: ForwardTarget): Promise<void> {
   const problems = missingNftables(t, await nftListTable(nftFamily(familyOf(t)), NFT_TABLE));
-  if (problems.length) throw new Error(problems[0]);
+  if (problems.length) throw failure(problems[0]!);
 }
 
 /** Whether an error says the nft tool is not installed. */

@@ -5,7 +5,7 @@
  * The default directory is under /run, which, like the rules, does not survive a reboot.
  * @module
  */
-// (Synchronous node:fs: a few tiny files, and node:fs/promises beside node:fs costs a call ~0.3 ms start-up.)
+// (Synchronous node:fs for a few tiny files: no node:fs/promises on a plugin's start path, docs/startup.md.)
 import { mkdirSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import * as path from "../../../sys/posix-path.js";
 

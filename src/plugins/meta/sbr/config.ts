@@ -9,7 +9,8 @@ import { bool, int, list, ptr, string, struct } from "../../../spec/go-decode.js
 import { tryParseIP } from "../../../spec/ip.js";
 import { toCurrentResult, type Result100 } from "../../../spec/result/index.js";
 import { loadPluginConf, parsePrevResult } from "../../../skel/conf.js";
-import { decodeConfig, invalidKey } from "../../common/keys.js";
+import { decodeConfig } from "../../common/keys.js";
+import { invalidKey } from "../../../spec/errors.js";
 
 const MAX_TABLE = 0xffffffff;
 

@@ -9,15 +9,14 @@
  * prevResult's addresses), and a failed ADD undoes what it did.
  * @module
  */
-import { CniError, ErrorCode } from "../../../spec/errors.js";
+import { failure, invalidConfig } from "../../../spec/errors.js";
 import type { Result100 } from "../../../spec/result/index.js";
-import { ALL_VERSIONS, VersionInfo } from "../../../spec/version.js";
 import { NetOpError } from "../../../sys/exec.js";
 import { ip } from "../../../net/links.js";
 import { NetNS } from "../../../net/netns.js";
 import { withNetnsLock } from "./netns-lock.js";
 import { IpCommandsError, listAllRoutes, listRules, runIpCommands } from "../../../net/policy-routing.js";
-import type { CmdArgs, PluginDefinition } from "../../../skel/skel.js";
+import type { CmdArgs, PluginModule } from "../../../skel/skel.js";
 import { loadSbrConf, SBR_SCHEMA, type SbrConf } from "./config.js";
 import { planSbrAdd, planSbrDel, selectIPs, verifySbr, type IpStep, type SbrSettings, type SbrState } from "./plan.js";
 
@@ -43,12 +42,12 @@ async function applySteps(ns: NetNS, steps: IpStep[], operation: string): Promis
 
 async function add(args: CmdArgs): Promise<Result100> {
   const n = loadSbrConf(args.stdinData);
-  if (!n.prevResult) throw new CniError(ErrorCode.InvalidNetworkConfig, "This plugin must be called as chained plugin", "the config has no prevResult");
+  if (!n.prevResult) throw invalidConfig("This plugin must be called as chained plugin", "the config has no prevResult");
   const ips = selectIPs(args.ifName, n.prevResult);
   const ns = await NetNS.open(args.netns);
   await withNetnsLock(args.netns, async () => {
     if (n.table === undefined && !(await ip.getLink(ns, args.ifName))) {
-      throw new CniError(ErrorCode.Internal, `Cannot find network interface ${args.ifName} in ${args.netns}`);
+      throw failure(`Cannot find network interface ${args.ifName} in ${args.netns}`);
     }
     const state = n.table === undefined ? await readState(ns) : { rules: [], routes: [] };
     const plan = planSbrAdd(ips, state, settingsOf(n, args.ifName));
@@ -61,12 +60,12 @@ async function add(args: CmdArgs): Promise<Result100> {
 
 async function check(args: CmdArgs): Promise<void> {
   const n = loadSbrConf(args.stdinData);
-  if (!n.prevResult) throw new CniError(ErrorCode.InvalidNetworkConfig, "Required prevResult missing");
+  if (!n.prevResult) throw invalidConfig("Required prevResult missing");
   const ips = selectIPs(args.ifName, n.prevResult);
   const ns = await NetNS.open(args.netns);
-  if (!(await ip.getLink(ns, args.ifName))) throw new CniError(ErrorCode.Internal, `interface ${args.ifName} does not exist in ${args.netns}`);
+  if (!(await ip.getLink(ns, args.ifName))) throw failure(`interface ${args.ifName} does not exist in ${args.netns}`);
   const problems = verifySbr(ips, await readState(ns), settingsOf(n, args.ifName));
-  if (problems.length) throw new CniError(ErrorCode.Internal, `source-based routing for ${args.ifName} is incomplete: ${problems.join("; ")}`);
+  if (problems.length) throw failure(`source-based routing for ${args.ifName} is incomplete: ${problems.join("; ")}`);
 }
 
 /** The interface's addresses, or none when it is gone. */
@@ -97,9 +96,7 @@ async function del(args: CmdArgs): Promise<void> {
   });
 }
 
-export const plugin: PluginDefinition = {
+export const plugin: PluginModule = {
   funcs: { add, check, del },
-  versionInfo: new VersionInfo(ALL_VERSIONS),
-  about: "CNI sbr plugin (tscni)",
   config: { schema: SBR_SCHEMA, parse: loadSbrConf },
 };

@@ -4,7 +4,7 @@
  * and what a CHECK expects. Pure, so every decision is unit-tested without a kernel.
  * @module
  */
-import { CniError, ErrorCode } from "../../../spec/errors.js";
+import { invalidConfig } from "../../../spec/errors.js";
 import { cidrContains, networkOf, parseCIDR, parseIP } from "../../../spec/ip.js";
 import type { IPConfig, Result100 } from "../../../spec/result/index.js";
 import {
@@ -47,7 +47,7 @@ export interface SbrSettings {
  */
 export function selectIPs(ifName: string, prev: Result100): IPConfig[] {
   if (!prev.ips?.length) {
-    throw new CniError(ErrorCode.InvalidNetworkConfig, `No IP addresses supplied on interface: ${ifName}`, "the prevResult has no \"ips\"");
+    throw invalidConfig(`No IP addresses supplied on interface: ${ifName}`, "the prevResult has no \"ips\"");
   }
   const interfaces = prev.interfaces ?? [];
   return prev.ips.filter((c) => c.interface === undefined || c.interface < 0 || c.interface >= interfaces.length || interfaces[c.interface]!.name === ifName);

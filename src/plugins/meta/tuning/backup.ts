@@ -7,7 +7,7 @@
  * by: backup directories are shared by networks, and GC is told the valid attachments of one network only.
  * @module
  */
-import { mkdir, readdir, readFile, rm } from "node:fs/promises";
+import { mkdirSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { writeFileAtomic } from "../../../sys/atomic-file.js";
 import * as path from "../../../sys/posix-path.js";
 import type { LinkTunables } from "./link-tunables.js";
@@ -55,7 +55,7 @@ export function decodeBackup(text: string): Partial<LinkTunables> | undefined {
 
 /** Writes the backup (creating the data directory); returns its path. */
 export async function writeBackup(file: string, saved: Partial<LinkTunables>): Promise<string> {
-  await mkdir(path.dirname(file), { recursive: true, mode: 0o700 });
+  mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
   await writeFileAtomic(file, encodeBackup(saved));
   return file;
 }
@@ -66,7 +66,7 @@ export async function writeBackup(file: string, saved: Partial<LinkTunables>): P
 export async function readBackup(file: string): Promise<Partial<LinkTunables> | "unreadable" | undefined> {
   let text: string;
   try {
-    text = await readFile(file, "utf8");
+    text = readFileSync(file, "utf8");
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code === "ENOENT") return undefined;
     throw e;
@@ -76,8 +76,8 @@ export async function readBackup(file: string): Promise<Partial<LinkTunables> | 
 
 /** Removes a backup and the file naming its network. */
 export async function removeBackup(file: string): Promise<void> {
-  await rm(file, { force: true });
-  await rm(networkFileOf(file), { force: true });
+  rmSync(file, { force: true });
+  rmSync(networkFileOf(file), { force: true });
 }
 
 const NETWORK_SUFFIX = ".network";
@@ -87,7 +87,7 @@ export const networkFileOf = (file: string): string => file.replace(/\.json$/, "
 
 /** Records which network the backup at `file` belongs to (before the backup is written, so GC can find both). */
 export async function writeNetworkOf(file: string, network: string): Promise<void> {
-  await mkdir(path.dirname(file), { recursive: true, mode: 0o700 });
+  mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
   await writeFileAtomic(networkFileOf(file), `${network}\n`);
 }
 
@@ -99,7 +99,7 @@ export async function writeNetworkOf(file: string, network: string): Promise<voi
 export async function staleBackups(dataDir: string, network: string, valid: ReadonlyArray<{ containerID: string; ifname: string }>): Promise<string[]> {
   let names: string[];
   try {
-    names = await readdir(dataDir);
+    names = readdirSync(dataDir);
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code === "ENOENT") return [];
     throw e;
@@ -109,7 +109,10 @@ export async function staleBackups(dataDir: string, network: string, valid: Read
   for (const name of names.filter((n) => n.endsWith(NETWORK_SUFFIX) && !n.startsWith("."))) {
     const stem = name.slice(0, -NETWORK_SUFFIX.length);
     if (keep.has(stem)) continue;
-    const owner = await readFile(path.join(dataDir, name), "utf8").catch(() => undefined);
+    let owner: string | undefined;
+    try {
+      owner = readFileSync(path.join(dataDir, name), "utf8");
+    } catch { /* removed meanwhile */ }
     if (owner?.trim() === network) stale.push(path.join(dataDir, `${stem}.json`));
   }
   return stale;

@@ -6,14 +6,13 @@
  */
 import { existsSync, readFileSync } from "node:fs";
 import * as path from "../../../sys/posix-path.js";
-import { loadCniArgs } from "../../../spec/args.js";
 import { NET_CONF_FIELDS, type PluginConf } from "../../../spec/config.js";
 import { bool, int, map, member, ptr, string, struct, type StructOf } from "../../../spec/go-decode.js";
-import { CniError, ErrorCode } from "../../../spec/errors.js";
+import { invalidConfig, invalidKey, ioFailure } from "../../../spec/errors.js";
 import { duplicateKeysAt } from "../../../spec/json-keys.js";
 import { loadPluginConf } from "../../../skel/conf.js";
 import type { LinkTunables } from "./link-tunables.js";
-import { decodeConfig, invalidKey, parseMac } from "../../common/keys.js";
+import { chooseMac, cniArgsMac, decodeConfig } from "../../common/keys.js";
 
 /** Where backups of the original link settings go, as with the Go plugin. */
 export const DEFAULT_DATA_DIR = "/run/cni/tuning";
@@ -59,18 +58,10 @@ export const TUNING_SCHEMA = struct("TuningConf", {
 
 type LinkSettings = StructOf<typeof LINK_SETTINGS>;
 
-/** A MAC an interface can have: canonical form, not multicast. */
-function interfaceMac(value: string, key: string): string {
-  const mac = parseMac(value, key);
-  if (parseInt(mac.slice(0, 2), 16) & 1) throw invalidKey(key, value, "a multicast MAC cannot be an interface's address");
-  return mac;
-}
-
 const MAX_U32 = 0xffffffff;
 
-/** Takes the link settings of one object (the config itself or `args.cni`) into `link`, overriding. */
-function readLinkSettings(from: LinkSettings, prefix: string, link: Partial<LinkTunables>, macSource: { key?: string; value?: string }): void {
-  if (from.mac !== undefined && (prefix !== "" || from.mac !== "")) Object.assign(macSource, { key: `${prefix}mac`, value: from.mac });
+/** Takes the link settings but the MAC of one object (the config itself or `args.cni`) into `link`, overriding. */
+function readLinkSettings(from: LinkSettings, prefix: string, link: Partial<LinkTunables>): void {
   if (from.promisc !== undefined) link.promisc = from.promisc;
   if (from.mtu !== undefined) {
     if (from.mtu < 0 || from.mtu > 2 ** 31 - 1) throw invalidKey(`${prefix}mtu`, from.mtu, `want an integer from 0 to ${2 ** 31 - 1}`);
@@ -94,24 +85,17 @@ export function loadTuningConf(stdin: Buffer, cniArgs: string): TuningConf {
   rejectDuplicateSysctls(stdin);
   const sysctl = new Map<string, string>(c.sysctl);
   const link: Partial<LinkTunables> = {};
-  const mac: { key?: string; value?: string } = {};
-  readLinkSettings(c, "", link, mac);
-
-  let args: { MAC?: string };
-  try {
-    args = loadCniArgs(cniArgs, { MAC: (v: string) => v });
-  } catch (e) {
-    throw new CniError(ErrorCode.InvalidEnvironmentVariables, `invalid CNI_ARGS: ${(e as Error).message}`);
-  }
-  if (args.MAC) Object.assign(mac, { key: "CNI_ARGS MAC", value: args.MAC });
-  if (c.runtimeConfig?.mac) Object.assign(mac, { key: "runtimeConfig.mac", value: c.runtimeConfig.mac });
-
+  readLinkSettings(c, "", link);
+  const argsMac = cniArgsMac(cniArgs);
   const argsCni = c.args?.cni;
   if (argsCni) {
     for (const [k, v] of argsCni.sysctl ?? []) sysctl.set(k, v);
-    readLinkSettings(argsCni, "args.cni.", link, mac);
+    readLinkSettings(argsCni, "args.cni.", link);
   }
-  if (mac.value) link.mac = interfaceMac(mac.value, mac.key!);
+  // An empty args.cni.mac clears the MAC, as in Go; any other empty MAC is no MAC.
+  const mac = argsCni?.mac === "" ? undefined
+    : chooseMac([["mac", c.mac], ["CNI_ARGS MAC", argsMac], ["runtimeConfig.mac", c.runtimeConfig?.mac], ["args.cni.mac", argsCni?.mac]]);
+  if (mac) link.mac = mac;
   if (link.promisc === false) delete link.promisc; // false means "leave it alone"
   if (link.mtu === 0) delete link.mtu;
 
@@ -154,7 +138,7 @@ export function readAllowlist(file = ALLOWLIST_FILE): string[] | undefined {
   try {
     text = readFileSync(file, "utf8");
   } catch (e) {
-    throw new CniError(ErrorCode.IOFailure, `cannot read the sysctl allowlist ${file}`, (e as Error).message);
+    throw ioFailure(`cannot read the sysctl allowlist ${file}`, e);
   }
   return text.split("\n").map((l) => l.trim()).filter((l) => l.length > 0);
 }
@@ -166,7 +150,7 @@ export function checkAllowlist(keys: Iterable<string>, allowlist: readonly strin
     try {
       return new RegExp(p);
     } catch (e) {
-      throw new CniError(ErrorCode.InvalidNetworkConfig, `invalid pattern ${JSON.stringify(p)} in the sysctl allowlist ${file}`, (e as Error).message);
+      throw invalidConfig(`invalid pattern ${JSON.stringify(p)} in the sysctl allowlist ${file}`, e);
     }
   });
   for (const key of keys) {

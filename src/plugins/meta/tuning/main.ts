@@ -6,23 +6,19 @@
  * the interface's new MAC when ADD changed it. GC drops the backups of the network's attachments that are gone.
  * @module
  */
-import { CniError, ErrorCode } from "../../../spec/errors.js";
+import { failure, invalidConfig, invalidKey } from "../../../spec/errors.js";
 import { toCurrentResult, type Result } from "../../../spec/result/index.js";
-import { ALL_VERSIONS, VersionInfo } from "../../../spec/version.js";
 import { readLinkTunables, setLinkTunables, type LinkTunables } from "./link-tunables.js";
 import { NetNS } from "../../../net/netns.js";
 import { probeSysctls, writeSysctlFiles } from "../../../net/sysctl.js";
 import { loadPluginConf, parsePrevResult } from "../../../skel/conf.js";
-import type { CmdArgs, PluginDefinition } from "../../../skel/skel.js";
-import { invalidKey } from "../../common/keys.js";
+import type { CmdArgs, PluginModule } from "../../../skel/skel.js";
 import { backupFile, backupOf, readBackup, removeBackup, staleBackups, writeBackup, writeNetworkOf } from "./backup.js";
 import { TUNING_SCHEMA, changesLink, checkAllowlist, loadTuningConf, loadTuningDataDir, readAllowlist, sysctlSettings, type SysctlSetting, type TuningConf } from "./config.js";
 
-const failure = (msg: string, details = "") => new CniError(ErrorCode.Internal, msg, details);
-
 function requirePrev(n: TuningConf): Result {
   const prev = parsePrevResult(n.conf);
-  if (!prev) throw new CniError(ErrorCode.InvalidNetworkConfig, "Required prevResult missing");
+  if (!prev) throw invalidConfig("Required prevResult missing");
   return prev;
 }
 
@@ -165,9 +161,7 @@ async function gc(args: CmdArgs): Promise<void> {
   for (const file of await staleBackups(loadTuningDataDir(args.stdinData), conf.name, conf.validAttachments)) await removeBackup(file);
 }
 
-export const plugin: PluginDefinition = {
+export const plugin: PluginModule = {
   funcs: { add, del, check, gc },
-  versionInfo: new VersionInfo(ALL_VERSIONS),
-  about: "CNI tuning plugin (tscni)",
   config: { schema: TUNING_SCHEMA, parse: loadTuningConf },
 };

@@ -7,7 +7,8 @@ import { NET_CONF_FIELDS, type PluginConf } from "../../../spec/config.js";
 import { string, struct, uint32 } from "../../../spec/go-decode.js";
 import { toCurrentResult, type Result100 } from "../../../spec/result/index.js";
 import { loadPluginConf, parsePrevResult } from "../../../skel/conf.js";
-import { decodeConfig, invalidKey } from "../../common/keys.js";
+import { decodeConfig } from "../../common/keys.js";
+import { invalidKey } from "../../../spec/errors.js";
 
 /** The Go plugin's VRFNetConf. */
 export const VRF_SCHEMA = struct("VRFNetConf", { ...NET_CONF_FIELDS, vrfname: string, table: uint32 });

@@ -9,13 +9,12 @@
  * @module
  */
 import { setTimeout as sleep } from "node:timers/promises";
-import { CniError, ErrorCode } from "../../../spec/errors.js";
+import { failure, invalidConfig } from "../../../spec/errors.js";
 import type { Result100 } from "../../../spec/result/index.js";
-import { versionsStartingFrom, VersionInfo } from "../../../spec/version.js";
 import { ip } from "../../../net/links.js";
 import { NetNS } from "../../../net/netns.js";
 import { listAllRoutes, runIpCommands as runCommands, type IpCommand } from "../../../net/policy-routing.js";
-import type { CmdArgs, PluginDefinition } from "../../../skel/skel.js";
+import type { CmdArgs, PluginModule } from "../../../skel/skel.js";
 import { loadVrfConf, VRF_SCHEMA } from "./config.js";
 import { globalIPv6, planVrfDel, planVrfEnslave, planVrfRestore, routesToMove, verifyVrf } from "./plan.js";
 
@@ -28,14 +27,14 @@ async function waitForLocalRoutes(ns: NetNS, ifName: string, table: number, dest
     const routes = (await listAllRoutes(ns)).filter((r) => r.table === table && r.dev === ifName);
     destinations = destinations.filter((d) => !routes.some((r) => r.dst === d));
     if (!destinations.length) return;
-    if (retry === 8) throw new CniError(ErrorCode.Internal, `failed getting local/host addresses for ${ifName} in table ${table} with dst ${destinations.join(", ")}`);
+    if (retry === 8) throw failure(`failed getting local/host addresses for ${ifName} in table ${table} with dst ${destinations.join(", ")}`);
     await sleep(10 * 2 ** retry);
   }
 }
 
 async function add(args: CmdArgs): Promise<Result100> {
   const n = loadVrfConf(args.stdinData);
-  if (!n.prevResult) throw new CniError(ErrorCode.InvalidNetworkConfig, "missing prevResult from earlier plugin");
+  if (!n.prevResult) throw invalidConfig("missing prevResult from earlier plugin");
   const ns = await NetNS.open(args.netns);
   const plan = planVrfEnslave(await ip.listLinks(ns), n.vrfName, n.table, args.ifName);
   const ipv6Before = globalIPv6(await ip.listAddresses(ns, args.ifName));
@@ -56,10 +55,10 @@ async function add(args: CmdArgs): Promise<Result100> {
 
 async function check(args: CmdArgs): Promise<void> {
   const n = loadVrfConf(args.stdinData);
-  if (!n.prevResult) throw new CniError(ErrorCode.InvalidNetworkConfig, "missing prevResult from earlier plugin");
+  if (!n.prevResult) throw invalidConfig("missing prevResult from earlier plugin");
   const ns = await NetNS.open(args.netns);
   const problems = verifyVrf(await ip.listLinks(ns), n.vrfName, n.table, args.ifName);
-  if (problems.length) throw new CniError(ErrorCode.Internal, problems.join("; "));
+  if (problems.length) throw failure(problems.join("; "));
 }
 
 async function del(args: CmdArgs): Promise<void> {
@@ -75,9 +74,7 @@ async function del(args: CmdArgs): Promise<void> {
   }
 }
 
-export const plugin: PluginDefinition = {
+export const plugin: PluginModule = {
   funcs: { add, check, del },
-  versionInfo: new VersionInfo(versionsStartingFrom("0.3.1")),
-  about: "CNI vrf plugin (tscni)",
   config: { schema: VRF_SCHEMA, parse: loadVrfConf },
 };

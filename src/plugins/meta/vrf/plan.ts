@@ -5,7 +5,7 @@
  * kernels without VRF support.
  * @module
  */
-import { CniError, ErrorCode } from "../../../spec/errors.js";
+import { failure } from "../../../spec/errors.js";
 import { parseCIDR } from "../../../spec/ip.js";
 import type { Address, Link } from "../../../net/types.js";
 import { kernelRouteWords, SCOPE_UNIVERSE, TABLE_MAIN, type KernelRoute } from "../../../net/policy-routing.js";
@@ -34,7 +34,6 @@ export interface VrfEnslavePlan {
   created: boolean;
 }
 
-const fail = (msg: string) => new CniError(ErrorCode.Internal, msg);
 
 /**
  * ADD, first part: find the VRF (an existing one must be a VRF, with the configured table if one is set) or
@@ -43,14 +42,14 @@ const fail = (msg: string) => new CniError(ErrorCode.Internal, msg);
 export function planVrfEnslave(links: Link[], vrfName: string, table: number, ifName: string): VrfEnslavePlan {
   const vrf = links.find((l) => l.name === vrfName);
   const iface = links.find((l) => l.name === ifName);
-  if (!iface) throw fail(`could not get link by name ${ifName}`);
-  if (iface.master) throw fail(`interface ${ifName} has already a master set: ${iface.master}`);
+  if (!iface) throw failure(`could not get link by name ${ifName}`);
+  if (iface.master) throw failure(`interface ${ifName} has already a master set: ${iface.master}`);
   const commands: string[][] = [];
   let vrfTable: number;
   if (vrf) {
     const existing = vrfTableOf(vrf);
-    if (existing === undefined) throw fail(`link ${vrfName} exists and is not a VRF (it is a ${vrf.kind ?? "device"})`);
-    if (table !== 0 && existing !== table) throw fail(`VRF ${vrfName} already exist with different routing table ${existing}`);
+    if (existing === undefined) throw failure(`link ${vrfName} exists and is not a VRF (it is a ${vrf.kind ?? "device"})`);
+    if (table !== 0 && existing !== table) throw failure(`VRF ${vrfName} already exist with different routing table ${existing}`);
     vrfTable = existing;
   } else {
     vrfTable = table || freeVrfTable(links);
