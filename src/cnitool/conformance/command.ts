@@ -4,6 +4,7 @@
  * the end. Exit status 0 iff no check failed; the sandbox is removed however the run ends (SIGINT and SIGTERM too).
  * @module
  */
+import { messageOf } from "../../spec/errors.js";
 import { accessSync, constants, readFileSync } from "node:fs";
 import path from "node:path";
 import { Command, CommanderError } from "commander";
@@ -51,7 +52,7 @@ export function readPluginConfig(text: string, pluginType: string, file: string)
   try {
     parsed = parseJson(text);
   } catch (e) {
-    throw new Error(`${file}: not JSON: ${(e as Error).message}`);
+    throw new Error(`${file}: not JSON: ${messageOf(e)}`);
   }
   let config: unknown = parsed;
   if (isJsonObject(parsed) && Array.isArray(parsed["plugins"])) {
@@ -71,7 +72,7 @@ function onlyPattern(text: string | undefined): RegExp | undefined {
   try {
     return new RegExp(text, "i");
   } catch (e) {
-    throw new Error(`--only: ${(e as Error).message}`);
+    throw new Error(`--only: ${messageOf(e)}`);
   }
 }
 

@@ -4,6 +4,7 @@
  * CheckResult.
  * @module
  */
+import { messageOf } from "../../spec/errors.js";
 import type { JsonObject } from "../../spec/json.js";
 import { compareVersions } from "../../spec/version.js";
 import type { CheckResult, Diagnostic, Problem } from "./report.js";
@@ -83,7 +84,7 @@ export class SuiteContext {
     } catch (e) {
       result = e instanceof Skip
         ? { title, section, outcome: "skip", problems: [], skipReason: e.reason }
-        : { title, section, outcome: "fail", problems: [{ rule: "RUNNER", message: `the check could not be carried out: ${(e as Error).message}` }] };
+        : { title, section, outcome: "fail", problems: [{ rule: "RUNNER", message: `the check could not be carried out: ${messageOf(e)}` }] };
     }
     const done: CheckResult = { ...result, id: this.results.length + 1, durationMs: performance.now() - started };
     this.results.push(done);

@@ -6,6 +6,7 @@
  * attachment gets (addresses, MACs, host link names), so shapes are compared with those masked. Pure.
  * @module
  */
+import { messageOf } from "../../spec/errors.js";
 import { isJsonObject, type JsonObject, type JsonValue } from "../../spec/json.js";
 import { tryParseCIDR, tryParseIP } from "../../spec/ip.js";
 import { convertResult, createResult, familyOf, resultToJson, type Result, type ResultFamily } from "../../spec/result/index.js";
@@ -36,7 +37,7 @@ export function judgeResult(raw: JsonObject, version: string, netns: string): { 
   try {
     result = createResult(version, { ...raw, cniVersion: version });
   } catch (e) {
-    problems.push({ rule, message: `not a valid ${version} result: ${(e as Error).message}` });
+    problems.push({ rule, message: `not a valid ${version} result: ${messageOf(e)}` });
   }
   const family = familyOf(version);
   if (family) {
@@ -160,7 +161,7 @@ export function expectedShape(reference: Result, netns: string, version: string)
   try {
     return { shape: maskResult(resultToJson(convertResult(reference, version)), netns) };
   } catch (e) {
-    return { conversionError: (e as Error).message };
+    return { conversionError: messageOf(e) };
   }
 }
 

@@ -6,6 +6,7 @@
  * its own.
  * @module
  */
+import { messageOf } from "../../spec/errors.js";
 import type { JsonObject } from "../../spec/json.js";
 import { ALL_VERSIONS, CURRENT_VERSION } from "../../spec/versions.js";
 import { parseVersion } from "../../spec/version.js";
@@ -89,7 +90,7 @@ export function configProblem(config: unknown): string | undefined {
   try {
     parseVersion(c["cniVersion"]);
   } catch (e) {
-    return `the config's cniVersion: ${(e as Error).message}`;
+    return `the config's cniVersion: ${messageOf(e)}`;
   }
   if (typeof c["name"] !== "string" || c["name"] === "") return `the config needs "name"`;
   if (typeof c["type"] !== "string" || c["type"] === "") return `the config needs "type"`;
