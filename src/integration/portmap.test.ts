@@ -8,11 +8,11 @@
  */
 import { describe, test, after } from "node:test";
 import assert from "node:assert/strict";
-import { spawn, spawnSync } from "node:child_process";
+import { spawnSync } from "node:child_process";
 import { existsSync, readdirSync } from "node:fs";
 import path from "node:path";
-import { setTimeout as sleep } from "node:timers/promises";
 import { Cleanup, GO_BIN, Netns, OUR_BIN, runTag, skipReason } from "../testing/harness.js";
+import { fetchFrom, startHelloServer } from "../testing/published-port.js";
 import { cniError, containerIdOf, Host, type Result } from "../testing/rig.js";
 import { dnatChainName } from "../plugins/meta/portmap/iptables.js";
 
@@ -30,39 +30,6 @@ type Backend = "iptables" | "nftables";
 const tcp = (hostPort: number, containerPort: number, extra: Json = {}) => ({ hostPort, containerPort, protocol: "tcp", ...extra });
 const udp = (hostPort: number, containerPort: number, extra: Json = {}) => ({ hostPort, containerPort, protocol: "udp", ...extra });
 const capArgs = (portMappings: Json[]) => ({ CAP_ARGS: JSON.stringify({ portMappings }) });
-
-/** Starts a TCP server answering "hello" on port 80 (IPv4 and IPv6) inside `ns`; stopped at cleanup. */
-async function startHelloServer(cleanup: Cleanup, ns: Netns): Promise<void> {
-  const script = "require('net').createServer((s) => s.end('hello')).listen(80, '::', () => console.log('ready'))";
-  const child = spawn("ip", ["netns", "exec", ns.name, process.execPath, "-e", script], { stdio: ["ignore", "pipe", "pipe"] });
-  cleanup.add(() => child.kill());
-  await new Promise<void>((resolve, reject) => {
-    let err = "";
-    child.stderr.on("data", (b: Buffer) => (err += b.toString()));
-    child.stdout.on("data", (b: Buffer) => b.toString().includes("ready") && resolve());
-    child.on("exit", (code) => reject(new Error(`hello server in ${ns.name} exited (${code}): ${err}`)));
-  });
-}
-
-const CLIENT = [
-  "const [host, port] = process.argv.slice(1);",
-  "const s = require('net').connect({ host, port: Number(port) });",
-  "let d = ''; s.on('data', (x) => (d += x)); s.on('end', () => process.stdout.write(d));",
-  "s.on('error', (e) => { console.error(e.message); process.exit(1); });",
-  "s.setTimeout(2000, () => { console.error('timeout'); process.exit(1); });",
-].join("\n");
-
-/** Connects from `ns` to host:port and returns what the server said (retrying while IPv6 DAD settles); "" if never. */
-async function fetchFrom(ns: Netns, host: string, port: number, tries = 10): Promise<string> {
-  let last = "";
-  for (let i = 0; i < tries; i++) {
-    const r = await ns.run(process.execPath, ["-e", CLIENT, host, String(port)]);
-    if (r.code === 0) return r.stdout;
-    last = r.stderr.trim();
-    await sleep(300);
-  }
-  return `failed: ${last}`;
-}
 
 /** Sends one UDP datagram from `ns` (creating a conntrack entry). */
 async function sendUdp(ns: Netns, host: string, port: number): Promise<void> {

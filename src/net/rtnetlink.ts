@@ -28,16 +28,8 @@ const NLM_F_ACK_TLVS = 0x200;
 
 const align4 = (n: number): number => (n + 3) & ~3;
 
-/** Concatenates byte strings. */
-export function concatBytes(...parts: Uint8Array[]): Uint8Array {
-  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
-  let at = 0;
-  for (const p of parts) {
-    out.set(p, at);
-    at += p.length;
-  }
-  return out;
-}
+import { concatBytes } from "../sys/bytes.js";
+export { concatBytes };
 
 /** One netlink attribute (type, length, payload padded to 4 bytes). */
 export function nlAttr(type: number, payload: Uint8Array): Uint8Array {

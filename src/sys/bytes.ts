@@ -10,3 +10,14 @@ export const randomBytes = (n: number): Uint8Array => globalThis.crypto.getRando
 /** Lower-case hex of `bytes`, two digits each, joined by `separator` (":" for a MAC address). */
 export const hexOf = (bytes: Uint8Array, separator = ""): string =>
   Array.from(bytes, (x) => x.toString(16).padStart(2, "0")).join(separator);
+
+/** Byte strings joined into one. */
+export function concatBytes(...parts: readonly Uint8Array[]): Uint8Array {
+  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
+  let at = 0;
+  for (const p of parts) {
+    out.set(p, at);
+    at += p.length;
+  }
+  return out;
+}

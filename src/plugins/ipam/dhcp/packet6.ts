@@ -6,6 +6,7 @@
  * relay messages are refused, as a client never receives them.
  * @module
  */
+import { concatBytes } from "../../../sys/bytes.js";
 import { formatIPv6, parseIPBytes } from "../../../spec/ip.js";
 import { DhcpFormatError, encodeDomainSearch, parseDomainSearch } from "./packet.js";
 
@@ -88,16 +89,6 @@ const view = (b: Uint8Array): DataView => new DataView(b.buffer, b.byteOffset, b
 /** A 16-bit value's two bytes. */
 export const u16Bytes = (v: number): Uint8Array => Uint8Array.of((v >> 8) & 0xff, v & 0xff);
 
-/** Bytes joined. */
-export function concat(...parts: readonly Uint8Array[]): Uint8Array {
-  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
-  let at = 0;
-  for (const p of parts) {
-    out.set(p, at);
-    at += p.length;
-  }
-  return out;
-}
 
 /** Bytes as colon-separated hex (how servers log DUIDs). */
 export const hexColons = (b: Uint8Array): string => [...b].map((x) => x.toString(16).padStart(2, "0")).join(":");
@@ -112,7 +103,7 @@ export function encodeOptions(options: readonly Opt6[]): Uint8Array {
     if (o.value.length > 0xffff) throw new DhcpFormatError(`option ${o.code} has ${o.value.length} bytes, over 65535`);
     parts.push(u16Bytes(o.code), u16Bytes(o.value.length), o.value);
   }
-  return concat(...parts);
+  return concatBytes(...parts);
 }
 
 /** Reads options filling `bytes` exactly; throws when one runs past the end or a header is cut short. */
@@ -142,7 +133,7 @@ export function encodeIaNa(ia: IaNa): Uint8Array {
   v.setUint32(0, ia.iaid >>> 0);
   v.setUint32(4, ia.t1 >>> 0);
   v.setUint32(8, ia.t2 >>> 0);
-  return concat(head, encodeOptions(ia.options));
+  return concatBytes(head, encodeOptions(ia.options));
 }
 
 export function decodeIaNa(value: Uint8Array): IaNa {
@@ -157,7 +148,7 @@ export function encodeIaAddress(a: IaAddress): Uint8Array {
   const v = view(head);
   v.setUint32(16, a.preferred >>> 0);
   v.setUint32(20, a.valid >>> 0);
-  return concat(head, encodeOptions(a.options));
+  return concatBytes(head, encodeOptions(a.options));
 }
 
 export function decodeIaAddress(value: Uint8Array): IaAddress {
@@ -167,7 +158,7 @@ export function decodeIaAddress(value: Uint8Array): IaAddress {
 }
 
 export function encodeStatus(s: StatusCode): Uint8Array {
-  return concat(u16Bytes(s.code), Buffer.from(s.message, "utf8"));
+  return concatBytes(u16Bytes(s.code), Buffer.from(s.message, "utf8"));
 }
 
 export function decodeStatus(value: Uint8Array): StatusCode {
@@ -185,7 +176,7 @@ export function statusOf(options: readonly Opt6[]): StatusCode {
 export const statusText = (s: StatusCode): string => `${STATUS6_NAMES[s.code] ?? `status ${s.code}`}${s.message ? ` (${s.message})` : ""}`;
 
 /** The Option Request option's value: 16-bit codes. */
-export const encodeOro = (codes: readonly number[]): Uint8Array => concat(...codes.map(u16Bytes));
+export const encodeOro = (codes: readonly number[]): Uint8Array => concatBytes(...codes.map(u16Bytes));
 
 export function decodeOro(value: Uint8Array): number[] {
   if (value.length % 2) throw new DhcpFormatError(`an Option Request option of ${value.length} bytes is not a list of 16-bit codes`);
@@ -217,8 +208,8 @@ export const encodeDomainList = (names: readonly string[]): Uint8Array => encode
 export function clientFqdn(hostName: string): Uint8Array | undefined {
   const labels = hostName.replace(/\.$/, "").split(".").map((l) => Buffer.from(l, "utf8"));
   if (labels.some((l) => l.length === 0 || l.length > 63)) return undefined;
-  const name = concat(...labels.flatMap((l) => [Uint8Array.of(l.length), l]), labels.length > 1 ? Uint8Array.of(0) : new Uint8Array());
-  return name.length > 255 ? undefined : concat(Uint8Array.of(0), name);
+  const name = concatBytes(...labels.flatMap((l) => [Uint8Array.of(l.length), l]), labels.length > 1 ? Uint8Array.of(0) : new Uint8Array());
+  return name.length > 255 ? undefined : concatBytes(Uint8Array.of(0), name);
 }
 
 // ---- DUIDs ----------------------------------------------------------------------------------------------
@@ -227,19 +218,19 @@ export function clientFqdn(hostName: string): Uint8Array | undefined {
 const DUID_EPOCH_S = 946_684_800;
 
 /** DUID-LL (RFC 8415 §11.4): type 3, the hardware type (ARPHRD) and the link-layer address. */
-export const duidLL = (hwType: number, mac: Uint8Array): Uint8Array => concat(u16Bytes(DuidType.LL), u16Bytes(hwType), mac);
+export const duidLL = (hwType: number, mac: Uint8Array): Uint8Array => concatBytes(u16Bytes(DuidType.LL), u16Bytes(hwType), mac);
 
 /** DUID-LLT (RFC 8415 §11.2): type 1, the hardware type, the time (seconds since 2000, mod 2^32) and the address. */
 export function duidLLT(hwType: number, mac: Uint8Array, epochMs: number): Uint8Array {
   const t = new Uint8Array(4);
   view(t).setUint32(0, (Math.floor(epochMs / 1000) - DUID_EPOCH_S) >>> 0);
-  return concat(u16Bytes(DuidType.LLT), u16Bytes(hwType), t, mac);
+  return concatBytes(u16Bytes(DuidType.LLT), u16Bytes(hwType), t, mac);
 }
 
 /** DUID-UUID (RFC 6355): type 4 and the 16 bytes of a UUID. */
 export function duidUUID(uuid: Uint8Array): Uint8Array {
   if (uuid.length !== 16) throw new DhcpFormatError(`a UUID has 16 bytes, not ${uuid.length}`);
-  return concat(u16Bytes(DuidType.UUID), uuid);
+  return concatBytes(u16Bytes(DuidType.UUID), uuid);
 }
 
 // ---- messages -------------------------------------------------------------------------------------------
@@ -248,7 +239,7 @@ export function duidUUID(uuid: Uint8Array): Uint8Array {
 export function encodeMessage6(m: Dhcp6Message): Uint8Array {
   if (m.type < 1 || m.type > 255 || m.type === Message6.RelayForw || m.type === Message6.RelayRepl) throw new DhcpFormatError(`message type ${m.type} is not a client/server message`);
   if (m.xid < 0 || m.xid > 0xffffff) throw new DhcpFormatError(`transaction id ${m.xid} does not fit 24 bits`);
-  return concat(Uint8Array.of(m.type, (m.xid >> 16) & 0xff, (m.xid >> 8) & 0xff, m.xid & 0xff), encodeOptions(m.options));
+  return concatBytes(Uint8Array.of(m.type, (m.xid >> 16) & 0xff, (m.xid >> 8) & 0xff, m.xid & 0xff), encodeOptions(m.options));
 }
 
 /** Decodes a client/server message; throws DhcpFormatError for anything shorter than its header, a relay message, or options that overrun. */
