@@ -13,7 +13,10 @@ import { fileURLToPath } from "node:url";
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const BUN = path.join(ROOT, "node_modules/.bin/bun");
 
-/** RSS in KiB of `root` and every process whose ancestry includes it, and of every process whose command line names `socket`, summed. */
+/**
+ * RSS in KiB of `root` and every process whose ancestry includes it, and of every process whose command line names
+ * `socket` (a resident server) with its children, summed; and the servers' own RSS alone.
+ */
 function treeRss(root, socket) {
   const parent = new Map();
   const rss = new Map();
@@ -29,6 +32,8 @@ function treeRss(root, socket) {
     } catch { /* gone meanwhile */ }
   }
   let total = 0;
+  let server = 0;
+  for (const pid of servers) server += rss.get(pid) ?? 0;
   for (const pid of rss.keys()) {
     for (let p = pid, hops = 0; p && hops < 64; p = parent.get(p), hops++) {
       if (p === root || servers.has(p)) {
@@ -37,7 +42,7 @@ function treeRss(root, socket) {
       }
     }
   }
-  return total;
+  return { total, server };
 }
 
 /** What a run left in the host namespace and its state dirs. */
@@ -55,7 +60,8 @@ function leftovers(state, subnetPrefix) {
 const SUBNETS = { inprocess: "10.246.", go: "10.247.", exec: "10.243.", resident: "10.242." };
 
 /**
- * Runs the scenario once for one plugin dir; resolves to { setupMs, teardownMs, failures, leftovers, peakRssKiB }.
+ * Runs the scenario once for one plugin dir; resolves to { setupMs, teardownMs, failures, leftovers, peakRssKiB,
+ * serverPeakRssKiB (with a server) }.
  * env: extra environment of the manager (the launcher's socket and mode); serverSocket: the socket of a resident
  * server whose memory counts (whoever started it: it is found by its command line at every sample).
  */
@@ -76,14 +82,20 @@ export async function runPods({ binDir, impl, pods, scratch, env = {}, serverSoc
   const args = JSON.stringify({ binDir, pods, confDir: state.conf, cacheDir: state.cache, inProcess: impl === "inprocess", tag: `${impl[0]}${pods}` });
   const child = spawn(BUN, [path.join(ROOT, "bench/pod-driver.mjs"), args], { stdio: ["ignore", "pipe", "inherit"], env: { ...process.env, ...env } });
   let peak = 0;
-  const sampler = setInterval(() => (peak = Math.max(peak, treeRss(child.pid, serverSocket))), 20);
+  let serverPeak = 0;
+  const sampler = setInterval(() => {
+    const { total, server } = treeRss(child.pid, serverSocket);
+    peak = Math.max(peak, total);
+    serverPeak = Math.max(serverPeak, server);
+  }, 20);
   let out = "";
   child.stdout.on("data", (b) => (out += b));
   const code = await new Promise((resolve) => child.on("close", resolve));
   clearInterval(sampler);
   if (code !== 0) throw new Error(`pod driver (${impl}) exited with ${code}: ${out}`);
   const r = JSON.parse(out.trim().split("\n").pop());
-  const row = { ...r, failures: r.setupFailures + r.teardownFailures, leftovers: leftovers(state, SUBNETS[impl]), peakRssKiB: peak };
+  const row = { ...r, failures: r.setupFailures + r.teardownFailures, leftovers: leftovers(state, SUBNETS[impl]), peakRssKiB: peak,
+    ...(serverSocket ? { serverPeakRssKiB: serverPeak } : {}) };
   try {
     execFileSync("ip", ["link", "delete", `bpod${impl[0]}0`], { stdio: "ignore" });
   } catch { /* no bridge */ }

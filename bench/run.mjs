@@ -437,7 +437,8 @@ async function measure(server) {
         const r = await runPods({ binDir: impl === "go" ? GO : OURS, impl, pods: n, scratch, env: implEnv(impl === "resident" ? "resident" : "ours"),
           serverSocket: impl === "resident" ? residentSocket : undefined });
         pods.push({ n, impl, ...r });
-        console.log(`${n} pods at once (${impl}): setup ${r.setupMs.toFixed(0)} ms, teardown ${r.teardownMs.toFixed(0)} ms, failures ${r.failures}, leftovers ${r.leftovers}, peak ${Math.round(r.peakRssKiB / 1024)} MiB`);
+        console.log(`${n} pods at once (${impl}): setup ${r.setupMs.toFixed(0)} ms, teardown ${r.teardownMs.toFixed(0)} ms, failures ${r.failures}, leftovers ${r.leftovers}, peak ${Math.round(r.peakRssKiB / 1024)} MiB` +
+          (r.serverPeakRssKiB !== undefined ? ` (the server alone: ${Math.round(r.serverPeakRssKiB / 1024)} MiB)` : ""));
         if (impl === "resident" && n === 100) {
           // The server the burst started, once the burst is over and it has been idle for a while.
           await sleep(10_000);
@@ -473,12 +474,12 @@ function podsTable(pods) {
     "portmap (a published port per pod), firewall, tuning. Plugins: ours in the manager's process; ours exec'd per call (exec mode);",
     "ours as installed, from cold: no server when the burst begins, the burst's first calls start one and the rest go to it; Go's exec'd",
     "per call. Peak memory: every process of the run together (the manager, all plugin and tool processes, and the resident server",
-    "with its own children where one serves), sampled from /proc every 20 ms.",
+    "with its own children where one serves), sampled from /proc every 20 ms; the server's peak: its own resident set alone.",
     "",
-    "| pods | plugins | setup (ms) | teardown (ms) | setup / Go | teardown / Go | failures | leftovers | peak memory (MiB) | memory / Go |",
-    "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+    "| pods | plugins | setup (ms) | teardown (ms) | setup / Go | teardown / Go | failures | leftovers | peak memory (MiB) | memory / Go | the server's peak (MiB) |",
+    "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ...pods.map((p) => `| ${p.n} | ${PODS_LABEL[p.impl] ?? p.impl} | ${p.setupMs.toFixed(0)} | ${p.teardownMs.toFixed(0)} | ${ratio(p.setupMs, go(p.n)?.setupMs)} | ` +
-      `${ratio(p.teardownMs, go(p.n)?.teardownMs)} | ${p.failures} | ${p.leftovers} | ${Math.round(p.peakRssKiB / 1024)} | ${ratio(p.peakRssKiB, go(p.n)?.peakRssKiB)} |`),
+      `${ratio(p.teardownMs, go(p.n)?.teardownMs)} | ${p.failures} | ${p.leftovers} | ${Math.round(p.peakRssKiB / 1024)} | ${ratio(p.peakRssKiB, go(p.n)?.peakRssKiB)} | ${p.serverPeakRssKiB !== undefined ? Math.round(p.serverPeakRssKiB / 1024) : "-"} |`),
     "",
   ];
 }
