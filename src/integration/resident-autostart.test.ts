@@ -29,8 +29,8 @@ function serverPids(socket: string): number[] {
   });
 }
 
-const waitFor = async (what: string, ok: () => boolean, ms = 5000) => {
-  for (const t0 = Date.now(); !ok(); await sleep(25)) if (Date.now() - t0 > ms) assert.fail(`${what}: not within ${ms} ms`);
+const waitFor = async (what: string, ok: () => boolean, ms = 5000, detail?: () => string) => {
+  for (const t0 = Date.now(); !ok(); await sleep(25)) if (Date.now() - t0 > ms) assert.fail(`${what}: not within ${ms} ms${detail ? `\n${detail()}` : ""}`);
 };
 
 describe("resident mode by default: the server starts itself", { skip }, () => {
@@ -254,17 +254,20 @@ describe("resident mode by default: the server starts itself", { skip }, () => {
         for (const r of [add, del]) if (r.code !== 0) failures.push(r.stdout + r.stderr);
       }
     })();
-    await sleep(300);
-    for (const file of ["tscni-js", "tscni"]) {
-      copyFileSync(path.join(staged, file), path.join(bin, `.${file}.new`));
-      chmodSync(path.join(bin, `.${file}.new`), 0o755);
-      renameSync(path.join(bin, `.${file}.new`), path.join(bin, file));
+    try {
+      await sleep(300);
+      for (const file of ["tscni-js", "tscni"]) {
+        copyFileSync(path.join(staged, file), path.join(bin, `.${file}.new`));
+        chmodSync(path.join(bin, `.${file}.new`), 0o755);
+        renameSync(path.join(bin, `.${file}.new`), path.join(bin, file));
+      }
+      await waitFor("a server of the new build serves", () => spawnSync(path.join(bin, "cnitool"), ["daemon", "status", "--socket", socket], { encoding: "utf8" })
+        .stdout.includes(`"build":"${newBuild}"`), 15_000, () => readFileSync(`${socket}.log`, "utf8"));
+      await sleep(300);
+    } finally {
+      stop = true;
+      await traffic;
     }
-    await waitFor("a server of the new build serves", () => spawnSync(path.join(bin, "cnitool"), ["daemon", "status", "--socket", socket], { encoding: "utf8" })
-      .stdout.includes(`"build":"${newBuild}"`), 10_000);
-    await sleep(300);
-    stop = true;
-    await traffic;
     assert.deepEqual(failures, [], "no call failed during the switch");
     assert.ok(i > 4, `calls ran during the switch (${i})`);
     await waitFor("the old server is gone", () => {
