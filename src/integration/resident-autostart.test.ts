@@ -231,7 +231,9 @@ describe("resident mode by default: the server starts itself", { skip }, () => {
     assert.equal(old.build, oldBuild);
 
     // The upgrade: the same program with another build ID, put in place as `cnitool install` does (rename over).
-    const newBuild = oldBuild.split("").reverse().join("") === oldBuild ? "feedc0defeedc0de" : oldBuild.split("").reverse().join("");
+    // Only the first character changes: the compiler may keep another string as a tail of the ID's bytes (the
+    // launcher's "3" was one), which a patch of the last characters would change too.
+    const newBuild = (oldBuild[0] === "f" ? "e" : "f") + oldBuild.slice(1);
     const staged = path.join(dir, "staged");
     mkdirSync(staged);
     for (const file of ["tscni-js", "tscni"]) {
