@@ -9,6 +9,7 @@
  */
 import { existsSync } from "node:fs";
 import { stat } from "node:fs/promises";
+import { setTimeout as sleep } from "node:timers/promises";
 import path from "node:path";
 import type { Command } from "commander";
 import type { NetworkConfigList } from "../spec/config.js";
@@ -141,31 +142,73 @@ async function stepsOf(pass: Pass, entry: CachedAttachment, env: ReloadOptions["
 
 const reasonOf = (e: unknown) => (e instanceof Error ? e.message : String(e));
 
+/** One attachment's reload, with the plugins that put something back (what `undo` would take away again). */
+interface Reloaded {
+  entry: CachedAttachment;
+  report: AttachmentReload;
+  putBack: PluginStep[];
+}
+
 /** Restores one attachment, every plugin of its chain even when one fails. */
-async function reloadOne(pass: Pass, cacheDir: string, entry: CachedAttachment, env: ReloadOptions["env"]): Promise<AttachmentReload> {
+async function reloadOne(pass: Pass, cacheDir: string, entry: CachedAttachment, env: ReloadOptions["env"]): Promise<Reloaded> {
   const attachment = labelOf(entry);
+  const done = (status: ReloadStatus, detail: string, putBack: PluginStep[] = []): Reloaded => ({ entry, report: { attachment, status, detail }, putBack });
   let steps: Awaited<ReturnType<typeof stepsOf>>;
   try {
     steps = await stepsOf(pass, entry, env);
   } catch (e) {
-    return { attachment, status: "failed", detail: reasonOf(e) };
+    return done("failed", reasonOf(e));
   }
-  if ("skip" in steps) return { attachment, status: "skipped", detail: steps.skip };
+  if ("skip" in steps) return done("skipped", steps.skip);
   // Removed from the cache since it was listed: DEL'd meanwhile, so there is nothing to put back.
-  if (!existsSync(cacheFilePath(cacheDir, entry))) return { attachment, status: "skipped", detail: "it left the cache during the reload" };
+  if (!existsSync(cacheFilePath(cacheDir, entry))) return done("skipped", "it left the cache during the reload");
   const restored: string[] = [];
   const failed: string[] = [];
+  const putBack: PluginStep[] = [];
   for (const step of steps) {
     try {
-      const done = await (await step.load()).restorer.restore(step.req);
-      if (done.length) restored.push(`${step.type}: ${done.join(", ")}`);
+      const put = await (await step.load()).restorer.restore(step.req);
+      if (put.length) {
+        restored.push(`${step.type}: ${put.join(", ")}`);
+        putBack.push(step);
+      }
     } catch (e) {
       failed.push(`${step.type}: ${reasonOf(e)}`);
     }
   }
-  if (failed.length) return { attachment, status: "failed", detail: [...failed, ...restored.map((r) => `restored ${r}`)].join("; ") };
-  if (restored.length) return { attachment, status: "restored", detail: restored.join("; ") };
-  return { attachment, status: "complete", detail: steps.length ? "" : "no plugin of its chain leaves host firewall state" };
+  if (failed.length) return done("failed", [...failed, ...restored.map((r) => `restored ${r}`)].join("; "), putBack);
+  if (restored.length) return done("restored", restored.join("; "), putBack);
+  return done("complete", steps.length ? "" : "no plugin of its chain leaves host firewall state");
+}
+
+/**
+ * How long after putting state back a reload looks again whether the attachment is still cached. A runtime's
+ * DEL takes no lock a reload could share: its plugins may remove the rules just before the reload puts them back,
+ * and the cache entry goes only when the whole chain is done (libcni removes it last), so an attachment that
+ * leaves the cache within this time was being deleted, and what was put back for it is taken away again.
+ */
+const DELETED_DURING_RELOAD_MS = 1000;
+
+/** Takes back what was put back for attachments that left the cache meanwhile (see DELETED_DURING_RELOAD_MS). */
+async function undoDeleted(cacheDir: string, reloaded: readonly Reloaded[]): Promise<void> {
+  const candidates = reloaded.filter((r) => r.putBack.length > 0);
+  if (candidates.length === 0) return;
+  await sleep(DELETED_DURING_RELOAD_MS);
+  for (const r of candidates) {
+    if (existsSync(cacheFilePath(cacheDir, r.entry))) continue;
+    const failed: string[] = [];
+    for (const step of [...r.putBack].reverse()) {
+      try {
+        await (await step.load()).restorer.undo(step.req);
+      } catch (e) {
+        failed.push(`${step.type}: ${reasonOf(e)}`);
+      }
+    }
+    r.report.status = failed.length ? "failed" : "skipped";
+    r.report.detail = failed.length
+      ? `it was deleted during the reload, and what was put back could not all be removed again: ${failed.join("; ")}`
+      : "it was deleted during the reload: what was put back was removed again";
+  }
 }
 
 /**
@@ -177,11 +220,12 @@ export async function reloadFirewall(opts: ReloadOptions): Promise<AttachmentRel
   if (!existsSync(path.join(opts.cacheDir, "results"))) return [];
   return new PodLocks(opts.cacheDir).gc(async () => {
     const pass = new Pass();
-    const out: AttachmentReload[] = [];
+    const reloaded: Reloaded[] = [];
     for (const entry of await attachmentsInOrder(opts.cacheDir)) {
-      if (!opts.only || opts.only.has(labelOf(entry))) out.push(await reloadOne(pass, opts.cacheDir, entry, opts.env));
+      if (!opts.only || opts.only.has(labelOf(entry))) reloaded.push(await reloadOne(pass, opts.cacheDir, entry, opts.env));
     }
-    return out;
+    await undoDeleted(opts.cacheDir, reloaded);
+    return reloaded.map((r) => r.report);
   });
 }
 

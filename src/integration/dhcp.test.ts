@@ -90,6 +90,20 @@ process.stdin.on("end", () => {
   else setTimeout(() => s.destroy(), 200);
 });`;
 
+/** A listener that answers every connection with a made-up lease and reports how many bytes it was sent. */
+const FAKE_DAEMON = `
+const net = require("node:net");
+const fs = require("node:fs");
+const file = process.argv[1];
+const lease = { result: { cniVersion: "1.0.0", ips: [{ address: "10.99.0.2/24" }] } };
+net.createServer((s) => {
+  let n = 0;
+  s.on("data", (b) => (n += b.length));
+  s.on("error", () => undefined);
+  s.on("close", () => console.log("closed after " + n + " bytes"));
+  s.write(JSON.stringify(lease) + "\\n");
+}).listen(file, () => { fs.chmodSync(file, 0o666); console.log("listening"); });`;
+
 /** A plugin call as a runtime makes it. */
 interface Call {
   command: "ADD" | "DEL" | "CHECK" | "STATUS" | "GC";
@@ -484,6 +498,30 @@ describe("dhcp plugin and daemon with dnsmasq", { skip }, () => {
     // The same call with the capabilities is served.
     await add(ctr);
     assert.equal((await call("DEL", ctr)).exitCode, 0);
+  });
+
+  test("the plugin sends nothing to a daemon that is not root's: a listener of uid 65534 on the socket path gets no byte, and its answer is not taken", async () => {
+    const base = cleanup.dir("tscni-dhcp-fake-");
+    chmodSync(base, 0o711);
+    const dirOfNobody = path.join(base, "run");
+    mkdirSync(dirOfNobody, { mode: 0o700 });
+    chownSync(dirOfNobody, 65534, 65534);
+    const socket = path.join(dirOfNobody, "dhcp.sock");
+    // What the listener would have the plugin print: a lease it made up.
+    const listener = new Proc(spawn("setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups", "--", process.execPath, "-e", FAKE_DAEMON, socket],
+      { stdio: ["ignore", "pipe", "pipe"] }));
+    cleanup.add(() => listener.stop());
+    await eventually(() => listener.output.includes("listening"), 5000, "the fake daemon listening");
+    const ctr = container();
+    const r = await plugin(dhcpBinary, { command: "ADD", containerID: ctr.name, netns: ctr.path, ifName: "eth0" }, ipamConf({ daemonSocketPath: socket }),
+      { env: { TSCNI_RESIDENT_SOCKET: "" } });
+    assert.notEqual(r.exitCode, 0, `the made-up lease was not taken: ${r.stdout}`);
+    const e = cniError(r);
+    assert.equal(e.code, 11);
+    assert.match(e.msg, new RegExp(`^will not call the dhcp daemon at ${socket.replace(/[.]/g, "\\.")}: (it runs as|the socket is owned by) uid 65534, not root \\(nothing was sent\\)$`));
+    await eventually(() => /closed after 0 bytes/.test(listener.output), 5000, "the fake daemon saw the connection close");
+    assert.doesNotMatch(listener.output, /closed after [1-9]/, "the listener received nothing");
+    assert.ok(!linkUp(ctr, "eth0"), "the container's link is still down");
   });
 
   test("Go's dhcp plugin and our daemon, our plugin and Go's daemon: they do not mix, and each says so", { skip: existsSync(path.join(GO_BIN, "dhcp")) ? false : "Go's dhcp is not in /usr/lib/cni" }, async () => {

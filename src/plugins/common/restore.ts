@@ -34,6 +34,12 @@ export interface Restorer {
   restore(req: RestoreRequest): Promise<string[]>;
   /** The marks of that state (empty when ADD left none for this attachment). */
   marks(req: RestoreRequest): Promise<FirewallMark[]>;
+  /**
+   * Removes what `restore` put back, as the plugin's DEL would on the host (never in the container, never its
+   * IPAM): for an attachment that was deleted while it was being restored, whose DEL may have run before the
+   * restore. Missing state is fine.
+   */
+  undo(req: RestoreRequest): Promise<void>;
 }
 
 /** The attachment's cached result (given as prevResult), in the current version; undefined when there is none. */

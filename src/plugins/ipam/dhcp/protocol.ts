@@ -93,6 +93,28 @@ function unreachable(socketPath: string, err: NodeJS.ErrnoException, code: numbe
   return cniError(code, `cannot reach the dhcp daemon at ${socketPath}: ${reason}`);
 }
 
+/**
+ * Why the server on `socket` is not to be sent the call (it would learn the container's namespace, config and
+ * CNI_ARGS, and its answer would be taken as the result), or undefined when it runs as root or as this process's
+ * own user. Judged on the connected peer's credentials (SO_PEERCRED, which the listener cannot forge); where
+ * they cannot be read (no FFI: the Node fallback), on the socket file's owner, not following a symbolic link.
+ */
+async function untrustedDaemon(socket: net.Socket, socketPath: string): Promise<string | undefined> {
+  const { peerCredentials, socketFd } = await import("../../../sys/peer.js");
+  const fd = socketFd(socket);
+  const peer = fd === undefined ? undefined : await peerCredentials(fd);
+  const trusted = (uid: number) => uid === 0 || uid === process.geteuid?.();
+  if (peer) return trusted(peer.uid) ? undefined : `it runs as uid ${peer.uid}, not root (nothing was sent)`;
+  const { lstatSync } = await import("node:fs");
+  try {
+    const st = lstatSync(socketPath);
+    if (st.isSymbolicLink()) return "the socket path is a symbolic link (nothing was sent)";
+    return trusted(st.uid) ? undefined : `the socket is owned by uid ${st.uid}, not root (nothing was sent)`;
+  } catch (e) {
+    return `its socket cannot be examined: ${messageOf(e)}`;
+  }
+}
+
 /** Reads one newline-terminated message of at most MAX_MESSAGE_BYTES from `socket`. */
 export function readLine(socket: net.Socket, what: string): Promise<string> {
   return new Promise((resolve, reject) => {
@@ -135,6 +157,11 @@ export async function callDaemon(socketPath: string, method: Method, args: WireA
     s.once("connect", () => resolve(s));
     s.once("error", (e: NodeJS.ErrnoException) => reject(unreachable(socketPath, e, code)));
   });
+  const untrusted = await untrustedDaemon(socket, socketPath);
+  if (untrusted) {
+    socket.destroy();
+    throw cniError(code, `will not call the dhcp daemon at ${socketPath}: ${untrusted}`);
+  }
   let line: string;
   try {
     socket.write(request);

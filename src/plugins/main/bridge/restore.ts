@@ -6,12 +6,12 @@
  */
 import { invalidConfig } from "../../../spec/errors.js";
 import type { Result100 } from "../../../spec/result/index.js";
-import { ipMasqMarks, restoreIPMasq, type IPMasqTarget } from "../../../net/ipmasq.js";
+import { ipMasqMarks, restoreIPMasq, teardownIPMasq, type IPMasqTarget } from "../../../net/ipmasq.js";
 import type { FirewallMark } from "../../../net/firewall-marks.js";
 import { cachedResultOf, ipMasqBackendOf, type RestoreRequest, type Restorer } from "../../common/restore.js";
 import { ipamType } from "../../common/ipam.js";
 import { loadBridgeConf, type BridgeConf } from "./config.js";
-import { restoreSpoofCheck, spoofCheckMarks } from "./spoofcheck.js";
+import { restoreSpoofCheck, spoofCheckMarks, teardownSpoofCheck } from "./spoofcheck.js";
 
 /** What the attachment's ADD set up on the host firewall. */
 interface Plan {
@@ -59,5 +59,10 @@ export const restorer: Restorer = {
     if (plan.spoofCheck) marks.push(...spoofCheckMarks(plan.spoofCheck.refId));
     if (plan.masq) marks.push(...ipMasqMarks(plan.masq.target, plan.masq.backend));
     return marks;
+  },
+  async undo(req) {
+    const plan = await planOf(req);
+    if (plan.spoofCheck) await teardownSpoofCheck(plan.spoofCheck.refId);
+    if (plan.masq) await teardownIPMasq(plan.masq.target);
   },
 };

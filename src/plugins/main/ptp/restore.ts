@@ -3,7 +3,7 @@
  * (`ipMasq`, with the backend its ADD used) for the cached result's addresses.
  * @module
  */
-import { ipMasqMarks, restoreIPMasq, type IPMasqBackend, type IPMasqTarget } from "../../../net/ipmasq.js";
+import { ipMasqMarks, restoreIPMasq, teardownIPMasq, type IPMasqBackend, type IPMasqTarget } from "../../../net/ipmasq.js";
 import { cachedResultOf, ipMasqBackendOf, type RestoreRequest, type Restorer } from "../../common/restore.js";
 import { loadPtpConf } from "./config.js";
 
@@ -23,5 +23,9 @@ export const restorer: Restorer = {
   async marks(req) {
     const masq = await masqOf(req);
     return masq ? ipMasqMarks(masq.target, masq.backend) : [];
+  },
+  async undo(req) {
+    const masq = await masqOf(req);
+    if (masq) await teardownIPMasq(masq.target);
   },
 };

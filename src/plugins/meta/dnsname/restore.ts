@@ -8,8 +8,8 @@ import { tryParseIP } from "../../../spec/ip.js";
 import { iptablesFor, type IPFamilyNum } from "../../../net/iptables.js";
 import type { RestoreRequest, Restorer } from "../../common/restore.js";
 import { attachmentOf, loadDnsnameConf } from "./config.js";
-import { acceptDns, dnsRules } from "./firewall.js";
-import { baseDir, confOf, networkDir, readState } from "./state.js";
+import { acceptDns, dnsRules, removeRules } from "./firewall.js";
+import { baseDir, confOf, networkDir, otherNetworkUses, readState } from "./state.js";
 
 /** The bridge dnsmasq listens on and the families ADD opened DNS in (IPv4 always, as ADD), if the network has a dnsmasq. */
 function planOf(req: RestoreRequest): { bridge: string; families: IPFamilyNum[] } | undefined {
@@ -40,5 +40,14 @@ export const restorer: Restorer = {
     if (!plan) return [];
     return dnsRules(plan.bridge, await usableFamilies(req, plan.families))
       .map((r) => ({ kind: "iptables-rule", family: r.family, table: "filter", rule: `-A INPUT ${r.rule.join(" ")}` }));
+  },
+  async undo(req) {
+    // The rules are the network's, not the attachment's: they go only when the network's dnsmasq went with its
+    // last container (as DEL's teardown) and no other network serves DNS on the bridge.
+    const n = loadDnsnameConf(req.stdin, req.args);
+    const d = networkDir(baseDir(req.env), n.conf.name);
+    if (readState(d).confText !== undefined) return;
+    const bridge = attachmentOf(n.prevResult!).bridge;
+    if (bridge && !otherNetworkUses(d, bridge)) await removeRules(dnsRules(bridge), () => undefined);
   },
 };

@@ -28,4 +28,8 @@ export const restorer: Restorer = {
     const { backend, attachment } = await planOf(req);
     return backend.marks(attachment);
   },
+  async undo(req) {
+    const { backend, attachment } = await planOf(req);
+    await backend.del(attachment);
+  },
 };

@@ -6,15 +6,15 @@
  */
 import { iptablesUsableOnce, nftablesUsableOnce, type RestoreRequest, type Restorer } from "../../common/restore.js";
 import { chooseBackend, forwardTargets, loadPortMapConf, prevResultOf, type ForwardTarget, type PortMapBackend } from "./config.js";
-import { forwardIptables, forwardingMarks as iptablesMarks } from "./iptables.js";
-import { forwardingMarks as nftablesMarks, restoreNftables } from "./nftables.js";
+import { forwardIptables, forwardingMarks as iptablesMarks, unforwardIptables } from "./iptables.js";
+import { forwardingMarks as nftablesMarks, restoreNftables, unforwardNftables } from "./nftables.js";
 
-async function planOf(req: RestoreRequest): Promise<{ backend: PortMapBackend; targets: ForwardTarget[] } | undefined> {
+async function planOf(req: RestoreRequest): Promise<{ backend: PortMapBackend; network: string; targets: ForwardTarget[] } | undefined> {
   const n = loadPortMapConf(req.stdin);
   const prev = prevResultOf(n);
   if (!prev || n.mappings.length === 0) return undefined;
   const backend = await chooseBackend(n, { iptables: () => iptablesUsableOnce(req), nftables: () => nftablesUsableOnce(req) });
-  return { backend, targets: forwardTargets(n, req.containerID, req.ifName, prev) };
+  return { backend, network: n.conf.name, targets: forwardTargets(n, req.containerID, req.ifName, prev) };
 }
 
 export const restorer: Restorer = {
@@ -30,5 +30,12 @@ export const restorer: Restorer = {
   async marks(req) {
     const plan = await planOf(req);
     return (plan?.targets ?? []).flatMap((t) => (plan!.backend === "iptables" ? iptablesMarks(t) : nftablesMarks(t)));
+  },
+  async undo(req) {
+    const plan = await planOf(req);
+    if (!plan) return;
+    // (The GC record is DEL's to forget; the restore wrote none.)
+    if (plan.backend === "iptables") await unforwardIptables(plan.network, req.containerID);
+    else await unforwardNftables([req.containerID]);
   },
 };
