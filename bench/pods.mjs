@@ -15,11 +15,14 @@ const BUN = path.join(ROOT, "node_modules/.bin/bun");
 
 /**
  * RSS in KiB of `root` and every process whose ancestry includes it, and of every process whose command line names
- * `socket` (a resident server) with its children, summed; and the servers' own RSS alone.
+ * `socket` (a resident server) with its children, summed; and the servers' own RSS alone. A child caught between
+ * its fork and its exec (its command line still its parent's) counts nothing: its pages are its parent's (shared,
+ * or copy-on-write), and counting them again would add a whole second server (or Go plugin) to a sample.
  */
 function treeRss(root, socket) {
   const parent = new Map();
   const rss = new Map();
+  const cmdline = new Map();
   const servers = new Set();
   for (const name of readdirSync("/proc")) {
     if (!/^\d+$/.test(name)) continue;
@@ -28,8 +31,13 @@ function treeRss(root, socket) {
       parent.set(Number(name), Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]));
       const m = /VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${name}/status`, "utf8"));
       rss.set(Number(name), m ? Number(m[1]) : 0);
-      if (socket && readFileSync(`/proc/${name}/cmdline`, "utf8").split("\0").includes(socket)) servers.add(Number(name));
+      cmdline.set(Number(name), readFileSync(`/proc/${name}/cmdline`, "utf8"));
     } catch { /* gone meanwhile */ }
+  }
+  for (const [pid, line] of cmdline) {
+    const unexeced = line !== "" && cmdline.get(parent.get(pid)) === line;
+    if (unexeced) rss.set(pid, 0);
+    else if (socket && line.split("\0").includes(socket)) servers.add(pid);
   }
   let total = 0;
   let server = 0;
