@@ -16,7 +16,7 @@ import { PLUGIN_VERSIONS } from "./programs/programs.js";
 const BUILT = path.dirname(fileURLToPath(import.meta.url));
 
 /** Builtins whose load costs every call of a plugin that imports them at top level (docs/startup.md has the figures). */
-const FORBIDDEN = ["node:fs/promises", "node:crypto", "node:path", "node:child_process"];
+const FORBIDDEN = ["node:fs/promises", "node:crypto", "node:path", "node:child_process", "node:net", "node:http", "node:https", "node:tls"];
 
 /**
  * Modules on a plugin's start path allowed a forbidden builtin at top level: module (relative to the built tree) ->

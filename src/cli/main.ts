@@ -12,6 +12,7 @@ import { setDefaultExec } from "../invoke/default-exec.js";
 import type { PluginExec } from "../invoke/exec.js";
 import { pluginMain, processIO } from "../skel/skel.js";
 import { VersionInfo } from "../spec/version.js";
+import { CniError } from "../spec/errors.js";
 
 async function run(): Promise<void> {
   // A standalone (bun --compile) binary runs its embedded script as argv[1]; the name it was invoked as
@@ -68,8 +69,7 @@ async function run(): Promise<void> {
 }
 
 run().catch(async (e: unknown) => {
-  // Last resort: a CNI error on stdout, never a stack trace.
-  const msg = e instanceof Error ? e.message : String(e);
+  // Last resort: a CNI error on stdout (code 999 unless it is one already), never a stack trace.
   process.exitCode = 1;
-  await writeStd(1, JSON.stringify({ code: 999, msg }, null, 4)).catch(() => undefined);
+  await writeStd(1, CniError.from(e).print()).catch(() => undefined);
 });

@@ -41,10 +41,9 @@ export interface ProgramInfo {
   present?: boolean;
 }
 
-/** The native program and its launcher, with where they come from, for `cnitool install` to copy. */
-export interface NativeProgram {
+/** The native program, with where it comes from, for `cnitool install` to copy (with the launcher beside it). */
+interface NativeProgram {
   program: string;
-  launcher?: string;
   from: string;
 }
 
@@ -163,10 +162,10 @@ export function formatProgramInfo(info: ProgramInfo): string {
 /** The native program for this machine, or why there is none (then the Node build serves). */
 export function findNativeProgram(self: string | undefined = selfExecutable()): NativeProgram | { missing: string } {
   if (!self) return { missing: "cannot tell where the running tscni program is" };
-  if (!isNodeEntry(self)) return withLauncher(self, path.dirname(self));
+  if (!isNodeEntry(self)) return { program: self, from: path.dirname(self) };
   // A git checkout's build: the standalone program and launcher that link-bins.mjs made beside the Node entry.
   const dist = path.resolve(path.dirname(self), "..");
-  if (existsSync(path.join(dist, PROGRAM_NAME))) return withLauncher(path.join(dist, PROGRAM_NAME), dist);
+  if (existsSync(path.join(dist, PROGRAM_NAME))) return { program: path.join(dist, PROGRAM_NAME), from: dist };
 
   const name = platformPackageName();
   let manifest: string;
@@ -180,10 +179,5 @@ export function findNativeProgram(self: string | undefined = selfExecutable()): 
   if (found !== wanted) return { missing: `${name} is version ${found ?? "(unknown)"}, tscni is ${wanted ?? "(unknown)"}` };
   const program = path.join(path.dirname(manifest), "bin", PROGRAM_NAME);
   if (!existsSync(program)) return { missing: `${name} has no ${program}` };
-  return withLauncher(program, `${name} ${found}`);
-}
-
-function withLauncher(program: string, from: string): NativeProgram {
-  const launcher = path.join(path.dirname(program), LAUNCHER_NAME);
-  return existsSync(launcher) && path.basename(program) === PROGRAM_NAME ? { program, launcher, from } : { program, from };
+  return { program, from: `${name} ${found}` };
 }

@@ -267,7 +267,9 @@ export function addNetworkCommands(program: Command, ctx: {
   const network = program.command("network").description("Manage networks (podman-style): create, ls, inspect, rm, prune");
   const load = () => loadAllNetworks(ctx.confDir());
   const attachmentsOf = async (name: string) => (await listCachedAttachments(ctx.cacheDir())).filter((a) => a.networkName === name);
-  const find = async (name: string) => (await load()).networks.find((n) => n.list.name === name) ?? fail(`network "${name}" not found in ${ctx.confDir()}`);
+  const pick = (networks: readonly LoadedNetwork[], name: string) =>
+    networks.find((n) => n.list.name === name) ?? fail(`network "${name}" not found in ${ctx.confDir()}`);
+  const find = async (name: string) => pick((await load()).networks, name);
   const collect = (v: string, prev: string[]) => [...prev, v];
   const warn = (message: string) => ctx.err(`Warning: ${message}\n`);
 
@@ -322,7 +324,7 @@ export function addNetworkCommands(program: Command, ctx: {
     .option("-f, --force", "tear down the attachments first")
     .action(async (name: string, o: { force?: boolean }) => {
       const { networks } = await load();
-      const n = networks.find((x) => x.list.name === name) ?? fail(`network "${name}" not found in ${ctx.confDir()}`);
+      const n = pick(networks, name);
       await removeNetwork(n, await attachmentsOf(name), ctx.cni(), o.force ?? false);
       await removeBridge(n, networks.filter((x) => x !== n), warn);
       ctx.out(`${name}\n`);
@@ -353,7 +355,7 @@ async function removeNetwork(n: LoadedNetwork, attachments: readonly CachedAttac
 }
 
 /** The bridge a network's first plugin names, when that plugin is a bridge (podman's rule for a bridge network). */
-export function networkBridge(n: LoadedNetwork): string | undefined {
+function networkBridge(n: LoadedNetwork): string | undefined {
   const first = n.list.plugins[0];
   const name = first?.raw["bridge"];
   return first?.network.type === "bridge" && typeof name === "string" && name !== "" ? name : undefined;

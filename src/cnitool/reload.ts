@@ -8,20 +8,19 @@
  * @module
  */
 import { existsSync } from "node:fs";
-import { stat } from "node:fs/promises";
 import { setTimeout as sleep } from "node:timers/promises";
 import path from "node:path";
 import type { Command } from "commander";
 import type { NetworkConfigList } from "../spec/config.js";
 import { formatCniArgs } from "../spec/args.js";
-import { createResult, getResultAsVersion, toCurrentResult, type Result } from "../spec/result/index.js";
+import { toCurrentResult, type Result } from "../spec/result/index.js";
 import { CNIConfig } from "../libcni/api.js";
 import { cacheFilePath, listCachedAttachments, type CachedAttachment } from "../libcni/cache.js";
 import { describeMark, missingMarks, type FirewallMark } from "../net/firewall-marks.js";
 import { ip } from "../net/links.js";
 import { NetNS } from "../net/netns.js";
 import type { RestoreRequest, Restorer } from "../plugins/common/restore.js";
-import { cachedNetwork, cachedRuntimeConf } from "../runtime/attachments.js";
+import { cachedNetwork, cachedResult, cachedRuntimeConf, cachedWithAge } from "../runtime/attachments.js";
 import { PodLocks } from "../runtime/pod-locks.js";
 import { messageOf } from "../spec/errors.js";
 
@@ -70,20 +69,9 @@ class Pass {
 
 const labelOf = (e: CachedAttachment) => `${e.networkName}/${e.containerID}/${e.ifName}`;
 
-/** The cached attachments in the order they were added (modification time of their files; ties by name). */
+/** The cached attachments in the order they were added (modification time of their files). */
 async function attachmentsInOrder(cacheDir: string): Promise<CachedAttachment[]> {
-  const entries = await listCachedAttachments(cacheDir);
-  const added = new Map<CachedAttachment, number>();
-  for (const e of entries) added.set(e, (await stat(cacheFilePath(cacheDir, e)).catch(() => undefined))?.mtimeMs ?? 0);
-  return entries.sort((a, b) => added.get(a)! - added.get(b)!);
-}
-
-/** The attachment's cached result in `version` (the network's), as libcni gives it to CHECK and DEL. */
-function cachedResult(entry: CachedAttachment, version: string): Result | undefined {
-  if (!entry.result) return undefined;
-  const own = entry.result["cniVersion"];
-  const result = createResult(typeof own === "string" && own ? own : "1.1.0", entry.result);
-  return version ? getResultAsVersion(result, version) : result;
+  return (await cachedWithAge(cacheDir)).sort((a, b) => a.mtimeMs - b.mtimeMs).map((a) => a.entry);
 }
 
 /**
@@ -140,7 +128,6 @@ async function stepsOf(pass: Pass, entry: CachedAttachment, env: ReloadOptions["
   });
 }
 
-const reasonOf = (e: unknown) => (e instanceof Error ? e.message : String(e));
 
 /** One attachment's reload, with the plugins that put something back (what `undo` would take away again). */
 interface Reloaded {
@@ -157,7 +144,7 @@ async function reloadOne(pass: Pass, cacheDir: string, entry: CachedAttachment, 
   try {
     steps = await stepsOf(pass, entry, env);
   } catch (e) {
-    return done("failed", reasonOf(e));
+    return done("failed", messageOf(e));
   }
   if ("skip" in steps) return done("skipped", steps.skip);
   // Removed from the cache since it was listed: DEL'd meanwhile, so there is nothing to put back.
@@ -173,7 +160,7 @@ async function reloadOne(pass: Pass, cacheDir: string, entry: CachedAttachment, 
         putBack.push(step);
       }
     } catch (e) {
-      failed.push(`${step.type}: ${reasonOf(e)}`);
+      failed.push(`${step.type}: ${messageOf(e)}`);
     }
   }
   if (failed.length) return done("failed", [...failed, ...restored.map((r) => `restored ${r}`)].join("; "), putBack);
@@ -201,7 +188,7 @@ async function undoDeleted(cacheDir: string, reloaded: readonly Reloaded[]): Pro
       try {
         await (await step.load()).restorer.undo(step.req);
       } catch (e) {
-        failed.push(`${step.type}: ${reasonOf(e)}`);
+        failed.push(`${step.type}: ${messageOf(e)}`);
       }
     }
     r.report.status = failed.length ? "failed" : "skipped";

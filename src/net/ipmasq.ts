@@ -24,10 +24,16 @@ const networkHash = nftNetworkHash;
 const instanceHash = nftAttachmentHash;
 export const nftIPMasqComment = nftAttachmentComment;
 
+/** Whether each backend works here (probes a caller may share between calls). */
+export interface BackendProbes {
+  iptables: () => Promise<boolean>;
+  nftables: () => Promise<boolean>;
+}
+
 /** Which backend to use when the config does not say: iptables, unless only nftables works. */
-export async function defaultIPMasqBackend(): Promise<IPMasqBackend> {
-  if (await iptablesFor(4).usable()) return "iptables";
-  return (await nftUsable()) ? "nftables" : "iptables";
+export async function defaultIPMasqBackend(probes: BackendProbes = { iptables: () => iptablesFor(4).usable(), nftables: nftUsable }): Promise<IPMasqBackend> {
+  if (await probes.iptables()) return "iptables";
+  return (await probes.nftables()) ? "nftables" : "iptables";
 }
 
 /** What masquerading is set up for: one attachment and its addresses. */

@@ -59,10 +59,11 @@ export class Iptables {
     await this.run(["-t", table, "-A", chain, ...rule], `append ${this.command} rule to ${table}/${chain}: ${rule.join(" ")}`);
   }
 
-  /** Inserts `rule` at `position` (1-based) of `chain` unless it is there already. */
-  async insertUnique(table: string, chain: string, position: number, rule: readonly string[]): Promise<void> {
-    if (await this.ruleExists(table, chain, rule)) return;
+  /** Inserts `rule` at `position` (1-based) of `chain` unless it is there already; resolves whether it inserted it. */
+  async insertUnique(table: string, chain: string, position: number, rule: readonly string[]): Promise<boolean> {
+    if (await this.ruleExists(table, chain, rule)) return false;
     await this.run(["-t", table, "-I", chain, String(position), ...rule], `insert ${this.command} rule into ${table}/${chain}: ${rule.join(" ")}`);
+    return true;
   }
 
   /** Deletes a rule; a missing rule or chain is not an error. */

@@ -28,9 +28,6 @@ const NLM_F_ACK_TLVS = 0x200;
 
 const align4 = (n: number): number => (n + 3) & ~3;
 
-import { concatBytes } from "../sys/bytes.js";
-export { concatBytes };
-
 /** One netlink attribute (type, length, payload padded to 4 bytes). */
 export function nlAttr(type: number, payload: Uint8Array): Uint8Array {
   const out = new Uint8Array(align4(4 + payload.length));

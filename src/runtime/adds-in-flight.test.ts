@@ -4,6 +4,7 @@
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
 import { useTempDirs } from "../testing/temp.js";
@@ -38,8 +39,17 @@ test("every process is looked at, each attachment reported once, unreadable ones
   assert.deepEqual(await addsInFlight(path.join(proc, "missing")), []);
 });
 
-test("this machine's /proc: this test runs no ADD", async () => {
-  const found = await addsInFlight();
-  assert.ok(Array.isArray(found));
-  assert.equal(found.some((a) => a.containerID === "tscni-adds-in-flight-test"), false);
+test("this machine's /proc: a process with an ADD's environment is found, and no more once it is gone", async () => {
+  const id = `tscni-adds-in-flight-test-${process.pid}`;
+  const mine = (found: Awaited<ReturnType<typeof addsInFlight>>) => found.filter((a) => a.containerID === id);
+  assert.deepEqual(mine(await addsInFlight()), []);
+  const child = spawn("sleep", ["30"], { env: { ...process.env, CNI_COMMAND: "ADD", CNI_CONTAINERID: id, CNI_IFNAME: "eth0" }, stdio: "ignore" });
+  try {
+    await new Promise((resolve) => child.once("spawn", resolve));
+    assert.deepEqual(mine(await addsInFlight()), [{ containerID: id, ifname: "eth0" }]);
+  } finally {
+    child.kill("SIGKILL");
+    await new Promise((resolve) => child.once("exit", resolve));
+  }
+  assert.deepEqual(mine(await addsInFlight()), []);
 });

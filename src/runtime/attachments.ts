@@ -6,9 +6,10 @@
  */
 import { confListFromConf, parseConfList, parsePluginConfig, type NetworkConfigList } from "../spec/config.js";
 import { isJsonObject, parseJson } from "../spec/json.js";
-import { createResult, toCurrentResult } from "../spec/result/index.js";
+import { lstat } from "node:fs/promises";
+import { createResult, getResultAsVersion, toCurrentResult, type Result } from "../spec/result/index.js";
 import type { CallOptions, CNIConfig, RuntimeConf } from "../libcni/api.js";
-import type { CachedAttachment } from "../libcni/cache.js";
+import { cacheFilePath, listCachedAttachments, type CachedAttachment } from "../libcni/cache.js";
 
 /** The network a cache entry was added with (a conflist, or a single plugin config turned into one). */
 export function cachedNetwork(entry: CachedAttachment): NetworkConfigList {
@@ -23,12 +24,37 @@ export function cachedRuntimeConf(entry: CachedAttachment, netns?: string): Runt
   return rt;
 }
 
+/**
+ * An attachment's cached result, in `version` when given (the network's, as libcni gives it to CHECK and DEL);
+ * undefined when the cache holds none. A result without its own cniVersion is read as the newest.
+ */
+export function cachedResult(entry: CachedAttachment, version?: string): Result | undefined {
+  if (!entry.result) return undefined;
+  const own = entry.result["cniVersion"];
+  const result = createResult(typeof own === "string" && own ? own : "1.1.0", entry.result);
+  return version ? getResultAsVersion(result, version) : result;
+}
+
 /** The addresses of an attachment's cached result. */
 export function cachedAddresses(entry: CachedAttachment): string[] {
-  if (!entry.result) return [];
-  const version = entry.result["cniVersion"];
-  const result = createResult(typeof version === "string" && version ? version : "1.1.0", entry.result);
-  return (toCurrentResult(result).ips ?? []).map((i) => i.address);
+  const result = cachedResult(entry);
+  return result ? (toCurrentResult(result).ips ?? []).map((i) => i.address) : [];
+}
+
+/** A cached attachment and the time its cache file was written (its ADD). */
+export interface AgedAttachment {
+  entry: CachedAttachment;
+  mtimeMs: number;
+}
+
+/** Every valid cached attachment with the time its file was written; one that goes while being read is skipped. */
+export async function cachedWithAge(cacheDir: string): Promise<AgedAttachment[]> {
+  const out: AgedAttachment[] = [];
+  for (const entry of await listCachedAttachments(cacheDir)) {
+    const st = await lstat(cacheFilePath(cacheDir, entry)).catch(() => undefined);
+    if (st) out.push({ entry, mtimeMs: st.mtimeMs });
+  }
+  return out;
 }
 
 /** DEL of an attachment with the config and arguments it was added with (its cache entry goes with it). */

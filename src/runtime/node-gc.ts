@@ -27,7 +27,8 @@ import { cacheFilePath, listCachedAttachments, type CachedAttachment } from "../
 import { loadAllNetworks, type LoadedNetwork } from "../libcni/conf.js";
 import { NetNS } from "../net/netns.js";
 import { addsInFlight } from "./adds-in-flight.js";
-import { cachedNetwork, cachedRuntimeConf } from "./attachments.js";
+import { cachedNetwork, cachedRuntimeConf, cachedWithAge, type AgedAttachment } from "./attachments.js";
+export type { AgedAttachment } from "./attachments.js";
 import type { CriSandbox, CriVersion } from "./cri/runtime-service.js";
 import { PodLocks } from "./pod-locks.js";
 import { messageOf } from "../spec/errors.js";
@@ -108,12 +109,6 @@ export interface NodeGcReport {
   configErrors: Array<{ file: string; error: string }>;
 }
 
-/** A cached attachment and the time its cache file was written (its ADD). */
-export interface AgedAttachment {
-  entry: CachedAttachment;
-  mtimeMs: number;
-}
-
 /** The attachments the plan removes, keeps, and the networks it GCs. */
 export interface NodeGcPlan {
   judged: number;
@@ -181,16 +176,6 @@ export function planNodeGc(input: {
   };
 }
 
-/** Every valid cached attachment with the time its file was written; one that goes while being read is skipped. */
-async function cachedWithAge(cacheDir: string): Promise<AgedAttachment[]> {
-  const out: AgedAttachment[] = [];
-  for (const entry of await listCachedAttachments(cacheDir)) {
-    const st = await lstat(cacheFilePath(cacheDir, entry)).catch(() => undefined);
-    if (st) out.push({ entry, mtimeMs: st.mtimeMs });
-  }
-  return out;
-}
-
 /** Whether an attachment's cache file is still the one read (not removed, nor written again, since). */
 async function unchanged(cacheDir: string, a: AgedAttachment): Promise<boolean> {
   const st = await lstat(cacheFilePath(cacheDir, a.entry)).catch(() => undefined);
@@ -198,15 +183,8 @@ async function unchanged(cacheDir: string, a: AgedAttachment): Promise<boolean> 
 }
 
 /** The cached netns path when it still is a network namespace, else "" (DEL without CNI_NETNS). */
-async function presentNetns(netns: string | undefined): Promise<string> {
-  if (!netns) return "";
-  try {
-    await NetNS.open(netns);
-    return netns;
-  } catch {
-    return "";
-  }
-}
+const presentNetns = async (netns: string | undefined): Promise<string> =>
+  (await NetNS.openIfThere(netns ?? "").catch(() => undefined))?.path ?? "";
 
 /** Each attachment once. */
 function unique(attachments: readonly GCAttachment[]): GCAttachment[] {

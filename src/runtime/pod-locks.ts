@@ -10,27 +10,9 @@ import { mkdirSync } from "node:fs";
 import path from "node:path";
 import { lockFile, type HeldLock } from "../sys/flock.js";
 import { KeyedMutex } from "../sys/keyed-mutex.js";
+import { Semaphore } from "../sys/semaphore.js";
 
-export { KeyedMutex };
-
-/** At most `limit` holders at once (no limit when undefined). */
-export class Semaphore {
-  private active = 0;
-  private readonly waiting: Array<() => void> = [];
-  constructor(private readonly limit?: number) {}
-
-  /** Runs `work` once a slot is free. */
-  async run<T>(work: () => Promise<T>): Promise<T> {
-    if (this.limit !== undefined && this.active >= this.limit) await new Promise<void>((resolve) => this.waiting.push(resolve));
-    this.active++;
-    try {
-      return await work();
-    } finally {
-      this.active--;
-      this.waiting.shift()?.();
-    }
-  }
-}
+export { KeyedMutex, Semaphore };
 
 /** Many readers or one writer; a waiting writer holds new readers back. */
 export class ReadWriteLock {
@@ -85,7 +67,7 @@ export class PodLocks {
 
   constructor(cacheDir: string, maxConcurrency?: number) {
     this.lockDir = path.join(cacheDir, "locks");
-    this.slots = new Semaphore(maxConcurrency);
+    this.slots = new Semaphore(maxConcurrency ?? Infinity);
   }
 
   private file(name: string): string {

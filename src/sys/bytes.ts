@@ -11,6 +11,9 @@ export const randomBytes = (n: number): Uint8Array => globalThis.crypto.getRando
 export const hexOf = (bytes: Uint8Array, separator = ""): string =>
   Array.from(bytes, (x) => x.toString(16).padStart(2, "0")).join(separator);
 
+/** Whether two byte strings are equal. */
+export const sameBytes = (a: Uint8Array, b: Uint8Array): boolean => a.length === b.length && a.every((x, i) => x === b[i]);
+
 /** Byte strings joined into one. */
 export function concatBytes(...parts: readonly Uint8Array[]): Uint8Array {
   const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));

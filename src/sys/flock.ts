@@ -65,6 +65,21 @@ export interface HeldLock {
 }
 
 /**
+ * Whether the file locked through `fd` is still the one at `lockPath`: its holder may have removed (or replaced)
+ * the file while we waited, and a lock on a removed file excludes nobody.
+ */
+export function lockedFileIsCurrent(fd: number, lockPath: string): boolean {
+  let current: { ino: number; dev: number };
+  try {
+    current = statSync(lockPath);
+  } catch {
+    return false; // removed by the holder before us
+  }
+  const mine = fstatSync(fd);
+  return current.ino === mine.ino && current.dev === mine.dev;
+}
+
+/**
  * Locks the file at `lockPath` (creating it). A lock file may be removed by its holder when the lock is no
  * longer needed; a waiter that then wakes up on the removed file notices (its descriptor is no longer the file
  * at the path) and locks the new one instead, so removal never lets two holders in.
@@ -74,14 +89,7 @@ export async function lockFile(lockPath: string, opts: FlockOptions = {}): Promi
     const fd = openSync(lockPath, "a", 0o600);
     try {
       await flockFd(fd, lockPath, opts);
-      let current: { ino: number; dev: number } | undefined;
-      try {
-        current = statSync(lockPath);
-      } catch {
-        current = undefined; // removed by the holder before us
-      }
-      const mine = fstatSync(fd);
-      if (current && current.ino === mine.ino && current.dev === mine.dev) {
+      if (lockedFileIsCurrent(fd, lockPath)) {
         return {
           release: ({ remove = false } = {}) => {
             if (remove) {

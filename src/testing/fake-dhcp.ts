@@ -11,12 +11,13 @@ import type { LeaseWorld } from "../plugins/ipam/dhcp/leases.js";
 import { LinkGoneError, NetnsGoneError, type DhcpSockets } from "../plugins/ipam/dhcp/netns-sockets.js";
 import type { Dhcp6Sockets } from "../plugins/ipam/dhcp/client6.js";
 import type { Family } from "../plugins/ipam/dhcp/config.js";
+import { hexOf } from "../sys/bytes.js";
 import {
-  allOptions, decodeIaAddress, decodeIaNa, decodeMessage6, decodeOro, duidLL, encodeDomainList, encodeIaAddress, encodeIaNa,
-  encodeMessage6, encodeStatus, firstOption, hexColons, ipv6Bytes, Message6, Option6, Status6, type Dhcp6Message, type Opt6,
+  decodeIaAddress, decodeIaNa, decodeMessage6, decodeOro, duidLL, encodeIaAddress, encodeIaNa,
+  encodeMessage6, encodeStatus, firstOption, ipv6Bytes, Message6, Option6, Status6, type Dhcp6Message, type Opt6,
 } from "../plugins/ipam/dhcp/packet6.js";
 import {
-  BOOTREPLY, decodeMessage, encodeClasslessRoutes, encodeMessage, ipv4Bytes, messageType, readAddresses, u32Option,
+  BOOTREPLY, decodeMessage, encodeClasslessRoutes, encodeDomainSearch, encodeMessage, ipv4Bytes, messageType, readAddresses, u32Option,
   type DhcpMessage,
 } from "../plugins/ipam/dhcp/packet.js";
 import { MessageType, Option } from "../plugins/ipam/dhcp/option-codes.js";
@@ -214,7 +215,7 @@ export class FakeDhcp6Server {
   }
 
   private bindingKey(duid: Uint8Array, iaid: number): string {
-    return `${hexColons(duid)}/${iaid}`;
+    return `${hexOf(duid, ":")}/${iaid}`;
   }
 
   /** The address asked for in the message's IA, if any. */
@@ -232,14 +233,14 @@ export class FakeDhcp6Server {
     const ia = decodeIaNa(firstOption(msg.options, Option6.IANA)!);
     const key = this.bindingKey(duid, ia.iaid);
     const named = firstOption(msg.options, Option6.ServerID);
-    if (named && hexColons(named) !== hexColons(this.serverId)) return undefined; // for another server
+    if (named && hexOf(named) !== hexOf(this.serverId)) return undefined; // for another server
     const options: Opt6[] = [{ code: Option6.ClientID, value: duid }, { code: Option6.ServerID, value: this.serverId }];
     const reply = (type: number, iaOptions: Opt6[], extra: Opt6[] = []) => {
       options.push({ code: Option6.IANA, value: encodeIaNa({ iaid: ia.iaid, t1: this.t1Seconds, t2: this.t2Seconds, options: iaOptions }) }, ...extra);
       const oro = firstOption(msg.options, Option6.ORO);
       const asked = oro ? decodeOro(oro) : [];
       if (asked.includes(Option6.DNSServers)) options.push({ code: Option6.DNSServers, value: Uint8Array.from([...ipv6Bytes("fd00:9::53"), ...ipv6Bytes("fd00:9::54")]) });
-      if (asked.includes(Option6.DomainList)) options.push({ code: Option6.DomainList, value: encodeDomainList(["tscni.test"]) });
+      if (asked.includes(Option6.DomainList)) options.push({ code: Option6.DomainList, value: encodeDomainSearch(["tscni.test"]) });
       return encodeMessage6({ type, xid: msg.xid, options });
     };
     const status = (code: number, message: string): Opt6 => ({ code: Option6.StatusCode, value: encodeStatus({ code, message }) });
@@ -317,21 +318,12 @@ export class FakeSockets6 implements Dhcp6Sockets {
   }
 }
 
-/** The DHCPv6 messages of `type` that fake servers got, as sent (the IA's address when it names one). */
-export function sentAddresses(server: FakeDhcp6Server, type: number): Array<string | undefined> {
-  return server.got(type).map((r) => {
-    const ia = decodeIaNa(allOptions(r.msg.options, Option6.IANA)[0]!);
-    const addr = firstOption(ia.options, Option6.IAAddr);
-    return addr ? decodeIaAddress(addr).address : undefined;
-  });
-}
-
 /** A LeaseWorld over a fake server: links by `netns/ifName`, removable; everything logged into `lines`. */
 export class FakeWorld implements LeaseWorld {
   readonly clock = new FakeClock();
   readonly server = new FakeDhcpServer();
-  /** The DHCPv6 servers on every link (one unless a test adds another). */
-  readonly servers6 = [new FakeDhcp6Server()];
+  /** The DHCPv6 server on every link. */
+  readonly server6 = new FakeDhcp6Server();
   settings = { timeoutMs: 2000, resendMaxMs: 62_000, resendTimeoutMs: 10_000, broadcast: false };
   hostPrefix = "";
   readonly links = new Set<string>();
@@ -353,11 +345,6 @@ export class FakeWorld implements LeaseWorld {
       save: async (r) => void this.saved.set(savedKey(r.clientID, r.family), r),
       remove: async (id, family) => void this.saved.delete(savedKey(id, family)),
     };
-  }
-
-  /** The first DHCPv6 server. */
-  get server6(): FakeDhcp6Server {
-    return this.servers6[0]!;
   }
 
   addLink(netns: string, ifName: string): void {
@@ -382,7 +369,7 @@ export class FakeWorld implements LeaseWorld {
     if (![...this.links].some((l) => l.startsWith(`${netns}/`))) throw new NetnsGoneError(netns);
     if (!this.links.has(`${netns}/${ifName}`)) throw new LinkGoneError(ifName, netns);
     const index = [...this.links].indexOf(`${netns}/${ifName}`);
-    const s = new FakeSockets6(this.servers6, this.clock, netns, ifName, Uint8Array.of(2, 0, 0, 0, index >> 8, index & 0xff));
+    const s = new FakeSockets6([this.server6], this.clock, netns, ifName, Uint8Array.of(2, 0, 0, 0, index >> 8, index & 0xff));
     this.opened6.push(s);
     return s;
   }

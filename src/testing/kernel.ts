@@ -4,16 +4,12 @@
  * @module
  */
 import { spawnSync } from "node:child_process";
+import { LINK_KIND_PROBES } from "../net/link-kinds.js";
 
 /** Link kinds a test may need. */
 export type LinkKind = "ipvlan" | "vlan" | "dummy";
 
-/** `ip link add` words that make a link of each kind in the probe namespace (on the veth `pv0` where it needs a parent). */
-const PROBES: Record<LinkKind, string[]> = {
-  ipvlan: ["link", "add", "p0", "link", "pv0", "type", "ipvlan", "mode", "l2"],
-  vlan: ["link", "add", "p0", "link", "pv0", "type", "vlan", "id", "7"],
-  dummy: ["link", "add", "p0", "type", "dummy"],
-};
+const PROBES: Record<LinkKind, readonly string[]> = LINK_KIND_PROBES as Record<LinkKind, readonly string[]>;
 
 /** Why this kernel cannot make links of `kind` (undefined when it can), tried in a namespace of its own. */
 export function linkKindMissing(kind: LinkKind, tag: string): string | undefined {

@@ -7,9 +7,9 @@
  */
 import type { JsonObject } from "../../spec/json.js";
 import { toCurrentResult, type Result } from "../../spec/result/index.js";
-import { compareVersions } from "../../spec/version.js";
+import { compareVersions, versionGreaterThanOrEqualTo } from "../../spec/version.js";
 import type { Problem } from "./report.js";
-import { atLeast, once, Skip, type CheckBody, type SuiteContext } from "./context.js";
+import { once, Skip, type CheckBody, type SuiteContext } from "./context.js";
 import { describeCall, judgeErrorDocument, judgeSuccessDocument, judgeSuccessStatus, SECTION, type PluginCall } from "./output.js";
 import { expectedShape, judgeResult, maskResult, shapeDifferences } from "./shape.js";
 import { changesBetween, describeSnapshot, leftoverProblems, presenceProblems, type Snapshots } from "./state.js";
@@ -96,7 +96,7 @@ export async function attachmentChecks(ctx: SuiteContext): Promise<void> {
   });
   /** DEL of an attachment, with prevResult as a runtime sends it (from 0.4.0) unless `prevResult` is false. */
   const del = (att: Attachment, o: { prevResult?: boolean; netns?: boolean } = {}): Promise<PluginCall> => {
-    const prev: JsonObject = o.prevResult !== false && atLeast(att.version, "0.4.0") && att.raw ? { prevResult: att.raw } : {};
+    const prev: JsonObject = o.prevResult !== false && versionGreaterThanOrEqualTo(att.version, "0.4.0") && att.raw ? { prevResult: att.raw } : {};
     return ctx.run("DEL", attEnv(att, o.netns ?? true), ctx.configAt(att.version, prev));
   };
 
@@ -167,10 +167,10 @@ export async function attachmentChecks(ctx: SuiteContext): Promise<void> {
       diagnostics: { result: JSON.stringify(att.raw), container: describeSnapshot(att.afterAdd.container), host: describeSnapshot(att.afterAdd.host) },
     };
   });
-  if (atLeast(v0, "0.4.0")) await ctx.check(`CHECK (cniVersion ${v0}) right after ADD passes`, SECTION.check, () => checkPasses(main));
+  if (versionGreaterThanOrEqualTo(v0, "0.4.0")) await ctx.check(`CHECK (cniVersion ${v0}) right after ADD passes`, SECTION.check, () => checkPasses(main));
   if (v0 === "1.1.0") await statusAndGc(main);
   const mainDel = once(async () => del(await made(main)));
-  await ctx.check(`DEL (cniVersion ${v0}${atLeast(v0, "0.4.0") ? ", with prevResult" : ""}): exit 0, and nothing the ADD reported is left`, SECTION.del, async () =>
+  await ctx.check(`DEL (cniVersion ${v0}${versionGreaterThanOrEqualTo(v0, "0.4.0") ? ", with prevResult" : ""}): exit 0, and nothing the ADD reported is left`, SECTION.del, async () =>
     judgeDel(await made(main), await mainDel()));
   await ctx.check("DEL again (DEL may follow DEL): exit 0", SECTION.del, async () => {
     const att = await made(main);
@@ -213,7 +213,7 @@ export async function attachmentChecks(ctx: SuiteContext): Promise<void> {
       }
       return { problems: own, diagnostics: { ...describeCall(a.add), expected: JSON.stringify(expected.shape), ...(a.raw ? { got: JSON.stringify(maskResult(a.raw, a.ns.path)) } : {}) } };
     });
-    if (atLeast(version, "0.4.0")) await ctx.check(`CHECK (cniVersion ${version}) right after ADD passes`, SECTION.check, () => checkPasses(att));
+    if (versionGreaterThanOrEqualTo(version, "0.4.0")) await ctx.check(`CHECK (cniVersion ${version}) right after ADD passes`, SECTION.check, () => checkPasses(att));
     if (version === "1.1.0") await statusAndGc(att);
     await ctx.check(`DEL (cniVersion ${version}): exit 0, and nothing the ADD made is left`, SECTION.del, async () => {
       const a = await made(att);

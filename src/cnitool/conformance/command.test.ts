@@ -14,6 +14,8 @@ describe("the config file", () => {
     assert.deepEqual(readPluginConfig(list, "portmap", "f"), { type: "portmap", name: "net", cniVersion: "1.0.0" });
     assert.deepEqual(readPluginConfig('{"cniVersion":"1.0.0","name":"net","plugins":[{"type":"x"}]}', "y", "f"), { type: "x", name: "net", cniVersion: "1.0.0" });
     assert.throws(() => readPluginConfig(list, "tuning", "f.conflist"), /^Error: f\.conflist: a conflist without a plugin of type "tuning"$/);
+    // A 1.1.0 list may give only cniVersions: the newest this implementation knows, as libcni picks it.
+    assert.deepEqual(readPluginConfig('{"cniVersions":["0.4.0","1.1.0"],"name":"net","plugins":[{"type":"x"}]}', "x", "f"), { type: "x", name: "net", cniVersion: "1.1.0" });
   });
 
   test("what cannot be used says why, naming the file", () => {
@@ -33,5 +35,8 @@ describe("the command line", () => {
     assert.deepEqual(await run(["conformance", "/bin/true"]), { code: 1, stderr: "error: required option '--config <file>' not specified\n" });
     assert.deepEqual(await run(["conformance", "/bin/true", "--config", "x", "--format", "xml"]),
       { code: 1, stderr: 'Error: --format must be tap or junit, not "xml"\n' });
+    const badOnly = await run(["conformance", "/bin/true", "--config", "x", "--only", "("]);
+    assert.equal(badOnly.code, 1);
+    assert.match(badOnly.stderr, /^Error: --only: .*\n$/);
   });
 });

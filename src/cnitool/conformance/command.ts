@@ -10,6 +10,7 @@ import path from "node:path";
 import { Command, CommanderError } from "commander";
 import { findInPath, splitPathList } from "../../invoke/find.js";
 import { isJsonObject, parseJson, type JsonObject } from "../../spec/json.js";
+import { parseConfList } from "../../spec/config.js";
 import { formatJUnit, runPassed, tapEntry, tapFooter, tapHeader, type CheckResult } from "./report.js";
 import { Sandbox, SetupError } from "./sandbox.js";
 import { configProblem, runSuite } from "./suite.js";
@@ -59,7 +60,12 @@ export function readPluginConfig(text: string, pluginType: string, file: string)
     const plugins = parsed["plugins"].filter(isJsonObject);
     const chosen = plugins.find((p) => p["type"] === pluginType) ?? (plugins.length === 1 ? plugins[0] : undefined);
     if (!chosen) throw new Error(`${file}: a conflist without a plugin of type ${JSON.stringify(pluginType)}`);
-    config = { ...chosen, name: parsed["name"] ?? "", cniVersion: parsed["cniVersion"] ?? "" };
+    // The list's version as libcni picks it (cniVersion, or the newest usable of a 1.1.0 list's cniVersions).
+    let cniVersion: unknown = parsed["cniVersion"] ?? "";
+    try {
+      cniVersion = parseConfList(text, file).cniVersion;
+    } catch { /* the config's own check below says what is wrong */ }
+    config = { ...chosen, name: parsed["name"] ?? "", cniVersion };
   }
   const problem = configProblem(config);
   if (problem) throw new Error(`${file}: ${problem}`);
@@ -78,8 +84,8 @@ function onlyPattern(text: string | undefined): RegExp | undefined {
 
 async function conformance(pluginArg: string, flags: Flags, global: { ifname?: string; timeout?: string }, io: ConformanceIo): Promise<void> {
   if (flags.format !== "tap" && flags.format !== "junit") throw new Error(`--format must be tap or junit, not ${JSON.stringify(flags.format)}`);
-  if (process.getuid?.() !== 0) throw new Error("cnitool conformance needs root: it creates network namespaces");
   const only = onlyPattern(flags.only);
+  if (process.getuid?.() !== 0) throw new Error("cnitool conformance needs root: it creates network namespaces");
   const plugin = await resolvePlugin(pluginArg, io);
   const configFile = path.resolve(io.cwd, flags.config);
   const config = readPluginConfig(readFileSync(configFile, "utf8"), path.basename(plugin), configFile);

@@ -6,7 +6,6 @@
  */
 import { messageOf } from "../../spec/errors.js";
 import type { JsonObject } from "../../spec/json.js";
-import { compareVersions } from "../../spec/version.js";
 import type { CheckResult, Diagnostic, Problem } from "./report.js";
 import type { PluginCall } from "./output.js";
 import type { Sandbox } from "./sandbox.js";
@@ -59,9 +58,6 @@ export const once = <T>(make: () => Promise<T>): (() => Promise<T>) => {
   let made: Promise<T> | undefined;
   return () => (made ??= make());
 };
-
-/** Whether version `v` is `min` or newer. */
-export const atLeast = (v: string, min: string): boolean => compareVersions(v, min) >= 0;
 
 export class SuiteContext {
   readonly results: CheckResult[] = [];

@@ -8,7 +8,8 @@
  */
 import type { JsonObject } from "../../spec/json.js";
 import { ALL_VERSIONS } from "../../spec/versions.js";
-import { atLeast, once, Skip, type CheckBody, type SuiteContext } from "./context.js";
+import { versionGreaterThanOrEqualTo } from "../../spec/version.js";
+import { once, Skip, type CheckBody, type SuiteContext } from "./context.js";
 import { describeCall, judgeErrorDocument, SECTION, type ErrorDocument, type ExpectedError } from "./output.js";
 import { changesBetween } from "./state.js";
 
@@ -55,9 +56,9 @@ export async function refusalChecks(ctx: SuiteContext): Promise<void> {
     return { CNI_CONTAINERID: `${ns.name}-e`, CNI_NETNS: ns.path, CNI_IFNAME: ctx.opts.ifName, CNI_ARGS: "", CNI_PATH: ctx.opts.cniPath };
   };
   const without = (env: Record<string, string>, name: string) => Object.fromEntries(Object.entries(env).filter(([k]) => k !== name));
-  const missingVariable = { code: 4, codeRule: SECTION.error, namesRule: SECTION.error };
+  const missingVariable = { code: 4 };
 
-  const checkVersion = atLeast(v0, "0.4.0") ? v0 : claimed.filter((v) => atLeast(v, "0.4.0")).pop();
+  const checkVersion = versionGreaterThanOrEqualTo(v0, "0.4.0") ? v0 : claimed.filter((v) => versionGreaterThanOrEqualTo(v, "0.4.0")).pop();
   for (const [command, names] of REQUIRED) {
     const version = command === "CHECK" ? checkVersion : v0;
     for (const name of names) {
@@ -75,13 +76,13 @@ export async function refusalChecks(ctx: SuiteContext): Promise<void> {
   const cutShort = JSON.stringify(ctx.configAt(v0)).slice(0, 20);
   for (const command of ["ADD", "DEL"]) {
     await ctx.check(`${command} with a config that is not JSON: error code 6`, SECTION.error, async () =>
-      refused(command, await fullEnv(), cutShort, { code: 6, codeRule: SECTION.error }));
+      refused(command, await fullEnv(), cutShort, { code: 6 }));
   }
 
   const unclaimed = [...ALL_VERSIONS.filter((v) => claimed.length && !claimed.includes(v)), NEVER_A_VERSION];
   for (const version of unclaimed) {
     await ctx.check(`ADD with cniVersion ${version}, which it does not claim: error code 1`, SECTION.upgrades, async () =>
-      refused("ADD", await fullEnv(), ctx.configAt(version), { code: 1, codeRule: SECTION.error }));
+      refused("ADD", await fullEnv(), ctx.configAt(version), { code: 1 }));
   }
 
   const { name: _name, ...nameless } = ctx.configAt(v0);

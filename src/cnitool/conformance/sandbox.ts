@@ -9,6 +9,7 @@ import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { existsSync } from "node:fs";
 import { runTool } from "../../sys/exec.js";
 import { findTool } from "../../sys/tool-path.js";
+import { LINK_KIND_PROBES } from "../../net/link-kinds.js";
 import type { PluginCall } from "./output.js";
 import { parseIpAddrJson, type NsSnapshot, type Snapshots } from "./state.js";
 
@@ -177,17 +178,19 @@ export class Sandbox {
   }
 
   /**
-   * Why this kernel cannot make links of `kind` (undefined when it can, or when `kind` is not one the kernel refuses
-   * by name): `ip link add` of that kind on a veth in a scratch namespace, refused with "Unknown device type".
+   * Why this kernel cannot make the links plugin type `kind` makes (undefined when it can, or when the type makes
+   * no link kind of its own: net/link-kinds.ts): `ip link add` of that kind on a veth in a scratch namespace,
+   * refused with "Unknown device type".
    */
   linkKindMissing(kind: string): string | undefined {
+    const words = LINK_KIND_PROBES[kind];
+    if (!words) return undefined;
     if (this.kindProbes.has(kind)) return this.kindProbes.get(kind);
     const ns = { name: `cnic-${this.opts.tag}-probe`, path: `/run/netns/cnic-${this.opts.tag}-probe` };
     let reason: string | undefined;
     this.addNamespace(ns);
     try {
       this.ip(["-n", ns.name, "link", "add", "pv0", "type", "veth", "peer", "name", "pv1"]);
-      const words = ["link", "add", "p0", "link", "pv0", "type", kind, ...(kind === "vlan" ? ["id", "1"] : [])];
       const r = spawnSync(tool("ip"), ["-n", ns.name, ...words], { encoding: "utf8" });
       if (r.status !== 0 && /unknown device type/i.test(r.stderr)) reason = `this kernel cannot make ${kind} links (ip ${words.join(" ")}: ${r.stderr.trim()})`;
     } finally {

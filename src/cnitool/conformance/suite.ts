@@ -12,11 +12,10 @@ import { ALL_VERSIONS, CURRENT_VERSION } from "../../spec/versions.js";
 import { parseVersion } from "../../spec/version.js";
 import type { CheckResult } from "./report.js";
 import { attachmentChecks } from "./attachments.js";
-import { Skip, SuiteContext, type Claims, type SuiteOptions } from "./context.js";
+import { once, Skip, SuiteContext, type Claims, type SuiteOptions } from "./context.js";
 import { describeCall, judgeSupportedVersions, judgeVersionAnswer, SECTION, type PluginCall, type VersionAnswer } from "./output.js";
 import { refusalChecks } from "./refusals.js";
 
-export type { SuiteOptions } from "./context.js";
 
 /** Runs the suite; resolves with every check's result (each also given to `report` as it finishes). */
 export async function runSuite(opts: SuiteOptions): Promise<CheckResult[]> {
@@ -49,14 +48,11 @@ async function versionChecks(ctx: SuiteContext, answer: VersionAnswer, first: Pl
     if (!answer.listed) throw new Skip("the answer has no supportedVersions list");
     return { problems: judgeSupportedVersions(answer.listed), diagnostics: { supportedVersions: answer.listed } };
   });
-  let others: Array<{ v: string; call: PluginCall }> | undefined;
-  const otherAnswers = async () => {
-    if (!others) {
-      others = [];
-      for (const v of ALL_VERSIONS.filter((x) => x !== CURRENT_VERSION)) others.push({ v, call: await version(v) });
-    }
+  const otherAnswers = once(async () => {
+    const others: Array<{ v: string; call: PluginCall }> = [];
+    for (const v of ALL_VERSIONS.filter((x) => x !== CURRENT_VERSION)) others.push({ v, call: await version(v) });
     return others;
-  };
+  });
   await ctx.check("VERSION: the same supportedVersions whatever spec version is on stdin", SECTION.version, async () => {
     const problems = [];
     for (const { v, call } of await otherAnswers()) {

@@ -8,8 +8,8 @@
 import { toCurrentResult, type Result100 } from "../../spec/result/index.js";
 import type { PluginConf } from "../../spec/config.js";
 import type { FirewallMark } from "../../net/firewall-marks.js";
-import type { IPMasqBackend } from "../../net/ipmasq.js";
-import { iptablesFor } from "../../net/iptables.js";
+import { defaultIPMasqBackend, type IPMasqBackend } from "../../net/ipmasq.js";
+import { iptablesFor, type IPFamilyNum } from "../../net/iptables.js";
 import { nftUsable } from "../../net/nftables.js";
 import { parsePrevResult } from "../../skel/conf.js";
 
@@ -48,14 +48,13 @@ export function cachedResultOf(conf: PluginConf): Result100 | undefined {
   return prev && toCurrentResult(prev);
 }
 
-/** Whether iptables (IPv4) works here, asked once per pass (the key other restorers share). */
-export const iptablesUsableOnce = (req: RestoreRequest): Promise<boolean> => req.once("iptables usable", () => iptablesFor(4).usable());
+/** Whether iptables (IPv4, or ip6tables) works here, asked once per pass (the key other restorers share). */
+export const iptablesUsableOnce = (req: RestoreRequest, family: IPFamilyNum = 4): Promise<boolean> =>
+  req.once(family === 4 ? "iptables usable" : "ip6tables usable", () => iptablesFor(family).usable());
 /** Whether nftables works here, asked once per pass. */
 export const nftablesUsableOnce = (req: RestoreRequest): Promise<boolean> => req.once("nftables usable", nftUsable);
 
 /** The masquerading backend ADD used: the configured one, else iptables unless only nftables works (as setupIPMasq). */
 export async function ipMasqBackendOf(req: RestoreRequest, configured: IPMasqBackend | undefined): Promise<IPMasqBackend> {
-  if (configured) return configured;
-  if (await iptablesUsableOnce(req)) return "iptables";
-  return (await nftablesUsableOnce(req)) ? "nftables" : "iptables";
+  return configured ?? defaultIPMasqBackend({ iptables: () => iptablesUsableOnce(req), nftables: () => nftablesUsableOnce(req) });
 }

@@ -151,7 +151,6 @@ export interface SandboxLinkExpectation {
   bridge?: string;
 }
 
-
 /** Whether `link` sits on `master`: by index when the master is in another namespace, by name in the same one. */
 function sitsOn(link: Link, master: Link, sameNamespace: boolean): boolean {
   return sameNamespace ? link.peerName === master.name : link.peerIndex === master.index;

@@ -13,8 +13,7 @@
  * repeated on another member), so callers only send what is safe to repeat: guarded transactions and reads.
  * @module
  */
-import http from "node:http";
-import https from "node:https";
+import type http from "node:http";
 import { setTimeout as sleep } from "node:timers/promises";
 
 // ---- the request encoding ----------------------------------------------------------------------------
@@ -203,6 +202,13 @@ const GRPC_UNAUTHENTICATED = 16;
 /** Node's codes for certificate problems: retrying another member would not help. */
 const TLS_ERROR = /^(CERT_|ERR_TLS_|UNABLE_TO_|DEPTH_ZERO_|SELF_SIGNED_|ERR_SSL_)/;
 
+/**
+ * node:http or node:https, loaded on the first request (docs/startup.md: a call refused on its config, or one that
+ * never reaches etcd, does not pay for them).
+ */
+const httpModule = (secure: boolean): typeof http =>
+  secure ? process.getBuiltinModule("node:https") as unknown as typeof http : process.getBuiltinModule("node:http");
+
 /** One keep-alive agent per TLS identity per process, so in-process calls (a runtime, tests) share connections. */
 const agents = new Map<string, http.Agent>();
 function agentFor(secure: boolean, tls: EtcdConnection["tls"]): http.Agent {
@@ -210,8 +216,8 @@ function agentFor(secure: boolean, tls: EtcdConnection["tls"]): http.Agent {
   let agent = agents.get(id);
   if (!agent) {
     agent = secure
-      ? new https.Agent({ keepAlive: true, maxSockets: 64, ...(tls?.cert ? { cert: tls.cert } : {}), ...(tls?.key ? { key: tls.key } : {}), ...(tls?.ca ? { ca: tls.ca } : {}) })
-      : new http.Agent({ keepAlive: true, maxSockets: 64 });
+      ? new (process.getBuiltinModule("node:https").Agent)({ keepAlive: true, maxSockets: 64, ...(tls?.cert ? { cert: tls.cert } : {}), ...(tls?.key ? { key: tls.key } : {}), ...(tls?.ca ? { ca: tls.ca } : {}) })
+      : new (httpModule(false).Agent)({ keepAlive: true, maxSockets: 64 });
     agents.set(id, agent);
   }
   return agent;
@@ -338,7 +344,7 @@ export class EtcdClient {
         fn();
       };
       const fail = (message: string, retryable: boolean, grpcCode = 0) => finish(() => reject(new AttemptError(message, retryable, grpcCode)));
-      const req = (secure ? https : http).request(url, { method: "POST", headers, agent: agentFor(secure, this.connection.tls) }, (res) => {
+      const req = httpModule(secure).request(url, { method: "POST", headers, agent: agentFor(secure, this.connection.tls) }, (res) => {
         const chunks: Buffer[] = [];
         res.on("data", (c: Buffer) => chunks.push(c));
         res.on("error", (e) => fail(`reading the answer: ${e.message}`, true));

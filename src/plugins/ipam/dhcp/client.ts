@@ -6,6 +6,7 @@
  * @module
  */
 import { messageOf, tryAgainLater } from "../../../spec/errors.js";
+import { sameBytes } from "../../../sys/bytes.js";
 import type { Clock } from "./clock.js";
 import type { DhcpSockets } from "./netns-sockets.js";
 import {
@@ -107,8 +108,6 @@ export function buildMessage(type: number, f: MessageFields, spec: SendSpec): Ui
   }
   return encodeMessage(m);
 }
-
-const sameBytes = (a: Uint8Array, b: Uint8Array): boolean => a.length === b.length && a.every((x, i) => x === b[i]);
 
 /**
  * Waits until `deadline` for a reply to `xid` for this client of one of `types`; anything else that arrives

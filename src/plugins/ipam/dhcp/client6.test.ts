@@ -10,7 +10,8 @@ import { FakeClock, FakeDhcp6Server, FakeSockets6 } from "../../../testing/fake-
 import {
   acquire6, bindingTimes6, buildMessage6, extend6, release6, retransmissionTimeout, type Binding6, type SendSpec6,
 } from "./client6.js";
-import { duidLL, hexColons, INFINITY6, Message6 } from "./packet6.js";
+import { duidLL, INFINITY6, Message6 } from "./packet6.js";
+import { hexOf } from "../../../sys/bytes.js";
 
 const hex = (text: string): Uint8Array => Uint8Array.from(Buffer.from(text.replace(/\s+/g, ""), "hex"));
 const CLIENT_DUID = "0003 0001 020000000001";
@@ -112,7 +113,7 @@ describe("exchanges", () => {
     const { binding, spec } = await acquire6(open, base, settings, clock);
     assert.deepEqual(spec.duid, hex(CLIENT_DUID));
     assert.equal(binding.address, "fd00:9::10");
-    assert.equal(binding.server, hexColons(server.serverId));
+    assert.equal(binding.server, hexOf(server.serverId, ":"));
     assert.deepEqual([binding.renewAt, binding.rebindAt, binding.expiresAt].map((t) => t - clock.now()), [30_000, 90_000, 120_000]);
     assert.deepEqual(server.received.map((r) => r.type), [Message6.Solicit, Message6.Request]);
     assert.equal(clock.now() - Date.UTC(2030, 0, 1), 0, "preference 255: no waiting for other servers");
@@ -129,7 +130,7 @@ describe("exchanges", () => {
     await clock.advance(1050);
     const { binding } = await pending;
     assert.equal(binding.address, "fd00:9::20");
-    assert.equal(binding.server, hexColons(high.serverId));
+    assert.equal(binding.server, hexOf(high.serverId, ":"));
     const [req] = high.got(Message6.Request);
     assert.deepEqual(req!.msg.options.find((o) => o.code === 2)?.value, high.serverId, "the REQUEST names the preferred server");
   });
@@ -159,7 +160,7 @@ describe("exchanges", () => {
   });
 
   const bound = (server: FakeDhcp6Server): Binding6 => ({
-    reply: new Uint8Array(), address: "fd00:9::10", serverId: server.serverId, server: hexColons(server.serverId), boundAt: 0, renewAt: 0, rebindAt: 0, expiresAt: 0,
+    reply: new Uint8Array(), address: "fd00:9::10", serverId: server.serverId, server: hexOf(server.serverId, ":"), boundAt: 0, renewAt: 0, rebindAt: 0, expiresAt: 0,
   });
   const spec: SendSpec6 = { duid: hex(CLIENT_DUID), iaid: 7, oro: [23, 24] };
 
@@ -202,7 +203,7 @@ describe("exchanges", () => {
     const clock = new FakeClock();
     const server = new FakeDhcp6Server();
     const { open } = opener([server], clock);
-    server.bindings.set(`${hexColons(spec.duid)}/7`, "fd00:9::10");
+    server.bindings.set(`${hexOf(spec.duid, ":")}/7`, "fd00:9::10");
     assert.equal(await release6(open, bound(server), spec, clock), "confirmed by 00:03:00:01:02:00:00:00:00:fe (Success (released))");
     assert.equal(server.bindings.size, 0);
     server.silent = true;

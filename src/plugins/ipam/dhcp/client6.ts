@@ -8,12 +8,13 @@
  * @module
  */
 import { CniError, messageOf, tryAgainLater } from "../../../spec/errors.js";
+import { hexOf, sameBytes } from "../../../sys/bytes.js";
 import { formatDuration, type ClientSettings } from "./client.js";
 import type { Clock } from "./clock.js";
 import { DhcpFormatError } from "./packet.js";
 import {
   allOptions, decodeIaAddress, decodeIaNa, decodeMessage6, elapsedTime, encodeIaAddress, encodeIaNa, encodeMessage6, encodeOro,
-  firstOption, hexColons, INFINITY6, Message6, MESSAGE6_NAMES, Option6, Status6, statusOf, statusText,
+  firstOption, INFINITY6, Message6, MESSAGE6_NAMES, Option6, Status6, statusOf, statusText,
   type Dhcp6Message, type IaAddress, type IaNa, type Opt6,
 } from "./packet6.js";
 
@@ -112,8 +113,6 @@ export function bindingTimes6(ia: IaNa, addr: IaAddress, now: number): Pick<Bind
 
 const randomXid = (clock: Clock): number => Math.floor(clock.random() * 0x1000000) & 0xffffff;
 
-const sameBytes = (a: Uint8Array | undefined, b: Uint8Array): boolean => !!a && a.length === b.length && a.every((x, i) => x === b[i]);
-
 interface MessageFields {
   xid: number;
   /** Milliseconds since the exchange began (the Elapsed Time option). */
@@ -157,7 +156,7 @@ async function awaitMessage(sockets: Dhcp6Sockets, type: number, xid: number, du
       if (e instanceof DhcpFormatError) continue;
       throw e;
     }
-    if (msg.type !== type || msg.xid !== xid || !sameBytes(firstOption(msg.options, Option6.ClientID), duid) || !firstOption(msg.options, Option6.ServerID)) continue;
+    if (msg.type !== type || msg.xid !== xid || !sameBytes(firstOption(msg.options, Option6.ClientID) ?? new Uint8Array(), duid) || !firstOption(msg.options, Option6.ServerID)) continue;
     return { msg, bytes };
   }
 }
@@ -188,7 +187,7 @@ function addressesOf(ia: IaNa): IaAddress[] {
   return out;
 }
 
-const serverText = (msg: Dhcp6Message): string => hexColons(firstOption(msg.options, Option6.ServerID)!);
+const serverText = (msg: Dhcp6Message): string => hexOf(firstOption(msg.options, Option6.ServerID)!, ":");
 
 /**
  * What an ADVERTISE or REPLY gives this client's IA: an address the server binds (`address` equal to `want` when
@@ -278,12 +277,12 @@ async function request(sockets: Dhcp6Sockets, spec: SendSpec6, advertise: Dhcp6M
     if ("problem" in grant) return grant;
     return bindingOf(reply.bytes, reply.msg, grant, clock.now());
   }
-  return { problem: `no REPLY from ${hexColons(serverId)} for ${address}` };
+  return { problem: `no REPLY from ${hexOf(serverId, ":")} for ${address}` };
 }
 
 function bindingOf(bytes: Uint8Array, msg: Dhcp6Message, grant: { ia: IaNa; addr: IaAddress }, now: number): Binding6 {
   const serverId = firstOption(msg.options, Option6.ServerID)!;
-  return { reply: bytes, address: grant.addr.address, serverId, server: hexColons(serverId), ...bindingTimes6(grant.ia, grant.addr, now) };
+  return { reply: bytes, address: grant.addr.address, serverId, server: hexOf(serverId, ":"), ...bindingTimes6(grant.ia, grant.addr, now) };
 }
 
 /**
@@ -351,7 +350,8 @@ async function readRenewal(sockets: Dhcp6Sockets, reply: { msg: Dhcp6Message; by
     return { nak: regained.problem };
   }
   if (grant.status === Status6.NotOnLink) return { nak: grant.problem };
-  const ended = iaOf(reply.msg, spec.iaid) && addressesOf(iaOf(reply.msg, spec.iaid)!).find((a) => a.address === current.address && a.valid === 0);
+  const ia = iaOf(reply.msg, spec.iaid);
+  const ended = ia && addressesOf(ia).some((a) => a.address === current.address && a.valid === 0);
   if (ended) return { nak: `REPLY from ${serverText(reply.msg)} ends ${current.address} (valid lifetime 0)` };
   return { problem: grant.problem };
 }

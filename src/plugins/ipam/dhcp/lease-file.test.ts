@@ -10,7 +10,7 @@ import { readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { useTempDirs } from "../../../testing/temp.js";
 import { decodeLeaseRecord, encodeLeaseRecord, leaseFileName, LeaseStore, type LeaseRecord, type LeaseRecord6 } from "./lease-file.js";
-import { hexColons } from "./packet6.js";
+import { hexOf } from "../../../sys/bytes.js";
 
 const tempDir = useTempDirs("tscni-dhcp-leasefile-");
 
@@ -28,7 +28,7 @@ const record6 = (id = "ctr/net/eth0", fqdn = true): LeaseRecord6 => ({
   family: "ipv6", clientID: id, containerID: "ctr", network: "net", ifName: "eth0", netns: "/run/netns/ctr",
   send: { duid: Uint8Array.of(0, 3, 0, 1, 2, 0, 0, 0, 0, 1), iaid: 0xf2bb_5a52, oro: [23, 24], ...(fqdn ? { fqdn: Uint8Array.of(0, 3, 0x70, 0x6f, 0x64) } : {}) },
   binding: {
-    reply: Uint8Array.of(7, 1, 2, 3), address: "fd00:9::10", serverId, server: hexColons(serverId),
+    reply: Uint8Array.of(7, 1, 2, 3), address: "fd00:9::10", serverId, server: hexOf(serverId, ":"),
     boundAt: 1_800_000_000_000, renewAt: 1_800_000_030_000, rebindAt: Infinity, expiresAt: Infinity,
   },
 });

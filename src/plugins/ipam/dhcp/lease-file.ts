@@ -12,10 +12,10 @@ import { createHash } from "node:crypto";
 import { mkdir, readdir, readFile, rm } from "node:fs/promises";
 import * as path from "../../../sys/posix-path.js";
 import { writeFileAtomic } from "../../../sys/atomic-file.js";
+import { hexOf } from "../../../sys/bytes.js";
 import type { Binding, SendSpec } from "./client.js";
 import type { Binding6, SendSpec6 } from "./client6.js";
 import type { Family } from "./config.js";
-import { hexColons } from "./packet6.js";
 import { messageOf } from "../../../spec/errors.js";
 
 /** What every lease record holds: the attachment it belongs to. */
@@ -120,7 +120,7 @@ export function decodeLeaseRecord(text: string): LeaseRecord {
     return {
       family, ...attachment,
       send: { duid: bytes(send, "duid", "send."), iaid: iaid as number, oro: send["oro"], ...(send["fqdn"] !== undefined ? { fqdn: bytes(send, "fqdn", "send.") } : {}) },
-      binding: { address: str(b, "address", "binding."), serverId, server: hexColons(serverId), reply: bytes(b, "reply", "binding."), ...times(b) },
+      binding: { address: str(b, "address", "binding."), serverId, server: hexOf(serverId, ":"), reply: bytes(b, "reply", "binding."), ...times(b) },
     };
   }
   const options = send["options"];

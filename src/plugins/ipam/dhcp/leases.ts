@@ -297,7 +297,7 @@ export class LeaseManager {
       throw e instanceof CniError ? e : this.world.describeOpenError(e);
     }
     try {
-      const described = record.family === "ipv4" ? `${record.binding.address}/${leasePrefix(decodeMessage(record.binding.ack))}` : resultOf(record, 0).ips![0]!.address;
+      const described = record.family === "ipv4" ? `${record.binding.address}/${leasePrefix(decodeMessage(record.binding.ack))}` : `${record.binding.address}/128`; // (DHCPv6 gives no prefix: options6.ts)
       await this.world.store.save(record);
       const b = record.binding;
       this.world.log(`${key}: acquired ${described} from ${b.server} on ${args.ifName} in ${args.netns}; renew at ${at(b.renewAt)}, expires at ${at(b.expiresAt)}`);
@@ -398,6 +398,6 @@ export class LeaseManager {
   /** Stops every upkeep and every acquisition under way, releasing nothing: the leases stay on disk. */
   async shutdown(): Promise<void> {
     this.stopping.abort();
-    await Promise.all(this.records().map((r) => this.held[r.family].get(r.clientID)!.stop()));
+    await Promise.all(FAMILIES.flatMap((f) => [...this.held[f].values()]).map((l) => l.stop()));
   }
 }

@@ -15,19 +15,14 @@
 import { readFileSync, writeFileSync } from "node:fs";
 import type { Dhcp6Sockets } from "./client6.js";
 import {
-  inNetns, int32Option, linkInfo, newSocket, PolledReceiver, requireFfi, setOption, setUp, SocketError, waitRunning,
-  withProbeSocket, type Ffi,
+  inNetns, int32Option, linkInfo, MSG_DONTWAIT, MSG_TRUNC, newSocket, PolledReceiver, requireFfi, setOption, setUp,
+  SO_BINDTODEVICE, SO_REUSEADDR, SocketError, waitRunning, withProbeSocket, type Ffi,
 } from "./netns-sockets.js";
 import { ipv6Bytes, ipv6Text } from "./packet6.js";
 
 const AF_INET6 = 10;
 const IPPROTO_IPV6 = 41;
 const IPV6_MULTICAST_IF = 17;
-const SOL_SOCKET = 1;
-const SO_REUSEADDR = 2;
-const SO_BINDTODEVICE = 25;
-const MSG_DONTWAIT = 0x40;
-const MSG_TRUNC = 0x20;
 const SIOCDIFADDR = 0x8936;
 const IFA_F_DADFAILED = 0x08;
 const IFA_F_OPTIMISTIC = 0x04;
@@ -179,8 +174,8 @@ export async function openDhcp6Sockets(netns: string, ifName: string, opts: { br
       }
     }
     const linkLocal = await usableLinkLocal(f, netns, ifName, info.index, opts.readyBy);
-    setOption(f, fd, SO_REUSEADDR, int32Option(1), "SO_REUSEADDR", SOL_SOCKET);
-    setOption(f, fd, SO_BINDTODEVICE, Buffer.from(`${ifName}\0`), `binding the UDPv6 socket to ${ifName}`, SOL_SOCKET);
+    setOption(f, fd, SO_REUSEADDR, int32Option(1), "SO_REUSEADDR");
+    setOption(f, fd, SO_BINDTODEVICE, Buffer.from(`${ifName}\0`), `binding the UDPv6 socket to ${ifName}`);
     setOption(f, fd, IPV6_MULTICAST_IF, int32Option(info.index), "IPV6_MULTICAST_IF", IPPROTO_IPV6);
     const local = sockaddrIn6(linkLocal, DHCP6_CLIENT_PORT, info.index);
     if (f.libc.bind(fd, local, local.length) !== 0) throw new SocketError(`binding [${linkLocal}]:${DHCP6_CLIENT_PORT} on ${ifName} in ${netns}`, f.errno());

@@ -10,9 +10,9 @@ import { IMPLEMENTED_100, type Result100 } from "../../../spec/result/types100.j
 import type { DuidSource, SendSpec6 } from "./client6.js";
 import type { DuidKind } from "./config.js";
 import { Option } from "./option-codes.js";
-import { DhcpFormatError } from "./packet.js";
+import { DhcpFormatError, parseDomainSearch } from "./packet.js";
 import {
-  clientFqdn, decodeMessage6, duidLL, duidLLT, duidUUID, firstOption, Option6, readAddresses6, readDomainList, type Dhcp6Message,
+  clientFqdn, decodeMessage6, duidLL, duidLLT, duidUUID, firstOption, Option6, readAddresses6, type Dhcp6Message,
 } from "./packet6.js";
 
 /** The options a DHCPv6 client asks for: DNS servers and the domain search list. */
@@ -63,7 +63,7 @@ function leaseDNS6(reply: Dhcp6Message): DNS {
   const list = firstOption(reply.options, Option6.DomainList);
   if (list) {
     try {
-      const names = readDomainList(list);
+      const names = parseDomainSearch(list);
       if (names.length) dns.search = names;
     } catch (e) {
       if (!(e instanceof DhcpFormatError)) throw e;

@@ -5,11 +5,11 @@
  */
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { DhcpFormatError } from "./packet.js";
+import { DhcpFormatError, encodeDomainSearch, parseDomainSearch } from "./packet.js";
 import {
   clientFqdn, decodeIaAddress, decodeIaNa, decodeMessage6, decodeOptions, decodeOro, decodeStatus, duidLL, duidLLT, duidUUID,
-  elapsedTime, encodeDomainList, encodeIaAddress, encodeIaNa, encodeMessage6, encodeOro, encodeStatus, firstOption, allOptions,
-  Message6, Option6, readAddresses6, readDomainList, statusOf, Status6,
+  elapsedTime, encodeIaAddress, encodeIaNa, encodeMessage6, encodeOro, encodeStatus, firstOption, allOptions,
+  Message6, Option6, readAddresses6, statusOf, Status6,
 } from "./packet6.js";
 
 /** Bytes from hex, spaces and line breaks ignored. */
@@ -75,8 +75,8 @@ describe("options", () => {
     assert.deepEqual(readAddresses6(hex(`fd00000900000000000000000000 0053 ${"fe80 0000 0000 0000 0000 0000 0000 0001"}`)), ["fd00:9::53", "fe80::1"]);
     assert.equal(readAddresses6(hex("fd00")), undefined);
     const list = hex("05 7473636e69 04 74657374 00  03 6c6162 00");
-    assert.deepEqual(readDomainList(list), ["tscni.test", "lab"]);
-    assert.deepEqual(encodeDomainList(["tscni.test", "lab"]), list);
+    assert.deepEqual(parseDomainSearch(list), ["tscni.test", "lab"]);
+    assert.deepEqual(encodeDomainSearch(["tscni.test", "lab"]), list);
   });
 
   test("Client FQDN (39): flags, then one label without its terminating zero (partial) or a whole name", () => {
@@ -130,7 +130,7 @@ describe("messages", () => {
     const ia = decodeIaNa(firstOption(m.options, Option6.IANA)!);
     assert.equal(decodeIaAddress(firstOption(ia.options, Option6.IAAddr)!).address, "fd00:9::10");
     assert.deepEqual(readAddresses6(firstOption(m.options, Option6.DNSServers)), ["fd00:9::53"]);
-    assert.deepEqual(readDomainList(firstOption(m.options, Option6.DomainList)!), ["tscni.test"]);
+    assert.deepEqual(parseDomainSearch(firstOption(m.options, Option6.DomainList)!), ["tscni.test"]);
     assert.deepEqual(statusOf(m.options), { code: 0, message: "success" });
     assert.deepEqual(encodeMessage6(m), advertise);
   });

@@ -8,7 +8,7 @@
  */
 import { concatBytes } from "../../../sys/bytes.js";
 import { formatIPv6, parseIPBytes } from "../../../spec/ip.js";
-import { DhcpFormatError, encodeDomainSearch, parseDomainSearch } from "./packet.js";
+import { DhcpFormatError } from "./packet.js";
 
 /** DHCPv6 message types (RFC 8415 §7.3). */
 export const Message6 = {
@@ -88,10 +88,6 @@ const view = (b: Uint8Array): DataView => new DataView(b.buffer, b.byteOffset, b
 
 /** A 16-bit value's two bytes. */
 export const u16Bytes = (v: number): Uint8Array => Uint8Array.of((v >> 8) & 0xff, v & 0xff);
-
-
-/** Bytes as colon-separated hex (how servers log DUIDs). */
-export const hexColons = (b: Uint8Array): string => [...b].map((x) => x.toString(16).padStart(2, "0")).join(":");
 
 // ---- options --------------------------------------------------------------------------------------------
 
@@ -192,12 +188,6 @@ export function readAddresses6(value: Uint8Array | undefined): string[] | undefi
   if (!value || value.length === 0 || value.length % 16) return undefined;
   return Array.from({ length: value.length / 16 }, (_, i) => ipv6Text(value, i * 16));
 }
-
-/** Option 24: domain names in DNS wire format, uncompressed (RFC 8415 §10); throws on a malformed one. */
-export const readDomainList = (value: Uint8Array): string[] => parseDomainSearch(value);
-
-/** Encodes option 24. */
-export const encodeDomainList = (names: readonly string[]): Uint8Array => encodeDomainSearch(names);
 
 /**
  * Option 39 (RFC 4704) naming the client: the flags byte (0: the server is not asked to update the AAAA record) and

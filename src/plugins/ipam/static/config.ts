@@ -62,8 +62,6 @@ function resolveAddress(a: PendingAddress): StaticAddress {
   return a.gateway ? { address, gateway: a.gateway } : { address };
 }
 
-/** Bad CNI_ARGS values are code 4, like every CNI_ARGS error. */
-
 /** CNI_ARGS `IP` entries appended to `addresses`, then `GATEWAY` applied to them. */
 function applyCniArgs(addresses: PendingAddress[], cniArgs: string): PendingAddress[] {
   const env = loadIpamArgs<{ IP: string; GATEWAY: string }>(cniArgs, { IP: (v) => v, GATEWAY: (v) => v });

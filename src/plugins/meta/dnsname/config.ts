@@ -39,7 +39,9 @@ export interface DnsnameConf {
   aliases: string[];
   /** CNI_ARGS K8S_POD_NAME, checked. */
   podName: string;
-  prevResult?: Result100;
+  prevResult: Result100;
+  /** What dnsname works from in the prevResult: the bridge and the container's addresses. */
+  attachment: Attachment;
 }
 
 /** The part of a prevResult dnsname works from. */
@@ -101,12 +103,10 @@ export function loadDnsnameConf(stdin: Buffer, cniArgs: string): DnsnameConf {
     throw invalidConfig(`dnsname needs the container's name in CNI_ARGS ${POD_NAME_ARG}`,
       `runtimes pass it as "IgnoreUnknown=1;${POD_NAME_ARG}=<name>"`);
   }
-  const n: DnsnameConf = { conf, domain, aliases, podName: containerName(podName, POD_NAME_ARG) };
   const prev = parsePrevResult(conf);
   if (!prev) throw invalidConfig(NOT_CHAINED, "dnsname must follow the plugin that made the network's bridge (prevResult missing)");
-  n.prevResult = toCurrentResult(prev);
-  attachmentOf(n.prevResult);
-  return n;
+  const prevResult = toCurrentResult(prev);
+  return { conf, domain, aliases, podName: containerName(podName, POD_NAME_ARG), prevResult, attachment: attachmentOf(prevResult) };
 }
 
 /**

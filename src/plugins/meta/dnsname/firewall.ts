@@ -8,6 +8,8 @@
  */
 import { iptablesFor, type IPFamilyNum } from "../../../net/iptables.js";
 import { messageOf } from "../../../spec/errors.js";
+import { tryParseIP } from "../../../spec/ip.js";
+import { otherNetworkUses, type NetworkDir } from "./state.js";
 
 /** One rule in the filter table's INPUT chain. */
 export interface InputRule {
@@ -22,6 +24,10 @@ const dnsRule = (bridge: string, proto: "udp" | "tcp"): string[] => ["-i", bridg
 export const dnsRules = (bridge: string, families: readonly IPFamilyNum[] = [4, 6]): InputRule[] =>
   families.flatMap((family) => (["tcp", "udp"] as const).map((proto) => ({ family, rule: dnsRule(bridge, proto) })));
 
+/** The families ADD opens DNS in for a container's addresses: IPv4 always, IPv6 when it has an IPv6 address. */
+export const dnsFamilies = (addresses: readonly string[]): IPFamilyNum[] =>
+  [...new Set<IPFamilyNum>([4, ...addresses.map((x) => tryParseIP(x)!.family as IPFamilyNum)])].sort();
+
 /**
  * Inserts the accept rules for `bridge` in `families` that are missing (udp ends up first in INPUT, where Go puts
  * it); returns the ones it inserted. A family whose iptables does not work here is skipped with a warning.
@@ -31,20 +37,23 @@ export async function acceptDns(bridge: string, families: readonly IPFamilyNum[]
   for (const family of families) {
     const ipt = iptablesFor(family);
     for (const r of dnsRules(bridge, [family])) {
-      let exists: boolean;
+      let added: boolean;
       try {
-        exists = await ipt.ruleExists("filter", "INPUT", r.rule);
+        added = await ipt.insertUnique("filter", "INPUT", 1, r.rule);
       } catch (e) {
         if (await ipt.usable()) throw e;
         warn(`${ipt.command} does not work here, so no INPUT rule lets DNS to ${bridge} through: ${messageOf(e)}`);
         break;
       }
-      if (exists) continue;
-      await ipt.insertUnique("filter", "INPUT", 1, r.rule);
-      inserted.push(r);
+      if (added) inserted.push(r);
     }
   }
   return inserted;
+}
+
+/** Removes the rules of network `d`'s bridge, unless another network's dnsmasq listens on that bridge too. */
+export async function removeDnsRulesUnlessShared(d: NetworkDir, bridge: string | undefined, warn: (msg: string) => void): Promise<void> {
+  if (bridge && !otherNetworkUses(d, bridge)) await removeRules(dnsRules(bridge), warn);
 }
 
 /** Deletes rules; a missing one is fine, any other failure is a warning (removal is best effort). */

@@ -14,7 +14,7 @@
  */
 import { ErrorCode, failure, invalidConfig } from "../../../spec/errors.js";
 import type { Result100 } from "../../../spec/result/index.js";
-import { parseCIDR, tryParseIP } from "../../../spec/ip.js";
+import { parseCIDR } from "../../../spec/ip.js";
 import { loadPluginConf } from "../../../skel/conf.js";
 import type { CmdArgs, PluginModule } from "../../../skel/skel.js";
 import { ip } from "../../../net/links.js";
@@ -23,10 +23,10 @@ import { isGlobalUnicast } from "../../../net/link-addresses.js";
 import { NetOpError } from "../../../sys/exec.js";
 import { attachmentOf, DNSNAME_SCHEMA, loadDelConf, loadDnsnameConf, type Attachment, type DnsnameConf } from "./config.js";
 import { dnsmasqBinary, reloadDnsmasq, renderConf, runningDnsmasq, stopDnsmasq } from "./dnsmasq.js";
-import { acceptDns, dnsRules, removeRules, type InputRule } from "./firewall.js";
+import { acceptDns, dnsFamilies, removeDnsRulesUnlessShared, removeRules, type InputRule } from "./firewall.js";
 import { hostsLine, isAttachment, lineAddress, linesName, ownsLine, type AttachmentRecord, type LineOwner } from "./hosts.js";
 import {
-  baseDir, confOf, networkDir, otherNetworkUses, readState, removeNetworkDir, withNetworkLock, writeConfIfMissing, writeState,
+  baseDir, confOf, networkDir, readState, removeNetworkDir, withNetworkLock, writeConfIfMissing, writeState,
   type NetworkDir, type NetworkState,
 } from "./state.js";
 
@@ -58,7 +58,7 @@ function withDns(prev: Result100, nameservers: readonly string[], domain: string
 async function teardown(args: CmdArgs, d: NetworkDir, s: NetworkState, fallbackBridge?: string): Promise<void> {
   await stopDnsmasq(d).catch((e: Error) => warn(args, `cannot stop dnsmasq of network ${d.network}: ${e.message}`));
   const bridge = confOf(s).interface ?? fallbackBridge;
-  if (bridge && !otherNetworkUses(d, bridge)) await removeRules(dnsRules(bridge), (m) => warn(args, m));
+  await removeDnsRulesUnlessShared(d, bridge, (m) => warn(args, m));
   removeNetworkDir(d);
 }
 
@@ -83,13 +83,12 @@ const dnsmasqIfThere = (): string | undefined => {
 
 async function add(args: CmdArgs): Promise<Result100> {
   const n = loadDnsnameConf(args.stdinData, args.args);
-  const prev = n.prevResult!;
-  const a = attachmentOf(prev);
+  const a = n.attachment;
   const binary = dnsmasqBinary();
   const nameservers = await bridgeNameservers(a.bridge);
   const d = networkDir(baseDir(args.env), n.conf.name);
   await withNetworkLock(d, true, () => addLocked(args, n, a, d, binary));
-  return withDns(prev, nameservers, n.domain);
+  return withDns(n.prevResult, nameservers, n.domain);
 }
 
 /**
@@ -102,10 +101,9 @@ async function addLocked(args: CmdArgs, n: DnsnameConf, a: Attachment, d: Networ
   const listensOn = writeConfIfMissing(d, renderConf(d, n.domain, a.bridge)) ? a.bridge : confOf(before).interface ?? a.bridge;
   let inserted: InputRule[] = [];
   try {
-    const families = [...new Set(a.addresses.map((x) => tryParseIP(x)!.family))];
-    inserted = await acceptDns(listensOn, families.includes(4) ? families : [4, ...families], (m) => warn(args, m));
+    inserted = await acceptDns(listensOn, dnsFamilies(a.addresses), (m) => warn(args, m));
     const earlier = before.records.find((r) => isAttachment(r, args.containerID, args.ifName));
-    const replaced: LineOwner[] = [{ addresses: a.addresses }, ...(earlier ? [{ addresses: earlier.addresses, name: earlier.name }] : [])];
+    const replaced: LineOwner[] = [{ addresses: a.addresses }, ...(earlier ? [earlier] : [])];
     const lines = [
       ...before.lines.filter((l) => !replaced.some((o) => ownsLine(o, l))),
       ...a.addresses.map((address) => hostsLine(address, n.podName, n.aliases)),
@@ -138,7 +136,7 @@ async function undoAdd(args: CmdArgs, d: NetworkDir, before: NetworkState, inser
 /** CHECK: the network's dnsmasq runs with this bridge and domain, and its hosts file names the container at each address. */
 async function check(args: CmdArgs): Promise<void> {
   const n = loadDnsnameConf(args.stdinData, args.args);
-  const a = attachmentOf(n.prevResult!);
+  const a = n.attachment;
   dnsmasqBinary();
   const d = networkDir(baseDir(args.env), n.conf.name);
   const problems = await withNetworkLock(d, false, async () => {
@@ -177,12 +175,8 @@ async function del(args: CmdArgs): Promise<void> {
     if (name !== undefined) owner.name = name;
     const lines = s.lines.filter((l) => !ownsLine(owner, l));
     const records = s.records.filter((r) => r !== record);
-    if (lines.length === s.lines.length && records.length === s.records.length) {
-      if (lines.length === 0) await teardown(args, d, s, prevAttachment?.bridge);
-      return;
-    }
     if (lines.length === 0) return teardown(args, d, s, prevAttachment?.bridge);
-    await commit(args, d, s, lines, records, dnsmasqIfThere());
+    if (lines.length !== s.lines.length || records.length !== s.records.length) await commit(args, d, s, lines, records, dnsmasqIfThere());
   });
 }
 
@@ -206,7 +200,7 @@ async function gc(args: CmdArgs): Promise<void> {
     const s = readState(d);
     const stale = s.records.filter((r) => !valid.some((v) => v.containerID === r.containerID && v.ifname === r.ifName));
     if (stale.length === 0) return;
-    const lines = s.lines.filter((l) => !stale.some((r) => ownsLine({ addresses: r.addresses, name: r.name }, l)));
+    const lines = s.lines.filter((l) => !stale.some((r) => ownsLine(r, l)));
     await commit(args, d, s, lines, s.records.filter((r) => !stale.includes(r)), dnsmasqIfThere());
   });
 }

@@ -4,27 +4,24 @@
  * itself and the names it serves are not firewall state and are left alone.
  * @module
  */
-import { tryParseIP } from "../../../spec/ip.js";
-import { iptablesFor, type IPFamilyNum } from "../../../net/iptables.js";
-import type { RestoreRequest, Restorer } from "../../common/restore.js";
-import { attachmentOf, loadDnsnameConf } from "./config.js";
-import { acceptDns, dnsRules, removeRules } from "./firewall.js";
-import { baseDir, confOf, networkDir, otherNetworkUses, readState } from "./state.js";
+import type { IPFamilyNum } from "../../../net/iptables.js";
+import { iptablesUsableOnce, type RestoreRequest, type Restorer } from "../../common/restore.js";
+import { loadDnsnameConf } from "./config.js";
+import { acceptDns, dnsFamilies, dnsRules, removeDnsRulesUnlessShared } from "./firewall.js";
+import { baseDir, confOf, networkDir, readState } from "./state.js";
 
 /** The bridge dnsmasq listens on and the families ADD opened DNS in (IPv4 always, as ADD), if the network has a dnsmasq. */
 function planOf(req: RestoreRequest): { bridge: string; families: IPFamilyNum[] } | undefined {
   const n = loadDnsnameConf(req.stdin, req.args);
-  const a = attachmentOf(n.prevResult!);
   const s = readState(networkDir(baseDir(req.env), n.conf.name));
   if (s.confText === undefined) return undefined;
-  const families = new Set<IPFamilyNum>([4, ...a.addresses.map((x) => tryParseIP(x)!.family as IPFamilyNum)]);
-  return { bridge: confOf(s).interface ?? a.bridge, families: [...families].sort() };
+  return { bridge: confOf(s).interface ?? n.attachment.bridge, families: dnsFamilies(n.attachment.addresses) };
 }
 
 /** The families whose iptables works here (ADD skips the others with a warning, so there is nothing to restore). */
 async function usableFamilies(req: RestoreRequest, families: readonly IPFamilyNum[]): Promise<IPFamilyNum[]> {
   const usable: IPFamilyNum[] = [];
-  for (const f of families) if (await req.once(f === 4 ? "iptables usable" : "ip6tables usable", () => iptablesFor(f).usable())) usable.push(f);
+  for (const f of families) if (await iptablesUsableOnce(req, f)) usable.push(f);
   return usable;
 }
 
@@ -47,7 +44,6 @@ export const restorer: Restorer = {
     const n = loadDnsnameConf(req.stdin, req.args);
     const d = networkDir(baseDir(req.env), n.conf.name);
     if (readState(d).confText !== undefined) return;
-    const bridge = attachmentOf(n.prevResult!).bridge;
-    if (bridge && !otherNetworkUses(d, bridge)) await removeRules(dnsRules(bridge), () => undefined);
+    await removeDnsRulesUnlessShared(d, n.attachment.bridge, () => undefined);
   },
 };

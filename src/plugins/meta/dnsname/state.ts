@@ -6,11 +6,12 @@
  * XDG_RUNTIME_DIR is set (to an absolute path), else `/run/containers/cni/dnsname`, as Go's.
  * @module
  */
-import { closeSync, constants, fstatSync, mkdirSync, openSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { closeSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import * as path from "../../../sys/posix-path.js";
-import { flockFd } from "../../../sys/flock.js";
+import { flockFd, lockedFileIsCurrent } from "../../../sys/flock.js";
+import { openLockFile } from "../../common/lock-file.js";
 import { KeyedMutex } from "../../../sys/keyed-mutex.js";
-import { replaceAtomicSync, writeFileAtomicSync } from "../../../sys/atomic-file.js";
+import { writeFileAtomicSync } from "../../../sys/atomic-file.js";
 import { ErrorCode, wrap } from "../../../spec/errors.js";
 import { confSettings, type DnsmasqSettings, type NetworkFiles } from "./dnsmasq.js";
 import { hostsLines, hostsText, parseRecords, recordsText, type AttachmentRecord } from "./hosts.js";
@@ -54,7 +55,7 @@ export function withNetworkLock<T>(d: NetworkDir, create: boolean, fn: () => Pro
       let fd: number;
       try {
         if (create) mkdirSync(d.dir, { recursive: true, mode: 0o700 });
-        fd = openSync(d.lock, constants.O_CREAT | constants.O_RDONLY, 0o750);
+        fd = openLockFile(d.lock, 0o750);
       } catch (e) {
         if (isMissing(e) && !create) return undefined;
         if (isMissing(e)) continue; // removed between mkdir and open
@@ -64,14 +65,7 @@ export function withNetworkLock<T>(d: NetworkDir, create: boolean, fn: () => Pro
         await flockFd(fd, d.lock).catch((e: Error) => {
           throw wrap(`dnsname: cannot lock ${d.lock}`, e, ErrorCode.IOFailure);
         });
-        const mine = fstatSync(fd);
-        let current: { ino: number; dev: number } | undefined;
-        try {
-          current = statSync(d.lock);
-        } catch {
-          current = undefined;
-        }
-        if (current && current.ino === mine.ino && current.dev === mine.dev) return await fn();
+        if (lockedFileIsCurrent(fd, d.lock)) return await fn();
       } finally {
         closeSync(fd);
       }
@@ -121,7 +115,7 @@ export function writeConfIfMissing(d: NetworkDir, text: string): boolean {
  */
 export function writeState(d: NetworkDir, lines: readonly string[], records: readonly AttachmentRecord[]): void {
   try {
-    replaceAtomicSync(d.hosts, (tmp) => writeFileSync(tmp, hostsText(lines), { mode: 0o644 }));
+    writeFileAtomicSync(d.hosts, hostsText(lines), 0o644);
     if (records.length > 0) writeFileAtomicSync(d.records, recordsText(records));
     else rmSync(d.records, { force: true });
   } catch (e) {
