@@ -2,12 +2,15 @@
  * tscni launcher: the multicall executable that dist/bin/<type> links to. A runtime probes every plugin with
  * VERSION on every command, so that answer (and the about text printed when CNI_COMMAND is unset) comes from
  * here, without starting a JavaScript engine. Any other plugin call goes to a resident tscni server when one of
- * this same build, listening as root, answers on its socket (TSCNI_RESIDENT_SOCKET, default
- * /run/tscni/plugins.sock): a short connect, a hello, and only if the server says it will run the call is the call
- * sent (protocol: src/resident/protocol.ts). No server, a refused or foreign one: the JavaScript program (tscni-js,
- * next to this file) is exec'd with argv[0] kept, exactly as without a server; when no server listens at all, one
- * is started in the background for the calls that follow (start_server). Once a call has been sent it never runs
- * a second time: a server that dies during it gives CNI error 999 naming the server.
+ * this same build answers on its socket (TSCNI_RESIDENT_SOCKET, default /run/tscni/plugins.sock) and the listener
+ * is provably that server (listener.h: the server's own peer rule turned around, and its lock; nothing, not even
+ * the hello, goes to any other listener, and the server's log says why): a short connect, a hello, and only if the
+ * server says it will run the call is the call sent (protocol: src/resident/protocol.ts). No server, a refused or
+ * untrusted one, or a call the server hands back: the JavaScript program (tscni-js, next to this file) is exec'd
+ * with argv[0] kept, exactly as without a server; when no server listens at all, one is started in the background
+ * for the calls that follow (start_server). Once a call has been sent it never runs a second time: a server that
+ * dies during it, or does not answer within the call's time limit and a margin, gives CNI error 999 naming the
+ * server and its log.
  * The version table and the build ID are generated from src/programs/programs.ts at build time.
  * Built without a C library where sys-nolibc.h covers the architecture (it says why), else against libc.
  */
@@ -389,7 +392,9 @@ static unsigned long long status_hex(const char *status, const char *field) {
 
 /*
  * Whether this caller may start a server: root with every capability its bounding set allows (the server it
- * starts gets exactly those, and serves only callers with the same), including CAP_NET_ADMIN and CAP_SYS_ADMIN.
+ * starts gets exactly those, and serves only callers with the same), including CAP_NET_ADMIN and CAP_SYS_ADMIN,
+ * and unconfined (no seccomp filter, no no_new_privs: a server inherits both, and would then serve only callers
+ * confined alike).
  */
 static int has_full_capabilities(void) {
   if (getuid() != 0 || geteuid() != 0) return 0;
@@ -403,18 +408,20 @@ static int has_full_capabilities(void) {
   unsigned long long eff = status_hex(status, "CapEff");
   unsigned long long all = status_hex(status, "CapBnd") | status_hex(status, "CapInh");
   const unsigned long long needed = 1ULL << 12 | 1ULL << 21; /* CAP_NET_ADMIN, CAP_SYS_ADMIN */
-  return eff == all && (eff & needed) == needed;
+  return eff == all && (eff & needed) == needed && status_hex(status, "Seccomp") == 0 && status_hex(status, "NoNewPrivs") == 0;
 }
 
 /*
- * Whether this caller is in the node's own user, network and mount namespaces (those of PID 1), where a server
- * it starts serves the node rather than a namespace made for one command (`ip netns exec` makes a mount namespace
- * per command). Where PID 1's cannot be read, the kernel's fixed numbers of the initial namespaces tell.
+ * Whether this caller is in the node's own pid namespace, and with `count` 4 its user, network and mount
+ * namespaces too (those of PID 1), where a server it starts serves the node rather than a namespace made for one
+ * command (`ip netns exec` makes a mount namespace per command; a child pid namespace may still see the node's
+ * /proc, whose pids are not its own). Where PID 1's cannot be read, the kernel's fixed numbers of the initial
+ * namespaces tell.
  */
-static int in_node_namespaces(void) {
-  static const char *const kinds[] = {"user", "net", "mnt"};
-  static const unsigned long init_ino[] = {0xEFFFFFFDUL, 0xEFFFFFF9UL, 0xEFFFFFF8UL};
-  for (int i = 0; i < 3; i++) {
+static int in_node_namespaces(int count) {
+  static const char *const kinds[] = {"pid", "user", "net", "mnt"};
+  static const unsigned long init_ino[] = {0xEFFFFFFCUL, 0xEFFFFFFDUL, 0xEFFFFFF9UL, 0xEFFFFFF8UL};
+  for (int i = 0; i < count; i++) {
     char mine[32] = "/proc/self/ns/", init[32] = "/proc/1/ns/";
     memcpy(mine + 14, kinds[i], strlen(kinds[i]) + 1);
     memcpy(init + 11, kinds[i], strlen(kinds[i]) + 1);
@@ -474,18 +481,168 @@ static int join(char *out, const char *a, const char *b) {
   return 1;
 }
 
+#include "listener.h"
+
+/* Whether the directory of `path` is root's alone: root's, not a link, writable by nobody else. */
+static int directory_is_roots(const char *path) {
+  char dir[PATH_MAX];
+  const char *slash = strrchr(path, '/');
+  if (!slash || slash == path || (size_t)(slash - path) >= sizeof(dir)) return 0;
+  memcpy(dir, path, (size_t)(slash - path));
+  dir[slash - path] = '\0';
+  struct file_info d;
+  return path_info(dir, 0, &d) == 0 && S_ISDIR(d.mode) && d.uid == 0 && !(d.mode & 022);
+}
+
+/* `ns` nanoseconds since the epoch as "YYYY-MM-DDTHH:MM:SS.mmmZ" into `out` (room for 32). */
+static void format_utc(char *out, long long ns) {
+  long long s = ns / 1000000000LL, days = s / 86400, rem = s % 86400;
+  /* days since 1970-01-01 to a civil date (Howard Hinnant's algorithm) */
+  long long z = days + 719468, era = z / 146097, doe = z - era * 146097;
+  long long yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365, y = yoe + era * 400;
+  long long doy = doe - (365 * yoe + yoe / 4 - yoe / 100), mp = (5 * doy + 2) / 153;
+  long long d = doy - (153 * mp + 2) / 5 + 1, m = mp < 10 ? mp + 3 : mp - 9;
+  if (m <= 2) y++;
+  long long parts[] = {y, m, d, rem / 3600, rem / 60 % 60, rem % 60, ns / 1000000 % 1000};
+  const char seps[] = "--T::.Z";
+  size_t len = 0;
+  for (int i = 0; i < 7; i++) {
+    char digits[12];
+    size_t n = format_decimal(digits, (unsigned)parts[i]);
+    for (size_t pad = n; pad < (i == 0 ? 4u : i == 6 ? 3u : 2u); pad++) out[len++] = '0';
+    memcpy(out + len, digits, n);
+    len += n;
+    out[len++] = seps[i];
+  }
+  out[len] = '\0';
+}
+
+/*
+ * A line in the server's log (<socket>.log, beside the socket, in a directory of root's alone; nothing is written
+ * elsewhere): when a listener was not trusted, or a call went unanswered. Never follows a link.
+ */
+static void launcher_log(const char *plugin, const char *path, const char *what, const char *detail) {
+  char log_path[PATH_MAX];
+  if (!join(log_path, path, ".log") || !directory_is_roots(path)) return;
+  int fd = open(log_path, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0) return;
+  struct buf line = buf_new(4096);
+  char when[32], pid[12];
+  format_utc(when, clock_ns(CLOCK_REALTIME));
+  format_decimal(pid, (unsigned)getpid());
+  const char *command = env_value("CNI_COMMAND"), *container = env_value("CNI_CONTAINERID");
+  const char *parts[] = {when, " tscni launcher[", pid, "]: ", plugin, " ", command ? command : "", " of ", container ? container : "-", ": ", what, detail, "\n"};
+  for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++) put_text(&line, parts[i]);
+  if (line.data) write_all(fd, line.data, line.len);
+  close(fd);
+}
+
+/* FNV-1a, 64 bits, of `s` as 8 hex digits (its low half): the id of a socket in its server's cgroup name. */
+static void socket_id(const char *s, char out[9]) {
+  unsigned long long h = 0xcbf29ce484222325ULL;
+  for (; *s; s++) h = (h ^ (unsigned char)*s) * 0x100000001b3ULL;
+  for (int i = 7; i >= 0; i--, h >>= 4) out[i] = "0123456789abcdef"[h & 15];
+  out[8] = '\0';
+}
+
+/*
+ * Moves this process (the server about to be exec'd) into a cgroup of its own at the top of every cgroup hierarchy
+ * mounted — `tscni-resident` for the node's socket, `tscni-resident-<id>` for another — so its memory is not charged
+ * to the caller that started it and killing that caller's cgroup does not kill it (src/resident/own-cgroup.ts,
+ * which also does this for a server started another way). Not on a systemd host: there the server asks systemd for
+ * a scope of its own, systemd's tree being systemd's. A hierarchy that cannot be written is left as it is.
+ */
+static void move_to_own_cgroup(const char *path) {
+  struct file_info sd;
+  if (path_info("/run/systemd/system", 1, &sd) == 0 && S_ISDIR(sd.mode)) return;
+  char name[64] = "tscni-resident";
+  if (strcmp(path, DEFAULT_SOCKET) != 0) {
+    memcpy(name + 14, "-", 1);
+    socket_id(path, name + 15);
+  }
+  int fd = open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC, 0);
+  if (fd < 0) return;
+  struct buf info = buf_new(65536);
+  int failed = append_fd(&info, fd);
+  close(fd);
+  if (failed || !reserve(&info, 1)) return;
+  info.data[info.len] = '\0';
+  char pid[12];
+  size_t pid_len = format_decimal(pid, (unsigned)getpid());
+  for (char *line = (char *)info.data; *line;) {
+    char *end = line;
+    while (*end && *end != '\n') end++;
+    if (*end) *end++ = '\0';
+    /* "<id> <parent> <dev> <root> <mount point> <options> ... - <fstype> <source> <super options>" */
+    const char *field[5] = {0};
+    char *p = line;
+    for (int i = 0; i < 5 && *p; i++) {
+      field[i] = p;
+      while (*p && *p != ' ') p++;
+      if (*p) *p++ = '\0';
+    }
+    char *dash = p;
+    while (*dash && strncmp(dash, "- ", 2) != 0) {
+      while (*dash && *dash != ' ') dash++;
+      while (*dash == ' ') dash++;
+    }
+    line = end;
+    if (!field[4] || !*dash || strcmp(field[3], "/") != 0) continue;
+    char *fstype = dash + 2, *rest = fstype;
+    while (*rest && *rest != ' ') rest++;
+    if (*rest) *rest++ = '\0';
+    if (strcmp(fstype, "cgroup") != 0 && strcmp(fstype, "cgroup2") != 0) continue;
+    while (*rest && *rest != ' ') rest++; /* the source */
+    while (*rest == ' ') rest++;
+    int cpuset = 0;
+    for (const char *o = rest; *o;) {
+      if (!strncmp(o, "cpuset", 6) && (o[6] == ',' || o[6] == '\0' || o[6] == ' ')) cpuset = 1;
+      while (*o && *o != ',') o++;
+      if (*o) o++;
+    }
+    char dir[PATH_MAX], file[PATH_MAX], slash_name[80] = "/";
+    memcpy(slash_name + 1, name, strlen(name) + 1);
+    if (!join(dir, field[4], slash_name)) continue;
+    mkdir(dir, 0755);
+    if (cpuset) {
+      /* a new v1 cpuset cgroup has no CPUs or memory nodes until given its parent's */
+      static const char *const files[] = {"/cpuset.cpus", "/cpuset.mems"};
+      for (int i = 0; i < 2; i++) {
+        char from[PATH_MAX], value[512];
+        if (!join(from, field[4], files[i]) || !join(file, dir, files[i])) continue;
+        ssize_t have = read_file(file, value, sizeof(value));
+        if (have > 1) continue;
+        ssize_t n = read_file(from, value, sizeof(value));
+        int out = open(file, O_WRONLY | O_CLOEXEC, 0);
+        if (n > 0 && out >= 0) write_all(out, value, (size_t)n);
+        if (out >= 0) close(out);
+      }
+    }
+    if (!join(file, dir, "/cgroup.procs")) continue;
+    int procs = open(file, O_WRONLY | O_CLOEXEC, 0);
+    if (procs >= 0) {
+      write_all(procs, pid, pid_len);
+      close(procs);
+    }
+  }
+  munmap(info.data, info.cap);
+}
+
 /*
  * Starts a server on `path` in the background, when this caller may (mode auto, root with its full capabilities,
- * and in the node's namespaces unless it named the socket itself: the node's socket is shared by every
- * namespace, one a caller names is its own), the socket's directory is root's alone, no server holds the socket's lock and no
+ * unconfined, in the node's pid namespace, and in its other namespaces unless it named the socket itself: the
+ * node's socket is shared by every namespace, one a caller names is its own), the socket's directory is root's alone, no server holds the socket's lock and no
  * recent start failed. One server per socket however many callers race: the lock is taken here and handed to the
  * server (its descriptor 3), which holds it as long as it lives. The server is detached: its own session, the
  * caller's descriptors closed (a runtime reading this call's stdout never waits for it), "/" as its directory,
- * its output in `<path>.log`. This call then runs as in exec mode. Returns 1 when another caller holds the lock
+ * its output in `<path>.log`, in a cgroup of its own (move_to_own_cgroup). This call then runs as in exec mode. Returns 1 when another caller holds the lock
  * (a server is starting: this caller may wait for it), else 0.
  */
 static int start_server(const char *plugin, const char *path, int named, const char *program) {
-  if (!has_full_capabilities() || (!named && !in_node_namespaces())) return 0;
+  if (!has_full_capabilities() || !in_node_namespaces(named ? 1 : 4)) return 0;
+  /* Nor from a pid namespace whose init is this very call, or whose /proc is not its own (pids there are not ours). */
+  struct facts self;
+  if (getpid() == 1 || !read_facts(-1, &self) || self.nspid_fields != 1) return 0;
   char dir[PATH_MAX], lock_path[PATH_MAX], log_path[PATH_MAX], old_log[PATH_MAX];
   const char *slash = strrchr(path, '/');
   if (!slash || slash == path || (size_t)(slash - path) >= sizeof(dir)) return 0;
@@ -556,6 +713,7 @@ static int start_server(const char *plugin, const char *path, int named, const c
     if (dup2(null_high, 0) < 0 || dup2(log_high, 1) < 0 || dup2(log_high, 2) < 0 || dup2(lock_high, 3) < 0) _exit(127);
     close_from(4);
     if (chdir("/") != 0) _exit(127);
+    move_to_own_cgroup(path);
     umask(022);
     unblock_signals();
     execve(program, argv, envp);
@@ -590,11 +748,51 @@ static int await_server(const char *path) {
   return -1;
 }
 
-/* Whether the server listening on `fd` is root's (its credentials from when it listened). */
-static int server_is_root(int fd) {
-  struct ucred cred;
-  socklen_t len = sizeof(cred);
-  return getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0 && cred.uid == 0;
+/* How long past the call's time limit the launcher waits for the server's answer. */
+#define REPLY_MARGIN_MS 10000
+
+/* Exactly `n` bytes by `deadline` (CLOCK_BOOTTIME ns): 0, -1 when the connection ended or failed, -2 at the deadline. */
+static int read_by(int fd, void *buf, size_t n, long long deadline) {
+  char *p = buf;
+  while (n > 0) {
+    long long left = deadline - clock_ns(CLOCK_BOOTTIME);
+    if (left <= 0) return -2;
+    struct pollfd w = {.fd = fd, .events = POLLIN};
+    int ready = poll(&w, 1, (int)(left / 1000000 + 1));
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready < 0) return -1;
+    if (ready == 0) continue;
+    ssize_t r = read(fd, p, n);
+    if (r < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+    if (r <= 0) return -1;
+    p += r;
+    n -= (size_t)r;
+  }
+  return 0;
+}
+
+/* The server took the call and did not answer in time: a CNI error naming it and its log (and a line there). */
+static __attribute__((noreturn)) void unanswered(const char *plugin, const char *path, uint32_t limit_ms) {
+  char pid[12], seconds[12], log_path[PATH_MAX];
+  format_decimal(pid, (unsigned)listener_pid);
+  format_decimal(seconds, (limit_ms + REPLY_MARGIN_MS) / 1000);
+  if (!join(log_path, path, ".log")) log_path[0] = '\0';
+  launcher_log(plugin, path, "the server did not answer the call in time, gave up after ", seconds);
+  die_cni(999, "tscni resident server (pid ", pid, ", log ", log_path, ") did not answer the call within ", seconds,
+          " s; it may still be running there", NULL);
+}
+
+/* This process's umask (from its /proc status, where a umask(2) pair would change it for a moment). */
+static unsigned caller_umask(void) {
+  char status[4096], text[16];
+  if (read_file("/proc/self/status", status, sizeof(status)) > 0 && status_text(status, "Umask", text, sizeof(text))) {
+    unsigned v = 0;
+    for (const char *p = text; *p >= '0' && *p <= '7'; p++) v = v * 8 + (unsigned)(*p - '0');
+    return v;
+  }
+  unsigned mask = umask(022);
+  umask(mask);
+  return mask;
 }
 
 /*
@@ -615,9 +813,11 @@ static void try_resident(const char *name, int argc, char **argv, const struct b
   int fd = connect_server(path, &absent);
   if (fd < 0 && absent && mode == MODE_AUTO && start_server(name, path, named, program)) fd = await_server(path);
   if (fd < 0) return;
-  /* Nothing of the call goes to a server that is not root's. */
-  if (!server_is_root(fd)) {
-    debug(": not used: the listening end is not root's", path, "");
+  /* Nothing of the call, not even the hello, goes to a listener that is not provably the server. */
+  const char *untrusted = listener_refusal(fd, path);
+  if (untrusted) {
+    debug(": not used: ", path, untrusted);
+    launcher_log(name, path, "not using the listener on the server's socket, running the call itself: ", untrusted);
     close(fd);
     return;
   }
@@ -628,6 +828,9 @@ static void try_resident(const char *name, int argc, char **argv, const struct b
   for (int i = 1; i < argc; i++) put_field(&req, 'A', argv[i], strlen(argv[i]));
   for (char **e = environment; *e; e++) if (forwarded(*e)) put_field(&req, 'E', *e, strlen(*e));
   put_field(&req, 'C', cwd, strlen(cwd));
+  unsigned char mask[4];
+  put_u32(mask, caller_umask());
+  put_field(&req, 'U', mask, 4);
   put_field(&req, 'I', config->data, config->len);
   put_field(&req, 'Z', "", 0);
   if (!req.data || req.len > 0xffffffffUL) {
@@ -638,10 +841,11 @@ static void try_resident(const char *name, int argc, char **argv, const struct b
   /*
    * Hello, and the server's answer within 10 s; anything but "Y" means: run it yourself. Generous: a server
    * swamped by a burst of calls answers late, and callers that give up on it add plugin processes to the load;
-   * a server that is not there is refused at connect, at once.
+   * a server that is not there is refused at connect, at once. Sending is bounded alike.
    */
   struct timeval tv = {.tv_sec = 10};
   setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
   unsigned char hello[12 + sizeof(BUILD_ID)];
   size_t id_len = strlen(BUILD_ID);
   memcpy(hello, "TSCNI\x02", 6);
@@ -660,20 +864,36 @@ static void try_resident(const char *name, int argc, char **argv, const struct b
     close(fd);
     return;
   }
-  tv.tv_sec = 0;
-  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  unsigned char limit[4];
+  if (read_all(fd, limit, 4)) {
+    close(fd);
+    return;
+  }
+  /* The call's time limit as the server says it, and a margin: no answer by then is a server that hangs. */
+  long long deadline = clock_ns(CLOCK_BOOTTIME) + ((long long)get_u32(limit) + REPLY_MARGIN_MS) * 1000000LL;
 
   /* From here on the call belongs to the server: it is never run a second time. One write: one wake-up. */
   if (send_all(fd, req.data, req.len)) die_cni(999, "tscni resident server closed the connection while the call was sent: ", path, NULL);
 
   /* The reply's frames, each into the same buffer and out to stdout or stderr as it comes. */
   req.len = 0;
+  int replied = 0;
   for (;;) {
     unsigned char head[5];
-    if (read_all(fd, head, 5)) die_cni(999, "tscni resident server died during the call: ", path, NULL);
-    uint32_t len = get_u32(head + 1);
-    if (!reserve(&req, len)) die_cni(999, "tscni launcher: out of memory reading the reply of ", path, NULL);
-    if (read_all(fd, req.data, len)) die_cni(999, "tscni resident server died during the call: ", path, NULL);
+    int r = read_by(fd, head, 5, deadline);
+    uint32_t len = r ? 0 : get_u32(head + 1);
+    if (!r && !reserve(&req, len)) die_cni(999, "tscni launcher: out of memory reading the reply of ", path, NULL);
+    if (!r) r = read_by(fd, req.data, len, deadline);
+    if (r == -2) unanswered(name, path, get_u32(limit));
+    if (r) die_cni(999, "tscni resident server died during the call: ", path, NULL);
+    if (head[0] == 'B' && !replied) {
+      /* Handed back before any of it ran (no place in the server): run it here. */
+      debug(": the server handed the call back (no place for it)", path, "");
+      close(fd);
+      munmap(req.data, req.cap);
+      return;
+    }
+    replied = 1;
     if (head[0] == 'O') write_all(1, req.data, len);
     else if (head[0] == 'R') write_all(2, req.data, len);
     else if (head[0] == 'X' && len == 4) _exit((int)get_u32(req.data));

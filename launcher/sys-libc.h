@@ -41,6 +41,7 @@ struct file_info {
   unsigned long dev, ino;
   unsigned mode, uid;
   long size;
+  long long mtime_ns;
 };
 static int file_info_of(int result, const struct stat *st, struct file_info *out) {
   if (result != 0) return -1;
@@ -49,6 +50,7 @@ static int file_info_of(int result, const struct stat *st, struct file_info *out
   out->mode = st->st_mode;
   out->uid = st->st_uid;
   out->size = st->st_size;
+  out->mtime_ns = (long long)st->st_mtim.tv_sec * 1000000000LL + st->st_mtim.tv_nsec;
   return 0;
 }
 static int path_info(const char *path, int follow, struct file_info *out) {

@@ -44,6 +44,7 @@ typedef unsigned int uint32_t;
 #define SOL_SOCKET 1
 #define SO_ERROR 4
 #define SO_RCVTIMEO 20
+#define SO_SNDTIMEO 21
 #define SO_PEERCRED 17
 #define POLLIN 1
 #define POLLOUT 4
@@ -69,6 +70,7 @@ typedef unsigned int uint32_t;
 #define LOCK_NB 4
 #define SIGCHLD 17
 #define SIG_SETMASK 2
+#define CLOCK_REALTIME 0
 #define CLOCK_BOOTTIME 7
 #define AT_SYMLINK_NOFOLLOW 0x100
 #define S_IFMT 0170000
@@ -210,6 +212,7 @@ struct file_info {
   unsigned long dev, ino;
   unsigned mode, uid;
   long size;
+  long long mtime_ns;
 };
 static int file_info_of(long raw_result, const unsigned long *st, struct file_info *out) {
   if (raw_result != 0) return -1;
@@ -224,6 +227,7 @@ static int file_info_of(long raw_result, const unsigned long *st, struct file_in
   out->uid = (unsigned)(st[3] & 0xffffffff);
   out->size = (long)st[6];
 #endif
+  out->mtime_ns = (long long)st[11] * 1000000000LL + (long long)st[12]; /* st_mtime, st_mtime_nsec: the same place on both */
   return 0;
 }
 /* The status of `path` (of the link itself when `follow` is 0). */

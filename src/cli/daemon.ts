@@ -72,6 +72,9 @@ export function addDaemonCommand(program: Command, io: Io): void {
       repairInterval: string; repair: boolean;
     } & GcFlags) => {
       const log = (line: string) => io.stderr(`${new Date().toISOString()} tscni daemon[${process.pid}]: ${line}\n`);
+      // Out of the starting caller's cgroup before anything else (resident/own-cgroup.ts).
+      const ownCgroup = o.autoStarted !== undefined ? await (await import("../resident/own-cgroup.js")).moveToOwnCgroup(o.socket) : undefined;
+      if (ownCgroup) log(`running in ${ownCgroup.description}`);
       let server: ResidentServer | undefined;
       const startGc = nodeGcStarter(o, log, () => server?.metrics.countGcRun());
       // One bad call must never take the server down.
@@ -110,6 +113,7 @@ export function addDaemonCommand(program: Command, io: Io): void {
       repair?.stop();
       // A node GC under way finishes its DELs first (none starts any more).
       await nodeGc?.stop();
+      ownCgroup?.leave();
       // Timers and handles of plugins (an in-process delegation's leftovers) must not keep a server that left.
       process.exit(0);
     });

@@ -8,8 +8,9 @@
  * interface disappearing; no server; no daemon; bad options; bad requests; systemd socket activation; the
  * trust boundary: the socket's and its directory's modes, hostile socket directories, callers that are not
  * root or lack capabilities (refused, their request not run), no RELEASE from the daemon's namespace.
- * The daemon serves only callers in its own network and mount namespaces, so it and every caller run in the host
- * namespace and one mount namespace pinned for it (testing/pinned-mount.ts), through `nsenter --net --mount`.
+ * The daemon and its callers run in the host namespace and one mount namespace pinned for it
+ * (testing/pinned-mount.ts), through `nsenter --net --mount`; one test runs a daemon in a mount namespace of its own
+ * (`unshare -m`, which sees no namespace made after it started) that opens what callers name through their roots.
  * Every process is stopped by its PID; namespaces and files are removed.
  */
 import { describe, test, before, beforeEach, after } from "node:test";
@@ -456,15 +457,16 @@ describe("dhcp plugin and daemon with dnsmasq", { skip }, () => {
     host.ns.exec("ip", ["link", "add", hostLink, "type", "veth", "peer", "name", `${hostLink}p`]); // down, in the host namespace
     const conf = ipamConf({ daemonSocketPath: place.socket });
     const nobody = ["--reuid=65534", "--regid=65534", "--clear-groups"];
-    const refused = "the dhcp daemon serves only root callers in its own namespaces, with its capabilities: uid 65534 is not served (root only)";
+    const refused = "the dhcp daemon serves only root callers of its user namespace, with its capabilities: uid 65534 is not served (root only)";
     // The review's attack, in the daemon's protocol: a host link, through the daemon's own namespace.
     const ownNetns = { containerID: `atk${tag}`, netns: `/proc/${d.pid}/ns/net`, ifName: hostLink };
     const raw = await sendRaw(request("ADD", ownNetns, conf), { socket: place.socket, as: nobody });
     assert.deepEqual(JSON.parse(raw), { error: { code: 999, msg: refused } });
-    // And through the plugin, as a runtime would call it: a container's link.
+    // And through the plugin, as a runtime would call it: a container's link. The plugin cannot tell that root's
+    // daemon is the daemon (it may not read the daemon's namespaces): it sends nothing.
     const r = await plugin(dhcpBinary, { command: "ADD", containerID: `atk${tag}`, netns: ctr.path, ifName: "eth0" }, conf,
       { as: nobody, env: { TSCNI_RESIDENT_SOCKET: "" } });
-    assert.deepEqual(cniError(r), { code: 999, msg: refused });
+    assert.deepEqual(cniError(r), { code: 11, msg: `will not call the dhcp daemon at ${place.socket}: this caller cannot read the listener's user namespace (nothing was sent)` });
     // Nothing of the requests ran: the links are still down, no DHCP message went out, no lease was kept.
     assert.ok(!linkUp(host.ns, hostLink), "the host link is still down");
     assert.ok(!linkUp(ctr, "eth0"), "the container's link is still down");
@@ -482,16 +484,61 @@ describe("dhcp plugin and daemon with dnsmasq", { skip }, () => {
     assert.equal(await d.exited, 0);
   });
 
+  test("a daemon in a mount namespace of its own serves callers of the host's: ADD, renewal, DEL through the caller's view; a path only the daemon sees is refused", async () => {
+    const base = cleanup.dir("tscni-dhcp-mnt-own-");
+    const place: Place = { socket: path.join(base, "run", "dhcp.sock"), leases: path.join(base, "leases") };
+    const flags = ["-socketpath", place.socket, "-leasedir", place.leases, "-timeout", "1s", "-resendtimeout", "3s"];
+    const d = new Proc(spawn(...host.ns.commandLine("unshare", ["--mount", "--propagation", "private", "--", dhcpBinary, "daemon", ...flags]),
+      { stdio: ["ignore", "pipe", "pipe"] }));
+    cleanup.add(() => d.stop());
+    await eventually(() => /listening on/.test(d.output) || !d.running, 10_000, "the daemon to listen");
+    assert.ok(d.running, d.output);
+    // Made after the daemon's mount namespace was: the daemon cannot open it by its path.
+    const ctr = container();
+    const own = (await host.ns.run("nsenter", [`--target=${d.pid}`, "--mount", "--", "cat", "/proc/self/mountinfo"])).stdout;
+    assert.doesNotMatch(own, new RegExp(ctr.name), "the daemon's mount namespace does not have the container's namespace");
+    const conf = ipamConf({ daemonSocketPath: place.socket });
+    const r = await plugin(dhcpBinary, { command: "ADD", containerID: ctr.name, netns: ctr.path, ifName: "eth0" }, conf, { env: { TSCNI_RESIDENT_SOCKET: "" } });
+    assert.equal(r.exitCode, 0, `${r.stdout}${r.stderr}\n${d.output}`);
+    const address = String(r.json.ips[0].address);
+    const ip = address.split("/")[0]!;
+    ctr.exec("ip", ["addr", "add", address, "dev", "eth0"]);
+    await eventually(() => acks(ip) >= 2, 10_000, "a renewal (DHCPACK) at T1 by the daemon that cannot see the namespace's path");
+    await daemonLogs(new RegExp(`renewed ${ip.replaceAll(".", "\\.")}`), d);
+    const del = await plugin(dhcpBinary, { command: "DEL", containerID: ctr.name, netns: ctr.path, ifName: "eth0" }, conf, { env: { TSCNI_RESIDENT_SOCKET: "" } });
+    assert.equal(del.exitCode, 0, del.stdout);
+    await seesRelease([ip]);
+
+    // A namespace mounted where only the daemon sees it: the caller names a path that is not there for it.
+    const hidden = path.join(base, "hidden");
+    mkdirSync(hidden);
+    const other = container();
+    const mounted = await host.ns.run("nsenter", [`--target=${d.pid}`, "--mount", "--", "sh", "-c",
+      'mount -t tmpfs none "$1" && touch "$1/ns" && mount --bind "$2" "$1/ns"', "sh", hidden, other.path]);
+    assert.equal(mounted.code, 0, mounted.stderr);
+    const sneaky = await plugin(dhcpBinary, { command: "ADD", containerID: "sneaky", netns: path.join(hidden, "ns"), ifName: "eth0" }, conf,
+      { env: { TSCNI_RESIDENT_SOCKET: "" } });
+    assert.deepEqual(cniError(sneaky), { code: 4, msg: `network namespace ${path.join(hidden, "ns")} does not exist (as the caller sees it)` });
+    assert.ok(!linkUp(other, "eth0"), "the daemon did nothing in the namespace only it could see");
+    d.stop("SIGTERM");
+    assert.equal(await d.exited, 0);
+  });
+
   test("a root caller without capabilities is refused: it may not do what the daemon would do for it", async () => {
     const capless = ["--bounding-set=-all", "--inh-caps=-all"];
     const caps = await host.ns.run("setpriv", [...capless, "--", "grep", "^CapEff:", "/proc/self/status"]);
     assert.match(caps.stdout, /^CapEff:\s+0+$/m, `setpriv leaves the caller no capabilities: ${caps.stdout}${caps.stderr}`);
     const ctr = container();
+    // Its plugin sends nothing (it may not read the daemon's namespaces, so it cannot tell it is the daemon)...
     const r = await plugin(dhcpBinary, { command: "ADD", containerID: ctr.name, netns: ctr.path, ifName: "eth0" }, ipamConf(),
       { as: capless, env: { TSCNI_RESIDENT_SOCKET: "" } });
-    const e = cniError(r);
+    assert.deepEqual(cniError(r), { code: 11, msg: `will not call the dhcp daemon at ${socketPath}: this caller cannot read the listener's user namespace (nothing was sent)` });
+    // ...and a request sent anyway is refused by the daemon before it is read.
+    const raw = JSON.parse(await sendRaw(request("ADD", { containerID: ctr.name, netns: ctr.path, ifName: "eth0" }, ipamConf()), { as: capless })) as
+      { error: { code: number; msg: string } };
+    const e = raw.error;
     assert.equal(e.code, 999);
-    assert.match(e.msg, /^the dhcp daemon serves only root callers in its own namespaces, with its capabilities: the caller lacks capabilities the server has \(\d+(,\d+)*\)/);
+    assert.match(e.msg, /^the dhcp daemon serves only root callers of its user namespace, with its capabilities: the caller lacks capabilities the server has \(\d+(,\d+)*\)/);
     assert.ok(!linkUp(ctr, "eth0"), "the container's link is still down");
     assert.ok(!heldBy(ctr));
     await daemonLogs(/refused a caller: the caller lacks capabilities the server has/);
@@ -518,7 +565,7 @@ describe("dhcp plugin and daemon with dnsmasq", { skip }, () => {
     assert.notEqual(r.exitCode, 0, `the made-up lease was not taken: ${r.stdout}`);
     const e = cniError(r);
     assert.equal(e.code, 11);
-    assert.match(e.msg, new RegExp(`^will not call the dhcp daemon at ${socket.replace(/[.]/g, "\\.")}: (it runs as|the socket is owned by) uid 65534, not root \\(nothing was sent\\)$`));
+    assert.match(e.msg, new RegExp(`^will not call the dhcp daemon at ${socket.replace(/[.]/g, "\\.")}: (the listener runs as|the socket is owned by) uid 65534, not root \\(nothing was sent\\)$`));
     await eventually(() => /closed after 0 bytes/.test(listener.output), 5000, "the fake daemon saw the connection close");
     assert.doesNotMatch(listener.output, /closed after [1-9]/, "the listener received nothing");
     assert.ok(!linkUp(ctr, "eth0"), "the container's link is still down");

@@ -10,11 +10,11 @@
 import { describe, test, after } from "node:test";
 import assert from "node:assert/strict";
 import { spawn, spawnSync } from "node:child_process";
-import net from "node:net";
 import { chmodSync, closeSync, constants, copyFileSync, existsSync, mkdtempSync, openSync, readFileSync, rmSync, symlinkSync, writeFileSync, writeSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { missing, OUR_BIN } from "../testing/harness.js";
+import { standInServer } from "../testing/stand-in-server.js";
 
 const launcherBuilt = existsSync(path.join(OUR_BIN, "..", "tscni"));
 const skip = process.getuid?.() !== 0 ? "needs root" : launcherBuilt ? undefined : "the C launcher is not built (no C compiler)";
@@ -89,19 +89,20 @@ describe("launcher, exec mode", { skip }, () => {
   });
 
   test("a server that dies mid-call: CNI error 999 naming it, escaped as JSON; the caller's mark is not forwarded", async () => {
-    // A stand-in server that takes the call and goes away; its socket path has characters JSON must escape.
+    // A stand-in server (trusted as the real one: it holds the socket's lock) that takes the call and goes away; its
+    // socket path has characters JSON must escape.
     const socketPath = path.join(dir, 'a"<b>\\c.sock');
-    let request = Buffer.alloc(0);
-    const server = net.createServer((c) => {
+    const received = path.join(dir, "received-request");
+    const server = await standInServer(socketPath, `(c) => {
+      let request = Buffer.alloc(0);
       c.once("data", () => {
-        c.write("Y");
-        c.on("data", (d: Buffer) => {
+        c.write(Buffer.from([0x59, 0x30, 0x75, 0, 0]));
+        c.on("data", (d) => {
           request = Buffer.concat([request, d]);
-          if (request.subarray(-5).equals(Buffer.from([0x5a, 0, 0, 0, 0]))) c.destroy(); // the request's end field
+          if (request.subarray(-5).equals(Buffer.from([0x5a, 0, 0, 0, 0]))) { fs.writeFileSync(${JSON.stringify(received)}, request); c.destroy(); }
         });
       });
-    });
-    await new Promise<void>((resolve) => server.listen(socketPath, resolve));
+    }`);
     try {
       const child = spawn(path.join(OUR_BIN, "bridge"), [], {
         env: {
@@ -116,10 +117,11 @@ describe("launcher, exec mode", { skip }, () => {
       assert.equal(status, 1);
       assert.deepEqual(JSON.parse(out), { code: 999, msg: `tscni resident server died during the call: ${socketPath}` });
       assert.match(out, /\\u003cb\\u003e/); // as Go's encoder writes < and >
-      assert.match(request.toString("latin1"), /CNI_CONTAINERID=x/);
-      assert.doesNotMatch(request.toString("latin1"), /TSCNI_STDIN_MEMFD/);
+      const request = readFileSync(received, "latin1");
+      assert.match(request, /CNI_CONTAINERID=x/);
+      assert.doesNotMatch(request, /TSCNI_STDIN_MEMFD/);
     } finally {
-      server.close();
+      server.stop();
     }
   });
 

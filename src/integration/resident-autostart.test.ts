@@ -13,21 +13,10 @@ import { copyFileSync, existsSync, readdirSync, readFileSync, readlinkSync, writ
 import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { Cleanup, OUR_BIN, ROOT, runCommand, skipReason } from "../testing/harness.js";
+import { killServers, serverPids } from "../testing/servers.js";
 
 const skip = skipReason(false, existsSync(path.join(ROOT, "dist/tscni")) ? undefined : "the C launcher is not built (no C compiler?)");
 if (skip) console.log(`# skipping auto-start tests: ${skip}`);
-
-/** The pids of servers whose command line names `socket`. */
-function serverPids(socket: string): number[] {
-  return readdirSync("/proc").filter((p) => /^\d+$/.test(p)).flatMap((p) => {
-    try {
-      const argv = readFileSync(`/proc/${p}/cmdline`, "utf8").split("\0");
-      return argv.includes("daemon") && argv.includes(socket) ? [Number(p)] : [];
-    } catch {
-      return [];
-    }
-  });
-}
 
 const waitFor = async (what: string, ok: () => boolean, ms = 5000, detail?: () => string) => {
   for (const t0 = Date.now(); !ok(); await sleep(25)) if (Date.now() - t0 > ms) assert.fail(`${what}: not within ${ms} ms${detail ? `\n${detail()}` : ""}`);
@@ -42,13 +31,7 @@ describe("resident mode by default: the server starts itself", { skip }, () => {
     const dir = path.join(base, `t${++n}`);
     mkdirSync(dir, { mode: 0o700 });
     const socket = path.join(dir, "run", "plugins.sock");
-    cleanup.add(() => {
-      for (const pid of serverPids(socket)) {
-        try {
-          process.kill(pid, "SIGKILL");
-        } catch { /* gone */ }
-      }
-    });
+    cleanup.add(() => killServers(socket));
     return { dir, socket, conf: { cniVersion: "1.0.0", name: `auto${n}`, type: "host-local", ipam: { type: "host-local", subnet: "10.197.0.0/24", dataDir: path.join(dir, "store") } } };
   };
   after(() => cleanup.run());

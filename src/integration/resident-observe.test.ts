@@ -14,6 +14,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { Cleanup, CNITOOL, OUR_BIN, ROOT, runCommand, runTag, skipReason } from "../testing/harness.js";
 import { failRecorder, installEnvRecorder, recordedEnv, RECORDER_RESULT, resetRecorder } from "../testing/env-recorder.js";
 import { Host } from "../testing/rig.js";
+import { rawHelloScript } from "../testing/confinement.js";
 
 const skip = skipReason(false, existsSync(path.join(ROOT, "dist/tscni")) ? undefined : "the C launcher is not built (no C compiler?)");
 if (skip) console.log(`# skipping observability tests: ${skip}`);
@@ -126,7 +127,10 @@ describe("an observable node: trace context and metrics through the resident ser
     const other = cleanup.netns(`tscni-obo-${tag}`);
     const refused = await plugin("host-local", hostLocal, { CNI_CONTAINERID: "obm-refused" }, [`--net=${other.path}`]);
     assert.equal(refused.code, 0, refused.stdout + refused.stderr);
-    assert.match(refused.stderr, /refused: the caller is in another network namespace/);
+    assert.match(refused.stderr, /not used: the listener is in another network namespace/);
+    // (its launcher sent nothing; a client that sends anyway is refused, and counted)
+    const raw = await runCommand("nsenter", [`--net=${other.path}`, "--", process.execPath, "-e", rawHelloScript(socket)]);
+    assert.equal(raw.stdout, "N the caller is in another network namespace");
 
     const viaCnitool = await inHost(CNITOOL, ["daemon", "metrics", "--socket", socket], { PATH: process.env["PATH"] });
     assert.equal(viaCnitool.code, 0, viaCnitool.stderr);

@@ -15,6 +15,7 @@ import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { Cleanup, OUR_BIN, ROOT, runCommand, runTag, skipReason, type Netns } from "../testing/harness.js";
 import { Host, ipIn } from "../testing/rig.js";
+import { rawHelloScript } from "../testing/confinement.js";
 
 const skip = skipReason(false, existsSync(path.join(ROOT, "dist/tscni")) ? undefined : "the C launcher is not built (no C compiler?)");
 if (skip) console.log(`# skipping resident-mode tests: ${skip}`);
@@ -170,7 +171,10 @@ describe("resident mode", { skip }, () => {
     const conf = bridgeConf(`rsd${tag}`, `rsd${tag}`, "10.231.0.0/24");
     const r = await call("bridge", "ADD", conf, { CNI_NETNS: ctr.path }, { via: ["nsenter", `--net=${other.path}`, "--"] });
     assert.equal(r.code, 0, r.stdout + r.stderr);
-    assert.match(r.stderr, /refused: the caller is in another network namespace/);
+    assert.match(r.stderr, /not used: the listener is in another network namespace/);
+    // A client that sends anyway is refused by the server.
+    const raw = await runCommand("nsenter", [`--net=${other.path}`, "--", process.execPath, "-e", rawHelloScript(socket)]);
+    assert.equal(raw.stdout, "N the caller is in another network namespace");
     assert.equal((await health()).served, before, "not served");
     assert.equal(ipIn(other, ["link", "show", "type", "bridge"]).length, 1, "the bridge is in the caller's namespace");
     assert.equal(ipIn(host.ns as Netns, ["link", "show", "type", "bridge"]).filter((l) => l["ifname"] === `rsd${tag}`).length, 0);
@@ -183,8 +187,12 @@ describe("resident mode", { skip }, () => {
     chmodSync(path.dirname(socket), 0o755);
     chmodSync(socket, 0o777);
     try {
-      const r = await call("host-local", "VERSION2", {}, {}, { via: ["nsenter", `--net=${host.ns.path}`, "--", "setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--"] });
-      assert.match(r.stderr, /refused: uid 65534 is not served \(root only\)/, JSON.stringify(r));
+      // Its launcher sends nothing (it cannot tell root's server is the server); a client that sends anyway is refused.
+      const nobody = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--"];
+      const r = await call("host-local", "VERSION2", {}, {}, { via: ["nsenter", `--net=${host.ns.path}`, "--", ...nobody] });
+      assert.match(r.stderr, /not used: /, JSON.stringify(r));
+      const raw = await runCommand("nsenter", [`--net=${host.ns.path}`, "--", ...nobody, process.execPath, "-e", rawHelloScript(socket)]);
+      assert.equal(raw.stdout, "N uid 65534 is not served (root only)");
     } finally {
       chmodSync(sockDir, 0o700);
       chmodSync(path.dirname(socket), 0o700);
@@ -302,33 +310,36 @@ describe("resident mode", { skip }, () => {
     const activated = path.join(sockDir, "activated", "plugins.sock");
     mkdirSync(path.dirname(activated), { recursive: true, mode: 0o700 });
     const args = [...execStart.slice(1, -1), activated]; // daemon --socket <this test's socket>
-    const activator = spawn("nsenter", [`--net=${host.ns.path}`, "--", "systemd-socket-activate", "-l", activated, execStart[0]!, ...args],
-      { stdio: "ignore", detached: true });
+    // systemd is PID 1, which launchers trust as the holder of a socket it hands to the server it starts
+    // (docs/trust.md): its stand-in is PID 1 of a pid namespace of its own (with its own /proc), where the calls run.
+    const activator = spawn("nsenter", [`--net=${host.ns.path}`, "--", "unshare", "--pid", "--fork", "--mount-proc", "--",
+      "systemd-socket-activate", "-l", activated, execStart[0]!, ...args], { stdio: "ignore", detached: true });
     cleanup.add(() => {
       try {
         process.kill(-activator.pid!, "SIGKILL");
       } catch { /* gone */ }
     });
     for (let i = 0; i < 50 && !existsSync(activated); i++) await sleep(50);
+    const init = Number(readFileSync(`/proc/${activator.pid}/task/${activator.pid}/children`, "utf8").trim().split(" ")[0]);
+    const inside = ["nsenter", `--target=${init}`, "--pid", "--mount", "--net", "--"];
     const conf = hostLocalConf(`rsv${tag}`, "10.236.0.0/24");
     const env = { CNI_NETNS: "/run/netns/none", CNI_CONTAINERID: "activated1" };
-    const r = await call("host-local", "ADD", conf, env, { socketPath: activated });
+    const r = await call("host-local", "ADD", conf, env, { socketPath: activated, via: inside });
     assert.equal(r.code, 0, r.stdout + r.stderr);
-    assert.doesNotMatch(r.stderr, /refused/);
+    assert.doesNotMatch(r.stderr, /refused|not used/);
     assert.equal(JSON.parse(r.stdout).ips[0].address, "10.236.0.2/24");
-    const savedSocket = socket;
-    socket = activated;
-    try {
-      assert.equal((await health()).served, 1, "the activated server ran the first call");
-      // It warms up through the socket it was handed (the unit's --socket names it), uncounted.
-      for (let i = 0; i < 400 && !(await health()).warmedUp; i++) await sleep(50);
-      const h = await health();
-      assert.deepEqual([h.warmedUp, h.served], [true, 1]);
-    } finally {
-      socket = savedSocket;
-    }
-    assert.equal((await call("host-local", "DEL", conf, env, { socketPath: activated })).code, 0);
-    process.kill(-activator.pid!, "SIGTERM");
+    const status = async () => {
+      const h = await runCommand(inside[0]!, [...inside.slice(1), path.join(OUR_BIN, "cnitool"), "daemon", "status", "--socket", activated]);
+      assert.equal(h.code, 0, h.stderr);
+      return JSON.parse(h.stdout) as { served: number; warmedUp: boolean };
+    };
+    assert.equal((await status()).served, 1, "the activated server ran the first call");
+    // It warms up through the socket it was handed (the unit's --socket names it), uncounted.
+    for (let i = 0; i < 400 && !(await status()).warmedUp; i++) await sleep(50);
+    const h = await status();
+    assert.deepEqual([h.warmedUp, h.served], [true, 1]);
+    assert.equal((await call("host-local", "DEL", conf, env, { socketPath: activated, via: inside })).code, 0);
+    process.kill(-activator.pid!, "SIGKILL");
   });
 
   test("file modes: directories the server makes are 0700, its socket and lock 0600", async () => {

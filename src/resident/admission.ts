@@ -1,12 +1,12 @@
 /**
- * Which callers the resident server serves: the peer rule every privileged server of tscni applies
- * (sys/peer.ts: uid 0 in the server's user, network and mount namespaces, the server's capabilities, on an
- * identity that cannot be recycled), then the build (a launcher of another build speaks for other plugin code).
+ * Which callers the resident server serves: sys/peer.ts's rule for the same process in all but pid (uid 0 in the
+ * server's user, network, mount and pid namespaces, its capabilities and its confinement, judged on the process
+ * the kernel names), then the build (a launcher of another build speaks for other plugin code).
  * A refused caller runs the call itself, exactly as without a server.
  * @module
  */
 import type net from "node:net";
-import { admitPeer, socketFd, type OwnIdentity, type PeerRefusalKind } from "../sys/peer.js";
+import { admitPeer, SAME_PROCESS_RULE, socketFd, type OwnIdentity, type PeerRefusalKind } from "../sys/peer.js";
 
 /** Which rule refused a caller: one of the peer rule's, or the build. */
 export type AdmissionRefusalKind = PeerRefusalKind | "build";
@@ -21,7 +21,7 @@ export type Admission =
 export async function admit(socket: net.Socket, clientBuild: string, buildId: string, own: OwnIdentity, acceptedAt: number): Promise<Admission> {
   const fd = socketFd(socket);
   if (fd === undefined) return { admitted: false, reason: "the connection's descriptor cannot be read", kind: "identity" };
-  const verdict = await admitPeer(fd, own, acceptedAt);
+  const verdict = await admitPeer(fd, own, SAME_PROCESS_RULE, acceptedAt);
   if ("refusal" in verdict) return { admitted: false, reason: verdict.refusal, kind: verdict.kind };
   if (!buildId || clientBuild !== buildId) {
     return { admitted: false, reason: `the server is build "${buildId}", the launcher "${clientBuild}"`, kind: "build", otherBuild: clientBuild };

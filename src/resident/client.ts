@@ -1,11 +1,14 @@
 /**
  * A client of the resident server in JavaScript (the launcher is the C one): for `cnitool daemon status|stop`,
- * the warm-up and tests. Same protocol (protocol.ts), same outcomes: refused (run it yourself), or the call's
- * stdout, stderr and exit status, or a server that died during the call.
+ * the warm-up and tests. Same protocol (protocol.ts), same trust (nothing is sent to a listener that is not
+ * provably the server: sys/peer.ts's verifyListener, unless the caller says it knows better), same outcomes:
+ * refused (run it yourself), or the call's stdout, stderr and exit status, or a server that died during the call.
  * @module
  */
 import net from "node:net";
-import { ACCEPT, encodeHello, encodeRequest, REFUSE, TAG_EXIT, TAG_STDERR, TAG_STDOUT, type ResidentRequest } from "./protocol.js";
+import { ownIdentity, SAME_PROCESS_RULE, socketFd, verifyListener } from "../sys/peer.js";
+import { ACCEPT, encodeHello, encodeRequest, REFUSE, TAG_BACK, TAG_EXIT, TAG_STDERR, TAG_STDOUT, type ResidentRequest } from "./protocol.js";
+import { lockPathOf } from "./socket-dir.js";
 
 /** What a call through the server gave. */
 export type ResidentOutcome =
@@ -42,8 +45,17 @@ class Incoming {
   }
 }
 
+/** How a call is made. */
+export interface CallOptions {
+  /**
+   * Send without verifying the listener: only for a server's call to itself (its warm-up) and for tests that play
+   * an attacker.
+   */
+  unverified?: boolean;
+}
+
 /** Sends one call to the server at `socketPath` as build `buildId`. Rejects when no server answers. */
-export async function callResident(socketPath: string, buildId: string, req: ResidentRequest): Promise<ResidentOutcome> {
+export async function callResident(socketPath: string, buildId: string, req: ResidentRequest, opts: CallOptions = {}): Promise<ResidentOutcome> {
   const socket = net.connect(socketPath);
   const incoming = new Incoming();
   socket.on("data", (b: Buffer) => incoming.push(b));
@@ -55,6 +67,13 @@ export async function callResident(socketPath: string, buildId: string, req: Res
   });
   socket.on("error", () => incoming.end());
   try {
+    if (!opts.unverified) {
+      const fd = socketFd(socket);
+      const verdict = fd === undefined
+        ? { refusal: "the connection's descriptor cannot be read", kind: "identity" as const }
+        : await verifyListener(fd, ownIdentity(), SAME_PROCESS_RULE, { lockPath: lockPathOf(socketPath) });
+      if ("refusal" in verdict) return { kind: "refused", reason: `not sent: ${verdict.refusal}` };
+    }
     const request = encodeRequest(req);
     socket.write(encodeHello(buildId, request.length));
     const answer = (await incoming.read(1))?.[0];
@@ -63,6 +82,7 @@ export async function callResident(socketPath: string, buildId: string, req: Res
       return { kind: "refused", reason: (await incoming.read(length))?.toString("utf8") ?? "" };
     }
     if (answer !== ACCEPT) throw new Error(answer === undefined ? "the server closed the connection" : `unexpected answer 0x${answer.toString(16)}`);
+    if (!(await incoming.read(4))) return { kind: "died", stdout: "", stderr: "" }; // the call's time limit
     socket.write(request);
     let stdout = "";
     let stderr = "";
@@ -71,6 +91,7 @@ export async function callResident(socketPath: string, buildId: string, req: Res
       const data = head && (await incoming.read(head.readUInt32LE(1)));
       if (!head || !data) return { kind: "died", stdout, stderr };
       const tag = head.readUInt8(0);
+      if (tag === TAG_BACK && !stdout && !stderr) return { kind: "refused", reason: "handed back: no place for it in the server" };
       if (tag === TAG_STDOUT) stdout += data.toString();
       else if (tag === TAG_STDERR) stderr += data.toString();
       else if (tag === TAG_EXIT) return { kind: "served", stdout, stderr, status: data.readUInt32LE(0) };

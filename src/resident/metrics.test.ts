@@ -96,7 +96,7 @@ describe("the resident server's metrics", () => {
 
   test("calls, errors by code, latency, refusals and the counters others increment", () => {
     let inFlight = 1;
-    const m = new ServerMetrics({ build: "b1", inFlight: () => inFlight, connections: () => 4 });
+    const m = new ServerMetrics({ build: "b1", inFlight: () => inFlight, connections: () => 4, overdue: () => 2, longRunning: () => 3, waitingForPlace: () => 1 });
     m.callServed({ program: "host-local", command: "ADD", seconds: 0.0004, outcome: { status: 0 } });
     m.callServed({ program: "host-local", command: "ADD", seconds: 0.003, outcome: { status: 0 } });
     m.callServed({ program: "bridge", command: "ADD", seconds: 0.2, outcome: { status: 1, errorCode: 7 } });
@@ -105,6 +105,8 @@ describe("the resident server's metrics", () => {
     m.refused("namespace");
     m.refused("busy");
     m.refused("busy");
+    m.refused("no_place");
+    m.refused("confinement");
     m.countReload();
     m.countGcRun();
     m.countGcRun();
@@ -136,27 +138,32 @@ describe("the resident server's metrics", () => {
       'tscni_refusals_total{reason="build"} 0',
       'tscni_refusals_total{reason="busy"} 2',
       'tscni_refusals_total{reason="capabilities"} 0',
+      'tscni_refusals_total{reason="confinement"} 1',
       'tscni_refusals_total{reason="dropped"} 0',
       'tscni_refusals_total{reason="identity"} 0',
       'tscni_refusals_total{reason="leaving"} 0',
+      'tscni_refusals_total{reason="lock"} 0',
       'tscni_refusals_total{reason="namespace"} 1',
+      'tscni_refusals_total{reason="no_place"} 1',
       'tscni_refusals_total{reason="not_root"} 0',
       'tscni_refusals_total{reason="too_large"} 0',
     ]);
     assert.deepEqual(
-      ["tscni_calls_in_flight", "tscni_connections", "tscni_reloads_total", "tscni_gc_runs_total", "tscni_build_info"].flatMap((n) => samples(text, n)),
-      ["tscni_calls_in_flight 0", "tscni_connections 4", "tscni_reloads_total 1", "tscni_gc_runs_total 2", 'tscni_build_info{build="b1"} 1'],
+      ["tscni_calls_in_flight", "tscni_connections", "tscni_calls_overdue", "tscni_calls_long_running", "tscni_calls_waiting_for_place", "tscni_reloads_total",
+        "tscni_gc_runs_total", "tscni_build_info"].flatMap((n) => samples(text, n)),
+      ["tscni_calls_in_flight 0", "tscni_connections 4", "tscni_calls_overdue 2", "tscni_calls_long_running 3", "tscni_calls_waiting_for_place 1",
+        "tscni_reloads_total 1", "tscni_gc_runs_total 2", 'tscni_build_info{build="b1"} 1'],
     );
     assert.match(text, /^# TYPE tscni_call_duration_seconds histogram$/m);
     assert.match(text, /^process_resident_memory_bytes \d+$/m);
   });
 
   test("a fresh server shows every metric it has, the counters at 0", () => {
-    const text = new ServerMetrics({ build: "b", inFlight: () => 0, connections: () => 0 }).render();
+    const text = new ServerMetrics({ build: "b", inFlight: () => 0, connections: () => 0, overdue: () => 0, longRunning: () => 0, waitingForPlace: () => 0 }).render();
     const declared = [...text.matchAll(/^# TYPE (\S+) (\S+)$/gm)].map((m) => `${m[1]} ${m[2]}`);
     assert.deepEqual(declared, [
       "tscni_calls_total counter", "tscni_call_errors_total counter", "tscni_call_duration_seconds histogram", "tscni_calls_in_flight gauge",
-      "tscni_connections gauge", "tscni_refusals_total counter", "tscni_reloads_total counter", "tscni_gc_runs_total counter", "tscni_build_info gauge",
+      "tscni_connections gauge", "tscni_calls_overdue gauge", "tscni_calls_long_running gauge", "tscni_calls_waiting_for_place gauge", "tscni_refusals_total counter", "tscni_reloads_total counter", "tscni_gc_runs_total counter", "tscni_build_info gauge",
       "process_start_time_seconds gauge", "process_resident_memory_bytes gauge",
     ]);
     assert.match(text, /^tscni_reloads_total 0$/m);

@@ -3,13 +3,17 @@
  * Integers are little-endian.
  *
  * 1. hello, client to server: `TSCNI` 0x02, u16 length + the build ID (launcher and server must be one build),
- *    u32 length of the request the client will send. The server answers one byte: `Y` (send it; it will run the
- *    call) or `N`, u16 length, a reason (the client runs the call itself: nothing of the call has been sent).
+ *    u32 length of the request the client will send. The server answers `Y` and a u32: the call's time limit in
+ *    milliseconds (send it; it will answer within that), or `N`, u16 length, a reason (the client runs the call
+ *    itself: nothing of the call has been sent). A client sends nothing, not even the hello, to a listener it has
+ *    not verified (sys/peer.ts's verifyListener; launcher.c's listener_refusal).
  * 2. request, client to server, only after `Y`: exactly the announced bytes, fields of u8 tag + u32 length +
  *    bytes ending with `Z` (length 0): `P` program (plugin type), `A` argument (repeated), `E` one `NAME=value`
- *    of the environment (repeated), `C` the caller's working directory, `I` stdin.
+ *    of the environment (repeated), `C` the caller's working directory, `U` the caller's umask (u32), `I` stdin.
  * 3. reply, server to client: frames of u8 tag + u32 length + bytes: `O` stdout, `R` stderr, and last `X` with
- *    the exit status as u32. A connection that ends before `X` is a server that died during the call.
+ *    the exit status as u32 — or, before any other frame, `B` (length 0): the server handed the call back without
+ *    running any of it (no place for it: places.ts), and the client runs it itself. A connection that ends before
+ *    `X` is a server that died during the call.
  * @module
  */
 
@@ -25,10 +29,12 @@ export const TAG_ARG = 0x41; // "A"
 export const TAG_ENV = 0x45; // "E"
 export const TAG_STDIN = 0x49; // "I"
 export const TAG_CWD = 0x43; // "C"
+export const TAG_UMASK = 0x55; // "U"
 export const TAG_END = 0x5a; // "Z"
 export const TAG_STDOUT = 0x4f; // "O"
 export const TAG_STDERR = 0x52; // "R"
 export const TAG_EXIT = 0x58; // "X"
+export const TAG_BACK = 0x42; // "B"
 
 /** The longest build ID a hello may carry. */
 export const MAX_BUILD_ID = 255;
@@ -45,6 +51,8 @@ export interface ResidentRequest {
   stdin: Buffer;
   /** The caller's working directory, when it sent one. */
   cwd?: string;
+  /** The caller's umask, when it sent one. */
+  umask?: number;
 }
 
 /** A hello as the server reads it. */
@@ -116,16 +124,27 @@ export function encodeRequest(req: ResidentRequest): Buffer {
     ...req.args.map((a) => frame(TAG_ARG, Buffer.from(a))),
     ...Object.entries(req.env).map(([k, v]) => frame(TAG_ENV, Buffer.from(`${k}=${v}`))),
     ...(req.cwd !== undefined ? [frame(TAG_CWD, Buffer.from(req.cwd))] : []),
+    ...(req.umask !== undefined ? [frame(TAG_UMASK, u32(req.umask))] : []),
     frame(TAG_STDIN, req.stdin),
     frame(TAG_END),
   ]);
 }
 
+/** A u32, little-endian. */
+function u32(n: number): Buffer {
+  const b = Buffer.alloc(4);
+  b.writeUInt32LE(n >>> 0);
+  return b;
+}
+
 /** The exit frame. */
 export function exitFrame(status: number): Buffer {
-  const code = Buffer.alloc(4);
-  code.writeUInt32LE(status >>> 0);
-  return frame(TAG_EXIT, code);
+  return frame(TAG_EXIT, u32(status));
+}
+
+/** The answer that admits a call: `Y` and the call's time limit in milliseconds. */
+export function encodeAccept(timeoutMs: number): Buffer {
+  return Buffer.concat([Buffer.from([ACCEPT]), u32(Math.min(timeoutMs, 0xffffffff))]);
 }
 
 /** A whole request's bytes (exactly what the hello announced) read back; throws ProtocolError on anything else. */
@@ -150,6 +169,10 @@ export function decodeRequest(bytes: Buffer): ResidentRequest {
       }
       case TAG_STDIN: req.stdin = bytes.subarray(start, at); break;
       case TAG_CWD: req.cwd = text(); break;
+      case TAG_UMASK:
+        if (length !== 4) throw new ProtocolError(`a umask field of ${length} bytes`);
+        req.umask = bytes.readUInt32LE(start) & 0o777;
+        break;
       case TAG_END:
         if (at !== bytes.length) throw new ProtocolError(`${bytes.length - at} bytes after the end of the request`);
         return req;

@@ -2,18 +2,21 @@
  * Where and how the resident server runs an admitted call:
  * - the server's own programs (status, stop, metrics) are answered by the server;
  * - a call that reads from the process what must be the caller's (a relative path from another working directory,
- *   another TSCNI_NETLINK) runs as a child process of the program in the caller's directory;
- * - everything else runs in the server's process, its plugin's code loaded on the first call that needs it.
+ *   another TSCNI_NETLINK, another umask) runs as a child process of the program in the caller's directory, under
+ *   the caller's umask;
+ * - everything else runs in the server's process, its plugin's code loaded on the first call that needs it, in one
+ *   of the server's places (places.ts); a call that gets none is handed back to its caller before any of it ran.
  * Calls of one container and interface run one after another (so a DEL that follows an ADD whose caller was killed
- * waits for that ADD); calls the server itself started (a delegation exec'd back into it) are marked and skip that
- * queue, which they would otherwise deadlock on.
+ * waits for that ADD), until the earlier one's time limit: a call past it has had its answer (an error), and gives
+ * up its container's queue and its place while its work, if stuck, goes on ("overdue"). Calls the server itself
+ * started (a delegation exec'd back into it) are marked and skip the queue, which they would otherwise deadlock on.
  * @module
  */
 import { spawn } from "node:child_process";
 import type { Env } from "../invoke/args.js";
 import type { ExecOptions, PluginExec } from "../invoke/exec.js";
 import { KeyedMutex } from "../sys/keyed-mutex.js";
-import type { Semaphore } from "../sys/semaphore.js";
+import type { Places } from "./places.js";
 import { CniError, ErrorCode, failure } from "../spec/errors.js";
 import { runPlugin, type PluginDefinition } from "../skel/skel.js";
 import { MulticallExec } from "../programs/inprocess.js";
@@ -37,6 +40,8 @@ export interface ServerProcess {
   self: string | undefined;
   /** TSCNI_NETLINK of the server's environment. */
   netlink: string;
+  /** The server's umask. */
+  umask: number;
 }
 
 /** Where a call runs. */
@@ -74,7 +79,7 @@ export function routeOf(req: ResidentRequest, server: ServerProcess): Route {
   if (req.program === STOP_PROGRAM) return "stop";
   if (req.program === METRICS_PROGRAM) return "metrics";
   const ownProcess = (req.cwd !== undefined && req.cwd !== server.cwd && carriesRelativePath(req)) ||
-    (req.env["TSCNI_NETLINK"] ?? "") !== server.netlink;
+    (req.env["TSCNI_NETLINK"] ?? "") !== server.netlink || (req.umask !== undefined && req.umask !== server.umask);
   return ownProcess && server.self ? "child" : "in-process";
 }
 
@@ -119,13 +124,19 @@ export interface CallContext {
   timeoutMs: number;
   queue: KeyedMutex;
   /** Places for calls running in the server's process (a burst of calls would otherwise all hold memory at once). */
-  slots: Semaphore;
+  places: Places;
+  /** Told when a call passes its time limit with its work still under way, and when that work settles. */
+  overdue?: (delta: 1 | -1) => void;
 }
 
-/** How a call ended: its exit status, and the code of the CNI error it reported (when it failed with one). */
+/**
+ * How a call ended: its exit status, and the code of the CNI error it reported (when it failed with one); or
+ * handed back (`handedBack`: nothing of it ran, the caller runs it itself).
+ */
 export interface CallOutcome {
   status: number;
   errorCode?: number;
+  handedBack?: boolean;
 }
 
 /** The code of the CNI error document a failed program printed (its whole stdout), if it is one. */
@@ -151,11 +162,18 @@ export function runAsChild(ctx: CallContext, self: string): Promise<CallOutcome>
   const stdout: Buffer[] = [];
   const ended = (status: number): CallOutcome => ({ status, errorCode: status !== 0 ? errorCodeOf(Buffer.concat(stdout)) : undefined });
   return queued(ctx, () => new Promise<CallOutcome>((resolve) => {
-    // `tscni <program> args...` (main.ts), kept from the server so the call is not sent back here.
-    const child = spawn(self, [req.program, ...req.args], {
-      argv0: "tscni", cwd: req.cwd, env: { ...req.env, TSCNI_RESIDENT: "exec" }, stdio: ["pipe", "pipe", "pipe"],
-      timeout: ctx.timeoutMs, killSignal: "SIGKILL",
-    });
+    // `tscni <program> args...` (main.ts), kept from the server so the call is not sent back here. The child
+    // takes the umask at its fork, within spawn: the server's is the caller's only for that moment.
+    const serverUmask = req.umask !== undefined ? process.umask(req.umask) : undefined;
+    let child;
+    try {
+      child = spawn(self, [req.program, ...req.args], {
+        argv0: "tscni", cwd: req.cwd, env: { ...req.env, TSCNI_RESIDENT: "exec" }, stdio: ["pipe", "pipe", "pipe"],
+        timeout: ctx.timeoutMs, killSignal: "SIGKILL",
+      });
+    } finally {
+      if (serverUmask !== undefined) process.umask(serverUmask);
+    }
     child.stdout.on("data", (b: Buffer) => {
       stdout.push(b);
       write(frame(TAG_STDOUT, b));
@@ -171,12 +189,16 @@ export function runAsChild(ctx: CallContext, self: string): Promise<CallOutcome>
   }));
 }
 
-/** Runs a call in this process; resolves to how it ended once its reply is written. */
+/** Runs a call in this process; resolves to how it ended once its reply is written (or it was handed back). */
 export async function runInProcess(ctx: CallContext, plugins: PluginModules): Promise<CallOutcome> {
   const { req, write, timeoutMs } = ctx;
   let timer: NodeJS.Timeout | undefined;
+  let expired = false;
   const timedOut = new Promise<CniError>((resolve) => {
-    timer = setTimeout(() => resolve(failure(`tscni resident server: ${req.program} ran longer than ${timeoutMs} ms`)), timeoutMs);
+    timer = setTimeout(() => {
+      expired = true;
+      resolve(failure(`tscni resident server: ${req.program} ran longer than ${timeoutMs} ms`));
+    }, timeoutMs);
   });
   const stdout: string[] = [];
   let answered = false;
@@ -193,16 +215,40 @@ export async function runInProcess(ctx: CallContext, plugins: PluginModules): Pr
       },
     });
   };
+  const nested = !!req.env[NESTED_MARK];
+  const handedBack = Symbol("handed back");
+  // In its container's queue, then in a place (a nested call's parent holds one already and waits for it: it must
+  // not wait for one itself); both are held until the work settles or the time limit, whichever comes first.
+  const inQueue = queued(ctx, async () => {
+    if (expired) return undefined;
+    const place = nested ? undefined : await ctx.places.take();
+    if (!nested && !place) return handedBack;
+    if (expired) {
+      place?.release();
+      return undefined;
+    }
+    let settled = false;
+    const work = run();
+    void work.finally(() => (settled = true)).catch(() => undefined);
+    try {
+      return await Promise.race([work, timedOut]);
+    } finally {
+      place?.release();
+      if (!settled) {
+        ctx.overdue?.(1);
+        void work.finally(() => ctx.overdue?.(-1)).catch(() => undefined);
+      }
+    }
+  });
   try {
-    // The queue is held until the call's work has settled, even past its timeout.
-    // A nested call's parent holds a place already and waits for it: it must not wait for one itself.
-    const placed = () => (req.env[NESTED_MARK] ? run() : ctx.slots.run(run));
-    const failure = await Promise.race([queued(ctx, placed), timedOut]);
+    const ran = await Promise.race([inQueue, timedOut]);
+    if (ran === handedBack) return { status: 0, handedBack: true };
     answered = true;
+    const failed = ran;
     // Like a plugin process: its output, then the error (if any) as the last document on stdout.
-    if (failure) stdout.push(failure.print());
+    if (failed) stdout.push(failed.print());
     if (stdout.length) write(frame(TAG_STDOUT, Buffer.from(stdout.join(""))));
-    return failure ? { status: 1, errorCode: failure.code } : { status: 0 };
+    return failed ? { status: 1, errorCode: failed.code } : { status: 0 };
   } finally {
     answered = true;
     clearTimeout(timer);

@@ -11,12 +11,15 @@ import type { CallOutcome } from "./routing.js";
 
 /**
  * Why a caller was not served, as `tscni_refusals_total` counts it: a rule of admission (admission.ts), the
- * server's bounds (`busy`: connections or request bytes; `too_large`: the request), a server `leaving`, or a
- * connection `dropped` before the server answered (no hello in time, a broken hello, an admission that failed).
+ * server's bounds (`busy`: connections or request bytes; `too_large`: the request), a server `leaving`, a
+ * connection `dropped` before the server answered (no hello in time, a broken hello, an admission that failed), or
+ * a call handed back for want of a place (`no_place`: places.ts).
  */
-export type RefusalReason = AdmissionRefusalKind | "busy" | "too_large" | "leaving" | "dropped";
+export type RefusalReason = AdmissionRefusalKind | "busy" | "too_large" | "leaving" | "dropped" | "no_place";
 
-const REFUSAL_REASONS: readonly RefusalReason[] = ["not_root", "capabilities", "namespace", "identity", "build", "busy", "too_large", "leaving", "dropped"];
+const REFUSAL_REASONS: readonly RefusalReason[] = [
+  "not_root", "capabilities", "namespace", "confinement", "lock", "identity", "build", "busy", "too_large", "leaving", "dropped", "no_place",
+];
 const COMMANDS = new Set(["ADD", "DEL", "CHECK", "STATUS", "GC", "VERSION"]);
 
 /** Upper bounds of the latency buckets, in seconds: 0.5 ms to 10 s. */
@@ -27,6 +30,12 @@ export interface ServerGauges {
   build: string;
   inFlight: () => number;
   connections: () => number;
+  /** Calls past their time limit whose work has not settled (stuck: their callers had an error). */
+  overdue: () => number;
+  /** Calls running past the first seconds, outside the places. */
+  longRunning: () => number;
+  /** Calls waiting for a place. */
+  waitingForPlace: () => number;
 }
 
 /** A served call as the metrics see it. */
@@ -64,6 +73,12 @@ export class ServerMetrics {
     });
     r.gauge({ name: "tscni_calls_in_flight", help: "Plugin calls being served now.", collect: gauges.inFlight });
     r.gauge({ name: "tscni_connections", help: "Connections open now.", collect: gauges.connections });
+    r.gauge({
+      name: "tscni_calls_overdue", help: "Calls past their time limit whose work is still under way (hung: their callers had an error).",
+      collect: gauges.overdue,
+    });
+    r.gauge({ name: "tscni_calls_long_running", help: "Calls running past their first seconds, outside the server's places.", collect: gauges.longRunning });
+    r.gauge({ name: "tscni_calls_waiting_for_place", help: "Calls waiting for a place to run in.", collect: gauges.waitingForPlace });
     this.refusals = r.counter({
       name: "tscni_refusals_total", help: "Callers not served (each ran its call itself), by reason.", labelNames: ["reason"],
     });

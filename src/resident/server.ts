@@ -9,22 +9,22 @@
  * input or runs past its time limit fails alone.
  * @module
  */
-import { closeSync } from "node:fs";
+import { closeSync, readFileSync } from "node:fs";
 import net from "node:net";
 import { setDefaultExec } from "../invoke/default-exec.js";
 import { KeyedMutex } from "../sys/keyed-mutex.js";
-import { Semaphore } from "../sys/semaphore.js";
-import { ownIdentity, type OwnIdentity } from "../sys/peer.js";
+import { ownIdentity, statusField, type OwnIdentity } from "../sys/peer.js";
+import { DEFAULT_PLACES, Places } from "./places.js";
 import { selfExecutable } from "../programs/self.js";
 import { admit } from "./admission.js";
 import { readBuildId } from "./build-id.js";
 import {
-  ACCEPT, DEFAULT_SOCKET, decodeRequest, encodeRefusal, exitFrame, FixedBuffer, frame, MAX_HELLO, MAX_REQUEST, parseHello, ProtocolError,
-  TAG_STDOUT, type ResidentRequest,
+  DEFAULT_SOCKET, decodeRequest, encodeAccept, encodeRefusal, exitFrame, FixedBuffer, frame, MAX_HELLO, MAX_REQUEST, parseHello, ProtocolError,
+  TAG_BACK, TAG_STDOUT, type ResidentRequest,
 } from "./protocol.js";
 import { PluginModules, routeOf, runAsChild, runInProcess, ServerExec, type CallContext, type CallOutcome, type ServerProcess } from "./routing.js";
 import { ServerMetrics, type RefusalReason } from "./server-metrics.js";
-import { clearStartRecord, listenPrivately, prepareSocketDir, removeSocketFile, takeServerLock, type SocketFile } from "./socket-dir.js";
+import { clearStartRecord, listenPrivately, prepareSocketDir, removeSocketFile, socketFileIsCurrent, takeServerLock, type SocketFile } from "./socket-dir.js";
 import { WARM_UP_ROUNDS, warmUp } from "./warm-up.js";
 import { messageOf } from "../spec/errors.js";
 
@@ -40,11 +40,34 @@ export interface ServerLimits {
   helloMs: number;
   /** Time from the server's "Y" to the whole request. */
   requestMs: number;
-  /** Calls running in the server's process at once; more wait their turn (each running call holds memory). */
+  /** Calls running in the server's process at once in their first `longMs`; more wait their turn (places.ts). */
   running: number;
+  /** Calls past their first `longMs` that may run besides (places.ts). */
+  maxLong: number;
+  /** How long a call waits for a place while none is given back, before it is handed back to its caller. */
+  stallMs: number;
+  /** After this long a running call gives its place back (places.ts). */
+  longMs: number;
 }
 
-export const DEFAULT_LIMITS: ServerLimits = { connections: 512, pendingBytes: 64 * 1024 * 1024, helloMs: 2_000, requestMs: 10_000, running: 16 };
+export const DEFAULT_LIMITS: ServerLimits = {
+  connections: 512, pendingBytes: 64 * 1024 * 1024, helloMs: 2_000, requestMs: 10_000, running: DEFAULT_PLACES.size, maxLong: DEFAULT_PLACES.maxLong,
+  stallMs: DEFAULT_PLACES.stallMs, longMs: DEFAULT_PLACES.longMs,
+};
+
+/** How often the server looks whether its socket path still names its socket. */
+const SOCKET_WATCH_MS = 1_000;
+
+/** This process's umask, from its /proc status (process.umask() without an argument is deprecated). */
+function currentUmask(): number {
+  try {
+    const text = statusField(readFileSync("/proc/self/status", "latin1"), "Umask");
+    if (text !== undefined) return parseInt(text, 8);
+  } catch { /* no /proc */ }
+  const mask = globalThis.process.umask(0o022);
+  globalThis.process.umask(mask);
+  return mask;
+}
 
 /** How a server is run. */
 export interface ResidentServerOptions {
@@ -76,6 +99,10 @@ export interface ServerStatus {
   /** Seconds without calls after which the server leaves (0: never). */
   idleSeconds: number;
   inFlight: number;
+  /** Calls past their time limit whose work has not settled (their callers had an error). */
+  overdue: number;
+  /** Calls running past their first `longMs`, outside the places. */
+  longRunning: number;
   served: number;
   warmedUp: boolean;
   /** Plugins loaded so far (each on its first call). */
@@ -107,11 +134,13 @@ export class ResidentServer {
   /** What `cnitool daemon metrics` prints; the server's own repairs count their runs here (countReload, countGcRun). */
   readonly metrics: ServerMetrics;
 
-  private readonly listener: net.Server;
+  private listener: net.Server;
   private readonly limits: ServerLimits;
   private readonly plugins = new PluginModules();
   private readonly queue = new KeyedMutex();
-  private readonly slots: Semaphore;
+  private readonly places: Places;
+  private overdueCalls = 0;
+  private socketWatch: NodeJS.Timeout | undefined;
   private readonly process: ServerProcess;
   private readonly started = Date.now();
   private socketFile: SocketFile | undefined;
@@ -137,12 +166,14 @@ export class ResidentServer {
   ) {
     this.socketPath = opts.socketPath;
     this.limits = { ...DEFAULT_LIMITS, ...opts.limits };
-    this.slots = new Semaphore(this.limits.running);
-    this.process = { cwd: globalThis.process.cwd(), self: selfExecutable(), netlink: globalThis.process.env["TSCNI_NETLINK"] ?? "" };
-    this.listener = net.createServer({ allowHalfOpen: false }, (socket) => this.accept(socket));
-    this.listener.on("error", (e) => opts.log(`listening socket: ${e.message}`));
+    this.places = new Places({ size: this.limits.running, maxLong: this.limits.maxLong, stallMs: this.limits.stallMs, longMs: this.limits.longMs });
+    this.process = { cwd: globalThis.process.cwd(), self: selfExecutable(), netlink: globalThis.process.env["TSCNI_NETLINK"] ?? "", umask: currentUmask() };
+    this.listener = this.newListener();
     this.left = new Promise((resolve) => (this.resolveLeft = resolve));
-    this.metrics = new ServerMetrics({ build: opts.buildId, inFlight: () => this.inFlightCalls, connections: () => this.connections });
+    this.metrics = new ServerMetrics({
+      build: opts.buildId, inFlight: () => this.inFlightCalls, connections: () => this.connections, overdue: () => this.overdueCalls,
+      longRunning: () => this.places.longRunning, waitingForPlace: () => this.places.waiters,
+    });
   }
 
   /** Starts a server: its lock, its socket, then serving (while the warm-up runs). Rejects when another holds the socket. */
@@ -166,6 +197,40 @@ export class ResidentServer {
     return server;
   }
 
+  private newListener(): net.Server {
+    const listener = net.createServer({ allowHalfOpen: false }, (socket) => this.accept(socket));
+    listener.on("error", (e) => this.opts.log(`listening socket: ${e.message}`));
+    return listener;
+  }
+
+  /**
+   * Looks every SOCKET_WATCH_MS whether the socket path still names this server's socket. Another process that
+   * replaced it (any root process can unlink it) gets no caller (launchers verify the listener before they send),
+   * but callers would then run in exec mode: a server that made its socket listens again on a new one (it holds
+   * the lock: the path is its), one given by systemd leaves.
+   */
+  private watchSocket(): void {
+    this.socketWatch = setInterval(() => {
+      if (this.leaving !== undefined) return;
+      const file = this.socketFile;
+      if (!file) {
+        if (this.opts.listenFd !== undefined && !socketFileIsCurrent(undefined, this.socketPath)) {
+          void this.leave(`${this.socketPath} is no longer a socket (replaced or removed): leaving`);
+        }
+        return;
+      }
+      if (socketFileIsCurrent(file, this.socketPath)) return;
+      this.opts.log(`${this.socketPath} no longer names this server's socket (replaced or removed): listening on a new one`);
+      const old = this.listener;
+      old.close();
+      this.listener = this.newListener();
+      listenPrivately(this.listener, this.socketPath).then((made) => {
+        this.socketFile = made;
+      }, (e: Error) => void this.leave(`cannot listen again on ${this.socketPath}: ${e.message}`));
+    }, SOCKET_WATCH_MS);
+    this.socketWatch.unref();
+  }
+
   private async listen(): Promise<void> {
     if (this.opts.listenFd !== undefined) {
       await new Promise<void>((resolve, reject) => {
@@ -175,6 +240,7 @@ export class ResidentServer {
     } else {
       this.socketFile = await listenPrivately(this.listener, this.socketPath);
     }
+    this.watchSocket();
     this.startedWellTimer = setTimeout(() => this.lockFd >= 0 && clearStartRecord(this.lockFd), STARTED_WELL_MS).unref();
     this.armIdle();
     // Through the socket it listens on; one handed over by systemd has no address here (Bun), but its unit's
@@ -198,7 +264,8 @@ export class ResidentServer {
   status(): ServerStatus {
     return {
       build: this.opts.buildId, pid: globalThis.process.pid, autoStarted: this.opts.autoStarted ?? false,
-      idleSeconds: Math.round((this.opts.idleMs ?? 0) / 1000), inFlight: this.inFlightCalls, served: this.served, warmedUp: this.warmedUp,
+      idleSeconds: Math.round((this.opts.idleMs ?? 0) / 1000), inFlight: this.inFlightCalls, overdue: this.overdueCalls, longRunning: this.places.longRunning,
+      served: this.served, warmedUp: this.warmedUp,
       plugins: this.plugins.names, connections: this.connections, rssBytes: globalThis.process.memoryUsage.rss(),
       uptimeSeconds: Math.round((Date.now() - this.started) / 1000),
     };
@@ -217,6 +284,7 @@ export class ResidentServer {
     clearTimeout(this.idleTimer);
     clearTimeout(this.settleTimer);
     clearTimeout(this.startedWellTimer);
+    clearInterval(this.socketWatch);
     const closed = new Promise<void>((resolve) => this.listener.close(() => resolve()));
     if (this.socketFile) removeSocketFile(this.socketFile);
     await this.warming;
@@ -318,7 +386,7 @@ export class ResidentServer {
             request = new FixedBuffer(parsed.requestLength);
             phase = "request";
             timer = setTimeout(() => drop("the request did not come in time"), this.limits.requestMs);
-            socket.write(Buffer.from([ACCEPT]));
+            socket.write(encodeAccept(this.opts.requestTimeoutMs));
           }, (e: unknown) => drop(`admission failed: ${messageOf(e)}`));
         } else if (phase === "request") {
           if (!request!.add(chunk)) throw new ProtocolError("more bytes than the hello announced");
@@ -382,14 +450,24 @@ export class ResidentServer {
     }
     let outcome: CallOutcome | undefined;
     try {
-      const ctx: CallContext = { req, write, timeoutMs: this.opts.requestTimeoutMs, queue: this.queue, slots: this.slots };
+      const ctx: CallContext = {
+        req, write, timeoutMs: this.opts.requestTimeoutMs, queue: this.queue, places: this.places, overdue: (delta) => (this.overdueCalls += delta),
+      };
       outcome = route === "child" ? await runAsChild(ctx, this.process.self!) : await runInProcess(ctx, this.plugins);
-      if (!socket.destroyed) socket.end(exitFrame(outcome.status));
+      if (outcome.handedBack) {
+        this.metrics.refused("no_place");
+        if (!socket.destroyed) socket.end(frame(TAG_BACK));
+      } else if (!socket.destroyed) {
+        socket.end(exitFrame(outcome.status));
+      }
     } catch (e) {
       this.opts.log(`a call failed outside its plugin: ${(e instanceof Error && e.stack) || messageOf(e)}`);
       socket.destroy();
     } finally {
-      if (counted) this.metrics.callServed({ program: req.program, command: req.env["CNI_COMMAND"], seconds: (performance.now() - acceptedAt) / 1000, outcome });
+      if (counted && !outcome?.handedBack) {
+        this.metrics.callServed({ program: req.program, command: req.env["CNI_COMMAND"], seconds: (performance.now() - acceptedAt) / 1000, outcome });
+      }
+      if (counted && outcome?.handedBack) this.served--;
       if (counted && --this.inFlightCalls === 0) {
         this.drained?.();
         this.armIdle();

@@ -10,7 +10,7 @@
 import { closeSync, constants, fchmodSync, fstatSync, ftruncateSync, lstatSync, mkdirSync, openSync, realpathSync, rmSync, type Stats } from "node:fs";
 import type net from "node:net";
 import path from "node:path";
-import { tryFlockFd } from "../sys/flock.js";
+import { reassertFlock, tryFlockFd } from "../sys/flock.js";
 
 /** Why a directory may not hold the server's files, or undefined when it may. */
 function unsafeDirectory(dir: string, stats: Stats, strict: boolean): string | undefined {
@@ -78,6 +78,9 @@ export async function takeServerLock(socketPath: string, inherited?: number): Pr
     closeSync(fd);
     throw new Error(`another tscni server serves ${socketPath}`);
   }
+  // The lock as /proc/locks shows it names the process that took it: a launcher that took it for this server (and
+  // left) until it is taken again here, without letting it go. Callers verify that the listener holds it.
+  await reassertFlock(fd);
   return fd;
 }
 
@@ -124,6 +127,19 @@ export async function listenPrivately(server: net.Server, socketPath: string): P
     throw new Error(`${socketPath} was not created as a 0600 socket (mode ${(made.mode & 0o7777).toString(8)})`);
   }
   return { path: socketPath, dev: made.dev, ino: made.ino };
+}
+
+/**
+ * Whether `socketPath` still names the socket `file` (any socket when `file` is undefined: one systemd made). Not
+ * when it is gone or replaced.
+ */
+export function socketFileIsCurrent(file: SocketFile | undefined, socketPath: string): boolean {
+  try {
+    const now = lstatSync(socketPath);
+    return file ? now.dev === file.dev && now.ino === file.ino : now.isSocket();
+  } catch {
+    return false;
+  }
 }
 
 /** Removes the socket file if it is still the one the server made (another server may have replaced it). */

@@ -14,6 +14,12 @@ import { Semaphore } from "../sys/semaphore.js";
 
 export { KeyedMutex, Semaphore };
 
+/**
+ * How long a pod operation waits for another process's lock (a GC waits for every pod operation under way, and
+ * they for it): long, since a chain of plugin calls may take minutes, but not forever (sys/flock.ts).
+ */
+const POD_LOCK_WAIT_MS = 10 * 60_000;
+
 /** Many readers or one writer; a waiting writer holds new readers back. */
 export class ReadWriteLock {
   private readers = 0;
@@ -86,10 +92,10 @@ export class PodLocks {
    */
   pod<T>(key: string, work: () => Promise<T>, opts: { removeLockFile?: boolean } = {}): Promise<T> {
     return this.pods.run(key, () => this.gcLock.read(() => this.slots.run(async () => {
-      const gc = await lockFile(this.file("gc"), { shared: true });
+      const gc = await lockFile(this.file("gc"), { shared: true, timeoutMs: POD_LOCK_WAIT_MS });
       let pod: HeldLock | undefined;
       try {
-        pod = await lockFile(this.podFile(key));
+        pod = await lockFile(this.podFile(key), { timeoutMs: POD_LOCK_WAIT_MS });
         return await work();
       } finally {
         pod?.release({ remove: opts.removeLockFile });
@@ -101,7 +107,7 @@ export class PodLocks {
   /** Runs GC alone: no pod operation of this process or another one sharing the cache dir runs meanwhile. */
   gc<T>(work: () => Promise<T>): Promise<T> {
     return this.gcLock.write(async () => {
-      const held = await lockFile(this.file("gc"));
+      const held = await lockFile(this.file("gc"), { timeoutMs: POD_LOCK_WAIT_MS });
       try {
         return await work();
       } finally {

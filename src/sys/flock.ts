@@ -5,11 +5,16 @@
  * plugin calls concurrently: a blocking flock would stop every other call, and deadlock on a lock one of them
  * holds). Under Node, which has no flock, util-linux flock(1) (found as every tool is, tool-path.ts) is run on
  * our descriptor (its fd 0), which locks our open file description just the same.
+ * No wait is forever, and none is for a stranger: a lock file anyone can open (a network namespace file is
+ * world-readable) can be locked by any user, so a wait goes on only while the lock is held by root, by this
+ * process's own user or by a process this /proc does not show; a lock held by another user alone is not waited
+ * for (no such process may write what the lock guards). Every wait ends after `timeoutMs` with LockTimeoutError.
  * @module
  */
 import { closeSync, fstatSync, openSync, statSync, unlinkSync } from "node:fs";
 import { KeyedMutex } from "./keyed-mutex.js";
 import { bindLibc } from "./libc.js";
+import { effectiveUid, flockHolders } from "./lock-holders.js";
 import { findTool, toolSearchPath } from "./tool-path.js";
 
 const LOCK_SH = 1;
@@ -19,20 +24,49 @@ const LOCK_NB = 4;
 type FlockFn = (fd: number, op: number) => number;
 let ffiFlock: Promise<{ flock: FlockFn } | null> | undefined;
 
+/** How long a lock is waited for unless a caller says otherwise. */
+export const DEFAULT_LOCK_WAIT_MS = 120_000;
+/** After this long, a waiter looks who holds the lock, and then every HOLDER_LOOK_MS. */
+const FIRST_HOLDER_LOOK_MS = 100;
+const HOLDER_LOOK_MS = 500;
+
 /** How a lock is taken. */
 export interface FlockOptions {
   /** A shared (read) lock instead of an exclusive one. */
   shared?: boolean;
+  /** The longest wait (default DEFAULT_LOCK_WAIT_MS). */
+  timeoutMs?: number;
 }
 
-function flockWithTool(fd: number, lockPath: string, shared: boolean, nonblock = false): Promise<void> {
+/** A lock not had within its time limit; `holders` are the pids that held it (as this /proc shows them). */
+export class LockTimeoutError extends Error {
+  constructor(readonly lockPath: string, readonly waitedMs: number, readonly holders: number[]) {
+    super(`timed out after ${Math.round(waitedMs / 1000)} s waiting for the lock on ${lockPath}` +
+      (holders.length ? ` (held by pid ${holders.join(", ")})` : ""));
+    this.name = "LockTimeoutError";
+  }
+}
+
+/** Whether the holders of the lock on `fd` are only processes of other users (see the module comment). */
+function heldByStrangersOnly(fd: number): boolean {
+  const holders = flockHolders(fstatSync(fd));
+  if (holders.length === 0) return false;
+  const me = process.geteuid?.() ?? 0;
+  return holders.every((pid) => {
+    const uid = effectiveUid(pid);
+    return uid !== undefined && uid !== 0 && uid !== me;
+  });
+}
+
+function flockWithTool(fd: number, lockPath: string, shared: boolean, nonblock = false, timeoutMs = DEFAULT_LOCK_WAIT_MS): Promise<void> {
   return new Promise((resolve, reject) => {
     const fail = (msg: string) => reject(new Error(`failed to lock ${lockPath}: ${msg}`));
     const tool = findTool("flock");
     if (!tool) return fail(`cannot run flock(1) from util-linux: no executable flock in ${toolSearchPath().join(":")}`);
     // (Loaded here, docs/startup.md: only the Node fallback runs flock(1).)
     const { spawn } = process.getBuiltinModule("node:child_process");
-    const child = spawn(tool, [shared ? "--shared" : "--exclusive", ...(nonblock ? ["--nonblock"] : []), "0"], { stdio: [fd, "ignore", "pipe"] });
+    const wait = nonblock ? ["--nonblock"] : ["--timeout", String(Math.max(1, Math.ceil(timeoutMs / 1000)))];
+    const child = spawn(tool, [shared ? "--shared" : "--exclusive", ...wait, "0"], { stdio: [fd, "ignore", "pipe"] });
     let stderr = "";
     child.stderr!.on("data", (b: Buffer) => (stderr += b.toString()));
     child.on("error", (e) => fail(`cannot run flock(1) from util-linux: ${e.message}`));
@@ -43,13 +77,34 @@ function flockWithTool(fd: number, lockPath: string, shared: boolean, nonblock =
   });
 }
 
-/** Takes a flock on `fd` (released when the file is closed or the process exits), waiting as long as it takes. */
-export async function flockFd(fd: number, lockPath: string, opts: FlockOptions = {}): Promise<void> {
+/**
+ * Takes a flock on `fd` (released when the file is closed or the process exits), waiting at most `timeoutMs`
+ * (LockTimeoutError), and not for other users (see the module comment): true when it is held, false when it was
+ * held by other users only and is not taken.
+ */
+export async function flockFd(fd: number, lockPath: string, opts: FlockOptions = {}): Promise<boolean> {
+  const timeoutMs = opts.timeoutMs ?? DEFAULT_LOCK_WAIT_MS;
   const libc = await (ffiFlock ??= bindLibc<{ flock: FlockFn }>({ flock: { args: ["i32", "i32"], returns: "i32" } }));
-  if (!libc) return flockWithTool(fd, lockPath, opts.shared ?? false);
+  if (!libc) {
+    await flockWithTool(fd, lockPath, opts.shared ?? false, false, timeoutMs).catch((e: Error) => {
+      throw /exited with 1\b/.test(e.message) ? new LockTimeoutError(lockPath, timeoutMs, []) : e;
+    });
+    return true;
+  }
   const op = (opts.shared ? LOCK_SH : LOCK_EX) | LOCK_NB;
+  const started = performance.now();
+  let nextLook = started + FIRST_HOLDER_LOOK_MS;
   // A failure here is the lock being held (EWOULDBLOCK) or an interrupted call: our own descriptor cannot be bad.
-  for (let pause = 1; libc.flock(fd, op) !== 0; pause = Math.min(pause * 2, 50)) await new Promise((resolve) => setTimeout(resolve, pause));
+  for (let pause = 1; libc.flock(fd, op) !== 0; pause = Math.min(pause * 2, 50)) {
+    const now = performance.now();
+    if (now >= nextLook) {
+      if (heldByStrangersOnly(fd)) return false;
+      nextLook = now + HOLDER_LOOK_MS;
+    }
+    if (now - started >= timeoutMs) throw new LockTimeoutError(lockPath, now - started, flockHolders(fstatSync(fd)));
+    await new Promise((resolve) => setTimeout(resolve, Math.min(pause, Math.max(1, started + timeoutMs - now))));
+  }
+  return true;
 }
 
 /** Takes an exclusive flock on `fd` if it is free now; false when another holder has it. */
@@ -57,6 +112,18 @@ export async function tryFlockFd(fd: number, lockPath: string): Promise<boolean>
   const libc = await (ffiFlock ??= bindLibc<{ flock: FlockFn }>({ flock: { args: ["i32", "i32"], returns: "i32" } }));
   if (libc) return libc.flock(fd, LOCK_EX | LOCK_NB) === 0;
   return flockWithTool(fd, lockPath, false, true).then(() => true, () => false);
+}
+
+/**
+ * Takes again, without letting it go, the exclusive lock this process holds through `fd`: /proc/locks then names
+ * this process as its holder (it names whoever took it: a lock inherited from the process that started us names
+ * that process). Shared first, then exclusive: while shared, nobody else gets it exclusively (the only way it is
+ * asked for). Nothing under Node (no flock there).
+ */
+export async function reassertFlock(fd: number): Promise<void> {
+  const libc = await (ffiFlock ??= bindLibc<{ flock: FlockFn }>({ flock: { args: ["i32", "i32"], returns: "i32" } }));
+  if (!libc) return;
+  if (libc.flock(fd, LOCK_SH | LOCK_NB) === 0) libc.flock(fd, LOCK_EX | LOCK_NB);
 }
 
 /** A lock held on a lock file: `release` unlocks it (and removes the file when asked, safely for other waiters). */
@@ -88,8 +155,8 @@ export async function lockFile(lockPath: string, opts: FlockOptions = {}): Promi
   for (;;) {
     const fd = openSync(lockPath, "a", 0o600);
     try {
-      await flockFd(fd, lockPath, opts);
-      if (lockedFileIsCurrent(fd, lockPath)) {
+      const held = await flockFd(fd, lockPath, opts);
+      if (!held || lockedFileIsCurrent(fd, lockPath)) {
         return {
           release: ({ remove = false } = {}) => {
             if (remove) {
@@ -116,11 +183,11 @@ const inProcess = new KeyedMutex();
  * Callers in this process queue in order without polling; other processes are waited for with flockFd.
  */
 export function withFlock<T>(lockPath: string, open: () => number, fn: () => T | Promise<T>,
-  lockError: (e: Error) => Error = (e) => e): Promise<T> {
+  lockError: (e: Error) => Error = (e) => e, opts: FlockOptions = {}): Promise<T> {
   return inProcess.run(lockPath, async () => {
     const fd = open();
     try {
-      await flockFd(fd, lockPath).catch((e: Error) => {
+      await flockFd(fd, lockPath, opts).catch((e: Error) => {
         throw lockError(e);
       });
       return await fn();

@@ -1,63 +1,94 @@
 /**
- * Who is on the other end of a unix socket, and whether a privileged server may act for it. The rule every tscni
- * server applies (the resident server, the dhcp daemon): a peer is served only if it could have done the same
- * thing itself — uid 0 in the server's user namespace, in the server's network and mount namespaces, with the
- * server's effective capabilities (no fewer: the server would do what the caller may not; no more: the server
- * would fail where the caller's own exec would not). The peer is named by a process identity that cannot be
- * recycled while it is checked: a pidfd (SO_PEERPIDFD, Linux >= 6.5) that must still name a live process after
- * /proc/<pid> was read, else the pid's start time, which must be unchanged across the reads and not later than
- * the connection's acceptance.
+ * Who is on the other end of a unix socket, and whether a privileged process may trust it: the rule every tscni
+ * server applies to its callers and every tscni client applies to the listener before it sends a byte (docs/trust.md).
+ *
+ * A peer is judged on what /proc says of it, compared with this process: root (uid 0 in our user namespace), the
+ * namespaces a rule names, its effective capabilities, and its confinement (seccomp mode and filter count,
+ * no_new_privs, LSM label). Which /proc entry is the peer is not taken from the socket's pid alone (a pid is a
+ * number in *our* pid namespace, and /proc may be another namespace's, as for a process in a child pid namespace
+ * that kept the node's /proc): the kernel's pidfd of the peer (SO_PEERPIDFD, Linux >= 6.5) says which pid it
+ * has in this /proc (fdinfo `Pid:`), before and after the reads, so the entry read was the peer throughout. Without
+ * SO_PEERPIDFD, only a /proc of our own pid namespace is trusted, and the peer's start time must be unchanged
+ * across the reads and not later than the connection.
  * Needs Bun's FFI (getsockopt); under Node no peer can be identified, so every peer is refused.
  * @module
  */
 import { closeSync, readFileSync, statSync } from "node:fs";
 import { bindLibc } from "./libc.js";
+import { effectiveUid, flockHolders, type FileKey } from "./lock-holders.js";
 
 const SOL_SOCKET = 1;
 const SO_PEERCRED = 17;
 const SO_PEERPIDFD = 77;
-const SYS_PIDFD_SEND_SIGNAL = 424; // the same number on every architecture (added after the tables were unified)
 
-/** A socket peer's credentials as the kernel recorded them at connect(). */
+/** A socket peer's credentials as the kernel recorded them (at connect() for a caller, at listen() for a listener). */
 export interface PeerCredentials {
   pid: number;
   uid: number;
   gid: number;
 }
 
-/** What a peer is compared with: this process's namespaces (those a peer must share) and effective capabilities. */
-export interface OwnIdentity {
+export type NamespaceKind = "user" | "net" | "mnt" | "pid";
+const KINDS: readonly NamespaceKind[] = ["user", "net", "mnt", "pid"];
+const NAMESPACE_WORDS: Record<NamespaceKind, string> = { user: "user", net: "network", mnt: "mount", pid: "pid" };
+
+/** What the peer rule compares of a process. */
+export interface ProcessFacts {
+  /** Effective uid, as /proc shows it (in the reader's user namespace). */
+  euid: number | undefined;
+  /** Each namespace as "dev:ino"; undefined when it cannot be read. */
   namespaces: Partial<Record<NamespaceKind, string>>;
   capEff: bigint;
+  /** "<mode>/<filters>" of `Seccomp:` and `Seccomp_filters:` ("0/0": none). */
+  seccomp: string;
+  /** `NoNewPrivs:` ("0" or "1"). */
+  noNewPrivs: string;
+  /** The LSM label (`/proc/<pid>/attr/current`), or "(none: <code>)" where the kernel has none to give. */
+  lsm: string;
 }
 
-export type NamespaceKind = "user" | "net" | "mnt";
-const KINDS: readonly NamespaceKind[] = ["user", "net", "mnt"];
+/** The facts of this process, read once at start, that peers are compared with. */
+export type OwnIdentity = ProcessFacts;
 
 /**
- * Which rule refused a peer: not root, in other namespaces, other capabilities, or no identity that could be
- * relied on (unreadable credentials or process, a process that left or is younger than the connection).
+ * What a peer must have in common with the judge. `capabilities`: "equal" (the peer could do exactly what the judge
+ * does: a server acting for a caller must do no more and no less than the caller's own exec) or "at-least" (the
+ * peer has every capability the judge has). `confinement`: "equal" (same seccomp mode and filter count, same
+ * no_new_privs, same LSM label), "no-stricter" (the peer is not under a seccomp filter or no_new_privs the judge
+ * is free of; LSM labels not compared) or "none".
  */
-export type PeerRefusalKind = "not_root" | "namespace" | "capabilities" | "identity";
+export interface PeerRule {
+  namespaces: readonly NamespaceKind[];
+  capabilities: "equal" | "at-least";
+  confinement: "equal" | "no-stricter" | "none";
+  /** Besides root, a peer running as this process's own effective uid is judged (a non-root user's own daemon). */
+  ownUid?: boolean;
+}
 
-/** A refusal: why, in words for the refused caller, and which rule. */
+/** The resident server's rule for its callers, and its callers' rule for it: the same process in all but pid. */
+export const SAME_PROCESS_RULE: PeerRule = { namespaces: KINDS, capabilities: "equal", confinement: "equal" };
+
+/**
+ * Which rule refused a peer: not root, in other namespaces, other capabilities, other confinement, not the
+ * holder of the server's lock, or no identity that could be relied on (unreadable credentials or process, a
+ * process that left, is younger than the connection or not visible in this /proc).
+ */
+export type PeerRefusalKind = "not_root" | "namespace" | "capabilities" | "confinement" | "lock" | "identity";
+
+/** A refusal: why, in words, and which rule. */
 export interface PeerRefusal {
   refusal: string;
   kind: PeerRefusalKind;
 }
 
-/** The verdict on a peer: served (with its pid), or refused. */
+/** The verdict on a peer: trusted (with its pid in this /proc), or refused. */
 export type PeerVerdict = { pid: number } | PeerRefusal;
 
 interface Libc {
   getsockopt: (fd: number, level: number, name: number, value: Uint8Array, length: Uint32Array) => number;
-  syscall: (number: number, a: number, b: number, c: number, d: number) => number;
 }
 let ffi: Promise<Libc | null> | undefined;
-const libc = () => (ffi ??= bindLibc<Libc>({
-  getsockopt: { args: ["i32", "i32", "i32", "ptr", "ptr"], returns: "i32" },
-  syscall: { args: ["i64", "i64", "i64", "i64", "i64"], returns: "i64" },
-}));
+const libc = () => (ffi ??= bindLibc<Libc>({ getsockopt: { args: ["i32", "i32", "i32", "ptr", "ptr"], returns: "i32" } }));
 
 /** The credentials of the peer of socket `fd`; undefined when they cannot be read here (no FFI: Node). */
 export async function peerCredentials(fd: number): Promise<PeerCredentials | undefined> {
@@ -70,7 +101,7 @@ export async function peerCredentials(fd: number): Promise<PeerCredentials | und
   return { pid: view.getInt32(0, true), uid: view.getUint32(4, true), gid: view.getUint32(8, true) };
 }
 
-/** A pidfd naming the peer of socket `fd`, or undefined where the kernel has no SO_PEERPIDFD. */
+/** A pidfd naming the peer of socket `fd`, or undefined where the kernel has no SO_PEERPIDFD (or the peer is gone). */
 async function peerPidfd(fd: number): Promise<number | undefined> {
   const c = await libc();
   if (!c) return undefined;
@@ -80,10 +111,17 @@ async function peerPidfd(fd: number): Promise<number | undefined> {
   return new DataView(value.buffer).getInt32(0, true);
 }
 
-/** Whether the process a pidfd names has not been reaped (its pid is still its own). */
-async function pidfdAlive(pidfd: number): Promise<boolean> {
-  const c = await libc();
-  return !!c && Number(c.syscall(SYS_PIDFD_SEND_SIGNAL, pidfd, 0, 0, 0)) === 0;
+/**
+ * The pid that the process a pidfd names has in this /proc's pid namespace (fdinfo `Pid:`): 0 when it is not
+ * visible there, -1 when it has exited, undefined when the fdinfo cannot be read.
+ */
+export function pidfdProcPid(pidfd: number): number | undefined {
+  try {
+    const m = /(?:^|\n)Pid:\s*(-?\d+)/.exec(readFileSync(`/proc/self/fdinfo/${pidfd}`, "latin1"));
+    return m ? Number(m[1]) : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /** The namespace `/proc/<pid>/ns/<kind>` names, as "dev:ino"; undefined when it cannot be read. */
@@ -97,11 +135,101 @@ function namespaceOf(pid: number | "self", kind: NamespaceKind): string | undefi
 }
 
 /** A `/proc/<pid>/status` field. */
-function statusField(status: string, field: string): string | undefined {
-  const at = status.indexOf(`\n${field}:`);
-  if (at < 0) return undefined;
-  const end = status.indexOf("\n", at + 1);
-  return status.slice(at + field.length + 2, end < 0 ? undefined : end).trim();
+export function statusField(status: string, field: string): string | undefined {
+  const at = status.startsWith(`${field}:`) ? -1 : status.indexOf(`\n${field}:`);
+  if (at === -1 && !status.startsWith(`${field}:`)) return undefined;
+  const start = at + 1 + field.length + 1;
+  const end = status.indexOf("\n", start);
+  return status.slice(start, end < 0 ? undefined : end).trim();
+}
+
+/** The LSM label of `/proc/<pid>/attr/current`, or why there is none (both sides of a comparison read it alike). */
+function lsmLabel(pid: number | "self"): string {
+  try {
+    return readFileSync(`/proc/${pid}/attr/current`, "latin1").replace(/\0/g, "").trim();
+  } catch (e) {
+    return `(none: ${(e as NodeJS.ErrnoException).code ?? "unreadable"})`;
+  }
+}
+
+/** The facts of process `pid` as /proc shows them now; undefined when its status cannot be read. */
+export function readFacts(pid: number | "self", kinds: readonly NamespaceKind[] = KINDS): ProcessFacts | undefined {
+  let status: string;
+  try {
+    status = readFileSync(`/proc/${pid}/status`, "latin1");
+  } catch {
+    return undefined;
+  }
+  const euid = statusField(status, "Uid")?.split(/\s+/)[1];
+  return {
+    euid: euid === undefined ? undefined : Number(euid),
+    namespaces: Object.fromEntries(kinds.map((k) => [k, namespaceOf(pid, k)])),
+    capEff: BigInt(`0x${statusField(status, "CapEff") || "0"}`),
+    seccomp: `${statusField(status, "Seccomp") ?? "0"}/${statusField(status, "Seccomp_filters") ?? "0"}`,
+    noNewPrivs: statusField(status, "NoNewPrivs") ?? "0",
+    lsm: lsmLabel(pid),
+  };
+}
+
+/** This process's facts (read it once, at start). */
+export function ownIdentity(): OwnIdentity {
+  const own = readFacts("self");
+  if (!own) throw new Error("cannot read /proc/self/status: the peer rule needs /proc");
+  return own;
+}
+
+/** Capability numbers set in `a` and not in `b`, for a refusal's words. */
+function capsMissing(a: bigint, b: bigint): string {
+  const missing: number[] = [];
+  for (let bit = 0; bit < 64; bit++) if ((a >> BigInt(bit)) & 1n && !((b >> BigInt(bit)) & 1n)) missing.push(bit);
+  return missing.join(",");
+}
+
+/** "the caller" -> "the caller's". */
+const possessive = (who: string): string => `${who}'s`;
+
+/** What a seccomp "<mode>/<filters>" says, for a refusal's words. */
+const seccompWords = (s: string): string => (s.startsWith("0/") ? "no seccomp filter" : `seccomp mode ${s.split("/")[0]} with ${s.split("/")[1]} filter(s)`);
+
+/**
+ * The rule applied to a peer's facts (pure: no /proc here). `peer` names the other side in the words ("the caller",
+ * "the listener"); `judge` this side ("the server", "this caller").
+ */
+export function judgeFacts(facts: ProcessFacts, own: OwnIdentity, rule: PeerRule, peer = "the caller", judge = "the server"): PeerRefusal | undefined {
+  const ownUid = rule.ownUid ? own.euid : undefined;
+  if (facts.euid !== 0 && (ownUid === undefined || facts.euid !== ownUid)) {
+    return { refusal: `${peer} runs as uid ${facts.euid ?? "?"}, not root`, kind: "not_root" };
+  }
+  if ((facts.capEff & own.capEff) !== own.capEff) {
+    return { refusal: `${peer} lacks capabilities ${judge} has (${capsMissing(own.capEff, facts.capEff)})`, kind: "capabilities" };
+  }
+  if (rule.capabilities === "equal" && facts.capEff !== own.capEff) {
+    return { refusal: `${peer} has capabilities ${judge} lacks (${capsMissing(facts.capEff, own.capEff)})`, kind: "capabilities" };
+  }
+  for (const kind of rule.namespaces) {
+    const words = NAMESPACE_WORDS[kind];
+    // (One whose namespaces cannot be read is one this process may not inspect: never the same process.)
+    if (own.namespaces[kind] === undefined) return { refusal: `${judge} cannot read its own ${words} namespace`, kind: "namespace" };
+    if (facts.namespaces[kind] === undefined) return { refusal: `${judge} cannot read ${possessive(peer)} ${words} namespace`, kind: "namespace" };
+    if (facts.namespaces[kind] !== own.namespaces[kind]) return { refusal: `${peer} is in another ${words} namespace`, kind: "namespace" };
+  }
+  if (rule.confinement === "equal") {
+    if (facts.seccomp !== own.seccomp) return { refusal: `${peer} runs under ${seccompWords(facts.seccomp)}, ${judge} under ${seccompWords(own.seccomp)}`, kind: "confinement" };
+    if (facts.noNewPrivs !== own.noNewPrivs) return { refusal: `${peer} has no_new_privs ${facts.noNewPrivs}, ${judge} ${own.noNewPrivs}`, kind: "confinement" };
+    if (facts.lsm !== own.lsm) return { refusal: `${peer}'s LSM label is ${JSON.stringify(facts.lsm)}, ${judge}'s ${JSON.stringify(own.lsm)}`, kind: "confinement" };
+  } else if (rule.confinement === "no-stricter") {
+    if (!facts.seccomp.startsWith("0/") && facts.seccomp !== own.seccomp) {
+      return { refusal: `${peer} runs under ${seccompWords(facts.seccomp)}, ${judge} under ${seccompWords(own.seccomp)}`, kind: "confinement" };
+    }
+    if (facts.noNewPrivs === "1" && own.noNewPrivs !== "1") return { refusal: `${peer} has no_new_privs set and ${judge} has not`, kind: "confinement" };
+  }
+  return undefined;
+}
+
+/** The file descriptor under a connected net.Socket (Bun and Node keep it on the handle). */
+export function socketFd(socket: object): number | undefined {
+  const fd = (socket as { _handle?: { fd?: number } })._handle?.fd;
+  return typeof fd === "number" && fd >= 0 ? fd : undefined;
 }
 
 /** A process's start time in clock ticks after boot (field 22 of /proc/<pid>/stat), or undefined. */
@@ -122,87 +250,135 @@ export function ticksSinceBoot(): number {
   return Math.ceil(seconds * 100) + 1; // USER_HZ is 100 on Linux; rounded up, so "not later" errs towards admitting
 }
 
-/**
- * This process's identity, for comparing peers with it (read it once, at start). `kinds`: the namespaces a peer
- * must share (all three unless a server has a reason to serve callers of other ones).
- */
-export function ownIdentity(kinds: readonly NamespaceKind[] = KINDS): OwnIdentity {
-  const status = readFileSync("/proc/self/status", "latin1");
-  const namespaces = Object.fromEntries(kinds.map((k) => [k, namespaceOf("self", k) ?? "unknown"]));
-  return { namespaces, capEff: BigInt(`0x${statusField(status, "CapEff") ?? "0"}`) };
-}
-
-/** The file descriptor under a connected net.Socket (Bun and Node keep it on the handle). */
-export function socketFd(socket: object): number | undefined {
-  const fd = (socket as { _handle?: { fd?: number } })._handle?.fd;
-  return typeof fd === "number" && fd >= 0 ? fd : undefined;
-}
-
-/** Capability numbers set in `a` and not in `b`, for a refusal's words. */
-function capsMissing(a: bigint, b: bigint): string {
-  const missing: number[] = [];
-  for (let bit = 0; bit < 64; bit++) if ((a >> BigInt(bit)) & 1n && !((b >> BigInt(bit)) & 1n)) missing.push(bit);
-  return missing.join(",");
-}
-
-/**
- * The rule for the process `pid` (already identified as the peer): what /proc says of it now, compared with
- * `own`. Pure of the peer's identity check, which the caller brackets around it.
- */
-export function judgeProcess(pid: number, own: OwnIdentity): PeerRefusal | undefined {
-  let status: string;
-  try {
-    status = readFileSync(`/proc/${pid}/status`, "latin1");
-  } catch {
-    return { refusal: "the caller's process cannot be read (it left?)", kind: "identity" };
-  }
-  const euid = statusField(status, "Uid")?.split(/\s+/)[1];
-  if (euid !== "0") return { refusal: `uid ${euid ?? "?"} is not served (root only)`, kind: "not_root" };
-  for (const kind of KINDS) {
-    if (own.namespaces[kind] !== undefined && namespaceOf(pid, kind) !== own.namespaces[kind]) {
-      return { refusal: `the caller is in another ${kind === "net" ? "network" : kind === "mnt" ? "mount" : "user"} namespace`, kind: "namespace" };
+let ownProc: boolean | undefined;
+/** Whether this process's /proc shows its own pid namespace (its NSpid has one entry: no namespace above it is shown). */
+export function procIsOwnPidNamespace(): boolean {
+  if (ownProc === undefined) {
+    try {
+      const nspid = statusField(readFileSync("/proc/self/status", "latin1"), "NSpid");
+      ownProc = nspid === undefined ? true : nspid.split(/\s+/).length === 1 && Number(nspid) === process.pid;
+    } catch {
+      ownProc = false;
     }
   }
-  const capEff = BigInt(`0x${statusField(status, "CapEff") ?? "0"}`);
-  if ((capEff & own.capEff) !== own.capEff) {
-    return { refusal: `the caller lacks capabilities the server has (${capsMissing(own.capEff, capEff)}): it may not do what the server would do for it`, kind: "capabilities" };
-  }
-  if (capEff !== own.capEff) {
-    return { refusal: `the caller has capabilities the server lacks (${capsMissing(capEff, own.capEff)}): the server would do less than the caller's own exec`, kind: "capabilities" };
-  }
-  return undefined;
+  return ownProc;
 }
 
+/** How a peer is named while it is judged: `read` gets the pid it has in this /proc. */
+type Reader<T> = (procPid: number) => T | PeerRefusal;
+
+const isRefusal = (v: unknown): v is PeerRefusal => typeof v === "object" && v !== null && "refusal" in v && "kind" in v;
+
 /**
- * Whether the peer of socket `fd` is served (see the module comment). `acceptedAt` (performance.now() when the
- * connection was accepted) is used only without SO_PEERPIDFD: a process that started after the connection was
- * accepted cannot be the peer.
+ * Reads what `read` needs of the peer of socket `fd`, on the /proc entry that is the peer throughout the read (see
+ * the module comment). `acceptedAt` (performance.now() when a caller's connection was accepted) bounds the start
+ * time where there is no pidfd; a listener has none (it listened before we connected).
  */
-export async function admitPeer(fd: number, own: OwnIdentity, acceptedAt?: number): Promise<PeerVerdict> {
-  const peer = await peerCredentials(fd);
-  if (!peer) return { refusal: "the peer's credentials cannot be read (the server needs the standalone build)", kind: "identity" };
-  // Before anything else: a peer that was not root when it connected is never served, whatever it is now.
-  if (peer.uid !== 0) return { refusal: `uid ${peer.uid} is not served (root only)`, kind: "not_root" };
+async function readPeer<T>(fd: number, peer: string, read: Reader<T>, acceptedAt?: number): Promise<{ pid: number; value: T } | PeerRefusal> {
   const pidfd = await peerPidfd(fd);
   if (pidfd !== undefined) {
     try {
-      const refusal = judgeProcess(peer.pid, own);
-      if (refusal) return refusal;
-      // The pid named the peer throughout the reads only if the peer has not been reaped since.
-      if (!(await pidfdAlive(pidfd))) return { refusal: "the caller left while it was checked", kind: "identity" };
-      return { pid: peer.pid };
+      const before = pidfdProcPid(pidfd);
+      if (before === 0) return { refusal: `${peer} is not visible in this process's /proc (another pid namespace's /proc)`, kind: "identity" };
+      if (before === undefined || before < 0) return { refusal: `${peer} left before it was checked`, kind: "identity" };
+      const value = read(before);
+      if (isRefusal(value)) return value;
+      // The entry read was the peer's only if the pidfd still names a live process of that pid.
+      if (pidfdProcPid(pidfd) !== before) return { refusal: `${peer} left while it was checked`, kind: "identity" };
+      return { pid: before, value };
     } finally {
       closeSync(pidfd);
     }
   }
-  const before = startTime(peer.pid);
-  if (before === undefined) return { refusal: "the caller's process cannot be read (it left?)", kind: "identity" };
+  if (!procIsOwnPidNamespace()) {
+    return { refusal: `this process's /proc is not its own pid namespace's, and the kernel names no peer by pidfd (SO_PEERPIDFD, Linux 6.5): ${peer} cannot be identified`, kind: "identity" };
+  }
+  const creds = await peerCredentials(fd);
+  const pid = creds?.pid ?? 0;
+  const started = pid > 0 ? startTime(pid) : undefined;
+  if (started === undefined) return { refusal: `${peer}'s process cannot be read (it left?)`, kind: "identity" };
   const acceptedTicks = acceptedAt === undefined ? undefined : ticksSinceBoot() - Math.floor((performance.now() - acceptedAt) / 10);
-  if (acceptedTicks !== undefined && before > acceptedTicks) return { refusal: "the caller's pid names a process younger than the connection", kind: "identity" };
-  const refusal = judgeProcess(peer.pid, own);
-  if (refusal) return refusal;
-  if (startTime(peer.pid) !== before) return { refusal: "the caller left while it was checked", kind: "identity" };
-  return { pid: peer.pid };
+  if (acceptedTicks !== undefined && started > acceptedTicks) return { refusal: `${peer}'s pid names a process younger than the connection`, kind: "identity" };
+  const value = read(pid);
+  if (isRefusal(value)) return value;
+  if (startTime(pid) !== started) return { refusal: `${peer} left while it was checked`, kind: "identity" };
+  return { pid, value };
+}
+
+/** The rule applied to the process at `procPid` (read from /proc now). */
+function judgeProcessAt(procPid: number, own: OwnIdentity, rule: PeerRule, peer: string, judge: string): PeerRefusal | undefined {
+  const facts = readFacts(procPid, rule.namespaces);
+  if (!facts) return { refusal: `${peer}'s process cannot be read (it left?)`, kind: "identity" };
+  return judgeFacts(facts, own, rule, peer, judge);
+}
+
+/**
+ * Whether the caller on socket `fd` is served under `rule` (see the module comment). `acceptedAt`:
+ * performance.now() when the connection was accepted.
+ */
+export async function admitPeer(fd: number, own: OwnIdentity, rule: PeerRule = SAME_PROCESS_RULE, acceptedAt?: number): Promise<PeerVerdict> {
+  const verdict = await admitPeerWith(fd, own, rule, acceptedAt, () => undefined);
+  return isRefusal(verdict) ? verdict : { pid: verdict.pid };
+}
+
+/**
+ * admitPeer, and `during` run while the caller's /proc entry is known to be the caller's (to open something of it,
+ * such as its root directory); its value comes with the verdict. A `during` that throws refuses the caller.
+ */
+export async function admitPeerWith<T>(fd: number, own: OwnIdentity, rule: PeerRule, acceptedAt: number | undefined,
+  during: (procPid: number) => T): Promise<{ pid: number; value: T } | PeerRefusal> {
+  const creds = await peerCredentials(fd);
+  if (!creds) return { refusal: "the peer's credentials cannot be read (the server needs the standalone build)", kind: "identity" };
+  // Before anything else: a peer that was not root when it connected is never served, whatever it is now.
+  if (creds.uid !== 0 && !(rule.ownUid && creds.uid === own.euid)) return { refusal: `uid ${creds.uid} is not served (root only)`, kind: "not_root" };
+  return readPeer(fd, "the caller", (pid): T | PeerRefusal => {
+    const refusal = judgeProcessAt(pid, own, rule, "the caller", "the server");
+    if (refusal) return refusal;
+    try {
+      return during(pid);
+    } catch (e) {
+      return { refusal: `the caller's process cannot be read (${e instanceof Error ? e.message : String(e)})`, kind: "identity" };
+    }
+  }, acceptedAt);
+}
+
+/** What a client asks of a listener besides the rule. */
+export interface ListenerChecks {
+  /** The server's lock file: the listener must hold a flock on it (unless it is PID 1, see verifyListener). */
+  lockPath?: string;
+}
+
+/**
+ * Whether the listener on connected socket `fd` is to be sent anything (docs/trust.md): root under `rule`
+ * compared with this process, on the process the kernel names, and the holder of the server's lock when
+ * `checks.lockPath` is given. The init of our pid namespace (PID 1, in our user, network and mount namespaces)
+ * is trusted as the holder of a socket it passes to the server it starts (systemd's socket activation).
+ */
+export async function verifyListener(fd: number, own: OwnIdentity, rule: PeerRule, checks: ListenerChecks = {}): Promise<PeerVerdict> {
+  const creds = await peerCredentials(fd);
+  if (!creds) return { refusal: "the listener's credentials cannot be read (the standalone build is needed)", kind: "identity" };
+  if (creds.uid !== 0 && !(rule.ownUid && creds.uid === own.euid)) return { refusal: `the listener runs as uid ${creds.uid}, not root`, kind: "not_root" };
+  const verdict = await readPeer(fd, "the listener", (pid): true | PeerRefusal => {
+    if (pid === 1 && procIsOwnPidNamespace()) {
+      const facts = readFacts(1, ["user", "net", "mnt"]);
+      if (!facts) return { refusal: "the listener (PID 1) cannot be read", kind: "identity" };
+      return judgeFacts(facts, own, { namespaces: ["user", "net", "mnt"], capabilities: "at-least", confinement: "none" }, "the listener (PID 1)", "this caller") ?? true;
+    }
+    const refusal = judgeProcessAt(pid, own, rule, "the listener", "this caller");
+    if (refusal) return refusal;
+    if (checks.lockPath === undefined) return true;
+    let lock: FileKey;
+    try {
+      const st = statSync(checks.lockPath);
+      if (!st.isFile() || st.uid !== 0) return { refusal: `${checks.lockPath} is not a plain file of root's`, kind: "lock" };
+      lock = st;
+    } catch {
+      return { refusal: `${checks.lockPath} does not exist: no server holds its lock`, kind: "lock" };
+    }
+    if (!flockHolders(lock).includes(pid)) return { refusal: `the listener (pid ${pid}) does not hold the server's lock ${checks.lockPath}`, kind: "lock" };
+    return true;
+  });
+  return isRefusal(verdict) ? verdict : { pid: verdict.pid };
 }
 
 /** Whether process `pid` is in this process's namespace of kind `kind` (false when it cannot be told). */
@@ -210,3 +386,5 @@ export function sharesNamespace(pid: number, kind: NamespaceKind): boolean {
   const theirs = namespaceOf(pid, kind);
   return theirs !== undefined && theirs === namespaceOf("self", kind);
 }
+
+export { effectiveUid };

@@ -4,8 +4,8 @@
  * @module
  */
 import { constants, openSync } from "node:fs";
-import { ioFailure, messageOf } from "../../spec/errors.js";
-import { withFlock } from "../../sys/flock.js";
+import { ioFailure, messageOf, tryAgainLater } from "../../spec/errors.js";
+import { LockTimeoutError, withFlock } from "../../sys/flock.js";
 
 /** Opens (creating it with `mode` when missing) the file the lock is taken on, as Go's filemutex.New does. */
 export const openLockFile = (lockPath: string, mode: number): number => openSync(lockPath, constants.O_CREAT | constants.O_RDONLY, mode);
@@ -13,7 +13,8 @@ export const openLockFile = (lockPath: string, mode: number): number => openSync
 /**
  * Runs `fn` holding the lock on `lockPath` (the file made with `mode` when missing, after `prepare`, e.g. making its
  * directory); closing the file afterwards releases it. A file that cannot be opened or locked is a CNI I/O error
- * (code 5); `openFailure` words the first from the system's reason.
+ * (code 5), a lock not had in time (sys/flock.ts: only root's holders are waited for, and not forever) code 11,
+ * "try again later"; `openFailure` words the first from the system's reason.
  */
 export function withLockFile<T>(lockPath: string, mode: number, openFailure: (reason: string) => string,
   fn: () => T | Promise<T>, prepare?: () => void): Promise<T> {
@@ -25,5 +26,5 @@ export function withLockFile<T>(lockPath: string, mode: number, openFailure: (re
       throw ioFailure(openFailure(messageOf(e)));
     }
   };
-  return withFlock(lockPath, open, fn, (e) => ioFailure(e.message));
+  return withFlock(lockPath, open, fn, (e) => (e instanceof LockTimeoutError ? tryAgainLater(e.message) : ioFailure(e.message)));
 }

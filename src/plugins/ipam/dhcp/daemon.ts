@@ -3,13 +3,16 @@
  * (`-socketpath`, default /run/cni/dhcp.sock: made 0600 in a directory that must be root's and writable by root
  * alone, 0700 when made here; or the one socket systemd passes on fd 3), answers the dhcp plugin's requests
  * (protocol.ts) concurrently, keeps its leases in `-leasedir` and takes them up again when restarted. A caller is
- * served only under sys/peer.ts's rule (root in the daemon's namespaces, with its capabilities), checked before
- * any of its request is read; anyone else gets an error answer naming why. A bad request gets an error answer
+ * served only under sys/peer.ts's rule for it (CALLER_RULE: root in the daemon's user namespace, with at least its
+ * capabilities and no stricter confinement, from any mount or network namespace, as Go's daemon serves a
+ * DaemonSet pod's callers), checked before any of its request is read; anyone else gets an error answer naming
+ * why. The namespace a caller names is opened as the caller sees it (sys/caller-root.ts, through the caller's
+ * root), so no caller reaches a namespace it could not open itself. A bad request gets an error answer
  * and nothing else; SIGTERM or SIGINT stops it cleanly, releasing nothing (the leases stay on disk for the next
  * daemon). Loaded only for `dhcp daemon`, never by the plugin.
  * @module
  */
-import { closeSync, lstatSync, mkdirSync, openSync, rmSync, writeFileSync } from "node:fs";
+import { closeSync, lstatSync, mkdirSync, openSync, rmSync, statSync, writeFileSync } from "node:fs";
 import net from "node:net";
 import path from "node:path";
 import { CniError, ErrorCode, failure, invalidEnv, messageOf, tryAgainLater } from "../../../spec/errors.js";
@@ -17,7 +20,8 @@ import type { JsonObject } from "../../../spec/json.js";
 import { systemClock } from "./clock.js";
 import { FlagError, HelpRequested, parseDaemonFlags, usage, type DaemonFlags } from "./flags.js";
 import { LeaseStore } from "./lease-file.js";
-import { admitPeer, ownIdentity, socketFd, type OwnIdentity } from "../../../sys/peer.js";
+import { admitPeerWith, ownIdentity, socketFd, type OwnIdentity, type PeerRule } from "../../../sys/peer.js";
+import { CallerPathError, openProcessRoot, resolveInRoot, type CallerFile } from "../../../sys/caller-root.js";
 import { takeListenFd } from "../../../sys/socket-activation.js";
 import { LeaseManager, type LeaseWorld } from "./leases.js";
 import {
@@ -64,12 +68,38 @@ async function handle(leases: LeaseManager, req: DaemonRequest): Promise<JsonObj
   }
 }
 
-/** Why the peer of `socket` is not served (sys/peer.ts's rule), or undefined when it is. */
-async function refusalOf(socket: net.Socket, own: OwnIdentity, acceptedAt: number): Promise<string | undefined> {
+/**
+ * Who the daemon serves: root of its user namespace with at least its capabilities, not more confined than it is
+ * (seccomp, no_new_privs; LSM labels differ between a pod and the host by design), from any mount, network or pid
+ * namespace whose process this daemon's /proc shows (the namespace it names is resolved in its own root).
+ */
+export const CALLER_RULE: PeerRule = { namespaces: ["user"], capabilities: "at-least", confinement: "no-stricter" };
+
+/** The caller of `socket` with its root directory held open, or why it is not served. */
+async function admitCaller(socket: net.Socket, own: OwnIdentity, acceptedAt: number): Promise<{ root: number } | { refusal: string }> {
   const fd = socketFd(socket);
-  if (fd === undefined) return "the connection's descriptor cannot be read";
-  const verdict = await admitPeer(fd, own, acceptedAt);
-  return "refusal" in verdict ? verdict.refusal : undefined;
+  if (fd === undefined) return { refusal: "the connection's descriptor cannot be read" };
+  const verdict = await admitPeerWith(fd, own, CALLER_RULE, acceptedAt, openProcessRoot);
+  return "refusal" in verdict ? { refusal: verdict.refusal } : { root: verdict.value };
+}
+
+/** The namespace a request names, opened as its caller sees it (the request's `view`); a CNI error when it cannot be. */
+async function viewOfNetns(root: number, netns: string): Promise<CallerFile | undefined> {
+  if (!netns) return undefined;
+  if (!netns.startsWith("/")) throw invalidEnv(`the netns path ${JSON.stringify(netns)} is not absolute`);
+  let view: CallerFile;
+  try {
+    view = await resolveInRoot(root, netns);
+  } catch (e) {
+    if (e instanceof CallerPathError && e.notFound) throw invalidEnv(`network namespace ${netns} does not exist (as the caller sees it)`);
+    throw failure(`cannot open the network namespace ${netns} as the caller sees it: ${messageOf(e)}`);
+  }
+  // A namespace file is on nsfs, as this process's own namespace files are.
+  if (statSync(view.path).dev !== statSync("/proc/self/ns/net").dev) {
+    view.close();
+    throw invalidEnv(`${netns} is not a network namespace (as the caller sees it)`);
+  }
+  return view;
 }
 
 /**
@@ -82,8 +112,9 @@ function serve(leases: LeaseManager, own: OwnIdentity, socket: net.Socket): void
   socket.setTimeout(REQUEST_READ_TIMEOUT_MS, () => socket.destroy());
   socket.on("error", () => undefined); // a client that went away; nothing to answer
   void (async () => {
-    const refusal = await refusalOf(socket, own, acceptedAt);
-    if (refusal !== undefined) {
+    const caller = await admitCaller(socket, own, acceptedAt);
+    if ("refusal" in caller) {
+      const refusal = caller.refusal;
       log(`refused a caller: ${refusal}`);
       // The answer, then the connection closed when the caller closes its end (at most REFUSED_LINGER_MS later).
       // Whatever it sent is discarded, never parsed: closing with it unread would reset the connection under the
@@ -93,10 +124,11 @@ function serve(leases: LeaseManager, own: OwnIdentity, socket: net.Socket): void
       socket.once("close", () => clearTimeout(linger));
       socket.on("data", () => undefined);
       socket.resume();
-      socket.end(encodeError(failure(`the dhcp daemon serves only root callers in its own namespaces, with its capabilities: ${refusal}`)));
+      socket.end(encodeError(failure(`the dhcp daemon serves only root callers of its user namespace, with its capabilities: ${refusal}`)));
       return;
     }
     let answer: string;
+    let view: CallerFile | undefined;
     try {
       const reading = readLine(socket, "the request");
       socket.resume();
@@ -111,10 +143,14 @@ function serve(leases: LeaseManager, own: OwnIdentity, socket: net.Socket): void
       socket.setTimeout(0); // the request is in; acquiring a lease may take up to -resendtimeout
       const started = Date.now();
       try {
-        answer = encodeResult(await handle(leases, req));
+        // ADD and CHECK act in the namespace named; DEL and GC on the leases held, wherever their namespaces went.
+        if (req.method === "ADD" || req.method === "CHECK") view = await viewOfNetns(caller.root, req.args.netns);
+        answer = encodeResult(await handle(leases, { ...req, args: { ...req.args, ...(view ? { view } : {}) } }));
         log(`${req.method} ${req.args.containerID}/${req.args.ifName}: ok (${Date.now() - started} ms)`);
       } catch (e) {
-        const err = CniError.from(e);
+        let err = CniError.from(e);
+        // The caller named its namespace by its path, not by the descriptor this daemon opened it through.
+        if (view) err = new CniError(err.code, err.msg.split(view.path).join(req.args.netns), err.details.split(view.path).join(req.args.netns));
         log(`${req.method} ${req.args.containerID}/${req.args.ifName}: error ${err.code}: ${err.msg}`);
         answer = encodeError(err);
       }
@@ -122,6 +158,9 @@ function serve(leases: LeaseManager, own: OwnIdentity, socket: net.Socket): void
       const err = CniError.from(e, ErrorCode.DecodingFailure);
       log(`a bad request: ${err.msg}`);
       answer = encodeError(err);
+    } finally {
+      view?.close();
+      closeSync(caller.root);
     }
     if (!socket.destroyed) socket.end(answer);
   })().catch((e: unknown) => {
@@ -239,9 +278,9 @@ async function runDaemon(flags: DaemonFlags): Promise<void> {
   for (const p of problems) log(`ignoring a lease file: ${p}`);
   await leases.resume(records);
 
-  // With -hostprefix the daemon runs in a mount namespace of its own (a container) and reaches the callers'
-  // paths under the prefix: its callers are in the host's mount namespace, by design.
-  const own = ownIdentity(flags.hostprefix ? ["user", "net"] : undefined);
+  // Callers' namespaces are opened through their own roots; -hostprefix is for the leases taken up from disk, whose
+  // callers are gone (their paths are read under the prefix, as Go's daemon reads every path).
+  const own = ownIdentity();
   const server = net.createServer({ pauseOnConnect: true }, (socket) => serve(leases, own, socket));
   const { created } = await listen(server, socketPath);
   log(`dhcp daemon listening on ${created ? socketPath : "the socket systemd passed"}; leases in ${store.dir} (${records.length} found)`);

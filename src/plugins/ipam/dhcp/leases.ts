@@ -24,6 +24,7 @@ import { clientIdOf, clientIdOption, leasePrefix, leaseResult } from "./options.
 import { combineResults, duidSource, leaseResult6, sendSpec6 } from "./options6.js";
 import { decodeMessage } from "./packet.js";
 import type { WireArgs } from "./protocol.js";
+import type { CallerFile } from "../../../sys/caller-root.js";
 
 /** Everything the leases need from outside. */
 export interface LeaseWorld {
@@ -72,9 +73,8 @@ async function extendRecord(world: LeaseWorld, netnsPath: string, r: LeaseRecord
   return "binding" in out ? { record: { ...r, binding: out.binding } } : out;
 }
 
-/** The RELEASE of `r` from its interface, by its family's client; how it was sent. */
-function releaseRecord(world: LeaseWorld, r: LeaseRecord): Promise<string> {
-  const netnsPath = world.hostPrefix + r.netns;
+/** The RELEASE of `r` from its interface (in the namespace at `netnsPath`), by its family's client; how it was sent. */
+function releaseRecord(world: LeaseWorld, r: LeaseRecord, netnsPath: string): Promise<string> {
   return r.family === "ipv4"
     ? release(() => world.open(netnsPath, r.ifName), r.binding, r.send, world.clock)
     : release6((readyBy) => world.open6(netnsPath, r.ifName, { readyBy }), r.binding, r.send, world.clock);
@@ -91,16 +91,31 @@ class HeldLease {
   private readonly stopper = new AbortController();
   private upkeep: Promise<void> = Promise.resolve();
 
-  constructor(public record: LeaseRecord, private readonly world: LeaseWorld, private readonly onEnd: (lease: HeldLease, reason: string) => void) {}
+  /**
+   * `view`: the namespace as the caller that asked for the lease saw it (the daemon may not see its path: another
+   * mount namespace); without one (a lease taken up from disk) the path under -hostprefix.
+   */
+  constructor(public record: LeaseRecord, private readonly world: LeaseWorld, private readonly onEnd: (lease: HeldLease, reason: string) => void,
+    private readonly view?: CallerFile) {}
 
   get netnsPath(): string {
-    return this.world.hostPrefix + this.record.netns;
+    return this.view?.path ?? this.world.hostPrefix + this.record.netns;
+  }
+
+  /** Lets go of the namespace's view (the lease is forgotten). */
+  forget(): void {
+    this.view?.close();
+  }
+
+  /** `text` (a message about the namespace) with the namespace named as its caller named it. */
+  inCallerTerms(text: string): string {
+    return this.view ? text.split(this.view.path).join(this.record.netns) : text;
   }
 
   /** Starts the upkeep; `graceUntil` lets a lease that expired while the daemon was down try to rebind until then. */
   start(graceUntil = 0): void {
     this.upkeep = this.keep(graceUntil).catch((e: unknown) => {
-      this.world.log(`${this.record.clientID}: lease upkeep failed: ${messageOf(e)}`);
+      this.world.log(`${this.record.clientID}: lease upkeep failed: ${this.inCallerTerms(messageOf(e))}`);
       this.end("its upkeep failed");
     });
   }
@@ -145,7 +160,7 @@ class HeldLease {
       try {
         present = await this.world.linkExists(this.netnsPath, ifName);
       } catch (e) {
-        log(`${clientID}: cannot tell whether ${ifName} still exists: ${messageOf(e)}`);
+        log(`${clientID}: cannot tell whether ${ifName} still exists: ${this.inCallerTerms(messageOf(e))}`);
       }
       if (signal.aborted) return;
       if (!present) return this.end(`${ifName} in ${this.record.netns} is gone`);
@@ -184,7 +199,7 @@ class HeldLease {
       const after = clock.now();
       const nextStage = mode === "renew" ? b.rebindAt : expiry;
       const pause = Math.min(Math.max((nextStage - after) / 2, 1000), settings.resendMaxMs, Math.max(0, nextStage - after));
-      log(`${clientID}: ${mode} of ${b.address} failed (${outcome.problem}); next try in ${formatDuration(pause)}`);
+      log(`${clientID}: ${mode} of ${b.address} failed (${this.inCallerTerms(outcome.problem)}); next try in ${formatDuration(pause)}`);
       await clock.sleep(pause, signal);
     }
   }
@@ -302,25 +317,31 @@ export class LeaseManager {
       const b = record.binding;
       this.world.log(`${key}: acquired ${described} from ${b.server} on ${args.ifName} in ${args.netns}; renew at ${at(b.renewAt)}, expires at ${at(b.expiresAt)}`);
     } catch (e) {
-      await this.sendRelease(record); // a lease the result cannot describe, or that cannot be kept, is given back
+      // a lease the result cannot describe, or that cannot be kept, is given back
+      await this.sendRelease(record, this.netnsPathOf(args), undefined, (m) => (args.view ? m.split(args.view.path).join(args.netns) : m));
       throw CniError.from(e);
     }
-    const lease = new HeldLease(record, this.world, (l, reason) => this.forgetLater(l, reason));
+    const lease = new HeldLease(record, this.world, (l, reason) => this.forgetLater(l, reason), args.view?.retain());
     this.held[family].set(key, lease);
     lease.start();
     return { record, fresh: true };
   }
 
+  /** Where the daemon opens the namespace a call names: as its caller sees it, or under -hostprefix. */
+  private netnsPathOf(args: WireArgs): string {
+    return args.view?.path ?? this.world.hostPrefix + args.netns;
+  }
+
   private async acquire4(key: string, args: WireArgs, conf: DhcpConfig): Promise<LeaseRecord4> {
     const send = { clientIdOption: clientIdOption(key), options: conf.sendOptions, requestList: conf.requestList };
-    const netnsPath = this.world.hostPrefix + args.netns;
+    const netnsPath = this.netnsPathOf(args);
     const binding = await acquire(() => this.world.open(netnsPath, args.ifName, true), send, this.world.settings, this.world.clock, this.stopping.signal);
     return { family: "ipv4", clientID: key, containerID: args.containerID, network: conf.name, ifName: args.ifName, netns: args.netns, send, binding };
   }
 
   private async acquire6(key: string, args: WireArgs, conf: DhcpConfig): Promise<LeaseRecord6> {
     const { clock, settings } = this.world;
-    const netnsPath = this.world.hostPrefix + args.netns;
+    const netnsPath = this.netnsPathOf(args);
     const base = { ...sendSpec6(key, conf.sendOptions), duid: duidSource(conf.duidKind, key, () => clock.now()) };
     const { binding, spec } = await acquire6((readyBy) => this.world.open6(netnsPath, args.ifName, { bringUp: true, readyBy }), base, settings, clock, this.stopping.signal);
     return { family: "ipv6", clientID: key, containerID: args.containerID, network: conf.name, ifName: args.ifName, netns: args.netns, send: spec, binding };
@@ -337,7 +358,8 @@ export class LeaseManager {
     if (!lease) return;
     this.held[family].delete(key);
     await lease.stop();
-    if (!lease.ended) await this.sendRelease(lease.record, why);
+    if (!lease.ended) await this.sendRelease(lease.record, lease.netnsPath, why, (m) => lease.inCallerTerms(m));
+    lease.forget();
     await this.world.store.remove(key, family);
   }
 
@@ -346,14 +368,14 @@ export class LeaseManager {
    * (there is no other place a RELEASE may come from); failing to send is logged, never an error (the server's
    * lease then just expires).
    */
-  private async sendRelease(r: LeaseRecord, why = "giving it back"): Promise<void> {
+  private async sendRelease(r: LeaseRecord, netnsPath: string, why = "giving it back", words = (m: string) => m): Promise<void> {
     try {
-      const how = await releaseRecord(this.world, r);
+      const how = await releaseRecord(this.world, r, netnsPath);
       this.world.log(`${r.clientID}: released ${r.binding.address} (${why}): ${how}`);
     } catch (e) {
       this.world.log(this.world.isGone(e)
-        ? `${r.clientID}: dropped ${r.binding.address} without a RELEASE (${why}): ${messageOf(e)}`
-        : `${r.clientID}: could not release ${r.binding.address} (${why}): ${messageOf(e)}`);
+        ? `${r.clientID}: dropped ${r.binding.address} without a RELEASE (${why}): ${words(messageOf(e))}`
+        : `${r.clientID}: could not release ${r.binding.address} (${why}): ${words(messageOf(e))}`);
     }
   }
 
@@ -364,6 +386,7 @@ export class LeaseManager {
     void this.serial(key, async () => {
       if (this.held[family].get(key) !== lease) return;
       this.held[family].delete(key);
+      lease.forget();
       await this.world.store.remove(key, family);
     }).catch((e: Error) => this.world.log(`${key}: cannot remove the lease file: ${e.message}`));
   }

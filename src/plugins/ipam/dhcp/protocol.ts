@@ -11,6 +11,7 @@
  * @module
  */
 import type net from "node:net";
+import type { CallerFile } from "../../../sys/caller-root.js";
 import * as path from "../../../sys/posix-path.js";
 import { CniError, cniError, decodingFailure, ErrorCode, failure, messageOf, wrap } from "../../../spec/errors.js";
 import { isJsonObject, type JsonObject } from "../../../spec/json.js";
@@ -29,6 +30,8 @@ export interface WireArgs {
   /** CNI_PATH. */
   path: string;
   stdinData: Buffer;
+  /** Where the daemon opens `netns` as its caller sees it (never on the wire: the daemon resolves it). */
+  view?: CallerFile;
 }
 
 export interface DaemonRequest {
@@ -40,7 +43,7 @@ export interface DaemonRequest {
 export const MAX_MESSAGE_BYTES = 4 << 20;
 
 export function encodeRequest(req: DaemonRequest): string {
-  const { stdinData, ...rest } = req.args;
+  const { stdinData, view: _view, ...rest } = req.args;
   return `${JSON.stringify({ protocol: PROTOCOL, method: req.method, args: { ...rest, stdinData: stdinData.toString("base64") } })}\n`;
 }
 
@@ -95,16 +98,20 @@ function unreachable(socketPath: string, err: NodeJS.ErrnoException, code: numbe
 
 /**
  * Why the server on `socket` is not to be sent the call (it would learn the container's namespace, config and
- * CNI_ARGS, and its answer would be taken as the result), or undefined when it runs as root or as this process's
- * own user. Judged on the connected peer's credentials (SO_PEERCRED, which the listener cannot forge); where
- * they cannot be read (no FFI: the Node fallback), on the socket file's owner, not following a symbolic link.
+ * CNI_ARGS, and its answer would be taken as the result), or undefined when it is trusted: sys/peer.ts's
+ * verifyListener with the daemon's rule as the listener — root of this process's user namespace (or this
+ * process's own user) with at least this process's capabilities, judged on the process the kernel names; its
+ * mount, network and pid namespaces and its confinement are its own (a daemon in a pod). Where the listener cannot
+ * be identified (no FFI: the Node fallback), judged on the socket file's owner, not following a symbolic link.
  */
 async function untrustedDaemon(socket: net.Socket, socketPath: string): Promise<string | undefined> {
-  const { peerCredentials, socketFd } = await import("../../../sys/peer.js");
+  const { ownIdentity, peerCredentials, socketFd, verifyListener } = await import("../../../sys/peer.js");
   const fd = socketFd(socket);
-  const peer = fd === undefined ? undefined : await peerCredentials(fd);
+  if (fd !== undefined && (await peerCredentials(fd))) {
+    const verdict = await verifyListener(fd, ownIdentity(), { namespaces: ["user"], capabilities: "at-least", confinement: "none", ownUid: true });
+    return "refusal" in verdict ? `${verdict.refusal} (nothing was sent)` : undefined;
+  }
   const trusted = (uid: number) => uid === 0 || uid === process.geteuid?.();
-  if (peer) return trusted(peer.uid) ? undefined : `it runs as uid ${peer.uid}, not root (nothing was sent)`;
   const { lstatSync } = await import("node:fs");
   try {
     const st = lstatSync(socketPath);

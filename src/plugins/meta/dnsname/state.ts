@@ -8,11 +8,11 @@
  */
 import { closeSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import * as path from "../../../sys/posix-path.js";
-import { flockFd, lockedFileIsCurrent } from "../../../sys/flock.js";
+import { flockFd, lockedFileIsCurrent, LockTimeoutError } from "../../../sys/flock.js";
 import { openLockFile } from "../../common/lock-file.js";
 import { KeyedMutex } from "../../../sys/keyed-mutex.js";
 import { writeFileAtomicSync } from "../../../sys/atomic-file.js";
-import { ErrorCode, wrap } from "../../../spec/errors.js";
+import { ErrorCode, tryAgainLater, wrap } from "../../../spec/errors.js";
 import { confSettings, type DnsmasqSettings, type NetworkFiles } from "./dnsmasq.js";
 import { hostsLines, hostsText, parseRecords, recordsText, type AttachmentRecord } from "./hosts.js";
 
@@ -63,7 +63,7 @@ export function withNetworkLock<T>(d: NetworkDir, create: boolean, fn: () => Pro
       }
       try {
         await flockFd(fd, d.lock).catch((e: Error) => {
-          throw wrap(`dnsname: cannot lock ${d.lock}`, e, ErrorCode.IOFailure);
+          throw e instanceof LockTimeoutError ? tryAgainLater(`dnsname: ${e.message}`) : wrap(`dnsname: cannot lock ${d.lock}`, e, ErrorCode.IOFailure);
         });
         if (lockedFileIsCurrent(fd, d.lock)) return await fn();
       } finally {

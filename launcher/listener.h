@@ -1,0 +1,327 @@
+/*
+ * Part of launcher.c (included there, after its helpers): whether the process listening on the server's socket is
+ * to be sent anything. The rule is the one the server applies to its callers (src/sys/peer.ts, docs/trust.md),
+ * turned around: the listener must be root in this caller's user, network, mount and pid namespaces, with exactly
+ * its capabilities and its confinement (seccomp mode and filter count, no_new_privs, LSM label), and it must hold
+ * the server's lock (<socket>.lock, a plain file of root's). A root process without capabilities, or the root of
+ * a user namespace, can replace the socket (root owns its directory), but fails this. PID 1 of our pid namespace
+ * (systemd holding the socket for the server it starts) is trusted as init: root in our namespaces, with at least
+ * our capabilities.
+ * The listener's /proc entry is the one the kernel names: the pidfd of the listener (SO_PEERPIDFD, Linux >= 6.5)
+ * gives its pid in our /proc (fdinfo "Pid:"), read again after the checks: the entry read was the listener's
+ * throughout. Without SO_PEERPIDFD, only a /proc of our own pid namespace is used, the pid is SO_PEERCRED's, and
+ * the process must have started before the socket file was made and be unchanged (start time) across the reads.
+ */
+
+#define SO_PEERPIDFD 77
+#define LISTENER_STATUS_MAX 16384
+
+/* What the rule compares of a process. */
+struct facts {
+  int euid;                       /* -1 when unreadable */
+  unsigned long long cap_eff;
+  char seccomp[40];               /* "<mode>/<filters>" */
+  char no_new_privs[8];
+  char lsm[256];                  /* the label, or "(none N)" with the errno when there is none */
+  struct file_info ns[4];         /* user, net, mnt, pid */
+  int ns_read[4];
+  int nspid_fields;               /* entries of NSpid (1: this /proc is the process's own pid namespace) */
+  long long start_ticks;          /* field 22 of stat; -1 when unread */
+};
+
+static const char *const NS_KINDS[4] = {"user", "net", "mnt", "pid"};
+static const char *const NS_WORDS[4] = {"user", "network", "mount", "pid"};
+
+/* A whole small file into `out` (NUL-terminated); its length, or -1 with errno. */
+static ssize_t read_file(const char *path, char *out, size_t room) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC, 0);
+  if (fd < 0) return -1;
+  ssize_t n = read_some(fd, out, room - 1);
+  int e = errno;
+  close(fd);
+  errno = e;
+  if (n < 0) return -1;
+  out[n] = '\0';
+  return n;
+}
+
+/* The value of a /proc status field ("Field:\tvalue"), up to its line's end, into `out`; 0 when absent. */
+static int status_text(const char *status, const char *field, char *out, size_t room) {
+  size_t n = strlen(field);
+  for (const char *line = status; *line;) {
+    if (!strncmp(line, field, n) && line[n] == ':') {
+      const char *p = line + n + 1;
+      while (*p == ' ' || *p == '\t') p++;
+      size_t len = 0;
+      while (p[len] && p[len] != '\n' && len + 1 < room) len++;
+      memcpy(out, p, len);
+      out[len] = '\0';
+      return 1;
+    }
+    while (*line && *line != '\n') line++;
+    if (*line) line++;
+  }
+  return 0;
+}
+
+/* "/proc/<pid>" or "/proc/self" followed by `tail` into `out` (room for 64). */
+static void proc_path(char *out, int pid, const char *tail) {
+  size_t len = 6;
+  memcpy(out, "/proc/", 6);
+  if (pid < 0) {
+    memcpy(out + len, "self", 4);
+    len += 4;
+  } else {
+    len += format_decimal(out + len, (unsigned)pid);
+  }
+  memcpy(out + len, tail, strlen(tail) + 1);
+}
+
+/* The facts of process `pid` (-1: this one) as /proc shows them now; 0 when its status cannot be read. */
+static int read_facts(int pid, struct facts *f) {
+  char path[64], status[LISTENER_STATUS_MAX], text[64];
+  proc_path(path, pid, "/status");
+  if (read_file(path, status, sizeof(status)) < 0) return 0;
+  f->euid = -1;
+  if (status_text(status, "Uid", text, sizeof(text))) {
+    const char *p = text;
+    while (*p >= '0' && *p <= '9') p++; /* the real uid, then blanks, then the effective one */
+    while (*p == ' ' || *p == '\t') p++;
+    f->euid = (int)parse_decimal(&p);
+    if (f->euid < 0) f->euid = -1;
+  }
+  f->cap_eff = status_hex(status, "CapEff");
+  char mode[16] = "0", filters[16] = "0";
+  status_text(status, "Seccomp", mode, sizeof(mode));
+  status_text(status, "Seccomp_filters", filters, sizeof(filters));
+  size_t len = strlen(mode);
+  memcpy(f->seccomp, mode, len);
+  f->seccomp[len] = '/';
+  memcpy(f->seccomp + len + 1, filters, strlen(filters) + 1);
+  if (!status_text(status, "NoNewPrivs", f->no_new_privs, sizeof(f->no_new_privs))) memcpy(f->no_new_privs, "0", 2);
+  f->nspid_fields = 1;
+  if (status_text(status, "NSpid", text, sizeof(text))) {
+    f->nspid_fields = 0;
+    for (const char *p = text; *p;) {
+      while (*p == ' ' || *p == '\t') p++;
+      if (!*p) break;
+      f->nspid_fields++;
+      while (*p && *p != ' ' && *p != '\t') p++;
+    }
+  }
+  for (int i = 0; i < 4; i++) {
+    char ns[64];
+    char tail[16] = "/ns/";
+    memcpy(tail + 4, NS_KINDS[i], strlen(NS_KINDS[i]) + 1);
+    proc_path(ns, pid, tail);
+    f->ns_read[i] = path_info(ns, 1, &f->ns[i]) == 0;
+  }
+  proc_path(path, pid, "/attr/current");
+  ssize_t n = read_file(path, f->lsm, sizeof(f->lsm));
+  if (n < 0) {
+    char number[12];
+    format_decimal(number, (unsigned)errno);
+    memcpy(f->lsm, "(none ", 6);
+    memcpy(f->lsm + 6, number, strlen(number));
+    memcpy(f->lsm + 6 + strlen(number), ")", 2);
+  } else {
+    while (n > 0 && (f->lsm[n - 1] == '\n' || f->lsm[n - 1] == '\0')) f->lsm[--n] = '\0';
+  }
+  f->start_ticks = -1;
+  proc_path(path, pid, "/stat");
+  char stat[1024];
+  if (read_file(path, stat, sizeof(stat)) > 0) {
+    const char *p = strrchr(stat, ')');
+    for (int field = 2; p && *p && field < 22; p++) if (*p == ' ') field++;
+    if (p) {
+      long v = parse_decimal(&p);
+      f->start_ticks = v;
+    }
+  }
+  return 1;
+}
+
+/*
+ * Why the listener with facts `l` is not this caller's server (`own`: this process), or NULL when it is. `init`:
+ * the listener is PID 1 (see the header comment).
+ */
+static const char *facts_refusal(const struct facts *l, const struct facts *own, int init) {
+  static char why[512];
+  if (l->euid != 0) return "the listener does not run as root";
+  /* Capabilities first: a caller with fewer may not even read the listener's namespaces. */
+  if ((l->cap_eff & own->cap_eff) != own->cap_eff) return "the listener lacks capabilities this caller has";
+  if (!init && l->cap_eff != own->cap_eff) return "the listener has capabilities this caller lacks";
+  for (int i = 0; i < (init ? 3 : 4); i++) {
+    const char *parts[3] = {"the listener is in another ", NS_WORDS[i], " namespace"};
+    if (!own->ns_read[i] || !l->ns_read[i]) {
+      parts[0] = own->ns_read[i] ? "this caller cannot read the listener's " : "this caller cannot read its own ";
+    } else if (own->ns[i].dev == l->ns[i].dev && own->ns[i].ino == l->ns[i].ino) {
+      continue;
+    }
+    size_t len = 0;
+    for (int k = 0; k < 3; k++) {
+      memcpy(why + len, parts[k], strlen(parts[k]));
+      len += strlen(parts[k]);
+    }
+    why[len] = '\0';
+    return why;
+  }
+  if (init) return NULL;
+  if (strcmp(l->seccomp, own->seccomp)) return "the listener's seccomp confinement differs from this caller's";
+  if (strcmp(l->no_new_privs, own->no_new_privs)) return "the listener's no_new_privs differs from this caller's";
+  if (strcmp(l->lsm, own->lsm)) return "the listener's LSM label differs from this caller's";
+  return NULL;
+}
+
+/* The pid a pidfd's process has in this /proc (fdinfo "Pid:"): 0 not visible here, -1 exited, -2 unreadable. */
+static int pidfd_proc_pid(int pidfd) {
+  char path[64], text[1024], value[24];
+  char tail[24] = "/fdinfo/";
+  format_decimal(tail + 8, (unsigned)pidfd);
+  proc_path(path, -1, tail);
+  if (read_file(path, text, sizeof(text)) < 0 || !status_text(text, "Pid", value, sizeof(value))) return -2;
+  if (value[0] == '-') return -1;
+  const char *p = value;
+  long v = parse_decimal(&p);
+  return v < 0 ? -2 : (int)v;
+}
+
+/* Appends `v` in hex, at least two digits. */
+static size_t format_hex2(char *out, unsigned long v) {
+  char digits[16];
+  size_t n = 0, len = 0;
+  do digits[n++] = "0123456789abcdef"[v & 15]; while (v >>= 4);
+  if (n < 2) digits[n++] = '0';
+  while (n) out[len++] = digits[--n];
+  return len;
+}
+
+/* Whether /proc/locks shows a flock on the file `lock` held by `pid` (a pid of this /proc). */
+static int holds_flock(int pid, const struct file_info *lock) {
+  /* "maj:min:ino" as the kernel prints it: the kernel's dev_t from user space's encoding. */
+  char key[64];
+  unsigned long major = (lock->dev >> 8) & 0xfff, minor = (lock->dev & 0xff) | ((lock->dev >> 12) & 0xfff00);
+  size_t k = format_hex2(key, major);
+  key[k++] = ':';
+  k += format_hex2(key + k, minor);
+  key[k++] = ':';
+  k += format_decimal(key + k, (unsigned)lock->ino); /* inode numbers of /run's tmpfs fit; larger ones are compared below */
+  if (lock->ino > 0xffffffffUL) return 0;
+  key[k] = '\0';
+  int fd = open("/proc/locks", O_RDONLY | O_CLOEXEC, 0);
+  if (fd < 0) return 0;
+  struct buf text = buf_new(65536);
+  int failed = append_fd(&text, fd);
+  close(fd);
+  if (failed || !reserve(&text, 1)) return 0;
+  text.data[text.len] = '\0';
+  char pid_text[12];
+  format_decimal(pid_text, (unsigned)pid);
+  int found = 0;
+  for (char *line = (char *)text.data; *line && !found;) {
+    char *end = line;
+    while (*end && *end != '\n') end++;
+    char saved = *end;
+    *end = '\0';
+    /* "N: FLOCK  ADVISORY  WRITE <pid> <maj:min:ino> 0 EOF"; a waiter has "->" before FLOCK */
+    const char *words[8];
+    int count = 0;
+    for (char *p = line; *p && count < 8;) {
+      while (*p == ' ') p++;
+      if (!*p) break;
+      words[count++] = p;
+      while (*p && *p != ' ') p++;
+      if (*p) *p++ = '\0';
+    }
+    if (count >= 6 && !strcmp(words[1], "FLOCK") && !strcmp(words[4], pid_text) && !strcmp(words[5], key)) found = 1;
+    *end = saved;
+    line = *end ? end + 1 : end;
+  }
+  munmap(text.data, text.cap);
+  return found;
+}
+
+/* Nanoseconds of a clock. */
+static long long clock_ns(int clock) {
+  struct timespec t = {0, 0};
+  clock_gettime(clock, &t);
+  return (long long)t.tv_sec * 1000000000LL + t.tv_nsec;
+}
+
+/* The listener's pid in this /proc once it is trusted (for the words of a later error), else 0. */
+static int listener_pid;
+
+/*
+ * Why the listener on connected socket `fd` (at `path`) is not to be sent anything, or NULL when it is trusted
+ * (see the header comment).
+ */
+static const char *listener_refusal(int fd, const char *path) {
+  static char why[600];
+  struct facts own, l;
+  if (!read_facts(-1, &own)) return "this caller's /proc/self/status cannot be read";
+  struct ucred cred;
+  socklen_t len = sizeof(cred);
+  if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) return "the listener's credentials cannot be read";
+  if (cred.uid != 0) return "the listener does not run as root";
+  char lock_path[PATH_MAX];
+  struct file_info lock;
+  if (!join(lock_path, path, ".lock")) return "the lock's path is too long";
+  int lock_ok = path_info(lock_path, 0, &lock) == 0 && S_ISREG(lock.mode) && lock.uid == 0;
+
+  int pidfd = -1;
+  len = sizeof(pidfd);
+  int have_pidfd = getsockopt(fd, SOL_SOCKET, SO_PEERPIDFD, &pidfd, &len) == 0 && pidfd >= 0;
+  int pid;
+  if (have_pidfd) {
+    pid = pidfd_proc_pid(pidfd);
+    if (pid == 0) {
+      close(pidfd);
+      return "the listener is not visible in this caller's /proc";
+    }
+    if (pid < 0) {
+      close(pidfd);
+      return "the listener left";
+    }
+  } else {
+    if (own.nspid_fields != 1) return "this caller's /proc is not its own pid namespace's, and the kernel names no listener by pidfd";
+    pid = cred.pid;
+    if (pid <= 0) return "the listener is not visible in this caller's pid namespace";
+  }
+  const char *refusal = NULL;
+  int init = pid == 1 && own.nspid_fields == 1;
+  if (!read_facts(pid, &l)) refusal = "the listener's process cannot be read";
+  else refusal = facts_refusal(&l, &own, init);
+  if (!refusal && !init) {
+    if (!lock_ok) refusal = "the server's lock file is missing or not a plain file of root's";
+    else if (!holds_flock(pid, &lock)) refusal = "the listener does not hold the server's lock";
+  }
+  if (!refusal && !have_pidfd) {
+    /* Without a pidfd the pid must have named the listener throughout: it started before the socket was made,
+       and it is the same process after the reads (start time). */
+    struct file_info sock;
+    struct facts again;
+    long long boot_wall = clock_ns(CLOCK_REALTIME) - clock_ns(CLOCK_BOOTTIME);
+    long long started = boot_wall + l.start_ticks * 10000000LL; /* USER_HZ is 100 */
+    if (l.start_ticks < 0 || path_info(path, 0, &sock) != 0) refusal = "the listener's start cannot be told";
+    else if (started > sock.mtime_ns + 10000000LL) refusal = "the listener started after its socket was made";
+    else if (!read_facts(pid, &again) || again.start_ticks != l.start_ticks) refusal = "the listener left while it was checked";
+  }
+  if (have_pidfd) {
+    if (!refusal && pidfd_proc_pid(pidfd) != pid) refusal = "the listener left while it was checked";
+    close(pidfd);
+  }
+  if (!refusal) {
+    listener_pid = pid;
+    return NULL;
+  }
+  /* "<why> (pid N)" */
+  size_t n = strlen(refusal);
+  if (n > sizeof(why) - 20) n = sizeof(why) - 20;
+  memcpy(why, refusal, n);
+  memcpy(why + n, " (pid ", 6);
+  n += 6;
+  n += format_decimal(why + n, (unsigned)pid);
+  why[n++] = ')';
+  why[n] = '\0';
+  return why;
+}

@@ -1,0 +1,50 @@
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { setTimeout as sleep } from "node:timers/promises";
+import { Places } from "./places.js";
+
+test("places: free ones at once; a burst waits while places are given back", async () => {
+  const places = new Places({ size: 2, maxLong: 2, stallMs: 80, longMs: 10_000 });
+  const a = await places.take();
+  const b = await places.take();
+  assert.ok(a && b);
+  assert.equal(places.running, 2);
+  const c = places.take();
+  const d = places.take();
+  await sleep(50);
+  a!.release(); // progress: both waiters' patience starts again
+  const gotC = await c;
+  assert.ok(gotC);
+  await sleep(50);
+  b!.release();
+  assert.ok(await d, "still served: a place was given back within stallMs of the last");
+  gotC!.release();
+  gotC!.release(); // twice is once
+  assert.equal(places.running, 1);
+});
+
+test("places: when every place is held by a stuck call, a new call is handed back after stallMs", async () => {
+  const places = new Places({ size: 2, maxLong: 2, stallMs: 60, longMs: 10_000 });
+  const held = [await places.take(), await places.take()];
+  const t0 = performance.now();
+  assert.equal(await places.take(), undefined);
+  assert.ok(performance.now() - t0 >= 55, "waited stallMs");
+  for (const p of held) p!.release();
+  assert.ok(await places.take());
+});
+
+test("places: a call past longMs gives its place back and runs on; beyond size + maxLong calls are handed back at once", async () => {
+  const places = new Places({ size: 1, maxLong: 1, stallMs: 1000, longMs: 40 });
+  const first = await places.take();
+  const waiting = places.take();
+  await sleep(60);
+  assert.equal(places.longRunning, 1);
+  const second = await waiting;
+  assert.ok(second, "the place the long call gave back");
+  const t0 = performance.now();
+  assert.equal(await places.take(), undefined, "2 calls run: none more");
+  assert.ok(performance.now() - t0 < 30, "at once");
+  first!.release();
+  second!.release();
+  assert.equal(places.running + places.longRunning, 0);
+});
