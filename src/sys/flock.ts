@@ -41,7 +41,7 @@ export interface FlockOptions {
 /** A lock not had within its time limit; `holders` are the pids that held it (as this /proc shows them). */
 export class LockTimeoutError extends Error {
   constructor(readonly lockPath: string, readonly waitedMs: number, readonly holders: number[]) {
-    super(`timed out after ${Math.round(waitedMs / 1000)} s waiting for the lock on ${lockPath}` +
+    super(`timed out after ${(waitedMs / 1000).toFixed(waitedMs < 10_000 ? 1 : 0)} s waiting for the lock on ${lockPath}` +
       (holders.length ? ` (held by pid ${holders.join(", ")})` : ""));
     this.name = "LockTimeoutError";
   }

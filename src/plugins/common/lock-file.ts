@@ -5,7 +5,7 @@
  */
 import { constants, openSync } from "node:fs";
 import { ioFailure, messageOf, tryAgainLater } from "../../spec/errors.js";
-import { LockTimeoutError, withFlock } from "../../sys/flock.js";
+import { LockTimeoutError, withFlock, type FlockOptions } from "../../sys/flock.js";
 
 /** Opens (creating it with `mode` when missing) the file the lock is taken on, as Go's filemutex.New does. */
 export const openLockFile = (lockPath: string, mode: number): number => openSync(lockPath, constants.O_CREAT | constants.O_RDONLY, mode);
@@ -17,7 +17,7 @@ export const openLockFile = (lockPath: string, mode: number): number => openSync
  * "try again later"; `openFailure` words the first from the system's reason.
  */
 export function withLockFile<T>(lockPath: string, mode: number, openFailure: (reason: string) => string,
-  fn: () => T | Promise<T>, prepare?: () => void): Promise<T> {
+  fn: () => T | Promise<T>, prepare?: () => void, opts: FlockOptions = {}): Promise<T> {
   const open = () => {
     try {
       prepare?.();
@@ -26,5 +26,5 @@ export function withLockFile<T>(lockPath: string, mode: number, openFailure: (re
       throw ioFailure(openFailure(messageOf(e)));
     }
   };
-  return withFlock(lockPath, open, fn, (e) => (e instanceof LockTimeoutError ? tryAgainLater(e.message) : ioFailure(e.message)));
+  return withFlock(lockPath, open, fn, (e) => (e instanceof LockTimeoutError ? tryAgainLater(e.message) : ioFailure(e.message)), opts);
 }
