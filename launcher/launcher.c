@@ -642,7 +642,7 @@ static int start_server(const char *plugin, const char *path, int named, const c
   if (!has_full_capabilities() || !in_node_namespaces(named ? 1 : 4)) return 0;
   /* Nor from a pid namespace whose init is this very call, or whose /proc is not its own (pids there are not ours). */
   struct facts self;
-  if (getpid() == 1 || !read_facts(-1, &self) || self.nspid_fields != 1) return 0;
+  if (getpid() == 1 || !read_facts(-1, &self, 0, NULL) || self.nspid_fields != 1) return 0;
   char dir[PATH_MAX], lock_path[PATH_MAX], log_path[PATH_MAX], old_log[PATH_MAX];
   const char *slash = strrchr(path, '/');
   if (!slash || slash == path || (size_t)(slash - path) >= sizeof(dir)) return 0;
@@ -751,19 +751,26 @@ static int await_server(const char *path) {
 /* How long past the call's time limit the launcher waits for the server's answer. */
 #define REPLY_MARGIN_MS 10000
 
-/* Exactly `n` bytes by `deadline` (CLOCK_BOOTTIME ns): 0, -1 when the connection ended or failed, -2 at the deadline. */
-static int read_by(int fd, void *buf, size_t n, long long deadline) {
+/*
+ * Bounds the next reads on `fd` by `deadline` (CLOCK_BOOTTIME ns): each read then waits at most the time left now.
+ * Set once per reply frame (two system calls), not per read. 0, or -2 when the deadline has passed.
+ */
+static int bound_reads(int fd, long long deadline) {
+  long long left = deadline - clock_ns(CLOCK_BOOTTIME);
+  if (left <= 0) return -2;
+  struct timeval tv = {.tv_sec = left / 1000000000LL, .tv_usec = (left % 1000000000LL) / 1000};
+  if (tv.tv_sec == 0 && tv.tv_usec == 0) tv.tv_usec = 1; /* (zero would mean no bound at all) */
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  return 0;
+}
+
+/* Exactly `n` bytes within the bound set by bound_reads: 0, -1 when the connection ended or failed, -2 at the bound. */
+static int read_bounded(int fd, void *buf, size_t n) {
   char *p = buf;
   while (n > 0) {
-    long long left = deadline - clock_ns(CLOCK_BOOTTIME);
-    if (left <= 0) return -2;
-    struct pollfd w = {.fd = fd, .events = POLLIN};
-    int ready = poll(&w, 1, (int)(left / 1000000 + 1));
-    if (ready < 0 && errno == EINTR) continue;
-    if (ready < 0) return -1;
-    if (ready == 0) continue;
     ssize_t r = read(fd, p, n);
-    if (r < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0 && errno == EAGAIN) return -2;
     if (r <= 0) return -1;
     p += r;
     n -= (size_t)r;
@@ -782,14 +789,9 @@ static __attribute__((noreturn)) void unanswered(const char *plugin, const char 
           " s; it may still be running there", NULL);
 }
 
-/* This process's umask (from its /proc status, where a umask(2) pair would change it for a moment). */
+/* This process's umask (from its /proc status, as the listener's check read it; a umask(2) pair would change it for a moment). */
 static unsigned caller_umask(void) {
-  char status[4096], text[16];
-  if (read_file("/proc/self/status", status, sizeof(status)) > 0 && status_text(status, "Umask", text, sizeof(text))) {
-    unsigned v = 0;
-    for (const char *p = text; *p >= '0' && *p <= '7'; p++) v = v * 8 + (unsigned)(*p - '0');
-    return v;
-  }
+  if (own_umask >= 0) return (unsigned)own_umask;
   unsigned mask = umask(022);
   umask(mask);
   return mask;
@@ -880,10 +882,11 @@ static void try_resident(const char *name, int argc, char **argv, const struct b
   int replied = 0;
   for (;;) {
     unsigned char head[5];
-    int r = read_by(fd, head, 5, deadline);
+    int r = bound_reads(fd, deadline);
+    if (!r) r = read_bounded(fd, head, 5);
     uint32_t len = r ? 0 : get_u32(head + 1);
     if (!r && !reserve(&req, len)) die_cni(999, "tscni launcher: out of memory reading the reply of ", path, NULL);
-    if (!r) r = read_by(fd, req.data, len, deadline);
+    if (!r) r = read_bounded(fd, req.data, len);
     if (r == -2) unanswered(name, path, get_u32(limit));
     if (r) die_cni(999, "tscni resident server died during the call: ", path, NULL);
     if (head[0] == 'B' && !replied) {

@@ -77,8 +77,19 @@ static void proc_path(char *out, int pid, const char *tail) {
   memcpy(out + len, tail, strlen(tail) + 1);
 }
 
-/* The facts of process `pid` (-1: this one) as /proc shows them now; 0 when its status cannot be read. */
-static int read_facts(int pid, struct facts *f) {
+/* What read_facts reads besides the status: the LSM label (with `lsm_too`, or only when `like` had one), the start time. */
+#define FACTS_START 1
+#define FACTS_LSM 2
+
+/* This process's umask, as read_facts last read it from its own status (-1: not read). */
+static int own_umask = -1;
+
+/*
+ * The facts of process `pid` (-1: this one) as /proc shows them now; 0 when its status cannot be read. `what`:
+ * FACTS_START and FACTS_LSM; the LSM label of a listener is read only when ours could be (a kernel without one
+ * gives none to anybody), so `like` (our own facts) says whether to.
+ */
+static int read_facts(int pid, struct facts *f, int what, const struct facts *like) {
   char path[64], status[LISTENER_STATUS_MAX], text[64];
   proc_path(path, pid, "/status");
   if (read_file(path, status, sizeof(status)) < 0) return 0;
@@ -99,6 +110,10 @@ static int read_facts(int pid, struct facts *f) {
   f->seccomp[len] = '/';
   memcpy(f->seccomp + len + 1, filters, strlen(filters) + 1);
   if (!status_text(status, "NoNewPrivs", f->no_new_privs, sizeof(f->no_new_privs))) memcpy(f->no_new_privs, "0", 2);
+  if (pid < 0 && status_text(status, "Umask", text, sizeof(text))) {
+    own_umask = 0;
+    for (const char *p = text; *p >= '0' && *p <= '7'; p++) own_umask = own_umask * 8 + (*p - '0');
+  }
   f->nspid_fields = 1;
   if (status_text(status, "NSpid", text, sizeof(text))) {
     f->nspid_fields = 0;
@@ -117,8 +132,12 @@ static int read_facts(int pid, struct facts *f) {
     f->ns_read[i] = path_info(ns, 1, &f->ns[i]) == 0;
   }
   proc_path(path, pid, "/attr/current");
-  ssize_t n = read_file(path, f->lsm, sizeof(f->lsm));
-  if (n < 0) {
+  ssize_t n = -1;
+  errno = EINVAL;
+  if ((what & FACTS_LSM) && (!like || like->lsm[0] != '(')) n = read_file(path, f->lsm, sizeof(f->lsm));
+  if (n < 0 && like && like->lsm[0] == '(') {
+    memcpy(f->lsm, like->lsm, sizeof(f->lsm)); /* no label on this kernel: none for anybody */
+  } else if (n < 0) {
     char number[12];
     format_decimal(number, (unsigned)errno);
     memcpy(f->lsm, "(none ", 6);
@@ -130,7 +149,7 @@ static int read_facts(int pid, struct facts *f) {
   f->start_ticks = -1;
   proc_path(path, pid, "/stat");
   char stat[1024];
-  if (read_file(path, stat, sizeof(stat)) > 0) {
+  if ((what & FACTS_START) && read_file(path, stat, sizeof(stat)) > 0) {
     const char *p = strrchr(stat, ')');
     for (int field = 2; p && *p && field < 22; p++) if (*p == ' ') field++;
     if (p) {
@@ -208,12 +227,22 @@ static int holds_flock(int pid, const struct file_info *lock) {
   k += format_decimal(key + k, (unsigned)lock->ino); /* inode numbers of /run's tmpfs fit; larger ones are compared below */
   if (lock->ino > 0xffffffffUL) return 0;
   key[k] = '\0';
+  /* Most nodes hold few locks: a buffer on the stack (a mapping costs more than the read), a larger one when full. */
+  char small[16384];
+  struct buf text = {(unsigned char *)small, 0, sizeof(small)};
   int fd = open("/proc/locks", O_RDONLY | O_CLOEXEC, 0);
   if (fd < 0) return 0;
-  struct buf text = buf_new(65536);
-  int failed = append_fd(&text, fd);
+  ssize_t got = read_some(fd, small, sizeof(small) - 1);
+  int failed = got < 0;
+  if (!failed) text.len = (size_t)got;
+  if (!failed && text.len == sizeof(small) - 1) {
+    struct buf big = buf_new(1 << 20);
+    put_bytes(&big, small, text.len);
+    failed = append_fd(&big, fd);
+    text = big;
+  }
   close(fd);
-  if (failed || !reserve(&text, 1)) return 0;
+  if (failed || !text.data || (text.data != (unsigned char *)small && !reserve(&text, 1))) return 0;
   text.data[text.len] = '\0';
   char pid_text[12];
   format_decimal(pid_text, (unsigned)pid);
@@ -237,7 +266,7 @@ static int holds_flock(int pid, const struct file_info *lock) {
     *end = saved;
     line = *end ? end + 1 : end;
   }
-  munmap(text.data, text.cap);
+  if (text.data != (unsigned char *)small) munmap(text.data, text.cap);
   return found;
 }
 
@@ -258,7 +287,7 @@ static int listener_pid;
 static const char *listener_refusal(int fd, const char *path) {
   static char why[600];
   struct facts own, l;
-  if (!read_facts(-1, &own)) return "this caller's /proc/self/status cannot be read";
+  if (!read_facts(-1, &own, FACTS_LSM, NULL)) return "this caller's /proc/self/status cannot be read";
   struct ucred cred;
   socklen_t len = sizeof(cred);
   if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) return "the listener's credentials cannot be read";
@@ -289,7 +318,7 @@ static const char *listener_refusal(int fd, const char *path) {
   }
   const char *refusal = NULL;
   int init = pid == 1 && own.nspid_fields == 1;
-  if (!read_facts(pid, &l)) refusal = "the listener's process cannot be read";
+  if (!read_facts(pid, &l, FACTS_LSM | (have_pidfd ? 0 : FACTS_START), &own)) refusal = "the listener's process cannot be read";
   else refusal = facts_refusal(&l, &own, init);
   if (!refusal && !init) {
     if (!lock_ok) refusal = "the server's lock file is missing or not a plain file of root's";
@@ -304,7 +333,7 @@ static const char *listener_refusal(int fd, const char *path) {
     long long started = boot_wall + l.start_ticks * 10000000LL; /* USER_HZ is 100 */
     if (l.start_ticks < 0 || path_info(path, 0, &sock) != 0) refusal = "the listener's start cannot be told";
     else if (started > sock.mtime_ns + 10000000LL) refusal = "the listener started after its socket was made";
-    else if (!read_facts(pid, &again) || again.start_ticks != l.start_ticks) refusal = "the listener left while it was checked";
+    else if (!read_facts(pid, &again, FACTS_START, &own) || again.start_ticks != l.start_ticks) refusal = "the listener left while it was checked";
   }
   if (have_pidfd) {
     if (!refusal && pidfd_proc_pid(pidfd) != pid) refusal = "the listener left while it was checked";

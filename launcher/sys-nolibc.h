@@ -60,6 +60,7 @@ typedef unsigned int uint32_t;
 #define PATH_MAX 4096
 #define STDIN_FILENO 0
 #define EINTR 4
+#define EINVAL 22
 #define EBADF 9
 #define EAGAIN 11
 #define EINPROGRESS 115

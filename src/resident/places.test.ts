@@ -3,8 +3,11 @@ import assert from "node:assert/strict";
 import { setTimeout as sleep } from "node:timers/promises";
 import { Places } from "./places.js";
 
+/** A server that computes nothing while it waits. */
+const idle = () => 0;
+
 test("places: free ones at once; a burst waits while places are given back", async () => {
-  const places = new Places({ size: 2, maxLong: 2, stallMs: 80, longMs: 10_000 });
+  const places = new Places({ size: 2, maxLong: 2, stallMs: 80, longMs: 10_000 }, idle);
   const a = await places.take();
   const b = await places.take();
   assert.ok(a && b);
@@ -24,7 +27,7 @@ test("places: free ones at once; a burst waits while places are given back", asy
 });
 
 test("places: when every place is held by a stuck call, a new call is handed back after stallMs", async () => {
-  const places = new Places({ size: 2, maxLong: 2, stallMs: 60, longMs: 10_000 });
+  const places = new Places({ size: 2, maxLong: 2, stallMs: 60, longMs: 10_000 }, idle);
   const held = [await places.take(), await places.take()];
   const t0 = performance.now();
   assert.equal(await places.take(), undefined);
@@ -34,7 +37,7 @@ test("places: when every place is held by a stuck call, a new call is handed bac
 });
 
 test("places: a call past longMs gives its place back and runs on; beyond size + maxLong calls are handed back at once", async () => {
-  const places = new Places({ size: 1, maxLong: 1, stallMs: 1000, longMs: 40 });
+  const places = new Places({ size: 1, maxLong: 1, stallMs: 1000, longMs: 40 }, idle);
   const first = await places.take();
   const waiting = places.take();
   await sleep(60);
@@ -47,4 +50,19 @@ test("places: a call past longMs gives its place back and runs on; beyond size +
   first!.release();
   second!.release();
   assert.equal(places.running + places.longRunning, 0);
+});
+
+test("places: a busy server keeps its waiters waiting though no place is given back (a slow burst), an idle one hands them back", async () => {
+  let cpu = 0;
+  const places = new Places({ size: 1, maxLong: 1, stallMs: 50, longMs: 10_000 }, () => cpu);
+  const held = await places.take();
+  const busy = setInterval(() => (cpu += 20), 10); // 20 ms of CPU every 10 ms: computing
+  const waiting = places.take();
+  await sleep(200);
+  assert.equal(places.waiters, 1, "still waiting while the server computes");
+  clearInterval(busy);
+  const t0 = performance.now();
+  assert.equal(await waiting, undefined, "handed back once the server went idle");
+  assert.ok(performance.now() - t0 < 200);
+  held!.release();
 });

@@ -3,11 +3,14 @@
  * itself. A call takes a place before its plugin runs and gives it back when it ends, when it times out (its work
  * may go on: it is then "overdue"), or when it has run for `longMs` (it goes on as a "long" call, outside the
  * places: a call waiting on a DHCP server or on etcd must not keep others from running). A call that finds every
- * place taken waits as long as places keep being given back (a burst moves on); when none has been given back
- * for `stallMs` (every place is held by a call that is stuck), or when `size + maxLong` calls run already, it gets
- * no place and is handed back to its caller, which runs it itself (exec mode) — nothing of it has run here.
+ * place taken waits as long as the server makes progress: places given back, or the server (with the tools it
+ * runs) busy computing — a burst of calls on a slow machine may give none back for seconds. When for `stallMs`
+ * none has been given back and the server has been all but idle (every place is held by a call that waits on
+ * something that does not come), or when `size + maxLong` calls run already, it gets no place and is handed back
+ * to its caller, which runs it itself (exec mode) — nothing of it has run here.
  * @module
  */
+import { readFileSync } from "node:fs";
 
 /** What a call holds while it runs. */
 export interface Place {
@@ -29,9 +32,26 @@ export interface PlacesLimits {
 
 export const DEFAULT_PLACES: PlacesLimits = { size: 16, maxLong: 64, stallMs: 500, longMs: 10_000 };
 
+/** CPU time a busy server spends in `stallMs`, at least: a fifth of one core. */
+const BUSY_SHARE = 0.2;
+
+/** The CPU time (ms) this process and the children it has waited for have used, from /proc/self/stat. */
+export function cpuMsWithChildren(): number {
+  try {
+    const stat = readFileSync("/proc/self/stat", "latin1");
+    const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    // utime, stime, cutime, cstime: fields 14 to 17 (counted from 1, with pid and comm), in ticks of 10 ms
+    return [11, 12, 13, 14].reduce((sum, i) => sum + Number(f[i] ?? 0), 0) * 10;
+  } catch {
+    return process.cpuUsage().user / 1000 + process.cpuUsage().system / 1000;
+  }
+}
+
 interface Waiter {
   grant: (place: Place | undefined) => void;
   timer: NodeJS.Timeout;
+  /** The CPU time when the waiter's patience last started. */
+  cpuAt: number;
 }
 
 /** The server's places (see the module comment). */
@@ -40,7 +60,8 @@ export class Places {
   private long = 0;
   private readonly waiting: Waiter[] = [];
 
-  constructor(readonly limits: PlacesLimits = DEFAULT_PLACES) {}
+  /** `cpuMs`: cumulative CPU time of the server (and its tools), the sign of progress when no place is given back. */
+  constructor(readonly limits: PlacesLimits = DEFAULT_PLACES, private readonly cpuMs: () => number = cpuMsWithChildren) {}
 
   /** Calls holding a place now. */
   get running(): number {
@@ -65,6 +86,7 @@ export class Places {
       const waiter: Waiter = {
         grant: resolve,
         timer: setTimeout(() => this.giveUp(waiter), this.limits.stallMs),
+        cpuAt: this.cpuMs(),
       };
       this.waiting.push(waiter);
     });
@@ -73,6 +95,13 @@ export class Places {
   private giveUp(waiter: Waiter): void {
     const at = this.waiting.indexOf(waiter);
     if (at < 0) return;
+    const cpu = this.cpuMs();
+    if (cpu - waiter.cpuAt >= this.limits.stallMs * BUSY_SHARE) {
+      // Busy: the calls that hold the places are working. Patience again.
+      waiter.cpuAt = cpu;
+      waiter.timer.refresh();
+      return;
+    }
     this.waiting.splice(at, 1);
     waiter.grant(undefined);
   }
@@ -103,8 +132,12 @@ export class Places {
 
   /** A place was given back: the first waiter gets it, and every waiter's patience starts again. */
   private gaveBack(): void {
-    for (const w of this.waiting) {
-      w.timer.refresh();
+    if (this.waiting.length > 0) {
+      const cpu = this.cpuMs();
+      for (const w of this.waiting) {
+        w.timer.refresh();
+        w.cpuAt = cpu;
+      }
     }
     this.wake();
   }

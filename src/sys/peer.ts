@@ -152,8 +152,12 @@ function lsmLabel(pid: number | "self"): string {
   }
 }
 
-/** The facts of process `pid` as /proc shows them now; undefined when its status cannot be read. */
-export function readFacts(pid: number | "self", kinds: readonly NamespaceKind[] = KINDS): ProcessFacts | undefined {
+/**
+ * The facts of process `pid` as /proc shows them now; undefined when its status cannot be read. `like`: facts of
+ * this process, whose LSM label tells whether the kernel gives one at all (when it gives ours none, it gives
+ * nobody one: the peer's is not read).
+ */
+export function readFacts(pid: number | "self", kinds: readonly NamespaceKind[] = KINDS, like?: ProcessFacts): ProcessFacts | undefined {
   let status: string;
   try {
     status = readFileSync(`/proc/${pid}/status`, "latin1");
@@ -167,7 +171,7 @@ export function readFacts(pid: number | "self", kinds: readonly NamespaceKind[] 
     capEff: BigInt(`0x${statusField(status, "CapEff") || "0"}`),
     seccomp: `${statusField(status, "Seccomp") ?? "0"}/${statusField(status, "Seccomp_filters") ?? "0"}`,
     noNewPrivs: statusField(status, "NoNewPrivs") ?? "0",
-    lsm: lsmLabel(pid),
+    lsm: like?.lsm.startsWith("(none: ") ? like.lsm : lsmLabel(pid),
   };
 }
 
@@ -307,7 +311,7 @@ async function readPeer<T>(fd: number, peer: string, read: Reader<T>, acceptedAt
 
 /** The rule applied to the process at `procPid` (read from /proc now). */
 function judgeProcessAt(procPid: number, own: OwnIdentity, rule: PeerRule, peer: string, judge: string): PeerRefusal | undefined {
-  const facts = readFacts(procPid, rule.namespaces);
+  const facts = readFacts(procPid, rule.namespaces, own);
   if (!facts) return { refusal: `${peer}'s process cannot be read (it left?)`, kind: "identity" };
   return judgeFacts(facts, own, rule, peer, judge);
 }
@@ -360,7 +364,7 @@ export async function verifyListener(fd: number, own: OwnIdentity, rule: PeerRul
   if (creds.uid !== 0 && !(rule.ownUid && creds.uid === own.euid)) return { refusal: `the listener runs as uid ${creds.uid}, not root`, kind: "not_root" };
   const verdict = await readPeer(fd, "the listener", (pid): true | PeerRefusal => {
     if (pid === 1 && procIsOwnPidNamespace()) {
-      const facts = readFacts(1, ["user", "net", "mnt"]);
+      const facts = readFacts(1, ["user", "net", "mnt"], own);
       if (!facts) return { refusal: "the listener (PID 1) cannot be read", kind: "identity" };
       return judgeFacts(facts, own, { namespaces: ["user", "net", "mnt"], capabilities: "at-least", confinement: "none" }, "the listener (PID 1)", "this caller") ?? true;
     }
