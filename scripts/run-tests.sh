@@ -33,6 +33,9 @@ shipped=$(readlink dist/bin/bridge)
 echo "== unit tests (${#unit[@]} files; plugins: ${shipped})"
 node --test --test-concurrency=2 "${unit[@]}"
 
+echo "== crash simulator (docs/state.md)"
+bash scripts/crash.sh
+
 if [ "$(id -u)" -ne 0 ]; then
   if [ "${CI:-}" = "true" ]; then
     echo "== integration tests: CI=true, but they need root (network namespaces)" >&2

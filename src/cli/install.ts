@@ -14,7 +14,7 @@ import { PROGRAM_NAMES } from "../programs/programs.js";
 import { DEFAULT_SOCKET } from "../resident/protocol.js";
 import { selfExecutable } from "../programs/self.js";
 import { findNativeProgram, LAUNCHER_NAME, platformPackageName, PROGRAM_NAME } from "./native.js";
-import { replaceAtomicSync, writeFileAtomicSync } from "../sys/atomic-file.js";
+import { replaceAtomicSync, writeFileAtomicSync } from "../sys/state.js";
 
 export const DEFAULT_BIN_DIR = "/opt/cni/bin";
 

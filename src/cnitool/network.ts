@@ -8,7 +8,7 @@
  * still uses it.
  * @module
  */
-import { existsSync, rmSync } from "node:fs";
+import { existsSync } from "node:fs";
 import path from "node:path";
 import type { Command } from "commander";
 import { table } from "./table.js";
@@ -16,7 +16,7 @@ import { cidrContains, parseIP, tryParseCIDR, tryParseIP, type IPCidr } from "..
 import { firstAddress, hasHostBits, intervalsOverlap, lastAddress, nextIP } from "../spec/ip-math.js";
 import { isJsonObject, type JsonObject } from "../spec/json.js";
 import { validateNetworkName } from "../spec/validate.js";
-import { writeFileAtomic } from "../sys/atomic-file.js";
+import { removeStateFile, writeFileAtomic } from "../sys/state.js";
 import { randomBytes } from "../sys/bytes.js";
 import { findInPathSync } from "../invoke/find.js";
 import type { CNIConfig } from "../libcni/api.js";
@@ -337,7 +337,7 @@ export function addNetworkCommands(program: Command, ctx: {
       let remaining = (await load()).networks;
       for (const n of [...remaining]) {
         if (cached.some((a) => a.networkName === n.list.name)) continue;
-        rmSync(n.file, { force: true });
+        removeStateFile(n.file);
         remaining = remaining.filter((x) => x !== n);
         await removeBridge(n, remaining, warn);
         ctx.out(`${n.list.name}\n`);
@@ -351,7 +351,7 @@ async function removeNetwork(n: LoadedNetwork, attachments: readonly CachedAttac
     fail(`network "${n.list.name}" is in use by ${attachments.map((a) => `${a.containerID} (${a.ifName})`).join(", ")}: use --force to tear them down`);
   }
   for (const a of attachments) await removeCachedAttachment(cni, a);
-  rmSync(n.file, { force: true });
+  removeStateFile(n.file);
 }
 
 /** The bridge a network's first plugin names, when that plugin is a bridge (podman's rule for a bridge network). */

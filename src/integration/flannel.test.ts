@@ -83,6 +83,23 @@ describe("flannel", { skip }, () => {
     await s.host.must("del", s.net, ctr);
   });
 
+  test("DEL when a crash left the saved config empty or torn: the delegate rendered again is deleted, the file removed; CHECK says it is unusable", async () => {
+    for (const torn of ["", '{"cniVersion":"1.0.0","na']) {
+      const s = setup();
+      const ctr = s.host.container(`tscni-flt-${tag}-${s.n}`);
+      await s.host.add(s.net, ctr);
+      const id = containerIdOf(ctr);
+      writeFileSync(path.join(s.dataDir, id), torn);
+      const check = await s.host.cnitool("check", s.net, ctr);
+      assert.notEqual(check.code, 0);
+      assert.match(check.stdout + check.stderr, /the saved delegate config .* is unusable/);
+      await s.host.must("del", s.net, ctr);
+      assert.deepEqual(s.saved(), [], "the unusable file is gone");
+      assert.deepEqual(s.host.allocations(s.net), [], "the address was released through the rendered delegate");
+      assert.deepEqual(s.host.veths(), []);
+    }
+  });
+
   test("CHECK fails on a broken attachment, and when the node's subnet changed since ADD", async () => {
     const s = setup();
     const ctr = s.host.container(`tscni-flc-${tag}-${s.n}`);

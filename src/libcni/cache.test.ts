@@ -184,3 +184,23 @@ describe("listings skip entries whose names do not validate", { concurrency: tru
     assert.deepEqual(fs.readdirSync(path.join(cacheDir, "results")).sort(), ["net-c4-eth0", "net-c5-eth0", "net-c6-eth0", "net-crafted0-eth0", "net-crafted1-eth0", "net-crafted2-eth0", "net-crafted3-eth0"]);
   });
 });
+
+describe("a cache file a crash left empty or torn (docs/state.md)", { concurrency: true }, () => {
+  const rt: RuntimeConf = { containerID: "c1", netNS: "/run/netns/x", ifName: "eth0" };
+  for (const [what, text, words] of [["empty", "", /is empty \(left by a crash or a power loss\?\)/], ["torn", '{"kind":"cniCacheV1","contai', /is torn: not JSON/]] as const) {
+    test(`${what}: CHECK says so naming the file; DEL runs every plugin without a prevResult and removes it`, async () => {
+      const { cacheDir, commandLog, list, cni } = setup();
+      const file = cacheFilePath(cacheDir, { networkName: "net", containerID: "c1", ifName: "eth0" });
+      fs.writeFileSync(file, text);
+      await assert.rejects(cni.checkNetworkList(list, rt), (e: unknown) => {
+        assert.match((e as Error).message, /failed to get network "net" cached result/);
+        assert.match((e as Error).message, words);
+        assert.ok((e as Error).message.includes(file));
+        return true;
+      });
+      await cni.delNetworkList(list, rt);
+      assert.deepEqual(readCommandLog(commandLog).map((c) => c.Command), ["DEL"]);
+      assert.equal(fs.existsSync(file), false);
+    });
+  }
+});

@@ -5,8 +5,8 @@
  * @module
  */
 import { constants } from "node:fs";
-import { mkdir, open, readdir, readFile, rm, type FileHandle } from "node:fs/promises";
-import { writeFileAtomic } from "../sys/atomic-file.js";
+import { open, readdir, readFile, type FileHandle } from "node:fs/promises";
+import { ensureStateDir, removeStateFile, writeFileAtomic } from "../sys/state.js";
 import path from "node:path";
 import { any, decodeGo, list, map, member, string, struct, type Decoded } from "../spec/go-decode.js";
 import { isJsonObject, marshalJson, parseJson, compareBytes, type JsonObject, type JsonValue } from "../spec/json.js";
@@ -100,7 +100,7 @@ function encodeCacheEntry(entry: CachedAttachment, result: Result | undefined): 
 /** Stores an attachment and its final result. */
 export async function writeCacheEntry(cacheDir: string, entry: CachedAttachment, result: Result | undefined): Promise<void> {
   const file = cacheFilePath(cacheDir, entry);
-  await mkdir(path.dirname(file), { recursive: true, mode: 0o700 });
+  ensureStateDir(path.dirname(file), 0o700);
   await writeFileAtomic(file, encodeCacheEntry(entry, result));
 }
 
@@ -112,7 +112,9 @@ export async function deleteCacheEntry(cacheDir: string, key: CacheKey): Promise
   } catch {
     return;
   }
-  await rm(file, { force: true }).catch(() => undefined);
+  try {
+    removeStateFile(file);
+  } catch { /* not ours to remove (a directory?): left */ }
 }
 
 /** Go libcni's cachedInfo, read as Go reads it (keys in any case, null as absent). */
@@ -193,9 +195,14 @@ async function readListedFile(file: string): Promise<Buffer | undefined> {
  * is not cniCacheV1 is read as a bare result (what older libcni wrote).
  */
 export async function readCachedResult(cacheDir: string, key: CacheKey, cniVersion: string): Promise<Result | undefined> {
-  const bytes = await readCacheFile(cacheFilePath(cacheDir, key));
+  const file = cacheFilePath(cacheDir, key);
+  const bytes = await readCacheFile(file);
   if (!bytes) return undefined;
-  const entry = decodeCacheEntry(parseCacheFile(bytes) ?? null);
+  // What a crash can leave (docs/state.md): said as such, for CHECK; DEL drops it and goes on.
+  if (bytes.length === 0) throw new Error(`the cache file ${file} is empty (left by a crash or a power loss?)`);
+  const parsed = parseCacheFile(bytes);
+  if (parsed === undefined) throw new Error(`the cache file ${file} is torn: not JSON (left by a crash or a power loss?)`);
+  const entry = decodeCacheEntry(parsed);
   let result: Result;
   if (entry) {
     if (!entry.result) return undefined;

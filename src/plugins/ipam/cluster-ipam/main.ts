@@ -9,7 +9,8 @@
  * pool has room, GC releases this node's allocations the runtime no longer knows. The keys are in store.ts.
  * @module
  */
-import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { readFileSync } from "node:fs";
+import { ensureStateDir, writeFileInPlaceSync } from "../../../sys/state.js";
 import * as path from "../../../sys/posix-path.js";
 import { CniError, failure, invalidConfig, pluginNotAvailable, tryAgainLater } from "../../../spec/errors.js";
 import { parseIP } from "../../../spec/ip.js";
@@ -56,7 +57,7 @@ async function guarded<T>(what: string, fn: () => Promise<T>): Promise<T> {
 function withNodeLock<T>(location: PoolLocation, fn: () => Promise<T>): Promise<T> {
   const lockPath = path.join(location.lockDir, `${location.network}.${location.node}.lock`);
   return withLockFile(lockPath, 0o600, (reason) => `cluster-ipam: cannot open the node lock ${lockPath} ("ipam.lockDir"): ${reason}`, fn,
-    () => mkdirSync(location.lockDir, { recursive: true, mode: 0o755 }));
+    () => ensureStateDir(location.lockDir, 0o755));
 }
 
 /**
@@ -81,7 +82,7 @@ export async function add(args: CmdArgs): Promise<Result100> {
     const r = await guarded("ADD", () => store.allocate(args.containerID, args.ifName, conf.pools, conf.requestedIPs, hint));
     if (r.blocks.join("\n") !== hint.join("\n")) {
       try {
-        writeFileSync(blocksHintFile(conf), r.blocks.map((b) => `${b}\n`).join(""), { mode: 0o600 });
+        writeFileInPlaceSync(blocksHintFile(conf), r.blocks.map((b) => `${b}\n`).join(""), 0o600);
       } catch { /* only a hint */ }
     }
     return r.allocated;

@@ -6,7 +6,7 @@
  */
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { useTempDirs } from "../../../testing/temp.js";
 import { decodeLeaseRecord, encodeLeaseRecord, leaseFileName, LeaseStore, type LeaseRecord, type LeaseRecord6 } from "./lease-file.js";
@@ -82,7 +82,7 @@ describe("lease files", () => {
     assert.deepEqual(readdirSync(dir), [leaseFileName("two/net/eth0")]);
   });
 
-  test("files that do not decode are reported, not removed; other files are ignored", async () => {
+  test("files that do not decode are reported; torn or empty ones (what a crash leaves) are removed, others left; other files are ignored", async () => {
     const dir = tempDir();
     const store = new LeaseStore(dir);
     await store.save(record());
@@ -92,14 +92,18 @@ describe("lease files", () => {
     writeFileSync(wrong, encodeLeaseRecord(record("moved/net/eth0")));
     const future = path.join(dir, leaseFileName("future/net/eth0"));
     writeFileSync(future, JSON.stringify({ format: 2 }));
+    const empty = path.join(dir, leaseFileName("empty/net/eth0", "ipv6"));
+    writeFileSync(empty, "");
     writeFileSync(path.join(dir, "lock"), "");
     const { records, problems } = await store.loadAll();
     assert.deepEqual(records.map((r) => r.clientID), ["ctr/net/eth0"]);
-    assert.equal(problems.length, 3);
-    assert.ok(problems.some((p) => p.startsWith(bad) && /JSON/.test(p)));
+    assert.equal(problems.length, 4);
+    assert.ok(problems.some((p) => p.startsWith(bad) && /torn .*JSON.*: removed$/.test(p)));
+    assert.ok(problems.includes(`${empty}: empty: removed`));
     assert.ok(problems.some((p) => p.startsWith(wrong) && /holds the ipv4 lease of moved\/net\/eth0/.test(p)));
     assert.ok(problems.some((p) => p.startsWith(future) && /format 2 is not 1/.test(p)));
-    assert.ok(readFileSync(bad, "utf8"), "left alone");
+    assert.ok(!existsSync(bad) && !existsSync(empty), "nobody can read them: removed");
+    assert.ok(readFileSync(future, "utf8") && readFileSync(wrong, "utf8"), "well-formed ones left alone");
   });
 
   test("fields of the wrong kind are named", () => {

@@ -9,9 +9,9 @@
  * @module
  */
 import { createHash } from "node:crypto";
-import { mkdir, readdir, readFile, rm } from "node:fs/promises";
+import { readdir, readFile } from "node:fs/promises";
 import * as path from "../../../sys/posix-path.js";
-import { writeFileAtomic } from "../../../sys/atomic-file.js";
+import { ensureStateDir, removeStateFile, writeFileAtomic } from "../../../sys/state.js";
 import { hexOf } from "../../../sys/bytes.js";
 import type { Binding, SendSpec } from "./client.js";
 import type { Binding6, SendSpec6 } from "./client6.js";
@@ -149,7 +149,7 @@ export class LeaseStore {
 
   /** Creates the directory (0700: leases name containers and their addresses). */
   async init(): Promise<void> {
-    await mkdir(this.dir, { recursive: true, mode: 0o700 });
+    ensureStateDir(this.dir, 0o700);
   }
 
   fileOf(clientID: string, family: Family = "ipv4"): string {
@@ -161,17 +161,37 @@ export class LeaseStore {
   }
 
   async remove(clientID: string, family: Family = "ipv4"): Promise<void> {
-    await rm(this.fileOf(clientID, family), { force: true });
+    removeStateFile(this.fileOf(clientID, family));
   }
 
-  /** Every lease file; files that do not decode are reported and left alone (a later version may read them). */
+  /**
+   * Every lease file. One that is empty or not JSON at all (what a crash can leave: docs/state.md) is reported and
+   * removed, since nobody can ever read it; one that is JSON but does not decode is reported and left alone (a
+   * later version may read it).
+   */
   async loadAll(): Promise<{ records: LeaseRecord[]; problems: string[] }> {
     const records: LeaseRecord[] = [];
     const problems: string[] = [];
     for (const name of (await readdir(this.dir)).filter((n) => FILE_PATTERN.test(n)).sort()) {
       const file = path.join(this.dir, name);
+      let text: string;
       try {
-        const r = decodeLeaseRecord(await readFile(file, "utf8"));
+        text = await readFile(file, "utf8");
+      } catch (e) {
+        problems.push(`${file}: ${messageOf(e)}`);
+        continue;
+      }
+      try {
+        JSON.parse(text);
+      } catch (e) {
+        problems.push(`${file}: ${text === "" ? "empty" : `torn (${messageOf(e)})`}: removed`);
+        try {
+          removeStateFile(file);
+        } catch { /* reported already */ }
+        continue;
+      }
+      try {
+        const r = decodeLeaseRecord(text);
         if (leaseFileName(r.clientID, r.family) !== name) throw new BadRecord(`it holds the ${r.family} lease of ${r.clientID}, whose file is ${leaseFileName(r.clientID, r.family)}`);
         records.push(r);
       } catch (e) {

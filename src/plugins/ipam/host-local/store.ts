@@ -10,15 +10,14 @@
  *   lock then lives exactly as long as our descriptor, and dies with this process.
  * @module
  */
-import {
-  accessSync, closeSync, constants, mkdirSync, openSync, readdirSync, readFileSync, unlinkSync, writeFileSync,
-} from "node:fs";
+import { accessSync, closeSync, constants, readdirSync, readFileSync } from "node:fs";
 import * as path from "../../../sys/posix-path.js";
 import { ErrorCode, wrap } from "../../../spec/errors.js";
 import { tryParseIP, type IPAddress } from "../../../spec/ip.js";
 import type { GCAttachment } from "../../../spec/config.js";
 import type { StoreLocation } from "./config.js";
 import { openLockFile, withLockFile } from "../../common/lock-file.js";
+import { createFileExclusiveSync, ensureStateDir, removeStateFile, writeFileInPlaceSync } from "../../../sys/state.js";
 
 const LAST_IP_FILE_PREFIX = "last_reserved_ip.";
 const LOCK_FILE = "lock";
@@ -53,7 +52,7 @@ export class DiskStore implements IPStore {
   static open(location: StoreLocation): DiskStore {
     const store = new DiskStore(path.join(location.dataDir, location.network));
     try {
-      mkdirSync(store.dir, { recursive: true, mode: 0o755 });
+      ensureStateDir(store.dir, 0o755);
       closeSync(openLockFile(store.lockPath, LOCK_MODE));
     } catch (e) {
       throw wrap(`failed to open the host-local store ${store.dir}`, e, ErrorCode.IOFailure);
@@ -76,23 +75,16 @@ export class DiskStore implements IPStore {
 
   reserve(id: string, ifname: string, ip: IPAddress, rangeID: string): boolean {
     const file = path.join(this.dir, ip.text);
-    let fd: number;
     try {
-      fd = openSync(file, constants.O_RDWR | constants.O_CREAT | constants.O_EXCL, 0o600);
+      if (!createFileExclusiveSync(file, ownerKey(id, ifname))) return false;
     } catch (e) {
-      if ((e as NodeJS.ErrnoException).code === "EEXIST") return false;
       throw wrap(`failed to reserve ${ip.text}`, e, ErrorCode.IOFailure);
     }
     try {
-      try {
-        writeFileSync(fd, ownerKey(id, ifname));
-      } finally {
-        closeSync(fd);
-      }
       this.writeHint(this.lastIPPath(rangeID), ip.text);
     } catch (e) {
       try {
-        unlinkSync(file);
+        removeStateFile(file);
       } catch { /* best effort */ }
       throw wrap(`failed to reserve ${ip.text}`, e, ErrorCode.IOFailure);
     }
@@ -106,7 +98,7 @@ export class DiskStore implements IPStore {
    * O_EXCL). A rename over an existing file would make ext4 flush it (auto_da_alloc) in every ADD.
    */
   private writeHint(file: string, content: string): void {
-    writeFileSync(file, content, { mode: 0o600 });
+    writeFileInPlaceSync(file, content, 0o600);
   }
 
   lastReservedIP(rangeID: string): IPAddress | undefined {
@@ -145,9 +137,9 @@ export class DiskStore implements IPStore {
     for (const a of this.allocations()) {
       if (a.owner !== match) continue;
       try {
-        unlinkSync(a.file);
+        removeStateFile(a.file);
         found = true;
-      } catch { /* already gone: tolerated, as Go */ }
+      } catch { /* not removable: tolerated, as Go */ }
     }
     return found;
   }
@@ -182,7 +174,7 @@ export class DiskStore implements IPStore {
       if (!tryParseIP(a.name)) continue; // only IP files are allocations
       if (keep.has(a.owner) || (!a.owner.includes(LINE_BREAK) && keepIDs.has(a.owner))) continue;
       try {
-        unlinkSync(a.file);
+        removeStateFile(a.file);
         removed.push(a.name);
       } catch (e) {
         if ((e as NodeJS.ErrnoException).code !== "ENOENT") throw wrap(`failed to release ${a.name}`, e, ErrorCode.IOFailure);

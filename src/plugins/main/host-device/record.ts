@@ -8,11 +8,11 @@
  * and removed once DEL has returned it. (The alias is still set, so Go's DEL can return a device tscni moved.)
  * @module
  */
-import { mkdirSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 import * as path from "../../../sys/posix-path.js";
 import { ioFailure } from "../../../spec/errors.js";
 import { isJsonObject, marshalJson, parseJson } from "../../../spec/json.js";
-import { writeFileAtomic } from "../../../sys/atomic-file.js";
+import { ensureStateDir, removeStateFile, writeFileAtomic } from "../../../sys/state.js";
 
 /** The device as it was in the host namespace before ADD. */
 export interface HostDeviceState {
@@ -47,7 +47,7 @@ export const recordPath = (dataDir: string, containerID: string, ifName: string)
 /** Writes (or rewrites) a record. */
 export async function writeRecord(dataDir: string, record: DeviceRecord): Promise<void> {
   try {
-    mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+    ensureStateDir(dataDir, 0o700);
     await writeFileAtomic(recordPath(dataDir, record.containerID, record.ifName), marshalJson(record, { sortKeys: false, indent: " " }) + "\n");
   } catch (e) {
     throw ioFailure(`cannot save the host device's settings in ${dataDir} ("dataDir")`, e);
@@ -86,7 +86,7 @@ export async function readRecord(dataDir: string, containerID: string, ifName: s
 }
 
 export async function removeRecord(dataDir: string, containerID: string, ifName: string): Promise<void> {
-  rmSync(recordPath(dataDir, containerID, ifName), { force: true });
+  removeStateFile(recordPath(dataDir, containerID, ifName));
 }
 
 /**

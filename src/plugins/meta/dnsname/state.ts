@@ -6,12 +6,12 @@
  * XDG_RUNTIME_DIR is set (to an absolute path), else `/run/containers/cni/dnsname`, as Go's.
  * @module
  */
-import { closeSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { closeSync, readFileSync, readdirSync } from "node:fs";
 import * as path from "../../../sys/posix-path.js";
 import { flockFd, lockedFileIsCurrent, LockTimeoutError } from "../../../sys/flock.js";
 import { openLockFile } from "../../common/lock-file.js";
 import { KeyedMutex } from "../../../sys/keyed-mutex.js";
-import { writeFileAtomicSync } from "../../../sys/atomic-file.js";
+import { createFileExclusiveSync, ensureStateDir, removeStateFile, removeStateTree, writeFileAtomicSync } from "../../../sys/state.js";
 import { ErrorCode, tryAgainLater, wrap } from "../../../spec/errors.js";
 import { confSettings, type DnsmasqSettings, type NetworkFiles } from "./dnsmasq.js";
 import { hostsLines, hostsText, parseRecords, recordsText, type AttachmentRecord } from "./hosts.js";
@@ -54,7 +54,7 @@ export function withNetworkLock<T>(d: NetworkDir, create: boolean, fn: () => Pro
     for (;;) {
       let fd: number;
       try {
-        if (create) mkdirSync(d.dir, { recursive: true, mode: 0o700 });
+        if (create) ensureStateDir(d.dir, 0o700);
         fd = openLockFile(d.lock, 0o750);
       } catch (e) {
         if (isMissing(e) && !create) return undefined;
@@ -101,10 +101,8 @@ export const confOf = (s: NetworkState): DnsmasqSettings => confSettings(s.confT
 /** Writes dnsmasq.conf unless there is one (as Go: an existing one is kept). */
 export function writeConfIfMissing(d: NetworkDir, text: string): boolean {
   try {
-    writeFileSync(d.conf, text, { mode: 0o600, flag: "wx" });
-    return true;
+    return createFileExclusiveSync(d.conf, text, { mode: 0o600 });
   } catch (e) {
-    if ((e as NodeJS.ErrnoException).code === "EEXIST") return false;
     throw wrap(`dnsname: cannot write ${d.conf}`, e, ErrorCode.IOFailure);
   }
 }
@@ -117,7 +115,7 @@ export function writeState(d: NetworkDir, lines: readonly string[], records: rea
   try {
     writeFileAtomicSync(d.hosts, hostsText(lines), 0o644);
     if (records.length > 0) writeFileAtomicSync(d.records, recordsText(records));
-    else rmSync(d.records, { force: true });
+    else removeStateFile(d.records);
   } catch (e) {
     throw wrap(`dnsname: cannot write the hosts of network ${d.network} in ${d.dir}`, e, ErrorCode.IOFailure);
   }
@@ -126,7 +124,7 @@ export function writeState(d: NetworkDir, lines: readonly string[], records: rea
 /** Removes the network's directory with everything in it (the holder of its lock does, as Go's last DEL). */
 export function removeNetworkDir(d: NetworkDir): void {
   try {
-    rmSync(d.dir, { recursive: true, force: true });
+    removeStateTree(d.dir);
   } catch (e) {
     throw wrap(`dnsname: cannot remove ${d.dir}`, e, ErrorCode.IOFailure);
   }

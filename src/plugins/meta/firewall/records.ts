@@ -5,10 +5,10 @@
  * find the rules of attachments the runtime no longer knows, and DEL work without a prevResult.
  * @module
  */
-import { mkdirSync, readdirSync, readFileSync, rmdirSync, rmSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 import * as path from "../../../sys/posix-path.js";
 import { ErrorCode, wrap } from "../../../spec/errors.js";
-import { isTemporaryName, writeFileAtomicSync } from "../../../sys/atomic-file.js";
+import { ensureStateDir, isTemporaryName, removeStateDirIfEmpty, removeStateFile, writeFileAtomicSync } from "../../../sys/state.js";
 import type { Backend } from "./config.js";
 
 export interface AttachmentRecord {
@@ -40,7 +40,7 @@ export function writeRecord(dataDir: string, network: string, record: Attachment
   const file = path.join(dir, fileName(record.containerID, record.ifName));
   for (let attempt = 0; ; attempt++) {
     try {
-      mkdirSync(dir, { recursive: true, mode: 0o755 });
+      ensureStateDir(dir, 0o755);
       writeFileAtomicSync(file, JSON.stringify(record) + "\n", 0o600);
       return;
     } catch (e) {
@@ -62,14 +62,12 @@ export function readRecord(dataDir: string, network: string, containerID: string
 export function removeRecord(dataDir: string, network: string, containerID: string, ifName: string): void {
   const file = path.join(networkDir(dataDir, network), fileName(containerID, ifName));
   try {
-    rmSync(file, { force: true });
+    removeStateFile(file);
   } catch (e) {
     throw wrap(`failed to remove the firewall record ${file}`, e, ErrorCode.IOFailure);
   }
-  // The network's directory goes with its last record (it fails, harmlessly, while others remain).
-  try {
-    rmdirSync(networkDir(dataDir, network));
-  } catch { /* not empty, or gone */ }
+  // The network's directory goes with its last record (it stays, harmlessly, while others remain).
+  removeStateDirIfEmpty(networkDir(dataDir, network));
 }
 
 /** Every record of a network (none when its directory does not exist). */

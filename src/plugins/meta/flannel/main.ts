@@ -60,7 +60,7 @@ function savedDelegate(args: CmdArgs, n: FlannelConf, containerID: string, bytes
     if (!type) throw new Error("it names no plugin type");
     return { raw, type };
   } catch (e) {
-    warn(args, `the saved delegate config ${savedConfigPath(n.dataDir, containerID)} is unusable (${messageOf(e)}); left in place`);
+    warn(args, `the saved delegate config ${savedConfigPath(n.dataDir, containerID)} is unusable (${messageOf(e)})`);
     return undefined;
   }
 }
@@ -77,8 +77,19 @@ async function del(args: CmdArgs): Promise<void> {
   const bytes = await readDelegateConfig(n.dataDir, args.containerID);
   if (!bytes) return; // never added, or already deleted
   const saved = savedDelegate(args, n, args.containerID, bytes);
-  if (!saved) return;
-  await delegateDel(saved.type, withPrevResult(n, saved.raw, bytes), callOf(args));
+  if (saved) {
+    await delegateDel(saved.type, withPrevResult(n, saved.raw, bytes), callOf(args));
+  } else {
+    // Empty or torn (what a crash can leave, docs/state.md): the delegate as ADD rendered it from this config and
+    // subnet.env, if those still say it; its DEL releases by container ID what the torn copy would have named.
+    let rendered: JsonObject | undefined;
+    try {
+      rendered = renderDelegate(n, await loadSubnetEnv(n.subnetFile));
+    } catch (e) {
+      warn(args, `and the delegate cannot be rendered again (${messageOf(e)}): nothing is deleted through it`);
+    }
+    if (rendered) await delegateDel(rendered["type"] as string, withPrevResult(n, rendered, Buffer.from(encodeDelegate(rendered))), callOf(args));
+  }
   await removeDelegateConfig(n.dataDir, args.containerID);
 }
 

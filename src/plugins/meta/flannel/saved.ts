@@ -5,10 +5,10 @@
  * ADD, so a DEL finds it whatever happened after; DEL uses it even when subnet.env is gone.
  * @module
  */
-import { mkdirSync, readFileSync, rmSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import * as path from "../../../sys/posix-path.js";
 import { ioFailure } from "../../../spec/errors.js";
-import { writeFileAtomic } from "../../../sys/atomic-file.js";
+import { ensureStateDir, removeStateFile, writeFileAtomic } from "../../../sys/state.js";
 
 /** Where the delegate config of a container is kept (container IDs are valid file names: skel checks them). */
 export const savedConfigPath = (dataDir: string, containerID: string): string => path.join(dataDir, containerID);
@@ -16,7 +16,7 @@ export const savedConfigPath = (dataDir: string, containerID: string): string =>
 /** Saves the delegate config of `containerID`. */
 export async function saveDelegateConfig(dataDir: string, containerID: string, bytes: Uint8Array): Promise<void> {
   try {
-    mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+    ensureStateDir(dataDir, 0o700);
     await writeFileAtomic(savedConfigPath(dataDir, containerID), bytes, 0o600);
   } catch (e) {
     throw ioFailure(`cannot save the delegate config in ${dataDir} ("dataDir")`, e);
@@ -35,5 +35,5 @@ export async function readDelegateConfig(dataDir: string, containerID: string): 
 
 /** Forgets the saved delegate config of `containerID` (nothing to do when there is none). */
 export async function removeDelegateConfig(dataDir: string, containerID: string): Promise<void> {
-  rmSync(savedConfigPath(dataDir, containerID), { force: true });
+  removeStateFile(savedConfigPath(dataDir, containerID));
 }

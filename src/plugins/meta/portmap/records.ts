@@ -6,18 +6,19 @@
  * @module
  */
 // (Synchronous node:fs for a few tiny files: no node:fs/promises on a plugin's start path, docs/startup.md.)
-import { mkdirSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { readdirSync } from "node:fs";
+import { ensureStateDir, removeStateFile, writeFileInPlaceSync } from "../../../sys/state.js";
 import * as path from "../../../sys/posix-path.js";
 
 const networkDir = (dataDir: string, network: string) => path.join(dataDir, network);
 
 export async function recordForwarding(dataDir: string, network: string, containerID: string): Promise<void> {
-  mkdirSync(networkDir(dataDir, network), { recursive: true, mode: 0o700 });
-  writeFileSync(path.join(networkDir(dataDir, network), containerID), "");
+  ensureStateDir(networkDir(dataDir, network), 0o700);
+  writeFileInPlaceSync(path.join(networkDir(dataDir, network), containerID), "");
 }
 
 export async function forgetForwarding(dataDir: string, network: string, containerID: string): Promise<void> {
-  rmSync(path.join(networkDir(dataDir, network), containerID), { force: true });
+  removeStateFile(path.join(networkDir(dataDir, network), containerID));
 }
 
 /** The container IDs recorded for a network (none when the directory does not exist). */

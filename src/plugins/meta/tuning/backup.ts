@@ -7,8 +7,8 @@
  * by: backup directories are shared by networks, and GC is told the valid attachments of one network only.
  * @module
  */
-import { mkdirSync, readdirSync, readFileSync, rmSync } from "node:fs";
-import { writeFileAtomic } from "../../../sys/atomic-file.js";
+import { readdirSync, readFileSync } from "node:fs";
+import { ensureStateDir, removeStateFile, writeFileAtomic } from "../../../sys/state.js";
 import * as path from "../../../sys/posix-path.js";
 import type { LinkTunables } from "./link-tunables.js";
 import { member } from "../../../spec/go-decode.js";
@@ -55,7 +55,7 @@ export function decodeBackup(text: string): Partial<LinkTunables> | undefined {
 
 /** Writes the backup (creating the data directory); returns its path. */
 export async function writeBackup(file: string, saved: Partial<LinkTunables>): Promise<string> {
-  mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
+  ensureStateDir(path.dirname(file), 0o700);
   await writeFileAtomic(file, encodeBackup(saved));
   return file;
 }
@@ -76,8 +76,8 @@ export async function readBackup(file: string): Promise<Partial<LinkTunables> | 
 
 /** Removes a backup and the file naming its network. */
 export async function removeBackup(file: string): Promise<void> {
-  rmSync(file, { force: true });
-  rmSync(networkFileOf(file), { force: true });
+  removeStateFile(file);
+  removeStateFile(networkFileOf(file));
 }
 
 const NETWORK_SUFFIX = ".network";
@@ -87,7 +87,7 @@ export const networkFileOf = (file: string): string => file.replace(/\.json$/, "
 
 /** Records which network the backup at `file` belongs to (before the backup is written, so GC can find both). */
 export async function writeNetworkOf(file: string, network: string): Promise<void> {
-  mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
+  ensureStateDir(path.dirname(file), 0o700);
   await writeFileAtomic(networkFileOf(file), `${network}\n`);
 }
 
