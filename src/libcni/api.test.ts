@@ -314,8 +314,10 @@ describe("a single plugin", PARALLEL, () => {
     test("an invalid cached result", async () => {
       const { cacheDir, cni, net, rt } = setup();
       writeCache(cacheDir, "apitest", rt, "adfadsfasdfasfdsafaf");
+      // Go's words, then what the file is (docs/state.md).
       await assert.rejects(cni.checkNetwork(net, rt), {
-        message: `failed to get network "apitest" cached result: decoding version from network config: invalid character 'a' looking for beginning of value`,
+        message: `failed to get network "apitest" cached result: decoding version from network config: invalid character 'a' looking for beginning of value ` +
+          `(the cache file ${path.join(cacheDir, "results", "apitest-some-container-id-some-eth0")} is torn: not JSON: left by a crash or a power loss?)`,
       });
     });
 
@@ -671,7 +673,8 @@ describe("a plugin list", PARALLEL, () => {
       const { cacheDir, cni, rt, list } = setup();
       writeCache(cacheDir, "some-list", rt, "adfadsfasdfasfdsafaf");
       await assert.rejects(cni.checkNetworkList(list, rt), {
-        message: `failed to get network "some-list" cached result: decoding version from network config: invalid character 'a' looking for beginning of value`,
+        message: `failed to get network "some-list" cached result: decoding version from network config: invalid character 'a' looking for beginning of value ` +
+          `(the cache file ${path.join(cacheDir, "results", "some-list-some-container-id-some-eth0")} is torn: not JSON: left by a crash or a power loss?)`,
       });
     });
   });

@@ -187,7 +187,8 @@ describe("listings skip entries whose names do not validate", { concurrency: tru
 
 describe("a cache file a crash left empty or torn (docs/state.md)", { concurrency: true }, () => {
   const rt: RuntimeConf = { containerID: "c1", netNS: "/run/netns/x", ifName: "eth0" };
-  for (const [what, text, words] of [["empty", "", /is empty \(left by a crash or a power loss\?\)/], ["torn", '{"kind":"cniCacheV1","contai', /is torn: not JSON/]] as const) {
+  for (const [what, text, words] of [["empty", "", /unexpected end of JSON input \(the cache file .* is empty: left by a crash or a power loss\?\)/],
+    ["torn", '{"kind":"cniCacheV1","contai', /\(the cache file .* is torn: not JSON: left by a crash or a power loss\?\)/]] as const) {
     test(`${what}: CHECK says so naming the file; DEL runs every plugin without a prevResult and removes it`, async () => {
       const { cacheDir, commandLog, list, cni } = setup();
       const file = cacheFilePath(cacheDir, { networkName: "net", containerID: "c1", ifName: "eth0" });

@@ -198,10 +198,17 @@ export async function readCachedResult(cacheDir: string, key: CacheKey, cniVersi
   const file = cacheFilePath(cacheDir, key);
   const bytes = await readCacheFile(file);
   if (!bytes) return undefined;
-  // What a crash can leave (docs/state.md): said as such, for CHECK; DEL drops it and goes on.
-  if (bytes.length === 0) throw new Error(`the cache file ${file} is empty (left by a crash or a power loss?)`);
   const parsed = parseCacheFile(bytes);
-  if (parsed === undefined) throw new Error(`the cache file ${file} is torn: not JSON (left by a crash or a power loss?)`);
+  if (parsed === undefined) {
+    // What a crash can leave (docs/state.md): Go's words for it, then what it is, for CHECK; DEL drops it and goes on.
+    let goWords = "";
+    try {
+      createResultFromBytes(bytes);
+    } catch (e) {
+      goWords = `${messageOf(e)} `;
+    }
+    throw new Error(`${goWords}(the cache file ${file} is ${bytes.length === 0 ? "empty" : "torn: not JSON"}: left by a crash or a power loss?)`);
+  }
   const entry = decodeCacheEntry(parsed);
   let result: Result;
   if (entry) {

@@ -58,15 +58,15 @@ function heldByStrangersOnly(fd: number): boolean {
   });
 }
 
-function flockWithTool(fd: number, lockPath: string, shared: boolean, nonblock = false, timeoutMs = DEFAULT_LOCK_WAIT_MS): Promise<void> {
+/** Takes the lock on `fd` with util-linux flock(1), without waiting (Node: no FFI); rejects when it is held. */
+function flockWithTool(fd: number, lockPath: string, shared: boolean): Promise<void> {
   return new Promise((resolve, reject) => {
     const fail = (msg: string) => reject(new Error(`failed to lock ${lockPath}: ${msg}`));
     const tool = findTool("flock");
     if (!tool) return fail(`cannot run flock(1) from util-linux: no executable flock in ${toolSearchPath().join(":")}`);
     // (Loaded here, docs/startup.md: only the Node fallback runs flock(1).)
     const { spawn } = process.getBuiltinModule("node:child_process");
-    const wait = nonblock ? ["--nonblock"] : ["--timeout", String(Math.max(1, Math.ceil(timeoutMs / 1000)))];
-    const child = spawn(tool, [shared ? "--shared" : "--exclusive", ...wait, "0"], { stdio: [fd, "ignore", "pipe"] });
+    const child = spawn(tool, [shared ? "--shared" : "--exclusive", "--nonblock", "0"], { stdio: [fd, "ignore", "pipe"] });
     let stderr = "";
     child.stderr!.on("data", (b: Buffer) => (stderr += b.toString()));
     child.on("error", (e) => fail(`cannot run flock(1) from util-linux: ${e.message}`));
@@ -85,17 +85,18 @@ function flockWithTool(fd: number, lockPath: string, shared: boolean, nonblock =
 export async function flockFd(fd: number, lockPath: string, opts: FlockOptions = {}): Promise<boolean> {
   const timeoutMs = opts.timeoutMs ?? DEFAULT_LOCK_WAIT_MS;
   const libc = await (ffiFlock ??= bindLibc<{ flock: FlockFn }>({ flock: { args: ["i32", "i32"], returns: "i32" } }));
-  if (!libc) {
-    await flockWithTool(fd, lockPath, opts.shared ?? false, false, timeoutMs).catch((e: Error) => {
-      throw /exited with 1\b/.test(e.message) ? new LockTimeoutError(lockPath, timeoutMs, []) : e;
-    });
-    return true;
-  }
   const op = (opts.shared ? LOCK_SH : LOCK_EX) | LOCK_NB;
+  // Without FFI (Node) each try is a flock(1) run without waiting: slower, but the same rules.
+  const tryLock = libc
+    ? async () => libc.flock(fd, op) === 0
+    : () => flockWithTool(fd, lockPath, opts.shared ?? false).then(() => true, (e: Error) => {
+      if (/exited with 1\b/.test(e.message)) return false;
+      throw e;
+    });
   const started = performance.now();
   let nextLook = started + FIRST_HOLDER_LOOK_MS;
   // A failure here is the lock being held (EWOULDBLOCK) or an interrupted call: our own descriptor cannot be bad.
-  for (let pause = 1; libc.flock(fd, op) !== 0; pause = Math.min(pause * 2, 50)) {
+  for (let pause = libc ? 1 : 10; !(await tryLock()); pause = Math.min(pause * 2, libc ? 50 : 200)) {
     const now = performance.now();
     if (now >= nextLook) {
       if (heldByStrangersOnly(fd)) return false;
@@ -111,7 +112,7 @@ export async function flockFd(fd: number, lockPath: string, opts: FlockOptions =
 export async function tryFlockFd(fd: number, lockPath: string): Promise<boolean> {
   const libc = await (ffiFlock ??= bindLibc<{ flock: FlockFn }>({ flock: { args: ["i32", "i32"], returns: "i32" } }));
   if (libc) return libc.flock(fd, LOCK_EX | LOCK_NB) === 0;
-  return flockWithTool(fd, lockPath, false, true).then(() => true, () => false);
+  return flockWithTool(fd, lockPath, false).then(() => true, () => false);
 }
 
 /**

@@ -7,6 +7,8 @@
  *
  *   bun dist-test/testing/crash/run.js [--power-per-point 48] [--min 10000] [--only <store>]
  *
+ * (--power-per-point is for the stores that do not set their own: the cheap ones explore more.)
+ *
  * Run by Bun (the plugins' locks are flock(2) through its FFI; under Node each would start flock(1)).
  * @module
  */
@@ -98,7 +100,7 @@ async function simulate(store: Store): Promise<Report> {
     if (interrupted && steps[complete.length]!.kind === "del") drop(live, interrupted);
     const at = k === 0 ? "before any operation" : `after operation ${k} (${describe(ops[k - 1]!)})`;
     await run(killedAfter(base, ops, k), { mode: "kill", live, all, ...(interrupted ? { interrupted } : {}) }, `kill ${at}`);
-    const states = powerLossAfter(base, ops, k, POWER_PER_POINT, random);
+    const states = powerLossAfter(base, ops, k, store.powerPerPoint ?? POWER_PER_POINT, random);
     for (const [i, tree] of states.entries()) await run(tree, { mode: "power", live: [], all }, `power loss ${at}, variant ${i}`);
   }
   return report;

@@ -65,6 +65,8 @@ export interface Store {
   steps(root: string): Step[];
   /** Recovers from the crash state in `ctx.root`; returns the invariants broken (empty: none). */
   recover(ctx: CrashContext): Promise<string[]>;
+  /** Power-loss states sampled per crash point (a cheap store explores more). */
+  powerPerPoint?: number;
 }
 
 /** Runs one of our plugins in this process, as an exec would: its stdout, and the CNI error when it failed. */
@@ -285,6 +287,7 @@ function leaseRecord(clientID: string, at: number): LeaseRecord {
 const written = new Set<string>([encodeLeaseRecord(leaseRecord("old/net/eth0", 1000))]);
 
 export const DHCP_LEASES: Store = {
+  powerPerPoint: 128,
   name: "dhcp leases",
   setup: async (root) => {
     const store = new LeaseStore(path.join(root, "leases"));
@@ -337,6 +340,7 @@ export const DHCP_LEASES: Store = {
 const fwRecord = (containerID: string, n: number): AttachmentRecord => ({ containerID, ifName: "eth0", backend: "iptables", addresses: [`10.88.0.${n}/24`] });
 
 export const FIREWALL_RECORDS: Store = {
+  powerPerPoint: 128,
   name: "firewall records",
   steps: (root) => {
     const dir = path.join(root, "firewall");
@@ -367,6 +371,7 @@ export const FIREWALL_RECORDS: Store = {
 // ---- dnsname's network directory ---------------------------------------------------------------------------
 
 export const DNSNAME_FILES: Store = {
+  powerPerPoint: 128,
   name: "dnsname files",
   steps: (root) => {
     const d = networkDir(path.join(root, "dnsname"), "net");
@@ -402,6 +407,7 @@ export const DNSNAME_FILES: Store = {
 // ---- tuning's backups -----------------------------------------------------------------------------------------
 
 export const TUNING_BACKUPS: Store = {
+  powerPerPoint: 128,
   name: "tuning backups",
   steps: (root) => {
     const dir = path.join(root, "tuning");
@@ -438,6 +444,7 @@ const deviceRecord = (containerID: string, n: number): DeviceRecord => ({
 });
 
 export const HOST_DEVICE_RECORDS: Store = {
+  powerPerPoint: 128,
   name: "host-device records",
   steps: (root) => {
     const dir = path.join(root, "host-device");
@@ -454,6 +461,7 @@ export const HOST_DEVICE_RECORDS: Store = {
 };
 
 export const FLANNEL_CONFIGS: Store = {
+  powerPerPoint: 128,
   name: "flannel configs",
   steps: (root) => {
     const dir = path.join(root, "flannel");
@@ -471,6 +479,7 @@ export const FLANNEL_CONFIGS: Store = {
 };
 
 export const PORTMAP_RECORDS: Store = {
+  powerPerPoint: 128,
   name: "portmap records",
   steps: (root) => {
     const dir = path.join(root, "portmap");
