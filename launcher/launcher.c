@@ -167,9 +167,9 @@ static int append_fd(struct buf *b, int fd) {
   }
 }
 
-/* `v` in decimal into `out` (room for 11 bytes), NUL-terminated; gives the length. */
-static size_t format_decimal(char *out, unsigned v) {
-  char digits[10];
+/* `v` in decimal into `out` (room for 11 bytes for a 32-bit value, 21 for any), NUL-terminated; gives the length. */
+static size_t format_decimal(char *out, unsigned long long v) {
+  char digits[20];
   size_t n = 0, len = 0;
   do digits[n++] = (char)('0' + v % 10); while (v /= 10);
   while (n) out[len++] = digits[--n];
@@ -649,9 +649,8 @@ static int start_server(const char *plugin, const char *path, int named, const c
   memcpy(dir, path, (size_t)(slash - path));
   dir[slash - path] = '\0';
   if (!join(lock_path, path, ".lock") || !join(log_path, path, ".log") || !join(old_log, log_path, ".1")) return 0;
-  struct file_info d;
   mkdir(dir, 0700);
-  if (path_info(dir, 0, &d) != 0 || !S_ISDIR(d.mode) || d.uid != 0 || (d.mode & 022)) {
+  if (!directory_is_roots(path)) {
     debug(": no server started: its directory is not root's alone", path, "");
     return 0;
   }

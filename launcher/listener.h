@@ -224,8 +224,7 @@ static int holds_flock(int pid, const struct file_info *lock) {
   key[k++] = ':';
   k += format_hex2(key + k, minor);
   key[k++] = ':';
-  k += format_decimal(key + k, (unsigned)lock->ino); /* inode numbers of /run's tmpfs fit; larger ones are compared below */
-  if (lock->ino > 0xffffffffUL) return 0;
+  k += format_decimal(key + k, lock->ino);
   key[k] = '\0';
   /* Most nodes hold few locks: a buffer on the stack (a mapping costs more than the read), a larger one when full. */
   char small[16384];

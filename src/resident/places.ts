@@ -43,7 +43,8 @@ export function cpuMsWithChildren(): number {
     // utime, stime, cutime, cstime: fields 14 to 17 (counted from 1, with pid and comm), in ticks of 10 ms
     return [11, 12, 13, 14].reduce((sum, i) => sum + Number(f[i] ?? 0), 0) * 10;
   } catch {
-    return process.cpuUsage().user / 1000 + process.cpuUsage().system / 1000;
+    const { user, system } = process.cpuUsage(); // (no children's)
+    return (user + system) / 1000;
   }
 }
 

@@ -244,11 +244,10 @@ export async function runInProcess(ctx: CallContext, plugins: PluginModules): Pr
     const ran = await Promise.race([inQueue, timedOut]);
     if (ran === handedBack) return { status: 0, handedBack: true };
     answered = true;
-    const failed = ran;
     // Like a plugin process: its output, then the error (if any) as the last document on stdout.
-    if (failed) stdout.push(failed.print());
+    if (ran) stdout.push(ran.print());
     if (stdout.length) write(frame(TAG_STDOUT, Buffer.from(stdout.join(""))));
-    return failed ? { status: 1, errorCode: failed.code } : { status: 0 };
+    return ran ? { status: 1, errorCode: ran.code } : { status: 0 };
   } finally {
     answered = true;
     clearTimeout(timer);

@@ -444,7 +444,6 @@ export class ResidentServer {
     }
     if (counted) {
       this.inFlightCalls++;
-      this.served++;
       clearTimeout(this.idleTimer);
       clearTimeout(this.settleTimer);
     }
@@ -465,9 +464,9 @@ export class ResidentServer {
       socket.destroy();
     } finally {
       if (counted && !outcome?.handedBack) {
+        this.served++;
         this.metrics.callServed({ program: req.program, command: req.env["CNI_COMMAND"], seconds: (performance.now() - acceptedAt) / 1000, outcome });
       }
-      if (counted && outcome?.handedBack) this.served--;
       if (counted && --this.inFlightCalls === 0) {
         this.drained?.();
         this.armIdle();

@@ -145,7 +145,6 @@ export function socketFileIsCurrent(file: SocketFile | undefined, socketPath: st
 /** Removes the socket file if it is still the one the server made (another server may have replaced it). */
 export function removeSocketFile(file: SocketFile): void {
   try {
-    const now = lstatSync(file.path);
-    if (now.dev === file.dev && now.ino === file.ino) rmSync(file.path);
+    if (socketFileIsCurrent(file, file.path)) rmSync(file.path);
   } catch { /* gone */ }
 }

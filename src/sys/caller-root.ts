@@ -74,6 +74,8 @@ async function openInRoot(rootFd: number, pathname: string, flags: number): Prom
 export interface CallerFile {
   /** Where this process opens the caller's file. */
   readonly path: string;
+  /** `text` (a message about the file) with the file named as its caller named it, not by `path`. */
+  inCallerTerms(text: string): string;
   /** Another holder of the same file (a lease keeps one beyond the call). */
   retain(): CallerFile;
   /** This holder is done with it. */
@@ -101,7 +103,7 @@ export async function resolveInRoot(rootFd: number, pathname: string): Promise<C
       closeSync(dir);
       throw inner instanceof CallerPathError ? inner : new CallerPathError(pathname, (inner as NodeJS.ErrnoException).errno ? -(inner as NodeJS.ErrnoException).errno! : ENOENT);
     }
-    return holding(dir, named);
+    return holding(dir, named, pathname);
   }
   let dir: number | undefined;
   try {
@@ -119,16 +121,17 @@ export async function resolveInRoot(rootFd: number, pathname: string): Promise<C
   }
   if (named !== undefined) closeSync(file); // the directory is what is held
   else if (dir !== undefined) closeSync(dir); // the file is
-  return named !== undefined ? holding(dir!, named) : holding(file, `/proc/self/fd/${file}`);
+  return named !== undefined ? holding(dir!, named, pathname) : holding(file, `/proc/self/fd/${file}`, pathname);
 }
 
-/** A CallerFile named `shown`, valid while the descriptor `held` is open. */
-function holding(held: number, shown: string): CallerFile {
+/** A CallerFile named `shown` here and `asNamed` by its caller, valid while the descriptor `held` is open. */
+function holding(held: number, shown: string, asNamed: string): CallerFile {
   let holders = 1;
   const handle = (): CallerFile => {
     let open = true;
     return {
       path: shown,
+      inCallerTerms: (text) => text.split(shown).join(asNamed),
       retain: () => {
         holders++;
         return handle();

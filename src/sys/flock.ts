@@ -23,6 +23,7 @@ const LOCK_NB = 4;
 
 type FlockFn = (fd: number, op: number) => number;
 let ffiFlock: Promise<{ flock: FlockFn } | null> | undefined;
+const flockLibc = () => (ffiFlock ??= bindLibc<{ flock: FlockFn }>({ flock: { args: ["i32", "i32"], returns: "i32" } }));
 
 /** How long a lock is waited for unless a caller says otherwise. */
 export const DEFAULT_LOCK_WAIT_MS = 120_000;
@@ -84,7 +85,7 @@ function flockWithTool(fd: number, lockPath: string, shared: boolean): Promise<v
  */
 export async function flockFd(fd: number, lockPath: string, opts: FlockOptions = {}): Promise<boolean> {
   const timeoutMs = opts.timeoutMs ?? DEFAULT_LOCK_WAIT_MS;
-  const libc = await (ffiFlock ??= bindLibc<{ flock: FlockFn }>({ flock: { args: ["i32", "i32"], returns: "i32" } }));
+  const libc = await flockLibc();
   const op = (opts.shared ? LOCK_SH : LOCK_EX) | LOCK_NB;
   // Without FFI (Node) each try is a flock(1) run without waiting: slower, but the same rules.
   const tryLock = libc
@@ -110,7 +111,7 @@ export async function flockFd(fd: number, lockPath: string, opts: FlockOptions =
 
 /** Takes an exclusive flock on `fd` if it is free now; false when another holder has it. */
 export async function tryFlockFd(fd: number, lockPath: string): Promise<boolean> {
-  const libc = await (ffiFlock ??= bindLibc<{ flock: FlockFn }>({ flock: { args: ["i32", "i32"], returns: "i32" } }));
+  const libc = await flockLibc();
   if (libc) return libc.flock(fd, LOCK_EX | LOCK_NB) === 0;
   return flockWithTool(fd, lockPath, false).then(() => true, () => false);
 }
@@ -122,7 +123,7 @@ export async function tryFlockFd(fd: number, lockPath: string): Promise<boolean>
  * asked for). Nothing under Node (no flock there).
  */
 export async function reassertFlock(fd: number): Promise<void> {
-  const libc = await (ffiFlock ??= bindLibc<{ flock: FlockFn }>({ flock: { args: ["i32", "i32"], returns: "i32" } }));
+  const libc = await flockLibc();
   if (!libc) return;
   if (libc.flock(fd, LOCK_SH | LOCK_NB) === 0) libc.flock(fd, LOCK_EX | LOCK_NB);
 }

@@ -15,7 +15,7 @@
  */
 import { closeSync, readFileSync, statSync } from "node:fs";
 import { bindLibc } from "./libc.js";
-import { effectiveUid, flockHolders, type FileKey } from "./lock-holders.js";
+import { flockHolders, type FileKey } from "./lock-holders.js";
 
 const SOL_SOCKET = 1;
 const SO_PEERCRED = 17;
@@ -115,7 +115,7 @@ async function peerPidfd(fd: number): Promise<number | undefined> {
  * The pid that the process a pidfd names has in this /proc's pid namespace (fdinfo `Pid:`): 0 when it is not
  * visible there, -1 when it has exited, undefined when the fdinfo cannot be read.
  */
-export function pidfdProcPid(pidfd: number): number | undefined {
+function pidfdProcPid(pidfd: number): number | undefined {
   try {
     const m = /(?:^|\n)Pid:\s*(-?\d+)/.exec(readFileSync(`/proc/self/fdinfo/${pidfd}`, "latin1"));
     return m ? Number(m[1]) : undefined;
@@ -391,4 +391,3 @@ export function sharesNamespace(pid: number, kind: NamespaceKind): boolean {
   return theirs !== undefined && theirs === namespaceOf("self", kind);
 }
 
-export { effectiveUid };

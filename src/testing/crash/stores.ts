@@ -182,6 +182,39 @@ async function ipamInvariants(ctx: CrashContext, owners: () => Map<string, strin
   return problems;
 }
 
+/** How recovery reaches an IPAM store: DEL and ADD of a pod, GC with the valid attachments. Each throws on failure. */
+interface IpamOps {
+  del(pod: Pod): Promise<unknown>;
+  gc(valid: Array<{ containerID: string; ifname: string }>): Promise<unknown>;
+  add(pod: Pod): Promise<string[]>;
+}
+
+/**
+ * Recovery of an IPAM store (see the module comment): after a kill, DEL of the call cut short and GC with the live
+ * attachments; after a reboot, GC with none valid and DEL of every old attachment. Each must succeed; then the
+ * store's invariants (ipamInvariants).
+ */
+async function recoverIpam(ctx: CrashContext, ops: IpamOps): Promise<string[]> {
+  const problems: string[] = [];
+  const attempt = async (what: string, work: () => Promise<unknown>) => {
+    try {
+      await work();
+    } catch (e) {
+      problems.push(e instanceof CniError ? `${what} failed: ${e.msg}` : notCni(what, e));
+    }
+  };
+  const valid = (ctx.mode === "kill" ? ctx.live : []).map((p) => ({ containerID: p.id, ifname: p.ifname }));
+  if (ctx.mode === "kill") {
+    if (ctx.interrupted) await attempt(`DEL of ${ctx.interrupted.id} (its call cut short)`, () => ops.del(ctx.interrupted!));
+    await attempt("GC", () => ops.gc(valid));
+  } else {
+    await attempt("GC after the reboot", () => ops.gc(valid));
+    for (const p of ctx.all) await attempt(`DEL of ${p.id} after the reboot`, () => ops.del(p));
+  }
+  if (problems.length) return problems;
+  return ipamInvariants(ctx, () => allocations(ctx.root), ops.add);
+}
+
 export const HOST_LOCAL: Store = {
   name: "host-local",
   steps: (root) => {
@@ -193,32 +226,16 @@ export const HOST_LOCAL: Store = {
     });
     return scenarioOf(step);
   },
-  recover: async (ctx) => {
-    const problems: string[] = [];
-    const call = async (what: string, command: string, pod: Pod | undefined, conf: unknown) => {
-      try {
-        const r = await callPlugin("host-local", pod ? podEnv(command, pod) : { CNI_COMMAND: command, CNI_PATH: "/nonexistent" }, conf);
-        if (r.error) problems.push(`${what} failed: ${r.error.msg}`);
-        return r.stdout;
-      } catch (e) {
-        problems.push(notCni(what, e));
-        return "";
-      }
-    };
-    const valid = ctx.mode === "kill" ? ctx.live : [];
-    const gcConf = hostLocalConf(ctx.root, { "cni.dev/valid-attachments": valid.map((p) => ({ containerID: p.id, ifname: p.ifname })) });
-    if (ctx.mode === "kill") {
-      if (ctx.interrupted) await call(`DEL of ${ctx.interrupted.id} (its call cut short)`, "DEL", ctx.interrupted, hostLocalConf(ctx.root));
-      await call("GC", "GC", undefined, gcConf);
-    } else {
-      await call("GC after the reboot", "GC", undefined, gcConf);
-      for (const p of ctx.all) await call(`DEL of ${p.id} after the reboot`, "DEL", p, hostLocalConf(ctx.root));
-    }
-    if (problems.length) return problems;
-    return ipamInvariants(ctx, () => allocations(ctx.root), async (pod) => {
-      const r = await callPlugin("host-local", podEnv("ADD", pod), hostLocalConf(ctx.root));
+  recover: (ctx) => {
+    const run = async (env: Record<string, string>, conf: unknown) => {
+      const r = await callPlugin("host-local", env, conf);
       if (r.error) throw r.error;
-      return addressesOf(JSON.parse(r.stdout));
+      return r.stdout;
+    };
+    return recoverIpam(ctx, {
+      del: (p) => run(podEnv("DEL", p), hostLocalConf(ctx.root)),
+      gc: (valid) => run({ CNI_COMMAND: "GC", CNI_PATH: "/nonexistent" }, hostLocalConf(ctx.root, { "cni.dev/valid-attachments": valid })),
+      add: async (p) => addressesOf(JSON.parse(await run(podEnv("ADD", p), hostLocalConf(ctx.root)))),
     });
   },
 };
@@ -243,28 +260,12 @@ export const LIBCNI_CACHE: Store = {
     });
     return scenarioOf(step);
   },
-  recover: async (ctx) => {
-    const problems: string[] = [];
+  recover: (ctx) => {
     const list = cacheList(ctx.root);
-    const attempt = async (what: string, work: () => Promise<unknown>) => {
-      try {
-        await work();
-      } catch (e) {
-        problems.push(e instanceof CniError ? `${what} failed: ${e.msg}` : notCni(what, e));
-      }
-    };
-    const valid = ctx.mode === "kill" ? ctx.live : [];
-    const gc = () => cni(ctx.root).gcNetworkList(list, { validAttachments: valid.map((p) => ({ containerID: p.id, ifname: p.ifname })) });
-    if (ctx.mode === "kill") {
-      if (ctx.interrupted) await attempt(`DEL of ${ctx.interrupted.id} (its call cut short)`, () => cni(ctx.root).delNetworkList(list, runtimeConf(ctx.interrupted!)));
-      await attempt("GC", gc);
-    } else {
-      await attempt("GC after the reboot", gc);
-      for (const p of ctx.all) await attempt(`DEL of ${p.id} after the reboot`, () => cni(ctx.root).delNetworkList(list, runtimeConf(p)));
-    }
-    if (problems.length) return problems;
-    return ipamInvariants(ctx, () => allocations(ctx.root), async (pod) => {
-      return addressesOf(await cni(ctx.root).addNetworkList(list, runtimeConf(pod)));
+    return recoverIpam(ctx, {
+      del: (p) => cni(ctx.root).delNetworkList(list, runtimeConf(p)),
+      gc: (validAttachments) => cni(ctx.root).gcNetworkList(list, { validAttachments }),
+      add: async (p) => addressesOf(await cni(ctx.root).addNetworkList(list, runtimeConf(p))),
     });
   },
 };
@@ -287,8 +288,8 @@ function leaseRecord(clientID: string, at: number): LeaseRecord {
 const written = new Set<string>([encodeLeaseRecord(leaseRecord("old/net/eth0", 1000))]);
 
 export const DHCP_LEASES: Store = {
-  powerPerPoint: 128,
   name: "dhcp leases",
+  powerPerPoint: 128,
   setup: async (root) => {
     const store = new LeaseStore(path.join(root, "leases"));
     await store.init();
@@ -340,8 +341,8 @@ export const DHCP_LEASES: Store = {
 const fwRecord = (containerID: string, n: number): AttachmentRecord => ({ containerID, ifName: "eth0", backend: "iptables", addresses: [`10.88.0.${n}/24`] });
 
 export const FIREWALL_RECORDS: Store = {
-  powerPerPoint: 128,
   name: "firewall records",
+  powerPerPoint: 128,
   steps: (root) => {
     const dir = path.join(root, "firewall");
     return churn(16, 7, (kind, pod, n) => ({
@@ -371,8 +372,8 @@ export const FIREWALL_RECORDS: Store = {
 // ---- dnsname's network directory ---------------------------------------------------------------------------
 
 export const DNSNAME_FILES: Store = {
-  powerPerPoint: 128,
   name: "dnsname files",
+  powerPerPoint: 128,
   steps: (root) => {
     const d = networkDir(path.join(root, "dnsname"), "net");
     const rec = (id: string, ip: string) => ({ containerID: id, ifName: "eth0", name: id, aliases: [], addresses: [ip] });
@@ -407,8 +408,8 @@ export const DNSNAME_FILES: Store = {
 // ---- tuning's backups -----------------------------------------------------------------------------------------
 
 export const TUNING_BACKUPS: Store = {
-  powerPerPoint: 128,
   name: "tuning backups",
+  powerPerPoint: 128,
   steps: (root) => {
     const dir = path.join(root, "tuning");
     const save = (id: string, mtu: number): Step => ({
@@ -444,8 +445,8 @@ const deviceRecord = (containerID: string, n: number): DeviceRecord => ({
 });
 
 export const HOST_DEVICE_RECORDS: Store = {
-  powerPerPoint: 128,
   name: "host-device records",
+  powerPerPoint: 128,
   steps: (root) => {
     const dir = path.join(root, "host-device");
     return churn(14, 6, (kind, pod, n) => ({
@@ -461,8 +462,8 @@ export const HOST_DEVICE_RECORDS: Store = {
 };
 
 export const FLANNEL_CONFIGS: Store = {
-  powerPerPoint: 128,
   name: "flannel configs",
+  powerPerPoint: 128,
   steps: (root) => {
     const dir = path.join(root, "flannel");
     return churn(14, 6, (kind, pod, n) => ({
@@ -479,8 +480,8 @@ export const FLANNEL_CONFIGS: Store = {
 };
 
 export const PORTMAP_RECORDS: Store = {
-  powerPerPoint: 128,
   name: "portmap records",
+  powerPerPoint: 128,
   steps: (root) => {
     const dir = path.join(root, "portmap");
     return churn(14, 6, (kind, pod) => ({ kind, pod, run: () => (kind === "add" ? recordForwarding(dir, "net", pod.id) : forgetForwarding(dir, "net", pod.id)) }));

@@ -150,7 +150,7 @@ function serve(leases: LeaseManager, own: OwnIdentity, socket: net.Socket): void
       } catch (e) {
         let err = CniError.from(e);
         // The caller named its namespace by its path, not by the descriptor this daemon opened it through.
-        if (view) err = new CniError(err.code, err.msg.split(view.path).join(req.args.netns), err.details.split(view.path).join(req.args.netns));
+        if (view) err = new CniError(err.code, view.inCallerTerms(err.msg), view.inCallerTerms(err.details));
         log(`${req.method} ${req.args.containerID}/${req.args.ifName}: error ${err.code}: ${err.msg}`);
         answer = encodeError(err);
       }

@@ -109,7 +109,7 @@ class HeldLease {
 
   /** `text` (a message about the namespace) with the namespace named as its caller named it. */
   inCallerTerms(text: string): string {
-    return this.view ? text.split(this.view.path).join(this.record.netns) : text;
+    return this.view?.inCallerTerms(text) ?? text;
   }
 
   /** Starts the upkeep; `graceUntil` lets a lease that expired while the daemon was down try to rebind until then. */
@@ -318,7 +318,7 @@ export class LeaseManager {
       this.world.log(`${key}: acquired ${described} from ${b.server} on ${args.ifName} in ${args.netns}; renew at ${at(b.renewAt)}, expires at ${at(b.expiresAt)}`);
     } catch (e) {
       // a lease the result cannot describe, or that cannot be kept, is given back
-      await this.sendRelease(record, this.netnsPathOf(args), undefined, (m) => (args.view ? m.split(args.view.path).join(args.netns) : m));
+      await this.sendRelease(record, this.netnsPathOf(args), undefined, (m) => args.view?.inCallerTerms(m) ?? m);
       throw CniError.from(e);
     }
     const lease = new HeldLease(record, this.world, (l, reason) => this.forgetLater(l, reason), args.view?.retain());
