@@ -5,8 +5,8 @@
  * @module
  */
 import { constants } from "node:fs";
-import { open, readdir, readFile, type FileHandle } from "node:fs/promises";
-import { ensureStateDir, removeStateFile, writeFileAtomic } from "../sys/state.js";
+import { lstat, open, readdir, readFile, type FileHandle } from "node:fs/promises";
+import { ensureStateDir, isTemporaryName, removeStateFile, writeFileAtomic } from "../sys/state.js";
 import path from "node:path";
 import { any, decodeGo, list, map, member, string, struct, type Decoded } from "../spec/go-decode.js";
 import { isJsonObject, marshalJson, parseJson, compareBytes, type JsonObject, type JsonValue } from "../spec/json.js";
@@ -268,6 +268,74 @@ export async function listCachedAttachments(cacheDir: string, containerID = ""):
     if (!entry || !isValidCacheKey(entry)) continue;
     if (containerID && entry.containerID !== containerID) continue;
     out.push(entry);
+  }
+  return out;
+}
+
+/** A cache file that names an attachment but cannot be read as one (empty, torn, a legacy bare result). */
+export interface UnreadableCacheEntry {
+  file: string;
+  /** Why it cannot be read: "empty", "not JSON", "not a cniCacheV1 entry". */
+  reason: string;
+  mtimeMs: number;
+  /**
+   * The attachments its name can mean: `<network>-<containerID>-<ifname>` is ambiguous when names hold `-`, so
+   * every split into a network of `networkNames`, a valid container ID and a valid interface name, the longest
+   * container ID last.
+   */
+  keys: CacheKey[];
+}
+
+/** The attachments a cache file name can mean, for the networks given (see UnreadableCacheEntry.keys). */
+export function cacheKeysOfName(name: string, networkNames: Iterable<string>): CacheKey[] {
+  const keys: CacheKey[] = [];
+  for (const networkName of networkNames) {
+    if (!name.startsWith(`${networkName}-`)) continue;
+    const rest = name.slice(networkName.length + 1);
+    for (let i = rest.indexOf("-"); i > 0; i = rest.indexOf("-", i + 1)) {
+      const key = { networkName, containerID: rest.slice(0, i), ifName: rest.slice(i + 1) };
+      if (isValidCacheKey(key)) keys.push(key);
+    }
+  }
+  return keys;
+}
+
+/** The key of `keys` a runtime's attachment most likely has: a 64-hex container ID (containerd's, CRI-O's, podman's), else the longest. */
+export function likeliestCacheKey(keys: readonly CacheKey[]): CacheKey {
+  return keys.find((k) => /^[0-9a-f]{64}$/.test(k.containerID)) ?? keys[keys.length - 1]!;
+}
+
+/**
+ * The cache files of the networks named that hold no readable attachment: what a crash (a power loss after Go's
+ * libcni, which writes in place and never fsyncs, or an older writer) leaves. Temporary files of a replacement
+ * under way are not entries. Readers that judge attachments need these: a torn file may still be a live pod's.
+ */
+export async function listUnreadableCacheEntries(cacheDir: string, networkNames: Iterable<string>): Promise<UnreadableCacheEntry[]> {
+  const dir = path.join(cacheDir, "results");
+  let names: string[];
+  try {
+    names = (await readdir(dir)).sort(compareBytes);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === "ENOENT") return [];
+    throw e;
+  }
+  const networks = [...new Set(networkNames)];
+  const out: UnreadableCacheEntry[] = [];
+  for (const name of names) {
+    if (isTemporaryName(name)) continue;
+    const keys = cacheKeysOfName(name, networks);
+    if (keys.length === 0) continue;
+    const file = path.join(dir, name);
+    const bytes = await readListedFile(file);
+    if (bytes === undefined) continue;
+    const raw = bytes.length > 0 ? parseCacheFile(bytes) : undefined;
+    const entry = raw === undefined ? undefined : decodeCacheEntry(raw);
+    // A cniCacheV1 entry is readable, even one whose names do not validate (listCachedAttachments skips those).
+    if (entry) continue;
+    const st = await lstat(file).catch(() => undefined);
+    if (!st) continue;
+    const reason = bytes.length === 0 ? "empty" : raw === undefined ? "not JSON" : "not a cniCacheV1 entry";
+    out.push({ file, reason, mtimeMs: st.mtimeMs, keys });
   }
   return out;
 }

@@ -10,7 +10,7 @@ import { startNodeGc } from "./node-gc.js";
 
 const REPORT: NodeGcReport = {
   dryRun: false, runtime: "fake 1.0 (CRI v1) at unix:///fake.sock", sandboxes: 2, judged: 3, notJudged: 0,
-  stale: [{ containerID: "a", network: "net1", ifName: "eth0" }], tooRecent: [],
+  stale: [{ containerID: "a", network: "net1", ifName: "eth0" }], tooRecent: [], unreadableKept: [],
   removed: [{ containerID: "a", network: "net1", ifName: "eth0" }], failed: [],
   networks: [{ network: "net1", file: "/x/net1.conflist", gc: true, validAttachments: 2 }], configErrors: [],
 };

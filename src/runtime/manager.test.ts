@@ -6,13 +6,13 @@
  */
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { readFileSync, writeFileSync } from "node:fs";
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { useTempDirs } from "../testing/temp.js";
 import { plantCacheEntry } from "../testing/cache-entries.js";
 import { TEST_BIN } from "../testing/harness.js";
-import { readCommandLog } from "../testing/plugins/noop-debug.js";
+import { readCommandLog, stdinOf } from "../testing/plugins/noop-debug.js";
 import { assignInterfaces, NetworkNotReadyError, podCniArgs, PodNetworkManager } from "./manager.js";
 import { KeyedMutex, PodLocks, ReadWriteLock, Semaphore } from "./pod-locks.js";
 
@@ -200,6 +200,35 @@ describe("ordering", () => {
     const gcEnd = at("-gc");
     for (const name of ["a1", "a2", "b1", "b2"]) {
       assert.ok(at(`-${name}`) < gcStart || at(`+${name}`) > gcEnd, `${name} does not overlap GC: ${events.join(" ")}`);
+    }
+  });
+});
+
+describe("GC and unreadable cache files", () => {
+  test("an empty cache file of a pod not valid is DELeted by its name with the network's config; one of a valid pod stays valid", async () => {
+    const work = tempDir();
+    const cacheDir = path.join(work, "cache");
+    const commandLog = path.join(work, "commands.json");
+    const config = { cniVersion: "1.1.0", name: "b", plugins: [{ type: "noop", commandLog, debugFile: `${commandLog}.debug` }] };
+    mkdirSync(path.join(cacheDir, "results"), { recursive: true });
+    const gone = "a".repeat(64);
+    const live = "c".repeat(64);
+    writeFileSync(path.join(cacheDir, "results", `b-${gone}-eth0`), "");
+    writeFileSync(path.join(cacheDir, "results", `b-${live}-eth0`), '{"kind":"cniCacheV1","contai');
+    const confDir = tempDir();
+    writeFileSync(path.join(confDir, "10-b.conflist"), JSON.stringify(config));
+    const m = new PodNetworkManager({ confDir, pluginDirs: [TEST_BIN], cacheDir, debounceMs: 10 });
+    await m.start();
+    try {
+      const { removed, errors } = await m.gc([live]);
+      assert.deepEqual({ removed, errors }, { removed: [{ containerID: gone, network: "b", ifName: "eth0" }], errors: [] });
+      assert.deepEqual(readdirSync(path.join(cacheDir, "results")), [`b-${live}-eth0`]);
+      const calls = readCommandLog(commandLog);
+      assert.deepEqual(calls.map((c) => [c.Command, c.CmdArgs.ContainerID]), [["DEL", gone], ["GC", ""]]);
+      const gc = JSON.parse(stdinOf(calls[1]!.CmdArgs)) as Record<string, unknown>;
+      assert.deepEqual(gc["cni.dev/valid-attachments"], [{ containerID: live, ifname: "eth0" }]);
+    } finally {
+      m.close();
     }
   });
 });

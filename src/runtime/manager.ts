@@ -14,7 +14,7 @@ import { validateContainerId } from "../spec/validate.js";
 import { versionGreaterThanOrEqualTo } from "../spec/version.js";
 import type { PluginExec } from "../invoke/exec.js";
 import { CNIConfig, type RuntimeConf } from "../libcni/api.js";
-import { DEFAULT_CACHE_DIR, listCachedAttachments, validateCacheKey } from "../libcni/cache.js";
+import { DEFAULT_CACHE_DIR, likeliestCacheKey, listCachedAttachments, listUnreadableCacheEntries, validateCacheKey, type CacheKey } from "../libcni/cache.js";
 import { cachedAddresses, cachedNetwork, cachedRuntimeConf, removeCachedAttachment } from "./attachments.js";
 import { ip } from "../net/links.js";
 import { NetNS, NetnsNotFoundError } from "../net/netns.js";
@@ -336,7 +336,10 @@ export class PodNetworkManager {
   /**
    * Removes what pods that no longer exist left behind: every cached attachment whose pod is not in `validPodIds`
    * is deleted (with its cached config), then each loaded network of spec 1.1.0+ gets the GC verb with the
-   * attachments that remain. Runs alone: no pod operation (of any manager sharing the cache) runs meanwhile.
+   * attachments that remain. A cache file that cannot be read (empty or torn by a crash) is judged by its name
+   * against the loaded networks: when no pod it can mean is valid it is deleted with the network's current config
+   * and no prevResult; otherwise every attachment it can mean stays valid. Runs alone: no pod operation (of any
+   * manager sharing the cache) runs meanwhile.
    */
   gc(validPodIds: Iterable<string>): Promise<{ removed: Array<{ containerID: string; network: string; ifName: string }>; errors: string[] }> {
     const valid = new Set(validPodIds);
@@ -352,10 +355,29 @@ export class PodNetworkManager {
           errors.push(`${entry.containerID} on "${entry.networkName}" (${entry.ifName}): ${messageOf(e)}`);
         }
       }
+      const lists = new Map(this.networks().map((l) => [l.name, l]));
+      const validUnreadable: CacheKey[] = [];
+      for (const u of await listUnreadableCacheEntries(this.cacheDir, lists.keys())) {
+        if (u.keys.some((k) => valid.has(k.containerID))) {
+          validUnreadable.push(...u.keys);
+          continue;
+        }
+        const key = likeliestCacheKey(u.keys);
+        try {
+          // libcni's DEL drops the unreadable file and runs every plugin without a prevResult.
+          await this.cni.delNetworkList(lists.get(key.networkName)!, { containerID: key.containerID, ifName: key.ifName, netNS: "", args: [] }, this.callOptions());
+          removed.push({ containerID: key.containerID, network: key.networkName, ifName: key.ifName });
+        } catch (e) {
+          errors.push(`${key.containerID} on "${key.networkName}" (${key.ifName}), whose cache file was ${u.reason}: ${messageOf(e)}`);
+        }
+      }
       const remaining = all.filter((e) => valid.has(e.containerID));
       for (const list of this.networks()) {
         if (!versionGreaterThanOrEqualTo(list.cniVersion || "0.1.0", "1.1.0")) continue;
-        const validAttachments = remaining.filter((e) => e.networkName === list.name).map((e) => ({ containerID: e.containerID, ifname: e.ifName }));
+        const validAttachments = [
+          ...remaining.filter((e) => e.networkName === list.name).map((e) => ({ containerID: e.containerID, ifname: e.ifName })),
+          ...validUnreadable.filter((k) => k.networkName === list.name).map((k) => ({ containerID: k.containerID, ifname: k.ifName })),
+        ];
         try {
           await this.cni.gcNetworkList(list, { validAttachments }, this.callOptions());
         } catch (e) {

@@ -9,7 +9,7 @@ import assert from "node:assert/strict";
 import fs from "node:fs";
 import path from "node:path";
 import { parseConfList } from "../spec/config.js";
-import { writeCacheEntry, type CachedAttachment } from "../libcni/cache.js";
+import { cacheKeysOfName, writeCacheEntry, type CachedAttachment, type UnreadableCacheEntry } from "../libcni/cache.js";
 import type { LoadedNetwork } from "../libcni/conf.js";
 import { TEST_BIN } from "../testing/harness.js";
 import { readCommandLog, stdinOf, writeDebug } from "../testing/plugins/noop-debug.js";
@@ -88,6 +88,58 @@ describe("planNodeGc", () => {
       ["new", false, `network "new" is also in /etc/cni/net.d/new.conflist, which wins`],
       ["picked", true, ""],
     ]);
+  });
+
+  const BOOT = NOW - 2 * MIN_AGE;
+  const torn = (containerID: string, mtimeMs: number, ifName = "eth0"): UnreadableCacheEntry =>
+    ({ file: `/c/results/net1-${containerID}-${ifName}`, reason: "empty", mtimeMs, keys: cacheKeysOfName(`net1-${containerID}-${ifName}`, ["net1"]) });
+  const rebooted = (cached: AgedAttachment[], unreadable: UnreadableCacheEntry[], ready: string[], notReady: string[], force = false) =>
+    planNodeGc({
+      cached, unreadable, sandboxIds: new Set([...ready, ...notReady]), notReady: new Set(notReady), bootMs: BOOT,
+      networks: [network("net1")], nowMs: NOW, minAgeMs: MIN_AGE, judged: madeByCriRuntime, force,
+    });
+
+  test("a sandbox the runtime lists as not ready: its attachments of an earlier boot go, this boot's stay", () => {
+    const before = { entry: entry(id("a")), mtimeMs: BOOT - 1 };
+    const during = { entry: entry(id("b")), mtimeMs: BOOT + 1 };
+    const readyOld = { entry: entry(id("c")), mtimeMs: BOOT - 1 };
+    const p = rebooted([before, during, readyOld], [], [id("c")], [id("a"), id("b")]);
+    assert.deepEqual(p.stale.map((a) => a.entry.containerID), [id("a")]);
+    assert.deepEqual(p.networks[0]!.validAttachments.map((a) => a.containerID), [id("b"), id("c")]);
+    const unbooted = planNodeGc({ cached: [before], sandboxIds: new Set([id("a")]), notReady: new Set([id("a")]), networks: [network("net1")],
+      nowMs: NOW, minAgeMs: MIN_AGE, judged: madeByCriRuntime, force: false });
+    assert.deepEqual(unbooted.stale, [], "without a boot time nothing is of an earlier boot");
+  });
+
+  test("an unreadable cache file goes only when written before this boot and its sandbox is not ready or unknown", () => {
+    const p = rebooted([old(entry(id("k")))], [
+      torn(id("a"), BOOT - 1), // not ready, earlier boot: goes
+      torn(id("b"), BOOT - 1), // ready: stays
+      torn(id("c"), BOOT + 1), // this boot: stays
+      torn(id("d"), BOOT - 1), // unknown, earlier boot, old: goes
+    ], [id("b"), id("k")], [id("a")]);
+    assert.deepEqual(p.staleUnreadable.map((s) => [s.key.containerID, s.key.ifName, s.list.name]), [[id("a"), "eth0", "net1"], [id("d"), "eth0", "net1"]]);
+    assert.deepEqual(p.unreadableKept.map((k) => [k.unreadable.keys[0]!.containerID, k.why]),
+      [[id("b"), "its sandbox is ready"], [id("c"), "written during this boot (its pod may be alive)"]]);
+    assert.deepEqual(p.networks[0]!.validAttachments.map((a) => a.containerID).sort(), [id("b"), id("c"), id("k")],
+      "a kept unreadable file's attachment is valid for the GC verb: it may be a live pod's");
+  });
+
+  test("an unreadable file of an unknown sandbox is refused with the rest when the runtime knows none", () => {
+    const p = rebooted([], [torn(id("d"), BOOT - 1)], [], []);
+    assert.match(p.refused ?? "", /knows no pod sandbox at all, yet 1 attachment/);
+    assert.deepEqual(p.staleUnreadable, []);
+    assert.deepEqual(p.unreadableKept.map((k) => k.why), ["the runtime knows no pod sandbox at all"]);
+    assert.equal(rebooted([], [torn(id("d"), BOOT - 1)], [], [], true).staleUnreadable.length, 1, "forced");
+  });
+
+  test("a file name names every split into a known network, a valid container ID and interface name", () => {
+    assert.deepEqual(cacheKeysOfName(`net-1-${id("a")}-eth0`, ["net", "net-1", "other"]).map((k) => [k.networkName, k.containerID, k.ifName]), [
+      ["net", `1-${id("a")}`, "eth0"],
+      ["net-1", id("a"), "eth0"],
+    ]);
+    assert.deepEqual(cacheKeysOfName("net1-ab-c-d", ["net1"]).map((k) => [k.containerID, k.ifName]), [["ab", "c-d"], ["ab-c", "d"]]);
+    assert.deepEqual(cacheKeysOfName("net1-abc", ["net1"]), [], "no interface name");
   });
 });
 
@@ -198,6 +250,34 @@ describe("runNodeGc", () => {
     assert.deepEqual(report.failed, []);
     assert.deepEqual(readCommandLog(n.commandLog).map((e) => e.Command), ["GC"]);
     assert.ok(fs.existsSync(rewritten));
+  });
+
+  test("after a reboot: a not-ready sandbox's attachment and an empty cache file of the earlier boot are DELeted; one of a ready sandbox stays valid", async () => {
+    const n = node();
+    const oldBoot = await n.plant(id("a"), HOUR);
+    const emptyOld = path.join(n.cacheDir, "results", `net1-${id("b")}-eth0`);
+    const emptyLive = path.join(n.cacheDir, "results", `net1-${id("c")}-eth0`);
+    for (const f of [emptyOld, emptyLive]) {
+      fs.writeFileSync(f, "");
+      fs.utimesSync(f, new Date(n.now() - HOUR), new Date(n.now() - HOUR));
+    }
+    const runtime: SandboxSource = {
+      ...fakeRuntime([]),
+      listPodSandboxes: async () => [{ id: id("a"), state: "SANDBOX_NOTREADY" }, { id: id("b"), state: "SANDBOX_NOTREADY" }, { id: id("c"), state: "SANDBOX_READY" }],
+    };
+    const report = await runNodeGc({
+      runtime, cacheDir: n.cacheDir, confDir: n.confDir, pluginDirs: [TEST_BIN], now: n.now, bootTimeMs: n.now() - 60_000, addsInFlight: async () => [],
+    });
+    assert.deepEqual(report.removed.map((r) => r.containerID), [id("a"), id("b")]);
+    assert.deepEqual(report.failed, []);
+    assert.equal(fs.existsSync(oldBoot), false);
+    assert.equal(fs.existsSync(emptyOld), false, "the empty file went with its DEL");
+    assert.ok(fs.existsSync(emptyLive), "a ready sandbox's unreadable file stays");
+    assert.ok(describeNodeGc(report).includes(`kept an unreadable cache file (empty), its sandbox is ready: ${emptyLive}`));
+    const log = readCommandLog(n.commandLog);
+    assert.deepEqual(log.map((e) => [e.Command, e.CmdArgs.ContainerID, e.CmdArgs.Netns]), [["DEL", id("a"), ""], ["DEL", id("b"), ""], ["GC", "", ""]]);
+    const gc = JSON.parse(stdinOf(log[2]!.CmdArgs)) as Record<string, Array<{ containerID: string; ifname: string }>>;
+    assert.deepEqual(gc["cni.dev/valid-attachments"], [{ containerID: id("c"), ifname: "eth0" }]);
   });
 
   test("a runtime that cannot be asked: the error, and nothing touched", async () => {

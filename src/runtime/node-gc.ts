@@ -9,6 +9,15 @@
  *   send) are judged, and a caller can narrow that further; others (podman's, cnitool's) are left alone;
  * - the cache is read before the runtime is asked, and an attachment cached less than `minAgeMs` ago is kept: a
  *   runtime lists a sandbox only once its network is set up (containerd adds it to its store after the ADD);
+ * - an attachment of a sandbox the runtime knows goes only when the sandbox is not ready and the attachment was
+ *   cached before this boot: its network namespace died with the earlier boot, and a CRI sandbox is never made
+ *   ready again (a runtime restarted after a reboot lists its old sandboxes as NOTREADY until kubelet removes them);
+ * - a cache file that cannot be read (empty or torn: a power loss after Go's libcni, which writes in place and
+ *   never fsyncs) is judged by its name against the networks of the config directory: it goes, DELeted with the
+ *   network's current config and no prevResult, only when it was written before this boot and its sandbox is not
+ *   ready or unknown to the runtime; otherwise every attachment its name can mean stays valid for the GC verb.
+ *   Removing it also lets the runtime's own DEL of the sandbox work again: Go's libcni fails a DEL whose cache file
+ *   does not parse (containernetworking/cni#1055);
  * - a runtime that cannot be asked, or that knows no sandbox at all while something would be removed (a wrong
  *   endpoint looks like that), removes nothing (the latter unless `force`);
  * - a cache entry that changed or went since it was read is not DELeted;
@@ -23,7 +32,7 @@ import type { GCAttachment, NetworkConfigList } from "../spec/config.js";
 import { versionGreaterThanOrEqualTo } from "../spec/version.js";
 import type { PluginExec } from "../invoke/exec.js";
 import { CNIConfig } from "../libcni/api.js";
-import { cacheFilePath, listCachedAttachments, type CachedAttachment } from "../libcni/cache.js";
+import { cacheFilePath, listCachedAttachments, likeliestCacheKey, listUnreadableCacheEntries, type CacheKey, type CachedAttachment, type UnreadableCacheEntry } from "../libcni/cache.js";
 import { loadAllNetworks, type LoadedNetwork } from "../libcni/conf.js";
 import { NetNS } from "../net/netns.js";
 import { addsInFlight } from "./adds-in-flight.js";
@@ -32,6 +41,7 @@ export type { AgedAttachment } from "./attachments.js";
 import type { CriSandbox, CriVersion } from "./cri/runtime-service.js";
 import { PodLocks } from "./pod-locks.js";
 import { messageOf } from "../spec/errors.js";
+import { bootTimeMs } from "../sys/boot.js";
 
 /** What node GC asks the runtime (a CriRuntimeClient, or a stand-in in tests). */
 export interface SandboxSource {
@@ -66,6 +76,8 @@ export interface NodeGcOptions {
   /** The ADDs under way (default: read from /proc). */
   addsInFlight?: () => Promise<GCAttachment[]>;
   now?: () => number;
+  /** When this boot began (default: /proc/stat's btime); cache files older than it are of an earlier boot. */
+  bootTimeMs?: number;
 }
 
 /** An attachment, named as the cache names it. */
@@ -100,6 +112,8 @@ export interface NodeGcReport {
   stale: AttachmentRef[];
   /** Judged attachments the runtime does not know yet, kept for their age. */
   tooRecent: Array<AttachmentRef & { ageMs: number }>;
+  /** Cache files that cannot be read and are kept, with why (their attachments stay valid for the GC verb). */
+  unreadableKept: Array<{ file: string; reason: string; why: string }>;
   /** Why the stale attachments are not removed, when they are not. */
   refused?: string;
   removed: AttachmentRef[];
@@ -109,11 +123,20 @@ export interface NodeGcReport {
   configErrors: Array<{ file: string; error: string }>;
 }
 
+/** An unreadable cache file the plan removes: DEL of `key` with the network's config from the config directory. */
+export interface StaleUnreadable {
+  unreadable: UnreadableCacheEntry;
+  key: CacheKey;
+  list: NetworkConfigList;
+}
+
 /** The attachments the plan removes, keeps, and the networks it GCs. */
 export interface NodeGcPlan {
   judged: number;
   notJudged: number;
   stale: AgedAttachment[];
+  staleUnreadable: StaleUnreadable[];
+  unreadableKept: Array<{ unreadable: UnreadableCacheEntry; why: string }>;
   tooRecent: Array<AgedAttachment & { ageMs: number }>;
   refused?: string;
   networks: Array<{ list: NetworkConfigList; file: string; gc: boolean; reason?: string; validAttachments: GCAttachment[] }>;
@@ -126,6 +149,7 @@ export function madeByCriRuntime(entry: CachedAttachment): boolean {
 
 const keyOf = (e: CachedAttachment): string => `${e.networkName}\0${e.containerID}\0${e.ifName}`;
 const refOf = (e: CachedAttachment): AttachmentRef => ({ containerID: e.containerID, network: e.networkName, ifName: e.ifName });
+const refOfKey = (k: CacheKey): AttachmentRef => ({ containerID: k.containerID, network: k.networkName, ifName: k.ifName });
 const gcAttachmentOf = (e: CachedAttachment): GCAttachment => ({ containerID: e.containerID, ifname: e.ifName });
 
 /** Why a network gets no GC verb, or undefined when it gets one. */
@@ -140,38 +164,75 @@ function noGcReason(list: NetworkConfigList): string | undefined {
 
 /**
  * Decides, without touching anything, which cached attachments go and which networks get the GC verb (see the
- * module comment for the rules).
+ * module comment for the rules). `notReady` are the sandboxes of `sandboxIds` that are not ready; `bootMs` when
+ * this boot began (without it, nothing is judged to be of an earlier boot).
  */
 export function planNodeGc(input: {
   cached: readonly AgedAttachment[];
   sandboxIds: ReadonlySet<string>;
+  notReady?: ReadonlySet<string>;
+  unreadable?: readonly UnreadableCacheEntry[];
+  bootMs?: number;
   networks: readonly LoadedNetwork[];
   nowMs: number;
   minAgeMs: number;
   judged: (entry: CachedAttachment) => boolean;
   force: boolean;
 }): NodeGcPlan {
+  const notReady = input.notReady ?? new Set<string>();
+  const earlierBoot = (mtimeMs: number): boolean => input.bootMs !== undefined && mtimeMs < input.bootMs;
   const judged = input.cached.filter((a) => input.judged(a.entry));
   const unknown = judged.filter((a) => !input.sandboxIds.has(a.entry.containerID));
   const aged = unknown.map((a) => ({ ...a, ageMs: input.nowMs - a.mtimeMs }));
   let stale: AgedAttachment[] = aged.filter((a) => a.ageMs >= input.minAgeMs).map(({ entry, mtimeMs }) => ({ entry, mtimeMs }));
+  // Known, not ready, cached before this boot: a sandbox of the earlier boot the runtime still lists.
+  const ofEarlierBoot = judged.filter((a) => notReady.has(a.entry.containerID) && earlierBoot(a.mtimeMs));
+
+  const firstList = new Map<string, NetworkConfigList>();
+  for (const { list } of input.networks) if (!firstList.has(list.name)) firstList.set(list.name, list);
+  const staleUnreadable: StaleUnreadable[] = [];
+  const unreadableKept: NodeGcPlan["unreadableKept"] = [];
+  let unknownUnreadable = 0;
+  for (const u of input.unreadable ?? []) {
+    const known = u.keys.filter((k) => input.sandboxIds.has(k.containerID));
+    let why: string | undefined;
+    let key: CacheKey | undefined;
+    if (known.some((k) => !notReady.has(k.containerID))) why = "its sandbox is ready";
+    else if (!earlierBoot(u.mtimeMs)) why = "written during this boot (its pod may be alive)";
+    else if (known.length > 0) key = likeliestCacheKey(known);
+    else if (input.nowMs - u.mtimeMs < input.minAgeMs) why = "under the minimum age";
+    else {
+      key = likeliestCacheKey(u.keys);
+      unknownUnreadable++;
+    }
+    const list = key && firstList.get(key.networkName);
+    if (key && list) staleUnreadable.push({ unreadable: u, key, list });
+    else unreadableKept.push({ unreadable: u, why: why ?? "no network of its name in the config directory" });
+  }
+
   let refused: string | undefined;
-  if (stale.length > 0 && input.sandboxIds.size === 0 && !input.force) {
-    refused = `the runtime knows no pod sandbox at all, yet ${stale.length} attachment(s) a CRI runtime made are cached: ` +
+  if (stale.length + unknownUnreadable > 0 && input.sandboxIds.size === 0 && !input.force) {
+    refused = `the runtime knows no pod sandbox at all, yet ${stale.length + unknownUnreadable} attachment(s) a CRI runtime made are cached: ` +
       "is it the runtime that made them?";
     stale = [];
+    for (const s of staleUnreadable.splice(0)) unreadableKept.push({ unreadable: s.unreadable, why: "the runtime knows no pod sandbox at all" });
   }
+  stale = [...stale, ...ofEarlierBoot];
   const going = new Set(stale.map((a) => keyOf(a.entry)));
+  const keptUnreadable = unreadableKept.flatMap((k) => k.unreadable.keys);
   const seen = new Map<string, string>();
   const networks = input.networks.map(({ list, file }) => {
     const first = seen.get(list.name);
     if (first === undefined) seen.set(list.name, file);
     const reason = first !== undefined ? `network "${list.name}" is also in ${first}, which wins` : noGcReason(list);
-    const validAttachments = input.cached.filter((a) => a.entry.networkName === list.name && !going.has(keyOf(a.entry))).map((a) => gcAttachmentOf(a.entry));
+    const validAttachments = unique([
+      ...input.cached.filter((a) => a.entry.networkName === list.name && !going.has(keyOf(a.entry))).map((a) => gcAttachmentOf(a.entry)),
+      ...keptUnreadable.filter((k) => k.networkName === list.name).map((k) => ({ containerID: k.containerID, ifname: k.ifName })),
+    ]);
     return { list, file, gc: reason === undefined, ...(reason !== undefined ? { reason } : {}), validAttachments };
   });
   return {
-    judged: judged.length, notJudged: input.cached.length - judged.length, stale,
+    judged: judged.length, notJudged: input.cached.length - judged.length, stale, staleUnreadable, unreadableKept,
     tooRecent: aged.filter((a) => a.ageMs < input.minAgeMs), ...(refused ? { refused } : {}), networks,
   };
 }
@@ -198,18 +259,24 @@ function unique(attachments: readonly GCAttachment[]): GCAttachment[] {
 export async function runNodeGc(o: NodeGcOptions): Promise<NodeGcReport> {
   const version = await o.runtime.version();
   // The cache first: an attachment cached after the runtime answered is judged next time.
-  const cached = await cachedWithAge(o.cacheDir);
-  const sandboxes = await o.runtime.listPodSandboxes();
   const { networks, errors } = await loadAllNetworks(o.confDir);
+  const networkNames = networks.map((n) => n.list.name);
+  const cached = await cachedWithAge(o.cacheDir);
+  const unreadable = await listUnreadableCacheEntries(o.cacheDir, networkNames);
+  const sandboxes = await o.runtime.listPodSandboxes();
+  const bootMs = "bootTimeMs" in o ? o.bootTimeMs : bootTimeMs();
   const plan = planNodeGc({
-    cached, sandboxIds: new Set(sandboxes.map((s) => s.id)), networks, nowMs: (o.now ?? Date.now)(),
+    cached, sandboxIds: new Set(sandboxes.map((s) => s.id)),
+    notReady: new Set(sandboxes.filter((s) => s.state !== "SANDBOX_READY").map((s) => s.id)),
+    unreadable, ...(bootMs !== undefined ? { bootMs } : {}), networks, nowMs: (o.now ?? Date.now)(),
     minAgeMs: o.minAgeMs ?? DEFAULT_MIN_AGE_MS, judged: o.judged ?? madeByCriRuntime, force: o.force ?? false,
   });
   const report: NodeGcReport = {
     dryRun: o.dryRun ?? false,
     runtime: `${version.runtimeName || "(unnamed)"} ${version.runtimeVersion} (CRI ${version.runtimeApiVersion || "?"}) at ${o.runtime.endpoint}`,
     sandboxes: sandboxes.length, judged: plan.judged, notJudged: plan.notJudged,
-    stale: plan.stale.map((a) => refOf(a.entry)),
+    stale: [...plan.stale.map((a) => refOf(a.entry)), ...plan.staleUnreadable.map((s) => refOfKey(s.key))],
+    unreadableKept: plan.unreadableKept.map((k) => ({ file: k.unreadable.file, reason: k.unreadable.reason, why: k.why })),
     tooRecent: plan.tooRecent.map((a) => ({ ...refOf(a.entry), ageMs: a.ageMs })),
     ...(plan.refused ? { refused: plan.refused } : {}),
     removed: [], failed: [],
@@ -235,13 +302,27 @@ export async function runNodeGc(o: NodeGcOptions): Promise<NodeGcReport> {
         report.failed.push({ ...refOf(a.entry), error: messageOf(e) });
       }
     }
+    for (const s of plan.staleUnreadable) {
+      const st = await lstat(s.unreadable.file).catch(() => undefined);
+      if (st?.mtimeMs !== s.unreadable.mtimeMs) continue;
+      try {
+        // Our libcni's DEL drops the unreadable file and runs every plugin without a prevResult.
+        await cni.delNetworkList(s.list, { containerID: s.key.containerID, ifName: s.key.ifName, netNS: "", args: [] }, callOptions);
+        report.removed.push(refOfKey(s.key));
+      } catch (e) {
+        report.failed.push({ ...refOfKey(s.key), error: messageOf(e) });
+      }
+    }
     for (const [i, n] of plan.networks.entries()) {
       if (!n.gc) continue;
       // ADDs under way first, then the cache: an ADD that finishes in between is in the one or the other.
       const running = await (o.addsInFlight ?? addsInFlight)();
       const remaining = (await listCachedAttachments(o.cacheDir))
         .filter((e) => e.networkName === n.list.name && !stillStale.has(keyOf(e))).map(gcAttachmentOf);
-      const validAttachments = unique([...remaining, ...running]);
+      // Every attachment an unreadable file left can mean is valid: it may be a live pod's.
+      const unreadableNow = (await listUnreadableCacheEntries(o.cacheDir, [n.list.name]))
+        .flatMap((u) => u.keys).map((k) => ({ containerID: k.containerID, ifname: k.ifName }));
+      const validAttachments = unique([...remaining, ...unreadableNow, ...running]);
       report.networks[i]!.validAttachments = validAttachments.length;
       try {
         await cni.gcNetworkListPlugins(n.list, { validAttachments }, callOptions);
@@ -264,6 +345,7 @@ export function describeNodeGc(r: NodeGcReport): string[] {
   const lines = [`runtime ${r.runtime}: ${r.sandboxes} pod sandbox(es); ${r.judged} cached attachment(s) made by a CRI runtime`];
   if (r.notJudged > 0) lines.push(`left alone: ${r.notJudged} cached attachment(s) not made by a CRI runtime`);
   for (const a of r.tooRecent) lines.push(`kept (cached ${seconds(a.ageMs)} ago, under the minimum age): ${named(a)}`);
+  for (const u of r.unreadableKept) lines.push(`kept an unreadable cache file (${u.reason}), ${u.why}: ${u.file}`);
   if (r.refused) lines.push(`removing nothing: ${r.refused}`);
   if (r.dryRun) for (const a of r.stale) lines.push(`would remove: ${named(a)}`);
   for (const a of r.removed) lines.push(`removed: ${named(a)}`);
