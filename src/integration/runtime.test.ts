@@ -8,55 +8,16 @@
  */
 import { describe, test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
 import { existsSync, mkdirSync, readdirSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { createInterface } from "node:readline";
 import { setTimeout as sleep } from "node:timers/promises";
-import { Cleanup, OUR_BIN, ROOT, runTag, skipReason, type Netns } from "../testing/harness.js";
+import { Cleanup, OUR_BIN, runTag, skipReason, type Netns } from "../testing/harness.js";
 import { Host, ipIn, pingable } from "../testing/rig.js";
+import { ManagerClient } from "../testing/manager-client.js";
 import { installRecorder, readRecordedCalls } from "../testing/plugins/recorder-log.js";
 
 const skip = skipReason();
 if (skip) console.log(`# skipping runtime integration tests: ${skip}`);
-
-/** A manager in a host namespace, driven over JSON lines. */
-class ManagerClient {
-  private next = 1;
-  private readonly waiting = new Map<number, { resolve: (v: unknown) => void; reject: (e: Error) => void }>();
-  private constructor(private readonly child: ChildProcessWithoutNullStreams) {
-    createInterface({ input: child.stdout }).on("line", (line) => {
-      const msg = JSON.parse(line) as { id: number; ok?: unknown; error?: string };
-      const w = this.waiting.get(msg.id);
-      this.waiting.delete(msg.id);
-      if (msg.error !== undefined) w?.reject(new Error(msg.error));
-      else w?.resolve(msg.ok);
-    });
-  }
-
-  static async start(host: Host, options: Record<string, unknown>): Promise<ManagerClient> {
-    const child = spawn(...host.ns.commandLine(process.execPath, [path.join(ROOT, "dist-test/testing/manager-driver.js")]), { env: host.ns.callEnv() });
-    child.stderr.on("data", (b: Buffer) => process.stderr.write(`manager: ${b}`));
-    const client = new ManagerClient(child);
-    const started = new Promise((resolve, reject) => client.waiting.set(0, { resolve, reject }));
-    child.stdin.write(JSON.stringify(options) + "\n");
-    await started;
-    return client;
-  }
-
-  call<T = unknown>(op: string, ...args: unknown[]): Promise<T> {
-    const id = this.next++;
-    return new Promise<T>((resolve, reject) => {
-      this.waiting.set(id, { resolve: resolve as (v: unknown) => void, reject });
-      this.child.stdin.write(JSON.stringify({ id, op, args }) + "\n");
-    });
-  }
-
-  stop(): void {
-    this.child.stdin.end();
-    this.child.kill();
-  }
-}
 
 async function eventually<T>(probe: () => Promise<T>, ok: (v: T) => boolean, what: string, ms = 5000): Promise<T> {
   const deadline = Date.now() + ms;
@@ -98,7 +59,7 @@ describe("PodNetworkManager in a test host", { skip }, () => {
     host = new Host(cleanup, `tscni-rt-${tag}`, OUR_BIN);
     writeNet("10-neta.conflist", `neta${tag}`, "10.236.0.0/24");
     writeNet("20-netb.conflist", `netb${tag}`, "10.237.0.0/24");
-    mgr = await ManagerClient.start(host, { confDir: host.confDir, pluginDirs: [OUR_BIN], cacheDir: host.cacheDir, debounceMs: 20 });
+    mgr = await ManagerClient.start(host.ns, { confDir: host.confDir, pluginDirs: [OUR_BIN], cacheDir: host.cacheDir, debounceMs: 20 });
     cleanup.add(() => mgr.stop());
   });
   after(() => cleanup.run());
@@ -198,7 +159,7 @@ describe("PodNetworkManager in a test host", { skip }, () => {
         { type: "recorder" },
       ],
     }));
-    const own = await ManagerClient.start(host, { confDir, pluginDirs: [path.dirname(recorder), OUR_BIN], cacheDir: host.cacheDir, debounceMs: 20 });
+    const own = await ManagerClient.start(host.ns, { confDir, pluginDirs: [path.dirname(recorder), OUR_BIN], cacheDir: host.cacheDir, debounceMs: 20 });
     cleanup.add(() => own.stop());
     const ns = host.container(`tscni-rtp-${tag}-7`);
     const p = pod(ns);

@@ -150,6 +150,8 @@ export interface ContainerdOptions {
    * test's own; without it, go-cni caches in the host's /var/lib/cni.
    */
   cniCacheDir?: string;
+  /** More environment for containerd and so for every plugin it runs (after `pinned`'s). */
+  env?: Record<string, string>;
 }
 
 /** TOML string: JSON's quoting is TOML's basic string for the paths and names used here. */
@@ -267,7 +269,7 @@ export class PrivateContainerd {
     writeFileSync(config, configToml(o, { root: this.root, state: this.state, socket: this.socket, opt }));
     this.createdRunDir = !existsSync("/run/containerd");
     const cgroups = path.join(o.base, "cgroup-keep");
-    mkdirSync(cgroups);
+    mkdirSync(cgroups, { recursive: true }); // (recursive: a restart on the same base finds it)
     const script = [
       "set -e",
       o.hostNetns ? 'mount --rbind /sys/fs/cgroup "$1"; mount -t sysfs sysfs /sys; mount --move "$1" /sys/fs/cgroup' : ":",
@@ -283,7 +285,7 @@ export class PrivateContainerd {
     const logFd = openSync(this.log, "a");
     try {
       // nsenter, unshare and sh all exec: the child's PID is containerd's.
-      const env = { ...process.env, ...o.pinned?.env, ...(o.cniCacheDir ? { TSCNI_CTRD_CNI_CACHE: o.cniCacheDir } : {}) };
+      const env = { ...process.env, ...o.pinned?.env, ...o.env, ...(o.cniCacheDir ? { TSCNI_CTRD_CNI_CACHE: o.cniCacheDir } : {}) };
       this.child = spawn(argv[0]!, argv.slice(1), { stdio: ["ignore", logFd, logFd], env });
     } finally {
       closeSync(logFd);
