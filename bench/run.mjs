@@ -2,7 +2,8 @@
 // The tscni benchmark: our plugins as a plain install runs them (the default: the launcher starts a resident
 // server on the first call and hands calls to it) and in exec mode (TSCNI_RESIDENT=exec: every call starts the
 // program), and Debian's Go plugins, side by side, interleaved in one run, medians and ratios against Go. Writes
-// docs/benchmarks.md from the run. Not part of the test suite.
+// docs/benchmarks.md from the run (all but its Reliability section, which bench/kill.mjs writes). Not part of the
+// test suite.
 //
 //   node bench/run.mjs [--rounds 15] [--out docs/benchmarks.md] [--only <substring>]   (as root; `npm run build` first)
 //
@@ -555,6 +556,10 @@ function report({ rows, rss, cold, growth, podman, containerd, pods = [], cluste
     ...podsTable(pods),
     ...clusterTable(cluster),
   ];
+  // The Reliability section is bench/kill.mjs's (a run of its own): kept as it is.
+  const previous = existsSync(OUT) ? readFileSync(OUT, "utf8") : "";
+  const kept = previous.indexOf("\n## Reliability: kill -9 under load");
+  if (kept >= 0) lines.push(previous.slice(kept + 1).trimEnd(), "");
   mkdirSync(path.dirname(OUT), { recursive: true });
   writeFileSync(OUT, lines.join("\n"));
   console.log(`wrote ${path.relative(ROOT, OUT)}`);
