@@ -76,6 +76,8 @@ async function inside() {
   const { CNIConfig } = await import(path.join(ROOT, "dist/libcni/api.js"));
   const { parseConfList } = await import(path.join(ROOT, "dist/spec/config.js"));
   const { unwrapCniError } = await import(path.join(ROOT, "dist/spec/errors.js"));
+  // A CNI error, or (GC: libcni joins the failures of several plugins, as Go's errors.Join) only CNI errors.
+  const isCniFailure = (e) => unwrapCniError(e) !== undefined || (Array.isArray(e?.errors) && e.errors.length > 0 && e.errors.every(isCniFailure));
   const scratch = process.env.TSCNI_KILL_SCRATCH;
   const socket = path.join(scratch, "run", "plugins.sock");
   mkdirSync(path.dirname(socket), { recursive: true });
@@ -114,7 +116,7 @@ async function inside() {
           return { ok: true, value: await fn() };
         } catch (e) {
           stats.failedCalls++;
-          if (!unwrapCniError(e)) {
+          if (!isCniFailure(e)) {
             stats.nonCniErrors++;
             violation(round, `${label}: not a CNI error: ${e?.stack ?? e}`);
           }
@@ -171,6 +173,7 @@ async function inside() {
       await all;
       await killer;
       estimateMs = Math.max(500, Date.now() - roundStart);
+      const recoveryStart = Date.now();
 
       // Recovery, as a node's runtime does it: DEL what failed, then GC with what it holds.
       for (const f of failed) {
@@ -207,7 +210,7 @@ async function inside() {
         if (!a && addrs.length) violation(round, `container ${i} has no attachment but links ${addrs.map((l) => l.ifname).join(",")}`);
         if (a && !(addrs.length === 1 && addrs[0].addr_info?.some((x) => x.local === a.ip))) violation(round, `container ${i} (${a.id}) lacks eth0 with ${a.ip}`);
       }
-      process.stdout.write(`${mode}: round ${round}, ${stats.kills}/${target} kills, ${stats.calls} calls, ${stats.failedCalls} failed, ${stats.violations.length} violations\r`);
+      process.stdout.write(`${mode}: round ${round} (${estimateMs} ms, recovery and checks ${Date.now() - recoveryStart} ms), ${stats.kills}/${target} kills, ${stats.calls} calls, ${stats.failedCalls} failed, ${stats.violations.length} violations\n`);
     }
     // Take everything down, and check the node is clean.
     for (const [i, a] of live) {

@@ -74,7 +74,9 @@ async function simulate(store: Store): Promise<Report> {
   const report: Report = { store: store.name, kill: 0, power: 0, violations: [] };
   const random = seeded(0x5eed);
   const run = async (tree: Tree, ctx: Omit<CrashContext, "root">, label: string) => {
-    const key = `${ctx.mode}:${treeKey(tree)}:${ctx.interrupted ? name(ctx.interrupted) : ""}:${ctx.live.map(name).join(",")}`;
+    // (A store with state outside the files, cluster-ipam's etcd, sees the step too: the same files are another state.)
+    const key = `${ctx.mode}:${treeKey(tree)}:${ctx.interrupted ? name(ctx.interrupted) : ""}:${ctx.live.map(name).join(",")}` +
+      (store.outsideState ? `:${ctx.stepsDone}:${ctx.opsOfInterrupted > 0}` : "");
     if (seen.has(key)) return;
     seen.add(key);
     if (ctx.mode === "kill") report.kill++;
@@ -89,19 +91,28 @@ async function simulate(store: Store): Promise<Report> {
     }
   };
   for (let k = 0; k <= ops.length; k++) {
-    const complete = steps.filter((_, i) => ends[i]! <= k);
-    const live: Pod[] = [];
-    for (const s of complete) {
-      if (s.kind === "add" && s.pod) live.push(s.pod);
-      if (s.kind === "del" && s.pod) drop(live, s.pod);
+    // Steps complete at the crash. A step with no file operation of its own ends where the one before it ends: for a
+    // store with state outside the files (etcd), the crash may come before or after it, so every such count is a
+    // point of its own; for the others the files say the same, and the last count stands for them all.
+    const most = steps.filter((_, i) => ends[i]! <= k).length;
+    let least = most;
+    while (store.outsideState && least > 0 && ends[least - 1]! === k) least--;
+    for (let done = least; done <= most; done++) {
+      const complete = steps.slice(0, done);
+      const live: Pod[] = [];
+      for (const s of complete) {
+        if (s.kind === "add" && s.pod) live.push(s.pod);
+        if (s.kind === "del" && s.pod) drop(live, s.pod);
+      }
+      const interrupted = steps[done]?.pod;
+      // A DEL cut short is retried by the runtime: its pod is not live any more.
+      if (interrupted && steps[done]!.kind === "del") drop(live, interrupted);
+      const at = (k === 0 ? "before any operation" : `after operation ${k} (${describe(ops[k - 1]!)})`) + (least < most ? `, ${done} steps done` : "");
+      const progress = { stepsDone: done, opsOfInterrupted: k - (done > 0 ? ends[done - 1]! : 0) };
+      await run(killedAfter(base, ops, k), { mode: "kill", live, all, ...progress, ...(interrupted ? { interrupted } : {}) }, `kill ${at}`);
+      const states = powerLossAfter(base, ops, k, store.powerPerPoint ?? POWER_PER_POINT, random);
+      for (const [i, tree] of states.entries()) await run(tree, { mode: "power", live: [], all, ...progress }, `power loss ${at}, variant ${i}`);
     }
-    const interrupted = steps[complete.length]?.pod;
-    // A DEL cut short is retried by the runtime: its pod is not live any more.
-    if (interrupted && steps[complete.length]!.kind === "del") drop(live, interrupted);
-    const at = k === 0 ? "before any operation" : `after operation ${k} (${describe(ops[k - 1]!)})`;
-    await run(killedAfter(base, ops, k), { mode: "kill", live, all, ...(interrupted ? { interrupted } : {}) }, `kill ${at}`);
-    const states = powerLossAfter(base, ops, k, store.powerPerPoint ?? POWER_PER_POINT, random);
-    for (const [i, tree] of states.entries()) await run(tree, { mode: "power", live: [], all }, `power loss ${at}, variant ${i}`);
   }
   return report;
 }
@@ -119,6 +130,7 @@ const reports: Report[] = [];
 for (const store of STORES.filter((s) => !ONLY || s.name.includes(ONLY))) {
   const t0 = performance.now();
   const r = await simulate(store);
+  await store.teardown?.();
   reports.push(r);
   console.log(`${r.store}: ${r.kill + r.power} states (${r.kill} after a kill, ${r.power} after a power loss), ${r.violations.length} violations, ${Math.round(performance.now() - t0)} ms`);
   for (const v of r.violations.slice(0, 5)) console.log(`  ${v}`);

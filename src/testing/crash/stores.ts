@@ -10,7 +10,7 @@
  * attachments it remembers, then adds new ones.
  * @module
  */
-import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { cpSync, existsSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import path from "node:path";
 import { CniError } from "../../spec/errors.js";
 import { runPlugin } from "../../skel/skel.js";
@@ -31,6 +31,7 @@ import { readDelegateConfig, removeDelegateConfig, saveDelegateConfig } from "..
 import { forgetForwarding, recordForwarding, recordedContainers } from "../../plugins/meta/portmap/records.js";
 import { OUR_BIN } from "../harness.js";
 import { seeded } from "./model.js";
+import { FakeEtcd, type FakeEtcdState } from "../fake-etcd.js";
 
 /** One pod of a scenario. */
 export interface Pod {
@@ -55,6 +56,9 @@ export interface CrashContext {
   interrupted?: Pod;
   /** Every pod the scenario names. */
   all: Pod[];
+  /** Steps of the scenario complete at the crash, and operations of the next one (the cut short) done. */
+  stepsDone: number;
+  opsOfInterrupted: number;
 }
 
 /** A store the simulator covers. */
@@ -67,6 +71,10 @@ export interface Store {
   recover(ctx: CrashContext): Promise<string[]>;
   /** Power-loss states sampled per crash point (a cheap store explores more). */
   powerPerPoint?: number;
+  /** The store keeps state outside the files too (recover picks it by ctx.stepsDone): states differ by step. */
+  outsideState?: boolean;
+  /** After every state was explored. */
+  teardown?(): Promise<void>;
 }
 
 /** Runs one of our plugins in this process, as an exec would: its stdout, and the CNI error when it failed. */
@@ -194,7 +202,7 @@ interface IpamOps {
  * attachments; after a reboot, GC with none valid and DEL of every old attachment. Each must succeed; then the
  * store's invariants (ipamInvariants).
  */
-async function recoverIpam(ctx: CrashContext, ops: IpamOps): Promise<string[]> {
+async function recoverIpam(ctx: CrashContext, ops: IpamOps, owners: () => Map<string, string> = () => allocations(ctx.root)): Promise<string[]> {
   const problems: string[] = [];
   const attempt = async (what: string, work: () => Promise<unknown>) => {
     try {
@@ -212,7 +220,7 @@ async function recoverIpam(ctx: CrashContext, ops: IpamOps): Promise<string[]> {
     for (const p of ctx.all) await attempt(`DEL of ${p.id} after the reboot`, () => ops.del(p));
   }
   if (problems.length) return problems;
-  return ipamInvariants(ctx, () => allocations(ctx.root), ops.add);
+  return ipamInvariants(ctx, owners, ops.add);
 }
 
 export const HOST_LOCAL: Store = {
@@ -268,6 +276,79 @@ export const LIBCNI_CACHE: Store = {
       add: async (p) => addressesOf(await cni(ctx.root).addNetworkList(list, runtimeConf(p))),
     });
   },
+};
+
+// ---- cluster-ipam: its node's blocks hint, etcd behind it ----------------------------------------------------
+
+/**
+ * cluster-ipam keeps one file on the node, the hint of its blocks (rewritten in place); the allocations are in etcd,
+ * here an etcd in memory whose state after every step of the scenario is kept, so recovery meets etcd as it was at
+ * the crash. An ADD commits to etcd before it writes the hint: a crash before its first file operation may come
+ * before or after that commit, and both are explored.
+ */
+const clusterEtcd = new FakeEtcd();
+const clusterSnapshots: FakeEtcdState[] = [];
+let clusterInitial: FakeEtcdState | undefined;
+const clusterConf = (root: string, extra: Record<string, unknown> = {}) => ({
+  cniVersion: "1.1.0", name: "crashnet", ...extra,
+  ipam: {
+    type: "cluster-ipam", etcd: { endpoints: [clusterEtcd.endpoint] }, ranges: [[{ subnet: SUBNET }]], blockSize: 30,
+    nodeName: "node1", lockDir: path.join(root, "locks"),
+  },
+});
+/** The allocations in etcd: address -> owner (`<containerID>\r\n<ifname>`, as host-local's files say it). */
+const clusterAllocations = (): Map<string, string> => new Map(clusterEtcd.entries("").filter(([k]) => k.includes("/ips/")).map(([, v]) => {
+  const r = JSON.parse(v) as { ip: string; containerID: string; ifname: string };
+  return [r.ip, `${r.containerID}\r\n${r.ifname}`];
+}));
+
+export const CLUSTER_IPAM: Store = {
+  name: "cluster-ipam",
+  outsideState: true,
+  powerPerPoint: 128,
+  setup: async () => {
+    if (!clusterEtcd.endpoint) await clusterEtcd.start();
+    clusterEtcd.restore({ revision: 1, entries: [] });
+    clusterInitial = clusterEtcd.save();
+  },
+  steps: (root) => {
+    const step = (kind: "add" | "del", pod: Pod): Step => ({
+      kind, pod, run: async () => {
+        const r = await callPlugin("cluster-ipam", podEnv(kind === "add" ? "ADD" : "DEL", pod), clusterConf(root));
+        if (r.error) throw r.error;
+      },
+    });
+    return scenarioOf(step).map((s, i) => ({ ...s, run: async (r: string) => {
+      await s.run(r);
+      clusterSnapshots[i] = clusterEtcd.save();
+    } }));
+  },
+  recover: async (ctx) => {
+    const before = ctx.stepsDone > 0 ? clusterSnapshots[ctx.stepsDone - 1]! : clusterInitial!;
+    const after = clusterSnapshots[ctx.stepsDone];
+    const variants = ctx.opsOfInterrupted > 0 ? [after!] : after ? [before, after] : [before];
+    const problems: string[] = [];
+    for (const [i, state] of variants.entries()) {
+      // Each variant on its own copy of the crash state's files.
+      const root = variants.length > 1 ? `${ctx.root}.v${i}` : ctx.root;
+      if (root !== ctx.root) cpSync(ctx.root, root, { recursive: true });
+      clusterEtcd.restore(state);
+      const run = async (env: Record<string, string>, conf: unknown) => {
+        const r = await callPlugin("cluster-ipam", env, conf);
+        if (r.error) throw r.error;
+        return r.stdout;
+      };
+      const found = await recoverIpam({ ...ctx, root }, {
+        del: (p) => run(podEnv("DEL", p), clusterConf(root)),
+        gc: (valid) => run({ CNI_COMMAND: "GC", CNI_PATH: "/nonexistent" }, clusterConf(root, { "cni.dev/valid-attachments": valid })),
+        add: async (p) => addressesOf(JSON.parse(await run(podEnv("ADD", p), clusterConf(root)))),
+      }, clusterAllocations);
+      problems.push(...found.map((f) => (variants.length > 1 ? `${i === 0 ? "etcd before" : "etcd after"} the cut-short call's commit: ${f}` : f)));
+      if (root !== ctx.root) rmSync(root, { recursive: true, force: true });
+    }
+    return problems;
+  },
+  teardown: () => clusterEtcd.stop(),
 };
 
 // ---- the dhcp daemon's lease files ---------------------------------------------------------------------------
@@ -543,5 +624,5 @@ async function keyedRecovery(ctx: CrashContext, what: string, read: (p: Pod) => 
 
 /** Every store, in the order run.ts reports them. */
 export const STORES: readonly Store[] = [
-  HOST_LOCAL, LIBCNI_CACHE, DHCP_LEASES, FIREWALL_RECORDS, DNSNAME_FILES, TUNING_BACKUPS, HOST_DEVICE_RECORDS, FLANNEL_CONFIGS, PORTMAP_RECORDS,
+  HOST_LOCAL, LIBCNI_CACHE, CLUSTER_IPAM, DHCP_LEASES, FIREWALL_RECORDS, DNSNAME_FILES, TUNING_BACKUPS, HOST_DEVICE_RECORDS, FLANNEL_CONFIGS, PORTMAP_RECORDS,
 ];
