@@ -250,13 +250,7 @@ export async function readCachedAttachment(cacheDir: string, key: CacheKey): Pro
  */
 export async function listCachedAttachments(cacheDir: string, containerID = ""): Promise<CachedAttachment[]> {
   const dir = path.join(cacheDir, "results");
-  let names: string[];
-  try {
-    names = (await readdir(dir)).sort(compareBytes);
-  } catch (e) {
-    if ((e as NodeJS.ErrnoException).code === "ENOENT") return [];
-    throw e;
-  }
+  const names = await resultFileNames(dir);
   const out: CachedAttachment[] = [];
   for (const name of names) {
     if (containerID) {
@@ -305,6 +299,16 @@ export function likeliestCacheKey(keys: readonly CacheKey[]): CacheKey {
   return keys.find((k) => /^[0-9a-f]{64}$/.test(k.containerID)) ?? keys[keys.length - 1]!;
 }
 
+/** The names in the results directory in byte order; none when there is no directory. */
+async function resultFileNames(dir: string): Promise<string[]> {
+  try {
+    return (await readdir(dir)).sort(compareBytes);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === "ENOENT") return [];
+    throw e;
+  }
+}
+
 /**
  * The cache files of the networks named that hold no readable attachment: what a crash (a power loss after Go's
  * libcni, which writes in place and never fsyncs, or an older writer) leaves. Temporary files of a replacement
@@ -312,13 +316,7 @@ export function likeliestCacheKey(keys: readonly CacheKey[]): CacheKey {
  */
 export async function listUnreadableCacheEntries(cacheDir: string, networkNames: Iterable<string>): Promise<UnreadableCacheEntry[]> {
   const dir = path.join(cacheDir, "results");
-  let names: string[];
-  try {
-    names = (await readdir(dir)).sort(compareBytes);
-  } catch (e) {
-    if ((e as NodeJS.ErrnoException).code === "ENOENT") return [];
-    throw e;
-  }
+  const names = await resultFileNames(dir);
   const networks = [...new Set(networkNames)];
   const out: UnreadableCacheEntry[] = [];
   for (const name of names) {
