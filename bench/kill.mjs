@@ -13,7 +13,7 @@
 //
 // --kills is the total over both modes (half each).
 import { spawnSync } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, truncateSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -95,7 +95,7 @@ async function inside() {
     process.env.TSCNI_RESIDENT_SOCKET = socket;
     const cni = new CNIConfig({ path: [BIN], cacheDir });
     const live = new Map(); // container index -> { id, ip }
-    const stats = { mode, kills: 0, rounds: 0, calls: 0, failedCalls: 0, failedWithoutKill: 0, nonCniErrors: 0, violations: [], seconds: 0 };
+    const stats = { mode, kills: 0, serverKills: 0, rounds: 0, calls: 0, failedCalls: 0, failedWithoutKill: 0, nonCniErrors: 0, violations: [], seconds: 0 };
     const violation = (round, what) => {
       stats.violations.push(`round ${round}: ${what}`);
       if (stats.violations.length <= 5) console.log(`  violation: round ${round}: ${what}`);
@@ -106,6 +106,9 @@ async function inside() {
     let serial = 0;
     while (stats.kills < target) {
       const round = ++stats.rounds;
+      // The launcher backs off from starting a server that keeps dying (1, 2, 4 ... 300 s, recorded in the lock
+      // file): each round starts as if that time had passed, so every round has a server to kill.
+      if (existsSync(`${socket}.lock`)) truncateSync(`${socket}.lock`, 0);
       const inFlight = new Map(); // index -> { op, id }
       const killTimes = [];
       const failed = [];
@@ -160,13 +163,18 @@ async function inside() {
         for (const at of times) {
           await sleep(Math.max(0, roundStart + at - Date.now()));
           if (settled || stats.kills >= target) return;
-          const victims = mode === "exec" ? descendants(process.pid) : serverPids(socket);
+          // Exec mode: a plugin process. The default: the server half the time it is there, else a plugin
+          // process (the launcher waiting on the server, or a call run by itself while no server is up).
+          const servers = mode === "exec" ? [] : serverPids(socket);
+          const server = servers.length > 0 && Math.random() < 0.5;
+          const victims = server ? servers : descendants(process.pid);
           if (victims.length === 0) continue;
           const pid = victims[Math.floor(Math.random() * victims.length)];
           try {
             process.kill(pid, "SIGKILL");
             killTimes.push(Date.now());
             stats.kills++;
+            if (server) stats.serverKills++;
           } catch { /* gone */ }
         }
       })();
@@ -222,7 +230,7 @@ async function inside() {
     if (left) stats.violations.push(`${left} reservations left after the final DELs`);
     for (const pid of serverPids(socket)) process.kill(pid, "SIGKILL");
     stats.seconds = (Date.now() - t0) / 1000;
-    console.log(`\n${mode}: ${stats.kills} kills in ${stats.rounds} rounds, ${stats.calls} calls (${stats.failedCalls} failed: ${stats.nonCniErrors} not CNI errors, ` +
+    console.log(`\n${mode}: ${stats.kills} kills (${stats.serverKills} of the server) in ${stats.rounds} rounds, ${stats.calls} calls (${stats.failedCalls} failed: ${stats.nonCniErrors} not CNI errors, ` +
       `${stats.failedWithoutKill} with no kill), ${stats.violations.length} violations, ${stats.seconds.toFixed(0)} s`);
     results.push(stats);
   }
@@ -239,14 +247,15 @@ async function call_(fn) {
 }
 
 function section(results) {
-  const row = (s) => `| ${s.mode === "exec" ? "exec mode: a random plugin process" : "default: the resident server"} | ${s.kills} | ${s.rounds} | ${s.calls} | ` +
+  const row = (s) => `| ${s.mode === "exec" ? "exec mode: a random plugin process" : `default: the resident server (${s.serverKills}) or a plugin process`} | ${s.kills} | ${s.rounds} | ${s.calls} | ` +
     `${s.failedCalls} | ${s.nonCniErrors} | ${s.failedWithoutKill} | ${s.violations.length} | ${s.seconds.toFixed(0)} |`;
   return [
     SECTION,
     "",
     `Written by \`node bench/kill.mjs\` (${new Date().toISOString()}): ${WIDTH} containers on bridge + host-local, each round every`,
     "container flipped at once (ADD the detached, DEL the attached) with two GCs among them, while SIGKILLs land at random",
-    `moments (${PER_ROUND} per round planned); then the runtime recovers (DEL of every attachment whose call failed, GC with what`,
+    `moments (${PER_ROUND} per round planned; in the default mode half of them on the server while there is one, its start`,
+    "back-off cleared between rounds); then the runtime recovers (DEL of every attachment whose call failed, GC with what",
     "it holds) and the crash simulator's invariants are checked on the node: every error a CNI error, every recovery DEL and GC",
     "succeeds, no address held twice, host-local holds exactly the live attachments' addresses, the cache exactly the live",
     "attachments, the kernel exactly their links (a veth each on the bridge, eth0 with its address) and nothing in the others'",
