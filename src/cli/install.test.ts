@@ -5,7 +5,8 @@ import { spawnSync } from "node:child_process";
 import { existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, statSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { installPlugins, installResidentUnits, removeResidentUnits, residentUnits } from "./install.js";
+import { addInstallCommand, installPlugins, installResidentUnits, removeResidentUnits, residentUnits } from "./install.js";
+import { runCnitool } from "../cnitool/cnitool.js";
 import { PROGRAM_NAMES } from "../programs/programs.js";
 
 test("install links every plugin to the copied binary and respects foreign files", () => {
@@ -92,6 +93,28 @@ test("--resident writes a socket unit and a service the socket starts; --remove-
     assert.deepEqual(removeResidentUnits(units), [], "a foreign unit is not removed");
     installResidentUnits(units, "/opt/cni/bin", { force: true });
     assert.equal(removeResidentUnits(units).length, 2);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test("`cnitool install` into a directory of another implementation's plugins: names what it skipped and exits 1", async () => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), "tscni-install-"));
+  try {
+    const bin = path.join(dir, "bin");
+    mkdirSync(bin);
+    for (const name of ["bridge", "host-local"]) writeFileSync(path.join(bin, name), "a Go plugin");
+    let stdout = "";
+    let stderr = "";
+    const io = { env: {}, cwd: dir, stdout: (s: string) => { stdout += s; }, stderr: (s: string) => { stderr += s; } };
+    const code = await runCnitool(["install", "--bin-dir", bin], io, [addInstallCommand]);
+    assert.equal(code, 1);
+    assert.match(stderr, /^skipped bridge: .* exists and is not tscni's \(use --force to replace it\)$/m);
+    assert.match(stderr, new RegExp(`^Error: 2 of ${PROGRAM_NAMES.length} plugin types were not installed: ${bin} holds programs of those names that are not tscni's, which still run \\(use --force to replace them\\)$`, "m"));
+    assert.match(stdout, /^linked: /m, "the others are installed");
+    assert.equal(readFileSync(path.join(bin, "bridge"), "utf8"), "a Go plugin");
+    stderr = "";
+    assert.equal(await runCnitool(["install", "--bin-dir", bin, "--force"], io, [addInstallCommand]), 0, stderr);
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

@@ -199,5 +199,11 @@ export function addInstallCommand(program: Command, io: Io): void {
         io.stdout(`wrote: ${written.join(" ")}\n`);
         io.stdout(`turn resident mode on with: systemctl daemon-reload; systemctl enable --now ${RESIDENT_UNIT}.socket\n`);
       }
+      // A partial install is not a success: those plugin types still run the other implementation's programs.
+      if (report.skipped.length) {
+        const total = report.installed.length + report.replaced.length + report.skipped.length;
+        throw new Error(`${report.skipped.length} of ${total} plugin types were not installed: ${opts.binDir} holds programs of those ` +
+          "names that are not tscni's, which still run (use --force to replace them)");
+      }
     });
 }

@@ -252,12 +252,52 @@ describe("cnitool errors and exit codes", { concurrency: true }, () => {
     assert.equal(stderr, `Error: plugin type="noop" failed (add): plugin error: banana\n`);
   });
 
-  test("no CNI_PATH", async () => {
-    const { cacheDir, env } = setup();
-    delete env["CNI_PATH"];
-    const { code, stderr } = await cnitool(["--cache-dir", cacheDir, "add", "testnet", "/run/netns/x"], env);
-    assert.equal(code, 1);
-    assert.equal(stderr, `Error: plugin type="noop" failed (add): no paths provided\n`);
+  test("no CNI_PATH: named, before any plugin runs (upstream blames the plugin: \"no paths provided\")", async () => {
+    const { cacheDir, env, commandLog } = setup();
+    for (const value of [undefined, ""]) {
+      if (value === undefined) delete env["CNI_PATH"];
+      else env["CNI_PATH"] = value;
+      for (const argv of [["add", "testnet", "/run/netns/x"], ["validate", "testnet"], ["version", "noop"]]) {
+        const { code, stderr } = await cnitool(["--cache-dir", cacheDir, ...argv], env);
+        assert.equal(code, 1);
+        assert.equal(stderr, "Error: CNI_PATH is not set: name the directories of the plugins, e.g. CNI_PATH=/opt/cni/bin\n", argv.join(" "));
+      }
+    }
+    assert.deepEqual(readCommandLog(commandLog), []);
+  });
+
+  test("--timeout takes seconds greater than 0, refused when read", async () => {
+    const { cacheDir, env, commandLog } = setup();
+    for (const bad of ["abc", "0", "-1", "1s", ""]) {
+      const { code, stderr } = await cnitool(["--timeout", bad, "--cache-dir", cacheDir, "add", "testnet", "/run/netns/x"], env);
+      assert.equal(code, 1, bad);
+      assert.equal(stderr, `error: option '--timeout <seconds>' argument '${bad}' is invalid. want a number of seconds greater than 0.\n`);
+    }
+    assert.deepEqual(readCommandLog(commandLog), []);
+    assert.equal((await cnitool(["--timeout", "2.5", "--cache-dir", cacheDir, "add", "testnet", "/run/netns/x"], env)).code, 0);
+  });
+
+  test("a config file that does not load is skipped with a warning, not a block on the networks after it", async () => {
+    const { cacheDir, env, confDir } = setup();
+    fs.writeFileSync(path.join(confDir, "05-broken.conflist"), "{");
+    const { code, stdout, stderr } = await cnitool(["--cache-dir", cacheDir, "add", "testnet", "/run/netns/x"], env);
+    assert.equal(code, 0, stderr);
+    assert.ok(stdout.includes("10.1.2.3/24"));
+    assert.match(stderr, new RegExp(`^warning: skipped ${confDir}/05-broken\\.conflist: error parsing configuration list: unexpected end of JSON input`));
+    const missing = await cnitool(["--cache-dir", cacheDir, "del", "nope", "/run/netns/x"], env);
+    assert.equal(missing.code, 1);
+    assert.match(missing.stderr, new RegExp(`Error: no net configuration with name "nope" in ${confDir}\n$`));
+  });
+
+  test("--version says which program this is; every subcommand's help lists the global options", async () => {
+    let stdout = "";
+    const io = { env: {}, cwd: "/", stdout: (s: string) => { stdout += s; }, stderr: () => undefined };
+    assert.equal(await runCnitool(["--version"], io, [], { describeProgram: () => "tscni 9.9.9: a test\n" }), 0);
+    assert.equal(stdout, "tscni 9.9.9: a test\n");
+    stdout = "";
+    assert.equal(await runCnitool(["add", "--help"], io), 0);
+    assert.match(stdout, /Global Options:\n(.*\n)*\s+--cache-dir <dir>/);
+    assert.match(stdout, /--timeout <seconds>/);
   });
 
   test("CHECK of a config older than 0.4.0", async () => {

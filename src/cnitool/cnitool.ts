@@ -11,12 +11,13 @@
  */
 import { createHash } from "node:crypto";
 import path from "node:path";
-import { Command, CommanderError } from "commander";
+import { Command, CommanderError, InvalidArgumentError } from "commander";
 import { goQuote, isJsonObject, jsonKindName, parseJson } from "../spec/json.js";
 import { marshalResult } from "../spec/result/index.js";
 import { splitPathList } from "../invoke/find.js";
 import { CNIConfig, type RuntimeConf } from "../libcni/api.js";
-import { loadAllNetworks, loadConfList } from "../libcni/conf.js";
+import { loadAllNetworks, NoConfigsFoundError, NotFoundError } from "../libcni/conf.js";
+import type { NetworkConfigList } from "../spec/config.js";
 import { DEFAULT_CACHE_DIR } from "../libcni/cache.js";
 import type { PluginExec } from "../invoke/exec.js";
 import { addNetworkCommands } from "./network.js";
@@ -76,9 +77,37 @@ function runtimeSetup(io: Io, opts: GlobalOptions) {
   return { netconfPath, cni, callOpts };
 }
 
+/** `--timeout`: seconds, a number greater than 0 (refused when the command line is read, not at the first call). */
+function parseTimeout(value: string): string {
+  if (!/^\d+(\.\d+)?$/.test(value) || !(Number(value) > 0)) throw new InvalidArgumentError("want a number of seconds greater than 0.");
+  return value;
+}
+
+/** Refuses a command that runs plugins when CNI_PATH names no directory (libcni would blame the plugin). */
+function requirePluginPath(io: Io): void {
+  if (splitPathList(io.env["CNI_PATH"]).length === 0) {
+    throw new Error("CNI_PATH is not set: name the directories of the plugins, e.g. CNI_PATH=/opt/cni/bin");
+  }
+}
+
+/**
+ * The network `name` of the config directory, as libcni's loadConfList finds it (conflists first, then single
+ * configs), except that a file that does not load is skipped with a warning rather than stopping the search (Go's
+ * libcni, and so upstream cnitool, stop there: one broken file blocks every network that sorts after it).
+ */
+export async function findNetwork(dir: string, name: string, io: Pick<Io, "stderr">): Promise<NetworkConfigList> {
+  const { networks, errors } = await loadAllNetworks(dir);
+  const found = networks.find((n) => n.file.endsWith(".conflist") && n.list.name === name) ?? networks.find((n) => n.list.name === name);
+  for (const e of errors) io.stderr(`warning: skipped ${e.file}: ${e.error.message}\n`);
+  if (found) return found.list;
+  if (networks.length === 0 && errors.length === 0) throw new NoConfigsFoundError(dir);
+  throw new NotFoundError(dir, name);
+}
+
 async function attachmentCommand(verb: "add" | "check" | "del" | "status" | "gc", network: string, netns: string, io: Io, opts: GlobalOptions) {
   const { netconfPath, cni, callOpts } = runtimeSetup(io, opts);
-  const list = await loadConfList(netconfPath, network);
+  const list = await findNetwork(netconfPath, network, io);
+  requirePluginPath(io);
   const capabilityArgs = io.env["CAP_ARGS"] ? parseCapArgs(io.env["CAP_ARGS"]) : {};
   const args = parseCnitoolArgs(io.env["CNI_ARGS"] ?? "");
   const ifName = opts.ifname || io.env["CNI_IFNAME"] || "eth0";
@@ -163,10 +192,18 @@ export function buildProgram(io: Io, extensions: readonly CommandExtension[] = [
       "CAP_ARGS (JSON capability arguments), CNI_ARGS (K=V;K2=V2), CNI_IFNAME (default eth0).")
     .option("-i, --ifname <name>", "interface name inside the namespace (default: $CNI_IFNAME or eth0)")
     .option("--cache-dir <dir>", "result cache directory (default /var/lib/cni)")
-    .option("--timeout <seconds>", "kill a plugin that runs longer than this")
+    .option("--timeout <seconds>", "kill a plugin that runs longer than this", parseTimeout)
+    .option("--version", "say which tscni program this is (as `cnitool version`)")
     .configureOutput({ writeOut: io.stdout, writeErr: io.stderr })
+    // Every subcommand's help lists these options too (they go before the subcommand).
+    .configureHelp({ showGlobalOptions: true })
     .exitOverride()
-    .showHelpAfterError(false);
+    .showHelpAfterError(false)
+    .on("option:version", () => {
+      if (!context.describeProgram) throw new Error("this build cannot say which program it is");
+      io.stdout(context.describeProgram({}));
+      throw new CommanderError(0, "cnitool.version", "");
+    });
 
   const verbs = [
     ["add", "Add network interface to a network namespace"],
@@ -202,7 +239,8 @@ export function buildProgram(io: Io, extensions: readonly CommandExtension[] = [
     .argument("<network>", "name of the network")
     .action(async (network: string) => {
       const { netconfPath, cni, callOpts } = runtimeSetup(io, program.opts<GlobalOptions>());
-      const list = await loadConfList(netconfPath, network);
+      const list = await findNetwork(netconfPath, network, io);
+      requirePluginPath(io);
       const caps = await cni.validateNetworkList(list, callOpts);
       io.stdout(`network "${list.name}" is valid (cniVersion ${list.cniVersion}; capabilities: ${caps.join(", ") || "none"})\n`);
     });
@@ -220,6 +258,7 @@ export function buildProgram(io: Io, extensions: readonly CommandExtension[] = [
         return;
       }
       const { cni, callOpts } = runtimeSetup(io, program.opts<GlobalOptions>());
+      requirePluginPath(io);
       const info = await cni.getVersionInfo(pluginType, callOpts);
       io.stdout(opts.json ? JSON.stringify({ supportedVersions: info.supportedVersions }) + "\n" : info.supportedVersions.join("\n") + "\n");
     });

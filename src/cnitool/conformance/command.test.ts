@@ -1,6 +1,6 @@
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { readPluginConfig } from "./command.js";
+import { onlyPattern, readPluginConfig } from "./command.js";
 import { runCnitool } from "../cnitool.js";
 
 describe("the config file", () => {
@@ -38,5 +38,18 @@ describe("the command line", () => {
     const badOnly = await run(["conformance", "/bin/true", "--config", "x", "--only", "("]);
     assert.equal(badOnly.code, 1);
     assert.match(badOnly.stderr, /^Error: --only: .*\n$/);
+  });
+
+  test("a --config that is not there is named, not a raw ENOENT", async () => {
+    assert.deepEqual(await run(["conformance", "/bin/true", "--config", "missing.json"]),
+      { code: 1, stderr: "Error: --config missing.json: no such file (/missing.json)\n" });
+    assert.deepEqual(await run(["conformance", "/bin/true", "--config", "/"]), { code: 1, stderr: "Error: --config /: a directory, not a file\n" });
+  });
+
+  test("--only is smart-case: a capital letter makes it case-sensitive", () => {
+    const titles = ["VERSION: the answer's cniVersion is the one on stdin [version]", "ADD (cniVersion 1.1.0): a valid result [add]"];
+    assert.deepEqual(titles.filter((t) => onlyPattern("VERSION")!.test(t)), [titles[0]]);
+    assert.deepEqual(titles.filter((t) => onlyPattern("version")!.test(t)), titles);
+    assert.equal(onlyPattern(undefined), undefined);
   });
 });

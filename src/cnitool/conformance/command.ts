@@ -72,11 +72,14 @@ export function readPluginConfig(text: string, pluginType: string, file: string)
   return config as JsonObject;
 }
 
-/** The regular expression of --only (case-insensitive). */
-function onlyPattern(text: string | undefined): RegExp | undefined {
+/**
+ * The regular expression of --only: case-insensitive unless it holds a capital letter (smart case), so `VERSION`
+ * selects the VERSION checks and not every title that says "cniVersion".
+ */
+export function onlyPattern(text: string | undefined): RegExp | undefined {
   if (text === undefined) return undefined;
   try {
-    return new RegExp(text, "i");
+    return new RegExp(text, /\p{Lu}/u.test(text) ? "" : "i");
   } catch (e) {
     throw new Error(`--only: ${messageOf(e)}`);
   }
@@ -85,10 +88,17 @@ function onlyPattern(text: string | undefined): RegExp | undefined {
 async function conformance(pluginArg: string, flags: Flags, global: { ifname?: string; timeout?: string }, io: ConformanceIo): Promise<void> {
   if (flags.format !== "tap" && flags.format !== "junit") throw new Error(`--format must be tap or junit, not ${JSON.stringify(flags.format)}`);
   const only = onlyPattern(flags.only);
+  const configFile = path.resolve(io.cwd, flags.config);
+  let configText: string;
+  try {
+    configText = readFileSync(configFile, "utf8");
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    throw new Error(`--config ${flags.config}: ${code === "ENOENT" ? `no such file (${configFile})` : code === "EISDIR" ? "a directory, not a file" : messageOf(e)}`);
+  }
   if (process.getuid?.() !== 0) throw new Error("cnitool conformance needs root: it creates network namespaces");
   const plugin = await resolvePlugin(pluginArg, io);
-  const configFile = path.resolve(io.cwd, flags.config);
-  const config = readPluginConfig(readFileSync(configFile, "utf8"), path.basename(plugin), configFile);
+  const config = readPluginConfig(configText, path.basename(plugin), configFile);
   const cniPath = io.env["CNI_PATH"] || path.dirname(plugin);
   const timeoutSeconds = global.timeout === undefined ? 60 : Number(global.timeout);
   if (!(timeoutSeconds > 0)) throw new Error(`--timeout must be a positive number of seconds, not ${JSON.stringify(global.timeout)}`);
@@ -149,7 +159,7 @@ export function addConformanceCommand(program: Command, io: ConformanceIo): void
     .argument("<plugin>", "the plugin executable: a path, or a name found in CNI_PATH")
     .requiredOption("--config <file>", "the plugin's config: a JSON object with cniVersion, name and type (from a conflist: its plugin of that type)")
     .option("--format <format>", "tap or junit", "tap")
-    .option("--only <pattern>", "run only the checks whose title or spec section matches this regular expression (case-insensitive)")
+    .option("--only <pattern>", "run only the checks whose title or spec section matches this regular expression (case-insensitive unless it has a capital letter: VERSION selects the VERSION checks)")
     .option("--host-setup <command>", "a shell command run in the runner's host namespace before the checks ($CONFORMANCE_HOST_NETNS is its path); repeatable", collect, [])
     .option("--netns-setup <command>", "a shell command run in the runner's host namespace after each container namespace is made " +
       "($CONFORMANCE_NETNS is its path, $CONFORMANCE_NETNS_NAME its name, $CONFORMANCE_NETNS_INDEX its number); repeatable", collect, [])
