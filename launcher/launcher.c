@@ -970,6 +970,19 @@ static void program_path(char *out) {
   memcpy(dir_end ? dir_end + 1 : out, "tscni-js", sizeof("tscni-js"));
 }
 
+/*
+ * A plugin copied without the program beside it (one file of the plugin directory taken alone, as an install script
+ * may do) must not look healthy: every command, VERSION included, fails naming what is missing and where.
+ */
+static void require_program(char *program) {
+  program_path(program);
+  struct file_info info;
+  if (path_info(program, 1, &info) == 0) return;
+  die_cni(999, "tscni: this plugin is tscni's launcher, and the program it runs is missing: ", program, " (",
+          error_text(errno), "); copy the whole plugin directory (tscni, tscni-js and the links), or install with "
+          "`cnitool install --bin-dir <dir>`", NULL);
+}
+
 int main(int argc, char **argv, char **envp) {
   environment = envp;
   const char *name = base_name(argv[0] ? argv[0] : "");
@@ -982,11 +995,11 @@ int main(int argc, char **argv, char **envp) {
   for (size_t i = 0; i < sizeof(PROGRAM_VERSIONS) / sizeof(PROGRAM_VERSIONS[0]); i++) {
     if (strcmp(PROGRAM_VERSIONS[i].name, name) != 0) continue;
     if (argc >= 2) break; /* arguments mean a subcommand (`dhcp daemon ...`): the program handles those */
+    require_program(program);
     if (version) return write_text(1, PROGRAM_VERSIONS[i].json) ? 1 : 0;
     if (about) return write_text(2, PROGRAM_VERSIONS[i].about) ? 1 : 0;
     if (!has_required_env(command)) break; /* the program says which are missing, without reading stdin */
     struct buf config = read_config();
-    program_path(program);
     try_resident(name, argc, argv, &config, program); /* plugin calls only: cnitool and subcommands always run here */
     stdin_in_memory = config_to_stdin(&config);
     break;

@@ -211,3 +211,25 @@ describe("launcher, seen from the program it starts", { skip }, () => {
     }
   });
 });
+
+describe("a plugin copied without its program", { skip }, () => {
+  test("every command, VERSION included, fails with a CNI error naming the missing program and where it was looked for", () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), "tscni-launcher-alone-"));
+    try {
+      // What `cp /opt/cni/bin/bridge /host/opt/cni/bin/` copies: the launcher, under the plugin's name.
+      copyFileSync(path.join(OUR_BIN, "bridge"), path.join(dir, "bridge"));
+      chmodSync(path.join(dir, "bridge"), 0o755);
+      const env = { PATH: process.env["PATH"], CNI_CONTAINERID: "x", CNI_NETNS: "/run/netns/x", CNI_IFNAME: "eth0", CNI_PATH: dir, TSCNI_RESIDENT_SOCKET: "" };
+      for (const command of ["VERSION", "ADD", "DEL", "CHECK", "GC", "STATUS"]) {
+        const r = spawnSync(path.join(dir, "bridge"), [], { input: '{"cniVersion":"1.0.0","name":"n","type":"bridge"}', encoding: "utf8", env: { ...env, CNI_COMMAND: command } });
+        assert.equal(r.status, 1, command);
+        const error = JSON.parse(r.stdout) as { code: number; msg: string };
+        assert.equal(error.code, 999, command);
+        assert.equal(error.msg, `tscni: this plugin is tscni's launcher, and the program it runs is missing: ${dir}/tscni-js (no such file or directory); ` +
+          "copy the whole plugin directory (tscni, tscni-js and the links), or install with `cnitool install --bin-dir <dir>`", command);
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
