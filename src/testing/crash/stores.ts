@@ -353,6 +353,18 @@ export const CLUSTER_IPAM: Store = {
 
 // ---- the dhcp daemon's lease files ---------------------------------------------------------------------------
 
+/** A DHCPv6 lease record of `clientID` (an attachment's second family: its own file), its times moved by `at`. */
+function lease6Record(clientID: string, at: number): LeaseRecord {
+  return {
+    family: "ipv6", clientID, containerID: clientID.split("/")[0]!, network: "net", ifName: "eth0", netns: `/run/netns/${clientID.split("/")[0]}`,
+    send: { duid: Uint8Array.from([0, 4, 1, 2, 3, 4]), iaid: 7, oro: [23, 24] },
+    binding: {
+      address: "fd09::10", serverId: Uint8Array.from([0, 1, 9, 9]), server: "00:01:09:09", reply: Uint8Array.from([7, 1, 2, 3]),
+      boundAt: at, renewAt: at + 30_000, rebindAt: at + 48_000, expiresAt: at + 60_000,
+    },
+  };
+}
+
 /** A DHCPv4 lease record of `clientID`, its times moved by `at`. */
 function leaseRecord(clientID: string, at: number): LeaseRecord {
   return {
@@ -387,12 +399,18 @@ export const DHCP_LEASES: Store = {
       if (ids.length > 0 && random() < 0.35) {
         const id = ids[Math.floor(random() * ids.length)]!;
         held.delete(id);
-        out.push({ kind: "other", run: () => store.remove(id) });
+        // The attachment goes: its leases of both families.
+        out.push({ kind: "other", run: async () => {
+          await store.remove(id);
+          await store.remove(id, "ipv6");
+        } });
       } else {
         const id = ids.length > 0 && random() < 0.5 ? ids[Math.floor(random() * ids.length)]! : `c${t}/net/eth0`;
         held.add(id);
-        written.add(encodeLeaseRecord(leaseRecord(id, t * 1000)));
-        out.push({ kind: "other", run: () => store.save(leaseRecord(id, t * 1000)) });
+        // Dual-stack attachments hold a DHCPv6 lease beside their DHCPv4 one (every third step writes one).
+        const record = t % 3 === 0 ? lease6Record(id, t * 1000) : leaseRecord(id, t * 1000);
+        written.add(encodeLeaseRecord(record));
+        out.push({ kind: "other", run: () => store.save(record) });
       }
     }
     return out;
