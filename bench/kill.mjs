@@ -185,8 +185,8 @@ async function inside() {
 
       // Recovery, as a node's runtime does it: DEL what failed, then GC with what it holds.
       for (const f of failed) {
-        const live_ = live.get(f.i);
-        if (live_ && live_.id !== f.id) continue;
+        const holder = live.get(f.i);
+        if (holder && holder.id !== f.id) continue;
         const r = await call(`recovery DEL ${f.id}`, () => cni.delNetworkList(list, rt(f.i, f.id)), false);
         if (!r.ok) violation(round, `the recovery DEL of ${f.id} failed: ${r.error?.message}`);
         else live.delete(f.i);
@@ -222,7 +222,7 @@ async function inside() {
     }
     // Take everything down, and check the node is clean.
     for (const [i, a] of live) {
-      const r = await call_(() => cni.delNetworkList(list, { containerID: a.id, netNS: `/run/netns/${ctrNs(i)}`, ifName: "eth0", args: [] }));
+      const r = await failureOf(() => cni.delNetworkList(list, { containerID: a.id, netNS: `/run/netns/${ctrNs(i)}`, ifName: "eth0", args: [] }));
       if (r) stats.violations.push(`final DEL of ${a.id}: ${r}`);
     }
     live.clear();
@@ -237,7 +237,8 @@ async function inside() {
   return results;
 }
 
-async function call_(fn) {
+/** The message of `fn`'s failure, or undefined when it succeeds. */
+async function failureOf(fn) {
   try {
     await fn();
     return undefined;

@@ -74,6 +74,8 @@ class Node {
   readonly dirs: Record<"cache" | "conf" | "ipam" | "records" | "managerCache" | "managerConf" | "bin" | "run", string>;
   ctrd: PrivateContainerd | undefined;
   manager: ManagerClient | undefined;
+  /** The manager's pods' namespaces (named, under /run/netns). */
+  readonly podNamespaces: Netns[] = [];
   private sandboxImage = "";
   private imageArchive = "";
 
@@ -153,13 +155,14 @@ class Node {
   async managerPods(prefix: string, count: number): Promise<string[]> {
     return inBatches(Array.from({ length: count }, (_, i) => i), 5, async (i) => {
       const ns = this.cleanup.netns(`tscni-rb${prefix}${i}-${this.tag}`);
+      this.podNamespaces.push(ns);
       const pod = { id: `${prefix}${i}${this.tag}`.padEnd(64, "0"), name: `${prefix}${i}`, namespace: "rb", netns: ns.path };
       const attached = await this.manager!.call<Array<{ result: { ips?: Array<{ address: string }> } }>>("setUpPod", pod);
       return attached[0]?.result.ips?.[0]?.address.split("/")[0] ?? "";
     });
   }
 
-  /** The addresses host-local holds, over both networks. */
+  /** The addresses host-local holds for `network`. */
   reservations(network = this.network): string[] {
     return filesIn(path.join(this.dirs.ipam, network)).filter((f) => /^\d+\.\d+\.\d+\.\d+$/.test(f));
   }
@@ -200,7 +203,7 @@ class Node {
    * The reboot (see the module comment): processes killed -9, /run wiped, namespaces gone, rules flushed, links
    * deleted, `TORN` cache files of each runtime emptied, the old boot's files dated before this boot.
    */
-  reboot(managerNamespaces: readonly string[]): void {
+  reboot(): void {
     this.ctrd?.kill();
     this.ctrd = undefined;
     this.manager?.stop();
@@ -209,7 +212,7 @@ class Node {
     rmSync(path.join(this.base, "containerd", "state"), { recursive: true, force: true });
     rmSync(this.dirs.run, { recursive: true, force: true });
     mkdirSync(this.dirs.run);
-    for (const name of managerNamespaces) new Netns(name).delete();
+    for (const ns of this.podNamespaces.splice(0)) ns.delete();
     for (const cmd of ["iptables", "ip6tables"]) {
       for (const table of ["filter", "nat", "mangle"]) {
         this.host.exec(cmd, ["-t", table, "-F"]);
@@ -222,9 +225,8 @@ class Node {
       for (const f of this.cacheFiles(dir, network).slice(0, TORN)) truncateSync(path.join(dir, "results", f), 0);
     }
     for (const f of this.allCacheFiles()) ofTheOldBoot(f);
-    for (const f of [...this.reservations(), ...this.reservations(this.managerNetwork)]) {
-      const inNet = existsSync(path.join(this.dirs.ipam, this.network, f)) ? this.network : this.managerNetwork;
-      ofTheOldBoot(path.join(this.dirs.ipam, inNet, f));
+    for (const network of [this.network, this.managerNetwork]) {
+      for (const f of this.reservations(network)) ofTheOldBoot(path.join(this.dirs.ipam, network, f));
     }
   }
 
@@ -282,12 +284,11 @@ describe("a node reboot: one GC pass reclaims the old boot (ours), beside Go's p
     assert.ok(serverPids(n.socket).length > 0, "the first call started a server (the default mode)");
     await n.startManager();
     const oldManagerIps = await n.managerPods("o", MANAGER_PODS);
-    const managerNamespaces = Array.from({ length: MANAGER_PODS }, (_, i) => `tscni-rbo${i}-${n.tag}`);
     assert.equal(n.cacheFiles().length, PODS);
     assert.equal(n.cacheFiles(n.dirs.managerCache, n.managerNetwork).length, MANAGER_PODS);
     assert.ok(n.records().length > 0, "firewall records of the running pods");
 
-    n.reboot(managerNamespaces);
+    n.reboot();
     assert.equal(serverPids(n.socket).length, 0);
     await n.startContainerd();
     const listed = await n.ctrd!.cri.listPodSandbox({ "tscni-test": n.tag });
@@ -335,7 +336,7 @@ describe("a node reboot: one GC pass reclaims the old boot (ours), beside Go's p
     await n.startContainerd();
     const old = await n.runSandboxes("old", PODS);
     assert.equal(new Set(old.map((s) => s.ip)).size, PODS);
-    n.reboot([]);
+    n.reboot();
     await n.startContainerd();
     const removal = await n.removeOldSandboxes(old.map((s) => s.id));
     const left = n.leftovers(old.map((s) => s.ip), removal);

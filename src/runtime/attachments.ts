@@ -9,7 +9,7 @@ import { isJsonObject, parseJson } from "../spec/json.js";
 import { lstat } from "node:fs/promises";
 import { createResult, getResultAsVersion, toCurrentResult, type Result } from "../spec/result/index.js";
 import type { CallOptions, CNIConfig, RuntimeConf } from "../libcni/api.js";
-import { cacheFilePath, listCachedAttachments, type CachedAttachment } from "../libcni/cache.js";
+import { cacheFilePath, listCachedAttachments, type CacheKey, type CachedAttachment } from "../libcni/cache.js";
 
 /** The network a cache entry was added with (a conflist, or a single plugin config turned into one). */
 export function cachedNetwork(entry: CachedAttachment): NetworkConfigList {
@@ -60,4 +60,13 @@ export async function cachedWithAge(cacheDir: string): Promise<AgedAttachment[]>
 /** DEL of an attachment with the config and arguments it was added with (its cache entry goes with it). */
 export function removeCachedAttachment(cni: CNIConfig, entry: CachedAttachment, opts: { netns?: string; callOptions?: CallOptions } = {}): Promise<void> {
   return cni.delNetworkList(cachedNetwork(entry), cachedRuntimeConf(entry, opts.netns), opts.callOptions);
+}
+
+/**
+ * DEL of the attachment an unreadable cache file names (libcni/cache.ts listUnreadableCacheEntries), with the
+ * network's current config: libcni's DEL drops the unreadable file and runs every plugin without a prevResult (each
+ * releases by container ID and interface), then removes the file.
+ */
+export function removeUnreadableAttachment(cni: CNIConfig, list: NetworkConfigList, key: CacheKey, callOptions?: CallOptions): Promise<void> {
+  return cni.delNetworkList(list, { containerID: key.containerID, ifName: key.ifName, netNS: "", args: [] }, callOptions);
 }

@@ -15,7 +15,7 @@ import { versionGreaterThanOrEqualTo } from "../spec/version.js";
 import type { PluginExec } from "../invoke/exec.js";
 import { CNIConfig, type RuntimeConf } from "../libcni/api.js";
 import { DEFAULT_CACHE_DIR, likeliestCacheKey, listCachedAttachments, listUnreadableCacheEntries, validateCacheKey, type CacheKey } from "../libcni/cache.js";
-import { cachedAddresses, cachedNetwork, cachedRuntimeConf, removeCachedAttachment } from "./attachments.js";
+import { cachedAddresses, cachedNetwork, cachedRuntimeConf, removeCachedAttachment, removeUnreadableAttachment } from "./attachments.js";
 import { ip } from "../net/links.js";
 import { NetNS, NetnsNotFoundError } from "../net/netns.js";
 import { NetworkDirectory, type ConfigFileError, type DirectorySnapshot } from "./network-directory.js";
@@ -364,8 +364,7 @@ export class PodNetworkManager {
         }
         const key = likeliestCacheKey(u.keys);
         try {
-          // libcni's DEL drops the unreadable file and runs every plugin without a prevResult.
-          await this.cni.delNetworkList(lists.get(key.networkName)!, { containerID: key.containerID, ifName: key.ifName, netNS: "", args: [] }, this.callOptions());
+          await removeUnreadableAttachment(this.cni, lists.get(key.networkName)!, key, this.callOptions());
           removed.push({ containerID: key.containerID, network: key.networkName, ifName: key.ifName });
         } catch (e) {
           errors.push(`${key.containerID} on "${key.networkName}" (${key.ifName}), whose cache file was ${u.reason}: ${messageOf(e)}`);

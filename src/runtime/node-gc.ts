@@ -36,7 +36,7 @@ import { cacheFilePath, listCachedAttachments, likeliestCacheKey, listUnreadable
 import { loadAllNetworks, type LoadedNetwork } from "../libcni/conf.js";
 import { NetNS } from "../net/netns.js";
 import { addsInFlight } from "./adds-in-flight.js";
-import { cachedNetwork, cachedRuntimeConf, cachedWithAge, type AgedAttachment } from "./attachments.js";
+import { cachedNetwork, cachedRuntimeConf, cachedWithAge, removeUnreadableAttachment, type AgedAttachment } from "./attachments.js";
 export type { AgedAttachment } from "./attachments.js";
 import type { CriSandbox, CriVersion } from "./cri/runtime-service.js";
 import { PodLocks } from "./pod-locks.js";
@@ -306,8 +306,7 @@ export async function runNodeGc(o: NodeGcOptions): Promise<NodeGcReport> {
       const st = await lstat(s.unreadable.file).catch(() => undefined);
       if (st?.mtimeMs !== s.unreadable.mtimeMs) continue;
       try {
-        // Our libcni's DEL drops the unreadable file and runs every plugin without a prevResult.
-        await cni.delNetworkList(s.list, { containerID: s.key.containerID, ifName: s.key.ifName, netNS: "", args: [] }, callOptions);
+        await removeUnreadableAttachment(cni, s.list, s.key, callOptions);
         report.removed.push(refOfKey(s.key));
       } catch (e) {
         report.failed.push({ ...refOfKey(s.key), error: messageOf(e) });
