@@ -1,9 +1,9 @@
 /**
  * The npm package as a user gets it: `npm pack`, then `npm install ./tscni-<version>.tgz` into an empty project
  * (dependencies from npm's cache, which `npm ci` filled). It holds no test code; `npx cnitool --help` works;
- * every public face imports with its types; and the example plugin of docs/plugin-author.md, taken from the
- * guide itself, compiles against the installed package and runs (VERSION and a bad config anywhere; ADD and
- * CHECK in a test-made namespace as root).
+ * every public face imports with its types; and docs/plugin-author.md, followed as written (its commands and
+ * its code) in a fresh `npm init -y` project, makes a plugin that runs from a CNI_PATH directory (VERSION and a
+ * bad config anywhere; ADD and CHECK in a test-made namespace as root).
  */
 import { describe, test, before, after } from "node:test";
 import assert from "node:assert/strict";
@@ -76,17 +76,33 @@ describe("the npm package", () => {
     assert.equal(r.code, 0, r.stdout + r.stderr);
   }
 
-  describe("the plugin author's guide example", () => {
+  describe("the plugin author's guide, followed as written in a fresh `npm init -y` project", () => {
     let plugin: string;
     before(() => {
       const guide = readFileSync(path.join(ROOT, "docs/plugin-author.md"), "utf8");
-      const code = /```ts\n([\s\S]*?)```/.exec(guide)?.[1];
-      assert.ok(code, "docs/plugin-author.md has a ```ts block");
-      writeFileSync(path.join(project, "mtu-chain.ts"), code);
-      compile("mtu-chain.ts");
-      plugin = path.join(project, "mtu-chain.js");
+      const blocks = (lang: string) => [...guide.matchAll(new RegExp("```" + lang + "\\n([\\s\\S]*?)```", "g"))].map((m) => m[1]!);
+      const [setup, build] = blocks("sh");
+      const [code] = blocks("ts");
+      assert.ok(setup && build && code, "docs/plugin-author.md has its two ```sh blocks and its ```ts block");
+      // The guide's commands, with the package from the tarball and the compiler from this checkout (no registry),
+      // and a CNI_PATH directory of the test's own.
+      const install = "npm install tscni typescript @types/node";
+      assert.ok(setup.includes(install), `the guide installs with "${install}"`);
+      const local = [tarball, path.join(ROOT, "node_modules/typescript"), path.join(ROOT, "node_modules/@types/node")];
+      const bin = path.join(dir, "cni-bin");
+      run("mkdir", [bin]);
+      const started = run("bash", ["-euo", "pipefail", "-c", setup.replace(install, `npm install --prefer-offline --no-audit --no-fund --loglevel=error ${local.join(" ")}`)], { cwd: dir });
+      assert.equal(started.code, 0, started.stderr + started.stdout);
+      const guideProject = path.join(dir, "mtu-chain");
+      assert.equal(JSON.parse(readFileSync(path.join(guideProject, "package.json"), "utf8")).type ?? "commonjs", "commonjs", "npm init -y's default");
+      writeFileSync(path.join(guideProject, "mtu-chain.mts"), code);
+      assert.ok(build.includes("/opt/cni/bin/"), "the guide installs into /opt/cni/bin");
+      const built = run("bash", ["-euo", "pipefail", "-c", build.replaceAll("/opt/cni/bin/", `${bin}/`)], { cwd: guideProject });
+      assert.equal(built.code, 0, built.stderr + built.stdout);
+      assert.match(built.stdout, /"supportedVersions":\s*\[\s*"0\.4\.0"/, "the guide's VERSION call answers");
+      plugin = path.join(bin, "mtu-chain");
     });
-    const call = (command: string, config: unknown, env: Record<string, string> = {}) => run("node", [plugin], {
+    const call = (command: string, config: unknown, env: Record<string, string> = {}) => run(plugin, [], {
       input: JSON.stringify(config),
       env: { CNI_COMMAND: command, CNI_CONTAINERID: "guide", CNI_IFNAME: "eth0", CNI_NETNS: "", CNI_PATH: "/nonexistent", ...env },
     });

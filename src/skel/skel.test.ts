@@ -199,6 +199,17 @@ describe("ADD", () => {
     ].join("\n"));
   });
 
+  test("a result whose shape is not its version's is the plugin's error, never printed (JavaScript plugins)", async () => {
+    d.stdin = `{ "name": "skel-test", "cniVersion": "0.2.0" }`;
+    d.versionInfo = pluginSupports("0.2.0", "0.3.1", "1.1.0");
+    d.add.returns = { cniVersion: "0.2.0", ips: [{ address: "10.1.2.3/24" }] }; // 1.x keys labelled with the config's version
+    assertCniError(await d.run(), 999, `plugin error: the result is labelled cniVersion "0.2.0" but has "ips", which results of that version do not have`);
+    assert.equal(d.stdout, "");
+    d.stdin = `{ "name": "skel-test", "cniVersion": "0.3.1" }`;
+    d.add.returns = { cniVersion: "0.3.1", ips: [{ address: "10.1.2.3/24" }] };
+    assertCniError(await d.run(), 999, `plugin error: the result is labelled cniVersion "0.3.1" but has an IP without "version"`);
+  });
+
   test("a handler's string is printed verbatim", async () => {
     d.add.returns = `{"some":"thing"}`;
     assert.equal(await d.run(), undefined);

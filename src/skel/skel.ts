@@ -8,7 +8,7 @@ import { CniError, decodingFailure, ErrorCode, incompatibleVersion, invalidConfi
 import { OrderedWriter, readStdin } from "../sys/plugin-stdio.js";
 import type { GoType } from "../spec/go-decode.js";
 import { isJsonObject, jsonKindName, parseJson, type JsonObject } from "../spec/json.js";
-import type { Result } from "../spec/result/index.js";
+import type { Result, Result020, Result040, Result100, Version020, Version040, Version100 } from "../spec/result/index.js";
 import { describeTraceContext } from "../spec/trace-context.js";
 import { validateContainerId, validateInterfaceName, validateNetworkName } from "../spec/validate.js";
 import { parsedConfigVersion, reconcileVersion, versionGreaterThanOrEqualTo, type VersionInfo } from "../spec/version.js";
@@ -56,6 +56,37 @@ export interface PluginFuncs {
   status?: Handler;
   gc?: Handler;
 }
+
+// Compile-time checks of what a plugin's handlers return. TypeScript does not check an arrow function's returned
+// object literal for excess keys against a contextual return type (so `add: () => ({ cniVersion: "1.0.0",
+// ips: [{ adress: "…" }] })` would type-check and print a result without an address). pluginMain takes its
+// handlers through `CheckedFuncs`, which compares each handler's inferred return type key by key with the result
+// shape of the version it names: a misspelled key, or a key of another version's shape (`ips` in a 0.2.0
+// result), becomes a type error naming the key. Types only: nothing here exists at run time.
+// src/skel/type-tests/ holds each mistake with the error it gets (checked by checked.test.ts).
+
+/** The result shape of a version. */
+type ResultOfVersion<V> = V extends Version100 ? Result100 : V extends Version040 ? Result040 : V extends Version020 ? Result020 : never;
+
+type Scalar = string | number | boolean | bigint | symbol | null | undefined | void;
+
+/** The message a key outside the result's shape gets (it appears in the compiler's error). */
+type NotAKeyOfThisResult = "is not a key of the result shape of this cniVersion";
+
+/** `T` with every key that `S` does not have, at any depth, typed as an error message. */
+type ExactShape<T, S> = T extends Scalar ? T
+  : T extends readonly (infer E)[] ? (NonNullable<S> extends readonly (infer SE)[] ? readonly ExactShape<E, SE>[] : T)
+  : { [K in keyof T]: K extends keyof NonNullable<S> ? ExactShape<T[K], NonNullable<S>[K]> : NotAKeyOfThisResult };
+
+/** A handler's result checked against the shape of the version it names (strings and nothing pass as they are). */
+type CheckedResult<R> = R extends Scalar ? R : R extends { cniVersion: infer V } ? ExactShape<R, ResultOfVersion<V>> : R;
+
+type CheckedHandler<H> = H extends (args: CmdArgs) => infer R
+  ? (args: CmdArgs) => (R extends PromiseLike<infer P> ? PromiseLike<CheckedResult<P>> : CheckedResult<R>)
+  : H;
+
+/** Handlers as pluginMain checks them: each returns a result exact for its version; no verb outside PluginFuncs. */
+export type CheckedFuncs<F> = { [K in keyof F]: K extends keyof PluginFuncs ? CheckedHandler<F[K]> : "is not a verb: want add, check, del, status or gc" };
 
 /**
  * What a plugin module exports as `plugin`: its handlers and how it reads its config. Its versions and about text
@@ -253,7 +284,9 @@ export async function runPlugin(funcs: PluginFuncs | (() => Promise<PluginFuncs>
       const output = await handler(args);
       if (typeof output === "string") io.writeStdout(output);
       else if (output) {
-        const { printResult } = await import("../spec/result/index.js");
+        const { printResult, resultShapeMismatch } = await import("../spec/result/index.js");
+        const mismatch = resultShapeMismatch(output);
+        if (mismatch) throw new CniError(ErrorCode.Internal, `plugin error: ${mismatch}`);
         io.writeStdout(printResult(output, configVersion));
       }
     }
@@ -299,6 +332,8 @@ export function processIO(opts: { stdinInMemoryFile?: boolean } = {}): PluginIO 
  * Resolves when output is flushed; it does not call process.exit, so pending writes complete. `funcs` may be a
  * loader of the handlers, called only once the call has passed the checks every call must (see runPlugin).
  */
+export async function pluginMain<F extends PluginFuncs>(funcs: F & CheckedFuncs<F>, info: VersionInfo, about: string, io?: PluginIO): Promise<void>;
+export async function pluginMain(funcs: () => Promise<PluginFuncs>, info: VersionInfo, about: string, io?: PluginIO): Promise<void>;
 export async function pluginMain(funcs: PluginFuncs | (() => Promise<PluginFuncs>), info: VersionInfo, about: string, io: PluginIO = processIO()): Promise<void> {
   const err = await runPlugin(funcs, info, about, io);
   if (err) {

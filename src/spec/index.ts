@@ -26,7 +26,8 @@ export {
 } from "./config.js";
 export {
   createResult, createResultFromBytes, getResultAsVersion, convertResult, toCurrentResult, printResult, marshalResult, resultToJson,
-  type Result, type ResultFamily, type Result100, type Result040, type Result020, type Interface, type IPConfig, type Interface040,
+  resultShapeMismatch,
+  type Result, type ResultFamily, type Result100, type Result040, type Result020, type Version020, type Version040, type Version100, type Interface, type IPConfig, type Interface040,
   type IPConfig040, type IPConfig020, type Route, type DNS,
 } from "./result/index.js";
 export { parseJson, marshalJson, isJsonObject, JsonSyntaxError, type JsonValue, type JsonObject, type MarshalOptions } from "./json.js";

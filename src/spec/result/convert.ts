@@ -6,9 +6,9 @@
  */
 import { copyDNS, legacyRoute, type Route } from "./common.js";
 import { ipFamily } from "../ip.js";
-import { VERSIONS_020, type IPConfig020, type Result020 } from "./types020.js";
-import { VERSIONS_040, type IPConfig040, type Result040 } from "./types040.js";
-import { VERSIONS_100, type Result100 } from "./types100.js";
+import { VERSIONS_020, type IPConfig020, type Result020, type Version020 } from "./types020.js";
+import { VERSIONS_040, type IPConfig040, type Result040, type Version040 } from "./types040.js";
+import { VERSIONS_100, type Result100, type Version100 } from "./types100.js";
 
 /** A result of any spec version. */
 export type Result = Result020 | Result040 | Result100;
@@ -36,13 +36,13 @@ const copyRoutes = (routes: Route[] | undefined): Route[] | undefined => routes?
 function within020(result: Result, to: string): Result020 {
   const r = result as Result020;
   const copy = (c?: IPConfig020) => c && { ...c, routes: copyRoutes(c.routes) };
-  return { cniVersion: to, ip4: copy(r.ip4), ip6: copy(r.ip6), dns: copyDNS(r.dns) };
+  return { cniVersion: to as Version020, ip4: copy(r.ip4), ip6: copy(r.ip6), dns: copyDNS(r.dns) };
 }
 
 // 0.1.0/0.2.0 -> 0.3.x/0.4.0: ip4 then ip6 become `ips`, their routes are concatenated.
 function from020To040(result: Result, to: string): Result040 {
   const r = result as Result020;
-  const out: Result040 = { cniVersion: to, dns: copyDNS(r.dns) };
+  const out: Result040 = { cniVersion: to as Version040, dns: copyDNS(r.dns) };
   const ips = [];
   const routes: Route[] = [];
   for (const [version, c] of [["4", r.ip4], ["6", r.ip6]] as const) {
@@ -58,7 +58,7 @@ function from020To040(result: Result, to: string): Result040 {
 // 0.3.x/0.4.0 -> 0.1.0/0.2.0: first "4" and first "6" IP only; routes follow their family, else dropped.
 function from040To020(result: Result, to: string): Result020 {
   const r = result as Result040;
-  const out: Result020 = { cniVersion: to, dns: copyDNS(r.dns) };
+  const out: Result020 = { cniVersion: to as Version020, dns: copyDNS(r.dns) };
   for (const ip of r.ips ?? []) {
     if (ip.version === "4" && !out.ip4) out.ip4 = ip.gateway ? { ip: ip.address, gateway: ip.gateway } : { ip: ip.address };
     if (ip.version === "6" && !out.ip6) out.ip6 = ip.gateway ? { ip: ip.address, gateway: ip.gateway } : { ip: ip.address };
@@ -73,7 +73,7 @@ function from040To020(result: Result, to: string): Result020 {
 
 function within040(result: Result, to: string): Result040 {
   const r = result as Result040;
-  const out: Result040 = { cniVersion: to, dns: copyDNS(r.dns) };
+  const out: Result040 = { cniVersion: to as Version040, dns: copyDNS(r.dns) };
   if (r.interfaces) out.interfaces = r.interfaces.map((i) => ({ ...i }));
   if (r.ips) out.ips = r.ips.map((i) => ({ ...i }));
   if (r.routes) out.routes = copyRoutes(r.routes);
@@ -83,7 +83,7 @@ function within040(result: Result, to: string): Result040 {
 // 0.3.x/0.4.0 -> 1.x: IPs lose `version`.
 function from040To100(result: Result, to: string): Result100 {
   const r = result as Result040;
-  const out: Result100 = { cniVersion: to, dns: copyDNS(r.dns) };
+  const out: Result100 = { cniVersion: to as Version100, dns: copyDNS(r.dns) };
   if (r.interfaces) out.interfaces = r.interfaces.map((i) => ({ ...i }));
   if (r.ips) {
     out.ips = r.ips.map(({ interface: index, address, gateway }) => {
@@ -100,7 +100,7 @@ function from040To100(result: Result, to: string): Result100 {
 // 1.x -> 0.3.x/0.4.0: `version` comes from the address family; interfaces lose the 1.x-only fields.
 function from100To040(result: Result, to: string): Result040 {
   const r = result as Result100;
-  const out: Result040 = { cniVersion: to, dns: copyDNS(r.dns) };
+  const out: Result040 = { cniVersion: to as Version040, dns: copyDNS(r.dns) };
   if (r.interfaces) {
     out.interfaces = r.interfaces.map(({ name, mac, sandbox }) => {
       const i: { name: string; mac?: string; sandbox?: string } = { name };
@@ -123,7 +123,7 @@ function from100To040(result: Result, to: string): Result040 {
 
 function within100(result: Result, to: string): Result100 {
   const r = result as Result100;
-  const out: Result100 = { cniVersion: to, dns: copyDNS(r.dns) };
+  const out: Result100 = { cniVersion: to as Version100, dns: copyDNS(r.dns) };
   if (r.interfaces) out.interfaces = r.interfaces.map((i) => ({ ...i }));
   if (r.ips) out.ips = r.ips.map((i) => ({ ...i }));
   if (r.routes) out.routes = copyRoutes(r.routes);

@@ -5,7 +5,7 @@
  */
 import { goQuote, isJsonObject, jsonKindName, marshalJson, parseJson, type JsonObject } from "../json.js";
 import { decodeConfigVersion } from "../version.js";
-import { convertResult, familyOf, type Result } from "./convert.js";
+import { convertResult, familyOf, type Result, type ResultFamily } from "./convert.js";
 import { DecodeError, getString } from "../go-decode.js";
 import { decode020, encode020, IMPLEMENTED_020, VERSIONS_020, type Result020 } from "./types020.js";
 import { decode040, encode040, IMPLEMENTED_040, VERSIONS_040, type Result040 } from "./types040.js";
@@ -14,9 +14,9 @@ import { decode100, encode100, IMPLEMENTED_100, VERSIONS_100, type Result100 } f
 export * from "./common.js";
 export { convertResult, familyOf, type Result, type ResultFamily } from "./convert.js";
 export { DecodeError } from "../go-decode.js";
-export type { IPConfig020, Result020 } from "./types020.js";
-export type { Interface040, IPConfig040, Result040 } from "./types040.js";
-export type { Interface, IPConfig, Result100 } from "./types100.js";
+export type { IPConfig020, Result020, Version020 } from "./types020.js";
+export type { Interface040, IPConfig040, Result040, Version040 } from "./types040.js";
+export type { Interface, IPConfig, Result100, Version100 } from "./types100.js";
 
 const FAMILY_LISTS = { "020": VERSIONS_020, "040": VERSIONS_040, "100": VERSIONS_100 } as const;
 const IMPLEMENTED = { "020": IMPLEMENTED_020, "040": IMPLEMENTED_040, "100": IMPLEMENTED_100 } as const;
@@ -76,6 +76,29 @@ export function resultToJson(result: Result): JsonObject {
 export function marshalResult(result: Result, pretty = false): string {
   const family = familyOf(result.cniVersion) ?? guessFamily(result);
   return marshalJson(resultToJson(result), { sortKeys: family === "100", indent: pretty ? "    " : "" });
+}
+
+const SHAPE_KEYS: Record<ResultFamily, readonly string[]> = {
+  "020": ["cniVersion", "ip4", "ip6", "dns"],
+  "040": ["cniVersion", "interfaces", "ips", "routes", "dns"],
+  "100": ["cniVersion", "interfaces", "ips", "routes", "dns"],
+};
+
+/**
+ * Why a result a plugin built does not have the shape of the version it is labelled with (a top-level key of
+ * another version's results, an IP without or with `version` where that version wants the other), or undefined.
+ * Printing such a result would silently lose data (1.x keys under 0.2.0) or be invalid (a 0.3.x IP without
+ * `version`), so skel reports it as the plugin's error instead.
+ */
+export function resultShapeMismatch(result: Result): string | undefined {
+  const family = familyOf(result.cniVersion);
+  if (!family) return undefined; // convertResult names an unknown version
+  const label = `the result is labelled cniVersion ${goQuote(result.cniVersion)}`;
+  const stray = Object.keys(result).find((k) => !SHAPE_KEYS[family].includes(k));
+  if (stray !== undefined) return `${label} but has ${goQuote(stray)}, which results of that version do not have`;
+  if (family === "040" && (result as Result040).ips?.some((ip) => !("version" in ip))) return `${label} but has an IP without "version"`;
+  if (family === "100" && (result as Result100).ips?.some((ip) => "version" in ip)) return `${label} but has an IP with "version" (1.x results have none)`;
+  return undefined;
 }
 
 /** What a plugin prints: the result converted to the config's version, pretty-printed, no trailing newline. */

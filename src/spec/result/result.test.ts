@@ -2,8 +2,8 @@ import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { jsonEqual, parseJson } from "../json.js";
 import {
-  convertResult, createResult, createResultFromBytes, familyOf, getResultAsVersion, marshalResult, printResult, resultToJson,
-  toCurrentResult, type Result, type Result020, type Result040, type Result100,
+  convertResult, createResult, createResultFromBytes, familyOf, getResultAsVersion, marshalResult, printResult, resultShapeMismatch, resultToJson,
+  toCurrentResult, type Result, type Result020, type Result040, type Result100, type Version020, type Version040, type Version100,
 } from "./index.js";
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -16,14 +16,14 @@ const DNS = {
   options: ["foo", "bar"],
 };
 
-const result020 = (cniVersion: string): Result020 => ({
+const result020 = (cniVersion: Version020): Result020 => ({
   cniVersion,
   ip4: { ip: "1.2.3.30/24", gateway: "1.2.3.1", routes: [{ dst: "15.5.6.0/24", gw: "15.5.6.8" }] },
   ip6: { ip: "abcd:1234:ffff::cdde/64", gateway: "abcd:1234:ffff::1", routes: [{ dst: "1111:dddd::/80", gw: "1111:dddd::aaaa" }] },
   dns: structuredClone(DNS),
 });
 
-const result040 = (cniVersion = "0.3.1"): Result040 => ({
+const result040 = (cniVersion: Version040 = "0.3.1"): Result040 => ({
   cniVersion,
   interfaces: [{ name: "eth0", mac: "00:11:22:33:44:55", sandbox: "/proc/3553/ns/net" }],
   ips: [
@@ -34,7 +34,7 @@ const result040 = (cniVersion = "0.3.1"): Result040 => ({
   dns: structuredClone(DNS),
 });
 
-const result100 = (cniVersion = "1.1.0"): Result100 => ({
+const result100 = (cniVersion: Version100 = "1.1.0"): Result100 => ({
   cniVersion,
   interfaces: [{
     name: "eth0", mac: "00:11:22:33:44:55", mtu: 1500, sandbox: "/proc/3553/ns/net", pciID: "8086:9a01", socketPath: "/path/to/vhost/fd",
@@ -533,7 +533,7 @@ describe("convertResult / getResultAsVersion (checklist 2.3)", () => {
     throwsMessage(() => convertResult(result100(), "1.2.0"), "no converter for CNI result version 1.1.0 to 1.2.0");
     throwsMessage(() => convertResult(result040("0.4.0"), "0.4567.0"), "no converter for CNI result version 0.4.0 to 0.4567.0");
     throwsMessage(() => convertResult(result040("0.4.0"), "1.0"), "no converter for CNI result version 0.4.0 to 1.0");
-    throwsMessage(() => convertResult({ cniVersion: "0.4567.0" } as Result100, "1.1.0"), "no converter for CNI result version 0.4567.0 to 1.1.0");
+    throwsMessage(() => convertResult({ cniVersion: "0.4567.0" } as unknown as Result100, "1.1.0"), "no converter for CNI result version 0.4567.0 to 1.1.0");
     throwsMessage(() => printResult(result100(), "0.5.0"), "no converter for CNI result version 1.1.0 to 0.5.0");
   });
   test("a result without cniVersion takes its family's implemented version first", () => {
@@ -550,9 +550,19 @@ describe("convertResult / getResultAsVersion (checklist 2.3)", () => {
     to.dns!.search!.push("x");
     assert.deepEqual(from, result040("0.4.0"));
   });
+  test("resultShapeMismatch names a key of another version's shape, or an IP's version where it does not belong", () => {
+    for (const r of [result020("0.2.0"), result040("0.3.0"), result040("0.4.0"), result100("1.0.0"), result100("1.1.0")]) {
+      assert.equal(resultShapeMismatch(r), undefined);
+    }
+    assert.equal(resultShapeMismatch({ ...result100("1.0.0"), ip4: { ip: "10.0.0.2/24" } } as unknown as Result),
+      `the result is labelled cniVersion "1.0.0" but has "ip4", which results of that version do not have`);
+    assert.equal(resultShapeMismatch({ cniVersion: "1.1.0", ips: [{ version: "4", address: "10.0.0.2/24" }] } as unknown as Result),
+      `the result is labelled cniVersion "1.1.0" but has an IP with "version" (1.x results have none)`);
+    assert.equal(resultShapeMismatch({ cniVersion: "9.9.9" } as unknown as Result), undefined);
+  });
   test("every registered pair converts the canonical data", () => {
     const all = ["0.1.0", "0.2.0", "0.3.0", "0.3.1", "0.4.0", "1.0.0", "1.1.0"];
-    const sample = (v: string): Result => (familyOf(v) === "020" ? result020(v) : familyOf(v) === "040" ? result040(v) : result100(v));
+    const sample = (v: string): Result => (familyOf(v) === "020" ? result020(v as Version020) : familyOf(v) === "040" ? result040(v as Version040) : result100(v as Version100));
     for (const from of all) {
       for (const to of all) {
         const out = convertResult(sample(from), to);

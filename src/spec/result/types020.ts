@@ -7,6 +7,8 @@ import { getList, getObject } from "../go-decode.js";
 import { decodeCIDR, decodeDNS, decodeOptionalIP, decodeRoute, encodeDNS, encodeRoute, type DNS, type Route } from "./common.js";
 
 export const VERSIONS_020 = ["", "0.1.0", "0.2.0"] as const;
+/** The versions whose results have this shape. */
+export type Version020 = (typeof VERSIONS_020)[number];
 export const IMPLEMENTED_020 = "0.2.0";
 
 /** The `ip4`/`ip6` part of a 0.1.0/0.2.0 result. */
@@ -18,7 +20,7 @@ export interface IPConfig020 {
 
 /** A result of spec 0.1.0 or 0.2.0. */
 export interface Result020 {
-  cniVersion: string;
+  cniVersion: Version020;
   ip4?: IPConfig020;
   ip6?: IPConfig020;
   dns?: DNS;
@@ -34,7 +36,7 @@ function decodeIPConfig(obj: JsonObject): IPConfig020 {
 }
 
 export function decode020(obj: JsonObject, cniVersion: string): Result020 {
-  const r: Result020 = { cniVersion, dns: decodeDNS(getObject(obj, "dns", "Result", "types.DNS")) };
+  const r: Result020 = { cniVersion: cniVersion as Version020, dns: decodeDNS(getObject(obj, "dns", "Result", "types.DNS")) };
   const ip4 = getObject(obj, "ip4", "Result", "types020.IPConfig");
   const ip6 = getObject(obj, "ip6", "Result", "types020.IPConfig");
   if (ip4) r.ip4 = decodeIPConfig(ip4);

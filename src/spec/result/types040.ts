@@ -8,6 +8,8 @@ import { getInt, getObject, getString } from "../go-decode.js";
 import { decodeCIDR, decodeDNS, decodeResultLists, decodeOptionalIP, encodeDNS, encodeRoute, type DNS, type Route } from "./common.js";
 
 export const VERSIONS_040 = ["0.3.0", "0.3.1", "0.4.0"] as const;
+/** The versions whose results have this shape. */
+export type Version040 = (typeof VERSIONS_040)[number];
 export const IMPLEMENTED_040 = "0.4.0";
 
 /** An interface of a 0.3.x/0.4.0 result. */
@@ -28,7 +30,7 @@ export interface IPConfig040 {
 
 /** A result of spec 0.3.0, 0.3.1 or 0.4.0. */
 export interface Result040 {
-  cniVersion: string;
+  cniVersion: Version040;
   interfaces?: Interface040[];
   ips?: IPConfig040[];
   routes?: Route[];
@@ -55,7 +57,7 @@ function decodeIPConfig(obj: JsonObject): IPConfig040 {
 
 export function decode040(obj: JsonObject, cniVersion: string): Result040 {
   return {
-    cniVersion,
+    cniVersion: cniVersion as Version040,
     dns: decodeDNS(getObject(obj, "dns", "Result", "types.DNS")),
     ...decodeResultLists(obj, decodeInterface040, decodeIPConfig),
   };

@@ -8,6 +8,8 @@ import { getInt, getObject, getString } from "../go-decode.js";
 import { decodeCIDR, decodeDNS, decodeResultLists, decodeOptionalIP, encodeDNS, encodeRoute, isDNSEmpty, type DNS, type Route } from "./common.js";
 
 export const VERSIONS_100 = ["1.0.0", "1.1.0"] as const;
+/** The versions whose results have this shape. */
+export type Version100 = (typeof VERSIONS_100)[number];
 export const IMPLEMENTED_100 = "1.1.0";
 
 /** An interface of a 1.x result. */
@@ -31,7 +33,7 @@ export interface IPConfig {
 
 /** A result of spec 1.0.0 or 1.1.0 (the shape plugins build). */
 export interface Result100 {
-  cniVersion: string;
+  cniVersion: Version100;
   interfaces?: Interface[];
   ips?: IPConfig[];
   routes?: Route[];
@@ -64,7 +66,7 @@ function decodeIPConfig(obj: JsonObject): IPConfig {
 
 export function decode100(obj: JsonObject, cniVersion: string): Result100 {
   return {
-    cniVersion,
+    cniVersion: cniVersion as Version100,
     dns: decodeDNS(getObject(obj, "dns", "Result", "types.DNS")),
     ...decodeResultLists(obj, decodeInterface, decodeIPConfig),
   };
