@@ -4,9 +4,9 @@
 //    argv[0] kept (built when a C compiler is present; otherwise the links point at tscni-js directly).
 // Without Bun (or with TSCNI_BUILD=node) the links point at the Node entry dist/cli/main.js.
 // (The test plugins are linked by scripts/link-test-bins.mjs into dist-test/bin, outside the shipped program.)
-import { chmodSync, existsSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { spawnSync } from "node:child_process";
-import { randomBytes } from "node:crypto";
+import { createHash } from "node:crypto";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 
@@ -24,7 +24,26 @@ const { PLUGIN_VERSIONS, PROGRAM_NAMES } = await import(path.join(dist, "program
 const { aboutAnswer, versionAnswer } = await import(path.join(dist, "programs/registry.js"));
 
 // The build ID ties the launcher to the program it was built with: a resident server of another build is not used.
-const buildId = randomBytes(8).toString("hex");
+// It is a hash of what the build is made of (the compiled JavaScript, the launcher's sources, the version, Bun's
+// version), not a random number, so two builds of one commit are byte for byte the same (docs/release.md).
+function contentId() {
+  const hash = createHash("sha256");
+  const add = (name, data) => hash.update(`${name}\0${data.length}\0`).update(data);
+  const walk = (dir, rel = "") => readdirSync(dir, { withFileTypes: true })
+    .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
+    .forEach((e) => {
+      const name = rel ? `${rel}/${e.name}` : e.name;
+      if (e.isDirectory()) walk(path.join(dir, e.name), name);
+      else if (e.isFile() && e.name.endsWith(".js")) add(`dist/${name}`, readFileSync(path.join(dir, e.name)));
+    });
+  walk(dist);
+  for (const file of readdirSync(path.join(root, "launcher")).sort()) add(`launcher/${file}`, readFileSync(path.join(root, "launcher", file)));
+  const bunPackage = path.join(root, "node_modules/bun/package.json");
+  add("version", version);
+  add("bun", existsSync(bunPackage) ? JSON.parse(readFileSync(bunPackage, "utf8")).version : "");
+  return hash.digest("hex").slice(0, 16);
+}
+const buildId = contentId();
 writeFileSync(path.join(dist, "build-id"), buildId + "\n");
 
 function buildStandalone() {
@@ -38,8 +57,10 @@ function buildStandalone() {
     // Compiled in, so a copy of the program (cnitool install) still knows its build and version.
     "--define", `TSCNI_BUILD_ID=${JSON.stringify(buildId)}`,
     "--define", `TSCNI_VERSION=${JSON.stringify(version)}`,
-    main, "--outfile", program,
-  ], { encoding: "utf8" });
+    // Paths relative to the checkout: Bun hashes the entry's path into a chunk's name, and a build must not
+    // depend on the directory it is made in.
+    path.relative(root, main), "--outfile", path.relative(root, program),
+  ], { encoding: "utf8", cwd: root });
   if (r.status !== 0) console.warn(`standalone build failed, using the Node entry point:\n${r.stderr || r.stdout}`);
   return r.status === 0;
 }

@@ -6,6 +6,9 @@
 //  - tscni-<version>-<platform>-<arch>.tar.gz: a complete plugin directory (program, launcher, a link per plugin,
 //    cnitool), to unpack into /opt/cni/bin;
 //  - SHA256SUMS over them.
+// Two releases of one commit are byte for byte the same (docs/release.md): the build is (scripts/link-bins.mjs),
+// npm pack is, and the plain tarball takes its file times from SOURCE_DATE_EPOCH or else the commit's time, its
+// order from the names, its owners and modes fixed, and no time in its gzip header.
 // The platform is this machine's: Bun compiles for another architecture only with that architecture's runtime,
 // which npm installs only there. `--also linux-arm64` makes the main package declare a platform package of the
 // same version built on another machine too (docs/release.md).
@@ -13,11 +16,12 @@
 // they are built from); otherwise, or with --rebuild, `npm run build` makes it first.
 import { spawn, spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
-import { copyFileSync, createReadStream, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
+import { chmodSync, copyFileSync, createReadStream, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { parseArgs } from "node:util";
+import { parseArgs, promisify } from "node:util";
+import { gzip } from "node:zlib";
 
 /** Stops the release with what went wrong (no stack: the message says it all). */
 function fail(message) {
@@ -31,6 +35,19 @@ const { values: args } = parseArgs({ options: { out: { type: "string" }, rebuild
 const out = path.resolve(args.out ?? path.join(root, "release"));
 for (const p of args.also ?? []) if (!/^[a-z0-9]+-[a-z0-9]+$/.test(p)) fail(`--also ${p}: want a platform such as linux-arm64`);
 const pkg = JSON.parse(readFileSync(path.join(root, "package.json"), "utf8"));
+
+/** The time the plain tarball's files carry: SOURCE_DATE_EPOCH (reproducible-builds.org), else the commit's. */
+function sourceDateEpoch() {
+  const given = process.env.SOURCE_DATE_EPOCH;
+  if (given !== undefined) {
+    if (!/^\d+$/.test(given)) fail(`SOURCE_DATE_EPOCH=${given}: want seconds since 1970`);
+    return given;
+  }
+  const r = spawnSync("git", ["-C", root, "log", "-1", "--format=%ct"], { encoding: "utf8" });
+  if (r.status !== 0 || !/^\d+\s*$/.test(r.stdout)) fail("no git commit to date the release by: set SOURCE_DATE_EPOCH");
+  return r.stdout.trim();
+}
+const epoch = sourceDateEpoch();
 const { version } = pkg;
 
 /** The newest modification time under `file` (a directory's files, recursively), skipping `skip`. */
@@ -49,6 +66,24 @@ function buildIsCurrent() {
   const isTest = (f) => /\.test\.ts$/.test(f) || ["testing", "integration"].includes(path.basename(f));
   const inputs = ["src", "launcher", "scripts/link-bins.mjs", "package.json", "package-lock.json", "tsconfig.base.json", "tsconfig.build.json"];
   return Math.max(...inputs.map((f) => newest(path.join(root, f), isTest))) < built;
+}
+
+/**
+ * Writes `dir`'s files as a .tar.gz the same for every build of a commit: names sorted, times from the epoch,
+ * owner root, and gzip by zlib (no file name or time in the header, as `gzip -n`).
+ */
+async function plainTarball(dir, file) {
+  const tar = await new Promise((resolve, reject) => {
+    const child = spawn("tar", ["--sort=name", `--mtime=@${epoch}`, "--owner=0", "--group=0", "--numeric-owner", "--format=gnu",
+      "-cf", "-", "-C", dir, ...readdirSync(dir).sort()], { stdio: ["ignore", "pipe", "pipe"] });
+    const chunks = [];
+    let errors = "";
+    child.stdout.on("data", (d) => chunks.push(d));
+    child.stderr.on("data", (d) => { errors += d; });
+    child.on("error", reject);
+    child.on("close", (code) => (code === 0 ? resolve(Buffer.concat(chunks)) : reject(new Error(`tar failed:\n${errors}`))));
+  });
+  writeFileSync(file, await promisify(gzip)(tar));
 }
 
 const run = (cmd, argv, opts = {}) => {
@@ -115,8 +150,10 @@ try {
   // The plugin directory of the plain tarball: the files, and links as `cnitool install` makes them.
   const pluginDir = path.join(stage, "plugins");
   mkdirSync(pluginDir);
-  copyFileSync(path.join(dist, "tscni-js"), path.join(pluginDir, "tscni-js"));
-  copyFileSync(path.join(dist, "tscni"), path.join(pluginDir, "tscni"));
+  for (const file of ["tscni-js", "tscni"]) {
+    copyFileSync(path.join(dist, file), path.join(pluginDir, file));
+    chmodSync(path.join(pluginDir, file), 0o755); // not whatever the umask of the build left
+  }
   for (const name of PROGRAM_NAMES) symlinkSync("tscni", path.join(pluginDir, name));
   const tarball = `tscni-${version}-${platform}.tar.gz`;
 
@@ -136,8 +173,7 @@ try {
   const names = await Promise.all([
     npmPack(mainDir),
     npmPack(platformDir),
-    runAsync("tar", ["--owner=0", "--group=0", "--numeric-owner", "-czf", path.join(out, tarball), "-C", pluginDir,
-      ...readdirSync(pluginDir).sort()]).then(() => tarball),
+    plainTarball(pluginDir, path.join(out, tarball)).then(() => tarball),
   ]);
 
   const sums = await Promise.all([...names].sort().map((name) => new Promise((resolve, reject) => {

@@ -5,7 +5,8 @@
  * with the platform package gone, install links the Node build and says what that costs. The plain tarball,
  * unpacked elsewhere, is the same plugin directory. A working directory holds the native program and launcher of
  * the release's build and only links to them, answers VERSION in milliseconds, and runs host-local ADD and DEL in
- * a test namespace. Run once, in the exec pass: the resident pass would test the same release again.
+ * a test namespace. A second release, built again from scratch, is byte for byte the first. Run once, in the
+ * exec pass: the resident pass would test the same release again.
  */
 import { describe, test, before, after } from "node:test";
 import assert from "node:assert/strict";
@@ -157,5 +158,19 @@ describe("the release", { skip }, () => {
     const unpacked = run("tar", ["-xzf", path.join(release, file.tarball), "-C", binDir]);
     assert.equal(unpacked.code, 0, unpacked.stderr);
     assertWorkingPluginDir(binDir, `reltar${tag}`, "10.242.0.0/24");
+  });
+
+  test("is reproducible: a second release of the commit, built again from scratch, is byte for byte the same", () => {
+    // Last: it builds dist/ again in place (the same bytes, which is what is tested).
+    const epoch = Number(run("git", ["-C", ROOT, "log", "-1", "--format=%ct"]).stdout.trim());
+    const listing = run("tar", ["--full-time", "-tvzf", path.join(release, file.tarball)], { env: { TZ: "UTC" } }).stdout.trim().split("\n");
+    const times = new Set(listing.map((l) => l.split(/\s+/).slice(3, 5).join(" ")));
+    assert.deepEqual([...times], [new Date(epoch * 1000).toISOString().replace("T", " ").slice(0, 19)], "every file dated by the commit");
+    assert.ok(listing.every((l) => l.includes(" 0/0 ")), "owned by root");
+    const again = path.join(dir, "release-again");
+    const made = run("node", [path.join(ROOT, "scripts/release.mjs"), "--rebuild", "--out", again], { cwd: ROOT });
+    assert.equal(made.code, 0, made.stderr + made.stdout);
+    assert.equal(readFileSync(path.join(again, "SHA256SUMS"), "utf8"), readFileSync(path.join(release, "SHA256SUMS"), "utf8"));
+    assert.equal(readFileSync(path.join(ROOT, "dist/build-id"), "utf8").trim(), build, "the build ID is the build's content, not a random number");
   });
 });
