@@ -302,7 +302,7 @@ function serverMemory(pid) {
 
 /**
  * Brings up the default install's server the way a node gets it: the first plugin call (a host-local ADD and DEL)
- * starts it; resolves to it once its start-up warm-up is done (README, "Resident mode"), with its memory then.
+ * starts it; resolves to it once its start-up warm-up is done (docs/resident.md), with its memory then.
  */
 async function startServerByFirstCall() {
   const dir = mkdtempSync(path.join("/run", "tscni-bench-resident-"));
@@ -498,7 +498,7 @@ function report({ rows, rss, cold, growth, podman, containerd, pods = [], cluste
     `- date: ${new Date().toISOString()}`,
     `- machine: ${m.cpu}, ${m.cores} cores, ${m.mem}, kernel ${m.kernel}`,
     `- ours: dist/bin as built (${m.bun}); Go: Debian containernetworking-plugins ${m.go} (/usr/lib/cni)`,
-    "- ours, default: as a plain install runs (README, \"Resident mode\"): the benchmark's first call started a server (nobody started",
+    "- ours, default: as a plain install runs (docs/resident.md): the benchmark's first call started a server (nobody started",
     "  one by hand), measured once its start-up warm-up was done; the launcher hands each call to it. Ours, exec mode",
     "  (`TSCNI_RESIDENT=exec`): every call starts the program. The pods table also measures the default from cold.",
     `- ${ROUNDS} rounds per scenario, the implementations interleaved (alternating order); medians of wall time per round`,

@@ -36,6 +36,8 @@ command -v gcc >/dev/null 2>&1 || need+=(gcc)
 command -v etcd >/dev/null 2>&1 || need+=(etcd-server)
 command -v etcdctl >/dev/null 2>&1 || need+=(etcd-client)
 command -v openssl >/dev/null 2>&1 || need+=(openssl)
+# The docs' config snippets are parsed by the tests: TOML with Python's tomllib (3.11), YAML with python3-yaml.
+python3 -c 'import tomllib, yaml' >/dev/null 2>&1 || need+=(python3 python3-yaml)
 # systemd's tools check the resident server's units (systemd-analyze verify) and hand it a listening socket the
 # way the socket unit does (systemd-socket-activate); systemd need not be the init system.
 command -v systemd-socket-activate >/dev/null 2>&1 || need+=(systemd)

@@ -18,6 +18,7 @@ import type { PodSandboxConfig } from "../testing/cri-client.js";
 import { PrivateContainerd, buildPauseImage, containerdSkipReason, linkPluginDir, type SandboxNetns } from "../testing/containerd.js";
 import { Cleanup, Netns, OUR_BIN, TEST_BIN, runCommand, runTag } from "../testing/harness.js";
 import { RESIDENT_PASS, startResidentHost } from "../testing/resident-host.js";
+import { docSnippet } from "../testing/doc-snippets.js";
 
 const skip = containerdSkipReason();
 if (skip) console.log(`# skipping containerd tests: ${skip}`);
@@ -306,5 +307,47 @@ describe(`containerd's CRI with the plugin directory ${PLUGIN_DIR}`, { skip }, (
     await Promise.all(ids.map((id) => removeSandbox(id)));
     t.diagnostic(`10 parallel RunPodSandbox: ${runMs} ms; 10 parallel Stop+Remove: ${Date.now() - t1} ms`);
     await assertNothingLeft({ ids, ips, ...before });
+  });
+});
+
+// docs/runtimes.md's quick start as an operator follows it: its config.toml CNI table (every private containerd
+// here is configured with it) and its network config, unchanged, in an otherwise empty conf dir. containerd sees a
+// /var/lib/cni of the test's own, where host-local, tuning and the result cache keep their state. Once, in the
+// exec pass.
+describe("docs/runtimes.md's network config through containerd", { skip: skip ?? (RESIDENT_PASS ? "run once, in the exec pass" : undefined) }, () => {
+  const cleanup = new Cleanup();
+  const tag = runTag();
+  let ctrd: PrivateContainerd | undefined;
+  after(async () => {
+    await ctrd?.stop();
+    cleanup.run();
+  });
+
+  test("a pod sandbox gets an address of 10.85.0.0/16 on cni0, and leaves nothing in the cache", async () => {
+    const host = cleanup.netns(`tscni-ctrdoc-${tag}`);
+    const base = cleanup.dir("tscni-ctrdoc-");
+    const confDir = path.join(base, "net.d");
+    const cache = path.join(base, "var-lib-cni");
+    mkdirSync(confDir);
+    mkdirSync(cache);
+    writeFileSync(path.join(confDir, "10-tscni.conflist"), docSnippet("docs/runtimes.md", "tscni-conflist"));
+    const sandboxImage = `${PAUSE_IMAGE_REPO}-doc-${tag}:v1`;
+    const imageArchive = buildPauseImage(base, sandboxImage);
+    mkdirSync(path.join(base, "containerd"));
+    ctrd = await PrivateContainerd.start({
+      base: path.join(base, "containerd"), cniBinDir: PLUGIN_DIR, cniConfDir: confDir, sandboxImage, imageArchive, hostNetns: host.path, cniCacheDir: cache,
+    });
+    const c = ctrd;
+    cleanup.add(() => c.kill());
+    const id = await c.cri.runPodSandbox({
+      metadata: { name: "doc", uid: `uid-doc-${tag}`, namespace: `tscni-${tag}`, attempt: 0 }, hostname: "doc", labels: {}, linux: { cgroupParent: c.cgroupParent },
+    });
+    const { status } = await c.cri.podSandboxStatus(id);
+    assert.match(status.network?.ip ?? "", /^10\.85\.\d+\.\d+$/);
+    assert.match(host.exec("ip", ["-o", "link", "show", "master", "cni0"]), /veth/, "the sandbox's veth is on cni0");
+    await c.cri.stopPodSandbox(id);
+    await c.cri.removePodSandbox(id);
+    const results = path.join(cache, "results");
+    assert.deepEqual(existsSync(results) ? readdirSync(results).filter((f) => f.startsWith("tscni-")) : [], []);
   });
 });

@@ -13,6 +13,7 @@ import path from "node:path";
 import { Cleanup, Netns, OUR_BIN, runCommand, runTag, skipReason } from "../testing/harness.js";
 import { RESIDENT_PASS, startResidentHost, type ResidentHost } from "../testing/resident-host.js";
 import { DEFAULT_DATA_DIR } from "../plugins/ipam/host-local/config.js";
+import { docSnippet, substitute } from "../testing/doc-snippets.js";
 
 const CACHE = "/var/lib/cni/results";
 
@@ -72,7 +73,9 @@ describe("podman with tscni's plugin directory", { skip }, () => {
       "[containers]", 'log_driver = "k8s-file"', `default_ulimits = ["nofile=${limit}:${limit}", "nproc=32768:32768"]`,
       "[engine]", 'cgroup_manager = "cgroupfs"', 'events_logger = "file"', `events_logfile_path = "${base}/run/events.log"`,
       'runtime = "runc"', `tmp_dir = "${base}/tmp"`,
-      "[network]", 'network_backend = "cni"', `cni_plugin_dirs = ["${process.env["TSCNI_PODMAN_PLUGIN_DIR"] ?? OUR_BIN}"]`, `network_config_dir = "${base}/net.d"`, "",
+      // docs/runtimes.md's [network] table, with the plugin directory under test, and a config directory of the test's.
+      substitute(docSnippet("docs/runtimes.md", "podman-config"), { '"/opt/cni/bin"': JSON.stringify(process.env["TSCNI_PODMAN_PLUGIN_DIR"] ?? OUR_BIN) })
+        .trimEnd(), `network_config_dir = "${base}/net.d"`, "",
     ].join("\n"));
     mkdirSync(path.join(base, "net.d"));
     mkdirSync(path.join(base, "tmp"));
@@ -168,6 +171,18 @@ describe("podman with tscni's plugin directory", { skip }, () => {
     const ipam = path.join(base, "ipam", network);
     assert.deepEqual(existsSync(ipam) ? readdirSync(ipam).filter((f) => /^\d+\./.test(f)) : [], [], "addresses released");
     assert.deepEqual(cachedResults(), [], "podman's libcni removed its cached results");
+  });
+
+  test("docs/runtimes.md's podman commands: a network podman creates, a container on it, both removed", async () => {
+    const made = `tcdoc${tag}`;
+    cleanup.add(() => rmSync(path.join(DEFAULT_DATA_DIR, made), { recursive: true, force: true }));
+    const script = substitute(docSnippet("docs/runtimes.md", "podman-run"),
+      { tsnet: made, "--name hello": `--name hello-${tag}`, "rm hello": `rm hello-${tag}`, "docker.io/library/busybox": `localhost/tscni-test-${tag}:latest` });
+    const r = await podmanScript(`set -e\n${script}`);
+    assert.equal(r.code, 0, r.stderr + r.stdout);
+    assert.match(r.stdout, /inet 10\.\d+\.\d+\.\d+\/24/);
+    assert.deepEqual(existsSync(CACHE) ? readdirSync(CACHE).filter((f) => f.startsWith(`${made}-`)) : [], [], "torn down");
+    assert.equal(existsSync(path.join(base, "net.d", `${made}.conflist`)), false, "the network removed");
   });
 
   test("a network podman creates gets dnsname: containers find each other by name and by alias; network rm takes it all away", async (t) => {

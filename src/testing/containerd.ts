@@ -16,6 +16,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { status as grpcStatus } from "@grpc/grpc-js";
 import { CriClient, CriError, type ContainerdSandboxInfo } from "./cri-client.js";
 import { runCommand, missing, skipReason } from "./harness.js";
+import { docSnippet, substitute } from "./doc-snippets.js";
 
 /** The CRI plugin's own state dir under containerd's state dir (netns mounts live in its `netns`). */
 const CRI_STATE = "io.containerd.grpc.v1.cri";
@@ -191,9 +192,9 @@ function configToml(o: ContainerdOptions, dirs: { root: string; state: string; s
     '  runtime_type = "io.containerd.runc.v2"',
     `${cri}.containerd.runtimes.runc.options]`,
     "  SystemdCgroup = false",
-    `${cri}.cni]`,
-    `  bin_dir = ${q(o.cniBinDir)}`,
-    `  conf_dir = ${q(o.cniConfDir)}`,
+    // The CNI table of docs/runtimes.md, as an operator copies it, with this containerd's directories.
+    ...substitute(docSnippet("docs/runtimes.md", "containerd-config"), { '"/opt/cni/bin"': q(o.cniBinDir), '"/etc/cni/net.d"': q(o.cniConfDir) })
+      .trimEnd().split("\n").filter((line) => line !== "version = 2"),
     "  max_conf_num = 1",
     "",
   ].join("\n");

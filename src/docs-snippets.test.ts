@@ -1,0 +1,120 @@
+/**
+ * The operator's docs (docs/runtimes.md, docs/resident.md) hold only blocks a test uses: every block has an id
+ * (src/testing/doc-snippets.ts) that a test names. Checked here, without root: the TOML blocks parse (Python's
+ * tomllib) with the keys their runtime reads; the network config loads as a conflist whose plugins are all ours;
+ * the DaemonSet manifest parses as YAML (python3-yaml) and holds what Kubernetes requires of a ConfigMap and a
+ * DaemonSet (selector matching the template's labels, containers with images, every volume mount declared, host
+ * paths absolute), its ConfigMap carrying the same network config; the image's Dockerfile adds this version's
+ * tarball where the install script looks. The rest run in src/integration (docs-runtimes, docs-resident, podman,
+ * containerd).
+ */
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
+import { readdirSync, readFileSync } from "node:fs";
+import path from "node:path";
+import { ROOT } from "./testing/harness.js";
+import { docBlocks, docSnippet, TESTED_DOCS } from "./testing/doc-snippets.js";
+import { parseConfList } from "./spec/config.js";
+import { PROGRAM_NAMES } from "./programs/programs.js";
+
+const RUNTIMES = "docs/runtimes.md";
+
+/** Every test source's text (where a block's id must be named). */
+function testSources(dir = path.join(ROOT, "src")): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
+    const full = path.join(dir, e.name);
+    if (e.isDirectory()) return testSources(full);
+    return e.name.endsWith(".test.ts") ? [readFileSync(full, "utf8")] : [];
+  });
+}
+
+/** Parses with Python (TOML: tomllib; YAML: every document, yaml.safe_load_all) and returns the JSON. */
+function python(kind: "toml" | "yaml", text: string): unknown {
+  const code = kind === "toml"
+    ? "import sys, json, tomllib; print(json.dumps(tomllib.loads(sys.stdin.read())))"
+    : "import sys, json, yaml; print(json.dumps(list(yaml.safe_load_all(sys.stdin.read()))))";
+  const r = spawnSync("python3", ["-c", code], { input: text, encoding: "utf8" });
+  assert.equal(r.status, 0, `python3 could not parse the ${kind} block:\n${r.stderr}`);
+  return JSON.parse(r.stdout);
+}
+
+/** A parsed document, walked by key. */
+type Obj = Record<string, any>;
+
+test("every block of the operator's docs has an id that a test names", () => {
+  const sources = testSources();
+  const problems: string[] = [];
+  for (const doc of TESTED_DOCS) {
+    const blocks = docBlocks(doc);
+    assert.ok(blocks.length > 0, `${doc} has blocks`);
+    const ids = blocks.map((b) => b.id);
+    for (const b of blocks) {
+      if (b.lang === "text" && b.id === "output") continue; // an example of output
+      if (!b.id) problems.push(`${doc}: a \`\`\`${b.lang} block without an id:\n${b.text.split("\n")[0]}`);
+      else if (ids.filter((i) => i === b.id).length > 1) problems.push(`${doc}: the id ${b.id} twice`);
+      else if (!sources.some((s) => s.includes(`"${b.id}"`))) problems.push(`${doc}: no test names the block ${b.id}`);
+    }
+  }
+  assert.deepEqual(problems, []);
+});
+
+test("the TOML blocks parse, with the keys each runtime reads", () => {
+  const ctrd = python("toml", docSnippet(RUNTIMES, "containerd-config")) as Obj;
+  assert.equal(ctrd["version"], 2);
+  assert.deepEqual(ctrd["plugins"]["io.containerd.grpc.v1.cri"]["cni"], { bin_dir: "/opt/cni/bin", conf_dir: "/etc/cni/net.d" });
+  const ctrd2 = python("toml", docSnippet(RUNTIMES, "containerd2-config")) as Obj;
+  assert.equal(ctrd2["version"], 3);
+  assert.deepEqual(ctrd2["plugins"]["io.containerd.cri.v1.runtime"]["cni"], { bin_dirs: ["/opt/cni/bin"], conf_dir: "/etc/cni/net.d" });
+  const crio = python("toml", docSnippet(RUNTIMES, "crio-config")) as Obj;
+  assert.deepEqual(crio["crio"]["network"], { network_dir: "/etc/cni/net.d/", plugin_dirs: ["/opt/cni/bin/"] });
+  const podman = python("toml", docSnippet(RUNTIMES, "podman-config")) as Obj;
+  assert.deepEqual(podman["network"], { network_backend: "cni", cni_plugin_dirs: ["/opt/cni/bin"] });
+});
+
+test("the network config loads as a conflist of tscni's plugins", () => {
+  const list = parseConfList(docSnippet(RUNTIMES, "tscni-conflist"));
+  assert.equal(list.name, "tscni");
+  for (const plugin of list.plugins) assert.ok(PROGRAM_NAMES.includes(plugin.network.type), `${plugin.network.type} is a plugin of ours`);
+});
+
+test("the DaemonSet manifest is a ConfigMap and a DaemonSet as Kubernetes requires them, installing the doc's config", () => {
+  const docs = python("yaml", docSnippet(RUNTIMES, "daemonset")) as Obj[];
+  assert.deepEqual(docs.map((d) => `${d["apiVersion"]} ${d["kind"]}`), ["v1 ConfigMap", "apps/v1 DaemonSet"]);
+  for (const d of docs) {
+    assert.match(d["metadata"]["name"], /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, "a DNS-1123 name");
+    assert.equal(d["metadata"]["namespace"], "kube-system");
+  }
+  const [configMap, daemonSet] = docs as [Obj, Obj];
+  const conflist = configMap["data"]["10-tscni.conflist"];
+  assert.deepEqual(JSON.parse(conflist), JSON.parse(docSnippet(RUNTIMES, "tscni-conflist")), "the ConfigMap holds the doc's network config");
+
+  const spec = daemonSet["spec"];
+  const labels = spec["template"]["metadata"]["labels"];
+  for (const [k, v] of Object.entries(spec["selector"]["matchLabels"] as Obj)) assert.equal(labels[k], v, `the selector's ${k} matches the template`);
+  const pod = spec["template"]["spec"];
+  const volumes = new Map<string, Obj>((pod["volumes"] as Obj[]).map((v) => [v["name"], v]));
+  const containers = [...pod["initContainers"], ...pod["containers"]] as Obj[];
+  assert.equal(new Set(containers.map((c) => c["name"])).size, containers.length, "container names are unique");
+  for (const c of containers) {
+    assert.equal(typeof c["image"], "string", `${c["name"]} has an image`);
+    for (const m of (c["volumeMounts"] ?? []) as Obj[]) {
+      assert.ok(volumes.has(m["name"]), `${c["name"]} mounts the declared volume ${m["name"]}`);
+      assert.ok(path.isAbsolute(m["mountPath"]), `${m["mountPath"]} is absolute`);
+    }
+  }
+  for (const v of volumes.values()) {
+    if (v["hostPath"]) assert.ok(path.isAbsolute(v["hostPath"]["path"]) && ["DirectoryOrCreate", "Directory"].includes(v["hostPath"]["type"]));
+    if (v["configMap"]) assert.equal(v["configMap"]["name"], configMap["metadata"]["name"], "the config volume is the ConfigMap");
+  }
+  const [install] = pod["initContainers"] as Obj[];
+  const script = (install!["command"] as string[]).join(" ");
+  assert.match(script, /\/tscni\/bin\/cnitool install --bin-dir \/host\/opt\/cni\/bin/);
+});
+
+test("the image adds this version's plugin tarball where the install script runs cnitool", () => {
+  const { version } = JSON.parse(readFileSync(path.join(ROOT, "package.json"), "utf8")) as { version: string };
+  const dockerfile = docSnippet(RUNTIMES, "image");
+  assert.match(dockerfile, /^FROM \S+/m);
+  assert.ok(dockerfile.includes(`ADD tscni-${version}-linux-x64.tar.gz /tscni/bin/`), dockerfile);
+});
