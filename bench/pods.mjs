@@ -73,13 +73,18 @@ const SUBNETS = { inprocess: "10.246.", go: "10.247.", exec: "10.243.", resident
  * env: extra environment of the manager (the launcher's socket and mode); serverSocket: the socket of a resident
  * server whose memory counts (whoever started it: it is found by its command line at every sample).
  */
-export async function runPods({ binDir, impl, pods, scratch, env = {}, serverSocket }) {
-  const base = path.join(scratch, `pods-${impl}-${pods}`);
+export async function runPods({ binDir, impl, pods, scratch, env = {}, serverSocket, chain = "default" }) {
+  const base = path.join(scratch, `pods-${impl}-${pods}-${chain}`);
   const state = { conf: path.join(base, "net.d"), cache: path.join(base, "cache"), ipam: path.join(base, "ipam") };
   mkdirSync(state.conf, { recursive: true });
   writeFileSync(path.join(state.conf, "10-bench.conflist"), JSON.stringify({
     cniVersion: "1.0.0", name: `bench-pods-${impl}`,
-    plugins: [
+    // "bare": no firewall rules at all (issue 36's core path): bridge without ipMasq, host-local, tuning.
+    plugins: chain === "bare" ? [
+      { type: "bridge", bridge: `bpod${impl[0]}0`, isGateway: true, ipMasq: false, hairpinMode: true,
+        ipam: { type: "host-local", ranges: [[{ subnet: `${SUBNETS[impl]}0.0/16` }]], routes: [{ dst: "0.0.0.0/0" }], dataDir: state.ipam } },
+      { type: "tuning" },
+    ] : [
       { type: "bridge", bridge: `bpod${impl[0]}0`, isGateway: true, ipMasq: true, hairpinMode: true,
         ipam: { type: "host-local", ranges: [[{ subnet: `${SUBNETS[impl]}0.0/16` }]], routes: [{ dst: "0.0.0.0/0" }], dataDir: state.ipam } },
       { type: "portmap", capabilities: { portMappings: true } },
@@ -102,7 +107,7 @@ export async function runPods({ binDir, impl, pods, scratch, env = {}, serverSoc
   clearInterval(sampler);
   if (code !== 0) throw new Error(`pod driver (${impl}) exited with ${code}: ${out}`);
   const r = JSON.parse(out.trim().split("\n").pop());
-  const row = { ...r, failures: r.setupFailures + r.teardownFailures, leftovers: leftovers(state, SUBNETS[impl]), peakRssKiB: peak,
+  const row = { ...r, chain, failures: r.setupFailures + r.teardownFailures, leftovers: leftovers(state, SUBNETS[impl]), peakRssKiB: peak,
     ...(serverSocket ? { serverPeakRssKiB: serverPeak } : {}) };
   try {
     execFileSync("ip", ["link", "delete", `bpod${impl[0]}0`], { stdio: "ignore" });

@@ -427,20 +427,24 @@ async function measure(server) {
   }
   const pods = [];
   let idle;
-  if (selected("pods at once")) {
+  if (selected("pods at once") || selected("bare chain pods at once")) {
     // inprocess: our plugins inside the manager's process; exec: each call starts our program; resident: the
     // default install from cold (no server when the burst begins: its first calls start one), the server's
     // memory counted; go: Go's plugins exec'd.
-    const plan = [[100, ["go", "inprocess", "exec", ...(server ? ["resident"] : [])]], [200, ["inprocess", ...(server ? ["resident"] : []), "go"]]];
-    for (const [n, impls] of plan) {
+    // Then the bare chain (bridge without ipMasq, host-local, tuning: no firewall rules), the core path alone.
+    const plan = [
+      ...(selected("pods at once") ? [[100, ["go", "inprocess", "exec", ...(server ? ["resident"] : [])]], [200, ["inprocess", ...(server ? ["resident"] : []), "go"]]] : []),
+    ].map(([n, impls]) => [n, impls, "default"]);
+    if (selected("bare chain pods at once")) plan.push([100, ["go", "exec", ...(server ? ["resident"] : [])], "bare"]);
+    for (const [n, impls, chain] of plan) {
       for (const impl of impls) {
         if (impl === "resident") await stopServer();
         const r = await runPods({ binDir: impl === "go" ? GO : OURS, impl, pods: n, scratch, env: implEnv(impl === "resident" ? "resident" : "ours"),
-          serverSocket: impl === "resident" ? residentSocket : undefined });
+          serverSocket: impl === "resident" ? residentSocket : undefined, chain });
         pods.push({ n, impl, ...r });
-        console.log(`${n} pods at once (${impl}): setup ${r.setupMs.toFixed(0)} ms, teardown ${r.teardownMs.toFixed(0)} ms, failures ${r.failures}, leftovers ${r.leftovers}, peak ${Math.round(r.peakRssKiB / 1024)} MiB` +
+        console.log(`${n} pods at once (${impl}, ${chain} chain): setup ${r.setupMs.toFixed(0)} ms, teardown ${r.teardownMs.toFixed(0)} ms, failures ${r.failures}, leftovers ${r.leftovers}, peak ${Math.round(r.peakRssKiB / 1024)} MiB` +
           (r.serverPeakRssKiB !== undefined ? ` (the server alone: ${Math.round(r.serverPeakRssKiB / 1024)} MiB)` : ""));
-        if (impl === "resident" && n === 100) {
+        if (impl === "resident" && n === 100 && chain === "default") {
           // The server the burst started, once the burst is over and it has been idle for a while.
           await sleep(10_000);
           const pid = serverStatus()?.pid;
@@ -466,7 +470,7 @@ const PODS_LABEL = {
 /** The pods table: one row per (pod count, implementation), ratios against Go at the same count. */
 function podsTable(pods) {
   if (!pods.length) return [];
-  const go = (n) => pods.find((p) => p.n === n && p.impl === "go");
+  const go = (n, chain) => pods.find((p) => p.n === n && p.impl === "go" && p.chain === chain);
   const ratio = (a, b) => (b ? (a / b).toFixed(2) : "-");
   return [
     "## Pods at once through PodNetworkManager (the seed's iSulad scenario)",
@@ -478,10 +482,12 @@ function podsTable(pods) {
     "with its own children where one serves), sampled from /proc every 20 ms, a child caught between its fork and its exec counted",
     "as nothing (its pages are its parent's); the server's peak: its own resident set alone.",
     "",
+    "The bare chain rows: bridge without ipMasq, host-local and tuning, no firewall rules at all (the core path; no published port).",
+    "",
     "| pods | plugins | setup (ms) | teardown (ms) | setup / Go | teardown / Go | failures | leftovers | peak memory (MiB) | memory / Go | the server's peak (MiB) |",
     "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
-    ...pods.map((p) => `| ${p.n} | ${PODS_LABEL[p.impl] ?? p.impl} | ${p.setupMs.toFixed(0)} | ${p.teardownMs.toFixed(0)} | ${ratio(p.setupMs, go(p.n)?.setupMs)} | ` +
-      `${ratio(p.teardownMs, go(p.n)?.teardownMs)} | ${p.failures} | ${p.leftovers} | ${Math.round(p.peakRssKiB / 1024)} | ${ratio(p.peakRssKiB, go(p.n)?.peakRssKiB)} | ${p.serverPeakRssKiB !== undefined ? Math.round(p.serverPeakRssKiB / 1024) : "-"} |`),
+    ...pods.map((p) => `| ${p.n} | ${PODS_LABEL[p.impl] ?? p.impl}${p.chain === "bare" ? ", bare chain" : ""} | ${p.setupMs.toFixed(0)} | ${p.teardownMs.toFixed(0)} | ${ratio(p.setupMs, go(p.n, p.chain)?.setupMs)} | ` +
+      `${ratio(p.teardownMs, go(p.n, p.chain)?.teardownMs)} | ${p.failures} | ${p.leftovers} | ${Math.round(p.peakRssKiB / 1024)} | ${ratio(p.peakRssKiB, go(p.n, p.chain)?.peakRssKiB)} | ${p.serverPeakRssKiB !== undefined ? Math.round(p.serverPeakRssKiB / 1024) : "-"} |`),
     "",
   ];
 }
