@@ -8,6 +8,7 @@ import { NetOpError } from "../sys/exec.js";
 import { ip } from "./links.js";
 import type { NetNS } from "./netns.js";
 import type { ShownLink } from "./types.js";
+import { deleteVethBatched } from "./veth-batch.js";
 
 /** Go's net.IP.IsGlobalUnicast: not unspecified, loopback, link-local, multicast or the v4 broadcast. */
 export function isGlobalUnicast(addr: IPAddress): boolean {
@@ -24,15 +25,19 @@ export function isGlobalUnicast(addr: IPAddress): boolean {
 
 /**
  * Deletes `name` in `ns` and returns its global unicast addresses (`addr/prefix`); undefined when there is
- * no such link (already deleted, which callers treat as success). One batch reads and deletes.
+ * no such link (already deleted, which callers treat as success). One batch of steps reads and deletes it, or,
+ * for a veth whose peer is in this namespace, it is deleted with the other DELs under way (veth-batch.ts).
  */
 export async function deleteLinkWithAddresses(ns: NetNS, name: string): Promise<string[] | undefined> {
-  let shown: ShownLink | undefined;
-  try {
-    [shown] = await ip.batch(ns).showAddresses(name).deleteLink(name).runShow(`delete link ${name} in ${ns}`);
-  } catch (e) {
-    if (e instanceof NetOpError && e.isNotFound) return undefined;
-    throw e;
+  // A veth with its peer here goes with the other DELs under way (veth-batch.ts), else on its own.
+  let shown: ShownLink | undefined = await deleteVethBatched(ns, name);
+  if (!shown) {
+    try {
+      [shown] = await ip.batch(ns).showAddresses(name).deleteLink(name).runShow(`delete link ${name} in ${ns}`);
+    } catch (e) {
+      if (e instanceof NetOpError && e.isNotFound) return undefined;
+      throw e;
+    }
   }
   return (shown?.addresses ?? [])
     .map((a) => parseCIDR(a.cidr))

@@ -10,9 +10,9 @@ import { closeSync, openSync } from "node:fs";
 import { NetOpError } from "../sys/exec.js";
 import { opWords, type IpOp, type LinkBackend } from "./ip-ops.js";
 import type { NetNS } from "./netns.js";
-import { cidrBytes, decodeAddress, decodeLink, deleteLinkRequest, dumpAddressesRequest, dumpLinksRequest, getLinkRequest, macBytes,
-  moveLinkRequest, newLinkRequest, addressRequest, bridgePortRequest, renameLinkRequest, routeRequest, setLinkRequest, RTM_NEWADDR,
-  RTM_NEWLINK, type DecodedLink, type NlRequest } from "./rtnetlink-messages.js";
+import { cidrBytes, decodeAddress, decodeLink, decodeNsid, deleteGroupRequest, deleteLinkRequest, dumpAddressesRequest, dumpLinksRequest, getLinkRequest, getNsidRequest, macBytes,
+  moveLinkRequest, newLinkRequest, addressRequest, bridgePortRequest, renameLinkRequest, routeRequest, setGroupRequest, setLinkRequest, RTM_NEWADDR,
+  RTM_NEWLINK, RTM_NEWNSID, type DecodedLink, type NlRequest } from "./rtnetlink-messages.js";
 import { ipErrorText, openRtnetlink, type NlMessage, type RtnetlinkSocket } from "./rtnetlink.js";
 import type { Address, Link, ShownLink } from "./types.js";
 import { messageOf } from "../spec/errors.js";
@@ -137,6 +137,34 @@ export class NetlinkSession {
     return this.withMaster(decodeLink(m.payload), operation);
   }
 
+  /** The link with interface index `index` as decoded (its peer's namespace id too), or undefined when there is none. */
+  linkByIndex(index: number, operation: string): DecodedLink | undefined {
+    const reply = this.exchange(getLinkRequest(index), operation);
+    if (reply.error?.errno === ENODEV) return undefined;
+    if (reply.error) fail(operation, ipErrorText(reply.error.errno, reply.error.message), 2);
+    const m = reply.messages.find((x) => x.type === RTM_NEWLINK);
+    return m ? decodeLink(m.payload) : undefined;
+  }
+
+  /** The id this namespace gives namespace `ns` (undefined: none, or not asked for one). */
+  netnsIdOf(ns: NetNS, operation: string): number | undefined {
+    const reply = withNetnsFile(ns, operation, (fd) => this.exchange(getNsidRequest(fd), operation));
+    if (reply.error) return undefined;
+    const m = reply.messages.find((x) => x.type === RTM_NEWNSID);
+    const id = m ? decodeNsid(m.payload) : undefined;
+    return id === undefined || id < 0 ? undefined : id;
+  }
+
+  /** Puts link `index` in device group `group` (`ip link set dev X group G`). */
+  setGroup(index: number, group: number, operation: string): void {
+    this.send(setGroupRequest(index, group), operation);
+  }
+
+  /** Deletes every link of device group `group` at once (`ip link delete group G`). */
+  deleteGroup(group: number, operation: string): void {
+    this.send(deleteGroupRequest(group), operation);
+  }
+
   /** The addresses of link `index` (`ip addr show dev X`), in the kernel's order: IPv4, then IPv6. */
   addressesOf(index: number, operation: string): Address[] {
     return this.dump(dumpAddressesRequest(), operation)
@@ -227,7 +255,7 @@ function withNetnsFile<T>(ns: NetNS | undefined, operation: string, work: (fd: n
 
 
 /** Does `work` over a socket in `ns`; undefined when the socket does not open (off, or not under Bun). */
-async function withSession<T>(ns: NetNS, work: (session: NetlinkSession) => T): Promise<T | undefined> {
+export async function withSession<T>(ns: NetNS, work: (session: NetlinkSession) => T): Promise<T | undefined> {
   const session = await openNetlink(ns);
   if (!session) return undefined;
   try {

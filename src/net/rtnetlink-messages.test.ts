@@ -1,8 +1,8 @@
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { NetNS } from "./netns.js";
-import { addressRequest, bridgePortRequest, decodeAddress, decodeLink, deleteLinkRequest, getLinkRequest, ipText, moveLinkRequest,
-  newLinkRequest, renameLinkRequest, routeRequest, setLinkRequest } from "./rtnetlink-messages.js";
+import { addressRequest, bridgePortRequest, decodeAddress, decodeLink, deleteGroupRequest, deleteLinkRequest, getLinkRequest, ipText, moveLinkRequest,
+  newLinkRequest, renameLinkRequest, routeRequest, setGroupRequest, setLinkRequest } from "./rtnetlink-messages.js";
 import { linkAddWords, opWords } from "./ip-ops.js";
 import type { NewLink } from "./types.js";
 import { nlAttr, nlString, nlU32, parseAttrs } from "./rtnetlink.js";
@@ -35,6 +35,15 @@ describe("route-netlink requests (byte for byte what iproute2 sends)", () => {
     const del = deleteLinkRequest(5);
     assert.deepEqual([del.type, del.flags], [17, 0]);
     assert.deepEqual(body(del), bytes("\\x00\\x00\\x00\\x00\\x05\\x00\\x00\\x00\\x00\\x00\\x00\\x00\\x00\\x00\\x00\\x00"));
+  });
+
+  test("ip link set dev <3> group 7; ip link delete group 7", () => {
+    const set = setGroupRequest(3, 7);
+    assert.deepEqual([set.type, set.flags], [16, 0]);
+    assert.deepEqual(body(set), bytes("\\x00\\x00\\x00\\x00\\x03\\x00\\x00\\x00\\x00\\x00\\x00\\x00\\x00\\x00\\x00\\x00\\x08\\x00\\x1b\\x00\\x07\\x00\\x00\\x00"));
+    const del = deleteGroupRequest(7);
+    assert.deepEqual([del.type, del.flags], [17, 0]);
+    assert.deepEqual(body(del), bytes("\\x00\\x00\\x00\\x00\\x00\\x00\\x00\\x00\\x00\\x00\\x00\\x00\\x00\\x00\\x00\\x00\\x08\\x00\\x1b\\x00\\x07\\x00\\x00\\x00"));
   });
 
   test("a master, MAC and promisc/allmulti flags in one message", () => {

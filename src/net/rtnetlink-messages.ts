@@ -35,6 +35,7 @@ const IFLA_TXQLEN = 13;
 const IFLA_OPERSTATE = 16;
 const IFLA_LINKINFO = 18;
 const IFLA_IFALIAS = 20;
+const IFLA_GROUP = 27;
 const IFLA_NET_NS_FD = 28;
 const IFLA_EXT_MASK = 29;
 const IFLA_LINK_NETNSID = 37;
@@ -285,6 +286,26 @@ export const moveLinkRequest = (index: number, netnsFd: number): NlRequest =>
 /** RTM_DELLINK for link `index`. */
 export const deleteLinkRequest = (index: number): NlRequest => ({ type: RTM_DELLINK, flags: 0, body: ifinfomsg(index) });
 
+const RTM_GETNSID = 90;
+export const RTM_NEWNSID = 88;
+const NETNSA_NSID = 1;
+const NETNSA_FD = 3;
+
+/** RTM_GETNSID: the id this namespace gives the namespace open as `fd` (`ip netns list-id` asks it this way). */
+export const getNsidRequest = (fd: number): NlRequest =>
+  ({ type: RTM_GETNSID, flags: 0, body: concatBytes(new Uint8Array(4), nlU32(NETNSA_FD, fd)) });
+
+/** The id of an RTM_NEWNSID answer (-1: none assigned). */
+export const decodeNsid = (payload: Uint8Array): number | undefined => s32(parseAttrs(payload.subarray(4)).get(NETNSA_NSID));
+
+/** RTM_NEWLINK putting link `index` in device group `group` (`ip link set dev X group G`). */
+export const setGroupRequest = (index: number, group: number): NlRequest =>
+  ({ type: RTM_NEWLINK, flags: 0, body: concatBytes(ifinfomsg(index), nlU32(IFLA_GROUP, group)) });
+
+/** RTM_DELLINK of every link in device group `group` (`ip link delete group G`): one unregistration for them all. */
+export const deleteGroupRequest = (group: number): NlRequest =>
+  ({ type: RTM_DELLINK, flags: 0, body: concatBytes(ifinfomsg(0), nlU32(IFLA_GROUP, group)) });
+
 /**
  * RTM_NEWADDR / RTM_DELADDR for `cidr` on link `index`, as `ip addr add|replace|del CIDR [brd +] dev X` sends
  * it: local and address both the address; for IPv4 additions the broadcast address when the prefix leaves
@@ -342,6 +363,8 @@ export function routeRequest(action: "add" | "append" | "replace" | "del", r: Ro
 
 const u32 = (b: Uint8Array | undefined): number | undefined =>
   b && b.length >= 4 ? new DataView(b.buffer, b.byteOffset, b.byteLength).getUint32(0, true) : undefined;
+const s32 = (b: Uint8Array | undefined): number | undefined =>
+  b && b.length >= 4 ? new DataView(b.buffer, b.byteOffset, b.byteLength).getInt32(0, true) : undefined;
 const str = (b: Uint8Array | undefined): string | undefined => (b ? new TextDecoder().decode(b).replace(/\0[\s\S]*$/, "") : undefined);
 
 /** An address as `ip` prints it (inet_ntop: IPv4-mapped IPv6 with a dotted tail). */
@@ -365,6 +388,8 @@ export interface DecodedLink {
   masterIndex?: number;
   /** The link it is tied to (IFLA_LINK), when that is in the same namespace (`ip` shows its name). */
   peerLinkIndex?: number;
+  /** The id, in this namespace, of the namespace `link.peerIndex` is in (IFLA_LINK_NETNSID). */
+  peerNetnsId?: number;
 }
 
 const u8 = (b: Uint8Array | undefined): number | undefined => b?.[0];
@@ -442,8 +467,11 @@ export function decodeLink(payload: Uint8Array): DecodedLink {
   if (data) link.info = data;
   const peer = u32(a.get(IFLA_LINK));
   let peerLinkIndex: number | undefined;
-  if (peer && a.has(IFLA_LINK_NETNSID)) link.peerIndex = peer;
-  else if (peer && peer !== index) peerLinkIndex = peer;
+  let peerNetnsId: number | undefined;
+  if (peer && a.has(IFLA_LINK_NETNSID)) {
+    link.peerIndex = peer;
+    peerNetnsId = s32(a.get(IFLA_LINK_NETNSID));
+  } else if (peer && peer !== index) peerLinkIndex = peer;
   const alias = str(a.get(IFLA_IFALIAS));
   if (alias) link.alias = alias;
   const slaveData = info.get(IFLA_INFO_SLAVE_DATA);
@@ -452,7 +480,8 @@ export function decodeLink(payload: Uint8Array): DecodedLink {
     link.bridgePort = { hairpin: port.get(IFLA_BRPORT_MODE)?.[0] === 1, isolated: port.get(IFLA_BRPORT_ISOLATED)?.[0] === 1 };
   }
   const master = u32(a.get(IFLA_MASTER));
-  return { link, ...(master ? { masterIndex: master } : {}), ...(peerLinkIndex !== undefined ? { peerLinkIndex } : {}) };
+  return { link, ...(master ? { masterIndex: master } : {}), ...(peerLinkIndex !== undefined ? { peerLinkIndex } : {}),
+    ...(peerNetnsId !== undefined ? { peerNetnsId } : {}) };
 }
 
 /** Reads an RTM_NEWADDR message: the link it is on and the address as `ip -json addr show` reports it. */
