@@ -228,6 +228,17 @@ function socketInNetns(c: Libc, netnsPath: string): number {
 }
 
 /**
+ * Runs `work` synchronously with this thread in the network namespace at `netnsPath` (sys/thread-netns.ts), for
+ * file accesses that show the thread's namespace (/proc/sys/net); undefined when this runtime has no FFI (callers
+ * run a tool in the namespace then). Opening the namespace fails with node:fs's error.
+ */
+export async function inNetnsThread<T>(netnsPath: string, work: () => T): Promise<{ value: T } | undefined> {
+  const c = await loadLibc();
+  if (!c) return undefined;
+  return { value: inThreadNetns(c.setns, () => undefined, netnsPath, work, "tscni") };
+}
+
+/**
  * Opens a route-netlink socket (with extended acks) in this process's network namespace, or in the one at
  * `netnsPath`; null when this runtime has no FFI or the socket cannot be made (callers use the tools then).
  */

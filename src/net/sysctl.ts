@@ -1,7 +1,7 @@
 /**
- * sysctls, per network namespace. /proc/sys/net shows the namespace of the process that reads it, so in the
- * host namespace they are plain file accesses; in another namespace one `sh` entered with nsenter handles a
- * whole batch. Values are read with `cat`, never the shell's `read`: dash reads a byte at a time and /proc/sys
+ * sysctls, per network namespace. /proc/sys/net shows the namespace of the thread that opens it, so in the
+ * host namespace they are plain file accesses, and in another one this thread enters it for the batch (under Bun,
+ * through FFI); without FFI one `sh` entered with nsenter handles a whole batch. Values are read with `cat`, never the shell's `read`: dash reads a byte at a time and /proc/sys
  * answers any read past offset 0 with end-of-file, so `read` would see "4096" as "4".
  * @module
  */
@@ -10,6 +10,7 @@ import { readFileSync, writeFileSync } from "node:fs";
 import { NetOpError } from "../sys/exec.js";
 import type { NetNS } from "./netns.js";
 import { messageOf } from "../spec/errors.js";
+import { inNetnsThread } from "./rtnetlink.js";
 
 /** The /proc/sys path of a sysctl given as segments (interface names may contain dots). */
 export const sysctlPath = (...segments: string[]): string => `/proc/sys/${segments.join("/")}`;
@@ -70,9 +71,36 @@ export async function writeSysctls(ns: NetNS, settings: readonly SysctlInput[]):
     for (const s of list) await writeHostSysctl(s);
     return;
   }
-  const args = list.flatMap((s) => [s.path, s.value, s.optional ? "1" : "0"]);
-  await ns.run("sh", ["-c", WRITE_SCRIPT, "sh", ...args],
-    `set sysctls ${list.map((s) => `${s.path}=${s.value}`).join(", ")} in ${ns}`);
+  const operation = `set sysctls ${list.map((s) => `${s.path}=${s.value}`).join(", ")} in ${ns}`;
+  // Under Bun this thread enters the namespace and writes the files itself: no process on an ADD's path.
+  const failed = await inNamespace(ns, operation, () => {
+    for (const s of list) {
+      try {
+        writeFileSync(s.path, s.value);
+      } catch {
+        if (!s.optional) return `cannot write ${s.value} to ${s.path}`;
+      }
+    }
+    return undefined;
+  });
+  if (failed === NO_THREAD_NETNS) {
+    const args = list.flatMap((s) => [s.path, s.value, s.optional ? "1" : "0"]);
+    await ns.run("sh", ["-c", WRITE_SCRIPT, "sh", ...args], operation);
+  } else if (failed) {
+    throw new NetOpError(operation, failed, 1);
+  }
+}
+
+const NO_THREAD_NETNS = Symbol("no thread netns");
+
+/** `work` run with this thread in `ns` (see inNetnsThread), or NO_THREAD_NETNS without FFI; a namespace that cannot be entered fails `operation`. */
+async function inNamespace<T>(ns: NetNS, operation: string, work: () => T): Promise<T | typeof NO_THREAD_NETNS> {
+  try {
+    const done = await inNetnsThread(ns.path!, work);
+    return done ? done.value : NO_THREAD_NETNS;
+  } catch (e) {
+    throw new NetOpError(operation, messageOf(e), 1);
+  }
 }
 
 /** Writes one sysctl file (a /proc/sys path) in `ns`. */
@@ -84,6 +112,8 @@ export async function readSysctls(ns: NetNS, paths: readonly string[]): Promise<
     return paths.map(readHostSysctl);
   }
   if (paths.length === 0) return [];
+  const read = await inNamespace(ns, `read sysctls in ${ns}`, () => paths.map(readHostSysctl));
+  if (read !== NO_THREAD_NETNS) return read;
   let stdout: string;
   try {
     ({ stdout } = await ns.run("grep", ["-H", "", ...paths], `read sysctls in ${ns}`));
