@@ -224,6 +224,7 @@ describe("reading RTM_NEWLINK and RTM_NEWADDR", () => {
       link: { index: 5, name: "veth1", mtu: 1400, mac: "02:00:00:00:00:05", up: true, operstate: "UP", promisc: false, allmulti: true, txqlen: 0,
         kind: "veth", peerIndex: 2, alias: "hi", bridgePort: { hairpin: true, isolated: false } },
       masterIndex: 3,
+      peerNetnsId: 0,
     });
   });
   test("a veth whose peer is in the same namespace has no peerIndex (ip names the peer instead); a vrf its table", () => {
