@@ -22,6 +22,13 @@ if [ "$(id -u)" -eq 0 ] && [ ! -e /run/tscni ]; then
   mkdir /run/tscni && chown 65534:65534 /run/tscni
   on_exit+=("rm -rf /run/tscni")
 fi
+# A run killed before its cleanup (SIGKILL, a VM stopped mid-run) leaves its test namespaces, all named tscni-<kind>-
+# <run tag>...; those older than two hours (no run lasts that long) are removed first. The demo's and the bench's
+# host namespaces are left: --keep and the bench keep theirs on purpose.
+if [ "$(id -u)" -eq 0 ] && [ -d /run/netns ]; then
+  find /run/netns -maxdepth 1 -name 'tscni-*' ! -name 'tscni-demo-*' ! -name 'tscni-bench-*' -mmin +120 -printf '%f\n' |
+    while read -r ns; do ip netns delete "$ns" 2>/dev/null && echo "removed test namespace $ns, left by a run that was killed"; done
+fi
 npm run --silent build
 npm run --silent build:test
 

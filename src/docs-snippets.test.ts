@@ -10,11 +10,10 @@
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { spawnSync } from "node:child_process";
 import { readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { ROOT } from "./testing/harness.js";
-import { docBlocks, docSnippet, TESTED_DOCS } from "./testing/doc-snippets.js";
+import { docBlocks, docSnippet, parseSnippet, TESTED_DOCS, type ParsedDoc } from "./testing/doc-snippets.js";
 import { parseConfList } from "./spec/config.js";
 import { PROGRAM_NAMES } from "./programs/programs.js";
 
@@ -29,18 +28,7 @@ function testSources(dir = path.join(ROOT, "src")): string[] {
   });
 }
 
-/** Parses with Python (TOML: tomllib; YAML: every document, yaml.safe_load_all) and returns the JSON. */
-function python(kind: "toml" | "yaml", text: string): unknown {
-  const code = kind === "toml"
-    ? "import sys, json, tomllib; print(json.dumps(tomllib.loads(sys.stdin.read())))"
-    : "import sys, json, yaml; print(json.dumps(list(yaml.safe_load_all(sys.stdin.read()))))";
-  const r = spawnSync("python3", ["-c", code], { input: text, encoding: "utf8" });
-  assert.equal(r.status, 0, `python3 could not parse the ${kind} block:\n${r.stderr}`);
-  return JSON.parse(r.stdout);
-}
-
-/** A parsed document, walked by key. */
-type Obj = Record<string, any>;
+type Obj = ParsedDoc;
 
 test("every block of the operator's docs has an id that a test names", () => {
   const sources = testSources();
@@ -60,15 +48,15 @@ test("every block of the operator's docs has an id that a test names", () => {
 });
 
 test("the TOML blocks parse, with the keys each runtime reads", () => {
-  const ctrd = python("toml", docSnippet(RUNTIMES, "containerd-config")) as Obj;
+  const ctrd = parseSnippet("toml", docSnippet(RUNTIMES, "containerd-config")) as Obj;
   assert.equal(ctrd["version"], 2);
   assert.deepEqual(ctrd["plugins"]["io.containerd.grpc.v1.cri"]["cni"], { bin_dir: "/opt/cni/bin", conf_dir: "/etc/cni/net.d" });
-  const ctrd2 = python("toml", docSnippet(RUNTIMES, "containerd2-config")) as Obj;
+  const ctrd2 = parseSnippet("toml", docSnippet(RUNTIMES, "containerd2-config")) as Obj;
   assert.equal(ctrd2["version"], 3);
   assert.deepEqual(ctrd2["plugins"]["io.containerd.cri.v1.runtime"]["cni"], { bin_dirs: ["/opt/cni/bin"], conf_dir: "/etc/cni/net.d" });
-  const crio = python("toml", docSnippet(RUNTIMES, "crio-config")) as Obj;
+  const crio = parseSnippet("toml", docSnippet(RUNTIMES, "crio-config")) as Obj;
   assert.deepEqual(crio["crio"]["network"], { network_dir: "/etc/cni/net.d/", plugin_dirs: ["/opt/cni/bin/"] });
-  const podman = python("toml", docSnippet(RUNTIMES, "podman-config")) as Obj;
+  const podman = parseSnippet("toml", docSnippet(RUNTIMES, "podman-config")) as Obj;
   assert.deepEqual(podman["network"], { network_backend: "cni", cni_plugin_dirs: ["/opt/cni/bin"] });
 });
 
@@ -79,7 +67,7 @@ test("the network config loads as a conflist of tscni's plugins", () => {
 });
 
 test("the DaemonSet manifest is a ConfigMap and a DaemonSet as Kubernetes requires them, installing the doc's config", () => {
-  const docs = python("yaml", docSnippet(RUNTIMES, "daemonset")) as Obj[];
+  const docs = parseSnippet("yaml", docSnippet(RUNTIMES, "daemonset")) as Obj[];
   assert.deepEqual(docs.map((d) => `${d["apiVersion"]} ${d["kind"]}`), ["v1 ConfigMap", "apps/v1 DaemonSet"]);
   for (const d of docs) {
     assert.match(d["metadata"]["name"], /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, "a DNS-1123 name");

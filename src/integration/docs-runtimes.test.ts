@@ -8,12 +8,11 @@
  */
 import { describe, test, after } from "node:test";
 import assert from "node:assert/strict";
-import { spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync, chmodSync } from "node:fs";
 import path from "node:path";
 import { Cleanup, OUR_BIN, ROOT, runCommand, skipReason } from "../testing/harness.js";
 import { RESIDENT_PASS } from "../testing/resident-host.js";
-import { docSnippet, substitute } from "../testing/doc-snippets.js";
+import { docSnippet, parseSnippet, substitute, type ParsedDoc } from "../testing/doc-snippets.js";
 import { PROGRAM_NAMES } from "../programs/programs.js";
 
 const DOC = "docs/runtimes.md";
@@ -21,8 +20,7 @@ const skip = RESIDENT_PASS ? "docs/runtimes.md's install and uninstall run once,
   : skipReason(false, existsSync(path.join(ROOT, "dist/tscni")) ? undefined : "the native program and launcher are not built");
 if (skip) console.log(`# skipping docs/runtimes.md's DaemonSet and uninstall: ${skip}`);
 
-/** A parsed document, walked by key. */
-type Obj = Record<string, any>;
+type Obj = ParsedDoc;
 
 describe("docs/runtimes.md: the DaemonSet's install, then the uninstall", { skip }, () => {
   const cleanup = new Cleanup();
@@ -35,8 +33,7 @@ describe("docs/runtimes.md: the DaemonSet's install, then the uninstall", { skip
   const conf = path.join(host, "etc/cni/net.d");
 
   test("the install container puts the whole plugin directory and the config on the node, and again on a restart", async () => {
-    const manifest = JSON.parse(spawnSync("python3", ["-c", "import sys, json, yaml; print(json.dumps(list(yaml.safe_load_all(sys.stdin.read()))))"],
-      { input: docSnippet(DOC, "daemonset"), encoding: "utf8" }).stdout) as Obj[];
+    const manifest = parseSnippet("yaml", docSnippet(DOC, "daemonset")) as Obj[];
     const [configMap, daemonSet] = manifest as [Obj, Obj];
     // The image: the release's plugin directory at /tscni/bin (the layout `cnitool install` and the tarball make).
     const made = await runCommand(path.join(OUR_BIN, "cnitool"), ["install", "--bin-dir", path.join(image, "tscni/bin")]);

@@ -1,8 +1,9 @@
 /**
  * sysctls, per network namespace. /proc/sys/net shows the namespace of the thread that opens it, so in the
- * host namespace they are plain file accesses, and in another one this thread enters it for the batch (under Bun,
- * through FFI); without FFI one `sh` entered with nsenter handles a whole batch. Values are read with `cat`, never the shell's `read`: dash reads a byte at a time and /proc/sys
- * answers any read past offset 0 with end-of-file, so `read` would see "4096" as "4".
+ * host namespace they are plain file accesses, and in another one this thread enters it for the batch (under
+ * Bun, through FFI); without FFI one `sh` entered with nsenter handles a whole batch. Values are read with `cat`,
+ * never the shell's `read`: dash reads a byte at a time and /proc/sys answers any read past offset 0 with
+ * end-of-file, so `read` would see "4096" as "4".
  * @module
  */
 // (Synchronous node:fs for small /proc files: no node:fs/promises on a plugin's start path, docs/startup.md.)

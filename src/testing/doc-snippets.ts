@@ -6,6 +6,7 @@
  * own directories with `substitute`, which fails when a path is not in the block (so a doc that changes fails the
  * test instead of passing it untested).
  */
+import { spawnSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import { ROOT } from "./harness.js";
@@ -42,3 +43,19 @@ export function substitute(text: string, replacements: Record<string, string>): 
 
 /** The docs whose blocks are run by tests. */
 export const TESTED_DOCS = ["docs/runtimes.md", "docs/resident.md"] as const;
+
+/** A parsed TOML or YAML document, walked by key. */
+export type ParsedDoc = Record<string, any>;
+
+/**
+ * Parses a TOML block (Python's tomllib) or a YAML block (python3-yaml; every document, as a list) into JSON;
+ * throws with Python's reason when it does not parse.
+ */
+export function parseSnippet(kind: "toml" | "yaml", text: string): unknown {
+  const code = kind === "toml"
+    ? "import sys, json, tomllib; print(json.dumps(tomllib.loads(sys.stdin.read())))"
+    : "import sys, json, yaml; print(json.dumps(list(yaml.safe_load_all(sys.stdin.read()))))";
+  const r = spawnSync("python3", ["-c", code], { input: text, encoding: "utf8" });
+  if (r.status !== 0) throw new Error(`python3 could not parse the ${kind} block:\n${r.stderr}`);
+  return JSON.parse(r.stdout);
+}
