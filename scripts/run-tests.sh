@@ -24,9 +24,9 @@ if [ "$(id -u)" -eq 0 ] && [ ! -e /run/tscni ]; then
 fi
 # A run killed before its cleanup (SIGKILL, a VM stopped mid-run) leaves its test namespaces, all named tscni-<kind>-
 # <run tag>...; those older than two hours (no run lasts that long) are removed first. The demo's and the bench's
-# host namespaces are left: --keep and the bench keep theirs on purpose.
+# namespaces (demo, cluster demo, bench, bench:kill) are left: --keep keeps them on purpose.
 if [ "$(id -u)" -eq 0 ] && [ -d /run/netns ]; then
-  find /run/netns -maxdepth 1 -name 'tscni-*' ! -name 'tscni-demo-*' ! -name 'tscni-bench-*' -mmin +120 -printf '%f\n' |
+  find /run/netns -maxdepth 1 -name 'tscni-*' ! -name 'tscni-demo-*' ! -name 'tscni-cluster-*' ! -name 'tscni-bench*' ! -name 'tscni-kill-*' -mmin +120 -printf '%f\n' |
     while read -r ns; do ip netns delete "$ns" 2>/dev/null && echo "removed test namespace $ns, left by a run that was killed"; done
 fi
 npm run --silent build
