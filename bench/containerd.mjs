@@ -18,13 +18,14 @@ export const containerdSkipReason = () => rig.containerdSkipReason();
 /** The meta plugins of the chain (after bridge), as both directories have them. */
 export const CONTAINERD_CHAIN = ["portmap", "firewall", "tuning", "bandwidth"];
 
-const SUBNETS = { ours: "10.237.1.0/24", go: "10.237.2.0/24", resident: "10.237.3.0/24" };
+const SUBNETS = { ours: "10.237.1.0/24", go: "10.237.2.0/24", resident: "10.237.3.0/24", none: "10.237.4.0/24" };
 
 /**
  * Starts a private containerd for one plugin dir; resolves to a runner (one sandbox run+stop+remove, in ms) with
  * a teardown() that stops containerd and removes everything it left. `pinned`: run containerd in that mount
  * namespace with that environment (as a node's containerd shares the host's with the resident server) instead
- * of a private one.
+ * of a private one. impl "none" is the floor: its sandboxes are hostNetwork pods (the node's network namespace, so
+ * containerd calls no plugin), with everything else as for the others.
  */
 export async function setupContainerd(binDir, impl, pinned) {
   const base = mkdtempSync(path.join(os.tmpdir(), `tscni-bench-ctrd-${impl}-`));
@@ -63,7 +64,8 @@ export async function setupContainerd(binDir, impl, pinned) {
     const name = `bench${++counter}`;
     const config = {
       metadata: { name, uid: `uid-${impl}-${name}`, namespace: `${POD_NAMESPACE}-${impl}`, attempt: 0 },
-      hostname: name, linux: { cgroupParent: ctrd.cgroupParent },
+      hostname: name,
+      linux: { cgroupParent: ctrd.cgroupParent, ...(impl === "none" ? { securityContext: { namespaceOptions: { network: "NODE" } } } : {}) },
     };
     const t0 = process.hrtime.bigint();
     const id = await ctrd.cri.runPodSandbox(config);

@@ -2,18 +2,23 @@
 // user sees per container. Everything podman keeps (config, storage, run state, network config) lives in a
 // scratch dir; the caller runs this inside the benchmark's own host namespace.
 import { execFileSync, spawnSync } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync, copyFileSync, chmodSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync, copyFileSync, chmodSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 
 export const podmanAvailable = () =>
   spawnSync("podman", ["--version"]).status === 0 && spawnSync("runc", ["--version"]).status === 0 && existsSync("/bin/busybox");
+/** podman's own network backend (Debian's netavark package), measured beside the CNI plugins when installed. */
+export const netavarkAvailable = () => existsSync("/usr/lib/podman/netavark") || existsSync("/usr/libexec/podman/netavark");
 
-const SUBNETS = { ours: "10.238.1.0/24", go: "10.238.2.0/24", resident: "10.238.3.0/24" };
+const SUBNETS = { ours: "10.238.1.0/24", go: "10.238.2.0/24", resident: "10.238.3.0/24", netavark: "10.238.4.0/24" };
 
 /**
  * Prepares podman configs for each plugin dir (and extra environment per implementation, which podman's plugin
- * calls inherit); returns a runner per implementation and a cleanup.
+ * calls inherit); returns a runner per implementation and a cleanup. Two more runners: `none`, the floor
+ * (`--network none`: the same container with no network at all), and, when installed, `netavark` (podman's own
+ * backend, its default since podman 5, on a bridge network of its own with the same firewall work: masquerade
+ * and port-mapping chains).
  */
 export function setupPodman(pluginDirs, pluginTypes, extraEnv = {}) {
   const base = mkdtempSync(path.join(os.tmpdir(), "tscni-bench-podman-"));
@@ -41,6 +46,13 @@ export function setupPodman(pluginDirs, pluginTypes, extraEnv = {}) {
     ].join("\n"));
     envs[impl] = { ...process.env, ...extraEnv[impl], CONTAINERS_CONF: conf, CONTAINERS_STORAGE_CONF: storage };
   }
+  const withNetavark = netavarkAvailable();
+  if (withNetavark) {
+    const conf = path.join(base, "containers-netavark.conf");
+    writeFileSync(conf, readFileSync(path.join(base, `containers-${Object.keys(pluginDirs)[0]}.conf`), "utf8")
+      .replace(/\[network\][^]*$/, `[network]\nnetwork_backend = "netavark"\nnetwork_config_dir = "${base}/net-netavark"\n`));
+    envs.netavark = { ...process.env, CONTAINERS_CONF: conf, CONTAINERS_STORAGE_CONF: storage };
+  }
   mkdirSync(path.join(base, "tmp"), { recursive: true });
   // A minimal image: busybox and its applets.
   const rootfs = path.join(base, "rootfs");
@@ -52,11 +64,17 @@ export function setupPodman(pluginDirs, pluginTypes, extraEnv = {}) {
   const first = Object.values(envs)[0];
   execFileSync("podman", ["import", "--change", 'CMD ["/bin/sh"]', path.join(base, "img.tar"), "localhost/tscni-bench:latest"], { env: first, stdio: "ignore" });
 
+  if (withNetavark) {
+    execFileSync("podman", ["network", "create", "--subnet", SUBNETS.netavark, "--disable-dns", "tscnibench"], { env: envs.netavark, stdio: "ignore" });
+  }
+
   const runners = {};
-  for (const impl of Object.keys(pluginDirs)) {
+  for (const impl of [...Object.keys(pluginDirs), "none", ...(withNetavark ? ["netavark"] : [])]) {
+    const env = impl === "none" ? first : envs[impl];
+    const network = impl === "none" ? "none" : "tscnibench";
     runners[impl] = () => {
       const t0 = process.hrtime.bigint();
-      const r = spawnSync("podman", ["run", "--rm", "--network", "tscnibench", "localhost/tscni-bench:latest", "true"], { env: envs[impl], encoding: "utf8" });
+      const r = spawnSync("podman", ["run", "--rm", "--network", network, "localhost/tscni-bench:latest", "true"], { env, encoding: "utf8" });
       const ms = Number(process.hrtime.bigint() - t0) / 1e6;
       if (r.status !== 0) throw new Error(`podman run (${impl}) failed: ${r.stderr}`);
       return ms;
@@ -64,6 +82,7 @@ export function setupPodman(pluginDirs, pluginTypes, extraEnv = {}) {
   }
   const cleanup = () => {
     spawnSync("podman", ["rm", "-af"], { env: first, stdio: "ignore" });
+    if (withNetavark) spawnSync("podman", ["network", "rm", "-f", "tscnibench"], { env: envs.netavark, stdio: "ignore" });
     spawnSync("podman", ["system", "reset", "-f"], { env: first, stdio: "ignore" });
     spawnSync("umount", ["-R", path.join(base, "storage")], { stdio: "ignore" });
     rmSync(base, { recursive: true, force: true });

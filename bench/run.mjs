@@ -29,7 +29,7 @@ const GO = "/usr/lib/cni";
 // is measured. "resident" is the default install's behaviour: nobody starts a server by hand, the first call does.
 const RESIDENT = existsSync(path.join(ROOT, "dist/tscni"));
 const IMPLS = RESIDENT ? ["ours", "resident", "go"] : ["ours", "go"];
-const BIN_DIRS = { ours: OURS, resident: OURS, go: GO };
+const BIN_DIRS = { ours: OURS, resident: OURS, go: GO, none: OURS };
 const IMPL_INDEX = { ours: 1, go: 2, resident: 3 }; // picks each implementation's subnet
 // The benchmark runs in namespaces of its own, so it names its socket (a server is then started in the caller's
 // namespaces, as on the node's own socket for the node's runtimes); its directory is made at start.
@@ -115,8 +115,8 @@ const delNetns = (name) => spawnSync("ip", ["netns", "delete", name]);
  * process.env has its switches (implEnv), so libcni's execs inherit them. `execOnly` scenarios skip resident mode.
  */
 const scenarios = [];
-function scenario(name, setup, { execOnly = false } = {}) {
-  if (selected(name)) scenarios.push({ name, setup, impls: IMPLS.filter((i) => !(execOnly && i === "resident")) });
+function scenario(name, setup, { execOnly = false, floor = false } = {}) {
+  if (selected(name)) scenarios.push({ name, setup, impls: [...IMPLS.filter((i) => !(execOnly && i === "resident")), ...(floor ? ["none"] : [])] });
 }
 
 let counter = 0;
@@ -189,7 +189,7 @@ const containerdSkip = containerdSkipReason();
 // and its environment names the benchmark's socket; the others get a private mount namespace.
 if (!containerdSkip) {
   scenario(CONTAINERD_ROW, (binDir, impl) => setupContainerd(binDir, impl,
-    impl === "resident" ? { mountNs: `/proc/${process.pid}/ns/mnt`, env: implEnv(impl) } : undefined));
+    impl === "resident" ? { mountNs: `/proc/${process.pid}/ns/mnt`, env: implEnv(impl) } : undefined), { floor: true });
 }
 
 /** Peak RSS (KiB) of one bridge ADD with host-local: the process the caller starts (GNU time %M). */
@@ -340,7 +340,7 @@ function machine() {
   return { cpu, cores: os.cpus().length, mem: `${Math.round(os.totalmem() / 2 ** 30)} GiB`, kernel: os.release(), go, bun };
 }
 
-const fmtRow = (row) => IMPLS.map((i) => `${i} ${row[i]?.toFixed(1) ?? "-"} ms`).join(", ");
+const fmtRow = (row) => [...IMPLS, "none"].filter((i) => row[i] !== undefined).map((i) => `${i} ${row[i].toFixed(1)} ms`).join(", ");
 
 async function inside() {
   execFileSync("ip", ["link", "set", "lo", "up"]);
@@ -397,15 +397,18 @@ async function measure(server) {
     const { runners, cleanup } = setupPodman(Object.fromEntries(IMPLS.map((i) => [i, BIN_DIRS[i]])), types,
       Object.fromEntries(IMPLS.map((i) => [i, implEnv(i)])));
     try {
-      for (const impl of IMPLS) runners[impl]();
-      const times = Object.fromEntries(IMPLS.map((i) => [i, []]));
+      // The floor (no network) and netavark, when installed, interleaved with the plugins in every round.
+      const all = Object.keys(runners);
+      for (const impl of all) runners[impl]();
+      const times = Object.fromEntries(all.map((i) => [i, []]));
       for (let round = 0; round < ROUNDS; round++) {
-        for (const impl of round % 2 ? [...IMPLS].reverse() : IMPLS) times[impl].push(runners[impl]());
+        for (const impl of round % 2 ? [...all].reverse() : all) times[impl].push(runners[impl]());
       }
-      const row = { name: `podman run --rm (CNI backend; chain: ${types.join(" + ")}, host-local)`, ...Object.fromEntries(IMPLS.map((i) => [i, median(times[i])])) };
+      const medians = Object.fromEntries(all.map((i) => [i, median(times[i])]));
+      const row = { name: `podman run --rm (CNI backend; chain: ${types.join(" + ")}, host-local)`, ...Object.fromEntries(IMPLS.map((i) => [i, medians[i]])) };
       rows.push(row);
-      podman = "";
-      console.log(`${row.name}: ${fmtRow(row)}`);
+      podman = { types, medians };
+      console.log(`${row.name}: ${fmtRow(row)}; none ${medians.none.toFixed(1)} ms${medians.netavark !== undefined ? `, netavark ${medians.netavark.toFixed(1)} ms` : ""}`);
     } finally {
       cleanup();
     }
@@ -461,6 +464,25 @@ async function measure(server) {
   if (selected("cluster-ipam 1000 allocations across 10 nodes") && !etcdThere) console.log("cluster-ipam: not measured (etcd is not installed: apt-get install etcd-server)");
   const cluster = selected("cluster-ipam 1000 allocations across 10 nodes") && etcdThere ? await runClusterBench() : [];
   return { rows, rss, cold, growth, podman, containerd, pods, cluster, harness, idle };
+}
+
+/**
+ * The network's share of a container start: each stack's median minus the floor's (the same container without a
+ * network: podman's `--network none`, a hostNetwork CRI sandbox), measured in the same interleaved rounds.
+ */
+function shareTable(title, floorLabel, medians) {
+  const floor = medians.none;
+  if (floor === undefined) return [];
+  const share = (impl) => medians[impl] - floor;
+  const labels = { resident: "ours, default", ours: "ours, exec mode", go: "Go's plugins", netavark: "netavark (podman's own backend)" };
+  const present = Object.keys(labels).filter((impl) => medians[impl] !== undefined);
+  return [
+    `| ${title} | start (ms) | network share (ms) | share / Go's share | start / ${floorLabel} |`,
+    "|---|---:|---:|---:|---:|",
+    `| ${floorLabel} (the floor) | ${floor.toFixed(1)} | - | - | 1.00 |`,
+    ...present.map((impl) => `| ${labels[impl]} | ${medians[impl].toFixed(1)} | ${share(impl).toFixed(1)} | ${medians.go !== undefined ? (share(impl) / share("go")).toFixed(2) : "-"} | ${(medians[impl] / floor).toFixed(2)} |`),
+    "",
+  ];
 }
 
 const PODS_LABEL = {
@@ -555,10 +577,17 @@ function report({ rows, rss, cold, growth, podman, containerd, pods = [], cluste
       `garbage collector's timing; ${growth.seconds.toFixed(0)} s, ${(growth.seconds * 1000 / growth.calls).toFixed(2)} ms per call).`,
       "",
     ] : []),
-    podman,
-    "",
+    ...(typeof podman === "string" ? [podman, ""] : []),
     containerd,
     "",
+    ...(typeof podman === "object" || rows.some((r) => r.none !== undefined) ? [
+      "## The network's share of a container start",
+      "",
+      "Stack minus floor: the same container started without a network, in the same interleaved rounds (medians).",
+      "",
+      ...(typeof podman === "object" ? shareTable(`podman run --rm (${podman.types.join(" + ")})`, "`--network none`", podman.medians) : []),
+      ...rows.filter((r) => r.none !== undefined).flatMap((r) => shareTable(r.name.replace(/ \(CRI;.*$/, " (CRI)"), "hostNetwork sandbox", r)),
+    ] : []),
     ...podsTable(pods),
     ...clusterTable(cluster),
   ];

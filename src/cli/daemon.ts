@@ -67,9 +67,10 @@ export function addDaemonCommand(program: Command, io: Io): void {
     .option("--gc-conf-dir <dir>", "node GC: the networks that get the GC verb", DEFAULT_NETCONFPATH)
     .option("--gc-cache-dir <dir>", "node GC: the runtime's result cache", DEFAULT_CACHE_DIR)
     .option("--gc-cni-path <dirs>", "node GC: the runtime's plugin directories (':'-separated)", "/opt/cni/bin")
+    .option("--trace-phases <file>", "append each call's phases (netlink requests, tools, locks, IPAM store...) to this file as a JSON line")
     .action(async (o: {
       socket: string; callTimeout: string; warmUp: string; idle: string; lockFd?: string; autoStarted?: string; metricsAddress?: string;
-      repairInterval: string; repair: boolean;
+      repairInterval: string; repair: boolean; tracePhases?: string;
     } & GcFlags) => {
       const log = (line: string) => io.stderr(`${new Date().toISOString()} tscni daemon[${process.pid}]: ${line}\n`);
       // Out of the starting caller's cgroup before anything else (resident/own-cgroup.ts).
@@ -86,6 +87,11 @@ export function addDaemonCommand(program: Command, io: Io): void {
       const repairIntervalMs = count("--repair-interval", o.repairInterval) * 1000;
       const cacheDir = program.opts<{ cacheDir?: string }>().cacheDir || DEFAULT_CACHE_DIR;
       const listenFd = takeListenFd(io.env);
+      if (o.tracePhases !== undefined) {
+        const { enablePhaseTrace } = await import("../sys/phase-trace.js");
+        enablePhaseTrace(o.tracePhases);
+        log(`tracing each call's phases into ${o.tracePhases}`);
+      }
       server = await ResidentServer.start({
         socketPath: o.socket, requestTimeoutMs: count("--call-timeout", o.callTimeout) * 1000, log, warmUpRounds: count("--warm-up", o.warmUp),
         idleMs: count("--idle", o.idle) * 1000, autoStarted: o.autoStarted !== undefined,

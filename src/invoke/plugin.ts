@@ -13,6 +13,7 @@ import { configuredDefaultExec, setDefaultExec } from "./default-exec.js";
 import { RawExec, type ExecOptions, type PluginExec } from "./exec.js";
 import { findInPath, splitPathList } from "./find.js";
 import { messageOf } from "../spec/errors.js";
+import { phase } from "../sys/phase-trace.js";
 
 export { setDefaultExec };
 
@@ -97,16 +98,20 @@ async function delegatePath(pluginType: string, env: Env): Promise<string> {
 }
 
 /** Runs ADD on a delegate (IPAM) with the caller's stdin and environment; returns its result. */
-export async function delegateAdd(pluginType: string, netconf: Uint8Array, options: DelegateOptions = {}): Promise<Result> {
-  const env = options.env ?? process.env;
-  const pluginPath = await delegatePath(pluginType, env);
-  return execPluginWithResult(pluginPath, netconf, delegateEnv("ADD", env), options.exec ?? getDefaultExec(), options);
+export function delegateAdd(pluginType: string, netconf: Uint8Array, options: DelegateOptions = {}): Promise<Result> {
+  return phase("delegate", `${pluginType} ADD`, async () => {
+    const env = options.env ?? process.env;
+    const pluginPath = await delegatePath(pluginType, env);
+    return execPluginWithResult(pluginPath, netconf, delegateEnv("ADD", env), options.exec ?? getDefaultExec(), options);
+  });
 }
 
-async function delegateWithoutResult(command: string, pluginType: string, netconf: Uint8Array, options: DelegateOptions) {
-  const env = options.env ?? process.env;
-  const pluginPath = await delegatePath(pluginType, env);
-  await execPluginWithoutResult(pluginPath, netconf, delegateEnv(command, env), options.exec ?? getDefaultExec(), options);
+function delegateWithoutResult(command: string, pluginType: string, netconf: Uint8Array, options: DelegateOptions): Promise<void> {
+  return phase("delegate", `${pluginType} ${command}`, async () => {
+    const env = options.env ?? process.env;
+    const pluginPath = await delegatePath(pluginType, env);
+    await execPluginWithoutResult(pluginPath, netconf, delegateEnv(command, env), options.exec ?? getDefaultExec(), options);
+  });
 }
 
 /** CHECK with the delegate plugin `t` (found in CNI_PATH), the same config `c` and environment. */

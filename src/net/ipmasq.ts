@@ -94,6 +94,19 @@ async function teardownIptables(t: IPMasqTarget): Promise<void> {
   for (const family of known.length ? known : ([4, 6] as const)) {
     const ipt = iptablesFor(family);
     for (let attempt = 0; ; attempt++) {
+      // Over netlink (iptables-nft): the two chains, and one transaction deleting by handle.
+      const listing = await ipt.listChains("nat", ["POSTROUTING", chain]);
+      if (listing) {
+        const jumps = listing.rules.filter((r) => r.chain === "POSTROUTING" && jumpsTo(r.line, chain));
+        if (!jumps.length && !listing.chains.includes(chain)) break;
+        try {
+          await ipt.deleteByHandle("nat", jumps, listing.chains.includes(chain) ? [chain] : [], `remove ${ipt.command} masquerading for ${t.containerID} (chain ${chain})`);
+          break;
+        } catch (e) {
+          if (attempt > 0) throw e;
+          continue;
+        }
+      }
       const lines = await ipt.listTable("nat");
       const jumps = lines.filter((l) => l.startsWith("-A POSTROUTING ") && jumpsTo(l, chain));
       if (!jumps.length && !lines.includes(`-N ${chain}`)) break;

@@ -8,6 +8,9 @@
  */
 import { NetOpError } from "../sys/exec.js";
 import type { Iptables } from "./iptables.js";
+import { saveLine } from "./iptables-save.js";
+
+export { jumpsTo, saveLine, saveQuote } from "./iptables-save.js";
 
 export interface IptablesRule {
   chain: string;
@@ -18,24 +21,6 @@ export interface IptablesRule {
   /** Other forms that count as the rule being there already (e.g. an older plugin version's comment). */
   alternatives?: ReadonlyArray<readonly string[]>;
 }
-
-/**
- * A word as `iptables -S` prints a comment: bare when it is only letters, digits, `_` and `-`, otherwise in
- * double quotes with `"`, `\` and `'` escaped (xtables_save_string).
- */
-export function saveQuote(value: string): string {
-  return /^[A-Za-z0-9_-]+$/.test(value) ? value : `"${value.replace(/["\\']/g, "\\$&")}"`;
-}
-
-/** The `-A <chain> ...` line `iptables -S` prints for a rule. */
-export function saveLine(chain: string, args: readonly string[]): string {
-  const words = args.map((w, i) => (args[i - 1] === "--comment" ? saveQuote(w) : w));
-  return ["-A", chain, ...words].join(" ");
-}
-
-/** Whether an `iptables -S` rule line jumps (`-j`) or goes (`-g`) to `chain`. */
-export const jumpsTo = (line: string, chain: string): boolean =>
-  line.includes(` -j ${chain} `) || line.endsWith(` -j ${chain}`) || line.includes(` -g ${chain} `) || line.endsWith(` -g ${chain}`);
 
 /** A table as `iptables -S` showed it. */
 export class TableSnapshot {
@@ -61,7 +46,19 @@ export class TableSnapshot {
   }
 }
 
-export async function snapshot(ipt: Iptables, table: string): Promise<TableSnapshot> {
+/**
+ * What `table` holds: over netlink when it can be read there (iptables-nft: the chain names and the rules of
+ * the chains `rules` touch, each line's handles kept for deleteRules), else the whole table through the tool.
+ */
+export async function snapshot(ipt: Iptables, table: string, rules?: readonly IptablesRule[]): Promise<TableSnapshot & { handles?: Map<string, bigint[]> }> {
+  if (rules) {
+    const listing = await ipt.listChains(table, [...new Set(rules.map((r) => r.chain))]);
+    if (listing) {
+      const handles = new Map<string, bigint[]>();
+      for (const r of listing.rules) handles.set(r.line, [...(handles.get(r.line) ?? []), r.handle]);
+      return Object.assign(new TableSnapshot(new Set(listing.chains), new Set(handles.keys())), { handles });
+    }
+  }
   return TableSnapshot.parse(await ipt.listTable(table));
 }
 
@@ -73,7 +70,7 @@ const addLine = (r: IptablesRule): string[] => (r.position === "first" ? ["-I", 
  * `iptables -I`). Returns the chains and rules it added.
  */
 export async function ensureRules(ipt: Iptables, table: string, chains: readonly string[], rules: readonly IptablesRule[], operation: string): Promise<{ chains: string[]; rules: IptablesRule[] }> {
-  const missing = (await snapshot(ipt, table)).missing(chains, rules);
+  const missing = (await snapshot(ipt, table, rules)).missing(chains, rules);
   for (const chain of missing.chains) await ipt.ensureChain(table, chain);
   if (missing.rules.length) await ipt.restore(table, [], missing.rules.map(addLine), operation);
   return missing;
@@ -86,10 +83,13 @@ export async function ensureRules(ipt: Iptables, table: string, chains: readonly
 export async function deleteRules(ipt: Iptables, table: string, rules: readonly IptablesRule[], operation: string): Promise<void> {
   if (!rules.length) return;
   for (let attempt = 1; ; attempt++) {
-    const snap = await snapshot(ipt, table);
+    const snap = await snapshot(ipt, table, rules);
     const present = rules.filter((r) => snap.lines.has(saveLine(r.chain, r.args)));
     if (!present.length) return;
     try {
+      // Over netlink: the first rule of each line, as `iptables -D` deletes the first that matches.
+      const byHandle = snap.handles && present.map((r) => ({ chain: r.chain, handle: snap.handles!.get(saveLine(r.chain, r.args))![0]! }));
+      if (byHandle && await ipt.deleteByHandle(table, byHandle, [], operation)) return;
       await ipt.restore(table, [], present.map((r) => ["-D", r.chain, ...r.args]), operation);
       return;
     } catch (e) {

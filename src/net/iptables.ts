@@ -3,15 +3,63 @@
  * once, delete tolerating "does not exist". Runs in the namespace of this process.
  * @module
  */
+import { realpathSync } from "node:fs";
 import { NetOpError, runTool } from "../sys/exec.js";
+import { findTool } from "../sys/tool-path.js";
+import { listIptablesNft, nftChainExists, nftDelete, NFPROTO_IPV4, NFPROTO_IPV6, type IptablesNftListing } from "./nfnetlink.js";
 
 export type IPFamilyNum = 4 | 6;
+
+const variants = new Map<string, boolean>();
+/**
+ * Whether `command` is iptables-nft (xtables-nft-multi, as Debian's, Fedora's and Alpine's iptables are by
+ * default): its tables are nf_tables tables, which the network layer reads and deletes from over netlink
+ * instead of starting the tool. Anything else (iptables-legacy, a wrapper script) is left to the tool.
+ */
+function isIptablesNft(command: string): boolean {
+  let nft = variants.get(command);
+  if (nft === undefined) {
+    const file = findTool(command);
+    try {
+      nft = file !== undefined && /^xtables-nft-multi$|^(ip6?tables-nft)$/.test(realpathSync(file).split("/").pop()!);
+    } catch {
+      nft = false;
+    }
+    variants.set(command, nft);
+  }
+  return nft;
+}
 
 /** iptables (or ip6tables) for one family: chains and rules, idempotent where the Go plugins' go-iptables is. */
 export class Iptables {
   readonly command: string;
   constructor(readonly family: IPFamilyNum) {
     this.command = family === 4 ? "iptables" : "ip6tables";
+  }
+
+  private get nfproto(): number {
+    return this.family === 4 ? NFPROTO_IPV4 : NFPROTO_IPV6;
+  }
+
+  /** Whether reads and deletions go over netlink (iptables-nft, and the FFI to reach it: nfnetlink.ts). */
+  private get overNetlink(): boolean {
+    return isIptablesNft(this.command);
+  }
+
+  /**
+   * The table's chain names and the rules of `chains` as `iptables -S` lines with their handles, read over
+   * netlink; undefined when only the tool can tell (then listTable).
+   */
+  async listChains(table: string, chains: readonly string[]): Promise<IptablesNftListing | undefined> {
+    return this.overNetlink ? listIptablesNft(this.nfproto, table, chains) : undefined;
+  }
+
+  /**
+   * Deletes rules by handle (from listChains) and then whole chains, in one transaction over netlink; false
+   * when that is not possible here (nothing was done: use restore).
+   */
+  async deleteByHandle(table: string, rules: ReadonlyArray<{ chain: string; handle: bigint }>, chains: readonly string[], operation: string): Promise<boolean> {
+    return this.overNetlink && nftDelete(this.nfproto, table, rules, chains, operation);
   }
 
   private run(args: string[], operation: string) {
@@ -23,6 +71,10 @@ export class Iptables {
    * "incompatible"); anything else, e.g. a table this kernel lacks (status 3), is an error.
    */
   async chainExists(table: string, chain: string): Promise<boolean> {
+    if (this.overNetlink) {
+      const exists = await nftChainExists(this.nfproto, table, chain);
+      if (exists !== undefined) return exists;
+    }
     try {
       await this.run(["-t", table, "-S", chain, "1"], `look up ${this.command} chain ${table}/${chain}`);
       return true;

@@ -4,6 +4,9 @@
  * @module
  */
 import { NetOpError, runTool } from "../sys/exec.js";
+import { NFPROTO_INET, NFPROTO_IPV4, NFPROTO_IPV6, nftTableExists } from "./nfnetlink.js";
+
+const NFT_FAMILY: Record<string, number> = { inet: NFPROTO_INET, ip: NFPROTO_IPV4, ip6: NFPROTO_IPV6 };
 
 /** A rule as `nft -j list` shows it: its handle, comment and expression. */
 export interface NftRule {
@@ -28,6 +31,9 @@ export interface NftListing {
 
 /** Lists a table or chain (`what` = `["table", family, table]` etc.); empty when it does not exist. */
 async function nftList(what: string[]): Promise<NftListing> {
+  // The usual answer, that the table is not there (a node whose rules are iptables'), costs no process.
+  const family = NFT_FAMILY[what[1]!];
+  if (family !== undefined && await nftTableExists(family, what[2]!) === false) return { chains: [], rules: [] };
   let stdout: string;
   try {
     ({ stdout } = await runTool("nft", ["-j", "-a", "list", ...what], `list nft ${what.join(" ")}`));

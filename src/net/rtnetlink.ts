@@ -10,6 +10,7 @@
 import { NetOpError } from "../sys/exec.js";
 import { bindLibc } from "../sys/libc.js";
 import { inThreadNetns } from "../sys/thread-netns.js";
+import { phaseSync } from "../sys/phase-trace.js";
 
 export const NLM_F_REQUEST = 0x1;
 export const NLM_F_ACK = 0x4;
@@ -176,6 +177,15 @@ export interface RtnetlinkSocket {
    * otherwise the reply (if the request has one) and the acknowledgement. Throws only when the socket fails.
    */
   exchange(type: number, flags: number, body: Uint8Array, operation: string): Exchange;
+  /**
+   * Sends requests, each datagram of `datagrams` in one send (NLM_F_REQUEST added, each request its own
+   * sequence number, no other flag added: a request wants NLM_F_ACK to be answered), and reads until the last
+   * request is answered; resolves to the errors the kernel reported, by the request's index counted across the
+   * datagrams. The last request must be one that is always answered (after an nf_tables batch, a request of
+   * its own: the kernel reads nothing after a batch's end in the batch's datagram). Throws only when the socket
+   * fails.
+   */
+  exchangeMany(datagrams: ReadonlyArray<ReadonlyArray<{ type: number; flags: number; body: Uint8Array }>>, operation: string): Array<{ index: number; errno: number; message?: string }>;
   close(): void;
 }
 
@@ -206,6 +216,8 @@ const AF_NETLINK = 16;
 const SOCK_RAW = 3;
 const SOCK_CLOEXEC = 0x80000;
 const NETLINK_ROUTE = 0;
+/** The netfilter family's protocol (nf_tables: net/nfnetlink.ts). */
+export const NETLINK_NETFILTER = 12;
 const SOL_SOCKET = 1;
 const SO_RCVTIMEO = 20;
 const SOL_NETLINK = 270;
@@ -219,9 +231,9 @@ const REPLY_BUFFER = 1 << 18;
  * Creates the socket inside the network namespace at `netnsPath` (a netlink socket belongs to the namespace its
  * creator was in); -1 when the namespace cannot be entered.
  */
-function socketInNetns(c: Libc, netnsPath: string): number {
+function socketInNetns(c: Libc, netnsPath: string, protocol: number): number {
   try {
-    return inThreadNetns(c.setns, () => undefined, netnsPath, () => c.socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE), "tscni");
+    return inThreadNetns(c.setns, () => undefined, netnsPath, () => c.socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, protocol), "tscni");
   } catch {
     return -1;
   }
@@ -242,10 +254,16 @@ export async function inNetnsThread<T>(netnsPath: string, work: () => T): Promis
  * Opens a route-netlink socket (with extended acks) in this process's network namespace, or in the one at
  * `netnsPath`; null when this runtime has no FFI or the socket cannot be made (callers use the tools then).
  */
-export async function openRtnetlink(netnsPath?: string): Promise<RtnetlinkSocket | null> {
+export function openRtnetlink(netnsPath?: string): Promise<RtnetlinkSocket | null> {
+  return openNetlink(NETLINK_ROUTE, netnsPath);
+}
+
+/** openRtnetlink for another netlink protocol (NETLINK_NETFILTER). */
+export async function openNetlink(protocol: number, netnsPath?: string): Promise<RtnetlinkSocket | null> {
   const c = await loadLibc();
   if (!c) return null;
-  const fd = netnsPath ? socketInNetns(c, netnsPath) : c.socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE);
+  const fd = netnsPath ? phaseSync("netns", "netlink socket in a namespace", () => socketInNetns(c, netnsPath, protocol))
+    : c.socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, protocol);
   if (fd < 0) return null;
   const one = new Uint8Array(4);
   new DataView(one.buffer).setUint32(0, 1, true);
@@ -267,7 +285,10 @@ export async function openRtnetlink(netnsPath?: string): Promise<RtnetlinkSocket
     }
   }
 
-  function exchange(type: number, flags: number, body: Uint8Array, operation: string): Exchange {
+  const exchange = (type: number, flags: number, body: Uint8Array, operation: string): Exchange =>
+    phaseSync("netlink", operation, () => exchangeNow(type, flags, body, operation));
+
+  function exchangeNow(type: number, flags: number, body: Uint8Array, operation: string): Exchange {
     seq = (seq + 1) & 0x7fffffff;
     const dump = (flags & NLM_F_DUMP) === NLM_F_DUMP;
     const msg = nlMessage(type, flags | NLM_F_REQUEST | (dump ? 0 : NLM_F_ACK), seq, body);
@@ -293,8 +314,38 @@ export async function openRtnetlink(netnsPath?: string): Promise<RtnetlinkSocket
     }
   }
 
+  function exchangeMany(datagrams: ReadonlyArray<ReadonlyArray<{ type: number; flags: number; body: Uint8Array }>>, operation: string) {
+    const first = (seq + 1) & 0x7fffffff;
+    let count = 0;
+    for (const requests of datagrams) {
+      const parts = requests.map((r) => {
+        seq = (seq + 1) & 0x7fffffff;
+        count++;
+        return nlMessage(r.type, r.flags | NLM_F_REQUEST, seq, r.body);
+      });
+      const datagram = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
+      parts.reduce((at, p) => (datagram.set(p, at), at + p.length), 0);
+      if (Number(c!.send(fd, datagram, datagram.length, 0)) !== datagram.length) throw new NetOpError(operation, "cannot send the netlink requests");
+    }
+    const last = seq;
+    const errors: Array<{ index: number; errno: number; message?: string }> = [];
+    const indexOf = (s: number) => (s - first + 0x80000000) % 0x80000000;
+    for (;;) {
+      for (const m of receive(operation)) {
+        const index = indexOf(m.seq);
+        if (index >= count) continue; // an answer to an earlier request
+        if (m.type === NLMSG_ERROR) {
+          const { errno, message } = decodeError(m);
+          if (errno !== 0) errors.push(message ? { index, errno, message } : { index, errno });
+        }
+        if (m.seq === last && (m.type === NLMSG_ERROR || m.type === NLMSG_DONE)) return errors;
+      }
+    }
+  }
+
   return {
     exchange,
+    exchangeMany: (requests, operation) => phaseSync("netlink", operation, () => exchangeMany(requests, operation)),
     request(type, flags, body, operation) {
       const { error } = exchange(type, flags, body, operation);
       if (!error) return;

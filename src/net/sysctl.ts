@@ -12,6 +12,7 @@ import { NetOpError } from "../sys/exec.js";
 import type { NetNS } from "./netns.js";
 import { messageOf } from "../spec/errors.js";
 import { inNetnsThread } from "./rtnetlink.js";
+import { phase } from "../sys/phase-trace.js";
 
 /** The /proc/sys path of a sysctl given as segments (interface names may contain dots). */
 export const sysctlPath = (...segments: string[]): string => `/proc/sys/${segments.join("/")}`;
@@ -68,6 +69,10 @@ async function writeHostSysctl(s: SysctlSetting): Promise<void> {
 export async function writeSysctls(ns: NetNS, settings: readonly SysctlInput[]): Promise<void> {
   const list = settings.map(toSetting);
   if (list.length === 0) return;
+  return phase("sysctl", `${list.length} in ${ns.isHost ? "the host" : "a container"}`, () => writeSettings(ns, list));
+}
+
+async function writeSettings(ns: NetNS, list: readonly SysctlSetting[]): Promise<void> {
   if (ns.isHost) {
     for (const s of list) await writeHostSysctl(s);
     return;

@@ -16,6 +16,7 @@ import { spawn } from "node:child_process";
 import type { Env } from "../invoke/args.js";
 import type { ExecOptions, PluginExec } from "../invoke/exec.js";
 import { KeyedMutex } from "../sys/keyed-mutex.js";
+import { endPhase, phaseClock } from "../sys/phase-trace.js";
 import type { Places } from "./places.js";
 import { CniError, ErrorCode, failure } from "../spec/errors.js";
 import { runPlugin, type PluginDefinition } from "../skel/skel.js";
@@ -219,9 +220,11 @@ export async function runInProcess(ctx: CallContext, plugins: PluginModules): Pr
   const handedBack = Symbol("handed back");
   // In its container's queue, then in a place (a nested call's parent holds one already and waits for it: it must
   // not wait for one itself); both are held until the work settles or the time limit, whichever comes first.
+  const asked = phaseClock();
   const inQueue = queued(ctx, async () => {
     if (expired) return undefined;
     const place = nested ? undefined : await ctx.places.take();
+    endPhase("wait", "the container's queue and a place", asked);
     if (!nested && !place) return handedBack;
     if (expired) {
       place?.release();

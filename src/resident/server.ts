@@ -27,6 +27,7 @@ import { ServerMetrics, type RefusalReason } from "./server-metrics.js";
 import { clearStartRecord, listenPrivately, prepareSocketDir, removeSocketFile, socketFileIsCurrent, takeServerLock, type SocketFile } from "./socket-dir.js";
 import { WARM_UP_ROUNDS, warmUp } from "./warm-up.js";
 import { messageOf } from "../spec/errors.js";
+import { tracedCall } from "../sys/phase-trace.js";
 
 export { DEFAULT_SOCKET } from "./protocol.js";
 
@@ -452,7 +453,9 @@ export class ResidentServer {
       const ctx: CallContext = {
         req, write, timeoutMs: this.opts.requestTimeoutMs, queue: this.queue, places: this.places, overdue: (delta) => (this.overdueCalls += delta),
       };
-      outcome = route === "child" ? await runAsChild(ctx, this.process.self!) : await runInProcess(ctx, this.plugins);
+      const call = { program: req.program, command: req.env["CNI_COMMAND"] ?? "", containerID: req.env["CNI_CONTAINERID"] ?? "", ifName: req.env["CNI_IFNAME"] ?? "" };
+      outcome = await tracedCall({ ...call, where: route === "child" ? "server, as a child process" : "server" },
+        () => (route === "child" ? runAsChild(ctx, this.process.self!) : runInProcess(ctx, this.plugins)));
       if (outcome.handedBack) {
         this.metrics.refused("no_place");
         if (!socket.destroyed) socket.end(frame(TAG_BACK));

@@ -6,6 +6,7 @@
  */
 import { CniError, decodingFailure, ErrorCode, incompatibleVersion, invalidConfig, invalidEnv, invalidNetNS, messageOf, wrap } from "../spec/errors.js";
 import { OrderedWriter, readStdin } from "../sys/plugin-stdio.js";
+import { phase } from "../sys/phase-trace.js";
 import type { GoType } from "../spec/go-decode.js";
 import { isJsonObject, jsonKindName, parseJson, type JsonObject } from "../spec/json.js";
 import type { Result, Result020, Result040, Result100, Version020, Version040, Version100 } from "../spec/result/index.js";
@@ -274,7 +275,7 @@ export async function runPlugin(funcs: PluginFuncs | (() => Promise<PluginFuncs>
       }
     }
     // A plugin given as its loader is loaded only now: a call refused above never pays for the plugin's code.
-    const handler = (typeof funcs === "function" ? await funcs() : funcs)[handlerName];
+    const handler = (typeof funcs === "function" ? await phase("load", "the plugin's code", funcs) : funcs)[handlerName];
     if (handler) {
       const args: CmdArgs = {
         containerID: values.CNI_CONTAINERID, netns: values.CNI_NETNS, ifName: values.CNI_IFNAME, args: values.CNI_ARGS,

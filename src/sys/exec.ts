@@ -5,6 +5,7 @@
  */
 import * as path from "./posix-path.js";
 import { findTool, toolSearchPath } from "./tool-path.js";
+import { phase } from "./phase-trace.js";
 
 /** A failed network operation: what was attempted and why the kernel or the tool refused. */
 export class NetOpError extends Error {
@@ -56,6 +57,10 @@ function resolveTool(cmd: string): string | undefined {
 
 /** Runs a tool; resolves with its output, or rejects with a NetOpError described by `operation`. */
 export function runTool(cmd: string, args: readonly string[], operation: string, input?: string): Promise<ToolResult> {
+  return phase("spawn", `${cmd} ${args.filter((a) => a !== "--wait" && a !== "-w").slice(0, 3).join(" ")}`.trim(), () => spawnTool(cmd, args, operation, input));
+}
+
+function spawnTool(cmd: string, args: readonly string[], operation: string, input?: string): Promise<ToolResult> {
   return new Promise((resolve, reject) => {
     const file = resolveTool(cmd);
     if (!file) {

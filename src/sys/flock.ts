@@ -16,6 +16,7 @@ import { KeyedMutex } from "./keyed-mutex.js";
 import { bindLibc } from "./libc.js";
 import { effectiveUid, flockHolders } from "./lock-holders.js";
 import { findTool, toolSearchPath } from "./tool-path.js";
+import { endPhase, phaseClock } from "./phase-trace.js";
 
 const LOCK_SH = 1;
 const LOCK_EX = 2;
@@ -186,12 +187,14 @@ const inProcess = new KeyedMutex();
  */
 export function withFlock<T>(lockPath: string, open: () => number, fn: () => T | Promise<T>,
   lockError: (e: Error) => Error = (e) => e, opts: FlockOptions = {}): Promise<T> {
+  const asked = phaseClock();
   return inProcess.run(lockPath, async () => {
     const fd = open();
     try {
       await flockFd(fd, lockPath, opts).catch((e: Error) => {
         throw lockError(e);
       });
+      endPhase("lock wait", lockPath, asked);
       return await fn();
     } finally {
       closeSync(fd);

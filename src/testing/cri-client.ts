@@ -23,7 +23,8 @@ export interface PodSandboxConfig {
   portMappings?: PortMapping[];
   labels?: Record<string, string>;
   annotations?: Record<string, string>;
-  linux?: { cgroupParent?: string };
+  /** `securityContext.namespaceOptions.network: "NODE"`: a hostNetwork pod (no CNI call at all). */
+  linux?: { cgroupParent?: string; securityContext?: { namespaceOptions?: { network?: "POD" | "NODE" } } };
 }
 
 export type PodSandboxState = "SANDBOX_READY" | "SANDBOX_NOTREADY";

@@ -18,6 +18,7 @@ import type { GCAttachment } from "../../../spec/config.js";
 import type { StoreLocation } from "./config.js";
 import { openLockFile, withLockFile } from "../../common/lock-file.js";
 import { createFileExclusiveSync, ensureStateDir, removeStateFile, writeFileInPlaceSync } from "../../../sys/state.js";
+import { phase } from "../../../sys/phase-trace.js";
 
 const LAST_IP_FILE_PREFIX = "last_reserved_ip.";
 const LOCK_FILE = "lock";
@@ -70,7 +71,7 @@ export class DiskStore implements IPStore {
   }
 
   withLock<T>(fn: () => T | Promise<T>): Promise<T> {
-    return withLockFile(this.lockPath, LOCK_MODE, (reason) => `failed to open ${this.lockPath}: ${reason}`, fn);
+    return phase("ipam store", "host-local", () => withLockFile(this.lockPath, LOCK_MODE, (reason) => `failed to open ${this.lockPath}: ${reason}`, fn));
   }
 
   reserve(id: string, ifname: string, ip: IPAddress, rangeID: string): boolean {
