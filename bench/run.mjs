@@ -20,6 +20,7 @@ import { fileURLToPath } from "node:url";
 import { podmanAvailable, setupPodman } from "./podman.mjs";
 import { CONTAINERD_CHAIN, containerdSkipReason, setupContainerd } from "./containerd.mjs";
 import { runPods } from "./pods.mjs";
+import { tracePodman, traceTable } from "./trace.mjs";
 import { clusterTable, runClusterBench } from "./cluster.mjs";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
@@ -463,7 +464,15 @@ async function measure(server) {
   const etcdThere = spawnSync("etcd", ["--version"]).status === 0;
   if (selected("cluster-ipam 1000 allocations across 10 nodes") && !etcdThere) console.log("cluster-ipam: not measured (etcd is not installed: apt-get install etcd-server)");
   const cluster = selected("cluster-ipam 1000 allocations across 10 nodes") && etcdThere ? await runClusterBench() : [];
-  return { rows, rss, cold, growth, podman, containerd, pods, cluster, harness, idle };
+  // Last (it replaces the auto-started server by one started with --trace-phases): one container's calls, phase by phase.
+  let trace;
+  if (typeof podman === "object" && server && selected("podman run --rm")) {
+    await stopServer();
+    trace = await tracePodman({ ours: OURS, cnitool: path.join(OURS, "cnitool"), socket: residentSocket, types: podman.types,
+      residentEnv: implEnv("resident"), execEnv: implEnv("ours") });
+    console.log(`traced one podman container: ${trace.default.length} calls through the server, ${trace.exec.length} in exec mode`);
+  }
+  return { rows, rss, cold, growth, podman, containerd, pods, cluster, harness, idle, trace };
 }
 
 /**
@@ -514,7 +523,7 @@ function podsTable(pods) {
   ];
 }
 
-function report({ rows, rss, cold, growth, podman, containerd, pods = [], cluster = [], harness, idle }) {
+function report({ rows, rss, cold, growth, podman, containerd, pods = [], cluster = [], harness, idle, trace }) {
   const m = machine();
   const cell = (v) => (v === undefined ? "-" : v.toFixed(1));
   const ratio = (a, b) => (a === undefined || !b ? "-" : (a / b).toFixed(2));
@@ -587,6 +596,17 @@ function report({ rows, rss, cold, growth, podman, containerd, pods = [], cluste
       "",
       ...(typeof podman === "object" ? shareTable(`podman run --rm (${podman.types.join(" + ")})`, "`--network none`", podman.medians) : []),
       ...rows.filter((r) => r.none !== undefined).flatMap((r) => shareTable(r.name.replace(/ \(CRI;.*$/, " (CRI)"), "hostNetwork sandbox", r)),
+    ] : []),
+    ...(trace ? [
+      "## Where one container's network time goes",
+      "",
+      "One `podman run --rm` traced after warm-up runs (`cnitool daemon --trace-phases`, `TSCNI_TRACE_PHASES` in exec mode;",
+      "docs/resident.md): each plugin call and, inside it, the time of each kind of phase in ms (and how many): netlink",
+      "requests, tools spawned, sysctl writes, namespace entries, the IPAM store's critical section, lock waits, delegations",
+      "(their own time, without their phases), loading a plugin's code, the wait for the container's queue; the rest is the",
+      "plugin's own code (decoding, logic, the result).",
+      "",
+      ...traceTable(trace, typeof podman === "object" ? Object.fromEntries(["resident", "ours"].map((i) => [i, podman.medians[i] - podman.medians.none])) : undefined),
     ] : []),
     ...podsTable(pods),
     ...clusterTable(cluster),
