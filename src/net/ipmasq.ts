@@ -9,7 +9,7 @@ import { canonicalIP, networkOf, parseCIDR, type IPCidr } from "../spec/ip.js";
 import type { GCAttachment } from "../spec/config.js";
 import { attachmentComment, ipMasqChainName, nftAttachmentComment, nftAttachmentHash, nftNetworkHash } from "./names.js";
 import { iptablesFor, type IPFamilyNum } from "./iptables.js";
-import { jumpsTo } from "./iptables-rules.js";
+import { jumpsTo, saveLine } from "./iptables-rules.js";
 import { nftListRules, nftListTable, nftQuote, nftRun, nftUsable } from "./nftables.js";
 import type { FirewallMark } from "./firewall-marks.js";
 import { failure, messageOf } from "../spec/errors.js";
@@ -70,6 +70,19 @@ async function setupIptables(t: IPMasqTarget): Promise<boolean> {
     const ipt = iptablesFor(cidrs[0]!.ip.family as IPFamilyNum);
     const { chain, chainRules, jumps } = iptablesRules(t, cidrs);
     const wanted = [...chainRules, ...jumps];
+    // Over netlink (iptables-nft): the two chains read, what is missing added in one transaction.
+    const listing = await ipt.listChains("nat", ["POSTROUTING", chain]);
+    if (listing?.chains.includes("POSTROUTING")) {
+      const have = new Set(listing.rules.map((r) => r.line));
+      const exists = listing.chains.includes(chain);
+      const missing = wanted.filter((rule) => !exists || !have.has(saveLine(rule[1]!, rule.slice(2))));
+      if (missing.length === 0) continue;
+      if (await ipt.addByNetlink("nat", exists ? [] : [chain], missing.map((rule) => ({ chain: rule[1]!, args: rule.slice(2) })),
+        `set up ${ipt.command} masquerading for ${t.containerID} (chain ${chain})`)) {
+        changed = true;
+        continue;
+      }
+    }
     const exists = await ipt.chainExists("nat", chain);
     const missing = [];
     for (const rule of wanted) {

@@ -70,7 +70,14 @@ const addLine = (r: IptablesRule): string[] => (r.position === "first" ? ["-I", 
  * `iptables -I`). Returns the chains and rules it added.
  */
 export async function ensureRules(ipt: Iptables, table: string, chains: readonly string[], rules: readonly IptablesRule[], operation: string): Promise<{ chains: string[]; rules: IptablesRule[] }> {
-  const missing = (await snapshot(ipt, table, rules)).missing(chains, rules);
+  const snap = await snapshot(ipt, table, rules);
+  const missing = snap.missing(chains, rules);
+  // Over netlink when the table was read there and every rule's chain is there or made here (a built-in chain
+  // iptables has not made yet is left to iptables): chains and rules in one transaction.
+  if (snap.handles && missing.rules.every((r) => snap.chains.has(r.chain) || missing.chains.includes(r.chain)) &&
+    await ipt.addByNetlink(table, missing.chains, missing.rules.map((r) => ({ chain: r.chain, args: r.args, first: r.position === "first" })), operation)) {
+    return missing;
+  }
   for (const chain of missing.chains) await ipt.ensureChain(table, chain);
   if (missing.rules.length) await ipt.restore(table, [], missing.rules.map(addLine), operation);
   return missing;

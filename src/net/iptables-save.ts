@@ -12,10 +12,20 @@ export function saveQuote(value: string): string {
   return /^[A-Za-z0-9_-]+$/.test(value) ? value : `"${value.replace(/["\\']/g, "\\$&")}"`;
 }
 
-/** The `-A <chain> ...` line `iptables -S` prints for a rule. */
+/**
+ * The `-A <chain> ...` line `iptables -S` prints for a rule given as iptables takes it: the target (`-j`, `-g`)
+ * moved after the matches, an address without a prefix given its host prefix (`-s 10.1.2.3` prints as
+ * `10.1.2.3/32`), comments quoted.
+ */
 export function saveLine(chain: string, args: readonly string[]): string {
-  const words = args.map((w, i) => (args[i - 1] === "--comment" ? saveQuote(w) : w));
-  return ["-A", chain, ...words].join(" ");
+  const words = args.map((w, i) => {
+    if (args[i - 1] === "--comment") return saveQuote(w);
+    if ((args[i - 1] === "-s" || args[i - 1] === "-d") && !w.includes("/")) return `${w}/${w.includes(":") ? 128 : 32}`;
+    return w;
+  });
+  const target = words.findIndex((w, i) => (w === "-j" || w === "-g") && words[i - 1] !== "--comment");
+  const ordered = target >= 0 ? [...words.slice(0, target), ...words.slice(target + 2), ...words.slice(target, target + 2)] : words;
+  return ["-A", chain, ...ordered].join(" ");
 }
 
 /** Whether an `iptables -S` rule line jumps (`-j`) or goes (`-g`) to `chain`. */

@@ -6,7 +6,7 @@
 import { realpathSync } from "node:fs";
 import { NetOpError, runTool } from "../sys/exec.js";
 import { findTool } from "../sys/tool-path.js";
-import { listIptablesNft, nftChainExists, nftDelete, NFPROTO_IPV4, NFPROTO_IPV6, type IptablesNftListing } from "./nfnetlink.js";
+import { listIptablesNft, nftAddRules, nftChainExists, nftDelete, NFPROTO_IPV4, NFPROTO_IPV6, type IptablesNftListing, type RuleToAdd } from "./nfnetlink.js";
 
 export type IPFamilyNum = 4 | 6;
 
@@ -60,6 +60,15 @@ export class Iptables {
    */
   async deleteByHandle(table: string, rules: ReadonlyArray<{ chain: string; handle: bigint }>, chains: readonly string[], operation: string): Promise<boolean> {
     return this.overNetlink && nftDelete(this.nfproto, table, rules, chains, operation);
+  }
+
+  /**
+   * Creates user chains and adds rules in one transaction over netlink, as iptables-nft would; false when that
+   * is not possible here or for one of the rules (nothing was done: use restore). The rules' chains must exist
+   * or be among `chains`.
+   */
+  async addByNetlink(table: string, chains: readonly string[], rules: readonly RuleToAdd[], operation: string): Promise<boolean> {
+    return this.overNetlink && nftAddRules(this.nfproto, table, chains, rules, operation);
   }
 
   private run(args: string[], operation: string) {

@@ -2,7 +2,9 @@
  * net/nfnetlink.ts against iptables-nft itself, in a namespace of the test's own: every rule shape the plugins
  * (ours and Go's) write, in both families, read over netlink renders exactly as `iptables -S` prints it; a rule
  * of another shape renders as a line no rule equals; a missing table lists nothing; deletion by handle takes
- * rules and chains in one transaction, and a stale handle fails it whole.
+ * rules and chains in one transaction, and a stale handle fails it whole; rules added over netlink are, expression
+ * for expression, those iptables-restore makes, and iptables itself (-C, -D: Go's plugins' checks) takes them as
+ * its own.
  */
 import { after, describe, test } from "node:test";
 import assert from "node:assert/strict";
@@ -23,9 +25,13 @@ const nftVariant = () => {
 const skip = skipReason(false, !existsSync(BUN) ? "Bun is not installed (node_modules/.bin/bun)" : !nftVariant() ? "iptables here is not iptables-nft" : undefined);
 const tag = runTag();
 const ns = `tscni-nfl-${tag}`;
-after(() => spawnSync("ip", ["netns", "delete", ns]));
+const ns2 = `tscni-nfw-${tag}`;
+after(() => {
+  spawnSync("ip", ["netns", "delete", ns]);
+  spawnSync("ip", ["netns", "delete", ns2]);
+});
 
-const inNs = (cmd: string, args: string[]) => execFileSync("ip", ["netns", "exec", ns, cmd, ...args], { encoding: "utf8" });
+const inNs = (cmd: string, args: string[], where = ns) => execFileSync("ip", ["netns", "exec", where, cmd, ...args], { encoding: "utf8" });
 const driver = (...args: string[]) => inNs(BUN, [DRIVER, ...args]);
 interface Listing { chains: string[]; rules: Array<{ chain: string; line: string; handle: string }> }
 const list = (family: "4" | "6", table: string, chains: string[]) => JSON.parse(driver("list", family, table, ...chains)) as Listing;
@@ -93,5 +99,70 @@ describe("nf_tables over netlink, read as iptables -S", { skip }, () => {
     assert.deepEqual(saved("4", "nat", "POSTROUTING"), []);
     assert.doesNotMatch(inNs("iptables", ["-t", "nat", "-S"]), /CNI-abc/);
     assert.match(inNs("ip6tables", ["-t", "nat", "-S"]), /CNI-abc/, "the other family is untouched");
+  });
+
+  test("rules added over netlink are the rules iptables-restore makes, and iptables takes them as its own", () => {
+    execFileSync("ip", ["netns", "add", ns2]);
+    const comment = 'name: "bench" id: "c2"';
+    type Spec = { chains: string[]; rules: Array<{ chain: string; args: string[]; first?: boolean }> };
+    const shapes = (v6: boolean): Record<"filter" | "nat", Spec> => {
+      const [a, net, odd, mc] = v6 ? ["fd00:2::7", "fd00:2::/64", "fd00:2::/60", "ff00::/8"] : ["10.2.3.4", "10.2.3.0/24", "10.2.0.0/20", "224.0.0.0/4"];
+      return {
+        filter: { chains: ["CNI-FORWARD", "CNI-ADMIN", "CNI-ISOLATION-STAGE-1"], rules: [
+          { chain: "FORWARD", args: ["-m", "comment", "--comment", "CNI firewall plugin rules", "-j", "CNI-FORWARD"], first: true },
+          { chain: "CNI-FORWARD", args: ["-m", "comment", "--comment", "CNI firewall plugin admin overrides", "-j", "CNI-ADMIN"], first: true },
+          { chain: "CNI-FORWARD", args: ["-d", `${a}/${v6 ? 128 : 32}`, "-m", "conntrack", "--ctstate", "RELATED,ESTABLISHED", "-j", "ACCEPT"] },
+          { chain: "CNI-FORWARD", args: ["-s", `${a}/${v6 ? 128 : 32}`, "-j", "ACCEPT"] },
+          { chain: "CNI-ISOLATION-STAGE-1", args: ["-i", "cni0", "!", "-o", "cni0", "-m", "comment", "--comment", "iso", "-j", "DROP"] },
+          { chain: "CNI-ISOLATION-STAGE-1", args: ["-o", "veth+", "-j", "RETURN"] },
+        ] },
+        nat: { chains: ["CNI-n1"], rules: [
+          { chain: "CNI-n1", args: ["-d", net, "-j", "ACCEPT", "-m", "comment", "--comment", comment] },
+          { chain: "CNI-n1", args: ["-d", odd, "-j", "ACCEPT"] },
+          { chain: "CNI-n1", args: ["!", "-d", mc, "-j", "MASQUERADE", "-m", "comment", "--comment", comment] },
+          { chain: "POSTROUTING", args: ["-s", a, "-j", "CNI-n1", "-m", "comment", "--comment", comment] },
+        ] },
+      };
+    };
+    const quote = (w: string) => (/^[\w.:/!+,-]+$/.test(w) ? w : `"${w.replace(/(["\\])/g, "\\$1")}"`);
+    for (const family of ["4", "6"] as const) {
+      const tool = family === "4" ? "iptables" : "ip6tables";
+      const spec = shapes(family === "6");
+      // The reference, by iptables-restore in its own namespace.
+      const script = Object.entries(spec).flatMap(([table, { chains, rules }]) => [`*${table}`, ...chains.map((c) => `:${c} - [0:0]`),
+        ...rules.map((r) => `${r.first ? `-I ${r.chain} 1` : `-A ${r.chain}`} ${r.args.map(quote).join(" ")}`), "COMMIT"]).join("\n") + "\n";
+      execFileSync("ip", ["netns", "exec", ns2, `${tool}-restore`, "--noflush"], { input: script });
+      // Ours: the built-in chains made by iptables (as on a node), then chains and rules over netlink.
+      const own = `tscni-nfo${family}-${tag}`;
+      execFileSync("ip", ["netns", "add", own]);
+      try {
+        inNs(tool, ["-P", "FORWARD", "ACCEPT"], own);
+        inNs(tool, ["-t", "nat", "-P", "POSTROUTING", "ACCEPT"], own);
+        for (const [table, s] of Object.entries(spec)) {
+          assert.equal(inNs(BUN, [DRIVER, "add", family, table, JSON.stringify(s)], own).trim(), "ok", `${family} ${table}`);
+        }
+        for (const table of ["filter", "nat"]) {
+          assert.equal(inNs(tool, ["-t", table, "-S"], own), inNs(tool, ["-t", table, "-S"], ns2), `iptables -S ${family} ${table}`);
+          // Expression for expression, chain by chain (handles and the nft warning aside).
+          for (const chain of new Set(spec[table as "filter" | "nat"].rules.map((r) => r.chain))) {
+            const exprs = (where: string) => inNs("nft", ["--debug=netlink", "list", "chain", family === "4" ? "ip" : "ip6", table, chain], where)
+              .split("\n").filter((l) => l.startsWith("  [")).join("\n");
+            assert.equal(exprs(own), exprs(ns2), `nft expressions ${family} ${table} ${chain}`);
+          }
+        }
+        // iptables takes them as its own: -C finds each (Go's plugins check this way), -D deletes by spec.
+        for (const [table, { rules }] of Object.entries(spec)) {
+          for (const r of rules) inNs(tool, ["-t", table, "-C", r.chain, ...r.args], own);
+          const last = rules.at(-1)!;
+          inNs(tool, ["-t", table, "-D", last.chain, ...last.args], own);
+          assert.equal(spawnSync("ip", ["netns", "exec", own, tool, "-t", table, "-C", last.chain, ...last.args]).status, 1);
+        }
+        // A word outside the vocabulary is refused before anything is done.
+        assert.equal(inNs(BUN, [DRIVER, "add", family, "filter", JSON.stringify({ chains: ["CNI-NEW"], rules: [{ chain: "CNI-NEW", args: ["-p", "tcp", "-j", "ACCEPT"] }] })], own).trim(), "not encodable");
+        assert.doesNotMatch(inNs(tool, ["-S"], own), /CNI-NEW/);
+      } finally {
+        spawnSync("ip", ["netns", "delete", own]);
+      }
+    }
   });
 });

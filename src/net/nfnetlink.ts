@@ -15,6 +15,7 @@
 import { NetOpError } from "../sys/exec.js";
 import { errnoText, NLM_F_ACK, NLM_F_DUMP, nlAttr, nlString, openNetlink, NETLINK_NETFILTER, parseAttrs, type RtnetlinkSocket } from "./rtnetlink.js";
 import { saveQuote } from "./iptables-save.js";
+import { formatIPv6, tryParseCIDR, tryParseIP } from "../spec/ip.js";
 
 /** nf_tables families (NFPROTO_*). */
 export const NFPROTO_INET = 1;
@@ -24,7 +25,10 @@ export const NFPROTO_IPV6 = 10;
 const NFNL_SUBSYS_NFTABLES = 10;
 const NFNL_MSG_BATCH_BEGIN = 0x10;
 const NFNL_MSG_BATCH_END = 0x11;
-const MSG = { GETTABLE: 1, GETCHAIN: 4, DELCHAIN: 5, GETRULE: 7, DELRULE: 8, GETGEN: 16 } as const;
+const MSG = { GETTABLE: 1, NEWCHAIN: 3, GETCHAIN: 4, DELCHAIN: 5, NEWRULE: 6, GETRULE: 7, DELRULE: 8, GETGEN: 16 } as const;
+const NLM_F_CREATE = 0x400;
+const NLM_F_APPEND = 0x800;
+const NLA_F_NESTED = 0x8000;
 const ENOENT = 2;
 
 // Attribute numbers (linux/netfilter/nf_tables.h).
@@ -151,13 +155,21 @@ export async function nftDelete(family: number, table: string, rules: ReadonlyAr
     return nlAttr(RULE_HANDLE, b);
   };
   const t = nlString(RULE_TABLE, table);
-  const batch = [
-    { type: NFNL_MSG_BATCH_BEGIN, flags: 0, body: Uint8Array.of(0, 0, 0, NFNL_SUBSYS_NFTABLES) },
+  await transaction(nl, [
     ...rules.map((r) => ({ type: msgType(MSG.DELRULE), flags: NLM_F_ACK, body: nfBody(family, t, nlString(RULE_CHAIN, r.chain), handle(r.handle)) })),
     ...chains.flatMap((c) => [
       { type: msgType(MSG.DELRULE), flags: NLM_F_ACK, body: nfBody(family, t, nlString(RULE_CHAIN, c)) },
       { type: msgType(MSG.DELCHAIN), flags: NLM_F_ACK, body: nfBody(family, nlString(CHAIN_TABLE, table), nlString(CHAIN_NAME, c)) },
     ]),
+  ], operation);
+  return true;
+}
+
+/** Runs `requests` as one nf_tables transaction; a refusal of any is a NetOpError and undoes them all. */
+async function transaction(nl: RtnetlinkSocket, requests: ReadonlyArray<{ type: number; flags: number; body: Uint8Array }>, operation: string): Promise<void> {
+  const batch = [
+    { type: NFNL_MSG_BATCH_BEGIN, flags: 0, body: Uint8Array.of(0, 0, 0, NFNL_SUBSYS_NFTABLES) },
+    ...requests,
     { type: NFNL_MSG_BATCH_END, flags: 0, body: Uint8Array.of(0, 0, 0, NFNL_SUBSYS_NFTABLES) },
   ];
   // The kernel handles a datagram as it is sent: once the request sent after the batch is answered, every
@@ -167,7 +179,136 @@ export async function nftDelete(family: number, table: string, rules: ReadonlyAr
     const e = errors[0]!;
     throw new NetOpError(operation, e.message ? `${e.message} (${errnoText(e.errno)})` : errnoText(e.errno), 1);
   }
+}
+
+/** A rule to add: its chain, its words as iptables takes them after `-A <chain>`, at the chain's head or end. */
+export interface RuleToAdd { chain: string; args: readonly string[]; first?: boolean }
+
+/**
+ * Creates the user chains `chains` (left as they are when another process made them meanwhile) and adds `rules`,
+ * in one nf_tables transaction, encoded exactly as iptables-nft 1.8 encodes them (so iptables -S, -C and -D and
+ * the Go plugins see the rules iptables-restore would have made). False, with nothing done, when a rule has a
+ * word the encoder does not know or netlink cannot be used: the caller runs iptables-restore then.
+ */
+export async function nftAddRules(family: number, table: string, chains: readonly string[], rules: readonly RuleToAdd[], operation: string): Promise<boolean> {
+  const encoded = rules.map((r) => encodeRule(family, r.args));
+  if (encoded.some((e) => e === undefined)) return false;
+  const nl = await nfSocket();
+  if (!nl) return false;
+  const t = nlString(RULE_TABLE, table);
+  await transaction(nl, [
+    ...chains.map((c) => ({ type: msgType(MSG.NEWCHAIN), flags: NLM_F_CREATE | NLM_F_ACK, body: nfBody(family, nlString(CHAIN_TABLE, table), nlString(CHAIN_NAME, c)) })),
+    ...rules.map((r, i) => ({
+      type: msgType(MSG.NEWRULE), flags: NLM_F_CREATE | NLM_F_ACK | (r.first ? 0 : NLM_F_APPEND),
+      body: nfBody(family, t, nlString(RULE_CHAIN, r.chain), nlAttr(RULE_EXPRESSIONS | NLA_F_NESTED, encoded[i]!)),
+    })),
+  ], operation);
   return true;
+}
+
+// ---- encoding a rule as iptables-nft does ----
+
+const nest = (type: number, ...parts: Uint8Array[]) => nlAttr(type | NLA_F_NESTED, concat(parts));
+const u32be = (type: number, v: number) => {
+  const b = new Uint8Array(4);
+  new DataView(b.buffer).setInt32(0, v, false);
+  return nlAttr(type, b);
+};
+function concat(parts: readonly Uint8Array[]): Uint8Array {
+  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
+  parts.reduce((at, p) => (out.set(p, at), at + p.length), 0);
+  return out;
+}
+const expression = (name: string, ...data: Uint8Array[]) => nest(LIST_ELEM, nlString(EXPR_NAME, name), nest(EXPR_DATA, ...data));
+const dataValue = (type: number, bytes: Uint8Array) => nest(type, nlAttr(1, bytes));
+const payloadExpr = (offset: number, len: number) => expression("payload", u32be(1, 1), u32be(2, 1), u32be(3, offset), u32be(4, len));
+const cmpExpr = (negate: boolean, value: Uint8Array) => expression("cmp", u32be(1, 1), u32be(2, negate ? 1 : 0), dataValue(3, value));
+const bitwiseExpr = (mask: Uint8Array) => expression("bitwise", u32be(1, 1), u32be(2, 1), u32be(3, mask.length), dataValue(4, mask), dataValue(5, new Uint8Array(mask.length)));
+const metaExpr = (key: number) => expression("meta", u32be(2, key), u32be(1, 1));
+const counterExpr = () => expression("counter", nlAttr(1, new Uint8Array(8)), nlAttr(2, new Uint8Array(8)));
+const xtExpr = (kind: "match" | "target", name: string, revision: number, info: Uint8Array) =>
+  expression(kind, nlString(1, name), u32be(2, revision), nlAttr(3, info));
+const verdictExpr = (code: number, chain?: string) =>
+  expression("immediate", u32be(1, 0), nest(2, nest(2, u32be(1, code), ...(chain ? [nlString(2, chain)] : []))));
+
+const VERDICTS: Record<string, number> = { ACCEPT: 1, DROP: 0, RETURN: -5 };
+/** The chains the plugins jump to (another name may be an extension target, which the encoder leaves to iptables). */
+const CNI_CHAIN = /^CNI-[A-Za-z0-9_.-]{1,24}$/;
+
+/**
+ * The expressions of a rule given as iptables words (after `-A <chain>`), in iptables-nft's order: interfaces,
+ * addresses, the matches as given, a counter, the verdict or target. Undefined for a word outside what the
+ * plugins write.
+ */
+export function encodeRule(family: number, args: readonly string[]): Uint8Array | undefined {
+  const iface: Partial<Record<"i" | "o", Uint8Array[]>> = {};
+  const addr: Partial<Record<"s" | "d", Uint8Array[]>> = {};
+  const matches: Uint8Array[] = [];
+  let verdict: Uint8Array | undefined;
+  const v6 = family === NFPROTO_IPV6;
+  for (let i = 0; i < args.length; i++) {
+    const negate = args[i] === "!";
+    if (negate) i++;
+    const [word, value] = [args[i], args[i + 1]];
+    if (value === undefined) return undefined;
+    i++;
+    if ((word === "-s" || word === "-d") && !addr[word[1] as "s"]) {
+      const cidr = tryParseCIDR(value.includes("/") ? value : `${value}/${v6 ? 128 : 32}`);
+      const ip = tryParseIP(value.split("/")[0]!);
+      if (!cidr || !ip || cidr.ip.family !== (v6 ? 6 : 4) || cidr.prefix === 0) return undefined;
+      const size = v6 ? 16 : 4;
+      const offset = word === "-s" ? (v6 ? 8 : 12) : (v6 ? 24 : 16);
+      if (cidr.prefix % 8 === 0) {
+        addr[word[1] as "s"] = [payloadExpr(offset, cidr.prefix / 8), cmpExpr(negate, ip.bytes.slice(0, cidr.prefix / 8))];
+      } else {
+        const mask = new Uint8Array(size).map((_, b) => (b < cidr.prefix >> 3 ? 0xff : b === cidr.prefix >> 3 ? (0xff << (8 - (cidr.prefix & 7))) & 0xff : 0));
+        addr[word[1] as "s"] = [payloadExpr(offset, size), bitwiseExpr(mask), cmpExpr(negate, ip.bytes.map((x, b) => x & mask[b]!))];
+      }
+    } else if ((word === "-i" || word === "-o") && !iface[word[1] as "i"]) {
+      const wildcard = value.endsWith("+");
+      const name = wildcard ? value.slice(0, -1) : value;
+      if (!/^[^\s"'\/+]{1,15}$/.test(name)) return undefined;
+      const bytes = new TextEncoder().encode(name);
+      iface[word[1] as "i"] = [metaExpr(word === "-i" ? 6 : 7), cmpExpr(negate, wildcard ? bytes : concat([bytes, Uint8Array.of(0)]))];
+    } else if (word === "-m" && !negate && value === "comment" && args[i + 1] === "--comment" && args[i + 2] !== undefined) {
+      const text = new TextEncoder().encode(args[i + 2]);
+      if (text.length > 255 || text.includes(0)) return undefined;
+      const info = new Uint8Array(256);
+      info.set(text);
+      matches.push(xtExpr("match", "comment", 0, info));
+      i += 2;
+    } else if (word === "-m" && !negate && value === "conntrack" && args[i + 1] === "--ctstate" && args[i + 2] !== undefined) {
+      let mask = 0;
+      for (const s of args[i + 2]!.split(",")) {
+        const bit = CT_STATES.find(([n]) => n === s)?.[1];
+        if (bit === undefined) return undefined;
+        mask |= bit;
+      }
+      // struct xt_conntrack_mtinfo3 (168 bytes as iptables sends it): the match flags (XT_CONNTRACK_STATE) and
+      // the state mask, host order.
+      const info = new Uint8Array(168);
+      const view = new DataView(info.buffer);
+      view.setUint16(146, 1, true);
+      view.setUint16(150, mask, true);
+      matches.push(xtExpr("match", "conntrack", 3, info));
+      i += 2;
+    } else if ((word === "-j" || word === "-g") && !negate && !verdict) {
+      if (word === "-j" && VERDICTS[value] !== undefined) verdict = verdictExpr(VERDICTS[value]!);
+      else if (word === "-j" && value === "MASQUERADE") {
+        // IPv4: struct nf_nat_ipv4_multi_range_compat, one empty range (24 bytes); IPv6: struct nf_nat_range (40).
+        const info = new Uint8Array(v6 ? 40 : 24);
+        if (!v6) new DataView(info.buffer).setUint32(0, 1, true);
+        verdict = xtExpr("target", "MASQUERADE", 0, info);
+      } else if (CNI_CHAIN.test(value)) {
+        verdict = verdictExpr(word === "-j" ? -3 : -4, value);
+      } else {
+        return undefined;
+      }
+    } else {
+      return undefined;
+    }
+  }
+  return concat([...(iface.i ?? []), ...(iface.o ?? []), ...(addr.s ?? []), ...(addr.d ?? []), ...matches, counterExpr(), ...(verdict ? [verdict] : [])]);
 }
 
 // ---- rendering a rule as iptables -S prints it ----
@@ -278,27 +419,7 @@ function addressText(family: number, value: Uint8Array, mask: Uint8Array | undef
     }
   }
   if (family !== NFPROTO_IPV6) return `${[...bytes].join(".")}/${prefix}`;
-  return `${ipv6Text(bytes)}/${prefix}`;
-}
-
-/** RFC 5952 text of an IPv6 address (what glibc's inet_ntop, and so iptables, prints). */
-function ipv6Text(bytes: Uint8Array): string {
-  const groups = Array.from({ length: 8 }, (_, i) => (bytes[2 * i]! << 8) | bytes[2 * i + 1]!);
-  let best = -1;
-  let bestLen = 1;
-  for (let i = 0; i < 8;) {
-    if (groups[i] !== 0) {
-      i++;
-      continue;
-    }
-    let j = i;
-    while (j < 8 && groups[j] === 0) j++;
-    if (j - i > bestLen) [best, bestLen] = [i, j - i];
-    i = j;
-  }
-  const hex = (g: number[]) => g.map((x) => x.toString(16)).join(":");
-  if (best < 0) return hex(groups);
-  return `${hex(groups.slice(0, best))}::${hex(groups.slice(best + bestLen))}`;
+  return `${formatIPv6(bytes)}/${prefix}`;
 }
 
 /** An interface name compared by iptables-nft: with its NUL an exact name, without one a `+` wildcard. */
