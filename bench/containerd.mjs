@@ -64,13 +64,17 @@ export async function setupContainerd(binDir, impl, pinned) {
     const name = `bench${++counter}`;
     const config = {
       metadata: { name, uid: `uid-${impl}-${name}`, namespace: `${POD_NAMESPACE}-${impl}`, attempt: 0 },
-      hostname: name,
+      // A hostNetwork pod shares the node's UTS namespace too: no hostname of its own (as kubelet sends it).
+      ...(impl === "none" ? {} : { hostname: name }),
       linux: { cgroupParent: ctrd.cgroupParent, ...(impl === "none" ? { securityContext: { namespaceOptions: { network: "NODE" } } } : {}) },
     };
     const t0 = process.hrtime.bigint();
     const id = await ctrd.cri.runPodSandbox(config);
+    const t1 = process.hrtime.bigint();
     await ctrd.cri.stopPodSandbox(id);
+    const t2 = process.hrtime.bigint();
     await ctrd.cri.removePodSandbox(id);
+    if (process.env.TSCNI_BENCH_DEBUG) console.log("run", Number(t1 - t0) / 1e6, "stop", Number(t2 - t1) / 1e6, "remove", Number(process.hrtime.bigint() - t2) / 1e6);
     return Number(process.hrtime.bigint() - t0) / 1e6;
   };
   runner.teardown = teardown;

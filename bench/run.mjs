@@ -7,7 +7,8 @@
 //
 //   node bench/run.mjs [--rounds 15] [--out docs/benchmarks.md] [--only <substring>]   (as root; `npm run build` first)
 //
-// --only runs just the scenarios whose name contains the substring (and skips peak RSS unless it matches).
+// --only runs just the scenarios whose name contains the substring, or one of several separated by "|" (and skips
+// peak RSS unless it matches).
 //
 // Everything runs inside namespaces the benchmark creates (a "host" namespace holds the bridges and
 // firewall rules; each container is a fresh namespace), so the real host is not touched.
@@ -47,7 +48,7 @@ const opt = (name, dflt) => {
 const ROUNDS = Number(opt("--rounds", "15"));
 const OUT = path.resolve(ROOT, opt("--out", "docs/benchmarks.md"));
 const ONLY = opt("--only", "");
-const selected = (name) => name.includes(ONLY);
+const selected = (name) => ONLY.split("|").some((part) => name.includes(part));
 
 const median = (xs) => {
   const s = [...xs].sort((a, b) => a - b);
