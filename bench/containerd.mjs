@@ -70,11 +70,8 @@ export async function setupContainerd(binDir, impl, pinned) {
     };
     const t0 = process.hrtime.bigint();
     const id = await ctrd.cri.runPodSandbox(config);
-    const t1 = process.hrtime.bigint();
     await ctrd.cri.stopPodSandbox(id);
-    const t2 = process.hrtime.bigint();
     await ctrd.cri.removePodSandbox(id);
-    if (process.env.TSCNI_BENCH_DEBUG) console.log("run", Number(t1 - t0) / 1e6, "stop", Number(t2 - t1) / 1e6, "remove", Number(process.hrtime.bigint() - t2) / 1e6);
     return Number(process.hrtime.bigint() - t0) / 1e6;
   };
   runner.teardown = teardown;
