@@ -207,7 +207,8 @@ describe("cluster-ipam on a 3-member etcd cluster", { skip }, () => {
     cleanup.add(() => proxy.close());
     const proxied = `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`;
     const conf = network({ ranges: [[{ subnet: "10.75.0.0/24" }]] });
-    const viaProxy = (node: string) => conf(node, { etcd: { endpoints: [proxied], requestTimeoutMs: 800 } });
+    // One round only (the call's budget is the request's), so a lost answer fails the call.
+    const viaProxy = (node: string) => conf(node, { etcd: { endpoints: [proxied], requestTimeoutMs: 800, callTimeoutMs: 800 } });
     const store = storeOf(conf("node-a"));
     await add(args(conf("node-a"), "warm")); // node-a has its block: the proxied ADDs only read and take an address
 
@@ -303,7 +304,8 @@ describe("cluster-ipam on a 3-member etcd cluster", { skip }, () => {
     const before = { blocks: (await store.blocks()).map((b) => [b.cidr, b.node, b.used]), allocations: (await store.allocations()).map((a) => [a.ip, a.containerID, a.node]) };
 
     await cluster.stopMembers();
-    const c = conf("node-a", { etcd: { endpoints: cluster.endpoints, requestTimeoutMs: 1500 } });
+    // A call budget of one round: the call fails as soon as its request has (by default it would wait 100 s).
+    const c = conf("node-a", { etcd: { endpoints: cluster.endpoints, requestTimeoutMs: 1500, callTimeoutMs: 1500 } });
     const t0 = Date.now();
     const r = await runPlugin(OUR_BIN, "cluster-ipam", { command: "ADD", containerID: "down-x" }, c);
     const took = Date.now() - t0;

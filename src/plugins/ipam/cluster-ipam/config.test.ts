@@ -18,12 +18,12 @@ const rejects = (ipam: Record<string, unknown>, msg: RegExp | string, code: numb
   });
 
 describe("cluster-ipam config", () => {
-  test("defaults: prefix /tscni/ipam/<network>/, node = host name, /26 and /122 blocks, 2 s dial and 5 s request timeouts", () => {
+  test("defaults: prefix /tscni/ipam/<network>/, node = host name, /26 and /122 blocks, 2 s dial, 5 s request and 100 s call timeouts", () => {
     const c = parse({ ranges: [[{ subnet: "10.9.0.0/16" }], [{ subnet: "fd09::/64" }]] });
     assert.equal(c.keyPrefix, "/tscni/ipam/net1/");
     assert.equal(c.node, os.hostname());
     assert.equal(c.lockDir, DEFAULT_LOCK_DIR);
-    assert.deepEqual(c.etcd, { endpoints: ["http://127.0.0.1:2379"], dialTimeoutMs: 2000, requestTimeoutMs: 5000 });
+    assert.deepEqual(c.etcd, { endpoints: ["http://127.0.0.1:2379"], dialTimeoutMs: 2000, requestTimeoutMs: 5000, callTimeoutMs: 100_000 });
     assert.equal(c.pools[0]!.blockAt(0n).cidr.text, "10.9.0.0/26");
     assert.equal(c.pools[1]!.blockAt(0n).cidr.text, "fd09::/122");
     assert.deepEqual(c.requestedIPs, []);
@@ -33,14 +33,14 @@ describe("cluster-ipam config", () => {
     const c = parse({
       etcd: {
         endpoints: ["https://10.0.0.1:2379", "https://etcd-2:2379/"], certFile: "/c.pem", keyFile: "/k.pem", caFile: "/ca.pem",
-        username: "cni", password: "pw", prefix: "/ipam/", dialTimeoutMs: 100, requestTimeoutMs: 900,
+        username: "cni", password: "pw", prefix: "/ipam/", dialTimeoutMs: 100, requestTimeoutMs: 900, callTimeoutMs: 30_000,
       },
       blockSize: 28, blockSizeV6: 120, nodeName: "node-1.example", exclude: ["10.9.0.0/24", "10.9.1.1"], lockDir: "/tmp/l",
       routes: [{ dst: "0.0.0.0/0" }], dns: { nameservers: ["10.9.0.53"] },
     }, { runtimeConfig: { ips: ["10.9.3.3"] }, args: { cni: { ips: ["10.9.2.2/16"] } } }, "IP=10.9.4.4");
     assert.deepEqual(c.etcd, {
       endpoints: ["https://10.0.0.1:2379", "https://etcd-2:2379"], certFile: "/c.pem", keyFile: "/k.pem", caFile: "/ca.pem",
-      username: "cni", password: "pw", dialTimeoutMs: 100, requestTimeoutMs: 900,
+      username: "cni", password: "pw", dialTimeoutMs: 100, requestTimeoutMs: 900, callTimeoutMs: 30_000,
     });
     assert.equal(c.keyPrefix, "/ipam/net1/");
     assert.equal(c.node, "node-1.example");

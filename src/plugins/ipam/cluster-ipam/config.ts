@@ -23,7 +23,7 @@ import { invalidConfig, invalidKey, messageOf } from "../../../spec/errors.js";
 
 const ETCD = struct("EtcdConfig", {
   endpoints: list(string), certFile: string, keyFile: string, caFile: string, username: string, password: string, prefix: string,
-  dialTimeoutMs: int, requestTimeoutMs: int,
+  dialTimeoutMs: int, requestTimeoutMs: int, callTimeoutMs: int,
 });
 
 /** cluster-ipam's config, in the shape of a Go plugin's struct (keys in any case, as Go reads them). */
@@ -43,6 +43,11 @@ type IpamInput = NonNullable<Input["ipam"]>;
 export const DEFAULT_PREFIX = "/tscni/ipam";
 export const DEFAULT_DIAL_TIMEOUT_MS = 2000;
 export const DEFAULT_REQUEST_TIMEOUT_MS = 5000;
+/**
+ * A call waits this long for etcd before failing: under kubelet's 2-minute runtime request deadline and the
+ * resident server's 5-minute call limit, so an overloaded etcd makes calls wait, not fail.
+ */
+export const DEFAULT_CALL_TIMEOUT_MS = 100_000;
 export const DEFAULT_BLOCK_SIZE = { 4: 26, 6: 122 } as const;
 /** Block sizes allowed (Calico's limits): at most 4096 addresses per block, which a node reads in one go. */
 export const BLOCK_SIZE_LIMITS = { 4: [20, 32], 6: [116, 128] } as const;
@@ -59,6 +64,8 @@ export interface EtcdSettings {
   password?: string;
   dialTimeoutMs: number;
   requestTimeoutMs: number;
+  /** How long a call may wait for etcd in all (its turn, repeats); see EtcdConnection. */
+  callTimeoutMs: number;
 }
 
 /** What every verb needs: the network's place in etcd and how to get there. */
@@ -109,6 +116,7 @@ function parseEtcd(etcd: Decoded<typeof ETCD> | undefined): { settings: EtcdSett
     endpoints,
     dialTimeoutMs: timeout(etcd.dialTimeoutMs, "ipam.etcd.dialTimeoutMs", DEFAULT_DIAL_TIMEOUT_MS),
     requestTimeoutMs: timeout(etcd.requestTimeoutMs, "ipam.etcd.requestTimeoutMs", DEFAULT_REQUEST_TIMEOUT_MS),
+    callTimeoutMs: timeout(etcd.callTimeoutMs, "ipam.etcd.callTimeoutMs", DEFAULT_CALL_TIMEOUT_MS),
   };
   if (!!etcd.certFile !== !!etcd.keyFile) {
     const [given, other] = etcd.certFile ? ["certFile", "keyFile"] : ["keyFile", "certFile"];
@@ -212,6 +220,7 @@ export function parsePoolLocation(stdin: Buffer): PoolLocation & { pools: BlockP
 export function readEtcdFiles(settings: EtcdSettings): EtcdConnection {
   const conn: EtcdConnection = {
     endpoints: settings.endpoints, dialTimeoutMs: settings.dialTimeoutMs, requestTimeoutMs: settings.requestTimeoutMs,
+    callTimeoutMs: settings.callTimeoutMs,
   };
   if (settings.username !== undefined) {
     conn.username = settings.username;

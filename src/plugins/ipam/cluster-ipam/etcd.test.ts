@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import {
-  decodeRange, decodeTxn, encode64, encodeRange, encodeTxn, EtcdClient, EtcdRequestError, EtcdUnavailableError, prefixEnd,
+  decodeRange, decodeTxn, encode64, encodeRange, encodeTxn, EtcdClient, EtcdRequestError, EtcdUnavailableError, prefixEnd, ETCD_IN_FLIGHT, etcdRequestsQueued,
 } from "./etcd.js";
 
 const b64 = (s: string) => Buffer.from(s).toString("base64");
@@ -122,6 +122,57 @@ describe("etcd client", () => {
     assert.match(err.message, /did not answer within 400 ms \(requestTimeoutMs\)/);
     assert.match(err.message, /ECONNREFUSED/);
     assert.ok(took >= 350 && took < 1200, `took ${took} ms`);
+  });
+
+  test("with a call budget, a request that ran out of its deadline is sent again and succeeds", async (t) => {
+    const gw = await fakeGateway((_p, _b, n) => (n === 1 ? "hang" : [200, { header: { revision: "2" }, count: "0" }]));
+    t.after(gw.close);
+    const client = new EtcdClient(connection([gw.url], { requestTimeoutMs: 300, callTimeoutMs: 5000 }));
+    const r = await client.range({ key: "a" });
+    assert.equal(r.revision, 2);
+    assert.equal(client.requests, 2);
+  });
+
+  test("with a call budget and nothing listening: it keeps trying until the budget is spent, then says so", async () => {
+    const gw = await fakeGateway(() => [200, {}]);
+    const url = gw.url;
+    await gw.close();
+    const t0 = Date.now();
+    const client = new EtcdClient(connection([url], { requestTimeoutMs: 200, callTimeoutMs: 1200 }));
+    const err = await client.range({ key: "a" }).catch((e: unknown) => e);
+    const took = Date.now() - t0;
+    assert.ok(err instanceof EtcdUnavailableError, String(err));
+    assert.match(err.message, /^etcd did not answer within 1200 ms \(callTimeoutMs\), in \d+ rounds; the last: etcd did not answer within 200 ms \(requestTimeoutMs\): .*ECONNREFUSED/);
+    assert.ok(took >= 1100 && took < 2500, `took ${took} ms`);
+    assert.ok(client.requests > 3, `${client.requests} requests`);
+  });
+
+  test(`under load at most ${ETCD_IN_FLIGHT} requests are in flight; the rest wait their turn and none fails`, async (t) => {
+    let inFlight = 0;
+    let most = 0;
+    const server = http.createServer((req, res) => {
+      inFlight++;
+      most = Math.max(most, inFlight);
+      req.resume();
+      req.on("end", () => setTimeout(() => {
+        inFlight--;
+        res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ header: { revision: "1" } }));
+      }, 30));
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    t.after(() => new Promise<void>((resolve) => {
+      server.closeAllConnections();
+      server.close(() => resolve());
+    }));
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    // Each request alone would have 200 ms, less than the whole burst takes: the queue must not eat into it.
+    const calls = Array.from({ length: ETCD_IN_FLIGHT * 5 }, () => new EtcdClient(connection([url], { requestTimeoutMs: 200, callTimeoutMs: 10_000 })).range({ key: "a" }));
+    await new Promise((r) => setImmediate(r));
+    assert.ok(etcdRequestsQueued() > 0, "some wait their turn");
+    const results = await Promise.allSettled(calls);
+    assert.deepEqual(results.filter((r) => r.status === "rejected"), []);
+    assert.ok(most <= ETCD_IN_FLIGHT, `${most} in flight at once`);
+    assert.equal(etcdRequestsQueued(), 0);
   });
 
   test("a member that accepts but never answers: the request times out (code 11 material)", async (t) => {

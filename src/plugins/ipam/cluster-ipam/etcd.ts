@@ -8,9 +8,13 @@
  * The request encoding is pure (encode/decode functions below, unit-tested); `EtcdClient` adds the transport:
  * several endpoints tried in turn (a member that refuses, resets or does not accept within `dialTimeoutMs` is
  * left for the next, and with several endpoints one attempt gets at most its share of the deadline), and one
- * deadline per request (`requestTimeoutMs`) across all attempts, after which the
- * request fails with `EtcdUnavailableError`. Requests may be sent twice (an attempt whose answer was lost is
- * repeated on another member), so callers only send what is safe to repeat: guarded transactions and reads.
+ * deadline per request (`requestTimeoutMs`) across all attempts. Under load a call waits instead of failing: at
+ * most ETCD_IN_FLIGHT requests of this process (the resident server: of the whole node) are in flight at once, the
+ * rest wait their turn in order, and a request that ran out of its deadline is sent again, with growing pauses,
+ * until the call's own budget (`callTimeoutMs`, from the client's creation; by default the request's deadline:
+ * no second round) is spent; then it fails with `EtcdUnavailableError`. Requests may be sent twice (an attempt
+ * whose answer was lost is repeated on another member), so callers only send what is safe to repeat: guarded
+ * transactions and reads.
  * @module
  */
 import type http from "node:http";
@@ -177,7 +181,56 @@ export interface EtcdConnection {
   dialTimeoutMs: number;
   /** How long one request may take in all, over every endpoint tried. */
   requestTimeoutMs: number;
+  /**
+   * How long the client's requests may wait for etcd in all, turns and repeats included, from its creation (one
+   * client per plugin call); absent: `requestTimeoutMs` per request, never repeated.
+   */
+  callTimeoutMs?: number;
 }
+
+/** At most this many etcd requests of one process are in flight; the others wait their turn (back-pressure). */
+export const ETCD_IN_FLIGHT = 16;
+
+/** The process's turns at etcd: a counting semaphore whose waiters are served in order. */
+class Turns {
+  private free: number;
+  private readonly waiting: Array<() => void> = [];
+  constructor(limit: number) {
+    this.free = limit;
+  }
+  /** Resolves when a turn is taken (true) or `deadline` passes first (false). */
+  take(deadline: number): Promise<boolean> {
+    if (this.free > 0) {
+      this.free--;
+      return Promise.resolve(true);
+    }
+    return new Promise((resolve) => {
+      const granted = () => {
+        clearTimeout(timer);
+        resolve(true);
+      };
+      const timer = setTimeout(() => {
+        const i = this.waiting.indexOf(granted);
+        if (i >= 0) this.waiting.splice(i, 1);
+        resolve(false);
+      }, Math.max(0, deadline - Date.now()));
+      this.waiting.push(granted);
+    });
+  }
+  give(): void {
+    const next = this.waiting.shift();
+    if (next) next();
+    else this.free++;
+  }
+  /** Requests waiting for a turn now. */
+  get queued(): number {
+    return this.waiting.length;
+  }
+}
+
+const turns = new Turns(ETCD_IN_FLIGHT);
+/** How many requests of this process wait for a turn at etcd now (for tests and the benchmark). */
+export const etcdRequestsQueued = (): number => turns.queued;
 
 /** etcd could not be reached or did not answer in time (the CNI error is code 11, try again later). */
 export class EtcdUnavailableError extends Error {
@@ -244,9 +297,14 @@ export class EtcdClient {
   private token: string | undefined;
   private authenticating: Promise<void> | undefined;
 
+  /** When this client's requests stop waiting (undefined: each request has its own deadline, sent once). */
+  private readonly callDeadline: number | undefined;
+
   constructor(readonly connection: EtcdConnection) {
     // Spread the calls of many nodes over the members; a failed member moves every later request on.
     this.current = Math.floor(Math.random() * connection.endpoints.length);
+    this.callDeadline = connection.callTimeoutMs !== undefined && connection.callTimeoutMs > connection.requestTimeoutMs
+      ? Date.now() + connection.callTimeoutMs : undefined;
   }
 
   range(r: RangeOp["range"]): Promise<RangeResult> {
@@ -264,9 +322,43 @@ export class EtcdClient {
     return r.responses.map((resp) => (resp.kind === "range" ? { kvs: resp.kvs, count: resp.count, more: resp.more, revision: r.revision } : { kvs: [], count: 0, more: false, revision: r.revision }));
   }
 
-  /** POSTs `body` to `path`, authenticating first when a user is configured. */
+  /**
+   * POSTs `body` to `path` in one of the process's turns; a request that ran out of its deadline is sent again
+   * while the call's budget lasts.
+   */
   private async call(path: string, body: Record<string, unknown>): Promise<unknown> {
-    const deadline = Date.now() + this.connection.requestTimeoutMs;
+    let explained: string | undefined; // the last round's failure that names the members' reasons
+    for (let round = 0; ; round++) {
+      const budget = this.callDeadline ?? Date.now() + this.connection.requestTimeoutMs;
+      if (!(await turns.take(budget))) {
+        throw new EtcdUnavailableError(`etcd did not answer within ${this.connection.callTimeoutMs ?? this.connection.requestTimeoutMs} ms ` +
+          `(${this.callDeadline !== undefined ? "callTimeoutMs" : "requestTimeoutMs"}): no turn among this node's ${ETCD_IN_FLIGHT} requests in flight`);
+      }
+      let failure: unknown;
+      try {
+        return await this.callOnce(path, body);
+      } catch (e) {
+        failure = e;
+      } finally {
+        turns.give();
+      }
+      const left = (this.callDeadline ?? 0) - Date.now();
+      if (failure instanceof EtcdUnavailableError && failure.message.includes("(requestTimeoutMs): ")) explained = failure.message;
+      if (!(failure instanceof EtcdUnavailableError) || left <= 0) {
+        if (failure instanceof EtcdUnavailableError && this.callDeadline !== undefined) {
+          throw new EtcdUnavailableError(`etcd did not answer within ${this.connection.callTimeoutMs} ms (callTimeoutMs), in ${round + 1} rounds; ` +
+            `the last: ${explained ?? failure.message}`);
+        }
+        throw failure;
+      }
+      // Waiting out the pause without a turn: the others go meanwhile.
+      await sleep(Math.min(100 * 2 ** Math.min(round, 4), left));
+    }
+  }
+
+  /** One round of a request: authenticating first when a user is configured. */
+  private async callOnce(path: string, body: Record<string, unknown>): Promise<unknown> {
+    const deadline = Math.min(Date.now() + this.connection.requestTimeoutMs, this.callDeadline ?? Infinity);
     if (this.connection.username !== undefined && this.token === undefined) await this.authenticate(deadline);
     try {
       return await this.send(path, body, deadline);
