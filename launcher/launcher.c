@@ -293,7 +293,13 @@ static int forwarded(const char *e) {
     || !strncmp(e, "BAGGAGE=", 8);
 }
 
-/* Connects to the server within 200 ms; -1 when there is none, with *absent set when nothing listens there. */
+/*
+ * Connects to the server; -1 when there is none, with *absent set when nothing listens there. A listener whose
+ * queue of connections is full (a burst of calls: Bun's listen queue holds 512) answers EAGAIN and leaves the
+ * socket unconnected: the connect is tried again after pauses growing from 1 to 64 ms, for up to 3 s (a wait for
+ * the server is far cheaper than running the call here, which adds a process to the burst), and an unconnected
+ * socket is never taken for a connection (its peer's credentials would read as nobody's: "not root").
+ */
 static int connect_server(const char *path, int *absent) {
   struct sockaddr_un addr = {.sun_family = AF_UNIX};
   size_t len = strlen(path);
@@ -302,12 +308,17 @@ static int connect_server(const char *path, int *absent) {
   memcpy(addr.sun_path, path, len + 1);
   int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   if (fd < 0) return -1;
-  if (connect(fd, (void *)&addr, sizeof(addr)) != 0) {
+  int refused = connect(fd, (void *)&addr, sizeof(addr));
+  for (int waited = 0, pause = 1; refused != 0 && errno == EAGAIN && waited < 3000; waited += pause, pause = pause < 64 ? pause * 2 : 64) {
+    poll(NULL, 0, pause);
+    refused = connect(fd, (void *)&addr, sizeof(addr));
+  }
+  if (refused != 0) {
     struct pollfd p = {.fd = fd, .events = POLLOUT};
     int err = 0;
     socklen_t err_len = sizeof(err);
     *absent = errno == ENOENT || errno == ECONNREFUSED;
-    if ((errno != EINPROGRESS && errno != EAGAIN) || poll(&p, 1, 200) != 1 ||
+    if (errno != EINPROGRESS || poll(&p, 1, 200) != 1 ||
         getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &err_len) != 0 || err != 0) {
       close(fd);
       return -1;

@@ -169,7 +169,7 @@ export const SAMPLES: Record<string, Sample[]> = {
           ranges: [[{ subnet: "10.10.0.0/24", rangeStart: "10.10.0.5", rangeEnd: "10.10.0.200", gateway: "10.10.0.1" }], [{ subnet: "fd10::/64" }]],
           etcd: {
             endpoints: ["https://127.0.0.1:2379", "https://127.0.0.2:2379"], certFile: "/etc/tscni/etcd.crt", keyFile: "/etc/tscni/etcd.key",
-            caFile: "/etc/tscni/ca.crt", username: "cni", password: "secret", prefix: "/sample/ipam", dialTimeoutMs: 500, requestTimeoutMs: 3000,
+            caFile: "/etc/tscni/ca.crt", username: "cni", password: "secret", prefix: "/sample/ipam", dialTimeoutMs: 500, requestTimeoutMs: 3000, callTimeoutMs: 60000,
           },
         },
         runtimeConfig: { ips: ["10.10.0.7"] },
