@@ -13,15 +13,11 @@ import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { pool, quantile } from "./cluster.mjs";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const BIN = path.join(ROOT, "dist/bin");
 const NS = "tscni-bench-cluster";
-
-const quantile = (xs, q) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.floor(q * s.length))] ?? NaN;
-};
 
 /** Execs cluster-ipam through the launcher (the default install); resolves to { ms, ok, stdout }. */
 function exec(socket, command, conf, containerID) {
@@ -37,19 +33,6 @@ function exec(socket, command, conf, containerID) {
     child.on("close", (code) => resolve({ ms: Number(process.hrtime.bigint() - t0) / 1e6, ok: code === 0, stdout }));
     child.stdin.end(conf);
   });
-}
-
-/** Runs `jobs` `width` at a time. */
-async function pool(jobs, width) {
-  const out = new Array(jobs.length);
-  let next = 0;
-  await Promise.all(Array.from({ length: Math.min(width, jobs.length) }, async () => {
-    while (next < jobs.length) {
-      const i = next++;
-      out[i] = await jobs[i]();
-    }
-  }));
-  return out;
 }
 
 /** One phase: `calls` ({ node, id }) `width` at a time; wall time, p50, p99, failures (with one example). */

@@ -13,7 +13,7 @@ import { fileURLToPath } from "node:url";
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const BIN = path.join(ROOT, "dist/bin");
 
-const quantile = (xs, q) => {
+export const quantile = (xs, q) => {
   const s = [...xs].sort((a, b) => a - b);
   return s[Math.min(s.length - 1, Math.floor(q * s.length))] ?? NaN;
 };
@@ -35,7 +35,7 @@ function exec(type, command, conf, containerID) {
 }
 
 /** Runs `jobs` (functions returning promises) `width` at a time. */
-async function pool(jobs, width) {
+export async function pool(jobs, width) {
   const out = new Array(jobs.length);
   let next = 0;
   await Promise.all(Array.from({ length: Math.min(width, jobs.length) }, async () => {

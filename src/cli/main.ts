@@ -65,20 +65,18 @@ async function run(): Promise<void> {
     });
     return funcs;
   };
+  const call = () => pluginMain(loadPlugin, new VersionInfo(entry.versions), aboutText(name), processIO({ stdinInMemoryFile }));
   // TSCNI_TRACE_PHASES=FILE: this call's phases as one line of FILE (sys/phase-trace.ts; the server's is a flag).
   const traceFile = process.env["TSCNI_TRACE_PHASES"];
-  if (traceFile) {
-    const { enablePhaseTrace, tracedCall } = await import("../sys/phase-trace.js");
-    try {
-      enablePhaseTrace(traceFile);
-    } catch {
-      // an unusable trace file costs the trace, not the call
-    }
-    const env = process.env;
-    return tracedCall({ program: name, command: env["CNI_COMMAND"] ?? "", containerID: env["CNI_CONTAINERID"] ?? "", ifName: env["CNI_IFNAME"] ?? "", where: "exec" },
-      () => pluginMain(loadPlugin, new VersionInfo(entry.versions), aboutText(name), processIO({ stdinInMemoryFile })));
+  if (!traceFile) return call();
+  const { enablePhaseTrace, tracedCall } = await import("../sys/phase-trace.js");
+  try {
+    enablePhaseTrace(traceFile);
+  } catch {
+    // an unusable trace file costs the trace, not the call
   }
-  await pluginMain(loadPlugin, new VersionInfo(entry.versions), aboutText(name), processIO({ stdinInMemoryFile }));
+  const env = process.env;
+  return tracedCall({ program: name, command: env["CNI_COMMAND"] ?? "", containerID: env["CNI_CONTAINERID"] ?? "", ifName: env["CNI_IFNAME"] ?? "", where: "exec" }, call);
 }
 
 run().catch(async (e: unknown) => {

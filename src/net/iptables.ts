@@ -21,7 +21,7 @@ function isIptablesNft(command: string): boolean {
   if (nft === undefined) {
     const file = findTool(command);
     try {
-      nft = file !== undefined && /^xtables-nft-multi$|^(ip6?tables-nft)$/.test(realpathSync(file).split("/").pop()!);
+      nft = file !== undefined && /^(xtables-nft-multi|ip6?tables-nft)$/.test(realpathSync(file).split("/").pop()!);
     } catch {
       nft = false;
     }
