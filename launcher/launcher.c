@@ -738,15 +738,17 @@ static int start_server(const char *plugin, const char *path, int named, const c
 }
 
 /*
- * Waits up to half a second for a server that another caller is starting, trying to connect every 5 ms, as long
- * as someone holds the socket's lock; the connection, or -1. (Calls of a burst that started a server are then
- * served by it, rather than each starting the program itself.)
+ * Waits up to 5 s for a server that another caller is starting, trying to connect every 5 to 20 ms, as long as
+ * someone holds the socket's lock (a server that fails to start lets it go at once); the connection, or -1. Calls
+ * of a burst that started a server are then served by it, rather than each starting the program itself: on a
+ * loaded node a server can take more than a second to listen, and a caller that gives up adds one more program
+ * to the load that slows it (a burst of 100 on 2 cores then ran 83 of its calls itself).
  */
 static int await_server(const char *path) {
   char lock_path[PATH_MAX];
   if (!join(lock_path, path, ".lock")) return -1;
-  for (int i = 0; i < 100; i++) {
-    poll(NULL, 0, 5);
+  for (long long end = clock_ns(CLOCK_BOOTTIME) + 5000000000LL, pause = 5; clock_ns(CLOCK_BOOTTIME) < end; pause = pause < 20 ? pause + 5 : 20) {
+    poll(NULL, 0, (int)pause);
     int absent;
     int fd = connect_server(path, &absent);
     if (fd >= 0 || !absent) return fd;
@@ -823,8 +825,14 @@ static void try_resident(const char *name, int argc, char **argv, const struct b
   if (!getcwd(cwd, sizeof(cwd))) return;
   int absent;
   int fd = connect_server(path, &absent);
-  if (fd < 0 && absent && mode == MODE_AUTO && start_server(name, path, named, program)) fd = await_server(path);
-  if (fd < 0) return;
+  if (fd < 0 && absent && mode == MODE_AUTO && start_server(name, path, named, program)) {
+    fd = await_server(path);
+    if (fd < 0) debug(": the server another call is starting did not answer in time", path, "");
+  }
+  if (fd < 0) {
+    if (!absent) debug(": the server's socket did not take the connection", path, "");
+    return;
+  }
   /* Nothing of the call, not even the hello, goes to a listener that is not provably the server. */
   const char *untrusted = listener_refusal(fd, path);
   if (untrusted) {
@@ -867,6 +875,7 @@ static void try_resident(const char *name, int argc, char **argv, const struct b
   put_u32(hello + 8 + id_len, (uint32_t)req.len);
   unsigned char answer = 0;
   if (send_all(fd, hello, 12 + id_len) || read_all(fd, &answer, 1) || answer != 'Y') {
+    if (answer != 'N') debug(": the server did not answer the hello", path, "");
     if (answer == 'N' && env_value("TSCNI_DEBUG")) {
       unsigned char l[2];
       char reason[256] = "";

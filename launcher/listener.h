@@ -319,6 +319,16 @@ static const char *listener_refusal(int fd, const char *path) {
   int init = pid == 1 && own.nspid_fields == 1;
   if (!read_facts(pid, &l, FACTS_LSM | (have_pidfd ? 0 : FACTS_START), &own)) refusal = "the listener's process cannot be read";
   else refusal = facts_refusal(&l, &own, init);
+  /*
+   * The server's thread enters a container's network namespace for a moment (a sysctl, a netlink socket made
+   * there: sys/thread-netns.ts) and its /proc entry says so meanwhile. Looked at again for up to ~50 ms: a
+   * listener that lives in another network namespace is refused still; one passing through is taken.
+   */
+  for (int again = 0; refusal && again < 25 && strstr(refusal, "another network namespace"); again++) {
+    poll(NULL, 0, 2);
+    if (!read_facts(pid, &l, FACTS_LSM | (have_pidfd ? 0 : FACTS_START), &own)) refusal = "the listener's process cannot be read";
+    else refusal = facts_refusal(&l, &own, init);
+  }
   if (!refusal && !init) {
     if (!lock_ok) refusal = "the server's lock file is missing or not a plain file of root's";
     else if (!holds_flock(pid, &lock)) refusal = "the listener does not hold the server's lock";

@@ -108,6 +108,73 @@ describe("the default server trusts no one it should not", { skip }, () => {
     });
   }
 
+  // The server's thread enters a container's network namespace for a moment (sys/thread-netns.ts), and its /proc
+  // entry says so meanwhile: a caller that looks then must look again, not run its call itself; a listener that
+  // stays in another network namespace is refused as before. And a server that another call is starting, on a
+  // loaded node, may take more than a second to listen: its callers wait for it (5 s at most) rather than each
+  // adding one more program to the load.
+  for (const [how, mode] of [
+    ["passes through another network namespace when the caller looks: the hello is sent", "passing"],
+    ["stays in another network namespace: not one byte", "away"],
+    ["is started by another call and listens after 1.5 s: the caller waits for it and the hello is sent", "slow"],
+  ] as const) {
+    test(`a listener that ${how}`, async () => {
+      const socket = freshSocket();
+      const received = path.join(path.dirname(socket), "..", "received");
+      // A root listener that holds the server's lock, in the test's namespace; it records the bytes it got.
+      // passing/away: it goes to another namespace before it accepts, and (passing) comes back 20 ms after the
+      // connection. slow: it holds the lock 1.5 s before it listens, as a server that starts.
+      const script = `import ctypes, fcntl, os, socket, sys, time
+sock_path, home, away, received, mode = sys.argv[1:6]
+libc = ctypes.CDLL(None, use_errno=True)
+lock = os.open(sock_path + ".lock", os.O_RDWR | os.O_CREAT, 0o600)
+fcntl.flock(lock, fcntl.LOCK_EX)
+if mode == "slow":
+    open(received, "w").close()
+    time.sleep(1.5)
+s = socket.socket(socket.AF_UNIX)
+s.bind(sock_path)
+s.listen(8)
+if mode != "slow":
+    h, a = os.open(home, os.O_RDONLY), os.open(away, os.O_RDONLY)
+    assert libc.setns(a, 0x40000000) == 0
+    open(received, "w").close()
+c, _ = s.accept()
+if mode == "passing":
+    time.sleep(0.02)
+    assert libc.setns(h, 0x40000000) == 0
+c.settimeout(3)
+got = 0
+try:
+    while got < 6:
+        d = c.recv(4096)
+        if not d: break
+        got += len(d)
+except OSError:
+    pass
+with open(received, "a") as f: f.write(str(got) + "\\n")
+`;
+      const away = host.container(`tscni-rtr-${tag}-away${n}`).path;
+      const listener = spawn("nsenter", [...inHost(), "--", "python3", "-c", script, socket, host.ns.path, away, received, mode], { stdio: "inherit" });
+      children.push(listener);
+      await waitFor("the listener has the lock", () => existsSync(received));
+      const conf = hostLocal(`rtrx${tag}${n}`, "10.186.0.0/24");
+      const r = await call(socket, "host-local", "ADD", conf, { CNI_CONTAINERID: "pass1", ...(mode === "slow" ? { TSCNI_RESIDENT: "auto" } : {}) });
+      assert.equal(r.code, 0, r.stdout + r.stderr);
+      await waitFor("the listener is done", () => readFileSync(received, "utf8") !== "");
+      if (mode === "away") {
+        assert.match(r.stderr, /not used: the listener is in another network namespace/);
+        assert.equal(readFileSync(received, "utf8"), "0\n", "not one byte");
+      } else {
+        assert.doesNotMatch(r.stderr, /not used|did not answer in time/);
+        assert.ok(Number(readFileSync(received, "utf8")) >= 6, "the hello reached the listener");
+      }
+      listener.kill("SIGKILL");
+      const del = await call(socket, "host-local", "DEL", conf, { CNI_CONTAINERID: "pass1", TSCNI_RESIDENT: "exec" });
+      assert.equal(del.code, 0, del.stdout);
+    });
+  }
+
   test("the dhcp plugin sends nothing to a daemon socket taken over by a root without capabilities", async () => {
     const dir = path.join(base, "dhcp");
     mkdirSync(dir, { mode: 0o700 });
