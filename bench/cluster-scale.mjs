@@ -25,8 +25,9 @@ function exec(socket, command, conf, containerID) {
     const t0 = process.hrtime.bigint();
     const child = spawn(path.join(BIN, "cluster-ipam"), [], {
       env: { PATH: process.env.PATH, TSCNI_RESIDENT: "auto", TSCNI_RESIDENT_SOCKET: socket, CNI_COMMAND: command, CNI_CONTAINERID: containerID,
-        CNI_NETNS: "/run/netns/bench-none", CNI_IFNAME: "eth0", CNI_PATH: BIN },
-      stdio: ["pipe", "pipe", "ignore"],
+        CNI_NETNS: "/run/netns/bench-none", CNI_IFNAME: "eth0", CNI_PATH: BIN, ...(process.env.TSCNI_DEBUG ? { TSCNI_DEBUG: "1" } : {}) },
+      // TSCNI_DEBUG=1 in the benchmark's environment: the launcher's reasons for running a call itself on stderr.
+      stdio: ["pipe", "pipe", process.env.TSCNI_DEBUG ? "inherit" : "ignore"],
     });
     let stdout = "";
     child.stdout.setEncoding("utf8").on("data", (c) => (stdout += c));
@@ -144,6 +145,7 @@ async function inside(names) {
     await new Promise((r) => setTimeout(r, 1000));
     cluster.stop();
     rmSync(base, { recursive: true, force: true });
+    if (process.env.TSCNI_DEBUG) spawnSync("cp", [`${socket}.log`, "/tmp/tscni-bench-cluster-server.log"]); // kept for the reader
     rmSync(socketDir, { recursive: true, force: true });
   }
   return out;

@@ -331,11 +331,18 @@ static int connect_server(const char *path, int *absent) {
 /* TSCNI_DEBUG's words on stderr: why the call is not served, or what the launcher did. */
 static void debug(const char *what, const char *path, const char *detail) {
   if (!env_value("TSCNI_DEBUG")) return;
-  write_text(2, "tscni launcher: ");
-  write_text(2, path);
-  write_text(2, what);
-  write_text(2, detail);
-  write_text(2, "\n");
+  /* One write: the lines of callers sharing a stderr (a burst's) do not interleave. */
+  char line[1024];
+  size_t len = 0;
+  const char *parts[] = {"tscni launcher: ", path, what, detail, "\n"};
+  for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++) {
+    size_t n = strlen(parts[i]);
+    if (n > sizeof(line) - 1 - len) n = sizeof(line) - 1 - len;
+    memcpy(line + len, parts[i], n);
+    len += n;
+  }
+  if (len > 0 && line[len - 1] != '\n') line[len - 1] = '\n';
+  write_all(2, line, len);
 }
 
 /*
@@ -859,11 +866,12 @@ static void try_resident(const char *name, int argc, char **argv, const struct b
   }
 
   /*
-   * Hello, and the server's answer within 10 s; anything but "Y" means: run it yourself. Generous: a server
-   * swamped by a burst of calls answers late, and callers that give up on it add plugin processes to the load;
-   * a server that is not there is refused at connect, at once. Sending is bounded alike.
+   * Hello, and the server's answer within 60 s; anything but "Y" means: run it yourself. Generous: a server
+   * swamped by a burst of calls answers late (2,000 calls at once on 2 cores: 10 s was not enough for a quarter
+   * of them), and callers that give up on it add plugin processes to the load; a server that is not there is
+   * refused at connect, at once. Sending is bounded alike.
    */
-  struct timeval tv = {.tv_sec = 10};
+  struct timeval tv = {.tv_sec = 60};
   setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
   setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
   unsigned char hello[12 + sizeof(BUILD_ID)];
@@ -874,8 +882,9 @@ static void try_resident(const char *name, int argc, char **argv, const struct b
   memcpy(hello + 8, BUILD_ID, id_len);
   put_u32(hello + 8 + id_len, (uint32_t)req.len);
   unsigned char answer = 0;
+  errno = 0;
   if (send_all(fd, hello, 12 + id_len) || read_all(fd, &answer, 1) || answer != 'Y') {
-    if (answer != 'N') debug(": the server did not answer the hello", path, "");
+    if (answer != 'N') debug(": the server did not answer the hello: ", path, answer ? "not Y" : errno ? error_text(errno) : "it closed the connection");
     if (answer == 'N' && env_value("TSCNI_DEBUG")) {
       unsigned char l[2];
       char reason[256] = "";

@@ -342,6 +342,14 @@ describe("resident mode", { skip }, () => {
     process.kill(-activator.pid!, "SIGKILL");
   });
 
+  test("the socket queues up to 4,096 connections (somaxconn permitting): a burst beyond Bun's 512 waits for the server", async () => {
+    const r = await runCommand("nsenter", [`--net=${host.ns.path}`, "--", "ss", "-lxn"]);
+    const line = r.stdout.split("\n").find((l) => l.includes(` ${socket} `));
+    assert.ok(line, `the server's socket in ss: ${r.stdout}`);
+    const somaxconn = Number(readFileSync("/proc/sys/net/core/somaxconn", "utf8"));
+    assert.equal(Number(line.trim().split(/\s+/)[3]), Math.min(4096, somaxconn), line);
+  });
+
   test("file modes: directories the server makes are 0700, its socket and lock 0600", async () => {
     const base = cleanup.dir("tscni-rsmodes-");
     const savedSocket = socket;

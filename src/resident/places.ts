@@ -3,14 +3,17 @@
  * itself. A call takes a place before its plugin runs and gives it back when it ends, when it times out (its work
  * may go on: it is then "overdue"), or when it has run for `longMs` (it goes on as a "long" call, outside the
  * places: a call waiting on a DHCP server or on etcd must not keep others from running). A call that finds every
- * place taken waits as long as the server makes progress: places given back, or the server (with the tools it
- * runs) busy computing — a burst of calls on a slow machine may give none back for seconds. When for `stallMs`
- * none has been given back and the server has been all but idle (every place is held by a call that waits on
- * something that does not come), or when `size + maxLong` calls run already, it gets no place and is handed back
- * to its caller, which runs it itself (exec mode) — nothing of it has run here.
+ * place taken waits as long as the server makes progress: places given back, the server (with the tools it runs)
+ * busy computing — a burst of calls on a slow machine may give none back for seconds — or the calls that hold the
+ * places getting answers from what they wait on (sys/progress.ts: 2,000 cluster-ipam calls at once wait on a slow
+ * etcd, and each call handed back would become one more program on the node, meeting the same etcd). When for
+ * `stallMs` none of that has happened (every place is held by a call that waits on something that does not come),
+ * or when `size + maxLong` calls run already, it gets no place and is handed back to its caller, which runs it
+ * itself (exec mode) — nothing of it has run here.
  * @module
  */
 import { readFileSync } from "node:fs";
+import { answersNoted } from "../sys/progress.js";
 
 /** What a call holds while it runs. */
 export interface Place {
@@ -53,6 +56,8 @@ interface Waiter {
   timer: NodeJS.Timeout;
   /** The CPU time when the waiter's patience last started. */
   cpuAt: number;
+  /** The answers noted (sys/progress.ts) when the waiter's patience last started. */
+  answersAt: number;
 }
 
 /** The server's places (see the module comment). */
@@ -61,8 +66,12 @@ export class Places {
   private long = 0;
   private readonly waiting: Waiter[] = [];
 
-  /** `cpuMs`: cumulative CPU time of the server (and its tools), the sign of progress when no place is given back. */
-  constructor(readonly limits: PlacesLimits = DEFAULT_PLACES, private readonly cpuMs: () => number = cpuMsWithChildren) {}
+  /**
+   * `cpuMs`: cumulative CPU time of the server (and its tools); `answers`: answers its calls got from outside.
+   * Either moving is the sign of progress when no place is given back.
+   */
+  constructor(readonly limits: PlacesLimits = DEFAULT_PLACES, private readonly cpuMs: () => number = cpuMsWithChildren,
+    private readonly answers: () => number = answersNoted) {}
 
   /** Calls holding a place now. */
   get running(): number {
@@ -88,6 +97,7 @@ export class Places {
         grant: resolve,
         timer: setTimeout(() => this.giveUp(waiter), this.limits.stallMs),
         cpuAt: this.cpuMs(),
+        answersAt: this.answers(),
       };
       this.waiting.push(waiter);
     });
@@ -97,9 +107,11 @@ export class Places {
     const at = this.waiting.indexOf(waiter);
     if (at < 0) return;
     const cpu = this.cpuMs();
-    if (cpu - waiter.cpuAt >= this.limits.stallMs * BUSY_SHARE) {
-      // Busy: the calls that hold the places are working. Patience again.
+    const answers = this.answers();
+    if (cpu - waiter.cpuAt >= this.limits.stallMs * BUSY_SHARE || answers !== waiter.answersAt) {
+      // Busy, or answered: the calls that hold the places are getting on. Patience again.
       waiter.cpuAt = cpu;
+      waiter.answersAt = answers;
       waiter.timer.refresh();
       return;
     }
@@ -135,9 +147,11 @@ export class Places {
   private gaveBack(): void {
     if (this.waiting.length > 0) {
       const cpu = this.cpuMs();
+      const answers = this.answers();
       for (const w of this.waiting) {
         w.timer.refresh();
         w.cpuAt = cpu;
+        w.answersAt = answers;
       }
     }
     this.wake();

@@ -28,6 +28,7 @@ import { clearStartRecord, listenPrivately, prepareSocketDir, removeSocketFile, 
 import { WARM_UP_ROUNDS, warmUp } from "./warm-up.js";
 import { messageOf } from "../spec/errors.js";
 import { tracedCall } from "../sys/phase-trace.js";
+import { bytesWaiting, widenListenQueue } from "../sys/socket-queues.js";
 
 export { DEFAULT_SOCKET } from "./protocol.js";
 
@@ -52,7 +53,7 @@ export interface ServerLimits {
 }
 
 export const DEFAULT_LIMITS: ServerLimits = {
-  connections: 512, pendingBytes: 64 * 1024 * 1024, helloMs: 2_000, requestMs: 10_000, running: DEFAULT_PLACES.size, maxLong: DEFAULT_PLACES.maxLong,
+  connections: 4096, pendingBytes: 64 * 1024 * 1024, helloMs: 10_000, requestMs: 10_000, running: DEFAULT_PLACES.size, maxLong: DEFAULT_PLACES.maxLong,
   stallMs: DEFAULT_PLACES.stallMs, longMs: DEFAULT_PLACES.longMs,
 };
 
@@ -112,6 +113,12 @@ export interface ServerStatus {
   rssBytes: number;
   uptimeSeconds: number;
 }
+
+/** Connections the socket queues before the server accepts them (sys/listen-queue.ts); the kernel caps it at somaxconn. */
+const LISTEN_QUEUE = 4096;
+
+/** The longest a connection waits for its hello to be read however busy the server (see `helloDue`). */
+const HELLO_PATIENCE_MS = 30_000;
 
 /** A server up for this long has started well: the launcher's record of failed starts is cleared. */
 const STARTED_WELL_MS = 30_000;
@@ -227,6 +234,7 @@ export class ResidentServer {
       this.listener = this.newListener();
       listenPrivately(this.listener, this.socketPath).then((made) => {
         this.socketFile = made;
+        return widenListenQueue(this.listener, LISTEN_QUEUE);
       }, (e: Error) => void this.leave(`cannot listen again on ${this.socketPath}: ${e.message}`));
     }, SOCKET_WATCH_MS);
     this.socketWatch.unref();
@@ -241,6 +249,7 @@ export class ResidentServer {
     } else {
       this.socketFile = await listenPrivately(this.listener, this.socketPath);
     }
+    if (!(await widenListenQueue(this.listener, LISTEN_QUEUE)) && (globalThis.process.versions as { bun?: string }).bun) this.opts.log(`the queue of connections keeps Bun's default (512): a burst larger than that runs its calls itself`);
     this.watchSocket();
     this.startedWellTimer = setTimeout(() => this.lockFd >= 0 && clearStartRecord(this.lockFd), STARTED_WELL_MS).unref();
     this.armIdle();
@@ -282,6 +291,7 @@ export class ResidentServer {
   private async leave(reason: string): Promise<void> {
     if (this.leaving !== undefined) return;
     this.leaving = reason;
+    if (this.drops > 0) this.opts.log(`${this.drops} connection(s) dropped since the last report`);
     clearTimeout(this.idleTimer);
     clearTimeout(this.settleTimer);
     clearTimeout(this.startedWellTimer);
@@ -360,7 +370,17 @@ export class ResidentServer {
       else this.refuse(socket, "busy", `the server is busy (${this.connections - 1} connections)`);
       return;
     }
-    timer = setTimeout(() => drop("no hello in time"), this.limits.helloMs);
+    // The hello's time limit is the caller's, not the server's: a connection whose hello waits unread in its
+    // receive queue (a server swamped by a burst reads hellos seconds after they were sent) gets the time again,
+    // up to HELLO_PATIENCE_MS in all. The limit itself is generous (10 s): a launcher of a burst of 2,000 on 2
+    // cores may check the listener for seconds before it sends its hello, and one dropped runs its call itself.
+    const helloDue = () => {
+      timer = setTimeout(() => {
+        if ((bytesWaiting(socket) ?? 0) > 0 && performance.now() - acceptedAt < HELLO_PATIENCE_MS) helloDue();
+        else drop("no hello in time");
+      }, this.limits.helloMs);
+    };
+    helloDue();
 
     socket.on("data", (chunk: Buffer) => {
       try {

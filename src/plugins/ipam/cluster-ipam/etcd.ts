@@ -19,6 +19,7 @@
  */
 import type http from "node:http";
 import { setTimeout as sleep } from "node:timers/promises";
+import { noteAnswer } from "../../../sys/progress.js";
 
 // ---- the request encoding ----------------------------------------------------------------------------
 
@@ -441,6 +442,7 @@ export class EtcdClient {
         res.on("data", (c: Buffer) => chunks.push(c));
         res.on("error", (e) => fail(`reading the answer: ${e.message}`, true));
         res.on("end", () => {
+          noteAnswer(); // a member answered: in the server, calls waiting for a place keep waiting (sys/progress.ts)
           const text = Buffer.concat(chunks).toString("utf8");
           let json: unknown;
           try {
