@@ -196,6 +196,7 @@ static const char *error_text(int e) {
   case 23: return "too many open files in system";
   case 24: return "too many open files";
   case 26: return "text file busy";
+  case 32: return "broken pipe";
   case 36: return "file name too long";
   case 40: return "too many levels of symbolic links";
   default: {

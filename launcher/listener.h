@@ -31,6 +31,8 @@ struct facts {
 
 static const char *const NS_KINDS[4] = {"user", "net", "mnt", "pid"};
 static const char *const NS_WORDS[4] = {"user", "network", "mount", "pid"};
+/* The index of the network namespace in NS_WORDS (and in struct facts' ns). */
+#define NS_NET 1
 
 /* A whole small file into `out` (NUL-terminated); its length, or -1 with errno. */
 static ssize_t read_file(const char *path, char *out, size_t room) {
@@ -162,10 +164,12 @@ static int read_facts(int pid, struct facts *f, int what, const struct facts *li
 
 /*
  * Why the listener with facts `l` is not this caller's server (`own`: this process), or NULL when it is. `init`:
- * the listener is PID 1 (see the header comment).
+ * the listener is PID 1 (see the header comment). `*other_ns`: the index (NS_WORDS) of the namespace that refused
+ * it when that is the reason (the two were both read and differ), else -1.
  */
-static const char *facts_refusal(const struct facts *l, const struct facts *own, int init) {
+static const char *facts_refusal(const struct facts *l, const struct facts *own, int init, int *other_ns) {
   static char why[512];
+  *other_ns = -1;
   if (l->euid != 0) return "the listener does not run as root";
   /* Capabilities first: a caller with fewer may not even read the listener's namespaces. */
   if ((l->cap_eff & own->cap_eff) != own->cap_eff) return "the listener lacks capabilities this caller has";
@@ -176,6 +180,8 @@ static const char *facts_refusal(const struct facts *l, const struct facts *own,
       parts[0] = own->ns_read[i] ? "this caller cannot read the listener's " : "this caller cannot read its own ";
     } else if (own->ns[i].dev == l->ns[i].dev && own->ns[i].ino == l->ns[i].ino) {
       continue;
+    } else {
+      *other_ns = i;
     }
     size_t len = 0;
     for (int k = 0; k < 3; k++) {
@@ -317,17 +323,19 @@ static const char *listener_refusal(int fd, const char *path) {
   }
   const char *refusal = NULL;
   int init = pid == 1 && own.nspid_fields == 1;
+  int other_ns = -1;
   if (!read_facts(pid, &l, FACTS_LSM | (have_pidfd ? 0 : FACTS_START), &own)) refusal = "the listener's process cannot be read";
-  else refusal = facts_refusal(&l, &own, init);
+  else refusal = facts_refusal(&l, &own, init, &other_ns);
   /*
    * The server's thread enters a container's network namespace for a moment (a sysctl, a netlink socket made
    * there: sys/thread-netns.ts) and its /proc entry says so meanwhile. Looked at again for up to ~50 ms: a
    * listener that lives in another network namespace is refused still; one passing through is taken.
    */
-  for (int again = 0; refusal && again < 25 && strstr(refusal, "another network namespace"); again++) {
+  for (int again = 0; refusal && again < 25 && other_ns == NS_NET; again++) {
     poll(NULL, 0, 2);
+    other_ns = -1;
     if (!read_facts(pid, &l, FACTS_LSM | (have_pidfd ? 0 : FACTS_START), &own)) refusal = "the listener's process cannot be read";
-    else refusal = facts_refusal(&l, &own, init);
+    else refusal = facts_refusal(&l, &own, init, &other_ns);
   }
   if (!refusal && !init) {
     if (!lock_ok) refusal = "the server's lock file is missing or not a plain file of root's";

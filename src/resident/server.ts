@@ -114,7 +114,7 @@ export interface ServerStatus {
   uptimeSeconds: number;
 }
 
-/** Connections the socket queues before the server accepts them (sys/listen-queue.ts); the kernel caps it at somaxconn. */
+/** Connections the socket queues before the server accepts them (sys/socket-queues.ts); the kernel caps it at somaxconn. */
 const LISTEN_QUEUE = 4096;
 
 /** The longest a connection waits for its hello to be read however busy the server (see `helloDue`). */
