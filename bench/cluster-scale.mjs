@@ -19,14 +19,12 @@ const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const BIN = path.join(ROOT, "dist/bin");
 const NS = "tscni-bench-cluster";
 
-/** Execs cluster-ipam through the launcher (the default install); resolves to { ms, ok, stdout }. */
+/** Execs cluster-ipam through the launcher (the default install) from Node; resolves to { ms, ok, stdout }. */
 function exec(socket, command, conf, containerID) {
   return new Promise((resolve) => {
     const t0 = process.hrtime.bigint();
     const child = spawn(path.join(BIN, "cluster-ipam"), [], {
-      env: { PATH: process.env.PATH, TSCNI_RESIDENT: "auto", TSCNI_RESIDENT_SOCKET: socket, CNI_COMMAND: command, CNI_CONTAINERID: containerID,
-        CNI_NETNS: "/run/netns/bench-none", CNI_IFNAME: "eth0", CNI_PATH: BIN, ...(process.env.TSCNI_DEBUG ? { TSCNI_DEBUG: "1" } : {}) },
-      // TSCNI_DEBUG=1 in the benchmark's environment: the launcher's reasons for running a call itself on stderr.
+      env: { ...callEnv(socket), CNI_COMMAND: command, CNI_CONTAINERID: containerID },
       stdio: ["pipe", "pipe", process.env.TSCNI_DEBUG ? "inherit" : "ignore"],
     });
     let stdout = "";
@@ -36,10 +34,63 @@ function exec(socket, command, conf, containerID) {
   });
 }
 
-/** One phase: `calls` ({ node, id }) `width` at a time; wall time, p50, p99, failures (with one example). */
+/**
+ * The environment of every call: the launcher and the auto-started server on the benchmark's socket.
+ * TSCNI_DEBUG=1 in the benchmark's environment: the launcher's reasons for running a call itself, on stderr.
+ */
+const callEnv = (socket) => ({ PATH: process.env.PATH, TSCNI_RESIDENT: "auto", TSCNI_RESIDENT_SOCKET: socket, CNI_NETNS: "/run/netns/bench-none",
+  CNI_IFNAME: "eth0", CNI_PATH: BIN, ...(process.env.TSCNI_DEBUG ? { TSCNI_DEBUG: "1" } : {}) });
+
+/** bench/spawn-pool.c, compiled once into `dir` ("" without a C compiler: the calls are then started from Node). */
+let poolPath;
+function spawnPool(dir) {
+  if (poolPath === undefined) {
+    const out = path.join(dir, "spawn-pool");
+    poolPath = spawnSync("cc", ["-O2", "-o", out, path.join(ROOT, "bench/spawn-pool.c")]).status === 0 ? out : "";
+    if (!poolPath) console.log("(no C compiler: calls started from Node, which caps them at about 100 a second on a small VM)");
+  }
+  return poolPath;
+}
+
+/**
+ * Runs `calls` `width` at a time through bench/spawn-pool (as many runtimes would start them), or from Node;
+ * resolves to their { ms, ok, stdout } in order.
+ */
+function runCalls(ctx, command, calls, width) {
+  // A DEL carries the ADD's result as prevResult, as libcni sends it from its cache.
+  const confOf = (c) => (c.prev ? JSON.stringify({ ...JSON.parse(ctx.conf(c.node)), prevResult: JSON.parse(c.prev) }) : ctx.conf(c.node));
+  const runner = spawnPool(ctx.scratch);
+  if (!runner) return pool(calls.map((c) => () => exec(ctx.socket, command, confOf(c), c.id)), width);
+  return new Promise((resolve, reject) => {
+    const child = spawn(runner, [String(width), path.join(BIN, "cluster-ipam")], {
+      env: callEnv(ctx.socket), stdio: ["pipe", "pipe", process.env.TSCNI_DEBUG ? "inherit" : "ignore"],
+    });
+    const chunks = [];
+    child.stdout.on("data", (c) => chunks.push(c));
+    child.on("error", reject);
+    child.on("close", (code) => {
+      if (code !== 0) return reject(new Error(`spawn-pool exited with ${code}`));
+      const buf = Buffer.concat(chunks);
+      const results = new Array(calls.length);
+      for (let at = 0; at < buf.length;) {
+        const eol = buf.indexOf(10, at);
+        const [index, ms, status, len] = buf.subarray(at, eol).toString().split(" ").map(Number);
+        results[index] = { ms, ok: status === 0, stdout: buf.subarray(eol + 1, eol + 1 + len).toString() };
+        at = eol + 1 + len;
+      }
+      resolve(results);
+    });
+    child.stdin.end(calls.map((c) => `${command}\t${c.id}\t${confOf(c)}\n`).join(""));
+  });
+}
+
+/** The DELs of `calls` after `add`: each with its ADD's result when it had one. */
+const withResults = (calls, add) => calls.map((c, i) => (add.results[i]?.ok ? { ...c, prev: add.results[i].stdout } : c));
+
+/** One phase: `calls` ({ node, id, prev? }) `width` at a time; wall time, p50, p99, failures (with one example). */
 async function phase(ctx, command, calls, width) {
   const t0 = process.hrtime.bigint();
-  const results = await pool(calls.map((c) => () => exec(ctx.socket, command, ctx.conf(c.node), c.id)), width);
+  const results = await runCalls(ctx, command, calls, width);
   const ms = results.map((r) => r.ms);
   const failed = results.filter((r) => !r.ok);
   return { wallMs: Number(process.hrtime.bigint() - t0) / 1e6, p50: quantile(ms, 0.5), p99: quantile(ms, 0.99), failures: failed.length,
@@ -48,20 +99,21 @@ async function phase(ctx, command, calls, width) {
 
 const SCENARIOS = {
   async scale(ctx) {
-    const calls = Array.from({ length: 10_000 }, (_, i) => ({ node: `node-${i % 1000}`, id: `scale-${i}` }));
+    const total = Number(process.env.TSCNI_BENCH_SCALE_CALLS ?? 10_000);
+    const calls = Array.from({ length: total }, (_, i) => ({ node: `node-${i % (total / 10)}`, id: `scale-${i}` }));
     const before = await ctx.kvRequests();
     const add = await phase(ctx, "ADD", calls, 100);
     const roundTrips = (await ctx.kvRequests() - before) / calls.length;
     const check = await ctx.check(calls, add);
     const blocks = check.blocks;
-    const del = await phase(ctx, "DEL", calls, 100);
+    const del = await phase(ctx, "DEL", withResults(calls, add), 100);
     return { name: "10,000 allocations over 1,000 nodes, 100 at once", add, del, roundTrips, blocks, ...check, left: (await ctx.check()).allocations };
   },
   async overload(ctx) {
     const calls = Array.from({ length: 2000 }, (_, i) => ({ node: `node-${i % 200}`, id: `overload-${i}` }));
     const add = await phase(ctx, "ADD", calls, calls.length);
     const check = await ctx.check(calls, add);
-    const del = await phase(ctx, "DEL", calls, calls.length);
+    const del = await phase(ctx, "DEL", withResults(calls, add), calls.length);
     return { name: "2,000 calls at once over 200 nodes", add, del, ...check, left: (await ctx.check()).allocations };
   },
   async full(ctx) {
@@ -105,7 +157,7 @@ async function inside(names) {
       const etcd = new EtcdClient({ endpoints: cluster.endpoints, dialTimeoutMs: 2000, requestTimeoutMs: 30_000 });
       const prefix = `/tscni/ipam/${network}/`;
       const ctx = {
-        socket, conf,
+        socket, conf, scratch: socketDir,
         kvRequests: () => cluster.metric(/^grpc_server_handled_total\{grpc_code="[A-Za-z]+",grpc_method="(Range|Txn|Put|DeleteRange)",grpc_service="etcdserverpb\.KV"/),
         /**
          * From etcd: the allocation records, the blocks claimed, and the duplicates: successful ADDs (of `phase`)

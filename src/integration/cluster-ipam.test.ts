@@ -147,6 +147,53 @@ describe("cluster-ipam on a 3-member etcd cluster", { skip }, () => {
     assert.ok(statusErr instanceof CniError && statusErr.code === 50 && /no free address in range set 10\.72\.0\.1-10\.72\.0\.30 \(29 addresses, all allocated\)/.test(statusErr.msg), String(statusErr));
   });
 
+  test("more nodes than blocks fill a pool at once: every address handed out once, the next ADD is refused as exhausted", async () => {
+    // 10.73.0.0/24 in /29 blocks: 253 addresses (without .0, .1, .255) in 32 blocks, wanted by 64 nodes at once, so
+    // half the nodes borrow, all racing for the last free addresses of the others' blocks.
+    const conf = network({ ranges: [[{ subnet: "10.73.0.0/24" }]], blockSize: 29 });
+    const pods = Array.from({ length: 253 }, (_, i) => ({ node: `fill-${i % 64}`, id: `fill-${i}` }));
+    const results = await Promise.all(pods.map((p) => settle(add(args(conf(p.node), p.id)))));
+    assert.deepEqual(results.filter((r) => r instanceof CniError).map((e) => (e as CniError).msg).slice(0, 3), []);
+    assert.equal(new Set((results as Result100[]).map((r) => addrs(r)[0])).size, 253);
+    const next = await settle(add(args(conf("fill-extra"), "fill-extra")));
+    assert.ok(next instanceof CniError && /^no IP addresses available in range set 10\.73\.0\.1-10\.73\.0\.254: all 253 addresses are allocated/.test(next.msg), String(next));
+    // Any 20 pods go; 20 new pods on other nodes get exactly their addresses.
+    const freed = pods.filter((_, i) => i % 12 === 0).slice(0, 20);
+    const freedIPs = new Set(freed.map((p) => addrs(results[pods.indexOf(p)] as Result100)[0]));
+    await Promise.all(freed.map((p) => del(args(conf(p.node), p.id))));
+    const again = await Promise.all(Array.from({ length: 20 }, (_, i) => settle(add(args(conf(`fill-${1 + (i % 11)}`), `again-${i}`)))));
+    assert.deepEqual(again.filter((r) => r instanceof CniError).map((e) => (e as CniError).msg), []);
+    assert.deepEqual(new Set((again as Result100[]).map((r) => addrs(r)[0])), freedIPs);
+  });
+
+  test("one round trip: a node's next ADD takes the free address it remembers; a DEL with the ADD's result deletes it", async () => {
+    const conf = network({ ranges: [[{ subnet: "10.74.0.0/24" }]] });
+    const store = storeOf(conf("node-a"));
+    await add(args(conf("node-a"), "rt-warm")); // node-a claims its block and remembers it
+    let sent = etcdRequestsSent();
+    const second = await add(args(conf("node-a"), "rt-1"));
+    assert.equal(etcdRequestsSent() - sent, 1, "the second ADD: one transaction");
+    // An address someone else took meanwhile (here: a record put by hand) only costs the guess: the next is used.
+    const taken = `10.74.0.${Number(addrs(second)[0]!.split(".")[3]) + 1}`;
+    const rec = (await store.allocations()).find((a) => a.containerID === "rt-1")!;
+    await add(args(conf("node-a"), "rt-2", "eth0", `IP=${taken}`)); // requested: no guess, the usual path
+    sent = etcdRequestsSent();
+    const third = await add(args(conf("node-a"), "rt-3"));
+    assert.notEqual(addrs(third)[0], taken);
+    assert.ok(etcdRequestsSent() - sent <= 2, `a stale guess costs at most the usual round trips (${etcdRequestsSent() - sent})`);
+
+    // DEL with prevResult: one transaction; DEL again (nothing left) and a prevResult naming an address of
+    // another attachment release nothing of anyone else.
+    const withPrev = (id: string, r: Result100) => args({ ...conf("node-a"), prevResult: r }, id);
+    sent = etcdRequestsSent();
+    await del(withPrev("rt-1", second));
+    assert.equal(etcdRequestsSent() - sent, 1, "DEL with the ADD's result: one transaction");
+    assert.equal((await store.allocations()).some((a) => a.ip === rec.ip), false);
+    await del(withPrev("rt-1", second));
+    await del(withPrev("rt-x", third)); // rt-3's address, named by another attachment's DEL
+    assert.ok((await store.allocations()).some((a) => a.containerID === "rt-3" && a.ip === addrs(third)[0]), "rt-3 keeps its address");
+  });
+
   test("requested IPs are honoured and refused clearly when taken or excluded; dual stack in one transaction", async () => {
     const conf = network({ ranges: [[{ subnet: "10.73.0.0/24" }], [{ subnet: "fd73::/64" }]], exclude: ["10.73.0.100"] });
     const r1 = await add(args(conf("node-a"), "req1", "eth0", "IgnoreUnknown=1;IP=10.73.0.50"));

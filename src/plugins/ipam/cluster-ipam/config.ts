@@ -12,6 +12,7 @@ import { tryParseCIDR, tryParseIP, type IPAddress, type IPCidr } from "../../../
 import { addressBits } from "../../../spec/ip-math.js";
 import { compactDNS, DNS_TYPE, type DNS, type Route } from "../../../spec/result/common.js";
 import { NET_CONF_FIELDS, type GCAttachment } from "../../../spec/config.js";
+import { isJsonObject, type JsonObject } from "../../../spec/json.js";
 import { int, list, ptr, string, struct, type Decoded } from "../../../spec/go-decode.js";
 import { loadPluginConf } from "../../../skel/conf.js";
 import { checkAddressesPerFamily, IPAM_ARGS_FIELD, parseRoutes, requireIpam, ROUTES_FIELD } from "../ipam-config.js";
@@ -167,7 +168,9 @@ function parseExclude(values: readonly string[] | undefined): Array<{ cidr: IPCi
 }
 
 /** Decodes stdin, requires `ipam`, and reads where the pool is (what every verb needs). */
-function loadInput(stdin: Buffer): { input: Input; ipam: IpamInput; location: PoolLocation; validAttachments?: GCAttachment[] } {
+function loadInput(stdin: Buffer): {
+  input: Input; ipam: IpamInput; location: PoolLocation; validAttachments?: GCAttachment[]; prevResult?: JsonObject;
+} {
   const { conf, raw } = loadPluginConf(stdin);
   const input = decodeConfig(CLUSTER_IPAM_SCHEMA, raw);
   const ipam = requireIpam(input.ipam);
@@ -176,7 +179,8 @@ function loadInput(stdin: Buffer): { input: Input; ipam: IpamInput; location: Po
     network: conf.name, cniVersion: conf.cniVersion, etcd: settings, keyPrefix: `${prefix}/${conf.name}/`,
     node: parseNodeName(ipam.nodeName), lockDir: ipam.lockDir || DEFAULT_LOCK_DIR,
   };
-  return { input, ipam, location, ...(conf.validAttachments ? { validAttachments: conf.validAttachments } : {}) };
+  return { input, ipam, location, ...(conf.validAttachments ? { validAttachments: conf.validAttachments } : {}),
+    ...(conf.prevResult ? { prevResult: conf.prevResult } : {}) };
 }
 
 /** The pools of the ranges; blockSize and exclusions checked. */
@@ -205,9 +209,23 @@ export function parseClusterIpamConfig(stdin: Buffer, cniArgs: string): ClusterI
  * What DEL and GC need: where the pool is, and GC's valid attachments. The ranges are not read (a DEL must not
  * fail on a range it has no use for).
  */
-export function parseLocation(stdin: Buffer): PoolLocation & { validAttachments: GCAttachment[] } {
-  const { location, validAttachments } = loadInput(stdin);
-  return { ...location, validAttachments: validAttachments ?? [] };
+export function parseLocation(stdin: Buffer): PoolLocation & { validAttachments: GCAttachment[]; prevAddresses: IPAddress[] } {
+  const { location, validAttachments, prevResult } = loadInput(stdin);
+  return { ...location, validAttachments: validAttachments ?? [], prevAddresses: addressesOf(prevResult) };
+}
+
+/**
+ * The addresses of a prevResult (`ips[].address`, as 0.3.0 and later write it), for DEL's first round trip; an
+ * entry that does not parse is left out, and a prevResult of another shape gives none (DEL then reads etcd).
+ */
+function addressesOf(prevResult: JsonObject | undefined): IPAddress[] {
+  const ips = prevResult?.["ips"];
+  if (!Array.isArray(ips)) return [];
+  return ips.flatMap((entry): IPAddress[] => {
+    const address = isJsonObject(entry) ? entry["address"] : undefined;
+    const ip = typeof address === "string" ? tryParseIP(address.split("/")[0]!) : undefined;
+    return ip ? [ip] : [];
+  });
 }
 
 /** What STATUS needs: the location and the pools (to tell a full range set). */

@@ -13,14 +13,15 @@ import { readFileSync } from "node:fs";
 import { ensureStateDir, writeFileInPlaceSync } from "../../../sys/state.js";
 import * as path from "../../../sys/posix-path.js";
 import { CniError, failure, invalidConfig, pluginNotAvailable, tryAgainLater } from "../../../spec/errors.js";
-import { parseIP } from "../../../spec/ip.js";
+import { parseIP, tryParseIP } from "../../../spec/ip.js";
 import { ipToBigInt } from "../../../spec/ip-math.js";
 import { IMPLEMENTED_100, type Result100 } from "../../../spec/result/types100.js";
 import { withLockFile } from "../../common/lock-file.js";
 import type { CmdArgs, PluginModule } from "../../../skel/skel.js";
 import { CLUSTER_IPAM_SCHEMA, parseClusterIpamConfig, parseLocation, parsePoolLocation, readEtcdFiles, type PoolLocation } from "./config.js";
 import { EtcdClient, EtcdRequestError, EtcdUnavailableError } from "./etcd.js";
-import { PoolStore } from "./store.js";
+import { PoolStore, type BlockMemory } from "./store.js";
+import { parseBlockKey } from "./blocks.js";
 
 /** The store of a network, with a client made from the config (the TLS files read now). */
 export function openStore(location: PoolLocation): PoolStore {
@@ -61,16 +62,45 @@ function withNodeLock<T>(location: PoolLocation, fn: () => Promise<T>): Promise<
 }
 
 /**
- * The node's blocks as of its last ADD, kept beside its lock (`<lockDir>/<network>.<node>.blocks`, written under
- * the lock): only a hint that lets ADD read their addresses in its first round trip. etcd's node index decides.
+ * The node's blocks as of its last ADD, kept beside its lock (`<lockDir>/<network>.<node>.blocks`, rewritten under
+ * the lock): one line per block, `<block> <hex>`, the hex a bit mask of the block's addresses in use then (bit n:
+ * the block's first address + n), absent when they were not read. Only a hint: it lets ADD take a free address
+ * in its first round trip (store.ts); etcd's node index and compare-and-swap decide.
  */
 const blocksHintFile = (location: PoolLocation): string => path.join(location.lockDir, `${location.network}.${location.node}.blocks`);
 
-function readBlocksHint(location: PoolLocation): string[] {
+/** The hint's lines; a line that does not parse is left out (a torn write, another version's format). */
+export function parseBlocksHint(text: string): BlockMemory[] {
+  return text.split("\n").flatMap((line): BlockMemory[] => {
+    const m = /^(\S+-\d{1,3})(?: ([0-9a-f]{1,1024}))?$/.exec(line);
+    if (!m) return [];
+    const block = parseBlockKey(m[1]!, tryParseIP);
+    if (!block) return [];
+    if (m[2] === undefined) return [{ block: m[1]! }];
+    const mask = BigInt(`0x${m[2]}`);
+    const used = new Set<bigint>();
+    for (let n = 0n, bits = mask; bits > 0n; n++, bits >>= 1n) if (bits & 1n) used.add(block.first + n);
+    return [{ block: m[1]!, used }];
+  });
+}
+
+/** The hint's text for `memory`. */
+export function formatBlocksHint(memory: readonly BlockMemory[]): string {
+  return memory.map((m) => {
+    const block = parseBlockKey(m.block, tryParseIP);
+    if (!block || !m.used) return `${m.block}\n`;
+    let mask = 0n;
+    for (const a of m.used) if (a >= block.first && a <= block.last) mask |= 1n << (a - block.first);
+    return `${m.block} ${mask.toString(16)}\n`;
+  }).join("");
+}
+
+function readBlocksHint(location: PoolLocation): { text: string; memory: BlockMemory[] } {
   try {
-    return readFileSync(blocksHintFile(location), "utf8").split("\n").filter((l) => l !== "");
+    const text = readFileSync(blocksHintFile(location), "utf8");
+    return { text, memory: parseBlocksHint(text) };
   } catch {
-    return [];
+    return { text: "", memory: [] };
   }
 }
 
@@ -79,10 +109,11 @@ export async function add(args: CmdArgs): Promise<Result100> {
   const store = openStore(conf);
   const allocated = await withNodeLock(conf, async () => {
     const hint = readBlocksHint(conf);
-    const r = await guarded("ADD", () => store.allocate(args.containerID, args.ifName, conf.pools, conf.requestedIPs, hint));
-    if (r.blocks.join("\n") !== hint.join("\n")) {
+    const r = await guarded("ADD", () => store.allocate(args.containerID, args.ifName, conf.pools, conf.requestedIPs, hint.memory));
+    const text = formatBlocksHint(r.remembered);
+    if (text !== hint.text) {
       try {
-        writeFileInPlaceSync(blocksHintFile(conf), r.blocks.map((b) => `${b}\n`).join(""), 0o600);
+        writeFileInPlaceSync(blocksHintFile(conf), text, 0o600);
       } catch { /* only a hint */ }
     }
     return r.allocated;
@@ -114,7 +145,7 @@ export async function check(args: CmdArgs): Promise<void> {
 export async function del(args: CmdArgs): Promise<void> {
   const location = parseLocation(args.stdinData);
   const store = openStore(location);
-  await guarded("DEL", () => store.release(args.containerID, args.ifName));
+  await guarded("DEL", () => store.release(args.containerID, args.ifName, location.prevAddresses));
 }
 
 /** Ready when etcd answers and every range set has a free address (code 50 otherwise, as the spec asks). */

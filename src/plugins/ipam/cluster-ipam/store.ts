@@ -24,7 +24,7 @@ import { tryParseIP, type IPAddress } from "../../../spec/ip.js";
 import {
   addressKey, addressOfKey, blockAddressKeyRange, blockKey, nodeHash, parseBlockKey, type Block, type BlockPool,
 } from "./blocks.js";
-import type { Compare, EtcdClient, KeyValue, RangeOp, RequestOp } from "./etcd.js";
+import type { Compare, EtcdClient, KeyValue, RangeOp, RangeResult, RequestOp } from "./etcd.js";
 
 /** An allocation as recorded under its address key (and its handle key). */
 export interface AllocationRecord {
@@ -64,6 +64,45 @@ export interface BlockInfo extends BlockRecord {
 export interface Allocated {
   pool: BlockPool;
   ip: IPAddress;
+}
+
+/**
+ * One of a node's blocks as the node remembers it between its ADDs: the block's key and, when the last ADD read
+ * them, the addresses in use then (addresses released since still count as used: the guess only errs towards a
+ * fuller block). Only a hint: etcd's node index and compare-and-swap decide.
+ */
+export interface BlockMemory {
+  block: string;
+  used?: ReadonlySet<bigint>;
+}
+
+/** An address an ADD guesses is free in one of the node's blocks (from the node's memory). */
+interface Guess {
+  pool: BlockPool;
+  ip: IPAddress;
+  block: Block;
+}
+
+/**
+ * For each pool, the first address the node's memory says is free in one of its blocks; undefined unless every
+ * pool has one (only then can one transaction take them all).
+ */
+function guessFree(pools: readonly BlockPool[], hinted: ReadonlyArray<{ block: Block; used?: ReadonlySet<bigint> | undefined }>): Guess[] | undefined {
+  const guesses: Guess[] = [];
+  for (const pool of pools) {
+    let found: Guess | undefined;
+    for (const h of hinted) {
+      if (!h.used || !pool.hasBlock(h.block)) continue;
+      const n = pool.addresses(h.block).find((a) => !h.used!.has(a));
+      if (n !== undefined) {
+        found = { pool, ip: ipFromBigInt(n, pool.family)!, block: h.block };
+        break;
+      }
+    }
+    if (!found) return undefined;
+    guesses.push(found);
+  }
+  return guesses;
 }
 
 /** What a failed allocation says: no address left (the message names the range set). */
@@ -122,26 +161,84 @@ export class PoolStore {
    * Allocates one address from each pool for (containerID, ifname): the attachment's existing addresses when it
    * has them (a retry), else the requested ones, else free addresses of this node's blocks, claiming a free block
    * when they are full, and borrowing from other nodes' blocks only when no block is free.
+   *
+   * `remembered`: this node's blocks as of its last ADD (kept on the node: a hint, never trusted for correctness).
+   * When it says where a free address is, the first round trip already tries to take it: a transaction whose
+   * comparisons hold only if the address is free and the block still this node's (its node index key exists),
+   * and whose other branch reads what the usual first round trip reads, so a wrong guess costs nothing more.
+   * Returns what to remember for the next ADD.
    */
   async allocate(containerID: string, ifname: string, pools: readonly BlockPool[], requested: readonly IPAddress[],
-    knownBlocks: readonly string[] = []): Promise<{ allocated: Allocated[]; blocks: string[] }> {
-    // The blocks this node had last time (a hint kept on the node) are read along, saving a round trip; the node
-    // index read in the same transaction says which of them are still this node's.
-    const hinted = knownBlocks.map((k) => parseBlockKey(k, tryParseIP)).filter((b): b is Block => b !== undefined).slice(0, MAX_OPS - 2);
-    const [handles, mine, ...hintedUsed] = await this.etcd.ranges([
+    remembered: readonly BlockMemory[] = []): Promise<{ allocated: Allocated[]; remembered: BlockMemory[] }> {
+    // The remembered blocks are read along, saving a round trip; the node index read in the same transaction says
+    // which of them are still this node's.
+    const hinted = remembered.flatMap((m) => {
+      const block = parseBlockKey(m.block, tryParseIP);
+      return block ? [{ block, used: m.used }] : [];
+    }).slice(0, MAX_OPS - 2);
+    const reads: Array<RangeOp["range"]> = [
       { key: this.handlePrefix(containerID, ifname), prefix: true },
       { key: `${this.prefix}nodes/${this.where.node}/`, prefix: true, keysOnly: true },
-      ...hinted.map((b) => this.blockAddresses(b)),
-    ]);
+      ...hinted.map((h) => this.blockAddresses(h.block)),
+    ];
+    let first: RangeResult[] | undefined;
+    const guesses = requested.length === 0 ? guessFree(pools, hinted) : undefined;
+    if (guesses) {
+      const r = await this.tryGuesses(containerID, ifname, guesses, reads);
+      if (Array.isArray(r)) {
+        const memory = hinted.map((h) => ({ block: blockKey(h.block), used: new Set(h.used) }));
+        for (const g of r) memory.find((m) => m.block === blockKey(g.block))?.used.add(ipToBigInt(g.ip));
+        return { allocated: r.map((g) => ({ pool: g.pool, ip: g.ip })), remembered: memory };
+      }
+      first = r.reads;
+    }
+    first ??= await this.etcd.ranges(reads);
+    const [handles, mine, ...hintedUsed] = first;
     const held = handles!.kvs.map((kv) => PoolStore.addressOfKeyTail(kv.key)).filter((ip): ip is IPAddress => ip !== undefined);
     const myBlocks = mine!.kvs.map((kv) => kv.key.slice(kv.key.lastIndexOf("/") + 1))
       .map((k) => parseBlockKey(k, tryParseIP)).filter((b): b is Block => b !== undefined);
     const search = new BlockSearch(this, pools, myBlocks);
-    hinted.forEach((b, i) => {
-      if (myBlocks.some((m) => blockKey(m) === blockKey(b))) search.preload(b, this.usedOf(hintedUsed[i]?.kvs ?? []));
+    hinted.forEach((h, i) => {
+      if (myBlocks.some((m) => blockKey(m) === blockKey(h.block))) search.preload(h.block, this.usedOf(hintedUsed[i]?.kvs ?? []));
     });
     const allocated = await this.allocateWith(search, containerID, ifname, pools, held, requested);
-    return { allocated, blocks: search.mine.map(blockKey) };
+    for (const a of allocated) {
+      const block = a.pool.blockOf(a.ip);
+      if (block) search.markTaken(0, block, a.ip);
+    }
+    return { allocated, remembered: search.memory() };
+  }
+
+  /**
+   * The first round trip when the node remembers free addresses: takes them all if each is free and its block is
+   * still this node's (one transaction); else answers what `reads` read. Returns the addresses taken, or the reads.
+   */
+  private async tryGuesses(containerID: string, ifname: string, guesses: readonly Guess[],
+    reads: ReadonlyArray<RangeOp["range"]>): Promise<Guess[] | { reads: RangeResult[] }> {
+    const values = guesses.map((g) => JSON.stringify(this.record(containerID, ifname, g.ip, g.block)));
+    const handles: RequestOp = { range: { key: this.handlePrefix(containerID, ifname), prefix: true, keysOnly: true } };
+    const txn = await this.etcd.txn(
+      guesses.flatMap((g): Compare[] => [
+        { key: this.ipKey(g.ip), createRevision: 0 },
+        { key: this.affinityKey(this.where.node, g.block), createRevision: 0, result: "GREATER" },
+      ]),
+      [...guesses.flatMap((g, i): RequestOp[] => [
+        { put: { key: this.ipKey(g.ip), value: values[i]! } }, { put: { key: this.handleKey(containerID, ifname, g.ip), value: values[i]! } },
+      ]), handles],
+      reads.map((range) => ({ range })),
+    );
+    if (!txn.succeeded) {
+      return { reads: txn.responses.map((r) => (r.kind === "range" ? { kvs: r.kvs, count: r.count, more: r.more, revision: txn.revision } : { kvs: [], count: 0, more: false, revision: txn.revision })) };
+    }
+    const after = txn.responses.at(-1);
+    if (after?.kind === "range" && after.kvs.length === guesses.length) return [...guesses];
+    // The attachment held addresses already (a retry of an ADD whose answer was lost): give back the ones just
+    // taken — each only while it still holds exactly this record — and let the usual path return the old ones.
+    await this.etcd.txn(
+      guesses.map((g, i): Compare => ({ key: this.ipKey(g.ip), value: values[i]! })),
+      guesses.flatMap((g): RequestOp[] => [{ deleteRange: { key: this.ipKey(g.ip) } }, { deleteRange: { key: this.handleKey(containerID, ifname, g.ip) } }]),
+    );
+    return { reads: await this.etcd.ranges(reads) };
   }
 
   /** The range read of a block's address keys. */
@@ -199,14 +296,18 @@ export class PoolStore {
       const txn = await this.etcd.txn(
         entries.map(([, p]): Compare => ({ key: this.ipKey(p.ip), createRevision: 0 })),
         ops,
-        entries.map(([, p]): RequestOp => ({ range: { key: this.ipKey(p.ip) } })),
+        // On a conflict: who has each address, and what the block holds now, so the next pick is a fresh one
+        // (under contention a whole block fills while a used set read once gets older).
+        entries.flatMap(([, p]): RequestOp[] => [{ range: { key: this.ipKey(p.ip) } }, { range: this.blockAddresses(p.block) }]),
       );
       if (txn.succeeded) {
         for (const [i, p] of entries) result[i] = p.ip;
         continue;
       }
       for (const [n, [i, p]] of entries.entries()) {
-        const resp = txn.responses[n];
+        const resp = txn.responses[2 * n];
+        const now = txn.responses[2 * n + 1];
+        if (now?.kind === "range") search.refresh(p.block, this.usedOf(now.kvs));
         const kv = resp?.kind === "range" ? resp.kvs[0] : undefined;
         if (!kv) continue; // free: only another address of this transaction was taken
         if (this.isOurs(kv.value, containerID, ifname)) {
@@ -283,8 +384,27 @@ export class PoolStore {
     });
   }
 
-  /** Releases the attachment's addresses; nothing to release is success. Returns the addresses released. */
-  async release(containerID: string, ifname: string): Promise<string[]> {
+  /**
+   * Releases the attachment's addresses; nothing to release is success. Returns the addresses released.
+   *
+   * `known`: the addresses the runtime says the ADD gave (its prevResult). Then the first round trip already
+   * deletes them, in one transaction whose comparisons hold only if each one's handle key and address key exist:
+   * the two are only ever written and deleted together (every write of this file), so while the handle exists
+   * the address key holds this attachment's record. Anything else (an address not ours, others left) takes the
+   * usual path: read the handles, then delete what still holds exactly their record.
+   */
+  async release(containerID: string, ifname: string, known: readonly IPAddress[] = []): Promise<string[]> {
+    if (known.length > 0) {
+      const exists = (key: string): Compare => ({ key, createRevision: 0, result: "GREATER" });
+      const txn = await this.etcd.txn(
+        known.flatMap((ip) => [exists(this.handleKey(containerID, ifname, ip)), exists(this.ipKey(ip))]),
+        [...known.flatMap((ip): RequestOp[] => [{ deleteRange: { key: this.ipKey(ip) } }, { deleteRange: { key: this.handleKey(containerID, ifname, ip) } }]),
+          { range: { key: this.handlePrefix(containerID, ifname), prefix: true, countOnly: true } }],
+      );
+      const left = txn.responses.at(-1);
+      if (txn.succeeded && left?.kind === "range" && left.count === 0) return known.map((ip) => ip.text);
+      if (txn.succeeded) return [...known.map((ip) => ip.text), ...await this.release(containerID, ifname)];
+    }
     const held = await this.allocationsOf(containerID, ifname);
     if (held.length === 0) return [];
     const handleOf = (a: StoredAllocation) => this.handleKey(containerID, ifname, tryParseIP(a.ip)!);
@@ -419,8 +539,29 @@ class BlockSearch {
     this.used.set(blockKey(block), used);
   }
 
+  /**
+   * The used addresses of `block` as just read after a lost race for one of its addresses. A race lost in another
+   * node's block means borrowers compete for the last free addresses of the pool: every other node's block read
+   * before is forgotten, so the next pick reads them again (one round trip) instead of trying stale ones one by one.
+   */
+  refresh(block: Block, used: Set<bigint>): void {
+    const key = blockKey(block);
+    if (!this.mine.some((m) => blockKey(m) === key)) {
+      for (const k of [...this.used.keys()]) if (!this.mine.some((m) => blockKey(m) === k)) this.used.delete(k);
+    }
+    this.used.set(key, used);
+  }
+
   markTaken(_pool: number, block: Block, ip: IPAddress): void {
     this.used.get(blockKey(block))?.add(ipToBigInt(ip));
+  }
+
+  /** What the node remembers for its next ADD: its blocks, with the addresses in use where they were read. */
+  memory(): BlockMemory[] {
+    return this.mine.map((b) => {
+      const used = this.used.get(blockKey(b));
+      return used ? { block: blockKey(b), used } : { block: blockKey(b) };
+    });
   }
 
   /** The first free address of `blocks` (whose used sets are loaded), or undefined. */
@@ -431,6 +572,21 @@ class BlockSearch {
       if (n !== undefined) return { ip: ipFromBigInt(n, pool.family)!, block };
     }
     return undefined;
+  }
+
+  /**
+   * A free address of `blocks` picked at random: nodes that borrow at once (a pool nearly full) would otherwise
+   * all want the same first free address, and each lost compare-and-swap is one more round for all but one.
+   */
+  private randomFreeIn(pool: BlockPool, blocks: readonly Block[]): { ip: IPAddress; block: Block } | undefined {
+    const free: Array<{ n: bigint; block: Block }> = [];
+    for (const block of blocks) {
+      const used = this.used.get(blockKey(block))!;
+      for (const n of pool.addresses(block)) if (!used.has(n)) free.push({ n, block });
+    }
+    if (free.length === 0) return undefined;
+    const pick = free[Math.floor(Math.random() * free.length)]!;
+    return { ip: ipFromBigInt(pick.n, pool.family)!, block: pick.block };
   }
 
   private async load(blocks: readonly Block[]): Promise<void> {
@@ -472,7 +628,7 @@ class BlockSearch {
       .map((k) => parseBlockKey(k, tryParseIP))
       .filter((b): b is Block => b !== undefined && pool.hasBlock(b) && !this.mine.some((m) => blockKey(m) === blockKey(b)));
     await this.load(others);
-    const borrowed = this.freeIn(pool, others);
+    const borrowed = this.randomFreeIn(pool, others);
     if (borrowed) return borrowed;
     throw noAddresses(pool, `all ${pool.size()} addresses are allocated (every block is claimed and full)`);
   }
