@@ -4,10 +4,14 @@
 // benchmark's own, in a network namespace of its own). Scenarios:
 //   scale     10,000 allocations over 1,000 simulated nodes, 100 calls at once, then the DELs
 //   overload  2,000 calls at once over 200 nodes (ADD, then DEL)
-//   full      a /20 pool (4,094 addresses) over 100 nodes, 4,094 ADDs at once, then the 4,095th, then 100 DELs
-//             on some nodes and 100 ADDs on other nodes (which must get exactly the freed addresses)
+//   full      a /20 pool (4,093 addresses: 4,094 hosts less the gateway) over 100 nodes, 4,093 ADDs at once, then one
+//             more (which must fail: pool exhausted), then 100 DELs on some nodes and 100 ADDs on other nodes
+//             (which must get exactly the freed addresses)
+//   floor     the scale run's 10,000 calls with a config the server refuses before any etcd request: what starting
+//             the processes and handing the calls to the server costs on this machine, nothing of the IPAM
+// TSCNI_BENCH_SCALE_CALLS=N runs scale and floor with N calls over N/10 nodes.
 // Duplicates are counted from etcd's allocation records, not from the results.
-//   node bench/cluster-scale.mjs [scale] [overload] [full]      (default: all three)
+//   node bench/cluster-scale.mjs [scale] [overload] [full] [floor]      (default: all four)
 import { execFileSync, spawn, spawnSync } from "node:child_process";
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
@@ -116,8 +120,16 @@ const SCENARIOS = {
     const del = await phase(ctx, "DEL", withResults(calls, add), calls.length);
     return { name: "2,000 calls at once over 200 nodes", add, del, ...check, left: (await ctx.check()).allocations };
   },
+  async floor(ctx) {
+    const total = Number(process.env.TSCNI_BENCH_SCALE_CALLS ?? 10_000);
+    const calls = Array.from({ length: total }, (_, i) => ({ node: `node-${i % (total / 10)}`, id: `floor-${i}` }));
+    // No "ipam.etcd": refused by the server's parse (code 7), after the whole hand-off and before any etcd request.
+    const refused = { ...ctx, conf: () => JSON.stringify({ cniVersion: "1.1.0", name: "benchfloor", type: "bridge", ipam: { type: "cluster-ipam" } }) };
+    const add = await phase(refused, "ADD", calls, 100);
+    return { name: `the floor: ${total.toLocaleString("en")} calls refused by the server before etcd, 100 at once`, floor: add };
+  },
   async full(ctx) {
-    const calls = Array.from({ length: 4094 }, (_, i) => ({ node: `node-${i % 100}`, id: `full-${i}` }));
+    const calls = Array.from({ length: 4093 }, (_, i) => ({ node: `node-${i % 100}`, id: `full-${i}` }));
     const add = await phase(ctx, "ADD", calls, calls.length);
     const check = await ctx.check(calls, add);
     const t0 = process.hrtime.bigint();
@@ -132,7 +144,7 @@ const SCENARIOS = {
     const got = new Set(refill.results.filter((r) => r.ok).map((r) => JSON.parse(r.stdout).ips[0].address));
     const after = await ctx.check(again, refill);
     return {
-      name: "a /20 pool (4,094 addresses) over 100 nodes, 4,094 at once", add, del, ...check,
+      name: "a /20 pool (4,093 addresses) over 100 nodes, 4,093 at once", add, del, ...check,
       extra: { ms: extraMs, ok: extra.ok, message: extra.stdout.trim().slice(0, 300) },
       refill: { ...refill, exactlyFreed: got.size === freedIPs.size && [...got].every((a) => freedIPs.has(a)) }, afterDuplicates: after.duplicates,
     };
@@ -187,10 +199,15 @@ async function inside(names) {
       await exec(socket, "DEL", conf("warm"), "warm");
       const r = await SCENARIOS[name](ctx);
       out.push(r);
+      if (r.floor) {
+        console.log(`${r.name}: ${(r.floor.wallMs / 1000).toFixed(1)} s, p50 ${r.floor.p50.toFixed(0)} ms, p99 ${r.floor.p99.toFixed(0)} ms, ` +
+          `${r.floor.results.filter((x) => !x.ok && x.stdout.includes('"code": 7')).length} refused as expected`);
+        continue;
+      }
       const f = (p) => `${(p.wallMs / 1000).toFixed(1)} s, p50 ${p.p50.toFixed(0)} ms, p99 ${p.p99.toFixed(0)} ms, ${p.failures} failures${p.example ? ` (e.g. ${p.example})` : ""}`;
       console.log(`${r.name}: ADD ${f(r.add)}; DEL ${f(r.del)}; ${r.allocations} allocations in etcd after the ADDs (${r.left ?? "-"} after the DELs), ${r.duplicates} duplicates, ${r.blocks} blocks` +
         (r.roundTrips !== undefined ? `, ${r.roundTrips.toFixed(2)} etcd round trips per allocation` : "") +
-        (r.extra ? `; the 4,095th: ${r.extra.ok ? "SUCCEEDED (wrong)" : `failed in ${r.extra.ms.toFixed(0)} ms: ${r.extra.message}`}; 100 new pods on other nodes after 100 DELs: ${f(r.refill)}, exactly the freed addresses: ${r.refill.exactlyFreed}, duplicates after: ${r.afterDuplicates}` : ""));
+        (r.extra ? `; one more: ${r.extra.ok ? "SUCCEEDED (wrong)" : `failed in ${r.extra.ms.toFixed(0)} ms: ${r.extra.message}`}; 100 new pods on other nodes after 100 DELs: ${f(r.refill)}, exactly the freed addresses: ${r.refill.exactlyFreed}, duplicates after: ${r.afterDuplicates}` : ""));
     }
   } finally {
     spawnSync(path.join(BIN, "cnitool"), ["daemon", "stop", "--socket", socket]);
