@@ -1,8 +1,9 @@
 /**
- * `cnitool ipam blocks|allocations|release-node <network>`: the operator's view of a cluster-ipam pool in etcd,
+ * `cnitool ipam blocks|allocations|nodes|release-node <network>`: the operator's view of a cluster-ipam pool in etcd,
  * read with the network's own config (from NETCONFPATH: the plugin whose `ipam.type` is `cluster-ipam`, so the
  * same endpoints, TLS files, user and prefix). `blocks` lists the claimed blocks per node with their use,
- * `allocations` every address with its node, container and interface, and `release-node` frees what a dead node
+ * `allocations` every address with its node, container and interface, `nodes` each node's blocks and when it was
+ * last seen (its liveness record, with `nodeGraceSeconds`), and `release-node` frees what a dead node
  * held: its allocations, then its blocks (addresses other nodes borrowed inside them stay).
  * @module
  */
@@ -41,7 +42,7 @@ async function run<T>(confDir: string, network: string, what: string, fn: (store
 }
 
 export function addIpamCommands(program: Command, ctx: { confDir: () => string; out: (s: string) => void }): void {
-  const ipam = program.command("ipam").description("Inspect and repair a cluster-ipam pool in etcd: blocks, allocations, release-node");
+  const ipam = program.command("ipam").description("Inspect and repair a cluster-ipam pool in etcd: blocks, allocations, nodes, release-node");
 
   ipam.command("blocks")
     .description("List the claimed blocks per node: addresses used, and how many of them other nodes borrowed")
@@ -69,6 +70,21 @@ export function addIpamCommands(program: Command, ctx: { confDir: () => string; 
       const rows = list.map(({ key: _key, value: _value, ...record }) => record);
       if (o.format === "json") return ctx.out(JSON.stringify(rows, null, 2) + "\n");
       ctx.out(table(["IP", "NODE", "CONTAINER", "IFNAME", "BLOCK"], rows.map((a) => [a.ip, a.node, a.containerID, a.ifname, a.block.replace(/-(\d+)$/, "/$1")])));
+    });
+
+  ipam.command("nodes")
+    .description("List the nodes that hold blocks or said they are alive: blocks, addresses, when last seen (nodeGraceSeconds)")
+    .argument("<network>", "a network whose IPAM is cluster-ipam")
+    .option("--format <format>", "table or json", "table")
+    .action(async (network: string, o: { format: string }) => {
+      const { blocks, alive } = await run(ctx.confDir(), network, "listing nodes", async (s) => ({ blocks: await s.blocks(), alive: await s.liveness() }));
+      const names = [...new Set([...blocks.map((b) => b.node), ...alive.keys()])].sort();
+      const rows = names.map((node) => {
+        const mine = blocks.filter((b) => b.node === node);
+        return { node, blocks: mine.length, used: mine.reduce((n, b) => n + b.used, 0), lastSeen: alive.get(node)?.seen ?? "" };
+      });
+      if (o.format === "json") return ctx.out(JSON.stringify(rows, null, 2) + "\n");
+      ctx.out(table(["NODE", "BLOCKS", "USED", "LAST SEEN"], rows.map((r) => [r.node, String(r.blocks), String(r.used), r.lastSeen || "-"])));
     });
 
   ipam.command("release-node")

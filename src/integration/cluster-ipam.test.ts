@@ -14,6 +14,7 @@ import type { AddressInfo } from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { spawnSync } from "node:child_process";
+import { setTimeout as sleep } from "node:timers/promises";
 import type { CmdArgs } from "../skel/skel.js";
 import { CniError } from "../spec/errors.js";
 import type { Result100 } from "../spec/result/types100.js";
@@ -194,6 +195,39 @@ describe("cluster-ipam on a 3-member etcd cluster", { skip }, () => {
     assert.ok((await store.allocations()).some((a) => a.containerID === "rt-3" && a.ip === addrs(third)[0]), "rt-3 keeps its address");
   });
 
+  test("a node silent longer than nodeGraceSeconds: its blocks go to a node that finds none free; back, it takes nothing another owns", async () => {
+    // 10.76.0.0/27 in /29 blocks: 29 addresses in 4 blocks. "gone" takes 3 and falls silent; after the grace period
+    // "fresh" takes 2 (so it is recent); node-b then wants every address left (27).
+    const conf = network({ ranges: [[{ subnet: "10.76.0.0/27" }]], blockSize: 29, nodeGraceSeconds: 1 });
+    const store = storeOf(conf("node-a"));
+    for (let i = 0; i < 3; i++) await add(args(conf("gone"), `gone-${i}`));
+    await sleep(1300);
+    const fresh = [await add(args(conf("fresh"), "fresh-0")), await add(args(conf("fresh"), "fresh-1"))].map((r) => addrs(r)[0]!);
+    // "fresh" stands for a node that keeps calling through the test: its record stays recent however slow this is.
+    await storeOf(conf("fresh")).markAlive(new Date(Date.now() + 60_000));
+    const b: Result100[] = [];
+    for (let i = 0; i < 27; i++) b.push(await add(args(conf("node-b"), `b-${i}`)));
+    const all = await store.allocations();
+    assert.equal(all.length, 29);
+    assert.equal(all.filter((a) => a.node === "gone").length, 0, "the silent node's allocations were released");
+    assert.deepEqual(all.filter((a) => a.node === "fresh").map((a) => a.ip).sort(), [...fresh].sort(), "a recent node keeps what it has");
+    const blocks = await store.blocks();
+    assert.ok(!blocks.some((x) => x.node === "gone"), "no block is the silent node's any more");
+    assert.equal(blocks.filter((x) => x.node === "fresh").length, 1);
+    assert.equal(new Set(b.map((r) => addrs(r)[0])).size, 27);
+
+    // It comes back (its hint still names its old block): the pool is full, and it hands out nothing of anyone's.
+    const back = await settle(add(args(conf("gone"), "gone-3")));
+    assert.ok(back instanceof CniError && /^no IP addresses available/.test(back.msg), String(back));
+    const after = await store.allocations();
+    assert.equal(new Set(after.map((a) => a.ip)).size, after.length);
+    assert.equal(after.length, 29);
+    // A node's GC says it is alive too; with the option off nothing is ever reclaimed (the other tests).
+    await gc(args({ ...conf("gone"), "cni.dev/valid-attachments": [] }, ""));
+    const seen = (await store.liveness()).get("gone")?.seen;
+    assert.ok(seen !== undefined && Date.now() - Date.parse(seen) < 5000, `gone's record: ${seen}`);
+  });
+
   test("requested IPs are honoured and refused clearly when taken or excluded; dual stack in one transaction", async () => {
     const conf = network({ ranges: [[{ subnet: "10.73.0.0/24" }], [{ subnet: "fd73::/64" }]], exclude: ["10.73.0.100"] });
     const r1 = await add(args(conf("node-a"), "req1", "eth0", "IgnoreUnknown=1;IP=10.73.0.50"));
@@ -335,6 +369,10 @@ describe("cluster-ipam on a 3-member etcd cluster", { skip }, () => {
     assert.match(blocks.out, /3 block\(s\): node-a 1, node-b 1, node-c 1/);
     const allocs = await cnitool("ipam", "allocations", String(c["name"]), "--node", "node-c", "--format", "json");
     assert.deepEqual((JSON.parse(allocs.out) as Json[]).map((a) => a["containerID"]).sort(), ["ct-node-c-0", "ct-node-c-1", "ct-node-c-2"]);
+    const nodes = await cnitool("ipam", "nodes", String(c["name"]));
+    assert.equal(nodes.code, 0, nodes.err);
+    assert.match(nodes.out, /^NODE\s+BLOCKS\s+USED\s+LAST SEEN$/m);
+    assert.match(nodes.out, /^node-c\s+1\s+3\s+-$/m); // no nodeGraceSeconds: no liveness record
     const released = await cnitool("ipam", "release-node", String(c["name"]), "node-c");
     assert.equal(released.code, 0, released.err);
     assert.match(released.out, /^node node-c: released 3 address\(es\) and 1 block\(s\): 10\.78\.0\.\d+\/26$/m);

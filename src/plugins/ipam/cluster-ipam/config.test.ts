@@ -27,6 +27,7 @@ describe("cluster-ipam config", () => {
     assert.equal(c.pools[0]!.blockAt(0n).cidr.text, "10.9.0.0/26");
     assert.equal(c.pools[1]!.blockAt(0n).cidr.text, "fd09::/122");
     assert.deepEqual(c.requestedIPs, []);
+    assert.equal(c.nodeGraceMs, 0, "no node is ever taken for dead unless asked");
   });
 
   test("everything set", () => {
@@ -35,7 +36,7 @@ describe("cluster-ipam config", () => {
         endpoints: ["https://10.0.0.1:2379", "https://etcd-2:2379/"], certFile: "/c.pem", keyFile: "/k.pem", caFile: "/ca.pem",
         username: "cni", password: "pw", prefix: "/ipam/", dialTimeoutMs: 100, requestTimeoutMs: 900, callTimeoutMs: 30_000,
       },
-      blockSize: 28, blockSizeV6: 120, nodeName: "node-1.example", exclude: ["10.9.0.0/24", "10.9.1.1"], lockDir: "/tmp/l",
+      blockSize: 28, blockSizeV6: 120, nodeName: "node-1.example", exclude: ["10.9.0.0/24", "10.9.1.1"], lockDir: "/tmp/l", nodeGraceSeconds: 3600,
       routes: [{ dst: "0.0.0.0/0" }], dns: { nameservers: ["10.9.0.53"] },
     }, { runtimeConfig: { ips: ["10.9.3.3"] }, args: { cni: { ips: ["10.9.2.2/16"] } } }, "IP=10.9.4.4");
     assert.deepEqual(c.etcd, {
@@ -44,6 +45,7 @@ describe("cluster-ipam config", () => {
     });
     assert.equal(c.keyPrefix, "/ipam/net1/");
     assert.equal(c.node, "node-1.example");
+    assert.equal(c.nodeGraceMs, 3_600_000);
     assert.equal(c.pools[0]!.blockAt(0n).cidr.text, "10.9.0.0/28");
     assert.equal(c.pools[0]!.refusal(c.pools[0]!.resultFor(0x0a090105n).ip), undefined);
     assert.equal(c.pools[0]!.refusal(c.pools[0]!.resultFor(0x0a090101n).ip), "10.9.1.1 is excluded (ipam.exclude[1])");
@@ -65,6 +67,7 @@ describe("cluster-ipam config", () => {
     rejects({ etcd: { endpoints: ["http://h:2379"], requestTimeoutMs: -1 } }, /"ipam.etcd.requestTimeoutMs": -1 \(want milliseconds/);
     rejects({ etcd: { endpoints: ["http://h:2379"], dialTimeoutMs: "5s" } }, /"ipam.etcd.dialTimeoutMs": "5s" \(want an integer\)/);
     rejects({ blockSize: 16 }, 'invalid "ipam.blockSize": 16 (want an IPv4 prefix length from 20 to 32)');
+    rejects({ nodeGraceSeconds: -5 }, 'invalid "ipam.nodeGraceSeconds": -5 (want seconds from 1 to 31536000 (a year), or 0 for never)');
     rejects({ blockSizeV6: 64 }, 'invalid "ipam.blockSizeV6": 64 (want an IPv6 prefix length from 116 to 128)');
     rejects({ nodeName: "a/b" }, /"ipam.nodeName": "a\/b"/);
     rejects({ exclude: ["10.9.0.0/33"] }, 'invalid "ipam.exclude[0]": "10.9.0.0/33" (want a CIDR or an IP address)');
@@ -82,6 +85,9 @@ describe("cluster-ipam config", () => {
     const conf = base({ nodeName: "n1" }, { cniVersion: "1.1.0", "cni.dev/valid-attachments": [{ containerID: "c", ifname: "eth0" }] });
     const loc = parseLocation(conf);
     assert.deepEqual(loc.validAttachments, [{ containerID: "c", ifname: "eth0" }]);
+    assert.deepEqual(loc.prevAddresses, []);
+    const withPrev = parseLocation(base({ nodeName: "n1" }, { prevResult: { cniVersion: "1.1.0", ips: [{ address: "10.9.0.7/16" }, { address: "bad" }, { address: "fd09::7/64" }] } }));
+    assert.deepEqual(withPrev.prevAddresses.map((ip) => ip.text), ["10.9.0.7", "fd09::7"], "DEL reads the ADD's addresses from prevResult");
     assert.equal(loc.node, "n1");
     assert.equal(parsePoolLocation(conf).pools.length, 1);
     const badRanges = base({ nodeName: "n1", ranges: [[{ subnet: "nonsense" }]] });

@@ -32,7 +32,7 @@ export const CLUSTER_IPAM_SCHEMA = struct("Net", {
   ...NET_CONF_FIELDS,
   ipam: ptr(struct("IPAMConfig", {
     name: string, type: string, etcd: ptr(ETCD), ranges: list(RANGE_SET), blockSize: int, blockSizeV6: int, nodeName: string,
-    exclude: list(string), routes: ROUTES_FIELD, dns: DNS_TYPE, lockDir: string,
+    exclude: list(string), routes: ROUTES_FIELD, dns: DNS_TYPE, lockDir: string, nodeGraceSeconds: int,
   })),
   runtimeConfig: struct("RuntimeConfig", { ips: list(string) }),
   args: IPAM_ARGS_FIELD,
@@ -78,6 +78,11 @@ export interface PoolLocation {
   keyPrefix: string;
   node: string;
   lockDir: string;
+  /**
+   * How long a node may go without an ADD or GC before its blocks and allocations may be reclaimed by another
+   * node's ADD that finds no free block (`ipam.nodeGraceSeconds`; 0: never, the default).
+   */
+  nodeGraceMs: number;
 }
 
 export interface ClusterIpamConfig extends PoolLocation {
@@ -148,6 +153,13 @@ function parseNodeName(value: string | undefined): string {
   return node;
 }
 
+/** The grace period of a silent node, in ms (0: off). */
+function nodeGrace(value: number | undefined): number {
+  if (value === undefined || value === 0) return 0;
+  if (value < 1 || value > 31_536_000) throw invalidKey("ipam.nodeGraceSeconds", value, "want seconds from 1 to 31536000 (a year), or 0 for never");
+  return value * 1000;
+}
+
 function blockSize(value: number | undefined, family: 4 | 6): number {
   const key = family === 4 ? "ipam.blockSize" : "ipam.blockSizeV6";
   if (value === undefined || value === 0) return DEFAULT_BLOCK_SIZE[family];
@@ -177,7 +189,7 @@ function loadInput(stdin: Buffer): {
   const { settings, prefix } = parseEtcd(ipam.etcd);
   const location: PoolLocation = {
     network: conf.name, cniVersion: conf.cniVersion, etcd: settings, keyPrefix: `${prefix}/${conf.name}/`,
-    node: parseNodeName(ipam.nodeName), lockDir: ipam.lockDir || DEFAULT_LOCK_DIR,
+    node: parseNodeName(ipam.nodeName), lockDir: ipam.lockDir || DEFAULT_LOCK_DIR, nodeGraceMs: nodeGrace(ipam.nodeGraceSeconds),
   };
   return { input, ipam, location, ...(conf.validAttachments ? { validAttachments: conf.validAttachments } : {}),
     ...(conf.prevResult ? { prevResult: conf.prevResult } : {}) };

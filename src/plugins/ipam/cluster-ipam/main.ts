@@ -64,8 +64,9 @@ function withNodeLock<T>(location: PoolLocation, fn: () => Promise<T>): Promise<
 /**
  * The node's blocks as of its last ADD, kept beside its lock (`<lockDir>/<network>.<node>.blocks`, rewritten under
  * the lock): one line per block, `<block> <hex>`, the hex a bit mask of the block's addresses in use then (bit n:
- * the block's first address + n), absent when they were not read. Only a hint: it lets ADD take a free address
- * in its first round trip (store.ts); etcd's node index and compare-and-swap decide.
+ * the block's first address + n), absent when they were not read; with `nodeGraceSeconds`, a line `alive <ms>`:
+ * when this node last wrote its liveness record. Only a hint: it lets ADD take a free address in its first round
+ * trip (store.ts) and write the record once per quarter grace period; etcd's node index and compare-and-swap decide.
  */
 const blocksHintFile = (location: PoolLocation): string => path.join(location.lockDir, `${location.network}.${location.node}.blocks`);
 
@@ -95,13 +96,27 @@ export function formatBlocksHint(memory: readonly BlockMemory[]): string {
   }).join("");
 }
 
-function readBlocksHint(location: PoolLocation): { text: string; memory: BlockMemory[] } {
+function readBlocksHint(location: PoolLocation): { text: string; memory: BlockMemory[]; aliveAt?: number } {
   try {
     const text = readFileSync(blocksHintFile(location), "utf8");
-    return { text, memory: parseBlocksHint(text) };
+    const alive = /^alive (\d{1,15})$/m.exec(text);
+    return { text, memory: parseBlocksHint(text), ...(alive ? { aliveAt: Number(alive[1]) } : {}) };
   } catch {
     return { text: "", memory: [] };
   }
+}
+
+/**
+ * With `nodeGraceSeconds`, an ADD rewrites the node's liveness record when the hint says it was last written more
+ * than a quarter of the grace period ago (or never, or in the future): one write per node per quarter period.
+ * Returns when it was written (for the hint), or undefined when off.
+ */
+async function keepAlive(store: PoolStore, location: PoolLocation, aliveAt: number | undefined): Promise<number | undefined> {
+  if (location.nodeGraceMs <= 0) return undefined;
+  const now = Date.now();
+  if (aliveAt !== undefined && aliveAt <= now && now - aliveAt < location.nodeGraceMs / 4) return aliveAt;
+  await store.markAlive(new Date(now));
+  return now;
 }
 
 export async function add(args: CmdArgs): Promise<Result100> {
@@ -109,8 +124,9 @@ export async function add(args: CmdArgs): Promise<Result100> {
   const store = openStore(conf);
   const allocated = await withNodeLock(conf, async () => {
     const hint = readBlocksHint(conf);
+    const aliveAt = await guarded("ADD", () => keepAlive(store, conf, hint.aliveAt));
     const r = await guarded("ADD", () => store.allocate(args.containerID, args.ifName, conf.pools, conf.requestedIPs, hint.memory));
-    const text = formatBlocksHint(r.remembered);
+    const text = formatBlocksHint(r.remembered) + (aliveAt !== undefined ? `alive ${aliveAt}\n` : "");
     if (text !== hint.text) {
       try {
         writeFileInPlaceSync(blocksHintFile(conf), text, 0o600);
@@ -170,7 +186,10 @@ export async function status(args: CmdArgs): Promise<void> {
 export async function gc(args: CmdArgs): Promise<void> {
   const location = parseLocation(args.stdinData);
   const store = openStore(location);
-  await guarded("GC", () => store.collectGarbage(location.validAttachments));
+  await guarded("GC", async () => {
+    if (location.nodeGraceMs > 0) await store.markAlive();
+    return store.collectGarbage(location.validAttachments);
+  });
 }
 
 export const plugin: PluginModule = {

@@ -8,6 +8,8 @@
  *   address, created only if absent; the record is the handle, so release is by container ID and ifname.
  * - `handles/<containerID>/<ifname>/<v4|v6>/<hex>` → the same record, written and deleted with the address key in
  *   one transaction, so an attachment's addresses are one range away (retries and DEL look them up first).
+ * - `alive/<node>` → `{"node","seen"}`: when the node last said it is alive (its ADDs and GCs rewrite it, at most
+ *   every quarter of the grace period), read only with `nodeGraceSeconds` set, to find nodes gone for good.
  *
  * No operation takes a cluster-wide lock or rewrites a shared object: blocks are claimed and addresses taken by
  * compare-and-swap (create if absent), and a conflict only makes the loser pick again. A node's own calls are
@@ -49,6 +51,20 @@ export interface BlockRecord {
 export interface StoredAllocation extends AllocationRecord {
   key: string;
   value: string;
+}
+
+/** A node's liveness record. */
+export interface AliveRecord {
+  node: string;
+  /** When the node last said it is alive (its clock, ISO 8601). */
+  seen: string;
+}
+
+/** What reclaiming dead nodes did: per node, the addresses and blocks released. */
+export interface Reclaimed {
+  node: string;
+  allocations: string[];
+  blocks: string[];
 }
 
 /** A claimed block with what the admin listing shows. */
@@ -126,7 +142,7 @@ const MAX_OPS = 100;
 export class PoolStore {
   constructor(
     private readonly etcd: EtcdClient,
-    private readonly where: { keyPrefix: string; network: string; node: string },
+    private readonly where: { keyPrefix: string; network: string; node: string; nodeGraceMs?: number },
   ) {}
 
   // ---- keys ----
@@ -137,6 +153,7 @@ export class PoolStore {
   private affinityKey = (node: string, b: Block | string): string => `${this.prefix}nodes/${node}/${typeof b === "string" ? b : blockKey(b)}`;
   private ipKey = (ip: IPAddress): string => `${this.prefix}ips/${addressKey(ip)}`;
   private handlePrefix = (containerID: string, ifname: string): string => `${this.prefix}handles/${containerID}/${ifname}/`;
+  private aliveKey = (node: string): string => `${this.prefix}alive/${node}`;
   private handleKey = (containerID: string, ifname: string, ip: IPAddress): string => `${this.handlePrefix(containerID, ifname)}${addressKey(ip)}`;
 
   private record(containerID: string, ifname: string, ip: IPAddress, block: Block): AllocationRecord {
@@ -372,6 +389,79 @@ export class PoolStore {
     return this.where.node;
   }
 
+  // ---- liveness, dead nodes ----
+
+  /** Every node's liveness record, by node. */
+  async liveness(): Promise<Map<string, AliveRecord>> {
+    const r = await this.etcd.range({ key: `${this.prefix}alive/`, prefix: true });
+    return new Map(r.kvs.flatMap((kv) => {
+      const rec = parseJson<AliveRecord>(kv.value);
+      return rec ? [[kv.key.slice(`${this.prefix}alive/`.length), rec] as const] : [];
+    }));
+  }
+
+  /** Records that this node is alive now (one write). */
+  async markAlive(now = new Date()): Promise<void> {
+    const record: AliveRecord = { node: this.where.node, seen: now.toISOString() };
+    await this.etcd.txn([], [{ put: { key: this.aliveKey(this.where.node), value: JSON.stringify(record) } }]);
+  }
+
+  /**
+   * Releases the blocks and allocations of every node gone longer than `nodeGraceMs` (off when 0): nodes that own
+   * blocks and whose liveness record, block claims and allocations are all older than the grace period (a node
+   * that never wrote a record — one running an older version — is judged by its claims and allocations alone).
+   * Each deletion holds only while the node's liveness record is exactly as read, so a node that comes back
+   * meanwhile keeps what it has. Returns what was released, per node.
+   */
+  async reclaimDeadNodes(now = Date.now()): Promise<Reclaimed[]> {
+    const grace = this.where.nodeGraceMs ?? 0;
+    if (grace <= 0) return [];
+    const [alive, blocks] = await this.etcd.ranges([{ key: `${this.prefix}alive/`, prefix: true }, { key: `${this.prefix}blocks/`, prefix: true }]);
+    const old = (iso: string | undefined) => {
+      const t = iso ? Date.parse(iso) : NaN;
+      return !Number.isNaN(t) && now - t > grace;
+    };
+    const records = new Map(alive!.kvs.map((kv) => [kv.key.slice(`${this.prefix}alive/`.length), kv]));
+    // A node is recent when its record is (or, without one, when any block claim of it is); an unreadable time
+    // counts as recent.
+    const recentNodes = new Set<string>();
+    const blocksOf = new Map<string, Array<{ key: string; value: string }>>();
+    for (const kv of blocks!.kvs) {
+      const rec = parseJson<BlockRecord>(kv.value);
+      if (!rec?.node || rec.node === this.where.node) continue;
+      const kvAlive = records.get(rec.node);
+      if (kvAlive ? !old(parseJson<AliveRecord>(kvAlive.value)?.seen) : !old(rec.claimed)) recentNodes.add(rec.node);
+      blocksOf.set(rec.node, [...(blocksOf.get(rec.node) ?? []), { key: kv.key.slice(`${this.prefix}blocks/`.length), value: kv.value }]);
+    }
+    const dead = [...blocksOf].filter(([node]) => !recentNodes.has(node)).map(([node, list]) => ({ node, blocks: list }));
+    if (dead.length === 0) return [];
+    // Its allocations must be old too: a node that allocated within the grace period is not gone.
+    const allocations = await this.allocations();
+    const out: Reclaimed[] = [];
+    for (const d of dead) {
+      const mine = allocations.filter((a) => a.node === d.node);
+      if (mine.some((a) => !old(a.allocated))) continue;
+      const kvAlive = records.get(d.node);
+      // Unchanged liveness: the record as read (its last change), or still absent.
+      const unchanged: Compare = kvAlive ? { key: this.aliveKey(d.node), modRevision: kvAlive.modRevision } : { key: this.aliveKey(d.node), createRevision: 0 };
+      const released: Reclaimed = { node: d.node, allocations: [], blocks: [] };
+      for (const a of mine) {
+        const ip = tryParseIP(a.ip);
+        if (!ip) continue;
+        const r = await this.etcd.txn([unchanged, { key: a.key, value: a.value }],
+          [{ deleteRange: { key: a.key } }, { deleteRange: { key: this.handleKey(a.containerID, a.ifname, ip) } }]);
+        if (r.succeeded) released.allocations.push(a.ip);
+      }
+      for (const b of d.blocks) {
+        const r = await this.etcd.txn([unchanged, { key: this.blockKeyOf(b.key), value: b.value }],
+          [{ deleteRange: { key: this.blockKeyOf(b.key) } }, { deleteRange: { key: this.affinityKey(d.node, b.key) } }]);
+        if (r.succeeded) released.blocks.push(b.key);
+      }
+      if (released.allocations.length + released.blocks.length > 0) out.push(released);
+    }
+    return out;
+  }
+
   // ---- DEL, CHECK ----
 
   /** The attachment's allocations (from its handle keys). */
@@ -531,6 +621,7 @@ class BlockSearch {
   private readonly used = new Map<string, Set<bigint>>();
   private claimed: Map<string, string> | undefined;
   private readonly exhausted = new Set<number>();
+  private reclaimTried = false;
 
   constructor(private readonly store: PoolStore, private readonly pools: readonly BlockPool[], readonly mine: Block[]) {}
 
@@ -621,6 +712,15 @@ class BlockSearch {
         if (got) return got;
       }
       this.exhausted.add(index);
+      // No block is free: the blocks of nodes gone longer than the grace period go back to the pool (once per ADD).
+      if (!this.reclaimTried) {
+        this.reclaimTried = true;
+        if ((await this.store.reclaimDeadNodes()).some((r) => r.blocks.length > 0)) {
+          this.claimed = undefined;
+          this.exhausted.delete(index);
+          return this.pick(index);
+        }
+      }
     }
 
     // 3. No block is free: borrow an address from another node's block.
