@@ -215,6 +215,7 @@ describe("cluster-ipam on a 3-member etcd cluster", { skip }, () => {
     assert.ok(!blocks.some((x) => x.node === "gone"), "no block is the silent node's any more");
     assert.equal(blocks.filter((x) => x.node === "fresh").length, 1);
     assert.equal(new Set(b.map((r) => addrs(r)[0])).size, 27);
+    assert.ok(!(await store.liveness()).has("gone"), "the reclaimed node's record went with its blocks");
 
     // It comes back (its hint still names its old block): the pool is full, and it hands out nothing of anyone's.
     const back = await settle(add(args(conf("gone"), "gone-3")));
@@ -226,6 +227,10 @@ describe("cluster-ipam on a 3-member etcd cluster", { skip }, () => {
     await gc(args({ ...conf("gone"), "cni.dev/valid-attachments": [] }, ""));
     const seen = (await store.liveness()).get("gone")?.seen;
     assert.ok(seen !== undefined && Date.now() - Date.parse(seen) < 5000, `gone's record: ${seen}`);
+    // So does its STATUS (what runtimes poll), even when the answer is "the pool is full".
+    const polled = await settle(status(args(conf("poller"), "")));
+    assert.ok(polled instanceof CniError && polled.code === 50, String(polled));
+    assert.ok((await store.liveness()).has("poller"), "STATUS wrote the node's record");
   });
 
   test("requested IPs are honoured and refused clearly when taken or excluded; dual stack in one transaction", async () => {

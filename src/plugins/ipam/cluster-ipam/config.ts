@@ -79,7 +79,7 @@ export interface PoolLocation {
   node: string;
   lockDir: string;
   /**
-   * How long a node may go without an ADD or GC before its blocks and allocations may be reclaimed by another
+   * How long a node may go without an ADD, STATUS or GC before its blocks and allocations may be reclaimed by another
    * node's ADD that finds no free block (`ipam.nodeGraceSeconds`; 0: never, the default).
    */
   nodeGraceMs: number;

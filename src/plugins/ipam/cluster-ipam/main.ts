@@ -164,13 +164,23 @@ export async function del(args: CmdArgs): Promise<void> {
   await guarded("DEL", () => store.release(args.containerID, args.ifName, location.prevAddresses));
 }
 
+/** With `nodeGraceSeconds`: rewrites the node's liveness record when it is older than a quarter grace period. */
+async function statusKeepAlive(store: PoolStore, location: PoolLocation): Promise<void> {
+  if (location.nodeGraceMs <= 0) return;
+  const seen = Date.parse((await store.lastSeen()) ?? "");
+  const now = Date.now();
+  if (Number.isNaN(seen) || seen > now || now - seen >= location.nodeGraceMs / 4) await store.markAlive(new Date(now));
+}
+
 /** Ready when etcd answers and every range set has a free address (code 50 otherwise, as the spec asks). */
 export async function status(args: CmdArgs): Promise<void> {
   const location = parsePoolLocation(args.stdinData);
   const store = openStore(location);
   let counts: number[];
   try {
-    counts = await store.allocatedCounts(location.pools);
+    // STATUS is what runtimes poll (containerd asks for the network's status every few seconds): with
+    // nodeGraceSeconds it keeps the node's liveness record fresh too, so an idle node is not taken for dead.
+    [counts] = await Promise.all([store.allocatedCounts(location.pools), statusKeepAlive(store, location)]);
   } catch (e) {
     const err = CniError.from(etcdFailure(e, "STATUS"));
     throw pluginNotAvailable(err.msg);

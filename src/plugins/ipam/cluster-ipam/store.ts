@@ -8,8 +8,9 @@
  *   address, created only if absent; the record is the handle, so release is by container ID and ifname.
  * - `handles/<containerID>/<ifname>/<v4|v6>/<hex>` → the same record, written and deleted with the address key in
  *   one transaction, so an attachment's addresses are one range away (retries and DEL look them up first).
- * - `alive/<node>` → `{"node","seen"}`: when the node last said it is alive (its ADDs and GCs rewrite it, at most
- *   every quarter of the grace period), read only with `nodeGraceSeconds` set, to find nodes gone for good.
+ * - `alive/<node>` → `{"node","seen"}`: when the node last said it is alive (its ADDs and STATUS calls rewrite it,
+ *   at most every quarter of the grace period, and its GCs), read only with `nodeGraceSeconds` set, to find nodes
+ *   gone for good.
  *
  * No operation takes a cluster-wide lock or rewrites a shared object: blocks are claimed and addresses taken by
  * compare-and-swap (create if absent), and a conflict only makes the loser pick again. A node's own calls are
@@ -203,8 +204,9 @@ export class PoolStore {
     if (guesses) {
       const r = await this.tryGuesses(containerID, ifname, guesses, reads);
       if (Array.isArray(r)) {
-        const memory = hinted.map((h) => ({ block: blockKey(h.block), used: new Set(h.used) }));
-        for (const g of r) memory.find((m) => m.block === blockKey(g.block))?.used.add(ipToBigInt(g.ip));
+        // (A block whose addresses were never read stays without a mask: "none used" would be a guess.)
+        const memory = hinted.map((h) => ({ block: blockKey(h.block), ...(h.used ? { used: new Set(h.used) } : {}) }));
+        for (const g of r) memory.find((m) => m.block === blockKey(g.block))?.used?.add(ipToBigInt(g.ip));
         return { allocated: r.map((g) => ({ pool: g.pool, ip: g.ip })), remembered: memory };
       }
       first = r.reads;
@@ -400,6 +402,12 @@ export class PoolStore {
     }));
   }
 
+  /** When this node's liveness record says it was last seen (undefined: no record). */
+  async lastSeen(): Promise<string | undefined> {
+    const r = await this.etcd.range({ key: this.aliveKey(this.where.node) });
+    return r.kvs[0] ? parseJson<AliveRecord>(r.kvs[0].value)?.seen : undefined;
+  }
+
   /** Records that this node is alive now (one write). */
   async markAlive(now = new Date()): Promise<void> {
     const record: AliveRecord = { node: this.where.node, seen: now.toISOString() };
@@ -457,6 +465,8 @@ export class PoolStore {
           [{ deleteRange: { key: this.blockKeyOf(b.key) } }, { deleteRange: { key: this.affinityKey(d.node, b.key) } }]);
         if (r.succeeded) released.blocks.push(b.key);
       }
+      // Its liveness record goes too (if still as read), so the admin listing no longer shows it.
+      await this.etcd.txn([unchanged], [{ deleteRange: { key: this.aliveKey(d.node) } }]);
       if (released.allocations.length + released.blocks.length > 0) out.push(released);
     }
     return out;
@@ -484,7 +494,8 @@ export class PoolStore {
    * usual path: read the handles, then delete what still holds exactly their record.
    */
   async release(containerID: string, ifname: string, known: readonly IPAddress[] = []): Promise<string[]> {
-    if (known.length > 0) {
+    // (At most 60 addresses: 2 comparisons and 2 operations each must stay under etcd's --max-txn-ops, 128.)
+    if (known.length > 0 && known.length <= 60) {
       const exists = (key: string): Compare => ({ key, createRevision: 0, result: "GREATER" });
       const txn = await this.etcd.txn(
         known.flatMap((ip) => [exists(this.handleKey(containerID, ifname, ip)), exists(this.ipKey(ip))]),
