@@ -107,8 +107,9 @@ function readBlocksHint(location: PoolLocation): { text: string; memory: BlockMe
 }
 
 /**
- * With `nodeGraceSeconds`, an ADD rewrites the node's liveness record when the hint says it was last written more
- * than a quarter of the grace period ago (or never, or in the future): one write per node per quarter period.
+ * With `nodeGraceSeconds`, rewrites the node's liveness record when `aliveAt` (the hint's for an ADD, the
+ * record's own for STATUS) is more than a quarter of the grace period ago (or unknown, or in the future): one write
+ * per node per quarter period.
  * Returns when it was written (for the hint), or undefined when off.
  */
 async function keepAlive(store: PoolStore, location: PoolLocation, aliveAt: number | undefined): Promise<number | undefined> {
@@ -168,8 +169,7 @@ export async function del(args: CmdArgs): Promise<void> {
 async function statusKeepAlive(store: PoolStore, location: PoolLocation): Promise<void> {
   if (location.nodeGraceMs <= 0) return;
   const seen = Date.parse((await store.lastSeen()) ?? "");
-  const now = Date.now();
-  if (Number.isNaN(seen) || seen > now || now - seen >= location.nodeGraceMs / 4) await store.markAlive(new Date(now));
+  await keepAlive(store, location, Number.isNaN(seen) ? undefined : seen);
 }
 
 /** Ready when etcd answers and every range set has a free address (code 50 otherwise, as the spec asks). */

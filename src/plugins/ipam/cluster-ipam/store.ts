@@ -452,19 +452,7 @@ export class PoolStore {
       const kvAlive = records.get(d.node);
       // Unchanged liveness: the record as read (its last change), or still absent.
       const unchanged: Compare = kvAlive ? { key: this.aliveKey(d.node), modRevision: kvAlive.modRevision } : { key: this.aliveKey(d.node), createRevision: 0 };
-      const released: Reclaimed = { node: d.node, allocations: [], blocks: [] };
-      for (const a of mine) {
-        const ip = tryParseIP(a.ip);
-        if (!ip) continue;
-        const r = await this.etcd.txn([unchanged, { key: a.key, value: a.value }],
-          [{ deleteRange: { key: a.key } }, { deleteRange: { key: this.handleKey(a.containerID, a.ifname, ip) } }]);
-        if (r.succeeded) released.allocations.push(a.ip);
-      }
-      for (const b of d.blocks) {
-        const r = await this.etcd.txn([unchanged, { key: this.blockKeyOf(b.key), value: b.value }],
-          [{ deleteRange: { key: this.blockKeyOf(b.key) } }, { deleteRange: { key: this.affinityKey(d.node, b.key) } }]);
-        if (r.succeeded) released.blocks.push(b.key);
-      }
+      const released: Reclaimed = { node: d.node, ...await this.releaseHeld(d.node, mine, d.blocks, [unchanged]) };
       // Its liveness record goes too (if still as read), so the admin listing no longer shows it.
       await this.etcd.txn([unchanged], [{ deleteRange: { key: this.aliveKey(d.node) } }]);
       if (released.allocations.length + released.blocks.length > 0) out.push(released);
@@ -552,11 +540,14 @@ export class PoolStore {
     });
   }
 
-  /** Deletes an allocation and its handle if the address key still holds exactly `a.value`; true when it did. */
-  async releaseStored(a: StoredAllocation): Promise<boolean> {
+  /**
+   * Deletes an allocation and its handle if the address key still holds exactly `a.value` (and `guard` holds);
+   * true when it did.
+   */
+  async releaseStored(a: StoredAllocation, guard: readonly Compare[] = []): Promise<boolean> {
     const ip = tryParseIP(a.ip);
     if (!ip) return false;
-    const r = await this.etcd.txn([{ key: a.key, value: a.value }],
+    const r = await this.etcd.txn([...guard, { key: a.key, value: a.value }],
       [{ deleteRange: { key: a.key } }, { deleteRange: { key: this.handleKey(a.containerID, a.ifname, ip) } }]);
     return r.succeeded;
   }
@@ -600,18 +591,28 @@ export class PoolStore {
    * other nodes borrowed inside those blocks stay allocated; the blocks become free for any node to claim.
    */
   async releaseNode(node: string): Promise<{ allocations: string[]; blocks: string[] }> {
-    const allocations: string[] = [];
-    for (const a of await this.allocations(node)) if (await this.releaseStored(a)) allocations.push(a.ip);
-    const blocks: string[] = [];
-    for (const [key, value] of await this.claimedBlocks(true)) {
-      if (parseJson<BlockRecord>(value)?.node !== node) continue;
-      const r = await this.etcd.txn([{ key: this.blockKeyOf(key), value }],
-        [{ deleteRange: { key: this.blockKeyOf(key) } }, { deleteRange: { key: this.affinityKey(node, key) } }]);
-      if (r.succeeded) blocks.push(key);
-    }
+    const blocks = [...await this.claimedBlocks(true)].filter(([, value]) => parseJson<BlockRecord>(value)?.node === node)
+      .map(([key, value]) => ({ key, value }));
+    const released = await this.releaseHeld(node, await this.allocations(node), blocks);
     // Index entries without a block record (from an interrupted claim) go too.
     await this.etcd.txn([], [{ deleteRange: { key: `${this.prefix}nodes/${node}/`, prefix: true } }]);
-    return { allocations, blocks };
+    return released;
+  }
+
+  /**
+   * Deletes `node`'s allocations, then its blocks (block key and node index together), each only if unchanged
+   * since read and while `guard` holds. Returns what it deleted.
+   */
+  private async releaseHeld(node: string, allocations: readonly StoredAllocation[], blocks: ReadonlyArray<{ key: string; value: string }>,
+    guard: readonly Compare[] = []): Promise<{ allocations: string[]; blocks: string[] }> {
+    const released = { allocations: [] as string[], blocks: [] as string[] };
+    for (const a of allocations) if (await this.releaseStored(a, guard)) released.allocations.push(a.ip);
+    for (const b of blocks) {
+      const r = await this.etcd.txn([...guard, { key: this.blockKeyOf(b.key), value: b.value }],
+        [{ deleteRange: { key: this.blockKeyOf(b.key) } }, { deleteRange: { key: this.affinityKey(node, b.key) } }]);
+      if (r.succeeded) released.blocks.push(b.key);
+    }
+    return released;
   }
 
   /** STATUS: per pool, how many addresses are allocated (one read-only transaction). */
