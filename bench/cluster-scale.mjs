@@ -69,7 +69,14 @@ function runCalls(ctx, command, calls, width) {
   // A DEL carries the ADD's result as prevResult, as libcni sends it from its cache.
   const confOf = (c) => (c.prev ? JSON.stringify({ ...JSON.parse(ctx.conf(c.node)), prevResult: JSON.parse(c.prev) }) : ctx.conf(c.node));
   const runner = spawnPool(ctx.scratch);
-  if (!runner) return pool(calls.map((c) => () => exec(ctx.socket, command, confOf(c), c.id)), width);
+  if (!runner) {
+    let ended = 0;
+    return pool(calls.map((c) => async () => {
+      const r = await exec(ctx.socket, command, confOf(c), c.id);
+      ctx.onProgress?.(++ended, calls.length);
+      return r;
+    }), width);
+  }
   return new Promise((resolve, reject) => {
     const child = spawn(runner, [String(width), ctx.program ?? path.join(BIN, "cluster-ipam")], {
       env: callEnv(ctx.socket), stdio: ["pipe", "pipe", process.env.TSCNI_DEBUG ? "inherit" : "ignore"],
