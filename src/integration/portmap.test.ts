@@ -9,7 +9,7 @@
 import { describe, test, after } from "node:test";
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { existsSync, readdirSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { Cleanup, GO_BIN, Netns, OUR_BIN, runTag, skipReason } from "../testing/harness.js";
 import { fetchFrom, startHelloServer } from "../testing/published-port.js";
@@ -23,6 +23,7 @@ const OUR_PORTMAP = path.join(OUR_BIN, "portmap");
 const GO_PORTMAP = path.join(GO_BIN, "portmap");
 const BRIDGE = path.join(OUR_BIN, "bridge");
 const HAVE_CONNTRACK = spawnSync("conntrack", ["--version"]).status === 0;
+const IPTABLES_NFT = /nf_tables/.test(spawnSync("iptables", ["--version"], { encoding: "utf8" }).stdout ?? "");
 
 type Json = Record<string, unknown>;
 type Backend = "iptables" | "nftables";
@@ -158,6 +159,35 @@ describe("portmap plugin", { skip }, () => {
       await host.must("del", net, ctr, capArgs(mappings));
     });
   }
+
+  test("iptables-nft: ADD, CHECK, DEL and GC of a container with mappings start no tool (rules and flows over netlink)", { skip: IPTABLES_NFT ? false : "iptables here is not iptables-nft" }, async () => {
+    const { host, br, net } = newHost();
+    writeChain(host, net, br, {}, ["10.203.4.0/24", "fd20:204::/64"]);
+    const ctr = host.container(`tscni-pc-${tag}-${seq}`);
+    const id = containerIdOf(ctr);
+    const mappings = [tcp(8080, 80), udp(5353, 53)];
+    const prevResult = await host.add(net, ctr, capArgs(mappings));
+    const trace = path.join(cleanup.dir("tscni-pm-trace-"), "calls.jsonl");
+    const env = { CNI_NETNS: ctr.path, CNI_CONTAINERID: id, TSCNI_RESIDENT: "exec", TSCNI_TRACE_PHASES: trace };
+    const conf = { cniVersion: "1.1.0", name: net, type: "portmap", runtimeConfig: { portMappings: mappings }, prevResult };
+    // A second ADD finds everything there; a firewall reload's loss is put back; CHECK; DEL; GC of nothing valid.
+    for (const [command, extra] of [["ADD", {}], ["CHECK", {}], ["DEL", {}], ["GC", { "cni.dev/valid-attachments": [] }]] as const) {
+      if (command === "CHECK") spawnSync("ip", ["netns", "exec", host.ns.name, "iptables", "-t", "nat", "-F", "CNI-HOSTPORT-SETMARK"]);
+      const r = await host.plugin(OUR_PORTMAP, command === "CHECK" ? "ADD" : command, { ...conf, ...extra }, env);
+      assert.equal(r.code, 0, `${command}: ${r.stdout}${r.stderr}`);
+      if (command === "CHECK") {
+        assert.match(nat(host), /-A CNI-HOSTPORT-SETMARK .*--set-xmark 0x2000\/0x2000/, "the flushed rule is back");
+        const c = await host.plugin(OUR_PORTMAP, "CHECK", conf, env);
+        assert.equal(c.code, 0, c.stdout + c.stderr);
+      }
+    }
+    assert.doesNotMatch(nat(host), /CNI-DN-/);
+    const calls = readFileSync(trace, "utf8").trim().split("\n").map((l) => JSON.parse(l) as { command: string; phases: Array<{ kind: string; label: string }> });
+    assert.equal(calls.length, 5);
+    assert.deepEqual(calls.flatMap((c) => c.phases.filter((p) => p.kind === "spawn").map((p) => `${c.command}: ${p.label}`)), []);
+    assert.ok(calls.every((c) => c.phases.some((p) => p.kind === "netlink")), "the calls did their work over netlink");
+    await host.must("del", net, ctr, capArgs(mappings));
+  });
 
   test("bad configs are refused with code 7 naming the key and value, and nothing is applied", async () => {
     const { host } = newHost();

@@ -38,6 +38,8 @@ export interface LinkBackend {
   listAddresses(ns: NetNS, name: string, operation: string): Promise<Address[] | undefined>;
   /** Routes of one family (all tables with "all", the main table when `table` is undefined). */
   listRoutes(ns: NetNS, family: 4 | 6, table: number | "all" | undefined, operation: string): Promise<RouteSpec[] | undefined>;
+  /** The interface the kernel would send a packet to `address` out of (`ip route get`); `dev` absent: no route. */
+  routeDevice(ns: NetNS, address: string, operation: string): Promise<{ dev?: string } | undefined>;
 }
 
 /**

@@ -164,4 +164,15 @@ export const iproute2Backend: LinkBackend = {
     if (table !== undefined) args.push("table", String(table));
     return (await ipJson(ns, args, operation)).map((r) => routeFromJson(r, family));
   },
+  routeDevice: async (ns, address, operation) => {
+    let routes;
+    try {
+      routes = await ipJson(ns, ["route", "get", address], operation);
+    } catch (e) {
+      if (e instanceof NetOpError && /unreachable|no route|network is down/i.test(e.reason)) return {};
+      throw e;
+    }
+    const dev = routes.find((r) => typeof r["dev"] === "string")?.["dev"];
+    return typeof dev === "string" ? { dev } : {};
+  },
 };

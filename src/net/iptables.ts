@@ -6,7 +6,7 @@
 import { realpathSync } from "node:fs";
 import { NetOpError, runTool } from "../sys/exec.js";
 import { findTool } from "../sys/tool-path.js";
-import { listIptablesNft, nftAddRules, nftChainExists, nftDelete, NFPROTO_IPV4, NFPROTO_IPV6, type IptablesNftListing, type RuleToAdd } from "./nfnetlink.js";
+import { listIptablesNft, nftAddRules, nftChainExists, nftDelete, nftTableExists, NFPROTO_IPV4, NFPROTO_IPV6, type IptablesNftListing, type RuleToAdd } from "./nfnetlink.js";
 
 export type IPFamilyNum = 4 | 6;
 
@@ -47,10 +47,10 @@ export class Iptables {
   }
 
   /**
-   * The table's chain names and the rules of `chains` as `iptables -S` lines with their handles, read over
-   * netlink; undefined when only the tool can tell (then listTable).
+   * The table's chain names and the rules of `chains` (or of all of them) as `iptables -S` lines with their
+   * handles, read over netlink; undefined when only the tool can tell (then listTable).
    */
-  async listChains(table: string, chains: readonly string[]): Promise<IptablesNftListing | undefined> {
+  async listChains(table: string, chains: readonly string[] | "all"): Promise<IptablesNftListing | undefined> {
     return this.overNetlink ? listIptablesNft(this.nfproto, table, chains) : undefined;
   }
 
@@ -65,10 +65,10 @@ export class Iptables {
   /**
    * Creates user chains and adds rules in one transaction over netlink, as iptables-nft would; false when that
    * is not possible here or for one of the rules (nothing was done: use restore). The rules' chains must exist
-   * or be among `chains`.
+   * or be among `chains`; with `exclusive`, a chain that exists already fails it all (a NetOpError), as `-N` does.
    */
-  async addByNetlink(table: string, chains: readonly string[], rules: readonly RuleToAdd[], operation: string): Promise<boolean> {
-    return this.overNetlink && nftAddRules(this.nfproto, table, chains, rules, operation);
+  async addByNetlink(table: string, chains: readonly string[], rules: readonly RuleToAdd[], operation: string, exclusive = false): Promise<boolean> {
+    return this.overNetlink && nftAddRules(this.nfproto, table, chains, rules, operation, exclusive);
   }
 
   private run(args: string[], operation: string) {
@@ -170,8 +170,9 @@ export class Iptables {
     return stdout.split("\n").filter((l) => l.startsWith("-A "));
   }
 
-  /** Whether this iptables works here at all. */
+  /** Whether this iptables works here at all (iptables-nft: whether nf_tables answers over netlink). */
   async usable(): Promise<boolean> {
+    if (this.overNetlink && (await nftTableExists(this.nfproto, "filter")) !== undefined) return true;
     try {
       await this.run(["-t", "filter", "-S", "INPUT", "1"], "probe iptables");
       return true;

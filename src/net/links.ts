@@ -207,6 +207,11 @@ export class Links {
     return firstAnswer((b) => b.listRoutes(ns, family, table, `read IPv${family} routes in ${ns}`));
   }
 
+  /** The name of the interface that routes to `address` in `ns` (`ip route get`), or undefined when there is no route. */
+  async routeDevice(ns: NetNS, address: string): Promise<string | undefined> {
+    return (await firstAnswer((b) => b.routeDevice(ns, address, `look up the route to ${address} in ${ns}`))).dev;
+  }
+
   /** Adds a route in `ns` (`ip route append`). */
   addRoute(ns: NetNS, route: RouteSpec): Promise<void> {
     return this.batch(ns).addRoute(route).run(`add route in ${ns}`);

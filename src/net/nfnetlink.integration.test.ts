@@ -33,7 +33,7 @@ after(() => {
 
 const inNs = (cmd: string, args: string[], where = ns) => execFileSync("ip", ["netns", "exec", where, cmd, ...args], { encoding: "utf8" });
 const driver = (...args: string[]) => inNs(BUN, [DRIVER, ...args]);
-interface Listing { chains: string[]; rules: Array<{ chain: string; line: string; handle: string }> }
+interface Listing { chains: string[]; rules: Array<{ chain: string; line: string; handle: string; readable: boolean; jump?: string }> }
 const list = (family: "4" | "6", table: string, chains: string[]) => JSON.parse(driver("list", family, table, ...chains)) as Listing;
 /** `iptables -S CHAIN` as lines. */
 const saved = (family: "4" | "6", table: string, chain: string) =>
@@ -56,7 +56,7 @@ describe("nf_tables over netlink, read as iptables -S", { skip }, () => {
         "-A CNI-ISOLATION-STAGE-1 -j RETURN",
         "-A CNI-ISOLATION-STAGE-2 -o cni0 -j DROP",
         "-A CNI-ISOLATION-STAGE-2 -o veth+ -j RETURN",
-        "-A CNI-ADMIN -p tcp -m tcp --dport 80 -j DROP", // not a shape the plugins write
+        "-A CNI-ADMIN -p tcp -m tcp --dport 80:90 -j DROP", // not a shape the plugins write
         "-A CNI-ADMIN -m conntrack --ctstate NEW,INVALID -g CNI-ISOLATION-STAGE-2",
         "COMMIT",
         "*nat", ":CNI-abc - [0:0]",
@@ -158,9 +158,69 @@ describe("nf_tables over netlink, read as iptables -S", { skip }, () => {
           assert.equal(spawnSync("ip", ["netns", "exec", own, tool, "-t", table, "-C", last.chain, ...last.args]).status, 1);
         }
         // A word outside the vocabulary is refused before anything is done.
-        assert.equal(inNs(BUN, [DRIVER, "add", family, "filter", JSON.stringify({ chains: ["CNI-NEW"], rules: [{ chain: "CNI-NEW", args: ["-p", "tcp", "-j", "ACCEPT"] }] })], own).trim(), "not encodable");
+        assert.equal(inNs(BUN, [DRIVER, "add", family, "filter", JSON.stringify({ chains: ["CNI-NEW"], rules: [{ chain: "CNI-NEW", args: ["-p", "icmp", "-j", "ACCEPT"] }] })], own).trim(), "not encodable");
         assert.doesNotMatch(inNs(tool, ["-S"], own), /CNI-NEW/);
       } finally {
+        spawnSync("ip", ["netns", "delete", own]);
+      }
+    }
+  });
+
+  test("portmap's shapes (ours and Go's): read as iptables -S prints them, added as iptables-restore adds them", () => {
+    const quote = (w: string) => (/^[\w.:/!+,-]+$/.test(w) ? w : `"${w.replace(/(["\\])/g, "\\$1")}"`);
+    const comment = 'dnat name: "bench" id: "c3"';
+    const shapes = (v6: boolean) => {
+      const [c, net, host, to] = v6 ? ["fd00:3::9", "fd00:3::/64", "fd00:9::1", "[fd00:3::9]:80"] : ["10.3.0.9", "10.3.0.0/24", "192.0.2.1", "10.3.0.9:80"];
+      return { chains: ["CNI-HOSTPORT-SETMARK", "CNI-HOSTPORT-MASQ", "CNI-HOSTPORT-DNAT", "CNI-DN-portmap"], rules: [
+        { chain: "CNI-HOSTPORT-SETMARK", args: ["-m", "comment", "--comment", "CNI portfwd masquerade mark", "-j", "MARK", "--set-xmark", "0x2000/0x2000"] },
+        { chain: "CNI-HOSTPORT-MASQ", args: ["-m", "mark", "--mark", "0x2000/0x2000", "-j", "MASQUERADE"] },
+        { chain: "POSTROUTING", args: ["-m", "comment", "--comment", "CNI portfwd requiring masquerade", "-j", "CNI-HOSTPORT-MASQ"], first: true },
+        { chain: "PREROUTING", args: ["-m", "addrtype", "--dst-type", "LOCAL", "-j", "CNI-HOSTPORT-DNAT"] },
+        { chain: "OUTPUT", args: ["-m", "addrtype", "--dst-type", "LOCAL", "-j", "CNI-HOSTPORT-DNAT"] },
+        { chain: "CNI-HOSTPORT-DNAT", args: ["-m", "comment", "--comment", comment, "-m", "multiport", "-p", "tcp", "--destination-ports", "8080,90,65535", "-j", "CNI-DN-portmap"] },
+        { chain: "CNI-HOSTPORT-DNAT", args: ["-m", "comment", "--comment", comment, "-m", "multiport", "-p", "udp", "--destination-ports", "53", "-j", "CNI-DN-portmap"] },
+        { chain: "CNI-HOSTPORT-DNAT", args: ["-m", "comment", "--comment", comment, "-m", "multiport", "-p", "sctp", "--destination-ports", "9", "-j", "CNI-DN-portmap"] },
+        { chain: "CNI-DN-portmap", args: ["-p", "tcp", "--dport", "8080", "-s", net, "-j", "CNI-HOSTPORT-SETMARK"] },
+        { chain: "CNI-DN-portmap", args: ["-p", "tcp", "--dport", "8080", "-s", v6 ? "::/0" : "0.0.0.0/0", "-j", "CNI-HOSTPORT-SETMARK"] },
+        ...(v6 ? [] : [{ chain: "CNI-DN-portmap", args: ["-p", "tcp", "--dport", "8080", "-s", "127.0.0.1", "-j", "CNI-HOSTPORT-SETMARK"] }]),
+        { chain: "CNI-DN-portmap", args: ["-p", "tcp", "--dport", "8080", "-j", "DNAT", "--to-destination", to] },
+        { chain: "CNI-DN-portmap", args: ["-p", "udp", "--dport", "53", "-d", host, "-j", "DNAT", "--to-destination", to] },
+        { chain: "CNI-DN-portmap", args: ["-p", "sctp", "--dport", "9", "-j", "DNAT", "--to-destination", c] },
+        { chain: "CNI-DN-portmap", args: ["-p", "tcp", "-m", "tcp", "--dport", "1", "-m", "mark", "--mark", "0x4", "-j", "ACCEPT"] },
+      ] };
+    };
+    for (const family of ["4", "6"] as const) {
+      const tool = family === "4" ? "iptables" : "ip6tables";
+      const spec = shapes(family === "6");
+      const [ref, own] = [`tscni-nfr${family}-${tag}`, `tscni-nfp${family}-${tag}`];
+      execFileSync("ip", ["netns", "add", ref]);
+      execFileSync("ip", ["netns", "add", own]);
+      try {
+        const script = ["*nat", ...spec.chains.map((c) => `:${c} - [0:0]`),
+          ...spec.rules.map((r) => `${r.first ? `-I ${r.chain} 1` : `-A ${r.chain}`} ${r.args.map(quote).join(" ")}`), "COMMIT", ""].join("\n");
+        execFileSync("ip", ["netns", "exec", ref, `${tool}-restore`, "--noflush"], { input: script });
+        // Read: every chain's rules render as iptables -S prints them, and each jump is known.
+        const chains = ["PREROUTING", "OUTPUT", "POSTROUTING", ...spec.chains];
+        const listing = JSON.parse(inNs(BUN, [DRIVER, "list", family, "nat", "all"], ref)) as Listing;
+        for (const chain of chains) {
+          assert.deepEqual(listing.rules.filter((r) => r.chain === chain).map((r) => r.line), inNs(tool, ["-t", "nat", "-S", chain], ref).split("\n").filter((l) => l.startsWith("-A ")), `${family} ${chain}`);
+        }
+        assert.ok(listing.rules.every((r) => r.readable));
+        assert.equal(listing.rules.filter((r) => r.jump === "CNI-DN-portmap").length, 3);
+        // Added over netlink: the same table, expression for expression, and iptables -C takes each rule as its own.
+        inNs(tool, ["-t", "nat", "-P", "POSTROUTING", "ACCEPT"], own);
+        inNs(tool, ["-t", "nat", "-P", "PREROUTING", "ACCEPT"], own);
+        inNs(tool, ["-t", "nat", "-P", "OUTPUT", "ACCEPT"], own);
+        assert.equal(inNs(BUN, [DRIVER, "add", family, "nat", JSON.stringify(spec)], own).trim(), "ok");
+        assert.equal(inNs(tool, ["-t", "nat", "-S"], own), inNs(tool, ["-t", "nat", "-S"], ref), `iptables -S ${family}`);
+        for (const chain of chains) {
+          const exprs = (where: string) => inNs("nft", ["--debug=netlink", "list", "chain", family === "4" ? "ip" : "ip6", "nat", chain], where)
+            .split("\n").filter((l) => l.startsWith("  [")).join("\n");
+          assert.equal(exprs(own), exprs(ref), `nft expressions ${family} nat ${chain}`);
+        }
+        for (const r of spec.rules) inNs(tool, ["-t", "nat", "-C", r.chain, ...r.args], own);
+      } finally {
+        spawnSync("ip", ["netns", "delete", ref]);
         spawnSync("ip", ["netns", "delete", own]);
       }
     }

@@ -10,7 +10,7 @@ import { closeSync, openSync } from "node:fs";
 import { NetOpError } from "../sys/exec.js";
 import { opWords, type IpOp, type LinkBackend } from "./ip-ops.js";
 import type { NetNS } from "./netns.js";
-import { cidrBytes, decodeAddress, decodeLink, decodeNsid, deleteGroupRequest, deleteLinkRequest, dumpAddressesRequest, dumpLinksRequest, getLinkRequest, getNsidRequest, macBytes,
+import { cidrBytes, decodeAddress, decodeRouteOif, getRouteRequest, RTM_NEWROUTE, decodeLink, decodeNsid, deleteGroupRequest, deleteLinkRequest, dumpAddressesRequest, dumpLinksRequest, getLinkRequest, getNsidRequest, macBytes,
   moveLinkRequest, newLinkRequest, addressRequest, bridgePortRequest, renameLinkRequest, routeRequest, setGroupRequest, setLinkRequest, RTM_NEWADDR,
   RTM_NEWLINK, RTM_NEWNSID, type DecodedLink, type NlRequest } from "./rtnetlink-messages.js";
 import { ipErrorText, openRtnetlink, type NlMessage, type RtnetlinkSocket } from "./rtnetlink.js";
@@ -18,6 +18,8 @@ import type { Address, Link, ShownLink } from "./types.js";
 import { messageOf } from "../spec/errors.js";
 
 const ENODEV = 19;
+/** ENETDOWN, ENETUNREACH, EHOSTUNREACH: `ip route get` has no route to show. */
+const UNREACHABLE = new Set([100, 101, 113]);
 const DUMP_ATTEMPTS = 3;
 
 /** Whether the netlink path is allowed (TSCNI_NETLINK=0 switches it off). */
@@ -144,6 +146,18 @@ export class NetlinkSession {
     if (reply.error) fail(operation, ipErrorText(reply.error.errno, reply.error.message), 2);
     const m = reply.messages.find((x) => x.type === RTM_NEWLINK);
     return m ? decodeLink(m.payload) : undefined;
+  }
+
+  /** The interface of the route to `address` (`ip route get`): none when the kernel has no route to it. */
+  routeDevice(address: string, operation: string): { dev?: string } | undefined {
+    const req = getRouteRequest(address);
+    if (!req) return undefined;
+    const reply = this.exchange(req, operation);
+    if (reply.error && UNREACHABLE.has(reply.error.errno)) return {};
+    if (reply.error) fail(operation, ipErrorText(reply.error.errno, reply.error.message), 2);
+    const m = reply.messages.find((x) => x.type === RTM_NEWROUTE);
+    const oif = m ? decodeRouteOif(m.payload) : undefined;
+    return oif === undefined ? {} : { dev: this.nameOf(oif, operation) };
   }
 
   /** The id this namespace gives namespace `ns` (undefined: none, or not asked for one). */
@@ -275,4 +289,5 @@ export const rtnetlinkBackend: LinkBackend = {
   getLink: (ns, name, operation) => withSession(ns, (s) => s.getLink(name, operation)),
   listAddresses: (ns, name, operation) => withSession(ns, (s) => s.addressesOf(s.getLink(name, operation).index, operation)),
   listRoutes: () => Promise.resolve(undefined),
+  routeDevice: async (ns, address, operation) => (await withSession(ns, (s) => s.routeDevice(address, operation))) ?? undefined,
 };

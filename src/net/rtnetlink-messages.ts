@@ -361,6 +361,20 @@ export function routeRequest(action: "add" | "append" | "replace" | "del", r: Ro
   return { type: RTM_NEWROUTE, flags, body };
 }
 
+export const RTM_GETROUTE = 26;
+
+/** RTM_GETROUTE for one address (`ip route get ADDRESS`): the route the kernel would take to it. */
+export function getRouteRequest(address: string): NlRequest | undefined {
+  const ip = ipBytes(address);
+  if (!ip) return undefined;
+  const msg = new Uint8Array(12);
+  msg.set([familyNumber(ip.family), ip.bytes.length * 8]);
+  return { type: RTM_GETROUTE, flags: 0, body: concatBytes(msg, nlAttr(RTA_DST, ip.bytes)) };
+}
+
+/** The output interface index of an RTM_NEWROUTE answer (undefined: none, e.g. a multipath or blackhole route). */
+export const decodeRouteOif = (payload: Uint8Array): number | undefined => u32(parseAttrs(payload.subarray(12)).get(RTA_OIF));
+
 const u32 = (b: Uint8Array | undefined): number | undefined =>
   b && b.length >= 4 ? new DataView(b.buffer, b.byteOffset, b.byteLength).getUint32(0, true) : undefined;
 const s32 = (b: Uint8Array | undefined): number | undefined =>

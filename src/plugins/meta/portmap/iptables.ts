@@ -11,11 +11,15 @@
  * CNI-DN-<hash>:        per mapping: hairpin mark (-s container subnet), localhost mark (v4), DNAT
  * ```
  *
- * An ADD reads the table once and applies what is missing in one iptables-restore transaction per family.
+ * An ADD reads the table once and applies what is missing in one transaction per family; DEL deletes the
+ * container's chain and the jumps to it in one. With iptables-nft (Debian's, Fedora's default) the table is read
+ * and changed over netlink, encoded as iptables-nft encodes it, and no process is started; otherwise, or for a
+ * rule or chain of a shape the netlink path does not read, `iptables -S` and `iptables-restore` do it.
  * @module
  */
 import { networkOf, parseCIDR, type IPFamily } from "../../../spec/ip.js";
 import { iptablesFor, type Iptables } from "../../../net/iptables.js";
+import type { SavedRule } from "../../../net/nfnetlink.js";
 import { hashWithPrefix, MAX_CHAIN_LENGTH } from "../../../net/names.js";
 import type { FirewallMark } from "../../../net/firewall-marks.js";
 import { familyOf, mappingFor, type ForwardTarget, type Protocol } from "./config.js";
@@ -177,14 +181,31 @@ export function forwardChains(t: ForwardTarget): ChainSpec[] {
   return chains;
 }
 
-/** A nat table as `iptables -S` shows it: chain names and rule lines. */
+/**
+ * A nat table as `iptables -S` shows it: chain names and rule lines; when it was read over netlink, also each
+ * rule's handle and jump, and the chains that really exist (iptables-nft makes its built-in chains on first use).
+ */
 export class NatListing {
   readonly chains: Set<string>;
   readonly lines: Set<string>;
-  constructor(readonly raw: readonly string[]) {
+  constructor(readonly raw: readonly string[], readonly saved?: { chains: readonly string[]; rules: readonly SavedRule[] }) {
     this.chains = new Set([...BUILTIN_CHAINS, ...raw.filter((l) => l.startsWith("-N ")).map((l) => l.slice(3).trim())]);
     this.lines = new Set(raw.filter((l) => l.startsWith("-A ")));
   }
+
+  /** A listing read over netlink. */
+  static fromNetlink(listing: { chains: readonly string[]; rules: readonly SavedRule[] }): NatListing {
+    return new NatListing([...listing.chains.map((c) => `-N ${c}`), ...listing.rules.map((r) => r.line)], listing);
+  }
+
+  /**
+   * Whether the listing tells for sure that `chain` has or lacks a rule: read over netlink, and the chain is not
+   * there (a built-in chain iptables-nft has not made yet) or every rule of it was read.
+   */
+  knowsRulesOf(chain: string): boolean {
+    return !!this.saved && (!this.saved.chains.includes(chain) || this.saved.rules.every((r) => r.chain !== chain || r.readable));
+  }
+
   /** Every rule line that jumps (`-j`/`-g`) to `chain`. */
   jumpsTo(chain: string): string[] {
     return [...this.lines].filter((l) => {
@@ -230,58 +251,74 @@ const valueOf = (words: readonly string[], flag: string): string | undefined => 
   return i >= 0 ? words[i + 1] : undefined;
 };
 
-/** The family's iptables and its nat table as it is now (rejects when iptables does not work for that family). */
-async function openNat(family: IPFamily): Promise<{ ipt: Iptables; nat: NatListing }> {
+/**
+ * The family's iptables and its nat table as it is now: over netlink when iptables is iptables-nft, else by
+ * `iptables -S` (rejects when iptables does not work for that family).
+ */
+async function openNat(family: IPFamily, tools = false): Promise<{ ipt: Iptables; nat: NatListing }> {
   const ipt = iptablesFor(family);
-  return { ipt, nat: new NatListing(await ipt.listTable(TABLE)) };
+  const listing = tools ? undefined : await ipt.listChains(TABLE, "all");
+  return { ipt, nat: listing ? NatListing.fromNetlink(listing) : new NatListing(await ipt.listTable(TABLE)) };
 }
 
 /** Whether a rule exists: by the listing when it predicts the line, else by `iptables -C`. */
 async function ruleExists(ipt: Iptables, nat: NatListing, rule: Rule): Promise<boolean> {
   if (!nat.chains.has(rule.chain)) return false;
   if (rule.listed && nat.lines.has(rule.listed)) return true;
+  if (rule.listed && nat.knowsRulesOf(rule.chain)) return false;
   return ipt.ruleExists(TABLE, rule.chain, rule.args);
 }
 
-/** The restore lines that create what is missing of `chains` (a chain's existing rules are left alone). */
-async function missingLines(ipt: Iptables, nat: NatListing, chains: readonly ChainSpec[]): Promise<string[][]> {
-  const lines: string[][] = [];
-  const created = new Set<string>();
-  const place = (r: Rule) => (r.prepend ? ["-I", r.chain, "1", ...r.args] : ["-A", r.chain, ...r.args]);
+/** What is missing of `chains`: the chains to create and the rules to add (a chain's existing rules are left alone). */
+async function missingOf(ipt: Iptables, nat: NatListing, chains: readonly ChainSpec[]): Promise<{ chains: string[]; rules: Rule[] }> {
+  const missing: { chains: string[]; rules: Rule[] } = { chains: [], rules: [] };
   for (const c of chains) {
     const exists = nat.chains.has(c.name);
-    if (!exists) {
-      lines.push(["-N", c.name]);
-      created.add(c.name);
-    }
+    if (!exists) missing.chains.push(c.name);
     for (const r of c.rules) {
-      if (!exists || !(await ruleExists(ipt, nat, r))) lines.push(place(r));
+      if (!exists || !(await ruleExists(ipt, nat, r))) missing.rules.push(r);
     }
     for (const r of c.entries) {
       // A jump to a chain made just now cannot exist yet; nor can anything in a chain made just now.
-      if (!exists || created.has(r.chain) || !(await ruleExists(ipt, nat, r))) lines.push(place(r));
+      if (!exists || missing.chains.includes(r.chain) || !(await ruleExists(ipt, nat, r))) missing.rules.push(r);
     }
   }
-  return lines;
+  return missing;
 }
+
+/** The restore lines that make what is missing. */
+const restoreLines = (missing: { chains: string[]; rules: Rule[] }): string[][] => [
+  ...missing.chains.map((c) => ["-N", c]),
+  ...missing.rules.map((r) => (r.prepend ? ["-I", r.chain, "1", ...r.args] : ["-A", r.chain, ...r.args])),
+];
 
 /**
  * Sets up forwarding for one family: reads the nat table, then creates the missing chains and rules in one
- * transaction (`-N` fails if a concurrent ADD created a chain first; then it looks again, once). Resolves
- * whether anything was missing, so it also restores what a firewall reload took away.
+ * transaction (creating a chain fails if a concurrent ADD created it first; then it looks again, once; a
+ * failure over netlink is tried once more with the tools). Resolves whether anything was missing, so it also
+ * restores what a firewall reload took away.
  */
 export async function forwardIptables(t: ForwardTarget): Promise<boolean> {
   const family = familyOf(t);
   const chains = forwardChains(t);
+  const operation = (ipt: Iptables) => `set up ${ipt.command} port forwarding for ${t.containerID} (chain ${dnatChainName(t.network, t.containerID)})`;
+  let tools = false;
   for (let attempt = 0; ; attempt++) {
-    const { ipt, nat } = await openNat(family);
-    const lines = await missingLines(ipt, nat, chains);
-    if (lines.length === 0) return false;
+    const { ipt, nat } = await openNat(family, tools);
+    const missing = await missingOf(ipt, nat, chains);
+    if (missing.chains.length === 0 && missing.rules.length === 0) return false;
     try {
-      await ipt.restore(TABLE, [], lines, `set up ${ipt.command} port forwarding for ${t.containerID} (chain ${dnatChainName(t.network, t.containerID)})`);
+      // Over netlink when every rule goes into a chain that exists (iptables makes its built-in chains) or is made here.
+      const present = new Set(nat.saved?.chains ?? []);
+      if (nat.saved && missing.rules.every((r) => present.has(r.chain) || missing.chains.includes(r.chain)) &&
+        await ipt.addByNetlink(TABLE, missing.chains, missing.rules.map((r) => ({ chain: r.chain, args: r.args, first: !!r.prepend })), operation(ipt), true)) {
+        return true;
+      }
+      await ipt.restore(TABLE, [], restoreLines(missing), operation(ipt));
       return true;
     } catch (e) {
-      if (attempt > 0) throw e;
+      if (attempt > 1 || (attempt > 0 && tools)) throw e;
+      if (attempt > 0) tools = true;
     }
   }
 }
@@ -315,25 +352,40 @@ function removalLines(nat: NatListing, chains: readonly string[]): string[] {
 }
 
 /**
- * Removes chains (and the jumps to them) from every family where iptables works, one transaction per
- * family; a concurrent change makes it look again, once. An error only when no family works at all.
+ * Removes `chains` and the jumps to them over netlink, in one transaction: the jumps by handle (read from each
+ * rule's verdict, whatever the rest of it holds), then the chains. False when the table was not read there.
  */
-async function removeChains(chainsOf: (nat: NatListing) => string[], what: string, needIptables = true): Promise<void> {
+async function removeByHandle(ipt: Iptables, nat: NatListing, chains: readonly string[], operation: string): Promise<boolean> {
+  if (!nat.saved) return false;
+  const gone = chains.filter((c) => nat.saved!.chains.includes(c));
+  const jumps = nat.saved.rules.filter((r) => r.jump !== undefined && gone.includes(r.jump) && !gone.includes(r.chain));
+  return ipt.deleteByHandle(TABLE, jumps, gone, operation);
+}
+
+/**
+ * Removes chains (and the jumps to them) from every family where iptables works, one transaction per
+ * family; a concurrent change makes it look again, once (then with the tools). `readsChain`: the chain whose
+ * rules `chainsOf` reads. An error only when no family works at all.
+ */
+async function removeChains(chainsOf: (nat: NatListing) => string[], what: string, needIptables = true, readsChain?: string): Promise<void> {
   const unusable: string[] = [];
   for (const family of [4, 6] as const) {
     for (let attempt = 0; ; attempt++) {
       let opened;
       try {
-        opened = await openNat(family);
+        opened = await openNat(family, attempt > 0);
+        // chainsOf reads the rules of `readsChain`: by the tools when netlink left one of them unread.
+        if (readsChain && opened.nat.saved && !opened.nat.knowsRulesOf(readsChain)) opened = await openNat(family, true);
       } catch (e) {
         unusable.push(`(${family === 4 ? "iptables" : "ip6tables"}) ${messageOf(e)}`);
         break;
       }
       const { ipt, nat } = opened;
-      const lines = removalLines(nat, chainsOf(nat));
-      if (lines.length === 0) break;
+      const chains = chainsOf(nat).filter((c) => nat.chains.has(c));
+      if (chains.length === 0) break;
+      const operation = `remove ${ipt.command} port forwarding ${what}`;
       try {
-        await ipt.restore(TABLE, [], lines, `remove ${ipt.command} port forwarding ${what}`);
+        if (!(await removeByHandle(ipt, nat, chains, operation))) await ipt.restore(TABLE, [], removalLines(nat, chains), operation);
         break;
       } catch (e) {
         if (attempt > 0) throw e;
@@ -373,7 +425,7 @@ export function staleDnatChains(nat: NatListing, network: string, validContainer
  */
 export function gcIptables(network: string, validContainerIDs: Iterable<string>): Promise<void> {
   const valid = [...validContainerIDs];
-  return removeChains((nat) => staleDnatChains(nat, network, valid), `of stale attachments of ${network}`, false);
+  return removeChains((nat) => staleDnatChains(nat, network, valid), `of stale attachments of ${network}`, false, TOP_DNAT_CHAIN);
 }
 
 /** What shows one family's forwarding is there: every chain it uses, with the jumps into it. */

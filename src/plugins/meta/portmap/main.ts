@@ -14,9 +14,9 @@
 import { invalidConfig, messageOf, pluginNotAvailable, wrap } from "../../../spec/errors.js";
 import type { IPCidr, IPFamily } from "../../../spec/ip.js";
 import type { Result } from "../../../spec/result/index.js";
-import { deleteFlowsToPort } from "./conntrack.js";
+import { deleteFlowsToPort } from "../../../net/conntrack.js";
 import { NetNS } from "../../../net/netns.js";
-import { routeInterface } from "./route-lookup.js";
+import { ip } from "../../../net/links.js";
 import { sysctlPath, writeSysctl } from "../../../net/sysctl.js";
 import type { CmdArgs, PluginModule } from "../../../skel/skel.js";
 import {
@@ -47,7 +47,7 @@ async function unforward(backend: PortMapBackend, n: PortMapConf, args: CmdArgs)
  * it (nothing when there is no route, as in the Go plugin).
  */
 async function enableLocalnetRouting(container: IPCidr): Promise<void> {
-  const dev = await routeInterface(NetNS.host, container.ip.text).catch(() => undefined);
+  const dev = await ip.routeDevice(NetNS.host, container.ip.text).catch(() => undefined);
   if (!dev) return;
   try {
     await writeSysctl(NetNS.host, sysctlPath("net", "ipv4", "conf", dev, "route_localnet"), "1");
