@@ -18,9 +18,10 @@ const SUBNETS = { ours: "10.238.1.0/24", go: "10.238.2.0/24", resident: "10.238.
  * calls inherit); returns a runner per implementation and a cleanup. Two more runners: `none`, the floor
  * (`--network none`: the same container with no network at all), and, when installed, `netavark` (podman's own
  * backend, its default since podman 5, on a bridge network of its own with the same firewall work: masquerade
- * and port-mapping chains).
+ * and port-mapping chains). With `publish` ("HOST:CONTAINER"), every networked container publishes that port
+ * (`-p`: portmap's rules, netavark's port chains); the floor cannot and does not.
  */
-export function setupPodman(pluginDirs, pluginTypes, extraEnv = {}) {
+export function setupPodman(pluginDirs, pluginTypes, extraEnv = {}, { publish } = {}) {
   const base = mkdtempSync(path.join(os.tmpdir(), "tscni-bench-podman-"));
   const nofile = execFileSync("sh", ["-c", "ulimit -Hn"], { encoding: "utf8" }).trim();
   const storage = path.join(base, "storage.conf");
@@ -74,7 +75,8 @@ export function setupPodman(pluginDirs, pluginTypes, extraEnv = {}) {
     const network = impl === "none" ? "none" : "tscnibench";
     runners[impl] = () => {
       const t0 = process.hrtime.bigint();
-      const r = spawnSync("podman", ["run", "--rm", "--network", network, "localhost/tscni-bench:latest", "true"], { env, encoding: "utf8" });
+      const ports = publish && impl !== "none" ? ["-p", publish] : [];
+      const r = spawnSync("podman", ["run", "--rm", "--network", network, ...ports, "localhost/tscni-bench:latest", "true"], { env, encoding: "utf8" });
       const ms = Number(process.hrtime.bigint() - t0) / 1e6;
       if (r.status !== 0) throw new Error(`podman run (${impl}) failed: ${r.stderr}`);
       return ms;

@@ -392,28 +392,40 @@ async function measure(server) {
     console.log(`${row.name}: ${fmtRow(row)}`);
   }
   let podman = "podman `run --rm`: not measured (podman, runc and busybox-static are not installed; `apt-get install podman runc conmon golang-github-containers-common busybox-static` enables it).";
-  if (!selected("podman run --rm")) podman = "";
-  else if (podmanAvailable()) {
-    // The same chain for all: bridge plus whichever meta plugins both directories have.
-    const types = ["bridge", "portmap", "firewall", "tuning"].filter((t) => existsSync(path.join(OURS, t)) && existsSync(path.join(GO, t)));
+  /** The same chain for all: bridge plus whichever meta plugins both directories have. */
+  const podmanTypes = () => ["bridge", "portmap", "firewall", "tuning"].filter((t) => existsSync(path.join(OURS, t)) && existsSync(path.join(GO, t)));
+  /** `podman run --rm` (with `publish`: a published port), the floor and netavark interleaved in every round; its medians. */
+  const podmanRounds = (types, publish) => {
     const { runners, cleanup } = setupPodman(Object.fromEntries(IMPLS.map((i) => [i, BIN_DIRS[i]])), types,
-      Object.fromEntries(IMPLS.map((i) => [i, implEnv(i)])));
+      Object.fromEntries(IMPLS.map((i) => [i, implEnv(i)])), { publish });
     try {
-      // The floor (no network) and netavark, when installed, interleaved with the plugins in every round.
       const all = Object.keys(runners);
       for (const impl of all) runners[impl]();
       const times = Object.fromEntries(all.map((i) => [i, []]));
       for (let round = 0; round < ROUNDS; round++) {
         for (const impl of round % 2 ? [...all].reverse() : all) times[impl].push(runners[impl]());
       }
-      const medians = Object.fromEntries(all.map((i) => [i, median(times[i])]));
-      const row = { name: `podman run --rm (CNI backend; chain: ${types.join(" + ")}, host-local)`, ...Object.fromEntries(IMPLS.map((i) => [i, medians[i]])) };
-      rows.push(row);
-      podman = { types, medians };
-      console.log(`${row.name}: ${fmtRow(row)}; none ${medians.none.toFixed(1)} ms${medians.netavark !== undefined ? `, netavark ${medians.netavark.toFixed(1)} ms` : ""}`);
+      return Object.fromEntries(all.map((i) => [i, median(times[i])]));
     } finally {
       cleanup();
     }
+  };
+  const PUBLISHED = "podman run --rm -p";
+  if (!selected("podman run --rm")) podman = "";
+  else if (podmanAvailable()) {
+    const types = podmanTypes();
+    const medians = podmanRounds(types);
+    const row = { name: `podman run --rm (CNI backend; chain: ${types.join(" + ")}, host-local)`, ...Object.fromEntries(IMPLS.map((i) => [i, medians[i]])) };
+    rows.push(row);
+    podman = { types, medians };
+    console.log(`${row.name}: ${fmtRow(row)}; none ${medians.none.toFixed(1)} ms${medians.netavark !== undefined ? `, netavark ${medians.netavark.toFixed(1)} ms` : ""}`);
+  }
+  if (typeof podman === "object" && selected(PUBLISHED)) {
+    const medians = podmanRounds(podman.types, "18080:80");
+    const row = { name: `${PUBLISHED} 18080:80 (one published port; same chain)`, ...Object.fromEntries(IMPLS.map((i) => [i, medians[i]])) };
+    rows.push(row);
+    podman.published = medians;
+    console.log(`${row.name}: ${fmtRow(row)}; none ${medians.none.toFixed(1)} ms${medians.netavark !== undefined ? `, netavark ${medians.netavark.toFixed(1)} ms` : ""}`);
   }
   let rss;
   if (selected("peak RSS")) {
@@ -596,6 +608,7 @@ function report({ rows, rss, cold, growth, podman, containerd, pods = [], cluste
       "Stack minus floor: the same container started without a network, in the same interleaved rounds (medians).",
       "",
       ...(typeof podman === "object" ? shareTable(`podman run --rm (${podman.types.join(" + ")})`, "`--network none`", podman.medians) : []),
+      ...(typeof podman === "object" && podman.published ? shareTable("podman run --rm -p 18080:80 (the same chain, one published port)", "`--network none`", podman.published) : []),
       ...rows.filter((r) => r.none !== undefined).flatMap((r) => shareTable(r.name.replace(/ \(CRI;.*$/, " (CRI)"), "hostNetwork sandbox", r)),
     ] : []),
     ...(trace ? [

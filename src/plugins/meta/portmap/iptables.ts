@@ -270,27 +270,35 @@ async function ruleExists(ipt: Iptables, nat: NatListing, rule: Rule): Promise<b
 }
 
 /** What is missing of `chains`: the chains to create and the rules to add (a chain's existing rules are left alone). */
-async function missingOf(ipt: Iptables, nat: NatListing, chains: readonly ChainSpec[]): Promise<{ chains: string[]; rules: Rule[] }> {
-  const missing: { chains: string[]; rules: Rule[] } = { chains: [], rules: [] };
+interface Missing {
+  chains: string[];
+  rules: Rule[];
+  /** The same as iptables-restore lines, chain by chain as the Go plugin makes them (iptables-nft makes a built-in chain at its first rule). */
+  lines: string[][];
+}
+
+async function missingOf(ipt: Iptables, nat: NatListing, chains: readonly ChainSpec[]): Promise<Missing> {
+  const missing: Missing = { chains: [], rules: [], lines: [] };
+  const add = (r: Rule) => {
+    missing.rules.push(r);
+    missing.lines.push(r.prepend ? ["-I", r.chain, "1", ...r.args] : ["-A", r.chain, ...r.args]);
+  };
   for (const c of chains) {
     const exists = nat.chains.has(c.name);
-    if (!exists) missing.chains.push(c.name);
+    if (!exists) {
+      missing.chains.push(c.name);
+      missing.lines.push(["-N", c.name]);
+    }
     for (const r of c.rules) {
-      if (!exists || !(await ruleExists(ipt, nat, r))) missing.rules.push(r);
+      if (!exists || !(await ruleExists(ipt, nat, r))) add(r);
     }
     for (const r of c.entries) {
       // A jump to a chain made just now cannot exist yet; nor can anything in a chain made just now.
-      if (!exists || missing.chains.includes(r.chain) || !(await ruleExists(ipt, nat, r))) missing.rules.push(r);
+      if (!exists || missing.chains.includes(r.chain) || !(await ruleExists(ipt, nat, r))) add(r);
     }
   }
   return missing;
 }
-
-/** The restore lines that make what is missing. */
-const restoreLines = (missing: { chains: string[]; rules: Rule[] }): string[][] => [
-  ...missing.chains.map((c) => ["-N", c]),
-  ...missing.rules.map((r) => (r.prepend ? ["-I", r.chain, "1", ...r.args] : ["-A", r.chain, ...r.args])),
-];
 
 /**
  * Sets up forwarding for one family: reads the nat table, then creates the missing chains and rules in one
@@ -314,7 +322,7 @@ export async function forwardIptables(t: ForwardTarget): Promise<boolean> {
         await ipt.addByNetlink(TABLE, missing.chains, missing.rules.map((r) => ({ chain: r.chain, args: r.args, first: !!r.prepend })), operation(ipt), true)) {
         return true;
       }
-      await ipt.restore(TABLE, [], restoreLines(missing), operation(ipt));
+      await ipt.restore(TABLE, [], missing.lines, operation(ipt));
       return true;
     } catch (e) {
       if (attempt > 1 || (attempt > 0 && tools)) throw e;
