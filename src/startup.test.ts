@@ -44,12 +44,14 @@ function staticGraph(entry: string, read: (file: string) => string): Map<string,
   return graph;
 }
 
-/** The plugins' main modules: what the registry's loaders import (dynamically), by plugin type. */
+/** The plugins' main modules: what the manifests the registry lists load (dynamically), by plugin type. */
 function pluginMains(read: (file: string) => string): Map<string, string> {
-  const registry = path.join(BUILT, "programs/registry.js");
-  const mains = [...read(registry).matchAll(/\bimport\(\s*["'](\.\.\/plugins\/[^"']+\/main\.js)["']\s*\)/g)]
-    .map((m) => path.resolve(path.dirname(registry), m[1]!));
-  return new Map(mains.map((file) => [path.basename(path.dirname(file)), file]));
+  const list = path.join(BUILT, "plugins/manifests.js");
+  const manifests = [...read(list).matchAll(/\bfrom\s*["'](\.\/[^"']+\/manifest\.js)["']/g)].map((m) => path.resolve(path.dirname(list), m[1]!));
+  return new Map(manifests.flatMap((file) => {
+    const main = /\bload:\s*\(\)\s*=>\s*import\(\s*["']\.\/main\.js["']\s*\)/.test(read(file));
+    return main ? [[path.basename(path.dirname(file)), path.join(path.dirname(file), "main.js")] as [string, string]] : [];
+  }));
 }
 
 /** Every way the start paths break the rule (empty when they keep it). */

@@ -20,18 +20,13 @@ import { describeMark, missingMarks, type FirewallMark } from "../net/firewall-m
 import { ip } from "../net/links.js";
 import { NetNS } from "../net/netns.js";
 import type { RestoreRequest, Restorer } from "../plugins/common/restore.js";
+import { MANIFESTS } from "../plugins/manifests.js";
 import { cachedNetwork, cachedResult, cachedRuntimeConf, cachedWithAge } from "../runtime/attachments.js";
 import { PodLocks } from "../runtime/pod-locks.js";
 import { messageOf } from "../spec/errors.js";
 
-/** The plugins that leave host firewall state, by type; their restorers are loaded when a chain has them. */
-const RESTORERS: Record<string, () => Promise<{ restorer: Restorer }>> = {
-  bridge: () => import("../plugins/main/bridge/restore.js"),
-  ptp: () => import("../plugins/main/ptp/restore.js"),
-  portmap: () => import("../plugins/meta/portmap/restore.js"),
-  firewall: () => import("../plugins/meta/firewall/restore.js"),
-  dnsname: () => import("../plugins/meta/dnsname/restore.js"),
-};
+/** The plugins that leave host firewall state, by type (their manifests say); restorers are loaded when a chain has them. */
+const RESTORERS: Record<string, () => Promise<{ restorer: Restorer }>> = Object.fromEntries(MANIFESTS.flatMap((m) => (m.restorer ? [[m.name, m.restorer]] : [])));
 
 export type ReloadStatus = "restored" | "complete" | "skipped" | "failed";
 

@@ -1,20 +1,21 @@
 /**
- * The catalog (programs.ts) is the one source of each plugin's versions and about text: a plugin module exports
- * its handlers and config reader only, and the registry composes the definition skel runs from both.
+ * The catalog (programs.ts, its versions from the plugins' manifests) is the one source of each plugin's versions
+ * and about text: a plugin module exports its handlers and config reader only, and the registry composes the
+ * definition skel runs from both.
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { ROOT } from "../testing/harness.js";
-import { aboutText, PLUGIN_VERSIONS, type PluginName } from "./programs.js";
+import { aboutText, PLUGIN_VERSIONS } from "./programs.js";
 import { PLUGINS } from "./registry.js";
 
 for (const [name, entry] of Object.entries(PLUGINS)) {
   test(`${name}: the definition carries the catalog's versions and about text`, async () => {
     const definition = await entry.load();
-    assert.deepEqual([...definition.versionInfo.supportedVersions], [...PLUGIN_VERSIONS[name as PluginName]]);
-    assert.deepEqual([...entry.versions], [...PLUGIN_VERSIONS[name as PluginName]]);
+    assert.deepEqual([...definition.versionInfo.supportedVersions], [...PLUGIN_VERSIONS[name]!]);
+    assert.deepEqual([...entry.versions], [...PLUGIN_VERSIONS[name]!]);
     assert.equal(definition.about, aboutText(name));
     assert.equal(typeof definition.funcs, "object");
   });

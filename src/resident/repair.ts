@@ -7,7 +7,7 @@
  * @module
  */
 import { formatReload, lostFirewallState, reloadFirewall, type AttachmentReload, type LostState } from "../cnitool/reload.js";
-import { watchReloaded, type BusWatch } from "../plugins/meta/firewall/firewalld.js";
+import { watchReloaded, type BusWatch } from "../net/firewalld.js";
 import { messageOf } from "../spec/errors.js";
 
 /** The default interval of the periodic look. */

@@ -4,12 +4,13 @@
  * @module
  */
 import { spawnSync } from "node:child_process";
-import { LINK_KIND_PROBES } from "../net/link-kinds.js";
+import { MANIFESTS } from "../plugins/manifests.js";
 
 /** Link kinds a test may need. */
 export type LinkKind = "ipvlan" | "vlan" | "dummy";
 
-const PROBES: Record<LinkKind, readonly string[]> = LINK_KIND_PROBES as Record<LinkKind, readonly string[]>;
+/** The `ip link add` words of a kind, from the plugin's manifest. */
+const probe = (kind: LinkKind): readonly string[] => MANIFESTS.find((m) => m.name === kind)!.linkKindProbe!;
 
 /** Why this kernel cannot make links of `kind` (undefined when it can), tried in a namespace of its own. */
 export function linkKindMissing(kind: LinkKind, tag: string): string | undefined {
@@ -17,8 +18,8 @@ export function linkKindMissing(kind: LinkKind, tag: string): string | undefined
   spawnSync("ip", ["netns", "add", ns]);
   try {
     spawnSync("ip", ["-n", ns, "link", "add", "pv0", "type", "veth", "peer", "name", "pv1"]);
-    const r = spawnSync("ip", ["-n", ns, ...PROBES[kind]], { encoding: "utf8" });
-    return r.status === 0 ? undefined : `this kernel has no ${kind} links (ip ${PROBES[kind].join(" ")}: ${r.stderr.trim()})`;
+    const r = spawnSync("ip", ["-n", ns, ...probe(kind)], { encoding: "utf8" });
+    return r.status === 0 ? undefined : `this kernel has no ${kind} links (ip ${probe(kind).join(" ")}: ${r.stderr.trim()})`;
   } finally {
     spawnSync("ip", ["netns", "delete", ns]);
   }

@@ -9,7 +9,7 @@ import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { existsSync } from "node:fs";
 import { runTool } from "../../sys/exec.js";
 import { findTool } from "../../sys/tool-path.js";
-import { LINK_KIND_PROBES } from "../../net/link-kinds.js";
+import { MANIFESTS } from "../../plugins/manifests.js";
 import type { PluginCall } from "./output.js";
 import { parseIpAddrJson, type NsSnapshot, type Snapshots } from "./state.js";
 
@@ -179,11 +179,11 @@ export class Sandbox {
 
   /**
    * Why this kernel cannot make the links plugin type `kind` makes (undefined when it can, or when the type makes
-   * no link kind of its own: net/link-kinds.ts): `ip link add` of that kind on a veth in a scratch namespace,
+   * no link kind of its own: its manifest's linkKindProbe): `ip link add` of that kind on a veth in a scratch namespace,
    * refused with "Unknown device type".
    */
   linkKindMissing(kind: string): string | undefined {
-    const words = LINK_KIND_PROBES[kind];
+    const words = MANIFESTS.find((m) => m.name === kind)?.linkKindProbe;
     if (!words) return undefined;
     if (this.kindProbes.has(kind)) return this.kindProbes.get(kind);
     const ns = { name: `cnic-${this.opts.tag}-probe`, path: `/run/netns/cnic-${this.opts.tag}-probe` };

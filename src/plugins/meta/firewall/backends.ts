@@ -6,7 +6,7 @@
  */
 import { failure } from "../../../spec/errors.js";
 import type { GCAttachment } from "../../../spec/config.js";
-import { Firewalld, FIREWALLD_NAME } from "./firewalld.js";
+import { Firewalld, FIREWALLD_NAME } from "../../../net/firewalld.js";
 import type { FirewallMark } from "../../../net/firewall-marks.js";
 import { ensureFirewallRules, firewallMarks, hostCidr, missingFirewallRules, removeAddressRules, type IsolationPolicy } from "./iptables.js";
 import { nftAllow, nftCollectGarbage, nftFirewallMarks, nftMissing, nftRevoke } from "./nftables.js";

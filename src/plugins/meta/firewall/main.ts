@@ -11,7 +11,7 @@
  */
 import { failure, invalidConfig, pluginNotAvailable } from "../../../spec/errors.js";
 import type { Result100 } from "../../../spec/result/index.js";
-import { Firewalld } from "./firewalld.js";
+import { Firewalld } from "../../../net/firewalld.js";
 import { hostCidr } from "./iptables.js";
 import { iptablesFor } from "../../../net/iptables.js";
 import { nftUsable } from "../../../net/nftables.js";

@@ -1,0 +1,11 @@
+/** The bridge plugin, as the house knows it before loading it (plugins/manifest.ts). */
+import { ALL_VERSIONS } from "../../../spec/versions.js";
+import type { PluginManifest } from "../../manifest.js";
+
+export const manifest: PluginManifest = {
+  name: "bridge",
+  versions: ALL_VERSIONS,
+  load: () => import("./main.js"),
+  restorer: () => import("./restore.js"),
+  linkKindProbe: ["link", "add", "p0", "type", "bridge"],
+};

@@ -1,0 +1,9 @@
+/** The tuning plugin, as the house knows it before loading it (plugins/manifest.ts). */
+import { ALL_VERSIONS } from "../../../spec/versions.js";
+import type { PluginManifest } from "../../manifest.js";
+
+export const manifest: PluginManifest = {
+  name: "tuning",
+  versions: ALL_VERSIONS,
+  load: () => import("./main.js"),
+};
