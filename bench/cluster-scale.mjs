@@ -47,8 +47,15 @@ function exec(socket, command, conf, containerID) {
  * The environment of every call: the launcher and the auto-started server on the benchmark's socket.
  * TSCNI_DEBUG=1 in the benchmark's environment: the launcher's reasons for running a call itself, on stderr.
  */
-const callEnv = (socket) => ({ PATH: process.env.PATH, TSCNI_RESIDENT: "auto", TSCNI_RESIDENT_SOCKET: socket, CNI_NETNS: "/run/netns/bench-none",
-  CNI_IFNAME: "eth0", CNI_PATH: BIN, ...(process.env.TSCNI_DEBUG ? { TSCNI_DEBUG: "1" } : {}) });
+const callEnv = (socket) => ({
+  PATH: process.env.PATH,
+  TSCNI_RESIDENT: "auto",
+  TSCNI_RESIDENT_SOCKET: socket,
+  CNI_NETNS: "/run/netns/bench-none",
+  CNI_IFNAME: "eth0",
+  CNI_PATH: BIN,
+  ...(process.env.TSCNI_DEBUG ? { TSCNI_DEBUG: "1" } : {}),
+});
 
 /** bench/spawn-pool.c, compiled once into `dir` ("" without a C compiler: the calls are then started from Node). */
 let poolPath;
@@ -71,15 +78,19 @@ function runCalls(ctx, command, calls, width) {
   const runner = spawnPool(ctx.scratch);
   if (!runner) {
     let ended = 0;
-    return pool(calls.map((c) => async () => {
-      const r = await exec(ctx.socket, command, confOf(c), c.id);
-      ctx.onProgress?.(++ended, calls.length);
-      return r;
-    }), width);
+    return pool(
+      calls.map((c) => async () => {
+        const r = await exec(ctx.socket, command, confOf(c), c.id);
+        ctx.onProgress?.(++ended, calls.length);
+        return r;
+      }),
+      width,
+    );
   }
   return new Promise((resolve, reject) => {
     const child = spawn(runner, [String(width), ctx.program ?? path.join(BIN, "cluster-ipam")], {
-      env: callEnv(ctx.socket), stdio: ["pipe", "pipe", process.env.TSCNI_DEBUG ? "inherit" : "ignore"],
+      env: callEnv(ctx.socket),
+      stdio: ["pipe", "pipe", process.env.TSCNI_DEBUG ? "inherit" : "ignore"],
     });
     // Calls are read as they end, so a scenario can act at a point of the run (ctx.onProgress: calls ended so far).
     const results = new Array(calls.length);
@@ -112,8 +123,14 @@ async function phase(ctx, command, calls, width) {
   const results = await runCalls(ctx, command, calls, width);
   const ms = results.map((r) => r.ms);
   const failed = results.filter((r) => !r.ok);
-  return { wallMs: Number(process.hrtime.bigint() - t0) / 1e6, p50: quantile(ms, 0.5), p99: quantile(ms, 0.99), failures: failed.length,
-    example: failed[0]?.stdout.trim().slice(0, 300), results };
+  return {
+    wallMs: Number(process.hrtime.bigint() - t0) / 1e6,
+    p50: quantile(ms, 0.5),
+    p99: quantile(ms, 0.99),
+    failures: failed.length,
+    example: failed[0]?.stdout.trim().slice(0, 300),
+    results,
+  };
 }
 
 /**
@@ -124,6 +141,7 @@ async function delayProxy(port, delayMs) {
   const net = await import("node:net");
   const pipeDelayed = (from, to) => {
     const queue = [];
+    // biome-ignore lint/correctness/noUnusedVariables: read by `??=` below (one timer at a time)
     let timer;
     const flush = () => {
       timer = undefined;
@@ -172,7 +190,10 @@ const SCENARIOS = {
     const runs = [];
     for (const victim of ["follower", "leader"]) {
       const proxies = await Promise.all(ctx.cluster.endpoints.map((e) => delayProxy(Number(new URL(e).port), 2)));
-      const v = ctx.variant(`benchfaults${victim}`, proxies.map((p) => p.url));
+      const v = ctx.variant(
+        `benchfaults${victim}`,
+        proxies.map((p) => p.url),
+      );
       const calls = Array.from({ length: total }, (_, i) => ({ node: `node-${i % (total / 10)}`, id: `faults-${victim}-${i}` }));
       const events = [];
       const faulty = (phaseName) => {
@@ -209,7 +230,10 @@ const SCENARIOS = {
       for (const p of proxies) p.close();
       runs.push({ victim, add, del, ...check, left, events });
     }
-    return { name: `faults: ${total.toLocaleString("en")} calls over ${(total / 10).toLocaleString("en")} nodes, 100 at once, 2 ms each way to every member`, runs };
+    return {
+      name: `faults: ${total.toLocaleString("en")} calls over ${(total / 10).toLocaleString("en")} nodes, 100 at once, 2 ms each way to every member`,
+      runs,
+    };
   },
 
   async scale(ctx) {
@@ -217,11 +241,19 @@ const SCENARIOS = {
     const calls = Array.from({ length: total }, (_, i) => ({ node: `node-${i % (total / 10)}`, id: `scale-${i}` }));
     const before = await ctx.kvRequests();
     const add = await phase(ctx, "ADD", calls, 100);
-    const roundTrips = (await ctx.kvRequests() - before) / calls.length;
+    const roundTrips = ((await ctx.kvRequests()) - before) / calls.length;
     const check = await ctx.check(calls, add);
     const blocks = check.blocks;
     const del = await phase(ctx, "DEL", withResults(calls, add), 100);
-    return { name: "10,000 allocations over 1,000 nodes, 100 at once", add, del, roundTrips, blocks, ...check, left: (await ctx.check()).allocations };
+    return {
+      name: "10,000 allocations over 1,000 nodes, 100 at once",
+      add,
+      del,
+      roundTrips,
+      blocks,
+      ...check,
+      left: (await ctx.check()).allocations,
+    };
   },
   async overload(ctx) {
     const calls = Array.from({ length: 2000 }, (_, i) => ({ node: `node-${i % 200}`, id: `overload-${i}` }));
@@ -236,13 +268,20 @@ const SCENARIOS = {
    */
   async hostlocal(ctx) {
     const goHostLocal = "/usr/lib/cni/host-local";
-    if (!existsSync(goHostLocal)) return { name: "Go's host-local per node", skipped: `${goHostLocal} is not installed (containernetworking-plugins)` };
+    if (!existsSync(goHostLocal))
+      return { name: "Go's host-local per node", skipped: `${goHostLocal} is not installed (containernetworking-plugins)` };
     const total = Number(process.env.TSCNI_BENCH_SCALE_CALLS ?? 10_000);
     const calls = Array.from({ length: total }, (_, i) => ({ node: `node-${i % (total / 10)}`, id: `hostlocal-${i}` }));
     const v = {
-      ...ctx, program: goHostLocal,
-      conf: (node) => JSON.stringify({ cniVersion: "1.0.0", name: "benchhostlocal", type: "bridge",
-        ipam: { type: "host-local", dataDir: path.join(ctx.scratch, "host-local", node), ranges: [[{ subnet: "10.96.0.0/14" }]] } }),
+      ...ctx,
+      program: goHostLocal,
+      conf: (node) =>
+        JSON.stringify({
+          cniVersion: "1.0.0",
+          name: "benchhostlocal",
+          type: "bridge",
+          ipam: { type: "host-local", dataDir: path.join(ctx.scratch, "host-local", node), ranges: [[{ subnet: "10.96.0.0/14" }]] },
+        }),
     };
     const add = await phase(v, "ADD", calls, 100);
     const owners = new Map();
@@ -253,13 +292,22 @@ const SCENARIOS = {
     });
     const duplicates = [...owners.values()].reduce((n, c) => n + c - 1, 0);
     const del = await phase(v, "DEL", calls, 100);
-    return { name: `Go's host-local on each of ${(total / 10).toLocaleString("en")} nodes, one flat subnet, ${total.toLocaleString("en")} ADDs, 100 at once`, add, del, duplicates, distinct: owners.size };
+    return {
+      name: `Go's host-local on each of ${(total / 10).toLocaleString("en")} nodes, one flat subnet, ${total.toLocaleString("en")} ADDs, 100 at once`,
+      add,
+      del,
+      duplicates,
+      distinct: owners.size,
+    };
   },
   async floor(ctx) {
     const total = Number(process.env.TSCNI_BENCH_SCALE_CALLS ?? 10_000);
     const calls = Array.from({ length: total }, (_, i) => ({ node: `node-${i % (total / 10)}`, id: `floor-${i}` }));
     // No "ipam.etcd": refused by the server's parse (code 7), after the whole hand-off and before any etcd request.
-    const refused = { ...ctx, conf: () => JSON.stringify({ cniVersion: "1.1.0", name: "benchfloor", type: "bridge", ipam: { type: "cluster-ipam" } }) };
+    const refused = {
+      ...ctx,
+      conf: () => JSON.stringify({ cniVersion: "1.1.0", name: "benchfloor", type: "bridge", ipam: { type: "cluster-ipam" } }),
+    };
     const add = await phase(refused, "ADD", calls, 100);
     return { name: `the floor: ${total.toLocaleString("en")} calls refused by the server before etcd, 100 at once`, floor: add };
   },
@@ -272,16 +320,22 @@ const SCENARIOS = {
     const extraMs = Number(process.hrtime.bigint() - t0) / 1e6;
     // 100 pods deleted on the first half of the nodes; 100 new ones on nodes that deleted none.
     const freed = calls.filter((_, i) => i % 100 < 50).slice(0, 100);
-    const freedIPs = new Set(add.results.filter((r, i) => r.ok && freed.some((f) => f.id === calls[i].id)).map((r) => JSON.parse(r.stdout).ips[0].address));
+    const freedIPs = new Set(
+      add.results.filter((r, i) => r.ok && freed.some((f) => f.id === calls[i].id)).map((r) => JSON.parse(r.stdout).ips[0].address),
+    );
     const del = await phase(ctx, "DEL", freed, freed.length);
     const again = Array.from({ length: 100 }, (_, i) => ({ node: `node-${50 + (i % 50)}`, id: `full-again-${i}` }));
     const refill = await phase(ctx, "ADD", again, again.length);
     const got = new Set(refill.results.filter((r) => r.ok).map((r) => JSON.parse(r.stdout).ips[0].address));
     const after = await ctx.check(again, refill);
     return {
-      name: "a /20 pool (4,093 addresses) over 100 nodes, 4,093 at once", add, del, ...check,
+      name: "a /20 pool (4,093 addresses) over 100 nodes, 4,093 at once",
+      add,
+      del,
+      ...check,
       extra: { ms: extraMs, ok: extra.ok, message: extra.stdout.trim().slice(0, 300) },
-      refill: { ...refill, exactlyFreed: got.size === freedIPs.size && [...got].every((a) => freedIPs.has(a)) }, afterDuplicates: after.duplicates,
+      refill: { ...refill, exactlyFreed: got.size === freedIPs.size && [...got].every((a) => freedIPs.has(a)) },
+      afterDuplicates: after.duplicates,
     };
   },
 };
@@ -299,13 +353,23 @@ async function inside(names) {
     const etcd = new EtcdClient({ endpoints: cluster.endpoints, dialTimeoutMs: 2000, requestTimeoutMs: 30_000 });
     for (const name of names) {
       const subnet = name === "full" ? "10.99.0.0/20" : "10.96.0.0/14";
-      const confFor = (network, endpoints) => (node) => JSON.stringify({ cniVersion: "1.1.0", name: network, type: "bridge",
-        ipam: { type: "cluster-ipam", nodeName: node, lockDir: path.join(base, "locks", network), etcd: { endpoints }, ranges: [[{ subnet }]] } });
+      const confFor = (network, endpoints) => (node) =>
+        JSON.stringify({
+          cniVersion: "1.1.0",
+          name: network,
+          type: "bridge",
+          ipam: { type: "cluster-ipam", nodeName: node, lockDir: path.join(base, "locks", network), etcd: { endpoints }, ranges: [[{ subnet }]] },
+        });
       const ctx = {
-        socket, scratch: socketDir, cluster,
+        socket,
+        scratch: socketDir,
+        cluster,
         /** The same context for another network (its own keys), reached through `endpoints`. */
         variant: (network, endpoints) => ({ ...ctx, conf: confFor(network, endpoints), check: checkIn(`/tscni/ipam/${network}/`) }),
-        kvRequests: () => cluster.metric(/^grpc_server_handled_total\{grpc_code="[A-Za-z]+",grpc_method="(Range|Txn|Put|DeleteRange)",grpc_service="etcdserverpb\.KV"/),
+        kvRequests: () =>
+          cluster.metric(
+            /^grpc_server_handled_total\{grpc_code="[A-Za-z]+",grpc_method="(Range|Txn|Put|DeleteRange)",grpc_service="etcdserverpb\.KV"/,
+          ),
       };
       /**
        * From etcd, under the network's `prefix`: the allocation records, the blocks claimed, and the duplicates:
@@ -316,10 +380,12 @@ async function inside(names) {
         return async (calls, added) => {
           const ips = await etcd.range({ key: `${prefix}ips/`, prefix: true });
           const blocks = await etcd.range({ key: `${prefix}blocks/`, prefix: true, countOnly: true });
-          const owner = new Map(ips.kvs.map((kv) => {
-            const rec = JSON.parse(kv.value);
-            return [rec.ip.split("/")[0], rec.containerID];
-          }));
+          const owner = new Map(
+            ips.kvs.map((kv) => {
+              const rec = JSON.parse(kv.value);
+              return [rec.ip.split("/")[0], rec.containerID];
+            }),
+          );
           let duplicates = 0;
           if (added) {
             const seen = new Set();
@@ -349,22 +415,32 @@ async function inside(names) {
         continue;
       }
       if (r.runs) {
-        const f = (p) => `${(p.wallMs / 1000).toFixed(1)} s, p50 ${p.p50.toFixed(0)} ms, p99 ${p.p99.toFixed(0)} ms, ${p.failures} failures${p.example ? ` (e.g. ${p.example})` : ""}`;
+        const f = (p) =>
+          `${(p.wallMs / 1000).toFixed(1)} s, p50 ${p.p50.toFixed(0)} ms, p99 ${p.p99.toFixed(0)} ms, ${p.failures} failures${p.example ? ` (e.g. ${p.example})` : ""}`;
         for (const run of r.runs) {
-          console.log(`${r.name}, the ${run.victim} killed and started again: ADD ${f(run.add)}; DEL ${f(run.del)}; ${run.allocations} allocations in etcd ` +
-            `after the ADDs (${run.left} after the DELs), ${run.duplicates} duplicates; ${run.events.join("; ")}`);
+          console.log(
+            `${r.name}, the ${run.victim} killed and started again: ADD ${f(run.add)}; DEL ${f(run.del)}; ${run.allocations} allocations in etcd ` +
+              `after the ADDs (${run.left} after the DELs), ${run.duplicates} duplicates; ${run.events.join("; ")}`,
+          );
         }
         continue;
       }
       if (r.floor) {
-        console.log(`${r.name}: ${(r.floor.wallMs / 1000).toFixed(1)} s, p50 ${r.floor.p50.toFixed(0)} ms, p99 ${r.floor.p99.toFixed(0)} ms, ` +
-          `${r.floor.results.filter((x) => !x.ok && x.stdout.includes('"code": 7')).length} refused as expected`);
+        console.log(
+          `${r.name}: ${(r.floor.wallMs / 1000).toFixed(1)} s, p50 ${r.floor.p50.toFixed(0)} ms, p99 ${r.floor.p99.toFixed(0)} ms, ` +
+            `${r.floor.results.filter((x) => !x.ok && x.stdout.includes('"code": 7')).length} refused as expected`,
+        );
         continue;
       }
-      const f = (p) => `${(p.wallMs / 1000).toFixed(1)} s, p50 ${p.p50.toFixed(0)} ms, p99 ${p.p99.toFixed(0)} ms, ${p.failures} failures${p.example ? ` (e.g. ${p.example})` : ""}`;
-      console.log(`${r.name}: ADD ${f(r.add)}; DEL ${f(r.del)}; ${r.allocations} allocations in etcd after the ADDs (${r.left ?? "-"} after the DELs), ${r.duplicates} duplicates, ${r.blocks} blocks` +
-        (r.roundTrips !== undefined ? `, ${r.roundTrips.toFixed(2)} etcd round trips per allocation` : "") +
-        (r.extra ? `; one more: ${r.extra.ok ? "SUCCEEDED (wrong)" : `failed in ${r.extra.ms.toFixed(0)} ms: ${r.extra.message}`}; 100 new pods on other nodes after 100 DELs: ${f(r.refill)}, exactly the freed addresses: ${r.refill.exactlyFreed}, duplicates after: ${r.afterDuplicates}` : ""));
+      const f = (p) =>
+        `${(p.wallMs / 1000).toFixed(1)} s, p50 ${p.p50.toFixed(0)} ms, p99 ${p.p99.toFixed(0)} ms, ${p.failures} failures${p.example ? ` (e.g. ${p.example})` : ""}`;
+      console.log(
+        `${r.name}: ADD ${f(r.add)}; DEL ${f(r.del)}; ${r.allocations} allocations in etcd after the ADDs (${r.left ?? "-"} after the DELs), ${r.duplicates} duplicates, ${r.blocks} blocks` +
+          (r.roundTrips !== undefined ? `, ${r.roundTrips.toFixed(2)} etcd round trips per allocation` : "") +
+          (r.extra
+            ? `; one more: ${r.extra.ok ? "SUCCEEDED (wrong)" : `failed in ${r.extra.ms.toFixed(0)} ms: ${r.extra.message}`}; 100 new pods on other nodes after 100 DELs: ${f(r.refill)}, exactly the freed addresses: ${r.refill.exactlyFreed}, duplicates after: ${r.afterDuplicates}`
+            : ""),
+      );
     }
   } finally {
     spawnSync(path.join(BIN, "cnitool"), ["daemon", "stop", "--socket", socket]);

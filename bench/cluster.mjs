@@ -24,7 +24,15 @@ function exec(type, command, conf, containerID) {
     const t0 = process.hrtime.bigint();
     const child = spawn(path.join(BIN, type), [], {
       // (No resident server: the exec numbers must not include a connect to one installed on this host.)
-      env: { PATH: process.env.PATH, TSCNI_RESIDENT_SOCKET: "", CNI_COMMAND: command, CNI_CONTAINERID: containerID, CNI_NETNS: "/run/netns/bench-none", CNI_IFNAME: "eth0", CNI_PATH: BIN },
+      env: {
+        PATH: process.env.PATH,
+        TSCNI_RESIDENT_SOCKET: "",
+        CNI_COMMAND: command,
+        CNI_CONTAINERID: containerID,
+        CNI_NETNS: "/run/netns/bench-none",
+        CNI_IFNAME: "eth0",
+        CNI_PATH: BIN,
+      },
       stdio: ["pipe", "pipe", "ignore"],
     });
     let stdout = "";
@@ -38,12 +46,14 @@ function exec(type, command, conf, containerID) {
 export async function pool(jobs, width) {
   const out = new Array(jobs.length);
   let next = 0;
-  await Promise.all(Array.from({ length: Math.min(width, jobs.length) }, async () => {
-    while (next < jobs.length) {
-      const i = next++;
-      out[i] = await jobs[i]();
-    }
-  }));
+  await Promise.all(
+    Array.from({ length: Math.min(width, jobs.length) }, async () => {
+      while (next < jobs.length) {
+        const i = next++;
+        out[i] = await jobs[i]();
+      }
+    }),
+  );
   return out;
 }
 
@@ -52,7 +62,16 @@ async function phase(command, calls, perNode) {
   const byNode = new Map();
   for (const c of calls) byNode.set(c.node, [...(byNode.get(c.node) ?? []), c]);
   const t0 = process.hrtime.bigint();
-  const results = (await Promise.all([...byNode.values()].map((list) => pool(list.map((c) => () => exec(c.type, command, c.conf, c.id)), perNode)))).flat();
+  const results = (
+    await Promise.all(
+      [...byNode.values()].map((list) =>
+        pool(
+          list.map((c) => () => exec(c.type, command, c.conf, c.id)),
+          perNode,
+        ),
+      ),
+    )
+  ).flat();
   const wallMs = Number(process.hrtime.bigint() - t0) / 1e6;
   const ms = results.map((r) => r.ms);
   return { wallMs, p50: quantile(ms, 0.5), p99: quantile(ms, 0.99), failures: results.filter((r) => !r.ok).length, results };
@@ -65,11 +84,21 @@ export async function runClusterBench({ allocations = 1000, nodes = 10, perNode 
   const cluster = await EtcdCluster.start({ baseDir: path.join(base, "etcd"), members: 3, name: "bench" });
   const rows = [];
   try {
-    const kvRequests = () => cluster.metric(/^grpc_server_handled_total\{grpc_code="[A-Za-z]+",grpc_method="(Range|Txn|Put|DeleteRange)",grpc_service="etcdserverpb\.KV"/);
-    const clusterConf = (node) => JSON.stringify({
-      cniVersion: "1.1.0", name: "benchcluster", type: "bridge",
-      ipam: { type: "cluster-ipam", nodeName: node, lockDir: path.join(base, "locks"), etcd: { endpoints: cluster.endpoints }, ranges: [[{ subnet: "10.96.0.0/16" }]] },
-    });
+    const kvRequests = () =>
+      cluster.metric(/^grpc_server_handled_total\{grpc_code="[A-Za-z]+",grpc_method="(Range|Txn|Put|DeleteRange)",grpc_service="etcdserverpb\.KV"/);
+    const clusterConf = (node) =>
+      JSON.stringify({
+        cniVersion: "1.1.0",
+        name: "benchcluster",
+        type: "bridge",
+        ipam: {
+          type: "cluster-ipam",
+          nodeName: node,
+          lockDir: path.join(base, "locks"),
+          etcd: { endpoints: cluster.endpoints },
+          ranges: [[{ subnet: "10.96.0.0/16" }]],
+        },
+      });
     const nodeNames = Array.from({ length: nodes }, (_, i) => `node-${i}`);
     const calls = Array.from({ length: allocations }, (_, i) => {
       const node = nodeNames[i % nodes];
@@ -77,25 +106,47 @@ export async function runClusterBench({ allocations = 1000, nodes = 10, perNode 
     });
     const before = await kvRequests();
     const added = await phase("ADD", calls, perNode);
-    const roundTrips = (await kvRequests() - before) / allocations;
+    const roundTrips = ((await kvRequests()) - before) / allocations;
     const addresses = added.results.filter((r) => r.ok).map((r) => JSON.parse(r.stdout).ips[0].address);
     const distinct = new Set(addresses).size;
     const deleted = await phase("DEL", calls, perNode);
     rows.push({ ipam: "cluster-ipam", nodes, allocations, concurrency: nodes * perNode, add: added, del: deleted, roundTrips, distinct });
-    console.log(`cluster-ipam: ${allocations} ADDs on ${nodes} nodes (${nodes * perNode} at once): ${(added.wallMs / 1000).toFixed(1)} s, p50 ${added.p50.toFixed(0)} ms, p99 ${added.p99.toFixed(0)} ms, ${roundTrips.toFixed(2)} etcd round trips per allocation, ${added.failures} failures, ${distinct} distinct; DEL ${(deleted.wallMs / 1000).toFixed(1)} s`);
+    console.log(
+      `cluster-ipam: ${allocations} ADDs on ${nodes} nodes (${nodes * perNode} at once): ${(added.wallMs / 1000).toFixed(1)} s, p50 ${added.p50.toFixed(0)} ms, p99 ${added.p99.toFixed(0)} ms, ${roundTrips.toFixed(2)} etcd round trips per allocation, ${added.failures} failures, ${distinct} distinct; DEL ${(deleted.wallMs / 1000).toFixed(1)} s`,
+    );
 
-    const hlConf = JSON.stringify({ cniVersion: "1.1.0", name: "benchhl", type: "bridge", ipam: { type: "host-local", subnet: "10.97.0.0/16", dataDir: path.join(base, "host-local") } });
+    const hlConf = JSON.stringify({
+      cniVersion: "1.1.0",
+      name: "benchhl",
+      type: "bridge",
+      ipam: { type: "host-local", subnet: "10.97.0.0/16", dataDir: path.join(base, "host-local") },
+    });
     const hlCalls = Array.from({ length: allocations }, (_, i) => ({ type: "host-local", node: "one", conf: hlConf, id: `benchhl-${i}` }));
     const hlAdded = await phase("ADD", hlCalls, nodes * perNode);
     const hlDistinct = new Set(hlAdded.results.filter((r) => r.ok).map((r) => JSON.parse(r.stdout).ips[0].address)).size;
     const hlDeleted = await phase("DEL", hlCalls, nodes * perNode);
-    rows.push({ ipam: "host-local", nodes: 1, allocations, concurrency: nodes * perNode, add: hlAdded, del: hlDeleted, roundTrips: 0, distinct: hlDistinct });
-    console.log(`host-local: ${allocations} ADDs on one node (${nodes * perNode} at once): ${(hlAdded.wallMs / 1000).toFixed(1)} s, p50 ${hlAdded.p50.toFixed(0)} ms, p99 ${hlAdded.p99.toFixed(0)} ms, ${hlAdded.failures} failures; DEL ${(hlDeleted.wallMs / 1000).toFixed(1)} s`);
+    rows.push({
+      ipam: "host-local",
+      nodes: 1,
+      allocations,
+      concurrency: nodes * perNode,
+      add: hlAdded,
+      del: hlDeleted,
+      roundTrips: 0,
+      distinct: hlDistinct,
+    });
+    console.log(
+      `host-local: ${allocations} ADDs on one node (${nodes * perNode} at once): ${(hlAdded.wallMs / 1000).toFixed(1)} s, p50 ${hlAdded.p50.toFixed(0)} ms, p99 ${hlAdded.p99.toFixed(0)} ms, ${hlAdded.failures} failures; DEL ${(hlDeleted.wallMs / 1000).toFixed(1)} s`,
+    );
   } finally {
     cluster.stop();
     rmSync(base, { recursive: true, force: true });
   }
-  return rows.map(({ add, del, ...r }) => ({ ...r, add: { wallMs: add.wallMs, p50: add.p50, p99: add.p99, failures: add.failures }, del: { wallMs: del.wallMs, p99: del.p99, failures: del.failures } }));
+  return rows.map(({ add, del, ...r }) => ({
+    ...r,
+    add: { wallMs: add.wallMs, p50: add.p50, p99: add.p99, failures: add.failures },
+    del: { wallMs: del.wallMs, p99: del.p99, failures: del.failures },
+  }));
 }
 
 /** The report's section for these rows. */
@@ -111,8 +162,11 @@ export function clusterTable(rows) {
     "",
     "| IPAM | nodes | allocations | at once | ADD wall (s) | ADD p50 (ms) | ADD p99 (ms) | etcd round trips / allocation | failures | distinct | DEL wall (s) |",
     "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
-    ...rows.map((r) => `| ${r.ipam} | ${r.nodes} | ${r.allocations} | ${r.concurrency} | ${(r.add.wallMs / 1000).toFixed(1)} | ${r.add.p50.toFixed(0)} | ` +
-      `${r.add.p99.toFixed(0)} | ${r.ipam === "host-local" ? "-" : r.roundTrips.toFixed(2)} | ${r.add.failures + r.del.failures} | ${r.distinct} | ${(r.del.wallMs / 1000).toFixed(1)} |`),
+    ...rows.map(
+      (r) =>
+        `| ${r.ipam} | ${r.nodes} | ${r.allocations} | ${r.concurrency} | ${(r.add.wallMs / 1000).toFixed(1)} | ${r.add.p50.toFixed(0)} | ` +
+        `${r.add.p99.toFixed(0)} | ${r.ipam === "host-local" ? "-" : r.roundTrips.toFixed(2)} | ${r.add.failures + r.del.failures} | ${r.distinct} | ${(r.del.wallMs / 1000).toFixed(1)} |`,
+    ),
     "",
   ];
 }

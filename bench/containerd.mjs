@@ -30,8 +30,12 @@ const SUBNETS = { ours: "10.237.1.0/24", go: "10.237.2.0/24", resident: "10.237.
 export async function setupContainerd(binDir, impl, pinned) {
   const base = mkdtempSync(path.join(os.tmpdir(), `tscni-bench-ctrd-${impl}-`));
   const network = `tscnibenchctrd${impl}`;
-  const cacheEntries = () => (existsSync(CACHE) ? readdirSync(CACHE) : []).filter((f) => f.startsWith(`${network}-`) ||
-    (f.startsWith("cni-loopback-") && readFileSync(path.join(CACHE, f), "utf8").includes(`["K8S_POD_NAMESPACE","${POD_NAMESPACE}-${impl}"]`)));
+  const cacheEntries = () =>
+    (existsSync(CACHE) ? readdirSync(CACHE) : []).filter(
+      (f) =>
+        f.startsWith(`${network}-`) ||
+        (f.startsWith("cni-loopback-") && readFileSync(path.join(CACHE, f), "utf8").includes(`["K8S_POD_NAMESPACE","${POD_NAMESPACE}-${impl}"]`)),
+    );
   let ctrd;
   const teardown = async () => {
     await ctrd?.stop();
@@ -42,10 +46,17 @@ export async function setupContainerd(binDir, impl, pinned) {
     const confDir = path.join(base, "net.d");
     mkdirSync(confDir);
     const plugins = [
-      { type: "bridge", bridge: `tbc${impl[0]}0`, isGateway: true, ipMasq: true, hairpinMode: true,
-        ipam: { type: "host-local", dataDir: path.join(base, "ipam"), routes: [{ dst: "0.0.0.0/0" }], ranges: [[{ subnet: SUBNETS[impl] }]] } },
+      {
+        type: "bridge",
+        bridge: `tbc${impl[0]}0`,
+        isGateway: true,
+        ipMasq: true,
+        hairpinMode: true,
+        ipam: { type: "host-local", dataDir: path.join(base, "ipam"), routes: [{ dst: "0.0.0.0/0" }], ranges: [[{ subnet: SUBNETS[impl] }]] },
+      },
       ...CONTAINERD_CHAIN.map((type) => ({
-        type, dataDir: path.join(base, type),
+        type,
+        dataDir: path.join(base, type),
         ...(type === "portmap" ? { capabilities: { portMappings: true } } : type === "bandwidth" ? { capabilities: { bandwidth: true } } : {}),
       })),
     ];
@@ -54,7 +65,14 @@ export async function setupContainerd(binDir, impl, pinned) {
     const imageArchive = rig.buildPauseImage(base, sandboxImage);
     const cniBinDir = rig.linkPluginDir(path.join(base, "cni-bin"), binDir);
     mkdirSync(path.join(base, "containerd"));
-    ctrd = await rig.PrivateContainerd.start({ base: path.join(base, "containerd"), cniBinDir, cniConfDir: confDir, sandboxImage, imageArchive, ...(pinned ? { pinned } : {}) });
+    ctrd = await rig.PrivateContainerd.start({
+      base: path.join(base, "containerd"),
+      cniBinDir,
+      cniConfDir: confDir,
+      sandboxImage,
+      imageArchive,
+      ...(pinned ? { pinned } : {}),
+    });
   } catch (err) {
     await teardown();
     throw err;

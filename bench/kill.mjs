@@ -50,11 +50,17 @@ function descendants(root) {
     try {
       const stat = readFileSync(`/proc/${p}/stat`, "utf8");
       parent.set(Number(p), Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]));
-    } catch { /* gone */ }
+    } catch {
+      /* gone */
+    }
   }
   const out = [];
   const walk = (pid) => {
-    for (const [child, pp] of parent) if (pp === pid) { out.push(child); walk(child); }
+    for (const [child, pp] of parent)
+      if (pp === pid) {
+        out.push(child);
+        walk(child);
+      }
   };
   walk(root);
   return out;
@@ -62,14 +68,16 @@ function descendants(root) {
 
 /** Pids of servers whose command line names `socket`. */
 function serverPids(socket) {
-  return readdirSync("/proc").filter((p) => /^\d+$/.test(p)).flatMap((p) => {
-    try {
-      const argv = readFileSync(`/proc/${p}/cmdline`, "utf8").split("\0");
-      return argv.includes("daemon") && argv.includes(socket) ? [Number(p)] : [];
-    } catch {
-      return [];
-    }
-  });
+  return readdirSync("/proc")
+    .filter((p) => /^\d+$/.test(p))
+    .flatMap((p) => {
+      try {
+        const argv = readFileSync(`/proc/${p}/cmdline`, "utf8").split("\0");
+        return argv.includes("daemon") && argv.includes(socket) ? [Number(p)] : [];
+      } catch {
+        return [];
+      }
+    });
 }
 
 async function inside() {
@@ -86,16 +94,32 @@ async function inside() {
     const cacheDir = path.join(scratch, mode, "cache");
     const dataDir = path.join(scratch, mode, "ipam");
     mkdirSync(cacheDir, { recursive: true });
-    const list = parseConfList(JSON.stringify({
-      cniVersion: "1.1.0", name: NETWORK,
-      plugins: [{ type: "bridge", bridge: BRIDGE, isGateway: true, ipam: { type: "host-local", dataDir, ranges: [[{ subnet: "10.243.0.0/16" }]] } }],
-    }));
+    const list = parseConfList(
+      JSON.stringify({
+        cniVersion: "1.1.0",
+        name: NETWORK,
+        plugins: [
+          { type: "bridge", bridge: BRIDGE, isGateway: true, ipam: { type: "host-local", dataDir, ranges: [[{ subnet: "10.243.0.0/16" }]] } },
+        ],
+      }),
+    );
     // The plugins get this process's environment (libcni's exec passes it on).
     process.env.TSCNI_RESIDENT = mode === "exec" ? "exec" : "auto";
     process.env.TSCNI_RESIDENT_SOCKET = socket;
     const cni = new CNIConfig({ path: [BIN], cacheDir });
     const live = new Map(); // container index -> { id, ip }
-    const stats = { mode, kills: 0, serverKills: 0, rounds: 0, calls: 0, failedCalls: 0, failedWithoutKill: 0, nonCniErrors: 0, violations: [], seconds: 0 };
+    const stats = {
+      mode,
+      kills: 0,
+      serverKills: 0,
+      rounds: 0,
+      calls: 0,
+      failedCalls: 0,
+      failedWithoutKill: 0,
+      nonCniErrors: 0,
+      violations: [],
+      seconds: 0,
+    };
     const violation = (round, what) => {
       stats.violations.push(`round ${round}: ${what}`);
       if (stats.violations.length <= 5) console.log(`  violation: round ${round}: ${what}`);
@@ -175,7 +199,9 @@ async function inside() {
             killTimes.push(Date.now());
             stats.kills++;
             if (server) stats.serverKills++;
-          } catch { /* gone */ }
+          } catch {
+            /* gone */
+          }
         }
       })();
       await all;
@@ -205,20 +231,27 @@ async function inside() {
         if (!/^\d+\.\d+\.\d+\.\d+$/.test(f)) continue;
         reserved.set(f, readFileSync(path.join(store, f), "utf8").split(/\r?\n/)[0]);
       }
-      for (const [addr, owner] of reserved) if (liveIds.get(owner) !== addr) violation(round, `${addr} held for ${owner || "(no readable owner)"}, not a live attachment's`);
+      for (const [addr, owner] of reserved)
+        if (liveIds.get(owner) !== addr) violation(round, `${addr} held for ${owner || "(no readable owner)"}, not a live attachment's`);
       for (const [id, addr] of liveIds) if (reserved.get(addr) !== id) violation(round, `live ${id}: its address ${addr} is not reserved for it`);
-      const cached = (existsSync(path.join(cacheDir, "results")) ? readdirSync(path.join(cacheDir, "results")) : []).filter((f) => !f.startsWith("."));
+      const cached = (existsSync(path.join(cacheDir, "results")) ? readdirSync(path.join(cacheDir, "results")) : []).filter(
+        (f) => !f.startsWith("."),
+      );
       const expected = [...liveIds.keys()].map((id) => `${NETWORK}-${id}-eth0`).sort();
-      if (JSON.stringify(cached.sort()) !== JSON.stringify(expected)) violation(round, `the cache holds ${cached.length} entries for ${expected.length} live attachments`);
+      if (JSON.stringify(cached.sort()) !== JSON.stringify(expected))
+        violation(round, `the cache holds ${cached.length} entries for ${expected.length} live attachments`);
       const veths = ipJson(HOST_NS, "link", "show", "master", BRIDGE).length;
       if (veths !== live.size) violation(round, `${veths} veths on the bridge for ${live.size} live attachments`);
       for (let i = 0; i < WIDTH; i++) {
         const addrs = ipJson(ctrNs(i), "addr", "show").filter((l) => l.ifname !== "lo");
         const a = live.get(i);
         if (!a && addrs.length) violation(round, `container ${i} has no attachment but links ${addrs.map((l) => l.ifname).join(",")}`);
-        if (a && !(addrs.length === 1 && addrs[0].addr_info?.some((x) => x.local === a.ip))) violation(round, `container ${i} (${a.id}) lacks eth0 with ${a.ip}`);
+        if (a && !(addrs.length === 1 && addrs[0].addr_info?.some((x) => x.local === a.ip)))
+          violation(round, `container ${i} (${a.id}) lacks eth0 with ${a.ip}`);
       }
-      process.stdout.write(`${mode}: round ${round} (${estimateMs} ms, recovery and checks ${Date.now() - recoveryStart} ms), ${stats.kills}/${target} kills, ${stats.calls} calls, ${stats.failedCalls} failed, ${stats.violations.length} violations\n`);
+      process.stdout.write(
+        `${mode}: round ${round} (${estimateMs} ms, recovery and checks ${Date.now() - recoveryStart} ms), ${stats.kills}/${target} kills, ${stats.calls} calls, ${stats.failedCalls} failed, ${stats.violations.length} violations\n`,
+      );
     }
     // Take everything down, and check the node is clean.
     for (const [i, a] of live) {
@@ -230,8 +263,10 @@ async function inside() {
     if (left) stats.violations.push(`${left} reservations left after the final DELs`);
     for (const pid of serverPids(socket)) process.kill(pid, "SIGKILL");
     stats.seconds = (Date.now() - t0) / 1000;
-    console.log(`\n${mode}: ${stats.kills} kills (${stats.serverKills} of the server) in ${stats.rounds} rounds, ${stats.calls} calls (${stats.failedCalls} failed: ${stats.nonCniErrors} not CNI errors, ` +
-      `${stats.failedWithoutKill} with no kill), ${stats.violations.length} violations, ${stats.seconds.toFixed(0)} s`);
+    console.log(
+      `\n${mode}: ${stats.kills} kills (${stats.serverKills} of the server) in ${stats.rounds} rounds, ${stats.calls} calls (${stats.failedCalls} failed: ${stats.nonCniErrors} not CNI errors, ` +
+        `${stats.failedWithoutKill} with no kill), ${stats.violations.length} violations, ${stats.seconds.toFixed(0)} s`,
+    );
     results.push(stats);
   }
   return results;
@@ -248,7 +283,8 @@ async function failureOf(fn) {
 }
 
 function section(results) {
-  const row = (s) => `| ${s.mode === "exec" ? "exec mode: a random plugin process" : `default: the resident server (${s.serverKills}) or a plugin process`} | ${s.kills} | ${s.rounds} | ${s.calls} | ` +
+  const row = (s) =>
+    `| ${s.mode === "exec" ? "exec mode: a random plugin process" : `default: the resident server (${s.serverKills}) or a plugin process`} | ${s.kills} | ${s.rounds} | ${s.calls} | ` +
     `${s.failedCalls} | ${s.nonCniErrors} | ${s.failedWithoutKill} | ${s.violations.length} | ${s.seconds.toFixed(0)} |`;
   return [
     SECTION,
@@ -301,10 +337,29 @@ if (args.includes("--inside")) {
     mkdirSync(cg);
     // As `ip netns exec`, with sysfs remounted for the namespace, keeping the cgroup mounts (the server moves itself).
     const script = `mount --rbind /sys/fs/cgroup "$1" && mount -t sysfs sysfs /sys && mount --move "$1" /sys/fs/cgroup && shift && exec "$@"`;
-    const r = spawnSync("nsenter", [`--net=/run/netns/${HOST_NS}`, "unshare", "--mount", "--propagation", "private",
-      "sh", "-c", script, "sh", cg, process.execPath, fileURLToPath(import.meta.url), "--inside", ...args], {
-      stdio: "inherit", env: { ...process.env, TSCNI_KILL_SCRATCH: scratch, TSCNI_KILL_TAG: TAG },
-    });
+    const r = spawnSync(
+      "nsenter",
+      [
+        `--net=/run/netns/${HOST_NS}`,
+        "unshare",
+        "--mount",
+        "--propagation",
+        "private",
+        "sh",
+        "-c",
+        script,
+        "sh",
+        cg,
+        process.execPath,
+        fileURLToPath(import.meta.url),
+        "--inside",
+        ...args,
+      ],
+      {
+        stdio: "inherit",
+        env: { ...process.env, TSCNI_KILL_SCRATCH: scratch, TSCNI_KILL_TAG: TAG },
+      },
+    );
     if (r.status !== 0) throw new Error("kill -9 under load failed");
     const results = JSON.parse(readFileSync(path.join(scratch, "result.json"), "utf8"));
     writeSection(OUT, section(results));

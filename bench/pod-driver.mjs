@@ -25,7 +25,11 @@ if (opts.inProcess) {
 const manager = new PodNetworkManager({ confDir: opts.confDir, pluginDirs: [opts.binDir], cacheDir: opts.cacheDir, ...(exec ? { exec } : {}) });
 await manager.start();
 const pods = Array.from({ length: opts.pods }, (_, i) => ({
-  id: `bench-${opts.tag}-${i}`, name: `pod${i}`, namespace: `bench-${opts.tag}`, uid: `uid-${i}`, netns: `/run/netns/tbp-${opts.tag}-${i}`,
+  id: `bench-${opts.tag}-${i}`,
+  name: `pod${i}`,
+  namespace: `bench-${opts.tag}`,
+  uid: `uid-${i}`,
+  netns: `/run/netns/tbp-${opts.tag}-${i}`,
 }));
 for (const p of pods) execFileSync("ip", ["netns", "add", path.basename(p.netns)]);
 
@@ -37,11 +41,16 @@ const phase = async (work) => {
   return performance.now() - t0;
 };
 const network = manager.defaultNetwork().name;
-const setupMs = await phase((p, i) => manager.setUpPod({
-  ...p, runtimeConfig: { [network]: { portMappings: [{ hostPort: 20000 + i, containerPort: 80, protocol: "tcp" }] } },
-}));
+const setupMs = await phase((p, i) =>
+  manager.setUpPod({
+    ...p,
+    runtimeConfig: { [network]: { portMappings: [{ hostPort: 20000 + i, containerPort: 80, protocol: "tcp" }] } },
+  }),
+);
 const setupFailures = failures.length;
 const teardownMs = await phase((p) => manager.tearDownPod(p));
 for (const p of pods) execFileSync("ip", ["netns", "delete", path.basename(p.netns)]);
 manager.close();
-console.log(JSON.stringify({ setupMs, teardownMs, setupFailures, teardownFailures: failures.length - setupFailures, firstFailures: failures.slice(0, 3) }));
+console.log(
+  JSON.stringify({ setupMs, teardownMs, setupFailures, teardownFailures: failures.length - setupFailures, firstFailures: failures.slice(0, 3) }),
+);

@@ -31,27 +31,51 @@ export function setupPodman(pluginDirs, pluginTypes, extraEnv = {}, { publish } 
     const netd = path.join(base, `net.d-${impl}`);
     mkdirSync(netd, { recursive: true });
     const plugins = [
-      { type: "bridge", bridge: `tbp${impl[0]}0`, isGateway: true, ipMasq: true, hairpinMode: true,
-        ipam: { type: "host-local", routes: [{ dst: "0.0.0.0/0" }], ranges: [[{ subnet: SUBNETS[impl] }]], dataDir: path.join(base, `ipam-${impl}`) } },
+      {
+        type: "bridge",
+        bridge: `tbp${impl[0]}0`,
+        isGateway: true,
+        ipMasq: true,
+        hairpinMode: true,
+        ipam: { type: "host-local", routes: [{ dst: "0.0.0.0/0" }], ranges: [[{ subnet: SUBNETS[impl] }]], dataDir: path.join(base, `ipam-${impl}`) },
+      },
       ...pluginTypes.filter((t) => t !== "bridge").map((type) => (type === "portmap" ? { type, capabilities: { portMappings: true } } : { type })),
     ];
     writeFileSync(path.join(netd, "bench.conflist"), JSON.stringify({ cniVersion: "0.4.0", name: "tscnibench", plugins }, null, 2));
     const conf = path.join(base, `containers-${impl}.conf`);
-    writeFileSync(conf, [
-      "[containers]", 'log_driver = "k8s-file"', `default_ulimits = ["nofile=${nofile === "unlimited" ? 1048576 : nofile}:${nofile === "unlimited" ? 1048576 : nofile}", "nproc=32768:32768"]`,
-      "[engine]", 'cgroup_manager = "cgroupfs"', 'events_logger = "file"', `events_logfile_path = "${base}/run/events.log"`, 'runtime = "runc"', `tmp_dir = "${base}/tmp"`,
-      // podman's container cleanup (the DEL) runs from conmon, whose environment is this list, not podman's.
-      `conmon_env_vars = ${JSON.stringify(["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", ...Object.entries(extraEnv[impl] ?? {}).map(([k, v]) => `${k}=${v}`)])}`,
-      "[network]", 'network_backend = "cni"', `cni_plugin_dirs = ["${dir}"]`, `network_config_dir = "${netd}"`,
-      "",
-    ].join("\n"));
+    writeFileSync(
+      conf,
+      [
+        "[containers]",
+        'log_driver = "k8s-file"',
+        `default_ulimits = ["nofile=${nofile === "unlimited" ? 1048576 : nofile}:${nofile === "unlimited" ? 1048576 : nofile}", "nproc=32768:32768"]`,
+        "[engine]",
+        'cgroup_manager = "cgroupfs"',
+        'events_logger = "file"',
+        `events_logfile_path = "${base}/run/events.log"`,
+        'runtime = "runc"',
+        `tmp_dir = "${base}/tmp"`,
+        // podman's container cleanup (the DEL) runs from conmon, whose environment is this list, not podman's.
+        `conmon_env_vars = ${JSON.stringify(["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", ...Object.entries(extraEnv[impl] ?? {}).map(([k, v]) => `${k}=${v}`)])}`,
+        "[network]",
+        'network_backend = "cni"',
+        `cni_plugin_dirs = ["${dir}"]`,
+        `network_config_dir = "${netd}"`,
+        "",
+      ].join("\n"),
+    );
     envs[impl] = { ...process.env, ...extraEnv[impl], CONTAINERS_CONF: conf, CONTAINERS_STORAGE_CONF: storage };
   }
   const withNetavark = netavarkAvailable();
   if (withNetavark) {
     const conf = path.join(base, "containers-netavark.conf");
-    writeFileSync(conf, readFileSync(path.join(base, `containers-${Object.keys(pluginDirs)[0]}.conf`), "utf8")
-      .replace(/\[network\][^]*$/, `[network]\nnetwork_backend = "netavark"\nnetwork_config_dir = "${base}/net-netavark"\n`));
+    writeFileSync(
+      conf,
+      readFileSync(path.join(base, `containers-${Object.keys(pluginDirs)[0]}.conf`), "utf8").replace(
+        /\[network\][\s\S]*$/,
+        `[network]\nnetwork_backend = "netavark"\nnetwork_config_dir = "${base}/net-netavark"\n`,
+      ),
+    );
     envs.netavark = { ...process.env, CONTAINERS_CONF: conf, CONTAINERS_STORAGE_CONF: storage };
   }
   mkdirSync(path.join(base, "tmp"), { recursive: true });
@@ -63,10 +87,16 @@ export function setupPodman(pluginDirs, pluginTypes, extraEnv = {}, { publish } 
   for (const applet of ["sh", "true"]) symlinkSync("busybox", path.join(rootfs, "bin", applet));
   execFileSync("tar", ["-C", rootfs, "-cf", path.join(base, "img.tar"), "."]);
   const first = Object.values(envs)[0];
-  execFileSync("podman", ["import", "--change", 'CMD ["/bin/sh"]', path.join(base, "img.tar"), "localhost/tscni-bench:latest"], { env: first, stdio: "ignore" });
+  execFileSync("podman", ["import", "--change", 'CMD ["/bin/sh"]', path.join(base, "img.tar"), "localhost/tscni-bench:latest"], {
+    env: first,
+    stdio: "ignore",
+  });
 
   if (withNetavark) {
-    execFileSync("podman", ["network", "create", "--subnet", SUBNETS.netavark, "--disable-dns", "tscnibench"], { env: envs.netavark, stdio: "ignore" });
+    execFileSync("podman", ["network", "create", "--subnet", SUBNETS.netavark, "--disable-dns", "tscnibench"], {
+      env: envs.netavark,
+      stdio: "ignore",
+    });
   }
 
   const runners = {};
@@ -76,7 +106,10 @@ export function setupPodman(pluginDirs, pluginTypes, extraEnv = {}, { publish } 
     runners[impl] = () => {
       const t0 = process.hrtime.bigint();
       const ports = publish && impl !== "none" ? ["-p", publish] : [];
-      const r = spawnSync("podman", ["run", "--rm", "--network", network, ...ports, "localhost/tscni-bench:latest", "true"], { env, encoding: "utf8" });
+      const r = spawnSync("podman", ["run", "--rm", "--network", network, ...ports, "localhost/tscni-bench:latest", "true"], {
+        env,
+        encoding: "utf8",
+      });
       const ms = Number(process.hrtime.bigint() - t0) / 1e6;
       if (r.status !== 0) throw new Error(`podman run (${impl}) failed: ${r.stderr}`);
       return ms;

@@ -32,7 +32,9 @@ function treeRss(root, socket) {
       const m = /VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${name}/status`, "utf8"));
       rss.set(Number(name), m ? Number(m[1]) : 0);
       cmdline.set(Number(name), readFileSync(`/proc/${name}/cmdline`, "utf8"));
-    } catch { /* gone meanwhile */ }
+    } catch {
+      /* gone meanwhile */
+    }
   }
   for (const [pid, line] of cmdline) {
     const unexeced = line !== "" && cmdline.get(parent.get(pid)) === line;
@@ -77,23 +79,52 @@ export async function runPods({ binDir, impl, pods, scratch, env = {}, serverSoc
   const base = path.join(scratch, `pods-${impl}-${pods}-${chain}`);
   const state = { conf: path.join(base, "net.d"), cache: path.join(base, "cache"), ipam: path.join(base, "ipam") };
   mkdirSync(state.conf, { recursive: true });
-  writeFileSync(path.join(state.conf, "10-bench.conflist"), JSON.stringify({
-    cniVersion: "1.0.0", name: `bench-pods-${impl}`,
-    // "bare": no firewall rules at all (issue 36's core path): bridge without ipMasq, host-local, tuning.
-    plugins: chain === "bare" ? [
-      { type: "bridge", bridge: `bpod${impl[0]}0`, isGateway: true, ipMasq: false, hairpinMode: true,
-        ipam: { type: "host-local", ranges: [[{ subnet: `${SUBNETS[impl]}0.0/16` }]], routes: [{ dst: "0.0.0.0/0" }], dataDir: state.ipam } },
-      { type: "tuning" },
-    ] : [
-      { type: "bridge", bridge: `bpod${impl[0]}0`, isGateway: true, ipMasq: true, hairpinMode: true,
-        ipam: { type: "host-local", ranges: [[{ subnet: `${SUBNETS[impl]}0.0/16` }]], routes: [{ dst: "0.0.0.0/0" }], dataDir: state.ipam } },
-      { type: "portmap", capabilities: { portMappings: true } },
-      { type: "firewall" },
-      { type: "tuning" },
-    ],
-  }));
-  const args = JSON.stringify({ binDir, pods, confDir: state.conf, cacheDir: state.cache, inProcess: impl === "inprocess", tag: `${impl[0]}${pods}` });
-  const child = spawn(BUN, [path.join(ROOT, "bench/pod-driver.mjs"), args], { stdio: ["ignore", "pipe", "inherit"], env: { ...process.env, ...env } });
+  writeFileSync(
+    path.join(state.conf, "10-bench.conflist"),
+    JSON.stringify({
+      cniVersion: "1.0.0",
+      name: `bench-pods-${impl}`,
+      // "bare": no firewall rules at all (issue 36's core path): bridge without ipMasq, host-local, tuning.
+      plugins:
+        chain === "bare"
+          ? [
+              {
+                type: "bridge",
+                bridge: `bpod${impl[0]}0`,
+                isGateway: true,
+                ipMasq: false,
+                hairpinMode: true,
+                ipam: { type: "host-local", ranges: [[{ subnet: `${SUBNETS[impl]}0.0/16` }]], routes: [{ dst: "0.0.0.0/0" }], dataDir: state.ipam },
+              },
+              { type: "tuning" },
+            ]
+          : [
+              {
+                type: "bridge",
+                bridge: `bpod${impl[0]}0`,
+                isGateway: true,
+                ipMasq: true,
+                hairpinMode: true,
+                ipam: { type: "host-local", ranges: [[{ subnet: `${SUBNETS[impl]}0.0/16` }]], routes: [{ dst: "0.0.0.0/0" }], dataDir: state.ipam },
+              },
+              { type: "portmap", capabilities: { portMappings: true } },
+              { type: "firewall" },
+              { type: "tuning" },
+            ],
+    }),
+  );
+  const args = JSON.stringify({
+    binDir,
+    pods,
+    confDir: state.conf,
+    cacheDir: state.cache,
+    inProcess: impl === "inprocess",
+    tag: `${impl[0]}${pods}`,
+  });
+  const child = spawn(BUN, [path.join(ROOT, "bench/pod-driver.mjs"), args], {
+    stdio: ["ignore", "pipe", "inherit"],
+    env: { ...process.env, ...env },
+  });
   let peak = 0;
   let serverPeak = 0;
   const sampler = setInterval(() => {
@@ -107,11 +138,19 @@ export async function runPods({ binDir, impl, pods, scratch, env = {}, serverSoc
   clearInterval(sampler);
   if (code !== 0) throw new Error(`pod driver (${impl}) exited with ${code}: ${out}`);
   const r = JSON.parse(out.trim().split("\n").pop());
-  const row = { ...r, chain, failures: r.setupFailures + r.teardownFailures, leftovers: leftovers(state, SUBNETS[impl]), peakRssKiB: peak,
-    ...(serverSocket ? { serverPeakRssKiB: serverPeak } : {}) };
+  const row = {
+    ...r,
+    chain,
+    failures: r.setupFailures + r.teardownFailures,
+    leftovers: leftovers(state, SUBNETS[impl]),
+    peakRssKiB: peak,
+    ...(serverSocket ? { serverPeakRssKiB: serverPeak } : {}),
+  };
   try {
     execFileSync("ip", ["link", "delete", `bpod${impl[0]}0`], { stdio: "ignore" });
-  } catch { /* no bridge */ }
+  } catch {
+    /* no bridge */
+  }
   rmSync(base, { recursive: true, force: true });
   return row;
 }

@@ -12,7 +12,7 @@
 //
 // Everything runs inside namespaces the benchmark creates (a "host" namespace holds the bridges and
 // firewall rules; each container is a fresh namespace), so the real host is not touched.
-import { execFileSync, spawn, spawnSync } from "node:child_process";
+import { execFileSync, spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { setTimeout as sleep } from "node:timers/promises";
 import os from "node:os";
@@ -37,8 +37,12 @@ const IMPL_INDEX = { ours: 1, go: 2, resident: 3 }; // picks each implementation
 // namespaces, as on the node's own socket for the node's runtimes); its directory is made at start.
 let residentSocket = "";
 /** Each implementation's switches: exec mode for "ours", the default (auto) on the benchmark's socket for "resident". */
-const implEnv = (impl) => (impl === "resident" ? { TSCNI_RESIDENT: "auto", TSCNI_RESIDENT_SOCKET: residentSocket }
-  : impl === "ours" ? { TSCNI_RESIDENT: "exec", TSCNI_RESIDENT_SOCKET: "" } : {});
+const implEnv = (impl) =>
+  impl === "resident"
+    ? { TSCNI_RESIDENT: "auto", TSCNI_RESIDENT_SOCKET: residentSocket }
+    : impl === "ours"
+      ? { TSCNI_RESIDENT: "exec", TSCNI_RESIDENT_SOCKET: "" }
+      : {};
 const HOST_NS = "tscni-bench-host";
 const args = process.argv.slice(2);
 const opt = (name, dflt) => {
@@ -97,8 +101,16 @@ function harnessFloor() {
 /** Runs a plugin like a runtime does; returns milliseconds (throws on failure). */
 function execPlugin(binDir, type, command, stdin, extraEnv = {}) {
   const env = {
-    PATH: process.env.PATH, TSCNI_RESIDENT: process.env.TSCNI_RESIDENT ?? "exec", TSCNI_RESIDENT_SOCKET: process.env.TSCNI_RESIDENT_SOCKET ?? "",
-    CNI_COMMAND: command, CNI_PATH: binDir, CNI_CONTAINERID: "", CNI_NETNS: "", CNI_IFNAME: "eth0", CNI_ARGS: "", ...extraEnv,
+    PATH: process.env.PATH,
+    TSCNI_RESIDENT: process.env.TSCNI_RESIDENT ?? "exec",
+    TSCNI_RESIDENT_SOCKET: process.env.TSCNI_RESIDENT_SOCKET ?? "",
+    CNI_COMMAND: command,
+    CNI_PATH: binDir,
+    CNI_CONTAINERID: "",
+    CNI_NETNS: "",
+    CNI_IFNAME: "eth0",
+    CNI_ARGS: "",
+    ...extraEnv,
   };
   const r = timedRun(path.join(binDir, type), stdin, env);
   if (r.status !== 0) throw new Error(`${binDir}/${type} ${command} failed: ${r.stdout}${r.stderr}`);
@@ -128,7 +140,12 @@ scenario("VERSION exec (bridge)", (binDir) => () => execPlugin(binDir, "bridge",
 
 scenario("host-local ADD+DEL", (binDir, impl) => {
   const dataDir = path.join(scratch, `hl-${impl}`);
-  const conf = JSON.stringify({ cniVersion: "1.0.0", name: `bench-hl-${impl}`, type: "host-local", ipam: { type: "host-local", subnet: "10.250.0.0/16", dataDir } });
+  const conf = JSON.stringify({
+    cniVersion: "1.0.0",
+    name: `bench-hl-${impl}`,
+    type: "host-local",
+    ipam: { type: "host-local", subnet: "10.250.0.0/16", dataDir },
+  });
   return () => {
     const env = { CNI_CONTAINERID: `bench${++counter}`, CNI_NETNS: "/run/netns/none" };
     return execPlugin(binDir, "host-local", "ADD", conf, env) + execPlugin(binDir, "host-local", "DEL", conf, env);
@@ -139,8 +156,13 @@ function bridgeScenario(label, bridgeName, subnet, extra) {
   scenario(label, (binDir, impl) => {
     const dataDir = path.join(scratch, `br-${impl}-${bridgeName}`);
     const conf = JSON.stringify({
-      cniVersion: "1.0.0", name: `bench-${bridgeName}-${impl}`, type: "bridge", bridge: `${bridgeName}${impl[0]}`,
-      isGateway: true, ...extra, ipam: { type: "host-local", subnet: subnet[impl], dataDir, routes: [{ dst: "0.0.0.0/0" }] },
+      cniVersion: "1.0.0",
+      name: `bench-${bridgeName}-${impl}`,
+      type: "bridge",
+      bridge: `${bridgeName}${impl[0]}`,
+      isGateway: true,
+      ...extra,
+      ipam: { type: "host-local", subnet: subnet[impl], dataDir, routes: [{ dst: "0.0.0.0/0" }] },
     });
     return () => {
       const name = `tscni-bench-c${++counter}`;
@@ -176,7 +198,8 @@ scenario(`default chain ADD+DEL (fresh netns): ${defaultChain.join(" + ")}`, (bi
     const netNS = netns(name);
     const rt = { containerID: `bench${counter}`, netNS, ifName: "eth0", capabilityArgs };
     const t0 = process.hrtime.bigint();
-    return cni.addNetworkList(list, rt)
+    return cni
+      .addNetworkList(list, rt)
       .then(() => cni.delNetworkList(list, rt))
       .then(() => Number(process.hrtime.bigint() - t0) / 1e6)
       .finally(() => delNetns(name));
@@ -190,19 +213,36 @@ const containerdSkip = containerdSkipReason();
 // In the default install containerd shares the benchmark's mount namespace (as a node's containerd shares the host's)
 // and its environment names the benchmark's socket; the others get a private mount namespace.
 if (!containerdSkip) {
-  scenario(CONTAINERD_ROW, (binDir, impl) => setupContainerd(binDir, impl,
-    impl === "resident" ? { mountNs: `/proc/${process.pid}/ns/mnt`, env: implEnv(impl) } : undefined), { floor: true });
+  scenario(
+    CONTAINERD_ROW,
+    (binDir, impl) => setupContainerd(binDir, impl, impl === "resident" ? { mountNs: `/proc/${process.pid}/ns/mnt`, env: implEnv(impl) } : undefined),
+    { floor: true },
+  );
 }
 
 /** Peak RSS (KiB) of one bridge ADD with host-local: the process the caller starts (GNU time %M). */
 function peakRss(impl) {
   const binDir = BIN_DIRS[impl];
   const dataDir = path.join(scratch, `rss-${impl}`);
-  const conf = JSON.stringify({ cniVersion: "1.0.0", name: `bench-rss-${impl}`, type: "bridge", bridge: `brss${impl[0]}`, ipam: { type: "host-local", subnet: `10.249.${IMPL_INDEX[impl]}.0/24`, dataDir } });
+  const conf = JSON.stringify({
+    cniVersion: "1.0.0",
+    name: `bench-rss-${impl}`,
+    type: "bridge",
+    bridge: `brss${impl[0]}`,
+    ipam: { type: "host-local", subnet: `10.249.${IMPL_INDEX[impl]}.0/24`, dataDir },
+  });
   const name = `tscni-bench-rss${++counter}`;
   const ns = netns(name);
   try {
-    const env = { PATH: process.env.PATH, ...implEnv(impl), CNI_COMMAND: "ADD", CNI_PATH: binDir, CNI_CONTAINERID: `rss${counter}`, CNI_NETNS: ns, CNI_IFNAME: "eth0" };
+    const env = {
+      PATH: process.env.PATH,
+      ...implEnv(impl),
+      CNI_COMMAND: "ADD",
+      CNI_PATH: binDir,
+      CNI_CONTAINERID: `rss${counter}`,
+      CNI_NETNS: ns,
+      CNI_IFNAME: "eth0",
+    };
     const r = spawnSync("/usr/bin/time", ["-f", "RSS=%M", path.join(binDir, "bridge")], { input: conf, env, encoding: "utf8" });
     const kib = Number(/RSS=(\d+)/.exec(r.stderr)?.[1] ?? NaN);
     execPlugin(binDir, "bridge", "DEL", conf, { ...implEnv(impl), CNI_CONTAINERID: `rss${counter}`, CNI_NETNS: ns });
@@ -221,19 +261,40 @@ function coldStart() {
   const emptySource = path.join(scratch, "empty.js");
   const empty = path.join(scratch, "empty-bun");
   writeFileSync(emptySource, "process.exitCode = 0;\n");
-  const built = spawnSync(bun, ["build", "--compile", "--minify", "--bytecode", "--no-compile-autoload-dotenv", "--no-compile-autoload-bunfig",
-    emptySource, "--outfile", empty], { encoding: "utf8" });
-  const env = (impl) => ({ PATH: process.env.PATH, ...implEnv(impl), CNI_COMMAND: "ADD", CNI_CONTAINERID: "cold", CNI_NETNS: "/run/netns/none", CNI_IFNAME: "eth0", CNI_PATH: OURS });
+  const built = spawnSync(
+    bun,
+    ["build", "--compile", "--minify", "--bytecode", "--no-compile-autoload-dotenv", "--no-compile-autoload-bunfig", emptySource, "--outfile", empty],
+    { encoding: "utf8" },
+  );
+  const env = (impl) => ({
+    PATH: process.env.PATH,
+    ...implEnv(impl),
+    CNI_COMMAND: "ADD",
+    CNI_CONTAINERID: "cold",
+    CNI_NETNS: "/run/netns/none",
+    CNI_IFNAME: "eth0",
+    CNI_PATH: OURS,
+  });
   const programs = [
     ...(built.status === 0 ? [{ name: "empty program, `bun build --compile --minify --bytecode` (Bun's floor)", file: empty, env: {}, ok: 0 }] : []),
     { name: "ours, exec mode: launcher + program (dist/bin/bridge)", file: path.join(OURS, "bridge"), env: env("ours"), ok: 1 },
-    ...(existsSync(path.join(ROOT, "dist/tscni-js")) ? [{ name: "ours, the program alone (dist/tscni-js as bridge)", file: path.join(ROOT, "dist/tscni-js"), argv0: "bridge", env: env("ours"), ok: 1 }] : []),
+    ...(existsSync(path.join(ROOT, "dist/tscni-js"))
+      ? [
+          {
+            name: "ours, the program alone (dist/tscni-js as bridge)",
+            file: path.join(ROOT, "dist/tscni-js"),
+            argv0: "bridge",
+            env: env("ours"),
+            ok: 1,
+          },
+        ]
+      : []),
     ...(RESIDENT ? [{ name: "ours, default: launcher -> server", file: path.join(OURS, "bridge"), env: env("resident"), ok: 1 }] : []),
     { name: "Go (bridge)", file: path.join(GO, "bridge"), env: env("go"), ok: 1 },
   ];
   const times = programs.map(() => []);
   for (let round = 0; round < ROUNDS * 10; round++) {
-    const order = programs.map((p, i) => i);
+    const order = programs.map((_p, i) => i);
     if (round % 2) order.reverse();
     for (const i of order) {
       const p = programs[i];
@@ -268,7 +329,12 @@ const vmRss = (pid) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/s
  */
 function serverGrowth(calls) {
   const dataDir = path.join(scratch, "growth");
-  const conf = JSON.stringify({ cniVersion: "1.0.0", name: "bench-growth", type: "host-local", ipam: { type: "host-local", subnet: "10.250.0.0/16", dataDir } });
+  const conf = JSON.stringify({
+    cniVersion: "1.0.0",
+    name: "bench-growth",
+    type: "host-local",
+    ipam: { type: "host-local", subnet: "10.250.0.0/16", dataDir },
+  });
   const call = (i) => {
     const env = { ...implEnv("resident"), CNI_CONTAINERID: `growth${i >> 1}`, CNI_NETNS: "/run/netns/none" };
     execPlugin(OURS, "host-local", i % 2 ? "DEL" : "ADD", conf, env);
@@ -284,8 +350,13 @@ function serverGrowth(calls) {
   const seconds = Number(process.hrtime.bigint() - t0) / 1e9;
   samples.push(vmRss(server.pid));
   return {
-    calls, beforeKiB: median(samples.slice(0, 4)), afterKiB: median(samples.slice(-4)), seconds,
-    minKiB: Math.min(...samples), maxKiB: Math.max(...samples), sampleCount: samples.length,
+    calls,
+    beforeKiB: median(samples.slice(0, 4)),
+    afterKiB: median(samples.slice(-4)),
+    seconds,
+    minKiB: Math.min(...samples),
+    maxKiB: Math.max(...samples),
+    sampleCount: samples.length,
   };
 }
 
@@ -309,7 +380,12 @@ function serverMemory(pid) {
 async function startServerByFirstCall() {
   const dir = mkdtempSync(path.join("/run", "tscni-bench-resident-"));
   residentSocket = path.join(dir, "plugins.sock");
-  const conf = JSON.stringify({ cniVersion: "1.0.0", name: "bench-first", type: "host-local", ipam: { type: "host-local", subnet: "10.250.0.0/16", dataDir: path.join(scratch, "first") } });
+  const conf = JSON.stringify({
+    cniVersion: "1.0.0",
+    name: "bench-first",
+    type: "host-local",
+    ipam: { type: "host-local", subnet: "10.250.0.0/16", dataDir: path.join(scratch, "first") },
+  });
   const env = { ...implEnv("resident"), CNI_CONTAINERID: "first", CNI_NETNS: "/run/netns/none" };
   execPlugin(OURS, "host-local", "ADD", conf, env);
   execPlugin(OURS, "host-local", "DEL", conf, env);
@@ -335,6 +411,7 @@ async function stopServer() {
 
 function machine() {
   const cpu = /model name\s*:\s*(.*)/.exec(readFileSync("/proc/cpuinfo", "utf8"))?.[1] ?? "unknown";
+  // biome-ignore lint/suspicious/noTemplateCurlyInString: dpkg-query's own format, not a template
   const go = spawnSync("dpkg-query", ["-W", "-f", "${Version}", "containernetworking-plugins"], { encoding: "utf8" }).stdout || "unknown";
   const bun = existsSync(path.join(ROOT, "dist/tscni-js"))
     ? `standalone binary (bun --compile)${existsSync(path.join(ROOT, "dist/tscni")) ? " behind the C launcher" : ""}`
@@ -342,7 +419,11 @@ function machine() {
   return { cpu, cores: os.cpus().length, mem: `${Math.round(os.totalmem() / 2 ** 30)} GiB`, kernel: os.release(), go, bun };
 }
 
-const fmtRow = (row) => [...IMPLS, "none"].filter((i) => row[i] !== undefined).map((i) => `${i} ${row[i].toFixed(1)} ms`).join(", ");
+const fmtRow = (row) =>
+  [...IMPLS, "none"]
+    .filter((i) => row[i] !== undefined)
+    .map((i) => `${i} ${row[i].toFixed(1)} ms`)
+    .join(", ");
 
 async function inside() {
   execFileSync("ip", ["link", "set", "lo", "up"]);
@@ -360,7 +441,9 @@ async function inside() {
 async function measure(server) {
   const rows = [];
   const harness = harnessFloor();
-  console.log(`harness: /bin/true ${harness.timer?.toFixed(2) ?? "-"} ms through spawn-timer, ${harness.node.toFixed(2)} ms through Node's spawnSync`);
+  console.log(
+    `harness: /bin/true ${harness.timer?.toFixed(2) ?? "-"} ms through spawn-timer, ${harness.node.toFixed(2)} ms through Node's spawnSync`,
+  );
   // Each implementation's runner runs with its switches in the environment (libcni's execs inherit them).
   const as = async (impl, fn) => {
     const saved = { TSCNI_RESIDENT: process.env.TSCNI_RESIDENT, TSCNI_RESIDENT_SOCKET: process.env.TSCNI_RESIDENT_SOCKET };
@@ -391,13 +474,18 @@ async function measure(server) {
     rows.push(row);
     console.log(`${row.name}: ${fmtRow(row)}`);
   }
-  let podman = "podman `run --rm`: not measured (podman, runc and busybox-static are not installed; `apt-get install podman runc conmon golang-github-containers-common busybox-static` enables it).";
+  let podman =
+    "podman `run --rm`: not measured (podman, runc and busybox-static are not installed; `apt-get install podman runc conmon golang-github-containers-common busybox-static` enables it).";
   /** The same chain for all: bridge plus whichever meta plugins both directories have. */
   const podmanTypes = () => ["bridge", "portmap", "firewall", "tuning"].filter((t) => existsSync(path.join(OURS, t)) && existsSync(path.join(GO, t)));
   /** `podman run --rm` (with `publish`: a published port), the floor and netavark interleaved in every round; its medians. */
   const podmanRounds = (types, publish) => {
-    const { runners, cleanup } = setupPodman(Object.fromEntries(IMPLS.map((i) => [i, BIN_DIRS[i]])), types,
-      Object.fromEntries(IMPLS.map((i) => [i, implEnv(i)])), { publish });
+    const { runners, cleanup } = setupPodman(
+      Object.fromEntries(IMPLS.map((i) => [i, BIN_DIRS[i]])),
+      types,
+      Object.fromEntries(IMPLS.map((i) => [i, implEnv(i)])),
+      { publish },
+    );
     try {
       const all = Object.keys(runners);
       for (const impl of all) runners[impl]();
@@ -415,17 +503,24 @@ async function measure(server) {
   else if (podmanAvailable()) {
     const types = podmanTypes();
     const medians = podmanRounds(types);
-    const row = { name: `podman run --rm (CNI backend; chain: ${types.join(" + ")}, host-local)`, ...Object.fromEntries(IMPLS.map((i) => [i, medians[i]])) };
+    const row = {
+      name: `podman run --rm (CNI backend; chain: ${types.join(" + ")}, host-local)`,
+      ...Object.fromEntries(IMPLS.map((i) => [i, medians[i]])),
+    };
     rows.push(row);
     podman = { types, medians };
-    console.log(`${row.name}: ${fmtRow(row)}; none ${medians.none.toFixed(1)} ms${medians.netavark !== undefined ? `, netavark ${medians.netavark.toFixed(1)} ms` : ""}`);
+    console.log(
+      `${row.name}: ${fmtRow(row)}; none ${medians.none.toFixed(1)} ms${medians.netavark !== undefined ? `, netavark ${medians.netavark.toFixed(1)} ms` : ""}`,
+    );
   }
   if (typeof podman === "object" && selected(PUBLISHED)) {
     const medians = podmanRounds(podman.types, "18080:80");
     const row = { name: `${PUBLISHED} 18080:80 (one published port; same chain)`, ...Object.fromEntries(IMPLS.map((i) => [i, medians[i]])) };
     rows.push(row);
     podman.published = medians;
-    console.log(`${row.name}: ${fmtRow(row)}; none ${medians.none.toFixed(1)} ms${medians.netavark !== undefined ? `, netavark ${medians.netavark.toFixed(1)} ms` : ""}`);
+    console.log(
+      `${row.name}: ${fmtRow(row)}; none ${medians.none.toFixed(1)} ms${medians.netavark !== undefined ? `, netavark ${medians.netavark.toFixed(1)} ms` : ""}`,
+    );
   }
   let rss;
   if (selected("peak RSS")) {
@@ -450,39 +545,64 @@ async function measure(server) {
     // memory counted; go: Go's plugins exec'd.
     // Then the bare chain (bridge without ipMasq, host-local, tuning: no firewall rules), the core path alone.
     const plan = [
-      ...(selected("pods at once") ? [[100, ["go", "inprocess", "exec", ...(server ? ["resident"] : [])]], [200, ["inprocess", ...(server ? ["resident"] : []), "go"]]] : []),
+      ...(selected("pods at once")
+        ? [
+            [100, ["go", "inprocess", "exec", ...(server ? ["resident"] : [])]],
+            [200, ["inprocess", ...(server ? ["resident"] : []), "go"]],
+          ]
+        : []),
     ].map(([n, impls]) => [n, impls, "default"]);
     if (selected("bare chain pods at once")) plan.push([100, ["go", "exec", ...(server ? ["resident"] : [])], "bare"]);
     for (const [n, impls, chain] of plan) {
       for (const impl of impls) {
         if (impl === "resident") await stopServer();
-        const r = await runPods({ binDir: impl === "go" ? GO : OURS, impl, pods: n, scratch, env: implEnv(impl === "resident" ? "resident" : "ours"),
-          serverSocket: impl === "resident" ? residentSocket : undefined, chain });
+        const r = await runPods({
+          binDir: impl === "go" ? GO : OURS,
+          impl,
+          pods: n,
+          scratch,
+          env: implEnv(impl === "resident" ? "resident" : "ours"),
+          serverSocket: impl === "resident" ? residentSocket : undefined,
+          chain,
+        });
         pods.push({ n, impl, ...r });
-        console.log(`${n} pods at once (${impl}, ${chain} chain): setup ${r.setupMs.toFixed(0)} ms, teardown ${r.teardownMs.toFixed(0)} ms, failures ${r.failures}, leftovers ${r.leftovers}, peak ${Math.round(r.peakRssKiB / 1024)} MiB` +
-          (r.serverPeakRssKiB !== undefined ? ` (the server alone: ${Math.round(r.serverPeakRssKiB / 1024)} MiB)` : ""));
+        console.log(
+          `${n} pods at once (${impl}, ${chain} chain): setup ${r.setupMs.toFixed(0)} ms, teardown ${r.teardownMs.toFixed(0)} ms, failures ${r.failures}, leftovers ${r.leftovers}, peak ${Math.round(r.peakRssKiB / 1024)} MiB` +
+            (r.serverPeakRssKiB !== undefined ? ` (the server alone: ${Math.round(r.serverPeakRssKiB / 1024)} MiB)` : ""),
+        );
         if (impl === "resident" && n === 100 && chain === "default") {
           // The server the burst started, once the burst is over and it has been idle for a while.
           await sleep(10_000);
           const pid = serverStatus()?.pid;
           idle = pid ? { afterBurst: serverMemory(pid), warmedUp: server.warmedUp } : undefined;
-          if (idle) console.log(`idle server: ${idle.afterBurst.rssKiB} KiB (anonymous ${idle.afterBurst.anonKiB}, file ${idle.afterBurst.fileKiB}) after the 100-pod burst; ${server.warmedUp.rssKiB} KiB after its start and warm-up`);
+          if (idle)
+            console.log(
+              `idle server: ${idle.afterBurst.rssKiB} KiB (anonymous ${idle.afterBurst.anonKiB}, file ${idle.afterBurst.fileKiB}) after the 100-pod burst; ${server.warmedUp.rssKiB} KiB after its start and warm-up`,
+            );
         }
       }
     }
   }
-  const containerd = containerdSkip && selected(CONTAINERD_ROW)
-    ? `containerd sandbox run+stop+remove: not measured (${containerdSkip}; \`apt-get install containerd runc gcc libc6-dev\` enables it).`
-    : "";
+  const containerd =
+    containerdSkip && selected(CONTAINERD_ROW)
+      ? `containerd sandbox run+stop+remove: not measured (${containerdSkip}; \`apt-get install containerd runc gcc libc6-dev\` enables it).`
+      : "";
   const etcdThere = spawnSync("etcd", ["--version"]).status === 0;
-  if (selected("cluster-ipam 1000 allocations across 10 nodes") && !etcdThere) console.log("cluster-ipam: not measured (etcd is not installed: apt-get install etcd-server)");
+  if (selected("cluster-ipam 1000 allocations across 10 nodes") && !etcdThere)
+    console.log("cluster-ipam: not measured (etcd is not installed: apt-get install etcd-server)");
   const cluster = selected("cluster-ipam 1000 allocations across 10 nodes") && etcdThere ? await runClusterBench() : [];
   // Last (it replaces the auto-started server by one started with --trace-phases): one container's calls, phase by phase.
   let trace;
   if (typeof podman === "object" && server && selected("podman run --rm")) {
     await stopServer();
-    trace = await tracePodman({ ours: OURS, cnitool: path.join(OURS, "cnitool"), socket: residentSocket, types: podman.types,
-      residentEnv: implEnv("resident"), execEnv: implEnv("ours") });
+    trace = await tracePodman({
+      ours: OURS,
+      cnitool: path.join(OURS, "cnitool"),
+      socket: residentSocket,
+      types: podman.types,
+      residentEnv: implEnv("resident"),
+      execEnv: implEnv("ours"),
+    });
     console.log(`traced one podman container: ${trace.default.length} calls through the server, ${trace.exec.length} in exec mode`);
   }
   return { rows, rss, cold, growth, podman, containerd, pods, cluster, harness, idle, trace };
@@ -502,13 +622,19 @@ function shareTable(title, floorLabel, medians) {
     `| ${title} | start (ms) | network share (ms) | share / Go's share | start / ${floorLabel} |`,
     "|---|---:|---:|---:|---:|",
     `| ${floorLabel} (the floor) | ${floor.toFixed(1)} | - | - | 1.00 |`,
-    ...present.map((impl) => `| ${labels[impl]} | ${medians[impl].toFixed(1)} | ${share(impl).toFixed(1)} | ${medians.go !== undefined ? (share(impl) / share("go")).toFixed(2) : "-"} | ${(medians[impl] / floor).toFixed(2)} |`),
+    ...present.map(
+      (impl) =>
+        `| ${labels[impl]} | ${medians[impl].toFixed(1)} | ${share(impl).toFixed(1)} | ${medians.go !== undefined ? (share(impl) / share("go")).toFixed(2) : "-"} | ${(medians[impl] / floor).toFixed(2)} |`,
+    ),
     "",
   ];
 }
 
 const PODS_LABEL = {
-  go: "Go (exec'd)", inprocess: "ours, in the manager's process", exec: "ours, exec mode", resident: "ours, default install from cold (server counted)",
+  go: "Go (exec'd)",
+  inprocess: "ours, in the manager's process",
+  exec: "ours, exec mode",
+  resident: "ours, default install from cold (server counted)",
 };
 
 /** The pods table: one row per (pod count, implementation), ratios against Go at the same count. */
@@ -530,8 +656,11 @@ function podsTable(pods) {
     "",
     "| pods | plugins | setup (ms) | teardown (ms) | setup / Go | teardown / Go | failures | leftovers | peak memory (MiB) | memory / Go | the server's peak (MiB) |",
     "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
-    ...pods.map((p) => `| ${p.n} | ${PODS_LABEL[p.impl] ?? p.impl}${p.chain === "bare" ? ", bare chain" : ""} | ${p.setupMs.toFixed(0)} | ${p.teardownMs.toFixed(0)} | ${ratio(p.setupMs, go(p.n, p.chain)?.setupMs)} | ` +
-      `${ratio(p.teardownMs, go(p.n, p.chain)?.teardownMs)} | ${p.failures} | ${p.leftovers} | ${Math.round(p.peakRssKiB / 1024)} | ${ratio(p.peakRssKiB, go(p.n, p.chain)?.peakRssKiB)} | ${p.serverPeakRssKiB !== undefined ? Math.round(p.serverPeakRssKiB / 1024) : "-"} |`),
+    ...pods.map(
+      (p) =>
+        `| ${p.n} | ${PODS_LABEL[p.impl] ?? p.impl}${p.chain === "bare" ? ", bare chain" : ""} | ${p.setupMs.toFixed(0)} | ${p.teardownMs.toFixed(0)} | ${ratio(p.setupMs, go(p.n, p.chain)?.setupMs)} | ` +
+        `${ratio(p.teardownMs, go(p.n, p.chain)?.teardownMs)} | ${p.failures} | ${p.leftovers} | ${Math.round(p.peakRssKiB / 1024)} | ${ratio(p.peakRssKiB, go(p.n, p.chain)?.peakRssKiB)} | ${p.serverPeakRssKiB !== undefined ? Math.round(p.serverPeakRssKiB / 1024) : "-"} |`,
+    ),
     "",
   ];
 }
@@ -552,76 +681,99 @@ function report({ rows, rss, cold, growth, podman, containerd, pods = [], cluste
     "  one by hand), measured once its start-up warm-up was done; the launcher hands each call to it. Ours, exec mode",
     "  (`TSCNI_RESIDENT=exec`): every call starts the program. The pods table also measures the default from cold.",
     `- ${ROUNDS} rounds per scenario, the implementations interleaved (alternating order); medians of wall time per round`,
-    ...(harness?.timer !== undefined ? [
-      "- plugin calls are started and timed as a runtime written in Go starts them (bench/spawn-timer.c: fork/exec, config on a",
-      `  pipe, stdout read, wait): /bin/true costs ${harness.timer.toFixed(2)} ms that way here, ${harness.node.toFixed(2)} ms through Node's spawnSync`,
-      "  (which is not counted); the chains (default chain, podman, containerd, pods) are run by their runtimes",
-    ] : harness ? [
-      `- plugin calls are timed around Node's spawnSync (no C compiler for bench/spawn-timer.c): /bin/true costs ${harness.node.toFixed(2)} ms that way`,
-    ] : []),
+    ...(harness?.timer !== undefined
+      ? [
+          "- plugin calls are started and timed as a runtime written in Go starts them (bench/spawn-timer.c: fork/exec, config on a",
+          `  pipe, stdout read, wait): /bin/true costs ${harness.timer.toFixed(2)} ms that way here, ${harness.node.toFixed(2)} ms through Node's spawnSync`,
+          "  (which is not counted); the chains (default chain, podman, containerd, pods) are run by their runtimes",
+        ]
+      : harness
+        ? [
+            `- plugin calls are timed around Node's spawnSync (no C compiler for bench/spawn-timer.c): /bin/true costs ${harness.node.toFixed(2)} ms that way`,
+          ]
+        : []),
     ...(ONLY ? [`- only the scenarios matching \`--only ${ONLY}\``] : []),
     "",
     "| scenario | ours default (ms) | ours exec mode (ms) | Go (ms) | default/Go | exec/Go |",
     "|---|---:|---:|---:|---:|---:|",
     ...rows.map((r) => `| ${r.name} | ${cell(r.resident)} | ${cell(r.ours)} | ${cell(r.go)} | ${ratio(r.resident, r.go)} | ${ratio(r.ours, r.go)} |`),
     "",
-    ...(rss ? [
-      "| peak RSS of one bridge ADD with host-local (the process the caller starts) | ours default | ours exec mode | Go |",
-      "|---|---:|---:|---:|",
-      `| KiB | ${rss.resident ?? "-"} | ${rss.ours} | ${rss.go} |`,
-      "",
-      "By default the caller's process is the C launcher; the plugin runs in the server (its memory: below and in the pods table).",
-      "",
-    ] : []),
-    ...(cold ? [
-      "## Cold start",
-      "",
-      "A plugin call that fails at config parsing (stdin `{`): start-up and the parse, nothing else. Medians of",
-      `${ROUNDS * 10} interleaved runs; peak RSS by GNU time (median of 5).`,
-      "",
-      "| program | wall (ms) | peak RSS (KiB) |",
-      "|---|---:|---:|",
-      ...cold.map((c) => `| ${c.name} | ${c.ms.toFixed(2)} | ${c.rssKiB} |`),
-      "",
-    ] : []),
-    ...(growth ? [
-      "## Resident server memory",
-      "",
-      ...(idle ? [
-        `Idle: ${idle.warmedUp.rssKiB} KiB resident once started by the first call and warmed up (anonymous ${idle.warmedUp.anonKiB}, file-backed`,
-        `${idle.warmedUp.fileKiB}: the program's pages, shared with the page cache); ${idle.afterBurst.rssKiB} KiB (anonymous ${idle.afterBurst.anonKiB},`,
-        `file-backed ${idle.afterBurst.fileKiB}) 10 s after the 100-pod burst that started it. It leaves after 600 s without a call.`,
-        "",
-      ] : []),
-      `${growth.calls} host-local calls (ADD and DEL alternating) through the launcher after 1000 warm-up calls: server RSS`,
-      `${growth.beforeKiB} KiB before, ${growth.afterKiB} KiB after (growth ${growth.afterKiB - growth.beforeKiB} KiB; medians of the first and`,
-      `last 4 of ${growth.sampleCount} samples taken every 250 calls, which ranged from ${growth.minKiB} to ${growth.maxKiB} KiB with the`,
-      `garbage collector's timing; ${growth.seconds.toFixed(0)} s, ${(growth.seconds * 1000 / growth.calls).toFixed(2)} ms per call).`,
-      "",
-    ] : []),
+    ...(rss
+      ? [
+          "| peak RSS of one bridge ADD with host-local (the process the caller starts) | ours default | ours exec mode | Go |",
+          "|---|---:|---:|---:|",
+          `| KiB | ${rss.resident ?? "-"} | ${rss.ours} | ${rss.go} |`,
+          "",
+          "By default the caller's process is the C launcher; the plugin runs in the server (its memory: below and in the pods table).",
+          "",
+        ]
+      : []),
+    ...(cold
+      ? [
+          "## Cold start",
+          "",
+          "A plugin call that fails at config parsing (stdin `{`): start-up and the parse, nothing else. Medians of",
+          `${ROUNDS * 10} interleaved runs; peak RSS by GNU time (median of 5).`,
+          "",
+          "| program | wall (ms) | peak RSS (KiB) |",
+          "|---|---:|---:|",
+          ...cold.map((c) => `| ${c.name} | ${c.ms.toFixed(2)} | ${c.rssKiB} |`),
+          "",
+        ]
+      : []),
+    ...(growth
+      ? [
+          "## Resident server memory",
+          "",
+          ...(idle
+            ? [
+                `Idle: ${idle.warmedUp.rssKiB} KiB resident once started by the first call and warmed up (anonymous ${idle.warmedUp.anonKiB}, file-backed`,
+                `${idle.warmedUp.fileKiB}: the program's pages, shared with the page cache); ${idle.afterBurst.rssKiB} KiB (anonymous ${idle.afterBurst.anonKiB},`,
+                `file-backed ${idle.afterBurst.fileKiB}) 10 s after the 100-pod burst that started it. It leaves after 600 s without a call.`,
+                "",
+              ]
+            : []),
+          `${growth.calls} host-local calls (ADD and DEL alternating) through the launcher after 1000 warm-up calls: server RSS`,
+          `${growth.beforeKiB} KiB before, ${growth.afterKiB} KiB after (growth ${growth.afterKiB - growth.beforeKiB} KiB; medians of the first and`,
+          `last 4 of ${growth.sampleCount} samples taken every 250 calls, which ranged from ${growth.minKiB} to ${growth.maxKiB} KiB with the`,
+          `garbage collector's timing; ${growth.seconds.toFixed(0)} s, ${((growth.seconds * 1000) / growth.calls).toFixed(2)} ms per call).`,
+          "",
+        ]
+      : []),
     ...(typeof podman === "string" ? [podman, ""] : []),
     containerd,
     "",
-    ...(typeof podman === "object" || rows.some((r) => r.none !== undefined) ? [
-      "## The network's share of a container start",
-      "",
-      "Stack minus floor: the same container started without a network, in the same interleaved rounds (medians).",
-      "",
-      ...(typeof podman === "object" ? shareTable(`podman run --rm (${podman.types.join(" + ")})`, "`--network none`", podman.medians) : []),
-      ...(typeof podman === "object" && podman.published ? shareTable("podman run --rm -p 18080:80 (the same chain, one published port)", "`--network none`", podman.published) : []),
-      ...rows.filter((r) => r.none !== undefined).flatMap((r) => shareTable(r.name.replace(/ \(CRI;.*$/, " (CRI)"), "hostNetwork sandbox", r)),
-    ] : []),
-    ...(trace ? [
-      "## Where one container's network time goes",
-      "",
-      "One `podman run --rm` traced after warm-up runs (`cnitool daemon --trace-phases`, `TSCNI_TRACE_PHASES` in exec mode;",
-      "docs/resident.md): each plugin call and, inside it, the time of each kind of phase in ms (and how many): netlink",
-      "requests, tools spawned, sysctl writes, namespace entries, the IPAM store's critical section, lock waits, delegations",
-      "(their own time, without their phases), loading a plugin's code, the wait for the container's queue; the rest is the",
-      "plugin's own code (decoding, logic, the result).",
-      "",
-      ...traceTable(trace, typeof podman === "object" ? Object.fromEntries(["resident", "ours"].map((i) => [i, podman.medians[i] - podman.medians.none])) : undefined),
-    ] : []),
+    ...(typeof podman === "object" || rows.some((r) => r.none !== undefined)
+      ? [
+          "## The network's share of a container start",
+          "",
+          "Stack minus floor: the same container started without a network, in the same interleaved rounds (medians).",
+          "",
+          ...(typeof podman === "object" ? shareTable(`podman run --rm (${podman.types.join(" + ")})`, "`--network none`", podman.medians) : []),
+          ...(typeof podman === "object" && podman.published
+            ? shareTable("podman run --rm -p 18080:80 (the same chain, one published port)", "`--network none`", podman.published)
+            : []),
+          ...rows.filter((r) => r.none !== undefined).flatMap((r) => shareTable(r.name.replace(/ \(CRI;.*$/, " (CRI)"), "hostNetwork sandbox", r)),
+        ]
+      : []),
+    ...(trace
+      ? [
+          "## Where one container's network time goes",
+          "",
+          "One `podman run --rm` traced after warm-up runs (`cnitool daemon --trace-phases`, `TSCNI_TRACE_PHASES` in exec mode;",
+          "docs/resident.md): each plugin call and, inside it, the time of each kind of phase in ms (and how many): netlink",
+          "requests, tools spawned, sysctl writes, namespace entries, the IPAM store's critical section, lock waits, delegations",
+          "(their own time, without their phases), loading a plugin's code, the wait for the container's queue; the rest is the",
+          "plugin's own code (decoding, logic, the result).",
+          "",
+          ...traceTable(
+            trace,
+            typeof podman === "object"
+              ? Object.fromEntries(["resident", "ours"].map((i) => [i, podman.medians[i] - podman.medians.none]))
+              : undefined,
+          ),
+        ]
+      : []),
     ...podsTable(pods),
     ...clusterTable(cluster),
   ];
@@ -652,10 +804,29 @@ if (args.includes("--inside")) {
     const cg = path.join(state, "cgroup");
     mkdirSync(cg);
     const script = `mount --rbind /sys/fs/cgroup "$1" && mount -t sysfs sysfs /sys && mount --move "$1" /sys/fs/cgroup && shift && exec "$@"`;
-    const r = spawnSync("nsenter", [`--net=/run/netns/${HOST_NS}`, "unshare", "--mount", "--propagation", "private",
-      "sh", "-c", script, "sh", cg, process.execPath, fileURLToPath(import.meta.url), "--inside", ...args], {
-      stdio: "inherit", env: { ...process.env, TSCNI_BENCH_STATE: state },
-    });
+    const r = spawnSync(
+      "nsenter",
+      [
+        `--net=/run/netns/${HOST_NS}`,
+        "unshare",
+        "--mount",
+        "--propagation",
+        "private",
+        "sh",
+        "-c",
+        script,
+        "sh",
+        cg,
+        process.execPath,
+        fileURLToPath(import.meta.url),
+        "--inside",
+        ...args,
+      ],
+      {
+        stdio: "inherit",
+        env: { ...process.env, TSCNI_BENCH_STATE: state },
+      },
+    );
     if (r.status !== 0) throw new Error("benchmark failed");
     report(JSON.parse(readFileSync(path.join(state, "result.json"), "utf8")));
   } finally {

@@ -21,7 +21,10 @@ function selfTimes(phases) {
 /** The calls of the last container in a trace file, in order, each with its phases' own times. */
 function lastContainer(file) {
   if (!existsSync(file)) return [];
-  const calls = readFileSync(file, "utf8").split("\n").filter(Boolean).map((l) => JSON.parse(l))
+  const calls = readFileSync(file, "utf8")
+    .split("\n")
+    .filter(Boolean)
+    .map((l) => JSON.parse(l))
     .filter((c) => c.containerID && !c.containerID.startsWith("tscni-warm-up"));
   const last = calls.at(-1)?.containerID;
   return calls.filter((c) => c.containerID === last).map((c) => ({ ...c, phases: selfTimes(c.phases) }));
@@ -57,24 +60,42 @@ const KINDS = ["netlink", "spawn", "sysctl", "netns", "ipam store", "lock wait",
 /** The trace as markdown: one row per call, the time by kind of phase, and the slowest phases by name. */
 export function traceTable(trace, shares) {
   const lines = [];
-  for (const [mode, label] of [["default", "ours, default (the resident server)"], ["exec", "ours, exec mode (a process per call)"]]) {
+  for (const [mode, label] of [
+    ["default", "ours, default (the resident server)"],
+    ["exec", "ours, exec mode (a process per call)"],
+  ]) {
     const calls = trace[mode];
     if (!calls?.length) continue;
     const total = calls.reduce((n, c) => n + c.ms, 0);
     const share = shares?.[mode === "default" ? "resident" : "ours"];
-    lines.push(`**${label}**: the plugin calls of one container took ${total.toFixed(1)} ms in all` +
-      (share !== undefined ? `, of a network share of ${share.toFixed(1)} ms: the other ${(share - total).toFixed(1)} ms are podman's own` +
-        " (its network namespace, its libcni: VERSION probes, the result cache, locks) and the launch of each call" +
-        (mode === "default" ? " (the launcher, the socket)" : " (a process per call: its start is not in these figures)") : "") + ".", "");
+    lines.push(
+      `**${label}**: the plugin calls of one container took ${total.toFixed(1)} ms in all` +
+        (share !== undefined
+          ? `, of a network share of ${share.toFixed(1)} ms: the other ${(share - total).toFixed(1)} ms are podman's own` +
+            " (its network namespace, its libcni: VERSION probes, the result cache, locks) and the launch of each call" +
+            (mode === "default" ? " (the launcher, the socket)" : " (a process per call: its start is not in these figures)")
+          : "") +
+        ".",
+      "",
+    );
     lines.push(`| call | ms | ${KINDS.join(" | ")} | the rest (plugin code) |`, `|---|---:|${KINDS.map(() => "---:").join("|")}|---:|`);
     const cell = (phases) => (phases.length ? `${phases.reduce((n, p) => n + p.self, 0).toFixed(1)} (${phases.length})` : "-");
     for (const c of calls) {
       const phases = c.phases;
       const rest = c.ms - phases.reduce((n, p) => n + p.self, 0);
-      lines.push(`| ${c.program} ${c.command} | ${c.ms.toFixed(1)} | ${KINDS.map((k) => cell(phases.filter((p) => p.kind === k))).join(" | ")} | ${rest.toFixed(1)} |`);
+      lines.push(
+        `| ${c.program} ${c.command} | ${c.ms.toFixed(1)} | ${KINDS.map((k) => cell(phases.filter((p) => p.kind === k))).join(" | ")} | ${rest.toFixed(1)} |`,
+      );
     }
-    const slowest = calls.flatMap((c) => c.phases.map((p) => ({ ...p, call: `${c.program} ${c.command}` }))).sort((a, b) => b.self - a.self).slice(0, 5);
-    lines.push("", `Slowest phases: ${slowest.map((p) => `${p.call}: ${p.kind} "${p.label.replace(/\/run\/netns\/\S+/g, "<netns>").replace(/\|/g, "/")}" ${p.self.toFixed(1)} ms`).join("; ")}.`, "");
+    const slowest = calls
+      .flatMap((c) => c.phases.map((p) => ({ ...p, call: `${c.program} ${c.command}` })))
+      .sort((a, b) => b.self - a.self)
+      .slice(0, 5);
+    lines.push(
+      "",
+      `Slowest phases: ${slowest.map((p) => `${p.call}: ${p.kind} "${p.label.replace(/\/run\/netns\/\S+/g, "<netns>").replace(/\|/g, "/")}" ${p.self.toFixed(1)} ms`).join("; ")}.`,
+      "",
+    );
   }
   return lines;
 }

@@ -16,7 +16,20 @@
 // they are built from); otherwise, or with --rebuild, `npm run build` makes it first.
 import { spawn, spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
-import { chmodSync, copyFileSync, createReadStream, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
+import {
+  chmodSync,
+  copyFileSync,
+  createReadStream,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -74,12 +87,29 @@ function buildIsCurrent() {
  */
 async function plainTarball(dir, file) {
   const tar = await new Promise((resolve, reject) => {
-    const child = spawn("tar", ["--sort=name", `--mtime=@${epoch}`, "--owner=0", "--group=0", "--numeric-owner", "--format=gnu",
-      "-cf", "-", "-C", dir, ...readdirSync(dir).sort()], { stdio: ["ignore", "pipe", "pipe"] });
+    const child = spawn(
+      "tar",
+      [
+        "--sort=name",
+        `--mtime=@${epoch}`,
+        "--owner=0",
+        "--group=0",
+        "--numeric-owner",
+        "--format=gnu",
+        "-cf",
+        "-",
+        "-C",
+        dir,
+        ...readdirSync(dir).sort(),
+      ],
+      { stdio: ["ignore", "pipe", "pipe"] },
+    );
     const chunks = [];
     let errors = "";
     child.stdout.on("data", (d) => chunks.push(d));
-    child.stderr.on("data", (d) => { errors += d; });
+    child.stderr.on("data", (d) => {
+      errors += d;
+    });
     child.on("error", reject);
     child.on("close", (code) => (code === 0 ? resolve(Buffer.concat(chunks)) : reject(new Error(`tar failed:\n${errors}`))));
   });
@@ -91,14 +121,19 @@ const run = (cmd, argv, opts = {}) => {
   if (r.status !== 0) throw new Error(`${cmd} ${argv.join(" ")} failed:\n${r.stderr ?? ""}${r.stdout ?? ""}`);
   return r.stdout ?? "";
 };
-const runAsync = (cmd, argv, opts = {}) => new Promise((resolve, reject) => {
-  const child = spawn(cmd, argv, { stdio: ["ignore", "pipe", "pipe"], ...opts });
-  let output = "";
-  child.stdout.on("data", (d) => { output += d; });
-  child.stderr.on("data", (d) => { output += d; });
-  child.on("error", reject);
-  child.on("close", (code) => (code === 0 ? resolve(output) : reject(new Error(`${cmd} ${argv.join(" ")} failed:\n${output}`))));
-});
+const runAsync = (cmd, argv, opts = {}) =>
+  new Promise((resolve, reject) => {
+    const child = spawn(cmd, argv, { stdio: ["ignore", "pipe", "pipe"], ...opts });
+    let output = "";
+    child.stdout.on("data", (d) => {
+      output += d;
+    });
+    child.stderr.on("data", (d) => {
+      output += d;
+    });
+    child.on("error", reject);
+    child.on("close", (code) => (code === 0 ? resolve(output) : reject(new Error(`${cmd} ${argv.join(" ")} failed:\n${output}`))));
+  });
 
 if (args.rebuild || !buildIsCurrent()) {
   console.log("release: building dist/ (npm run build)");
@@ -116,8 +151,10 @@ if (built.kind !== "native" || !built.launcher) {
   fail("dist/ has no native program and launcher (a release needs Bun, from npm ci, and a C compiler)");
 }
 if (built.build !== buildId || !built.launcher.sameBuild || built.version !== version) {
-  fail(`dist/ is inconsistent: program build ${built.build} version ${built.version}, launcher of the same build: ` +
-    `${built.launcher.sameBuild}, dist/build-id ${buildId}, package.json version ${version}; run npm run build`);
+  fail(
+    `dist/ is inconsistent: program build ${built.build} version ${built.version}, launcher of the same build: ` +
+      `${built.launcher.sameBuild}, dist/build-id ${buildId}, package.json version ${version}; run npm run build`,
+  );
 }
 const platform = `${built.platform}-${built.arch}`;
 const platformPackage = `@tscni/${platform}`;
@@ -131,21 +168,30 @@ try {
   mkdirSync(path.join(platformDir, "bin"), { recursive: true });
   copyFileSync(path.join(dist, "tscni-js"), path.join(platformDir, "bin/tscni-js"));
   copyFileSync(path.join(dist, "tscni"), path.join(platformDir, "bin/tscni"));
-  writeFileSync(path.join(platformDir, "package.json"), JSON.stringify({
-    name: platformPackage,
-    version,
-    description: `tscni's native program for ${platform} (build ${buildId}): installed by the tscni package, copied by \`cnitool install\``,
-    license: pkg.license,
-    os: [built.platform],
-    cpu: [built.arch],
-    // Bun's linux program is linked against glibc.
-    ...(built.platform === "linux" ? { libc: ["glibc"] } : {}),
-    files: ["bin/"],
-  }, null, 2) + "\n");
-  writeFileSync(path.join(platformDir, "README.md"),
+  writeFileSync(
+    path.join(platformDir, "package.json"),
+    JSON.stringify(
+      {
+        name: platformPackage,
+        version,
+        description: `tscni's native program for ${platform} (build ${buildId}): installed by the tscni package, copied by \`cnitool install\``,
+        license: pkg.license,
+        os: [built.platform],
+        cpu: [built.arch],
+        // Bun's linux program is linked against glibc.
+        ...(built.platform === "linux" ? { libc: ["glibc"] } : {}),
+        files: ["bin/"],
+      },
+      null,
+      2,
+    ) + "\n",
+  );
+  writeFileSync(
+    path.join(platformDir, "README.md"),
     `# ${platformPackage}\n\nThe native program of [tscni](https://www.npmjs.com/package/tscni) ${version} for ${platform}: ` +
-    "`bin/tscni-js` (the Bun-compiled program) and `bin/tscni` (its C launcher). Install `tscni`, which depends on it, " +
-    "and run `npx cnitool install --bin-dir /opt/cni/bin`.\n");
+      "`bin/tscni-js` (the Bun-compiled program) and `bin/tscni` (its C launcher). Install `tscni`, which depends on it, " +
+      "and run `npx cnitool install --bin-dir /opt/cni/bin`.\n",
+  );
 
   // The plugin directory of the plain tarball: the files, and links as `cnitool install` makes them.
   const pluginDir = path.join(stage, "plugins");
@@ -170,17 +216,20 @@ try {
 
   // The two large archives are compressed at once (one core each).
   const npmPack = (dir) => runAsync("npm", ["pack", "--silent", "--pack-destination", out], { cwd: dir }).then((o) => o.trim().split("\n").pop());
-  const names = await Promise.all([
-    npmPack(mainDir),
-    npmPack(platformDir),
-    plainTarball(pluginDir, path.join(out, tarball)).then(() => tarball),
-  ]);
+  const names = await Promise.all([npmPack(mainDir), npmPack(platformDir), plainTarball(pluginDir, path.join(out, tarball)).then(() => tarball)]);
 
-  const sums = await Promise.all([...names].sort().map((name) => new Promise((resolve, reject) => {
-    const hash = createHash("sha256");
-    createReadStream(path.join(out, name)).on("data", (d) => hash.update(d)).on("error", reject)
-      .on("end", () => resolve(`${hash.digest("hex")}  ${name}\n`));
-  })));
+  const sums = await Promise.all(
+    [...names].sort().map(
+      (name) =>
+        new Promise((resolve, reject) => {
+          const hash = createHash("sha256");
+          createReadStream(path.join(out, name))
+            .on("data", (d) => hash.update(d))
+            .on("error", reject)
+            .on("end", () => resolve(`${hash.digest("hex")}  ${name}\n`));
+        }),
+    ),
+  );
   writeFileSync(path.join(out, "SHA256SUMS"), sums.join(""));
   console.log(`release: tscni ${version}, ${platform}, build ${buildId}, in ${out}:`);
   for (const name of [...names, "SHA256SUMS"]) console.log(`  ${name} (${(statSync(path.join(out, name)).size / 1e6).toFixed(1)} MB)`);

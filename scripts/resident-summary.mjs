@@ -4,7 +4,12 @@ import { existsSync, readFileSync } from "node:fs";
 
 const [statusFile, servedFile, logFile] = process.argv.slice(2);
 const root = JSON.parse(readFileSync(statusFile, "utf8"));
-const hosts = existsSync(servedFile) ? readFileSync(servedFile, "utf8").split("\n").filter(Boolean).map((l) => l.split(" ")) : [];
+const hosts = existsSync(servedFile)
+  ? readFileSync(servedFile, "utf8")
+      .split("\n")
+      .filter(Boolean)
+      .map((l) => l.split(" "))
+  : [];
 const dead = hosts.filter(([, n]) => Number(n) < 0);
 const total = hosts.reduce((sum, [, n]) => sum + Math.max(0, Number(n)), 0);
 console.log(`resident pass: ${total} calls served by ${hosts.length} test-host servers, ${root.served} by the host's server`);

@@ -29,6 +29,8 @@ if [ "$(id -u)" -eq 0 ] && [ -d /run/netns ]; then
   find /run/netns -maxdepth 1 -name 'tscni-*' ! -name 'tscni-demo-*' ! -name 'tscni-cluster-*' ! -name 'tscni-bench*' ! -name 'tscni-kill-*' -mmin +120 -printf '%f\n' |
     while read -r ns; do ip netns delete "$ns" 2>/dev/null && echo "removed test namespace $ns, left by a run that was killed"; done
 fi
+echo "== formatting and lint (biome.jsonc)"
+npm run --silent lint
 npm run --silent build
 npm run --silent build:test
 

@@ -68,7 +68,10 @@ test("the network config loads as a conflist of tscni's plugins", () => {
 
 test("the DaemonSet manifest is a ConfigMap and a DaemonSet as Kubernetes requires them, installing the doc's config", () => {
   const docs = parseSnippet("yaml", docSnippet(RUNTIMES, "daemonset")) as Obj[];
-  assert.deepEqual(docs.map((d) => `${d["apiVersion"]} ${d["kind"]}`), ["v1 ConfigMap", "apps/v1 DaemonSet"]);
+  assert.deepEqual(
+    docs.map((d) => `${d["apiVersion"]} ${d["kind"]}`),
+    ["v1 ConfigMap", "apps/v1 DaemonSet"],
+  );
   for (const d of docs) {
     assert.match(d["metadata"]["name"], /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, "a DNS-1123 name");
     assert.equal(d["metadata"]["namespace"], "kube-system");

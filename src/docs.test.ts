@@ -12,7 +12,9 @@ import path from "node:path";
 import { ROOT } from "./testing/harness.js";
 
 const files = (dir: string): string[] =>
-  readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? files(path.join(dir, e.name)).map((f) => `${e.name}/${f}`) : [e.name])).sort();
+  readdirSync(dir, { withFileTypes: true })
+    .flatMap((e) => (e.isDirectory() ? files(path.join(dir, e.name)).map((f) => `${e.name}/${f}`) : [e.name]))
+    .sort();
 
 test("docs/api is what `npm run docs` generates, and every exported symbol is documented", () => {
   const out = mkdtempSync(path.join(os.tmpdir(), "tscni-docs-"));
@@ -22,7 +24,11 @@ test("docs/api is what `npm run docs` generates, and every exported symbol is do
     const committed = path.join(ROOT, "docs/api");
     assert.deepEqual(files(out), files(committed), "the same pages");
     for (const f of files(out)) {
-      assert.equal(readFileSync(path.join(committed, f), "utf8"), readFileSync(path.join(out, f), "utf8"), `docs/api/${f} is stale: run npm run docs`);
+      assert.equal(
+        readFileSync(path.join(committed, f), "utf8"),
+        readFileSync(path.join(out, f), "utf8"),
+        `docs/api/${f} is stale: run npm run docs`,
+      );
     }
   } finally {
     rmSync(out, { recursive: true, force: true });

@@ -15,11 +15,16 @@ const SRC = path.join(ROOT, "src");
 
 /** Folder ranks: an import must go to the same folder or one of a lower rank. */
 const LAYERS: Record<string, number> = {
-  spec: 0, sys: 0,
-  invoke: 1, skel: 1,
-  net: 2, libcni: 2,
-  plugins: 3, runtime: 3,
-  cnitool: 4, demo: 4,
+  spec: 0,
+  sys: 0,
+  invoke: 1,
+  skel: 1,
+  net: 2,
+  libcni: 2,
+  plugins: 3,
+  runtime: 3,
+  cnitool: 4,
+  demo: 4,
   programs: 5,
   resident: 6,
   cli: 7,
@@ -66,7 +71,8 @@ function layerViolations(files: readonly string[], read = (file: string) => read
       }
       const to = folderOf(trel);
       if (to === from) continue;
-      if ((LAYERS[to] ?? Infinity) >= (LAYERS[from] ?? -Infinity)) problems.push(`${rel} imports ${trel}: ${from} (rank ${LAYERS[from]}) may not depend on ${to} (rank ${LAYERS[to]})`);
+      if ((LAYERS[to] ?? Infinity) >= (LAYERS[from] ?? -Infinity))
+        problems.push(`${rel} imports ${trel}: ${from} (rank ${LAYERS[from]}) may not depend on ${to} (rank ${LAYERS[to]})`);
     }
   }
   // Circles between modules: depth-first search, reporting each back edge's cycle once.
@@ -95,14 +101,19 @@ test("product code imports only downward, never test code, and never in a circle
 });
 
 test("the check itself catches an upward import, an import of test code and a circle", () => {
-  const fake = new Map<string, string>([
-    ["spec/a.ts", 'import { x } from "../net/b.js";'],
-    ["net/b.ts", 'import { y } from "./c.js";'],
-    ["net/c.ts", 'import type { z } from "./b.js";\nconst h = await import("../testing/harness.js");'],
-  ].map(([f, text]) => [path.join(SRC, f!), text!]));
-  assert.deepEqual(layerViolations([...fake.keys()], (f) => fake.get(f)!), [
-    "spec/a.ts imports net/b.ts: spec (rank 0) may not depend on net (rank 2)",
-    "net/c.ts imports test code testing/harness.ts",
-    "import circle: net/b.ts -> net/c.ts -> net/b.ts",
-  ]);
+  const fake = new Map<string, string>(
+    [
+      ["spec/a.ts", 'import { x } from "../net/b.js";'],
+      ["net/b.ts", 'import { y } from "./c.js";'],
+      ["net/c.ts", 'import type { z } from "./b.js";\nconst h = await import("../testing/harness.js");'],
+    ].map(([f, text]) => [path.join(SRC, f!), text!]),
+  );
+  assert.deepEqual(
+    layerViolations([...fake.keys()], (f) => fake.get(f)!),
+    [
+      "spec/a.ts imports net/b.ts: spec (rank 0) may not depend on net (rank 2)",
+      "net/c.ts imports test code testing/harness.ts",
+      "import circle: net/b.ts -> net/c.ts -> net/b.ts",
+    ],
+  );
 });

@@ -16,7 +16,10 @@ const FORBIDDEN = /\bprocess\s*\.\s*(env|exit|exitCode|chdir)\b/g;
 /** file (under src/) -> what it may touch, and why. */
 const ALLOWED: Record<string, { uses: string[]; why: string }> = {
   "plugins/ipam/dhcp/daemon.ts": { uses: ["exit", "exitCode"], why: "`dhcp daemon` is a process of its own, never run in the server" },
-  "net/rtnetlink-backend.ts": { uses: ["env"], why: "TSCNI_NETLINK=0 switches the netlink path off for the whole process (the server's own environment)" },
+  "net/rtnetlink-backend.ts": {
+    uses: ["env"],
+    why: "TSCNI_NETLINK=0 switches the netlink path off for the whole process (the server's own environment)",
+  },
   "skel/skel.ts": { uses: ["env", "exitCode"], why: "pluginMain is exec mode's entry: the process is the call" },
 };
 
@@ -31,7 +34,9 @@ function sources(dir: string): string[] {
 function uses(): Map<string, Set<string>> {
   const found = new Map<string, Set<string>>();
   for (const file of FOLDERS.flatMap((f) => sources(path.join(ROOT, "src", f)))) {
-    const code = readFileSync(file, "utf8").replace(/\/\*[\s\S]*?\*\//g, "").replace(/^\s*\/\/.*$/gm, "");
+    const code = readFileSync(file, "utf8")
+      .replace(/\/\*[\s\S]*?\*\//g, "")
+      .replace(/^\s*\/\/.*$/gm, "");
     const words = new Set([...code.matchAll(FORBIDDEN)].map((m) => m[1]!));
     if (words.size) found.set(path.relative(path.join(ROOT, "src"), file), words);
   }
@@ -41,7 +46,8 @@ function uses(): Map<string, Set<string>> {
 test("plugins, net and skel leave process.env, process.exit and process.chdir to the process's own entry", () => {
   const found = uses();
   const problems = [...found].flatMap(([file, words]) =>
-    [...words].filter((w) => !ALLOWED[file]?.uses.includes(w)).map((w) => `${file} uses process.${w}`));
+    [...words].filter((w) => !ALLOWED[file]?.uses.includes(w)).map((w) => `${file} uses process.${w}`),
+  );
   assert.deepEqual(problems, []);
   for (const [file, { uses: allowed }] of Object.entries(ALLOWED)) {
     for (const w of allowed) assert.ok(found.get(file)?.has(w), `${file} is allowed process.${w} but no longer uses it`);

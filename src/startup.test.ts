@@ -37,7 +37,10 @@ function staticGraph(entry: string, read: (file: string) => string): Map<string,
   const visit = (file: string) => {
     if (graph.has(file)) return;
     const specifiers = staticSpecifiers(read(file));
-    graph.set(file, specifiers.filter((s) => s.startsWith("node:")));
+    graph.set(
+      file,
+      specifiers.filter((s) => s.startsWith("node:")),
+    );
     for (const s of specifiers) if (s.startsWith(".")) visit(path.resolve(path.dirname(file), s));
   };
   visit(entry);
@@ -48,10 +51,12 @@ function staticGraph(entry: string, read: (file: string) => string): Map<string,
 function pluginMains(read: (file: string) => string): Map<string, string> {
   const list = path.join(BUILT, "plugins/manifests.js");
   const manifests = [...read(list).matchAll(/\bfrom\s*["'](\.\/[^"']+\/manifest\.js)["']/g)].map((m) => path.resolve(path.dirname(list), m[1]!));
-  return new Map(manifests.flatMap((file) => {
-    const main = /\bload:\s*\(\)\s*=>\s*import\(\s*["']\.\/main\.js["']\s*\)/.test(read(file));
-    return main ? [[path.basename(path.dirname(file)), path.join(path.dirname(file), "main.js")] as [string, string]] : [];
-  }));
+  return new Map(
+    manifests.flatMap((file) => {
+      const main = /\bload:\s*\(\)\s*=>\s*import\(\s*["']\.\/main\.js["']\s*\)/.test(read(file));
+      return main ? [[path.basename(path.dirname(file)), path.join(path.dirname(file), "main.js")] as [string, string]] : [];
+    }),
+  );
 }
 
 /** Every way the start paths break the rule (empty when they keep it). */
@@ -89,13 +94,15 @@ test("every allow-list entry names a module on some start path that imports the 
 });
 
 test("the check itself catches a builtin before skel's checks and a costly one in a plugin's graph, and no lazy load", () => {
-  const fake = new Map<string, string>([
-    ["cli/main.js", 'import { a } from "../sys/a.js";\nconst later = await import("node:fs");'],
-    ["sys/a.js", 'import { readSync } from "node:fs";\nexport const a = 1;'],
-    ["plugins/x/main.js", 'import * as b from "./b.js";\nexport { c } from "./c.js";'],
-    ["plugins/x/b.js", 'import {\n  spawn,\n} from "node:child_process";\nconst { createHash } = process.getBuiltinModule("node:crypto");'],
-    ["plugins/x/c.js", 'import "node:path";\nimport { readFileSync } from "node:fs";\nexport const c = 1;'],
-  ].map(([f, text]) => [path.join(BUILT, f!), text!]));
+  const fake = new Map<string, string>(
+    [
+      ["cli/main.js", 'import { a } from "../sys/a.js";\nconst later = await import("node:fs");'],
+      ["sys/a.js", 'import { readSync } from "node:fs";\nexport const a = 1;'],
+      ["plugins/x/main.js", 'import * as b from "./b.js";\nexport { c } from "./c.js";'],
+      ["plugins/x/b.js", 'import {\n  spawn,\n} from "node:child_process";\nconst { createHash } = process.getBuiltinModule("node:crypto");'],
+      ["plugins/x/c.js", 'import "node:path";\nimport { readFileSync } from "node:fs";\nexport const c = 1;'],
+    ].map(([f, text]) => [path.join(BUILT, f!), text!]),
+  );
   const read = (file: string) => fake.get(file) ?? "";
   assert.deepEqual(startupViolations(path.join(BUILT, "cli/main.js"), new Map([["x", path.join(BUILT, "plugins/x/main.js")]]), read), [
     "cli/main.js loads node:fs before skel's checks (through sys/a.js)",

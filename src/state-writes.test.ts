@@ -31,7 +31,8 @@ const NOT_STATE: Record<string, string> = {
 };
 
 /** A node:fs call that makes, changes or removes a file (or opens one to write). */
-const WRITES = /\b(writeFileSync|writeFile|appendFileSync|appendFile|renameSync|rename|unlinkSync|unlink|rmSync|rm|rmdirSync|rmdir|mkdirSync|mkdir|copyFileSync|copyFile|symlinkSync|symlink|linkSync|truncateSync|ftruncateSync|writeSync|fsyncSync|mkdtempSync)\s*\(/;
+const WRITES =
+  /\b(writeFileSync|writeFile|appendFileSync|appendFile|renameSync|rename|unlinkSync|unlink|rmSync|rm|rmdirSync|rmdir|mkdirSync|mkdir|copyFileSync|copyFile|symlinkSync|symlink|linkSync|truncateSync|ftruncateSync|writeSync|fsyncSync|mkdtempSync)\s*\(/;
 
 /** An open(2) that may create or write a file. */
 const OPENS_TO_WRITE = /\bopenSync\([^;]*(O_CREAT|O_WRONLY|O_RDWR|O_TRUNC|O_APPEND|["'][wa]\+?["'])/;
@@ -53,17 +54,22 @@ test("every file write of state goes through sys/state.ts", () => {
   for (const file of productSources(SRC)) {
     const rel = path.relative(SRC, file);
     if (NOT_STATE[rel]) continue;
-    readFileSync(file, "utf8").split("\n").forEach((line, i) => {
-      const code = line.replace(/\/\/.*$/, "").replace(/^\s*\*.*$/, "");
-      const m = WRITES.exec(code) ?? OPENS_TO_WRITE.exec(code);
-      // (methods of other objects: a socket's write, a Map's, a string's, cnitool's own commands)
-      if (m && !/\.(write|end|rename|rm)\s*\(/.test(code.slice(Math.max(0, m.index - 1)))) problems.push(`${rel}:${i + 1}: ${line.trim()}`);
-    });
+    readFileSync(file, "utf8")
+      .split("\n")
+      .forEach((line, i) => {
+        const code = line.replace(/\/\/.*$/, "").replace(/^\s*\*.*$/, "");
+        const m = WRITES.exec(code) ?? OPENS_TO_WRITE.exec(code);
+        // (methods of other objects: a socket's write, a Map's, a string's, cnitool's own commands)
+        if (m && !/\.(write|end|rename|rm)\s*\(/.test(code.slice(Math.max(0, m.index - 1)))) problems.push(`${rel}:${i + 1}: ${line.trim()}`);
+      });
   }
   assert.deepEqual(problems, [], "write these through sys/state.ts, or name the module in NOT_STATE with why it is not state");
 });
 
 test("the modules NOT_STATE names exist (a rename must not leave a stale exception)", () => {
   const all = new Set(productSources(SRC).map((f) => path.relative(SRC, f)));
-  assert.deepEqual(Object.keys(NOT_STATE).filter((m) => !all.has(m)), []);
+  assert.deepEqual(
+    Object.keys(NOT_STATE).filter((m) => !all.has(m)),
+    [],
+  );
 });

@@ -32,7 +32,14 @@ function count(flag: string, value: string): number {
 }
 
 /** The daemon's node GC flags. */
-interface GcFlags { gcCriEndpoint?: string; gcInterval: string; gcMinAge: string; gcConfDir: string; gcCacheDir: string; gcCniPath: string }
+interface GcFlags {
+  gcCriEndpoint?: string;
+  gcInterval: string;
+  gcMinAge: string;
+  gcConfDir: string;
+  gcCacheDir: string;
+  gcCniPath: string;
+}
 
 /** Checks the node GC flags before the server starts; the schedule's start, or undefined when node GC is off. */
 function nodeGcStarter(o: GcFlags, log: (line: string) => void, onRun: () => void): (() => NodeGcSchedule) | undefined {
@@ -49,7 +56,8 @@ function nodeGcStarter(o: GcFlags, log: (line: string) => void, onRun: () => voi
 
 /** Adds `daemon`, `daemon status` and `daemon stop` to cnitool. */
 export function addDaemonCommand(program: Command, io: Io): void {
-  const daemon = program.command("daemon")
+  const daemon = program
+    .command("daemon")
     .description("Serve plugin calls from a resident process (the launcher forwards to it; exec is the fallback)")
     .option("--socket <path>", "unix socket to listen on", DEFAULT_SOCKET)
     .option("--call-timeout <seconds>", "fail a call that runs longer than this", "300")
@@ -58,86 +66,119 @@ export function addDaemonCommand(program: Command, io: Io): void {
     .option("--lock-fd <fd>", "the socket's lock, already taken (the launcher starting a server passes it)")
     .option("--auto-started <call>", "started by a launcher for this call (logged, and reported by status)")
     .option("--metrics-address <ip:port>", "also serve the metrics as GET /metrics over HTTP on this TCP address (off unless given)")
-    .option("--repair-interval <seconds>", "look this often for cached attachments' firewall rules gone, and put them back (0: only on firewalld's reloads)",
-      String(DEFAULT_REPAIR_INTERVAL_S))
+    .option(
+      "--repair-interval <seconds>",
+      "look this often for cached attachments' firewall rules gone, and put them back (0: only on firewalld's reloads)",
+      String(DEFAULT_REPAIR_INTERVAL_S),
+    )
     .option("--no-repair", "never put firewall rules back by itself (cnitool reload still does)")
-    .option("--gc-cri-endpoint <endpoint>", "run node GC periodically against this CRI runtime, e.g. unix:///run/containerd/containerd.sock (off without it)")
+    .option(
+      "--gc-cri-endpoint <endpoint>",
+      "run node GC periodically against this CRI runtime, e.g. unix:///run/containerd/containerd.sock (off without it)",
+    )
     .option("--gc-interval <seconds>", "node GC: time between runs", "3600")
     .option("--gc-min-age <seconds>", "node GC: keep attachments cached less than this long ago", String(DEFAULT_MIN_AGE_MS / 1000))
     .option("--gc-conf-dir <dir>", "node GC: the networks that get the GC verb", DEFAULT_NETCONFPATH)
     .option("--gc-cache-dir <dir>", "node GC: the runtime's result cache", DEFAULT_CACHE_DIR)
     .option("--gc-cni-path <dirs>", "node GC: the runtime's plugin directories (':'-separated)", "/opt/cni/bin")
     .option("--trace-phases <file>", "append each call's phases (netlink requests, tools, locks, IPAM store...) to this file as a JSON line")
-    .action(async (o: {
-      socket: string; callTimeout: string; warmUp: string; idle: string; lockFd?: string; autoStarted?: string; metricsAddress?: string;
-      repairInterval: string; repair: boolean; tracePhases?: string;
-    } & GcFlags) => {
-      const log = (line: string) => io.stderr(`${new Date().toISOString()} tscni daemon[${process.pid}]: ${line}\n`);
-      // Out of the starting caller's cgroup before anything else (resident/own-cgroup.ts).
-      const ownCgroup = o.autoStarted !== undefined ? await (await import("../resident/own-cgroup.js")).moveToOwnCgroup(o.socket) : undefined;
-      if (ownCgroup) log(`running in ${ownCgroup.description}`);
-      let server: ResidentServer | undefined;
-      const startGc = nodeGcStarter(o, log, () => server?.metrics.countGcRun());
-      // One bad call must never take the server down.
-      process.on("uncaughtException", (e) => log(`uncaught: ${e.stack ?? e.message}`));
-      process.on("unhandledRejection", (e) => log(`unhandled rejection: ${(e instanceof Error && e.stack) || messageOf(e)}`));
-      // A bad address fails before the server takes its socket; the HTTP code is loaded only when asked for.
-      const metricsHttp = o.metricsAddress !== undefined ? await import("../resident/metrics-http.js") : undefined;
-      const metricsAddress = metricsHttp?.parseListenAddress(o.metricsAddress!);
-      const repairIntervalMs = count("--repair-interval", o.repairInterval) * 1000;
-      const cacheDir = program.opts<{ cacheDir?: string }>().cacheDir || DEFAULT_CACHE_DIR;
-      const listenFd = takeListenFd(io.env);
-      if (o.tracePhases !== undefined) {
-        const { enablePhaseTrace } = await import("../sys/phase-trace.js");
-        enablePhaseTrace(o.tracePhases);
-        log(`tracing each call's phases into ${o.tracePhases}`);
-      }
-      server = await ResidentServer.start({
-        socketPath: o.socket, requestTimeoutMs: count("--call-timeout", o.callTimeout) * 1000, log, warmUpRounds: count("--warm-up", o.warmUp),
-        idleMs: count("--idle", o.idle) * 1000, autoStarted: o.autoStarted !== undefined,
-        ...(o.lockFd !== undefined ? { lockFd: count("--lock-fd", o.lockFd) } : {}),
-        ...(listenFd !== undefined ? { listenFd } : {}),
-      });
-      log(`serving plugin calls on ${listenFd !== undefined ? "the socket systemd passed" : server.socketPath}` +
-        (o.autoStarted !== undefined ? `, started by the call ${o.autoStarted}` : ""));
-      if (metricsHttp && metricsAddress) {
-        const endpoint = await metricsHttp.serveMetrics(metricsAddress, () => server.metrics.render()).catch(async (e: Error) => {
-          await server.close();
-          throw new Error(`cannot serve metrics on ${o.metricsAddress}: ${e.message}`);
+    .action(
+      async (
+        o: {
+          socket: string;
+          callTimeout: string;
+          warmUp: string;
+          idle: string;
+          lockFd?: string;
+          autoStarted?: string;
+          metricsAddress?: string;
+          repairInterval: string;
+          repair: boolean;
+          tracePhases?: string;
+        } & GcFlags,
+      ) => {
+        const log = (line: string) => io.stderr(`${new Date().toISOString()} tscni daemon[${process.pid}]: ${line}\n`);
+        // Out of the starting caller's cgroup before anything else (resident/own-cgroup.ts).
+        const ownCgroup = o.autoStarted !== undefined ? await (await import("../resident/own-cgroup.js")).moveToOwnCgroup(o.socket) : undefined;
+        if (ownCgroup) log(`running in ${ownCgroup.description}`);
+        let server: ResidentServer | undefined;
+        const startGc = nodeGcStarter(o, log, () => server?.metrics.countGcRun());
+        // One bad call must never take the server down.
+        process.on("uncaughtException", (e) => log(`uncaught: ${e.stack ?? e.message}`));
+        process.on("unhandledRejection", (e) => log(`unhandled rejection: ${(e instanceof Error && e.stack) || messageOf(e)}`));
+        // A bad address fails before the server takes its socket; the HTTP code is loaded only when asked for.
+        const metricsHttp = o.metricsAddress !== undefined ? await import("../resident/metrics-http.js") : undefined;
+        const metricsAddress = metricsHttp?.parseListenAddress(o.metricsAddress!);
+        const repairIntervalMs = count("--repair-interval", o.repairInterval) * 1000;
+        const cacheDir = program.opts<{ cacheDir?: string }>().cacheDir || DEFAULT_CACHE_DIR;
+        const listenFd = takeListenFd(io.env);
+        if (o.tracePhases !== undefined) {
+          const { enablePhaseTrace } = await import("../sys/phase-trace.js");
+          enablePhaseTrace(o.tracePhases);
+          log(`tracing each call's phases into ${o.tracePhases}`);
+        }
+        server = await ResidentServer.start({
+          socketPath: o.socket,
+          requestTimeoutMs: count("--call-timeout", o.callTimeout) * 1000,
+          log,
+          warmUpRounds: count("--warm-up", o.warmUp),
+          idleMs: count("--idle", o.idle) * 1000,
+          autoStarted: o.autoStarted !== undefined,
+          ...(o.lockFd !== undefined ? { lockFd: count("--lock-fd", o.lockFd) } : {}),
+          ...(listenFd !== undefined ? { listenFd } : {}),
         });
-        log(`metrics on ${endpoint.url}`);
-      }
-      const repair = o.repair ? startRepair({ cacheDir, intervalMs: repairIntervalMs, log, onReload: () => server.metrics.countReload() }) : undefined;
-      const stop = (signal: string) => {
-        log(`${signal}: finishing ${server.inFlight} call(s) under way`);
-        void server.close();
-      };
-      process.once("SIGTERM", () => stop("SIGTERM"));
-      process.once("SIGINT", () => stop("SIGINT"));
-      const nodeGc = startGc?.();
-      log(`left: ${await server.left}`);
-      repair?.stop();
-      // A node GC under way finishes its DELs first (none starts any more).
-      await nodeGc?.stop();
-      ownCgroup?.leave();
-      // Timers and handles of plugins (an in-process delegation's leftovers) must not keep a server that left.
-      process.exit(0);
-    });
+        log(
+          `serving plugin calls on ${listenFd !== undefined ? "the socket systemd passed" : server.socketPath}` +
+            (o.autoStarted !== undefined ? `, started by the call ${o.autoStarted}` : ""),
+        );
+        if (metricsHttp && metricsAddress) {
+          const endpoint = await metricsHttp
+            .serveMetrics(metricsAddress, () => server.metrics.render())
+            .catch(async (e: Error) => {
+              await server.close();
+              throw new Error(`cannot serve metrics on ${o.metricsAddress}: ${e.message}`);
+            });
+          log(`metrics on ${endpoint.url}`);
+        }
+        const repair = o.repair
+          ? startRepair({ cacheDir, intervalMs: repairIntervalMs, log, onReload: () => server.metrics.countReload() })
+          : undefined;
+        const stop = (signal: string) => {
+          log(`${signal}: finishing ${server.inFlight} call(s) under way`);
+          void server.close();
+        };
+        process.once("SIGTERM", () => stop("SIGTERM"));
+        process.once("SIGINT", () => stop("SIGINT"));
+        const nodeGc = startGc?.();
+        log(`left: ${await server.left}`);
+        repair?.stop();
+        // A node GC under way finishes its DELs first (none starts any more).
+        await nodeGc?.stop();
+        ownCgroup?.leave();
+        // Timers and handles of plugins (an in-process delegation's leftovers) must not keep a server that left.
+        process.exit(0);
+      },
+    );
 
   const ask = async (what: string) => {
     const o = daemon.opts<{ socket: string }>();
-    const outcome = await callResident(o.socket, readBuildId(), { program: what, args: [], env: {}, stdin: Buffer.alloc(0) })
-      .catch((e: Error) => ({ kind: "down" as const, reason: e.message }));
+    const outcome = await callResident(o.socket, readBuildId(), { program: what, args: [], env: {}, stdin: Buffer.alloc(0) }).catch((e: Error) => ({
+      kind: "down" as const,
+      reason: e.message,
+    }));
     if (outcome.kind === "served") io.stdout(outcome.stdout);
     else throw new Error(`no server serves this caller on ${o.socket}: ${"reason" in outcome ? outcome.reason : "it died"}`);
   };
-  daemon.command("status")
+  daemon
+    .command("status")
     .description("Ask the server on --socket for its build, its load and its memory")
     .action(() => ask(HEALTH_PROGRAM));
-  daemon.command("metrics")
+  daemon
+    .command("metrics")
     .description("Print the metrics of the server on --socket (Prometheus text format)")
     .action(() => ask(METRICS_PROGRAM));
-  daemon.command("stop")
+  daemon
+    .command("stop")
     .description("Ask the server on --socket to leave once the calls under way are done")
     .action(() => ask(STOP_PROGRAM));
 }

@@ -26,7 +26,10 @@ test("install links every plugin to the copied binary and respects foreign files
     rmSync(path.join(bin, "bridge"));
     writeFileSync(path.join(bin, "bridge"), "foreign");
     const second = installPlugins(bin, { source });
-    assert.deepEqual(second.skipped.map((s) => s.name), ["bridge"]);
+    assert.deepEqual(
+      second.skipped.map((s) => s.name),
+      ["bridge"],
+    );
     assert.equal(readFileSync(path.join(bin, "bridge"), "utf8"), "foreign");
     assert.ok(second.replaced.includes("host-local"), "our own links are refreshed");
     const forced = installPlugins(bin, { source, force: true });
@@ -106,11 +109,26 @@ test("`cnitool install` into a directory of another implementation's plugins: na
     for (const name of ["bridge", "host-local"]) writeFileSync(path.join(bin, name), "a Go plugin");
     let stdout = "";
     let stderr = "";
-    const io = { env: {}, cwd: dir, stdout: (s: string) => { stdout += s; }, stderr: (s: string) => { stderr += s; } };
+    const io = {
+      env: {},
+      cwd: dir,
+      stdout: (s: string) => {
+        stdout += s;
+      },
+      stderr: (s: string) => {
+        stderr += s;
+      },
+    };
     const code = await runCnitool(["install", "--bin-dir", bin], io, [addInstallCommand]);
     assert.equal(code, 1);
     assert.match(stderr, /^skipped bridge: .* exists and is not tscni's \(use --force to replace it\)$/m);
-    assert.match(stderr, new RegExp(`^Error: 2 of ${PROGRAM_NAMES.length} plugin types were not installed: ${bin} holds programs of those names that are not tscni's, which still run \\(use --force to replace them\\)$`, "m"));
+    assert.match(
+      stderr,
+      new RegExp(
+        `^Error: 2 of ${PROGRAM_NAMES.length} plugin types were not installed: ${bin} holds programs of those names that are not tscni's, which still run \\(use --force to replace them\\)$`,
+        "m",
+      ),
+    );
     assert.match(stdout, /^linked: /m, "the others are installed");
     assert.equal(readFileSync(path.join(bin, "bridge"), "utf8"), "a Go plugin");
     stderr = "";

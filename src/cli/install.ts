@@ -19,7 +19,8 @@ import { replaceAtomicSync, writeFileAtomicSync } from "../sys/state.js";
 export const DEFAULT_BIN_DIR = "/opt/cni/bin";
 
 /** What a plugin call costs under the Node build, next to the native program's (said when install falls back). */
-export const NODE_BUILD_COST = "every plugin call starts Node: ~70 ms for VERSION, ~100 ms and ~50 MB for a host-local ADD " +
+export const NODE_BUILD_COST =
+  "every plugin call starts Node: ~70 ms for VERSION, ~100 ms and ~50 MB for a host-local ADD " +
   "(the native program: ~1 ms and ~10-15 ms), and the plugins need node on the runtime's PATH";
 
 export interface InstallReport {
@@ -53,10 +54,11 @@ export function installPlugins(binDir: string, opts: { force?: boolean; source?:
   mkdirSync(binDir, { recursive: true });
   const binary = path.join(binDir, LAUNCHER_NAME);
   // Copy then rename: a runtime executing the old binary meanwhile never sees a half-written file.
-  const copyExecutable = (from: string, to: string) => replaceAtomicSync(to, (tmp) => {
-    copyFileSync(from, tmp);
-    chmodSync(tmp, 0o755);
-  });
+  const copyExecutable = (from: string, to: string) =>
+    replaceAtomicSync(to, (tmp) => {
+      copyFileSync(from, tmp);
+      chmodSync(tmp, 0o755);
+    });
   const launcher = path.join(path.dirname(source), LAUNCHER_NAME);
   let program: InstallReport["program"];
   if (source.endsWith(".js")) {
@@ -154,7 +156,11 @@ export function installResidentUnits(unitDir: string, binDir: string, opts: { fo
     if (existsSync(file) && !isOurUnit(file) && !opts.force) throw new Error(`${file} exists and is not tscni's (use --force to replace it)`);
   }
   mkdirSync(unitDir, { recursive: true });
-  for (const [file, text] of [[socketFile, units.socket], [serviceFile, units.service]] as const) writeFileAtomicSync(file, text, 0o644);
+  for (const [file, text] of [
+    [socketFile, units.socket],
+    [serviceFile, units.service],
+  ] as const)
+    writeFileAtomicSync(file, text, 0o644);
   return [socketFile, serviceFile];
 }
 
@@ -167,7 +173,8 @@ export function removeResidentUnits(unitDir: string): string[] {
 
 /** `cnitool install [--bin-dir DIR] [--force] [--resident [--unit-dir DIR]] | --remove-resident`. */
 export function addInstallCommand(program: Command, io: Io): void {
-  program.command("install")
+  program
+    .command("install")
     .description("Install the tscni binary and a link per plugin type into a CNI bin dir (and the resident server's systemd units)")
     .option("--bin-dir <dir>", "CNI plugin directory", DEFAULT_BIN_DIR)
     .option("--force", "replace plugins (and units) of the same name that are not tscni's")
@@ -178,7 +185,8 @@ export function addInstallCommand(program: Command, io: Io): void {
       if (opts.removeResident) {
         const removed = removeResidentUnits(opts.unitDir);
         io.stdout(removed.length ? `removed: ${removed.join(" ")}\n` : `no tscni units in ${opts.unitDir}\n`);
-        if (removed.length) io.stdout(`stop the server with: systemctl disable --now ${RESIDENT_UNIT}.socket ${RESIDENT_UNIT}.service; systemctl daemon-reload\n`);
+        if (removed.length)
+          io.stdout(`stop the server with: systemctl disable --now ${RESIDENT_UNIT}.socket ${RESIDENT_UNIT}.service; systemctl daemon-reload\n`);
         return;
       }
       const report = installPlugins(opts.binDir, { force: opts.force });
@@ -186,10 +194,12 @@ export function addInstallCommand(program: Command, io: Io): void {
       if (report.program.kind === "native") {
         io.stdout(`program: native, from ${report.program.from}\n`);
       } else {
-        io.stderr(`warning: no native program (${report.program.reason}), so the plugins run the Node build:\n` +
-          `  ${report.binary} links to ${report.program.entry}, which must stay there;\n` +
-          `  ${NODE_BUILD_COST}.\n` +
-          `  The native program comes with the npm package ${platformPackageName()} or the release's plugin tarball.\n`);
+        io.stderr(
+          `warning: no native program (${report.program.reason}), so the plugins run the Node build:\n` +
+            `  ${report.binary} links to ${report.program.entry}, which must stay there;\n` +
+            `  ${NODE_BUILD_COST}.\n` +
+            `  The native program comes with the npm package ${platformPackageName()} or the release's plugin tarball.\n`,
+        );
       }
       if (report.installed.length) io.stdout(`linked: ${report.installed.join(" ")}\n`);
       if (report.replaced.length) io.stdout(`replaced: ${report.replaced.join(" ")}\n`);
@@ -202,8 +212,10 @@ export function addInstallCommand(program: Command, io: Io): void {
       // A partial install is not a success: those plugin types still run the other implementation's programs.
       if (report.skipped.length) {
         const total = report.installed.length + report.replaced.length + report.skipped.length;
-        throw new Error(`${report.skipped.length} of ${total} plugin types were not installed: ${opts.binDir} holds programs of those ` +
-          "names that are not tscni's, which still run (use --force to replace them)");
+        throw new Error(
+          `${report.skipped.length} of ${total} plugin types were not installed: ${opts.binDir} holds programs of those ` +
+            "names that are not tscni's, which still run (use --force to replace them)",
+        );
       }
     });
 }

@@ -18,7 +18,7 @@ async function run(): Promise<void> {
   // A standalone (bun --compile) binary runs its embedded script as argv[1]; the name it was invoked as
   // (the plugin type) is then argv0. Under node, argv[1] is the link that was run.
   const standalone = (process.argv[1] ?? "").startsWith("/$bunfs/");
-  let name = basename(standalone ? process.argv0 : process.argv[1] ?? "");
+  let name = basename(standalone ? process.argv0 : (process.argv[1] ?? ""));
   if (name === "main.js" || name === "main" || name === "tscni") {
     name = process.argv[2] ?? "";
     process.argv.splice(1, 1); // so the program sees its own arguments where it expects them
@@ -76,7 +76,10 @@ async function run(): Promise<void> {
     // an unusable trace file costs the trace, not the call
   }
   const env = process.env;
-  return tracedCall({ program: name, command: env["CNI_COMMAND"] ?? "", containerID: env["CNI_CONTAINERID"] ?? "", ifName: env["CNI_IFNAME"] ?? "", where: "exec" }, call);
+  return tracedCall(
+    { program: name, command: env["CNI_COMMAND"] ?? "", containerID: env["CNI_CONTAINERID"] ?? "", ifName: env["CNI_IFNAME"] ?? "", where: "exec" },
+    call,
+  );
 }
 
 run().catch(async (e: unknown) => {

@@ -20,7 +20,11 @@ const elfHeader = (machine: number) => {
 test("elfArch names the architecture in Node's words, and nothing for other files", () => {
   const dir = mkdtempSync(path.join(os.tmpdir(), "tscni-native-"));
   try {
-    for (const [machine, arch] of [[62, "x64"], [183, "arm64"], [9999, "elf-machine-9999"]] as const) {
+    for (const [machine, arch] of [
+      [62, "x64"],
+      [183, "arm64"],
+      [9999, "elf-machine-9999"],
+    ] as const) {
       writeFileSync(path.join(dir, "f"), elfHeader(machine));
       assert.equal(elfArch(path.join(dir, "f")), arch);
     }
@@ -50,13 +54,19 @@ test("describeDir: the Node build a link names (present or not), a native progra
     assert.equal(describeDir(gone).present, false);
     assert.match(formatProgramInfo(describeDir(gone)), /missing: these plugins cannot run/);
 
-    const foreign = process.arch === "arm64" ? [62, "x64"] as const : [183, "arm64"] as const;
+    const foreign = process.arch === "arm64" ? ([62, "x64"] as const) : ([183, "arm64"] as const);
     const arm = path.join(dir, "arm");
     mkdirSync(arm);
     writeFileSync(path.join(arm, "tscni-js"), elfHeader(foreign[0]), { mode: 0o755 });
     writeFileSync(path.join(arm, "tscni"), elfHeader(foreign[0]), { mode: 0o755 });
     const info = describeDir(arm);
-    assert.deepEqual(info, { kind: "native", path: path.join(arm, "tscni-js"), platform: "linux", arch: foreign[1], launcher: { path: path.join(arm, "tscni") } });
+    assert.deepEqual(info, {
+      kind: "native",
+      path: path.join(arm, "tscni-js"),
+      platform: "linux",
+      arch: foreign[1],
+      launcher: { path: path.join(arm, "tscni") },
+    });
     assert.match(formatProgramInfo(info), new RegExp(`native program for linux-${foreign[1]}, not runnable here, build unknown`));
 
     mkdirSync(path.join(dir, "empty"));

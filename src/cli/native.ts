@@ -134,7 +134,8 @@ export function describeDir(dir: string): ProgramInfo {
   const arch = elfArch(program);
   if (arch === process.arch && process.platform === "linux") {
     const asked = spawnSync(program, ["version", "--json"], { argv0: "cnitool", encoding: "utf8", timeout: 20_000 });
-    if (asked.status !== 0) throw new Error(`${program} does not answer \`cnitool version\`: ${(asked.stderr || asked.stdout || String(asked.error)).trim()}`);
+    if (asked.status !== 0)
+      throw new Error(`${program} does not answer \`cnitool version\`: ${(asked.stderr || asked.stdout || String(asked.error)).trim()}`);
     return JSON.parse(asked.stdout) as ProgramInfo;
   }
   const info: ProgramInfo = { kind: "native", path: program, platform: "linux" };

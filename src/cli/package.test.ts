@@ -57,9 +57,9 @@ describe("the npm package", () => {
   test("every public face imports, typed", () => {
     const lines = FACES.map((f) => `import * as ${f} from "tscni/${f}";`);
     lines.push(`const names: string[] = [${FACES.map((f) => `...Object.keys(${f})`).join(", ")}];`);
-    lines.push('const v: spec.VersionInfo = new spec.VersionInfo(spec.ALL_VERSIONS);');
+    lines.push("const v: spec.VersionInfo = new spec.VersionInfo(spec.ALL_VERSIONS);");
     lines.push('const ns: Promise<net.NetNS> = net.NetNS.open("/proc/self/ns/net");');
-    lines.push('console.log(JSON.stringify({ names: names.length, versions: v.supportedVersions.length, ns: typeof ns }));');
+    lines.push("console.log(JSON.stringify({ names: names.length, versions: v.supportedVersions.length, ns: typeof ns }));");
     writeFileSync(path.join(project, "faces.ts"), lines.join("\n") + "\n");
     compile("faces.ts");
     const r = run("node", ["faces.js"], { cwd: project });
@@ -71,8 +71,26 @@ describe("the npm package", () => {
 
   /** Compiles one file of the project against the installed package (types from the package's .d.ts). */
   function compile(file: string): void {
-    const r = run("node", [TSC, "--module", "nodenext", "--moduleResolution", "nodenext", "--target", "es2022", "--strict",
-      "--skipLibCheck", "--types", "node", "--typeRoots", path.join(ROOT, "node_modules/@types"), file], { cwd: project });
+    const r = run(
+      "node",
+      [
+        TSC,
+        "--module",
+        "nodenext",
+        "--moduleResolution",
+        "nodenext",
+        "--target",
+        "es2022",
+        "--strict",
+        "--skipLibCheck",
+        "--types",
+        "node",
+        "--typeRoots",
+        path.join(ROOT, "node_modules/@types"),
+        file,
+      ],
+      { cwd: project },
+    );
     assert.equal(r.code, 0, r.stdout + r.stderr);
   }
 
@@ -91,7 +109,11 @@ describe("the npm package", () => {
       const local = [tarball, path.join(ROOT, "node_modules/typescript"), path.join(ROOT, "node_modules/@types/node")];
       const bin = path.join(dir, "cni-bin");
       run("mkdir", [bin]);
-      const started = run("bash", ["-euo", "pipefail", "-c", setup.replace(install, `npm install --prefer-offline --no-audit --no-fund --loglevel=error ${local.join(" ")}`)], { cwd: dir });
+      const started = run(
+        "bash",
+        ["-euo", "pipefail", "-c", setup.replace(install, `npm install --prefer-offline --no-audit --no-fund --loglevel=error ${local.join(" ")}`)],
+        { cwd: dir },
+      );
       assert.equal(started.code, 0, started.stderr + started.stdout);
       const guideProject = path.join(dir, "mtu-chain");
       assert.equal(JSON.parse(readFileSync(path.join(guideProject, "package.json"), "utf8")).type ?? "commonjs", "commonjs", "npm init -y's default");
@@ -102,10 +124,11 @@ describe("the npm package", () => {
       assert.match(built.stdout, /"supportedVersions":\s*\[\s*"0\.4\.0"/, "the guide's VERSION call answers");
       plugin = path.join(bin, "mtu-chain");
     });
-    const call = (command: string, config: unknown, env: Record<string, string> = {}) => run(plugin, [], {
-      input: JSON.stringify(config),
-      env: { CNI_COMMAND: command, CNI_CONTAINERID: "guide", CNI_IFNAME: "eth0", CNI_NETNS: "", CNI_PATH: "/nonexistent", ...env },
-    });
+    const call = (command: string, config: unknown, env: Record<string, string> = {}) =>
+      run(plugin, [], {
+        input: JSON.stringify(config),
+        env: { CNI_COMMAND: command, CNI_CONTAINERID: "guide", CNI_IFNAME: "eth0", CNI_NETNS: "", CNI_PATH: "/nonexistent", ...env },
+      });
 
     test("answers VERSION", () => {
       const r = call("VERSION", { cniVersion: "1.0.0" });

@@ -20,7 +20,8 @@ import { PROGRAM_NAMES } from "../programs/programs.js";
 import type { ProgramInfo } from "./native.js";
 
 const nativeBuilt = existsSync(path.join(ROOT, "dist/tscni-js")) && existsSync(path.join(ROOT, "dist/tscni"));
-const skip = RESIDENT_PASS ? "the release is tested once, in the exec pass"
+const skip = RESIDENT_PASS
+  ? "the release is tested once, in the exec pass"
   : skipReason(false, nativeBuilt ? undefined : "dist/ has no native program and launcher (Bun, from npm ci, and a C compiler)");
 if (skip) console.log(`# skipping release tests: ${skip}`);
 
@@ -58,11 +59,15 @@ describe("the release", { skip }, () => {
     platform: `tscni-${platform}-${version}.tgz`,
     tarball: `tscni-${version}-${platform}.tar.gz`,
   };
-  const manifestOf = (tgz: string) => JSON.parse(run("tar", ["-xzOf", path.join(release, tgz), "package/package.json"]).stdout) as Record<string, unknown>;
+  const manifestOf = (tgz: string) =>
+    JSON.parse(run("tar", ["-xzOf", path.join(release, tgz), "package/package.json"]).stdout) as Record<string, unknown>;
 
   test("SHA256SUMS covers the three archives, and sha256sum -c passes", () => {
     assert.deepEqual(readdirSync(release).sort(), ["SHA256SUMS", file.main, file.tarball, file.platform].sort());
-    const listed = readFileSync(path.join(release, "SHA256SUMS"), "utf8").trim().split("\n").map((l) => l.split("  ")[1]);
+    const listed = readFileSync(path.join(release, "SHA256SUMS"), "utf8")
+      .trim()
+      .split("\n")
+      .map((l) => l.split("  ")[1]);
     assert.deepEqual(listed.sort(), [file.main, file.tarball, file.platform].sort());
     const checked = run("sha256sum", ["-c", "SHA256SUMS"], { cwd: release });
     assert.equal(checked.code, 0, checked.stdout + checked.stderr);
@@ -76,7 +81,10 @@ describe("the release", { skip }, () => {
     assert.equal(native["name"], `@tscni/${platform}`);
     assert.equal(native["version"], version);
     assert.deepEqual([native["os"], native["cpu"], native["libc"]], [["linux"], [process.arch], ["glibc"]]);
-    const files = run("tar", ["-tzf", path.join(release, file.platform)]).stdout.split("\n").filter(Boolean).sort();
+    const files = run("tar", ["-tzf", path.join(release, file.platform)])
+      .stdout.split("\n")
+      .filter(Boolean)
+      .sort();
     assert.deepEqual(files, ["package/README.md", "package/bin/tscni", "package/bin/tscni-js", "package/package.json"]);
   });
 
@@ -99,8 +107,17 @@ describe("the release", { skip }, () => {
     const asked = run(path.join(binDir, "cnitool"), ["version", "--json"]);
     assert.equal(asked.code, 0, asked.stderr);
     const info = JSON.parse(asked.stdout) as ProgramInfo;
-    assert.deepEqual({ kind: info.kind, arch: info.arch, build: info.build, version: info.version, path: info.path, launcher: info.launcher },
-      { kind: "native", arch: process.arch, build, version, path: path.join(binDir, "tscni-js"), launcher: { path: path.join(binDir, "tscni"), sameBuild: true } });
+    assert.deepEqual(
+      { kind: info.kind, arch: info.arch, build: info.build, version: info.version, path: info.path, launcher: info.launcher },
+      {
+        kind: "native",
+        arch: process.arch,
+        build,
+        version,
+        path: path.join(binDir, "tscni-js"),
+        launcher: { path: path.join(binDir, "tscni"), sameBuild: true },
+      },
+    );
 
     const versions = Array.from({ length: 5 }, () => call(binDir, "bridge", "VERSION", { cniVersion: "1.0.0" }));
     for (const v of versions) assert.equal(JSON.parse(v.stdout).cniVersion, "1.1.0", v.stdout + v.stderr);
@@ -112,7 +129,11 @@ describe("the release", { skip }, () => {
     assert.equal(added.code, 0, added.stdout + added.stderr);
     assert.equal(JSON.parse(added.stdout).ips[0].address, subnet.replace(/0\/24$/, "2/24"));
     assert.equal(call(binDir, "host-local", "DEL", config).code, 0);
-    assert.deepEqual(readdirSync(path.join(dir, "ipam", network)).filter((f) => /^\d/.test(f)), [], "the address is released");
+    assert.deepEqual(
+      readdirSync(path.join(dir, "ipam", network)).filter((f) => /^\d/.test(f)),
+      [],
+      "the address is released",
+    );
     console.log(`# ${binDir}: VERSION ${fastest.toFixed(1)} ms, host-local ADD ${added.ms.toFixed(1)} ms`);
   }
 
@@ -120,8 +141,19 @@ describe("the release", { skip }, () => {
     const project = path.join(dir, "project");
     mkdirSync(project);
     writeFileSync(path.join(project, "package.json"), JSON.stringify({ name: "uses-tscni", private: true }));
-    const installed = run("npm", ["install", "--prefer-offline", "--no-audit", "--no-fund", "--loglevel=error",
-      path.join(release, file.main), path.join(release, file.platform)], { cwd: project });
+    const installed = run(
+      "npm",
+      [
+        "install",
+        "--prefer-offline",
+        "--no-audit",
+        "--no-fund",
+        "--loglevel=error",
+        path.join(release, file.main),
+        path.join(release, file.platform),
+      ],
+      { cwd: project },
+    );
     if (installed.code !== 0 && /ENOTFOUND|EAI_AGAIN|ECONNREFUSED|ECONNRESET|ETIMEDOUT|ENETUNREACH/.test(installed.stderr)) {
       t.skip(missing(`the npm registry is unreachable (commander comes from it): ${installed.stderr.trim().split("\n")[0]}`));
       return;
@@ -163,10 +195,15 @@ describe("the release", { skip }, () => {
   test("is reproducible: a second release of the commit, built again from scratch, is byte for byte the same", () => {
     // Last: it builds dist/ again in place (the same bytes, which is what is tested).
     const epoch = Number(run("git", ["-C", ROOT, "log", "-1", "--format=%ct"]).stdout.trim());
-    const listing = run("tar", ["--full-time", "-tvzf", path.join(release, file.tarball)], { env: { TZ: "UTC" } }).stdout.trim().split("\n");
+    const listing = run("tar", ["--full-time", "-tvzf", path.join(release, file.tarball)], { env: { TZ: "UTC" } })
+      .stdout.trim()
+      .split("\n");
     const times = new Set(listing.map((l) => l.split(/\s+/).slice(3, 5).join(" ")));
     assert.deepEqual([...times], [new Date(epoch * 1000).toISOString().replace("T", " ").slice(0, 19)], "every file dated by the commit");
-    assert.ok(listing.every((l) => l.includes(" 0/0 ")), "owned by root");
+    assert.ok(
+      listing.every((l) => l.includes(" 0/0 ")),
+      "owned by root",
+    );
     const again = path.join(dir, "release-again");
     const made = run("node", [path.join(ROOT, "scripts/release.mjs"), "--rebuild", "--out", again], { cwd: ROOT });
     assert.equal(made.code, 0, made.stderr + made.stdout);

@@ -19,7 +19,8 @@ function cnitool(args: string[], files: Record<string, string>, env: Record<stri
     writeFileSync(path.join(dir, name), content);
   }
   const r = spawnSync(CNITOOL, ["--cache-dir", path.join(dir, "cache"), ...args], {
-    env: { PATH: process.env["PATH"], NETCONFPATH: dir, CNI_PATH: TEST_BIN, ...env }, encoding: "utf8",
+    env: { PATH: process.env["PATH"], NETCONFPATH: dir, CNI_PATH: TEST_BIN, ...env },
+    encoding: "utf8",
   });
   return { code: r.status, stdout: r.stdout, stderr: r.stderr, dir };
 }
@@ -28,30 +29,63 @@ const noStackTrace = (text: string) => assert.doesNotMatch(text, /\n\s+at .*:\d+
 
 describe("cnitool rejects bad input clearly", () => {
   const cases: Array<{ name: string; files: Record<string, string>; net?: string; env?: Record<string, string>; expect: (dir: string) => RegExp }> = [
-    { name: "malformed JSON names the file", files: { "10-bad.conflist": '{"name": "n", "plugins": [' },
-      expect: (d) => new RegExp(`error parsing configuration list: unexpected end of JSON input; in file ${d}/10-bad.conflist`) },
-    { name: "a conflist without name", files: { "10-a.conflist": '{"cniVersion":"1.1.0","plugins":[{"type":"noop"}]}' },
-      expect: (d) => new RegExp(`error parsing configuration list: no name; in file ${d}/10-a.conflist`) },
-    { name: "a conflist without plugins", files: { "10-a.conflist": '{"cniVersion":"1.1.0","name":"n"}' },
-      expect: () => /no plugin configs found/ },
-    { name: "an empty plugins list", files: { "10-a.conflist": '{"cniVersion":"1.1.0","name":"n","plugins":[]}' },
-      expect: () => /no plugins in list/ },
-    { name: "a plugin without type", files: { "10-a.conflist": '{"cniVersion":"1.1.0","name":"n","plugins":[{"mtu":1}]}' },
-      expect: () => /failed to parse plugin config 0: error parsing configuration: missing 'type'/ },
-    { name: "a type with a path separator is never executed", files: { "10-a.conflist": '{"cniVersion":"1.1.0","name":"n","plugins":[{"type":"../test-bin/noop"}]}' },
-      expect: () => /invalid plugin name: \.\.\/test-bin\/noop/ },
-    { name: "a type of ..", files: { "10-a.conflist": '{"cniVersion":"1.1.0","name":"n","plugins":[{"type":".."}]}' },
-      expect: () => /invalid plugin name: \.\./ },
-    { name: "a plugin that is not in CNI_PATH", files: { "10-a.conflist": '{"cniVersion":"1.1.0","name":"n","plugins":[{"type":"nope"}]}' },
-      expect: () => new RegExp(`failed to find plugin "nope" in path \\[${TEST_BIN}\\]`) },
-    { name: "an unsupported cniVersion (a plugin that ignores it)", files: { "10-a.conflist": '{"cniVersion":"9.9.9","name":"n","plugins":[{"type":"legacy010"}]}' },
-      expect: () => /plugin type="legacy010" failed \(add\): unsupported CNI result version "9\.9\.9"/ },
-    { name: "an unsupported cniVersion (plugin says so)", files: { "10-a.conflist": '{"cniVersion":"9.9.9","name":"n","plugins":[{"type":"sleep"}]}' },
-      expect: () => /incompatible CNI versions; config is "9\.9\.9", plugin supports/ },
-    { name: "a bad disableCheck", files: { "10-a.conflist": '{"cniVersion":"1.1.0","name":"n","disableCheck":"maybe","plugins":[{"type":"noop"}]}' },
-      expect: () => /invalid value "maybe" for disableCheck/ },
-    { name: "an invalid network name", files: { "10-a.conflist": '{"cniVersion":"1.1.0","name":"bad name","plugins":[{"type":"noop"}]}' },
-      net: "bad name", expect: () => /invalid characters found in network name; bad name/ },
+    {
+      name: "malformed JSON names the file",
+      files: { "10-bad.conflist": '{"name": "n", "plugins": [' },
+      expect: (d) => new RegExp(`error parsing configuration list: unexpected end of JSON input; in file ${d}/10-bad.conflist`),
+    },
+    {
+      name: "a conflist without name",
+      files: { "10-a.conflist": '{"cniVersion":"1.1.0","plugins":[{"type":"noop"}]}' },
+      expect: (d) => new RegExp(`error parsing configuration list: no name; in file ${d}/10-a.conflist`),
+    },
+    { name: "a conflist without plugins", files: { "10-a.conflist": '{"cniVersion":"1.1.0","name":"n"}' }, expect: () => /no plugin configs found/ },
+    {
+      name: "an empty plugins list",
+      files: { "10-a.conflist": '{"cniVersion":"1.1.0","name":"n","plugins":[]}' },
+      expect: () => /no plugins in list/,
+    },
+    {
+      name: "a plugin without type",
+      files: { "10-a.conflist": '{"cniVersion":"1.1.0","name":"n","plugins":[{"mtu":1}]}' },
+      expect: () => /failed to parse plugin config 0: error parsing configuration: missing 'type'/,
+    },
+    {
+      name: "a type with a path separator is never executed",
+      files: { "10-a.conflist": '{"cniVersion":"1.1.0","name":"n","plugins":[{"type":"../test-bin/noop"}]}' },
+      expect: () => /invalid plugin name: \.\.\/test-bin\/noop/,
+    },
+    {
+      name: "a type of ..",
+      files: { "10-a.conflist": '{"cniVersion":"1.1.0","name":"n","plugins":[{"type":".."}]}' },
+      expect: () => /invalid plugin name: \.\./,
+    },
+    {
+      name: "a plugin that is not in CNI_PATH",
+      files: { "10-a.conflist": '{"cniVersion":"1.1.0","name":"n","plugins":[{"type":"nope"}]}' },
+      expect: () => new RegExp(`failed to find plugin "nope" in path \\[${TEST_BIN}\\]`),
+    },
+    {
+      name: "an unsupported cniVersion (a plugin that ignores it)",
+      files: { "10-a.conflist": '{"cniVersion":"9.9.9","name":"n","plugins":[{"type":"legacy010"}]}' },
+      expect: () => /plugin type="legacy010" failed \(add\): unsupported CNI result version "9\.9\.9"/,
+    },
+    {
+      name: "an unsupported cniVersion (plugin says so)",
+      files: { "10-a.conflist": '{"cniVersion":"9.9.9","name":"n","plugins":[{"type":"sleep"}]}' },
+      expect: () => /incompatible CNI versions; config is "9\.9\.9", plugin supports/,
+    },
+    {
+      name: "a bad disableCheck",
+      files: { "10-a.conflist": '{"cniVersion":"1.1.0","name":"n","disableCheck":"maybe","plugins":[{"type":"noop"}]}' },
+      expect: () => /invalid value "maybe" for disableCheck/,
+    },
+    {
+      name: "an invalid network name",
+      files: { "10-a.conflist": '{"cniVersion":"1.1.0","name":"bad name","plugins":[{"type":"noop"}]}' },
+      net: "bad name",
+      expect: () => /invalid characters found in network name; bad name/,
+    },
   ];
   for (const c of cases) {
     test(c.name, () => {

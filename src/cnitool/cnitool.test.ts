@@ -25,10 +25,13 @@ function setup(cniVersion = "1.1.0", extraPluginKeys = "") {
   const debugFile = path.join(work, "debug.json");
   const commandLog = path.join(work, "log.json");
   writeDebug(debugFile, { ReportResult: RESULT });
-  fs.writeFileSync(path.join(confDir, "10-testnet.conflist"), `{
+  fs.writeFileSync(
+    path.join(confDir, "10-testnet.conflist"),
+    `{
     "cniVersion": "${cniVersion}", "name": "testnet",
     "plugins": [{"type": "noop", "debugFile": ${JSON.stringify(debugFile)}, "commandLog": ${JSON.stringify(commandLog)}${extraPluginKeys}}]
-  }`);
+  }`,
+  );
   const env: Record<string, string | undefined> = { PATH: process.env["PATH"], NETCONFPATH: confDir, CNI_PATH: TEST_BIN };
   return { confDir, cacheDir, work, debugFile, commandLog, env };
 }
@@ -37,7 +40,16 @@ function setup(cniVersion = "1.1.0", extraPluginKeys = "") {
 async function cnitool(argv: string[], env: Record<string, string | undefined>, cwd = "/") {
   let stdout = "";
   let stderr = "";
-  const code = await runCnitool(argv, { env, cwd, stdout: (s) => { stdout += s; }, stderr: (s) => { stderr += s; } });
+  const code = await runCnitool(argv, {
+    env,
+    cwd,
+    stdout: (s) => {
+      stdout += s;
+    },
+    stderr: (s) => {
+      stderr += s;
+    },
+  });
   return { code, stdout, stderr };
 }
 
@@ -58,11 +70,19 @@ describe("parseCnitoolArgs (CNI_ARGS)", () => {
   test("pairs", () => {
     assert.deepEqual(parseCnitoolArgs(""), []);
     assert.deepEqual(parseCnitoolArgs("FOO=BAR"), [["FOO", "BAR"]]);
-    assert.deepEqual(parseCnitoolArgs("FOO=BAR;A=1"), [["FOO", "BAR"], ["A", "1"]]);
+    assert.deepEqual(parseCnitoolArgs("FOO=BAR;A=1"), [
+      ["FOO", "BAR"],
+      ["A", "1"],
+    ]);
   });
 
   const bad: Array<[string, string]> = [
-    ["FOO", "FOO"], ["FOO=", "FOO="], ["=BAR", "=BAR"], ["A=B=C", "A=B=C"], ["FOO=BAR;", ""], ["FOO=BAR;;A=1", ""],
+    ["FOO", "FOO"],
+    ["FOO=", "FOO="],
+    ["=BAR", "=BAR"],
+    ["A=B=C", "A=B=C"],
+    ["FOO=BAR;", ""],
+    ["FOO=BAR;;A=1", ""],
   ];
   for (const [value, pair] of bad) {
     test(`invalid: ${JSON.stringify(value)}`, () => {
@@ -73,8 +93,9 @@ describe("parseCnitoolArgs (CNI_ARGS)", () => {
 
 describe("parseCapArgs (CAP_ARGS)", () => {
   test("an object", () => {
-    assert.deepEqual(parseCapArgs(`{"portMappings":[{"hostPort":8080,"containerPort":80,"protocol":"tcp"}]}`),
-      { portMappings: [{ hostPort: 8080, containerPort: 80, protocol: "tcp" }] });
+    assert.deepEqual(parseCapArgs(`{"portMappings":[{"hostPort":8080,"containerPort":80,"protocol":"tcp"}]}`), {
+      portMappings: [{ hostPort: 8080, containerPort: 80, protocol: "tcp" }],
+    });
   });
 
   test("null is no capability arguments", () => {
@@ -82,17 +103,23 @@ describe("parseCapArgs (CAP_ARGS)", () => {
   });
 
   test("invalid JSON keeps Go's text", () => {
-    assert.throws(() => parseCapArgs("{nope"), (e: unknown) => {
-      assert.ok((e as Error).message.includes("invalid character 'n' looking for beginning of object key string"), (e as Error).message);
-      return true;
-    });
+    assert.throws(
+      () => parseCapArgs("{nope"),
+      (e: unknown) => {
+        assert.ok((e as Error).message.includes("invalid character 'n' looking for beginning of object key string"), (e as Error).message);
+        return true;
+      },
+    );
   });
 
   test("not an object", () => {
-    assert.throws(() => parseCapArgs("[1,2]"), (e: unknown) => {
-      assert.ok((e as Error).message.includes("json: cannot unmarshal array into Go value of type map[string]interface {}"));
-      return true;
-    });
+    assert.throws(
+      () => parseCapArgs("[1,2]"),
+      (e: unknown) => {
+        assert.ok((e as Error).message.includes("json: cannot unmarshal array into Go value of type map[string]interface {}"));
+        return true;
+      },
+    );
   });
 });
 
@@ -103,17 +130,20 @@ describe("cnitool commands", { concurrency: true }, () => {
     const { code, stdout, stderr } = await cnitool(["--cache-dir", cacheDir, "add", "testnet", netns], env);
     assert.equal(stderr, "");
     assert.equal(code, 0);
-    assert.equal(stdout, [
-      "{",
-      `    "cniVersion": "1.1.0",`,
-      `    "ips": [`,
-      "        {",
-      `            "address": "10.1.2.3/24",`,
-      `            "gateway": "10.1.2.1"`,
-      "        }",
-      "    ]",
-      "}",
-    ].join("\n"));
+    assert.equal(
+      stdout,
+      [
+        "{",
+        `    "cniVersion": "1.1.0",`,
+        `    "ips": [`,
+        "        {",
+        `            "address": "10.1.2.3/24",`,
+        `            "gateway": "10.1.2.1"`,
+        "        }",
+        "    ]",
+        "}",
+      ].join("\n"),
+    );
     const debug = readDebug(debugFile);
     assert.equal(debug.Command, "ADD");
     assert.equal(debug.CmdArgs?.ContainerID, "cnitool-20c433bb2b1d6ede56d6");
@@ -165,7 +195,10 @@ describe("cnitool commands", { concurrency: true }, () => {
     const { code } = await cnitool(["--cache-dir", cacheDir, "gc", "testnet", "/run/netns/x"], env);
     assert.equal(code, 0);
     const log = readCommandLog(commandLog);
-    assert.deepEqual(log.map((e) => e.Command), ["ADD", "DEL", "GC"]);
+    assert.deepEqual(
+      log.map((e) => e.Command),
+      ["ADD", "DEL", "GC"],
+    );
     const gc = JSON.parse(stdinOf(log[2]!.CmdArgs)) as Record<string, unknown>;
     assert.equal("cni.dev/valid-attachments" in gc, false);
     assert.deepEqual(fs.readdirSync(path.join(cacheDir, "results")), []);
@@ -180,8 +213,9 @@ describe("cnitool commands", { concurrency: true }, () => {
     let debug = readDebug(debugFile);
     assert.equal(debug.CmdArgs?.IfName, "net1");
     assert.equal(debug.CmdArgs?.Args, "FOO=BAR;A=1");
-    assert.deepEqual((JSON.parse(stdinOf(debug.CmdArgs)) as Record<string, unknown>)["runtimeConfig"],
-      { portMappings: [{ hostPort: 8080, containerPort: 80, protocol: "tcp" }] });
+    assert.deepEqual((JSON.parse(stdinOf(debug.CmdArgs)) as Record<string, unknown>)["runtimeConfig"], {
+      portMappings: [{ hostPort: 8080, containerPort: 80, protocol: "tcp" }],
+    });
     assert.equal((await cnitool(["--cache-dir", cacheDir, "--ifname", "net2", "add", "testnet", "/run/netns/x"], env)).code, 0);
     debug = readDebug(debugFile);
     assert.equal(debug.CmdArgs?.IfName, "net2");
@@ -199,8 +233,10 @@ describe("cnitool commands", { concurrency: true }, () => {
 
   test("a single-plugin .conf network works too", async () => {
     const { confDir, cacheDir, debugFile, env } = setup();
-    fs.writeFileSync(path.join(confDir, "20-single.conf"),
-      `{"cniVersion":"1.0.0","name":"single","type":"noop","debugFile":${JSON.stringify(debugFile)}}`);
+    fs.writeFileSync(
+      path.join(confDir, "20-single.conf"),
+      `{"cniVersion":"1.0.0","name":"single","type":"noop","debugFile":${JSON.stringify(debugFile)}}`,
+    );
     const { code, stdout } = await cnitool(["--cache-dir", cacheDir, "add", "single", "/run/netns/x"], env);
     assert.equal(code, 0);
     assert.equal(JSON.parse(stdout).cniVersion, "1.1.0");
@@ -252,12 +288,16 @@ describe("cnitool errors and exit codes", { concurrency: true }, () => {
     assert.equal(stderr, `Error: plugin type="noop" failed (add): plugin error: banana\n`);
   });
 
-  test("no CNI_PATH: named, before any plugin runs (upstream blames the plugin: \"no paths provided\")", async () => {
+  test('no CNI_PATH: named, before any plugin runs (upstream blames the plugin: "no paths provided")', async () => {
     const { cacheDir, env, commandLog } = setup();
     for (const value of [undefined, ""]) {
       if (value === undefined) delete env["CNI_PATH"];
       else env["CNI_PATH"] = value;
-      for (const argv of [["add", "testnet", "/run/netns/x"], ["validate", "testnet"], ["version", "noop"]]) {
+      for (const argv of [
+        ["add", "testnet", "/run/netns/x"],
+        ["validate", "testnet"],
+        ["version", "noop"],
+      ]) {
         const { code, stderr } = await cnitool(["--cache-dir", cacheDir, ...argv], env);
         assert.equal(code, 1);
         assert.equal(stderr, "Error: CNI_PATH is not set: name the directories of the plugins, e.g. CNI_PATH=/opt/cni/bin\n", argv.join(" "));
@@ -283,7 +323,10 @@ describe("cnitool errors and exit codes", { concurrency: true }, () => {
     const { code, stdout, stderr } = await cnitool(["--cache-dir", cacheDir, "add", "testnet", "/run/netns/x"], env);
     assert.equal(code, 0, stderr);
     assert.ok(stdout.includes("10.1.2.3/24"));
-    assert.match(stderr, new RegExp(`^warning: skipped ${confDir}/05-broken\\.conflist: error parsing configuration list: unexpected end of JSON input`));
+    assert.match(
+      stderr,
+      new RegExp(`^warning: skipped ${confDir}/05-broken\\.conflist: error parsing configuration list: unexpected end of JSON input`),
+    );
     const missing = await cnitool(["--cache-dir", cacheDir, "del", "nope", "/run/netns/x"], env);
     assert.equal(missing.code, 1);
     assert.match(missing.stderr, new RegExp(`Error: no net configuration with name "nope" in ${confDir}\n$`));
@@ -291,7 +334,14 @@ describe("cnitool errors and exit codes", { concurrency: true }, () => {
 
   test("--version says which program this is; every subcommand's help lists the global options", async () => {
     let stdout = "";
-    const io = { env: {}, cwd: "/", stdout: (s: string) => { stdout += s; }, stderr: () => undefined };
+    const io = {
+      env: {},
+      cwd: "/",
+      stdout: (s: string) => {
+        stdout += s;
+      },
+      stderr: () => undefined,
+    };
     assert.equal(await runCnitool(["--version"], io, [], { describeProgram: () => "tscni 9.9.9: a test\n" }), 0);
     assert.equal(stdout, "tscni 9.9.9: a test\n");
     stdout = "";
@@ -309,7 +359,11 @@ describe("cnitool errors and exit codes", { concurrency: true }, () => {
 
   test("too few arguments (cobra's wording)", async () => {
     const { env } = setup();
-    for (const [argv, n] of [[["add"], 0], [["del", "testnet"], 1], [["gc", "testnet"], 1]] as const) {
+    for (const [argv, n] of [
+      [["add"], 0],
+      [["del", "testnet"], 1],
+      [["gc", "testnet"], 1],
+    ] as const) {
       const { code, stderr } = await cnitool([...argv], env);
       assert.equal(code, 1);
       assert.equal(stderr, `Error: requires at least 2 arg(s), only received ${n}\n`);
@@ -363,7 +417,10 @@ describe("names that would reach outside the cache directory", { concurrency: tr
     assert.equal(stderr, "");
     assert.equal(code, 0);
     const containers = (JSON.parse(stdout) as { containers: Array<{ containerID: string }> }).containers;
-    assert.deepEqual(containers.map((c) => c.containerID), ["c1"]);
+    assert.deepEqual(
+      containers.map((c) => c.containerID),
+      ["c1"],
+    );
   });
 
   test("pod commands refuse a pod name that is not a file name or makes an invalid container ID", async () => {
@@ -423,7 +480,15 @@ describe("gc --cri-endpoint (node GC)", () => {
   async function attached(ids: string[]) {
     const s = setup();
     for (const containerID of ids) {
-      assert.equal((await cnitool(["--cache-dir", s.cacheDir, "add", "testnet", `/run/netns/${containerID.slice(0, 8)}`], { ...s.env, CNI_ARGS: criArgs(containerID) })).code, 0);
+      assert.equal(
+        (
+          await cnitool(["--cache-dir", s.cacheDir, "add", "testnet", `/run/netns/${containerID.slice(0, 8)}`], {
+            ...s.env,
+            CNI_ARGS: criArgs(containerID),
+          })
+        ).code,
+        0,
+      );
     }
     // cnitool names the container by its netns; give each entry the sandbox's ID, as a runtime's ADD would.
     const results = path.join(s.cacheDir, "results");
@@ -461,7 +526,15 @@ describe("gc --cri-endpoint (node GC)", () => {
       // (ADDs running anywhere on the machine, other tests' too, count as valid attachments.)
       assert.match(run.stdout, /^sent GC to network "testnet" with \d+ valid attachment\(s\)$/m);
       assert.deepEqual(fs.readdirSync(path.join(s.cacheDir, "results")), [`testnet-${id("b")}-eth0`]);
-      assert.deepEqual(readCommandLog(s.commandLog).slice(calls).map((e) => [e.Command, e.CmdArgs.ContainerID]), [["DEL", id("a")], ["GC", ""]]);
+      assert.deepEqual(
+        readCommandLog(s.commandLog)
+          .slice(calls)
+          .map((e) => [e.Command, e.CmdArgs.ContainerID]),
+        [
+          ["DEL", id("a")],
+          ["GC", ""],
+        ],
+      );
     } finally {
       cri.stop();
     }
@@ -500,8 +573,14 @@ describe("gc --cri-endpoint (node GC)", () => {
     const cases: Array<[string[], string]> = [
       [["gc", "--dry-run", "testnet", "/run/netns/x"], "Error: --dry-run is for node GC: it needs --cri-endpoint\n"],
       [["gc", "--min-age", "5", "testnet", "/run/netns/x"], "Error: --min-age is for node GC: it needs --cri-endpoint\n"],
-      [["gc", "--cri-endpoint", "unix:///x.sock", "testnet"], "Error: gc --cri-endpoint takes no network or netns: it collects every network in NETCONFPATH\n"],
-      [["gc", "--cri-endpoint", "tcp://1.2.3.4:5"], `Error: CRI endpoint "tcp://1.2.3.4:5" is not a unix socket: want unix:///absolute/path (e.g. unix:///run/containerd/containerd.sock)\n`],
+      [
+        ["gc", "--cri-endpoint", "unix:///x.sock", "testnet"],
+        "Error: gc --cri-endpoint takes no network or netns: it collects every network in NETCONFPATH\n",
+      ],
+      [
+        ["gc", "--cri-endpoint", "tcp://1.2.3.4:5"],
+        `Error: CRI endpoint "tcp://1.2.3.4:5" is not a unix socket: want unix:///absolute/path (e.g. unix:///run/containerd/containerd.sock)\n`,
+      ],
       [["gc", "--cri-endpoint", "unix:///x.sock", "--min-age", "soon"], `Error: --min-age wants a whole number of seconds, not "soon"\n`],
       [["gc"], "Error: requires at least 2 arg(s), only received 0\n"],
     ];
@@ -512,7 +591,11 @@ describe("gc --cri-endpoint (node GC)", () => {
 
   test("cnitool's own pods are not judged, though they carry a CRI runtime's CNI_ARGS", () => {
     const entry = (containerID: string) => ({
-      networkName: "n", containerID, ifName: "eth0", config: Buffer.from("{}"), cniArgs: [["K8S_POD_INFRA_CONTAINER_ID", containerID]] as Array<[string, string]>,
+      networkName: "n",
+      containerID,
+      ifName: "eth0",
+      config: Buffer.from("{}"),
+      cniArgs: [["K8S_POD_INFRA_CONTAINER_ID", containerID]] as Array<[string, string]>,
     });
     assert.equal(judgedByNodeGc(entry(id("a"))), true);
     assert.equal(judgedByNodeGc(entry("tscni-pod-web")), false);

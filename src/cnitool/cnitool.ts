@@ -55,8 +55,10 @@ export function parseCapArgs(value: string): Record<string, unknown> {
   }
   if (v === null) return {};
   if (!isJsonObject(v)) {
-    throw new Error("CAP_ARGS must be a JSON object of capability arguments: " +
-      `json: cannot unmarshal ${jsonKindName(v)} into Go value of type map[string]interface {}`);
+    throw new Error(
+      "CAP_ARGS must be a JSON object of capability arguments: " +
+        `json: cannot unmarshal ${jsonKindName(v)} into Go value of type map[string]interface {}`,
+    );
   }
   return v;
 }
@@ -68,7 +70,11 @@ export interface Io {
   cwd: string;
 }
 
-interface GlobalOptions { ifname?: string; cacheDir?: string; timeout?: string }
+interface GlobalOptions {
+  ifname?: string;
+  cacheDir?: string;
+  timeout?: string;
+}
 
 function runtimeSetup(io: Io, opts: GlobalOptions) {
   const netconfPath = io.env["NETCONFPATH"] || DEFAULT_NETCONFPATH;
@@ -119,10 +125,14 @@ async function attachmentCommand(verb: "add" | "check" | "del" | "status" | "gc"
       io.stdout(marshalResult(result, true));
       return;
     }
-    case "check": return cni.checkNetworkList(list, rt, callOpts);
-    case "del": return cni.delNetworkList(list, rt, callOpts);
-    case "gc": return cni.gcNetworkList(list, undefined, callOpts);
-    case "status": return cni.getStatusNetworkList(list, callOpts);
+    case "check":
+      return cni.checkNetworkList(list, rt, callOpts);
+    case "del":
+      return cni.delNetworkList(list, rt, callOpts);
+    case "gc":
+      return cni.gcNetworkList(list, undefined, callOpts);
+    case "status":
+      return cni.getStatusNetworkList(list, callOpts);
   }
 }
 
@@ -132,9 +142,8 @@ async function attachmentCommand(verb: "add" | "check" | "del" | "status" | "gc"
  */
 function reportMissingArgsLikeCobra(cmd: Command): void {
   cmd.configureOutput({
-    outputError: (text, write) => write(text.startsWith("error: missing required argument")
-      ? `Error: requires at least 2 arg(s), only received ${cmd.args.length}\n`
-      : text),
+    outputError: (text, write) =>
+      write(text.startsWith("error: missing required argument") ? `Error: requires at least 2 arg(s), only received ${cmd.args.length}\n` : text),
   });
 }
 
@@ -143,9 +152,12 @@ function reportMissingArgsLikeCobra(cmd: Command): void {
  * attachments), or with `--cri-endpoint` node GC (node-gc.ts): no arguments, every network in NETCONFPATH.
  */
 function addGcCommand(program: Command, io: Io): void {
-  program.command("gc")
-    .description("Garbage collect network interfaces: of one network (upstream's), or with --cri-endpoint of the node, " +
-      "keeping the attachments of the pod sandboxes the runtime knows")
+  program
+    .command("gc")
+    .description(
+      "Garbage collect network interfaces: of one network (upstream's), or with --cri-endpoint of the node, " +
+        "keeping the attachments of the pod sandboxes the runtime knows",
+    )
     .argument("[network]", "name of the network (from a config in NETCONFPATH); not with --cri-endpoint")
     .argument("[netns]", "path of the network namespace, e.g. /var/run/netns/test")
     .option("--cri-endpoint <endpoint>", "node GC: ask this CRI runtime which pod sandboxes exist, e.g. unix:///run/containerd/containerd.sock")
@@ -164,10 +176,16 @@ function addGcCommand(program: Command, io: Io): void {
       }
       if (cmd.args.length > 0) throw new Error("gc --cri-endpoint takes no network or netns: it collects every network in NETCONFPATH");
       const { netconfPath, callOpts } = runtimeSetup(io, global);
-      return nodeGcCommand({ ...flags, criEndpoint: flags.criEndpoint }, {
-        confDir: netconfPath, cacheDir: global.cacheDir || DEFAULT_CACHE_DIR, cniPath: io.env["CNI_PATH"], out: io.stdout,
-        ...(callOpts.timeoutMs ? { pluginTimeoutMs: callOpts.timeoutMs } : {}),
-      });
+      return nodeGcCommand(
+        { ...flags, criEndpoint: flags.criEndpoint },
+        {
+          confDir: netconfPath,
+          cacheDir: global.cacheDir || DEFAULT_CACHE_DIR,
+          cniPath: io.env["CNI_PATH"],
+          out: io.stdout,
+          ...(callOpts.timeoutMs ? { pluginTimeoutMs: callOpts.timeoutMs } : {}),
+        },
+      );
     });
 }
 
@@ -186,10 +204,12 @@ export interface CnitoolContext {
 /** Builds the command line program; `io` makes it testable in-process. */
 export function buildProgram(io: Io, extensions: readonly CommandExtension[] = [], context: CnitoolContext = {}): Command {
   const program = new Command("cnitool")
-    .description("CNI Tool for managing network interfaces in a network namespace.\n" +
-      "It executes a CNI configuration: add, check, remove, gc, or get status of an interface in an already-created network namespace.\n\n" +
-      "Environment: NETCONFPATH (config dir, default /etc/cni/net.d), CNI_PATH (plugin dirs, ':'-separated),\n" +
-      "CAP_ARGS (JSON capability arguments), CNI_ARGS (K=V;K2=V2), CNI_IFNAME (default eth0).")
+    .description(
+      "CNI Tool for managing network interfaces in a network namespace.\n" +
+        "It executes a CNI configuration: add, check, remove, gc, or get status of an interface in an already-created network namespace.\n\n" +
+        "Environment: NETCONFPATH (config dir, default /etc/cni/net.d), CNI_PATH (plugin dirs, ':'-separated),\n" +
+        "CAP_ARGS (JSON capability arguments), CNI_ARGS (K=V;K2=V2), CNI_IFNAME (default eth0).",
+    )
     .option("-i, --ifname <name>", "interface name inside the namespace (default: $CNI_IFNAME or eth0)")
     .option("--cache-dir <dir>", "result cache directory (default /var/lib/cni)")
     .option("--timeout <seconds>", "kill a plugin that runs longer than this", parseTimeout)
@@ -212,7 +232,8 @@ export function buildProgram(io: Io, extensions: readonly CommandExtension[] = [
     ["status", "Get status of network interfaces"],
   ] as const;
   for (const [verb, summary] of verbs) {
-    const sub = program.command(verb)
+    const sub = program
+      .command(verb)
       .description(summary)
       .argument("<network>", "name of the network (from a config in NETCONFPATH)")
       .argument("<netns>", "path of the network namespace, e.g. /var/run/netns/test")
@@ -223,7 +244,8 @@ export function buildProgram(io: Io, extensions: readonly CommandExtension[] = [
 
   addGcCommand(program, io);
 
-  program.command("list")
+  program
+    .command("list")
     .description("List the networks in NETCONFPATH, and the files that fail to load")
     .action(async () => {
       const { netconfPath } = runtimeSetup(io, program.opts<GlobalOptions>());
@@ -234,7 +256,8 @@ export function buildProgram(io: Io, extensions: readonly CommandExtension[] = [
       for (const { file, error } of errors) io.stderr(`${file}: ${error.message}\n`);
     });
 
-  program.command("validate")
+  program
+    .command("validate")
     .description("Check that every plugin of a network exists in CNI_PATH and supports its version")
     .argument("<network>", "name of the network")
     .action(async (network: string) => {
@@ -245,9 +268,12 @@ export function buildProgram(io: Io, extensions: readonly CommandExtension[] = [
       io.stdout(`network "${list.name}" is valid (cniVersion ${list.cniVersion}; capabilities: ${caps.join(", ") || "none"})\n`);
     });
 
-  program.command("version")
-    .description("Ask a plugin in CNI_PATH which CNI versions it supports; without one, say which tscni program this is " +
-      "(native, its architecture and build, or the Node build), or the one a plugin directory holds")
+  program
+    .command("version")
+    .description(
+      "Ask a plugin in CNI_PATH which CNI versions it supports; without one, say which tscni program this is " +
+        "(native, its architecture and build, or the Node build), or the one a plugin directory holds",
+    )
     .argument("[plugin-type]", "plugin type, e.g. bridge")
     .option("--bin-dir <dir>", "without a plugin type: the plugin directory to look at (default: this program)")
     .option("--json", "print JSON")
@@ -265,15 +291,22 @@ export function buildProgram(io: Io, extensions: readonly CommandExtension[] = [
   const global = () => program.opts<GlobalOptions>();
   const cacheDir = () => global().cacheDir || DEFAULT_CACHE_DIR;
   addNetworkCommands(program, {
-    confDir: () => runtimeSetup(io, global()).netconfPath, cni: () => runtimeSetup(io, global()).cni,
-    pluginDirs: () => splitPathList(io.env["CNI_PATH"]), cacheDir, out: io.stdout, err: io.stderr,
+    confDir: () => runtimeSetup(io, global()).netconfPath,
+    cni: () => runtimeSetup(io, global()).cni,
+    pluginDirs: () => splitPathList(io.env["CNI_PATH"]),
+    cacheDir,
+    out: io.stdout,
+    err: io.stderr,
   });
   addPodCommands(program, {
     manager: () => ({
-      confDir: runtimeSetup(io, global()).netconfPath, pluginDirs: splitPathList(io.env["CNI_PATH"]), cacheDir: cacheDir(),
+      confDir: runtimeSetup(io, global()).netconfPath,
+      pluginDirs: splitPathList(io.env["CNI_PATH"]),
+      cacheDir: cacheDir(),
       ...(context.podPluginExec ? { exec: context.podPluginExec } : {}),
     }),
-    cacheDir, out: io.stdout,
+    cacheDir,
+    out: io.stdout,
   });
   addIpamCommands(program, { confDir: () => runtimeSetup(io, global()).netconfPath, out: io.stdout });
   addReloadCommand(program, { cacheDir, env: io.env, out: io.stdout, err: io.stderr });
@@ -283,7 +316,12 @@ export function buildProgram(io: Io, extensions: readonly CommandExtension[] = [
 }
 
 /** Runs cnitool with `argv` (without node and script); resolves to the exit code. */
-export async function runCnitool(argv: string[], io: Io, extensions: readonly CommandExtension[] = [], context: CnitoolContext = {}): Promise<number> {
+export async function runCnitool(
+  argv: string[],
+  io: Io,
+  extensions: readonly CommandExtension[] = [],
+  context: CnitoolContext = {},
+): Promise<number> {
   const program = buildProgram(io, extensions, context);
   // No command at all: show the help and succeed, as upstream cnitool does.
   if (argv.length === 0) {
@@ -302,7 +340,15 @@ export async function runCnitool(argv: string[], io: Io, extensions: readonly Co
 
 /** Runs cnitool in this process (its arguments, environment and stdio), with `extensions`. */
 export async function main(extensions: readonly CommandExtension[] = [], context: CnitoolContext = {}): Promise<void> {
-  process.exitCode = await runCnitool(process.argv.slice(2), {
-    env: process.env, cwd: process.cwd(), stdout: (s) => process.stdout.write(s), stderr: (s) => process.stderr.write(s),
-  }, extensions, context);
+  process.exitCode = await runCnitool(
+    process.argv.slice(2),
+    {
+      env: process.env,
+      cwd: process.cwd(),
+      stdout: (s) => process.stdout.write(s),
+      stderr: (s) => process.stderr.write(s),
+    },
+    extensions,
+    context,
+  );
 }

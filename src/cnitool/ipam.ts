@@ -13,7 +13,6 @@ import { loadConfList } from "../libcni/conf.js";
 import type { PoolStore } from "../plugins/ipam/cluster-ipam/store.js";
 import { table } from "./table.js";
 
-
 /** The cluster-ipam store of a network in `confDir` (an error names what is missing). */
 async function storeOf(confDir: string, network: string): Promise<{ store: PoolStore; node: string; fail: (e: unknown, what: string) => unknown }> {
   const list = await loadConfList(confDir, network);
@@ -23,7 +22,8 @@ async function storeOf(confDir: string, network: string): Promise<{ store: PoolS
   });
   if (!plugin) throw new Error(`network "${network}" has no plugin with "ipam": {"type": "cluster-ipam"}`);
   const [{ parseLocation }, { openStore, etcdFailure }] = await Promise.all([
-    import("../plugins/ipam/cluster-ipam/config.js"), import("../plugins/ipam/cluster-ipam/main.js"),
+    import("../plugins/ipam/cluster-ipam/config.js"),
+    import("../plugins/ipam/cluster-ipam/main.js"),
   ]);
   const stdin = Buffer.from(JSON.stringify({ ...plugin.raw, cniVersion: list.cniVersion, name: list.name }));
   const location = parseLocation(stdin);
@@ -44,7 +44,8 @@ async function run<T>(confDir: string, network: string, what: string, fn: (store
 export function addIpamCommands(program: Command, ctx: { confDir: () => string; out: (s: string) => void }): void {
   const ipam = program.command("ipam").description("Inspect and repair a cluster-ipam pool in etcd: blocks, allocations, nodes, release-node");
 
-  ipam.command("blocks")
+  ipam
+    .command("blocks")
     .description("List the claimed blocks per node: addresses used, and how many of them other nodes borrowed")
     .argument("<network>", "a network whose IPAM is cluster-ipam")
     .option("--node <name>", "only this node's blocks")
@@ -54,13 +55,19 @@ export function addIpamCommands(program: Command, ctx: { confDir: () => string; 
         .filter((b) => o.node === undefined || b.node === o.node)
         .sort((a, b) => a.node.localeCompare(b.node) || a.key.localeCompare(b.key, "en", { numeric: true }));
       if (o.format === "json") return ctx.out(JSON.stringify(blocks, null, 2) + "\n");
-      ctx.out(table(["NODE", "BLOCK", "USED", "BORROWED", "CLAIMED"], blocks.map((b) => [b.node, b.cidr, String(b.used), String(b.borrowed), b.claimed])));
+      ctx.out(
+        table(
+          ["NODE", "BLOCK", "USED", "BORROWED", "CLAIMED"],
+          blocks.map((b) => [b.node, b.cidr, String(b.used), String(b.borrowed), b.claimed]),
+        ),
+      );
       const perNode = new Map<string, number>();
       for (const b of blocks) perNode.set(b.node, (perNode.get(b.node) ?? 0) + 1);
       ctx.out(`${blocks.length} block(s): ${[...perNode].map(([n, c]) => `${n} ${c}`).join(", ") || "none"}\n`);
     });
 
-  ipam.command("allocations")
+  ipam
+    .command("allocations")
     .description("List the allocated addresses with their node, container and interface")
     .argument("<network>", "a network whose IPAM is cluster-ipam")
     .option("--node <name>", "only this node's allocations")
@@ -69,31 +76,48 @@ export function addIpamCommands(program: Command, ctx: { confDir: () => string; 
       const list = await run(ctx.confDir(), network, "listing allocations", (s) => s.allocations(o.node));
       const rows = list.map(({ key: _key, value: _value, ...record }) => record);
       if (o.format === "json") return ctx.out(JSON.stringify(rows, null, 2) + "\n");
-      ctx.out(table(["IP", "NODE", "CONTAINER", "IFNAME", "BLOCK"], rows.map((a) => [a.ip, a.node, a.containerID, a.ifname, a.block.replace(/-(\d+)$/, "/$1")])));
+      ctx.out(
+        table(
+          ["IP", "NODE", "CONTAINER", "IFNAME", "BLOCK"],
+          rows.map((a) => [a.ip, a.node, a.containerID, a.ifname, a.block.replace(/-(\d+)$/, "/$1")]),
+        ),
+      );
     });
 
-  ipam.command("nodes")
+  ipam
+    .command("nodes")
     .description("List the nodes that hold blocks or said they are alive: blocks, addresses, when last seen (nodeGraceSeconds)")
     .argument("<network>", "a network whose IPAM is cluster-ipam")
     .option("--format <format>", "table or json", "table")
     .action(async (network: string, o: { format: string }) => {
-      const { blocks, alive } = await run(ctx.confDir(), network, "listing nodes", async (s) => ({ blocks: await s.blocks(), alive: await s.liveness() }));
+      const { blocks, alive } = await run(ctx.confDir(), network, "listing nodes", async (s) => ({
+        blocks: await s.blocks(),
+        alive: await s.liveness(),
+      }));
       const names = [...new Set([...blocks.map((b) => b.node), ...alive.keys()])].sort();
       const rows = names.map((node) => {
         const mine = blocks.filter((b) => b.node === node);
         return { node, blocks: mine.length, used: mine.reduce((n, b) => n + b.used, 0), lastSeen: alive.get(node)?.seen ?? "" };
       });
       if (o.format === "json") return ctx.out(JSON.stringify(rows, null, 2) + "\n");
-      ctx.out(table(["NODE", "BLOCKS", "USED", "LAST SEEN"], rows.map((r) => [r.node, String(r.blocks), String(r.used), r.lastSeen || "-"])));
+      ctx.out(
+        table(
+          ["NODE", "BLOCKS", "USED", "LAST SEEN"],
+          rows.map((r) => [r.node, String(r.blocks), String(r.used), r.lastSeen || "-"]),
+        ),
+      );
     });
 
-  ipam.command("release-node")
+  ipam
+    .command("release-node")
     .description("Release what a dead node held: its allocations, then its blocks (run only for a node that is gone)")
     .argument("<network>", "a network whose IPAM is cluster-ipam")
     .argument("<node>", "the node's name (ipam.nodeName, default its host name)")
     .action(async (network: string, node: string) => {
       const released = await run(ctx.confDir(), network, `releasing node ${node}`, (s) => s.releaseNode(node));
-      ctx.out(`node ${node}: released ${released.allocations.length} address(es) and ${released.blocks.length} block(s)` +
-        `${released.blocks.length ? `: ${released.blocks.map((b) => b.replace(/-(\d+)$/, "/$1")).join(", ")}` : ""}\n`);
+      ctx.out(
+        `node ${node}: released ${released.allocations.length} address(es) and ${released.blocks.length} block(s)` +
+          `${released.blocks.length ? `: ${released.blocks.map((b) => b.replace(/-(\d+)$/, "/$1")).join(", ")}` : ""}\n`,
+      );
     });
 }

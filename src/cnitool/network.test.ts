@@ -29,7 +29,16 @@ async function network(args: string[], cniPath: string, confDir = tempDir()) {
   let stdout = "";
   let stderr = "";
   const env = { PATH: process.env["PATH"], NETCONFPATH: confDir, CNI_PATH: cniPath };
-  const code = await runCnitool(["network", ...args], { env, cwd: "/", stdout: (s) => { stdout += s; }, stderr: (s) => { stderr += s; } });
+  const code = await runCnitool(["network", ...args], {
+    env,
+    cwd: "/",
+    stdout: (s) => {
+      stdout += s;
+    },
+    stderr: (s) => {
+      stderr += s;
+    },
+  });
   return { code, stdout, stderr, confDir };
 }
 
@@ -53,27 +62,44 @@ describe("network create and dnsname", () => {
   });
 
   test("with one, the file is podman 4.3's: dnsname after tuning, keys in podman's order", async () => {
-    const { text, config, confDir } = await create(["--subnet", "10.249.2.0/24", "--label", "team=a", "withdns"], `${pluginDir(false)}:${pluginDir(true)}`);
+    const { text, config, confDir } = await create(
+      ["--subnet", "10.249.2.0/24", "--label", "team=a", "withdns"],
+      `${pluginDir(false)}:${pluginDir(true)}`,
+    );
     const bridge = String(config.plugins[0]!["bridge"]);
     assert.match(bridge, /^cni-podman\d+$/);
-    assert.equal(text, JSON.stringify({
-      args: { podman_labels: { team: "a" } },
-      cniVersion: "0.4.0",
-      name: "withdns",
-      plugins: [
+    assert.equal(
+      text,
+      JSON.stringify(
         {
-          type: "bridge", bridge, isGateway: true, ipMasq: true, hairpinMode: true,
-          ipam: { type: "host-local", routes: [{ dst: "0.0.0.0/0" }], ranges: [[{ subnet: "10.249.2.0/24", gateway: "10.249.2.1" }]] },
-          capabilities: { ips: true },
+          args: { podman_labels: { team: "a" } },
+          cniVersion: "0.4.0",
+          name: "withdns",
+          plugins: [
+            {
+              type: "bridge",
+              bridge,
+              isGateway: true,
+              ipMasq: true,
+              hairpinMode: true,
+              ipam: { type: "host-local", routes: [{ dst: "0.0.0.0/0" }], ranges: [[{ subnet: "10.249.2.0/24", gateway: "10.249.2.1" }]] },
+              capabilities: { ips: true },
+            },
+            { type: "portmap", capabilities: { portMappings: true } },
+            { type: "firewall", backend: "" },
+            { type: "tuning" },
+            DNSNAME_ENTRY,
+          ],
         },
-        { type: "portmap", capabilities: { portMappings: true } },
-        { type: "firewall", backend: "" },
-        { type: "tuning" },
-        DNSNAME_ENTRY,
-      ],
-    }, null, 3));
+        null,
+        3,
+      ),
+    );
     const ls = await network(["ls", "--format", "json"], "", confDir);
-    assert.deepEqual((JSON.parse(ls.stdout) as Array<{ name: string; dnsEnabled: boolean }>).map((n) => [n.name, n.dnsEnabled]), [["withdns", true]]);
+    assert.deepEqual(
+      (JSON.parse(ls.stdout) as Array<{ name: string; dnsEnabled: boolean }>).map((n) => [n.name, n.dnsEnabled]),
+      [["withdns", true]],
+    );
   });
 
   test("an mtu goes before hairpinMode, as podman writes it", async () => {
@@ -99,16 +125,35 @@ describe("network create and dnsname", () => {
 
   test("macvlan and ipvlan networks get none, and podman's plugin object", async () => {
     const dhcp = await create(["-d", "macvlan", "-o", "parent=lo", "lan"], pluginDir(true));
-    assert.equal(dhcp.text, JSON.stringify({ cniVersion: "0.4.0", name: "lan", plugins: [{ type: "macvlan", master: "lo", ipam: { type: "dhcp" } }] }, null, 3));
-    const local = await create(["-d", "ipvlan", "-o", "parent=lo", "-o", "mode=l2", "-o", "mtu=1400", "--subnet", "10.249.7.0/24", "lan2"], pluginDir(true));
-    assert.equal(local.text, JSON.stringify({
-      cniVersion: "0.4.0", name: "lan2",
-      plugins: [{
-        type: "ipvlan", master: "lo",
-        ipam: { type: "host-local", routes: [{ dst: "0.0.0.0/0" }], ranges: [[{ subnet: "10.249.7.0/24", gateway: "10.249.7.1" }]] },
-        mtu: 1400, mode: "l2", capabilities: { ips: true },
-      }],
-    }, null, 3));
+    assert.equal(
+      dhcp.text,
+      JSON.stringify({ cniVersion: "0.4.0", name: "lan", plugins: [{ type: "macvlan", master: "lo", ipam: { type: "dhcp" } }] }, null, 3),
+    );
+    const local = await create(
+      ["-d", "ipvlan", "-o", "parent=lo", "-o", "mode=l2", "-o", "mtu=1400", "--subnet", "10.249.7.0/24", "lan2"],
+      pluginDir(true),
+    );
+    assert.equal(
+      local.text,
+      JSON.stringify(
+        {
+          cniVersion: "0.4.0",
+          name: "lan2",
+          plugins: [
+            {
+              type: "ipvlan",
+              master: "lo",
+              ipam: { type: "host-local", routes: [{ dst: "0.0.0.0/0" }], ranges: [[{ subnet: "10.249.7.0/24", gateway: "10.249.7.1" }]] },
+              mtu: 1400,
+              mode: "l2",
+              capabilities: { ips: true },
+            },
+          ],
+        },
+        null,
+        3,
+      ),
+    );
   });
 });
 

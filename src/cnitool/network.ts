@@ -105,7 +105,11 @@ function summarize(n: LoadedNetwork): NetworkSummary {
   const labels = isJsonObject(args["podman_labels"]) ? Object.fromEntries(Object.entries(args["podman_labels"]).map(([k, v]) => [k, String(v)])) : {};
   const driver = String(first["type"] ?? "");
   return {
-    name: n.list.name, driver, subnets: networkSubnets(n), file: n.file, labels,
+    name: n.list.name,
+    driver,
+    subnets: networkSubnets(n),
+    file: n.file,
+    labels,
     internal: driver === "bridge" && first["isGateway"] !== true && first["ipMasq"] !== true,
     dnsEnabled: n.list.plugins.some((p) => p.network.type === DNSNAME),
   };
@@ -157,8 +161,11 @@ function randomUla(): string {
  * The conflist `network create` writes (see the module comment), keys in the order podman writes them; validates
  * everything first. `warn` is told what podman warns about (an internal network gets no dnsname).
  */
-export async function buildNetworkConfig(req: CreateNetworkRequest, networks: readonly LoadedNetwork[],
-  warn: (message: string) => void = () => undefined): Promise<JsonObject> {
+export async function buildNetworkConfig(
+  req: CreateNetworkRequest,
+  networks: readonly LoadedNetwork[],
+  warn: (message: string) => void = () => undefined,
+): Promise<JsonObject> {
   try {
     validateNetworkName(req.name);
   } catch (e) {
@@ -181,13 +188,16 @@ export async function buildNetworkConfig(req: CreateNetworkRequest, networks: re
     const cidr = tryParseCIDR(text);
     if (!cidr) fail(`invalid subnet "${text}": want a CIDR like 10.89.5.0/24`);
     if (hasHostBits(cidr!)) fail(`invalid subnet "${text}": host bits are set (the network is ${firstAddress(cidr!).text}/${cidr!.prefix})`);
-    const clash = used.subnets.find((u) => overlaps(u.cidr, cidr!)) ?? subnets.map((s) => ({ cidr: s, by: "another --subnet" })).find((u) => overlaps(u.cidr, cidr!));
+    const clash =
+      used.subnets.find((u) => overlaps(u.cidr, cidr!)) ??
+      subnets.map((s) => ({ cidr: s, by: "another --subnet" })).find((u) => overlaps(u.cidr, cidr!));
     if (clash) fail(`subnet "${text}" overlaps ${clash.cidr.text}, used by ${clash.by}`);
     subnets.push(cidr!);
   }
   if (req.gateway !== undefined) {
     const gw = tryParseIP(req.gateway) ?? fail(`invalid gateway "${req.gateway}": want an IP address`);
-    if (!subnets.some((s) => cidrContains(s, gw))) fail(`gateway "${req.gateway}" is in none of the subnets (${subnets.map((s) => s.text).join(", ") || "none given"})`);
+    if (!subnets.some((s) => cidrContains(s, gw)))
+      fail(`gateway "${req.gateway}" is in none of the subnets (${subnets.map((s) => s.text).join(", ") || "none given"})`);
   }
 
   // Go's encoder writes podman's top-level map with its keys sorted.
@@ -256,14 +266,17 @@ function freeSubnet(used: ReadonlyArray<{ cidr: IPCidr }>): IPCidr {
 }
 
 /** Adds the `network` commands to cnitool. */
-export function addNetworkCommands(program: Command, ctx: {
-  confDir: () => string;
-  cni: () => CNIConfig;
-  pluginDirs: () => string[];
-  cacheDir: () => string;
-  out: (s: string) => void;
-  err: (s: string) => void;
-}): void {
+export function addNetworkCommands(
+  program: Command,
+  ctx: {
+    confDir: () => string;
+    cni: () => CNIConfig;
+    pluginDirs: () => string[];
+    cacheDir: () => string;
+    out: (s: string) => void;
+    err: (s: string) => void;
+  },
+): void {
   const network = program.command("network").description("Manage networks (podman-style): create, ls, inspect, rm, prune");
   const load = () => loadAllNetworks(ctx.confDir());
   const attachmentsOf = async (name: string) => (await listCachedAttachments(ctx.cacheDir())).filter((a) => a.networkName === name);
@@ -273,8 +286,11 @@ export function addNetworkCommands(program: Command, ctx: {
   const collect = (v: string, prev: string[]) => [...prev, v];
   const warn = (message: string) => ctx.err(`Warning: ${message}\n`);
 
-  network.command("create")
-    .description("Write a new network's conflist (bridge + host-local, portmap, firewall, tuning, and dnsname when CNI_PATH has it; or macvlan/ipvlan)")
+  network
+    .command("create")
+    .description(
+      "Write a new network's conflist (bridge + host-local, portmap, firewall, tuning, and dnsname when CNI_PATH has it; or macvlan/ipvlan)",
+    )
     .argument("<name>", "network name")
     .option("--subnet <cidr>", "subnet (repeatable; default: a free 10.89.N.0/24)", collect, [])
     .option("--gateway <ip>", "gateway address in one of the subnets")
@@ -284,21 +300,46 @@ export function addNetworkCommands(program: Command, ctx: {
     .option("-o, --opt <key=value>", "driver option: parent, mtu, mode (repeatable)", collect, [])
     .option("--label <key=value>", "label (repeatable)", collect, [])
     .option("--disable-dns", "no dnsname plugin, even when CNI_PATH has one")
-    .action(async (name: string, o: {
-      subnet: string[]; gateway?: string; ipv6?: boolean; internal?: boolean; driver: string; opt: string[]; label: string[]; disableDns?: boolean;
-    }) => {
-      const { networks } = await load();
-      const config = await buildNetworkConfig({
-        name, subnets: o.subnet, gateway: o.gateway, ipv6: o.ipv6, internal: o.internal, driver: o.driver, options: o.opt, labels: o.label,
-        disableDns: o.disableDns, pluginDirs: ctx.pluginDirs(),
-      }, networks, warn);
-      const file = path.join(ctx.confDir(), `${name}.conflist`);
-      if (existsSync(file)) fail(`${file} exists already`);
-      await writeFileAtomic(file, JSON.stringify(config, null, 3), 0o644);
-      ctx.out(`${name}\n`);
-    });
+    .action(
+      async (
+        name: string,
+        o: {
+          subnet: string[];
+          gateway?: string;
+          ipv6?: boolean;
+          internal?: boolean;
+          driver: string;
+          opt: string[];
+          label: string[];
+          disableDns?: boolean;
+        },
+      ) => {
+        const { networks } = await load();
+        const config = await buildNetworkConfig(
+          {
+            name,
+            subnets: o.subnet,
+            gateway: o.gateway,
+            ipv6: o.ipv6,
+            internal: o.internal,
+            driver: o.driver,
+            options: o.opt,
+            labels: o.label,
+            disableDns: o.disableDns,
+            pluginDirs: ctx.pluginDirs(),
+          },
+          networks,
+          warn,
+        );
+        const file = path.join(ctx.confDir(), `${name}.conflist`);
+        if (existsSync(file)) fail(`${file} exists already`);
+        await writeFileAtomic(file, JSON.stringify(config, null, 3), 0o644);
+        ctx.out(`${name}\n`);
+      },
+    );
 
-  network.command("ls")
+  network
+    .command("ls")
     .description("List the networks")
     .option("--format <format>", "table or json", "table")
     .action(async (o: { format: string }) => {
@@ -306,19 +347,31 @@ export function addNetworkCommands(program: Command, ctx: {
       const rows = networks.map(summarize);
       if (o.format === "json") return ctx.out(JSON.stringify(rows, null, 2) + "\n");
       if (o.format !== "table") fail(`unknown format "${o.format}": want table or json`);
-      ctx.out(table(["NAME", "DRIVER", "SUBNETS", "FILE"], rows.map((r) => [r.name, r.driver, r.subnets.join(",") || "-", r.file])));
+      ctx.out(
+        table(
+          ["NAME", "DRIVER", "SUBNETS", "FILE"],
+          rows.map((r) => [r.name, r.driver, r.subnets.join(",") || "-", r.file]),
+        ),
+      );
     });
 
-  network.command("inspect")
+  network
+    .command("inspect")
     .description("Show a network's config and the containers attached to it (from the result cache)")
     .argument("<name>", "network name")
     .action(async (name: string) => {
       const n = await find(name);
-      const containers = (await attachmentsOf(name)).map((a) => ({ containerID: a.containerID, ifName: a.ifName, netns: a.netns ?? "", addresses: cachedAddresses(a) }));
+      const containers = (await attachmentsOf(name)).map((a) => ({
+        containerID: a.containerID,
+        ifName: a.ifName,
+        netns: a.netns ?? "",
+        addresses: cachedAddresses(a),
+      }));
       ctx.out(JSON.stringify({ ...summarize(n), config: n.list.raw, containers }, null, 2) + "\n");
     });
 
-  network.command("rm")
+  network
+    .command("rm")
     .description("Remove a network and its bridge (refused while containers are attached, unless --force tears them down)")
     .argument("<name>", "network name")
     .option("-f, --force", "tear down the attachments first")
@@ -326,11 +379,16 @@ export function addNetworkCommands(program: Command, ctx: {
       const { networks } = await load();
       const n = pick(networks, name);
       await removeNetwork(n, await attachmentsOf(name), ctx.cni(), o.force ?? false);
-      await removeBridge(n, networks.filter((x) => x !== n), warn);
+      await removeBridge(
+        n,
+        networks.filter((x) => x !== n),
+        warn,
+      );
       ctx.out(`${name}\n`);
     });
 
-  network.command("prune")
+  network
+    .command("prune")
     .description("Remove every network no container is attached to, and their bridges")
     .action(async () => {
       const cached = await listCachedAttachments(ctx.cacheDir());
@@ -348,7 +406,9 @@ export function addNetworkCommands(program: Command, ctx: {
 /** Removes a network's file; its attachments must be none, or are torn down with `force`. */
 async function removeNetwork(n: LoadedNetwork, attachments: readonly CachedAttachment[], cni: CNIConfig, force: boolean): Promise<void> {
   if (attachments.length && !force) {
-    fail(`network "${n.list.name}" is in use by ${attachments.map((a) => `${a.containerID} (${a.ifName})`).join(", ")}: use --force to tear them down`);
+    fail(
+      `network "${n.list.name}" is in use by ${attachments.map((a) => `${a.containerID} (${a.ifName})`).join(", ")}: use --force to tear them down`,
+    );
   }
   for (const a of attachments) await removeCachedAttachment(cni, a);
   removeStateFile(n.file);

@@ -11,8 +11,7 @@ import { DEFAULT_MIN_AGE_MS, describeNodeGc, madeByCriRuntime, nodeGcFailed, run
 import { podContainerId } from "./pod.js";
 
 /** The attachments node GC judges: a CRI runtime's, but not cnitool's own pods (they carry the same CNI_ARGS). */
-export const judgedByNodeGc = (entry: CachedAttachment): boolean =>
-  madeByCriRuntime(entry) && !entry.containerID.startsWith(podContainerId(""));
+export const judgedByNodeGc = (entry: CachedAttachment): boolean => madeByCriRuntime(entry) && !entry.containerID.startsWith(podContainerId(""));
 
 /** The `gc` flags of node GC. */
 export interface NodeGcFlags {
@@ -34,18 +33,30 @@ export function secondsFlag(flag: string, value: string): number {
  * Runs node GC and prints its report. Throws (exit status 1) when the runtime cannot be asked, when a real run
  * refused to remove or failed to remove or GC something; a dry run changes nothing and reports only.
  */
-export async function nodeGcCommand(flags: NodeGcFlags, ctx: {
-  confDir: string; cacheDir: string; cniPath: string | undefined; pluginTimeoutMs?: number; out: (s: string) => void;
-}): Promise<void> {
+export async function nodeGcCommand(
+  flags: NodeGcFlags,
+  ctx: {
+    confDir: string;
+    cacheDir: string;
+    cniPath: string | undefined;
+    pluginTimeoutMs?: number;
+    out: (s: string) => void;
+  },
+): Promise<void> {
   const runtime = new CriRuntimeClient(flags.criEndpoint);
   const pluginDirs = splitPathList(ctx.cniPath);
   if (!flags.dryRun && pluginDirs.length === 0) {
     throw new Error("CNI_PATH is empty: node GC runs the plugins' DEL and GC, set it to the runtime's plugin directory (e.g. CNI_PATH=/opt/cni/bin)");
   }
   const report = await runNodeGc({
-    runtime, cacheDir: ctx.cacheDir, confDir: ctx.confDir, pluginDirs,
+    runtime,
+    cacheDir: ctx.cacheDir,
+    confDir: ctx.confDir,
+    pluginDirs,
     minAgeMs: flags.minAge !== undefined ? secondsFlag("--min-age", flags.minAge) : DEFAULT_MIN_AGE_MS,
-    dryRun: flags.dryRun ?? false, force: flags.force ?? false, judged: judgedByNodeGc,
+    dryRun: flags.dryRun ?? false,
+    force: flags.force ?? false,
+    judged: judgedByNodeGc,
     ...(ctx.pluginTimeoutMs ? { pluginTimeoutMs: ctx.pluginTimeoutMs } : {}),
   });
   for (const line of describeNodeGc(report)) ctx.out(`${line}\n`);

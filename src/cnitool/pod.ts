@@ -59,30 +59,39 @@ export function parseAlias(name: string): string {
  * The runtime config of each network a pod joins: `portMappings`, and `aliases` keyed by the network's name (the
  * shape of the `aliases` capability, as podman passes it); undefined when there is neither.
  */
-export function podRuntimeConfig(networks: readonly string[], opts: {
-  portMappings?: ReadonlyArray<{ hostPort: number; containerPort: number; protocol: string }>;
-  aliases?: readonly string[];
-}): Record<string, RuntimeConfig> | undefined {
+export function podRuntimeConfig(
+  networks: readonly string[],
+  opts: {
+    portMappings?: ReadonlyArray<{ hostPort: number; containerPort: number; protocol: string }>;
+    aliases?: readonly string[];
+  },
+): Record<string, RuntimeConfig> | undefined {
   const { portMappings = [], aliases = [] } = opts;
   if (!portMappings.length && !aliases.length) return undefined;
-  return Object.fromEntries(networks.map((name) => {
-    const config: RuntimeConfig = {};
-    if (portMappings.length) config["portMappings"] = portMappings;
-    if (aliases.length) config["aliases"] = { [name]: aliases };
-    return [name, config];
-  }));
+  return Object.fromEntries(
+    networks.map((name) => {
+      const config: RuntimeConfig = {};
+      if (portMappings.length) config["portMappings"] = portMappings;
+      if (aliases.length) config["aliases"] = { [name]: aliases };
+      return [name, config];
+    }),
+  );
 }
 
 /** Adds the `pod` commands to cnitool. */
-export function addPodCommands(program: Command, ctx: {
-  manager: () => PodNetworkManagerFactoryResult;
-  cacheDir: () => string;
-  out: (s: string) => void;
-}): void {
+export function addPodCommands(
+  program: Command,
+  ctx: {
+    manager: () => PodNetworkManagerFactoryResult;
+    cacheDir: () => string;
+    out: (s: string) => void;
+  },
+): void {
   const pod = program.command("pod").description("Pods: named network namespaces attached to networks (up, down, ls, status)");
   const collect = (v: string, prev: string[]) => [...prev, v];
 
-  pod.command("up")
+  pod
+    .command("up")
     .description("Create /run/netns/NAME and attach it (default network when no --network)")
     .argument("<name>", "pod name (also the netns name)")
     .option("--network <name[:ifname]>", "a network to attach (repeatable)", collect, [])
@@ -96,10 +105,17 @@ export function addPodCommands(program: Command, ctx: {
       if (existsSync(netnsPath(name))) throw new NetworkCommandError(`pod "${name}" exists already (${netnsPath(name)})`);
       await withManager(ctx, async (m) => {
         const chosen = networks.length ? networks : [{ name: m.defaultNetwork()?.name ?? "" }];
-        const runtimeConfig = podRuntimeConfig(chosen.map((n) => n.name), { portMappings, aliases });
+        const runtimeConfig = podRuntimeConfig(
+          chosen.map((n) => n.name),
+          { portMappings, aliases },
+        );
         await runTool("ip", ["netns", "add", name], `create network namespace ${name}`);
         try {
-          const attached = await m.setUpPod({ ...ref, networks: networks.length ? networks : undefined, ...(runtimeConfig ? { runtimeConfig } : {}) });
+          const attached = await m.setUpPod({
+            ...ref,
+            networks: networks.length ? networks : undefined,
+            ...(runtimeConfig ? { runtimeConfig } : {}),
+          });
           ctx.out(JSON.stringify({ pod: name, netns: netnsPath(name), attachments: attached }, null, 2) + "\n");
         } catch (e) {
           await runTool("ip", ["netns", "delete", name], `delete network namespace ${name}`).catch(() => undefined);
@@ -108,7 +124,8 @@ export function addPodCommands(program: Command, ctx: {
       });
     });
 
-  pod.command("down")
+  pod
+    .command("down")
     .description("Detach a pod from every network and delete its namespace")
     .argument("<name>", "pod name")
     .action(async (name: string) => {
@@ -118,7 +135,8 @@ export function addPodCommands(program: Command, ctx: {
       ctx.out(`${name}\n`);
     });
 
-  pod.command("ls")
+  pod
+    .command("ls")
     .description("List cnitool's pods and their attachments (from the result cache)")
     .option("--format <format>", "table or json", "table")
     .action(async (o: { format: string }) => {
@@ -137,7 +155,8 @@ export function addPodCommands(program: Command, ctx: {
       }
     });
 
-  pod.command("status")
+  pod
+    .command("status")
     .description("A pod's attachments, checked against its namespace")
     .argument("<name>", "pod name")
     .action(async (name: string) => {

@@ -26,7 +26,9 @@ import { PodLocks } from "../runtime/pod-locks.js";
 import { messageOf } from "../spec/errors.js";
 
 /** The plugins that leave host firewall state, by type (their manifests say); restorers are loaded when a chain has them. */
-const RESTORERS: Record<string, () => Promise<{ restorer: Restorer }>> = Object.fromEntries(MANIFESTS.flatMap((m) => (m.restorer ? [[m.name, m.restorer]] : [])));
+const RESTORERS: Record<string, () => Promise<{ restorer: Restorer }>> = Object.fromEntries(
+  MANIFESTS.flatMap((m) => (m.restorer ? [[m.name, m.restorer]] : [])),
+);
 
 export type ReloadStatus = "restored" | "complete" | "skipped" | "failed";
 
@@ -117,12 +119,17 @@ async function stepsOf(pass: Pass, entry: CachedAttachment, env: ReloadOptions["
     if (!load) return [];
     const stdin = cni.buildRequest(list.name, list.cniVersion, plugin, result, rt).bytes;
     const req: RestoreRequest = {
-      stdin, containerID: entry.containerID, ifName: entry.ifName, netns: entry.netns ?? "", args: formatCniArgs(rt.args ?? []), env, once: pass.once,
+      stdin,
+      containerID: entry.containerID,
+      ifName: entry.ifName,
+      netns: entry.netns ?? "",
+      args: formatCniArgs(rt.args ?? []),
+      env,
+      once: pass.once,
     };
     return [{ type: plugin.network.type, load, req }];
   });
 }
-
 
 /** One attachment's reload, with the plugins that put something back (what `undo` would take away again). */
 interface Reloaded {
@@ -134,7 +141,11 @@ interface Reloaded {
 /** Restores one attachment, every plugin of its chain even when one fails. */
 async function reloadOne(pass: Pass, cacheDir: string, entry: CachedAttachment, env: ReloadOptions["env"]): Promise<Reloaded> {
   const attachment = labelOf(entry);
-  const done = (status: ReloadStatus, detail: string, putBack: PluginStep[] = []): Reloaded => ({ entry, report: { attachment, status, detail }, putBack });
+  const done = (status: ReloadStatus, detail: string, putBack: PluginStep[] = []): Reloaded => ({
+    entry,
+    report: { attachment, status, detail },
+    putBack,
+  });
   let steps: Awaited<ReturnType<typeof stepsOf>>;
   try {
     steps = await stepsOf(pass, entry, env);
@@ -232,7 +243,9 @@ export async function lostFirewallState(opts: ReloadOptions): Promise<LostState[
       const marks: FirewallMark[] = [];
       for (const step of steps) marks.push(...(await (await step.load()).restorer.marks(step.req)));
       if (marks.length) byAttachment.push({ attachment: labelOf(entry), marks });
-    } catch { /* the reload reports it */ }
+    } catch {
+      /* the reload reports it */
+    }
   }
   const key = (m: FirewallMark) => JSON.stringify(m);
   const missing = new Set((await missingMarks(byAttachment.flatMap((a) => a.marks))).map(key));
@@ -245,13 +258,17 @@ export async function lostFirewallState(opts: ReloadOptions): Promise<LostState[
 export const formatReload = (r: AttachmentReload): string => `${r.status.padEnd(8)}  ${r.attachment}${r.detail ? `  ${r.detail}` : ""}`;
 
 /** Adds `reload` to cnitool. */
-export function addReloadCommand(program: Command, ctx: {
-  cacheDir: () => string;
-  env: ReloadOptions["env"];
-  out: (s: string) => void;
-  err: (s: string) => void;
-}): void {
-  program.command("reload")
+export function addReloadCommand(
+  program: Command,
+  ctx: {
+    cacheDir: () => string;
+    env: ReloadOptions["env"];
+    out: (s: string) => void;
+    err: (s: string) => void;
+  },
+): void {
+  program
+    .command("reload")
     .description("Put back the host firewall rules of every cached attachment (after a firewalld reload, iptables -F or nft flush ruleset)")
     .action(async () => {
       const results = await reloadFirewall({ cacheDir: ctx.cacheDir(), env: ctx.env });

@@ -40,14 +40,24 @@ const netnsExists = (name: string) => existsSync(`/run/netns/${name}`);
 /** The demo network: a bridge per node (same gateway everywhere: one flat address space), cluster-ipam. */
 function confList(endpoints: readonly string[], node: string, base: string): Record<string, unknown> {
   return {
-    cniVersion: "1.1.0", name: NETWORK,
-    plugins: [{
-      type: "bridge", bridge: "cdemo0", isGateway: true,
-      ipam: {
-        type: "cluster-ipam", nodeName: node, lockDir: path.join(base, "locks"), etcd: { endpoints, requestTimeoutMs: 5000 },
-        ranges: [[{ subnet: SUBNET }]], blockSize: 28, routes: [{ dst: "0.0.0.0/0" }],
+    cniVersion: "1.1.0",
+    name: NETWORK,
+    plugins: [
+      {
+        type: "bridge",
+        bridge: "cdemo0",
+        isGateway: true,
+        ipam: {
+          type: "cluster-ipam",
+          nodeName: node,
+          lockDir: path.join(base, "locks"),
+          etcd: { endpoints, requestTimeoutMs: 5000 },
+          ranges: [[{ subnet: SUBNET }]],
+          blockSize: 28,
+          routes: [{ dst: "0.0.0.0/0" }],
+        },
       },
-    }],
+    ],
   };
 }
 
@@ -108,10 +118,14 @@ function startRelay(ns: string, pairs: string[]): Promise<ChildProcess> {
 /** Runs this file in node `i`'s namespace for `verb`; resolves to what it printed. */
 function inNode(i: number, verb: "add" | "del", endpoints: string[], base: string): Promise<string> {
   const self = fileURLToPath(import.meta.url);
-  const child = spawn("ip", ["netns", "exec", NODE_NS(i), process.execPath, self, "--node", String(i), verb, base, ...endpoints], { stdio: ["ignore", "pipe", "inherit"] });
+  const child = spawn("ip", ["netns", "exec", NODE_NS(i), process.execPath, self, "--node", String(i), verb, base, ...endpoints], {
+    stdio: ["ignore", "pipe", "inherit"],
+  });
   let out = "";
   child.stdout!.setEncoding("utf8").on("data", (c: string) => (out += c));
-  return new Promise((resolve, reject) => child.on("close", (code) => (code === 0 ? resolve(out) : reject(new Error(`${NODES[i]}: ${verb} failed`)))));
+  return new Promise((resolve, reject) =>
+    child.on("close", (code) => (code === 0 ? resolve(out) : reject(new Error(`${NODES[i]}: ${verb} failed`)))),
+  );
 }
 
 function sh(cmd: string, args: string[]): string {
@@ -159,7 +173,9 @@ export async function runClusterDemo(): Promise<void> {
         sh("ip", ["-n", ns, "link", "set", "lo", "up"]);
       }
       relays.push(await startRelay(NODE_NS(i), relay.sockets));
-      info(`${node}: ${NODE_NS(i)}, containers ${CONTAINER_NS(i, 0)} ${CONTAINER_NS(i, 1)}; etcd reached at the same 127.0.0.1 endpoints through a relay`);
+      info(
+        `${node}: ${NODE_NS(i)}, containers ${CONTAINER_NS(i, 0)} ${CONTAINER_NS(i, 1)}; etcd reached at the same 127.0.0.1 endpoints through a relay`,
+      );
     }
     const confDir = path.join(base, "net.d");
     mkdirSync(confDir);

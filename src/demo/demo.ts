@@ -59,7 +59,7 @@ const netnsExists = (name: string) => existsSync(`/run/netns/${name}`);
 /** Runs the part that must execute inside the demo's host namespace (plugins act on "their" host). */
 async function inside(keep: boolean): Promise<void> {
   const cacheDir = path.join(STATE, "cache");
-  const dataDir = path.join(STATE, "ipam");  // where defaultNetworkConfList puts host-local's store
+  const dataDir = path.join(STATE, "ipam"); // where defaultNetworkConfList puts host-local's store
   mkdirSync(cacheDir, { recursive: true });
   const list = parseConfList(JSON.stringify(defaultNetworkConfList({ stateDir: STATE })));
   const cni = new CNIConfig({ path: [BIN], cacheDir });
@@ -79,7 +79,12 @@ async function inside(keep: boolean): Promise<void> {
     const ipc = result.ips![0]!;
     attachments.push({ name, rt, address: ipc.address.split("/")[0]!, gateway: ipc.gateway ?? "" });
     info(`eth0 ${ipc.address}, gateway ${ipc.gateway}`);
-    console.log(marshalResult(result, true).split("\n").map((l) => `      ${l}`).join("\n"));
+    console.log(
+      marshalResult(result, true)
+        .split("\n")
+        .map((l) => `      ${l}`)
+        .join("\n"),
+    );
   }
 
   step("CHECK both attachments");
@@ -169,7 +174,11 @@ const OPTIONS = ["--keep", "--teardown", "--cluster", "--inside", "--help", "-h"
 
 /** What `demo --help` prints: the options, and the plugins of the built plugin directory. */
 function usage(): string {
-  const plugins = existsSync(BIN) ? readdirSync(BIN).filter((n) => n !== "cnitool").sort() : [];
+  const plugins = existsSync(BIN)
+    ? readdirSync(BIN)
+        .filter((n) => n !== "cnitool")
+        .sort()
+    : [];
   return [
     "usage: bash scripts/demo.sh [--keep | --teardown | --cluster]",
     "",
@@ -211,7 +220,9 @@ run().catch((e: unknown) => {
   if (!process.argv.includes("--inside") && !process.argv.includes("--keep")) {
     try {
       teardown();
-    } catch { /* best effort */ }
+    } catch {
+      /* best effort */
+    }
   }
   process.exitCode = 1;
 });

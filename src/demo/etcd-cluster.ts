@@ -64,8 +64,10 @@ export function freePort(): Promise<number> {
 }
 
 export class EtcdCluster {
-  private constructor(private readonly options: Required<Pick<EtcdClusterOptions, "baseDir" | "name" | "etcd">> & EtcdClusterOptions,
-    private readonly members: Member[]) {}
+  private constructor(
+    private readonly options: Required<Pick<EtcdClusterOptions, "baseDir" | "name" | "etcd">> & EtcdClusterOptions,
+    private readonly members: Member[],
+  ) {}
 
   /** Starts the members and waits until the cluster has a leader (at most `timeoutMs`). */
   static async start(options: EtcdClusterOptions, timeoutMs = 20_000): Promise<EtcdCluster> {
@@ -85,8 +87,11 @@ export class EtcdCluster {
     };
     for (let i = 0; i < count; i++) {
       members.push({
-        name: `${name}-${i}`, clientPort: await port(), peerPort: await port(),
-        dataDir: path.join(options.baseDir, `member-${i}`), log: path.join(options.baseDir, `member-${i}.log`),
+        name: `${name}-${i}`,
+        clientPort: await port(),
+        peerPort: await port(),
+        dataDir: path.join(options.baseDir, `member-${i}`),
+        log: path.join(options.baseDir, `member-${i}.log`),
       });
     }
     const cluster = new EtcdCluster({ etcd: "etcd", name, ...options }, members);
@@ -120,19 +125,39 @@ export class EtcdCluster {
     if (m.child && m.child.exitCode === null && m.child.signalCode === null) return;
     const tls = this.options.tls;
     const args = [
-      "--name", m.name, "--data-dir", m.dataDir,
-      "--listen-client-urls", `${this.scheme}://127.0.0.1:${m.clientPort}`, "--advertise-client-urls", `${this.scheme}://127.0.0.1:${m.clientPort}`,
-      "--listen-peer-urls", `http://127.0.0.1:${m.peerPort}`, "--initial-advertise-peer-urls", `http://127.0.0.1:${m.peerPort}`,
-      "--initial-cluster", this.members.map((x) => `${x.name}=http://127.0.0.1:${x.peerPort}`).join(","),
-      "--initial-cluster-token", `${this.options.name}-${this.members[0]!.peerPort}`, "--initial-cluster-state", "new",
+      "--name",
+      m.name,
+      "--data-dir",
+      m.dataDir,
+      "--listen-client-urls",
+      `${this.scheme}://127.0.0.1:${m.clientPort}`,
+      "--advertise-client-urls",
+      `${this.scheme}://127.0.0.1:${m.clientPort}`,
+      "--listen-peer-urls",
+      `http://127.0.0.1:${m.peerPort}`,
+      "--initial-advertise-peer-urls",
+      `http://127.0.0.1:${m.peerPort}`,
+      "--initial-cluster",
+      this.members.map((x) => `${x.name}=http://127.0.0.1:${x.peerPort}`).join(","),
+      "--initial-cluster-token",
+      `${this.options.name}-${this.members[0]!.peerPort}`,
+      "--initial-cluster-state",
+      "new",
       // Elections within a second, so a killed leader is replaced quickly; no metrics or pprof beyond the basics.
-      "--heartbeat-interval", "50", "--election-timeout", "500",
+      "--heartbeat-interval",
+      "50",
+      "--election-timeout",
+      "500",
       ...(tls ? ["--cert-file", tls.certFile, "--key-file", tls.keyFile, "--trusted-ca-file", tls.caFile, "--client-cert-auth"] : []),
     ];
     const log = openSync(m.log, initial ? "w" : "a");
     try {
       // Its own process group, so a terminal's Ctrl-C reaches only us and stop() decides what happens to it.
-      m.child = spawn(this.options.etcd, args, { stdio: ["ignore", log, log], detached: true, env: { PATH: process.env["PATH"] ?? "/usr/bin:/bin" } });
+      m.child = spawn(this.options.etcd, args, {
+        stdio: ["ignore", log, log],
+        detached: true,
+        env: { PATH: process.env["PATH"] ?? "/usr/bin:/bin" },
+      });
       m.child.on("error", () => undefined);
       m.child.unref();
     } finally {
@@ -151,14 +176,16 @@ export class EtcdCluster {
 
   /** Stops every member (SIGTERM, then SIGKILL), keeping the data. */
   async stopMembers(): Promise<void> {
-    await Promise.all(this.members.map(async (_, i) => {
-      const child = this.members[i]!.child;
-      if (!child?.pid || child.exitCode !== null || child.signalCode !== null) return;
-      const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
-      process.kill(child.pid, "SIGTERM");
-      if (await Promise.race([exited.then(() => true), sleep(5_000).then(() => false)])) return;
-      await this.kill(i, "SIGKILL");
-    }));
+    await Promise.all(
+      this.members.map(async (_, i) => {
+        const child = this.members[i]!.child;
+        if (!child?.pid || child.exitCode !== null || child.signalCode !== null) return;
+        const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+        process.kill(child.pid, "SIGTERM");
+        if (await Promise.race([exited.then(() => true), sleep(5_000).then(() => false)])) return;
+        await this.kill(i, "SIGKILL");
+      }),
+    );
   }
 
   /** Starts every stopped member again and waits for a leader. */
@@ -205,7 +232,10 @@ export class EtcdCluster {
         : { agent: false as const };
       const req = (url.startsWith("https:") ? https : http).get(url, { ...options, timeout: 1000 }, (res) => {
         let body = "";
-        res.setEncoding("utf8").on("data", (c: string) => (body += c)).on("end", () => resolve(body));
+        res
+          .setEncoding("utf8")
+          .on("data", (c: string) => (body += c))
+          .on("end", () => resolve(body));
       });
       req.on("timeout", () => req.destroy(new Error("timed out")));
       req.on("error", reject);
@@ -230,7 +260,9 @@ export class EtcdCluster {
       if (pid !== undefined && m.child!.exitCode === null && m.child!.signalCode === null) {
         try {
           process.kill(pid, "SIGKILL");
-        } catch { /* already gone */ }
+        } catch {
+          /* already gone */
+        }
         // Wait (briefly) until the PID is gone, so the ports and files are free when we return.
         for (let i = 0; i < 200; i++) {
           let state: string | undefined;

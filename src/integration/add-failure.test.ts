@@ -45,15 +45,24 @@ describe("a failed ADD leaves nothing behind", { skip }, () => {
   let seq = 0;
   after(() => cleanup.run());
 
-  const ours = () => pluginDir(cleanup, Object.fromEntries(
-    [...Object.keys(MAIN_PLUGINS), "host-local", "portmap", "tuning", "firewall"].map((t) => [t, path.join(OUR_BIN, t)])));
+  const ours = () =>
+    pluginDir(
+      cleanup,
+      Object.fromEntries([...Object.keys(MAIN_PLUGINS), "host-local", "portmap", "tuning", "firewall"].map((t) => [t, path.join(OUR_BIN, t)])),
+    );
 
   /** What a test host holds after the test: links other than lo, addresses in the store, NAT rules and the cache. */
   const leftovers = (host: Host, network: string, ctrLinks: string[]) => ({
-    hostLinks: host.ipJson(["link", "show"]).map((l) => String(l["ifname"])).filter((n) => n !== "lo" && !n.startsWith("tf")),
+    hostLinks: host
+      .ipJson(["link", "show"])
+      .map((l) => String(l["ifname"]))
+      .filter((n) => n !== "lo" && !n.startsWith("tf")),
     containerLinks: ctrLinks.filter((n) => n !== "lo"),
     allocations: host.allocations(network),
-    natRules: host.natRules().split("\n").filter((l) => /^-A .*CNI-/.test(l) || /^:CNI-(?!HOSTPORT)/.test(l)),
+    natRules: host
+      .natRules()
+      .split("\n")
+      .filter((l) => /^-A .*CNI-/.test(l) || /^:CNI-(?!HOSTPORT)/.test(l)),
     cache: existsSync(path.join(host.cacheDir, "results")) ? readdirSync(path.join(host.cacheDir, "results")) : [],
   });
   const nothing = { hostLinks: [], containerLinks: [], allocations: [], natRules: [], cache: [] };
@@ -63,7 +72,12 @@ describe("a failed ADD leaves nothing behind", { skip }, () => {
       const n = ++seq;
       const host = new Host(cleanup, `tscni-af-${tag}-${n}`, ours());
       const network = `af${tag}${n}`;
-      const config = { cniVersion: "1.0.0", name: network, ...conf(`${tag}${n}`, host), ipam: host.hostLocal(["10.231.0.0/24"], { routes: [UNREACHABLE_ROUTE] }) };
+      const config = {
+        cniVersion: "1.0.0",
+        name: network,
+        ...conf(`${tag}${n}`, host),
+        ipam: host.hostLocal(["10.231.0.0/24"], { routes: [UNREACHABLE_ROUTE] }),
+      };
       const ctr = host.container(`tscni-afc-${tag}-${n}`);
       const r = await host.plugin(path.join(OUR_BIN, type), "ADD", config, { CNI_NETNS: ctr.path, CNI_CONTAINERID: `af-${tag}-${n}` });
       assert.equal(r.code, 1, "the ADD fails");
@@ -82,17 +96,26 @@ describe("a failed ADD leaves nothing behind", { skip }, () => {
       for (const command of ["ADD", "DEL"]) {
         const r = await host.plugin(path.join(OUR_BIN, type), command, config, { CNI_NETNS: host.ns.path, CNI_CONTAINERID: `af-${tag}-${n}` });
         assert.equal(r.code, 1, command);
-        assert.deepEqual(JSON.parse(r.stdout), { code: 8, msg: "plugin's netns and netns from CNI_NETNS should not be the same" }, `${command}: one JSON document`);
+        assert.deepEqual(
+          JSON.parse(r.stdout),
+          { code: 8, msg: "plugin's netns and netns from CNI_NETNS should not be the same" },
+          `${command}: one JSON document`,
+        );
       }
       assert.deepEqual(host.allocations(network), [], "no address allocated");
-      assert.deepEqual(host.ipJson(["link", "show"]).map((l) => String(l["ifname"])), linksBefore, "no link created or removed");
+      assert.deepEqual(
+        host.ipJson(["link", "show"]).map((l) => String(l["ifname"])),
+        linksBefore,
+        "no link created or removed",
+      );
     });
 
     test(`${type}: a later plugin of the chain fails: the runtime's DEL removes everything`, async () => {
       const n = ++seq;
       const host = new Host(cleanup, `tscni-af-${tag}-${n}`, ours());
       const network = host.writeNetwork({
-        cniVersion: "1.0.0", name: `af${tag}${n}`,
+        cniVersion: "1.0.0",
+        name: `af${tag}${n}`,
         plugins: [
           { ...conf(`${tag}${n}`, host), ipam: host.hostLocal(["10.232.0.0/24"]) },
           { type: "firewall", dataDir: path.join(host.dataDir, "firewall") },
@@ -112,7 +135,13 @@ describe("a failed ADD leaves nothing behind", { skip }, () => {
       assert.equal(del.code, 0, del.stdout + del.stderr);
       const ctrLinks = ipIn(ctr, ["link", "show"]).map((l) => String(l["ifname"]));
       assert.deepEqual(leftovers(host, network, ctrLinks), nothing);
-      assert.equal(host.ns.exec("iptables-save", ["-t", "filter"]).split("\n").filter((l) => l.includes(containerIdOf(ctr))).length, 0);
+      assert.equal(
+        host.ns
+          .exec("iptables-save", ["-t", "filter"])
+          .split("\n")
+          .filter((l) => l.includes(containerIdOf(ctr))).length,
+        0,
+      );
     });
   }
 });

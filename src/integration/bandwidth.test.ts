@@ -9,7 +9,7 @@ import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import { realpathSync } from "node:fs";
 import path from "node:path";
-import { Cleanup, GO_BIN, Netns, OUR_BIN, runTag, skipReason } from "../testing/harness.js";
+import { Cleanup, GO_BIN, type Netns, OUR_BIN, runTag, skipReason } from "../testing/harness.js";
 import { cniError, containerIdOf, Host, pluginDir, type Result, type RunResult } from "../testing/rig.js";
 import { ifbName } from "../plugins/meta/bandwidth/config.js";
 import { acceptedTbfBuffers, parsePsched, tbfParams } from "../plugins/meta/bandwidth/tc.js";
@@ -42,7 +42,8 @@ describe("bandwidth plugin", { skip }, () => {
     const host = new Host(cleanup, `tscni-wh-${tag}-${n}`, opts.cniPath ?? OUR_BIN);
     const bandwidthConf = { type: "bandwidth", capabilities: { bandwidth: true }, ...keys };
     const name = host.writeNetwork({
-      cniVersion: opts.cniVersion ?? "1.0.0", name: `wn${tag}${n}`,
+      cniVersion: opts.cniVersion ?? "1.0.0",
+      name: `wn${tag}${n}`,
       plugins: [
         { type: "bridge", bridge: `tw${tag}${n}`, isGateway: true, ipam: host.hostLocal([opts.subnet ?? "10.241.0.0/24"]) },
         ...(opts.bandwidth === false ? [] : [bandwidthConf]),
@@ -53,7 +54,8 @@ describe("bandwidth plugin", { skip }, () => {
 
   const tcJson = (host: Host, args: string[]): Json[] => JSON.parse(host.ns.exec("tc", ["-json", ...args]) || "[]") as Json[];
   const qdiscs = (host: Host, dev: string) => tcJson(host, ["-raw", "qdisc", "show", "dev", dev]);
-  const rootTbf = (host: Host, dev: string) => qdiscs(host, dev).find((q) => q["root"] === true && q["kind"] === "tbf")?.["options"] as Json | undefined;
+  const rootTbf = (host: Host, dev: string) =>
+    qdiscs(host, dev).find((q) => q["root"] === true && q["kind"] === "tbf")?.["options"] as Json | undefined;
   const linkJson = (host: Host, dev: string): Json | undefined => {
     const r = host.ns.exec("sh", ["-c", `ip -json -d link show dev ${dev} 2>/dev/null || echo '[]'`]);
     return (JSON.parse(r) as Json[])[0];
@@ -131,7 +133,12 @@ describe("bandwidth plugin", { skip }, () => {
     // DEL without a namespace (or prevResult) removes the IFB all the same.
     await host.add(name, ctr);
     assert.ok(linkJson(host, ifb));
-    const noNs = await runBandwidth(host, "DEL", { cniVersion: "1.0.0", name, type: "bandwidth", egressRate: 1 }, { CNI_CONTAINERID: id, CNI_NETNS: "" });
+    const noNs = await runBandwidth(
+      host,
+      "DEL",
+      { cniVersion: "1.0.0", name, type: "bandwidth", egressRate: 1 },
+      { CNI_CONTAINERID: id, CNI_NETNS: "" },
+    );
     assert.equal(noNs.code, 0, noNs.stdout);
     assert.equal(linkJson(host, ifb), undefined);
     await host.must("del", name, ctr);
@@ -171,8 +178,13 @@ describe("bandwidth plugin", { skip }, () => {
     const intoLimited = await transfer(free, dst, dstIP, bytes);
     const outOfLimited = await transfer(src, free, freeIP, bytes);
     const rateBytes = rate / 8;
-    t.diagnostic(`limit ${rateBytes} B/s; into the limited container ${Math.round(intoLimited.rate)} B/s, out of it ${Math.round(outOfLimited.rate)} B/s; unlimited ${Math.round(baseline.rate)} B/s`);
-    for (const [what, m] of [["ingress", intoLimited], ["egress", outOfLimited]] as const) {
+    t.diagnostic(
+      `limit ${rateBytes} B/s; into the limited container ${Math.round(intoLimited.rate)} B/s, out of it ${Math.round(outOfLimited.rate)} B/s; unlimited ${Math.round(baseline.rate)} B/s`,
+    );
+    for (const [what, m] of [
+      ["ingress", intoLimited],
+      ["egress", outOfLimited],
+    ] as const) {
       assert.ok(m.bytes === bytes, `${what}: all bytes arrived`);
       assert.ok(m.rate > 0.7 * rateBytes && m.rate < 1.15 * rateBytes, `${what}: ${Math.round(m.rate)} B/s, limit ${rateBytes} B/s`);
     }
@@ -190,7 +202,10 @@ describe("bandwidth plugin", { skip }, () => {
     const base = { cniVersion: "1.0.0", name, type: "bandwidth", prevResult: prev };
     const cases: Array<[Json, RegExp]> = [
       [{ ingressRate: 1_000_000 }, /"ingressRate": 1000000 \(if a rate is set, "ingressBurst" must be set too\)/],
-      [{ ingressRate: 1_000_000, ingressBurst: 80_000, egressBurst: 80_000 }, /"egressBurst": 80000 \(if a burst is set, "egressRate" must be set too\)/],
+      [
+        { ingressRate: 1_000_000, ingressBurst: 80_000, egressBurst: 80_000 },
+        /"egressBurst": 80000 \(if a burst is set, "egressRate" must be set too\)/,
+      ],
       [{ runtimeConfig: { bandwidth: { egressRate: 1_000_000 } } }, /"runtimeConfig\.bandwidth\.egressRate": 1000000/],
       [{ egressRate: -8, egressBurst: 80_000 }, /"egressRate": -8/],
       [{ egressRate: 8_000, egressBurst: 2 ** 36 }, /"egressBurst": 68719476736 .*4 GB/],
@@ -208,8 +223,12 @@ describe("bandwidth plugin", { skip }, () => {
 
     // A kernel failure half-way (the IFB name is taken by another device) undoes the ingress tbf.
     host.ns.exec("ip", ["link", "add", ifbName(name, id), "type", "veth", "peer", "name", `tx${tag}`]);
-    const r = await runBandwidth(host, "ADD", { ...base, ingressRate: 8_000_000, ingressBurst: 80_000, egressRate: 8_000_000, egressBurst: 80_000 },
-      { CNI_CONTAINERID: id, CNI_NETNS: ctr.path });
+    const r = await runBandwidth(
+      host,
+      "ADD",
+      { ...base, ingressRate: 8_000_000, ingressBurst: 80_000, egressRate: 8_000_000, egressBurst: 80_000 },
+      { CNI_CONTAINERID: id, CNI_NETNS: ctr.path },
+    );
     assert.equal(r.code, 1);
     assert.match(cniError(r).msg, /File exists|exists/);
     assert.equal(JSON.stringify(qdiscs(host, veth)), before, "ingress tbf removed again");
@@ -233,9 +252,17 @@ describe("bandwidth plugin", { skip }, () => {
     host.ns.exec("ip", ["link", "add", otherNet, "type", "ifb"]);
     host.ns.exec("ip", ["link", "set", "dev", otherNet, "alias", "cni:bandwidth:othernet/x"]);
 
-    const gc = await runBandwidth(host, "GC", {
-      cniVersion: "1.1.0", name, type: "bandwidth", "cni.dev/valid-attachments": [{ containerID: containerIdOf(keep), ifname: "eth0" }],
-    }, {});
+    const gc = await runBandwidth(
+      host,
+      "GC",
+      {
+        cniVersion: "1.1.0",
+        name,
+        type: "bandwidth",
+        "cni.dev/valid-attachments": [{ containerID: containerIdOf(keep), ifname: "eth0" }],
+      },
+      {},
+    );
     assert.equal(gc.code, 0, gc.stdout + gc.stderr);
     assert.ok(linkJson(host, keepIfb), "valid attachment kept");
     assert.equal(linkJson(host, dropIfb), undefined, "stale attachment's IFB removed");
@@ -266,16 +293,31 @@ describe("bandwidth plugin", { skip }, () => {
       const filters = tcJson(x.host, ["filter", "show", "dev", x.veth, "ingress"]).map((f) => {
         const o = f["options"] as Json | undefined;
         const actions = o?.["actions"] as Json[] | undefined;
-        const first = actions?.[0] && { ...actions[0], to_dev: actions[0]["to_dev"] === x.ifb ? "IFB" : actions[0]["to_dev"], index: undefined, ref: undefined, bind: undefined };
+        const first = actions?.[0] && {
+          ...actions[0],
+          to_dev: actions[0]["to_dev"] === x.ifb ? "IFB" : actions[0]["to_dev"],
+          index: undefined,
+          ref: undefined,
+          bind: undefined,
+        };
         return { ...f, options: o && { ...o, actions: first && [first] } };
       });
       return {
-        veth: qdiscs(x.host, x.veth).map(strip), ifb: qdiscs(x.host, x.ifb).map(strip), filters,
-        ifbLink: { mtu: link["mtu"], flags: link["flags"], txqlen: link["txqlen"], kind: (link["linkinfo"] as Json)["info_kind"], operstate: link["operstate"] },
+        veth: qdiscs(x.host, x.veth).map(strip),
+        ifb: qdiscs(x.host, x.ifb).map(strip),
+        filters,
+        ifbLink: {
+          mtu: link["mtu"],
+          flags: link["flags"],
+          txqlen: link["txqlen"],
+          kind: (link["linkinfo"] as Json)["info_kind"],
+          operstate: link["operstate"],
+        },
         resultIfb: x.result.interfaces!.map((i) => (i.name === x.ifb ? "IFB" : i.sandbox ? i.name : "*")),
       };
     };
-    const check = (x: Awaited<ReturnType<typeof run>>, binary: string) => runBandwidth(x.host, "CHECK", { ...x.conf, prevResult: x.result }, x.env, binary);
+    const check = (x: Awaited<ReturnType<typeof run>>, binary: string) =>
+      runBandwidth(x.host, "CHECK", { ...x.conf, prevResult: x.result }, x.env, binary);
     const del = (x: Awaited<ReturnType<typeof run>>) => runBandwidth(x.host, "DEL", x.conf, x.env);
 
     const even = { ingressRate: 1_000_000, ingressBurst: 80_000, egressRate: 2_000_000, egressBurst: 160_000 };
@@ -284,7 +326,10 @@ describe("bandwidth plugin", { skip }, () => {
     assert.deepEqual(state(ours), state(go));
     // Observed Go output: `tbf rate 1Mbit burst 10000b lat 25ms`.
     assert.deepEqual(tbfOf(rootTbf(go.host, go.veth)), { rate: 125000, limit: 13125, buffer: 1_250_000 });
-    for (const [x, other] of [[go, BANDWIDTH], [ours, GO_BANDWIDTH]] as const) {
+    for (const [x, other] of [
+      [go, BANDWIDTH],
+      [ours, GO_BANDWIDTH],
+    ] as const) {
       const r = await check(x, other);
       assert.equal(r.code, 0, `${other} CHECK: ${r.stdout}${r.stderr}`);
     }
@@ -314,7 +359,15 @@ describe("bandwidth plugin", { skip }, () => {
 /** Sends `bytes` over TCP from `from` to `to` (listening on `toIP`); the receiver's count and rate (bytes/s). */
 async function transfer(from: Netns, to: Netns, toIP: string, bytes: number): Promise<{ bytes: number; rate: number }> {
   const port = 20000 + Math.floor(Math.random() * 20000);
-  const server = spawn("ip", ["netns", "exec", to.name, process.execPath, "-e", `
+  const server = spawn(
+    "ip",
+    [
+      "netns",
+      "exec",
+      to.name,
+      process.execPath,
+      "-e",
+      `
     const net = require("net");
     const srv = net.createServer((s) => {
       let n = 0, t0 = 0n;
@@ -323,7 +376,10 @@ async function transfer(from: Netns, to: Netns, toIP: string, bytes: number): Pr
     });
     srv.listen(${port}, "${toIP}", () => console.log("ready"));
     setTimeout(() => process.exit(2), 60000).unref();
-  `], { stdio: ["ignore", "pipe", "inherit"] });
+  `,
+    ],
+    { stdio: ["ignore", "pipe", "inherit"] },
+  );
   const lines: string[] = [];
   let waiting: (() => void) | undefined;
   server.stdout.setEncoding("utf8").on("data", (d: string) => {
@@ -334,19 +390,33 @@ async function transfer(from: Netns, to: Netns, toIP: string, bytes: number): Pr
     const deadline = Date.now() + 60_000;
     while (lines.length === 0) {
       if (Date.now() > deadline || server.exitCode !== null) throw new Error("the test TCP server did not answer");
-      await new Promise<void>((resolve) => { waiting = resolve; setTimeout(resolve, 200); });
+      await new Promise<void>((resolve) => {
+        waiting = resolve;
+        setTimeout(resolve, 200);
+      });
     }
     return lines.shift()!;
   };
   try {
     assert.equal(await nextLine(), "ready");
-    const client = spawn("ip", ["netns", "exec", from.name, process.execPath, "-e", `
+    const client = spawn(
+      "ip",
+      [
+        "netns",
+        "exec",
+        from.name,
+        process.execPath,
+        "-e",
+        `
       const net = require("net");
       const s = net.connect(${port}, "${toIP}", () => { s.end(Buffer.alloc(${bytes}, 120)); });
       s.on("error", (e) => { console.error(e.message); process.exit(1); });
       s.resume();
       setTimeout(() => process.exit(2), 60000).unref();
-    `], { stdio: ["ignore", "ignore", "inherit"] });
+    `,
+      ],
+      { stdio: ["ignore", "ignore", "inherit"] },
+    );
     const clientDone = new Promise<number | null>((resolve) => client.on("exit", resolve));
     const m = JSON.parse(await nextLine()) as { bytes: number; seconds: number };
     await clientDone;

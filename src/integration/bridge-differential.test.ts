@@ -11,7 +11,7 @@ import { describe, test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { existsSync } from "node:fs";
 import path from "node:path";
-import { Cleanup, GO_BIN, Netns, OUR_BIN, runTag, skipReason } from "../testing/harness.js";
+import { Cleanup, GO_BIN, type Netns, OUR_BIN, runTag, skipReason } from "../testing/harness.js";
 import { containerIdOf, Host, ipIn, MIXED_PATH, pingable, pluginDir, type Result } from "../testing/rig.js";
 import { attachmentComment, ipMasqChainName } from "../net/names.js";
 
@@ -24,16 +24,46 @@ type Json = Record<string, unknown>;
  * (random), and the link-local addresses and routes derived from them, are left out. */
 function containerView(ctr: Netns): Json {
   const links = ipIn(ctr, ["-d", "link", "show"]).map((l) => ({
-    name: l["ifname"], mtu: l["mtu"], operstate: l["operstate"], flags: l["flags"], qdisc: l["qdisc"], txqlen: l["txqlen"] ?? 0,
+    name: l["ifname"],
+    mtu: l["mtu"],
+    operstate: l["operstate"],
+    flags: l["flags"],
+    qdisc: l["qdisc"],
+    txqlen: l["txqlen"] ?? 0,
     kind: (l["linkinfo"] as Json | undefined)?.["info_kind"],
   }));
-  const addresses = ipIn(ctr, ["addr", "show"]).flatMap((l) => (l["addr_info"] as Json[])
-    .filter((a) => a["scope"] !== "link")
-    .map((a) => ({ dev: l["ifname"], family: a["family"], local: a["local"], prefixlen: a["prefixlen"], broadcast: a["broadcast"], scope: a["scope"], tentative: a["tentative"] })));
-  const routes = [4, 6].flatMap((f) => ipIn(ctr, [`-${f}`, "route", "show", "table", "all"]))
-    .filter((r) => !String(r["dst"]).startsWith("fe80") && !String(r["dst"]).startsWith("ff00") && r["type"] !== "local" && r["type"] !== "broadcast" && r["type"] !== "multicast");
-  const sysctls = Object.fromEntries(["ipv4/conf/eth0/arp_notify", "ipv6/conf/eth0/accept_dad", "ipv6/conf/eth0/disable_ipv6", "ipv6/conf/lo/disable_ipv6", "ipv6/conf/eth0/accept_ra"]
-    .map((k) => [k, ctr.exec("cat", [`/proc/sys/net/${k}`]).trim()]));
+  const addresses = ipIn(ctr, ["addr", "show"]).flatMap((l) =>
+    (l["addr_info"] as Json[])
+      .filter((a) => a["scope"] !== "link")
+      .map((a) => ({
+        dev: l["ifname"],
+        family: a["family"],
+        local: a["local"],
+        prefixlen: a["prefixlen"],
+        broadcast: a["broadcast"],
+        scope: a["scope"],
+        tentative: a["tentative"],
+      })),
+  );
+  const routes = [4, 6]
+    .flatMap((f) => ipIn(ctr, [`-${f}`, "route", "show", "table", "all"]))
+    .filter(
+      (r) =>
+        !String(r["dst"]).startsWith("fe80") &&
+        !String(r["dst"]).startsWith("ff00") &&
+        r["type"] !== "local" &&
+        r["type"] !== "broadcast" &&
+        r["type"] !== "multicast",
+    );
+  const sysctls = Object.fromEntries(
+    [
+      "ipv4/conf/eth0/arp_notify",
+      "ipv6/conf/eth0/accept_dad",
+      "ipv6/conf/eth0/disable_ipv6",
+      "ipv6/conf/lo/disable_ipv6",
+      "ipv6/conf/eth0/accept_ra",
+    ].map((k) => [k, ctr.exec("cat", [`/proc/sys/net/${k}`]).trim()]),
+  );
   return { links, addresses, routes, sysctls };
 }
 
@@ -44,10 +74,22 @@ function hostView(host: Host, bridge: string, hostVeth: string): Json {
   const slave = ((port["linkinfo"] as Json)["info_slave_data"] ?? {}) as Json;
   return {
     bridge: {
-      mtu: br["mtu"], flags: br["flags"], txqlen: br["txqlen"],
-      addresses: (br["addr_info"] as Json[]).filter((a) => a["scope"] !== "link").map((a) => `${a["local"]}/${a["prefixlen"]} brd ${a["broadcast"] ?? "-"}`),
+      mtu: br["mtu"],
+      flags: br["flags"],
+      txqlen: br["txqlen"],
+      addresses: (br["addr_info"] as Json[])
+        .filter((a) => a["scope"] !== "link")
+        .map((a) => `${a["local"]}/${a["prefixlen"]} brd ${a["broadcast"] ?? "-"}`),
     },
-    port: { mtu: port["mtu"], flags: port["flags"], txqlen: port["txqlen"] ?? 0, master: port["master"], hairpin: slave["hairpin"], isolated: slave["isolated"], state: slave["state"] },
+    port: {
+      mtu: port["mtu"],
+      flags: port["flags"],
+      txqlen: port["txqlen"] ?? 0,
+      master: port["master"],
+      hairpin: slave["hairpin"],
+      isolated: slave["isolated"],
+      state: slave["state"],
+    },
     forwarding: [host.sysctl("net.ipv4.ip_forward"), host.sysctl("net.ipv6.conf.all.forwarding")],
     acceptRa: [host.sysctl(`net.ipv6.conf.${bridge}.accept_ra`), host.sysctl(`net.ipv6.conf.${hostVeth}.accept_ra`)],
   };
@@ -68,7 +110,11 @@ function normalisedNat(host: Host, network: string, containerID: string): string
 /** A result with what differs per run (MACs, veth name, sandbox path) and Go's empty dns taken out. */
 function normalisedResult(r: Result): Json {
   const { dns, ...rest } = r;
-  const interfaces = r.interfaces!.map((i) => ({ name: i.name.startsWith("veth") ? "veth*" : i.name, sandbox: i.sandbox ? "<netns>" : undefined, mac: i.mac ? "<mac>" : undefined }));
+  const interfaces = r.interfaces!.map((i) => ({
+    name: i.name.startsWith("veth") ? "veth*" : i.name,
+    sandbox: i.sandbox ? "<netns>" : undefined,
+    mac: i.mac ? "<mac>" : undefined,
+  }));
   return { ...rest, interfaces, dns: dns && Object.keys(dns).length ? dns : undefined };
 }
 
@@ -81,36 +127,57 @@ describe("bridge: ours against Go's", { skip }, () => {
   before(() => {
     goOnly = GO_BIN;
     oursWithGoIpam = pluginDir(cleanup, {
-      bridge: path.join(OUR_BIN, "bridge"), "host-local": path.join(GO_BIN, "host-local"), portmap: path.join(GO_BIN, "portmap"),
+      bridge: path.join(OUR_BIN, "bridge"),
+      "host-local": path.join(GO_BIN, "host-local"),
+      portmap: path.join(GO_BIN, "portmap"),
     });
   });
   after(() => cleanup.run());
 
   const newHost = (cniPath: string) => new Host(cleanup, `tscni-dh-${tag}-${++seq}`, cniPath);
 
-  const conflist = (host: Host, name: string, bridge: string, keys: Json = {}, plugins: Json[] = []) => host.writeNetwork({
-    cniVersion: "1.0.0", name,
-    plugins: [{
-      type: "bridge", bridge, isGateway: true, ipMasq: true, mtu: 1400, ...keys,
-      ipam: host.hostLocal(["10.202.0.0/24", "fd20:302::/64"], { routes: [{ dst: "0.0.0.0/0" }, { dst: "::/0" }] }),
-    }, ...plugins],
-  });
+  const conflist = (host: Host, name: string, bridge: string, keys: Json = {}, plugins: Json[] = []) =>
+    host.writeNetwork({
+      cniVersion: "1.0.0",
+      name,
+      plugins: [
+        {
+          type: "bridge",
+          bridge,
+          isGateway: true,
+          ipMasq: true,
+          mtu: 1400,
+          ...keys,
+          ipam: host.hostLocal(["10.202.0.0/24", "fd20:302::/64"], { routes: [{ dst: "0.0.0.0/0" }, { dst: "::/0" }] }),
+        },
+        ...plugins,
+      ],
+    });
 
   test("the same conflist gives the same container view, host view, result and nat rules", async (t) => {
-    const sides = await Promise.all([["ours", MIXED_PATH], ["go", goOnly]].map(async ([label, cniPath]) => {
-      const host = newHost(cniPath!);
-      const net = conflist(host, `dn${tag}`, `db${tag}`);
-      const ctr = host.container(`tscni-dc-${tag}-${label}`);
-      const result = await host.add(net, ctr);
-      await new Promise((r) => setTimeout(r, 100));
-      return {
-        label, host, net, ctr, result,
-        container: containerView(ctr),
-        hostSide: hostView(host, `db${tag}`, result.interfaces![1]!.name),
-        nat: normalisedNat(host, net, containerIdOf(ctr)),
-      };
-    }));
-    const [ours, go] = sides as [typeof sides[0], typeof sides[0]];
+    const sides = await Promise.all(
+      [
+        ["ours", MIXED_PATH],
+        ["go", goOnly],
+      ].map(async ([label, cniPath]) => {
+        const host = newHost(cniPath!);
+        const net = conflist(host, `dn${tag}`, `db${tag}`);
+        const ctr = host.container(`tscni-dc-${tag}-${label}`);
+        const result = await host.add(net, ctr);
+        await new Promise((r) => setTimeout(r, 100));
+        return {
+          label,
+          host,
+          net,
+          ctr,
+          result,
+          container: containerView(ctr),
+          hostSide: hostView(host, `db${tag}`, result.interfaces![1]!.name),
+          nat: normalisedNat(host, net, containerIdOf(ctr)),
+        };
+      }),
+    );
+    const [ours, go] = sides as [(typeof sides)[0], (typeof sides)[0]];
     t.diagnostic(`compared: ${JSON.stringify({ container: ours.container, host: ours.hostSide })}`);
     t.diagnostic(`nat: ${ours.nat.replaceAll("\n", " | ")}`);
     assert.deepEqual(ours.container, go.container);
@@ -148,8 +215,19 @@ describe("bridge: ours against Go's", { skip }, () => {
 
   test("mixed chain: our bridge with Go's host-local and portmap", () => mixedChain(oursWithGoIpam, "a"));
 
-  test("mixed chain: Go's bridge with our host-local and Go's portmap", { skip: existsSync(path.join(OUR_BIN, "host-local")) ? undefined : "dist/bin/host-local is not built" }, () =>
-    mixedChain(pluginDir(cleanup, { bridge: path.join(GO_BIN, "bridge"), "host-local": path.join(OUR_BIN, "host-local"), portmap: path.join(GO_BIN, "portmap") }), "b"));
+  test(
+    "mixed chain: Go's bridge with our host-local and Go's portmap",
+    { skip: existsSync(path.join(OUR_BIN, "host-local")) ? undefined : "dist/bin/host-local is not built" },
+    () =>
+      mixedChain(
+        pluginDir(cleanup, {
+          bridge: path.join(GO_BIN, "bridge"),
+          "host-local": path.join(OUR_BIN, "host-local"),
+          portmap: path.join(GO_BIN, "portmap"),
+        }),
+        "b",
+      ),
+  );
 
   test("one bridge, both implementations: reachability, and each one's CHECK and DEL on the other's ADD", async () => {
     const host = newHost(oursWithGoIpam);

@@ -10,7 +10,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { spawn, spawnSync } from "node:child_process";
 import { existsSync, readFileSync, readlinkSync } from "node:fs";
 import path from "node:path";
-import { Cleanup, GO_BIN, Netns, OUR_BIN, runTag, skipReason } from "../testing/harness.js";
+import { Cleanup, GO_BIN, type Netns, OUR_BIN, runTag, skipReason } from "../testing/harness.js";
 import { cniError, containerIdOf, Host, ipIn, pingable, pluginDir, type Result } from "../testing/rig.js";
 import { ipMasqChainName, attachmentComment } from "../net/names.js";
 import { nftIPMasqComment } from "../net/ipmasq.js";
@@ -46,8 +46,10 @@ describe("bridge plugin", { skip }, () => {
 
   before(() => {
     cniPath = pluginDir(cleanup, {
-      bridge: BRIDGE, loopback: path.join(OUR_BIN, "loopback"),
-      "host-local": path.join(GO_BIN, "host-local"), portmap: path.join(GO_BIN, "portmap"),
+      bridge: BRIDGE,
+      loopback: path.join(OUR_BIN, "loopback"),
+      "host-local": path.join(GO_BIN, "host-local"),
+      portmap: path.join(GO_BIN, "portmap"),
     });
   });
   after(() => cleanup.run());
@@ -61,19 +63,23 @@ describe("bridge plugin", { skip }, () => {
   /** A one-plugin bridge conflist. */
   const network = (host: Host, name: string, keys: Json, subnets: string[] | null = ["10.201.0.0/24"], cniVersion = "1.0.0", ipamExtra: Json = {}) =>
     host.writeNetwork({
-      cniVersion, name,
+      cniVersion,
+      name,
       plugins: [{ type: "bridge", ...keys, ...(subnets ? { ipam: host.hostLocal(subnets, ipamExtra) } : {}) }],
     });
 
   const link = (ns: Netns, dev: string) => ipIn(ns, ["-d", "link", "show", "dev", dev])[0]!;
   const addrs = (ns: Netns, dev: string) =>
-    (ipIn(ns, ["addr", "show", "dev", dev])[0]!["addr_info"] as Json[]).filter((a) => a["scope"] !== "link").map((a) => `${a["local"]}/${a["prefixlen"]}`);
+    (ipIn(ns, ["addr", "show", "dev", dev])[0]!["addr_info"] as Json[])
+      .filter((a) => a["scope"] !== "link")
+      .map((a) => `${a["local"]}/${a["prefixlen"]}`);
   const hasLink = (ns: Netns, dev: string) => spawnSync("ip", ["-n", ns.name, "link", "show", "dev", dev]).status === 0;
 
   test("ADD, CHECK, DEL, DEL again: dual-stack gateway bridge with masquerading", async () => {
     const { host, br } = newHost();
-    const net = network(host, `bn${tag}a`, { bridge: br, isGateway: true, ipMasq: true }, ["10.201.0.0/24", "fd20:201::/64"], "1.0.0",
-      { routes: [{ dst: "0.0.0.0/0" }, { dst: "::/0" }] });
+    const net = network(host, `bn${tag}a`, { bridge: br, isGateway: true, ipMasq: true }, ["10.201.0.0/24", "fd20:201::/64"], "1.0.0", {
+      routes: [{ dst: "0.0.0.0/0" }, { dst: "::/0" }],
+    });
     const ctr = host.container(`tscni-bc-${tag}-a`);
     const id = containerIdOf(ctr);
     const r = await host.add(net, ctr);
@@ -97,8 +103,14 @@ describe("bridge plugin", { skip }, () => {
 
     // Container: addresses, routes via the gateways, up.
     assert.deepEqual(addrs(ctr, "eth0").sort(), ["10.201.0.2/24", "fd20:201::2/64"]);
-    assert.deepEqual(ipIn(ctr, ["-4", "route", "show", "default"]).map((x) => x["gateway"]), ["10.201.0.1"]);
-    assert.deepEqual(ipIn(ctr, ["-6", "route", "show", "default"]).map((x) => x["gateway"]), ["fd20:201::1"]);
+    assert.deepEqual(
+      ipIn(ctr, ["-4", "route", "show", "default"]).map((x) => x["gateway"]),
+      ["10.201.0.1"],
+    );
+    assert.deepEqual(
+      ipIn(ctr, ["-6", "route", "show", "default"]).map((x) => x["gateway"]),
+      ["fd20:201::1"],
+    );
     assert.equal(link(ctr, "eth0")["operstate"], "UP");
     // Host: the bridge has both gateways, the veth is its port, forwarding is on.
     assert.deepEqual(addrs(host.ns, br).sort(), ["10.201.0.1/24", "fd20:201::1/64"]);
@@ -198,9 +210,18 @@ describe("bridge plugin", { skip }, () => {
     const net = network(host, `bn${tag}e`, { bridge: br, isDefaultGateway: true }, ["10.201.1.0/24", "fd20:202::/64"]);
     const ctr = host.container(`tscni-bc-${tag}-e`);
     const r = await host.add(net, ctr);
-    assert.deepEqual(r.routes, [{ dst: "0.0.0.0/0", gw: "10.201.1.1" }, { dst: "::/0", gw: "fd20:202::1" }]);
-    assert.deepEqual(ipIn(ctr, ["-4", "route", "show", "default"]).map((x) => x["gateway"]), ["10.201.1.1"]);
-    assert.deepEqual(ipIn(ctr, ["-6", "route", "show", "default"]).map((x) => x["gateway"]), ["fd20:202::1"]);
+    assert.deepEqual(r.routes, [
+      { dst: "0.0.0.0/0", gw: "10.201.1.1" },
+      { dst: "::/0", gw: "fd20:202::1" },
+    ]);
+    assert.deepEqual(
+      ipIn(ctr, ["-4", "route", "show", "default"]).map((x) => x["gateway"]),
+      ["10.201.1.1"],
+    );
+    assert.deepEqual(
+      ipIn(ctr, ["-6", "route", "show", "default"]).map((x) => x["gateway"]),
+      ["fd20:202::1"],
+    );
     assert.deepEqual(addrs(host.ns, br).sort(), ["10.201.1.1/24", "fd20:202::1/64"]);
     await host.must("check", net, ctr);
     await host.must("del", net, ctr);
@@ -229,8 +250,14 @@ describe("bridge plugin", { skip }, () => {
   for (const backend of ["iptables", "nftables"] as const) {
     test(`ipMasq with ipMasqBackend ${backend} masquerades to the outside and is removed by DEL`, async () => {
       const { host, br, n } = newHost();
-      const net = network(host, `bn${tag}m${backend[0]}`, { bridge: br, isGateway: true, ipMasq: true, ipMasqBackend: backend }, ["10.201.3.0/24"],
-        "1.0.0", { routes: [{ dst: "0.0.0.0/0" }] });
+      const net = network(
+        host,
+        `bn${tag}m${backend[0]}`,
+        { bridge: br, isGateway: true, ipMasq: true, ipMasqBackend: backend },
+        ["10.201.3.0/24"],
+        "1.0.0",
+        { routes: [{ dst: "0.0.0.0/0" }] },
+      );
       // An "outside" network that has no route back to the containers: only masqueraded pings come back.
       const outside = host.container(`tscni-bo-${tag}-${n}`);
       host.ns.exec("ip", ["link", "add", "vout", "type", "veth", "peer", "name", "vin", "netns", outside.name]);
@@ -377,7 +404,10 @@ describe("bridge plugin", { skip }, () => {
     const c2 = host.container(`tscni-bc-${tag}-q2`);
     await host.add(net, c1);
     const r2 = await host.add(net, c2);
-    assert.deepEqual(r2.ips!.map((i) => i.address), ["10.201.6.3/24", "fd20:206::3/64"]);
+    assert.deepEqual(
+      r2.ips!.map((i) => i.address),
+      ["10.201.6.3/24", "fd20:206::3/64"],
+    );
     for (const target of ["10.201.6.3", "fd20:206::3", "10.201.6.1", "fd20:206::1"]) {
       assert.ok(await pingable(c1, target), `c1 reaches ${target}`);
     }
@@ -432,7 +462,13 @@ describe("bridge plugin", { skip }, () => {
     if (why) console.log(`# skipping the bridge ${version} result test: ${why}`);
     test(`a ${version} result has the container addresses at interface 2`, { skip: why }, async () => {
       const { host, br } = newHost(version === "1.1.0" ? pluginDir(cleanup, { bridge: BRIDGE, "host-local": OUR_HOST_LOCAL }) : cniPath);
-      const net = network(host, `bn${tag}v${version.replaceAll(".", "")}`, { bridge: br, isGateway: true }, ["10.201.8.0/24", "fd20:208::/64"], version);
+      const net = network(
+        host,
+        `bn${tag}v${version.replaceAll(".", "")}`,
+        { bridge: br, isGateway: true },
+        ["10.201.8.0/24", "fd20:208::/64"],
+        version,
+      );
       const ctr = host.container(`tscni-bc-${tag}-v${version.replaceAll(".", "")}`);
       const r = await host.add(net, ctr);
       assert.equal(r.cniVersion, version);
@@ -462,9 +498,17 @@ describe("bridge plugin", { skip }, () => {
     const comment = (c: Netns) => nftIPMasqComment(net, "eth0", containerIdOf(c));
     assert.ok(host.nftRuleset().includes(comment(stale)));
     const conf = JSON.parse(readFileSync(path.join(host.confDir, `${net}.conflist`), "utf8")) as { plugins: Json[] };
-    const gc = await host.plugin(BRIDGE, "GC", {
-      cniVersion: "1.1.0", name: net, ...conf.plugins[0], "cni.dev/valid-attachments": [{ containerID: containerIdOf(keep), ifname: "eth0" }],
-    }, {});
+    const gc = await host.plugin(
+      BRIDGE,
+      "GC",
+      {
+        cniVersion: "1.1.0",
+        name: net,
+        ...conf.plugins[0],
+        "cni.dev/valid-attachments": [{ containerID: containerIdOf(keep), ifname: "eth0" }],
+      },
+      {},
+    );
     assert.equal(gc.code, 0, gc.stdout + gc.stderr);
     const rules = host.nftRuleset();
     assert.ok(rules.includes(comment(keep)), rules);
@@ -529,8 +573,13 @@ describe("bridge plugin", { skip }, () => {
       const net = network(host, `bn${tag}y`, { bridge: br, isGateway: true, vlan: 100 }, ["10.201.11.0/24"]);
       const ctr = host.container(`tscni-bc-${tag}-y`);
       const r = await host.add(net, ctr);
-      const vlans = JSON.parse(host.ns.exec("bridge", ["-json", "vlan", "show", "dev", r.interfaces![1]!.name])) as Array<{ vlans: Array<{ vlan: number; flags?: string[] }> }>;
-      assert.deepEqual(vlans[0]!.vlans.map((v) => v.vlan), [100]);
+      const vlans = JSON.parse(host.ns.exec("bridge", ["-json", "vlan", "show", "dev", r.interfaces![1]!.name])) as Array<{
+        vlans: Array<{ vlan: number; flags?: string[] }>;
+      }>;
+      assert.deepEqual(
+        vlans[0]!.vlans.map((v) => v.vlan),
+        [100],
+      );
       assert.ok(r.interfaces!.some((i) => i.name === `${br}.100`));
       assert.deepEqual(addrs(host.ns, `${br}.100`), ["10.201.11.1/24"]);
       await host.must("del", net, ctr);
@@ -541,13 +590,17 @@ describe("bridge plugin", { skip }, () => {
       const net = network(host, `bn${tag}z`, { bridge: br, vlanTrunk: [{ id: 5 }, { minID: 10, maxID: 12 }] }, null);
       const ctr = host.container(`tscni-bc-${tag}-z`);
       const r = await host.add(net, ctr);
-      const vlans = JSON.parse(host.ns.exec("bridge", ["-json", "vlan", "show", "dev", r.interfaces![1]!.name])) as Array<{ vlans: Array<{ vlan: number; vlanEnd?: number }> }>;
+      const vlans = JSON.parse(host.ns.exec("bridge", ["-json", "vlan", "show", "dev", r.interfaces![1]!.name])) as Array<{
+        vlans: Array<{ vlan: number; vlanEnd?: number }>;
+      }>;
       const ids = vlans[0]!.vlans.flatMap((v) => (v.vlanEnd ? Array.from({ length: v.vlanEnd - v.vlan + 1 }, (_, i) => v.vlan + i) : [v.vlan]));
       assert.deepEqual(ids, [1, 5, 10, 11, 12]);
       await host.must("del", net, ctr);
     });
 
-    test("without kernel VLAN filtering, vlan on an existing bridge fails cleanly", { skip: missing ? undefined : "this kernel has VLAN filtering" }, async () => {
+    test("without kernel VLAN filtering, vlan on an existing bridge fails cleanly", {
+      skip: missing ? undefined : "this kernel has VLAN filtering",
+    }, async () => {
       const { host, br } = newHost();
       host.ns.exec("ip", ["link", "add", br, "type", "bridge"]);
       const net = network(host, `bn${tag}vl`, { bridge: br, isGateway: true, vlan: 100 }, ["10.201.12.0/24"]);
@@ -561,7 +614,9 @@ describe("bridge plugin", { skip }, () => {
     });
   });
 
-  test("process budget of one bridge + host-local ADD", { skip: spawnSync("strace", ["-V"]).status === 0 ? undefined : "strace is not installed" }, async (t) => {
+  test("process budget of one bridge + host-local ADD", {
+    skip: spawnSync("strace", ["-V"]).status === 0 ? undefined : "strace is not installed",
+  }, async (t) => {
     const counts: Record<string, number> = {};
     for (const [label, ipamPath, extraEnv] of [
       ["our host-local (in-process)", OUR_BIN, {}],
@@ -571,15 +626,34 @@ describe("bridge plugin", { skip }, () => {
       if (!existsSync(path.join(ipamPath, "host-local"))) continue;
       const { host, br, n } = newHost(ipamPath);
       const ctr = host.container(`tscni-bc-${tag}-s${n}`);
-      const conf = { cniVersion: "1.0.0", name: `bn${tag}s${n}`, type: "bridge", bridge: br, isGateway: true, ipMasq: true, mtu: 1400, ipam: host.hostLocal(["10.201.13.0/24"]) };
+      const conf = {
+        cniVersion: "1.0.0",
+        name: `bn${tag}s${n}`,
+        type: "bridge",
+        bridge: br,
+        isGateway: true,
+        ipMasq: true,
+        mtu: 1400,
+        ipam: host.hostLocal(["10.201.13.0/24"]),
+      };
       const trace = path.join(host.dataDir, "strace.out");
       const r = await host.ns.run("strace", ["-f", "-qq", "-e", "trace=execve", "-o", trace, BRIDGE], {
-        env: { ...process.env, ...extraEnv, CNI_COMMAND: "ADD", CNI_PATH: ipamPath, CNI_CONTAINERID: "budget", CNI_NETNS: ctr.path, CNI_IFNAME: "eth0" },
+        env: {
+          ...process.env,
+          ...extraEnv,
+          CNI_COMMAND: "ADD",
+          CNI_PATH: ipamPath,
+          CNI_CONTAINERID: "budget",
+          CNI_NETNS: ctr.path,
+          CNI_IFNAME: "eth0",
+        },
         input: JSON.stringify(conf),
       });
       assert.equal(r.code, 0, r.stdout + r.stderr);
       // Processes that ran a program (the last program of each pid), the plugin itself (the first pid) aside.
-      const lines = readFileSync(trace, "utf8").split("\n").filter((l) => /execve\(.*\) = 0$/.test(l));
+      const lines = readFileSync(trace, "utf8")
+        .split("\n")
+        .filter((l) => /execve\(.*\) = 0$/.test(l));
       const programOf = new Map<string, string>();
       for (const l of lines) programOf.set(l.split(/\s+/)[0]!, /execve\("([^"]+)"/.exec(l)![1]!.split("/").pop()!);
       const children = [...programOf.values()].slice(1);

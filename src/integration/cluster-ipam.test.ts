@@ -52,14 +52,31 @@ describe("cluster-ipam on a 3-member etcd cluster", { skip }, () => {
   const network = (ipam: Json = {}, top: Json = {}) => {
     const name = `cipam-${tag}-${++seq}`;
     return (node: string, extra: Json = {}): Json => ({
-      cniVersion: "1.1.0", name, type: "bridge",
-      ipam: { type: "cluster-ipam", nodeName: node, lockDir, etcd: { endpoints: cluster.endpoints }, ranges: [[{ subnet: "10.70.0.0/16" }]], ...ipam, ...extra },
+      cniVersion: "1.1.0",
+      name,
+      type: "bridge",
+      ipam: {
+        type: "cluster-ipam",
+        nodeName: node,
+        lockDir,
+        etcd: { endpoints: cluster.endpoints },
+        ranges: [[{ subnet: "10.70.0.0/16" }]],
+        ...ipam,
+        ...extra,
+      },
       ...top,
     });
   };
   const args = (conf: Json, containerID: string, ifName = "eth0", cniArgs = ""): CmdArgs => ({
-    containerID, netns: `/run/netns/fake-${containerID}`, ifName, args: cniArgs, path: OUR_BIN, netnsOverride: "",
-    stdinData: Buffer.from(JSON.stringify(conf)), env: { CNI_COMMAND: "ADD", TSCNI_RESIDENT: "exec" }, stderr: process.stderr,
+    containerID,
+    netns: `/run/netns/fake-${containerID}`,
+    ifName,
+    args: cniArgs,
+    path: OUR_BIN,
+    netnsOverride: "",
+    stdinData: Buffer.from(JSON.stringify(conf)),
+    env: { CNI_COMMAND: "ADD", TSCNI_RESIDENT: "exec" },
+    stderr: process.stderr,
   });
   const addrs = (r: Result100) => r.ips!.map((ip) => ip.address.split("/")[0]!);
   const storeOf = (conf: Json) => openStore(parsePoolLocation(Buffer.from(JSON.stringify(conf))));
@@ -84,7 +101,7 @@ describe("cluster-ipam on a 3-member etcd cluster", { skip }, () => {
     const blocks = await store.blocks();
     const owner = new Map(blocks.map((b) => [b.cidr, b.node]));
     for (const node of NODES) {
-      const mine = (await store.allocations(node));
+      const mine = await store.allocations(node);
       assert.equal(mine.length, 200);
       const own = mine.filter((a) => owner.get(a.block.replace(/-(\d+)$/, "/$1")) === node).length;
       assert.ok(own / mine.length >= 0.9, `${node}: ${own} of 200 from its own blocks`);
@@ -92,7 +109,10 @@ describe("cluster-ipam on a 3-member etcd cluster", { skip }, () => {
     }
 
     const dels = await Promise.all(NODES.flatMap((node) => Array.from({ length: 200 }, (_, i) => settle(del(args(conf(node), `${node}-c${i}`))))));
-    assert.deepEqual(dels.filter((r) => r instanceof CniError), []);
+    assert.deepEqual(
+      dels.filter((r) => r instanceof CniError),
+      [],
+    );
     assert.deepEqual(await store.allocations(), [], "no address is allocated");
     const loc = parsePoolLocation(Buffer.from(JSON.stringify(conf("node-a"))));
     const handles = await new EtcdClient({ ...loc.etcd }).range({ key: `${loc.keyPrefix}handles/`, prefix: true, countOnly: true });
@@ -105,13 +125,20 @@ describe("cluster-ipam on a 3-member etcd cluster", { skip }, () => {
     const conf = network({ ranges: [[{ subnet: "10.71.0.0/16" }]] });
     let done = 0;
     let killed: Promise<void> | undefined;
-    const results = await Promise.all(NODES.flatMap((node) => Array.from({ length: 100 }, async (_, i) => {
-      const r = await settle(add(args(conf(node), `${node}-k${i}`)));
-      if (++done === 60) killed = cluster.kill(0, "SIGKILL");
-      return r;
-    })));
+    const results = await Promise.all(
+      NODES.flatMap((node) =>
+        Array.from({ length: 100 }, async (_, i) => {
+          const r = await settle(add(args(conf(node), `${node}-k${i}`)));
+          if (++done === 60) killed = cluster.kill(0, "SIGKILL");
+          return r;
+        }),
+      ),
+    );
     await killed;
-    assert.deepEqual(results.filter((r) => r instanceof CniError).map((e) => (e as CniError).msg), []);
+    assert.deepEqual(
+      results.filter((r) => r instanceof CniError).map((e) => (e as CniError).msg),
+      [],
+    );
     const got = (results as Result100[]).map((r) => addrs(r)[0]!);
     assert.equal(new Set(got).size, 300);
     const store = storeOf(conf("node-a"));
@@ -124,7 +151,7 @@ describe("cluster-ipam on a 3-member etcd cluster", { skip }, () => {
     assert.equal((await store.allocations()).length, 0);
   });
 
-  test("a pool smaller than the demand: the surplus fails with \"no IP addresses available\"; with as many addresses as pods every pod gets one", async () => {
+  test('a pool smaller than the demand: the surplus fails with "no IP addresses available"; with as many addresses as pods every pod gets one', async () => {
     // 10.72.0.0/27 in /29 blocks: .2-.30 without the gateway .1: 29 addresses in 4 blocks for 3 nodes.
     const conf = network({ ranges: [[{ subnet: "10.72.0.0/27" }]], blockSize: 29 });
     const over = await Promise.all(NODES.flatMap((node) => Array.from({ length: 12 }, (_, i) => settle(add(args(conf(node), `${node}-o${i}`))))));
@@ -140,12 +167,23 @@ describe("cluster-ipam on a 3-member etcd cluster", { skip }, () => {
     const pods = NODES.flatMap((node, n) => Array.from({ length: n === 2 ? 9 : 10 }, (_, i) => ({ node, id: `${node}-e${i}` })));
     assert.equal(pods.length, 29);
     const exact = await Promise.all(pods.map((p) => settle(add(args(conf(p.node), p.id)))));
-    assert.deepEqual(exact.filter((r) => r instanceof CniError).map((e) => (e as CniError).msg), []);
+    assert.deepEqual(
+      exact.filter((r) => r instanceof CniError).map((e) => (e as CniError).msg),
+      [],
+    );
     const blocks = await store.blocks();
     assert.equal(blocks.length, 4);
-    assert.ok(blocks.some((b) => b.borrowed > 0), "a node borrowed from another node's block once no block was free");
+    assert.ok(
+      blocks.some((b) => b.borrowed > 0),
+      "a node borrowed from another node's block once no block was free",
+    );
     const statusErr = await settle(status(args(conf("node-a"), "")));
-    assert.ok(statusErr instanceof CniError && statusErr.code === 50 && /no free address in range set 10\.72\.0\.1-10\.72\.0\.30 \(29 addresses, all allocated\)/.test(statusErr.msg), String(statusErr));
+    assert.ok(
+      statusErr instanceof CniError &&
+        statusErr.code === 50 &&
+        /no free address in range set 10\.72\.0\.1-10\.72\.0\.30 \(29 addresses, all allocated\)/.test(statusErr.msg),
+      String(statusErr),
+    );
   });
 
   test("more nodes than blocks fill a pool at once: every address handed out once, the next ADD is refused as exhausted", async () => {
@@ -154,16 +192,29 @@ describe("cluster-ipam on a 3-member etcd cluster", { skip }, () => {
     const conf = network({ ranges: [[{ subnet: "10.73.0.0/24" }]], blockSize: 29 });
     const pods = Array.from({ length: 253 }, (_, i) => ({ node: `fill-${i % 64}`, id: `fill-${i}` }));
     const results = await Promise.all(pods.map((p) => settle(add(args(conf(p.node), p.id)))));
-    assert.deepEqual(results.filter((r) => r instanceof CniError).map((e) => (e as CniError).msg).slice(0, 3), []);
+    assert.deepEqual(
+      results
+        .filter((r) => r instanceof CniError)
+        .map((e) => (e as CniError).msg)
+        .slice(0, 3),
+      [],
+    );
     assert.equal(new Set((results as Result100[]).map((r) => addrs(r)[0])).size, 253);
     const next = await settle(add(args(conf("fill-extra"), "fill-extra")));
-    assert.ok(next instanceof CniError && /^no IP addresses available in range set 10\.73\.0\.1-10\.73\.0\.254: all 253 addresses are allocated/.test(next.msg), String(next));
+    assert.ok(
+      next instanceof CniError &&
+        /^no IP addresses available in range set 10\.73\.0\.1-10\.73\.0\.254: all 253 addresses are allocated/.test(next.msg),
+      String(next),
+    );
     // Any 20 pods go; 20 new pods on other nodes get exactly their addresses.
     const freed = pods.filter((_, i) => i % 12 === 0).slice(0, 20);
     const freedIPs = new Set(freed.map((p) => addrs(results[pods.indexOf(p)] as Result100)[0]));
     await Promise.all(freed.map((p) => del(args(conf(p.node), p.id))));
     const again = await Promise.all(Array.from({ length: 20 }, (_, i) => settle(add(args(conf(`fill-${1 + (i % 11)}`), `again-${i}`)))));
-    assert.deepEqual(again.filter((r) => r instanceof CniError).map((e) => (e as CniError).msg), []);
+    assert.deepEqual(
+      again.filter((r) => r instanceof CniError).map((e) => (e as CniError).msg),
+      [],
+    );
     assert.deepEqual(new Set((again as Result100[]).map((r) => addrs(r)[0])), freedIPs);
   });
 
@@ -189,10 +240,16 @@ describe("cluster-ipam on a 3-member etcd cluster", { skip }, () => {
     sent = etcdRequestsSent();
     await del(withPrev("rt-1", second));
     assert.equal(etcdRequestsSent() - sent, 1, "DEL with the ADD's result: one transaction");
-    assert.equal((await store.allocations()).some((a) => a.ip === rec.ip), false);
+    assert.equal(
+      (await store.allocations()).some((a) => a.ip === rec.ip),
+      false,
+    );
     await del(withPrev("rt-1", second));
     await del(withPrev("rt-x", third)); // rt-3's address, named by another attachment's DEL
-    assert.ok((await store.allocations()).some((a) => a.containerID === "rt-3" && a.ip === addrs(third)[0]), "rt-3 keeps its address");
+    assert.ok(
+      (await store.allocations()).some((a) => a.containerID === "rt-3" && a.ip === addrs(third)[0]),
+      "rt-3 keeps its address",
+    );
   });
 
   test("a node silent longer than nodeGraceSeconds: its blocks go to a node that finds none free; back, it takes nothing another owns", async () => {
@@ -210,7 +267,14 @@ describe("cluster-ipam on a 3-member etcd cluster", { skip }, () => {
     const all = await store.allocations();
     assert.equal(all.length, 29);
     assert.equal(all.filter((a) => a.node === "gone").length, 0, "the silent node's allocations were released");
-    assert.deepEqual(all.filter((a) => a.node === "fresh").map((a) => a.ip).sort(), [...fresh].sort(), "a recent node keeps what it has");
+    assert.deepEqual(
+      all
+        .filter((a) => a.node === "fresh")
+        .map((a) => a.ip)
+        .sort(),
+      [...fresh].sort(),
+      "a recent node keeps what it has",
+    );
     const blocks = await store.blocks();
     assert.ok(!blocks.some((x) => x.node === "gone"), "no block is the silent node's any more");
     assert.equal(blocks.filter((x) => x.node === "fresh").length, 1);
@@ -243,7 +307,11 @@ describe("cluster-ipam on a 3-member etcd cluster", { skip }, () => {
     assert.ok(taken instanceof CniError);
     assert.equal(taken.msg, "requested IP address 10.73.0.50 is already allocated to container req1 (eth0) on node node-a");
     const excluded = await settle(add(args(conf("node-b"), "req3", "eth0", "IP=10.73.0.100")));
-    assert.ok(excluded instanceof CniError && /requested IP 10\.73\.0\.100 cannot be allocated: 10\.73\.0\.100 is excluded \(ipam\.exclude\[0\]\)/.test(excluded.msg), String(excluded));
+    assert.ok(
+      excluded instanceof CniError &&
+        /requested IP 10\.73\.0\.100 cannot be allocated: 10\.73\.0\.100 is excluded \(ipam\.exclude\[0\]\)/.test(excluded.msg),
+      String(excluded),
+    );
     const auto = await settle(add(args(conf("node-b"), "req4")));
     assert.ok(!(auto instanceof CniError), String(auto));
     const fromRuntime = await add(args({ ...conf("node-b"), runtimeConfig: { ips: ["fd73::99"] } }, "req5"));
@@ -330,7 +398,11 @@ describe("cluster-ipam on a 3-member etcd cluster", { skip }, () => {
   });
 
   test("the shipped binary: ADD, CHECK, STATUS, GC, DEL as a runtime runs them; bad input is one CNI error", async () => {
-    const conf = network({ ranges: [[{ subnet: "10.77.0.0/24" }], [{ subnet: "fd77::/64" }]], routes: [{ dst: "0.0.0.0/0" }], dns: { nameservers: ["10.77.0.53"] } });
+    const conf = network({
+      ranges: [[{ subnet: "10.77.0.0/24" }], [{ subnet: "fd77::/64" }]],
+      routes: [{ dst: "0.0.0.0/0" }],
+      dns: { nameservers: ["10.77.0.53"] },
+    });
     const c = conf("node-a");
     const added = await runPlugin(OUR_BIN, "cluster-ipam", { command: "ADD", containerID: "bin1" }, c);
     assert.equal(added.exitCode, 0, added.stdout + added.stderr);
@@ -342,7 +414,11 @@ describe("cluster-ipam on a 3-member etcd cluster", { skip }, () => {
     const checkOther = await runPlugin(OUR_BIN, "cluster-ipam", { command: "CHECK", containerID: "bin2" }, c);
     assert.equal(checkOther.json.code, 999);
     assert.match(checkOther.json.msg, /no address is allocated to container bin2 \(eth0\)/);
-    assert.equal((await runPlugin(OUR_BIN, "cluster-ipam", { command: "GC" }, { ...c, "cni.dev/valid-attachments": [{ containerID: "bin1", ifname: "eth0" }] })).exitCode, 0);
+    assert.equal(
+      (await runPlugin(OUR_BIN, "cluster-ipam", { command: "GC" }, { ...c, "cni.dev/valid-attachments": [{ containerID: "bin1", ifname: "eth0" }] }))
+        .exitCode,
+      0,
+    );
     assert.equal((await storeOf(c).allocations()).length, 2, "GC kept the valid attachment");
     for (let i = 0; i < 2; i++) assert.equal((await runPlugin(OUR_BIN, "cluster-ipam", { command: "DEL", containerID: "bin1" }, c)).exitCode, 0);
     assert.equal((await storeOf(c).allocations()).length, 0);
@@ -350,7 +426,12 @@ describe("cluster-ipam on a 3-member etcd cluster", { skip }, () => {
     const bad = await runPlugin(OUR_BIN, "cluster-ipam", { command: "ADD", containerID: "bin3" }, conf("node-a", { blockSize: 8 }));
     assert.equal(bad.exitCode, 1);
     assert.deepEqual(bad.json, { code: 7, msg: 'invalid "ipam.blockSize": 8 (want an IPv4 prefix length from 20 to 32)' });
-    const noEtcd = await runPlugin(OUR_BIN, "cluster-ipam", { command: "ADD", containerID: "bin3" }, { ...c, ipam: { ...(c["ipam"] as Json), etcd: undefined } });
+    const noEtcd = await runPlugin(
+      OUR_BIN,
+      "cluster-ipam",
+      { command: "ADD", containerID: "bin3" },
+      { ...c, ipam: { ...(c["ipam"] as Json), etcd: undefined } },
+    );
     assert.equal(noEtcd.json.code, 7);
   });
 
@@ -360,11 +441,19 @@ describe("cluster-ipam on a 3-member etcd cluster", { skip }, () => {
     const confDir = path.join(base, `conf-${seq}`);
     mkdirSync(confDir);
     const c = conf("node-a");
-    writeFileSync(path.join(confDir, "10-c.conflist"), JSON.stringify({ cniVersion: "1.1.0", name: c["name"], plugins: [{ type: "bridge", bridge: "x", ipam: c["ipam"] }] }));
+    writeFileSync(
+      path.join(confDir, "10-c.conflist"),
+      JSON.stringify({ cniVersion: "1.1.0", name: c["name"], plugins: [{ type: "bridge", bridge: "x", ipam: c["ipam"] }] }),
+    );
     const cnitool = async (...argv: string[]) => {
       let out = "";
       let err = "";
-      const code = await runCnitool(argv, { env: { NETCONFPATH: confDir, TSCNI_RESIDENT: "exec" }, cwd: base, stdout: (s) => (out += s), stderr: (s) => (err += s) });
+      const code = await runCnitool(argv, {
+        env: { NETCONFPATH: confDir, TSCNI_RESIDENT: "exec" },
+        cwd: base,
+        stdout: (s) => (out += s),
+        stderr: (s) => (err += s),
+      });
       return { code, out, err };
     };
     const blocks = await cnitool("ipam", "blocks", String(c["name"]));
@@ -391,7 +480,10 @@ describe("cluster-ipam on a 3-member etcd cluster", { skip }, () => {
     const conf = network({ ranges: [[{ subnet: "10.79.0.0/24" }]] });
     for (let i = 0; i < 3; i++) await add(args(conf(NODES[i]!), `down-${i}`));
     const store = storeOf(conf("node-a"));
-    const before = { blocks: (await store.blocks()).map((b) => [b.cidr, b.node, b.used]), allocations: (await store.allocations()).map((a) => [a.ip, a.containerID, a.node]) };
+    const before = {
+      blocks: (await store.blocks()).map((b) => [b.cidr, b.node, b.used]),
+      allocations: (await store.allocations()).map((a) => [a.ip, a.containerID, a.node]),
+    };
 
     await cluster.stopMembers();
     // A call budget of one round: the call fails as soon as its request has (by default it would wait 100 s).
@@ -401,26 +493,45 @@ describe("cluster-ipam on a 3-member etcd cluster", { skip }, () => {
     const took = Date.now() - t0;
     assert.equal(r.exitCode, 1);
     assert.equal(r.json.code, 11, r.stdout);
-    assert.match(r.json.msg, /^cluster-ipam: ADD: etcd is unreachable: etcd did not answer within 1500 ms \(requestTimeoutMs\): http:\/\/127\.0\.0\.1:\d+: connect ECONNREFUSED/);
+    assert.match(
+      r.json.msg,
+      /^cluster-ipam: ADD: etcd is unreachable: etcd did not answer within 1500 ms \(requestTimeoutMs\): http:\/\/127\.0\.0\.1:\d+: connect ECONNREFUSED/,
+    );
     assert.ok(took < 1500 + 1500, `answered after ${took} ms`);
     const st = await runPlugin(OUR_BIN, "cluster-ipam", { command: "STATUS" }, c);
     assert.equal(st.json.code, 50);
     assert.match(st.json.msg, /etcd is unreachable/);
 
     // bridge delegating to cluster-ipam: the IPAM error comes back, and no link or address is left.
-    const host = new Host(cleanup, `tscni-cip-${tag}`, pluginDir(cleanup, { bridge: path.join(OUR_BIN, "bridge"), "cluster-ipam": path.join(OUR_BIN, "cluster-ipam") }));
+    const host = new Host(
+      cleanup,
+      `tscni-cip-${tag}`,
+      pluginDir(cleanup, { bridge: path.join(OUR_BIN, "bridge"), "cluster-ipam": path.join(OUR_BIN, "cluster-ipam") }),
+    );
     const ctr = host.container(`tscni-cipc-${tag}`);
     const bridgeConf = { ...c, type: "bridge", bridge: `cb${tag}`, isGateway: true };
     const br = await host.plugin(path.join(OUR_BIN, "bridge"), "ADD", bridgeConf, { CNI_NETNS: ctr.path, CNI_CONTAINERID: "down-bridge" });
     assert.equal(br.code, 1);
     assert.equal((JSON.parse(br.stdout) as { code: number }).code, 11, br.stdout);
-    assert.deepEqual(ipIn(ctr, ["link", "show"]).map((l) => l["ifname"]).filter((n) => n !== "lo"), [], "nothing in the container");
+    assert.deepEqual(
+      ipIn(ctr, ["link", "show"])
+        .map((l) => l["ifname"])
+        .filter((n) => n !== "lo"),
+      [],
+      "nothing in the container",
+    );
     assert.deepEqual(host.veths(), [], "no veth on the host");
 
     await cluster.restart();
-    const afterRestart = { blocks: (await store.blocks()).map((b) => [b.cidr, b.node, b.used]), allocations: (await store.allocations()).map((a) => [a.ip, a.containerID, a.node]) };
+    const afterRestart = {
+      blocks: (await store.blocks()).map((b) => [b.cidr, b.node, b.used]),
+      allocations: (await store.allocations()).map((a) => [a.ip, a.containerID, a.node]),
+    };
     assert.deepEqual(afterRestart, before);
-    assert.equal((await store.allocations()).some((a) => a.containerID.startsWith("down-x") || a.containerID === "down-bridge"), false);
+    assert.equal(
+      (await store.allocations()).some((a) => a.containerID.startsWith("down-x") || a.containerID === "down-bridge"),
+      false,
+    );
   });
 
   test("TLS with client certificates and a user: the binary (Bun) and in-process (Node) both connect; a wrong password is code 7", async () => {
@@ -432,7 +543,14 @@ describe("cluster-ipam on a 3-member etcd cluster", { skip }, () => {
     await enableAuth(tlsCluster.endpoints[0]!, files, "root", "rootpw");
     const conf = network({
       ranges: [[{ subnet: "10.80.0.0/24" }]],
-      etcd: { endpoints: tlsCluster.endpoints, certFile: files.clientCertFile, keyFile: files.clientKeyFile, caFile: files.caFile, username: "root", password: "rootpw" },
+      etcd: {
+        endpoints: tlsCluster.endpoints,
+        certFile: files.clientCertFile,
+        keyFile: files.clientKeyFile,
+        caFile: files.caFile,
+        username: "root",
+        password: "rootpw",
+      },
     });
     const c = conf("node-a");
     const viaBinary = await runPlugin(OUR_BIN, "cluster-ipam", { command: "ADD", containerID: "tls1" }, c);
@@ -462,28 +580,65 @@ function makeCertificates(dir: string) {
   writeFileSync(path.join(dir, "client.ext"), "extendedKeyUsage=clientAuth\n");
   // etcd 3.4's gateway refuses client certificates with a Common Name once authentication is on (the CN would
   // name a user): the client's certificate has none, and the user comes from username/password.
-  for (const [name, subject] of [["server", "/CN=127.0.0.1"], ["client", "/O=tscni-cni"]] as const) {
+  for (const [name, subject] of [
+    ["server", "/CN=127.0.0.1"],
+    ["client", "/O=tscni-cni"],
+  ] as const) {
     run("req", "-newkey", "rsa:2048", "-nodes", "-subj", subject, "-keyout", `${name}.key`, "-out", `${name}.csr`);
-    run("x509", "-req", "-in", `${name}.csr`, "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial", "-days", "2", "-extfile", `${name}.ext`, "-out", `${name}.crt`);
+    run(
+      "x509",
+      "-req",
+      "-in",
+      `${name}.csr`,
+      "-CA",
+      "ca.crt",
+      "-CAkey",
+      "ca.key",
+      "-CAcreateserial",
+      "-days",
+      "2",
+      "-extfile",
+      `${name}.ext`,
+      "-out",
+      `${name}.crt`,
+    );
   }
   const f = (n: string) => path.join(dir, n);
-  return { certFile: f("server.crt"), keyFile: f("server.key"), caFile: f("ca.crt"), clientCertFile: f("client.crt"), clientKeyFile: f("client.key") };
+  return {
+    certFile: f("server.crt"),
+    keyFile: f("server.key"),
+    caFile: f("ca.crt"),
+    clientCertFile: f("client.crt"),
+    clientKeyFile: f("client.key"),
+  };
 }
 
 /** Adds user `name` with the root role and turns authentication on (etcd's auth API through the gateway). */
 async function enableAuth(endpoint: string, files: ReturnType<typeof makeCertificates>, name: string, password: string) {
   const { readFileSync } = await import("node:fs");
   const https = await import("node:https");
-  const post = (p: string, body: Json) => new Promise<string>((resolve, reject) => {
-    const req = https.request(new URL(p, endpoint), {
-      method: "POST", cert: readFileSync(files.clientCertFile), key: readFileSync(files.clientKeyFile), ca: readFileSync(files.caFile), agent: false,
-    }, (res) => {
-      let s = "";
-      res.setEncoding("utf8").on("data", (c: string) => (s += c)).on("end", () => (res.statusCode === 200 ? resolve(s) : reject(new Error(`${p}: ${s}`))));
+  const post = (p: string, body: Json) =>
+    new Promise<string>((resolve, reject) => {
+      const req = https.request(
+        new URL(p, endpoint),
+        {
+          method: "POST",
+          cert: readFileSync(files.clientCertFile),
+          key: readFileSync(files.clientKeyFile),
+          ca: readFileSync(files.caFile),
+          agent: false,
+        },
+        (res) => {
+          let s = "";
+          res
+            .setEncoding("utf8")
+            .on("data", (c: string) => (s += c))
+            .on("end", () => (res.statusCode === 200 ? resolve(s) : reject(new Error(`${p}: ${s}`))));
+        },
+      );
+      req.on("error", reject);
+      req.end(JSON.stringify(body));
     });
-    req.on("error", reject);
-    req.end(JSON.stringify(body));
-  });
   await post("/v3/auth/user/add", { name, password });
   await post("/v3/auth/user/grant", { user: name, role: "root" });
   await post("/v3/auth/enable", {});

@@ -7,7 +7,7 @@ import { describe, test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
-import { CNITOOL, Cleanup, GO_BIN, Netns, runTag, skipReason, writeJson } from "../testing/harness.js";
+import { CNITOOL, Cleanup, GO_BIN, type Netns, runTag, skipReason, writeJson } from "../testing/harness.js";
 import { containerIdForNetns } from "../cnitool/cnitool.js";
 
 const skip = skipReason(true);
@@ -27,7 +27,10 @@ describe("cnitool with the Go reference plugins", { skip }, () => {
     name: `tcnet${tag}`,
     plugins: [
       {
-        type: "bridge", bridge: bridgeName, isGateway: true, ipMasq: true,
+        type: "bridge",
+        bridge: bridgeName,
+        isGateway: true,
+        ipMasq: true,
         ipam: { type: "host-local", ranges: [[{ subnet: "10.213.0.0/24" }]], routes: [{ dst: "0.0.0.0/0" }], dataDir: "" },
       },
       { type: "portmap", capabilities: { portMappings: true }, snat: true },
@@ -48,11 +51,16 @@ describe("cnitool with the Go reference plugins", { skip }, () => {
     chain.plugins[0]!.ipam!.dataDir = dataDir;
     writeJson(path.join(confDir, "10-chain.conflist"), chain);
     writeJson(path.join(confDir, "20-single.conf"), {
-      cniVersion: "0.4.0", name: `tcsingle${tag}`, type: "bridge", bridge: `tcsb${tag}`, isGateway: true,
+      cniVersion: "0.4.0",
+      name: `tcsingle${tag}`,
+      type: "bridge",
+      bridge: `tcsb${tag}`,
+      isGateway: true,
       ipam: { type: "host-local", subnet: "10.214.0.0/24", dataDir },
     });
     writeJson(path.join(confDir, "30-par.conflist"), {
-      cniVersion: "1.0.0", name: `tcpar${tag}`,
+      cniVersion: "1.0.0",
+      name: `tcpar${tag}`,
       plugins: [{ type: "bridge", bridge: `tcpb${tag}`, isGateway: true, ipam: { type: "host-local", subnet: "10.215.0.0/24", dataDir } }],
     });
   });
@@ -84,7 +92,10 @@ describe("cnitool with the Go reference plugins", { skip }, () => {
     assert.equal(cached["kind"], "cniCacheV1");
     assert.equal(cached["containerId"], containerID);
     assert.deepEqual(JSON.parse(Buffer.from(cached["config"] as string, "base64").toString()), chain);
-    assert.deepEqual(cached["cniArgs"], [["IgnoreUnknown", "1"], ["IP", "10.213.0.77"]]);
+    assert.deepEqual(cached["cniArgs"], [
+      ["IgnoreUnknown", "1"],
+      ["IP", "10.213.0.77"],
+    ]);
 
     // portmap's DNAT rules are in the (test) host's firewall.
     const rules = host.exec("iptables-save", ["-t", "nat"]);

@@ -16,7 +16,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { readCommandLog, stdinOf } from "../testing/plugins/noop-debug.js";
 import type { PodSandboxConfig } from "../testing/cri-client.js";
 import { PrivateContainerd, buildPauseImage, containerdSkipReason, linkPluginDir, type SandboxNetns } from "../testing/containerd.js";
-import { Cleanup, Netns, OUR_BIN, TEST_BIN, runCommand, runTag } from "../testing/harness.js";
+import { Cleanup, type Netns, OUR_BIN, TEST_BIN, runCommand, runTag } from "../testing/harness.js";
 import { RESIDENT_PASS, startResidentHost } from "../testing/resident-host.js";
 import { docSnippet } from "../testing/doc-snippets.js";
 
@@ -33,12 +33,18 @@ const HOST_ADDR = "10.234.100.1";
 const PAUSE_IMAGE_REPO = "localhost/tscni-pause";
 
 /** A tiny HTTP GET run in the host namespace: prints the body, exits 1 on any failure. */
-const FETCH = 'const [h,p]=process.argv.slice(1);const s=require("net").connect(+p,h,()=>s.write("GET / HTTP/1.0\\r\\n\\r\\n"));let d="";s.on("data",b=>d+=b);s.on("end",()=>{const i=d.indexOf("\\r\\n\\r\\n");if(i<0)process.exit(1);process.stdout.write(d.slice(i+4))});s.on("error",()=>process.exit(1));setTimeout(()=>process.exit(1),2000).unref()';
+const FETCH =
+  'const [h,p]=process.argv.slice(1);const s=require("net").connect(+p,h,()=>s.write("GET / HTTP/1.0\\r\\n\\r\\n"));let d="";s.on("data",b=>d+=b);s.on("end",()=>{const i=d.indexOf("\\r\\n\\r\\n");if(i<0)process.exit(1);process.stdout.write(d.slice(i+4))});s.on("error",()=>process.exit(1));setTimeout(()=>process.exit(1),2000).unref()';
 /** A one-page HTTP responder on port 80, run in a sandbox's network namespace; prints "ready" when listening. */
-const RESPOND = 'require("net").createServer(s=>{s.on("data",()=>s.end("HTTP/1.0 200 OK\\r\\n\\r\\n"+process.argv[1]+"\\n"));s.on("error",()=>{})}).listen(80,"0.0.0.0",()=>console.log("ready"))';
+const RESPOND =
+  'require("net").createServer(s=>{s.on("data",()=>s.end("HTTP/1.0 200 OK\\r\\n\\r\\n"+process.argv[1]+"\\n"));s.on("error",()=>{})}).listen(80,"0.0.0.0",()=>console.log("ready"))';
 
 /** The runtimeConfig a plugin saw in its stdin, as recorded by the noop plugin. */
-interface RecordedCall { command: string; containerId: string; runtimeConfig: Record<string, unknown> }
+interface RecordedCall {
+  command: string;
+  containerId: string;
+  runtimeConfig: Record<string, unknown>;
+}
 
 describe(`containerd's CRI with the plugin directory ${PLUGIN_DIR}`, { skip }, () => {
   const cleanup = new Cleanup();
@@ -96,10 +102,11 @@ describe(`containerd's CRI with the plugin directory ${PLUGIN_DIR}`, { skip }, (
   }
 
   /** What the recording plugin (noop) saw, call by call. */
-  const recordedCalls = (): RecordedCall[] => readCommandLog(noopLog).map((e) => {
-    const conf = JSON.parse(stdinOf(e.CmdArgs)) as { runtimeConfig?: Record<string, unknown> };
-    return { command: e.Command, containerId: e.CmdArgs.ContainerID, runtimeConfig: conf.runtimeConfig ?? {} };
-  });
+  const recordedCalls = (): RecordedCall[] =>
+    readCommandLog(noopLog).map((e) => {
+      const conf = JSON.parse(stdinOf(e.CmdArgs)) as { runtimeConfig?: Record<string, unknown> };
+      return { command: e.Command, containerId: e.CmdArgs.ContainerID, runtimeConfig: conf.runtimeConfig ?? {} };
+    });
   const addOf = (id: string): RecordedCall => {
     const call = recordedCalls().find((c) => c.command === "ADD" && c.containerId === id);
     assert.ok(call, `the recording plugin saw no ADD for ${id}`);
@@ -108,14 +115,15 @@ describe(`containerd's CRI with the plugin directory ${PLUGIN_DIR}`, { skip }, (
 
   const cachedResults = () => (existsSync(CACHE) ? readdirSync(CACHE).filter((f) => f.startsWith(`${network}-`)) : []);
   /** go-cni's loopback attachments of this run's sandboxes (told apart by the pod namespace in their CNI_ARGS). */
-  const loopbackResults = () => (existsSync(CACHE) ? readdirSync(CACHE) : []).filter((f) => {
-    if (!f.startsWith("cni-loopback-")) return false;
-    try {
-      return readFileSync(path.join(CACHE, f), "utf8").includes(`["K8S_POD_NAMESPACE","${podNamespace}"]`);
-    } catch {
-      return false;
-    }
-  });
+  const loopbackResults = () =>
+    (existsSync(CACHE) ? readdirSync(CACHE) : []).filter((f) => {
+      if (!f.startsWith("cni-loopback-")) return false;
+      try {
+        return readFileSync(path.join(CACHE, f), "utf8").includes(`["K8S_POD_NAMESPACE","${podNamespace}"]`);
+      } catch {
+        return false;
+      }
+    });
 
   const vethsOnBridge = () => (host.ipJson(["link", "show", "master", bridge]) as Array<{ ifname: string }>).map((l) => l.ifname);
   const netnsMounts = () => (existsSync(ctrd!.netnsDir) ? readdirSync(ctrd!.netnsDir) : []);
@@ -171,23 +179,40 @@ describe(`containerd's CRI with the plugin directory ${PLUGIN_DIR}`, { skip }, (
     const noopDebug = path.join(base, "noop-debug.json");
     writeFileSync(noopDebug, JSON.stringify({ ReportResult: '{"cniVersion":"1.0.0"}' }));
     const noop = path.join(base, "noop-serialised");
-    writeFileSync(noop, `#!/bin/sh\nexec flock ${JSON.stringify(path.join(base, "noop.lock"))} ${JSON.stringify(path.join(TEST_BIN, "noop"))} "$@"\n`);
+    writeFileSync(
+      noop,
+      `#!/bin/sh\nexec flock ${JSON.stringify(path.join(base, "noop.lock"))} ${JSON.stringify(path.join(TEST_BIN, "noop"))} "$@"\n`,
+    );
     chmodSync(noop, 0o755);
     const binDir = linkPluginDir(path.join(base, "cni-bin"), PLUGIN_DIR, { noop });
 
-    writeFileSync(path.join(confDir, `10-${network}.conflist`), JSON.stringify({
-      cniVersion: "1.0.0", name: network,
-      plugins: [
-        { type: "noop", debugFile: noopDebug, commandLog: noopLog, capabilities: { dns: true, bandwidth: true, portMappings: true } },
-        { type: "bridge", bridge, isGateway: true, ipMasq: true, hairpinMode: true,
-          ipam: { type: "host-local", dataDir: ipamDir, routes: [{ dst: "0.0.0.0/0" }], ranges: [[{ subnet: `${SUBNET_PREFIX}0/24` }]] } },
-        // dataDir: where our plugins keep state for GC (Go's tuning uses it too; Go's portmap and firewall ignore it).
-        { type: "portmap", capabilities: { portMappings: true }, dataDir: path.join(base, "portmap") },
-        { type: "firewall", dataDir: path.join(base, "firewall") },
-        { type: "tuning", dataDir: path.join(base, "tuning") },
-        { type: "bandwidth", capabilities: { bandwidth: true } },
-      ],
-    }, null, 2));
+    writeFileSync(
+      path.join(confDir, `10-${network}.conflist`),
+      JSON.stringify(
+        {
+          cniVersion: "1.0.0",
+          name: network,
+          plugins: [
+            { type: "noop", debugFile: noopDebug, commandLog: noopLog, capabilities: { dns: true, bandwidth: true, portMappings: true } },
+            {
+              type: "bridge",
+              bridge,
+              isGateway: true,
+              ipMasq: true,
+              hairpinMode: true,
+              ipam: { type: "host-local", dataDir: ipamDir, routes: [{ dst: "0.0.0.0/0" }], ranges: [[{ subnet: `${SUBNET_PREFIX}0/24` }]] },
+            },
+            // dataDir: where our plugins keep state for GC (Go's tuning uses it too; Go's portmap and firewall ignore it).
+            { type: "portmap", capabilities: { portMappings: true }, dataDir: path.join(base, "portmap") },
+            { type: "firewall", dataDir: path.join(base, "firewall") },
+            { type: "tuning", dataDir: path.join(base, "tuning") },
+            { type: "bandwidth", capabilities: { bandwidth: true } },
+          ],
+        },
+        null,
+        2,
+      ),
+    );
 
     const sandboxImage = `${PAUSE_IMAGE_REPO}-${tag}:v1`;
     const imageArchive = buildPauseImage(base, sandboxImage);
@@ -201,7 +226,13 @@ describe(`containerd's CRI with the plugin directory ${PLUGIN_DIR}`, { skip }, (
       pinned = { mountNs: resident.mountNs, env: { TSCNI_RESIDENT_SOCKET: resident.socket } };
     }
     ctrd = await PrivateContainerd.start({
-      base: ctrdBase, cniBinDir: binDir, cniConfDir: confDir, sandboxImage, imageArchive, hostNetns: host.path, ...(pinned ? { pinned } : {}),
+      base: ctrdBase,
+      cniBinDir: binDir,
+      cniConfDir: confDir,
+      sandboxImage,
+      imageArchive,
+      hostNetns: host.path,
+      ...(pinned ? { pinned } : {}),
     });
     const c = ctrd;
     cleanup.add(() => c.kill());
@@ -240,8 +271,11 @@ describe(`containerd's CRI with the plugin directory ${PLUGIN_DIR}`, { skip }, (
 
   test("a published port (container 80 -> host port) answers on the host's 127.0.0.1 and its own address", async (t) => {
     const id = await runSandbox("web", { portMappings: [{ protocol: "TCP", containerPort: 80, hostPort }] });
-    assert.deepEqual(addOf(id).runtimeConfig["portMappings"], [{ HostPort: hostPort, ContainerPort: 80, Protocol: "tcp", HostIP: "" }],
-      "containerd's go-cni sends Go field names");
+    assert.deepEqual(
+      addOf(id).runtimeConfig["portMappings"],
+      [{ HostPort: hostPort, ContainerPort: 80, Protocol: "tcp", HostIP: "" }],
+      "containerd's go-cni sends Go field names",
+    );
     const ns = await ctrd!.sandboxNetns(id);
     const [cmd, ...args] = ctrd!.inSandbox(ns);
     const page = `hello from containerd sandbox ${tag}`;
@@ -275,8 +309,12 @@ describe(`containerd's CRI with the plugin directory ${PLUGIN_DIR}`, { skip }, (
   test("bandwidth annotations reach the plugins and put a tbf qdisc on the host veth", async () => {
     const annotations = { "kubernetes.io/ingress-bandwidth": "1M", "kubernetes.io/egress-bandwidth": "2M" };
     const id = await runSandbox("shaped", { annotations });
-    assert.deepEqual(addOf(id).runtimeConfig["bandwidth"],
-      { IngressRate: 1_000_000, IngressBurst: 2 ** 32 - 1, EgressRate: 2_000_000, EgressBurst: 2 ** 32 - 1 });
+    assert.deepEqual(addOf(id).runtimeConfig["bandwidth"], {
+      IngressRate: 1_000_000,
+      IngressBurst: 2 ** 32 - 1,
+      EgressRate: 2_000_000,
+      EgressBurst: 2 ** 32 - 1,
+    });
     const veth = await hostVethOf(await ctrd!.sandboxNetns(id));
     const qdiscs = host.exec("tc", ["qdisc", "show", "dev", veth.ifname]);
     assert.match(qdiscs, /qdisc tbf /, `tbf on ${veth.ifname}:\n${qdiscs}`);
@@ -335,12 +373,21 @@ describe("docs/runtimes.md's network config through containerd", { skip: skip ??
     const imageArchive = buildPauseImage(base, sandboxImage);
     mkdirSync(path.join(base, "containerd"));
     ctrd = await PrivateContainerd.start({
-      base: path.join(base, "containerd"), cniBinDir: PLUGIN_DIR, cniConfDir: confDir, sandboxImage, imageArchive, hostNetns: host.path, cniCacheDir: cache,
+      base: path.join(base, "containerd"),
+      cniBinDir: PLUGIN_DIR,
+      cniConfDir: confDir,
+      sandboxImage,
+      imageArchive,
+      hostNetns: host.path,
+      cniCacheDir: cache,
     });
     const c = ctrd;
     cleanup.add(() => c.kill());
     const id = await c.cri.runPodSandbox({
-      metadata: { name: "doc", uid: `uid-doc-${tag}`, namespace: `tscni-${tag}`, attempt: 0 }, hostname: "doc", labels: {}, linux: { cgroupParent: c.cgroupParent },
+      metadata: { name: "doc", uid: `uid-doc-${tag}`, namespace: `tscni-${tag}`, attempt: 0 },
+      hostname: "doc",
+      labels: {},
+      linux: { cgroupParent: c.cgroupParent },
     });
     const { status } = await c.cri.podSandboxStatus(id);
     assert.match(status.network?.ip ?? "", /^10\.85\.\d+\.\d+$/);

@@ -20,17 +20,19 @@ import { chmodSync, chownSync, existsSync, linkSync, lstatSync, mkdirSync, readd
 import net from "node:net";
 import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
-import { Cleanup, GO_BIN, Netns, OUR_BIN, runTag, skipReason, missing } from "../testing/harness.js";
-import { type PluginRun } from "../testing/plugin-run.js";
+import { Cleanup, GO_BIN, type Netns, OUR_BIN, runTag, skipReason, missing } from "../testing/harness.js";
+import type { PluginRun } from "../testing/plugin-run.js";
 import { pinMountNamespace } from "../testing/pinned-mount.js";
 import { Host } from "../testing/rig.js";
 import { leaseFileName } from "../plugins/ipam/dhcp/lease-file.js";
 
 const dhcpBinary = path.join(OUR_BIN, "dhcp");
 const standalone = existsSync(dhcpBinary) && !spawnSync("readlink", ["-f", dhcpBinary], { encoding: "utf8" }).stdout.trim().endsWith(".js");
-const skip = skipReason(false,
+const skip = skipReason(
+  false,
   spawnSync("dnsmasq", ["--version"]).status === 0 ? undefined : "dnsmasq is not installed (Debian package dnsmasq-base)",
-  standalone ? undefined : missing("the dhcp daemon needs the standalone (Bun) build of dist/bin"));
+  standalone ? undefined : missing("the dhcp daemon needs the standalone (Bun) build of dist/bin"),
+);
 if (skip) console.log(`# skipping dhcp integration tests: ${skip}`);
 
 const SUBNET = "10.237.0";
@@ -134,7 +136,10 @@ describe("dhcp plugin and daemon with dnsmasq", { skip }, () => {
   let logMark = 0;
   const dnsmasqLogNow = () => dnsmasqLog().slice(logMark);
   const dnsmasqLeases = () => (existsSync(path.join(dir, "dnsmasq.leases")) ? readFileSync(path.join(dir, "dnsmasq.leases"), "utf8") : "");
-  const acks = (ip: string) => dnsmasqLogNow().split("\n").filter((l) => new RegExp(`DHCPACK\\(ds${tag}\\) ${ip.replaceAll(".", "\\.")} `).test(l)).length;
+  const acks = (ip: string) =>
+    dnsmasqLogNow()
+      .split("\n")
+      .filter((l) => new RegExp(`DHCPACK\\(ds${tag}\\) ${ip.replaceAll(".", "\\.")} `).test(l)).length;
   const released = (ip: string) => new RegExp(`DHCPRELEASE\\(ds${tag}\\) ${ip.replaceAll(".", "\\.")} `).test(dnsmasqLogNow());
   /** The server logs a RELEASE a moment after the plugin's DEL has sent it. */
   const seesRelease = (ips: string[], what = "DHCPRELEASE") => eventually(() => ips.every(released), 3000, `${what} of ${ips.join(", ")}`);
@@ -144,17 +149,34 @@ describe("dhcp plugin and daemon with dnsmasq", { skip }, () => {
   const daemonLogs = (re: RegExp, p = daemon) => eventually(() => re.test(p.output), 3000, `the daemon to log ${re}`);
 
   const ipamConf = (ipam: Record<string, unknown> = {}) => ({
-    cniVersion: "1.1.0", name: `dhcp${tag}`, type: "macvlan", ipam: { type: "dhcp", daemonSocketPath: socketPath, ...ipam },
+    cniVersion: "1.1.0",
+    name: `dhcp${tag}`,
+    type: "macvlan",
+    ipam: { type: "dhcp", daemonSocketPath: socketPath, ...ipam },
   });
 
   /** Where a daemon listens and keeps its leases. */
-  interface Place { socket: string; leases: string; pidfile?: string }
+  interface Place {
+    socket: string;
+    leases: string;
+    pidfile?: string;
+  }
   const mainPlace = (): Place => ({ socket: socketPath, leases: leaseDir, pidfile: path.join(dir, "daemon.pid") });
 
   /** Spawns our daemon in the host's namespaces (extra flags after ours). */
   function spawnDaemon(place: Place, ...extra: string[]): Proc {
-    const flags = ["-socketpath", place.socket, "-leasedir", place.leases, ...(place.pidfile ? ["-pidfile", place.pidfile] : []),
-      "-timeout", "1s", "-resendtimeout", "3s", ...extra];
+    const flags = [
+      "-socketpath",
+      place.socket,
+      "-leasedir",
+      place.leases,
+      ...(place.pidfile ? ["-pidfile", place.pidfile] : []),
+      "-timeout",
+      "1s",
+      "-resendtimeout",
+      "3s",
+      ...extra,
+    ];
     const p = new Proc(spawn(...host.ns.commandLine(dhcpBinary, ["daemon", ...flags]), { stdio: ["ignore", "pipe", "pipe"] }));
     cleanup.add(() => p.stop());
     return p;
@@ -182,14 +204,24 @@ describe("dhcp plugin and daemon with dnsmasq", { skip }, () => {
    * environment, the config on stdin; `as` (setpriv's options) changes who runs it.
    */
   async function plugin(binary: string, c: Call, conf: unknown, opts: { as?: string[]; env?: Record<string, string> } = {}): Promise<PluginRun> {
-    const env = { PATH: process.env["PATH"], CNI_COMMAND: c.command, CNI_CONTAINERID: c.containerID ?? "", CNI_NETNS: c.netns ?? "",
-      CNI_IFNAME: c.ifName ?? "", CNI_ARGS: c.args ?? "", CNI_PATH: OUR_BIN, ...opts.env };
+    const env = {
+      PATH: process.env["PATH"],
+      CNI_COMMAND: c.command,
+      CNI_CONTAINERID: c.containerID ?? "",
+      CNI_NETNS: c.netns ?? "",
+      CNI_IFNAME: c.ifName ?? "",
+      CNI_ARGS: c.args ?? "",
+      CNI_PATH: OUR_BIN,
+      ...opts.env,
+    };
     const [cmd, args] = opts.as ? ["setpriv", [...opts.as, "--", binary]] : [binary, []];
     const r = await host.ns.run(cmd, args, { env, input: typeof conf === "string" ? conf : JSON.stringify(conf) });
     let json: unknown;
     try {
       json = r.stdout.trim() ? JSON.parse(r.stdout) : undefined;
-    } catch { /* not JSON */ }
+    } catch {
+      /* not JSON */
+    }
     return { exitCode: r.code, stdout: r.stdout, stderr: r.stderr, json };
   }
 
@@ -222,7 +254,8 @@ describe("dhcp plugin and daemon with dnsmasq", { skip }, () => {
     socketPath = path.join(dir, "run", "dhcp.sock");
     leaseDir = path.join(dir, "leases");
     host = new Host(cleanup, `tscni-dhcp-${tag}-host`, OUR_BIN);
-    if (!host.ns.mountNs) { // (the resident pass pins one for every host)
+    if (!host.ns.mountNs) {
+      // (the resident pass pins one for every host)
       const pinned = pinMountNamespace(host.ns.name, cleanup.dir("tscni-dhcp-mnt-"));
       cleanup.add(() => pinned.unpin());
       host.ns.mountNs = pinned.mountNs;
@@ -238,12 +271,35 @@ describe("dhcp plugin and daemon with dnsmasq", { skip }, () => {
     host.ns.exec("ip", ["link", "set", `ps${tag}`, "master", `br${tag}`, "up"]);
 
     // DHCP only (--port=0: no DNS), bound to its veth, every file in the test's directory.
-    dnsmasq = new Proc(spawn("ip", ["netns", "exec", srv.name, "dnsmasq", "--keep-in-foreground", "--conf-file=/dev/null", "--port=0",
-      `--interface=ds${tag}`, "--bind-interfaces", "--user=root", "--no-ping", "--log-dhcp", `--log-facility=${path.join(dir, "dnsmasq.log")}`,
-      `--pid-file=${path.join(dir, "dnsmasq.pid")}`, `--dhcp-leasefile=${path.join(dir, "dnsmasq.leases")}`,
-      `--dhcp-range=${SUBNET}.50,${SUBNET}.150,255.255.255.0,2m`, `--dhcp-option=option:router,${SERVER}`,
-      `--dhcp-option=option:dns-server,${SUBNET}.53`, "--dhcp-option=option:domain-name,tscni.test",
-      `--dhcp-option=option:classless-static-route,10.99.0.0/16,${SERVER},0.0.0.0/0,${SERVER}`, "--dhcp-option=58,4"], { stdio: ["ignore", "pipe", "pipe"] }));
+    dnsmasq = new Proc(
+      spawn(
+        "ip",
+        [
+          "netns",
+          "exec",
+          srv.name,
+          "dnsmasq",
+          "--keep-in-foreground",
+          "--conf-file=/dev/null",
+          "--port=0",
+          `--interface=ds${tag}`,
+          "--bind-interfaces",
+          "--user=root",
+          "--no-ping",
+          "--log-dhcp",
+          `--log-facility=${path.join(dir, "dnsmasq.log")}`,
+          `--pid-file=${path.join(dir, "dnsmasq.pid")}`,
+          `--dhcp-leasefile=${path.join(dir, "dnsmasq.leases")}`,
+          `--dhcp-range=${SUBNET}.50,${SUBNET}.150,255.255.255.0,2m`,
+          `--dhcp-option=option:router,${SERVER}`,
+          `--dhcp-option=option:dns-server,${SUBNET}.53`,
+          "--dhcp-option=option:domain-name,tscni.test",
+          `--dhcp-option=option:classless-static-route,10.99.0.0/16,${SERVER},0.0.0.0/0,${SERVER}`,
+          "--dhcp-option=58,4",
+        ],
+        { stdio: ["ignore", "pipe", "pipe"] },
+      ),
+    );
     cleanup.add(() => dnsmasq.stop("SIGTERM"));
     await eventually(() => existsSync(path.join(dir, "dnsmasq.log")) && /DHCP, IP range/.test(dnsmasqLog()), 10_000, "dnsmasq to start");
     daemon = await startDaemon();
@@ -258,10 +314,15 @@ describe("dhcp plugin and daemon with dnsmasq", { skip }, () => {
     const { address, ip, result } = await add(ctr, "IgnoreUnknown=1;K8S_POD_NAME=pod-one");
     assert.match(address, /^10\.237\.0\.(\d+)\/24$/);
     assert.deepEqual(result.ips, [{ address, gateway: SERVER }]);
-    assert.deepEqual(result.routes, [{ dst: "10.99.0.0/16", gw: SERVER }, { dst: "0.0.0.0/0", gw: SERVER }]);
+    assert.deepEqual(result.routes, [
+      { dst: "10.99.0.0/16", gw: SERVER },
+      { dst: "0.0.0.0/0", gw: SERVER },
+    ]);
     assert.deepEqual(result.dns, { nameservers: [`${SUBNET}.53`], domain: "tscni.test" });
     assert.equal((ctr.ipJson(["link", "show", "eth0"]) as Array<{ flags: string[] }>)[0]!.flags.includes("UP"), true, "the daemon set eth0 up");
-    const clientIdHex = Buffer.from(`\0${ctr.name}/dhcp${tag}/eth0`).toString("hex").replace(/(..)(?!$)/g, "$1:");
+    const clientIdHex = Buffer.from(`\0${ctr.name}/dhcp${tag}/eth0`)
+      .toString("hex")
+      .replace(/(..)(?!$)/g, "$1:");
     assert.match(dnsmasqLeases(), new RegExp(`${ip.replaceAll(".", "\\.")} pod-one ${clientIdHex}`), "dnsmasq saw the host name and the client id");
     assert.ok(heldBy(ctr));
     assert.equal(lstatSync(leaseDir).mode & 0o777, 0o700);
@@ -302,7 +363,10 @@ describe("dhcp plugin and daemon with dnsmasq", { skip }, () => {
     assert.ok(heldBy(ctr), "the lease stays on disk");
     assert.ok(!released(ip), "nothing released on SIGTERM");
     const noDaemon = await call("CHECK", ctr);
-    assert.deepEqual(cniError(noDaemon), { code: 11, msg: `cannot reach the dhcp daemon at ${socketPath}: the socket does not exist (is \`dhcp daemon\` running?)` });
+    assert.deepEqual(cniError(noDaemon), {
+      code: 11,
+      msg: `cannot reach the dhcp daemon at ${socketPath}: the socket does not exist (is \`dhcp daemon\` running?)`,
+    });
 
     daemon = await startDaemon();
     daemon.stop("SIGKILL");
@@ -333,8 +397,14 @@ describe("dhcp plugin and daemon with dnsmasq", { skip }, () => {
     const valid = ctrs.slice(0, 10).map((c) => ({ containerID: c.name, ifname: "eth0" }));
     const gc = await call("GC", undefined, { ...ipamConf(), cniVersion: "1.1.0", "cni.dev/valid-attachments": valid });
     assert.equal(gc.exitCode, 0, gc.stdout);
-    assert.deepEqual(ctrs.map(heldBy), ctrs.map((_, i) => i < 10));
-    await seesRelease(leases.slice(10).map((l) => l.ip), "GC's RELEASE");
+    assert.deepEqual(
+      ctrs.map(heldBy),
+      ctrs.map((_, i) => i < 10),
+    );
+    await seesRelease(
+      leases.slice(10).map((l) => l.ip),
+      "GC's RELEASE",
+    );
     assert.ok(leases.slice(0, 10).every((l) => !released(l.ip)));
     const dels = await Promise.all(ctrs.slice(0, 10).map((c) => call("DEL", c)));
     assert.ok(dels.every((d) => d.exitCode === 0));
@@ -352,7 +422,11 @@ describe("dhcp plugin and daemon with dnsmasq", { skip }, () => {
     assert.ok(took < 5000, `failed after ${took} ms`);
     assert.ok(!heldBy(ctr));
     const [eth0] = ctr.ipJson(["addr", "show", "eth0"]) as Array<{ addr_info: Array<{ family: string }> }>;
-    assert.deepEqual(eth0!.addr_info.filter((a) => a.family === "inet"), [], "no IPv4 address on eth0");
+    assert.deepEqual(
+      eth0!.addr_info.filter((a) => a.family === "inet"),
+      [],
+      "no IPv4 address on eth0",
+    );
     assert.equal((await call("DEL", ctr)).exitCode, 0);
   });
 
@@ -366,7 +440,10 @@ describe("dhcp plugin and daemon with dnsmasq", { skip }, () => {
     const missingSocket = path.join(dir, "nobody.sock");
     const started = Date.now();
     const none = await call("ADD", ctr, ipamConf({ daemonSocketPath: missingSocket }));
-    assert.deepEqual(cniError(none), { code: 11, msg: `cannot reach the dhcp daemon at ${missingSocket}: the socket does not exist (is \`dhcp daemon\` running?)` });
+    assert.deepEqual(cniError(none), {
+      code: 11,
+      msg: `cannot reach the dhcp daemon at ${missingSocket}: the socket does not exist (is \`dhcp daemon\` running?)`,
+    });
     assert.ok(Date.now() - started < 2000);
     assert.equal(cniError(await call("STATUS", undefined, ipamConf({ daemonSocketPath: missingSocket }))).code, 50);
     assert.ok(!heldBy(ctr));
@@ -383,7 +460,13 @@ describe("dhcp plugin and daemon with dnsmasq", { skip }, () => {
   });
 
   test("bridge + dhcp through cnitool: the address configured, the server reachable; DEL (bridge deletes eth0 first) sends no RELEASE", async () => {
-    const network = host.writeNetwork({ cniVersion: "1.0.0", name: `dhbr${tag}`, type: "bridge", bridge: `br${tag}`, ipam: { type: "dhcp", daemonSocketPath: socketPath } });
+    const network = host.writeNetwork({
+      cniVersion: "1.0.0",
+      name: `dhbr${tag}`,
+      type: "bridge",
+      bridge: `br${tag}`,
+      ipam: { type: "dhcp", daemonSocketPath: socketPath },
+    });
     const ctr = host.container(`tscni-dhcp-${tag}-br`);
     const result = await host.add(network, ctr);
     const ip = result.ips![0]!.address.split("/")[0]!;
@@ -404,7 +487,11 @@ describe("dhcp plugin and daemon with dnsmasq", { skip }, () => {
     assert.ok(!heldBy(ctr), "the lease's record is removed");
     // (The upkeep, checking every few seconds, may have dropped the lease just before DEL came.)
     const escaped = ip.replaceAll(".", "\\.");
-    await daemonLogs(new RegExp(`${ctr.name}/dhcp${tag}/eth0: (dropped ${escaped} without a RELEASE \\(DEL\\): network namespace ${ctr.path} does not exist|no longer maintained: eth0 in ${ctr.path} is gone)`));
+    await daemonLogs(
+      new RegExp(
+        `${ctr.name}/dhcp${tag}/eth0: (dropped ${escaped} without a RELEASE \\(DEL\\): network namespace ${ctr.path} does not exist|no longer maintained: eth0 in ${ctr.path} is gone)`,
+      ),
+    );
     await sleep(500);
     assert.ok(!released(ip), "no RELEASE reached the server (the host, where the daemon runs, reaches it)");
     assert.ok(dnsmasqLeases().includes(` ${ip} `), "the server keeps the lease until it expires");
@@ -431,9 +518,30 @@ describe("dhcp plugin and daemon with dnsmasq", { skip }, () => {
     mkdirSync(real, { mode: 0o700 });
     const hostile = [
       { what: "a symbolic link to a good directory", make: (d: string) => symlinkSync(real, d), says: "is a symbolic link" },
-      { what: "group-writable", make: (d: string) => { mkdirSync(d); chmodSync(d, 0o770); }, says: "is writable by its group or others (mode 0770)" },
-      { what: "world-writable and sticky, as /tmp", make: (d: string) => { mkdirSync(d); chmodSync(d, 0o1777); }, says: "is writable by its group or others (mode 01777)" },
-      { what: "owned by uid 65534", make: (d: string) => { mkdirSync(d, { mode: 0o700 }); chownSync(d, 65534, 65534); }, says: "is owned by uid 65534" },
+      {
+        what: "group-writable",
+        make: (d: string) => {
+          mkdirSync(d);
+          chmodSync(d, 0o770);
+        },
+        says: "is writable by its group or others (mode 0770)",
+      },
+      {
+        what: "world-writable and sticky, as /tmp",
+        make: (d: string) => {
+          mkdirSync(d);
+          chmodSync(d, 0o1777);
+        },
+        says: "is writable by its group or others (mode 01777)",
+      },
+      {
+        what: "owned by uid 65534",
+        make: (d: string) => {
+          mkdirSync(d, { mode: 0o700 });
+          chownSync(d, 65534, 65534);
+        },
+        says: "is owned by uid 65534",
+      },
     ];
     for (const [i, h] of hostile.entries()) {
       const socketDir = path.join(base, `hostile${i}`);
@@ -464,21 +572,31 @@ describe("dhcp plugin and daemon with dnsmasq", { skip }, () => {
     assert.deepEqual(JSON.parse(raw), { error: { code: 999, msg: refused } });
     // And through the plugin, as a runtime would call it: a container's link. The plugin cannot tell that root's
     // daemon is the daemon (it may not read the daemon's namespaces): it sends nothing.
-    const r = await plugin(dhcpBinary, { command: "ADD", containerID: `atk${tag}`, netns: ctr.path, ifName: "eth0" }, conf,
-      { as: nobody, env: { TSCNI_RESIDENT_SOCKET: "" } });
-    assert.deepEqual(cniError(r), { code: 11, msg: `will not call the dhcp daemon at ${place.socket}: this caller cannot read the listener's user namespace (nothing was sent)` });
+    const r = await plugin(dhcpBinary, { command: "ADD", containerID: `atk${tag}`, netns: ctr.path, ifName: "eth0" }, conf, {
+      as: nobody,
+      env: { TSCNI_RESIDENT_SOCKET: "" },
+    });
+    assert.deepEqual(cniError(r), {
+      code: 11,
+      msg: `will not call the dhcp daemon at ${place.socket}: this caller cannot read the listener's user namespace (nothing was sent)`,
+    });
     // Nothing of the requests ran: the links are still down, no DHCP message went out, no lease was kept.
     assert.ok(!linkUp(host.ns, hostLink), "the host link is still down");
     assert.ok(!linkUp(ctr, "eth0"), "the container's link is still down");
     const mac = (ctr.ipJson(["link", "show", "eth0"]) as Array<{ address: string }>)[0]!.address;
     assert.ok(!dnsmasqLogNow().includes(mac), "dnsmasq heard nothing from the container");
-    assert.deepEqual(readdirSync(place.leases).filter((f) => f.startsWith("lease-")), []);
+    assert.deepEqual(
+      readdirSync(place.leases).filter((f) => f.startsWith("lease-")),
+      [],
+    );
     await daemonLogs(/refused a caller: uid 65534 is not served \(root only\)/, d);
     assert.ok(!/\bADD\b/.test(d.output), `the daemon ran no ADD: ${d.output}`);
 
     // A root caller in the daemon's namespaces is served, but the daemon acts in no link of its own namespace.
     const root = await sendRaw(request("ADD", ownNetns, conf), { socket: place.socket });
-    assert.deepEqual(JSON.parse(root), { error: { code: 4, msg: `network namespace /proc/${d.pid}/ns/net is the dhcp daemon's own: it acts only in containers' namespaces` } });
+    assert.deepEqual(JSON.parse(root), {
+      error: { code: 4, msg: `network namespace /proc/${d.pid}/ns/net is the dhcp daemon's own: it acts only in containers' namespaces` },
+    });
     assert.ok(!linkUp(host.ns, hostLink), "the host link is still down");
     d.stop("SIGTERM");
     assert.equal(await d.exited, 0);
@@ -488,8 +606,11 @@ describe("dhcp plugin and daemon with dnsmasq", { skip }, () => {
     const base = cleanup.dir("tscni-dhcp-mnt-own-");
     const place: Place = { socket: path.join(base, "run", "dhcp.sock"), leases: path.join(base, "leases") };
     const flags = ["-socketpath", place.socket, "-leasedir", place.leases, "-timeout", "1s", "-resendtimeout", "3s"];
-    const d = new Proc(spawn(...host.ns.commandLine("unshare", ["--mount", "--propagation", "private", "--", dhcpBinary, "daemon", ...flags]),
-      { stdio: ["ignore", "pipe", "pipe"] }));
+    const d = new Proc(
+      spawn(...host.ns.commandLine("unshare", ["--mount", "--propagation", "private", "--", dhcpBinary, "daemon", ...flags]), {
+        stdio: ["ignore", "pipe", "pipe"],
+      }),
+    );
     cleanup.add(() => d.stop());
     await eventually(() => /listening on/.test(d.output) || !d.running, 10_000, "the daemon to listen");
     assert.ok(d.running, d.output);
@@ -498,14 +619,18 @@ describe("dhcp plugin and daemon with dnsmasq", { skip }, () => {
     const own = (await host.ns.run("nsenter", [`--target=${d.pid}`, "--mount", "--", "cat", "/proc/self/mountinfo"])).stdout;
     assert.doesNotMatch(own, new RegExp(ctr.name), "the daemon's mount namespace does not have the container's namespace");
     const conf = ipamConf({ daemonSocketPath: place.socket });
-    const r = await plugin(dhcpBinary, { command: "ADD", containerID: ctr.name, netns: ctr.path, ifName: "eth0" }, conf, { env: { TSCNI_RESIDENT_SOCKET: "" } });
+    const r = await plugin(dhcpBinary, { command: "ADD", containerID: ctr.name, netns: ctr.path, ifName: "eth0" }, conf, {
+      env: { TSCNI_RESIDENT_SOCKET: "" },
+    });
     assert.equal(r.exitCode, 0, `${r.stdout}${r.stderr}\n${d.output}`);
     const address = String(r.json.ips[0].address);
     const ip = address.split("/")[0]!;
     ctr.exec("ip", ["addr", "add", address, "dev", "eth0"]);
     await eventually(() => acks(ip) >= 2, 10_000, "a renewal (DHCPACK) at T1 by the daemon that cannot see the namespace's path");
     await daemonLogs(new RegExp(`renewed ${ip.replaceAll(".", "\\.")}`), d);
-    const del = await plugin(dhcpBinary, { command: "DEL", containerID: ctr.name, netns: ctr.path, ifName: "eth0" }, conf, { env: { TSCNI_RESIDENT_SOCKET: "" } });
+    const del = await plugin(dhcpBinary, { command: "DEL", containerID: ctr.name, netns: ctr.path, ifName: "eth0" }, conf, {
+      env: { TSCNI_RESIDENT_SOCKET: "" },
+    });
     assert.equal(del.exitCode, 0, del.stdout);
     await seesRelease([ip]);
 
@@ -513,11 +638,21 @@ describe("dhcp plugin and daemon with dnsmasq", { skip }, () => {
     const hidden = path.join(base, "hidden");
     mkdirSync(hidden);
     const other = container();
-    const mounted = await host.ns.run("nsenter", [`--target=${d.pid}`, "--mount", "--", "sh", "-c",
-      'mount -t tmpfs none "$1" && touch "$1/ns" && mount --bind "$2" "$1/ns"', "sh", hidden, other.path]);
+    const mounted = await host.ns.run("nsenter", [
+      `--target=${d.pid}`,
+      "--mount",
+      "--",
+      "sh",
+      "-c",
+      'mount -t tmpfs none "$1" && touch "$1/ns" && mount --bind "$2" "$1/ns"',
+      "sh",
+      hidden,
+      other.path,
+    ]);
     assert.equal(mounted.code, 0, mounted.stderr);
-    const sneaky = await plugin(dhcpBinary, { command: "ADD", containerID: "sneaky", netns: path.join(hidden, "ns"), ifName: "eth0" }, conf,
-      { env: { TSCNI_RESIDENT_SOCKET: "" } });
+    const sneaky = await plugin(dhcpBinary, { command: "ADD", containerID: "sneaky", netns: path.join(hidden, "ns"), ifName: "eth0" }, conf, {
+      env: { TSCNI_RESIDENT_SOCKET: "" },
+    });
     assert.deepEqual(cniError(sneaky), { code: 4, msg: `network namespace ${path.join(hidden, "ns")} does not exist (as the caller sees it)` });
     assert.ok(!linkUp(other, "eth0"), "the daemon did nothing in the namespace only it could see");
     d.stop("SIGTERM");
@@ -530,15 +665,24 @@ describe("dhcp plugin and daemon with dnsmasq", { skip }, () => {
     assert.match(caps.stdout, /^CapEff:\s+0+$/m, `setpriv leaves the caller no capabilities: ${caps.stdout}${caps.stderr}`);
     const ctr = container();
     // Its plugin sends nothing (it may not read the daemon's namespaces, so it cannot tell it is the daemon)...
-    const r = await plugin(dhcpBinary, { command: "ADD", containerID: ctr.name, netns: ctr.path, ifName: "eth0" }, ipamConf(),
-      { as: capless, env: { TSCNI_RESIDENT_SOCKET: "" } });
-    assert.deepEqual(cniError(r), { code: 11, msg: `will not call the dhcp daemon at ${socketPath}: this caller cannot read the listener's user namespace (nothing was sent)` });
+    const r = await plugin(dhcpBinary, { command: "ADD", containerID: ctr.name, netns: ctr.path, ifName: "eth0" }, ipamConf(), {
+      as: capless,
+      env: { TSCNI_RESIDENT_SOCKET: "" },
+    });
+    assert.deepEqual(cniError(r), {
+      code: 11,
+      msg: `will not call the dhcp daemon at ${socketPath}: this caller cannot read the listener's user namespace (nothing was sent)`,
+    });
     // ...and a request sent anyway is refused by the daemon before it is read.
-    const raw = JSON.parse(await sendRaw(request("ADD", { containerID: ctr.name, netns: ctr.path, ifName: "eth0" }, ipamConf()), { as: capless })) as
-      { error: { code: number; msg: string } };
+    const raw = JSON.parse(
+      await sendRaw(request("ADD", { containerID: ctr.name, netns: ctr.path, ifName: "eth0" }, ipamConf()), { as: capless }),
+    ) as { error: { code: number; msg: string } };
     const e = raw.error;
     assert.equal(e.code, 999);
-    assert.match(e.msg, /^the dhcp daemon serves only root callers of its user namespace, with its capabilities: the caller lacks capabilities the server has \(\d+(,\d+)*\)/);
+    assert.match(
+      e.msg,
+      /^the dhcp daemon serves only root callers of its user namespace, with its capabilities: the caller lacks capabilities the server has \(\d+(,\d+)*\)/,
+    );
     assert.ok(!linkUp(ctr, "eth0"), "the container's link is still down");
     assert.ok(!heldBy(ctr));
     await daemonLogs(/refused a caller: the caller lacks capabilities the server has/);
@@ -555,30 +699,50 @@ describe("dhcp plugin and daemon with dnsmasq", { skip }, () => {
     chownSync(dirOfNobody, 65534, 65534);
     const socket = path.join(dirOfNobody, "dhcp.sock");
     // What the listener would have the plugin print: a lease it made up.
-    const listener = new Proc(spawn("setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups", "--", process.execPath, "-e", FAKE_DAEMON, socket],
-      { stdio: ["ignore", "pipe", "pipe"] }));
+    const listener = new Proc(
+      spawn("setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups", "--", process.execPath, "-e", FAKE_DAEMON, socket], {
+        stdio: ["ignore", "pipe", "pipe"],
+      }),
+    );
     cleanup.add(() => listener.stop());
     await eventually(() => listener.output.includes("listening"), 5000, "the fake daemon listening");
     const ctr = container();
-    const r = await plugin(dhcpBinary, { command: "ADD", containerID: ctr.name, netns: ctr.path, ifName: "eth0" }, ipamConf({ daemonSocketPath: socket }),
-      { env: { TSCNI_RESIDENT_SOCKET: "" } });
+    const r = await plugin(
+      dhcpBinary,
+      { command: "ADD", containerID: ctr.name, netns: ctr.path, ifName: "eth0" },
+      ipamConf({ daemonSocketPath: socket }),
+      { env: { TSCNI_RESIDENT_SOCKET: "" } },
+    );
     assert.notEqual(r.exitCode, 0, `the made-up lease was not taken: ${r.stdout}`);
     const e = cniError(r);
     assert.equal(e.code, 11);
-    assert.match(e.msg, new RegExp(`^will not call the dhcp daemon at ${socket.replace(/[.]/g, "\\.")}: (the listener runs as|the socket is owned by) uid 65534, not root \\(nothing was sent\\)$`));
+    assert.match(
+      e.msg,
+      new RegExp(
+        `^will not call the dhcp daemon at ${socket.replace(/[.]/g, "\\.")}: (the listener runs as|the socket is owned by) uid 65534, not root \\(nothing was sent\\)$`,
+      ),
+    );
     await eventually(() => /closed after 0 bytes/.test(listener.output), 5000, "the fake daemon saw the connection close");
     assert.doesNotMatch(listener.output, /closed after [1-9]/, "the listener received nothing");
     assert.ok(!linkUp(ctr, "eth0"), "the container's link is still down");
   });
 
-  test("Go's dhcp plugin and our daemon, our plugin and Go's daemon: they do not mix, and each says so", { skip: existsSync(path.join(GO_BIN, "dhcp")) ? false : "Go's dhcp is not in /usr/lib/cni" }, async () => {
+  test("Go's dhcp plugin and our daemon, our plugin and Go's daemon: they do not mix, and each says so", {
+    skip: existsSync(path.join(GO_BIN, "dhcp")) ? false : "Go's dhcp is not in /usr/lib/cni",
+  }, async () => {
     const ctr = container();
-    const goPlugin = await plugin(path.join(GO_BIN, "dhcp"), { command: "ADD", containerID: ctr.name, netns: ctr.path, ifName: "eth0" },
-      { ...ipamConf(), cniVersion: "1.0.0" }, { env: { CNI_PATH: GO_BIN } });
+    const goPlugin = await plugin(
+      path.join(GO_BIN, "dhcp"),
+      { command: "ADD", containerID: ctr.name, netns: ctr.path, ifName: "eth0" },
+      { ...ipamConf(), cniVersion: "1.0.0" },
+      { env: { CNI_PATH: GO_BIN } },
+    );
     assert.notEqual(goPlugin.exitCode, 0);
     assert.match(goPlugin.stdout, /this is tscni's dhcp daemon: Go's dhcp plugin cannot use it/);
     const goSocket = path.join(dir, "go", "dhcp.sock");
-    const goDaemon = new Proc(spawn(...host.ns.commandLine(path.join(GO_BIN, "dhcp"), ["daemon", "-socketpath", goSocket]), { stdio: ["ignore", "pipe", "pipe"] }));
+    const goDaemon = new Proc(
+      spawn(...host.ns.commandLine(path.join(GO_BIN, "dhcp"), ["daemon", "-socketpath", goSocket]), { stdio: ["ignore", "pipe", "pipe"] }),
+    );
     cleanup.add(() => goDaemon.stop());
     try {
       await eventually(() => existsSync(goSocket) || !goDaemon.running, 10_000, "Go's daemon to listen");
@@ -599,8 +763,17 @@ describe("dhcp plugin and daemon with dnsmasq", { skip }, () => {
     await new Promise<void>((resolve) => server.listen(bound, resolve));
     linkSync(bound, reachable); // closing our copy below unlinks `bound`; the socket stays reachable by this name
     const fd = (server as unknown as { _handle: { fd: number } })._handle.fd;
-    const p = new Proc(spawn(...host.ns.commandLine("sh", ["-c", 'LISTEN_PID=$$ LISTEN_FDS=1 exec "$0" daemon -leasedir "$1"', dhcpBinary, path.join(dir, "leases-activated")]),
-      { stdio: ["ignore", "pipe", "pipe", fd] }));
+    const p = new Proc(
+      spawn(
+        ...host.ns.commandLine("sh", [
+          "-c",
+          'LISTEN_PID=$$ LISTEN_FDS=1 exec "$0" daemon -leasedir "$1"',
+          dhcpBinary,
+          path.join(dir, "leases-activated"),
+        ]),
+        { stdio: ["ignore", "pipe", "pipe", fd] },
+      ),
+    );
     cleanup.add(() => p.stop());
     await new Promise<void>((resolve) => server.close(() => resolve())); // only the daemon may accept now
     try {

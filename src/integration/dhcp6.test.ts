@@ -19,17 +19,19 @@ import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
-import { Cleanup, Netns, OUR_BIN, runTag, skipReason, missing } from "../testing/harness.js";
-import { type PluginRun } from "../testing/plugin-run.js";
+import { Cleanup, type Netns, OUR_BIN, runTag, skipReason, missing } from "../testing/harness.js";
+import type { PluginRun } from "../testing/plugin-run.js";
 import { pinMountNamespace } from "../testing/pinned-mount.js";
 import { Host } from "../testing/rig.js";
 import { leaseFileName } from "../plugins/ipam/dhcp/lease-file.js";
 
 const dhcpBinary = path.join(OUR_BIN, "dhcp");
 const standalone = existsSync(dhcpBinary) && !spawnSync("readlink", ["-f", dhcpBinary], { encoding: "utf8" }).stdout.trim().endsWith(".js");
-const skip = skipReason(false,
+const skip = skipReason(
+  false,
   spawnSync("dnsmasq", ["--version"]).status === 0 ? undefined : "dnsmasq is not installed (Debian package dnsmasq-base)",
-  standalone ? undefined : missing("the dhcp daemon needs the standalone (Bun) build of dist/bin"));
+  standalone ? undefined : missing("the dhcp daemon needs the standalone (Bun) build of dist/bin"),
+);
 if (skip) console.log(`# skipping dhcp6 integration tests: ${skip}`);
 
 const SUBNET4 = "10.248.0";
@@ -74,7 +76,7 @@ function cniError(r: PluginRun): { code: number; msg: string } {
   return r.json;
 }
 
-const escape = (s: string): string => s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+const escapeRegExp = (s: string): string => s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
 
 describe("dhcp plugin and daemon: DHCPv6 with dnsmasq", { skip }, () => {
   const cleanup = new Cleanup();
@@ -91,13 +93,19 @@ describe("dhcp plugin and daemon: DHCPv6 with dnsmasq", { skip }, () => {
   const dnsmasqLog = () => readFileSync(path.join(dir, "dnsmasq.log"), "utf8");
   const dnsmasqLeases = () => (existsSync(path.join(dir, "dnsmasq.leases")) ? readFileSync(path.join(dir, "dnsmasq.leases"), "utf8") : "");
   /** dnsmasq's log lines of one DHCPv6 message type for one client DUID (`DHCPRENEW(ds…) <duid>`), and more. */
-  const logged = (what: string, duid: string) => dnsmasqLog().split("\n").filter((l) => l.includes(`${what}(ds${tag}) `) && l.includes(duid)).length;
+  const logged = (what: string, duid: string) =>
+    dnsmasqLog()
+      .split("\n")
+      .filter((l) => l.includes(`${what}(ds${tag}) `) && l.includes(duid)).length;
   /** The lease file of a container's DHCPv6 (or DHCPv4) lease on this network. */
   const leaseFile = (ctr: string, family: "ipv4" | "ipv6" = "ipv6") => path.join(leaseDir, leaseFileName(`${ctr}/${network}/eth0`, family));
   const daemonLogs = (re: RegExp) => eventually(() => re.test(daemon.output), 3000, `the daemon to log ${re}`);
 
   const ipamConf = (ipam: Record<string, unknown> = {}) => ({
-    cniVersion: "1.1.0", name: network, type: "macvlan", ipam: { type: "dhcp", daemonSocketPath: socketPath, families: ["ipv4", "ipv6"], ...ipam },
+    cniVersion: "1.1.0",
+    name: network,
+    type: "macvlan",
+    ipam: { type: "dhcp", daemonSocketPath: socketPath, families: ["ipv4", "ipv6"], ...ipam },
   });
 
   /** Starts our daemon in the host's namespaces and waits until it listens. */
@@ -114,7 +122,19 @@ describe("dhcp plugin and daemon: DHCPv6 with dnsmasq", { skip }, () => {
   function container(opts: { onBridge?: boolean; mac?: string } = {}): Netns {
     const i = n++;
     const ns = cleanup.netns(`tscni-dhcp6-${tag}-c${i}`);
-    host.ns.exec("ip", ["link", "add", `v${tag}c${i}`, "type", "veth", "peer", "name", "eth0", ...(opts.mac ? ["address", opts.mac] : []), "netns", ns.name]);
+    host.ns.exec("ip", [
+      "link",
+      "add",
+      `v${tag}c${i}`,
+      "type",
+      "veth",
+      "peer",
+      "name",
+      "eth0",
+      ...(opts.mac ? ["address", opts.mac] : []),
+      "netns",
+      ns.name,
+    ]);
     host.ns.exec("ip", ["link", "set", `v${tag}c${i}`, ...(opts.onBridge === false ? [] : ["master", `br${tag}`]), "up"]);
     return ns;
   }
@@ -123,14 +143,28 @@ describe("dhcp plugin and daemon: DHCPv6 with dnsmasq", { skip }, () => {
   const duidOf = (ctr: Netns): string => `00:03:00:01:${(ctr.ipJson(["link", "show", "eth0"]) as Array<{ address: string }>)[0]!.address}`;
 
   /** Runs our dhcp plugin in the host's namespaces (where the daemon is) as a runtime runs it. */
-  async function call(command: "ADD" | "DEL" | "CHECK", ctr: Netns, conf: unknown = ipamConf(), opts: { containerID?: string; args?: string } = {}): Promise<PluginRun> {
-    const env = { PATH: process.env["PATH"], CNI_COMMAND: command, CNI_CONTAINERID: opts.containerID ?? ctr.name, CNI_NETNS: ctr.path,
-      CNI_IFNAME: "eth0", CNI_ARGS: opts.args ?? "", CNI_PATH: OUR_BIN };
+  async function call(
+    command: "ADD" | "DEL" | "CHECK",
+    ctr: Netns,
+    conf: unknown = ipamConf(),
+    opts: { containerID?: string; args?: string } = {},
+  ): Promise<PluginRun> {
+    const env = {
+      PATH: process.env["PATH"],
+      CNI_COMMAND: command,
+      CNI_CONTAINERID: opts.containerID ?? ctr.name,
+      CNI_NETNS: ctr.path,
+      CNI_IFNAME: "eth0",
+      CNI_ARGS: opts.args ?? "",
+      CNI_PATH: OUR_BIN,
+    };
     const r = await host.ns.run(dhcpBinary, [], { env, input: JSON.stringify(conf) });
     let json: any;
     try {
       json = r.stdout.trim() ? JSON.parse(r.stdout) : undefined;
-    } catch { /* not JSON */ }
+    } catch {
+      /* not JSON */
+    }
     return { exitCode: r.code, stdout: r.stdout, stderr: r.stderr, json };
   }
 
@@ -159,7 +193,8 @@ describe("dhcp plugin and daemon: DHCPv6 with dnsmasq", { skip }, () => {
     socketPath = path.join(dir, "run", "dhcp.sock");
     leaseDir = path.join(dir, "leases");
     host = new Host(cleanup, `tscni-dhcp6-${tag}-host`, OUR_BIN);
-    if (!host.ns.mountNs) { // (the resident pass pins one for every host)
+    if (!host.ns.mountNs) {
+      // (the resident pass pins one for every host)
       const pinned = pinMountNamespace(host.ns.name, cleanup.dir("tscni-dhcp6-mnt-"));
       cleanup.add(() => pinned.unpin());
       host.ns.mountNs = pinned.mountNs;
@@ -175,12 +210,36 @@ describe("dhcp plugin and daemon: DHCPv6 with dnsmasq", { skip }, () => {
 
     const noV4ClientId = [...Buffer.from(`\0${NO_V4_CONTAINER}/${network}/eth0`)].map((b) => b.toString(16).padStart(2, "0")).join(":");
     // DHCP only (--port=0: no DNS), bound to its veth, router advertisements for the /64, every file in the test's directory.
-    dnsmasq = new Proc(spawn("ip", ["netns", "exec", srv.name, "dnsmasq", "--keep-in-foreground", "--conf-file=/dev/null", "--port=0",
-      `--interface=ds${tag}`, "--bind-interfaces", "--user=root", "--no-ping", "--log-dhcp", `--log-facility=${path.join(dir, "dnsmasq.log")}`,
-      `--pid-file=${path.join(dir, "dnsmasq.pid")}`, `--dhcp-leasefile=${path.join(dir, "dnsmasq.leases")}`,
-      `--dhcp-range=${SUBNET4}.50,${SUBNET4}.150,255.255.255.0,2m`, `--dhcp-range=${PREFIX6}:10,${PREFIX6}:100,64,2m`, "--enable-ra",
-      `--dhcp-option=option6:dns-server,[${PREFIX6}:53]`, "--dhcp-option=option6:domain-search,tscni6.test",
-      `--dhcp-host=id:${noV4ClientId},ignore`, `--dhcp-host=id:00:03:00:01:${NO_V6_MAC},ignore`], { stdio: ["ignore", "pipe", "pipe"] }));
+    dnsmasq = new Proc(
+      spawn(
+        "ip",
+        [
+          "netns",
+          "exec",
+          srv.name,
+          "dnsmasq",
+          "--keep-in-foreground",
+          "--conf-file=/dev/null",
+          "--port=0",
+          `--interface=ds${tag}`,
+          "--bind-interfaces",
+          "--user=root",
+          "--no-ping",
+          "--log-dhcp",
+          `--log-facility=${path.join(dir, "dnsmasq.log")}`,
+          `--pid-file=${path.join(dir, "dnsmasq.pid")}`,
+          `--dhcp-leasefile=${path.join(dir, "dnsmasq.leases")}`,
+          `--dhcp-range=${SUBNET4}.50,${SUBNET4}.150,255.255.255.0,2m`,
+          `--dhcp-range=${PREFIX6}:10,${PREFIX6}:100,64,2m`,
+          "--enable-ra",
+          `--dhcp-option=option6:dns-server,[${PREFIX6}:53]`,
+          "--dhcp-option=option6:domain-search,tscni6.test",
+          `--dhcp-host=id:${noV4ClientId},ignore`,
+          `--dhcp-host=id:00:03:00:01:${NO_V6_MAC},ignore`,
+        ],
+        { stdio: ["ignore", "pipe", "pipe"] },
+      ),
+    );
     cleanup.add(() => dnsmasq.stop("SIGTERM"));
     await eventually(() => existsSync(path.join(dir, "dnsmasq.log")) && /DHCPv6, IP range/.test(dnsmasqLog()), 10_000, "dnsmasq to start");
     daemon = await startDaemon();
@@ -191,27 +250,38 @@ describe("dhcp plugin and daemon: DHCPv6 with dnsmasq", { skip }, () => {
     const ctr = container();
     const result = await add(ctr, ipamConf(), "IgnoreUnknown=1;K8S_POD_NAME=pod-six");
     const ip6 = address6(result);
-    assert.match(result.ips[0].address, new RegExp(`^${escape(SUBNET4)}\\.\\d+/24$`));
+    assert.match(result.ips[0].address, new RegExp(`^${escapeRegExp(SUBNET4)}\\.\\d+/24$`));
     assert.equal(result.ips[0].gateway, `${SUBNET4}.1`, "dnsmasq's own address as the router (its default)");
-    assert.match(ip6, new RegExp(`^${escape(PREFIX6)}:[0-9a-f]{2,3}$`));
+    assert.match(ip6, new RegExp(`^${escapeRegExp(PREFIX6)}:[0-9a-f]{2,3}$`));
     const host6 = parseInt(ip6.split(":").at(-1)!, 16);
     assert.ok(host6 >= 0x10 && host6 <= 0x100, `${ip6} is in the range`);
     assert.deepEqual(result.ips[1], { address: `${ip6}/128` }, "DHCPv6 gives no prefix length: /128, the on-link prefix comes from the RA");
     assert.deepEqual(result.dns, { nameservers: [`${PREFIX6}:53`], search: ["tscni6.test"] });
     const duid = duidOf(ctr);
-    assert.match(dnsmasqLeases(), new RegExp(`^\\d+ \\d+ ${escape(ip6)} pod-six ${duid}$`, "m"), "dnsmasq's lease: the address, the name (option 39), our DUID-LL");
+    assert.match(
+      dnsmasqLeases(),
+      new RegExp(`^\\d+ \\d+ ${escapeRegExp(ip6)} pod-six ${duid}$`, "m"),
+      "dnsmasq's lease: the address, the name (option 39), our DUID-LL",
+    );
     assert.ok(existsSync(leaseFile(ctr.name)) && existsSync(leaseFile(ctr.name, "ipv4")), "a lease file per family");
     assert.equal((await call("CHECK", ctr)).exitCode, 0);
     assert.equal((await call("DEL", ctr)).exitCode, 0);
     await eventually(() => logged("DHCPRELEASE", duid) === 1, 3000, "dnsmasq to log the DHCPv6 RELEASE");
-    await eventually(() => !dnsmasqLeases().includes(` ${ip6} `) && !dnsmasqLeases().includes(` ${result.ips[0].address.split("/")[0]} `), 3000, "dnsmasq to forget both leases");
-    await daemonLogs(new RegExp(`released ${escape(ip6)} \\(DEL\\): confirmed by [0-9a-f:]+ \\(Success`));
+    await eventually(
+      () => !dnsmasqLeases().includes(` ${ip6} `) && !dnsmasqLeases().includes(` ${result.ips[0].address.split("/")[0]} `),
+      3000,
+      "dnsmasq to forget both leases",
+    );
+    await daemonLogs(new RegExp(`released ${escapeRegExp(ip6)} \\(DEL\\): confirmed by [0-9a-f:]+ \\(Success`));
     assert.ok(!existsSync(leaseFile(ctr.name)) && !existsSync(leaseFile(ctr.name, "ipv4")));
   });
 
   test("IPv6 alone through cnitool with the bridge plugin: the address on eth0, the /64 from the router advertisement, the server reachable", async () => {
     const net = host.writeNetwork({
-      cniVersion: "1.0.0", name: `dh6br${tag}`, type: "bridge", bridge: `br${tag}`,
+      cniVersion: "1.0.0",
+      name: `dh6br${tag}`,
+      type: "bridge",
+      bridge: `br${tag}`,
       ipam: { type: "dhcp", daemonSocketPath: socketPath, families: ["ipv6"] },
     });
     const ctr = host.container(`tscni-dhcp6-${tag}-br`);
@@ -219,13 +289,20 @@ describe("dhcp plugin and daemon: DHCPv6 with dnsmasq", { skip }, () => {
     assert.equal(result.ips!.length, 1);
     const ip6 = result.ips![0]!.address.split("/")[0]!;
     const addrs = ctr.ipJson(["-6", "addr", "show", "eth0"]) as Array<{ addr_info: Array<{ local: string; prefixlen: number }> }>;
-    assert.ok(addrs[0]!.addr_info.some((a) => a.local === ip6 && a.prefixlen === 128), `${ip6}/128 on eth0`);
-    await eventually(() => (ctr.ipJson(["-6", "route", "show", `${PREFIX6}:/64`]) as unknown[]).length > 0, 5000, "the on-link route of the router advertisement");
+    assert.ok(
+      addrs[0]!.addr_info.some((a) => a.local === ip6 && a.prefixlen === 128),
+      `${ip6}/128 on eth0`,
+    );
+    await eventually(
+      () => (ctr.ipJson(["-6", "route", "show", `${PREFIX6}:/64`]) as unknown[]).length > 0,
+      5000,
+      "the on-link route of the router advertisement",
+    );
     const ping = await ctr.run("ping", ["-6", "-c", "1", "-W", "2", SERVER6]);
     assert.equal(ping.code, 0, `ping the DHCPv6 server from the container: ${ping.stdout}${ping.stderr}`);
     await host.must("del", net, ctr);
     // The bridge plugin deletes eth0 before it calls IPAM DEL: no RELEASE can be sent, the lease is dropped.
-    await daemonLogs(new RegExp(`dropped ${escape(ip6)} without a RELEASE \\(DEL\\)`));
+    await daemonLogs(new RegExp(`dropped ${escapeRegExp(ip6)} without a RELEASE \\(DEL\\)`));
   });
 
   test("SIGKILL and restart: the lease found again, renewed past T1 (RENEW) and rebound past T2 (REBIND) with its stored DUID; DEL releases it", async () => {
@@ -235,15 +312,15 @@ describe("dhcp plugin and daemon: DHCPv6 with dnsmasq", { skip }, () => {
     assert.equal(logged("DHCPRENEW", duid), 0);
 
     await restartWith(ctr.name, (b) => void (b["renewAt"] = 0));
-    assert.match(daemon.output, new RegExp(`resumed the lease of ${escape(ip6)} on eth0`));
+    assert.match(daemon.output, new RegExp(`resumed the lease of ${escapeRegExp(ip6)} on eth0`));
     await eventually(() => logged("DHCPRENEW", duid) === 1, 5000, "dnsmasq to get the restarted daemon's RENEW");
-    await daemonLogs(new RegExp(`renewed ${escape(ip6)} with `));
+    await daemonLogs(new RegExp(`renewed ${escapeRegExp(ip6)} with `));
     const renewed = JSON.parse(readFileSync(leaseFile(ctr.name), "utf8")) as { binding: { renewAt: number } };
     assert.ok(renewed.binding.renewAt > Date.now() + 30_000, "the lease file has the new T1");
 
     await restartWith(ctr.name, (b) => Object.assign(b, { renewAt: 0, rebindAt: 0 }));
     await eventually(() => logged("DHCPREBIND", duid) === 1, 5000, "dnsmasq to get the REBIND");
-    await daemonLogs(new RegExp(`rebound ${escape(ip6)} with `));
+    await daemonLogs(new RegExp(`rebound ${escapeRegExp(ip6)} with `));
 
     const again = await add(ctr, ipamConf({ families: ["ipv6"] }));
     assert.equal(address6(again), ip6, "ADD after the restart gives the held lease");
@@ -260,7 +337,7 @@ describe("dhcp plugin and daemon: DHCPv6 with dnsmasq", { skip }, () => {
     const foreign = `${PREFIX6}:ff0`;
     ctr.exec("ip", ["addr", "add", `${foreign}/128`, "dev", "eth0", "nodad"]);
     await restartWith(ctr.name, (b) => Object.assign(b, { address: foreign, renewAt: 0 }));
-    await daemonLogs(new RegExp(`the server refused ${escape(foreign)} \\(.*\\); removing it from eth0`));
+    await daemonLogs(new RegExp(`the server refused ${escapeRegExp(foreign)} \\(.*\\); removing it from eth0`));
     await eventually(() => !existsSync(leaseFile(ctr.name)), 3000, "the lease to be forgotten");
     const addrs = ctr.ipJson(["-6", "addr", "show", "eth0"]) as Array<{ flags: string[]; addr_info: Array<{ local: string }> }>;
     assert.ok(!addrs[0]!.addr_info.some((a) => a.local === foreign), `${foreign} is removed`);
@@ -275,9 +352,12 @@ describe("dhcp plugin and daemon: DHCPv6 with dnsmasq", { skip }, () => {
     const took = Date.now() - started;
     const e = cniError(r);
     assert.equal(e.code, 11);
-    assert.match(e.msg, new RegExp(`^no DHCPv6 lease for eth0 in ${escape(ctr.path)}: no ADVERTISE within 5s \\(\\d SOLICITs?\\)$`));
+    assert.match(e.msg, new RegExp(`^no DHCPv6 lease for eth0 in ${escapeRegExp(ctr.path)}: no ADVERTISE within 5s \\(\\d SOLICITs?\\)$`));
     assert.ok(took < 7000, `failed after ${took} ms`);
-    assert.deepEqual(readdirSync(leaseDir).filter((f) => f.startsWith("lease")), []);
+    assert.deepEqual(
+      readdirSync(leaseDir).filter((f) => f.startsWith("lease")),
+      [],
+    );
     const [eth0] = ctr.ipJson(["-6", "addr", "show", "eth0", "scope", "global"]) as Array<{ addr_info: unknown[] }>;
     assert.deepEqual(eth0?.addr_info ?? [], [], "no global IPv6 address on eth0");
     assert.equal((await call("DEL", ctr)).exitCode, 0);
@@ -292,15 +372,28 @@ describe("dhcp plugin and daemon: DHCPv6 with dnsmasq", { skip }, () => {
     assert.equal(e4.code, 11);
     const released6 = /\(the DHCPv6 lease of ([0-9a-f:]+) acquired meanwhile was released\)$/.exec(e4.msg);
     assert.ok(e4.msg.startsWith(`no DHCP lease for eth0 in ${noV4.path}: no DHCPOFFER within 5s`) && released6, `${e4.msg}\n${daemon.output}`);
-    await eventually(() => logged("DHCPRELEASE", duidOf(noV4)) === 1 && !dnsmasqLeases().includes(` ${released6[1]} `), 3000, "dnsmasq to release the DHCPv6 lease");
+    await eventually(
+      () => logged("DHCPRELEASE", duidOf(noV4)) === 1 && !dnsmasqLeases().includes(` ${released6[1]} `),
+      3000,
+      "dnsmasq to release the DHCPv6 lease",
+    );
 
     const e6 = cniError(v6Refused);
     const released4 = /\(the DHCPv4 lease of ([0-9.]+) acquired meanwhile was released\)$/.exec(e6.msg);
     assert.ok(e6.msg.startsWith(`no DHCPv6 lease for eth0 in ${noV6.path}: no ADVERTISE within 5s`) && released4, `${e6.msg}\n${daemon.output}`);
     assert.match(dnsmasqLog(), new RegExp(`DHCPSOLICIT\\(ds${tag}\\) 00:03:00:01:${NO_V6_MAC} ignored`));
-    await eventually(() => new RegExp(`DHCPRELEASE\\(ds${tag}\\) ${escape(released4[1]!)} `).test(dnsmasqLog()) && !dnsmasqLeases().includes(` ${released4[1]} `), 3000, "dnsmasq to release the DHCPv4 lease");
+    await eventually(
+      () =>
+        new RegExp(`DHCPRELEASE\\(ds${tag}\\) ${escapeRegExp(released4[1]!)} `).test(dnsmasqLog()) && !dnsmasqLeases().includes(` ${released4[1]} `),
+      3000,
+      "dnsmasq to release the DHCPv4 lease",
+    );
 
-    assert.deepEqual(readdirSync(leaseDir).filter((f) => f.startsWith("lease")), [], "no lease file of either");
+    assert.deepEqual(
+      readdirSync(leaseDir).filter((f) => f.startsWith("lease")),
+      [],
+      "no lease file of either",
+    );
     assert.equal((await call("DEL", noV4, ipamConf(), { containerID: NO_V4_CONTAINER })).exitCode, 0);
     assert.equal((await call("DEL", noV6)).exitCode, 0);
   });

@@ -16,7 +16,8 @@ import { killServers } from "../testing/servers.js";
 import { docSnippet, substitute } from "../testing/doc-snippets.js";
 
 const DOC = "docs/resident.md";
-const skip = RESIDENT_PASS ? "docs/resident.md's commands run once, in the exec pass"
+const skip = RESIDENT_PASS
+  ? "docs/resident.md's commands run once, in the exec pass"
   : skipReason(false, existsSync(path.join(ROOT, "dist/tscni")) ? undefined : "the C launcher is not built (no C compiler?)");
 if (skip) console.log(`# skipping docs/resident.md's commands: ${skip}`);
 
@@ -40,15 +41,31 @@ describe("docs/resident.md, as written", { skip }, () => {
     cleanup.add(() => killServers(socket));
     const lines = substitute(docSnippet(DOC, "resident-switch"), { "/etc/tscni": etc }).trim().split("\n");
     assert.equal(lines.length, 4, "mkdir, exec, manual, rm");
-    const call = (n: number) => runCommand(path.join(OUR_BIN, "host-local"), [], {
-      env: {
-        PATH: process.env["PATH"], CNI_COMMAND: "ADD", CNI_CONTAINERID: `switch${n}`, CNI_IFNAME: "eth0", CNI_NETNS: "/run/netns/none",
-        CNI_PATH: OUR_BIN, TSCNI_RESIDENT_SOCKET: socket, TSCNI_RESIDENT_CONF: path.join(etc, "resident"), TSCNI_DEBUG: "1",
-      },
-      input: JSON.stringify({ cniVersion: "1.0.0", name: "docsw", type: "host-local", ipam: { type: "host-local", subnet: "10.196.0.0/24", dataDir: path.join(base, "store") } }),
-    });
+    const call = (n: number) =>
+      runCommand(path.join(OUR_BIN, "host-local"), [], {
+        env: {
+          PATH: process.env["PATH"],
+          CNI_COMMAND: "ADD",
+          CNI_CONTAINERID: `switch${n}`,
+          CNI_IFNAME: "eth0",
+          CNI_NETNS: "/run/netns/none",
+          CNI_PATH: OUR_BIN,
+          TSCNI_RESIDENT_SOCKET: socket,
+          TSCNI_RESIDENT_CONF: path.join(etc, "resident"),
+          TSCNI_DEBUG: "1",
+        },
+        input: JSON.stringify({
+          cniVersion: "1.0.0",
+          name: "docsw",
+          type: "host-local",
+          ipam: { type: "host-local", subnet: "10.196.0.0/24", dataDir: path.join(base, "store") },
+        }),
+      });
     const shell = (line: string) => runCommand("sh", ["-euc", line]);
-    for (const [i, mode] of [[1, "exec"], [2, "manual"]] as const) {
+    for (const [i, mode] of [
+      [1, "exec"],
+      [2, "manual"],
+    ] as const) {
       if (i === 1) assert.equal((await shell(lines[0]!)).code, 0);
       assert.equal((await shell(lines[i]!)).code, 0, lines[i]);
       assert.equal(readFileSync(path.join(etc, "resident"), "utf8").trim().split(/\s/)[0], mode);
@@ -91,11 +108,25 @@ describe("docs/resident.md, as written", { skip }, () => {
     writeFileSync(path.join(stub, "systemctl"), `#!/bin/sh\necho "systemctl $*" >> ${stub}/calls\n`);
     chmodSync(path.join(stub, "systemctl"), 0o755);
     const block = substitute(docSnippet(DOC, "resident-systemd"), { "/opt/cni/bin": bin });
-    const script = ["set -eu", "mkdir -p /etc/systemd/system", "mount -t tmpfs tmpfs /etc/systemd/system", block, "ls /etc/systemd/system"].join("\n");
-    const r = await runCommand("unshare", ["--mount", "--propagation", "private", "sh", "-c", script],
-      { env: { PATH: `${stub}:${process.env["PATH"]}` }, timeoutMs: 60_000 });
+    const script = ["set -eu", "mkdir -p /etc/systemd/system", "mount -t tmpfs tmpfs /etc/systemd/system", block, "ls /etc/systemd/system"].join(
+      "\n",
+    );
+    const r = await runCommand("unshare", ["--mount", "--propagation", "private", "sh", "-c", script], {
+      env: { PATH: `${stub}:${process.env["PATH"]}` },
+      timeoutMs: 60_000,
+    });
     assert.equal(r.code, 0, r.stdout + r.stderr);
-    assert.deepEqual(r.stdout.trim().split("\n").filter((l) => l.startsWith("tscni.")).sort(), ["tscni.service", "tscni.socket"]);
-    assert.deepEqual(readFileSync(path.join(stub, "calls"), "utf8").trim().split("\n"), ["systemctl daemon-reload", "systemctl enable --now tscni.socket"]);
+    assert.deepEqual(
+      r.stdout
+        .trim()
+        .split("\n")
+        .filter((l) => l.startsWith("tscni."))
+        .sort(),
+      ["tscni.service", "tscni.socket"],
+    );
+    assert.deepEqual(readFileSync(path.join(stub, "calls"), "utf8").trim().split("\n"), [
+      "systemctl daemon-reload",
+      "systemctl enable --now tscni.socket",
+    ]);
   });
 });

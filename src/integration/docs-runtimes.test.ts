@@ -16,7 +16,8 @@ import { docSnippet, parseSnippet, substitute, type ParsedDoc } from "../testing
 import { PROGRAM_NAMES } from "../programs/programs.js";
 
 const DOC = "docs/runtimes.md";
-const skip = RESIDENT_PASS ? "docs/runtimes.md's install and uninstall run once, in the exec pass"
+const skip = RESIDENT_PASS
+  ? "docs/runtimes.md's install and uninstall run once, in the exec pass"
   : skipReason(false, existsSync(path.join(ROOT, "dist/tscni")) ? undefined : "the native program and launcher are not built");
 if (skip) console.log(`# skipping docs/runtimes.md's DaemonSet and uninstall: ${skip}`);
 
@@ -62,7 +63,9 @@ describe("docs/runtimes.md: the DaemonSet's install, then the uninstall", { skip
       assert.equal(version.code, 0, version.stderr);
       assert.ok(JSON.parse(version.stdout).supportedVersions.includes("1.1.0"), "the node's bridge is tscni's (--force)");
     }
-    const validated = await runCommand(path.join(bin, "cnitool"), ["validate", "tscni"], { env: { ...process.env, NETCONFPATH: conf, CNI_PATH: bin } });
+    const validated = await runCommand(path.join(bin, "cnitool"), ["validate", "tscni"], {
+      env: { ...process.env, NETCONFPATH: conf, CNI_PATH: bin },
+    });
     assert.equal(validated.code, 0, validated.stdout + validated.stderr);
   });
 
@@ -70,7 +73,9 @@ describe("docs/runtimes.md: the DaemonSet's install, then the uninstall", { skip
     assert.ok(existsSync(path.join(bin, "tscni-js")), "installed by the test before");
     const block = substitute(docSnippet(DOC, "uninstall"), { "/opt/cni/bin": bin, "/etc/cni/net.d": conf });
     // A /run of its own, so `daemon stop` cannot reach a server of the machine's.
-    const script = ["set -e", "mount -t tmpfs tmpfs /run", "mkdir -p /etc/systemd/system && mount -t tmpfs tmpfs /etc/systemd/system", block].join("\n");
+    const script = ["set -e", "mount -t tmpfs tmpfs /run", "mkdir -p /etc/systemd/system && mount -t tmpfs tmpfs /etc/systemd/system", block].join(
+      "\n",
+    );
     const r = await runCommand("unshare", ["--mount", "--propagation", "private", "sh", "-c", script]);
     assert.equal(r.code, 0, r.stdout + r.stderr);
     assert.deepEqual(readdirSync(bin), ["their-plugin"]);

@@ -29,7 +29,11 @@ describe("firewall plugin", { skip }, () => {
   let goPath: string;
 
   before(() => {
-    goPath = pluginDir(cleanup, { bridge: path.join(OUR_BIN, "bridge"), "host-local": path.join(OUR_BIN, "host-local"), firewall: path.join(GO_BIN, "firewall") });
+    goPath = pluginDir(cleanup, {
+      bridge: path.join(OUR_BIN, "bridge"),
+      "host-local": path.join(OUR_BIN, "host-local"),
+      firewall: path.join(GO_BIN, "firewall"),
+    });
   });
   after(() => cleanup.run());
 
@@ -41,7 +45,8 @@ describe("firewall plugin", { skip }, () => {
 
   /** bridge (gateway) + host-local over `subnets` + firewall with `fw` keys. */
   const chain = (host: Host, name: string, br: string, fw: Json, subnets: string[], cniVersion = "1.0.0"): ChainList => ({
-    cniVersion, name,
+    cniVersion,
+    name,
     plugins: [
       { type: "bridge", bridge: br, isGateway: true, ipam: host.hostLocal(subnets, { routes: [{ dst: "0.0.0.0/0" }] }) },
       { type: "firewall", ...fw },
@@ -51,7 +56,13 @@ describe("firewall plugin", { skip }, () => {
 
   /** The filter tables (v4 then v6) as iptables-save prints them, without comments and counters. */
   const filterTables = (host: Host) => {
-    const save = (cmd: string) => host.ns.exec(cmd, ["-t", "filter"]).split("\n").filter((l) => l && !l.startsWith("#")).map((l) => l.replace(/ \[\d+:\d+\]$/, "")).join("\n");
+    const save = (cmd: string) =>
+      host.ns
+        .exec(cmd, ["-t", "filter"])
+        .split("\n")
+        .filter((l) => l && !l.startsWith("#"))
+        .map((l) => l.replace(/ \[\d+:\d+\]$/, ""))
+        .join("\n");
     return `${save("iptables-save")}\n${save("ip6tables-save")}`;
   };
   const v4Rules = (host: Host) => host.ns.exec("iptables", ["-S"]).trim().split("\n");
@@ -66,9 +77,17 @@ describe("firewall plugin", { skip }, () => {
     const net = write(host, chain(host, `fn${tag}a`, br, { backend: "iptables", dataDir: rec }, ["10.202.0.0/24", "fd20:202::/64"]));
     const ctr = host.container(`tscni-fc-${tag}-a`);
     const r = await host.add(net, ctr);
-    assert.deepEqual(r.ips!.map((i) => i.address), ["10.202.0.2/24", "fd20:202::2/64"], "the prevResult goes through");
+    assert.deepEqual(
+      r.ips!.map((i) => i.address),
+      ["10.202.0.2/24", "fd20:202::2/64"],
+      "the prevResult goes through",
+    );
     assert.deepEqual(v4Rules(host), [
-      "-P INPUT ACCEPT", "-P FORWARD ACCEPT", "-P OUTPUT ACCEPT", "-N CNI-ADMIN", "-N CNI-FORWARD",
+      "-P INPUT ACCEPT",
+      "-P FORWARD ACCEPT",
+      "-P OUTPUT ACCEPT",
+      "-N CNI-ADMIN",
+      "-N CNI-FORWARD",
       '-A FORWARD -m comment --comment "CNI firewall plugin rules" -j CNI-FORWARD',
       '-A CNI-FORWARD -m comment --comment "CNI firewall plugin admin overrides" -j CNI-ADMIN',
       "-A CNI-FORWARD -d 10.202.0.2/32 -m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT",
@@ -164,22 +183,34 @@ describe("firewall plugin", { skip }, () => {
 
   test("ingressPolicy: Go's isolation rules; Go 1.1.1's same-bridge rules count as present; isolated adds the same-bridge drop", async () => {
     const { host, br, records: rec } = newHost();
-    const net = write(host, chain(host, `fn${tag}i`, br, { backend: "iptables", ingressPolicy: "same-bridge", dataDir: rec }, ["10.202.3.0/24", "fd20:232::/64"]));
+    const net = write(
+      host,
+      chain(host, `fn${tag}i`, br, { backend: "iptables", ingressPolicy: "same-bridge", dataDir: rec }, ["10.202.3.0/24", "fd20:232::/64"]),
+    );
     const ctr = host.container(`tscni-fc-${tag}-i`);
     await host.add(net, ctr);
     const v4 = v4Rules(host);
     const shared = '"CNI firewall plugin rules (ingressPolicy: same-bridge|isolated)"';
-    assert.deepEqual(v4.filter((l) => l.startsWith("-A FORWARD")), [
-      `-A FORWARD -m comment --comment ${shared} -j CNI-ISOLATION-STAGE-1`,
-      '-A FORWARD -m comment --comment "CNI firewall plugin rules" -j CNI-FORWARD',
-    ]);
-    assert.deepEqual(v4.filter((l) => l.startsWith("-A CNI-ISOLATION")), [
-      `-A CNI-ISOLATION-STAGE-1 -i ${br} ! -o ${br} -m comment --comment "CNI firewall plugin rules (ingressPolicy: same-bridge)" -j CNI-ISOLATION-STAGE-2`,
-      `-A CNI-ISOLATION-STAGE-1 -m comment --comment ${shared} -j RETURN`,
-      `-A CNI-ISOLATION-STAGE-2 -o ${br} -m comment --comment ${shared} -j DROP`,
-      `-A CNI-ISOLATION-STAGE-2 -m comment --comment ${shared} -j RETURN`,
-    ]);
-    assert.deepEqual(v6Rules(host).filter((l) => l.includes("ISOLATION")), v4.filter((l) => l.includes("ISOLATION")));
+    assert.deepEqual(
+      v4.filter((l) => l.startsWith("-A FORWARD")),
+      [
+        `-A FORWARD -m comment --comment ${shared} -j CNI-ISOLATION-STAGE-1`,
+        '-A FORWARD -m comment --comment "CNI firewall plugin rules" -j CNI-FORWARD',
+      ],
+    );
+    assert.deepEqual(
+      v4.filter((l) => l.startsWith("-A CNI-ISOLATION")),
+      [
+        `-A CNI-ISOLATION-STAGE-1 -i ${br} ! -o ${br} -m comment --comment "CNI firewall plugin rules (ingressPolicy: same-bridge)" -j CNI-ISOLATION-STAGE-2`,
+        `-A CNI-ISOLATION-STAGE-1 -m comment --comment ${shared} -j RETURN`,
+        `-A CNI-ISOLATION-STAGE-2 -o ${br} -m comment --comment ${shared} -j DROP`,
+        `-A CNI-ISOLATION-STAGE-2 -m comment --comment ${shared} -j RETURN`,
+      ],
+    );
+    assert.deepEqual(
+      v6Rules(host).filter((l) => l.includes("ISOLATION")),
+      v4.filter((l) => l.includes("ISOLATION")),
+    );
     await host.must("check", net, ctr);
     await host.must("del", net, ctr);
     assert.match(filterTables(host), /CNI-ISOLATION-STAGE-2 -o/, "isolation rules are never torn down (as in Go)");
@@ -190,28 +221,55 @@ describe("firewall plugin", { skip }, () => {
     const c1 = go.host.container(`tscni-fc-${tag}-j1`);
     await go.host.add(goNet, c1);
     const goRules = v4Rules(go.host);
-    assert.ok(goRules.some((l) => l.includes("(ingressPolicy: same-bridge)\" -j RETURN")), "Go 1.1.1's comment");
+    assert.ok(
+      goRules.some((l) => l.includes('(ingressPolicy: same-bridge)" -j RETURN')),
+      "Go 1.1.1's comment",
+    );
     const c2 = go.host.container(`tscni-fc-${tag}-j2`);
-    await go.host.add(goNet, c2, {}, pluginDir(cleanup, { bridge: path.join(OUR_BIN, "bridge"), "host-local": path.join(OUR_BIN, "host-local"), firewall: FIREWALL }));
+    await go.host.add(
+      goNet,
+      c2,
+      {},
+      pluginDir(cleanup, { bridge: path.join(OUR_BIN, "bridge"), "host-local": path.join(OUR_BIN, "host-local"), firewall: FIREWALL }),
+    );
     const mixed = v4Rules(go.host);
-    assert.deepEqual(mixed.filter((l) => l.includes("ISOLATION")), goRules.filter((l) => l.includes("ISOLATION")));
-    assert.deepEqual(mixed.filter((l) => !l.includes("ISOLATION")), [...goRules.filter((l) => !l.includes("ISOLATION")), ...[
-      "-A CNI-FORWARD -d 10.202.4.3/32 -m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT", "-A CNI-FORWARD -s 10.202.4.3/32 -j ACCEPT"]]);
+    assert.deepEqual(
+      mixed.filter((l) => l.includes("ISOLATION")),
+      goRules.filter((l) => l.includes("ISOLATION")),
+    );
+    assert.deepEqual(
+      mixed.filter((l) => !l.includes("ISOLATION")),
+      [
+        ...goRules.filter((l) => !l.includes("ISOLATION")),
+        ...["-A CNI-FORWARD -d 10.202.4.3/32 -m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT", "-A CNI-FORWARD -s 10.202.4.3/32 -j ACCEPT"],
+      ],
+    );
 
     // isolated: the drop within the bridge comes first in stage 1.
     const iso = newHost();
-    const isoNet = write(iso.host, chain(iso.host, `fn${tag}o`, iso.br, { backend: "iptables", ingressPolicy: "isolated", dataDir: iso.records }, ["10.202.5.0/24"]));
+    const isoNet = write(
+      iso.host,
+      chain(iso.host, `fn${tag}o`, iso.br, { backend: "iptables", ingressPolicy: "isolated", dataDir: iso.records }, ["10.202.5.0/24"]),
+    );
     await iso.host.add(isoNet, iso.host.container(`tscni-fc-${tag}-o`));
-    assert.deepEqual(v4Rules(iso.host).filter((l) => l.startsWith("-A CNI-ISOLATION-STAGE-1")).slice(0, 2), [
-      `-A CNI-ISOLATION-STAGE-1 -i ${iso.br} -o ${iso.br} -m comment --comment "CNI firewall plugin rules (ingressPolicy: isolated)" -j DROP`,
-      `-A CNI-ISOLATION-STAGE-1 -i ${iso.br} ! -o ${iso.br} -m comment --comment "CNI firewall plugin rules (ingressPolicy: isolated)" -j CNI-ISOLATION-STAGE-2`,
-    ]);
+    assert.deepEqual(
+      v4Rules(iso.host)
+        .filter((l) => l.startsWith("-A CNI-ISOLATION-STAGE-1"))
+        .slice(0, 2),
+      [
+        `-A CNI-ISOLATION-STAGE-1 -i ${iso.br} -o ${iso.br} -m comment --comment "CNI firewall plugin rules (ingressPolicy: isolated)" -j DROP`,
+        `-A CNI-ISOLATION-STAGE-1 -i ${iso.br} ! -o ${iso.br} -m comment --comment "CNI firewall plugin rules (ingressPolicy: isolated)" -j CNI-ISOLATION-STAGE-2`,
+      ],
+    );
   });
 
   for (const backend of ["iptables", "nftables"] as const) {
     test(`ingressPolicy same-bridge (${backend}) really stops traffic between two bridges; open lets it through`, async () => {
       const { host, records: rec, n } = newHost();
-      const netA = write(host, chain(host, `fn${tag}x${n}`, `tx${tag}${n}a`, { backend, ingressPolicy: "same-bridge", dataDir: rec }, [`10.203.${n}.0/24`]));
+      const netA = write(
+        host,
+        chain(host, `fn${tag}x${n}`, `tx${tag}${n}a`, { backend, ingressPolicy: "same-bridge", dataDir: rec }, [`10.203.${n}.0/24`]),
+      );
       const netB = write(host, chain(host, `fn${tag}y${n}`, `tx${tag}${n}b`, { backend, ingressPolicy: "open", dataDir: rec }, [`10.204.${n}.0/24`]));
       const a = host.container(`tscni-fc-${tag}-x${n}`);
       const b = host.container(`tscni-fc-${tag}-y${n}`);
@@ -224,7 +282,12 @@ describe("firewall plugin", { skip }, () => {
       await host.add(netB, b2);
       assert.equal(await pingable(a, `10.204.${n}.3`, 3), false, "same-bridge: A does not reach B");
       assert.ok(await pingable(a, `10.203.${n}.1`), "the own gateway stays reachable");
-      for (const [net, c] of [[netA, a], [netB, b], [netB, b2]] as const) await host.must("del", net, c);
+      for (const [net, c] of [
+        [netA, a],
+        [netB, b],
+        [netB, b2],
+      ] as const)
+        await host.must("del", net, c);
     });
   }
 
@@ -241,10 +304,11 @@ describe("firewall plugin", { skip }, () => {
       `ip saddr 10.202.6.2 accept comment "${comment}"`,
       `ip6 daddr fd20:262::2 ct state established,related accept comment "${comment}"`,
       `ip6 saddr fd20:262::2 accept comment "${comment}"`,
-      "jump admin comment \"CNI firewall plugin admin overrides\"",
+      'jump admin comment "CNI firewall plugin admin overrides"',
       "iifname . oifname @isolated_same_bridge drop",
       `elements = { "${br}" . "${br}" }`,
-    ]) assert.ok(ruleset.includes(rule), `${rule}\n${ruleset}`);
+    ])
+      assert.ok(ruleset.includes(rule), `${rule}\n${ruleset}`);
     assert.equal(filterTables(host).includes("CNI-FORWARD"), false, "no iptables rules");
     // ADD again (a retried ADD) replaces the attachment's rules instead of duplicating them.
     const again = await runPlugin(host, OUR_BIN, list, 1, "ADD", env, result);
@@ -273,9 +337,17 @@ describe("firewall plugin", { skip }, () => {
       await host.add(net, stale);
       const rules = () => `${filterTables(host)}\n${nftTable(host)}`;
       assert.match(rules(), /10\.202\.7\.3/);
-      const gc = await host.plugin(FIREWALL, "GC", {
-        cniVersion: "1.1.0", name: net, ...list.plugins[1], "cni.dev/valid-attachments": [{ containerID: containerIdOf(keep), ifname: "eth0" }],
-      }, {});
+      const gc = await host.plugin(
+        FIREWALL,
+        "GC",
+        {
+          cniVersion: "1.1.0",
+          name: net,
+          ...list.plugins[1],
+          "cni.dev/valid-attachments": [{ containerID: containerIdOf(keep), ifname: "eth0" }],
+        },
+        {},
+      );
       assert.equal(gc.code, 0, gc.stdout + gc.stderr);
       const after = rules();
       assert.doesNotMatch(after, /10\.202\.7\.3|fd20:272::3/, "stale rules removed");
@@ -323,7 +395,10 @@ describe("firewall plugin", { skip }, () => {
 
   test("iptablesAdminChainName: the admin jump goes to the named chain", async () => {
     const { host, br, records: rec } = newHost();
-    const net = write(host, chain(host, `fn${tag}m`, br, { backend: "iptables", iptablesAdminChainName: "MY-ADMIN", dataDir: rec }, ["10.202.10.0/24"]));
+    const net = write(
+      host,
+      chain(host, `fn${tag}m`, br, { backend: "iptables", iptablesAdminChainName: "MY-ADMIN", dataDir: rec }, ["10.202.10.0/24"]),
+    );
     const ctr = host.container(`tscni-fc-${tag}-m`);
     await host.add(net, ctr);
     const v4 = v4Rules(host);
@@ -367,4 +442,3 @@ describe("firewall plugin", { skip }, () => {
     await runPlugin(host, OUR_BIN, list, 0, "DEL", env, prev);
   });
 });
-

@@ -38,7 +38,8 @@ describe("flannel", { skip }, () => {
     const dataDir = path.join(dir, "data");
     const bridge = `fl${tag}${n}`;
     const net = host.writeNetwork({
-      cniVersion: "1.0.0", name: `fl${tag}${n}`,
+      cniVersion: "1.0.0",
+      name: `fl${tag}${n}`,
       plugins: [{ type: "flannel", subnetFile, dataDir, delegate: { bridge, ...delegate }, ipam: { dataDir: host.dataDir, ...ipam } }],
     });
     const saved = () => (existsSync(dataDir) ? readdirSync(dataDir) : []);
@@ -51,11 +52,17 @@ describe("flannel", { skip }, () => {
     const r = await s.host.add(s.net, ctr);
     assert.deepEqual(r.ips, [{ address: `10.${s.x}.3.2/24`, gateway: `10.${s.x}.3.1`, interface: 2 }]);
     assert.deepEqual(r.routes, [{ dst: `10.${s.x}.0.0/16` }]);
-    assert.deepEqual(r.interfaces!.map((i) => i.name), [s.bridge, r.interfaces![1]!.name, "eth0"]);
+    assert.deepEqual(
+      r.interfaces!.map((i) => i.name),
+      [s.bridge, r.interfaces![1]!.name, "eth0"],
+    );
 
     const [br] = s.host.ipJson(["addr", "show", "dev", s.bridge]);
     assert.equal(br!["mtu"], 1410, "FLANNEL_MTU");
-    assert.ok((br!["addr_info"] as Json[]).some((a) => a["local"] === `10.${s.x}.3.1` && a["prefixlen"] === 24), "the gateway is on the bridge");
+    assert.ok(
+      (br!["addr_info"] as Json[]).some((a) => a["local"] === `10.${s.x}.3.1` && a["prefixlen"] === 24),
+      "the gateway is on the bridge",
+    );
     const [eth0] = ipIn(ctr, ["addr", "show", "dev", "eth0"]);
     assert.equal(eth0!["mtu"], 1410);
     assert.ok(ipIn(ctr, ["route", "show"]).some((rt) => rt["dst"] === `10.${s.x}.0.0/16` && rt["gateway"] === `10.${s.x}.3.1`));
@@ -66,9 +73,14 @@ describe("flannel", { skip }, () => {
     assert.deepEqual(s.saved(), [id]);
     const saved = JSON.parse(readFileSync(path.join(s.dataDir, id), "utf8")) as Json;
     assert.deepEqual(saved, {
-      bridge: s.bridge, cniVersion: "1.0.0", ipMasq: true,
+      bridge: s.bridge,
+      cniVersion: "1.0.0",
+      ipMasq: true,
       ipam: { dataDir: s.host.dataDir, ranges: [[{ subnet: `10.${s.x}.3.0/24` }]], routes: [{ dst: `10.${s.x}.0.0/16` }], type: "host-local" },
-      isGateway: true, mtu: 1410, name: s.net, type: "bridge",
+      isGateway: true,
+      mtu: 1410,
+      name: s.net,
+      type: "bridge",
     });
 
     await s.host.must("check", s.net, ctr);
@@ -79,7 +91,10 @@ describe("flannel", { skip }, () => {
     assert.deepEqual(s.host.allocations(s.net), []);
     assert.deepEqual(s.host.veths(), []);
     assert.doesNotMatch(s.host.natRules(), /CNI-/);
-    assert.deepEqual(ipIn(ctr, ["link", "show"]).map((l) => l["ifname"]), ["lo"]);
+    assert.deepEqual(
+      ipIn(ctr, ["link", "show"]).map((l) => l["ifname"]),
+      ["lo"],
+    );
     await s.host.must("del", s.net, ctr);
   });
 
@@ -122,7 +137,14 @@ describe("flannel", { skip }, () => {
     const s = setup();
     const ctr = s.host.container(`tscni-flc-${tag}-${s.n}`);
     const bin = path.join(OUR_BIN, "flannel");
-    const base = { cniVersion: "1.0.0", name: s.net, type: "flannel", subnetFile: s.subnetFile, dataDir: s.dataDir, ipam: { dataDir: s.host.dataDir } };
+    const base = {
+      cniVersion: "1.0.0",
+      name: s.net,
+      type: "flannel",
+      subnetFile: s.subnetFile,
+      dataDir: s.dataDir,
+      ipam: { dataDir: s.host.dataDir },
+    };
     const run = async (conf: Json, code: number, msg: RegExp) => {
       const r = await s.host.plugin(bin, "ADD", conf, { CNI_NETNS: ctr.path });
       assert.equal(r.code, 1, JSON.stringify(conf));
@@ -163,7 +185,13 @@ describe("flannel", { skip }, () => {
   });
 
   test("mixed chain: our flannel delegating to Go's bridge and host-local", { skip: goSkip }, async () => {
-    const s = setup(pluginDir(cleanup, { flannel: path.join(OUR_BIN, "flannel"), bridge: path.join(GO_BIN, "bridge"), "host-local": path.join(GO_BIN, "host-local") }));
+    const s = setup(
+      pluginDir(cleanup, {
+        flannel: path.join(OUR_BIN, "flannel"),
+        bridge: path.join(GO_BIN, "bridge"),
+        "host-local": path.join(GO_BIN, "host-local"),
+      }),
+    );
     const ctr = s.host.container(`tscni-flc-${tag}-${s.n}`);
     const r: Result = await s.host.add(s.net, ctr);
     assert.equal(r.ips![0]!.address, `10.${s.x}.3.2/24`);

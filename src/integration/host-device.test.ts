@@ -16,7 +16,7 @@ import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
 import { existsSync, readdirSync } from "node:fs";
 import path from "node:path";
-import { Cleanup, GO_BIN, Netns, OUR_BIN, runTag, skipReason } from "../testing/harness.js";
+import { Cleanup, GO_BIN, type Netns, OUR_BIN, runTag, skipReason } from "../testing/harness.js";
 import { cniError, containerIdOf, Host, ipIn, pingable, pluginDir, type Result } from "../testing/rig.js";
 
 const skip = skipReason();
@@ -33,8 +33,10 @@ function deviceView(ns: Netns, dev: string): Json | undefined {
   const [link] = ipIn(ns, ["addr", "show", "dev", dev]);
   const [detail] = ipIn(ns, ["-d", "link", "show", "dev", dev]);
   if (!link || !detail) return undefined;
-  const addresses = (link["addr_info"] as Json[]).filter((a) => !String(a["local"]).startsWith("fe80"))
-    .map((a) => `${String(a["local"])}/${String(a["prefixlen"])}`).sort();
+  const addresses = (link["addr_info"] as Json[])
+    .filter((a) => !String(a["local"]).startsWith("fe80"))
+    .map((a) => `${String(a["local"])}/${String(a["prefixlen"])}`)
+    .sort();
   return { mtu: link["mtu"], up: (link["flags"] as string[]).includes("UP"), alias: detail["ifalias"] ?? "", mac: link["address"], addresses };
 }
 
@@ -45,13 +47,23 @@ function containerOf(host: Host, name: string): Netns {
   return ctr;
 }
 
-const linkNames = (ns: Netns): string[] => ipIn(ns, ["link", "show"]).map((l) => String(l["ifname"])).filter((n) => n !== "lo").sort();
+const linkNames = (ns: Netns): string[] =>
+  ipIn(ns, ["link", "show"])
+    .map((l) => String(l["ifname"]))
+    .filter((n) => n !== "lo")
+    .sort();
 
 /** Routes of the container as `dst via gw dev D`, IPv6 link-local and multicast aside. */
-const routesOf = (ns: Netns): string[] => [4, 6].flatMap((f) => ipIn(ns, [`-${f}`, "route", "show"]))
-  .filter((r) => !String(r["dst"]).startsWith("fe80") && !String(r["dst"]).startsWith("ff00"))
-  .map((r) => [r["dst"], r["gateway"] ? `via ${String(r["gateway"])}` : "", `dev ${String(r["dev"])}`, r["protocol"] ? `proto ${String(r["protocol"])}` : ""].filter(Boolean).join(" "))
-  .sort();
+const routesOf = (ns: Netns): string[] =>
+  [4, 6]
+    .flatMap((f) => ipIn(ns, [`-${f}`, "route", "show"]))
+    .filter((r) => !String(r["dst"]).startsWith("fe80") && !String(r["dst"]).startsWith("ff00"))
+    .map((r) =>
+      [r["dst"], r["gateway"] ? `via ${String(r["gateway"])}` : "", `dev ${String(r["dev"])}`, r["protocol"] ? `proto ${String(r["protocol"])}` : ""]
+        .filter(Boolean)
+        .join(" "),
+    )
+    .sort();
 
 describe("host-device", { skip }, () => {
   const cleanup = new Cleanup();
@@ -75,13 +87,19 @@ describe("host-device", { skip }, () => {
     ip(peer, "link", "set", "peer0", "up");
     ip(peer, "addr", "add", `10.${200 + n}.0.100/24`, "dev", "peer0");
     const records = path.join(host.dataDir, "host-device");
-    const network = (keys: Json, cniVersion = "1.1.0", ipam = true) => host.writeNetwork({
-      cniVersion, name: `hd${tag}${n}`,
-      plugins: [{
-        type: "host-device", dataDir: records, ...keys,
-        ...(ipam ? { ipam: host.hostLocal([`10.${200 + n}.0.0/24`, `fd00:${200 + n}::/64`], { routes: [{ dst: "198.51.100.0/24" }] }) } : {}),
-      }],
-    });
+    const network = (keys: Json, cniVersion = "1.1.0", ipam = true) =>
+      host.writeNetwork({
+        cniVersion,
+        name: `hd${tag}${n}`,
+        plugins: [
+          {
+            type: "host-device",
+            dataDir: records,
+            ...keys,
+            ...(ipam ? { ipam: host.hostLocal([`10.${200 + n}.0.0/24`, `fd00:${200 + n}::/64`], { routes: [{ dst: "198.51.100.0/24" }] }) } : {}),
+          },
+        ],
+      });
     const before = deviceView(host.ns, dev)!;
     const records_ = () => (existsSync(records) ? readdirSync(records) : []);
     return { n, host, peer, dev, network, before, records: records_, subnet: `10.${200 + n}.0` };
@@ -93,9 +111,21 @@ describe("host-device", { skip }, () => {
     const ctr = containerOf(s.host, `tscni-hdc-${tag}-${s.n}`);
     const r = await s.host.add(net, ctr, { CNI_IFNAME: "net1" });
     assert.deepEqual(r.interfaces, [{ name: "net1", mac: s.before["mac"], sandbox: ctr.path }]);
-    assert.deepEqual(r.ips!.map((i) => [i.address, i.interface]), [[`${s.subnet}.2/24`, 0], [`fd00:${200 + s.n}::2/64`, 0]]);
+    assert.deepEqual(
+      r.ips!.map((i) => [i.address, i.interface]),
+      [
+        [`${s.subnet}.2/24`, 0],
+        [`fd00:${200 + s.n}::2/64`, 0],
+      ],
+    );
     assert.equal(linkNames(s.host.ns).includes(s.dev), false, "gone from the host");
-    assert.deepEqual(deviceView(ctr, "net1"), { mtu: 1400, up: true, alias: s.dev, mac: s.before["mac"], addresses: [`${s.subnet}.2/24`, `fd00:${200 + s.n}::2/64`] });
+    assert.deepEqual(deviceView(ctr, "net1"), {
+      mtu: 1400,
+      up: true,
+      alias: s.dev,
+      mac: s.before["mac"],
+      addresses: [`${s.subnet}.2/24`, `fd00:${200 + s.n}::2/64`],
+    });
     assert.ok(routesOf(ctr).includes(`198.51.100.0/24 via ${s.subnet}.1 dev net1`), routesOf(ctr).join("\n"));
     assert.ok(await pingable(ctr, `${s.subnet}.100`), "the device carries traffic in the container");
     assert.equal(s.records().length, 1, "a record of the device's host settings");
@@ -122,7 +152,10 @@ describe("host-device", { skip }, () => {
   test("kernelpath (the namespace's own sysfs) and hwaddr select the device; no IPAM: the interface only", async () => {
     const s = setup();
     // /sys/devices/virtual/net of the test host lists lo and the device; "hd…" sorts first, as Go 1.1.1 needs.
-    for (const [keys, label] of [[{ kernelpath: "/sys/devices/virtual" }, "k"], [{ hwaddr: String(s.before["mac"]).toUpperCase() }, "h"]] as const) {
+    for (const [keys, label] of [
+      [{ kernelpath: "/sys/devices/virtual" }, "k"],
+      [{ hwaddr: String(s.before["mac"]).toUpperCase() }, "h"],
+    ] as const) {
       const net = s.network(keys, "1.0.0", false);
       const ctr = containerOf(s.host, `tscni-hdc-${tag}-${s.n}${label}`);
       const r = await s.host.add(net, ctr);
@@ -167,7 +200,11 @@ describe("host-device", { skip }, () => {
 
   /** The network's config as GC gets it (spec 1.1.0), with `valid` as the valid attachments. */
   const gcConfig = (s: ReturnType<typeof setup>, valid: Array<{ containerID: string; ifname: string }>, name = `hd${tag}${s.n}`) => ({
-    cniVersion: "1.1.0", name, type: "host-device", device: s.dev, dataDir: path.join(s.host.dataDir, "host-device"),
+    cniVersion: "1.1.0",
+    name,
+    type: "host-device",
+    device: s.dev,
+    dataDir: path.join(s.host.dataDir, "host-device"),
     ipam: s.host.hostLocal([`10.${200 + s.n}.0.0/24`, `fd00:${200 + s.n}::/64`], { routes: [{ dst: "198.51.100.0/24" }] }),
     "cni.dev/valid-attachments": valid,
   });
@@ -227,7 +264,11 @@ describe("host-device", { skip }, () => {
   test("DEL without CNI_NETNS releases the address and returns the device (Go 1.1.1 does neither)", async () => {
     const s = setup();
     const config = {
-      cniVersion: "1.0.0", name: `hd${tag}${s.n}`, type: "host-device", device: s.dev, dataDir: path.join(s.host.dataDir, "host-device"),
+      cniVersion: "1.0.0",
+      name: `hd${tag}${s.n}`,
+      type: "host-device",
+      device: s.dev,
+      dataDir: path.join(s.host.dataDir, "host-device"),
       ipam: s.host.hostLocal([`10.${200 + s.n}.0.0/24`]),
     };
     const ctr = containerOf(s.host, `tscni-hdc-${tag}-${s.n}`);
@@ -244,7 +285,11 @@ describe("host-device", { skip }, () => {
   test("a failed ADD (a route IPAM asks for cannot be added) gives the device back as it was and releases the address", async () => {
     const s = setup();
     const config = {
-      cniVersion: "1.0.0", name: `hd${tag}${s.n}`, type: "host-device", device: s.dev, dataDir: path.join(s.host.dataDir, "host-device"),
+      cniVersion: "1.0.0",
+      name: `hd${tag}${s.n}`,
+      type: "host-device",
+      device: s.dev,
+      dataDir: path.join(s.host.dataDir, "host-device"),
       ipam: s.host.hostLocal([`10.${200 + s.n}.0.0/24`], { routes: [{ dst: "10.250.0.0/16", gw: "192.0.2.1" }] }),
     };
     const ctr = containerOf(s.host, `tscni-hdc-${tag}-${s.n}`);
@@ -310,14 +355,19 @@ describe("host-device: ours against Go's 1.1.1", { skip: goSkip }, () => {
     ip(host.ns, "link", "set", dev, "up");
     const ctr = containerOf(host, `tscni-hgc-${tag}-${n}`);
     const net = host.writeNetwork({
-      cniVersion, name: `hg${tag}`,
-      plugins: [{
-        type: "host-device", dataDir: path.join(host.dataDir, "host-device"), dns: { nameservers: ["10.210.0.53"] },
-        ...(keys ?? {
-          device: dev,
-          ipam: host.hostLocal(["10.210.0.0/24", "fd00:210::/64"], { routes: [{ dst: "198.51.100.0/24" }, { dst: "2001:db8:9::/48" }] }),
-        }),
-      }],
+      cniVersion,
+      name: `hg${tag}`,
+      plugins: [
+        {
+          type: "host-device",
+          dataDir: path.join(host.dataDir, "host-device"),
+          dns: { nameservers: ["10.210.0.53"] },
+          ...(keys ?? {
+            device: dev,
+            ipam: host.hostLocal(["10.210.0.0/24", "fd00:210::/64"], { routes: [{ dst: "198.51.100.0/24" }, { dst: "2001:db8:9::/48" }] }),
+          }),
+        },
+      ],
     });
     return { host, dev, ctr, net };
   }
@@ -328,7 +378,11 @@ describe("host-device: ours against Go's 1.1.1", { skip: goSkip }, () => {
     interfaces: r.interfaces!.map((i) => ({ ...i, mac: i.mac ? "<mac>" : undefined, sandbox: i.sandbox ? "<netns>" : undefined })),
     dns: r.dns && Object.keys(r.dns).length ? r.dns : undefined,
   });
-  const view = (ctr: Netns) => ({ links: linkNames(ctr), device: { ...deviceView(ctr, "eth0"), mac: "<mac>", alias: "<original name>" }, routes: routesOf(ctr) });
+  const view = (ctr: Netns) => ({
+    links: linkNames(ctr),
+    device: { ...deviceView(ctr, "eth0"), mac: "<mac>", alias: "<original name>" },
+    routes: routesOf(ctr),
+  });
 
   test("the same config gives the same container view and result; each DEL returns what the other's ADD moved", async () => {
     const ours = side(pluginDir(cleanup, { "host-device": path.join(OUR_BIN, "host-device"), "host-local": path.join(OUR_BIN, "host-local") }));
@@ -355,8 +409,10 @@ describe("host-device: ours against Go's 1.1.1", { skip: goSkip }, () => {
   });
 
   test("without IPAM, selected by kernelpath, at 0.3.1: the same result and container view", async () => {
-    const sides = [side(pluginDir(cleanup, { "host-device": path.join(OUR_BIN, "host-device") }), { kernelpath: "/sys/devices/virtual" }, "0.3.1"),
-      side(GO_BIN, { kernelpath: "/sys/devices/virtual" }, "0.3.1")];
+    const sides = [
+      side(pluginDir(cleanup, { "host-device": path.join(OUR_BIN, "host-device") }), { kernelpath: "/sys/devices/virtual" }, "0.3.1"),
+      side(GO_BIN, { kernelpath: "/sys/devices/virtual" }, "0.3.1"),
+    ];
     const [rOurs, rGo] = [await sides[0]!.host.add(sides[0]!.net, sides[0]!.ctr), await sides[1]!.host.add(sides[1]!.net, sides[1]!.ctr)];
     assert.deepEqual(shape(rOurs), shape(rGo));
     assert.deepEqual(view(sides[0]!.ctr), view(sides[1]!.ctr));
@@ -368,7 +424,10 @@ describe("host-device: ours against Go's 1.1.1", { skip: goSkip }, () => {
     const s = side(pluginDir(cleanup, { "host-device": path.join(OUR_BIN, "host-device"), "host-local": path.join(GO_BIN, "host-local") }));
     const before = deviceView(s.host.ns, s.dev);
     const r = await s.host.add(s.net, s.ctr);
-    assert.deepEqual(r.ips!.map((i) => i.address), ["10.210.0.2/24", "fd00:210::2/64"]);
+    assert.deepEqual(
+      r.ips!.map((i) => i.address),
+      ["10.210.0.2/24", "fd00:210::2/64"],
+    );
     await s.host.must("check", s.net, s.ctr);
     await s.host.must("del", s.net, s.ctr);
     assert.deepEqual(deviceView(s.host.ns, s.dev), before);

@@ -20,8 +20,11 @@ describe("bridge GC removes stale iptables masquerading", { skip }, () => {
     const tag = runTag();
     const host = new Host(cleanup, `tscni-gch-${tag}`, OUR_BIN);
     const conf = {
-      cniVersion: "1.1.0", name: `tcgc${tag}`,
-      plugins: [{ type: "bridge", bridge: `tcgc${tag}`, isGateway: true, ipMasq: true, ipMasqBackend: "iptables", ipam: host.hostLocal(["10.217.0.0/24"]) }],
+      cniVersion: "1.1.0",
+      name: `tcgc${tag}`,
+      plugins: [
+        { type: "bridge", bridge: `tcgc${tag}`, isGateway: true, ipMasq: true, ipMasqBackend: "iptables", ipam: host.hostLocal(["10.217.0.0/24"]) },
+      ],
     };
     const network = host.writeNetwork(conf);
     const live = host.container(`tscni-gcl-${tag}`);
@@ -33,7 +36,9 @@ describe("bridge GC removes stale iptables masquerading", { skip }, () => {
     assert.match(host.natRules(), new RegExp(staleChain));
 
     const gcConf = {
-      ...conf.plugins[0], name: network, cniVersion: "1.1.0",
+      ...conf.plugins[0],
+      name: network,
+      cniVersion: "1.1.0",
       "cni.dev/valid-attachments": [{ containerID: containerIdOf(live), ifname: "eth0" }],
     };
     const r = await host.plugin(path.join(OUR_BIN, "bridge"), "GC", gcConf, { CNI_CONTAINERID: "", CNI_IFNAME: "" });

@@ -23,7 +23,8 @@ const tag = runTag();
 const lacking: Record<Kind, string | undefined> = skip
   ? { ipvlan: skip, vlan: skip, dummy: skip }
   : { ipvlan: linkKindMissing("ipvlan", tag), vlan: linkKindMissing("vlan", tag), dummy: linkKindMissing("dummy", tag) };
-for (const [kind, reason] of Object.entries(lacking)) if (reason && !skip) console.log(`# ${kind}: the tests that need ${kind} links skip: ${reason}`);
+for (const [kind, reason] of Object.entries(lacking))
+  if (reason && !skip) console.log(`# ${kind}: the tests that need ${kind} links skip: ${reason}`);
 
 /** The container's link as `ip -d` shows it. */
 function linkOf(ctr: Netns, name = "eth0"): Json | undefined {
@@ -35,7 +36,9 @@ function linkOf(ctr: Netns, name = "eth0"): Json | undefined {
 }
 
 const addresses = (ctr: Netns, dev = "eth0"): string[] =>
-  ipIn(ctr, ["addr", "show", "dev", dev]).flatMap((l) => (l["addr_info"] as Json[]).filter((a) => a["scope"] === "global").map((a) => `${String(a["local"])}/${String(a["prefixlen"])}`));
+  ipIn(ctr, ["addr", "show", "dev", dev]).flatMap((l) =>
+    (l["addr_info"] as Json[]).filter((a) => a["scope"] === "global").map((a) => `${String(a["local"])}/${String(a["prefixlen"])}`),
+  );
 
 describe("ipvlan, vlan and dummy plugins", { skip }, () => {
   const cleanup = new Cleanup();
@@ -77,8 +80,15 @@ describe("ipvlan, vlan and dummy plugins", { skip }, () => {
     test(`${kind}: ADD, CHECK, DEL and DEL again with a real ${kind} link`, { skip: lacking[kind] }, async () => {
       const { host, master, n, ctr } = newHost();
       const net = host.writeNetwork({
-        cniVersion: "1.0.0", name: `lk${tag}${n}`,
-        plugins: [{ ...plugins[kind](master), dns: { nameservers: ["10.246.0.53"] }, ipam: host.hostLocal(["10.246.0.0/24"], { routes: [{ dst: "0.0.0.0/0" }] }) }],
+        cniVersion: "1.0.0",
+        name: `lk${tag}${n}`,
+        plugins: [
+          {
+            ...plugins[kind](master),
+            dns: { nameservers: ["10.246.0.53"] },
+            ipam: host.hostLocal(["10.246.0.0/24"], { routes: [{ dst: "0.0.0.0/0" }] }),
+          },
+        ],
       });
       const r = await host.add(net, ctr);
       assert.deepEqual(r.interfaces, [{ name: "eth0", mac: ipIn(ctr, ["link", "show", "dev", "eth0"])[0]!["address"], sandbox: ctr.path }]);
@@ -95,7 +105,9 @@ describe("ipvlan, vlan and dummy plugins", { skip }, () => {
       await host.must("del", net, ctr);
     });
 
-    test(`${kind}: on a kernel without ${kind} links ADD fails with the kernel's reason and leaves nothing`, { skip: lacking[kind] ? undefined : `this kernel has ${kind} links` }, async () => {
+    test(`${kind}: on a kernel without ${kind} links ADD fails with the kernel's reason and leaves nothing`, {
+      skip: lacking[kind] ? undefined : `this kernel has ${kind} links`,
+    }, async () => {
       const { host, master, n, ctr } = newHost();
       const network = `lf${tag}${n}`;
       const config = { cniVersion: "1.0.0", name: network, ...plugins[kind](master), ipam: host.hostLocal(["10.246.0.0/24"]) };
@@ -103,9 +115,18 @@ describe("ipvlan, vlan and dummy plugins", { skip }, () => {
       assert.equal(r.code, 1);
       const err = cniError(r);
       assert.match(err.msg, new RegExp(`create ${kind} .*: Error: Unknown device type\\.$`));
-      assert.deepEqual(ipIn(ctr, ["link", "show"]).map((l) => l["ifname"]), ["lo"]);
+      assert.deepEqual(
+        ipIn(ctr, ["link", "show"]).map((l) => l["ifname"]),
+        ["lo"],
+      );
       assert.deepEqual(host.allocations(network), []);
-      assert.deepEqual(host.ipJson(["link", "show"]).map((l) => l["ifname"]).filter((x) => String(x).startsWith("veth")), []);
+      assert.deepEqual(
+        host
+          .ipJson(["link", "show"])
+          .map((l) => l["ifname"])
+          .filter((x) => String(x).startsWith("veth")),
+        [],
+      );
     });
 
     test(`${kind}: DEL succeeds with the netns gone, the link gone, and no netns`, async () => {
@@ -125,15 +146,25 @@ describe("ipvlan, vlan and dummy plugins", { skip }, () => {
     const del = await host.plugin(`${OUR_BIN}/vlan`, "DEL", config, { CNI_NETNS: ctr.path });
     assert.equal(del.code, 0, del.stdout);
     // static IPAM passes its own CHECK without an allocation, so what the vlan plugin checks is reached.
-    const prevResult: Result = { cniVersion: "1.0.0", interfaces: [{ name: "eth0", sandbox: ctr.path }], ips: [{ address: "10.246.0.5/24", interface: 0 }] };
+    const prevResult: Result = {
+      cniVersion: "1.0.0",
+      interfaces: [{ name: "eth0", sandbox: ctr.path }],
+      ips: [{ address: "10.246.0.5/24", interface: 0 }],
+    };
     const staticIpam = { type: "static", addresses: [{ address: "10.246.0.5/24" }] };
     const check = await host.plugin(`${OUR_BIN}/vlan`, "CHECK", { ...config, ipam: staticIpam, prevResult }, { CNI_NETNS: ctr.path });
     assert.match(cniError(check).msg, /^invalid "master": "u\w+a" \(no such interface in the host namespace\)$/);
   });
 
-  test("ipvlan chained: the prevResult's one interface is the master and its addresses are used, without IPAM", { skip: lacking.ipvlan }, async () => {
+  test("ipvlan chained: the prevResult's one interface is the master and its addresses are used, without IPAM", {
+    skip: lacking.ipvlan,
+  }, async () => {
     const { host, master, n, ctr } = newHost();
-    const prevResult: Result = { cniVersion: "1.0.0", interfaces: [{ name: master }], ips: [{ address: "10.246.0.9/24", gateway: "10.246.0.1", interface: 0 }] };
+    const prevResult: Result = {
+      cniVersion: "1.0.0",
+      interfaces: [{ name: master }],
+      ips: [{ address: "10.246.0.9/24", gateway: "10.246.0.1", interface: 0 }],
+    };
     const config = { cniVersion: "1.0.0", name: `lc${tag}${n}`, type: "ipvlan", prevResult };
     const r = await host.plugin(`${OUR_BIN}/ipvlan`, "ADD", config, { CNI_NETNS: ctr.path });
     assert.equal(r.code, 0, r.stdout);
@@ -150,14 +181,30 @@ describe("ipvlan, vlan and dummy plugins", { skip }, () => {
     const { host, master, n, ctr } = newHost();
     const ipam = host.hostLocal(["10.246.0.0/24"]);
     const common = { cniVersion: "1.0.0", name: `lx${tag}${n}` };
-    const twoInterfaces: Result = { cniVersion: "1.0.0", interfaces: [{ name: "a" }, { name: "b" }], ips: [{ address: "10.246.0.9/24", interface: 0 }] };
+    const twoInterfaces: Result = {
+      cniVersion: "1.0.0",
+      interfaces: [{ name: "a" }, { name: "b" }],
+      ips: [{ address: "10.246.0.9/24", interface: 0 }],
+    };
     const cases: Array<[Kind, Json, RegExp]> = [
       ["ipvlan", { type: "ipvlan", master, mode: "bridge", ipam }, /^invalid "mode": "bridge" \(want one of "l2", "l3", "l3s"\)$/],
       ["ipvlan", { type: "ipvlan", master: "nosuch0", ipam }, /^invalid "master": "nosuch0" \(no such interface in the host namespace\)$/],
       ["ipvlan", { type: "ipvlan", ipam }, /^invalid "master": "" \(not set, and the host namespace has no default route to take it from\)$/],
-      ["ipvlan", { type: "ipvlan", master, mtu: 9000, ipam }, /^invalid "mtu": 9000 \(want 0 for the master's MTU, or at most the MTU of master "u\w+a" \(1500\)\)$/],
-      ["ipvlan", { type: "ipvlan", master }, /^invalid "ipam": missing \(ipvlan needs an IPAM plugin, or a prevResult with addresses when chained\)$/],
-      ["ipvlan", { type: "ipvlan", prevResult: twoInterfaces }, /^invalid "master": "" \(not set, and the prevResult does not hold exactly one named interface/],
+      [
+        "ipvlan",
+        { type: "ipvlan", master, mtu: 9000, ipam },
+        /^invalid "mtu": 9000 \(want 0 for the master's MTU, or at most the MTU of master "u\w+a" \(1500\)\)$/,
+      ],
+      [
+        "ipvlan",
+        { type: "ipvlan", master },
+        /^invalid "ipam": missing \(ipvlan needs an IPAM plugin, or a prevResult with addresses when chained\)$/,
+      ],
+      [
+        "ipvlan",
+        { type: "ipvlan", prevResult: twoInterfaces },
+        /^invalid "master": "" \(not set, and the prevResult does not hold exactly one named interface/,
+      ],
       ["vlan", { type: "vlan", master, vlanId: 4095, ipam }, /^invalid "vlanId": 4095 \(want a VLAN ID from 0 to 4094\)$/],
       ["vlan", { type: "vlan", master, vlanId: -1, ipam }, /^invalid "vlanId": -1/],
       ["vlan", { type: "vlan", master, ipam }, /^invalid "vlanId": null \(required: the VLAN ID, 0 to 4094\)$/],
@@ -175,7 +222,10 @@ describe("ipvlan, vlan and dummy plugins", { skip }, () => {
       assert.equal(err.code, 7, err.msg);
       assert.match(err.msg, message);
     }
-    assert.deepEqual(ipIn(ctr, ["link", "show"]).map((l) => l["ifname"]), ["lo"]);
+    assert.deepEqual(
+      ipIn(ctr, ["link", "show"]).map((l) => l["ifname"]),
+      ["lo"],
+    );
     assert.deepEqual(host.allocations(common.name), []);
   });
 });

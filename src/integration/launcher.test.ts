@@ -10,7 +10,20 @@
 import { describe, test, after } from "node:test";
 import assert from "node:assert/strict";
 import { spawn, spawnSync } from "node:child_process";
-import { chmodSync, closeSync, constants, copyFileSync, existsSync, mkdtempSync, openSync, readFileSync, rmSync, symlinkSync, writeFileSync, writeSync } from "node:fs";
+import {
+  chmodSync,
+  closeSync,
+  constants,
+  copyFileSync,
+  existsSync,
+  mkdtempSync,
+  openSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+  writeSync,
+} from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { missing, OUR_BIN } from "../testing/harness.js";
@@ -26,22 +39,37 @@ describe("launcher, exec mode", { skip }, () => {
   // The delegate: records its stdin and environment, answers a result.
   const delegateDir = path.join(dir, "bin");
   spawnSync("mkdir", ["-p", delegateDir]);
-  writeFileSync(path.join(delegateDir, "recorder"),
-    `#!/bin/sh\ncat > "${dir}/stdin"\nenv > "${dir}/env"\necho '{"cniVersion":"1.0.0","ips":[{"address":"10.9.3.2/24"}]}'\n`);
+  writeFileSync(
+    path.join(delegateDir, "recorder"),
+    `#!/bin/sh\ncat > "${dir}/stdin"\nenv > "${dir}/env"\necho '{"cniVersion":"1.0.0","ips":[{"address":"10.9.3.2/24"}]}'\n`,
+  );
   chmodSync(path.join(delegateDir, "recorder"), 0o755);
   writeFileSync(path.join(dir, "subnet.env"), "FLANNEL_NETWORK=10.9.0.0/16\nFLANNEL_SUBNET=10.9.3.1/24\nFLANNEL_MTU=1400\nFLANNEL_IPMASQ=false\n");
 
-  const flannel = (config: string) => spawnSync(path.join(OUR_BIN, "flannel"), [], {
-    input: config, encoding: "utf8",
-    env: {
-      PATH: process.env["PATH"], CNI_COMMAND: "ADD", CNI_CONTAINERID: "launcher-test", CNI_NETNS: "/run/netns/tscni-launcher-none",
-      CNI_IFNAME: "eth0", CNI_PATH: `${delegateDir}:${OUR_BIN}`, TSCNI_RESIDENT_SOCKET: "",
-    },
-  });
-  const conf = (extra: Record<string, unknown> = {}) => JSON.stringify({
-    cniVersion: "1.0.0", name: "launcher-test", type: "flannel", subnetFile: path.join(dir, "subnet.env"), dataDir: path.join(dir, "data"),
-    delegate: { type: "recorder" }, ...extra,
-  });
+  const flannel = (config: string) =>
+    spawnSync(path.join(OUR_BIN, "flannel"), [], {
+      input: config,
+      encoding: "utf8",
+      env: {
+        PATH: process.env["PATH"],
+        CNI_COMMAND: "ADD",
+        CNI_CONTAINERID: "launcher-test",
+        CNI_NETNS: "/run/netns/tscni-launcher-none",
+        CNI_IFNAME: "eth0",
+        CNI_PATH: `${delegateDir}:${OUR_BIN}`,
+        TSCNI_RESIDENT_SOCKET: "",
+      },
+    });
+  const conf = (extra: Record<string, unknown> = {}) =>
+    JSON.stringify({
+      cniVersion: "1.0.0",
+      name: "launcher-test",
+      type: "flannel",
+      subnetFile: path.join(dir, "subnet.env"),
+      dataDir: path.join(dir, "data"),
+      delegate: { type: "recorder" },
+      ...extra,
+    });
 
   test("the program reads the whole config, and the delegate gets its config but not the launcher's mark", () => {
     const r = flannel(conf());
@@ -67,8 +95,17 @@ describe("launcher, exec mode", { skip }, () => {
     for (const input of ["", "{"]) {
       const viaLauncher = flannel(input);
       const direct = spawnSync(path.join(OUR_BIN, "..", "tscni-js"), [], {
-        input, encoding: "utf8", argv0: "flannel",
-        env: { PATH: process.env["PATH"], CNI_COMMAND: "ADD", CNI_CONTAINERID: "x", CNI_NETNS: "/run/netns/x", CNI_IFNAME: "eth0", CNI_PATH: OUR_BIN },
+        input,
+        encoding: "utf8",
+        argv0: "flannel",
+        env: {
+          PATH: process.env["PATH"],
+          CNI_COMMAND: "ADD",
+          CNI_CONTAINERID: "x",
+          CNI_NETNS: "/run/netns/x",
+          CNI_IFNAME: "eth0",
+          CNI_PATH: OUR_BIN,
+        },
       });
       assert.equal(viaLauncher.status, 1);
       assert.equal(viaLauncher.stdout, direct.stdout, `stdin ${JSON.stringify(input)}`);
@@ -77,8 +114,19 @@ describe("launcher, exec mode", { skip }, () => {
 
   test("a closed stdin or a directory as stdin is the Go plugin's I/O error (code 5)", () => {
     const goBridge = "/usr/lib/cni/bridge";
-    const env = { PATH: process.env["PATH"], CNI_COMMAND: "ADD", CNI_CONTAINERID: "x", CNI_NETNS: "/run/netns/x", CNI_IFNAME: "eth0", CNI_PATH: OUR_BIN, TSCNI_RESIDENT_SOCKET: "" };
-    const cases = [["<&-", "bad file descriptor"], ["< /", "is a directory"]] as const;
+    const env = {
+      PATH: process.env["PATH"],
+      CNI_COMMAND: "ADD",
+      CNI_CONTAINERID: "x",
+      CNI_NETNS: "/run/netns/x",
+      CNI_IFNAME: "eth0",
+      CNI_PATH: OUR_BIN,
+      TSCNI_RESIDENT_SOCKET: "",
+    };
+    const cases = [
+      ["<&-", "bad file descriptor"],
+      ["< /", "is a directory"],
+    ] as const;
     for (const [redirect, reason] of cases) {
       const run = (plugin: string) => spawnSync("sh", ["-c", `exec "$0" ${redirect}`, plugin], { encoding: "utf8", env });
       const ours = run(path.join(OUR_BIN, "bridge"));
@@ -93,7 +141,9 @@ describe("launcher, exec mode", { skip }, () => {
     // socket path has characters JSON must escape.
     const socketPath = path.join(dir, 'a"<b>\\c.sock');
     const received = path.join(dir, "received-request");
-    const server = await standInServer(socketPath, `(c) => {
+    const server = await standInServer(
+      socketPath,
+      `(c) => {
       let request = Buffer.alloc(0);
       c.once("data", () => {
         c.write(Buffer.from([0x59, 0x30, 0x75, 0, 0]));
@@ -102,17 +152,26 @@ describe("launcher, exec mode", { skip }, () => {
           if (request.subarray(-5).equals(Buffer.from([0x5a, 0, 0, 0, 0]))) { fs.writeFileSync(${JSON.stringify(received)}, request); c.destroy(); }
         });
       });
-    }`);
+    }`,
+    );
     try {
       const child = spawn(path.join(OUR_BIN, "bridge"), [], {
         env: {
-          PATH: process.env["PATH"], CNI_COMMAND: "ADD", CNI_CONTAINERID: "x", CNI_NETNS: "/run/netns/x", CNI_IFNAME: "eth0", CNI_PATH: OUR_BIN,
-          TSCNI_RESIDENT_SOCKET: socketPath, TSCNI_STDIN_MEMFD: "1",
+          PATH: process.env["PATH"],
+          CNI_COMMAND: "ADD",
+          CNI_CONTAINERID: "x",
+          CNI_NETNS: "/run/netns/x",
+          CNI_IFNAME: "eth0",
+          CNI_PATH: OUR_BIN,
+          TSCNI_RESIDENT_SOCKET: socketPath,
+          TSCNI_STDIN_MEMFD: "1",
         },
       });
       child.stdin.end("{}");
       let out = "";
-      child.stdout.on("data", (d: Buffer) => { out += d.toString(); });
+      child.stdout.on("data", (d: Buffer) => {
+        out += d.toString();
+      });
       const status = await new Promise<number | null>((resolve) => child.on("close", resolve));
       assert.equal(status, 1);
       assert.deepEqual(JSON.parse(out), { code: 999, msg: `tscni resident server died during the call: ${socketPath}` });
@@ -131,7 +190,14 @@ describe("launcher, exec mode", { skip }, () => {
     const reader = openSync(fifo, constants.O_RDONLY | constants.O_NONBLOCK);
     const writer = openSync(fifo, constants.O_WRONLY); // held open and never written: a read would wait forever
     try {
-      const env = { PATH: process.env["PATH"], CNI_COMMAND: "ADD", CNI_NETNS: "/run/netns/x", CNI_IFNAME: "eth0", CNI_PATH: OUR_BIN, TSCNI_RESIDENT_SOCKET: "" };
+      const env = {
+        PATH: process.env["PATH"],
+        CNI_COMMAND: "ADD",
+        CNI_NETNS: "/run/netns/x",
+        CNI_IFNAME: "eth0",
+        CNI_PATH: OUR_BIN,
+        TSCNI_RESIDENT_SOCKET: "",
+      };
       const r = spawnSync(path.join(OUR_BIN, "bridge"), [], { stdio: [reader, "pipe", "pipe"], env, encoding: "utf8", timeout: 10_000 });
       assert.equal(r.status, 1, `${r.error ?? ""}${r.stdout}${r.stderr}`);
       assert.deepEqual(JSON.parse(r.stdout), { code: 4, msg: "required env variables [CNI_CONTAINERID] missing" });
@@ -151,11 +217,18 @@ describe("launcher, seen from the program it starts", { skip }, () => {
   after(() => rmSync(dir, { recursive: true, force: true }));
   copyFileSync(path.join(OUR_BIN, "..", "tscni"), path.join(dir, "tscni"));
   symlinkSync("tscni", path.join(dir, "bridge"));
-  writeFileSync(path.join(dir, "tscni-js"),
-    `#!/bin/sh\nenv > "${dir}/env"\nreadlink /proc/self/fd/0 > "${dir}/stdin-is"\ncat > "${dir}/stdin"\necho '{"cniVersion":"1.0.0"}'\n`);
+  writeFileSync(
+    path.join(dir, "tscni-js"),
+    `#!/bin/sh\nenv > "${dir}/env"\nreadlink /proc/self/fd/0 > "${dir}/stdin-is"\ncat > "${dir}/stdin"\necho '{"cniVersion":"1.0.0"}'\n`,
+  );
   chmodSync(path.join(dir, "tscni-js"), 0o755);
   const env = {
-    PATH: process.env["PATH"], CNI_COMMAND: "ADD", CNI_CONTAINERID: "x", CNI_NETNS: "/run/netns/x", CNI_IFNAME: "eth0", CNI_PATH: "/nowhere",
+    PATH: process.env["PATH"],
+    CNI_COMMAND: "ADD",
+    CNI_CONTAINERID: "x",
+    CNI_NETNS: "/run/netns/x",
+    CNI_IFNAME: "eth0",
+    CNI_PATH: "/nowhere",
     TSCNI_RESIDENT_SOCKET: "",
   };
   const seen = () => ({
@@ -181,8 +254,11 @@ describe("launcher, seen from the program it starts", { skip }, () => {
       return;
     }
     const config = JSON.stringify({ cniVersion: "1.0.0", name: "n", type: "bridge", padding: "x".repeat(300_000) });
-    const r = spawnSync("strace", ["-f", "-qq", "-o", "/dev/null", "-e", "trace=memfd_create", "-e", "inject=memfd_create:error=ENOSYS",
-      path.join(dir, "bridge")], { input: config, env: { ...env, TSCNI_STDIN_MEMFD: "1" }, encoding: "utf8", maxBuffer: 1 << 20 });
+    const r = spawnSync(
+      "strace",
+      ["-f", "-qq", "-o", "/dev/null", "-e", "trace=memfd_create", "-e", "inject=memfd_create:error=ENOSYS", path.join(dir, "bridge")],
+      { input: config, env: { ...env, TSCNI_STDIN_MEMFD: "1" }, encoding: "utf8", maxBuffer: 1 << 20 },
+    );
     assert.equal(r.status, 0, r.stdout + r.stderr);
     const s = seen();
     assert.equal(s.mark, undefined);
@@ -219,14 +295,29 @@ describe("a plugin copied without its program", { skip }, () => {
       // What `cp /opt/cni/bin/bridge /host/opt/cni/bin/` copies: the launcher, under the plugin's name.
       copyFileSync(path.join(OUR_BIN, "bridge"), path.join(dir, "bridge"));
       chmodSync(path.join(dir, "bridge"), 0o755);
-      const env = { PATH: process.env["PATH"], CNI_CONTAINERID: "x", CNI_NETNS: "/run/netns/x", CNI_IFNAME: "eth0", CNI_PATH: dir, TSCNI_RESIDENT_SOCKET: "" };
+      const env = {
+        PATH: process.env["PATH"],
+        CNI_CONTAINERID: "x",
+        CNI_NETNS: "/run/netns/x",
+        CNI_IFNAME: "eth0",
+        CNI_PATH: dir,
+        TSCNI_RESIDENT_SOCKET: "",
+      };
       for (const command of ["VERSION", "ADD", "DEL", "CHECK", "GC", "STATUS"]) {
-        const r = spawnSync(path.join(dir, "bridge"), [], { input: '{"cniVersion":"1.0.0","name":"n","type":"bridge"}', encoding: "utf8", env: { ...env, CNI_COMMAND: command } });
+        const r = spawnSync(path.join(dir, "bridge"), [], {
+          input: '{"cniVersion":"1.0.0","name":"n","type":"bridge"}',
+          encoding: "utf8",
+          env: { ...env, CNI_COMMAND: command },
+        });
         assert.equal(r.status, 1, command);
         const error = JSON.parse(r.stdout) as { code: number; msg: string };
         assert.equal(error.code, 999, command);
-        assert.equal(error.msg, `tscni: this plugin is tscni's launcher, and the program it runs is missing: ${dir}/tscni-js (no such file or directory); ` +
-          "copy the whole plugin directory (tscni, tscni-js and the links), or install with `cnitool install --bin-dir <dir>`", command);
+        assert.equal(
+          error.msg,
+          `tscni: this plugin is tscni's launcher, and the program it runs is missing: ${dir}/tscni-js (no such file or directory); ` +
+            "copy the whole plugin directory (tscni, tscni-js and the links), or install with `cnitool install --bin-dir <dir>`",
+          command,
+        );
       }
     } finally {
       rmSync(dir, { recursive: true, force: true });

@@ -6,7 +6,7 @@ import { describe, test, after } from "node:test";
 import assert from "node:assert/strict";
 import { existsSync } from "node:fs";
 import path from "node:path";
-import { Cleanup, GO_BIN, Netns, OUR_BIN, runTag, skipReason } from "../testing/harness.js";
+import { Cleanup, GO_BIN, type Netns, OUR_BIN, runTag, skipReason } from "../testing/harness.js";
 import { cniError, Host, ipIn, type Result } from "../testing/rig.js";
 
 const skip = skipReason();
@@ -29,7 +29,7 @@ describe("loopback plugin", { skip }, () => {
     return { host, ctr };
   };
   const conf = (cniVersion: string, extra: Record<string, unknown> = {}) => ({ cniVersion, name: `lo${tag}`, type: "loopback", ...extra });
-  const loUp = (ctr: Netns) => ((ipIn(ctr, ["link", "show", "dev", "lo"])[0]!["flags"]) as string[]).includes("UP");
+  const loUp = (ctr: Netns) => (ipIn(ctr, ["link", "show", "dev", "lo"])[0]!["flags"] as string[]).includes("UP");
   const run = (host: Host, command: string, cniVersion: string, netns: string, extra: Record<string, unknown> = {}, binary = LOOPBACK) =>
     host.plugin(binary, command, conf(cniVersion, extra), { CNI_NETNS: netns, CNI_IFNAME: "eth7" });
 
@@ -37,20 +37,38 @@ describe("loopback plugin", { skip }, () => {
     "0.1.0": () => ({ cniVersion: "0.1.0", ip4: { ip: "127.0.0.1/8" }, ip6: { ip: "::1/128" }, dns: {} }),
     "0.2.0": () => ({ cniVersion: "0.2.0", ip4: { ip: "127.0.0.1/8" }, ip6: { ip: "::1/128" }, dns: {} }),
     "0.3.1": (sandbox) => ({
-      cniVersion: "0.3.1", interfaces: [{ name: "lo", mac: "00:00:00:00:00:00", sandbox }],
-      ips: [{ version: "4", interface: 0, address: "127.0.0.1/8" }, { version: "6", interface: 0, address: "::1/128" }], dns: {},
+      cniVersion: "0.3.1",
+      interfaces: [{ name: "lo", mac: "00:00:00:00:00:00", sandbox }],
+      ips: [
+        { version: "4", interface: 0, address: "127.0.0.1/8" },
+        { version: "6", interface: 0, address: "::1/128" },
+      ],
+      dns: {},
     }),
     "0.4.0": (sandbox) => ({
-      cniVersion: "0.4.0", interfaces: [{ name: "lo", mac: "00:00:00:00:00:00", sandbox }],
-      ips: [{ version: "4", interface: 0, address: "127.0.0.1/8" }, { version: "6", interface: 0, address: "::1/128" }], dns: {},
+      cniVersion: "0.4.0",
+      interfaces: [{ name: "lo", mac: "00:00:00:00:00:00", sandbox }],
+      ips: [
+        { version: "4", interface: 0, address: "127.0.0.1/8" },
+        { version: "6", interface: 0, address: "::1/128" },
+      ],
+      dns: {},
     }),
     "1.0.0": (sandbox) => ({
-      cniVersion: "1.0.0", interfaces: [{ name: "lo", mac: "00:00:00:00:00:00", sandbox }],
-      ips: [{ interface: 0, address: "127.0.0.1/8" }, { interface: 0, address: "::1/128" }],
+      cniVersion: "1.0.0",
+      interfaces: [{ name: "lo", mac: "00:00:00:00:00:00", sandbox }],
+      ips: [
+        { interface: 0, address: "127.0.0.1/8" },
+        { interface: 0, address: "::1/128" },
+      ],
     }),
     "1.1.0": (sandbox) => ({
-      cniVersion: "1.1.0", interfaces: [{ name: "lo", mac: "00:00:00:00:00:00", sandbox }],
-      ips: [{ interface: 0, address: "127.0.0.1/8" }, { interface: 0, address: "::1/128" }],
+      cniVersion: "1.1.0",
+      interfaces: [{ name: "lo", mac: "00:00:00:00:00:00", sandbox }],
+      ips: [
+        { interface: 0, address: "127.0.0.1/8" },
+        { interface: 0, address: "::1/128" },
+      ],
     }),
   };
 
@@ -73,7 +91,9 @@ describe("loopback plugin", { skip }, () => {
     });
   }
 
-  test("the 1.0.0 result matches Go's loopback (Go always adds an empty dns)", { skip: existsSync(GO_LOOPBACK) ? undefined : "no Go loopback" }, async () => {
+  test("the 1.0.0 result matches Go's loopback (Go always adds an empty dns)", {
+    skip: existsSync(GO_LOOPBACK) ? undefined : "no Go loopback",
+  }, async () => {
     const { host, ctr } = setup();
     const ours = await run(host, "ADD", "1.0.0", ctr.path);
     ctr.exec("ip", ["link", "set", "lo", "down"]);

@@ -16,7 +16,12 @@ import path from "node:path";
 import { Cleanup, GO_BIN, OUR_BIN, runTag, skipReason, type Netns } from "../testing/harness.js";
 import { Host, ipIn, pingable, pluginDir, type Result } from "../testing/rig.js";
 
-const skip = skipReason(true, ["macvlan", "host-local", "tuning"].every((p) => existsSync(path.join(GO_BIN, p))) ? undefined : "Go's macvlan, host-local or tuning is not in /usr/lib/cni");
+const skip = skipReason(
+  true,
+  ["macvlan", "host-local", "tuning"].every((p) => existsSync(path.join(GO_BIN, p)))
+    ? undefined
+    : "Go's macvlan, host-local or tuning is not in /usr/lib/cni",
+);
 if (skip) console.log(`# skipping macvlan differential tests: ${skip}`);
 
 type Json = Record<string, unknown>;
@@ -26,17 +31,42 @@ function containerView(ctr: Netns): Json {
   const links = ipIn(ctr, ["-d", "link", "show"]).map((l) => {
     const info = (l["linkinfo"] ?? {}) as Json;
     return {
-      name: l["ifname"], mtu: l["mtu"], operstate: l["operstate"], flags: l["flags"], qdisc: l["qdisc"],
-      kind: info["info_kind"], mode: (info["info_data"] as Json | undefined)?.["mode"], parentElsewhere: l["link_netnsid"] !== undefined,
+      name: l["ifname"],
+      mtu: l["mtu"],
+      operstate: l["operstate"],
+      flags: l["flags"],
+      qdisc: l["qdisc"],
+      kind: info["info_kind"],
+      mode: (info["info_data"] as Json | undefined)?.["mode"],
+      parentElsewhere: l["link_netnsid"] !== undefined,
     };
   });
-  const addresses = ipIn(ctr, ["addr", "show"]).flatMap((l) => (l["addr_info"] as Json[])
-    .filter((a) => a["scope"] !== "link")
-    .map((a) => ({ dev: l["ifname"], family: a["family"], local: a["local"], prefixlen: a["prefixlen"], broadcast: a["broadcast"], scope: a["scope"] })));
-  const routes = [4, 6].flatMap((f) => ipIn(ctr, [`-${f}`, "route", "show", "table", "all"]))
-    .filter((r) => !String(r["dst"]).startsWith("fe80") && !String(r["dst"]).startsWith("ff00") && !["local", "broadcast", "multicast"].includes(String(r["type"])));
-  const sysctls = Object.fromEntries(["ipv4/conf/eth0/arp_notify", "ipv6/conf/eth0/disable_ipv6", "ipv6/conf/lo/disable_ipv6"]
-    .map((k) => [k, ctr.exec("cat", [`/proc/sys/net/${k}`]).trim()]));
+  const addresses = ipIn(ctr, ["addr", "show"]).flatMap((l) =>
+    (l["addr_info"] as Json[])
+      .filter((a) => a["scope"] !== "link")
+      .map((a) => ({
+        dev: l["ifname"],
+        family: a["family"],
+        local: a["local"],
+        prefixlen: a["prefixlen"],
+        broadcast: a["broadcast"],
+        scope: a["scope"],
+      })),
+  );
+  const routes = [4, 6]
+    .flatMap((f) => ipIn(ctr, [`-${f}`, "route", "show", "table", "all"]))
+    .filter(
+      (r) =>
+        !String(r["dst"]).startsWith("fe80") &&
+        !String(r["dst"]).startsWith("ff00") &&
+        !["local", "broadcast", "multicast"].includes(String(r["type"])),
+    );
+  const sysctls = Object.fromEntries(
+    ["ipv4/conf/eth0/arp_notify", "ipv6/conf/eth0/disable_ipv6", "ipv6/conf/lo/disable_ipv6"].map((k) => [
+      k,
+      ctr.exec("cat", [`/proc/sys/net/${k}`]).trim(),
+    ]),
+  );
   return { links, addresses, routes, sysctls };
 }
 
@@ -66,23 +96,37 @@ describe("macvlan: ours against Go's", { skip }, () => {
     return { host, master };
   }
 
-  const conflist = (host: Host, name: string, master: string, plugins: Json[] = []) => host.writeNetwork({
-    cniVersion: "1.0.0", name,
-    plugins: [{
-      type: "macvlan", master, mode: "private", mtu: 1400, dns: { nameservers: ["10.243.0.53"], search: ["test"] },
-      ipam: host.hostLocal(["10.243.0.0/24", "fd24:3::/64"], { routes: [{ dst: "0.0.0.0/0" }, { dst: "10.99.0.0/16", gw: "10.243.0.254" }] }),
-    }, ...plugins],
-  });
+  const conflist = (host: Host, name: string, master: string, plugins: Json[] = []) =>
+    host.writeNetwork({
+      cniVersion: "1.0.0",
+      name,
+      plugins: [
+        {
+          type: "macvlan",
+          master,
+          mode: "private",
+          mtu: 1400,
+          dns: { nameservers: ["10.243.0.53"], search: ["test"] },
+          ipam: host.hostLocal(["10.243.0.0/24", "fd24:3::/64"], { routes: [{ dst: "0.0.0.0/0" }, { dst: "10.99.0.0/16", gw: "10.243.0.254" }] }),
+        },
+        ...plugins,
+      ],
+    });
 
   test("the same conflist gives the same container view and result", async (t) => {
-    const sides = await Promise.all([["ours", OUR_BIN], ["go", GO_BIN]].map(async ([label, cniPath]) => {
-      const { host, master } = newHost(cniPath!);
-      const net = conflist(host, `dv${tag}`, master);
-      const ctr = host.container(`tscni-dvc-${tag}-${label}`);
-      const result = await host.add(net, ctr);
-      return { label, host, net, ctr, result, view: containerView(ctr) };
-    }));
-    const [ours, go] = sides as [typeof sides[0], typeof sides[0]];
+    const sides = await Promise.all(
+      [
+        ["ours", OUR_BIN],
+        ["go", GO_BIN],
+      ].map(async ([label, cniPath]) => {
+        const { host, master } = newHost(cniPath!);
+        const net = conflist(host, `dv${tag}`, master);
+        const ctr = host.container(`tscni-dvc-${tag}-${label}`);
+        const result = await host.add(net, ctr);
+        return { label, host, net, ctr, result, view: containerView(ctr) };
+      }),
+    );
+    const [ours, go] = sides as [(typeof sides)[0], (typeof sides)[0]];
     t.diagnostic(`compared: ${JSON.stringify(ours.view)}`);
     assert.deepEqual(ours.view, go.view);
     assert.deepEqual(normalisedResult(ours.result), normalisedResult(go.result));
@@ -95,7 +139,11 @@ describe("macvlan: ours against Go's", { skip }, () => {
       await side.host.must("del", side.net, side.ctr);
       await side.host.must("del", side.net, side.ctr);
       assert.deepEqual(side.host.allocations(side.net), [], side.label);
-      assert.deepEqual(ipIn(side.ctr, ["link", "show"]).map((l) => l["ifname"]), ["lo"], side.label);
+      assert.deepEqual(
+        ipIn(side.ctr, ["link", "show"]).map((l) => l["ifname"]),
+        ["lo"],
+        side.label,
+      );
     }
   });
 
@@ -111,20 +159,39 @@ describe("macvlan: ours against Go's", { skip }, () => {
     await host.must("check", net, ctr);
     await host.must("del", net, ctr);
     assert.deepEqual(host.allocations(net), []);
-    assert.deepEqual(ipIn(ctr, ["link", "show"]).map((l) => l["ifname"]), ["lo"]);
+    assert.deepEqual(
+      ipIn(ctr, ["link", "show"]).map((l) => l["ifname"]),
+      ["lo"],
+    );
   }
 
-  test("mixed chain: our macvlan with Go's host-local and tuning", () => mixedChain(pluginDir(cleanup, {
-    macvlan: path.join(OUR_BIN, "macvlan"), "host-local": path.join(GO_BIN, "host-local"), tuning: path.join(GO_BIN, "tuning"),
-  }), "a"));
+  test("mixed chain: our macvlan with Go's host-local and tuning", () =>
+    mixedChain(
+      pluginDir(cleanup, {
+        macvlan: path.join(OUR_BIN, "macvlan"),
+        "host-local": path.join(GO_BIN, "host-local"),
+        tuning: path.join(GO_BIN, "tuning"),
+      }),
+      "a",
+    ));
 
-  test("mixed chain: Go's macvlan with our host-local and tuning", () => mixedChain(pluginDir(cleanup, {
-    macvlan: path.join(GO_BIN, "macvlan"), "host-local": path.join(OUR_BIN, "host-local"), tuning: path.join(OUR_BIN, "tuning"),
-  }), "b"));
+  test("mixed chain: Go's macvlan with our host-local and tuning", () =>
+    mixedChain(
+      pluginDir(cleanup, {
+        macvlan: path.join(GO_BIN, "macvlan"),
+        "host-local": path.join(OUR_BIN, "host-local"),
+        tuning: path.join(OUR_BIN, "tuning"),
+      }),
+      "b",
+    ));
 
   test("one master, both implementations: they reach each other, and each one's CHECK and DEL handle the other's ADD", async () => {
     const { host, master } = newHost(OUR_BIN);
-    const net = host.writeNetwork({ cniVersion: "1.0.0", name: `dx${tag}`, plugins: [{ type: "macvlan", master, mode: "bridge", ipam: host.hostLocal(["10.244.0.0/24"]) }] });
+    const net = host.writeNetwork({
+      cniVersion: "1.0.0",
+      name: `dx${tag}`,
+      plugins: [{ type: "macvlan", master, mode: "bridge", ipam: host.hostLocal(["10.244.0.0/24"]) }],
+    });
     const byUs = host.container(`tscni-dxo-${tag}`);
     const byGo = host.container(`tscni-dxg-${tag}`);
     const rUs = await host.add(net, byUs, {}, OUR_BIN);
@@ -136,6 +203,10 @@ describe("macvlan: ours against Go's", { skip }, () => {
     await host.must("del", net, byUs, {}, GO_BIN);
     await host.must("del", net, byGo, {}, OUR_BIN);
     assert.deepEqual(host.allocations(net), []);
-    for (const ctr of [byUs, byGo]) assert.deepEqual(ipIn(ctr, ["link", "show"]).map((l) => l["ifname"]), ["lo"]);
+    for (const ctr of [byUs, byGo])
+      assert.deepEqual(
+        ipIn(ctr, ["link", "show"]).map((l) => l["ifname"]),
+        ["lo"],
+      );
   });
 });

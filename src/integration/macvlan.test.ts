@@ -22,14 +22,20 @@ function containerLink(ctr: Netns, name = "eth0"): Json | undefined {
   if (!l) return undefined;
   const info = (l["linkinfo"] ?? {}) as Json;
   return {
-    kind: info["info_kind"], mode: (info["info_data"] as Json | undefined)?.["mode"], mtu: l["mtu"], up: (l["flags"] as string[]).includes("UP"),
-    mac: l["address"], parent: l["link"] ?? (l["link_index"] !== undefined ? `index ${String(l["link_index"])}` : undefined),
+    kind: info["info_kind"],
+    mode: (info["info_data"] as Json | undefined)?.["mode"],
+    mtu: l["mtu"],
+    up: (l["flags"] as string[]).includes("UP"),
+    mac: l["address"],
+    parent: l["link"] ?? (l["link_index"] !== undefined ? `index ${String(l["link_index"])}` : undefined),
   };
 }
 
 /** The container's global addresses, `addr/prefix`. */
 const addresses = (ctr: Netns, dev = "eth0"): string[] =>
-  ipIn(ctr, ["addr", "show", "dev", dev]).flatMap((l) => (l["addr_info"] as Json[]).filter((a) => a["scope"] === "global").map((a) => `${String(a["local"])}/${String(a["prefixlen"])}`));
+  ipIn(ctr, ["addr", "show", "dev", dev]).flatMap((l) =>
+    (l["addr_info"] as Json[]).filter((a) => a["scope"] === "global").map((a) => `${String(a["local"])}/${String(a["prefixlen"])}`),
+  );
 
 describe("macvlan plugin", { skip }, () => {
   const cleanup = new Cleanup();
@@ -57,7 +63,8 @@ describe("macvlan plugin", { skip }, () => {
   test("two containers in bridge mode: addresses, each other and the gateway, CHECK, DEL, DEL again, DEL with the netns gone", async () => {
     const { host, master, n } = newHost();
     const net = host.writeNetwork({
-      cniVersion: "1.0.0", name: `mv${tag}${n}`,
+      cniVersion: "1.0.0",
+      name: `mv${tag}${n}`,
       plugins: [{ type: "macvlan", master, mode: "bridge", mtu: 1400, ipam: host.hostLocal(["10.241.0.0/24"], { routes: [{ dst: "0.0.0.0/0" }] }) }],
     });
     const a = host.container(`tscni-mva-${tag}`);
@@ -67,7 +74,14 @@ describe("macvlan plugin", { skip }, () => {
     assert.deepEqual(ra.interfaces, [{ name: "eth0", mac: containerLink(a)!["mac"], sandbox: a.path }]);
     assert.deepEqual(ra.ips, [{ address: "10.241.0.2/24", gateway: "10.241.0.1", interface: 0 }]);
     assert.deepEqual(ra.routes, [{ dst: "0.0.0.0/0" }]);
-    assert.deepEqual(containerLink(a), { kind: "macvlan", mode: "bridge", mtu: 1400, up: true, mac: ra.interfaces![0]!.mac, parent: `index ${hostIndexOf(host, master)}` });
+    assert.deepEqual(containerLink(a), {
+      kind: "macvlan",
+      mode: "bridge",
+      mtu: 1400,
+      up: true,
+      mac: ra.interfaces![0]!.mac,
+      parent: `index ${hostIndexOf(host, master)}`,
+    });
     assert.deepEqual(addresses(b), ["10.241.0.3/24"]);
     assert.equal(a.sysctl("net.ipv4.conf.eth0.arp_notify"), "1");
     assert.equal(a.sysctl("net.ipv6.conf.eth0.ndisc_notify"), "1");
@@ -115,11 +129,22 @@ describe("macvlan plugin", { skip }, () => {
     const { host, peer, n } = newHost();
     host.ns.exec("ip", ["route", "add", "default", "via", "10.241.0.254", "dev", peer]);
     // No master: the default route's interface (the uplink's peer end here). MAC: capability `mac` over CNI_ARGS.
-    const l2 = host.writeNetwork({ cniVersion: "1.0.0", name: `ml${tag}${n}`, plugins: [{ type: "macvlan", mode: "vepa", capabilities: { mac: true } }] });
+    const l2 = host.writeNetwork({
+      cniVersion: "1.0.0",
+      name: `ml${tag}${n}`,
+      plugins: [{ type: "macvlan", mode: "vepa", capabilities: { mac: true } }],
+    });
     const ctr = host.container(`tscni-mvl-${tag}`);
     const r = await host.add(l2, ctr, { CAP_ARGS: JSON.stringify({ mac: "02:00:00:00:00:21" }), CNI_ARGS: "IgnoreUnknown=1;MAC=02:00:00:00:00:22" });
     assert.deepEqual(r, { cniVersion: "1.0.0", interfaces: [{ name: "eth0", mac: "02:00:00:00:00:21", sandbox: ctr.path }] });
-    assert.deepEqual(containerLink(ctr), { kind: "macvlan", mode: "vepa", mtu: 1500, up: true, mac: "02:00:00:00:00:21", parent: `index ${hostIndexOf(host, peer)}` });
+    assert.deepEqual(containerLink(ctr), {
+      kind: "macvlan",
+      mode: "vepa",
+      mtu: 1500,
+      up: true,
+      mac: "02:00:00:00:00:21",
+      parent: `index ${hostIndexOf(host, peer)}`,
+    });
     assert.deepEqual(addresses(ctr), []);
     await host.must("check", l2, ctr);
     await host.must("del", l2, ctr);
@@ -127,12 +152,20 @@ describe("macvlan plugin", { skip }, () => {
     // linkInContainer: the master is a link of the container itself, and the macvlan is made there.
     ctr.exec("ip", ["link", "add", `c${tag}a`, "type", "veth", "peer", "name", `c${tag}b`]);
     const inside = host.writeNetwork({
-      cniVersion: "1.0.0", name: `mi${tag}${n}`,
+      cniVersion: "1.0.0",
+      name: `mi${tag}${n}`,
       plugins: [{ type: "macvlan", master: `c${tag}a`, linkInContainer: true, mode: "passthru", ipam: host.hostLocal(["10.242.0.0/24"]) }],
     });
     const r2 = await host.add(inside, ctr, { CNI_IFNAME: "net1" });
     assert.equal(r2.interfaces![0]!.name, "net1");
-    assert.deepEqual(containerLink(ctr, "net1"), { kind: "macvlan", mode: "passthru", mtu: 1500, up: true, mac: r2.interfaces![0]!.mac, parent: `c${tag}a` });
+    assert.deepEqual(containerLink(ctr, "net1"), {
+      kind: "macvlan",
+      mode: "passthru",
+      mtu: 1500,
+      up: true,
+      mac: r2.interfaces![0]!.mac,
+      parent: `c${tag}a`,
+    });
     assert.deepEqual(addresses(ctr, "net1"), ["10.242.0.2/24"]);
     await host.must("check", inside, ctr, { CNI_IFNAME: "net1" });
     await host.must("del", inside, ctr, { CNI_IFNAME: "net1" });
@@ -141,7 +174,11 @@ describe("macvlan plugin", { skip }, () => {
 
   test("DEL succeeds when the master (and with it the macvlan) is gone, and with no netns at all", async () => {
     const { host, master, n } = newHost();
-    const net = host.writeNetwork({ cniVersion: "1.0.0", name: `md${tag}${n}`, plugins: [{ type: "macvlan", master, ipam: host.hostLocal(["10.241.0.0/24"]) }] });
+    const net = host.writeNetwork({
+      cniVersion: "1.0.0",
+      name: `md${tag}${n}`,
+      plugins: [{ type: "macvlan", master, ipam: host.hostLocal(["10.241.0.0/24"]) }],
+    });
     const ctr = host.container(`tscni-mvd-${tag}`);
     await host.add(net, ctr);
     host.ns.exec("ip", ["link", "del", master]);
@@ -161,7 +198,12 @@ describe("macvlan plugin", { skip }, () => {
     assert.equal(add.code, 0, add.stdout);
     const status = await host.plugin(`${OUR_BIN}/macvlan`, "STATUS", config, { CNI_CONTAINERID: "", CNI_IFNAME: "" });
     assert.equal(status.code, 0, status.stdout);
-    const keep = await host.plugin(`${OUR_BIN}/macvlan`, "GC", { ...config, "cni.dev/valid-attachments": [{ containerID: "gc-1", ifname: "eth0" }] }, { CNI_CONTAINERID: "", CNI_IFNAME: "" });
+    const keep = await host.plugin(
+      `${OUR_BIN}/macvlan`,
+      "GC",
+      { ...config, "cni.dev/valid-attachments": [{ containerID: "gc-1", ifname: "eth0" }] },
+      { CNI_CONTAINERID: "", CNI_IFNAME: "" },
+    );
     assert.equal(keep.code, 0, keep.stdout);
     assert.deepEqual(host.allocations(network), ["10.241.0.2"]);
     const gc = await host.plugin(`${OUR_BIN}/macvlan`, "GC", { ...config, "cni.dev/valid-attachments": [] }, { CNI_CONTAINERID: "", CNI_IFNAME: "" });
@@ -195,7 +237,10 @@ describe("macvlan plugin", { skip }, () => {
     }
     const args = await host.plugin(`${OUR_BIN}/macvlan`, "ADD", base, { CNI_NETNS: ctr.path, CNI_ARGS: "K8S_POD_NAME=x" });
     assert.equal(cniError(args).code, 4, "CNI_ARGS with a key macvlan does not know, without IgnoreUnknown");
-    assert.deepEqual(ipIn(ctr, ["link", "show"]).map((l) => l["ifname"]), ["lo"]);
+    assert.deepEqual(
+      ipIn(ctr, ["link", "show"]).map((l) => l["ifname"]),
+      ["lo"],
+    );
     assert.deepEqual(host.allocations(`mx${tag}${n}`), []);
   });
 });

@@ -29,7 +29,8 @@ describe("cnitool network and pod", { skip }, () => {
 
   /** cnitool inside the host namespace (same mount namespace, so /run/netns/<pod> stays usable). */
   const cnitoolEnv = () => ({ ...process.env, NETCONFPATH: host.confDir, CNI_PATH: `${path.dirname(dnsname)}:${OUR_BIN}` });
-  const cnitool = (...args: string[]) => runCommand("nsenter", [`--net=${host.ns.path}`, "--", CNITOOL, "--cache-dir", host.cacheDir, ...args], { env: cnitoolEnv() });
+  const cnitool = (...args: string[]) =>
+    runCommand("nsenter", [`--net=${host.ns.path}`, "--", CNITOOL, "--cache-dir", host.cacheDir, ...args], { env: cnitoolEnv() });
   const ok = async (...args: string[]) => {
     const r = await cnitool(...args);
     assert.equal(r.code, 0, `cnitool ${args.join(" ")}: ${r.stderr}${r.stdout}`);
@@ -64,12 +65,19 @@ describe("cnitool network and pod", { skip }, () => {
 
   test("network create picks a free subnet and bridge; a pod on it reaches the gateway and publishes a port; rm --force cleans up", async () => {
     await ok("network", "create", "--label", "team=blue", `web${tag}`);
-    const ls = JSON.parse(await ok("network", "ls", "--format", "json")) as Array<{ name: string; subnets: string[]; labels: Record<string, string> }>;
+    const ls = JSON.parse(await ok("network", "ls", "--format", "json")) as Array<{
+      name: string;
+      subnets: string[];
+      labels: Record<string, string>;
+    }>;
     const net = ls.find((n) => n.name === `web${tag}`)!;
     assert.deepEqual(net.subnets, ["10.89.0.0/24"]);
     assert.deepEqual(net.labels, { team: "blue" });
     const config = JSON.parse(await ok("network", "inspect", `web${tag}`)) as { config: { plugins: Array<Record<string, unknown>> } };
-    assert.deepEqual(config.config.plugins.map((p) => p["type"]), ["bridge", "portmap", "firewall", "tuning", "dnsname"]);
+    assert.deepEqual(
+      config.config.plugins.map((p) => p["type"]),
+      ["bridge", "portmap", "firewall", "tuning", "dnsname"],
+    );
     assert.deepEqual(config.config.plugins[4], { type: "dnsname", domainName: "dns.podman", capabilities: { aliases: true } });
     assert.equal(config.config.plugins[0]!["bridge"], "cni-podman1");
 
@@ -78,7 +86,10 @@ describe("cnitool network and pod", { skip }, () => {
     assert.ok(await pingable(new Netns(podName), "10.89.0.1"), "the pod reaches its gateway");
     assert.match(host.natRules(), /--dport 18091 /, "the port is published");
     const status = JSON.parse(await ok("pod", "status", podName)) as { attachments: Array<{ verified: boolean; addresses: string[] }> };
-    assert.deepEqual(status.attachments.map((a) => [a.verified, a.addresses]), [[true, ["10.89.0.2/24"]]]);
+    assert.deepEqual(
+      status.attachments.map((a) => [a.verified, a.addresses]),
+      [[true, ["10.89.0.2/24"]]],
+    );
     assert.match(await ok("pod", "ls"), new RegExp(`${podName}\\t/run/netns/${podName}\\tweb${tag}:eth0=10\\.89\\.0\\.2/24`));
     assert.ok(host.natRules().includes("tscni-pod-"), "masquerading and port rules exist");
 
@@ -92,9 +103,17 @@ describe("cnitool network and pod", { skip }, () => {
     assert.ok(!host.natRules().includes("tscni-pod-"), "no rule left");
     assert.deepEqual(cache(), [], "no cache entry left");
     assert.ok(!links().includes("cni-podman1"), "the bridge is gone");
-    assert.deepEqual(routes().filter((r) => r.startsWith("10.89.0.0/24")), [], "and its route");
+    assert.deepEqual(
+      routes().filter((r) => r.startsWith("10.89.0.0/24")),
+      [],
+      "and its route",
+    );
     const calls = dnsnameCalls().filter((c) => c.containerID === `tscni-pod-${podName}`);
-    assert.deepEqual(calls.map((c) => c.command), ["ADD", "DEL"], "dnsname's DEL ran with the teardown");
+    assert.deepEqual(
+      calls.map((c) => c.command),
+      ["ADD", "DEL"],
+      "dnsname's DEL ran with the teardown",
+    );
     assert.match(calls[0]!.args, new RegExp(`(^|;)K8S_POD_NAME=${podName}(;|$)`));
     assert.equal(calls[0]!.config["runtimeConfig"], undefined, "no aliases asked for, none passed");
     await ok("pod", "down", podName);
@@ -106,7 +125,13 @@ describe("cnitool network and pod", { skip }, () => {
     await ok("network", "create", "--ipv6", `b${tag}`);
     const ls = JSON.parse(await ok("network", "ls", "--format", "json")) as Array<{ name: string; subnets: string[] }>;
     // The first test's network, bridge and route are gone: its subnet is free again.
-    assert.deepEqual(ls.map((n) => [n.name, n.subnets[0]]), [[`a${tag}`, "10.89.0.0/24"], [`b${tag}`, "10.89.1.0/24"]]);
+    assert.deepEqual(
+      ls.map((n) => [n.name, n.subnets[0]]),
+      [
+        [`a${tag}`, "10.89.0.0/24"],
+        [`b${tag}`, "10.89.1.0/24"],
+      ],
+    );
     assert.match(ls[1]!.subnets[1]!, /^fd[0-9a-f]{2}:[0-9a-f]{1,4}:[0-9a-f]{1,4}:[0-9a-f]{1,4}::\/64$/);
     assert.deepEqual((await ok("network", "prune")).trim().split("\n").sort(), [`a${tag}`, `b${tag}`]);
     assert.deepEqual(files(), []);
@@ -117,7 +142,9 @@ describe("cnitool network and pod", { skip }, () => {
     const pod = `tscni-pr-${tag}`;
     podOn(pod, net);
     await ok("network", "create", "--subnet", "10.96.0.0/24", net);
-    const bridge = String((JSON.parse(await ok("network", "inspect", net)) as { config: { plugins: Array<Record<string, unknown>> } }).config.plugins[0]!["bridge"]);
+    const bridge = String(
+      (JSON.parse(await ok("network", "inspect", net)) as { config: { plugins: Array<Record<string, unknown>> } }).config.plugins[0]!["bridge"],
+    );
     await ok("pod", "up", pod, "--network", net);
     await ok("pod", "down", pod);
     assert.ok(links().includes(bridge), "the bridge outlives its last pod");
@@ -129,7 +156,11 @@ describe("cnitool network and pod", { skip }, () => {
     assert.equal(removed.code, 0, removed.stderr);
     assert.equal(removed.stderr, "");
     assert.ok(!links().includes(bridge), "the bridge is gone");
-    assert.deepEqual(routes().filter((r) => r.startsWith("10.96.0.0/24")), [], "and its route");
+    assert.deepEqual(
+      routes().filter((r) => r.startsWith("10.96.0.0/24")),
+      [],
+      "and its route",
+    );
     await ok("network", "create", "--subnet", "10.96.0.0/24", net);
     await ok("pod", "up", pod, "--network", net);
     assert.ok(await pingable(new Netns(pod), "10.96.0.1"), "a pod on the new network reaches its gateway");
@@ -144,12 +175,18 @@ describe("cnitool network and pod", { skip }, () => {
     const pod = `tscni-ps-${tag}`;
     podOn(pod, one);
     await ok("network", "create", "--subnet", "10.97.0.0/24", one);
-    const config = (JSON.parse(await ok("network", "inspect", one)) as { config: Record<string, unknown> & { plugins: Array<Record<string, unknown>> } }).config;
+    const config = (
+      JSON.parse(await ok("network", "inspect", one)) as { config: Record<string, unknown> & { plugins: Array<Record<string, unknown>> } }
+    ).config;
     const bridge = String(config.plugins[0]!["bridge"]);
     await ok("pod", "up", pod, "--network", one);
     await ok("pod", "down", pod);
     // A hand-written network on the same bridge (another subnet).
-    const shared = { ...config, name: two, plugins: [{ ...config.plugins[0]!, ipam: { type: "host-local", dataDir: host.dataDir, ranges: [[{ subnet: "10.98.0.0/24" }]] } }] };
+    const shared = {
+      ...config,
+      name: two,
+      plugins: [{ ...config.plugins[0]!, ipam: { type: "host-local", dataDir: host.dataDir, ranges: [[{ subnet: "10.98.0.0/24" }]] } }],
+    };
     writeFileSync(path.join(host.confDir, `${two}.conflist`), JSON.stringify(shared));
 
     const kept = await cnitool("network", "rm", one);
@@ -172,10 +209,14 @@ describe("cnitool network and pod", { skip }, () => {
     await ok("pod", "up", pod, "--network", one, "--network", `${two}:net1`, "--alias", "db", "--alias", "cache", "-p", "18092:80");
     const ours = () => dnsnameCalls().filter((c) => c.containerID === `tscni-pod-${pod}`);
     const adds = ours().filter((c) => c.command === "ADD");
-    assert.deepEqual(adds.map((c) => [c.config["name"], c.ifName, c.config["runtimeConfig"]]), [
-      [one, "eth0", { aliases: { [one]: ["db", "cache"] } }],
-      [two, "net1", { aliases: { [two]: ["db", "cache"] } }],
-    ], "only the capability dnsname declares, not portMappings");
+    assert.deepEqual(
+      adds.map((c) => [c.config["name"], c.ifName, c.config["runtimeConfig"]]),
+      [
+        [one, "eth0", { aliases: { [one]: ["db", "cache"] } }],
+        [two, "net1", { aliases: { [two]: ["db", "cache"] } }],
+      ],
+      "only the capability dnsname declares, not portMappings",
+    );
     for (const c of adds) {
       assert.match(c.args, new RegExp(`(^|;)K8S_POD_NAME=${pod}(;|$)`));
       assert.deepEqual(c.config["domainName"], "dns.podman");
@@ -183,18 +224,28 @@ describe("cnitool network and pod", { skip }, () => {
     }
     await ok("pod", "down", pod);
     const dels = ours().filter((c) => c.command === "DEL");
-    assert.deepEqual(dels.map((c) => [c.config["name"], c.config["runtimeConfig"]]), [
-      [two, { aliases: { [two]: ["db", "cache"] } }],
-      [one, { aliases: { [one]: ["db", "cache"] } }],
-    ], "DEL gets the aliases the pod was added with (from the cache)");
+    assert.deepEqual(
+      dels.map((c) => [c.config["name"], c.config["runtimeConfig"]]),
+      [
+        [two, { aliases: { [two]: ["db", "cache"] } }],
+        [one, { aliases: { [one]: ["db", "cache"] } }],
+      ],
+      "DEL gets the aliases the pod was added with (from the cache)",
+    );
     await ok("network", "rm", one);
     await ok("network", "rm", two);
   });
 
   test("network create --disable-dns leaves dnsname out", async () => {
     await ok("network", "create", "--disable-dns", `nd${tag}`);
-    const config = JSON.parse(await ok("network", "inspect", `nd${tag}`)) as { dnsEnabled: boolean; config: { plugins: Array<Record<string, unknown>> } };
-    assert.deepEqual(config.config.plugins.map((p) => p["type"]), ["bridge", "portmap", "firewall", "tuning"]);
+    const config = JSON.parse(await ok("network", "inspect", `nd${tag}`)) as {
+      dnsEnabled: boolean;
+      config: { plugins: Array<Record<string, unknown>> };
+    };
+    assert.deepEqual(
+      config.config.plugins.map((p) => p["type"]),
+      ["bridge", "portmap", "firewall", "tuning"],
+    );
     assert.equal(config.dnsEnabled, false);
     await ok("network", "rm", `nd${tag}`);
   });

@@ -19,7 +19,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { readCommandLog, stdinOf, writeDebug } from "../testing/plugins/noop-debug.js";
 import type { PodSandboxConfig } from "../testing/cri-client.js";
 import { PrivateContainerd, buildPauseImage, containerdSkipReason, linkPluginDir } from "../testing/containerd.js";
-import { Cleanup, CNITOOL, Netns, OUR_BIN, TEST_BIN, runCommand, runTag } from "../testing/harness.js";
+import { Cleanup, CNITOOL, type Netns, OUR_BIN, TEST_BIN, runCommand, runTag } from "../testing/harness.js";
 import { RESIDENT_PASS, startResidentHost } from "../testing/resident-host.js";
 
 const skip = containerdSkipReason();
@@ -55,26 +55,40 @@ describe("cnitool gc --cri-endpoint against containerd", { skip }, () => {
   };
   const sandboxConfig = (name: string): PodSandboxConfig => ({
     metadata: { name, uid: `uid-${tag}-${name}`, namespace: `tscni-gc-${tag}`, attempt: 0 },
-    hostname: name, labels: { "tscni-test": tag }, linux: { cgroupParent: ctrd?.cgroupParent ?? "" },
+    hostname: name,
+    labels: { "tscni-test": tag },
+    linux: { cgroupParent: ctrd?.cgroupParent ?? "" },
   });
 
   /** cnitool gc as an operator runs it on the node (in the host's network namespace). */
-  const gc = (...flags: string[]) => host.run(CNITOOL, ["gc", "--cri-endpoint", `unix://${ctrd!.socket}`, "--cache-dir", cacheDir, ...flags], {
-    env: { ...process.env, NETCONFPATH: confDir, CNI_PATH: binDir },
-  });
+  const gc = (...flags: string[]) =>
+    host.run(CNITOOL, ["gc", "--cri-endpoint", `unix://${ctrd!.socket}`, "--cache-dir", cacheDir, ...flags], {
+      env: { ...process.env, NETCONFPATH: confDir, CNI_PATH: binDir },
+    });
 
   const cached = () => (existsSync(path.join(cacheDir, "results")) ? readdirSync(path.join(cacheDir, "results")).sort() : []);
   const allocations = () => {
     const store = path.join(ipamDir, network);
-    return existsSync(store) ? readdirSync(store).filter((f) => f.startsWith(SUBNET_PREFIX)).sort() : [];
+    return existsSync(store)
+      ? readdirSync(store)
+          .filter((f) => f.startsWith(SUBNET_PREFIX))
+          .sort()
+      : [];
   };
-  const rulesNaming = (ip: string) => host.exec("iptables-save", []).split("\n")
-    .filter((l) => new RegExp(`${ip.replaceAll(".", "\\.")}(/32|:|\\s|$)`).test(l));
+  const rulesNaming = (ip: string) =>
+    host
+      .exec("iptables-save", [])
+      .split("\n")
+      .filter((l) => new RegExp(`${ip.replaceAll(".", "\\.")}(/32|:|\\s|$)`).test(l));
   /** Everything of this node GC could change: cache, plugin state, rules, links, and the plugins' calls. */
   const nodeState = () => ({
     cache: Object.fromEntries(cached().map((f) => [f, readFileSync(path.join(cacheDir, "results", f), "utf8")])),
     allocations: allocations(),
-    rules: host.exec("iptables-save", []).split("\n").filter((l) => !l.startsWith("#")).map((l) => l.replace(/\[\d+:\d+\]/, "")),
+    rules: host
+      .exec("iptables-save", [])
+      .split("\n")
+      .filter((l) => !l.startsWith("#"))
+      .map((l) => l.replace(/\[\d+:\d+\]/, "")),
     tuning: readdirSync(tuningDir).sort(),
     links: (host.ipJson(["link", "show"]) as Array<{ ifname: string }>).map((l) => l.ifname).sort(),
     pluginCalls: readCommandLog(noopLog).length,
@@ -92,23 +106,40 @@ describe("cnitool gc --cri-endpoint against containerd", { skip }, () => {
     noopLog = path.join(base, "noop-calls.json");
     writeDebug(noopDebug, { ReportResult: "PASSTHROUGH" });
     const noop = path.join(base, "noop-serialised");
-    writeFileSync(noop, `#!/bin/sh\nexec flock ${JSON.stringify(path.join(base, "noop.lock"))} ${JSON.stringify(path.join(TEST_BIN, "noop"))} "$@"\n`);
+    writeFileSync(
+      noop,
+      `#!/bin/sh\nexec flock ${JSON.stringify(path.join(base, "noop.lock"))} ${JSON.stringify(path.join(TEST_BIN, "noop"))} "$@"\n`,
+    );
     chmodSync(noop, 0o755);
     binDir = linkPluginDir(path.join(base, "cni-bin"), OUR_BIN, { noop });
 
-    writeFileSync(path.join(confDir, `10-${network}.conflist`), JSON.stringify({
-      // containerd 1.6's libcni speaks up to 1.0.0 and ignores cniVersions; ours picks 1.1.0, which has GC.
-      cniVersion: "1.0.0", cniVersions: ["1.0.0", "1.1.0"], name: network,
-      plugins: [
-        { type: "bridge", bridge, isGateway: true, ipMasq: true,
-          ipam: { type: "host-local", dataDir: ipamDir, routes: [{ dst: "0.0.0.0/0" }], ranges: [[{ subnet: `${SUBNET_PREFIX}0/24` }]] } },
-        { type: "portmap", capabilities: { portMappings: true }, dataDir: path.join(base, "portmap") },
-        { type: "firewall", dataDir: path.join(base, "firewall") },
-        { type: "tuning", mtu: 1400, dataDir: tuningDir },
-        // Last, so its DEL runs first: when it fails, nothing else of the attachment is cleaned.
-        { type: "noop", debugFile: noopDebug, commandLog: noopLog },
-      ],
-    }, null, 2));
+    writeFileSync(
+      path.join(confDir, `10-${network}.conflist`),
+      JSON.stringify(
+        {
+          // containerd 1.6's libcni speaks up to 1.0.0 and ignores cniVersions; ours picks 1.1.0, which has GC.
+          cniVersion: "1.0.0",
+          cniVersions: ["1.0.0", "1.1.0"],
+          name: network,
+          plugins: [
+            {
+              type: "bridge",
+              bridge,
+              isGateway: true,
+              ipMasq: true,
+              ipam: { type: "host-local", dataDir: ipamDir, routes: [{ dst: "0.0.0.0/0" }], ranges: [[{ subnet: `${SUBNET_PREFIX}0/24` }]] },
+            },
+            { type: "portmap", capabilities: { portMappings: true }, dataDir: path.join(base, "portmap") },
+            { type: "firewall", dataDir: path.join(base, "firewall") },
+            { type: "tuning", mtu: 1400, dataDir: tuningDir },
+            // Last, so its DEL runs first: when it fails, nothing else of the attachment is cleaned.
+            { type: "noop", debugFile: noopDebug, commandLog: noopLog },
+          ],
+        },
+        null,
+        2,
+      ),
+    );
 
     const sandboxImage = `${PAUSE_IMAGE_REPO}-${tag}:v1`;
     const imageArchive = buildPauseImage(base, sandboxImage);
@@ -123,7 +154,13 @@ describe("cnitool gc --cri-endpoint against containerd", { skip }, () => {
       pinned = { mountNs: resident.mountNs, env: { TSCNI_RESIDENT_SOCKET: resident.socket } };
     }
     ctrd = await PrivateContainerd.start({
-      base: ctrdBase, cniBinDir: binDir, cniConfDir: confDir, sandboxImage, imageArchive, hostNetns: host.path, cniCacheDir: cacheDir,
+      base: ctrdBase,
+      cniBinDir: binDir,
+      cniConfDir: confDir,
+      sandboxImage,
+      imageArchive,
+      hostNetns: host.path,
+      cniCacheDir: cacheDir,
       ...(pinned ? { pinned } : {}),
     });
     const c = ctrd;
@@ -141,8 +178,11 @@ describe("cnitool gc --cri-endpoint against containerd", { skip }, () => {
       ips[name] = (await cri().podSandboxStatus(ids[name])).status.network?.ip ?? "";
       assert.ok(ips[name].startsWith(SUBNET_PREFIX), `${name}: ${ips[name]}`);
     }
-    assert.deepEqual(cached().filter((f) => f.startsWith(network)), [`${network}-${ids.kept}-eth0`, `${network}-${ids.leaked}-eth0`].sort(),
-      "containerd's cache is the test's own directory");
+    assert.deepEqual(
+      cached().filter((f) => f.startsWith(network)),
+      [`${network}-${ids.kept}-eth0`, `${network}-${ids.leaked}-eth0`].sort(),
+      "containerd's cache is the test's own directory",
+    );
     assert.ok(rulesNaming(ips.leaked).length > 0, "the leaked sandbox has rules while it runs");
 
     writeDebug(noopDebug, { ReportResult: "PASSTHROUGH", ReportError: "sandbox network not found (the test fails this DEL)" });
@@ -154,7 +194,10 @@ describe("cnitool gc --cri-endpoint against containerd", { skip }, () => {
     }
     const listed = (await cri().listPodSandbox({ "tscni-test": tag })).map((s) => s.id);
     assert.deepEqual(listed, [ids.kept], "containerd removed the sandbox");
-    assert.ok(readCommandLog(noopLog).some((c) => c.Command === "DEL" && c.CmdArgs.ContainerID === ids.leaked), "its DEL ran, and failed");
+    assert.ok(
+      readCommandLog(noopLog).some((c) => c.Command === "DEL" && c.CmdArgs.ContainerID === ids.leaked),
+      "its DEL ran, and failed",
+    );
 
     assert.ok(cached().includes(`${network}-${ids.leaked}-eth0`), "leaked: the cache entry");
     assert.ok(allocations().includes(ips.leaked), "leaked: the address");
@@ -182,7 +225,10 @@ describe("cnitool gc --cri-endpoint against containerd", { skip }, () => {
     const r = await gc("--dry-run", "--min-age", "0");
     assert.equal(r.code, 0, r.stderr);
     const lines = r.stdout.split("\n").filter(Boolean);
-    assert.match(lines[0]!, /^runtime containerd \S+ \(CRI v1\) at unix:\/\/.*: 1 pod sandbox\(es\); 3 cached attachment\(s\) made by a CRI runtime$/);
+    assert.match(
+      lines[0]!,
+      /^runtime containerd \S+ \(CRI v1\) at unix:\/\/.*: 1 pod sandbox\(es\); 3 cached attachment\(s\) made by a CRI runtime$/,
+    );
     assert.ok(lines.includes(`would remove: ${ids.leaked} on network "${network}" (eth0)`), r.stdout);
     assert.equal(lines.filter((l) => l.startsWith("would remove")).length, 1, r.stdout);
     // The running sandbox's attachment is the network's one valid attachment (its loopback one is go-cni's own network's).
@@ -195,7 +241,11 @@ describe("cnitool gc --cri-endpoint against containerd", { skip }, () => {
 
   test("a run removes the leaked attachment and the address without a cache entry; the running sandbox keeps everything", async () => {
     assert.ok(ids.leaked, "needs the leak of the first test");
-    const kept = { entry: `${network}-${ids.kept}-eth0`, rules: rulesNaming(ips.kept), veths: (host.ipJson(["link", "show", "master", bridge]) as unknown[]).length };
+    const kept = {
+      entry: `${network}-${ids.kept}-eth0`,
+      rules: rulesNaming(ips.kept),
+      veths: (host.ipJson(["link", "show", "master", bridge]) as unknown[]).length,
+    };
     const r = await gc("--min-age", "0");
     assert.equal(r.code, 0, r.stdout + r.stderr);
     assert.ok(r.stdout.includes(`removed: ${ids.leaked} on network "${network}" (eth0)`), r.stdout);
@@ -208,9 +258,18 @@ describe("cnitool gc --cri-endpoint against containerd", { skip }, () => {
     assert.deepEqual(allocations(), [ips.kept], "the leaked addresses are free, the running sandbox's is not");
     const gcCall = readCommandLog(noopLog).find((c) => c.Command === "GC");
     assert.ok(gcCall, "the plugins got the GC verb");
-    const valid = (JSON.parse(stdinOf(gcCall.CmdArgs)) as { "cni.dev/valid-attachments": Array<{ containerID: string; ifname: string }> })["cni.dev/valid-attachments"];
-    assert.ok(valid.some((a) => a.containerID === ids.kept && a.ifname === "eth0"), "the running sandbox is a valid attachment");
-    assert.equal(valid.some((a) => a.containerID === ids.leaked), false, "the leaked one is not");
+    const valid = (JSON.parse(stdinOf(gcCall.CmdArgs)) as { "cni.dev/valid-attachments": Array<{ containerID: string; ifname: string }> })[
+      "cni.dev/valid-attachments"
+    ];
+    assert.ok(
+      valid.some((a) => a.containerID === ids.kept && a.ifname === "eth0"),
+      "the running sandbox is a valid attachment",
+    );
+    assert.equal(
+      valid.some((a) => a.containerID === ids.leaked),
+      false,
+      "the leaked one is not",
+    );
 
     assert.ok(cached().includes(kept.entry), "the running sandbox's cache entry stays");
     assert.deepEqual(rulesNaming(ips.kept), kept.rules, "and its rules");

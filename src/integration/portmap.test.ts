@@ -11,7 +11,7 @@ import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
-import { Cleanup, GO_BIN, Netns, OUR_BIN, runTag, skipReason } from "../testing/harness.js";
+import { Cleanup, GO_BIN, type Netns, OUR_BIN, runTag, skipReason } from "../testing/harness.js";
 import { fetchFrom, startHelloServer } from "../testing/published-port.js";
 import { cniError, containerIdOf, Host, type Result } from "../testing/rig.js";
 import { dnatChainName } from "../plugins/meta/portmap/iptables.js";
@@ -42,7 +42,8 @@ async function sendUdp(ns: Netns, host: string, port: number): Promise<void> {
 /** The conntrack entries of UDP flows to `port` in `ns`. */
 const udpFlows = (ns: Netns, port: number): string[] =>
   spawnSync("ip", ["netns", "exec", ns.name, "conntrack", "-L", "-p", "udp", "--orig-port-dst", String(port)], { encoding: "utf8" })
-    .stdout.split("\n").filter((l) => l.includes(`dport=${port}`));
+    .stdout.split("\n")
+    .filter((l) => l.includes(`dport=${port}`));
 
 describe("portmap plugin", { skip }, () => {
   const cleanup = new Cleanup();
@@ -59,7 +60,8 @@ describe("portmap plugin", { skip }, () => {
   /** bridge (gateway, hairpin) + host-local + portmap, dual-stack unless told. */
   const writeChain = (host: Host, net: string, br: string, portmap: Json = {}, subnets = ["10.203.0.0/24", "fd20:203::/64"], cniVersion = "1.0.0") =>
     host.writeNetwork({
-      cniVersion, name: net,
+      cniVersion,
+      name: net,
       plugins: [
         { type: "bridge", bridge: br, isGateway: true, hairpinMode: true, ipam: host.hostLocal(subnets) },
         { type: "portmap", capabilities: { portMappings: true }, ...portmap },
@@ -78,11 +80,27 @@ describe("portmap plugin", { skip }, () => {
       const maps = capArgs([tcp(8080, 80), udp(5353, 53), tcp(8443, 80, { hostIP: "fd20:203::1" })]);
 
       const r = await host.add(net, ctr, maps);
-      assert.deepEqual(r.ips?.map((i) => i.address), ["10.203.0.2/24", "fd20:203::2/64"], "portmap passes the prevResult through");
+      assert.deepEqual(
+        r.ips?.map((i) => i.address),
+        ["10.203.0.2/24", "fd20:203::2/64"],
+        "portmap passes the prevResult through",
+      );
       if (backend === "iptables") {
         const rules = nat(host);
-        assert.match(rules, new RegExp(`^-A CNI-HOSTPORT-DNAT -p tcp -m comment --comment "dnat name: \\\\"${net}\\\\" id: \\\\"${id}\\\\"" -m multiport --dports 8080,8443 -j ${dnatChainName(net, id)}$`, "m"));
-        assert.match(rules, new RegExp(`^-A ${dnatChainName(net, id)} -d fd20:203::1/128 -p tcp -m tcp --dport 8443 -j DNAT --to-destination \\[fd20:203::2\\]:80$`, "m"));
+        assert.match(
+          rules,
+          new RegExp(
+            `^-A CNI-HOSTPORT-DNAT -p tcp -m comment --comment "dnat name: \\\\"${net}\\\\" id: \\\\"${id}\\\\"" -m multiport --dports 8080,8443 -j ${dnatChainName(net, id)}$`,
+            "m",
+          ),
+        );
+        assert.match(
+          rules,
+          new RegExp(
+            `^-A ${dnatChainName(net, id)} -d fd20:203::1/128 -p tcp -m tcp --dport 8443 -j DNAT --to-destination \\[fd20:203::2\\]:80$`,
+            "m",
+          ),
+        );
         assert.doesNotMatch(host.nftRuleset(), /cni_hostport/);
       } else {
         const ruleset = host.nftRuleset();
@@ -160,7 +178,9 @@ describe("portmap plugin", { skip }, () => {
     });
   }
 
-  test("iptables-nft: ADD, CHECK, DEL and GC of a container with mappings start no tool (rules and flows over netlink)", { skip: IPTABLES_NFT ? false : "iptables here is not iptables-nft" }, async () => {
+  test("iptables-nft: ADD, CHECK, DEL and GC of a container with mappings start no tool (rules and flows over netlink)", {
+    skip: IPTABLES_NFT ? false : "iptables here is not iptables-nft",
+  }, async () => {
     const { host, br, net } = newHost();
     writeChain(host, net, br, {}, ["10.203.4.0/24", "fd20:204::/64"]);
     const ctr = host.container(`tscni-pc-${tag}-${seq}`);
@@ -171,7 +191,12 @@ describe("portmap plugin", { skip }, () => {
     const env = { CNI_NETNS: ctr.path, CNI_CONTAINERID: id, TSCNI_RESIDENT: "exec", TSCNI_TRACE_PHASES: trace };
     const conf = { cniVersion: "1.1.0", name: net, type: "portmap", runtimeConfig: { portMappings: mappings }, prevResult };
     // A second ADD finds everything there; a firewall reload's loss is put back; CHECK; DEL; GC of nothing valid.
-    for (const [command, extra] of [["ADD", {}], ["CHECK", {}], ["DEL", {}], ["GC", { "cni.dev/valid-attachments": [] }]] as const) {
+    for (const [command, extra] of [
+      ["ADD", {}],
+      ["CHECK", {}],
+      ["DEL", {}],
+      ["GC", { "cni.dev/valid-attachments": [] }],
+    ] as const) {
       if (command === "CHECK") spawnSync("ip", ["netns", "exec", host.ns.name, "iptables", "-t", "nat", "-F", "CNI-HOSTPORT-SETMARK"]);
       const r = await host.plugin(OUR_PORTMAP, command === "CHECK" ? "ADD" : command, { ...conf, ...extra }, env);
       assert.equal(r.code, 0, `${command}: ${r.stdout}${r.stderr}`);
@@ -182,10 +207,19 @@ describe("portmap plugin", { skip }, () => {
       }
     }
     assert.doesNotMatch(nat(host), /CNI-DN-/);
-    const calls = readFileSync(trace, "utf8").trim().split("\n").map((l) => JSON.parse(l) as { command: string; phases: Array<{ kind: string; label: string }> });
+    const calls = readFileSync(trace, "utf8")
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l) as { command: string; phases: Array<{ kind: string; label: string }> });
     assert.equal(calls.length, 5);
-    assert.deepEqual(calls.flatMap((c) => c.phases.filter((p) => p.kind === "spawn").map((p) => `${c.command}: ${p.label}`)), []);
-    assert.ok(calls.every((c) => c.phases.some((p) => p.kind === "netlink")), "the calls did their work over netlink");
+    assert.deepEqual(
+      calls.flatMap((c) => c.phases.filter((p) => p.kind === "spawn").map((p) => `${c.command}: ${p.label}`)),
+      [],
+    );
+    assert.ok(
+      calls.every((c) => c.phases.some((p) => p.kind === "netlink")),
+      "the calls did their work over netlink",
+    );
     await host.must("del", net, ctr, capArgs(mappings));
   });
 
@@ -195,10 +229,16 @@ describe("portmap plugin", { skip }, () => {
     const base = { cniVersion: "1.0.0", name: "pmbad", type: "portmap", prevResult };
     const cases: Array<[Json, RegExp]> = [
       [{ runtimeConfig: { portMappings: [tcp(8080, 80), tcp(70000, 80)] } }, /"runtimeConfig\.portMappings\[1\]\.hostPort": 70000/],
-      [{ runtimeConfig: { portMappings: [tcp(8080, 80), { hostPort: 1, containerPort: 1, protocol: "icmp" }] } }, /"runtimeConfig\.portMappings\[1\]\.protocol": "icmp"/],
+      [
+        { runtimeConfig: { portMappings: [tcp(8080, 80), { hostPort: 1, containerPort: 1, protocol: "icmp" }] } },
+        /"runtimeConfig\.portMappings\[1\]\.protocol": "icmp"/,
+      ],
       [{ runtimeConfig: { portMappings: [tcp(8080, 80, { hostIP: "1.2.3" })] } }, /"runtimeConfig\.portMappings\[0\]\.hostIP": "1\.2\.3"/],
       [{ backend: "ebpf", runtimeConfig: { portMappings: [tcp(8080, 80)] } }, /"backend": "ebpf"/],
-      [{ backend: "nftables", conditionsV4: ["-s", "1.2.3.4"], runtimeConfig: { portMappings: [tcp(8080, 80)] } }, /nftables backend was requested but configuration contains iptables-specific options \[conditionsV4\]/],
+      [
+        { backend: "nftables", conditionsV4: ["-s", "1.2.3.4"], runtimeConfig: { portMappings: [tcp(8080, 80)] } },
+        /nftables backend was requested but configuration contains iptables-specific options \[conditionsV4\]/,
+      ],
     ];
     for (const [extra, msg] of cases) {
       const r = await host.plugin(OUR_PORTMAP, "ADD", { ...base, ...extra }, { CNI_NETNS: "/proc/self/ns/net", CNI_NETNS_OVERRIDE: "1" });
@@ -207,8 +247,12 @@ describe("portmap plugin", { skip }, () => {
       assert.equal(e.code, 7, r.stdout);
       assert.match(e.msg, msg);
     }
-    const notChained = await host.plugin(OUR_PORTMAP, "ADD", { ...base, prevResult: undefined, runtimeConfig: { portMappings: [tcp(8080, 80)] } },
-      { CNI_NETNS: "/proc/self/ns/net", CNI_NETNS_OVERRIDE: "1" });
+    const notChained = await host.plugin(
+      OUR_PORTMAP,
+      "ADD",
+      { ...base, prevResult: undefined, runtimeConfig: { portMappings: [tcp(8080, 80)] } },
+      { CNI_NETNS: "/proc/self/ns/net", CNI_NETNS_OVERRIDE: "1" },
+    );
     assert.match(cniError(notChained).msg, /must be called as chained plugin/);
     assert.doesNotMatch(nat(host), /CNI-/);
     assert.equal(host.nftRuleset().trim(), "");
@@ -218,17 +262,30 @@ describe("portmap plugin", { skip }, () => {
     const { host } = newHost();
     const id = "halfway";
     const prevResult = {
-      cniVersion: "1.0.0", interfaces: [{ name: "eth0", sandbox: "/x" }],
-      ips: [{ address: "10.203.9.2/24", interface: 0 }, { address: "fd20:209::2/64", interface: 0 }],
+      cniVersion: "1.0.0",
+      interfaces: [{ name: "eth0", sandbox: "/x" }],
+      ips: [
+        { address: "10.203.9.2/24", interface: 0 },
+        { address: "fd20:209::2/64", interface: 0 },
+      ],
     };
-    const conf = { cniVersion: "1.0.0", name: `pm${tag}half`, type: "portmap", conditionsV6: ["--no-such-option"], prevResult, runtimeConfig: { portMappings: [tcp(8080, 80)] } };
+    const conf = {
+      cniVersion: "1.0.0",
+      name: `pm${tag}half`,
+      type: "portmap",
+      conditionsV6: ["--no-such-option"],
+      prevResult,
+      runtimeConfig: { portMappings: [tcp(8080, 80)] },
+    };
     const r = await host.plugin(OUR_PORTMAP, "ADD", conf, { CNI_NETNS: "/proc/self/ns/net", CNI_NETNS_OVERRIDE: "1", CNI_CONTAINERID: id });
     assert.notEqual(r.code, 0);
     assert.match(cniError(r).msg, /ip6tables/);
     assert.doesNotMatch(nat(host), /CNI-DN-/, "the IPv4 chain made before the failure is gone again");
   });
 
-  test("UDP conntrack entries to a mapped port are flushed after ADD and after DEL", { skip: HAVE_CONNTRACK ? false : "conntrack is not installed" }, async () => {
+  test("UDP conntrack entries to a mapped port are flushed after ADD and after DEL", {
+    skip: HAVE_CONNTRACK ? false : "conntrack is not installed",
+  }, async () => {
     const { host, br, net } = newHost();
     writeChain(host, net, br, {}, ["10.203.3.0/24"]);
     const first = host.container(`tscni-pc-${tag}-${seq}a`);
@@ -264,24 +321,41 @@ describe("portmap plugin", { skip }, () => {
       return { ours: pair[0]!.host, go: pair[1]!.host, net, br, prevResult: results[0]! };
     }
     const run = async (host: Host, binary: string, command: string, conf: Json) => {
-      const r = await host.plugin(binary, command, conf, { CNI_NETNS: command === "DEL" ? "" : "/proc/self/ns/net", CNI_NETNS_OVERRIDE: "1", CNI_CONTAINERID: ID });
+      const r = await host.plugin(binary, command, conf, {
+        CNI_NETNS: command === "DEL" ? "" : "/proc/self/ns/net",
+        CNI_NETNS_OVERRIDE: "1",
+        CNI_CONTAINERID: ID,
+      });
       assert.equal(r.code, 0, `${binary} ${command}: ${r.stdout}${r.stderr}`);
     };
 
     const configs: Array<[string, Json, string[]]> = [
-      ["many mappings, protocols and hostIPs", {
-        runtimeConfig: {
-          portMappings: [
-            tcp(8080, 80), udp(5353, 53, { hostIP: "10.203.4.1" }), tcp(8443, 443, { hostIP: "::" }), { hostPort: 9000, containerPort: 9000, protocol: "sctp" },
-            tcp(7000, 70, { hostIP: "fd20:204::1" }),
-            ...Array.from({ length: 16 }, (_, i) => udp(20000 + i, 2000 + i)),
-          ],
+      [
+        "many mappings, protocols and hostIPs",
+        {
+          runtimeConfig: {
+            portMappings: [
+              tcp(8080, 80),
+              udp(5353, 53, { hostIP: "10.203.4.1" }),
+              tcp(8443, 443, { hostIP: "::" }),
+              { hostPort: 9000, containerPort: 9000, protocol: "sctp" },
+              tcp(7000, 70, { hostIP: "fd20:204::1" }),
+              ...Array.from({ length: 16 }, (_, i) => udp(20000 + i, 2000 + i)),
+            ],
+          },
         },
-      }, ["10.203.4.0/24", "fd20:204::/64"]],
-      ["markMasqBit and conditions", {
-        markMasqBit: 5, conditionsV4: ["!", "-s", "192.0.2.0/24"], conditionsV6: ["-m", "comment", "--comment", "v6 entry"],
-        runtimeConfig: { portMappings: [tcp(8080, 80), udp(53, 5353)] },
-      }, ["10.203.5.0/24", "fd20:205::/64"]],
+        ["10.203.4.0/24", "fd20:204::/64"],
+      ],
+      [
+        "markMasqBit and conditions",
+        {
+          markMasqBit: 5,
+          conditionsV4: ["!", "-s", "192.0.2.0/24"],
+          conditionsV6: ["-m", "comment", "--comment", "v6 entry"],
+          runtimeConfig: { portMappings: [tcp(8080, 80), udp(53, 5353)] },
+        },
+        ["10.203.5.0/24", "fd20:205::/64"],
+      ],
       ["snat off", { snat: false, runtimeConfig: { portMappings: [tcp(8080, 80)] } }, ["10.203.6.0/24", "fd20:206::/64"]],
     ];
     for (const [what, keys, subnets] of configs) {
@@ -319,7 +393,12 @@ describe("portmap plugin", { skip }, () => {
   describe("GC", () => {
     const prev = (address: string) => ({ cniVersion: "1.1.0", interfaces: [{ name: "eth0", sandbox: "/x" }], ips: [{ address, interface: 0 }] });
     const addDirect = async (host: Host, conf: Json, id: string, address: string) => {
-      const r = await host.plugin(OUR_PORTMAP, "ADD", { ...conf, prevResult: prev(address) }, { CNI_NETNS: "/proc/self/ns/net", CNI_NETNS_OVERRIDE: "1", CNI_CONTAINERID: id });
+      const r = await host.plugin(
+        OUR_PORTMAP,
+        "ADD",
+        { ...conf, prevResult: prev(address) },
+        { CNI_NETNS: "/proc/self/ns/net", CNI_NETNS_OVERRIDE: "1", CNI_CONTAINERID: id },
+      );
       assert.equal(r.code, 0, r.stdout + r.stderr);
     };
     const gc = async (host: Host, conf: Json, valid?: string[]) => {
@@ -332,7 +411,14 @@ describe("portmap plugin", { skip }, () => {
       test(`${backend}: stale attachments are removed, live ones and other networks' untouched`, async () => {
         const { host } = newHost();
         const dataDir = cleanup.dir("tscni-pm-data-");
-        const conf = (name: string) => ({ cniVersion: "1.1.0", name, type: "portmap", backend, dataDir, runtimeConfig: { portMappings: [tcp(8080, 80)] } });
+        const conf = (name: string) => ({
+          cniVersion: "1.1.0",
+          name,
+          type: "portmap",
+          backend,
+          dataDir,
+          runtimeConfig: { portMappings: [tcp(8080, 80)] },
+        });
         const [a, b] = [`pm${tag}gca`, `pm${tag}gcb`];
         await addDirect(host, conf(a), "live", "10.203.7.2/24");
         await addDirect(host, conf(a), "stale", "10.203.7.3/24");

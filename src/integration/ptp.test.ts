@@ -9,7 +9,7 @@ import assert from "node:assert/strict";
 import { existsSync, rmSync, symlinkSync } from "node:fs";
 import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
-import { Cleanup, GO_BIN, Netns, OUR_BIN, runTag, skipReason } from "../testing/harness.js";
+import { Cleanup, GO_BIN, type Netns, OUR_BIN, runTag, skipReason } from "../testing/harness.js";
 import { Host, MIXED_PATH, type Iface, type IPConf, type Result } from "../testing/rig.js";
 import { containerIdForNetns } from "../cnitool/cnitool.js";
 
@@ -36,22 +36,31 @@ const isLinkLocal = (local: string) => /^fe80:/i.test(local) || /^169\.254\./.te
 function addressesOf(ns: Netns, dev: string): string[] {
   const [link] = ipJson(ns, ["addr", "show", "dev", dev]);
   const infos = (link?.["addr_info"] ?? []) as Json[];
-  return infos.filter((a) => !isLinkLocal(String(a["local"])))
-    .map((a) => `${String(a["local"])}/${String(a["prefixlen"])}${a["broadcast"] ? ` brd ${String(a["broadcast"])}` : ""} scope ${String(a["scope"])}`)
+  return infos
+    .filter((a) => !isLinkLocal(String(a["local"])))
+    .map(
+      (a) => `${String(a["local"])}/${String(a["prefixlen"])}${a["broadcast"] ? ` brd ${String(a["broadcast"])}` : ""} scope ${String(a["scope"])}`,
+    )
     .sort();
 }
 
 /** Routes of a family as `dst via gw dev D proto P scope S src X metric M`, with `dev` renamed by `rename`. */
 function routesOf(ns: Netns, family: 4 | 6, rename: (dev: string) => string = (d) => d): string[] {
-  return ipJson(ns, [`-${family}`, "route", "show"]).map((r) => [
-    String(r["dst"]),
-    r["gateway"] ? `via ${String(r["gateway"])}` : "",
-    r["dev"] ? `dev ${rename(String(r["dev"]))}` : "",
-    r["protocol"] ? `proto ${String(r["protocol"])}` : "",
-    r["scope"] ? `scope ${String(r["scope"])}` : "",
-    r["prefsrc"] ? `src ${String(r["prefsrc"])}` : "",
-    r["metric"] !== undefined ? `metric ${String(r["metric"])}` : "",
-  ].filter(Boolean).join(" ")).sort();
+  return ipJson(ns, [`-${family}`, "route", "show"])
+    .map((r) =>
+      [
+        String(r["dst"]),
+        r["gateway"] ? `via ${String(r["gateway"])}` : "",
+        r["dev"] ? `dev ${rename(String(r["dev"]))}` : "",
+        r["protocol"] ? `proto ${String(r["protocol"])}` : "",
+        r["scope"] ? `scope ${String(r["scope"])}` : "",
+        r["prefsrc"] ? `src ${String(r["prefsrc"])}` : "",
+        r["metric"] !== undefined ? `metric ${String(r["metric"])}` : "",
+      ]
+        .filter(Boolean)
+        .join(" "),
+    )
+    .sort();
 }
 
 function linkState(ns: Netns, dev: string) {
@@ -134,7 +143,10 @@ describe("ptp plugin", { skip }, () => {
 
     // ipMasq (iptables): per-container chain jumped to from POSTROUTING, for both families.
     const id = containerIdForNetns(ctr.path);
-    for (const [family, src, dst] of [[4, "10.243.0.2/32", "10.243.0.0/24"], [6, "fd43::2/128", "fd43::/64"]] as const) {
+    for (const [family, src, dst] of [
+      [4, "10.243.0.2/32", "10.243.0.0/24"],
+      [6, "fd43::2/128", "fd43::/64"],
+    ] as const) {
       const rules = host.natRuleLines(family).filter((l) => l.includes(`id: \\"${id}\\"`));
       assert.equal(rules.length, 3, rules.join("\n"));
       assert.ok(rules.some((l) => l.startsWith(`-A POSTROUTING -s ${src} `)));
@@ -147,9 +159,18 @@ describe("ptp plugin", { skip }, () => {
 
     await host.must("del", net, ctr.path);
     assert.deepEqual(host.veths(), []);
-    assert.deepEqual(ipJson(ctr, ["link", "show"]).map((l) => l["ifname"]), ["lo"]);
-    assert.deepEqual(host.natRuleLines(4).filter((l) => l.includes(id)), []);
-    assert.deepEqual(host.natRuleLines(6).filter((l) => l.includes(id)), []);
+    assert.deepEqual(
+      ipJson(ctr, ["link", "show"]).map((l) => l["ifname"]),
+      ["lo"],
+    );
+    assert.deepEqual(
+      host.natRuleLines(4).filter((l) => l.includes(id)),
+      [],
+    );
+    assert.deepEqual(
+      host.natRuleLines(6).filter((l) => l.includes(id)),
+      [],
+    );
     assert.ok(!host.ns.exec("iptables-save", ["-t", "nat"]).includes(":CNI-"), "the per-container chain is gone");
     assert.deepEqual(host.allocations(net), []);
 
@@ -177,12 +198,23 @@ describe("ptp plugin", { skip }, () => {
     ctr.delete();
     // (the kernel destroys a namespace in the background: its veth goes a moment later)
     for (let i = 0; i < 100 && host.veths().includes(result.interfaces![0]!.name); i++) await sleep(50);
-    assert.deepEqual(host.veths().filter((v) => v === result.interfaces![0]!.name), [], "the veth died with the namespace");
+    assert.deepEqual(
+      host.veths().filter((v) => v === result.interfaces![0]!.name),
+      [],
+      "the veth died with the namespace",
+    );
 
     await host.must("del", net, ctr.path);
     assert.deepEqual(host.allocations(net), []);
-    assert.deepEqual(host.natRuleLines(4).filter((l) => l.includes(id)), [], "iptables rules found from the cached result");
-    assert.deepEqual(host.natRuleLines(6).filter((l) => l.includes(id)), []);
+    assert.deepEqual(
+      host.natRuleLines(4).filter((l) => l.includes(id)),
+      [],
+      "iptables rules found from the cached result",
+    );
+    assert.deepEqual(
+      host.natRuleLines(6).filter((l) => l.includes(id)),
+      [],
+    );
     await host.must("del", net, ctr.path);
   });
 
@@ -197,8 +229,17 @@ describe("ptp plugin", { skip }, () => {
     assert.match(r.stderr, /eth0.*already exists/);
     assert.deepEqual(host.veths(), before, "no host veth left");
     assert.deepEqual(host.allocations(net), [], "IPAM allocation rolled back");
-    assert.deepEqual(host.natRuleLines(4).filter((l) => l.includes(containerIdForNetns(ctr.path))), []);
-    assert.deepEqual(ipJson(ctr, ["link", "show"]).map((l) => l["ifname"]).sort(), ["eth0", "lo", "peer0"], "the existing interface is untouched");
+    assert.deepEqual(
+      host.natRuleLines(4).filter((l) => l.includes(containerIdForNetns(ctr.path))),
+      [],
+    );
+    assert.deepEqual(
+      ipJson(ctr, ["link", "show"])
+        .map((l) => l["ifname"])
+        .sort(),
+      ["eth0", "lo", "peer0"],
+      "the existing interface is untouched",
+    );
   });
 
   test("ipMasq with the nftables backend", async () => {
@@ -206,11 +247,24 @@ describe("ptp plugin", { skip }, () => {
     const ctr = container();
     const id = containerIdForNetns(ctr.path);
     await host.add<PtpResult>(net, ctr);
-    const rules = host.nftMasqRules().split("\n").filter((l) => l.includes(`id: ${id}`));
+    const rules = host
+      .nftMasqRules()
+      .split("\n")
+      .filter((l) => l.includes(`id: ${id}`));
     assert.equal(rules.length, 2, host.nftMasqRules());
-    assert.ok(rules.some((l) => /ip saddr 10\.247\.0\.2 ip daddr != 10\.247\.0\.0\/24 masquerade/.test(l)), rules.join("\n"));
-    assert.ok(rules.some((l) => /ip6 saddr fd47::2 ip6 daddr != fd47::\/64 masquerade/.test(l)), rules.join("\n"));
-    assert.deepEqual(host.natRuleLines(4).filter((l) => l.includes(id)), [], "no iptables rules with the nftables backend");
+    assert.ok(
+      rules.some((l) => /ip saddr 10\.247\.0\.2 ip daddr != 10\.247\.0\.0\/24 masquerade/.test(l)),
+      rules.join("\n"),
+    );
+    assert.ok(
+      rules.some((l) => /ip6 saddr fd47::2 ip6 daddr != fd47::\/64 masquerade/.test(l)),
+      rules.join("\n"),
+    );
+    assert.deepEqual(
+      host.natRuleLines(4).filter((l) => l.includes(id)),
+      [],
+      "no iptables rules with the nftables backend",
+    );
 
     await host.must("check", net, ctr.path);
     await host.must("del", net, ctr.path);
@@ -220,7 +274,9 @@ describe("ptp plugin", { skip }, () => {
 
   for (const version of ["0.3.1", "0.4.0", "1.0.0", "1.1.0"] as const) {
     const needOurs = version === "1.1.0" && !OUR_HOST_LOCAL;
-    test(`result in the ${version} shape`, { skip: needOurs ? "Go's host-local speaks at most 1.0.0 and dist/bin/host-local is not built" : undefined }, async () => {
+    test(`result in the ${version} shape`, {
+      skip: needOurs ? "Go's host-local speaks at most 1.0.0 and dist/bin/host-local is not built" : undefined,
+    }, async () => {
       const octet = 248 + ["0.3.1", "0.4.0", "1.0.0", "1.1.0"].indexOf(version);
       const net = ptpNetwork(host, `ptpv${version.replaceAll(".", "")}${tag}`, version, [`10.${octet}.0.0/24`]);
       const ctr = container();
@@ -238,7 +294,9 @@ describe("ptp plugin", { skip }, () => {
     });
   }
 
-  test("GC (1.1.0) removes the nftables masquerade rules of attachments it does not know", { skip: OUR_HOST_LOCAL ? undefined : "needs dist/bin/host-local for spec 1.1.0" }, async () => {
+  test("GC (1.1.0) removes the nftables masquerade rules of attachments it does not know", {
+    skip: OUR_HOST_LOCAL ? undefined : "needs dist/bin/host-local for spec 1.1.0",
+  }, async () => {
     const net = ptpNetwork(host, `ptpgc${tag}`, "1.1.0", ["10.252.0.0/24"], { ipMasq: true, ipMasqBackend: "nftables" });
     const known = container();
     const stale = container();
@@ -251,7 +309,10 @@ describe("ptp plugin", { skip }, () => {
     await host.must("gc", net, known.path);
     // cnitool's gc passes no valid attachments: the cached one is deleted by DEL, the forgotten one by GC.
     assert.equal(host.nftMasqRules(), "", "no masquerade rules left");
-    assert.deepEqual(host.veths().filter((v) => v !== staleResult.interfaces![0]!.name), []);
+    assert.deepEqual(
+      host.veths().filter((v) => v !== staleResult.interfaces![0]!.name),
+      [],
+    );
   });
 
   test("reachability: container to gateway and container to container, IPv4 and IPv6", async () => {
@@ -262,7 +323,14 @@ describe("ptp plugin", { skip }, () => {
     const rb = await host.add<PtpResult>(net, b);
     const [a4, a6] = ra.ips.map((i) => addrOnly(i.address));
     const [b4, b6] = rb.ips.map((i) => addrOnly(i.address));
-    for (const [from, to] of [[a, "10.253.0.1"], [a, "fd53::1"], [a, b4!], [b, a4!], [a, b6!], [b, a6!]] as const) {
+    for (const [from, to] of [
+      [a, "10.253.0.1"],
+      [a, "fd53::1"],
+      [a, b4!],
+      [b, a4!],
+      [a, b6!],
+      [b, a6!],
+    ] as const) {
       const r = await ping(from, to);
       assert.equal(r.code, 0, `ping ${to} from ${from.name}: ${r.stdout}${r.stderr}`);
     }
@@ -272,7 +340,12 @@ describe("ptp plugin", { skip }, () => {
 
   test("bad configs are CNI errors with code 7 naming the key", async () => {
     const ctr = container();
-    const base = { cniVersion: "1.0.0", name: `ptpbad${tag}`, type: "ptp", ipam: { type: "host-local", subnet: "10.254.0.0/24", dataDir: host.dataDir } };
+    const base = {
+      cniVersion: "1.0.0",
+      name: `ptpbad${tag}`,
+      type: "ptp",
+      ipam: { type: "host-local", subnet: "10.254.0.0/24", dataDir: host.dataDir },
+    };
     const cases: Array<[Record<string, unknown>, RegExp]> = [
       [{ ...base, ipam: undefined }, /"ipam"/],
       [{ ...base, ipam: { subnet: "10.254.0.0/24" } }, /"ipam".*ipam\.type/],
@@ -294,7 +367,10 @@ describe("ptp plugin", { skip }, () => {
         assert.match(err.msg, key);
       }
     }
-    assert.deepEqual(ipJson(ctr, ["link", "show"]).map((l) => l["ifname"]), ["lo"]);
+    assert.deepEqual(
+      ipJson(ctr, ["link", "show"]).map((l) => l["ifname"]),
+      ["lo"],
+    );
     assert.deepEqual(host.allocations(`ptpbad${tag}`), []);
   });
 });
@@ -324,7 +400,10 @@ describe("ptp compared with Go's ptp", { skip }, () => {
     const rename = (d: string) => (d === veth ? "VETH" : d);
     const normaliseRule = (l: string) => l.replaceAll(id, "ID").replace(/CNI-[0-9a-f]{24}/g, "CNI-CHAIN");
     return {
-      result: { ...result, interfaces: result.interfaces.map((i) => ({ name: i.name === veth ? "VETH" : i.name, sandbox: i.sandbox ? "SANDBOX" : undefined })) },
+      result: {
+        ...result,
+        interfaces: result.interfaces.map((i) => ({ name: i.name === veth ? "VETH" : i.name, sandbox: i.sandbox ? "SANDBOX" : undefined })),
+      },
       container: {
         link: linkState(ctr, "eth0"),
         addresses: addressesOf(ctr, "eth0"),
@@ -369,7 +448,10 @@ describe("ptp compared with Go's ptp", { skip }, () => {
     // Each CHECKs its own work and the other's: the states are interchangeable.
     await ours.must("check", name, ctrOurs.path);
     await go.must("check", name, ctrGo.path);
-    for (const [h, ctr, otherPath] of [[ours, ctrOurs, GO_BIN], [go, ctrGo, oursPath]] as const) {
+    for (const [h, ctr, otherPath] of [
+      [ours, ctrOurs, GO_BIN],
+      [go, ctrGo, oursPath],
+    ] as const) {
       const r = await h.cnitool("check", name, ctr, {}, otherPath);
       assert.equal(r.code, 0, `CHECK with ${otherPath}: ${r.stderr}`);
     }
@@ -382,7 +464,10 @@ describe("ptp compared with Go's ptp", { skip }, () => {
 
   test("Go's ptp removes what ours made, and ours removes what Go's made", async () => {
     const name = `ptpswap${tag}`;
-    for (const [maker, removerPath] of [[ours, GO_BIN], [go, oursPath]] as const) {
+    for (const [maker, removerPath] of [
+      [ours, GO_BIN],
+      [go, oursPath],
+    ] as const) {
       ptpNetwork(maker, name, "1.0.0", ["10.239.0.0/24", "fd39::/64"], keys);
       const ctr = cleanup.netns(`tsptp-s${maker === ours ? "o" : "g"}-${tag}`);
       await maker.add<PtpResult>(name, ctr);
@@ -390,7 +475,10 @@ describe("ptp compared with Go's ptp", { skip }, () => {
       const r = await maker.cnitool("del", name, ctr, {}, removerPath);
       assert.equal(r.code, 0, r.stderr);
       assert.deepEqual(afterDel(maker, name), { veths: [], nat4: [], nat6: [], allocated: [] });
-      assert.deepEqual(ipJson(ctr, ["link", "show"]).map((l) => l["ifname"]), ["lo"]);
+      assert.deepEqual(
+        ipJson(ctr, ["link", "show"]).map((l) => l["ifname"]),
+        ["lo"],
+      );
     }
   });
 });

@@ -25,7 +25,7 @@ import { spawnSync } from "node:child_process";
 import path from "node:path";
 import type { PodSandboxConfig } from "../testing/cri-client.js";
 import { PrivateContainerd, buildPauseImage, containerdSkipReason, linkPluginDir } from "../testing/containerd.js";
-import { Cleanup, CNITOOL, GO_BIN, Netns, OUR_BIN, runTag } from "../testing/harness.js";
+import { Cleanup, CNITOOL, GO_BIN, type Netns, OUR_BIN, runTag } from "../testing/harness.js";
 import { ManagerClient } from "../testing/manager-client.js";
 import { RESIDENT_PASS } from "../testing/resident-host.js";
 import { killServers, serverPids } from "../testing/servers.js";
@@ -34,7 +34,9 @@ import { bootTimeMs } from "../sys/boot.js";
 const PODS = 20;
 const MANAGER_PODS = 10;
 const TORN = 5;
-const skip = containerdSkipReason() ?? (existsSync(path.join(GO_BIN, "bridge")) ? undefined : "Debian's containernetworking-plugins (/usr/lib/cni) is not installed") ??
+const skip =
+  containerdSkipReason() ??
+  (existsSync(path.join(GO_BIN, "bridge")) ? undefined : "Debian's containernetworking-plugins (/usr/lib/cni) is not installed") ??
   (RESIDENT_PASS ? "the exec pass runs it, with a server of its own in the default mode" : undefined);
 if (skip) console.log(`# skipping the reboot end to end: ${skip}`);
 
@@ -52,7 +54,7 @@ interface Leftovers {
 /** Runs `fn` on `items`, `width` at a time. */
 async function inBatches<T, R>(items: readonly T[], width: number, fn: (item: T, i: number) => Promise<R>): Promise<R[]> {
   const out: R[] = [];
-  for (let i = 0; i < items.length; i += width) out.push(...await Promise.all(items.slice(i, i + width).map((item, j) => fn(item, i + j))));
+  for (let i = 0; i < items.length; i += width) out.push(...(await Promise.all(items.slice(i, i + width).map((item, j) => fn(item, i + j)))));
   return out;
 }
 
@@ -79,29 +81,53 @@ class Node {
   private sandboxImage = "";
   private imageArchive = "";
 
-  constructor(private readonly cleanup: Cleanup, readonly impl: "ours" | "go") {
+  constructor(
+    private readonly cleanup: Cleanup,
+    readonly impl: "ours" | "go",
+  ) {
     this.host = cleanup.netns(`tscni-rb-${this.tag}`);
     this.base = cleanup.dir("tscni-reboot-");
     this.network = `rb${impl[0]}${this.tag}`;
     this.managerNetwork = `rbm${this.tag}`;
     const d = (name: string) => path.join(this.base, name);
     this.dirs = {
-      cache: d("var-lib-cni"), conf: d("net.d"), ipam: d("ipam"), records: d("records"),
-      managerCache: d("manager-cache"), managerConf: d("manager-net.d"), bin: d("cni-bin"), run: d("run-tscni"),
+      cache: d("var-lib-cni"),
+      conf: d("net.d"),
+      ipam: d("ipam"),
+      records: d("records"),
+      managerCache: d("manager-cache"),
+      managerConf: d("manager-net.d"),
+      bin: d("cni-bin"),
+      run: d("run-tscni"),
     };
     for (const dir of Object.values(this.dirs)) if (dir !== this.dirs.bin) mkdirSync(dir, { recursive: true });
     linkPluginDir(this.dirs.bin, impl === "ours" ? OUR_BIN : GO_BIN);
-    const conf = (name: string, bridge: string, subnet: string) => JSON.stringify({
-      cniVersion: "1.0.0", cniVersions: ["1.0.0", "1.1.0"], name,
-      plugins: [
-        { type: "bridge", bridge, isGateway: true, ipMasq: true,
-          ipam: { type: "host-local", dataDir: this.dirs.ipam, routes: [{ dst: "0.0.0.0/0" }], ranges: [[{ subnet }]] } },
-        { type: "portmap", capabilities: { portMappings: true }, dataDir: path.join(this.dirs.records, "portmap") },
-        { type: "firewall", dataDir: path.join(this.dirs.records, "firewall") },
-      ],
-    }, null, 2);
+    const conf = (name: string, bridge: string, subnet: string) =>
+      JSON.stringify(
+        {
+          cniVersion: "1.0.0",
+          cniVersions: ["1.0.0", "1.1.0"],
+          name,
+          plugins: [
+            {
+              type: "bridge",
+              bridge,
+              isGateway: true,
+              ipMasq: true,
+              ipam: { type: "host-local", dataDir: this.dirs.ipam, routes: [{ dst: "0.0.0.0/0" }], ranges: [[{ subnet }]] },
+            },
+            { type: "portmap", capabilities: { portMappings: true }, dataDir: path.join(this.dirs.records, "portmap") },
+            { type: "firewall", dataDir: path.join(this.dirs.records, "firewall") },
+          ],
+        },
+        null,
+        2,
+      );
     writeFileSync(path.join(this.dirs.conf, `10-${this.network}.conflist`), conf(this.network, `rbc${this.tag}`, "10.239.0.0/24"));
-    writeFileSync(path.join(this.dirs.managerConf, `10-${this.managerNetwork}.conflist`), conf(this.managerNetwork, `rbm${this.tag}`, "10.239.1.0/24"));
+    writeFileSync(
+      path.join(this.dirs.managerConf, `10-${this.managerNetwork}.conflist`),
+      conf(this.managerNetwork, `rbm${this.tag}`, "10.239.1.0/24"),
+    );
   }
 
   get socket(): string {
@@ -115,8 +141,13 @@ class Node {
     }
     mkdirSync(path.join(this.base, "containerd"), { recursive: true });
     const c = await PrivateContainerd.start({
-      base: path.join(this.base, "containerd"), cniBinDir: this.dirs.bin, cniConfDir: this.dirs.conf, sandboxImage: this.sandboxImage,
-      imageArchive: this.imageArchive, hostNetns: this.host.path, cniCacheDir: this.dirs.cache,
+      base: path.join(this.base, "containerd"),
+      cniBinDir: this.dirs.bin,
+      cniConfDir: this.dirs.conf,
+      sandboxImage: this.sandboxImage,
+      imageArchive: this.imageArchive,
+      hostNetns: this.host.path,
+      cniCacheDir: this.dirs.cache,
       // Ours as a user gets them: the first call starts a server (here on a socket of the test's).
       env: { TSCNI_RESIDENT: "auto", TSCNI_RESIDENT_SOCKET: this.socket },
     });
@@ -128,7 +159,9 @@ class Node {
   sandboxConfig(name: string): PodSandboxConfig {
     return {
       metadata: { name, uid: `uid-${this.tag}-${name}`, namespace: `tscni-rb-${this.tag}`, attempt: 0 },
-      hostname: name, labels: { "tscni-test": this.tag }, linux: { cgroupParent: this.ctrd?.cgroupParent ?? "" },
+      hostname: name,
+      labels: { "tscni-test": this.tag },
+      linux: { cgroupParent: this.ctrd?.cgroupParent ?? "" },
     };
   }
 
@@ -143,12 +176,15 @@ class Node {
     // racing on a flushed table (after the reboot) fail with "File exists"; the rest 5 at a time.
     const names = Array.from({ length: count }, (_, i) => `${prefix}${i}`);
     const first = names.length ? [await run(names[0]!)] : [];
-    return [...first, ...await inBatches(names.slice(1), 5, run)];
+    return [...first, ...(await inBatches(names.slice(1), 5, run))];
   }
 
   async startManager(): Promise<ManagerClient> {
     const m = await ManagerClient.start(this.host, {
-      confDir: this.dirs.managerConf, pluginDirs: [this.dirs.bin], cacheDir: this.dirs.managerCache, debounceMs: 20,
+      confDir: this.dirs.managerConf,
+      pluginDirs: [this.dirs.bin],
+      cacheDir: this.dirs.managerCache,
+      debounceMs: 20,
     });
     this.manager = m;
     this.cleanup.add(() => m.stop());
@@ -158,13 +194,17 @@ class Node {
 
   /** `count` pods through the manager, each in a network namespace of its own: their addresses. */
   async managerPods(prefix: string, count: number): Promise<string[]> {
-    return inBatches(Array.from({ length: count }, (_, i) => i), 5, async (i) => {
-      const ns = this.cleanup.netns(`tscni-rb${prefix}${i}-${this.tag}`);
-      this.podNamespaces.push(ns);
-      const pod = { id: `${prefix}${i}${this.tag}`.padEnd(64, "0"), name: `${prefix}${i}`, namespace: "rb", netns: ns.path };
-      const attached = await this.manager!.call<Array<{ result: { ips?: Array<{ address: string }> } }>>("setUpPod", pod);
-      return attached[0]?.result.ips?.[0]?.address.split("/")[0] ?? "";
-    });
+    return inBatches(
+      Array.from({ length: count }, (_, i) => i),
+      5,
+      async (i) => {
+        const ns = this.cleanup.netns(`tscni-rb${prefix}${i}-${this.tag}`);
+        this.podNamespaces.push(ns);
+        const pod = { id: `${prefix}${i}${this.tag}`.padEnd(64, "0"), name: `${prefix}${i}`, namespace: "rb", netns: ns.path };
+        const attached = await this.manager!.call<Array<{ result: { ips?: Array<{ address: string }> } }>>("setUpPod", pod);
+        return attached[0]?.result.ips?.[0]?.address.split("/")[0] ?? "";
+      },
+    );
   }
 
   /** The addresses host-local holds for `network`. */
@@ -196,7 +236,10 @@ class Node {
   }
 
   hostLinks(): string[] {
-    return (this.host.ipJson(["link", "show"]) as Array<{ ifname: string }>).map((l) => l.ifname).filter((n) => n !== "lo").sort();
+    return (this.host.ipJson(["link", "show"]) as Array<{ ifname: string }>)
+      .map((l) => l.ifname)
+      .filter((n) => n !== "lo")
+      .sort();
   }
 
   rulesNaming(ips: readonly string[]): number {
@@ -226,7 +269,10 @@ class Node {
     }
     this.host.exec("nft", ["flush", "ruleset"]);
     for (const link of this.hostLinks()) spawnSync("ip", ["-n", this.host.name, "link", "del", link]);
-    for (const [dir, network] of [[this.dirs.cache, this.network], [this.dirs.managerCache, this.managerNetwork]] as const) {
+    for (const [dir, network] of [
+      [this.dirs.cache, this.network],
+      [this.dirs.managerCache, this.managerNetwork],
+    ] as const) {
       for (const f of this.cacheFiles(dir, network).slice(0, TORN)) truncateSync(path.join(dir, "results", f), 0);
     }
     for (const f of this.allCacheFiles()) ofTheOldBoot(f);
@@ -297,11 +343,16 @@ describe("a node reboot: one GC pass reclaims the old boot (ours), beside Go's p
     assert.equal(serverPids(n.socket).length, 0);
     await n.startContainerd();
     const listed = await n.ctrd!.cri.listPodSandbox({ "tscni-test": n.tag });
-    assert.deepEqual(listed.map((s) => s.state), Array(PODS).fill("SANDBOX_NOTREADY"), "containerd lists the old sandboxes, not ready");
+    assert.deepEqual(
+      listed.map((s) => s.state),
+      Array(PODS).fill("SANDBOX_NOTREADY"),
+      "containerd lists the old sandboxes, not ready",
+    );
 
-    const gc = () => n.host.run(CNITOOL, ["gc", "--cri-endpoint", `unix://${n.ctrd!.socket}`, "--cache-dir", n.dirs.cache], {
-      env: { ...process.env, NETCONFPATH: n.dirs.conf, CNI_PATH: n.dirs.bin },
-    });
+    const gc = () =>
+      n.host.run(CNITOOL, ["gc", "--cri-endpoint", `unix://${n.ctrd!.socket}`, "--cache-dir", n.dirs.cache], {
+        env: { ...process.env, NETCONFPATH: n.dirs.conf, CNI_PATH: n.dirs.bin },
+      });
     const t0 = Date.now();
     const first = await gc();
     const gcMs = Date.now() - t0;
@@ -310,7 +361,11 @@ describe("a node reboot: one GC pass reclaims the old boot (ours), beside Go's p
     assert.equal(first.stdout.split("\n").filter((l) => l.startsWith("removed: ")).length, 2 * PODS, first.stdout);
     assert.doesNotMatch(first.stdout, /^failed/m, first.stdout);
     assert.deepEqual(n.reservations(), [], "every address of the old boot is free");
-    assert.deepEqual(n.allCacheFiles().filter((f) => f.startsWith(n.dirs.cache)), [], "no cache entry of the old boot, torn or whole, of any network");
+    assert.deepEqual(
+      n.allCacheFiles().filter((f) => f.startsWith(n.dirs.cache)),
+      [],
+      "no cache entry of the old boot, torn or whole, of any network",
+    );
     const second = await gc();
     assert.equal(second.code, 0, second.stdout + second.stderr);
     assert.doesNotMatch(second.stdout, /^(removed|failed)/m, "a second run finds nothing");
@@ -325,12 +380,23 @@ describe("a node reboot: one GC pass reclaims the old boot (ours), beside Go's p
     const removal = await n.removeOldSandboxes(old.map((s) => s.id));
     const left = n.leftovers([...old.map((s) => s.ip), ...oldManagerIps], removal);
     t.diagnostic(`ours after one GC (${gcMs} ms) and the runtime's removal: ${JSON.stringify(left)}`);
-    assert.deepEqual(left, { reservations: 0, cacheFiles: 0, sandboxesNotRemoved: 0, removeErrors: [], hostLinks: [], rulesNamingOldAddresses: 0, records: 0 });
+    assert.deepEqual(left, {
+      reservations: 0,
+      cacheFiles: 0,
+      sandboxesNotRemoved: 0,
+      removeErrors: [],
+      hostLinks: [],
+      rulesNamingOldAddresses: 0,
+      records: 0,
+    });
 
     const fresh = await n.runSandboxes("new", PODS);
     const freshManager = await n.managerPods("n", MANAGER_PODS);
     const ips = [...fresh.map((s) => s.ip), ...freshManager];
-    assert.ok(ips.every((ip) => /^10\.239\.[01]\.\d+$/.test(ip)), ips.join(" "));
+    assert.ok(
+      ips.every((ip) => /^10\.239\.[01]\.\d+$/.test(ip)),
+      ips.join(" "),
+    );
     assert.equal(new Set(ips).size, PODS + MANAGER_PODS, `no duplicate: ${ips.join(" ")}`);
     assert.equal(n.reservations().length, PODS);
     assert.equal(n.reservations(n.managerNetwork).length, MANAGER_PODS);
@@ -344,7 +410,10 @@ describe("a node reboot: one GC pass reclaims the old boot (ours), beside Go's p
     n.reboot();
     await n.startContainerd();
     const removal = await n.removeOldSandboxes(old.map((s) => s.id));
-    const left = n.leftovers(old.map((s) => s.ip), removal);
+    const left = n.leftovers(
+      old.map((s) => s.ip),
+      removal,
+    );
     t.diagnostic(`Go's plugins after the runtime's removal: ${JSON.stringify(left)}`);
     const fresh = await n.runSandboxes("new", PODS);
     assert.equal(new Set(fresh.map((s) => s.ip)).size, PODS, "no duplicate among the new pods");

@@ -43,9 +43,16 @@ function filesUnder(dir: string): string[] {
 
 /** What a namespace holds that a plugin could leave behind: links (but bridges, which outlive containers by design), addresses. */
 function nsState(ns: Netns): string[] {
-  const names = ipIn(ns, ["-d", "link", "show"]).filter((l) => (l["linkinfo"] as { info_kind?: string } | undefined)?.info_kind !== "bridge").map((l) => String(l["ifname"]));
-  const addrs = ipIn(ns, ["addr", "show"]).filter((l) => names.includes(String(l["ifname"])))
-    .flatMap((l) => (l["addr_info"] as Array<{ local: string; scope: string }>).filter((a) => a.scope !== "link" && a.scope !== "host").map((a) => `${l["ifname"]} ${a.local}`));
+  const names = ipIn(ns, ["-d", "link", "show"])
+    .filter((l) => (l["linkinfo"] as { info_kind?: string } | undefined)?.info_kind !== "bridge")
+    .map((l) => String(l["ifname"]));
+  const addrs = ipIn(ns, ["addr", "show"])
+    .filter((l) => names.includes(String(l["ifname"])))
+    .flatMap((l) =>
+      (l["addr_info"] as Array<{ local: string; scope: string }>)
+        .filter((a) => a.scope !== "link" && a.scope !== "host")
+        .map((a) => `${l["ifname"]} ${a.local}`),
+    );
   return [...names.sort(), ...addrs.sort()];
 }
 
@@ -56,21 +63,35 @@ function nsState(ns: Netns): string[] {
  */
 function firewallState(host: Host): string {
   const perAttachment = (l: string) => /CNI-([A-Z]+-)?[0-9a-f]{16,}/.test(l) || /id: \\?"/.test(l);
-  const save = (cmd: string) => host.ns.exec(cmd, []).split("\n").filter(perAttachment).map((l) => l.replace(/\[\d+:\d+\]/, ""));
+  const save = (cmd: string) =>
+    host.ns
+      .exec(cmd, [])
+      .split("\n")
+      .filter(perAttachment)
+      .map((l) => l.replace(/\[\d+:\d+\]/, ""));
   // (nft rules of our own on addresses; iptables-nft's translations of the iptables rules are already counted above.)
-  const nft = host.ns.exec("nft", ["list", "ruleset"]).split("\n").filter((l) => /[sd]addr \S+/.test(l) && !/jump CNI-|xt /.test(l));
+  const nft = host.ns
+    .exec("nft", ["list", "ruleset"])
+    .split("\n")
+    .filter((l) => /[sd]addr \S+/.test(l) && !/jump CNI-|xt /.test(l));
   return [...save("iptables-save"), ...save("ip6tables-save"), ...nft].join("\n");
 }
 
 const kindTag = runTag();
-const lacking = skip ? { ipvlan: skip, vlan: skip, dummy: skip } : { ipvlan: linkKindMissing("ipvlan", kindTag), vlan: linkKindMissing("vlan", kindTag), dummy: linkKindMissing("dummy", kindTag) };
+const lacking = skip
+  ? { ipvlan: skip, vlan: skip, dummy: skip }
+  : { ipvlan: linkKindMissing("ipvlan", kindTag), vlan: linkKindMissing("vlan", kindTag), dummy: linkKindMissing("dummy", kindTag) };
 for (const [kind, reason] of Object.entries(lacking)) if (reason && !skip) console.log(`# reliability: the ${kind} cases skip: ${reason}`);
 
 describe("reliability", { skip }, () => {
   const cleanup = new Cleanup();
   const tag = runTag();
   /** A veth in the host namespace (created when missing): a master for macvlan/ipvlan/vlan, a device for host-device. */
-  const hostVeth = (name: string) => host.ns.exec("sh", ["-c", `ip link show ${name} >/dev/null 2>&1 || (ip link add ${name} type veth peer name ${name}p && ip link set ${name} up)`]);
+  const hostVeth = (name: string) =>
+    host.ns.exec("sh", [
+      "-c",
+      `ip link show ${name} >/dev/null 2>&1 || (ip link add ${name} type veth peer name ${name}p && ip link set ${name} up)`,
+    ]);
   let host: Host;
   let stateRoot: string;
   before(() => {
@@ -82,7 +103,10 @@ describe("reliability", { skip }, () => {
   /** A plugin call in the test's host namespace. */
   const call = (plugin: string, command: string, stdin: string | Buffer, env: Record<string, string>, cwd?: string) =>
     host.ns.run(path.join(OUR_BIN, plugin), [], {
-      env: { ...process.env, CNI_COMMAND: command, CNI_PATH: OUR_BIN, CNI_IFNAME: "eth0", CNI_ARGS: "", ...env }, input: stdin, cwd, timeoutMs: CALL_TIMEOUT_MS,
+      env: { ...process.env, CNI_COMMAND: command, CNI_PATH: OUR_BIN, CNI_IFNAME: "eth0", CNI_ARGS: "", ...env },
+      input: stdin,
+      cwd,
+      timeoutMs: CALL_TIMEOUT_MS,
     });
 
   /** A good host-local call (the resident pass interleaves them with the bad ones): its address, or a failure. */
@@ -109,7 +133,9 @@ describe("reliability", { skip }, () => {
       try {
         const cmd = readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0");
         if (cmd.includes("daemon") && cmd.includes(socket)) return Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1]);
-      } catch { /* gone */ }
+      } catch {
+        /* gone */
+      }
     }
     return undefined;
   }
@@ -137,14 +163,26 @@ describe("reliability", { skip }, () => {
         // The network is this run's (a mutation that drops a dataDir sends a plugin to its default store, which is
         // then this network's directory there, checked and removed below).
         const network = `fz${tag}`;
-        const rewrite = (v: JsonValue): JsonValue => ({ ...(JSON.parse(JSON.stringify(v, (k, x: unknown) => {
-          if (typeof x === "string" && /^\/(run\/tscni-sample|etc\/tscni)/.test(x)) return x.replace(/^\/(run\/tscni-sample|etc\/tscni)/, dir);
-          if (k === "bridge" && typeof x === "string") return `tsf${tag}`;
-          if (x && typeof x === "object" && !Array.isArray(x) && (x as Record<string, unknown>)["type"] === "host-local" && !("ranges" in x) && !("subnet" in x)) {
-            return { ...x, subnet: "10.228.0.0/24", dataDir: path.join(dir, "ipam") };
-          }
-          return x;
-        })) as Record<string, JsonValue>), name: network });
+        const rewrite = (v: JsonValue): JsonValue => ({
+          ...(JSON.parse(
+            JSON.stringify(v, (k, x: unknown) => {
+              if (typeof x === "string" && /^\/(run\/tscni-sample|etc\/tscni)/.test(x)) return x.replace(/^\/(run\/tscni-sample|etc\/tscni)/, dir);
+              if (k === "bridge" && typeof x === "string") return `tsf${tag}`;
+              if (
+                x &&
+                typeof x === "object" &&
+                !Array.isArray(x) &&
+                (x as Record<string, unknown>)["type"] === "host-local" &&
+                !("ranges" in x) &&
+                !("subnet" in x)
+              ) {
+                return { ...x, subnet: "10.228.0.0/24", dataDir: path.join(dir, "ipam") };
+              }
+              return x;
+            }),
+          ) as Record<string, JsonValue>),
+          name: network,
+        });
         const defaultStores = [path.join(HOST_LOCAL_DEFAULT_DIR, network), path.join(FIREWALL_DEFAULT_DIR, network)];
         // dnsname keeps a network's hosts file and dnsmasq in a directory of its own, gone with its last attachment.
         const dnsnameDir = path.join(dnsnameBaseDir(process.env), network);
@@ -213,9 +251,16 @@ describe("reliability", { skip }, () => {
 
     test("100 concurrent bridge chain ADDs (bridge + host-local, portmap, tuning): distinct addresses; DELs leave nothing", async () => {
       const net = host.writeNetwork({
-        cniVersion: "1.0.0", name: `sb${tag}`,
+        cniVersion: "1.0.0",
+        name: `sb${tag}`,
         plugins: [
-          { type: "bridge", bridge: `sb${tag}`, isGateway: true, ipMasq: true, ipam: host.hostLocal(["10.231.0.0/24"], { routes: [{ dst: "0.0.0.0/0" }] }) },
+          {
+            type: "bridge",
+            bridge: `sb${tag}`,
+            isGateway: true,
+            ipMasq: true,
+            ipam: host.hostLocal(["10.231.0.0/24"], { routes: [{ dst: "0.0.0.0/0" }] }),
+          },
           { type: "portmap", capabilities: { portMappings: true } },
           { type: "tuning" },
         ],
@@ -245,16 +290,31 @@ describe("reliability", { skip }, () => {
       await sleep(ms);
       try {
         process.kill(-child.pid!, "SIGKILL");
-      } catch { /* already gone */ }
+      } catch {
+        /* already gone */
+      }
       await exited;
     }
 
     const killCases: Array<{ label: string; conf: (n: number) => Record<string, unknown>; chain?: boolean; setup?: () => void; skip?: string }> = [
-      { label: "bridge + host-local", conf: (n) => ({ cniVersion: "1.0.0", name: `kb${tag}`, type: "bridge", bridge: `kb${tag}`, isGateway: true, ipMasq: true, ipam: host.hostLocal([`10.232.${n}.0/24`]) }) },
       {
-        label: "a portmap chain (bridge + portmap)", chain: true,
+        label: "bridge + host-local",
         conf: (n) => ({
-          cniVersion: "1.0.0", name: `kp${tag}${n}`,
+          cniVersion: "1.0.0",
+          name: `kb${tag}`,
+          type: "bridge",
+          bridge: `kb${tag}`,
+          isGateway: true,
+          ipMasq: true,
+          ipam: host.hostLocal([`10.232.${n}.0/24`]),
+        }),
+      },
+      {
+        label: "a portmap chain (bridge + portmap)",
+        chain: true,
+        conf: (n) => ({
+          cniVersion: "1.0.0",
+          name: `kp${tag}${n}`,
           plugins: [
             { type: "bridge", bridge: `kp${tag}`, isGateway: true, ipam: host.hostLocal([`10.233.${n}.0/24`]) },
             { type: "portmap", capabilities: { portMappings: true } },
@@ -262,17 +322,40 @@ describe("reliability", { skip }, () => {
         }),
       },
       {
-        label: "macvlan", setup: () => hostVeth(`km${tag}`),
+        label: "macvlan",
+        setup: () => hostVeth(`km${tag}`),
         conf: (n) => ({ cniVersion: "1.0.0", name: `km${tag}`, type: "macvlan", master: `km${tag}`, ipam: host.hostLocal([`10.234.${n}.0/24`]) }),
       },
       { label: "tap", conf: (n) => ({ cniVersion: "1.0.0", name: `kt${tag}`, type: "tap", ipam: host.hostLocal([`10.235.${n}.0/24`]) }) },
       {
-        label: "host-device", setup: () => hostVeth(`kh${tag}`),
+        label: "host-device",
+        setup: () => hostVeth(`kh${tag}`),
         conf: (n) => ({ cniVersion: "1.0.0", name: `kh${tag}`, type: "host-device", device: `kh${tag}`, ipam: host.hostLocal([`10.225.${n}.0/24`]) }),
       },
-      { label: "ipvlan", skip: lacking.ipvlan, setup: () => hostVeth(`km${tag}`), conf: (n) => ({ cniVersion: "1.0.0", name: `ki${tag}`, type: "ipvlan", master: `km${tag}`, ipam: host.hostLocal([`10.224.${n}.0/24`]) }) },
-      { label: "vlan", skip: lacking.vlan, setup: () => hostVeth(`km${tag}`), conf: (n) => ({ cniVersion: "1.0.0", name: `kv${tag}`, type: "vlan", master: `km${tag}`, vlanId: 100 + n, ipam: host.hostLocal([`10.223.${n}.0/24`]) }) },
-      { label: "dummy", skip: lacking.dummy, conf: (n) => ({ cniVersion: "1.0.0", name: `kd${tag}`, type: "dummy", ipam: host.hostLocal([`10.222.${n}.0/24`]) }) },
+      {
+        label: "ipvlan",
+        skip: lacking.ipvlan,
+        setup: () => hostVeth(`km${tag}`),
+        conf: (n) => ({ cniVersion: "1.0.0", name: `ki${tag}`, type: "ipvlan", master: `km${tag}`, ipam: host.hostLocal([`10.224.${n}.0/24`]) }),
+      },
+      {
+        label: "vlan",
+        skip: lacking.vlan,
+        setup: () => hostVeth(`km${tag}`),
+        conf: (n) => ({
+          cniVersion: "1.0.0",
+          name: `kv${tag}`,
+          type: "vlan",
+          master: `km${tag}`,
+          vlanId: 100 + n,
+          ipam: host.hostLocal([`10.223.${n}.0/24`]),
+        }),
+      },
+      {
+        label: "dummy",
+        skip: lacking.dummy,
+        conf: (n) => ({ cniVersion: "1.0.0", name: `kd${tag}`, type: "dummy", ipam: host.hostLocal([`10.222.${n}.0/24`]) }),
+      },
     ];
     for (const k of killCases) {
       test(`SIGKILL at random points of ADD (${k.label}), then DEL twice: nothing left`, { skip: k.skip }, async () => {
@@ -295,7 +378,15 @@ describe("reliability", { skip }, () => {
               assert.equal(r.code, 0, `DEL ${d + 1} after a kill at ${ms} ms: ${r.stdout}${r.stderr}`);
             }
           } else {
-            const env = { ...process.env, CNI_COMMAND: "ADD", CNI_PATH: OUR_BIN, CNI_IFNAME: "eth0", CNI_CONTAINERID: `k${i}`, CNI_NETNS: ctr.path, CNI_ARGS: "" };
+            const env = {
+              ...process.env,
+              CNI_COMMAND: "ADD",
+              CNI_PATH: OUR_BIN,
+              CNI_IFNAME: "eth0",
+              CNI_CONTAINERID: `k${i}`,
+              CNI_NETNS: ctr.path,
+              CNI_ARGS: "",
+            };
             await killedAfter(ms, path.join(OUR_BIN, String(conf["type"])), [], env, JSON.stringify(conf));
             for (let d = 0; d < 2; d++) {
               const r = await call(String(conf["type"]), "DEL", JSON.stringify(conf), { CNI_CONTAINERID: `k${i}`, CNI_NETNS: ctr.path });
@@ -307,21 +398,39 @@ describe("reliability", { skip }, () => {
         }
         assert.deepEqual(nsState(host.ns), hostBefore, "host links and addresses");
         assert.equal(firewallState(host), fwBefore, "host firewall");
-        assert.deepEqual(readdirSync(path.join(host.cacheDir)).flatMap((d) => filesUnder(path.join(host.cacheDir, d))).filter((f) => f.includes(`kp${tag}`)), [], "cache entries");
+        assert.deepEqual(
+          readdirSync(path.join(host.cacheDir))
+            .flatMap((d) => filesUnder(path.join(host.cacheDir, d)))
+            .filter((f) => f.includes(`kp${tag}`)),
+          [],
+          "cache entries",
+        );
       });
     }
 
     test("DEL three times: with prevResult, without, and with the netns gone (every main plugin this kernel can run, and a meta chain)", async () => {
       hostVeth(`kd${tag}`);
       const confs: Array<Record<string, unknown>> = [
-        { cniVersion: "1.0.0", name: `db${tag}`, type: "bridge", bridge: `db${tag}`, isGateway: true, ipMasq: true, ipam: host.hostLocal(["10.236.1.0/24"]) },
+        {
+          cniVersion: "1.0.0",
+          name: `db${tag}`,
+          type: "bridge",
+          bridge: `db${tag}`,
+          isGateway: true,
+          ipMasq: true,
+          ipam: host.hostLocal(["10.236.1.0/24"]),
+        },
         { cniVersion: "1.0.0", name: `dp${tag}`, type: "ptp", ipMasq: true, ipam: host.hostLocal(["10.236.2.0/24"]) },
         { cniVersion: "1.0.0", name: `dm${tag}`, type: "macvlan", master: `kd${tag}`, ipam: host.hostLocal(["10.236.3.0/24"]) },
         { cniVersion: "1.0.0", name: `dt${tag}`, type: "tap", ipam: host.hostLocal(["10.236.4.0/24"]) },
         { cniVersion: "1.0.0", name: `dl${tag}`, type: "loopback" },
         { cniVersion: "1.0.0", name: `dh${tag}`, type: "host-device", device: `dh${tag}`, ipam: host.hostLocal(["10.236.6.0/24"]) },
-        ...(lacking.ipvlan ? [] : [{ cniVersion: "1.0.0", name: `di${tag}`, type: "ipvlan", master: `kd${tag}`, ipam: host.hostLocal(["10.236.7.0/24"]) }]),
-        ...(lacking.vlan ? [] : [{ cniVersion: "1.0.0", name: `dv${tag}`, type: "vlan", master: `kd${tag}`, vlanId: 200, ipam: host.hostLocal(["10.236.8.0/24"]) }]),
+        ...(lacking.ipvlan
+          ? []
+          : [{ cniVersion: "1.0.0", name: `di${tag}`, type: "ipvlan", master: `kd${tag}`, ipam: host.hostLocal(["10.236.7.0/24"]) }]),
+        ...(lacking.vlan
+          ? []
+          : [{ cniVersion: "1.0.0", name: `dv${tag}`, type: "vlan", master: `kd${tag}`, vlanId: 200, ipam: host.hostLocal(["10.236.8.0/24"]) }]),
         ...(lacking.dummy ? [] : [{ cniVersion: "1.0.0", name: `dd${tag}`, type: "dummy", ipam: host.hostLocal(["10.236.9.0/24"]) }]),
       ];
       for (const conf of confs) {
@@ -344,10 +453,13 @@ describe("reliability", { skip }, () => {
       }
       // A meta chain through libcni: DEL with the cached result, then with the cache gone, then with the netns gone.
       const net = host.writeNetwork({
-        cniVersion: "1.0.0", name: `dc${tag}`,
+        cniVersion: "1.0.0",
+        name: `dc${tag}`,
         plugins: [
           { type: "bridge", bridge: `dc${tag}`, isGateway: true, ipam: host.hostLocal(["10.236.5.0/24"]) },
-          { type: "portmap", capabilities: { portMappings: true } }, { type: "tuning" }, { type: "bandwidth", ingressRate: 800000, ingressBurst: 100000 },
+          { type: "portmap", capabilities: { portMappings: true } },
+          { type: "tuning" },
+          { type: "bandwidth", ingressRate: 800000, ingressBurst: 100000 },
           { type: "firewall" },
         ],
       });
@@ -378,7 +490,13 @@ describe("reliability", { skip }, () => {
         ];
         for (const v of variants) {
           for (const type of ["host-local", "bridge"]) {
-            const conf = JSON.stringify({ cniVersion: "1.0.0", name: v.name, type, bridge: `hn${tag}`, ipam: { type: "host-local", subnet: "10.237.0.0/24", dataDir: store } });
+            const conf = JSON.stringify({
+              cniVersion: "1.0.0",
+              name: v.name,
+              type,
+              bridge: `hn${tag}`,
+              ipam: { type: "host-local", subnet: "10.237.0.0/24", dataDir: store },
+            });
             const r = await call(type, "ADD", conf, { CNI_NETNS: ctr.path, ...v.env }, root);
             if (r.code !== 0) {
               assert.equal(checkErrorOutput(r.stdout, r.stderr, r.code), undefined, `${type} with ${JSON.stringify(v)}`);
@@ -410,7 +528,12 @@ describe("reliability", { skip }, () => {
       ];
       for (const [i, c] of cases.entries()) {
         const name = `hp${tag}${i}`;
-        const conf = JSON.stringify({ cniVersion: "1.0.0", name, type: "host-local", ipam: { type: "host-local", subnet: "10.238.0.0/24", dataDir: c.dataDir } });
+        const conf = JSON.stringify({
+          cniVersion: "1.0.0",
+          name,
+          type: "host-local",
+          ipam: { type: "host-local", subnet: "10.238.0.0/24", dataDir: c.dataDir },
+        });
         const env = { CNI_CONTAINERID: `hp${i}`, CNI_NETNS: "/run/netns/none" };
         const add = await call("host-local", "ADD", conf, env, path.join(root, "a", "b"));
         assert.equal(add.code, 0, add.stdout + add.stderr);
@@ -426,7 +549,8 @@ describe("reliability", { skip }, () => {
       const store = path.join(stateRoot, "modes-ipam");
       const tuningDir = path.join(stateRoot, "modes-tuning");
       const net = host.writeNetwork({
-        cniVersion: "1.0.0", name: `md${tag}`,
+        cniVersion: "1.0.0",
+        name: `md${tag}`,
         plugins: [
           { type: "bridge", bridge: `md${tag}`, isGateway: true, ipam: { type: "host-local", subnet: "10.239.0.0/24", dataDir: store } },
           { type: "tuning", mtu: 1400, dataDir: tuningDir },

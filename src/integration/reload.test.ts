@@ -20,23 +20,33 @@ import { fetchFrom, startHelloServer } from "../testing/published-port.js";
 
 const DNSMASQ = "/usr/sbin/dnsmasq";
 const HAVE_DNSMASQ = existsSync(DNSMASQ);
-const skip = skipReason(false,
+const skip = skipReason(
+  false,
   existsSync(path.join(OUR_BIN, "portmap")) ? undefined : "dist/bin is not built",
   spawnSync("dbus-daemon", ["--version"]).status === 0 ? undefined : "dbus-daemon is not installed",
-  spawnSync("busctl", ["--version"]).status === 0 ? undefined : "busctl (systemd) is not installed");
+  spawnSync("busctl", ["--version"]).status === 0 ? undefined : "busctl (systemd) is not installed",
+);
 if (skip) console.log(`# skipping reload integration tests: ${skip}`);
 if (!skip && !HAVE_DNSMASQ) console.log("# reload integration tests run without dnsname: dnsmasq (dnsmasq-base) is not installed");
 
 type Backend = "iptables" | "nftables";
 
 /** A ruleset with its counters zeroed (iptables-save `[p:b]`, nft `counter packets p bytes b`). */
-const normalise = (text: string) => text.split("\n").filter((l) => !l.startsWith("#"))
-  .map((l) => l.replace(/\[\d+:\d+\]/g, "[0:0]").replace(/counter packets \d+ bytes \d+/g, "counter packets 0 bytes 0")).join("\n");
+const normalise = (text: string) =>
+  text
+    .split("\n")
+    .filter((l) => !l.startsWith("#"))
+    .map((l) => l.replace(/\[\d+:\d+\]/g, "[0:0]").replace(/counter packets \d+ bytes \d+/g, "counter packets 0 bytes 0"))
+    .join("\n");
 
 /** Everything of the host's firewall: both families' iptables (every table) and the nftables ruleset. */
 async function ruleset(host: Host): Promise<string> {
   let text = "";
-  for (const [cmd, args] of [["iptables-save", []], ["ip6tables-save", []], ["nft", ["list", "ruleset"]]] as const) {
+  for (const [cmd, args] of [
+    ["iptables-save", []],
+    ["ip6tables-save", []],
+    ["nft", ["list", "ruleset"]],
+  ] as const) {
     // (nft warns on stderr about the tables iptables-nft manages.)
     const r = await host.ns.run(cmd, [...args]);
     assert.equal(r.code, 0, `${cmd}: ${r.stderr}`);
@@ -55,15 +65,17 @@ function flush(host: Host, backend: Backend): void {
 
 /** The pids of dnsmasq processes whose config is under `dir`. */
 function dnsmasqsUnder(dir: string): number[] {
-  return readdirSync("/proc").filter((p) => /^\d+$/.test(p)).flatMap((pid) => {
-    try {
-      const argv = readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0");
-      const conf = argv.find((a) => a.startsWith("--conf-file="));
-      return path.basename(argv[0] ?? "") === "dnsmasq" && conf?.slice("--conf-file=".length).startsWith(dir) ? [Number(pid)] : [];
-    } catch {
-      return [];
-    }
-  });
+  return readdirSync("/proc")
+    .filter((p) => /^\d+$/.test(p))
+    .flatMap((pid) => {
+      try {
+        const argv = readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0");
+        const conf = argv.find((a) => a.startsWith("--conf-file="));
+        return path.basename(argv[0] ?? "") === "dnsmasq" && conf?.slice("--conf-file=".length).startsWith(dir) ? [Number(pid)] : [];
+      } catch {
+        return [];
+      }
+    });
 }
 
 describe("cnitool reload and the server's self-repair", { skip }, () => {
@@ -79,7 +91,9 @@ describe("cnitool reload and the server's self-repair", { skip }, () => {
       for (const pid of dnsmasqsUnder(xdg)) {
         try {
           process.kill(pid, "SIGKILL");
-        } catch { /* gone */ }
+        } catch {
+          /* gone */
+        }
       }
     });
   });
@@ -108,10 +122,18 @@ describe("cnitool reload and the server's self-repair", { skip }, () => {
     const dnsname = HAVE_DNSMASQ && ours && !o.ptp;
     const main = o.ptp
       ? { type: "ptp", ipMasq: true, ipam: host.hostLocal([`10.232.${n}.0/24`]) }
-      : { type: "bridge", bridge: net, isGateway: true, hairpinMode: true, ipMasq: true, ...(nft ? { ipMasqBackend: "nftables", macspoofchk: true } : {}),
-        ipam: host.hostLocal([`10.232.${n}.0/24`, `fd00:232:${n}::/64`]) };
+      : {
+          type: "bridge",
+          bridge: net,
+          isGateway: true,
+          hairpinMode: true,
+          ipMasq: true,
+          ...(nft ? { ipMasqBackend: "nftables", macspoofchk: true } : {}),
+          ipam: host.hostLocal([`10.232.${n}.0/24`, `fd00:232:${n}::/64`]),
+        };
     host.writeNetwork({
-      cniVersion: "1.0.0", name: net,
+      cniVersion: "1.0.0",
+      name: net,
       plugins: [
         main,
         { type: "portmap", capabilities: { portMappings: true }, dataDir: cleanup.dir("tscni-rl-pm-"), ...(nft ? { backend: o.backend } : {}) },
@@ -125,7 +147,8 @@ describe("cnitool reload and the server's self-repair", { skip }, () => {
       const ctr = host.container(`tscni-rlc-${tag}-${n}-${i}`);
       const env = {
         CAP_ARGS: JSON.stringify({ portMappings: [{ hostPort: 8080 + i, containerPort: 80, protocol: "tcp" }] }),
-        CNI_ARGS: `IgnoreUnknown=1;K8S_POD_NAME=web${n}-${i}`, XDG_RUNTIME_DIR: xdg,
+        CNI_ARGS: `IgnoreUnknown=1;K8S_POD_NAME=web${n}-${i}`,
+        XDG_RUNTIME_DIR: xdg,
       } as AttachEnv;
       const result: Result = await host.add(net, ctr, env);
       await startHelloServer(cleanup, ctr);
@@ -153,10 +176,17 @@ describe("cnitool reload and the server's self-repair", { skip }, () => {
   function plantBroken(host: Host): string {
     const name = `broken${tag}`;
     const file = path.join(host.cacheDir, "results", `${name}-ctrbroken-eth0`);
-    writeFileSync(file, JSON.stringify({
-      kind: "cniCacheV1", containerId: "ctrbroken", config: Buffer.from("{broken").toString("base64"), ifName: "eth0", networkName: name,
-      result: { cniVersion: "1.0.0", ips: [{ address: "10.232.250.2/24" }] },
-    }));
+    writeFileSync(
+      file,
+      JSON.stringify({
+        kind: "cniCacheV1",
+        containerId: "ctrbroken",
+        config: Buffer.from("{broken").toString("base64"),
+        ifName: "eth0",
+        networkName: name,
+        result: { cniVersion: "1.0.0", ips: [{ address: "10.232.250.2/24" }] },
+      }),
+    );
     return file;
   }
 
@@ -166,7 +196,8 @@ describe("cnitool reload and the server's self-repair", { skip }, () => {
     assert.match(await fetchFrom(s.host.ns, s.gw, 8080, 1), /^failed/, "the flush broke the published port");
     const first = await reload(s.host);
     for (const a of s.attachments) assert.match(first.stdout, restored(a.label), first.stdout + first.stderr);
-    for (const [i, a] of s.attachments.entries()) assert.equal(await fetchFrom(s.host.ns, s.gw, 8080 + i), "hello", `${a.label}'s port answers again`);
+    for (const [i, a] of s.attachments.entries())
+      assert.equal(await fetchFrom(s.host.ns, s.gw, 8080 + i), "hello", `${a.label}'s port answers again`);
     assert.equal(await ruleset(s.host), before, "the ruleset from before the flush");
     const second = await reload(s.host);
     for (const a of s.attachments) assert.match(second.stdout, new RegExp(`^complete {2}${a.label}$`, "m"));
@@ -184,8 +215,12 @@ describe("cnitool reload and the server's self-repair", { skip }, () => {
       const bridge = `bridge: ${backend === "nftables" ? "macspoofchk, " : ""}ipMasq \\(${backend}\\)`;
       const dns = s.dnsname ? "; dnsname: DNS to " + s.net : "";
       // The second container finds the shared chains and dnsname's rules put back by the first.
-      const first = await flushAndReload(s, backend, before, (label) => new RegExp(
-        `^restored {2}${label} {2}${bridge}; portmap: ${backend} IPv4, ${backend} IPv6; firewall: ${backend}(?:${dns})?$`, "m"));
+      const first = await flushAndReload(
+        s,
+        backend,
+        before,
+        (label) => new RegExp(`^restored {2}${label} {2}${bridge}; portmap: ${backend} IPv4, ${backend} IPv6; firewall: ${backend}(?:${dns})?$`, "m"),
+      );
       assert.equal(first.code, 1, "the broken entry fails the reload");
       assert.match(first.stderr, new RegExp(`^failed {4}broken${tag}/ctrbroken/eth0 {2}its cached config cannot be read: .+$`, "m"));
       assert.match(first.stderr, /1 of 3 attachments could not be restored/);
@@ -226,22 +261,48 @@ describe("cnitool reload and the server's self-repair", { skip }, () => {
   test("ptp: its masquerading comes back with portmap's and the firewall's rules", async () => {
     const s = await attached({ backend: "iptables", ptp: true });
     const before = await ruleset(s.host);
-    await flushAndReload(s, "iptables", before, (label) => new RegExp(`^restored {2}${label} {2}ptp: ipMasq \\(iptables\\); portmap: iptables IPv4; firewall: iptables$`, "m"));
+    await flushAndReload(
+      s,
+      "iptables",
+      before,
+      (label) => new RegExp(`^restored {2}${label} {2}ptp: ipMasq \\(iptables\\); portmap: iptables IPv4; firewall: iptables$`, "m"),
+    );
     await s.delAll();
   });
 
   test("rules Go's plugins made (Debian 1.1.1, through our libcni's cache) come back exactly as they were", { skip: skipReason(true) }, async () => {
     const s = await attached({ backend: "iptables", cniPath: GO_BIN });
     const before = await ruleset(s.host);
-    await flushAndReload(s, "iptables", before, (label) => new RegExp(`^restored {2}${label} {2}bridge: ipMasq \\(iptables\\); portmap: iptables IPv4, iptables IPv6; firewall: iptables$`, "m"));
+    await flushAndReload(
+      s,
+      "iptables",
+      before,
+      (label) =>
+        new RegExp(`^restored {2}${label} {2}bridge: ipMasq \\(iptables\\); portmap: iptables IPv4, iptables IPv6; firewall: iptables$`, "m"),
+    );
     await s.delAll();
   });
 
   /** Starts `cnitool daemon` in the host namespace with `args`; its log so far; stopped at cleanup. */
   async function startDaemon(host: Host, args: string[], env: NodeJS.ProcessEnv = process.env): Promise<{ child: ChildProcess; log: () => string }> {
     const dir = cleanup.dir("tscni-rl-sock-");
-    const child = spawn("nsenter", [`--net=${host.ns.path}`, "--", CNITOOL, "--cache-dir", host.cacheDir, "daemon",
-      "--socket", path.join(dir, "run", "plugins.sock"), "--warm-up", "0", ...args], { stdio: ["ignore", "ignore", "pipe"], env });
+    const child = spawn(
+      "nsenter",
+      [
+        `--net=${host.ns.path}`,
+        "--",
+        CNITOOL,
+        "--cache-dir",
+        host.cacheDir,
+        "daemon",
+        "--socket",
+        path.join(dir, "run", "plugins.sock"),
+        "--warm-up",
+        "0",
+        ...args,
+      ],
+      { stdio: ["ignore", "ignore", "pipe"], env },
+    );
     cleanup.add(() => void child.kill("SIGKILL"));
     let log = "";
     child.stderr!.on("data", (b: Buffer) => (log += b));
@@ -281,14 +342,19 @@ describe("cnitool reload and the server's self-repair", { skip }, () => {
     const dir = cleanup.dir("tscni-rl-bus-");
     const socket = path.join(dir, "system_bus_socket");
     mkdirSync(dir, { recursive: true });
-    writeFileSync(path.join(dir, "bus.conf"), [
-      '<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN" "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">',
-      "<busconfig><type>system</type>", `<listen>unix:path=${socket}</listen>`, "<auth>EXTERNAL</auth>",
-      '<policy context="default"><allow user="*"/><allow own="*"/><allow send_type="method_call"/><allow send_type="signal"/>',
-      '<allow send_requested_reply="true" send_type="method_return"/><allow send_requested_reply="true" send_type="error"/>',
-      '<allow receive_type="method_call"/><allow receive_type="method_return"/><allow receive_type="error"/><allow receive_type="signal"/></policy>',
-      "</busconfig>",
-    ].join("\n"));
+    writeFileSync(
+      path.join(dir, "bus.conf"),
+      [
+        '<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN" "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">',
+        "<busconfig><type>system</type>",
+        `<listen>unix:path=${socket}</listen>`,
+        "<auth>EXTERNAL</auth>",
+        '<policy context="default"><allow user="*"/><allow own="*"/><allow send_type="method_call"/><allow send_type="signal"/>',
+        '<allow send_requested_reply="true" send_type="method_return"/><allow send_requested_reply="true" send_type="error"/>',
+        '<allow receive_type="method_call"/><allow receive_type="method_return"/><allow receive_type="error"/><allow receive_type="signal"/></policy>',
+        "</busconfig>",
+      ].join("\n"),
+    );
     const bus = spawn("dbus-daemon", [`--config-file=${path.join(dir, "bus.conf")}`, "--nofork"], { stdio: "ignore" });
     cleanup.add(() => void bus.kill("SIGKILL"));
     assert.ok(await eventually(5000, () => existsSync(socket)), "the private bus listens");
@@ -299,7 +365,8 @@ describe("cnitool reload and the server's self-repair", { skip }, () => {
     await sleep(1500);
     assert.notEqual(await ruleset(s.host), before, "no periodic look with --repair-interval 0");
     // Sent until the server has subscribed (each one only asks for a reload, which changes nothing once done).
-    const emit = () => void spawnSync("busctl", [`--address=${address}`, "emit", "/org/fedoraproject/FirewallD1", "org.fedoraproject.FirewallD1", "Reloaded"]);
+    const emit = () =>
+      void spawnSync("busctl", [`--address=${address}`, "emit", "/org/fedoraproject/FirewallD1", "org.fedoraproject.FirewallD1", "Reloaded"]);
     assert.ok(await eventually(10_000, async () => (await ruleset(s.host)) === before, emit), `not repaired on the signal:\n${daemon.log()}`);
     assert.match(daemon.log(), /self-repair \(firewalld reloaded\)/);
     assert.equal(await fetchFrom(s.host.ns, s.gw, 8080), "hello");

@@ -19,7 +19,8 @@ const skip = skipReason(false, existsSync(path.join(ROOT, "dist/tscni")) ? undef
 if (skip) console.log(`# skipping auto-start tests: ${skip}`);
 
 const waitFor = async (what: string, ok: () => boolean, ms = 5000, detail?: () => string) => {
-  for (const t0 = Date.now(); !ok(); await sleep(25)) if (Date.now() - t0 > ms) assert.fail(`${what}: not within ${ms} ms${detail ? `\n${detail()}` : ""}`);
+  for (const t0 = Date.now(); !ok(); await sleep(25))
+    if (Date.now() - t0 > ms) assert.fail(`${what}: not within ${ms} ms${detail ? `\n${detail()}` : ""}`);
 };
 
 describe("resident mode by default: the server starts itself", { skip }, () => {
@@ -32,18 +33,38 @@ describe("resident mode by default: the server starts itself", { skip }, () => {
     mkdirSync(dir, { mode: 0o700 });
     const socket = path.join(dir, "run", "plugins.sock");
     cleanup.add(() => killServers(socket));
-    return { dir, socket, conf: { cniVersion: "1.0.0", name: `auto${n}`, type: "host-local", ipam: { type: "host-local", subnet: "10.197.0.0/24", dataDir: path.join(dir, "store") } } };
+    return {
+      dir,
+      socket,
+      conf: {
+        cniVersion: "1.0.0",
+        name: `auto${n}`,
+        type: "host-local",
+        ipam: { type: "host-local", subnet: "10.197.0.0/24", dataDir: path.join(dir, "store") },
+      },
+    };
   };
   after(() => cleanup.run());
 
   const env = (socket: string, extra: Record<string, string> = {}) => ({
-    PATH: process.env["PATH"], CNI_PATH: OUR_BIN, CNI_IFNAME: "eth0", CNI_NETNS: "/run/netns/none", TSCNI_RESIDENT_SOCKET: socket, TSCNI_DEBUG: "1", ...extra,
+    PATH: process.env["PATH"],
+    CNI_PATH: OUR_BIN,
+    CNI_IFNAME: "eth0",
+    CNI_NETNS: "/run/netns/none",
+    TSCNI_RESIDENT_SOCKET: socket,
+    TSCNI_DEBUG: "1",
+    ...extra,
   });
   const call = (bin: string, command: string, conf: unknown, socket: string, id: string, extra: Record<string, string> = {}) =>
-    runCommand(path.join(bin, "host-local"), [], { env: { ...env(socket, extra), CNI_COMMAND: command, CNI_CONTAINERID: id }, input: JSON.stringify(conf) });
+    runCommand(path.join(bin, "host-local"), [], {
+      env: { ...env(socket, extra), CNI_COMMAND: command, CNI_CONTAINERID: id },
+      input: JSON.stringify(conf),
+    });
   const status = async (socket: string) => {
     const r = await runCommand(path.join(OUR_BIN, "cnitool"), ["daemon", "status", "--socket", socket]);
-    return r.code === 0 ? (JSON.parse(r.stdout) as { served: number; pid: number; build: string; autoStarted: boolean; idleSeconds: number }) : undefined;
+    return r.code === 0
+      ? (JSON.parse(r.stdout) as { served: number; pid: number; build: string; autoStarted: boolean; idleSeconds: number })
+      : undefined;
   };
 
   test("a cold call runs itself at once and starts one detached server, which serves the calls that follow", async () => {
@@ -68,19 +89,24 @@ describe("resident mode by default: the server starts itself", { skip }, () => {
     // Detached: a session of its own, not the caller's child, none of the caller's descriptors.
     const ids = (p: number | "self") => {
       const stat = readFileSync(`/proc/${p}/stat`, "utf8");
-      const [ppid, , sid] = stat.slice(stat.lastIndexOf(")") + 4).split(" ").map(Number);
+      const [ppid, , sid] = stat
+        .slice(stat.lastIndexOf(")") + 4)
+        .split(" ")
+        .map(Number);
       return { ppid, sid };
     };
     const { ppid, sid } = ids(pid);
     assert.notEqual(sid, ids("self").sid, "a session of its own, not the caller's");
     assert.notEqual(ppid, child.pid, "not the launcher's child");
-    const fds = Object.fromEntries(readdirSync(`/proc/${pid}/fd`).map((fd) => {
-      try {
-        return [fd, readlinkSync(`/proc/${pid}/fd/${fd}`)];
-      } catch {
-        return [fd, "?"];
-      }
-    }));
+    const fds = Object.fromEntries(
+      readdirSync(`/proc/${pid}/fd`).map((fd) => {
+        try {
+          return [fd, readlinkSync(`/proc/${pid}/fd/${fd}`)];
+        } catch {
+          return [fd, "?"];
+        }
+      }),
+    );
     assert.equal(fds["0"], "/dev/null");
     assert.equal(fds["1"], `${socket}.log`);
     assert.equal(fds["3"], `${socket}.lock`);
@@ -99,8 +125,10 @@ describe("resident mode by default: the server starts itself", { skip }, () => {
 
   test("a caller whose stdout and stderr are closed starts a server that holds its lock and serves", async () => {
     const { socket, conf } = fresh();
-    const r = await runCommand("sh", ["-c", 'exec "$0" >&- 2>&-', path.join(OUR_BIN, "host-local")],
-      { env: { ...env(socket), CNI_COMMAND: "ADD", CNI_CONTAINERID: "closed" }, input: JSON.stringify(conf) });
+    const r = await runCommand("sh", ["-c", 'exec "$0" >&- 2>&-', path.join(OUR_BIN, "host-local")], {
+      env: { ...env(socket), CNI_COMMAND: "ADD", CNI_CONTAINERID: "closed" },
+      input: JSON.stringify(conf),
+    });
     assert.notEqual(r.code, null);
     await waitFor("the server listens", () => existsSync(socket));
     const [pid] = serverPids(socket);
@@ -114,7 +142,10 @@ describe("resident mode by default: the server starts itself", { skip }, () => {
   test("40 concurrent cold calls start exactly one server, and all succeed", async () => {
     const { socket, conf } = fresh();
     const results = await Promise.all(Array.from({ length: 40 }, (_, i) => call(OUR_BIN, "ADD", conf, socket, `c${i}`)));
-    assert.ok(results.every((r) => r.code === 0), results.map((r) => r.stdout).join("\n"));
+    assert.ok(
+      results.every((r) => r.code === 0),
+      results.map((r) => r.stdout).join("\n"),
+    );
     assert.equal(new Set(results.map((r) => JSON.parse(r.stdout).ips[0].address)).size, 40, "distinct addresses");
     await waitFor("the server listens", () => existsSync(socket));
     await sleep(300);
@@ -166,13 +197,17 @@ describe("resident mode by default: the server starts itself", { skip }, () => {
     const nodeSocket = "/run/tscni/plugins.sock";
     const there = existsSync(nodeSocket) || existsSync(path.dirname(nodeSocket));
     const { TSCNI_RESIDENT_SOCKET: _, ...noSocket } = env(socket);
-    const r = await runCommand("unshare", ["--net", "--", path.join(OUR_BIN, "host-local")],
-      { env: { ...noSocket, CNI_COMMAND: "ADD", CNI_CONTAINERID: "ns1" }, input: JSON.stringify(conf) });
+    const r = await runCommand("unshare", ["--net", "--", path.join(OUR_BIN, "host-local")], {
+      env: { ...noSocket, CNI_COMMAND: "ADD", CNI_CONTAINERID: "ns1" },
+      input: JSON.stringify(conf),
+    });
     assert.equal(r.code, 0, r.stdout + r.stderr);
     await sleep(300);
     if (!there) assert.deepEqual([existsSync(path.dirname(nodeSocket)), serverPids(nodeSocket)], [false, []], "nothing on the node's socket");
-    const named = await runCommand("unshare", ["--net", "--", path.join(OUR_BIN, "host-local")],
-      { env: { ...env(socket), CNI_COMMAND: "DEL", CNI_CONTAINERID: "ns1" }, input: JSON.stringify(conf) });
+    const named = await runCommand("unshare", ["--net", "--", path.join(OUR_BIN, "host-local")], {
+      env: { ...env(socket), CNI_COMMAND: "DEL", CNI_CONTAINERID: "ns1" },
+      input: JSON.stringify(conf),
+    });
     assert.equal(named.code, 0, named.stdout + named.stderr);
     await waitFor("a server on the named socket", () => existsSync(socket));
     const [pid] = serverPids(socket);
@@ -184,7 +219,8 @@ describe("resident mode by default: the server starts itself", { skip }, () => {
     // Something that is not a socket where the socket goes: connecting is refused, and a server cannot listen.
     mkdirSync(path.dirname(socket), { mode: 0o700 });
     writeFileSync(socket, "");
-    const attempts = () => (existsSync(`${socket}.log`) ? readFileSync(`${socket}.log`, "utf8").match(/exists and is not a socket/g) ?? [] : []).length;
+    const attempts = () =>
+      (existsSync(`${socket}.log`) ? (readFileSync(`${socket}.log`, "utf8").match(/exists and is not a socket/g) ?? []) : []).length;
     // Calls for at least 3 s: starts may come at 0, 1 and 3 s after the first (each failure doubles the pause), so
     // however slow the machine, the calls outnumber the starts the pause allows.
     const t0 = Date.now();
@@ -246,8 +282,15 @@ describe("resident mode by default: the server starts itself", { skip }, () => {
         chmodSync(path.join(bin, `.${file}.new`), 0o755);
         renameSync(path.join(bin, `.${file}.new`), path.join(bin, file));
       }
-      await waitFor("a server of the new build serves", () => spawnSync(path.join(bin, "cnitool"), ["daemon", "status", "--socket", socket], { encoding: "utf8" })
-        .stdout.includes(`"build":"${newBuild}"`), 15_000, () => readFileSync(`${socket}.log`, "utf8"));
+      await waitFor(
+        "a server of the new build serves",
+        () =>
+          spawnSync(path.join(bin, "cnitool"), ["daemon", "status", "--socket", socket], { encoding: "utf8" }).stdout.includes(
+            `"build":"${newBuild}"`,
+          ),
+        15_000,
+        () => readFileSync(`${socket}.log`, "utf8"),
+      );
       await sleep(300);
     } finally {
       stop = true;

@@ -29,21 +29,52 @@ describe("the resident server's periodic node GC", { skip }, () => {
     for (const d of [cacheDir, confDir, sockDir]) fs.mkdirSync(d, { mode: 0o700 });
     const debugFile = path.join(dir, "debug.json");
     writeDebug(debugFile, { ReportResult: `{"cniVersion":"1.1.0"}` });
-    const conf = JSON.stringify({ cniVersion: "1.1.0", name: "gcnet", plugins: [{ type: "noop", debugFile, commandLog: path.join(dir, "log.json") }] });
+    const conf = JSON.stringify({
+      cniVersion: "1.1.0",
+      name: "gcnet",
+      plugins: [{ type: "noop", debugFile, commandLog: path.join(dir, "log.json") }],
+    });
     fs.writeFileSync(path.join(confDir, "10-gcnet.conflist"), conf);
     const [stale, known] = ["a".repeat(64), "b".repeat(64)];
     for (const id of [stale, known]) {
-      await writeCacheEntry(cacheDir, {
-        networkName: "gcnet", containerID: id, ifName: "eth0", config: Buffer.from(conf), cniArgs: [["K8S_POD_INFRA_CONTAINER_ID", id]],
-      }, undefined);
+      await writeCacheEntry(
+        cacheDir,
+        {
+          networkName: "gcnet",
+          containerID: id,
+          ifName: "eth0",
+          config: Buffer.from(conf),
+          cniArgs: [["K8S_POD_INFRA_CONTAINER_ID", id]],
+        },
+        undefined,
+      );
     }
     const cri = await startFakeCri(dir, [{ id: known }]);
     cleanup.add(() => cri.stop());
 
-    const daemon = spawn(CNITOOL, [
-      "daemon", "--socket", path.join(sockDir, "plugins.sock"), "--warm-up", "0", "--gc-cri-endpoint", cri.endpoint, "--gc-interval", "1",
-      "--gc-min-age", "0", "--gc-cache-dir", cacheDir, "--gc-conf-dir", confDir, "--gc-cni-path", TEST_BIN,
-    ], { stdio: ["ignore", "ignore", "pipe"], env: { ...process.env, TSCNI_RESIDENT: "exec" } });
+    const daemon = spawn(
+      CNITOOL,
+      [
+        "daemon",
+        "--socket",
+        path.join(sockDir, "plugins.sock"),
+        "--warm-up",
+        "0",
+        "--gc-cri-endpoint",
+        cri.endpoint,
+        "--gc-interval",
+        "1",
+        "--gc-min-age",
+        "0",
+        "--gc-cache-dir",
+        cacheDir,
+        "--gc-conf-dir",
+        confDir,
+        "--gc-cni-path",
+        TEST_BIN,
+      ],
+      { stdio: ["ignore", "ignore", "pipe"], env: { ...process.env, TSCNI_RESIDENT: "exec" } },
+    );
     cleanup.add(() => daemon.kill("SIGKILL"));
     let log = "";
     daemon.stderr!.on("data", (b: Buffer) => (log += b));
@@ -69,7 +100,10 @@ describe("the resident server's periodic node GC", { skip }, () => {
       [["--gc-cri-endpoint", "unix:///x.sock", "--gc-min-age", "-5"], /--gc-min-age wants a whole number/],
     ];
     for (const [flags, message] of cases) {
-      const r = await runCommand(CNITOOL, ["daemon", "--socket", socket, "--warm-up", "0", ...flags], { env: { ...process.env, TSCNI_RESIDENT: "exec" }, timeoutMs: 10_000 });
+      const r = await runCommand(CNITOOL, ["daemon", "--socket", socket, "--warm-up", "0", ...flags], {
+        env: { ...process.env, TSCNI_RESIDENT: "exec" },
+        timeoutMs: 10_000,
+      });
       assert.equal(r.code, 1, flags.join(" "));
       assert.match(r.stderr, message);
       assert.doesNotMatch(r.stderr, /serving plugin calls/);

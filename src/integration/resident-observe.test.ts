@@ -38,8 +38,13 @@ describe("an observable node: trace context and metrics through the resident ser
   const inHost = (cmd: string, args: string[], env: NodeJS.ProcessEnv, input?: string) =>
     runCommand("nsenter", [`--net=${host.ns.path}`, "--", cmd, ...args], { env, ...(input !== undefined ? { input } : {}) });
   /** The environment of a call that must go to this test's server (manual: no other server is started). */
-  const callEnv = (extra: Record<string, string>) =>
-    ({ PATH: process.env["PATH"], TSCNI_RESIDENT: "manual", TSCNI_RESIDENT_SOCKET: socket, TSCNI_DEBUG: "1", ...extra });
+  const callEnv = (extra: Record<string, string>) => ({
+    PATH: process.env["PATH"],
+    TSCNI_RESIDENT: "manual",
+    TSCNI_RESIDENT_SOCKET: socket,
+    TSCNI_DEBUG: "1",
+    ...extra,
+  });
   const served = async () => {
     const r = await inHost(CNITOOL, ["daemon", "status", "--socket", socket], { PATH: process.env["PATH"] });
     assert.equal(r.code, 0, r.stderr);
@@ -49,8 +54,11 @@ describe("an observable node: trace context and metrics through the resident ser
   before(async () => {
     host = new Host(cleanup, `tscni-ob-${tag}`, OUR_BIN);
     socket = path.join(cleanup.dir("tscni-obsock-"), "run", "plugins.sock");
-    server = spawn("nsenter", [`--net=${host.ns.path}`, "--", CNITOOL, "daemon", "--socket", socket, "--warm-up", "20", "--metrics-address", "127.0.0.1:0"],
-      { stdio: ["ignore", "ignore", "pipe"] });
+    server = spawn(
+      "nsenter",
+      [`--net=${host.ns.path}`, "--", CNITOOL, "daemon", "--socket", socket, "--warm-up", "20", "--metrics-address", "127.0.0.1:0"],
+      { stdio: ["ignore", "ignore", "pipe"] },
+    );
     server.stderr!.on("data", (b: Buffer) => (serverLog += b));
     cleanup.add(() => server.kill("SIGKILL"));
     for (let i = 0; i < 100 && !/metrics on http:/.test(serverLog); i++) await sleep(50);
@@ -70,14 +78,25 @@ describe("an observable node: trace context and metrics through the resident ser
   test("TRACEPARENT, TRACESTATE and BAGGAGE reach a delegate through libcni, the launcher and the server; a failure is logged with them", async () => {
     const dir = cleanup.dir("tscni-obrec-");
     const recorder = installEnvRecorder(dir, "recorder");
-    writeFileSync(path.join(dir, "subnet.env"), "FLANNEL_NETWORK=10.98.0.0/16\nFLANNEL_SUBNET=10.98.3.1/24\nFLANNEL_MTU=1400\nFLANNEL_IPMASQ=false\n");
+    writeFileSync(
+      path.join(dir, "subnet.env"),
+      "FLANNEL_NETWORK=10.98.0.0/16\nFLANNEL_SUBNET=10.98.3.1/24\nFLANNEL_MTU=1400\nFLANNEL_IPMASQ=false\n",
+    );
     const network = host.writeNetwork({
-      cniVersion: "1.0.0", name: `ob${tag}`, type: "flannel", subnetFile: path.join(dir, "subnet.env"), dataDir: path.join(dir, "flannel"),
+      cniVersion: "1.0.0",
+      name: `ob${tag}`,
+      type: "flannel",
+      subnetFile: path.join(dir, "subnet.env"),
+      dataDir: path.join(dir, "flannel"),
       delegate: { type: "recorder" },
     });
     const ctr = host.container(`tscni-obc-${tag}`);
-    const cnitool = (verb: string) => inHost(CNITOOL, ["--cache-dir", host.cacheDir, verb, network, ctr.path],
-      callEnv({ NETCONFPATH: host.confDir, CNI_PATH: `${dir}:${OUR_BIN}`, ...TRACE }));
+    const cnitool = (verb: string) =>
+      inHost(
+        CNITOOL,
+        ["--cache-dir", host.cacheDir, verb, network, ctr.path],
+        callEnv({ NETCONFPATH: host.confDir, CNI_PATH: `${dir}:${OUR_BIN}`, ...TRACE }),
+      );
 
     const before = await served();
     const added = await cnitool("add");
@@ -111,7 +130,8 @@ describe("an observable node: trace context and metrics through the resident ser
     const ERRORS = 2;
     const plugin = (name: string, conf: unknown, env: Record<string, string>, via: string[] = [`--net=${host.ns.path}`]) =>
       runCommand("nsenter", [...via, "--", path.join(OUR_BIN, name)], {
-        env: callEnv({ CNI_COMMAND: "ADD", CNI_PATH: OUR_BIN, CNI_IFNAME: "eth0", CNI_NETNS: "/run/netns/none", ...env }), input: JSON.stringify(conf),
+        env: callEnv({ CNI_COMMAND: "ADD", CNI_PATH: OUR_BIN, CNI_IFNAME: "eth0", CNI_NETNS: "/run/netns/none", ...env }),
+        input: JSON.stringify(conf),
       });
     const hostLocal = { cniVersion: "1.0.0", name: `obm${tag}`, type: "host-local", ipam: host.hostLocal(["10.97.0.0/24"]) };
     for (let i = 0; i < ADDS; i++) {
@@ -134,7 +154,14 @@ describe("an observable node: trace context and metrics through the resident ser
 
     const viaCnitool = await inHost(CNITOOL, ["daemon", "metrics", "--socket", socket], { PATH: process.env["PATH"] });
     assert.equal(viaCnitool.code, 0, viaCnitool.stderr);
-    const fetched = await inHost(process.execPath, ["-e", `fetch(${JSON.stringify(metricsUrl)}).then(async (r) => process.stdout.write(r.status + " " + r.headers.get("content-type") + "\\n" + await r.text()))`], { PATH: process.env["PATH"] });
+    const fetched = await inHost(
+      process.execPath,
+      [
+        "-e",
+        `fetch(${JSON.stringify(metricsUrl)}).then(async (r) => process.stdout.write(r.status + " " + r.headers.get("content-type") + "\\n" + await r.text()))`,
+      ],
+      { PATH: process.env["PATH"] },
+    );
     assert.equal(fetched.code, 0, fetched.stderr);
     const [status, ...body] = fetched.stdout.split("\n");
     assert.equal(status, "200 text/plain; version=0.0.4; charset=utf-8");
@@ -152,7 +179,10 @@ describe("an observable node: trace context and metrics through the resident ser
       "tscni_reloads_total 0",
       "tscni_gc_runs_total 0",
     ];
-    for (const [source, text] of [["cnitool daemon metrics", viaCnitool.stdout], ["HTTP", body.join("\n")]] as const) {
+    for (const [source, text] of [
+      ["cnitool daemon metrics", viaCnitool.stdout],
+      ["HTTP", body.join("\n")],
+    ] as const) {
       assert.match(text, /^# HELP tscni_calls_total /m, source);
       const lines = new Set(text.split("\n"));
       for (const sample of expected) assert.ok(lines.has(sample), `${source}: no "${sample}" in\n${text}`);

@@ -32,7 +32,9 @@ describe("resident server: the trust boundary", { skip }, () => {
   before(async () => {
     host = new Host(cleanup, `tscni-rsec-${tag}`, OUR_BIN);
     socket = path.join(cleanup.dir("tscni-rsec-"), "run", "plugins.sock");
-    server = spawn("nsenter", [`--net=${host.ns.path}`, "--", CNITOOL, "daemon", "--socket", socket, "--warm-up", "0"], { stdio: ["ignore", "ignore", "pipe"] });
+    server = spawn("nsenter", [`--net=${host.ns.path}`, "--", CNITOOL, "daemon", "--socket", socket, "--warm-up", "0"], {
+      stdio: ["ignore", "ignore", "pipe"],
+    });
     let log = "";
     server.stderr!.on("data", (b: Buffer) => (log += b));
     cleanup.add(() => server?.kill("SIGKILL"));
@@ -47,11 +49,27 @@ describe("resident server: the trust boundary", { skip }, () => {
     return (JSON.parse(r.stdout) as { served: number; connections: number }).served;
   };
   /** A plugin call from the host namespace, through `prefix` (the breaking part), served if the server takes it. */
-  const call = (plugin: string, command: string, conf: unknown, env: Record<string, string>, prefix: string[] = [], extra: Record<string, string> = {}) =>
+  const call = (
+    plugin: string,
+    command: string,
+    conf: unknown,
+    env: Record<string, string>,
+    prefix: string[] = [],
+    extra: Record<string, string> = {},
+  ) =>
     runCommand("nsenter", [`--net=${host.ns.path}`, "--", ...prefix, path.join(OUR_BIN, plugin)], {
       env: {
-        PATH: process.env["PATH"], TSCNI_RESIDENT: "manual", TSCNI_RESIDENT_SOCKET: socket, TSCNI_DEBUG: "1", CNI_COMMAND: command, CNI_PATH: OUR_BIN, CNI_IFNAME: "eth0",
-        CNI_CONTAINERID: "sec1", CNI_NETNS: "/run/netns/none", ...env, ...extra,
+        PATH: process.env["PATH"],
+        TSCNI_RESIDENT: "manual",
+        TSCNI_RESIDENT_SOCKET: socket,
+        TSCNI_DEBUG: "1",
+        CNI_COMMAND: command,
+        CNI_PATH: OUR_BIN,
+        CNI_IFNAME: "eth0",
+        CNI_CONTAINERID: "sec1",
+        CNI_NETNS: "/run/netns/none",
+        ...env,
+        ...extra,
       },
       input: JSON.stringify(conf),
     });
@@ -68,8 +86,14 @@ describe("resident server: the trust boundary", { skip }, () => {
   const usernsRoot = ["unshare", "--user", "--map-root-user", "--"];
 
   // (The launcher of such a caller refuses the server first: the same rule, from its side.)
-  for (const [who, prefix, why] of [["a root caller without capabilities", capless, /not used: the listener has capabilities this caller lacks/],
-    ["the root of a user namespace mapped 0 -> 0", usernsRoot, /not used: (this caller cannot read the listener's user namespace|the listener (lacks|has) capabilities)/]] as const) {
+  for (const [who, prefix, why] of [
+    ["a root caller without capabilities", capless, /not used: the listener has capabilities this caller lacks/],
+    [
+      "the root of a user namespace mapped 0 -> 0",
+      usernsRoot,
+      /not used: (this caller cannot read the listener's user namespace|the listener (lacks|has) capabilities)/,
+    ],
+  ] as const) {
     test(`${who} gets exactly what exec mode gives it: loopback ADD into a container it may not enter`, async () => {
       const ctr = host.container(`tscni-rsec-${tag}-${prefix[0]!.slice(0, 4)}`);
       const conf = { cniVersion: "1.0.0", name: "lo", type: "loopback" };
@@ -91,7 +115,13 @@ describe("resident server: the trust boundary", { skip }, () => {
     const r = await call("bridge", "STATUS", conf, { CNI_PATH: `${dir}:${OUR_BIN}` }, capless);
     assert.match(r.stderr, /not used: the listener has capabilities this caller lacks/);
     assert.equal(r.code, 0, r.stdout + r.stderr);
-    assert.deepEqual(readFileSync(record, "utf8").trim().split("\n").map((l) => l.split(/\s+/)[1]), ["0000000000000000"]);
+    assert.deepEqual(
+      readFileSync(record, "utf8")
+        .trim()
+        .split("\n")
+        .map((l) => l.split(/\s+/)[1]),
+      ["0000000000000000"],
+    );
   });
 
   test("a socket whose listening end is not root's never receives a byte of the call", async () => {
@@ -115,9 +145,24 @@ describe("resident server: the trust boundary", { skip }, () => {
     const nobody = spawn("setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups", "--", process.execPath, "-e", script], { stdio: "ignore" });
     cleanup.add(() => nobody.kill("SIGKILL"));
     for (let i = 0; i < 100 && !existsSync(fake); i++) await sleep(20);
-    const conf = { cniVersion: "1.0.0", name: `rsecf${tag}`, type: "host-local", ipam: { type: "host-local", subnet: "10.196.0.0/24", dataDir: path.join(open, "store") } };
+    const conf = {
+      cniVersion: "1.0.0",
+      name: `rsecf${tag}`,
+      type: "host-local",
+      ipam: { type: "host-local", subnet: "10.196.0.0/24", dataDir: path.join(open, "store") },
+    };
     const r = await runCommand(path.join(OUR_BIN, "host-local"), [], {
-      env: { PATH: process.env["PATH"], TSCNI_RESIDENT: "manual", TSCNI_RESIDENT_SOCKET: fake, TSCNI_DEBUG: "1", CNI_COMMAND: "ADD", CNI_PATH: OUR_BIN, CNI_IFNAME: "eth0", CNI_CONTAINERID: "f1", CNI_NETNS: "/run/netns/none" },
+      env: {
+        PATH: process.env["PATH"],
+        TSCNI_RESIDENT: "manual",
+        TSCNI_RESIDENT_SOCKET: fake,
+        TSCNI_DEBUG: "1",
+        CNI_COMMAND: "ADD",
+        CNI_PATH: OUR_BIN,
+        CNI_IFNAME: "eth0",
+        CNI_CONTAINERID: "f1",
+        CNI_NETNS: "/run/netns/none",
+      },
       input: JSON.stringify(conf),
     });
     assert.equal(r.code, 0, r.stdout + r.stderr);
@@ -181,7 +226,7 @@ describe("resident server: the trust boundary", { skip }, () => {
     assert.equal(r.code, 0, r.stdout + r.stderr);
     assert.ok(Date.now() - t0 < 3000, `answered in ${Date.now() - t0} ms`);
     // Dropped at the hello's time limit (10 s).
-    for (const t1 = Date.now(); dropped < 600 && Date.now() - t1 < 11_000;) await sleep(100);
+    for (const t1 = Date.now(); dropped < 600 && Date.now() - t1 < 11_000; ) await sleep(100);
     assert.equal(dropped, 600, "the server dropped the silent connections");
     const before = await served();
     assert.equal((await call("host-local", "DEL", conf, { CNI_CONTAINERID: "flood1" })).code, 0);
@@ -207,7 +252,13 @@ describe("resident server: the trust boundary", { skip }, () => {
   });
 
   test("requests larger than the server takes, or past its byte budget, run in the caller", async () => {
-    const conf = { cniVersion: "1.0.0", name: `rsech${tag}`, type: "host-local", ipam: host.hostLocal(["10.194.0.0/24"]), padding: "x".repeat(9 * 1024 * 1024) };
+    const conf = {
+      cniVersion: "1.0.0",
+      name: `rsech${tag}`,
+      type: "host-local",
+      ipam: host.hostLocal(["10.194.0.0/24"]),
+      padding: "x".repeat(9 * 1024 * 1024),
+    };
     const big = await call("host-local", "ADD", conf, { CNI_CONTAINERID: "big1" });
     assert.equal(big.code, 0, big.stdout.slice(0, 500));
     assert.match(big.stderr, /refused: a request of \d+ bytes is larger than the server takes/);
@@ -215,7 +266,14 @@ describe("resident server: the trust boundary", { skip }, () => {
 
     // Eight admitted callers announce 8 MiB each and never send it: the budget is spent until they are dropped.
     const build = readFileSync(path.join(ROOT, "dist/build-id"), "utf8").trim();
-    const hoarder = spawn("nsenter", [`--net=${host.ns.path}`, "--", process.execPath, "-e", `
+    const hoarder = spawn(
+      "nsenter",
+      [
+        `--net=${host.ns.path}`,
+        "--",
+        process.execPath,
+        "-e",
+        `
       const net = require("net");
       const id = Buffer.from(${JSON.stringify(build)});
       for (let i = 0; i < 8; i++) {
@@ -225,7 +283,10 @@ describe("resident server: the trust boundary", { skip }, () => {
         s.on("data", (d) => process.stdout.write(d.subarray(0, 1)));
         s.write(hello);
       }
-      setInterval(() => {}, 1000);`], { stdio: ["ignore", "pipe", "inherit"] });
+      setInterval(() => {}, 1000);`,
+      ],
+      { stdio: ["ignore", "pipe", "inherit"] },
+    );
     cleanup.add(() => hoarder.kill("SIGKILL"));
     let answers = "";
     hoarder.stdout!.on("data", (b: Buffer) => (answers += b));

@@ -54,22 +54,48 @@ describe("the default server trusts no one it should not", { skip }, () => {
     assert.equal(r.code, 0, r.stderr);
     return JSON.parse(r.stdout) as { served: number; pid: number; overdue: number; longRunning: number };
   };
-  const metrics = async (socket: string) => (await runCommand("nsenter", [...inHost(), "--", CNITOOL, "daemon", "metrics", "--socket", socket])).stdout;
+  const metrics = async (socket: string) =>
+    (await runCommand("nsenter", [...inHost(), "--", CNITOOL, "daemon", "metrics", "--socket", socket])).stdout;
   /** A plugin call from the host namespace through `prefix`, in mode manual on `socket`. */
-  const call = (socket: string, plugin: string, command: string, conf: unknown, env: Record<string, string>, prefix: string[] = [], timeoutMs?: number) =>
+  const call = (
+    socket: string,
+    plugin: string,
+    command: string,
+    conf: unknown,
+    env: Record<string, string>,
+    prefix: string[] = [],
+    timeoutMs?: number,
+  ) =>
     runCommand("nsenter", [...inHost(), "--", ...prefix, path.join(OUR_BIN, plugin)], {
       env: {
-        PATH: process.env["PATH"], TSCNI_RESIDENT: "manual", TSCNI_RESIDENT_SOCKET: socket, TSCNI_DEBUG: "1", CNI_COMMAND: command, CNI_PATH: OUR_BIN,
-        CNI_IFNAME: "eth0", CNI_CONTAINERID: "trust1", CNI_NETNS: "/run/netns/none", ...env,
+        PATH: process.env["PATH"],
+        TSCNI_RESIDENT: "manual",
+        TSCNI_RESIDENT_SOCKET: socket,
+        TSCNI_DEBUG: "1",
+        CNI_COMMAND: command,
+        CNI_PATH: OUR_BIN,
+        CNI_IFNAME: "eth0",
+        CNI_CONTAINERID: "trust1",
+        CNI_NETNS: "/run/netns/none",
+        ...env,
       },
-      input: JSON.stringify(conf), ...(timeoutMs ? { timeoutMs } : {}),
+      input: JSON.stringify(conf),
+      ...(timeoutMs ? { timeoutMs } : {}),
     });
-  const hostLocal = (name: string, subnet: string, dataDir = path.join(base, `store-${name}`)) =>
-    ({ cniVersion: "1.0.0", name, type: "host-local", ipam: { type: "host-local", subnet, dataDir } });
+  const hostLocal = (name: string, subnet: string, dataDir = path.join(base, `store-${name}`)) => ({
+    cniVersion: "1.0.0",
+    name,
+    type: "host-local",
+    ipam: { type: "host-local", subnet, dataDir },
+  });
 
   for (const [who, prefix, why] of [
     ["a root process without capabilities", CAPLESS, /the listener lacks capabilities this caller has/],
-    ["the root of a user namespace mapped to uid 0", USERNS_ROOT, /(this caller cannot read the listener's user namespace|the listener (lacks|has) capabilities)/],
+    [
+      "the root of a user namespace mapped to uid 0",
+      USERNS_ROOT,
+      /(this caller cannot read the listener's user namespace|the listener (lacks|has) capabilities)/,
+    ],
   ] as const) {
     test(`a socket taken over by ${who}: not one byte reaches it, the call runs as in exec mode, the log says why, the server takes its socket back`, async () => {
       const socket = freshSocket();
@@ -97,7 +123,10 @@ describe("the default server trusts no one it should not", { skip }, () => {
       assert.match(r.stderr, new RegExp(`not used: ${why.source}`));
       await sleep(200);
       assert.equal(readFileSync(received, "utf8"), "0\n", "the impostor got a connection and not one byte");
-      assert.match(readFileSync(`${socket}.log`, "utf8"), new RegExp(`host-local ADD of imp1: not using the listener on the server's socket, running the call itself: ${why.source}`));
+      assert.match(
+        readFileSync(`${socket}.log`, "utf8"),
+        new RegExp(`host-local ADD of imp1: not using the listener on the server's socket, running the call itself: ${why.source}`),
+      );
       // The server notices within a second and listens again on its path.
       await waitFor("the server says it took its socket back", () => /no longer names this server's socket/.test(server.log()), 4000);
       const again = await call(socket, "host-local", "DEL", conf, { CNI_CONTAINERID: "imp1" });
@@ -155,7 +184,9 @@ except OSError:
 with open(received, "a") as f: f.write(str(got) + "\\n")
 `;
       const away = host.container(`tscni-rtr-${tag}-away${n}`).path;
-      const listener = spawn("nsenter", [...inHost(), "--", "python3", "-c", script, socket, host.ns.path, away, received, mode], { stdio: "inherit" });
+      const listener = spawn("nsenter", [...inHost(), "--", "python3", "-c", script, socket, host.ns.path, away, received, mode], {
+        stdio: "inherit",
+      });
       children.push(listener);
       await waitFor("the listener has the lock", () => existsSync(received));
       const conf = hostLocal(`rtrx${tag}${n}`, "10.186.0.0/24");
@@ -189,7 +220,15 @@ with open(received, "a") as f: f.write(str(got) + "\\n")
     children.push(impostor);
     await waitFor("the impostor listens", () => existsSync(received));
     const r = await runCommand(path.join(OUR_BIN, "dhcp"), [], {
-      env: { PATH: process.env["PATH"], TSCNI_RESIDENT: "exec", CNI_COMMAND: "ADD", CNI_CONTAINERID: "d1", CNI_NETNS: host.ns.path, CNI_IFNAME: "eth0", CNI_PATH: OUR_BIN },
+      env: {
+        PATH: process.env["PATH"],
+        TSCNI_RESIDENT: "exec",
+        CNI_COMMAND: "ADD",
+        CNI_CONTAINERID: "d1",
+        CNI_NETNS: host.ns.path,
+        CNI_IFNAME: "eth0",
+        CNI_PATH: OUR_BIN,
+      },
       input: JSON.stringify({ cniVersion: "1.0.0", name: "dn", type: "bridge", ipam: { type: "dhcp", daemonSocketPath: socket } }),
     });
     assert.notEqual(r.code, 0);
@@ -211,7 +250,15 @@ with open(received, "a") as f: f.write(str(got) + "\\n")
     children.push(holder);
     await sleep(200);
     const t0 = Date.now();
-    const pending = call(socket, "sbr", "DEL", { cniVersion: "1.0.0", name: "hang", type: "sbr" }, { CNI_NETNS: ctr.path, CNI_CONTAINERID: "hang1" }, [], 60_000);
+    const pending = call(
+      socket,
+      "sbr",
+      "DEL",
+      { cniVersion: "1.0.0", name: "hang", type: "sbr" },
+      { CNI_NETNS: ctr.path, CNI_CONTAINERID: "hang1" },
+      [],
+      60_000,
+    );
     // ...and the server stops in the middle of it, before it can answer even with its time limit's error.
     await sleep(700);
     const stopped = serverPids(socket);
@@ -240,12 +287,28 @@ with open(received, "a") as f: f.write(str(got) + "\\n")
     // on the node (it could fork until it got it; the test picks it with ns_last_pid). Reading /proc/<its pid>
     // would read the server itself, which passes every rule.
     const script = rawHelloScript(socket);
-    const r = await runCommand("nsenter", [`--target=${serverPid}`, "--pid", "--net", "--", "sh", "-c", `n=$1; shift
+    const r = await runCommand("nsenter", [
+      `--target=${serverPid}`,
+      "--pid",
+      "--net",
+      "--",
+      "sh",
+      "-c",
+      `n=$1; shift
       for i in $(seq 100); do
         echo $((n - 1)) > /proc/sys/kernel/ns_last_pid
         "$@"; rc=$?; [ $rc = 99 ] || exit $rc
-      done; exit 98`, "sh", String(serverPid), ...CAPLESS, "sh", "-c", '[ "$$" = "$0" ] || exit 99; echo "$$" >&2; exec "$1" -e "$2"',
-    String(serverPid), process.execPath, script]);
+      done; exit 98`,
+      "sh",
+      String(serverPid),
+      ...CAPLESS,
+      "sh",
+      "-c",
+      '[ "$$" = "$0" ] || exit 99; echo "$$" >&2; exec "$1" -e "$2"',
+      String(serverPid),
+      process.execPath,
+      script,
+    ]);
     assert.equal(r.stderr.trim(), String(serverPid), `the attacker had the pid it picked (${r.code})`);
     assert.match(r.stdout, /^N the caller lacks capabilities the server has/, r.stdout);
   });
@@ -254,11 +317,24 @@ with open(received, "a") as f: f.write(str(got) + "\\n")
     const socket = freshSocket();
     const conf = hostLocal(`rtrp${tag}`, "10.190.0.0/24");
     // A child pid namespace that still sees the node's /proc, and a call that is not its init.
-    const r = await runCommand("nsenter", [...inHost(), "--", "unshare", "--pid", "--fork", "--", "sh", "-c", '"$0"; exit $?', path.join(OUR_BIN, "host-local")], {
-      env: { PATH: process.env["PATH"], TSCNI_RESIDENT: "auto", TSCNI_RESIDENT_SOCKET: socket, TSCNI_DEBUG: "1", CNI_COMMAND: "ADD", CNI_CONTAINERID: "p1",
-        CNI_NETNS: "/run/netns/none", CNI_IFNAME: "eth0", CNI_PATH: OUR_BIN },
-      input: JSON.stringify(conf),
-    });
+    const r = await runCommand(
+      "nsenter",
+      [...inHost(), "--", "unshare", "--pid", "--fork", "--", "sh", "-c", '"$0"; exit $?', path.join(OUR_BIN, "host-local")],
+      {
+        env: {
+          PATH: process.env["PATH"],
+          TSCNI_RESIDENT: "auto",
+          TSCNI_RESIDENT_SOCKET: socket,
+          TSCNI_DEBUG: "1",
+          CNI_COMMAND: "ADD",
+          CNI_CONTAINERID: "p1",
+          CNI_NETNS: "/run/netns/none",
+          CNI_IFNAME: "eth0",
+          CNI_PATH: OUR_BIN,
+        },
+        input: JSON.stringify(conf),
+      },
+    );
     assert.equal(r.code, 0, r.stdout + r.stderr);
     assert.doesNotMatch(r.stderr, /one is starting/);
     await sleep(500);
@@ -286,8 +362,10 @@ with open(received, "a") as f: f.write(str(got) + "\\n")
     assert.match(nnp.stderr, /not used: the listener's no_new_privs differs from this caller's/);
     assert.equal((await status(socket)).served, before, "the server ran nothing for them");
     // An attacker that skips the launcher's checks is refused by the server's own.
-    for (const [prefix, why] of [[seccomp, /^N the caller runs under seccomp mode 2 with 1 filter\(s\), the server under no seccomp filter/],
-      [NO_NEW_PRIVS, /^N the caller has no_new_privs 1, the server 0/]] as const) {
+    for (const [prefix, why] of [
+      [seccomp, /^N the caller runs under seccomp mode 2 with 1 filter\(s\), the server under no seccomp filter/],
+      [NO_NEW_PRIVS, /^N the caller has no_new_privs 1, the server 0/],
+    ] as const) {
       const raw = await runCommand("nsenter", [...inHost(), "--", ...prefix, process.execPath, "-e", rawHelloScript(socket)]);
       assert.match(raw.stdout, why);
     }
@@ -305,7 +383,9 @@ with open(received, "a") as f: f.write(str(got) + "\\n")
     children.push(holder);
     await sleep(200);
     const sbr = { cniVersion: "1.0.0", name: "wedge", type: "sbr" };
-    const hung = Array.from({ length: 20 }, (_, i) => call(socket, "sbr", "DEL", sbr, { CNI_NETNS: ctr.path, CNI_CONTAINERID: `hung${i}` }, [], 30_000));
+    const hung = Array.from({ length: 20 }, (_, i) =>
+      call(socket, "sbr", "DEL", sbr, { CNI_NETNS: ctr.path, CNI_CONTAINERID: `hung${i}` }, [], 30_000),
+    );
     await sleep(1500);
     const conf = hostLocal(`rtrw${tag}`, "10.187.0.0/24");
     const t0 = Date.now();
@@ -333,11 +413,21 @@ with open(received, "a") as f: f.write(str(got) + "\\n")
 
   test("a lock any user can take stalls nothing: sbr goes on when nobody holds the namespace file's lock", async () => {
     const ctr = host.container(`tscni-rtr-${tag}-nb`);
-    const holder = spawn("setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups", "--", "flock", "-o", "-x", ctr.path, "sleep", "60"], { stdio: "ignore" });
+    const holder = spawn("setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups", "--", "flock", "-o", "-x", ctr.path, "sleep", "60"], {
+      stdio: "ignore",
+    });
     children.push(holder);
     await sleep(300);
     const t0 = Date.now();
-    const r = await call("", "sbr", "DEL", { cniVersion: "1.0.0", name: "nb", type: "sbr" }, { CNI_NETNS: ctr.path, TSCNI_RESIDENT: "exec" }, [], 10_000);
+    const r = await call(
+      "",
+      "sbr",
+      "DEL",
+      { cniVersion: "1.0.0", name: "nb", type: "sbr" },
+      { CNI_NETNS: ctr.path, TSCNI_RESIDENT: "exec" },
+      [],
+      10_000,
+    );
     assert.equal(r.code, 0, r.stdout + r.stderr);
     assert.ok(Date.now() - t0 < 3000, `took ${Date.now() - t0} ms`);
     holder.kill("SIGKILL");
@@ -354,8 +444,16 @@ with open(received, "a") as f: f.write(str(got) + "\\n")
         chmodSync(dataDir, 0o755);
         const before = (await status(socket)).served;
         const run = await runCommand("nsenter", [...inHost(), "--", "sh", "-c", `umask ${mask}; exec "$0"`, path.join(OUR_BIN, "host-local")], {
-          env: { PATH: process.env["PATH"], TSCNI_RESIDENT: mode, TSCNI_RESIDENT_SOCKET: socket, CNI_COMMAND: "ADD", CNI_CONTAINERID: "um1",
-            CNI_NETNS: "/run/netns/none", CNI_IFNAME: "eth0", CNI_PATH: OUR_BIN },
+          env: {
+            PATH: process.env["PATH"],
+            TSCNI_RESIDENT: mode,
+            TSCNI_RESIDENT_SOCKET: socket,
+            CNI_COMMAND: "ADD",
+            CNI_CONTAINERID: "um1",
+            CNI_NETNS: "/run/netns/none",
+            CNI_IFNAME: "eth0",
+            CNI_PATH: OUR_BIN,
+          },
           input: JSON.stringify(hostLocal(`um${mask}`, "10.186.0.0/24", dataDir)),
         });
         assert.equal(run.code, 0, run.stdout + run.stderr);
@@ -376,7 +474,8 @@ with open(received, "a") as f: f.write(str(got) + "\\n")
     const dirs = mine.map((h) => ({ h, dir: path.join(h.mount, starter) }));
     for (const { h, dir } of dirs) {
       mkdirSync(dir);
-      if (h.kind.split(",").includes("cpuset")) for (const f of ["cpuset.cpus", "cpuset.mems"]) writeFileSync(path.join(dir, f), readFileSync(path.join(h.mount, f)));
+      if (h.kind.split(",").includes("cpuset"))
+        for (const f of ["cpuset.cpus", "cpuset.mems"]) writeFileSync(path.join(dir, f), readFileSync(path.join(h.mount, f)));
     }
     const procsOf = (dir: string) => readFileSync(path.join(dir, "cgroup.procs"), "utf8").split("\n").filter(Boolean).map(Number);
     cleanup.add(() => {
@@ -394,13 +493,31 @@ with open(received, "a") as f: f.write(str(got) + "\\n")
     });
     cleanup.add(() => killServers(socket));
     const conf = hostLocal(`rtrc${tag}`, "10.185.0.0/24");
-    const env = { PATH: process.env["PATH"], TSCNI_RESIDENT: "auto", TSCNI_RESIDENT_SOCKET: socket, TSCNI_DEBUG: "1", CNI_NETNS: "/run/netns/none",
-      CNI_IFNAME: "eth0", CNI_PATH: OUR_BIN };
+    const env = {
+      PATH: process.env["PATH"],
+      TSCNI_RESIDENT: "auto",
+      TSCNI_RESIDENT_SOCKET: socket,
+      TSCNI_DEBUG: "1",
+      CNI_NETNS: "/run/netns/none",
+      CNI_IFNAME: "eth0",
+      CNI_PATH: OUR_BIN,
+    };
     // The service: a shell in that cgroup (it stays, as containerd does), whose plugin call starts the server.
     const joins = dirs.map(({ dir }) => `echo $$ > ${dir}/cgroup.procs`).join(" && ");
     writeFileSync(path.join(base, "cg-conf.json"), JSON.stringify(conf));
-    const service = spawn("nsenter", [...inHost(), "--", "sh", "-c", `${joins} && CNI_COMMAND=ADD CNI_CONTAINERID=c0 "$0" < "$1" && sleep 60`,
-      path.join(OUR_BIN, "host-local"), path.join(base, "cg-conf.json")], { env, stdio: ["ignore", "ignore", "pipe"] });
+    const service = spawn(
+      "nsenter",
+      [
+        ...inHost(),
+        "--",
+        "sh",
+        "-c",
+        `${joins} && CNI_COMMAND=ADD CNI_CONTAINERID=c0 "$0" < "$1" && sleep 60`,
+        path.join(OUR_BIN, "host-local"),
+        path.join(base, "cg-conf.json"),
+      ],
+      { env, stdio: ["ignore", "ignore", "pipe"] },
+    );
     children.push(service);
     await waitFor("the server listens", () => existsSync(socket), 10_000);
     const [pid] = serverPids(socket);
@@ -408,7 +525,11 @@ with open(received, "a") as f: f.write(str(got) + "\\n")
     await waitFor("the server moved to its own cgroup", () => readFileSync(`/proc/${pid}/cgroup`, "utf8").includes(name), 5000);
     const cgroups = readFileSync(`/proc/${pid}/cgroup`, "utf8");
     assert.doesNotMatch(cgroups, new RegExp(starter), cgroups);
-    for (const h of mine) assert.ok(cgroups.split("\n").some((l) => l.endsWith(`:/${name}`) && l.includes(h.kind === "cgroup2" ? "::" : h.kind)), `${h.kind}: ${cgroups}`);
+    for (const h of mine)
+      assert.ok(
+        cgroups.split("\n").some((l) => l.endsWith(`:/${name}`) && l.includes(h.kind === "cgroup2" ? "::" : h.kind)),
+        `${h.kind}: ${cgroups}`,
+      );
     const memory = mine.find((h) => h.kind.split(",").includes("memory"));
     if (memory) {
       // Its own memory (anonymous: the program's file pages are the page cache's, charged to whoever read them first).
@@ -423,7 +544,8 @@ with open(received, "a") as f: f.write(str(got) + "\\n")
     const loop = (async () => {
       for (let i = 0; !stop; i++) {
         const r = await runCommand("nsenter", [...inHost(), "--", path.join(OUR_BIN, "host-local")], {
-          env: { ...env, TSCNI_RESIDENT: "manual", CNI_COMMAND: i % 2 ? "DEL" : "ADD", CNI_CONTAINERID: "loop" }, input: JSON.stringify(conf),
+          env: { ...env, TSCNI_RESIDENT: "manual", CNI_COMMAND: i % 2 ? "DEL" : "ADD", CNI_CONTAINERID: "loop" },
+          input: JSON.stringify(conf),
         });
         calls++;
         if (r.code !== 0 || /not used|handed/.test(r.stderr)) failures++;

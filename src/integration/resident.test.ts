@@ -32,8 +32,11 @@ describe("resident mode", { skip }, () => {
   async function startServer(extra: string[] = []): Promise<ChildProcess> {
     // A short warm-up unless the test asks for another (the default's ~1 s of CPU per server adds up in a suite).
     const warmUp = extra.includes("--warm-up") ? [] : ["--warm-up", "20"];
-    const child = spawn("nsenter", [`--net=${host.ns.path}`, "--", path.join(OUR_BIN, "cnitool"), "daemon", "--socket", socket, ...warmUp, ...extra],
-      { stdio: ["ignore", "ignore", "pipe"] });
+    const child = spawn(
+      "nsenter",
+      [`--net=${host.ns.path}`, "--", path.join(OUR_BIN, "cnitool"), "daemon", "--socket", socket, ...warmUp, ...extra],
+      { stdio: ["ignore", "ignore", "pipe"] },
+    );
     let log = "";
     child.stderr!.on("data", (b: Buffer) => (log += b));
     for (let i = 0; i < 100 && !log.includes("serving plugin calls"); i++) await sleep(50);
@@ -53,12 +56,25 @@ describe("resident mode", { skip }, () => {
   };
 
   /** Runs a plugin through the launcher in the host namespace (nsenter: same mount namespace as the server). */
-  const call = (plugin: string, command: string, conf: unknown, env: Record<string, string>, opts: { via?: string[]; socketPath?: string; cwd?: string } = {}) =>
+  const call = (
+    plugin: string,
+    command: string,
+    conf: unknown,
+    env: Record<string, string>,
+    opts: { via?: string[]; socketPath?: string; cwd?: string } = {},
+  ) =>
     runCommand(opts.via?.[0] ?? "nsenter", [...(opts.via?.slice(1) ?? [`--net=${host.ns.path}`, "--"]), path.join(OUR_BIN, plugin)], {
       env: {
         // (manual: these tests mean the servers they start; a server that is gone is not started again)
-        PATH: process.env["PATH"], TSCNI_RESIDENT: "manual", TSCNI_RESIDENT_SOCKET: opts.socketPath ?? socket, TSCNI_DEBUG: "1", CNI_COMMAND: command,
-        CNI_PATH: OUR_BIN, CNI_IFNAME: "eth0", CNI_CONTAINERID: "c1", ...env,
+        PATH: process.env["PATH"],
+        TSCNI_RESIDENT: "manual",
+        TSCNI_RESIDENT_SOCKET: opts.socketPath ?? socket,
+        TSCNI_DEBUG: "1",
+        CNI_COMMAND: command,
+        CNI_PATH: OUR_BIN,
+        CNI_IFNAME: "eth0",
+        CNI_CONTAINERID: "c1",
+        ...env,
       },
       input: JSON.stringify(conf),
       cwd: opts.cwd,
@@ -66,7 +82,13 @@ describe("resident mode", { skip }, () => {
 
   const hostLocalConf = (name: string, subnet: string) => ({ cniVersion: "1.0.0", name, type: "host-local", ipam: host.hostLocal([subnet]) });
   const bridgeConf = (name: string, bridge: string, subnet: string) => ({
-    cniVersion: "1.0.0", name, type: "bridge", bridge, isGateway: true, ipMasq: true, ipam: host.hostLocal([subnet], { routes: [{ dst: "0.0.0.0/0" }] }),
+    cniVersion: "1.0.0",
+    name,
+    type: "bridge",
+    bridge,
+    isGateway: true,
+    ipMasq: true,
+    ipam: host.hostLocal([subnet], { routes: [{ dst: "0.0.0.0/0" }] }),
   });
 
   before(async () => {
@@ -88,10 +110,20 @@ describe("resident mode", { skip }, () => {
     assert.equal((await health()).served, before + 1, "the server ran it");
     const addr = (JSON.parse(served.stdout) as { ips: Array<{ address: string }> }).ips[0]!.address;
     assert.equal(addr, "10.226.0.2/24");
-    assert.deepEqual(ipIn(ctr, ["-4", "addr", "show", "eth0"]).flatMap((l) => (l["addr_info"] as Array<{ local: string }>).map((a) => a.local)), ["10.226.0.2"]);
-    const exec = await call("bridge", "ADD", conf, { CNI_NETNS: host.container(`tscni-rsc-${tag}-b`).path, CNI_CONTAINERID: "exec1" }, { socketPath: "" });
+    assert.deepEqual(
+      ipIn(ctr, ["-4", "addr", "show", "eth0"]).flatMap((l) => (l["addr_info"] as Array<{ local: string }>).map((a) => a.local)),
+      ["10.226.0.2"],
+    );
+    const exec = await call(
+      "bridge",
+      "ADD",
+      conf,
+      { CNI_NETNS: host.container(`tscni-rsc-${tag}-b`).path, CNI_CONTAINERID: "exec1" },
+      { socketPath: "" },
+    );
     assert.equal(exec.code, 0, exec.stderr);
-    const shape = (out: string) => JSON.stringify(JSON.parse(out), (k, v) => (k === "mac" || k === "sandbox" || (k === "name" && /^veth/.test(v)) ? "*" : v));
+    const shape = (out: string) =>
+      JSON.stringify(JSON.parse(out), (k, v) => (k === "mac" || k === "sandbox" || (k === "name" && /^veth/.test(v)) ? "*" : v));
     assert.equal(shape(served.stdout).replace("10.226.0.2", "X"), shape(exec.stdout).replace("10.226.0.3", "X"), "same result shape");
     for (const id of ["served1", "exec1"]) {
       const netns = id === "served1" ? ctr.path : `/run/netns/tscni-rsc-${tag}-b`;
@@ -136,16 +168,28 @@ describe("resident mode", { skip }, () => {
       const ctrs = Array.from({ length: 50 }, (_, i) => host.container(`tscni-rs${n}-${tag}-${i}`));
       const outcome = (r: { code: number; stdout: string }) => (r.code === 0 ? "ok" : JSON.stringify(JSON.parse(r.stdout).code));
       // ADD of both plugins for all 50 at once (100 calls), then CHECK of host-local and DEL of both (100 calls).
-      const adds = await Promise.all(ctrs.flatMap((c, i) => [
-        call("host-local", "ADD", hl, { CNI_NETNS: c.path, CNI_CONTAINERID: `h${i}` }, { socketPath }),
-        call("bridge", "ADD", br, { CNI_NETNS: c.path, CNI_CONTAINERID: `b${i}` }, { socketPath }),
-      ]));
+      const adds = await Promise.all(
+        ctrs.flatMap((c, i) => [
+          call("host-local", "ADD", hl, { CNI_NETNS: c.path, CNI_CONTAINERID: `h${i}` }, { socketPath }),
+          call("bridge", "ADD", br, { CNI_NETNS: c.path, CNI_CONTAINERID: `b${i}` }, { socketPath }),
+        ]),
+      );
       const results = adds.map((r) => (r.code === 0 ? (JSON.parse(r.stdout) as { ips: Array<{ address: string }> }).ips[0]!.address : "fail"));
-      const rest = await Promise.all(ctrs.flatMap((c, i) => [
-        call("host-local", "CHECK", { ...hl, prevResult: JSON.parse(adds[2 * i]!.stdout) }, { CNI_NETNS: c.path, CNI_CONTAINERID: `h${i}` }, { socketPath }),
-        call("bridge", "DEL", br, { CNI_NETNS: c.path, CNI_CONTAINERID: `b${i}` }, { socketPath }),
-      ]));
-      const dels = await Promise.all(ctrs.map((c, i) => call("host-local", "DEL", hl, { CNI_NETNS: c.path, CNI_CONTAINERID: `h${i}` }, { socketPath })));
+      const rest = await Promise.all(
+        ctrs.flatMap((c, i) => [
+          call(
+            "host-local",
+            "CHECK",
+            { ...hl, prevResult: JSON.parse(adds[2 * i]!.stdout) },
+            { CNI_NETNS: c.path, CNI_CONTAINERID: `h${i}` },
+            { socketPath },
+          ),
+          call("bridge", "DEL", br, { CNI_NETNS: c.path, CNI_CONTAINERID: `b${i}` }, { socketPath }),
+        ]),
+      );
+      const dels = await Promise.all(
+        ctrs.map((c, i) => call("host-local", "DEL", hl, { CNI_NETNS: c.path, CNI_CONTAINERID: `h${i}` }, { socketPath })),
+      );
       for (const c of ctrs) c.delete();
       return {
         outcomes: [...adds, ...rest, ...dels].map(outcome),
@@ -158,7 +202,10 @@ describe("resident mode", { skip }, () => {
     assert.ok((await health()).served - before >= 200, "at least 200 calls went through the server (bridge delegates to host-local in it)");
     const exec = await run("exec");
     assert.deepEqual(served.outcomes, exec.outcomes);
-    assert.ok(served.outcomes.every((o) => o === "ok"), served.outcomes.join(" "));
+    assert.ok(
+      served.outcomes.every((o) => o === "ok"),
+      served.outcomes.join(" "),
+    );
     assert.equal(served.distinct, 100, "100 distinct addresses");
     assert.deepEqual(served.left, []);
     assert.deepEqual(exec.left, []);
@@ -224,7 +271,9 @@ describe("resident mode", { skip }, () => {
     const release = () => {
       try {
         process.kill(-holder.pid!, "SIGKILL");
-      } catch { /* gone */ }
+      } catch {
+        /* gone */
+      }
     };
     cleanup.add(release);
     await sleep(200);
@@ -237,7 +286,13 @@ describe("resident mode", { skip }, () => {
     socket = savedSocket;
     try {
       const hung = call("host-local", "ADD", conf, { CNI_NETNS: "/run/netns/none", CNI_CONTAINERID: "hang1" }, { socketPath: fast });
-      const other = await call("host-local", "ADD", hostLocalConf(`rsg${tag}`, "10.234.0.0/24"), { CNI_NETNS: "/run/netns/none", CNI_CONTAINERID: "other1" }, { socketPath: fast });
+      const other = await call(
+        "host-local",
+        "ADD",
+        hostLocalConf(`rsg${tag}`, "10.234.0.0/24"),
+        { CNI_NETNS: "/run/netns/none", CNI_CONTAINERID: "other1" },
+        { socketPath: fast },
+      );
       assert.equal(other.code, 0, "another call is served meanwhile");
       const r = await hung;
       assert.equal(r.code, 1);
@@ -258,7 +313,10 @@ describe("resident mode", { skip }, () => {
     await sleep(300);
     // Nothing ran the killed call again (an exec fallback would have allocated once the lock was free). The timed-out
     // call's own work may finish inside a live server, but this server is dead: no allocation at all.
-    assert.deepEqual(readdirSync(storeDir).filter((f) => /^\d/.test(f)), []);
+    assert.deepEqual(
+      readdirSync(storeDir).filter((f) => /^\d/.test(f)),
+      [],
+    );
   });
 
   test("a caller killed during a served ADD: the ADD finishes in the server, the DEL that follows waits for it and leaves nothing", async () => {
@@ -272,7 +330,9 @@ describe("resident mode", { skip }, () => {
     const release = () => {
       try {
         process.kill(-holder.pid!, "SIGKILL");
-      } catch { /* gone */ }
+      } catch {
+        /* gone */
+      }
     };
     cleanup.add(release);
     await sleep(200);
@@ -280,7 +340,15 @@ describe("resident mode", { skip }, () => {
     const vethsBefore = host.veths();
     // The ADD waits in the server for the store lock; its caller (the launcher) is killed meanwhile.
     const caller = spawn("nsenter", [`--net=${host.ns.path}`, "--", path.join(OUR_BIN, "bridge")], {
-      env: { PATH: process.env["PATH"], TSCNI_RESIDENT: "manual", TSCNI_RESIDENT_SOCKET: socket, CNI_COMMAND: "ADD", CNI_PATH: OUR_BIN, CNI_IFNAME: "eth0", ...env },
+      env: {
+        PATH: process.env["PATH"],
+        TSCNI_RESIDENT: "manual",
+        TSCNI_RESIDENT_SOCKET: socket,
+        CNI_COMMAND: "ADD",
+        CNI_PATH: OUR_BIN,
+        CNI_IFNAME: "eth0",
+        ...env,
+      },
       stdio: ["pipe", "ignore", "ignore"],
     });
     caller.stdin!.end(JSON.stringify(conf));
@@ -296,7 +364,11 @@ describe("resident mode", { skip }, () => {
     assert.equal(r.code, 0, r.stdout + r.stderr);
     assert.equal((await call("bridge", "DEL", conf, env)).code, 0, "DEL again");
     assert.deepEqual(host.allocations(name), [], "no address left");
-    assert.deepEqual(ipIn(ctr, ["link", "show"]).map((l) => l["ifname"]), ["lo"], "no interface left in the container");
+    assert.deepEqual(
+      ipIn(ctr, ["link", "show"]).map((l) => l["ifname"]),
+      ["lo"],
+      "no interface left in the container",
+    );
     assert.deepEqual(host.veths(), vethsBefore, "no veth left on the host");
     assert.doesNotMatch(host.natRules(), /killed1/, "no masquerade rule left");
   });
@@ -304,7 +376,14 @@ describe("resident mode", { skip }, () => {
   test("socket activation: the unit's command, started on the first call with the socket systemd hands it, serves that call", async () => {
     // The ExecStart line `cnitool install --resident` writes, run the way its socket unit runs it.
     const unitDir = cleanup.dir("tscni-units-");
-    const installed = await runCommand(path.join(OUR_BIN, "cnitool"), ["install", "--bin-dir", cleanup.dir("tscni-rsbin-"), "--resident", "--unit-dir", unitDir]);
+    const installed = await runCommand(path.join(OUR_BIN, "cnitool"), [
+      "install",
+      "--bin-dir",
+      cleanup.dir("tscni-rsbin-"),
+      "--resident",
+      "--unit-dir",
+      unitDir,
+    ]);
     assert.equal(installed.code, 0, installed.stderr);
     const execStart = /^ExecStart=(.*)$/m.exec(readFileSync(path.join(unitDir, "tscni.service"), "utf8"))![1]!.split(" ");
     const activated = path.join(sockDir, "activated", "plugins.sock");
@@ -312,12 +391,30 @@ describe("resident mode", { skip }, () => {
     const args = [...execStart.slice(1, -1), activated]; // daemon --socket <this test's socket>
     // systemd is PID 1, which launchers trust as the holder of a socket it hands to the server it starts
     // (docs/trust.md): its stand-in is PID 1 of a pid namespace of its own (with its own /proc), where the calls run.
-    const activator = spawn("nsenter", [`--net=${host.ns.path}`, "--", "unshare", "--pid", "--fork", "--mount-proc", "--",
-      "systemd-socket-activate", "-l", activated, execStart[0]!, ...args], { stdio: "ignore", detached: true });
+    const activator = spawn(
+      "nsenter",
+      [
+        `--net=${host.ns.path}`,
+        "--",
+        "unshare",
+        "--pid",
+        "--fork",
+        "--mount-proc",
+        "--",
+        "systemd-socket-activate",
+        "-l",
+        activated,
+        execStart[0]!,
+        ...args,
+      ],
+      { stdio: "ignore", detached: true },
+    );
     cleanup.add(() => {
       try {
         process.kill(-activator.pid!, "SIGKILL");
-      } catch { /* gone */ }
+      } catch {
+        /* gone */
+      }
     });
     for (let i = 0; i < 50 && !existsSync(activated); i++) await sleep(50);
     const init = Number(readFileSync(`/proc/${activator.pid}/task/${activator.pid}/children`, "utf8").trim().split(" ")[0]);
@@ -373,7 +470,11 @@ describe("resident mode", { skip }, () => {
     /** Waits until no warm-up directory but those in `before` is left (other servers of the suite may warm up too). */
     const noneLeft = async (before: string[]) => {
       for (let i = 0; i < 100 && warmDirs().some((d) => !before.includes(d)); i++) await sleep(50);
-      assert.deepEqual(warmDirs().filter((d) => !before.includes(d)), [], "the warm-up's temporary store is removed");
+      assert.deepEqual(
+        warmDirs().filter((d) => !before.includes(d)),
+        [],
+        "the warm-up's temporary store is removed",
+      );
     };
     const savedSocket = socket;
     socket = path.join(sockDir, "warm", "plugins.sock");

@@ -40,7 +40,8 @@ describe("PodNetworkManager in a test host", { skip }, () => {
   /** A bridge network with ipMasq, host-local over `subnet`, written into the watched directory as `file`. */
   const writeNet = (file: string, name: string, subnet: string, extraIpam: Record<string, unknown> = {}) => {
     host.writeNetwork({
-      cniVersion: "1.1.0", name,
+      cniVersion: "1.1.0",
+      name,
       plugins: [
         { type: "bridge", bridge: `tr${tag}${++bridges}`, isGateway: true, ipMasq: true, ipam: host.hostLocal([subnet], extraIpam) },
         { type: "portmap", capabilities: { portMappings: true }, dataDir: path.join(host.dataDir, "portmap") },
@@ -53,7 +54,10 @@ describe("PodNetworkManager in a test host", { skip }, () => {
   };
   const pod = (ns: Netns) => ({ id: `pod-${tag}-${++seq}`, name: `web${seq}`, namespace: `t${tag}`, uid: `uid-${seq}`, netns: ns.path });
   const cache = () => (existsSync(path.join(host.cacheDir, "results")) ? readdirSync(path.join(host.cacheDir, "results")) : []);
-  const links = (ns: Netns) => ipIn(ns, ["link", "show"]).map((l) => String(l["ifname"])).sort();
+  const links = (ns: Netns) =>
+    ipIn(ns, ["link", "show"])
+      .map((l) => String(l["ifname"]))
+      .sort();
 
   before(async () => {
     host = new Host(cleanup, `tscni-rt-${tag}`, OUR_BIN);
@@ -68,13 +72,22 @@ describe("PodNetworkManager in a test host", { skip }, () => {
     await mgr.call("status");
     const ns = host.container(`tscni-rtp-${tag}-1`);
     const p = pod(ns);
-    const attached = await mgr.call<Array<{ network: string; ifName: string }>>("setUpPod", { ...p, networks: [{ name: `neta${tag}` }, { name: `netb${tag}` }] });
-    assert.deepEqual(attached.map((a) => `${a.network}:${a.ifName}`), [`neta${tag}:eth0`, `netb${tag}:eth1`]);
+    const attached = await mgr.call<Array<{ network: string; ifName: string }>>("setUpPod", {
+      ...p,
+      networks: [{ name: `neta${tag}` }, { name: `netb${tag}` }],
+    });
+    assert.deepEqual(
+      attached.map((a) => `${a.network}:${a.ifName}`),
+      [`neta${tag}:eth0`, `netb${tag}:eth1`],
+    );
     assert.ok(await pingable(ns, "10.236.0.1"), "gateway of the first network");
     assert.ok(await pingable(ns, "10.237.0.1"), "gateway of the second network");
     assert.equal(ipIn(ns, ["link", "show", "lo"])[0]!["operstate"], "UNKNOWN", "loopback is up");
     const status = await mgr.call<Array<{ verified: boolean }>>("podStatus", p, { verify: true });
-    assert.deepEqual(status.map((s) => s.verified), [true, true]);
+    assert.deepEqual(
+      status.map((s) => s.verified),
+      [true, true],
+    );
     await mgr.call("checkPod", p);
 
     await mgr.call("tearDownPod", p);
@@ -85,7 +98,11 @@ describe("PodNetworkManager in a test host", { skip }, () => {
 
   test("a network file added while running is usable at once; without the default network's file, status() fails until one appears", async () => {
     writeNet("30-netc.conflist", `netc${tag}`, "10.238.0.0/24");
-    await eventually(() => mgr.call<Array<{ name: string }>>("networks"), (n) => n.some((x) => x.name === `netc${tag}`), "the new network");
+    await eventually(
+      () => mgr.call<Array<{ name: string }>>("networks"),
+      (n) => n.some((x) => x.name === `netc${tag}`),
+      "the new network",
+    );
     const ns = host.container(`tscni-rtp-${tag}-2`);
     const p = pod(ns);
     await mgr.call("setUpPod", { ...p, networks: [{ name: `netc${tag}` }] });
@@ -97,19 +114,41 @@ describe("PodNetworkManager in a test host", { skip }, () => {
     const parked = path.join(host.dataDir, "parked");
     mkdirSync(parked, { recursive: true });
     for (const f of files) renameSync(path.join(host.confDir, f), path.join(parked, f));
-    await eventually(() => mgr.call("status").then(() => "ready", (e: Error) => e.message), (m) => m.startsWith("network not ready"), "not ready");
+    await eventually(
+      () =>
+        mgr.call("status").then(
+          () => "ready",
+          (e: Error) => e.message,
+        ),
+      (m) => m.startsWith("network not ready"),
+      "not ready",
+    );
     renameSync(path.join(parked, "20-netb.conflist"), path.join(host.confDir, "20-netb.conflist"));
-    await eventually(() => mgr.call("status").then(() => "ready", (e: Error) => e.message), (m) => m === "ready", "ready again");
+    await eventually(
+      () =>
+        mgr.call("status").then(
+          () => "ready",
+          (e: Error) => e.message,
+        ),
+      (m) => m === "ready",
+      "ready again",
+    );
     for (const f of files) if (f !== "20-netb.conflist") renameSync(path.join(parked, f), path.join(host.confDir, f));
   });
 
   test("a failure in the second network tears the first down again, and the error names the network", async () => {
     writeNet("40-bad.conflist", `netd${tag}`, "10.239.0.0/24", { routes: [{ dst: "10.250.0.0/16", gw: "192.0.2.1" }] });
-    await eventually(() => mgr.call<Array<{ name: string }>>("networks"), (n) => n.some((x) => x.name === `netd${tag}`), "the failing network");
+    await eventually(
+      () => mgr.call<Array<{ name: string }>>("networks"),
+      (n) => n.some((x) => x.name === `netd${tag}`),
+      "the failing network",
+    );
     const ns = host.container(`tscni-rtp-${tag}-3`);
     const p = pod(ns);
-    await assert.rejects(mgr.call("setUpPod", { ...p, networks: [{ name: `neta${tag}` }, { name: `netd${tag}` }] }),
-      new RegExp(`network "netd${tag}" as eth1: plugin type="bridge" failed \\(add\\)`));
+    await assert.rejects(
+      mgr.call("setUpPod", { ...p, networks: [{ name: `neta${tag}` }, { name: `netd${tag}` }] }),
+      new RegExp(`network "netd${tag}" as eth1: plugin type="bridge" failed \\(add\\)`),
+    );
     assert.deepEqual(links(ns), ["lo"], "eth0 of the first network is gone too");
     assert.deepEqual([...host.allocations(`neta${tag}`), ...host.allocations(`netd${tag}`)], []);
     assert.deepEqual(cache(), []);
@@ -117,12 +156,20 @@ describe("PodNetworkManager in a test host", { skip }, () => {
 
   test("teardown works from the cache after the network's config file is deleted", async () => {
     writeNet("50-gone.conflist", `nete${tag}`, "10.240.0.0/24");
-    await eventually(() => mgr.call<Array<{ name: string }>>("networks"), (n) => n.some((x) => x.name === `nete${tag}`), "the network");
+    await eventually(
+      () => mgr.call<Array<{ name: string }>>("networks"),
+      (n) => n.some((x) => x.name === `nete${tag}`),
+      "the network",
+    );
     const ns = host.container(`tscni-rtp-${tag}-4`);
     const p = pod(ns);
     await mgr.call("setUpPod", { ...p, networks: [{ name: `nete${tag}` }] });
     rmSync(path.join(host.confDir, "50-gone.conflist"));
-    await eventually(() => mgr.call<Array<{ name: string }>>("networks"), (n) => !n.some((x) => x.name === `nete${tag}`), "the network gone");
+    await eventually(
+      () => mgr.call<Array<{ name: string }>>("networks"),
+      (n) => !n.some((x) => x.name === `nete${tag}`),
+      "the network gone",
+    );
     await mgr.call("tearDownPod", p);
     assert.deepEqual(links(ns), ["lo"]);
     assert.deepEqual(host.allocations(`nete${tag}`), []);
@@ -139,10 +186,16 @@ describe("PodNetworkManager in a test host", { skip }, () => {
     assert.ok(nat().some((l) => l.includes(b.id)));
     const report = await mgr.call<{ removed: Array<{ containerID: string }>; errors: string[] }>("gc", [a.id]);
     assert.deepEqual(report.errors, []);
-    assert.deepEqual(report.removed.map((r) => r.containerID), [b.id]);
+    assert.deepEqual(
+      report.removed.map((r) => r.containerID),
+      [b.id],
+    );
     assert.equal(host.allocations(`neta${tag}`).length, 1);
     assert.ok(!nat().some((l) => l.includes(b.id)), "the stale pod's rules are gone");
-    assert.ok(nat().some((l) => l.includes(a.id)), "the valid pod's rules stay");
+    assert.ok(
+      nat().some((l) => l.includes(a.id)),
+      "the valid pod's rules stay",
+    );
     await mgr.call("tearDownPod", a);
   });
 
@@ -151,25 +204,45 @@ describe("PodNetworkManager in a test host", { skip }, () => {
     const recorder = installRecorder(cleanup.dir("tscni-rec-"), "recorder");
     const confDir = cleanup.dir("tscni-conf-");
     const name = `netal${tag}`;
-    writeFileSync(path.join(confDir, `${name}.conflist`), JSON.stringify({
-      cniVersion: "1.0.0", name,
-      plugins: [
-        { type: "bridge", bridge: `tr${tag}al`, isGateway: true, ipam: host.hostLocal(["10.241.0.0/24"]) },
-        { type: "recorder", capabilities: { aliases: true } },
-        { type: "recorder" },
-      ],
-    }));
-    const own = await ManagerClient.start(host.ns, { confDir, pluginDirs: [path.dirname(recorder), OUR_BIN], cacheDir: host.cacheDir, debounceMs: 20 });
+    writeFileSync(
+      path.join(confDir, `${name}.conflist`),
+      JSON.stringify({
+        cniVersion: "1.0.0",
+        name,
+        plugins: [
+          { type: "bridge", bridge: `tr${tag}al`, isGateway: true, ipam: host.hostLocal(["10.241.0.0/24"]) },
+          { type: "recorder", capabilities: { aliases: true } },
+          { type: "recorder" },
+        ],
+      }),
+    );
+    const own = await ManagerClient.start(host.ns, {
+      confDir,
+      pluginDirs: [path.dirname(recorder), OUR_BIN],
+      cacheDir: host.cacheDir,
+      debounceMs: 20,
+    });
     cleanup.add(() => own.stop());
     const ns = host.container(`tscni-rtp-${tag}-7`);
     const p = pod(ns);
     const aliases = { [name]: ["db", "cache"] };
-    await own.call("setUpPod", { ...p, networks: [{ name }], runtimeConfig: { [name]: { aliases, portMappings: [{ hostPort: 1, containerPort: 1, protocol: "tcp" }] } } });
+    await own.call("setUpPod", {
+      ...p,
+      networks: [{ name }],
+      runtimeConfig: { [name]: { aliases, portMappings: [{ hostPort: 1, containerPort: 1, protocol: "tcp" }] } },
+    });
     await own.call("tearDownPod", p);
     const calls = readRecordedCalls(recorder).filter((c) => c.containerID === p.id);
-    assert.deepEqual(calls.map((c) => [c.command, c.config["runtimeConfig"]]), [
-      ["ADD", { aliases }], ["ADD", undefined], ["DEL", undefined], ["DEL", { aliases }],
-    ], "only the plugin declaring the capability gets it, on DEL too (from the cache)");
+    assert.deepEqual(
+      calls.map((c) => [c.command, c.config["runtimeConfig"]]),
+      [
+        ["ADD", { aliases }],
+        ["ADD", undefined],
+        ["DEL", undefined],
+        ["DEL", { aliases }],
+      ],
+      "only the plugin declaring the capability gets it, on DEL too (from the cache)",
+    );
     for (const c of calls) assert.match(c.args, new RegExp(`(^|;)K8S_POD_NAME=${p.name}(;|$)`));
     assert.deepEqual(cache(), []);
   });

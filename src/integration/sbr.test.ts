@@ -33,30 +33,49 @@ describe("sbr plugin", { skip }, () => {
    * sbr moves out of the main table (Go's bridge CHECK then fails; ours finds them in sbr's tables).
    */
   const chain = (host: Host, name: string, br: string, keys: Json, subnets: string[], defaultRoutes = false): ChainList => ({
-    cniVersion: "1.0.0", name,
+    cniVersion: "1.0.0",
+    name,
     plugins: [
-      { type: "bridge", bridge: br, isGateway: true, ipam: host.hostLocal(subnets, defaultRoutes ? { routes: [{ dst: "0.0.0.0/0" }, { dst: "::/0" }] } : {}) },
+      {
+        type: "bridge",
+        bridge: br,
+        isGateway: true,
+        ipam: host.hostLocal(subnets, defaultRoutes ? { routes: [{ dst: "0.0.0.0/0" }, { dst: "::/0" }] } : {}),
+      },
       { type: "sbr", ...keys },
     ],
   });
   const write = (host: Host, list: ChainList) => host.writeNetwork(list as unknown as Json);
 
   /** Source rules (both families) as `from <src> lookup <table>` with their priorities. */
-  const rules = (ctr: Netns) => [4, 6].flatMap((f) => ipIn(ctr, [`-${f}`, "rule", "show"]).filter((r) => r["src"] !== "all")
-    .map((r) => `${r["priority"]}: from ${r["src"]} lookup ${r["table"]}`));
+  const rules = (ctr: Netns) =>
+    [4, 6].flatMap((f) =>
+      ipIn(ctr, [`-${f}`, "rule", "show"])
+        .filter((r) => r["src"] !== "all")
+        .map((r) => `${r["priority"]}: from ${r["src"]} lookup ${r["table"]}`),
+    );
   /** Every route outside the local table, one line each (link-local neighbours' addresses differ between namespaces). */
-  const routes = (ctr: Netns) => ipIn(ctr, ["-d", "route", "show", "table", "all"]).filter((r) => r["table"] !== "local")
-    .map((r) => JSON.stringify(r));
-  const mainRoutes = (ctr: Netns, dev = "eth0") => [4, 6].flatMap((f) => ipIn(ctr, [`-${f}`, "route", "show", "table", "main"]).filter((r) => r["dev"] === dev || !r["dev"]));
-  const tableRoutes = (ctr: Netns, table: number) => ipIn(ctr, ["-N", "route", "show", "table", "all"]).filter((r) => r["table"] === String(table))
-    .map((r) => `${r["dst"]}${r["gateway"] ? ` via ${r["gateway"]}` : ""}`);
+  const routes = (ctr: Netns) =>
+    ipIn(ctr, ["-d", "route", "show", "table", "all"])
+      .filter((r) => r["table"] !== "local")
+      .map((r) => JSON.stringify(r));
+  const mainRoutes = (ctr: Netns, dev = "eth0") =>
+    [4, 6].flatMap((f) => ipIn(ctr, [`-${f}`, "route", "show", "table", "main"]).filter((r) => r["dev"] === dev || !r["dev"]));
+  const tableRoutes = (ctr: Netns, table: number) =>
+    ipIn(ctr, ["-N", "route", "show", "table", "all"])
+      .filter((r) => r["table"] === String(table))
+      .map((r) => `${r["dst"]}${r["gateway"] ? ` via ${r["gateway"]}` : ""}`);
 
   test("ADD, CHECK, DEL, DEL again (dual-stack): a rule and a table per address, main emptied; CHECK holds", async () => {
     const { host, br, n } = newHost();
     const net = write(host, chain(host, `sn${tag}a`, br, {}, ["10.205.0.0/24", "fd20:205::/64"]));
     const ctr = host.container(`tscni-sc-${tag}-a`);
     const r = await host.add(net, ctr);
-    assert.deepEqual(r.ips!.map((i) => i.address), ["10.205.0.2/24", "fd20:205::2/64"], `n=${n}`);
+    assert.deepEqual(
+      r.ips!.map((i) => i.address),
+      ["10.205.0.2/24", "fd20:205::2/64"],
+      `n=${n}`,
+    );
     assert.deepEqual(rules(ctr), ["32765: from 10.205.0.2 lookup 100", "32765: from fd20:205::2 lookup 101"]);
     assert.deepEqual(tableRoutes(ctr, 100).sort(), ["10.205.0.0/24", "default via 10.205.0.1", "fd20:205::/64", "fe80::/64"].sort());
     assert.deepEqual(tableRoutes(ctr, 101).sort(), ["default via fd20:205::1", "fd20:205::/64", "fe80::/64"].sort());
@@ -83,7 +102,11 @@ describe("sbr plugin", { skip }, () => {
       const net = write(host, { cniVersion: "1.0.0", name: `sk${tag}${n}`, plugins: [mainPlugin, { type: "sbr" }] });
       const ctr = host.container(`tscni-sk-${tag}-${n}`);
       await host.add(net, ctr);
-      assert.deepEqual(mainRoutes(ctr).filter((r) => r["dst"] === "default"), [], "sbr moved the default routes");
+      assert.deepEqual(
+        mainRoutes(ctr).filter((r) => r["dst"] === "default"),
+        [],
+        "sbr moved the default routes",
+      );
       await host.must("check", net, ctr);
 
       ctr.exec("ip", ["-4", "route", "del", "default", "table", "100"]);
@@ -118,7 +141,11 @@ describe("sbr plugin", { skip }, () => {
   test("differential with Go 1.1.1: same rules and tables for the same prevResult; each DEL removes the other's rules", async () => {
     const ours = newHost();
     const go = newHost();
-    const goPath = pluginDir(cleanup, { bridge: path.join(OUR_BIN, "bridge"), "host-local": path.join(OUR_BIN, "host-local"), sbr: path.join(GO_BIN, "sbr") });
+    const goPath = pluginDir(cleanup, {
+      bridge: path.join(OUR_BIN, "bridge"),
+      "host-local": path.join(OUR_BIN, "host-local"),
+      sbr: path.join(GO_BIN, "sbr"),
+    });
     const listOurs = chain(ours.host, `sn${tag}d`, `tsd${tag}`, {}, ["10.205.2.0/24", "fd20:225::/64"], true);
     const listGo = chain(go.host, `sn${tag}d`, `tsd${tag}`, {}, ["10.205.2.0/24", "fd20:225::/64"], true);
     const a = ours.host.container(`tscni-sc-${tag}-d1`);
@@ -129,7 +156,10 @@ describe("sbr plugin", { skip }, () => {
     assert.deepEqual(rA.ips, rB.ips);
     assert.deepEqual(rules(a), rules(b));
     assert.deepEqual(routes(a), routes(b));
-    assert.ok(routes(a).some((r) => r.includes('"table":"101"')), routes(a).join("\n"));
+    assert.ok(
+      routes(a).some((r) => r.includes('"table":"101"')),
+      routes(a).join("\n"),
+    );
 
     // Our CHECK accepts Go's rules.
     const check = await runPlugin(go.host, OUR_BIN, listGo, 1, "CHECK", { CNI_CONTAINERID: id, CNI_NETNS: b.path }, rB);
@@ -165,9 +195,15 @@ describe("sbr plugin", { skip }, () => {
     const net = write(host, chain(host, `sn${tag}h`, br, { gateways: ["10.205.4.254"], addSourceHints: true }, ["10.205.4.0/24"]));
     const ctr = host.container(`tscni-sc-${tag}-h`);
     await host.add(net, ctr);
-    assert.deepEqual(tableRoutes(ctr, 100).filter((r) => r.startsWith("default")), ["default via 10.205.4.254"]);
+    assert.deepEqual(
+      tableRoutes(ctr, 100).filter((r) => r.startsWith("default")),
+      ["default via 10.205.4.254"],
+    );
     const main = ipIn(ctr, ["-4", "route", "show", "table", "main"]);
-    assert.deepEqual(main.map((r) => `${r["dst"]} ${r["prefsrc"]} ${r["scope"]}`), ["10.205.4.0/24 10.205.4.2 link"]);
+    assert.deepEqual(
+      main.map((r) => `${r["dst"]} ${r["prefsrc"]} ${r["scope"]}`),
+      ["10.205.4.0/24 10.205.4.2 link"],
+    );
     await host.must("check", net, ctr);
     await host.must("del", net, ctr);
   });

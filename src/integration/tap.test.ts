@@ -24,13 +24,23 @@ function tapOf(ctr: Netns, name = "eth0"): Json | undefined {
   const info = (l["linkinfo"] ?? {}) as Json;
   const data = (info["info_data"] ?? {}) as Json;
   return {
-    kind: info["info_kind"], type: data["type"], multiQueue: data["multi_queue"], persist: data["persist"], user: data["user"], group: data["group"],
-    mtu: l["mtu"], mac: l["address"], up: (l["flags"] as string[]).includes("UP"), master: l["master"],
+    kind: info["info_kind"],
+    type: data["type"],
+    multiQueue: data["multi_queue"],
+    persist: data["persist"],
+    user: data["user"],
+    group: data["group"],
+    mtu: l["mtu"],
+    mac: l["address"],
+    up: (l["flags"] as string[]).includes("UP"),
+    master: l["master"],
   };
 }
 
 const addresses = (ctr: Netns, dev = "eth0"): string[] =>
-  ipIn(ctr, ["addr", "show", "dev", dev]).flatMap((l) => (l["addr_info"] as Json[]).filter((a) => a["scope"] === "global").map((a) => `${String(a["local"])}/${String(a["prefixlen"])}`));
+  ipIn(ctr, ["addr", "show", "dev", dev]).flatMap((l) =>
+    (l["addr_info"] as Json[]).filter((a) => a["scope"] === "global").map((a) => `${String(a["local"])}/${String(a["prefixlen"])}`),
+  );
 
 describe("tap plugin", { skip }, () => {
   const cleanup = new Cleanup();
@@ -49,8 +59,15 @@ describe("tap plugin", { skip }, () => {
     const bridge = `br${tag}`;
     ctr.exec("ip", ["link", "add", bridge, "type", "bridge"]);
     const plugin = {
-      type: "tap", mac: "02:00:00:00:07:01", mtu: 1400, owner: 4242, group: 4343, multiQueue: true, bridge,
-      dns: { nameservers: ["10.245.0.53"] }, ipam: host.hostLocal(["10.245.0.0/24"], { routes: [{ dst: "10.99.0.0/16" }] }),
+      type: "tap",
+      mac: "02:00:00:00:07:01",
+      mtu: 1400,
+      owner: 4242,
+      group: 4343,
+      multiQueue: true,
+      bridge,
+      dns: { nameservers: ["10.245.0.53"] },
+      ipam: host.hostLocal(["10.245.0.0/24"], { routes: [{ dst: "10.99.0.0/16" }] }),
     };
     const net = host.writeNetwork({ cniVersion: "1.0.0", name: `tp${tag}${n}`, plugins: [plugin] });
     const r = await host.add(net, ctr);
@@ -62,12 +79,27 @@ describe("tap plugin", { skip }, () => {
       dns: { nameservers: ["10.245.0.53"] },
     });
     assert.deepEqual(tapOf(ctr), {
-      kind: "tun", type: "tap", multiQueue: true, persist: true, user: 4242, group: 4343, mtu: 1400, mac: "02:00:00:00:07:01", up: true, master: bridge,
+      kind: "tun",
+      type: "tap",
+      multiQueue: true,
+      persist: true,
+      user: 4242,
+      group: 4343,
+      mtu: 1400,
+      mac: "02:00:00:00:07:01",
+      up: true,
+      master: bridge,
     });
     assert.deepEqual(addresses(ctr), ["10.245.0.2/24"]);
     assert.equal(ctr.sysctl("net.ipv4.conf.eth0.arp_notify"), "1");
     assert.ok(ipIn(ctr, ["route", "show"]).some((x) => x["dst"] === "10.99.0.0/16" && x["gateway"] === "10.245.0.1"));
-    assert.deepEqual(ipIn(ctr, ["link", "show"]).map((l) => l["ifname"]).sort(), [bridge, "eth0", "lo"].sort(), "no temporary link left");
+    assert.deepEqual(
+      ipIn(ctr, ["link", "show"])
+        .map((l) => l["ifname"])
+        .sort(),
+      [bridge, "eth0", "lo"].sort(),
+      "no temporary link left",
+    );
 
     await host.must("check", net, ctr);
     ctr.exec("ip", ["link", "set", "eth0", "nomaster"]);
@@ -90,7 +122,16 @@ describe("tap plugin", { skip }, () => {
     assert.deepEqual(r.interfaces, [{ name: "tap0", mac: "02:00:00:00:07:03", sandbox: ctr.path }]);
     assert.equal(r.ips, undefined);
     assert.deepEqual(tapOf(ctr, "tap0"), {
-      kind: "tun", type: "tap", multiQueue: false, persist: true, user: undefined, group: undefined, mtu: 1500, mac: "02:00:00:00:07:03", up: true, master: undefined,
+      kind: "tun",
+      type: "tap",
+      multiQueue: false,
+      persist: true,
+      user: undefined,
+      group: undefined,
+      mtu: 1500,
+      mac: "02:00:00:00:07:03",
+      up: true,
+      master: undefined,
     });
     await host.must("check", net, ctr, { CNI_IFNAME: "tap0" });
     ctr.delete();
@@ -119,7 +160,12 @@ describe("tap plugin", { skip }, () => {
       assert.equal(err.code, code, err.msg);
       assert.match(err.msg, message);
     }
-    assert.deepEqual(ipIn(ctr, ["link", "show"]).map((l) => l["ifname"]).sort(), ["lo", `v${tag}a`, `v${tag}b`].sort());
+    assert.deepEqual(
+      ipIn(ctr, ["link", "show"])
+        .map((l) => l["ifname"])
+        .sort(),
+      ["lo", `v${tag}a`, `v${tag}b`].sort(),
+    );
     assert.deepEqual(host.allocations(`tx${tag}${n}`), []);
   });
 });

@@ -9,7 +9,7 @@ import { describe, test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { Cleanup, GO_BIN, Netns, OUR_BIN, runTag, skipReason } from "../testing/harness.js";
+import { Cleanup, GO_BIN, type Netns, OUR_BIN, runTag, skipReason } from "../testing/harness.js";
 import { cniError, containerIdOf, Host, ipIn, pluginDir, type Result, type RunResult } from "../testing/rig.js";
 
 const skip = skipReason(true);
@@ -19,13 +19,22 @@ const TUNING = path.join(OUR_BIN, "tuning");
 type Json = Record<string, unknown>;
 
 /** The settings tuning can change, as the kernel reports them. */
-interface LinkState { mac: string; mtu: number; promisc: boolean; allmulti: boolean; txqlen: number }
+interface LinkState {
+  mac: string;
+  mtu: number;
+  promisc: boolean;
+  allmulti: boolean;
+  txqlen: number;
+}
 
 function linkState(ns: Netns, dev: string): LinkState {
   const l = ipIn(ns, ["link", "show", "dev", dev])[0]!;
   const flags = l["flags"] as string[];
   return {
-    mac: String(l["address"]), mtu: Number(l["mtu"]), promisc: flags.includes("PROMISC"), allmulti: flags.includes("ALLMULTI"),
+    mac: String(l["address"]),
+    mtu: Number(l["mtu"]),
+    promisc: flags.includes("PROMISC"),
+    allmulti: flags.includes("ALLMULTI"),
     txqlen: Number(l["txqlen"] ?? 0),
   };
 }
@@ -39,7 +48,11 @@ describe("tuning plugin", { skip }, () => {
   let goPath: string;
 
   before(() => {
-    goPath = pluginDir(cleanup, { bridge: path.join(GO_BIN, "bridge"), "host-local": path.join(GO_BIN, "host-local"), tuning: path.join(GO_BIN, "tuning") });
+    goPath = pluginDir(cleanup, {
+      bridge: path.join(GO_BIN, "bridge"),
+      "host-local": path.join(GO_BIN, "host-local"),
+      tuning: path.join(GO_BIN, "tuning"),
+    });
   });
   after(() => cleanup.run());
 
@@ -50,7 +63,8 @@ describe("tuning plugin", { skip }, () => {
     const dataDir = cleanup.dir("tscni-tuning-");
     const tuningConf = { type: "tuning", dataDir, ...tuning };
     const name = host.writeNetwork({
-      cniVersion: opts.cniVersion ?? "1.0.0", name: `tn${tag}${n}`,
+      cniVersion: opts.cniVersion ?? "1.0.0",
+      name: `tn${tag}${n}`,
       plugins: [{ type: "bridge", bridge: `tt${tag}${n}`, isGateway: true, ipam: host.hostLocal([opts.subnet ?? "10.231.0.0/24"]) }, tuningConf],
     });
     return { host, name, dataDir, tuningConf, ctr: host.container(`tscni-tc-${tag}-${n}`) };
@@ -72,7 +86,10 @@ describe("tuning plugin", { skip }, () => {
     const { host, name, dataDir, tuningConf, ctr } = setup({
       capabilities: { mac: true },
       sysctl: { "net.ipv4.conf.IFNAME.arp_notify": "1", "net/ipv4/conf/IFNAME/rp_filter": "2", "net.core.somaxconn": "1234" },
-      mtu: 1400, promisc: true, allmulti: true, txQLen: 77,
+      mtu: 1400,
+      promisc: true,
+      allmulti: true,
+      txQLen: 77,
     });
     const id = containerIdOf(ctr);
     const capArgs = JSON.stringify({ mac: newMac });
@@ -128,7 +145,10 @@ describe("tuning plugin", { skip }, () => {
     const noNs = await runTuning(host, "DEL", tuningStdin(name, tuningConf, undefined), { CNI_CONTAINERID: id, CNI_NETNS: "" });
     assert.equal(noNs.code, 0, noNs.stdout);
     assert.equal(existsSync(backupPath), false);
-    const gone = await runTuning(host, "DEL", tuningStdin(name, tuningConf, stale), { CNI_CONTAINERID: id, CNI_NETNS: `/run/netns/tscni-none-${tag}` });
+    const gone = await runTuning(host, "DEL", tuningStdin(name, tuningConf, stale), {
+      CNI_CONTAINERID: id,
+      CNI_NETNS: `/run/netns/tscni-none-${tag}`,
+    });
     assert.equal(gone.code, 0, gone.stdout);
     await host.must("del", name, ctr);
   });
@@ -145,12 +165,15 @@ describe("tuning plugin", { skip }, () => {
     // No MAC: the prevResult comes back as bridge made it.
     const plain = setup({ sysctl: { "net.ipv4.conf.IFNAME.arp_notify": "1" } }, { subnet: "10.233.0.0/24" });
     const bridgeOnly = plain.host.writeNetwork({
-      cniVersion: "1.0.0", name: `${plain.name}b`,
+      cniVersion: "1.0.0",
+      name: `${plain.name}b`,
       plugins: [{ type: "bridge", bridge: `tu${tag}${seq}`, ipam: plain.host.hostLocal(["10.234.0.0/24"]) }],
     });
     const prev = await plain.host.add(bridgeOnly, plain.ctr);
-    const direct = await runTuning(plain.host, "ADD", tuningStdin(bridgeOnly, plain.tuningConf, prev),
-      { CNI_CONTAINERID: containerIdOf(plain.ctr), CNI_NETNS: plain.ctr.path });
+    const direct = await runTuning(plain.host, "ADD", tuningStdin(bridgeOnly, plain.tuningConf, prev), {
+      CNI_CONTAINERID: containerIdOf(plain.ctr),
+      CNI_NETNS: plain.ctr.path,
+    });
     assert.equal(direct.code, 0, direct.stdout);
     assert.deepEqual(JSON.parse(direct.stdout), prev);
     await plain.host.must("del", bridgeOnly, plain.ctr);
@@ -166,13 +189,19 @@ describe("tuning plugin", { skip }, () => {
     const good = { "net.ipv4.conf.IFNAME.arp_notify": arpNotify === "1" ? "0" : "1" };
 
     const cases: Array<[string, RegExp]> = [
-      [tuningStdin(name, { type: "tuning", dataDir, mtu: 1280, sysctl: { ...good, "net.ipv4.conf.IFNAME.no_such_key": "1" } }, prev),
-        /"sysctl": "net\.ipv4\.conf\.IFNAME\.no_such_key" \(no such sysctl in the container/],
-      [tuningStdin(name, { type: "tuning", dataDir, mtu: 1280, sysctl: { ...good, "kernel.hostname": "x" } }, prev),
-        /"sysctl": "kernel\.hostname" \(only network sysctls/],
-      [`{"cniVersion":"1.0.0","name":"${name}","type":"tuning","dataDir":"${dataDir}","mtu":1280,` +
-        `"sysctl":{"net.ipv4.conf.IFNAME.arp_notify":"1","net.ipv4.conf.IFNAME.arp_notify":"0"},"prevResult":${JSON.stringify(prev)}}`,
-        /"sysctl": "net\.ipv4\.conf\.IFNAME\.arp_notify" \(the same sysctl key is given twice\)/],
+      [
+        tuningStdin(name, { type: "tuning", dataDir, mtu: 1280, sysctl: { ...good, "net.ipv4.conf.IFNAME.no_such_key": "1" } }, prev),
+        /"sysctl": "net\.ipv4\.conf\.IFNAME\.no_such_key" \(no such sysctl in the container/,
+      ],
+      [
+        tuningStdin(name, { type: "tuning", dataDir, mtu: 1280, sysctl: { ...good, "kernel.hostname": "x" } }, prev),
+        /"sysctl": "kernel\.hostname" \(only network sysctls/,
+      ],
+      [
+        `{"cniVersion":"1.0.0","name":"${name}","type":"tuning","dataDir":"${dataDir}","mtu":1280,` +
+          `"sysctl":{"net.ipv4.conf.IFNAME.arp_notify":"1","net.ipv4.conf.IFNAME.arp_notify":"0"},"prevResult":${JSON.stringify(prev)}}`,
+        /"sysctl": "net\.ipv4\.conf\.IFNAME\.arp_notify" \(the same sysctl key is given twice\)/,
+      ],
       [tuningStdin(name, { type: "tuning", dataDir, mtu: 1280, sysctl: good, mac: "ff:ff:ff:ff:ff:ff" }, prev), /"mac".*multicast/],
       [tuningStdin(name, { type: "tuning", dataDir, mtu: -3, sysctl: good }, prev), /"mtu": -3/],
       [tuningStdin(name, { type: "tuning", dataDir, mtu: 1280, sysctl: good }, undefined), /Required prevResult missing/],
@@ -197,9 +226,21 @@ describe("tuning plugin", { skip }, () => {
     assert.equal(existsSync(path.join(dataDir, `${id}_eth0.json`)), false, "backup removed");
 
     // A value the kernel refuses: the sysctls written before it are put back, the link is not touched.
-    const refused = await runTuning(host, "ADD", tuningStdin(name, {
-      type: "tuning", dataDir, mtu: 1280, sysctl: { ...good, "net.ipv4.conf.IFNAME.rp_filter": "not-a-number" },
-    }, prev), env);
+    const refused = await runTuning(
+      host,
+      "ADD",
+      tuningStdin(
+        name,
+        {
+          type: "tuning",
+          dataDir,
+          mtu: 1280,
+          sysctl: { ...good, "net.ipv4.conf.IFNAME.rp_filter": "not-a-number" },
+        },
+        prev,
+      ),
+      env,
+    );
     assert.equal(refused.code, 1);
     assert.match(cniError(refused).msg, /cannot write "not-a-number" to \/proc\/sys\/net\/ipv4\/conf\/eth0\/rp_filter/);
     assert.deepEqual(linkState(ctr, "eth0"), before);
@@ -216,12 +257,19 @@ describe("tuning plugin", { skip }, () => {
     const goBackup = path.join(dataDir, "go-made-container_eth0.json"); // Go writes no network file
     writeFileSync(goBackup, `{"mtu": 1500}`);
     const listing = () => readdirSync(dataDir).sort();
-    assert.deepEqual(listing(), [`${kept}_eth0.json`, `${kept}_eth0.network`, `${gone}_eth0.json`, `${gone}_eth0.network`, "go-made-container_eth0.json"].sort());
+    assert.deepEqual(
+      listing(),
+      [`${kept}_eth0.json`, `${kept}_eth0.network`, `${gone}_eth0.json`, `${gone}_eth0.network`, "go-made-container_eth0.json"].sort(),
+    );
     assert.equal(readFileSync(path.join(dataDir, `${kept}_eth0.network`), "utf8"), `${name}\n`);
 
-    const gc = (network: string, valid?: Array<{ containerID: string; ifname: string }>) => runTuning(host, "GC",
-      JSON.stringify({ cniVersion: "1.1.0", name: network, ...tuningConf, ...(valid ? { "cni.dev/valid-attachments": valid } : {}) }),
-      { CNI_CONTAINERID: "", CNI_IFNAME: "" });
+    const gc = (network: string, valid?: Array<{ containerID: string; ifname: string }>) =>
+      runTuning(
+        host,
+        "GC",
+        JSON.stringify({ cniVersion: "1.1.0", name: network, ...tuningConf, ...(valid ? { "cni.dev/valid-attachments": valid } : {}) }),
+        { CNI_CONTAINERID: "", CNI_IFNAME: "" },
+      );
     for (const r of [await gc(name), await gc(`other${tag}`, [])]) assert.equal(r.code, 0, r.stdout);
     assert.equal(listing().length, 5, "no list, or another network: nothing is stale");
 
@@ -236,16 +284,34 @@ describe("tuning plugin", { skip }, () => {
   });
 
   test("differential against Go 1.1.1: same container state, backup file and result; each restores the other's backup", async () => {
-    const tuning = { sysctl: { "net.ipv4.conf.IFNAME.arp_notify": "1", "net.ipv4.conf.all.rp_filter": "2" }, mac: "0a:58:0a:ee:00:05", mtu: 1400, promisc: true, allmulti: true };
+    const tuning = {
+      sysctl: { "net.ipv4.conf.IFNAME.arp_notify": "1", "net.ipv4.conf.all.rp_filter": "2" },
+      mac: "0a:58:0a:ee:00:05",
+      mtu: 1400,
+      promisc: true,
+      allmulti: true,
+    };
     const go = setup(tuning, { cniPath: goPath, subnet: "10.236.0.0/24" });
-    const ours = setup(tuning, { cniPath: pluginDir(cleanup, { bridge: path.join(GO_BIN, "bridge"), "host-local": path.join(GO_BIN, "host-local"), tuning: TUNING }), subnet: "10.236.0.0/24" });
+    const ours = setup(tuning, {
+      cniPath: pluginDir(cleanup, { bridge: path.join(GO_BIN, "bridge"), "host-local": path.join(GO_BIN, "host-local"), tuning: TUNING }),
+      subnet: "10.236.0.0/24",
+    });
     const goResult = await go.host.add(go.name, go.ctr);
     const ourResult = await ours.host.add(ours.name, ours.ctr);
 
-    const strip = (r: Result) => ({ ...r, interfaces: r.interfaces!.map((i) => ({ ...i, mac: i.sandbox ? i.mac : "*", name: i.sandbox ? i.name : "*", sandbox: i.sandbox ? "*" : undefined })) });
+    const strip = (r: Result) => ({
+      ...r,
+      interfaces: r.interfaces!.map((i) => ({
+        ...i,
+        mac: i.sandbox ? i.mac : "*",
+        name: i.sandbox ? i.name : "*",
+        sandbox: i.sandbox ? "*" : undefined,
+      })),
+    });
     assert.deepEqual(strip(ourResult), strip(goResult));
     assert.deepEqual(linkState(ours.ctr, "eth0"), linkState(go.ctr, "eth0"));
-    for (const key of ["net.ipv4.conf.eth0.arp_notify", "net.ipv4.conf.all.rp_filter"]) assert.equal(sysctlIn(ours.ctr, key), sysctlIn(go.ctr, key), key);
+    for (const key of ["net.ipv4.conf.eth0.arp_notify", "net.ipv4.conf.all.rp_filter"])
+      assert.equal(sysctlIn(ours.ctr, key), sysctlIn(go.ctr, key), key);
     const backupText = (x: typeof go) => readFileSync(path.join(x.dataDir, `${containerIdOf(x.ctr)}_eth0.json`), "utf8");
     const goBackup = backupText(go);
     const ourBackup = backupText(ours);

@@ -39,7 +39,8 @@ describe("vrf plugin", { skip }, () => {
     return { host: new Host(cleanup, `tscni-vh-${tag}-${n}`, OUR_BIN), br: `tv${tag}${n}`, n };
   };
   const chain = (host: Host, name: string, br: string, keys: Json, subnets: string[]): ChainList => ({
-    cniVersion: "1.0.0", name,
+    cniVersion: "1.0.0",
+    name,
     plugins: [
       { type: "bridge", bridge: br, isGateway: true, ipam: host.hostLocal(subnets, { routes: [{ dst: "192.168.77.0/24" }] }) },
       { type: "vrf", ...keys },
@@ -59,7 +60,10 @@ describe("vrf plugin", { skip }, () => {
     const add = await runPlugin(host, OUR_BIN, list, 1, "ADD", env, prev);
     const err = cniError(add);
     assert.match(err.msg, /put eth0 into VRF red \(ip link add name red type vrf table 1\)/);
-    assert.deepEqual(links(ctr).map((l) => `${l["ifname"]} ${l["master"] ?? ""}`), before);
+    assert.deepEqual(
+      links(ctr).map((l) => `${l["ifname"]} ${l["master"] ?? ""}`),
+      before,
+    );
     // DEL has nothing to do and says so by succeeding.
     assert.equal((await runPlugin(host, OUR_BIN, list, 1, "DEL", env, prev)).code, 0);
     const check = cniError(await runPlugin(host, OUR_BIN, list, 1, "CHECK", env, prev));
@@ -87,11 +91,17 @@ describe("vrf plugin", { skip }, () => {
       [{ vrfname: "red", table: -1 }, /"table": -1/],
     ];
     for (const [keys, expected] of cases) {
-      const e = cniError(await runPlugin(host, OUR_BIN, chain(host, `vn${tag}w`, br, keys, ["10.206.2.0/24"]), 1, "ADD", env, { cniVersion: "1.0.0" }));
+      const e = cniError(
+        await runPlugin(host, OUR_BIN, chain(host, `vn${tag}w`, br, keys, ["10.206.2.0/24"]), 1, "ADD", env, { cniVersion: "1.0.0" }),
+      );
       assert.equal(e.code, 7, JSON.stringify(e));
       assert.match(e.msg, expected);
     }
-    const old = cniError(await runPlugin(host, OUR_BIN, { ...chain(host, `vn${tag}w`, br, { vrfname: "red" }, []), cniVersion: "0.3.0" }, 1, "ADD", env, { cniVersion: "0.3.0" }));
+    const old = cniError(
+      await runPlugin(host, OUR_BIN, { ...chain(host, `vn${tag}w`, br, { vrfname: "red" }, []), cniVersion: "0.3.0" }, 1, "ADD", env, {
+        cniVersion: "0.3.0",
+      }),
+    );
     assert.equal(old.code, 1);
     const noPrev = cniError(await runPlugin(host, OUR_BIN, chain(host, `vn${tag}w`, br, { vrfname: "red" }, []), 1, "ADD", env));
     assert.match(noPrev.msg, /missing prevResult/);
@@ -110,7 +120,10 @@ describe("vrf plugin", { skip }, () => {
     assert.equal(table, 1);
     assert.equal(linkNamed(ctr, "eth0")!["master"], "red");
     const inTable = ipIn(ctr, ["-N", "route", "show", "table", "all"]).filter((r) => r["table"] === "1");
-    assert.ok(inTable.some((r) => r["dst"] === "192.168.77.0/24"), JSON.stringify(inTable));
+    assert.ok(
+      inTable.some((r) => r["dst"] === "192.168.77.0/24"),
+      JSON.stringify(inTable),
+    );
     const v6 = (ipIn(ctr, ["-6", "addr", "show", "dev", "eth0", "scope", "global"])[0]!["addr_info"] as Json[]).map((a) => a["local"]);
     assert.deepEqual(v6, ["fd20:263::2"], "the IPv6 address is back");
     await chainRun(host, OUR_BIN, list, "CHECK", env, result);

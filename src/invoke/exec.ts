@@ -44,7 +44,11 @@ const ERRNO_TEXT: Record<string, string> = {
   EISDIR: "is a directory",
 };
 
-interface RunOutcome { stdout: Buffer; stderr: Buffer; failure?: string }
+interface RunOutcome {
+  stdout: Buffer;
+  stderr: Buffer;
+  failure?: string;
+}
 
 function runOnce(pluginPath: string, stdin: Uint8Array, env: Env, options: ExecOptions): Promise<RunOutcome> {
   // Loaded on first use (docs/startup.md): most plugin calls never exec anything.
@@ -62,7 +66,9 @@ function runOnce(pluginPath: string, stdin: Uint8Array, env: Env, options: ExecO
     let spawnFailure: string | undefined;
     child.stdout.on("data", (b: Buffer) => out.push(b));
     child.stderr.on("data", (b: Buffer) => err.push(b));
-    child.stdin.on("error", () => { /* the plugin may exit without reading stdin */ });
+    child.stdin.on("error", () => {
+      /* the plugin may exit without reading stdin */
+    });
     child.on("error", (e: NodeJS.ErrnoException) => {
       if (e.name === "AbortError") return; // reported through the close event as a signal
       const code = e.code ?? "";

@@ -20,8 +20,7 @@ function checkName(plugin: string, paths: readonly string[]): void {
   if (paths.length === 0) throw new Error("no paths provided");
 }
 
-const notFound = (plugin: string, paths: readonly string[]) =>
-  new Error(`failed to find plugin "${plugin}" in path [${paths.join(" ")}]`);
+const notFound = (plugin: string, paths: readonly string[]) => new Error(`failed to find plugin "${plugin}" in path [${paths.join(" ")}]`);
 
 /**
  * The first `<dir>/<plugin>` that is a regular file (symlinks followed), in CNI_PATH order. (A synchronous stat

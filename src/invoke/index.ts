@@ -8,8 +8,18 @@ export { splitPathList, findInPath, findInPathSync } from "./find.js";
 export { invokeEnv, delegateEnv, type CniCommand, type InvokeArgs, type Env } from "./args.js";
 export { RawExec, pluginFailure, UnknownOutcomeError, type ExecOptions, type PluginExec, type StderrSink } from "./exec.js";
 export {
-  decodePluginResult, execPluginWithResult, execPluginWithoutResult, getVersionInfo, versionProbeEnv,
-  delegateAdd, delegateCheck, delegateDel, delegateStatus, delegateGC, setDefaultExec, getDefaultExec,
+  decodePluginResult,
+  execPluginWithResult,
+  execPluginWithoutResult,
+  getVersionInfo,
+  versionProbeEnv,
+  delegateAdd,
+  delegateCheck,
+  delegateDel,
+  delegateStatus,
+  delegateGC,
+  setDefaultExec,
+  getDefaultExec,
   type DelegateOptions,
 } from "./plugin.js";
 export { TRACE_CONTEXT_VARIABLES, isValidTraceparent, type TraceContext } from "../spec/trace-context.js";

@@ -12,8 +12,16 @@ import { delegateEnv, invokeEnv, type Env } from "./args.js";
 import { pluginFailure, RawExec, type PluginExec, UnknownOutcomeError } from "./exec.js";
 import { findInPath, findInPathSync, splitPathList } from "./find.js";
 import {
-  decodePluginResult, delegateAdd, delegateCheck, delegateDel, delegateGC, delegateStatus, execPluginWithoutResult,
-  execPluginWithResult, getVersionInfo, versionProbeEnv,
+  decodePluginResult,
+  delegateAdd,
+  delegateCheck,
+  delegateDel,
+  delegateGC,
+  delegateStatus,
+  execPluginWithoutResult,
+  execPluginWithResult,
+  getVersionInfo,
+  versionProbeEnv,
 } from "./plugin.js";
 import { readDebug, stdinOf, writeDebug } from "../testing/plugins/noop-debug.js";
 import { installEnvRecorder, recordedEnv, RECORDER_RESULT, resetRecorder } from "../testing/env-recorder.js";
@@ -57,21 +65,39 @@ function fakeExec(stdout: string, error?: Error) {
 
 describe("invokeEnv (Args.AsEnv)", () => {
   const base: Env = {
-    HOME: "/root", PATH: "/usr/bin",
-    CNI_COMMAND: "DEL", CNI_IFNAME: "eth0", CNI_CONTAINERID: "id", CNI_ARGS: "args", CNI_NETNS: "testns", CNI_PATH: "testpath",
+    HOME: "/root",
+    PATH: "/usr/bin",
+    CNI_COMMAND: "DEL",
+    CNI_IFNAME: "eth0",
+    CNI_CONTAINERID: "id",
+    CNI_ARGS: "args",
+    CNI_NETNS: "testns",
+    CNI_PATH: "testpath",
   };
   const args = {
-    command: "ADD", containerID: "some-container-id", netNS: "/some/netns/path",
-    pluginArgs: [["KEY1", "VALUE1"], ["KEY2", "VALUE2"]] as Array<[string, string]>, ifName: "eth7", path: ["/some/cni/path"],
+    command: "ADD",
+    containerID: "some-container-id",
+    netNS: "/some/netns/path",
+    pluginArgs: [
+      ["KEY1", "VALUE1"],
+      ["KEY2", "VALUE2"],
+    ] as Array<[string, string]>,
+    ifName: "eth7",
+    path: ["/some/cni/path"],
   };
 
   test("replaces the six CNI variables and keeps the rest", () => {
     const env = invokeEnv(args, base);
     assert.equal(Object.keys(env).length, Object.keys(base).length);
     assert.deepEqual(env, {
-      HOME: "/root", PATH: "/usr/bin",
-      CNI_COMMAND: "ADD", CNI_IFNAME: "eth7", CNI_CONTAINERID: "some-container-id", CNI_ARGS: "KEY1=VALUE1;KEY2=VALUE2",
-      CNI_NETNS: "/some/netns/path", CNI_PATH: "/some/cni/path",
+      HOME: "/root",
+      PATH: "/usr/bin",
+      CNI_COMMAND: "ADD",
+      CNI_IFNAME: "eth7",
+      CNI_CONTAINERID: "some-container-id",
+      CNI_ARGS: "KEY1=VALUE1;KEY2=VALUE2",
+      CNI_NETNS: "/some/netns/path",
+      CNI_PATH: "/some/cni/path",
     });
     assert.equal(base["CNI_COMMAND"], "DEL", "the base environment is not modified");
   });
@@ -127,7 +153,10 @@ describe("findInPath", () => {
     fs.symlinkSync(path.join(pluginDir, pluginName), path.join(pluginDir, "a-link"));
   });
 
-  for (const [label, find] of [["async", findInPath], ["sync", async (p: string, d: readonly string[]) => findInPathSync(p, d)]] as const) {
+  for (const [label, find] of [
+    ["async", findInPath],
+    ["sync", async (p: string, d: readonly string[]) => findInPathSync(p, d)],
+  ] as const) {
     describe(label, () => {
       test("returns the path in the first directory holding the plugin", async () => {
         assert.equal(await find(pluginName, [emptyDir, pluginDir]), path.join(pluginDir, pluginName));
@@ -143,8 +172,7 @@ describe("findInPath", () => {
 
       test("not found names the directories", async () => {
         await assert.rejects(find(pluginName, [emptyDir]), { message: `failed to find plugin "${pluginName}" in path [${emptyDir}]` });
-        await assert.rejects(find("nope", [emptyDir, pluginDir]),
-          { message: `failed to find plugin "nope" in path [${emptyDir} ${pluginDir}]` });
+        await assert.rejects(find("nope", [emptyDir, pluginDir]), { message: `failed to find plugin "nope" in path [${emptyDir} ${pluginDir}]` });
       });
 
       test("a name with a directory separator is refused", async () => {
@@ -224,8 +252,9 @@ describe("execPluginWithResult / execPluginWithoutResult (fake exec)", () => {
 
   test("decodePluginResult: null output is an empty result; a bad config version is reported", () => {
     assert.equal(decodePluginResult(netconf, Buffer.from("null")).cniVersion, "0.3.1");
-    assert.throws(() => decodePluginResult(Buffer.from("{"), Buffer.from("{}")),
-      { message: "decoding version from network config: unexpected end of JSON input" });
+    assert.throws(() => decodePluginResult(Buffer.from("{"), Buffer.from("{}")), {
+      message: "decoding version from network config: unexpected end of JSON input",
+    });
   });
 
   test("execPluginWithoutResult ignores stdout and passes arguments through", async () => {
@@ -276,8 +305,7 @@ describe("getVersionInfo (fake exec)", () => {
   });
 
   test("the noop plugin reports its default list", async () => {
-    assert.deepEqual((await getVersionInfo(NOOP)).supportedVersions,
-      ["0.-42.0", "0.1.0", "0.2.0", "0.3.0", "0.3.1", "0.4.0", "1.0.0", "1.1.0"]);
+    assert.deepEqual((await getVersionInfo(NOOP)).supportedVersions, ["0.-42.0", "0.1.0", "0.2.0", "0.3.0", "0.3.1", "0.4.0", "1.0.0", "1.1.0"]);
   });
 });
 
@@ -325,8 +353,12 @@ describe("RawExec with the noop plugin", () => {
     writeDebug(debugFile, { ReportResult: reportResult, ReportStderr: "some stderr message" });
     env = {
       PATH: process.env["PATH"], // the test plugins are node scripts
-      CNI_COMMAND: "ADD", CNI_CONTAINERID: "some-container-id", CNI_ARGS: `DEBUG=${debugFile}`,
-      CNI_NETNS: "/some/netns/path", CNI_PATH: "/some/bin/path", CNI_IFNAME: "some-eth0",
+      CNI_COMMAND: "ADD",
+      CNI_CONTAINERID: "some-container-id",
+      CNI_ARGS: `DEBUG=${debugFile}`,
+      CNI_NETNS: "/some/netns/path",
+      CNI_PATH: "/some/bin/path",
+      CNI_IFNAME: "some-eth0",
     };
   });
 
@@ -373,14 +405,12 @@ describe("RawExec with the noop plugin", () => {
 
   test("exit 1 with only stderr", async () => {
     writeDebug(debugFile, { ExitWithCode: 1, ReportStderr: "some stderr message" });
-    await assert.rejects(new RawExec(sink()).execPlugin(NOOP, stdin, env),
-      { message: `netplugin failed: "some stderr message": exit status 1` });
+    await assert.rejects(new RawExec(sink()).execPlugin(NOOP, stdin, env), { message: `netplugin failed: "some stderr message": exit status 1` });
   });
 
   test("exit 1 with no output", async () => {
     writeDebug(debugFile, { ExitWithCode: 1 });
-    await assert.rejects(new RawExec(sink()).execPlugin(NOOP, stdin, env),
-      { message: "netplugin failed with no error message: exit status 1" });
+    await assert.rejects(new RawExec(sink()).execPlugin(NOOP, stdin, env), { message: "netplugin failed with no error message: exit status 1" });
   });
 
   test("an exit code of 0 with no output is success", async () => {
@@ -391,8 +421,10 @@ describe("RawExec with the noop plugin", () => {
   test("a plugin that cannot be executed: the error names the path", async () => {
     await assert.rejects(new RawExec(sink()).execPlugin("/tmp/some/invalid/plugin/path", stdin, env), (e: unknown) => {
       assert.match((e as Error).message, /\/tmp\/some\/invalid\/plugin\/path/);
-      assert.equal((e as Error).message,
-        "netplugin failed with no error message: fork/exec /tmp/some/invalid/plugin/path: no such file or directory");
+      assert.equal(
+        (e as Error).message,
+        "netplugin failed with no error message: fork/exec /tmp/some/invalid/plugin/path: no such file or directory",
+      );
       return true;
     });
   });
@@ -400,20 +432,27 @@ describe("RawExec with the noop plugin", () => {
 
 describe("RawExec timeouts (sleep plugin)", { concurrency: true }, () => {
   const env = (): Env => ({
-    PATH: process.env["PATH"], CNI_COMMAND: "ADD", CNI_CONTAINERID: "c", CNI_NETNS: "/some/netns", CNI_IFNAME: "eth0", CNI_PATH: BIN,
+    PATH: process.env["PATH"],
+    CNI_COMMAND: "ADD",
+    CNI_CONTAINERID: "c",
+    CNI_NETNS: "/some/netns",
+    CNI_IFNAME: "eth0",
+    CNI_PATH: BIN,
   });
   const stdin = Buffer.from(`{"name":"sleepy","cniVersion":"1.1.0"}`);
 
   test("timeoutMs kills the plugin", async () => {
     const started = Date.now();
-    await assert.rejects(new RawExec(sink()).execPlugin(SLEEP, stdin, env(), { timeoutMs: 800 }),
-      { message: "netplugin failed with no error message: signal: killed" });
+    await assert.rejects(new RawExec(sink()).execPlugin(SLEEP, stdin, env(), { timeoutMs: 800 }), {
+      message: "netplugin failed with no error message: signal: killed",
+    });
     assert.ok(Date.now() - started < 10_000);
   });
 
   test("an AbortSignal kills the plugin", async () => {
-    await assert.rejects(new RawExec(sink()).execPlugin(SLEEP, stdin, env(), { signal: AbortSignal.timeout(800) }),
-      { message: "netplugin failed with no error message: signal: killed" });
+    await assert.rejects(new RawExec(sink()).execPlugin(SLEEP, stdin, env(), { signal: AbortSignal.timeout(800) }), {
+      message: "netplugin failed with no error message: signal: killed",
+    });
   });
 });
 
@@ -427,8 +466,13 @@ describe("delegation (noop plugin)", () => {
     debugFile = path.join(tempDir(), "debug.json");
     writeDebug(debugFile, { ReportResult: marshalResult(expected) });
     env = {
-      PATH: process.env["PATH"], CNI_COMMAND: "NOPE", CNI_ARGS: `DEBUG=${debugFile}`, CNI_PATH: BIN,
-      CNI_NETNS: "/tmp/some/netns/path", CNI_IFNAME: "eth7", CNI_CONTAINERID: "container",
+      PATH: process.env["PATH"],
+      CNI_COMMAND: "NOPE",
+      CNI_ARGS: `DEBUG=${debugFile}`,
+      CNI_PATH: BIN,
+      CNI_NETNS: "/tmp/some/netns/path",
+      CNI_IFNAME: "eth7",
+      CNI_CONTAINERID: "container",
     };
   });
 
@@ -444,7 +488,12 @@ describe("delegation (noop plugin)", () => {
     assert.equal(env["CNI_COMMAND"], "NOPE", "the caller's CNI_COMMAND is not modified");
   });
 
-  for (const [verb, fn] of [["CHECK", delegateCheck], ["DEL", delegateDel], ["STATUS", delegateStatus], ["GC", delegateGC]] as const) {
+  for (const [verb, fn] of [
+    ["CHECK", delegateCheck],
+    ["DEL", delegateDel],
+    ["STATUS", delegateStatus],
+    ["GC", delegateGC],
+  ] as const) {
     test(`delegate ${verb}`, async () => {
       await fn("noop", netconf, { env, stderr: sink() });
       const debug = readDebug(debugFile);
@@ -485,8 +534,13 @@ describe("delegation (noop plugin)", () => {
 describe("the noop test plugin (checklist 6.11)", () => {
   let debugFile: string;
   const env = (command = "ADD", cniArgs?: string): Env => ({
-    PATH: process.env["PATH"], CNI_COMMAND: command, CNI_CONTAINERID: "some-container-id", CNI_NETNS: "/some/netns/path",
-    CNI_IFNAME: "eth0", CNI_PATH: BIN, CNI_ARGS: cniArgs ?? `DEBUG=${debugFile};FOO=BAR`,
+    PATH: process.env["PATH"],
+    CNI_COMMAND: command,
+    CNI_CONTAINERID: "some-container-id",
+    CNI_NETNS: "/some/netns/path",
+    CNI_IFNAME: "eth0",
+    CNI_PATH: BIN,
+    CNI_ARGS: cniArgs ?? `DEBUG=${debugFile};FOO=BAR`,
   });
   const run = (stdin: string, e: Env = env()) => new RawExec(sink()).execPlugin(NOOP, Buffer.from(stdin), e);
 
@@ -564,8 +618,9 @@ describe("the noop test plugin (checklist 6.11)", () => {
   });
 
   test("a CNI_ARGS pair without '=' is an error", async () => {
-    await assert.rejects(run(`{"name":"noop-test","cniVersion":"1.0.0"}`, env("ADD", "NOTAPAIR")),
-      { message: "CNI_ARGS invalid key/value pair: NOTAPAIR" });
+    await assert.rejects(run(`{"name":"noop-test","cniVersion":"1.0.0"}`, env("ADD", "NOTAPAIR")), {
+      message: "CNI_ARGS invalid key/value pair: NOTAPAIR",
+    });
   });
 });
 
@@ -574,20 +629,39 @@ describe("trace context (TRACEPARENT, TRACESTATE, BAGGAGE)", () => {
   const recorder = installEnvRecorder(dir, "recorder");
   const conf = Buffer.from(`{"name":"traced","cniVersion":"1.0.0","type":"recorder"}`);
   const quiet = new RawExec(sink());
-  const runtimeTrace = { TRACEPARENT: "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01", TRACESTATE: "rojo=00f067aa0ba902b7", BAGGAGE: "userId=alice" };
+  const runtimeTrace = {
+    TRACEPARENT: "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",
+    TRACESTATE: "rojo=00f067aa0ba902b7",
+    BAGGAGE: "userId=alice",
+  };
   const callTrace = { traceparent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", tracestate: "congo=t61rcWkgMzE" };
-  const traceOf = (env: Record<string, string> | undefined) => ({ TRACEPARENT: env?.["TRACEPARENT"], TRACESTATE: env?.["TRACESTATE"], BAGGAGE: env?.["BAGGAGE"] });
+  const traceOf = (env: Record<string, string> | undefined) => ({
+    TRACEPARENT: env?.["TRACEPARENT"],
+    TRACESTATE: env?.["TRACESTATE"],
+    BAGGAGE: env?.["BAGGAGE"],
+  });
   beforeEach(() => resetRecorder(recorder));
 
   test("the caller's environment reaches the plugin as it is", async () => {
-    const env = invokeEnv({ command: "ADD", containerID: "c1", netNS: "/run/netns/x", ifName: "eth0", path: [dir] }, { PATH: "/bin", ...runtimeTrace });
+    const env = invokeEnv(
+      { command: "ADD", containerID: "c1", netNS: "/run/netns/x", ifName: "eth0", path: [dir] },
+      { PATH: "/bin", ...runtimeTrace },
+    );
     const result = await execPluginWithResult(recorder, conf, env, quiet);
     assert.deepEqual(toCurrentResult(result).ips?.[0]?.address, RECORDER_RESULT.ips[0]!.address);
     assert.deepEqual(traceOf(recordedEnv(recorder)), runtimeTrace);
   });
 
   test("a delegate gets the delegating plugin's trace context (from its call's environment)", async () => {
-    const pluginEnv: Env = { PATH: "/bin", CNI_COMMAND: "ADD", CNI_CONTAINERID: "c1", CNI_NETNS: "/run/netns/x", CNI_IFNAME: "eth0", CNI_PATH: dir, ...runtimeTrace };
+    const pluginEnv: Env = {
+      PATH: "/bin",
+      CNI_COMMAND: "ADD",
+      CNI_CONTAINERID: "c1",
+      CNI_NETNS: "/run/netns/x",
+      CNI_IFNAME: "eth0",
+      CNI_PATH: dir,
+      ...runtimeTrace,
+    };
     await delegateAdd("recorder", conf, { env: pluginEnv, exec: quiet });
     assert.deepEqual(traceOf(recordedEnv(recorder)), runtimeTrace);
     resetRecorder(recorder);

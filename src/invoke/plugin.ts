@@ -39,7 +39,8 @@ export function decodePluginResult(stdin: Uint8Array, stdout: Uint8Array): Resul
     throw new Error(`failed to unmarshal raw result: ${messageOf(e)}`);
   }
   if (raw === null) raw = {};
-  if (!isJsonObject(raw)) throw new Error("failed to unmarshal raw result: json: cannot unmarshal non-object into Go value of type map[string]interface {}");
+  if (!isJsonObject(raw))
+    throw new Error("failed to unmarshal raw result: json: cannot unmarshal non-object into Go value of type map[string]interface {}");
   let version = raw["cniVersion"];
   if (typeof version !== "string" || version === "") {
     version = configVersion;
@@ -49,15 +50,25 @@ export function decodePluginResult(stdin: Uint8Array, stdout: Uint8Array): Resul
 }
 
 /** Runs a plugin and decodes its stdout as a result in the version the config (`stdin`) asked for. */
-export async function execPluginWithResult(pluginPath: string, stdin: Uint8Array, env: Env,
-  exec: PluginExec = getDefaultExec(), options?: ExecOptions): Promise<Result> {
+export async function execPluginWithResult(
+  pluginPath: string,
+  stdin: Uint8Array,
+  env: Env,
+  exec: PluginExec = getDefaultExec(),
+  options?: ExecOptions,
+): Promise<Result> {
   const stdout = await exec.execPlugin(pluginPath, stdin, withTraceContext(env, options?.traceContext), options);
   return decodePluginResult(stdin, stdout);
 }
 
 /** Runs a plugin for a verb without a result (DEL, CHECK, STATUS, GC); rejects with the error it reported. */
-export async function execPluginWithoutResult(pluginPath: string, stdin: Uint8Array, env: Env,
-  exec: PluginExec = getDefaultExec(), options?: ExecOptions): Promise<void> {
+export async function execPluginWithoutResult(
+  pluginPath: string,
+  stdin: Uint8Array,
+  env: Env,
+  exec: PluginExec = getDefaultExec(),
+  options?: ExecOptions,
+): Promise<void> {
   await exec.execPlugin(pluginPath, stdin, withTraceContext(env, options?.traceContext), options);
 }
 
@@ -65,13 +76,17 @@ export async function execPluginWithoutResult(pluginPath: string, stdin: Uint8Ar
 export function versionProbeEnv(base: Env = process.env): Env {
   return {
     ...base,
-    CNI_COMMAND: "VERSION", CNI_CONTAINERID: "", CNI_NETNS: "dummy", CNI_ARGS: "", CNI_IFNAME: "dummy", CNI_PATH: "dummy",
+    CNI_COMMAND: "VERSION",
+    CNI_CONTAINERID: "",
+    CNI_NETNS: "dummy",
+    CNI_ARGS: "",
+    CNI_IFNAME: "dummy",
+    CNI_PATH: "dummy",
   };
 }
 
 /** Asks a plugin which versions it supports; a plugin from before VERSION existed supports 0.1.0 only. */
-export async function getVersionInfo(pluginPath: string, exec: PluginExec = getDefaultExec(),
-  options?: ExecOptions): Promise<VersionInfo> {
+export async function getVersionInfo(pluginPath: string, exec: PluginExec = getDefaultExec(), options?: ExecOptions): Promise<VersionInfo> {
   const stdin = Buffer.from(marshalJson({ cniVersion: CURRENT_VERSION }));
   let stdout: Buffer;
   try {
@@ -122,4 +137,3 @@ export const delegateDel = (t: string, c: Uint8Array, o: DelegateOptions = {}) =
 export const delegateStatus = (t: string, c: Uint8Array, o: DelegateOptions = {}) => delegateWithoutResult("STATUS", t, c, o);
 /** GC with the delegate plugin `t` (found in CNI_PATH), the same config `c` and environment. */
 export const delegateGC = (t: string, c: Uint8Array, o: DelegateOptions = {}) => delegateWithoutResult("GC", t, c, o);
-

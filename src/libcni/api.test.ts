@@ -70,7 +70,10 @@ describe("capabilities", PARALLEL, () => {
     }`);
     const cni = new CNIConfig({ path: [BIN], cacheDir, exec: quietExec() });
     const rt: RuntimeConf = {
-      containerID: "some-container-id", netNS: "/some/netns/path", ifName: "some-eth0", args: [["DEBUG", debugFile]],
+      containerID: "some-container-id",
+      netNS: "/some/netns/path",
+      ifName: "some-eth0",
+      args: [["DEBUG", debugFile]],
       capabilityArgs: { portMappings: PORT_MAPPINGS, somethingElse: ["foobar", "baz"], noCapability: true, notAdded: [true, false] },
     };
     return { cacheDir, debugFile, cni, net, rt };
@@ -122,8 +125,12 @@ describe("a single plugin", PARALLEL, () => {
   }`;
   /** The stdin libcni must send (checklist 3.6), as JSON. */
   const expectedStdin = {
-    capabilities: { portMappings: true }, cniVersion: "1.1.0", name: "apitest",
-    runtimeConfig: { portMappings: PORT_MAPPINGS }, "some-key": "some-value", type: "noop",
+    capabilities: { portMappings: true },
+    cniVersion: "1.1.0",
+    name: "apitest",
+    runtimeConfig: { portMappings: PORT_MAPPINGS },
+    "some-key": "some-value",
+    type: "noop",
   };
 
   /** A fresh fixture per test (tests run concurrently). */
@@ -134,11 +141,18 @@ describe("a single plugin", PARALLEL, () => {
     const cni = new CNIConfig({ path: [BIN], cacheDir, exec: quietExec() });
     const net = parsePluginConfig(pluginConfig);
     const rt: RuntimeConf = {
-      containerID: "some-container-id", netNS: "/some/netns/path", ifName: "some-eth0",
-      args: [["DEBUG", debugFile]], capabilityArgs: { portMappings: PORT_MAPPINGS },
+      containerID: "some-container-id",
+      netNS: "/some/netns/path",
+      ifName: "some-eth0",
+      args: [["DEBUG", debugFile]],
+      capabilityArgs: { portMappings: PORT_MAPPINGS },
     };
     const expectedArgs: Omit<NoopCmdArgs, "StdinData"> = {
-      ContainerID: "some-container-id", Netns: "/some/netns/path", IfName: "some-eth0", Args: `DEBUG=${debugFile}`, Path: BIN,
+      ContainerID: "some-container-id",
+      Netns: "/some/netns/path",
+      IfName: "some-eth0",
+      Args: `DEBUG=${debugFile}`,
+      Path: BIN,
       NetnsOverride: "",
     };
     return { cacheDir, debugFile, cni, net, rt, expectedArgs };
@@ -157,8 +171,10 @@ describe("a single plugin", PARALLEL, () => {
       assert.deepEqual(stdinJson(debug), expectedStdin);
       assert.ok(stdinOf(debug.CmdArgs).includes(`"portMappings":`));
       // ...and, byte for byte, compact with every key sorted (a re-marshalled generic map).
-      assert.equal(stdinOf(debug.CmdArgs),
-        `{"capabilities":{"portMappings":true},"cniVersion":"1.1.0","name":"apitest","runtimeConfig":{"portMappings":[{"containerPort":80,"hostPort":8080,"protocol":"tcp"}]},"some-key":"some-value","type":"noop"}`);
+      assert.equal(
+        stdinOf(debug.CmdArgs),
+        `{"capabilities":{"portMappings":true},"cniVersion":"1.1.0","name":"apitest","runtimeConfig":{"portMappings":[{"containerPort":80,"hostPort":8080,"protocol":"tcp"}]},"some-key":"some-value","type":"noop"}`,
+      );
 
       const cached = await cni.getNetworkCachedConfig(net, rt);
       assert.ok(cached);
@@ -191,15 +207,26 @@ describe("a single plugin", PARALLEL, () => {
       const file = cacheFileOf(cacheDir, "apitest", rt);
       assert.equal(file, path.join(cacheDir, "results", "apitest-some-container-id-some-eth0"));
       const text = fs.readFileSync(file, "utf8");
-      assert.equal(text,
+      assert.equal(
+        text,
         `{"kind":"cniCacheV1","containerId":"some-container-id",` +
-        `"config":"${Buffer.from(pluginConfig).toString("base64")}",` +
-        `"ifName":"some-eth0","networkName":"apitest","netns":"/some/netns/path",` +
-        `"cniArgs":[["DEBUG",${JSON.stringify(debugFile)}]],` +
-        `"capabilityArgs":{"portMappings":[{"containerPort":80,"hostPort":8080,"protocol":"tcp"}]},` +
-        `"result":{"cniVersion":"1.1.0","ips":[{"address":"10.1.2.3/24"}]}}`);
-      assert.deepEqual(Object.keys(parse(text) as object),
-        ["kind", "containerId", "config", "ifName", "networkName", "netns", "cniArgs", "capabilityArgs", "result"]);
+          `"config":"${Buffer.from(pluginConfig).toString("base64")}",` +
+          `"ifName":"some-eth0","networkName":"apitest","netns":"/some/netns/path",` +
+          `"cniArgs":[["DEBUG",${JSON.stringify(debugFile)}]],` +
+          `"capabilityArgs":{"portMappings":[{"containerPort":80,"hostPort":8080,"protocol":"tcp"}]},` +
+          `"result":{"cniVersion":"1.1.0","ips":[{"address":"10.1.2.3/24"}]}}`,
+      );
+      assert.deepEqual(Object.keys(parse(text) as object), [
+        "kind",
+        "containerId",
+        "config",
+        "ifName",
+        "networkName",
+        "netns",
+        "cniArgs",
+        "capabilityArgs",
+        "result",
+      ]);
       assert.equal(fs.statSync(file).mode & 0o777, 0o600);
       assert.equal(fs.statSync(path.dirname(file)).mode & 0o777, 0o700);
     });
@@ -316,7 +343,8 @@ describe("a single plugin", PARALLEL, () => {
       writeCache(cacheDir, "apitest", rt, "adfadsfasdfasfdsafaf");
       // Go's words, then what the file is (docs/state.md).
       await assert.rejects(cni.checkNetwork(net, rt), {
-        message: `failed to get network "apitest" cached result: decoding version from network config: invalid character 'a' looking for beginning of value ` +
+        message:
+          `failed to get network "apitest" cached result: decoding version from network config: invalid character 'a' looking for beginning of value ` +
           `(the cache file ${path.join(cacheDir, "results", "apitest-some-container-id-some-eth0")} is torn: not JSON: left by a crash or a power loss?)`,
       });
     });
@@ -423,8 +451,16 @@ describe("a single plugin", PARALLEL, () => {
   describe("getVersionInfo", () => {
     test("runs VERSION", async () => {
       const { cni } = setup();
-      assert.deepEqual((await cni.getVersionInfo("noop")).supportedVersions,
-        ["0.-42.0", "0.1.0", "0.2.0", "0.3.0", "0.3.1", "0.4.0", "1.0.0", "1.1.0"]);
+      assert.deepEqual((await cni.getVersionInfo("noop")).supportedVersions, [
+        "0.-42.0",
+        "0.1.0",
+        "0.2.0",
+        "0.3.0",
+        "0.3.1",
+        "0.4.0",
+        "1.0.0",
+        "1.1.0",
+      ]);
     });
 
     test("a plugin that cannot be found", async () => {
@@ -467,8 +503,14 @@ interface PluginInfo {
   expectedStdin: Record<string, unknown>;
 }
 
-function newPluginInfo(cniVersion: string, configValue: string, prevResult: string, result: string,
-  capabilityArgs: Record<string, unknown>, capabilities: string[]): PluginInfo {
+function newPluginInfo(
+  cniVersion: string,
+  configValue: string,
+  prevResult: string,
+  result: string,
+  capabilityArgs: Record<string, unknown>,
+  capabilities: string[],
+): PluginInfo {
   const dir = tempDir();
   const debugFile = path.join(dir, "debug.json");
   const commandLog = path.join(dir, "commands.json");
@@ -508,10 +550,19 @@ describe("a plugin list", PARALLEL, () => {
     const cacheDir = tempDir();
     const cni = new CNIConfig({ path: [BIN], cacheDir, exec: quietExec() });
     const rt: RuntimeConf = {
-      containerID: "some-container-id", netNS: "/some/netns/path", ifName: "some-eth0", args: [["FOO", "BAR"]], capabilityArgs,
+      containerID: "some-container-id",
+      netNS: "/some/netns/path",
+      ifName: "some-eth0",
+      args: [["FOO", "BAR"]],
+      capabilityArgs,
     };
     const expectedArgs: Omit<NoopCmdArgs, "StdinData"> = {
-      ContainerID: "some-container-id", Netns: "/some/netns/path", IfName: "some-eth0", Args: "FOO=BAR", Path: BIN, NetnsOverride: "",
+      ContainerID: "some-container-id",
+      Netns: "/some/netns/path",
+      IfName: "some-eth0",
+      Args: "FOO=BAR",
+      Path: BIN,
+      NetnsOverride: "",
     };
     const { list, plugins } = makePluginList(version, ipResult, capabilityArgs);
     /** Rewrites a plugin's debug file. */
@@ -566,15 +617,87 @@ describe("a plugin list", PARALLEL, () => {
     });
 
     const invalid: Array<[string, (rt: RuntimeConf, list: NetworkConfigList) => void, number, string, string]> = [
-      ["container ID", (r) => { r.containerID = "some-%%container-id"; }, 4, "invalid characters in containerID", "some-%%container-id"],
-      ["network name", (_r, l) => { l.name = "invalid-%%-name"; }, 7, "invalid characters found in network name", "invalid-%%-name"],
-      ["empty ifname", (r) => { r.ifName = ""; }, 4, "interface name is empty", ""],
-      ["long ifname", (r) => { r.ifName = "1234567890123456"; }, 4, "interface name is too long", "interface name should be less than 16 characters"],
-      ["ifname .", (r) => { r.ifName = "."; }, 4, "interface name is . or ..", ""],
-      ["ifname ..", (r) => { r.ifName = ".."; }, 4, "interface name is . or ..", ""],
-      ["ifname with /", (r) => { r.ifName = "test/test"; }, 4, "interface name contains / or : or whitespace characters", ""],
-      ["ifname with :", (r) => { r.ifName = "test:test"; }, 4, "interface name contains / or : or whitespace characters", ""],
-      ["ifname with a space", (r) => { r.ifName = "test test"; }, 4, "interface name contains / or : or whitespace characters", ""],
+      [
+        "container ID",
+        (r) => {
+          r.containerID = "some-%%container-id";
+        },
+        4,
+        "invalid characters in containerID",
+        "some-%%container-id",
+      ],
+      [
+        "network name",
+        (_r, l) => {
+          l.name = "invalid-%%-name";
+        },
+        7,
+        "invalid characters found in network name",
+        "invalid-%%-name",
+      ],
+      [
+        "empty ifname",
+        (r) => {
+          r.ifName = "";
+        },
+        4,
+        "interface name is empty",
+        "",
+      ],
+      [
+        "long ifname",
+        (r) => {
+          r.ifName = "1234567890123456";
+        },
+        4,
+        "interface name is too long",
+        "interface name should be less than 16 characters",
+      ],
+      [
+        "ifname .",
+        (r) => {
+          r.ifName = ".";
+        },
+        4,
+        "interface name is . or ..",
+        "",
+      ],
+      [
+        "ifname ..",
+        (r) => {
+          r.ifName = "..";
+        },
+        4,
+        "interface name is . or ..",
+        "",
+      ],
+      [
+        "ifname with /",
+        (r) => {
+          r.ifName = "test/test";
+        },
+        4,
+        "interface name contains / or : or whitespace characters",
+        "",
+      ],
+      [
+        "ifname with :",
+        (r) => {
+          r.ifName = "test:test";
+        },
+        4,
+        "interface name contains / or : or whitespace characters",
+        "",
+      ],
+      [
+        "ifname with a space",
+        (r) => {
+          r.ifName = "test test";
+        },
+        4,
+        "interface name contains / or : or whitespace characters",
+        "",
+      ],
     ];
     for (const [label, mutate, code, msg, details] of invalid) {
       test(`invalid ${label}`, async () => {
@@ -638,7 +761,10 @@ describe("a plugin list", PARALLEL, () => {
     });
 
     test("a 0.4.0 list gets a 0.4.0 cached result", async () => {
-      const { cacheDir, cni, rt, list, plugins, ipResult, setDebug } = setup("0.4.0", `{"cniVersion": "0.4.0", "ips": [{"version": "4", "address": "10.1.2.3/24"}], "dns": {}}`);
+      const { cacheDir, cni, rt, list, plugins, ipResult, setDebug } = setup(
+        "0.4.0",
+        `{"cniVersion": "0.4.0", "ips": [{"version": "4", "address": "10.1.2.3/24"}], "dns": {}}`,
+      );
       writeCache(cacheDir, "some-list", rt, ipResult);
       for (let i = 0; i < 3; i++) setDebug(i, { ReportResult: ipResult });
       await cni.checkNetworkList(list, rt);
@@ -673,7 +799,8 @@ describe("a plugin list", PARALLEL, () => {
       const { cacheDir, cni, rt, list } = setup();
       writeCache(cacheDir, "some-list", rt, "adfadsfasdfasfdsafaf");
       await assert.rejects(cni.checkNetworkList(list, rt), {
-        message: `failed to get network "some-list" cached result: decoding version from network config: invalid character 'a' looking for beginning of value ` +
+        message:
+          `failed to get network "some-list" cached result: decoding version from network config: invalid character 'a' looking for beginning of value ` +
           `(the cache file ${path.join(cacheDir, "results", "some-list-some-container-id-some-eth0")} is torn: not JSON: left by a crash or a power loss?)`,
       });
     });
@@ -694,7 +821,10 @@ describe("a plugin list", PARALLEL, () => {
     });
 
     test("a 0.4.0 cached result is given to the plugins", async () => {
-      const { cacheDir, cni, rt, list, plugins, ipResult, setDebug } = setup("0.4.0", `{"cniVersion": "0.4.0", "ips": [{"version": "4", "address": "10.1.2.3/24"}], "dns": {}}`);
+      const { cacheDir, cni, rt, list, plugins, ipResult, setDebug } = setup(
+        "0.4.0",
+        `{"cniVersion": "0.4.0", "ips": [{"version": "4", "address": "10.1.2.3/24"}], "dns": {}}`,
+      );
       writeCache(cacheDir, "some-list", rt, ipResult);
       for (let i = 0; i < 3; i++) setDebug(i, { ReportResult: ipResult });
       await cni.delNetworkList(list, rt);
@@ -702,7 +832,10 @@ describe("a plugin list", PARALLEL, () => {
     });
 
     test("a list older than 0.4.0 gives no cached prevResult", async () => {
-      const { cacheDir, cni, rt, list, plugins, ipResult, setDebug } = setup("0.3.1", `{"cniVersion": "0.3.1", "ips": [{"version": "4", "address": "10.1.2.3/24"}], "dns": {}}`);
+      const { cacheDir, cni, rt, list, plugins, ipResult, setDebug } = setup(
+        "0.3.1",
+        `{"cniVersion": "0.3.1", "ips": [{"version": "4", "address": "10.1.2.3/24"}], "dns": {}}`,
+      );
       writeCache(cacheDir, "some-list", rt, ipResult);
       for (let i = 0; i < 3; i++) setDebug(i, { ReportResult: ipResult });
       await cni.delNetworkList(list, rt);
@@ -749,8 +882,10 @@ describe("a plugin list", PARALLEL, () => {
       await cni.checkNetworkList(shared, rt);
       await cni.delNetworkList(shared, rt);
       const entries = readCommandLog(log).map((e) => ({ cmd: e.Command, stdin: JSON.parse(stdinOf(e.CmdArgs)) as Record<string, unknown> }));
-      assert.deepEqual(entries.map((e) => `${e.cmd}${e.stdin["n"] as number}`),
-        ["ADD0", "ADD1", "ADD2", "CHECK0", "CHECK1", "CHECK2", "DEL2", "DEL1", "DEL0"]);
+      assert.deepEqual(
+        entries.map((e) => `${e.cmd}${e.stdin["n"] as number}`),
+        ["ADD0", "ADD1", "ADD2", "CHECK0", "CHECK1", "CHECK2", "DEL2", "DEL1", "DEL0"],
+      );
       for (const e of entries.slice(3)) assert.deepEqual(e.stdin["prevResult"], parse(IP_RESULT_110));
       assert.equal("prevResult" in entries[0]!.stdin, false, "the first ADD has no prevResult");
     });
@@ -786,7 +921,10 @@ describe("a plugin list", PARALLEL, () => {
       await cni.gcNetworkList(list, { validAttachments: undefined });
 
       const commands = readCommandLog(plugins[0]!.commandLog);
-      assert.deepEqual(commands.map((c) => c.Command), ["ADD", "GC", "DEL", "GC"]);
+      assert.deepEqual(
+        commands.map((c) => c.Command),
+        ["ADD", "GC", "DEL", "GC"],
+      );
       assert.equal(commands[0]!.CmdArgs.ContainerID, rt.containerID);
       assert.equal(commands[0]!.CmdArgs.IfName, rt.ifName);
 
@@ -803,8 +941,10 @@ describe("a plugin list", PARALLEL, () => {
       assert.equal(commands[2]!.CmdArgs.Args, "FOO=BAR", "the stale DEL uses the cached CNI_ARGS");
 
       const gc2 = JSON.parse(stdinOf(commands[3]!.CmdArgs)) as Record<string, unknown>;
-      assert.ok(gc2["cni.dev/valid-attachments"] === null || (Array.isArray(gc2["cni.dev/valid-attachments"]) &&
-        (gc2["cni.dev/valid-attachments"] as unknown[]).length === 0));
+      assert.ok(
+        gc2["cni.dev/valid-attachments"] === null ||
+          (Array.isArray(gc2["cni.dev/valid-attachments"]) && (gc2["cni.dev/valid-attachments"] as unknown[]).length === 0),
+      );
       assert.deepEqual(await cni.getCachedAttachments(""), [], "the stale attachment is forgotten");
     });
 
@@ -813,7 +953,10 @@ describe("a plugin list", PARALLEL, () => {
       await cni.addNetworkList(list, rt);
       await cni.gcNetworkList(list);
       const commands = readCommandLog(plugins[0]!.commandLog);
-      assert.deepEqual(commands.map((c) => c.Command), ["ADD", "DEL", "GC"]);
+      assert.deepEqual(
+        commands.map((c) => c.Command),
+        ["ADD", "DEL", "GC"],
+      );
       const gc = JSON.parse(stdinOf(commands[2]!.CmdArgs)) as Record<string, unknown>;
       assert.equal("cni.dev/valid-attachments" in gc, false);
       assert.equal("cni.dev/attachments" in gc, false);
@@ -831,7 +974,10 @@ describe("a plugin list", PARALLEL, () => {
       const { cni, rt, list, plugins } = setup("1.0.0", `{"cniVersion": "1.0.0", "ips": [{"address": "10.1.2.3/24"}]}`);
       await cni.addNetworkList(list, rt);
       await cni.gcNetworkList(list, {});
-      assert.deepEqual(readCommandLog(plugins[0]!.commandLog).map((c) => c.Command), ["ADD", "DEL"]);
+      assert.deepEqual(
+        readCommandLog(plugins[0]!.commandLog).map((c) => c.Command),
+        ["ADD", "DEL"],
+      );
     });
 
     test("errors are collected, one per line, and GC continues", async () => {
@@ -839,7 +985,8 @@ describe("a plugin list", PARALLEL, () => {
       await cni.addNetworkList(list, rt);
       setDebug(0, { ReportError: "plugin error: banana" });
       await assert.rejects(cni.gcNetworkList(list, {}), {
-        message: `failed to delete stale attachment some-container-id some-eth0: plugin type="noop" failed (delete): plugin error: banana\n` +
+        message:
+          `failed to delete stale attachment some-container-id some-eth0: plugin type="noop" failed (delete): plugin error: banana\n` +
           "failed to GC plugin noop: plugin error: banana",
       });
       assert.equal(readDebug(plugins[2]!.debugFile).Command, "GC", "the later plugins still got GC");
@@ -851,7 +998,10 @@ describe("a plugin list", PARALLEL, () => {
       const { cni, rt, list, plugins } = setup();
       await cni.addNetworkList(list, rt);
       await cni.gcNetworkListPlugins(list, { validAttachments: [] });
-      assert.deepEqual(readCommandLog(plugins[0]!.commandLog).map((c) => c.Command), ["ADD", "GC"]);
+      assert.deepEqual(
+        readCommandLog(plugins[0]!.commandLog).map((c) => c.Command),
+        ["ADD", "GC"],
+      );
       const gc = JSON.parse(stdinOf(readCommandLog(plugins[0]!.commandLog)[1]!.CmdArgs)) as Record<string, unknown>;
       assert.deepEqual(gc["cni.dev/valid-attachments"], []);
       assert.equal((await cni.getCachedAttachments("")).length, 1, "the attachment stays cached");
@@ -986,7 +1136,10 @@ describe("the result cache", PARALLEL, () => {
     const dir = path.join(cacheDir, "results");
     const files = fs.readdirSync(dir).sort();
     assert.deepEqual(files, ["cachetest-some-container-id-eth0", "cachetest-some-container-id-eth1"]);
-    for (const [name, ifName, ip] of [[files[0]!, "eth0", "10.1.2.3/24"], [files[1]!, "eth1", "10.1.2.5/24"]]) {
+    for (const [name, ifName, ip] of [
+      [files[0]!, "eth0", "10.1.2.3/24"],
+      [files[1]!, "eth1", "10.1.2.5/24"],
+    ]) {
       const text = fs.readFileSync(path.join(dir, name!), "utf8");
       const cc = JSON.parse(text) as Record<string, unknown>;
       assert.equal(cc["kind"], "cniCacheV1");
@@ -1060,7 +1213,10 @@ describe("the result cache", PARALLEL, () => {
     }
 
     test("its base64 config is the list's bytes", () => {
-      assert.equal(Buffer.from(goConfig).toString("base64"), "eyJjbmlWZXJzaW9uIjoiMS4xLjAiLCJuYW1lIjoiY2FjaGV0ZXN0IiwicGx1Z2lucyI6W3sidHlwZSI6Im5vb3AifV19");
+      assert.equal(
+        Buffer.from(goConfig).toString("base64"),
+        "eyJjbmlWZXJzaW9uIjoiMS4xLjAiLCJuYW1lIjoiY2FjaGV0ZXN0IiwicGx1Z2lucyI6W3sidHlwZSI6Im5vb3AifV19",
+      );
     });
 
     test("config and runtime arguments", async () => {
@@ -1129,9 +1285,14 @@ describe("the result cache", PARALLEL, () => {
     fs.writeFileSync(path.join(dir, "net-abc-eth3"), entry("abc", ""));
     fs.writeFileSync(path.join(dir, "net-abc-eth4"), entry("other", "eth4"), "utf8");
     fs.writeFileSync(path.join(dir, "abc-x"), entry("abc", "x"));
-    assert.deepEqual((await cni.getCachedAttachments("abc")).map((a) => `${a.containerID}/${a.ifName}`), ["abc/eth0"]);
-    assert.deepEqual((await cni.getCachedAttachments("")).map((a) => `${a.containerID}/${a.ifName}`),
-      ["abc/x", "abc/eth0", "other/eth4", "abcd/eth0"]);
+    assert.deepEqual(
+      (await cni.getCachedAttachments("abc")).map((a) => `${a.containerID}/${a.ifName}`),
+      ["abc/eth0"],
+    );
+    assert.deepEqual(
+      (await cni.getCachedAttachments("")).map((a) => `${a.containerID}/${a.ifName}`),
+      ["abc/x", "abc/eth0", "other/eth4", "abcd/eth0"],
+    );
   });
 
   test("no results directory: no attachments", async () => {
@@ -1163,8 +1324,10 @@ describe("backwards compatibility", PARALLEL, () => {
     const r = result as Result020;
     assert.deepEqual(r.ip4, { ip: "10.1.2.3/24", gateway: "10.1.2.1", routes: [{ dst: "0.0.0.0/0", gw: "10.1.0.1" }] });
     assert.deepEqual(r.dns, { nameservers: ["8.8.8.8"], domain: "example.com" });
-    assert.equal(marshalResult(result),
-      `{"cniVersion":"0.1.0","ip4":{"ip":"10.1.2.3/24","gateway":"10.1.2.1","routes":[{"dst":"0.0.0.0/0","gw":"10.1.0.1"}]},"dns":{"nameservers":["8.8.8.8"],"domain":"example.com"}}`);
+    assert.equal(
+      marshalResult(result),
+      `{"cniVersion":"0.1.0","ip4":{"ip":"10.1.2.3/24","gateway":"10.1.2.1","routes":[{"dst":"0.0.0.0/0","gw":"10.1.0.1"}]},"dns":{"nameservers":["8.8.8.8"],"domain":"example.com"}}`,
+    );
     assert.deepEqual(await cni.validateNetwork(net), []);
     await cni.delNetwork(net, rt);
   });
@@ -1197,9 +1360,15 @@ describe("backwards compatibility", PARALLEL, () => {
 describe("trace context (TRACEPARENT, TRACESTATE, BAGGAGE) reaches every plugin of a list", () => {
   const dir = tempDir();
   const recorders = ["trace-a", "trace-b"].map((name) => installEnvRecorder(dir, name));
-  const list = parseConfList(Buffer.from(JSON.stringify({
-    cniVersion: "1.1.0", name: "traced", plugins: [{ type: "trace-a" }, { type: "trace-b" }],
-  })));
+  const list = parseConfList(
+    Buffer.from(
+      JSON.stringify({
+        cniVersion: "1.1.0",
+        name: "traced",
+        plugins: [{ type: "trace-a" }, { type: "trace-b" }],
+      }),
+    ),
+  );
   const rt: RuntimeConf = { containerID: "traced-ctr", netNS: "/some/netns/path", ifName: "eth0" };
   const cni = () => new CNIConfig({ path: [dir], cacheDir: tempDir(), exec: quietExec() });
   const traceOf = (recorder: string) => {
@@ -1209,14 +1378,20 @@ describe("trace context (TRACEPARENT, TRACESTATE, BAGGAGE) reaches every plugin 
   const reset = () => recorders.forEach(resetRecorder);
 
   test("from the runtime's environment, on every verb", async () => {
-    const runtime = { TRACEPARENT: "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01", TRACESTATE: "rojo=00f067aa0ba902b7", BAGGAGE: "userId=alice" };
+    const runtime = {
+      TRACEPARENT: "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",
+      TRACESTATE: "rojo=00f067aa0ba902b7",
+      BAGGAGE: "userId=alice",
+    };
     const saved = Object.fromEntries(Object.keys(runtime).map((k) => [k, process.env[k]]));
     Object.assign(process.env, runtime);
     try {
       const c = cni();
       for (const [command, run] of [
-        ["ADD", () => c.addNetworkList(list, rt)], ["CHECK", () => c.checkNetworkList(list, rt)],
-        ["STATUS", () => c.getStatusNetworkList(list)], ["GC", () => c.gcNetworkList(list, { validAttachments: [] })],
+        ["ADD", () => c.addNetworkList(list, rt)],
+        ["CHECK", () => c.checkNetworkList(list, rt)],
+        ["STATUS", () => c.getStatusNetworkList(list)],
+        ["GC", () => c.gcNetworkList(list, { validAttachments: [] })],
         ["DEL", () => c.delNetworkList(list, rt)],
       ] as const) {
         reset();
@@ -1236,7 +1411,8 @@ describe("trace context (TRACEPARENT, TRACESTATE, BAGGAGE) reaches every plugin 
     const c = cni();
     reset();
     await c.addNetworkList(list, rt, { traceContext });
-    for (const r of recorders) assert.deepEqual(traceOf(r), { command: "ADD", TRACEPARENT: traceContext.traceparent, TRACESTATE: undefined, BAGGAGE: "tenant=a" });
+    for (const r of recorders)
+      assert.deepEqual(traceOf(r), { command: "ADD", TRACEPARENT: traceContext.traceparent, TRACESTATE: undefined, BAGGAGE: "tenant=a" });
     reset();
     await c.delNetworkList(list, rt, { traceContext });
     for (const r of recorders) assert.equal(traceOf(r).TRACEPARENT, traceContext.traceparent);

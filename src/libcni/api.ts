@@ -16,8 +16,15 @@ import { execPluginWithoutResult, execPluginWithResult, getVersionInfo } from ".
 import type { VersionInfo } from "../spec/version.js";
 import type { JsonObject } from "../spec/json.js";
 import {
-  DEFAULT_CACHE_DIR, deleteCacheEntry, listCachedAttachments, readCachedAttachment, readCachedResult, validateCacheKey,
-  writeCacheEntry, type CacheKey, type CachedAttachment,
+  DEFAULT_CACHE_DIR,
+  deleteCacheEntry,
+  listCachedAttachments,
+  readCachedAttachment,
+  readCachedResult,
+  validateCacheKey,
+  writeCacheEntry,
+  type CacheKey,
+  type CachedAttachment,
 } from "./cache.js";
 
 /** The attachment a runtime asks about: which container, which netns, which interface, with what arguments. */
@@ -67,7 +74,10 @@ export class CheckNotSupportedError extends Error {
  * (the wording of Go's libcni).
  */
 export class JoinedError extends Error {
-  constructor(readonly errors: Error[], style: "lines" | "list" = "lines") {
+  constructor(
+    readonly errors: Error[],
+    style: "lines" | "list" = "lines",
+  ) {
     const messages = errors.map((e) => e.message);
     super(style === "list" ? `[${messages.join(" ")}]` : messages.join("\n"));
     this.name = "JoinedError";
@@ -95,7 +105,12 @@ export class CNIConfig {
 
   private env(command: CniCommand, rt?: RuntimeConf) {
     return invokeEnv({
-      command, containerID: rt?.containerID, netNS: rt?.netNS, ifName: rt?.ifName, pluginArgs: rt?.args, path: this.path,
+      command,
+      containerID: rt?.containerID,
+      netNS: rt?.netNS,
+      ifName: rt?.ifName,
+      pluginArgs: rt?.args,
+      path: this.path,
     });
   }
 
@@ -107,7 +122,7 @@ export class CNIConfig {
     const runtimeConfig: Record<string, unknown> = {};
     for (const [capability, enabled] of Object.entries(plugin.network.capabilities ?? {})) {
       const args = rt?.capabilityArgs;
-      if (enabled && args && Object.prototype.hasOwnProperty.call(args, capability) && args[capability] !== undefined) {
+      if (enabled && args && Object.hasOwn(args, capability) && args[capability] !== undefined) {
         runtimeConfig[capability] = args[capability];
       }
     }
@@ -115,8 +130,14 @@ export class CNIConfig {
     return conf;
   }
 
-  private async addOne(name: string, cniVersion: string, plugin: PluginConfig, prevResult: Result | undefined,
-    rt: RuntimeConf, opts?: CallOptions): Promise<Result> {
+  private async addOne(
+    name: string,
+    cniVersion: string,
+    plugin: PluginConfig,
+    prevResult: Result | undefined,
+    rt: RuntimeConf,
+    opts?: CallOptions,
+  ): Promise<Result> {
     const pluginPath = await findInPath(plugin.network.type, this.path);
     validateContainerId(rt.containerID);
     validateNetworkName(name);
@@ -125,8 +146,15 @@ export class CNIConfig {
     return execPluginWithResult(pluginPath, req.bytes, this.env("ADD", rt), this.exec, opts);
   }
 
-  private async runOne(command: "CHECK" | "DEL", name: string, cniVersion: string, plugin: PluginConfig,
-    prevResult: Result | undefined, rt: RuntimeConf, opts?: CallOptions): Promise<void> {
+  private async runOne(
+    command: "CHECK" | "DEL",
+    name: string,
+    cniVersion: string,
+    plugin: PluginConfig,
+    prevResult: Result | undefined,
+    rt: RuntimeConf,
+    opts?: CallOptions,
+  ): Promise<void> {
     const pluginPath = await findInPath(plugin.network.type, this.path);
     const req = this.buildRequest(name, cniVersion, plugin, prevResult, rt);
     await execPluginWithoutResult(pluginPath, req.bytes, this.env(command, rt), this.exec, opts);
@@ -134,8 +162,13 @@ export class CNIConfig {
 
   private async cacheAdd(result: Result, config: Buffer, networkName: string, rt: RuntimeConf): Promise<void> {
     const entry: CachedAttachment = {
-      networkName, containerID: rt.containerID, ifName: rt.ifName, config, netns: rt.netNS,
-      cniArgs: rt.args, capabilityArgs: rt.capabilityArgs as JsonObject | undefined,
+      networkName,
+      containerID: rt.containerID,
+      ifName: rt.ifName,
+      config,
+      netns: rt.netNS,
+      cniArgs: rt.args,
+      capabilityArgs: rt.capabilityArgs as JsonObject | undefined,
     };
     try {
       await writeCacheEntry(this.cacheDirFor(rt), entry, result);
@@ -319,7 +352,9 @@ export class CNIConfig {
   /** Checks that a single-plugin network's plugin exists and speaks its version; resolves with its capabilities. */
   async validateNetwork(net: PluginConfig, opts?: CallOptions): Promise<string[]> {
     await this.validatePlugin(net.network.type, net.network.cniVersion, opts);
-    return Object.entries(net.network.capabilities ?? {}).filter(([, on]) => on).map(([cap]) => cap);
+    return Object.entries(net.network.capabilities ?? {})
+      .filter(([, on]) => on)
+      .map(([cap]) => cap);
   }
 
   /**
@@ -339,7 +374,10 @@ export class CNIConfig {
     for (const att of cached) {
       if (att.networkName !== list.name || valid.has(`${att.containerID}\0${att.ifName}`)) continue;
       const rt: RuntimeConf = {
-        containerID: att.containerID, netNS: att.netns ?? "", ifName: att.ifName, args: att.cniArgs,
+        containerID: att.containerID,
+        netNS: att.netns ?? "",
+        ifName: att.ifName,
+        args: att.cniArgs,
         capabilityArgs: att.capabilityArgs,
       };
       try {
@@ -348,7 +386,7 @@ export class CNIConfig {
         errors.push(new WrappedError(`failed to delete stale attachment ${att.containerID} ${att.ifName}`, e));
       }
     }
-    errors.push(...await this.sendGC(list, args, opts));
+    errors.push(...(await this.sendGC(list, args, opts)));
     if (errors.length > 0) throw new JoinedError(errors);
   }
 
@@ -369,7 +407,9 @@ export class CNIConfig {
     let supportsGC = false;
     try {
       supportsGC = versionGreaterThanOrEqualTo(list.cniVersion, "1.1.0");
-    } catch { /* unparsable: no GC verb */ }
+    } catch {
+      /* unparsable: no GC verb */
+    }
     if (!supportsGC) return [];
     const errors: Error[] = [];
     for (const plugin of list.plugins) {
@@ -401,7 +441,9 @@ export class CNIConfig {
     let supported = false;
     try {
       supported = versionGreaterThanOrEqualTo(list.cniVersion, "1.1.0");
-    } catch { /* unparsable: nothing to ask */ }
+    } catch {
+      /* unparsable: nothing to ask */
+    }
     if (!supported) return;
     for (const plugin of list.plugins) {
       const pluginPath = await findInPath(plugin.network.type, this.path);

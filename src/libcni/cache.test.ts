@@ -97,13 +97,15 @@ describe("validateCacheKey and cacheFilePath", () => {
   }
 
   test("an interface name's error keeps Go's details after the value", () => {
-    assert.throws(() => validateCacheKey({ ...good, ifName: "x".repeat(16) }),
-      { details: `"${"x".repeat(16)}" (interface name should be less than 16 characters)` });
+    assert.throws(() => validateCacheKey({ ...good, ifName: "x".repeat(16) }), {
+      details: `"${"x".repeat(16)}" (interface name should be less than 16 characters)`,
+    });
   });
 
   test("an empty name keeps Go's error and is never valid for a listing", () => {
-    assert.throws(() => cacheFilePath("/c", { ...good, containerID: "" }),
-      { message: `cache file path requires network name ("net"), container ID (""), and interface name ("eth0")` });
+    assert.throws(() => cacheFilePath("/c", { ...good, containerID: "" }), {
+      message: `cache file path requires network name ("net"), container ID (""), and interface name ("eth0")`,
+    });
     assert.doesNotThrow(() => validateCacheKey({ ...good, containerID: "" }));
     assert.equal(isValidCacheKey({ ...good, containerID: "" }), false);
   });
@@ -139,7 +141,10 @@ describe("libcni refuses names that would leave the cache directory, before touc
     const file = plantCacheEntry(cacheDir, "net-c1-eth0", { networkName: "net", containerID: "c1", ifName: "eth0" }, noopList("net", commandLog));
     assert.equal(file, cacheFilePath(cacheDir, { networkName: "net", containerID: "c1", ifName: "eth0" }));
     await cni.delNetworkList(list, good);
-    assert.deepEqual(readCommandLog(commandLog).map((c) => c.Command), ["DEL"]);
+    assert.deepEqual(
+      readCommandLog(commandLog).map((c) => c.Command),
+      ["DEL"],
+    );
     assert.equal(fs.existsSync(file), false);
   });
 });
@@ -171,24 +176,43 @@ describe("listings skip entries whose names do not validate", { concurrency: tru
     const { cacheDir, cni } = craftedCache();
     const ids = (await listCachedAttachments(cacheDir)).map((a) => a.containerID);
     assert.deepEqual(ids, ["c1"]);
-    assert.deepEqual((await cni.getCachedAttachments()).map((a) => a.containerID), ["c1"]);
+    assert.deepEqual(
+      (await cni.getCachedAttachments()).map((a) => a.containerID),
+      ["c1"],
+    );
     assert.deepEqual(await listCachedAttachments(cacheDir, "../../../../victim"), []);
   });
 
   test("GC DELs the valid stale entry only; the crafted ones are not followed", async () => {
     const { cacheDir, commandLog, list, cni, victim, outside } = craftedCache();
     await cni.gcNetworkList(list, { validAttachments: [] });
-    assert.deepEqual(readCommandLog(commandLog).map((c) => [c.Command, c.CmdArgs.ContainerID]), [["DEL", "c1"], ["GC", ""]]);
+    assert.deepEqual(
+      readCommandLog(commandLog).map((c) => [c.Command, c.CmdArgs.ContainerID]),
+      [
+        ["DEL", "c1"],
+        ["GC", ""],
+      ],
+    );
     assert.equal(fs.readFileSync(victim, "utf8"), "not a cache entry");
     assert.ok(fs.existsSync(outside));
-    assert.deepEqual(fs.readdirSync(path.join(cacheDir, "results")).sort(), ["net-c4-eth0", "net-c5-eth0", "net-c6-eth0", "net-crafted0-eth0", "net-crafted1-eth0", "net-crafted2-eth0", "net-crafted3-eth0"]);
+    assert.deepEqual(fs.readdirSync(path.join(cacheDir, "results")).sort(), [
+      "net-c4-eth0",
+      "net-c5-eth0",
+      "net-c6-eth0",
+      "net-crafted0-eth0",
+      "net-crafted1-eth0",
+      "net-crafted2-eth0",
+      "net-crafted3-eth0",
+    ]);
   });
 });
 
 describe("a cache file a crash left empty or torn (docs/state.md)", { concurrency: true }, () => {
   const rt: RuntimeConf = { containerID: "c1", netNS: "/run/netns/x", ifName: "eth0" };
-  for (const [what, text, words] of [["empty", "", /unexpected end of JSON input \(the cache file .* is empty: left by a crash or a power loss\?\)/],
-    ["torn", '{"kind":"cniCacheV1","contai', /\(the cache file .* is torn: not JSON: left by a crash or a power loss\?\)/]] as const) {
+  for (const [what, text, words] of [
+    ["empty", "", /unexpected end of JSON input \(the cache file .* is empty: left by a crash or a power loss\?\)/],
+    ["torn", '{"kind":"cniCacheV1","contai', /\(the cache file .* is torn: not JSON: left by a crash or a power loss\?\)/],
+  ] as const) {
     test(`${what}: CHECK says so naming the file; DEL runs every plugin without a prevResult and removes it`, async () => {
       const { cacheDir, commandLog, list, cni } = setup();
       const file = cacheFilePath(cacheDir, { networkName: "net", containerID: "c1", ifName: "eth0" });
@@ -200,7 +224,10 @@ describe("a cache file a crash left empty or torn (docs/state.md)", { concurrenc
         return true;
       });
       await cni.delNetworkList(list, rt);
-      assert.deepEqual(readCommandLog(commandLog).map((c) => c.Command), ["DEL"]);
+      assert.deepEqual(
+        readCommandLog(commandLog).map((c) => c.Command),
+        ["DEL"],
+      );
       assert.equal(fs.existsSync(file), false);
     });
   }

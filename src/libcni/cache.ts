@@ -74,7 +74,9 @@ export function isValidCacheKey(key: CacheKey): boolean {
 export function cacheFilePath(cacheDir: string, key: CacheKey): string {
   const { networkName, containerID, ifName } = key;
   if (!networkName || !containerID || !ifName) {
-    throw new Error(`cache file path requires network name (${JSON.stringify(networkName)}), container ID (${JSON.stringify(containerID)}), and interface name (${JSON.stringify(ifName)})`);
+    throw new Error(
+      `cache file path requires network name (${JSON.stringify(networkName)}), container ID (${JSON.stringify(containerID)}), and interface name (${JSON.stringify(ifName)})`,
+    );
   }
   validateCacheKey(key);
   return path.join(cacheDir, "results", `${networkName}-${containerID}-${ifName}`);
@@ -94,7 +96,13 @@ function encodeCacheEntry(entry: CachedAttachment, result: Result | undefined): 
   if (entry.capabilityArgs && Object.keys(entry.capabilityArgs).length) o["capabilityArgs"] = entry.capabilityArgs;
   if (result) o["result"] = parseJson(marshalResult(result));
   // Go marshals the struct in field order and the nested generic maps with sorted keys.
-  return "{" + Object.entries(o).map(([k, v]) => `${JSON.stringify(k)}:${marshalJson(v)}`).join(",") + "}";
+  return (
+    "{" +
+    Object.entries(o)
+      .map(([k, v]) => `${JSON.stringify(k)}:${marshalJson(v)}`)
+      .join(",") +
+    "}"
+  );
 }
 
 /** Stores an attachment and its final result. */
@@ -114,21 +122,27 @@ export async function deleteCacheEntry(cacheDir: string, key: CacheKey): Promise
   }
   try {
     removeStateFile(file);
-  } catch { /* not ours to remove (a directory?): left */ }
+  } catch {
+    /* not ours to remove (a directory?): left */
+  }
 }
 
 /** Go libcni's cachedInfo, read as Go reads it (keys in any case, null as absent). */
-const CACHED_INFO = struct("cachedInfo", {
-  kind: string,
-  containerId: string,
-  config: string,
-  ifName: string,
-  networkName: string,
-  netns: string,
-  cniArgs: list(list(string)),
-  capabilityArgs: map(any),
-  result: map(any),
-}, "libcni");
+const CACHED_INFO = struct(
+  "cachedInfo",
+  {
+    kind: string,
+    containerId: string,
+    config: string,
+    ifName: string,
+    networkName: string,
+    netns: string,
+    cniArgs: list(list(string)),
+    capabilityArgs: map(any),
+    result: map(any),
+  },
+  "libcni",
+);
 
 /**
  * Decodes a cache file's JSON; undefined when it is not a cniCacheV1 object (e.g. a legacy bare result). A

@@ -6,7 +6,14 @@ import path from "node:path";
 import { confListFromConf, injectConf, parseConfList, parsePluginConfig } from "../spec/config.js";
 import { CniError } from "../spec/errors.js";
 import {
-  confFiles, confFromFile, confListFromFile, loadAllNetworks, loadConf, loadConfList, NoConfigsFoundError, NotFoundError,
+  confFiles,
+  confFromFile,
+  confListFromFile,
+  loadAllNetworks,
+  loadConf,
+  loadConfList,
+  NoConfigsFoundError,
+  NotFoundError,
   pluginConfsFromDir,
 } from "./conf.js";
 
@@ -46,14 +53,23 @@ describe("confFiles", () => {
     for (const name of ["b.conf", "a.conf", "c.conf.bak", "d.json", ".conf", "e.CONF", "f.conflist"]) write(dir, name, "{}");
     fs.mkdirSync(path.join(dir, "sub.conf"));
     write(dir, "nested/x.conf", "{}");
-    assert.deepEqual(await confFiles(dir, [".conf"]), [".conf", "a.conf", "b.conf"].map((n) => path.join(dir, n)));
-    assert.deepEqual(await confFiles(dir, [".conf", ".json"]), [".conf", "a.conf", "b.conf", "d.json"].map((n) => path.join(dir, n)));
+    assert.deepEqual(
+      await confFiles(dir, [".conf"]),
+      [".conf", "a.conf", "b.conf"].map((n) => path.join(dir, n)),
+    );
+    assert.deepEqual(
+      await confFiles(dir, [".conf", ".json"]),
+      [".conf", "a.conf", "b.conf", "d.json"].map((n) => path.join(dir, n)),
+    );
     assert.deepEqual(await confFiles(dir, [".conflist"]), [path.join(dir, "f.conflist")]);
   });
 
   test("sorts by bytes (upper case first)", async () => {
     for (const name of ["b.conf", "B.conf", "10.conf", "9.conf"]) write(dir, name, "{}");
-    assert.deepEqual((await confFiles(dir, [".conf"])).map((f) => path.basename(f)), ["10.conf", "9.conf", "B.conf", "b.conf"]);
+    assert.deepEqual(
+      (await confFiles(dir, [".conf"])).map((f) => path.basename(f)),
+      ["10.conf", "9.conf", "B.conf", "b.conf"],
+    );
   });
 });
 
@@ -121,8 +137,12 @@ describe("loadConf (single-plugin configs)", () => {
   });
 
   test("reads capabilities", async () => {
-    write(dir, "50-whatever.conf", `{ "name": "some-plugin", "type": "noop", "cniVersion": "0.3.1",
-      "capabilities": { "portMappings": true, "somethingElse": true, "noCapability": false } }`);
+    write(
+      dir,
+      "50-whatever.conf",
+      `{ "name": "some-plugin", "type": "noop", "cniVersion": "0.3.1",
+      "capabilities": { "portMappings": true, "somethingElse": true, "noCapability": false } }`,
+    );
     const conf = await loadConf(dir, "some-plugin");
     assert.deepEqual(conf.network.capabilities, { portMappings: true, somethingElse: true, noCapability: false });
   });
@@ -143,8 +163,9 @@ describe("confFromFile", () => {
   });
 
   test("the same from bytes", () => {
-    assert.throws(() => parsePluginConfig(`{ "name": "some-plugin", "some-key": "some-value" }`),
-      { message: "error parsing configuration: missing 'type'" });
+    assert.throws(() => parsePluginConfig(`{ "name": "some-plugin", "some-key": "some-value" }`), {
+      message: "error parsing configuration: missing 'type'",
+    });
   });
 });
 
@@ -182,12 +203,14 @@ describe("loadConfList (conflists first)", () => {
     assert.equal(list.disableGC, false);
     assert.equal(list.loadOnlyInlinedPlugins, false);
     assert.equal(list.bytes.toString(), listText);
-    assert.deepEqual(list.plugins.map((p) => p.network.type), ["host-local", "bridge", "port-forwarding"]);
-    assert.deepEqual(list.plugins.map((p) => p.bytes.toString()), [
-      `{"subnet":"10.0.0.1/24","type":"host-local"}`,
-      `{"mtu":1400,"type":"bridge"}`,
-      `{"ports":{"20.0.0.1:8080":"80"},"type":"port-forwarding"}`,
-    ]);
+    assert.deepEqual(
+      list.plugins.map((p) => p.network.type),
+      ["host-local", "bridge", "port-forwarding"],
+    );
+    assert.deepEqual(
+      list.plugins.map((p) => p.bytes.toString()),
+      [`{"subnet":"10.0.0.1/24","type":"host-local"}`, `{"mtu":1400,"type":"bridge"}`, `{"ports":{"20.0.0.1:8080":"80"},"type":"port-forwarding"}`],
+    );
   });
 
   test("a conflist wins over a .conf of the same name; the .conf is the fallback", async () => {
@@ -236,7 +259,10 @@ describe("loadConfList (conflists first)", () => {
   });
 
   test("a conflist in a nested sub-directory is not found", async () => {
-    write(dir, "subdir1/subdir2/90-deep.conflist", `{
+    write(
+      dir,
+      "subdir1/subdir2/90-deep.conflist",
+      `{
   "name": "deep",
   "cniVersion": "0.2.0",
   "plugins": [
@@ -245,7 +271,8 @@ describe("loadConfList (conflists first)", () => {
       "subnet": "10.0.0.1/24"
     },
   ]
-}`);
+}`,
+    );
     await assert.rejects(loadConfList(dir, "deep"), (e: unknown) => {
       assert.ok((e as Error).message.startsWith("no net configuration with name"));
       return true;
@@ -288,8 +315,12 @@ describe("loadConfList (conflists first)", () => {
     }`;
     const list = (extra: string, plugins = true) => `{
   "name": "some-network",
-  "cniVersion": "0.4.0"${extra}${plugins ? `,
-  "plugins": [{ "type": "host-local", "subnet": "10.0.0.1/24" }]` : ""}
+  "cniVersion": "0.4.0"${extra}${
+    plugins
+      ? `,
+  "plugins": [{ "type": "host-local", "subnet": "10.0.0.1/24" }]`
+      : ""
+  }
 }`;
 
     test("true: sub-directory plugins are ignored", async () => {
@@ -297,7 +328,10 @@ describe("loadConfList (conflists first)", () => {
       write(dir, "some-network/funky-second-plugin.conf", subPlugin);
       const l = await loadConfList(dir, "some-network");
       assert.equal(l.loadOnlyInlinedPlugins, true);
-      assert.deepEqual(l.plugins.map((p) => p.network.type), ["host-local"]);
+      assert.deepEqual(
+        l.plugins.map((p) => p.network.type),
+        ["host-local"],
+      );
     });
 
     test("absent: false", async () => {
@@ -307,14 +341,15 @@ describe("loadConfList (conflists first)", () => {
 
     test("an unknown value", async () => {
       write(dir, "50-whatever.conflist", list(`, "loadOnlyInlinedPlugins": "sphagnum"`));
-      await rejectsWith(loadConfList(dir, "some-network"),
-        `error parsing configuration list: invalid value "sphagnum" for loadOnlyInlinedPlugins`);
+      await rejectsWith(loadConfList(dir, "some-network"), `error parsing configuration list: invalid value "sphagnum" for loadOnlyInlinedPlugins`);
     });
 
     test("true without plugins", async () => {
       write(dir, "50-whatever.conflist", list(`, "loadOnlyInlinedPlugins": true`, false));
-      await rejectsWith(loadConfList(dir, "some-network"),
-        "error parsing configuration list: `loadOnlyInlinedPlugins` is true, and no 'plugins' key");
+      await rejectsWith(
+        loadConfList(dir, "some-network"),
+        "error parsing configuration list: `loadOnlyInlinedPlugins` is true, and no 'plugins' key",
+      );
     });
 
     test("false without plugins takes the sub-directory's", async () => {
@@ -322,7 +357,10 @@ describe("loadConfList (conflists first)", () => {
       write(dir, "some-network/funky-second-plugin.conf", subPlugin);
       const l = await loadConfList(dir, "some-network");
       assert.equal(l.loadOnlyInlinedPlugins, false);
-      assert.deepEqual(l.plugins.map((p) => p.network.type), ["bro-check-out-my-plugin"]);
+      assert.deepEqual(
+        l.plugins.map((p) => p.network.type),
+        ["bro-check-out-my-plugin"],
+      );
       assert.equal(l.plugins[0]?.bytes.toString(), subPlugin, "a sub-directory plugin keeps its file bytes");
     });
 
@@ -349,7 +387,10 @@ describe("loadConfList (conflists first)", () => {
       write(dir, "some-network/ignored.json", `{ "type": "ignored" }`);
       const l = await loadConfList(dir, "some-network");
       assert.equal(l.loadOnlyInlinedPlugins, false);
-      assert.deepEqual(l.plugins.map((p) => p.network.type), ["host-local", "a-first", "bro-check-out-my-plugin"]);
+      assert.deepEqual(
+        l.plugins.map((p) => p.network.type),
+        ["host-local", "a-first", "bro-check-out-my-plugin"],
+      );
     });
 
     test("a malformed sub-directory plugin is an error", async () => {
@@ -385,8 +426,14 @@ describe("loadAllNetworks", () => {
     write(dir, "20-b.conf", `{ "name": "b", "cniVersion": "0.3.1", "type": "ptp" }`);
     write(dir, "30-bad.json", "{");
     const { networks, errors } = await loadAllNetworks(dir);
-    assert.deepEqual(networks.map((n) => n.list.name), ["a", "b"]);
-    assert.deepEqual(errors.map((e) => path.basename(e.file)), ["30-bad.json"]);
+    assert.deepEqual(
+      networks.map((n) => n.list.name),
+      ["a", "b"],
+    );
+    assert.deepEqual(
+      errors.map((e) => path.basename(e.file)),
+      ["30-bad.json"],
+    );
   });
 });
 
@@ -395,17 +442,23 @@ describe("injectConf", () => {
 
   test("existing bytes that do not decode", () => {
     const conf = { ...base(), bytes: Buffer.from("{ cc cc cc}") };
-    assert.throws(() => injectConf(conf, { "": null }), (e: unknown) => {
-      assert.ok((e as Error).message.startsWith("unmarshal existing network bytes"));
-      return true;
-    });
+    assert.throws(
+      () => injectConf(conf, { "": null }),
+      (e: unknown) => {
+        assert.ok((e as Error).message.startsWith("unmarshal existing network bytes"));
+        return true;
+      },
+    );
   });
 
   test("an empty key", () => {
-    assert.throws(() => injectConf(base(), { "": null }), (e: unknown) => {
-      assert.ok((e as Error).message.startsWith("keys cannot be empty"));
-      return true;
-    });
+    assert.throws(
+      () => injectConf(base(), { "": null }),
+      (e: unknown) => {
+        assert.ok((e as Error).message.startsWith("keys cannot be empty"));
+        return true;
+      },
+    );
   });
 
   test("a nil value", () => {
@@ -447,10 +500,13 @@ describe("conflist version selection", () => {
   });
 
   test("an invalid version is an error", () => {
-    assert.throws(() => parseConfList(withVersions("1.1.0", "0.4.0", "1.0.f")), (e: unknown) => {
-      assert.ok(goText(e).startsWith("error parsing configuration list: invalid cniVersions entry 1.0.f at index 2: "), goText(e));
-      return true;
-    });
+    assert.throws(
+      () => parseConfList(withVersions("1.1.0", "0.4.0", "1.0.f")),
+      (e: unknown) => {
+        assert.ok(goText(e).startsWith("error parsing configuration list: invalid cniVersions entry 1.0.f at index 2: "), goText(e));
+        return true;
+      },
+    );
   });
 
   test("cniVersion alone is taken verbatim", () => {
@@ -458,7 +514,10 @@ describe("conflist version selection", () => {
   });
 
   test("cniVersion and cniVersions are merged", () => {
-    assert.equal(parseConfList(`{"name": "test", "cniVersion": "1.0.0", "cniVersions": ["0.1.0", "0.4.0"], "plugins": [{"type": "foo"}]}`).cniVersion, "1.0.0");
+    assert.equal(
+      parseConfList(`{"name": "test", "cniVersion": "1.0.0", "cniVersions": ["0.1.0", "0.4.0"], "plugins": [{"type": "foo"}]}`).cniVersion,
+      "1.0.0",
+    );
   });
 
   test("an empty cniVersions and no cniVersion", () => {
@@ -478,8 +537,13 @@ describe("confListFromConf", () => {
     const again = parseConfList(list.bytes);
     assert.equal(again.name, list.name);
     assert.equal(again.cniVersion, list.cniVersion);
-    assert.deepEqual(again.plugins.map((p) => p.network), list.plugins.map((p) => p.network));
-    assert.equal(list.bytes.toString(),
-      `{"cniVersion":"0.3.1","name":"some-plugin","plugins":[{"cniVersion":"0.3.1","name":"some-plugin","type":"foobar"}]}`);
+    assert.deepEqual(
+      again.plugins.map((p) => p.network),
+      list.plugins.map((p) => p.network),
+    );
+    assert.equal(
+      list.bytes.toString(),
+      `{"cniVersion":"0.3.1","name":"some-plugin","plugins":[{"cniVersion":"0.3.1","name":"some-plugin","type":"foobar"}]}`,
+    );
   });
 });

@@ -11,7 +11,10 @@ import { compareBytes } from "../spec/json.js";
 
 /** No network of that name in the directory (there were configs, none matched). */
 export class NotFoundError extends CniError {
-  constructor(readonly dir: string, readonly networkName: string) {
+  constructor(
+    readonly dir: string,
+    readonly networkName: string,
+  ) {
     super(ErrorCode.InvalidNetworkConfig, `no net configuration with name "${networkName}" in ${dir}`);
     this.name = "NotFoundError";
   }
@@ -37,12 +40,14 @@ export async function confFiles(dir: string, extensions: readonly string[]): Pro
     if ((e as NodeJS.ErrnoException).code === "ENOENT") return [];
     throw e;
   }
-  return entries
-    // Go's filepath.Ext: from the last dot, so a hidden ".conf" file has extension ".conf".
-    .filter((e) => !e.isDirectory() && extensions.includes(path.extname("x" + e.name)))
-    .map((e) => e.name)
-    .sort(compareBytes)
-    .map((name) => path.join(dir, name));
+  return (
+    entries
+      // Go's filepath.Ext: from the last dot, so a hidden ".conf" file has extension ".conf".
+      .filter((e) => !e.isDirectory() && extensions.includes(path.extname("x" + e.name)))
+      .map((e) => e.name)
+      .sort(compareBytes)
+      .map((name) => path.join(dir, name))
+  );
 }
 
 async function readConfigFile(file: string): Promise<Buffer> {

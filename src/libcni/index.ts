@@ -4,15 +4,35 @@
  * @module
  */
 export {
-  CNIConfig, CheckNotSupportedError, JoinedError, type RuntimeConf, type GCArgs, type CNIConfigOptions, type CallOptions,
+  CNIConfig,
+  CheckNotSupportedError,
+  JoinedError,
+  type RuntimeConf,
+  type GCArgs,
+  type CNIConfigOptions,
+  type CallOptions,
 } from "./api.js";
 export {
-  loadConf, loadConfList, loadAllNetworks, confFromFile, confListFromFile, confFiles, NotFoundError, NoConfigsFoundError,
+  loadConf,
+  loadConfList,
+  loadAllNetworks,
+  confFromFile,
+  confListFromFile,
+  confFiles,
+  NotFoundError,
+  NoConfigsFoundError,
   type LoadedNetwork,
 } from "./conf.js";
 export {
-  DEFAULT_CACHE_DIR, readCachedResult, readCachedAttachment, listCachedAttachments, cacheFilePath, validateCacheKey, isValidCacheKey,
-  type CacheKey, type CachedAttachment,
+  DEFAULT_CACHE_DIR,
+  readCachedResult,
+  readCachedAttachment,
+  listCachedAttachments,
+  cacheFilePath,
+  validateCacheKey,
+  isValidCacheKey,
+  type CacheKey,
+  type CachedAttachment,
 } from "./cache.js";
 export type { NetworkConfigList, PluginConfig, PluginConf, GCAttachment } from "../spec/config.js";
 export type { Result } from "../spec/result/index.js";

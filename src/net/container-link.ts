@@ -7,7 +7,7 @@
  * interface of the first default route.
  * @module
  */
-import { CniError, failure } from "../spec/errors.js";
+import { type CniError, failure } from "../spec/errors.js";
 import { parseCIDR } from "../spec/ip.js";
 import { NetOpError } from "../sys/exec.js";
 import { ip } from "./links.js";

@@ -3,7 +3,10 @@ import assert from "node:assert/strict";
 import { describeMark, marksMissingFrom, type FirewallMark } from "./firewall-marks.js";
 
 const NAT = [
-  "-P PREROUTING ACCEPT", "-P POSTROUTING ACCEPT", "-N CNI-HOSTPORT-DNAT", "-N CNI-DN-abc",
+  "-P PREROUTING ACCEPT",
+  "-P POSTROUTING ACCEPT",
+  "-N CNI-HOSTPORT-DNAT",
+  "-N CNI-DN-abc",
   "-A PREROUTING -m addrtype --dst-type LOCAL -j CNI-HOSTPORT-DNAT",
   '-A CNI-HOSTPORT-DNAT -p tcp -m comment --comment "dnat name: \\"n\\" id: \\"c\\"" -m multiport --dports 8080 -j CNI-DN-abc',
 ];
@@ -11,7 +14,11 @@ const FILTER = ["-P INPUT ACCEPT", "-A INPUT -i br0 -p udp -m udp --dport 53 -j 
 
 describe("firewall marks", () => {
   const listings = {
-    iptables: new Map<string, readonly string[] | undefined>([["4/nat", NAT], ["4/filter", FILTER], ["6/nat", undefined]]),
+    iptables: new Map<string, readonly string[] | undefined>([
+      ["4/nat", NAT],
+      ["4/filter", FILTER],
+      ["6/nat", undefined],
+    ]),
     nftChains: new Set(["ip cni_hostport hostports"]),
   };
 
@@ -34,12 +41,18 @@ describe("firewall marks", () => {
       { kind: "nftables", family: "ip6", table: "cni_hostport", chain: "hostports" },
       { kind: "iptables", family: 6, table: "nat", chain: "POSTROUTING" },
     ];
-    assert.deepEqual(marksMissingFrom(marks, listings), marks.slice(1).filter((m) => m !== marks[2]));
+    assert.deepEqual(
+      marksMissingFrom(marks, listings),
+      marks.slice(1).filter((m) => m !== marks[2]),
+    );
     assert.deepEqual(marksMissingFrom([marks[2]!], { ...listings, nftChains: undefined }), [marks[2]], "nftables not listable");
   });
 
   test("described for logs", () => {
-    assert.equal(describeMark({ kind: "iptables", family: 6, table: "nat", chain: "X", from: "POSTROUTING" }), "ip6tables nat chain X (jumped to from POSTROUTING)");
+    assert.equal(
+      describeMark({ kind: "iptables", family: 6, table: "nat", chain: "X", from: "POSTROUTING" }),
+      "ip6tables nat chain X (jumped to from POSTROUTING)",
+    );
     assert.equal(describeMark({ kind: "nftables", family: "inet", table: "t", chain: "c" }), "nftables chain inet t c");
   });
 });

@@ -20,9 +20,12 @@ export type FirewallMark =
 export function describeMark(m: FirewallMark): string {
   const ipt = (family: IPFamilyNum) => (family === 4 ? "iptables" : "ip6tables");
   switch (m.kind) {
-    case "iptables": return `${ipt(m.family)} ${m.table} chain ${m.chain}${m.from ? ` (jumped to from ${m.from})` : ""}`;
-    case "iptables-rule": return `${ipt(m.family)} ${m.table} rule ${m.rule}`;
-    case "nftables": return `nftables chain ${m.family} ${m.table} ${m.chain}`;
+    case "iptables":
+      return `${ipt(m.family)} ${m.table} chain ${m.chain}${m.from ? ` (jumped to from ${m.from})` : ""}`;
+    case "iptables-rule":
+      return `${ipt(m.family)} ${m.table} rule ${m.rule}`;
+    case "nftables":
+      return `nftables chain ${m.family} ${m.table} ${m.chain}`;
   }
 }
 
@@ -61,7 +64,12 @@ export async function missingMarks(marks: readonly FirewallMark[]): Promise<Fire
   const iptables = new Map<string, readonly string[] | undefined>();
   for (const m of marks) {
     if (m.kind === "nftables" || iptables.has(tableKey(m.family, m.table))) continue;
-    iptables.set(tableKey(m.family, m.table), await iptablesFor(m.family).listTable(m.table).catch(() => undefined));
+    iptables.set(
+      tableKey(m.family, m.table),
+      await iptablesFor(m.family)
+        .listTable(m.table)
+        .catch(() => undefined),
+    );
   }
   const nft = marks.some((m) => m.kind === "nftables") ? await nftChains().catch(() => undefined) : new Set<string>();
   return marksMissingFrom(marks, { iptables, nftChains: nft });

@@ -34,7 +34,15 @@ describe("firewalld through busctl", () => {
   test("running asks NameHasOwner for org.fedoraproject.FirewallD1", async () => {
     const bus = fakeBusctl((a) => (a[4] === "NameHasOwner" ? '{"type":"b","data":[true]}' : new Error("unexpected")));
     assert.equal(await new Firewalld(bus.run, env).running(), true);
-    assert.deepEqual(bus.calls[0], ["call", "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus", "NameHasOwner", "s", "org.fedoraproject.FirewallD1"]);
+    assert.deepEqual(bus.calls[0], [
+      "call",
+      "org.freedesktop.DBus",
+      "/org/freedesktop/DBus",
+      "org.freedesktop.DBus",
+      "NameHasOwner",
+      "s",
+      "org.fedoraproject.FirewallD1",
+    ]);
     const down = fakeBusctl(() => '{"type":"b","data":[false]}');
     assert.equal(await new Firewalld(down.run, env).running(), false);
     const broken = fakeBusctl(() => new Error("Failed to connect to bus"));
@@ -50,7 +58,16 @@ describe("firewalld through busctl", () => {
     });
     const fw = new Firewalld(bus.run, env);
     await fw.addSource("trusted", "10.0.0.5/32");
-    assert.deepEqual(bus.calls[0], ["call", "org.fedoraproject.FirewallD1", "/org/fedoraproject/FirewallD1", "org.fedoraproject.FirewallD1.zone", "addSource", "ss", "trusted", "10.0.0.5/32"]);
+    assert.deepEqual(bus.calls[0], [
+      "call",
+      "org.fedoraproject.FirewallD1",
+      "/org/fedoraproject/FirewallD1",
+      "org.fedoraproject.FirewallD1.zone",
+      "addSource",
+      "ss",
+      "trusted",
+      "10.0.0.5/32",
+    ]);
     await fw.addSource("trusted", "10.0.0.9/32");
     await assert.rejects(fw.addSource("trusted", "10.0.0.8/32"), /INVALID_ZONE/);
     await fw.removeSource("trusted", "10.0.0.5/32");

@@ -36,7 +36,10 @@ function answer(result: ToolResult): unknown[] {
 }
 
 export class Firewalld {
-  constructor(private readonly busctl: BusctlRunner = runBusctl, private readonly env: Readonly<Record<string, string | undefined>> = {}) {}
+  constructor(
+    private readonly busctl: BusctlRunner = runBusctl,
+    private readonly env: Readonly<Record<string, string | undefined>> = {},
+  ) {}
 
   /**
    * Whether firewalld owns its name on the system bus. No bus socket means no (without starting a process);
@@ -46,8 +49,11 @@ export class Firewalld {
     const socket = systemBusSocket(this.env);
     if (socket !== undefined && !existsSync(socket)) return false;
     try {
-      const result = await this.busctl(["call", "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus", "NameHasOwner", "s", FIREWALLD_NAME],
-        "ask the system bus whether firewalld runs", this.env["DBUS_SYSTEM_BUS_ADDRESS"] || undefined);
+      const result = await this.busctl(
+        ["call", "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus", "NameHasOwner", "s", FIREWALLD_NAME],
+        "ask the system bus whether firewalld runs",
+        this.env["DBUS_SYSTEM_BUS_ADDRESS"] || undefined,
+      );
       return answer(result)[0] === true;
     } catch {
       return false;
@@ -55,8 +61,11 @@ export class Firewalld {
   }
 
   private zoneCall(method: string, zone: string, source: string, operation: string): Promise<ToolResult> {
-    return this.busctl(["call", FIREWALLD_NAME, FIREWALLD_PATH, ZONE_INTERFACE, method, "ss", zone, source], operation,
-      this.env["DBUS_SYSTEM_BUS_ADDRESS"] || undefined);
+    return this.busctl(
+      ["call", FIREWALLD_NAME, FIREWALLD_PATH, ZONE_INTERFACE, method, "ss", zone, source],
+      operation,
+      this.env["DBUS_SYSTEM_BUS_ADDRESS"] || undefined,
+    );
   }
 
   /** Puts a source (`ip/32` or `ip/128`) into a zone; already being in it is fine. */
@@ -89,14 +98,22 @@ export interface BusWatch {
  * with this process (setpriv --pdeathsig, when util-linux has it) or by `stop`. Returns undefined when there is no
  * bus to watch (no socket); `onEnd` hears why a watch ended by itself (the bus went away, busctl failed).
  */
-export function watchReloaded(env: Readonly<Record<string, string | undefined>>, onReloaded: () => void, onEnd: (reason: string) => void): BusWatch | undefined {
+export function watchReloaded(
+  env: Readonly<Record<string, string | undefined>>,
+  onReloaded: () => void,
+  onEnd: (reason: string) => void,
+): BusWatch | undefined {
   const socket = systemBusSocket(env);
   if (socket !== undefined && !existsSync(socket)) return undefined;
   const busctl = findTool("busctl");
   if (!busctl) return undefined;
   const address = env["DBUS_SYSTEM_BUS_ADDRESS"];
-  const args = [address ? `--address=${address}` : "--system", "--json=short", "monitor",
-    `--match=type='signal',interface='${FIREWALLD_NAME}',member='Reloaded'`];
+  const args = [
+    address ? `--address=${address}` : "--system",
+    "--json=short",
+    "monitor",
+    `--match=type='signal',interface='${FIREWALLD_NAME}',member='Reloaded'`,
+  ];
   const setpriv = findTool("setpriv");
   // (Loaded here, docs/startup.md: a plugin call never watches.)
   const { spawn } = process.getBuiltinModule("node:child_process");
@@ -113,7 +130,9 @@ export function watchReloaded(env: Readonly<Record<string, string | undefined>>,
       try {
         const m = JSON.parse(line) as { type?: string; interface?: string; member?: string };
         if (m.type === "signal" && m.interface === FIREWALLD_NAME && m.member === "Reloaded") onReloaded();
-      } catch { /* not a message */ }
+      } catch {
+        /* not a message */
+      }
     }
   });
   child.stderr!.on("data", (chunk: Buffer) => (stderr = (stderr + chunk.toString()).slice(-500)));

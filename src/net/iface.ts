@@ -40,7 +40,8 @@ const MAX_NAME_ATTEMPTS = 10;
 
 /** The container end of a new pair, or undefined when the random host name was taken (try another). */
 async function createVeth(container: NetNS, ifName: string, hostName: string, host: NetNS, opts: VethOptions): Promise<Link | undefined> {
-  const batch = ip.batch(container)
+  const batch = ip
+    .batch(container)
     .addLink(vethLink({ name: ifName, ns: container, peerName: hostName, peerNs: host, mtu: opts.mtu, mac: opts.mac }))
     .showLink(ifName);
   try {
@@ -127,7 +128,12 @@ const ipv6Sysctls = (ifName: string): SysctlInput[] => [
  * inside `ns`, and brings it up. A route without a gateway uses the first gateway of its family; with an IPv6
  * gateway, routes wait until DAD is over. `sysctls` are set first (with the IPv6 ones, in one process).
  */
-export async function configureInterface(ns: NetNS, ifName: string, result: Result100, opts: { sysctls?: readonly SysctlInput[] } = {}): Promise<void> {
+export async function configureInterface(
+  ns: NetNS,
+  ifName: string,
+  result: Result100,
+  opts: { sysctls?: readonly SysctlInput[] } = {},
+): Promise<void> {
   const addresses: string[] = [];
   const gateways: { 4?: string; 6?: string } = {};
   for (const ipc of result.ips ?? []) {
@@ -163,5 +169,8 @@ export async function configureInterface(ns: NetNS, ifName: string, result: Resu
 export async function enableForwarding(families: Iterable<4 | 6>): Promise<void> {
   const paths = new Set<string>();
   for (const f of families) paths.add(f === 4 ? "/proc/sys/net/ipv4/ip_forward" : "/proc/sys/net/ipv6/conf/all/forwarding");
-  await writeSysctls(NetNS.host, [...paths].map((p) => [p, "1"] as const));
+  await writeSysctls(
+    NetNS.host,
+    [...paths].map((p) => [p, "1"] as const),
+  );
 }

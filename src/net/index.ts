@@ -11,7 +11,13 @@ export type { Link, Address, RouteSpec, LinkChange, NewLink, VethSpec, ShownLink
 export { setupVeth, configureInterface, enableForwarding, waitForDAD, type VethPair, type VethOptions } from "./iface.js";
 export { deleteLinkWithAddresses } from "./link-addresses.js";
 export {
-  sysctlPath, readSysctl, readSysctls, writeSysctl, writeSysctls, type SysctlSetting, type SysctlInput,
+  sysctlPath,
+  readSysctl,
+  readSysctls,
+  writeSysctl,
+  writeSysctls,
+  type SysctlSetting,
+  type SysctlInput,
 } from "./sysctl.js";
 export { setupIPMasq, teardownIPMasq, gcIPMasq, defaultIPMasqBackend, type IPMasqBackend, type IPMasqTarget } from "./ipmasq.js";
 export { Iptables, iptablesFor } from "./iptables.js";

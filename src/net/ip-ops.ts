@@ -67,7 +67,11 @@ export function routeWords(r: RouteSpec): string[] {
 
 /** The link to create for a veth pair: both ends get txqueuelen 0, as the Go plugins' veths have. */
 export const vethLink = (spec: VethSpec): NewLink => ({
-  name: spec.name, kind: "veth", mtu: spec.mtu, mac: spec.mac, txqlen: 0,
+  name: spec.name,
+  kind: "veth",
+  mtu: spec.mtu,
+  mac: spec.mac,
+  txqlen: 0,
   peer: { name: spec.peerName, mtu: spec.mtu, txqlen: 0, ns: spec.peerNs },
 });
 

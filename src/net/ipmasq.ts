@@ -31,7 +31,9 @@ export interface BackendProbes {
 }
 
 /** Which backend to use when the config does not say: iptables, unless only nftables works. */
-export async function defaultIPMasqBackend(probes: BackendProbes = { iptables: () => iptablesFor(4).usable(), nftables: nftUsable }): Promise<IPMasqBackend> {
+export async function defaultIPMasqBackend(
+  probes: BackendProbes = { iptables: () => iptablesFor(4).usable(), nftables: nftUsable },
+): Promise<IPMasqBackend> {
   if (await probes.iptables()) return "iptables";
   return (await probes.nftables()) ? "nftables" : "iptables";
 }
@@ -77,8 +79,14 @@ async function setupIptables(t: IPMasqTarget): Promise<boolean> {
       const exists = listing.chains.includes(chain);
       const missing = wanted.filter((rule) => !exists || !have.has(saveLine(rule[1]!, rule.slice(2))));
       if (missing.length === 0) continue;
-      if (await ipt.addByNetlink("nat", exists ? [] : [chain], missing.map((rule) => ({ chain: rule[1]!, args: rule.slice(2) })),
-        `set up ${ipt.command} masquerading for ${t.containerID} (chain ${chain})`)) {
+      if (
+        await ipt.addByNetlink(
+          "nat",
+          exists ? [] : [chain],
+          missing.map((rule) => ({ chain: rule[1]!, args: rule.slice(2) })),
+          `set up ${ipt.command} masquerading for ${t.containerID} (chain ${chain})`,
+        )
+      ) {
         changed = true;
         continue;
       }
@@ -113,7 +121,12 @@ async function teardownIptables(t: IPMasqTarget): Promise<void> {
         const jumps = listing.rules.filter((r) => r.chain === "POSTROUTING" && jumpsTo(r.line, chain));
         if (!jumps.length && !listing.chains.includes(chain)) break;
         try {
-          await ipt.deleteByHandle("nat", jumps, listing.chains.includes(chain) ? [chain] : [], `remove ${ipt.command} masquerading for ${t.containerID} (chain ${chain})`);
+          await ipt.deleteByHandle(
+            "nat",
+            jumps,
+            listing.chains.includes(chain) ? [chain] : [],
+            `remove ${ipt.command} masquerading for ${t.containerID} (chain ${chain})`,
+          );
           break;
         } catch (e) {
           if (attempt > 0) throw e;
@@ -124,7 +137,12 @@ async function teardownIptables(t: IPMasqTarget): Promise<void> {
       const jumps = lines.filter((l) => l.startsWith("-A POSTROUTING ") && jumpsTo(l, chain));
       if (!jumps.length && !lines.includes(`-N ${chain}`)) break;
       try {
-        await ipt.restore("nat", [chain], [...jumps.map((l) => `-D${l.slice(2)}`), ["-X", chain]], `remove ${ipt.command} masquerading for ${t.containerID} (chain ${chain})`);
+        await ipt.restore(
+          "nat",
+          [chain],
+          [...jumps.map((l) => `-D${l.slice(2)}`), ["-X", chain]],
+          `remove ${ipt.command} masquerading for ${t.containerID} (chain ${chain})`,
+        );
         break;
       } catch (e) {
         if (attempt > 0) throw e; // another DEL of the same attachment raced us: look again, once
@@ -159,7 +177,9 @@ async function setupNftables(t: IPMasqTarget): Promise<void> {
   for (const cidr of t.addresses) {
     const parsed = parseCIDR(cidr);
     const fam = parsed.ip.family === 4 ? "ip" : "ip6";
-    lines.push(`add rule inet ${NFT_TABLE} ${NFT_CHAIN} ${fam} saddr == ${canonicalIP(parsed.ip.text)} ${fam} daddr != ${networkOf(parsed).text} masquerade comment ${nftQuote(comment)}`);
+    lines.push(
+      `add rule inet ${NFT_TABLE} ${NFT_CHAIN} ${fam} saddr == ${canonicalIP(parsed.ip.text)} ${fam} daddr != ${networkOf(parsed).text} masquerade comment ${nftQuote(comment)}`,
+    );
   }
   await nftRun(lines.join("\n") + "\n", `set up nftables masquerading for ${t.containerID}`);
 }
@@ -171,7 +191,10 @@ async function deleteNftRules(handles: number[], operation: string): Promise<voi
 
 async function teardownNftables(t: IPMasqTarget): Promise<void> {
   const rules = await rulesWithCommentPrefix(instanceHash(t.network, t.ifName, t.containerID));
-  await deleteNftRules(rules.map((r) => r.handle), `remove nftables masquerading for ${t.containerID}`);
+  await deleteNftRules(
+    rules.map((r) => r.handle),
+    `remove nftables masquerading for ${t.containerID}`,
+  );
 }
 
 /**
@@ -250,7 +273,10 @@ export async function teardownIPMasq(t: IPMasqTarget): Promise<void> {
 export async function gcIPMasq(network: string, valid: readonly GCAttachment[]): Promise<void> {
   const keep = new Set(valid.map((a) => nftIPMasqComment(network, a.ifname, a.containerID)));
   const rules = await rulesWithCommentPrefix(networkHash(network));
-  await deleteNftRules(rules.filter((r) => !keep.has(r.comment ?? "")).map((r) => r.handle), `garbage-collect nftables masquerading of ${network}`);
+  await deleteNftRules(
+    rules.filter((r) => !keep.has(r.comment ?? "")).map((r) => r.handle),
+    `garbage-collect nftables masquerading of ${network}`,
+  );
 
   const liveContainers = new Set(valid.map((a) => a.containerID));
   const stale = new Set<string>();

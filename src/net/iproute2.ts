@@ -20,7 +20,10 @@ function numericId(value: unknown, file: string): unknown {
   if (typeof value === "number" || typeof value !== "string") return value;
   if (/^\d+$/.test(value)) return Number(value);
   try {
-    const entry = readFileSync(file, "utf8").split("\n").map((l) => l.split(":")).find((f) => f[0] === value);
+    const entry = readFileSync(file, "utf8")
+      .split("\n")
+      .map((l) => l.split(":"))
+      .find((f) => f[0] === value);
     if (entry?.[2] !== undefined && /^\d+$/.test(entry[2])) return Number(entry[2]);
   } catch {
     // no such file: keep the name
@@ -125,7 +128,10 @@ async function runBatch(ns: NetNS, lines: string[][], options: string[], operati
     if (!(e instanceof NetOpError)) throw e;
     const m = /Command failed -:(\d+)/.exec(e.reason);
     const failed = m ? lines[Number(m[1]) - 1] : undefined;
-    const reason = e.reason.split("\n").filter((l) => !l.startsWith("Command failed")).join("; ");
+    const reason = e.reason
+      .split("\n")
+      .filter((l) => !l.startsWith("Command failed"))
+      .join("; ");
     throw new NetOpError(failed ? `${operation} (ip ${failed.join(" ")})` : operation, reason, e.exitCode);
   }
 }
@@ -140,7 +146,10 @@ async function runOps(ns: NetNS, ops: readonly IpOp[], operation: string): Promi
     return [];
   }
   const stdout = await runBatch(ns, lines, ["-json", "-d"], operation);
-  const printed = stdout.split("\n").filter((l) => l.trim()).map((l) => JSON.parse(l) as Json[]);
+  const printed = stdout
+    .split("\n")
+    .filter((l) => l.trim())
+    .map((l) => JSON.parse(l) as Json[]);
   return shows.map((op, i) => {
     const j = printed[i]?.[0];
     if (!j) throw new NetOpError(operation, `ip printed nothing for "${opWords(op).join(" ")}"`);

@@ -24,7 +24,10 @@ export interface IptablesRule {
 
 /** A table as `iptables -S` showed it. */
 export class TableSnapshot {
-  constructor(readonly chains: ReadonlySet<string>, readonly lines: ReadonlySet<string>) {}
+  constructor(
+    readonly chains: ReadonlySet<string>,
+    readonly lines: ReadonlySet<string>,
+  ) {}
 
   static parse(lines: readonly string[]): TableSnapshot {
     const chains = new Set<string>();
@@ -50,7 +53,11 @@ export class TableSnapshot {
  * What `table` holds: over netlink when it can be read there (iptables-nft: the chain names and the rules of
  * the chains `rules` touch, each line's handles kept for deleteRules), else the whole table through the tool.
  */
-export async function snapshot(ipt: Iptables, table: string, rules?: readonly IptablesRule[]): Promise<TableSnapshot & { handles?: Map<string, bigint[]> }> {
+export async function snapshot(
+  ipt: Iptables,
+  table: string,
+  rules?: readonly IptablesRule[],
+): Promise<TableSnapshot & { handles?: Map<string, bigint[]> }> {
   if (rules) {
     const listing = await ipt.listChains(table, [...new Set(rules.map((r) => r.chain))]);
     if (listing) {
@@ -69,13 +76,27 @@ const addLine = (r: IptablesRule): string[] => (r.position === "first" ? ["-I", 
  * the given order (so `first` rules inserted later end up above those inserted earlier, as with successive
  * `iptables -I`). Returns the chains and rules it added.
  */
-export async function ensureRules(ipt: Iptables, table: string, chains: readonly string[], rules: readonly IptablesRule[], operation: string): Promise<{ chains: string[]; rules: IptablesRule[] }> {
+export async function ensureRules(
+  ipt: Iptables,
+  table: string,
+  chains: readonly string[],
+  rules: readonly IptablesRule[],
+  operation: string,
+): Promise<{ chains: string[]; rules: IptablesRule[] }> {
   const snap = await snapshot(ipt, table, rules);
   const missing = snap.missing(chains, rules);
   // Over netlink when the table was read there and every rule's chain is there or made here (a built-in chain
   // iptables has not made yet is left to iptables): chains and rules in one transaction.
-  if (snap.handles && missing.rules.every((r) => snap.chains.has(r.chain) || missing.chains.includes(r.chain)) &&
-    await ipt.addByNetlink(table, missing.chains, missing.rules.map((r) => ({ chain: r.chain, args: r.args, first: r.position === "first" })), operation)) {
+  if (
+    snap.handles &&
+    missing.rules.every((r) => snap.chains.has(r.chain) || missing.chains.includes(r.chain)) &&
+    (await ipt.addByNetlink(
+      table,
+      missing.chains,
+      missing.rules.map((r) => ({ chain: r.chain, args: r.args, first: r.position === "first" })),
+      operation,
+    ))
+  ) {
     return missing;
   }
   for (const chain of missing.chains) await ipt.ensureChain(table, chain);
@@ -96,8 +117,13 @@ export async function deleteRules(ipt: Iptables, table: string, rules: readonly 
     try {
       // Over netlink: the first rule of each line, as `iptables -D` deletes the first that matches.
       const byHandle = snap.handles && present.map((r) => ({ chain: r.chain, handle: snap.handles!.get(saveLine(r.chain, r.args))![0]! }));
-      if (byHandle && await ipt.deleteByHandle(table, byHandle, [], operation)) return;
-      await ipt.restore(table, [], present.map((r) => ["-D", r.chain, ...r.args]), operation);
+      if (byHandle && (await ipt.deleteByHandle(table, byHandle, [], operation))) return;
+      await ipt.restore(
+        table,
+        [],
+        present.map((r) => ["-D", r.chain, ...r.args]),
+        operation,
+      );
       return;
     } catch (e) {
       if (!(e instanceof NetOpError) || attempt >= 3) throw e;

@@ -6,7 +6,17 @@
 import { realpathSync } from "node:fs";
 import { NetOpError, runTool } from "../sys/exec.js";
 import { findTool } from "../sys/tool-path.js";
-import { listIptablesNft, nftAddRules, nftChainExists, nftDelete, nftTableExists, NFPROTO_IPV4, NFPROTO_IPV6, type IptablesNftListing, type RuleToAdd } from "./nfnetlink.js";
+import {
+  listIptablesNft,
+  nftAddRules,
+  nftChainExists,
+  nftDelete,
+  nftTableExists,
+  NFPROTO_IPV4,
+  NFPROTO_IPV6,
+  type IptablesNftListing,
+  type RuleToAdd,
+} from "./nfnetlink.js";
 
 export type IPFamilyNum = 4 | 6;
 
@@ -58,7 +68,12 @@ export class Iptables {
    * Deletes rules by handle (from listChains) and then whole chains, in one transaction over netlink; false
    * when that is not possible here (nothing was done: use restore).
    */
-  async deleteByHandle(table: string, rules: ReadonlyArray<{ chain: string; handle: bigint }>, chains: readonly string[], operation: string): Promise<boolean> {
+  async deleteByHandle(
+    table: string,
+    rules: ReadonlyArray<{ chain: string; handle: bigint }>,
+    chains: readonly string[],
+    operation: string,
+  ): Promise<boolean> {
     return this.overNetlink && nftDelete(this.nfproto, table, rules, chains, operation);
   }
 

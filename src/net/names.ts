@@ -7,11 +7,13 @@ import { hexOf, randomBytes } from "../sys/bytes.js";
 
 // No node:crypto on a plugin's start path (docs/startup.md): hashes use Bun's own hasher, node:crypto (loaded on
 // first use) only under Node; random bytes come from sys/bytes.ts.
-interface BunHasher { update(s: string): BunHasher; digest(encoding: "hex"): string }
+interface BunHasher {
+  update(s: string): BunHasher;
+  digest(encoding: "hex"): string;
+}
 const bunHasher = (globalThis as { Bun?: { CryptoHasher: new (algorithm: string) => BunHasher } }).Bun?.CryptoHasher;
-const sha512Hex = (s: string): string => bunHasher
-  ? new bunHasher("sha512").update(s).digest("hex")
-  : process.getBuiltinModule("node:crypto").createHash("sha512").update(s).digest("hex");
+const sha512Hex = (s: string): string =>
+  bunHasher ? new bunHasher("sha512").update(s).digest("hex") : process.getBuiltinModule("node:crypto").createHash("sha512").update(s).digest("hex");
 
 /** `(prefix + hex(sha512(s)))[:length]`. */
 export const hashWithPrefix = (length: number, prefix: string, s: string): string => (prefix + sha512Hex(s)).slice(0, length);
@@ -20,8 +22,7 @@ export const hashWithPrefix = (length: number, prefix: string, s: string): strin
 export const MAX_CHAIN_LENGTH = 28;
 
 /** The per-container ipMasq chain (bridge, ptp): `CNI-` + hash(network + containerID). */
-export const ipMasqChainName = (network: string, containerID: string): string =>
-  hashWithPrefix(MAX_CHAIN_LENGTH, "CNI-", network + containerID);
+export const ipMasqChainName = (network: string, containerID: string): string => hashWithPrefix(MAX_CHAIN_LENGTH, "CNI-", network + containerID);
 
 /** The rule comment identifying an attachment in iptables: `name: "<net>" id: "<id>"`. */
 export const attachmentComment = (network: string, containerID: string): string =>

@@ -13,7 +13,18 @@
  * @module
  */
 import { NetOpError } from "../sys/exec.js";
-import { errnoText, NLM_F_ACK, NLM_F_DUMP, NLM_F_EXCL, nlAttr, nlString, openNetlink, NETLINK_NETFILTER, parseAttrs, type RtnetlinkSocket } from "./rtnetlink.js";
+import {
+  errnoText,
+  NLM_F_ACK,
+  NLM_F_DUMP,
+  NLM_F_EXCL,
+  nlAttr,
+  nlString,
+  openNetlink,
+  NETLINK_NETFILTER,
+  parseAttrs,
+  type RtnetlinkSocket,
+} from "./rtnetlink.js";
 import { saveQuote } from "./iptables-save.js";
 import { formatIPv6, tryParseCIDR, tryParseIP } from "../spec/ip.js";
 
@@ -66,7 +77,7 @@ const cString = (b: Uint8Array): string => {
 function listItems(bytes: Uint8Array): Uint8Array[] {
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   const items: Uint8Array[] = [];
-  for (let at = 0; at + 4 <= bytes.length;) {
+  for (let at = 0; at + 4 <= bytes.length; ) {
     const len = view.getUint16(at, true);
     if (len < 4 || at + len > bytes.length) break;
     if ((view.getUint16(at + 2, true) & 0x3fff) === LIST_ELEM) items.push(bytes.subarray(at + 4, at + len));
@@ -98,8 +109,12 @@ export async function nftTableExists(family: number, table: string): Promise<boo
 export async function nftChainExists(family: number, table: string, chain: string): Promise<boolean | undefined> {
   const nl = await nfSocket();
   if (!nl) return undefined;
-  const { error } = nl.exchange(msgType(MSG.GETCHAIN), 0, nfBody(family, nlString(CHAIN_TABLE, table), nlString(CHAIN_NAME, chain)),
-    `look up nftables chain ${table}/${chain}`);
+  const { error } = nl.exchange(
+    msgType(MSG.GETCHAIN),
+    0,
+    nfBody(family, nlString(CHAIN_TABLE, table), nlString(CHAIN_NAME, chain)),
+    `look up nftables chain ${table}/${chain}`,
+  );
   if (!error) return true;
   return error.errno === ENOENT ? false : undefined;
 }
@@ -116,7 +131,10 @@ export interface SavedRule {
 }
 
 /** Some chains of an iptables-nft table: the names of all its chains, and the rules of those asked for. */
-export interface IptablesNftListing { chains: string[]; rules: SavedRule[] }
+export interface IptablesNftListing {
+  chains: string[];
+  rules: SavedRule[];
+}
 
 /**
  * The chains of `table` (family NFPROTO_IPV4 or NFPROTO_IPV6, as iptables-nft keeps them) and the rules of
@@ -137,8 +155,12 @@ export async function listIptablesNft(family: number, table: string, chains: rea
   // The whole table in one dump, or the rules of each chain asked for.
   const wanted = chains === "all" ? [undefined] : chains.filter((c) => names.includes(c));
   for (const chain of wanted) {
-    const dump = nl.exchange(msgType(MSG.GETRULE), NLM_F_DUMP, nfBody(family, nlString(RULE_TABLE, table), ...(chain ? [nlString(RULE_CHAIN, chain)] : [])),
-      `list nftables rules of ${table}${chain ? `/${chain}` : ""}`);
+    const dump = nl.exchange(
+      msgType(MSG.GETRULE),
+      NLM_F_DUMP,
+      nfBody(family, nlString(RULE_TABLE, table), ...(chain ? [nlString(RULE_CHAIN, chain)] : [])),
+      `list nftables rules of ${table}${chain ? `/${chain}` : ""}`,
+    );
     if (dump.error) {
       if (dump.error.errno === ENOENT) continue;
       return undefined;
@@ -153,7 +175,10 @@ export async function listIptablesNft(family: number, table: string, chains: rea
       const words = renderRule(family, attrs.get(RULE_EXPRESSIONS));
       const jump = ruleJump(attrs.get(RULE_EXPRESSIONS));
       rules.push({
-        chain: ruleChain, handle: h, readable: words !== undefined, ...(jump ? { jump } : {}),
+        chain: ruleChain,
+        handle: h,
+        readable: words !== undefined,
+        ...(jump ? { jump } : {}),
         line: words ? ["-A", ruleChain, ...words].join(" ") : `-A ${ruleChain} <rule ${h} of a form tscni does not read>`,
       });
     }
@@ -166,7 +191,13 @@ export async function listIptablesNft(family: number, table: string, chains: rea
  * all of it or nothing. A failure (a rule another process deleted meanwhile: ENOENT) is a NetOpError naming
  * `operation`; false when netlink cannot be used.
  */
-export async function nftDelete(family: number, table: string, rules: ReadonlyArray<{ chain: string; handle: bigint }>, chains: readonly string[], operation: string): Promise<boolean> {
+export async function nftDelete(
+  family: number,
+  table: string,
+  rules: ReadonlyArray<{ chain: string; handle: bigint }>,
+  chains: readonly string[],
+  operation: string,
+): Promise<boolean> {
   const nl = await nfSocket();
   if (!nl) return false;
   const handle = (h: bigint) => {
@@ -175,18 +206,30 @@ export async function nftDelete(family: number, table: string, rules: ReadonlyAr
     return nlAttr(RULE_HANDLE, b);
   };
   const t = nlString(RULE_TABLE, table);
-  await transaction(nl, [
-    ...rules.map((r) => ({ type: msgType(MSG.DELRULE), flags: NLM_F_ACK, body: nfBody(family, t, nlString(RULE_CHAIN, r.chain), handle(r.handle)) })),
-    ...chains.flatMap((c) => [
-      { type: msgType(MSG.DELRULE), flags: NLM_F_ACK, body: nfBody(family, t, nlString(RULE_CHAIN, c)) },
-      { type: msgType(MSG.DELCHAIN), flags: NLM_F_ACK, body: nfBody(family, nlString(CHAIN_TABLE, table), nlString(CHAIN_NAME, c)) },
-    ]),
-  ], operation);
+  await transaction(
+    nl,
+    [
+      ...rules.map((r) => ({
+        type: msgType(MSG.DELRULE),
+        flags: NLM_F_ACK,
+        body: nfBody(family, t, nlString(RULE_CHAIN, r.chain), handle(r.handle)),
+      })),
+      ...chains.flatMap((c) => [
+        { type: msgType(MSG.DELRULE), flags: NLM_F_ACK, body: nfBody(family, t, nlString(RULE_CHAIN, c)) },
+        { type: msgType(MSG.DELCHAIN), flags: NLM_F_ACK, body: nfBody(family, nlString(CHAIN_TABLE, table), nlString(CHAIN_NAME, c)) },
+      ]),
+    ],
+    operation,
+  );
   return true;
 }
 
 /** Runs `requests` as one nf_tables transaction; a refusal of any is a NetOpError and undoes them all. */
-async function transaction(nl: RtnetlinkSocket, requests: ReadonlyArray<{ type: number; flags: number; body: Uint8Array }>, operation: string): Promise<void> {
+async function transaction(
+  nl: RtnetlinkSocket,
+  requests: ReadonlyArray<{ type: number; flags: number; body: Uint8Array }>,
+  operation: string,
+): Promise<void> {
   const batch = [
     { type: NFNL_MSG_BATCH_BEGIN, flags: 0, body: Uint8Array.of(0, 0, 0, NFNL_SUBSYS_NFTABLES) },
     ...requests,
@@ -202,7 +245,11 @@ async function transaction(nl: RtnetlinkSocket, requests: ReadonlyArray<{ type: 
 }
 
 /** A rule to add: its chain, its words as iptables takes them after `-A <chain>`, at the chain's head or end. */
-export interface RuleToAdd { chain: string; args: readonly string[]; first?: boolean }
+export interface RuleToAdd {
+  chain: string;
+  args: readonly string[];
+  first?: boolean;
+}
 
 /**
  * Creates the user chains `chains` (left as they are when another process made them meanwhile; with
@@ -211,19 +258,35 @@ export interface RuleToAdd { chain: string; args: readonly string[]; first?: boo
  * plugins see the rules iptables-restore would have made). False, with nothing done, when a rule has a word the
  * encoder does not know or netlink cannot be used: the caller runs iptables-restore then.
  */
-export async function nftAddRules(family: number, table: string, chains: readonly string[], rules: readonly RuleToAdd[], operation: string, exclusive = false): Promise<boolean> {
+export async function nftAddRules(
+  family: number,
+  table: string,
+  chains: readonly string[],
+  rules: readonly RuleToAdd[],
+  operation: string,
+  exclusive = false,
+): Promise<boolean> {
   const encoded = rules.map((r) => encodeRule(family, r.args));
   if (encoded.some((e) => e === undefined)) return false;
   const nl = await nfSocket();
   if (!nl) return false;
   const t = nlString(RULE_TABLE, table);
-  await transaction(nl, [
-    ...chains.map((c) => ({ type: msgType(MSG.NEWCHAIN), flags: NLM_F_CREATE | NLM_F_ACK | (exclusive ? NLM_F_EXCL : 0), body: nfBody(family, nlString(CHAIN_TABLE, table), nlString(CHAIN_NAME, c)) })),
-    ...rules.map((r, i) => ({
-      type: msgType(MSG.NEWRULE), flags: NLM_F_CREATE | NLM_F_ACK | (r.first ? 0 : NLM_F_APPEND),
-      body: nfBody(family, t, nlString(RULE_CHAIN, r.chain), nlAttr(RULE_EXPRESSIONS | NLA_F_NESTED, encoded[i]!), compatAttr(r.args)),
-    })),
-  ], operation);
+  await transaction(
+    nl,
+    [
+      ...chains.map((c) => ({
+        type: msgType(MSG.NEWCHAIN),
+        flags: NLM_F_CREATE | NLM_F_ACK | (exclusive ? NLM_F_EXCL : 0),
+        body: nfBody(family, nlString(CHAIN_TABLE, table), nlString(CHAIN_NAME, c)),
+      })),
+      ...rules.map((r, i) => ({
+        type: msgType(MSG.NEWRULE),
+        flags: NLM_F_CREATE | NLM_F_ACK | (r.first ? 0 : NLM_F_APPEND),
+        body: nfBody(family, t, nlString(RULE_CHAIN, r.chain), nlAttr(RULE_EXPRESSIONS | NLA_F_NESTED, encoded[i]!), compatAttr(r.args)),
+      })),
+    ],
+    operation,
+  );
   return true;
 }
 
@@ -245,7 +308,8 @@ const dataValue = (type: number, bytes: Uint8Array) => nest(type, nlAttr(1, byte
 /** A load from a header (base 1: network, 2: transport) into register 1. */
 const payloadExpr = (base: 1 | 2, offset: number, len: number) => expression("payload", u32be(1, 1), u32be(2, base), u32be(3, offset), u32be(4, len));
 const cmpExpr = (negate: boolean, value: Uint8Array) => expression("cmp", u32be(1, 1), u32be(2, negate ? 1 : 0), dataValue(3, value));
-const bitwiseExpr = (mask: Uint8Array) => expression("bitwise", u32be(1, 1), u32be(2, 1), u32be(3, mask.length), dataValue(4, mask), dataValue(5, new Uint8Array(mask.length)));
+const bitwiseExpr = (mask: Uint8Array) =>
+  expression("bitwise", u32be(1, 1), u32be(2, 1), u32be(3, mask.length), dataValue(4, mask), dataValue(5, new Uint8Array(mask.length)));
 const metaExpr = (key: number) => expression("meta", u32be(2, key), u32be(1, 1));
 const counterExpr = () => expression("counter", nlAttr(1, new Uint8Array(8)), nlAttr(2, new Uint8Array(8)));
 const xtExpr = (kind: "match" | "target", name: string, revision: number, info: Uint8Array) =>
@@ -289,7 +353,7 @@ function natRange(family: number, text: string): Uint8Array | undefined {
   const v6 = family === NFPROTO_IPV6;
   const m = v6 ? /^(?:\[([0-9a-f:.]+)\]|([0-9a-f:.]+))(?::(\d+))?$/i.exec(text) : /^([0-9.]+)(?::(\d+))?$/.exec(text);
   if (!m) return undefined;
-  const ip = tryParseIP((v6 ? m[1] ?? m[2] : m[1])!);
+  const ip = tryParseIP((v6 ? (m[1] ?? m[2]) : m[1])!);
   const portText = v6 ? (m[1] !== undefined ? m[3] : undefined) : m[2];
   const port = portText === undefined ? undefined : portNumber(portText);
   if (!ip || ip.family !== (v6 ? 6 : 4) || (portText !== undefined && (port === undefined || port === 0))) return undefined;
@@ -311,11 +375,14 @@ function natRange(family: number, text: string): Uint8Array | undefined {
  */
 function compatAttr(args: readonly string[]): Uint8Array {
   const p = args.findIndex((w, k) => w === "-p" && args[k - 1] !== "!");
-  return nest(RULE_COMPAT, u32be(1, p >= 0 ? PROTOCOLS[args[p + 1]!] ?? 0 : 0), u32be(2, 0));
+  return nest(RULE_COMPAT, u32be(1, p >= 0 ? (PROTOCOLS[args[p + 1]!] ?? 0) : 0), u32be(2, 0));
 }
 
 /** A match whose options come later in the words (`-m multiport ... --dports`, `-m tcp ... --dport`). */
-interface PendingMatch { pending: "multiport" | "port"; protocol?: string }
+interface PendingMatch {
+  pending: "multiport" | "port";
+  protocol?: string;
+}
 
 /**
  * The expressions of a rule given as iptables words (after `-A <chain>`), in iptables-nft's order: interfaces,
@@ -353,22 +420,34 @@ export function encodeRule(family: number, args: readonly string[]): Uint8Array 
       const ip = tryParseIP(value.split("/")[0]!);
       if (!cidr || !ip || cidr.ip.family !== (v6 ? 6 : 4)) return undefined;
       const size = v6 ? 16 : 4;
-      const offset = word === "-s" ? (v6 ? 8 : 12) : (v6 ? 24 : 16);
+      const offset = word === "-s" ? (v6 ? 8 : 12) : v6 ? 24 : 16;
       if (cidr.prefix === 0) {
         if (negate) return undefined;
         addr[word[1] as "s"] = []; // "anywhere": iptables matches nothing
       } else if (cidr.prefix % 8 === 0) {
         addr[word[1] as "s"] = [payloadExpr(1, offset, cidr.prefix / 8), cmpExpr(negate, ip.bytes.slice(0, cidr.prefix / 8))];
       } else {
-        const mask = new Uint8Array(size).map((_, b) => (b < cidr.prefix >> 3 ? 0xff : b === cidr.prefix >> 3 ? (0xff << (8 - (cidr.prefix & 7))) & 0xff : 0));
-        addr[word[1] as "s"] = [payloadExpr(1, offset, size), bitwiseExpr(mask), cmpExpr(negate, ip.bytes.map((x, b) => x & mask[b]!))];
+        const mask = new Uint8Array(size).map((_, b) =>
+          b < cidr.prefix >> 3 ? 0xff : b === cidr.prefix >> 3 ? (0xff << (8 - (cidr.prefix & 7))) & 0xff : 0,
+        );
+        addr[word[1] as "s"] = [
+          payloadExpr(1, offset, size),
+          bitwiseExpr(mask),
+          cmpExpr(
+            negate,
+            ip.bytes.map((x, b) => x & mask[b]!),
+          ),
+        ];
       }
     } else if ((word === "-i" || word === "-o") && !iface[word[1] as "i"]) {
       const wildcard = value.endsWith("+");
       const name = wildcard ? value.slice(0, -1) : value;
-      if (!/^[^\s"'\/+]{1,15}$/.test(name)) return undefined;
+      if (!/^[^\s"'/+]{1,15}$/.test(name)) return undefined;
       const bytes = new TextEncoder().encode(name);
-      iface[word[1] as "i"] = [metaExpr(word === "-i" ? META_IIFNAME : META_OIFNAME), cmpExpr(negate, wildcard ? bytes : concat([bytes, Uint8Array.of(0)]))];
+      iface[word[1] as "i"] = [
+        metaExpr(word === "-i" ? META_IIFNAME : META_OIFNAME),
+        cmpExpr(negate, wildcard ? bytes : concat([bytes, Uint8Array.of(0)])),
+      ];
     } else if (word === "-p" && !negate && !protocol && PROTOCOLS[value] !== undefined) {
       protocol = { name: value, exprs: [metaExpr(META_L4PROTO), cmpExpr(false, Uint8Array.of(PROTOCOLS[value]!))] };
     } else if (word === "-m" && !negate && value === "comment" && args[i + 1] === "--comment" && args[i + 2] !== undefined) {
@@ -401,7 +480,13 @@ export function encodeRule(family: number, args: readonly string[]): Uint8Array 
       // Native in iptables-nft: the packet's mark (host order), masked when the mask is not all ones.
       const mark = markPair(args[i + 2]!);
       if (!mark) return undefined;
-      matches.push(concat([metaExpr(META_MARK), ...(mark.mask === 0xffffffff ? [] : [bitwiseExpr(le32(mark.mask))]), cmpExpr(false, le32(mark.value & mark.mask))]));
+      matches.push(
+        concat([
+          metaExpr(META_MARK),
+          ...(mark.mask === 0xffffffff ? [] : [bitwiseExpr(le32(mark.mask))]),
+          cmpExpr(false, le32(mark.value & mark.mask)),
+        ]),
+      );
       i += 2;
     } else if (word === "-m" && !negate && value === "multiport") {
       matches.push({ pending: "multiport" });
@@ -467,13 +552,24 @@ export function encodeRule(family: number, args: readonly string[]): Uint8Array 
     }
   }
   if (matches.some((m) => !(m instanceof Uint8Array))) return undefined; // `-m multiport` without its ports
-  return concat([...(iface.i ?? []), ...(iface.o ?? []), ...(protocol?.exprs ?? []), ...(addr.s ?? []), ...(addr.d ?? []),
-    ...(matches as Uint8Array[]), counterExpr(), ...(verdict ? [verdict] : [])]);
+  return concat([
+    ...(iface.i ?? []),
+    ...(iface.o ?? []),
+    ...(protocol?.exprs ?? []),
+    ...(addr.s ?? []),
+    ...(addr.d ?? []),
+    ...(matches as Uint8Array[]),
+    counterExpr(),
+    ...(verdict ? [verdict] : []),
+  ]);
 }
 
 // ---- rendering a rule as iptables -S prints it ----
 
-interface Expr { name: string; data: Map<number, Uint8Array> }
+interface Expr {
+  name: string;
+  data: Map<number, Uint8Array>;
+}
 
 /** The words after `-A <chain>` of a rule, or undefined when it holds something this does not render. */
 export function renderRule(family: number, expressions: Uint8Array | undefined): string[] | undefined {
@@ -517,7 +613,7 @@ export function renderRule(family: number, expressions: Uint8Array | undefined):
         if (!loaded || (loaded.what !== "s" && loaded.what !== "d" && loaded.what !== "mark")) return undefined;
         const mask = parseAttrs(e.data.get(4) ?? new Uint8Array()).get(1);
         const xor = parseAttrs(e.data.get(5) ?? new Uint8Array()).get(1);
-        if (!mask || (xor && xor.some((b) => b !== 0))) return undefined;
+        if (!mask || xor?.some((b) => b !== 0)) return undefined;
         loaded.mask = mask;
         break;
       }
@@ -564,7 +660,13 @@ export function renderRule(family: number, expressions: Uint8Array | undefined):
         const v = parseAttrs(parseAttrs(e.data.get(2) ?? new Uint8Array()).get(2) ?? new Uint8Array());
         const code = be32s(v.get(1) ?? Uint8Array.of(0, 0, 0, 0x7f));
         const chain = v.get(2) ? cString(v.get(2)!) : "";
-        const named: Record<number, string[]> = { 1: ["-j", "ACCEPT"], 0: ["-j", "DROP"], [-5]: ["-j", "RETURN"], [-3]: ["-j", chain], [-4]: ["-g", chain] };
+        const named: Record<number, string[]> = {
+          1: ["-j", "ACCEPT"],
+          0: ["-j", "DROP"],
+          [-5]: ["-j", "RETURN"],
+          [-3]: ["-j", chain],
+          [-4]: ["-g", chain],
+        };
         if (!named[code] || ((code === -3 || code === -4) && !chain)) return undefined;
         verdict = named[code]!;
         break;
@@ -575,7 +677,11 @@ export function renderRule(family: number, expressions: Uint8Array | undefined):
   }
   if (loaded) return undefined;
   // iptables -S: addresses, interfaces, the protocol, then matches, then the target.
-  return [fields.s, fields.d, fields.i, fields.o, fields.p].filter((w): w is string => w !== undefined).join(" ").split(" ").filter(Boolean)
+  return [fields.s, fields.d, fields.i, fields.o, fields.p]
+    .filter((w): w is string => w !== undefined)
+    .join(" ")
+    .split(" ")
+    .filter(Boolean)
     .concat(matches, verdict);
 }
 
@@ -608,7 +714,8 @@ function targetWords(family: number, name: string, revision: number, info: Uint8
     const size = family === NFPROTO_IPV6 ? 16 : 4;
     const [min, max] = [info.subarray(4, 4 + size), info.subarray(20, 20 + size)];
     const [pmin, pmax] = [view.getUint16(36, false), view.getUint16(38, false)];
-    if ((flags !== NAT_MAP_IPS && flags !== (NAT_MAP_IPS | NAT_PROTO_SPECIFIED)) || min.some((b, k) => b !== max[k]) || pmin !== pmax) return undefined;
+    if ((flags !== NAT_MAP_IPS && flags !== (NAT_MAP_IPS | NAT_PROTO_SPECIFIED)) || min.some((b, k) => b !== max[k]) || pmin !== pmax)
+      return undefined;
     const address = family === NFPROTO_IPV6 ? formatIPv6(min) : [...min].join(".");
     if (!(flags & NAT_PROTO_SPECIFIED)) return ["-j", "DNAT", "--to-destination", address];
     return ["-j", "DNAT", "--to-destination", family === NFPROTO_IPV6 ? `[${address}]:${pmin}` : `${address}:${pmin}`];
@@ -649,7 +756,15 @@ function interfaceText(value: Uint8Array): string | undefined {
 }
 
 /** conntrack states in the order iptables prints them, with their bits (XT_CONNTRACK_STATE_BIT and the rest). */
-const CT_STATES: Array<[string, number]> = [["INVALID", 1], ["NEW", 8], ["RELATED", 4], ["ESTABLISHED", 2], ["UNTRACKED", 1 << 8], ["SNAT", 1 << 9], ["DNAT", 1 << 10]];
+const CT_STATES: Array<[string, number]> = [
+  ["INVALID", 1],
+  ["NEW", 8],
+  ["RELATED", 4],
+  ["ESTABLISHED", 2],
+  ["UNTRACKED", 1 << 8],
+  ["SNAT", 1 << 9],
+  ["DNAT", 1 << 10],
+];
 
 const KNOWN_CT_STATES = CT_STATES.reduce((m, [, bit]) => m | bit, 0);
 
@@ -660,7 +775,8 @@ function matchWords(name: string, revision: number, info: Uint8Array, protocol: 
   if (name === "addrtype" && revision === 1 && info.length >= 8) {
     // struct xt_addrtype_info_v1: a destination type of LOCAL alone, no inversion or interface limit.
     return view.getUint16(0, true) === 0 && view.getUint16(2, true) === ADDRTYPE_LOCAL && view.getUint32(4, true) === 0
-      ? ["-m", "addrtype", "--dst-type", "LOCAL"] : undefined;
+      ? ["-m", "addrtype", "--dst-type", "LOCAL"]
+      : undefined;
   }
   if (name === "multiport" && revision === 1 && info.length >= 48 && protocol) {
     // struct xt_multiport_v1: destination ports only, no ranges, not inverted.

@@ -33,7 +33,7 @@ export interface NftListing {
 async function nftList(what: string[]): Promise<NftListing> {
   // The usual answer, that the table is not there (a node whose rules are iptables'), costs no process.
   const family = NFT_FAMILY[what[1]!];
-  if (family !== undefined && await nftTableExists(family, what[2]!) === false) return { chains: [], rules: [] };
+  if (family !== undefined && (await nftTableExists(family, what[2]!)) === false) return { chains: [], rules: [] };
   let stdout: string;
   try {
     ({ stdout } = await runTool("nft", ["-j", "-a", "list", ...what], `list nft ${what.join(" ")}`));

@@ -52,7 +52,16 @@ export interface KernelRoute {
 }
 
 const ROUTE_TYPES: Record<number, string> = {
-  1: "unicast", 2: "local", 3: "broadcast", 4: "anycast", 5: "multicast", 6: "blackhole", 7: "unreachable", 8: "prohibit", 9: "throw", 10: "nat",
+  1: "unicast",
+  2: "local",
+  3: "broadcast",
+  4: "anycast",
+  5: "multicast",
+  6: "blackhole",
+  7: "unreachable",
+  8: "prohibit",
+  9: "throw",
+  10: "nat",
 };
 
 const num = (v: unknown): number | undefined => (v === undefined || v === null || v === "" ? undefined : Number(v));
@@ -77,7 +86,11 @@ export function parseRoute(j: Json): KernelRoute {
   const family: 4 | 6 = rawDst.includes(":") || String(j["gateway"] ?? "").includes(":") ? 6 : 4;
   const dst = rawDst === "default" ? (family === 4 ? "0.0.0.0/0" : "::/0") : withPrefix(rawDst.split("/")[0]!, family, rawDst.split("/")[1]);
   const route: KernelRoute = {
-    family, type: num(j["type"]) ?? 1, dst, table: num(j["table"]) ?? TABLE_MAIN, scope: num(j["scope"]) ?? SCOPE_UNIVERSE,
+    family,
+    type: num(j["type"]) ?? 1,
+    dst,
+    table: num(j["table"]) ?? TABLE_MAIN,
+    scope: num(j["scope"]) ?? SCOPE_UNIVERSE,
   };
   if (j["gateway"]) route.gw = String(j["gateway"]);
   if (j["dev"]) route.dev = String(j["dev"]);
@@ -155,7 +168,12 @@ export interface IpCommand {
 
 /** A failed run of `ip` commands: which command (0-based) failed, when iproute2 says. */
 export class IpCommandsError extends NetOpError {
-  constructor(operation: string, reason: string, readonly failedIndex: number | undefined, exitCode: number | null) {
+  constructor(
+    operation: string,
+    reason: string,
+    readonly failedIndex: number | undefined,
+    exitCode: number | null,
+  ) {
     super(operation, reason, exitCode);
     this.name = "IpCommandsError";
   }
@@ -170,7 +188,7 @@ const sameOptions = (a: IpCommand, b: IpCommand) => (a.options ?? []).join(" ") 
  */
 export async function runIpCommands(ns: NetNS, commands: readonly IpCommand[], operation: string, opts: { force?: boolean } = {}): Promise<void> {
   let failure: IpCommandsError | undefined;
-  for (let start = 0; start < commands.length;) {
+  for (let start = 0; start < commands.length; ) {
     let end = start + 1;
     while (end < commands.length && sameOptions(commands[end]!, commands[start]!)) end++;
     const group = commands.slice(start, end);
@@ -182,7 +200,10 @@ export async function runIpCommands(ns: NetNS, commands: readonly IpCommand[], o
       const m = /Command failed -:(\d+)/.exec(e.reason);
       const index = m ? start + Number(m[1]) - 1 : undefined;
       const failed = index !== undefined ? commands[index] : undefined;
-      const reason = e.reason.split("\n").filter((l) => !l.startsWith("Command failed")).join("; ");
+      const reason = e.reason
+        .split("\n")
+        .filter((l) => !l.startsWith("Command failed"))
+        .join("; ");
       const where = failed ? ` (ip ${[...(failed.options ?? []), ...failed.words].join(" ")})` : "";
       failure ??= new IpCommandsError(`${operation}${where}`, reason, index, e.exitCode);
       if (!opts.force) throw failure;

@@ -10,9 +10,35 @@ import { closeSync, openSync } from "node:fs";
 import { NetOpError } from "../sys/exec.js";
 import { opWords, type IpOp, type LinkBackend } from "./ip-ops.js";
 import type { NetNS } from "./netns.js";
-import { cidrBytes, decodeAddress, decodeRouteOif, getRouteRequest, RTM_NEWROUTE, decodeLink, decodeNsid, deleteGroupRequest, deleteLinkRequest, dumpAddressesRequest, dumpLinksRequest, getLinkRequest, getNsidRequest, macBytes,
-  moveLinkRequest, newLinkRequest, addressRequest, bridgePortRequest, renameLinkRequest, routeRequest, setGroupRequest, setLinkRequest, RTM_NEWADDR,
-  RTM_NEWLINK, RTM_NEWNSID, type DecodedLink, type NlRequest } from "./rtnetlink-messages.js";
+import {
+  cidrBytes,
+  decodeAddress,
+  decodeRouteOif,
+  getRouteRequest,
+  RTM_NEWROUTE,
+  decodeLink,
+  decodeNsid,
+  deleteGroupRequest,
+  deleteLinkRequest,
+  dumpAddressesRequest,
+  dumpLinksRequest,
+  getLinkRequest,
+  getNsidRequest,
+  macBytes,
+  moveLinkRequest,
+  newLinkRequest,
+  addressRequest,
+  bridgePortRequest,
+  renameLinkRequest,
+  routeRequest,
+  setGroupRequest,
+  setLinkRequest,
+  RTM_NEWADDR,
+  RTM_NEWLINK,
+  RTM_NEWNSID,
+  type DecodedLink,
+  type NlRequest,
+} from "./rtnetlink-messages.js";
 import { ipErrorText, openRtnetlink, type NlMessage, type RtnetlinkSocket } from "./rtnetlink.js";
 import type { Address, Link, ShownLink } from "./types.js";
 import { messageOf } from "../spec/errors.js";
@@ -75,9 +101,10 @@ export class NetlinkSession {
         this.createLink(op.link, operation);
         return undefined;
       case "link-set": {
-        const master = typeof op.change.master === "string"
-          ? this.indexOf(op.change.master, operation, (n) => `Error: argument "${n}" is wrong: Device does not exist`)
-          : undefined;
+        const master =
+          typeof op.change.master === "string"
+            ? this.indexOf(op.change.master, operation, (n) => `Error: argument "${n}" is wrong: Device does not exist`)
+            : undefined;
         this.send(setLinkRequest(this.indexOf(op.name, operation), op.change, master), operation);
         return undefined;
       }
@@ -98,7 +125,11 @@ export class NetlinkSession {
       case "addr-add":
       case "addr-replace":
       case "addr-del": {
-        const req = addressRequest(op.kind === "addr-add" ? "add" : op.kind === "addr-del" ? "del" : "replace", this.indexOf(op.dev, operation), op.cidr);
+        const req = addressRequest(
+          op.kind === "addr-add" ? "add" : op.kind === "addr-del" ? "del" : "replace",
+          this.indexOf(op.dev, operation),
+          op.cidr,
+        );
         this.send(req ?? fail(operation, `invalid address "${op.cidr}"`), operation);
         return undefined;
       }
@@ -124,7 +155,9 @@ export class NetlinkSession {
 
   /** Every link (`ip -d link show`). */
   listLinks(operation: string): Link[] {
-    const decoded = this.dump(dumpLinksRequest(), operation).filter((m) => m.type === RTM_NEWLINK).map((m) => decodeLink(m.payload));
+    const decoded = this.dump(dumpLinksRequest(), operation)
+      .filter((m) => m.type === RTM_NEWLINK)
+      .map((m) => decodeLink(m.payload));
     const names = new Map(decoded.map((d) => [d.link.index, d.link.name]));
     return decoded.map((d) => this.withMaster(d, operation, names));
   }
@@ -134,7 +167,12 @@ export class NetlinkSession {
     const missing = `Device "${name}" does not exist.`;
     if (!validIfName(name)) fail(operation, missing, 1);
     const reply = this.exchange(getLinkRequest(name), operation);
-    if (reply.error) fail(operation, reply.error.errno === ENODEV ? missing : ipErrorText(reply.error.errno, reply.error.message), reply.error.errno === ENODEV ? 1 : 2);
+    if (reply.error)
+      fail(
+        operation,
+        reply.error.errno === ENODEV ? missing : ipErrorText(reply.error.errno, reply.error.message),
+        reply.error.errno === ENODEV ? 1 : 2,
+      );
     const m = reply.messages.find((x) => x.type === RTM_NEWLINK) ?? fail(operation, missing, 1);
     return this.withMaster(decodeLink(m.payload), operation);
   }
@@ -192,7 +230,8 @@ export class NetlinkSession {
   private createLink(link: Extract<IpOp, { kind: "link-add" }>["link"], operation: string): void {
     const parentIndex = link.parent === undefined ? undefined : this.indexOf(link.parent, operation);
     withNetnsFile(link.peer?.ns, operation, (peerNsFd) =>
-      withNetnsFile(link.netns, operation, (netnsFd) => this.send(newLinkRequest(link, { peerNsFd, netnsFd, parentIndex }), operation)));
+      withNetnsFile(link.netns, operation, (netnsFd) => this.send(newLinkRequest(link, { peerNsFd, netnsFd, parentIndex }), operation)),
+    );
   }
 
   /** The name of link `index` here (`ip` shows the name, or `if<N>` when it cannot find one). */
@@ -267,7 +306,6 @@ function withNetnsFile<T>(ns: NetNS | undefined, operation: string, work: (fd: n
   }
 }
 
-
 /** Does `work` over a socket in `ns`; undefined when the socket does not open (off, or not under Bun). */
 export async function withSession<T>(ns: NetNS, work: (session: NetlinkSession) => T): Promise<T | undefined> {
   const session = await openNetlink(ns);
@@ -282,9 +320,10 @@ export async function withSession<T>(ns: NetNS, work: (session: NetlinkSession) 
 /** Link steps and reads over route-netlink (see the module comment); routes are read by iproute2. */
 export const rtnetlinkBackend: LinkBackend = {
   name: "rtnetlink",
-  run: (ns, ops, operation) => (ops.every(netlinkCanRun)
-    ? withSession(ns, (s) => ops.flatMap((op) => s.run(op, `${operation} (ip ${opWords(op).join(" ")})`) ?? []))
-    : Promise.resolve(undefined)),
+  run: (ns, ops, operation) =>
+    ops.every(netlinkCanRun)
+      ? withSession(ns, (s) => ops.flatMap((op) => s.run(op, `${operation} (ip ${opWords(op).join(" ")})`) ?? []))
+      : Promise.resolve(undefined),
   listLinks: (ns, operation) => withSession(ns, (s) => s.listLinks(operation)),
   getLink: (ns, name, operation) => withSession(ns, (s) => s.getLink(name, operation)),
   listAddresses: (ns, name, operation) => withSession(ns, (s) => s.addressesOf(s.getLink(name, operation).index, operation)),

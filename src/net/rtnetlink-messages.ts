@@ -155,15 +155,19 @@ const familyNumber = (f: 4 | 6): number => (f === 4 ? AF_INET : AF_INET6);
 
 /** RTM_GETLINK for one link, by name (`ip` resolves names this way) or by index. */
 export function getLinkRequest(link: string | number): NlRequest {
-  const body = typeof link === "string"
-    ? concatBytes(ifinfomsg(0), nlU32(IFLA_EXT_MASK, EXT_MASK), nlString(IFLA_IFNAME, link))
-    : concatBytes(ifinfomsg(link), nlU32(IFLA_EXT_MASK, EXT_MASK));
+  const body =
+    typeof link === "string"
+      ? concatBytes(ifinfomsg(0), nlU32(IFLA_EXT_MASK, EXT_MASK), nlString(IFLA_IFNAME, link))
+      : concatBytes(ifinfomsg(link), nlU32(IFLA_EXT_MASK, EXT_MASK));
   return { type: RTM_GETLINK, flags: 0, body };
 }
 
 /** RTM_GETLINK dump: every link. */
-export const dumpLinksRequest = (): NlRequest =>
-  ({ type: RTM_GETLINK, flags: NLM_F_DUMP, body: concatBytes(ifinfomsg(0), nlU32(IFLA_EXT_MASK, EXT_MASK)) });
+export const dumpLinksRequest = (): NlRequest => ({
+  type: RTM_GETLINK,
+  flags: NLM_F_DUMP,
+  body: concatBytes(ifinfomsg(0), nlU32(IFLA_EXT_MASK, EXT_MASK)),
+});
 
 /** RTM_GETADDR dump: every address of both families. */
 export const dumpAddressesRequest = (): NlRequest => ({ type: RTM_GETADDR, flags: NLM_F_DUMP, body: ifaddrmsg(0, 0, 0, 0) });
@@ -172,7 +176,11 @@ export const dumpAddressesRequest = (): NlRequest => ({ type: RTM_GETADDR, flags
 function flagChange(c: { up?: boolean; promisc?: boolean; allmulti?: boolean }): [number, number] {
   let flags = 0;
   let change = 0;
-  for (const [value, bit] of [[c.up, IFF_UP], [c.promisc, IFF_PROMISC], [c.allmulti, IFF_ALLMULTI]] as const) {
+  for (const [value, bit] of [
+    [c.up, IFF_UP],
+    [c.promisc, IFF_PROMISC],
+    [c.allmulti, IFF_ALLMULTI],
+  ] as const) {
     if (value === undefined) continue;
     change |= bit;
     if (value) flags |= bit;
@@ -187,7 +195,7 @@ function flagChange(c: { up?: boolean; promisc?: boolean; allmulti?: boolean }):
 export function setLinkRequest(index: number, change: LinkChange, masterIndex?: number): NlRequest {
   const [flags, mask] = flagChange(change);
   const attrs: Uint8Array[] = [];
-  if (change.master !== undefined) attrs.push(nlU32(IFLA_MASTER, change.master === null ? 0 : masterIndex ?? 0));
+  if (change.master !== undefined) attrs.push(nlU32(IFLA_MASTER, change.master === null ? 0 : (masterIndex ?? 0)));
   if (change.mtu !== undefined) attrs.push(nlU32(IFLA_MTU, change.mtu));
   if (change.mac !== undefined) attrs.push(nlAttr(IFLA_ADDRESS, macBytes(change.mac) ?? new Uint8Array()));
   if (change.txqlen !== undefined) attrs.push(nlU32(IFLA_TXQLEN, change.txqlen));
@@ -276,12 +284,18 @@ export function newLinkRequest(l: NewLink, refs: NewLinkRefs = {}): NlRequest {
 }
 
 /** RTM_NEWLINK renaming link `index` (`ip link set dev X name NEW`). */
-export const renameLinkRequest = (index: number, newName: string): NlRequest =>
-  ({ type: RTM_NEWLINK, flags: 0, body: concatBytes(ifinfomsg(index), nlString(IFLA_IFNAME, newName)) });
+export const renameLinkRequest = (index: number, newName: string): NlRequest => ({
+  type: RTM_NEWLINK,
+  flags: 0,
+  body: concatBytes(ifinfomsg(index), nlString(IFLA_IFNAME, newName)),
+});
 
 /** RTM_NEWLINK moving link `index` to the namespace of an open namespace file (`ip link set dev X netns NS`). */
-export const moveLinkRequest = (index: number, netnsFd: number): NlRequest =>
-  ({ type: RTM_NEWLINK, flags: 0, body: concatBytes(ifinfomsg(index), nlU32(IFLA_NET_NS_FD, netnsFd)) });
+export const moveLinkRequest = (index: number, netnsFd: number): NlRequest => ({
+  type: RTM_NEWLINK,
+  flags: 0,
+  body: concatBytes(ifinfomsg(index), nlU32(IFLA_NET_NS_FD, netnsFd)),
+});
 
 /** RTM_DELLINK for link `index`. */
 export const deleteLinkRequest = (index: number): NlRequest => ({ type: RTM_DELLINK, flags: 0, body: ifinfomsg(index) });
@@ -292,19 +306,28 @@ const NETNSA_NSID = 1;
 const NETNSA_FD = 3;
 
 /** RTM_GETNSID: the id this namespace gives the namespace open as `fd` (`ip netns list-id` asks it this way). */
-export const getNsidRequest = (fd: number): NlRequest =>
-  ({ type: RTM_GETNSID, flags: 0, body: concatBytes(new Uint8Array(4), nlU32(NETNSA_FD, fd)) });
+export const getNsidRequest = (fd: number): NlRequest => ({
+  type: RTM_GETNSID,
+  flags: 0,
+  body: concatBytes(new Uint8Array(4), nlU32(NETNSA_FD, fd)),
+});
 
 /** The id of an RTM_NEWNSID answer (-1: none assigned). */
 export const decodeNsid = (payload: Uint8Array): number | undefined => s32(parseAttrs(payload.subarray(4)).get(NETNSA_NSID));
 
 /** RTM_NEWLINK putting link `index` in device group `group` (`ip link set dev X group G`). */
-export const setGroupRequest = (index: number, group: number): NlRequest =>
-  ({ type: RTM_NEWLINK, flags: 0, body: concatBytes(ifinfomsg(index), nlU32(IFLA_GROUP, group)) });
+export const setGroupRequest = (index: number, group: number): NlRequest => ({
+  type: RTM_NEWLINK,
+  flags: 0,
+  body: concatBytes(ifinfomsg(index), nlU32(IFLA_GROUP, group)),
+});
 
 /** RTM_DELLINK of every link in device group `group` (`ip link delete group G`): one unregistration for them all. */
-export const deleteGroupRequest = (group: number): NlRequest =>
-  ({ type: RTM_DELLINK, flags: 0, body: concatBytes(ifinfomsg(0), nlU32(IFLA_GROUP, group)) });
+export const deleteGroupRequest = (group: number): NlRequest => ({
+  type: RTM_DELLINK,
+  flags: 0,
+  body: concatBytes(ifinfomsg(0), nlU32(IFLA_GROUP, group)),
+});
 
 /**
  * RTM_NEWADDR / RTM_DELADDR for `cidr` on link `index`, as `ip addr add|replace|del CIDR [brd +] dev X` sends
@@ -436,8 +459,11 @@ function kindInfo(kind: string, data: Map<number, Uint8Array>): Record<string, u
       const flag = (attr: number) => u8(data.get(attr)) === 1;
       const type = u8(data.get(IFLA_TUN_TYPE));
       const info: Record<string, unknown> = {
-        type: type === undefined ? "unknown" : TUN_TYPES[type] ?? String(type),
-        pi: flag(IFLA_TUN_PI), vnet_hdr: flag(IFLA_TUN_VNET_HDR), multi_queue: flag(IFLA_TUN_MULTI_QUEUE), persist: flag(IFLA_TUN_PERSIST),
+        type: type === undefined ? "unknown" : (TUN_TYPES[type] ?? String(type)),
+        pi: flag(IFLA_TUN_PI),
+        vnet_hdr: flag(IFLA_TUN_VNET_HDR),
+        multi_queue: flag(IFLA_TUN_MULTI_QUEUE),
+        persist: flag(IFLA_TUN_PERSIST),
       };
       const user = u32(data.get(IFLA_TUN_OWNER));
       const group = u32(data.get(IFLA_TUN_GROUP));
@@ -469,7 +495,7 @@ export function decodeLink(payload: Uint8Array): DecodedLink {
     mtu: u32(a.get(IFLA_MTU)) ?? 0,
     mac: address ? linkAddressText(ifiType, address) : "",
     up: (flags & IFF_UP) !== 0,
-    operstate: operstate === undefined ? "UNKNOWN" : OPERSTATES[operstate] ?? String(operstate),
+    operstate: operstate === undefined ? "UNKNOWN" : (OPERSTATES[operstate] ?? String(operstate)),
     promisc: (flags & IFF_PROMISC) !== 0,
     allmulti: (flags & IFF_ALLMULTI) !== 0,
     txqlen: u32(a.get(IFLA_TXQLEN)) ?? 0,
@@ -494,8 +520,12 @@ export function decodeLink(payload: Uint8Array): DecodedLink {
     link.bridgePort = { hairpin: port.get(IFLA_BRPORT_MODE)?.[0] === 1, isolated: port.get(IFLA_BRPORT_ISOLATED)?.[0] === 1 };
   }
   const master = u32(a.get(IFLA_MASTER));
-  return { link, ...(master ? { masterIndex: master } : {}), ...(peerLinkIndex !== undefined ? { peerLinkIndex } : {}),
-    ...(peerNetnsId !== undefined ? { peerNetnsId } : {}) };
+  return {
+    link,
+    ...(master ? { masterIndex: master } : {}),
+    ...(peerLinkIndex !== undefined ? { peerLinkIndex } : {}),
+    ...(peerNetnsId !== undefined ? { peerNetnsId } : {}),
+  };
 }
 
 /** Reads an RTM_NEWADDR message: the link it is on and the address as `ip -json addr show` reports it. */

@@ -35,13 +35,15 @@ function netns(name: string): string {
 /** Runs the driver in `hostNs` with the container namespace `ctrNs`; its parsed output. */
 function drive(hostNs: string, ctrNs: string, netlink: "0" | "1"): { steps: Json[]; ipRuns: number; netnsKept: boolean } {
   const r = spawnSync("ip", ["netns", "exec", hostNs, BUN, DRIVER, `/run/netns/${ctrNs}`], {
-    env: { ...process.env, TSCNI_NETLINK: netlink }, encoding: "utf8",
+    env: { ...process.env, TSCNI_NETLINK: netlink },
+    encoding: "utf8",
   });
   assert.equal(r.status, 0, r.stderr);
   return JSON.parse(r.stdout) as { steps: Json[]; ipRuns: number; netnsKept: boolean };
 }
 
-const ipJson = (ns: string, args: string[]): Json[] => JSON.parse(execFileSync("ip", ["-n", ns, "-json", ...args], { encoding: "utf8" }) || "[]") as Json[];
+const ipJson = (ns: string, args: string[]): Json[] =>
+  JSON.parse(execFileSync("ip", ["-n", ns, "-json", ...args], { encoding: "utf8" }) || "[]") as Json[];
 
 /** What the kernel holds in a namespace, without what is random (host veth names, kernel-made MACs, link-local addresses). */
 function state(ns: string, names: Names): Json {
@@ -49,17 +51,37 @@ function state(ns: string, names: Names): Json {
     const info = (l["linkinfo"] ?? {}) as Json;
     const slave = (info["info_slave_data"] ?? {}) as Json;
     return {
-      ifname: l["ifname"], flags: l["flags"], mtu: l["mtu"], master: l["master"], txqlen: l["txqlen"], address: l["address"], broadcast: l["broadcast"],
-      ifalias: l["ifalias"], kind: info["info_kind"], hairpin: slave["hairpin"], isolated: slave["isolated"], promiscuity: l["promiscuity"], allmulti: l["allmulti"],
+      ifname: l["ifname"],
+      flags: l["flags"],
+      mtu: l["mtu"],
+      master: l["master"],
+      txqlen: l["txqlen"],
+      address: l["address"],
+      broadcast: l["broadcast"],
+      ifalias: l["ifalias"],
+      kind: info["info_kind"],
+      hairpin: slave["hairpin"],
+      isolated: slave["isolated"],
+      promiscuity: l["promiscuity"],
+      allmulti: l["allmulti"],
     };
   });
   const addrs = ipJson(ns, ["addr", "show"]).map((l) => ({
     ifname: l["ifname"],
-    addrs: ((l["addr_info"] ?? []) as Json[]).filter((a) => !String(a["local"]).startsWith("fe80"))
-      .map((a) => ({ family: a["family"], local: a["local"], prefixlen: a["prefixlen"], broadcast: a["broadcast"], scope: a["scope"], label: a["label"] })),
+    addrs: ((l["addr_info"] ?? []) as Json[])
+      .filter((a) => !String(a["local"]).startsWith("fe80"))
+      .map((a) => ({
+        family: a["family"],
+        local: a["local"],
+        prefixlen: a["prefixlen"],
+        broadcast: a["broadcast"],
+        scope: a["scope"],
+        label: a["label"],
+      })),
   }));
-  const routes = [...ipJson(ns, ["-4", "route", "show", "table", "all"]), ...ipJson(ns, ["-6", "route", "show", "table", "all"])]
-    .filter((r) => !String(r["dst"]).startsWith("fe80"));
+  const routes = [...ipJson(ns, ["-4", "route", "show", "table", "all"]), ...ipJson(ns, ["-6", "route", "show", "table", "all"])].filter(
+    (r) => !String(r["dst"]).startsWith("fe80"),
+  );
   return normalize({ links, addrs, routes }, names) as Json;
 }
 
@@ -69,13 +91,15 @@ function state(ns: string, names: Names): Json {
  */
 function normalize(v: unknown, names: Names): unknown {
   if (typeof v === "string") {
-    if (/^([0-9a-f]{2}:){5}[0-9a-f]{2}$/.test(v) && !v.startsWith("02:00:00:00:") && v !== "00:00:00:00:00:00" && v !== "ff:ff:ff:ff:ff:ff") return "(mac)";
+    if (/^([0-9a-f]{2}:){5}[0-9a-f]{2}$/.test(v) && !v.startsWith("02:00:00:00:") && v !== "00:00:00:00:00:00" && v !== "ff:ff:ff:ff:ff:ff")
+      return "(mac)";
     return Object.entries(names).reduce((text, [name, placeholder]) => text.split(name).join(placeholder), v);
   }
   if (Array.isArray(v)) return v.map((x) => normalize(x, names));
   if (v && typeof v === "object") {
     // Kind-specific data: the netlink path reads only a vrf's table (all that is used); ip shows everything.
-    const entries = Object.entries(v).filter(([k, x]) => k !== "operstate" && !(k === "info" && (x as Json)["table"] === undefined))
+    const entries = Object.entries(v)
+      .filter(([k, x]) => k !== "operstate" && !(k === "info" && (x as Json)["table"] === undefined))
       .map(([k, x]) => (k === "info" ? [k, { table: (x as Json)["table"] }] : [k, x]));
     return Object.fromEntries(entries.map(([k, x]) => [k, normalize(x, names)]));
   }
@@ -105,7 +129,15 @@ describe("rtnetlink path vs iproute2 path", { skip }, () => {
   test("a socket opened for another namespace works there and nowhere else", () => {
     const ctr = netns(`tscni-nlx-${tag}`);
     const host = netns(`tscni-nly-${tag}`);
-    const r = spawnSync("ip", ["netns", "exec", host, BUN, "-e", `
+    const r = spawnSync(
+      "ip",
+      [
+        "netns",
+        "exec",
+        host,
+        BUN,
+        "-e",
+        `
       const { NetNS } = await import(${JSON.stringify(path.join(ROOT, "dist/net/netns.js"))});
       const { ip } = await import(${JSON.stringify(path.join(ROOT, "dist/net/links.js"))});
       const { toolSpawnsOf } = await import(${JSON.stringify(path.join(ROOT, "dist/sys/exec.js"))});
@@ -115,10 +147,16 @@ describe("rtnetlink path vs iproute2 path", { skip }, () => {
       await ip.batch(ns).addLink({ name: "only-here", kind: "bridge", up: true }).run("make a bridge");
       await ip.batch(NetNS.host).addLink({ name: "host-side", kind: "bridge" }).run("make a bridge");
       console.log(JSON.stringify({ same: before === readlinkSync("/proc/thread-self/ns/net"), ipRuns: toolSpawnsOf("ip") }));
-    `], { encoding: "utf8", env: { ...process.env, TSCNI_NETLINK: "1" } });
+    `,
+      ],
+      { encoding: "utf8", env: { ...process.env, TSCNI_NETLINK: "1" } },
+    );
     assert.equal(r.status, 0, r.stderr);
     assert.deepEqual(JSON.parse(r.stdout), { same: true, ipRuns: 0 });
-    const names = (ns: string) => ipJson(ns, ["link", "show"]).map((l) => l["ifname"]).sort();
+    const names = (ns: string) =>
+      ipJson(ns, ["link", "show"])
+        .map((l) => l["ifname"])
+        .sort();
     assert.deepEqual(names(ctr), ["lo", "only-here"]);
     assert.deepEqual(names(host), ["host-side", "lo"]);
   });

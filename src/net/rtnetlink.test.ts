@@ -28,6 +28,11 @@ describe("rtnetlink messages", () => {
     const text = [...new TextEncoder().encode("Exclusivity flag on\0")];
     const tlv = [4 + text.length, 0, 1, 0, ...text];
     while (tlv.length % 4) tlv.push(0);
-    assert.deepEqual(parseAck(ack(5, -17, tlv, 0x300), 5), { kind: "error", errno: 17, reason: "Exclusivity flag on (File exists)", message: "Exclusivity flag on" });
+    assert.deepEqual(parseAck(ack(5, -17, tlv, 0x300), 5), {
+      kind: "error",
+      errno: 17,
+      reason: "Exclusivity flag on (File exists)",
+      message: "Exclusivity flag on",
+    });
   });
 });

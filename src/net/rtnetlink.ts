@@ -70,17 +70,47 @@ export function nlMessage(type: number, flags: number, seq: number, body: Uint8A
 
 /** The C library's text for the errnos a route-netlink request can come back with (what `ip` prints). */
 const ERRNO_TEXT: Record<number, string> = {
-  1: "Operation not permitted", 2: "No such file or directory", 3: "No such process", 4: "Interrupted system call",
-  5: "Input/output error", 6: "No such device or address", 7: "Argument list too long", 9: "Bad file descriptor",
-  11: "Resource temporarily unavailable", 12: "Cannot allocate memory", 13: "Permission denied", 14: "Bad address",
-  16: "Device or resource busy", 17: "File exists", 18: "Invalid cross-device link", 19: "No such device",
-  20: "Not a directory", 22: "Invalid argument", 23: "Too many open files in system", 24: "Too many open files",
-  28: "No space left on device", 34: "Numerical result out of range", 36: "File name too long",
-  39: "Directory not empty", 40: "Too many levels of symbolic links", 61: "No data available", 71: "Protocol error",
-  74: "Bad message", 75: "Value too large for defined data type", 90: "Message too long", 93: "Protocol not supported",
-  95: "Operation not supported", 97: "Address family not supported by protocol", 98: "Address already in use",
-  99: "Cannot assign requested address", 100: "Network is down", 101: "Network is unreachable", 105: "No buffer space available",
-  110: "Connection timed out", 113: "No route to host", 125: "Operation canceled",
+  1: "Operation not permitted",
+  2: "No such file or directory",
+  3: "No such process",
+  4: "Interrupted system call",
+  5: "Input/output error",
+  6: "No such device or address",
+  7: "Argument list too long",
+  9: "Bad file descriptor",
+  11: "Resource temporarily unavailable",
+  12: "Cannot allocate memory",
+  13: "Permission denied",
+  14: "Bad address",
+  16: "Device or resource busy",
+  17: "File exists",
+  18: "Invalid cross-device link",
+  19: "No such device",
+  20: "Not a directory",
+  22: "Invalid argument",
+  23: "Too many open files in system",
+  24: "Too many open files",
+  28: "No space left on device",
+  34: "Numerical result out of range",
+  36: "File name too long",
+  39: "Directory not empty",
+  40: "Too many levels of symbolic links",
+  61: "No data available",
+  71: "Protocol error",
+  74: "Bad message",
+  75: "Value too large for defined data type",
+  90: "Message too long",
+  93: "Protocol not supported",
+  95: "Operation not supported",
+  97: "Address family not supported by protocol",
+  98: "Address already in use",
+  99: "Cannot assign requested address",
+  100: "Network is down",
+  101: "Network is unreachable",
+  105: "No buffer space available",
+  110: "Connection timed out",
+  113: "No route to host",
+  125: "Operation canceled",
 };
 
 /** strerror(errno), as glibc words it. */
@@ -111,10 +141,15 @@ export interface NlMessage {
 export function splitMessages(reply: Uint8Array): NlMessage[] {
   const view = new DataView(reply.buffer, reply.byteOffset, reply.byteLength);
   const out: NlMessage[] = [];
-  for (let at = 0; at + 16 <= reply.length;) {
+  for (let at = 0; at + 16 <= reply.length; ) {
     const len = view.getUint32(at, true);
     if (len < 16 || at + len > reply.length) break;
-    out.push({ type: view.getUint16(at + 4, true), flags: view.getUint16(at + 6, true), seq: view.getUint32(at + 8, true), payload: reply.subarray(at + 16, at + len) });
+    out.push({
+      type: view.getUint16(at + 4, true),
+      flags: view.getUint16(at + 6, true),
+      seq: view.getUint32(at + 8, true),
+      payload: reply.subarray(at + 16, at + len),
+    });
     at += align4(len);
   }
   return out;
@@ -124,7 +159,7 @@ export function splitMessages(reply: Uint8Array): NlMessage[] {
 export function parseAttrs(bytes: Uint8Array): Map<number, Uint8Array> {
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   const attrs = new Map<number, Uint8Array>();
-  for (let at = 0; at + 4 <= bytes.length;) {
+  for (let at = 0; at + 4 <= bytes.length; ) {
     const len = view.getUint16(at, true);
     if (len < 4 || at + len > bytes.length) break;
     attrs.set(view.getUint16(at + 2, true) & 0x3fff, bytes.subarray(at + 4, at + len));
@@ -185,7 +220,10 @@ export interface RtnetlinkSocket {
    * its own: the kernel reads nothing after a batch's end in the batch's datagram). Throws only when the socket
    * fails.
    */
-  exchangeMany(datagrams: ReadonlyArray<ReadonlyArray<{ type: number; flags: number; body: Uint8Array }>>, operation: string): Array<{ index: number; errno: number; message?: string }>;
+  exchangeMany(
+    datagrams: ReadonlyArray<ReadonlyArray<{ type: number; flags: number; body: Uint8Array }>>,
+    operation: string,
+  ): Array<{ index: number; errno: number; message?: string }>;
   close(): void;
 }
 
@@ -233,7 +271,13 @@ const REPLY_BUFFER = 1 << 18;
  */
 function socketInNetns(c: Libc, netnsPath: string, protocol: number): number {
   try {
-    return inThreadNetns(c.setns, () => undefined, netnsPath, () => c.socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, protocol), "tscni");
+    return inThreadNetns(
+      c.setns,
+      () => undefined,
+      netnsPath,
+      () => c.socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, protocol),
+      "tscni",
+    );
   } catch {
     return -1;
   }
@@ -262,7 +306,8 @@ export function openRtnetlink(netnsPath?: string): Promise<RtnetlinkSocket | nul
 export async function openNetlink(protocol: number, netnsPath?: string): Promise<RtnetlinkSocket | null> {
   const c = await loadLibc();
   if (!c) return null;
-  const fd = netnsPath ? phaseSync("netns", "netlink socket in a namespace", () => socketInNetns(c, netnsPath, protocol))
+  const fd = netnsPath
+    ? phaseSync("netns", "netlink socket in a namespace", () => socketInNetns(c, netnsPath, protocol))
     : c.socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, protocol);
   if (fd < 0) return null;
   const one = new Uint8Array(4);

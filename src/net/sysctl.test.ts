@@ -9,7 +9,9 @@ describe("probeSysctls", () => {
     const somaxconn = readFileSync("/proc/sys/net/core/somaxconn", "utf8").trim();
     assert.ok(somaxconn.length > 1, "a multi-digit value");
     const [value, missing, writeOnly] = await probeSysctls(NetNS.host, [
-      "/proc/sys/net/core/somaxconn", "/proc/sys/net/no/such/key", "/proc/sys/net/ipv4/route/flush",
+      "/proc/sys/net/core/somaxconn",
+      "/proc/sys/net/no/such/key",
+      "/proc/sys/net/ipv4/route/flush",
     ]);
     assert.deepEqual(value, { exists: true, value: somaxconn });
     assert.deepEqual(missing, { exists: false });
@@ -18,7 +20,9 @@ describe("probeSysctls", () => {
   });
 });
 
-test("readSysctls and writeSysctls see whole multi-digit values in another namespace", { skip: process.getuid?.() === 0 ? undefined : "needs root" }, async () => {
+test("readSysctls and writeSysctls see whole multi-digit values in another namespace", {
+  skip: process.getuid?.() === 0 ? undefined : "needs root",
+}, async () => {
   const { execFileSync } = await import("node:child_process");
   const { NetNS } = await import("./netns.js");
   const { readSysctls, writeSysctls, sysctlPath } = await import("./sysctl.js");

@@ -163,6 +163,7 @@ export async function probeSysctls(ns: NetNS, paths: readonly string[]): Promise
 /** Arguments in pairs (path, value); stops at the first failure, naming it and the shell's reason. */
 const WRITE_ALWAYS_SCRIPT = [
   "while [ $# -gt 0 ]; do",
+  // biome-ignore lint/suspicious/noTemplateCurlyInString: a shell script's parameter expansion, not a template
   '  if ! err=$( { printf %s "$2" > "$1"; } 2>&1 ); then echo "cannot write \\"$2\\" to $1: ${err##*: }" >&2; exit 1; fi',
   "  shift 2",
   "done",

@@ -33,16 +33,25 @@ describe("veth pairs deleted in batches", { skip }, () => {
     created.push(host, stray, ...ctrs);
     // 38 veths with their peer in the host; one with its peer in another namespace; and one whose peer is in the
     // container itself.
-    ctrs.flatMap((c, i) => {
-      if (i === n - 2) return [`-n ${stray} link add h${i} type veth peer name eth0 netns ${c}`, `-n ${c} addr add 10.77.${i}.2/24 dev eth0`];
-      if (i === n - 1) return [`-n ${c} link add eth0 type veth peer name other0`, `-n ${c} addr add 10.77.${i}.2/24 dev eth0`];
-      return [`-n ${host} link add h${i} type veth peer name eth0 netns ${c}`, `-n ${c} addr add 10.77.${i}.2/24 dev eth0`];
-    }).forEach(ip);
+    ctrs
+      .flatMap((c, i) => {
+        if (i === n - 2) return [`-n ${stray} link add h${i} type veth peer name eth0 netns ${c}`, `-n ${c} addr add 10.77.${i}.2/24 dev eth0`];
+        if (i === n - 1) return [`-n ${c} link add eth0 type veth peer name other0`, `-n ${c} addr add 10.77.${i}.2/24 dev eth0`];
+        return [`-n ${host} link add h${i} type veth peer name eth0 netns ${c}`, `-n ${c} addr add 10.77.${i}.2/24 dev eth0`];
+      })
+      .forEach(ip);
     const r = spawnSync("ip", ["netns", "exec", host, BUN, DRIVER, ...ctrs.map((c) => `/run/netns/${c}`)], { encoding: "utf8" });
     assert.equal(r.status, 0, r.stderr);
     const out = JSON.parse(r.stdout) as { ms: number; results: unknown[]; again: unknown[]; stats: { batches: number; veths: number } };
-    assert.deepEqual(out.results, ctrs.map((_, i) => [`10.77.${i}.2/24`]));
-    assert.deepEqual(out.again, ctrs.map(() => null), "a second DEL finds nothing");
+    assert.deepEqual(
+      out.results,
+      ctrs.map((_, i) => [`10.77.${i}.2/24`]),
+    );
+    assert.deepEqual(
+      out.again,
+      ctrs.map(() => null),
+      "a second DEL finds nothing",
+    );
     assert.equal(out.stats.veths, n - 2, "every veth with its peer in the host was batched, the other two were not");
     assert.ok(out.stats.batches < n / 4, `${out.stats.batches} batches for ${out.stats.veths} veths`);
     assert.equal(execFileSync("ip", ["-n", host, "-o", "link", "show", "type", "veth"], { encoding: "utf8" }), "", "no host peer left");

@@ -7,7 +7,10 @@ import { MANIFESTS } from "./manifests.js";
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const FOLDERS = ["main", "ipam", "meta"].flatMap((group) =>
-  readdirSync(path.join(HERE, group), { withFileTypes: true }).filter((d) => d.isDirectory()).map((d) => path.join(group, d.name)));
+  readdirSync(path.join(HERE, group), { withFileTypes: true })
+    .filter((d) => d.isDirectory())
+    .map((d) => path.join(group, d.name)),
+);
 
 test("every plugin folder has a manifest, listed once, named as its folder", () => {
   assert.deepEqual(MANIFESTS.map((m) => m.name).sort(), FOLDERS.map((f) => path.basename(f)).sort());

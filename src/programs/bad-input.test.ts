@@ -37,22 +37,27 @@ describe("generated bad configs: every plugin's config parser", () => {
       const plugin = await definition(name);
       let rejected = 0;
       let cases = 0;
-      fc.assert(fc.property(badConfigs(SAMPLES[name]!), (bad) => {
-        const t0 = performance.now();
-        cases++;
-        try {
-          plugin.config!.parse(bad.stdin, bad.cniArgs);
-        } catch (e) {
-          rejected++;
-          if (!(e instanceof CniError)) {
-            throw new Error(`${name}: not a CNI error (it would be reported as 999): ${(e as Error)?.stack ?? String(e)}\n  input: ${bad.stdin.toString().slice(0, 600)}`);
+      fc.assert(
+        fc.property(badConfigs(SAMPLES[name]!), (bad) => {
+          const t0 = performance.now();
+          cases++;
+          try {
+            plugin.config!.parse(bad.stdin, bad.cniArgs);
+          } catch (e) {
+            rejected++;
+            if (!(e instanceof CniError)) {
+              throw new Error(
+                `${name}: not a CNI error (it would be reported as 999): ${(e as Error)?.stack ?? String(e)}\n  input: ${bad.stdin.toString().slice(0, 600)}`,
+              );
+            }
+            const problem = checkErrorDocument({ code: e.code, msg: e.msg });
+            if (problem) throw new Error(`${name}: ${problem}\n  input: ${bad.stdin.toString().slice(0, 600)}`);
           }
-          const problem = checkErrorDocument({ code: e.code, msg: e.msg });
-          if (problem) throw new Error(`${name}: ${problem}\n  input: ${bad.stdin.toString().slice(0, 600)}`);
-        }
-        const ms = performance.now() - t0;
-        if (ms > TIME_BOUND_MS) throw new Error(`${name}: parsing took ${ms.toFixed(0)} ms`);
-      }), { numRuns: FUZZ_RUNS, seed: seedOf(name, 1), includeErrorInReport: true });
+          const ms = performance.now() - t0;
+          if (ms > TIME_BOUND_MS) throw new Error(`${name}: parsing took ${ms.toFixed(0)} ms`);
+        }),
+        { numRuns: FUZZ_RUNS, seed: seedOf(name, 1), includeErrorInReport: true },
+      );
       // The generator must mostly produce configs the plugin refuses, or this test proves little.
       assert.ok(rejected >= cases * 0.3, `${name}: only ${rejected} of ${cases} generated configs were refused`);
     });
@@ -69,26 +74,29 @@ describe("generated hostile environments: the skel of every plugin", () => {
         called = true;
       };
       const funcs = { add: stub, del: stub, check: stub, status: stub, gc: stub };
-      await fc.assert(fc.asyncProperty(hostileEnv, badConfigs(SAMPLES[name]!), async (env, bad) => {
-        called = false;
-        let stdout = "";
-        const io: PluginIO = {
-          env: { ...env, CNI_ARGS: env.CNI_ARGS ?? bad.cniArgs },
-          readStdin: async () => bad.stdin,
-          writeStdout: (s) => (stdout += s),
-          writeStderr: () => undefined,
-        };
-        const err = await runPlugin(funcs, plugin.versionInfo, plugin.about, io);
-        if (err) {
-          const problem = checkErrorDocument(JSON.parse(err.print()));
-          if (problem) throw new Error(`${name}: ${problem}\n  env: ${JSON.stringify(env)}`);
-          if (stdout !== "") throw new Error(`${name}: output before the error: ${stdout}`);
-        } else if (!called) {
-          // Without a handler: VERSION (one document), or no CNI_COMMAND at all (the "about" text, on stderr).
-          if (env.CNI_COMMAND === "VERSION") JSON.parse(stdout);
-          else assert.ok(!env.CNI_COMMAND && stdout === "", `${name}: neither a handler nor an error for ${JSON.stringify(env)}: ${stdout}`);
-        }
-      }), { numRuns: FUZZ_RUNS, seed: seedOf(name, 2), includeErrorInReport: true });
+      await fc.assert(
+        fc.asyncProperty(hostileEnv, badConfigs(SAMPLES[name]!), async (env, bad) => {
+          called = false;
+          let stdout = "";
+          const io: PluginIO = {
+            env: { ...env, CNI_ARGS: env.CNI_ARGS ?? bad.cniArgs },
+            readStdin: async () => bad.stdin,
+            writeStdout: (s) => (stdout += s),
+            writeStderr: () => undefined,
+          };
+          const err = await runPlugin(funcs, plugin.versionInfo, plugin.about, io);
+          if (err) {
+            const problem = checkErrorDocument(JSON.parse(err.print()));
+            if (problem) throw new Error(`${name}: ${problem}\n  env: ${JSON.stringify(env)}`);
+            if (stdout !== "") throw new Error(`${name}: output before the error: ${stdout}`);
+          } else if (!called) {
+            // Without a handler: VERSION (one document), or no CNI_COMMAND at all (the "about" text, on stderr).
+            if (env.CNI_COMMAND === "VERSION") JSON.parse(stdout);
+            else assert.ok(!env.CNI_COMMAND && stdout === "", `${name}: neither a handler nor an error for ${JSON.stringify(env)}: ${stdout}`);
+          }
+        }),
+        { numRuns: FUZZ_RUNS, seed: seedOf(name, 2), includeErrorInReport: true },
+      );
     });
   }
 });
@@ -99,8 +107,26 @@ describe("generated command lines: cnitool", () => {
   // outside by design), and no plugin that exists (the one network names a type CNI_PATH does not have).
   const verbs = ["add", "check", "del", "gc", "status", "list", "validate", "version", "network", "pod", "bogus", ""];
   const sub = ["ls", "inspect", "rm", "prune", "create", "up", "down", "status", ""];
-  const arg = fc.oneof(hostileEnvValue.map((v) => v ?? ""), fc.constantFrom("fz", "--cache-dir", "-i", "--ifname", "--timeout", "-1", "1e9", "--help", "-h", "--json", "--subnet", "10.0.0.0/8", "/run/netns/none"));
-  const commandLine = fc.tuple(fc.constantFrom(...verbs), fc.constantFrom(...sub), fc.array(arg, { maxLength: 5 }))
+  const arg = fc.oneof(
+    hostileEnvValue.map((v) => v ?? ""),
+    fc.constantFrom(
+      "fz",
+      "--cache-dir",
+      "-i",
+      "--ifname",
+      "--timeout",
+      "-1",
+      "1e9",
+      "--help",
+      "-h",
+      "--json",
+      "--subnet",
+      "10.0.0.0/8",
+      "/run/netns/none",
+    ),
+  );
+  const commandLine = fc
+    .tuple(fc.constantFrom(...verbs), fc.constantFrom(...sub), fc.array(arg, { maxLength: 5 }))
     .map(([verb, subVerb, rest]) => [verb, ...(verb === "network" || verb === "pod" ? [subVerb] : []), ...rest].filter((a, i) => a !== "" || i > 0));
   test("every generated command line ends in exit 0 or 1 with a message, no stack trace, in time", () => {
     const root = tempDir();
@@ -108,16 +134,21 @@ describe("generated command lines: cnitool", () => {
     const cwd = path.join(root, "cwd");
     for (const d of [confDir, path.join(root, "bin"), path.join(root, "cache"), cwd]) mkdirSync(d);
     writeFileSync(path.join(confDir, "10-fz.conflist"), JSON.stringify({ cniVersion: "1.0.0", name: "fz", plugins: [{ type: "nosuchplugin" }] }));
-    fc.assert(fc.property(commandLine, (argv) => {
-      const r = spawnSync(CNITOOL, ["--cache-dir", path.join(root, "cache"), ...argv], {
-        cwd, encoding: "utf8", timeout: 20_000,
-        env: { PATH: process.env["PATH"], NETCONFPATH: confDir, CNI_PATH: path.join(root, "bin"), TSCNI_RESIDENT_SOCKET: "" },
-      });
-      const what = `cnitool ${JSON.stringify(argv)}: status ${r.status} signal ${r.signal}\n${r.stdout}${r.stderr}`;
-      assert.ok(r.status === 0 || r.status === 1, what);
-      assert.doesNotMatch(r.stdout + r.stderr, /\n\s+at .+:\d+:\d+/, what);
-      if (r.status === 1) assert.ok((r.stderr + r.stdout).trim().length > 0, `${what}: failed without a message`);
-    }), { numRuns: Math.max(60, Math.floor(FUZZ_RUNS / 5)), seed: seedOf("cnitool", 3), includeErrorInReport: true });
+    fc.assert(
+      fc.property(commandLine, (argv) => {
+        const r = spawnSync(CNITOOL, ["--cache-dir", path.join(root, "cache"), ...argv], {
+          cwd,
+          encoding: "utf8",
+          timeout: 20_000,
+          env: { PATH: process.env["PATH"], NETCONFPATH: confDir, CNI_PATH: path.join(root, "bin"), TSCNI_RESIDENT_SOCKET: "" },
+        });
+        const what = `cnitool ${JSON.stringify(argv)}: status ${r.status} signal ${r.signal}\n${r.stdout}${r.stderr}`;
+        assert.ok(r.status === 0 || r.status === 1, what);
+        assert.doesNotMatch(r.stdout + r.stderr, /\n\s+at .+:\d+:\d+/, what);
+        if (r.status === 1) assert.ok((r.stderr + r.stdout).trim().length > 0, `${what}: failed without a message`);
+      }),
+      { numRuns: Math.max(60, Math.floor(FUZZ_RUNS / 5)), seed: seedOf("cnitool", 3), includeErrorInReport: true },
+    );
     assert.deepEqual(readdirSync(root).sort(), ["bin", "cache", "conf", "cwd"], "nothing written beside cnitool's own dirs");
   });
 });

@@ -14,7 +14,6 @@ import { foldKey, type GoType } from "../spec/go-decode.js";
 import { isJsonObject, type JsonValue } from "../spec/json.js";
 import { COMMON, SAMPLES } from "../testing/plugin-samples.js";
 
-
 const STYLES: Record<string, (key: string) => string> = {
   "Go field names": (k) => k.charAt(0).toUpperCase() + k.slice(1),
   "upper case": (k) => k.toUpperCase(),
@@ -73,8 +72,7 @@ function comparable(v: unknown): unknown {
   return v;
 }
 
-const parseWith = (plugin: PluginDefinition, config: unknown, cniArgs = "") =>
-  plugin.config!.parse(Buffer.from(JSON.stringify(config)), cniArgs);
+const parseWith = (plugin: PluginDefinition, config: unknown, cniArgs = "") => plugin.config!.parse(Buffer.from(JSON.stringify(config)), cniArgs);
 
 describe("every plugin decodes its config as Go does", () => {
   for (const [name, entry] of Object.entries(PLUGINS)) {
@@ -88,7 +86,11 @@ describe("every plugin decodes its config as Go does", () => {
         const expected = comparable(parseWith(plugin, sample.config, sample.cniArgs));
         for (const [styleName, style] of Object.entries(STYLES)) {
           const respelled = respell(sample.config, plugin.config.schema, style, "", used);
-          assert.deepEqual(comparable(parseWith(plugin, respelled, sample.cniArgs)), expected, `${name}, keys in ${styleName}: ${JSON.stringify(respelled)}`);
+          assert.deepEqual(
+            comparable(parseWith(plugin, respelled, sample.cniArgs)),
+            expected,
+            `${name}, keys in ${styleName}: ${JSON.stringify(respelled)}`,
+          );
         }
       }
       const missing = [...fieldPaths(plugin.config.schema)].filter((p) => !used.has(p));
@@ -101,21 +103,25 @@ describe("what containerd sends", () => {
   const load = (name: string) => PLUGINS[name]!.load();
   test("portmap reads go-cni's PortMapping{HostPort, ContainerPort, Protocol, HostIP}", async () => {
     const conf = parseWith(await load("portmap"), {
-      ...COMMON, type: "portmap",
+      ...COMMON,
+      type: "portmap",
       runtimeConfig: { portMappings: [{ HostPort: 18080, ContainerPort: 80, Protocol: "tcp", HostIP: "" }] },
     }) as { mappings: unknown };
     assert.deepEqual(conf.mappings, [{ hostPort: 18080, containerPort: 80, protocol: "tcp" }]);
   });
   test("bandwidth reads go-cni's BandWidth{IngressRate, IngressBurst, EgressRate, EgressBurst}", async () => {
     const conf = parseWith(await load("bandwidth"), {
-      ...COMMON, type: "bandwidth",
+      ...COMMON,
+      type: "bandwidth",
       runtimeConfig: { bandwidth: { IngressRate: 1000000, IngressBurst: 2147483647, EgressRate: 2000000, EgressBurst: 2147483647 } },
     }) as { limits: unknown };
     assert.deepEqual(conf.limits, { ingressRate: 1000000, ingressBurst: 2147483647, egressRate: 2000000, egressBurst: 2147483647 });
   });
   test("host-local reads go-cni's IPRanges{Subnet, RangeStart, RangeEnd, Gateway}", async () => {
     const conf = parseWith(await load("host-local"), {
-      ...COMMON, type: "bridge", ipam: { type: "host-local" },
+      ...COMMON,
+      type: "bridge",
+      ipam: { type: "host-local" },
       runtimeConfig: { ipRanges: [[{ Subnet: "10.88.0.0/16", RangeStart: "10.88.1.1", RangeEnd: "10.88.1.9", Gateway: "10.88.0.1" }]] },
     }) as { rangeSets: Array<{ ranges: Array<{ rangeStart: { text: string }; rangeEnd: { text: string }; gateway: { text: string } }> }> };
     const r = conf.rangeSets[0]!.ranges[0]!;
@@ -123,8 +129,14 @@ describe("what containerd sends", () => {
   });
   test("a bad value under a Go spelling is named as written", async () => {
     const portmap = await load("portmap");
-    assert.throws(() => parseWith(portmap, {
-      ...COMMON, type: "portmap", runtimeConfig: { portMappings: [{ HostPort: "80", ContainerPort: 80, Protocol: "tcp" }] },
-    }), { code: 7, msg: 'invalid "runtimeConfig.portMappings[0].HostPort": "80" (want an integer)' });
+    assert.throws(
+      () =>
+        parseWith(portmap, {
+          ...COMMON,
+          type: "portmap",
+          runtimeConfig: { portMappings: [{ HostPort: "80", ContainerPort: 80, Protocol: "tcp" }] },
+        }),
+      { code: 7, msg: 'invalid "runtimeConfig.portMappings[0].HostPort": "80" (want an integer)' },
+    );
   });
 });

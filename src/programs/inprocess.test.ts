@@ -29,11 +29,20 @@ class Capture extends Writable {
 }
 
 const env = (extra: Record<string, string> = {}) => ({
-  PATH: process.env["PATH"], TSCNI_RESIDENT: "exec", CNI_COMMAND: "ADD", CNI_CONTAINERID: "inproc1", CNI_NETNS: "/run/netns/none", CNI_IFNAME: "eth0",
-  CNI_ARGS: "", CNI_PATH: BIN, ...extra,
+  PATH: process.env["PATH"],
+  TSCNI_RESIDENT: "exec",
+  CNI_COMMAND: "ADD",
+  CNI_CONTAINERID: "inproc1",
+  CNI_NETNS: "/run/netns/none",
+  CNI_IFNAME: "eth0",
+  CNI_ARGS: "",
+  CNI_PATH: BIN,
+  ...extra,
 });
 const conf = (dataDir: string, extra: Record<string, unknown> = {}) =>
-  Buffer.from(JSON.stringify({ cniVersion: "1.1.0", name: "inproc", type: "bridge", ipam: { type: "host-local", subnet: "10.77.0.0/24", dataDir, ...extra } }));
+  Buffer.from(
+    JSON.stringify({ cniVersion: "1.1.0", name: "inproc", type: "bridge", ipam: { type: "host-local", subnet: "10.77.0.0/24", dataDir, ...extra } }),
+  );
 
 describe("in-process delegation", { skip: existsSync(path.join(BIN, "host-local")) ? undefined : "dist/bin/host-local is not built" }, () => {
   test("runs our delegate in-process with the same result as an exec", async () => {
@@ -78,7 +87,10 @@ describe("in-process delegation", { skip: existsSync(path.join(BIN, "host-local"
       process.stdout.write = realWrite;
     }
     // (node:test's own reporting goes through process.stdout too; only CNI documents matter here.)
-    assert.deepEqual(written.filter((w) => /"(msg|ips|cniVersion)"/.test(w)), []);
+    assert.deepEqual(
+      written.filter((w) => /"(msg|ips|cniVersion)"/.test(w)),
+      [],
+    );
     assert.deepEqual(errors[0]!.toJSON(), errors[1]!.toJSON());
     assert.deepEqual(errors[0]!.toJSON(), { code: 8, msg: "plugin's netns and netns from CNI_NETNS should not be the same" });
     assert.equal(existsSync(path.join(scratch, "own", "inproc")), false, "nothing allocated");
@@ -88,13 +100,17 @@ describe("in-process delegation", { skip: existsSync(path.join(BIN, "host-local"
     const foreign = path.join(scratch, "foreign");
     rmSync(foreign, { recursive: true, force: true });
     await import("node:fs/promises").then((fs) => fs.mkdir(foreign));
-    writeFileSync(path.join(foreign, "host-local"),
-      "#!/bin/sh\necho 'foreign ipam ran' >&2\necho '{\"cniVersion\":\"1.1.0\",\"ips\":[{\"address\":\"192.0.2.9/24\"}]}'\n");
+    writeFileSync(
+      path.join(foreign, "host-local"),
+      '#!/bin/sh\necho \'foreign ipam ran\' >&2\necho \'{"cniVersion":"1.1.0","ips":[{"address":"192.0.2.9/24"}]}\'\n',
+    );
     chmodSync(path.join(foreign, "host-local"), 0o755);
     const stderr = new Capture();
     const exec = new MulticallExec(self);
     const r = await delegateAdd("host-local", conf(path.join(scratch, "d")), {
-      exec, env: env({ CNI_PATH: `${foreign}:${BIN}` }), stderr,
+      exec,
+      env: env({ CNI_PATH: `${foreign}:${BIN}` }),
+      stderr,
     });
     assert.equal(exec.inProcessRuns, 0);
     assert.equal(marshalResult(r), '{"cniVersion":"1.1.0","ips":[{"address":"192.0.2.9/24"}]}');

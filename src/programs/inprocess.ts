@@ -25,7 +25,10 @@ export class MulticallExec implements PluginExec {
   /** The plugin definition to run in-process for this path, or undefined to exec it. */
   private async inProcessPlugin(pluginPath: string, env: Env): Promise<PluginDefinition | undefined> {
     if (this.selves.size === 0 || env["TSCNI_NO_INPROCESS"]) return undefined;
-    const real = await process.getBuiltinModule("node:fs/promises").realpath(pluginPath).catch(() => undefined);
+    const real = await process
+      .getBuiltinModule("node:fs/promises")
+      .realpath(pluginPath)
+      .catch(() => undefined);
     if (!real || !this.selves.has(real)) return undefined;
     const entry = PLUGINS[path.basename(pluginPath)];
     if (!entry) return undefined;

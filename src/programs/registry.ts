@@ -24,11 +24,16 @@ export interface PluginEntry {
 }
 
 /** Every plugin by type, with its versions and subcommands (cnitool, the one other program, is loaded by main.ts). */
-export const PLUGINS: Record<string, PluginEntry> = Object.fromEntries(MANIFESTS.map((m) => {
-  const load = async (): Promise<PluginDefinition> =>
-    ({ ...(await m.load()).plugin, versionInfo: new VersionInfo(m.versions), about: aboutText(m.name) });
-  return [m.name, { load, versions: m.versions, ...(m.commands ? { commands: { ...m.commands } } : {}) }];
-}));
+export const PLUGINS: Record<string, PluginEntry> = Object.fromEntries(
+  MANIFESTS.map((m) => {
+    const load = async (): Promise<PluginDefinition> => ({
+      ...(await m.load()).plugin,
+      versionInfo: new VersionInfo(m.versions),
+      about: aboutText(m.name),
+    });
+    return [m.name, { load, versions: m.versions, ...(m.commands ? { commands: { ...m.commands } } : {}) }];
+  }),
+);
 
 /** What a plugin prints for VERSION. */
 export const versionAnswer = (versions: readonly string[]): string =>

@@ -26,7 +26,9 @@ export function selfPaths(self: string | undefined): Set<string> {
   if (path.basename(self) === "tscni-js") {
     try {
       paths.add(realpathSync(path.join(path.dirname(self), "tscni")));
-    } catch { /* no launcher */ }
+    } catch {
+      /* no launcher */
+    }
   }
   return paths;
 }

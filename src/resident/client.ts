@@ -69,9 +69,10 @@ export async function callResident(socketPath: string, buildId: string, req: Res
   try {
     if (!opts.unverified) {
       const fd = socketFd(socket);
-      const verdict = fd === undefined
-        ? { refusal: "the connection's descriptor cannot be read", kind: "identity" as const }
-        : await verifyListener(fd, ownIdentity(), SAME_PROCESS_RULE, { lockPath: lockPathOf(socketPath) });
+      const verdict =
+        fd === undefined
+          ? { refusal: "the connection's descriptor cannot be read", kind: "identity" as const }
+          : await verifyListener(fd, ownIdentity(), SAME_PROCESS_RULE, { lockPath: lockPathOf(socketPath) });
       if ("refusal" in verdict) return { kind: "refused", reason: `not sent: ${verdict.refusal}` };
     }
     const request = encodeRequest(req);

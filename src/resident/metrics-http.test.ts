@@ -42,7 +42,10 @@ describe("metrics over HTTP", () => {
     const first = await serveMetrics({ host: "127.0.0.1", port: 0 }, () => "");
     try {
       const port = Number(new URL(first.url).port);
-      await assert.rejects(serveMetrics({ host: "127.0.0.1", port }, () => ""), /EADDRINUSE/);
+      await assert.rejects(
+        serveMetrics({ host: "127.0.0.1", port }, () => ""),
+        /EADDRINUSE/,
+      );
     } finally {
       await first.close();
     }

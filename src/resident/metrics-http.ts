@@ -66,9 +66,10 @@ export async function serveMetrics(address: ListenAddress, render: () => string)
   const host = address.host.includes(":") ? `[${address.host}]` : address.host;
   return {
     url: `http://${host}:${port}/metrics`,
-    close: () => new Promise<void>((resolve) => {
-      server.close(() => resolve());
-      server.closeAllConnections?.();
-    }),
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections?.();
+      }),
   };
 }

@@ -85,7 +85,8 @@ abstract class Metric<S> {
 
   /** The series in a stable order: by label values. */
   protected sorted(): Array<{ pairs: Array<[string, string]>; state: S }> {
-    return [...this.series.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+    return [...this.series.entries()]
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
       .map(([, { values, state }]) => ({ pairs: values.map((v, i) => [this.labelNames[i]!, v] as [string, string]), state }));
   }
 

@@ -9,10 +9,18 @@ import type { NodeGcOptions, NodeGcReport } from "../runtime/node-gc.js";
 import { startNodeGc } from "./node-gc.js";
 
 const REPORT: NodeGcReport = {
-  dryRun: false, runtime: "fake 1.0 (CRI v1) at unix:///fake.sock", sandboxes: 2, judged: 3, notJudged: 0,
-  stale: [{ containerID: "a", network: "net1", ifName: "eth0" }], tooRecent: [], unreadableKept: [],
-  removed: [{ containerID: "a", network: "net1", ifName: "eth0" }], failed: [],
-  networks: [{ network: "net1", file: "/x/net1.conflist", gc: true, validAttachments: 2 }], configErrors: [],
+  dryRun: false,
+  runtime: "fake 1.0 (CRI v1) at unix:///fake.sock",
+  sandboxes: 2,
+  judged: 3,
+  notJudged: 0,
+  stale: [{ containerID: "a", network: "net1", ifName: "eth0" }],
+  tooRecent: [],
+  unreadableKept: [],
+  removed: [{ containerID: "a", network: "net1", ifName: "eth0" }],
+  failed: [],
+  networks: [{ network: "net1", file: "/x/net1.conflist", gc: true, validAttachments: 2 }],
+  configErrors: [],
 };
 const base = { criEndpoint: "unix:///fake.sock", cacheDir: "/c", confDir: "/n", pluginDirs: ["/opt/cni/bin"] };
 
@@ -27,7 +35,10 @@ test("runs every interval, one at a time, with the schedule's settings, and logs
   const calls: NodeGcOptions[] = [];
   const spans: Array<[number, number]> = [];
   const schedule = startNodeGc({
-    ...base, intervalMs: 30, minAgeMs: 1234, log: (l) => lines.push(l),
+    ...base,
+    intervalMs: 30,
+    minAgeMs: 1234,
+    log: (l) => lines.push(l),
     run: async (o) => {
       calls.push(o);
       const start = performance.now();
@@ -41,8 +52,10 @@ test("runs every interval, one at a time, with the schedule's settings, and logs
   for (let i = 1; i < spans.length; i++) {
     assert.ok(spans[i]![0] >= spans[i - 1]![1] + 29, `run ${i} started ${spans[i]![0] - spans[i - 1]![1]} ms after the one before ended`);
   }
-  assert.deepEqual({ ...calls[0], runtime: undefined, judged: undefined },
-    { runtime: undefined, cacheDir: "/c", confDir: "/n", pluginDirs: ["/opt/cni/bin"], minAgeMs: 1234, judged: undefined });
+  assert.deepEqual(
+    { ...calls[0], runtime: undefined, judged: undefined },
+    { runtime: undefined, cacheDir: "/c", confDir: "/n", pluginDirs: ["/opt/cni/bin"], minAgeMs: 1234, judged: undefined },
+  );
   assert.equal(typeof calls[0]!.judged, "function");
   assert.equal(calls[0]!.dryRun, undefined);
   assert.match(lines[0]!, /^node GC: every 0.03 s, asking unix:\/\/\/fake.sock, cache \/c, networks in \/n$/);
@@ -56,7 +69,9 @@ test("a run that fails is logged and the schedule goes on", async () => {
   const lines: string[] = [];
   let runs = 0;
   const schedule = startNodeGc({
-    ...base, intervalMs: 20, log: (l) => lines.push(l),
+    ...base,
+    intervalMs: 20,
+    log: (l) => lines.push(l),
     run: async () => {
       runs++;
       throw new Error("CRI runtime at unix:///fake.sock: cannot reach");
@@ -71,7 +86,9 @@ test("stop() waits for the run under way", async () => {
   let started = false;
   let finished = false;
   const schedule = startNodeGc({
-    ...base, intervalMs: 10, log: () => undefined,
+    ...base,
+    intervalMs: 10,
+    log: () => undefined,
     run: async () => {
       started = true;
       await sleep(100);

@@ -51,7 +51,11 @@ export function startNodeGc(o: NodeGcScheduleOptions): NodeGcSchedule {
     o.onRun?.();
     try {
       const report = await run({
-        runtime, cacheDir: o.cacheDir, confDir: o.confDir, pluginDirs: o.pluginDirs, judged: judgedByNodeGc,
+        runtime,
+        cacheDir: o.cacheDir,
+        confDir: o.confDir,
+        pluginDirs: o.pluginDirs,
+        judged: judgedByNodeGc,
         ...(o.minAgeMs !== undefined ? { minAgeMs: o.minAgeMs } : {}),
       });
       for (const line of describeNodeGc(report)) o.log(`node GC: ${line}`);

@@ -19,19 +19,43 @@ test("hierarchies: every hierarchy this process is in, mounted from its top, v1 
     "30 25 0:27 / /sys/fs/cgroup/pids rw - cgroup cgroup rw,pids",
     "31 25 0:28 /sub /mnt/blkio rw - cgroup cgroup rw,blkio",
   ].join("\n");
-  assert.deepEqual(hierarchies(cgroup, mountinfo), [
-    { mount: "/sys/fs/cgroup/pids", kind: "pids", current: "/a" },
-    { mount: "/sys/fs/cgroup/memory", kind: "memory", current: "/process_api/x" },
-    { mount: "/sys/fs/cgroup/cpu,cpuacct", kind: "cpu,cpuacct", current: "/" },
-    { mount: "/sys/fs/cgroup/systemd", kind: "name=systemd", current: "/init.scope" },
-    { mount: "/sys/fs/cgroup/unified", kind: "cgroup2", current: "/" },
-  ], "blkio is mounted from a subtree only: left out");
+  assert.deepEqual(
+    hierarchies(cgroup, mountinfo),
+    [
+      { mount: "/sys/fs/cgroup/pids", kind: "pids", current: "/a" },
+      { mount: "/sys/fs/cgroup/memory", kind: "memory", current: "/process_api/x" },
+      { mount: "/sys/fs/cgroup/cpu,cpuacct", kind: "cpu,cpuacct", current: "/" },
+      { mount: "/sys/fs/cgroup/systemd", kind: "name=systemd", current: "/init.scope" },
+      { mount: "/sys/fs/cgroup/unified", kind: "cgroup2", current: "/" },
+    ],
+    "blkio is mounted from a subtree only: left out",
+  );
 });
 
 test("transientScopeCall: StartTransientUnit of a scope holding the server's pid, in system.slice, collected when it ends", () => {
   assert.deepEqual(transientScopeCall("tscni-resident-7.scope", 7, "tscni resident server (/run/tscni/plugins.sock)"), [
-    "call", "org.freedesktop.systemd1", "/org/freedesktop/systemd1", "org.freedesktop.systemd1.Manager", "StartTransientUnit", "ssa(sv)a(sa(sv))",
-    "tscni-resident-7.scope", "fail", "4", "PIDs", "au", "1", "7", "Description", "s", "tscni resident server (/run/tscni/plugins.sock)",
-    "Slice", "s", "system.slice", "CollectMode", "s", "inactive-or-failed", "0",
+    "call",
+    "org.freedesktop.systemd1",
+    "/org/freedesktop/systemd1",
+    "org.freedesktop.systemd1.Manager",
+    "StartTransientUnit",
+    "ssa(sv)a(sa(sv))",
+    "tscni-resident-7.scope",
+    "fail",
+    "4",
+    "PIDs",
+    "au",
+    "1",
+    "7",
+    "Description",
+    "s",
+    "tscni resident server (/run/tscni/plugins.sock)",
+    "Slice",
+    "s",
+    "system.slice",
+    "CollectMode",
+    "s",
+    "inactive-or-failed",
+    "0",
   ]);
 });

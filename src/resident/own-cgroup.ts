@@ -44,7 +44,10 @@ export interface Hierarchy {
  * The hierarchies this process is in, from /proc/self/cgroup and /proc/self/mountinfo (texts given for tests);
  * only those mounted from their top (a mount whose root is "/").
  */
-export function hierarchies(cgroupText = readFileSync("/proc/self/cgroup", "utf8"), mountinfoText = readFileSync("/proc/self/mountinfo", "utf8")): Hierarchy[] {
+export function hierarchies(
+  cgroupText = readFileSync("/proc/self/cgroup", "utf8"),
+  mountinfoText = readFileSync("/proc/self/mountinfo", "utf8"),
+): Hierarchy[] {
   const mounts: Array<{ mount: string; fstype: string; options: string[] }> = [];
   for (const line of mountinfoText.split("\n")) {
     const dash = line.indexOf(" - ");
@@ -59,9 +62,10 @@ export function hierarchies(cgroupText = readFileSync("/proc/self/cgroup", "utf8
     const m = /^(\d+):([^:]*):(.*)$/.exec(line);
     if (!m) continue;
     const [, id, controllers, current] = m;
-    const found = id === "0" && controllers === ""
-      ? mounts.find((x) => x.fstype === "cgroup2")
-      : mounts.find((x) => x.fstype === "cgroup" && controllers!.split(",").every((c) => x.options.includes(c)));
+    const found =
+      id === "0" && controllers === ""
+        ? mounts.find((x) => x.fstype === "cgroup2")
+        : mounts.find((x) => x.fstype === "cgroup" && controllers!.split(",").every((c) => x.options.includes(c)));
     if (found) out.push({ mount: found.mount, kind: found.fstype === "cgroup2" ? "cgroup2" : controllers!, current: current! });
   }
   return out;
@@ -79,8 +83,29 @@ function systemdIsInit(): boolean {
 /** busctl's arguments for a transient scope holding `pid`: StartTransientUnit(name, "fail", properties, no aux units). */
 export function transientScopeCall(name: string, pid: number, description: string): string[] {
   return [
-    "call", "org.freedesktop.systemd1", "/org/freedesktop/systemd1", "org.freedesktop.systemd1.Manager", "StartTransientUnit", "ssa(sv)a(sa(sv))",
-    name, "fail", "4", "PIDs", "au", "1", String(pid), "Description", "s", description, "Slice", "s", "system.slice", "CollectMode", "s", "inactive-or-failed", "0",
+    "call",
+    "org.freedesktop.systemd1",
+    "/org/freedesktop/systemd1",
+    "org.freedesktop.systemd1.Manager",
+    "StartTransientUnit",
+    "ssa(sv)a(sa(sv))",
+    name,
+    "fail",
+    "4",
+    "PIDs",
+    "au",
+    "1",
+    String(pid),
+    "Description",
+    "s",
+    description,
+    "Slice",
+    "s",
+    "system.slice",
+    "CollectMode",
+    "s",
+    "inactive-or-failed",
+    "0",
   ];
 }
 
@@ -124,14 +149,17 @@ function moveInCgroupfs(name: string, pid: number): OwnCgroup {
       if (h.kind.split(",").includes("cpuset")) {
         // A new v1 cpuset cgroup has no CPUs or memory nodes until given its parent's: nothing could join it.
         for (const file of ["cpuset.cpus", "cpuset.mems"]) {
-          if (readFileSync(path.join(dir, file), "utf8").trim() === "") writeFileSync(path.join(dir, file), readFileSync(path.join(h.mount, file), "utf8"));
+          if (readFileSync(path.join(dir, file), "utf8").trim() === "")
+            writeFileSync(path.join(dir, file), readFileSync(path.join(h.mount, file), "utf8"));
         }
       }
       if (h.kind.split(",").includes("memory")) {
         // v1 charges pages to the cgroup they were first touched in: the server's own go with it.
         try {
           writeFileSync(path.join(dir, "memory.move_charge_at_immigrate"), "3");
-        } catch { /* a kernel without it: only what the server touches from now on is charged here */ }
+        } catch {
+          /* a kernel without it: only what the server touches from now on is charged here */
+        }
       }
       writeFileSync(path.join(dir, "cgroup.procs"), String(pid));
       moved.push(h);
@@ -149,7 +177,9 @@ function moveInCgroupfs(name: string, pid: number): OwnCgroup {
         try {
           writeFileSync(path.join(h.mount, "cgroup.procs"), String(pid));
           rmdirSync(path.join(h.mount, name));
-        } catch { /* another server of the socket is there, or it is gone: nothing to undo */ }
+        } catch {
+          /* another server of the socket is there, or it is gone: nothing to undo */
+        }
       }
     },
   };

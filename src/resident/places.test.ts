@@ -69,7 +69,11 @@ test("places: a busy server keeps its waiters waiting though no place is given b
 
 test("places: an idle server whose calls get answers from outside (a slow etcd) keeps its waiters waiting; once the answers stop, they are handed back", async () => {
   let answers = 0;
-  const places = new Places({ size: 1, maxLong: 1, stallMs: 50, longMs: 10_000 }, () => 0, () => answers);
+  const places = new Places(
+    { size: 1, maxLong: 1, stallMs: 50, longMs: 10_000 },
+    () => 0,
+    () => answers,
+  );
   const held = await places.take();
   const answering = setInterval(() => answers++, 30); // an answer every 30 ms, no CPU at all
   const waiting = places.take();

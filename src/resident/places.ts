@@ -70,8 +70,11 @@ export class Places {
    * `cpuMs`: cumulative CPU time of the server (and its tools); `answers`: answers its calls got from outside.
    * Either moving is the sign of progress when no place is given back.
    */
-  constructor(readonly limits: PlacesLimits = DEFAULT_PLACES, private readonly cpuMs: () => number = cpuMsWithChildren,
-    private readonly answers: () => number = answersNoted) {}
+  constructor(
+    readonly limits: PlacesLimits = DEFAULT_PLACES,
+    private readonly cpuMs: () => number = cpuMsWithChildren,
+    private readonly answers: () => number = answersNoted,
+  ) {}
 
   /** Calls holding a place now. */
   get running(): number {

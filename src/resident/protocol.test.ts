@@ -18,7 +18,12 @@ test("a request read back whole, however its bytes arrive, each chunk copied onc
 
 test("a request cut short, running past its end, with bytes after its end or an unknown tag is a protocol error", () => {
   const bytes = encodeRequest(request);
-  for (const bad of [bytes.subarray(0, bytes.length - 5), bytes.subarray(0, 9), Buffer.concat([bytes, Buffer.from([0])]), Buffer.from([0x51, 0, 0, 0, 0])]) {
+  for (const bad of [
+    bytes.subarray(0, bytes.length - 5),
+    bytes.subarray(0, 9),
+    Buffer.concat([bytes, Buffer.from([0])]),
+    Buffer.from([0x51, 0, 0, 0, 0]),
+  ]) {
     assert.throws(() => decodeRequest(bad), ProtocolError);
   }
   const lying = Buffer.from(bytes);

@@ -159,16 +159,24 @@ export function decodeRequest(bytes: Buffer): ResidentRequest {
     at = start + length;
     const text = () => bytes.toString("utf8", start, at);
     switch (tag) {
-      case TAG_PROGRAM: req.program = text(); break;
-      case TAG_ARG: req.args.push(text()); break;
+      case TAG_PROGRAM:
+        req.program = text();
+        break;
+      case TAG_ARG:
+        req.args.push(text());
+        break;
       case TAG_ENV: {
         const pair = text();
         const eq = pair.indexOf("=");
         if (eq > 0) req.env[pair.slice(0, eq)] = pair.slice(eq + 1);
         break;
       }
-      case TAG_STDIN: req.stdin = bytes.subarray(start, at); break;
-      case TAG_CWD: req.cwd = text(); break;
+      case TAG_STDIN:
+        req.stdin = bytes.subarray(start, at);
+        break;
+      case TAG_CWD:
+        req.cwd = text();
+        break;
       case TAG_UMASK:
         if (length !== 4) throw new ProtocolError(`a umask field of ${length} bytes`);
         req.umask = bytes.readUInt32LE(start) & 0o777;
@@ -176,7 +184,8 @@ export function decodeRequest(bytes: Buffer): ResidentRequest {
       case TAG_END:
         if (at !== bytes.length) throw new ProtocolError(`${bytes.length - at} bytes after the end of the request`);
         return req;
-      default: throw new ProtocolError(`unknown request field tag 0x${tag.toString(16)}`);
+      default:
+        throw new ProtocolError(`unknown request field tag 0x${tag.toString(16)}`);
     }
   }
   throw new ProtocolError("the request ends without its end field");

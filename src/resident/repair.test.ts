@@ -7,8 +7,14 @@ import { startRepair, type RepairHooks } from "./repair.js";
 /** Hooks whose losses the test sets, counting reloads; the bus is a function the test calls. */
 function fakes(opts: { bus?: boolean } = {}) {
   const state = {
-    lost: [] as LostState[], reloads: 0, reloaded: [] as Array<string[] | undefined>, lostAfterReload: undefined as LostState[] | undefined,
-    lostAfterPause: undefined as LostState[] | undefined, pauses: 0, watches: 0, stops: 0,
+    lost: [] as LostState[],
+    reloads: 0,
+    reloaded: [] as Array<string[] | undefined>,
+    lostAfterReload: undefined as LostState[] | undefined,
+    lostAfterPause: undefined as LostState[] | undefined,
+    pauses: 0,
+    watches: 0,
+    stops: 0,
   };
   let signal: (() => void) | undefined;
   let end: ((reason: string) => void) | undefined;
@@ -62,8 +68,14 @@ describe("self-repair", () => {
     await sleep(70);
     r.stop();
     assert.equal(state.reloads, 1);
-    assert.ok(log.some((l) => /firewall state lost: 1 attachment\(s\), first n\/c\/eth0 \(iptables nat chain CNI-HOSTPORT-DNAT\)/.test(l)), log.join("\n"));
-    assert.ok(log.some((l) => /^restored\s+n\/c\/eth0\s+portmap: iptables IPv4$/.test(l)), log.join("\n"));
+    assert.ok(
+      log.some((l) => /firewall state lost: 1 attachment\(s\), first n\/c\/eth0 \(iptables nat chain CNI-HOSTPORT-DNAT\)/.test(l)),
+      log.join("\n"),
+    );
+    assert.ok(
+      log.some((l) => /^restored\s+n\/c\/eth0\s+portmap: iptables IPv4$/.test(l)),
+      log.join("\n"),
+    );
     assert.ok(log.some((l) => /1 restored, 0 complete, 0 failed, 0 skipped/.test(l)));
   });
 
@@ -118,8 +130,16 @@ describe("self-repair", () => {
     const log: string[] = [];
     let fail = true;
     const r = startRepair({
-      cacheDir: "/c", intervalMs: 10, log: (l) => log.push(l),
-      hooks: { ...hooks, lost: async () => { if (fail) throw new Error("cannot read /c/results"); return state.lost; } },
+      cacheDir: "/c",
+      intervalMs: 10,
+      log: (l) => log.push(l),
+      hooks: {
+        ...hooks,
+        lost: async () => {
+          if (fail) throw new Error("cannot read /c/results");
+          return state.lost;
+        },
+      },
     });
     await sleep(60);
     assert.equal(log.filter((l) => /self-repair failed: cannot read \/c\/results/.test(l)).length, 1);

@@ -46,7 +46,11 @@ export interface RepairOptions {
   confirmMs?: number;
 }
 
-const fingerprint = (lost: readonly LostState[]) => lost.map((l) => `${l.attachment}: ${l.missing.join(", ")}`).sort().join("\n");
+const fingerprint = (lost: readonly LostState[]) =>
+  lost
+    .map((l) => `${l.attachment}: ${l.missing.join(", ")}`)
+    .sort()
+    .join("\n");
 
 /** A loss in one line for the log: how many attachments, and the first one's first missing object. */
 function summary(lost: readonly LostState[]): string {
@@ -144,7 +148,8 @@ export function startRepair(o: RepairOptions): { stop(): void } {
     try {
       bus = hooks.watch(onReloaded, (reason) => {
         bus = undefined;
-        if (reason !== busEnded) o.log(`self-repair: stopped watching firewalld's reloads (${reason}); watching again in ${(o.busRetryMs ?? BUS_RETRY_MS) / 1000} s`);
+        if (reason !== busEnded)
+          o.log(`self-repair: stopped watching firewalld's reloads (${reason}); watching again in ${(o.busRetryMs ?? BUS_RETRY_MS) / 1000} s`);
         busEnded = reason;
         retryBus();
       });

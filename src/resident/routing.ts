@@ -15,10 +15,10 @@
 import { spawn } from "node:child_process";
 import type { Env } from "../invoke/args.js";
 import type { ExecOptions, PluginExec } from "../invoke/exec.js";
-import { KeyedMutex } from "../sys/keyed-mutex.js";
+import type { KeyedMutex } from "../sys/keyed-mutex.js";
 import { endPhase, phaseClock } from "../sys/phase-trace.js";
 import type { Places } from "./places.js";
-import { CniError, ErrorCode, failure } from "../spec/errors.js";
+import { type CniError, ErrorCode, failure } from "../spec/errors.js";
 import { runPlugin, type PluginDefinition } from "../skel/skel.js";
 import { MulticallExec } from "../programs/inprocess.js";
 import { PLUGINS } from "../programs/registry.js";
@@ -79,8 +79,10 @@ export function routeOf(req: ResidentRequest, server: ServerProcess): Route {
   if (req.program === HEALTH_PROGRAM) return "health";
   if (req.program === STOP_PROGRAM) return "stop";
   if (req.program === METRICS_PROGRAM) return "metrics";
-  const ownProcess = (req.cwd !== undefined && req.cwd !== server.cwd && carriesRelativePath(req)) ||
-    (req.env["TSCNI_NETLINK"] ?? "") !== server.netlink || (req.umask !== undefined && req.umask !== server.umask);
+  const ownProcess =
+    (req.cwd !== undefined && req.cwd !== server.cwd && carriesRelativePath(req)) ||
+    (req.env["TSCNI_NETLINK"] ?? "") !== server.netlink ||
+    (req.umask !== undefined && req.umask !== server.umask);
   return ownProcess && server.self ? "child" : "in-process";
 }
 
@@ -162,32 +164,40 @@ export function runAsChild(ctx: CallContext, self: string): Promise<CallOutcome>
   const { req, write } = ctx;
   const stdout: Buffer[] = [];
   const ended = (status: number): CallOutcome => ({ status, errorCode: status !== 0 ? errorCodeOf(Buffer.concat(stdout)) : undefined });
-  return queued(ctx, () => new Promise<CallOutcome>((resolve) => {
-    // `tscni <program> args...` (main.ts), kept from the server so the call is not sent back here. The child
-    // takes the umask at its fork, within spawn: the server's is the caller's only for that moment.
-    const serverUmask = req.umask !== undefined ? process.umask(req.umask) : undefined;
-    let child;
-    try {
-      child = spawn(self, [req.program, ...req.args], {
-        argv0: "tscni", cwd: req.cwd, env: { ...req.env, TSCNI_RESIDENT: "exec" }, stdio: ["pipe", "pipe", "pipe"],
-        timeout: ctx.timeoutMs, killSignal: "SIGKILL",
-      });
-    } finally {
-      if (serverUmask !== undefined) process.umask(serverUmask);
-    }
-    child.stdout.on("data", (b: Buffer) => {
-      stdout.push(b);
-      write(frame(TAG_STDOUT, b));
-    });
-    child.stderr.on("data", (b: Buffer) => write(frame(TAG_STDERR, b)));
-    child.stdin.on("error", () => undefined);
-    child.on("error", (e) => {
-      write(frame(TAG_STDOUT, Buffer.from(failure(`tscni resident server: cannot run ${req.program} in ${req.cwd}: ${e.message}`).print())));
-      resolve({ status: 1, errorCode: ErrorCode.Internal });
-    });
-    child.on("close", (code, signal) => resolve(ended(code ?? (signal ? 128 + 9 : 1))));
-    child.stdin.end(req.stdin);
-  }));
+  return queued(
+    ctx,
+    () =>
+      new Promise<CallOutcome>((resolve) => {
+        // `tscni <program> args...` (main.ts), kept from the server so the call is not sent back here. The child
+        // takes the umask at its fork, within spawn: the server's is the caller's only for that moment.
+        const serverUmask = req.umask !== undefined ? process.umask(req.umask) : undefined;
+        let child;
+        try {
+          child = spawn(self, [req.program, ...req.args], {
+            argv0: "tscni",
+            cwd: req.cwd,
+            env: { ...req.env, TSCNI_RESIDENT: "exec" },
+            stdio: ["pipe", "pipe", "pipe"],
+            timeout: ctx.timeoutMs,
+            killSignal: "SIGKILL",
+          });
+        } finally {
+          if (serverUmask !== undefined) process.umask(serverUmask);
+        }
+        child.stdout.on("data", (b: Buffer) => {
+          stdout.push(b);
+          write(frame(TAG_STDOUT, b));
+        });
+        child.stderr.on("data", (b: Buffer) => write(frame(TAG_STDERR, b)));
+        child.stdin.on("error", () => undefined);
+        child.on("error", (e) => {
+          write(frame(TAG_STDOUT, Buffer.from(failure(`tscni resident server: cannot run ${req.program} in ${req.cwd}: ${e.message}`).print())));
+          resolve({ status: 1, errorCode: ErrorCode.Internal });
+        });
+        child.on("close", (code, signal) => resolve(ended(code ?? (signal ? 128 + 9 : 1))));
+        child.stdin.end(req.stdin);
+      }),
+  );
 }
 
 /** Runs a call in this process; resolves to how it ended once its reply is written (or it was handed back). */

@@ -18,7 +18,18 @@ import type { CallOutcome } from "./routing.js";
 export type RefusalReason = AdmissionRefusalKind | "busy" | "too_large" | "leaving" | "dropped" | "no_place";
 
 const REFUSAL_REASONS: readonly RefusalReason[] = [
-  "not_root", "capabilities", "namespace", "confinement", "lock", "identity", "build", "busy", "too_large", "leaving", "dropped", "no_place",
+  "not_root",
+  "capabilities",
+  "namespace",
+  "confinement",
+  "lock",
+  "identity",
+  "build",
+  "busy",
+  "too_large",
+  "leaving",
+  "dropped",
+  "no_place",
 ];
 const COMMANDS = new Set(["ADD", "DEL", "CHECK", "STATUS", "GC", "VERSION"]);
 
@@ -62,25 +73,39 @@ export class ServerMetrics {
 
   constructor(gauges: ServerGauges) {
     const r = this.registry;
-    this.calls = r.counter({ name: "tscni_calls_total", help: "Plugin calls served, by program and CNI command.", labelNames: ["program", "command"] });
+    this.calls = r.counter({
+      name: "tscni_calls_total",
+      help: "Plugin calls served, by program and CNI command.",
+      labelNames: ["program", "command"],
+    });
     this.errors = r.counter({
-      name: "tscni_call_errors_total", help: "Served plugin calls that failed, by program, CNI command and CNI error code.",
+      name: "tscni_call_errors_total",
+      help: "Served plugin calls that failed, by program, CNI command and CNI error code.",
       labelNames: ["program", "command", "code"],
     });
     this.latency = r.histogram({
-      name: "tscni_call_duration_seconds", help: "Time from accepting a served call's connection to its reply, by program and CNI command.",
-      labelNames: ["program", "command"], buckets: LATENCY_BUCKETS,
+      name: "tscni_call_duration_seconds",
+      help: "Time from accepting a served call's connection to its reply, by program and CNI command.",
+      labelNames: ["program", "command"],
+      buckets: LATENCY_BUCKETS,
     });
     r.gauge({ name: "tscni_calls_in_flight", help: "Plugin calls being served now.", collect: gauges.inFlight });
     r.gauge({ name: "tscni_connections", help: "Connections open now.", collect: gauges.connections });
     r.gauge({
-      name: "tscni_calls_overdue", help: "Calls past their time limit whose work is still under way (hung: their callers had an error).",
+      name: "tscni_calls_overdue",
+      help: "Calls past their time limit whose work is still under way (hung: their callers had an error).",
       collect: gauges.overdue,
     });
-    r.gauge({ name: "tscni_calls_long_running", help: "Calls running past their first seconds, outside the server's places.", collect: gauges.longRunning });
+    r.gauge({
+      name: "tscni_calls_long_running",
+      help: "Calls running past their first seconds, outside the server's places.",
+      collect: gauges.longRunning,
+    });
     r.gauge({ name: "tscni_calls_waiting_for_place", help: "Calls waiting for a place to run in.", collect: gauges.waitingForPlace });
     this.refusals = r.counter({
-      name: "tscni_refusals_total", help: "Callers not served (each ran its call itself), by reason.", labelNames: ["reason"],
+      name: "tscni_refusals_total",
+      help: "Callers not served (each ran its call itself), by reason.",
+      labelNames: ["reason"],
     });
     for (const reason of REFUSAL_REASONS) this.refusals.inc({ reason }, 0);
     this.reloads = r.counter({ name: "tscni_reloads_total", help: "Runs of the server's firewall state repair (reload)." });

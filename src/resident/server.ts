@@ -19,12 +19,32 @@ import { selfExecutable } from "../programs/self.js";
 import { admit } from "./admission.js";
 import { readBuildId } from "./build-id.js";
 import {
-  DEFAULT_SOCKET, decodeRequest, encodeAccept, encodeRefusal, exitFrame, FixedBuffer, frame, MAX_HELLO, MAX_REQUEST, parseHello, ProtocolError,
-  TAG_BACK, TAG_STDOUT, type ResidentRequest,
+  DEFAULT_SOCKET,
+  decodeRequest,
+  encodeAccept,
+  encodeRefusal,
+  exitFrame,
+  FixedBuffer,
+  frame,
+  MAX_HELLO,
+  MAX_REQUEST,
+  parseHello,
+  ProtocolError,
+  TAG_BACK,
+  TAG_STDOUT,
+  type ResidentRequest,
 } from "./protocol.js";
 import { PluginModules, routeOf, runAsChild, runInProcess, ServerExec, type CallContext, type CallOutcome, type ServerProcess } from "./routing.js";
 import { ServerMetrics, type RefusalReason } from "./server-metrics.js";
-import { clearStartRecord, listenPrivately, prepareSocketDir, removeSocketFile, socketFileIsCurrent, takeServerLock, type SocketFile } from "./socket-dir.js";
+import {
+  clearStartRecord,
+  listenPrivately,
+  prepareSocketDir,
+  removeSocketFile,
+  socketFileIsCurrent,
+  takeServerLock,
+  type SocketFile,
+} from "./socket-dir.js";
 import { WARM_UP_ROUNDS, warmUp } from "./warm-up.js";
 import { messageOf } from "../spec/errors.js";
 import { tracedCall } from "../sys/phase-trace.js";
@@ -53,8 +73,14 @@ export interface ServerLimits {
 }
 
 export const DEFAULT_LIMITS: ServerLimits = {
-  connections: 4096, pendingBytes: 64 * 1024 * 1024, helloMs: 10_000, requestMs: 10_000, running: DEFAULT_PLACES.size, maxLong: DEFAULT_PLACES.maxLong,
-  stallMs: DEFAULT_PLACES.stallMs, longMs: DEFAULT_PLACES.longMs,
+  connections: 4096,
+  pendingBytes: 64 * 1024 * 1024,
+  helloMs: 10_000,
+  requestMs: 10_000,
+  running: DEFAULT_PLACES.size,
+  maxLong: DEFAULT_PLACES.maxLong,
+  stallMs: DEFAULT_PLACES.stallMs,
+  longMs: DEFAULT_PLACES.longMs,
 };
 
 /** How often the server looks whether its socket path still names its socket. */
@@ -65,7 +91,9 @@ function currentUmask(): number {
   try {
     const text = statusField(readFileSync("/proc/self/status", "latin1"), "Umask");
     if (text !== undefined) return parseInt(text, 8);
-  } catch { /* no /proc */ }
+  } catch {
+    /* no /proc */
+  }
   const mask = globalThis.process.umask(0o022);
   globalThis.process.umask(mask);
   return mask;
@@ -175,12 +203,21 @@ export class ResidentServer {
     this.socketPath = opts.socketPath;
     this.limits = { ...DEFAULT_LIMITS, ...opts.limits };
     this.places = new Places({ size: this.limits.running, maxLong: this.limits.maxLong, stallMs: this.limits.stallMs, longMs: this.limits.longMs });
-    this.process = { cwd: globalThis.process.cwd(), self: selfExecutable(), netlink: globalThis.process.env["TSCNI_NETLINK"] ?? "", umask: currentUmask() };
+    this.process = {
+      cwd: globalThis.process.cwd(),
+      self: selfExecutable(),
+      netlink: globalThis.process.env["TSCNI_NETLINK"] ?? "",
+      umask: currentUmask(),
+    };
     this.listener = this.newListener();
     this.left = new Promise((resolve) => (this.resolveLeft = resolve));
     this.metrics = new ServerMetrics({
-      build: opts.buildId, inFlight: () => this.inFlightCalls, connections: () => this.connections, overdue: () => this.overdueCalls,
-      longRunning: () => this.places.longRunning, waitingForPlace: () => this.places.waiters,
+      build: opts.buildId,
+      inFlight: () => this.inFlightCalls,
+      connections: () => this.connections,
+      overdue: () => this.overdueCalls,
+      longRunning: () => this.places.longRunning,
+      waitingForPlace: () => this.places.waiters,
     });
   }
 
@@ -192,7 +229,8 @@ export class ResidentServer {
     const lockFd = options.listenFd === undefined || options.lockFd !== undefined ? await takeServerLock(socketPath, options.lockFd) : -1;
     const server = new ResidentServer(
       { ...options, socketPath, log, buildId: options.buildId ?? readBuildId(), requestTimeoutMs: options.requestTimeoutMs ?? 5 * 60_000 },
-      ownIdentity(), lockFd,
+      ownIdentity(),
+      lockFd,
     );
     // Plugins that delegate to plugins of ours run them in this process too.
     setDefaultExec(new ServerExec());
@@ -232,10 +270,13 @@ export class ResidentServer {
       const old = this.listener;
       old.close();
       this.listener = this.newListener();
-      listenPrivately(this.listener, this.socketPath).then((made) => {
-        this.socketFile = made;
-        return widenListenQueue(this.listener, LISTEN_QUEUE);
-      }, (e: Error) => void this.leave(`cannot listen again on ${this.socketPath}: ${e.message}`));
+      listenPrivately(this.listener, this.socketPath).then(
+        (made) => {
+          this.socketFile = made;
+          return widenListenQueue(this.listener, LISTEN_QUEUE);
+        },
+        (e: Error) => void this.leave(`cannot listen again on ${this.socketPath}: ${e.message}`),
+      );
     }, SOCKET_WATCH_MS);
     this.socketWatch.unref();
   }
@@ -249,7 +290,8 @@ export class ResidentServer {
     } else {
       this.socketFile = await listenPrivately(this.listener, this.socketPath);
     }
-    if (!(await widenListenQueue(this.listener, LISTEN_QUEUE)) && (globalThis.process.versions as { bun?: string }).bun) this.opts.log(`the queue of connections keeps Bun's default (512): a burst larger than that runs its calls itself`);
+    if (!(await widenListenQueue(this.listener, LISTEN_QUEUE)) && (globalThis.process.versions as { bun?: string }).bun)
+      this.opts.log(`the queue of connections keeps Bun's default (512): a burst larger than that runs its calls itself`);
     this.watchSocket();
     this.startedWellTimer = setTimeout(() => this.lockFd >= 0 && clearStartRecord(this.lockFd), STARTED_WELL_MS).unref();
     this.armIdle();
@@ -258,8 +300,12 @@ export class ResidentServer {
     const bound = this.listener.address();
     const address = typeof bound === "string" && bound !== "" ? bound : this.socketPath;
     this.warming = warmUp({
-      socketPath: address, buildId: this.opts.buildId, rounds: this.opts.warmUpRounds ?? WARM_UP_ROUNDS,
-      env: this.process.netlink ? { TSCNI_NETLINK: this.process.netlink } : {}, stopped: () => this.leaving !== undefined, log: this.opts.log,
+      socketPath: address,
+      buildId: this.opts.buildId,
+      rounds: this.opts.warmUpRounds ?? WARM_UP_ROUNDS,
+      env: this.process.netlink ? { TSCNI_NETLINK: this.process.netlink } : {},
+      stopped: () => this.leaving !== undefined,
+      log: this.opts.log,
     }).then(() => {
       this.warmedUp = true;
       if (this.inFlightCalls === 0) collectGarbage();
@@ -273,10 +319,18 @@ export class ResidentServer {
 
   status(): ServerStatus {
     return {
-      build: this.opts.buildId, pid: globalThis.process.pid, autoStarted: this.opts.autoStarted ?? false,
-      idleSeconds: Math.round((this.opts.idleMs ?? 0) / 1000), inFlight: this.inFlightCalls, overdue: this.overdueCalls, longRunning: this.places.longRunning,
-      served: this.served, warmedUp: this.warmedUp,
-      plugins: this.plugins.names, connections: this.connections, rssBytes: globalThis.process.memoryUsage.rss(),
+      build: this.opts.buildId,
+      pid: globalThis.process.pid,
+      autoStarted: this.opts.autoStarted ?? false,
+      idleSeconds: Math.round((this.opts.idleMs ?? 0) / 1000),
+      inFlight: this.inFlightCalls,
+      overdue: this.overdueCalls,
+      longRunning: this.places.longRunning,
+      served: this.served,
+      warmedUp: this.warmedUp,
+      plugins: this.plugins.names,
+      connections: this.connections,
+      rssBytes: globalThis.process.memoryUsage.rss(),
       uptimeSeconds: Math.round((Date.now() - this.started) / 1000),
     };
   }
@@ -395,20 +449,23 @@ export class ResidentServer {
           if (parsed.requestLength < 5) throw new ProtocolError(`a request of ${parsed.requestLength} bytes announced`);
           phase = "judging";
           clearTimeout(timer);
-          void this.judge(socket, parsed.buildId, parsed.requestLength, acceptedAt).then((pid) => {
-            if (pid === undefined || socket.destroyed) return;
-            peerPid = pid;
-            if (parsed.requestLength > this.limits.pendingBytes - this.pendingBytes) {
-              this.refuse(socket, "busy", `the server is busy (${this.pendingBytes} bytes of requests pending)`);
-              return;
-            }
-            reserved = parsed.requestLength;
-            this.pendingBytes += reserved;
-            request = new FixedBuffer(parsed.requestLength);
-            phase = "request";
-            timer = setTimeout(() => drop("the request did not come in time"), this.limits.requestMs);
-            socket.write(encodeAccept(this.opts.requestTimeoutMs));
-          }, (e: unknown) => drop(`admission failed: ${messageOf(e)}`));
+          void this.judge(socket, parsed.buildId, parsed.requestLength, acceptedAt).then(
+            (pid) => {
+              if (pid === undefined || socket.destroyed) return;
+              peerPid = pid;
+              if (parsed.requestLength > this.limits.pendingBytes - this.pendingBytes) {
+                this.refuse(socket, "busy", `the server is busy (${this.pendingBytes} bytes of requests pending)`);
+                return;
+              }
+              reserved = parsed.requestLength;
+              this.pendingBytes += reserved;
+              request = new FixedBuffer(parsed.requestLength);
+              phase = "request";
+              timer = setTimeout(() => drop("the request did not come in time"), this.limits.requestMs);
+              socket.write(encodeAccept(this.opts.requestTimeoutMs));
+            },
+            (e: unknown) => drop(`admission failed: ${messageOf(e)}`),
+          );
         } else if (phase === "request") {
           if (!request!.add(chunk)) throw new ProtocolError("more bytes than the hello announced");
           if (!request!.complete) return;
@@ -432,7 +489,8 @@ export class ResidentServer {
     const verdict = await admit(socket, clientBuild, this.opts.buildId, this.own, acceptedAt);
     if (!verdict.admitted) {
       this.refuse(socket, verdict.kind, verdict.reason);
-      if (verdict.otherBuild !== undefined) void this.leave(`a launcher of build "${verdict.otherBuild}" called: stepping aside for a server of its build`);
+      if (verdict.otherBuild !== undefined)
+        void this.leave(`a launcher of build "${verdict.otherBuild}" called: stepping aside for a server of its build`);
       return undefined;
     }
     if (requestLength > MAX_REQUEST) {
@@ -471,11 +529,22 @@ export class ResidentServer {
     let outcome: CallOutcome | undefined;
     try {
       const ctx: CallContext = {
-        req, write, timeoutMs: this.opts.requestTimeoutMs, queue: this.queue, places: this.places, overdue: (delta) => (this.overdueCalls += delta),
+        req,
+        write,
+        timeoutMs: this.opts.requestTimeoutMs,
+        queue: this.queue,
+        places: this.places,
+        overdue: (delta) => (this.overdueCalls += delta),
       };
-      const call = { program: req.program, command: req.env["CNI_COMMAND"] ?? "", containerID: req.env["CNI_CONTAINERID"] ?? "", ifName: req.env["CNI_IFNAME"] ?? "" };
-      outcome = await tracedCall({ ...call, where: route === "child" ? "server, as a child process" : "server" },
-        () => (route === "child" ? runAsChild(ctx, this.process.self!) : runInProcess(ctx, this.plugins)));
+      const call = {
+        program: req.program,
+        command: req.env["CNI_COMMAND"] ?? "",
+        containerID: req.env["CNI_CONTAINERID"] ?? "",
+        ifName: req.env["CNI_IFNAME"] ?? "",
+      };
+      outcome = await tracedCall({ ...call, where: route === "child" ? "server, as a child process" : "server" }, () =>
+        route === "child" ? runAsChild(ctx, this.process.self!) : runInProcess(ctx, this.plugins),
+      );
       if (outcome.handedBack) {
         this.metrics.refused("no_place");
         if (!socket.destroyed) socket.end(frame(TAG_BACK));

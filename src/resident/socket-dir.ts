@@ -7,7 +7,19 @@
  * umask rather than chmod'ed afterwards.
  * @module
  */
-import { closeSync, constants, fchmodSync, fstatSync, ftruncateSync, lstatSync, mkdirSync, openSync, realpathSync, rmSync, type Stats } from "node:fs";
+import {
+  closeSync,
+  constants,
+  fchmodSync,
+  fstatSync,
+  ftruncateSync,
+  lstatSync,
+  mkdirSync,
+  openSync,
+  realpathSync,
+  rmSync,
+  type Stats,
+} from "node:fs";
 import type net from "node:net";
 import path from "node:path";
 import { reassertFlock, tryFlockFd } from "../sys/flock.js";
@@ -19,7 +31,8 @@ function unsafeDirectory(dir: string, stats: Stats, strict: boolean): string | u
   if (!stats.isDirectory()) return `${dir} is not a directory`;
   if (stats.uid !== euid && stats.uid !== 0) return `${dir} belongs to uid ${stats.uid}`;
   const sticky = (stats.mode & 0o1000) !== 0;
-  if ((stats.mode & 0o022) !== 0 && (strict || !sticky)) return `${dir} is writable by ${stats.mode & 0o020 ? "its group" : "others"} (mode ${(stats.mode & 0o7777).toString(8)})`;
+  if ((stats.mode & 0o022) !== 0 && (strict || !sticky))
+    return `${dir} is writable by ${stats.mode & 0o020 ? "its group" : "others"} (mode ${(stats.mode & 0o7777).toString(8)})`;
   return undefined;
 }
 
@@ -88,7 +101,9 @@ export async function takeServerLock(socketPath: string, inherited?: number): Pr
 export function clearStartRecord(lockFd: number): void {
   try {
     ftruncateSync(lockFd, 0);
-  } catch { /* the record only slows the next start down */ }
+  } catch {
+    /* the record only slows the next start down */
+  }
 }
 
 /** The identity of a socket file, to remove it only while it is still the one this server made. */
@@ -106,7 +121,9 @@ export async function listenPrivately(server: net.Server, socketPath: string): P
   let stale: Stats | undefined;
   try {
     stale = lstatSync(socketPath);
-  } catch { /* none */ }
+  } catch {
+    /* none */
+  }
   if (stale && !stale.isSocket()) throw new Error(`${socketPath} exists and is not a socket`);
   if (stale) rmSync(socketPath);
   const umask = process.umask(0o177);
@@ -146,5 +163,7 @@ export function socketFileIsCurrent(file: SocketFile | undefined, socketPath: st
 export function removeSocketFile(file: SocketFile): void {
   try {
     if (socketFileIsCurrent(file, file.path)) rmSync(file.path);
-  } catch { /* gone */ }
+  } catch {
+    /* gone */
+  }
 }

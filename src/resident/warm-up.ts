@@ -37,15 +37,36 @@ export async function warmUp({ socketPath, buildId, rounds, env, stopped, log }:
     return;
   }
   try {
-    const stdin = Buffer.from(JSON.stringify({
-      cniVersion: "1.1.0", name: "tscni-warm-up", type: "host-local",
-      ipam: { type: "host-local", ranges: [[{ subnet: "10.255.0.0/16" }], [{ subnet: "fd00:7f::/64" }]], routes: [{ dst: "0.0.0.0/0" }], dataDir: dir },
-    }));
+    const stdin = Buffer.from(
+      JSON.stringify({
+        cniVersion: "1.1.0",
+        name: "tscni-warm-up",
+        type: "host-local",
+        ipam: {
+          type: "host-local",
+          ranges: [[{ subnet: "10.255.0.0/16" }], [{ subnet: "fd00:7f::/64" }]],
+          routes: [{ dst: "0.0.0.0/0" }],
+          dataDir: dir,
+        },
+      }),
+    );
     for (let i = 0; i < rounds && !stopped(); i++) {
       for (const command of ["ADD", "CHECK", "DEL"]) {
-        const callEnv = { ...env, CNI_COMMAND: command, CNI_CONTAINERID: `warm-up-${i}`, CNI_NETNS: path.join(dir, "netns"), CNI_IFNAME: "eth0", CNI_PATH: dir };
+        const callEnv = {
+          ...env,
+          CNI_COMMAND: command,
+          CNI_CONTAINERID: `warm-up-${i}`,
+          CNI_NETNS: path.join(dir, "netns"),
+          CNI_IFNAME: "eth0",
+          CNI_PATH: dir,
+        };
         // (to its own socket: the server knows who listens there)
-        const outcome = await callResident(socketPath, buildId, { program: "host-local", args: [], env: callEnv, stdin, cwd: dir }, { unverified: true });
+        const outcome = await callResident(
+          socketPath,
+          buildId,
+          { program: "host-local", args: [], env: callEnv, stdin, cwd: dir },
+          { unverified: true },
+        );
         if (outcome.kind !== "served" || outcome.status !== 0) {
           log(`warm-up stopped: host-local ${command}: ${outcome.kind === "refused" ? outcome.reason : outcome.stdout.trim()}`);
           return;

@@ -11,11 +11,18 @@ import { useTempDirs } from "../testing/temp.js";
 import { addOfEnvironment, addsInFlight } from "./adds-in-flight.js";
 
 const tempDir = useTempDirs();
-const environ = (vars: Record<string, string>) => Buffer.from(Object.entries(vars).map(([k, v]) => `${k}=${v}\0`).join(""));
+const environ = (vars: Record<string, string>) =>
+  Buffer.from(
+    Object.entries(vars)
+      .map(([k, v]) => `${k}=${v}\0`)
+      .join(""),
+  );
 
 test("an environment with CNI_COMMAND=ADD names its attachment; any other does not", () => {
-  assert.deepEqual(addOfEnvironment(environ({ PATH: "/bin", CNI_COMMAND: "ADD", CNI_CONTAINERID: "abc", CNI_IFNAME: "eth0", CNI_NETNS: "/x" })),
-    { containerID: "abc", ifname: "eth0" });
+  assert.deepEqual(addOfEnvironment(environ({ PATH: "/bin", CNI_COMMAND: "ADD", CNI_CONTAINERID: "abc", CNI_IFNAME: "eth0", CNI_NETNS: "/x" })), {
+    containerID: "abc",
+    ifname: "eth0",
+  });
   assert.equal(addOfEnvironment(environ({ CNI_COMMAND: "DEL", CNI_CONTAINERID: "abc", CNI_IFNAME: "eth0" })), undefined);
   assert.equal(addOfEnvironment(environ({ CNI_COMMAND: "ADD" })), undefined);
   assert.equal(addOfEnvironment(environ({ XCNI_COMMAND: "ADD", CNI_CONTAINERID: "abc" })), undefined);
@@ -35,7 +42,13 @@ test("every process is looked at, each attachment reported once, unreadable ones
   pid(23); // exited while listed
   fs.mkdirSync(path.join(proc, "self"));
   const found = await addsInFlight(proc);
-  assert.deepEqual(found.sort((a, b) => a.containerID.localeCompare(b.containerID)), [{ containerID: "c1", ifname: "eth0" }, { containerID: "c2", ifname: "net1" }]);
+  assert.deepEqual(
+    found.sort((a, b) => a.containerID.localeCompare(b.containerID)),
+    [
+      { containerID: "c1", ifname: "eth0" },
+      { containerID: "c2", ifname: "net1" },
+    ],
+  );
   assert.deepEqual(await addsInFlight(path.join(proc, "missing")), []);
 });
 

@@ -58,7 +58,11 @@ export async function cachedWithAge(cacheDir: string): Promise<AgedAttachment[]>
 }
 
 /** DEL of an attachment with the config and arguments it was added with (its cache entry goes with it). */
-export function removeCachedAttachment(cni: CNIConfig, entry: CachedAttachment, opts: { netns?: string; callOptions?: CallOptions } = {}): Promise<void> {
+export function removeCachedAttachment(
+  cni: CNIConfig,
+  entry: CachedAttachment,
+  opts: { netns?: string; callOptions?: CallOptions } = {},
+): Promise<void> {
   return cni.delNetworkList(cachedNetwork(entry), cachedRuntimeConf(entry, opts.netns), opts.callOptions);
 }
 

@@ -6,8 +6,17 @@
  * @module
  */
 export {
-  PodNetworkManager, NetworkNotReadyError, PodNetworkError, assignInterfaces, podCniArgs,
-  type PodNetworkManagerOptions, type PodRef, type SetUpPodRequest, type PodNetworkRequest, type RuntimeConfig, type PodAttachment,
+  PodNetworkManager,
+  NetworkNotReadyError,
+  PodNetworkError,
+  assignInterfaces,
+  podCniArgs,
+  type PodNetworkManagerOptions,
+  type PodRef,
+  type SetUpPodRequest,
+  type PodNetworkRequest,
+  type RuntimeConfig,
+  type PodAttachment,
   type PodAttachmentStatus,
 } from "./manager.js";
 export { NetworkDirectory, type ConfigFileError, type DirectorySnapshot, type NetworkDirectoryOptions } from "./network-directory.js";

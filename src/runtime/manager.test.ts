@@ -83,14 +83,24 @@ describe("default network and readiness", () => {
 
 describe("interfaces and CNI_ARGS", () => {
   test("eth0, eth1, ... unless given; a given name is kept", () => {
-    assert.deepEqual(assignInterfaces([{ name: "a" }, { name: "b", ifName: "net1" }, { name: "c" }]).map((n) => n.ifName), ["eth0", "net1", "eth2"]);
+    assert.deepEqual(
+      assignInterfaces([{ name: "a" }, { name: "b", ifName: "net1" }, { name: "c" }]).map((n) => n.ifName),
+      ["eth0", "net1", "eth2"],
+    );
   });
   test("a duplicate interface name is rejected before anything is touched", () => {
-    assert.throws(() => assignInterfaces([{ name: "a" }, { name: "b", ifName: "eth0" }]), { code: 7, msg: 'networks "a" and "b" both ask for interface eth0' });
+    assert.throws(() => assignInterfaces([{ name: "a" }, { name: "b", ifName: "eth0" }]), {
+      code: 7,
+      msg: 'networks "a" and "b" both ask for interface eth0',
+    });
   });
   test("CNI_ARGS as ocicni sends them", () => {
     assert.deepEqual(podCniArgs({ id: "sb1", name: "web", namespace: "prod", uid: "u-1", netns: "/x" }), [
-      ["IgnoreUnknown", "1"], ["K8S_POD_NAMESPACE", "prod"], ["K8S_POD_NAME", "web"], ["K8S_POD_INFRA_CONTAINER_ID", "sb1"], ["K8S_POD_UID", "u-1"],
+      ["IgnoreUnknown", "1"],
+      ["K8S_POD_NAMESPACE", "prod"],
+      ["K8S_POD_NAME", "web"],
+      ["K8S_POD_INFRA_CONTAINER_ID", "sb1"],
+      ["K8S_POD_UID", "u-1"],
     ]);
   });
 });
@@ -100,10 +110,16 @@ describe("names the cache is keyed by", () => {
     const m = await manager({ "10-b.conflist": conflist("b") });
     const pod = { id: "p1", name: "p", namespace: "ns", netns: "/nonexistent/netns" };
     try {
-      await assert.rejects(async () => m.setUpPod({ ...pod, id: "../../../x" }),
-        { code: 4, msg: "invalid characters in containerID", details: "../../../x" });
-      await assert.rejects(async () => m.setUpPod({ ...pod, networks: [{ name: "b", ifName: "a/../../x" }] }),
-        { code: 4, msg: "interface name contains / or : or whitespace characters", details: '"a/../../x"' });
+      await assert.rejects(async () => m.setUpPod({ ...pod, id: "../../../x" }), {
+        code: 4,
+        msg: "invalid characters in containerID",
+        details: "../../../x",
+      });
+      await assert.rejects(async () => m.setUpPod({ ...pod, networks: [{ name: "b", ifName: "a/../../x" }] }), {
+        code: 4,
+        msg: "interface name contains / or : or whitespace characters",
+        details: '"a/../../x"',
+      });
     } finally {
       m.close();
     }
@@ -128,7 +144,11 @@ describe("names the cache is keyed by", () => {
       assert.deepEqual(await m.podStatus({ id: "p1", name: "p", namespace: "ns", netns: "/nonexistent/netns" }), []);
       const { removed, errors } = await m.gc([]);
       assert.deepEqual({ removed, errors }, { removed: [], errors: [] });
-      assert.deepEqual(readCommandLog(commandLog).map((c) => c.Command), ["GC"], "only the GC verb ran");
+      assert.deepEqual(
+        readCommandLog(commandLog).map((c) => c.Command),
+        ["GC"],
+        "only the GC verb ran",
+      );
       assert.equal(readFileSync(victim, "utf8"), "precious");
     } finally {
       m.close();
@@ -160,7 +180,12 @@ describe("ordering", () => {
 
   test("a failed operation does not block the next one of its pod", async () => {
     const m = new KeyedMutex();
-    await assert.rejects(m.run("p", async () => { throw new Error("boom"); }), /boom/);
+    await assert.rejects(
+      m.run("p", async () => {
+        throw new Error("boom");
+      }),
+      /boom/,
+    );
     assert.equal(await m.run("p", async () => "next"), "next");
   });
 
@@ -168,11 +193,15 @@ describe("ordering", () => {
     const s = new Semaphore(2);
     let active = 0;
     let peak = 0;
-    await Promise.all(Array.from({ length: 6 }, () => s.run(async () => {
-      peak = Math.max(peak, ++active);
-      await sleep(10);
-      active--;
-    })));
+    await Promise.all(
+      Array.from({ length: 6 }, () =>
+        s.run(async () => {
+          peak = Math.max(peak, ++active);
+          await sleep(10);
+          active--;
+        }),
+      ),
+    );
     assert.equal(peak, 2);
   });
 
@@ -190,7 +219,10 @@ describe("ordering", () => {
     const locks = new PodLocks(tempDir());
     const { events, op } = timeline();
     await Promise.all([
-      locks.pod("ns/a", op("a1", 30)), locks.pod("ns/a", op("a2", 5)), locks.pod("ns/b", op("b1", 10)), locks.gc(op("gc", 5)),
+      locks.pod("ns/a", op("a1", 30)),
+      locks.pod("ns/a", op("a2", 5)),
+      locks.pod("ns/b", op("b1", 10)),
+      locks.gc(op("gc", 5)),
       locks.pod("ns/b", op("b2", 5), { removeLockFile: true }),
     ]);
     const at = (e: string) => events.indexOf(e);
@@ -224,7 +256,13 @@ describe("GC and unreadable cache files", () => {
       assert.deepEqual({ removed, errors }, { removed: [{ containerID: gone, network: "b", ifName: "eth0" }], errors: [] });
       assert.deepEqual(readdirSync(path.join(cacheDir, "results")), [`b-${live}-eth0`]);
       const calls = readCommandLog(commandLog);
-      assert.deepEqual(calls.map((c) => [c.Command, c.CmdArgs.ContainerID]), [["DEL", gone], ["GC", ""]]);
+      assert.deepEqual(
+        calls.map((c) => [c.Command, c.CmdArgs.ContainerID]),
+        [
+          ["DEL", gone],
+          ["GC", ""],
+        ],
+      );
       const gc = JSON.parse(stdinOf(calls[1]!.CmdArgs)) as Record<string, unknown>;
       assert.deepEqual(gc["cni.dev/valid-attachments"], [{ containerID: live, ifname: "eth0" }]);
     } finally {

@@ -14,7 +14,14 @@ import { validateContainerId } from "../spec/validate.js";
 import { versionGreaterThanOrEqualTo } from "../spec/version.js";
 import type { PluginExec } from "../invoke/exec.js";
 import { CNIConfig, type RuntimeConf } from "../libcni/api.js";
-import { DEFAULT_CACHE_DIR, likeliestCacheKey, listCachedAttachments, listUnreadableCacheEntries, validateCacheKey, type CacheKey } from "../libcni/cache.js";
+import {
+  DEFAULT_CACHE_DIR,
+  likeliestCacheKey,
+  listCachedAttachments,
+  listUnreadableCacheEntries,
+  validateCacheKey,
+  type CacheKey,
+} from "../libcni/cache.js";
 import { cachedAddresses, cachedNetwork, cachedRuntimeConf, removeCachedAttachment, removeUnreadableAttachment } from "./attachments.js";
 import { ip } from "../net/links.js";
 import { NetNS, NetnsNotFoundError } from "../net/netns.js";
@@ -93,7 +100,10 @@ export interface PodAttachmentStatus {
 
 /** Why the manager is not ready (no usable network yet, or a plugin's STATUS failed). */
 export class NetworkNotReadyError extends Error {
-  constructor(reason: string, readonly configErrors: ConfigFileError[] = []) {
+  constructor(
+    reason: string,
+    readonly configErrors: ConfigFileError[] = [],
+  ) {
     const files = configErrors.map((e) => `${e.file}: ${e.error.message}`);
     super(`network not ready: ${reason}${files.length ? `; config files that do not load: ${files.join("; ")}` : ""}`);
     this.name = "NetworkNotReadyError";
@@ -102,7 +112,11 @@ export class NetworkNotReadyError extends Error {
 
 /** A pod operation failed: which network (and, in the message, which plugin). */
 export class PodNetworkError extends Error {
-  constructor(message: string, readonly network: string, override readonly cause?: unknown) {
+  constructor(
+    message: string,
+    readonly network: string,
+    override readonly cause?: unknown,
+  ) {
     super(message);
     this.name = "PodNetworkError";
   }
@@ -245,9 +259,19 @@ export class PodNetworkManager {
           attached.push({ network: list.name, ifName: n.ifName, result: await this.cni.addNetworkList(list, rt, this.callOptions()) });
         } catch (e) {
           // The failed network too: its ADD may have done part of its work (as containerd and podman do).
-          const undo = [...attached.map((a, j) => ({ list: lists[j]!, rt: this.runtimeConf(req, a.ifName, networks[j]!.runtimeConfig ?? req.runtimeConfig?.[a.network]) })), { list, rt }];
+          const undo = [
+            ...attached.map((a, j) => ({
+              list: lists[j]!,
+              rt: this.runtimeConf(req, a.ifName, networks[j]!.runtimeConfig ?? req.runtimeConfig?.[a.network]),
+            })),
+            { list, rt },
+          ];
           for (const u of undo.reverse()) await this.cni.delNetworkList(u.list, u.rt, this.callOptions()).catch(() => undefined);
-          throw new PodNetworkError(`failed to attach pod ${req.namespace}/${req.name} to network "${list.name}" as ${n.ifName}: ${messageOf(e)}`, list.name, e);
+          throw new PodNetworkError(
+            `failed to attach pod ${req.namespace}/${req.name} to network "${list.name}" as ${n.ifName}: ${messageOf(e)}`,
+            list.name,
+            e,
+          );
         }
       }
       return attached;
@@ -262,31 +286,35 @@ export class PodNetworkManager {
 
   /** Removes every attachment of a pod, with the config each was added with (the cache), however the config dir changed. */
   tearDownPod(pod: PodRef & { networks?: PodNetworkRequest[] }): Promise<void> {
-    return this.locks.pod(podKey(pod), async () => {
-      const errors: string[] = [];
-      const cached = await listCachedAttachments(this.cacheDir, pod.id);
-      const done = new Set<string>();
-      for (const entry of cached.reverse()) {
-        done.add(`${entry.networkName}\0${entry.ifName}`);
-        try {
-          await removeCachedAttachment(this.cni, entry, { netns: pod.netns, callOptions: this.callOptions() });
-        } catch (e) {
-          errors.push(`network "${entry.networkName}" (${entry.ifName}): ${messageOf(e)}`);
+    return this.locks.pod(
+      podKey(pod),
+      async () => {
+        const errors: string[] = [];
+        const cached = await listCachedAttachments(this.cacheDir, pod.id);
+        const done = new Set<string>();
+        for (const entry of cached.reverse()) {
+          done.add(`${entry.networkName}\0${entry.ifName}`);
+          try {
+            await removeCachedAttachment(this.cni, entry, { netns: pod.netns, callOptions: this.callOptions() });
+          } catch (e) {
+            errors.push(`network "${entry.networkName}" (${entry.ifName}): ${messageOf(e)}`);
+          }
         }
-      }
-      // Networks named in the request but not in the cache (a runtime whose cache was lost): the current config.
-      for (const n of assignInterfaces(pod.networks ?? [])) {
-        if (done.has(`${n.name}\0${n.ifName}`)) continue;
-        const list = this.directory.network(n.name);
-        if (!list) continue;
-        try {
-          await this.cni.delNetworkList(list, this.runtimeConf(pod, n.ifName, n.runtimeConfig), this.callOptions());
-        } catch (e) {
-          errors.push(`network "${n.name}" (${n.ifName}): ${messageOf(e)}`);
+        // Networks named in the request but not in the cache (a runtime whose cache was lost): the current config.
+        for (const n of assignInterfaces(pod.networks ?? [])) {
+          if (done.has(`${n.name}\0${n.ifName}`)) continue;
+          const list = this.directory.network(n.name);
+          if (!list) continue;
+          try {
+            await this.cni.delNetworkList(list, this.runtimeConf(pod, n.ifName, n.runtimeConfig), this.callOptions());
+          } catch (e) {
+            errors.push(`network "${n.name}" (${n.ifName}): ${messageOf(e)}`);
+          }
         }
-      }
-      if (errors.length) throw new PodNetworkError(`failed to tear down pod ${pod.namespace}/${pod.name}: ${errors.join("; ")}`, "");
-    }, { removeLockFile: true });
+        if (errors.length) throw new PodNetworkError(`failed to tear down pod ${pod.namespace}/${pod.name}: ${errors.join("; ")}`, "");
+      },
+      { removeLockFile: true },
+    );
   }
 
   /** CHECK of every attachment of a pod (with the cached config and result). */
@@ -296,7 +324,11 @@ export class PodNetworkManager {
         try {
           await this.cni.checkNetworkList(cachedNetwork(entry), cachedRuntimeConf(entry, pod.netns), this.callOptions());
         } catch (e) {
-          throw new PodNetworkError(`pod ${pod.namespace}/${pod.name}, network "${entry.networkName}" (${entry.ifName}): ${messageOf(e)}`, entry.networkName, e);
+          throw new PodNetworkError(
+            `pod ${pod.namespace}/${pod.name}, network "${entry.networkName}" (${entry.ifName}): ${messageOf(e)}`,
+            entry.networkName,
+            e,
+          );
         }
       }
     });

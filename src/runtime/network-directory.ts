@@ -38,11 +38,12 @@ export interface NetworkDirectoryOptions {
 
 /** Two snapshots hold the same networks and errors (by file, name and bytes). */
 function sameSnapshot(a: DirectorySnapshot, b: DirectorySnapshot): boolean {
-  const key = (s: DirectorySnapshot) => JSON.stringify([
-    s.exists,
-    s.networks.map((n) => [n.file, n.list.name, n.list.bytes.toString("base64")]),
-    s.errors.map((e) => [e.file, e.error.message]),
-  ]);
+  const key = (s: DirectorySnapshot) =>
+    JSON.stringify([
+      s.exists,
+      s.networks.map((n) => [n.file, n.list.name, n.list.bytes.toString("base64")]),
+      s.errors.map((e) => [e.file, e.error.message]),
+    ]);
   return key(a) === key(b);
 }
 
@@ -57,7 +58,10 @@ export class NetworkDirectory {
   private readonly debounceMs: number;
   private loads = 0;
 
-  constructor(readonly dir: string, private readonly options: NetworkDirectoryOptions = {}) {
+  constructor(
+    readonly dir: string,
+    private readonly options: NetworkDirectoryOptions = {},
+  ) {
     this.dir = path.resolve(dir);
     this.debounceMs = options.debounceMs ?? 100;
   }
@@ -101,7 +105,10 @@ export class NetworkDirectory {
   private async load(): Promise<void> {
     if (this.closed) return;
     this.loads++;
-    const exists = await stat(this.dir).then((st) => st.isDirectory(), () => false);
+    const exists = await stat(this.dir).then(
+      (st) => st.isDirectory(),
+      () => false,
+    );
     let next: DirectorySnapshot = { networks: [], errors: [], exists };
     if (exists) {
       this.watchDir();

@@ -19,11 +19,21 @@ import { describeNodeGc, madeByCriRuntime, planNodeGc, runNodeGc, type AgedAttac
 
 const tempDir = useTempDirs();
 const id = (c: string) => c.repeat(64);
-const criArgs = (containerID: string): Array<[string, string]> =>
-  [["IgnoreUnknown", "1"], ["K8S_POD_NAMESPACE", "default"], ["K8S_POD_NAME", "p"], ["K8S_POD_INFRA_CONTAINER_ID", containerID], ["K8S_POD_UID", "u"]];
+const criArgs = (containerID: string): Array<[string, string]> => [
+  ["IgnoreUnknown", "1"],
+  ["K8S_POD_NAMESPACE", "default"],
+  ["K8S_POD_NAME", "p"],
+  ["K8S_POD_INFRA_CONTAINER_ID", containerID],
+  ["K8S_POD_UID", "u"],
+];
 
-const entry = (containerID: string, networkName = "net1", ifName = "eth0", cniArgs = criArgs(containerID)): CachedAttachment =>
-  ({ networkName, containerID, ifName, config: Buffer.from("{}"), cniArgs });
+const entry = (containerID: string, networkName = "net1", ifName = "eth0", cniArgs = criArgs(containerID)): CachedAttachment => ({
+  networkName,
+  containerID,
+  ifName,
+  config: Buffer.from("{}"),
+  cniArgs,
+});
 const network = (name: string, cniVersion = "1.1.0", extra = ""): LoadedNetwork => ({
   file: `/etc/cni/net.d/${name}.conflist`,
   list: parseConfList(`{"cniVersion":"${cniVersion}","name":"${name}"${extra},"plugins":[{"type":"noop"}]}`),
@@ -39,26 +49,49 @@ const young = (e: CachedAttachment, ageMs = 5_000): AgedAttachment => ({ entry: 
 describe("planNodeGc", () => {
   test("an old attachment of a sandbox the runtime does not know goes; those of known sandboxes stay valid", () => {
     const p = plan([old(entry(id("a"))), old(entry(id("b"))), old(entry(id("b"), "net1", "net1"))], [id("b")]);
-    assert.deepEqual(p.stale.map((a) => a.entry.containerID), [id("a")]);
+    assert.deepEqual(
+      p.stale.map((a) => a.entry.containerID),
+      [id("a")],
+    );
     assert.deepEqual(p.tooRecent, []);
     assert.equal(p.judged, 3);
-    assert.deepEqual(p.networks.map((n) => [n.list.name, n.gc, n.validAttachments]),
-      [["net1", true, [{ containerID: id("b"), ifname: "eth0" }, { containerID: id("b"), ifname: "net1" }]]]);
+    assert.deepEqual(
+      p.networks.map((n) => [n.list.name, n.gc, n.validAttachments]),
+      [
+        [
+          "net1",
+          true,
+          [
+            { containerID: id("b"), ifname: "eth0" },
+            { containerID: id("b"), ifname: "net1" },
+          ],
+        ],
+      ],
+    );
   });
 
   test("an unknown attachment younger than the minimum age is kept, and valid for the GC verb", () => {
     const p = plan([young(entry(id("a")), 42_000), old(entry(id("b")))], [id("b")]);
     assert.deepEqual(p.stale, []);
-    assert.deepEqual(p.tooRecent.map((a) => [a.entry.containerID, a.ageMs]), [[id("a"), 42_000]]);
+    assert.deepEqual(
+      p.tooRecent.map((a) => [a.entry.containerID, a.ageMs]),
+      [[id("a"), 42_000]],
+    );
     assert.equal(p.networks[0]!.validAttachments.length, 2);
   });
 
   test("only attachments naming their container as K8S_POD_INFRA_CONTAINER_ID are judged", () => {
-    const podman = entry(id("c"), "net1", "eth0", [["IgnoreUnknown", "1"], ["K8S_POD_NAME", "web"]]);
+    const podman = entry(id("c"), "net1", "eth0", [
+      ["IgnoreUnknown", "1"],
+      ["K8S_POD_NAME", "web"],
+    ]);
     const cnitool = entry("cnitool-0123456789abcdef0123", "net1", "eth0", []);
     const other = entry(id("d"), "net1", "eth0", [["K8S_POD_INFRA_CONTAINER_ID", id("e")]]);
     const p = plan([old(podman), old(cnitool), old(other), old(entry(id("a")))], [id("z")]);
-    assert.deepEqual(p.stale.map((a) => a.entry.containerID), [id("a")]);
+    assert.deepEqual(
+      p.stale.map((a) => a.entry.containerID),
+      [id("a")],
+    );
     assert.equal(p.judged, 1);
     assert.equal(p.notJudged, 3);
     assert.equal(p.networks[0]!.validAttachments.length, 3, "those left alone are valid attachments");
@@ -77,26 +110,48 @@ describe("planNodeGc", () => {
   });
 
   test("networks: the GC verb from 1.1.0 on, not with disableGC, once per name", () => {
-    const p = plan([], [id("a")], [
-      network("new"), network("old", "1.0.0"), network("off", "1.1.0", `,"disableGC":true`), network("new"),
-      network("picked", "1.0.0", `,"cniVersions":["1.0.0","1.1.0"]`),
-    ]);
-    assert.deepEqual(p.networks.map((n) => [n.list.name, n.gc, n.reason ?? ""]), [
-      ["new", true, ""],
-      ["old", false, "cniVersion 1.0.0 has no GC verb (1.1.0 and later)"],
-      ["off", false, "disableGC is set"],
-      ["new", false, `network "new" is also in /etc/cni/net.d/new.conflist, which wins`],
-      ["picked", true, ""],
-    ]);
+    const p = plan(
+      [],
+      [id("a")],
+      [
+        network("new"),
+        network("old", "1.0.0"),
+        network("off", "1.1.0", `,"disableGC":true`),
+        network("new"),
+        network("picked", "1.0.0", `,"cniVersions":["1.0.0","1.1.0"]`),
+      ],
+    );
+    assert.deepEqual(
+      p.networks.map((n) => [n.list.name, n.gc, n.reason ?? ""]),
+      [
+        ["new", true, ""],
+        ["old", false, "cniVersion 1.0.0 has no GC verb (1.1.0 and later)"],
+        ["off", false, "disableGC is set"],
+        ["new", false, `network "new" is also in /etc/cni/net.d/new.conflist, which wins`],
+        ["picked", true, ""],
+      ],
+    );
   });
 
   const BOOT = NOW - 2 * MIN_AGE;
-  const torn = (containerID: string, mtimeMs: number, ifName = "eth0"): UnreadableCacheEntry =>
-    ({ file: `/c/results/net1-${containerID}-${ifName}`, reason: "empty", mtimeMs, keys: cacheKeysOfName(`net1-${containerID}-${ifName}`, ["net1"]) });
+  const torn = (containerID: string, mtimeMs: number, ifName = "eth0"): UnreadableCacheEntry => ({
+    file: `/c/results/net1-${containerID}-${ifName}`,
+    reason: "empty",
+    mtimeMs,
+    keys: cacheKeysOfName(`net1-${containerID}-${ifName}`, ["net1"]),
+  });
   const rebooted = (cached: AgedAttachment[], unreadable: UnreadableCacheEntry[], ready: string[], notReady: string[], force = false) =>
     planNodeGc({
-      cached, unreadable, sandboxIds: new Set([...ready, ...notReady]), notReady: new Set(notReady), bootMs: BOOT,
-      networks: [network("net1")], nowMs: NOW, minAgeMs: MIN_AGE, judged: madeByCriRuntime, force,
+      cached,
+      unreadable,
+      sandboxIds: new Set([...ready, ...notReady]),
+      notReady: new Set(notReady),
+      bootMs: BOOT,
+      networks: [network("net1")],
+      nowMs: NOW,
+      minAgeMs: MIN_AGE,
+      judged: madeByCriRuntime,
+      force,
     });
 
   test("a sandbox the runtime lists as not ready: its attachments of an earlier boot go, this boot's stay", () => {
@@ -104,41 +159,86 @@ describe("planNodeGc", () => {
     const during = { entry: entry(id("b")), mtimeMs: BOOT + 1 };
     const readyOld = { entry: entry(id("c")), mtimeMs: BOOT - 1 };
     const p = rebooted([before, during, readyOld], [], [id("c")], [id("a"), id("b")]);
-    assert.deepEqual(p.stale.map((a) => a.entry.containerID), [id("a")]);
-    assert.deepEqual(p.networks[0]!.validAttachments.map((a) => a.containerID), [id("b"), id("c")]);
-    const unbooted = planNodeGc({ cached: [before], sandboxIds: new Set([id("a")]), notReady: new Set([id("a")]), networks: [network("net1")],
-      nowMs: NOW, minAgeMs: MIN_AGE, judged: madeByCriRuntime, force: false });
+    assert.deepEqual(
+      p.stale.map((a) => a.entry.containerID),
+      [id("a")],
+    );
+    assert.deepEqual(
+      p.networks[0]!.validAttachments.map((a) => a.containerID),
+      [id("b"), id("c")],
+    );
+    const unbooted = planNodeGc({
+      cached: [before],
+      sandboxIds: new Set([id("a")]),
+      notReady: new Set([id("a")]),
+      networks: [network("net1")],
+      nowMs: NOW,
+      minAgeMs: MIN_AGE,
+      judged: madeByCriRuntime,
+      force: false,
+    });
     assert.deepEqual(unbooted.stale, [], "without a boot time nothing is of an earlier boot");
   });
 
   test("an unreadable cache file goes only when written before this boot and its sandbox is not ready or unknown", () => {
-    const p = rebooted([old(entry(id("k")))], [
-      torn(id("a"), BOOT - 1), // not ready, earlier boot: goes
-      torn(id("b"), BOOT - 1), // ready: stays
-      torn(id("c"), BOOT + 1), // this boot: stays
-      torn(id("d"), BOOT - 1), // unknown, earlier boot, old: goes
-    ], [id("b"), id("k")], [id("a")]);
-    assert.deepEqual(p.staleUnreadable.map((s) => [s.key.containerID, s.key.ifName, s.list.name]), [[id("a"), "eth0", "net1"], [id("d"), "eth0", "net1"]]);
-    assert.deepEqual(p.unreadableKept.map((k) => [k.unreadable.keys[0]!.containerID, k.why]),
-      [[id("b"), "its sandbox is ready"], [id("c"), "written during this boot (its pod may be alive)"]]);
-    assert.deepEqual(p.networks[0]!.validAttachments.map((a) => a.containerID).sort(), [id("b"), id("c"), id("k")],
-      "a kept unreadable file's attachment is valid for the GC verb: it may be a live pod's");
+    const p = rebooted(
+      [old(entry(id("k")))],
+      [
+        torn(id("a"), BOOT - 1), // not ready, earlier boot: goes
+        torn(id("b"), BOOT - 1), // ready: stays
+        torn(id("c"), BOOT + 1), // this boot: stays
+        torn(id("d"), BOOT - 1), // unknown, earlier boot, old: goes
+      ],
+      [id("b"), id("k")],
+      [id("a")],
+    );
+    assert.deepEqual(
+      p.staleUnreadable.map((s) => [s.key.containerID, s.key.ifName, s.list.name]),
+      [
+        [id("a"), "eth0", "net1"],
+        [id("d"), "eth0", "net1"],
+      ],
+    );
+    assert.deepEqual(
+      p.unreadableKept.map((k) => [k.unreadable.keys[0]!.containerID, k.why]),
+      [
+        [id("b"), "its sandbox is ready"],
+        [id("c"), "written during this boot (its pod may be alive)"],
+      ],
+    );
+    assert.deepEqual(
+      p.networks[0]!.validAttachments.map((a) => a.containerID).sort(),
+      [id("b"), id("c"), id("k")],
+      "a kept unreadable file's attachment is valid for the GC verb: it may be a live pod's",
+    );
   });
 
   test("an unreadable file of an unknown sandbox is refused with the rest when the runtime knows none", () => {
     const p = rebooted([], [torn(id("d"), BOOT - 1)], [], []);
     assert.match(p.refused ?? "", /knows no pod sandbox at all, yet 1 attachment/);
     assert.deepEqual(p.staleUnreadable, []);
-    assert.deepEqual(p.unreadableKept.map((k) => k.why), ["the runtime knows no pod sandbox at all"]);
+    assert.deepEqual(
+      p.unreadableKept.map((k) => k.why),
+      ["the runtime knows no pod sandbox at all"],
+    );
     assert.equal(rebooted([], [torn(id("d"), BOOT - 1)], [], [], true).staleUnreadable.length, 1, "forced");
   });
 
   test("a file name names every split into a known network, a valid container ID and interface name", () => {
-    assert.deepEqual(cacheKeysOfName(`net-1-${id("a")}-eth0`, ["net", "net-1", "other"]).map((k) => [k.networkName, k.containerID, k.ifName]), [
-      ["net", `1-${id("a")}`, "eth0"],
-      ["net-1", id("a"), "eth0"],
-    ]);
-    assert.deepEqual(cacheKeysOfName("net1-ab-c-d", ["net1"]).map((k) => [k.containerID, k.ifName]), [["ab", "c-d"], ["ab-c", "d"]]);
+    assert.deepEqual(
+      cacheKeysOfName(`net-1-${id("a")}-eth0`, ["net", "net-1", "other"]).map((k) => [k.networkName, k.containerID, k.ifName]),
+      [
+        ["net", `1-${id("a")}`, "eth0"],
+        ["net-1", id("a"), "eth0"],
+      ],
+    );
+    assert.deepEqual(
+      cacheKeysOfName("net1-ab-c-d", ["net1"]).map((k) => [k.containerID, k.ifName]),
+      [
+        ["ab", "c-d"],
+        ["ab-c", "d"],
+      ],
+    );
     assert.deepEqual(cacheKeysOfName("net1-abc", ["net1"]), [], "no interface name");
   });
 });
@@ -172,15 +272,27 @@ function node() {
   const notANetns = path.join(work, "netns-file");
   fs.writeFileSync(notANetns, "");
   const plant = async (containerID: string, ageMs: number, opts: { ifName?: string; failing?: boolean; args?: Array<[string, string]> } = {}) => {
-    const e = { ...entry(containerID, "net1", opts.ifName ?? "eth0", opts.args ?? criArgs(containerID)), config: Buffer.from(conf(opts.failing ? failingDebug : debugFile)), netns: notANetns };
+    const e = {
+      ...entry(containerID, "net1", opts.ifName ?? "eth0", opts.args ?? criArgs(containerID)),
+      config: Buffer.from(conf(opts.failing ? failingDebug : debugFile)),
+      netns: notANetns,
+    };
     await writeCacheEntry(cacheDir, e, undefined);
     const file = path.join(cacheDir, "results", `net1-${containerID}-${e.ifName}`);
     const when = new Date(now - ageMs);
     fs.utimesSync(file, when, when);
     return file;
   };
-  const snapshot = () => Object.fromEntries(fs.readdirSync(cacheDir, { recursive: true, withFileTypes: true }).filter((d) => d.isFile())
-    .map((d) => { const f = path.join(d.parentPath, d.name); return [f, `${fs.readFileSync(f, "base64")} ${fs.statSync(f).mtimeMs}`]; }));
+  const snapshot = () =>
+    Object.fromEntries(
+      fs
+        .readdirSync(cacheDir, { recursive: true, withFileTypes: true })
+        .filter((d) => d.isFile())
+        .map((d) => {
+          const f = path.join(d.parentPath, d.name);
+          return [f, `${fs.readFileSync(f, "base64")} ${fs.statSync(f).mtimeMs}`];
+        }),
+    );
   return { cacheDir, confDir, commandLog, plant, snapshot, now: () => now };
 }
 
@@ -193,12 +305,22 @@ describe("runNodeGc", () => {
     await n.plant(id("b"), HOUR);
     await n.plant(id("c"), 1_000);
     const before = n.snapshot();
-    const report = await runNodeGc({ runtime: fakeRuntime([id("b")]), cacheDir: n.cacheDir, confDir: n.confDir, pluginDirs: [TEST_BIN], dryRun: true, now: n.now });
+    const report = await runNodeGc({
+      runtime: fakeRuntime([id("b")]),
+      cacheDir: n.cacheDir,
+      confDir: n.confDir,
+      pluginDirs: [TEST_BIN],
+      dryRun: true,
+      now: n.now,
+    });
     assert.deepEqual(n.snapshot(), before);
     assert.equal(fs.existsSync(path.join(n.cacheDir, "locks")), false);
     assert.deepEqual(readCommandLog(n.commandLog), []);
     assert.deepEqual(report.stale, [{ containerID: id("a"), network: "net1", ifName: "eth0" }]);
-    assert.deepEqual(report.tooRecent.map((a) => a.containerID), [id("c")]);
+    assert.deepEqual(
+      report.tooRecent.map((a) => a.containerID),
+      [id("c")],
+    );
     assert.deepEqual(describeNodeGc(report), [
       "runtime fake 1.0 (CRI v1) at unix:///fake.sock: 1 pod sandbox(es); 3 cached attachment(s) made by a CRI runtime",
       `kept (cached 1 s ago, under the minimum age): ${id("c")} on network "net1" (eth0)`,
@@ -215,16 +337,30 @@ describe("runNodeGc", () => {
     const youngFile = await n.plant(id("c"), 1_000);
     const podman = await n.plant(id("d"), HOUR, { args: [["K8S_POD_NAME", "web"]] });
     const report = await runNodeGc({
-      runtime: fakeRuntime([id("b")]), cacheDir: n.cacheDir, confDir: n.confDir, pluginDirs: [TEST_BIN], now: n.now,
+      runtime: fakeRuntime([id("b")]),
+      cacheDir: n.cacheDir,
+      confDir: n.confDir,
+      pluginDirs: [TEST_BIN],
+      now: n.now,
       addsInFlight: async () => [{ containerID: id("e"), ifname: "eth0" }],
     });
     assert.deepEqual(report.removed, [{ containerID: id("a"), network: "net1", ifName: "eth0" }]);
-    assert.deepEqual(report.failed.map((f) => [f.containerID, /DEL fails here/.test(f.error)]), [[id("f"), true]]);
+    assert.deepEqual(
+      report.failed.map((f) => [f.containerID, /DEL fails here/.test(f.error)]),
+      [[id("f"), true]],
+    );
     assert.equal(fs.existsSync(stale), false);
     for (const kept of [failing, known, youngFile, podman]) assert.ok(fs.existsSync(kept), kept);
 
     const log = readCommandLog(n.commandLog);
-    assert.deepEqual(log.map((e) => [e.Command, e.CmdArgs.ContainerID]), [["DEL", id("a")], ["DEL", id("f")], ["GC", ""]]);
+    assert.deepEqual(
+      log.map((e) => [e.Command, e.CmdArgs.ContainerID]),
+      [
+        ["DEL", id("a")],
+        ["DEL", id("f")],
+        ["GC", ""],
+      ],
+    );
     assert.equal(log[0]!.CmdArgs.Netns, "", "a cached netns that is not a network namespace is not passed");
     const gc = JSON.parse(stdinOf(log[2]!.CmdArgs)) as Record<string, Array<{ containerID: string; ifname: string }>>;
     const valid = gc["cni.dev/valid-attachments"]!.map((a) => a.containerID).sort();
@@ -243,12 +379,21 @@ describe("runNodeGc", () => {
         fs.rmSync(gone);
         fs.utimesSync(rewritten, new Date(), new Date());
       }),
-      cacheDir: n.cacheDir, confDir: n.confDir, pluginDirs: [TEST_BIN], addsInFlight: async () => [],
+      cacheDir: n.cacheDir,
+      confDir: n.confDir,
+      pluginDirs: [TEST_BIN],
+      addsInFlight: async () => [],
     });
-    assert.deepEqual(report.stale.map((a) => a.containerID), [id("a"), id("b")]);
+    assert.deepEqual(
+      report.stale.map((a) => a.containerID),
+      [id("a"), id("b")],
+    );
     assert.deepEqual(report.removed, []);
     assert.deepEqual(report.failed, []);
-    assert.deepEqual(readCommandLog(n.commandLog).map((e) => e.Command), ["GC"]);
+    assert.deepEqual(
+      readCommandLog(n.commandLog).map((e) => e.Command),
+      ["GC"],
+    );
     assert.ok(fs.existsSync(rewritten));
   });
 
@@ -263,19 +408,39 @@ describe("runNodeGc", () => {
     }
     const runtime: SandboxSource = {
       ...fakeRuntime([]),
-      listPodSandboxes: async () => [{ id: id("a"), state: "SANDBOX_NOTREADY" }, { id: id("b"), state: "SANDBOX_NOTREADY" }, { id: id("c"), state: "SANDBOX_READY" }],
+      listPodSandboxes: async () => [
+        { id: id("a"), state: "SANDBOX_NOTREADY" },
+        { id: id("b"), state: "SANDBOX_NOTREADY" },
+        { id: id("c"), state: "SANDBOX_READY" },
+      ],
     };
     const report = await runNodeGc({
-      runtime, cacheDir: n.cacheDir, confDir: n.confDir, pluginDirs: [TEST_BIN], now: n.now, bootTimeMs: n.now() - 60_000, addsInFlight: async () => [],
+      runtime,
+      cacheDir: n.cacheDir,
+      confDir: n.confDir,
+      pluginDirs: [TEST_BIN],
+      now: n.now,
+      bootTimeMs: n.now() - 60_000,
+      addsInFlight: async () => [],
     });
-    assert.deepEqual(report.removed.map((r) => r.containerID), [id("a"), id("b")]);
+    assert.deepEqual(
+      report.removed.map((r) => r.containerID),
+      [id("a"), id("b")],
+    );
     assert.deepEqual(report.failed, []);
     assert.equal(fs.existsSync(oldBoot), false);
     assert.equal(fs.existsSync(emptyOld), false, "the empty file went with its DEL");
     assert.ok(fs.existsSync(emptyLive), "a ready sandbox's unreadable file stays");
     assert.ok(describeNodeGc(report).includes(`kept an unreadable cache file (empty), its sandbox is ready: ${emptyLive}`));
     const log = readCommandLog(n.commandLog);
-    assert.deepEqual(log.map((e) => [e.Command, e.CmdArgs.ContainerID, e.CmdArgs.Netns]), [["DEL", id("a"), ""], ["DEL", id("b"), ""], ["GC", "", ""]]);
+    assert.deepEqual(
+      log.map((e) => [e.Command, e.CmdArgs.ContainerID, e.CmdArgs.Netns]),
+      [
+        ["DEL", id("a"), ""],
+        ["DEL", id("b"), ""],
+        ["GC", "", ""],
+      ],
+    );
     const gc = JSON.parse(stdinOf(log[2]!.CmdArgs)) as Record<string, Array<{ containerID: string; ifname: string }>>;
     assert.deepEqual(gc["cni.dev/valid-attachments"], [{ containerID: id("c"), ifname: "eth0" }]);
   });
@@ -284,7 +449,10 @@ describe("runNodeGc", () => {
     const n = node();
     await n.plant(id("a"), HOUR);
     const before = n.snapshot();
-    const runtime: SandboxSource = { ...fakeRuntime([]), listPodSandboxes: () => Promise.reject(new Error("CRI runtime at unix:///x: cannot reach")) };
+    const runtime: SandboxSource = {
+      ...fakeRuntime([]),
+      listPodSandboxes: () => Promise.reject(new Error("CRI runtime at unix:///x: cannot reach")),
+    };
     await assert.rejects(runNodeGc({ runtime, cacheDir: n.cacheDir, confDir: n.confDir, pluginDirs: [TEST_BIN] }), /cannot reach/);
     assert.deepEqual(n.snapshot(), before);
     assert.deepEqual(readCommandLog(n.commandLog), []);

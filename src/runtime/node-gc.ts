@@ -32,7 +32,15 @@ import type { GCAttachment, NetworkConfigList } from "../spec/config.js";
 import { versionGreaterThanOrEqualTo } from "../spec/version.js";
 import type { PluginExec } from "../invoke/exec.js";
 import { CNIConfig } from "../libcni/api.js";
-import { cacheFilePath, listCachedAttachments, likeliestCacheKey, listUnreadableCacheEntries, type CacheKey, type CachedAttachment, type UnreadableCacheEntry } from "../libcni/cache.js";
+import {
+  cacheFilePath,
+  listCachedAttachments,
+  likeliestCacheKey,
+  listUnreadableCacheEntries,
+  type CacheKey,
+  type CachedAttachment,
+  type UnreadableCacheEntry,
+} from "../libcni/cache.js";
 import { loadAllNetworks, type LoadedNetwork } from "../libcni/conf.js";
 import { NetNS } from "../net/netns.js";
 import { addsInFlight } from "./adds-in-flight.js";
@@ -158,7 +166,9 @@ function noGcReason(list: NetworkConfigList): string | undefined {
   let supported = false;
   try {
     supported = versionGreaterThanOrEqualTo(list.cniVersion || "0.1.0", "1.1.0");
-  } catch { /* an unparsable version has no GC verb */ }
+  } catch {
+    /* an unparsable version has no GC verb */
+  }
   return supported ? undefined : `cniVersion ${list.cniVersion || "(none)"} has no GC verb (1.1.0 and later)`;
 }
 
@@ -212,7 +222,8 @@ export function planNodeGc(input: {
 
   let refused: string | undefined;
   if (stale.length + unknownUnreadable > 0 && input.sandboxIds.size === 0 && !input.force) {
-    refused = `the runtime knows no pod sandbox at all, yet ${stale.length + unknownUnreadable} attachment(s) a CRI runtime made are cached: ` +
+    refused =
+      `the runtime knows no pod sandbox at all, yet ${stale.length + unknownUnreadable} attachment(s) a CRI runtime made are cached: ` +
       "is it the runtime that made them?";
     stale = [];
     for (const s of staleUnreadable.splice(0)) unreadableKept.push({ unreadable: s.unreadable, why: "the runtime knows no pod sandbox at all" });
@@ -232,8 +243,14 @@ export function planNodeGc(input: {
     return { list, file, gc: reason === undefined, ...(reason !== undefined ? { reason } : {}), validAttachments };
   });
   return {
-    judged: judged.length, notJudged: input.cached.length - judged.length, stale, staleUnreadable, unreadableKept,
-    tooRecent: aged.filter((a) => a.ageMs < input.minAgeMs), ...(refused ? { refused } : {}), networks,
+    judged: judged.length,
+    notJudged: input.cached.length - judged.length,
+    stale,
+    staleUnreadable,
+    unreadableKept,
+    tooRecent: aged.filter((a) => a.ageMs < input.minAgeMs),
+    ...(refused ? { refused } : {}),
+    networks,
   };
 }
 
@@ -244,8 +261,7 @@ async function unchanged(cacheDir: string, a: AgedAttachment): Promise<boolean> 
 }
 
 /** The cached netns path when it still is a network namespace, else "" (DEL without CNI_NETNS). */
-const presentNetns = async (netns: string | undefined): Promise<string> =>
-  (await NetNS.openIfThere(netns ?? "").catch(() => undefined))?.path ?? "";
+const presentNetns = async (netns: string | undefined): Promise<string> => (await NetNS.openIfThere(netns ?? "").catch(() => undefined))?.path ?? "";
 
 /** Each attachment once. */
 function unique(attachments: readonly GCAttachment[]): GCAttachment[] {
@@ -266,22 +282,35 @@ export async function runNodeGc(o: NodeGcOptions): Promise<NodeGcReport> {
   const sandboxes = await o.runtime.listPodSandboxes();
   const bootMs = "bootTimeMs" in o ? o.bootTimeMs : bootTimeMs();
   const plan = planNodeGc({
-    cached, sandboxIds: new Set(sandboxes.map((s) => s.id)),
+    cached,
+    sandboxIds: new Set(sandboxes.map((s) => s.id)),
     notReady: new Set(sandboxes.filter((s) => s.state !== "SANDBOX_READY").map((s) => s.id)),
-    unreadable, ...(bootMs !== undefined ? { bootMs } : {}), networks, nowMs: (o.now ?? Date.now)(),
-    minAgeMs: o.minAgeMs ?? DEFAULT_MIN_AGE_MS, judged: o.judged ?? madeByCriRuntime, force: o.force ?? false,
+    unreadable,
+    ...(bootMs !== undefined ? { bootMs } : {}),
+    networks,
+    nowMs: (o.now ?? Date.now)(),
+    minAgeMs: o.minAgeMs ?? DEFAULT_MIN_AGE_MS,
+    judged: o.judged ?? madeByCriRuntime,
+    force: o.force ?? false,
   });
   const report: NodeGcReport = {
     dryRun: o.dryRun ?? false,
     runtime: `${version.runtimeName || "(unnamed)"} ${version.runtimeVersion} (CRI ${version.runtimeApiVersion || "?"}) at ${o.runtime.endpoint}`,
-    sandboxes: sandboxes.length, judged: plan.judged, notJudged: plan.notJudged,
+    sandboxes: sandboxes.length,
+    judged: plan.judged,
+    notJudged: plan.notJudged,
     stale: [...plan.stale.map((a) => refOf(a.entry)), ...plan.staleUnreadable.map((s) => refOfKey(s.key))],
     unreadableKept: plan.unreadableKept.map((k) => ({ file: k.unreadable.file, reason: k.unreadable.reason, why: k.why })),
     tooRecent: plan.tooRecent.map((a) => ({ ...refOf(a.entry), ageMs: a.ageMs })),
     ...(plan.refused ? { refused: plan.refused } : {}),
-    removed: [], failed: [],
+    removed: [],
+    failed: [],
     networks: plan.networks.map((n) => ({
-      network: n.list.name, file: n.file, gc: n.gc, ...(n.reason ? { reason: n.reason } : {}), validAttachments: n.validAttachments.length,
+      network: n.list.name,
+      file: n.file,
+      gc: n.gc,
+      ...(n.reason ? { reason: n.reason } : {}),
+      validAttachments: n.validAttachments.length,
     })),
     configErrors: errors.map((e) => ({ file: e.file, error: e.error.message })),
   };
@@ -317,10 +346,12 @@ export async function runNodeGc(o: NodeGcOptions): Promise<NodeGcReport> {
       // ADDs under way first, then the cache: an ADD that finishes in between is in the one or the other.
       const running = await (o.addsInFlight ?? addsInFlight)();
       const remaining = (await listCachedAttachments(o.cacheDir))
-        .filter((e) => e.networkName === n.list.name && !stillStale.has(keyOf(e))).map(gcAttachmentOf);
+        .filter((e) => e.networkName === n.list.name && !stillStale.has(keyOf(e)))
+        .map(gcAttachmentOf);
       // Every attachment an unreadable file left can mean is valid: it may be a live pod's.
       const unreadableNow = (await listUnreadableCacheEntries(o.cacheDir, [n.list.name]))
-        .flatMap((u) => u.keys).map((k) => ({ containerID: k.containerID, ifname: k.ifName }));
+        .flatMap((u) => u.keys)
+        .map((k) => ({ containerID: k.containerID, ifname: k.ifName }));
       const validAttachments = unique([...remaining, ...unreadableNow, ...running]);
       report.networks[i]!.validAttachments = validAttachments.length;
       try {

@@ -91,17 +91,21 @@ export class PodLocks {
    * concurrency limit. `removeLockFile` (teardown) deletes the pod's lock file afterwards.
    */
   pod<T>(key: string, work: () => Promise<T>, opts: { removeLockFile?: boolean } = {}): Promise<T> {
-    return this.pods.run(key, () => this.gcLock.read(() => this.slots.run(async () => {
-      const gc = await lockFile(this.file("gc"), { shared: true, timeoutMs: POD_LOCK_WAIT_MS });
-      let pod: HeldLock | undefined;
-      try {
-        pod = await lockFile(this.podFile(key), { timeoutMs: POD_LOCK_WAIT_MS });
-        return await work();
-      } finally {
-        pod?.release({ remove: opts.removeLockFile });
-        gc.release();
-      }
-    })));
+    return this.pods.run(key, () =>
+      this.gcLock.read(() =>
+        this.slots.run(async () => {
+          const gc = await lockFile(this.file("gc"), { shared: true, timeoutMs: POD_LOCK_WAIT_MS });
+          let pod: HeldLock | undefined;
+          try {
+            pod = await lockFile(this.podFile(key), { timeoutMs: POD_LOCK_WAIT_MS });
+            return await work();
+          } finally {
+            pod?.release({ remove: opts.removeLockFile });
+            gc.release();
+          }
+        }),
+      ),
+    );
   }
 
   /** Runs GC alone: no pod operation of this process or another one sharing the cache dir runs meanwhile. */

@@ -10,7 +10,9 @@ import { ROOT } from "../testing/harness.js";
 const DIR = path.join(ROOT, "src/skel/type-tests");
 
 test("handlers' results: mistakes fail to compile, with the expected error; good results compile", () => {
-  const files = readdirSync(DIR).filter((f) => f.endsWith(".ts")).map((f) => path.join(DIR, f));
+  const files = readdirSync(DIR)
+    .filter((f) => f.endsWith(".ts"))
+    .map((f) => path.join(DIR, f));
   const config = ts.readConfigFile(path.join(ROOT, "tsconfig.base.json"), (f) => ts.sys.readFile(f));
   const { options } = ts.parseJsonConfigFileContent(config.config, ts.sys, ROOT);
   const program = ts.createProgram(files, { ...options, noEmit: true, rootDir: path.join(ROOT, "src") });
@@ -41,8 +43,10 @@ test("handlers' results: mistakes fail to compile, with the expected error; good
       return true;
     };
     if (!onStatement.some((d) => matches(d.text))) {
-      failures.push(`${name}: want an error with ${JSON.stringify(parts)} on line ${expectLine + 2}; got:\n` +
-        (diagnostics.map((d) => `  ${d.line + 1}: ${d.text}`).join("\n") || "  no errors"));
+      failures.push(
+        `${name}: want an error with ${JSON.stringify(parts)} on line ${expectLine + 2}; got:\n` +
+          (diagnostics.map((d) => `  ${d.line + 1}: ${d.text}`).join("\n") || "  no errors"),
+      );
     }
     const elsewhere = diagnostics.filter((d) => d.line !== expectLine + 1);
     for (const d of elsewhere) failures.push(`${name}:${d.line + 1}: unexpected error: ${d.text.split("\n")[0]}`);

@@ -5,7 +5,17 @@
  * @module
  */
 export {
-  pluginMain, runPlugin, processIO, type CmdArgs, type Handler, type PluginFuncs, type PluginDefinition, type PluginModule,
-  type PluginConfigReader, type PluginIO, type CallStderr, type CheckedFuncs,
+  pluginMain,
+  runPlugin,
+  processIO,
+  type CmdArgs,
+  type Handler,
+  type PluginFuncs,
+  type PluginDefinition,
+  type PluginModule,
+  type PluginConfigReader,
+  type PluginIO,
+  type CallStderr,
+  type CheckedFuncs,
 } from "./skel.js";
 export { loadPluginConf, parsePrevResult, type LoadedConf } from "./conf.js";

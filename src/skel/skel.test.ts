@@ -56,8 +56,12 @@ class Dispatch {
         if (this.stdin instanceof Error) throw this.stdin;
         return Buffer.from(this.stdin);
       },
-      writeStdout: (s) => { this.stdout += s; },
-      writeStderr: (s) => { this.stderr += s; },
+      writeStdout: (s) => {
+        this.stdout += s;
+      },
+      writeStderr: (s) => {
+        this.stderr += s;
+      },
     };
   }
 
@@ -98,11 +102,46 @@ async function envVarChecker(d: Dispatch, name: string, required: boolean): Prom
 }
 
 const ENV_TABLE: Record<string, Array<[string, boolean]>> = {
-  ADD: [["CNI_COMMAND", true], ["CNI_CONTAINERID", true], ["CNI_NETNS", true], ["CNI_IFNAME", true], ["CNI_ARGS", false], ["CNI_PATH", true]],
-  CHECK: [["CNI_COMMAND", true], ["CNI_CONTAINERID", true], ["CNI_NETNS", true], ["CNI_IFNAME", true], ["CNI_ARGS", false], ["CNI_PATH", true]],
-  DEL: [["CNI_COMMAND", true], ["CNI_CONTAINERID", true], ["CNI_NETNS", false], ["CNI_IFNAME", true], ["CNI_ARGS", false], ["CNI_PATH", true]],
-  GC: [["CNI_COMMAND", true], ["CNI_CONTAINERID", false], ["CNI_NETNS", false], ["CNI_IFNAME", false], ["CNI_ARGS", false], ["CNI_PATH", true]],
-  VERSION: [["CNI_COMMAND", true], ["CNI_CONTAINERID", false], ["CNI_NETNS", false], ["CNI_IFNAME", false], ["CNI_ARGS", false], ["CNI_PATH", false]],
+  ADD: [
+    ["CNI_COMMAND", true],
+    ["CNI_CONTAINERID", true],
+    ["CNI_NETNS", true],
+    ["CNI_IFNAME", true],
+    ["CNI_ARGS", false],
+    ["CNI_PATH", true],
+  ],
+  CHECK: [
+    ["CNI_COMMAND", true],
+    ["CNI_CONTAINERID", true],
+    ["CNI_NETNS", true],
+    ["CNI_IFNAME", true],
+    ["CNI_ARGS", false],
+    ["CNI_PATH", true],
+  ],
+  DEL: [
+    ["CNI_COMMAND", true],
+    ["CNI_CONTAINERID", true],
+    ["CNI_NETNS", false],
+    ["CNI_IFNAME", true],
+    ["CNI_ARGS", false],
+    ["CNI_PATH", true],
+  ],
+  GC: [
+    ["CNI_COMMAND", true],
+    ["CNI_CONTAINERID", false],
+    ["CNI_NETNS", false],
+    ["CNI_IFNAME", false],
+    ["CNI_ARGS", false],
+    ["CNI_PATH", true],
+  ],
+  VERSION: [
+    ["CNI_COMMAND", true],
+    ["CNI_CONTAINERID", false],
+    ["CNI_NETNS", false],
+    ["CNI_IFNAME", false],
+    ["CNI_ARGS", false],
+    ["CNI_PATH", false],
+  ],
 };
 
 let d: Dispatch;
@@ -184,26 +223,33 @@ describe("ADD", () => {
     const result: Result100 = { cniVersion: "1.1.0", ips: [{ address: "10.1.2.3/24", gateway: "10.1.2.1" }] };
     d.add.returns = result;
     assert.equal(await d.run(), undefined);
-    assert.equal(d.stdout, [
-      "{",
-      `    "cniVersion": "0.4.0",`,
-      `    "ips": [`,
-      "        {",
-      `            "version": "4",`,
-      `            "address": "10.1.2.3/24",`,
-      `            "gateway": "10.1.2.1"`,
-      "        }",
-      "    ],",
-      `    "dns": {}`,
-      "}",
-    ].join("\n"));
+    assert.equal(
+      d.stdout,
+      [
+        "{",
+        `    "cniVersion": "0.4.0",`,
+        `    "ips": [`,
+        "        {",
+        `            "version": "4",`,
+        `            "address": "10.1.2.3/24",`,
+        `            "gateway": "10.1.2.1"`,
+        "        }",
+        "    ],",
+        `    "dns": {}`,
+        "}",
+      ].join("\n"),
+    );
   });
 
   test("a result whose shape is not its version's is the plugin's error, never printed (JavaScript plugins)", async () => {
     d.stdin = `{ "name": "skel-test", "cniVersion": "0.2.0" }`;
     d.versionInfo = pluginSupports("0.2.0", "0.3.1", "1.1.0");
     d.add.returns = { cniVersion: "0.2.0", ips: [{ address: "10.1.2.3/24" }] }; // 1.x keys labelled with the config's version
-    assertCniError(await d.run(), 999, `plugin error: the result is labelled cniVersion "0.2.0" but has "ips", which results of that version do not have`);
+    assertCniError(
+      await d.run(),
+      999,
+      `plugin error: the result is labelled cniVersion "0.2.0" but has "ips", which results of that version do not have`,
+    );
     assert.equal(d.stdout, "");
     d.stdin = `{ "name": "skel-test", "cniVersion": "0.3.1" }`;
     d.add.returns = { cniVersion: "0.3.1", ips: [{ address: "10.1.2.3/24" }] };
@@ -326,7 +372,14 @@ describe("GC", () => {
     assert.equal(d.del.calls.length, 0);
     assert.equal(d.gc.calls.length, 1);
     assert.deepEqual(d.gc.calls[0], {
-      containerID: "", netns: "", ifName: "", args: "", path: "/some/cni/path", netnsOverride: "", stdinData: Buffer.from(BASE_STDIN), env: d.env,
+      containerID: "",
+      netns: "",
+      ifName: "",
+      args: "",
+      path: "/some/cni/path",
+      netnsOverride: "",
+      stdinData: Buffer.from(BASE_STDIN),
+      env: d.env,
     });
   });
 
@@ -521,7 +574,16 @@ describe("handler errors", () => {
   });
 
   test("an async handler's rejection is handled the same way", async () => {
-    const err = await runPlugin({ add: async () => { throw new Error("async potato"); } }, d.versionInfo, "", d.io);
+    const err = await runPlugin(
+      {
+        add: async () => {
+          throw new Error("async potato");
+        },
+      },
+      d.versionInfo,
+      "",
+      d.io,
+    );
     assertCniError(err, 999, "async potato");
   });
 });
@@ -572,8 +634,11 @@ describe("an error of a call with a trace context", () => {
       process.exitCode = saved;
     }
     assert.equal(d.stdout, `{\n    "code": 7,\n    "msg": "invalid \\"mtu\\"",\n    "details": "want an integer"\n}`);
-    assert.equal(d.stderr, 'CNI plugin error: type="bridge" command="ADD" containerID="some-container-id" ifname="eth0" code=7 ' +
-      `msg="invalid \\"mtu\\"; want an integer" TRACEPARENT="${PARENT}" TRACESTATE="congo=t61rcWkgMzE" BAGGAGE="user=alice"\n`);
+    assert.equal(
+      d.stderr,
+      'CNI plugin error: type="bridge" command="ADD" containerID="some-container-id" ifname="eth0" code=7 ' +
+        `msg="invalid \\"mtu\\"; want an integer" TRACEPARENT="${PARENT}" TRACESTATE="congo=t61rcWkgMzE" BAGGAGE="user=alice"\n`,
+    );
   });
 
   test("an error before the config is read is logged too, its values quoted so that they stay on one line", async () => {
@@ -581,7 +646,10 @@ describe("an error of a call with a trace context", () => {
     const err = await d.run();
     assert.equal(err?.code, 4);
     assert.equal(d.stderr.split("\n").length, 2, d.stderr);
-    assert.match(d.stderr, /^CNI plugin error: type="" command="ADD\\nforged line" .* code=4 msg="unknown CNI_COMMAND: ADD\\nforged line" TRACEPARENT=/);
+    assert.match(
+      d.stderr,
+      /^CNI plugin error: type="" command="ADD\\nforged line" .* code=4 msg="unknown CNI_COMMAND: ADD\\nforged line" TRACEPARENT=/,
+    );
   });
 
   test("without a trace context, and on success, nothing is written to stderr", async () => {
@@ -604,11 +672,14 @@ describe("loadPluginConf / parsePrevResult", () => {
   });
 
   test("a config that does not decode is code 6", () => {
-    assert.throws(() => loadPluginConf(Buffer.from("{")), (e: unknown) => {
-      assert.ok(e instanceof CniError);
-      assert.equal(e.code, 6);
-      return true;
-    });
+    assert.throws(
+      () => loadPluginConf(Buffer.from("{")),
+      (e: unknown) => {
+        assert.ok(e instanceof CniError);
+        assert.equal(e.code, 6);
+        return true;
+      },
+    );
   });
 
   test("no prevResult", () => {
@@ -617,21 +688,24 @@ describe("loadPluginConf / parsePrevResult", () => {
   });
 
   test("a prevResult is decoded in the config's version family", () => {
-    const { conf } = loadPluginConf(Buffer.from(
-      `{"cniVersion":"0.4.0","name":"n","type":"t","prevResult":{"cniVersion":"0.4.0","ips":[{"version":"4","address":"10.1.2.3/24"}]}}`));
+    const { conf } = loadPluginConf(
+      Buffer.from(`{"cniVersion":"0.4.0","name":"n","type":"t","prevResult":{"cniVersion":"0.4.0","ips":[{"version":"4","address":"10.1.2.3/24"}]}}`),
+    );
     const prev = parsePrevResult(conf);
     assert.equal(prev?.cniVersion, "0.4.0");
   });
 
   test("a version-less prevResult takes the config's version", () => {
-    const { conf } = loadPluginConf(Buffer.from(
-      `{"cniVersion":"0.3.1","name":"n","type":"t","prevResult":{"ips":[{"version":"4","address":"10.1.2.3/24"}]}}`));
+    const { conf } = loadPluginConf(
+      Buffer.from(`{"cniVersion":"0.3.1","name":"n","type":"t","prevResult":{"ips":[{"version":"4","address":"10.1.2.3/24"}]}}`),
+    );
     assert.equal(parsePrevResult(conf)?.cniVersion, "0.3.1");
   });
 
   test("a prevResult of another family is code 6", () => {
-    const { conf } = loadPluginConf(Buffer.from(
-      `{"cniVersion":"0.3.1","name":"n","type":"t","prevResult":{"cniVersion":"1.1.0","ips":[{"address":"10.1.2.3/24"}]}}`));
+    const { conf } = loadPluginConf(
+      Buffer.from(`{"cniVersion":"0.3.1","name":"n","type":"t","prevResult":{"cniVersion":"1.1.0","ips":[{"address":"10.1.2.3/24"}]}}`),
+    );
     assert.throws(() => parsePrevResult(conf), { code: 6 });
   });
 });

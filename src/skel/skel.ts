@@ -4,7 +4,17 @@
  * the error as CNI JSON on stdout. A plugin's main is one call to `pluginMain`.
  * @module
  */
-import { CniError, decodingFailure, ErrorCode, incompatibleVersion, invalidConfig, invalidEnv, invalidNetNS, messageOf, wrap } from "../spec/errors.js";
+import {
+  CniError,
+  decodingFailure,
+  ErrorCode,
+  incompatibleVersion,
+  invalidConfig,
+  invalidEnv,
+  invalidNetNS,
+  messageOf,
+  wrap,
+} from "../spec/errors.js";
 import { OrderedWriter, readStdin } from "../sys/plugin-stdio.js";
 import { phase } from "../sys/phase-trace.js";
 import type { GoType } from "../spec/go-decode.js";
@@ -75,19 +85,25 @@ type Scalar = string | number | boolean | bigint | symbol | null | undefined | v
 type NotAKeyOfThisResult = "is not a key of the result shape of this cniVersion";
 
 /** `T` with every key that `S` does not have, at any depth, typed as an error message. */
-type ExactShape<T, S> = T extends Scalar ? T
-  : T extends readonly (infer E)[] ? (NonNullable<S> extends readonly (infer SE)[] ? readonly ExactShape<E, SE>[] : T)
-  : { [K in keyof T]: K extends keyof NonNullable<S> ? ExactShape<T[K], NonNullable<S>[K]> : NotAKeyOfThisResult };
+type ExactShape<T, S> = T extends Scalar
+  ? T
+  : T extends readonly (infer E)[]
+    ? NonNullable<S> extends readonly (infer SE)[]
+      ? readonly ExactShape<E, SE>[]
+      : T
+    : { [K in keyof T]: K extends keyof NonNullable<S> ? ExactShape<T[K], NonNullable<S>[K]> : NotAKeyOfThisResult };
 
 /** A handler's result checked against the shape of the version it names (strings and nothing pass as they are). */
 type CheckedResult<R> = R extends Scalar ? R : R extends { cniVersion: infer V } ? ExactShape<R, ResultOfVersion<V>> : R;
 
 type CheckedHandler<H> = H extends (args: CmdArgs) => infer R
-  ? (args: CmdArgs) => (R extends PromiseLike<infer P> ? PromiseLike<CheckedResult<P>> : CheckedResult<R>)
+  ? (args: CmdArgs) => R extends PromiseLike<infer P> ? PromiseLike<CheckedResult<P>> : CheckedResult<R>
   : H;
 
 /** Handlers as pluginMain checks them: each returns a result exact for its version; no verb outside PluginFuncs. */
-export type CheckedFuncs<F> = { [K in keyof F]: K extends keyof PluginFuncs ? CheckedHandler<F[K]> : "is not a verb: want add, check, del, status or gc" };
+export type CheckedFuncs<F> = {
+  [K in keyof F]: K extends keyof PluginFuncs ? CheckedHandler<F[K]> : "is not a verb: want add, check, del, status or gc";
+};
 
 /**
  * What a plugin module exports as `plugin`: its handlers and how it reads its config. Its versions and about text
@@ -187,8 +203,7 @@ function configVersionOf(config: JsonObject): string {
 }
 
 /** `bytes` as a Buffer, sharing its memory. */
-const asBuffer = (bytes: Uint8Array): Buffer =>
-  Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+const asBuffer = (bytes: Uint8Array): Buffer => (Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength));
 
 /** True when `netnsPath` is the network namespace this process runs in. */
 async function isOwnNetns(netnsPath: string): Promise<boolean> {
@@ -232,7 +247,12 @@ const MIN_VERSION: Record<string, string> = { CHECK: "0.4.0", GC: "1.1.0", STATU
  * been written). Never throws. `funcs` may be a loader of the handlers: it is called after the environment, the
  * config's name and version and the namespace have passed their checks, right before the handler runs.
  */
-export async function runPlugin(funcs: PluginFuncs | (() => Promise<PluginFuncs>), info: VersionInfo, about: string, io: PluginIO): Promise<CniError | undefined> {
+export async function runPlugin(
+  funcs: PluginFuncs | (() => Promise<PluginFuncs>),
+  info: VersionInfo,
+  about: string,
+  io: PluginIO,
+): Promise<CniError | undefined> {
   let pluginType: unknown;
   try {
     let env: ReturnType<typeof readEnv>;
@@ -270,7 +290,7 @@ export async function runPlugin(funcs: PluginFuncs | (() => Promise<PluginFuncs>
     // interfaces in) the plugin's own namespace; checked first, a mistaken CNI_NETNS changes nothing.
     if ((command === "ADD" || command === "DEL") && values.CNI_NETNS) {
       const override = values.CNI_NETNS_OVERRIDE.toLowerCase();
-      if (override !== "true" && override !== "1" && await isOwnNetns(values.CNI_NETNS)) {
+      if (override !== "true" && override !== "1" && (await isOwnNetns(values.CNI_NETNS))) {
         throw invalidNetNS("plugin's netns and netns from CNI_NETNS should not be the same");
       }
     }
@@ -278,8 +298,14 @@ export async function runPlugin(funcs: PluginFuncs | (() => Promise<PluginFuncs>
     const handler = (typeof funcs === "function" ? await phase("load", "the plugin's code", funcs) : funcs)[handlerName];
     if (handler) {
       const args: CmdArgs = {
-        containerID: values.CNI_CONTAINERID, netns: values.CNI_NETNS, ifName: values.CNI_IFNAME, args: values.CNI_ARGS,
-        path: values.CNI_PATH, netnsOverride: values.CNI_NETNS_OVERRIDE, stdinData: asBuffer(stdin), env: io.env,
+        containerID: values.CNI_CONTAINERID,
+        netns: values.CNI_NETNS,
+        ifName: values.CNI_IFNAME,
+        args: values.CNI_ARGS,
+        path: values.CNI_PATH,
+        netnsOverride: values.CNI_NETNS_OVERRIDE,
+        stdinData: asBuffer(stdin),
+        env: io.env,
         stderr: { write: (chunk: string | Uint8Array) => (io.writeStderr(typeof chunk === "string" ? chunk : Buffer.from(chunk).toString()), true) },
       };
       const output = await handler(args);
@@ -309,8 +335,10 @@ function logTracedError(io: PluginIO, error: CniError, pluginType: string): void
   if (!trace) return;
   const q = (value: string | undefined) => JSON.stringify(value ?? "");
   const { env } = io;
-  io.writeStderr(`CNI plugin error: type=${q(pluginType)} command=${q(env["CNI_COMMAND"])} containerID=${q(env["CNI_CONTAINERID"])} ` +
-    `ifname=${q(env["CNI_IFNAME"])} code=${error.code} msg=${q(error.message)} ${trace}\n`);
+  io.writeStderr(
+    `CNI plugin error: type=${q(pluginType)} command=${q(env["CNI_COMMAND"])} containerID=${q(env["CNI_CONTAINERID"])} ` +
+      `ifname=${q(env["CNI_IFNAME"])} code=${error.code} msg=${q(error.message)} ${trace}\n`,
+  );
 }
 
 /**
@@ -335,7 +363,12 @@ export function processIO(opts: { stdinInMemoryFile?: boolean } = {}): PluginIO 
  */
 export async function pluginMain<F extends PluginFuncs>(funcs: F & CheckedFuncs<F>, info: VersionInfo, about: string, io?: PluginIO): Promise<void>;
 export async function pluginMain(funcs: () => Promise<PluginFuncs>, info: VersionInfo, about: string, io?: PluginIO): Promise<void>;
-export async function pluginMain(funcs: PluginFuncs | (() => Promise<PluginFuncs>), info: VersionInfo, about: string, io: PluginIO = processIO()): Promise<void> {
+export async function pluginMain(
+  funcs: PluginFuncs | (() => Promise<PluginFuncs>),
+  info: VersionInfo,
+  about: string,
+  io: PluginIO = processIO(),
+): Promise<void> {
   const err = await runPlugin(funcs, info, about, io);
   if (err) {
     io.writeStdout(err.print());

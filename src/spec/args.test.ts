@@ -17,7 +17,10 @@ describe("parseArgBool (Go UnmarshallableBool)", () => {
 describe("parseCniArgs / formatCniArgs", () => {
   test("splits K=V pairs on ;", () => {
     assert.deepEqual(parseCniArgs(""), []);
-    assert.deepEqual(parseCniArgs("a=b;C=d"), [["a", "b"], ["C", "d"]]);
+    assert.deepEqual(parseCniArgs("a=b;C=d"), [
+      ["a", "b"],
+      ["C", "d"],
+    ]);
     assert.deepEqual(parseCniArgs("k="), [["k", ""]]);
     assert.deepEqual(parseCniArgs("=v"), [["", "v"]]);
   });
@@ -29,7 +32,13 @@ describe("parseCniArgs / formatCniArgs", () => {
     assert.throws(() => parseCniArgs('q"=1=2'), { message: 'ARGS: invalid pair "q\\"=1=2"' });
   });
   test("formatCniArgs is the inverse", () => {
-    assert.equal(formatCniArgs([["IP", "10.0.0.2"], ["K8S_POD_NAME", "p"]]), "IP=10.0.0.2;K8S_POD_NAME=p");
+    assert.equal(
+      formatCniArgs([
+        ["IP", "10.0.0.2"],
+        ["K8S_POD_NAME", "p"],
+      ]),
+      "IP=10.0.0.2;K8S_POD_NAME=p",
+    );
     assert.equal(formatCniArgs([]), "");
     const s = "a=1;b=;c=x";
     assert.equal(formatCniArgs(parseCniArgs(s)), s);
@@ -68,7 +77,9 @@ describe("loadCniArgs (Go types.LoadArgs)", () => {
   });
   test("values go through their parser", () => {
     assert.deepEqual(loadCniArgs("IP=10.0.0.0;K8S_POD_NAME=pod-1;Flag=True", parsers), {
-      IP: "10.0.0.0", K8S_POD_NAME: "pod-1", Flag: true,
+      IP: "10.0.0.0",
+      K8S_POD_NAME: "pod-1",
+      Flag: true,
     });
     assert.deepEqual(loadCniArgs("K8S_POD_NAME=", parsers), { K8S_POD_NAME: "" });
     assert.deepEqual(loadCniArgs("K8S_POD_NAME=notempty", parsers), { K8S_POD_NAME: "notempty" });

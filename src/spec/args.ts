@@ -49,7 +49,7 @@ export function loadCniArgs<T extends object>(args: string, parsers: ArgParsers<
       continue;
     }
     const parse = (parsers as Record<string, ((v: string) => unknown) | undefined>)[key];
-    if (!Object.prototype.hasOwnProperty.call(parsers, key) || !parse) {
+    if (!Object.hasOwn(parsers, key) || !parse) {
       unknown.push(`${key}=${value}`);
       continue;
     }

@@ -76,8 +76,7 @@ function parseObject(bytes: Buffer, prefix: string, goType: string, file?: strin
   }
   if (raw === null) return {};
   if (!isJsonObject(raw)) {
-    throw configError(ErrorCode.DecodingFailure,
-      `${prefix}: json: cannot unmarshal ${jsonKindName(raw)} into Go value of type ${goType}`, { file });
+    throw configError(ErrorCode.DecodingFailure, `${prefix}: json: cannot unmarshal ${jsonKindName(raw)} into Go value of type ${goType}`, { file });
   }
   return raw;
 }
@@ -259,4 +258,3 @@ export function injectConf(conf: PluginConfig, values: Record<string, unknown>):
 export function describePlugin(conf: PluginConf): string {
   return conf.name ? `type="${conf.type}" name="${conf.name}"` : `type="${conf.type}"`;
 }
-

@@ -1,16 +1,43 @@
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import {
-  CniError, cniError, decodingFailure, ErrorCode, failure, incompatibleVersion, invalidCniArgs, invalidConfig, invalidEnv, invalidKey,
-  invalidNetNS, ioFailure, messageOf, pluginNotAvailable, tryAgainLater, unknownContainer, unwrapCniError, wrap, WrappedError,
+  CniError,
+  cniError,
+  decodingFailure,
+  ErrorCode,
+  failure,
+  incompatibleVersion,
+  invalidCniArgs,
+  invalidConfig,
+  invalidEnv,
+  invalidKey,
+  invalidNetNS,
+  ioFailure,
+  messageOf,
+  pluginNotAvailable,
+  tryAgainLater,
+  unknownContainer,
+  unwrapCniError,
+  wrap,
+  WrappedError,
 } from "./errors.js";
 
 describe("CniError (Go types.Error)", () => {
   test("well-known codes", () => {
     assert.deepEqual(ErrorCode, {
-      Unknown: 0, IncompatibleCNIVersion: 1, UnsupportedField: 2, UnknownContainer: 3, InvalidEnvironmentVariables: 4,
-      IOFailure: 5, DecodingFailure: 6, InvalidNetworkConfig: 7, InvalidNetNS: 8, TryAgainLater: 11,
-      PluginNotAvailable: 50, LimitedConnectivity: 51, Internal: 999,
+      Unknown: 0,
+      IncompatibleCNIVersion: 1,
+      UnsupportedField: 2,
+      UnknownContainer: 3,
+      InvalidEnvironmentVariables: 4,
+      IOFailure: 5,
+      DecodingFailure: 6,
+      InvalidNetworkConfig: 7,
+      InvalidNetNS: 8,
+      TryAgainLater: 11,
+      PluginNotAvailable: 50,
+      LimitedConnectivity: 51,
+      Internal: 999,
     });
   });
 
@@ -30,8 +57,10 @@ describe("CniError (Go types.Error)", () => {
 
   test("print() is MarshalIndent with 4 spaces and no trailing newline", () => {
     assert.equal(new CniError(4, "interface name is empty").print(), '{\n    "code": 4,\n    "msg": "interface name is empty"\n}');
-    assert.equal(new CniError(1, "incompatible CNI versions", 'config is "0.1.0", plugin supports ["1.2.3"]').print(),
-      '{\n    "code": 1,\n    "msg": "incompatible CNI versions",\n    "details": "config is \\"0.1.0\\", plugin supports [\\"1.2.3\\"]"\n}');
+    assert.equal(
+      new CniError(1, "incompatible CNI versions", 'config is "0.1.0", plugin supports ["1.2.3"]').print(),
+      '{\n    "code": 1,\n    "msg": "incompatible CNI versions",\n    "details": "config is \\"0.1.0\\", plugin supports [\\"1.2.3\\"]"\n}',
+    );
     assert.equal(new CniError(999, "a<b>&c").print(), '{\n    "code": 999,\n    "msg": "a\\u003cb\\u003e\\u0026c"\n}');
   });
 
@@ -64,9 +93,17 @@ describe("CniError (Go types.Error)", () => {
 describe("the constructors", () => {
   test("each gives its code, the message and the details", () => {
     const made: Array<[CniError, number]> = [
-      [failure("m", "d"), 999], [incompatibleVersion("m", "d"), 1], [unknownContainer("m", "d"), 3], [invalidEnv("m", "d"), 4],
-      [ioFailure("m", "d"), 5], [decodingFailure("m", "d"), 6], [invalidConfig("m", "d"), 7], [invalidNetNS("m", "d"), 8],
-      [tryAgainLater("m", "d"), 11], [pluginNotAvailable("m", "d"), 50], [cniError(42, "m", "d"), 42],
+      [failure("m", "d"), 999],
+      [incompatibleVersion("m", "d"), 1],
+      [unknownContainer("m", "d"), 3],
+      [invalidEnv("m", "d"), 4],
+      [ioFailure("m", "d"), 5],
+      [decodingFailure("m", "d"), 6],
+      [invalidConfig("m", "d"), 7],
+      [invalidNetNS("m", "d"), 8],
+      [tryAgainLater("m", "d"), 11],
+      [pluginNotAvailable("m", "d"), 50],
+      [cniError(42, "m", "d"), 42],
     ];
     for (const [e, code] of made) assert.deepEqual([e.code, e.msg, e.details, e.message], [code, "m", "d", "m; d"]);
     assert.deepEqual([failure("m").details, failure("m").message], ["", "m"]);

@@ -138,7 +138,10 @@ export function wrap(prefix: string, cause: unknown, code: number = ErrorCode.In
  * runtime reports it as its own), its message is `prefix: cause` and `unwrapCniError` finds the CniError inside.
  */
 export class WrappedError extends Error {
-  constructor(prefix: string, override readonly cause: unknown) {
+  constructor(
+    prefix: string,
+    override readonly cause: unknown,
+  ) {
     super(`${prefix}: ${messageOf(cause)}`);
     this.name = "WrappedError";
   }

@@ -9,8 +9,27 @@
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import {
-  any, bool, DecodeError, decodeGo, float64, foldKey, hasMember, int, int32, int64, list, map, member, ptr, string, struct,
-  uint16, uint32, uint64, uint8, type GoType,
+  any,
+  bool,
+  DecodeError,
+  decodeGo,
+  float64,
+  foldKey,
+  hasMember,
+  int,
+  int32,
+  int64,
+  list,
+  map,
+  member,
+  ptr,
+  string,
+  struct,
+  uint16,
+  uint32,
+  uint64,
+  uint8,
+  type GoType,
 } from "./go-decode.js";
 import { numberLiteral, parseJson, type JsonValue } from "./json.js";
 
@@ -34,8 +53,15 @@ const decode = <V>(type: GoType<V>, text: string): V => decodeGo(type, parseJson
 
 describe("keys: exact match first, then Go's case folding", () => {
   const spellings: Array<[string, boolean]> = [
-    ["hostPort", true], ["HostPort", true], ["HOSTPORT", true], ["hostport", true], ["hOsTpOrT", true],
-    ["host_port", false], ["hostPort ", false], ["hostPorts", false], ["", false],
+    ["hostPort", true],
+    ["HostPort", true],
+    ["HOSTPORT", true],
+    ["hostport", true],
+    ["hOsTpOrT", true],
+    ["host_port", false],
+    ["hostPort ", false],
+    ["hostPorts", false],
+    ["", false],
   ];
   for (const [key, matches] of spellings) {
     test(`${JSON.stringify(key)} ${matches ? "sets" : "does not set"} hostPort`, () => {
@@ -57,7 +83,13 @@ describe("keys: exact match first, then Go's case folding", () => {
     assert.deepEqual(decode(T, '{"unknown": {"deep": [1, 2]}, "protocol": "tcp"}'), { protocol: "tcp" });
   });
   test("map keys are data, not fields: kept exactly", () => {
-    assert.deepEqual([...decode(T, '{"labels": {"Net.IPv4": "1", "net.ipv4": "2"}}').labels!], [["Net.IPv4", "1"], ["net.ipv4", "2"]]);
+    assert.deepEqual(
+      [...decode(T, '{"labels": {"Net.IPv4": "1", "net.ipv4": "2"}}').labels!],
+      [
+        ["Net.IPv4", "1"],
+        ["net.ipv4", "2"],
+      ],
+    );
   });
   test("member and hasMember find a field's key as Go does (the last matching key)", () => {
     const obj = parseJson('{"hostPort": 1, "HostPort": 2, "other": null, "Other": 3, "x": null}') as Record<string, JsonValue>;
@@ -82,7 +114,13 @@ describe("duplicate keys: the last one wins", () => {
   ];
   for (const [text, expected] of cases) test(text, () => assert.deepEqual(decode(T, text), expected));
   test("maps merge, a repeated map key keeps its last value", () => {
-    assert.deepEqual([...decode(T, '{"labels": {"x": "1", "y": "2"}, "Labels": {"x": "3"}}').labels!], [["y", "2"], ["x", "3"]]);
+    assert.deepEqual(
+      [...decode(T, '{"labels": {"x": "1", "y": "2"}, "Labels": {"x": "3"}}').labels!],
+      [
+        ["y", "2"],
+        ["x", "3"],
+      ],
+    );
   });
 });
 
@@ -108,15 +146,34 @@ describe("null", () => {
 describe("numbers into integer fields, as strconv and the field's size allow", () => {
   // [type, literal, decoded value or the "number ..." Go names in its error]
   const cases: Array<[GoType<number>, string, number | string]> = [
-    [int, "80", 80], [int, "-80", -80], [int, "0", 0], [int, "-0", 0],
-    [int, "80.0", "number 80.0"], [int, "8e1", "number 8e1"], [int, "8E1", "number 8E1"], [int, "0.5", "number 0.5"],
-    [int, "9223372036854775807", 9223372036854775807], [int, "9223372036854775808", "number 9223372036854775808"],
-    [int64, "-9223372036854775808", -9223372036854775808], [int64, "-9223372036854775809", "number -9223372036854775809"],
-    [int32, "2147483647", 2147483647], [int32, "2147483648", "number 2147483648"], [int32, "-2147483649", "number -2147483649"],
-    [uint8, "255", 255], [uint8, "256", "number 256"], [uint8, "-1", "number -1"],
-    [uint16, "65535", 65535], [uint16, "65536", "number 65536"], [uint16, "-0", "number -0"],
-    [uint32, "4294967295", 4294967295], [uint32, "4294967296", "number 4294967296"],
-    [uint64, "18446744073709551615", 18446744073709551615], [uint64, "18446744073709551616", "number 18446744073709551616"],
+    [int, "80", 80],
+    [int, "-80", -80],
+    [int, "0", 0],
+    [int, "-0", 0],
+    [int, "80.0", "number 80.0"],
+    [int, "8e1", "number 8e1"],
+    [int, "8E1", "number 8E1"],
+    [int, "0.5", "number 0.5"],
+    // biome-ignore lint/correctness/noPrecisionLoss: Go's int64 limits as JSON numbers, rounded as Go's decoder rounds them
+    [int, "9223372036854775807", 9223372036854775807],
+    [int, "9223372036854775808", "number 9223372036854775808"],
+    // biome-ignore lint/correctness/noPrecisionLoss: Go's int64 limits as JSON numbers, rounded as Go's decoder rounds them
+    [int64, "-9223372036854775808", -9223372036854775808],
+    [int64, "-9223372036854775809", "number -9223372036854775809"],
+    [int32, "2147483647", 2147483647],
+    [int32, "2147483648", "number 2147483648"],
+    [int32, "-2147483649", "number -2147483649"],
+    [uint8, "255", 255],
+    [uint8, "256", "number 256"],
+    [uint8, "-1", "number -1"],
+    [uint16, "65535", 65535],
+    [uint16, "65536", "number 65536"],
+    [uint16, "-0", "number -0"],
+    [uint32, "4294967295", 4294967295],
+    [uint32, "4294967296", "number 4294967296"],
+    // biome-ignore lint/correctness/noPrecisionLoss: Go's uint64 limit as a JSON number, rounded as Go's decoder rounds it
+    [uint64, "18446744073709551615", 18446744073709551615],
+    [uint64, "18446744073709551616", "number 18446744073709551616"],
     [uint64, "1e3", "number 1e3"],
   ];
   for (const [type, literal, expected] of cases) {
@@ -126,7 +183,8 @@ describe("numbers into integer fields, as strconv and the field's size allow", (
         assert.equal(decode(S, `{"v": ${literal}}`).v, expected);
       } else {
         assert.throws(() => decode(S, `{"v": ${literal}}`), {
-          name: "DecodeError", message: `json: cannot unmarshal ${expected} into Go struct field S.v of type ${type.goType}`,
+          name: "DecodeError",
+          message: `json: cannot unmarshal ${expected} into Go struct field S.v of type ${type.goType}`,
         });
       }
     });
@@ -158,13 +216,16 @@ describe("values of the wrong kind", () => {
   ];
   for (const [text, goMessage, path, want] of cases) {
     test(text, () => {
-      assert.throws(() => decode(T, text), (e: unknown) => {
-        assert.ok(e instanceof DecodeError);
-        assert.equal(e.message, goMessage);
-        assert.equal(e.path, path);
-        assert.equal(e.want, want);
-        return true;
-      });
+      assert.throws(
+        () => decode(T, text),
+        (e: unknown) => {
+          assert.ok(e instanceof DecodeError);
+          assert.equal(e.message, goMessage);
+          assert.equal(e.path, path);
+          assert.equal(e.want, want);
+          return true;
+        },
+      );
     });
   }
   test("a document of the wrong kind names the type", () => {
@@ -175,7 +236,10 @@ describe("values of the wrong kind", () => {
 describe("parseJson keeps what Go's decoder sees", () => {
   test("a repeated key takes the position of its last occurrence", () => {
     const obj = parseJson('{"a": 1, "b": 2, "a": 3}') as Record<string, unknown>;
-    assert.deepEqual(Object.entries(obj), [["b", 2], ["a", 3]]);
+    assert.deepEqual(Object.entries(obj), [
+      ["b", 2],
+      ["a", 3],
+    ]);
   });
   test("__proto__ is an ordinary member", () => {
     const obj = parseJson('{"__proto__": {"polluted": true}}') as Record<string, unknown>;

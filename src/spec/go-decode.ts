@@ -22,7 +22,12 @@ import { isJsonObject, jsonKindName, numberLiteral, type JsonObject, type JsonVa
 
 /** A decoding error with Go's message; `path`, `value` and `want` say the same for tscni's own messages. */
 export class DecodeError extends Error {
-  constructor(message: string, readonly path = "", readonly value: unknown = undefined, readonly want = "") {
+  constructor(
+    message: string,
+    readonly path = "",
+    readonly value: unknown = undefined,
+    readonly want = "",
+  ) {
     super(message);
     this.name = "DecodeError";
   }
@@ -68,9 +73,7 @@ export const rootSlot = (struct = ""): Slot => ({ path: "", struct, fields: [] }
 
 /** The slot of a member: a struct field (`a.b`), a list element (`a[0]`) or a map value (`a["k"]`). */
 function childSlot(at: Slot, parent: object, key: string | number, field?: { name: string; struct: string }): Slot {
-  const path = typeof key === "number" ? `${at.path}[${key}]`
-    : !field ? `${at.path}[${JSON.stringify(key)}]`
-    : at.path ? `${at.path}.${key}` : key;
+  const path = typeof key === "number" ? `${at.path}[${key}]` : !field ? `${at.path}[${JSON.stringify(key)}]` : at.path ? `${at.path}.${key}` : key;
   if (!field) return { parent, key, path, struct: at.struct, fields: at.fields };
   return { parent, key, path, struct: field.struct, fields: [...at.fields, field.name] };
 }
@@ -84,7 +87,10 @@ export function typeMismatch(value: unknown, at: Slot, type: { goType: string; w
 /** A type whose values are checked by `check`, which returns undefined for a value of the wrong kind. */
 function scalar<T>(goType: string, want: string, zero: T, check: (v: JsonValue, at: Slot) => T | undefined): GoType<T> {
   const type: GoType<T> = {
-    kind: "scalar", goType, want, nilable: false,
+    kind: "scalar",
+    goType,
+    want,
+    nilable: false,
     decode(v, at) {
       const out = check(v, at);
       if (out === undefined) throw typeMismatch(v, at, type);
@@ -112,13 +118,15 @@ function integer(goType: string, min: bigint, max: bigint): GoType<number> {
   const unsigned = min === 0n;
   const want = goType === "int" || goType === "int64" ? "an integer" : `an integer from ${min} to ${max}`;
   const type: GoType<number> = {
-    kind: "scalar", goType, want, nilable: false,
+    kind: "scalar",
+    goType,
+    want,
+    nilable: false,
     decode(v, at) {
       if (typeof v !== "number") throw typeMismatch(v, at, type);
       const literal = at.parent !== undefined && at.key !== undefined ? numberLiteral(at.parent, at.key) : undefined;
       const text = literal ?? (Object.is(v, -0) ? "-0" : String(v));
-      const fits = INTEGER_LITERAL.test(text) && !(unsigned && text.startsWith("-")) &&
-        BigInt(text) >= min && BigInt(text) <= max;
+      const fits = INTEGER_LITERAL.test(text) && !(unsigned && text.startsWith("-")) && BigInt(text) >= min && BigInt(text) <= max;
       if (!fits) throw typeMismatch(v, at, type, `number ${text}`);
       return v === 0 ? 0 : v;
     },
@@ -156,7 +164,11 @@ export function ptr<T>(type: GoType<T>): GoType<T> {
 /** `[]T`. A `null` element is T's zero value. */
 export function list<T>(elem: GoType<T>): GoType<T[]> {
   const type: GoType<T[]> = {
-    kind: "list", elem, goType: `[]${elem.goType}`, want: "a list", nilable: true,
+    kind: "list",
+    elem,
+    goType: `[]${elem.goType}`,
+    want: "a list",
+    nilable: true,
     decode(v, at) {
       if (!Array.isArray(v)) throw typeMismatch(v, at, type);
       return v.map((item, i) => (item === null ? elem.zero() : elem.decode(item, childSlot(at, v, i))));
@@ -169,7 +181,11 @@ export function list<T>(elem: GoType<T>): GoType<T[]> {
 /** `map[string]T`: keys as they are (exact), in input order. A `null` value is T's zero value. */
 export function map<T>(elem: GoType<T>): GoType<Map<string, T>> {
   const type: GoType<Map<string, T>> = {
-    kind: "map", elem, goType: `map[string]${elem.goType}`, want: "an object", nilable: true,
+    kind: "map",
+    elem,
+    goType: `map[string]${elem.goType}`,
+    want: "an object",
+    nilable: true,
     decode(v, at, into) {
       if (!isJsonObject(v)) throw typeMismatch(v, at, type);
       const out = into ?? new Map<string, T>();
@@ -190,6 +206,7 @@ export function map<T>(elem: GoType<T>): GoType<Map<string, T>> {
  * to the smallest character of its simple case-fold orbit (so the Kelvin sign folds as `K`, long `ſ` as `S`).
  */
 export function foldKey(key: string): string {
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: ASCII is 0x00-0x7f, control characters included
   if (/^[\x00-\x7f]*$/.test(key)) return key.toUpperCase();
   let out = "";
   for (const ch of key) {
@@ -203,6 +220,7 @@ export function foldKey(key: string): string {
 }
 
 /** A struct's fields by JSON name. */
+// biome-ignore lint/suspicious/noExplicitAny: fields of any Go type; each field's own GoType keeps its value typed
 export type Fields = Record<string, GoType<any>>;
 /** A decoded struct: every field optional (absent when the input did not set it). */
 export type StructOf<F extends Fields> = { -readonly [K in keyof F]?: Decoded<F[K]> };
@@ -212,7 +230,7 @@ export interface StructType<F extends Fields> extends GoType<StructOf<F>> {
   readonly name: string;
   readonly fields: F;
   /** The field a key of the input sets, or undefined when Go would ignore the key. */
-  fieldFor(key: string): keyof F & string | undefined;
+  fieldFor(key: string): (keyof F & string) | undefined;
 }
 
 /**
@@ -224,8 +242,13 @@ export function struct<F extends Fields>(name: string, fields: F, pkg = "main"):
   const folded = new Map<string, string>();
   for (const key of Object.keys(fields)) if (!folded.has(foldKey(key))) folded.set(foldKey(key), key);
   const type: StructType<F> = {
-    kind: "struct", name, fields, goType: `${pkg}.${name}`, want: "an object", nilable: false,
-    fieldFor: (key) => (exact.has(key) ? key : folded.get(foldKey(key))) as keyof F & string | undefined,
+    kind: "struct",
+    name,
+    fields,
+    goType: `${pkg}.${name}`,
+    want: "an object",
+    nilable: false,
+    fieldFor: (key) => (exact.has(key) ? key : folded.get(foldKey(key))) as (keyof F & string) | undefined,
     decode(v, at, into) {
       if (!isJsonObject(v)) throw typeMismatch(v, at, type);
       const out = (into ?? {}) as Record<string, unknown>;
@@ -299,7 +322,10 @@ export function getList<T>(obj: JsonObject, name: string, struct: string, goType
 /** A struct value kept raw (for hand-written decoders): any object; `null` as an element is `{}`. */
 function rawObject(goType: string): GoType<JsonObject> {
   const type: GoType<JsonObject> = {
-    kind: "struct", goType, want: "an object", nilable: false,
+    kind: "struct",
+    goType,
+    want: "an object",
+    nilable: false,
     decode(v, at) {
       if (!isJsonObject(v)) throw typeMismatch(v, at, type);
       return v;

@@ -1,9 +1,7 @@
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { parseCIDR, parseIP } from "./ip.js";
-import {
-  compareIP, firstAddress, hasHostBits, intervalsOverlap, ipEqual, ipFromBigInt, ipToBigInt, lastAddress, nextIP, prevIP,
-} from "./ip-math.js";
+import { compareIP, firstAddress, hasHostBits, intervalsOverlap, ipEqual, ipFromBigInt, ipToBigInt, lastAddress, nextIP, prevIP } from "./ip-math.js";
 
 const ip = parseIP;
 

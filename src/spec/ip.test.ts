@@ -1,8 +1,6 @@
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
-import {
-  canonicalCIDR, canonicalIP, cidrContains, ipFamily, ipFromBytes, networkOf, parseCIDR, parseIP, tryParseCIDR, tryParseIP,
-} from "./ip.js";
+import { canonicalCIDR, canonicalIP, cidrContains, ipFamily, ipFromBytes, networkOf, parseCIDR, parseIP, tryParseCIDR, tryParseIP } from "./ip.js";
 
 describe("parseCIDR (Go types.ParseCIDR, checklist 0.7 / 6.2)", () => {
   test("1.2.3.4/24 keeps the host bits", () => {
@@ -20,8 +18,23 @@ describe("parseCIDR (Go types.ParseCIDR, checklist 0.7 / 6.2)", () => {
     assert.equal(c.ip.family, 6);
     assert.equal(c.ip.bytes.length, 16);
   });
-  for (const bad of ["1.2.3/45", "1.2.3.4/99", "1.2.3.4/33", "::1/129", "1.2.3.4", "1.2.3.4/", "/24", "", "1.2.3.4/-1",
-    "1.2.3.4/2a", "foo/24", "01.2.3.4/24", "fe80::1%eth0/64", "1.2.3.4/24/1", "1.2.3.4 /24"]) {
+  for (const bad of [
+    "1.2.3/45",
+    "1.2.3.4/99",
+    "1.2.3.4/33",
+    "::1/129",
+    "1.2.3.4",
+    "1.2.3.4/",
+    "/24",
+    "",
+    "1.2.3.4/-1",
+    "1.2.3.4/2a",
+    "foo/24",
+    "01.2.3.4/24",
+    "fe80::1%eth0/64",
+    "1.2.3.4/24/1",
+    "1.2.3.4 /24",
+  ]) {
     test(`${JSON.stringify(bad)} => invalid CIDR address`, () => {
       assert.throws(() => parseCIDR(bad), { message: `invalid CIDR address: ${bad}` });
       assert.equal(tryParseCIDR(bad), undefined);
@@ -76,11 +89,41 @@ describe("parseIP (Go net.ParseIP + String)", () => {
   for (const [input, out] of canon) {
     test(`${input} => ${out}`, () => assert.equal(canonicalIP(input), out));
   }
-  for (const bad of ["1.2.3", "1.2.3.256", "01.2.3.4", "1.2.3.4.5", "1.2.3.x", "1.2.3.0/24", "fe80::1%eth0", ":::", "1::2::3",
-    "1:2:3:4:5:6:7:8:9", "12345::", "::1.2.3", "::01.2.3.4", "", " 1.2.3.4", "0x1.2.3.4",
+  for (const bad of [
+    "1.2.3",
+    "1.2.3.256",
+    "01.2.3.4",
+    "1.2.3.4.5",
+    "1.2.3.x",
+    "1.2.3.0/24",
+    "fe80::1%eth0",
+    ":::",
+    "1::2::3",
+    "1:2:3:4:5:6:7:8:9",
+    "12345::",
+    "::1.2.3",
+    "::01.2.3.4",
+    "",
+    " 1.2.3.4",
+    "0x1.2.3.4",
     // Go's netip: "::" must stand for at least one field, an IPv4 tail is the last 32 bits, no stray colons
-    "1:2:3:4:5:6:7:8::", "1::2:3:4:5:6:7:8", "1:2:3:4:5:6:7:1.2.3.4", "1:2:3:4:5:1.2.3.4", "::1.2.3.4.5", ":1::", "1:", "1::2:",
-    "1.2.3.4.", ".1.2.3", "1..2.3", "255.255.255.256", "1.2.3.4%eth0", "00000::1", "1.2.3.04", "12"]) {
+    "1:2:3:4:5:6:7:8::",
+    "1::2:3:4:5:6:7:8",
+    "1:2:3:4:5:6:7:1.2.3.4",
+    "1:2:3:4:5:1.2.3.4",
+    "::1.2.3.4.5",
+    ":1::",
+    "1:",
+    "1::2:",
+    "1.2.3.4.",
+    ".1.2.3",
+    "1..2.3",
+    "255.255.255.256",
+    "1.2.3.4%eth0",
+    "00000::1",
+    "1.2.3.04",
+    "12",
+  ]) {
     test(`${JSON.stringify(bad)} => invalid IP address`, () => {
       assert.throws(() => parseIP(bad), { message: `invalid IP address: ${bad}` });
       assert.equal(tryParseIP(bad), undefined);

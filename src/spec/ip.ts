@@ -7,9 +7,17 @@
 export type IPFamily = 4 | 6;
 
 /** A parsed address: `bytes` is 4 or 16 long; `family` is 4 for IPv4 and IPv4-mapped IPv6. */
-export interface IPAddress { readonly family: IPFamily; readonly bytes: Uint8Array; readonly text: string }
+export interface IPAddress {
+  readonly family: IPFamily;
+  readonly bytes: Uint8Array;
+  readonly text: string;
+}
 /** A parsed `addr/prefix` with the host bits kept (Go's types.IPNet / net.ParseCIDR's ip+mask). */
-export interface IPCidr { readonly ip: IPAddress; readonly prefix: number; readonly text: string }
+export interface IPCidr {
+  readonly ip: IPAddress;
+  readonly prefix: number;
+  readonly text: string;
+}
 
 // The parsers and the printer below follow Go's net/netip (ParseAddr, Addr.String) rule for rule, written out
 // rather than taken from a library built on regular expressions: they run in every IPAM call, which would compile
@@ -69,7 +77,8 @@ function parseIPv6Bytes(s: string): Uint8Array | undefined {
       acc = acc * 16 + h;
     }
     if (off === pos) return undefined; // a field without digits
-    if (off < s.length && s.charCodeAt(off) === 0x2e) { // the IPv4 tail: the last 32 bits
+    if (off < s.length && s.charCodeAt(off) === 0x2e) {
+      // the IPv4 tail: the last 32 bits
       if ((ellipsis < 0 && i !== 12) || i + 4 > 16) return undefined;
       const v4 = parseIPv4Fields(s, pos, s.length);
       if (!v4) return undefined;
@@ -140,7 +149,11 @@ export function formatIPv6(b: Uint8Array): string {
     }
     i = j;
   }
-  const hex = (from: number, to: number) => fields.slice(from, to).map((f) => f.toString(16)).join(":");
+  const hex = (from: number, to: number) =>
+    fields
+      .slice(from, to)
+      .map((f) => f.toString(16))
+      .join(":");
   return bestStart < 0 ? hex(0, 8) : `${hex(0, bestStart)}::${hex(bestStart + bestLength, 8)}`;
 }
 

@@ -23,7 +23,7 @@ describe("duplicateKeysAt", () => {
     assert.deepEqual(duplicateKeysAt('{"z": "{\\"s\\": [", "s": {"a": "]}\\\\", "b": 1, "a": null}}', ["s"]), ["a"]);
     assert.deepEqual(duplicateKeysAt('{"s": "text"}', ["s"]), []);
     assert.deepEqual(duplicateKeysAt("[1, 2]", ["s"]), []);
-    assert.deepEqual(duplicateKeysAt(" {\n\t\"s\" :\n{ } } ", ["s"]), []);
+    assert.deepEqual(duplicateKeysAt(' {\n\t"s" :\n{ } } ', ["s"]), []);
   });
 
   test("deep nesting outside the path does not recurse", () => {

@@ -32,9 +32,13 @@ export function duplicateKeysAt(text: string, path: readonly string[]): string[]
     do {
       const c = text[i];
       if (c === '"') readString();
-      else if (c === "{" || c === "[") { depth++; i++; }
-      else if (c === "}" || c === "]") { depth--; i++; }
-      else if (c === "," || c === ":" || isSpace(c)) i++;
+      else if (c === "{" || c === "[") {
+        depth++;
+        i++;
+      } else if (c === "}" || c === "]") {
+        depth--;
+        i++;
+      } else if (c === "," || c === ":" || isSpace(c)) i++;
       else while (i < text.length && !",]} \t\n\r".includes(text[i]!)) i++;
     } while (depth > 0);
   };
@@ -44,7 +48,10 @@ export function duplicateKeysAt(text: string, path: readonly string[]): string[]
     if (text[i] !== "{") return skipValue();
     i++;
     skipSpace();
-    if (text[i] === "}") { i++; return; }
+    if (text[i] === "}") {
+      i++;
+      return;
+    }
     for (;;) {
       skipSpace();
       const key = readString();

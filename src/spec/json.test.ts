@@ -1,8 +1,19 @@
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import {
-  cloneJson, compareBytes, findJsonSyntaxError, goQuote, goQuoteList, goTypeName, isJsonObject, jsonEqual, jsonKindName,
-  JsonSyntaxError, marshalJson, parseJson, quoteJsonString,
+  cloneJson,
+  compareBytes,
+  findJsonSyntaxError,
+  goQuote,
+  goQuoteList,
+  goTypeName,
+  isJsonObject,
+  jsonEqual,
+  jsonKindName,
+  JsonSyntaxError,
+  marshalJson,
+  parseJson,
+  quoteJsonString,
 } from "./json.js";
 
 /** The message findJsonSyntaxError gives, or null for valid JSON. */
@@ -45,7 +56,7 @@ describe("Go JSON syntax errors (checklist 0.5)", () => {
     ["'a'", "invalid character '\\'' looking for beginning of value"],
     ["\\", "invalid character '\\\\' looking for beginning of value"],
     ["{'a':1}", "invalid character '\\'' looking for beginning of object key string"],
-    ["{\"a\":1}\u007f", "invalid character '\\x7f' after top-level value"],
+    ['{"a":1}\u007f', "invalid character '\\x7f' after top-level value"],
     // Go's scanner works on bytes: a non-ASCII character is named by its first UTF-8 byte as Latin-1.
     ["é", "invalid character 'Ã' looking for beginning of value"],
   ];
@@ -64,19 +75,25 @@ describe("Go JSON syntax errors (checklist 0.5)", () => {
   });
 
   test("valid documents have no error", () => {
-    for (const ok of ["{}", "[]", " {\"a\": [1, 2.5e-3, -0, true, false, null, \"\\u00e9\\n\"]} \n", "0", "\"x\"", "null"]) {
+    for (const ok of ["{}", "[]", ' {"a": [1, 2.5e-3, -0, true, false, null, "\\u00e9\\n"]} \n', "0", '"x"', "null"]) {
       assert.equal(syntaxError(ok), null, ok);
     }
   });
 
   test("parseJson throws a JsonSyntaxError with Go's text and an offset", () => {
-    assert.throws(() => parseJson("{"), (e: unknown) => {
-      assert.ok(e instanceof JsonSyntaxError);
-      assert.equal(e.message, "unexpected end of JSON input");
-      assert.equal(e.offset, 1);
-      return true;
-    });
-    assert.throws(() => parseJson("[1,]"), (e: unknown) => e instanceof JsonSyntaxError && e.offset === 3);
+    assert.throws(
+      () => parseJson("{"),
+      (e: unknown) => {
+        assert.ok(e instanceof JsonSyntaxError);
+        assert.equal(e.message, "unexpected end of JSON input");
+        assert.equal(e.offset, 1);
+        return true;
+      },
+    );
+    assert.throws(
+      () => parseJson("[1,]"),
+      (e: unknown) => e instanceof JsonSyntaxError && e.offset === 3,
+    );
   });
 
   test("duplicate keys: the last value wins", () => {
@@ -92,8 +109,7 @@ describe("Go JSON syntax errors (checklist 0.5)", () => {
 
 describe("marshalJson (Go json.Marshal / MarshalIndent)", () => {
   test("map keys are sorted at every level by byte order", () => {
-    assert.equal(marshalJson({ b: 1, a: { z: true, B: null, y: [{ d: 1, c: 2 }] } }),
-      '{"a":{"B":null,"y":[{"c":2,"d":1}],"z":true},"b":1}');
+    assert.equal(marshalJson({ b: 1, a: { z: true, B: null, y: [{ d: 1, c: 2 }] } }), '{"a":{"B":null,"y":[{"c":2,"d":1}],"z":true},"b":1}');
     // byte order: upper case before lower case, "a" before "é"
     assert.equal(marshalJson({ é: 1, a: 2, Z: 3, _: 4 }), '{"Z":3,"_":4,"a":2,"é":1}');
   });
@@ -103,13 +119,13 @@ describe("marshalJson (Go json.Marshal / MarshalIndent)", () => {
   });
 
   test("HTML characters and line separators are escaped", () => {
-    assert.equal(marshalJson("<a href='x'>&</a>"), '"\\u003ca href=\'x\'\\u003e\\u0026\\u003c/a\\u003e"');
+    assert.equal(marshalJson("<a href='x'>&</a>"), "\"\\u003ca href='x'\\u003e\\u0026\\u003c/a\\u003e\"");
     assert.equal(marshalJson("\u2028\u2029"), '"\\u2028\\u2029"');
     assert.equal(marshalJson({ "<k>": "&" }), '{"\\u003ck\\u003e":"\\u0026"}');
   });
 
   test("control characters use Go's escapes", () => {
-    assert.equal(marshalJson("\n\r\t\"\\"), '"\\n\\r\\t\\"\\\\"');
+    assert.equal(marshalJson('\n\r\t"\\'), '"\\n\\r\\t\\"\\\\"');
     assert.equal(marshalJson("\b\f"), '"\\b\\f"');
     assert.equal(marshalJson("\u0000\u0001\u001f\u007f"), '"\\u0000\\u0001\\u001f\u007f"');
     assert.equal(marshalJson("é☃😀"), '"é☃😀"');
@@ -131,19 +147,12 @@ describe("marshalJson (Go json.Marshal / MarshalIndent)", () => {
     assert.equal(marshalJson({ a: {}, b: [] }, { indent: "    " }), '{\n    "a": {},\n    "b": []\n}');
   });
 
-  test("MarshalIndent layout: 4 spaces, \": \", no trailing newline", () => {
+  test('MarshalIndent layout: 4 spaces, ": ", no trailing newline', () => {
     const out = marshalJson({ code: 7, list: [1, { x: "y" }] }, { indent: "    " });
-    assert.equal(out, [
-      "{",
-      '    "code": 7,',
-      '    "list": [',
-      "        1,",
-      "        {",
-      '            "x": "y"',
-      "        }",
-      "    ]",
-      "}",
-    ].join("\n"));
+    assert.equal(
+      out,
+      ["{", '    "code": 7,', '    "list": [', "        1,", "        {", '            "x": "y"', "        }", "    ]", "}"].join("\n"),
+    );
   });
 
   test("toJSON() is honoured", () => {

@@ -6,7 +6,10 @@
 
 /** A JSON syntax error carrying the exact text Go's encoding/json would report. */
 export class JsonSyntaxError extends Error {
-  constructor(message: string, readonly offset: number) {
+  constructor(
+    message: string,
+    readonly offset: number,
+  ) {
     super(message);
     this.name = "JsonSyntaxError";
   }
@@ -18,7 +21,13 @@ export type JsonValue = null | boolean | number | string | JsonValue[] | { [key:
 export type JsonObject = { [key: string]: JsonValue };
 
 const CONTROL_ESCAPES: Record<string, string> = {
-  "\x07": "\\a", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t", "\v": "\\v",
+  "\x07": "\\a",
+  "\b": "\\b",
+  "\f": "\\f",
+  "\n": "\\n",
+  "\r": "\\r",
+  "\t": "\\t",
+  "\v": "\\v",
 };
 
 /**
@@ -69,9 +78,12 @@ export function findJsonSyntaxError(text: string): JsonSyntaxError | null {
   let i = 0;
   const n = text.length;
   const fail = (context: string): JsonSyntaxError =>
-    i >= n ? new JsonSyntaxError("unexpected end of JSON input", i)
+    i >= n
+      ? new JsonSyntaxError("unexpected end of JSON input", i)
       : new JsonSyntaxError(`invalid character ${quoteChar(String.fromCodePoint(text.codePointAt(i)!))} ${context}`, i);
-  const skipSpace = () => { while (i < n && isSpace(text[i]!)) i++; };
+  const skipSpace = () => {
+    while (i < n && isSpace(text[i]!)) i++;
+  };
 
   // Each parse function returns an error or null, leaving i after the value.
   const parseString = (context: string): JsonSyntaxError | null => {
@@ -80,12 +92,18 @@ export function findJsonSyntaxError(text: string): JsonSyntaxError | null {
     for (;;) {
       if (i >= n) return fail("in string literal");
       const c = text[i]!;
-      if (c === '"') { i++; return null; }
+      if (c === '"') {
+        i++;
+        return null;
+      }
       if (c === "\\") {
         i++;
         if (i >= n) return fail("in string escape code");
         const e = text[i]!;
-        if ('"\\/bfnrt'.includes(e)) { i++; continue; }
+        if ('"\\/bfnrt'.includes(e)) {
+          i++;
+          continue;
+        }
         if (e === "u") {
           i++;
           for (let k = 0; k < 4; k++, i++) if (i >= n || !isHex(text[i]!)) return fail("in \\u hexadecimal character escape");
@@ -98,7 +116,10 @@ export function findJsonSyntaxError(text: string): JsonSyntaxError | null {
     }
   };
   const parseNumber = (): JsonSyntaxError | null => {
-    if (text[i] === "-") { i++; if (i >= n || !isDigit(text[i]!)) return fail("in numeric literal"); }
+    if (text[i] === "-") {
+      i++;
+      if (i >= n || !isDigit(text[i]!)) return fail("in numeric literal");
+    }
     if (text[i] === "0") i++;
     else while (i < n && isDigit(text[i]!)) i++;
     if (text[i] === ".") {
@@ -227,7 +248,11 @@ function parseGoJson(text: string): JsonValue {
     for (;;) {
       const c = text.charCodeAt(i);
       if (c === 0x22) break;
-      if (c === 0x5c) { escaped = true; i += 2; continue; }
+      if (c === 0x5c) {
+        escaped = true;
+        i += 2;
+        continue;
+      }
       if (c < 0x20 || i >= n) throw MALFORMED;
       i++;
     }
@@ -267,7 +292,8 @@ function parseGoJson(text: string): JsonValue {
     let value: JsonValue;
     let literal: string | undefined;
     const c = text.charCodeAt(i);
-    if (c === 0x7b || c === 0x5b) { // { [
+    if (c === 0x7b || c === 0x5b) {
+      // { [
       i++;
       skipSpace();
       const close = c === 0x7b ? 0x7d : 0x5d;
@@ -319,7 +345,8 @@ function parseGoJson(text: string): JsonValue {
       literal = undefined;
       skipSpace();
       const d = text.charCodeAt(i++);
-      if (d === 0x2c) { // ,
+      if (d === 0x2c) {
+        // ,
         if (!Array.isArray(container)) top.key = readKey();
         break;
       }
@@ -357,10 +384,14 @@ export function goTypeName(v: unknown): string {
   if (v === null || v === undefined) return "<nil>";
   if (Array.isArray(v)) return "[]interface {}";
   switch (typeof v) {
-    case "string": return "string";
-    case "number": return "float64";
-    case "boolean": return "bool";
-    default: return "map[string]interface {}";
+    case "string":
+      return "string";
+    case "number":
+      return "float64";
+    case "boolean":
+      return "bool";
+    default:
+      return "map[string]interface {}";
   }
 }
 
@@ -369,10 +400,14 @@ export function jsonKindName(v: unknown): string {
   if (v === null || v === undefined) return "null";
   if (Array.isArray(v)) return "array";
   switch (typeof v) {
-    case "string": return "string";
-    case "number": return "number";
-    case "boolean": return "bool";
-    default: return "object";
+    case "string":
+      return "string";
+    case "number":
+      return "number";
+    case "boolean":
+      return "bool";
+    default:
+      return "object";
   }
 }
 
@@ -387,8 +422,18 @@ const HEX = "0123456789abcdef";
 function isPlainJsonText(s: string): boolean {
   for (let i = 0; i < s.length; i++) {
     const c = s.charCodeAt(i);
-    if (c < 0x20 || c === 0x22 || c === 0x5c || c === 0x3c || c === 0x3e || c === 0x26 || c === 0x2028 || c === 0x2029 ||
-      (c >= 0xd800 && c <= 0xdfff)) return false;
+    if (
+      c < 0x20 ||
+      c === 0x22 ||
+      c === 0x5c ||
+      c === 0x3c ||
+      c === 0x3e ||
+      c === 0x26 ||
+      c === 0x2028 ||
+      c === 0x2029 ||
+      (c >= 0xd800 && c <= 0xdfff)
+    )
+      return false;
   }
   return true;
 }
@@ -400,13 +445,27 @@ export function quoteJsonString(s: string): string {
   for (const ch of s) {
     const code = ch.codePointAt(0)!;
     switch (ch) {
-      case '"': out += '\\"'; continue;
-      case "\\": out += "\\\\"; continue;
-      case "\n": out += "\\n"; continue;
-      case "\r": out += "\\r"; continue;
-      case "\t": out += "\\t"; continue;
-      case "\b": out += "\\b"; continue; // Go >= 1.22 writes \b and \f short escapes
-      case "\f": out += "\\f"; continue;
+      case '"':
+        out += '\\"';
+        continue;
+      case "\\":
+        out += "\\\\";
+        continue;
+      case "\n":
+        out += "\\n";
+        continue;
+      case "\r":
+        out += "\\r";
+        continue;
+      case "\t":
+        out += "\\t";
+        continue;
+      case "\b":
+        out += "\\b";
+        continue; // Go >= 1.22 writes \b and \f short escapes
+      case "\f":
+        out += "\\f";
+        continue;
     }
     if (code < 0x20 || ch === "<" || ch === ">" || ch === "&" || code === 0x2028 || code === 0x2029) {
       out += "\\u" + [12, 8, 4, 0].map((s) => HEX[(code >> s) & 0xf]).join("");
@@ -487,6 +546,5 @@ export function jsonEqual(a: unknown, b: unknown): boolean {
   }
   const ka = Object.keys(a as object).filter((k) => (a as Record<string, unknown>)[k] !== undefined);
   const kb = Object.keys(b as object).filter((k) => (b as Record<string, unknown>)[k] !== undefined);
-  return ka.length === kb.length &&
-    ka.every((k) => jsonEqual((a as Record<string, unknown>)[k], (b as Record<string, unknown>)[k]));
+  return ka.length === kb.length && ka.every((k) => jsonEqual((a as Record<string, unknown>)[k], (b as Record<string, unknown>)[k]));
 }

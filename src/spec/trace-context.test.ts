@@ -9,7 +9,9 @@ describe("trace context", () => {
     assert.ok(isValidTraceparent(PARENT));
     assert.ok(isValidTraceparent("01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00-later"), "a later version may add fields");
     for (const bad of [
-      "", "00", "ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+      "",
+      "00",
+      "ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
       "00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01", // upper case
       "00-00000000000000000000000000000000-00f067aa0ba902b7-01", // zero trace ID
       "00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01", // zero parent ID
@@ -24,9 +26,16 @@ describe("trace context", () => {
 
   test("a call's context replaces the environment's three variables; the rest stays", () => {
     const env = { PATH: "/bin", TRACEPARENT: "00-11111111111111111111111111111111-2222222222222222-01", TRACESTATE: "old=1", BAGGAGE: "k=v" };
-    assert.deepEqual(withTraceContext(env, { traceparent: PARENT, tracestate: "congo=t61rcWkgMzE" }),
-      { PATH: "/bin", TRACEPARENT: PARENT, TRACESTATE: "congo=t61rcWkgMzE" });
-    assert.deepEqual(withTraceContext(env, { traceparent: PARENT, baggage: "user=alice" }), { PATH: "/bin", TRACEPARENT: PARENT, BAGGAGE: "user=alice" });
+    assert.deepEqual(withTraceContext(env, { traceparent: PARENT, tracestate: "congo=t61rcWkgMzE" }), {
+      PATH: "/bin",
+      TRACEPARENT: PARENT,
+      TRACESTATE: "congo=t61rcWkgMzE",
+    });
+    assert.deepEqual(withTraceContext(env, { traceparent: PARENT, baggage: "user=alice" }), {
+      PATH: "/bin",
+      TRACEPARENT: PARENT,
+      BAGGAGE: "user=alice",
+    });
   });
 
   test("without a context, or with an invalid traceparent, the environment is passed as it is", () => {

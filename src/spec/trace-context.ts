@@ -43,7 +43,10 @@ export function isValidTraceparent(value: string): boolean {
 export function withTraceContext<E extends Record<string, string | undefined>>(env: E, trace: TraceContext | undefined): E {
   if (!trace || !isValidTraceparent(trace.traceparent)) return env;
   const out: Record<string, string | undefined> = { ...env, TRACEPARENT: trace.traceparent };
-  for (const [name, value] of [["TRACESTATE", trace.tracestate], ["BAGGAGE", trace.baggage]] as const) {
+  for (const [name, value] of [
+    ["TRACESTATE", trace.tracestate],
+    ["BAGGAGE", trace.baggage],
+  ] as const) {
     if (value) out[name] = value;
     else delete out[name];
   }
@@ -55,5 +58,7 @@ export function withTraceContext<E extends Record<string, string | undefined>>(e
  * string (one line whatever the value holds), for a log line; empty when it holds none.
  */
 export function describeTraceContext(env: Readonly<Record<string, string | undefined>>): string {
-  return TRACE_CONTEXT_VARIABLES.filter((name) => env[name]).map((name) => `${name}=${JSON.stringify(env[name])}`).join(" ");
+  return TRACE_CONTEXT_VARIABLES.filter((name) => env[name])
+    .map((name) => `${name}=${JSON.stringify(env[name])}`)
+    .join(" ");
 }

@@ -67,8 +67,27 @@ describe("validateInterfaceName", () => {
   for (const name of [".", ".."]) {
     test(`${name}`, () => assertCniError(() => validateInterfaceName(name), 4, "interface name is . or .."));
   }
-  const bad = ["/testname", "test/test", "test:test", "test name", "a\tb", "a\nb", "a\vb", "a\fb", "a\rb",
-    "a\u0085b", "a\u00a0b", "a\u1680b", "a\u2000b", "a\u200ab", "a\u2028b", "a\u2029b", "a\u202fb", "a\u205fb", "a\u3000b"];
+  const bad = [
+    "/testname",
+    "test/test",
+    "test:test",
+    "test name",
+    "a\tb",
+    "a\nb",
+    "a\vb",
+    "a\fb",
+    "a\rb",
+    "a\u0085b",
+    "a\u00a0b",
+    "a\u1680b",
+    "a\u2000b",
+    "a\u200ab",
+    "a\u2028b",
+    "a\u2029b",
+    "a\u202fb",
+    "a\u205fb",
+    "a\u3000b",
+  ];
   for (const name of bad) {
     test(`${JSON.stringify(name)} contains / : or white space`, () => {
       assertCniError(() => validateInterfaceName(name), 4, "interface name contains / or : or whitespace characters");

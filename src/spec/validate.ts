@@ -51,8 +51,7 @@ export function validateNetworkName(networkName: string): void {
 export function validateInterfaceName(ifName: string): void {
   if (ifName.length === 0) throw invalidEnv("interface name is empty");
   if (utf8Length(ifName) > MAX_INTERFACE_NAME_LENGTH) {
-    throw invalidEnv("interface name is too long",
-      `interface name should be less than ${MAX_INTERFACE_NAME_LENGTH + 1} characters`);
+    throw invalidEnv("interface name is too long", `interface name should be less than ${MAX_INTERFACE_NAME_LENGTH + 1} characters`);
   }
   if (ifName === "." || ifName === "..") throw invalidEnv("interface name is . or ..");
   if (/[/:]/.test(ifName) || GO_SPACE.test(ifName)) {

@@ -2,9 +2,22 @@ import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { CniError } from "./errors.js";
 import {
-  ALL_VERSIONS, compareVersions, CURRENT_VERSION, decodeConfigVersion, decodeVersionInfo, IncompatibleVersionError,
-  LEGACY_VERSIONS, negotiateVersion, parseVersion, pluginSupports, quoteList, reconcileVersion, versionGreaterThan,
-  versionGreaterThanOrEqualTo, versionsStartingFrom, VersionInfo,
+  ALL_VERSIONS,
+  compareVersions,
+  CURRENT_VERSION,
+  decodeConfigVersion,
+  decodeVersionInfo,
+  IncompatibleVersionError,
+  LEGACY_VERSIONS,
+  negotiateVersion,
+  parseVersion,
+  pluginSupports,
+  quoteList,
+  reconcileVersion,
+  versionGreaterThan,
+  versionGreaterThanOrEqualTo,
+  versionsStartingFrom,
+  VersionInfo,
 } from "./version.js";
 
 describe("version lists", () => {
@@ -46,7 +59,10 @@ describe("parseVersion (not semver: Atoi on up to 3 parts)", () => {
     ["1. 2", 'failed to convert minor version part " 2": strconv.Atoi: parsing " 2": invalid syntax'],
     ["v1.0.0", 'failed to convert major version part "v1": strconv.Atoi: parsing "v1": invalid syntax'],
     ["1.0.0-rc1", 'failed to convert micro version part "0-rc1": strconv.Atoi: parsing "0-rc1": invalid syntax'],
-    ["99999999999999999999", 'failed to convert major version part "99999999999999999999": strconv.Atoi: parsing "99999999999999999999": value out of range'],
+    [
+      "99999999999999999999",
+      'failed to convert major version part "99999999999999999999": strconv.Atoi: parsing "99999999999999999999": value out of range',
+    ],
   ];
   for (const [input, message] of errors) {
     test(`${JSON.stringify(input)} fails`, () => assert.throws(() => parseVersion(input), { message }));
@@ -59,8 +75,14 @@ describe("version comparison", () => {
     assert.equal(versionGreaterThan("1.1.1", "1.1.0"), true);
     assert.equal(versionGreaterThan("1.1.1", "1.1.1"), false);
   });
-  const ordered: Array<[string, string]> = [["1.2.34", "1.2.14"], ["2.5.4", "2.4.4"], ["1.2.3", "0.2.3"], ["0.4.0", "0.3.1"],
-    ["1.10.0", "1.9.0"], ["1.0.0", "0.99.99"]];
+  const ordered: Array<[string, string]> = [
+    ["1.2.34", "1.2.14"],
+    ["2.5.4", "2.4.4"],
+    ["1.2.3", "0.2.3"],
+    ["0.4.0", "0.3.1"],
+    ["1.10.0", "1.9.0"],
+    ["1.0.0", "0.99.99"],
+  ];
   for (const [a, b] of ordered) {
     test(`${a} >= ${b} and not the reverse`, () => {
       assert.equal(versionGreaterThanOrEqualTo(a, b), true);
@@ -83,8 +105,10 @@ describe("version comparison", () => {
 describe("VersionInfo / pluginSupports (VERSION output)", () => {
   test("encode: compact, cniVersion 1.1.0, trailing newline", () => {
     assert.equal(pluginSupports("0.1.0", "0.2.0").encode(), '{"cniVersion":"1.1.0","supportedVersions":["0.1.0","0.2.0"]}\n');
-    assert.equal(new VersionInfo(ALL_VERSIONS).encode(),
-      '{"cniVersion":"1.1.0","supportedVersions":["0.1.0","0.2.0","0.3.0","0.3.1","0.4.0","1.0.0","1.1.0"]}\n');
+    assert.equal(
+      new VersionInfo(ALL_VERSIONS).encode(),
+      '{"cniVersion":"1.1.0","supportedVersions":["0.1.0","0.2.0","0.3.0","0.3.1","0.4.0","1.0.0","1.1.0"]}\n',
+    );
   });
   test("at least one version is required", () => {
     assert.throws(() => pluginSupports());
@@ -111,7 +135,9 @@ describe("decodeVersionInfo (PluginDecoder)", () => {
   });
   test("missing cniVersion", () => {
     assert.throws(() => decodeVersionInfo('{ "supportedVersions": [ "foo" ] }'), { message: "decoding version info: missing field cniVersion" });
-    assert.throws(() => decodeVersionInfo('{ "cniVersion": "", "supportedVersions": [ "foo" ] }'), { message: "decoding version info: missing field cniVersion" });
+    assert.throws(() => decodeVersionInfo('{ "cniVersion": "", "supportedVersions": [ "foo" ] }'), {
+      message: "decoding version info: missing field cniVersion",
+    });
     assert.throws(() => decodeVersionInfo("null"), { message: "decoding version info: missing field cniVersion" });
   });
   test("0.2.0 without supportedVersions means 0.1.0 and 0.2.0", () => {
@@ -121,16 +147,26 @@ describe("decodeVersionInfo (PluginDecoder)", () => {
   });
   test("other versions without supportedVersions fail", () => {
     assert.throws(() => decodeVersionInfo('{ "cniVersion": "0.3.0" }'), { message: "decoding version info: missing field supportedVersions" });
-    assert.throws(() => decodeVersionInfo('{ "cniVersion": "1.1.0", "supportedVersions": [] }'), { message: "decoding version info: missing field supportedVersions" });
+    assert.throws(() => decodeVersionInfo('{ "cniVersion": "1.1.0", "supportedVersions": [] }'), {
+      message: "decoding version info: missing field supportedVersions",
+    });
   });
   test("keys match case-insensitively, as Go's decoder does", () => {
     assert.deepEqual([...decodeVersionInfo('{"CNIVersion":"1.1.0","SupportedVersions":["1.0.0"]}').supportedVersions], ["1.0.0"]);
   });
   test("type mismatches are Go unmarshal errors", () => {
-    assert.throws(() => decodeVersionInfo('{"cniVersion":1}'), /^Error: decoding version info: json: cannot unmarshal number into Go struct field pluginInfo.cniVersion of type string$/);
-    assert.throws(() => decodeVersionInfo('{"cniVersion":"1.0.0","supportedVersions":"1.0.0"}'), /^Error: decoding version info: json: cannot unmarshal string into Go struct field pluginInfo.supportedVersions of type \[\]string$/);
+    assert.throws(
+      () => decodeVersionInfo('{"cniVersion":1}'),
+      /^Error: decoding version info: json: cannot unmarshal number into Go struct field pluginInfo.cniVersion of type string$/,
+    );
+    assert.throws(
+      () => decodeVersionInfo('{"cniVersion":"1.0.0","supportedVersions":"1.0.0"}'),
+      /^Error: decoding version info: json: cannot unmarshal string into Go struct field pluginInfo.supportedVersions of type \[\]string$/,
+    );
     assert.throws(() => decodeVersionInfo('{"cniVersion":"1.0.0","supportedVersions":[1]}'), /decoding version info: json: cannot unmarshal number/);
-    assert.throws(() => decodeVersionInfo("[]"), { message: "decoding version info: json: cannot unmarshal array into Go value of type version.pluginInfo" });
+    assert.throws(() => decodeVersionInfo("[]"), {
+      message: "decoding version info: json: cannot unmarshal array into Go value of type version.pluginInfo",
+    });
   });
   test("bytes input", () => {
     assert.deepEqual([...decodeVersionInfo(Buffer.from('{"cniVersion":"1.1.0","supportedVersions":["1.1.0"]}')).supportedVersions], ["1.1.0"]);
@@ -146,8 +182,10 @@ describe("decodeConfigVersion (ConfigDecoder / create.DecodeVersion)", () => {
     assert.equal(decodeConfigVersion("null"), "0.1.0");
   });
   test("syntax errors are prefixed", () => {
-    assert.throws(() => decodeConfigVersion("{{{"), (e: unknown) =>
-      (e as Error).message.startsWith("decoding version from network config: invalid character"));
+    assert.throws(
+      () => decodeConfigVersion("{{{"),
+      (e: unknown) => (e as Error).message.startsWith("decoding version from network config: invalid character"),
+    );
     assert.throws(() => decodeConfigVersion("{"), { message: "decoding version from network config: unexpected end of JSON input" });
   });
   test("keys match case-insensitively; the last match wins", () => {
@@ -159,7 +197,10 @@ describe("decodeConfigVersion (ConfigDecoder / create.DecodeVersion)", () => {
     assert.throws(() => decodeConfigVersion('{"cniVersion": 1}'), {
       message: "decoding version from network config: json: cannot unmarshal number into Go struct field .cniVersion of type string",
     });
-    assert.throws(() => decodeConfigVersion("[1]"), /^Error: decoding version from network config: json: cannot unmarshal array into Go value of type struct/);
+    assert.throws(
+      () => decodeConfigVersion("[1]"),
+      /^Error: decoding version from network config: json: cannot unmarshal array into Go value of type struct/,
+    );
   });
 });
 
@@ -167,17 +208,20 @@ describe("reconcileVersion (Reconciler.Check)", () => {
   const info = pluginSupports("1.2.3", "4.3.2");
   test("a supported version passes", () => assert.doesNotThrow(() => reconcileVersion("4.3.2", info)));
   test("an unsupported version is IncompatibleVersionError", () => {
-    assert.throws(() => reconcileVersion("0.1.0", info), (e: unknown) => {
-      assert.ok(e instanceof IncompatibleVersionError);
-      assert.ok(e instanceof CniError);
-      assert.equal(e.message, 'incompatible CNI versions: config is "0.1.0", plugin supports ["1.2.3" "4.3.2"]');
-      assert.equal(e.code, 1);
-      assert.equal(e.msg, "incompatible CNI versions");
-      assert.equal(e.details, 'config is "0.1.0", plugin supports ["1.2.3" "4.3.2"]');
-      assert.equal(e.configVersion, "0.1.0");
-      assert.deepEqual([...e.supported], ["1.2.3", "4.3.2"]);
-      return true;
-    });
+    assert.throws(
+      () => reconcileVersion("0.1.0", info),
+      (e: unknown) => {
+        assert.ok(e instanceof IncompatibleVersionError);
+        assert.ok(e instanceof CniError);
+        assert.equal(e.message, 'incompatible CNI versions: config is "0.1.0", plugin supports ["1.2.3" "4.3.2"]');
+        assert.equal(e.code, 1);
+        assert.equal(e.msg, "incompatible CNI versions");
+        assert.equal(e.details, 'config is "0.1.0", plugin supports ["1.2.3" "4.3.2"]');
+        assert.equal(e.configVersion, "0.1.0");
+        assert.deepEqual([...e.supported], ["1.2.3", "4.3.2"]);
+        return true;
+      },
+    );
   });
   test("membership is exact: 1.2 is not 1.2.3", () => {
     assert.throws(() => reconcileVersion("1.2", pluginSupports("1.2.0")), IncompatibleVersionError);

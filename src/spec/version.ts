@@ -12,12 +12,15 @@ import { CURRENT_VERSION, LEGACY_VERSIONS } from "./versions.js";
 export { ALL_VERSIONS, CURRENT_VERSION, LEGACY_VERSIONS, versionsStartingFrom } from "./versions.js";
 
 /** A version's numeric parts. */
-export interface ParsedVersion { major: number; minor: number; micro: number }
+export interface ParsedVersion {
+  major: number;
+  minor: number;
+  micro: number;
+}
 
 /** Go's strconv.Atoi on one version part: optional sign, decimal digits, within int64. */
 function atoi(part: string, which: string): number {
-  const fail = (why: string) =>
-    new Error(`failed to convert ${which} version part ${goQuote(part)}: strconv.Atoi: parsing ${goQuote(part)}: ${why}`);
+  const fail = (why: string) => new Error(`failed to convert ${which} version part ${goQuote(part)}: strconv.Atoi: parsing ${goQuote(part)}: ${why}`);
   if (!/^[+-]?\d+$/.test(part)) throw fail("invalid syntax");
   const n = BigInt(part);
   if (n > 0x7fffffffffffffffn || n < -0x8000000000000000n) throw fail("value out of range");
@@ -122,17 +125,22 @@ export const decodeConfigVersion = (bytes: string | Uint8Array): string =>
   decodeStruct(bytes, CONFIG_VERSION_PREFIX, CONFIG_VERSION_TYPE, readConfigVersion);
 
 /** decodeConfigVersion of a document already parsed (parseJson), for a caller that has it. */
-export const parsedConfigVersion = (parsed: JsonValue): string =>
-  readStruct(parsed, CONFIG_VERSION_PREFIX, CONFIG_VERSION_TYPE, readConfigVersion);
+export const parsedConfigVersion = (parsed: JsonValue): string => readStruct(parsed, CONFIG_VERSION_PREFIX, CONFIG_VERSION_TYPE, readConfigVersion);
 
 /** Go-style `%q` of a string list: `["a" "b"]`. */
 export const quoteList = goQuoteList;
 
 /** A config version the plugin does not support (code 1). */
 export class IncompatibleVersionError extends CniError {
-  constructor(readonly configVersion: string, readonly supported: readonly string[]) {
-    super(ErrorCode.IncompatibleCNIVersion, "incompatible CNI versions",
-      `config is ${goQuote(configVersion)}, plugin supports ${quoteList(supported)}`);
+  constructor(
+    readonly configVersion: string,
+    readonly supported: readonly string[],
+  ) {
+    super(
+      ErrorCode.IncompatibleCNIVersion,
+      "incompatible CNI versions",
+      `config is ${goQuote(configVersion)}, plugin supports ${quoteList(supported)}`,
+    );
     this.message = `incompatible CNI versions: ${this.details}`;
   }
 }

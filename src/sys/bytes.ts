@@ -8,8 +8,7 @@
 export const randomBytes = (n: number): Uint8Array => globalThis.crypto.getRandomValues(new Uint8Array(n));
 
 /** Lower-case hex of `bytes`, two digits each, joined by `separator` (":" for a MAC address). */
-export const hexOf = (bytes: Uint8Array, separator = ""): string =>
-  Array.from(bytes, (x) => x.toString(16).padStart(2, "0")).join(separator);
+export const hexOf = (bytes: Uint8Array, separator = ""): string => Array.from(bytes, (x) => x.toString(16).padStart(2, "0")).join(separator);
 
 /** Whether two byte strings are equal. */
 export const sameBytes = (a: Uint8Array, b: Uint8Array): boolean => a.length === b.length && a.every((x, i) => x === b[i]);

@@ -29,18 +29,22 @@ interface Libc {
   __errno_location: () => Pointer;
 }
 let ffi: Promise<{ libc: Libc; errno: () => number } | null> | undefined;
-const load = () => (ffi ??= (async () => {
-  const mod = await bunFfi();
-  const libc = await bindLibc<Libc>({
-    syscall: { args: ["i64", "i64", "ptr", "ptr", "u64"], returns: "i64" },
-    __errno_location: { args: [], returns: "ptr" },
-  });
-  return mod && libc ? { libc, errno: () => mod.read.i32(libc.__errno_location(), 0) } : null;
-})());
+const load = () =>
+  (ffi ??= (async () => {
+    const mod = await bunFfi();
+    const libc = await bindLibc<Libc>({
+      syscall: { args: ["i64", "i64", "ptr", "ptr", "u64"], returns: "i64" },
+      __errno_location: { args: [], returns: "ptr" },
+    });
+    return mod && libc ? { libc, errno: () => mod.read.i32(libc.__errno_location(), 0) } : null;
+  })());
 
 /** A file (or directory) the caller named could not be resolved in its root. */
 export class CallerPathError extends Error {
-  constructor(readonly pathname: string, readonly errno: number) {
+  constructor(
+    readonly pathname: string,
+    readonly errno: number,
+  ) {
     super(errno === ENOENT ? `${pathname} does not exist as the caller sees it` : `cannot open ${pathname} as the caller sees it (errno ${errno})`);
     this.name = "CallerPathError";
   }
@@ -101,14 +105,18 @@ export async function resolveInRoot(rootFd: number, pathname: string): Promise<C
       statSync(named);
     } catch (inner) {
       closeSync(dir);
-      throw inner instanceof CallerPathError ? inner : new CallerPathError(pathname, (inner as NodeJS.ErrnoException).errno ? -(inner as NodeJS.ErrnoException).errno! : ENOENT);
+      throw inner instanceof CallerPathError
+        ? inner
+        : new CallerPathError(pathname, (inner as NodeJS.ErrnoException).errno ? -(inner as NodeJS.ErrnoException).errno! : ENOENT);
     }
     return holding(dir, named, pathname);
   }
   let dir: number | undefined;
   try {
     dir = await openInRoot(rootFd, path.dirname(pathname), O_PATH | O_DIRECTORY | O_CLOEXEC);
-  } catch { /* the file itself is then what is held */ }
+  } catch {
+    /* the file itself is then what is held */
+  }
   const target = fstatSync(file);
   let named = dir === undefined ? undefined : `/proc/self/fd/${dir}/${path.basename(pathname)}`;
   if (named !== undefined) {
@@ -119,7 +127,8 @@ export async function resolveInRoot(rootFd: number, pathname: string): Promise<C
       named = undefined;
     }
   }
-  if (named !== undefined) closeSync(file); // the directory is what is held
+  if (named !== undefined)
+    closeSync(file); // the directory is what is held
   else if (dir !== undefined) closeSync(dir); // the file is
   return named !== undefined ? holding(dir!, named, pathname) : holding(file, `/proc/self/fd/${file}`, pathname);
 }

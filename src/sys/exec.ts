@@ -9,15 +9,21 @@ import { phase } from "./phase-trace.js";
 
 /** A failed network operation: what was attempted and why the kernel or the tool refused. */
 export class NetOpError extends Error {
-  constructor(readonly operation: string, readonly reason: string, readonly exitCode: number | null = null,
+  constructor(
+    readonly operation: string,
+    readonly reason: string,
+    readonly exitCode: number | null = null,
     /** What the tool printed before failing (some tools, like grep, report partial success this way). */
-    readonly stdout?: string) {
+    readonly stdout?: string,
+  ) {
     super(`${operation}: ${reason}`);
     this.name = "NetOpError";
   }
   /** Whether the reason says the object does not exist (for idempotent deletes). */
   get isNotFound(): boolean {
-    return /cannot find device|does not exist|no such (file|device|process)|not found|cannot find|no chain\/target\/match|bad rule/i.test(this.reason);
+    return /cannot find device|does not exist|no such (file|device|process)|not found|cannot find|no chain\/target\/match|bad rule/i.test(
+      this.reason,
+    );
   }
   /** Whether the reason says the object exists already (for idempotent creates). */
   get isExists(): boolean {
@@ -25,7 +31,10 @@ export class NetOpError extends Error {
   }
 }
 
-export interface ToolResult { stdout: string; stderr: string }
+export interface ToolResult {
+  stdout: string;
+  stderr: string;
+}
 
 let spawnCount = 0;
 const spawnsByTool = new Map<string, number>();
@@ -57,7 +66,14 @@ function resolveTool(cmd: string): string | undefined {
 
 /** Runs a tool; resolves with its output, or rejects with a NetOpError described by `operation`. */
 export function runTool(cmd: string, args: readonly string[], operation: string, input?: string): Promise<ToolResult> {
-  return phase("spawn", `${cmd} ${args.filter((a) => a !== "--wait" && a !== "-w").slice(0, 3).join(" ")}`.trim(), () => spawnTool(cmd, args, operation, input));
+  return phase(
+    "spawn",
+    `${cmd} ${args
+      .filter((a) => a !== "--wait" && a !== "-w")
+      .slice(0, 3)
+      .join(" ")}`.trim(),
+    () => spawnTool(cmd, args, operation, input),
+  );
 }
 
 function spawnTool(cmd: string, args: readonly string[], operation: string, input?: string): Promise<ToolResult> {

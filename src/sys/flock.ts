@@ -42,9 +42,15 @@ export interface FlockOptions {
 
 /** A lock not had within its time limit; `holders` are the pids that held it (as this /proc shows them). */
 export class LockTimeoutError extends Error {
-  constructor(readonly lockPath: string, readonly waitedMs: number, readonly holders: number[]) {
-    super(`timed out after ${(waitedMs / 1000).toFixed(waitedMs < 10_000 ? 1 : 0)} s waiting for the lock on ${lockPath}` +
-      (holders.length ? ` (held by pid ${holders.join(", ")})` : ""));
+  constructor(
+    readonly lockPath: string,
+    readonly waitedMs: number,
+    readonly holders: number[],
+  ) {
+    super(
+      `timed out after ${(waitedMs / 1000).toFixed(waitedMs < 10_000 ? 1 : 0)} s waiting for the lock on ${lockPath}` +
+        (holders.length ? ` (held by pid ${holders.join(", ")})` : ""),
+    );
     this.name = "LockTimeoutError";
   }
 }
@@ -91,10 +97,14 @@ export async function flockFd(fd: number, lockPath: string, opts: FlockOptions =
   // Without FFI (Node) each try is a flock(1) run without waiting: slower, but the same rules.
   const tryLock = libc
     ? async () => libc.flock(fd, op) === 0
-    : () => flockWithTool(fd, lockPath, opts.shared ?? false).then(() => true, (e: Error) => {
-      if (/exited with 1\b/.test(e.message)) return false;
-      throw e;
-    });
+    : () =>
+        flockWithTool(fd, lockPath, opts.shared ?? false).then(
+          () => true,
+          (e: Error) => {
+            if (/exited with 1\b/.test(e.message)) return false;
+            throw e;
+          },
+        );
   const started = performance.now();
   let nextLook = started + FIRST_HOLDER_LOOK_MS;
   // A failure here is the lock being held (EWOULDBLOCK) or an interrupted call: our own descriptor cannot be bad.
@@ -114,7 +124,10 @@ export async function flockFd(fd: number, lockPath: string, opts: FlockOptions =
 export async function tryFlockFd(fd: number, lockPath: string): Promise<boolean> {
   const libc = await flockLibc();
   if (libc) return libc.flock(fd, LOCK_EX | LOCK_NB) === 0;
-  return flockWithTool(fd, lockPath, false).then(() => true, () => false);
+  return flockWithTool(fd, lockPath, false).then(
+    () => true,
+    () => false,
+  );
 }
 
 /**
@@ -165,7 +178,9 @@ export async function lockFile(lockPath: string, opts: FlockOptions = {}): Promi
             if (remove) {
               try {
                 unlinkSync(lockPath);
-              } catch { /* already gone */ }
+              } catch {
+                /* already gone */
+              }
             }
             closeSync(fd);
           },
@@ -185,8 +200,13 @@ const inProcess = new KeyedMutex();
  * Runs `fn` holding an exclusive flock on the file `open()` opens (closed afterwards, which releases the lock).
  * Callers in this process queue in order without polling; other processes are waited for with flockFd.
  */
-export function withFlock<T>(lockPath: string, open: () => number, fn: () => T | Promise<T>,
-  lockError: (e: Error) => Error = (e) => e, opts: FlockOptions = {}): Promise<T> {
+export function withFlock<T>(
+  lockPath: string,
+  open: () => number,
+  fn: () => T | Promise<T>,
+  lockError: (e: Error) => Error = (e) => e,
+  opts: FlockOptions = {},
+): Promise<T> {
   const asked = phaseClock();
   return inProcess.run(lockPath, async () => {
     const fd = open();

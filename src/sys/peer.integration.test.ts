@@ -40,7 +40,10 @@ test("the peer rule on real processes: uid, each namespace, capabilities, no_new
     assert.match(judge(capless.pid!)?.refusal ?? "", /^the caller lacks capabilities the server has/);
     assert.equal(judge(nobody.pid!)?.refusal, "the caller runs as uid 65534, not root");
     assert.equal(judge(nnp.pid!)?.refusal, "the caller has no_new_privs 1, the server 0");
-    assert.deepEqual([otherMount, otherNet, capless, nobody, nnp].map((p) => judge(p.pid!)?.kind), ["namespace", "namespace", "capabilities", "not_root", "confinement"]);
+    assert.deepEqual(
+      [otherMount, otherNet, capless, nobody, nnp].map((p) => judge(p.pid!)?.kind),
+      ["namespace", "namespace", "capabilities", "not_root", "confinement"],
+    );
     // The dhcp daemon's rule: any mount, network or pid namespace, not a stricter confinement.
     const daemonRule: PeerRule = { namespaces: ["user"], capabilities: "at-least", confinement: "no-stricter" };
     assert.equal(judge(otherMount.pid!, daemonRule), undefined);

@@ -3,7 +3,12 @@ import assert from "node:assert/strict";
 import { judgeFacts, SAME_PROCESS_RULE, statusField, type PeerRule, type ProcessFacts } from "./peer.js";
 
 const base: ProcessFacts = {
-  euid: 0, namespaces: { user: "4:1", net: "4:2", mnt: "4:3", pid: "4:4" }, capEff: 0x1ffffffffffn, seccomp: "0/0", noNewPrivs: "0", lsm: "(none: EINVAL)",
+  euid: 0,
+  namespaces: { user: "4:1", net: "4:2", mnt: "4:3", pid: "4:4" },
+  capEff: 0x1ffffffffffn,
+  seccomp: "0/0",
+  noNewPrivs: "0",
+  lsm: "(none: EINVAL)",
 };
 const facts = (over: Partial<ProcessFacts>): ProcessFacts => ({ ...base, ...over, namespaces: { ...base.namespaces, ...over.namespaces } });
 
@@ -13,7 +18,11 @@ test("judgeFacts: the same process in all but pid passes; each difference is nam
     [{ euid: 65534 }, "not_root", "the listener runs as uid 65534, not root"],
     [{ namespaces: { pid: "4:9" } }, "namespace", "the listener is in another pid namespace"],
     [{ namespaces: { user: "4:9" } }, "namespace", "the listener is in another user namespace"],
-    [{ capEff: 0n }, "capabilities", "the listener lacks capabilities this caller has (0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25,26,27,28,29,30,31,32,33,34,35,36,37,38,39,40)"],
+    [
+      { capEff: 0n },
+      "capabilities",
+      "the listener lacks capabilities this caller has (0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25,26,27,28,29,30,31,32,33,34,35,36,37,38,39,40)",
+    ],
     [{ capEff: 0x3ffffffffffn }, "capabilities", "the listener has capabilities this caller lacks (41)"],
     [{ seccomp: "2/1" }, "confinement", "the listener runs under seccomp mode 2 with 1 filter(s), this caller under no seccomp filter"],
     [{ noNewPrivs: "1" }, "confinement", "the listener has no_new_privs 1, this caller 0"],
@@ -27,8 +36,10 @@ test("judgeFacts: the same process in all but pid passes; each difference is nam
 test("judgeFacts: a namespace that cannot be read is never shared, and says which side could not read it", () => {
   const own = facts({ namespaces: { mnt: undefined } });
   assert.deepEqual(judgeFacts(own, own, SAME_PROCESS_RULE), { kind: "namespace", refusal: "the server cannot read its own mount namespace" });
-  assert.deepEqual(judgeFacts(facts({ namespaces: { user: undefined } }), base, SAME_PROCESS_RULE, "the listener", "this caller"),
-    { kind: "namespace", refusal: "this caller cannot read the listener's user namespace" });
+  assert.deepEqual(judgeFacts(facts({ namespaces: { user: undefined } }), base, SAME_PROCESS_RULE, "the listener", "this caller"), {
+    kind: "namespace",
+    refusal: "this caller cannot read the listener's user namespace",
+  });
 });
 
 test("judgeFacts: capabilities are judged before namespaces (one with fewer may not even read the other's)", () => {

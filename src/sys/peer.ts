@@ -193,13 +193,20 @@ function capsMissing(a: bigint, b: bigint): string {
 const possessive = (who: string): string => `${who}'s`;
 
 /** What a seccomp "<mode>/<filters>" says, for a refusal's words. */
-const seccompWords = (s: string): string => (s.startsWith("0/") ? "no seccomp filter" : `seccomp mode ${s.split("/")[0]} with ${s.split("/")[1]} filter(s)`);
+const seccompWords = (s: string): string =>
+  s.startsWith("0/") ? "no seccomp filter" : `seccomp mode ${s.split("/")[0]} with ${s.split("/")[1]} filter(s)`;
 
 /**
  * The rule applied to a peer's facts (pure: no /proc here). `peer` names the other side in the words ("the caller",
  * "the listener"); `judge` this side ("the server", "this caller").
  */
-export function judgeFacts(facts: ProcessFacts, own: OwnIdentity, rule: PeerRule, peer = "the caller", judge = "the server"): PeerRefusal | undefined {
+export function judgeFacts(
+  facts: ProcessFacts,
+  own: OwnIdentity,
+  rule: PeerRule,
+  peer = "the caller",
+  judge = "the server",
+): PeerRefusal | undefined {
   const ownUid = rule.ownUid ? own.euid : undefined;
   if (facts.euid !== 0 && (ownUid === undefined || facts.euid !== ownUid)) {
     return { refusal: `${peer} runs as uid ${facts.euid ?? "?"}, not root`, kind: "not_root" };
@@ -218,14 +225,18 @@ export function judgeFacts(facts: ProcessFacts, own: OwnIdentity, rule: PeerRule
     if (facts.namespaces[kind] !== own.namespaces[kind]) return { refusal: `${peer} is in another ${words} namespace`, kind: "namespace" };
   }
   if (rule.confinement === "equal") {
-    if (facts.seccomp !== own.seccomp) return { refusal: `${peer} runs under ${seccompWords(facts.seccomp)}, ${judge} under ${seccompWords(own.seccomp)}`, kind: "confinement" };
-    if (facts.noNewPrivs !== own.noNewPrivs) return { refusal: `${peer} has no_new_privs ${facts.noNewPrivs}, ${judge} ${own.noNewPrivs}`, kind: "confinement" };
-    if (facts.lsm !== own.lsm) return { refusal: `${peer}'s LSM label is ${JSON.stringify(facts.lsm)}, ${judge}'s ${JSON.stringify(own.lsm)}`, kind: "confinement" };
+    if (facts.seccomp !== own.seccomp)
+      return { refusal: `${peer} runs under ${seccompWords(facts.seccomp)}, ${judge} under ${seccompWords(own.seccomp)}`, kind: "confinement" };
+    if (facts.noNewPrivs !== own.noNewPrivs)
+      return { refusal: `${peer} has no_new_privs ${facts.noNewPrivs}, ${judge} ${own.noNewPrivs}`, kind: "confinement" };
+    if (facts.lsm !== own.lsm)
+      return { refusal: `${peer}'s LSM label is ${JSON.stringify(facts.lsm)}, ${judge}'s ${JSON.stringify(own.lsm)}`, kind: "confinement" };
   } else if (rule.confinement === "no-stricter") {
     if (!facts.seccomp.startsWith("0/") && facts.seccomp !== own.seccomp) {
       return { refusal: `${peer} runs under ${seccompWords(facts.seccomp)}, ${judge} under ${seccompWords(own.seccomp)}`, kind: "confinement" };
     }
-    if (facts.noNewPrivs === "1" && own.noNewPrivs !== "1") return { refusal: `${peer} has no_new_privs set and ${judge} has not`, kind: "confinement" };
+    if (facts.noNewPrivs === "1" && own.noNewPrivs !== "1")
+      return { refusal: `${peer} has no_new_privs set and ${judge} has not`, kind: "confinement" };
   }
   return undefined;
 }
@@ -295,14 +306,18 @@ async function readPeer<T>(fd: number, peer: string, read: Reader<T>, acceptedAt
     }
   }
   if (!procIsOwnPidNamespace()) {
-    return { refusal: `this process's /proc is not its own pid namespace's, and the kernel names no peer by pidfd (SO_PEERPIDFD, Linux 6.5): ${peer} cannot be identified`, kind: "identity" };
+    return {
+      refusal: `this process's /proc is not its own pid namespace's, and the kernel names no peer by pidfd (SO_PEERPIDFD, Linux 6.5): ${peer} cannot be identified`,
+      kind: "identity",
+    };
   }
   const creds = await peerCredentials(fd);
   const pid = creds?.pid ?? 0;
   const started = pid > 0 ? startTime(pid) : undefined;
   if (started === undefined) return { refusal: `${peer}'s process cannot be read (it left?)`, kind: "identity" };
   const acceptedTicks = acceptedAt === undefined ? undefined : ticksSinceBoot() - Math.floor((performance.now() - acceptedAt) / 10);
-  if (acceptedTicks !== undefined && started > acceptedTicks) return { refusal: `${peer}'s pid names a process younger than the connection`, kind: "identity" };
+  if (acceptedTicks !== undefined && started > acceptedTicks)
+    return { refusal: `${peer}'s pid names a process younger than the connection`, kind: "identity" };
   const value = read(pid);
   if (isRefusal(value)) return value;
   if (startTime(pid) !== started) return { refusal: `${peer} left while it was checked`, kind: "identity" };
@@ -329,21 +344,31 @@ export async function admitPeer(fd: number, own: OwnIdentity, rule: PeerRule = S
  * admitPeer, and `during` run while the caller's /proc entry is known to be the caller's (to open something of it,
  * such as its root directory); its value comes with the verdict. A `during` that throws refuses the caller.
  */
-export async function admitPeerWith<T>(fd: number, own: OwnIdentity, rule: PeerRule, acceptedAt: number | undefined,
-  during: (procPid: number) => T): Promise<{ pid: number; value: T } | PeerRefusal> {
+export async function admitPeerWith<T>(
+  fd: number,
+  own: OwnIdentity,
+  rule: PeerRule,
+  acceptedAt: number | undefined,
+  during: (procPid: number) => T,
+): Promise<{ pid: number; value: T } | PeerRefusal> {
   const creds = await peerCredentials(fd);
   if (!creds) return { refusal: "the peer's credentials cannot be read (the server needs the standalone build)", kind: "identity" };
   // Before anything else: a peer that was not root when it connected is never served, whatever it is now.
   if (creds.uid !== 0 && !(rule.ownUid && creds.uid === own.euid)) return { refusal: `uid ${creds.uid} is not served (root only)`, kind: "not_root" };
-  return readPeer(fd, "the caller", (pid): T | PeerRefusal => {
-    const refusal = judgeProcessAt(pid, own, rule, "the caller", "the server");
-    if (refusal) return refusal;
-    try {
-      return during(pid);
-    } catch (e) {
-      return { refusal: `the caller's process cannot be read (${e instanceof Error ? e.message : String(e)})`, kind: "identity" };
-    }
-  }, acceptedAt);
+  return readPeer(
+    fd,
+    "the caller",
+    (pid): T | PeerRefusal => {
+      const refusal = judgeProcessAt(pid, own, rule, "the caller", "the server");
+      if (refusal) return refusal;
+      try {
+        return during(pid);
+      } catch (e) {
+        return { refusal: `the caller's process cannot be read (${e instanceof Error ? e.message : String(e)})`, kind: "identity" };
+      }
+    },
+    acceptedAt,
+  );
 }
 
 /** What a client asks of a listener besides the rule. */
@@ -361,12 +386,21 @@ export interface ListenerChecks {
 export async function verifyListener(fd: number, own: OwnIdentity, rule: PeerRule, checks: ListenerChecks = {}): Promise<PeerVerdict> {
   const creds = await peerCredentials(fd);
   if (!creds) return { refusal: "the listener's credentials cannot be read (the standalone build is needed)", kind: "identity" };
-  if (creds.uid !== 0 && !(rule.ownUid && creds.uid === own.euid)) return { refusal: `the listener runs as uid ${creds.uid}, not root`, kind: "not_root" };
+  if (creds.uid !== 0 && !(rule.ownUid && creds.uid === own.euid))
+    return { refusal: `the listener runs as uid ${creds.uid}, not root`, kind: "not_root" };
   const verdict = await readPeer(fd, "the listener", (pid): true | PeerRefusal => {
     if (pid === 1 && procIsOwnPidNamespace()) {
       const facts = readFacts(1, ["user", "net", "mnt"], own);
       if (!facts) return { refusal: "the listener (PID 1) cannot be read", kind: "identity" };
-      return judgeFacts(facts, own, { namespaces: ["user", "net", "mnt"], capabilities: "at-least", confinement: "none" }, "the listener (PID 1)", "this caller") ?? true;
+      return (
+        judgeFacts(
+          facts,
+          own,
+          { namespaces: ["user", "net", "mnt"], capabilities: "at-least", confinement: "none" },
+          "the listener (PID 1)",
+          "this caller",
+        ) ?? true
+      );
     }
     const refusal = judgeProcessAt(pid, own, rule, "the listener", "this caller");
     if (refusal) return refusal;
@@ -379,7 +413,8 @@ export async function verifyListener(fd: number, own: OwnIdentity, rule: PeerRul
     } catch {
       return { refusal: `${checks.lockPath} does not exist: no server holds its lock`, kind: "lock" };
     }
-    if (!flockHolders(lock).includes(pid)) return { refusal: `the listener (pid ${pid}) does not hold the server's lock ${checks.lockPath}`, kind: "lock" };
+    if (!flockHolders(lock).includes(pid))
+      return { refusal: `the listener (pid ${pid}) does not hold the server's lock ${checks.lockPath}`, kind: "lock" };
     return true;
   });
   return isRefusal(verdict) ? verdict : { pid: verdict.pid };
@@ -390,4 +425,3 @@ export function sharesNamespace(pid: number, kind: NamespaceKind): boolean {
   const theirs = namespaceOf(pid, kind);
   return theirs !== undefined && theirs === namespaceOf("self", kind);
 }
-

@@ -16,7 +16,13 @@
 import type { AsyncLocalStorage } from "node:async_hooks";
 
 /** One timed step of a call. `start` is ms since the epoch; `depth` counts the phases around it. */
-export interface PhaseRecord { kind: string; label: string; start: number; ms: number; depth: number }
+export interface PhaseRecord {
+  kind: string;
+  label: string;
+  start: number;
+  ms: number;
+  depth: number;
+}
 
 /** One call as the trace file holds it (a JSON line). */
 export interface CallTraceRecord {
@@ -31,7 +37,10 @@ export interface CallTraceRecord {
   phases: PhaseRecord[];
 }
 
-interface CallState { phases: PhaseRecord[]; depth: number }
+interface CallState {
+  phases: PhaseRecord[];
+  depth: number;
+}
 
 let fd = -1;
 let storage: AsyncLocalStorage<CallState> | undefined;

@@ -26,7 +26,9 @@ export async function readStdin(inMemoryFile = false): Promise<Uint8Array> {
   if (b && inMemoryFile) {
     try {
       return b.mmap("/proc/self/fd/0", { shared: false });
-    } catch { /* read below */ }
+    } catch {
+      /* read below */
+    }
   }
   if (b) return await b.stdin.bytes();
   const { readFdToEnd } = await import("./stdio.js");
@@ -60,9 +62,11 @@ export class OrderedWriter {
   private failure: unknown;
 
   write(fd: 1 | 2, data: string | Uint8Array): void {
-    this.pending = this.pending.then(() => writeStd(fd, data)).catch((e: unknown) => {
-      this.failure ??= e;
-    });
+    this.pending = this.pending
+      .then(() => writeStd(fd, data))
+      .catch((e: unknown) => {
+        this.failure ??= e;
+      });
   }
 
   async flush(): Promise<void> {

@@ -53,8 +53,12 @@ export function resolve(...parts: string[]): string {
 
 /** The path from `from` to `to` (both resolved first); "" when they are the same. */
 export function relative(from: string, to: string): string {
-  const fromParts = resolve(from).split("/").filter((s) => s !== "");
-  const toParts = resolve(to).split("/").filter((s) => s !== "");
+  const fromParts = resolve(from)
+    .split("/")
+    .filter((s) => s !== "");
+  const toParts = resolve(to)
+    .split("/")
+    .filter((s) => s !== "");
   let common = 0;
   while (common < fromParts.length && common < toParts.length && fromParts[common] === toParts[common]) common++;
   return [...fromParts.slice(common).map(() => ".."), ...toParts.slice(common)].join("/");

@@ -7,15 +7,17 @@ test("at most `size` runs at once, the others in arrival order, a failing run gi
   let running = 0;
   let most = 0;
   const order: number[] = [];
-  const runs = Array.from({ length: 6 }, (_, i) => s.run(async () => {
-    running++;
-    most = Math.max(most, running);
-    order.push(i);
-    await new Promise((r) => setTimeout(r, 5));
-    running--;
-    if (i === 1) throw new Error("boom");
-    return i;
-  }));
+  const runs = Array.from({ length: 6 }, (_, i) =>
+    s.run(async () => {
+      running++;
+      most = Math.max(most, running);
+      order.push(i);
+      await new Promise((r) => setTimeout(r, 5));
+      running--;
+      if (i === 1) throw new Error("boom");
+      return i;
+    }),
+  );
   const settled = await Promise.allSettled(runs);
   assert.equal(most, 2);
   assert.deepEqual(order, [0, 1, 2, 3, 4, 5]);

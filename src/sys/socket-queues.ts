@@ -19,11 +19,15 @@ interface Libc {
 const FIONREAD = 0x541b;
 
 let bound: Promise<{ libc: Libc; ptr: (b: Uint8Array) => Pointer } | null> | undefined;
-const libc = () => (bound ??= (async () => {
-  const ffi = await bunFfi();
-  const symbols = await bindLibc<Libc>({ listen: { args: ["i32", "i32"], returns: "i32" }, ioctl: { args: ["i32", "u64", "ptr"], returns: "i32" } });
-  return ffi && symbols ? { libc: symbols, ptr: ffi.ptr } : null;
-})());
+const libc = () =>
+  (bound ??= (async () => {
+    const ffi = await bunFfi();
+    const symbols = await bindLibc<Libc>({
+      listen: { args: ["i32", "i32"], returns: "i32" },
+      ioctl: { args: ["i32", "u64", "ptr"], returns: "i32" },
+    });
+    return ffi && symbols ? { libc: symbols, ptr: ffi.ptr } : null;
+  })());
 let ready: Awaited<ReturnType<typeof libc>> | undefined;
 
 /** Lets `server`'s socket queue up to `backlog` connections; false when that cannot be done here (Node, no FFI). */

@@ -61,7 +61,7 @@ export const isTemporaryName = (name: string): boolean => name.startsWith(".") &
 function writeAll(fd: number, file: string, data: string | Uint8Array): void {
   const bytes = typeof data === "string" ? Buffer.from(data) : Buffer.from(data.buffer, data.byteOffset, data.byteLength);
   note({ op: "write", path: file, data: bytes });
-  for (let at = 0; at < bytes.length;) at += writeSync(fd, bytes, at, bytes.length - at);
+  for (let at = 0; at < bytes.length; ) at += writeSync(fd, bytes, at, bytes.length - at);
 }
 
 /** Syncs the directory holding `file` (its new or removed entry survives a power loss). */

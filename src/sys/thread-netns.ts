@@ -14,7 +14,10 @@ export type SetnsFn = (fd: number, nstype: number) => number;
 
 /** The thread could not enter the namespace; `errno` when the system call said why. */
 export class NetnsEnterError extends Error {
-  constructor(readonly netnsPath: string, readonly errno: number | undefined) {
+  constructor(
+    readonly netnsPath: string,
+    readonly errno: number | undefined,
+  ) {
     super(`cannot enter network namespace ${netnsPath}${errno !== undefined ? ` (errno ${errno})` : ""}`);
     this.name = "NetnsEnterError";
   }

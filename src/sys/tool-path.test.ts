@@ -99,7 +99,10 @@ describe("runTool and flock(1) never take a tool from a relative PATH entry", { 
     const { stdout } = await runTool("sh", ["-c", 'printf %s "$PATH"'], "print PATH");
     const entries = stdout.split(":");
     assert.ok(entries.includes("/opt/tscni-none"), stdout);
-    assert.ok(entries.every((d) => d.startsWith("/")), stdout);
+    assert.ok(
+      entries.every((d) => d.startsWith("/")),
+      stdout,
+    );
   });
 
   test("flock(1) (the Node fallback) in a relative PATH directory is not run", async () => {

@@ -28,11 +28,66 @@ const nested = (depth: number, leaf: JsonValue, asArray: boolean): JsonValue => 
 /** Values that are wrong somewhere: every JSON kind, extremes, bad addresses, odd text, deep nesting. */
 export const hostileValue: fc.Arbitrary<JsonValue> = fc.oneof(
   fc.constantFrom<JsonValue>(
-    null, true, false, 0, -1, 1.5, -0.5, 1e308, -1e308, 2 ** 53, 2 ** 63, 2 ** 64, -(2 ** 63), 4294967296, 65536, 4096, 99999,
-    "", " ", "0", "-1", "true", "null", "10.0.0.256", "10.0.0.1/33", "::g", "fd00::/129", "10.0.0.0/8 ", " 10.0.0.1", "1.2.3",
-    "0.0.0.0/0", "::/0", "255.255.255.255", "10.1.0.0/16", "fe80::1%eth0", "aa:bb:cc:dd:ee", "ff:ff:ff:ff:ff:ff", "00:00:00:00:00:00",
-    "..", "../..", "a/../../b", "eth0\n", "x\u0000y", "\ud800", "\u202e", "é", "🦀", "tcp", "TCP", "sctp", "icmp", "none",
-    "a".repeat(300), "9".repeat(40), [], {}, [null], [{}], [[]], { "": null },
+    null,
+    true,
+    false,
+    0,
+    -1,
+    1.5,
+    -0.5,
+    1e308,
+    -1e308,
+    2 ** 53,
+    2 ** 63,
+    2 ** 64,
+    -(2 ** 63),
+    4294967296,
+    65536,
+    4096,
+    99999,
+    "",
+    " ",
+    "0",
+    "-1",
+    "true",
+    "null",
+    "10.0.0.256",
+    "10.0.0.1/33",
+    "::g",
+    "fd00::/129",
+    "10.0.0.0/8 ",
+    " 10.0.0.1",
+    "1.2.3",
+    "0.0.0.0/0",
+    "::/0",
+    "255.255.255.255",
+    "10.1.0.0/16",
+    "fe80::1%eth0",
+    "aa:bb:cc:dd:ee",
+    "ff:ff:ff:ff:ff:ff",
+    "00:00:00:00:00:00",
+    "..",
+    "../..",
+    "a/../../b",
+    "eth0\n",
+    "x\u0000y",
+    "\ud800",
+    "\u202e",
+    "é",
+    "🦀",
+    "tcp",
+    "TCP",
+    "sctp",
+    "icmp",
+    "none",
+    "a".repeat(300),
+    "9".repeat(40),
+    [],
+    {},
+    [null],
+    [{}],
+    [[]],
+    { "": null },
   ),
   fc.string({ maxLength: 40 }),
   fc.string({ unit: "grapheme", maxLength: 12 }),
@@ -77,8 +132,22 @@ type Mutation =
 const mutation: fc.Arbitrary<Mutation> = fc.oneof(
   { weight: 5, arbitrary: fc.record({ kind: fc.constant("replace" as const), pick: fc.nat(), value: hostileValue }) },
   { weight: 2, arbitrary: fc.record({ kind: fc.constant("delete" as const), pick: fc.nat() }) },
-  { weight: 2, arbitrary: fc.record({ kind: fc.constant("extra" as const), pick: fc.nat(), key: fc.oneof(fc.string({ maxLength: 12 }), fc.constantFrom("type", "cniVersion", "ipam", "__proto__", "constructor", "prevResult", "runtimeConfig", "args")), value: hostileValue }) },
-  { weight: 1, arbitrary: fc.record({ kind: fc.constant("capitalise" as const), pick: fc.nat(), value: fc.option(hostileValue, { nil: undefined }) }) },
+  {
+    weight: 2,
+    arbitrary: fc.record({
+      kind: fc.constant("extra" as const),
+      pick: fc.nat(),
+      key: fc.oneof(
+        fc.string({ maxLength: 12 }),
+        fc.constantFrom("type", "cniVersion", "ipam", "__proto__", "constructor", "prevResult", "runtimeConfig", "args"),
+      ),
+      value: hostileValue,
+    }),
+  },
+  {
+    weight: 1,
+    arbitrary: fc.record({ kind: fc.constant("capitalise" as const), pick: fc.nat(), value: fc.option(hostileValue, { nil: undefined }) }),
+  },
 );
 
 function applyMutation(root: JsonValue, m: Mutation): void {
@@ -116,13 +185,31 @@ function applyMutation(root: JsonValue, m: Mutation): void {
 }
 
 /** Ways to break the JSON text itself. */
-type TextBreak = { kind: "none" } | { kind: "truncate"; at: number } | { kind: "bytes"; at: number; bytes: number[] } | { kind: "duplicate"; key: string; value: JsonValue };
+type TextBreak =
+  | { kind: "none" }
+  | { kind: "truncate"; at: number }
+  | { kind: "bytes"; at: number; bytes: number[] }
+  | { kind: "duplicate"; key: string; value: JsonValue };
 
 const textBreak: fc.Arbitrary<TextBreak> = fc.oneof(
   { weight: 8, arbitrary: fc.constant({ kind: "none" as const }) },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant("truncate" as const), at: fc.nat() }) },
-  { weight: 1, arbitrary: fc.record({ kind: fc.constant("bytes" as const), at: fc.nat(), bytes: fc.array(fc.integer({ min: 0, max: 255 }), { minLength: 1, maxLength: 4 }) }) },
-  { weight: 1, arbitrary: fc.record({ kind: fc.constant("duplicate" as const), key: fc.constantFrom("type", "cniVersion", "name", "ipam", "prevResult"), value: hostileValue }) },
+  {
+    weight: 1,
+    arbitrary: fc.record({
+      kind: fc.constant("bytes" as const),
+      at: fc.nat(),
+      bytes: fc.array(fc.integer({ min: 0, max: 255 }), { minLength: 1, maxLength: 4 }),
+    }),
+  },
+  {
+    weight: 1,
+    arbitrary: fc.record({
+      kind: fc.constant("duplicate" as const),
+      key: fc.constantFrom("type", "cniVersion", "name", "ipam", "prevResult"),
+      value: hostileValue,
+    }),
+  },
 );
 
 function render(config: JsonValue, b: TextBreak): Buffer {
@@ -139,14 +226,31 @@ function render(config: JsonValue, b: TextBreak): Buffer {
     }
     case "duplicate":
       // Go takes the last of duplicate keys: a bad value after a good one must be what is read.
-      return Buffer.from(text.replace(/^\{/, `{${JSON.stringify(b.key)}:${JSON.stringify(b.value)},`).replace(/\}$/, `,${JSON.stringify(b.key)}:${JSON.stringify(b.value)}}`));
+      return Buffer.from(
+        text
+          .replace(/^\{/, `{${JSON.stringify(b.key)}:${JSON.stringify(b.value)},`)
+          .replace(/\}$/, `,${JSON.stringify(b.key)}:${JSON.stringify(b.value)}}`),
+      );
   }
 }
 
 /** Hostile CNI_ARGS strings. */
 export const hostileCniArgs: fc.Arbitrary<string> = fc.oneof(
-  fc.constantFrom("", "IgnoreUnknown=1", "IP=10.0.0.2", "IP=garbage", "IP=10.0.0.1/24", "MAC=zz", "K8S_POD_NAME", "=;;=", ";", "a=b=c",
-    "IgnoreUnknown=1;IP=10.99.0.5;MAC=0a:58:0a:01:00:09", "IgnoreUnknown=true;X=" + "y".repeat(2000), "IP=::1;IP=::2"),
+  fc.constantFrom(
+    "",
+    "IgnoreUnknown=1",
+    "IP=10.0.0.2",
+    "IP=garbage",
+    "IP=10.0.0.1/24",
+    "MAC=zz",
+    "K8S_POD_NAME",
+    "=;;=",
+    ";",
+    "a=b=c",
+    "IgnoreUnknown=1;IP=10.99.0.5;MAC=0a:58:0a:01:00:09",
+    "IgnoreUnknown=true;X=" + "y".repeat(2000),
+    "IP=::1;IP=::2",
+  ),
   fc.string({ maxLength: 40 }),
 );
 
@@ -163,37 +267,71 @@ export interface BadConfig {
  * dataDirs and names at their own).
  */
 export function badConfigs(samples: readonly Sample[], rewrite: (c: JsonValue) => JsonValue = (c) => c): fc.Arbitrary<BadConfig> {
-  return fc.record({
-    sample: fc.nat({ max: samples.length - 1 }),
-    mutations: fc.array(mutation, { minLength: 1, maxLength: 4 }),
-    text: textBreak,
-    cniArgs: fc.oneof(fc.constant<string | undefined>(undefined), hostileCniArgs),
-  }).map(({ sample, mutations, text, cniArgs }) => {
-    const base = samples[sample]!;
-    const config = rewrite(clone(base.config));
-    for (const m of mutations) applyMutation(config, m);
-    const bad: BadConfig = {
-      stdin: render(config, text),
-      cniArgs: cniArgs ?? base.cniArgs ?? "",
-      describe: `sample ${sample}, ${JSON.stringify(mutations).slice(0, 400)}, text ${text.kind}`,
-    };
-    // How fast-check prints a failing case: readable text rather than a byte array.
-    Object.defineProperty(bad, fc.toStringMethod, { value: () => `${bad.describe}\n  stdin: ${bad.stdin.toString().slice(0, 1500)}\n  CNI_ARGS: ${JSON.stringify(bad.cniArgs)}` });
-    return bad;
-  });
+  return fc
+    .record({
+      sample: fc.nat({ max: samples.length - 1 }),
+      mutations: fc.array(mutation, { minLength: 1, maxLength: 4 }),
+      text: textBreak,
+      cniArgs: fc.oneof(fc.constant<string | undefined>(undefined), hostileCniArgs),
+    })
+    .map(({ sample, mutations, text, cniArgs }) => {
+      const base = samples[sample]!;
+      const config = rewrite(clone(base.config));
+      for (const m of mutations) applyMutation(config, m);
+      const bad: BadConfig = {
+        stdin: render(config, text),
+        cniArgs: cniArgs ?? base.cniArgs ?? "",
+        describe: `sample ${sample}, ${JSON.stringify(mutations).slice(0, 400)}, text ${text.kind}`,
+      };
+      // How fast-check prints a failing case: readable text rather than a byte array.
+      Object.defineProperty(bad, fc.toStringMethod, {
+        value: () => `${bad.describe}\n  stdin: ${bad.stdin.toString().slice(0, 1500)}\n  CNI_ARGS: ${JSON.stringify(bad.cniArgs)}`,
+      });
+      return bad;
+    });
 }
 
 /** Hostile values for the CNI_* variables (undefined: unset). */
 export const hostileEnvValue: fc.Arbitrary<string | undefined> = fc.oneof(
   fc.constant(undefined),
-  fc.constantFrom("", " ", "..", "../../etc", "/", "/proc/self/ns/net", "/dev/null", "/nonexistent/netns", "a/b", "x\ny", "x\ty",
-    "-", "eth0", "lo", "a".repeat(16), "a".repeat(300), "ADD", "add", "VERSION", "GC", "STATUS", "CHECK", "DEL", "BOGUS", "é", "c1", "IgnoreUnknown=1"),
+  fc.constantFrom(
+    "",
+    " ",
+    "..",
+    "../../etc",
+    "/",
+    "/proc/self/ns/net",
+    "/dev/null",
+    "/nonexistent/netns",
+    "a/b",
+    "x\ny",
+    "x\ty",
+    "-",
+    "eth0",
+    "lo",
+    "a".repeat(16),
+    "a".repeat(300),
+    "ADD",
+    "add",
+    "VERSION",
+    "GC",
+    "STATUS",
+    "CHECK",
+    "DEL",
+    "BOGUS",
+    "é",
+    "c1",
+    "IgnoreUnknown=1",
+  ),
   fc.string({ maxLength: 20 }),
 );
 
 /** A hostile CNI environment (CNI_COMMAND among the real ones most of the time). */
 export const hostileEnv = fc.record({
-  CNI_COMMAND: fc.oneof({ weight: 4, arbitrary: fc.constantFrom("ADD", "DEL", "CHECK", "GC", "STATUS", "VERSION") }, { weight: 1, arbitrary: hostileEnvValue }),
+  CNI_COMMAND: fc.oneof(
+    { weight: 4, arbitrary: fc.constantFrom("ADD", "DEL", "CHECK", "GC", "STATUS", "VERSION") },
+    { weight: 1, arbitrary: hostileEnvValue },
+  ),
   CNI_CONTAINERID: hostileEnvValue,
   CNI_NETNS: hostileEnvValue,
   CNI_IFNAME: hostileEnvValue,
@@ -221,8 +359,10 @@ export function checkErrorOutput(stdout: string, stderr: string, exitCode: numbe
 export function checkErrorDocument(doc: unknown, stderr = "", allowInternal = false): string | undefined {
   const e = doc as { code?: unknown; msg?: unknown };
   if (typeof e !== "object" || e === null) return `not an error object: ${JSON.stringify(doc)}`;
-  if (typeof e.code !== "number" || !(WELL_KNOWN_CODES.has(e.code) || (allowInternal && e.code === 999))) return `code ${String(e.code)} is not a well-known config/environment error code: ${JSON.stringify(doc)}`;
+  if (typeof e.code !== "number" || !(WELL_KNOWN_CODES.has(e.code) || (allowInternal && e.code === 999)))
+    return `code ${String(e.code)} is not a well-known config/environment error code: ${JSON.stringify(doc)}`;
   if (typeof e.msg !== "string" || e.msg.length === 0) return `no message: ${JSON.stringify(doc)}`;
-  if (/\n\s+at .+:\d+:\d+/.test(String(e.msg)) || /\n\s+at .+:\d+:\d+/.test(stderr)) return `a stack trace: ${JSON.stringify(doc)} ${stderr.slice(0, 400)}`;
+  if (/\n\s+at .+:\d+:\d+/.test(String(e.msg)) || /\n\s+at .+:\d+:\d+/.test(stderr))
+    return `a stack trace: ${JSON.stringify(doc)} ${stderr.slice(0, 400)}`;
   return undefined;
 }

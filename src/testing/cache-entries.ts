@@ -16,8 +16,12 @@ export interface PlantedKey {
 /** The text of a cniCacheV1 entry for `key`, with `config` (a conflist object) and a one-address 1.1.0 result. */
 export function cacheEntryText(key: PlantedKey, config: object): string {
   return JSON.stringify({
-    kind: "cniCacheV1", containerId: key.containerID, config: Buffer.from(JSON.stringify(config)).toString("base64"),
-    ifName: key.ifName, networkName: key.networkName, result: { cniVersion: "1.1.0", ips: [{ address: "10.1.2.3/24" }] },
+    kind: "cniCacheV1",
+    containerId: key.containerID,
+    config: Buffer.from(JSON.stringify(config)).toString("base64"),
+    ifName: key.ifName,
+    networkName: key.networkName,
+    result: { cniVersion: "1.1.0", ips: [{ address: "10.1.2.3/24" }] },
   });
 }
 

@@ -28,7 +28,15 @@ export function pluginConf(list: ChainList, index: number, prevResult?: Result):
 }
 
 /** Runs one plugin of the list from `binDir` (also the CNI_PATH its delegations use). */
-export function runPlugin(host: Host, binDir: string, list: ChainList, index: number, verb: string, env: ChainEnv, prevResult?: Result): Promise<RunResult> {
+export function runPlugin(
+  host: Host,
+  binDir: string,
+  list: ChainList,
+  index: number,
+  verb: string,
+  env: ChainEnv,
+  prevResult?: Result,
+): Promise<RunResult> {
   const type = list.plugins[index]!.type;
   return host.plugin(path.join(binDir, type), verb, pluginConf(list, index, prevResult), { CNI_IFNAME: "eth0", ...env, CNI_PATH: binDir });
 }

@@ -29,7 +29,12 @@ export function containerdSkipReason(): string | undefined {
 function whyNoContainerd(): string | undefined {
   const base = skipReason();
   if (base) return base;
-  for (const [tool, args] of [["containerd", ["--version"]], ["ctr", ["--version"]], ["containerd-shim-runc-v2", ["-v"]], ["runc", ["--version"]]] as const) {
+  for (const [tool, args] of [
+    ["containerd", ["--version"]],
+    ["ctr", ["--version"]],
+    ["containerd-shim-runc-v2", ["-v"]],
+    ["runc", ["--version"]],
+  ] as const) {
     if (spawnSync(tool, [...args]).status !== 0) return `${tool} is not installed (apt-get install containerd runc)`;
   }
   for (const tool of ["nsenter", "unshare", "flock", "tar"]) {
@@ -62,7 +67,15 @@ int main(void) {
 }
 `;
 
-const GO_ARCH: Record<string, string> = { x64: "amd64", arm64: "arm64", arm: "arm", ia32: "386", ppc64: "ppc64le", s390x: "s390x", riscv64: "riscv64" };
+const GO_ARCH: Record<string, string> = {
+  x64: "amd64",
+  arm64: "arm64",
+  arm: "arm",
+  ia32: "386",
+  ppc64: "ppc64le",
+  s390x: "s390x",
+  riscv64: "riscv64",
+};
 
 function run(cmd: string, args: string[], input?: string): void {
   const r = spawnSync(cmd, args, { encoding: "utf8", input });
@@ -92,22 +105,40 @@ export function buildPauseImage(dir: string, ref: string): string {
   };
   const layer = blob(readFileSync(layerTar));
   const platform = { architecture: GO_ARCH[process.arch] ?? process.arch, os: "linux" };
-  const config = blob(Buffer.from(JSON.stringify({
-    ...platform, config: { Entrypoint: ["/pause"] }, rootfs: { type: "layers", diff_ids: [layer.digest] },
-  })));
-  const manifest = blob(Buffer.from(JSON.stringify({
-    schemaVersion: 2, mediaType: "application/vnd.oci.image.manifest.v1+json",
-    config: { mediaType: "application/vnd.oci.image.config.v1+json", ...config },
-    layers: [{ mediaType: "application/vnd.oci.image.layer.v1.tar", ...layer }],
-  })));
+  const config = blob(
+    Buffer.from(
+      JSON.stringify({
+        ...platform,
+        config: { Entrypoint: ["/pause"] },
+        rootfs: { type: "layers", diff_ids: [layer.digest] },
+      }),
+    ),
+  );
+  const manifest = blob(
+    Buffer.from(
+      JSON.stringify({
+        schemaVersion: 2,
+        mediaType: "application/vnd.oci.image.manifest.v1+json",
+        config: { mediaType: "application/vnd.oci.image.config.v1+json", ...config },
+        layers: [{ mediaType: "application/vnd.oci.image.layer.v1.tar", ...layer }],
+      }),
+    ),
+  );
   writeFileSync(path.join(layout, "oci-layout"), JSON.stringify({ imageLayoutVersion: "1.0.0" }));
-  writeFileSync(path.join(layout, "index.json"), JSON.stringify({
-    schemaVersion: 2,
-    manifests: [{
-      mediaType: "application/vnd.oci.image.manifest.v1+json", ...manifest, platform,
-      annotations: { "io.containerd.image.name": ref, "org.opencontainers.image.ref.name": ref.split(":").pop() },
-    }],
-  }));
+  writeFileSync(
+    path.join(layout, "index.json"),
+    JSON.stringify({
+      schemaVersion: 2,
+      manifests: [
+        {
+          mediaType: "application/vnd.oci.image.manifest.v1+json",
+          ...manifest,
+          platform,
+          annotations: { "io.containerd.image.name": ref, "org.opencontainers.image.ref.name": ref.split(":").pop() },
+        },
+      ],
+    }),
+  );
   const archive = path.join(dir, "pause-image.tar");
   run("tar", ["--owner=0", "--group=0", "--numeric-owner", "-C", layout, "-cf", archive, "oci-layout", "index.json", "blobs"]);
   return archive;
@@ -194,7 +225,9 @@ function configToml(o: ContainerdOptions, dirs: { root: string; state: string; s
     "  SystemdCgroup = false",
     // The CNI table of docs/runtimes.md, as an operator copies it, with this containerd's directories.
     ...substitute(docSnippet("docs/runtimes.md", "containerd-config"), { '"/opt/cni/bin"': q(o.cniBinDir), '"/etc/cni/net.d"': q(o.cniConfDir) })
-      .trimEnd().split("\n").filter((line) => line !== "version = 2"),
+      .trimEnd()
+      .split("\n")
+      .filter((line) => line !== "version = 2"),
     "  max_conf_num = 1",
     "",
   ].join("\n");
@@ -279,8 +312,19 @@ export class PrivateContainerd {
       'shift; exec "$@"',
     ].join("\n");
     const command = o.pinned
-      // The pinned namespace has its sysfs and cgroups already; /run/containerd is containerd's alone all the same.
-      ? ["nsenter", `--mount=${o.pinned.mountNs}`, "sh", "-c", script.replace(/^.*mount --rbind.*$/m, ":"), "sh", cgroups, "containerd", "--config", config]
+      ? // The pinned namespace has its sysfs and cgroups already; /run/containerd is containerd's alone all the same.
+        [
+          "nsenter",
+          `--mount=${o.pinned.mountNs}`,
+          "sh",
+          "-c",
+          script.replace(/^.*mount --rbind.*$/m, ":"),
+          "sh",
+          cgroups,
+          "containerd",
+          "--config",
+          config,
+        ]
       : ["unshare", "--mount", "--propagation", "private", "sh", "-c", script, "sh", cgroups, "containerd", "--config", config];
     const argv = o.hostNetns ? ["nsenter", `--net=${o.hostNetns}`, ...command] : command;
     const logFd = openSync(this.log, "a");
@@ -352,11 +396,15 @@ export class PrivateContainerd {
     if (this.client && !this.exited) {
       try {
         const sandboxes = await this.client.listPodSandbox();
-        await Promise.allSettled(sandboxes.map(async (s) => {
-          await this.client!.stopPodSandbox(s.id);
-          await this.client!.removePodSandbox(s.id);
-        }));
-      } catch { /* containerd is going away anyway */ }
+        await Promise.allSettled(
+          sandboxes.map(async (s) => {
+            await this.client!.stopPodSandbox(s.id);
+            await this.client!.removePodSandbox(s.id);
+          }),
+        );
+      } catch {
+        /* containerd is going away anyway */
+      }
     }
     this.client?.close();
     this.client = undefined;
@@ -374,20 +422,26 @@ export class PrivateContainerd {
     if (this.child?.pid && !this.exited) {
       try {
         process.kill(this.child.pid, "SIGKILL");
-      } catch { /* gone */ }
+      } catch {
+        /* gone */
+      }
     }
     // Shims name containerd's socket on their command line; sandboxes sit under this instance's cgroup parent.
     for (const pid of listPids()) {
       const cmdline = readProc(pid, "cmdline").split("\0");
       if (cmdline[0]?.includes("containerd-shim") && cmdline.includes(this.socket)) killPid(pid);
     }
-    const cgroupDirs = cgroupRoots().map((r) => path.join(r, this.cgroupParent)).filter((d) => existsSync(d));
+    const cgroupDirs = cgroupRoots()
+      .map((r) => path.join(r, this.cgroupParent))
+      .filter((d) => existsSync(d));
     for (const dir of cgroupDirs) for (const pid of cgroupPids(dir)) killPid(pid);
     for (const dir of cgroupDirs) removeCgroupTree(dir);
     if (this.createdRunDir) {
       try {
         rmdirSync("/run/containerd");
-      } catch { /* still a mount point of another private containerd, or not empty */ }
+      } catch {
+        /* still a mount point of another private containerd, or not empty */
+      }
     }
     // Its mount namespace dies with its last process; nothing of it is mounted in ours, but be sure.
     for (const mountPoint of mountsUnder(this.options.base).reverse()) spawnSync("umount", ["-l", mountPoint]);
@@ -401,7 +455,9 @@ export function netnsOf(info: ContainerdSandboxInfo): SandboxNetns | undefined {
 }
 
 function listPids(): number[] {
-  return readdirSync("/proc").filter((d) => /^\d+$/.test(d)).map(Number);
+  return readdirSync("/proc")
+    .filter((d) => /^\d+$/.test(d))
+    .map(Number);
 }
 
 function readProc(pid: number, file: string): string {
@@ -415,14 +471,21 @@ function readProc(pid: number, file: string): string {
 function killPid(pid: number): void {
   try {
     process.kill(pid, "SIGKILL");
-  } catch { /* gone */ }
+  } catch {
+    /* gone */
+  }
 }
 
 /** Every cgroup hierarchy root: /sys/fs/cgroup itself (v2) and its v1 controller mounts. */
 function cgroupRoots(): string[] {
   const base = "/sys/fs/cgroup";
   if (!existsSync(base)) return [];
-  return [base, ...readdirSync(base).map((d) => path.join(base, d)).filter((d) => existsSync(path.join(d, "cgroup.procs")))];
+  return [
+    base,
+    ...readdirSync(base)
+      .map((d) => path.join(base, d))
+      .filter((d) => existsSync(path.join(d, "cgroup.procs"))),
+  ];
 }
 
 function cgroupPids(dir: string): number[] {
@@ -431,7 +494,9 @@ function cgroupPids(dir: string): number[] {
     try {
       pids.push(...readFileSync(path.join(d, "cgroup.procs"), "utf8").split("\n").filter(Boolean).map(Number));
       for (const e of readdirSync(d, { withFileTypes: true })) if (e.isDirectory()) walk(path.join(d, e.name));
-    } catch { /* raced with removal */ }
+    } catch {
+      /* raced with removal */
+    }
   };
   walk(dir);
   return pids;
@@ -441,12 +506,15 @@ function removeCgroupTree(dir: string): void {
   try {
     for (const e of readdirSync(dir, { withFileTypes: true })) if (e.isDirectory()) removeCgroupTree(path.join(dir, e.name));
     rmdirSync(dir);
-  } catch { /* busy or gone */ }
+  } catch {
+    /* busy or gone */
+  }
 }
 
 /** Mount points in this mount namespace at or under `dir`. */
 function mountsUnder(dir: string): string[] {
-  return readFileSync("/proc/self/mountinfo", "utf8").split("\n")
+  return readFileSync("/proc/self/mountinfo", "utf8")
+    .split("\n")
     .map((line) => line.split(" ")[4] ?? "")
     .filter((m) => m === dir || m.startsWith(`${dir}/`));
 }

@@ -11,9 +11,23 @@ import { ROOT } from "./harness.js";
 
 export const CRI_PROTO = path.join(ROOT, "src/testing/cri/runtime-v1.proto");
 
-export interface PodSandboxMetadata { name: string; uid: string; namespace: string; attempt?: number }
-export interface PortMapping { protocol?: "TCP" | "UDP" | "SCTP"; containerPort: number; hostPort: number; hostIp?: string }
-export interface DnsConfig { servers?: string[]; searches?: string[]; options?: string[] }
+export interface PodSandboxMetadata {
+  name: string;
+  uid: string;
+  namespace: string;
+  attempt?: number;
+}
+export interface PortMapping {
+  protocol?: "TCP" | "UDP" | "SCTP";
+  containerPort: number;
+  hostPort: number;
+  hostIp?: string;
+}
+export interface DnsConfig {
+  servers?: string[];
+  searches?: string[];
+  options?: string[];
+}
 
 export interface PodSandboxConfig {
   metadata: PodSandboxMetadata;
@@ -47,9 +61,19 @@ export interface PodSandbox {
   labels: Record<string, string>;
 }
 
-export interface RuntimeCondition { type: string; status: boolean; reason: string; message: string }
+export interface RuntimeCondition {
+  type: string;
+  status: boolean;
+  reason: string;
+  message: string;
+}
 
-export interface VersionResponse { version: string; runtimeName: string; runtimeVersion: string; runtimeApiVersion: string }
+export interface VersionResponse {
+  version: string;
+  runtimeName: string;
+  runtimeVersion: string;
+  runtimeApiVersion: string;
+}
 
 /** What containerd's CRI puts, as JSON, under the "info" key of a verbose PodSandboxStatus. */
 export interface ContainerdSandboxInfo {
@@ -69,7 +93,14 @@ let loaded: { runtime: ServiceCtor; image: ServiceCtor } | undefined;
 
 function services(): { runtime: ServiceCtor; image: ServiceCtor } {
   if (!loaded) {
-    const definition = protoLoader.loadSync(CRI_PROTO, { keepCase: false, longs: String, enums: String, defaults: true, arrays: true, objects: true });
+    const definition = protoLoader.loadSync(CRI_PROTO, {
+      keepCase: false,
+      longs: String,
+      enums: String,
+      defaults: true,
+      arrays: true,
+      objects: true,
+    });
     const runtimeV1 = (grpc.loadPackageDefinition(definition) as unknown as { runtime: { v1: Record<string, ServiceCtor> } }).runtime.v1;
     loaded = { runtime: runtimeV1["RuntimeService"]!, image: runtimeV1["ImageService"]! };
   }
@@ -78,7 +109,11 @@ function services(): { runtime: ServiceCtor; image: ServiceCtor } {
 
 /** A CRI call that failed: the method, the gRPC status name and the runtime's message. */
 export class CriError extends Error {
-  constructor(readonly method: string, readonly code: grpc.status, readonly details: string) {
+  constructor(
+    readonly method: string,
+    readonly code: grpc.status,
+    readonly details: string,
+  ) {
     super(`CRI ${method} failed (${grpc.status[code] ?? code}): ${details}`);
     this.name = "CriError";
   }
@@ -89,7 +124,10 @@ export class CriClient {
   private readonly image: ServiceClient;
 
   /** `socket` is the runtime's unix socket path; every call gets `timeoutMs` as its deadline. */
-  constructor(readonly socket: string, private readonly timeoutMs = 30_000) {
+  constructor(
+    readonly socket: string,
+    private readonly timeoutMs = 30_000,
+  ) {
     const address = `unix://${socket}`;
     const { runtime, image } = services();
     const options: grpc.ClientOptions = { "grpc.max_receive_message_length": 16 << 20 };
@@ -137,7 +175,10 @@ export class CriClient {
 
   /** The sandbox's status and, containerd-specific, the parsed verbose info. */
   async podSandboxStatus(podSandboxId: string): Promise<{ status: PodSandboxStatus; info: ContainerdSandboxInfo }> {
-    const reply = await this.call<{ status: PodSandboxStatus; info: Record<string, string> }>(this.runtime, "PodSandboxStatus", { podSandboxId, verbose: true });
+    const reply = await this.call<{ status: PodSandboxStatus; info: Record<string, string> }>(this.runtime, "PodSandboxStatus", {
+      podSandboxId,
+      verbose: true,
+    });
     const raw = reply.info["info"];
     return { status: reply.status, info: raw ? (JSON.parse(raw) as ContainerdSandboxInfo) : {} };
   }

@@ -20,8 +20,11 @@ export interface DocBlock {
 /** The fenced blocks of `doc` (a path from the repository's root), in order. */
 export function docBlocks(doc: string): DocBlock[] {
   const text = readFileSync(path.join(ROOT, doc), "utf8");
-  return [...text.matchAll(/^```(\S*)(?:[ \t]+(\S+))?[ \t]*\n([\s\S]*?)^```[ \t]*$/gm)]
-    .map((m) => ({ lang: m[1] ?? "", id: m[2] ?? "", text: m[3]! }));
+  return [...text.matchAll(/^```(\S*)(?:[ \t]+(\S+))?[ \t]*\n([\s\S]*?)^```[ \t]*$/gm)].map((m) => ({
+    lang: m[1] ?? "",
+    id: m[2] ?? "",
+    text: m[3]!,
+  }));
 }
 
 /** The block of `doc` with this id. */
@@ -52,9 +55,10 @@ export type ParsedDoc = Record<string, any>;
  * throws with Python's reason when it does not parse.
  */
 export function parseSnippet(kind: "toml" | "yaml", text: string): unknown {
-  const code = kind === "toml"
-    ? "import sys, json, tomllib; print(json.dumps(tomllib.loads(sys.stdin.read())))"
-    : "import sys, json, yaml; print(json.dumps(list(yaml.safe_load_all(sys.stdin.read()))))";
+  const code =
+    kind === "toml"
+      ? "import sys, json, tomllib; print(json.dumps(tomllib.loads(sys.stdin.read())))"
+      : "import sys, json, yaml; print(json.dumps(list(yaml.safe_load_all(sys.stdin.read()))))";
   const r = spawnSync("python3", ["-c", code], { input: text, encoding: "utf8" });
   if (r.status !== 0) throw new Error(`python3 could not parse the ${kind} block:\n${r.stderr}`);
   return JSON.parse(r.stdout);

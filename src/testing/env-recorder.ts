@@ -16,17 +16,20 @@ const VERSIONS = { cniVersion: "1.0.0", supportedVersions: ["0.3.0", "0.3.1", "0
 /** Makes `<dir>/<name>` a recorder; gives its path. */
 export function installEnvRecorder(dir: string, name: string): string {
   const file = path.join(dir, name);
-  writeFileSync(file, [
-    "#!/bin/sh",
-    'cat > /dev/null',
-    'env -0 > "$0.env"',
-    'if [ -f "$0.fail" ]; then cat "$0.fail"; exit 1; fi',
-    'case "$CNI_COMMAND" in',
-    `  VERSION) printf '%s' '${JSON.stringify(VERSIONS)}' ;;`,
-    `  ADD) printf '%s' '${JSON.stringify(RECORDER_RESULT)}' ;;`,
-    "esac",
-    "",
-  ].join("\n"));
+  writeFileSync(
+    file,
+    [
+      "#!/bin/sh",
+      "cat > /dev/null",
+      'env -0 > "$0.env"',
+      'if [ -f "$0.fail" ]; then cat "$0.fail"; exit 1; fi',
+      'case "$CNI_COMMAND" in',
+      `  VERSION) printf '%s' '${JSON.stringify(VERSIONS)}' ;;`,
+      `  ADD) printf '%s' '${JSON.stringify(RECORDER_RESULT)}' ;;`,
+      "esac",
+      "",
+    ].join("\n"),
+  );
   chmodSync(file, 0o755);
   return file;
 }
@@ -35,7 +38,10 @@ export function installEnvRecorder(dir: string, name: string): string {
 export function recordedEnv(recorder: string): Record<string, string> | undefined {
   const file = `${recorder}.env`;
   if (!existsSync(file)) return undefined;
-  const pairs = readFileSync(file, "utf8").split("\0").filter(Boolean).map((e) => [e.slice(0, e.indexOf("=")), e.slice(e.indexOf("=") + 1)]);
+  const pairs = readFileSync(file, "utf8")
+    .split("\0")
+    .filter(Boolean)
+    .map((e) => [e.slice(0, e.indexOf("=")), e.slice(e.indexOf("=") + 1)]);
   return Object.fromEntries(pairs) as Record<string, string>;
 }
 

@@ -9,7 +9,11 @@ import * as protoLoader from "@grpc/proto-loader";
 import { CRI_PROTO } from "./cri-client.js";
 
 /** A sandbox as the fake lists it (camelCase fields of the proto's PodSandbox). */
-export interface FakeSandbox { id: string; state?: "SANDBOX_READY" | "SANDBOX_NOTREADY"; metadata?: { name: string; namespace: string; uid: string } }
+export interface FakeSandbox {
+  id: string;
+  state?: "SANDBOX_READY" | "SANDBOX_NOTREADY";
+  metadata?: { name: string; namespace: string; uid: string };
+}
 
 /** A running fake: its socket, the sandboxes it lists (change them at will), how often it was asked, its stop. */
 export interface FakeCri {
@@ -25,7 +29,10 @@ let definition: protoLoader.PackageDefinition | undefined;
 /** The proto's service definitions (loaded once). */
 export function criServices(): { runtime: grpc.ServiceDefinition; image: grpc.ServiceDefinition } {
   definition ??= protoLoader.loadSync(CRI_PROTO, { keepCase: false, longs: String, enums: String, defaults: true });
-  return { runtime: definition["runtime.v1.RuntimeService"] as grpc.ServiceDefinition, image: definition["runtime.v1.ImageService"] as grpc.ServiceDefinition };
+  return {
+    runtime: definition["runtime.v1.RuntimeService"] as grpc.ServiceDefinition,
+    image: definition["runtime.v1.ImageService"] as grpc.ServiceDefinition,
+  };
 }
 
 /** Starts a fake CRI runtime on `<dir>/cri.sock` listing `sandboxes`. */
@@ -34,12 +41,15 @@ export async function startFakeCri(dir: string, sandboxes: FakeSandbox[] = []): 
   const server = new grpc.Server();
   const fake: FakeCri = { socket, endpoint: `unix://${socket}`, sandboxes, listed: 0, stop: () => server.forceShutdown() };
   server.addService(criServices().runtime, {
-    Version: (_call: unknown, cb: grpc.sendUnaryData<unknown>) => cb(null, { version: "0.1.0", runtimeName: "fake-cri", runtimeVersion: "1.0", runtimeApiVersion: "v1" }),
+    Version: (_call: unknown, cb: grpc.sendUnaryData<unknown>) =>
+      cb(null, { version: "0.1.0", runtimeName: "fake-cri", runtimeVersion: "1.0", runtimeApiVersion: "v1" }),
     ListPodSandbox: (_call: unknown, cb: grpc.sendUnaryData<unknown>) => {
       fake.listed++;
       cb(null, { items: fake.sandboxes });
     },
   });
-  await new Promise<void>((resolve, reject) => server.bindAsync(`unix://${socket}`, grpc.ServerCredentials.createInsecure(), (e) => (e ? reject(e) : resolve())));
+  await new Promise<void>((resolve, reject) =>
+    server.bindAsync(`unix://${socket}`, grpc.ServerCredentials.createInsecure(), (e) => (e ? reject(e) : resolve())),
+  );
   return fake;
 }

@@ -13,11 +13,33 @@ import type { Dhcp6Sockets } from "../plugins/ipam/dhcp/client6.js";
 import type { Family } from "../plugins/ipam/dhcp/config.js";
 import { hexOf } from "../sys/bytes.js";
 import {
-  decodeIaAddress, decodeIaNa, decodeMessage6, decodeOro, duidLL, encodeIaAddress, encodeIaNa,
-  encodeMessage6, encodeStatus, firstOption, ipv6Bytes, Message6, Option6, Status6, type Dhcp6Message, type Opt6,
+  decodeIaAddress,
+  decodeIaNa,
+  decodeMessage6,
+  decodeOro,
+  duidLL,
+  encodeIaAddress,
+  encodeIaNa,
+  encodeMessage6,
+  encodeStatus,
+  firstOption,
+  ipv6Bytes,
+  Message6,
+  Option6,
+  Status6,
+  type Dhcp6Message,
+  type Opt6,
 } from "../plugins/ipam/dhcp/packet6.js";
 import {
-  BOOTREPLY, decodeMessage, encodeClasslessRoutes, encodeDomainSearch, encodeMessage, ipv4Bytes, messageType, readAddresses, u32Option,
+  BOOTREPLY,
+  decodeMessage,
+  encodeClasslessRoutes,
+  encodeDomainSearch,
+  encodeMessage,
+  ipv4Bytes,
+  messageType,
+  readAddresses,
+  u32Option,
   type DhcpMessage,
 } from "../plugins/ipam/dhcp/packet.js";
 import { MessageType, Option } from "../plugins/ipam/dhcp/option-codes.js";
@@ -120,7 +142,7 @@ export class FakeDhcpServer {
     }
     if (type !== MessageType.Discover && type !== MessageType.Request) return undefined;
     const requested = readAddresses(msg.options.get(Option.RequestedIP))?.[0];
-    const ip = msg.ciaddr !== "0.0.0.0" ? msg.ciaddr : requested ?? this.addressFor(msg);
+    const ip = msg.ciaddr !== "0.0.0.0" ? msg.ciaddr : (requested ?? this.addressFor(msg));
     const replyType = type === MessageType.Discover ? MessageType.Offer : this.refuse ? MessageType.Nak : MessageType.Ack;
     const reply: DhcpMessage = { ...msg, op: BOOTREPLY, yiaddr: replyType === MessageType.Nak ? "0.0.0.0" : ip, options: new Map() };
     reply.options.set(Option.MessageType, Uint8Array.of(replyType));
@@ -134,7 +156,13 @@ export class FakeDhcpServer {
       reply.options.set(Option.DomainNameServer, Uint8Array.from([...ipv4Bytes("10.9.0.53"), ...ipv4Bytes("10.9.0.54")]));
       const asked = msg.options.get(Option.ParameterRequestList) ?? new Uint8Array();
       if (this.classless && asked.includes(Option.ClasslessStaticRoutes)) {
-        reply.options.set(Option.ClasslessStaticRoutes, encodeClasslessRoutes([{ dst: "10.99.0.0/16", router: this.ip }, { dst: "0.0.0.0/0", router: this.ip }]));
+        reply.options.set(
+          Option.ClasslessStaticRoutes,
+          encodeClasslessRoutes([
+            { dst: "10.99.0.0/16", router: this.ip },
+            { dst: "0.0.0.0/0", router: this.ip },
+          ]),
+        );
       }
     } else {
       reply.options.set(Option.Message, Uint8Array.from(Buffer.from("wrong network")));
@@ -154,7 +182,13 @@ export class FakeSockets implements DhcpSockets {
   private queue: Uint8Array[] = [];
   /** Whether the interface has its lease's address configured (then unicast reaches the server). */
   configured = true;
-  constructor(private readonly server: FakeDhcpServer, private readonly clock: FakeClock, readonly netns: string, readonly ifName: string, readonly mac: Uint8Array) {}
+  constructor(
+    private readonly server: FakeDhcpServer,
+    private readonly clock: FakeClock,
+    readonly netns: string,
+    readonly ifName: string,
+    readonly mac: Uint8Array,
+  ) {}
 
   hasAddress(): boolean {
     return this.configured;
@@ -210,7 +244,10 @@ export class FakeDhcp6Server {
   readonly bindings = new Map<string, string>();
   private next: number;
 
-  constructor(readonly serverId = duidLL(1, Uint8Array.of(2, 0, 0, 0, 0, 0xfe)), firstHost = 0x10) {
+  constructor(
+    readonly serverId = duidLL(1, Uint8Array.of(2, 0, 0, 0, 0, 0xfe)),
+    firstHost = 0x10,
+  ) {
     this.next = firstHost;
   }
 
@@ -234,18 +271,27 @@ export class FakeDhcp6Server {
     const key = this.bindingKey(duid, ia.iaid);
     const named = firstOption(msg.options, Option6.ServerID);
     if (named && hexOf(named) !== hexOf(this.serverId)) return undefined; // for another server
-    const options: Opt6[] = [{ code: Option6.ClientID, value: duid }, { code: Option6.ServerID, value: this.serverId }];
+    const options: Opt6[] = [
+      { code: Option6.ClientID, value: duid },
+      { code: Option6.ServerID, value: this.serverId },
+    ];
     const reply = (type: number, iaOptions: Opt6[], extra: Opt6[] = []) => {
-      options.push({ code: Option6.IANA, value: encodeIaNa({ iaid: ia.iaid, t1: this.t1Seconds, t2: this.t2Seconds, options: iaOptions }) }, ...extra);
+      options.push(
+        { code: Option6.IANA, value: encodeIaNa({ iaid: ia.iaid, t1: this.t1Seconds, t2: this.t2Seconds, options: iaOptions }) },
+        ...extra,
+      );
       const oro = firstOption(msg.options, Option6.ORO);
       const asked = oro ? decodeOro(oro) : [];
-      if (asked.includes(Option6.DNSServers)) options.push({ code: Option6.DNSServers, value: Uint8Array.from([...ipv6Bytes("fd00:9::53"), ...ipv6Bytes("fd00:9::54")]) });
+      if (asked.includes(Option6.DNSServers))
+        options.push({ code: Option6.DNSServers, value: Uint8Array.from([...ipv6Bytes("fd00:9::53"), ...ipv6Bytes("fd00:9::54")]) });
       if (asked.includes(Option6.DomainList)) options.push({ code: Option6.DomainList, value: encodeDomainSearch(["tscni.test"]) });
       return encodeMessage6({ type, xid: msg.xid, options });
     };
     const status = (code: number, message: string): Opt6 => ({ code: Option6.StatusCode, value: encodeStatus({ code, message }) });
-    const grant = (address: string, valid = this.validSeconds): Opt6 =>
-      ({ code: Option6.IAAddr, value: encodeIaAddress({ address, preferred: Math.min(this.preferredSeconds, valid), valid, options: [] }) });
+    const grant = (address: string, valid = this.validSeconds): Opt6 => ({
+      code: Option6.IAAddr,
+      value: encodeIaAddress({ address, preferred: Math.min(this.preferredSeconds, valid), valid, options: [] }),
+    });
     switch (msg.type) {
       case Message6.Solicit: {
         if (this.exhausted) return reply(Message6.Advertise, [status(Status6.NoAddrsAvail, "no addresses")]);
@@ -297,7 +343,13 @@ export class FakeSockets6 implements Dhcp6Sockets {
   closed = false;
   readonly hwType = 1;
   private queue: Uint8Array[] = [];
-  constructor(private readonly servers: readonly FakeDhcp6Server[], private readonly clock: FakeClock, readonly netns: string, readonly ifName: string, readonly mac: Uint8Array) {}
+  constructor(
+    private readonly servers: readonly FakeDhcp6Server[],
+    private readonly clock: FakeClock,
+    readonly netns: string,
+    readonly ifName: string,
+    readonly mac: Uint8Array,
+  ) {}
 
   send(payload: Uint8Array): void {
     for (const s of this.servers) {

@@ -22,7 +22,7 @@ export interface FakeEtcdState {
 }
 
 const b64 = (v: unknown): Buffer => Buffer.from(typeof v === "string" ? v : "", "base64");
-const obj = (v: unknown): Record<string, unknown> => (v !== null && typeof v === "object" && !Array.isArray(v) ? v as Record<string, unknown> : {});
+const obj = (v: unknown): Record<string, unknown> => (v !== null && typeof v === "object" && !Array.isArray(v) ? (v as Record<string, unknown>) : {});
 /** Keys are compared as etcd compares them: bytes. Stored as latin1 strings, which keep every byte and its order. */
 const keyOf = (v: unknown): string => b64(v).toString("latin1");
 
@@ -73,7 +73,9 @@ export class FakeEtcd {
 
   /** Every key starting with `prefix`, with its value as text. */
   entries(prefix: string): Array<[string, string]> {
-    return [...this.data].filter(([k]) => k.startsWith(prefix)).map(([k, e]) => [Buffer.from(k, "latin1").toString("utf8"), e.value.toString("utf8")]);
+    return [...this.data]
+      .filter(([k]) => k.startsWith(prefix))
+      .map(([k, e]) => [Buffer.from(k, "latin1").toString("utf8"), e.value.toString("utf8")]);
   }
 
   /** The keys of a range request, in byte order. */
@@ -94,7 +96,10 @@ export class FakeEtcd {
       out["kvs"] = shown.map((k) => {
         const e = this.data.get(k)!;
         return {
-          key: Buffer.from(k, "latin1").toString("base64"), create_revision: String(e.create), mod_revision: String(e.mod), version: String(e.version),
+          key: Buffer.from(k, "latin1").toString("base64"),
+          create_revision: String(e.create),
+          mod_revision: String(e.mod),
+          version: String(e.version),
           ...(r["keys_only"] === true ? {} : { value: e.value.toString("base64") }),
         };
       });
@@ -110,7 +115,12 @@ export class FakeEtcd {
       if (!e) return false;
       cmp = Buffer.compare(e.value, b64(c["value"]));
     } else {
-      const [mine, theirs] = target === "CREATE" ? [e?.create ?? 0, c["create_revision"]] : target === "MOD" ? [e?.mod ?? 0, c["mod_revision"]] : [e?.version ?? 0, c["version"]];
+      const [mine, theirs] =
+        target === "CREATE"
+          ? [e?.create ?? 0, c["create_revision"]]
+          : target === "MOD"
+            ? [e?.mod ?? 0, c["mod_revision"]]
+            : [e?.version ?? 0, c["version"]];
       cmp = Math.sign(mine - Number(theirs ?? 0));
     }
     const result = c["result"] ?? "EQUAL";
@@ -120,7 +130,7 @@ export class FakeEtcd {
   private txn(t: Record<string, unknown>): Record<string, unknown> {
     const compare = Array.isArray(t["compare"]) ? t["compare"] : [];
     const succeeded = compare.every((c) => this.holds(obj(c)));
-    const ops = (Array.isArray(t[succeeded ? "success" : "failure"]) ? t[succeeded ? "success" : "failure"] as unknown[] : []).map(obj);
+    const ops = (Array.isArray(t[succeeded ? "success" : "failure"]) ? (t[succeeded ? "success" : "failure"] as unknown[]) : []).map(obj);
     const writes = ops.some((op) => op["request_put"] !== undefined || op["request_delete_range"] !== undefined);
     const rev = writes ? this.revision + 1 : this.revision;
     const responses = ops.map((op) => {

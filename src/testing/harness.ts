@@ -73,7 +73,11 @@ export class Netns {
       : ["ip", ["netns", "exec", this.name, cmd, ...args]];
   }
   /** Runs a command in this namespace; resolves with stdout/stderr and the exit status (never rejects). */
-  async run(cmd: string, args: string[], opts: { env?: NodeJS.ProcessEnv; input?: string | Buffer; cwd?: string; timeoutMs?: number } = {}): Promise<{ code: number; stdout: string; stderr: string }> {
+  async run(
+    cmd: string,
+    args: string[],
+    opts: { env?: NodeJS.ProcessEnv; input?: string | Buffer; cwd?: string; timeoutMs?: number } = {},
+  ): Promise<{ code: number; stdout: string; stderr: string }> {
     return runCommand(...this.commandLine(cmd, args, opts.cwd), { ...opts, env: this.callEnv(opts.env) });
   }
   /** Synchronous, throwing variant for quick inspection. */
@@ -92,12 +96,21 @@ export class Netns {
   }
 }
 
-export async function runCommand(cmd: string, args: string[], opts: { env?: NodeJS.ProcessEnv; input?: string | Buffer; cwd?: string; timeoutMs?: number } = {}) {
+export async function runCommand(
+  cmd: string,
+  args: string[],
+  opts: { env?: NodeJS.ProcessEnv; input?: string | Buffer; cwd?: string; timeoutMs?: number } = {},
+) {
   return new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
-    const child = execFile(cmd, args, { env: opts.env ?? process.env, maxBuffer: 16 << 20, cwd: opts.cwd, timeout: opts.timeoutMs, killSignal: "SIGKILL" }, (err, stdout, stderr) => {
-      const code = err ? (typeof (err as { code?: unknown }).code === "number" ? (err as { code: number }).code : 1) : 0;
-      resolve({ code, stdout: String(stdout), stderr: String(stderr) });
-    });
+    const child = execFile(
+      cmd,
+      args,
+      { env: opts.env ?? process.env, maxBuffer: 16 << 20, cwd: opts.cwd, timeout: opts.timeoutMs, killSignal: "SIGKILL" },
+      (err, stdout, stderr) => {
+        const code = err ? (typeof (err as { code?: unknown }).code === "number" ? (err as { code: number }).code : 1) : 0;
+        resolve({ code, stdout: String(stdout), stderr: String(stderr) });
+      },
+    );
     // A program may exit without reading its stdin (the launcher answers VERSION itself): not an error.
     child.stdin?.on("error", () => undefined);
     if (opts.input !== undefined) child.stdin?.end(opts.input);
@@ -136,7 +149,9 @@ export class Cleanup {
     for (const action of this.actions.reverse()) {
       try {
         action();
-      } catch { /* keep cleaning */ }
+      } catch {
+        /* keep cleaning */
+      }
     }
     this.actions = [];
   }

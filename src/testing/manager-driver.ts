@@ -27,7 +27,7 @@ async function main(): Promise<void> {
     void (async () => {
       try {
         const value = await m[req.op]!.apply(manager, req.args ?? []);
-        reply({ id: req.id, ok: value instanceof Set ? [...value] : value ?? null });
+        reply({ id: req.id, ok: value instanceof Set ? [...value] : (value ?? null) });
       } catch (e) {
         reply({ id: req.id, error: (e as Error).message, name: (e as Error).name });
       }

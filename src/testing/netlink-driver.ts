@@ -35,18 +35,24 @@ const host = NetNS.host;
 
 await step("bridge", () => ensureBridge("br0", { mtu: 1400, pinMac: true }));
 await step("bridge again", () => ensureBridge("br0", {}));
-await step("veth", () => setupVeth(container, "eth0", { mtu: 1400, mac: "02:00:00:00:aa:01", hostChange: { master: "br0" }, bridgePort: { hairpin: true } }));
+await step("veth", () =>
+  setupVeth(container, "eth0", { mtu: 1400, mac: "02:00:00:00:aa:01", hostChange: { master: "br0" }, bridgePort: { hairpin: true } }),
+);
 await step("veth name taken", () => setupVeth(container, "eth0", {}));
 const result: Result100 = {
   cniVersion: "1.1.0",
   interfaces: [{ name: "eth0", sandbox: container.path }],
   ips: [
-    { interface: 0, address: "10.77.0.2/24", gateway: "10.77.0.1" }, { interface: 0, address: "10.78.0.2/31" },
+    { interface: 0, address: "10.77.0.2/24", gateway: "10.77.0.1" },
+    { interface: 0, address: "10.78.0.2/31" },
     { interface: 0, address: "fd00:77::2/64", gateway: "fd00:77::1" },
   ],
   routes: [
-    { dst: "0.0.0.0/0" }, { dst: "::/0" }, { dst: "10.90.0.0/16", gw: "10.77.0.9", priority: 5, mtu: 1300, advmss: 1200 },
-    { dst: "10.91.0.0/16", table: 100 }, { dst: "fd00:91::/64", table: 1000 },
+    { dst: "0.0.0.0/0" },
+    { dst: "::/0" },
+    { dst: "10.90.0.0/16", gw: "10.77.0.9", priority: 5, mtu: 1300, advmss: 1200 },
+    { dst: "10.91.0.0/16", table: 100 },
+    { dst: "fd00:91::/64", table: 1000 },
   ],
 };
 await step("configure", () => configureInterface(container, "eth0", result));
@@ -87,7 +93,9 @@ await step("tunables MAC", async () => {
   return readLinkTunables(host, "br0");
 });
 await step("tunables missing", () => readLinkTunables(host, "nope0"));
-await step("bridge port flags", () => ip.setBridgePort(host, (steps[2]!.value as { host: { name: string } }).host.name, { hairpin: false, isolated: true }));
+await step("bridge port flags", () =>
+  ip.setBridgePort(host, (steps[2]!.value as { host: { name: string } }).host.name, { hairpin: false, isolated: true }),
+);
 await step("list links", async () => (await ip.listLinks(host)).map((l) => ({ ...l, index: 0, mac: l.name === "br0" ? l.mac : "(random)" })));
 await step("delete with addresses", () => deleteLinkWithAddresses(container, "eth0"));
 await step("delete again", () => deleteLinkWithAddresses(container, "eth0"));
@@ -103,12 +111,22 @@ async function tmpStep(name: string, f: () => Promise<unknown>): Promise<void> {
   if (last.error) last.error.message = tmpNames(last.error.message) as string;
 }
 await step("macvlan master", () => ip.addVeth({ name: "mst0", ns: host, peerName: "mst1", peerNs: host }));
-await tmpStep("macvlan into the container", () => createContainerLink(container, "mv0",
-  { kind: "macvlan", parent: "mst0", macvlanMode: "private", mtu: 1400, mac: "02:00:00:00:dd:01", bcqueuelen: 100 }, host));
+await tmpStep("macvlan into the container", () =>
+  createContainerLink(
+    container,
+    "mv0",
+    { kind: "macvlan", parent: "mst0", macvlanMode: "private", mtu: 1400, mac: "02:00:00:00:dd:01", bcqueuelen: 100 },
+    host,
+  ),
+);
 await tmpStep("macvlan name taken", () => createContainerLink(container, "mv0", { kind: "macvlan", parent: "mst0", macvlanMode: "bridge" }, host));
-await tmpStep("macvlan missing parent", () => createContainerLink(container, "mv9", { kind: "macvlan", parent: "nope0", macvlanMode: "bridge" }, host));
+await tmpStep("macvlan missing parent", () =>
+  createContainerLink(container, "mv9", { kind: "macvlan", parent: "nope0", macvlanMode: "bridge" }, host),
+);
 await step("container master", () => ip.addVeth({ name: "cm0", ns: container, peerName: "cm1", peerNs: container }));
-await tmpStep("macvlan in the container", () => createContainerLink(container, "mv1", { kind: "macvlan", parent: "cm0", macvlanMode: "source" }, container));
+await tmpStep("macvlan in the container", () =>
+  createContainerLink(container, "mv1", { kind: "macvlan", parent: "cm0", macvlanMode: "source" }, container),
+);
 await tmpStep("ipvlan", () => createContainerLink(container, "iv0", { kind: "ipvlan", parent: "mst0", ipvlanMode: "l3s", mtu: 1400 }, host));
 await tmpStep("vlan", () => createContainerLink(container, "vl0", { kind: "vlan", parent: "mst0", vlanId: 100 }, host));
 await step("dummy", () => ip.createLink(container, { name: "du0", kind: "dummy" }));
@@ -117,6 +135,8 @@ await step("rename and move", async () => {
   await ip.moveLink(container, "mv2", host, "mv3");
   return ip.getLink(host, "mv3");
 });
-await step("container links", async () => (await ip.listLinks(container)).map((l) => ({ ...l, mac: l.mac.startsWith("02:00:00:00:") ? l.mac : "(random)" })));
+await step("container links", async () =>
+  (await ip.listLinks(container)).map((l) => ({ ...l, mac: l.mac.startsWith("02:00:00:00:") ? l.mac : "(random)" })),
+);
 
 process.stdout.write(JSON.stringify({ steps, ipRuns: toolSpawnsOf("ip"), netnsKept: ownNetns() === before }) + "\n");

@@ -16,15 +16,18 @@ if (verb === "list") {
 } else if (verb === "add") {
   const spec = JSON.parse(rest[0]!) as { chains: string[]; rules: RuleToAdd[] };
   try {
-    console.log(await nftAddRules(nfproto, table!, spec.chains, spec.rules, "test addition") ? "ok" : "not encodable");
+    console.log((await nftAddRules(nfproto, table!, spec.chains, spec.rules, "test addition")) ? "ok" : "not encodable");
   } catch (e) {
     console.log(`error: ${(e as Error).message}`);
   }
 } else {
-  const rules = (rest[0] ?? "").split(",").filter(Boolean).map((r) => {
-    const [chain, handle] = r.split(":");
-    return { chain: chain!, handle: BigInt(handle!) };
-  });
+  const rules = (rest[0] ?? "")
+    .split(",")
+    .filter(Boolean)
+    .map((r) => {
+      const [chain, handle] = r.split(":");
+      return { chain: chain!, handle: BigInt(handle!) };
+    });
   try {
     await nftDelete(nfproto, table!, rules, (rest[1] ?? "").split(",").filter(Boolean), "test deletion");
     console.log("ok");

@@ -17,7 +17,9 @@ const MOUNT_DIR = "/run/tscni-test-mnt";
 
 function ensureMountDir(): void {
   mkdirSync(MOUNT_DIR, { recursive: true });
-  const mounted = readFileSync("/proc/self/mountinfo", "utf8").split("\n").some((l) => l.split(" ")[4] === MOUNT_DIR);
+  const mounted = readFileSync("/proc/self/mountinfo", "utf8")
+    .split("\n")
+    .some((l) => l.split(" ")[4] === MOUNT_DIR);
   if (!mounted) {
     execFileSync("mount", ["--bind", MOUNT_DIR, MOUNT_DIR]);
     execFileSync("mount", ["--make-private", MOUNT_DIR]);
@@ -37,9 +39,23 @@ export function pinMountNamespace(netnsName: string, dir: string): PinnedMount {
   writeFileSync(mountNs, "");
   const keep = path.join(dir, "cgroup-keep");
   mkdirSync(keep, { recursive: true });
-  const pin = spawnSync("unshare", [`--mount=${mountNs}`, "--propagation", "slave", "nsenter", `--net=/run/netns/${netnsName}`, "--",
-    "sh", "-c", 'mount --rbind /sys/fs/cgroup "$1" && mount -t sysfs sysfs /sys && mount --move "$1" /sys/fs/cgroup', "sh", keep],
-  { encoding: "utf8" });
+  const pin = spawnSync(
+    "unshare",
+    [
+      `--mount=${mountNs}`,
+      "--propagation",
+      "slave",
+      "nsenter",
+      `--net=/run/netns/${netnsName}`,
+      "--",
+      "sh",
+      "-c",
+      'mount --rbind /sys/fs/cgroup "$1" && mount -t sysfs sysfs /sys && mount --move "$1" /sys/fs/cgroup',
+      "sh",
+      keep,
+    ],
+    { encoding: "utf8" },
+  );
   if (pin.status !== 0) {
     rmSync(mountNs, { force: true });
     throw new Error(`cannot pin a mount namespace for ${netnsName}: ${pin.stderr}`);

@@ -52,7 +52,9 @@ export function runPlugin(binDir: string, plugin: string, call: PluginCall, conf
       let json: unknown;
       try {
         json = stdout.trim() ? JSON.parse(stdout) : undefined;
-      } catch { /* not JSON */ }
+      } catch {
+        /* not JSON */
+      }
       resolve({ exitCode: code ?? -1, stdout, stderr, json });
     });
     child.stdin.on("error", () => undefined); // a program that exits without reading its stdin: judged by its exit

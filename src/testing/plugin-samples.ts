@@ -29,10 +29,25 @@ export const SAMPLES: Record<string, Sample[]> = {
   bridge: [
     {
       config: {
-        ...COMMON, type: "bridge", bridge: "brsample", isGateway: true, isDefaultGateway: true, forceAddress: true, ipMasq: true,
-        ipMasqBackend: "nftables", mtu: 1400, hairpinMode: true, vlan: 10, vlanTrunk: [{ id: 20 }, { minID: 30, maxID: 32 }],
-        preserveDefaultVlan: true, macspoofchk: true, enabledad: true, portIsolation: true, ipam: { type: "host-local" },
-        args: { cni: { mac: "0a:58:0a:01:00:07" } }, runtimeConfig: { mac: "0a:58:0a:01:00:08" },
+        ...COMMON,
+        type: "bridge",
+        bridge: "brsample",
+        isGateway: true,
+        isDefaultGateway: true,
+        forceAddress: true,
+        ipMasq: true,
+        ipMasqBackend: "nftables",
+        mtu: 1400,
+        hairpinMode: true,
+        vlan: 10,
+        vlanTrunk: [{ id: 20 }, { minID: 30, maxID: 32 }],
+        preserveDefaultVlan: true,
+        macspoofchk: true,
+        enabledad: true,
+        portIsolation: true,
+        ipam: { type: "host-local" },
+        args: { cni: { mac: "0a:58:0a:01:00:07" } },
+        runtimeConfig: { mac: "0a:58:0a:01:00:08" },
       },
       cniArgs: "IgnoreUnknown=1;MAC=0a:58:0a:01:00:09",
     },
@@ -42,13 +57,24 @@ export const SAMPLES: Record<string, Sample[]> = {
   "host-local": [
     {
       config: {
-        ...COMMON, type: "bridge",
+        ...COMMON,
+        type: "bridge",
         ipam: {
-          type: "host-local", name: "x", subnet: "10.2.0.0/24", rangeStart: "10.2.0.10", rangeEnd: "10.2.0.20", gateway: "10.2.0.1",
+          type: "host-local",
+          name: "x",
+          subnet: "10.2.0.0/24",
+          rangeStart: "10.2.0.10",
+          rangeEnd: "10.2.0.20",
+          gateway: "10.2.0.1",
           ranges: [[{ subnet: "10.3.0.0/24", rangeStart: "10.3.0.5", rangeEnd: "10.3.0.9", gateway: "10.3.0.1" }], [{ subnet: "fd00:3::/64" }]],
-          routes: ROUTES, dataDir: "/run/tscni-sample", resolvConf: "/etc/resolv.conf",
+          routes: ROUTES,
+          dataDir: "/run/tscni-sample",
+          resolvConf: "/etc/resolv.conf",
         },
-        runtimeConfig: { ipRanges: [[{ subnet: "10.4.0.0/24", rangeStart: "10.4.0.2", rangeEnd: "10.4.0.3", gateway: "10.4.0.1" }]], ips: ["10.4.0.2"] },
+        runtimeConfig: {
+          ipRanges: [[{ subnet: "10.4.0.0/24", rangeStart: "10.4.0.2", rangeEnd: "10.4.0.3", gateway: "10.4.0.1" }]],
+          ips: ["10.4.0.2"],
+        },
         args: { cni: { ips: ["10.3.0.5"] } },
       },
       cniArgs: "IgnoreUnknown=1;IP=10.2.0.11",
@@ -57,9 +83,13 @@ export const SAMPLES: Record<string, Sample[]> = {
   static: [
     {
       config: {
-        ...COMMON, type: "bridge",
+        ...COMMON,
+        type: "bridge",
         ipam: {
-          type: "static", name: "x", routes: ROUTES, addresses: [{ address: "10.5.0.2/24", gateway: "10.5.0.1" }],
+          type: "static",
+          name: "x",
+          routes: ROUTES,
+          addresses: [{ address: "10.5.0.2/24", gateway: "10.5.0.1" }],
           dns: { nameservers: ["10.5.0.53"], domain: "d", search: ["s"], options: ["o"] },
         },
       },
@@ -70,12 +100,19 @@ export const SAMPLES: Record<string, Sample[]> = {
   dhcp: [
     {
       config: {
-        ...COMMON, type: "macvlan",
+        ...COMMON,
+        type: "macvlan",
         ipam: {
-          type: "dhcp", daemonSocketPath: "/run/tscni-sample/dhcp.sock", priority: 10,
-          provide: [{ option: "host-name", value: "sample" }, { option: "user-class", fromArg: "CLASS" }],
+          type: "dhcp",
+          daemonSocketPath: "/run/tscni-sample/dhcp.sock",
+          priority: 10,
+          provide: [
+            { option: "host-name", value: "sample" },
+            { option: "user-class", fromArg: "CLASS" },
+          ],
           request: [{ option: "121" }, { option: "routers", skipDefault: true }],
-          families: ["ipv4", "ipv6"], duidType: "uuid",
+          families: ["ipv4", "ipv6"],
+          duidType: "uuid",
         },
       },
       cniArgs: "IgnoreUnknown=1;CLASS=gold",
@@ -84,8 +121,15 @@ export const SAMPLES: Record<string, Sample[]> = {
   portmap: [
     {
       config: {
-        ...COMMON, type: "portmap", snat: false, masqAll: true, markMasqBit: 12, conditionsV4: ["-d", "10.8.0.1"], conditionsV6: ["!", "-d", "fd00::1"],
-        backend: "iptables", dataDir: "/run/tscni-sample",
+        ...COMMON,
+        type: "portmap",
+        snat: false,
+        masqAll: true,
+        markMasqBit: 12,
+        conditionsV4: ["-d", "10.8.0.1"],
+        conditionsV6: ["!", "-d", "fd00::1"],
+        backend: "iptables",
+        dataDir: "/run/tscni-sample",
         runtimeConfig: { portMappings: [{ hostPort: 8080, containerPort: 80, protocol: "tcp", hostIP: "127.0.0.1" }] },
       },
     },
@@ -94,21 +138,49 @@ export const SAMPLES: Record<string, Sample[]> = {
   tuning: [
     {
       config: {
-        ...COMMON, type: "tuning", sysctl: { "net.ipv4.conf.IFNAME.rp_filter": "1" }, mac: "0a:58:0a:01:00:0a", promisc: true, mtu: 1300,
-        allmulti: true, txQLen: 500, dataDir: "/run/tscni-sample", runtimeConfig: { mac: "0a:58:0a:01:00:0b" },
-        args: { cni: { sysctl: { "net.ipv4.conf.IFNAME.arp_notify": "1" }, mac: "0a:58:0a:01:00:0c", promisc: false, mtu: 1280, allmulti: false, txQLen: 100 } },
+        ...COMMON,
+        type: "tuning",
+        sysctl: { "net.ipv4.conf.IFNAME.rp_filter": "1" },
+        mac: "0a:58:0a:01:00:0a",
+        promisc: true,
+        mtu: 1300,
+        allmulti: true,
+        txQLen: 500,
+        dataDir: "/run/tscni-sample",
+        runtimeConfig: { mac: "0a:58:0a:01:00:0b" },
+        args: {
+          cni: {
+            sysctl: { "net.ipv4.conf.IFNAME.arp_notify": "1" },
+            mac: "0a:58:0a:01:00:0c",
+            promisc: false,
+            mtu: 1280,
+            allmulti: false,
+            txQLen: 100,
+          },
+        },
       },
     },
   ],
   bandwidth: [
     { config: { ...COMMON, type: "bandwidth", ingressRate: 8000, ingressBurst: 16000, egressRate: 8000, egressBurst: 16000 } },
-    { config: { ...COMMON, type: "bandwidth", runtimeConfig: { bandwidth: { ingressRate: 1000000, ingressBurst: 2000000, egressRate: 500000, egressBurst: 1000000 } } } },
+    {
+      config: {
+        ...COMMON,
+        type: "bandwidth",
+        runtimeConfig: { bandwidth: { ingressRate: 1000000, ingressBurst: 2000000, egressRate: 500000, egressBurst: 1000000 } },
+      },
+    },
   ],
   firewall: [
     {
       config: {
-        ...COMMON, type: "firewall", backend: "iptables", iptablesAdminChainName: "SAMPLE-ADMIN", firewalldZone: "trusted",
-        ingressPolicy: "same-bridge", dataDir: "/run/tscni-sample",
+        ...COMMON,
+        type: "firewall",
+        backend: "iptables",
+        iptablesAdminChainName: "SAMPLE-ADMIN",
+        firewalldZone: "trusted",
+        ingressPolicy: "same-bridge",
+        dataDir: "/run/tscni-sample",
       },
     },
   ],
@@ -117,8 +189,17 @@ export const SAMPLES: Record<string, Sample[]> = {
   macvlan: [
     {
       config: {
-        ...COMMON, type: "macvlan", master: "eth0", mode: "private", mtu: 1400, mac: "0a:58:0a:01:00:0d", linkInContainer: true, bcqueuelen: 100,
-        ipam: { type: "host-local" }, args: { cni: { mac: "0a:58:0a:01:00:0e" } }, runtimeConfig: { mac: "0a:58:0a:01:00:0f" },
+        ...COMMON,
+        type: "macvlan",
+        master: "eth0",
+        mode: "private",
+        mtu: 1400,
+        mac: "0a:58:0a:01:00:0d",
+        linkInContainer: true,
+        bcqueuelen: 100,
+        ipam: { type: "host-local" },
+        args: { cni: { mac: "0a:58:0a:01:00:0e" } },
+        runtimeConfig: { mac: "0a:58:0a:01:00:0f" },
       },
       cniArgs: "IgnoreUnknown=1;MAC=0a:58:0a:01:00:10",
     },
@@ -127,7 +208,9 @@ export const SAMPLES: Record<string, Sample[]> = {
     { config: { ...COMMON, type: "ipvlan", master: "eth0", mode: "l3s", mtu: 1400, linkInContainer: true, ipam: { type: "host-local" } } },
     {
       config: {
-        ...COMMON, type: "ipvlan", mode: "l3",
+        ...COMMON,
+        type: "ipvlan",
+        mode: "l3",
         prevResult: { cniVersion: "1.0.0", interfaces: [{ name: "host0" }], ips: [{ address: "10.1.0.9/24", interface: 0 }] },
       },
     },
@@ -137,8 +220,17 @@ export const SAMPLES: Record<string, Sample[]> = {
   tap: [
     {
       config: {
-        ...COMMON, type: "tap", multiQueue: true, mtu: 1400, mac: "0a:58:0a:01:00:11", owner: 1000, group: 100, selinuxContext: "system_u:system_r:container_t:s0",
-        bridge: "br0", args: { cni: { mac: "0a:58:0a:01:00:12" } }, runtimeConfig: { mac: "0a:58:0a:01:00:13" },
+        ...COMMON,
+        type: "tap",
+        multiQueue: true,
+        mtu: 1400,
+        mac: "0a:58:0a:01:00:11",
+        owner: 1000,
+        group: 100,
+        selinuxContext: "system_u:system_r:container_t:s0",
+        bridge: "br0",
+        args: { cni: { mac: "0a:58:0a:01:00:12" } },
+        runtimeConfig: { mac: "0a:58:0a:01:00:13" },
       },
       cniArgs: "IgnoreUnknown=1;MAC=0a:58:0a:01:00:14",
     },
@@ -153,8 +245,12 @@ export const SAMPLES: Record<string, Sample[]> = {
   flannel: [
     {
       config: {
-        ...COMMON, type: "flannel", subnetFile: "/run/tscni-sample/subnet.env", dataDir: "/run/tscni-sample",
-        delegate: { type: "bridge", bridge: "cni0", isDefaultGateway: true }, ipam: { routes: [{ dst: "10.96.0.0/12" }] },
+        ...COMMON,
+        type: "flannel",
+        subnetFile: "/run/tscni-sample/subnet.env",
+        dataDir: "/run/tscni-sample",
+        delegate: { type: "bridge", bridge: "cni0", isDefaultGateway: true },
+        ipam: { routes: [{ dst: "10.96.0.0/12" }] },
         runtimeConfig: { portMappings: [{ hostPort: 8080, containerPort: 80, protocol: "tcp" }] },
       },
     },
@@ -162,14 +258,31 @@ export const SAMPLES: Record<string, Sample[]> = {
   "cluster-ipam": [
     {
       config: {
-        ...COMMON, type: "bridge",
+        ...COMMON,
+        type: "bridge",
         ipam: {
-          type: "cluster-ipam", name: "x", nodeName: "node-1", blockSize: 28, blockSizeV6: 120, exclude: ["10.10.0.0/28", "10.10.0.99"],
-          lockDir: "/run/tscni-sample", nodeGraceSeconds: 3600, routes: ROUTES, dns: { nameservers: ["10.10.0.53"], domain: "d", search: ["s"], options: ["o"] },
+          type: "cluster-ipam",
+          name: "x",
+          nodeName: "node-1",
+          blockSize: 28,
+          blockSizeV6: 120,
+          exclude: ["10.10.0.0/28", "10.10.0.99"],
+          lockDir: "/run/tscni-sample",
+          nodeGraceSeconds: 3600,
+          routes: ROUTES,
+          dns: { nameservers: ["10.10.0.53"], domain: "d", search: ["s"], options: ["o"] },
           ranges: [[{ subnet: "10.10.0.0/24", rangeStart: "10.10.0.5", rangeEnd: "10.10.0.200", gateway: "10.10.0.1" }], [{ subnet: "fd10::/64" }]],
           etcd: {
-            endpoints: ["https://127.0.0.1:2379", "https://127.0.0.2:2379"], certFile: "/etc/tscni/etcd.crt", keyFile: "/etc/tscni/etcd.key",
-            caFile: "/etc/tscni/ca.crt", username: "cni", password: "secret", prefix: "/sample/ipam", dialTimeoutMs: 500, requestTimeoutMs: 3000, callTimeoutMs: 60000,
+            endpoints: ["https://127.0.0.1:2379", "https://127.0.0.2:2379"],
+            certFile: "/etc/tscni/etcd.crt",
+            keyFile: "/etc/tscni/etcd.key",
+            caFile: "/etc/tscni/ca.crt",
+            username: "cni",
+            password: "secret",
+            prefix: "/sample/ipam",
+            dialTimeoutMs: 500,
+            requestTimeoutMs: 3000,
+            callTimeoutMs: 60000,
           },
         },
         runtimeConfig: { ips: ["10.10.0.7"] },
@@ -180,16 +293,26 @@ export const SAMPLES: Record<string, Sample[]> = {
   ],
   dnsname: [
     {
-      config: { ...COMMON, type: "dnsname", domainName: "dns.sample", capabilities: { aliases: true }, runtimeConfig: { aliases: { samplenet: ["db", "cache.internal", "my_alias"] } } },
+      config: {
+        ...COMMON,
+        type: "dnsname",
+        domainName: "dns.sample",
+        capabilities: { aliases: true },
+        runtimeConfig: { aliases: { samplenet: ["db", "cache.internal", "my_alias"] } },
+      },
       cniArgs: "IgnoreUnknown=1;K8S_POD_NAMESPACE=default;K8S_POD_NAME=web-1",
     },
     {
       config: {
-        ...COMMON, type: "dnsname",
+        ...COMMON,
+        type: "dnsname",
         prevResult: {
           cniVersion: COMMON.cniVersion,
           interfaces: [{ name: "cni-podman1" }, { name: "veth2" }, { name: "eth0", sandbox: "/run/netns/y" }],
-          ips: [{ version: "4", address: "10.89.0.5/24", gateway: "10.89.0.1", interface: 2 }, { version: "6", address: "fd00:89::5/64", interface: 2 }],
+          ips: [
+            { version: "4", address: "10.89.0.5/24", gateway: "10.89.0.1", interface: 2 },
+            { version: "6", address: "fd00:89::5/64", interface: 2 },
+          ],
         },
       },
       cniArgs: "K8S_POD_NAME=exciting_chebyshev",

@@ -32,8 +32,20 @@ export function startResidentHost(netnsName: string, dir: string, cnitool: strin
   const log = path.join(dir, "daemon.log");
   // Started through a shell that exits at once: the server is nobody's child here (this process, blocked in a
   // synchronous cleanup, could not reap it).
-  const started = spawnSync("sh", ["-c", 'nsenter --net="$1" --mount="$2" -- "$3" daemon --warm-up 20 --socket "$4" </dev/null >>"$5" 2>&1 & echo $!', "sh",
-    `/run/netns/${netnsName}`, mountNs, cnitool, socket, log], { encoding: "utf8" });
+  const started = spawnSync(
+    "sh",
+    [
+      "-c",
+      'nsenter --net="$1" --mount="$2" -- "$3" daemon --warm-up 20 --socket "$4" </dev/null >>"$5" 2>&1 & echo $!',
+      "sh",
+      `/run/netns/${netnsName}`,
+      mountNs,
+      cnitool,
+      socket,
+      log,
+    ],
+    { encoding: "utf8" },
+  );
   const pid = Number(started.stdout.trim());
   // Calls before it listens would only fall back to exec, but the pass is meant to be served.
   spawnSync("sh", ["-c", 'for i in $(seq 200); do [ -S "$1" ] && exit 0; sleep 0.01; done; exit 1', "sh", socket]);
@@ -44,14 +56,19 @@ export function startResidentHost(netnsName: string, dir: string, cnitool: strin
     stop() {
       if (stopped) return;
       stopped = true;
-      const status = spawnSync("nsenter", [`--net=/run/netns/${netnsName}`, `--mount=${mountNs}`, "--", cnitool, "daemon", "status", "--socket", socket],
-        { encoding: "utf8" });
+      const status = spawnSync(
+        "nsenter",
+        [`--net=/run/netns/${netnsName}`, `--mount=${mountNs}`, "--", cnitool, "daemon", "status", "--socket", socket],
+        { encoding: "utf8" },
+      );
       const served = status.status === 0 ? (JSON.parse(status.stdout) as { served: number }).served : -1;
       try {
         process.kill(pid, "SIGTERM");
         // Its socket goes when the calls under way have finished (waiting for the pid would wait for init to reap it).
         spawnSync("sh", ["-c", 'for i in $(seq 3000); do [ -S "$1" ] || exit 0; sleep 0.01; done', "sh", socket]);
-      } catch { /* already gone */ }
+      } catch {
+        /* already gone */
+      }
       // A server that could not be asked, or that caught an error no request should leak, is reported as failed.
       const text = readLog(log);
       const failed = served < 0 || /uncaught|unhandled/.test(text);

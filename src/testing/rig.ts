@@ -9,21 +9,47 @@ import { existsSync, mkdirSync, readdirSync, symlinkSync } from "node:fs";
 import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { containerIdForNetns } from "../cnitool/cnitool.js";
-import { CNITOOL, Cleanup, GO_BIN, Netns, OUR_BIN, writeJson } from "./harness.js";
+import { CNITOOL, type Cleanup, GO_BIN, type Netns, OUR_BIN, writeJson } from "./harness.js";
 import { RESIDENT_PASS, startResidentHost } from "./resident-host.js";
 
 /** Ours first, so our plugins win and Go's fill the gaps. */
 export const MIXED_PATH = `${OUR_BIN}:${GO_BIN}`;
 
-export interface RunResult { code: number; stdout: string; stderr: string }
+export interface RunResult {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
 
-export interface Iface { name: string; mac?: string; sandbox?: string }
-export interface IPConf { address: string; gateway?: string; interface?: number; version?: string }
-export interface Route { dst: string; gw?: string }
-export interface Result { cniVersion: string; interfaces?: Iface[]; ips?: IPConf[]; routes?: Route[]; dns?: Record<string, unknown> }
+export interface Iface {
+  name: string;
+  mac?: string;
+  sandbox?: string;
+}
+export interface IPConf {
+  address: string;
+  gateway?: string;
+  interface?: number;
+  version?: string;
+}
+export interface Route {
+  dst: string;
+  gw?: string;
+}
+export interface Result {
+  cniVersion: string;
+  interfaces?: Iface[];
+  ips?: IPConf[];
+  routes?: Route[];
+  dns?: Record<string, unknown>;
+}
 
 /** What a failed plugin printed: a CNI error object. */
-export interface CniErrorJson { code: number; msg: string; details?: string }
+export interface CniErrorJson {
+  code: number;
+  msg: string;
+  details?: string;
+}
 
 export interface AttachEnv {
   CNI_ARGS?: string;
@@ -38,7 +64,11 @@ export class Host {
   readonly dataDir: string;
 
   /** `name` must be unique (use runTag()); `cniPath` is the default CNI_PATH of this host's calls. */
-  constructor(private readonly cleanup: Cleanup, readonly name: string, readonly cniPath = MIXED_PATH) {
+  constructor(
+    private readonly cleanup: Cleanup,
+    readonly name: string,
+    readonly cniPath = MIXED_PATH,
+  ) {
     this.ns = cleanup.netns(name);
     this.confDir = cleanup.dir("tscni-conf-");
     this.cacheDir = cleanup.dir("tscni-cache-");
@@ -84,7 +114,13 @@ export class Host {
   }
 
   /** cnitool CHECK, DEL, STATUS or GC that must succeed. */
-  async must(verb: "check" | "del" | "status" | "gc", network: string, ctr: Netns | string, env: AttachEnv = {}, cniPath = this.cniPath): Promise<void> {
+  async must(
+    verb: "check" | "del" | "status" | "gc",
+    network: string,
+    ctr: Netns | string,
+    env: AttachEnv = {},
+    cniPath = this.cniPath,
+  ): Promise<void> {
     const r = await this.cnitool(verb, network, ctr, env, cniPath);
     if (r.code !== 0) throw new Error(`${verb.toUpperCase()} ${network} failed (${r.code}): ${r.stderr}${r.stdout}`);
   }
@@ -100,7 +136,11 @@ export class Host {
   /** The IPAM allocations (host-local files named by IP) of a network, in this host's store or in `dataDir`. */
   allocations(network: string, dataDir = this.dataDir): string[] {
     const dir = path.join(dataDir, network);
-    return existsSync(dir) ? readdirSync(dir).filter((f) => /^[0-9a-f.:]+$/i.test(f) && /[.:]/.test(f)).sort() : [];
+    return existsSync(dir)
+      ? readdirSync(dir)
+          .filter((f) => /^[0-9a-f.:]+$/i.test(f) && /[.:]/.test(f))
+          .sort()
+      : [];
   }
 
   /** `ip -json` in this host. */
@@ -110,24 +150,37 @@ export class Host {
 
   /** Host links whose name starts with `veth`. */
   veths(): string[] {
-    return this.ipJson(["link", "show"]).map((l) => String(l["ifname"])).filter((n) => n.startsWith("veth"));
+    return this.ipJson(["link", "show"])
+      .map((l) => String(l["ifname"]))
+      .filter((n) => n.startsWith("veth"));
   }
 
   /** `iptables-save -t nat` and `ip6tables-save -t nat` of this host, without comments and counters. */
   natRules(): string {
-    const save = (cmd: string) => this.ns.exec(cmd, ["-t", "nat"]).split("\n").filter((l) => l && !l.startsWith("#")).join("\n");
+    const save = (cmd: string) =>
+      this.ns
+        .exec(cmd, ["-t", "nat"])
+        .split("\n")
+        .filter((l) => l && !l.startsWith("#"))
+        .join("\n");
     return `${save("iptables-save")}\n${save("ip6tables-save")}`;
   }
 
   /** The `-A` rules of one family's nat table. */
   natRuleLines(family: 4 | 6): string[] {
-    return this.ns.exec(family === 4 ? "iptables-save" : "ip6tables-save", ["-t", "nat"]).split("\n").filter((l) => l.startsWith("-A "));
+    return this.ns
+      .exec(family === 4 ? "iptables-save" : "ip6tables-save", ["-t", "nat"])
+      .split("\n")
+      .filter((l) => l.startsWith("-A "));
   }
 
   /** The per-address rules of the nftables ipMasq chain (`... saddr ... masquerade`). */
   nftMasqRules(): string {
     const r = this.ns.exec("sh", ["-c", "nft list chain inet cni_plugins_masquerade masq_checks 2>/dev/null || true"]);
-    return r.split("\n").filter((l) => /masquerade/.test(l) && /saddr/.test(l)).join("\n");
+    return r
+      .split("\n")
+      .filter((l) => /masquerade/.test(l) && /saddr/.test(l))
+      .join("\n");
   }
 
   /** `nft list ruleset` of this host (empty when there is none). */

@@ -12,14 +12,16 @@ import { CNITOOL, type Cleanup } from "./harness.js";
 
 /** The pids of servers whose command line names `socket`. */
 export function serverPids(socket: string): number[] {
-  return readdirSync("/proc").filter((p) => /^\d+$/.test(p)).flatMap((p) => {
-    try {
-      const argv = readFileSync(`/proc/${p}/cmdline`, "utf8").split("\0");
-      return argv.includes("daemon") && argv.includes(socket) ? [Number(p)] : [];
-    } catch {
-      return [];
-    }
-  });
+  return readdirSync("/proc")
+    .filter((p) => /^\d+$/.test(p))
+    .flatMap((p) => {
+      try {
+        const argv = readFileSync(`/proc/${p}/cmdline`, "utf8").split("\0");
+        return argv.includes("daemon") && argv.includes(socket) ? [Number(p)] : [];
+      } catch {
+        return [];
+      }
+    });
 }
 
 /** Kills every server of `socket` and removes the cgroups an auto-started one made (empty once it is gone). */
@@ -27,7 +29,9 @@ export function killServers(socket: string): void {
   for (const pid of serverPids(socket)) {
     try {
       process.kill(pid, "SIGKILL");
-    } catch { /* gone */ }
+    } catch {
+      /* gone */
+    }
   }
   const name = ownCgroupName(socket);
   for (let i = 0; i < 50; i++) {

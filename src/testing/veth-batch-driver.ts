@@ -12,7 +12,21 @@ import { vethBatchStats } from "../net/veth-batch.js";
 const paths = process.argv.slice(2);
 const namespaces = await Promise.all(paths.map((p) => NetNS.open(p)));
 const t0 = performance.now();
-const results = await Promise.all(namespaces.map((ns) => deleteLinkWithAddresses(ns, "eth0").then((a) => a ?? null, (e: Error) => `error: ${e.message}`)));
+const results = await Promise.all(
+  namespaces.map((ns) =>
+    deleteLinkWithAddresses(ns, "eth0").then(
+      (a) => a ?? null,
+      (e: Error) => `error: ${e.message}`,
+    ),
+  ),
+);
 const ms = performance.now() - t0;
-const again = await Promise.all(namespaces.map((ns) => deleteLinkWithAddresses(ns, "eth0").then((a) => a ?? null, (e: Error) => `error: ${e.message}`)));
+const again = await Promise.all(
+  namespaces.map((ns) =>
+    deleteLinkWithAddresses(ns, "eth0").then(
+      (a) => a ?? null,
+      (e: Error) => `error: ${e.message}`,
+    ),
+  ),
+);
 console.log(JSON.stringify({ ms, results, again, stats: vethBatchStats }));

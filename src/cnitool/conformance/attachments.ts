@@ -52,29 +52,34 @@ export async function attachmentChecks(ctx: SuiteContext): Promise<void> {
 
   let attachments = 0;
   /** An attachment at `version`, made on first use. */
-  const attach = (version: string, args = ""): (() => Promise<Attachment>) => once(async () => {
-    const ns = await sandbox.namespace();
-    const containerId = `${ns.name}-a${++attachments}`;
-    const before = await sandbox.snapshots(ns);
-    const add = await ctx.run("ADD", { CNI_CONTAINERID: containerId, CNI_NETNS: ns.path, CNI_IFNAME: ifName, CNI_ARGS: args, CNI_PATH: cniPath }, ctx.configAt(version));
-    const afterAdd = await sandbox.snapshots(ns);
-    const { problems: outputProblems, document } = judgeSuccessDocument(add, SECTION.addSuccess);
-    const att: Attachment = { version, ns, containerId, args, before, add, afterAdd, outputProblems, resultProblems: [] };
-    if (document) {
-      att.raw = document;
-      const judged = judgeResult(document, version, ns.path);
-      att.resultProblems = judged.problems;
-      if (judged.result) att.result = judged.result;
-    } else if (add.exitCode !== 0) {
-      // The kernel refusing the plugin's kind of link (a module this machine lacks) skips what needs the attachment.
-      const type = typeof ctx.opts.config["type"] === "string" ? ctx.opts.config["type"] : "";
-      if (type && /unknown device type|operation not supported/i.test(`${add.stdout}\n${add.stderr}`)) {
-        const reason = sandbox.linkKindMissing(type);
-        if (reason) att.kernelLacks = reason;
+  const attach = (version: string, args = ""): (() => Promise<Attachment>) =>
+    once(async () => {
+      const ns = await sandbox.namespace();
+      const containerId = `${ns.name}-a${++attachments}`;
+      const before = await sandbox.snapshots(ns);
+      const add = await ctx.run(
+        "ADD",
+        { CNI_CONTAINERID: containerId, CNI_NETNS: ns.path, CNI_IFNAME: ifName, CNI_ARGS: args, CNI_PATH: cniPath },
+        ctx.configAt(version),
+      );
+      const afterAdd = await sandbox.snapshots(ns);
+      const { problems: outputProblems, document } = judgeSuccessDocument(add, SECTION.addSuccess);
+      const att: Attachment = { version, ns, containerId, args, before, add, afterAdd, outputProblems, resultProblems: [] };
+      if (document) {
+        att.raw = document;
+        const judged = judgeResult(document, version, ns.path);
+        att.resultProblems = judged.problems;
+        if (judged.result) att.result = judged.result;
+      } else if (add.exitCode !== 0) {
+        // The kernel refusing the plugin's kind of link (a module this machine lacks) skips what needs the attachment.
+        const type = typeof ctx.opts.config["type"] === "string" ? ctx.opts.config["type"] : "";
+        if (type && /unknown device type|operation not supported/i.test(`${add.stdout}\n${add.stderr}`)) {
+          const reason = sandbox.linkKindMissing(type);
+          if (reason) att.kernelLacks = reason;
+        }
       }
-    }
-    return att;
-  });
+      return att;
+    });
   /** The attachment, its ADD made; skips the check for a kernel without the plugin's link kind. */
   const made = async (get: () => Promise<Attachment>): Promise<Attachment> => {
     const att = await get();
@@ -92,7 +97,11 @@ export async function attachmentChecks(ctx: SuiteContext): Promise<void> {
   };
   /** The CNI_* variables of a call about an attachment (CNI_NETNS left out when `netns` is false). */
   const attEnv = (att: Attachment, netns = true): Record<string, string> => ({
-    CNI_CONTAINERID: att.containerId, ...(netns ? { CNI_NETNS: att.ns.path } : {}), CNI_IFNAME: ifName, CNI_ARGS: att.args, CNI_PATH: cniPath,
+    CNI_CONTAINERID: att.containerId,
+    ...(netns ? { CNI_NETNS: att.ns.path } : {}),
+    CNI_IFNAME: ifName,
+    CNI_ARGS: att.args,
+    CNI_PATH: cniPath,
   });
   /** DEL of an attachment, with prevResult as a runtime sends it (from 0.4.0) unless `prevResult` is false. */
   const del = (att: Attachment, o: { prevResult?: boolean; netns?: boolean } = {}): Promise<PluginCall> => {
@@ -116,9 +125,17 @@ export async function attachmentChecks(ctx: SuiteContext): Promise<void> {
       }
       problems.push(...left);
     } else if (container) {
-      problems.push(...changesBetween(att.before.container, container).map((c) => ({ rule: SECTION.del, message: `after a failed ADD and its DEL, the container's namespace has a ${c}` })));
+      problems.push(
+        ...changesBetween(att.before.container, container).map((c) => ({
+          rule: SECTION.del,
+          message: `after a failed ADD and its DEL, the container's namespace has a ${c}`,
+        })),
+      );
     }
-    return { problems, diagnostics: { ...describeCall(call), ...(container ? { container: describeSnapshot(container) } : {}), host: describeSnapshot(host) } };
+    return {
+      problems,
+      diagnostics: { ...describeCall(call), ...(container ? { container: describeSnapshot(container) } : {}), host: describeSnapshot(host) },
+    };
   };
 
   const addOutput = async (get: () => Promise<Attachment>): Promise<CheckBody> => {
@@ -140,16 +157,24 @@ export async function attachmentChecks(ctx: SuiteContext): Promise<void> {
     // libcni sends the valid attachments under both keys (the tagged 1.1.0 text named it cni.dev/attachments).
     const gc = (valid: Array<{ containerID: string; ifname: string }>) =>
       ctx.run("GC", { CNI_PATH: cniPath }, ctx.configAt("1.1.0", { "cni.dev/valid-attachments": valid, "cni.dev/attachments": valid }));
-    await ctx.check("GC (1.1.0) with the attachment among cni.dev/valid-attachments: exit 0, and it is kept (CHECK passes, its interfaces and addresses are there)", SECTION.gc, async () => {
-      const att = await added(get);
-      const call = await gc([{ containerID: att.containerId, ifname: ifName }]);
-      const problems = judgeSuccessStatus(call, SECTION.gc);
-      const after = await sandbox.snapshots(att.ns);
-      problems.push(...presenceProblems(toCurrentResult(att.result), att.ns.path, after).map((p) => ({ rule: SECTION.gc, message: `after GC: ${p.message}` })));
-      const checked = await ctx.run("CHECK", attEnv(att), ctx.configAt("1.1.0", { prevResult: att.raw }));
-      problems.push(...judgeSuccessStatus(checked, SECTION.gc).map((p) => ({ rule: SECTION.gc, message: `after GC kept the attachment: ${p.message}` })));
-      return { problems, diagnostics: { gc: describeCall(call), check: describeCall(checked) } };
-    });
+    await ctx.check(
+      "GC (1.1.0) with the attachment among cni.dev/valid-attachments: exit 0, and it is kept (CHECK passes, its interfaces and addresses are there)",
+      SECTION.gc,
+      async () => {
+        const att = await added(get);
+        const call = await gc([{ containerID: att.containerId, ifname: ifName }]);
+        const problems = judgeSuccessStatus(call, SECTION.gc);
+        const after = await sandbox.snapshots(att.ns);
+        problems.push(
+          ...presenceProblems(toCurrentResult(att.result), att.ns.path, after).map((p) => ({ rule: SECTION.gc, message: `after GC: ${p.message}` })),
+        );
+        const checked = await ctx.run("CHECK", attEnv(att), ctx.configAt("1.1.0", { prevResult: att.raw }));
+        problems.push(
+          ...judgeSuccessStatus(checked, SECTION.gc).map((p) => ({ rule: SECTION.gc, message: `after GC kept the attachment: ${p.message}` })),
+        );
+        return { problems, diagnostics: { gc: describeCall(call), check: describeCall(checked) } };
+      },
+    );
     await ctx.check("GC (1.1.0) without the attachment in cni.dev/valid-attachments: exit 0", SECTION.gc, async () => {
       await added(get);
       const call = await gc([]);
@@ -164,14 +189,22 @@ export async function attachmentChecks(ctx: SuiteContext): Promise<void> {
     const att = await added(main);
     return {
       problems: presenceProblems(toCurrentResult(att.result), att.ns.path, att.afterAdd),
-      diagnostics: { result: JSON.stringify(att.raw), container: describeSnapshot(att.afterAdd.container), host: describeSnapshot(att.afterAdd.host) },
+      diagnostics: {
+        result: JSON.stringify(att.raw),
+        container: describeSnapshot(att.afterAdd.container),
+        host: describeSnapshot(att.afterAdd.host),
+      },
     };
   });
-  if (versionGreaterThanOrEqualTo(v0, "0.4.0")) await ctx.check(`CHECK (cniVersion ${v0}) right after ADD passes`, SECTION.check, () => checkPasses(main));
+  if (versionGreaterThanOrEqualTo(v0, "0.4.0"))
+    await ctx.check(`CHECK (cniVersion ${v0}) right after ADD passes`, SECTION.check, () => checkPasses(main));
   if (v0 === "1.1.0") await statusAndGc(main);
   const mainDel = once(async () => del(await made(main)));
-  await ctx.check(`DEL (cniVersion ${v0}${versionGreaterThanOrEqualTo(v0, "0.4.0") ? ", with prevResult" : ""}): exit 0, and nothing the ADD reported is left`, SECTION.del, async () =>
-    judgeDel(await made(main), await mainDel()));
+  await ctx.check(
+    `DEL (cniVersion ${v0}${versionGreaterThanOrEqualTo(v0, "0.4.0") ? ", with prevResult" : ""}): exit 0, and nothing the ADD reported is left`,
+    SECTION.del,
+    async () => judgeDel(await made(main), await mainDel()),
+  );
   await ctx.check("DEL again (DEL may follow DEL): exit 0", SECTION.del, async () => {
     const att = await made(main);
     await mainDel();
@@ -179,7 +212,10 @@ export async function attachmentChecks(ctx: SuiteContext): Promise<void> {
     return { problems: judgeSuccessStatus(call, SECTION.del), diagnostics: describeCall(call) };
   });
   if (v0 !== "1.1.0" && !claimed.includes("1.1.0")) {
-    for (const [title, section] of [["STATUS (1.1.0): exit 0, the plugin being ready for ADD", SECTION.status], ["GC (1.1.0): the attachment kept, then collected", SECTION.gc]] as const) {
+    for (const [title, section] of [
+      ["STATUS (1.1.0): exit 0, the plugin being ready for ADD", SECTION.status],
+      ["GC (1.1.0): the attachment kept, then collected", SECTION.gc],
+    ] as const) {
       await ctx.check(title, section, async () => {
         throw new Skip("the plugin does not claim 1.1.0, which brought STATUS and GC");
       });
@@ -190,7 +226,9 @@ export async function attachmentChecks(ctx: SuiteContext): Promise<void> {
   for (const version of claimed.filter((v) => v !== v0)) {
     const older = compareVersions(version, v0) < 0;
     const att = attach(version);
-    const title = older ? `ADD with cniVersion ${version}: the ${v0} result in ${version}'s shape, as the spec converts it` : `ADD with cniVersion ${version}: a valid ${version} result`;
+    const title = older
+      ? `ADD with cniVersion ${version}: the ${v0} result in ${version}'s shape, as the spec converts it`
+      : `ADD with cniVersion ${version}: a valid ${version} result`;
     await ctx.check(title, older ? SECTION.upgrades : SECTION.addSuccess, async () => {
       const a = await made(att);
       const own = [...a.outputProblems, ...a.resultProblems];
@@ -205,15 +243,32 @@ export async function attachmentChecks(ctx: SuiteContext): Promise<void> {
       if ("conversionError" in expected) {
         // Nothing can be printed in this version: the ADD must fail, as a failure.
         const { problems } = judgeErrorDocument(a.add);
-        return { problems: problems.map((p) => ({ ...p, message: `the ${v0} result has no ${version} form (${expected.conversionError}), so the ADD must fail: ${p.message}` })), diagnostics: describeCall(a.add) };
+        return {
+          problems: problems.map((p) => ({
+            ...p,
+            message: `the ${v0} result has no ${version} form (${expected.conversionError}), so the ADD must fail: ${p.message}`,
+          })),
+          diagnostics: describeCall(a.add),
+        };
       }
       const differences = a.raw ? shapeDifferences(expected.shape, maskResult(a.raw, a.ns.path)) : [];
       if (differences.length) {
-        own.push({ rule: SECTION.upgrades, message: `not what converting the ${v0} result to ${version} gives (addresses, MACs and host link names aside): ${differences.join("; ")}` });
+        own.push({
+          rule: SECTION.upgrades,
+          message: `not what converting the ${v0} result to ${version} gives (addresses, MACs and host link names aside): ${differences.join("; ")}`,
+        });
       }
-      return { problems: own, diagnostics: { ...describeCall(a.add), expected: JSON.stringify(expected.shape), ...(a.raw ? { got: JSON.stringify(maskResult(a.raw, a.ns.path)) } : {}) } };
+      return {
+        problems: own,
+        diagnostics: {
+          ...describeCall(a.add),
+          expected: JSON.stringify(expected.shape),
+          ...(a.raw ? { got: JSON.stringify(maskResult(a.raw, a.ns.path)) } : {}),
+        },
+      };
     });
-    if (versionGreaterThanOrEqualTo(version, "0.4.0")) await ctx.check(`CHECK (cniVersion ${version}) right after ADD passes`, SECTION.check, () => checkPasses(att));
+    if (versionGreaterThanOrEqualTo(version, "0.4.0"))
+      await ctx.check(`CHECK (cniVersion ${version}) right after ADD passes`, SECTION.check, () => checkPasses(att));
     if (version === "1.1.0") await statusAndGc(att);
     await ctx.check(`DEL (cniVersion ${version}): exit 0, and nothing the ADD made is left`, SECTION.del, async () => {
       const a = await made(att);
@@ -223,7 +278,9 @@ export async function attachmentChecks(ctx: SuiteContext): Promise<void> {
 
   // CNI_ARGS as Kubernetes runtimes send them, then DEL without prevResult.
   const k8s = attach(v0, K8S_ARGS);
-  await ctx.check(`ADD with CNI_ARGS "${K8S_ARGS}" (IgnoreUnknown=1 and keys it does not know): a valid result`, SECTION.cniArgs, () => addOutput(k8s));
+  await ctx.check(`ADD with CNI_ARGS "${K8S_ARGS}" (IgnoreUnknown=1 and keys it does not know): a valid result`, SECTION.cniArgs, () =>
+    addOutput(k8s),
+  );
   await ctx.check("DEL without prevResult: exit 0, and nothing the ADD reported is left", SECTION.del, async () => {
     const att = await added(k8s);
     return judgeDel(att, await del(att, { prevResult: false }));

@@ -7,7 +7,7 @@
 import { messageOf } from "../../spec/errors.js";
 import { accessSync, constants, readFileSync } from "node:fs";
 import path from "node:path";
-import { Command, CommanderError } from "commander";
+import { type Command, CommanderError } from "commander";
 import { findInPath, splitPathList } from "../../invoke/find.js";
 import { isJsonObject, parseJson, type JsonObject } from "../../spec/json.js";
 import { parseConfList } from "../../spec/config.js";
@@ -64,7 +64,9 @@ export function readPluginConfig(text: string, pluginType: string, file: string)
     let cniVersion: unknown = parsed["cniVersion"] ?? "";
     try {
       cniVersion = parseConfList(text, file).cniVersion;
-    } catch { /* the config's own check below says what is wrong */ }
+    } catch {
+      /* the config's own check below says what is wrong */
+    }
     config = { ...chosen, name: parsed["name"] ?? "", cniVersion };
   }
   const problem = configProblem(config);
@@ -94,7 +96,9 @@ async function conformance(pluginArg: string, flags: Flags, global: { ifname?: s
     configText = readFileSync(configFile, "utf8");
   } catch (e) {
     const code = (e as NodeJS.ErrnoException).code;
-    throw new Error(`--config ${flags.config}: ${code === "ENOENT" ? `no such file (${configFile})` : code === "EISDIR" ? "a directory, not a file" : messageOf(e)}`);
+    throw new Error(
+      `--config ${flags.config}: ${code === "ENOENT" ? `no such file (${configFile})` : code === "EISDIR" ? "a directory, not a file" : messageOf(e)}`,
+    );
   }
   if (process.getuid?.() !== 0) throw new Error("cnitool conformance needs root: it creates network namespaces");
   const plugin = await resolvePlugin(pluginArg, io);
@@ -107,7 +111,10 @@ async function conformance(pluginArg: string, flags: Flags, global: { ifname?: s
 
   const sandbox = new Sandbox({
     tag: `${process.pid.toString(36)}${Math.random().toString(36).slice(2, 5)}`,
-    env: io.env, hostSetup: flags.hostSetup, netnsSetup: flags.netnsSetup, timeoutMs: timeoutSeconds * 1000,
+    env: io.env,
+    hostSetup: flags.hostSetup,
+    netnsSetup: flags.netnsSetup,
+    timeoutMs: timeoutSeconds * 1000,
   });
   const onSignal = (signal: NodeJS.Signals) => {
     sandbox.cleanup();
@@ -119,10 +126,14 @@ async function conformance(pluginArg: string, flags: Flags, global: { ifname?: s
   let results: CheckResult[];
   try {
     if (tap) {
-      io.stdout(tapHeader([
-        `cnitool conformance ${plugin}`, `config: ${configFile} (cniVersion ${String(config["cniVersion"])}, type ${String(config["type"])})`,
-        `CNI_PATH: ${cniPath}`, `host namespace: ${sandbox.host.path}`,
-      ]));
+      io.stdout(
+        tapHeader([
+          `cnitool conformance ${plugin}`,
+          `config: ${configFile} (cniVersion ${String(config["cniVersion"])}, type ${String(config["type"])})`,
+          `CNI_PATH: ${cniPath}`,
+          `host namespace: ${sandbox.host.path}`,
+        ]),
+      );
     }
     try {
       await sandbox.start();
@@ -132,9 +143,18 @@ async function conformance(pluginArg: string, flags: Flags, global: { ifname?: s
       throw e;
     }
     results = await runSuite({
-      plugin, config, cniPath, ifName: global.ifname || "eth0", sandbox, ...(only ? { only } : {}),
-      report: (r) => { if (tap) io.stdout(tapEntry(r)); },
-      note: (text) => { if (tap) io.stdout(`# ${text}\n`); },
+      plugin,
+      config,
+      cniPath,
+      ifName: global.ifname || "eth0",
+      sandbox,
+      ...(only ? { only } : {}),
+      report: (r) => {
+        if (tap) io.stdout(tapEntry(r));
+      },
+      note: (text) => {
+        if (tap) io.stdout(`# ${text}\n`);
+      },
     });
   } finally {
     sandbox.cleanup();
@@ -143,25 +163,47 @@ async function conformance(pluginArg: string, flags: Flags, global: { ifname?: s
   }
   if (tap) io.stdout(tapFooter(results));
   else {
-    io.stdout(formatJUnit({
-      name: path.basename(plugin), timestamp: started,
-      properties: { plugin, config: configFile, cniVersion: String(config["cniVersion"]), CNI_PATH: cniPath },
-    }, results));
+    io.stdout(
+      formatJUnit(
+        {
+          name: path.basename(plugin),
+          timestamp: started,
+          properties: { plugin, config: configFile, cniVersion: String(config["cniVersion"]), CNI_PATH: cniPath },
+        },
+        results,
+      ),
+    );
   }
   if (!runPassed(results)) throw new CommanderError(1, "cnitool.conformance", "");
 }
 
 /** Adds `conformance` to cnitool. */
 export function addConformanceCommand(program: Command, io: ConformanceIo): void {
-  program.command("conformance")
-    .description("Run one plugin executable through the CNI protocol, in network namespaces of its own, and report each " +
-      "rule of the spec it keeps or breaks (TAP, or JUnit XML); exit 0 iff no check fails. Needs root. See docs/conformance.md.")
+  program
+    .command("conformance")
+    .description(
+      "Run one plugin executable through the CNI protocol, in network namespaces of its own, and report each " +
+        "rule of the spec it keeps or breaks (TAP, or JUnit XML); exit 0 iff no check fails. Needs root. See docs/conformance.md.",
+    )
     .argument("<plugin>", "the plugin executable: a path, or a name found in CNI_PATH")
     .requiredOption("--config <file>", "the plugin's config: a JSON object with cniVersion, name and type (from a conflist: its plugin of that type)")
     .option("--format <format>", "tap or junit", "tap")
-    .option("--only <pattern>", "run only the checks whose title or spec section matches this regular expression (case-insensitive unless it has a capital letter: VERSION selects the VERSION checks)")
-    .option("--host-setup <command>", "a shell command run in the runner's host namespace before the checks ($CONFORMANCE_HOST_NETNS is its path); repeatable", collect, [])
-    .option("--netns-setup <command>", "a shell command run in the runner's host namespace after each container namespace is made " +
-      "($CONFORMANCE_NETNS is its path, $CONFORMANCE_NETNS_NAME its name, $CONFORMANCE_NETNS_INDEX its number); repeatable", collect, [])
+    .option(
+      "--only <pattern>",
+      "run only the checks whose title or spec section matches this regular expression (case-insensitive unless it has a capital letter: VERSION selects the VERSION checks)",
+    )
+    .option(
+      "--host-setup <command>",
+      "a shell command run in the runner's host namespace before the checks ($CONFORMANCE_HOST_NETNS is its path); repeatable",
+      collect,
+      [],
+    )
+    .option(
+      "--netns-setup <command>",
+      "a shell command run in the runner's host namespace after each container namespace is made " +
+        "($CONFORMANCE_NETNS is its path, $CONFORMANCE_NETNS_NAME its name, $CONFORMANCE_NETNS_INDEX its number); repeatable",
+      collect,
+      [],
+    )
     .action(async (plugin: string, flags: Flags) => conformance(plugin, flags, program.opts<{ ifname?: string; timeout?: string }>(), io));
 }

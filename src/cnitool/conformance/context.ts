@@ -62,7 +62,10 @@ export const once = <T>(make: () => Promise<T>): (() => Promise<T>) => {
 export class SuiteContext {
   readonly results: CheckResult[] = [];
 
-  constructor(readonly opts: SuiteOptions, readonly claims: Claims) {}
+  constructor(
+    readonly opts: SuiteOptions,
+    readonly claims: Claims,
+  ) {}
 
   get sandbox(): Sandbox {
     return this.opts.sandbox;
@@ -78,9 +81,10 @@ export class SuiteContext {
       const outcome = b.problems.length === 0 ? "pass" : b.tolerated ? "tolerated" : "fail";
       result = { title, section, outcome, problems: b.problems, ...(outcome !== "pass" && b.diagnostics ? { diagnostics: b.diagnostics } : {}) };
     } catch (e) {
-      result = e instanceof Skip
-        ? { title, section, outcome: "skip", problems: [], skipReason: e.reason }
-        : { title, section, outcome: "fail", problems: [{ rule: "RUNNER", message: `the check could not be carried out: ${messageOf(e)}` }] };
+      result =
+        e instanceof Skip
+          ? { title, section, outcome: "skip", problems: [], skipReason: e.reason }
+          : { title, section, outcome: "fail", problems: [{ rule: "RUNNER", message: `the check could not be carried out: ${messageOf(e)}` }] };
     }
     const done: CheckResult = { ...result, id: this.results.length + 1, durationMs: performance.now() - started };
     this.results.push(done);
@@ -94,6 +98,11 @@ export class SuiteContext {
 
   /** One plugin call: CNI_COMMAND `command`, the other CNI_* variables `cni`, `stdin` (JSON-encoded unless text). */
   run(command: string, cni: Record<string, string>, stdin: JsonObject | string): Promise<PluginCall> {
-    return this.sandbox.runPlugin(this.opts.plugin, command, { CNI_COMMAND: command, ...cni }, typeof stdin === "string" ? stdin : JSON.stringify(stdin));
+    return this.sandbox.runPlugin(
+      this.opts.plugin,
+      command,
+      { CNI_COMMAND: command, ...cni },
+      typeof stdin === "string" ? stdin : JSON.stringify(stdin),
+    );
   }
 }

@@ -4,12 +4,27 @@ import { validateNetworkName } from "../../spec/validate.js";
 import { BAD_NAMES } from "./refusals.js";
 import { configProblem } from "./suite.js";
 import {
-  excerpt, judgeErrorDocument, judgeSuccessDocument, judgeSuccessStatus, judgeSupportedVersions, judgeVersionAnswer, SECTION, splitDocuments,
+  excerpt,
+  judgeErrorDocument,
+  judgeSuccessDocument,
+  judgeSuccessStatus,
+  judgeSupportedVersions,
+  judgeVersionAnswer,
+  SECTION,
+  splitDocuments,
   type PluginCall,
 } from "./output.js";
 
 const call = (over: Partial<PluginCall>): PluginCall => ({
-  command: "ADD", env: {}, stdin: "{}", exitCode: 0, signal: null, stdout: "", stderr: "", durationMs: 1, ...over,
+  command: "ADD",
+  env: {},
+  stdin: "{}",
+  exitCode: 0,
+  signal: null,
+  stdout: "",
+  stderr: "",
+  durationMs: 1,
+  ...over,
 });
 const messages = (problems: Array<{ message: string }>) => problems.map((p) => p.message);
 
@@ -28,14 +43,17 @@ describe("splitDocuments", () => {
   });
 
   test("excerpt collapses white space and cuts long text", () => {
-    assert.equal(excerpt("{\n    \"code\": 7\n}"), '{ "code": 7 }');
+    assert.equal(excerpt('{\n    "code": 7\n}'), '{ "code": 7 }');
     assert.equal(excerpt("x".repeat(200), 10), "xxxxxxxxxx...");
   });
 });
 
 describe("a success", () => {
   test("exit 0 and one JSON object", () => {
-    assert.deepEqual(judgeSuccessDocument(call({ stdout: '{"cniVersion":"1.1.0"}' }), SECTION.addSuccess), { problems: [], document: { cniVersion: "1.1.0" } });
+    assert.deepEqual(judgeSuccessDocument(call({ stdout: '{"cniVersion":"1.1.0"}' }), SECTION.addSuccess), {
+      problems: [],
+      document: { cniVersion: "1.1.0" },
+    });
   });
 
   test("two documents, nothing, not an object, not JSON", () => {
@@ -43,14 +61,15 @@ describe("a success", () => {
     assert.deepEqual(judge("{}\n{}\n"), ["stdout holds 2 JSON documents; the result must be exactly one document and nothing else"]);
     assert.deepEqual(judge(""), ["ADD succeeded but printed nothing on stdout; a result is required"]);
     assert.deepEqual(judge("[1]"), ["the document on stdout is not a JSON object: [1]"]);
-    assert.deepEqual(judge("ok"), ['stdout is not JSON (invalid character \'o\' looking for beginning of value): "ok"']);
+    assert.deepEqual(judge("ok"), ["stdout is not JSON (invalid character 'o' looking for beginning of value): \"ok\""]);
   });
 
   test("a failure where a success is due says how it failed: its error, or its output", () => {
     const err = call({ exitCode: 1, stdout: '{"code":7,"msg":"bad","details":"key x"}' });
     assert.deepEqual(messages(judgeSuccessDocument(err, SECTION.addSuccess).problems), ["ADD failed (it exited with status 1): error 7: bad; key x"]);
-    assert.deepEqual(messages(judgeSuccessStatus(call({ command: "DEL", exitCode: null, signal: "SIGKILL", stderr: "boom\n" }), SECTION.del)),
-      ['DEL failed (it was killed by SIGKILL): stdout "" (stderr has 1 line, starting "boom")']);
+    assert.deepEqual(messages(judgeSuccessStatus(call({ command: "DEL", exitCode: null, signal: "SIGKILL", stderr: "boom\n" }), SECTION.del)), [
+      'DEL failed (it was killed by SIGKILL): stdout "" (stderr has 1 line, starting "boom")',
+    ]);
     assert.deepEqual(judgeSuccessStatus(call({ command: "DEL", stdout: "anything" }), SECTION.del), []);
   });
 });
@@ -62,35 +81,61 @@ describe("a failure", () => {
     for (const code of [1, 4, 7, 11, 51, 100, 999]) {
       assert.deepEqual(judgeErrorDocument(failing(JSON.stringify({ code, msg: "m" }))).problems, [], String(code));
     }
-    assert.deepEqual(judgeErrorDocument(failing('{"code":4,"msg":"m","cniVersion":"1.1.0"}')).error, { code: 4, msg: "m", details: undefined, cniVersion: "1.1.0" });
+    assert.deepEqual(judgeErrorDocument(failing('{"code":4,"msg":"m","cniVersion":"1.1.0"}')).error, {
+      code: 4,
+      msg: "m",
+      details: undefined,
+      cniVersion: "1.1.0",
+    });
   });
 
   test("exit 0 where a refusal is due", () => {
-    assert.deepEqual(judgeErrorDocument(call({ stdout: "{}" })).problems, [{ rule: SECTION.errors, message: 'ADD succeeded (exit 0) where it must fail; stdout "{}"' }]);
+    assert.deepEqual(judgeErrorDocument(call({ stdout: "{}" })).problems, [
+      { rule: SECTION.errors, message: 'ADD succeeded (exit 0) where it must fail; stdout "{}"' },
+    ]);
   });
 
   test("a stack trace on stderr and nothing on stdout names the rule and shows the trace's first line", () => {
     const { problems } = judgeErrorDocument(failing("", { stderr: "Error: boom\n    at main (x.js:1:1)\n" }));
-    assert.deepEqual(problems, [{ rule: SECTION.error, message: 'a failing plugin prints its error as one JSON document on stdout; stdout is empty (stderr has 2 lines, starting "Error: boom")' }]);
+    assert.deepEqual(problems, [
+      {
+        rule: SECTION.error,
+        message: 'a failing plugin prints its error as one JSON document on stdout; stdout is empty (stderr has 2 lines, starting "Error: boom")',
+      },
+    ]);
   });
 
   test("two documents; a reserved code; no message; details not text", () => {
-    assert.deepEqual(messages(judgeErrorDocument(failing('{"code":7,"msg":"a"}{"code":7,"msg":"b"}')).problems),
-      ["stdout must hold the error document and nothing else; it holds 2 document(s)"]);
-    assert.match(messages(judgeErrorDocument(failing('{"code":12,"msg":"a"}')).problems)[0]!, /^code 12 is reserved: codes 0-99 are the spec's well-known ones \(1, 2, 3, 4, 5, 6, 7, 11, 50, 51\)/);
+    assert.deepEqual(messages(judgeErrorDocument(failing('{"code":7,"msg":"a"}{"code":7,"msg":"b"}')).problems), [
+      "stdout must hold the error document and nothing else; it holds 2 document(s)",
+    ]);
+    assert.match(
+      messages(judgeErrorDocument(failing('{"code":12,"msg":"a"}')).problems)[0]!,
+      /^code 12 is reserved: codes 0-99 are the spec's well-known ones \(1, 2, 3, 4, 5, 6, 7, 11, 50, 51\)/,
+    );
     assert.deepEqual(messages(judgeErrorDocument(failing('{"code":0,"msg":""}')).problems).length, 2);
-    assert.deepEqual(messages(judgeErrorDocument(failing('{"code":"7","msg":"a","details":3}')).problems),
-      ['the error document needs an integer "code"; got "7"', '"details" must be a string; got 3']);
+    assert.deepEqual(messages(judgeErrorDocument(failing('{"code":"7","msg":"a","details":3}')).problems), [
+      'the error document needs an integer "code"; got "7"',
+      '"details" must be a string; got 3',
+    ]);
   });
 
   test("the code and the names a rule requires", () => {
-    const r = judgeErrorDocument(failing('{"code":7,"msg":"required env variables missing"}'),
-      { code: 4, codeRule: SECTION.error, names: ["CNI_NETNS"], namesRule: SECTION.parameters });
+    const r = judgeErrorDocument(failing('{"code":7,"msg":"required env variables missing"}'), {
+      code: 4,
+      codeRule: SECTION.error,
+      names: ["CNI_NETNS"],
+      namesRule: SECTION.parameters,
+    });
     assert.deepEqual(r.problems, [
       { rule: SECTION.error, message: "expected error code 4 (invalid necessary environment variables), got 7: required env variables missing" },
       { rule: SECTION.parameters, message: 'the error message must name CNI_NETNS; it says "required env variables missing"' },
     ]);
-    assert.deepEqual(judgeErrorDocument(failing('{"code":4,"msg":"required env variables","details":"[CNI_NETNS] missing"}'), { code: 4, names: ["CNI_NETNS"] }).problems, []);
+    assert.deepEqual(
+      judgeErrorDocument(failing('{"code":4,"msg":"required env variables","details":"[CNI_NETNS] missing"}'), { code: 4, names: ["CNI_NETNS"] })
+        .problems,
+      [],
+    );
   });
 });
 

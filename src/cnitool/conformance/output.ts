@@ -87,14 +87,14 @@ export function excerpt(text: string, max = 160): string {
   return line.length > max ? `${line.slice(0, max)}...` : line;
 }
 
-const ended = (call: PluginCall): string =>
-  call.signal ? `it was killed by ${call.signal}` : `it exited with status ${String(call.exitCode)}`;
+const ended = (call: PluginCall): string => (call.signal ? `it was killed by ${call.signal}` : `it exited with status ${String(call.exitCode)}`);
 
 /** How a failed call failed: the error document it printed, or its stdout and stderr. */
 function failure(call: PluginCall): string {
   const { documents } = splitDocuments(call.stdout);
   const err = documents.length === 1 && isJsonObject(documents[0]!) ? documents[0] : undefined;
-  const said = err ? `error ${JSON.stringify(err["code"] ?? null)}: ${String(err["msg"] ?? "")}${err["details"] ? `; ${String(err["details"])}` : ""}`
+  const said = err
+    ? `error ${JSON.stringify(err["code"] ?? null)}: ${String(err["msg"] ?? "")}${err["details"] ? `; ${String(err["details"])}` : ""}`
     : `stdout "${excerpt(call.stdout)}" (${stderrHint(call)})`;
   return `${call.command} failed (${ended(call)}): ${said}`;
 }
@@ -114,9 +114,12 @@ export function judgeSuccessDocument(call: PluginCall, rule: string): { problems
   if (call.exitCode !== 0) return { problems: [{ rule, message: failure(call) }] };
   const { documents, malformed } = splitDocuments(call.stdout);
   if (malformed !== undefined) return { problems: [{ rule, message: `stdout is not JSON (${malformed}): "${excerpt(call.stdout)}"` }] };
-  if (documents.length === 0) return { problems: [{ rule, message: `${call.command} succeeded but printed nothing on stdout; a result is required` }] };
+  if (documents.length === 0)
+    return { problems: [{ rule, message: `${call.command} succeeded but printed nothing on stdout; a result is required` }] };
   if (documents.length > 1) {
-    return { problems: [{ rule, message: `stdout holds ${documents.length} JSON documents; the result must be exactly one document and nothing else` }] };
+    return {
+      problems: [{ rule, message: `stdout holds ${documents.length} JSON documents; the result must be exactly one document and nothing else` }],
+    };
   }
   const document = documents[0]!;
   if (!isJsonObject(document)) return { problems: [{ rule, message: `the document on stdout is not a JSON object: ${excerpt(call.stdout)}` }] };
@@ -140,7 +143,12 @@ export interface ExpectedError {
 }
 
 /** The error document of a failed call, when it printed one. */
-export interface ErrorDocument { code: unknown; msg: unknown; details?: unknown; cniVersion?: unknown }
+export interface ErrorDocument {
+  code: unknown;
+  msg: unknown;
+  details?: unknown;
+  cniVersion?: unknown;
+}
 
 /**
  * A failing call's rules (SPEC §Result types / Error): a non-zero exit, one error document on stdout and nothing
@@ -155,11 +163,17 @@ export function judgeErrorDocument(call: PluginCall, expected: ExpectedError = {
   const { documents, malformed } = splitDocuments(call.stdout);
   if (documents.length === 0) {
     const what = malformed !== undefined ? `stdout is not JSON (${malformed}): "${excerpt(call.stdout)}"` : "stdout is empty";
-    problems.push({ rule: SECTION.error, message: `a failing plugin prints its error as one JSON document on stdout; ${what} (${stderrHint(call)})` });
+    problems.push({
+      rule: SECTION.error,
+      message: `a failing plugin prints its error as one JSON document on stdout; ${what} (${stderrHint(call)})`,
+    });
     return { problems };
   }
   if (documents.length > 1 || malformed !== undefined) {
-    problems.push({ rule: SECTION.error, message: `stdout must hold the error document and nothing else; it holds ${documents.length} document(s)${malformed !== undefined ? " and text that is not JSON" : ""}` });
+    problems.push({
+      rule: SECTION.error,
+      message: `stdout must hold the error document and nothing else; it holds ${documents.length} document(s)${malformed !== undefined ? " and text that is not JSON" : ""}`,
+    });
   }
   const doc = documents[0]!;
   if (!isJsonObject(doc)) {
@@ -171,7 +185,10 @@ export function judgeErrorDocument(call: PluginCall, expected: ExpectedError = {
   if (typeof code !== "number" || !Number.isInteger(code)) {
     problems.push({ rule: SECTION.error, message: `the error document needs an integer "code"; got ${JSON.stringify(code ?? null)}` });
   } else if (!(code in WELL_KNOWN_CODES) && code < 100) {
-    problems.push({ rule: SECTION.error, message: `code ${code} is reserved: codes 0-99 are the spec's well-known ones (${Object.keys(WELL_KNOWN_CODES).join(", ")}), plugins use 100 and up` });
+    problems.push({
+      rule: SECTION.error,
+      message: `code ${code} is reserved: codes 0-99 are the spec's well-known ones (${Object.keys(WELL_KNOWN_CODES).join(", ")}), plugins use 100 and up`,
+    });
   }
   if (typeof doc["msg"] !== "string" || doc["msg"].trim() === "") {
     problems.push({ rule: SECTION.error, message: `the error document needs a message in "msg"; got ${JSON.stringify(doc["msg"] ?? null)}` });
@@ -180,8 +197,10 @@ export function judgeErrorDocument(call: PluginCall, expected: ExpectedError = {
     problems.push({ rule: SECTION.error, message: `"details" must be a string; got ${JSON.stringify(doc["details"])}` });
   }
   if (expected.code !== undefined && typeof code === "number" && code !== expected.code) {
-    problems.push({ rule: expected.codeRule ?? SECTION.error,
-      message: `expected error code ${expected.code} (${WELL_KNOWN_CODES[expected.code] ?? "plugin-specific"}), got ${code}${typeof doc["msg"] === "string" ? `: ${doc["msg"]}` : ""}` });
+    problems.push({
+      rule: expected.codeRule ?? SECTION.error,
+      message: `expected error code ${expected.code} (${WELL_KNOWN_CODES[expected.code] ?? "plugin-specific"}), got ${code}${typeof doc["msg"] === "string" ? `: ${doc["msg"]}` : ""}`,
+    });
   }
   const text = `${typeof doc["msg"] === "string" ? doc["msg"] : ""} ${typeof doc["details"] === "string" ? doc["details"] : ""}`;
   for (const name of expected.names ?? []) {
@@ -208,17 +227,25 @@ export function judgeVersionAnswer(call: PluginCall): VersionAnswer {
   if (!document) return { problems, supported: [] };
   const cniVersion = document["cniVersion"];
   if (typeof cniVersion !== "string" || cniVersion === "") {
-    problems.push({ rule: SECTION.versionSuccess, message: `the answer needs "cniVersion" (a version string); got ${JSON.stringify(cniVersion ?? null)}` });
+    problems.push({
+      rule: SECTION.versionSuccess,
+      message: `the answer needs "cniVersion" (a version string); got ${JSON.stringify(cniVersion ?? null)}`,
+    });
   }
   const list = document["supportedVersions"];
   if (!Array.isArray(list) || list.length === 0 || !list.every((v) => typeof v === "string")) {
-    problems.push({ rule: SECTION.versionSuccess, message: `the answer needs "supportedVersions", a non-empty list of version strings; got ${JSON.stringify(list ?? null)}` });
+    problems.push({
+      rule: SECTION.versionSuccess,
+      message: `the answer needs "supportedVersions", a non-empty list of version strings; got ${JSON.stringify(list ?? null)}`,
+    });
     return { problems, supported: [], ...(typeof cniVersion === "string" ? { cniVersion } : {}) };
   }
   const listed = list as string[];
   const known = ALL_VERSIONS as readonly string[];
   return {
-    problems, listed, supported: known.filter((v) => listed.includes(v)),
+    problems,
+    listed,
+    supported: known.filter((v) => listed.includes(v)),
     ...(typeof cniVersion === "string" ? { cniVersion } : {}),
   };
 }
@@ -229,12 +256,17 @@ export function judgeSupportedVersions(listed: readonly string[]): Problem[] {
   const problems: Problem[] = [];
   const unknown = listed.filter((v) => !known.includes(v));
   if (unknown.length) {
-    problems.push({ rule: SECTION.versionSuccess,
-      message: `supportedVersions must list CNI spec versions; ${unknown.map((v) => JSON.stringify(v)).join(", ")} ${unknown.length === 1 ? "is" : "are"} not one (the spec's versions: ${known.join(", ")})` });
+    problems.push({
+      rule: SECTION.versionSuccess,
+      message: `supportedVersions must list CNI spec versions; ${unknown.map((v) => JSON.stringify(v)).join(", ")} ${unknown.length === 1 ? "is" : "are"} not one (the spec's versions: ${known.join(", ")})`,
+    });
   }
   const repeated = [...new Set(listed.filter((v, i) => listed.indexOf(v) !== i))];
   if (repeated.length) {
-    problems.push({ rule: SECTION.versionSuccess, message: `supportedVersions lists ${repeated.map((v) => JSON.stringify(v)).join(", ")} more than once` });
+    problems.push({
+      rule: SECTION.versionSuccess,
+      message: `supportedVersions lists ${repeated.map((v) => JSON.stringify(v)).join(", ")} more than once`,
+    });
   }
   return problems;
 }
@@ -244,7 +276,9 @@ export function describeCall(call: PluginCall, maxText = 4000): Record<string, D
   const cut = (s: string) => (s.length > maxText ? `${s.slice(0, maxText)}\n... (${s.length - maxText} more characters)` : s);
   return {
     command: call.command,
-    env: Object.entries(call.env).map(([k, v]) => `${k}=${v}`).join(" "),
+    env: Object.entries(call.env)
+      .map(([k, v]) => `${k}=${v}`)
+      .join(" "),
     stdin: cut(call.stdin),
     exit: call.signal ? `signal ${call.signal}` : call.exitCode,
     stdout: cut(call.stdout),

@@ -70,25 +70,33 @@ export async function refusalChecks(ctx: SuiteContext): Promise<void> {
   }
   await ctx.check("GC without CNI_PATH: error code 4 naming CNI_PATH", SECTION.parameters, async () => {
     if (!claimed.includes("1.1.0")) throw new Skip("the plugin does not claim 1.1.0, which brought GC");
-    return refused("GC", {}, ctx.configAt("1.1.0", { "cni.dev/valid-attachments": [], "cni.dev/attachments": [] }), { ...missingVariable, names: ["CNI_PATH"] });
+    return refused("GC", {}, ctx.configAt("1.1.0", { "cni.dev/valid-attachments": [], "cni.dev/attachments": [] }), {
+      ...missingVariable,
+      names: ["CNI_PATH"],
+    });
   });
 
   const cutShort = JSON.stringify(ctx.configAt(v0)).slice(0, 20);
   for (const command of ["ADD", "DEL"]) {
     await ctx.check(`${command} with a config that is not JSON: error code 6`, SECTION.error, async () =>
-      refused(command, await fullEnv(), cutShort, { code: 6 }));
+      refused(command, await fullEnv(), cutShort, { code: 6 }),
+    );
   }
 
   const unclaimed = [...ALL_VERSIONS.filter((v) => claimed.length && !claimed.includes(v)), NEVER_A_VERSION];
   for (const version of unclaimed) {
     await ctx.check(`ADD with cniVersion ${version}, which it does not claim: error code 1`, SECTION.upgrades, async () =>
-      refused("ADD", await fullEnv(), ctx.configAt(version), { code: 1 }));
+      refused("ADD", await fullEnv(), ctx.configAt(version), { code: 1 }),
+    );
   }
 
   const { name: _name, ...nameless } = ctx.configAt(v0);
   const badConfigs: Array<[string, JsonObject]> = [
     [`ADD with a config without "name": refused`, nameless],
-    ...BAD_NAMES.map((name): [string, JsonObject] => [`ADD with "name": ${JSON.stringify(name)} (the spec's name rule): refused`, ctx.configAt(v0, { name })]),
+    ...BAD_NAMES.map((name): [string, JsonObject] => [
+      `ADD with "name": ${JSON.stringify(name)} (the spec's name rule): refused`,
+      ctx.configAt(v0, { name }),
+    ]),
   ];
   for (const [title, config] of badConfigs) {
     await ctx.check(title, SECTION.config, async () => refused("ADD", await fullEnv(), config, {}));
@@ -100,7 +108,12 @@ export async function refusalChecks(ctx: SuiteContext): Promise<void> {
     if (lacking === 0) return { problems: [] };
     return {
       tolerated: true,
-      problems: [{ rule: SECTION.error, message: `${lacking} of ${errorDocuments.length} error documents have no cniVersion; the spec lists it, Go's library never prints it and runtimes do not read it` }],
+      problems: [
+        {
+          rule: SECTION.error,
+          message: `${lacking} of ${errorDocuments.length} error documents have no cniVersion; the spec lists it, Go's library never prints it and runtimes do not read it`,
+        },
+      ],
     };
   });
 }

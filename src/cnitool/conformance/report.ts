@@ -82,7 +82,9 @@ function yamlLines(key: string, value: Diagnostic, indent: string): string[] {
 
 function yamlItem(item: Diagnostic, indent: string): string[] {
   if (item !== null && typeof item === "object" && !Array.isArray(item)) {
-    const lines = Object.entries(item).filter(([, v]) => v !== undefined).flatMap(([k, v]) => yamlLines(k, v, `${indent}  `));
+    const lines = Object.entries(item)
+      .filter(([, v]) => v !== undefined)
+      .flatMap(([k, v]) => yamlLines(k, v, `${indent}  `));
     if (lines.length === 0) return [`${indent}- {}`];
     return [`${indent}- ${lines[0]!.slice(indent.length + 2)}`, ...lines.slice(1)];
   }
@@ -94,7 +96,9 @@ function yamlItem(item: Diagnostic, indent: string): string[] {
 
 /** A YAML document of `record`, as TAP 13 puts it under a test line (`---` ... `...`, indented by two). */
 export function yamlBlock(record: Record<string, Diagnostic>): string {
-  const lines = Object.entries(record).filter(([, v]) => v !== undefined).flatMap(([k, v]) => yamlLines(k, v, "  "));
+  const lines = Object.entries(record)
+    .filter(([, v]) => v !== undefined)
+    .flatMap(([k, v]) => yamlLines(k, v, "  "));
   return ["  ---", ...lines, "  ..."].join("\n") + "\n";
 }
 
@@ -118,13 +122,16 @@ function failureRecord(r: CheckResult): Record<string, Diagnostic> {
 export function tapEntry(r: CheckResult): string {
   const description = `${tapDescription(r.title)} [${tapDescription(r.section)}]`;
   switch (r.outcome) {
-    case "pass": return `ok ${r.id} - ${description}\n`;
-    case "skip": return `ok ${r.id} - ${description} # SKIP ${tapDescription(r.skipReason ?? "")}\n`;
+    case "pass":
+      return `ok ${r.id} - ${description}\n`;
+    case "skip":
+      return `ok ${r.id} - ${description} # SKIP ${tapDescription(r.skipReason ?? "")}\n`;
     case "tolerated": {
       const why = `tolerated deviation: ${r.problems[0]?.message ?? ""}`;
       return `not ok ${r.id} - ${description} # TODO ${tapDescription(why)}\n${yamlBlock(failureRecord(r))}`;
     }
-    case "fail": return `not ok ${r.id} - ${description}\n${yamlBlock(failureRecord(r))}`;
+    case "fail":
+      return `not ok ${r.id} - ${description}\n${yamlBlock(failureRecord(r))}`;
   }
 }
 
@@ -144,7 +151,10 @@ export function tapFooter(results: readonly CheckResult[]): string {
 function xml(text: string): string {
   return text
     .replace(/[^\t\n\r\x20-\ud7ff\ue000-\ufffd\u{10000}-\u{10ffff}]/gu, "\ufffd")
-    .replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;");
+    .replace(/&/g, "&amp;")
+    .replace(/</g, "&lt;")
+    .replace(/>/g, "&gt;")
+    .replace(/"/g, "&quot;");
 }
 
 const seconds = (ms: number): string => (ms / 1000).toFixed(3);
@@ -185,9 +195,11 @@ export function formatJUnit(suite: JUnitSuite, results: readonly CheckResult[]):
       out.push(`${open}>`, `      <system-out>${xml(`tolerated deviation (does not fail the run)\n${body}`)}</system-out>`, `    </testcase>`);
     } else {
       const first = r.problems[0];
-      out.push(`${open}>`,
+      out.push(
+        `${open}>`,
         `      <failure message="${xml(first?.message ?? "failed")}" type="${xml(first?.rule ?? r.section)}">${xml(body)}</failure>`,
-        `    </testcase>`);
+        `    </testcase>`,
+      );
     }
   }
   out.push(`  </testsuite>`, `</testsuites>`);

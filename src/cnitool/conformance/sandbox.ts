@@ -41,7 +41,13 @@ export class SetupError extends Error {
   }
 }
 
-interface Finished { exitCode: number | null; signal: string | null; stdout: string; stderr: string; durationMs: number }
+interface Finished {
+  exitCode: number | null;
+  signal: string | null;
+  stdout: string;
+  stderr: string;
+  durationMs: number;
+}
 
 const tool = (name: string): string => findTool(name) ?? name;
 
@@ -61,8 +67,7 @@ export class Sandbox {
   /** Makes nothing yet (start() does): a signal handler can hold it, and clean up, from the first moment. */
   constructor(private readonly opts: SandboxOptions) {
     this.host = { name: `cnic-${opts.tag}-h`, path: `/run/netns/cnic-${opts.tag}-h` };
-    this.baseEnv = Object.fromEntries(Object.entries(opts.env)
-      .filter((e): e is [string, string] => e[1] !== undefined && !e[0].startsWith("CNI_")));
+    this.baseEnv = Object.fromEntries(Object.entries(opts.env).filter((e): e is [string, string] => e[1] !== undefined && !e[0].startsWith("CNI_")));
   }
 
   /** Makes the host namespace (loopback up) and runs the host setup commands in it; throws SetupError. */
@@ -90,7 +95,10 @@ export class Sandbox {
     this.addNamespace(ns);
     for (const command of this.opts.netnsSetup) {
       await this.setupCommand(command, {
-        CONFORMANCE_HOST_NETNS: this.host.path, CONFORMANCE_NETNS: ns.path, CONFORMANCE_NETNS_NAME: ns.name, CONFORMANCE_NETNS_INDEX: String(index),
+        CONFORMANCE_HOST_NETNS: this.host.path,
+        CONFORMANCE_NETNS: ns.path,
+        CONFORMANCE_NETNS_NAME: ns.name,
+        CONFORMANCE_NETNS_INDEX: String(index),
       });
     }
     return ns;
@@ -107,7 +115,9 @@ export class Sandbox {
   private async setupCommand(command: string, vars: Record<string, string>): Promise<void> {
     const r = await this.spawnIn(tool("sh"), ["-c", command], { ...this.baseEnv, ...vars }, "", 120_000);
     if (r.exitCode !== 0) {
-      throw new SetupError(`setup command failed (${r.signal ? `signal ${r.signal}` : `exit ${String(r.exitCode)}`}): ${command}\n${r.stdout}${r.stderr}`.trimEnd());
+      throw new SetupError(
+        `setup command failed (${r.signal ? `signal ${r.signal}` : `exit ${String(r.exitCode)}`}): ${command}\n${r.stdout}${r.stderr}`.trimEnd(),
+      );
     }
   }
 
@@ -192,7 +202,8 @@ export class Sandbox {
     try {
       this.ip(["-n", ns.name, "link", "add", "pv0", "type", "veth", "peer", "name", "pv1"]);
       const r = spawnSync(tool("ip"), ["-n", ns.name, ...words], { encoding: "utf8" });
-      if (r.status !== 0 && /unknown device type/i.test(r.stderr)) reason = `this kernel cannot make ${kind} links (ip ${words.join(" ")}: ${r.stderr.trim()})`;
+      if (r.status !== 0 && /unknown device type/i.test(r.stderr))
+        reason = `this kernel cannot make ${kind} links (ip ${words.join(" ")}: ${r.stderr.trim()})`;
     } finally {
       this.removeNamespace(ns);
     }
@@ -216,7 +227,9 @@ export class Sandbox {
   private signal(pid: number, signal: NodeJS.Signals): void {
     try {
       process.kill(pid, signal);
-    } catch { /* already gone */ }
+    } catch {
+      /* already gone */
+    }
   }
 
   /** Removes everything the run made: plugin calls still running, processes in its namespaces, the namespaces. */

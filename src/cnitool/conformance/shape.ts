@@ -31,7 +31,10 @@ export function judgeResult(raw: JsonObject, version: string, netns: string): { 
   const problems: Problem[] = [];
   const rule = SECTION.addSuccess;
   if (raw["cniVersion"] !== version) {
-    problems.push({ rule, message: `the result's cniVersion must be the config's, ${JSON.stringify(version)}; it is ${JSON.stringify(raw["cniVersion"] ?? null)}` });
+    problems.push({
+      rule,
+      message: `the result's cniVersion must be the config's, ${JSON.stringify(version)}; it is ${JSON.stringify(raw["cniVersion"] ?? null)}`,
+    });
   }
   let result: Result | undefined;
   try {
@@ -43,7 +46,10 @@ export function judgeResult(raw: JsonObject, version: string, netns: string): { 
   if (family) {
     const foreign = Object.keys(raw).filter((k) => !MEMBERS[family].includes(k));
     if (foreign.length) {
-      problems.push({ rule, message: `${foreign.map((k) => JSON.stringify(k)).join(", ")} ${foreign.length === 1 ? "is" : "are"} not part of a ${version} result (its members: ${MEMBERS[family].join(", ")})` });
+      problems.push({
+        rule,
+        message: `${foreign.map((k) => JSON.stringify(k)).join(", ")} ${foreign.length === 1 ? "is" : "are"} not part of a ${version} result (its members: ${MEMBERS[family].join(", ")})`,
+      });
     }
     problems.push(...(family === "020" ? legacyAddressProblems(raw) : ipEntryProblems(raw, family)));
   }
@@ -54,11 +60,15 @@ export function judgeResult(raw: JsonObject, version: string, netns: string): { 
 /** 0.1.0/0.2.0: `ip4` holds an IPv4 address, `ip6` an IPv6 one. */
 function legacyAddressProblems(raw: JsonObject): Problem[] {
   const problems: Problem[] = [];
-  for (const [key, family] of [["ip4", 4], ["ip6", 6]] as const) {
+  for (const [key, family] of [
+    ["ip4", 4],
+    ["ip6", 6],
+  ] as const) {
     const c = raw[key];
     if (!isJsonObject(c) || typeof c["ip"] !== "string") continue;
     const cidr = tryParseCIDR(c["ip"]);
-    if (cidr && cidr.ip.family !== family) problems.push({ rule: SECTION.addSuccess, message: `${key}.ip ${c["ip"]} is not an IPv${family} address` });
+    if (cidr && cidr.ip.family !== family)
+      problems.push({ rule: SECTION.addSuccess, message: `${key}.ip ${c["ip"]} is not an IPv${family} address` });
   }
   return problems;
 }
@@ -69,11 +79,21 @@ function ipEntryProblems(raw: JsonObject, family: "040" | "100"): Problem[] {
   asObjects(raw["ips"]).forEach((ip, i) => {
     const cidr = typeof ip["address"] === "string" ? tryParseCIDR(ip["address"]) : undefined;
     if (family === "100") {
-      if ("version" in ip) problems.push({ rule: SECTION.addSuccess, message: `ips[${i}] has "version", which results lost in 1.0.0 (a 0.x shape under a 1.x cniVersion)` });
+      if ("version" in ip)
+        problems.push({
+          rule: SECTION.addSuccess,
+          message: `ips[${i}] has "version", which results lost in 1.0.0 (a 0.x shape under a 1.x cniVersion)`,
+        });
     } else if (ip["version"] !== "4" && ip["version"] !== "6") {
-      problems.push({ rule: SECTION.addSuccess, message: `ips[${i}] needs "version": "4" or "6" in a 0.3.x/0.4.0 result; got ${JSON.stringify(ip["version"] ?? null)}` });
+      problems.push({
+        rule: SECTION.addSuccess,
+        message: `ips[${i}] needs "version": "4" or "6" in a 0.3.x/0.4.0 result; got ${JSON.stringify(ip["version"] ?? null)}`,
+      });
     } else if (cidr && String(cidr.ip.family) !== ip["version"]) {
-      problems.push({ rule: SECTION.addSuccess, message: `ips[${i}] says version ${ip["version"]} for the IPv${cidr.ip.family} address ${String(ip["address"])}` });
+      problems.push({
+        rule: SECTION.addSuccess,
+        message: `ips[${i}] says version ${ip["version"]} for the IPv${cidr.ip.family} address ${String(ip["address"])}`,
+      });
     }
   });
   return problems;
@@ -93,7 +113,10 @@ function referenceProblems(raw: JsonObject, netns: string): Problem[] {
   interfaces.forEach((iface, i) => {
     const sandbox = iface["sandbox"];
     if (typeof sandbox === "string" && sandbox !== "" && sandbox !== netns) {
-      problems.push({ rule: SECTION.addSuccess, message: `interfaces[${i}] (${String(iface["name"])}) has sandbox ${JSON.stringify(sandbox)}; an interface in the container's namespace names CNI_NETNS, ${JSON.stringify(netns)}` });
+      problems.push({
+        rule: SECTION.addSuccess,
+        message: `interfaces[${i}] (${String(iface["name"])}) has sandbox ${JSON.stringify(sandbox)}; an interface in the container's namespace names CNI_NETNS, ${JSON.stringify(netns)}`,
+      });
     }
   });
   return problems;

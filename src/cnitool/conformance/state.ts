@@ -30,7 +30,8 @@ export function parseIpAddrJson(text: string): NsSnapshot {
   for (const l of Array.isArray(parsed) ? parsed : []) {
     if (!isJsonObject(l) || typeof l["ifname"] !== "string") continue;
     const info = isJsonObject(l["linkinfo"] ?? null) ? (l["linkinfo"] as Record<string, JsonValue>) : {};
-    const addresses = (Array.isArray(l["addr_info"]) ? l["addr_info"] : []).filter(isJsonObject)
+    const addresses = (Array.isArray(l["addr_info"]) ? l["addr_info"] : [])
+      .filter(isJsonObject)
       .map((a) => tryParseCIDR(`${String(a["local"])}/${String(a["prefixlen"])}`)?.text)
       .filter((a): a is string => a !== undefined);
     links.set(l["ifname"], {
@@ -74,7 +75,10 @@ export function presenceProblems(result: Result100, netns: string, now: Snapshot
     if (!side) return; // a sandbox that is not CNI_NETNS: reported by the result's own rules
     const link = now[side].get(iface.name);
     if (!link) {
-      problems.push({ rule: SECTION.addSuccess, message: `the result reports interface ${iface.name} in the ${side === "container" ? "container's namespace" : "host namespace"}, which has no such link` });
+      problems.push({
+        rule: SECTION.addSuccess,
+        message: `the result reports interface ${iface.name} in the ${side === "container" ? "container's namespace" : "host namespace"}, which has no such link`,
+      });
     } else if (iface.mac && link.mac && iface.mac.toLowerCase() !== link.mac) {
       problems.push({ rule: SECTION.addSuccess, message: `the result reports ${iface.name} with MAC ${iface.mac}; the link has ${link.mac}` });
     }
@@ -84,7 +88,10 @@ export function presenceProblems(result: Result100, netns: string, now: Snapshot
     const side = where(ip.interface);
     const link = side ? now[side].get(interfaces[ip.interface]!.name) : undefined;
     if (link && !link.addresses.includes(canonical(ip.address))) {
-      problems.push({ rule: SECTION.addSuccess, message: `ips[${i}]: ${ip.address} is not on ${link.name} (it has ${link.addresses.join(", ") || "no address"})` });
+      problems.push({
+        rule: SECTION.addSuccess,
+        message: `ips[${i}]: ${ip.address} is not on ${link.name} (it has ${link.addresses.join(", ") || "no address"})`,
+      });
     }
   });
   return problems;
@@ -106,7 +113,13 @@ export function sharedHostLinks(result: Result100, afterAdd: Snapshots): Set<str
  * gone (when the namespace still exists); on a link that was there before (loopback's lo), the reported addresses
  * it did not have are gone, the kernel's own aside; a reported host link made by the ADD is gone unless shared.
  */
-export function leftoverProblems(result: Result100, netns: string, before: Snapshots, afterAdd: Snapshots, after: { container?: NsSnapshot; host: NsSnapshot }): Problem[] {
+export function leftoverProblems(
+  result: Result100,
+  netns: string,
+  before: Snapshots,
+  afterAdd: Snapshots,
+  after: { container?: NsSnapshot; host: NsSnapshot },
+): Problem[] {
   const problems: Problem[] = [];
   const interfaces = result.interfaces ?? [];
   const shared = sharedHostLinks(result, afterAdd);
@@ -119,13 +132,20 @@ export function leftoverProblems(result: Result100, netns: string, before: Snaps
     const previous = before[side].get(iface.name);
     if (!previous) {
       if (side === "host" && shared.has(iface.name)) return;
-      problems.push({ rule: SECTION.del, message: `${iface.name}, which the ADD made and reported, is still in the ${side === "container" ? "container's namespace" : "host namespace"} after DEL` });
+      problems.push({
+        rule: SECTION.del,
+        message: `${iface.name}, which the ADD made and reported, is still in the ${side === "container" ? "container's namespace" : "host namespace"} after DEL`,
+      });
       return;
     }
     if (side !== "container") return;
     const reported = (result.ips ?? []).filter((ip) => ip.interface === index).map((ip) => canonical(ip.address));
     const left = reported.filter((a) => link.addresses.includes(a) && !previous.addresses.includes(a) && !kernelAssigned(link, a));
-    if (left.length) problems.push({ rule: SECTION.del, message: `${left.join(", ")}, which the ADD put on ${iface.name}, ${left.length === 1 ? "is" : "are"} still there after DEL` });
+    if (left.length)
+      problems.push({
+        rule: SECTION.del,
+        message: `${left.join(", ")}, which the ADD put on ${iface.name}, ${left.length === 1 ? "is" : "are"} still there after DEL`,
+      });
   });
   return problems;
 }
@@ -147,5 +167,7 @@ export function changesBetween(before: NsSnapshot, after: NsSnapshot): string[] 
 
 /** A snapshot as a diagnostic: one line per link. */
 export function describeSnapshot(s: NsSnapshot): string[] {
-  return [...s.values()].map((l) => `${l.name}${l.kind ? ` (${l.kind})` : ""}${l.master ? ` master ${l.master}` : ""}: ${l.addresses.join(" ") || "-"}`);
+  return [...s.values()].map(
+    (l) => `${l.name}${l.kind ? ` (${l.kind})` : ""}${l.master ? ` master ${l.master}` : ""}: ${l.addresses.join(" ") || "-"}`,
+  );
 }

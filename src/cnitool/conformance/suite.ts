@@ -16,10 +16,10 @@ import { once, Skip, SuiteContext, type Claims, type SuiteOptions } from "./cont
 import { describeCall, judgeSupportedVersions, judgeVersionAnswer, SECTION, type PluginCall, type VersionAnswer } from "./output.js";
 import { refusalChecks } from "./refusals.js";
 
-
 /** Runs the suite; resolves with every check's result (each also given to `report` as it finishes). */
 export async function runSuite(opts: SuiteOptions): Promise<CheckResult[]> {
-  const version = (input: string) => opts.sandbox.runPlugin(opts.plugin, "VERSION", { CNI_COMMAND: "VERSION" }, JSON.stringify({ cniVersion: input }));
+  const version = (input: string) =>
+    opts.sandbox.runPlugin(opts.plugin, "VERSION", { CNI_COMMAND: "VERSION" }, JSON.stringify({ cniVersion: input }));
   const first = await version(CURRENT_VERSION);
   const answer = judgeVersionAnswer(first);
   opts.note(`the plugin claims: ${answer.listed?.join(", ") ?? "(no usable supportedVersions)"}`);
@@ -41,9 +41,17 @@ function claimsOf(answer: VersionAnswer, opts: SuiteOptions): Claims {
 }
 
 /** VERSION: the answer's form, its list, the same list whatever the input, and the input's cniVersion echoed. */
-async function versionChecks(ctx: SuiteContext, answer: VersionAnswer, first: PluginCall, version: (input: string) => Promise<PluginCall>): Promise<void> {
-  await ctx.check("VERSION: exit 0 and one JSON document with cniVersion and supportedVersions, with only CNI_COMMAND set", SECTION.version, async () =>
-    ({ problems: answer.problems, diagnostics: describeCall(first) }));
+async function versionChecks(
+  ctx: SuiteContext,
+  answer: VersionAnswer,
+  first: PluginCall,
+  version: (input: string) => Promise<PluginCall>,
+): Promise<void> {
+  await ctx.check(
+    "VERSION: exit 0 and one JSON document with cniVersion and supportedVersions, with only CNI_COMMAND set",
+    SECTION.version,
+    async () => ({ problems: answer.problems, diagnostics: describeCall(first) }),
+  );
   await ctx.check("VERSION: supportedVersions lists CNI spec versions, each once", SECTION.versionSuccess, async () => {
     if (!answer.listed) throw new Skip("the answer has no supportedVersions list");
     return { problems: judgeSupportedVersions(answer.listed), diagnostics: { supportedVersions: answer.listed } };
@@ -58,7 +66,10 @@ async function versionChecks(ctx: SuiteContext, answer: VersionAnswer, first: Pl
     for (const { v, call } of await otherAnswers()) {
       const other = judgeVersionAnswer(call);
       if (JSON.stringify(other.listed) !== JSON.stringify(answer.listed)) {
-        problems.push({ rule: SECTION.version, message: `with cniVersion ${v} on stdin it lists ${JSON.stringify(other.listed ?? null)}; with ${CURRENT_VERSION}, ${JSON.stringify(answer.listed ?? null)}` });
+        problems.push({
+          rule: SECTION.version,
+          message: `with cniVersion ${v} on stdin it lists ${JSON.stringify(other.listed ?? null)}; with ${CURRENT_VERSION}, ${JSON.stringify(answer.listed ?? null)}`,
+        });
       }
     }
     return { problems };
@@ -69,11 +80,18 @@ async function versionChecks(ctx: SuiteContext, answer: VersionAnswer, first: Pl
       .filter(({ v, said }) => said !== undefined && said !== v);
     if (seen.length === 0) return { problems: [] };
     const values = [...new Set(seen.map((s) => s.said))];
-    const answered = values.length === 1 ? `${JSON.stringify(values[0])} to ${seen.map((s) => s.v).join(", ")}` : seen.map((s) => `${JSON.stringify(s.said)} to ${s.v}`).join(", ");
+    const answered =
+      values.length === 1
+        ? `${JSON.stringify(values[0])} to ${seen.map((s) => s.v).join(", ")}`
+        : seen.map((s) => `${JSON.stringify(s.said)} to ${s.v}`).join(", ");
     return {
       tolerated: true,
-      problems: [{ rule: SECTION.versionSuccess,
-        message: `it answers cniVersion ${answered}; the spec asks for the input's value. Go's skel answers its own newest version, and runtimes read only supportedVersions` }],
+      problems: [
+        {
+          rule: SECTION.versionSuccess,
+          message: `it answers cniVersion ${answered}; the spec asks for the input's value. Go's skel answers its own newest version, and runtimes read only supportedVersions`,
+        },
+      ],
     };
   });
 }

@@ -39,7 +39,10 @@ export async function checkInterfaceAddresses(ns: NetNS, ifName: string, result:
 export class RoutesFrom {
   private readonly tables = new Map<string, Promise<RouteSpec[]>>();
   private rules: Promise<IpRule[]> | undefined;
-  constructor(private readonly ns: NetNS, private readonly sources: readonly string[]) {}
+  constructor(
+    private readonly ns: NetNS,
+    private readonly sources: readonly string[],
+  ) {}
 
   private table(family: 4 | 6, table?: number): Promise<RouteSpec[]> {
     const key = `${family}:${table ?? "main"}`;
@@ -64,7 +67,10 @@ export class RoutesFrom {
 
 /** Every route of the result must exist in the namespace (destination and gateway), for its addresses' traffic. */
 export async function checkRoutes(ns: NetNS, result: Result100): Promise<void> {
-  const view = new RoutesFrom(ns, (result.ips ?? []).map((i) => i.address));
+  const view = new RoutesFrom(
+    ns,
+    (result.ips ?? []).map((i) => i.address),
+  );
   for (const route of result.routes ?? []) {
     const dst = parseCIDR(route.dst).text;
     const found = await view.has(ipFamily(route.dst), (r) => parseCIDR(r.dst).text === dst && (!route.gw || r.gw === route.gw), route.table);

@@ -29,7 +29,11 @@ export async function ipamAdd(conf: PluginConf, args: CmdArgs, requireIPs = true
   return result;
 }
 
-export const ipamDel = (conf: PluginConf, args: CmdArgs): Promise<void> => delegateDel(ipamType(conf), args.stdinData, { env: args.env, stderr: args.stderr });
-export const ipamCheck = (conf: PluginConf, args: CmdArgs): Promise<void> => delegateCheck(ipamType(conf), args.stdinData, { env: args.env, stderr: args.stderr });
-export const ipamStatus = (conf: PluginConf, args: CmdArgs): Promise<void> => delegateStatus(ipamType(conf), args.stdinData, { env: args.env, stderr: args.stderr });
-export const ipamGC = (conf: PluginConf, args: CmdArgs): Promise<void> => delegateGC(ipamType(conf), args.stdinData, { env: args.env, stderr: args.stderr });
+export const ipamDel = (conf: PluginConf, args: CmdArgs): Promise<void> =>
+  delegateDel(ipamType(conf), args.stdinData, { env: args.env, stderr: args.stderr });
+export const ipamCheck = (conf: PluginConf, args: CmdArgs): Promise<void> =>
+  delegateCheck(ipamType(conf), args.stdinData, { env: args.env, stderr: args.stderr });
+export const ipamStatus = (conf: PluginConf, args: CmdArgs): Promise<void> =>
+  delegateStatus(ipamType(conf), args.stdinData, { env: args.env, stderr: args.stderr });
+export const ipamGC = (conf: PluginConf, args: CmdArgs): Promise<void> =>
+  delegateGC(ipamType(conf), args.stdinData, { env: args.env, stderr: args.stderr });

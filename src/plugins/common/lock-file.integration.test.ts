@@ -13,7 +13,11 @@ const skip = skipReason();
 
 /** A process holding an exclusive flock on `file` as `as` (setpriv's options), until killed. */
 async function holder(file: string, as: string[] = []) {
-  const child = spawn(as.length ? "setpriv" : "flock", as.length ? [...as, "--", "flock", "-o", "-x", file, "sleep", "30"] : ["-o", "-x", file, "sleep", "30"], { stdio: "ignore" });
+  const child = spawn(
+    as.length ? "setpriv" : "flock",
+    as.length ? [...as, "--", "flock", "-o", "-x", file, "sleep", "30"] : ["-o", "-x", file, "sleep", "30"],
+    { stdio: "ignore" },
+  );
   await sleep(300);
   return child;
 }
@@ -25,12 +29,22 @@ test("a lock root holds is waited for at most the time given: code 11, naming th
   const held = await holder(file);
   try {
     const t0 = Date.now();
-    await assert.rejects(withLockFile(file, 0o600, (r) => r, () => "ran", undefined, { timeoutMs: 400 }), (e: unknown) => {
-      assert.ok(e instanceof CniError);
-      assert.equal(e.code, 11);
-      assert.equal(e.msg, `timed out after 0.4 s waiting for the lock on ${file} (held by pid ${held.pid})`);
-      return true;
-    });
+    await assert.rejects(
+      withLockFile(
+        file,
+        0o600,
+        (r) => r,
+        () => "ran",
+        undefined,
+        { timeoutMs: 400 },
+      ),
+      (e: unknown) => {
+        assert.ok(e instanceof CniError);
+        assert.equal(e.code, 11);
+        assert.equal(e.msg, `timed out after 0.4 s waiting for the lock on ${file} (held by pid ${held.pid})`);
+        return true;
+      },
+    );
     assert.ok(Date.now() - t0 < 2000);
   } finally {
     held.kill("SIGKILL");
@@ -47,7 +61,17 @@ test("a lock another user took on a file anyone can read is not waited for", { s
   const held = await holder(file, ["--reuid=65534", "--regid=65534", "--clear-groups"]);
   try {
     const t0 = Date.now();
-    assert.equal(await withLockFile(file, 0o600, (r) => r, () => "ran", undefined, { timeoutMs: 5000 }), "ran");
+    assert.equal(
+      await withLockFile(
+        file,
+        0o600,
+        (r) => r,
+        () => "ran",
+        undefined,
+        { timeoutMs: 5000 },
+      ),
+      "ran",
+    );
     assert.ok(Date.now() - t0 < 1500, `took ${Date.now() - t0} ms`);
   } finally {
     held.kill("SIGKILL");

@@ -16,8 +16,14 @@ export const openLockFile = (lockPath: string, mode: number): number => openSync
  * (code 5), a lock not had in time (sys/flock.ts: only root's holders are waited for, and not forever) code 11,
  * "try again later"; `openFailure` words the first from the system's reason.
  */
-export function withLockFile<T>(lockPath: string, mode: number, openFailure: (reason: string) => string,
-  fn: () => T | Promise<T>, prepare?: () => void, opts: FlockOptions = {}): Promise<T> {
+export function withLockFile<T>(
+  lockPath: string,
+  mode: number,
+  openFailure: (reason: string) => string,
+  fn: () => T | Promise<T>,
+  prepare?: () => void,
+  opts: FlockOptions = {},
+): Promise<T> {
   const open = () => {
     try {
       prepare?.();

@@ -32,7 +32,7 @@ interface MasterPlace {
 
 /** The place of the master: the container's namespace with `linkInContainer`, else the host's. */
 const masterPlace = (container: NetNS, linkInContainer: boolean): MasterPlace =>
-  (linkInContainer ? { ns: container, label: `the container namespace ${container}` } : { ns: NetNS.host, label: "the host namespace" });
+  linkInContainer ? { ns: container, label: `the container namespace ${container}` } : { ns: NetNS.host, label: "the host namespace" };
 
 /**
  * The master link: `master` when configured, else the interface of the first default route of the place.
@@ -62,7 +62,12 @@ export interface MasterChoice {
  * the master's before creating anything (the kernel would refuse it with a less useful message; 0 or unset is
  * the master's), and creates the link in the container.
  */
-export async function createOnMaster(container: NetNS, ifName: string, on: MasterChoice, spec: Omit<ContainerLinkSpec, "parent" | "mtu">): Promise<Link> {
+export async function createOnMaster(
+  container: NetNS,
+  ifName: string,
+  on: MasterChoice,
+  spec: Omit<ContainerLinkSpec, "parent" | "mtu">,
+): Promise<Link> {
   const place = masterPlace(container, on.linkInContainer);
   const master = await findMaster(on.master, place);
   if (on.mtu && on.mtu > master.mtu) {
@@ -177,12 +182,15 @@ export async function checkSandboxLink(args: CmdArgs, conf: PluginConf, want: Sa
   }
   for (const [key, value] of Object.entries(want.info ?? {})) {
     const have = link.info?.[key];
-    if (have !== value) throw failure(`container ${want.kind} "${args.ifName}" has ${key} ${JSON.stringify(have ?? null)}, expected ${JSON.stringify(value)}`);
+    if (have !== value)
+      throw failure(`container ${want.kind} "${args.ifName}" has ${key} ${JSON.stringify(have ?? null)}, expected ${JSON.stringify(value)}`);
   }
   if (!link.up) throw failure(`container interface "${args.ifName}" is down`);
   if (want.mtu && link.mtu !== want.mtu) throw failure(`container interface "${args.ifName}" has MTU ${link.mtu}, expected ${want.mtu}`);
   if (want.bridge !== undefined && link.master !== want.bridge) {
-    throw failure(`container interface "${args.ifName}" is ${link.master ? `a port of "${link.master}"` : "on no bridge"}, expected a port of "${want.bridge}"`);
+    throw failure(
+      `container interface "${args.ifName}" is ${link.master ? `a port of "${link.master}"` : "on no bridge"}, expected a port of "${want.bridge}"`,
+    );
   }
   if (entry.mac && entry.mac !== link.mac) throw failure(`container interface "${args.ifName}" MAC is ${link.mac}, prevResult says ${entry.mac}`);
   await checkInterfaceAddresses(ns, args.ifName, prev);

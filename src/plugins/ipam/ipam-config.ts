@@ -58,6 +58,8 @@ export function checkAddressesPerFamily(cniVersion: string, families: ReadonlyAr
   let modern = false;
   try {
     modern = versionGreaterThanOrEqualTo(cniVersion, "0.3.0");
-  } catch { /* an unparsable version is an old one, as in Go */ }
+  } catch {
+    /* an unparsable version is an old one, as in Go */
+  }
   if (!modern) throw invalidConfig(`CNI version ${cniVersion} does not support more than 1 address per family`);
 }

@@ -9,14 +9,31 @@ import type { IncomingHttpHeaders } from "node:http2";
 
 /** gRPC status names by code, for messages. */
 const STATUS_NAMES = [
-  "OK", "CANCELLED", "UNKNOWN", "INVALID_ARGUMENT", "DEADLINE_EXCEEDED", "NOT_FOUND", "ALREADY_EXISTS", "PERMISSION_DENIED",
-  "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION", "ABORTED", "OUT_OF_RANGE", "UNIMPLEMENTED", "INTERNAL", "UNAVAILABLE", "DATA_LOSS",
+  "OK",
+  "CANCELLED",
+  "UNKNOWN",
+  "INVALID_ARGUMENT",
+  "DEADLINE_EXCEEDED",
+  "NOT_FOUND",
+  "ALREADY_EXISTS",
+  "PERMISSION_DENIED",
+  "RESOURCE_EXHAUSTED",
+  "FAILED_PRECONDITION",
+  "ABORTED",
+  "OUT_OF_RANGE",
+  "UNIMPLEMENTED",
+  "INTERNAL",
+  "UNAVAILABLE",
+  "DATA_LOSS",
   "UNAUTHENTICATED",
 ];
 
 /** The server could not be reached, or did not answer in time, or broke the protocol: nothing was learnt. */
 export class GrpcTransportError extends Error {
-  constructor(message: string, override readonly cause?: unknown) {
+  constructor(
+    message: string,
+    override readonly cause?: unknown,
+  ) {
     super(message);
     this.name = "GrpcTransportError";
   }
@@ -24,7 +41,11 @@ export class GrpcTransportError extends Error {
 
 /** The server answered the call with a non-OK status. */
 export class GrpcStatusError extends Error {
-  constructor(readonly method: string, readonly code: number, readonly details: string) {
+  constructor(
+    readonly method: string,
+    readonly code: number,
+    readonly details: string,
+  ) {
     super(`${method} failed (${STATUS_NAMES[code] ?? `status ${code}`}): ${details || "no message"}`);
     this.name = "GrpcStatusError";
   }
@@ -48,7 +69,7 @@ export interface UnaryCall {
 
 /** grpc-message is percent-encoded (gRPC over HTTP/2); a malformed one is shown as sent. */
 function decodeGrpcMessage(value: string | string[] | undefined): string {
-  const text = Array.isArray(value) ? value.join(",") : value ?? "";
+  const text = Array.isArray(value) ? value.join(",") : (value ?? "");
   try {
     return decodeURIComponent(text);
   } catch {
@@ -87,7 +108,10 @@ export async function grpcUnary(call: UnaryCall): Promise<Buffer> {
       if ("message" in outcome) resolve(outcome.message);
       else reject(outcome.error);
     };
-    const timer = setTimeout(() => finish({ error: new GrpcTransportError(`${method}: no answer from unix://${socketPath} within ${timeoutMs} ms`) }), timeoutMs);
+    const timer = setTimeout(
+      () => finish({ error: new GrpcTransportError(`${method}: no answer from unix://${socketPath} within ${timeoutMs} ms`) }),
+      timeoutMs,
+    );
     let connected = false;
     session.on("connect", () => (connected = true));
     const unreachable = (e: Error) => {
@@ -100,8 +124,13 @@ export async function grpcUnary(call: UnaryCall): Promise<Buffer> {
     const frame = Buffer.alloc(5);
     frame.writeUInt32BE(call.request.length, 1);
     const stream = session.request({
-      ":method": "POST", ":path": method, "content-type": "application/grpc", te: "trailers",
-      "grpc-timeout": `${Math.max(1, Math.min(timeoutMs, 99_999_999))}m`, "grpc-accept-encoding": "identity", "user-agent": "tscni",
+      ":method": "POST",
+      ":path": method,
+      "content-type": "application/grpc",
+      te: "trailers",
+      "grpc-timeout": `${Math.max(1, Math.min(timeoutMs, 99_999_999))}m`,
+      "grpc-accept-encoding": "identity",
+      "user-agent": "tscni",
     });
     const chunks: Buffer[] = [];
     let received = 0;
@@ -118,13 +147,17 @@ export async function grpcUnary(call: UnaryCall): Promise<Buffer> {
       }
       chunks.push(chunk);
     });
-    stream.on("error", (e: Error) => finish({
-      error: connected ? new GrpcTransportError(`${method} over unix://${socketPath}: ${e.message}`, e) : unreachable(e),
-    }));
+    stream.on("error", (e: Error) =>
+      finish({
+        error: connected ? new GrpcTransportError(`${method} over unix://${socketPath}: ${e.message}`, e) : unreachable(e),
+      }),
+    );
     stream.on("end", () => {
       const httpStatus = Number(headers[":status"]);
       if (httpStatus !== 200) {
-        finish({ error: new GrpcTransportError(`${method}: HTTP status ${headers[":status"] ?? "missing"} from unix://${socketPath}, not a gRPC server?`) });
+        finish({
+          error: new GrpcTransportError(`${method}: HTTP status ${headers[":status"] ?? "missing"} from unix://${socketPath}, not a gRPC server?`),
+        });
         return;
       }
       // A call that fails at once has its status in the headers ("trailers-only").

@@ -8,15 +8,20 @@ import assert from "node:assert/strict";
 import * as protoLoader from "@grpc/proto-loader";
 import { CRI_PROTO } from "../../testing/cri-client.js";
 import { ProtobufError, ProtoWriter, readFields } from "./protobuf.js";
-import {
-  decodeListPodSandboxResponse, decodeVersionResponse, encodeListPodSandboxRequest, encodeVersionRequest,
-} from "./runtime-service.js";
+import { decodeListPodSandboxResponse, decodeVersionResponse, encodeListPodSandboxRequest, encodeVersionRequest } from "./runtime-service.js";
 
 type Serialize = (value: object) => Buffer;
 const definition = protoLoader.loadSync(CRI_PROTO, { keepCase: false, longs: String, enums: String, defaults: true });
-const method = (name: string) => (definition["runtime.v1.RuntimeService"] as unknown as Record<string, {
-  requestSerialize: Serialize; responseSerialize: Serialize;
-}>)[name]!;
+const method = (name: string) =>
+  (
+    definition["runtime.v1.RuntimeService"] as unknown as Record<
+      string,
+      {
+        requestSerialize: Serialize;
+        responseSerialize: Serialize;
+      }
+    >
+  )[name]!;
 
 describe("CRI messages against protobufjs", () => {
   test("VersionRequest", () => {
@@ -30,8 +35,18 @@ describe("CRI messages against protobufjs", () => {
   });
 
   test("VersionResponse", () => {
-    const bytes = method("Version").responseSerialize({ version: "0.1.0", runtimeName: "containerd", runtimeVersion: "v1.6.20", runtimeApiVersion: "v1" });
-    assert.deepEqual(decodeVersionResponse(bytes), { version: "0.1.0", runtimeName: "containerd", runtimeVersion: "v1.6.20", runtimeApiVersion: "v1" });
+    const bytes = method("Version").responseSerialize({
+      version: "0.1.0",
+      runtimeName: "containerd",
+      runtimeVersion: "v1.6.20",
+      runtimeApiVersion: "v1",
+    });
+    assert.deepEqual(decodeVersionResponse(bytes), {
+      version: "0.1.0",
+      runtimeName: "containerd",
+      runtimeVersion: "v1.6.20",
+      runtimeApiVersion: "v1",
+    });
     assert.deepEqual(decodeVersionResponse(Buffer.alloc(0)), { version: "", runtimeName: "", runtimeVersion: "", runtimeApiVersion: "" });
   });
 
@@ -40,15 +55,20 @@ describe("CRI messages against protobufjs", () => {
     const bytes = method("ListPodSandbox").responseSerialize({
       items: [
         {
-          id: id(1), metadata: { name: "web", uid: "u-1", namespace: "default", attempt: 3 }, state: "SANDBOX_READY",
-          createdAt: "1700000000123456789", labels: { app: "web", "ünïcode": "✓" },
+          id: id(1),
+          metadata: { name: "web", uid: "u-1", namespace: "default", attempt: 3 },
+          state: "SANDBOX_READY",
+          createdAt: "1700000000123456789",
+          labels: { app: "web", ünïcode: "✓" },
         },
         { id: id(2), metadata: { name: "db", uid: "u-2", namespace: "prod" }, state: "SANDBOX_NOTREADY", createdAt: "-1" },
         { id: id(3) },
       ],
     });
     assert.deepEqual(decodeListPodSandboxResponse(bytes), [
-      { id: id(1), state: "SANDBOX_READY" }, { id: id(2), state: "SANDBOX_NOTREADY" }, { id: id(3), state: "SANDBOX_READY" },
+      { id: id(1), state: "SANDBOX_READY" },
+      { id: id(2), state: "SANDBOX_NOTREADY" },
+      { id: id(3), state: "SANDBOX_READY" },
     ]);
     assert.deepEqual(decodeListPodSandboxResponse(method("ListPodSandbox").responseSerialize({ items: [] })), []);
   });
@@ -71,7 +91,11 @@ describe("the wire format", () => {
     ]);
     const fields = [...readFields(bytes)].map((f) => [f.field, f.wireType, typeof f.value === "bigint" ? f.value : f.value.toString("hex")]);
     assert.deepEqual(fields, [
-      [1, 0, 150n], [2, 1, "0102030405060708"], [3, 5, "09090909"], [4, 2, Buffer.from("hé").toString("hex")], [500, 0, 2n ** 64n - 1n],
+      [1, 0, 150n],
+      [2, 1, "0102030405060708"],
+      [3, 5, "09090909"],
+      [4, 2, Buffer.from("hé").toString("hex")],
+      [500, 0, 2n ** 64n - 1n],
     ]);
     // Fields a message does not know, of every wire type, around one it knows.
     const unknown = Buffer.from([0x28, 0x96, 0x01, 0x31, 1, 2, 3, 4, 5, 6, 7, 8, 0x3d, 9, 9, 9, 9, 0x42, 0x01, 0x61]);
@@ -95,11 +119,19 @@ describe("the wire format", () => {
       ["field 0", Buffer.from([0x00, 0x00]), /field number 0/],
       ["overlong varint", Buffer.from([0x08, ...Array<number>(11).fill(0x80)]), /longer than 10 bytes/],
     ];
-    for (const [name, bytes, message] of cases) assert.throws(() => [...readFields(bytes)], (e: Error) => e instanceof ProtobufError && message.test(e.message), name);
+    for (const [name, bytes, message] of cases)
+      assert.throws(
+        () => [...readFields(bytes)],
+        (e: Error) => e instanceof ProtobufError && message.test(e.message),
+        name,
+      );
   });
 
   test("a known field of the wrong wire type is refused", () => {
     assert.throws(() => decodeVersionResponse(Buffer.from([0x08, 0x01])), /version \(field 1\) is not length-delimited/);
-    assert.throws(() => decodeListPodSandboxResponse(new ProtoWriter().bytes(1, Buffer.from([0x1a, 0x00])).finish()), /PodSandbox.state \(field 3\) is not a varint/);
+    assert.throws(
+      () => decodeListPodSandboxResponse(new ProtoWriter().bytes(1, Buffer.from([0x1a, 0x00])).finish()),
+      /PodSandbox.state \(field 3\) is not a varint/,
+    );
   });
 });

@@ -8,7 +8,10 @@
 
 /** A message that does not decode: what was wrong and at which byte. */
 export class ProtobufError extends Error {
-  constructor(message: string, readonly offset: number) {
+  constructor(
+    message: string,
+    readonly offset: number,
+  ) {
     super(`malformed protobuf message at byte ${offset}: ${message}`);
     this.name = "ProtobufError";
   }

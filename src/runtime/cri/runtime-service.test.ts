@@ -22,7 +22,9 @@ async function serve(services: Array<[grpc.ServiceDefinition, Record<string, Han
   const socket = path.join(tempDir(), "cri.sock");
   const server = new grpc.Server();
   for (const [service, handlers] of services) server.addService(service, handlers);
-  await new Promise<void>((resolve, reject) => server.bindAsync(`unix://${socket}`, grpc.ServerCredentials.createInsecure(), (e) => (e ? reject(e) : resolve())));
+  await new Promise<void>((resolve, reject) =>
+    server.bindAsync(`unix://${socket}`, grpc.ServerCredentials.createInsecure(), (e) => (e ? reject(e) : resolve())),
+  );
   return { socket, server };
 }
 
@@ -37,30 +39,50 @@ describe("CriRuntimeClient over gRPC", () => {
 
   before(async () => {
     requests = [];
-    ({ socket, server } = await serve([[RUNTIME, {
-      Version: (call, cb) => {
-        requests.push({ method: "Version", request: call.request });
-        cb(null, { version: "0.1.0", runtimeName: "fake", runtimeVersion: "9.9", runtimeApiVersion: "v1" });
-      },
-      ListPodSandbox: (call, cb) => {
-        requests.push({ method: "ListPodSandbox", request: call.request });
-        if (stall) return; // never answers
-        cb(null, { items: sandboxes });
-      },
-      Status: (_call, cb) => cb({ code: grpc.status.NOT_FOUND, details: "nothing here: 100% gone, ünïcode" }),
-    }]]));
+    ({ socket, server } = await serve([
+      [
+        RUNTIME,
+        {
+          Version: (call, cb) => {
+            requests.push({ method: "Version", request: call.request });
+            cb(null, { version: "0.1.0", runtimeName: "fake", runtimeVersion: "9.9", runtimeApiVersion: "v1" });
+          },
+          ListPodSandbox: (call, cb) => {
+            requests.push({ method: "ListPodSandbox", request: call.request });
+            if (stall) return; // never answers
+            cb(null, { items: sandboxes });
+          },
+          Status: (_call, cb) => cb({ code: grpc.status.NOT_FOUND, details: "nothing here: 100% gone, ünïcode" }),
+        },
+      ],
+    ]));
   });
   after(() => server.forceShutdown());
 
   test("Version and ListPodSandbox (every sandbox: no filter sent)", async () => {
     sandboxes = [
-      { id: ids[0], metadata: { name: "a", namespace: "default", uid: "u" }, state: "SANDBOX_READY", createdAt: "1700000000000000000", labels: { x: "y" } },
+      {
+        id: ids[0],
+        metadata: { name: "a", namespace: "default", uid: "u" },
+        state: "SANDBOX_READY",
+        createdAt: "1700000000000000000",
+        labels: { x: "y" },
+      },
       { id: ids[1], state: "SANDBOX_NOTREADY" },
     ];
     const client = new CriRuntimeClient(`unix://${socket}`);
     assert.deepEqual(await client.version(), { version: "0.1.0", runtimeName: "fake", runtimeVersion: "9.9", runtimeApiVersion: "v1" });
-    assert.deepEqual(await client.listPodSandboxes(), [{ id: ids[0], state: "SANDBOX_READY" }, { id: ids[1], state: "SANDBOX_NOTREADY" }]);
-    assert.deepEqual(requests.map((r) => [r.method, r.request]), [["Version", { version: "v1" }], ["ListPodSandbox", { filter: null }]]);
+    assert.deepEqual(await client.listPodSandboxes(), [
+      { id: ids[0], state: "SANDBOX_READY" },
+      { id: ids[1], state: "SANDBOX_NOTREADY" },
+    ]);
+    assert.deepEqual(
+      requests.map((r) => [r.method, r.request]),
+      [
+        ["Version", { version: "v1" }],
+        ["ListPodSandbox", { filter: null }],
+      ],
+    );
   });
 
   test("a bare socket path works as well", async () => {
@@ -71,16 +93,26 @@ describe("CriRuntimeClient over gRPC", () => {
   test("an error status: its name and its message, percent-decoded", async () => {
     // Status is not a call the client makes; reach it through the same transport.
     const { grpcUnary } = await import("./grpc-unary.js");
-    await assert.rejects(grpcUnary({ socketPath: socket, method: "/runtime.v1.RuntimeService/Status", request: Buffer.alloc(0), timeoutMs: 5000, maxResponseBytes: 1000 }),
-      { name: "GrpcStatusError", message: "/runtime.v1.RuntimeService/Status failed (NOT_FOUND): nothing here: 100% gone, ünïcode" });
+    await assert.rejects(
+      grpcUnary({
+        socketPath: socket,
+        method: "/runtime.v1.RuntimeService/Status",
+        request: Buffer.alloc(0),
+        timeoutMs: 5000,
+        maxResponseBytes: 1000,
+      }),
+      { name: "GrpcStatusError", message: "/runtime.v1.RuntimeService/Status failed (NOT_FOUND): nothing here: 100% gone, ünïcode" },
+    );
   });
 
   test("a server that never answers: an error within the timeout", async () => {
     stall = true;
     try {
       const t0 = Date.now();
-      await assert.rejects(new CriRuntimeClient(socket, { timeoutMs: 300 }).listPodSandboxes(),
-        (e: Error) => e instanceof CriError && /within 300 ms|DEADLINE_EXCEEDED/.test(e.message));
+      await assert.rejects(
+        new CriRuntimeClient(socket, { timeoutMs: 300 }).listPodSandboxes(),
+        (e: Error) => e instanceof CriError && /within 300 ms|DEADLINE_EXCEEDED/.test(e.message),
+      );
       assert.ok(Date.now() - t0 < 3000);
     } finally {
       stall = false;
@@ -101,8 +133,13 @@ describe("CriRuntimeClient over gRPC", () => {
 describe("CriRuntimeClient against what is not a CRI runtime", () => {
   test("a socket nobody listens on", async () => {
     const missing = path.join(tempDir(), "none.sock");
-    await assert.rejects(new CriRuntimeClient(`unix://${missing}`).listPodSandboxes(),
-      (e: Error) => e instanceof CriError && e.message.startsWith(`CRI runtime at unix://${missing}: cannot reach unix://${missing}:`) && /ENOENT/.test(e.message));
+    await assert.rejects(
+      new CriRuntimeClient(`unix://${missing}`).listPodSandboxes(),
+      (e: Error) =>
+        e instanceof CriError &&
+        e.message.startsWith(`CRI runtime at unix://${missing}: cannot reach unix://${missing}:`) &&
+        /ENOENT/.test(e.message),
+    );
   });
 
   test("a gRPC server without the runtime service: UNIMPLEMENTED, with a hint", async () => {
@@ -137,7 +174,11 @@ describe("criSocketPath", () => {
 
   test("anything else is refused, naming the value", () => {
     for (const bad of ["tcp://127.0.0.1:1234", "unix://relative.sock", "run/containerd.sock", "npipe:////./pipe/x", ""]) {
-      assert.throws(() => criSocketPath(bad), { message: new RegExp(`^CRI endpoint ${JSON.stringify(bad).replace(/[.*+?^${}()|[\]\\/]/g, "\\$&")} is not a unix socket`) }, bad);
+      assert.throws(
+        () => criSocketPath(bad),
+        { message: new RegExp(`^CRI endpoint ${JSON.stringify(bad).replace(/[.*+?^${}()|[\]\\/]/g, "\\$&")} is not a unix socket`) },
+        bad,
+      );
     }
   });
 });

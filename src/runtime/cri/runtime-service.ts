@@ -76,14 +76,20 @@ export function decodeListPodSandboxResponse(buf: Buffer): CriSandbox[] {
 export function criSocketPath(endpoint: string): string {
   const socket = endpoint.startsWith("unix://") ? endpoint.slice("unix://".length) : endpoint;
   if (!socket.startsWith("/") || socket.includes("\0")) {
-    throw new Error(`CRI endpoint ${JSON.stringify(endpoint)} is not a unix socket: want unix:///absolute/path (e.g. unix:///run/containerd/containerd.sock)`);
+    throw new Error(
+      `CRI endpoint ${JSON.stringify(endpoint)} is not a unix socket: want unix:///absolute/path (e.g. unix:///run/containerd/containerd.sock)`,
+    );
   }
   return socket;
 }
 
 /** The runtime could not be asked, or answered with an error: what was asked, where, and why. */
 export class CriError extends Error {
-  constructor(readonly endpoint: string, message: string, override readonly cause?: unknown) {
+  constructor(
+    readonly endpoint: string,
+    message: string,
+    override readonly cause?: unknown,
+  ) {
     super(`CRI runtime at ${endpoint}: ${message}`);
     this.name = "CriError";
   }
@@ -94,17 +100,25 @@ export class CriRuntimeClient {
   private readonly socketPath: string;
 
   /** Throws when `endpoint` is not a unix socket endpoint (criSocketPath). */
-  constructor(readonly endpoint: string, private readonly options: { timeoutMs?: number; maxResponseBytes?: number } = {}) {
+  constructor(
+    readonly endpoint: string,
+    private readonly options: { timeoutMs?: number; maxResponseBytes?: number } = {},
+  ) {
     this.socketPath = criSocketPath(endpoint);
   }
 
   /** One call, its answer decoded; every failure (transport, status, a malformed answer) is a CriError. */
   private async call<T>(method: string, request: Buffer, decode: (response: Buffer) => T): Promise<T> {
     try {
-      return decode(await grpcUnary({
-        socketPath: this.socketPath, method: `${SERVICE}/${method}`, request,
-        timeoutMs: this.options.timeoutMs ?? 30_000, maxResponseBytes: this.options.maxResponseBytes ?? 64 << 20,
-      }));
+      return decode(
+        await grpcUnary({
+          socketPath: this.socketPath,
+          method: `${SERVICE}/${method}`,
+          request,
+          timeoutMs: this.options.timeoutMs ?? 30_000,
+          maxResponseBytes: this.options.maxResponseBytes ?? 64 << 20,
+        }),
+      );
     } catch (e) {
       const hint = e instanceof GrpcStatusError && e.statusName === "UNIMPLEMENTED" ? " (does it serve CRI v1? containerd needs its CRI plugin)" : "";
       throw new CriError(this.endpoint, `${messageOf(e)}${hint}`, e);

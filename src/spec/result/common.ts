@@ -37,9 +37,19 @@ export function decodeCIDR(obj: JsonObject, name: string, struct: string): strin
 }
 
 /** Go's types.Route (the 1.1.0 fields included). */
-export const ROUTE_TYPE = struct("Route", {
-  dst: string, gw: string, mtu: int, advmss: int, priority: int, table: ptr(int), scope: ptr(int),
-}, "types");
+export const ROUTE_TYPE = struct(
+  "Route",
+  {
+    dst: string,
+    gw: string,
+    mtu: int,
+    advmss: int,
+    priority: int,
+    table: ptr(int),
+    scope: ptr(int),
+  },
+  "types",
+);
 
 export const decodeRoute = (obj: JsonObject): Route => routeFrom(decodeGo(ROUTE_TYPE, obj));
 
@@ -101,8 +111,11 @@ export const isDNSEmpty = (dns: DNS | undefined): boolean =>
 export const copyDNS = (dns: DNS | undefined): DNS => decodeDNS(encodeDNS(dns ?? {}));
 
 /** The lists every 0.3+ result has, decoded with the family's own interface and IP decoders. */
-export function decodeResultLists<I, P>(obj: JsonObject, decodeInterface: (o: JsonObject) => I, decodeIP: (o: JsonObject) => P):
-  { interfaces?: I[]; ips?: P[]; routes?: Route[] } {
+export function decodeResultLists<I, P>(
+  obj: JsonObject,
+  decodeInterface: (o: JsonObject) => I,
+  decodeIP: (o: JsonObject) => P,
+): { interfaces?: I[]; ips?: P[]; routes?: Route[] } {
   const out: { interfaces?: I[]; ips?: P[]; routes?: Route[] } = {};
   const interfaces = getList(obj, "interfaces", "Result", "Interface", decodeInterface);
   const ips = getList(obj, "ips", "Result", "IPConfig", decodeIP);

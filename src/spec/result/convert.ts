@@ -45,7 +45,10 @@ function from020To040(result: Result, to: string): Result040 {
   const out: Result040 = { cniVersion: to as Version040, dns: copyDNS(r.dns) };
   const ips = [];
   const routes: Route[] = [];
-  for (const [version, c] of [["4", r.ip4], ["6", r.ip6]] as const) {
+  for (const [version, c] of [
+    ["4", r.ip4],
+    ["6", r.ip6],
+  ] as const) {
     if (!c) continue;
     ips.push(c.gateway ? { version, address: c.ip, gateway: c.gateway } : { version, address: c.ip });
     routes.push(...(copyRoutes(c.routes) ?? []));

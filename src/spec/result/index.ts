@@ -66,9 +66,12 @@ function guessFamily(result: Result): "020" | "040" | "100" {
 /** The JSON object for a result in its own version's shape (with Go's key order). */
 export function resultToJson(result: Result): JsonObject {
   switch (familyOf(result.cniVersion) ?? guessFamily(result)) {
-    case "020": return encode020(result as Result020);
-    case "040": return encode040(result as Result040);
-    default: return encode100(result as Result100);
+    case "020":
+      return encode020(result as Result020);
+    case "040":
+      return encode040(result as Result040);
+    default:
+      return encode100(result as Result100);
   }
 }
 
@@ -97,7 +100,8 @@ export function resultShapeMismatch(result: Result): string | undefined {
   const stray = Object.keys(result).find((k) => !SHAPE_KEYS[family].includes(k));
   if (stray !== undefined) return `${label} but has ${goQuote(stray)}, which results of that version do not have`;
   if (family === "040" && (result as Result040).ips?.some((ip) => !("version" in ip))) return `${label} but has an IP without "version"`;
-  if (family === "100" && (result as Result100).ips?.some((ip) => "version" in ip)) return `${label} but has an IP with "version" (1.x results have none)`;
+  if (family === "100" && (result as Result100).ips?.some((ip) => "version" in ip))
+    return `${label} but has an IP with "version" (1.x results have none)`;
   return undefined;
 }
 

@@ -2,8 +2,23 @@ import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { jsonEqual, parseJson } from "../json.js";
 import {
-  convertResult, createResult, createResultFromBytes, familyOf, getResultAsVersion, marshalResult, printResult, resultShapeMismatch, resultToJson,
-  toCurrentResult, type Result, type Result020, type Result040, type Result100, type Version020, type Version040, type Version100,
+  convertResult,
+  createResult,
+  createResultFromBytes,
+  familyOf,
+  getResultAsVersion,
+  marshalResult,
+  printResult,
+  resultShapeMismatch,
+  resultToJson,
+  toCurrentResult,
+  type Result,
+  type Result020,
+  type Result040,
+  type Result100,
+  type Version020,
+  type Version040,
+  type Version100,
 } from "./index.js";
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -30,20 +45,33 @@ const result040 = (cniVersion: Version040 = "0.3.1"): Result040 => ({
     { version: "4", interface: 0, address: "1.2.3.30/24", gateway: "1.2.3.1" },
     { version: "6", interface: 0, address: "abcd:1234:ffff::cdde/64", gateway: "abcd:1234:ffff::1" },
   ],
-  routes: [{ dst: "15.5.6.0/24", gw: "15.5.6.8" }, { dst: "1111:dddd::/80", gw: "1111:dddd::aaaa" }],
+  routes: [
+    { dst: "15.5.6.0/24", gw: "15.5.6.8" },
+    { dst: "1111:dddd::/80", gw: "1111:dddd::aaaa" },
+  ],
   dns: structuredClone(DNS),
 });
 
 const result100 = (cniVersion: Version100 = "1.1.0"): Result100 => ({
   cniVersion,
-  interfaces: [{
-    name: "eth0", mac: "00:11:22:33:44:55", mtu: 1500, sandbox: "/proc/3553/ns/net", pciID: "8086:9a01", socketPath: "/path/to/vhost/fd",
-  }],
+  interfaces: [
+    {
+      name: "eth0",
+      mac: "00:11:22:33:44:55",
+      mtu: 1500,
+      sandbox: "/proc/3553/ns/net",
+      pciID: "8086:9a01",
+      socketPath: "/path/to/vhost/fd",
+    },
+  ],
   ips: [
     { interface: 0, address: "1.2.3.30/24", gateway: "1.2.3.1" },
     { interface: 0, address: "abcd:1234:ffff::cdde/64", gateway: "abcd:1234:ffff::1" },
   ],
-  routes: [{ dst: "15.5.6.0/24", gw: "15.5.6.8" }, { dst: "1111:dddd::/80", gw: "1111:dddd::aaaa" }],
+  routes: [
+    { dst: "15.5.6.0/24", gw: "15.5.6.8" },
+    { dst: "1111:dddd::/80", gw: "1111:dddd::aaaa" },
+  ],
   dns: structuredClone(DNS),
 });
 
@@ -176,15 +204,18 @@ const pretty100 = (v: string) => `{
     ]
 }`;
 
-const DNS_COMPACT_STRUCT = '{"nameservers":["1.2.3.4","1::cafe"],"domain":"acompany.com","search":["somedomain.com","otherdomain.net"],"options":["foo","bar"]}';
-const DNS_COMPACT_SORTED = '{"domain":"acompany.com","nameservers":["1.2.3.4","1::cafe"],"options":["foo","bar"],"search":["somedomain.com","otherdomain.net"]}';
+const DNS_COMPACT_STRUCT =
+  '{"nameservers":["1.2.3.4","1::cafe"],"domain":"acompany.com","search":["somedomain.com","otherdomain.net"],"options":["foo","bar"]}';
+const DNS_COMPACT_SORTED =
+  '{"domain":"acompany.com","nameservers":["1.2.3.4","1::cafe"],"options":["foo","bar"],"search":["somedomain.com","otherdomain.net"]}';
 const ROUTES_COMPACT = '[{"dst":"15.5.6.0/24","gw":"15.5.6.8"},{"dst":"1111:dddd::/80","gw":"1111:dddd::aaaa"}]';
 
 /** Asserts that fn throws an Error whose message is exactly `message`. */
-const throwsMessage = (fn: () => unknown, message: string) => assert.throws(fn, (e: unknown) => {
-  assert.equal((e as Error).message, message);
-  return true;
-});
+const throwsMessage = (fn: () => unknown, message: string) =>
+  assert.throws(fn, (e: unknown) => {
+    assert.equal((e as Error).message, message);
+    return true;
+  });
 
 // ---------------------------------------------------------------------------------------------------------------
 
@@ -232,23 +263,31 @@ describe("types 0.1.0 / 0.2.0 (checklist 6.3)", () => {
     assert.equal(marshalResult(r, true), pretty020("0.2.0"));
   });
   test("dns is always present in 0.x output ({} when empty)", () => {
-    assert.equal(marshalResult({ cniVersion: "0.2.0", ip4: { ip: "10.0.0.2/24" } } as Result020),
-      '{"cniVersion":"0.2.0","ip4":{"ip":"10.0.0.2/24"},"dns":{}}');
-    assert.equal(marshalResult({ cniVersion: "0.2.0", ip4: { ip: "10.0.0.2/24" } } as Result020, true),
-      '{\n    "cniVersion": "0.2.0",\n    "ip4": {\n        "ip": "10.0.0.2/24"\n    },\n    "dns": {}\n}');
+    assert.equal(
+      marshalResult({ cniVersion: "0.2.0", ip4: { ip: "10.0.0.2/24" } } as Result020),
+      '{"cniVersion":"0.2.0","ip4":{"ip":"10.0.0.2/24"},"dns":{}}',
+    );
+    assert.equal(
+      marshalResult({ cniVersion: "0.2.0", ip4: { ip: "10.0.0.2/24" } } as Result020, true),
+      '{\n    "cniVersion": "0.2.0",\n    "ip4": {\n        "ip": "10.0.0.2/24"\n    },\n    "dns": {}\n}',
+    );
   });
   test("0.2.0 -> 0.4.0: ips with version, routes concatenated, no interfaces", () => {
     const r = getResultAsVersion(result020("0.2.0"), "0.4.0");
-    assert.equal(marshalResult(r),
+    assert.equal(
+      marshalResult(r),
       '{"cniVersion":"0.4.0","ips":[{"version":"4","address":"1.2.3.30/24","gateway":"1.2.3.1"},' +
-      '{"version":"6","address":"abcd:1234:ffff::cdde/64","gateway":"abcd:1234:ffff::1"}],' +
-      `"routes":${ROUTES_COMPACT},"dns":${DNS_COMPACT_STRUCT}}`);
+        '{"version":"6","address":"abcd:1234:ffff::cdde/64","gateway":"abcd:1234:ffff::1"}],' +
+        `"routes":${ROUTES_COMPACT},"dns":${DNS_COMPACT_STRUCT}}`,
+    );
   });
   test("0.2.0 -> 1.0.0: the same without version keys, keys sorted", () => {
     const r = getResultAsVersion(result020("0.2.0"), "1.0.0");
-    assert.equal(marshalResult(r),
+    assert.equal(
+      marshalResult(r),
       `{"cniVersion":"1.0.0","dns":${DNS_COMPACT_SORTED},"ips":[{"address":"1.2.3.30/24","gateway":"1.2.3.1"},` +
-      `{"address":"abcd:1234:ffff::cdde/64","gateway":"abcd:1234:ffff::1"}],"routes":${ROUTES_COMPACT}}`);
+        `{"address":"abcd:1234:ffff::cdde/64","gateway":"abcd:1234:ffff::1"}],"routes":${ROUTES_COMPACT}}`,
+    );
   });
   test("0.1.0 -> 0.3.0 and 1.1.0 are registered too", () => {
     assert.equal(getResultAsVersion(result020("0.1.0"), "0.3.0").cniVersion, "0.3.0");
@@ -278,7 +317,13 @@ describe("types 0.3.x / 0.4.0 (checklist 6.4)", () => {
     assert.equal(printResult(result040("0.3.1"), "0.1.0"), pretty020("0.1.0"));
   });
   test("0.3.x <-> 0.4.0 is lossless", () => {
-    for (const [from, to] of [["0.3.0", "0.3.1"], ["0.3.1", "0.4.0"], ["0.4.0", "0.3.0"], ["0.3.1", "0.3.0"], ["0.4.0", "0.3.1"]] as const) {
+    for (const [from, to] of [
+      ["0.3.0", "0.3.1"],
+      ["0.3.1", "0.4.0"],
+      ["0.4.0", "0.3.0"],
+      ["0.3.1", "0.3.0"],
+      ["0.4.0", "0.3.1"],
+    ] as const) {
       const r = convertResult(result040(from), to);
       assert.deepEqual(r, result040(to), `${from} -> ${to}`);
     }
@@ -339,14 +384,25 @@ describe("types 0.3.x / 0.4.0 (checklist 6.4)", () => {
       dns: {},
       ip4: { ip: "10.0.0.2/24", gateway: "10.0.0.1", routes: [{ dst: "0.0.0.0/0", gw: "10.0.0.1" }, { dst: "192.168.0.0/16" }] },
     });
-    assert.equal(marshalResult(down),
-      '{"cniVersion":"0.2.0","ip4":{"ip":"10.0.0.2/24","gateway":"10.0.0.1","routes":[{"dst":"0.0.0.0/0","gw":"10.0.0.1"},{"dst":"192.168.0.0/16"}]},"dns":{}}');
+    assert.equal(
+      marshalResult(down),
+      '{"cniVersion":"0.2.0","ip4":{"ip":"10.0.0.2/24","gateway":"10.0.0.1","routes":[{"dst":"0.0.0.0/0","gw":"10.0.0.1"},{"dst":"192.168.0.0/16"}]},"dns":{}}',
+    );
   });
   test("malformed addresses are Go unmarshal errors", () => {
     assert.throws(() => createResult("0.4.0", { cniVersion: "0.4.0", ips: [{ address: 5 }] }), /^DecodeError: json: cannot unmarshal/);
-    throwsMessage(() => createResult("0.4.0", { cniVersion: "0.4.0", ips: [{ version: "4", address: "10.0.0.1" }] }), "invalid CIDR address: 10.0.0.1");
-    throwsMessage(() => createResult("0.4.0", { cniVersion: "0.4.0", ips: [{ address: "10.0.0.1/8", gateway: "10.0.0.x" }] }), "invalid IP address: 10.0.0.x");
-    assert.throws(() => createResult("0.4.0", { cniVersion: "0.4.0", ips: [{ version: 4, address: "10.0.0.1/8" }] }), /json: cannot unmarshal number into Go struct field/);
+    throwsMessage(
+      () => createResult("0.4.0", { cniVersion: "0.4.0", ips: [{ version: "4", address: "10.0.0.1" }] }),
+      "invalid CIDR address: 10.0.0.1",
+    );
+    throwsMessage(
+      () => createResult("0.4.0", { cniVersion: "0.4.0", ips: [{ address: "10.0.0.1/8", gateway: "10.0.0.x" }] }),
+      "invalid IP address: 10.0.0.x",
+    );
+    assert.throws(
+      () => createResult("0.4.0", { cniVersion: "0.4.0", ips: [{ version: 4, address: "10.0.0.1/8" }] }),
+      /json: cannot unmarshal number into Go struct field/,
+    );
     assert.throws(() => createResult("0.4.0", { cniVersion: "0.4.0", interfaces: {} }), /json: cannot unmarshal object into Go struct field/);
   });
 });
@@ -377,10 +433,14 @@ describe("types 1.0.0 / 1.1.0 (checklist 6.5)", () => {
     assert.deepEqual(getResultAsVersion(up, "0.3.1"), result040("0.3.1"));
   });
   test("interface index 0 kept and absent index omitted", () => {
-    assert.equal(marshalResult({ cniVersion: "1.1.0", ips: [{ interface: 0, address: "10.1.2.3/24" }] }),
-      '{"cniVersion":"1.1.0","ips":[{"address":"10.1.2.3/24","interface":0}]}');
-    assert.equal(marshalResult({ cniVersion: "1.1.0", ips: [{ address: "10.1.2.3/24" }] }),
-      '{"cniVersion":"1.1.0","ips":[{"address":"10.1.2.3/24"}]}');
+    assert.equal(
+      marshalResult({ cniVersion: "1.1.0", ips: [{ interface: 0, address: "10.1.2.3/24" }] }),
+      '{"cniVersion":"1.1.0","ips":[{"address":"10.1.2.3/24","interface":0}]}',
+    );
+    assert.equal(
+      marshalResult({ cniVersion: "1.1.0", ips: [{ address: "10.1.2.3/24" }] }),
+      '{"cniVersion":"1.1.0","ips":[{"address":"10.1.2.3/24"}]}',
+    );
     assert.throws(() => createResult("1.1.0", { cniVersion: "1.1.0", ips: [{ address: 5 }] }), /^DecodeError: json: cannot unmarshal/);
   });
   test("dns is omitted when empty in 1.x", () => {
@@ -389,28 +449,36 @@ describe("types 1.0.0 / 1.1.0 (checklist 6.5)", () => {
     assert.equal(marshalResult({ cniVersion: "1.1.0", dns: { domain: "x" } }), '{"cniVersion":"1.1.0","dns":{"domain":"x"}}');
     assert.equal(marshalResult({ cniVersion: "1.1.0", dns: { nameservers: [], search: [] } }), '{"cniVersion":"1.1.0"}');
     // ... while 0.x emits {} for the same data
-    assert.equal(printResult({ cniVersion: "1.1.0", ips: [{ address: "10.0.0.2/24" }] }, "0.4.0"),
-      '{\n    "cniVersion": "0.4.0",\n    "ips": [\n        {\n            "version": "4",\n            "address": "10.0.0.2/24"\n        }\n    ],\n    "dns": {}\n}');
+    assert.equal(
+      printResult({ cniVersion: "1.1.0", ips: [{ address: "10.0.0.2/24" }] }, "0.4.0"),
+      '{\n    "cniVersion": "0.4.0",\n    "ips": [\n        {\n            "version": "4",\n            "address": "10.0.0.2/24"\n        }\n    ],\n    "dns": {}\n}',
+    );
   });
   test("empty lists are omitted", () => {
     assert.equal(marshalResult({ cniVersion: "1.1.0", interfaces: [], ips: [], routes: [] }), '{"cniVersion":"1.1.0"}');
     assert.equal(marshalResult({ cniVersion: "0.4.0", interfaces: [], ips: [], routes: [] } as Result040), '{"cniVersion":"0.4.0","dns":{}}');
   });
   test("1.x interfaces: name always, empty fields and mtu 0 omitted", () => {
-    assert.equal(marshalResult({ cniVersion: "1.1.0", interfaces: [{ name: "" }, { name: "lo", mtu: 0, mac: "" }] }),
-      '{"cniVersion":"1.1.0","interfaces":[{"name":""},{"name":"lo"}]}');
+    assert.equal(
+      marshalResult({ cniVersion: "1.1.0", interfaces: [{ name: "" }, { name: "lo", mtu: 0, mac: "" }] }),
+      '{"cniVersion":"1.1.0","interfaces":[{"name":""},{"name":"lo"}]}',
+    );
     const decoded = createResultFromBytes('{"cniVersion":"1.1.0","interfaces":[{"name":"eth0","mtu":0,"sandbox":""}]}');
     assert.deepEqual(decoded, { cniVersion: "1.1.0", dns: {}, interfaces: [{ name: "eth0" }] });
   });
   test("1.x -> 0.x version comes from the address family (IPv4-mapped counts as 4)", () => {
     const r = createResultFromBytes('{"cniVersion":"1.1.0","ips":[{"address":"::ffff:10.0.0.2/120"},{"address":"abcd::2/64"}]}');
     assert.deepEqual((getResultAsVersion(r, "0.4.0") as Result040).ips, [
-      { version: "4", address: "10.0.0.2/24" }, { version: "6", address: "abcd::2/64" },
+      { version: "4", address: "10.0.0.2/24" },
+      { version: "6", address: "abcd::2/64" },
     ]);
   });
   test("1.0.0 <-> 1.1.0 keeps every field", () => {
-    const r: Result100 = { cniVersion: "1.0.0", interfaces: [{ name: "eth0", mtu: 9000, socketPath: "/s", pciID: "p" }],
-      routes: [{ dst: "10.0.0.0/8", scope: 253, table: 0 }] };
+    const r: Result100 = {
+      cniVersion: "1.0.0",
+      interfaces: [{ name: "eth0", mtu: 9000, socketPath: "/s", pciID: "p" }],
+      routes: [{ dst: "10.0.0.0/8", scope: 253, table: 0 }],
+    };
     assert.deepEqual(convertResult(r, "1.1.0"), { ...r, cniVersion: "1.1.0", dns: {} });
   });
 });
@@ -424,8 +492,10 @@ describe("routes (checklist 6.2)", () => {
   });
   test("1.x prints route keys sorted", () => {
     const r = createResultFromBytes(`{"cniVersion":"1.1.0","routes":[${ROUTE}]}`);
-    assert.equal(marshalResult(r),
-      '{"cniVersion":"1.1.0","routes":[{"advmss":1340,"dst":"1.2.3.0/24","gw":"1.2.3.1","mtu":1500,"priority":100,"scope":253,"table":50}]}');
+    assert.equal(
+      marshalResult(r),
+      '{"cniVersion":"1.1.0","routes":[{"advmss":1340,"dst":"1.2.3.0/24","gw":"1.2.3.1","mtu":1500,"priority":100,"scope":253,"table":50}]}',
+    );
   });
   test("mtu/advmss/priority omitted when 0; table/scope 0 emitted", () => {
     const r = createResultFromBytes('{"cniVersion":"0.4.0","routes":[{"dst":"1.2.3.0/24","mtu":0,"advmss":0,"priority":0,"table":0,"scope":0}]}');
@@ -441,16 +511,30 @@ describe("routes (checklist 6.2)", () => {
     assert.deepEqual((getResultAsVersion(r, "0.2.0") as Result020).ip4!.routes, [{ dst: "1.2.3.0/24", gw: "1.2.3.1" }]);
   });
   test("dst keeps host bits; addresses are canonicalised", () => {
-    const r = createResultFromBytes('{"cniVersion":"1.1.0","ips":[{"address":"ABCD:0:0::1/64","gateway":"ABCD::FFFF"}],"routes":[{"dst":"10.1.2.3/8","gw":"::ffff:10.0.0.1"}]}') as Result100;
+    const r = createResultFromBytes(
+      '{"cniVersion":"1.1.0","ips":[{"address":"ABCD:0:0::1/64","gateway":"ABCD::FFFF"}],"routes":[{"dst":"10.1.2.3/8","gw":"::ffff:10.0.0.1"}]}',
+    ) as Result100;
     assert.deepEqual(r.ips, [{ address: "abcd::1/64", gateway: "abcd::ffff" }]);
     assert.deepEqual(r.routes, [{ dst: "10.1.2.3/8", gw: "10.0.0.1" }]);
   });
   test("bad route addresses", () => {
-    throwsMessage(() => createResultFromBytes('{"cniVersion":"1.1.0","routes":[{ "dst": "1.2.3.0/24", "gw": "1.2.3.x" }]}'), "invalid IP address: 1.2.3.x");
+    throwsMessage(
+      () => createResultFromBytes('{"cniVersion":"1.1.0","routes":[{ "dst": "1.2.3.0/24", "gw": "1.2.3.x" }]}'),
+      "invalid IP address: 1.2.3.x",
+    );
     throwsMessage(() => createResultFromBytes('{"cniVersion":"1.1.0","routes":[{ "dst": "1.2.3.4/99" }]}'), "invalid CIDR address: 1.2.3.4/99");
-    assert.throws(() => createResultFromBytes('{"cniVersion":"1.1.0","routes":[{ "dst": 1 }]}'), /^DecodeError: json: cannot unmarshal number into Go struct field/);
-    assert.throws(() => createResultFromBytes('{"cniVersion":"1.1.0","routes":[{ "dst": "1.2.3.0/24", "mtu": "1" }]}'), /^DecodeError: json: cannot unmarshal string into Go struct field .* of type int$/);
-    assert.throws(() => createResultFromBytes('{"cniVersion":"1.1.0","routes":[{ "dst": "1.2.3.0/24", "mtu": 1.5 }]}'), /^DecodeError: json: cannot unmarshal number 1.5 into Go struct field .* of type int$/);
+    assert.throws(
+      () => createResultFromBytes('{"cniVersion":"1.1.0","routes":[{ "dst": 1 }]}'),
+      /^DecodeError: json: cannot unmarshal number into Go struct field/,
+    );
+    assert.throws(
+      () => createResultFromBytes('{"cniVersion":"1.1.0","routes":[{ "dst": "1.2.3.0/24", "mtu": "1" }]}'),
+      /^DecodeError: json: cannot unmarshal string into Go struct field .* of type int$/,
+    );
+    assert.throws(
+      () => createResultFromBytes('{"cniVersion":"1.1.0","routes":[{ "dst": "1.2.3.0/24", "mtu": 1.5 }]}'),
+      /^DecodeError: json: cannot unmarshal number 1.5 into Go struct field .* of type int$/,
+    );
   });
 });
 
@@ -461,15 +545,20 @@ describe("createResult / createResultFromBytes (create.Create, checklist 2.1)", 
     throwsMessage(() => createResultFromBytes('{"cniVersion":"0.5.0"}'), 'unsupported CNI result version "0.5.0"');
   });
   test("the declared version must be in the creator's family", () => {
-    throwsMessage(() => createResult("1.1.0", { cniVersion: "5678.456" }),
-      'result type supports [1.0.0 1.1.0] but unmarshalled CNIVersion is "5678.456"');
-    throwsMessage(() => createResult("1.1.0", { cniVersion: "0.2.0", ip4: { ip: "1.2.3.30/24", gateway: "1.2.3.1" } }),
-      'result type supports [1.0.0 1.1.0] but unmarshalled CNIVersion is "0.2.0"');
+    throwsMessage(
+      () => createResult("1.1.0", { cniVersion: "5678.456" }),
+      'result type supports [1.0.0 1.1.0] but unmarshalled CNIVersion is "5678.456"',
+    );
+    throwsMessage(
+      () => createResult("1.1.0", { cniVersion: "0.2.0", ip4: { ip: "1.2.3.30/24", gateway: "1.2.3.1" } }),
+      'result type supports [1.0.0 1.1.0] but unmarshalled CNIVersion is "0.2.0"',
+    );
     throwsMessage(() => createResult("1.0.0", {}), 'result type supports [1.0.0 1.1.0] but unmarshalled CNIVersion is ""');
-    throwsMessage(() => createResult("0.4.0", { cniVersion: "1.0.0" }),
-      'result type supports [0.3.0 0.3.1 0.4.0] but unmarshalled CNIVersion is "1.0.0"');
-    throwsMessage(() => createResult("0.2.0", { cniVersion: "0.4.0" }),
-      'result type supports [ 0.1.0 0.2.0] but unmarshalled CNIVersion is "0.4.0"');
+    throwsMessage(
+      () => createResult("0.4.0", { cniVersion: "1.0.0" }),
+      'result type supports [0.3.0 0.3.1 0.4.0] but unmarshalled CNIVersion is "1.0.0"',
+    );
+    throwsMessage(() => createResult("0.2.0", { cniVersion: "0.4.0" }), 'result type supports [ 0.1.0 0.2.0] but unmarshalled CNIVersion is "0.4.0"');
   });
   test("the requested version only picks the family", () => {
     assert.equal(createResult("1.0.0", { cniVersion: "1.1.0" }).cniVersion, "1.1.0");
@@ -498,8 +587,14 @@ describe("createResult / createResultFromBytes (create.Create, checklist 2.1)", 
     assert.deepEqual(r, { cniVersion: "1.1.0", dns: {}, routes: [{ dst: "10.0.0.0/8" }] });
   });
   test("type errors are reported before the version check", () => {
-    assert.throws(() => createResult("1.1.0", { cniVersion: "0.2.0", ips: 5 }), /^DecodeError: json: cannot unmarshal number into Go struct field Result.ips/);
-    assert.throws(() => createResult("1.1.0", { cniVersion: 1 }), /json: cannot unmarshal number into Go struct field Result.cniVersion of type string/);
+    assert.throws(
+      () => createResult("1.1.0", { cniVersion: "0.2.0", ips: 5 }),
+      /^DecodeError: json: cannot unmarshal number into Go struct field Result.ips/,
+    );
+    assert.throws(
+      () => createResult("1.1.0", { cniVersion: 1 }),
+      /json: cannot unmarshal number into Go struct field Result.cniVersion of type string/,
+    );
   });
   test("non-object JSON", () => {
     assert.throws(() => createResult("1.1.0", []), { message: "json: cannot unmarshal array into Go value of type types100.Result" });
@@ -509,8 +604,10 @@ describe("createResult / createResultFromBytes (create.Create, checklist 2.1)", 
   });
   test("createResultFromBytes: syntax errors come from the version decoding", () => {
     throwsMessage(() => createResultFromBytes("{"), "decoding version from network config: unexpected end of JSON input");
-    throwsMessage(() => createResultFromBytes('{"cniVersion":1}'),
-      "decoding version from network config: json: cannot unmarshal number into Go struct field .cniVersion of type string");
+    throwsMessage(
+      () => createResultFromBytes('{"cniVersion":1}'),
+      "decoding version from network config: json: cannot unmarshal number into Go struct field .cniVersion of type string",
+    );
   });
   test("createResultFromBytes accepts Uint8Array", () => {
     assert.equal(createResultFromBytes(Buffer.from('{"cniVersion":"1.0.0"}')).cniVersion, "1.0.0");
@@ -533,7 +630,10 @@ describe("convertResult / getResultAsVersion (checklist 2.3)", () => {
     throwsMessage(() => convertResult(result100(), "1.2.0"), "no converter for CNI result version 1.1.0 to 1.2.0");
     throwsMessage(() => convertResult(result040("0.4.0"), "0.4567.0"), "no converter for CNI result version 0.4.0 to 0.4567.0");
     throwsMessage(() => convertResult(result040("0.4.0"), "1.0"), "no converter for CNI result version 0.4.0 to 1.0");
-    throwsMessage(() => convertResult({ cniVersion: "0.4567.0" } as unknown as Result100, "1.1.0"), "no converter for CNI result version 0.4567.0 to 1.1.0");
+    throwsMessage(
+      () => convertResult({ cniVersion: "0.4567.0" } as unknown as Result100, "1.1.0"),
+      "no converter for CNI result version 0.4567.0 to 1.1.0",
+    );
     throwsMessage(() => printResult(result100(), "0.5.0"), "no converter for CNI result version 1.1.0 to 0.5.0");
   });
   test("a result without cniVersion takes its family's implemented version first", () => {
@@ -554,15 +654,20 @@ describe("convertResult / getResultAsVersion (checklist 2.3)", () => {
     for (const r of [result020("0.2.0"), result040("0.3.0"), result040("0.4.0"), result100("1.0.0"), result100("1.1.0")]) {
       assert.equal(resultShapeMismatch(r), undefined);
     }
-    assert.equal(resultShapeMismatch({ ...result100("1.0.0"), ip4: { ip: "10.0.0.2/24" } } as unknown as Result),
-      `the result is labelled cniVersion "1.0.0" but has "ip4", which results of that version do not have`);
-    assert.equal(resultShapeMismatch({ cniVersion: "1.1.0", ips: [{ version: "4", address: "10.0.0.2/24" }] } as unknown as Result),
-      `the result is labelled cniVersion "1.1.0" but has an IP with "version" (1.x results have none)`);
+    assert.equal(
+      resultShapeMismatch({ ...result100("1.0.0"), ip4: { ip: "10.0.0.2/24" } } as unknown as Result),
+      `the result is labelled cniVersion "1.0.0" but has "ip4", which results of that version do not have`,
+    );
+    assert.equal(
+      resultShapeMismatch({ cniVersion: "1.1.0", ips: [{ version: "4", address: "10.0.0.2/24" }] } as unknown as Result),
+      `the result is labelled cniVersion "1.1.0" but has an IP with "version" (1.x results have none)`,
+    );
     assert.equal(resultShapeMismatch({ cniVersion: "9.9.9" } as unknown as Result), undefined);
   });
   test("every registered pair converts the canonical data", () => {
     const all = ["0.1.0", "0.2.0", "0.3.0", "0.3.1", "0.4.0", "1.0.0", "1.1.0"];
-    const sample = (v: string): Result => (familyOf(v) === "020" ? result020(v as Version020) : familyOf(v) === "040" ? result040(v as Version040) : result100(v as Version100));
+    const sample = (v: string): Result =>
+      familyOf(v) === "020" ? result020(v as Version020) : familyOf(v) === "040" ? result040(v as Version040) : result100(v as Version100);
     for (const from of all) {
       for (const to of all) {
         const out = convertResult(sample(from), to);
@@ -572,16 +677,21 @@ describe("convertResult / getResultAsVersion (checklist 2.3)", () => {
     }
   });
   test("toCurrentResult converts anything to 1.1.0", () => {
-    assert.deepEqual(toCurrentResult(result040("0.3.1")), { ...result100(), interfaces: [{ name: "eth0", mac: "00:11:22:33:44:55", sandbox: "/proc/3553/ns/net" }] });
+    assert.deepEqual(toCurrentResult(result040("0.3.1")), {
+      ...result100(),
+      interfaces: [{ name: "eth0", mac: "00:11:22:33:44:55", sandbox: "/proc/3553/ns/net" }],
+    });
     assert.equal(toCurrentResult(result020("0.2.0")).cniVersion, "1.1.0");
   });
 });
 
 describe("marshalResult / resultToJson", () => {
   test("compact form", () => {
-    assert.equal(marshalResult(result100()),
+    assert.equal(
+      marshalResult(result100()),
       `{"cniVersion":"1.1.0","dns":${DNS_COMPACT_SORTED},"interfaces":[{"mac":"00:11:22:33:44:55","mtu":1500,"name":"eth0","pciID":"8086:9a01","sandbox":"/proc/3553/ns/net","socketPath":"/path/to/vhost/fd"}],` +
-      `"ips":[{"address":"1.2.3.30/24","gateway":"1.2.3.1","interface":0},{"address":"abcd:1234:ffff::cdde/64","gateway":"abcd:1234:ffff::1","interface":0}],"routes":${ROUTES_COMPACT}}`);
+        `"ips":[{"address":"1.2.3.30/24","gateway":"1.2.3.1","interface":0},{"address":"abcd:1234:ffff::cdde/64","gateway":"abcd:1234:ffff::1","interface":0}],"routes":${ROUTES_COMPACT}}`,
+    );
   });
   test("printResult has no trailing newline", () => {
     assert.ok(!printResult(result100(), "1.1.0").endsWith("\n"));
@@ -595,7 +705,9 @@ describe("marshalResult / resultToJson", () => {
     assert.equal(marshalResult({ cniVersion: "", ip4: { ip: "10.0.0.2/8" } } as Result020), '{"ip4":{"ip":"10.0.0.2/8"},"dns":{}}');
   });
   test("HTML characters in strings are escaped", () => {
-    assert.equal(marshalResult({ cniVersion: "1.1.0", interfaces: [{ name: "a<b>&" }] }),
-      '{"cniVersion":"1.1.0","interfaces":[{"name":"a\\u003cb\\u003e\\u0026"}]}');
+    assert.equal(
+      marshalResult({ cniVersion: "1.1.0", interfaces: [{ name: "a<b>&" }] }),
+      '{"cniVersion":"1.1.0","interfaces":[{"name":"a\\u003cb\\u003e\\u0026"}]}',
+    );
   });
 });

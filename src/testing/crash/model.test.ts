@@ -3,7 +3,11 @@ import assert from "node:assert/strict";
 import { killedAfter, powerLossAfter, seeded, treeKey, type Tree } from "./model.js";
 import type { StateOp } from "../../sys/state.js";
 
-const show = (t: Tree) => [...t].map(([k, v]) => `${k}=${v === "dir" ? "/" : v.toString()}`).sort().join(" ");
+const show = (t: Tree) =>
+  [...t]
+    .map(([k, v]) => `${k}=${v === "dir" ? "/" : v.toString()}`)
+    .sort()
+    .join(" ");
 const replace: StateOp[] = [
   { op: "create", path: ".f.tmp", exclusive: true },
   { op: "write", path: ".f.tmp", data: Buffer.from("new!") },
@@ -12,7 +16,10 @@ const replace: StateOp[] = [
 const base: Tree = new Map([["f", Buffer.from("old")]]);
 
 test("a kill after each operation: what the page cache holds", () => {
-  assert.deepEqual([0, 1, 2, 3].map((k) => show(killedAfter(base, replace, k))), ["f=old", ".f.tmp= f=old", ".f.tmp=new! f=old", "f=new!"]);
+  assert.deepEqual(
+    [0, 1, 2, 3].map((k) => show(killedAfter(base, replace, k))),
+    ["f=old", ".f.tmp= f=old", ".f.tmp=new! f=old", "f=new!"],
+  );
 });
 
 test("a power loss after an atomic replace: the old file, or the new one whole, empty or cut short; maybe the temporary", () => {

@@ -54,7 +54,10 @@ export function writeTree(root: string, tree: Tree): void {
 export function treeKey(tree: Tree): string {
   const h = createHash("sha256");
   for (const [rel, v] of [...tree].sort(([a], [b]) => (a < b ? -1 : 1))) {
-    h.update(rel).update("\0").update(v === "dir" ? "/" : v).update("\0");
+    h.update(rel)
+      .update("\0")
+      .update(v === "dir" ? "/" : v)
+      .update("\0");
   }
   return h.digest("hex");
 }

@@ -75,7 +75,8 @@ async function simulate(store: Store): Promise<Report> {
   const random = seeded(0x5eed);
   const run = async (tree: Tree, ctx: Omit<CrashContext, "root">, label: string) => {
     // (A store with state outside the files, cluster-ipam's etcd, sees the step too: the same files are another state.)
-    const key = `${ctx.mode}:${treeKey(tree)}:${ctx.interrupted ? name(ctx.interrupted) : ""}:${ctx.live.map(name).join(",")}` +
+    const key =
+      `${ctx.mode}:${treeKey(tree)}:${ctx.interrupted ? name(ctx.interrupted) : ""}:${ctx.live.map(name).join(",")}` +
       (store.outsideState ? `:${ctx.stepsDone}:${ctx.opsOfInterrupted > 0}` : "");
     if (seen.has(key)) return;
     seen.add(key);
@@ -107,7 +108,8 @@ async function simulate(store: Store): Promise<Report> {
       const interrupted = steps[done]?.pod;
       // A DEL cut short is retried by the runtime: its pod is not live any more.
       if (interrupted && steps[done]!.kind === "del") drop(live, interrupted);
-      const at = (k === 0 ? "before any operation" : `after operation ${k} (${describe(ops[k - 1]!)})`) + (least < most ? `, ${done} steps done` : "");
+      const at =
+        (k === 0 ? "before any operation" : `after operation ${k} (${describe(ops[k - 1]!)})`) + (least < most ? `, ${done} steps done` : "");
       const progress = { stepsDone: done, opsOfInterrupted: k - (done > 0 ? ends[done - 1]! : 0) };
       await run(killedAfter(base, ops, k), { mode: "kill", live, all, ...progress, ...(interrupted ? { interrupted } : {}) }, `kill ${at}`);
       const states = powerLossAfter(base, ops, k, store.powerPerPoint ?? POWER_PER_POINT, random);
@@ -132,7 +134,9 @@ for (const store of STORES.filter((s) => !ONLY || s.name.includes(ONLY))) {
   const r = await simulate(store);
   await store.teardown?.();
   reports.push(r);
-  console.log(`${r.store}: ${r.kill + r.power} states (${r.kill} after a kill, ${r.power} after a power loss), ${r.violations.length} violations, ${Math.round(performance.now() - t0)} ms`);
+  console.log(
+    `${r.store}: ${r.kill + r.power} states (${r.kill} after a kill, ${r.power} after a power loss), ${r.violations.length} violations, ${Math.round(performance.now() - t0)} ms`,
+  );
   for (const v of r.violations.slice(0, 5)) console.log(`  ${v}`);
 }
 const total = reports.reduce((n, r) => n + r.kill + r.power, 0);

@@ -25,7 +25,11 @@ import { networkDir, readState, removeNetworkDir, writeConfIfMissing, writeState
 import { backupFile, readBackup, removeBackup, staleBackups, writeNetworkOf, encodeBackup } from "../../plugins/meta/tuning/backup.js";
 import { writeFileAtomic, isTemporaryName } from "../../sys/state.js";
 import {
-  listRecords as deviceListRecords, readRecord as deviceReadRecord, removeRecord as deviceRemoveRecord, writeRecord as deviceWriteRecord, type DeviceRecord,
+  listRecords as deviceListRecords,
+  readRecord as deviceReadRecord,
+  removeRecord as deviceRemoveRecord,
+  writeRecord as deviceWriteRecord,
+  type DeviceRecord,
 } from "../../plugins/main/host-device/record.js";
 import { readDelegateConfig, removeDelegateConfig, saveDelegateConfig } from "../../plugins/meta/flannel/saved.js";
 import { forgetForwarding, recordForwarding, recordedContainers } from "../../plugins/meta/portmap/records.js";
@@ -82,7 +86,10 @@ export async function callPlugin(type: string, env: Record<string, string>, conf
   const plugin = await PLUGINS[type]!.load();
   const out: string[] = [];
   const failure = await runPlugin(plugin.funcs, plugin.versionInfo, plugin.about, {
-    env, readStdin: async () => Buffer.from(JSON.stringify(config)), writeStdout: (s) => out.push(s), writeStderr: () => undefined,
+    env,
+    readStdin: async () => Buffer.from(JSON.stringify(config)),
+    writeStdout: (s) => out.push(s),
+    writeStderr: () => undefined,
   });
   return failure ? { stdout: out.join(""), error: failure } : { stdout: out.join("") };
 }
@@ -93,10 +100,18 @@ export class InProcessExec implements PluginExec {
     const plugin = await PLUGINS[path.basename(pluginPath)]!.load();
     const out: string[] = [];
     const failure = await runPlugin(plugin.funcs, plugin.versionInfo, plugin.about, {
-      env: { ...env }, readStdin: async () => Buffer.from(stdin), writeStdout: (s) => out.push(s), writeStderr: () => undefined,
+      env: { ...env },
+      readStdin: async () => Buffer.from(stdin),
+      writeStdout: (s) => out.push(s),
+      writeStderr: () => undefined,
     });
     if (failure) out.push(failure.print());
-    return settlePluginRun(failure ? "exit status 1" : undefined, Buffer.from(out.join("")), Buffer.alloc(0), options.stderr ?? { write: () => true } as never);
+    return settlePluginRun(
+      failure ? "exit status 1" : undefined,
+      Buffer.from(out.join("")),
+      Buffer.alloc(0),
+      options.stderr ?? ({ write: () => true } as never),
+    );
   }
 }
 
@@ -109,10 +124,18 @@ const SUBNET = "10.99.0.0/28"; // .2 to .14: 13 addresses
 const SUBNET6 = "fd99::/124"; // ::2 to ::e: 13 addresses
 const RANGES = [[{ subnet: SUBNET }], [{ subnet: SUBNET6 }]];
 const hostLocalConf = (root: string, extra: Record<string, unknown> = {}) => ({
-  cniVersion: "1.1.0", name: "crashnet", type: "host-local", ...extra, ipam: { type: "host-local", ranges: RANGES, dataDir: path.join(root, "networks") },
+  cniVersion: "1.1.0",
+  name: "crashnet",
+  type: "host-local",
+  ...extra,
+  ipam: { type: "host-local", ranges: RANGES, dataDir: path.join(root, "networks") },
 });
 const podEnv = (command: string, pod: Pod): Record<string, string> => ({
-  CNI_COMMAND: command, CNI_CONTAINERID: pod.id, CNI_NETNS: "/run/netns/crash", CNI_IFNAME: pod.ifname, CNI_PATH: "/nonexistent",
+  CNI_COMMAND: command,
+  CNI_CONTAINERID: pod.id,
+  CNI_NETNS: "/run/netns/crash",
+  CNI_IFNAME: pod.ifname,
+  CNI_PATH: "/nonexistent",
 });
 const pods = (...ids: string[]): Pod[] => ids.map((id) => ({ id, ifname: "eth0" }));
 
@@ -227,7 +250,9 @@ export const HOST_LOCAL: Store = {
   name: "host-local",
   steps: (root) => {
     const step = (kind: "add" | "del", pod: Pod): Step => ({
-      kind, pod, run: async () => {
+      kind,
+      pod,
+      run: async () => {
         const r = await callPlugin("host-local", podEnv(kind === "add" ? "ADD" : "DEL", pod), hostLocalConf(root));
         if (r.error) throw r.error;
       },
@@ -250,9 +275,16 @@ export const HOST_LOCAL: Store = {
 
 // ---- libcni's result cache, with host-local behind it ---------------------------------------------------------
 
-const cacheList = (root: string) => parseConfList(Buffer.from(JSON.stringify({
-  cniVersion: "1.1.0", name: "crashnet", plugins: [{ type: "host-local", ipam: { type: "host-local", ranges: RANGES, dataDir: path.join(root, "networks") } }],
-})));
+const cacheList = (root: string) =>
+  parseConfList(
+    Buffer.from(
+      JSON.stringify({
+        cniVersion: "1.1.0",
+        name: "crashnet",
+        plugins: [{ type: "host-local", ipam: { type: "host-local", ranges: RANGES, dataDir: path.join(root, "networks") } }],
+      }),
+    ),
+  );
 const cni = (root: string) => new CNIConfig({ path: [OUR_BIN], exec: new InProcessExec(), cacheDir: path.join(root, "cache") });
 const runtimeConf = (p: Pod) => ({ containerID: p.id, netNS: "/run/netns/crash", ifName: p.ifname });
 
@@ -260,7 +292,9 @@ export const LIBCNI_CACHE: Store = {
   name: "libcni cache",
   steps: (root) => {
     const step = (kind: "add" | "del", pod: Pod): Step => ({
-      kind, pod, run: async () => {
+      kind,
+      pod,
+      run: async () => {
         const list = cacheList(root);
         if (kind === "add") await cni(root).addNetworkList(list, runtimeConf(pod));
         else await cni(root).delNetworkList(list, runtimeConf(pod));
@@ -290,17 +324,29 @@ const clusterEtcd = new FakeEtcd();
 const clusterSnapshots: FakeEtcdState[] = [];
 let clusterInitial: FakeEtcdState | undefined;
 const clusterConf = (root: string, extra: Record<string, unknown> = {}) => ({
-  cniVersion: "1.1.0", name: "crashnet", ...extra,
+  cniVersion: "1.1.0",
+  name: "crashnet",
+  ...extra,
   ipam: {
-    type: "cluster-ipam", etcd: { endpoints: [clusterEtcd.endpoint] }, ranges: [[{ subnet: SUBNET }]], blockSize: 30,
-    nodeName: "node1", lockDir: path.join(root, "locks"),
+    type: "cluster-ipam",
+    etcd: { endpoints: [clusterEtcd.endpoint] },
+    ranges: [[{ subnet: SUBNET }]],
+    blockSize: 30,
+    nodeName: "node1",
+    lockDir: path.join(root, "locks"),
   },
 });
 /** The allocations in etcd: address -> owner (`<containerID>\r\n<ifname>`, as host-local's files say it). */
-const clusterAllocations = (): Map<string, string> => new Map(clusterEtcd.entries("").filter(([k]) => k.includes("/ips/")).map(([, v]) => {
-  const r = JSON.parse(v) as { ip: string; containerID: string; ifname: string };
-  return [r.ip, `${r.containerID}\r\n${r.ifname}`];
-}));
+const clusterAllocations = (): Map<string, string> =>
+  new Map(
+    clusterEtcd
+      .entries("")
+      .filter(([k]) => k.includes("/ips/"))
+      .map(([, v]) => {
+        const r = JSON.parse(v) as { ip: string; containerID: string; ifname: string };
+        return [r.ip, `${r.containerID}\r\n${r.ifname}`];
+      }),
+  );
 
 export const CLUSTER_IPAM: Store = {
   name: "cluster-ipam",
@@ -313,15 +359,20 @@ export const CLUSTER_IPAM: Store = {
   },
   steps: (root) => {
     const step = (kind: "add" | "del", pod: Pod): Step => ({
-      kind, pod, run: async () => {
+      kind,
+      pod,
+      run: async () => {
         const r = await callPlugin("cluster-ipam", podEnv(kind === "add" ? "ADD" : "DEL", pod), clusterConf(root));
         if (r.error) throw r.error;
       },
     });
-    return scenarioOf(step).map((s, i) => ({ ...s, run: async (r: string) => {
-      await s.run(r);
-      clusterSnapshots[i] = clusterEtcd.save();
-    } }));
+    return scenarioOf(step).map((s, i) => ({
+      ...s,
+      run: async (r: string) => {
+        await s.run(r);
+        clusterSnapshots[i] = clusterEtcd.save();
+      },
+    }));
   },
   recover: async (ctx) => {
     const before = ctx.stepsDone > 0 ? clusterSnapshots[ctx.stepsDone - 1]! : clusterInitial!;
@@ -338,11 +389,15 @@ export const CLUSTER_IPAM: Store = {
         if (r.error) throw r.error;
         return r.stdout;
       };
-      const found = await recoverIpam({ ...ctx, root }, {
-        del: (p) => run(podEnv("DEL", p), clusterConf(root)),
-        gc: (valid) => run({ CNI_COMMAND: "GC", CNI_PATH: "/nonexistent" }, clusterConf(root, { "cni.dev/valid-attachments": valid })),
-        add: async (p) => addressesOf(JSON.parse(await run(podEnv("ADD", p), clusterConf(root)))),
-      }, clusterAllocations);
+      const found = await recoverIpam(
+        { ...ctx, root },
+        {
+          del: (p) => run(podEnv("DEL", p), clusterConf(root)),
+          gc: (valid) => run({ CNI_COMMAND: "GC", CNI_PATH: "/nonexistent" }, clusterConf(root, { "cni.dev/valid-attachments": valid })),
+          add: async (p) => addressesOf(JSON.parse(await run(podEnv("ADD", p), clusterConf(root)))),
+        },
+        clusterAllocations,
+      );
       problems.push(...found.map((f) => (variants.length > 1 ? `${i === 0 ? "etcd before" : "etcd after"} the cut-short call's commit: ${f}` : f)));
       if (root !== ctx.root) rmSync(root, { recursive: true, force: true });
     }
@@ -356,11 +411,22 @@ export const CLUSTER_IPAM: Store = {
 /** A DHCPv6 lease record of `clientID` (an attachment's second family: its own file), its times moved by `at`. */
 function lease6Record(clientID: string, at: number): LeaseRecord {
   return {
-    family: "ipv6", clientID, containerID: clientID.split("/")[0]!, network: "net", ifName: "eth0", netns: `/run/netns/${clientID.split("/")[0]}`,
+    family: "ipv6",
+    clientID,
+    containerID: clientID.split("/")[0]!,
+    network: "net",
+    ifName: "eth0",
+    netns: `/run/netns/${clientID.split("/")[0]}`,
     send: { duid: Uint8Array.from([0, 4, 1, 2, 3, 4]), iaid: 7, oro: [23, 24] },
     binding: {
-      address: "fd09::10", serverId: Uint8Array.from([0, 1, 9, 9]), server: "00:01:09:09", reply: Uint8Array.from([7, 1, 2, 3]),
-      boundAt: at, renewAt: at + 30_000, rebindAt: at + 48_000, expiresAt: at + 60_000,
+      address: "fd09::10",
+      serverId: Uint8Array.from([0, 1, 9, 9]),
+      server: "00:01:09:09",
+      reply: Uint8Array.from([7, 1, 2, 3]),
+      boundAt: at,
+      renewAt: at + 30_000,
+      rebindAt: at + 48_000,
+      expiresAt: at + 60_000,
     },
   };
 }
@@ -368,11 +434,22 @@ function lease6Record(clientID: string, at: number): LeaseRecord {
 /** A DHCPv4 lease record of `clientID`, its times moved by `at`. */
 function leaseRecord(clientID: string, at: number): LeaseRecord {
   return {
-    family: "ipv4", clientID, containerID: clientID.split("/")[0]!, network: "net", ifName: "eth0", netns: `/run/netns/${clientID.split("/")[0]}`,
+    family: "ipv4",
+    clientID,
+    containerID: clientID.split("/")[0]!,
+    network: "net",
+    ifName: "eth0",
+    netns: `/run/netns/${clientID.split("/")[0]}`,
     send: { clientIdOption: Uint8Array.from(Buffer.from(`\0${clientID}`)), options: new Map(), requestList: [1, 3, 6] },
     binding: {
-      address: "10.9.0.10", server: "10.9.0.1", mac: Uint8Array.from([2, 0, 0, 0, 0, 1]), ack: Uint8Array.from([1, 2, 3]),
-      boundAt: at, renewAt: at + 30_000, rebindAt: at + 52_500, expiresAt: at + 60_000,
+      address: "10.9.0.10",
+      server: "10.9.0.1",
+      mac: Uint8Array.from([2, 0, 0, 0, 0, 1]),
+      ack: Uint8Array.from([1, 2, 3]),
+      boundAt: at,
+      renewAt: at + 30_000,
+      rebindAt: at + 52_500,
+      expiresAt: at + 60_000,
     },
   };
 }
@@ -400,10 +477,13 @@ export const DHCP_LEASES: Store = {
         const id = ids[Math.floor(random() * ids.length)]!;
         held.delete(id);
         // The attachment goes: its leases of both families.
-        out.push({ kind: "other", run: async () => {
-          await store.remove(id);
-          await store.remove(id, "ipv6");
-        } });
+        out.push({
+          kind: "other",
+          run: async () => {
+            await store.remove(id);
+            await store.remove(id, "ipv6");
+          },
+        });
       } else {
         const id = ids.length > 0 && random() < 0.5 ? ids[Math.floor(random() * ids.length)]! : `c${t}/net/eth0`;
         held.add(id);
@@ -437,7 +517,12 @@ export const DHCP_LEASES: Store = {
 
 // ---- the firewall plugin's attachment records ---------------------------------------------------------------
 
-const fwRecord = (containerID: string, n: number): AttachmentRecord => ({ containerID, ifName: "eth0", backend: "iptables", addresses: [`10.88.0.${n}/24`] });
+const fwRecord = (containerID: string, n: number): AttachmentRecord => ({
+  containerID,
+  ifName: "eth0",
+  backend: "iptables",
+  addresses: [`10.88.0.${n}/24`],
+});
 
 export const FIREWALL_RECORDS: Store = {
   name: "firewall records",
@@ -445,7 +530,9 @@ export const FIREWALL_RECORDS: Store = {
   steps: (root) => {
     const dir = path.join(root, "firewall");
     return churn(16, 7, (kind, pod, n) => ({
-      kind, pod, run: async () => (kind === "add" ? writeRecord(dir, "net", fwRecord(pod.id, n)) : removeRecord(dir, "net", pod.id, pod.ifname)),
+      kind,
+      pod,
+      run: async () => (kind === "add" ? writeRecord(dir, "net", fwRecord(pod.id, n)) : removeRecord(dir, "net", pod.id, pod.ifname)),
     }));
   },
   recover: async (ctx) => {
@@ -484,7 +571,15 @@ export const DNSNAME_FILES: Store = {
       if (live.length > 0 && random() < 0.4) live.splice(Math.floor(random() * live.length), 1);
       else live.push(`p${n}`);
       const now = [...live];
-      steps.push(locked(() => writeState(d, now.map((id, i) => `10.88.0.${i + 2}\t${id}`), now.map((id, i) => rec(id, `10.88.0.${i + 2}`)))));
+      steps.push(
+        locked(() =>
+          writeState(
+            d,
+            now.map((id, i) => `10.88.0.${i + 2}\t${id}`),
+            now.map((id, i) => rec(id, `10.88.0.${i + 2}`)),
+          ),
+        ),
+      );
     }
     steps.push(locked(() => removeNetworkDir(d)));
     return steps;
@@ -512,13 +607,17 @@ export const TUNING_BACKUPS: Store = {
   steps: (root) => {
     const dir = path.join(root, "tuning");
     const save = (id: string, mtu: number): Step => ({
-      kind: "add", pod: { id, ifname: "eth0" }, run: async () => {
+      kind: "add",
+      pod: { id, ifname: "eth0" },
+      run: async () => {
         const file = backupFile(dir, id, "eth0");
         await writeNetworkOf(file, "net");
         await writeFileAtomic(file, encodeBackup({ mtu }));
       },
     });
-    return churn(14, 6, (kind, pod, n) => (kind === "add" ? save(pod.id, 1400 + n) : { kind, pod, run: () => removeBackup(backupFile(dir, pod.id, "eth0")) }));
+    return churn(14, 6, (kind, pod, n) =>
+      kind === "add" ? save(pod.id, 1400 + n) : { kind, pod, run: () => removeBackup(backupFile(dir, pod.id, "eth0")) },
+    );
   },
   recover: async (ctx) => {
     const dir = path.join(ctx.root, "tuning");
@@ -528,7 +627,8 @@ export const TUNING_BACKUPS: Store = {
       const stale = await staleBackups(dir, "net", ctx.mode === "kill" ? ctx.live.map((p) => ({ containerID: p.id, ifname: p.ifname })) : []);
       for (const file of stale) await removeBackup(file);
       for (const p of ctx.mode === "power" ? ctx.all : []) await removeBackup(backupFile(dir, p.id, p.ifname));
-      if (ctx.mode === "power" && existsSync(dir) && readdirSync(dir).some((n) => !isTemporaryName(n))) problems.push(`backups left: ${readdirSync(dir).join(", ")}`);
+      if (ctx.mode === "power" && existsSync(dir) && readdirSync(dir).some((n) => !isTemporaryName(n)))
+        problems.push(`backups left: ${readdirSync(dir).join(", ")}`);
     } catch (e) {
       problems.push(e instanceof CniError ? `failed: ${e.msg}` : notCni("tuning's backups", e));
     }
@@ -539,8 +639,19 @@ export const TUNING_BACKUPS: Store = {
 // ---- host-device's records, flannel's saved delegate configs, portmap's forwarding records -----------------------
 
 const deviceRecord = (containerID: string, n: number): DeviceRecord => ({
-  network: "net", containerID, ifName: "eth0", netns: `/run/netns/${containerID}`,
-  host: { name: `eth${n}`, index: 10 + n, mtu: 1500, mac: `02:00:00:00:00:${String(n).padStart(2, "0")}`, up: true, alias: "", addresses: [`192.0.2.${n}/24`] },
+  network: "net",
+  containerID,
+  ifName: "eth0",
+  netns: `/run/netns/${containerID}`,
+  host: {
+    name: `eth${n}`,
+    index: 10 + n,
+    mtu: 1500,
+    mac: `02:00:00:00:00:${String(n).padStart(2, "0")}`,
+    up: true,
+    alias: "",
+    addresses: [`192.0.2.${n}/24`],
+  },
 });
 
 export const HOST_DEVICE_RECORDS: Store = {
@@ -549,15 +660,23 @@ export const HOST_DEVICE_RECORDS: Store = {
   steps: (root) => {
     const dir = path.join(root, "host-device");
     return churn(14, 6, (kind, pod, n) => ({
-      kind, pod, run: () => (kind === "add" ? deviceWriteRecord(dir, deviceRecord(pod.id, n)) : deviceRemoveRecord(dir, pod.id, pod.ifname)),
+      kind,
+      pod,
+      run: () => (kind === "add" ? deviceWriteRecord(dir, deviceRecord(pod.id, n)) : deviceRemoveRecord(dir, pod.id, pod.ifname)),
     }));
   },
-  recover: (ctx) => keyedRecovery(ctx, "host-device's records", async (p) => {
-    const dir = path.join(ctx.root, "host-device");
-    const r = await deviceReadRecord(dir, p.id, p.ifname);
-    await deviceListRecords(dir);
-    return r === undefined ? "none" : r === "damaged" ? "damaged" : "ok";
-  }, (p) => deviceRemoveRecord(path.join(ctx.root, "host-device"), p.id, p.ifname)),
+  recover: (ctx) =>
+    keyedRecovery(
+      ctx,
+      "host-device's records",
+      async (p) => {
+        const dir = path.join(ctx.root, "host-device");
+        const r = await deviceReadRecord(dir, p.id, p.ifname);
+        await deviceListRecords(dir);
+        return r === undefined ? "none" : r === "damaged" ? "damaged" : "ok";
+      },
+      (p) => deviceRemoveRecord(path.join(ctx.root, "host-device"), p.id, p.ifname),
+    ),
 };
 
 export const FLANNEL_CONFIGS: Store = {
@@ -566,16 +685,27 @@ export const FLANNEL_CONFIGS: Store = {
   steps: (root) => {
     const dir = path.join(root, "flannel");
     return churn(14, 6, (kind, pod, n) => ({
-      kind, pod, run: () => (kind === "add" ? saveDelegateConfig(dir, pod.id, Buffer.from(JSON.stringify({ cniVersion: "1.0.0", name: "net", type: "bridge", mtu: 1400 + n }))) : removeDelegateConfig(dir, pod.id)),
+      kind,
+      pod,
+      run: () =>
+        kind === "add"
+          ? saveDelegateConfig(dir, pod.id, Buffer.from(JSON.stringify({ cniVersion: "1.0.0", name: "net", type: "bridge", mtu: 1400 + n })))
+          : removeDelegateConfig(dir, pod.id),
     }));
   },
-  recover: (ctx) => keyedRecovery(ctx, "flannel's saved configs", async (p) => {
-    const bytes = await readDelegateConfig(path.join(ctx.root, "flannel"), p.id).catch((e: unknown) => {
-      if (e instanceof CniError) return "damaged" as const; // a DEL then says so, and goes on without it
-      throw e;
-    });
-    return bytes === undefined ? "none" : bytes === "damaged" ? "damaged" : "ok";
-  }, (p) => removeDelegateConfig(path.join(ctx.root, "flannel"), p.id)),
+  recover: (ctx) =>
+    keyedRecovery(
+      ctx,
+      "flannel's saved configs",
+      async (p) => {
+        const bytes = await readDelegateConfig(path.join(ctx.root, "flannel"), p.id).catch((e: unknown) => {
+          if (e instanceof CniError) return "damaged" as const; // a DEL then says so, and goes on without it
+          throw e;
+        });
+        return bytes === undefined ? "none" : bytes === "damaged" ? "damaged" : "ok";
+      },
+      (p) => removeDelegateConfig(path.join(ctx.root, "flannel"), p.id),
+    ),
 };
 
 export const PORTMAP_RECORDS: Store = {
@@ -583,7 +713,11 @@ export const PORTMAP_RECORDS: Store = {
   powerPerPoint: 128,
   steps: (root) => {
     const dir = path.join(root, "portmap");
-    return churn(14, 6, (kind, pod) => ({ kind, pod, run: () => (kind === "add" ? recordForwarding(dir, "net", pod.id) : forgetForwarding(dir, "net", pod.id)) }));
+    return churn(14, 6, (kind, pod) => ({
+      kind,
+      pod,
+      run: () => (kind === "add" ? recordForwarding(dir, "net", pod.id) : forgetForwarding(dir, "net", pod.id)),
+    }));
   },
   recover: async (ctx) => {
     const dir = path.join(ctx.root, "portmap");
@@ -624,13 +758,18 @@ function churn(count: number, pool: number, make: (kind: "add" | "del", pod: Pod
  * Recovery of a store of one file per attachment: reading each attachment's file is never a throw (a torn one is
  * "damaged", handled by the plugin); after a kill, a live attachment's file is whole; DEL removes what is there.
  */
-async function keyedRecovery(ctx: CrashContext, what: string, read: (p: Pod) => Promise<"ok" | "damaged" | "none">,
-  remove: (p: Pod) => Promise<void>): Promise<string[]> {
+async function keyedRecovery(
+  ctx: CrashContext,
+  what: string,
+  read: (p: Pod) => Promise<"ok" | "damaged" | "none">,
+  remove: (p: Pod) => Promise<void>,
+): Promise<string[]> {
   const problems: string[] = [];
   try {
     for (const p of ctx.all) {
       const state = await read(p);
-      if (ctx.mode === "kill" && ctx.live.some((l) => l.id === p.id) && state !== "ok") problems.push(`the file of live ${p.id} is ${state} after a kill`);
+      if (ctx.mode === "kill" && ctx.live.some((l) => l.id === p.id) && state !== "ok")
+        problems.push(`the file of live ${p.id} is ${state} after a kill`);
     }
     for (const p of ctx.mode === "power" ? ctx.all : ctx.interrupted ? [ctx.interrupted] : []) await remove(p);
     if (ctx.mode === "power") for (const p of ctx.all) if ((await read(p)) !== "none") problems.push(`the file of ${p.id} is left after its DEL`);
@@ -642,5 +781,14 @@ async function keyedRecovery(ctx: CrashContext, what: string, read: (p: Pod) => 
 
 /** Every store, in the order run.ts reports them. */
 export const STORES: readonly Store[] = [
-  HOST_LOCAL, LIBCNI_CACHE, CLUSTER_IPAM, DHCP_LEASES, FIREWALL_RECORDS, DNSNAME_FILES, TUNING_BACKUPS, HOST_DEVICE_RECORDS, FLANNEL_CONFIGS, PORTMAP_RECORDS,
+  HOST_LOCAL,
+  LIBCNI_CACHE,
+  CLUSTER_IPAM,
+  DHCP_LEASES,
+  FIREWALL_RECORDS,
+  DNSNAME_FILES,
+  TUNING_BACKUPS,
+  HOST_DEVICE_RECORDS,
+  FLANNEL_CONFIGS,
+  PORTMAP_RECORDS,
 ];

@@ -29,8 +29,12 @@ export async function main(): Promise<void> {
     process.stdout.write(JSON.stringify({ supportedVersions: ["0.3.1", "0.4.0", "1.0", "1.0.0", "1.0.0"] }) + "\n");
     return;
   }
-  const required = command === "ADD" || command === "CHECK" ? ["CNI_CONTAINERID", "CNI_NETNS", "CNI_IFNAME"]
-    : command === "DEL" ? ["CNI_CONTAINERID", "CNI_IFNAME"] : ["CNI_PATH"];
+  const required =
+    command === "ADD" || command === "CHECK"
+      ? ["CNI_CONTAINERID", "CNI_NETNS", "CNI_IFNAME"]
+      : command === "DEL"
+        ? ["CNI_CONTAINERID", "CNI_IFNAME"]
+        : ["CNI_PATH"];
   const missing = required.filter((name) => !env[name]);
   if (missing.length) return crash(`missing ${missing.join(", ")}`);
   let config: { cniVersion?: unknown; name?: unknown };

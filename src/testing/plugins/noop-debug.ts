@@ -56,5 +56,4 @@ export function appendCommandLog(file: string, entry: NoopLogEntry): void {
 }
 
 /** The stdin noop recorded, decoded from base64. */
-export const stdinOf = (cmdArgs: NoopCmdArgs | undefined): string =>
-  Buffer.from(cmdArgs?.StdinData ?? "", "base64").toString("utf8");
+export const stdinOf = (cmdArgs: NoopCmdArgs | undefined): string => Buffer.from(cmdArgs?.StdinData ?? "", "base64").toString("utf8");

@@ -36,8 +36,13 @@ function handle(command: string) {
     }
     const debug = readDebug(file);
     const cmdArgs: NoopCmdArgs = {
-      ContainerID: args.containerID, Netns: args.netns, IfName: args.ifName, Args: args.args, Path: args.path,
-      NetnsOverride: args.netnsOverride, StdinData: args.stdinData.toString("base64"),
+      ContainerID: args.containerID,
+      Netns: args.netns,
+      IfName: args.ifName,
+      Args: args.args,
+      Path: args.path,
+      NetnsOverride: args.netnsOverride,
+      StdinData: args.stdinData.toString("base64"),
     };
     debug.Command = command;
     debug.CmdArgs = cmdArgs;
@@ -71,12 +76,16 @@ function versionInfo(): VersionInfo {
     const file = debugFileFromArgs(process.env["CNI_ARGS"] ?? "");
     const debug = file ? readDebug(file) : {};
     if (debug.ReportVersionSupport?.length) return new VersionInfo(debug.ReportVersionSupport);
-  } catch { /* default list */ }
+  } catch {
+    /* default list */
+  }
   return new VersionInfo(NOOP_DEFAULT_VERSIONS);
 }
 
 export function main(): Promise<void> {
-  return pluginMain({ add: handle("ADD"), check: handle("CHECK"), del: handle("DEL"), status: handle("STATUS"), gc: handle("GC") },
-    versionInfo(), "CNI noop plugin v0.7.0");
+  return pluginMain(
+    { add: handle("ADD"), check: handle("CHECK"), del: handle("DEL"), status: handle("STATUS"), gc: handle("GC") },
+    versionInfo(),
+    "CNI noop plugin v0.7.0",
+  );
 }
-

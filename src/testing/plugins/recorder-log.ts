@@ -39,5 +39,8 @@ export function appendRecordedCall(pluginPath: string, call: RecordedCall): void
 export function readRecordedCalls(pluginPath: string): RecordedCall[] {
   const file = recorderLog(pluginPath);
   if (!existsSync(file)) return [];
-  return readFileSync(file, "utf8").split("\n").filter(Boolean).map((line) => JSON.parse(line) as RecordedCall);
+  return readFileSync(file, "utf8")
+    .split("\n")
+    .filter(Boolean)
+    .map((line) => JSON.parse(line) as RecordedCall);
 }

@@ -14,22 +14,30 @@ import { appendRecordedCall } from "./recorder-log.js";
 function record(command: string, args: CmdArgs): ReturnType<typeof loadPluginConf> {
   const loaded = loadPluginConf(args.stdinData);
   appendRecordedCall(process.argv[1] ?? "recorder", {
-    command, containerID: args.containerID, ifName: args.ifName, args: args.args, config: loaded.raw,
+    command,
+    containerID: args.containerID,
+    ifName: args.ifName,
+    args: args.args,
+    config: loaded.raw,
   });
   return loaded;
 }
 
 export function main(): Promise<void> {
-  return pluginMain({
-    add: (args) => {
-      const { conf } = record("ADD", args);
-      const prev = parsePrevResult(conf);
-      if (!prev) throw new CniError(ErrorCode.InvalidNetworkConfig, "recorder: must be chained (no prevResult)");
-      return marshalResult(getResultAsVersion(prev, conf.cniVersion || "0.1.0"));
+  return pluginMain(
+    {
+      add: (args) => {
+        const { conf } = record("ADD", args);
+        const prev = parsePrevResult(conf);
+        if (!prev) throw new CniError(ErrorCode.InvalidNetworkConfig, "recorder: must be chained (no prevResult)");
+        return marshalResult(getResultAsVersion(prev, conf.cniVersion || "0.1.0"));
+      },
+      check: (args) => void record("CHECK", args),
+      del: (args) => void record("DEL", args),
+      status: (args) => void record("STATUS", args),
+      gc: (args) => void record("GC", args),
     },
-    check: (args) => void record("CHECK", args),
-    del: (args) => void record("DEL", args),
-    status: (args) => void record("STATUS", args),
-    gc: (args) => void record("GC", args),
-  }, new VersionInfo(ALL_VERSIONS), "CNI recorder test plugin");
+    new VersionInfo(ALL_VERSIONS),
+    "CNI recorder test plugin",
+  );
 }

@@ -16,6 +16,5 @@ export function main(): Promise<void> {
   if (process.env["CNI_COMMAND"] === "VERSION" && process.env["SLEEP_ON_VERSION"] !== "0") {
     return sleepFor60s();
   }
-  return pluginMain({ add: sleepFor60s, check: sleepFor60s, del: sleepFor60s, status: sleepFor60s, gc: sleepFor60s }, info,
-    "CNI sleep test plugin");
+  return pluginMain({ add: sleepFor60s, check: sleepFor60s, del: sleepFor60s, status: sleepFor60s, gc: sleepFor60s }, info, "CNI sleep test plugin");
 }

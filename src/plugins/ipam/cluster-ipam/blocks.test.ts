@@ -4,12 +4,29 @@ import { parseCIDR, parseIP, tryParseIP } from "../../../spec/ip.js";
 import { ipFromBigInt, ipToBigInt } from "../../../spec/ip-math.js";
 import { parseRangeSet } from "../ranges.js";
 import {
-  addressKey, addressOfKey, blockAddressKeyRange, blockContaining, blockKey, BlockPool, excludedFrom, nodeHash, parseBlockKey, type Block,
+  addressKey,
+  addressOfKey,
+  blockAddressKeyRange,
+  blockContaining,
+  blockKey,
+  BlockPool,
+  excludedFrom,
+  nodeHash,
+  parseBlockKey,
+  type Block,
 } from "./blocks.js";
 
 const pool = (ranges: Array<Record<string, string>>, blockSize: number, exclude: string[] = []) =>
-  new BlockPool(parseRangeSet(ranges, "ipam.ranges[0]"), blockSize,
-    excludedFrom(exclude.map((t, i) => ({ cidr: t.includes("/") ? parseCIDR(t) : { ip: parseIP(t), prefix: parseIP(t).family === 4 ? 32 : 128, text: t }, source: `ipam.exclude[${i}]` }))));
+  new BlockPool(
+    parseRangeSet(ranges, "ipam.ranges[0]"),
+    blockSize,
+    excludedFrom(
+      exclude.map((t, i) => ({
+        cidr: t.includes("/") ? parseCIDR(t) : { ip: parseIP(t), prefix: parseIP(t).family === 4 ? 32 : 128, text: t },
+        source: `ipam.exclude[${i}]`,
+      })),
+    ),
+  );
 const texts = (p: BlockPool, b: Block) => p.addresses(b).map((n) => ipFromBigInt(n, p.family)!.text);
 const blocks = (p: BlockPool) => [...p.blocksFrom(0n)].map((b) => b.cidr.text);
 
@@ -58,7 +75,13 @@ describe("blocks of a pool", () => {
   });
 
   test("several ranges: blocks range by range, a block two ranges share counted once", () => {
-    const p = pool([{ subnet: "10.5.0.0/24", rangeStart: "10.5.0.10", rangeEnd: "10.5.0.20" }, { subnet: "10.5.0.0/24", rangeStart: "10.5.0.30", rangeEnd: "10.5.0.70", gateway: "10.5.0.1" }], 26);
+    const p = pool(
+      [
+        { subnet: "10.5.0.0/24", rangeStart: "10.5.0.10", rangeEnd: "10.5.0.20" },
+        { subnet: "10.5.0.0/24", rangeStart: "10.5.0.30", rangeEnd: "10.5.0.70", gateway: "10.5.0.1" },
+      ],
+      26,
+    );
     assert.deepEqual(blocks(p), ["10.5.0.0/26", "10.5.0.64/26"]);
     const a = texts(p, p.blockAt(0n));
     assert.equal(a.length, 11 + 34); // .10-.20 and .30-.63
@@ -80,7 +103,10 @@ describe("blocks of a pool", () => {
 
   test("the walk wraps around and yields every block once", () => {
     const p = pool([{ subnet: "10.6.0.0/24" }], 26);
-    assert.deepEqual([...p.blocksFrom(2n)].map((b) => b.cidr.text), ["10.6.0.128/26", "10.6.0.192/26", "10.6.0.0/26", "10.6.0.64/26"]);
+    assert.deepEqual(
+      [...p.blocksFrom(2n)].map((b) => b.cidr.text),
+      ["10.6.0.128/26", "10.6.0.192/26", "10.6.0.0/26", "10.6.0.64/26"],
+    );
   });
 
   test("hasBlock: a block of this pool at its prefix", () => {

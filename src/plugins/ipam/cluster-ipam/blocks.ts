@@ -38,7 +38,9 @@ export const blockKey = (b: Block): string => `${b.cidr.ip.text}-${b.cidr.prefix
 
 /** The hex key of an address, fixed width per family under its family's folder: `v4/0a160005`. */
 export function addressKey(ip: IPAddress): string {
-  return `v${ip.family}/${ipToBigInt(ip).toString(16).padStart(ip.family === 4 ? 8 : 32, "0")}`;
+  return `v${ip.family}/${ipToBigInt(ip)
+    .toString(16)
+    .padStart(ip.family === 4 ? 8 : 32, "0")}`;
 }
 
 /** The key range `[start, end)` holding the address keys of a block. */
@@ -114,7 +116,11 @@ export class BlockPool {
   /** Blocks over all ranges (a block shared by two adjacent ranges counts twice; walks skip the repeat). */
   readonly blockCount: bigint;
 
-  constructor(readonly set: RangeSet, blockSize: number, exclude: readonly Excluded[]) {
+  constructor(
+    readonly set: RangeSet,
+    blockSize: number,
+    exclude: readonly Excluded[],
+  ) {
     this.family = set.ranges[0]!.subnet.ip.family;
     const bits = addressBits(this.family);
     this.ranges = set.ranges.map((range) => {

@@ -4,18 +4,27 @@ import os from "node:os";
 import { ErrorCode } from "../../../spec/errors.js";
 import { DEFAULT_LOCK_DIR, parseClusterIpamConfig, parseLocation, parsePoolLocation, readEtcdFiles } from "./config.js";
 
-const base = (ipam: Record<string, unknown>, top: Record<string, unknown> = {}) => Buffer.from(JSON.stringify({
-  cniVersion: "1.0.0", name: "net1", type: "bridge",
-  ipam: { type: "cluster-ipam", etcd: { endpoints: ["http://127.0.0.1:2379"] }, ranges: [[{ subnet: "10.9.0.0/16" }]], ...ipam }, ...top,
-}));
+const base = (ipam: Record<string, unknown>, top: Record<string, unknown> = {}) =>
+  Buffer.from(
+    JSON.stringify({
+      cniVersion: "1.0.0",
+      name: "net1",
+      type: "bridge",
+      ipam: { type: "cluster-ipam", etcd: { endpoints: ["http://127.0.0.1:2379"] }, ranges: [[{ subnet: "10.9.0.0/16" }]], ...ipam },
+      ...top,
+    }),
+  );
 const parse = (ipam: Record<string, unknown>, top: Record<string, unknown> = {}, cniArgs = "") => parseClusterIpamConfig(base(ipam, top), cniArgs);
 const rejects = (ipam: Record<string, unknown>, msg: RegExp | string, code: number = ErrorCode.InvalidNetworkConfig) =>
-  assert.throws(() => parse(ipam), (e: { code: number; msg: string }) => {
-    assert.equal(e.code, code);
-    if (typeof msg === "string") assert.equal(e.msg, msg);
-    else assert.match(e.msg, msg);
-    return true;
-  });
+  assert.throws(
+    () => parse(ipam),
+    (e: { code: number; msg: string }) => {
+      assert.equal(e.code, code);
+      if (typeof msg === "string") assert.equal(e.msg, msg);
+      else assert.match(e.msg, msg);
+      return true;
+    },
+  );
 
 describe("cluster-ipam config", () => {
   test("defaults: prefix /tscni/ipam/<network>/, node = host name, /26 and /122 blocks, 2 s dial, 5 s request and 100 s call timeouts", () => {
@@ -31,17 +40,42 @@ describe("cluster-ipam config", () => {
   });
 
   test("everything set", () => {
-    const c = parse({
-      etcd: {
-        endpoints: ["https://10.0.0.1:2379", "https://etcd-2:2379/"], certFile: "/c.pem", keyFile: "/k.pem", caFile: "/ca.pem",
-        username: "cni", password: "pw", prefix: "/ipam/", dialTimeoutMs: 100, requestTimeoutMs: 900, callTimeoutMs: 30_000,
+    const c = parse(
+      {
+        etcd: {
+          endpoints: ["https://10.0.0.1:2379", "https://etcd-2:2379/"],
+          certFile: "/c.pem",
+          keyFile: "/k.pem",
+          caFile: "/ca.pem",
+          username: "cni",
+          password: "pw",
+          prefix: "/ipam/",
+          dialTimeoutMs: 100,
+          requestTimeoutMs: 900,
+          callTimeoutMs: 30_000,
+        },
+        blockSize: 28,
+        blockSizeV6: 120,
+        nodeName: "node-1.example",
+        exclude: ["10.9.0.0/24", "10.9.1.1"],
+        lockDir: "/tmp/l",
+        nodeGraceSeconds: 3600,
+        routes: [{ dst: "0.0.0.0/0" }],
+        dns: { nameservers: ["10.9.0.53"] },
       },
-      blockSize: 28, blockSizeV6: 120, nodeName: "node-1.example", exclude: ["10.9.0.0/24", "10.9.1.1"], lockDir: "/tmp/l", nodeGraceSeconds: 3600,
-      routes: [{ dst: "0.0.0.0/0" }], dns: { nameservers: ["10.9.0.53"] },
-    }, { runtimeConfig: { ips: ["10.9.3.3"] }, args: { cni: { ips: ["10.9.2.2/16"] } } }, "IP=10.9.4.4");
+      { runtimeConfig: { ips: ["10.9.3.3"] }, args: { cni: { ips: ["10.9.2.2/16"] } } },
+      "IP=10.9.4.4",
+    );
     assert.deepEqual(c.etcd, {
-      endpoints: ["https://10.0.0.1:2379", "https://etcd-2:2379"], certFile: "/c.pem", keyFile: "/k.pem", caFile: "/ca.pem",
-      username: "cni", password: "pw", dialTimeoutMs: 100, requestTimeoutMs: 900, callTimeoutMs: 30_000,
+      endpoints: ["https://10.0.0.1:2379", "https://etcd-2:2379"],
+      certFile: "/c.pem",
+      keyFile: "/k.pem",
+      caFile: "/ca.pem",
+      username: "cni",
+      password: "pw",
+      dialTimeoutMs: 100,
+      requestTimeoutMs: 900,
+      callTimeoutMs: 30_000,
     });
     assert.equal(c.keyPrefix, "/ipam/net1/");
     assert.equal(c.node, "node-1.example");
@@ -49,7 +83,10 @@ describe("cluster-ipam config", () => {
     assert.equal(c.pools[0]!.blockAt(0n).cidr.text, "10.9.0.0/28");
     assert.equal(c.pools[0]!.refusal(c.pools[0]!.resultFor(0x0a090105n).ip), undefined);
     assert.equal(c.pools[0]!.refusal(c.pools[0]!.resultFor(0x0a090101n).ip), "10.9.1.1 is excluded (ipam.exclude[1])");
-    assert.deepEqual(c.requestedIPs.map((ip) => ip.text), ["10.9.4.4", "10.9.2.2", "10.9.3.3"]);
+    assert.deepEqual(
+      c.requestedIPs.map((ip) => ip.text),
+      ["10.9.4.4", "10.9.2.2", "10.9.3.3"],
+    );
     assert.deepEqual(c.dns, { nameservers: ["10.9.0.53"] });
     assert.equal(c.routes.length, 1);
   });
@@ -58,7 +95,10 @@ describe("cluster-ipam config", () => {
     rejects({ etcd: undefined }, /missing "ipam.etcd"/);
     rejects({ etcd: { endpoints: [] } }, 'invalid "ipam.etcd.endpoints": [] (want at least one URL such as http://127.0.0.1:2379)');
     rejects({ etcd: { endpoints: ["127.0.0.1:2379"] } }, /invalid "ipam.etcd.endpoints\[0\]": "127.0.0.1:2379"/);
-    rejects({ etcd: { endpoints: ["unix:///run/etcd.sock"] } }, 'invalid "ipam.etcd.endpoints[0]": "unix:///run/etcd.sock" (want an http:// or https:// URL)');
+    rejects(
+      { etcd: { endpoints: ["unix:///run/etcd.sock"] } },
+      'invalid "ipam.etcd.endpoints[0]": "unix:///run/etcd.sock" (want an http:// or https:// URL)',
+    );
     rejects({ etcd: { endpoints: ["http://h:2379/v3"] } }, /want scheme:\/\/host:port and nothing else/);
     rejects({ etcd: { endpoints: ["https://h:2379"], certFile: "/c" } }, /invalid "ipam.etcd.keyFile": null \(want a file: certFile is set/);
     rejects({ etcd: { endpoints: ["http://h:2379"], caFile: "/ca" } }, /"ipam.etcd.caFile": "\/ca" \(TLS files need https:\/\/ endpoints\)/);
@@ -86,8 +126,17 @@ describe("cluster-ipam config", () => {
     const loc = parseLocation(conf);
     assert.deepEqual(loc.validAttachments, [{ containerID: "c", ifname: "eth0" }]);
     assert.deepEqual(loc.prevAddresses, []);
-    const withPrev = parseLocation(base({ nodeName: "n1" }, { prevResult: { cniVersion: "1.1.0", ips: [{ address: "10.9.0.7/16" }, { address: "bad" }, { address: "fd09::7/64" }] } }));
-    assert.deepEqual(withPrev.prevAddresses.map((ip) => ip.text), ["10.9.0.7", "fd09::7"], "DEL reads the ADD's addresses from prevResult");
+    const withPrev = parseLocation(
+      base(
+        { nodeName: "n1" },
+        { prevResult: { cniVersion: "1.1.0", ips: [{ address: "10.9.0.7/16" }, { address: "bad" }, { address: "fd09::7/64" }] } },
+      ),
+    );
+    assert.deepEqual(
+      withPrev.prevAddresses.map((ip) => ip.text),
+      ["10.9.0.7", "fd09::7"],
+      "DEL reads the ADD's addresses from prevResult",
+    );
     assert.equal(loc.node, "n1");
     assert.equal(parsePoolLocation(conf).pools.length, 1);
     const badRanges = base({ nodeName: "n1", ranges: [[{ subnet: "nonsense" }]] });

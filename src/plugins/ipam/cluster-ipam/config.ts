@@ -23,17 +23,37 @@ import type { EtcdConnection } from "./etcd.js";
 import { invalidConfig, invalidKey, messageOf } from "../../../spec/errors.js";
 
 const ETCD = struct("EtcdConfig", {
-  endpoints: list(string), certFile: string, keyFile: string, caFile: string, username: string, password: string, prefix: string,
-  dialTimeoutMs: int, requestTimeoutMs: int, callTimeoutMs: int,
+  endpoints: list(string),
+  certFile: string,
+  keyFile: string,
+  caFile: string,
+  username: string,
+  password: string,
+  prefix: string,
+  dialTimeoutMs: int,
+  requestTimeoutMs: int,
+  callTimeoutMs: int,
 });
 
 /** cluster-ipam's config, in the shape of a Go plugin's struct (keys in any case, as Go reads them). */
 export const CLUSTER_IPAM_SCHEMA = struct("Net", {
   ...NET_CONF_FIELDS,
-  ipam: ptr(struct("IPAMConfig", {
-    name: string, type: string, etcd: ptr(ETCD), ranges: list(RANGE_SET), blockSize: int, blockSizeV6: int, nodeName: string,
-    exclude: list(string), routes: ROUTES_FIELD, dns: DNS_TYPE, lockDir: string, nodeGraceSeconds: int,
-  })),
+  ipam: ptr(
+    struct("IPAMConfig", {
+      name: string,
+      type: string,
+      etcd: ptr(ETCD),
+      ranges: list(RANGE_SET),
+      blockSize: int,
+      blockSizeV6: int,
+      nodeName: string,
+      exclude: list(string),
+      routes: ROUTES_FIELD,
+      dns: DNS_TYPE,
+      lockDir: string,
+      nodeGraceSeconds: int,
+    }),
+  ),
   runtimeConfig: struct("RuntimeConfig", { ips: list(string) }),
   args: IPAM_ARGS_FIELD,
 });
@@ -102,7 +122,7 @@ function parseEndpoint(text: string, where: string): string {
     throw invalidKey(where, text, "want a URL such as http://127.0.0.1:2379");
   }
   if (url.protocol !== "http:" && url.protocol !== "https:") throw invalidKey(where, text, "want an http:// or https:// URL");
-  if (url.pathname !== "/" && url.pathname !== "" || url.search || url.hash || url.username) {
+  if ((url.pathname !== "/" && url.pathname !== "") || url.search || url.hash || url.username) {
     throw invalidKey(where, text, "want scheme://host:port and nothing else");
   }
   return `${url.protocol}//${url.host}`;
@@ -181,25 +201,42 @@ function parseExclude(values: readonly string[] | undefined): Array<{ cidr: IPCi
 
 /** Decodes stdin, requires `ipam`, and reads where the pool is (what every verb needs). */
 function loadInput(stdin: Buffer): {
-  input: Input; ipam: IpamInput; location: PoolLocation; validAttachments?: GCAttachment[]; prevResult?: JsonObject;
+  input: Input;
+  ipam: IpamInput;
+  location: PoolLocation;
+  validAttachments?: GCAttachment[];
+  prevResult?: JsonObject;
 } {
   const { conf, raw } = loadPluginConf(stdin);
   const input = decodeConfig(CLUSTER_IPAM_SCHEMA, raw);
   const ipam = requireIpam(input.ipam);
   const { settings, prefix } = parseEtcd(ipam.etcd);
   const location: PoolLocation = {
-    network: conf.name, cniVersion: conf.cniVersion, etcd: settings, keyPrefix: `${prefix}/${conf.name}/`,
-    node: parseNodeName(ipam.nodeName), lockDir: ipam.lockDir || DEFAULT_LOCK_DIR, nodeGraceMs: nodeGrace(ipam.nodeGraceSeconds),
+    network: conf.name,
+    cniVersion: conf.cniVersion,
+    etcd: settings,
+    keyPrefix: `${prefix}/${conf.name}/`,
+    node: parseNodeName(ipam.nodeName),
+    lockDir: ipam.lockDir || DEFAULT_LOCK_DIR,
+    nodeGraceMs: nodeGrace(ipam.nodeGraceSeconds),
   };
-  return { input, ipam, location, ...(conf.validAttachments ? { validAttachments: conf.validAttachments } : {}),
-    ...(conf.prevResult ? { prevResult: conf.prevResult } : {}) };
+  return {
+    input,
+    ipam,
+    location,
+    ...(conf.validAttachments ? { validAttachments: conf.validAttachments } : {}),
+    ...(conf.prevResult ? { prevResult: conf.prevResult } : {}),
+  };
 }
 
 /** The pools of the ranges; blockSize and exclusions checked. */
 function parsePools(ipam: IpamInput, cniVersion: string): BlockPool[] {
   const sets = parseRangeSets(ipam.ranges, "ipam.ranges");
   if (sets.length === 0) throw invalidConfig('no IP ranges specified: set "ipam.ranges", e.g. [[{"subnet": "10.22.0.0/16"}]]');
-  checkAddressesPerFamily(cniVersion, sets.map((s) => s.ranges[0]!.subnet.ip.family));
+  checkAddressesPerFamily(
+    cniVersion,
+    sets.map((s) => s.ranges[0]!.subnet.ip.family),
+  );
   checkRangeSetsDisjoint(sets);
   const sizes = { 4: blockSize(ipam.blockSize, 4), 6: blockSize(ipam.blockSizeV6, 6) };
   const excluded = excludedFrom(parseExclude(ipam.exclude));
@@ -212,7 +249,11 @@ export function parseClusterIpamConfig(stdin: Buffer, cniArgs: string): ClusterI
   const pools = parsePools(ipam, location.cniVersion);
   const requestedIPs = parseRequestedIPs(cniArgs, input.args?.cni?.ips, input.runtimeConfig?.ips);
   return {
-    ...location, pools, requestedIPs, routes: parseRoutes(ipam.routes), dns: compactDNS(ipam.dns),
+    ...location,
+    pools,
+    requestedIPs,
+    routes: parseRoutes(ipam.routes),
+    dns: compactDNS(ipam.dns),
     ...(validAttachments ? { validAttachments } : {}),
   };
 }
@@ -249,7 +290,9 @@ export function parsePoolLocation(stdin: Buffer): PoolLocation & { pools: BlockP
 /** The connection settings with the TLS files read (code 7 naming the key when one cannot be read). */
 export function readEtcdFiles(settings: EtcdSettings): EtcdConnection {
   const conn: EtcdConnection = {
-    endpoints: settings.endpoints, dialTimeoutMs: settings.dialTimeoutMs, requestTimeoutMs: settings.requestTimeoutMs,
+    endpoints: settings.endpoints,
+    dialTimeoutMs: settings.dialTimeoutMs,
+    requestTimeoutMs: settings.requestTimeoutMs,
     callTimeoutMs: settings.callTimeoutMs,
   };
   if (settings.username !== undefined) {

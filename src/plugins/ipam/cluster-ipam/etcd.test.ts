@@ -3,7 +3,17 @@ import assert from "node:assert/strict";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import {
-  decodeRange, decodeTxn, encode64, encodeRange, encodeTxn, EtcdClient, EtcdRequestError, EtcdUnavailableError, prefixEnd, ETCD_IN_FLIGHT, etcdRequestsQueued,
+  decodeRange,
+  decodeTxn,
+  encode64,
+  encodeRange,
+  encodeTxn,
+  EtcdClient,
+  EtcdRequestError,
+  EtcdUnavailableError,
+  prefixEnd,
+  ETCD_IN_FLIGHT,
+  etcdRequestsQueued,
 } from "./etcd.js";
 
 const b64 = (s: string) => Buffer.from(s).toString("base64");
@@ -21,13 +31,22 @@ describe("etcd JSON gateway encoding", () => {
 
   test("a range request: prefix, explicit end, keys only, count only, limit", () => {
     assert.deepEqual(encodeRange({ key: "/p/", prefix: true, keysOnly: true }), { key: b64("/p/"), range_end: b64("/p0"), keys_only: true });
-    assert.deepEqual(encodeRange({ key: "a", end: "b\u0000", countOnly: true, limit: 5 }), { key: b64("a"), range_end: b64("b\u0000"), count_only: true, limit: "5" });
+    assert.deepEqual(encodeRange({ key: "a", end: "b\u0000", countOnly: true, limit: 5 }), {
+      key: b64("a"),
+      range_end: b64("b\u0000"),
+      count_only: true,
+      limit: "5",
+    });
     assert.deepEqual(encodeRange({ key: "k" }), { key: b64("k") });
   });
 
   test("a transaction: create-if-absent, value and revision compares; puts, deletes and reads in both branches", () => {
     const body = encodeTxn(
-      [{ key: "ip", createRevision: 0 }, { key: "blk", value: "v" }, { key: "m", modRevision: 7, result: "LESS" }],
+      [
+        { key: "ip", createRevision: 0 },
+        { key: "blk", value: "v" },
+        { key: "m", modRevision: 7, result: "LESS" },
+      ],
       [{ put: { key: "ip", value: "{}" } }, { deleteRange: { key: "h/", prefix: true } }],
       [{ range: { key: "ip" } }],
     );
@@ -37,10 +56,7 @@ describe("etcd JSON gateway encoding", () => {
         { key: b64("blk"), result: "EQUAL", target: "VALUE", value: b64("v") },
         { key: b64("m"), result: "LESS", target: "MOD", mod_revision: "7" },
       ],
-      success: [
-        { request_put: { key: b64("ip"), value: b64("{}") } },
-        { request_delete_range: { key: b64("h/"), range_end: b64("h0") } },
-      ],
+      success: [{ request_put: { key: b64("ip"), value: b64("{}") } }, { request_delete_range: { key: b64("h/"), range_end: b64("h0") } }],
       failure: [{ request_range: { key: b64("ip") } }],
     });
     assert.deepEqual(encodeTxn([], [{ range: { key: "a" } }]), { success: [{ request_range: { key: b64("a") } }] });
@@ -48,18 +64,34 @@ describe("etcd JSON gateway encoding", () => {
 
   test("responses: revisions as numbers, false and empty fields absent as the gateway leaves them out", () => {
     const range = decodeRange({
-      header: { revision: "12" }, count: "1",
+      header: { revision: "12" },
+      count: "1",
       kvs: [{ key: b64("k"), create_revision: "3", mod_revision: "9", version: "2", value: b64("v") }, { key: b64("keyonly") }],
     });
     assert.deepEqual(range, {
-      kvs: [{ key: "k", value: "v", createRevision: 3, modRevision: 9, version: 2 }, { key: "keyonly", value: "", createRevision: 0, modRevision: 0, version: 0 }],
-      count: 1, more: false, revision: 12,
+      kvs: [
+        { key: "k", value: "v", createRevision: 3, modRevision: 9, version: 2 },
+        { key: "keyonly", value: "", createRevision: 0, modRevision: 0, version: 0 },
+      ],
+      count: 1,
+      more: false,
+      revision: 12,
     });
     assert.deepEqual(decodeRange({ header: { revision: "1" } }), { kvs: [], count: 0, more: false, revision: 1 });
-    const failed = decodeTxn({ header: { revision: "5" }, responses: [{ response_range: { header: {}, kvs: [{ key: b64("ip"), value: b64("x"), create_revision: "4" }], count: "1" } }] });
+    const failed = decodeTxn({
+      header: { revision: "5" },
+      responses: [{ response_range: { header: {}, kvs: [{ key: b64("ip"), value: b64("x"), create_revision: "4" }], count: "1" } }],
+    });
     assert.equal(failed.succeeded, false);
     assert.equal(failed.responses[0]!.kind, "range");
-    const ok = decodeTxn({ succeeded: true, responses: [{ response_put: { header: {} } }, { response_delete_range: { header: {}, deleted: "2" } }, { response_delete_range: { header: {} } }] });
+    const ok = decodeTxn({
+      succeeded: true,
+      responses: [
+        { response_put: { header: {} } },
+        { response_delete_range: { header: {}, deleted: "2" } },
+        { response_delete_range: { header: {} } },
+      ],
+    });
     assert.deepEqual(ok.responses, [{ kind: "put" }, { kind: "delete", deleted: 2 }, { kind: "delete", deleted: 0 }]);
   });
 });
@@ -71,7 +103,7 @@ async function fakeGateway(answer: (path: string, body: unknown, n: number) => [
     let text = "";
     req.on("data", (c: Buffer) => (text += c.toString()));
     req.on("end", () => {
-      const body = text ? JSON.parse(text) as unknown : undefined;
+      const body = text ? (JSON.parse(text) as unknown) : undefined;
       seen.push({ path: req.url ?? "", body, auth: req.headers.authorization });
       const a = answer(req.url ?? "", body, seen.length);
       if (a === "hang") return;
@@ -81,10 +113,15 @@ async function fakeGateway(answer: (path: string, body: unknown, n: number) => [
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  return { url, seen, close: () => new Promise<void>((resolve) => {
-    server.closeAllConnections();
-    server.close(() => resolve());
-  }) };
+  return {
+    url,
+    seen,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
 }
 
 const connection = (endpoints: string[], extra = {}) => ({ endpoints, dialTimeoutMs: 500, requestTimeoutMs: 1500, ...extra });
@@ -142,7 +179,10 @@ describe("etcd client", () => {
     const err = await client.range({ key: "a" }).catch((e: unknown) => e);
     const took = Date.now() - t0;
     assert.ok(err instanceof EtcdUnavailableError, String(err));
-    assert.match(err.message, /^etcd did not answer within 1200 ms \(callTimeoutMs\), in \d+ rounds; the last: etcd did not answer within 200 ms \(requestTimeoutMs\): .*ECONNREFUSED/);
+    assert.match(
+      err.message,
+      /^etcd did not answer within 1200 ms \(callTimeoutMs\), in \d+ rounds; the last: etcd did not answer within 200 ms \(requestTimeoutMs\): .*ECONNREFUSED/,
+    );
     assert.ok(took >= 1100 && took < 2500, `took ${took} ms`);
     assert.ok(client.requests > 3, `${client.requests} requests`);
   });
@@ -154,23 +194,33 @@ describe("etcd client", () => {
       inFlight++;
       most = Math.max(most, inFlight);
       req.resume();
-      req.on("end", () => setTimeout(() => {
-        inFlight--;
-        res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ header: { revision: "1" } }));
-      }, 30));
+      req.on("end", () =>
+        setTimeout(() => {
+          inFlight--;
+          res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ header: { revision: "1" } }));
+        }, 30),
+      );
     });
     await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-    t.after(() => new Promise<void>((resolve) => {
-      server.closeAllConnections();
-      server.close(() => resolve());
-    }));
+    t.after(
+      () =>
+        new Promise<void>((resolve) => {
+          server.closeAllConnections();
+          server.close(() => resolve());
+        }),
+    );
     const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
     // Each request alone would have 200 ms, less than the whole burst takes: the queue must not eat into it.
-    const calls = Array.from({ length: ETCD_IN_FLIGHT * 5 }, () => new EtcdClient(connection([url], { requestTimeoutMs: 200, callTimeoutMs: 10_000 })).range({ key: "a" }));
+    const calls = Array.from({ length: ETCD_IN_FLIGHT * 5 }, () =>
+      new EtcdClient(connection([url], { requestTimeoutMs: 200, callTimeoutMs: 10_000 })).range({ key: "a" }),
+    );
     await new Promise((r) => setImmediate(r));
     assert.ok(etcdRequestsQueued() > 0, "some wait their turn");
     const results = await Promise.allSettled(calls);
-    assert.deepEqual(results.filter((r) => r.status === "rejected"), []);
+    assert.deepEqual(
+      results.filter((r) => r.status === "rejected"),
+      [],
+    );
     assert.ok(most <= ETCD_IN_FLIGHT, `${most} in flight at once`);
     assert.equal(etcdRequestsQueued(), 0);
   });
@@ -185,7 +235,10 @@ describe("etcd client", () => {
   });
 
   test("a request etcd refuses (not retryable) fails at once with its message", async (t) => {
-    const gw = await fakeGateway(() => [400, { error: "etcdserver: too many operations in txn request", message: "etcdserver: too many operations in txn request", code: 3 }]);
+    const gw = await fakeGateway(() => [
+      400,
+      { error: "etcdserver: too many operations in txn request", message: "etcdserver: too many operations in txn request", code: 3 },
+    ]);
     t.after(gw.close);
     const err = await new EtcdClient(connection([gw.url])).txn([], []).catch((e: unknown) => e);
     assert.ok(err instanceof EtcdRequestError);
@@ -204,14 +257,28 @@ describe("etcd client", () => {
     const client = new EtcdClient(connection([gw.url], { username: "root", password: "pw" }));
     await client.range({ key: "a" });
     await client.range({ key: "b" });
-    assert.deepEqual(gw.seen.map((s) => [s.path, s.auth]), [
-      ["/v3/auth/authenticate", undefined], ["/v3/kv/range", "tok1"], ["/v3/kv/range", "tok1"], ["/v3/auth/authenticate", undefined], ["/v3/kv/range", "tok2"],
-    ]);
+    assert.deepEqual(
+      gw.seen.map((s) => [s.path, s.auth]),
+      [
+        ["/v3/auth/authenticate", undefined],
+        ["/v3/kv/range", "tok1"],
+        ["/v3/kv/range", "tok1"],
+        ["/v3/auth/authenticate", undefined],
+        ["/v3/kv/range", "tok2"],
+      ],
+    );
     assert.deepEqual(gw.seen[0]!.body, { name: "root", password: "pw" });
   });
 
   test("bad credentials are a request error (not unavailability)", async (t) => {
-    const gw = await fakeGateway(() => [400, { error: "etcdserver: authentication failed, invalid user ID or password", message: "etcdserver: authentication failed, invalid user ID or password", code: 3 }]);
+    const gw = await fakeGateway(() => [
+      400,
+      {
+        error: "etcdserver: authentication failed, invalid user ID or password",
+        message: "etcdserver: authentication failed, invalid user ID or password",
+        code: 3,
+      },
+    ]);
     t.after(gw.close);
     const err = await new EtcdClient(connection([gw.url], { username: "root", password: "bad" })).range({ key: "a" }).catch((e: unknown) => e);
     assert.ok(err instanceof EtcdRequestError);

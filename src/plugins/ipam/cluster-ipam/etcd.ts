@@ -56,10 +56,7 @@ export type Compare =
 export type CompareResult = "EQUAL" | "GREATER" | "LESS" | "NOT_EQUAL";
 
 /** What one operation of a transaction answered. */
-export type OpResponse =
-  | { kind: "range"; kvs: KeyValue[]; count: number; more: boolean }
-  | { kind: "put" }
-  | { kind: "delete"; deleted: number };
+export type OpResponse = { kind: "range"; kvs: KeyValue[]; count: number; more: boolean } | { kind: "put" } | { kind: "delete"; deleted: number };
 
 export interface RangeResult {
   kvs: KeyValue[];
@@ -135,14 +132,17 @@ export function encodeTxn(compare: readonly Compare[], success: readonly Request
 }
 
 const num = (v: unknown): number => (typeof v === "string" || typeof v === "number" ? Number(v) : 0);
-const obj = (v: unknown): Record<string, unknown> => (v !== null && typeof v === "object" && !Array.isArray(v) ? v as Record<string, unknown> : {});
+const obj = (v: unknown): Record<string, unknown> => (v !== null && typeof v === "object" && !Array.isArray(v) ? (v as Record<string, unknown>) : {});
 
 function decodeKvs(list: unknown): KeyValue[] {
   return (Array.isArray(list) ? list : []).map((raw) => {
     const kv = obj(raw);
     return {
-      key: decode64(kv["key"]), value: decode64(kv["value"]),
-      createRevision: num(kv["create_revision"]), modRevision: num(kv["mod_revision"]), version: num(kv["version"]),
+      key: decode64(kv["key"]),
+      value: decode64(kv["value"]),
+      createRevision: num(kv["create_revision"]),
+      modRevision: num(kv["mod_revision"]),
+      version: num(kv["version"]),
     };
   });
 }
@@ -210,11 +210,14 @@ class Turns {
         clearTimeout(timer);
         resolve(true);
       };
-      const timer = setTimeout(() => {
-        const i = this.waiting.indexOf(granted);
-        if (i >= 0) this.waiting.splice(i, 1);
-        resolve(false);
-      }, Math.max(0, deadline - Date.now()));
+      const timer = setTimeout(
+        () => {
+          const i = this.waiting.indexOf(granted);
+          if (i >= 0) this.waiting.splice(i, 1);
+          resolve(false);
+        },
+        Math.max(0, deadline - Date.now()),
+      );
       this.waiting.push(granted);
     });
   }
@@ -244,7 +247,11 @@ export class EtcdUnavailableError extends Error {
 /** etcd answered with an error that retrying will not fix (a bad request, bad credentials). */
 export class EtcdRequestError extends Error {
   /** `auth`: the configured user could not authenticate. */
-  constructor(message: string, readonly grpcCode: number, readonly auth = false) {
+  constructor(
+    message: string,
+    readonly grpcCode: number,
+    readonly auth = false,
+  ) {
     super(message);
     this.name = "EtcdRequestError";
   }
@@ -261,7 +268,7 @@ const TLS_ERROR = /^(CERT_|ERR_TLS_|UNABLE_TO_|DEPTH_ZERO_|SELF_SIGNED_|ERR_SSL_
  * never reaches etcd, does not pay for them).
  */
 const httpModule = (secure: boolean): typeof http =>
-  secure ? process.getBuiltinModule("node:https") as unknown as typeof http : process.getBuiltinModule("node:http");
+  secure ? (process.getBuiltinModule("node:https") as unknown as typeof http) : process.getBuiltinModule("node:http");
 
 /** One keep-alive agent per TLS identity per process, so in-process calls (a runtime, tests) share connections. */
 const agents = new Map<string, http.Agent>();
@@ -270,7 +277,13 @@ function agentFor(secure: boolean, tls: EtcdConnection["tls"]): http.Agent {
   let agent = agents.get(id);
   if (!agent) {
     agent = secure
-      ? new (process.getBuiltinModule("node:https").Agent)({ keepAlive: true, maxSockets: 64, ...(tls?.cert ? { cert: tls.cert } : {}), ...(tls?.key ? { key: tls.key } : {}), ...(tls?.ca ? { ca: tls.ca } : {}) })
+      ? new (process.getBuiltinModule("node:https").Agent)({
+          keepAlive: true,
+          maxSockets: 64,
+          ...(tls?.cert ? { cert: tls.cert } : {}),
+          ...(tls?.key ? { key: tls.key } : {}),
+          ...(tls?.ca ? { ca: tls.ca } : {}),
+        })
       : new (httpModule(false).Agent)({ keepAlive: true, maxSockets: 64 });
     agents.set(id, agent);
   }
@@ -282,7 +295,11 @@ const MIN_ATTEMPT_MS = 1000;
 
 /** An attempt's failure: whether the next endpoint may do better. */
 class AttemptError extends Error {
-  constructor(message: string, readonly retryable: boolean, readonly grpcCode = 0) {
+  constructor(
+    message: string,
+    readonly retryable: boolean,
+    readonly grpcCode = 0,
+  ) {
     super(message);
   }
 }
@@ -304,8 +321,10 @@ export class EtcdClient {
   constructor(readonly connection: EtcdConnection) {
     // Spread the calls of many nodes over the members; a failed member moves every later request on.
     this.current = Math.floor(Math.random() * connection.endpoints.length);
-    this.callDeadline = connection.callTimeoutMs !== undefined && connection.callTimeoutMs > connection.requestTimeoutMs
-      ? Date.now() + connection.callTimeoutMs : undefined;
+    this.callDeadline =
+      connection.callTimeoutMs !== undefined && connection.callTimeoutMs > connection.requestTimeoutMs
+        ? Date.now() + connection.callTimeoutMs
+        : undefined;
   }
 
   range(r: RangeOp["range"]): Promise<RangeResult> {
@@ -319,8 +338,15 @@ export class EtcdClient {
   /** Reads several ranges at one revision in one round trip (a transaction with only reads). */
   async ranges(ops: ReadonlyArray<RangeOp["range"]>): Promise<RangeResult[]> {
     if (ops.length === 0) return [];
-    const r = await this.txn([], ops.map((range) => ({ range })));
-    return r.responses.map((resp) => (resp.kind === "range" ? { kvs: resp.kvs, count: resp.count, more: resp.more, revision: r.revision } : { kvs: [], count: 0, more: false, revision: r.revision }));
+    const r = await this.txn(
+      [],
+      ops.map((range) => ({ range })),
+    );
+    return r.responses.map((resp) =>
+      resp.kind === "range"
+        ? { kvs: resp.kvs, count: resp.count, more: resp.more, revision: r.revision }
+        : { kvs: [], count: 0, more: false, revision: r.revision },
+    );
   }
 
   /**
@@ -332,8 +358,10 @@ export class EtcdClient {
     for (let round = 0; ; round++) {
       const budget = this.callDeadline ?? Date.now() + this.connection.requestTimeoutMs;
       if (!(await turns.take(budget))) {
-        throw new EtcdUnavailableError(`etcd did not answer within ${this.connection.callTimeoutMs ?? this.connection.requestTimeoutMs} ms ` +
-          `(${this.callDeadline !== undefined ? "callTimeoutMs" : "requestTimeoutMs"}): no turn among this node's ${ETCD_IN_FLIGHT} requests in flight`);
+        throw new EtcdUnavailableError(
+          `etcd did not answer within ${this.connection.callTimeoutMs ?? this.connection.requestTimeoutMs} ms ` +
+            `(${this.callDeadline !== undefined ? "callTimeoutMs" : "requestTimeoutMs"}): no turn among this node's ${ETCD_IN_FLIGHT} requests in flight`,
+        );
       }
       let failure: unknown;
       try {
@@ -347,8 +375,10 @@ export class EtcdClient {
       if (failure instanceof EtcdUnavailableError && failure.message.includes("(requestTimeoutMs): ")) explained = failure.message;
       if (!(failure instanceof EtcdUnavailableError) || left <= 0) {
         if (failure instanceof EtcdUnavailableError && this.callDeadline !== undefined) {
-          throw new EtcdUnavailableError(`etcd did not answer within ${this.connection.callTimeoutMs} ms (callTimeoutMs), in ${round + 1} rounds; ` +
-            `the last: ${explained ?? failure.message}`);
+          throw new EtcdUnavailableError(
+            `etcd did not answer within ${this.connection.callTimeoutMs} ms (callTimeoutMs), in ${round + 1} rounds; ` +
+              `the last: ${explained ?? failure.message}`,
+          );
         }
         throw failure;
       }
@@ -375,14 +405,20 @@ export class EtcdClient {
   }
 
   private authenticate(deadline: number): Promise<void> {
-    this.authenticating ??= this.send("/v3/auth/authenticate", { name: this.connection.username, password: this.connection.password ?? "" }, deadline, false)
+    this.authenticating ??= this.send(
+      "/v3/auth/authenticate",
+      { name: this.connection.username, password: this.connection.password ?? "" },
+      deadline,
+      false,
+    )
       .then((r) => {
         const token = obj(r)["token"];
         if (typeof token !== "string" || token === "") throw new EtcdRequestError("etcd returned no token (is authentication enabled?)", 0);
         this.token = token;
       })
       .catch((e: unknown) => {
-        if (e instanceof EtcdRequestError) throw new EtcdRequestError(`authentication as ${JSON.stringify(this.connection.username)} failed: ${e.message}`, e.grpcCode, true);
+        if (e instanceof EtcdRequestError)
+          throw new EtcdRequestError(`authentication as ${JSON.stringify(this.connection.username)} failed: ${e.message}`, e.grpcCode, true);
         throw e;
       })
       .finally(() => (this.authenticating = undefined));
@@ -416,8 +452,9 @@ export class EtcdClient {
       }
     }
     const last = [...new Map(failures.map((f) => [f.slice(0, f.indexOf(": ")), f])).values()];
-    throw new EtcdUnavailableError(`etcd did not answer within ${this.connection.requestTimeoutMs} ms (requestTimeoutMs)` +
-      (last.length ? `: ${last.join("; ")}` : ""));
+    throw new EtcdUnavailableError(
+      `etcd did not answer within ${this.connection.requestTimeoutMs} ms (requestTimeoutMs)` + (last.length ? `: ${last.join("; ")}` : ""),
+    );
   }
 
   private attempt(endpoint: string, path: string, payload: string, timeoutMs: number, withToken: boolean): Promise<unknown> {
@@ -464,17 +501,22 @@ export class EtcdClient {
       });
       req.on("socket", (socket) => {
         if (!(socket as { connecting?: boolean }).connecting) return;
-        const dial = setTimeout(() => {
-          req.destroy();
-          fail(`no connection within ${this.connection.dialTimeoutMs} ms (dialTimeoutMs)`, true);
-        }, Math.min(this.connection.dialTimeoutMs, timeoutMs));
+        const dial = setTimeout(
+          () => {
+            req.destroy();
+            fail(`no connection within ${this.connection.dialTimeoutMs} ms (dialTimeoutMs)`, true);
+          },
+          Math.min(this.connection.dialTimeoutMs, timeoutMs),
+        );
         timers.push(dial);
         socket.once("connect", () => clearTimeout(dial)); // TCP connect: the TLS handshake counts as the request
       });
-      timers.push(setTimeout(() => {
-        req.destroy();
-        fail(`no answer within the request's remaining ${timeoutMs} ms`, true);
-      }, timeoutMs));
+      timers.push(
+        setTimeout(() => {
+          req.destroy();
+          fail(`no answer within the request's remaining ${timeoutMs} ms`, true);
+        }, timeoutMs),
+      );
       req.end(payload);
     });
   }

@@ -17,7 +17,10 @@ describe("cluster-ipam's blocks hint", () => {
   test("lines that do not parse are left out: torn, another version's, the liveness line", () => {
     const parsed = parseBlocksHint("10.22.0.64-26 c\nalive 1764000000000\n10.22.1.0-2\n10.22.2.0-26 zz\nnonsense\n10.22.3.0-26 1");
     // ("10.22.1.0-2", a line cut short, names no block an address of which is 10.22.1.0 aligned to: left out too.)
-    assert.deepEqual(parsed.map((m) => m.block), ["10.22.0.64-26", "10.22.3.0-26"]);
+    assert.deepEqual(
+      parsed.map((m) => m.block),
+      ["10.22.0.64-26", "10.22.3.0-26"],
+    );
     assert.deepEqual(parsed[1]!.used, new Set([0x0a160300n]));
   });
 });

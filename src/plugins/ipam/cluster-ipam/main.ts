@@ -57,8 +57,13 @@ async function guarded<T>(what: string, fn: () => Promise<T>): Promise<T> {
  */
 function withNodeLock<T>(location: PoolLocation, fn: () => Promise<T>): Promise<T> {
   const lockPath = path.join(location.lockDir, `${location.network}.${location.node}.lock`);
-  return withLockFile(lockPath, 0o600, (reason) => `cluster-ipam: cannot open the node lock ${lockPath} ("ipam.lockDir"): ${reason}`, fn,
-    () => ensureStateDir(location.lockDir, 0o755));
+  return withLockFile(
+    lockPath,
+    0o600,
+    (reason) => `cluster-ipam: cannot open the node lock ${lockPath} ("ipam.lockDir"): ${reason}`,
+    fn,
+    () => ensureStateDir(location.lockDir, 0o755),
+  );
 }
 
 /**
@@ -87,13 +92,15 @@ export function parseBlocksHint(text: string): BlockMemory[] {
 
 /** The hint's text for `memory`. */
 export function formatBlocksHint(memory: readonly BlockMemory[]): string {
-  return memory.map((m) => {
-    const block = parseBlockKey(m.block, tryParseIP);
-    if (!block || !m.used) return `${m.block}\n`;
-    let mask = 0n;
-    for (const a of m.used) if (a >= block.first && a <= block.last) mask |= 1n << (a - block.first);
-    return `${m.block} ${mask.toString(16)}\n`;
-  }).join("");
+  return memory
+    .map((m) => {
+      const block = parseBlockKey(m.block, tryParseIP);
+      if (!block || !m.used) return `${m.block}\n`;
+      let mask = 0n;
+      for (const a of m.used) if (a >= block.first && a <= block.last) mask |= 1n << (a - block.first);
+      return `${m.block} ${mask.toString(16)}\n`;
+    })
+    .join("");
 }
 
 function readBlocksHint(location: PoolLocation): { text: string; memory: BlockMemory[]; aliveAt?: number } {
@@ -131,7 +138,9 @@ export async function add(args: CmdArgs): Promise<Result100> {
     if (text !== hint.text) {
       try {
         writeFileInPlaceSync(blocksHintFile(conf), text, 0o600);
-      } catch { /* only a hint */ }
+      } catch {
+        /* only a hint */
+      }
     }
     return r.allocated;
   });
@@ -188,7 +197,8 @@ export async function status(args: CmdArgs): Promise<void> {
   const full = location.pools.filter((pool, i) => BigInt(counts[i] ?? 0) >= pool.size());
   if (full.length > 0) {
     throw pluginNotAvailable(
-      `cluster-ipam: no free address in range set ${full.map((p) => `${p.description} (${p.size()} addresses, all allocated)`).join("; ")}`);
+      `cluster-ipam: no free address in range set ${full.map((p) => `${p.description} (${p.size()} addresses, all allocated)`).join("; ")}`,
+    );
   }
 }
 

@@ -20,13 +20,11 @@
  * own record (`containerID` + `ifname` + `network`) and counts it as done.
  * @module
  */
-import { CniError, failure, tryAgainLater } from "../../../spec/errors.js";
+import { type CniError, failure, tryAgainLater } from "../../../spec/errors.js";
 import type { GCAttachment } from "../../../spec/config.js";
 import { ipFromBigInt, ipToBigInt } from "../../../spec/ip-math.js";
 import { tryParseIP, type IPAddress } from "../../../spec/ip.js";
-import {
-  addressKey, addressOfKey, blockAddressKeyRange, blockKey, nodeHash, parseBlockKey, type Block, type BlockPool,
-} from "./blocks.js";
+import { addressKey, addressOfKey, blockAddressKeyRange, blockKey, nodeHash, parseBlockKey, type Block, type BlockPool } from "./blocks.js";
 import type { Compare, EtcdClient, KeyValue, RangeOp, RangeResult, RequestOp } from "./etcd.js";
 
 /** An allocation as recorded under its address key (and its handle key). */
@@ -104,7 +102,10 @@ interface Guess {
  * For each pool, the first address the node's memory says is free in one of its blocks; undefined unless every
  * pool has one (only then can one transaction take them all).
  */
-function guessFree(pools: readonly BlockPool[], hinted: ReadonlyArray<{ block: Block; used?: ReadonlySet<bigint> | undefined }>): Guess[] | undefined {
+function guessFree(
+  pools: readonly BlockPool[],
+  hinted: ReadonlyArray<{ block: Block; used?: ReadonlySet<bigint> | undefined }>,
+): Guess[] | undefined {
   const guesses: Guess[] = [];
   for (const pool of pools) {
     let found: Guess | undefined;
@@ -129,7 +130,7 @@ export const noAddresses = (pool: BlockPool, detail: string): CniError =>
 const parseJson = <T>(text: string): T | undefined => {
   try {
     const v = JSON.parse(text) as unknown;
-    return v !== null && typeof v === "object" ? v as T : undefined;
+    return v !== null && typeof v === "object" ? (v as T) : undefined;
   } catch {
     return undefined;
   }
@@ -159,7 +160,13 @@ export class PoolStore {
 
   private record(containerID: string, ifname: string, ip: IPAddress, block: Block): AllocationRecord {
     return {
-      ip: ip.text, containerID, ifname, network: this.where.network, node: this.where.node, block: blockKey(block), allocated: new Date().toISOString(),
+      ip: ip.text,
+      containerID,
+      ifname,
+      network: this.where.network,
+      node: this.where.node,
+      block: blockKey(block),
+      allocated: new Date().toISOString(),
     };
   }
 
@@ -186,14 +193,21 @@ export class PoolStore {
    * and whose other branch reads what the usual first round trip reads, so a wrong guess costs nothing more.
    * Returns what to remember for the next ADD.
    */
-  async allocate(containerID: string, ifname: string, pools: readonly BlockPool[], requested: readonly IPAddress[],
-    remembered: readonly BlockMemory[] = []): Promise<{ allocated: Allocated[]; remembered: BlockMemory[] }> {
+  async allocate(
+    containerID: string,
+    ifname: string,
+    pools: readonly BlockPool[],
+    requested: readonly IPAddress[],
+    remembered: readonly BlockMemory[] = [],
+  ): Promise<{ allocated: Allocated[]; remembered: BlockMemory[] }> {
     // The remembered blocks are read along, saving a round trip; the node index read in the same transaction says
     // which of them are still this node's.
-    const hinted = remembered.flatMap((m) => {
-      const block = parseBlockKey(m.block, tryParseIP);
-      return block ? [{ block, used: m.used }] : [];
-    }).slice(0, MAX_OPS - 2);
+    const hinted = remembered
+      .flatMap((m) => {
+        const block = parseBlockKey(m.block, tryParseIP);
+        return block ? [{ block, used: m.used }] : [];
+      })
+      .slice(0, MAX_OPS - 2);
     const reads: Array<RangeOp["range"]> = [
       { key: this.handlePrefix(containerID, ifname), prefix: true },
       { key: `${this.prefix}nodes/${this.where.node}/`, prefix: true, keysOnly: true },
@@ -214,8 +228,10 @@ export class PoolStore {
     first ??= await this.etcd.ranges(reads);
     const [handles, mine, ...hintedUsed] = first;
     const held = handles!.kvs.map((kv) => PoolStore.addressOfKeyTail(kv.key)).filter((ip): ip is IPAddress => ip !== undefined);
-    const myBlocks = mine!.kvs.map((kv) => kv.key.slice(kv.key.lastIndexOf("/") + 1))
-      .map((k) => parseBlockKey(k, tryParseIP)).filter((b): b is Block => b !== undefined);
+    const myBlocks = mine!.kvs
+      .map((kv) => kv.key.slice(kv.key.lastIndexOf("/") + 1))
+      .map((k) => parseBlockKey(k, tryParseIP))
+      .filter((b): b is Block => b !== undefined);
     const search = new BlockSearch(this, pools, myBlocks);
     hinted.forEach((h, i) => {
       if (myBlocks.some((m) => blockKey(m) === blockKey(h.block))) search.preload(h.block, this.usedOf(hintedUsed[i]?.kvs ?? []));
@@ -232,8 +248,12 @@ export class PoolStore {
    * The first round trip when the node remembers free addresses: takes them all if each is free and its block is
    * still this node's (one transaction); else answers what `reads` read. Returns the addresses taken, or the reads.
    */
-  private async tryGuesses(containerID: string, ifname: string, guesses: readonly Guess[],
-    reads: ReadonlyArray<RangeOp["range"]>): Promise<Guess[] | { reads: RangeResult[] }> {
+  private async tryGuesses(
+    containerID: string,
+    ifname: string,
+    guesses: readonly Guess[],
+    reads: ReadonlyArray<RangeOp["range"]>,
+  ): Promise<Guess[] | { reads: RangeResult[] }> {
     const values = guesses.map((g) => JSON.stringify(this.record(containerID, ifname, g.ip, g.block)));
     const handles: RequestOp = { range: { key: this.handlePrefix(containerID, ifname), prefix: true, keysOnly: true } };
     const txn = await this.etcd.txn(
@@ -241,13 +261,23 @@ export class PoolStore {
         { key: this.ipKey(g.ip), createRevision: 0 },
         { key: this.affinityKey(this.where.node, g.block), createRevision: 0, result: "GREATER" },
       ]),
-      [...guesses.flatMap((g, i): RequestOp[] => [
-        { put: { key: this.ipKey(g.ip), value: values[i]! } }, { put: { key: this.handleKey(containerID, ifname, g.ip), value: values[i]! } },
-      ]), handles],
+      [
+        ...guesses.flatMap((g, i): RequestOp[] => [
+          { put: { key: this.ipKey(g.ip), value: values[i]! } },
+          { put: { key: this.handleKey(containerID, ifname, g.ip), value: values[i]! } },
+        ]),
+        handles,
+      ],
       reads.map((range) => ({ range })),
     );
     if (!txn.succeeded) {
-      return { reads: txn.responses.map((r) => (r.kind === "range" ? { kvs: r.kvs, count: r.count, more: r.more, revision: txn.revision } : { kvs: [], count: 0, more: false, revision: txn.revision })) };
+      return {
+        reads: txn.responses.map((r) =>
+          r.kind === "range"
+            ? { kvs: r.kvs, count: r.count, more: r.more, revision: txn.revision }
+            : { kvs: [], count: 0, more: false, revision: txn.revision },
+        ),
+      };
     }
     const after = txn.responses.at(-1);
     if (after?.kind === "range" && after.kvs.length === guesses.length) return [...guesses];
@@ -255,7 +285,10 @@ export class PoolStore {
     // taken — each only while it still holds exactly this record — and let the usual path return the old ones.
     await this.etcd.txn(
       guesses.map((g, i): Compare => ({ key: this.ipKey(g.ip), value: values[i]! })),
-      guesses.flatMap((g): RequestOp[] => [{ deleteRange: { key: this.ipKey(g.ip) } }, { deleteRange: { key: this.handleKey(containerID, ifname, g.ip) } }]),
+      guesses.flatMap((g): RequestOp[] => [
+        { deleteRange: { key: this.ipKey(g.ip) } },
+        { deleteRange: { key: this.handleKey(containerID, ifname, g.ip) } },
+      ]),
     );
     return { reads: await this.etcd.ranges(reads) };
   }
@@ -267,11 +300,22 @@ export class PoolStore {
   }
 
   private usedOf(kvs: readonly KeyValue[]): Set<bigint> {
-    return new Set(kvs.map((kv) => PoolStore.addressOfKeyTail(kv.key)).filter((ip) => ip !== undefined).map((ip) => ipToBigInt(ip!)));
+    return new Set(
+      kvs
+        .map((kv) => PoolStore.addressOfKeyTail(kv.key))
+        .filter((ip) => ip !== undefined)
+        .map((ip) => ipToBigInt(ip!)),
+    );
   }
 
-  private async allocateWith(search: BlockSearch, containerID: string, ifname: string, pools: readonly BlockPool[],
-    held: readonly IPAddress[], requested: readonly IPAddress[]): Promise<Allocated[]> {
+  private async allocateWith(
+    search: BlockSearch,
+    containerID: string,
+    ifname: string,
+    pools: readonly BlockPool[],
+    held: readonly IPAddress[],
+    requested: readonly IPAddress[],
+  ): Promise<Allocated[]> {
     const result: Array<IPAddress | undefined> = pools.map(() => undefined);
     const wanted: Array<IPAddress | undefined> = pools.map(() => undefined);
     const left = new Set(requested.map((ip) => ip.text));
@@ -286,7 +330,9 @@ export class PoolStore {
       if (has) {
         // A retry of an ADD that already got its addresses: the same ones, never a second set.
         if (req && req.text !== has.text) {
-          throw failure(`${has.text} has been allocated to ${containerID} (${ifname}), so ${req.text} cannot be; duplicate allocation is not allowed`);
+          throw failure(
+            `${has.text} has been allocated to ${containerID} (${ifname}), so ${req.text} cannot be; duplicate allocation is not allowed`,
+          );
         }
         result[i] = has;
       } else {
@@ -294,7 +340,9 @@ export class PoolStore {
       }
     }
     if (left.size > 0) {
-      throw failure(`failed to allocate all requested IPs: ${[...left].join(" ")} (in none of the range sets ${pools.map((p) => p.description).join("; ")})`);
+      throw failure(
+        `failed to allocate all requested IPs: ${[...left].join(" ")} (in none of the range sets ${pools.map((p) => p.description).join("; ")})`,
+      );
     }
 
     for (let round = 0; round < MAX_ROUNDS; round++) {
@@ -333,8 +381,10 @@ export class PoolStore {
           result[i] = p.ip; // our own earlier attempt, whose answer was lost
         } else if (wanted[i]) {
           const owner = parseJson<AllocationRecord>(kv.value);
-          throw failure(`requested IP address ${p.ip.text} is already allocated` +
-            (owner ? ` to container ${owner.containerID} (${owner.ifname}) on node ${owner.node}` : ""));
+          throw failure(
+            `requested IP address ${p.ip.text} is already allocated` +
+              (owner ? ` to container ${owner.containerID} (${owner.ifname}) on node ${owner.node}` : ""),
+          );
         } else {
           search.markTaken(i, p.block, p.ip);
         }
@@ -371,7 +421,11 @@ export class PoolStore {
     const readIPs: RequestOp = { range: this.blockAddresses(block) };
     const txn = await this.etcd.txn(
       [{ key: this.blockKeyOf(block), createRevision: 0 }],
-      [{ put: { key: this.blockKeyOf(block), value: JSON.stringify(record) } }, { put: { key: this.affinityKey(this.where.node, block), value: "" } }, readIPs],
+      [
+        { put: { key: this.blockKeyOf(block), value: JSON.stringify(record) } },
+        { put: { key: this.affinityKey(this.where.node, block), value: "" } },
+        readIPs,
+      ],
       [{ range: { key: this.blockKeyOf(block) } }, readIPs],
     );
     const ips = txn.responses[txn.succeeded ? 2 : 1];
@@ -396,10 +450,12 @@ export class PoolStore {
   /** Every node's liveness record, by node. */
   async liveness(): Promise<Map<string, AliveRecord>> {
     const r = await this.etcd.range({ key: `${this.prefix}alive/`, prefix: true });
-    return new Map(r.kvs.flatMap((kv) => {
-      const rec = parseJson<AliveRecord>(kv.value);
-      return rec ? [[kv.key.slice(`${this.prefix}alive/`.length), rec] as const] : [];
-    }));
+    return new Map(
+      r.kvs.flatMap((kv) => {
+        const rec = parseJson<AliveRecord>(kv.value);
+        return rec ? [[kv.key.slice(`${this.prefix}alive/`.length), rec] as const] : [];
+      }),
+    );
   }
 
   /** When this node's liveness record says it was last seen (undefined: no record). */
@@ -424,7 +480,10 @@ export class PoolStore {
   async reclaimDeadNodes(now = Date.now()): Promise<Reclaimed[]> {
     const grace = this.where.nodeGraceMs ?? 0;
     if (grace <= 0) return [];
-    const [alive, blocks] = await this.etcd.ranges([{ key: `${this.prefix}alive/`, prefix: true }, { key: `${this.prefix}blocks/`, prefix: true }]);
+    const [alive, blocks] = await this.etcd.ranges([
+      { key: `${this.prefix}alive/`, prefix: true },
+      { key: `${this.prefix}blocks/`, prefix: true },
+    ]);
     const old = (iso: string | undefined) => {
       const t = iso ? Date.parse(iso) : NaN;
       return !Number.isNaN(t) && now - t > grace;
@@ -451,8 +510,10 @@ export class PoolStore {
       if (mine.some((a) => !old(a.allocated))) continue;
       const kvAlive = records.get(d.node);
       // Unchanged liveness: the record as read (its last change), or still absent.
-      const unchanged: Compare = kvAlive ? { key: this.aliveKey(d.node), modRevision: kvAlive.modRevision } : { key: this.aliveKey(d.node), createRevision: 0 };
-      const released: Reclaimed = { node: d.node, ...await this.releaseHeld(d.node, mine, d.blocks, [unchanged]) };
+      const unchanged: Compare = kvAlive
+        ? { key: this.aliveKey(d.node), modRevision: kvAlive.modRevision }
+        : { key: this.aliveKey(d.node), createRevision: 0 };
+      const released: Reclaimed = { node: d.node, ...(await this.releaseHeld(d.node, mine, d.blocks, [unchanged])) };
       // Its liveness record goes too (if still as read), so the admin listing no longer shows it.
       await this.etcd.txn([unchanged], [{ deleteRange: { key: this.aliveKey(d.node) } }]);
       if (released.allocations.length + released.blocks.length > 0) out.push(released);
@@ -487,12 +548,17 @@ export class PoolStore {
       const exists = (key: string): Compare => ({ key, createRevision: 0, result: "GREATER" });
       const txn = await this.etcd.txn(
         known.flatMap((ip) => [exists(this.handleKey(containerID, ifname, ip)), exists(this.ipKey(ip))]),
-        [...known.flatMap((ip): RequestOp[] => [{ deleteRange: { key: this.ipKey(ip) } }, { deleteRange: { key: this.handleKey(containerID, ifname, ip) } }]),
-          { range: { key: this.handlePrefix(containerID, ifname), prefix: true, countOnly: true } }],
+        [
+          ...known.flatMap((ip): RequestOp[] => [
+            { deleteRange: { key: this.ipKey(ip) } },
+            { deleteRange: { key: this.handleKey(containerID, ifname, ip) } },
+          ]),
+          { range: { key: this.handlePrefix(containerID, ifname), prefix: true, countOnly: true } },
+        ],
       );
       const left = txn.responses.at(-1);
       if (txn.succeeded && left?.kind === "range" && left.count === 0) return known.map((ip) => ip.text);
-      if (txn.succeeded) return [...known.map((ip) => ip.text), ...await this.release(containerID, ifname)];
+      if (txn.succeeded) return [...known.map((ip) => ip.text), ...(await this.release(containerID, ifname))];
     }
     const held = await this.allocationsOf(containerID, ifname);
     if (held.length === 0) return [];
@@ -547,8 +613,10 @@ export class PoolStore {
   async releaseStored(a: StoredAllocation, guard: readonly Compare[] = []): Promise<boolean> {
     const ip = tryParseIP(a.ip);
     if (!ip) return false;
-    const r = await this.etcd.txn([...guard, { key: a.key, value: a.value }],
-      [{ deleteRange: { key: a.key } }, { deleteRange: { key: this.handleKey(a.containerID, a.ifname, ip) } }]);
+    const r = await this.etcd.txn(
+      [...guard, { key: a.key, value: a.value }],
+      [{ deleteRange: { key: a.key } }, { deleteRange: { key: this.handleKey(a.containerID, a.ifname, ip) } }],
+    );
     return r.succeeded;
   }
 
@@ -566,7 +634,10 @@ export class PoolStore {
 
   /** The claimed blocks with their owners and use. */
   async blocks(): Promise<BlockInfo[]> {
-    const [blocks, ips] = await this.etcd.ranges([{ key: `${this.prefix}blocks/`, prefix: true }, { key: `${this.prefix}ips/`, prefix: true }]);
+    const [blocks, ips] = await this.etcd.ranges([
+      { key: `${this.prefix}blocks/`, prefix: true },
+      { key: `${this.prefix}ips/`, prefix: true },
+    ]);
     const use = new Map<string, { used: number; borrowed: number }>();
     const owners = new Map<string, string>();
     const infos = blocks!.kvs.map((kv): BlockInfo => {
@@ -591,7 +662,8 @@ export class PoolStore {
    * other nodes borrowed inside those blocks stay allocated; the blocks become free for any node to claim.
    */
   async releaseNode(node: string): Promise<{ allocations: string[]; blocks: string[] }> {
-    const blocks = [...await this.claimedBlocks(true)].filter(([, value]) => parseJson<BlockRecord>(value)?.node === node)
+    const blocks = [...(await this.claimedBlocks(true))]
+      .filter(([, value]) => parseJson<BlockRecord>(value)?.node === node)
       .map(([key, value]) => ({ key, value }));
     const released = await this.releaseHeld(node, await this.allocations(node), blocks);
     // Index entries without a block record (from an interrupted claim) go too.
@@ -603,13 +675,19 @@ export class PoolStore {
    * Deletes `node`'s allocations, then its blocks (block key and node index together), each only if unchanged
    * since read and while `guard` holds. Returns what it deleted.
    */
-  private async releaseHeld(node: string, allocations: readonly StoredAllocation[], blocks: ReadonlyArray<{ key: string; value: string }>,
-    guard: readonly Compare[] = []): Promise<{ allocations: string[]; blocks: string[] }> {
+  private async releaseHeld(
+    node: string,
+    allocations: readonly StoredAllocation[],
+    blocks: ReadonlyArray<{ key: string; value: string }>,
+    guard: readonly Compare[] = [],
+  ): Promise<{ allocations: string[]; blocks: string[] }> {
     const released = { allocations: [] as string[], blocks: [] as string[] };
     for (const a of allocations) if (await this.releaseStored(a, guard)) released.allocations.push(a.ip);
     for (const b of blocks) {
-      const r = await this.etcd.txn([...guard, { key: this.blockKeyOf(b.key), value: b.value }],
-        [{ deleteRange: { key: this.blockKeyOf(b.key) } }, { deleteRange: { key: this.affinityKey(node, b.key) } }]);
+      const r = await this.etcd.txn(
+        [...guard, { key: this.blockKeyOf(b.key), value: b.value }],
+        [{ deleteRange: { key: this.blockKeyOf(b.key) } }, { deleteRange: { key: this.affinityKey(node, b.key) } }],
+      );
       if (r.succeeded) released.blocks.push(b.key);
     }
     return released;
@@ -617,9 +695,15 @@ export class PoolStore {
 
   /** STATUS: per pool, how many addresses are allocated (one read-only transaction). */
   async allocatedCounts(pools: readonly BlockPool[]): Promise<number[]> {
-    const results = await this.etcd.ranges(pools.flatMap((pool) => pool.set.ranges.map((r) => ({
-      key: `${this.prefix}ips/${addressKey(r.rangeStart)}`, end: `${this.prefix}ips/${addressKey(r.rangeEnd)}\u0000`, countOnly: true,
-    }))));
+    const results = await this.etcd.ranges(
+      pools.flatMap((pool) =>
+        pool.set.ranges.map((r) => ({
+          key: `${this.prefix}ips/${addressKey(r.rangeStart)}`,
+          end: `${this.prefix}ips/${addressKey(r.rangeEnd)}\u0000`,
+          countOnly: true,
+        })),
+      ),
+    );
     let n = 0;
     return pools.map((pool) => pool.set.ranges.reduce((sum) => sum + (results[n++]?.count ?? 0), 0));
   }
@@ -635,7 +719,11 @@ class BlockSearch {
   private readonly exhausted = new Set<number>();
   private reclaimTried = false;
 
-  constructor(private readonly store: PoolStore, private readonly pools: readonly BlockPool[], readonly mine: Block[]) {}
+  constructor(
+    private readonly store: PoolStore,
+    private readonly pools: readonly BlockPool[],
+    readonly mine: Block[],
+  ) {}
 
   /** The used addresses of one of this node's blocks, read already. */
   preload(block: Block, used: Set<bigint>): void {
@@ -745,4 +833,3 @@ class BlockSearch {
     throw noAddresses(pool, `all ${pool.size()} addresses are allocated (every block is claimed and full)`);
   }
 }
-

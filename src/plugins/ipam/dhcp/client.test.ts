@@ -20,7 +20,12 @@ const SPEC: SendSpec = { clientIdOption: Uint8Array.from([0, ...Buffer.from("c/n
 describe("lease times", () => {
   const now = 1_000_000;
   test("from options 51, 58 and 59", () => {
-    assert.deepEqual(bindingTimes(ack({ 51: 600, 58: 100, 59: 500 }), now), { boundAt: now, renewAt: now + 100_000, rebindAt: now + 500_000, expiresAt: now + 600_000 });
+    assert.deepEqual(bindingTimes(ack({ 51: 600, 58: 100, 59: 500 }), now), {
+      boundAt: now,
+      renewAt: now + 100_000,
+      rebindAt: now + 500_000,
+      expiresAt: now + 600_000,
+    });
   });
   test("defaults: 60 min, T1 half, T2 85% (upstream's)", () => {
     assert.deepEqual(bindingTimes(ack({}), now), { boundAt: now, renewAt: now + 1_800_000, rebindAt: now + 3_060_000, expiresAt: now + 3_600_000 });
@@ -41,8 +46,14 @@ describe("lease times", () => {
 describe("resend backoff", () => {
   test("four quick resends of 2 s, then 4 s doubling up to -resendmax, each ±1 s", () => {
     const mid = () => 0.5;
-    assert.deepEqual(Array.from({ length: 9 }, (_, i) => backoffDelay(i, 62_000, mid)), [2000, 2000, 2000, 2000, 4000, 8000, 16000, 32000, 62000]);
-    assert.equal(backoffDelay(0, 62_000, () => 0), 1000);
+    assert.deepEqual(
+      Array.from({ length: 9 }, (_, i) => backoffDelay(i, 62_000, mid)),
+      [2000, 2000, 2000, 2000, 4000, 8000, 16000, 32000, 62000],
+    );
+    assert.equal(
+      backoffDelay(0, 62_000, () => 0),
+      1000,
+    );
     assert.ok(Math.abs(backoffDelay(5, 62_000, () => 0.9999999) - 8999.9998) < 1e-6);
     assert.equal(backoffDelay(100, 10_000, mid), 10_000);
   });
@@ -58,9 +69,27 @@ describe("resend backoff", () => {
 describe("messages", () => {
   const mac = Uint8Array.of(2, 0, 0, 0, 0, 1);
   test("a REQUEST carries the client id, the config's options, max message size and the request list last", () => {
-    const spec: SendSpec = { ...SPEC, options: new Map([[Option.HostName, Uint8Array.from(Buffer.from("pod"))], [Option.VendorClassID, Uint8Array.from(Buffer.from("v"))]]) };
+    const spec: SendSpec = {
+      ...SPEC,
+      options: new Map([
+        [Option.HostName, Uint8Array.from(Buffer.from("pod"))],
+        [Option.VendorClassID, Uint8Array.from(Buffer.from("v"))],
+      ]),
+    };
     const m = decodeMessage(buildMessage(MessageType.Request, { xid: 9, mac, requestedIP: "10.0.0.5", serverID: "10.0.0.1", broadcast: true }, spec));
-    assert.deepEqual([...m.options.keys()], [Option.MessageType, Option.ClientID, Option.RequestedIP, Option.ServerID, Option.MaxMessageSize, Option.HostName, Option.VendorClassID, Option.ParameterRequestList]);
+    assert.deepEqual(
+      [...m.options.keys()],
+      [
+        Option.MessageType,
+        Option.ClientID,
+        Option.RequestedIP,
+        Option.ServerID,
+        Option.MaxMessageSize,
+        Option.HostName,
+        Option.VendorClassID,
+        Option.ParameterRequestList,
+      ],
+    );
     assert.equal(m.flags, 0x8000);
     assert.deepEqual(m.chaddr, mac);
   });
@@ -71,7 +100,13 @@ describe("messages", () => {
     }
   });
   test("a RELEASE names the address, the server and the client, nothing else", () => {
-    const m = decodeMessage(buildMessage(MessageType.Release, { xid: 1, mac, ciaddr: "10.0.0.5", serverID: "10.0.0.1" }, { ...SPEC, options: new Map([[12, Uint8Array.of(0x61)]]) }));
+    const m = decodeMessage(
+      buildMessage(
+        MessageType.Release,
+        { xid: 1, mac, ciaddr: "10.0.0.5", serverID: "10.0.0.1" },
+        { ...SPEC, options: new Map([[12, Uint8Array.of(0x61)]]) },
+      ),
+    );
     assert.equal(m.ciaddr, "10.0.0.5");
     assert.deepEqual([...m.options.keys()], [Option.MessageType, Option.ClientID, Option.ServerID]);
   });
@@ -80,7 +115,16 @@ describe("messages", () => {
 describe("renew and release paths", () => {
   const clock = new FakeClock();
   const server = new FakeDhcpServer();
-  const binding: Binding = { ack: new Uint8Array(), address: "10.9.0.10", server: server.ip, mac: Uint8Array.of(2, 0, 0, 0, 0, 1), boundAt: 0, renewAt: 0, rebindAt: 0, expiresAt: 0 };
+  const binding: Binding = {
+    ack: new Uint8Array(),
+    address: "10.9.0.10",
+    server: server.ip,
+    mac: Uint8Array.of(2, 0, 0, 0, 0, 1),
+    boundAt: 0,
+    renewAt: 0,
+    rebindAt: 0,
+    expiresAt: 0,
+  };
   const settings = { timeoutMs: 1000, resendMaxMs: 62_000, resendTimeoutMs: 10_000, broadcast: false };
   const sockets = () => Promise.resolve(new FakeSockets(server, clock, "/run/netns/x", "eth0", binding.mac));
 
@@ -88,7 +132,10 @@ describe("renew and release paths", () => {
     server.received = [];
     const out = await extend(sockets, binding, "rebind", SPEC, settings, clock);
     assert.ok("binding" in out);
-    assert.deepEqual(server.received.map((r) => r.how), ["broadcast"]);
+    assert.deepEqual(
+      server.received.map((r) => r.how),
+      ["broadcast"],
+    );
   });
   test("a release the container cannot route is broadcast on its interface", async () => {
     server.received = [];
@@ -101,6 +148,9 @@ describe("renew and release paths", () => {
     server.received = [];
     assert.ok("binding" in (await extend(unconfigured, binding, "renew", SPEC, settings, clock)));
     assert.match(await release(unconfigured, binding, SPEC, clock), /broadcast \(10\.9\.0\.10 is not on eth0/);
-    assert.deepEqual(server.received.map((r) => r.how), ["broadcast", "broadcast"]);
+    assert.deepEqual(
+      server.received.map((r) => r.how),
+      ["broadcast", "broadcast"],
+    );
   });
 });

@@ -10,8 +10,19 @@ import { sameBytes } from "../../../sys/bytes.js";
 import type { Clock } from "./clock.js";
 import type { DhcpSockets } from "./netns-sockets.js";
 import {
-  BOOTREPLY, decodeMessage, DhcpFormatError, encodeMessage, FLAG_BROADCAST, INFINITE_TIME, ipv4Bytes, messageType,
-  newRequest, readAddresses, readText, readU32, type DhcpMessage,
+  BOOTREPLY,
+  decodeMessage,
+  DhcpFormatError,
+  encodeMessage,
+  FLAG_BROADCAST,
+  INFINITE_TIME,
+  ipv4Bytes,
+  messageType,
+  newRequest,
+  readAddresses,
+  readText,
+  readU32,
+  type DhcpMessage,
 } from "./packet.js";
 import { MessageType, Option } from "./option-codes.js";
 
@@ -96,7 +107,13 @@ interface MessageFields {
 
 /** A client message: type, client id, the addresses it names, then (but for RELEASE) the config's options and the request list. */
 export function buildMessage(type: number, f: MessageFields, spec: SendSpec): Uint8Array {
-  const m = newRequest({ xid: f.xid, chaddr: f.mac, secs: f.secs ?? 0, flags: f.broadcast ? FLAG_BROADCAST : 0, ...(f.ciaddr ? { ciaddr: f.ciaddr } : {}) });
+  const m = newRequest({
+    xid: f.xid,
+    chaddr: f.mac,
+    secs: f.secs ?? 0,
+    flags: f.broadcast ? FLAG_BROADCAST : 0,
+    ...(f.ciaddr ? { ciaddr: f.ciaddr } : {}),
+  });
   m.options.set(Option.MessageType, Uint8Array.of(type));
   m.options.set(Option.ClientID, spec.options.get(Option.ClientID) ?? spec.clientIdOption);
   if (f.requestedIP) m.options.set(Option.RequestedIP, ipv4Bytes(f.requestedIP));
@@ -113,7 +130,13 @@ export function buildMessage(type: number, f: MessageFields, spec: SendSpec): Ui
  * Waits until `deadline` for a reply to `xid` for this client of one of `types`; anything else that arrives
  * (other clients' replies, malformed packets) is skipped.
  */
-async function awaitReply(sockets: DhcpSockets, xid: number, types: readonly number[], deadline: number, signal?: AbortSignal): Promise<{ msg: DhcpMessage; bytes: Uint8Array } | undefined> {
+async function awaitReply(
+  sockets: DhcpSockets,
+  xid: number,
+  types: readonly number[],
+  deadline: number,
+  signal?: AbortSignal,
+): Promise<{ msg: DhcpMessage; bytes: Uint8Array } | undefined> {
   for (;;) {
     const bytes = await sockets.receive(deadline, signal);
     if (!bytes) return undefined;
@@ -149,7 +172,15 @@ interface Miss {
 }
 
 /** One DISCOVER-OFFER-REQUEST-ACK round: a binding, or what went wrong. */
-async function acquireOnce(sockets: DhcpSockets, spec: SendSpec, settings: ClientSettings, clock: Clock, started: number, deadline: number, signal?: AbortSignal): Promise<Binding | Miss> {
+async function acquireOnce(
+  sockets: DhcpSockets,
+  spec: SendSpec,
+  settings: ClientSettings,
+  clock: Clock,
+  started: number,
+  deadline: number,
+  signal?: AbortSignal,
+): Promise<Binding | Miss> {
   const xid = randomXid(clock);
   const secs = Math.min(0xffff, Math.floor((clock.now() - started) / 1000));
   const fields = { xid, mac: sockets.mac, secs, broadcast: settings.broadcast };
@@ -202,12 +233,14 @@ export async function acquire(open: SocketOpener, spec: SendSpec, settings: Clie
     for (let tries = 1, resends = 0; ; tries++) {
       const outcome = await acquireOnce(sockets, spec, settings, clock, started, deadline, signal);
       if (!("problem" in outcome)) return outcome;
-      if (signal?.aborted) throw tryAgainLater(`acquiring a DHCP lease on ${sockets.ifName} in ${sockets.netns} was cut short: the daemon is stopping`);
+      if (signal?.aborted)
+        throw tryAgainLater(`acquiring a DHCP lease on ${sockets.ifName} in ${sockets.netns} was cut short: the daemon is stopping`);
       naks = outcome.nak ? naks + 1 : 0;
       const pause = outcome.nak && naks <= QUICK_RESTARTS_AFTER_NAK ? 0 : backoffDelay(resends++, settings.resendMaxMs, () => clock.random());
       if (clock.now() + pause >= deadline) {
         throw tryAgainLater(
-          `no DHCP lease for ${sockets.ifName} in ${sockets.netns}: ${outcome.problem} within ${formatDuration(settings.resendTimeoutMs)} (${tries} ${tries > 1 ? "tries" : "try"})`);
+          `no DHCP lease for ${sockets.ifName} in ${sockets.netns}: ${outcome.problem} within ${formatDuration(settings.resendTimeoutMs)} (${tries} ${tries > 1 ? "tries" : "try"})`,
+        );
       }
       await clock.sleep(pause, signal);
     }
@@ -225,7 +258,15 @@ export type RenewOutcome = { binding: Binding } | { nak: string } | { problem: s
  * rebinding, or when the interface does not have the address (its main plugin has not configured it, so
  * there is no route to the server), broadcast.
  */
-export async function extend(open: SocketOpener, current: Binding, mode: "renew" | "rebind", spec: SendSpec, settings: ClientSettings, clock: Clock, signal?: AbortSignal): Promise<RenewOutcome> {
+export async function extend(
+  open: SocketOpener,
+  current: Binding,
+  mode: "renew" | "rebind",
+  spec: SendSpec,
+  settings: ClientSettings,
+  clock: Clock,
+  signal?: AbortSignal,
+): Promise<RenewOutcome> {
   const sockets = await open();
   try {
     let problem = "";
@@ -272,7 +313,9 @@ export async function release(open: SocketOpener, current: Binding, spec: SendSp
       try {
         sockets.sendUnicast(msg, current.server);
         return `unicast to ${current.server}`;
-      } catch { /* no route after all: broadcast */ }
+      } catch {
+        /* no route after all: broadcast */
+      }
     }
     sockets.sendBroadcast(msg, current.address);
     return `broadcast (${current.address} is not on ${sockets.ifName}, so there is no route to ${current.server})`;

@@ -7,15 +7,33 @@
  * randomness are passed in, so every exchange runs against a fake server in the tests.
  * @module
  */
-import { CniError, messageOf, tryAgainLater } from "../../../spec/errors.js";
+import { type CniError, messageOf, tryAgainLater } from "../../../spec/errors.js";
 import { hexOf, sameBytes } from "../../../sys/bytes.js";
 import { formatDuration, type ClientSettings } from "./client.js";
 import type { Clock } from "./clock.js";
 import { DhcpFormatError } from "./packet.js";
 import {
-  allOptions, decodeIaAddress, decodeIaNa, decodeMessage6, elapsedTime, encodeIaAddress, encodeIaNa, encodeMessage6, encodeOro,
-  firstOption, INFINITY6, Message6, MESSAGE6_NAMES, Option6, Status6, statusOf, statusText,
-  type Dhcp6Message, type IaAddress, type IaNa, type Opt6,
+  allOptions,
+  decodeIaAddress,
+  decodeIaNa,
+  decodeMessage6,
+  elapsedTime,
+  encodeIaAddress,
+  encodeIaNa,
+  encodeMessage6,
+  encodeOro,
+  firstOption,
+  INFINITY6,
+  Message6,
+  MESSAGE6_NAMES,
+  Option6,
+  Status6,
+  statusOf,
+  statusText,
+  type Dhcp6Message,
+  type IaAddress,
+  type IaNa,
+  type Opt6,
 } from "./packet6.js";
 
 /** The sockets of one DHCPv6 exchange on one interface in a container's namespace. */
@@ -73,9 +91,13 @@ export type RenewOutcome6 = { binding: Binding6 } | { nak: string } | { problem:
 
 /** RFC 8415 §7.6's transmission parameters used here, in milliseconds (MRC for REQUEST and RELEASE). */
 export const TIMING6 = {
-  SOL_TIMEOUT: 1000, SOL_MAX_RT: 3_600_000,
-  REQ_TIMEOUT: 1000, REQ_MAX_RT: 30_000, REQ_MAX_RC: 10,
-  REL_TIMEOUT: 1000, REL_MAX_RC: 4,
+  SOL_TIMEOUT: 1000,
+  SOL_MAX_RT: 3_600_000,
+  REQ_TIMEOUT: 1000,
+  REQ_MAX_RT: 30_000,
+  REQ_MAX_RC: 10,
+  REL_TIMEOUT: 1000,
+  REL_MAX_RC: 4,
 } as const;
 
 /** How long a RELEASE waits for its REPLY, retransmissions included: DEL is not held up by a server that is gone. */
@@ -129,7 +151,9 @@ interface MessageFields {
  * name. RFC 8415 §18.2.
  */
 export function buildMessage6(type: number, f: MessageFields, spec: SendSpec6): Uint8Array {
-  const iaOptions: Opt6[] = f.address ? [{ code: Option6.IAAddr, value: encodeIaAddress({ address: f.address, preferred: 0, valid: 0, options: [] }) }] : [];
+  const iaOptions: Opt6[] = f.address
+    ? [{ code: Option6.IAAddr, value: encodeIaAddress({ address: f.address, preferred: 0, valid: 0, options: [] }) }]
+    : [];
   const options: Opt6[] = [{ code: Option6.ClientID, value: spec.duid }];
   if (f.serverId) options.push({ code: Option6.ServerID, value: f.serverId });
   options.push({ code: Option6.IANA, value: encodeIaNa({ iaid: spec.iaid, t1: 0, t2: 0, options: iaOptions }) });
@@ -145,7 +169,14 @@ export function buildMessage6(type: number, f: MessageFields, spec: SendSpec6): 
  * Waits until `deadline` for a message of `type` answering `xid` for this client (its Client Identifier, a Server
  * Identifier); anything else that arrives (other clients' answers, malformed packets) is skipped.
  */
-async function awaitMessage(sockets: Dhcp6Sockets, type: number, xid: number, duid: Uint8Array, deadline: number, signal?: AbortSignal): Promise<{ msg: Dhcp6Message; bytes: Uint8Array } | undefined> {
+async function awaitMessage(
+  sockets: Dhcp6Sockets,
+  type: number,
+  xid: number,
+  duid: Uint8Array,
+  deadline: number,
+  signal?: AbortSignal,
+): Promise<{ msg: Dhcp6Message; bytes: Uint8Array } | undefined> {
   for (;;) {
     const bytes = await sockets.receive(deadline, signal);
     if (!bytes) return undefined;
@@ -156,7 +187,13 @@ async function awaitMessage(sockets: Dhcp6Sockets, type: number, xid: number, du
       if (e instanceof DhcpFormatError) continue;
       throw e;
     }
-    if (msg.type !== type || msg.xid !== xid || !sameBytes(firstOption(msg.options, Option6.ClientID) ?? new Uint8Array(), duid) || !firstOption(msg.options, Option6.ServerID)) continue;
+    if (
+      msg.type !== type ||
+      msg.xid !== xid ||
+      !sameBytes(firstOption(msg.options, Option6.ClientID) ?? new Uint8Array(), duid) ||
+      !firstOption(msg.options, Option6.ServerID)
+    )
+      continue;
     return { msg, bytes };
   }
 }
@@ -219,7 +256,15 @@ const cutShort = (sockets: Dhcp6Sockets): CniError =>
  * and the most preferred (first among equals) chosen, unless one has preference 255; after a retransmission the
  * first that offers an address is taken (RFC 8415 §18.2.1). Records what went wrong in `last`.
  */
-async function solicit(sockets: Dhcp6Sockets, spec: SendSpec6, settings: ClientSettings, clock: Clock, deadline: number, last: { problem: string; sent: number }, signal?: AbortSignal): Promise<Dhcp6Message | undefined> {
+async function solicit(
+  sockets: Dhcp6Sockets,
+  spec: SendSpec6,
+  settings: ClientSettings,
+  clock: Clock,
+  deadline: number,
+  last: { problem: string; sent: number },
+  signal?: AbortSignal,
+): Promise<Dhcp6Message | undefined> {
   const xid = randomXid(clock);
   const began = clock.now();
   let rt: number | undefined;
@@ -255,7 +300,15 @@ async function solicit(sockets: Dhcp6Sockets, spec: SendSpec6, settings: ClientS
  * REQUEST for the ADVERTISE's address to its server until a REPLY (REQ_MAX_RC transmissions or `deadline`): the
  * binding, or what went wrong.
  */
-async function request(sockets: Dhcp6Sockets, spec: SendSpec6, advertise: Dhcp6Message, settings: ClientSettings, clock: Clock, deadline: number, signal?: AbortSignal): Promise<Binding6 | { problem: string }> {
+async function request(
+  sockets: Dhcp6Sockets,
+  spec: SendSpec6,
+  advertise: Dhcp6Message,
+  settings: ClientSettings,
+  clock: Clock,
+  deadline: number,
+  signal?: AbortSignal,
+): Promise<Binding6 | { problem: string }> {
   const offered = readGrant(advertise, spec.iaid);
   if ("problem" in offered) return offered;
   const serverId = firstOption(advertise.options, Option6.ServerID)!;
@@ -290,7 +343,13 @@ function bindingOf(bytes: Uint8Array, msg: Dhcp6Message, grant: { ia: IaNa; addr
  * without a binding — the server refused, never replied — starts the next at once). The DUID is made once the
  * interface is open. Fails with code 11 naming the interface, the namespace and what was last missing.
  */
-export async function acquire6(open: Socket6Opener, base: Omit<SendSpec6, "duid"> & { duid: DuidSource }, settings: ClientSettings, clock: Clock, signal?: AbortSignal): Promise<{ binding: Binding6; spec: SendSpec6 }> {
+export async function acquire6(
+  open: Socket6Opener,
+  base: Omit<SendSpec6, "duid"> & { duid: DuidSource },
+  settings: ClientSettings,
+  clock: Clock,
+  signal?: AbortSignal,
+): Promise<{ binding: Binding6; spec: SendSpec6 }> {
   const started = clock.now();
   const deadline = started + settings.resendTimeoutMs;
   const sockets = await open(deadline);
@@ -307,7 +366,8 @@ export async function acquire6(open: Socket6Opener, base: Omit<SendSpec6, "duid"
       last.problem = outcome.problem;
     }
     throw tryAgainLater(
-      `no DHCPv6 lease for ${sockets.ifName} in ${sockets.netns}: ${last.problem} within ${formatDuration(settings.resendTimeoutMs)} (${last.sent} SOLICIT${last.sent === 1 ? "" : "s"})`);
+      `no DHCPv6 lease for ${sockets.ifName} in ${sockets.netns}: ${last.problem} within ${formatDuration(settings.resendTimeoutMs)} (${last.sent} SOLICIT${last.sent === 1 ? "" : "s"})`,
+    );
   } finally {
     sockets.close();
   }
@@ -318,13 +378,23 @@ export async function acquire6(open: Socket6Opener, base: Omit<SendSpec6, "duid"
  * has no binding (NoBinding) is followed by a REQUEST for the same address to that server (RFC 8415 §18.2.10.1);
  * an address the server ends (valid lifetime 0) or a NotOnLink is a refusal.
  */
-export async function extend6(open: Socket6Opener, current: Binding6, mode: "renew" | "rebind", spec: SendSpec6, settings: ClientSettings, clock: Clock, signal?: AbortSignal): Promise<RenewOutcome6> {
+export async function extend6(
+  open: Socket6Opener,
+  current: Binding6,
+  mode: "renew" | "rebind",
+  spec: SendSpec6,
+  settings: ClientSettings,
+  clock: Clock,
+  signal?: AbortSignal,
+): Promise<RenewOutcome6> {
   const sockets = await open(clock.now() + settings.timeoutMs);
   try {
     const xid = randomXid(clock);
     const type = mode === "renew" ? Message6.Renew : Message6.Rebind;
     try {
-      sockets.send(buildMessage6(type, { xid, elapsedMs: 0, address: current.address, ...(mode === "renew" ? { serverId: current.serverId } : {}) }, spec));
+      sockets.send(
+        buildMessage6(type, { xid, elapsedMs: 0, address: current.address, ...(mode === "renew" ? { serverId: current.serverId } : {}) }, spec),
+      );
     } catch (e) {
       return { problem: `cannot send the ${MESSAGE6_NAMES[type]} (${messageOf(e)})` };
     }
@@ -336,7 +406,15 @@ export async function extend6(open: Socket6Opener, current: Binding6, mode: "ren
   }
 }
 
-async function readRenewal(sockets: Dhcp6Sockets, reply: { msg: Dhcp6Message; bytes: Uint8Array }, current: Binding6, spec: SendSpec6, settings: ClientSettings, clock: Clock, signal?: AbortSignal): Promise<RenewOutcome6> {
+async function readRenewal(
+  sockets: Dhcp6Sockets,
+  reply: { msg: Dhcp6Message; bytes: Uint8Array },
+  current: Binding6,
+  spec: SendSpec6,
+  settings: ClientSettings,
+  clock: Clock,
+  signal?: AbortSignal,
+): Promise<RenewOutcome6> {
   const grant = readGrant(reply.msg, spec.iaid, current.address);
   if (!("problem" in grant)) return { binding: bindingOf(reply.bytes, reply.msg, grant, clock.now()) };
   if (grant.status === Status6.NoBinding) {
@@ -374,7 +452,8 @@ export async function release6(open: Socket6Opener, current: Binding6, spec: Sen
       const until = Math.min(sentAt + rt, began + RELEASE_BUDGET_MS);
       const reply = await awaitMessage(sockets, Message6.Reply, xid, spec.duid, until, undefined);
       if (reply) return `confirmed by ${serverText(reply.msg)} (${statusText(statusOf(reply.msg.options))})`;
-      if (until >= began + RELEASE_BUDGET_MS) return `sent ${count} time${count === 1 ? "" : "s"}, no REPLY within ${formatDuration(RELEASE_BUDGET_MS)}`;
+      if (until >= began + RELEASE_BUDGET_MS)
+        return `sent ${count} time${count === 1 ? "" : "s"}, no REPLY within ${formatDuration(RELEASE_BUDGET_MS)}`;
     }
     return `sent ${TIMING6.REL_MAX_RC} times, no REPLY`;
   } finally {

@@ -8,7 +8,10 @@ import assert from "node:assert/strict";
 import { DEFAULT_SOCKET_PATH, parseDhcpBasics, parseDhcpConfig } from "./config.js";
 
 const parse = (ipam: Record<string, unknown> | undefined, cniArgs = "") =>
-  parseDhcpConfig(Buffer.from(JSON.stringify({ cniVersion: "1.0.0", name: "net", type: "macvlan", ...(ipam ? { ipam: { type: "dhcp", ...ipam } } : {}) })), cniArgs);
+  parseDhcpConfig(
+    Buffer.from(JSON.stringify({ cniVersion: "1.0.0", name: "net", type: "macvlan", ...(ipam ? { ipam: { type: "dhcp", ...ipam } } : {}) })),
+    cniArgs,
+  );
 const text = (b: Uint8Array | undefined) => (b ? Buffer.from(b).toString() : undefined);
 
 describe("dhcp config", () => {
@@ -42,16 +45,19 @@ describe("dhcp config", () => {
   });
 
   test("provide: a value, a value from CNI_ARGS (upstream's raw split), a later entry for a code wins", () => {
-    const c = parse({
-      provide: [
-        { option: "host-name", value: "fixed" },
-        { option: "user-class", fromArg: "CLASS" },
-        { option: "224", value: "first" },
-        { option: "224", value: "second" },
-        { option: "host-name", fromArg: "K8S_POD_NAME" },
-        { option: "60", fromArg: "ABSENT" },
-      ],
-    }, "IgnoreUnknown=1;K8S_POD_NAME=web-0;CLASS=a=b;junk");
+    const c = parse(
+      {
+        provide: [
+          { option: "host-name", value: "fixed" },
+          { option: "user-class", fromArg: "CLASS" },
+          { option: "224", value: "first" },
+          { option: "224", value: "second" },
+          { option: "host-name", fromArg: "K8S_POD_NAME" },
+          { option: "60", fromArg: "ABSENT" },
+        ],
+      },
+      "IgnoreUnknown=1;K8S_POD_NAME=web-0;CLASS=a=b;junk",
+    );
     assert.equal(text(c.sendOptions.get(12)), "web-0");
     assert.equal(text(c.sendOptions.get(77)), "a=b");
     assert.equal(text(c.sendOptions.get(224)), "second");
@@ -71,22 +77,44 @@ describe("dhcp config", () => {
   });
 
   test("bad options are code 7 naming the key and the value", () => {
-    assert.throws(() => parse({ request: [{ option: "routerz" }] }), { code: 7, msg: /^invalid "ipam\.request\[0\]\.option": "routerz" \(want an option name \(dhcp-client-identifier, .*\) or a number from 0 to 255\)$/ });
+    assert.throws(() => parse({ request: [{ option: "routerz" }] }), {
+      code: 7,
+      msg: /^invalid "ipam\.request\[0\]\.option": "routerz" \(want an option name \(dhcp-client-identifier, .*\) or a number from 0 to 255\)$/,
+    });
     assert.throws(() => parse({ provide: [{ option: "300", value: "x" }] }), { code: 7, msg: /"ipam\.provide\[0\]\.option": "300"/ });
     assert.throws(() => parse({ provide: [{ value: "x" }] }), { code: 7, msg: /"ipam\.provide\[0\]\.option": ""/ });
-    assert.throws(() => parse({ provide: [{ option: "53", value: "x" }] }), { code: 7, msg: /"ipam\.provide\[0\]\.option": "53" \(want an option the client does not set itself/ });
-    assert.throws(() => parse({ provide: [{ option: "12", value: "x".repeat(256) }] }), { code: 7, msg: /"ipam\.provide\[0\]\.value".*want at most 255 bytes/ });
-    assert.throws(() => parse({ provide: [{ option: "12", fromArg: "LONG" }] }, `LONG=${"y".repeat(300)}`), { code: 4, msg: /CNI_ARGS LONG .* 300 bytes/ });
+    assert.throws(() => parse({ provide: [{ option: "53", value: "x" }] }), {
+      code: 7,
+      msg: /"ipam\.provide\[0\]\.option": "53" \(want an option the client does not set itself/,
+    });
+    assert.throws(() => parse({ provide: [{ option: "12", value: "x".repeat(256) }] }), {
+      code: 7,
+      msg: /"ipam\.provide\[0\]\.value".*want at most 255 bytes/,
+    });
+    assert.throws(() => parse({ provide: [{ option: "12", fromArg: "LONG" }] }, `LONG=${"y".repeat(300)}`), {
+      code: 4,
+      msg: /CNI_ARGS LONG .* 300 bytes/,
+    });
     assert.throws(() => parse({ request: "routers" }), { code: 7, msg: /"ipam\.request"/ });
     assert.throws(() => parse({ priority: "high" }), { code: 7, msg: /"ipam\.priority"/ });
   });
 
   test("DEL, STATUS and GC read only the network, the socket and the attachments", () => {
-    const stdin = Buffer.from(JSON.stringify({
-      cniVersion: "1.1.0", name: "net", type: "macvlan", "cni.dev/valid-attachments": [{ containerID: "c", ifname: "eth0" }],
-      ipam: { type: "dhcp", daemonSocketPath: "/run/d.sock", request: [{ option: "bogus" }], provide: 5 },
-    }));
-    assert.deepEqual(parseDhcpBasics(stdin), { cniVersion: "1.1.0", name: "net", socketPath: "/run/d.sock", validAttachments: [{ containerID: "c", ifname: "eth0" }] });
+    const stdin = Buffer.from(
+      JSON.stringify({
+        cniVersion: "1.1.0",
+        name: "net",
+        type: "macvlan",
+        "cni.dev/valid-attachments": [{ containerID: "c", ifname: "eth0" }],
+        ipam: { type: "dhcp", daemonSocketPath: "/run/d.sock", request: [{ option: "bogus" }], provide: 5 },
+      }),
+    );
+    assert.deepEqual(parseDhcpBasics(stdin), {
+      cniVersion: "1.1.0",
+      name: "net",
+      socketPath: "/run/d.sock",
+      validAttachments: [{ containerID: "c", ifname: "eth0" }],
+    });
     assert.throws(() => parseDhcpBasics(Buffer.from('{"cniVersion":"1.0.0","name":"n"}')), { code: 7 });
   });
 

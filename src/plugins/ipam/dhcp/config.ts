@@ -24,10 +24,17 @@ const REQUEST_OPTION = struct("RequestOption", { skipDefault: bool, option: stri
 /** upstream's NetConf with its IPAMConfig. */
 export const DHCP_SCHEMA = struct("NetConf", {
   ...NET_CONF_FIELDS,
-  ipam: ptr(struct("IPAMConfig", {
-    type: string, daemonSocketPath: string, provide: list(PROVIDE_OPTION), request: list(REQUEST_OPTION), priority: int,
-    families: list(string), duidType: string,
-  })),
+  ipam: ptr(
+    struct("IPAMConfig", {
+      type: string,
+      daemonSocketPath: string,
+      provide: list(PROVIDE_OPTION),
+      request: list(REQUEST_OPTION),
+      priority: int,
+      families: list(string),
+      duidType: string,
+    }),
+  ),
 });
 
 /** What DEL, STATUS and GC read: the common keys and the socket. */
@@ -97,7 +104,8 @@ export function parseDhcpConfig(stdin: Buffer, cniArgs: string): DhcpConfig {
   for (const [i, p] of (ipam.provide ?? []).entries()) {
     const key = `ipam.provide[${i}]`;
     const code = optionCode(p.option, `${key}.option`);
-    if (CLIENT_MANAGED.has(code)) throw invalidKey(`${key}.option`, p.option ?? "", "want an option the client does not set itself (not 0, 50, 52-55, 57 or 255)");
+    if (CLIENT_MANAGED.has(code))
+      throw invalidKey(`${key}.option`, p.option ?? "", "want an option the client does not set itself (not 0, 50, 52-55, 57 or 255)");
     if (p.value) {
       const bytes = Buffer.from(p.value, "utf8");
       if (bytes.length > 255) throw invalidKey(`${key}.value`, p.value, "want at most 255 bytes");
@@ -107,8 +115,7 @@ export function parseDhcpConfig(stdin: Buffer, cniArgs: string): DhcpConfig {
     if (fromArg !== undefined) {
       const bytes = Buffer.from(fromArg, "utf8");
       if (bytes.length > 255) {
-        throw invalidEnv(
-          `CNI_ARGS ${p.fromArg} (for ${key}, option ${code}) has ${bytes.length} bytes; an option holds at most 255`);
+        throw invalidEnv(`CNI_ARGS ${p.fromArg} (for ${key}, option ${code}) has ${bytes.length} bytes; an option holds at most 255`);
       }
       sendOptions.set(code, Uint8Array.from(bytes));
     }
@@ -127,7 +134,8 @@ export function parseDhcpConfig(stdin: Buffer, cniArgs: string): DhcpConfig {
   const requestList = [...new Set([...requested, ...(skipDefault ? [] : DEFAULT_REQUESTED)])];
   const families = parseFamilies(ipam.families);
   const duidKind = ipam.duidType || "ll";
-  if (!(DUID_KINDS as readonly string[]).includes(duidKind)) throw invalidKey("ipam.duidType", duidKind, `want one of ${DUID_KINDS.map((k) => JSON.stringify(k)).join(", ")}`);
+  if (!(DUID_KINDS as readonly string[]).includes(duidKind))
+    throw invalidKey("ipam.duidType", duidKind, `want one of ${DUID_KINDS.map((k) => JSON.stringify(k)).join(", ")}`);
 
   return {
     cniVersion: conf.cniVersion,
@@ -163,5 +171,10 @@ export type DhcpBasics = Pick<DhcpConfig, "cniVersion" | "name" | "socketPath" |
 export function parseDhcpBasics(stdin: Buffer): DhcpBasics {
   const { conf, raw } = loadPluginConf(stdin);
   const ipam = requireIpam(decodeConfig(BASICS_SCHEMA, raw).ipam);
-  return { cniVersion: conf.cniVersion, name: conf.name, socketPath: ipam.daemonSocketPath || DEFAULT_SOCKET_PATH, validAttachments: conf.validAttachments ?? [] };
+  return {
+    cniVersion: conf.cniVersion,
+    name: conf.name,
+    socketPath: ipam.daemonSocketPath || DEFAULT_SOCKET_PATH,
+    validAttachments: conf.validAttachments ?? [],
+  };
 }

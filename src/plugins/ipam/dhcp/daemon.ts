@@ -25,7 +25,14 @@ import { CallerPathError, openProcessRoot, resolveInRoot, type CallerFile } from
 import { takeListenFd } from "../../../sys/socket-activation.js";
 import { LeaseManager, type LeaseWorld } from "./leases.js";
 import {
-  linkExists, LinkGoneError, NetnsGoneError, openDhcpSockets, OwnNetnsError, setLinkDown, socketsAvailable, tryLock,
+  linkExists,
+  LinkGoneError,
+  NetnsGoneError,
+  openDhcpSockets,
+  OwnNetnsError,
+  setLinkDown,
+  socketsAvailable,
+  tryLock,
 } from "./netns-sockets.js";
 import { LinkLocalError, openDhcp6Sockets, removeAddress6 } from "./netns-sockets6.js";
 import { decodeRequest, encodeError, encodeResult, readLine, type DaemonRequest } from "./protocol.js";
@@ -39,7 +46,9 @@ const REFUSED_LINGER_MS = 5000;
 function log(line: string): void {
   const d = new Date();
   const pad = (n: number) => String(n).padStart(2, "0");
-  process.stderr.write(`${d.getFullYear()}/${pad(d.getMonth() + 1)}/${pad(d.getDate())} ${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())} ${line}\n`);
+  process.stderr.write(
+    `${d.getFullYear()}/${pad(d.getMonth() + 1)}/${pad(d.getDate())} ${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())} ${line}\n`,
+  );
 }
 
 /** The error ADD reports when the container's interface cannot be used. */
@@ -205,7 +214,8 @@ function checkSocketDir(dir: string): void {
     if ((e as NodeJS.ErrnoException).code !== "EEXIST") throw e; // (a dangling symbolic link: said below)
   }
   const st = lstatSync(dir);
-  const refuse = (what: string) => new Error(`the socket directory ${dir} ${what}: refusing to listen there (it must be a directory owned by root, writable by root alone)`);
+  const refuse = (what: string) =>
+    new Error(`the socket directory ${dir} ${what}: refusing to listen there (it must be a directory owned by root, writable by root alone)`);
   if (st.isSymbolicLink()) throw refuse("is a symbolic link");
   if (!st.isDirectory()) throw refuse("is not a directory");
   if (st.uid !== 0) throw refuse(`is owned by uid ${st.uid}`);
@@ -226,7 +236,9 @@ async function listen(server: net.Server, socketPath: string): Promise<{ created
   let existing;
   try {
     existing = lstatSync(socketPath);
-  } catch { /* nothing there */ }
+  } catch {
+    /* nothing there */
+  }
   if (existing) {
     if (!existing.isSocket()) throw new Error(`${socketPath} exists and is not a socket`);
     if (await answers(socketPath)) throw new Error(`another daemon is listening on ${socketPath}`);
@@ -241,7 +253,9 @@ async function listen(server: net.Server, socketPath: string): Promise<{ created
   const st = lstatSync(socketPath);
   if (!st.isSocket() || st.uid !== 0 || (st.mode & 0o777) !== 0o600) {
     server.close();
-    throw new Error(`the socket ${socketPath} came out ${st.isSocket() ? `with mode ${modeText(st.mode)}, uid ${st.uid}` : "as something else than a socket"}, not root's 0600: refusing to serve on it`);
+    throw new Error(
+      `the socket ${socketPath} came out ${st.isSocket() ? `with mode ${modeText(st.mode)}, uid ${st.uid}` : "as something else than a socket"}, not root's 0600: refusing to serve on it`,
+    );
   }
   return { created: true };
 }
@@ -321,7 +335,9 @@ export async function main(args: readonly string[]): Promise<void> {
   }
   // One request gone wrong must not end the daemon: anything that escapes is logged, and it carries on.
   process.on("uncaughtException", (e) => log(`unexpected error (the daemon carries on): ${e.stack ?? e.message}`));
-  process.on("unhandledRejection", (e) => log(`unexpected error (the daemon carries on): ${e instanceof Error ? e.stack ?? e.message : String(e)}`));
+  process.on("unhandledRejection", (e) =>
+    log(`unexpected error (the daemon carries on): ${e instanceof Error ? (e.stack ?? e.message) : String(e)}`),
+  );
   try {
     await runDaemon(flags);
   } catch (e) {

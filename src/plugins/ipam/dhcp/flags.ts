@@ -38,7 +38,7 @@ export class FlagError extends Error {}
 /** `-h` or `-help`: the usage (exit status 0). */
 export class HelpRequested extends Error {}
 
-const UNITS: Record<string, number> = { ns: 1e-6, us: 1e-3, "µs": 1e-3, "μs": 1e-3, ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
+const UNITS: Record<string, number> = { ns: 1e-6, us: 1e-3, µs: 1e-3, μs: 1e-3, ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
 
 /** Milliseconds of a Go duration (`300ms`, `1.5h`, `2h45m`, `0`); undefined when it is not one. */
 export function parseGoDuration(text: string): number | undefined {
@@ -66,7 +66,8 @@ export function usage(): string {
   const lines = ["Usage of daemon:"];
   for (const [name, f] of Object.entries(FLAGS)) {
     lines.push(`  -${name}${f.kind === "bool" ? "" : ` ${f.kind}`}`);
-    const shownDefault = f.kind === "string" ? (f.default ? ` (default ${JSON.stringify(f.default)})` : "") : f.kind === "bool" ? "" : ` (default ${f.default})`;
+    const shownDefault =
+      f.kind === "string" ? (f.default ? ` (default ${JSON.stringify(f.default)})` : "") : f.kind === "bool" ? "" : ` (default ${f.default})`;
     lines.push(`    \t${f.usage}${shownDefault}`);
   }
   return `${lines.join("\n")}\n`;
@@ -77,7 +78,20 @@ function setFlag(out: DaemonFlags, name: keyof DaemonFlags, value: string): void
   if (spec.kind === "string") {
     (out[name] as string) = value;
   } else if (spec.kind === "bool") {
-    const v = { "1": true, t: true, T: true, true: true, TRUE: true, True: true, "0": false, f: false, F: false, false: false, FALSE: false, False: false }[value];
+    const v = {
+      "1": true,
+      t: true,
+      T: true,
+      true: true,
+      TRUE: true,
+      True: true,
+      "0": false,
+      f: false,
+      F: false,
+      false: false,
+      FALSE: false,
+      False: false,
+    }[value];
     if (v === undefined) throw new FlagError(`invalid boolean value ${JSON.stringify(value)} for -${name}: parse error`);
     (out[name] as boolean) = v;
   } else {
@@ -101,7 +115,7 @@ export function parseDaemonFlags(args: readonly string[]): DaemonFlags {
     const eq = body.indexOf("=");
     const name = eq < 0 ? body : body.slice(0, eq);
     if (name === "h" || name === "help") throw new HelpRequested();
-    if (!Object.prototype.hasOwnProperty.call(FLAGS, name)) throw new FlagError(`flag provided but not defined: -${name}`);
+    if (!Object.hasOwn(FLAGS, name)) throw new FlagError(`flag provided but not defined: -${name}`);
     const key = name as keyof DaemonFlags;
     if (eq >= 0) setFlag(out, key, body.slice(eq + 1));
     else if (FLAGS[key].kind === "bool") setFlag(out, key, "true");

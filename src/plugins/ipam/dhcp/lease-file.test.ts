@@ -15,21 +15,55 @@ import { hexOf } from "../../../sys/bytes.js";
 const tempDir = useTempDirs("tscni-dhcp-leasefile-");
 
 const record = (id = "ctr/net/eth0", expiresAt = 1_900_000_000_000): LeaseRecord => ({
-  family: "ipv4", clientID: id, containerID: "ctr", network: "net", ifName: "eth0", netns: "/run/netns/ctr",
-  send: { clientIdOption: Uint8Array.from([0, ...Buffer.from(id)]), options: new Map([[12, Uint8Array.from(Buffer.from("pod"))], [224, new Uint8Array()]]), requestList: [1, 3, 121] },
+  family: "ipv4",
+  clientID: id,
+  containerID: "ctr",
+  network: "net",
+  ifName: "eth0",
+  netns: "/run/netns/ctr",
+  send: {
+    clientIdOption: Uint8Array.from([0, ...Buffer.from(id)]),
+    options: new Map([
+      [12, Uint8Array.from(Buffer.from("pod"))],
+      [224, new Uint8Array()],
+    ]),
+    requestList: [1, 3, 121],
+  },
   binding: {
-    ack: Uint8Array.of(2, 1, 6, 0, 255), address: "10.9.0.10", server: "10.9.0.1", mac: Uint8Array.of(2, 0, 0, 0, 0, 1),
-    boundAt: 1_800_000_000_000, renewAt: 1_800_000_030_000, rebindAt: 1_800_000_090_000, expiresAt,
+    ack: Uint8Array.of(2, 1, 6, 0, 255),
+    address: "10.9.0.10",
+    server: "10.9.0.1",
+    mac: Uint8Array.of(2, 0, 0, 0, 0, 1),
+    boundAt: 1_800_000_000_000,
+    renewAt: 1_800_000_030_000,
+    rebindAt: 1_800_000_090_000,
+    expiresAt,
   },
 });
 
 const serverId = Uint8Array.of(0, 1, 0, 1, 0x32, 0x9a, 0xab, 0x57, 2, 0, 0, 0, 0, 0xfe);
 const record6 = (id = "ctr/net/eth0", fqdn = true): LeaseRecord6 => ({
-  family: "ipv6", clientID: id, containerID: "ctr", network: "net", ifName: "eth0", netns: "/run/netns/ctr",
-  send: { duid: Uint8Array.of(0, 3, 0, 1, 2, 0, 0, 0, 0, 1), iaid: 0xf2bb_5a52, oro: [23, 24], ...(fqdn ? { fqdn: Uint8Array.of(0, 3, 0x70, 0x6f, 0x64) } : {}) },
+  family: "ipv6",
+  clientID: id,
+  containerID: "ctr",
+  network: "net",
+  ifName: "eth0",
+  netns: "/run/netns/ctr",
+  send: {
+    duid: Uint8Array.of(0, 3, 0, 1, 2, 0, 0, 0, 0, 1),
+    iaid: 0xf2bb_5a52,
+    oro: [23, 24],
+    ...(fqdn ? { fqdn: Uint8Array.of(0, 3, 0x70, 0x6f, 0x64) } : {}),
+  },
   binding: {
-    reply: Uint8Array.of(7, 1, 2, 3), address: "fd00:9::10", serverId, server: hexOf(serverId, ":"),
-    boundAt: 1_800_000_000_000, renewAt: 1_800_000_030_000, rebindAt: Infinity, expiresAt: Infinity,
+    reply: Uint8Array.of(7, 1, 2, 3),
+    address: "fd00:9::10",
+    serverId,
+    server: hexOf(serverId, ":"),
+    boundAt: 1_800_000_000_000,
+    renewAt: 1_800_000_030_000,
+    rebindAt: Infinity,
+    expiresAt: Infinity,
   },
 });
 
@@ -76,7 +110,10 @@ describe("lease files", () => {
     assert.equal(statSync(store.fileOf("one/net/eth0")).mode & 0o777, 0o600);
     const { records, problems } = await store.loadAll();
     assert.deepEqual(problems, []);
-    assert.deepEqual(records.map((r) => [r.clientID, r.netns]).sort(), [["one/net/eth0", "/run/netns/ctr"], ["two/net/eth0", "/run/netns/changed"]]);
+    assert.deepEqual(records.map((r) => [r.clientID, r.netns]).sort(), [
+      ["one/net/eth0", "/run/netns/ctr"],
+      ["two/net/eth0", "/run/netns/changed"],
+    ]);
     await store.remove("one/net/eth0");
     await store.remove("never/saved/x");
     assert.deepEqual(readdirSync(dir), [leaseFileName("two/net/eth0")]);
@@ -96,7 +133,10 @@ describe("lease files", () => {
     writeFileSync(empty, "");
     writeFileSync(path.join(dir, "lock"), "");
     const { records, problems } = await store.loadAll();
-    assert.deepEqual(records.map((r) => r.clientID), ["ctr/net/eth0"]);
+    assert.deepEqual(
+      records.map((r) => r.clientID),
+      ["ctr/net/eth0"],
+    );
     assert.equal(problems.length, 4);
     assert.ok(problems.some((p) => p.startsWith(bad) && /torn .*JSON.*: removed$/.test(p)));
     assert.ok(problems.includes(`${empty}: empty: removed`));

@@ -61,17 +61,25 @@ export function encodeLeaseRecord(r: LeaseRecord): string {
   const attachment = { clientID: r.clientID, containerID: r.containerID, network: r.network, ifName: r.ifName, netns: r.netns };
   const b = r.binding;
   const times = { boundAt: time(b.boundAt), renewAt: time(b.renewAt), rebindAt: time(b.rebindAt), expiresAt: time(b.expiresAt) };
-  const body = r.family === "ipv4"
-    ? {
-      format: FORMAT, ...attachment,
-      send: { clientIdOption: b64(r.send.clientIdOption), options: [...r.send.options].map(([code, v]) => [code, b64(v)]), requestList: r.send.requestList },
-      binding: { address: r.binding.address, server: r.binding.server, mac: b64(r.binding.mac), ack: b64(r.binding.ack), ...times },
-    }
-    : {
-      format: FORMAT, family: r.family, ...attachment,
-      send: { duid: b64(r.send.duid), iaid: r.send.iaid, oro: r.send.oro, ...(r.send.fqdn ? { fqdn: b64(r.send.fqdn) } : {}) },
-      binding: { address: r.binding.address, serverId: b64(r.binding.serverId), reply: b64(r.binding.reply), ...times },
-    };
+  const body =
+    r.family === "ipv4"
+      ? {
+          format: FORMAT,
+          ...attachment,
+          send: {
+            clientIdOption: b64(r.send.clientIdOption),
+            options: [...r.send.options].map(([code, v]) => [code, b64(v)]),
+            requestList: r.send.requestList,
+          },
+          binding: { address: r.binding.address, server: r.binding.server, mac: b64(r.binding.mac), ack: b64(r.binding.ack), ...times },
+        }
+      : {
+          format: FORMAT,
+          family: r.family,
+          ...attachment,
+          send: { duid: b64(r.send.duid), iaid: r.send.iaid, oro: r.send.oro, ...(r.send.fqdn ? { fqdn: b64(r.send.fqdn) } : {}) },
+          binding: { address: r.binding.address, serverId: b64(r.binding.serverId), reply: b64(r.binding.reply), ...times },
+        };
   return `${JSON.stringify(body, null, 2)}\n`;
 }
 
@@ -107,8 +115,11 @@ export function decodeLeaseRecord(text: string): LeaseRecord {
   const family = top["family"] ?? "ipv4";
   if (family !== "ipv4" && family !== "ipv6") throw new BadRecord(`family ${JSON.stringify(family)} is neither "ipv4" nor "ipv6"`);
   const attachment = {
-    clientID: str(top, "clientID", ""), containerID: str(top, "containerID", ""), network: str(top, "network", ""),
-    ifName: str(top, "ifName", ""), netns: str(top, "netns", ""),
+    clientID: str(top, "clientID", ""),
+    containerID: str(top, "containerID", ""),
+    network: str(top, "network", ""),
+    ifName: str(top, "ifName", ""),
+    netns: str(top, "netns", ""),
   };
   const send = obj(top["send"], "send");
   const b = obj(top["binding"], "binding");
@@ -118,8 +129,14 @@ export function decodeLeaseRecord(text: string): LeaseRecord {
     if (!codes(send["oro"], 0xffff)) throw new BadRecord("send.oro is not a list of option codes");
     const serverId = bytes(b, "serverId", "binding.");
     return {
-      family, ...attachment,
-      send: { duid: bytes(send, "duid", "send."), iaid: iaid as number, oro: send["oro"], ...(send["fqdn"] !== undefined ? { fqdn: bytes(send, "fqdn", "send.") } : {}) },
+      family,
+      ...attachment,
+      send: {
+        duid: bytes(send, "duid", "send."),
+        iaid: iaid as number,
+        oro: send["oro"],
+        ...(send["fqdn"] !== undefined ? { fqdn: bytes(send, "fqdn", "send.") } : {}),
+      },
       binding: { address: str(b, "address", "binding."), serverId, server: hexOf(serverId, ":"), reply: bytes(b, "reply", "binding."), ...times(b) },
     };
   }
@@ -127,17 +144,24 @@ export function decodeLeaseRecord(text: string): LeaseRecord {
   if (!Array.isArray(options)) throw new BadRecord("send.options is not a list");
   if (!codes(send["requestList"], 255)) throw new BadRecord("send.requestList is not a list of option codes");
   return {
-    family, ...attachment,
+    family,
+    ...attachment,
     send: {
       clientIdOption: bytes(send, "clientIdOption", "send."),
-      options: new Map(options.map((o, i) => {
-        if (!Array.isArray(o) || !Number.isInteger(o[0]) || o[0] < 0 || o[0] > 255 || typeof o[1] !== "string") throw new BadRecord(`send.options[${i}] is not [code, base64]`);
-        return [o[0] as number, Uint8Array.from(Buffer.from(o[1], "base64"))];
-      })),
+      options: new Map(
+        options.map((o, i) => {
+          if (!Array.isArray(o) || !Number.isInteger(o[0]) || o[0] < 0 || o[0] > 255 || typeof o[1] !== "string")
+            throw new BadRecord(`send.options[${i}] is not [code, base64]`);
+          return [o[0] as number, Uint8Array.from(Buffer.from(o[1], "base64"))];
+        }),
+      ),
       requestList: send["requestList"],
     },
     binding: {
-      address: str(b, "address", "binding."), server: str(b, "server", "binding."), mac: bytes(b, "mac", "binding."), ack: bytes(b, "ack", "binding."),
+      address: str(b, "address", "binding."),
+      server: str(b, "server", "binding."),
+      mac: bytes(b, "mac", "binding."),
+      ack: bytes(b, "ack", "binding."),
       ...times(b),
     },
   };
@@ -187,12 +211,15 @@ export class LeaseStore {
         problems.push(`${file}: ${text === "" ? "empty" : `torn (${messageOf(e)})`}: removed`);
         try {
           removeStateFile(file);
-        } catch { /* reported already */ }
+        } catch {
+          /* reported already */
+        }
         continue;
       }
       try {
         const r = decodeLeaseRecord(text);
-        if (leaseFileName(r.clientID, r.family) !== name) throw new BadRecord(`it holds the ${r.family} lease of ${r.clientID}, whose file is ${leaseFileName(r.clientID, r.family)}`);
+        if (leaseFileName(r.clientID, r.family) !== name)
+          throw new BadRecord(`it holds the ${r.family} lease of ${r.clientID}, whose file is ${leaseFileName(r.clientID, r.family)}`);
         records.push(r);
       } catch (e) {
         problems.push(`${file}: ${messageOf(e)}`);

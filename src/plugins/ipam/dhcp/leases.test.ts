@@ -20,9 +20,14 @@ const tempDir = useTempDirs("tscni-dhcp-leases-");
 /** The lease files in `dir` (a save under way shows a temp file beside them for a moment). */
 const leaseFiles = (dir: string) => readdirSync(dir).filter((f) => /^lease-[0-9a-f]+\.json$/.test(f));
 
-const config = (ipam: Record<string, unknown> = {}, name = "net1") => Buffer.from(JSON.stringify({ cniVersion: "1.0.0", name, type: "dhcp", ipam: { type: "dhcp", ...ipam } }));
+const config = (ipam: Record<string, unknown> = {}, name = "net1") =>
+  Buffer.from(JSON.stringify({ cniVersion: "1.0.0", name, type: "dhcp", ipam: { type: "dhcp", ...ipam } }));
 
-function attachment(world: FakeWorld, ctr: string, opts: { ifName?: string; cniArgs?: string; ipam?: Record<string, unknown>; name?: string } = {}): WireArgs {
+function attachment(
+  world: FakeWorld,
+  ctr: string,
+  opts: { ifName?: string; cniArgs?: string; ipam?: Record<string, unknown>; name?: string } = {},
+): WireArgs {
   const ifName = opts.ifName ?? "eth0";
   const netns = `/run/netns/${ctr}`;
   world.addLink(netns, ifName);
@@ -37,7 +42,10 @@ describe("acquiring", () => {
     assert.deepEqual(result, {
       cniVersion: "1.1.0",
       ips: [{ address: "10.9.0.10/24", gateway: "10.9.0.1" }],
-      routes: [{ dst: "10.99.0.0/16", gw: "10.9.0.1" }, { dst: "0.0.0.0/0", gw: "10.9.0.1" }],
+      routes: [
+        { dst: "10.99.0.0/16", gw: "10.9.0.1" },
+        { dst: "0.0.0.0/0", gw: "10.9.0.1" },
+      ],
       dns: { nameservers: ["10.9.0.53", "10.9.0.54"] },
     });
     const [discover, request] = world.server.received;
@@ -51,7 +59,10 @@ describe("acquiring", () => {
     }
     assert.ok(request!.msg.options.has(Option.RequestedIP) && request!.msg.options.has(Option.ServerID), "REQUEST names the offer and its server");
     assert.ok(world.saved.has("c1/net1/eth0"), "the lease is saved before ADD answers");
-    assert.ok(world.opened.every((s) => s.closed), "the exchange's sockets are closed");
+    assert.ok(
+      world.opened.every((s) => s.closed),
+      "the exchange's sockets are closed",
+    );
     await leases.shutdown();
   });
 
@@ -61,7 +72,10 @@ describe("acquiring", () => {
       world.settings = { ...world.settings, broadcast };
       const leases = new LeaseManager(world);
       await leases.add(attachment(world, "c1"));
-      assert.deepEqual(world.server.received.map((r) => r.msg.flags), broadcast ? [0x8000, 0x8000] : [0, 0]);
+      assert.deepEqual(
+        world.server.received.map((r) => r.msg.flags),
+        broadcast ? [0x8000, 0x8000] : [0, 0],
+      );
       await leases.shutdown();
     }
   });
@@ -74,7 +88,10 @@ describe("acquiring", () => {
     const before = world.server.received.length;
     const again = await leases.add({ ...a, stdinData: config({ priority: 77 }) });
     assert.equal(world.server.received.length, before);
-    assert.deepEqual(again.routes!.map((r) => r.priority), [77, 77]);
+    assert.deepEqual(
+      again.routes!.map((r) => r.priority),
+      [77, 77],
+    );
     await leases.shutdown();
   });
 
@@ -93,7 +110,10 @@ describe("acquiring", () => {
     world.settings = { ...world.settings, timeoutMs: 1000, resendTimeoutMs: 6000 };
     const leases = new LeaseManager(world);
     const started = world.clock.now();
-    const pending = leases.add(attachment(world, "c1")).then(() => undefined, (e: unknown) => e);
+    const pending = leases.add(attachment(world, "c1")).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     await world.clock.advance(10_000);
     const err = (await pending) as { code: number; msg: string };
     assert.equal(err.code, 11);
@@ -110,7 +130,10 @@ describe("acquiring", () => {
     world.server.refuse = true;
     world.settings = { ...world.settings, resendTimeoutMs: 3000 };
     const leases = new LeaseManager(world);
-    const pending = leases.add(attachment(world, "c1")).then(() => undefined, (e: unknown) => e);
+    const pending = leases.add(attachment(world, "c1")).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     await world.clock.advance(5000);
     assert.match(((await pending) as Error).message, /DHCPNAK from 10\.9\.0\.1 for 10\.9\.0\.10 \(wrong network\) within 3s \(5 tries\)/);
     assert.equal(world.server.got(MessageType.Discover).length, 5, "at 0 s four times (the first and three restarts), then at 2 s");
@@ -167,7 +190,10 @@ describe("acquiring", () => {
   test("a bad config is code 7 naming the option, before any DHCP", async () => {
     const world = new FakeWorld();
     const leases = new LeaseManager(world);
-    await assert.rejects(leases.add(attachment(world, "c1", { ipam: { request: [{ option: "no-such" }] } })), { code: 7, msg: /ipam\.request\[0\]\.option.*no-such/ });
+    await assert.rejects(leases.add(attachment(world, "c1", { ipam: { request: [{ option: "no-such" }] } })), {
+      code: 7,
+      msg: /ipam\.request\[0\]\.option.*no-such/,
+    });
     assert.equal(world.server.received.length, 0);
   });
 });
@@ -311,11 +337,30 @@ describe("releasing", () => {
     await leases.add(attachment(world, "keep"));
     await leases.add(attachment(world, "stale"));
     await leases.add(attachment(world, "other", { name: "net2" }));
-    const gc = { containerID: "", netns: "", ifName: "", args: "", path: "", stdinData: Buffer.from(JSON.stringify({
-      cniVersion: "1.1.0", name: "net1", type: "dhcp", ipam: { type: "dhcp" }, "cni.dev/valid-attachments": [{ containerID: "keep", ifname: "eth0" }],
-    })) };
+    const gc = {
+      containerID: "",
+      netns: "",
+      ifName: "",
+      args: "",
+      path: "",
+      stdinData: Buffer.from(
+        JSON.stringify({
+          cniVersion: "1.1.0",
+          name: "net1",
+          type: "dhcp",
+          ipam: { type: "dhcp" },
+          "cni.dev/valid-attachments": [{ containerID: "keep", ifname: "eth0" }],
+        }),
+      ),
+    };
     assert.equal(await leases.gc(gc), 1);
-    assert.deepEqual(leases.records().map((r) => r.clientID).sort(), ["keep/net1/eth0", "other/net2/eth0"]);
+    assert.deepEqual(
+      leases
+        .records()
+        .map((r) => r.clientID)
+        .sort(),
+      ["keep/net1/eth0", "other/net2/eth0"],
+    );
     assert.equal(world.server.got(MessageType.Release).length, 1);
     await leases.shutdown();
   });
@@ -355,7 +400,10 @@ describe("restarting", () => {
     const { records, problems } = await store.loadAll();
     assert.deepEqual(problems, []);
     await after.resume(records);
-    assert.deepEqual(after.records().map((r) => r.clientID), ["kept/net1/eth0"]);
+    assert.deepEqual(
+      after.records().map((r) => r.clientID),
+      ["kept/net1/eth0"],
+    );
     assert.equal(leaseFiles(dir).length, 1, "the lease whose interface is gone is dropped");
     await settle();
     const renewal = second.server.got(MessageType.Request)[0];

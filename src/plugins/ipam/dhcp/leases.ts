@@ -95,8 +95,12 @@ class HeldLease {
    * `view`: the namespace as the caller that asked for the lease saw it (the daemon may not see its path: another
    * mount namespace); without one (a lease taken up from disk) the path under -hostprefix.
    */
-  constructor(public record: LeaseRecord, private readonly world: LeaseWorld, private readonly onEnd: (lease: HeldLease, reason: string) => void,
-    private readonly view?: CallerFile) {}
+  constructor(
+    public record: LeaseRecord,
+    private readonly world: LeaseWorld,
+    private readonly onEnd: (lease: HeldLease, reason: string) => void,
+    private readonly view?: CallerFile,
+  ) {}
 
   get netnsPath(): string {
     return this.view?.path ?? this.world.hostPrefix + this.record.netns;
@@ -147,7 +151,8 @@ class HeldLease {
     log(`${clientID}: ${why}; removing it from ${ifName}`);
     await this.world.removeAddress6(this.netnsPath, ifName, binding.address).then(
       (removed) => removed || log(`${clientID}: ${binding.address} was not on ${ifName}`),
-      (e: Error) => log(`${clientID}: cannot remove ${binding.address} from ${ifName}: ${e.message}`));
+      (e: Error) => log(`${clientID}: cannot remove ${binding.address} from ${ifName}: ${e.message}`),
+    );
   }
 
   private async keep(graceUntil: number): Promise<void> {
@@ -188,7 +193,9 @@ class HeldLease {
         const renewed = outcome.record.binding;
         graceUntil = 0;
         await this.world.store.save(this.record).catch((e: Error) => log(`${clientID}: cannot save the lease: ${e.message}`));
-        log(`${clientID}: ${mode === "renew" ? "renewed" : "rebound"} ${b.address} with ${renewed.server}; renew at ${at(renewed.renewAt)}, expires at ${at(renewed.expiresAt)}`);
+        log(
+          `${clientID}: ${mode === "renew" ? "renewed" : "rebound"} ${b.address} with ${renewed.server}; renew at ${at(renewed.renewAt)}, expires at ${at(renewed.expiresAt)}`,
+        );
         continue;
       }
       if ("nak" in outcome) {
@@ -222,7 +229,10 @@ export class LeaseManager {
   /** Runs `op` after every earlier operation on `key` has finished. */
   private serial<T>(key: string, op: () => Promise<T>): Promise<T> {
     const run = (this.queues.get(key) ?? Promise.resolve()).then(op);
-    const tail = run.then(() => undefined, () => undefined);
+    const tail = run.then(
+      () => undefined,
+      () => undefined,
+    );
     this.queues.set(key, tail);
     void tail.then(() => {
       if (this.queues.get(key) === tail) this.queues.delete(key);
@@ -256,7 +266,8 @@ export class LeaseManager {
           throw failure(`the ${protocolOf(family)} lease of ${key} is held, but ${args.ifName} does not exist in ${args.netns}`);
         }
         const b = lease.record.binding;
-        if (this.world.clock.now() >= b.expiresAt) throw failure(`the ${protocolOf(family)} lease of ${b.address} for ${key} expired at ${at(b.expiresAt)}`);
+        if (this.world.clock.now() >= b.expiresAt)
+          throw failure(`the ${protocolOf(family)} lease of ${b.address} for ${key} expired at ${at(b.expiresAt)}`);
       }
     });
   }
@@ -272,7 +283,13 @@ export class LeaseManager {
   async gc(args: WireArgs): Promise<number> {
     const conf = parseDhcpBasics(args.stdinData);
     const valid = (r: LeaseRecord) => conf.validAttachments.some((a: GCAttachment) => a.containerID === r.containerID && a.ifname === r.ifName);
-    const stale = [...new Set(this.records().filter((r) => r.network === conf.name && !valid(r)).map((r) => r.clientID))];
+    const stale = [
+      ...new Set(
+        this.records()
+          .filter((r) => r.network === conf.name && !valid(r))
+          .map((r) => r.clientID),
+      ),
+    ];
     await Promise.all(stale.map((key) => this.serial(key, () => this.drop(key, "GC"))));
     return stale.length;
   }
@@ -296,7 +313,14 @@ export class LeaseManager {
     for (const r of fresh) await this.dropOne(r.family, key, "rolling back: the other family's lease could not be had");
     const undone = fresh.map((r) => ` (the ${protocolOf(r.family)} lease of ${r.binding.address} acquired meanwhile was released)`).join("");
     if (failures.length === 1 && !undone) throw failures[0];
-    throw cniError(failures[0]!.code, `${failures.map((e) => e.msg).join("; ")}${undone}`, failures.map((e) => e.details).filter(Boolean).join("; "));
+    throw cniError(
+      failures[0]!.code,
+      `${failures.map((e) => e.msg).join("; ")}${undone}`,
+      failures
+        .map((e) => e.details)
+        .filter(Boolean)
+        .join("; "),
+    );
   }
 
   /** The held lease of `family` for this attachment, acquiring one (and dropping another attachment's) when needed. */
@@ -312,10 +336,13 @@ export class LeaseManager {
       throw e instanceof CniError ? e : this.world.describeOpenError(e);
     }
     try {
-      const described = record.family === "ipv4" ? `${record.binding.address}/${leasePrefix(decodeMessage(record.binding.ack))}` : `${record.binding.address}/128`; // (DHCPv6 gives no prefix: options6.ts)
+      const described =
+        record.family === "ipv4" ? `${record.binding.address}/${leasePrefix(decodeMessage(record.binding.ack))}` : `${record.binding.address}/128`; // (DHCPv6 gives no prefix: options6.ts)
       await this.world.store.save(record);
       const b = record.binding;
-      this.world.log(`${key}: acquired ${described} from ${b.server} on ${args.ifName} in ${args.netns}; renew at ${at(b.renewAt)}, expires at ${at(b.expiresAt)}`);
+      this.world.log(
+        `${key}: acquired ${described} from ${b.server} on ${args.ifName} in ${args.netns}; renew at ${at(b.renewAt)}, expires at ${at(b.expiresAt)}`,
+      );
     } catch (e) {
       // a lease the result cannot describe, or that cannot be kept, is given back
       await this.sendRelease(record, this.netnsPathOf(args), undefined, (m) => args.view?.inCallerTerms(m) ?? m);
@@ -335,16 +362,46 @@ export class LeaseManager {
   private async acquire4(key: string, args: WireArgs, conf: DhcpConfig): Promise<LeaseRecord4> {
     const send = { clientIdOption: clientIdOption(key), options: conf.sendOptions, requestList: conf.requestList };
     const netnsPath = this.netnsPathOf(args);
-    const binding = await acquire(() => this.world.open(netnsPath, args.ifName, true), send, this.world.settings, this.world.clock, this.stopping.signal);
-    return { family: "ipv4", clientID: key, containerID: args.containerID, network: conf.name, ifName: args.ifName, netns: args.netns, send, binding };
+    const binding = await acquire(
+      () => this.world.open(netnsPath, args.ifName, true),
+      send,
+      this.world.settings,
+      this.world.clock,
+      this.stopping.signal,
+    );
+    return {
+      family: "ipv4",
+      clientID: key,
+      containerID: args.containerID,
+      network: conf.name,
+      ifName: args.ifName,
+      netns: args.netns,
+      send,
+      binding,
+    };
   }
 
   private async acquire6(key: string, args: WireArgs, conf: DhcpConfig): Promise<LeaseRecord6> {
     const { clock, settings } = this.world;
     const netnsPath = this.netnsPathOf(args);
     const base = { ...sendSpec6(key, conf.sendOptions), duid: duidSource(conf.duidKind, key, () => clock.now()) };
-    const { binding, spec } = await acquire6((readyBy) => this.world.open6(netnsPath, args.ifName, { bringUp: true, readyBy }), base, settings, clock, this.stopping.signal);
-    return { family: "ipv6", clientID: key, containerID: args.containerID, network: conf.name, ifName: args.ifName, netns: args.netns, send: spec, binding };
+    const { binding, spec } = await acquire6(
+      (readyBy) => this.world.open6(netnsPath, args.ifName, { bringUp: true, readyBy }),
+      base,
+      settings,
+      clock,
+      this.stopping.signal,
+    );
+    return {
+      family: "ipv6",
+      clientID: key,
+      containerID: args.containerID,
+      network: conf.name,
+      ifName: args.ifName,
+      netns: args.netns,
+      send: spec,
+      binding,
+    };
   }
 
   /** Stops and releases the held leases of `key` (of both families) and removes their files. */
@@ -373,9 +430,11 @@ export class LeaseManager {
       const how = await releaseRecord(this.world, r, netnsPath);
       this.world.log(`${r.clientID}: released ${r.binding.address} (${why}): ${how}`);
     } catch (e) {
-      this.world.log(this.world.isGone(e)
-        ? `${r.clientID}: dropped ${r.binding.address} without a RELEASE (${why}): ${words(messageOf(e))}`
-        : `${r.clientID}: could not release ${r.binding.address} (${why}): ${words(messageOf(e))}`);
+      this.world.log(
+        this.world.isGone(e)
+          ? `${r.clientID}: dropped ${r.binding.address} without a RELEASE (${why}): ${words(messageOf(e))}`
+          : `${r.clientID}: could not release ${r.binding.address} (${why}): ${words(messageOf(e))}`,
+      );
     }
   }
 
@@ -414,7 +473,9 @@ export class LeaseManager {
       this.held[r.family].set(r.clientID, lease);
       const now = this.world.clock.now();
       lease.start(now >= r.binding.expiresAt ? now + this.world.settings.resendTimeoutMs : 0);
-      this.world.log(`${r.clientID}: resumed the lease of ${r.binding.address} on ${r.ifName} in ${r.netns}; renew at ${at(r.binding.renewAt)}, expires at ${at(r.binding.expiresAt)}`);
+      this.world.log(
+        `${r.clientID}: resumed the lease of ${r.binding.address} on ${r.ifName} in ${r.netns}; renew at ${at(r.binding.renewAt)}, expires at ${at(r.binding.expiresAt)}`,
+      );
     }
   }
 

@@ -33,7 +33,11 @@ function world6(store?: LeaseStore): FakeWorld {
   return world;
 }
 
-const failure = (p: Promise<unknown>) => p.then(() => assert.fail("expected a failure"), (e: unknown) => e as { code: number; msg: string });
+const failure = (p: Promise<unknown>) =>
+  p.then(
+    () => assert.fail("expected a failure"),
+    (e: unknown) => e as { code: number; msg: string },
+  );
 
 describe("acquiring", () => {
   test("IPv6 alone: the address as /128, no routes, DNS from options 23 and 24; the DUID-LL of the interface", async () => {
@@ -41,14 +45,20 @@ describe("acquiring", () => {
     const leases = new LeaseManager(world);
     const result = await leases.add(attachment(world, "c1", { ipam: { families: ["ipv6"] }, cniArgs: "K8S_POD_NAME=web-0" }));
     assert.deepEqual(result, {
-      cniVersion: "1.1.0", ips: [{ address: "fd00:9::10/128" }], routes: [],
+      cniVersion: "1.1.0",
+      ips: [{ address: "fd00:9::10/128" }],
+      routes: [],
       dns: { nameservers: ["fd00:9::53", "fd00:9::54"], search: ["tscni.test"] },
     });
     assert.equal(world.server.received.length, 0, "no DHCPv4");
     const [solicit, request] = world.server6.received;
     assert.deepEqual([solicit!.type, request!.type], [Message6.Solicit, Message6.Request]);
     assert.deepEqual(firstOption(solicit!.msg.options, Option6.ClientID), Uint8Array.of(0, 3, 0, 1, 2, 0, 0, 0, 0, 0), "DUID-LL of eth0's MAC");
-    assert.deepEqual(firstOption(solicit!.msg.options, Option6.ClientFQDN), Uint8Array.from([0, 5, ...Buffer.from("web-0")]), "the pod name as the client's name");
+    assert.deepEqual(
+      firstOption(solicit!.msg.options, Option6.ClientFQDN),
+      Uint8Array.from([0, 5, ...Buffer.from("web-0")]),
+      "the pod name as the client's name",
+    );
     const saved = world.saved.get("ipv6 c1/net1/eth0") as LeaseRecord6;
     assert.equal(saved.binding.address, "fd00:9::10");
     assert.equal(saved.send.iaid, decodeIaNa(firstOption(request!.msg.options, Option6.IANA)!).iaid);
@@ -63,7 +73,10 @@ describe("acquiring", () => {
     assert.deepEqual(result, {
       cniVersion: "1.1.0",
       ips: [{ address: "10.9.0.10/24", gateway: "10.9.0.1" }, { address: "fd00:9::10/128" }],
-      routes: [{ dst: "10.99.0.0/16", gw: "10.9.0.1" }, { dst: "0.0.0.0/0", gw: "10.9.0.1" }],
+      routes: [
+        { dst: "10.99.0.0/16", gw: "10.9.0.1" },
+        { dst: "0.0.0.0/0", gw: "10.9.0.1" },
+      ],
       dns: { nameservers: ["10.9.0.53", "10.9.0.54", "fd00:9::53", "fd00:9::54"], search: ["tscni.test"] },
     });
     assert.deepEqual([...world.saved.keys()].sort(), ["c1/net1/eth0", "ipv6 c1/net1/eth0"]);
@@ -100,7 +113,10 @@ describe("acquiring", () => {
     await world.clock.advance(5000);
     const err = await pending;
     assert.equal(err.code, 11);
-    assert.equal(err.msg, "no DHCPv6 lease for eth0 in /run/netns/c1: no ADVERTISE within 3s (2 SOLICITs) (the DHCPv4 lease of 10.9.0.10 acquired meanwhile was released)");
+    assert.equal(
+      err.msg,
+      "no DHCPv6 lease for eth0 in /run/netns/c1: no ADVERTISE within 3s (2 SOLICITs) (the DHCPv4 lease of 10.9.0.10 acquired meanwhile was released)",
+    );
     assert.equal(world.server.got(MessageType.Release).length, 1);
     assert.equal(world.server.bindings.size, 0, "the DHCPv4 server has no binding left");
     assert.deepEqual(leases.records(), []);
@@ -116,7 +132,10 @@ describe("acquiring", () => {
     await world.clock.advance(5000);
     const err = await pending;
     assert.equal(err.code, 11);
-    assert.match(err.msg, /^no DHCP lease for eth0 in \/run\/netns\/c1: no DHCPOFFER within 3s \(1 try\) \(the DHCPv6 lease of fd00:9::10 acquired meanwhile was released\)$/);
+    assert.match(
+      err.msg,
+      /^no DHCP lease for eth0 in \/run\/netns\/c1: no DHCPOFFER within 3s \(1 try\) \(the DHCPv6 lease of fd00:9::10 acquired meanwhile was released\)$/,
+    );
     assert.equal(world.server6.got(Message6.Release).length, 1);
     assert.equal(world.server6.bindings.size, 0);
     assert.deepEqual(leases.records(), []);
@@ -141,7 +160,10 @@ describe("acquiring", () => {
     const a = attachment(world, "c1", { ipam: { families: ["ipv4"] } });
     await leases.add(a);
     await leases.check({ ...a, stdinData: config() });
-    assert.deepEqual(leases.records().map((r) => r.family), ["ipv4", "ipv6"]);
+    assert.deepEqual(
+      leases.records().map((r) => r.family),
+      ["ipv4", "ipv6"],
+    );
     await leases.check({ ...a, stdinData: config() });
     assert.equal(world.server6.got(Message6.Solicit).length, 1);
     await leases.shutdown();
@@ -180,7 +202,10 @@ describe("upkeep", () => {
     await settle();
     assert.deepEqual(world.removed6, ["/run/netns/c1/eth0 fd00:9::10"]);
     assert.deepEqual(world.down, [], "the link stays up");
-    assert.deepEqual(leases.records().map((r) => r.family), ["ipv4"]);
+    assert.deepEqual(
+      leases.records().map((r) => r.family),
+      ["ipv4"],
+    );
     assert.deepEqual([...world.saved.keys()], ["c1/net1/eth0"]);
     assert.match(world.lines.join("\n"), /lease of fd00:9::10 expired at .*; removing it from eth0/);
     await leases.shutdown();
@@ -195,7 +220,10 @@ describe("upkeep", () => {
     await settle();
     assert.deepEqual(world.removed6, ["/run/netns/c1/eth0 fd00:9::10"]);
     assert.deepEqual(leases.records(), []);
-    assert.match(world.lines.join("\n"), /the server refused fd00:9::10 \(REPLY from .* ends fd00:9::10 \(valid lifetime 0\)\); removing it from eth0/);
+    assert.match(
+      world.lines.join("\n"),
+      /the server refused fd00:9::10 \(REPLY from .* ends fd00:9::10 \(valid lifetime 0\)\); removing it from eth0/,
+    );
   });
 });
 
@@ -234,11 +262,27 @@ describe("releasing", () => {
     const leases = new LeaseManager(world);
     await leases.add(attachment(world, "keep"));
     await leases.add(attachment(world, "stale"));
-    const gc = { containerID: "", netns: "", ifName: "", args: "", path: "", stdinData: Buffer.from(JSON.stringify({
-      cniVersion: "1.1.0", name: "net1", type: "dhcp", ipam: { type: "dhcp" }, "cni.dev/valid-attachments": [{ containerID: "keep", ifname: "eth0" }],
-    })) };
+    const gc = {
+      containerID: "",
+      netns: "",
+      ifName: "",
+      args: "",
+      path: "",
+      stdinData: Buffer.from(
+        JSON.stringify({
+          cniVersion: "1.1.0",
+          name: "net1",
+          type: "dhcp",
+          ipam: { type: "dhcp" },
+          "cni.dev/valid-attachments": [{ containerID: "keep", ifname: "eth0" }],
+        }),
+      ),
+    };
     assert.equal(await leases.gc(gc), 1);
-    assert.deepEqual(leases.records().map((r) => `${r.family} ${r.clientID}`), ["ipv4 keep/net1/eth0", "ipv6 keep/net1/eth0"]);
+    assert.deepEqual(
+      leases.records().map((r) => `${r.family} ${r.clientID}`),
+      ["ipv4 keep/net1/eth0", "ipv6 keep/net1/eth0"],
+    );
     assert.equal(world.server6.got(Message6.Release).length, 1);
     await leases.shutdown();
   });

@@ -19,7 +19,12 @@ import { callDaemon, type Method } from "./protocol.js";
 async function call(method: Method, args: CmdArgs) {
   const conf = method === "ADD" || method === "CHECK" ? parseDhcpConfig(args.stdinData, args.args) : parseDhcpBasics(args.stdinData);
   return callDaemon(conf.socketPath, method, {
-    containerID: args.containerID, netns: args.netns, ifName: args.ifName, args: args.args, path: args.path, stdinData: args.stdinData,
+    containerID: args.containerID,
+    netns: args.netns,
+    ifName: args.ifName,
+    args: args.args,
+    path: args.path,
+    stdinData: args.stdinData,
   });
 }
 

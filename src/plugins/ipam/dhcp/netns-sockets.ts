@@ -30,7 +30,6 @@ import { inThreadNetns, NetnsEnterError } from "../../../sys/thread-netns.js";
 import { decodeIpUdp, DhcpFormatError, encodeIpUdp, ipv4Bytes, ipv4Text } from "./packet.js";
 import { failure } from "../../../spec/errors.js";
 
-
 /** The libc functions the sockets use. */
 export interface Libc {
   socket: (domain: number, type: number, protocol: number) => number;
@@ -123,7 +122,10 @@ export class NetnsGoneError extends Error {
 
 /** The interface does not exist in the namespace (any more). */
 export class LinkGoneError extends Error {
-  constructor(readonly ifName: string, readonly netns: string) {
+  constructor(
+    readonly ifName: string,
+    readonly netns: string,
+  ) {
     super(`interface ${ifName} does not exist in ${netns}`);
     this.name = "LinkGoneError";
   }
@@ -142,7 +144,10 @@ export class OwnNetnsError extends Error {
 
 /** A system call failed; `errno` is the kernel's reason. */
 export class SocketError extends Error {
-  constructor(operation: string, readonly errno: number) {
+  constructor(
+    operation: string,
+    readonly errno: number,
+  ) {
     super(`${operation}: ${errnoText(errno)}`);
     this.name = "SocketError";
   }
@@ -170,10 +175,16 @@ let daemonNetns: string | undefined;
 export function inNetns<T>(f: Ffi, netnsPath: string, make: () => T): T {
   const own = (daemonNetns ??= threadNetns());
   try {
-    return inThreadNetns(f.libc.setns, f.errno, netnsPath, () => {
-      if (threadNetns() === own) throw new OwnNetnsError(netnsPath);
-      return make();
-    }, "dhcp");
+    return inThreadNetns(
+      f.libc.setns,
+      f.errno,
+      netnsPath,
+      () => {
+        if (threadNetns() === own) throw new OwnNetnsError(netnsPath);
+        return make();
+      },
+      "dhcp",
+    );
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code === "ENOENT") throw new NetnsGoneError(netnsPath);
     if (e instanceof NetnsEnterError) throw new SocketError(`entering network namespace ${netnsPath}`, e.errno ?? 0);
@@ -478,7 +489,9 @@ class OpenSockets extends PolledReceiver implements DhcpSockets {
 
   /** The UDP socket gets unicast replies too (the packet socket already has them): keep its queue empty. */
   private drainUdpSocket(): void {
-    while (Number(this.f.libc.recvfrom(this.udpFd, this.buffer, this.buffer.length, MSG_DONTWAIT | MSG_TRUNC, this.from, this.fromLen)) >= 0) { /* discard */ }
+    while (Number(this.f.libc.recvfrom(this.udpFd, this.buffer, this.buffer.length, MSG_DONTWAIT | MSG_TRUNC, this.from, this.fromLen)) >= 0) {
+      /* discard */
+    }
   }
 
   close(): void {

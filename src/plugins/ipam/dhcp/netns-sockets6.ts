@@ -15,8 +15,22 @@
 import { readFileSync, writeFileSync } from "node:fs";
 import type { Dhcp6Sockets } from "./client6.js";
 import {
-  inNetns, int32Option, linkInfo, MSG_DONTWAIT, MSG_TRUNC, newSocket, PolledReceiver, requireFfi, setOption, setUp,
-  SO_BINDTODEVICE, SO_REUSEADDR, SocketError, waitRunning, withProbeSocket, type Ffi,
+  inNetns,
+  int32Option,
+  linkInfo,
+  MSG_DONTWAIT,
+  MSG_TRUNC,
+  newSocket,
+  PolledReceiver,
+  requireFfi,
+  setOption,
+  setUp,
+  SO_BINDTODEVICE,
+  SO_REUSEADDR,
+  SocketError,
+  waitRunning,
+  withProbeSocket,
+  type Ffi,
 } from "./netns-sockets.js";
 import { ipv6Bytes, ipv6Text } from "./packet6.js";
 
@@ -62,10 +76,19 @@ function threadAddresses6(): InetAddress6[] {
     if ((e as NodeJS.ErrnoException).code === "ENOENT") return []; // IPv6 off in the kernel (ipv6.disable=1)
     throw e;
   }
-  return text.split("\n").filter(Boolean).map((line) => {
-    const [hex, index, prefix, scope, flags] = line.trim().split(/\s+/);
-    return { address: ipv6Text(Buffer.from(hex!, "hex")), index: parseInt(index!, 16), prefix: parseInt(prefix!, 16), scope: parseInt(scope!, 16), flags: parseInt(flags!, 16) };
-  });
+  return text
+    .split("\n")
+    .filter(Boolean)
+    .map((line) => {
+      const [hex, index, prefix, scope, flags] = line.trim().split(/\s+/);
+      return {
+        address: ipv6Text(Buffer.from(hex!, "hex")),
+        index: parseInt(index!, 16),
+        prefix: parseInt(prefix!, 16),
+        scope: parseInt(scope!, 16),
+        flags: parseInt(flags!, 16),
+      };
+    });
 }
 
 /** Turns IPv6 on for `ifName` when it is off (in the calling thread's namespace); throws when the kernel has no IPv6. */
@@ -94,9 +117,11 @@ async function usableLinkLocal(f: Ffi, netns: string, ifName: string, index: num
     if (failed) throw new LinkLocalError(`duplicate address detection failed for ${failed.address}, the link-local address of ${ifName} in ${netns}`);
     if (Date.now() >= readyBy) {
       const tentative = linkLocal[0];
-      throw new LinkLocalError(tentative
-        ? `the link-local address ${tentative.address} of ${ifName} in ${netns} is still tentative (duplicate address detection has not finished)`
-        : `${ifName} in ${netns} has no IPv6 link-local address (IPv6 off on it, or the link not up)`);
+      throw new LinkLocalError(
+        tentative
+          ? `the link-local address ${tentative.address} of ${ifName} in ${netns} is still tentative (duplicate address detection has not finished)`
+          : `${ifName} in ${netns} has no IPv6 link-local address (IPv6 off on it, or the link not up)`,
+      );
     }
     await new Promise((r) => setTimeout(r, DAD_POLL_MS));
   }
@@ -178,7 +203,8 @@ export async function openDhcp6Sockets(netns: string, ifName: string, opts: { br
     setOption(f, fd, SO_BINDTODEVICE, Buffer.from(`${ifName}\0`), `binding the UDPv6 socket to ${ifName}`);
     setOption(f, fd, IPV6_MULTICAST_IF, int32Option(info.index), "IPV6_MULTICAST_IF", IPPROTO_IPV6);
     const local = sockaddrIn6(linkLocal, DHCP6_CLIENT_PORT, info.index);
-    if (f.libc.bind(fd, local, local.length) !== 0) throw new SocketError(`binding [${linkLocal}]:${DHCP6_CLIENT_PORT} on ${ifName} in ${netns}`, f.errno());
+    if (f.libc.bind(fd, local, local.length) !== 0)
+      throw new SocketError(`binding [${linkLocal}]:${DHCP6_CLIENT_PORT} on ${ifName} in ${netns}`, f.errno());
     return new OpenSockets6(f, netns, ifName, info.index, info.hwType, info.mac, fd);
   } catch (e) {
     f.libc.close(fd);
@@ -191,16 +217,20 @@ export async function openDhcp6Sockets(netns: string, ifName: string, opts: { br
  * does not carry it. Throws as openDhcp6Sockets does for a missing link or namespace.
  */
 export async function removeAddress6(netns: string, ifName: string, address: string): Promise<boolean> {
-  return withProbeSocket(netns, (f, fd) => {
-    const { index } = linkInfo(f, fd, ifName, netns);
-    const configured = inNetns(f, netns, threadAddresses6).find((a) => a.index === index && a.address === address);
-    if (!configured) return false;
-    const req = new Uint8Array(24); // struct in6_ifreq { in6_addr; u32 prefixlen; int ifindex; }
-    req.set(ipv6Bytes(address), 0);
-    const view = new DataView(req.buffer);
-    view.setUint32(16, configured.prefix, true);
-    view.setInt32(20, index, true);
-    if (f.libc.ioctl(fd, SIOCDIFADDR, req) !== 0) throw new SocketError(`removing ${address} from ${ifName} in ${netns}`, f.errno());
-    return true;
-  }, AF_INET6);
+  return withProbeSocket(
+    netns,
+    (f, fd) => {
+      const { index } = linkInfo(f, fd, ifName, netns);
+      const configured = inNetns(f, netns, threadAddresses6).find((a) => a.index === index && a.address === address);
+      if (!configured) return false;
+      const req = new Uint8Array(24); // struct in6_ifreq { in6_addr; u32 prefixlen; int ifindex; }
+      req.set(ipv6Bytes(address), 0);
+      const view = new DataView(req.buffer);
+      view.setUint32(16, configured.prefix, true);
+      view.setInt32(20, index, true);
+      if (f.libc.ioctl(fd, SIOCDIFADDR, req) !== 0) throw new SocketError(`removing ${address} from ${ifName} in ${netns}`, f.errno());
+      return true;
+    },
+    AF_INET6,
+  );
 }

@@ -6,7 +6,14 @@
 
 /** DHCP message types (option 53). */
 export const MessageType = {
-  Discover: 1, Offer: 2, Request: 3, Decline: 4, Ack: 5, Nak: 6, Release: 7, Inform: 8,
+  Discover: 1,
+  Offer: 2,
+  Request: 3,
+  Decline: 4,
+  Ack: 5,
+  Nak: 6,
+  Release: 7,
+  Inform: 8,
 } as const;
 
 /** The option codes this client reads or writes. */
@@ -48,7 +55,7 @@ export const OPTION_NAMES: Readonly<Record<string, number>> = {
 
 /** An option code from its name or its decimal number (0-255, as Go's strconv.ParseUint(s, 10, 8)). */
 export function parseOptionName(text: string): number | undefined {
-  const named = Object.prototype.hasOwnProperty.call(OPTION_NAMES, text) ? OPTION_NAMES[text] : undefined;
+  const named = Object.hasOwn(OPTION_NAMES, text) ? OPTION_NAMES[text] : undefined;
   if (named !== undefined) return named;
   if (!/^[0-9]+$/.test(text)) return undefined;
   const n = Number(text);
@@ -61,7 +68,12 @@ export function parseOptionName(text: string): number | undefined {
  * them (a server sends option 121 only to clients that ask for it, RFC 3442).
  */
 export const DEFAULT_REQUESTED: readonly number[] = [
-  Option.SubnetMask, Option.Router, Option.DomainNameServer, Option.DomainName, Option.DomainSearch, Option.ClasslessStaticRoutes,
+  Option.SubnetMask,
+  Option.Router,
+  Option.DomainNameServer,
+  Option.DomainName,
+  Option.DomainSearch,
+  Option.ClasslessStaticRoutes,
 ];
 
 /**
@@ -69,5 +81,12 @@ export const DEFAULT_REQUESTED: readonly number[] = [
  * overload, message type, server identifier, parameter request list, maximum message size.
  */
 export const CLIENT_MANAGED: ReadonlySet<number> = new Set([
-  Option.Pad, Option.RequestedIP, Option.Overload, Option.MessageType, Option.ServerID, Option.ParameterRequestList, Option.MaxMessageSize, Option.End,
+  Option.Pad,
+  Option.RequestedIP,
+  Option.Overload,
+  Option.MessageType,
+  Option.ServerID,
+  Option.ParameterRequestList,
+  Option.MaxMessageSize,
+  Option.End,
 ]);

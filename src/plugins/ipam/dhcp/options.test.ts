@@ -42,25 +42,44 @@ describe("client identifier", () => {
 
 describe("the result of a lease", () => {
   test("address, gateway, option 121 routes (scope link without a router), DNS", () => {
-    const result = leaseResult(ack([
-      MASK, ROUTER,
-      [Option.ClasslessStaticRoutes, encodeClasslessRoutes([{ dst: "10.1.0.0/16", router: "192.168.4.254" }, { dst: "192.168.8.0/24", router: "0.0.0.0" }])],
-      [Option.StaticRoutes, Uint8Array.from([...ipv4Bytes("10.2.0.0"), ...ipv4Bytes("192.168.4.1")])],
-      [Option.DomainNameServer, Uint8Array.from([...ipv4Bytes("1.1.1.1"), ...ipv4Bytes("9.9.9.9")])],
-      [Option.DomainName, Uint8Array.from(Buffer.from("corp.example"))],
-      [Option.DomainSearch, encodeDomainSearch(["corp.example", "example"])],
-    ]), 0);
+    const result = leaseResult(
+      ack([
+        MASK,
+        ROUTER,
+        [
+          Option.ClasslessStaticRoutes,
+          encodeClasslessRoutes([
+            { dst: "10.1.0.0/16", router: "192.168.4.254" },
+            { dst: "192.168.8.0/24", router: "0.0.0.0" },
+          ]),
+        ],
+        [Option.StaticRoutes, Uint8Array.from([...ipv4Bytes("10.2.0.0"), ...ipv4Bytes("192.168.4.1")])],
+        [Option.DomainNameServer, Uint8Array.from([...ipv4Bytes("1.1.1.1"), ...ipv4Bytes("9.9.9.9")])],
+        [Option.DomainName, Uint8Array.from(Buffer.from("corp.example"))],
+        [Option.DomainSearch, encodeDomainSearch(["corp.example", "example"])],
+      ]),
+      0,
+    );
     assert.deepEqual(result, {
       cniVersion: "1.1.0",
       ips: [{ address: "192.168.7.20/22", gateway: "192.168.4.1" }],
-      routes: [{ dst: "10.1.0.0/16", gw: "192.168.4.254" }, { dst: "192.168.8.0/24", scope: 253 }],
+      routes: [
+        { dst: "10.1.0.0/16", gw: "192.168.4.254" },
+        { dst: "192.168.8.0/24", scope: 253 },
+      ],
       dns: { nameservers: ["1.1.1.1", "9.9.9.9"], domain: "corp.example", search: ["corp.example", "example"] },
     });
   });
 
   test("without option 121: option 33 routes and a default route via the router; priority on every route", () => {
-    const result = leaseResult(ack([MASK, ROUTER, [Option.StaticRoutes, Uint8Array.from([...ipv4Bytes("10.2.0.0"), ...ipv4Bytes("192.168.4.9")])]]), 50);
-    assert.deepEqual(result.routes, [{ dst: "10.2.0.0/8", gw: "192.168.4.9", priority: 50 }, { dst: "0.0.0.0/0", gw: "192.168.4.1", priority: 50 }]);
+    const result = leaseResult(
+      ack([MASK, ROUTER, [Option.StaticRoutes, Uint8Array.from([...ipv4Bytes("10.2.0.0"), ...ipv4Bytes("192.168.4.9")])]]),
+      50,
+    );
+    assert.deepEqual(result.routes, [
+      { dst: "10.2.0.0/8", gw: "192.168.4.9", priority: 50 },
+      { dst: "0.0.0.0/0", gw: "192.168.4.1", priority: 50 },
+    ]);
     assert.equal(result.dns, undefined);
   });
 

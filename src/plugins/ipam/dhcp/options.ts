@@ -8,8 +8,15 @@ import { failure } from "../../../spec/errors.js";
 import type { DNS, Route } from "../../../spec/result/common.js";
 import { IMPLEMENTED_100, type Result100 } from "../../../spec/result/types100.js";
 import {
-  DhcpFormatError, maskPrefix, parseClasslessRoutes, parseDomainSearch, parseStaticRoutes, readAddresses, readText,
-  type DhcpMessage, type OptionRoute,
+  DhcpFormatError,
+  maskPrefix,
+  parseClasslessRoutes,
+  parseDomainSearch,
+  parseStaticRoutes,
+  readAddresses,
+  readText,
+  type DhcpMessage,
+  type OptionRoute,
 } from "./packet.js";
 import { Option } from "./option-codes.js";
 
@@ -30,7 +37,9 @@ function leaseRoutes(ack: DhcpMessage, gateway: string | undefined): Route[] {
   if (classless && classless.length > 0) {
     try {
       // A route without a router (0.0.0.0) is on-link: scope link (253), as upstream marks it.
-      return parseClasslessRoutes(classless).map((r: OptionRoute): Route => (r.router === "0.0.0.0" ? { dst: r.dst, scope: 253 } : { dst: r.dst, gw: r.router }));
+      return parseClasslessRoutes(classless).map(
+        (r: OptionRoute): Route => (r.router === "0.0.0.0" ? { dst: r.dst, scope: 253 } : { dst: r.dst, gw: r.router }),
+      );
     } catch (e) {
       if (!(e instanceof DhcpFormatError)) throw e; // a malformed option 121 is ignored, as the RFC says
     }

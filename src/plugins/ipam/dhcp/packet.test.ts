@@ -7,8 +7,23 @@
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import {
-  decodeIpUdp, decodeMessage, DhcpFormatError, encodeClasslessRoutes, encodeDomainSearch, encodeIpUdp, encodeMessage, ipv4Bytes, maskPrefix,
-  messageType, newRequest, parseClasslessRoutes, parseDomainSearch, parseStaticRoutes, readAddresses, readText, readU32,
+  decodeIpUdp,
+  decodeMessage,
+  DhcpFormatError,
+  encodeClasslessRoutes,
+  encodeDomainSearch,
+  encodeIpUdp,
+  encodeMessage,
+  ipv4Bytes,
+  maskPrefix,
+  messageType,
+  newRequest,
+  parseClasslessRoutes,
+  parseDomainSearch,
+  parseStaticRoutes,
+  readAddresses,
+  readText,
+  readU32,
 } from "./packet.js";
 import { MessageType, Option } from "./option-codes.js";
 
@@ -20,7 +35,8 @@ const DISCOVER = captured(
   "010106001234567800000000000000000000000000000000000000000e770d0b0e73",
   "638253633501013d0e00637472312f6e65742f6574683037060103060f7779ff" + "00".repeat(32),
 );
-const DNSMASQ_OPTIONS = "36040aed00013304000000783a04000000053b04000000690104ffffff001c040aed00ff7716057473636e69047465737400076578616d706c65c006790c100a630aed0001000aed00010f0a7473636e692e7465737406040aed003503040aed0001ff";
+const DNSMASQ_OPTIONS =
+  "36040aed00013304000000783a04000000053b04000000690104ffffff001c040aed00ff7716057473636e69047465737400076578616d706c65c006790c100a630aed0001000aed00010f0a7473636e692e7465737406040aed003503040aed0001ff";
 const OFFER = captured("020106001234567800000000000000000aed00430aed0001000000000e770d0b0e73", `63825363350102${DNSMASQ_OPTIONS}`);
 const ACK = captured("020106001234567800000000000000000aed00430aed0001000000000e770d0b0e73", `63825363350105${DNSMASQ_OPTIONS}`);
 
@@ -54,7 +70,8 @@ describe("DHCP messages", () => {
     // dnsmasq compresses the search list: "example.test" points back at "test".
     assert.deepEqual(parseDomainSearch(ack.options.get(Option.DomainSearch)!), ["tscni.test", "example.test"]);
     assert.deepEqual(parseClasslessRoutes(ack.options.get(Option.ClasslessStaticRoutes)!), [
-      { dst: "10.99.0.0/16", router: "10.237.0.1" }, { dst: "0.0.0.0/0", router: "10.237.0.1" },
+      { dst: "10.99.0.0/16", router: "10.237.0.1" },
+      { dst: "0.0.0.0/0", router: "10.237.0.1" },
     ]);
   });
 
@@ -85,7 +102,14 @@ describe("DHCP messages", () => {
   });
 
   test("option overload: options in the file and sname fields are read", () => {
-    const bytes = encodeMessage(Object.assign(newRequest({ xid: 2, chaddr: MAC }), { options: new Map([[Option.MessageType, Uint8Array.of(2)], [Option.Overload, Uint8Array.of(3)]]) }));
+    const bytes = encodeMessage(
+      Object.assign(newRequest({ xid: 2, chaddr: MAC }), {
+        options: new Map([
+          [Option.MessageType, Uint8Array.of(2)],
+          [Option.Overload, Uint8Array.of(3)],
+        ]),
+      }),
+    );
     bytes.set([Option.DomainName, 3, 0x61, 0x62, 0x63, Option.End], 108); // file
     bytes.set([Option.HostName, 1, 0x68, Option.End], 44); // sname
     const m = decodeMessage(bytes);
@@ -96,7 +120,11 @@ describe("DHCP messages", () => {
   });
 
   test("malformed messages are DhcpFormatErrors", () => {
-    const bad = (bytes: Uint8Array, what: RegExp) => assert.throws(() => decodeMessage(bytes), (e: Error) => e instanceof DhcpFormatError && what.test(e.message));
+    const bad = (bytes: Uint8Array, what: RegExp) =>
+      assert.throws(
+        () => decodeMessage(bytes),
+        (e: Error) => e instanceof DhcpFormatError && what.test(e.message),
+      );
     bad(ACK.subarray(0, 239), /at least 240 bytes/);
     const cookie = Uint8Array.from(ACK);
     cookie[236] = 0;
@@ -138,8 +166,10 @@ describe("DHCP messages", () => {
 describe("option values", () => {
   test("classless static routes (121): widths 0 to 32 and the significant octets only", () => {
     const routes = [
-      { dst: "0.0.0.0/0", router: "10.0.0.1" }, { dst: "10.0.0.0/8", router: "10.0.0.2" },
-      { dst: "10.17.0.0/17", router: "0.0.0.0" }, { dst: "192.168.1.7/32", router: "10.0.0.3" },
+      { dst: "0.0.0.0/0", router: "10.0.0.1" },
+      { dst: "10.0.0.0/8", router: "10.0.0.2" },
+      { dst: "10.17.0.0/17", router: "0.0.0.0" },
+      { dst: "192.168.1.7/32", router: "10.0.0.3" },
     ];
     const bytes = encodeClasslessRoutes(routes);
     assert.deepEqual([...bytes.subarray(0, 5)], [0, 10, 0, 0, 1]);
@@ -149,9 +179,14 @@ describe("option values", () => {
   });
 
   test("static routes (33) take classful prefixes and skip class D and E", () => {
-    assert.deepEqual(parseStaticRoutes(Uint8Array.of(10, 1, 0, 0, 10, 0, 0, 1, 172, 16, 0, 0, 10, 0, 0, 2, 192, 168, 5, 0, 10, 0, 0, 3, 224, 0, 0, 0, 10, 0, 0, 4)), [
-      { dst: "10.1.0.0/8", router: "10.0.0.1" }, { dst: "172.16.0.0/16", router: "10.0.0.2" }, { dst: "192.168.5.0/24", router: "10.0.0.3" },
-    ]);
+    assert.deepEqual(
+      parseStaticRoutes(Uint8Array.of(10, 1, 0, 0, 10, 0, 0, 1, 172, 16, 0, 0, 10, 0, 0, 2, 192, 168, 5, 0, 10, 0, 0, 3, 224, 0, 0, 0, 10, 0, 0, 4)),
+      [
+        { dst: "10.1.0.0/8", router: "10.0.0.1" },
+        { dst: "172.16.0.0/16", router: "10.0.0.2" },
+        { dst: "192.168.5.0/24", router: "10.0.0.3" },
+      ],
+    );
   });
 
   test("domain search (119): plain names, pointers, and pointers that loop or point forward", () => {

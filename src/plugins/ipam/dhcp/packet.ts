@@ -76,7 +76,7 @@ export function u32Option(v: number): Uint8Array {
 
 /** Reads a 32-bit option value (undefined when absent or not 4 bytes). */
 export function readU32(opt: Uint8Array | undefined): number | undefined {
-  if (!opt || opt.length !== 4) return undefined;
+  if (opt?.length !== 4) return undefined;
   return new DataView(opt.buffer, opt.byteOffset, 4).getUint32(0);
 }
 
@@ -115,7 +115,7 @@ export interface OptionRoute {
  */
 export function parseClasslessRoutes(opt: Uint8Array): OptionRoute[] {
   const routes: OptionRoute[] = [];
-  for (let at = 0; at < opt.length;) {
+  for (let at = 0; at < opt.length; ) {
     const width = opt[at]!;
     if (width > 32) throw new DhcpFormatError(`option 121: prefix width ${width} is over 32`);
     const octets = Math.ceil(width / 8);
@@ -190,7 +190,7 @@ export function parseDomainSearch(opt: Uint8Array): string[] {
     }
     return { name: labels.join("."), next };
   };
-  for (let at = 0; at < opt.length;) {
+  for (let at = 0; at < opt.length; ) {
     const { name, next } = readName(at);
     if (name) names.push(name);
     at = next;
@@ -213,9 +213,21 @@ export function encodeDomainSearch(names: readonly string[]): Uint8Array {
 /** A fresh request message with everything zero but what is given. */
 export function newRequest(fields: { xid: number; chaddr: Uint8Array; flags?: number; secs?: number; ciaddr?: string }): DhcpMessage {
   return {
-    op: BOOTREQUEST, htype: 1, hlen: fields.chaddr.length, hops: 0, xid: fields.xid >>> 0, secs: fields.secs ?? 0, flags: fields.flags ?? 0,
-    ciaddr: fields.ciaddr ?? "0.0.0.0", yiaddr: "0.0.0.0", siaddr: "0.0.0.0", giaddr: "0.0.0.0",
-    chaddr: fields.chaddr, sname: "", file: "", options: new Map(),
+    op: BOOTREQUEST,
+    htype: 1,
+    hlen: fields.chaddr.length,
+    hops: 0,
+    xid: fields.xid >>> 0,
+    secs: fields.secs ?? 0,
+    flags: fields.flags ?? 0,
+    ciaddr: fields.ciaddr ?? "0.0.0.0",
+    yiaddr: "0.0.0.0",
+    siaddr: "0.0.0.0",
+    giaddr: "0.0.0.0",
+    chaddr: fields.chaddr,
+    sname: "",
+    file: "",
+    options: new Map(),
   };
 }
 
@@ -269,7 +281,7 @@ export function encodeMessage(m: DhcpMessage): Uint8Array {
 
 /** Reads options from `bytes` into `into` (joining repeats) until End or the end of the bytes. */
 function readOptions(bytes: Uint8Array, into: Map<number, Uint8Array>, where: string): void {
-  for (let at = 0; at < bytes.length;) {
+  for (let at = 0; at < bytes.length; ) {
     const code = bytes[at]!;
     if (code === Option.End) return;
     if (code === Option.Pad) {
@@ -312,8 +324,17 @@ export function decodeMessage(buf: Uint8Array): DhcpMessage {
   if (overload & 1) readOptions(file, options, "file field");
   if (overload & 2) readOptions(sname, options, "sname field");
   return {
-    op, htype: buf[1]!, hlen, hops: buf[3]!, xid: view.getUint32(4), secs: view.getUint16(8), flags: view.getUint16(10),
-    ciaddr: ipv4Text(buf, 12), yiaddr: ipv4Text(buf, 16), siaddr: ipv4Text(buf, 20), giaddr: ipv4Text(buf, 24),
+    op,
+    htype: buf[1]!,
+    hlen,
+    hops: buf[3]!,
+    xid: view.getUint32(4),
+    secs: view.getUint16(8),
+    flags: view.getUint16(10),
+    ciaddr: ipv4Text(buf, 12),
+    yiaddr: ipv4Text(buf, 16),
+    siaddr: ipv4Text(buf, 20),
+    giaddr: ipv4Text(buf, 24),
     chaddr: Uint8Array.from(buf.subarray(28, 28 + hlen)),
     sname: overload & 2 ? "" : fieldText(sname),
     file: overload & 1 ? "" : fieldText(file),
@@ -398,8 +419,10 @@ export function decodeIpUdp(packet: Uint8Array): UdpDatagram {
   const udpLen = view.getUint16(ihl + 4);
   if (udpLen < 8 || ihl + udpLen > total) throw new DhcpFormatError("UDP length does not fit the packet");
   return {
-    src: ipv4Text(packet, 12), dst: ipv4Text(packet, 16),
-    srcPort: view.getUint16(ihl), dstPort: view.getUint16(ihl + 2),
+    src: ipv4Text(packet, 12),
+    dst: ipv4Text(packet, 16),
+    srcPort: view.getUint16(ihl),
+    dstPort: view.getUint16(ihl + 2),
     payload: Uint8Array.from(packet.subarray(ihl + 8, ihl + udpLen)),
   };
 }

@@ -7,9 +7,29 @@ import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { DhcpFormatError, encodeDomainSearch, parseDomainSearch } from "./packet.js";
 import {
-  clientFqdn, decodeIaAddress, decodeIaNa, decodeMessage6, decodeOptions, decodeOro, decodeStatus, duidLL, duidLLT, duidUUID,
-  elapsedTime, encodeIaAddress, encodeIaNa, encodeMessage6, encodeOro, encodeStatus, firstOption, allOptions,
-  Message6, Option6, readAddresses6, statusOf, Status6,
+  clientFqdn,
+  decodeIaAddress,
+  decodeIaNa,
+  decodeMessage6,
+  decodeOptions,
+  decodeOro,
+  decodeStatus,
+  duidLL,
+  duidLLT,
+  duidUUID,
+  elapsedTime,
+  encodeIaAddress,
+  encodeIaNa,
+  encodeMessage6,
+  encodeOro,
+  encodeStatus,
+  firstOption,
+  allOptions,
+  Message6,
+  Option6,
+  readAddresses6,
+  statusOf,
+  Status6,
 } from "./packet6.js";
 
 /** Bytes from hex, spaces and line breaks ignored. */
@@ -26,7 +46,10 @@ describe("DUIDs", () => {
   });
   test("DUID-LLT: type 1, hardware type, seconds since 2000-01-01 UTC, address", () => {
     assert.deepEqual(duidLLT(1, mac, Date.UTC(2000, 0, 1, 0, 0, 10)), hex("0001 0001 0000000a 020000000001"));
-    assert.deepEqual(duidLLT(1, mac, Date.UTC(2026, 10, 26)).subarray(4, 8), hex((Date.UTC(2026, 10, 26) / 1000 - 946_684_800).toString(16).padStart(8, "0")));
+    assert.deepEqual(
+      duidLLT(1, mac, Date.UTC(2026, 10, 26)).subarray(4, 8),
+      hex((Date.UTC(2026, 10, 26) / 1000 - 946_684_800).toString(16).padStart(8, "0")),
+    );
   });
   test("DUID-UUID: type 4 and the UUID's 16 bytes", () => {
     const uuid = hex("0123456789abcdef0123456789abcdef");
@@ -48,7 +71,10 @@ describe("options", () => {
   test("IA Address: address, preferred and valid lifetimes, its own options (a status)", () => {
     const bytes = hex(`${ADDRESS} ffffffff ffffffff  000d 0006 0002 6e6f6e65`);
     const a = decodeIaAddress(bytes);
-    assert.deepEqual({ address: a.address, preferred: a.preferred, valid: a.valid }, { address: "fd00:9::10", preferred: 0xffffffff, valid: 0xffffffff });
+    assert.deepEqual(
+      { address: a.address, preferred: a.preferred, valid: a.valid },
+      { address: "fd00:9::10", preferred: 0xffffffff, valid: 0xffffffff },
+    );
     assert.deepEqual(statusOf(a.options), { code: Status6.NoAddrsAvail, message: "none" });
     assert.deepEqual(encodeIaAddress(a), bytes);
   });
@@ -72,7 +98,10 @@ describe("options", () => {
   });
 
   test("DNS Recursive Name Server (23): 16-byte addresses; Domain Search List (24): uncompressed names", () => {
-    assert.deepEqual(readAddresses6(hex(`fd00000900000000000000000000 0053 ${"fe80 0000 0000 0000 0000 0000 0000 0001"}`)), ["fd00:9::53", "fe80::1"]);
+    assert.deepEqual(readAddresses6(hex(`fd00000900000000000000000000 0053 ${"fe80 0000 0000 0000 0000 0000 0000 0001"}`)), [
+      "fd00:9::53",
+      "fe80::1",
+    ]);
     assert.equal(readAddresses6(hex("fd00")), undefined);
     const list = hex("05 7473636e69 04 74657374 00  03 6c6162 00");
     assert.deepEqual(parseDomainSearch(list), ["tscni.test", "lab"]);
@@ -90,7 +119,10 @@ describe("options", () => {
 
   test("options repeat and keep their order", () => {
     const opts = decodeOptions(hex("0003 0000  0008 0002 0001  0003 0000"), "a test");
-    assert.deepEqual(opts.map((o) => o.code), [3, 8, 3]);
+    assert.deepEqual(
+      opts.map((o) => o.code),
+      [3, 8, 3],
+    );
     assert.equal(allOptions(opts, Option6.IANA).length, 2);
   });
 });
@@ -109,7 +141,10 @@ describe("messages", () => {
     const m = decodeMessage6(solicit);
     assert.equal(m.type, Message6.Solicit);
     assert.equal(m.xid, 0x123456);
-    assert.deepEqual(m.options.map((o) => o.code), [Option6.ClientID, Option6.IANA, Option6.ElapsedTime, Option6.ORO, Option6.ClientFQDN]);
+    assert.deepEqual(
+      m.options.map((o) => o.code),
+      [Option6.ClientID, Option6.IANA, Option6.ElapsedTime, Option6.ORO, Option6.ClientFQDN],
+    );
     assert.deepEqual(encodeMessage6(m), solicit);
   });
 
@@ -153,7 +188,12 @@ describe("messages", () => {
       [hex("07 000001 0001 0010 0003"), /option 1 in the message runs past its end/],
       [hex("07 000001 0001 00"), /header in the message is cut short/],
     ];
-    for (const [bytes, why] of refused) assert.throws(() => decodeMessage6(bytes), (e: Error) => e instanceof DhcpFormatError && why.test(e.message), why.source);
+    for (const [bytes, why] of refused)
+      assert.throws(
+        () => decodeMessage6(bytes),
+        (e: Error) => e instanceof DhcpFormatError && why.test(e.message),
+        why.source,
+      );
     assert.throws(() => decodeIaNa(hex("00000001 00000000")), /at least 12 bytes/);
     assert.throws(() => decodeIaAddress(hex(ADDRESS)), /at least 24 bytes/);
     assert.throws(() => decodeStatus(hex("00")), /at least 2 bytes/);

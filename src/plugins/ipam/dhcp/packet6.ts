@@ -12,17 +12,40 @@ import { DhcpFormatError } from "./packet.js";
 
 /** DHCPv6 message types (RFC 8415 §7.3). */
 export const Message6 = {
-  Solicit: 1, Advertise: 2, Request: 3, Confirm: 4, Renew: 5, Rebind: 6, Reply: 7, Release: 8, Decline: 9,
-  Reconfigure: 10, InformationRequest: 11, RelayForw: 12, RelayRepl: 13,
+  Solicit: 1,
+  Advertise: 2,
+  Request: 3,
+  Confirm: 4,
+  Renew: 5,
+  Rebind: 6,
+  Reply: 7,
+  Release: 8,
+  Decline: 9,
+  Reconfigure: 10,
+  InformationRequest: 11,
+  RelayForw: 12,
+  RelayRepl: 13,
 } as const;
 
 /** The names of message types, for logs and errors. */
-export const MESSAGE6_NAMES: Readonly<Record<number, string>> = Object.fromEntries(Object.entries(Message6).map(([name, code]) => [code, name.toUpperCase()]));
+export const MESSAGE6_NAMES: Readonly<Record<number, string>> = Object.fromEntries(
+  Object.entries(Message6).map(([name, code]) => [code, name.toUpperCase()]),
+);
 
 /** The option codes this client reads or writes (RFC 8415 §21, RFC 3646, RFC 4704). */
 export const Option6 = {
-  ClientID: 1, ServerID: 2, IANA: 3, IAAddr: 5, ORO: 6, Preference: 7, ElapsedTime: 8, StatusCode: 13, RapidCommit: 14,
-  DNSServers: 23, DomainList: 24, ClientFQDN: 39,
+  ClientID: 1,
+  ServerID: 2,
+  IANA: 3,
+  IAAddr: 5,
+  ORO: 6,
+  Preference: 7,
+  ElapsedTime: 8,
+  StatusCode: 13,
+  RapidCommit: 14,
+  DNSServers: 23,
+  DomainList: 24,
+  ClientFQDN: 39,
 } as const;
 
 /** Status codes (RFC 8415 §21.13). */
@@ -77,7 +100,7 @@ export interface StatusCode {
 /** The 16 bytes of an IPv6 address; throws DhcpFormatError when `text` is not one. */
 export function ipv6Bytes(text: string): Uint8Array {
   const b = parseIPBytes(text);
-  if (!b || b.length !== 16) throw new DhcpFormatError(`not an IPv6 address: ${JSON.stringify(text)}`);
+  if (b?.length !== 16) throw new DhcpFormatError(`not an IPv6 address: ${JSON.stringify(text)}`);
   return b;
 }
 
@@ -106,7 +129,7 @@ export function encodeOptions(options: readonly Opt6[]): Uint8Array {
 export function decodeOptions(bytes: Uint8Array, where: string): Opt6[] {
   const out: Opt6[] = [];
   const v = view(bytes);
-  for (let at = 0; at < bytes.length;) {
+  for (let at = 0; at < bytes.length; ) {
     if (at + 4 > bytes.length) throw new DhcpFormatError(`an option header in ${where} is cut short`);
     const code = v.getUint16(at);
     const len = v.getUint16(at + 2);
@@ -150,7 +173,12 @@ export function encodeIaAddress(a: IaAddress): Uint8Array {
 export function decodeIaAddress(value: Uint8Array): IaAddress {
   if (value.length < 24) throw new DhcpFormatError(`an IA Address option has at least 24 bytes, this one ${value.length}`);
   const v = view(value);
-  return { address: ipv6Text(value, 0), preferred: v.getUint32(16), valid: v.getUint32(20), options: decodeOptions(value.subarray(24), "an IA Address") };
+  return {
+    address: ipv6Text(value, 0),
+    preferred: v.getUint32(16),
+    valid: v.getUint32(20),
+    options: decodeOptions(value.subarray(24), "an IA Address"),
+  };
 }
 
 export function encodeStatus(s: StatusCode): Uint8Array {
@@ -196,7 +224,10 @@ export function readAddresses6(value: Uint8Array | undefined): string[] | undefi
  * one over 63 bytes, over 255 bytes in all).
  */
 export function clientFqdn(hostName: string): Uint8Array | undefined {
-  const labels = hostName.replace(/\.$/, "").split(".").map((l) => Buffer.from(l, "utf8"));
+  const labels = hostName
+    .replace(/\.$/, "")
+    .split(".")
+    .map((l) => Buffer.from(l, "utf8"));
   if (labels.some((l) => l.length === 0 || l.length > 63)) return undefined;
   const name = concatBytes(...labels.flatMap((l) => [Uint8Array.of(l.length), l]), labels.length > 1 ? Uint8Array.of(0) : new Uint8Array());
   return name.length > 255 ? undefined : concatBytes(Uint8Array.of(0), name);
@@ -227,7 +258,8 @@ export function duidUUID(uuid: Uint8Array): Uint8Array {
 
 /** Encodes a client/server message (RFC 8415 §8): type, 24-bit transaction id, options. */
 export function encodeMessage6(m: Dhcp6Message): Uint8Array {
-  if (m.type < 1 || m.type > 255 || m.type === Message6.RelayForw || m.type === Message6.RelayRepl) throw new DhcpFormatError(`message type ${m.type} is not a client/server message`);
+  if (m.type < 1 || m.type > 255 || m.type === Message6.RelayForw || m.type === Message6.RelayRepl)
+    throw new DhcpFormatError(`message type ${m.type} is not a client/server message`);
   if (m.xid < 0 || m.xid > 0xffffff) throw new DhcpFormatError(`transaction id ${m.xid} does not fit 24 bits`);
   return concatBytes(Uint8Array.of(m.type, (m.xid >> 16) & 0xff, (m.xid >> 8) & 0xff, m.xid & 0xff), encodeOptions(m.options));
 }
@@ -236,6 +268,7 @@ export function encodeMessage6(m: Dhcp6Message): Uint8Array {
 export function decodeMessage6(buf: Uint8Array): Dhcp6Message {
   if (buf.length < 4) throw new DhcpFormatError(`a DHCPv6 message has at least 4 bytes, this one ${buf.length}`);
   const type = buf[0]!;
-  if (type === 0 || type === Message6.RelayForw || type === Message6.RelayRepl) throw new DhcpFormatError(`message type ${type} is not a client/server message`);
+  if (type === 0 || type === Message6.RelayForw || type === Message6.RelayRepl)
+    throw new DhcpFormatError(`message type ${type} is not a client/server message`);
   return { type, xid: (buf[1]! << 16) | (buf[2]! << 8) | buf[3]!, options: decodeOptions(buf.subarray(4), "the message") };
 }

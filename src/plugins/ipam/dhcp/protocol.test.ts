@@ -15,7 +15,14 @@ import { CniError } from "../../../spec/errors.js";
 import { callDaemon, decodeRequest, encodeError, encodeRequest, encodeResult, readLine, type WireArgs } from "./protocol.js";
 
 const tempDir = useTempDirs("tscni-dhcp-proto-");
-const ARGS: WireArgs = { containerID: "c1", netns: "/run/netns/c1", ifName: "eth0", args: "K8S_POD_NAME=x", path: "/opt/cni/bin", stdinData: Buffer.from('{"name":"n\u00e9t"}') };
+const ARGS: WireArgs = {
+  containerID: "c1",
+  netns: "/run/netns/c1",
+  ifName: "eth0",
+  args: "K8S_POD_NAME=x",
+  path: "/opt/cni/bin",
+  stdinData: Buffer.from('{"name":"n\u00e9t"}'),
+};
 
 /** A unix-socket server that answers each request line with `answer(line)`. */
 async function fakeDaemon(answer: (line: string) => string): Promise<{ socket: string; seen: string[] }> {
@@ -40,7 +47,11 @@ describe("requests", () => {
   });
 
   test("anything else is code 6 naming what is wrong", () => {
-    const bad = (line: string, what: RegExp) => assert.throws(() => decodeRequest(line), (e: CniError) => e.code === 6 && what.test(e.msg));
+    const bad = (line: string, what: RegExp) =>
+      assert.throws(
+        () => decodeRequest(line),
+        (e: CniError) => e.code === 6 && what.test(e.msg),
+      );
     bad("GET / HTTP/1.1", /not JSON/);
     bad("[]", /not a JSON object/);
     bad('{"protocol":"other"}', /protocol "other" is not tscni-dhcp\/1/);
@@ -65,7 +76,10 @@ describe("calling the daemon", () => {
 
   test("no socket: code 11 naming it (50 for STATUS)", async () => {
     const socket = path.join(tempDir(), "missing.sock");
-    await assert.rejects(callDaemon(socket, "ADD", ARGS), { code: 11, msg: `cannot reach the dhcp daemon at ${socket}: the socket does not exist (is \`dhcp daemon\` running?)` });
+    await assert.rejects(callDaemon(socket, "ADD", ARGS), {
+      code: 11,
+      msg: `cannot reach the dhcp daemon at ${socket}: the socket does not exist (is \`dhcp daemon\` running?)`,
+    });
     await assert.rejects(callDaemon(socket, "STATUS", ARGS), { code: 50 });
   });
 
@@ -75,7 +89,10 @@ describe("calling the daemon", () => {
     while (!existsSync(socket)) await sleep(20);
     child.kill("SIGKILL");
     await new Promise((r) => child.once("exit", r));
-    await assert.rejects(callDaemon(socket, "DEL", ARGS), { code: 11, msg: `cannot reach the dhcp daemon at ${socket}: nothing listens on the socket (a stale socket of a daemon that stopped?)` });
+    await assert.rejects(callDaemon(socket, "DEL", ARGS), {
+      code: 11,
+      msg: `cannot reach the dhcp daemon at ${socket}: nothing listens on the socket (a stale socket of a daemon that stopped?)`,
+    });
   });
 
   test("an HTTP server there (Go's daemon speaks net/rpc over HTTP) is named as such", async () => {

@@ -13,7 +13,7 @@
 import type net from "node:net";
 import type { CallerFile } from "../../../sys/caller-root.js";
 import * as path from "../../../sys/posix-path.js";
-import { CniError, cniError, decodingFailure, ErrorCode, failure, messageOf, wrap } from "../../../spec/errors.js";
+import { type CniError, cniError, decodingFailure, ErrorCode, failure, messageOf, wrap } from "../../../spec/errors.js";
 import { isJsonObject, type JsonObject } from "../../../spec/json.js";
 
 export const PROTOCOL = "tscni-dhcp/1";
@@ -73,7 +73,14 @@ export function decodeRequest(line: string): DaemonRequest {
   if (!/^[A-Za-z0-9+/]*={0,2}$/.test(stdin)) throw badRequest("args.stdinData is not base64");
   return {
     method: method as Method,
-    args: { containerID: text("containerID"), netns: text("netns"), ifName: text("ifName"), args: text("args"), path: text("path"), stdinData: Buffer.from(stdin, "base64") },
+    args: {
+      containerID: text("containerID"),
+      netns: text("netns"),
+      ifName: text("ifName"),
+      args: text("args"),
+      path: text("path"),
+      stdinData: Buffer.from(stdin, "base64"),
+    },
   };
 }
 
@@ -88,11 +95,15 @@ export function encodeError(e: CniError): string {
 /** Why the daemon cannot be reached, in words that name the socket. */
 function unreachable(socketPath: string, err: NodeJS.ErrnoException, code: number): CniError {
   const reason =
-    err.code === "ENOENT" ? "the socket does not exist (is `dhcp daemon` running?)"
-    : err.code === "ECONNREFUSED" ? "nothing listens on the socket (a stale socket of a daemon that stopped?)"
-    : err.code === "EACCES" ? "permission denied (the daemon's socket is root's)"
-    : err.code === "ENOTSOCK" ? "it is not a socket"
-    : err.message;
+    err.code === "ENOENT"
+      ? "the socket does not exist (is `dhcp daemon` running?)"
+      : err.code === "ECONNREFUSED"
+        ? "nothing listens on the socket (a stale socket of a daemon that stopped?)"
+        : err.code === "EACCES"
+          ? "permission denied (the daemon's socket is root's)"
+          : err.code === "ENOTSOCK"
+            ? "it is not a socket"
+            : err.message;
   return cniError(code, `cannot reach the dhcp daemon at ${socketPath}: ${reason}`);
 }
 
@@ -187,7 +198,11 @@ export async function callDaemon(socketPath: string, method: Method, args: WireA
   }
   if (isJsonObject(answer) && isJsonObject(answer["error"])) {
     const e = answer["error"];
-    throw cniError(typeof e["code"] === "number" ? e["code"] : ErrorCode.Internal, String(e["msg"] ?? ""), typeof e["details"] === "string" ? e["details"] : "");
+    throw cniError(
+      typeof e["code"] === "number" ? e["code"] : ErrorCode.Internal,
+      String(e["msg"] ?? ""),
+      typeof e["details"] === "string" ? e["details"] : "",
+    );
   }
   if (isJsonObject(answer) && isJsonObject(answer["result"])) return answer["result"];
   throw failure(`the daemon at ${socketPath} answered neither a result nor an error`, line.slice(0, 200));

@@ -22,7 +22,10 @@ function closure(file: string, seen = new Set<string>()): Set<string> {
 
 test("a dhcp plugin call loads none of the daemon's code", () => {
   const dir = path.join(ROOT, "dist/plugins/ipam/dhcp");
-  const loaded = [...closure(path.join(dir, "main.js"))].filter((f) => f.startsWith(dir)).map((f) => path.basename(f)).sort();
+  const loaded = [...closure(path.join(dir, "main.js"))]
+    .filter((f) => f.startsWith(dir))
+    .map((f) => path.basename(f))
+    .sort();
   assert.deepEqual(loaded, ["config.js", "main.js", "option-codes.js", "protocol.js"]);
   assert.ok(PLUGINS["dhcp"]?.commands?.["daemon"], "`dhcp daemon` is a subcommand with its own loader");
 });

@@ -22,8 +22,10 @@ describe("RangeIterator", () => {
     assert.deepEqual(walk(set({ subnet: "10.0.0.0/29" })), ["10.0.0.2", "10.0.0.3", "10.0.0.4", "10.0.0.5", "10.0.0.6"]);
   });
   test("starts after the last reserved IP and wraps across the ranges of the set", () => {
-    const s = set({ subnet: "10.0.0.0/24", rangeStart: "10.0.0.10", rangeEnd: "10.0.0.12" },
-      { subnet: "10.0.1.0/24", rangeStart: "10.0.1.10", rangeEnd: "10.0.1.11" });
+    const s = set(
+      { subnet: "10.0.0.0/24", rangeStart: "10.0.0.10", rangeEnd: "10.0.0.12" },
+      { subnet: "10.0.1.0/24", rangeStart: "10.0.1.10", rangeEnd: "10.0.1.11" },
+    );
     assert.deepEqual(walk(s, "10.0.0.11"), ["10.0.0.12", "10.0.1.10", "10.0.1.11", "10.0.0.10", "10.0.0.11"]);
     assert.deepEqual(walk(s, "10.0.1.11"), ["10.0.0.10", "10.0.0.11", "10.0.0.12", "10.0.1.10", "10.0.1.11"]);
   });
@@ -75,8 +77,9 @@ describe("IPAllocator with a disk store", () => {
   test("requested IPs: taken, gateway, and no duplicate check (as Go)", async () => {
     const a = new IPAllocator(set({ subnet: "10.0.0.0/24" }), store, 0);
     assert.equal((await a.get("c1", "eth0", parseIP("10.0.0.50"))).address, "10.0.0.50/24");
-    await assert.rejects(a.get("c2", "eth0", parseIP("10.0.0.50")),
-      { msg: "requested IP address 10.0.0.50 is not available in range set 10.0.0.1-10.0.0.254" });
+    await assert.rejects(a.get("c2", "eth0", parseIP("10.0.0.50")), {
+      msg: "requested IP address 10.0.0.50 is not available in range set 10.0.0.1-10.0.0.254",
+    });
     await assert.rejects(a.get("c2", "eth0", parseIP("10.0.0.1")), { msg: "requested ip 10.0.0.1 is subnet's gateway" });
     assert.equal((await a.get("c1", "eth0", parseIP("10.0.0.51"))).address, "10.0.0.51/24");
     assert.equal(readFileSync(file("last_reserved_ip.0"), "utf8"), "10.0.0.51");

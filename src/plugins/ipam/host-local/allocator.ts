@@ -26,7 +26,10 @@ export class RangeIterator {
   private cur: IPAddress | undefined;
   private startIP: IPAddress | undefined;
 
-  constructor(private readonly set: RangeSet, after?: IPAddress) {
+  constructor(
+    private readonly set: RangeSet,
+    after?: IPAddress,
+  ) {
     if (after && rangeSetContains(set, after)) {
       this.rangeIdx = set.ranges.findIndex((r) => r === rangeFor(set, after));
       this.cur = after; // the first next() returns the address after it
@@ -60,7 +63,11 @@ export class RangeIterator {
 export class IPAllocator {
   private readonly rangeID: string;
 
-  constructor(readonly rangeSet: RangeSet, private readonly store: IPStore, index: number) {
+  constructor(
+    readonly rangeSet: RangeSet,
+    private readonly store: IPStore,
+    index: number,
+  ) {
     this.rangeID = String(index);
   }
 

@@ -10,26 +10,48 @@ import { NET_CONF_FIELDS, type GCAttachment } from "../../../spec/config.js";
 import { list, ptr, string, struct, type Decoded } from "../../../spec/go-decode.js";
 import { loadPluginConf } from "../../../skel/conf.js";
 import { checkAddressesPerFamily, IPAM_ARGS_FIELD, parseRoutes, requireIpam, ROUTES_FIELD } from "../ipam-config.js";
-import {
-  checkRangeSetsDisjoint, parseRange, parseRangeSets, parseRequestedIPs, RANGE, RANGE_SET, type RangeSet,
-} from "../ranges.js";
+import { checkRangeSetsDisjoint, parseRange, parseRangeSets, parseRequestedIPs, RANGE, RANGE_SET, type RangeSet } from "../ranges.js";
 import { decodeConfig } from "../../common/keys.js";
 import { invalidConfig } from "../../../spec/errors.js";
 
 // The range logic is shared with cluster-ipam (../ranges.ts); what host-local's modules and tests use of it:
 export {
-  rangeContains, rangeFor, rangeSetContains, rangeSetToString, rangeToString, parseRange, parseRangeSet, type IPRange, type RangeSet,
+  rangeContains,
+  rangeFor,
+  rangeSetContains,
+  rangeSetToString,
+  rangeToString,
+  parseRange,
+  parseRangeSet,
+  type IPRange,
+  type RangeSet,
 } from "../ranges.js";
 
 /** host-local's Go config: Net with its IPAMConfig (which embeds a *Range: the legacy single range). */
-export const HOST_LOCAL_SCHEMA = struct("Net", {
-  ...NET_CONF_FIELDS,
-  ipam: ptr(struct("IPAMConfig", {
-    ...RANGE.fields, name: string, type: string, routes: ROUTES_FIELD, dataDir: string, resolvConf: string, ranges: list(RANGE_SET),
-  }, "allocator")),
-  runtimeConfig: struct("RuntimeConfig", { ipRanges: list(RANGE_SET), ips: list(string) }),
-  args: IPAM_ARGS_FIELD,
-}, "allocator");
+export const HOST_LOCAL_SCHEMA = struct(
+  "Net",
+  {
+    ...NET_CONF_FIELDS,
+    ipam: ptr(
+      struct(
+        "IPAMConfig",
+        {
+          ...RANGE.fields,
+          name: string,
+          type: string,
+          routes: ROUTES_FIELD,
+          dataDir: string,
+          resolvConf: string,
+          ranges: list(RANGE_SET),
+        },
+        "allocator",
+      ),
+    ),
+    runtimeConfig: struct("RuntimeConfig", { ipRanges: list(RANGE_SET), ips: list(string) }),
+    args: IPAM_ARGS_FIELD,
+  },
+  "allocator",
+);
 
 type HostLocalInput = Decoded<typeof HOST_LOCAL_SCHEMA>;
 
@@ -60,7 +82,13 @@ export interface GCConfig extends StoreLocation {
 // ---- the whole config ---------------------------------------------------------------------------------
 
 /** Decodes stdin (code 6 when it does not decode, 7 for a wrong type) and requires `ipam`. */
-function loadHostLocalInput(stdin: Buffer): { c: HostLocalInput; ipam: NonNullable<HostLocalInput["ipam"]>; name: string; cniVersion: string; validAttachments?: GCAttachment[] } {
+function loadHostLocalInput(stdin: Buffer): {
+  c: HostLocalInput;
+  ipam: NonNullable<HostLocalInput["ipam"]>;
+  name: string;
+  cniVersion: string;
+  validAttachments?: GCAttachment[];
+} {
   const { conf, raw } = loadPluginConf(stdin);
   const c = decodeConfig(HOST_LOCAL_SCHEMA, raw);
   return { c, ipam: requireIpam(c.ipam), name: conf.name, cniVersion: conf.cniVersion, validAttachments: conf.validAttachments };
@@ -87,7 +115,10 @@ export function parseHostLocalConfig(stdin: Buffer, cniArgs: string): HostLocalC
   if (rangeSets.length === 0) {
     throw invalidConfig("no IP ranges specified: set ipam.ranges, ipam.subnet or runtimeConfig.ipRanges");
   }
-  checkAddressesPerFamily(input.cniVersion, rangeSets.map((s) => s.ranges[0]!.subnet.ip.family));
+  checkAddressesPerFamily(
+    input.cniVersion,
+    rangeSets.map((s) => s.ranges[0]!.subnet.ip.family),
+  );
   checkRangeSetsDisjoint(rangeSets);
   const conf: HostLocalConfig = { ...location, cniVersion: input.cniVersion, rangeSets, requestedIPs: requested, routes };
   if (ipam.resolvConf) conf.resolvConf = ipam.resolvConf;

@@ -22,7 +22,10 @@ function network(ipam: Record<string, unknown>, cniVersion = "1.1.0", extra: Rec
 
 const ours = (call: PluginCall, config: unknown) => runPlugin(OUR_BIN, "host-local", call, config);
 const go = (call: PluginCall, config: unknown) => runPlugin(GO_BIN, "host-local", call, config);
-const ipFiles = (dir: string) => readdirSync(dir).filter((n) => n !== "lock" && !n.startsWith("last_reserved_ip.")).sort();
+const ipFiles = (dir: string) =>
+  readdirSync(dir)
+    .filter((n) => n !== "lock" && !n.startsWith("last_reserved_ip."))
+    .sort();
 
 describe("host-local binary: lifecycle", () => {
   test("ADD, CHECK, DEL, DEL again, CHECK after DEL", async () => {
@@ -31,7 +34,10 @@ describe("host-local binary: lifecycle", () => {
     assert.equal(add.exitCode, 0, add.stdout + add.stderr);
     assert.deepEqual(add.json, {
       cniVersion: "1.1.0",
-      ips: [{ address: "10.50.0.2/24", gateway: "10.50.0.1" }, { address: "fd50::2/64", gateway: "fd50::1" }],
+      ips: [
+        { address: "10.50.0.2/24", gateway: "10.50.0.1" },
+        { address: "fd50::2/64", gateway: "fd50::1" },
+      ],
       routes: [{ dst: "0.0.0.0/0" }],
     });
     assert.equal(readFileSync(path.join(net.dir, "10.50.0.2"), "utf8"), "ctr1\r\neth0");
@@ -65,22 +71,36 @@ describe("host-local binary: lifecycle", () => {
     const expected: Record<string, unknown> = {
       "0.3.1": {
         cniVersion: "0.3.1",
-        ips: [{ version: "4", address: "10.52.0.2/24", gateway: "10.52.0.1" }, { version: "6", address: "fd52::2/64", gateway: "fd52::1" }],
-        routes: [{ dst: "0.0.0.0/0", gw: "10.52.0.254" }], dns: {},
+        ips: [
+          { version: "4", address: "10.52.0.2/24", gateway: "10.52.0.1" },
+          { version: "6", address: "fd52::2/64", gateway: "fd52::1" },
+        ],
+        routes: [{ dst: "0.0.0.0/0", gw: "10.52.0.254" }],
+        dns: {},
       },
       "0.4.0": {
         cniVersion: "0.4.0",
-        ips: [{ version: "4", address: "10.52.0.2/24", gateway: "10.52.0.1" }, { version: "6", address: "fd52::2/64", gateway: "fd52::1" }],
-        routes: [{ dst: "0.0.0.0/0", gw: "10.52.0.254" }], dns: {},
+        ips: [
+          { version: "4", address: "10.52.0.2/24", gateway: "10.52.0.1" },
+          { version: "6", address: "fd52::2/64", gateway: "fd52::1" },
+        ],
+        routes: [{ dst: "0.0.0.0/0", gw: "10.52.0.254" }],
+        dns: {},
       },
       "1.0.0": {
         cniVersion: "1.0.0",
-        ips: [{ address: "10.52.0.2/24", gateway: "10.52.0.1" }, { address: "fd52::2/64", gateway: "fd52::1" }],
+        ips: [
+          { address: "10.52.0.2/24", gateway: "10.52.0.1" },
+          { address: "fd52::2/64", gateway: "fd52::1" },
+        ],
         routes: [{ dst: "0.0.0.0/0", gw: "10.52.0.254" }],
       },
       "1.1.0": {
         cniVersion: "1.1.0",
-        ips: [{ address: "10.52.0.2/24", gateway: "10.52.0.1" }, { address: "fd52::2/64", gateway: "fd52::1" }],
+        ips: [
+          { address: "10.52.0.2/24", gateway: "10.52.0.1" },
+          { address: "fd52::2/64", gateway: "fd52::1" },
+        ],
         routes: [{ dst: "0.0.0.0/0", gw: "10.52.0.254" }],
       },
     };
@@ -95,7 +115,11 @@ describe("host-local binary: lifecycle", () => {
   test("routes keep the 1.1 fields; resolvConf becomes dns", async () => {
     const resolv = path.join(work.dir, "resolv.conf");
     writeFileSync(resolv, "nameserver 10.53.0.53\nsearch svc.local local\noptions ndots:2\ndomain local\n");
-    const net = network({ subnet: "10.53.0.0/24", resolvConf: resolv, routes: [{ dst: "10.99.0.0/16", gw: "10.53.0.254", mtu: 1400, priority: 10, table: 100, scope: 253 }] });
+    const net = network({
+      subnet: "10.53.0.0/24",
+      resolvConf: resolv,
+      routes: [{ dst: "10.99.0.0/16", gw: "10.53.0.254", mtu: 1400, priority: 10, table: 100, scope: 253 }],
+    });
     const add = await ours({ command: "ADD", containerID: "ctr" }, net.config);
     assert.equal(add.exitCode, 0, add.stdout);
     assert.deepEqual(add.json.routes, [{ dst: "10.99.0.0/16", gw: "10.53.0.254", mtu: 1400, priority: 10, table: 100, scope: 253 }]);
@@ -127,7 +151,10 @@ describe("host-local binary: lifecycle", () => {
     const net = network({ subnet: "10.58.0.0/24" });
     assert.equal((await ours({ command: "ADD", containerID: "a" }, net.config)).exitCode, 0);
     const again = await ours({ command: "ADD", containerID: "a" }, net.config);
-    assert.deepEqual(again.json, { code: 999, msg: "failed to allocate for range 0: 10.58.0.2 has been allocated to a, duplicate allocation is not allowed" });
+    assert.deepEqual(again.json, {
+      code: 999,
+      msg: "failed to allocate for range 0: 10.58.0.2 has been allocated to a, duplicate allocation is not allowed",
+    });
   });
 });
 
@@ -137,10 +164,16 @@ describe("host-local binary: requested IPs", () => {
     const net = network(ipam, "1.1.0", { args: { cni: { ips: ["fd60::60"] } } });
     const add = await ours({ command: "ADD", containerID: "a", args: "IgnoreUnknown=1;K8S_POD_NAME=pod;IP=10.60.0.60" }, net.config);
     assert.equal(add.exitCode, 0, add.stdout);
-    assert.deepEqual(add.json.ips.map((i: { address: string }) => i.address), ["10.60.0.60/24", "fd60::60/64"]);
+    assert.deepEqual(
+      add.json.ips.map((i: { address: string }) => i.address),
+      ["10.60.0.60/24", "fd60::60/64"],
+    );
     const net2 = network(ipam, "1.1.0", { runtimeConfig: { ips: ["10.60.0.61/24", "fd60::61/64"] } });
     const add2 = await ours({ command: "ADD", containerID: "b" }, net2.config);
-    assert.deepEqual(add2.json.ips.map((i: { address: string }) => i.address), ["10.60.0.61/24", "fd60::61/64"]);
+    assert.deepEqual(
+      add2.json.ips.map((i: { address: string }) => i.address),
+      ["10.60.0.61/24", "fd60::61/64"],
+    );
   });
   test("CNI_ARGS IP takes precedence: it wins the range set, and a second request for that set is an error", async () => {
     const net = network(ipam, "1.1.0", { runtimeConfig: { ips: ["10.60.0.71/24"] } });
@@ -154,7 +187,10 @@ describe("host-local binary: requested IPs", () => {
     const net = network(ipam, "1.1.0", { args: { cni: { ips: ["10.60.0.80"] } }, runtimeConfig: { ips: ["10.60.0.80/24"] } });
     const add = await ours({ command: "ADD", containerID: "a", args: "IP=10.60.0.80" }, net.config);
     assert.equal(add.exitCode, 0, add.stdout);
-    assert.deepEqual(add.json.ips.map((i: { address: string }) => i.address), ["10.60.0.80/24", "fd60::2/64"]);
+    assert.deepEqual(
+      add.json.ips.map((i: { address: string }) => i.address),
+      ["10.60.0.80/24", "fd60::2/64"],
+    );
   });
   test("a requested IP outside every range, or taken, or the gateway", async () => {
     const net = network(ipam);
@@ -164,7 +200,10 @@ describe("host-local binary: requested IPs", () => {
     assert.deepEqual(r.json, { code: 999, msg: "failed to allocate for range 0: requested ip 10.60.0.1 is subnet's gateway" });
     assert.equal((await ours({ command: "ADD", containerID: "a", args: "IP=10.60.0.9" }, net.config)).exitCode, 0);
     r = await ours({ command: "ADD", containerID: "b", args: "IP=10.60.0.9" }, net.config);
-    assert.deepEqual(r.json, { code: 999, msg: "failed to allocate for range 0: requested IP address 10.60.0.9 is not available in range set 10.60.0.1-10.60.0.254" });
+    assert.deepEqual(r.json, {
+      code: 999,
+      msg: "failed to allocate for range 0: requested IP address 10.60.0.9 is not available in range set 10.60.0.1-10.60.0.254",
+    });
   });
   test("CNI_ARGS: unknown keys fail without IgnoreUnknown (code 4)", async () => {
     const net = network(ipam);
@@ -177,14 +216,30 @@ describe("host-local binary: bad configs", () => {
   const cases: Array<[string, Record<string, unknown>, number, string]> = [
     ["bad subnet", { ranges: [[{ subnet: "10.0.0.0/33" }]] }, 7, 'invalid range: subnet "10.0.0.0/33" is not a valid CIDR (ipam.ranges[0][0])'],
     ["legacy bad subnet", { subnet: "10.0.0.0/33" }, 7, 'invalid range: subnet "10.0.0.0/33" is not a valid CIDR (ipam)'],
-    ["subnet too small", { ranges: [[{ subnet: "10.0.0.0/31" }]] }, 7,
-      "invalid range: subnet 10.0.0.0/31 is too small to allocate from (a /31 or /32 has no usable addresses) (ipam.ranges[0][0])"],
-    ["rangeStart outside subnet", { ranges: [[{ subnet: "10.0.0.0/24", rangeStart: "10.1.0.1" }]] }, 7,
-      "invalid range: rangeStart 10.1.0.1 is not in subnet 10.0.0.0/24 (ipam.ranges[0][0])"],
-    ["overlapping ranges in a set", { ranges: [[{ subnet: "10.0.0.0/24" }, { subnet: "10.0.0.0/24", rangeStart: "10.0.0.100" }]] }, 7,
-      "invalid range set: ranges 10.0.0.1-10.0.0.254 (ipam.ranges[0][0]) and 10.0.0.100-10.0.0.254 (ipam.ranges[0][1]) overlap"],
-    ["overlapping range sets", { ranges: [[{ subnet: "10.0.0.0/16" }], [{ subnet: "10.0.3.0/24" }]] }, 7,
-      "range set 0 overlaps with 1: 10.0.0.1-10.0.255.254 (ipam.ranges[0][0]) and 10.0.3.1-10.0.3.254 (ipam.ranges[1][0])"],
+    [
+      "subnet too small",
+      { ranges: [[{ subnet: "10.0.0.0/31" }]] },
+      7,
+      "invalid range: subnet 10.0.0.0/31 is too small to allocate from (a /31 or /32 has no usable addresses) (ipam.ranges[0][0])",
+    ],
+    [
+      "rangeStart outside subnet",
+      { ranges: [[{ subnet: "10.0.0.0/24", rangeStart: "10.1.0.1" }]] },
+      7,
+      "invalid range: rangeStart 10.1.0.1 is not in subnet 10.0.0.0/24 (ipam.ranges[0][0])",
+    ],
+    [
+      "overlapping ranges in a set",
+      { ranges: [[{ subnet: "10.0.0.0/24" }, { subnet: "10.0.0.0/24", rangeStart: "10.0.0.100" }]] },
+      7,
+      "invalid range set: ranges 10.0.0.1-10.0.0.254 (ipam.ranges[0][0]) and 10.0.0.100-10.0.0.254 (ipam.ranges[0][1]) overlap",
+    ],
+    [
+      "overlapping range sets",
+      { ranges: [[{ subnet: "10.0.0.0/16" }], [{ subnet: "10.0.3.0/24" }]] },
+      7,
+      "range set 0 overlaps with 1: 10.0.0.1-10.0.255.254 (ipam.ranges[0][0]) and 10.0.3.1-10.0.3.254 (ipam.ranges[1][0])",
+    ],
     ["no ranges", {}, 7, "no IP ranges specified: set ipam.ranges, ipam.subnet or runtimeConfig.ipRanges"],
     ["ranges not an array", { ranges: { subnet: "10.0.0.0/24" } }, 7, 'invalid "ipam.ranges": {"subnet":"10.0.0.0/24"} (want a list)'],
   ];

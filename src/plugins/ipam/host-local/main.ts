@@ -8,7 +8,7 @@
 import { CniError, cniError, failure, pluginNotAvailable, wrap } from "../../../spec/errors.js";
 import type { IPAddress } from "../../../spec/ip.js";
 import { IMPLEMENTED_100, type Result100 } from "../../../spec/result/types100.js";
-import { type PluginModule, type CmdArgs } from "../../../skel/skel.js";
+import type { PluginModule, CmdArgs } from "../../../skel/skel.js";
 import { IPAllocator } from "./allocator.js";
 import { HOST_LOCAL_SCHEMA, parseGCConfig, parseHostLocalConfig, parseStoreLocation, rangeSetContains } from "./config.js";
 import { parseResolvConf } from "./dns.js";

@@ -45,7 +45,10 @@ describe("DiskStore", () => {
     assert.equal(store.findByID("10.0.0.5", "eth0"), false);
     store.releaseByID("10.0.0.5", "eth0");
     assert.ok(existsSync(path.join(dir, "last_reserved_ip.0")));
-    assert.deepEqual(store.getByID("c1", "eth0").map((ip) => ip.text), ["10.0.0.5"]);
+    assert.deepEqual(
+      store.getByID("c1", "eth0").map((ip) => ip.text),
+      ["10.0.0.5"],
+    );
     assert.equal(store.findByID("c1", "eth0"), true);
     assert.equal(store.findByID("c1", "eth1"), false);
   });
@@ -55,9 +58,12 @@ describe("DiskStore", () => {
     assert.ok(lockIsFree(lockPath));
     await store.withLock(() => assert.equal(lockIsFree(lockPath), false, "held during the work"));
     assert.ok(lockIsFree(lockPath), "released after");
-    await assert.rejects(store.withLock(() => {
-      throw new Error("boom");
-    }), /boom/);
+    await assert.rejects(
+      store.withLock(() => {
+        throw new Error("boom");
+      }),
+      /boom/,
+    );
     assert.ok(lockIsFree(lockPath), "released after a failure");
   });
 

@@ -41,7 +41,6 @@ export interface IPStore {
   findByID(id: string, ifname: string): boolean;
 }
 
-
 /** The content of an IP file for (id, ifname), and the old id-only content. */
 const ownerKey = (id: string, ifname: string): string => id.trim() + LINE_BREAK + ifname;
 const legacyKey = (id: string): string => id.trim();
@@ -65,13 +64,14 @@ export class DiskStore implements IPStore {
     return path.join(this.dir, LOCK_FILE);
   }
 
-
   private lastIPPath(rangeID: string): string {
     return path.join(this.dir, LAST_IP_FILE_PREFIX + rangeID);
   }
 
   withLock<T>(fn: () => T | Promise<T>): Promise<T> {
-    return phase("ipam store", "host-local", () => withLockFile(this.lockPath, LOCK_MODE, (reason) => `failed to open ${this.lockPath}: ${reason}`, fn));
+    return phase("ipam store", "host-local", () =>
+      withLockFile(this.lockPath, LOCK_MODE, (reason) => `failed to open ${this.lockPath}: ${reason}`, fn),
+    );
   }
 
   reserve(id: string, ifname: string, ip: IPAddress, rangeID: string): boolean {
@@ -86,7 +86,9 @@ export class DiskStore implements IPStore {
     } catch (e) {
       try {
         removeStateFile(file);
-      } catch { /* best effort */ }
+      } catch {
+        /* best effort */
+      }
       throw wrap(`failed to reserve ${ip.text}`, e, ErrorCode.IOFailure);
     }
     return true;
@@ -117,7 +119,9 @@ export class DiskStore implements IPStore {
   private allocations(): Array<{ name: string; file: string; owner: string }> {
     let names: string[];
     try {
-      names = readdirSync(this.dir, { withFileTypes: true }).filter((d) => d.isFile()).map((d) => d.name);
+      names = readdirSync(this.dir, { withFileTypes: true })
+        .filter((d) => d.isFile())
+        .map((d) => d.name);
     } catch (e) {
       throw wrap(`failed to list ${this.dir}`, e, ErrorCode.IOFailure);
     }
@@ -127,7 +131,9 @@ export class DiskStore implements IPStore {
       const file = path.join(this.dir, name);
       try {
         out.push({ name, file, owner: readFileSync(file, "utf8").trim() });
-      } catch { /* vanished or unreadable */ }
+      } catch {
+        /* vanished or unreadable */
+      }
     }
     return out;
   }
@@ -140,7 +146,9 @@ export class DiskStore implements IPStore {
       try {
         removeStateFile(a.file);
         found = true;
-      } catch { /* not removable: tolerated, as Go */ }
+      } catch {
+        /* not removable: tolerated, as Go */
+      }
     }
     return found;
   }

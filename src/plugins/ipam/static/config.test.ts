@@ -34,17 +34,31 @@ describe("static config", () => {
   test("args.cni.ips replaces the list, runtimeConfig.ips replaces it again", () => {
     assert.deepEqual(shown(parse(ipam, { args: { cni: { ips: ["10.30.0.5/16"] } } }, "IP=10.20.0.5/24")), ["10.30.0.5/16"]);
     assert.deepEqual(shown(parse(ipam, { args: { cni: { ips: ["10.30.0.5/16"] } }, runtimeConfig: { ips: ["10.40.0.5/16"] } })), ["10.40.0.5/16"]);
-    assert.deepEqual(shown(parse(ipam, { runtimeConfig: { ips: [] } })), ["10.10.0.5/24 gw 10.10.0.1", "fd00::5/64"], "an empty list replaces nothing");
+    assert.deepEqual(
+      shown(parse(ipam, { runtimeConfig: { ips: [] } })),
+      ["10.10.0.5/24 gw 10.10.0.1", "fd00::5/64"],
+      "an empty list replaces nothing",
+    );
   });
   test("a replaced config address is never parsed, as Go", () => {
     assert.deepEqual(shown(parse({ addresses: [{ address: "bogus" }] }, { runtimeConfig: { ips: ["10.40.0.5/16"] } })), ["10.40.0.5/16"]);
   });
   test("bad values: code 7 for the config, 4 for CNI_ARGS", () => {
-    throwsCni(() => parse({ addresses: [{ address: "10.0.0.5" }] }), 7,
-      "the 'address' field is expected to be in CIDR notation, got: '10.0.0.5' (ipam.addresses[0].address)");
-    throwsCni(() => parse({ addresses: [{ address: "10.0.0.5/24", gateway: "x" }] }), 7, 'invalid gateway "x": not an IP address (ipam.addresses[0].gateway)');
-    throwsCni(() => parse({}, { runtimeConfig: { ips: ["10.0.0.5"] } }), 7,
-      "an entry in the 'ips' field is NOT in CIDR notation, got: '10.0.0.5' (runtimeConfig.ips[0])");
+    throwsCni(
+      () => parse({ addresses: [{ address: "10.0.0.5" }] }),
+      7,
+      "the 'address' field is expected to be in CIDR notation, got: '10.0.0.5' (ipam.addresses[0].address)",
+    );
+    throwsCni(
+      () => parse({ addresses: [{ address: "10.0.0.5/24", gateway: "x" }] }),
+      7,
+      'invalid gateway "x": not an IP address (ipam.addresses[0].gateway)',
+    );
+    throwsCni(
+      () => parse({}, { runtimeConfig: { ips: ["10.0.0.5"] } }),
+      7,
+      "an entry in the 'ips' field is NOT in CIDR notation, got: '10.0.0.5' (runtimeConfig.ips[0])",
+    );
     throwsCni(() => parse({}, {}, "IP=10.0.0.5"), 4, "the 'ip' field is expected to be in CIDR notation, got: '10.0.0.5' (CNI_ARGS IP)");
     throwsCni(() => parse({}, {}, "IP=10.0.0.5/24;GATEWAY=gw"), 4, "invalid gateway address: gw (CNI_ARGS GATEWAY)");
     throwsCni(() => parse({}, {}, "MAC=x"), 4, 'ARGS: unknown args ["MAC=x"]');
@@ -52,7 +66,10 @@ describe("static config", () => {
   });
   test("spec 0.2.0 allows one address per family", () => {
     assert.equal(parse(ipam, {}, "", "0.2.0").addresses.length, 2);
-    throwsCni(() => parse({ addresses: [{ address: "10.0.0.5/24" }, { address: "10.0.0.6/24" }] }, {}, "", "0.2.0"), 7,
-      "CNI version 0.2.0 does not support more than 1 address per family");
+    throwsCni(
+      () => parse({ addresses: [{ address: "10.0.0.5/24" }, { address: "10.0.0.6/24" }] }, {}, "", "0.2.0"),
+      7,
+      "CNI version 0.2.0 does not support more than 1 address per family",
+    );
   });
 });

@@ -105,6 +105,9 @@ export function parseStaticConfig(stdin: Buffer, cniArgs: string): StaticConfig 
   pending = replacementAddresses(c.args?.cni?.ips, "args.cni.ips") ?? pending;
   pending = replacementAddresses(c.runtimeConfig?.ips, "runtimeConfig.ips") ?? pending;
   const addresses = pending.map(resolveAddress);
-  checkAddressesPerFamily(conf.cniVersion, addresses.map((a) => a.address.ip.family));
+  checkAddressesPerFamily(
+    conf.cniVersion,
+    addresses.map((a) => a.address.ip.family),
+  );
   return { name: conf.name, cniVersion: conf.cniVersion, addresses, routes, dns: compactDNS(ipam.dns) };
 }

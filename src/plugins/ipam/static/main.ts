@@ -10,7 +10,7 @@ import { ipEqual } from "../../../spec/ip-math.js";
 import { toCurrentResult } from "../../../spec/result/index.js";
 import { IMPLEMENTED_100, type Result100 } from "../../../spec/result/types100.js";
 import { loadPluginConf, parsePrevResult } from "../../../skel/conf.js";
-import { type PluginModule, type CmdArgs } from "../../../skel/skel.js";
+import type { PluginModule, CmdArgs } from "../../../skel/skel.js";
 import { parseStaticConfig, STATIC_SCHEMA } from "./config.js";
 
 export function add(args: CmdArgs): Result100 {

@@ -70,7 +70,10 @@ export async function ensureBridge(name: string, opts: BridgeOptions = {}): Prom
   if (!state) throw failure(`could not create bridge "${name}"`, "it vanished right after creation");
   const { link } = state;
   if (link.kind !== "bridge") {
-    throw failure(`failed to create bridge "${name}": a link of that name exists and is not a bridge`, `its kind is ${link.kind ?? "a physical device"}`);
+    throw failure(
+      `failed to create bridge "${name}": a link of that name exists and is not a bridge`,
+      `its kind is ${link.kind ?? "a physical device"}`,
+    );
   }
   await writeSysctls(NetNS.host, [{ path: sysctlPath("net", "ipv6", "conf", name, "accept_ra"), value: "0", optional: true }]);
   if (!link.up || (opts.promisc && !link.promisc)) {
@@ -109,8 +112,10 @@ export async function ensureGatewayAddresses(dev: string, gateways: readonly str
       const overlaps = cidrContains(networkOf(a), wanted.ip) || cidrContains(networkOf(wanted), a.ip);
       if (wanted.ip.family === 6 && !overlaps) continue;
       if (!opts.forceAddress) {
-        throw failure(`failed to set bridge addr: "${dev}" already has an IP address different from ${wanted.text}`,
-          `it has ${a.text}; set "forceAddress": true to replace it`);
+        throw failure(
+          `failed to set bridge addr: "${dev}" already has an IP address different from ${wanted.text}`,
+          `it has ${a.text}; set "forceAddress": true to replace it`,
+        );
       }
       batch.deleteAddress(dev, a.text);
       have.splice(have.indexOf(a), 1);
@@ -154,7 +159,10 @@ export interface PortVlans {
 }
 
 /** A VLAN entry as `bridge -json vlan show` lists it (a single VID or a range). */
-export interface VlanEntry { vlan: number; vlanEnd?: number }
+export interface VlanEntry {
+  vlan: number;
+  vlanEnd?: number;
+}
 
 /**
  * The `bridge vlan` commands that give `port` exactly the VLANs `v` asks for, given the entries it has now

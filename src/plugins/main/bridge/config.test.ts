@@ -4,8 +4,7 @@ import { ErrorCode } from "../../../spec/errors.js";
 import { containerPortVlans, loadBridgeConf, parseTrunk } from "./config.js";
 import { portVlanCommands } from "./bridge-link.js";
 
-const stdin = (keys: Record<string, unknown> = {}) =>
-  Buffer.from(JSON.stringify({ cniVersion: "1.0.0", name: "net1", type: "bridge", ...keys }));
+const stdin = (keys: Record<string, unknown> = {}) => Buffer.from(JSON.stringify({ cniVersion: "1.0.0", name: "net1", type: "bridge", ...keys }));
 const load = (keys?: Record<string, unknown>, cniArgs = "") => loadBridgeConf(stdin(keys), cniArgs);
 
 /** Asserts a CNI error with `code` whose message matches `msg`. */
@@ -22,18 +21,45 @@ const invalid = (keys: Record<string, unknown>, msg: RegExp, cniArgs = "") =>
 describe("bridge config: defaults and keys", () => {
   test("defaults match the Go plugin", () => {
     const n = load();
-    assert.deepEqual({ ...n, conf: undefined }, {
-      conf: undefined, bridge: "cni0", isGateway: false, isDefaultGateway: false, forceAddress: false, ipMasq: false,
-      ipMasqBackend: undefined, mtu: undefined, hairpinMode: false, promiscMode: false, vlan: 0, vlanTrunk: [],
-      vlanFiltering: false, preserveDefaultVlan: false, macspoofchk: false, enabledad: false,
-      disableContainerInterface: false, portIsolation: false,
-    });
+    assert.deepEqual(
+      { ...n, conf: undefined },
+      {
+        conf: undefined,
+        bridge: "cni0",
+        isGateway: false,
+        isDefaultGateway: false,
+        forceAddress: false,
+        ipMasq: false,
+        ipMasqBackend: undefined,
+        mtu: undefined,
+        hairpinMode: false,
+        promiscMode: false,
+        vlan: 0,
+        vlanTrunk: [],
+        vlanFiltering: false,
+        preserveDefaultVlan: false,
+        macspoofchk: false,
+        enabledad: false,
+        disableContainerInterface: false,
+        portIsolation: false,
+      },
+    );
   });
 
   test("every key is read", () => {
     const n = load({
-      bridge: "br9", isGateway: true, forceAddress: true, ipMasq: true, ipMasqBackend: "nftables", mtu: 1400,
-      hairpinMode: true, vlan: 7, preserveDefaultVlan: true, macspoofchk: true, enabledad: true, portIsolation: true,
+      bridge: "br9",
+      isGateway: true,
+      forceAddress: true,
+      ipMasq: true,
+      ipMasqBackend: "nftables",
+      mtu: 1400,
+      hairpinMode: true,
+      vlan: 7,
+      preserveDefaultVlan: true,
+      macspoofchk: true,
+      enabledad: true,
+      portIsolation: true,
     });
     assert.equal(n.bridge, "br9");
     assert.equal(n.isGateway, true);
@@ -59,7 +85,8 @@ describe("bridge config: defaults and keys", () => {
   test("mtu 0 means the kernel default", () => assert.equal(load({ mtu: 0 }).mtu, undefined));
   test("an empty bridge name means cni0", () => assert.equal(load({ bridge: "" }).bridge, "cni0"));
   test("null keys are absent keys", () => assert.equal(load({ mtu: null, isGateway: null }).isGateway, false));
-  test("disableContainerInterface without IPAM is fine", () => assert.equal(load({ disableContainerInterface: true }).disableContainerInterface, true));
+  test("disableContainerInterface without IPAM is fine", () =>
+    assert.equal(load({ disableContainerInterface: true }).disableContainerInterface, true));
   test("hairpinMode alone and promiscMode alone are fine", () => {
     assert.equal(load({ hairpinMode: true }).hairpinMode, true);
     assert.equal(load({ promiscMode: true }).promiscMode, true);
@@ -108,14 +135,20 @@ describe("bridge config: invalid values are code 7 naming the key and the value"
     invalid({ mtu: "1500" }, /"mtu": "1500" \(want an integer\)/);
   });
   test("hairpinMode together with promiscMode", () => {
-    invalid({ hairpinMode: true, promiscMode: true }, /^invalid "hairpinMode": true \(cannot set hairpin mode and promiscuous mode at the same time; "promiscMode" is true too\)$/);
+    invalid(
+      { hairpinMode: true, promiscMode: true },
+      /^invalid "hairpinMode": true \(cannot set hairpin mode and promiscuous mode at the same time; "promiscMode" is true too\)$/,
+    );
   });
   test("an unknown ipMasqBackend", () => {
     invalid({ ipMasqBackend: "ebtables" }, /^invalid "ipMasqBackend": "ebtables" \(want "iptables" or "nftables"\)$/);
     invalid({ ipMasqBackend: 1 }, /"ipMasqBackend": 1/);
   });
   test("IPAM with disableContainerInterface", () => {
-    invalid({ disableContainerInterface: true, ipam: { type: "host-local" } }, /^invalid "disableContainerInterface": true .*"ipam\.type" is "host-local"/);
+    invalid(
+      { disableContainerInterface: true, ipam: { type: "host-local" } },
+      /^invalid "disableContainerInterface": true .*"ipam\.type" is "host-local"/,
+    );
   });
   test("a bridge name that is not a link name", () => {
     invalid({ bridge: "sixteen-chars-xx" }, /"bridge": "sixteen-chars-xx"/);
@@ -125,7 +158,19 @@ describe("bridge config: invalid values are code 7 naming the key and the value"
     invalid({ bridge: 5 }, /"bridge": 5 \(want a string\)/);
   });
   test("booleans must be booleans", () => {
-    for (const key of ["isGateway", "isDefaultGateway", "forceAddress", "ipMasq", "hairpinMode", "promiscMode", "macspoofchk", "enabledad", "disableContainerInterface", "portIsolation", "preserveDefaultVlan"]) {
+    for (const key of [
+      "isGateway",
+      "isDefaultGateway",
+      "forceAddress",
+      "ipMasq",
+      "hairpinMode",
+      "promiscMode",
+      "macspoofchk",
+      "enabledad",
+      "disableContainerInterface",
+      "portIsolation",
+      "preserveDefaultVlan",
+    ]) {
       invalid({ [key]: "true" }, new RegExp(`^invalid "${key}": "true" \\(want true or false\\)$`));
     }
   });

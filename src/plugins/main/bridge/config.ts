@@ -116,12 +116,20 @@ export function loadBridgeConf(stdin: Buffer, cniArgs: string): BridgeConf {
   };
   if (n.isDefaultGateway) n.isGateway = true;
   if (n.hairpinMode && n.promiscMode) {
-    throw invalidKey("hairpinMode", true, "cannot set hairpin mode and promiscuous mode at the same time; \"promiscMode\" is true too");
+    throw invalidKey("hairpinMode", true, 'cannot set hairpin mode and promiscuous mode at the same time; "promiscMode" is true too');
   }
   if (n.disableContainerInterface && conf.ipam?.type) {
-    throw invalidKey("disableContainerInterface", true, `cannot use IPAM when the container interface is disabled; "ipam.type" is "${conf.ipam.type}"`);
+    throw invalidKey(
+      "disableContainerInterface",
+      true,
+      `cannot use IPAM when the container interface is disabled; "ipam.type" is "${conf.ipam.type}"`,
+    );
   }
-  const mac = chooseMac([["CNI_ARGS MAC", cniArgsMac(cniArgs)], ["args.cni.mac", c.args?.cni?.mac], ["runtimeConfig.mac", c.runtimeConfig?.mac]]);
+  const mac = chooseMac([
+    ["CNI_ARGS MAC", cniArgsMac(cniArgs)],
+    ["args.cni.mac", c.args?.cni?.mac],
+    ["runtimeConfig.mac", c.runtimeConfig?.mac],
+  ]);
   if (mac) n.mac = mac;
   return n;
 }

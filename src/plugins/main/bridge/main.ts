@@ -28,8 +28,12 @@ const CONTAINER_INDEX = 2;
 const ZERO_MAC = "00:00:00:00:00:00";
 
 const refIdOf = (args: CmdArgs) => `${args.containerID}-${args.ifName}`;
-const masqTarget = (n: BridgeConf, args: CmdArgs, addresses: string[]): IPMasqTarget =>
-  ({ addresses, network: n.conf.name, ifName: args.ifName, containerID: args.containerID });
+const masqTarget = (n: BridgeConf, args: CmdArgs, addresses: string[]): IPMasqTarget => ({
+  addresses,
+  network: n.conf.name,
+  ifName: args.ifName,
+  containerID: args.containerID,
+});
 
 /** The container sysctls the Go plugin sets before addressing (failures ignored, as there). */
 function containerSysctls(n: BridgeConf, ifName: string): SysctlSetting[] {
@@ -75,7 +79,15 @@ async function ensureVlanGateway(n: BridgeConf, bridge: Link): Promise<Link> {
 }
 
 /** IPAM, gateways on the bridge, forwarding and masquerading; undo steps go to `rollback`. */
-async function addLayer3(n: BridgeConf, args: CmdArgs, ns: NetNS, bridge: BridgeState, pinMac: string, result: Result100, rollback: Rollback): Promise<void> {
+async function addLayer3(
+  n: BridgeConf,
+  args: CmdArgs,
+  ns: NetNS,
+  bridge: BridgeState,
+  pinMac: string,
+  result: Result100,
+  rollback: Rollback,
+): Promise<void> {
   const ipam = await ipamAdd(n.conf, args);
   rollback.add(() => ipamDel(n.conf, args));
   result.ips = ipam.ips!.map((ipc) => ({ ...ipc, interface: CONTAINER_INDEX }));
@@ -94,7 +106,11 @@ async function addLayer3(n: BridgeConf, args: CmdArgs, ns: NetNS, bridge: Bridge
     await enableForwarding(new Set(gateways.map((g) => ipFamily(g))));
   }
   if (n.ipMasq) {
-    const target = masqTarget(n, args, result.ips.map((i) => i.address));
+    const target = masqTarget(
+      n,
+      args,
+      result.ips.map((i) => i.address),
+    );
     rollback.add(() => teardownIPMasq(target));
     await setupIPMasq(target, n.ipMasqBackend);
   }
@@ -104,11 +120,17 @@ async function add(args: CmdArgs): Promise<Result100> {
   const n = loadBridgeConf(args.stdinData, args.args);
   const ns = await NetNS.open(args.netns);
   const bridgeState = await ensureBridge(n.bridge, {
-    mtu: n.mtu, promisc: n.promiscMode, vlanFiltering: n.vlanFiltering, pinMac: n.isGateway && !n.vlan,
+    mtu: n.mtu,
+    promisc: n.promiscMode,
+    vlanFiltering: n.vlanFiltering,
+    pinMac: n.isGateway && !n.vlan,
   });
   const bridge = bridgeState.link;
   const veth = await setupVeth(ns, args.ifName, {
-    mtu: n.mtu, mac: n.mac, hostChange: { master: n.bridge }, bridgePort: { hairpin: n.hairpinMode, isolated: n.portIsolation },
+    mtu: n.mtu,
+    mac: n.mac,
+    hostChange: { master: n.bridge },
+    bridgePort: { hairpin: n.hairpinMode, isolated: n.portIsolation },
   });
   const rollback = new Rollback();
   rollback.add(() => ip.deleteLink(ns, args.ifName));
@@ -138,9 +160,7 @@ async function add(args: CmdArgs): Promise<Result100> {
     }
 
     // The MACs may have changed since: the bridge takes its lowest port's MAC unless pinned.
-    const [port, br] = n.disableContainerInterface
-      ? await readHostLinks([veth.host.name, n.bridge])
-      : await waitPortUp(veth.host.name, [n.bridge]);
+    const [port, br] = n.disableContainerInterface ? await readHostLinks([veth.host.name, n.bridge]) : await waitPortUp(veth.host.name, [n.bridge]);
     result.interfaces![0]!.mac = br!.mac;
     result.interfaces![1]!.mac = port!.mac;
     if (n.conf.dns && !isDNSEmpty(n.conf.dns)) result.dns = n.conf.dns;
@@ -173,7 +193,8 @@ async function check(args: CmdArgs): Promise<void> {
   const br = hostLinks.find((l) => l.name === n.bridge);
   if (!br) throw failure(`bridge "${n.bridge}" does not exist`);
   if (br.kind !== "bridge") throw failure(`"${n.bridge}" is not a bridge`);
-  if (br.promisc !== n.promiscMode) throw failure(`bridge "${n.bridge}" promiscuous mode is ${br.promisc ? "on" : "off"}, expected ${n.promiscMode ? "on" : "off"}`);
+  if (br.promisc !== n.promiscMode)
+    throw failure(`bridge "${n.bridge}" promiscuous mode is ${br.promisc ? "on" : "off"}, expected ${n.promiscMode ? "on" : "off"}`);
   // Only a gateway bridge has its MAC pinned; otherwise the kernel moves it as ports come and go.
   const brEntry = prev.interfaces?.find((i) => i.name === n.bridge);
   if (n.isGateway && brEntry?.mac && brEntry.mac !== br.mac) throw failure(`bridge "${n.bridge}" MAC is ${br.mac}, expected ${brEntry.mac}`);
@@ -183,13 +204,15 @@ async function check(args: CmdArgs): Promise<void> {
   const cont = await ip.getLink(ns, args.ifName);
   if (!cont) throw failure(`container interface "${args.ifName}" does not exist`);
   if (cont.kind !== "veth") throw failure(`container interface "${args.ifName}" is a ${cont.kind ?? "device"}, not a veth`);
-  if (contEntry.mac && contEntry.mac !== cont.mac) throw failure(`container interface "${args.ifName}" MAC is ${cont.mac}, expected ${contEntry.mac}`);
+  if (contEntry.mac && contEntry.mac !== cont.mac)
+    throw failure(`container interface "${args.ifName}" MAC is ${cont.mac}, expected ${contEntry.mac}`);
 
   const hostPeer = hostLinks.find((l) => l.index === cont.peerIndex && prev.interfaces?.some((i) => i.name === l.name && !i.sandbox));
   if (!hostPeer) throw failure(`no host veth of the prevResult is the peer of "${args.ifName}"`);
   if (hostPeer.master !== n.bridge) throw failure(`host veth "${hostPeer.name}" is not attached to bridge "${n.bridge}"`);
   const hostEntry = prev.interfaces!.find((i) => i.name === hostPeer.name);
-  if (hostEntry?.mac && hostEntry.mac !== hostPeer.mac) throw failure(`host veth "${hostPeer.name}" MAC is ${hostPeer.mac}, expected ${hostEntry.mac}`);
+  if (hostEntry?.mac && hostEntry.mac !== hostPeer.mac)
+    throw failure(`host veth "${hostPeer.name}" MAC is ${hostPeer.mac}, expected ${hostEntry.mac}`);
 
   await checkInterfaceAddresses(ns, args.ifName, prev);
   await checkRoutes(ns, prev);

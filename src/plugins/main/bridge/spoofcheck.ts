@@ -60,7 +60,8 @@ export const spoofCheckMarks = (refId: string): FirewallMark[] => [{ kind: "nfta
 export async function teardownSpoofCheck(refId: string): Promise<void> {
   const c = chains(refId);
   const table = await nftListTable("bridge", TABLE);
-  const lines = table.rules.filter((r) => r.chain === BASE && r.comment === c.comment)
+  const lines = table.rules
+    .filter((r) => r.chain === BASE && r.comment === c.comment)
     .map((r) => `delete rule bridge ${TABLE} ${BASE} handle ${r.handle}`);
   for (const chain of [c.iface, c.mac]) {
     if (table.chains.includes(chain)) lines.push(`flush chain bridge ${TABLE} ${chain}`, `delete chain bridge ${TABLE} ${chain}`);

@@ -28,7 +28,12 @@ export function loadDummyConf(stdin: Buffer): PluginConf {
 
 async function add(args: CmdArgs) {
   const conf = loadDummyConf(args.stdinData);
-  return addSandboxLink(args, { conf, create: (container) => createContainerLink(container, args.ifName, { kind: "dummy" }, container), addressing: { from: "ipam" }, dns: "ipam" });
+  return addSandboxLink(args, {
+    conf,
+    create: (container) => createContainerLink(container, args.ifName, { kind: "dummy" }, container),
+    addressing: { from: "ipam" },
+    dns: "ipam",
+  });
 }
 
 async function del(args: CmdArgs): Promise<void> {

@@ -7,22 +7,30 @@ const conf = (extra: Record<string, unknown>) => Buffer.from(JSON.stringify({ cn
 
 /** Asserts a code-7 error whose message matches `msg`. */
 function rejects(extra: Record<string, unknown>, msg: RegExp) {
-  assert.throws(() => loadHostDeviceConf(conf(extra)), (e: unknown) => e instanceof CniError && e.code === 7 && msg.test(e.msg), JSON.stringify(extra));
+  assert.throws(
+    () => loadHostDeviceConf(conf(extra)),
+    (e: unknown) => e instanceof CniError && e.code === 7 && msg.test(e.msg),
+    JSON.stringify(extra),
+  );
 }
 
 describe("host-device config", () => {
   test("each selector alone", () => {
     assert.deepEqual(loadHostDeviceConf(conf({ device: "eth1" })).selector, { by: "device", name: "eth1" });
     assert.deepEqual(loadHostDeviceConf(conf({ hwaddr: "0A-58-0A-F4-00-01" })).selector, { by: "hwaddr", mac: "0a:58:0a:f4:00:01" });
-    assert.deepEqual(loadHostDeviceConf(conf({ kernelpath: "/sys/devices/pci0000:00/0000:00:19.0" })).selector,
-      { by: "kernelpath", path: "/sys/devices/pci0000:00/0000:00:19.0" });
+    assert.deepEqual(loadHostDeviceConf(conf({ kernelpath: "/sys/devices/pci0000:00/0000:00:19.0" })).selector, {
+      by: "kernelpath",
+      path: "/sys/devices/pci0000:00/0000:00:19.0",
+    });
     assert.deepEqual(loadHostDeviceConf(conf({ pciBusID: "0000:03:00.1" })).selector, { by: "pciBusID", id: "0000:03:00.1", key: "pciBusID" });
     assert.deepEqual(loadHostDeviceConf(conf({ runtimeConfig: { deviceID: "mlx5_core.sf.4" } })).selector, { by: "deviceID", id: "mlx5_core.sf.4" });
   });
 
   test("the runtime's deviceID replaces pciBusID, as in Go", () => {
-    assert.deepEqual(loadHostDeviceConf(conf({ pciBusID: "0000:03:00.1", runtimeConfig: { deviceID: "0000:03:00.2" } })).selector,
-      { by: "deviceID", id: "0000:03:00.2" });
+    assert.deepEqual(loadHostDeviceConf(conf({ pciBusID: "0000:03:00.1", runtimeConfig: { deviceID: "0000:03:00.2" } })).selector, {
+      by: "deviceID",
+      id: "0000:03:00.2",
+    });
   });
 
   test("defaults: no IPAM, the record directory", () => {
@@ -33,11 +41,18 @@ describe("host-device config", () => {
   });
 
   test("GC needs no selector (a runtime's deviceID never reaches it), only the records' directory and IPAM", () => {
-    const gc = (extra: Record<string, unknown>) => loadHostDeviceGcConf(conf({ ...extra, "cni.dev/valid-attachments": [{ containerID: "c", ifname: "net1" }] }));
+    const gc = (extra: Record<string, unknown>) =>
+      loadHostDeviceGcConf(conf({ ...extra, "cni.dev/valid-attachments": [{ containerID: "c", ifname: "net1" }] }));
     const n = gc({ capabilities: { deviceID: true }, ipam: { type: "host-local" }, dataDir: "/tmp/x" });
-    assert.deepEqual([n.conf.name, n.ipamType, n.dataDir, n.conf.validAttachments], ["net", "host-local", "/tmp/x", [{ containerID: "c", ifname: "net1" }]]);
+    assert.deepEqual(
+      [n.conf.name, n.ipamType, n.dataDir, n.conf.validAttachments],
+      ["net", "host-local", "/tmp/x", [{ containerID: "c", ifname: "net1" }]],
+    );
     assert.equal(gc({ device: "eth1" }).dataDir, DEFAULT_DATA_DIR);
-    assert.throws(() => gc({ dataDir: "" }), (e: unknown) => e instanceof CniError && e.code === 7);
+    assert.throws(
+      () => gc({ dataDir: "" }),
+      (e: unknown) => e instanceof CniError && e.code === 7,
+    );
   });
 
   test("no selector, or two (Go takes the first silently), is a code-7 error naming the keys", () => {
@@ -64,14 +79,20 @@ describe("host-device config", () => {
   });
 
   test("kernelpath is cleaned but must stay under /sys/devices/", () => {
-    assert.deepEqual(loadHostDeviceConf(conf({ kernelpath: "/sys/devices/virtual/./x/../" })).selector, { by: "kernelpath", path: "/sys/devices/virtual" });
+    assert.deepEqual(loadHostDeviceConf(conf({ kernelpath: "/sys/devices/virtual/./x/../" })).selector, {
+      by: "kernelpath",
+      path: "/sys/devices/virtual",
+    });
   });
 
   test("MACs as Go's net.ParseMAC reads them", () => {
     assert.equal(parseHardwareAddr("0A:58:0A:F4:00:01"), "0a:58:0a:f4:00:01");
     assert.equal(parseHardwareAddr("0a58.0af4.0001"), "0a:58:0a:f4:00:01");
     assert.equal(parseHardwareAddr("02:00:5e:10:00:00:00:01"), "02:00:5e:10:00:00:00:01");
-    assert.equal(parseHardwareAddr("00:00:00:00:fe:80:00:00:00:00:00:00:02:00:5E:10:00:00:00:01"), "00:00:00:00:fe:80:00:00:00:00:00:00:02:00:5e:10:00:00:00:01");
+    assert.equal(
+      parseHardwareAddr("00:00:00:00:fe:80:00:00:00:00:00:00:02:00:5E:10:00:00:00:01"),
+      "00:00:00:00:fe:80:00:00:00:00:00:00:02:00:5e:10:00:00:00:01",
+    );
     assert.equal(parseHardwareAddr("0a:58-0a:f4:00:01"), undefined);
     assert.equal(parseHardwareAddr("0a:58:0a:f4:00:01:02"), undefined);
   });

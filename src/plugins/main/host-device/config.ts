@@ -83,17 +83,22 @@ export function loadHostDeviceConf(stdin: Buffer): HostDeviceConf {
   // The runtime's deviceID takes pciBusID's place, as in Go; beside any other selector it is ambiguous.
   const selectors = deviceID ? [...given.filter((k) => k !== "pciBusID"), "runtimeConfig.deviceID"] : given;
   if (selectors.length === 0) {
-    throw invalidConfig('specify either "device", "hwaddr", "kernelpath" or "pciBusID"',
-      "host-device needs exactly one way to find the host device (or the runtime's runtimeConfig.deviceID)");
+    throw invalidConfig(
+      'specify either "device", "hwaddr", "kernelpath" or "pciBusID"',
+      "host-device needs exactly one way to find the host device (or the runtime's runtimeConfig.deviceID)",
+    );
   }
   if (selectors.length > 1) {
-    throw invalidConfig(`specify only one of ${selectors.map((k) => `"${k}"`).join(" and ")}`,
-      "host-device takes exactly one way to find the host device");
+    throw invalidConfig(
+      `specify only one of ${selectors.map((k) => `"${k}"`).join(" and ")}`,
+      "host-device takes exactly one way to find the host device",
+    );
   }
 
   let selector: DeviceSelector;
   if (deviceID) {
-    if (!isEntryName(deviceID)) throw invalidKey("runtimeConfig.deviceID", deviceID, "want a PCI address like 0000:03:00.1 or an auxiliary device name");
+    if (!isEntryName(deviceID))
+      throw invalidKey("runtimeConfig.deviceID", deviceID, "want a PCI address like 0000:03:00.1 or an auxiliary device name");
     selector = { by: "deviceID", id: deviceID };
   } else if (c.device) {
     if (c.device.length > 15 || !isEntryName(c.device) || /[\s:]/.test(c.device)) throw invalidKey("device", c.device, "want an interface name");

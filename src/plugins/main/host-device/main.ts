@@ -43,7 +43,9 @@ function hostView(): HostView {
 
 /** Moves `name` from `from` to `to`, renamed `newName`, with alias `alias`: one request, nothing half-named in between. */
 function moveDevice(from: NetNS, name: string, to: NetNS, newName: string, alias: string): Promise<void> {
-  return ip.batch(from).add("link", "set", "dev", name, "netns", nsTarget(to), "name", newName, "alias", alias)
+  return ip
+    .batch(from)
+    .add("link", "set", "dev", name, "netns", nsTarget(to), "name", newName, "alias", alias)
     .run(`move ${name} from ${from} to ${to} as ${newName}`);
 }
 
@@ -89,8 +91,10 @@ async function restoreSettings(link: Link, rec: DeviceRecord): Promise<void> {
 
 /** A host interface other than the device holds the name the device must get back. */
 const nameTaken = (rec: DeviceRecord, where: string) =>
-  failure(`cannot give ${where} back to the host as "${rec.host.name}": another host interface has that name`,
-    "rename or remove that interface, then run DEL again");
+  failure(
+    `cannot give ${where} back to the host as "${rec.host.name}": another host interface has that name`,
+    "rename or remove that interface, then run DEL again",
+  );
 
 /**
  * Returns the recorded device to the host as it was: from the container (under CNI_IFNAME, or still under its host
@@ -121,7 +125,10 @@ async function returnDevice(rec: DeviceRecord, container: NetNS | undefined, vie
     const returned = await findReturned(rec, view);
     if (!returned) return;
     // An interface is renamed only while down; restoreSettings brings it up again if it was.
-    await ip.batch(host).setLink(returned.name, { up: false }).add("link", "set", "dev", returned.name, "name", name)
+    await ip
+      .batch(host)
+      .setLink(returned.name, { up: false })
+      .add("link", "set", "dev", returned.name, "name", name)
       .run(`rename ${returned.name} back to ${name}`);
     link = { ...returned, name, up: false };
   }
@@ -136,14 +143,23 @@ async function hostAddresses(name: string): Promise<string[]> {
 /** Records the device, moves it into the container as CNI_IFNAME and brings it up; returns it as it is there. */
 async function moveIn(dev: Link, container: NetNS, args: CmdArgs, n: HostDeviceConf, view: HostView, rollback: Rollback): Promise<Link> {
   if (await ip.getLink(container, args.ifName)) {
-    throw failure(`container already has an interface named "${args.ifName}"`,
-      `host-device moves ${dev.name} in as ${args.ifName}`);
+    throw failure(`container already has an interface named "${args.ifName}"`, `host-device moves ${dev.name} in as ${args.ifName}`);
   }
   const rec: DeviceRecord = {
-    network: n.conf.name, containerID: args.containerID, ifName: args.ifName, netns: args.netns,
+    network: n.conf.name,
+    containerID: args.containerID,
+    ifName: args.ifName,
+    netns: args.netns,
     host: {
-      name: dev.name, index: dev.index, mtu: dev.mtu, mac: dev.mac, up: dev.up, alias: dev.alias ?? "",
-      kind: dev.kind, devicePath: await devicePathOf(view, dev.name), addresses: await hostAddresses(dev.name),
+      name: dev.name,
+      index: dev.index,
+      mtu: dev.mtu,
+      mac: dev.mac,
+      up: dev.up,
+      alias: dev.alias ?? "",
+      kind: dev.kind,
+      devicePath: await devicePathOf(view, dev.name),
+      addresses: await hostAddresses(dev.name),
     },
   };
   await writeRecord(n.dataDir, rec);
@@ -152,7 +168,11 @@ async function moveIn(dev: Link, container: NetNS, args: CmdArgs, n: HostDeviceC
     await removeRecord(n.dataDir, args.containerID, args.ifName);
   });
   await moveDevice(NetNS.host, dev.name, container, args.ifName, dev.name);
-  const [shown] = await ip.batch(container).setLink(args.ifName, { up: true }).showLink(args.ifName).runShow(`bring up ${args.ifName} in ${container}`);
+  const [shown] = await ip
+    .batch(container)
+    .setLink(args.ifName, { up: true })
+    .showLink(args.ifName)
+    .runShow(`bring up ${args.ifName} in ${container}`);
   rec.containerIndex = shown!.link.index;
   await writeRecord(n.dataDir, rec);
   return shown!.link;
@@ -166,10 +186,13 @@ async function add(args: CmdArgs): Promise<Result100> {
   const rollback = new Rollback();
   return rollback.guard(async () => {
     // A DPDK device stays bound to its userspace driver: there is no interface to move or configure.
-    const iface = selected.kind === "dpdk" ? { name: args.ifName, sandbox: args.netns } : await (async () => {
-      const moved = await moveIn(selected.link, container, args, n, view, rollback);
-      return { name: moved.name, mac: moved.mac, sandbox: args.netns };
-    })();
+    const iface =
+      selected.kind === "dpdk"
+        ? { name: args.ifName, sandbox: args.netns }
+        : await (async () => {
+            const moved = await moveIn(selected.link, container, args, n, view, rollback);
+            return { name: moved.name, mac: moved.mac, sandbox: args.netns };
+          })();
     if (!n.ipamType) return { cniVersion: CURRENT_VERSION, interfaces: [iface] };
 
     const ipam = await ipamAdd(n.conf, args);
@@ -188,8 +211,10 @@ async function returnByAlias(container: NetNS, ifName: string): Promise<void> {
   const link = await ip.getLink(container, ifName);
   if (!link) return;
   if (!link.alias) {
-    throw failure(`cannot give ${ifName} back to the host: its original name is unknown`,
-      "host-device has no record of it and its alias (where Go's host-device keeps the name) is empty");
+    throw failure(
+      `cannot give ${ifName} back to the host: its original name is unknown`,
+      "host-device has no record of it and its alias (where Go's host-device keeps the name) is empty",
+    );
   }
   if (await ip.getLink(NetNS.host, link.alias)) {
     throw failure(`cannot give ${ifName} back to the host as "${link.alias}": another host interface has that name`);
@@ -230,8 +255,10 @@ async function check(args: CmdArgs): Promise<void> {
   }
   const rec = await readRecord(n.dataDir, args.containerID, args.ifName);
   if (rec && rec !== "damaged" && rec.containerIndex !== undefined && rec.containerIndex !== link.index) {
-    throw failure(`container interface "${args.ifName}" is not the host device ${rec.host.name} that ADD moved in`,
-      `its ifindex is ${link.index}, the moved device's was ${rec.containerIndex}`);
+    throw failure(
+      `container interface "${args.ifName}" is not the host device ${rec.host.name} that ADD moved in`,
+      `its ifindex is ${link.index}, the moved device's was ${rec.containerIndex}`,
+    );
   }
   await checkInterfaceAddresses(ns, args.ifName, prev);
   await checkRoutes(ns, prev);

@@ -41,8 +41,7 @@ export interface DeviceRecord {
   containerIndex?: number;
 }
 
-export const recordPath = (dataDir: string, containerID: string, ifName: string): string =>
-  path.join(dataDir, `${containerID}:${ifName}.json`);
+export const recordPath = (dataDir: string, containerID: string, ifName: string): string => path.join(dataDir, `${containerID}:${ifName}.json`);
 
 /** Writes (or rewrites) a record. */
 export async function writeRecord(dataDir: string, record: DeviceRecord): Promise<void> {
@@ -65,9 +64,18 @@ function decodeRecord(text: string): DeviceRecord | undefined {
   if (!isJsonObject(raw) || !isJsonObject(raw["host"])) return undefined;
   const r = raw as unknown as DeviceRecord;
   const h = r.host;
-  const ok = typeof r.containerID === "string" && typeof r.ifName === "string" && typeof h.name === "string" && h.name !== "" &&
-    typeof h.mtu === "number" && typeof h.mac === "string" && typeof h.up === "boolean" && typeof h.alias === "string" &&
-    typeof h.index === "number" && Array.isArray(h.addresses) && h.addresses.every((a) => typeof a === "string");
+  const ok =
+    typeof r.containerID === "string" &&
+    typeof r.ifName === "string" &&
+    typeof h.name === "string" &&
+    h.name !== "" &&
+    typeof h.mtu === "number" &&
+    typeof h.mac === "string" &&
+    typeof h.up === "boolean" &&
+    typeof h.alias === "string" &&
+    typeof h.index === "number" &&
+    Array.isArray(h.addresses) &&
+    h.addresses.every((a) => typeof a === "string");
   return ok ? r : undefined;
 }
 

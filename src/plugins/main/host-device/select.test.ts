@@ -13,8 +13,16 @@ import type { Link } from "../../../net/types.js";
 import type { DeviceSelector } from "./config.js";
 import { devicePathOf, hasDpdkDriver, selectHostDevice, selectsDpdkDevice, type HostView } from "./select.js";
 
-const link = (name: string, mac: string, kind?: string): Link =>
-  ({ index: 0, name, mtu: 1500, mac, up: true, operstate: "UP", promisc: false, ...(kind ? { kind } : {}) });
+const link = (name: string, mac: string, kind?: string): Link => ({
+  index: 0,
+  name,
+  mtu: 1500,
+  mac,
+  up: true,
+  operstate: "UP",
+  promisc: false,
+  ...(kind ? { kind } : {}),
+});
 
 const LINKS: Link[] = [
   link("lo", "00:00:00:00:00:00"),
@@ -78,7 +86,10 @@ describe("host-device selection (fake sysfs)", () => {
   test("by name and by MAC", async () => {
     assert.equal(await name({ by: "device", name: "veth1" }), "veth1");
     assert.equal(await name({ by: "hwaddr", mac: "52:54:00:00:00:07" }), "eth7");
-    await fails({ by: "device", name: "eth9" }, /^invalid "device": "eth9" \(no such interface in the host namespace; is it in a container already\?\)/);
+    await fails(
+      { by: "device", name: "eth9" },
+      /^invalid "device": "eth9" \(no such interface in the host namespace; is it in a container already\?\)/,
+    );
     await fails({ by: "hwaddr", mac: "52:54:00:00:00:99" }, /^invalid "hwaddr": "52:54:00:00:00:99"/);
     await fails({ by: "device", name: "lo" }, /^invalid "device": "lo" \(the loopback interface cannot be moved/);
   });
@@ -100,22 +111,34 @@ describe("host-device selection (fake sysfs)", () => {
 
   test("PCI failures name the key that gave the address", async () => {
     await fails({ by: "pciBusID", id: "0000:00:99.0", key: "pciBusID" }, /^invalid "pciBusID": "0000:00:99\.0" \(no such PCI device/);
-    await fails({ by: "pciBusID", id: "0000:00:06.0", key: "pciBusID" }, /^invalid "pciBusID": "0000:00:06\.0" \(the PCI device has no network interface/);
-    await fails({ by: "pciBusID", id: "0000:00:08.0", key: "pciBusID" }, /"0000:00:08\.0" \(none of the PCI device's interfaces is in the host namespace; is it in a container already\?\)/);
+    await fails(
+      { by: "pciBusID", id: "0000:00:06.0", key: "pciBusID" },
+      /^invalid "pciBusID": "0000:00:06\.0" \(the PCI device has no network interface/,
+    );
+    await fails(
+      { by: "pciBusID", id: "0000:00:08.0", key: "pciBusID" },
+      /"0000:00:08\.0" \(none of the PCI device's interfaces is in the host namespace; is it in a container already\?\)/,
+    );
     await fails({ by: "deviceID", id: "0000:00:06.0" }, /^invalid "runtimeConfig\.deviceID": "0000:00:06\.0"/);
   });
 
   test("the runtime's deviceID: a PCI address, else an auxiliary-bus device", async () => {
     assert.equal(await name({ by: "deviceID", id: "0000:00:03.0" }), "eth5");
     assert.equal(await name({ by: "deviceID", id: "mlx5_core.sf.4" }), "enp3s0f0s4");
-    await fails({ by: "deviceID", id: "nothing.0" }, /^invalid "runtimeConfig\.deviceID": "nothing\.0" \(not found: neither a PCI device nor an auxiliary-bus device/);
+    await fails(
+      { by: "deviceID", id: "nothing.0" },
+      /^invalid "runtimeConfig\.deviceID": "nothing\.0" \(not found: neither a PCI device nor an auxiliary-bus device/,
+    );
   });
 
   test("by kernel path: the first entry of <path>/net that is an interface here, loopback aside", async () => {
     assert.equal(await name({ by: "kernelpath", path: "/sys/devices/pci0000:00/0000:00:03.0" }), "eth5");
     assert.equal(await name({ by: "kernelpath", path: "/sys/devices/pci0000:00/0000:00:07.0" }), "eth7");
     assert.equal(await name({ by: "kernelpath", path: "/sys/devices/virtual" }), "veth1");
-    await fails({ by: "kernelpath", path: "/sys/devices/pci0000:00/0000:00:06.0" }, /^invalid "kernelpath": "\/sys\/devices\/pci0000:00\/0000:00:06\.0" \(no interface of the host namespace in/);
+    await fails(
+      { by: "kernelpath", path: "/sys/devices/pci0000:00/0000:00:06.0" },
+      /^invalid "kernelpath": "\/sys\/devices\/pci0000:00\/0000:00:06\.0" \(no interface of the host namespace in/,
+    );
   });
 
   test("the device path of an interface identifies its hardware; virtual interfaces have none", async () => {

@@ -116,7 +116,8 @@ export async function selectHostDevice(selector: DeviceSelector, view: HostView)
     case "kernelpath": {
       const netDir = path.join(underRoot(view, selector.path), "net");
       const link = await firstInterface(view, netDir);
-      if (!link) throw invalidKey("kernelpath", selector.path, `no interface of the host namespace in ${path.join(selector.path, "net")}; ${NOT_HERE}`);
+      if (!link)
+        throw invalidKey("kernelpath", selector.path, `no interface of the host namespace in ${path.join(selector.path, "net")}; ${NOT_HERE}`);
       return { kind: "netdev", link };
     }
     case "pciBusID":

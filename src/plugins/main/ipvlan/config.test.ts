@@ -4,11 +4,17 @@ import { CniError } from "../../../spec/errors.js";
 import { decodeIpvlanConf, loadIpvlanConf } from "./config.js";
 
 const conf = (extra: Record<string, unknown>) => Buffer.from(JSON.stringify({ cniVersion: "1.0.0", name: "net", type: "ipvlan", ...extra }));
-const prev = (interfaces: string[], ips = ["10.1.0.5/24"]) =>
-  ({ cniVersion: "1.0.0", interfaces: interfaces.map((name) => ({ name })), ips: ips.map((address) => ({ address, interface: 0 })) });
+const prev = (interfaces: string[], ips = ["10.1.0.5/24"]) => ({
+  cniVersion: "1.0.0",
+  interfaces: interfaces.map((name) => ({ name })),
+  ips: ips.map((address) => ({ address, interface: 0 })),
+});
 
 function rejects(extra: Record<string, unknown>, msg: RegExp) {
-  assert.throws(() => loadIpvlanConf(conf(extra)), (e: unknown) => e instanceof CniError && e.code === 7 && msg.test(e.msg));
+  assert.throws(
+    () => loadIpvlanConf(conf(extra)),
+    (e: unknown) => e instanceof CniError && e.code === 7 && msg.test(e.msg),
+  );
 }
 
 describe("ipvlan config", () => {
@@ -26,7 +32,10 @@ describe("ipvlan config", () => {
     const withIpam = loadIpvlanConf(conf({ prevResult: prev(["eth9"]), ipam: { type: "host-local" } }));
     assert.deepEqual([withIpam.master, withIpam.chainedResult], ["eth9", undefined], "with ipam, IPAM gives the addresses");
     assert.equal(loadIpvlanConf(conf({ master: "eth1", prevResult: prev(["a", "b"]) })).master, "eth1", "a configured master wins");
-    rejects({ prevResult: prev(["a", "b"]) }, /^invalid "master": "" \(not set, and the prevResult does not hold exactly one named interface to take it from \(it has \["a","b"\]\)\)$/);
+    rejects(
+      { prevResult: prev(["a", "b"]) },
+      /^invalid "master": "" \(not set, and the prevResult does not hold exactly one named interface to take it from \(it has \["a","b"\]\)\)$/,
+    );
     rejects({ prevResult: prev([""]) }, /^invalid "master": ""/);
     rejects({ master: "eth1", prevResult: prev(["eth9"], []) }, /^invalid "ipam": missing/);
     rejects({ master: "eth1" }, /^invalid "ipam": missing \(ipvlan needs an IPAM plugin, or a prevResult with addresses when chained\)$/);

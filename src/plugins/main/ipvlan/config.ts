@@ -36,7 +36,11 @@ export function decodeIpvlanConf(stdin: Buffer): IpvlanConf {
   const mode = c.mode || "l2";
   if (!(MODES as readonly string[]).includes(mode)) throw invalidKey("mode", mode, `want one of ${MODES.map((m) => `"${m}"`).join(", ")}`);
   return {
-    conf, master: c.master ? linkName(c.master, "master") : "", mode: mode as IpvlanMode, mtu: interfaceMtu(c.mtu, "mtu", "the master's MTU"), linkInContainer: c.linkInContainer ?? false,
+    conf,
+    master: c.master ? linkName(c.master, "master") : "",
+    mode: mode as IpvlanMode,
+    mtu: interfaceMtu(c.mtu, "mtu", "the master's MTU"),
+    linkInContainer: c.linkInContainer ?? false,
   };
 }
 
@@ -53,7 +57,11 @@ export function loadIpvlanConf(stdin: Buffer): IpvlanConf {
     const only = result.interfaces?.length === 1 ? result.interfaces[0]!.name : "";
     if (!only) {
       const names = (result.interfaces ?? []).map((i) => i.name);
-      throw invalidKey("master", "", `not set, and the prevResult does not hold exactly one named interface to take it from (it has ${JSON.stringify(names)})`);
+      throw invalidKey(
+        "master",
+        "",
+        `not set, and the prevResult does not hold exactly one named interface to take it from (it has ${JSON.stringify(names)})`,
+      );
     }
     n.master = only;
   }

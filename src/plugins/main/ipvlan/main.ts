@@ -6,7 +6,13 @@
  */
 import type { CmdArgs, PluginModule } from "../../../skel/skel.js";
 import {
-  addSandboxLink, checkSandboxLink, createOnMaster, delSandboxLink, gcSandboxLink, notifySysctls, statusSandboxLink,
+  addSandboxLink,
+  checkSandboxLink,
+  createOnMaster,
+  delSandboxLink,
+  gcSandboxLink,
+  notifySysctls,
+  statusSandboxLink,
 } from "../../common/sandbox-link.js";
 import { decodeIpvlanConf, IPVLAN_SCHEMA, loadIpvlanConf } from "./config.js";
 
@@ -33,7 +39,9 @@ async function del(args: CmdArgs): Promise<void> {
 async function check(args: CmdArgs): Promise<void> {
   const n = decodeIpvlanConf(args.stdinData);
   await checkSandboxLink(args, n.conf, {
-    kind: "ipvlan", info: { mode: n.mode }, ...(n.master ? { master: { name: n.master, linkInContainer: n.linkInContainer } } : {}),
+    kind: "ipvlan",
+    info: { mode: n.mode },
+    ...(n.master ? { master: { name: n.master, linkInContainer: n.linkInContainer } } : {}),
   });
 }
 

@@ -7,13 +7,19 @@ const conf = (extra: Record<string, unknown>) => Buffer.from(JSON.stringify({ cn
 
 /** Asserts a CNI error of `code` whose message matches `msg`. */
 function rejects(extra: Record<string, unknown>, msg: RegExp, cniArgs = "", code = 7) {
-  assert.throws(() => loadMacvlanConf(conf(extra), cniArgs), (e: unknown) => e instanceof CniError && e.code === code && msg.test(e.msg));
+  assert.throws(
+    () => loadMacvlanConf(conf(extra), cniArgs),
+    (e: unknown) => e instanceof CniError && e.code === code && msg.test(e.msg),
+  );
 }
 
 describe("macvlan config", () => {
   test("defaults: bridge mode, no master (the default route's), the kernel's MTU, MAC and queue", () => {
     const n = loadMacvlanConf(conf({}), "");
-    assert.deepEqual({ ...n, conf: undefined }, { conf: undefined, master: "", mode: "bridge", mtu: undefined, mac: undefined, linkInContainer: false, bcqueuelen: undefined });
+    assert.deepEqual(
+      { ...n, conf: undefined },
+      { conf: undefined, master: "", mode: "bridge", mtu: undefined, mac: undefined, linkInContainer: false, bcqueuelen: undefined },
+    );
   });
 
   test("every mode the kernel has, source included (Go knows four)", () => {
@@ -33,7 +39,11 @@ describe("macvlan config", () => {
   });
 
   test("mtu, bcqueuelen, master", () => {
-    assert.deepEqual([loadMacvlanConf(conf({ mtu: 0 }), "").mtu, loadMacvlanConf(conf({ mtu: 9000 }), "").mtu], [undefined, 9000], "the master's MTU is checked by ADD");
+    assert.deepEqual(
+      [loadMacvlanConf(conf({ mtu: 0 }), "").mtu, loadMacvlanConf(conf({ mtu: 9000 }), "").mtu],
+      [undefined, 9000],
+      "the master's MTU is checked by ADD",
+    );
     rejects({ mtu: -5 }, /^invalid "mtu": -5/);
     rejects({ mtu: 67 }, /^invalid "mtu": 67 \(want 0 for the master's MTU, or 68 to 65535\)$/);
     assert.equal(loadMacvlanConf(conf({ bcqueuelen: 0 }), "").bcqueuelen, undefined);

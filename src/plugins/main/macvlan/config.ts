@@ -52,7 +52,12 @@ export function loadMacvlanConf(stdin: Buffer, cniArgs: string): MacvlanConf {
     master: c.master ? linkName(c.master, "master") : "",
     mode: mode as MacvlanMode,
     mtu: interfaceMtu(c.mtu, "mtu", "the master's MTU"),
-    mac: chooseMac([["mac", c.mac], ["CNI_ARGS MAC", cniArgsMac(cniArgs)], ["args.cni.mac", c.args?.cni?.mac], ["runtimeConfig.mac", c.runtimeConfig?.mac]]),
+    mac: chooseMac([
+      ["mac", c.mac],
+      ["CNI_ARGS MAC", cniArgsMac(cniArgs)],
+      ["args.cni.mac", c.args?.cni?.mac],
+      ["runtimeConfig.mac", c.runtimeConfig?.mac],
+    ]),
     linkInContainer: c.linkInContainer ?? false,
     bcqueuelen: c.bcqueuelen || undefined,
   };

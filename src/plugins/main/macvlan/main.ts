@@ -7,7 +7,13 @@
 import type { CmdArgs, PluginModule } from "../../../skel/skel.js";
 import { ipamType } from "../../common/ipam.js";
 import {
-  addSandboxLink, checkSandboxLink, createOnMaster, delSandboxLink, gcSandboxLink, notifySysctls, statusSandboxLink,
+  addSandboxLink,
+  checkSandboxLink,
+  createOnMaster,
+  delSandboxLink,
+  gcSandboxLink,
+  notifySysctls,
+  statusSandboxLink,
 } from "../../common/sandbox-link.js";
 import { loadMacvlanConf, MACVLAN_SCHEMA } from "./config.js";
 
@@ -15,9 +21,13 @@ async function add(args: CmdArgs) {
   const n = loadMacvlanConf(args.stdinData, args.args);
   return addSandboxLink(args, {
     conf: n.conf,
-    create: (container) => createOnMaster(container, args.ifName, n, {
-      kind: "macvlan", macvlanMode: n.mode, mac: n.mac, bcqueuelen: n.bcqueuelen,
-    }),
+    create: (container) =>
+      createOnMaster(container, args.ifName, n, {
+        kind: "macvlan",
+        macvlanMode: n.mode,
+        mac: n.mac,
+        bcqueuelen: n.bcqueuelen,
+      }),
     addressing: ipamType(n.conf) ? { from: "ipam" } : { from: "none" },
     sysctls: notifySysctls(args.ifName, { arp: true, ndisc: true }),
     dns: "conf",
@@ -32,7 +42,9 @@ async function del(args: CmdArgs): Promise<void> {
 async function check(args: CmdArgs): Promise<void> {
   const n = loadMacvlanConf(args.stdinData, args.args);
   await checkSandboxLink(args, n.conf, {
-    kind: "macvlan", master: { name: n.master, linkInContainer: n.linkInContainer }, info: { mode: n.mode },
+    kind: "macvlan",
+    master: { name: n.master, linkInContainer: n.linkInContainer },
+    info: { mode: n.mode },
   });
 }
 

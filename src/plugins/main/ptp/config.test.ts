@@ -8,7 +8,10 @@ const conf = (extra: Record<string, unknown>) =>
 
 /** Asserts a code-7 error whose message matches `msg`. */
 function rejects(extra: Record<string, unknown>, msg: RegExp) {
-  assert.throws(() => loadPtpConf(conf(extra)), (e: unknown) => e instanceof CniError && e.code === 7 && msg.test(e.msg));
+  assert.throws(
+    () => loadPtpConf(conf(extra)),
+    (e: unknown) => e instanceof CniError && e.code === 7 && msg.test(e.msg),
+  );
 }
 
 describe("ptp config", () => {
@@ -45,6 +48,9 @@ describe("ptp config", () => {
   });
 
   test("a config that is not JSON is a decoding error (6)", () => {
-    assert.throws(() => loadPtpConf(Buffer.from("{")), (e: unknown) => e instanceof CniError && e.code === 6);
+    assert.throws(
+      () => loadPtpConf(Buffer.from("{")),
+      (e: unknown) => e instanceof CniError && e.code === 6,
+    );
   });
 });

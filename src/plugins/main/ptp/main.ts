@@ -13,7 +13,7 @@ import { gcIPMasq, setupIPMasq, teardownIPMasq, type IPMasqTarget } from "../../
 import { ip } from "../../../net/links.js";
 import { NetNS } from "../../../net/netns.js";
 import { pointToPointRoutes, routeContainerThroughGateway, routeHostToContainer, type PointToPointAddress } from "./routing.js";
-import { type CmdArgs, type PluginModule } from "../../../skel/skel.js";
+import type { CmdArgs, PluginModule } from "../../../skel/skel.js";
 import { checkInterfaceAddresses, checkRoutes, requirePrevResult, RoutesFrom } from "../../common/check.js";
 import { ipamAdd, ipamCheck, ipamDel, ipamGC, ipamStatus } from "../../common/ipam.js";
 import { Rollback } from "../../common/rollback.js";
@@ -23,15 +23,21 @@ import { removeContainerLink } from "../../common/del.js";
 /** Index of the container interface in ptp results: interfaces are `[host veth, container veth]`. */
 const CONTAINER_INDEX = 1;
 
-const ipMasqTarget = (n: PtpConf, args: CmdArgs, addresses: string[]): IPMasqTarget =>
-  ({ addresses, network: n.conf.name, ifName: args.ifName, containerID: args.containerID });
+const ipMasqTarget = (n: PtpConf, args: CmdArgs, addresses: string[]): IPMasqTarget => ({
+  addresses,
+  network: n.conf.name,
+  ifName: args.ifName,
+  containerID: args.containerID,
+});
 
 /** Every IPAM address with its gateway; ptp cannot route an address that has none. */
 function pointToPointAddresses(result: Result100): PointToPointAddress[] {
   return (result.ips ?? []).map((ipc) => {
     if (!ipc.gateway) {
-      throw invalidConfig(`IPAM returned ${ipc.address} without a gateway`,
-        "ptp routes every address through its gateway; configure one in the IPAM ranges");
+      throw invalidConfig(
+        `IPAM returned ${ipc.address} without a gateway`,
+        "ptp routes every address through its gateway; configure one in the IPAM ranges",
+      );
     }
     return { address: ipc.address, gateway: ipc.gateway };
   });
@@ -67,7 +73,11 @@ async function add(args: CmdArgs): Promise<Result100> {
     await routeHostToContainer(veth.host.name, addresses);
 
     if (n.ipMasq) {
-      const target = ipMasqTarget(n, args, addresses.map((a) => a.address));
+      const target = ipMasqTarget(
+        n,
+        args,
+        addresses.map((a) => a.address),
+      );
       rollback.add(() => teardownIPMasq(target));
       await setupIPMasq(target, n.ipMasqBackend);
     }
@@ -109,15 +119,20 @@ async function check(args: CmdArgs): Promise<void> {
 
 /** The gateway and subnet routes ADD put in the container, for every address on the interface. */
 async function checkPointToPointRoutes(ns: NetNS, ifName: string, prev: Result100): Promise<void> {
-  const view = new RoutesFrom(ns, (prev.ips ?? []).map((i) => i.address));
+  const view = new RoutesFrom(
+    ns,
+    (prev.ips ?? []).map((i) => i.address),
+  );
   for (const ipc of prev.ips ?? []) {
     if (!ipc.gateway || ipc.interface === undefined || prev.interfaces?.[ipc.interface]?.name !== ifName) continue;
     for (const want of pointToPointRoutes(ifName, { address: ipc.address, gateway: ipc.gateway })) {
       const dst = parseCIDR(want.dst).text;
       const found = await view.has(ipFamily(ipc.address), (r) => r.dev === ifName && parseCIDR(r.dst).text === dst && r.gw === want.gw);
       if (!found) {
-        throw failure(`route ${want.dst}${want.gw ? ` via ${want.gw}` : ""} dev ${ifName} is missing`,
-          `ptp routes ${networkOf(parseCIDR(ipc.address)).text} through ${ipc.gateway}`);
+        throw failure(
+          `route ${want.dst}${want.gw ? ` via ${want.gw}` : ""} dev ${ifName} is missing`,
+          `ptp routes ${networkOf(parseCIDR(ipc.address)).text} through ${ipc.gateway}`,
+        );
       }
     }
   }

@@ -7,21 +7,33 @@ import { tuntapAddWords } from "./tuntap.js";
 const conf = (extra: Record<string, unknown>) => Buffer.from(JSON.stringify({ cniVersion: "1.0.0", name: "net", type: "tap", ...extra }));
 
 function rejects(extra: Record<string, unknown>, msg: RegExp) {
-  assert.throws(() => loadTapConf(conf(extra), ""), (e: unknown) => e instanceof CniError && e.code === 7 && msg.test(e.msg));
+  assert.throws(
+    () => loadTapConf(conf(extra), ""),
+    (e: unknown) => e instanceof CniError && e.code === 7 && msg.test(e.msg),
+  );
 }
 
 describe("tap config", () => {
   test("defaults and every key", () => {
     const d = loadTapConf(conf({}), "");
     assert.deepEqual({ ...d, conf: undefined }, { conf: undefined, multiQueue: false, mtu: undefined });
-    const n = loadTapConf(conf({ multiQueue: true, mtu: 9000, mac: "02:00:00:00:00:01", owner: 0, group: 4294967295, selinuxContext: "u:r:t:s0", bridge: "br0" }), "");
-    assert.deepEqual([n.multiQueue, n.mtu, n.mac, n.owner, n.group, n.selinuxContext, n.bridge], [true, 9000, "02:00:00:00:00:01", 0, 4294967295, "u:r:t:s0", "br0"]);
+    const n = loadTapConf(
+      conf({ multiQueue: true, mtu: 9000, mac: "02:00:00:00:00:01", owner: 0, group: 4294967295, selinuxContext: "u:r:t:s0", bridge: "br0" }),
+      "",
+    );
+    assert.deepEqual(
+      [n.multiQueue, n.mtu, n.mac, n.owner, n.group, n.selinuxContext, n.bridge],
+      [true, 9000, "02:00:00:00:00:01", 0, 4294967295, "u:r:t:s0", "br0"],
+    );
   });
 
   test("args is any object (Go's *struct{}), its cni.mac read as bridge reads it; runtimeConfig.mac wins", () => {
     assert.equal(loadTapConf(conf({ args: { anything: [1, 2] } }), "").mac, undefined);
     assert.equal(loadTapConf(conf({ args: null }), "").mac, undefined);
-    assert.equal(loadTapConf(conf({ args: { cni: { mac: "02:00:00:00:00:03" } } }), "IgnoreUnknown=1;MAC=02:00:00:00:00:02").mac, "02:00:00:00:00:03");
+    assert.equal(
+      loadTapConf(conf({ args: { cni: { mac: "02:00:00:00:00:03" } } }), "IgnoreUnknown=1;MAC=02:00:00:00:00:02").mac,
+      "02:00:00:00:00:03",
+    );
     assert.equal(loadTapConf(conf({ runtimeConfig: { mac: "02:00:00:00:00:04" } }), "MAC=02:00:00:00:00:02").mac, "02:00:00:00:00:04");
   });
 
@@ -36,7 +48,18 @@ describe("tap config", () => {
 
   test("ip tuntap words", () => {
     assert.deepEqual(tuntapAddWords({ name: "veth01234567", multiQueue: false }), ["tuntap", "add", "mode", "tap", "name", "veth01234567"]);
-    assert.deepEqual(tuntapAddWords({ name: "t", multiQueue: true, owner: 0, group: 100 }),
-      ["tuntap", "add", "mode", "tap", "name", "t", "multi_queue", "user", "0", "group", "100"]);
+    assert.deepEqual(tuntapAddWords({ name: "t", multiQueue: true, owner: 0, group: 100 }), [
+      "tuntap",
+      "add",
+      "mode",
+      "tap",
+      "name",
+      "t",
+      "multi_queue",
+      "user",
+      "0",
+      "group",
+      "100",
+    ]);
   });
 });

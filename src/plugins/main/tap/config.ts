@@ -43,7 +43,12 @@ export function loadTapConf(stdin: Buffer, cniArgs: string): TapConf {
   const { conf, raw } = loadPluginConf(stdin);
   const c = decodeConfig(TAP_SCHEMA, raw);
   const n: TapConf = { conf, multiQueue: c.multiQueue ?? false, mtu: interfaceMtu(c.mtu) };
-  const mac = chooseMac([["mac", c.mac], ["CNI_ARGS MAC", cniArgsMac(cniArgs)], ["args.cni.mac", c.args?.cni?.mac], ["runtimeConfig.mac", c.runtimeConfig?.mac]]);
+  const mac = chooseMac([
+    ["mac", c.mac],
+    ["CNI_ARGS MAC", cniArgsMac(cniArgs)],
+    ["args.cni.mac", c.args?.cni?.mac],
+    ["runtimeConfig.mac", c.runtimeConfig?.mac],
+  ]);
   if (mac) n.mac = mac;
   if (c.owner !== undefined) n.owner = c.owner;
   if (c.group !== undefined) n.group = c.group;

@@ -25,13 +25,18 @@ async function createContainerTap(container: NetNS, ifName: string, n: TapConf, 
   if (n.bridge) {
     const bridge = await ip.getLink(container, n.bridge);
     if (!bridge) throw invalidKey("bridge", n.bridge, `no such bridge in the container namespace ${container}`);
-    if (bridge.kind !== "bridge") throw invalidKey("bridge", n.bridge, `"${n.bridge}" in the container namespace is a ${bridge.kind ?? "device"}, not a bridge`);
+    if (bridge.kind !== "bridge")
+      throw invalidKey("bridge", n.bridge, `"${n.bridge}" in the container namespace is a ${bridge.kind ?? "device"}, not a bridge`);
   }
   try {
-    await createTap(container, { name: ifName, multiQueue: n.multiQueue, owner: n.owner, group: n.group }, {
-      selinuxContext: n.selinuxContext,
-      onLabelIgnored: (why) => warn(`tap: selinuxContext ${JSON.stringify(n.selinuxContext)} not applied: ${why}\n`),
-    });
+    await createTap(
+      container,
+      { name: ifName, multiQueue: n.multiQueue, owner: n.owner, group: n.group },
+      {
+        selinuxContext: n.selinuxContext,
+        onLabelIgnored: (why) => warn(`tap: selinuxContext ${JSON.stringify(n.selinuxContext)} not applied: ${why}\n`),
+      },
+    );
   } catch (e) {
     // (TUNSETIFF answers "Device or resource busy" for a name that is taken, by a tap or any other link.)
     if (e instanceof NetOpError && (e.isExists || /resource busy/i.test(e.reason))) throw interfaceNameTaken(ifName, container);

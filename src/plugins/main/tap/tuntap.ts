@@ -42,7 +42,11 @@ export const selinuxEnabled = (): boolean => existsSync("/sys/fs/selinux/enforce
  * (`runcon`), so the device is created in that context; without SELinux a label has nothing to apply to and
  * `onLabelIgnored` is told.
  */
-export async function createTap(ns: NetNS, spec: TapSpec, opts: { selinuxContext?: string; onLabelIgnored?: (why: string) => void } = {}): Promise<void> {
+export async function createTap(
+  ns: NetNS,
+  spec: TapSpec,
+  opts: { selinuxContext?: string; onLabelIgnored?: (why: string) => void } = {},
+): Promise<void> {
   const operation = `create tap ${spec.name} in ${ns}`;
   if (opts.selinuxContext) {
     if (selinuxEnabled()) {

@@ -4,10 +4,15 @@ import { CniError } from "../../../spec/errors.js";
 import { loadVlanConf } from "./config.js";
 
 const conf = (extra: Record<string, unknown>) =>
-  Buffer.from(JSON.stringify({ cniVersion: "1.0.0", name: "net", type: "vlan", master: "eth0", vlanId: 100, ipam: { type: "host-local" }, ...extra }));
+  Buffer.from(
+    JSON.stringify({ cniVersion: "1.0.0", name: "net", type: "vlan", master: "eth0", vlanId: 100, ipam: { type: "host-local" }, ...extra }),
+  );
 
 function rejects(extra: Record<string, unknown>, msg: RegExp) {
-  assert.throws(() => loadVlanConf(conf(extra)), (e: unknown) => e instanceof CniError && e.code === 7 && msg.test(e.msg));
+  assert.throws(
+    () => loadVlanConf(conf(extra)),
+    (e: unknown) => e instanceof CniError && e.code === 7 && msg.test(e.msg),
+  );
 }
 
 describe("vlan config", () => {

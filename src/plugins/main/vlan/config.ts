@@ -30,5 +30,11 @@ export function loadVlanConf(stdin: Buffer): VlanConf {
   if (c.vlanId === undefined) throw invalidKey("vlanId", null, "required: the VLAN ID, 0 to 4094");
   if (c.vlanId < 0 || c.vlanId > 4094) throw invalidKey("vlanId", c.vlanId, "want a VLAN ID from 0 to 4094");
   if (!ipamType(conf)) throw invalidConfig('invalid "ipam": missing (vlan needs an IPAM plugin: set ipam.type)');
-  return { conf, master: linkName(c.master, "master"), vlanId: c.vlanId, mtu: interfaceMtu(c.mtu, "mtu", "the master's MTU"), linkInContainer: c.linkInContainer ?? false };
+  return {
+    conf,
+    master: linkName(c.master, "master"),
+    vlanId: c.vlanId,
+    mtu: interfaceMtu(c.mtu, "mtu", "the master's MTU"),
+    linkInContainer: c.linkInContainer ?? false,
+  };
 }

@@ -4,9 +4,7 @@
  * @module
  */
 import type { CmdArgs, PluginModule } from "../../../skel/skel.js";
-import {
-  addSandboxLink, checkSandboxLink, createOnMaster, delSandboxLink, gcSandboxLink, statusSandboxLink,
-} from "../../common/sandbox-link.js";
+import { addSandboxLink, checkSandboxLink, createOnMaster, delSandboxLink, gcSandboxLink, statusSandboxLink } from "../../common/sandbox-link.js";
 import { loadVlanConf, VLAN_SCHEMA } from "./config.js";
 
 async function add(args: CmdArgs) {
@@ -30,7 +28,10 @@ async function del(args: CmdArgs): Promise<void> {
 async function check(args: CmdArgs): Promise<void> {
   const n = loadVlanConf(args.stdinData);
   await checkSandboxLink(args, n.conf, {
-    kind: "vlan", master: { name: n.master, linkInContainer: n.linkInContainer }, info: { id: n.vlanId }, mtu: n.mtu,
+    kind: "vlan",
+    master: { name: n.master, linkInContainer: n.linkInContainer },
+    info: { id: n.vlanId },
+    mtu: n.mtu,
   });
 }
 

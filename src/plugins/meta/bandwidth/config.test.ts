@@ -6,7 +6,11 @@ import { hasEgressLimit, hasIngressLimit, ifbAlias, ifbName, loadBandwidthConf, 
 const conf = (extra: Record<string, unknown>) => Buffer.from(JSON.stringify({ cniVersion: "1.0.0", name: "net", type: "bandwidth", ...extra }));
 
 function rejects(extra: Record<string, unknown>, msg: RegExp) {
-  assert.throws(() => loadBandwidthConf(conf(extra)), (e: unknown) => e instanceof CniError && e.code === 7 && msg.test(e.msg), String(msg));
+  assert.throws(
+    () => loadBandwidthConf(conf(extra)),
+    (e: unknown) => e instanceof CniError && e.code === 7 && msg.test(e.msg),
+    String(msg),
+  );
 }
 
 describe("bandwidth config", () => {
@@ -32,7 +36,10 @@ describe("bandwidth config", () => {
   test("rate without burst and the reverse name the key", () => {
     rejects({ ingressRate: 1000 }, /"ingressRate": 1000 \(if a rate is set, "ingressBurst" must be set too\)/);
     rejects({ egressBurst: 1000 }, /"egressBurst": 1000 \(if a burst is set, "egressRate" must be set too\)/);
-    rejects({ runtimeConfig: { bandwidth: { egressRate: 5000 } } }, /"runtimeConfig\.bandwidth\.egressRate": 5000 .*"runtimeConfig\.bandwidth\.egressBurst"/);
+    rejects(
+      { runtimeConfig: { bandwidth: { egressRate: 5000 } } },
+      /"runtimeConfig\.bandwidth\.egressRate": 5000 .*"runtimeConfig\.bandwidth\.egressBurst"/,
+    );
   });
 
   test("bad values", () => {

@@ -21,7 +21,7 @@ export async function createIfb(ns: NetNS, name: string, opts: { mtu: number; al
 /** Deletes IFB `name`; false when there is no such link. A link of another kind by that name is left alone. */
 export async function deleteIfb(ns: NetNS, name: string): Promise<boolean> {
   const link = await ip.getLink(ns, name);
-  if (!link || link.kind !== "ifb") return false;
+  if (link?.kind !== "ifb") return false;
   return ip.deleteLink(ns, name);
 }
 

@@ -13,13 +13,31 @@ import { createIfb, deleteIfb, listIfbs } from "./ifb.js";
 import { ip } from "../../../net/links.js";
 import { NetNS } from "../../../net/netns.js";
 import {
-  acceptedTbfBuffers, addIngressRedirect, addRootTbf, deleteIngressQdisc, deleteRootQdisc, listIngressRedirects, listQdiscs,
-  readPschedClock, tbfParams, type PschedClock,
+  acceptedTbfBuffers,
+  addIngressRedirect,
+  addRootTbf,
+  deleteIngressQdisc,
+  deleteRootQdisc,
+  listIngressRedirects,
+  listQdiscs,
+  readPschedClock,
+  tbfParams,
+  type PschedClock,
 } from "./tc.js";
 import type { Link } from "../../../net/types.js";
 import { parsePrevResult } from "../../../skel/conf.js";
 import type { CmdArgs, PluginModule } from "../../../skel/skel.js";
-import { BANDWIDTH_SCHEMA, hasEgressLimit, hasIngressLimit, ifbAlias, ifbName, loadBandwidthConf, loadNetworkOnly, parseIfbAlias, type BandwidthLimits } from "./config.js";
+import {
+  BANDWIDTH_SCHEMA,
+  hasEgressLimit,
+  hasIngressLimit,
+  ifbAlias,
+  ifbName,
+  loadBandwidthConf,
+  loadNetworkOnly,
+  parseIfbAlias,
+  type BandwidthLimits,
+} from "./config.js";
 
 /**
  * The host end of the container's veth: the peer of `ifName` in the container, which must be a host

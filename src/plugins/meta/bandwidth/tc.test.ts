@@ -61,8 +61,22 @@ describe("tc fallback", () => {
   });
 
   test("tc words", () => {
-    assert.deepEqual(tbfTcWords("veth0", tbfParams(1_000_000, 80_000, clock), clock),
-      ["qdisc", "add", "dev", "veth0", "root", "handle", "1:", "tbf", "rate", "125000bps", "burst", "10000", "limit", "13125"]);
+    assert.deepEqual(tbfTcWords("veth0", tbfParams(1_000_000, 80_000, clock), clock), [
+      "qdisc",
+      "add",
+      "dev",
+      "veth0",
+      "root",
+      "handle",
+      "1:",
+      "tbf",
+      "rate",
+      "125000bps",
+      "burst",
+      "10000",
+      "limit",
+      "13125",
+    ]);
   });
 });
 

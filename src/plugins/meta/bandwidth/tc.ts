@@ -135,8 +135,22 @@ const runTc = (ns: NetNS, args: string[], operation: string, input?: string) => 
 
 /** The `tc` words creating the same tbf (see tcBurstFor for the burst). */
 export function tbfTcWords(dev: string, params: TbfParams, clock: PschedClock): string[] {
-  return ["qdisc", "add", "dev", dev, "root", "handle", "1:", "tbf",
-    "rate", `${params.rate}bps`, "burst", String(tcBurstFor(params, clock)), "limit", String(params.limit)];
+  return [
+    "qdisc",
+    "add",
+    "dev",
+    dev,
+    "root",
+    "handle",
+    "1:",
+    "tbf",
+    "rate",
+    `${params.rate}bps`,
+    "burst",
+    String(tcBurstFor(params, clock)),
+    "limit",
+    String(params.limit),
+  ];
 }
 
 /**
@@ -163,10 +177,11 @@ export async function addRootTbf(ns: NetNS, dev: string, ifindex: number, params
  * u32 filter (priority 1, flow 1:1) with a mirred redirect, as the Go plugin sets up. One `tc` process.
  */
 export async function addIngressRedirect(ns: NetNS, dev: string, target: string): Promise<void> {
-  const input = [
-    `qdisc add dev ${dev} handle ffff: ingress`,
-    `filter add dev ${dev} parent ffff: protocol all prio 1 u32 match u32 0 0 flowid 1:1 action mirred egress redirect dev ${target}`,
-  ].join("\n") + "\n";
+  const input =
+    [
+      `qdisc add dev ${dev} handle ffff: ingress`,
+      `filter add dev ${dev} parent ffff: protocol all prio 1 u32 match u32 0 0 flowid 1:1 action mirred egress redirect dev ${target}`,
+    ].join("\n") + "\n";
   await runTc(ns, ["-batch", "-"], `redirect ingress traffic of ${dev} to ${target}`, input);
 }
 

@@ -7,20 +7,29 @@ import type { Result100 } from "../../../spec/result/index.js";
 const PREV = {
   cniVersion: "1.0.0",
   interfaces: [{ name: "cni-podman0", mac: "aa:bb:cc:dd:ee:01" }, { name: "veth1" }, { name: "eth0", sandbox: "/run/netns/c" }],
-  ips: [{ address: "10.89.0.2/24", gateway: "10.89.0.1", interface: 2 }, { address: "fd00::2/64", interface: 2 }],
+  ips: [
+    { address: "10.89.0.2/24", gateway: "10.89.0.1", interface: 2 },
+    { address: "fd00::2/64", interface: 2 },
+  ],
 };
 const conf = (keys: Record<string, unknown> = {}) =>
   Buffer.from(JSON.stringify({ cniVersion: "1.0.0", name: "podnet", type: "dnsname", prevResult: PREV, ...keys }));
 const ARGS = "IgnoreUnknown=1;K8S_POD_NAMESPACE=default;K8S_POD_NAME=web";
 
 function refused(stdin: Buffer, cniArgs: string, code: number, pattern: RegExp) {
-  assert.throws(() => loadDnsnameConf(stdin, cniArgs), (e: unknown) => e instanceof CniError && e.code === code && pattern.test(e.msg),
-    `expected code ${code} matching ${pattern}`);
+  assert.throws(
+    () => loadDnsnameConf(stdin, cniArgs),
+    (e: unknown) => e instanceof CniError && e.code === code && pattern.test(e.msg),
+    `expected code ${code} matching ${pattern}`,
+  );
 }
 
 describe("dnsname config", () => {
   test("podman's entry: domain, the network's aliases, the pod name from CNI_ARGS, bridge and addresses from the prevResult", () => {
-    const n = loadDnsnameConf(conf({ domainName: "dns.podman", capabilities: { aliases: true }, runtimeConfig: { aliases: { podnet: ["db", "cache"], other: ["x"] } } }), ARGS);
+    const n = loadDnsnameConf(
+      conf({ domainName: "dns.podman", capabilities: { aliases: true }, runtimeConfig: { aliases: { podnet: ["db", "cache"], other: ["x"] } } }),
+      ARGS,
+    );
     assert.equal(n.domain, "dns.podman");
     assert.deepEqual(n.aliases, ["db", "cache"]);
     assert.equal(n.podName, "web");
@@ -28,7 +37,12 @@ describe("dnsname config", () => {
   });
 
   test("Go's JSON rules: keys in any case, null as absent, the last duplicate wins; the default domain is podman's", () => {
-    const n = loadDnsnameConf(Buffer.from(`{"cniVersion":"1.0.0","name":"podnet","type":"dnsname","DomainName":"a.test","domainname":"b.test","RuntimeConfig":{"Aliases":{"podnet":["x"]}},"prevResult":${JSON.stringify(PREV)}}`), ARGS);
+    const n = loadDnsnameConf(
+      Buffer.from(
+        `{"cniVersion":"1.0.0","name":"podnet","type":"dnsname","DomainName":"a.test","domainname":"b.test","RuntimeConfig":{"Aliases":{"podnet":["x"]}},"prevResult":${JSON.stringify(PREV)}}`,
+      ),
+      ARGS,
+    );
     assert.equal(n.domain, "b.test");
     assert.deepEqual(n.aliases, ["x"]);
     assert.equal(loadDnsnameConf(conf({ domainName: null, runtimeConfig: null }), ARGS).domain, DEFAULT_DOMAIN);
@@ -39,16 +53,37 @@ describe("dnsname config", () => {
   test("chained only: no prevResult is code 7 with Go's words; a prevResult without a bridge or addresses is code 7", () => {
     refused(conf({ prevResult: undefined }), ARGS, 7, new RegExp(NOT_CHAINED));
     refused(conf({ prevResult: { cniVersion: "1.0.0", ips: [{ address: "10.0.0.2/24" }] } }), ARGS, 7, /first interface/);
-    refused(conf({ prevResult: { cniVersion: "1.0.0", interfaces: [{ name: "eth0", sandbox: "/run/netns/c" }], ips: [{ address: "10.0.0.2/24", interface: 0 }] } }), ARGS, 7, /in the container/);
+    refused(
+      conf({
+        prevResult: { cniVersion: "1.0.0", interfaces: [{ name: "eth0", sandbox: "/run/netns/c" }], ips: [{ address: "10.0.0.2/24", interface: 0 }] },
+      }),
+      ARGS,
+      7,
+      /in the container/,
+    );
     refused(conf({ prevResult: { cniVersion: "1.0.0", interfaces: [{ name: "br0" }] } }), ARGS, 7, /no ip address was found/);
-    refused(conf({ prevResult: { cniVersion: "1.0.0", interfaces: [{ name: "bad name" }], ips: [{ address: "10.0.0.2/24" }] } }), ARGS, 7, /prevResult\.interfaces\[0\]\.name/);
-    refused(conf({ prevResult: { ...PREV, ips: [PREV.ips[0], { address: "10.0.0.9/24", interface: 7 }] } }), ARGS, 7, /prevResult\.ips\[1\]\.interface/);
+    refused(
+      conf({ prevResult: { cniVersion: "1.0.0", interfaces: [{ name: "bad name" }], ips: [{ address: "10.0.0.2/24" }] } }),
+      ARGS,
+      7,
+      /prevResult\.interfaces\[0\]\.name/,
+    );
+    refused(
+      conf({ prevResult: { ...PREV, ips: [PREV.ips[0], { address: "10.0.0.9/24", interface: 7 }] } }),
+      ARGS,
+      7,
+      /prevResult\.ips\[1\]\.interface/,
+    );
   });
 
   test("addresses: one address whatever its interface (as Go); of several, those in a sandbox or naming no interface", () => {
-    const at = (prev: Record<string, unknown>) => attachmentOf({ cniVersion: "1.0.0", interfaces: [{ name: "br0" }, { name: "eth0", sandbox: "/x" }], ...prev } as Result100);
+    const at = (prev: Record<string, unknown>) =>
+      attachmentOf({ cniVersion: "1.0.0", interfaces: [{ name: "br0" }, { name: "eth0", sandbox: "/x" }], ...prev } as Result100);
     assert.deepEqual(at({ ips: [{ address: "10.0.0.5/24", interface: 0 }] }).addresses, ["10.0.0.5"]);
-    assert.deepEqual(at({ ips: [{ address: "10.0.0.1/24", interface: 0 }, { address: "10.0.0.5/24", interface: 1 }, { address: "fd00:0:0::0005/64" }] }).addresses, ["10.0.0.5", "fd00::5"]);
+    assert.deepEqual(
+      at({ ips: [{ address: "10.0.0.1/24", interface: 0 }, { address: "10.0.0.5/24", interface: 1 }, { address: "fd00:0:0::0005/64" }] }).addresses,
+      ["10.0.0.5", "fd00::5"],
+    );
   });
 
   test("the pod name is required and must be a DNS name; CNI_ARGS follow Go's LoadArgs (unknown keys need IgnoreUnknown: code 4)", () => {
@@ -60,7 +95,12 @@ describe("dnsname config", () => {
   });
 
   test("aliases and domainName that are not DNS names are code 7 naming the key and value", () => {
-    refused(conf({ runtimeConfig: { aliases: { podnet: ["ok", "bad alias"] } } }), ARGS, 7, /"runtimeConfig\.aliases\[\\"podnet\\"\]\[1\]": "bad alias"/);
+    refused(
+      conf({ runtimeConfig: { aliases: { podnet: ["ok", "bad alias"] } } }),
+      ARGS,
+      7,
+      /"runtimeConfig\.aliases\[\\"podnet\\"\]\[1\]": "bad alias"/,
+    );
     refused(conf({ runtimeConfig: { aliases: { podnet: ["x\nnot-a-host"] } } }), ARGS, 7, /aliases/);
     refused(conf({ runtimeConfig: { aliases: { podnet: [null] } } }), ARGS, 7, /aliases/);
     refused(conf({ runtimeConfig: { aliases: { podnet: "db" } } }), ARGS, 7, /runtimeConfig\.aliases/);
@@ -70,11 +110,24 @@ describe("dnsname config", () => {
   });
 
   test("names: labels of letters, digits, '-' and '_' (podman's generated names), dots between; nothing that changes a hosts line", () => {
-    for (const ok of ["web", "web-1", "exciting_chebyshev", "db.internal", "a", "1", "x".repeat(63), `${"a".repeat(63)}.${"b".repeat(63)}.${"c".repeat(63)}.${"d".repeat(61)}`]) {
+    for (const ok of [
+      "web",
+      "web-1",
+      "exciting_chebyshev",
+      "db.internal",
+      "a",
+      "1",
+      "x".repeat(63),
+      `${"a".repeat(63)}.${"b".repeat(63)}.${"c".repeat(63)}.${"d".repeat(61)}`,
+    ]) {
       assert.equal(containerName(ok, "k"), ok);
     }
     for (const bad of ["", "-web", "web-", "a..b", ".web", "web.", "a b", "a\tb", "a#b", "a/b", "x".repeat(64), "é", `${"a.".repeat(127)}a`]) {
-      assert.throws(() => containerName(bad, "k"), (e: unknown) => e instanceof CniError && e.code === 7 && e.msg.includes('"k"'), JSON.stringify(bad));
+      assert.throws(
+        () => containerName(bad, "k"),
+        (e: unknown) => e instanceof CniError && e.code === 7 && e.msg.includes('"k"'),
+        JSON.stringify(bad),
+      );
     }
   });
 

@@ -56,8 +56,7 @@ const LABEL = /^[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?$/;
 /** A container name's labels may also hold `_`: podman's generated names do (`exciting_chebyshev`). */
 const NAME_LABEL = /^[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?$/;
 
-const isDnsName = (value: string, label: RegExp): boolean =>
-  value.length > 0 && value.length <= 253 && value.split(".").every((l) => label.test(l));
+const isDnsName = (value: string, label: RegExp): boolean => value.length > 0 && value.length <= 253 && value.split(".").every((l) => label.test(l));
 
 /**
  * A container's name or alias as dnsmasq's hosts file may hold it: dot-separated labels of 1 to 63 letters, digits,
@@ -74,7 +73,12 @@ export function containerName(value: string, key: string): string {
 /** `domainName`: RFC 1123 labels joined by dots (it goes into dnsmasq.conf as `local=/<domain>/` and `domain=`). */
 function domainName(value: string | undefined): string {
   if (!value) return DEFAULT_DOMAIN;
-  if (!isDnsName(value, LABEL)) throw invalidKey("domainName", value, "want a domain name: labels of 1 to 63 letters, digits or '-', not starting or ending with '-', joined by '.'");
+  if (!isDnsName(value, LABEL))
+    throw invalidKey(
+      "domainName",
+      value,
+      "want a domain name: labels of 1 to 63 letters, digits or '-', not starting or ending with '-', joined by '.'",
+    );
   return value;
 }
 
@@ -100,8 +104,10 @@ export function loadDnsnameConf(stdin: Buffer, cniArgs: string): DnsnameConf {
   const aliases = [...new Set((c.runtimeConfig?.aliases?.get(conf.name) ?? []).map((a, i) => containerName(a, `${key}[${i}]`)))];
   const podName = podNameArg(cniArgs);
   if (podName === undefined || podName === "") {
-    throw invalidConfig(`dnsname needs the container's name in CNI_ARGS ${POD_NAME_ARG}`,
-      `runtimes pass it as "IgnoreUnknown=1;${POD_NAME_ARG}=<name>"`);
+    throw invalidConfig(
+      `dnsname needs the container's name in CNI_ARGS ${POD_NAME_ARG}`,
+      `runtimes pass it as "IgnoreUnknown=1;${POD_NAME_ARG}=<name>"`,
+    );
   }
   const prev = parsePrevResult(conf);
   if (!prev) throw invalidConfig(NOT_CHAINED, "dnsname must follow the plugin that made the network's bridge (prevResult missing)");
@@ -120,11 +126,15 @@ export function loadDelConf(stdin: Buffer, cniArgs: string): { network: string; 
   try {
     const name = podNameArg(cniArgs);
     if (name) out.podName = containerName(name, POD_NAME_ARG);
-  } catch { /* unreadable or invalid: ADD refused it, so no line carries it */ }
+  } catch {
+    /* unreadable or invalid: ADD refused it, so no line carries it */
+  }
   try {
     const prev = parsePrevResult(conf);
     if (prev) out.prevResult = toCurrentResult(prev);
-  } catch { /* unreadable: the attachment record still names the addresses */ }
+  } catch {
+    /* unreadable: the attachment record still names the addresses */
+  }
   return out;
 }
 
@@ -135,12 +145,16 @@ export function loadDelConf(stdin: Buffer, cniArgs: string): { network: string; 
 export function attachmentOf(prev: Result100): Attachment {
   const first = prev.interfaces?.[0];
   if (!first?.name) {
-    throw invalidConfig("dnsname needs the network's bridge as the prevResult's first interface, and it has none",
-      "chain dnsname after the bridge plugin");
+    throw invalidConfig(
+      "dnsname needs the network's bridge as the prevResult's first interface, and it has none",
+      "chain dnsname after the bridge plugin",
+    );
   }
   if (first.sandbox) {
-    throw invalidConfig(`the prevResult's first interface ${JSON.stringify(first.name)} is in the container (${first.sandbox}), not a host bridge`,
-      "chain dnsname after the bridge plugin");
+    throw invalidConfig(
+      `the prevResult's first interface ${JSON.stringify(first.name)} is in the container (${first.sandbox}), not a host bridge`,
+      "chain dnsname after the bridge plugin",
+    );
   }
   const bridge = linkName(first.name, "prevResult.interfaces[0].name");
   const ips = prev.ips ?? [];

@@ -1,6 +1,17 @@
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { hostsLine, hostsLines, hostsText, isAttachment, lineAddress, linesName, ownsLine, parseRecords, recordsText, type AttachmentRecord } from "./hosts.js";
+import {
+  hostsLine,
+  hostsLines,
+  hostsText,
+  isAttachment,
+  lineAddress,
+  linesName,
+  ownsLine,
+  parseRecords,
+  recordsText,
+  type AttachmentRecord,
+} from "./hosts.js";
 
 describe("dnsname hosts file", () => {
   test("lines as Go writes them: address, name, aliases, tab-separated; one per address", () => {
@@ -20,12 +31,20 @@ describe("dnsname hosts file", () => {
   test("an attachment's lines: its addresses with its name; by name alone when no address is known (Go's DEL)", () => {
     const lines = ["10.0.0.2\tweb\tdb", "fd00::2\tweb\tdb", "10.0.0.3\tweb", "10.0.0.4\tother", "10.0.0.5\t\tonly-alias"];
     const mine = (owner: Parameters<typeof ownsLine>[0]) => lines.filter((l) => ownsLine(owner, l));
-    assert.deepEqual(mine({ addresses: ["10.0.0.2", "fd00::2"], name: "web" }), lines.slice(0, 2), "another container of the same name keeps its line");
+    assert.deepEqual(
+      mine({ addresses: ["10.0.0.2", "fd00::2"], name: "web" }),
+      lines.slice(0, 2),
+      "another container of the same name keeps its line",
+    );
     assert.deepEqual(mine({ addresses: ["10.0.0.4"], name: "web" }), [], "an address now named otherwise is not this attachment's");
     assert.deepEqual(mine({ addresses: ["10.0.0.4"] }), ["10.0.0.4\tother"], "without a name, an address's line");
     assert.deepEqual(mine({ addresses: [], name: "web" }), lines.slice(0, 3));
     assert.deepEqual(mine({ addresses: [] }), []);
-    assert.deepEqual(mine({ addresses: [], name: "only-alias" }), ["10.0.0.5\t\tonly-alias"], "Go's nameless line: its first name field counts, as strings.Fields does");
+    assert.deepEqual(
+      mine({ addresses: [], name: "only-alias" }),
+      ["10.0.0.5\t\tonly-alias"],
+      "Go's nameless line: its first name field counts, as strings.Fields does",
+    );
   });
 
   test("CHECK's question: does an address have the name and every alias", () => {
@@ -49,7 +68,7 @@ describe("dnsname attachment records", () => {
   });
 
   test("a torn or foreign file counts as no records; entries of the wrong shape are dropped", () => {
-    for (const text of ["", "{", "null", "[]", "{\"attachments\":5}", "{\"attachments\":[1,null]}"]) assert.deepEqual(parseRecords(text), [], text);
+    for (const text of ["", "{", "null", "[]", '{"attachments":5}', '{"attachments":[1,null]}']) assert.deepEqual(parseRecords(text), [], text);
     assert.deepEqual(parseRecords(JSON.stringify({ attachments: [r, { ...r, addresses: [1] }, { ...r, name: undefined }] })), [r]);
   });
 });

@@ -72,8 +72,13 @@ export function parseRecords(text: string): AttachmentRecord[] {
   if (!Array.isArray(entries)) return [];
   return entries.filter((r): r is AttachmentRecord => {
     const e = r as Partial<AttachmentRecord> | null;
-    return typeof e?.containerID === "string" && typeof e.ifName === "string" && typeof e.name === "string"
-      && isStringList(e.aliases) && isStringList(e.addresses);
+    return (
+      typeof e?.containerID === "string" &&
+      typeof e.ifName === "string" &&
+      typeof e.name === "string" &&
+      isStringList(e.aliases) &&
+      isStringList(e.addresses)
+    );
   });
 }
 
@@ -81,4 +86,5 @@ export function parseRecords(text: string): AttachmentRecord[] {
 export const recordsText = (records: readonly AttachmentRecord[]): string => `${JSON.stringify({ attachments: records }, null, 1)}\n`;
 
 /** Whether a record is the attachment's. */
-export const isAttachment = (r: AttachmentRecord, containerID: string, ifName: string): boolean => r.containerID === containerID && r.ifName === ifName;
+export const isAttachment = (r: AttachmentRecord, containerID: string, ifName: string): boolean =>
+  r.containerID === containerID && r.ifName === ifName;

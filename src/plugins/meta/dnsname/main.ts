@@ -26,8 +26,16 @@ import { dnsmasqBinary, reloadDnsmasq, renderConf, runningDnsmasq, stopDnsmasq }
 import { acceptDns, dnsFamilies, removeDnsRulesUnlessShared, removeRules, type InputRule } from "./firewall.js";
 import { hostsLine, isAttachment, lineAddress, linesName, ownsLine, type AttachmentRecord, type LineOwner } from "./hosts.js";
 import {
-  baseDir, confOf, networkDir, readState, removeNetworkDir, withNetworkLock, writeConfIfMissing, writeState,
-  type NetworkDir, type NetworkState,
+  baseDir,
+  confOf,
+  networkDir,
+  readState,
+  removeNetworkDir,
+  withNetworkLock,
+  writeConfIfMissing,
+  writeState,
+  type NetworkDir,
+  type NetworkState,
 } from "./state.js";
 
 const warn = (args: CmdArgs, msg: string) => args.stderr.write(`dnsname: ${msg}\n`);
@@ -36,7 +44,10 @@ const warn = (args: CmdArgs, msg: string) => args.stderr.write(`dnsname: ${msg}\
 async function bridgeNameservers(bridge: string): Promise<string[]> {
   try {
     const addresses = await ip.listAddresses(NetNS.host, bridge);
-    return addresses.map((a) => parseCIDR(a.cidr).ip).filter(isGlobalUnicast).map((a) => a.text);
+    return addresses
+      .map((a) => parseCIDR(a.cidr).ip)
+      .filter(isGlobalUnicast)
+      .map((a) => a.text);
   } catch (e) {
     if (e instanceof NetOpError && e.isNotFound) {
       throw invalidConfig(`the network's bridge ${bridge} (the prevResult's first interface) does not exist`, e);
@@ -66,7 +77,14 @@ async function teardown(args: CmdArgs, d: NetworkDir, s: NetworkState, fallbackB
  * Writes the new lines and records, then has dnsmasq reread them; with no line left, tears the network down
  * instead. A failure to reload is only a warning (DEL and GC go on).
  */
-async function commit(args: CmdArgs, d: NetworkDir, s: NetworkState, lines: string[], records: AttachmentRecord[], binary: string | undefined): Promise<void> {
+async function commit(
+  args: CmdArgs,
+  d: NetworkDir,
+  s: NetworkState,
+  lines: string[],
+  records: AttachmentRecord[],
+  binary: string | undefined,
+): Promise<void> {
   if (lines.length === 0) return teardown(args, d, s);
   writeState(d, lines, records);
   if (!binary) return;
@@ -98,7 +116,7 @@ async function add(args: CmdArgs): Promise<Result100> {
 async function addLocked(args: CmdArgs, n: DnsnameConf, a: Attachment, d: NetworkDir, binary: string): Promise<void> {
   const before = readState(d);
   // An existing dnsmasq.conf is kept (as Go), and its interface is the one dnsmasq listens on.
-  const listensOn = writeConfIfMissing(d, renderConf(d, n.domain, a.bridge)) ? a.bridge : confOf(before).interface ?? a.bridge;
+  const listensOn = writeConfIfMissing(d, renderConf(d, n.domain, a.bridge)) ? a.bridge : (confOf(before).interface ?? a.bridge);
   let inserted: InputRule[] = [];
   try {
     inserted = await acceptDns(listensOn, dnsFamilies(a.addresses), (m) => warn(args, m));
@@ -148,7 +166,8 @@ async function check(args: CmdArgs): Promise<void> {
     if (conf.domain !== n.domain) found.push(`dnsmasq serves domain ${conf.domain ?? "none"}, not ${n.domain}`);
     if (runningDnsmasq(d) === undefined) found.push(`dnsmasq instance not running (no process in ${d.pidFile} runs dnsmasq with ${d.conf})`);
     for (const address of a.addresses) {
-      if (!linesName(s.lines, address, n.podName, n.aliases)) found.push(`${d.hosts} does not name ${address} ${[n.podName, ...n.aliases].join(" ")}`);
+      if (!linesName(s.lines, address, n.podName, n.aliases))
+        found.push(`${d.hosts} does not name ${address} ${[n.podName, ...n.aliases].join(" ")}`);
     }
     return found;
   });
@@ -166,7 +185,9 @@ async function del(args: CmdArgs): Promise<void> {
   let prevAttachment: Attachment | undefined;
   try {
     if (n.prevResult) prevAttachment = attachmentOf(n.prevResult);
-  } catch { /* a prevResult without addresses or bridge: the record may still name them */ }
+  } catch {
+    /* a prevResult without addresses or bridge: the record may still name them */
+  }
   await withNetworkLock(d, false, async () => {
     const s = readState(d);
     const record = s.records.find((r) => isAttachment(r, args.containerID, args.ifName));
@@ -201,7 +222,14 @@ async function gc(args: CmdArgs): Promise<void> {
     const stale = s.records.filter((r) => !valid.some((v) => v.containerID === r.containerID && v.ifname === r.ifName));
     if (stale.length === 0) return;
     const lines = s.lines.filter((l) => !stale.some((r) => ownsLine(r, l)));
-    await commit(args, d, s, lines, s.records.filter((r) => !stale.includes(r)), dnsmasqIfThere());
+    await commit(
+      args,
+      d,
+      s,
+      lines,
+      s.records.filter((r) => !stale.includes(r)),
+      dnsmasqIfThere(),
+    );
   });
 }
 

@@ -35,8 +35,12 @@ export const restorer: Restorer = {
   async marks(req) {
     const plan = planOf(req);
     if (!plan) return [];
-    return dnsRules(plan.bridge, await usableFamilies(req, plan.families))
-      .map((r) => ({ kind: "iptables-rule", family: r.family, table: "filter", rule: `-A INPUT ${r.rule.join(" ")}` }));
+    return dnsRules(plan.bridge, await usableFamilies(req, plan.families)).map((r) => ({
+      kind: "iptables-rule",
+      family: r.family,
+      table: "filter",
+      rule: `-A INPUT ${r.rule.join(" ")}`,
+    }));
   },
   async undo(req) {
     // The rules are the network's, not the attachment's: they go only when the network's dnsmasq went with its

@@ -6,7 +6,15 @@ import path from "node:path";
 import { useTempDirs } from "../../../testing/temp.js";
 import { renderConf } from "./dnsmasq.js";
 import {
-  baseDir, DEFAULT_BASE_DIR, networkDir, otherNetworkUses, readState, removeNetworkDir, withNetworkLock, writeConfIfMissing, writeState,
+  baseDir,
+  DEFAULT_BASE_DIR,
+  networkDir,
+  otherNetworkUses,
+  readState,
+  removeNetworkDir,
+  withNetworkLock,
+  writeConfIfMissing,
+  writeState,
 } from "./state.js";
 
 describe("dnsname network directory", () => {
@@ -19,8 +27,10 @@ describe("dnsname network directory", () => {
     assert.equal(baseDir({ XDG_RUNTIME_DIR: "" }), DEFAULT_BASE_DIR);
     assert.equal(baseDir({ XDG_RUNTIME_DIR: "rel/dir" }), DEFAULT_BASE_DIR);
     const d = networkDir("/b", "net1");
-    assert.deepEqual([d.dir, d.conf, d.hosts, d.pidFile, d.lock, d.records],
-      ["/b/net1", "/b/net1/dnsmasq.conf", "/b/net1/addnhosts", "/b/net1/pidfile", "/b/net1/lock", "/b/net1/tscni-attachments.json"]);
+    assert.deepEqual(
+      [d.dir, d.conf, d.hosts, d.pidFile, d.lock, d.records],
+      ["/b/net1", "/b/net1/dnsmasq.conf", "/b/net1/addnhosts", "/b/net1/pidfile", "/b/net1/lock", "/b/net1/tscni-attachments.json"],
+    );
   });
 
   test("the lock: made with the directory (0700) on ADD; with no directory, DEL's and CHECK's do nothing", async () => {

@@ -63,7 +63,9 @@ export function withNetworkLock<T>(d: NetworkDir, create: boolean, fn: () => Pro
       }
       try {
         await flockFd(fd, d.lock).catch((e: Error) => {
-          throw e instanceof LockTimeoutError ? tryAgainLater(`dnsname: ${e.message}`) : wrap(`dnsname: cannot lock ${d.lock}`, e, ErrorCode.IOFailure);
+          throw e instanceof LockTimeoutError
+            ? tryAgainLater(`dnsname: ${e.message}`)
+            : wrap(`dnsname: cannot lock ${d.lock}`, e, ErrorCode.IOFailure);
         });
         if (lockedFileIsCurrent(fd, d.lock)) return await fn();
       } finally {
@@ -92,7 +94,11 @@ const readIfThere = (file: string): string | undefined => {
 
 export function readState(d: NetworkDir): NetworkState {
   const confText = readIfThere(d.conf);
-  return { lines: hostsLines(readIfThere(d.hosts) ?? ""), records: parseRecords(readIfThere(d.records) ?? ""), ...(confText === undefined ? {} : { confText }) };
+  return {
+    lines: hostsLines(readIfThere(d.hosts) ?? ""),
+    records: parseRecords(readIfThere(d.records) ?? ""),
+    ...(confText === undefined ? {} : { confText }),
+  };
 }
 
 /** The settings of the network's dnsmasq.conf (none when it has none). */

@@ -6,7 +6,7 @@
  */
 import { failure } from "../../../spec/errors.js";
 import type { GCAttachment } from "../../../spec/config.js";
-import { Firewalld, FIREWALLD_NAME } from "../../../net/firewalld.js";
+import { type Firewalld, FIREWALLD_NAME } from "../../../net/firewalld.js";
 import type { FirewallMark } from "../../../net/firewall-marks.js";
 import { ensureFirewallRules, firewallMarks, hostCidr, missingFirewallRules, removeAddressRules, type IsolationPolicy } from "./iptables.js";
 import { nftAllow, nftCollectGarbage, nftFirewallMarks, nftMissing, nftRevoke } from "./nftables.js";
@@ -96,12 +96,19 @@ class NftablesBackend implements FirewallBackend {
  */
 class FirewalldBackend implements FirewallBackend {
   readonly name = "firewalld" as const;
-  constructor(private readonly zone: string, private readonly adminChain: string, private readonly fw: Firewalld, private readonly isRunning: boolean) {}
+  constructor(
+    private readonly zone: string,
+    private readonly adminChain: string,
+    private readonly fw: Firewalld,
+    private readonly isRunning: boolean,
+  ) {}
 
   private requireRunning(): void {
     if (!this.isRunning) {
-      throw failure(`backend "firewalld": firewalld is not running`,
-        `nothing owns ${FIREWALLD_NAME} on the system bus (or busctl cannot reach the bus); start firewalld or choose "backend": "iptables" or "nftables"`);
+      throw failure(
+        `backend "firewalld": firewalld is not running`,
+        `nothing owns ${FIREWALLD_NAME} on the system bus (or busctl cannot reach the bus); start firewalld or choose "backend": "iptables" or "nftables"`,
+      );
     }
   }
   async add(a: Attachment) {
@@ -120,7 +127,8 @@ class FirewalldBackend implements FirewallBackend {
       const source = hostCidr(address);
       if (!(await this.fw.querySource(this.zone, source))) problems.push(`${source} is not a source of firewalld zone ${this.zone}`);
     }
-    if (a.isolation) problems.push(...(await missingFirewallRules({ addresses: a.addresses, adminChain: this.adminChain, forward: false, isolation: a.isolation })));
+    if (a.isolation)
+      problems.push(...(await missingFirewallRules({ addresses: a.addresses, adminChain: this.adminChain, forward: false, isolation: a.isolation })));
     return problems;
   }
   /** firewalld forgets sources added at run time when it reloads: they are added again (and the ingress policy's rules). */
@@ -133,7 +141,9 @@ class FirewalldBackend implements FirewallBackend {
       await this.fw.addSource(this.zone, source);
       changed = true;
     }
-    if (a.isolation) changed = (await ensureFirewallRules({ addresses: a.addresses, adminChain: this.adminChain, forward: false, isolation: a.isolation })) || changed;
+    if (a.isolation)
+      changed =
+        (await ensureFirewallRules({ addresses: a.addresses, adminChain: this.adminChain, forward: false, isolation: a.isolation })) || changed;
     return changed;
   }
   marks(a: Attachment) {

@@ -8,10 +8,16 @@ import { loadFirewallConf } from "./config.js";
 const conf = (keys: Record<string, unknown>) => Buffer.from(JSON.stringify({ cniVersion: "1.0.0", name: "n", type: "firewall", ...keys }));
 
 /** A Firewalld whose `running` answer is fixed. */
-const fakeFirewalld = (running: boolean) => new Firewalld(async () => ({ stdout: JSON.stringify({ type: "b", data: [running] }), stderr: "" }), { DBUS_SYSTEM_BUS_ADDRESS: "tcp:host=nowhere" });
+const fakeFirewalld = (running: boolean) =>
+  new Firewalld(async () => ({ stdout: JSON.stringify({ type: "b", data: [running] }), stderr: "" }), {
+    DBUS_SYSTEM_BUS_ADDRESS: "tcp:host=nowhere",
+  });
 
 function rejects(keys: Record<string, unknown>, pattern: RegExp) {
-  assert.throws(() => loadFirewallConf(conf(keys)), (e: unknown) => e instanceof CniError && e.code === 7 && pattern.test(e.msg));
+  assert.throws(
+    () => loadFirewallConf(conf(keys)),
+    (e: unknown) => e instanceof CniError && e.code === 7 && pattern.test(e.msg),
+  );
 }
 
 describe("firewall config", () => {
@@ -26,7 +32,9 @@ describe("firewall config", () => {
   });
 
   test("keys are read, and an empty string means the default (as Go's zero value)", () => {
-    const n = loadFirewallConf(conf({ backend: "nftables", iptablesAdminChainName: "MY-ADMIN", firewalldZone: "internal", ingressPolicy: "isolated", dataDir: "/tmp/x" }));
+    const n = loadFirewallConf(
+      conf({ backend: "nftables", iptablesAdminChainName: "MY-ADMIN", firewalldZone: "internal", ingressPolicy: "isolated", dataDir: "/tmp/x" }),
+    );
     assert.deepEqual([n.backend, n.adminChain, n.zone, n.ingressPolicy, n.dataDir], ["nftables", "MY-ADMIN", "internal", "isolated", "/tmp/x"]);
     const empty = loadFirewallConf(conf({ backend: "", iptablesAdminChainName: "", ingressPolicy: "" }));
     assert.deepEqual([empty.backend, empty.adminChain, empty.ingressPolicy], [undefined, "CNI-ADMIN", "open"]);
@@ -50,7 +58,8 @@ describe("firewall config", () => {
   });
 
   test("backend selection: the configured one, else firewalld when it runs, else iptables", async () => {
-    const pick = async (keys: Record<string, unknown>, running: boolean) => (await selectBackend(loadFirewallConf(conf(keys)), fakeFirewalld(running))).name;
+    const pick = async (keys: Record<string, unknown>, running: boolean) =>
+      (await selectBackend(loadFirewallConf(conf(keys)), fakeFirewalld(running))).name;
     assert.equal(await pick({}, false), "iptables");
     assert.equal(await pick({}, true), "firewalld");
     assert.equal(await pick({ backend: "iptables" }, true), "iptables");
@@ -61,7 +70,11 @@ describe("firewall config", () => {
   test("firewalld that is not running: ADD and CHECK say so clearly, DEL and GC have nothing to do", async () => {
     const backend = await selectBackend(loadFirewallConf(conf({ backend: "firewalld" })), fakeFirewalld(false));
     const a = { network: "n", containerID: "c", ifName: "eth0", addresses: ["10.0.0.2/24"] };
-    await assert.rejects(backend.add(a), (e: unknown) => e instanceof CniError && /backend "firewalld": firewalld is not running/.test(e.msg) && /org\.fedoraproject\.FirewallD1/.test(e.details));
+    await assert.rejects(
+      backend.add(a),
+      (e: unknown) =>
+        e instanceof CniError && /backend "firewalld": firewalld is not running/.test(e.msg) && /org\.fedoraproject\.FirewallD1/.test(e.details),
+    );
     await assert.rejects(backend.check(a), /firewalld is not running/);
     await backend.del(a);
     await backend.gc("n", [], [{ containerID: "c", ifName: "eth0", backend: "firewalld", addresses: ["10.0.0.2/24"] }], new Set());
@@ -69,18 +82,36 @@ describe("firewall config", () => {
 
   test("firewalld that runs: a source per address in the zone; CHECK fails for a source that is not there", async () => {
     const calls: string[][] = [];
-    const fw = new Firewalld(async (args) => {
-      calls.push(args);
-      const data = args[4] === "NameHasOwner" ? [true] : args[4] === "querySource" ? [args[7] === "10.0.0.2/32"] : ["internal"];
-      return { stdout: JSON.stringify({ data }), stderr: "" };
-    }, { DBUS_SYSTEM_BUS_ADDRESS: "tcp:host=nowhere" });
+    const fw = new Firewalld(
+      async (args) => {
+        calls.push(args);
+        const data = args[4] === "NameHasOwner" ? [true] : args[4] === "querySource" ? [args[7] === "10.0.0.2/32"] : ["internal"];
+        return { stdout: JSON.stringify({ data }), stderr: "" };
+      },
+      { DBUS_SYSTEM_BUS_ADDRESS: "tcp:host=nowhere" },
+    );
     const backend = await selectBackend(loadFirewallConf(conf({ firewalldZone: "internal" })), fw);
     assert.equal(backend.name, "firewalld");
     await backend.add({ network: "n", containerID: "c", ifName: "eth0", addresses: ["10.0.0.2/24", "fd00::2/64"] });
-    assert.deepEqual(calls.filter((c) => c[4] === "addSource").map((c) => c.slice(6)), [["internal", "10.0.0.2/32"], ["internal", "fd00::2/128"]]);
-    assert.deepEqual(await backend.check({ network: "n", containerID: "c", ifName: "eth0", addresses: ["10.0.0.2/24", "fd00::2/64"] }),
-      ["fd00::2/128 is not a source of firewalld zone internal"]);
-    await backend.gc("n", [], [{ containerID: "old", ifName: "eth0", backend: "firewalld", addresses: ["10.0.0.3/24", "10.0.0.2/24"], zone: "internal" }], new Set(["10.0.0.2/32"]));
-    assert.deepEqual(calls.filter((c) => c[4] === "removeSource").map((c) => c.slice(6)), [["internal", "10.0.0.3/32"]]);
+    assert.deepEqual(
+      calls.filter((c) => c[4] === "addSource").map((c) => c.slice(6)),
+      [
+        ["internal", "10.0.0.2/32"],
+        ["internal", "fd00::2/128"],
+      ],
+    );
+    assert.deepEqual(await backend.check({ network: "n", containerID: "c", ifName: "eth0", addresses: ["10.0.0.2/24", "fd00::2/64"] }), [
+      "fd00::2/128 is not a source of firewalld zone internal",
+    ]);
+    await backend.gc(
+      "n",
+      [],
+      [{ containerID: "old", ifName: "eth0", backend: "firewalld", addresses: ["10.0.0.3/24", "10.0.0.2/24"], zone: "internal" }],
+      new Set(["10.0.0.2/32"]),
+    );
+    assert.deepEqual(
+      calls.filter((c) => c[4] === "removeSource").map((c) => c.slice(6)),
+      [["internal", "10.0.0.3/32"]],
+    );
   });
 });

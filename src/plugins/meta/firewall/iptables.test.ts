@@ -9,10 +9,10 @@ describe("the Go firewall plugin's iptables rules", () => {
   test("per address: replies to it and everything from it, as /32 or /128", () => {
     assert.equal(hostCidr("10.1.0.5/24"), "10.1.0.5/32");
     assert.equal(hostCidr("fd00:0:0::5/64"), "fd00::5/128");
-    assert.deepEqual(addressRules(["10.1.0.5/24"]).map((r) => saveLine(r.chain, r.args)), [
-      "-A CNI-FORWARD -d 10.1.0.5/32 -m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT",
-      "-A CNI-FORWARD -s 10.1.0.5/32 -j ACCEPT",
-    ]);
+    assert.deepEqual(
+      addressRules(["10.1.0.5/24"]).map((r) => saveLine(r.chain, r.args)),
+      ["-A CNI-FORWARD -d 10.1.0.5/32 -m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT", "-A CNI-FORWARD -s 10.1.0.5/32 -j ACCEPT"],
+    );
   });
 
   test("jumps: FORWARD to CNI-FORWARD and CNI-FORWARD to the admin chain, both inserted first", () => {
@@ -26,9 +26,26 @@ describe("the Go firewall plugin's iptables rules", () => {
     const plan = firewallPlan({ addresses: ["10.1.0.5/24", "fd00::5/64", "10.2.0.5/24"], adminChain: "CNI-ADMIN" });
     assert.deepEqual([...plan.keys()], [4, 6]);
     assert.deepEqual(plan.get(4)!.chains, ["CNI-FORWARD", "CNI-ADMIN"]);
-    assert.deepEqual(plan.get(4)!.rules.slice(2).map((r) => r.args[1]), ["10.1.0.5/32", "10.1.0.5/32", "10.2.0.5/32", "10.2.0.5/32"]);
-    assert.deepEqual(plan.get(6)!.rules.slice(2).map((r) => r.args[1]), ["fd00::5/128", "fd00::5/128"]);
-    const isolationOnly = firewallPlan({ addresses: ["10.1.0.5/24"], adminChain: "CNI-ADMIN", forward: false, isolation: { bridge: "cni0", policy: "same-bridge" } });
+    assert.deepEqual(
+      plan
+        .get(4)!
+        .rules.slice(2)
+        .map((r) => r.args[1]),
+      ["10.1.0.5/32", "10.1.0.5/32", "10.2.0.5/32", "10.2.0.5/32"],
+    );
+    assert.deepEqual(
+      plan
+        .get(6)!
+        .rules.slice(2)
+        .map((r) => r.args[1]),
+      ["fd00::5/128", "fd00::5/128"],
+    );
+    const isolationOnly = firewallPlan({
+      addresses: ["10.1.0.5/24"],
+      adminChain: "CNI-ADMIN",
+      forward: false,
+      isolation: { bridge: "cni0", policy: "same-bridge" },
+    });
     assert.deepEqual(isolationOnly.get(4)!.chains, ["CNI-ISOLATION-STAGE-1", "CNI-ISOLATION-STAGE-2"]);
     assert.ok(isolationOnly.get(4)!.rules.every((r) => r.chain !== "CNI-FORWARD"));
   });
@@ -46,14 +63,19 @@ describe("the Go firewall plugin's iptables rules", () => {
   test("ingressPolicy isolated adds the same-bridge drop", () => {
     const rules = lines(isolationRules("cni0", "isolated"));
     assert.equal(rules.length, 6);
-    assert.equal(rules[2], 'I -A CNI-ISOLATION-STAGE-1 -i cni0 -o cni0 -m comment --comment "CNI firewall plugin rules (ingressPolicy: isolated)" -j DROP');
+    assert.equal(
+      rules[2],
+      'I -A CNI-ISOLATION-STAGE-1 -i cni0 -o cni0 -m comment --comment "CNI firewall plugin rules (ingressPolicy: isolated)" -j DROP',
+    );
     assert.match(rules[1]!, /ingressPolicy: isolated\)" -j CNI-ISOLATION-STAGE-2$/);
   });
 
   test("Go 1.1.1's older comment on the shared isolation rules counts as the rule being there", () => {
-    const old = 'CNI firewall plugin rules (ingressPolicy: same-bridge)';
+    const old = "CNI firewall plugin rules (ingressPolicy: same-bridge)";
     const snap = TableSnapshot.parse([
-      "-P FORWARD ACCEPT", "-N CNI-ISOLATION-STAGE-1", "-N CNI-ISOLATION-STAGE-2",
+      "-P FORWARD ACCEPT",
+      "-N CNI-ISOLATION-STAGE-1",
+      "-N CNI-ISOLATION-STAGE-2",
       `-A FORWARD -m comment --comment "${old}" -j CNI-ISOLATION-STAGE-1`,
       `-A CNI-ISOLATION-STAGE-1 -i cni0 ! -o cni0 -m comment --comment "${old}" -j CNI-ISOLATION-STAGE-2`,
       `-A CNI-ISOLATION-STAGE-1 -m comment --comment "${old}" -j RETURN`,

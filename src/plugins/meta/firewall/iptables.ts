@@ -74,12 +74,18 @@ const OLD_COMMENT = "CNI firewall plugin rules (ingressPolicy: same-bridge)";
  */
 export function isolationRules(bridge: string, policy: IsolationPolicy): IptablesRule[] {
   const policyComment = `CNI firewall plugin rules (ingressPolicy: ${policy})`;
-  const shared = (chain: string, args: string[], position: "first" | "last"): IptablesRule =>
-    ({ chain, args: [...args.slice(0, -2), ...comment(SHARED_COMMENT), ...args.slice(-2)], position,
-      alternatives: [[...args.slice(0, -2), ...comment(OLD_COMMENT), ...args.slice(-2)]] });
+  const shared = (chain: string, args: string[], position: "first" | "last"): IptablesRule => ({
+    chain,
+    args: [...args.slice(0, -2), ...comment(SHARED_COMMENT), ...args.slice(-2)],
+    position,
+    alternatives: [[...args.slice(0, -2), ...comment(OLD_COMMENT), ...args.slice(-2)]],
+  });
   // Go 1.1.1's comment on these was the same-bridge one, which is this one for same-bridge.
-  const own = (chain: string, args: string[]): IptablesRule =>
-    ({ chain, args: [...args.slice(0, -2), ...comment(policyComment), ...args.slice(-2)], position: "first" });
+  const own = (chain: string, args: string[]): IptablesRule => ({
+    chain,
+    args: [...args.slice(0, -2), ...comment(policyComment), ...args.slice(-2)],
+    position: "first",
+  });
   const rules = [
     shared("FORWARD", ["-j", ISOLATION_STAGE_1], "first"),
     own(ISOLATION_STAGE_1, ["-i", bridge, "!", "-o", bridge, "-j", ISOLATION_STAGE_2]),

@@ -23,13 +23,18 @@ import { listRecords, readRecord, recordedNetworks, removeRecord, writeRecord } 
 /** The attachment from the config and environment; the ingress policy needs the bridge (prevResult interface 0). */
 export function attachmentOf(n: FirewallConf, args: Pick<CmdArgs, "containerID" | "ifName">, prev: Result100): Attachment {
   const a: Attachment = {
-    network: n.conf.name, containerID: args.containerID, ifName: args.ifName, addresses: (prev.ips ?? []).map((i) => i.address),
+    network: n.conf.name,
+    containerID: args.containerID,
+    ifName: args.ifName,
+    addresses: (prev.ips ?? []).map((i) => i.address),
   };
   if (n.ingressPolicy !== "open") {
     const bridge = prev.interfaces?.[0]?.name;
     if (!bridge) {
-      throw invalidConfig(`"ingressPolicy": "${n.ingressPolicy}" needs the bridge as the prevResult's first interface`,
-        "chain the firewall plugin after the bridge plugin");
+      throw invalidConfig(
+        `"ingressPolicy": "${n.ingressPolicy}" needs the bridge as the prevResult's first interface`,
+        "chain the firewall plugin after the bridge plugin",
+      );
     }
     a.isolation = { bridge, policy: n.ingressPolicy };
   }
@@ -37,7 +42,8 @@ export function attachmentOf(n: FirewallConf, args: Pick<CmdArgs, "containerID" 
 }
 
 export function requirePrev(n: FirewallConf): Result100 {
-  if (!n.prevResult) throw invalidConfig("missing prevResult from earlier plugin", "the firewall plugin must be chained after a plugin that reports addresses");
+  if (!n.prevResult)
+    throw invalidConfig("missing prevResult from earlier plugin", "the firewall plugin must be chained after a plugin that reports addresses");
   return n.prevResult;
 }
 
@@ -48,7 +54,11 @@ async function add(args: CmdArgs): Promise<Result100> {
   const backend = await selectBackend(n, new Firewalld(undefined, args.env));
   // The record comes first, so a crash half-way still leaves GC something to find.
   writeRecord(n.dataDir, a.network, {
-    containerID: a.containerID, ifName: a.ifName, backend: backend.name, addresses: a.addresses, ...(backend.name === "firewalld" ? { zone: n.zone } : {}),
+    containerID: a.containerID,
+    ifName: a.ifName,
+    backend: backend.name,
+    addresses: a.addresses,
+    ...(backend.name === "firewalld" ? { zone: n.zone } : {}),
   });
   try {
     await backend.add(a);

@@ -25,7 +25,10 @@ describe("the firewall plugin's nftables table", () => {
   });
 
   test("ADD script: structure, rewritten static chains, stale rules out, new rules and policy sets in", () => {
-    const script = nftAllowScript({ network: "n", ifName: "eth0", containerID: "c", addresses: ["10.1.0.5/24"], isolation: { bridge: "br0", policy: "isolated" } }, [7, 9]);
+    const script = nftAllowScript(
+      { network: "n", ifName: "eth0", containerID: "c", addresses: ["10.1.0.5/24"], isolation: { bridge: "br0", policy: "isolated" } },
+      [7, 9],
+    );
     const lines = script.trim().split("\n");
     const T = "inet cni_plugins_firewall";
     assert.equal(lines[0], `add table ${T}`);
@@ -44,7 +47,10 @@ describe("the firewall plugin's nftables table", () => {
       `add element ${T} same_bridge { "br0" . "br0" }`,
       `add element ${T} isolated_same_bridge { "br0" . "br0" }`,
     ]);
-    const sameBridge = nftAllowScript({ network: "n", ifName: "eth0", containerID: "c", addresses: [], isolation: { bridge: "br0", policy: "same-bridge" } }, []);
+    const sameBridge = nftAllowScript(
+      { network: "n", ifName: "eth0", containerID: "c", addresses: [], isolation: { bridge: "br0", policy: "same-bridge" } },
+      [],
+    );
     assert.doesNotMatch(sameBridge, /add element .* isolated_same_bridge/);
     assert.doesNotMatch(nftAllowScript({ network: "n", ifName: "eth0", containerID: "c", addresses: [] }, []), /add element/);
   });

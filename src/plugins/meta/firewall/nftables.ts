@@ -175,16 +175,21 @@ export async function nftMissing(t: NftAttachment): Promise<string[]> {
   for (const a of t.addresses) {
     const ip = parseCIDR(a).ip;
     for (const field of ["daddr", "saddr"]) {
-      const found = own.some((r) => r.expr.some((x) => {
-        const m = (x as { match?: { left?: { payload?: { field?: string } }; right?: unknown } }).match;
-        return m?.left?.payload?.field === field && m.right === ip.text;
-      }));
+      const found = own.some((r) =>
+        r.expr.some((x) => {
+          const m = (x as { match?: { left?: { payload?: { field?: string } }; right?: unknown } }).match;
+          return m?.left?.payload?.field === field && m.right === ip.text;
+        }),
+      );
       if (!found) problems.push(`no rule for ${field === "daddr" ? "traffic to" : "traffic from"} ${ip.text} in chain ${CONTAINERS}`);
     }
   }
   if (t.isolation) {
     const br = t.isolation.bridge;
-    const want: Array<[string, string]> = [["ingress_policy_bridges", `${br}`], ["same_bridge", `${br} . ${br}`]];
+    const want: Array<[string, string]> = [
+      ["ingress_policy_bridges", `${br}`],
+      ["same_bridge", `${br} . ${br}`],
+    ];
     if (t.isolation.policy === "isolated") want.push(["isolated_same_bridge", `${br} . ${br}`]);
     for (const [set, elem] of want) {
       if (!(await setElements(set)).includes(elem)) problems.push(`set ${set} lacks ${elem}`);

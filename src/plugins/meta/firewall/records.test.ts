@@ -19,17 +19,28 @@ describe("firewall attachment records", () => {
     assert.deepEqual(readRecord(dir, "net1", "ctr-a", "eth0")!.addresses, ["10.0.0.3/24"]);
     assert.equal(readRecord(dir, "net1", "ctr-b", "eth0"), undefined);
     writeFileSync(path.join(dir, "net1", "junk:x"), "not json");
-    assert.deepEqual(listRecords(dir, "net1").map((r) => r.ifName).sort(), ["eth0", "eth1"]);
+    assert.deepEqual(
+      listRecords(dir, "net1")
+        .map((r) => r.ifName)
+        .sort(),
+      ["eth0", "eth1"],
+    );
     assert.deepEqual(recordedNetworks(dir), ["net1"]);
     removeRecord(dir, "net1", "ctr-a", "eth0");
     removeRecord(dir, "net1", "ctr-a", "eth0");
-    assert.deepEqual(listRecords(dir, "net1").map((r) => r.ifName), ["eth1"]);
+    assert.deepEqual(
+      listRecords(dir, "net1").map((r) => r.ifName),
+      ["eth1"],
+    );
     assert.deepEqual(listRecords(dir, "nonet"), []);
     assert.deepEqual(recordedNetworks(path.join(dir, "missing")), []);
     rmSync(path.join(dir, "net1", "junk:x"));
     removeRecord(dir, "net1", "ctr-a", "eth1");
     assert.equal(existsSync(path.join(dir, "net1")), false, "the network's directory goes with its last record");
     writeRecord(dir, "net1", a);
-    assert.deepEqual(listRecords(dir, "net1").map((r) => r.ifName), ["eth0"]);
+    assert.deepEqual(
+      listRecords(dir, "net1").map((r) => r.ifName),
+      ["eth0"],
+    );
   });
 });

@@ -80,20 +80,24 @@ export function listRecords(dataDir: string, network: string): AttachmentRecord[
     return [];
   }
   // (".tmp-" names are an earlier version's temporary files.)
-  return names.filter((n) => n.includes(":") && !isTemporaryName(n) && !n.includes(".tmp-")).flatMap((n) => {
-    try {
-      const r = parseRecord(readFileSync(path.join(dir, n), "utf8"));
-      return r ? [r] : [];
-    } catch {
-      return [];
-    }
-  });
+  return names
+    .filter((n) => n.includes(":") && !isTemporaryName(n) && !n.includes(".tmp-"))
+    .flatMap((n) => {
+      try {
+        const r = parseRecord(readFileSync(path.join(dir, n), "utf8"));
+        return r ? [r] : [];
+      } catch {
+        return [];
+      }
+    });
 }
 
 /** The networks that have records. */
 export function recordedNetworks(dataDir: string): string[] {
   try {
-    return readdirSync(dataDir, { withFileTypes: true }).filter((d) => d.isDirectory()).map((d) => d.name);
+    return readdirSync(dataDir, { withFileTypes: true })
+      .filter((d) => d.isDirectory())
+      .map((d) => d.name);
   } catch {
     return [];
   }

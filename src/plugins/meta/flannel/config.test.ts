@@ -7,21 +7,32 @@ const conf = (extra: Record<string, unknown>) => Buffer.from(JSON.stringify({ cn
 
 /** Asserts a CNI error with `code` whose message matches `msg`. */
 function rejects(extra: Record<string, unknown>, msg: RegExp, code = 7) {
-  assert.throws(() => loadFlannelConf(conf(extra)), (e: unknown) => e instanceof CniError && e.code === code && msg.test(e.msg),
-    JSON.stringify(extra));
+  assert.throws(
+    () => loadFlannelConf(conf(extra)),
+    (e: unknown) => e instanceof CniError && e.code === code && msg.test(e.msg),
+    JSON.stringify(extra),
+  );
 }
 
 describe("flannel config", () => {
   test("defaults: flanneld's subnet file and the flannel-io plugin's data directory", () => {
     const n = loadFlannelConf(conf({}));
-    assert.deepEqual([n.subnetFile, n.dataDir, n.delegate, n.ipam, n.runtimeConfig], [DEFAULT_SUBNET_FILE, DEFAULT_DATA_DIR, undefined, undefined, undefined]);
+    assert.deepEqual(
+      [n.subnetFile, n.dataDir, n.delegate, n.ipam, n.runtimeConfig],
+      [DEFAULT_SUBNET_FILE, DEFAULT_DATA_DIR, undefined, undefined, undefined],
+    );
   });
 
   test("every key, in any case (Go's decoding)", () => {
-    const n = loadFlannelConf(conf({
-      SubnetFile: "/tmp/s.env", DATADIR: "/tmp/d", Delegate: { type: "bridge", bridge: "cni0" }, IPAM: { routes: [{ dst: "10.96.0.0/12" }] },
-      runtimeConfig: { bandwidth: { ingressRate: 1 } },
-    }));
+    const n = loadFlannelConf(
+      conf({
+        SubnetFile: "/tmp/s.env",
+        DATADIR: "/tmp/d",
+        Delegate: { type: "bridge", bridge: "cni0" },
+        IPAM: { routes: [{ dst: "10.96.0.0/12" }] },
+        runtimeConfig: { bandwidth: { ingressRate: 1 } },
+      }),
+    );
     assert.deepEqual([n.subnetFile, n.dataDir], ["/tmp/s.env", "/tmp/d"]);
     assert.deepEqual(n.delegate, { type: "bridge", bridge: "cni0" });
     assert.deepEqual(n.ipam, { routes: [{ dst: "10.96.0.0/12" }] });
@@ -47,7 +58,7 @@ describe("flannel config", () => {
     rejects({ runtimeConfig: [] }, /^invalid "runtimeConfig"/);
   });
 
-  test("ipam.routes must be routes (Go fails later, in the delegate, or sends dst \"<nil>\")", () => {
+  test('ipam.routes must be routes (Go fails later, in the delegate, or sends dst "<nil>")', () => {
     rejects({ ipam: { routes: {} } }, /^invalid "ipam\.routes": \{\} \(want a list\)/);
     rejects({ ipam: { routes: [{ dst: "10.0.0.0" }] } }, /^invalid "ipam\.routes\[0\]\.dst": "10\.0\.0\.0"/);
     rejects({ ipam: { routes: [{ gw: "10.0.0.1" }] } }, /^invalid "ipam\.routes\[0\]\.dst": null/);

@@ -61,19 +61,23 @@ export function decodeFlannelConf(stdin: Buffer): FlannelConf {
 }
 
 /** A key of `obj` that a Go delegate would read as `name` (exact or case-insensitive). */
-const keyLike = (obj: JsonObject, name: string): string | undefined =>
-  Object.keys(obj).find((k) => k === name || foldKey(k) === foldKey(name));
+const keyLike = (obj: JsonObject, name: string): string | undefined => Object.keys(obj).find((k) => k === name || foldKey(k) === foldKey(name));
 
 /** The delegate checks of the flannel-io plugin, plus a non-empty type and case-insensitive `name`/`ipam`. */
 function validateDelegate(delegate: JsonObject): void {
   const type = delegate["type"];
-  if (type !== undefined && typeof type !== "string") throw invalidKey("delegate.type", type, "want a string: the type of the plugin flannel delegates to");
+  if (type !== undefined && typeof type !== "string")
+    throw invalidKey("delegate.type", type, "want a string: the type of the plugin flannel delegates to");
   if (type === "") throw invalidKey("delegate.type", type, "want the type of the plugin flannel delegates to, or leave it out for bridge");
   // Go's would run itself again and again.
   if (type === "flannel") throw invalidKey("delegate.type", type, "flannel cannot delegate to itself");
   const typeVariant = keyLike(delegate, "type");
   if (typeVariant !== undefined && typeVariant !== "type") {
-    throw invalidKey(`delegate.${typeVariant}`, delegate[typeVariant], 'write the delegate\'s type as "type": flannel chooses the plugin by that key');
+    throw invalidKey(
+      `delegate.${typeVariant}`,
+      delegate[typeVariant],
+      'write the delegate\'s type as "type": flannel chooses the plugin by that key',
+    );
   }
   // A Go delegate reads "Name" or "IPAM" as its name or ipam, so they would fight with what flannel sets.
   for (const key of ["name", "ipam"]) {
@@ -104,7 +108,8 @@ export function ipamRoutes(ipam: JsonObject | undefined): Route[] {
 /** Decodes and validates the config as ADD does (without reading subnet.env). */
 export function loadFlannelConf(stdin: Buffer): FlannelConf {
   const n = decodeFlannelConf(stdin);
-  if (!n.subnetFile) throw invalidKey("subnetFile", n.subnetFile, `want the path of flanneld's subnet file, or leave it out for ${DEFAULT_SUBNET_FILE}`);
+  if (!n.subnetFile)
+    throw invalidKey("subnetFile", n.subnetFile, `want the path of flanneld's subnet file, or leave it out for ${DEFAULT_SUBNET_FILE}`);
   if (!n.dataDir) throw invalidKey("dataDir", n.dataDir, `want a directory, or leave it out for ${DEFAULT_DATA_DIR}`);
   if (n.delegate) validateDelegate(n.delegate);
   ipamRoutes(n.ipam);

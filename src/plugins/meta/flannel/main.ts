@@ -97,8 +97,10 @@ async function check(args: CmdArgs): Promise<void> {
   const n = decodeFlannelConf(args.stdinData);
   const bytes = n.dataDir ? await readDelegateConfig(n.dataDir, args.containerID) : undefined;
   if (!bytes) {
-    throw failure(`no saved delegate config for container ${args.containerID}`,
-      `${savedConfigPath(n.dataDir, args.containerID)} does not exist: ADD never ran with this dataDir, or DEL already did`);
+    throw failure(
+      `no saved delegate config for container ${args.containerID}`,
+      `${savedConfigPath(n.dataDir, args.containerID)} does not exist: ADD never ran with this dataDir, or DEL already did`,
+    );
   }
   const saved = savedDelegate(args, n, args.containerID, bytes);
   if (!saved) throw failure(`the saved delegate config ${savedConfigPath(n.dataDir, args.containerID)} is unusable`);
@@ -117,8 +119,10 @@ async function checkSubnetUnchanged(n: FlannelConf, saved: JsonObject): Promise<
   if (!env || !isJsonObject(savedIpam) || savedIpam["ranges"] === undefined) return;
   const now = renderDelegate(n, env)["ipam"] as JsonObject;
   if (!jsonEqual(now["ranges"], savedIpam["ranges"])) {
-    throw failure(`this node's flannel subnet changed since ADD`,
-      `ADD used ranges ${JSON.stringify(savedIpam["ranges"])}, ${n.subnetFile} now gives ${JSON.stringify(now["ranges"])}`);
+    throw failure(
+      `this node's flannel subnet changed since ADD`,
+      `ADD used ranges ${JSON.stringify(savedIpam["ranges"])}, ${n.subnetFile} now gives ${JSON.stringify(now["ranges"])}`,
+    );
   }
 }
 

@@ -26,12 +26,11 @@ function delegateIpam(n: FlannelConf, env: SubnetEnv): JsonObject {
   if (env.subnet) ranges.push([{ subnet: env.subnet }]);
   if (env.ipv6Subnet) ranges.push([{ subnet: env.ipv6Subnet }]);
   ipam["ranges"] = ranges;
-  const routes = [...ipamRoutes(n.ipam), ...env.networks.map((dst) => ({ dst })), ...env.ipv6Networks.map((dst) => ({ dst }))]
-    .map((r) => {
-      const o = encodeRoute(r);
-      structs.add(o);
-      return o;
-    });
+  const routes = [...ipamRoutes(n.ipam), ...env.networks.map((dst) => ({ dst })), ...env.ipv6Networks.map((dst) => ({ dst }))].map((r) => {
+    const o = encodeRoute(r);
+    structs.add(o);
+    return o;
+  });
   ipam["routes"] = routes;
   return ipam;
 }

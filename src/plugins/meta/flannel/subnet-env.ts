@@ -9,7 +9,7 @@
  * @module
  */
 import { readFileSync } from "node:fs";
-import { CniError, invalidConfig, ioFailure, tryAgainLater } from "../../../spec/errors.js";
+import { type CniError, invalidConfig, ioFailure, tryAgainLater } from "../../../spec/errors.js";
 import { networkOf, tryParseCIDR, type IPCidr } from "../../../spec/ip.js";
 
 /** What subnet.env says, CIDRs as Go's net.ParseCIDR returns them (host bits cleared). */
@@ -34,8 +34,10 @@ type Key = (typeof KEYS)[number];
 const MAX_UINT32 = 2 ** 32 - 1;
 
 const invalid = (file: string, key: Key, value: string, want: string): CniError =>
-  invalidConfig(`invalid ${key} in ${file}: ${JSON.stringify(value)} (${want})`,
-    "flanneld writes this file; check the flannel pod log for this node");
+  invalidConfig(
+    `invalid ${key} in ${file}: ${JSON.stringify(value)} (${want})`,
+    "flanneld writes this file; check the flannel pod log for this node",
+  );
 
 /** One CIDR of `family`, host bits cleared (Go's net.ParseCIDR network). */
 function cidrOf(file: string, key: Key, text: string, family: 4 | 6, value = text): IPCidr {
@@ -98,8 +100,7 @@ export function parseSubnetEnv(text: string, file: string): SubnetEnv {
   if (mtu === undefined) missing.push("FLANNEL_MTU");
   if (ipMasq === undefined) missing.push("FLANNEL_IPMASQ");
   if (missing.length) {
-    throw invalidConfig(`${file} is missing ${missing.join(", ")}`,
-      "flanneld writes this file; check the flannel pod log for this node");
+    throw invalidConfig(`${file} is missing ${missing.join(", ")}`, "flanneld writes this file; check the flannel pod log for this node");
   }
   return env;
 }
@@ -112,8 +113,10 @@ export async function loadSubnetEnv(file: string): Promise<SubnetEnv> {
   } catch (e) {
     const err = e as NodeJS.ErrnoException;
     if (err.code === "ENOENT") {
-      throw tryAgainLater(`flannel's subnet file ${file} ("subnetFile") does not exist`,
-        "flanneld writes it once it has a lease for this node; check the flannel pod log for this node");
+      throw tryAgainLater(
+        `flannel's subnet file ${file} ("subnetFile") does not exist`,
+        "flanneld writes it once it has a lease for this node; check the flannel pod log for this node",
+      );
     }
     throw ioFailure(`cannot read flannel's subnet file ${file} ("subnetFile")`, e);
   }

@@ -4,25 +4,38 @@ import { CniError } from "../../../spec/errors.js";
 import { parseCIDR } from "../../../spec/ip.js";
 import { createResult } from "../../../spec/result/index.js";
 import {
-  backendSpecificKeys, chooseBackend, conditionsBackend, containerAddresses, DEFAULT_DATA_DIR, forwardTarget,
-  loadPortMapConf, mappingFor,
+  backendSpecificKeys,
+  chooseBackend,
+  conditionsBackend,
+  containerAddresses,
+  DEFAULT_DATA_DIR,
+  forwardTarget,
+  loadPortMapConf,
+  mappingFor,
 } from "./config.js";
 
 const conf = (extra: Record<string, unknown>, mappings?: unknown) =>
-  Buffer.from(JSON.stringify({
-    cniVersion: "1.0.0", name: "net", type: "portmap",
-    ...(mappings !== undefined ? { runtimeConfig: { portMappings: mappings } } : {}),
-    ...extra,
-  }));
+  Buffer.from(
+    JSON.stringify({
+      cniVersion: "1.0.0",
+      name: "net",
+      type: "portmap",
+      ...(mappings !== undefined ? { runtimeConfig: { portMappings: mappings } } : {}),
+      ...extra,
+    }),
+  );
 
 /** Asserts a code-7 error whose message matches `msg`. */
 function rejects(extra: Record<string, unknown>, msg: RegExp, mappings?: unknown) {
-  assert.throws(() => loadPortMapConf(conf(extra, mappings)), (e: unknown) => {
-    assert.ok(e instanceof CniError, String(e));
-    assert.equal(e.code, 7, e.msg);
-    assert.match(e.msg, msg);
-    return true;
-  });
+  assert.throws(
+    () => loadPortMapConf(conf(extra, mappings)),
+    (e: unknown) => {
+      assert.ok(e instanceof CniError, String(e));
+      assert.equal(e.code, 7, e.msg);
+      assert.match(e.msg, msg);
+      return true;
+    },
+  );
 }
 
 const tcp8080 = { hostPort: 8080, containerPort: 80, protocol: "tcp" };
@@ -42,18 +55,34 @@ describe("portmap config", () => {
   });
 
   test("every key", () => {
-    const n = loadPortMapConf(conf({
-      snat: false, masqAll: true, markMasqBit: 5, conditionsV4: ["-s", "1.2.3.4"], conditionsV6: ["!", "-s", "::1"],
-      backend: "iptables", dataDir: "/tmp/pm",
-    }, [
-      tcp8080,
-      { hostPort: 5353, containerPort: 53, protocol: "UDP", hostIP: "192.0.2.1" },
-      { hostPort: 9000, containerPort: 9000, protocol: "sctp", hostIP: "2001:db8::1" },
-      { hostPort: 9001, containerPort: 9001, protocol: "tcp", hostIP: "" },
-    ]));
-    assert.deepEqual(n.mappings.map((m) => [m.hostPort, m.containerPort, m.protocol, m.hostIP?.text]), [
-      [8080, 80, "tcp", undefined], [5353, 53, "udp", "192.0.2.1"], [9000, 9000, "sctp", "2001:db8::1"], [9001, 9001, "tcp", undefined],
-    ]);
+    const n = loadPortMapConf(
+      conf(
+        {
+          snat: false,
+          masqAll: true,
+          markMasqBit: 5,
+          conditionsV4: ["-s", "1.2.3.4"],
+          conditionsV6: ["!", "-s", "::1"],
+          backend: "iptables",
+          dataDir: "/tmp/pm",
+        },
+        [
+          tcp8080,
+          { hostPort: 5353, containerPort: 53, protocol: "UDP", hostIP: "192.0.2.1" },
+          { hostPort: 9000, containerPort: 9000, protocol: "sctp", hostIP: "2001:db8::1" },
+          { hostPort: 9001, containerPort: 9001, protocol: "tcp", hostIP: "" },
+        ],
+      ),
+    );
+    assert.deepEqual(
+      n.mappings.map((m) => [m.hostPort, m.containerPort, m.protocol, m.hostIP?.text]),
+      [
+        [8080, 80, "tcp", undefined],
+        [5353, 53, "udp", "192.0.2.1"],
+        [9000, 9000, "sctp", "2001:db8::1"],
+        [9001, 9001, "tcp", undefined],
+      ],
+    );
     assert.deepEqual([n.snat, n.masqAll, n.markMasqBit, n.backend, n.dataDir], [false, true, 5, "iptables", "/tmp/pm"]);
     assert.deepEqual(n.conditionsV6, ["!", "-s", "::1"]);
     assert.equal(loadPortMapConf(conf({ externalSetMarkChain: "KUBE-MARK-MASQ" })).externalSetMarkChain, "KUBE-MARK-MASQ");
@@ -89,7 +118,10 @@ describe("portmap config", () => {
   });
 
   test("a config that is not JSON is a decoding error (6)", () => {
-    assert.throws(() => loadPortMapConf(Buffer.from("{")), (e: unknown) => e instanceof CniError && e.code === 6);
+    assert.throws(
+      () => loadPortMapConf(Buffer.from("{")),
+      (e: unknown) => e instanceof CniError && e.code === 6,
+    );
   });
 
   test("conditions tell their backend by the first word", () => {
@@ -108,10 +140,18 @@ describe("portmap config", () => {
     assert.equal(await chooseBackend(n({}), probes(true, true)), "iptables");
     assert.equal(await chooseBackend(n({}), probes(false, true)), "nftables");
     assert.equal(await chooseBackend(n({}), probes(false, false)), "iptables");
-    await assert.rejects(chooseBackend(n({ backend: "nftables", externalSetMarkChain: "X" }), probes(true, true)),
-      (e: CniError) => e.code === 7 && e.msg === "nftables backend was requested but configuration contains iptables-specific options [externalSetMarkChain]");
-    await assert.rejects(chooseBackend(n({ conditionsV4: ["ip saddr 1.2.3.4"], conditionsV6: ["ip6 saddr ::1"] }), probes(true, true)),
-      (e: CniError) => e.code === 7 && /iptables backend was requested .*nftables-specific options \[conditionsV4 conditionsV6\]/.test(e.msg) && /"backend": "nftables"/.test(e.details));
+    await assert.rejects(
+      chooseBackend(n({ backend: "nftables", externalSetMarkChain: "X" }), probes(true, true)),
+      (e: CniError) =>
+        e.code === 7 && e.msg === "nftables backend was requested but configuration contains iptables-specific options [externalSetMarkChain]",
+    );
+    await assert.rejects(
+      chooseBackend(n({ conditionsV4: ["ip saddr 1.2.3.4"], conditionsV6: ["ip6 saddr ::1"] }), probes(true, true)),
+      (e: CniError) =>
+        e.code === 7 &&
+        /iptables backend was requested .*nftables-specific options \[conditionsV4 conditionsV6\]/.test(e.msg) &&
+        /"backend": "nftables"/.test(e.details),
+    );
   });
 
   test("container addresses: the first per family on CNI_IFNAME in a sandbox, or not tied to an interface", () => {
@@ -139,9 +179,9 @@ describe("portmap config", () => {
   });
 
   test("a mapping with hostIP applies to that family only; an unspecified hostIP matches any destination", () => {
-    const n = loadPortMapConf(conf({}, [
-      { ...tcp8080, hostIP: "192.0.2.1" }, { ...tcp8080, hostIP: "::" }, { ...tcp8080, hostIP: "0.0.0.0" }, tcp8080,
-    ]));
+    const n = loadPortMapConf(
+      conf({}, [{ ...tcp8080, hostIP: "192.0.2.1" }, { ...tcp8080, hostIP: "::" }, { ...tcp8080, hostIP: "0.0.0.0" }, tcp8080]),
+    );
     const [v4, v6, any4, plain] = n.mappings;
     assert.deepEqual(mappingFor(v4!, 4), { applies: true, destination: "192.0.2.1" });
     assert.deepEqual(mappingFor(v4!, 6), { applies: false });

@@ -139,10 +139,15 @@ function readPortMapConf(conf: PluginConf, raw: JsonObject): PortMapConf {
     throw invalidKey("backend", backend, `want ${BACKENDS.map((b) => `"${b}"`).join(" or ")}`);
   }
   const markMasqBit = c.markMasqBit;
-  if (markMasqBit !== undefined && (markMasqBit < 0 || markMasqBit > 31)) throw invalidKey("markMasqBit", markMasqBit, "want an integer from 0 to 31");
+  if (markMasqBit !== undefined && (markMasqBit < 0 || markMasqBit > 31))
+    throw invalidKey("markMasqBit", markMasqBit, "want an integer from 0 to 31");
   const externalSetMarkChain = c.externalSetMarkChain;
   if (markMasqBit !== undefined && externalSetMarkChain !== undefined) {
-    throw invalidKey("externalSetMarkChain", externalSetMarkChain, `cannot be used with "markMasqBit" (${markMasqBit}): the external chain sets the mark`);
+    throw invalidKey(
+      "externalSetMarkChain",
+      externalSetMarkChain,
+      `cannot be used with "markMasqBit" (${markMasqBit}): the external chain sets the mark`,
+    );
   }
   if (externalSetMarkChain !== undefined && !/^[^\s!"'-][^\s"']{0,27}$/.test(externalSetMarkChain)) {
     throw invalidKey("externalSetMarkChain", externalSetMarkChain, "want an iptables chain name: 1 to 28 characters, no whitespace or quotes");
@@ -165,7 +170,10 @@ function readPortMapConf(conf: PluginConf, raw: JsonObject): PortMapConf {
  * The backend to use: the configured one, or iptables unless iptables does not work here and nftables does
  * (`probe` is asked only then). Keys that only the other backend understands are an error.
  */
-export async function chooseBackend(n: PortMapConf, probe: { iptables: () => Promise<boolean>; nftables: () => Promise<boolean> }): Promise<PortMapBackend> {
+export async function chooseBackend(
+  n: PortMapConf,
+  probe: { iptables: () => Promise<boolean>; nftables: () => Promise<boolean> },
+): Promise<PortMapBackend> {
   let backend = n.backend;
   if (!backend) backend = !(await probe.iptables()) && (await probe.nftables()) ? "nftables" : "iptables";
   const other: PortMapBackend = backend === "iptables" ? "nftables" : "iptables";
@@ -173,7 +181,8 @@ export async function chooseBackend(n: PortMapConf, probe: { iptables: () => Pro
   if (wrong.length) {
     throw invalidConfig(
       `${backend} backend was requested but configuration contains ${other}-specific options [${wrong.join(" ")}]`,
-      n.backend ? "" : `"backend" is not set and ${backend} is the default here; set "backend": "${other}" to use these options`);
+      n.backend ? "" : `"backend" is not set and ${backend} is the default here; set "backend": "${other}" to use these options`,
+    );
   }
   return backend;
 }

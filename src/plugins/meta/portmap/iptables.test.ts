@@ -3,8 +3,16 @@ import assert from "node:assert/strict";
 import { parseCIDR } from "../../../spec/ip.js";
 import { forwardTarget, loadPortMapConf } from "./config.js";
 import {
-  containerChain, dnatChainName, dnatComment, entryPortLists, forwardChains, markDef, NatListing, oldSnatChainName,
-  splitListedRule, staleDnatChains,
+  containerChain,
+  dnatChainName,
+  dnatComment,
+  entryPortLists,
+  forwardChains,
+  markDef,
+  NatListing,
+  oldSnatChainName,
+  splitListedRule,
+  staleDnatChains,
 } from "./iptables.js";
 
 const NET = "rtestnet";
@@ -12,7 +20,9 @@ const ID = "rtestcid0123456789";
 const CHAIN = "CNI-DN-c723d1892dbba901e937f";
 
 function target(extra: Record<string, unknown>, mappings: unknown[], container = "10.77.0.10/24", id = ID) {
-  const n = loadPortMapConf(Buffer.from(JSON.stringify({ cniVersion: "1.0.0", name: NET, type: "portmap", runtimeConfig: { portMappings: mappings }, ...extra })));
+  const n = loadPortMapConf(
+    Buffer.from(JSON.stringify({ cniVersion: "1.0.0", name: NET, type: "portmap", runtimeConfig: { portMappings: mappings }, ...extra })),
+  );
   return forwardTarget(n, id, parseCIDR(container));
 }
 
@@ -68,16 +78,30 @@ describe("portmap iptables rules", () => {
 
   test("the arguments are the Go plugin's, in its order", () => {
     const c = containerChain(target({}, MAPPINGS));
-    assert.deepEqual(c.rules.slice(0, 6).map((r) => r.args), [
-      ["-p", "tcp", "--dport", "8080", "-s", "10.77.0.10/24", "-j", "CNI-HOSTPORT-SETMARK"],
-      ["-p", "tcp", "--dport", "8080", "-s", "127.0.0.1", "-j", "CNI-HOSTPORT-SETMARK"],
-      ["-p", "tcp", "--dport", "8080", "-j", "DNAT", "--to-destination", "10.77.0.10:80"],
-      ["-p", "udp", "--dport", "5353", "-d", "10.0.0.1", "-s", "10.77.0.10/24", "-j", "CNI-HOSTPORT-SETMARK"],
-      ["-p", "udp", "--dport", "5353", "-d", "10.0.0.1", "-s", "127.0.0.1", "-j", "CNI-HOSTPORT-SETMARK"],
-      ["-p", "udp", "--dport", "5353", "-d", "10.0.0.1", "-j", "DNAT", "--to-destination", "10.77.0.10:53"],
-    ]);
+    assert.deepEqual(
+      c.rules.slice(0, 6).map((r) => r.args),
+      [
+        ["-p", "tcp", "--dport", "8080", "-s", "10.77.0.10/24", "-j", "CNI-HOSTPORT-SETMARK"],
+        ["-p", "tcp", "--dport", "8080", "-s", "127.0.0.1", "-j", "CNI-HOSTPORT-SETMARK"],
+        ["-p", "tcp", "--dport", "8080", "-j", "DNAT", "--to-destination", "10.77.0.10:80"],
+        ["-p", "udp", "--dport", "5353", "-d", "10.0.0.1", "-s", "10.77.0.10/24", "-j", "CNI-HOSTPORT-SETMARK"],
+        ["-p", "udp", "--dport", "5353", "-d", "10.0.0.1", "-s", "127.0.0.1", "-j", "CNI-HOSTPORT-SETMARK"],
+        ["-p", "udp", "--dport", "5353", "-d", "10.0.0.1", "-j", "DNAT", "--to-destination", "10.77.0.10:53"],
+      ],
+    );
     assert.deepEqual(c.entries[0]!.args, [
-      "-m", "comment", "--comment", dnatComment(NET, ID), "-m", "multiport", "-p", "sctp", "--destination-ports", "9090", "-j", CHAIN,
+      "-m",
+      "comment",
+      "--comment",
+      dnatComment(NET, ID),
+      "-m",
+      "multiport",
+      "-p",
+      "sctp",
+      "--destination-ports",
+      "9090",
+      "-j",
+      CHAIN,
     ]);
     const masq = forwardChains(target({}, MAPPINGS))[1]!;
     assert.equal(masq.entries[0]!.prepend, true);
@@ -85,30 +109,39 @@ describe("portmap iptables rules", () => {
 
   test("IPv6: no localhost rule, brackets in the DNAT target, a v4 hostIP skipped but its port still in the entry rule", () => {
     const lines = listedOf(target({}, MAPPINGS, "fd77::2/64"));
-    assert.deepEqual(lines.filter((l) => l!.startsWith(`-A ${CHAIN}`)), [
-      `-A ${CHAIN} -s fd77::/64 -p tcp -m tcp --dport 8080 -j CNI-HOSTPORT-SETMARK`,
-      `-A ${CHAIN} -p tcp -m tcp --dport 8080 -j DNAT --to-destination [fd77::2]:80`,
-      `-A ${CHAIN} -s fd77::/64 -p sctp -m sctp --dport 9090 -j CNI-HOSTPORT-SETMARK`,
-      `-A ${CHAIN} -p sctp -m sctp --dport 9090 -j DNAT --to-destination [fd77::2]:90`,
-    ]);
+    assert.deepEqual(
+      lines.filter((l) => l!.startsWith(`-A ${CHAIN}`)),
+      [
+        `-A ${CHAIN} -s fd77::/64 -p tcp -m tcp --dport 8080 -j CNI-HOSTPORT-SETMARK`,
+        `-A ${CHAIN} -p tcp -m tcp --dport 8080 -j DNAT --to-destination [fd77::2]:80`,
+        `-A ${CHAIN} -s fd77::/64 -p sctp -m sctp --dport 9090 -j CNI-HOSTPORT-SETMARK`,
+        `-A ${CHAIN} -p sctp -m sctp --dport 9090 -j DNAT --to-destination [fd77::2]:90`,
+      ],
+    );
     assert.ok(lines.some((l) => l!.includes("-p udp") && l!.includes("--dports 5353")));
   });
 
   test("snat off: only DNAT rules and no marking chains", () => {
     const t = target({ snat: false }, MAPPINGS);
-    assert.deepEqual(forwardChains(t).map((c) => c.name), ["CNI-HOSTPORT-DNAT", CHAIN]);
+    assert.deepEqual(
+      forwardChains(t).map((c) => c.name),
+      ["CNI-HOSTPORT-DNAT", CHAIN],
+    );
     assert.ok(containerChain(t).rules.every((r) => r.args.includes("DNAT")));
   });
 
   test("masqAll marks everything (no localhost rule); an external mark chain replaces SETMARK and MASQ", () => {
     const all = containerChain(target({ masqAll: true }, [MAPPINGS[0]]));
-    assert.deepEqual(all.rules.map((r) => r.args.join(" ")), [
-      "-p tcp --dport 8080 -s 0.0.0.0/0 -j CNI-HOSTPORT-SETMARK",
-      "-p tcp --dport 8080 -j DNAT --to-destination 10.77.0.10:80",
-    ]);
+    assert.deepEqual(
+      all.rules.map((r) => r.args.join(" ")),
+      ["-p tcp --dport 8080 -s 0.0.0.0/0 -j CNI-HOSTPORT-SETMARK", "-p tcp --dport 8080 -j DNAT --to-destination 10.77.0.10:80"],
+    );
     assert.equal(all.rules[0]!.listed, `-A ${CHAIN} -p tcp -m tcp --dport 8080 -j CNI-HOSTPORT-SETMARK`);
     const ext = target({ externalSetMarkChain: "KUBE-MARK-MASQ" }, [MAPPINGS[0]]);
-    assert.deepEqual(forwardChains(ext).map((c) => c.name), ["CNI-HOSTPORT-DNAT", CHAIN]);
+    assert.deepEqual(
+      forwardChains(ext).map((c) => c.name),
+      ["CNI-HOSTPORT-DNAT", CHAIN],
+    );
     assert.ok(containerChain(ext).rules[0]!.args.join(" ").endsWith("-j KUBE-MARK-MASQ"));
     const bit = forwardChains(target({ markMasqBit: 5 }, [MAPPINGS[0]]));
     assert.equal(bit[1]!.rules[0]!.listed, "-A CNI-HOSTPORT-MASQ -m mark --mark 0x20/0x20 -j MASQUERADE");
@@ -117,11 +150,17 @@ describe("portmap iptables rules", () => {
   test("entry rules: per protocol (sorted), blocks of 15 ports, with the family's conditions", () => {
     const many = Array.from({ length: 17 }, (_, i) => ({ hostPort: 1000 + i, containerPort: 80, protocol: "udp" }));
     const t = target({ conditionsV4: ["-d", "192.0.2.9"] }, [...many, { hostPort: 80, containerPort: 80, protocol: "tcp" }]);
-    assert.deepEqual(entryPortLists(t).map((e) => `${e.protocol} ${e.ports}`), [
-      "tcp 80",
-      `udp ${many.slice(0, 15).map((m) => m.hostPort).join(",")}`,
-      "udp 1015,1016",
-    ]);
+    assert.deepEqual(
+      entryPortLists(t).map((e) => `${e.protocol} ${e.ports}`),
+      [
+        "tcp 80",
+        `udp ${many
+          .slice(0, 15)
+          .map((m) => m.hostPort)
+          .join(",")}`,
+        "udp 1015,1016",
+      ],
+    );
     const entries = containerChain(t).entries;
     assert.deepEqual(entries[0]!.args.slice(-4), ["-d", "192.0.2.9", "-j", CHAIN]);
     assert.equal(entries[0]!.listed, undefined, "conditions make the listed form unpredictable");
@@ -135,8 +174,20 @@ describe("portmap iptables rules", () => {
 
   test("listed rules split into words as a shell would", () => {
     assert.deepEqual(splitListedRule(GO_V4[14]!), [
-      "-A", "CNI-HOSTPORT-DNAT", "-p", "sctp", "-m", "comment", "--comment", `dnat name: "rtestnet" id: "rtestcid0123456789"`,
-      "-m", "multiport", "--dports", "9090", "-j", CHAIN,
+      "-A",
+      "CNI-HOSTPORT-DNAT",
+      "-p",
+      "sctp",
+      "-m",
+      "comment",
+      "--comment",
+      `dnat name: "rtestnet" id: "rtestcid0123456789"`,
+      "-m",
+      "multiport",
+      "--dports",
+      "9090",
+      "-j",
+      CHAIN,
     ]);
     assert.deepEqual(splitListedRule(`-A X -m comment --comment "" -j Y`), ["-A", "X", "-m", "comment", "--comment", "", "-j", "Y"]);
   });
@@ -146,11 +197,22 @@ describe("portmap iptables rules", () => {
       `-A CNI-HOSTPORT-DNAT -p tcp -m comment --comment "dnat name: \\"${net}\\" id: \\"${id}\\"" -m multiport --dports 80 -j ${dnatChainName(net, id)}`;
     const cut = `-A CNI-HOSTPORT-DNAT -p tcp -m comment --comment "dnat name: \\"${NET}\\" id: \\"abc..." -m multiport --dports 80 -j ${dnatChainName(NET, "abcdef")}`;
     const nat = new NatListing([
-      "-N CNI-HOSTPORT-DNAT", `-N ${dnatChainName(NET, "live")}`, `-N ${dnatChainName(NET, "dead")}`, `-N ${dnatChainName("other", "dead")}`,
-      entry(NET, "live"), entry(NET, "dead"), entry(`${NET}2`, "dead"), entry("other", "dead"), cut, entry(NET, "abcdef"),
+      "-N CNI-HOSTPORT-DNAT",
+      `-N ${dnatChainName(NET, "live")}`,
+      `-N ${dnatChainName(NET, "dead")}`,
+      `-N ${dnatChainName("other", "dead")}`,
+      entry(NET, "live"),
+      entry(NET, "dead"),
+      entry(`${NET}2`, "dead"),
+      entry("other", "dead"),
+      cut,
+      entry(NET, "abcdef"),
     ]);
     assert.deepEqual(staleDnatChains(nat, NET, ["live", "abcdef"]), [dnatChainName(NET, "dead")]);
-    assert.deepEqual(staleDnatChains(nat, NET, []).sort(), [dnatChainName(NET, "live"), dnatChainName(NET, "dead"), dnatChainName(NET, "abcdef")].sort());
+    assert.deepEqual(
+      staleDnatChains(nat, NET, []).sort(),
+      [dnatChainName(NET, "live"), dnatChainName(NET, "dead"), dnatChainName(NET, "abcdef")].sort(),
+    );
     assert.deepEqual(nat.jumpsTo(dnatChainName(NET, "dead")), [entry(NET, "dead")]);
   });
 });

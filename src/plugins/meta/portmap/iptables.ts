@@ -38,11 +38,9 @@ const MULTIPORT_MAX = 15;
 const COMMENT_MAX = 255;
 
 /** The per-container DNAT chain: `CNI-DN-` + sha512(network + containerID), 28 characters. */
-export const dnatChainName = (network: string, containerID: string): string =>
-  hashWithPrefix(MAX_CHAIN_LENGTH, "CNI-DN-", network + containerID);
+export const dnatChainName = (network: string, containerID: string): string => hashWithPrefix(MAX_CHAIN_LENGTH, "CNI-DN-", network + containerID);
 /** The per-container SNAT chain of old Go versions (only torn down). */
-export const oldSnatChainName = (network: string, containerID: string): string =>
-  hashWithPrefix(MAX_CHAIN_LENGTH, "CNI-SN-", network + containerID);
+export const oldSnatChainName = (network: string, containerID: string): string => hashWithPrefix(MAX_CHAIN_LENGTH, "CNI-SN-", network + containerID);
 
 /**
  * The entry rules' comment, `dnat name: "<net>" id: "<id>"`, cut to iptables' limit with "..." (Go cuts to
@@ -95,7 +93,13 @@ export function setMarkChain(bit: number): ChainSpec {
   const args = ["-m", "comment", "--comment", "CNI portfwd masquerade mark", "-j", "MARK", "--set-xmark", markDef(bit)];
   return {
     name: SETMARK_CHAIN,
-    rules: [{ chain: SETMARK_CHAIN, args, listed: `-A ${SETMARK_CHAIN} -m comment --comment "CNI portfwd masquerade mark" -j MARK --set-xmark ${markDef(bit)}` }],
+    rules: [
+      {
+        chain: SETMARK_CHAIN,
+        args,
+        listed: `-A ${SETMARK_CHAIN} -m comment --comment "CNI portfwd masquerade mark" -j MARK --set-xmark ${markDef(bit)}`,
+      },
+    ],
     entries: [],
   };
 }
@@ -104,15 +108,30 @@ export function markMasqChain(bit: number): ChainSpec {
   const entry = ["-m", "comment", "--comment", "CNI portfwd requiring masquerade", "-j", MASQ_CHAIN];
   return {
     name: MASQ_CHAIN,
-    rules: [{ chain: MASQ_CHAIN, args: ["-m", "mark", "--mark", markDef(bit), "-j", "MASQUERADE"], listed: `-A ${MASQ_CHAIN} -m mark --mark ${markDef(bit)} -j MASQUERADE` }],
+    rules: [
+      {
+        chain: MASQ_CHAIN,
+        args: ["-m", "mark", "--mark", markDef(bit), "-j", "MASQUERADE"],
+        listed: `-A ${MASQ_CHAIN} -m mark --mark ${markDef(bit)} -j MASQUERADE`,
+      },
+    ],
     // First in POSTROUTING, before the bridge and ptp plugins' masquerading rules.
-    entries: [{ chain: "POSTROUTING", args: entry, prepend: true, listed: `-A POSTROUTING -m comment --comment "CNI portfwd requiring masquerade" -j ${MASQ_CHAIN}` }],
+    entries: [
+      {
+        chain: "POSTROUTING",
+        args: entry,
+        prepend: true,
+        listed: `-A POSTROUTING -m comment --comment "CNI portfwd requiring masquerade" -j ${MASQ_CHAIN}`,
+      },
+    ],
   };
 }
 
 export function topDnatChain(): ChainSpec {
   const entry = (chain: string): Rule => ({
-    chain, args: ["-m", "addrtype", "--dst-type", "LOCAL", "-j", TOP_DNAT_CHAIN], listed: `-A ${chain} -m addrtype --dst-type LOCAL -j ${TOP_DNAT_CHAIN}`,
+    chain,
+    args: ["-m", "addrtype", "--dst-type", "LOCAL", "-j", TOP_DNAT_CHAIN],
+    listed: `-A ${chain} -m addrtype --dst-type LOCAL -j ${TOP_DNAT_CHAIN}`,
   });
   return { name: TOP_DNAT_CHAIN, rules: [], entries: [entry("PREROUTING"), entry("OUTPUT")] };
 }
@@ -143,7 +162,8 @@ export function containerChain(t: ForwardTarget): ChainSpec {
   const entries: Rule[] = entryPortLists(t).map(({ protocol, ports }) => ({
     chain: TOP_DNAT_CHAIN,
     args: ["-m", "comment", "--comment", comment, "-m", "multiport", "-p", protocol, "--destination-ports", ports, ...t.conditions, "-j", name],
-    listed: t.conditions.length ? undefined
+    listed: t.conditions.length
+      ? undefined
       : `-A ${TOP_DNAT_CHAIN} -p ${protocol} -m comment --comment ${quoteListed(comment)} -m multiport --dports ${ports} -j ${name}`,
   }));
 
@@ -188,7 +208,10 @@ export function forwardChains(t: ForwardTarget): ChainSpec[] {
 export class NatListing {
   readonly chains: Set<string>;
   readonly lines: Set<string>;
-  constructor(readonly raw: readonly string[], readonly saved?: { chains: readonly string[]; rules: readonly SavedRule[] }) {
+  constructor(
+    readonly raw: readonly string[],
+    readonly saved?: { chains: readonly string[]; rules: readonly SavedRule[] },
+  ) {
     this.chains = new Set([...BUILTIN_CHAINS, ...raw.filter((l) => l.startsWith("-N ")).map((l) => l.slice(3).trim())]);
     this.lines = new Set(raw.filter((l) => l.startsWith("-A ")));
   }
@@ -246,7 +269,7 @@ export function splitListedRule(line: string): string[] {
 }
 
 /** The value after `flag` in a listed rule's words. */
-const valueOf = (words: readonly string[], flag: string): string | undefined => {
+const wordAfter = (words: readonly string[], flag: string): string | undefined => {
   const i = words.indexOf(flag);
   return i >= 0 ? words[i + 1] : undefined;
 };
@@ -309,7 +332,8 @@ async function missingOf(ipt: Iptables, nat: NatListing, chains: readonly ChainS
 export async function forwardIptables(t: ForwardTarget): Promise<boolean> {
   const family = familyOf(t);
   const chains = forwardChains(t);
-  const operation = (ipt: Iptables) => `set up ${ipt.command} port forwarding for ${t.containerID} (chain ${dnatChainName(t.network, t.containerID)})`;
+  const operation = (ipt: Iptables) =>
+    `set up ${ipt.command} port forwarding for ${t.containerID} (chain ${dnatChainName(t.network, t.containerID)})`;
   let tools = false;
   for (let attempt = 0; ; attempt++) {
     const { ipt, nat } = await openNat(family, tools);
@@ -318,8 +342,17 @@ export async function forwardIptables(t: ForwardTarget): Promise<boolean> {
     try {
       // Over netlink when every rule goes into a chain that exists (iptables makes its built-in chains) or is made here.
       const present = new Set(nat.saved?.chains ?? []);
-      if (nat.saved && missing.rules.every((r) => present.has(r.chain) || missing.chains.includes(r.chain)) &&
-        await ipt.addByNetlink(TABLE, missing.chains, missing.rules.map((r) => ({ chain: r.chain, args: r.args, first: !!r.prepend })), operation(ipt), true)) {
+      if (
+        nat.saved &&
+        missing.rules.every((r) => present.has(r.chain) || missing.chains.includes(r.chain)) &&
+        (await ipt.addByNetlink(
+          TABLE,
+          missing.chains,
+          missing.rules.map((r) => ({ chain: r.chain, args: r.args, first: !!r.prepend })),
+          operation(ipt),
+          true,
+        ))
+      ) {
         return true;
       }
       await ipt.restore(TABLE, [], missing.lines, operation(ipt));
@@ -420,8 +453,8 @@ export function staleDnatChains(nat: NatListing, network: string, validContainer
   for (const line of nat.lines) {
     if (!line.startsWith(`-A ${TOP_DNAT_CHAIN} `)) continue;
     const words = splitListedRule(line);
-    const target = valueOf(words, "-j");
-    if (!target?.startsWith("CNI-DN-") || !valueOf(words, "--comment")?.startsWith(prefix)) continue;
+    const target = wordAfter(words, "-j");
+    if (!target?.startsWith("CNI-DN-") || !wordAfter(words, "--comment")?.startsWith(prefix)) continue;
     if (!keep.has(target)) stale.add(target);
   }
   return [...stale];
@@ -440,8 +473,9 @@ export function gcIptables(network: string, validContainerIDs: Iterable<string>)
 export function forwardingMarks(t: ForwardTarget): FirewallMark[] {
   return forwardChains(t).flatMap((c) => {
     const froms = [...new Set(c.entries.map((e) => e.chain))];
-    return (froms.length ? froms : [undefined]).map((from): FirewallMark =>
-      ({ kind: "iptables", family: familyOf(t), table: TABLE, chain: c.name, ...(from ? { from } : {}) }));
+    return (froms.length ? froms : [undefined]).map(
+      (from): FirewallMark => ({ kind: "iptables", family: familyOf(t), table: TABLE, chain: c.name, ...(from ? { from } : {}) }),
+    );
   });
 }
 

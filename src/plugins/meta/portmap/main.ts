@@ -20,8 +20,16 @@ import { ip } from "../../../net/links.js";
 import { sysctlPath, writeSysctl } from "../../../net/sysctl.js";
 import type { CmdArgs, PluginModule } from "../../../skel/skel.js";
 import {
-  chooseBackend, forwardTargets, loadPortMapConf, NOT_CHAINED, PORTMAP_SCHEMA, prevResultOf,
-  type ForwardTarget, type PortMapBackend, type PortMapConf, type PortMapping,
+  chooseBackend,
+  forwardTargets,
+  loadPortMapConf,
+  NOT_CHAINED,
+  PORTMAP_SCHEMA,
+  prevResultOf,
+  type ForwardTarget,
+  type PortMapBackend,
+  type PortMapConf,
+  type PortMapping,
 } from "./config.js";
 import { checkIptables, forwardIptables, gcIptables, iptablesUsable, unforwardIptables } from "./iptables.js";
 import { checkNftables, forwardNftables, nftablesUsable, unforwardNftables } from "./nftables.js";
@@ -86,7 +94,9 @@ async function add(args: CmdArgs): Promise<Result> {
     // Recorded first, so that a crash part-way leaves nothing GC cannot find. Without the record only GC
     // misses this container, so a failure to write it does not fail the ADD.
     if (backend === "nftables") {
-      await recordForwarding(n.dataDir, n.conf.name, args.containerID).catch((e: Error) => warn(args, `cannot record the forwarding for GC: ${e.message}`));
+      await recordForwarding(n.dataDir, n.conf.name, args.containerID).catch((e: Error) =>
+        warn(args, `cannot record the forwarding for GC: ${e.message}`),
+      );
     }
     for (const t of targets) await (backend === "iptables" ? forwardIptables(t) : forwardNftables(t));
     const v4 = targets.find((t) => t.container.ip.family === 4);
@@ -95,7 +105,11 @@ async function add(args: CmdArgs): Promise<Result> {
     await unforward(backend, n, args).catch((u: Error) => warn(args, `cleaning up after a failed ADD: ${u.message}`));
     throw e;
   }
-  await forgetUdpFlows(args, n.mappings, targets.map((t) => t.container.ip.family));
+  await forgetUdpFlows(
+    args,
+    n.mappings,
+    targets.map((t) => t.container.ip.family),
+  );
   return prev;
 }
 

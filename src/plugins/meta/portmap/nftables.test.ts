@@ -5,7 +5,9 @@ import { forwardTarget, loadPortMapConf } from "./config.js";
 import { expectedRuleCounts, forwardScript } from "./nftables.js";
 
 function target(extra: Record<string, unknown>, mappings: unknown[], container = "10.77.0.10/24") {
-  const n = loadPortMapConf(Buffer.from(JSON.stringify({ cniVersion: "1.0.0", name: "net", type: "portmap", runtimeConfig: { portMappings: mappings }, ...extra })));
+  const n = loadPortMapConf(
+    Buffer.from(JSON.stringify({ cniVersion: "1.0.0", name: "net", type: "portmap", runtimeConfig: { portMappings: mappings }, ...extra })),
+  );
   return forwardTarget(n, "ctr1", parseCIDR(container));
 }
 
@@ -17,27 +19,30 @@ const MAPPINGS = [
 
 describe("portmap nftables rules", () => {
   test("IPv4: the Go plugin's table, chains and rules, one transaction", () => {
-    assert.equal(forwardScript(target({}, MAPPINGS)), [
-      `add table ip cni_hostport { comment "CNI portmap plugin" ; }`,
-      "add chain ip cni_hostport hostports",
-      "add chain ip cni_hostport hostip_hostports",
-      "add chain ip cni_hostport hostports_all",
-      "flush chain ip cni_hostport hostports_all",
-      "add rule ip cni_hostport hostports_all jump hostip_hostports",
-      "add rule ip cni_hostport hostports_all jump hostports",
-      "add chain ip cni_hostport prerouting { type nat hook prerouting priority -100 ; }",
-      "flush chain ip cni_hostport prerouting",
-      "add rule ip cni_hostport prerouting fib daddr type local jump hostports_all",
-      "add chain ip cni_hostport output { type nat hook output priority -100 ; }",
-      "flush chain ip cni_hostport output",
-      "add rule ip cni_hostport output fib daddr type local jump hostports_all",
-      "add chain ip cni_hostport masquerading { type nat hook postrouting priority 100 ; }",
-      `add rule ip cni_hostport hostports tcp dport 8080 dnat to 10.77.0.10:80 comment "ctr1"`,
-      `add rule ip cni_hostport hostports ip daddr 192.0.2.1 udp dport 5353 dnat to 10.77.0.10:53 comment "ctr1"`,
-      `add rule ip cni_hostport masquerading ip saddr 10.77.0.10 ip daddr 10.77.0.10 masquerade comment "ctr1"`,
-      `add rule ip cni_hostport masquerading ip saddr 127.0.0.1 ip daddr 10.77.0.10 masquerade comment "ctr1"`,
-      "",
-    ].join("\n"));
+    assert.equal(
+      forwardScript(target({}, MAPPINGS)),
+      [
+        `add table ip cni_hostport { comment "CNI portmap plugin" ; }`,
+        "add chain ip cni_hostport hostports",
+        "add chain ip cni_hostport hostip_hostports",
+        "add chain ip cni_hostport hostports_all",
+        "flush chain ip cni_hostport hostports_all",
+        "add rule ip cni_hostport hostports_all jump hostip_hostports",
+        "add rule ip cni_hostport hostports_all jump hostports",
+        "add chain ip cni_hostport prerouting { type nat hook prerouting priority -100 ; }",
+        "flush chain ip cni_hostport prerouting",
+        "add rule ip cni_hostport prerouting fib daddr type local jump hostports_all",
+        "add chain ip cni_hostport output { type nat hook output priority -100 ; }",
+        "flush chain ip cni_hostport output",
+        "add rule ip cni_hostport output fib daddr type local jump hostports_all",
+        "add chain ip cni_hostport masquerading { type nat hook postrouting priority 100 ; }",
+        `add rule ip cni_hostport hostports tcp dport 8080 dnat to 10.77.0.10:80 comment "ctr1"`,
+        `add rule ip cni_hostport hostports ip daddr 192.0.2.1 udp dport 5353 dnat to 10.77.0.10:53 comment "ctr1"`,
+        `add rule ip cni_hostport masquerading ip saddr 10.77.0.10 ip daddr 10.77.0.10 masquerade comment "ctr1"`,
+        `add rule ip cni_hostport masquerading ip saddr 127.0.0.1 ip daddr 10.77.0.10 masquerade comment "ctr1"`,
+        "",
+      ].join("\n"),
+    );
   });
 
   test("IPv6 with conditions and masqAll; no snat means no masquerading chain", () => {

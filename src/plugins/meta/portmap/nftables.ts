@@ -57,13 +57,16 @@ export function forwardScript(t: ForwardTarget): string {
     const { applies, destination } = mappingFor(m, family);
     if (!applies) continue;
     const dst = destination ? `${fam} daddr ${destination} ` : "";
-    lines.push(`add rule ${at} ${HOSTPORTS_CHAIN} ${dst}${m.protocol} dport ${m.hostPort} dnat to ${joinHostPort(cIP, m.containerPort, family)} comment ${comment}`);
+    lines.push(
+      `add rule ${at} ${HOSTPORTS_CHAIN} ${dst}${m.protocol} dport ${m.hostPort} dnat to ${joinHostPort(cIP, m.containerPort, family)} comment ${comment}`,
+    );
   }
   if (t.snat) {
     // Hairpin (the container reaching itself through a host port), and localhost for IPv4; everything with masqAll.
     const source = t.masqAll ? (family === 4 ? "0.0.0.0/0" : "::/0") : cIP;
     lines.push(`add rule ${at} ${MASQUERADING_CHAIN} ${fam} saddr ${source} ${fam} daddr ${cIP} masquerade comment ${comment}`);
-    if (family === 4 && !t.masqAll) lines.push(`add rule ${at} ${MASQUERADING_CHAIN} ${fam} saddr 127.0.0.1 ${fam} daddr ${cIP} masquerade comment ${comment}`);
+    if (family === 4 && !t.masqAll)
+      lines.push(`add rule ${at} ${MASQUERADING_CHAIN} ${fam} saddr 127.0.0.1 ${fam} daddr ${cIP} masquerade comment ${comment}`);
   }
   return lines.join("\n") + "\n";
 }
@@ -118,9 +121,15 @@ function missingNftables(t: ForwardTarget, listing: NftListing): string[] {
   for (const chain of [HOSTPORTS_CHAIN, HOSTPORTS_ALL_CHAIN, "prerouting", "output", ...(t.snat ? [MASQUERADING_CHAIN] : [])]) {
     if (!listing.chains.includes(chain)) problems.push(`chain ${chain} not found in nftables table ${at}`);
   }
-  const linked: Array<[string, string]> = [["prerouting", HOSTPORTS_ALL_CHAIN], ["output", HOSTPORTS_ALL_CHAIN], [HOSTPORTS_ALL_CHAIN, HOSTIP_HOSTPORTS_CHAIN], [HOSTPORTS_ALL_CHAIN, HOSTPORTS_CHAIN]];
+  const linked: Array<[string, string]> = [
+    ["prerouting", HOSTPORTS_ALL_CHAIN],
+    ["output", HOSTPORTS_ALL_CHAIN],
+    [HOSTPORTS_ALL_CHAIN, HOSTIP_HOSTPORTS_CHAIN],
+    [HOSTPORTS_ALL_CHAIN, HOSTPORTS_CHAIN],
+  ];
   for (const [from, to] of linked) {
-    if (listing.chains.includes(from) && !listing.rules.some((r) => r.chain === from && jumps(r, to))) problems.push(`chain ${from} of nftables table ${at} does not jump to ${to}`);
+    if (listing.chains.includes(from) && !listing.rules.some((r) => r.chain === from && jumps(r, to)))
+      problems.push(`chain ${from} of nftables table ${at} does not jump to ${to}`);
   }
   const want = expectedRuleCounts(t);
   if (rulesOf(listing.rules, HOSTPORTS_CHAIN, t.containerID).length < want.hostports) {

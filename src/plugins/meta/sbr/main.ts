@@ -20,8 +20,7 @@ import type { CmdArgs, PluginModule } from "../../../skel/skel.js";
 import { loadSbrConf, SBR_SCHEMA, type SbrConf } from "./config.js";
 import { planSbrAdd, planSbrDel, selectIPs, verifySbr, type IpStep, type SbrSettings, type SbrState } from "./plan.js";
 
-const settingsOf = (n: SbrConf, ifName: string): SbrSettings =>
-  ({ ifName, table: n.table, gateways: n.gateways, addSourceHints: n.addSourceHints });
+const settingsOf = (n: SbrConf, ifName: string): SbrSettings => ({ ifName, table: n.table, gateways: n.gateways, addSourceHints: n.addSourceHints });
 
 async function readState(ns: NetNS): Promise<SbrState> {
   const [rules, routes] = await Promise.all([listRules(ns), listAllRoutes(ns)]);
@@ -52,8 +51,9 @@ async function add(args: CmdArgs): Promise<Result100> {
     const state = n.table === undefined ? await readState(ns) : { rules: [], routes: [] };
     const plan = planSbrAdd(ips, state, settingsOf(n, args.ifName));
     await applySteps(ns, plan.steps, `set up source-based routing for ${args.ifName}`);
-    await runIpCommands(ns, plan.bestEffort, `add source hints for ${args.ifName}`, { force: true })
-      .catch((e: Error) => args.stderr.write(`sbr: warning: ${e.message}\n`));
+    await runIpCommands(ns, plan.bestEffort, `add source hints for ${args.ifName}`, { force: true }).catch((e: Error) =>
+      args.stderr.write(`sbr: warning: ${e.message}\n`),
+    );
   });
   return n.prevResult;
 }

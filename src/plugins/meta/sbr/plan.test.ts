@@ -7,8 +7,11 @@ import { loadSbrConf } from "./config.js";
 import { nextFreeTable, planSbrAdd, planSbrDel, selectIPs, verifySbr, type IpStep, type SbrSettings } from "./plan.js";
 
 const DEFAULT_RULES: IpRule[] = [
-  { family: 4, priority: 0, table: 255 }, { family: 4, priority: 32766, table: 254 }, { family: 4, priority: 32767, table: 253 },
-  { family: 6, priority: 0, table: 255 }, { family: 6, priority: 32766, table: 254 },
+  { family: 4, priority: 0, table: 255 },
+  { family: 4, priority: 32766, table: 254 },
+  { family: 4, priority: 32767, table: 253 },
+  { family: 6, priority: 0, table: 255 },
+  { family: 6, priority: 32766, table: 254 },
 ];
 /** What the bridge plugin leaves in a dual-stack container (main table), plus the local table. */
 const ROUTES: KernelRoute[] = [
@@ -23,7 +26,10 @@ const ROUTES: KernelRoute[] = [
 const PREV: Result100 = {
   cniVersion: "1.1.0",
   interfaces: [{ name: "br0" }, { name: "veth1" }, { name: "eth0", sandbox: "/run/netns/x" }],
-  ips: [{ interface: 2, address: "10.1.0.5/24", gateway: "10.1.0.1" }, { interface: 2, address: "fd01::5/64", gateway: "fd01::1" }],
+  ips: [
+    { interface: 2, address: "10.1.0.5/24", gateway: "10.1.0.1" },
+    { interface: 2, address: "fd01::5/64", gateway: "fd01::1" },
+  ],
 };
 const settings = (s: Partial<SbrSettings> = {}): SbrSettings => ({ ifName: "eth0", gateways: {}, addSourceHints: false, ...s });
 const cmd = (s: IpStep) => [...(s.options ?? []), ...s.words].join(" ");
@@ -31,16 +37,31 @@ const cmd = (s: IpStep) => [...(s.options ?? []), ...s.words].join(" ");
 describe("sbr plan", () => {
   test("addresses: those of CNI_IFNAME, without an interface, or with an index outside the list", () => {
     const prev: Result100 = {
-      cniVersion: "1.1.0", interfaces: [{ name: "eth0" }, { name: "net1" }],
-      ips: [{ interface: 0, address: "10.0.0.1/24" }, { interface: 1, address: "10.0.1.1/24" }, { address: "10.0.2.1/24" }, { interface: 7, address: "10.0.3.1/24" }],
+      cniVersion: "1.1.0",
+      interfaces: [{ name: "eth0" }, { name: "net1" }],
+      ips: [
+        { interface: 0, address: "10.0.0.1/24" },
+        { interface: 1, address: "10.0.1.1/24" },
+        { address: "10.0.2.1/24" },
+        { interface: 7, address: "10.0.3.1/24" },
+      ],
     };
-    assert.deepEqual(selectIPs("eth0", prev).map((i) => i.address), ["10.0.0.1/24", "10.0.2.1/24", "10.0.3.1/24"]);
-    assert.throws(() => selectIPs("eth0", { cniVersion: "1.1.0" }), (e: unknown) => e instanceof CniError && /No IP addresses supplied on interface: eth0/.test(e.msg));
+    assert.deepEqual(
+      selectIPs("eth0", prev).map((i) => i.address),
+      ["10.0.0.1/24", "10.0.2.1/24", "10.0.3.1/24"],
+    );
+    assert.throws(
+      () => selectIPs("eth0", { cniVersion: "1.1.0" }),
+      (e: unknown) => e instanceof CniError && /No IP addresses supplied on interface: eth0/.test(e.msg),
+    );
   });
 
   test("tables: the first id from 100 that no rule and no route uses", () => {
     assert.equal(nextFreeTable({ rules: DEFAULT_RULES, routes: ROUTES }, 100), 100);
-    const busy = { rules: [...DEFAULT_RULES, { family: 4 as const, priority: 5, src: "1.2.3.4/32", table: 100 }], routes: [{ ...ROUTES[0]!, table: 101 }] };
+    const busy = {
+      rules: [...DEFAULT_RULES, { family: 4 as const, priority: 5, src: "1.2.3.4/32", table: 100 }],
+      routes: [{ ...ROUTES[0]!, table: 101 }],
+    };
     assert.equal(nextFreeTable(busy, 100), 102);
   });
 
@@ -79,7 +100,11 @@ describe("sbr plan", () => {
       "-6 rule add from fd01::5/128 table 101",
       "route add ::/0 via fd01::fe dev eth0 table 101",
     ]);
-    const withMain = planSbrAdd(selectIPs("eth0", PREV), { rules: DEFAULT_RULES, routes: ROUTES }, settings({ gateways: { 4: "10.1.0.254" } })).steps.map(cmd);
+    const withMain = planSbrAdd(
+      selectIPs("eth0", PREV),
+      { rules: DEFAULT_RULES, routes: ROUTES },
+      settings({ gateways: { 4: "10.1.0.254" } }),
+    ).steps.map(cmd);
     assert.ok(withMain.includes("route add 0.0.0.0/0 via 10.1.0.254 dev eth0 table 100"));
     assert.ok(!withMain.some((c) => c.startsWith("route replace 0.0.0.0/0")), withMain.join("\n"));
   });
@@ -120,7 +145,11 @@ describe("sbr plan", () => {
 
   test("CHECK: a rule per address into its own table, holding the default route via the gateway", () => {
     const ips = selectIPs("eth0", PREV);
-    const rules: IpRule[] = [...DEFAULT_RULES, { family: 4, priority: 32765, src: "10.1.0.5/32", table: 100 }, { family: 6, priority: 32765, src: "fd01::5/128", table: 101 }];
+    const rules: IpRule[] = [
+      ...DEFAULT_RULES,
+      { family: 4, priority: 32765, src: "10.1.0.5/32", table: 100 },
+      { family: 6, priority: 32765, src: "fd01::5/128", table: 101 },
+    ];
     const routes: KernelRoute[] = [
       { family: 4, type: 1, dst: "0.0.0.0/0", gw: "10.1.0.1", dev: "eth0", table: 100, protocol: 3, scope: 0 },
       { family: 6, type: 1, dst: "::/0", gw: "fd01::1", dev: "eth0", table: 101, protocol: 3, scope: 0, metric: 1024 },
@@ -129,14 +158,19 @@ describe("sbr plan", () => {
     assert.deepEqual(verifySbr(ips, { rules, routes: routes.slice(1) }, settings()), ["table 100 has no default route via 10.1.0.1 dev eth0"]);
     assert.deepEqual(verifySbr(ips, { rules: rules.slice(0, -1), routes }, settings()), ['no rule "from fd01::5/128 lookup <table>"']);
     assert.deepEqual(verifySbr(ips, { rules, routes }, settings({ table: 100 })), ['no rule "from fd01::5/128 lookup 100"']);
-    assert.deepEqual(verifySbr(ips, { rules, routes }, settings({ gateways: { 4: "10.1.0.254" } })), ["table 100 has no default route via 10.1.0.254 dev eth0"]);
+    assert.deepEqual(verifySbr(ips, { rules, routes }, settings({ gateways: { 4: "10.1.0.254" } })), [
+      "table 100 has no default route via 10.1.0.254 dev eth0",
+    ]);
   });
 });
 
 describe("sbr config", () => {
   const load = (keys: Record<string, unknown>) => loadSbrConf(Buffer.from(JSON.stringify({ cniVersion: "1.0.0", name: "n", type: "sbr", ...keys })));
   const rejects = (keys: Record<string, unknown>, pattern: RegExp) =>
-    assert.throws(() => load(keys), (e: unknown) => e instanceof CniError && e.code === 7 && pattern.test(e.msg));
+    assert.throws(
+      () => load(keys),
+      (e: unknown) => e instanceof CniError && e.code === 7 && pattern.test(e.msg),
+    );
 
   test("defaults and keys", () => {
     assert.deepEqual({ ...load({}), conf: undefined }, { conf: undefined, table: undefined, gateways: {}, addSourceHints: false });

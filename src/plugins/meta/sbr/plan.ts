@@ -8,7 +8,15 @@ import { invalidConfig } from "../../../spec/errors.js";
 import { cidrContains, networkOf, parseCIDR, parseIP } from "../../../spec/ip.js";
 import type { IPConfig, Result100 } from "../../../spec/result/index.js";
 import {
-  kernelRouteWords, sourceRuleWords, SCOPE_LINK, type IpCommand, TABLE_DEFAULT, TABLE_LOCAL, TABLE_MAIN, type IpRule, type KernelRoute,
+  kernelRouteWords,
+  sourceRuleWords,
+  SCOPE_LINK,
+  type IpCommand,
+  TABLE_DEFAULT,
+  TABLE_LOCAL,
+  TABLE_MAIN,
+  type IpRule,
+  type KernelRoute,
 } from "../../../net/policy-routing.js";
 
 /** The first table id ADD considers, as in the Go plugin. */
@@ -47,10 +55,12 @@ export interface SbrSettings {
  */
 export function selectIPs(ifName: string, prev: Result100): IPConfig[] {
   if (!prev.ips?.length) {
-    throw invalidConfig(`No IP addresses supplied on interface: ${ifName}`, "the prevResult has no \"ips\"");
+    throw invalidConfig(`No IP addresses supplied on interface: ${ifName}`, 'the prevResult has no "ips"');
   }
   const interfaces = prev.interfaces ?? [];
-  return prev.ips.filter((c) => c.interface === undefined || c.interface < 0 || c.interface >= interfaces.length || interfaces[c.interface]!.name === ifName);
+  return prev.ips.filter(
+    (c) => c.interface === undefined || c.interface < 0 || c.interface >= interfaces.length || interfaces[c.interface]!.name === ifName,
+  );
 }
 
 /** `addr/32` or `addr/128`: a rule's source is one address, never the subnet. */
@@ -125,14 +135,19 @@ export function planSbrAdd(ips: IPConfig[], state: SbrState, s: SbrSettings): Sb
     }
     table = nextFreeTable(state, table + 1);
   }
-  const removal = (r: KernelRoute): IpStep => ({ words: ["route", "del", ...kernelRouteWords(r)], undo: { words: ["route", "add", ...kernelRouteWords(r)] } });
+  const removal = (r: KernelRoute): IpStep => ({
+    words: ["route", "del", ...kernelRouteWords(r)],
+    undo: { words: ["route", "add", ...kernelRouteWords(r)] },
+  });
   if (!s.addSourceHints) {
     plan.steps.push(...linkRoutes.map(removal));
     return plan;
   }
   for (const ipc of ips) {
     const cidr = parseCIDR(ipc.address);
-    plan.bestEffort.push({ words: ["route", "replace", networkOf(cidr).text, "dev", s.ifName, "src", cidr.ip.text, "scope", "link", "table", String(TABLE_MAIN)] });
+    plan.bestEffort.push({
+      words: ["route", "replace", networkOf(cidr).text, "dev", s.ifName, "src", cidr.ip.text, "scope", "link", "table", String(TABLE_MAIN)],
+    });
   }
   plan.bestEffort.push(...linkRoutes.filter((r) => r.scope !== SCOPE_LINK).map(removal));
   return plan;
@@ -146,7 +161,10 @@ export function planSbrDel(rules: IpRule[], addresses: string[], table?: number)
   const ips = new Set(addresses.map((a) => parseCIDR(a.includes("/") ? a : `${a}/${a.includes(":") ? 128 : 32}`).ip.text));
   return rules
     .filter((r) => r.src && ips.has(parseCIDR(r.src).ip.text) && (table === undefined || r.table === table))
-    .map((r) => ({ options: ruleOptions(r.src!), words: ["rule", "del", ...sourceRuleWords({ src: r.src!, table: r.table ?? 0, priority: r.priority })] }));
+    .map((r) => ({
+      options: ruleOptions(r.src!),
+      words: ["rule", "del", ...sourceRuleWords({ src: r.src!, table: r.table ?? 0, priority: r.priority })],
+    }));
 }
 
 const RESERVED_TABLES = new Set([0, TABLE_DEFAULT, TABLE_MAIN, TABLE_LOCAL]);
@@ -171,7 +189,9 @@ export function verifySbr(ips: IPConfig[], state: SbrState, s: SbrSettings): str
     const family = parseCIDR(ipc.address).ip.family;
     const dst = family === 4 ? "0.0.0.0/0" : "::/0";
     const gwText = parseIP(gw).text;
-    const found = state.routes.some((r) => r.table === rule.table && r.dst === dst && r.dev === s.ifName && r.gw !== undefined && parseIP(r.gw).text === gwText);
+    const found = state.routes.some(
+      (r) => r.table === rule.table && r.dst === dst && r.dev === s.ifName && r.gw !== undefined && parseIP(r.gw).text === gwText,
+    );
     if (!found) problems.push(`table ${rule.table} has no default route via ${gw} dev ${s.ifName}`);
   }
   return problems;

@@ -35,6 +35,13 @@ test("staleBackups: this network's backups whose attachment is not valid; Go's (
   await writeNetworkOf(orphan, "net1"); // an ADD killed before its backup
   const found = await staleBackups(dir, "net1", [{ containerID: "c1", ifname: "eth0" }]);
   assert.deepEqual(found.sort(), [stale, orphan].sort());
-  assert.deepEqual(await staleBackups(dir, "net1", [{ containerID: "c1", ifname: "eth0" }, { containerID: "c2", ifname: "eth0" }, { containerID: "c4", ifname: "eth0" }]), []);
+  assert.deepEqual(
+    await staleBackups(dir, "net1", [
+      { containerID: "c1", ifname: "eth0" },
+      { containerID: "c2", ifname: "eth0" },
+      { containerID: "c4", ifname: "eth0" },
+    ]),
+    [],
+  );
   assert.deepEqual(await staleBackups(path.join(dir, "missing"), "net1", []), []);
 });

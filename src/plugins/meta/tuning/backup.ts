@@ -14,8 +14,7 @@ import type { LinkTunables } from "./link-tunables.js";
 import { member } from "../../../spec/go-decode.js";
 import { isJsonObject, marshalJson, parseJson } from "../../../spec/json.js";
 
-export const backupFile = (dataDir: string, containerID: string, ifName: string): string =>
-  path.join(dataDir, `${containerID}_${ifName}.json`);
+export const backupFile = (dataDir: string, containerID: string, ifName: string): string => path.join(dataDir, `${containerID}_${ifName}.json`);
 
 /** The original values of just the settings `change` touches. */
 export function backupOf(original: LinkTunables, change: Partial<LinkTunables>): Partial<LinkTunables> {
@@ -30,7 +29,13 @@ export function backupOf(original: LinkTunables, change: Partial<LinkTunables>):
 
 /** The file content, in the Go plugin's key order and layout. */
 export function encodeBackup(saved: Partial<LinkTunables>): string {
-  const ordered = { mac: saved.mac || undefined, promisc: saved.promisc, mtu: saved.mtu || undefined, allmulti: saved.allmulti, txQLen: saved.txQLen };
+  const ordered = {
+    mac: saved.mac || undefined,
+    promisc: saved.promisc,
+    mtu: saved.mtu || undefined,
+    allmulti: saved.allmulti,
+    txQLen: saved.txQLen,
+  };
   return marshalJson(ordered, { sortKeys: false, indent: " " });
 }
 
@@ -96,7 +101,11 @@ export async function writeNetworkOf(file: string, network: string): Promise<voi
  * Go gives a backup; two attachments that name alike share one backup file anyway). Backups without a network file
  * (Go's, or older ones of ours) are never listed.
  */
-export async function staleBackups(dataDir: string, network: string, valid: ReadonlyArray<{ containerID: string; ifname: string }>): Promise<string[]> {
+export async function staleBackups(
+  dataDir: string,
+  network: string,
+  valid: ReadonlyArray<{ containerID: string; ifname: string }>,
+): Promise<string[]> {
   let names: string[];
   try {
     names = readdirSync(dataDir);
@@ -112,7 +121,9 @@ export async function staleBackups(dataDir: string, network: string, valid: Read
     let owner: string | undefined;
     try {
       owner = readFileSync(path.join(dataDir, name), "utf8");
-    } catch { /* removed meanwhile */ }
+    } catch {
+      /* removed meanwhile */
+    }
     if (owner?.trim() === network) stale.push(path.join(dataDir, `${stem}.json`));
   }
   return stale;

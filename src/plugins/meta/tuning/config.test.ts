@@ -4,7 +4,16 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { CniError } from "../../../spec/errors.js";
-import { changesLink, checkAllowlist, DEFAULT_DATA_DIR, loadTuningConf, loadTuningDataDir, readAllowlist, sysctlFilePath, sysctlSettings } from "./config.js";
+import {
+  changesLink,
+  checkAllowlist,
+  DEFAULT_DATA_DIR,
+  loadTuningConf,
+  loadTuningDataDir,
+  readAllowlist,
+  sysctlFilePath,
+  sysctlSettings,
+} from "./config.js";
 import { backupOf, decodeBackup, encodeBackup } from "./backup.js";
 
 const base = { cniVersion: "1.0.0", name: "net", type: "tuning" };
@@ -26,11 +35,25 @@ describe("tuning config", () => {
   });
 
   test("every key", () => {
-    const n = loadTuningConf(conf({
-      sysctl: { "net.ipv4.conf.IFNAME.arp_notify": "1", "net/ipv6/conf/all/forwarding": "0" },
-      mac: "0A:58:0A:F4:00:01", mtu: 1400, promisc: true, allmulti: false, txQLen: 0, dataDir: "/tmp/x",
-    }), "");
-    assert.deepEqual([...n.sysctl], [["net.ipv4.conf.IFNAME.arp_notify", "1"], ["net/ipv6/conf/all/forwarding", "0"]]);
+    const n = loadTuningConf(
+      conf({
+        sysctl: { "net.ipv4.conf.IFNAME.arp_notify": "1", "net/ipv6/conf/all/forwarding": "0" },
+        mac: "0A:58:0A:F4:00:01",
+        mtu: 1400,
+        promisc: true,
+        allmulti: false,
+        txQLen: 0,
+        dataDir: "/tmp/x",
+      }),
+      "",
+    );
+    assert.deepEqual(
+      [...n.sysctl],
+      [
+        ["net.ipv4.conf.IFNAME.arp_notify", "1"],
+        ["net/ipv6/conf/all/forwarding", "0"],
+      ],
+    );
     assert.deepEqual(n.link, { mac: "0a:58:0a:f4:00:01", mtu: 1400, promisc: true, allmulti: false, txQLen: 0 });
     assert.equal(n.dataDir, "/tmp/x");
     assert.equal(changesLink(n), true);
@@ -54,11 +77,23 @@ describe("tuning config", () => {
   });
 
   test("args.cni overrides settings and merges sysctls", () => {
-    const n = loadTuningConf(conf({
-      sysctl: { "net.a": "1", "net.b": "2" }, mtu: 1400, promisc: true,
-      args: { cni: { sysctl: { "net.b": "3", "net.c": "4" }, mtu: 1300, promisc: false, allmulti: true, txQLen: 50 } },
-    }), "");
-    assert.deepEqual([...n.sysctl], [["net.a", "1"], ["net.b", "3"], ["net.c", "4"]]);
+    const n = loadTuningConf(
+      conf({
+        sysctl: { "net.a": "1", "net.b": "2" },
+        mtu: 1400,
+        promisc: true,
+        args: { cni: { sysctl: { "net.b": "3", "net.c": "4" }, mtu: 1300, promisc: false, allmulti: true, txQLen: 50 } },
+      }),
+      "",
+    );
+    assert.deepEqual(
+      [...n.sysctl],
+      [
+        ["net.a", "1"],
+        ["net.b", "3"],
+        ["net.c", "4"],
+      ],
+    );
     assert.deepEqual(n.link, { mtu: 1300, allmulti: true, txQLen: 50 });
     // Unlike Go (which panics), args.cni.sysctl works without a top-level sysctl map.
     assert.deepEqual([...loadTuningConf(conf({ args: { cni: { sysctl: { "net.x": "1" } } } }), "").sysctl], [["net.x", "1"]]);
@@ -143,14 +178,20 @@ describe("tuning backup file", () => {
   const original = { mac: "0a:00:00:00:00:01", mtu: 1500, promisc: false, allmulti: true, txQLen: 1000 };
 
   test("only the changed settings, in Go's order and layout", () => {
-    assert.equal(encodeBackup(backupOf(original, { txQLen: 5, mac: "0a:00:00:00:00:09", mtu: 1400, promisc: true, allmulti: false })),
-      '{\n "mac": "0a:00:00:00:00:01",\n "promisc": false,\n "mtu": 1500,\n "allmulti": true,\n "txQLen": 1000\n}');
+    assert.equal(
+      encodeBackup(backupOf(original, { txQLen: 5, mac: "0a:00:00:00:00:09", mtu: 1400, promisc: true, allmulti: false })),
+      '{\n "mac": "0a:00:00:00:00:01",\n "promisc": false,\n "mtu": 1500,\n "allmulti": true,\n "txQLen": 1000\n}',
+    );
     assert.equal(encodeBackup(backupOf(original, { mtu: 9000 })), '{\n "mtu": 1500\n}');
   });
 
   test("reads what Go (1.1.1, without txQLen) and we write", () => {
-    assert.deepEqual(decodeBackup('{\n "mac": "0a:00:00:00:00:01",\n "promisc": false,\n "mtu": 1500,\n "allmulti": true\n}'),
-      { mac: "0a:00:00:00:00:01", promisc: false, mtu: 1500, allmulti: true });
+    assert.deepEqual(decodeBackup('{\n "mac": "0a:00:00:00:00:01",\n "promisc": false,\n "mtu": 1500,\n "allmulti": true\n}'), {
+      mac: "0a:00:00:00:00:01",
+      promisc: false,
+      mtu: 1500,
+      allmulti: true,
+    });
     assert.deepEqual(decodeBackup('{"txQLen": 0}'), { txQLen: 0 });
     assert.equal(decodeBackup("not json"), undefined);
     assert.equal(decodeBackup("[1]"), undefined);

@@ -93,8 +93,15 @@ export function loadTuningConf(stdin: Buffer, cniArgs: string): TuningConf {
     readLinkSettings(argsCni, "args.cni.", link);
   }
   // An empty args.cni.mac clears the MAC, as in Go; any other empty MAC is no MAC.
-  const mac = argsCni?.mac === "" ? undefined
-    : chooseMac([["mac", c.mac], ["CNI_ARGS MAC", argsMac], ["runtimeConfig.mac", c.runtimeConfig?.mac], ["args.cni.mac", argsCni?.mac]]);
+  const mac =
+    argsCni?.mac === ""
+      ? undefined
+      : chooseMac([
+          ["mac", c.mac],
+          ["CNI_ARGS MAC", argsMac],
+          ["runtimeConfig.mac", c.runtimeConfig?.mac],
+          ["args.cni.mac", argsCni?.mac],
+        ]);
   if (mac) link.mac = mac;
   if (link.promisc === false) delete link.promisc; // false means "leave it alone"
   if (link.mtu === 0) delete link.mtu;
@@ -140,7 +147,10 @@ export function readAllowlist(file = ALLOWLIST_FILE): string[] | undefined {
   } catch (e) {
     throw ioFailure(`cannot read the sysctl allowlist ${file}`, e);
   }
-  return text.split("\n").map((l) => l.trim()).filter((l) => l.length > 0);
+  return text
+    .split("\n")
+    .map((l) => l.trim())
+    .filter((l) => l.length > 0);
 }
 
 /** Every sysctl key must match (anywhere in the key, as Go's regexp.MatchString) one allowlist pattern. */

@@ -14,7 +14,17 @@ import { probeSysctls, writeSysctlFiles } from "../../../net/sysctl.js";
 import { loadPluginConf, parsePrevResult } from "../../../skel/conf.js";
 import type { CmdArgs, PluginModule } from "../../../skel/skel.js";
 import { backupFile, backupOf, readBackup, removeBackup, staleBackups, writeBackup, writeNetworkOf } from "./backup.js";
-import { TUNING_SCHEMA, changesLink, checkAllowlist, loadTuningConf, loadTuningDataDir, readAllowlist, sysctlSettings, type SysctlSetting, type TuningConf } from "./config.js";
+import {
+  TUNING_SCHEMA,
+  changesLink,
+  checkAllowlist,
+  loadTuningConf,
+  loadTuningDataDir,
+  readAllowlist,
+  sysctlSettings,
+  type SysctlSetting,
+  type TuningConf,
+} from "./config.js";
 
 function requirePrev(n: TuningConf): Result {
   const prev = parsePrevResult(n.conf);
@@ -24,7 +34,10 @@ function requirePrev(n: TuningConf): Result {
 
 /** Every configured sysctl must exist in the container; returns their current values (undefined: write-only). */
 async function currentSysctls(ns: NetNS, settings: SysctlSetting[]): Promise<Array<string | undefined>> {
-  const states = await probeSysctls(ns, settings.map((s) => s.path));
+  const states = await probeSysctls(
+    ns,
+    settings.map((s) => s.path),
+  );
   return settings.map((s, i) => {
     const state = states[i]!;
     if (!state.exists) throw invalidKey("sysctl", s.key, `no such sysctl in the container (${s.path} does not exist)`);
@@ -66,7 +79,10 @@ async function add(args: CmdArgs): Promise<Result> {
     await writeBackup(file, backupOf(original, n.link));
   }
   try {
-    await writeSysctlFiles(ns, settings.map((s) => [s.path, s.value] as const));
+    await writeSysctlFiles(
+      ns,
+      settings.map((s) => [s.path, s.value] as const),
+    );
     if (original) await setLinkTunables(ns, args.ifName, n.link);
   } catch (e) {
     const restore = settings.flatMap((s, i) => (before[i] !== undefined && before[i] !== s.value ? [[s.path, before[i]!] as const] : []));
@@ -126,7 +142,10 @@ async function check(args: CmdArgs): Promise<void> {
   requirePrev(n);
   const ns = await NetNS.open(args.netns);
 
-  const states = await probeSysctls(ns, settings.map((s) => s.path));
+  const states = await probeSysctls(
+    ns,
+    settings.map((s) => s.path),
+  );
   settings.forEach((s, i) => {
     const state = states[i]!;
     if (!state.exists) throw failure(`sysctl ${s.key} does not exist in the container (${s.path})`);
@@ -138,10 +157,12 @@ async function check(args: CmdArgs): Promise<void> {
   const link = await readLinkTunables(ns, args.ifName);
   if (!link) throw failure(`Cannot find container link ${args.ifName}`);
   const want = n.link;
-  if (want.mac !== undefined && want.mac !== link.mac) throw failure(`Tuning configured MAC of ${args.ifName} is ${want.mac}, current value is ${link.mac}`);
+  if (want.mac !== undefined && want.mac !== link.mac)
+    throw failure(`Tuning configured MAC of ${args.ifName} is ${want.mac}, current value is ${link.mac}`);
   const promisc = want.promisc ?? false;
   if (promisc !== link.promisc) throw failure(`Tuning link ${args.ifName} configured promisc is ${promisc}, current value is ${link.promisc}`);
-  if (want.mtu !== undefined && want.mtu !== link.mtu) throw failure(`Tuning configured MTU of ${args.ifName} is ${want.mtu}, current value is ${link.mtu}`);
+  if (want.mtu !== undefined && want.mtu !== link.mtu)
+    throw failure(`Tuning configured MTU of ${args.ifName} is ${want.mtu}, current value is ${link.mtu}`);
   if (want.allmulti !== undefined && want.allmulti !== link.allmulti) {
     throw failure(`Tuning configured all-multicast mode of ${args.ifName} is ${want.allmulti}, current value is ${link.allmulti}`);
   }

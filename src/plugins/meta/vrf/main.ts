@@ -19,7 +19,12 @@ import { loadVrfConf, VRF_SCHEMA } from "./config.js";
 import { globalIPv6, planVrfDel, planVrfEnslave, planVrfRestore, routesToMove, verifyVrf } from "./plan.js";
 
 const runIpCommands = (ns: NetNS, commands: string[][], operation: string, opts: { force?: boolean } = {}) =>
-  runCommands(ns, commands.map((words): IpCommand => ({ words })), operation, opts);
+  runCommands(
+    ns,
+    commands.map((words): IpCommand => ({ words })),
+    operation,
+    opts,
+  );
 
 /** Waits (10 ms, doubling, 8 retries: about 2.5 s) until the VRF table has a local route for each address. */
 async function waitForLocalRoutes(ns: NetNS, ifName: string, table: number, destinations: string[]): Promise<void> {

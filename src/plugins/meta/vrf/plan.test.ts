@@ -6,7 +6,16 @@ import type { KernelRoute } from "../../../net/policy-routing.js";
 import { loadVrfConf } from "./config.js";
 import { freeVrfTable, globalIPv6, planVrfDel, planVrfEnslave, planVrfRestore, routesToMove, verifyVrf } from "./plan.js";
 
-const link = (name: string, extra: Partial<Link> = {}): Link => ({ index: 1, name, mtu: 1500, mac: "", up: true, operstate: "UP", promisc: false, ...extra });
+const link = (name: string, extra: Partial<Link> = {}): Link => ({
+  index: 1,
+  name,
+  mtu: 1500,
+  mac: "",
+  up: true,
+  operstate: "UP",
+  promisc: false,
+  ...extra,
+});
 const vrf = (name: string, table: number) => link(name, { kind: "vrf", info: { table } });
 const fails = (fn: () => unknown, pattern: RegExp) => assert.throws(fn, (e: unknown) => e instanceof CniError && pattern.test(e.msg));
 
@@ -18,8 +27,13 @@ describe("vrf plan", () => {
 
   test("a new VRF is created with its table, brought up, and made the interface's master", () => {
     assert.deepEqual(planVrfEnslave([link("lo"), link("eth0")], "red", 0, "eth0"), {
-      commands: [["link", "add", "name", "red", "type", "vrf", "table", "1"], ["link", "set", "dev", "red", "up"], ["link", "set", "dev", "eth0", "master", "red"]],
-      table: 1, created: true,
+      commands: [
+        ["link", "add", "name", "red", "type", "vrf", "table", "1"],
+        ["link", "set", "dev", "red", "up"],
+        ["link", "set", "dev", "eth0", "master", "red"],
+      ],
+      table: 1,
+      created: true,
     });
     assert.equal(planVrfEnslave([link("eth0"), vrf("blue", 1)], "red", 0, "eth0").table, 2);
     assert.equal(planVrfEnslave([link("eth0")], "red", 42, "eth0").commands[0]!.at(-1), "42");
@@ -27,7 +41,11 @@ describe("vrf plan", () => {
 
   test("an existing VRF is reused (its table must match a configured one)", () => {
     const links = [link("eth0"), link("eth1", { master: "red" }), vrf("red", 7)];
-    assert.deepEqual(planVrfEnslave(links, "red", 0, "eth0"), { commands: [["link", "set", "dev", "eth0", "master", "red"]], table: 7, created: false });
+    assert.deepEqual(planVrfEnslave(links, "red", 0, "eth0"), {
+      commands: [["link", "set", "dev", "eth0", "master", "red"]],
+      table: 7,
+      created: false,
+    });
     assert.equal(planVrfEnslave(links, "red", 7, "eth0").table, 7);
     fails(() => planVrfEnslave(links, "red", 8, "eth0"), /VRF red already exist with different routing table 7/);
     fails(() => planVrfEnslave([link("eth0"), link("red", { kind: "bridge" })], "red", 0, "eth0"), /red exists and is not a VRF/);
@@ -54,7 +72,10 @@ describe("vrf plan", () => {
       { family: 4, type: 1, dst: "0.0.0.0/0", gw: "10.8.0.1", dev: "eth1", table: 254, protocol: 3, scope: 0 },
     ];
     const moved = routesToMove(routes, "eth0");
-    assert.deepEqual(moved.map((r) => r.dst), ["0.0.0.0/0", "fd00::/64"]);
+    assert.deepEqual(
+      moved.map((r) => r.dst),
+      ["0.0.0.0/0", "fd00::/64"],
+    );
     assert.deepEqual(planVrfRestore("eth0", ["fd00::2/64", "fd01::2/64"], ["fd01::2/64"], moved, 7), {
       addresses: [["addr", "add", "fd00::2/64", "dev", "eth0"]],
       waitFor: ["fd00::2/128"],
@@ -67,10 +88,19 @@ describe("vrf plan", () => {
   });
 
   test("DEL: release the interface from this VRF only, delete the VRF when it is empty, nothing when it is gone", () => {
-    assert.deepEqual(planVrfDel([vrf("red", 7), link("eth0", { master: "red" })], "red", "eth0"), [["link", "set", "dev", "eth0", "nomaster"], ["link", "del", "dev", "red"]]);
-    assert.deepEqual(planVrfDel([vrf("red", 7), link("eth0", { master: "red" }), link("eth1", { master: "red" })], "red", "eth0"), [["link", "set", "dev", "eth0", "nomaster"]]);
+    assert.deepEqual(planVrfDel([vrf("red", 7), link("eth0", { master: "red" })], "red", "eth0"), [
+      ["link", "set", "dev", "eth0", "nomaster"],
+      ["link", "del", "dev", "red"],
+    ]);
+    assert.deepEqual(planVrfDel([vrf("red", 7), link("eth0", { master: "red" }), link("eth1", { master: "red" })], "red", "eth0"), [
+      ["link", "set", "dev", "eth0", "nomaster"],
+    ]);
     assert.deepEqual(planVrfDel([vrf("red", 7)], "red", "eth0"), [["link", "del", "dev", "red"]], "the interface is gone: the empty VRF still goes");
-    assert.deepEqual(planVrfDel([vrf("red", 7), link("eth0", { master: "br0" }), link("x", { master: "red" })], "red", "eth0"), [], "another master is left alone");
+    assert.deepEqual(
+      planVrfDel([vrf("red", 7), link("eth0", { master: "br0" }), link("x", { master: "red" })], "red", "eth0"),
+      [],
+      "another master is left alone",
+    );
     assert.deepEqual(planVrfDel([link("eth0")], "red", "eth0"), []);
     assert.deepEqual(planVrfDel([link("red", { kind: "bridge" })], "red", "eth0"), []);
   });
@@ -88,7 +118,10 @@ describe("vrf plan", () => {
 describe("vrf config", () => {
   const load = (keys: Record<string, unknown>) => loadVrfConf(Buffer.from(JSON.stringify({ cniVersion: "1.0.0", name: "n", type: "vrf", ...keys })));
   const rejects = (keys: Record<string, unknown>, pattern: RegExp) =>
-    assert.throws(() => load(keys), (e: unknown) => e instanceof CniError && e.code === 7 && pattern.test(e.msg));
+    assert.throws(
+      () => load(keys),
+      (e: unknown) => e instanceof CniError && e.code === 7 && pattern.test(e.msg),
+    );
 
   test("vrfname is required; table defaults to 0 (pick one)", () => {
     const n = load({ vrfname: "red" });

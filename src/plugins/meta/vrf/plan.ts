@@ -34,7 +34,6 @@ export interface VrfEnslavePlan {
   created: boolean;
 }
 
-
 /**
  * ADD, first part: find the VRF (an existing one must be a VRF, with the configured table if one is set) or
  * create it, then enslave the interface, which must not have a master yet.
