@@ -5,7 +5,7 @@
  * (conntrack-tools) when it is installed, and without either there is nothing to do.
  * @module
  */
-import { NetOpError, runTool } from "../sys/exec.js";
+import { kindOfErrno, NetOpError, runTool } from "../sys/exec.js";
 import type { IPFamily } from "../spec/ip.js";
 import { netfilterSocket } from "./nfnetlink.js";
 import { concatBytes } from "../sys/bytes.js";
@@ -57,7 +57,7 @@ async function deleteOverNetlink(protocol: number, port: number, nfproto: number
   if (!nl) return false;
   const head = Uint8Array.of(nfproto, 0, 0, 0);
   const dump = nl.exchange((NFNL_SUBSYS_CTNETLINK << 8) | IPCTNL_MSG_CT_GET, NLM_F_DUMP, head, operation);
-  if (dump.error) throw new NetOpError(operation, errnoText(dump.error.errno), 1);
+  if (dump.error) throw new NetOpError(operation, errnoText(dump.error.errno), 1, undefined, kindOfErrno(dump.error.errno));
   for (const m of dump.messages) {
     const attrs = parseAttrs(m.payload.subarray(4));
     const tuple = attrs.get(CTA_TUPLE_ORIG);
@@ -68,7 +68,7 @@ async function deleteOverNetlink(protocol: number, port: number, nfproto: number
     const zone = attrs.get(CTA_ZONE);
     const body = concatBytes(head, nlAttr(CTA_TUPLE_ORIG | NLA_F_NESTED, tuple), ...(zone ? [nlAttr(CTA_ZONE, zone)] : []));
     const { error } = nl.exchange((NFNL_SUBSYS_CTNETLINK << 8) | IPCTNL_MSG_CT_DELETE, NLM_F_ACK, body, operation);
-    if (error && error.errno !== ENOENT) throw new NetOpError(operation, errnoText(error.errno), 1);
+    if (error && error.errno !== ENOENT) throw new NetOpError(operation, errnoText(error.errno), 1, undefined, kindOfErrno(error.errno));
   }
   return true;
 }

@@ -132,7 +132,7 @@ async function runBatch(ns: NetNS, lines: string[][], options: string[], operati
       .split("\n")
       .filter((l) => !l.startsWith("Command failed"))
       .join("; ");
-    throw new NetOpError(failed ? `${operation} (ip ${failed.join(" ")})` : operation, reason, e.exitCode);
+    throw new NetOpError(failed ? `${operation} (ip ${failed.join(" ")})` : operation, reason, e.exitCode, undefined, e.kind);
   }
 }
 
@@ -164,7 +164,7 @@ export const iproute2Backend: LinkBackend = {
   listLinks: async (ns, operation) => (await ipJson(ns, ["-d", "link", "show"], operation)).map(linkFromJson),
   getLink: async (ns, name, operation) => {
     const [j] = await ipJson(ns, ["-d", "link", "show", "dev", name], operation);
-    if (!j) throw new NetOpError(operation, `Device "${name}" does not exist.`, 1);
+    if (!j) throw new NetOpError(operation, `Device "${name}" does not exist.`, 1, undefined, "not-found");
     return linkFromJson(j);
   },
   listAddresses: async (ns, name, operation) => (await ipJson(ns, ["addr", "show", "dev", name], operation)).flatMap(addressesFromJson),

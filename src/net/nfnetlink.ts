@@ -12,7 +12,7 @@
  * cannot (no FFI under Node, no netfilter socket): callers then run the tools.
  * @module
  */
-import { NetOpError } from "../sys/exec.js";
+import { kindOfErrno, NetOpError } from "../sys/exec.js";
 import {
   errnoText,
   NLM_F_ACK,
@@ -240,7 +240,7 @@ async function transaction(
   const errors = nl.exchangeMany([batch, [{ type: msgType(MSG.GETGEN), flags: NLM_F_ACK, body: nfBody(0) }]], operation);
   if (errors.length) {
     const e = errors[0]!;
-    throw new NetOpError(operation, e.message ? `${e.message} (${errnoText(e.errno)})` : errnoText(e.errno), 1);
+    throw new NetOpError(operation, e.message ? `${e.message} (${errnoText(e.errno)})` : errnoText(e.errno), 1, undefined, kindOfErrno(e.errno));
   }
 }
 

@@ -7,7 +7,7 @@
  * @module
  */
 import { closeSync, openSync } from "node:fs";
-import { NetOpError } from "../sys/exec.js";
+import { kindOfErrno, kindOfText, NetOpError, type NetErrorKind } from "../sys/exec.js";
 import { opWords, type IpOp, type LinkBackend } from "./ip-ops.js";
 import type { NetNS } from "./netns.js";
 import {
@@ -165,15 +165,16 @@ export class NetlinkSession {
   /** A link by name (`ip -d link show dev X`); a missing one fails as `ip` does. */
   getLink(name: string, operation: string): Link {
     const missing = `Device "${name}" does not exist.`;
-    if (!validIfName(name)) fail(operation, missing, 1);
+    if (!validIfName(name)) fail(operation, missing, 1, "not-found");
     const reply = this.exchange(getLinkRequest(name), operation);
     if (reply.error)
       fail(
         operation,
         reply.error.errno === ENODEV ? missing : ipErrorText(reply.error.errno, reply.error.message),
         reply.error.errno === ENODEV ? 1 : 2,
+        kindOfErrno(reply.error.errno),
       );
-    const m = reply.messages.find((x) => x.type === RTM_NEWLINK) ?? fail(operation, missing, 1);
+    const m = reply.messages.find((x) => x.type === RTM_NEWLINK) ?? fail(operation, missing, 1, "not-found");
     return this.withMaster(decodeLink(m.payload), operation);
   }
 
@@ -181,7 +182,7 @@ export class NetlinkSession {
   linkByIndex(index: number, operation: string): DecodedLink | undefined {
     const reply = this.exchange(getLinkRequest(index), operation);
     if (reply.error?.errno === ENODEV) return undefined;
-    if (reply.error) fail(operation, ipErrorText(reply.error.errno, reply.error.message), 2);
+    if (reply.error) fail(operation, ipErrorText(reply.error.errno, reply.error.message), 2, kindOfErrno(reply.error.errno));
     const m = reply.messages.find((x) => x.type === RTM_NEWLINK);
     return m ? decodeLink(m.payload) : undefined;
   }
@@ -192,7 +193,7 @@ export class NetlinkSession {
     if (!req) return undefined;
     const reply = this.exchange(req, operation);
     if (reply.error && UNREACHABLE.has(reply.error.errno)) return {};
-    if (reply.error) fail(operation, ipErrorText(reply.error.errno, reply.error.message), 2);
+    if (reply.error) fail(operation, ipErrorText(reply.error.errno, reply.error.message), 2, kindOfErrno(reply.error.errno));
     const m = reply.messages.find((x) => x.type === RTM_NEWROUTE);
     const oif = m ? decodeRouteOif(m.payload) : undefined;
     return oif === undefined ? {} : { dev: this.nameOf(oif, operation) };
@@ -253,11 +254,11 @@ export class NetlinkSession {
 
   /** The index of link `name`; a missing one fails with `ip`'s words for it. */
   private indexOf(name: string, operation: string, missing = (n: string) => `Cannot find device "${n}"`): number {
-    if (!validIfName(name)) fail(operation, missing(name), 1);
+    if (!validIfName(name)) fail(operation, missing(name), 1, "not-found");
     const reply = this.exchange(getLinkRequest(name), operation);
-    if (reply.error?.errno === ENODEV) fail(operation, missing(name), 1);
-    if (reply.error) fail(operation, ipErrorText(reply.error.errno, reply.error.message), 2);
-    const m = reply.messages.find((x) => x.type === RTM_NEWLINK) ?? fail(operation, missing(name), 1);
+    if (reply.error?.errno === ENODEV) fail(operation, missing(name), 1, "not-found");
+    if (reply.error) fail(operation, ipErrorText(reply.error.errno, reply.error.message), 2, kindOfErrno(reply.error.errno));
+    const m = reply.messages.find((x) => x.type === RTM_NEWLINK) ?? fail(operation, missing(name), 1, "not-found");
     return decodeLink(m.payload).link.index;
   }
 
@@ -267,21 +268,22 @@ export class NetlinkSession {
 
   private send(req: NlRequest, operation: string): void {
     const { error } = this.exchange(req, operation);
-    if (error) fail(operation, ipErrorText(error.errno, error.message), 2);
+    if (error) fail(operation, ipErrorText(error.errno, error.message), 2, kindOfErrno(error.errno));
   }
 
   /** A dump, repeated when the kernel says something changed while it ran. */
   private dump(req: NlRequest, operation: string): NlMessage[] {
     for (let attempt = 1; ; attempt++) {
       const reply = this.exchange(req, operation);
-      if (reply.error) fail(operation, ipErrorText(reply.error.errno, reply.error.message), 2);
+      if (reply.error) fail(operation, ipErrorText(reply.error.errno, reply.error.message), 2, kindOfErrno(reply.error.errno));
       if (!reply.interrupted || attempt === DUMP_ATTEMPTS) return reply.messages;
     }
   }
 }
 
-function fail(operation: string, reason: string, exitCode = 2): never {
-  throw new NetOpError(operation, reason, exitCode);
+/** A failure in `ip`'s words, of the kind the kernel's errno (or the missing object) says; without one, its words say. */
+function fail(operation: string, reason: string, exitCode = 2, kind: NetErrorKind = kindOfText(reason)): never {
+  throw new NetOpError(operation, reason, exitCode, undefined, kind);
 }
 
 /**

@@ -7,7 +7,7 @@
  * Node `openRtnetlink` gives null and callers fall back to the tools.
  * @module
  */
-import { NetOpError } from "../sys/exec.js";
+import { kindOfErrno, NetOpError } from "../sys/exec.js";
 import { bindLibc } from "../sys/libc.js";
 import { inThreadNetns } from "../sys/thread-netns.js";
 import { phaseSync } from "../sys/phase-trace.js";
@@ -395,7 +395,7 @@ export async function openNetlink(protocol: number, netnsPath?: string): Promise
       const { error } = exchange(type, flags, body, operation);
       if (!error) return;
       const text = errnoText(error.errno);
-      throw new NetOpError(operation, error.message ? `${error.message} (${text})` : text);
+      throw new NetOpError(operation, error.message ? `${error.message} (${text})` : text, null, undefined, kindOfErrno(error.errno));
     },
     close() {
       c.close(fd);

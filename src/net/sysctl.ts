@@ -179,6 +179,6 @@ export async function writeSysctlFiles(ns: NetNS, settings: ReadonlyArray<readon
     await ns.run("sh", ["-c", WRITE_ALWAYS_SCRIPT, "sh", ...settings.flat()], `set sysctls in ${ns}`);
   } catch (e) {
     if (!(e instanceof NetOpError)) throw e;
-    throw new NetOpError(`set sysctls in ${ns}`, e.reason.replace(/: I\/O error$/, ": the kernel refused the value"), e.exitCode);
+    throw new NetOpError(`set sysctls in ${ns}`, e.reason.replace(/: I\/O error$/, ": the kernel refused the value"), e.exitCode, undefined, e.kind);
   }
 }

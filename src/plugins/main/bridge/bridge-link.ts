@@ -40,7 +40,7 @@ async function readBridge(name: string): Promise<BridgeState | undefined> {
     const [shown] = await ip.batch(NetNS.host).showAddresses(name).runShow(`read bridge ${name}`);
     return shown;
   } catch (e) {
-    if (e instanceof NetOpError && e.isNotFound) return undefined;
+    if (e instanceof NetOpError && e.kind === "not-found") return undefined;
     throw e;
   }
 }
@@ -55,7 +55,7 @@ async function createBridge(name: string, opts: BridgeOptions): Promise<BridgeSt
   try {
     return (await ip.batch(NetNS.host).addLink(bridge).showAddresses(name).runShow(`create bridge ${name}`))[0];
   } catch (e) {
-    if (e instanceof NetOpError && e.isExists) return undefined;
+    if (e instanceof NetOpError && e.kind === "exists") return undefined;
     throw e;
   }
 }

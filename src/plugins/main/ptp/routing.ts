@@ -5,7 +5,7 @@
  * @module
  */
 import { networkOf, parseCIDR } from "../../../spec/ip.js";
-import { NetOpError } from "../../../sys/exec.js";
+import { NetOpError } from "../../../net/errors.js";
 import { ip } from "../../../net/links.js";
 import { NetNS } from "../../../net/netns.js";
 import type { RouteSpec } from "../../../net/types.js";
@@ -72,12 +72,12 @@ export async function routeHostToContainer(hostVeth: string, addresses: readonly
     await batch.run(`set up host side of ${hostVeth}`);
   } catch (e) {
     // The batch stops at the first failure; addresses come first, so an existing route means they are done.
-    if (!(e instanceof NetOpError && e.isExists && / route add /.test(e.operation))) throw e;
+    if (!(e instanceof NetOpError && e.kind === "exists" && / route add /.test(e.operation))) throw e;
     for (const r of routes) {
       try {
         await ip.batch(host).route("add", r).run(`add host route to ${r.dst} on ${hostVeth}`);
       } catch (err) {
-        if (!(err instanceof NetOpError && err.isExists)) throw err;
+        if (!(err instanceof NetOpError && err.kind === "exists")) throw err;
       }
     }
   }

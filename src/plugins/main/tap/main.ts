@@ -8,7 +8,7 @@ import { interfaceNameTaken } from "../../../net/container-link.js";
 import { ip } from "../../../net/links.js";
 import type { NetNS } from "../../../net/netns.js";
 import type { Link } from "../../../net/types.js";
-import { NetOpError } from "../../../sys/exec.js";
+import { NetOpError } from "../../../net/errors.js";
 import type { CmdArgs, PluginModule } from "../../../skel/skel.js";
 import { ipamType } from "../../common/ipam.js";
 import { addSandboxLink, checkSandboxLink, delSandboxLink, gcSandboxLink, notifySysctls, statusSandboxLink } from "../../common/sandbox-link.js";

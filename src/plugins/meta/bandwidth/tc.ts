@@ -10,7 +10,7 @@
  * @module
  */
 import { readFileSync } from "node:fs";
-import { NetOpError } from "../../../sys/exec.js";
+import { NetOpError } from "../../../net/errors.js";
 import type { NetNS } from "../../../net/netns.js";
 import { openRtnetlink } from "../../../net/rtnetlink.js";
 import { rootTbfRequest } from "../../../net/rtnetlink-messages.js";

@@ -20,7 +20,7 @@ import type { CmdArgs, PluginModule } from "../../../skel/skel.js";
 import { ip } from "../../../net/links.js";
 import { NetNS } from "../../../net/netns.js";
 import { isGlobalUnicast } from "../../../net/link-addresses.js";
-import { NetOpError } from "../../../sys/exec.js";
+import { NetOpError } from "../../../net/errors.js";
 import { attachmentOf, DNSNAME_SCHEMA, loadDelConf, loadDnsnameConf, type Attachment, type DnsnameConf } from "./config.js";
 import { dnsmasqBinary, reloadDnsmasq, renderConf, runningDnsmasq, stopDnsmasq } from "./dnsmasq.js";
 import { acceptDns, dnsFamilies, removeDnsRulesUnlessShared, removeRules, type InputRule } from "./firewall.js";
@@ -49,7 +49,7 @@ async function bridgeNameservers(bridge: string): Promise<string[]> {
       .filter(isGlobalUnicast)
       .map((a) => a.text);
   } catch (e) {
-    if (e instanceof NetOpError && e.isNotFound) {
+    if (e instanceof NetOpError && e.kind === "not-found") {
       throw invalidConfig(`the network's bridge ${bridge} (the prevResult's first interface) does not exist`, e);
     }
     throw e;

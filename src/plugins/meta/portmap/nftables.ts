@@ -7,7 +7,7 @@
  * @module
  */
 import type { IPFamily } from "../../../spec/ip.js";
-import { NetOpError } from "../../../sys/exec.js";
+import { NetOpError } from "../../../net/errors.js";
 import { nftListTable, nftQuote, nftRun, nftUsable, type NftListing, type NftRule } from "../../../net/nftables.js";
 import type { FirewallMark } from "../../../net/firewall-marks.js";
 import { familyOf, mappingFor, type ForwardTarget } from "./config.js";

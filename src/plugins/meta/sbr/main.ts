@@ -11,7 +11,7 @@
  */
 import { failure, invalidConfig } from "../../../spec/errors.js";
 import type { Result100 } from "../../../spec/result/index.js";
-import { NetOpError } from "../../../sys/exec.js";
+import { NetOpError } from "../../../net/errors.js";
 import { ip } from "../../../net/links.js";
 import { NetNS } from "../../../net/netns.js";
 import { withNetnsLock } from "./netns-lock.js";
@@ -73,7 +73,7 @@ async function linkAddresses(ns: NetNS, ifName: string): Promise<string[]> {
   try {
     return (await ip.listAddresses(ns, ifName)).map((a) => a.cidr);
   } catch (e) {
-    if (e instanceof NetOpError && e.isNotFound) return [];
+    if (e instanceof NetOpError && e.kind === "not-found") return [];
     throw e;
   }
 }
