@@ -4,7 +4,7 @@
  * plus `gc --cri-endpoint` (node GC against a CRI runtime, see node-gc.ts), `list`, `validate` and `version` for
  * looking around, `network` (podman-style network management, see network.ts), `pod` (named namespaces attached
  * through the runtime's pod network manager, see pod.ts), `ipam` (a cluster-ipam pool in etcd: blocks,
- * allocations, release-node; see ipam.ts), `reload` (the cached attachments' firewall rules put back after a
+ * allocations, release-node; the cluster-ipam plugin's admin.ts), `reload` (the cached attachments' firewall rules put back after a
  * firewall reload; see reload.ts) and `conformance` (one plugin executable checked against the spec, in namespaces
  * of its own; see conformance/).
  * @module
@@ -22,7 +22,7 @@ import { DEFAULT_CACHE_DIR } from "../libcni/cache.js";
 import type { PluginExec } from "../invoke/exec.js";
 import { addNetworkCommands } from "./network.js";
 import { addPodCommands } from "./pod.js";
-import { addIpamCommands } from "./ipam.js";
+import { addAdminCommands } from "../plugins/ipam/cluster-ipam/admin.js";
 import { addReloadCommand } from "./reload.js";
 import { nodeGcCommand, type NodeGcFlags } from "./node-gc.js";
 import { addConformanceCommand } from "./conformance/command.js";
@@ -308,7 +308,10 @@ export function buildProgram(io: Io, extensions: readonly CommandExtension[] = [
     cacheDir,
     out: io.stdout,
   });
-  addIpamCommands(program, { confDir: () => runtimeSetup(io, global()).netconfPath, out: io.stdout });
+  addAdminCommands(program.command("ipam").description("Inspect and repair a cluster-ipam pool in etcd: blocks, allocations, nodes, release-node"), {
+    confDir: () => runtimeSetup(io, global()).netconfPath,
+    out: io.stdout,
+  });
   addReloadCommand(program, { cacheDir, env: io.env, out: io.stdout, err: io.stderr });
   addConformanceCommand(program, io);
   for (const extend of extensions) extend(program, io);

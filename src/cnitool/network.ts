@@ -11,7 +11,7 @@
 import { existsSync } from "node:fs";
 import path from "node:path";
 import type { Command } from "commander";
-import { table } from "./table.js";
+import { table } from "../sys/text-table.js";
 import { cidrContains, parseIP, tryParseCIDR, tryParseIP, type IPCidr } from "../spec/ip.js";
 import { firstAddress, hasHostBits, intervalsOverlap, lastAddress, nextIP } from "../spec/ip-math.js";
 import { isJsonObject, type JsonObject } from "../spec/json.js";

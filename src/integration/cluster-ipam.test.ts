@@ -435,7 +435,7 @@ describe("cluster-ipam on a 3-member etcd cluster", { skip }, () => {
     assert.equal(noEtcd.json.code, 7);
   });
 
-  test("cnitool ipam: blocks and allocations per node, release-node frees a dead node's blocks and addresses", async () => {
+  test("cnitool ipam (and cluster-ipam admin): blocks and allocations per node, release-node frees a dead node's blocks and addresses", async () => {
     const conf = network({ ranges: [[{ subnet: "10.78.0.0/24" }]] });
     for (const node of NODES) for (let i = 0; i < 3; i++) await add(args(conf(node), `ct-${node}-${i}`));
     const confDir = path.join(base, `conf-${seq}`);
@@ -463,6 +463,13 @@ describe("cluster-ipam on a 3-member etcd cluster", { skip }, () => {
     assert.match(blocks.out, /3 block\(s\): node-a 1, node-b 1, node-c 1/);
     const allocs = await cnitool("ipam", "allocations", String(c["name"]), "--node", "node-c", "--format", "json");
     assert.deepEqual((JSON.parse(allocs.out) as Json[]).map((a) => a["containerID"]).sort(), ["ct-node-c-0", "ct-node-c-1", "ct-node-c-2"]);
+    // The same commands as the plugin program's own subcommand, as a node without cnitool would run them.
+    const program = spawnSync(path.join(OUR_BIN, "cluster-ipam"), ["admin", "blocks", String(c["name"]), "--format", "json"], {
+      env: { ...process.env, NETCONFPATH: confDir, TSCNI_RESIDENT: "exec" },
+      encoding: "utf8",
+    });
+    assert.equal(program.status, 0, program.stderr);
+    assert.deepEqual((JSON.parse(program.stdout) as Json[]).map((b) => b["node"]).sort(), ["node-a", "node-b", "node-c"]);
     const nodes = await cnitool("ipam", "nodes", String(c["name"]));
     assert.equal(nodes.code, 0, nodes.err);
     assert.match(nodes.out, /^NODE\s+BLOCKS\s+USED\s+LAST SEEN$/m);

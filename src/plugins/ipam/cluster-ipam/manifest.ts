@@ -6,4 +6,5 @@ export const manifest: PluginManifest = {
   name: "cluster-ipam",
   versions: ALL_VERSIONS,
   load: () => import("./main.js"),
+  commands: { admin: () => import("./admin.js") },
 };

@@ -1,5 +1,6 @@
 /**
- * `cnitool ipam blocks|allocations|nodes|release-node <network>`: the operator's view of a cluster-ipam pool in etcd,
+ * `cluster-ipam admin blocks|allocations|nodes|release-node <network>` (the plugin program's subcommand, as `dhcp
+ * daemon` is; `cnitool ipam ...` runs the same commands): the operator's view of a cluster-ipam pool in etcd,
  * read with the network's own config (from NETCONFPATH: the plugin whose `ipam.type` is `cluster-ipam`, so the
  * same endpoints, TLS files, user and prefix). `blocks` lists the claimed blocks per node with their use,
  * `allocations` every address with its node, container and interface, `nodes` each node's blocks and when it was
@@ -7,11 +8,11 @@
  * held: its allocations, then its blocks (addresses other nodes borrowed inside them stay).
  * @module
  */
-import type { Command } from "commander";
-import { CniError } from "../spec/errors.js";
-import { loadConfList } from "../libcni/conf.js";
-import type { PoolStore } from "../plugins/ipam/cluster-ipam/store.js";
-import { table } from "./table.js";
+import { Command } from "commander";
+import { CniError } from "../../../spec/errors.js";
+import { loadConfList } from "../../../libcni/conf.js";
+import { table } from "../../../sys/text-table.js";
+import type { PoolStore } from "./store.js";
 
 /** The cluster-ipam store of a network in `confDir` (an error names what is missing). */
 async function storeOf(confDir: string, network: string): Promise<{ store: PoolStore; node: string; fail: (e: unknown, what: string) => unknown }> {
@@ -21,10 +22,7 @@ async function storeOf(confDir: string, network: string): Promise<{ store: PoolS
     return ipam !== null && typeof ipam === "object" && (ipam as Record<string, unknown>)["type"] === "cluster-ipam";
   });
   if (!plugin) throw new Error(`network "${network}" has no plugin with "ipam": {"type": "cluster-ipam"}`);
-  const [{ parseLocation }, { openStore, etcdFailure }] = await Promise.all([
-    import("../plugins/ipam/cluster-ipam/config.js"),
-    import("../plugins/ipam/cluster-ipam/main.js"),
-  ]);
+  const [{ parseLocation }, { openStore, etcdFailure }] = await Promise.all([import("./config.js"), import("./main.js")]);
   const stdin = Buffer.from(JSON.stringify({ ...plugin.raw, cniVersion: list.cniVersion, name: list.name }));
   const location = parseLocation(stdin);
   return { store: openStore(location), node: location.node, fail: etcdFailure };
@@ -41,9 +39,14 @@ async function run<T>(confDir: string, network: string, what: string, fn: (store
   }
 }
 
-export function addIpamCommands(program: Command, ctx: { confDir: () => string; out: (s: string) => void }): void {
-  const ipam = program.command("ipam").description("Inspect and repair a cluster-ipam pool in etcd: blocks, allocations, nodes, release-node");
+/** What the commands read their networks from and print to. */
+export interface AdminContext {
+  confDir: () => string;
+  out: (s: string) => void;
+}
 
+/** Adds `blocks`, `allocations`, `nodes` and `release-node` to `ipam` (cnitool's `ipam`, or the program's `admin`). */
+export function addAdminCommands(ipam: Command, ctx: AdminContext): void {
   ipam
     .command("blocks")
     .description("List the claimed blocks per node: addresses used, and how many of them other nodes borrowed")
@@ -120,4 +123,16 @@ export function addIpamCommands(program: Command, ctx: { confDir: () => string; 
           `${released.blocks.length ? `: ${released.blocks.map((b) => b.replace(/-(\d+)$/, "/$1")).join(", ")}` : ""}\n`,
       );
     });
+}
+
+/**
+ * `cluster-ipam admin ARGS`: the commands as a program of their own (a process of its own, never a plugin call:
+ * networks from NETCONFPATH, default /etc/cni/net.d).
+ */
+export async function main(args: readonly string[]): Promise<void> {
+  const admin = new Command("cluster-ipam admin").description(
+    "Inspect and repair a cluster-ipam pool in etcd: blocks, allocations, nodes, release-node",
+  );
+  addAdminCommands(admin, { confDir: () => process.env["NETCONFPATH"] || "/etc/cni/net.d", out: (s) => void process.stdout.write(s) });
+  await admin.parseAsync([...args], { from: "user" });
 }
