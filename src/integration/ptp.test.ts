@@ -88,10 +88,10 @@ describe("ptp plugin", { skip }, () => {
   let host: Host;
   let n = 0;
   /** A container namespace with lo up, removed at the end. */
-  const container = () => cleanup.netns(`tsptp-c${n++}-${tag}`);
+  const container = () => cleanup.netns(`tscni-ptp-c${n++}-${tag}`);
 
   before(() => {
-    host = new Host(cleanup, `tsptp-h-${tag}`);
+    host = new Host(cleanup, `tscni-ptp-h-${tag}`);
   });
   after(() => cleanup.run());
 
@@ -388,8 +388,8 @@ describe("ptp compared with Go's ptp", { skip }, () => {
     oursPath = cleanup.dir("tscni-ptp-bin-");
     symlinkSync(path.join(OUR_BIN, "ptp"), path.join(oursPath, "ptp"));
     symlinkSync(path.join(GO_BIN, "host-local"), path.join(oursPath, "host-local"));
-    ours = new Host(cleanup, `tsptp-ho-${tag}`, oursPath);
-    go = new Host(cleanup, `tsptp-hg-${tag}`, GO_BIN);
+    ours = new Host(cleanup, `tscni-ptp-ho-${tag}`, oursPath);
+    go = new Host(cleanup, `tscni-ptp-hg-${tag}`, GO_BIN);
   });
   after(() => cleanup.run());
 
@@ -435,8 +435,8 @@ describe("ptp compared with Go's ptp", { skip }, () => {
     const name = `ptpdiff${tag}`;
     ptpNetwork(ours, name, "1.0.0", ["10.240.0.0/24", "fd40::/64"], keys);
     ptpNetwork(go, name, "1.0.0", ["10.240.0.0/24", "fd40::/64"], keys);
-    const ctrOurs = cleanup.netns(`tsptp-co-${tag}`);
-    const ctrGo = cleanup.netns(`tsptp-cg-${tag}`);
+    const ctrOurs = cleanup.netns(`tscni-ptp-co-${tag}`);
+    const ctrGo = cleanup.netns(`tscni-ptp-cg-${tag}`);
 
     const [rOurs, rGo] = [await ours.add<PtpResult>(name, ctrOurs), await go.add<PtpResult>(name, ctrGo)];
     const vOurs = view(ours, ctrOurs, rOurs);
@@ -469,7 +469,7 @@ describe("ptp compared with Go's ptp", { skip }, () => {
       [go, oursPath],
     ] as const) {
       ptpNetwork(maker, name, "1.0.0", ["10.239.0.0/24", "fd39::/64"], keys);
-      const ctr = cleanup.netns(`tsptp-s${maker === ours ? "o" : "g"}-${tag}`);
+      const ctr = cleanup.netns(`tscni-ptp-s${maker === ours ? "o" : "g"}-${tag}`);
       await maker.add<PtpResult>(name, ctr);
       // Same host namespace, config and cache; the other implementation's DEL.
       const r = await maker.cnitool("del", name, ctr, {}, removerPath);

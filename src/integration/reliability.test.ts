@@ -95,7 +95,7 @@ describe("reliability", { skip }, () => {
   let host: Host;
   let stateRoot: string;
   before(() => {
-    host = new Host(cleanup, `tsrel-${tag}`, OUR_BIN);
+    host = new Host(cleanup, `tscni-rel-${tag}`, OUR_BIN);
     stateRoot = cleanup.dir("tscni-rel-state-");
   });
   after(() => cleanup.run());
@@ -198,7 +198,7 @@ describe("reliability", { skip }, () => {
             return false;
           }
         };
-        const ctr = host.container(`tsrel-${tag}-${name}`);
+        const ctr = host.container(`tscni-rel-${tag}-${name}`);
         const hostBefore = nsState(host.ns);
         const fwBefore = firewallState(host);
         const cases = fc.sample(badConfigs(SAMPLES[name]!, rewrite), { numRuns: BINARY_RUNS, seed: FUZZ_SEED + name.length });
@@ -266,7 +266,7 @@ describe("reliability", { skip }, () => {
         ],
       });
       const fwBefore = firewallState(host);
-      const ctrs = Array.from({ length: 100 }, (_, i) => host.container(`tsrb-${tag}-${i}`));
+      const ctrs = Array.from({ length: 100 }, (_, i) => host.container(`tscni-rb-${tag}-${i}`));
       // The port mappings go with DEL too, as runtimes send them (Go's portmap, and ours, delete what DEL names).
       const caps = (i: number) => ({ CAP_ARGS: JSON.stringify({ portMappings: [{ hostPort: 21000 + i, containerPort: 80, protocol: "tcp" }] }) });
       const adds = await Promise.all(ctrs.map((c, i) => host.cnitool("add", net, c, caps(i))));
@@ -365,7 +365,7 @@ describe("reliability", { skip }, () => {
         // Seeded kill points from early start-up to past the end of a typical ADD.
         const delays = fc.sample(fc.integer({ min: 0, max: 400 }), { numRuns: 6, seed: FUZZ_SEED + k.label.length });
         for (const [i, ms] of delays.entries()) {
-          const ctr = host.container(`tsrk-${tag}-${k.label.length}-${i}`);
+          const ctr = host.container(`tscni-rk-${tag}-${k.label.length}-${i}`);
           const conf = k.conf(i);
           const network = String(conf["name"]);
           if (k.chain) {
@@ -437,7 +437,7 @@ describe("reliability", { skip }, () => {
         const type = String(conf["type"]);
         for (const variant of ["with prevResult", "without prevResult", "netns gone"] as const) {
           if (type === "host-device") hostVeth(`dh${tag}`); // (a veth taken into a namespace that is deleted goes with it)
-          const ctr = host.container(`tsrd-${tag}-${type}-${variant.length}`);
+          const ctr = host.container(`tscni-rd-${tag}-${type}-${variant.length}`);
           const env = { CNI_CONTAINERID: `d-${variant.length}`, CNI_NETNS: ctr.path };
           const add = await call(type, "ADD", JSON.stringify(conf), env);
           assert.equal(add.code, 0, `${type} ADD: ${add.stdout}${add.stderr}`);
@@ -463,7 +463,7 @@ describe("reliability", { skip }, () => {
           { type: "firewall" },
         ],
       });
-      const ctr = host.container(`tsrd-${tag}-chain`);
+      const ctr = host.container(`tscni-rd-${tag}-chain`);
       await host.add(net, ctr, { CAP_ARGS: JSON.stringify({ portMappings: [{ hostPort: 23000, containerPort: 80, protocol: "tcp" }] }) });
       const caps = { CAP_ARGS: JSON.stringify({ portMappings: [{ hostPort: 23000, containerPort: 80, protocol: "tcp" }] }) };
       await host.must("del", net, ctr, caps);
@@ -479,7 +479,7 @@ describe("reliability", { skip }, () => {
       const root = path.join(stateRoot, "names");
       const store = path.join(root, "store");
       mkdirSync(store, { recursive: true });
-      const ctr = host.container(`tsrn-${tag}`);
+      const ctr = host.container(`tscni-rn-${tag}`);
       const hostile = ["..", "../x", "a/b", "/etc/passwd", "x\ny", "a".repeat(300), "-rf", ".", "x y", "é"];
       let n = 0;
       for (const value of hostile) {
@@ -545,7 +545,7 @@ describe("reliability", { skip }, () => {
     });
 
     test("file modes: the host-local store, the result cache and tuning's backups are Go's or stricter", async () => {
-      const ctr = host.container(`tsrm-${tag}`);
+      const ctr = host.container(`tscni-rm-${tag}`);
       const store = path.join(stateRoot, "modes-ipam");
       const tuningDir = path.join(stateRoot, "modes-tuning");
       const net = host.writeNetwork({

@@ -94,11 +94,10 @@ let socket: Promise<RtnetlinkSocket | null> | undefined;
 export function netfilterSocket(): Promise<RtnetlinkSocket | null> {
   return (socket ??= openNetlink(NETLINK_NETFILTER).catch(() => null));
 }
-const nfSocket = netfilterSocket;
 
 /** Whether a table exists; undefined when netlink cannot tell. */
 export async function nftTableExists(family: number, table: string): Promise<boolean | undefined> {
-  const nl = await nfSocket();
+  const nl = await netfilterSocket();
   if (!nl) return undefined;
   const { error } = nl.exchange(msgType(MSG.GETTABLE), 0, nfBody(family, nlString(TABLE_NAME, table)), `look up nftables table ${table}`);
   if (!error) return true;
@@ -107,7 +106,7 @@ export async function nftTableExists(family: number, table: string): Promise<boo
 
 /** Whether a chain exists (a missing table: no); undefined when netlink cannot tell. */
 export async function nftChainExists(family: number, table: string, chain: string): Promise<boolean | undefined> {
-  const nl = await nfSocket();
+  const nl = await netfilterSocket();
   if (!nl) return undefined;
   const { error } = nl.exchange(
     msgType(MSG.GETCHAIN),
@@ -142,7 +141,7 @@ export interface IptablesNftListing {
  * nothing. Undefined when netlink cannot tell.
  */
 export async function listIptablesNft(family: number, table: string, chains: readonly string[] | "all"): Promise<IptablesNftListing | undefined> {
-  const nl = await nfSocket();
+  const nl = await netfilterSocket();
   if (!nl) return undefined;
   const listed = nl.exchange(msgType(MSG.GETCHAIN), NLM_F_DUMP, nfBody(family, nlString(CHAIN_TABLE, table)), `list nftables chains of ${table}`);
   if (listed.error) return listed.error.errno === ENOENT ? { chains: [], rules: [] } : undefined;
@@ -198,7 +197,7 @@ export async function nftDelete(
   chains: readonly string[],
   operation: string,
 ): Promise<boolean> {
-  const nl = await nfSocket();
+  const nl = await netfilterSocket();
   if (!nl) return false;
   const handle = (h: bigint) => {
     const b = new Uint8Array(8);
@@ -268,7 +267,7 @@ export async function nftAddRules(
 ): Promise<boolean> {
   const encoded = rules.map((r) => encodeRule(family, r.args));
   if (encoded.some((e) => e === undefined)) return false;
-  const nl = await nfSocket();
+  const nl = await netfilterSocket();
   if (!nl) return false;
   const t = nlString(RULE_TABLE, table);
   await transaction(
@@ -657,9 +656,7 @@ export function renderRule(family: number, expressions: Uint8Array | undefined):
         break;
       }
       case "immediate": {
-        const v = parseAttrs(parseAttrs(e.data.get(2) ?? new Uint8Array()).get(2) ?? new Uint8Array());
-        const code = be32s(v.get(1) ?? Uint8Array.of(0, 0, 0, 0x7f));
-        const chain = v.get(2) ? cString(v.get(2)!) : "";
+        const { code, chain } = immediateVerdict(e.data);
         const named: Record<number, string[]> = {
           1: ["-j", "ACCEPT"],
           0: ["-j", "DROP"],
@@ -690,11 +687,16 @@ export function ruleJump(expressions: Uint8Array | undefined): string | undefine
   for (const item of listItems(expressions ?? new Uint8Array())) {
     const a = parseAttrs(item);
     if (cString(a.get(EXPR_NAME) ?? new Uint8Array()) !== "immediate") continue;
-    const v = parseAttrs(parseAttrs(parseAttrs(a.get(EXPR_DATA) ?? new Uint8Array()).get(2) ?? new Uint8Array()).get(2) ?? new Uint8Array());
-    const code = be32s(v.get(1) ?? Uint8Array.of(0, 0, 0, 0x7f));
-    if ((code === -3 || code === -4) && v.get(2)) return cString(v.get(2)!);
+    const { code, chain } = immediateVerdict(parseAttrs(a.get(EXPR_DATA) ?? new Uint8Array()));
+    if ((code === -3 || code === -4) && chain) return chain;
   }
   return undefined;
+}
+
+/** An immediate expression's verdict: its code (NF_ACCEPT, NFT_JUMP...) and the chain a jump or goto names ("" for none). */
+function immediateVerdict(data: Map<number, Uint8Array>): { code: number; chain: string } {
+  const v = parseAttrs(parseAttrs(data.get(2) ?? new Uint8Array()).get(2) ?? new Uint8Array());
+  return { code: be32s(v.get(1) ?? Uint8Array.of(0, 0, 0, 0x7f)), chain: v.get(2) ? cString(v.get(2)!) : "" };
 }
 
 /** A u32 in host (little-endian) order, as marks are kept; undefined unless 4 bytes. */

@@ -334,9 +334,9 @@ export async function forwardIptables(t: ForwardTarget): Promise<boolean> {
   const chains = forwardChains(t);
   const operation = (ipt: Iptables) =>
     `set up ${ipt.command} port forwarding for ${t.containerID} (chain ${dnatChainName(t.network, t.containerID)})`;
-  let tools = false;
   for (let attempt = 0; ; attempt++) {
-    const { ipt, nat } = await openNat(family, tools);
+    // A third look is by the tools alone: what netlink refused twice, iptables-restore may still do.
+    const { ipt, nat } = await openNat(family, attempt === 2);
     const missing = await missingOf(ipt, nat, chains);
     if (missing.chains.length === 0 && missing.rules.length === 0) return false;
     try {
@@ -358,8 +358,7 @@ export async function forwardIptables(t: ForwardTarget): Promise<boolean> {
       await ipt.restore(TABLE, [], missing.lines, operation(ipt));
       return true;
     } catch (e) {
-      if (attempt > 1 || (attempt > 0 && tools)) throw e;
-      if (attempt > 0) tools = true;
+      if (attempt === 2) throw e;
     }
   }
 }
