@@ -19,7 +19,18 @@ export {
   type SysctlSetting,
   type SysctlInput,
 } from "./sysctl.js";
-export { setupIPMasq, teardownIPMasq, gcIPMasq, defaultIPMasqBackend, type IPMasqBackend, type IPMasqTarget } from "./ipmasq.js";
+export { setupIPMasq, teardownIPMasq, gcIPMasq, ipMasqRules, type IPMasqBackend, type IPMasqRules, type IPMasqTarget } from "./ipmasq.js";
+export {
+  chooseFirewallKind,
+  firewallFor,
+  onEveryEngine,
+  liveFirewallProbes,
+  type AttachmentRules,
+  type FirewallKind,
+  type FirewallProbes,
+  type NetworkGarbage,
+  type RuleEngines,
+} from "./firewall-driver.js";
 export { Iptables, iptablesFor } from "./iptables.js";
 export { nftRun, nftListRules, nftListTable, nftUsable, type NftRule, type NftListing } from "./nftables.js";
 export { hashWithPrefix, ipMasqChainName, randomVethName, randomMac } from "./names.js";

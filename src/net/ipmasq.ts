@@ -10,12 +10,11 @@ import type { GCAttachment } from "../spec/config.js";
 import { attachmentComment, ipMasqChainName, nftAttachmentComment, nftAttachmentHash, nftNetworkHash } from "./names.js";
 import { iptablesFor, type IPFamilyNum } from "./iptables.js";
 import { jumpsTo, saveLine } from "./iptables-rules.js";
-import { nftListRules, nftListTable, nftQuote, nftRun, nftUsable } from "./nftables.js";
-import type { FirewallMark } from "./firewall-marks.js";
-import { failure, messageOf } from "../spec/errors.js";
+import { nftListRules, nftListTable, nftQuote, nftRun } from "./nftables.js";
+import { firewallFor, onEveryEngine, type AttachmentRules, type FirewallKind, type NetworkGarbage, type RuleEngines } from "./firewall-driver.js";
 
-/** Which firewall masquerading uses. */
-export type IPMasqBackend = "iptables" | "nftables";
+/** Which engine masquerading uses. */
+export type IPMasqBackend = FirewallKind;
 
 const NFT_TABLE = "cni_plugins_masquerade";
 const NFT_CHAIN = "masq_checks";
@@ -23,20 +22,6 @@ const NFT_CHAIN = "masq_checks";
 const networkHash = nftNetworkHash;
 const instanceHash = nftAttachmentHash;
 export const nftIPMasqComment = nftAttachmentComment;
-
-/** Whether each backend works here (probes a caller may share between calls). */
-export interface BackendProbes {
-  iptables: () => Promise<boolean>;
-  nftables: () => Promise<boolean>;
-}
-
-/** Which backend to use when the config does not say: iptables, unless only nftables works. */
-export async function defaultIPMasqBackend(
-  probes: BackendProbes = { iptables: () => iptablesFor(4).usable(), nftables: nftUsable },
-): Promise<IPMasqBackend> {
-  if (await probes.iptables()) return "iptables";
-  return (await probes.nftables()) ? "nftables" : "iptables";
-}
 
 /** What masquerading is set up for: one attachment and its addresses. */
 export interface IPMasqTarget {
@@ -60,48 +45,65 @@ function iptablesRules(t: IPMasqTarget, cidrs: readonly IPCidr[]) {
   };
 }
 
+/** One family's masquerading rules that are missing, and whether its chain exists; over netlink when it can. */
+async function missingIptablesRules(t: IPMasqTarget, cidrs: readonly IPCidr[]) {
+  const ipt = iptablesFor(cidrs[0]!.ip.family as IPFamilyNum);
+  const { chain, chainRules, jumps } = iptablesRules(t, cidrs);
+  const wanted = [...chainRules, ...jumps];
+  // Over netlink (iptables-nft): the two chains read at once.
+  const listing = await ipt.listChains("nat", ["POSTROUTING", chain]);
+  if (listing?.chains.includes("POSTROUTING")) {
+    const have = new Set(listing.rules.map((r) => r.line));
+    const exists = listing.chains.includes(chain);
+    return { ipt, chain, exists, listed: true, missing: wanted.filter((rule) => !exists || !have.has(saveLine(rule[1]!, rule.slice(2)))) };
+  }
+  const exists = await ipt.chainExists("nat", chain);
+  const missing = [];
+  for (const rule of wanted) {
+    // A jump cannot exist without its chain, so a new chain needs no checks.
+    if (!exists || !(await ipt.ruleExists("nat", rule[1]!, rule.slice(2)))) missing.push(rule);
+  }
+  return { ipt, chain, exists, listed: false, missing };
+}
+
 /**
  * Per family: the chain `CNI-<hash>` (every destination subnet accepted, then MASQUERADE except multicast) and
  * a POSTROUTING jump per address, appended only when missing, as the Go plugin does. A new chain (the usual
- * case) costs one look-up and one iptables-restore transaction; an existing one is checked rule by rule.
- * Resolves whether anything was added.
+ * case) costs one look-up and one transaction (over netlink, else iptables-restore). Resolves whether anything
+ * was added.
  */
 async function setupIptables(t: IPMasqTarget): Promise<boolean> {
   let changed = false;
   for (const cidrs of byFamily(t.addresses)) {
-    const ipt = iptablesFor(cidrs[0]!.ip.family as IPFamilyNum);
-    const { chain, chainRules, jumps } = iptablesRules(t, cidrs);
-    const wanted = [...chainRules, ...jumps];
-    // Over netlink (iptables-nft): the two chains read, what is missing added in one transaction.
-    const listing = await ipt.listChains("nat", ["POSTROUTING", chain]);
-    if (listing?.chains.includes("POSTROUTING")) {
-      const have = new Set(listing.rules.map((r) => r.line));
-      const exists = listing.chains.includes(chain);
-      const missing = wanted.filter((rule) => !exists || !have.has(saveLine(rule[1]!, rule.slice(2))));
-      if (missing.length === 0) continue;
-      if (
-        await ipt.addByNetlink(
-          "nat",
-          exists ? [] : [chain],
-          missing.map((rule) => ({ chain: rule[1]!, args: rule.slice(2) })),
-          `set up ${ipt.command} masquerading for ${t.containerID} (chain ${chain})`,
-        )
-      ) {
-        changed = true;
-        continue;
-      }
-    }
-    const exists = await ipt.chainExists("nat", chain);
-    const missing = [];
-    for (const rule of wanted) {
-      // A jump cannot exist without its chain, so a new chain needs no checks.
-      if (!exists || !(await ipt.ruleExists("nat", rule[1]!, rule.slice(2)))) missing.push(rule);
-    }
+    const { ipt, chain, exists, listed, missing } = await missingIptablesRules(t, cidrs);
     if (exists && missing.length === 0) continue;
-    await ipt.restore("nat", exists ? [] : [chain], missing, `set up ${ipt.command} masquerading for ${t.containerID} (chain ${chain})`);
+    const operation = `set up ${ipt.command} masquerading for ${t.containerID} (chain ${chain})`;
     changed = true;
+    if (
+      listed &&
+      (await ipt.addByNetlink(
+        "nat",
+        exists ? [] : [chain],
+        missing.map((rule) => ({ chain: rule[1]!, args: rule.slice(2) })),
+        operation,
+      ))
+    ) {
+      continue;
+    }
+    await ipt.restore("nat", exists ? [] : [chain], missing, operation);
   }
   return changed;
+}
+
+/** What CHECK would miss of an attachment's iptables masquerading. */
+async function checkIptables(t: IPMasqTarget): Promise<string[]> {
+  const problems: string[] = [];
+  for (const cidrs of byFamily(t.addresses)) {
+    const { ipt, chain, exists, missing } = await missingIptablesRules(t, cidrs);
+    if (!exists) problems.push(`chain ${chain} not found in ${ipt.command} table nat`);
+    else problems.push(...missing.map((r) => `rule "${r.slice(2).join(" ")}" not found in chain ${r[1]} of ${ipt.command} table nat`));
+  }
+  return problems;
 }
 
 /**
@@ -198,86 +200,34 @@ async function teardownNftables(t: IPMasqTarget): Promise<void> {
 }
 
 /**
- * Installs masquerading for an attachment's addresses with the chosen backend. With none chosen: iptables,
- * unless iptables does not work here and nftables does (asked only when the iptables setup fails, which
- * leaves nothing behind: each family is one transaction, and the first one is where an unusable iptables fails).
- */
-export async function setupIPMasq(t: IPMasqTarget, backend?: IPMasqBackend): Promise<void> {
-  if (backend === "nftables") return setupNftables(t);
-  if (backend === "iptables") {
-    await setupIptables(t);
-    return;
-  }
-  try {
-    await setupIptables(t);
-  } catch (e) {
-    if ((await defaultIPMasqBackend()) !== "nftables") throw e;
-    await setupNftables(t);
-  }
-}
-
-/**
  * Whether an attachment's nftables masquerading is all there: the base chain going to the checks, and one rule
  * with the attachment's comment per address.
  */
-async function nftablesComplete(t: IPMasqTarget): Promise<boolean> {
+async function checkNftables(t: IPMasqTarget): Promise<string[]> {
   const table = await nftListTable("inet", NFT_TABLE);
   const goesToChecks = table.rules.some((r) => r.chain === "postrouting" && JSON.stringify(r.expr).includes(`"goto":{"target":"${NFT_CHAIN}"}`));
   const comment = nftIPMasqComment(t.network, t.ifName, t.containerID);
-  return goesToChecks && table.rules.filter((r) => r.chain === NFT_CHAIN && r.comment === comment).length >= t.addresses.length;
+  const problems = goesToChecks ? [] : [`chain postrouting of nftables table inet ${NFT_TABLE} does not go to ${NFT_CHAIN}`];
+  if (table.rules.filter((r) => r.chain === NFT_CHAIN && r.comment === comment).length < t.addresses.length)
+    problems.push(`missing masquerade rules for ${t.containerID} in chain ${NFT_CHAIN} of nftables table inet ${NFT_TABLE}`);
+  return problems;
 }
 
-/**
- * Puts back what is missing of an attachment's masquerading with `backend` (the one its ADD used): iptables
- * rules are added one by one where missing, as ADD does; nftables rules are rewritten only when one is missing.
- * Resolves whether anything was put back.
- */
-export async function restoreIPMasq(t: IPMasqTarget, backend: IPMasqBackend): Promise<boolean> {
-  if (backend === "iptables") return setupIptables(t);
-  if (await nftablesComplete(t)) return false;
-  await setupNftables(t);
-  return true;
-}
-
-/** What shows an attachment's masquerading is there: its chain and POSTROUTING jump per family, or the nftables chains. */
-export function ipMasqMarks(t: IPMasqTarget, backend: IPMasqBackend): FirewallMark[] {
-  if (backend === "nftables") return ["postrouting", NFT_CHAIN].map((chain) => ({ kind: "nftables", family: "inet", table: NFT_TABLE, chain }));
-  const chain = ipMasqChainName(t.network, t.containerID);
-  return byFamily(t.addresses).map((c) => ({ kind: "iptables", family: c[0]!.ip.family as IPFamilyNum, table: "nat", chain, from: "POSTROUTING" }));
-}
-
-/**
- * Removes an attachment's masquerading from both backends (the rules may have been made by either, or by a
- * Go plugin with another default); an error counts only from a backend that works here.
- */
-export async function teardownIPMasq(t: IPMasqTarget): Promise<void> {
-  const errors: string[] = [];
-  try {
-    await teardownIptables(t);
-  } catch (e) {
-    if (await iptablesFor(4).usable()) errors.push(messageOf(e));
-  }
-  try {
-    await teardownNftables(t);
-  } catch (e) {
-    if (await nftUsable()) errors.push(messageOf(e));
-  }
-  if (errors.length) throw failure(errors.join("\n"));
-}
-
-/**
- * GC for both backends: removes this network's masquerading for attachments that are not valid any more.
- * nftables rules carry the attachment hash in their comment; iptables POSTROUTING jumps carry
- * `name: "<net>" id: "<id>"`, which names the container (the iptables backend ignores the ifname, as Go's).
- */
-export async function gcIPMasq(network: string, valid: readonly GCAttachment[]): Promise<void> {
+/** GC of nftables masquerading: rules carry the attachment's hash in their comment. */
+async function collectNftables({ network, valid }: NetworkGarbage): Promise<void> {
   const keep = new Set(valid.map((a) => nftIPMasqComment(network, a.ifname, a.containerID)));
   const rules = await rulesWithCommentPrefix(networkHash(network));
   await deleteNftRules(
     rules.filter((r) => !keep.has(r.comment ?? "")).map((r) => r.handle),
     `garbage-collect nftables masquerading of ${network}`,
   );
+}
 
+/**
+ * GC of iptables masquerading: POSTROUTING jumps carry `name: "<net>" id: "<id>"`, which names the container
+ * (the iptables rules ignore the ifname, as Go's). Families whose iptables does not work are skipped.
+ */
+async function collectIptables({ network, valid }: NetworkGarbage): Promise<void> {
   const liveContainers = new Set(valid.map((a) => a.containerID));
   const stale = new Set<string>();
   for (const family of [4, 6] as const) {
@@ -291,3 +241,57 @@ export async function gcIPMasq(network: string, valid: readonly GCAttachment[]):
   }
   for (const containerID of stale) await teardownIptables({ network, containerID, ifName: "", addresses: [] });
 }
+
+/** An attachment's masquerading, in one engine. */
+export type IPMasqRules = AttachmentRules<IPMasqTarget>;
+
+/** Masquerading in each engine, with the Go plugins' object names (so either implementation removes the other's). */
+export const ipMasqRules: RuleEngines<IPMasqRules> = {
+  iptables: {
+    name: "iptables",
+    add: setupIptables,
+    check: checkIptables,
+    restore: setupIptables,
+    marks: (t) => {
+      const chain = ipMasqChainName(t.network, t.containerID);
+      return byFamily(t.addresses).map((c) => ({
+        kind: "iptables",
+        family: c[0]!.ip.family as IPFamilyNum,
+        table: "nat",
+        chain,
+        from: "POSTROUTING",
+      }));
+    },
+    remove: teardownIptables,
+    collect: collectIptables,
+  },
+  nftables: {
+    name: "nftables",
+    add: async (t) => {
+      await setupNftables(t);
+      return true;
+    },
+    check: checkNftables,
+    // The nftables rules are rewritten only when one is missing.
+    restore: async (t) => {
+      if ((await checkNftables(t)).length === 0) return false;
+      await setupNftables(t);
+      return true;
+    },
+    marks: () => ["postrouting", NFT_CHAIN].map((chain) => ({ kind: "nftables", family: "inet", table: NFT_TABLE, chain })),
+    remove: teardownNftables,
+    collect: collectNftables,
+  },
+};
+
+/** Installs masquerading for an attachment's addresses with the configured engine, else the default (tscni/net API). */
+export async function setupIPMasq(t: IPMasqTarget, backend?: IPMasqBackend): Promise<void> {
+  await (await firewallFor(ipMasqRules, backend)).add(t);
+}
+
+/** Removes an attachment's masquerading from both engines (the rules may have been made by either). */
+export const teardownIPMasq = (t: IPMasqTarget): Promise<void> => onEveryEngine(ipMasqRules, (r) => r.remove(t));
+
+/** GC in both engines: removes this network's masquerading for attachments that are not valid any more. */
+export const gcIPMasq = (network: string, valid: readonly GCAttachment[]): Promise<void> =>
+  onEveryEngine(ipMasqRules, (r) => r.collect({ network, valid }));

@@ -8,7 +8,7 @@
 import { toCurrentResult, type Result100 } from "../../spec/result/index.js";
 import type { PluginConf } from "../../spec/config.js";
 import type { FirewallMark } from "../../net/firewall-marks.js";
-import { defaultIPMasqBackend, type IPMasqBackend } from "../../net/ipmasq.js";
+import { firewallFor, type FirewallKind, type FirewallProbes, type RuleEngines } from "../../net/firewall-driver.js";
 import { iptablesFor, type IPFamilyNum } from "../../net/iptables.js";
 import { nftUsable } from "../../net/nftables.js";
 import { parsePrevResult } from "../../skel/conf.js";
@@ -54,7 +54,12 @@ export const iptablesUsableOnce = (req: RestoreRequest, family: IPFamilyNum = 4)
 /** Whether nftables works here, asked once per pass. */
 export const nftablesUsableOnce = (req: RestoreRequest): Promise<boolean> => req.once("nftables usable", nftUsable);
 
-/** The masquerading backend ADD used: the configured one, else iptables unless only nftables works (as setupIPMasq). */
-export async function ipMasqBackendOf(req: RestoreRequest, configured: IPMasqBackend | undefined): Promise<IPMasqBackend> {
-  return configured ?? defaultIPMasqBackend({ iptables: () => iptablesUsableOnce(req), nftables: () => nftablesUsableOnce(req) });
-}
+/** The engine probes of one pass: each asked at most once, whichever restorer asks first. */
+export const firewallProbesOnce = (req: RestoreRequest): FirewallProbes => ({
+  iptables: () => iptablesUsableOnce(req),
+  nftables: () => nftablesUsableOnce(req),
+});
+
+/** The implementation of `engines` the attachment's ADD used: the configured engine, else the default here. */
+export const firewallOnce = <R>(req: RestoreRequest, engines: RuleEngines<R>, configured: FirewallKind | undefined): Promise<R> =>
+  firewallFor(engines, configured, firewallProbesOnce(req));

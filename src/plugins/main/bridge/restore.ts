@@ -1,21 +1,21 @@
 /**
  * The bridge plugin's host firewall state, put back after a firewall reload: the attachment's masquerading
- * (`ipMasq`, with the backend its ADD used) and its MAC spoof check (`macspoofchk`), from the cached result's
+ * (`ipMasq`, with the engine its ADD used) and its MAC spoof check (`macspoofchk`), from the cached result's
  * addresses and interfaces.
  * @module
  */
 import { invalidConfig } from "../../../spec/errors.js";
 import type { Result100 } from "../../../spec/result/index.js";
-import { ipMasqMarks, restoreIPMasq, teardownIPMasq, type IPMasqTarget } from "../../../net/ipmasq.js";
+import { ipMasqRules, teardownIPMasq, type IPMasqRules, type IPMasqTarget } from "../../../net/ipmasq.js";
 import type { FirewallMark } from "../../../net/firewall-marks.js";
-import { cachedResultOf, ipMasqBackendOf, type RestoreRequest, type Restorer } from "../../common/restore.js";
+import { cachedResultOf, firewallOnce, type RestoreRequest, type Restorer } from "../../common/restore.js";
 import { ipamType } from "../../common/ipam.js";
 import { loadBridgeConf, type BridgeConf } from "./config.js";
 import { restoreSpoofCheck, spoofCheckMarks, teardownSpoofCheck } from "./spoofcheck.js";
 
 /** What the attachment's ADD set up on the host firewall. */
 interface Plan {
-  masq?: { target: IPMasqTarget; backend: "iptables" | "nftables" };
+  masq?: { target: IPMasqTarget; rules: IPMasqRules };
   spoofCheck?: { hostIface: string; mac: string; refId: string };
 }
 
@@ -36,8 +36,8 @@ async function planOf(req: RestoreRequest): Promise<Plan> {
   if (!result) return plan;
   const addresses = (result.ips ?? []).map((i) => i.address);
   if (n.ipMasq && ipamType(n.conf) && addresses.length) {
-    const backend = await ipMasqBackendOf(req, n.ipMasqBackend);
-    plan.masq = { target: { addresses, network: n.conf.name, ifName: req.ifName, containerID: req.containerID }, backend };
+    const rules = await firewallOnce(req, ipMasqRules, n.ipMasqBackend);
+    plan.masq = { target: { addresses, network: n.conf.name, ifName: req.ifName, containerID: req.containerID }, rules };
   }
   if (n.macspoofchk) plan.spoofCheck = spoofCheckOf(req, result);
   return plan;
@@ -50,14 +50,14 @@ export const restorer: Restorer = {
     // In ADD's order (the spoof check first), so tables and chains come back in their order.
     const s = plan.spoofCheck;
     if (s && (await restoreSpoofCheck(s.hostIface, s.mac, s.refId))) done.push("macspoofchk");
-    if (plan.masq && (await restoreIPMasq(plan.masq.target, plan.masq.backend))) done.push(`ipMasq (${plan.masq.backend})`);
+    if (plan.masq && (await plan.masq.rules.restore(plan.masq.target))) done.push(`ipMasq (${plan.masq.rules.name})`);
     return done;
   },
   async marks(req) {
     const plan = await planOf(req);
     const marks: FirewallMark[] = [];
     if (plan.spoofCheck) marks.push(...spoofCheckMarks(plan.spoofCheck.refId));
-    if (plan.masq) marks.push(...ipMasqMarks(plan.masq.target, plan.masq.backend));
+    if (plan.masq) marks.push(...plan.masq.rules.marks(plan.masq.target));
     return marks;
   },
   async undo(req) {

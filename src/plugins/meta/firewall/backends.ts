@@ -5,9 +5,8 @@
  * @module
  */
 import { failure } from "../../../spec/errors.js";
-import type { GCAttachment } from "../../../spec/config.js";
 import { type Firewalld, FIREWALLD_NAME } from "../../../net/firewalld.js";
-import type { FirewallMark } from "../../../net/firewall-marks.js";
+import { firewallFor, type AttachmentRules, type NetworkGarbage, type RuleEngines } from "../../../net/firewall-driver.js";
 import { ensureFirewallRules, firewallMarks, hostCidr, missingFirewallRules, removeAddressRules, type IsolationPolicy } from "./iptables.js";
 import { nftAllow, nftCollectGarbage, nftFirewallMarks, nftMissing, nftRevoke } from "./nftables.js";
 import type { Backend, FirewallConf } from "./config.js";
@@ -23,22 +22,16 @@ export interface Attachment {
   isolation?: { bridge: string; policy: IsolationPolicy };
 }
 
-export interface FirewallBackend {
-  readonly name: Backend;
-  add(a: Attachment): Promise<void>;
-  del(a: Attachment): Promise<void>;
-  /** What is missing, as readable lines; empty when everything is in place. */
-  check(a: Attachment): Promise<string[]>;
-  /** Puts back what is missing after a firewall reload; resolves whether anything was. */
-  restore(a: Attachment): Promise<boolean>;
-  /** What shows the attachment's rules are there (see net/firewall-marks); none for firewalld's sources. */
-  marks(a: Attachment): FirewallMark[];
-  /**
-   * Removes what the `stale` attachments (records of attachments not in `valid`) were given, except addresses
-   * that `claimed` says a live attachment still uses.
-   */
-  gc(network: string, valid: readonly GCAttachment[], stale: readonly AttachmentRecord[], claimed: ReadonlySet<string>): Promise<void>;
+/** What GC knows: the network's valid attachments, the records of the others, and the addresses still claimed. */
+export interface FirewallGarbage extends NetworkGarbage {
+  /** Records of attachments not in `valid`. */
+  stale: readonly AttachmentRecord[];
+  /** Addresses a live attachment's record still uses (never removed). */
+  claimed: ReadonlySet<string>;
 }
+
+/** One backend's rules for an attachment (net/firewall-driver's contract; firewalld is a third implementation). */
+export type FirewallBackend = AttachmentRules<Attachment, Attachment, FirewallGarbage, Backend>;
 
 const unclaimed = (stale: readonly AttachmentRecord[], claimed: ReadonlySet<string>) =>
   [...new Set(stale.flatMap((r) => r.addresses.map(hostCidr)))].filter((a) => !claimed.has(a));
@@ -46,10 +39,10 @@ const unclaimed = (stale: readonly AttachmentRecord[], claimed: ReadonlySet<stri
 class IptablesBackend implements FirewallBackend {
   readonly name = "iptables" as const;
   constructor(private readonly adminChain: string) {}
-  async add(a: Attachment) {
-    await ensureFirewallRules({ addresses: a.addresses, adminChain: this.adminChain, isolation: a.isolation });
+  add(a: Attachment) {
+    return ensureFirewallRules({ addresses: a.addresses, adminChain: this.adminChain, isolation: a.isolation });
   }
-  del(a: Attachment) {
+  remove(a: Attachment) {
     return removeAddressRules(a.addresses);
   }
   check(a: Attachment) {
@@ -61,17 +54,18 @@ class IptablesBackend implements FirewallBackend {
   marks(a: Attachment) {
     return firewallMarks({ addresses: a.addresses, adminChain: this.adminChain, isolation: a.isolation });
   }
-  gc(_network: string, _valid: readonly GCAttachment[], stale: readonly AttachmentRecord[], claimed: ReadonlySet<string>) {
+  collect({ stale, claimed }: FirewallGarbage) {
     return removeAddressRules(unclaimed(stale, claimed));
   }
 }
 
 class NftablesBackend implements FirewallBackend {
   readonly name = "nftables" as const;
-  add(a: Attachment) {
-    return nftAllow(a);
+  async add(a: Attachment) {
+    await nftAllow(a);
+    return true;
   }
-  del(a: Attachment) {
+  remove(a: Attachment) {
     return nftRevoke(a);
   }
   check(a: Attachment) {
@@ -85,7 +79,7 @@ class NftablesBackend implements FirewallBackend {
   marks() {
     return nftFirewallMarks();
   }
-  gc(network: string, valid: readonly GCAttachment[]) {
+  collect({ network, valid }: FirewallGarbage) {
     return nftCollectGarbage(network, valid);
   }
 }
@@ -115,8 +109,9 @@ class FirewalldBackend implements FirewallBackend {
     this.requireRunning();
     for (const address of a.addresses) await this.fw.addSource(this.zone, hostCidr(address));
     if (a.isolation) await ensureFirewallRules({ addresses: a.addresses, adminChain: this.adminChain, forward: false, isolation: a.isolation });
+    return true;
   }
-  async del(a: Attachment) {
+  async remove(a: Attachment) {
     if (!this.isRunning) return;
     for (const address of a.addresses) await this.fw.removeSource(this.zone, hostCidr(address)).catch(() => undefined);
   }
@@ -149,7 +144,7 @@ class FirewalldBackend implements FirewallBackend {
   marks(a: Attachment) {
     return a.isolation ? firewallMarks({ addresses: a.addresses, adminChain: this.adminChain, forward: false, isolation: a.isolation }) : [];
   }
-  async gc(_network: string, _valid: readonly GCAttachment[], stale: readonly AttachmentRecord[], claimed: ReadonlySet<string>) {
+  async collect({ stale, claimed }: FirewallGarbage) {
     if (!this.isRunning) return;
     for (const r of stale) {
       for (const source of unclaimed([r], claimed)) await this.fw.removeSource(r.zone ?? this.zone, source).catch(() => undefined);
@@ -157,12 +152,19 @@ class FirewalldBackend implements FirewallBackend {
   }
 }
 
-/** The configured backend, or firewalld when it runs (`isRunning`, by default asked of `fw`) and iptables otherwise. */
+/** The iptables and nftables backends of a config (the admin chain is iptables'). */
+const ruleEngines = (adminChain: string): RuleEngines<FirewallBackend> => ({
+  iptables: new IptablesBackend(adminChain),
+  nftables: new NftablesBackend(),
+});
+
+/**
+ * The configured backend, or firewalld when it runs (`isRunning`, by default asked of `fw`) and iptables
+ * otherwise (the Go plugin's default; iptables and nftables are chosen by net/firewall-driver).
+ */
 export async function selectBackend(n: FirewallConf, fw: Firewalld, isRunning = () => fw.running()): Promise<FirewallBackend> {
-  const backend = n.backend;
-  if (backend === "iptables") return new IptablesBackend(n.adminChain);
-  if (backend === "nftables") return new NftablesBackend();
+  if (n.backend === "iptables" || n.backend === "nftables") return firewallFor(ruleEngines(n.adminChain), n.backend);
   const running = await isRunning();
-  if (backend === "firewalld" || running) return new FirewalldBackend(n.zone, n.adminChain, fw, running);
-  return new IptablesBackend(n.adminChain);
+  if (n.backend === "firewalld" || running) return new FirewalldBackend(n.zone, n.adminChain, fw, running);
+  return firewallFor(ruleEngines(n.adminChain), "iptables");
 }

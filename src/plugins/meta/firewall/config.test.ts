@@ -76,8 +76,13 @@ describe("firewall config", () => {
         e instanceof CniError && /backend "firewalld": firewalld is not running/.test(e.msg) && /org\.fedoraproject\.FirewallD1/.test(e.details),
     );
     await assert.rejects(backend.check(a), /firewalld is not running/);
-    await backend.del(a);
-    await backend.gc("n", [], [{ containerID: "c", ifName: "eth0", backend: "firewalld", addresses: ["10.0.0.2/24"] }], new Set());
+    await backend.remove(a);
+    await backend.collect({
+      network: "n",
+      valid: [],
+      stale: [{ containerID: "c", ifName: "eth0", backend: "firewalld", addresses: ["10.0.0.2/24"] }],
+      claimed: new Set(),
+    });
   });
 
   test("firewalld that runs: a source per address in the zone; CHECK fails for a source that is not there", async () => {
@@ -103,12 +108,12 @@ describe("firewall config", () => {
     assert.deepEqual(await backend.check({ network: "n", containerID: "c", ifName: "eth0", addresses: ["10.0.0.2/24", "fd00::2/64"] }), [
       "fd00::2/128 is not a source of firewalld zone internal",
     ]);
-    await backend.gc(
-      "n",
-      [],
-      [{ containerID: "old", ifName: "eth0", backend: "firewalld", addresses: ["10.0.0.3/24", "10.0.0.2/24"], zone: "internal" }],
-      new Set(["10.0.0.2/32"]),
-    );
+    await backend.collect({
+      network: "n",
+      valid: [],
+      stale: [{ containerID: "old", ifName: "eth0", backend: "firewalld", addresses: ["10.0.0.3/24", "10.0.0.2/24"], zone: "internal" }],
+      claimed: new Set(["10.0.0.2/32"]),
+    });
     assert.deepEqual(
       calls.filter((c) => c[4] === "removeSource").map((c) => c.slice(6)),
       [["internal", "10.0.0.3/32"]],

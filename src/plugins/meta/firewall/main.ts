@@ -13,8 +13,7 @@ import { failure, invalidConfig, pluginNotAvailable } from "../../../spec/errors
 import type { Result100 } from "../../../spec/result/index.js";
 import { Firewalld } from "../../../net/firewalld.js";
 import { hostCidr } from "./iptables.js";
-import { iptablesFor } from "../../../net/iptables.js";
-import { nftUsable } from "../../../net/nftables.js";
+import { liveFirewallProbes } from "../../../net/firewall-driver.js";
 import type { CmdArgs, PluginModule } from "../../../skel/skel.js";
 import { selectBackend, type Attachment } from "./backends.js";
 import { FIREWALL_SCHEMA, loadFirewallConf, type FirewallConf } from "./config.js";
@@ -84,7 +83,7 @@ async function del(args: CmdArgs): Promise<void> {
   const addresses = new Map<string, string>();
   for (const address of [...(n.prevResult?.ips ?? []).map((i) => i.address), ...(record?.addresses ?? [])]) addresses.set(hostCidr(address), address);
   const backend = await selectBackend(n, new Firewalld(undefined, args.env));
-  await backend.del({ network: n.conf.name, containerID: args.containerID, ifName: args.ifName, addresses: [...addresses.values()] });
+  await backend.remove({ network: n.conf.name, containerID: args.containerID, ifName: args.ifName, addresses: [...addresses.values()] });
   removeRecord(n.dataDir, n.conf.name, args.containerID, args.ifName);
 }
 
@@ -93,7 +92,7 @@ async function status(args: CmdArgs): Promise<void> {
   const n = loadFirewallConf(args.stdinData);
   const firewalldRuns = n.backend === undefined || n.backend === "firewalld" ? await new Firewalld(undefined, args.env).running() : false;
   const backend = n.backend ?? (firewalldRuns ? "firewalld" : "iptables");
-  const usable = backend === "firewalld" ? firewalldRuns : backend === "nftables" ? await nftUsable() : await iptablesFor(4).usable();
+  const usable = backend === "firewalld" ? firewalldRuns : await liveFirewallProbes[backend]();
   if (!usable) throw pluginNotAvailable(`the firewall backend "${backend}" is not usable on this host`);
 }
 
@@ -116,7 +115,7 @@ async function gc(args: CmdArgs): Promise<void> {
     }
   }
   const backend = await selectBackend(n, new Firewalld(undefined, args.env));
-  await backend.gc(network, valid, stale, claimed);
+  await backend.collect({ network, valid, stale, claimed });
   for (const r of stale) removeRecord(n.dataDir, network, r.containerID, r.ifName);
 }
 

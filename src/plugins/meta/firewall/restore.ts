@@ -30,6 +30,6 @@ export const restorer: Restorer = {
   },
   async undo(req) {
     const { backend, attachment } = await planOf(req);
-    await backend.del(attachment);
+    await backend.remove(attachment);
   },
 };

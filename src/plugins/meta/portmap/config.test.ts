@@ -5,7 +5,6 @@ import { parseCIDR } from "../../../spec/ip.js";
 import { createResult } from "../../../spec/result/index.js";
 import {
   backendSpecificKeys,
-  chooseBackend,
   conditionsBackend,
   containerAddresses,
   DEFAULT_DATA_DIR,
@@ -13,6 +12,7 @@ import {
   loadPortMapConf,
   mappingFor,
 } from "./config.js";
+import { chooseBackend } from "./engines.js";
 
 const conf = (extra: Record<string, unknown>, mappings?: unknown) =>
   Buffer.from(

@@ -5,13 +5,14 @@
  * the key and the value.
  * @module
  */
-import { invalidConfig, invalidKey } from "../../../spec/errors.js";
+import { invalidKey } from "../../../spec/errors.js";
 import { bool, foldKey, int, list, member, ptr, string, struct, type Decoded } from "../../../spec/go-decode.js";
 import { isJsonObject, type JsonObject } from "../../../spec/json.js";
 import { NET_CONF_FIELDS, type PluginConf } from "../../../spec/config.js";
 import { parseCIDR, tryParseIP, type IPAddress, type IPCidr, type IPFamily } from "../../../spec/ip.js";
 import { toCurrentResult, type Result } from "../../../spec/result/index.js";
 import { loadPluginConf, parsePrevResult } from "../../../skel/conf.js";
+import type { AttachmentRules, NetworkGarbage } from "../../../net/firewall-driver.js";
 import { decodeConfig } from "../../common/keys.js";
 
 export const PROTOCOLS = ["tcp", "udp", "sctp"] as const;
@@ -166,27 +167,6 @@ function readPortMapConf(conf: PluginConf, raw: JsonObject): PortMapConf {
   };
 }
 
-/**
- * The backend to use: the configured one, or iptables unless iptables does not work here and nftables does
- * (`probe` is asked only then). Keys that only the other backend understands are an error.
- */
-export async function chooseBackend(
-  n: PortMapConf,
-  probe: { iptables: () => Promise<boolean>; nftables: () => Promise<boolean> },
-): Promise<PortMapBackend> {
-  let backend = n.backend;
-  if (!backend) backend = !(await probe.iptables()) && (await probe.nftables()) ? "nftables" : "iptables";
-  const other: PortMapBackend = backend === "iptables" ? "nftables" : "iptables";
-  const wrong = backendSpecificKeys(n)[other];
-  if (wrong.length) {
-    throw invalidConfig(
-      `${backend} backend was requested but configuration contains ${other}-specific options [${wrong.join(" ")}]`,
-      n.backend ? "" : `"backend" is not set and ${backend} is the default here; set "backend": "${other}" to use these options`,
-    );
-  }
-  return backend;
-}
-
 /** The container's address per family (with its prefix, as in the prevResult). */
 export interface ContainerAddresses {
   v4?: IPCidr;
@@ -226,7 +206,27 @@ export interface ForwardTarget {
   markMasqBit: number;
   externalSetMarkChain?: string;
   conditions: readonly string[];
+  /** Where the nftables backend records the container for GC (none: not recorded). */
+  dataDir?: string;
+  /** Where a backend says what it could not do that does not fail the call. */
+  warn?: (msg: string) => void;
 }
+
+/** Whose forwarding DEL removes: found by network and container alone (iptables by chain hash, nftables by ID). */
+export interface ForwardOwner {
+  network: string;
+  containerID: string;
+  dataDir: string;
+  warn?: (msg: string) => void;
+}
+
+/** What GC knows: the network, its valid attachments, and where the nftables records are. */
+export interface ForwardGarbage extends NetworkGarbage {
+  dataDir: string;
+}
+
+/** A container's port forwarding in one backend (net/firewall-driver's contract). */
+export type PortForwarding = AttachmentRules<ForwardTarget, ForwardOwner, ForwardGarbage>;
 
 export const familyOf = (t: ForwardTarget): IPFamily => t.container.ip.family;
 
@@ -241,6 +241,7 @@ export function forwardTarget(n: PortMapConf, containerID: string, container: IP
     markMasqBit: n.markMasqBit,
     externalSetMarkChain: n.externalSetMarkChain,
     conditions: container.ip.family === 4 ? n.conditionsV4 : n.conditionsV6,
+    dataDir: n.dataDir,
   };
 }
 

@@ -22,7 +22,7 @@ import { iptablesFor, type Iptables } from "../../../net/iptables.js";
 import type { SavedRule } from "../../../net/nfnetlink.js";
 import { hashWithPrefix, MAX_CHAIN_LENGTH } from "../../../net/names.js";
 import type { FirewallMark } from "../../../net/firewall-marks.js";
-import { familyOf, mappingFor, type ForwardTarget, type Protocol } from "./config.js";
+import { familyOf, mappingFor, type ForwardTarget, type PortForwarding, type Protocol } from "./config.js";
 import { failure, messageOf } from "../../../spec/errors.js";
 
 export const TOP_DNAT_CHAIN = "CNI-HOSTPORT-DNAT";
@@ -367,18 +367,20 @@ export async function forwardIptables(t: ForwardTarget): Promise<boolean> {
  * CHECK for one family: the container's chain exists, and every rule an ADD would make (including the shared
  * chains' rules and jumps) is there.
  */
-export async function checkIptables(t: ForwardTarget): Promise<void> {
+export async function checkIptables(t: ForwardTarget): Promise<string[]> {
   const family = familyOf(t);
   const { ipt, nat } = await openNat(family);
   const command = ipt.command;
   const name = dnatChainName(t.network, t.containerID);
-  if (!nat.chains.has(name)) throw failure(`chain ${name} not found in ${command} table ${TABLE}`);
+  // The first thing missing only: each further rule may cost a tool's run.
+  if (!nat.chains.has(name)) return [`chain ${name} not found in ${command} table ${TABLE}`];
   for (const c of forwardChains(t)) {
-    if (!nat.chains.has(c.name)) throw failure(`chain ${c.name} not found in ${command} table ${TABLE}`);
+    if (!nat.chains.has(c.name)) return [`chain ${c.name} not found in ${command} table ${TABLE}`];
     for (const r of [...c.rules, ...c.entries]) {
-      if (!(await ruleExists(ipt, nat, r))) throw failure(`rule "${r.args.join(" ")}" not found in chain ${r.chain} of ${command} table ${TABLE}`);
+      if (!(await ruleExists(ipt, nat, r))) return [`rule "${r.args.join(" ")}" not found in chain ${r.chain} of ${command} table ${TABLE}`];
     }
   }
+  return [];
 }
 
 /** The restore lines that remove chains and every rule jumping to them. */
@@ -478,5 +480,17 @@ export function forwardingMarks(t: ForwardTarget): FirewallMark[] {
   });
 }
 
-/** Whether iptables works here (for choosing the default backend). */
-export const iptablesUsable = (): Promise<boolean> => iptablesFor(4).usable();
+/** Port forwarding in iptables, Go's chains and rules. */
+export const iptablesForwarding: PortForwarding = {
+  name: "iptables",
+  add: forwardIptables,
+  check: checkIptables,
+  restore: forwardIptables,
+  marks: forwardingMarks,
+  remove: (o) => unforwardIptables(o.network, o.containerID),
+  collect: (g) =>
+    gcIptables(
+      g.network,
+      g.valid.map((a) => a.containerID),
+    ),
+};

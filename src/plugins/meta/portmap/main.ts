@@ -11,7 +11,7 @@
  * before anything changes, and a failed ADD removes what it made.
  * @module
  */
-import { invalidConfig, messageOf, pluginNotAvailable, wrap } from "../../../spec/errors.js";
+import { failure, invalidConfig, messageOf, pluginNotAvailable, wrap } from "../../../spec/errors.js";
 import type { IPCidr, IPFamily } from "../../../spec/ip.js";
 import type { Result } from "../../../spec/result/index.js";
 import { deleteFlowsToPort } from "../../../net/conntrack.js";
@@ -19,36 +19,33 @@ import { NetNS } from "../../../net/netns.js";
 import { ip } from "../../../net/links.js";
 import { sysctlPath, writeSysctl } from "../../../net/sysctl.js";
 import type { CmdArgs, PluginModule } from "../../../skel/skel.js";
+import { liveFirewallProbes } from "../../../net/firewall-driver.js";
 import {
-  chooseBackend,
   forwardTargets,
   loadPortMapConf,
   NOT_CHAINED,
   PORTMAP_SCHEMA,
   prevResultOf,
   type ForwardTarget,
-  type PortMapBackend,
   type PortMapConf,
   type PortMapping,
 } from "./config.js";
-import { checkIptables, forwardIptables, gcIptables, iptablesUsable, unforwardIptables } from "./iptables.js";
-import { checkNftables, forwardNftables, nftablesUsable, unforwardNftables } from "./nftables.js";
-import { forgetForwarding, recordedContainers, recordForwarding } from "./records.js";
-
-const PROBES = { iptables: iptablesUsable, nftables: nftablesUsable };
+import { portForwardingFor } from "./engines.js";
 
 /** A warning on this call's stderr. */
 const warn = (args: CmdArgs, msg: string) => args.stderr.write(`portmap: ${msg}\n`);
 
 /** One forwarding target per family the container has an address in. */
-const targetsOf = (n: PortMapConf, args: CmdArgs, prev: Result): ForwardTarget[] => forwardTargets(n, args.containerID, args.ifName, prev);
+const targetsOf = (n: PortMapConf, args: CmdArgs, prev: Result): ForwardTarget[] =>
+  forwardTargets(n, args.containerID, args.ifName, prev).map((t) => ({ ...t, warn: (m: string) => warn(args, m) }));
 
-/** Removes a container's forwarding with a backend (no addresses needed: iptables by chain hash, nftables by ID). */
-async function unforward(backend: PortMapBackend, n: PortMapConf, args: CmdArgs): Promise<void> {
-  if (backend === "iptables") return unforwardIptables(n.conf.name, args.containerID);
-  await unforwardNftables([args.containerID]);
-  await forgetForwarding(n.dataDir, n.conf.name, args.containerID).catch((e: Error) => warn(args, `cannot remove the GC record: ${e.message}`));
-}
+/** Whose forwarding DEL removes. */
+const ownerOf = (n: PortMapConf, args: CmdArgs) => ({
+  network: n.conf.name,
+  containerID: args.containerID,
+  dataDir: n.dataDir,
+  warn: (m: string) => warn(args, m),
+});
 
 /**
  * Lets 127.0.0.0/8 sources cross to the container: `route_localnet=1` on the host interface that routes to
@@ -86,23 +83,16 @@ async function add(args: CmdArgs): Promise<Result> {
   const prev = prevResultOf(n);
   if (!prev) throw invalidConfig(NOT_CHAINED);
   if (n.mappings.length === 0) return prev;
-  const backend = await chooseBackend(n, PROBES);
+  const forwarding = await portForwardingFor(n);
   const targets = targetsOf(n, args, prev);
   if (targets.length === 0) return prev;
 
   try {
-    // Recorded first, so that a crash part-way leaves nothing GC cannot find. Without the record only GC
-    // misses this container, so a failure to write it does not fail the ADD.
-    if (backend === "nftables") {
-      await recordForwarding(n.dataDir, n.conf.name, args.containerID).catch((e: Error) =>
-        warn(args, `cannot record the forwarding for GC: ${e.message}`),
-      );
-    }
-    for (const t of targets) await (backend === "iptables" ? forwardIptables(t) : forwardNftables(t));
+    for (const t of targets) await forwarding.add(t);
     const v4 = targets.find((t) => t.container.ip.family === 4);
     if (n.snat && v4) await enableLocalnetRouting(v4.container);
   } catch (e) {
-    await unforward(backend, n, args).catch((u: Error) => warn(args, `cleaning up after a failed ADD: ${u.message}`));
+    await forwarding.remove(ownerOf(n, args)).catch((u: Error) => warn(args, `cleaning up after a failed ADD: ${u.message}`));
     throw e;
   }
   await forgetUdpFlows(
@@ -117,8 +107,7 @@ async function add(args: CmdArgs): Promise<Result> {
 async function del(args: CmdArgs): Promise<void> {
   const n = loadPortMapConf(args.stdinData, { forDel: true });
   if (n.mappings.length === 0) return;
-  const backend = await chooseBackend(n, PROBES);
-  await unforward(backend, n, args);
+  await (await portForwardingFor(n)).remove(ownerOf(n, args));
   await forgetUdpFlows(args, n.mappings, [4, 6]);
 }
 
@@ -127,8 +116,11 @@ async function check(args: CmdArgs): Promise<void> {
   const prev = prevResultOf(n);
   if (!prev) throw invalidConfig("Required prevResult missing");
   if (n.mappings.length === 0) return;
-  const backend = await chooseBackend(n, PROBES);
-  for (const t of targetsOf(n, args, prev)) await (backend === "iptables" ? checkIptables(t) : checkNftables(t));
+  const forwarding = await portForwardingFor(n);
+  for (const t of targetsOf(n, args, prev)) {
+    const problems = await forwarding.check(t);
+    if (problems.length) throw failure(problems[0]!);
+  }
 }
 
 /**
@@ -139,20 +131,15 @@ async function check(args: CmdArgs): Promise<void> {
 async function gc(args: CmdArgs): Promise<void> {
   const n = loadPortMapConf(args.stdinData);
   if (!n.conf.validAttachments) return;
-  const valid = new Set(n.conf.validAttachments.map((a) => a.containerID));
-  const backend = await chooseBackend(n, PROBES);
-  if (backend === "iptables") return gcIptables(n.conf.name, valid);
-  const stale = (await recordedContainers(n.dataDir, n.conf.name)).filter((id) => !valid.has(id));
-  await unforwardNftables(stale);
-  for (const id of stale) await forgetForwarding(n.dataDir, n.conf.name, id);
+  await (await portForwardingFor(n)).collect({ network: n.conf.name, valid: n.conf.validAttachments, dataDir: n.dataDir });
 }
 
 /** STATUS: ready when the backend works here. */
 async function status(args: CmdArgs): Promise<void> {
   const n = loadPortMapConf(args.stdinData);
-  const backend = await chooseBackend(n, PROBES);
-  if (!(await PROBES[backend]())) {
-    throw pluginNotAvailable(`portmap: the ${backend} backend does not work here`);
+  const { name } = await portForwardingFor(n);
+  if (!(await liveFirewallProbes[name]())) {
+    throw pluginNotAvailable(`portmap: the ${name} backend does not work here`);
   }
 }
 

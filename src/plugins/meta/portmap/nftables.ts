@@ -8,10 +8,10 @@
  */
 import type { IPFamily } from "../../../spec/ip.js";
 import { NetOpError } from "../../../net/errors.js";
-import { nftListTable, nftQuote, nftRun, nftUsable, type NftListing, type NftRule } from "../../../net/nftables.js";
+import { nftListTable, nftQuote, nftRun, type NftListing, type NftRule } from "../../../net/nftables.js";
 import type { FirewallMark } from "../../../net/firewall-marks.js";
-import { familyOf, mappingFor, type ForwardTarget } from "./config.js";
-import { failure } from "../../../spec/errors.js";
+import { familyOf, mappingFor, type ForwardTarget, type PortForwarding } from "./config.js";
+import { forgetForwarding, recordedContainers, recordForwarding } from "./records.js";
 
 export const NFT_TABLE = "cni_hostport";
 export const HOSTPORTS_CHAIN = "hostports";
@@ -142,9 +142,8 @@ function missingNftables(t: ForwardTarget, listing: NftListing): string[] {
 }
 
 /** CHECK for one family: the entry chains and at least as many of the container's rules as an ADD makes. */
-export async function checkNftables(t: ForwardTarget): Promise<void> {
-  const problems = missingNftables(t, await nftListTable(nftFamily(familyOf(t)), NFT_TABLE));
-  if (problems.length) throw failure(problems[0]!);
+export async function checkNftables(t: ForwardTarget): Promise<string[]> {
+  return missingNftables(t, await nftListTable(nftFamily(familyOf(t)), NFT_TABLE));
 }
 
 /** Whether an error says the nft tool is not installed. */
@@ -180,5 +179,30 @@ export async function unforwardNftables(containerIDs: readonly string[]): Promis
   }
 }
 
-/** Whether nftables works here (for choosing the default backend). */
-export const nftablesUsable = (): Promise<boolean> => nftUsable();
+/**
+ * Port forwarding in nftables, Go's table and rules. The rules carry only the container ID, so a container is
+ * recorded (records.ts) before its rules are added, for GC to tell networks apart; a record that cannot be
+ * written or removed is a warning, never a failed call.
+ */
+export const nftablesForwarding: PortForwarding = {
+  name: "nftables",
+  async add(t) {
+    if (t.dataDir)
+      await recordForwarding(t.dataDir, t.network, t.containerID).catch((e: Error) => t.warn?.(`cannot record the forwarding for GC: ${e.message}`));
+    await forwardNftables(t);
+    return true;
+  },
+  check: checkNftables,
+  restore: restoreNftables,
+  marks: forwardingMarks,
+  async remove(o) {
+    await unforwardNftables([o.containerID]);
+    await forgetForwarding(o.dataDir, o.network, o.containerID).catch((e: Error) => o.warn?.(`cannot remove the GC record: ${e.message}`));
+  },
+  async collect(g) {
+    const valid = new Set(g.valid.map((a) => a.containerID));
+    const stale = (await recordedContainers(g.dataDir, g.network)).filter((id) => !valid.has(id));
+    await unforwardNftables(stale);
+    for (const id of stale) await forgetForwarding(g.dataDir, g.network, id);
+  },
+};

@@ -4,17 +4,20 @@
  * backend its ADD used, from the cached capability arguments and result.
  * @module
  */
-import { iptablesUsableOnce, nftablesUsableOnce, type RestoreRequest, type Restorer } from "../../common/restore.js";
-import { chooseBackend, forwardTargets, loadPortMapConf, prevResultOf, type ForwardTarget, type PortMapBackend } from "./config.js";
-import { forwardIptables, forwardingMarks as iptablesMarks, unforwardIptables } from "./iptables.js";
-import { forwardingMarks as nftablesMarks, restoreNftables, unforwardNftables } from "./nftables.js";
+import { firewallProbesOnce, type RestoreRequest, type Restorer } from "../../common/restore.js";
+import { forwardTargets, loadPortMapConf, prevResultOf, type ForwardTarget, type PortForwarding } from "./config.js";
+import { portForwardingFor } from "./engines.js";
 
-async function planOf(req: RestoreRequest): Promise<{ backend: PortMapBackend; network: string; targets: ForwardTarget[] } | undefined> {
+async function planOf(
+  req: RestoreRequest,
+): Promise<{ forwarding: PortForwarding; network: string; dataDir: string; targets: ForwardTarget[] } | undefined> {
   const n = loadPortMapConf(req.stdin);
   const prev = prevResultOf(n);
   if (!prev || n.mappings.length === 0) return undefined;
-  const backend = await chooseBackend(n, { iptables: () => iptablesUsableOnce(req), nftables: () => nftablesUsableOnce(req) });
-  return { backend, network: n.conf.name, targets: forwardTargets(n, req.containerID, req.ifName, prev) };
+  const forwarding = await portForwardingFor(n, firewallProbesOnce(req));
+  // (No GC record: that is ADD's to write and DEL's to forget.)
+  const targets = forwardTargets(n, req.containerID, req.ifName, prev).map((t) => ({ ...t, dataDir: undefined }));
+  return { forwarding, network: n.conf.name, dataDir: n.dataDir, targets };
 }
 
 export const restorer: Restorer = {
@@ -22,20 +25,18 @@ export const restorer: Restorer = {
     const plan = await planOf(req);
     const done: string[] = [];
     for (const t of plan?.targets ?? []) {
-      const restored = plan!.backend === "iptables" ? await forwardIptables(t) : await restoreNftables(t);
-      if (restored) done.push(`${plan!.backend} IPv${t.container.ip.family}`);
+      if (await plan!.forwarding.restore(t)) done.push(`${plan!.forwarding.name} IPv${t.container.ip.family}`);
     }
     return done;
   },
   async marks(req) {
     const plan = await planOf(req);
-    return (plan?.targets ?? []).flatMap((t) => (plan!.backend === "iptables" ? iptablesMarks(t) : nftablesMarks(t)));
+    return (plan?.targets ?? []).flatMap((t) => plan!.forwarding.marks(t));
   },
   async undo(req) {
     const plan = await planOf(req);
     if (!plan) return;
-    // (The GC record is DEL's to forget; the restore wrote none.)
-    if (plan.backend === "iptables") await unforwardIptables(plan.network, req.containerID);
-    else await unforwardNftables([req.containerID]);
+    // As DEL: the attachment is gone (its DEL has forgotten the GC record, or will find nothing to forget).
+    await plan.forwarding.remove({ network: plan.network, containerID: req.containerID, dataDir: plan.dataDir });
   },
 };
