@@ -3,7 +3,8 @@
  * folder or from folders of a lower rank: spec and sys (pure data; system calls) -> invoke, skel -> net, libcni
  * -> plugins, runtime -> cnitool, demo -> programs (the catalog) -> resident (the server) -> cli (the entry). No product module imports test code
  * (src/testing, src/integration, *.test.ts), and no product modules import each other in a circle (type-only
- * imports count too: a circle of types is a circle of concepts). A new folder must be given a rank here.
+ * imports count too: a circle of types is a circle of concepts). A new folder must be given a rank here. Plugins
+ * never run tools themselves (FORBIDDEN).
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
@@ -30,6 +31,15 @@ const LAYERS: Record<string, number> = {
   cli: 7,
 };
 const TEST_FOLDERS = new Set(["testing", "integration"]);
+
+/**
+ * Modules a folder may not import although their rank allows it: plugins reach the kernel through net/ (which
+ * knows netlink, and the tools where netlink is not there) and start processes through sys/daemon, never by
+ * running tools themselves.
+ */
+const FORBIDDEN: Record<string, { module: string; why: string }[]> = {
+  plugins: [{ module: "sys/exec.ts", why: "plugins reach the kernel through net/ and start daemons through sys/daemon" }],
+};
 
 const isTest = (rel: string) => rel.endsWith(".test.ts") || TEST_FOLDERS.has(rel.split("/")[0]!);
 
@@ -70,6 +80,8 @@ function layerViolations(files: readonly string[], read = (file: string) => read
         continue;
       }
       const to = folderOf(trel);
+      const forbidden = FORBIDDEN[from]?.find((f) => f.module === trel);
+      if (forbidden) problems.push(`${rel} imports ${trel}: ${forbidden.why}`);
       if (to === from) continue;
       if ((LAYERS[to] ?? Infinity) >= (LAYERS[from] ?? -Infinity))
         problems.push(`${rel} imports ${trel}: ${from} (rank ${LAYERS[from]}) may not depend on ${to} (rank ${LAYERS[to]})`);
@@ -106,6 +118,7 @@ test("the check itself catches an upward import, an import of test code and a ci
       ["spec/a.ts", 'import { x } from "../net/b.js";'],
       ["net/b.ts", 'import { y } from "./c.js";'],
       ["net/c.ts", 'import type { z } from "./b.js";\nconst h = await import("../testing/harness.js");'],
+      ["plugins/d.ts", 'import { runTool } from "../sys/exec.js";'],
     ].map(([f, text]) => [path.join(SRC, f!), text!]),
   );
   assert.deepEqual(
@@ -113,6 +126,7 @@ test("the check itself catches an upward import, an import of test code and a ci
     [
       "spec/a.ts imports net/b.ts: spec (rank 0) may not depend on net (rank 2)",
       "net/c.ts imports test code testing/harness.ts",
+      "plugins/d.ts imports sys/exec.ts: plugins reach the kernel through net/ and start daemons through sys/daemon",
       "import circle: net/b.ts -> net/c.ts -> net/b.ts",
     ],
   );

@@ -60,6 +60,20 @@ export async function nftListRules(family: string, table: string, chain: string)
 /** The chains and rules of a table; empty when the table does not exist. */
 export const nftListTable = (family: string, table: string): Promise<NftListing> => nftList(["table", family, table]);
 
+/** The elements of a set (`"br0"`, or `"br0 . br0"` for a concatenation); empty when the set does not exist. */
+export async function nftSetElements(family: string, table: string, name: string): Promise<string[]> {
+  let stdout: string;
+  try {
+    ({ stdout } = await runTool("nft", ["-j", "list", "set", family, table, name], `list nft set ${name}`));
+  } catch (e) {
+    if (e instanceof NetOpError && /no such file|does not exist/i.test(e.reason)) return [];
+    throw e;
+  }
+  const doc = JSON.parse(stdout) as { nftables?: Array<{ set?: { elem?: unknown[] } }> };
+  const elems = doc.nftables?.find((i) => i.set)?.set?.elem ?? [];
+  return elems.map((e) => (typeof e === "object" && e && "concat" in e ? (e as { concat: string[] }).concat.join(" . ") : String(e)));
+}
+
 /** Whether nft works here. */
 export async function nftUsable(): Promise<boolean> {
   try {

@@ -1,12 +1,12 @@
 /**
  * Linux bridges in the host namespace: creating one (an existing bridge is used as it is), its gateway
- * addresses, VLANs on its ports (needs CONFIG_BRIDGE_VLAN_FILTERING) and waiting for a port to forward.
+ * addresses (VLANs on its ports: net/bridge-vlans) and waiting for a port to forward.
  * @module
  */
 import { setTimeout as sleep } from "node:timers/promises";
 import { failure } from "../../../spec/errors.js";
 import { cidrContains, networkOf, parseCIDR } from "../../../spec/ip.js";
-import { NetOpError, runTool } from "../../../sys/exec.js";
+import { NetOpError } from "../../../net/errors.js";
 import { ip } from "../../../net/links.js";
 import { randomMac } from "../../../net/names.js";
 import { NetNS } from "../../../net/netns.js";
@@ -147,45 +147,4 @@ export async function waitPortUp(port: string, others: readonly string[] = []): 
     if (links[0]!.operstate === "UP") return links;
   }
   throw failure(`bridge port in error state: ${links[0]?.operstate ?? "unknown"}`, `${port} did not come up`);
-}
-
-/** VLAN membership of a bridge port: an untagged native VLAN (PVID) and tagged ones. */
-export interface PortVlans {
-  /** Native VLAN: PVID and untagged; 0 for none. */
-  pvid: number;
-  tagged: readonly number[];
-  /** Keep the VLANs the port already has (the bridge's default PVID 1) instead of removing them first. */
-  preserveExisting: boolean;
-}
-
-/** A VLAN entry as `bridge -json vlan show` lists it (a single VID or a range). */
-export interface VlanEntry {
-  vlan: number;
-  vlanEnd?: number;
-}
-
-/**
- * The `bridge vlan` commands that give `port` exactly the VLANs `v` asks for, given the entries it has now
- * (pure, so the logic is tested even on kernels without VLAN filtering).
- */
-export function portVlanCommands(port: string, v: PortVlans, existing: readonly VlanEntry[]): string[][] {
-  const commands: string[][] = [];
-  if (!v.preserveExisting) {
-    for (const e of existing) commands.push(["del", "dev", port, "vid", e.vlanEnd ? `${e.vlan}-${e.vlanEnd}` : String(e.vlan), "master"]);
-  }
-  if (v.pvid) commands.push(["add", "dev", port, "vid", String(v.pvid), "pvid", "untagged", "master"]);
-  for (const id of v.tagged) commands.push(["add", "dev", port, "vid", String(id), "master"]);
-  return commands;
-}
-
-/** Sets a port's VLANs (`bridge vlan`); fails on a kernel without bridge VLAN filtering. */
-export async function setPortVlans(port: string, v: PortVlans): Promise<void> {
-  let existing: VlanEntry[] = [];
-  if (!v.preserveExisting) {
-    const { stdout } = await runTool("bridge", ["-json", "vlan", "show", "dev", port], `read VLANs of ${port}`).catch(() => ({ stdout: "[]" }));
-    existing = (JSON.parse(stdout.trim() || "[]") as Array<{ vlans?: VlanEntry[] }>).flatMap((e) => e.vlans ?? []);
-  }
-  for (const command of portVlanCommands(port, v, existing)) {
-    await runTool("bridge", ["vlan", ...command], `configure VLANs of ${port} (bridge vlan ${command.join(" ")})`);
-  }
 }

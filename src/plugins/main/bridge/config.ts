@@ -9,7 +9,7 @@ import { NET_CONF_FIELDS, type PluginConf } from "../../../spec/config.js";
 import { loadPluginConf } from "../../../skel/conf.js";
 import { chooseMac, cniArgsMac, decodeConfig, interfaceMtu, ipMasqBackend, linkName } from "../../common/keys.js";
 import type { IPMasqBackend } from "../../../net/ipmasq.js";
-import type { PortVlans } from "./bridge-link.js";
+import type { PortVlans } from "../../../net/bridge-vlans.js";
 
 export interface BridgeConf {
   conf: PluginConf;

@@ -8,7 +8,7 @@
  */
 import { readFileSync } from "node:fs";
 import * as path from "../../../sys/posix-path.js";
-import { runTool } from "../../../sys/exec.js";
+import { startDaemon } from "../../../sys/daemon.js";
 import { findTool, toolSearchPath } from "../../../sys/tool-path.js";
 import { cniError, ErrorCode, failure, wrap } from "../../../spec/errors.js";
 
@@ -103,7 +103,7 @@ export function runningDnsmasq(files: NetworkFiles): number | undefined {
 /** Starts the network's dnsmasq; it has detached and written its pidfile when this resolves. */
 export async function startDnsmasq(binary: string, files: NetworkFiles): Promise<void> {
   try {
-    await runTool(binary, ["-u", "root", `--conf-file=${files.conf}`], `start dnsmasq with ${files.conf}`);
+    await startDaemon(binary, ["-u", "root", `--conf-file=${files.conf}`], `start dnsmasq with ${files.conf}`);
   } catch (e) {
     throw wrap("dnsname error: dnsmasq failed", e);
   }

@@ -37,8 +37,8 @@
  */
 import { parseCIDR } from "../../../spec/ip.js";
 import type { GCAttachment } from "../../../spec/config.js";
-import { NetOpError, runTool } from "../../../sys/exec.js";
-import { nftListTable, nftQuote, nftRun, type NftRule } from "../../../net/nftables.js";
+import { NetOpError } from "../../../net/errors.js";
+import { nftListTable, nftQuote, nftRun, nftSetElements, type NftRule } from "../../../net/nftables.js";
 import { nftAttachmentComment, nftAttachmentHash, nftNetworkHash } from "../../../net/names.js";
 import type { FirewallMark } from "../../../net/firewall-marks.js";
 
@@ -148,19 +148,8 @@ export async function nftCollectGarbage(network: string, valid: readonly GCAttac
 export const nftFirewallMarks = (): FirewallMark[] =>
   ["forward", CONTAINERS].map((chain) => ({ kind: "nftables", family: "inet", table: NFT_FIREWALL_TABLE, chain }));
 
-/** The elements of a set (`"br0"` or `"br0 . br0"`); empty when the set does not exist. */
-async function setElements(name: string): Promise<string[]> {
-  let stdout: string;
-  try {
-    ({ stdout } = await runTool("nft", ["-j", "list", "set", "inet", NFT_FIREWALL_TABLE, name], `list nft set ${name}`));
-  } catch (e) {
-    if (e instanceof NetOpError && /no such file|does not exist/i.test(e.reason)) return [];
-    throw e;
-  }
-  const doc = JSON.parse(stdout) as { nftables?: Array<{ set?: { elem?: unknown[] } }> };
-  const elems = doc.nftables?.find((i) => i.set)?.set?.elem ?? [];
-  return elems.map((e) => (typeof e === "object" && e && "concat" in e ? (e as { concat: string[] }).concat.join(" . ") : String(e)));
-}
+/** The elements of a set of the firewall's table. */
+const setElements = (name: string): Promise<string[]> => nftSetElements("inet", NFT_FIREWALL_TABLE, name);
 
 /** What is missing of an attachment's rules (and its bridge's ingress policy), as readable lines. */
 export async function nftMissing(t: NftAttachment): Promise<string[]> {
