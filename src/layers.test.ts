@@ -1,7 +1,8 @@
 /**
  * The layers point one way. Each folder under src/ has a rank, and product code imports only from its own
- * folder or from folders of a lower rank: spec and sys (pure data; system calls) -> invoke, skel -> net, libcni
- * -> plugins, runtime -> cnitool, demo -> programs (the catalog) -> resident (the server) -> cli (the entry). No product module imports test code
+ * folder or from folders of a lower rank: ip, go-json and sys (addresses; Go's JSON; system calls) -> spec (the
+ * spec as pure data) -> invoke, skel -> net, libcni -> plugins, runtime -> conformance -> cnitool, demo ->
+ * programs (the catalog) -> resident (the server) -> cli (the entry). No product module imports test code
  * (src/testing, src/integration, *.test.ts), and no product modules import each other in a circle (type-only
  * imports count too: a circle of types is a circle of concepts). A new folder must be given a rank here. Plugins
  * never run tools themselves (FORBIDDEN).
@@ -16,19 +17,22 @@ const SRC = path.join(ROOT, "src");
 
 /** Folder ranks: an import must go to the same folder or one of a lower rank. */
 const LAYERS: Record<string, number> = {
-  spec: 0,
+  ip: 0,
+  "go-json": 0,
   sys: 0,
-  invoke: 1,
-  skel: 1,
-  net: 2,
-  libcni: 2,
-  plugins: 3,
-  runtime: 3,
-  cnitool: 4,
-  demo: 4,
-  programs: 5,
-  resident: 6,
-  cli: 7,
+  spec: 1,
+  invoke: 2,
+  skel: 2,
+  net: 3,
+  libcni: 3,
+  plugins: 4,
+  runtime: 4,
+  conformance: 5,
+  cnitool: 6,
+  demo: 6,
+  programs: 7,
+  resident: 8,
+  cli: 9,
 };
 const TEST_FOLDERS = new Set(["testing", "integration"]);
 
@@ -124,7 +128,7 @@ test("the check itself catches an upward import, an import of test code and a ci
   assert.deepEqual(
     layerViolations([...fake.keys()], (f) => fake.get(f)!),
     [
-      "spec/a.ts imports net/b.ts: spec (rank 0) may not depend on net (rank 2)",
+      "spec/a.ts imports net/b.ts: spec (rank 1) may not depend on net (rank 3)",
       "net/c.ts imports test code testing/harness.ts",
       "plugins/d.ts imports sys/exec.ts: plugins reach the kernel through net/ and start daemons through sys/daemon",
       "import circle: net/b.ts -> net/c.ts -> net/b.ts",

@@ -12,7 +12,7 @@
 import { createHash } from "node:crypto";
 import path from "node:path";
 import { Command, CommanderError, InvalidArgumentError } from "commander";
-import { goQuote, isJsonObject, jsonKindName, parseJson } from "../spec/json.js";
+import { goQuote, isJsonObject, jsonKindName, parseJson } from "../go-json/json.js";
 import { marshalResult } from "../spec/result/index.js";
 import { splitPathList } from "../invoke/find.js";
 import { CNIConfig, type RuntimeConf } from "../libcni/api.js";
@@ -25,7 +25,7 @@ import { addPodCommands } from "./pod.js";
 import { addAdminCommands } from "../plugins/ipam/cluster-ipam/admin.js";
 import { addReloadCommand } from "./reload.js";
 import { nodeGcCommand, type NodeGcFlags } from "./node-gc.js";
-import { addConformanceCommand } from "./conformance/command.js";
+import { addConformanceCommand } from "../conformance/command.js";
 import { messageOf } from "../spec/errors.js";
 
 export const DEFAULT_NETCONFPATH = "/etc/cni/net.d";

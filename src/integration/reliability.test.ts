@@ -28,7 +28,7 @@ import { linkKindMissing } from "../testing/kernel.js";
 import { DEFAULT_DATA_DIR as HOST_LOCAL_DEFAULT_DIR } from "../plugins/ipam/host-local/config.js";
 import { DEFAULT_DATA_DIR as FIREWALL_DEFAULT_DIR } from "../plugins/meta/firewall/config.js";
 import { baseDir as dnsnameBaseDir } from "../plugins/meta/dnsname/state.js";
-import type { JsonValue } from "../spec/json.js";
+import type { JsonValue } from "../go-json/json.js";
 
 const skip = skipReason();
 /** Generated cases per plugin through the binaries (the in-process tests run 500 each). */

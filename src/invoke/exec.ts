@@ -4,7 +4,7 @@
  * @module
  */
 import { CniError, cniError, ErrorCode, messageOf } from "../spec/errors.js";
-import { isJsonObject, parseJson } from "../spec/json.js";
+import { isJsonObject, parseJson } from "../go-json/json.js";
 import type { TraceContext } from "../spec/trace-context.js";
 import type { Env } from "./args.js";
 

@@ -6,7 +6,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { Writable } from "node:stream";
 import { CniError } from "../spec/errors.js";
-import { marshalJson, parseJson } from "../spec/json.js";
+import { marshalJson, parseJson } from "../go-json/json.js";
 import { marshalResult, toCurrentResult, type Result100 } from "../spec/result/index.js";
 import { delegateEnv, invokeEnv, type Env } from "./args.js";
 import { pluginFailure, RawExec, type PluginExec, UnknownOutcomeError } from "./exec.js";

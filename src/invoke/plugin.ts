@@ -4,7 +4,7 @@
  * @module
  */
 
-import { isJsonObject, marshalJson, parseJson } from "../spec/json.js";
+import { isJsonObject, marshalJson, parseJson } from "../go-json/json.js";
 import { withTraceContext } from "../spec/trace-context.js";
 import { createResult, type Result } from "../spec/result/index.js";
 import { CURRENT_VERSION, decodeConfigVersion, decodeVersionInfo, VersionInfo } from "../spec/version.js";

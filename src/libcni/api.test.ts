@@ -6,7 +6,7 @@ import path from "node:path";
 import { Writable } from "node:stream";
 import { parseConfList, parsePluginConfig, type NetworkConfigList, type PluginConfig } from "../spec/config.js";
 import { CniError, unwrapCniError, WrappedError } from "../spec/errors.js";
-import { marshalJson } from "../spec/json.js";
+import { marshalJson } from "../go-json/json.js";
 import { marshalResult, toCurrentResult, type Result020 } from "../spec/result/index.js";
 import { RawExec } from "../invoke/exec.js";
 import { readCommandLog, readDebug, stdinOf, writeDebug, type NoopCmdArgs, type NoopDebug } from "../testing/plugins/noop-debug.js";

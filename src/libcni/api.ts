@@ -14,7 +14,7 @@ import { RawExec, type ExecOptions, type PluginExec } from "../invoke/exec.js";
 import { findInPath } from "../invoke/find.js";
 import { execPluginWithoutResult, execPluginWithResult, getVersionInfo } from "../invoke/plugin.js";
 import type { VersionInfo } from "../spec/version.js";
-import type { JsonObject } from "../spec/json.js";
+import type { JsonObject } from "../go-json/json.js";
 import {
   DEFAULT_CACHE_DIR,
   deleteCacheEntry,

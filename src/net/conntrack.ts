@@ -6,7 +6,7 @@
  * @module
  */
 import { kindOfErrno, NetOpError, runTool } from "../sys/exec.js";
-import type { IPFamily } from "../spec/ip.js";
+import type { IPFamily } from "../ip/ip.js";
 import { netfilterSocket } from "./nfnetlink.js";
 import { concatBytes } from "../sys/bytes.js";
 import { errnoText, nlAttr, NLM_F_ACK, NLM_F_DUMP, parseAttrs } from "./rtnetlink.js";

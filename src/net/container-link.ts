@@ -8,7 +8,7 @@
  * @module
  */
 import { type CniError, failure } from "../spec/errors.js";
-import { parseCIDR } from "../spec/ip.js";
+import { parseCIDR } from "../ip/ip.js";
 import { NetOpError } from "../sys/exec.js";
 import { ip } from "./links.js";
 import type { NetNS } from "./netns.js";

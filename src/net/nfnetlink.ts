@@ -26,7 +26,7 @@ import {
   type RtnetlinkSocket,
 } from "./rtnetlink.js";
 import { saveQuote } from "./iptables-save.js";
-import { formatIPv6, tryParseCIDR, tryParseIP } from "../spec/ip.js";
+import { formatIPv6, tryParseCIDR, tryParseIP } from "../ip/ip.js";
 
 /** nf_tables families (NFPROTO_*). */
 export const NFPROTO_INET = 1;

@@ -5,7 +5,7 @@
  * tables) and vrf (moving routes into a VRF's table).
  * @module
  */
-import { parseCIDR } from "../spec/ip.js";
+import { parseCIDR } from "../ip/ip.js";
 import { NetOpError } from "../sys/exec.js";
 import type { NetNS } from "./netns.js";
 

@@ -1,5 +1,5 @@
 /**
- * Every plugin in the registry reads its config through the Go decoding layer (spec/go-decode.ts): its
+ * Every plugin in the registry reads its config through the Go decoding layer (go-json/go-decode.ts): its
  * PluginDefinition names the schema its Go counterpart decodes, and a config whose struct keys are respelled —
  * as Go field names (what containerd's go-cni sends: `HostPort`, `IngressRate`), all upper case, all lower case —
  * parses to exactly the config the original spelling gives, as the Go plugin reads them alike. The samples must
@@ -10,8 +10,8 @@ import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { PLUGINS } from "./registry.js";
 import type { PluginDefinition } from "../skel/skel.js";
-import { foldKey, type GoType } from "../spec/go-decode.js";
-import { isJsonObject, type JsonValue } from "../spec/json.js";
+import { foldKey, type GoType } from "../go-json/go-decode.js";
+import { isJsonObject, type JsonValue } from "../go-json/json.js";
 import { COMMON, SAMPLES } from "../testing/plugin-samples.js";
 
 const STYLES: Record<string, (key: string) => string> = {

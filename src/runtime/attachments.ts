@@ -5,7 +5,7 @@
  * @module
  */
 import { confListFromConf, parseConfList, parsePluginConfig, type NetworkConfigList } from "../spec/config.js";
-import { isJsonObject, parseJson } from "../spec/json.js";
+import { isJsonObject, parseJson } from "../go-json/json.js";
 import { lstat } from "node:fs/promises";
 import { createResult, getResultAsVersion, toCurrentResult, type Result } from "../spec/result/index.js";
 import type { CallOptions, CNIConfig, RuntimeConf } from "../libcni/api.js";

@@ -1,7 +1,7 @@
 import { beforeEach, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { CniError } from "../spec/errors.js";
-import { parseJson } from "../spec/json.js";
+import { parseJson } from "../go-json/json.js";
 import type { Result100 } from "../spec/result/index.js";
 import { pluginSupports, type VersionInfo } from "../spec/version.js";
 import { loadPluginConf, parsePrevResult } from "./conf.js";

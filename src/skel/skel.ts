@@ -17,8 +17,8 @@ import {
 } from "../spec/errors.js";
 import { OrderedWriter, readStdin } from "../sys/plugin-stdio.js";
 import { phase } from "../sys/phase-trace.js";
-import type { GoType } from "../spec/go-decode.js";
-import { isJsonObject, jsonKindName, parseJson, type JsonObject } from "../spec/json.js";
+import type { GoType } from "../go-json/go-decode.js";
+import { isJsonObject, jsonKindName, parseJson, type JsonObject } from "../go-json/json.js";
 import type { Result, Result020, Result040, Result100, Version020, Version040, Version100 } from "../spec/result/index.js";
 import { describeTraceContext } from "../spec/trace-context.js";
 import { validateContainerId, validateInterfaceName, validateNetworkName } from "../spec/validate.js";
@@ -113,7 +113,7 @@ export interface PluginModule {
   funcs: PluginFuncs;
   /**
    * How the plugin reads its config: the schema it decodes stdin into (the Go plugin's struct, read with Go's
-   * rules: spec/go-decode.ts) and the parser its ADD uses, which validates without changing anything.
+   * rules: go-json/go-decode.ts) and the parser its ADD uses, which validates without changing anything.
    */
   config?: PluginConfigReader;
 }

@@ -5,7 +5,7 @@
  */
 import type { PluginConf } from "../../spec/config.js";
 import { failure, invalidConfig } from "../../spec/errors.js";
-import { cidrContains, ipFamily, parseCIDR } from "../../spec/ip.js";
+import { cidrContains, ipFamily, parseCIDR } from "../../ip/ip.js";
 import { toCurrentResult, type Result100 } from "../../spec/result/index.js";
 import { parsePrevResult } from "../../skel/conf.js";
 import { ip } from "../../net/links.js";

@@ -5,7 +5,7 @@
  * @module
  */
 import type { PluginConf } from "../../spec/config.js";
-import { parseCIDR } from "../../spec/ip.js";
+import { parseCIDR } from "../../ip/ip.js";
 import { toCurrentResult } from "../../spec/result/index.js";
 import { parsePrevResult } from "../../skel/conf.js";
 import { deleteLinkWithAddresses } from "../../net/link-addresses.js";

@@ -1,17 +1,17 @@
 /**
  * Reading plugin-specific config keys into typed values: each plugin decodes its config into a schema that
- * mirrors the Go plugin's struct (spec/go-decode.ts). A wrong type or value is a CNI error (code 7, invalid
+ * mirrors the Go plugin's struct (go-json/go-decode.ts). A wrong type or value is a CNI error (code 7, invalid
  * network config) whose message names the key and the value, e.g. `invalid "mtu": "abc" (want an integer)`.
  * @module
  */
 import { invalidCniArgs, invalidKey } from "../../spec/errors.js";
 import { loadCniArgs } from "../../spec/args.js";
-import { DecodeError, decodeGo, type GoType } from "../../spec/go-decode.js";
-import type { JsonObject } from "../../spec/json.js";
+import { DecodeError, decodeGo, type GoType } from "../../go-json/go-decode.js";
+import type { JsonObject } from "../../go-json/json.js";
 import type { IPMasqBackend } from "../../net/ipmasq.js";
 
 /**
- * Decodes a plugin's config object into its Go-shaped schema with Go's rules (spec/go-decode.ts): keys in
+ * Decodes a plugin's config object into its Go-shaped schema with Go's rules (go-json/go-decode.ts): keys in
  * any case, null as absent, integers as Go reads them. A value of the wrong type is code 7 naming the key.
  */
 export function decodeConfig<T>(schema: GoType<T>, raw: JsonObject): T {

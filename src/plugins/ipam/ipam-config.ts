@@ -1,12 +1,12 @@
 /**
  * What the IPAM plugins (host-local, static) read the same way: the Go schema pieces of their configs
  * (`args.cni.ips`, `runtimeConfig.ips`, `ipam.routes`), the required `ipam` object, routes, CNI_ARGS, and the
- * one-address-per-family rule of old spec versions. Decoding follows Go's rules (spec/go-decode.ts).
+ * one-address-per-family rule of old spec versions. Decoding follows Go's rules (go-json/go-decode.ts).
  * @module
  */
 import { loadCniArgs, type ArgParsers } from "../../spec/args.js";
 import { invalidConfig, invalidEnv, messageOf } from "../../spec/errors.js";
-import { list, ptr, string, struct, type Decoded } from "../../spec/go-decode.js";
+import { list, ptr, string, struct, type Decoded } from "../../go-json/go-decode.js";
 import { ROUTE_TYPE, routeFrom, type Route } from "../../spec/result/common.js";
 import { versionGreaterThanOrEqualTo } from "../../spec/version.js";
 

@@ -5,9 +5,9 @@
  * `runtimeConfig.ips`). Pure: parsing and containment only, no allocation policy.
  * @module
  */
-import { cidrContains, networkOf, tryParseCIDR, tryParseIP, type IPAddress, type IPCidr } from "../../spec/ip.js";
-import { compareIP, firstAddress, hasHostBits, intervalsOverlap, lastAddress, nextIP, prevIP, addressBits } from "../../spec/ip-math.js";
-import { list, string, struct, type Decoded } from "../../spec/go-decode.js";
+import { cidrContains, networkOf, tryParseCIDR, tryParseIP, type IPAddress, type IPCidr } from "../../ip/ip.js";
+import { compareIP, firstAddress, hasHostBits, intervalsOverlap, lastAddress, nextIP, prevIP, addressBits } from "../../ip/ip-math.js";
+import { list, string, struct, type Decoded } from "../../go-json/go-decode.js";
 import { loadIpamArgs, showValue } from "./ipam-config.js";
 import { invalidConfig, invalidKey } from "../../spec/errors.js";
 

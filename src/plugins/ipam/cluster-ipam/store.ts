@@ -22,8 +22,8 @@
  */
 import { type CniError, failure, tryAgainLater } from "../../../spec/errors.js";
 import type { GCAttachment } from "../../../spec/config.js";
-import { ipFromBigInt, ipToBigInt } from "../../../spec/ip-math.js";
-import { tryParseIP, type IPAddress } from "../../../spec/ip.js";
+import { ipFromBigInt, ipToBigInt } from "../../../ip/ip-math.js";
+import { tryParseIP, type IPAddress } from "../../../ip/ip.js";
 import { addressKey, addressOfKey, blockAddressKeyRange, blockKey, nodeHash, parseBlockKey, type Block, type BlockPool } from "./blocks.js";
 import type { Compare, EtcdClient, KeyValue, RangeOp, RangeResult, RequestOp } from "./etcd.js";
 

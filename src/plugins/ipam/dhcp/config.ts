@@ -8,7 +8,7 @@
  * @module
  */
 import { invalidEnv, invalidKey } from "../../../spec/errors.js";
-import { bool, int, list, ptr, string, struct } from "../../../spec/go-decode.js";
+import { bool, int, list, ptr, string, struct } from "../../../go-json/go-decode.js";
 import { NET_CONF_FIELDS, type GCAttachment } from "../../../spec/config.js";
 import { loadPluginConf } from "../../../skel/conf.js";
 import { decodeConfig } from "../../common/keys.js";

@@ -16,7 +16,7 @@ import { closeSync, lstatSync, mkdirSync, openSync, rmSync, statSync, writeFileS
 import net from "node:net";
 import path from "node:path";
 import { CniError, ErrorCode, failure, invalidEnv, messageOf, tryAgainLater } from "../../../spec/errors.js";
-import type { JsonObject } from "../../../spec/json.js";
+import type { JsonObject } from "../../../go-json/json.js";
 import { systemClock } from "./clock.js";
 import { FlagError, HelpRequested, parseDaemonFlags, usage, type DaemonFlags } from "./flags.js";
 import { LeaseStore } from "./lease-file.js";

@@ -7,7 +7,7 @@
  * @module
  */
 import { concatBytes } from "../../../sys/bytes.js";
-import { formatIPv6, parseIPBytes } from "../../../spec/ip.js";
+import { formatIPv6, parseIPBytes } from "../../../ip/ip.js";
 import { DhcpFormatError } from "./packet.js";
 
 /** DHCPv6 message types (RFC 8415 §7.3). */

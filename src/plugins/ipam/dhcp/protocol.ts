@@ -14,7 +14,7 @@ import type net from "node:net";
 import type { CallerFile } from "../../../sys/caller-root.js";
 import * as path from "../../../sys/posix-path.js";
 import { type CniError, cniError, decodingFailure, ErrorCode, failure, messageOf, wrap } from "../../../spec/errors.js";
-import { isJsonObject, type JsonObject } from "../../../spec/json.js";
+import { isJsonObject, type JsonObject } from "../../../go-json/json.js";
 
 export const PROTOCOL = "tscni-dhcp/1";
 export const METHODS = ["ADD", "CHECK", "DEL", "STATUS", "GC"] as const;

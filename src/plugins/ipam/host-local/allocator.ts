@@ -6,8 +6,8 @@
  * @module
  */
 import { failure } from "../../../spec/errors.js";
-import type { IPAddress } from "../../../spec/ip.js";
-import { ipEqual, nextIP } from "../../../spec/ip-math.js";
+import type { IPAddress } from "../../../ip/ip.js";
+import { ipEqual, nextIP } from "../../../ip/ip-math.js";
 import type { IPConfig } from "../../../spec/result/types100.js";
 import { rangeFor, rangeSetContains, rangeSetToString, type IPRange, type RangeSet } from "./config.js";
 import type { IPStore } from "./store.js";

@@ -6,7 +6,7 @@
  * @module
  */
 import { CniError, cniError, failure, pluginNotAvailable, wrap } from "../../../spec/errors.js";
-import type { IPAddress } from "../../../spec/ip.js";
+import type { IPAddress } from "../../../ip/ip.js";
 import { IMPLEMENTED_100, type Result100 } from "../../../spec/result/types100.js";
 import type { PluginModule, CmdArgs } from "../../../skel/skel.js";
 import { IPAllocator } from "./allocator.js";

@@ -13,7 +13,7 @@
 import { accessSync, closeSync, constants, readdirSync, readFileSync } from "node:fs";
 import * as path from "../../../sys/posix-path.js";
 import { ErrorCode, wrap } from "../../../spec/errors.js";
-import { tryParseIP, type IPAddress } from "../../../spec/ip.js";
+import { tryParseIP, type IPAddress } from "../../../ip/ip.js";
 import type { GCAttachment } from "../../../spec/config.js";
 import type { StoreLocation } from "./config.js";
 import { openLockFile, withLockFile } from "../../common/lock-file.js";

@@ -5,10 +5,10 @@
  * list, and `runtimeConfig.ips` replaces it again (both without gateways).
  * @module
  */
-import { cidrContains, tryParseCIDR, tryParseIP, type IPAddress, type IPCidr } from "../../../spec/ip.js";
+import { cidrContains, tryParseCIDR, tryParseIP, type IPAddress, type IPCidr } from "../../../ip/ip.js";
 import { compactDNS, DNS_TYPE, type DNS, type Route } from "../../../spec/result/common.js";
 import { NET_CONF_FIELDS } from "../../../spec/config.js";
-import { list, ptr, string, struct, type Decoded } from "../../../spec/go-decode.js";
+import { list, ptr, string, struct, type Decoded } from "../../../go-json/go-decode.js";
 import { loadPluginConf } from "../../../skel/conf.js";
 import { checkAddressesPerFamily, IPAM_ARGS_FIELD, loadIpamArgs, parseRoutes, requireIpam, ROUTES_FIELD, showValue } from "../ipam-config.js";
 import { decodeConfig } from "../../common/keys.js";

@@ -5,8 +5,8 @@
  * @module
  */
 import { failure, invalidConfig } from "../../../spec/errors.js";
-import { tryParseCIDR, tryParseIP } from "../../../spec/ip.js";
-import { ipEqual } from "../../../spec/ip-math.js";
+import { tryParseCIDR, tryParseIP } from "../../../ip/ip.js";
+import { ipEqual } from "../../../ip/ip-math.js";
 import { toCurrentResult } from "../../../spec/result/index.js";
 import { IMPLEMENTED_100, type Result100 } from "../../../spec/result/types100.js";
 import { loadPluginConf, parsePrevResult } from "../../../skel/conf.js";

@@ -5,7 +5,7 @@
  */
 import { setTimeout as sleep } from "node:timers/promises";
 import { failure } from "../../../spec/errors.js";
-import { cidrContains, networkOf, parseCIDR } from "../../../spec/ip.js";
+import { cidrContains, networkOf, parseCIDR } from "../../../ip/ip.js";
 import { NetOpError } from "../../../net/errors.js";
 import { ip } from "../../../net/links.js";
 import { randomMac } from "../../../net/names.js";

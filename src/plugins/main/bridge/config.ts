@@ -4,7 +4,7 @@
  * @module
  */
 import { invalidKey } from "../../../spec/errors.js";
-import { bool, int, list, ptr, string, struct, type Decoded } from "../../../spec/go-decode.js";
+import { bool, int, list, ptr, string, struct, type Decoded } from "../../../go-json/go-decode.js";
 import { NET_CONF_FIELDS, type PluginConf } from "../../../spec/config.js";
 import { loadPluginConf } from "../../../skel/conf.js";
 import { chooseMac, cniArgsMac, decodeConfig, interfaceMtu, ipMasqBackend, linkName } from "../../common/keys.js";

@@ -4,8 +4,8 @@
  * @module
  */
 import { failure } from "../../../spec/errors.js";
-import { ipFamily, networkOf, parseCIDR } from "../../../spec/ip.js";
-import { nextIP } from "../../../spec/ip-math.js";
+import { ipFamily, networkOf, parseCIDR } from "../../../ip/ip.js";
+import { nextIP } from "../../../ip/ip-math.js";
 import { isDNSEmpty, type Result100, type Route } from "../../../spec/result/index.js";
 import { CURRENT_VERSION } from "../../../spec/version.js";
 import { ensureBridge, ensureGatewayAddresses, readHostLinks, waitPortUp, type BridgeState } from "./bridge-link.js";

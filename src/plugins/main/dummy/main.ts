@@ -7,7 +7,7 @@
  */
 import { NET_CONF_FIELDS, type PluginConf } from "../../../spec/config.js";
 import { invalidConfig } from "../../../spec/errors.js";
-import { struct } from "../../../spec/go-decode.js";
+import { struct } from "../../../go-json/go-decode.js";
 import { loadPluginConf } from "../../../skel/conf.js";
 import type { CmdArgs, PluginModule } from "../../../skel/skel.js";
 import { createContainerLink } from "../../../net/container-link.js";

@@ -16,7 +16,7 @@
  * @module
  */
 import { CniError, failure } from "../../../spec/errors.js";
-import { parseCIDR } from "../../../spec/ip.js";
+import { parseCIDR } from "../../../ip/ip.js";
 import { isDNSEmpty, type Result100 } from "../../../spec/result/index.js";
 import { CURRENT_VERSION } from "../../../spec/version.js";
 import { configureInterface } from "../../../net/iface.js";

@@ -6,7 +6,7 @@
  */
 import { NET_CONF_FIELDS, type PluginConf } from "../../../spec/config.js";
 import { invalidConfig, invalidKey } from "../../../spec/errors.js";
-import { bool, int, string, struct } from "../../../spec/go-decode.js";
+import { bool, int, string, struct } from "../../../go-json/go-decode.js";
 import { toCurrentResult, type Result100 } from "../../../spec/result/index.js";
 import { loadPluginConf, parsePrevResult } from "../../../skel/conf.js";
 import type { IpvlanMode } from "../../../net/types.js";

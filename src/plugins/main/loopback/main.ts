@@ -5,8 +5,8 @@
  */
 import { NET_CONF_FIELDS } from "../../../spec/config.js";
 import { failure } from "../../../spec/errors.js";
-import { struct } from "../../../spec/go-decode.js";
-import { ipFamily } from "../../../spec/ip.js";
+import { struct } from "../../../go-json/go-decode.js";
+import { ipFamily } from "../../../ip/ip.js";
 import type { Result100 } from "../../../spec/result/index.js";
 import { CURRENT_VERSION } from "../../../spec/version.js";
 import { ip } from "../../../net/links.js";

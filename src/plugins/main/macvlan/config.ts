@@ -5,7 +5,7 @@
  * @module
  */
 import { NET_CONF_FIELDS, type PluginConf } from "../../../spec/config.js";
-import { bool, int, string, struct, uint32 } from "../../../spec/go-decode.js";
+import { bool, int, string, struct, uint32 } from "../../../go-json/go-decode.js";
 import { loadPluginConf } from "../../../skel/conf.js";
 import type { MacvlanMode } from "../../../net/types.js";
 import { chooseMac, cniArgsMac, decodeConfig, interfaceMtu, linkName } from "../../common/keys.js";

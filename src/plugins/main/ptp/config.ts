@@ -6,7 +6,7 @@
  */
 import { invalidKey } from "../../../spec/errors.js";
 import { NET_CONF_FIELDS, type PluginConf } from "../../../spec/config.js";
-import { bool, int, member, ptr, string, struct } from "../../../spec/go-decode.js";
+import { bool, int, member, ptr, string, struct } from "../../../go-json/go-decode.js";
 import { loadPluginConf } from "../../../skel/conf.js";
 import { decodeConfig, interfaceMtu, ipMasqBackend } from "../../common/keys.js";
 import type { IPMasqBackend } from "../../../net/ipmasq.js";

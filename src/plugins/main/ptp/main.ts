@@ -5,7 +5,7 @@
  * @module
  */
 import { failure, invalidConfig } from "../../../spec/errors.js";
-import { ipFamily, networkOf, parseCIDR } from "../../../spec/ip.js";
+import { ipFamily, networkOf, parseCIDR } from "../../../ip/ip.js";
 import { isDNSEmpty, type Result100 } from "../../../spec/result/index.js";
 import { CURRENT_VERSION } from "../../../spec/version.js";
 import { configureInterface, enableForwarding, setupVeth } from "../../../net/iface.js";

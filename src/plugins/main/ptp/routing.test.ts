@@ -1,6 +1,6 @@
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { parseIP } from "../../../spec/ip.js";
+import { parseIP } from "../../../ip/ip.js";
 import { isGlobalUnicast } from "../../../net/link-addresses.js";
 import { hostContainerRoutes, hostGatewayAddresses, pointToPointRoutes } from "./routing.js";
 

@@ -4,7 +4,7 @@
  * through a /32 (/128) route. Every host veth carries the same gateway address.
  * @module
  */
-import { networkOf, parseCIDR } from "../../../spec/ip.js";
+import { networkOf, parseCIDR } from "../../../ip/ip.js";
 import { NetOpError } from "../../../net/errors.js";
 import { ip } from "../../../net/links.js";
 import { NetNS } from "../../../net/netns.js";

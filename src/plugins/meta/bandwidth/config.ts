@@ -5,7 +5,7 @@
  * @module
  */
 import { NET_CONF_FIELDS, type PluginConf } from "../../../spec/config.js";
-import { hasMember, ptr, struct, uint64, type Decoded } from "../../../spec/go-decode.js";
+import { hasMember, ptr, struct, uint64, type Decoded } from "../../../go-json/go-decode.js";
 import { loadPluginConf } from "../../../skel/conf.js";
 import { hashWithPrefix } from "../../../net/names.js";
 import { decodeConfig } from "../../common/keys.js";

@@ -7,8 +7,8 @@
  */
 import { NET_CONF_FIELDS, type PluginConf } from "../../../spec/config.js";
 import { invalidCniArgs, invalidConfig, invalidKey } from "../../../spec/errors.js";
-import { list, map, string, struct } from "../../../spec/go-decode.js";
-import { tryParseCIDR } from "../../../spec/ip.js";
+import { list, map, string, struct } from "../../../go-json/go-decode.js";
+import { tryParseCIDR } from "../../../ip/ip.js";
 import { loadCniArgs } from "../../../spec/args.js";
 import { toCurrentResult, type Result100 } from "../../../spec/result/index.js";
 import { validateNetworkName } from "../../../spec/validate.js";

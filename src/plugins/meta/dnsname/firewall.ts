@@ -8,7 +8,7 @@
  */
 import { iptablesFor, type IPFamilyNum } from "../../../net/iptables.js";
 import { messageOf } from "../../../spec/errors.js";
-import { tryParseIP } from "../../../spec/ip.js";
+import { tryParseIP } from "../../../ip/ip.js";
 import { otherNetworkUses, type NetworkDir } from "./state.js";
 
 /** One rule in the filter table's INPUT chain. */

@@ -14,7 +14,7 @@
  */
 import { ErrorCode, failure, invalidConfig } from "../../../spec/errors.js";
 import type { Result100 } from "../../../spec/result/index.js";
-import { parseCIDR } from "../../../spec/ip.js";
+import { parseCIDR } from "../../../ip/ip.js";
 import { loadPluginConf } from "../../../skel/conf.js";
 import type { CmdArgs, PluginModule } from "../../../skel/skel.js";
 import { ip } from "../../../net/links.js";

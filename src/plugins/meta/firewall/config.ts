@@ -6,7 +6,7 @@
  */
 import * as path from "../../../sys/posix-path.js";
 import { NET_CONF_FIELDS, type PluginConf } from "../../../spec/config.js";
-import { string, struct } from "../../../spec/go-decode.js";
+import { string, struct } from "../../../go-json/go-decode.js";
 import { toCurrentResult, type Result100 } from "../../../spec/result/index.js";
 import { loadPluginConf, parsePrevResult } from "../../../skel/conf.js";
 import { DEFAULT_ADMIN_CHAIN, FORWARD_CHAIN, ISOLATION_STAGE_1, ISOLATION_STAGE_2, type IsolationPolicy } from "./iptables.js";

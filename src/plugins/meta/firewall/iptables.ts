@@ -12,7 +12,7 @@
  * (jumped to before CNI-FORWARD). Only the per-address rules are ever removed: the chains and jumps are shared.
  * @module
  */
-import { parseCIDR } from "../../../spec/ip.js";
+import { parseCIDR } from "../../../ip/ip.js";
 import { iptablesFor, type IPFamilyNum } from "../../../net/iptables.js";
 import { deleteRules, ensureRules, snapshot, type IptablesRule } from "../../../net/iptables-rules.js";
 import type { FirewallMark } from "../../../net/firewall-marks.js";

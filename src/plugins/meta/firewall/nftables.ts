@@ -35,7 +35,7 @@
  * ingress policy's and the admin chain's, are final everywhere).
  * @module
  */
-import { parseCIDR } from "../../../spec/ip.js";
+import { parseCIDR } from "../../../ip/ip.js";
 import type { GCAttachment } from "../../../spec/config.js";
 import { NetOpError } from "../../../net/errors.js";
 import { nftListTable, nftQuote, nftRun, nftSetElements, type NftRule } from "../../../net/nftables.js";

@@ -7,9 +7,9 @@
  * @module
  */
 import { NET_CONF_FIELDS, type PluginConf } from "../../../spec/config.js";
-import { any, decodeGo, DecodeError, foldKey, map, string, struct, list } from "../../../spec/go-decode.js";
-import { tryParseCIDR, tryParseIP } from "../../../spec/ip.js";
-import type { JsonObject, JsonValue } from "../../../spec/json.js";
+import { any, decodeGo, DecodeError, foldKey, map, string, struct, list } from "../../../go-json/go-decode.js";
+import { tryParseCIDR, tryParseIP } from "../../../ip/ip.js";
+import type { JsonObject, JsonValue } from "../../../go-json/json.js";
 import { ROUTE_TYPE, routeFrom, type Route } from "../../../spec/result/common.js";
 import { loadPluginConf } from "../../../skel/conf.js";
 import { decodeConfig } from "../../common/keys.js";

@@ -15,7 +15,7 @@
  */
 import { decodePluginConf } from "../../../spec/config.js";
 import { CniError, failure, messageOf, pluginNotAvailable } from "../../../spec/errors.js";
-import { isJsonObject, jsonEqual, parseJson, type JsonObject } from "../../../spec/json.js";
+import { isJsonObject, jsonEqual, parseJson, type JsonObject } from "../../../go-json/json.js";
 import type { Result } from "../../../spec/result/index.js";
 import { delegateAdd, delegateCheck, delegateDel, delegateStatus } from "../../../invoke/plugin.js";
 import type { CmdArgs, PluginModule } from "../../../skel/skel.js";

@@ -10,7 +10,7 @@
  */
 import { readFileSync } from "node:fs";
 import { type CniError, invalidConfig, ioFailure, tryAgainLater } from "../../../spec/errors.js";
-import { networkOf, tryParseCIDR, type IPCidr } from "../../../spec/ip.js";
+import { networkOf, tryParseCIDR, type IPCidr } from "../../../ip/ip.js";
 
 /** What subnet.env says, CIDRs as Go's net.ParseCIDR returns them (host bits cleared). */
 export interface SubnetEnv {

@@ -1,7 +1,7 @@
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { CniError } from "../../../spec/errors.js";
-import { parseCIDR } from "../../../spec/ip.js";
+import { parseCIDR } from "../../../ip/ip.js";
 import { createResult } from "../../../spec/result/index.js";
 import {
   backendSpecificKeys,

@@ -17,7 +17,7 @@
  * rule or chain of a shape the netlink path does not read, `iptables -S` and `iptables-restore` do it.
  * @module
  */
-import { networkOf, parseCIDR, type IPFamily } from "../../../spec/ip.js";
+import { networkOf, parseCIDR, type IPFamily } from "../../../ip/ip.js";
 import { iptablesFor, type Iptables } from "../../../net/iptables.js";
 import type { SavedRule } from "../../../net/nfnetlink.js";
 import { hashWithPrefix, MAX_CHAIN_LENGTH } from "../../../net/names.js";

@@ -12,7 +12,7 @@
  * @module
  */
 import { failure, invalidConfig, messageOf, pluginNotAvailable, wrap } from "../../../spec/errors.js";
-import type { IPCidr, IPFamily } from "../../../spec/ip.js";
+import type { IPCidr, IPFamily } from "../../../ip/ip.js";
 import type { Result } from "../../../spec/result/index.js";
 import { deleteFlowsToPort } from "../../../net/conntrack.js";
 import { NetNS } from "../../../net/netns.js";

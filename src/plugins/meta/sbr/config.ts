@@ -5,8 +5,8 @@
  * @module
  */
 import { NET_CONF_FIELDS, type PluginConf } from "../../../spec/config.js";
-import { bool, int, list, ptr, string, struct } from "../../../spec/go-decode.js";
-import { tryParseIP } from "../../../spec/ip.js";
+import { bool, int, list, ptr, string, struct } from "../../../go-json/go-decode.js";
+import { tryParseIP } from "../../../ip/ip.js";
 import { toCurrentResult, type Result100 } from "../../../spec/result/index.js";
 import { loadPluginConf, parsePrevResult } from "../../../skel/conf.js";
 import { decodeConfig } from "../../common/keys.js";

@@ -5,7 +5,7 @@
  * @module
  */
 import { invalidConfig } from "../../../spec/errors.js";
-import { cidrContains, networkOf, parseCIDR, parseIP } from "../../../spec/ip.js";
+import { cidrContains, networkOf, parseCIDR, parseIP } from "../../../ip/ip.js";
 import type { IPConfig, Result100 } from "../../../spec/result/index.js";
 import {
   kernelRouteWords,

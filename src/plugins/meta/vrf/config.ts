@@ -4,7 +4,7 @@
  * @module
  */
 import { NET_CONF_FIELDS, type PluginConf } from "../../../spec/config.js";
-import { string, struct, uint32 } from "../../../spec/go-decode.js";
+import { string, struct, uint32 } from "../../../go-json/go-decode.js";
 import { toCurrentResult, type Result100 } from "../../../spec/result/index.js";
 import { loadPluginConf, parsePrevResult } from "../../../skel/conf.js";
 import { decodeConfig } from "../../common/keys.js";

@@ -6,7 +6,7 @@
  * @module
  */
 import { failure } from "../../../spec/errors.js";
-import { parseCIDR } from "../../../spec/ip.js";
+import { parseCIDR } from "../../../ip/ip.js";
 import type { Address, Link } from "../../../net/types.js";
 import { kernelRouteWords, SCOPE_UNIVERSE, TABLE_MAIN, type KernelRoute } from "../../../net/policy-routing.js";
 
