@@ -8,7 +8,8 @@
 import { setImmediate as tick } from "node:timers/promises";
 import type { Clock } from "../plugins/ipam/dhcp/clock.js";
 import type { LeaseWorld } from "../plugins/ipam/dhcp/leases.js";
-import { LinkGoneError, NetnsGoneError, type DhcpSockets } from "../plugins/ipam/dhcp/netns-sockets.js";
+import { LinkGoneError, NetnsGoneError } from "../net/netns-sockets.js";
+import type { DhcpSockets } from "../plugins/ipam/dhcp/netns-sockets.js";
 import type { Dhcp6Sockets } from "../plugins/ipam/dhcp/client6.js";
 import type { Family } from "../plugins/ipam/dhcp/config.js";
 import { hexOf } from "../sys/bytes.js";

@@ -24,16 +24,8 @@ import { admitPeerWith, ownIdentity, socketFd, type OwnIdentity, type PeerRule }
 import { CallerPathError, openProcessRoot, resolveInRoot, type CallerFile } from "../../../sys/caller-root.js";
 import { takeListenFd } from "../../../sys/socket-activation.js";
 import { LeaseManager, type LeaseWorld } from "./leases.js";
-import {
-  linkExists,
-  LinkGoneError,
-  NetnsGoneError,
-  openDhcpSockets,
-  OwnNetnsError,
-  setLinkDown,
-  socketsAvailable,
-  tryLock,
-} from "./netns-sockets.js";
+import { linkExists, LinkGoneError, NetnsGoneError, OwnNetnsError, setLinkDown, socketsAvailable, tryLock } from "../../../net/netns-sockets.js";
+import { openDhcpSockets } from "./netns-sockets.js";
 import { LinkLocalError, openDhcp6Sockets, removeAddress6 } from "./netns-sockets6.js";
 import { decodeRequest, encodeError, encodeResult, readLine, type DaemonRequest } from "./protocol.js";
 
@@ -53,7 +45,8 @@ function log(line: string): void {
 
 /** The error ADD reports when the container's interface cannot be used. */
 function describeOpenError(e: unknown): CniError {
-  if (e instanceof NetnsGoneError || e instanceof OwnNetnsError) return invalidEnv(e.message);
+  if (e instanceof OwnNetnsError) return invalidEnv(`network namespace ${e.netns} is the dhcp daemon's own: it acts only in containers' namespaces`);
+  if (e instanceof NetnsGoneError) return invalidEnv(e.message);
   if (e instanceof LinkGoneError) return failure(`error looking up ${JSON.stringify(e.ifName)}: ${e.message}`);
   if (e instanceof LinkLocalError) return tryAgainLater(`no DHCPv6 lease: ${e.message}`);
   return CniError.from(e);

@@ -1,6 +1,6 @@
 /**
- * The DHCPv6 client's socket inside a container's network namespace, made as netns-sockets.ts makes the DHCPv4
- * ones (the thread enters the namespace, creates the socket and comes straight back; Bun's FFI to libc).
+ * The DHCPv6 client's socket inside a container's network namespace, made with net/netns-sockets.ts as the DHCPv4
+ * ones are (the thread enters the namespace, creates the socket and comes straight back; Bun's FFI to libc).
  *
  * One UDP socket per exchange, bound to the interface's link-local address, port 546 (and to the interface,
  * SO_BINDTODEVICE), sending to ff02::1:2 port 547 on the interface (IPV6_MULTICAST_IF). A link-local address is
@@ -31,7 +31,7 @@ import {
   waitRunning,
   withProbeSocket,
   type Ffi,
-} from "./netns-sockets.js";
+} from "../../../net/netns-sockets.js";
 import { ipv6Bytes, ipv6Text } from "./packet6.js";
 
 const AF_INET6 = 10;
