@@ -15,26 +15,15 @@
  */
 import { statSync } from "node:fs";
 import { ipFromBytes, parseIP } from "../ip/ip.js";
-import { bindLibc, bunFfi, type Pointer } from "../sys/libc.js";
+import { bindLibc, type Libc as SysLibc, type Pointer } from "../sys/libc.js";
 import { inThreadNetns, NetnsEnterError } from "../sys/thread-netns.js";
 import { failure } from "../spec/errors.js";
 import { errnoText } from "./rtnetlink.js";
 
 /** The libc functions the sockets use. */
-export interface Libc {
-  socket: (domain: number, type: number, protocol: number) => number;
-  bind: (fd: number, addr: Uint8Array, len: number) => number;
-  setsockopt: (fd: number, level: number, name: number, value: Uint8Array, len: number) => number;
-  sendto: (fd: number, buf: Uint8Array, len: number, flags: number, addr: Uint8Array, addrLen: number) => number | bigint;
-  recvfrom: (fd: number, buf: Uint8Array, len: number, flags: number, addr: Uint8Array, addrLen: Uint8Array) => number | bigint;
-  ioctl: (fd: number, request: number, arg: Uint8Array) => number;
-  close: (fd: number) => number;
-  setns: (fd: number, nstype: number) => number;
-  flock: (fd: number, op: number) => number;
-  __errno_location: () => Pointer;
-}
+export type Libc = Pick<SysLibc, "socket" | "bind" | "setsockopt" | "sendto" | "recvfrom" | "ioctl" | "close" | "setns" | "flock">;
 
-/** libc through Bun's FFI, with the helpers the sockets need. */
+/** libc through Bun's FFI (sys/libc), with the helpers the sockets need. */
 export interface Ffi {
   libc: Libc;
   errno: () => number;
@@ -43,25 +32,11 @@ export interface Ffi {
 
 let ffi: Promise<Ffi | null> | undefined;
 
-/** libc and the pointer helpers of Bun's FFI; null under Node. */
+/** libc and the pointer helper; null under Node. */
 function loadFfi(): Promise<Ffi | null> {
-  return (ffi ??= (async () => {
-    const mod = await bunFfi();
-    const libc = await bindLibc<Libc>({
-      socket: { args: ["i32", "i32", "i32"], returns: "i32" },
-      bind: { args: ["i32", "ptr", "u32"], returns: "i32" },
-      setsockopt: { args: ["i32", "i32", "i32", "ptr", "u32"], returns: "i32" },
-      sendto: { args: ["i32", "ptr", "u64", "i32", "ptr", "u32"], returns: "i64" },
-      recvfrom: { args: ["i32", "ptr", "u64", "i32", "ptr", "ptr"], returns: "i64" },
-      ioctl: { args: ["i32", "u64", "ptr"], returns: "i32" },
-      close: { args: ["i32"], returns: "i32" },
-      setns: { args: ["i32", "i32"], returns: "i32" },
-      flock: { args: ["i32", "i32"], returns: "i32" },
-      __errno_location: { args: [], returns: "ptr" },
-    });
-    if (!mod || !libc) return null;
-    return { libc, errno: () => mod.read.i32(libc.__errno_location(), 0), pointerOf: mod.ptr };
-  })());
+  return (ffi ??= bindLibc(["socket", "bind", "setsockopt", "sendto", "recvfrom", "ioctl", "close", "setns", "flock"]).then((b) =>
+    b ? { libc: b.fn, errno: b.errno, pointerOf: b.pointerOf } : null,
+  ));
 }
 
 /** Whether this runtime can open sockets in other namespaces (Bun with FFI). */

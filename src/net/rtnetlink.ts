@@ -8,7 +8,7 @@
  * @module
  */
 import { kindOfErrno, NetOpError } from "../sys/exec.js";
-import { bindLibc } from "../sys/libc.js";
+import { bindLibc, type Libc as SysLibc } from "../sys/libc.js";
 import { inThreadNetns } from "../sys/thread-netns.js";
 import { phaseSync } from "../sys/phase-trace.js";
 
@@ -227,27 +227,13 @@ export interface RtnetlinkSocket {
   close(): void;
 }
 
-interface Libc {
-  socket: (domain: number, type: number, protocol: number) => number;
-  setsockopt: (fd: number, level: number, name: number, value: Uint8Array, len: number) => number;
-  send: (fd: number, buf: Uint8Array, len: number, flags: number) => number | bigint;
-  recv: (fd: number, buf: Uint8Array, len: number, flags: number) => number | bigint;
-  close: (fd: number) => number;
-  setns: (fd: number, nstype: number) => number;
-}
+type Libc = Pick<SysLibc, "socket" | "setsockopt" | "send" | "recv" | "close" | "setns">;
 
 let libc: Promise<Libc | null> | undefined;
 
-/** libc through Bun's FFI, or null when not running under Bun. */
+/** libc through Bun's FFI (sys/libc), or null when not running under Bun. */
 function loadLibc(): Promise<Libc | null> {
-  return (libc ??= bindLibc<Libc>({
-    socket: { args: ["i32", "i32", "i32"], returns: "i32" },
-    setsockopt: { args: ["i32", "i32", "i32", "ptr", "u32"], returns: "i32" },
-    send: { args: ["i32", "ptr", "u64", "i32"], returns: "i64" },
-    recv: { args: ["i32", "ptr", "u64", "i32"], returns: "i64" },
-    close: { args: ["i32"], returns: "i32" },
-    setns: { args: ["i32", "i32"], returns: "i32" },
-  }));
+  return (libc ??= bindLibc(["socket", "setsockopt", "send", "recv", "close", "setns"]).then((b) => b?.fn ?? null));
 }
 
 const AF_NETLINK = 16;

@@ -13,7 +13,7 @@
  */
 import { closeSync, fstatSync, lstatSync, openSync, readlinkSync, statSync } from "node:fs";
 import * as path from "./posix-path.js";
-import { bindLibc, bunFfi, type Pointer } from "./libc.js";
+import { bindLibc, type BoundLibc } from "./libc.js";
 
 const SYS_OPENAT2 = 437; // the same number on every architecture (added after the tables were unified)
 const O_PATH = 0o10000000;
@@ -24,20 +24,8 @@ const ENOENT = 2;
 const ELOOP = 40;
 const EXDEV = 18;
 
-interface Libc {
-  syscall: (n: number, dirfd: number, path: Uint8Array, how: Uint8Array, size: number) => number | bigint;
-  __errno_location: () => Pointer;
-}
-let ffi: Promise<{ libc: Libc; errno: () => number } | null> | undefined;
-const load = () =>
-  (ffi ??= (async () => {
-    const mod = await bunFfi();
-    const libc = await bindLibc<Libc>({
-      syscall: { args: ["i64", "i64", "ptr", "ptr", "u64"], returns: "i64" },
-      __errno_location: { args: [], returns: "ptr" },
-    });
-    return mod && libc ? { libc, errno: () => mod.read.i32(libc.__errno_location(), 0) } : null;
-  })());
+let ffi: Promise<BoundLibc<"syscall"> | null> | undefined;
+const load = () => (ffi ??= bindLibc(["syscall"]));
 
 /** A file (or directory) the caller named could not be resolved in its root. */
 export class CallerPathError extends Error {
@@ -69,7 +57,7 @@ async function openInRoot(rootFd: number, pathname: string, flags: number): Prom
   const view = new DataView(how.buffer);
   view.setBigUint64(0, BigInt(flags), true);
   view.setBigUint64(16, BigInt(RESOLVE_IN_ROOT), true);
-  const fd = Number(f.libc.syscall(SYS_OPENAT2, rootFd, Buffer.from(`${pathname}\0`), how, how.length));
+  const fd = Number(f.fn.syscall(SYS_OPENAT2, rootFd, Buffer.from(`${pathname}\0`), how, how.length));
   if (fd < 0) throw new CallerPathError(pathname, f.errno());
   return fd;
 }

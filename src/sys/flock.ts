@@ -13,7 +13,7 @@
  */
 import { closeSync, fstatSync, openSync, statSync, unlinkSync } from "node:fs";
 import { KeyedMutex } from "./keyed-mutex.js";
-import { bindLibc } from "./libc.js";
+import { bindLibc, type Libc } from "./libc.js";
 import { effectiveUid, flockHolders } from "./lock-holders.js";
 import { findTool, toolSearchPath } from "./tool-path.js";
 import { endPhase, phaseClock } from "./phase-trace.js";
@@ -22,9 +22,8 @@ const LOCK_SH = 1;
 const LOCK_EX = 2;
 const LOCK_NB = 4;
 
-type FlockFn = (fd: number, op: number) => number;
-let ffiFlock: Promise<{ flock: FlockFn } | null> | undefined;
-const flockLibc = () => (ffiFlock ??= bindLibc<{ flock: FlockFn }>({ flock: { args: ["i32", "i32"], returns: "i32" } }));
+let ffiFlock: Promise<Pick<Libc, "flock"> | null> | undefined;
+const flockLibc = () => (ffiFlock ??= bindLibc(["flock"]).then((b) => b?.fn ?? null));
 
 /** How long a lock is waited for unless a caller says otherwise. */
 export const DEFAULT_LOCK_WAIT_MS = 120_000;

@@ -14,7 +14,7 @@
  * @module
  */
 import { closeSync, readFileSync, statSync } from "node:fs";
-import { bindLibc } from "./libc.js";
+import { bindLibc, type Libc } from "./libc.js";
 import { flockHolders, type FileKey } from "./lock-holders.js";
 
 const SOL_SOCKET = 1;
@@ -84,11 +84,8 @@ export interface PeerRefusal {
 /** The verdict on a peer: trusted (with its pid in this /proc), or refused. */
 export type PeerVerdict = { pid: number } | PeerRefusal;
 
-interface Libc {
-  getsockopt: (fd: number, level: number, name: number, value: Uint8Array, length: Uint32Array) => number;
-}
-let ffi: Promise<Libc | null> | undefined;
-const libc = () => (ffi ??= bindLibc<Libc>({ getsockopt: { args: ["i32", "i32", "i32", "ptr", "ptr"], returns: "i32" } }));
+let ffi: Promise<Pick<Libc, "getsockopt"> | null> | undefined;
+const libc = () => (ffi ??= bindLibc(["getsockopt"]).then((b) => b?.fn ?? null));
 
 /** The credentials of the peer of socket `fd`; undefined when they cannot be read here (no FFI: Node). */
 export async function peerCredentials(fd: number): Promise<PeerCredentials | undefined> {
