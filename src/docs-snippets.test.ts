@@ -12,10 +12,10 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
-import { ROOT } from "./testing/harness.js";
-import { docBlocks, docSnippet, parseSnippet, TESTED_DOCS, type ParsedDoc } from "./testing/doc-snippets.js";
-import { parseConfList } from "./spec/config.js";
-import { PROGRAM_NAMES } from "./programs/programs.js";
+import { ROOT } from "#testing/harness.js";
+import { docBlocks, docSnippet, parseSnippet, TESTED_DOCS, type ParsedDoc } from "#testing/doc-snippets.js";
+import { parseConfList } from "#spec/config.js";
+import { PROGRAM_NAMES } from "#programs/programs.js";
 
 const RUNTIMES = "docs/runtimes.md";
 

@@ -9,7 +9,7 @@ import { spawnSync } from "node:child_process";
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { ROOT } from "./testing/harness.js";
+import { ROOT } from "#testing/harness.js";
 
 const files = (dir: string): string[] =>
   readdirSync(dir, { withFileTypes: true })

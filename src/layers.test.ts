@@ -11,7 +11,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
-import { ROOT } from "./testing/harness.js";
+import { ROOT } from "#testing/harness.js";
 
 const SRC = path.join(ROOT, "src");
 
@@ -54,11 +54,13 @@ function sourceFiles(dir = SRC): string[] {
   });
 }
 
-/** The files under src/ that `file` imports (relative specifiers only, static and dynamic). */
+/** The files under src/ that `file` imports (relative specifiers and `#folder/` aliases, static and dynamic). */
 function importsOf(file: string, text: string): string[] {
   const out: string[] = [];
-  for (const m of text.matchAll(/(?:\bfrom|\bimport\s*\(|^import)\s*["'](\.{1,2}\/[^"']+)["']/gm)) {
-    out.push(path.resolve(path.dirname(file), m[1]!).replace(/\.js$/, ".ts"));
+  for (const m of text.matchAll(/(?:\bfrom|\bimport\s*\(|^import)\s*["']((?:\.{1,2}|#[\w-]+)\/[^"']+)["']/gm)) {
+    const spec = m[1]!;
+    const target = spec.startsWith("#") ? path.join(SRC, spec.slice(1)) : path.resolve(path.dirname(file), spec);
+    out.push(target.replace(/\.js$/, ".ts"));
   }
   return out;
 }
@@ -122,7 +124,7 @@ test("the check itself catches an upward import, an import of test code and a ci
       ["spec/a.ts", 'import { x } from "../net/b.js";'],
       ["net/b.ts", 'import { y } from "./c.js";'],
       ["net/c.ts", 'import type { z } from "./b.js";\nconst h = await import("../testing/harness.js");'],
-      ["plugins/d.ts", 'import { runTool } from "../sys/exec.js";'],
+      ["plugins/d.ts", 'import { runTool } from "#sys/exec.js";'],
     ].map(([f, text]) => [path.join(SRC, f!), text!]),
   );
   assert.deepEqual(

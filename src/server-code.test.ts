@@ -8,7 +8,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
-import { ROOT } from "./testing/harness.js";
+import { ROOT } from "#testing/harness.js";
 
 const FOLDERS = ["plugins", "net", "skel"];
 const FORBIDDEN = /\bprocess\s*\.\s*(env|exit|exitCode|chdir)\b/g;

@@ -10,7 +10,7 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { PLUGIN_VERSIONS } from "./programs/programs.js";
+import { PLUGIN_VERSIONS } from "#programs/programs.js";
 
 /** The built tree these tests run from (dist-test/: the same modules the product build compiles). */
 const BUILT = path.dirname(fileURLToPath(import.meta.url));
@@ -41,7 +41,10 @@ function staticGraph(entry: string, read: (file: string) => string): Map<string,
       file,
       specifiers.filter((s) => s.startsWith("node:")),
     );
-    for (const s of specifiers) if (s.startsWith(".")) visit(path.resolve(path.dirname(file), s));
+    for (const s of specifiers) {
+      if (s.startsWith(".")) visit(path.resolve(path.dirname(file), s));
+      else if (s.startsWith("#")) visit(path.join(BUILT, s.slice(1))); // an alias of package.json "imports"
+    }
   };
   visit(entry);
   return graph;

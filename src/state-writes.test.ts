@@ -9,7 +9,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
-import { ROOT } from "./testing/harness.js";
+import { ROOT } from "#testing/harness.js";
 
 const SRC = path.join(ROOT, "src");
 

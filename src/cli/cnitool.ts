@@ -4,8 +4,8 @@
  * this process (other plugins found in CNI_PATH are exec'd); `cnitool version` says which program this is.
  * @module
  */
-import { main as cnitoolMain } from "../cnitool/cnitool.js";
-import { MulticallExec } from "../programs/inprocess.js";
+import { main as cnitoolMain } from "#cnitool/cnitool.js";
+import { MulticallExec } from "#programs/inprocess.js";
 import { addDaemonCommand } from "./daemon.js";
 import { addInstallCommand } from "./install.js";
 import { describeDir, describeSelf, formatProgramInfo } from "./native.js";

@@ -9,20 +9,20 @@
  * @module
  */
 import type { Command } from "commander";
-import { takeListenFd } from "../sys/socket-activation.js";
-import { splitPathList } from "../invoke/find.js";
-import { criSocketPath } from "../runtime/cri/runtime-service.js";
-import { DEFAULT_MIN_AGE_MS } from "../runtime/node-gc.js";
-import { DEFAULT_NETCONFPATH, type Io } from "../cnitool/cnitool.js";
-import { startNodeGc, type NodeGcSchedule } from "../resident/node-gc.js";
-import { readBuildId } from "../resident/build-id.js";
-import { callResident } from "../resident/client.js";
-import { HEALTH_PROGRAM, METRICS_PROGRAM, STOP_PROGRAM } from "../resident/routing.js";
-import { DEFAULT_SOCKET, ResidentServer } from "../resident/server.js";
-import { DEFAULT_REPAIR_INTERVAL_S, startRepair } from "../resident/repair.js";
-import { DEFAULT_CACHE_DIR } from "../libcni/cache.js";
-import { WARM_UP_ROUNDS } from "../resident/warm-up.js";
-import { messageOf } from "../spec/errors.js";
+import { takeListenFd } from "#sys/socket-activation.js";
+import { splitPathList } from "#invoke/find.js";
+import { criSocketPath } from "#runtime/cri/runtime-service.js";
+import { DEFAULT_MIN_AGE_MS } from "#runtime/node-gc.js";
+import { DEFAULT_NETCONFPATH, type Io } from "#cnitool/cnitool.js";
+import { startNodeGc, type NodeGcSchedule } from "#resident/node-gc.js";
+import { readBuildId } from "#resident/build-id.js";
+import { callResident } from "#resident/client.js";
+import { HEALTH_PROGRAM, METRICS_PROGRAM, STOP_PROGRAM } from "#resident/routing.js";
+import { DEFAULT_SOCKET, ResidentServer } from "#resident/server.js";
+import { DEFAULT_REPAIR_INTERVAL_S, startRepair } from "#resident/repair.js";
+import { DEFAULT_CACHE_DIR } from "#libcni/cache.js";
+import { WARM_UP_ROUNDS } from "#resident/warm-up.js";
+import { messageOf } from "#spec/errors.js";
 
 /** A non-negative whole number of a flag, or an error naming the flag. */
 function count(flag: string, value: string): number {
@@ -99,7 +99,7 @@ export function addDaemonCommand(program: Command, io: Io): void {
       ) => {
         const log = (line: string) => io.stderr(`${new Date().toISOString()} tscni daemon[${process.pid}]: ${line}\n`);
         // Out of the starting caller's cgroup before anything else (resident/own-cgroup.ts).
-        const ownCgroup = o.autoStarted !== undefined ? await (await import("../resident/own-cgroup.js")).moveToOwnCgroup(o.socket) : undefined;
+        const ownCgroup = o.autoStarted !== undefined ? await (await import("#resident/own-cgroup.js")).moveToOwnCgroup(o.socket) : undefined;
         if (ownCgroup) log(`running in ${ownCgroup.description}`);
         let server: ResidentServer | undefined;
         const startGc = nodeGcStarter(o, log, () => server?.metrics.countGcRun());
@@ -107,13 +107,13 @@ export function addDaemonCommand(program: Command, io: Io): void {
         process.on("uncaughtException", (e) => log(`uncaught: ${e.stack ?? e.message}`));
         process.on("unhandledRejection", (e) => log(`unhandled rejection: ${(e instanceof Error && e.stack) || messageOf(e)}`));
         // A bad address fails before the server takes its socket; the HTTP code is loaded only when asked for.
-        const metricsHttp = o.metricsAddress !== undefined ? await import("../resident/metrics-http.js") : undefined;
+        const metricsHttp = o.metricsAddress !== undefined ? await import("#resident/metrics-http.js") : undefined;
         const metricsAddress = metricsHttp?.parseListenAddress(o.metricsAddress!);
         const repairIntervalMs = count("--repair-interval", o.repairInterval) * 1000;
         const cacheDir = program.opts<{ cacheDir?: string }>().cacheDir || DEFAULT_CACHE_DIR;
         const listenFd = takeListenFd(io.env);
         if (o.tracePhases !== undefined) {
-          const { enablePhaseTrace } = await import("../sys/phase-trace.js");
+          const { enablePhaseTrace } = await import("#sys/phase-trace.js");
           enablePhaseTrace(o.tracePhases);
           log(`tracing each call's phases into ${o.tracePhases}`);
         }

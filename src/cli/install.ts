@@ -9,12 +9,12 @@
 import { copyFileSync, chmodSync, lstatSync, mkdirSync, readFileSync, readlinkSync, rmSync, symlinkSync, existsSync } from "node:fs";
 import path from "node:path";
 import type { Command } from "commander";
-import type { Io } from "../cnitool/cnitool.js";
-import { PROGRAM_NAMES } from "../programs/programs.js";
-import { DEFAULT_SOCKET } from "../resident/protocol.js";
-import { selfExecutable } from "../programs/self.js";
+import type { Io } from "#cnitool/cnitool.js";
+import { PROGRAM_NAMES } from "#programs/programs.js";
+import { DEFAULT_SOCKET } from "#resident/protocol.js";
+import { selfExecutable } from "#programs/self.js";
 import { findNativeProgram, LAUNCHER_NAME, platformPackageName, PROGRAM_NAME } from "./native.js";
-import { replaceAtomicSync, writeFileAtomicSync } from "../sys/state.js";
+import { replaceAtomicSync, writeFileAtomicSync } from "#sys/state.js";
 
 export const DEFAULT_BIN_DIR = "/opt/cni/bin";
 

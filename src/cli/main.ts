@@ -4,15 +4,15 @@
  * (a plugin type, from the registry, or cnitool). `node main.js <name> [args]` works too.
  * @module
  */
-import { writeStd } from "../sys/plugin-stdio.js";
-import { basename } from "../sys/posix-path.js";
-import { aboutText, PROGRAM_NAMES } from "../programs/programs.js";
-import { aboutAnswer, PLUGINS, versionAnswer } from "../programs/registry.js";
-import { setDefaultExec } from "../invoke/default-exec.js";
-import type { PluginExec } from "../invoke/exec.js";
-import { pluginMain, processIO } from "../skel/skel.js";
-import { VersionInfo } from "../spec/version.js";
-import { CniError } from "../spec/errors.js";
+import { writeStd } from "#sys/plugin-stdio.js";
+import { basename } from "#sys/posix-path.js";
+import { aboutText, PROGRAM_NAMES } from "#programs/programs.js";
+import { aboutAnswer, PLUGINS, versionAnswer } from "#programs/registry.js";
+import { setDefaultExec } from "#invoke/default-exec.js";
+import type { PluginExec } from "#invoke/exec.js";
+import { pluginMain, processIO } from "#skel/skel.js";
+import { VersionInfo } from "#spec/version.js";
+import { CniError } from "#spec/errors.js";
 
 async function run(): Promise<void> {
   // A standalone (bun --compile) binary runs its embedded script as argv[1]; the name it was invoked as
@@ -59,7 +59,7 @@ async function run(): Promise<void> {
     let multicall: Promise<PluginExec> | undefined;
     setDefaultExec({
       execPlugin: async (...call) => {
-        multicall ??= import("../programs/inprocess.js").then(({ MulticallExec }) => new MulticallExec());
+        multicall ??= import("#programs/inprocess.js").then(({ MulticallExec }) => new MulticallExec());
         return (await multicall).execPlugin(...call);
       },
     });
@@ -69,7 +69,7 @@ async function run(): Promise<void> {
   // TSCNI_TRACE_PHASES=FILE: this call's phases as one line of FILE (sys/phase-trace.ts; the server's is a flag).
   const traceFile = process.env["TSCNI_TRACE_PHASES"];
   if (!traceFile) return call();
-  const { enablePhaseTrace, tracedCall } = await import("../sys/phase-trace.js");
+  const { enablePhaseTrace, tracedCall } = await import("#sys/phase-trace.js");
   try {
     enablePhaseTrace(traceFile);
   } catch {

@@ -5,7 +5,7 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, 
 import os from "node:os";
 import path from "node:path";
 import { describeDir, describeSelf, elfArch, formatProgramInfo, platformPackageName } from "./native.js";
-import { ROOT } from "../testing/harness.js";
+import { ROOT } from "#testing/harness.js";
 
 /** An ELF header's first 20 bytes for `machine` (little-endian, 64-bit), which is all elfArch reads. */
 const elfHeader = (machine: number) => {

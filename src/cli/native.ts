@@ -11,8 +11,8 @@ import { closeSync, existsSync, lstatSync, openSync, readFileSync, readlinkSync,
 import { spawnSync } from "node:child_process";
 import { createRequire } from "node:module";
 import path from "node:path";
-import { selfExecutable } from "../programs/self.js";
-import { readBuildId } from "../resident/build-id.js";
+import { selfExecutable } from "#programs/self.js";
+import { readBuildId } from "#resident/build-id.js";
 
 /** The launcher's name in a plugin directory: every plugin links to it. */
 export const LAUNCHER_NAME = "tscni";

@@ -11,7 +11,7 @@ import { spawnSync } from "node:child_process";
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { Netns, ROOT, runTag } from "../testing/harness.js";
+import { Netns, ROOT, runTag } from "#testing/harness.js";
 
 const FACES = ["spec", "skel", "invoke", "libcni", "net", "runtime"] as const;
 const TSC = path.join(ROOT, "node_modules/typescript/bin/tsc");

@@ -14,9 +14,9 @@ import { spawnSync } from "node:child_process";
 import { existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { missing, Netns, ROOT, runTag, skipReason } from "../testing/harness.js";
-import { RESIDENT_PASS } from "../testing/resident-host.js";
-import { PROGRAM_NAMES } from "../programs/programs.js";
+import { missing, Netns, ROOT, runTag, skipReason } from "#testing/harness.js";
+import { RESIDENT_PASS } from "#testing/resident-host.js";
+import { PROGRAM_NAMES } from "#programs/programs.js";
 import type { ProgramInfo } from "./native.js";
 
 const nativeBuilt = existsSync(path.join(ROOT, "dist/tscni-js")) && existsSync(path.join(ROOT, "dist/tscni"));

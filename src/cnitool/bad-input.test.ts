@@ -7,8 +7,8 @@ import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import { writeFileSync, mkdirSync } from "node:fs";
 import path from "node:path";
-import { useTempDirs } from "../testing/temp.js";
-import { CNITOOL, TEST_BIN } from "../testing/harness.js";
+import { useTempDirs } from "#testing/temp.js";
+import { CNITOOL, TEST_BIN } from "#testing/harness.js";
 
 const tempDir = useTempDirs();
 

@@ -1,14 +1,14 @@
-import { useTempDirs } from "../testing/temp.js";
+import { useTempDirs } from "#testing/temp.js";
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
-import { readCommandLog, readDebug, stdinOf, writeDebug } from "../testing/plugins/noop-debug.js";
+import { readCommandLog, readDebug, stdinOf, writeDebug } from "#testing/plugins/noop-debug.js";
 import { containerIdForNetns, parseCapArgs, parseCnitoolArgs, runCnitool } from "./cnitool.js";
-import { CNITOOL, TEST_BIN } from "../testing/harness.js";
-import { plantCacheEntry } from "../testing/cache-entries.js";
-import { startFakeCri } from "../testing/fake-cri.js";
+import { CNITOOL, TEST_BIN } from "#testing/harness.js";
+import { plantCacheEntry } from "#testing/cache-entries.js";
+import { startFakeCri } from "#testing/fake-cri.js";
 import { judgedByNodeGc } from "./node-gc.js";
 
 /** dist/test-bin (the noop plugin) and dist/bin (cnitool itself). */

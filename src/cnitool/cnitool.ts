@@ -12,21 +12,21 @@
 import { createHash } from "node:crypto";
 import path from "node:path";
 import { Command, CommanderError, InvalidArgumentError } from "commander";
-import { goQuote, isJsonObject, jsonKindName, parseJson } from "../go-json/json.js";
-import { marshalResult } from "../spec/result/index.js";
-import { splitPathList } from "../invoke/find.js";
-import { CNIConfig, type RuntimeConf } from "../libcni/api.js";
-import { loadAllNetworks, NoConfigsFoundError, NotFoundError } from "../libcni/conf.js";
-import type { NetworkConfigList } from "../spec/config.js";
-import { DEFAULT_CACHE_DIR } from "../libcni/cache.js";
-import type { PluginExec } from "../invoke/exec.js";
+import { goQuote, isJsonObject, jsonKindName, parseJson } from "#go-json/json.js";
+import { marshalResult } from "#spec/result/index.js";
+import { splitPathList } from "#invoke/find.js";
+import { CNIConfig, type RuntimeConf } from "#libcni/api.js";
+import { loadAllNetworks, NoConfigsFoundError, NotFoundError } from "#libcni/conf.js";
+import type { NetworkConfigList } from "#spec/config.js";
+import { DEFAULT_CACHE_DIR } from "#libcni/cache.js";
+import type { PluginExec } from "#invoke/exec.js";
 import { addNetworkCommands } from "./network.js";
 import { addPodCommands } from "./pod.js";
-import { addAdminCommands } from "../plugins/ipam/cluster-ipam/admin.js";
+import { addAdminCommands } from "#plugins/ipam/cluster-ipam/admin.js";
 import { addReloadCommand } from "./reload.js";
 import { nodeGcCommand, type NodeGcFlags } from "./node-gc.js";
-import { addConformanceCommand } from "../conformance/command.js";
-import { messageOf } from "../spec/errors.js";
+import { addConformanceCommand } from "#conformance/command.js";
+import { messageOf } from "#spec/errors.js";
 
 export const DEFAULT_NETCONFPATH = "/etc/cni/net.d";
 

@@ -4,10 +4,10 @@
  * the networks of NETCONFPATH and the plugins of CNI_PATH. Plain `cnitool gc <network> <netns>` stays upstream's.
  * @module
  */
-import { splitPathList } from "../invoke/find.js";
-import type { CachedAttachment } from "../libcni/cache.js";
-import { CriRuntimeClient } from "../runtime/cri/runtime-service.js";
-import { DEFAULT_MIN_AGE_MS, describeNodeGc, madeByCriRuntime, nodeGcFailed, runNodeGc } from "../runtime/node-gc.js";
+import { splitPathList } from "#invoke/find.js";
+import type { CachedAttachment } from "#libcni/cache.js";
+import { CriRuntimeClient } from "#runtime/cri/runtime-service.js";
+import { DEFAULT_MIN_AGE_MS, describeNodeGc, madeByCriRuntime, nodeGcFailed, runNodeGc } from "#runtime/node-gc.js";
 import { podContainerId } from "./pod.js";
 
 /** The attachments node GC judges: a CRI runtime's, but not cnitool's own pods (they carry the same CNI_ARGS). */

@@ -6,14 +6,14 @@
  */
 import { existsSync } from "node:fs";
 import type { Command } from "commander";
-import { validateContainerId } from "../spec/validate.js";
-import { runTool } from "../sys/exec.js";
-import type { PluginExec } from "../invoke/exec.js";
-import { listCachedAttachments } from "../libcni/cache.js";
-import { cachedAddresses } from "../runtime/attachments.js";
-import { PodNetworkManager, type PodNetworkRequest, type PodRef, type RuntimeConfig } from "../runtime/manager.js";
+import { validateContainerId } from "#spec/validate.js";
+import { runTool } from "#sys/exec.js";
+import type { PluginExec } from "#invoke/exec.js";
+import { listCachedAttachments } from "#libcni/cache.js";
+import { cachedAddresses } from "#runtime/attachments.js";
+import { PodNetworkManager, type PodNetworkRequest, type PodRef, type RuntimeConfig } from "#runtime/manager.js";
 import { NetworkCommandError } from "./network.js";
-import { messageOf } from "../spec/errors.js";
+import { messageOf } from "#spec/errors.js";
 
 /** The CNI container ID of a cnitool pod. */
 export const podContainerId = (name: string): string => `tscni-pod-${name}`;

@@ -5,9 +5,9 @@
  * Kubernetes runtimes send, then DEL without prevResult; DEL with the namespace gone, and without CNI_NETNS.
  * @module
  */
-import type { JsonObject } from "../go-json/json.js";
-import { toCurrentResult, type Result } from "../spec/result/index.js";
-import { compareVersions, versionGreaterThanOrEqualTo } from "../spec/version.js";
+import type { JsonObject } from "#go-json/json.js";
+import { toCurrentResult, type Result } from "#spec/result/index.js";
+import { compareVersions, versionGreaterThanOrEqualTo } from "#spec/version.js";
 import type { Problem } from "./report.js";
 import { once, Skip, type CheckBody, type SuiteContext } from "./context.js";
 import { describeCall, judgeErrorDocument, judgeSuccessDocument, judgeSuccessStatus, SECTION, type PluginCall } from "./output.js";

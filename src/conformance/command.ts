@@ -4,13 +4,13 @@
  * the end. Exit status 0 iff no check failed; the sandbox is removed however the run ends (SIGINT and SIGTERM too).
  * @module
  */
-import { messageOf } from "../spec/errors.js";
+import { messageOf } from "#spec/errors.js";
 import { accessSync, constants, readFileSync } from "node:fs";
 import path from "node:path";
 import { type Command, CommanderError } from "commander";
-import { findInPath, splitPathList } from "../invoke/find.js";
-import { isJsonObject, parseJson, type JsonObject } from "../go-json/json.js";
-import { parseConfList } from "../spec/config.js";
+import { findInPath, splitPathList } from "#invoke/find.js";
+import { isJsonObject, parseJson, type JsonObject } from "#go-json/json.js";
+import { parseConfList } from "#spec/config.js";
 import { formatJUnit, runPassed, tapEntry, tapFooter, tapHeader, type CheckResult } from "./report.js";
 import { Sandbox, SetupError } from "./sandbox.js";
 import { configProblem, runSuite } from "./suite.js";

@@ -1,6 +1,6 @@
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { validateNetworkName } from "../spec/validate.js";
+import { validateNetworkName } from "#spec/validate.js";
 import { BAD_NAMES } from "./refusals.js";
 import { configProblem } from "./suite.js";
 import {

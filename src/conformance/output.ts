@@ -5,9 +5,9 @@
  * Pure.
  * @module
  */
-import { ErrorCode } from "../spec/errors.js";
-import { findJsonSyntaxError, isJsonObject, parseJson, type JsonObject, type JsonValue } from "../go-json/json.js";
-import { ALL_VERSIONS } from "../spec/versions.js";
+import { ErrorCode } from "#spec/errors.js";
+import { findJsonSyntaxError, isJsonObject, parseJson, type JsonObject, type JsonValue } from "#go-json/json.js";
+import { ALL_VERSIONS } from "#spec/versions.js";
 import type { Diagnostic, Problem } from "./report.js";
 
 /** One finished plugin call, as the runner made it and saw it end. */

@@ -6,9 +6,9 @@
  * cniVersion (a tolerated deviation when not). All in one container namespace of their own.
  * @module
  */
-import type { JsonObject } from "../go-json/json.js";
-import { ALL_VERSIONS } from "../spec/versions.js";
-import { versionGreaterThanOrEqualTo } from "../spec/version.js";
+import type { JsonObject } from "#go-json/json.js";
+import { ALL_VERSIONS } from "#spec/versions.js";
+import { versionGreaterThanOrEqualTo } from "#spec/version.js";
 import { once, Skip, type CheckBody, type SuiteContext } from "./context.js";
 import { describeCall, judgeErrorDocument, SECTION, type ErrorDocument, type ExpectedError } from "./output.js";
 import { changesBetween } from "./state.js";

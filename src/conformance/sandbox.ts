@@ -7,9 +7,9 @@
  */
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { existsSync } from "node:fs";
-import { runTool } from "../sys/exec.js";
-import { findTool } from "../sys/tool-path.js";
-import { MANIFESTS } from "../plugins/manifests.js";
+import { runTool } from "#sys/exec.js";
+import { findTool } from "#sys/tool-path.js";
+import { MANIFESTS } from "#plugins/manifests.js";
 import type { PluginCall } from "./output.js";
 import { parseIpAddrJson, type NsSnapshot, type Snapshots } from "./state.js";
 

@@ -1,7 +1,7 @@
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
-import type { JsonObject } from "../go-json/json.js";
-import { createResult } from "../spec/result/index.js";
+import type { JsonObject } from "#go-json/json.js";
+import { createResult } from "#spec/result/index.js";
 import { expectedShape, judgeResult, maskResult, shapeDifferences } from "./shape.js";
 
 const NS = "/run/netns/a";

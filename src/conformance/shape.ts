@@ -6,10 +6,10 @@
  * attachment gets (addresses, MACs, host link names), so shapes are compared with those masked. Pure.
  * @module
  */
-import { messageOf } from "../spec/errors.js";
-import { isJsonObject, type JsonObject, type JsonValue } from "../go-json/json.js";
-import { tryParseCIDR, tryParseIP } from "../ip/ip.js";
-import { convertResult, createResult, familyOf, resultToJson, type Result, type ResultFamily } from "../spec/result/index.js";
+import { messageOf } from "#spec/errors.js";
+import { isJsonObject, type JsonObject, type JsonValue } from "#go-json/json.js";
+import { tryParseCIDR, tryParseIP } from "#ip/ip.js";
+import { convertResult, createResult, familyOf, resultToJson, type Result, type ResultFamily } from "#spec/result/index.js";
 import type { Problem } from "./report.js";
 import { SECTION } from "./output.js";
 

@@ -1,6 +1,6 @@
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
-import type { Result100 } from "../spec/result/index.js";
+import type { Result100 } from "#spec/result/index.js";
 import { changesBetween, kernelAssigned, leftoverProblems, parseIpAddrJson, presenceProblems, sharedHostLinks, type NsSnapshot } from "./state.js";
 
 const NS = "/run/netns/c";

@@ -4,9 +4,9 @@
  * snapshots are read elsewhere (sandbox.ts).
  * @module
  */
-import { isJsonObject, parseJson, type JsonValue } from "../go-json/json.js";
-import { tryParseCIDR } from "../ip/ip.js";
-import type { Result100 } from "../spec/result/index.js";
+import { isJsonObject, parseJson, type JsonValue } from "#go-json/json.js";
+import { tryParseCIDR } from "#ip/ip.js";
+import type { Result100 } from "#spec/result/index.js";
 import type { Problem } from "./report.js";
 import { SECTION } from "./output.js";
 

@@ -6,10 +6,10 @@
  * its own.
  * @module
  */
-import { messageOf } from "../spec/errors.js";
-import type { JsonObject } from "../go-json/json.js";
-import { ALL_VERSIONS, CURRENT_VERSION } from "../spec/versions.js";
-import { parseVersion } from "../spec/version.js";
+import { messageOf } from "#spec/errors.js";
+import type { JsonObject } from "#go-json/json.js";
+import { ALL_VERSIONS, CURRENT_VERSION } from "#spec/versions.js";
+import { parseVersion } from "#spec/version.js";
 import type { CheckResult } from "./report.js";
 import { attachmentChecks } from "./attachments.js";
 import { once, Skip, SuiteContext, type Claims, type SuiteOptions } from "./context.js";

@@ -17,11 +17,11 @@ import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { parseConfList } from "../spec/config.js";
-import { toCurrentResult } from "../spec/result/index.js";
-import { CNIConfig, type RuntimeConf } from "../libcni/api.js";
+import { parseConfList } from "#spec/config.js";
+import { toCurrentResult } from "#spec/result/index.js";
+import { CNIConfig, type RuntimeConf } from "#libcni/api.js";
 import { EtcdCluster, etcdMissing } from "./etcd-cluster.js";
-import { messageOf } from "../spec/errors.js";
+import { messageOf } from "#spec/errors.js";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 const BIN = path.join(ROOT, "dist/bin");

@@ -12,7 +12,7 @@ import https from "node:https";
 import { createServer } from "node:net";
 import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
-import { messageOf } from "../spec/errors.js";
+import { messageOf } from "#spec/errors.js";
 
 /** PEM files for a TLS cluster: the server's certificate and key, and the CA that signed the clients'. */
 export interface EtcdTlsFiles {

@@ -9,8 +9,8 @@ import { describe, test, after } from "node:test";
 import assert from "node:assert/strict";
 import { existsSync, readdirSync } from "node:fs";
 import path from "node:path";
-import { Cleanup, OUR_BIN, runTag, skipReason } from "../testing/harness.js";
-import { containerIdOf, Host, ipIn, pluginDir } from "../testing/rig.js";
+import { Cleanup, OUR_BIN, runTag, skipReason } from "#testing/harness.js";
+import { containerIdOf, Host, ipIn, pluginDir } from "#testing/rig.js";
 
 const skip = skipReason();
 if (skip) console.log(`# skipping ADD-failure tests: ${skip}`);

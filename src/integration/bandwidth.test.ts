@@ -9,10 +9,10 @@ import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import { realpathSync } from "node:fs";
 import path from "node:path";
-import { Cleanup, GO_BIN, type Netns, OUR_BIN, runTag, skipReason } from "../testing/harness.js";
-import { cniError, containerIdOf, Host, pluginDir, type Result, type RunResult } from "../testing/rig.js";
-import { ifbName } from "../plugins/meta/bandwidth/config.js";
-import { acceptedTbfBuffers, parsePsched, tbfParams } from "../plugins/meta/bandwidth/tc.js";
+import { Cleanup, GO_BIN, type Netns, OUR_BIN, runTag, skipReason } from "#testing/harness.js";
+import { cniError, containerIdOf, Host, pluginDir, type Result, type RunResult } from "#testing/rig.js";
+import { ifbName } from "#plugins/meta/bandwidth/config.js";
+import { acceptedTbfBuffers, parsePsched, tbfParams } from "#plugins/meta/bandwidth/tc.js";
 
 const skip = skipReason(true);
 if (skip) console.log(`# skipping bandwidth integration tests: ${skip}`);

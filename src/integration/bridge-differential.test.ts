@@ -11,9 +11,9 @@ import { describe, test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { existsSync } from "node:fs";
 import path from "node:path";
-import { Cleanup, GO_BIN, type Netns, OUR_BIN, runTag, skipReason } from "../testing/harness.js";
-import { containerIdOf, Host, ipIn, MIXED_PATH, pingable, pluginDir, type Result } from "../testing/rig.js";
-import { attachmentComment, ipMasqChainName } from "../net/names.js";
+import { Cleanup, GO_BIN, type Netns, OUR_BIN, runTag, skipReason } from "#testing/harness.js";
+import { containerIdOf, Host, ipIn, MIXED_PATH, pingable, pluginDir, type Result } from "#testing/rig.js";
+import { attachmentComment, ipMasqChainName } from "#net/names.js";
 
 const skip = skipReason(true, existsSync(path.join(GO_BIN, "portmap")) ? undefined : "Go's portmap is not in /usr/lib/cni");
 if (skip) console.log(`# skipping bridge differential tests: ${skip}`);

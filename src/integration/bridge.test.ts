@@ -10,10 +10,10 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { spawn, spawnSync } from "node:child_process";
 import { existsSync, readFileSync, readlinkSync } from "node:fs";
 import path from "node:path";
-import { Cleanup, GO_BIN, type Netns, OUR_BIN, runTag, skipReason } from "../testing/harness.js";
-import { cniError, containerIdOf, Host, ipIn, pingable, pluginDir, type Result } from "../testing/rig.js";
-import { ipMasqChainName, attachmentComment } from "../net/names.js";
-import { nftIPMasqComment } from "../net/ipmasq.js";
+import { Cleanup, GO_BIN, type Netns, OUR_BIN, runTag, skipReason } from "#testing/harness.js";
+import { cniError, containerIdOf, Host, ipIn, pingable, pluginDir, type Result } from "#testing/rig.js";
+import { ipMasqChainName, attachmentComment } from "#net/names.js";
+import { nftIPMasqComment } from "#net/ipmasq.js";
 
 const skip = skipReason(true);
 if (skip) console.log(`# skipping bridge integration tests: ${skip}`);

@@ -14,9 +14,9 @@ import assert from "node:assert/strict";
 import { spawn, spawnSync } from "node:child_process";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
-import { CNITOOL, Cleanup, GO_BIN, OUR_BIN, TEST_BIN, missing, runCommand, runTag, skipReason, writeJson } from "../testing/harness.js";
-import { linkKindMissing } from "../testing/kernel.js";
-import { RESIDENT_PASS } from "../testing/resident-host.js";
+import { CNITOOL, Cleanup, GO_BIN, OUR_BIN, TEST_BIN, missing, runCommand, runTag, skipReason, writeJson } from "#testing/harness.js";
+import { linkKindMissing } from "#testing/kernel.js";
+import { RESIDENT_PASS } from "#testing/resident-host.js";
 
 const skip = RESIDENT_PASS
   ? "runs in the exec pass only: the runner calls plugins from a namespace of its own, which no resident server serves"

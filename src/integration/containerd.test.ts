@@ -13,12 +13,12 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
-import { readCommandLog, stdinOf } from "../testing/plugins/noop-debug.js";
-import type { PodSandboxConfig } from "../testing/cri-client.js";
-import { PrivateContainerd, buildPauseImage, containerdSkipReason, linkPluginDir, type SandboxNetns } from "../testing/containerd.js";
-import { Cleanup, type Netns, OUR_BIN, TEST_BIN, runCommand, runTag } from "../testing/harness.js";
-import { RESIDENT_PASS, startResidentHost } from "../testing/resident-host.js";
-import { docSnippet } from "../testing/doc-snippets.js";
+import { readCommandLog, stdinOf } from "#testing/plugins/noop-debug.js";
+import type { PodSandboxConfig } from "#testing/cri-client.js";
+import { PrivateContainerd, buildPauseImage, containerdSkipReason, linkPluginDir, type SandboxNetns } from "#testing/containerd.js";
+import { Cleanup, type Netns, OUR_BIN, TEST_BIN, runCommand, runTag } from "#testing/harness.js";
+import { RESIDENT_PASS, startResidentHost } from "#testing/resident-host.js";
+import { docSnippet } from "#testing/doc-snippets.js";
 
 const skip = containerdSkipReason();
 if (skip) console.log(`# skipping containerd tests: ${skip}`);

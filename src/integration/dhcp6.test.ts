@@ -19,11 +19,11 @@ import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
-import { Cleanup, type Netns, OUR_BIN, runTag, skipReason, missing } from "../testing/harness.js";
-import type { PluginRun } from "../testing/plugin-run.js";
-import { pinMountNamespace } from "../testing/pinned-mount.js";
-import { Host } from "../testing/rig.js";
-import { leaseFileName } from "../plugins/ipam/dhcp/lease-file.js";
+import { Cleanup, type Netns, OUR_BIN, runTag, skipReason, missing } from "#testing/harness.js";
+import type { PluginRun } from "#testing/plugin-run.js";
+import { pinMountNamespace } from "#testing/pinned-mount.js";
+import { Host } from "#testing/rig.js";
+import { leaseFileName } from "#plugins/ipam/dhcp/lease-file.js";
 
 const dhcpBinary = path.join(OUR_BIN, "dhcp");
 const standalone = existsSync(dhcpBinary) && !spawnSync("readlink", ["-f", dhcpBinary], { encoding: "utf8" }).stdout.trim().endsWith(".js");

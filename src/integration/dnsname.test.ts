@@ -16,10 +16,10 @@ import { spawn } from "node:child_process";
 import { existsSync, readdirSync, readFileSync, rmdirSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
-import { Cleanup, GO_BIN, OUR_BIN, runTag, skipReason, type Netns } from "../testing/harness.js";
-import { cniError, containerIdOf, Host, pluginDir, type AttachEnv, type Result, type RunResult } from "../testing/rig.js";
-import { chainAdd, runPlugin, type ChainEnv, type ChainList } from "../testing/chain.js";
-import { DEFAULT_BASE_DIR } from "../plugins/meta/dnsname/state.js";
+import { Cleanup, GO_BIN, OUR_BIN, runTag, skipReason, type Netns } from "#testing/harness.js";
+import { cniError, containerIdOf, Host, pluginDir, type AttachEnv, type Result, type RunResult } from "#testing/rig.js";
+import { chainAdd, runPlugin, type ChainEnv, type ChainList } from "#testing/chain.js";
+import { DEFAULT_BASE_DIR } from "#plugins/meta/dnsname/state.js";
 
 const BUSYBOX = "/bin/busybox";
 const GO_DNSNAME = path.join(GO_BIN, "dnsname");

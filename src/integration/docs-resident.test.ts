@@ -10,10 +10,10 @@ import assert from "node:assert/strict";
 import { existsSync, mkdirSync, readFileSync, writeFileSync, chmodSync } from "node:fs";
 import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
-import { Cleanup, OUR_BIN, ROOT, runCommand, skipReason } from "../testing/harness.js";
-import { RESIDENT_PASS } from "../testing/resident-host.js";
-import { killServers } from "../testing/servers.js";
-import { docSnippet, substitute } from "../testing/doc-snippets.js";
+import { Cleanup, OUR_BIN, ROOT, runCommand, skipReason } from "#testing/harness.js";
+import { RESIDENT_PASS } from "#testing/resident-host.js";
+import { killServers } from "#testing/servers.js";
+import { docSnippet, substitute } from "#testing/doc-snippets.js";
 
 const DOC = "docs/resident.md";
 const skip = RESIDENT_PASS

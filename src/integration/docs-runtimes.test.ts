@@ -10,10 +10,10 @@ import { describe, test, after } from "node:test";
 import assert from "node:assert/strict";
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync, chmodSync } from "node:fs";
 import path from "node:path";
-import { Cleanup, OUR_BIN, ROOT, runCommand, skipReason } from "../testing/harness.js";
-import { RESIDENT_PASS } from "../testing/resident-host.js";
-import { docSnippet, parseSnippet, substitute, type ParsedDoc } from "../testing/doc-snippets.js";
-import { PROGRAM_NAMES } from "../programs/programs.js";
+import { Cleanup, OUR_BIN, ROOT, runCommand, skipReason } from "#testing/harness.js";
+import { RESIDENT_PASS } from "#testing/resident-host.js";
+import { docSnippet, parseSnippet, substitute, type ParsedDoc } from "#testing/doc-snippets.js";
+import { PROGRAM_NAMES } from "#programs/programs.js";
 
 const DOC = "docs/runtimes.md";
 const skip = RESIDENT_PASS

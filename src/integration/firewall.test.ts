@@ -10,10 +10,10 @@ import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import { existsSync, readdirSync } from "node:fs";
 import path from "node:path";
-import { Cleanup, GO_BIN, OUR_BIN, runTag, skipReason } from "../testing/harness.js";
-import { cniError, containerIdOf, Host, pingable, pluginDir, type Result } from "../testing/rig.js";
-import { chainAdd, chainRun, runPlugin, type ChainList } from "../testing/chain.js";
-import { nftAttachmentComment } from "../plugins/meta/firewall/nftables.js";
+import { Cleanup, GO_BIN, OUR_BIN, runTag, skipReason } from "#testing/harness.js";
+import { cniError, containerIdOf, Host, pingable, pluginDir, type Result } from "#testing/rig.js";
+import { chainAdd, chainRun, runPlugin, type ChainList } from "#testing/chain.js";
+import { nftAttachmentComment } from "#plugins/meta/firewall/nftables.js";
 
 const skip = skipReason(true);
 if (skip) console.log(`# skipping firewall integration tests: ${skip}`);

@@ -10,8 +10,8 @@ import { describe, test, after } from "node:test";
 import assert from "node:assert/strict";
 import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { Cleanup, GO_BIN, OUR_BIN, runTag, skipReason } from "../testing/harness.js";
-import { cniError, containerIdOf, Host, ipIn, pingable, pluginDir, type Result } from "../testing/rig.js";
+import { Cleanup, GO_BIN, OUR_BIN, runTag, skipReason } from "#testing/harness.js";
+import { cniError, containerIdOf, Host, ipIn, pingable, pluginDir, type Result } from "#testing/rig.js";
 
 const skip = skipReason();
 if (skip) console.log(`# skipping flannel integration tests: ${skip}`);

@@ -5,9 +5,9 @@
 import { describe, test, after } from "node:test";
 import assert from "node:assert/strict";
 import path from "node:path";
-import { Cleanup, OUR_BIN, runTag, skipReason } from "../testing/harness.js";
-import { Host, containerIdOf } from "../testing/rig.js";
-import { ipMasqChainName } from "../net/names.js";
+import { Cleanup, OUR_BIN, runTag, skipReason } from "#testing/harness.js";
+import { Host, containerIdOf } from "#testing/rig.js";
+import { ipMasqChainName } from "#net/names.js";
 
 const skip = skipReason();
 if (skip) console.log(`# skipping ipMasq GC tests: ${skip}`);

@@ -8,10 +8,10 @@
  */
 import { describe, test, after } from "node:test";
 import assert from "node:assert/strict";
-import { Cleanup, OUR_BIN, runTag, skipReason, type Netns } from "../testing/harness.js";
-import { cniError, Host, ipIn, pingable, type Result } from "../testing/rig.js";
-import { ALL_VERSIONS } from "../spec/versions.js";
-import { linkKindMissing, type LinkKind } from "../testing/kernel.js";
+import { Cleanup, OUR_BIN, runTag, skipReason, type Netns } from "#testing/harness.js";
+import { cniError, Host, ipIn, pingable, type Result } from "#testing/rig.js";
+import { ALL_VERSIONS } from "#spec/versions.js";
+import { linkKindMissing, type LinkKind } from "#testing/kernel.js";
 
 const skip = skipReason();
 if (skip) console.log(`# skipping ipvlan/vlan/dummy integration tests: ${skip}`);

@@ -26,8 +26,8 @@ import {
 } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { missing, OUR_BIN } from "../testing/harness.js";
-import { standInServer } from "../testing/stand-in-server.js";
+import { missing, OUR_BIN } from "#testing/harness.js";
+import { standInServer } from "#testing/stand-in-server.js";
 
 const launcherBuilt = existsSync(path.join(OUR_BIN, "..", "tscni"));
 const skip = process.getuid?.() !== 0 ? "needs root" : launcherBuilt ? undefined : "the C launcher is not built (no C compiler)";

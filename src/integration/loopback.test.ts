@@ -6,8 +6,8 @@ import { describe, test, after } from "node:test";
 import assert from "node:assert/strict";
 import { existsSync } from "node:fs";
 import path from "node:path";
-import { Cleanup, GO_BIN, type Netns, OUR_BIN, runTag, skipReason } from "../testing/harness.js";
-import { cniError, Host, ipIn, type Result } from "../testing/rig.js";
+import { Cleanup, GO_BIN, type Netns, OUR_BIN, runTag, skipReason } from "#testing/harness.js";
+import { cniError, Host, ipIn, type Result } from "#testing/rig.js";
 
 const skip = skipReason();
 if (skip) console.log(`# skipping loopback integration tests: ${skip}`);

@@ -13,8 +13,8 @@ import { describe, test, after } from "node:test";
 import assert from "node:assert/strict";
 import { existsSync } from "node:fs";
 import path from "node:path";
-import { Cleanup, GO_BIN, OUR_BIN, runTag, skipReason, type Netns } from "../testing/harness.js";
-import { Host, ipIn, pingable, pluginDir, type Result } from "../testing/rig.js";
+import { Cleanup, GO_BIN, OUR_BIN, runTag, skipReason, type Netns } from "#testing/harness.js";
+import { Host, ipIn, pingable, pluginDir, type Result } from "#testing/rig.js";
 
 const skip = skipReason(
   true,

@@ -8,8 +8,8 @@
  */
 import { describe, test, after } from "node:test";
 import assert from "node:assert/strict";
-import { Cleanup, OUR_BIN, runTag, skipReason, type Netns } from "../testing/harness.js";
-import { cniError, containerIdOf, Host, ipIn, pingable } from "../testing/rig.js";
+import { Cleanup, OUR_BIN, runTag, skipReason, type Netns } from "#testing/harness.js";
+import { cniError, containerIdOf, Host, ipIn, pingable } from "#testing/rig.js";
 
 const skip = skipReason();
 if (skip) console.log(`# skipping macvlan integration tests: ${skip}`);

@@ -12,10 +12,10 @@ import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import { existsSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { CNITOOL, Cleanup, Netns, OUR_BIN, runCommand, runTag, skipReason } from "../testing/harness.js";
-import { Host, pingable } from "../testing/rig.js";
-import { installRecorder, readRecordedCalls } from "../testing/plugins/recorder-log.js";
-import { DEFAULT_DATA_DIR } from "../plugins/ipam/host-local/config.js";
+import { CNITOOL, Cleanup, Netns, OUR_BIN, runCommand, runTag, skipReason } from "#testing/harness.js";
+import { Host, pingable } from "#testing/rig.js";
+import { installRecorder, readRecordedCalls } from "#testing/plugins/recorder-log.js";
+import { DEFAULT_DATA_DIR } from "#plugins/ipam/host-local/config.js";
 
 const skip = skipReason();
 if (skip) console.log(`# skipping network/pod command tests: ${skip}`);

@@ -16,11 +16,11 @@ import assert from "node:assert/strict";
 import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
-import { readCommandLog, stdinOf, writeDebug } from "../testing/plugins/noop-debug.js";
-import type { PodSandboxConfig } from "../testing/cri-client.js";
-import { PrivateContainerd, buildPauseImage, containerdSkipReason, linkPluginDir } from "../testing/containerd.js";
-import { Cleanup, CNITOOL, type Netns, OUR_BIN, TEST_BIN, runCommand, runTag } from "../testing/harness.js";
-import { RESIDENT_PASS, startResidentHost } from "../testing/resident-host.js";
+import { readCommandLog, stdinOf, writeDebug } from "#testing/plugins/noop-debug.js";
+import type { PodSandboxConfig } from "#testing/cri-client.js";
+import { PrivateContainerd, buildPauseImage, containerdSkipReason, linkPluginDir } from "#testing/containerd.js";
+import { Cleanup, CNITOOL, type Netns, OUR_BIN, TEST_BIN, runCommand, runTag } from "#testing/harness.js";
+import { RESIDENT_PASS, startResidentHost } from "#testing/resident-host.js";
 
 const skip = containerdSkipReason();
 if (skip) console.log(`# skipping node GC tests: ${skip}`);

@@ -10,10 +10,10 @@ import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import { chmodSync, copyFileSync, existsSync, mkdirSync, readdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { Cleanup, type Netns, OUR_BIN, runCommand, runTag, skipReason } from "../testing/harness.js";
-import { RESIDENT_PASS, startResidentHost, type ResidentHost } from "../testing/resident-host.js";
-import { DEFAULT_DATA_DIR } from "../plugins/ipam/host-local/config.js";
-import { docSnippet, substitute } from "../testing/doc-snippets.js";
+import { Cleanup, type Netns, OUR_BIN, runCommand, runTag, skipReason } from "#testing/harness.js";
+import { RESIDENT_PASS, startResidentHost, type ResidentHost } from "#testing/resident-host.js";
+import { DEFAULT_DATA_DIR } from "#plugins/ipam/host-local/config.js";
+import { docSnippet, substitute } from "#testing/doc-snippets.js";
 
 const CACHE = "/var/lib/cni/results";
 

@@ -11,10 +11,10 @@ import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
-import { Cleanup, GO_BIN, type Netns, OUR_BIN, runTag, skipReason } from "../testing/harness.js";
-import { fetchFrom, startHelloServer } from "../testing/published-port.js";
-import { cniError, containerIdOf, Host, type Result } from "../testing/rig.js";
-import { dnatChainName } from "../plugins/meta/portmap/iptables.js";
+import { Cleanup, GO_BIN, type Netns, OUR_BIN, runTag, skipReason } from "#testing/harness.js";
+import { fetchFrom, startHelloServer } from "#testing/published-port.js";
+import { cniError, containerIdOf, Host, type Result } from "#testing/rig.js";
+import { dnatChainName } from "#plugins/meta/portmap/iptables.js";
 
 const skip = skipReason(true, existsSync(path.join(OUR_BIN, "portmap")) ? undefined : "dist/bin/portmap is not built");
 if (skip) console.log(`# skipping portmap integration tests: ${skip}`);

@@ -18,17 +18,17 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, sym
 import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import fc from "fast-check";
-import { Cleanup, OUR_BIN, runTag, skipReason, type Netns } from "../testing/harness.js";
-import { Host, ipIn, type Result } from "../testing/rig.js";
-import { badConfigs, checkErrorOutput, FUZZ_SEED } from "../testing/bad-input.js";
-import { SAMPLES } from "../testing/plugin-samples.js";
-import { PLUGINS } from "../programs/registry.js";
-import { RESIDENT_PASS } from "../testing/resident-host.js";
-import { linkKindMissing } from "../testing/kernel.js";
-import { DEFAULT_DATA_DIR as HOST_LOCAL_DEFAULT_DIR } from "../plugins/ipam/host-local/config.js";
-import { DEFAULT_DATA_DIR as FIREWALL_DEFAULT_DIR } from "../plugins/meta/firewall/config.js";
-import { baseDir as dnsnameBaseDir } from "../plugins/meta/dnsname/state.js";
-import type { JsonValue } from "../go-json/json.js";
+import { Cleanup, OUR_BIN, runTag, skipReason, type Netns } from "#testing/harness.js";
+import { Host, ipIn, type Result } from "#testing/rig.js";
+import { badConfigs, checkErrorOutput, FUZZ_SEED } from "#testing/bad-input.js";
+import { SAMPLES } from "#testing/plugin-samples.js";
+import { PLUGINS } from "#programs/registry.js";
+import { RESIDENT_PASS } from "#testing/resident-host.js";
+import { linkKindMissing } from "#testing/kernel.js";
+import { DEFAULT_DATA_DIR as HOST_LOCAL_DEFAULT_DIR } from "#plugins/ipam/host-local/config.js";
+import { DEFAULT_DATA_DIR as FIREWALL_DEFAULT_DIR } from "#plugins/meta/firewall/config.js";
+import { baseDir as dnsnameBaseDir } from "#plugins/meta/dnsname/state.js";
+import type { JsonValue } from "#go-json/json.js";
 
 const skip = skipReason();
 /** Generated cases per plugin through the binaries (the in-process tests run 500 each). */

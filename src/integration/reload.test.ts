@@ -14,9 +14,9 @@ import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
-import { CNITOOL, Cleanup, GO_BIN, OUR_BIN, runTag, skipReason, type Netns } from "../testing/harness.js";
-import { containerIdOf, Host, type AttachEnv, type Result } from "../testing/rig.js";
-import { fetchFrom, startHelloServer } from "../testing/published-port.js";
+import { CNITOOL, Cleanup, GO_BIN, OUR_BIN, runTag, skipReason, type Netns } from "#testing/harness.js";
+import { containerIdOf, Host, type AttachEnv, type Result } from "#testing/rig.js";
+import { fetchFrom, startHelloServer } from "#testing/published-port.js";
 
 const DNSMASQ = "/usr/sbin/dnsmasq";
 const HAVE_DNSMASQ = existsSync(DNSMASQ);

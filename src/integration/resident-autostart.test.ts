@@ -12,8 +12,8 @@ import { spawn, spawnSync } from "node:child_process";
 import { copyFileSync, existsSync, readdirSync, readFileSync, readlinkSync, writeFileSync, mkdirSync, renameSync, chmodSync } from "node:fs";
 import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
-import { Cleanup, OUR_BIN, ROOT, runCommand, skipReason } from "../testing/harness.js";
-import { killServers, serverPids } from "../testing/servers.js";
+import { Cleanup, OUR_BIN, ROOT, runCommand, skipReason } from "#testing/harness.js";
+import { killServers, serverPids } from "#testing/servers.js";
 
 const skip = skipReason(false, existsSync(path.join(ROOT, "dist/tscni")) ? undefined : "the C launcher is not built (no C compiler?)");
 if (skip) console.log(`# skipping auto-start tests: ${skip}`);

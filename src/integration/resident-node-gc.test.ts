@@ -9,10 +9,10 @@ import { spawn } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
-import { writeCacheEntry } from "../libcni/cache.js";
-import { startFakeCri } from "../testing/fake-cri.js";
-import { CNITOOL, Cleanup, TEST_BIN, runCommand, skipReason } from "../testing/harness.js";
-import { writeDebug } from "../testing/plugins/noop-debug.js";
+import { writeCacheEntry } from "#libcni/cache.js";
+import { startFakeCri } from "#testing/fake-cri.js";
+import { CNITOOL, Cleanup, TEST_BIN, runCommand, skipReason } from "#testing/harness.js";
+import { writeDebug } from "#testing/plugins/noop-debug.js";
 
 const skip = skipReason();
 if (skip) console.log(`# skipping the resident server's node GC tests: ${skip}`);

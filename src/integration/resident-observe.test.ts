@@ -11,10 +11,10 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { existsSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
-import { Cleanup, CNITOOL, OUR_BIN, ROOT, runCommand, runTag, skipReason } from "../testing/harness.js";
-import { failRecorder, installEnvRecorder, recordedEnv, RECORDER_RESULT, resetRecorder } from "../testing/env-recorder.js";
-import { Host } from "../testing/rig.js";
-import { rawHelloScript } from "../testing/confinement.js";
+import { Cleanup, CNITOOL, OUR_BIN, ROOT, runCommand, runTag, skipReason } from "#testing/harness.js";
+import { failRecorder, installEnvRecorder, recordedEnv, RECORDER_RESULT, resetRecorder } from "#testing/env-recorder.js";
+import { Host } from "#testing/rig.js";
+import { rawHelloScript } from "#testing/confinement.js";
 
 const skip = skipReason(false, existsSync(path.join(ROOT, "dist/tscni")) ? undefined : "the C launcher is not built (no C compiler?)");
 if (skip) console.log(`# skipping observability tests: ${skip}`);

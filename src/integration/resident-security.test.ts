@@ -14,8 +14,8 @@ import { chmodSync, chownSync, existsSync, mkdirSync, readFileSync, symlinkSync,
 import net from "node:net";
 import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
-import { Cleanup, OUR_BIN, ROOT, runCommand, runTag, skipReason } from "../testing/harness.js";
-import { Host } from "../testing/rig.js";
+import { Cleanup, OUR_BIN, ROOT, runCommand, runTag, skipReason } from "#testing/harness.js";
+import { Host } from "#testing/rig.js";
 
 const skip = skipReason(false, existsSync(path.join(ROOT, "dist/tscni")) ? undefined : "the C launcher is not built (no C compiler?)");
 if (skip) console.log(`# skipping resident security tests: ${skip}`);

@@ -15,11 +15,11 @@ import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { chmodSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync, rmdirSync } from "node:fs";
 import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
-import { Cleanup, CNITOOL, OUR_BIN, ROOT, runCommand, runTag, skipReason } from "../testing/harness.js";
-import { Host } from "../testing/rig.js";
-import { CAPLESS, NO_NEW_PRIVS, rawHelloScript, seccompNoSetns, USERNS_ROOT } from "../testing/confinement.js";
-import { killServers, serverPids, startServer } from "../testing/servers.js";
-import { hierarchies, ownCgroupName } from "../resident/own-cgroup.js";
+import { Cleanup, CNITOOL, OUR_BIN, ROOT, runCommand, runTag, skipReason } from "#testing/harness.js";
+import { Host } from "#testing/rig.js";
+import { CAPLESS, NO_NEW_PRIVS, rawHelloScript, seccompNoSetns, USERNS_ROOT } from "#testing/confinement.js";
+import { killServers, serverPids, startServer } from "#testing/servers.js";
+import { hierarchies, ownCgroupName } from "#resident/own-cgroup.js";
 
 const skip = skipReason(false, existsSync(path.join(ROOT, "dist/tscni")) ? undefined : "the C launcher is not built (no C compiler?)");
 if (skip) console.log(`# skipping resident trust tests: ${skip}`);

@@ -13,9 +13,9 @@ import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, 
 import os from "node:os";
 import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
-import { Cleanup, OUR_BIN, ROOT, runCommand, runTag, skipReason, type Netns } from "../testing/harness.js";
-import { Host, ipIn } from "../testing/rig.js";
-import { rawHelloScript } from "../testing/confinement.js";
+import { Cleanup, OUR_BIN, ROOT, runCommand, runTag, skipReason, type Netns } from "#testing/harness.js";
+import { Host, ipIn } from "#testing/rig.js";
+import { rawHelloScript } from "#testing/confinement.js";
 
 const skip = skipReason(false, existsSync(path.join(ROOT, "dist/tscni")) ? undefined : "the C launcher is not built (no C compiler?)");
 if (skip) console.log(`# skipping resident-mode tests: ${skip}`);

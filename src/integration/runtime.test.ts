@@ -11,10 +11,10 @@ import assert from "node:assert/strict";
 import { existsSync, mkdirSync, readdirSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
-import { Cleanup, OUR_BIN, runTag, skipReason, type Netns } from "../testing/harness.js";
-import { Host, ipIn, pingable } from "../testing/rig.js";
-import { ManagerClient } from "../testing/manager-client.js";
-import { installRecorder, readRecordedCalls } from "../testing/plugins/recorder-log.js";
+import { Cleanup, OUR_BIN, runTag, skipReason, type Netns } from "#testing/harness.js";
+import { Host, ipIn, pingable } from "#testing/rig.js";
+import { ManagerClient } from "#testing/manager-client.js";
+import { installRecorder, readRecordedCalls } from "#testing/plugins/recorder-log.js";
 
 const skip = skipReason();
 if (skip) console.log(`# skipping runtime integration tests: ${skip}`);

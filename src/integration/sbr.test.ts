@@ -8,9 +8,9 @@
 import { describe, test, after } from "node:test";
 import assert from "node:assert/strict";
 import path from "node:path";
-import { Cleanup, GO_BIN, OUR_BIN, runTag, skipReason, type Netns } from "../testing/harness.js";
-import { cniError, Host, ipIn, pluginDir, type Result } from "../testing/rig.js";
-import { chainAdd, chainRun, runPlugin, type ChainList } from "../testing/chain.js";
+import { Cleanup, GO_BIN, OUR_BIN, runTag, skipReason, type Netns } from "#testing/harness.js";
+import { cniError, Host, ipIn, pluginDir, type Result } from "#testing/rig.js";
+import { chainAdd, chainRun, runPlugin, type ChainList } from "#testing/chain.js";
 
 const skip = skipReason(true);
 if (skip) console.log(`# skipping sbr integration tests: ${skip}`);

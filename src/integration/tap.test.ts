@@ -8,8 +8,8 @@
 import { describe, test, after } from "node:test";
 import assert from "node:assert/strict";
 import { existsSync } from "node:fs";
-import { Cleanup, OUR_BIN, runTag, skipReason, type Netns } from "../testing/harness.js";
-import { cniError, Host, ipIn } from "../testing/rig.js";
+import { Cleanup, OUR_BIN, runTag, skipReason, type Netns } from "#testing/harness.js";
+import { cniError, Host, ipIn } from "#testing/rig.js";
 
 // /dev/net/tun is the kernel's tun/tap driver: a kernel feature, so its absence skips everywhere (CI too).
 const skip = skipReason() ?? (existsSync("/dev/net/tun") ? undefined : "this kernel has no tun/tap driver (/dev/net/tun does not exist)");

@@ -9,8 +9,8 @@ import { describe, test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { Cleanup, GO_BIN, type Netns, OUR_BIN, runTag, skipReason } from "../testing/harness.js";
-import { cniError, containerIdOf, Host, ipIn, pluginDir, type Result, type RunResult } from "../testing/rig.js";
+import { Cleanup, GO_BIN, type Netns, OUR_BIN, runTag, skipReason } from "#testing/harness.js";
+import { cniError, containerIdOf, Host, ipIn, pluginDir, type Result, type RunResult } from "#testing/rig.js";
 
 const skip = skipReason(true);
 if (skip) console.log(`# skipping tuning integration tests: ${skip}`);

@@ -7,9 +7,9 @@
 import { describe, test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { Cleanup, OUR_BIN, runTag, skipReason, type Netns } from "../testing/harness.js";
-import { cniError, Host, ipIn, type Result } from "../testing/rig.js";
-import { chainAdd, chainRun, runPlugin, type ChainList } from "../testing/chain.js";
+import { Cleanup, OUR_BIN, runTag, skipReason, type Netns } from "#testing/harness.js";
+import { cniError, Host, ipIn, type Result } from "#testing/rig.js";
+import { chainAdd, chainRun, runPlugin, type ChainList } from "#testing/chain.js";
 
 const skip = skipReason();
 if (skip) console.log(`# skipping vrf integration tests: ${skip}`);

@@ -3,7 +3,7 @@
  * (always all six, possibly empty), or, for delegation, the caller's environment with a new CNI_COMMAND.
  * @module
  */
-import { formatCniArgs } from "../spec/args.js";
+import { formatCniArgs } from "#spec/args.js";
 
 /** A CNI verb, as CNI_COMMAND carries it. */
 export type CniCommand = "ADD" | "DEL" | "CHECK" | "STATUS" | "GC" | "VERSION";

@@ -4,7 +4,7 @@
  * @module
  */
 import { statSync } from "node:fs";
-import * as path from "../sys/posix-path.js";
+import * as path from "#sys/posix-path.js";
 
 /** Splits a CNI_PATH value into directories (empty elements dropped, as Go's filepath.SplitList of ""). */
 export function splitPathList(value: string | undefined): string[] {

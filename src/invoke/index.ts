@@ -22,4 +22,4 @@ export {
   getDefaultExec,
   type DelegateOptions,
 } from "./plugin.js";
-export { TRACE_CONTEXT_VARIABLES, isValidTraceparent, type TraceContext } from "../spec/trace-context.js";
+export { TRACE_CONTEXT_VARIABLES, isValidTraceparent, type TraceContext } from "#spec/trace-context.js";

@@ -1,13 +1,13 @@
-import { useTempDirs } from "../testing/temp.js";
+import { useTempDirs } from "#testing/temp.js";
 import { before, beforeEach, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
 import { Writable } from "node:stream";
-import { CniError } from "../spec/errors.js";
-import { marshalJson, parseJson } from "../go-json/json.js";
-import { marshalResult, toCurrentResult, type Result100 } from "../spec/result/index.js";
+import { CniError } from "#spec/errors.js";
+import { marshalJson, parseJson } from "#go-json/json.js";
+import { marshalResult, toCurrentResult, type Result100 } from "#spec/result/index.js";
 import { delegateEnv, invokeEnv, type Env } from "./args.js";
 import { pluginFailure, RawExec, type PluginExec, UnknownOutcomeError } from "./exec.js";
 import { findInPath, findInPathSync, splitPathList } from "./find.js";
@@ -23,9 +23,9 @@ import {
   getVersionInfo,
   versionProbeEnv,
 } from "./plugin.js";
-import { readDebug, stdinOf, writeDebug } from "../testing/plugins/noop-debug.js";
-import { installEnvRecorder, recordedEnv, RECORDER_RESULT, resetRecorder } from "../testing/env-recorder.js";
-import { TEST_BIN } from "../testing/harness.js";
+import { readDebug, stdinOf, writeDebug } from "#testing/plugins/noop-debug.js";
+import { installEnvRecorder, recordedEnv, RECORDER_RESULT, resetRecorder } from "#testing/env-recorder.js";
+import { TEST_BIN } from "#testing/harness.js";
 
 /** dist/test-bin: the noop, sleep and legacy010 test plugins. */
 const BIN = TEST_BIN;

@@ -1,19 +1,19 @@
-import { useTempDirs } from "../testing/temp.js";
+import { useTempDirs } from "#testing/temp.js";
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import fs from "node:fs";
 import path from "node:path";
 import { Writable } from "node:stream";
-import { parseConfList, parsePluginConfig, type NetworkConfigList, type PluginConfig } from "../spec/config.js";
-import { CniError, unwrapCniError, WrappedError } from "../spec/errors.js";
-import { marshalJson } from "../go-json/json.js";
-import { marshalResult, toCurrentResult, type Result020 } from "../spec/result/index.js";
-import { RawExec } from "../invoke/exec.js";
-import { readCommandLog, readDebug, stdinOf, writeDebug, type NoopCmdArgs, type NoopDebug } from "../testing/plugins/noop-debug.js";
+import { parseConfList, parsePluginConfig, type NetworkConfigList, type PluginConfig } from "#spec/config.js";
+import { CniError, unwrapCniError, WrappedError } from "#spec/errors.js";
+import { marshalJson } from "#go-json/json.js";
+import { marshalResult, toCurrentResult, type Result020 } from "#spec/result/index.js";
+import { RawExec } from "#invoke/exec.js";
+import { readCommandLog, readDebug, stdinOf, writeDebug, type NoopCmdArgs, type NoopDebug } from "#testing/plugins/noop-debug.js";
 import { CheckNotSupportedError, CNIConfig, type RuntimeConf } from "./api.js";
 import { cacheFilePath } from "./cache.js";
-import { TEST_BIN } from "../testing/harness.js";
-import { installEnvRecorder, recordedEnv, resetRecorder } from "../testing/env-recorder.js";
+import { TEST_BIN } from "#testing/harness.js";
+import { installEnvRecorder, recordedEnv, resetRecorder } from "#testing/env-recorder.js";
 
 /** dist/test-bin: the noop, sleep and legacy010 test plugins. */
 const BIN = TEST_BIN;

@@ -4,17 +4,17 @@
  * garbage (GC) and asking plugins for their status.
  * @module
  */
-import { describePlugin, injectConf, type GCAttachment, type NetworkConfigList, type PluginConfig } from "../spec/config.js";
-import { WrappedError } from "../spec/errors.js";
-import { resultToJson, type Result } from "../spec/result/index.js";
-import { validateContainerId, validateInterfaceName, validateNetworkName } from "../spec/validate.js";
-import { versionGreaterThanOrEqualTo } from "../spec/version.js";
-import { invokeEnv, type CniCommand } from "../invoke/args.js";
-import { RawExec, type ExecOptions, type PluginExec } from "../invoke/exec.js";
-import { findInPath } from "../invoke/find.js";
-import { execPluginWithoutResult, execPluginWithResult, getVersionInfo } from "../invoke/plugin.js";
-import type { VersionInfo } from "../spec/version.js";
-import type { JsonObject } from "../go-json/json.js";
+import { describePlugin, injectConf, type GCAttachment, type NetworkConfigList, type PluginConfig } from "#spec/config.js";
+import { WrappedError } from "#spec/errors.js";
+import { resultToJson, type Result } from "#spec/result/index.js";
+import { validateContainerId, validateInterfaceName, validateNetworkName } from "#spec/validate.js";
+import { versionGreaterThanOrEqualTo } from "#spec/version.js";
+import { invokeEnv, type CniCommand } from "#invoke/args.js";
+import { RawExec, type ExecOptions, type PluginExec } from "#invoke/exec.js";
+import { findInPath } from "#invoke/find.js";
+import { execPluginWithoutResult, execPluginWithResult, getVersionInfo } from "#invoke/plugin.js";
+import type { VersionInfo } from "#spec/version.js";
+import type { JsonObject } from "#go-json/json.js";
 import {
   DEFAULT_CACHE_DIR,
   deleteCacheEntry,

@@ -34,6 +34,6 @@ export {
   type CacheKey,
   type CachedAttachment,
 } from "./cache.js";
-export type { NetworkConfigList, PluginConfig, PluginConf, GCAttachment } from "../spec/config.js";
-export type { Result } from "../spec/result/index.js";
-export type { TraceContext } from "../spec/trace-context.js";
+export type { NetworkConfigList, PluginConfig, PluginConf, GCAttachment } from "#spec/config.js";
+export type { Result } from "#spec/result/index.js";
+export type { TraceContext } from "#spec/trace-context.js";

@@ -5,10 +5,10 @@
  * (conntrack-tools) when it is installed, and without either there is nothing to do.
  * @module
  */
-import { kindOfErrno, NetOpError, runTool } from "../sys/exec.js";
-import type { IPFamily } from "../ip/ip.js";
+import { kindOfErrno, NetOpError, runTool } from "#sys/exec.js";
+import type { IPFamily } from "#ip/ip.js";
 import { netfilterSocket } from "./nfnetlink.js";
-import { concatBytes } from "../sys/bytes.js";
+import { concatBytes } from "#sys/bytes.js";
 import { errnoText, nlAttr, NLM_F_ACK, NLM_F_DUMP, parseAttrs } from "./rtnetlink.js";
 
 export type ConntrackProtocol = "tcp" | "udp" | "sctp";

@@ -7,9 +7,9 @@
  * interface of the first default route.
  * @module
  */
-import { type CniError, failure } from "../spec/errors.js";
-import { parseCIDR } from "../ip/ip.js";
-import { NetOpError } from "../sys/exec.js";
+import { type CniError, failure } from "#spec/errors.js";
+import { parseCIDR } from "#ip/ip.js";
+import { NetOpError } from "#sys/exec.js";
 import { ip } from "./links.js";
 import type { NetNS } from "./netns.js";
 import type { Link, NewLink } from "./types.js";

@@ -3,4 +3,4 @@
  * reason, and carries its kind (from the kernel's errno, or the tool's words for it), which callers switch on.
  * @module
  */
-export { NetOpError, type NetErrorKind } from "../sys/exec.js";
+export { NetOpError, type NetErrorKind } from "#sys/exec.js";

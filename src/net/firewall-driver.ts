@@ -9,8 +9,8 @@
  * made (a Go plugin with another default, a config that changed) with {@link onEveryEngine}.
  * @module
  */
-import type { GCAttachment } from "../spec/config.js";
-import { failure, messageOf } from "../spec/errors.js";
+import type { GCAttachment } from "#spec/config.js";
+import { failure, messageOf } from "#spec/errors.js";
 import type { FirewallMark } from "./firewall-marks.js";
 import { iptablesFor } from "./iptables.js";
 import { nftUsable } from "./nftables.js";

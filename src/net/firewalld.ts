@@ -6,8 +6,8 @@
  * @module
  */
 import { existsSync } from "node:fs";
-import { NetOpError, runTool, type ToolResult } from "../sys/exec.js";
-import { findTool } from "../sys/tool-path.js";
+import { NetOpError, runTool, type ToolResult } from "#sys/exec.js";
+import { findTool } from "#sys/tool-path.js";
 
 export const FIREWALLD_NAME = "org.fedoraproject.FirewallD1";
 const FIREWALLD_PATH = "/org/fedoraproject/FirewallD1";

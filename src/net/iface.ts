@@ -6,10 +6,10 @@
  * @module
  */
 import { setTimeout as sleep } from "node:timers/promises";
-import { failure } from "../spec/errors.js";
-import { ipFamily, networkOf, parseCIDR } from "../ip/ip.js";
-import type { Result100 } from "../spec/result/index.js";
-import { NetOpError } from "../sys/exec.js";
+import { failure } from "#spec/errors.js";
+import { ipFamily, networkOf, parseCIDR } from "#ip/ip.js";
+import type { Result100 } from "#spec/result/index.js";
+import { NetOpError } from "#sys/exec.js";
 import { vethLink } from "./ip-ops.js";
 import { ip } from "./links.js";
 import { randomVethName } from "./names.js";

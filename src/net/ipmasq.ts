@@ -5,8 +5,8 @@
  * `inet cni_plugins_masquerade`, one commented rule per attachment).
  * @module
  */
-import { canonicalIP, networkOf, parseCIDR, type IPCidr } from "../ip/ip.js";
-import type { GCAttachment } from "../spec/config.js";
+import { canonicalIP, networkOf, parseCIDR, type IPCidr } from "#ip/ip.js";
+import type { GCAttachment } from "#spec/config.js";
 import { attachmentComment, ipMasqChainName, nftAttachmentComment, nftAttachmentHash, nftNetworkHash } from "./names.js";
 import { iptablesFor, type IPFamilyNum } from "./iptables.js";
 import { jumpsTo, saveLine } from "./iptables-rules.js";

@@ -5,7 +5,7 @@
  * @module
  */
 import { readFileSync } from "node:fs";
-import { NetOpError } from "../sys/exec.js";
+import { NetOpError } from "#sys/exec.js";
 import { opWords, type IpOp, type LinkBackend } from "./ip-ops.js";
 import type { NetNS } from "./netns.js";
 import type { Address, Link, RouteSpec, ShownLink } from "./types.js";

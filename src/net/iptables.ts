@@ -4,8 +4,8 @@
  * @module
  */
 import { realpathSync } from "node:fs";
-import { NetOpError, runTool } from "../sys/exec.js";
-import { findTool } from "../sys/tool-path.js";
+import { NetOpError, runTool } from "#sys/exec.js";
+import { findTool } from "#sys/tool-path.js";
 import {
   listIptablesNft,
   nftAddRules,

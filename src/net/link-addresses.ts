@@ -3,8 +3,8 @@
  * (ipMasq's iptables rules are keyed by them) reads them from the link it is about to remove.
  * @module
  */
-import { parseCIDR, type IPAddress } from "../ip/ip.js";
-import { NetOpError } from "../sys/exec.js";
+import { parseCIDR, type IPAddress } from "#ip/ip.js";
+import { NetOpError } from "#sys/exec.js";
 import { ip } from "./links.js";
 import type { NetNS } from "./netns.js";
 import type { ShownLink } from "./types.js";

@@ -3,7 +3,7 @@
  * implementation finds (and deletes) the other's: sha512 hex of the inputs, prefixed, cut to a length.
  * @module
  */
-import { hexOf, randomBytes } from "../sys/bytes.js";
+import { hexOf, randomBytes } from "#sys/bytes.js";
 
 // No node:crypto on a plugin's start path (docs/startup.md): hashes use Bun's own hasher, node:crypto (loaded on
 // first use) only under Node; random bytes come from sys/bytes.ts.

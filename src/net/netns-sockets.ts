@@ -14,10 +14,10 @@
  * @module
  */
 import { statSync } from "node:fs";
-import { ipFromBytes, parseIP } from "../ip/ip.js";
-import { bindLibc, type Libc as SysLibc, type Pointer } from "../sys/libc.js";
-import { inThreadNetns, NetnsEnterError } from "../sys/thread-netns.js";
-import { failure } from "../spec/errors.js";
+import { ipFromBytes, parseIP } from "#ip/ip.js";
+import { bindLibc, type Libc as SysLibc, type Pointer } from "#sys/libc.js";
+import { inThreadNetns, NetnsEnterError } from "#sys/thread-netns.js";
+import { failure } from "#spec/errors.js";
 import { errnoText } from "./rtnetlink.js";
 
 /** The libc functions the sockets use. */

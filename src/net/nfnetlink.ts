@@ -12,7 +12,7 @@
  * cannot (no FFI under Node, no netfilter socket): callers then run the tools.
  * @module
  */
-import { kindOfErrno, NetOpError } from "../sys/exec.js";
+import { kindOfErrno, NetOpError } from "#sys/exec.js";
 import {
   errnoText,
   NLM_F_ACK,
@@ -26,7 +26,7 @@ import {
   type RtnetlinkSocket,
 } from "./rtnetlink.js";
 import { saveQuote } from "./iptables-save.js";
-import { formatIPv6, tryParseCIDR, tryParseIP } from "../ip/ip.js";
+import { formatIPv6, tryParseCIDR, tryParseIP } from "#ip/ip.js";
 
 /** nf_tables families (NFPROTO_*). */
 export const NFPROTO_INET = 1;

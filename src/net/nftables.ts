@@ -3,7 +3,7 @@
  * handles and comments.
  * @module
  */
-import { NetOpError, runTool } from "../sys/exec.js";
+import { NetOpError, runTool } from "#sys/exec.js";
 import { NFPROTO_INET, NFPROTO_IPV4, NFPROTO_IPV6, nftTableExists } from "./nfnetlink.js";
 
 const NFT_FAMILY: Record<string, number> = { inet: NFPROTO_INET, ip: NFPROTO_IPV4, ip6: NFPROTO_IPV6 };

@@ -5,8 +5,8 @@
  * tables) and vrf (moving routes into a VRF's table).
  * @module
  */
-import { parseCIDR } from "../ip/ip.js";
-import { NetOpError } from "../sys/exec.js";
+import { parseCIDR } from "#ip/ip.js";
+import { NetOpError } from "#sys/exec.js";
 import type { NetNS } from "./netns.js";
 
 export const TABLE_DEFAULT = 253;

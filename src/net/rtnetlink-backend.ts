@@ -7,7 +7,7 @@
  * @module
  */
 import { closeSync, openSync } from "node:fs";
-import { kindOfErrno, kindOfText, NetOpError, type NetErrorKind } from "../sys/exec.js";
+import { kindOfErrno, kindOfText, NetOpError, type NetErrorKind } from "#sys/exec.js";
 import { opWords, type IpOp, type LinkBackend } from "./ip-ops.js";
 import type { NetNS } from "./netns.js";
 import {
@@ -41,7 +41,7 @@ import {
 } from "./rtnetlink-messages.js";
 import { ipErrorText, openRtnetlink, type NlMessage, type RtnetlinkSocket } from "./rtnetlink.js";
 import type { Address, Link, ShownLink } from "./types.js";
-import { messageOf } from "../spec/errors.js";
+import { messageOf } from "#spec/errors.js";
 
 const ENODEV = 19;
 /** ENETDOWN, ENETUNREACH, EHOSTUNREACH: `ip route get` has no route to show. */

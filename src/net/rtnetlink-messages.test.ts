@@ -20,7 +20,7 @@ import {
 import { linkAddWords, opWords } from "./ip-ops.js";
 import type { NewLink } from "./types.js";
 import { nlAttr, nlString, nlU32, parseAttrs } from "./rtnetlink.js";
-import { concatBytes } from "../sys/bytes.js";
+import { concatBytes } from "#sys/bytes.js";
 
 /** Bytes from strace's `-xx` rendering of what `ip` sent (the message body after the 16-byte header). */
 const bytes = (escaped: string): number[] => [...escaped.matchAll(/\\x([0-9a-f]{2})/g)].map((m) => parseInt(m[1]!, 16));

@@ -9,7 +9,7 @@ import assert from "node:assert/strict";
 import { execFileSync, spawnSync } from "node:child_process";
 import { existsSync } from "node:fs";
 import path from "node:path";
-import { ROOT, skipReason } from "../testing/harness.js";
+import { ROOT, skipReason } from "#testing/harness.js";
 
 const BUN = path.join(ROOT, "node_modules/.bin/bun");
 const DRIVER = path.join(ROOT, "dist-test/testing/netlink-driver.js");

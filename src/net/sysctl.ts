@@ -8,11 +8,11 @@
  */
 // (Synchronous node:fs for small /proc files: no node:fs/promises on a plugin's start path, docs/startup.md.)
 import { readFileSync, writeFileSync } from "node:fs";
-import { NetOpError } from "../sys/exec.js";
+import { NetOpError } from "#sys/exec.js";
 import type { NetNS } from "./netns.js";
-import { messageOf } from "../spec/errors.js";
+import { messageOf } from "#spec/errors.js";
 import { inNetnsThread } from "./rtnetlink.js";
-import { phase } from "../sys/phase-trace.js";
+import { phase } from "#sys/phase-trace.js";
 
 /** The /proc/sys path of a sysctl given as segments (interface names may contain dots). */
 export const sysctlPath = (...segments: string[]): string => `/proc/sys/${segments.join("/")}`;

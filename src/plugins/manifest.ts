@@ -6,7 +6,7 @@
  * folder and one line in that list.
  * @module
  */
-import type { PluginModule } from "../skel/skel.js";
+import type { PluginModule } from "#skel/skel.js";
 import type { Restorer } from "./common/restore.js";
 
 /** A subcommand of a plugin's program (`dhcp daemon`): a loader of its own module. */

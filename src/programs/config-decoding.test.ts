@@ -9,10 +9,10 @@
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { PLUGINS } from "./registry.js";
-import type { PluginDefinition } from "../skel/skel.js";
-import { foldKey, type GoType } from "../go-json/go-decode.js";
-import { isJsonObject, type JsonValue } from "../go-json/json.js";
-import { COMMON, SAMPLES } from "../testing/plugin-samples.js";
+import type { PluginDefinition } from "#skel/skel.js";
+import { foldKey, type GoType } from "#go-json/go-decode.js";
+import { isJsonObject, type JsonValue } from "#go-json/json.js";
+import { COMMON, SAMPLES } from "#testing/plugin-samples.js";
 
 const STYLES: Record<string, (key: string) => string> = {
   "Go field names": (k) => k.charAt(0).toUpperCase() + k.slice(1),

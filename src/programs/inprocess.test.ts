@@ -8,12 +8,12 @@ import { chmodSync, mkdtempSync, realpathSync, rmSync, writeFileSync, existsSync
 import os from "node:os";
 import path from "node:path";
 import { Writable } from "node:stream";
-import { delegateAdd, delegateDel } from "../invoke/plugin.js";
-import { RawExec } from "../invoke/exec.js";
-import { CniError } from "../spec/errors.js";
-import { marshalResult } from "../spec/result/index.js";
+import { delegateAdd, delegateDel } from "#invoke/plugin.js";
+import { RawExec } from "#invoke/exec.js";
+import { CniError } from "#spec/errors.js";
+import { marshalResult } from "#spec/result/index.js";
 import { MulticallExec } from "./inprocess.js";
-import { OUR_BIN } from "../testing/harness.js";
+import { OUR_BIN } from "#testing/harness.js";
 
 const BIN = OUR_BIN;
 const self = realpathSync(path.join(BIN, "host-local"));

@@ -6,10 +6,10 @@
  * call's environment has TSCNI_NO_INPROCESS set.
  * @module
  */
-import * as path from "../sys/posix-path.js";
-import type { Env } from "../invoke/args.js";
-import { RawExec, settlePluginRun, type ExecOptions, type PluginExec } from "../invoke/exec.js";
-import { runPlugin, type PluginDefinition } from "../skel/skel.js";
+import * as path from "#sys/posix-path.js";
+import type { Env } from "#invoke/args.js";
+import { RawExec, settlePluginRun, type ExecOptions, type PluginExec } from "#invoke/exec.js";
+import { runPlugin, type PluginDefinition } from "#skel/skel.js";
 import { PLUGINS } from "./registry.js";
 import { selfExecutable, selfPaths } from "./self.js";
 

@@ -7,7 +7,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
-import { ROOT } from "../testing/harness.js";
+import { ROOT } from "#testing/harness.js";
 import { aboutText, PLUGIN_VERSIONS } from "./programs.js";
 import { PLUGINS } from "./registry.js";
 

@@ -5,10 +5,10 @@
  * answers by scripts/link-bins.mjs).
  * @module
  */
-import { CURRENT_VERSION } from "../spec/versions.js";
-import { VersionInfo } from "../spec/version.js";
-import type { PluginDefinition } from "../skel/skel.js";
-import { MANIFESTS } from "../plugins/manifests.js";
+import { CURRENT_VERSION } from "#spec/versions.js";
+import { VersionInfo } from "#spec/version.js";
+import type { PluginDefinition } from "#skel/skel.js";
+import { MANIFESTS } from "#plugins/manifests.js";
 import { aboutText } from "./programs.js";
 
 /** A plugin: how it is loaded, and the versions it answers VERSION with before that. */

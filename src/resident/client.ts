@@ -6,7 +6,7 @@
  * @module
  */
 import net from "node:net";
-import { ownIdentity, SAME_PROCESS_RULE, socketFd, verifyListener } from "../sys/peer.js";
+import { ownIdentity, SAME_PROCESS_RULE, socketFd, verifyListener } from "#sys/peer.js";
 import { ACCEPT, encodeHello, encodeRequest, REFUSE, TAG_BACK, TAG_EXIT, TAG_STDERR, TAG_STDOUT, type ResidentRequest } from "./protocol.js";
 import { lockPathOf } from "./socket-dir.js";
 

@@ -5,7 +5,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { setTimeout as sleep } from "node:timers/promises";
-import type { NodeGcOptions, NodeGcReport } from "../runtime/node-gc.js";
+import type { NodeGcOptions, NodeGcReport } from "#runtime/node-gc.js";
 import { startNodeGc } from "./node-gc.js";
 
 const REPORT: NodeGcReport = {

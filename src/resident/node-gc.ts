@@ -5,10 +5,10 @@
  * process alive by itself. Off unless started (`cnitool daemon --gc-cri-endpoint`).
  * @module
  */
-import { judgedByNodeGc } from "../cnitool/node-gc.js";
-import { CriRuntimeClient } from "../runtime/cri/runtime-service.js";
-import { describeNodeGc, runNodeGc, type NodeGcOptions, type NodeGcReport, type SandboxSource } from "../runtime/node-gc.js";
-import { messageOf } from "../spec/errors.js";
+import { judgedByNodeGc } from "#cnitool/node-gc.js";
+import { CriRuntimeClient } from "#runtime/cri/runtime-service.js";
+import { describeNodeGc, runNodeGc, type NodeGcOptions, type NodeGcReport, type SandboxSource } from "#runtime/node-gc.js";
+import { messageOf } from "#spec/errors.js";
 
 /** What the schedule needs: where to ask, what to collect, how often, and where to say what it did. */
 export interface NodeGcScheduleOptions {

@@ -13,7 +13,7 @@
  * @module
  */
 import { readFileSync } from "node:fs";
-import { answersNoted } from "../sys/progress.js";
+import { answersNoted } from "#sys/progress.js";
 
 /** What a call holds while it runs. */
 export interface Place {

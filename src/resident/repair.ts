@@ -6,9 +6,9 @@
  * missing changes; a firewalld reload is always followed by a reload.
  * @module
  */
-import { formatReload, lostFirewallState, reloadFirewall, type AttachmentReload, type LostState } from "../cnitool/reload.js";
-import { watchReloaded, type BusWatch } from "../net/firewalld.js";
-import { messageOf } from "../spec/errors.js";
+import { formatReload, lostFirewallState, reloadFirewall, type AttachmentReload, type LostState } from "#cnitool/reload.js";
+import { watchReloaded, type BusWatch } from "#net/firewalld.js";
+import { messageOf } from "#spec/errors.js";
 
 /** The default interval of the periodic look. */
 export const DEFAULT_REPAIR_INTERVAL_S = 30;

@@ -13,15 +13,15 @@
  * @module
  */
 import { spawn } from "node:child_process";
-import type { Env } from "../invoke/args.js";
-import type { ExecOptions, PluginExec } from "../invoke/exec.js";
-import type { KeyedMutex } from "../sys/keyed-mutex.js";
-import { endPhase, phaseClock } from "../sys/phase-trace.js";
+import type { Env } from "#invoke/args.js";
+import type { ExecOptions, PluginExec } from "#invoke/exec.js";
+import type { KeyedMutex } from "#sys/keyed-mutex.js";
+import { endPhase, phaseClock } from "#sys/phase-trace.js";
 import type { Places } from "./places.js";
-import { type CniError, ErrorCode, failure } from "../spec/errors.js";
-import { runPlugin, type PluginDefinition } from "../skel/skel.js";
-import { MulticallExec } from "../programs/inprocess.js";
-import { PLUGINS } from "../programs/registry.js";
+import { type CniError, ErrorCode, failure } from "#spec/errors.js";
+import { runPlugin, type PluginDefinition } from "#skel/skel.js";
+import { MulticallExec } from "#programs/inprocess.js";
+import { PLUGINS } from "#programs/registry.js";
 import { frame, TAG_STDERR, TAG_STDOUT, type ResidentRequest } from "./protocol.js";
 
 /** The program name of `cnitool daemon status`: answered with the server's state. */

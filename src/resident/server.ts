@@ -11,11 +11,11 @@
  */
 import { closeSync, readFileSync } from "node:fs";
 import net from "node:net";
-import { setDefaultExec } from "../invoke/default-exec.js";
-import { KeyedMutex } from "../sys/keyed-mutex.js";
-import { ownIdentity, statusField, type OwnIdentity } from "../sys/peer.js";
+import { setDefaultExec } from "#invoke/default-exec.js";
+import { KeyedMutex } from "#sys/keyed-mutex.js";
+import { ownIdentity, statusField, type OwnIdentity } from "#sys/peer.js";
 import { DEFAULT_PLACES, Places } from "./places.js";
-import { selfExecutable } from "../programs/self.js";
+import { selfExecutable } from "#programs/self.js";
 import { admit } from "./admission.js";
 import { readBuildId } from "./build-id.js";
 import {
@@ -46,9 +46,9 @@ import {
   type SocketFile,
 } from "./socket-dir.js";
 import { WARM_UP_ROUNDS, warmUp } from "./warm-up.js";
-import { messageOf } from "../spec/errors.js";
-import { tracedCall } from "../sys/phase-trace.js";
-import { bytesWaiting, widenListenQueue } from "../sys/socket-queues.js";
+import { messageOf } from "#spec/errors.js";
+import { tracedCall } from "#sys/phase-trace.js";
+import { bytesWaiting, widenListenQueue } from "#sys/socket-queues.js";
 
 export { DEFAULT_SOCKET } from "./protocol.js";
 

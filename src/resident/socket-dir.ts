@@ -22,7 +22,7 @@ import {
 } from "node:fs";
 import type net from "node:net";
 import path from "node:path";
-import { reassertFlock, tryFlockFd } from "../sys/flock.js";
+import { reassertFlock, tryFlockFd } from "#sys/flock.js";
 
 /** Why a directory may not hold the server's files, or undefined when it may. */
 function unsafeDirectory(dir: string, stats: Stats, strict: boolean): string | undefined {

@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
-import { useTempDirs } from "../testing/temp.js";
+import { useTempDirs } from "#testing/temp.js";
 import { addOfEnvironment, addsInFlight } from "./adds-in-flight.js";
 
 const tempDir = useTempDirs();

@@ -7,7 +7,7 @@
  */
 import { readdir, readFile } from "node:fs/promises";
 import path from "node:path";
-import type { GCAttachment } from "../spec/config.js";
+import type { GCAttachment } from "#spec/config.js";
 
 /** The attachment a process environment (NUL-separated `K=V`) is adding, if it is a CNI ADD. */
 export function addOfEnvironment(environ: Buffer): GCAttachment | undefined {

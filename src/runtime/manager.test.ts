@@ -9,10 +9,10 @@ import assert from "node:assert/strict";
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
-import { useTempDirs } from "../testing/temp.js";
-import { plantCacheEntry } from "../testing/cache-entries.js";
-import { TEST_BIN } from "../testing/harness.js";
-import { readCommandLog, stdinOf } from "../testing/plugins/noop-debug.js";
+import { useTempDirs } from "#testing/temp.js";
+import { plantCacheEntry } from "#testing/cache-entries.js";
+import { TEST_BIN } from "#testing/harness.js";
+import { readCommandLog, stdinOf } from "#testing/plugins/noop-debug.js";
 import { assignInterfaces, NetworkNotReadyError, podCniArgs, PodNetworkManager } from "./manager.js";
 import { KeyedMutex, PodLocks, ReadWriteLock, Semaphore } from "./pod-locks.js";
 

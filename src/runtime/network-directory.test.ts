@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import { mkdirSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
-import { useTempDirs } from "../testing/temp.js";
+import { useTempDirs } from "#testing/temp.js";
 import { NetworkDirectory } from "./network-directory.js";
 
 const tempDir = useTempDirs("tscni-netdir-");

@@ -10,8 +10,8 @@
 import { watch, type FSWatcher } from "node:fs";
 import { stat } from "node:fs/promises";
 import path from "node:path";
-import type { NetworkConfigList } from "../spec/config.js";
-import { loadAllNetworks, type LoadedNetwork } from "../libcni/conf.js";
+import type { NetworkConfigList } from "#spec/config.js";
+import { loadAllNetworks, type LoadedNetwork } from "#libcni/conf.js";
 
 /** A file of the directory that does not load, and why. */
 export interface ConfigFileError {

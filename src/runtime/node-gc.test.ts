@@ -8,12 +8,12 @@ import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import fs from "node:fs";
 import path from "node:path";
-import { parseConfList } from "../spec/config.js";
-import { cacheKeysOfName, writeCacheEntry, type CachedAttachment, type UnreadableCacheEntry } from "../libcni/cache.js";
-import type { LoadedNetwork } from "../libcni/conf.js";
-import { TEST_BIN } from "../testing/harness.js";
-import { readCommandLog, stdinOf, writeDebug } from "../testing/plugins/noop-debug.js";
-import { useTempDirs } from "../testing/temp.js";
+import { parseConfList } from "#spec/config.js";
+import { cacheKeysOfName, writeCacheEntry, type CachedAttachment, type UnreadableCacheEntry } from "#libcni/cache.js";
+import type { LoadedNetwork } from "#libcni/conf.js";
+import { TEST_BIN } from "#testing/harness.js";
+import { readCommandLog, stdinOf, writeDebug } from "#testing/plugins/noop-debug.js";
+import { useTempDirs } from "#testing/temp.js";
 import type { CriSandbox } from "./cri/runtime-service.js";
 import { describeNodeGc, madeByCriRuntime, planNodeGc, runNodeGc, type AgedAttachment, type SandboxSource } from "./node-gc.js";
 

@@ -28,10 +28,10 @@
  * @module
  */
 import { lstat } from "node:fs/promises";
-import type { GCAttachment, NetworkConfigList } from "../spec/config.js";
-import { versionGreaterThanOrEqualTo } from "../spec/version.js";
-import type { PluginExec } from "../invoke/exec.js";
-import { CNIConfig } from "../libcni/api.js";
+import type { GCAttachment, NetworkConfigList } from "#spec/config.js";
+import { versionGreaterThanOrEqualTo } from "#spec/version.js";
+import type { PluginExec } from "#invoke/exec.js";
+import { CNIConfig } from "#libcni/api.js";
 import {
   cacheFilePath,
   listCachedAttachments,
@@ -40,16 +40,16 @@ import {
   type CacheKey,
   type CachedAttachment,
   type UnreadableCacheEntry,
-} from "../libcni/cache.js";
-import { loadAllNetworks, type LoadedNetwork } from "../libcni/conf.js";
-import { NetNS } from "../net/netns.js";
+} from "#libcni/cache.js";
+import { loadAllNetworks, type LoadedNetwork } from "#libcni/conf.js";
+import { NetNS } from "#net/netns.js";
 import { addsInFlight } from "./adds-in-flight.js";
 import { cachedNetwork, cachedRuntimeConf, cachedWithAge, removeUnreadableAttachment, type AgedAttachment } from "./attachments.js";
 export type { AgedAttachment } from "./attachments.js";
 import type { CriSandbox, CriVersion } from "./cri/runtime-service.js";
 import { PodLocks } from "./pod-locks.js";
-import { messageOf } from "../spec/errors.js";
-import { bootTimeMs } from "../sys/boot.js";
+import { messageOf } from "#spec/errors.js";
+import { bootTimeMs } from "#sys/boot.js";
 
 /** What node GC asks the runtime (a CriRuntimeClient, or a stand-in in tests). */
 export interface SandboxSource {

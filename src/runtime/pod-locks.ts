@@ -8,9 +8,9 @@
 import { createHash } from "node:crypto";
 import { mkdirSync } from "node:fs";
 import path from "node:path";
-import { lockFile, type HeldLock } from "../sys/flock.js";
-import { KeyedMutex } from "../sys/keyed-mutex.js";
-import { Semaphore } from "../sys/semaphore.js";
+import { lockFile, type HeldLock } from "#sys/flock.js";
+import { KeyedMutex } from "#sys/keyed-mutex.js";
+import { Semaphore } from "#sys/semaphore.js";
 
 export { KeyedMutex, Semaphore };
 

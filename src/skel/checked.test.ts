@@ -5,7 +5,7 @@ import assert from "node:assert/strict";
 import { readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import ts from "typescript";
-import { ROOT } from "../testing/harness.js";
+import { ROOT } from "#testing/harness.js";
 
 const DIR = path.join(ROOT, "src/skel/type-tests");
 

@@ -1,9 +1,9 @@
 import { beforeEach, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { CniError } from "../spec/errors.js";
-import { parseJson } from "../go-json/json.js";
-import type { Result100 } from "../spec/result/index.js";
-import { pluginSupports, type VersionInfo } from "../spec/version.js";
+import { CniError } from "#spec/errors.js";
+import { parseJson } from "#go-json/json.js";
+import type { Result100 } from "#spec/result/index.js";
+import { pluginSupports, type VersionInfo } from "#spec/version.js";
 import { loadPluginConf, parsePrevResult } from "./conf.js";
 import { pluginMain, runPlugin, type CmdArgs, type Handler, type PluginFuncs, type PluginIO } from "./skel.js";
 

@@ -4,25 +4,15 @@
  * the error as CNI JSON on stdout. A plugin's main is one call to `pluginMain`.
  * @module
  */
-import {
-  CniError,
-  decodingFailure,
-  ErrorCode,
-  incompatibleVersion,
-  invalidConfig,
-  invalidEnv,
-  invalidNetNS,
-  messageOf,
-  wrap,
-} from "../spec/errors.js";
-import { OrderedWriter, readStdin } from "../sys/plugin-stdio.js";
-import { phase } from "../sys/phase-trace.js";
-import type { GoType } from "../go-json/go-decode.js";
-import { isJsonObject, jsonKindName, parseJson, type JsonObject } from "../go-json/json.js";
-import type { Result, Result020, Result040, Result100, Version020, Version040, Version100 } from "../spec/result/index.js";
-import { describeTraceContext } from "../spec/trace-context.js";
-import { validateContainerId, validateInterfaceName, validateNetworkName } from "../spec/validate.js";
-import { parsedConfigVersion, reconcileVersion, versionGreaterThanOrEqualTo, type VersionInfo } from "../spec/version.js";
+import { CniError, decodingFailure, ErrorCode, incompatibleVersion, invalidConfig, invalidEnv, invalidNetNS, messageOf, wrap } from "#spec/errors.js";
+import { OrderedWriter, readStdin } from "#sys/plugin-stdio.js";
+import { phase } from "#sys/phase-trace.js";
+import type { GoType } from "#go-json/go-decode.js";
+import { isJsonObject, jsonKindName, parseJson, type JsonObject } from "#go-json/json.js";
+import type { Result, Result020, Result040, Result100, Version020, Version040, Version100 } from "#spec/result/index.js";
+import { describeTraceContext } from "#spec/trace-context.js";
+import { validateContainerId, validateInterfaceName, validateNetworkName } from "#spec/validate.js";
+import { parsedConfigVersion, reconcileVersion, versionGreaterThanOrEqualTo, type VersionInfo } from "#spec/version.js";
 
 /** What a plugin handler is given: the CNI environment and the raw config bytes. */
 export interface CmdArgs {
@@ -311,7 +301,7 @@ export async function runPlugin(
       const output = await handler(args);
       if (typeof output === "string") io.writeStdout(output);
       else if (output) {
-        const { printResult, resultShapeMismatch } = await import("../spec/result/index.js");
+        const { printResult, resultShapeMismatch } = await import("#spec/result/index.js");
         const mismatch = resultShapeMismatch(output);
         if (mismatch) throw new CniError(ErrorCode.Internal, `plugin error: ${mismatch}`);
         io.writeStdout(printResult(output, configVersion));

@@ -3,7 +3,7 @@
  * (a pair must split into exactly one key and one value; unknown keys fail unless IgnoreUnknown is true).
  * @module
  */
-import { goQuote, goQuoteList } from "../go-json/json.js";
+import { goQuote, goQuoteList } from "#go-json/json.js";
 import { messageOf } from "./errors.js";
 
 /** Splits CNI_ARGS into pairs; throws `ARGS: invalid pair "<pair>"` on a pair without exactly one `=`. */

@@ -15,9 +15,9 @@ import {
   parseJson,
   type JsonObject,
   type JsonValue,
-} from "../go-json/json.js";
+} from "#go-json/json.js";
 import { compactDNS, DNS_TYPE, type DNS } from "./result/common.js";
-import { any, bool, decodeGo, list, map, member, string, struct } from "../go-json/go-decode.js";
+import { any, bool, decodeGo, list, map, member, string, struct } from "#go-json/go-decode.js";
 import { CURRENT_VERSION, compareVersions, parseVersion } from "./version.js";
 
 /** One `{"containerID", "ifname"}` entry of `cni.dev/valid-attachments` (GC). */

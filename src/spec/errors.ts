@@ -11,7 +11,7 @@
  * ```
  * @module
  */
-import { quoteJsonString } from "../go-json/json.js";
+import { quoteJsonString } from "#go-json/json.js";
 
 /** Well-known error codes (spec §"Error"; 0, 8 and 999 come from the reference library). */
 export const ErrorCode = {

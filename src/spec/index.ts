@@ -61,7 +61,7 @@ export {
   type IPAddress,
   type IPCidr,
   type IPFamily,
-} from "../ip/ip.js";
+} from "#ip/ip.js";
 export {
   parsePluginConfig,
   parseConfList,
@@ -100,7 +100,7 @@ export {
   type Route,
   type DNS,
 } from "./result/index.js";
-export { parseJson, marshalJson, isJsonObject, JsonSyntaxError, type JsonValue, type JsonObject, type MarshalOptions } from "../go-json/json.js";
+export { parseJson, marshalJson, isJsonObject, JsonSyntaxError, type JsonValue, type JsonObject, type MarshalOptions } from "#go-json/json.js";
 export {
   decodeGo,
   struct,
@@ -126,4 +126,4 @@ export {
   type Decoded,
   type StructOf,
   type Fields,
-} from "../go-json/go-decode.js";
+} from "#go-json/go-decode.js";

@@ -4,8 +4,8 @@
  * @module
  */
 import { CniError, ErrorCode, messageOf } from "./errors.js";
-import { goQuote, goQuoteList, isJsonObject, jsonKindName, marshalJson, parseJson, type JsonObject, type JsonValue } from "../go-json/json.js";
-import { getString, getStringList } from "../go-json/go-decode.js";
+import { goQuote, goQuoteList, isJsonObject, jsonKindName, marshalJson, parseJson, type JsonObject, type JsonValue } from "#go-json/json.js";
+import { getString, getStringList } from "#go-json/go-decode.js";
 
 import { CURRENT_VERSION, LEGACY_VERSIONS } from "./versions.js";
 

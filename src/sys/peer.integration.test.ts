@@ -5,7 +5,7 @@ import { openSync, closeSync } from "node:fs";
 import { setTimeout as sleep } from "node:timers/promises";
 import { judgeFacts, ownIdentity, readFacts, SAME_PROCESS_RULE, startTime, type PeerRule } from "./peer.js";
 import { flockHolders } from "./lock-holders.js";
-import { skipReason } from "../testing/harness.js";
+import { skipReason } from "#testing/harness.js";
 
 const skip = skipReason();
 

@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { isTemporaryName, replaceAtomicSync, writeFileAtomic, writeFileAtomicSync } from "./state.js";
-import { useTempDirs } from "../testing/temp.js";
+import { useTempDirs } from "#testing/temp.js";
 
 const tempDir = useTempDirs("tscni-atomic-");
 

@@ -5,7 +5,7 @@ import { closeSync, openSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { readFdToEnd, writeFdFully } from "./stdio.js";
-import { useTempDirs } from "../testing/temp.js";
+import { useTempDirs } from "#testing/temp.js";
 
 const tempDir = useTempDirs("tscni-stdio-");
 const STDIO = path.join(path.dirname(fileURLToPath(import.meta.url)), "stdio.js");

@@ -7,7 +7,7 @@ import { after, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import fs from "node:fs";
 import path from "node:path";
-import { useTempDirs } from "../testing/temp.js";
+import { useTempDirs } from "#testing/temp.js";
 import { runTool } from "./exec.js";
 import { lockFile } from "./flock.js";
 import { findTool, SYSTEM_DIRS, toolSearchPath } from "./tool-path.js";

@@ -8,7 +8,7 @@
  * @module
  */
 import fc from "fast-check";
-import type { JsonValue } from "../go-json/json.js";
+import type { JsonValue } from "#go-json/json.js";
 import type { Sample } from "./plugin-samples.js";
 
 /** Cases per plugin (CI: 500 in-process; the binaries get a sample of them). */

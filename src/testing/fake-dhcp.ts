@@ -6,13 +6,13 @@
  * @module
  */
 import { setImmediate as tick } from "node:timers/promises";
-import type { Clock } from "../plugins/ipam/dhcp/clock.js";
-import type { LeaseWorld } from "../plugins/ipam/dhcp/leases.js";
-import { LinkGoneError, NetnsGoneError } from "../net/netns-sockets.js";
-import type { DhcpSockets } from "../plugins/ipam/dhcp/netns-sockets.js";
-import type { Dhcp6Sockets } from "../plugins/ipam/dhcp/client6.js";
-import type { Family } from "../plugins/ipam/dhcp/config.js";
-import { hexOf } from "../sys/bytes.js";
+import type { Clock } from "#plugins/ipam/dhcp/clock.js";
+import type { LeaseWorld } from "#plugins/ipam/dhcp/leases.js";
+import { LinkGoneError, NetnsGoneError } from "#net/netns-sockets.js";
+import type { DhcpSockets } from "#plugins/ipam/dhcp/netns-sockets.js";
+import type { Dhcp6Sockets } from "#plugins/ipam/dhcp/client6.js";
+import type { Family } from "#plugins/ipam/dhcp/config.js";
+import { hexOf } from "#sys/bytes.js";
 import {
   decodeIaAddress,
   decodeIaNa,
@@ -30,7 +30,7 @@ import {
   Status6,
   type Dhcp6Message,
   type Opt6,
-} from "../plugins/ipam/dhcp/packet6.js";
+} from "#plugins/ipam/dhcp/packet6.js";
 import {
   BOOTREPLY,
   decodeMessage,
@@ -42,9 +42,9 @@ import {
   readAddresses,
   u32Option,
   type DhcpMessage,
-} from "../plugins/ipam/dhcp/packet.js";
-import { MessageType, Option } from "../plugins/ipam/dhcp/option-codes.js";
-import { CniError } from "../spec/errors.js";
+} from "#plugins/ipam/dhcp/packet.js";
+import { MessageType, Option } from "#plugins/ipam/dhcp/option-codes.js";
+import { CniError } from "#spec/errors.js";
 
 /** Lets pending promise chains and I/O callbacks run. */
 export async function settle(rounds = 5): Promise<void> {

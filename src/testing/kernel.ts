@@ -4,7 +4,7 @@
  * @module
  */
 import { spawnSync } from "node:child_process";
-import { MANIFESTS } from "../plugins/manifests.js";
+import { MANIFESTS } from "#plugins/manifests.js";
 
 /** Link kinds a test may need. */
 export type LinkKind = "ipvlan" | "vlan" | "dummy";

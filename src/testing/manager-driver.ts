@@ -6,7 +6,7 @@
  * @module
  */
 import { createInterface } from "node:readline";
-import { PodNetworkManager, type PodNetworkManagerOptions } from "../runtime/manager.js";
+import { PodNetworkManager, type PodNetworkManagerOptions } from "#runtime/manager.js";
 
 type Request = { id: number; op: string; args?: unknown[] };
 

@@ -3,7 +3,7 @@
  * checks that), for the tests that respell or mutate them (cli/config-decoding.test.ts, cli/bad-input.test.ts).
  * @module
  */
-import type { JsonValue } from "../go-json/json.js";
+import type { JsonValue } from "#go-json/json.js";
 
 export type Sample = { config: Record<string, JsonValue>; cniArgs?: string };
 

@@ -7,7 +7,7 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { readdirSync, readFileSync, rmdirSync } from "node:fs";
 import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
-import { hierarchies, ownCgroupName } from "../resident/own-cgroup.js";
+import { hierarchies, ownCgroupName } from "#resident/own-cgroup.js";
 import { CNITOOL, type Cleanup } from "./harness.js";
 
 /** The pids of servers whose command line names `socket`. */

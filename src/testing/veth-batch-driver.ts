@@ -5,9 +5,9 @@
  * (src/net/veth-batch.integration.test.ts).
  * @module
  */
-import { deleteLinkWithAddresses } from "../net/link-addresses.js";
-import { NetNS } from "../net/netns.js";
-import { vethBatchStats } from "../net/veth-batch.js";
+import { deleteLinkWithAddresses } from "#net/link-addresses.js";
+import { NetNS } from "#net/netns.js";
+import { vethBatchStats } from "#net/veth-batch.js";
 
 const paths = process.argv.slice(2);
 const namespaces = await Promise.all(paths.map((p) => NetNS.open(p)));

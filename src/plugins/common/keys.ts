@@ -4,11 +4,11 @@
  * network config) whose message names the key and the value, e.g. `invalid "mtu": "abc" (want an integer)`.
  * @module
  */
-import { invalidCniArgs, invalidKey } from "../../spec/errors.js";
-import { loadCniArgs } from "../../spec/args.js";
-import { DecodeError, decodeGo, type GoType } from "../../go-json/go-decode.js";
-import type { JsonObject } from "../../go-json/json.js";
-import type { IPMasqBackend } from "../../net/ipmasq.js";
+import { invalidCniArgs, invalidKey } from "#spec/errors.js";
+import { loadCniArgs } from "#spec/args.js";
+import { DecodeError, decodeGo, type GoType } from "#go-json/go-decode.js";
+import type { JsonObject } from "#go-json/json.js";
+import type { IPMasqBackend } from "#net/ipmasq.js";
 
 /**
  * Decodes a plugin's config object into its Go-shaped schema with Go's rules (go-json/go-decode.ts): keys in

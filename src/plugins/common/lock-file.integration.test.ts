@@ -6,8 +6,8 @@ import os from "node:os";
 import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { withLockFile } from "./lock-file.js";
-import { CniError } from "../../spec/errors.js";
-import { skipReason } from "../../testing/harness.js";
+import { CniError } from "#spec/errors.js";
+import { skipReason } from "#testing/harness.js";
 
 const skip = skipReason();
 

@@ -4,8 +4,8 @@
  * @module
  */
 import { constants, openSync } from "node:fs";
-import { ioFailure, messageOf, tryAgainLater } from "../../spec/errors.js";
-import { LockTimeoutError, withFlock, type FlockOptions } from "../../sys/flock.js";
+import { ioFailure, messageOf, tryAgainLater } from "#spec/errors.js";
+import { LockTimeoutError, withFlock, type FlockOptions } from "#sys/flock.js";
 
 /** Opens (creating it with `mode` when missing) the file the lock is taken on, as Go's filemutex.New does. */
 export const openLockFile = (lockPath: string, mode: number): number => openSync(lockPath, constants.O_CREAT | constants.O_RDONLY, mode);

@@ -6,7 +6,7 @@
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import * as protoLoader from "@grpc/proto-loader";
-import { CRI_PROTO } from "../../testing/cri-client.js";
+import { CRI_PROTO } from "#testing/cri-client.js";
 import { ProtobufError, ProtoWriter, readFields } from "./protobuf.js";
 import { decodeListPodSandboxResponse, decodeVersionResponse, encodeListPodSandboxRequest, encodeVersionRequest } from "./runtime-service.js";
 

@@ -8,8 +8,8 @@ import assert from "node:assert/strict";
 import http2 from "node:http2";
 import path from "node:path";
 import * as grpc from "@grpc/grpc-js";
-import { criServices } from "../../testing/fake-cri.js";
-import { useTempDirs } from "../../testing/temp.js";
+import { criServices } from "#testing/fake-cri.js";
+import { useTempDirs } from "#testing/temp.js";
 import { CriError, CriRuntimeClient, criSocketPath } from "./runtime-service.js";
 
 const tempDir = useTempDirs();

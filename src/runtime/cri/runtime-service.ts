@@ -6,7 +6,7 @@
  */
 import { asInt32, asMessage, asString, ProtoWriter, readFields } from "./protobuf.js";
 import { GrpcStatusError, grpcUnary } from "./grpc-unary.js";
-import { messageOf } from "../../spec/errors.js";
+import { messageOf } from "#spec/errors.js";
 
 const SERVICE = "/runtime.v1.RuntimeService";
 

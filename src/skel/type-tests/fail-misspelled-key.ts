@@ -1,5 +1,5 @@
 import { pluginMain } from "../index.js";
-import { VersionInfo } from "../../spec/index.js";
+import { VersionInfo } from "#spec/index.js";
 
 // The README's pattern with a misspelled optional key: TypeScript alone does not check an arrow's returned literal.
 // expect: property 'gatway' ... is not a key of the result shape of this cniVersion

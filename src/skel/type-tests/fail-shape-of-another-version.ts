@@ -1,5 +1,5 @@
 import { pluginMain } from "../index.js";
-import { VersionInfo } from "../../spec/index.js";
+import { VersionInfo } from "#spec/index.js";
 
 // A 1.x-shaped result labelled 0.2.0: printed, it would lose its addresses.
 // expect: property 'ips' ... is not a key of the result shape of this cniVersion

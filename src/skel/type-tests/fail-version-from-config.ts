@@ -1,5 +1,5 @@
 import { loadPluginConf, pluginMain } from "../index.js";
-import { VersionInfo } from "../../spec/index.js";
+import { VersionInfo } from "#spec/index.js";
 
 // A result labelled with the config's version has a shape only at run time: label it with the version whose shape
 // it has (skel prints it in the config's version).

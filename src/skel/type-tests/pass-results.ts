@@ -1,5 +1,5 @@
 import { loadPluginConf, parsePrevResult, pluginMain, type CmdArgs } from "../index.js";
-import { VersionInfo, type Result, type Result100 } from "../../spec/index.js";
+import { VersionInfo, type Result, type Result100 } from "#spec/index.js";
 
 const info = new VersionInfo(["0.4.0", "1.0.0", "1.1.0"]);
 // Results of each version, built in place.

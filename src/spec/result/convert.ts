@@ -5,7 +5,7 @@
  * @module
  */
 import { copyDNS, legacyRoute, type Route } from "./common.js";
-import { ipFamily } from "../../ip/ip.js";
+import { ipFamily } from "#ip/ip.js";
 import { VERSIONS_020, type IPConfig020, type Result020, type Version020 } from "./types020.js";
 import { VERSIONS_040, type IPConfig040, type Result040, type Version040 } from "./types040.js";
 import { VERSIONS_100, type Result100, type Version100 } from "./types100.js";

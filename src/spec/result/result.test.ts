@@ -1,6 +1,6 @@
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { jsonEqual, parseJson } from "../../go-json/json.js";
+import { jsonEqual, parseJson } from "#go-json/json.js";
 import {
   convertResult,
   createResult,

@@ -1,7 +1,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { killedAfter, powerLossAfter, seeded, treeKey, type Tree } from "./model.js";
-import type { StateOp } from "../../sys/state.js";
+import type { StateOp } from "#sys/state.js";
 
 const show = (t: Tree) =>
   [...t]

@@ -14,7 +14,7 @@
 import { createHash } from "node:crypto";
 import { lstatSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import type { StateOp } from "../../sys/state.js";
+import type { StateOp } from "#sys/state.js";
 
 /** A directory tree: relative path -> a directory, or a file's bytes. */
 export type Tree = Map<string, "dir" | Buffer>;

@@ -16,7 +16,7 @@ import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { existsSync } from "node:fs";
-import { recordStateOps, type StateOp } from "../../sys/state.js";
+import { recordStateOps, type StateOp } from "#sys/state.js";
 import { killedAfter, powerLossAfter, readTree, relativeOp, seeded, treeKey, writeTree, type Tree } from "./model.js";
 import { STORES, type CrashContext, type Pod, type Store } from "./stores.js";
 

@@ -12,27 +12,27 @@
  */
 import { cpSync, existsSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import path from "node:path";
-import { CniError } from "../../spec/errors.js";
-import { runPlugin } from "../../skel/skel.js";
-import { PLUGINS } from "../../programs/registry.js";
-import { settlePluginRun, type ExecOptions, type PluginExec } from "../../invoke/exec.js";
-import type { Env } from "../../invoke/args.js";
-import { CNIConfig } from "../../libcni/api.js";
-import { parseConfList } from "../../spec/config.js";
-import { LeaseStore, encodeLeaseRecord, type LeaseRecord } from "../../plugins/ipam/dhcp/lease-file.js";
-import { listRecords, readRecord, removeRecord, writeRecord, type AttachmentRecord } from "../../plugins/meta/firewall/records.js";
-import { networkDir, readState, removeNetworkDir, writeConfIfMissing, writeState, withNetworkLock } from "../../plugins/meta/dnsname/state.js";
-import { backupFile, readBackup, removeBackup, staleBackups, writeNetworkOf, encodeBackup } from "../../plugins/meta/tuning/backup.js";
-import { writeFileAtomic, isTemporaryName } from "../../sys/state.js";
+import { CniError } from "#spec/errors.js";
+import { runPlugin } from "#skel/skel.js";
+import { PLUGINS } from "#programs/registry.js";
+import { settlePluginRun, type ExecOptions, type PluginExec } from "#invoke/exec.js";
+import type { Env } from "#invoke/args.js";
+import { CNIConfig } from "#libcni/api.js";
+import { parseConfList } from "#spec/config.js";
+import { LeaseStore, encodeLeaseRecord, type LeaseRecord } from "#plugins/ipam/dhcp/lease-file.js";
+import { listRecords, readRecord, removeRecord, writeRecord, type AttachmentRecord } from "#plugins/meta/firewall/records.js";
+import { networkDir, readState, removeNetworkDir, writeConfIfMissing, writeState, withNetworkLock } from "#plugins/meta/dnsname/state.js";
+import { backupFile, readBackup, removeBackup, staleBackups, writeNetworkOf, encodeBackup } from "#plugins/meta/tuning/backup.js";
+import { writeFileAtomic, isTemporaryName } from "#sys/state.js";
 import {
   listRecords as deviceListRecords,
   readRecord as deviceReadRecord,
   removeRecord as deviceRemoveRecord,
   writeRecord as deviceWriteRecord,
   type DeviceRecord,
-} from "../../plugins/main/host-device/record.js";
-import { readDelegateConfig, removeDelegateConfig, saveDelegateConfig } from "../../plugins/meta/flannel/saved.js";
-import { forgetForwarding, recordForwarding, recordedContainers } from "../../plugins/meta/portmap/records.js";
+} from "#plugins/main/host-device/record.js";
+import { readDelegateConfig, removeDelegateConfig, saveDelegateConfig } from "#plugins/meta/flannel/saved.js";
+import { forgetForwarding, recordForwarding, recordedContainers } from "#plugins/meta/portmap/records.js";
 import { OUR_BIN } from "../harness.js";
 import { seeded } from "./model.js";
 import { FakeEtcd, type FakeEtcdState } from "../fake-etcd.js";

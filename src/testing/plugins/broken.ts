@@ -5,7 +5,7 @@
  * quiet and changes nothing: DEL, CHECK, STATUS and GC succeed.
  * @module
  */
-import { validateNetworkName } from "../../spec/validate.js";
+import { validateNetworkName } from "#spec/validate.js";
 
 const CLAIMED = ["0.3.1", "0.4.0", "1.0.0"];
 

@@ -3,7 +3,7 @@
  * VERSION with `unknown CNI_COMMAND: VERSION` and ADD with a version-less 0.1.0 result.
  * @module
  */
-import { CniError, ErrorCode } from "../../spec/errors.js";
+import { CniError, ErrorCode } from "#spec/errors.js";
 
 const LEGACY_RESULT = {
   ip4: { ip: "10.1.2.3/24", gateway: "10.1.2.1", routes: [{ dst: "0.0.0.0/0", gw: "10.1.0.1" }] },

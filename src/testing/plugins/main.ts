@@ -6,7 +6,7 @@
  * @module
  */
 import path from "node:path";
-import type { PluginDefinition } from "../../skel/skel.js";
+import type { PluginDefinition } from "#skel/skel.js";
 
 const TEST_PLUGINS: Record<string, () => Promise<{ main?: () => Promise<void> | void; plugin?: PluginDefinition }>> = {
   noop: () => import("./noop.js"),
@@ -23,7 +23,7 @@ async function run(): Promise<void> {
   if (!load) throw new Error(`unknown test plugin "${name}"; known: ${Object.keys(TEST_PLUGINS).join(", ")}`);
   const program = await load();
   if (program.plugin) {
-    const { pluginMain } = await import("../../skel/skel.js");
+    const { pluginMain } = await import("#skel/skel.js");
     await pluginMain(program.plugin.funcs, program.plugin.versionInfo, program.plugin.about);
   } else {
     await program.main!();

@@ -4,12 +4,12 @@
  * else the config's `debugFile`; `commandLog` in the config appends every call to a JSON list.
  * @module
  */
-import { CniError, ErrorCode } from "../../spec/errors.js";
+import { CniError, ErrorCode } from "#spec/errors.js";
 
-import { getResultAsVersion, marshalResult, toCurrentResult } from "../../spec/result/index.js";
-import { ALL_VERSIONS, VersionInfo } from "../../spec/version.js";
-import { loadPluginConf, parsePrevResult } from "../../skel/conf.js";
-import { pluginMain, type CmdArgs } from "../../skel/skel.js";
+import { getResultAsVersion, marshalResult, toCurrentResult } from "#spec/result/index.js";
+import { ALL_VERSIONS, VersionInfo } from "#spec/version.js";
+import { loadPluginConf, parsePrevResult } from "#skel/conf.js";
+import { pluginMain, type CmdArgs } from "#skel/skel.js";
 import { appendCommandLog, readDebug, writeDebug, type NoopCmdArgs } from "./noop-debug.js";
 
 export type { NoopDebug } from "./noop-debug.js";

@@ -9,9 +9,9 @@
  * @module
  */
 import { Command } from "commander";
-import { CniError } from "../../../spec/errors.js";
-import { loadConfList } from "../../../libcni/conf.js";
-import { table } from "../../../sys/text-table.js";
+import { CniError } from "#spec/errors.js";
+import { loadConfList } from "#libcni/conf.js";
+import { table } from "#sys/text-table.js";
 import type { PoolStore } from "./store.js";
 
 /** The cluster-ipam store of a network in `confDir` (an error names what is missing). */

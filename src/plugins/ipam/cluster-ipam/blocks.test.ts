@@ -1,7 +1,7 @@
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { parseCIDR, parseIP, tryParseIP } from "../../../ip/ip.js";
-import { ipFromBigInt, ipToBigInt } from "../../../ip/ip-math.js";
+import { parseCIDR, parseIP, tryParseIP } from "#ip/ip.js";
+import { ipFromBigInt, ipToBigInt } from "#ip/ip-math.js";
 import { parseRangeSet } from "../ranges.js";
 import {
   addressKey,

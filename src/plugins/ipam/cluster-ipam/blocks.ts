@@ -12,8 +12,8 @@
  * Pure: no etcd here.
  * @module
  */
-import type { IPAddress, IPCidr, IPFamily } from "../../../ip/ip.js";
-import { addressBits, ipFromBigInt, ipToBigInt } from "../../../ip/ip-math.js";
+import type { IPAddress, IPCidr, IPFamily } from "#ip/ip.js";
+import { addressBits, ipFromBigInt, ipToBigInt } from "#ip/ip-math.js";
 import { rangeFor, type IPRange, type RangeSet } from "../ranges.js";
 
 /** One block: an aligned CIDR and its first and last address as integers. */

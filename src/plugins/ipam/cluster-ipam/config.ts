@@ -8,19 +8,19 @@
  */
 import { readFileSync } from "node:fs";
 import os from "node:os";
-import { tryParseCIDR, tryParseIP, type IPAddress, type IPCidr } from "../../../ip/ip.js";
-import { addressBits } from "../../../ip/ip-math.js";
-import { compactDNS, DNS_TYPE, type DNS, type Route } from "../../../spec/result/common.js";
-import { NET_CONF_FIELDS, type GCAttachment } from "../../../spec/config.js";
-import { isJsonObject, type JsonObject } from "../../../go-json/json.js";
-import { int, list, ptr, string, struct, type Decoded } from "../../../go-json/go-decode.js";
-import { loadPluginConf } from "../../../skel/conf.js";
+import { tryParseCIDR, tryParseIP, type IPAddress, type IPCidr } from "#ip/ip.js";
+import { addressBits } from "#ip/ip-math.js";
+import { compactDNS, DNS_TYPE, type DNS, type Route } from "#spec/result/common.js";
+import { NET_CONF_FIELDS, type GCAttachment } from "#spec/config.js";
+import { isJsonObject, type JsonObject } from "#go-json/json.js";
+import { int, list, ptr, string, struct, type Decoded } from "#go-json/go-decode.js";
+import { loadPluginConf } from "#skel/conf.js";
 import { checkAddressesPerFamily, IPAM_ARGS_FIELD, parseRoutes, requireIpam, ROUTES_FIELD } from "../ipam-config.js";
 import { checkRangeSetsDisjoint, parseRangeSets, parseRequestedIPs, RANGE_SET } from "../ranges.js";
 import { decodeConfig } from "../../common/keys.js";
 import { BlockPool, excludedFrom } from "./blocks.js";
 import type { EtcdConnection } from "./etcd.js";
-import { invalidConfig, invalidKey, messageOf } from "../../../spec/errors.js";
+import { invalidConfig, invalidKey, messageOf } from "#spec/errors.js";
 
 const ETCD = struct("EtcdConfig", {
   endpoints: list(string),

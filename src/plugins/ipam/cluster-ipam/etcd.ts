@@ -19,7 +19,7 @@
  */
 import type http from "node:http";
 import { setTimeout as sleep } from "node:timers/promises";
-import { noteAnswer } from "../../../sys/progress.js";
+import { noteAnswer } from "#sys/progress.js";
 
 // ---- the request encoding ----------------------------------------------------------------------------
 

@@ -10,14 +10,14 @@
  * @module
  */
 import { readFileSync } from "node:fs";
-import { ensureStateDir, writeFileInPlaceSync } from "../../../sys/state.js";
-import * as path from "../../../sys/posix-path.js";
-import { CniError, failure, invalidConfig, pluginNotAvailable, tryAgainLater } from "../../../spec/errors.js";
-import { parseIP, tryParseIP } from "../../../ip/ip.js";
-import { ipToBigInt } from "../../../ip/ip-math.js";
-import { IMPLEMENTED_100, type Result100 } from "../../../spec/result/types100.js";
+import { ensureStateDir, writeFileInPlaceSync } from "#sys/state.js";
+import * as path from "#sys/posix-path.js";
+import { CniError, failure, invalidConfig, pluginNotAvailable, tryAgainLater } from "#spec/errors.js";
+import { parseIP, tryParseIP } from "#ip/ip.js";
+import { ipToBigInt } from "#ip/ip-math.js";
+import { IMPLEMENTED_100, type Result100 } from "#spec/result/types100.js";
 import { withLockFile } from "../../common/lock-file.js";
-import type { CmdArgs, PluginModule } from "../../../skel/skel.js";
+import type { CmdArgs, PluginModule } from "#skel/skel.js";
 import { CLUSTER_IPAM_SCHEMA, parseClusterIpamConfig, parseLocation, parsePoolLocation, readEtcdFiles, type PoolLocation } from "./config.js";
 import { EtcdClient, EtcdRequestError, EtcdUnavailableError } from "./etcd.js";
 import { PoolStore, type BlockMemory } from "./store.js";

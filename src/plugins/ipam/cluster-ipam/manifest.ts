@@ -1,5 +1,5 @@
 /** The cluster-ipam plugin, as the house knows it before loading it (plugins/manifest.ts). */
-import { ALL_VERSIONS } from "../../../spec/versions.js";
+import { ALL_VERSIONS } from "#spec/versions.js";
 import type { PluginManifest } from "../../manifest.js";
 
 export const manifest: PluginManifest = {

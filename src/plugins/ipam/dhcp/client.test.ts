@@ -5,7 +5,7 @@
  */
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { FakeClock, FakeDhcpServer, FakeSockets } from "../../../testing/fake-dhcp.js";
+import { FakeClock, FakeDhcpServer, FakeSockets } from "#testing/fake-dhcp.js";
 import { backoffDelay, bindingTimes, buildMessage, extend, formatDuration, release, type Binding, type SendSpec } from "./client.js";
 import { INFINITE_TIME, decodeMessage, newRequest, u32Option } from "./packet.js";
 import { MessageType, Option } from "./option-codes.js";

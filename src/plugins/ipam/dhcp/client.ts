@@ -5,8 +5,8 @@
  * the clock and the randomness are passed in, so every exchange runs against a fake server in the tests.
  * @module
  */
-import { messageOf, tryAgainLater } from "../../../spec/errors.js";
-import { sameBytes } from "../../../sys/bytes.js";
+import { messageOf, tryAgainLater } from "#spec/errors.js";
+import { sameBytes } from "#sys/bytes.js";
 import type { Clock } from "./clock.js";
 import type { DhcpSockets } from "./netns-sockets.js";
 import {

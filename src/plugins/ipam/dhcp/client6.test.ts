@@ -6,10 +6,10 @@
  */
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { FakeClock, FakeDhcp6Server, FakeSockets6 } from "../../../testing/fake-dhcp.js";
+import { FakeClock, FakeDhcp6Server, FakeSockets6 } from "#testing/fake-dhcp.js";
 import { acquire6, bindingTimes6, buildMessage6, extend6, release6, retransmissionTimeout, type Binding6, type SendSpec6 } from "./client6.js";
 import { duidLL, INFINITY6, Message6 } from "./packet6.js";
-import { hexOf } from "../../../sys/bytes.js";
+import { hexOf } from "#sys/bytes.js";
 
 const hex = (text: string): Uint8Array => Uint8Array.from(Buffer.from(text.replace(/\s+/g, ""), "hex"));
 const CLIENT_DUID = "0003 0001 020000000001";

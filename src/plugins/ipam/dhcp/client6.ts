@@ -7,8 +7,8 @@
  * randomness are passed in, so every exchange runs against a fake server in the tests.
  * @module
  */
-import { type CniError, messageOf, tryAgainLater } from "../../../spec/errors.js";
-import { hexOf, sameBytes } from "../../../sys/bytes.js";
+import { type CniError, messageOf, tryAgainLater } from "#spec/errors.js";
+import { hexOf, sameBytes } from "#sys/bytes.js";
 import { formatDuration, type ClientSettings } from "./client.js";
 import type { Clock } from "./clock.js";
 import { DhcpFormatError } from "./packet.js";

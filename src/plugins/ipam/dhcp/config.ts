@@ -7,10 +7,10 @@
  * daemon (which needs the options) parse it with this module.
  * @module
  */
-import { invalidEnv, invalidKey } from "../../../spec/errors.js";
-import { bool, int, list, ptr, string, struct } from "../../../go-json/go-decode.js";
-import { NET_CONF_FIELDS, type GCAttachment } from "../../../spec/config.js";
-import { loadPluginConf } from "../../../skel/conf.js";
+import { invalidEnv, invalidKey } from "#spec/errors.js";
+import { bool, int, list, ptr, string, struct } from "#go-json/go-decode.js";
+import { NET_CONF_FIELDS, type GCAttachment } from "#spec/config.js";
+import { loadPluginConf } from "#skel/conf.js";
 import { decodeConfig } from "../../common/keys.js";
 import { requireIpam } from "../ipam-config.js";
 import { CLIENT_MANAGED, DEFAULT_REQUESTED, Option, OPTION_NAMES, parseOptionName } from "./option-codes.js";

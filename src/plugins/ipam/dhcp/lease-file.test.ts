@@ -8,9 +8,9 @@ import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { useTempDirs } from "../../../testing/temp.js";
+import { useTempDirs } from "#testing/temp.js";
 import { decodeLeaseRecord, encodeLeaseRecord, leaseFileName, LeaseStore, type LeaseRecord, type LeaseRecord6 } from "./lease-file.js";
-import { hexOf } from "../../../sys/bytes.js";
+import { hexOf } from "#sys/bytes.js";
 
 const tempDir = useTempDirs("tscni-dhcp-leasefile-");
 

@@ -8,8 +8,8 @@
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { readdirSync } from "node:fs";
-import { FakeWorld, settle } from "../../../testing/fake-dhcp.js";
-import { useTempDirs } from "../../../testing/temp.js";
+import { FakeWorld, settle } from "#testing/fake-dhcp.js";
+import { useTempDirs } from "#testing/temp.js";
 import { LeaseStore } from "./lease-file.js";
 import { LeaseManager, LINK_CHECK_MS } from "./leases.js";
 import { decodeMessage, messageType, readText } from "./packet.js";

@@ -11,9 +11,9 @@
  * life of a lease runs under a fake clock in the tests.
  * @module
  */
-import { CniError, cniError, failure, invalidEnv, messageOf } from "../../../spec/errors.js";
-import type { GCAttachment } from "../../../spec/config.js";
-import type { Result100 } from "../../../spec/result/types100.js";
+import { CniError, cniError, failure, invalidEnv, messageOf } from "#spec/errors.js";
+import type { GCAttachment } from "#spec/config.js";
+import type { Result100 } from "#spec/result/types100.js";
 import { acquire, extend, formatDuration, release, type ClientSettings } from "./client.js";
 import { acquire6, extend6, release6, type Dhcp6Sockets } from "./client6.js";
 import type { Clock } from "./clock.js";
@@ -24,7 +24,7 @@ import { clientIdOf, clientIdOption, leasePrefix, leaseResult } from "./options.
 import { combineResults, duidSource, leaseResult6, sendSpec6 } from "./options6.js";
 import { decodeMessage } from "./packet.js";
 import type { WireArgs } from "./protocol.js";
-import type { CallerFile } from "../../../sys/caller-root.js";
+import type { CallerFile } from "#sys/caller-root.js";
 
 /** Everything the leases need from outside. */
 export interface LeaseWorld {

@@ -8,8 +8,8 @@
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { readdirSync } from "node:fs";
-import { FakeWorld, settle } from "../../../testing/fake-dhcp.js";
-import { useTempDirs } from "../../../testing/temp.js";
+import { FakeWorld, settle } from "#testing/fake-dhcp.js";
+import { useTempDirs } from "#testing/temp.js";
 import { LeaseStore, type LeaseRecord6 } from "./lease-file.js";
 import { LeaseManager } from "./leases.js";
 import { MessageType } from "./option-codes.js";

@@ -36,7 +36,7 @@ import {
   sockaddrLl,
   waitRunning,
   type Ffi,
-} from "../../../net/netns-sockets.js";
+} from "#net/netns-sockets.js";
 import { decodeIpUdp, DhcpFormatError, encodeIpUdp } from "./packet.js";
 
 const PACKET_OUTGOING = 4;

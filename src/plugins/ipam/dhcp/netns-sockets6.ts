@@ -31,7 +31,7 @@ import {
   waitRunning,
   withProbeSocket,
   type Ffi,
-} from "../../../net/netns-sockets.js";
+} from "#net/netns-sockets.js";
 import { ipv6Bytes, ipv6Text } from "./packet6.js";
 
 const AF_INET6 = 10;

@@ -4,9 +4,9 @@
  * (address, gateway, routes from option 121 or 33, DNS from options 6, 15 and 119).
  * @module
  */
-import { failure } from "../../../spec/errors.js";
-import type { DNS, Route } from "../../../spec/result/common.js";
-import { IMPLEMENTED_100, type Result100 } from "../../../spec/result/types100.js";
+import { failure } from "#spec/errors.js";
+import type { DNS, Route } from "#spec/result/common.js";
+import { IMPLEMENTED_100, type Result100 } from "#spec/result/types100.js";
 import {
   DhcpFormatError,
   maskPrefix,

@@ -5,8 +5,8 @@
  * @module
  */
 import { createHash } from "node:crypto";
-import type { DNS } from "../../../spec/result/common.js";
-import { IMPLEMENTED_100, type Result100 } from "../../../spec/result/types100.js";
+import type { DNS } from "#spec/result/common.js";
+import { IMPLEMENTED_100, type Result100 } from "#spec/result/types100.js";
 import type { DuidSource, SendSpec6 } from "./client6.js";
 import type { DuidKind } from "./config.js";
 import { Option } from "./option-codes.js";

@@ -10,8 +10,8 @@ import { existsSync } from "node:fs";
 import net from "node:net";
 import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
-import { useTempDirs } from "../../../testing/temp.js";
-import { CniError } from "../../../spec/errors.js";
+import { useTempDirs } from "#testing/temp.js";
+import { CniError } from "#spec/errors.js";
 import { callDaemon, decodeRequest, encodeError, encodeRequest, encodeResult, readLine, type WireArgs } from "./protocol.js";
 
 const tempDir = useTempDirs("tscni-dhcp-proto-");

@@ -11,10 +11,10 @@
  * @module
  */
 import type net from "node:net";
-import type { CallerFile } from "../../../sys/caller-root.js";
-import * as path from "../../../sys/posix-path.js";
-import { type CniError, cniError, decodingFailure, ErrorCode, failure, messageOf, wrap } from "../../../spec/errors.js";
-import { isJsonObject, type JsonObject } from "../../../go-json/json.js";
+import type { CallerFile } from "#sys/caller-root.js";
+import * as path from "#sys/posix-path.js";
+import { type CniError, cniError, decodingFailure, ErrorCode, failure, messageOf, wrap } from "#spec/errors.js";
+import { isJsonObject, type JsonObject } from "#go-json/json.js";
 
 export const PROTOCOL = "tscni-dhcp/1";
 export const METHODS = ["ADD", "CHECK", "DEL", "STATUS", "GC"] as const;
@@ -116,7 +116,7 @@ function unreachable(socketPath: string, err: NodeJS.ErrnoException, code: numbe
  * be identified (no FFI: the Node fallback), judged on the socket file's owner, not following a symbolic link.
  */
 async function untrustedDaemon(socket: net.Socket, socketPath: string): Promise<string | undefined> {
-  const { ownIdentity, peerCredentials, socketFd, verifyListener } = await import("../../../sys/peer.js");
+  const { ownIdentity, peerCredentials, socketFd, verifyListener } = await import("#sys/peer.js");
   const fd = socketFd(socket);
   if (fd !== undefined && (await peerCredentials(fd))) {
     const verdict = await verifyListener(fd, ownIdentity(), { namespaces: ["user"], capabilities: "at-least", confinement: "none", ownUid: true });

@@ -7,15 +7,16 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import path from "node:path";
-import { ROOT } from "../../../testing/harness.js";
-import { PLUGINS } from "../../../programs/registry.js";
+import { ROOT } from "#testing/harness.js";
+import { PLUGINS } from "#programs/registry.js";
 
-/** Every module a built module imports, transitively (relative imports only: the product's own). */
+/** Every module a built module imports, transitively (relative imports and `#folder/` aliases: the product's own). */
 function closure(file: string, seen = new Set<string>()): Set<string> {
   if (seen.has(file)) return seen;
   seen.add(file);
-  for (const m of readFileSync(file, "utf8").matchAll(/(?:\bfrom|\bimport\s*\()\s*["'](\.{1,2}\/[^"']+)["']/g)) {
-    closure(path.resolve(path.dirname(file), m[1]!), seen);
+  for (const m of readFileSync(file, "utf8").matchAll(/(?:\bfrom|\bimport\s*\()\s*["']((?:\.{1,2}|#[\w-]+)\/[^"']+)["']/g)) {
+    const spec = m[1]!;
+    closure(spec.startsWith("#") ? path.join(ROOT, "dist", spec.slice(1)) : path.resolve(path.dirname(file), spec), seen);
   }
   return seen;
 }

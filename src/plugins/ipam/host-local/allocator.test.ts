@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync, existsSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { parseIP } from "../../../ip/ip.js";
+import { parseIP } from "#ip/ip.js";
 import { IPAllocator, RangeIterator } from "./allocator.js";
 import { parseRangeSet, type RangeSet } from "./config.js";
 import { DiskStore } from "./store.js";

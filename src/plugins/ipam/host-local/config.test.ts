@@ -1,7 +1,7 @@
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { ErrorCode } from "../../../spec/errors.js";
-import { parseIP } from "../../../ip/ip.js";
+import { ErrorCode } from "#spec/errors.js";
+import { parseIP } from "#ip/ip.js";
 import { DEFAULT_DATA_DIR, parseGCConfig, parseHostLocalConfig, rangeContains, rangeSetToString } from "./config.js";
 import { parseResolvConfText } from "./dns.js";
 

@@ -4,15 +4,15 @@
  * range once, so the allocator works with complete, typed ranges.
  * @module
  */
-import type { IPAddress } from "../../../ip/ip.js";
-import type { Route } from "../../../spec/result/common.js";
-import { NET_CONF_FIELDS, type GCAttachment } from "../../../spec/config.js";
-import { list, ptr, string, struct, type Decoded } from "../../../go-json/go-decode.js";
-import { loadPluginConf } from "../../../skel/conf.js";
+import type { IPAddress } from "#ip/ip.js";
+import type { Route } from "#spec/result/common.js";
+import { NET_CONF_FIELDS, type GCAttachment } from "#spec/config.js";
+import { list, ptr, string, struct, type Decoded } from "#go-json/go-decode.js";
+import { loadPluginConf } from "#skel/conf.js";
 import { checkAddressesPerFamily, IPAM_ARGS_FIELD, parseRoutes, requireIpam, ROUTES_FIELD } from "../ipam-config.js";
 import { checkRangeSetsDisjoint, parseRange, parseRangeSets, parseRequestedIPs, RANGE, RANGE_SET, type RangeSet } from "../ranges.js";
 import { decodeConfig } from "../../common/keys.js";
-import { invalidConfig } from "../../../spec/errors.js";
+import { invalidConfig } from "#spec/errors.js";
 
 // The range logic is shared with cluster-ipam (../ranges.ts); what host-local's modules and tests use of it:
 export {

@@ -4,8 +4,8 @@
  * @module
  */
 import { readFileSync } from "node:fs";
-import { ErrorCode, wrap } from "../../../spec/errors.js";
-import type { DNS } from "../../../spec/result/common.js";
+import { ErrorCode, wrap } from "#spec/errors.js";
+import type { DNS } from "#spec/result/common.js";
 
 /** Parses resolv.conf text. Lines with fewer than two fields and unknown keywords are skipped. */
 export function parseResolvConfText(text: string): DNS {

@@ -7,7 +7,7 @@ import { describe, test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { GO_BIN, OUR_BIN, goPluginAvailable, runPlugin, tempDir, type PluginCall } from "../../../testing/plugin-run.js";
+import { GO_BIN, OUR_BIN, goPluginAvailable, runPlugin, tempDir, type PluginCall } from "#testing/plugin-run.js";
 
 const work = tempDir("tscni-host-local-it-");
 after(() => work.remove());

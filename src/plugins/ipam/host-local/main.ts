@@ -5,10 +5,10 @@
  * the runtime no longer knows (both are additions: Go's host-local has neither).
  * @module
  */
-import { CniError, cniError, failure, pluginNotAvailable, wrap } from "../../../spec/errors.js";
-import type { IPAddress } from "../../../ip/ip.js";
-import { IMPLEMENTED_100, type Result100 } from "../../../spec/result/types100.js";
-import type { PluginModule, CmdArgs } from "../../../skel/skel.js";
+import { CniError, cniError, failure, pluginNotAvailable, wrap } from "#spec/errors.js";
+import type { IPAddress } from "#ip/ip.js";
+import { IMPLEMENTED_100, type Result100 } from "#spec/result/types100.js";
+import type { PluginModule, CmdArgs } from "#skel/skel.js";
 import { IPAllocator } from "./allocator.js";
 import { HOST_LOCAL_SCHEMA, parseGCConfig, parseHostLocalConfig, parseStoreLocation, rangeSetContains } from "./config.js";
 import { parseResolvConf } from "./dns.js";

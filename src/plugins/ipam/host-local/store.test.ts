@@ -4,7 +4,7 @@ import { spawn, spawnSync } from "node:child_process";
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { parseIP } from "../../../ip/ip.js";
+import { parseIP } from "#ip/ip.js";
 import { DiskStore } from "./store.js";
 
 /** Whether another process could take the lock right now (flock -n). */

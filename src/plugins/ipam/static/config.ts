@@ -5,14 +5,14 @@
  * list, and `runtimeConfig.ips` replaces it again (both without gateways).
  * @module
  */
-import { cidrContains, tryParseCIDR, tryParseIP, type IPAddress, type IPCidr } from "../../../ip/ip.js";
-import { compactDNS, DNS_TYPE, type DNS, type Route } from "../../../spec/result/common.js";
-import { NET_CONF_FIELDS } from "../../../spec/config.js";
-import { list, ptr, string, struct, type Decoded } from "../../../go-json/go-decode.js";
-import { loadPluginConf } from "../../../skel/conf.js";
+import { cidrContains, tryParseCIDR, tryParseIP, type IPAddress, type IPCidr } from "#ip/ip.js";
+import { compactDNS, DNS_TYPE, type DNS, type Route } from "#spec/result/common.js";
+import { NET_CONF_FIELDS } from "#spec/config.js";
+import { list, ptr, string, struct, type Decoded } from "#go-json/go-decode.js";
+import { loadPluginConf } from "#skel/conf.js";
 import { checkAddressesPerFamily, IPAM_ARGS_FIELD, loadIpamArgs, parseRoutes, requireIpam, ROUTES_FIELD, showValue } from "../ipam-config.js";
 import { decodeConfig } from "../../common/keys.js";
-import { invalidConfig, invalidEnv } from "../../../spec/errors.js";
+import { invalidConfig, invalidEnv } from "#spec/errors.js";
 
 const ADDRESS = struct("Address", { address: string, gateway: string });
 

@@ -4,7 +4,7 @@
  */
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { GO_BIN, OUR_BIN, goPluginAvailable, runPlugin, type PluginCall } from "../../../testing/plugin-run.js";
+import { GO_BIN, OUR_BIN, goPluginAvailable, runPlugin, type PluginCall } from "#testing/plugin-run.js";
 
 const ours = (call: PluginCall, config: unknown) => runPlugin(OUR_BIN, "static", call, config);
 const go = (call: PluginCall, config: unknown) => runPlugin(GO_BIN, "static", call, config);

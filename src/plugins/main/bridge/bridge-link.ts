@@ -4,14 +4,14 @@
  * @module
  */
 import { setTimeout as sleep } from "node:timers/promises";
-import { failure } from "../../../spec/errors.js";
-import { cidrContains, networkOf, parseCIDR } from "../../../ip/ip.js";
-import { NetOpError } from "../../../net/errors.js";
-import { ip } from "../../../net/links.js";
-import { randomMac } from "../../../net/names.js";
-import { NetNS } from "../../../net/netns.js";
-import { sysctlPath, writeSysctls } from "../../../net/sysctl.js";
-import type { Address, Link, NewLink } from "../../../net/types.js";
+import { failure } from "#spec/errors.js";
+import { cidrContains, networkOf, parseCIDR } from "#ip/ip.js";
+import { NetOpError } from "#net/errors.js";
+import { ip } from "#net/links.js";
+import { randomMac } from "#net/names.js";
+import { NetNS } from "#net/netns.js";
+import { sysctlPath, writeSysctls } from "#net/sysctl.js";
+import type { Address, Link, NewLink } from "#net/types.js";
 
 export interface BridgeOptions {
   /** MTU of a new bridge (an existing one keeps its own). */

@@ -1,8 +1,8 @@
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { ErrorCode } from "../../../spec/errors.js";
+import { ErrorCode } from "#spec/errors.js";
 import { containerPortVlans, loadBridgeConf, parseTrunk } from "./config.js";
-import { portVlanCommands } from "../../../net/bridge-vlans.js";
+import { portVlanCommands } from "#net/bridge-vlans.js";
 
 const stdin = (keys: Record<string, unknown> = {}) => Buffer.from(JSON.stringify({ cniVersion: "1.0.0", name: "net1", type: "bridge", ...keys }));
 const load = (keys?: Record<string, unknown>, cniArgs = "") => loadBridgeConf(stdin(keys), cniArgs);

@@ -3,13 +3,13 @@
  * name the key and value.
  * @module
  */
-import { invalidKey } from "../../../spec/errors.js";
-import { bool, int, list, ptr, string, struct, type Decoded } from "../../../go-json/go-decode.js";
-import { NET_CONF_FIELDS, type PluginConf } from "../../../spec/config.js";
-import { loadPluginConf } from "../../../skel/conf.js";
+import { invalidKey } from "#spec/errors.js";
+import { bool, int, list, ptr, string, struct, type Decoded } from "#go-json/go-decode.js";
+import { NET_CONF_FIELDS, type PluginConf } from "#spec/config.js";
+import { loadPluginConf } from "#skel/conf.js";
 import { chooseMac, cniArgsMac, decodeConfig, interfaceMtu, ipMasqBackend, linkName } from "../../common/keys.js";
-import type { IPMasqBackend } from "../../../net/ipmasq.js";
-import type { PortVlans } from "../../../net/bridge-vlans.js";
+import type { IPMasqBackend } from "#net/ipmasq.js";
+import type { PortVlans } from "#net/bridge-vlans.js";
 
 export interface BridgeConf {
   conf: PluginConf;

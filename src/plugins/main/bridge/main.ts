@@ -3,21 +3,21 @@
  * the bridge the gateway, masquerade, isolate ports, check MAC spoofing and tag VLANs.
  * @module
  */
-import { failure } from "../../../spec/errors.js";
-import { ipFamily, networkOf, parseCIDR } from "../../../ip/ip.js";
-import { nextIP } from "../../../ip/ip-math.js";
-import { isDNSEmpty, type Result100, type Route } from "../../../spec/result/index.js";
-import { CURRENT_VERSION } from "../../../spec/version.js";
+import { failure } from "#spec/errors.js";
+import { ipFamily, networkOf, parseCIDR } from "#ip/ip.js";
+import { nextIP } from "#ip/ip-math.js";
+import { isDNSEmpty, type Result100, type Route } from "#spec/result/index.js";
+import { CURRENT_VERSION } from "#spec/version.js";
 import { ensureBridge, ensureGatewayAddresses, readHostLinks, waitPortUp, type BridgeState } from "./bridge-link.js";
-import { setPortVlans } from "../../../net/bridge-vlans.js";
-import { configureInterface, enableForwarding, setupVeth } from "../../../net/iface.js";
-import { gcIPMasq, setupIPMasq, teardownIPMasq, type IPMasqTarget } from "../../../net/ipmasq.js";
-import { ip } from "../../../net/links.js";
-import { NetNS } from "../../../net/netns.js";
+import { setPortVlans } from "#net/bridge-vlans.js";
+import { configureInterface, enableForwarding, setupVeth } from "#net/iface.js";
+import { gcIPMasq, setupIPMasq, teardownIPMasq, type IPMasqTarget } from "#net/ipmasq.js";
+import { ip } from "#net/links.js";
+import { NetNS } from "#net/netns.js";
 import { setupSpoofCheck, teardownSpoofCheck } from "./spoofcheck.js";
-import { sysctlPath, type SysctlSetting } from "../../../net/sysctl.js";
-import type { Link } from "../../../net/types.js";
-import type { CmdArgs, PluginModule } from "../../../skel/skel.js";
+import { sysctlPath, type SysctlSetting } from "#net/sysctl.js";
+import type { Link } from "#net/types.js";
+import type { CmdArgs, PluginModule } from "#skel/skel.js";
 import { checkInterfaceAddresses, checkRoutes, requirePrevResult } from "../../common/check.js";
 import { ipamAdd, ipamCheck, ipamDel, ipamGC, ipamStatus, ipamType } from "../../common/ipam.js";
 import { BRIDGE_SCHEMA, containerPortVlans, loadBridgeConf, type BridgeConf } from "./config.js";

@@ -4,10 +4,10 @@
  * addresses and interfaces.
  * @module
  */
-import { invalidConfig } from "../../../spec/errors.js";
-import type { Result100 } from "../../../spec/result/index.js";
-import { ipMasqRules, teardownIPMasq, type IPMasqRules, type IPMasqTarget } from "../../../net/ipmasq.js";
-import type { FirewallMark } from "../../../net/firewall-marks.js";
+import { invalidConfig } from "#spec/errors.js";
+import type { Result100 } from "#spec/result/index.js";
+import { ipMasqRules, teardownIPMasq, type IPMasqRules, type IPMasqTarget } from "#net/ipmasq.js";
+import type { FirewallMark } from "#net/firewall-marks.js";
 import { cachedResultOf, firewallOnce, type RestoreRequest, type Restorer } from "../../common/restore.js";
 import { ipamType } from "../../common/ipam.js";
 import { loadBridgeConf, type BridgeConf } from "./config.js";

@@ -7,10 +7,10 @@
  * finding the device is select.ts's work.
  * @module
  */
-import { NET_CONF_FIELDS, type PluginConf } from "../../../spec/config.js";
-import { invalidConfig, invalidKey } from "../../../spec/errors.js";
-import { bool, string, struct } from "../../../go-json/go-decode.js";
-import { loadPluginConf } from "../../../skel/conf.js";
+import { NET_CONF_FIELDS, type PluginConf } from "#spec/config.js";
+import { invalidConfig, invalidKey } from "#spec/errors.js";
+import { bool, string, struct } from "#go-json/go-decode.js";
+import { loadPluginConf } from "#skel/conf.js";
 import { ipamType } from "../../common/ipam.js";
 import { decodeConfig } from "../../common/keys.js";
 

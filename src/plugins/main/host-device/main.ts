@@ -15,16 +15,16 @@
  * as DEL would, the devices this network's records name for attachments that are gone.
  * @module
  */
-import { CniError, failure } from "../../../spec/errors.js";
-import { parseCIDR } from "../../../ip/ip.js";
-import { isDNSEmpty, type Result100 } from "../../../spec/result/index.js";
-import { CURRENT_VERSION } from "../../../spec/version.js";
-import { configureInterface } from "../../../net/iface.js";
-import { nsTarget } from "../../../net/ip-ops.js";
-import { ip } from "../../../net/links.js";
-import { NetNS } from "../../../net/netns.js";
-import type { Link } from "../../../net/types.js";
-import type { CmdArgs, PluginModule } from "../../../skel/skel.js";
+import { CniError, failure } from "#spec/errors.js";
+import { parseCIDR } from "#ip/ip.js";
+import { isDNSEmpty, type Result100 } from "#spec/result/index.js";
+import { CURRENT_VERSION } from "#spec/version.js";
+import { configureInterface } from "#net/iface.js";
+import { nsTarget } from "#net/ip-ops.js";
+import { ip } from "#net/links.js";
+import { NetNS } from "#net/netns.js";
+import type { Link } from "#net/types.js";
+import type { CmdArgs, PluginModule } from "#skel/skel.js";
 import { checkInterfaceAddresses, checkRoutes, requirePrevResult } from "../../common/check.js";
 import { ipamAdd, ipamCheck, ipamDel, ipamGC, ipamStatus } from "../../common/ipam.js";
 import { Rollback } from "../../common/rollback.js";

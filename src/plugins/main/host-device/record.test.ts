@@ -2,7 +2,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import fs from "node:fs";
 import path from "node:path";
-import { useTempDirs } from "../../../testing/temp.js";
+import { useTempDirs } from "#testing/temp.js";
 import { listRecords, writeRecord, type DeviceRecord } from "./record.js";
 
 const tempDir = useTempDirs();

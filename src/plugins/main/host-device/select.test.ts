@@ -8,8 +8,8 @@ import assert from "node:assert/strict";
 import { mkdirSync, mkdtempSync, rmSync, symlinkSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { CniError } from "../../../spec/errors.js";
-import type { Link } from "../../../net/types.js";
+import { CniError } from "#spec/errors.js";
+import type { Link } from "#net/types.js";
 import type { DeviceSelector } from "./config.js";
 import { devicePathOf, hasDpdkDriver, selectHostDevice, selectsDpdkDevice, type HostView } from "./select.js";
 

@@ -1,6 +1,6 @@
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { CniError } from "../../../spec/errors.js";
+import { CniError } from "#spec/errors.js";
 import { decodeIpvlanConf, loadIpvlanConf } from "./config.js";
 
 const conf = (extra: Record<string, unknown>) => Buffer.from(JSON.stringify({ cniVersion: "1.0.0", name: "net", type: "ipvlan", ...extra }));

@@ -4,12 +4,12 @@
  * with exactly one named interface gives it; without `ipam`, the prevResult's addresses are used.
  * @module
  */
-import { NET_CONF_FIELDS, type PluginConf } from "../../../spec/config.js";
-import { invalidConfig, invalidKey } from "../../../spec/errors.js";
-import { bool, int, string, struct } from "../../../go-json/go-decode.js";
-import { toCurrentResult, type Result100 } from "../../../spec/result/index.js";
-import { loadPluginConf, parsePrevResult } from "../../../skel/conf.js";
-import type { IpvlanMode } from "../../../net/types.js";
+import { NET_CONF_FIELDS, type PluginConf } from "#spec/config.js";
+import { invalidConfig, invalidKey } from "#spec/errors.js";
+import { bool, int, string, struct } from "#go-json/go-decode.js";
+import { toCurrentResult, type Result100 } from "#spec/result/index.js";
+import { loadPluginConf, parsePrevResult } from "#skel/conf.js";
+import type { IpvlanMode } from "#net/types.js";
 import { ipamType } from "../../common/ipam.js";
 import { decodeConfig, interfaceMtu, linkName } from "../../common/keys.js";
 

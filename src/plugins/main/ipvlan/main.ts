@@ -4,7 +4,7 @@
  * ipvlan: ADD fails with the kernel's reason and undoes what it had done.
  * @module
  */
-import type { CmdArgs, PluginModule } from "../../../skel/skel.js";
+import type { CmdArgs, PluginModule } from "#skel/skel.js";
 import {
   addSandboxLink,
   checkSandboxLink,

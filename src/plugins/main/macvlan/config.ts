@@ -4,12 +4,12 @@
  * the key and value. What needs the kernel (the master existing, the MTU fitting it) is checked by ADD.
  * @module
  */
-import { NET_CONF_FIELDS, type PluginConf } from "../../../spec/config.js";
-import { bool, int, string, struct, uint32 } from "../../../go-json/go-decode.js";
-import { loadPluginConf } from "../../../skel/conf.js";
-import type { MacvlanMode } from "../../../net/types.js";
+import { NET_CONF_FIELDS, type PluginConf } from "#spec/config.js";
+import { bool, int, string, struct, uint32 } from "#go-json/go-decode.js";
+import { loadPluginConf } from "#skel/conf.js";
+import type { MacvlanMode } from "#net/types.js";
 import { chooseMac, cniArgsMac, decodeConfig, interfaceMtu, linkName } from "../../common/keys.js";
-import { invalidKey } from "../../../spec/errors.js";
+import { invalidKey } from "#spec/errors.js";
 
 export interface MacvlanConf {
   conf: PluginConf;

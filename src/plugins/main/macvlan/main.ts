@@ -4,7 +4,7 @@
  * (otherwise the link is only brought up, for L2 use).
  * @module
  */
-import type { CmdArgs, PluginModule } from "../../../skel/skel.js";
+import type { CmdArgs, PluginModule } from "#skel/skel.js";
 import { ipamType } from "../../common/ipam.js";
 import {
   addSandboxLink,

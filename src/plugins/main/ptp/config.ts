@@ -4,12 +4,12 @@
  * configure without addresses.
  * @module
  */
-import { invalidKey } from "../../../spec/errors.js";
-import { NET_CONF_FIELDS, type PluginConf } from "../../../spec/config.js";
-import { bool, int, member, ptr, string, struct } from "../../../go-json/go-decode.js";
-import { loadPluginConf } from "../../../skel/conf.js";
+import { invalidKey } from "#spec/errors.js";
+import { NET_CONF_FIELDS, type PluginConf } from "#spec/config.js";
+import { bool, int, member, ptr, string, struct } from "#go-json/go-decode.js";
+import { loadPluginConf } from "#skel/conf.js";
 import { decodeConfig, interfaceMtu, ipMasqBackend } from "../../common/keys.js";
-import type { IPMasqBackend } from "../../../net/ipmasq.js";
+import type { IPMasqBackend } from "#net/ipmasq.js";
 
 export interface PtpConf {
   conf: PluginConf;

@@ -4,16 +4,16 @@
  * the host reaches the container through a host route, and `ipMasq` can masquerade what leaves.
  * @module
  */
-import { failure, invalidConfig } from "../../../spec/errors.js";
-import { ipFamily, networkOf, parseCIDR } from "../../../ip/ip.js";
-import { isDNSEmpty, type Result100 } from "../../../spec/result/index.js";
-import { CURRENT_VERSION } from "../../../spec/version.js";
-import { configureInterface, enableForwarding, setupVeth } from "../../../net/iface.js";
-import { gcIPMasq, setupIPMasq, teardownIPMasq, type IPMasqTarget } from "../../../net/ipmasq.js";
-import { ip } from "../../../net/links.js";
-import { NetNS } from "../../../net/netns.js";
+import { failure, invalidConfig } from "#spec/errors.js";
+import { ipFamily, networkOf, parseCIDR } from "#ip/ip.js";
+import { isDNSEmpty, type Result100 } from "#spec/result/index.js";
+import { CURRENT_VERSION } from "#spec/version.js";
+import { configureInterface, enableForwarding, setupVeth } from "#net/iface.js";
+import { gcIPMasq, setupIPMasq, teardownIPMasq, type IPMasqTarget } from "#net/ipmasq.js";
+import { ip } from "#net/links.js";
+import { NetNS } from "#net/netns.js";
 import { pointToPointRoutes, routeContainerThroughGateway, routeHostToContainer, type PointToPointAddress } from "./routing.js";
-import type { CmdArgs, PluginModule } from "../../../skel/skel.js";
+import type { CmdArgs, PluginModule } from "#skel/skel.js";
 import { checkInterfaceAddresses, checkRoutes, requirePrevResult, RoutesFrom } from "../../common/check.js";
 import { ipamAdd, ipamCheck, ipamDel, ipamGC, ipamStatus } from "../../common/ipam.js";
 import { Rollback } from "../../common/rollback.js";

@@ -4,11 +4,11 @@
  * through a /32 (/128) route. Every host veth carries the same gateway address.
  * @module
  */
-import { networkOf, parseCIDR } from "../../../ip/ip.js";
-import { NetOpError } from "../../../net/errors.js";
-import { ip } from "../../../net/links.js";
-import { NetNS } from "../../../net/netns.js";
-import type { RouteSpec } from "../../../net/types.js";
+import { networkOf, parseCIDR } from "#ip/ip.js";
+import { NetOpError } from "#net/errors.js";
+import { ip } from "#net/links.js";
+import { NetNS } from "#net/netns.js";
+import type { RouteSpec } from "#net/types.js";
 
 /** One container address and the gateway it reaches the world through. */
 export interface PointToPointAddress {

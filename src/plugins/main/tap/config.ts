@@ -4,9 +4,9 @@
  * `args` is any object, as in Go; `args.cni.mac` is read like bridge's.
  * @module
  */
-import { NET_CONF_FIELDS, type PluginConf } from "../../../spec/config.js";
-import { bool, int, ptr, string, struct, uint32 } from "../../../go-json/go-decode.js";
-import { loadPluginConf } from "../../../skel/conf.js";
+import { NET_CONF_FIELDS, type PluginConf } from "#spec/config.js";
+import { bool, int, ptr, string, struct, uint32 } from "#go-json/go-decode.js";
+import { loadPluginConf } from "#skel/conf.js";
 import { chooseMac, cniArgsMac, decodeConfig, interfaceMtu, linkName } from "../../common/keys.js";
 
 export interface TapConf {

@@ -4,17 +4,17 @@
  * and addressed by IPAM when `ipam` is set (otherwise only brought up).
  * @module
  */
-import { interfaceNameTaken } from "../../../net/container-link.js";
-import { ip } from "../../../net/links.js";
-import type { NetNS } from "../../../net/netns.js";
-import type { Link } from "../../../net/types.js";
-import { NetOpError } from "../../../net/errors.js";
-import type { CmdArgs, PluginModule } from "../../../skel/skel.js";
+import { interfaceNameTaken } from "#net/container-link.js";
+import { ip } from "#net/links.js";
+import type { NetNS } from "#net/netns.js";
+import type { Link } from "#net/types.js";
+import { NetOpError } from "#net/errors.js";
+import type { CmdArgs, PluginModule } from "#skel/skel.js";
 import { ipamType } from "../../common/ipam.js";
 import { addSandboxLink, checkSandboxLink, delSandboxLink, gcSandboxLink, notifySysctls, statusSandboxLink } from "../../common/sandbox-link.js";
 import { loadTapConf, TAP_SCHEMA, type TapConf } from "./config.js";
 import { createTap } from "./tuntap.js";
-import { invalidKey } from "../../../spec/errors.js";
+import { invalidKey } from "#spec/errors.js";
 
 /**
  * The tap, made inside the container under `ifName` (a name taken already fails the creation, touching nothing;

@@ -15,7 +15,7 @@
  * @module
  */
 import { existsSync } from "node:fs";
-import type { NetNS } from "../../../net/netns.js";
+import type { NetNS } from "#net/netns.js";
 
 /** The tap to make. */
 export interface TapSpec {

@@ -1,6 +1,6 @@
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { CniError } from "../../../spec/errors.js";
+import { CniError } from "#spec/errors.js";
 import { loadVlanConf } from "./config.js";
 
 const conf = (extra: Record<string, unknown>) =>

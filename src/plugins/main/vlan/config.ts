@@ -4,10 +4,10 @@
  * the kernel (the master existing, the MTU fitting it) is checked by ADD.
  * @module
  */
-import { NET_CONF_FIELDS, type PluginConf } from "../../../spec/config.js";
-import { invalidConfig, invalidKey } from "../../../spec/errors.js";
-import { bool, int, string, struct } from "../../../go-json/go-decode.js";
-import { loadPluginConf } from "../../../skel/conf.js";
+import { NET_CONF_FIELDS, type PluginConf } from "#spec/config.js";
+import { invalidConfig, invalidKey } from "#spec/errors.js";
+import { bool, int, string, struct } from "#go-json/go-decode.js";
+import { loadPluginConf } from "#skel/conf.js";
 import { ipamType } from "../../common/ipam.js";
 import { decodeConfig, interfaceMtu, linkName } from "../../common/keys.js";
 

@@ -3,7 +3,7 @@
  * 8021q: ADD fails with the kernel's reason and undoes what it had done.
  * @module
  */
-import type { CmdArgs, PluginModule } from "../../../skel/skel.js";
+import type { CmdArgs, PluginModule } from "#skel/skel.js";
 import { addSandboxLink, checkSandboxLink, createOnMaster, delSandboxLink, gcSandboxLink, statusSandboxLink } from "../../common/sandbox-link.js";
 import { loadVlanConf, VLAN_SCHEMA } from "./config.js";
 

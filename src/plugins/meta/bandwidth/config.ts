@@ -4,12 +4,12 @@
  * `bandwidth`, `runtimeConfig.bandwidth`). Top-level keys win when any of them is present, as in the Go plugin.
  * @module
  */
-import { NET_CONF_FIELDS, type PluginConf } from "../../../spec/config.js";
-import { hasMember, ptr, struct, uint64, type Decoded } from "../../../go-json/go-decode.js";
-import { loadPluginConf } from "../../../skel/conf.js";
-import { hashWithPrefix } from "../../../net/names.js";
+import { NET_CONF_FIELDS, type PluginConf } from "#spec/config.js";
+import { hasMember, ptr, struct, uint64, type Decoded } from "#go-json/go-decode.js";
+import { loadPluginConf } from "#skel/conf.js";
+import { hashWithPrefix } from "#net/names.js";
 import { decodeConfig } from "../../common/keys.js";
-import { invalidKey } from "../../../spec/errors.js";
+import { invalidKey } from "#spec/errors.js";
 
 export interface BandwidthLimits {
   ingressRate: number;

@@ -3,9 +3,9 @@
  * queued and shaped (the bandwidth plugin's egress limit).
  * @module
  */
-import { ip } from "../../../net/links.js";
-import type { NetNS } from "../../../net/netns.js";
-import type { Link } from "../../../net/types.js";
+import { ip } from "#net/links.js";
+import type { NetNS } from "#net/netns.js";
+import type { Link } from "#net/types.js";
 
 /**
  * Creates IFB `name` up, with `mtu` and a transmit queue length of 0 (as the Go plugin creates it), and an

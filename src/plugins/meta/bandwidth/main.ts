@@ -6,12 +6,12 @@
  * longer has (an addition: the Go plugin has no GC).
  * @module
  */
-import { failure, invalidConfig } from "../../../spec/errors.js";
-import { CURRENT_VERSION } from "../../../spec/version.js";
-import { toCurrentResult, type Result, type Result100 } from "../../../spec/result/index.js";
+import { failure, invalidConfig } from "#spec/errors.js";
+import { CURRENT_VERSION } from "#spec/version.js";
+import { toCurrentResult, type Result, type Result100 } from "#spec/result/index.js";
 import { createIfb, deleteIfb, listIfbs } from "./ifb.js";
-import { ip } from "../../../net/links.js";
-import { NetNS } from "../../../net/netns.js";
+import { ip } from "#net/links.js";
+import { NetNS } from "#net/netns.js";
 import {
   acceptedTbfBuffers,
   addIngressRedirect,
@@ -24,9 +24,9 @@ import {
   tbfParams,
   type PschedClock,
 } from "./tc.js";
-import type { Link } from "../../../net/types.js";
-import { parsePrevResult } from "../../../skel/conf.js";
-import type { CmdArgs, PluginModule } from "../../../skel/skel.js";
+import type { Link } from "#net/types.js";
+import { parsePrevResult } from "#skel/conf.js";
+import type { CmdArgs, PluginModule } from "#skel/skel.js";
 import {
   BANDWIDTH_SCHEMA,
   hasEgressLimit,

@@ -10,11 +10,11 @@
  * @module
  */
 import { readFileSync } from "node:fs";
-import { NetOpError } from "../../../net/errors.js";
-import type { NetNS } from "../../../net/netns.js";
-import { openRtnetlink } from "../../../net/rtnetlink.js";
-import { rootTbfRequest } from "../../../net/rtnetlink-messages.js";
-import { messageOf } from "../../../spec/errors.js";
+import { NetOpError } from "#net/errors.js";
+import type { NetNS } from "#net/netns.js";
+import { openRtnetlink } from "#net/rtnetlink.js";
+import { rootTbfRequest } from "#net/rtnetlink-messages.js";
+import { messageOf } from "#spec/errors.js";
 
 /** The packet scheduler's clock, from /proc/net/psched. */
 export interface PschedClock {

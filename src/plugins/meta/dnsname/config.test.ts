@@ -1,8 +1,8 @@
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { CniError } from "../../../spec/errors.js";
+import { CniError } from "#spec/errors.js";
 import { attachmentOf, containerName, DEFAULT_DOMAIN, loadDelConf, loadDnsnameConf, NOT_CHAINED } from "./config.js";
-import type { Result100 } from "../../../spec/result/index.js";
+import type { Result100 } from "#spec/result/index.js";
 
 const PREV = {
   cniVersion: "1.0.0",

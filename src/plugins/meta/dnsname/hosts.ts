@@ -5,7 +5,7 @@
  * plugin never reads. Pure functions: the files are read and written in state.ts.
  * @module
  */
-import { tryParseIP } from "../../../ip/ip.js";
+import { tryParseIP } from "#ip/ip.js";
 
 /** One address's line for a container: its address, its name, then its aliases, tab-separated, as Go writes it. */
 export const hostsLine = (address: string, name: string, aliases: readonly string[]): string => [address, name, ...aliases].join("\t");

@@ -12,15 +12,15 @@
  * only a process that is dnsmasq with the network's config is signalled; STATUS and GC.
  * @module
  */
-import { ErrorCode, failure, invalidConfig } from "../../../spec/errors.js";
-import type { Result100 } from "../../../spec/result/index.js";
-import { parseCIDR } from "../../../ip/ip.js";
-import { loadPluginConf } from "../../../skel/conf.js";
-import type { CmdArgs, PluginModule } from "../../../skel/skel.js";
-import { ip } from "../../../net/links.js";
-import { NetNS } from "../../../net/netns.js";
-import { isGlobalUnicast } from "../../../net/link-addresses.js";
-import { NetOpError } from "../../../net/errors.js";
+import { ErrorCode, failure, invalidConfig } from "#spec/errors.js";
+import type { Result100 } from "#spec/result/index.js";
+import { parseCIDR } from "#ip/ip.js";
+import { loadPluginConf } from "#skel/conf.js";
+import type { CmdArgs, PluginModule } from "#skel/skel.js";
+import { ip } from "#net/links.js";
+import { NetNS } from "#net/netns.js";
+import { isGlobalUnicast } from "#net/link-addresses.js";
+import { NetOpError } from "#net/errors.js";
 import { attachmentOf, DNSNAME_SCHEMA, loadDelConf, loadDnsnameConf, type Attachment, type DnsnameConf } from "./config.js";
 import { dnsmasqBinary, reloadDnsmasq, renderConf, runningDnsmasq, stopDnsmasq } from "./dnsmasq.js";
 import { acceptDns, dnsFamilies, removeDnsRulesUnlessShared, removeRules, type InputRule } from "./firewall.js";

@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { useTempDirs } from "../../../testing/temp.js";
+import { useTempDirs } from "#testing/temp.js";
 import { renderConf } from "./dnsmasq.js";
 import {
   baseDir,

@@ -7,12 +7,12 @@
  * @module
  */
 import { closeSync, readFileSync, readdirSync } from "node:fs";
-import * as path from "../../../sys/posix-path.js";
-import { flockFd, lockedFileIsCurrent, LockTimeoutError } from "../../../sys/flock.js";
+import * as path from "#sys/posix-path.js";
+import { flockFd, lockedFileIsCurrent, LockTimeoutError } from "#sys/flock.js";
 import { openLockFile } from "../../common/lock-file.js";
-import { KeyedMutex } from "../../../sys/keyed-mutex.js";
-import { createFileExclusiveSync, ensureStateDir, removeStateFile, removeStateTree, writeFileAtomicSync } from "../../../sys/state.js";
-import { ErrorCode, tryAgainLater, wrap } from "../../../spec/errors.js";
+import { KeyedMutex } from "#sys/keyed-mutex.js";
+import { createFileExclusiveSync, ensureStateDir, removeStateFile, removeStateTree, writeFileAtomicSync } from "#sys/state.js";
+import { ErrorCode, tryAgainLater, wrap } from "#spec/errors.js";
 import { confSettings, type DnsmasqSettings, type NetworkFiles } from "./dnsmasq.js";
 import { hostsLines, hostsText, parseRecords, recordsText, type AttachmentRecord } from "./hosts.js";
 

@@ -4,9 +4,9 @@
  * iptables, as in the Go plugin). The default, as in the Go plugin: firewalld when it runs, else iptables.
  * @module
  */
-import { failure } from "../../../spec/errors.js";
-import { type Firewalld, FIREWALLD_NAME } from "../../../net/firewalld.js";
-import { firewallFor, type AttachmentRules, type NetworkGarbage, type RuleEngines } from "../../../net/firewall-driver.js";
+import { failure } from "#spec/errors.js";
+import { type Firewalld, FIREWALLD_NAME } from "#net/firewalld.js";
+import { firewallFor, type AttachmentRules, type NetworkGarbage, type RuleEngines } from "#net/firewall-driver.js";
 import { ensureFirewallRules, firewallMarks, hostCidr, missingFirewallRules, removeAddressRules, type IsolationPolicy } from "./iptables.js";
 import { nftAllow, nftCollectGarbage, nftFirewallMarks, nftMissing, nftRevoke } from "./nftables.js";
 import type { Backend, FirewallConf } from "./config.js";

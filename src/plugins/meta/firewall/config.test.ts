@@ -1,7 +1,7 @@
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { CniError } from "../../../spec/errors.js";
-import { Firewalld } from "../../../net/firewalld.js";
+import { CniError } from "#spec/errors.js";
+import { Firewalld } from "#net/firewalld.js";
 import { selectBackend } from "./backends.js";
 import { loadFirewallConf } from "./config.js";
 

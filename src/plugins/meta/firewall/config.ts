@@ -4,14 +4,14 @@
  * GC live). Every value is checked before anything is changed; an error names the key and value (code 7).
  * @module
  */
-import * as path from "../../../sys/posix-path.js";
-import { NET_CONF_FIELDS, type PluginConf } from "../../../spec/config.js";
-import { string, struct } from "../../../go-json/go-decode.js";
-import { toCurrentResult, type Result100 } from "../../../spec/result/index.js";
-import { loadPluginConf, parsePrevResult } from "../../../skel/conf.js";
+import * as path from "#sys/posix-path.js";
+import { NET_CONF_FIELDS, type PluginConf } from "#spec/config.js";
+import { string, struct } from "#go-json/go-decode.js";
+import { toCurrentResult, type Result100 } from "#spec/result/index.js";
+import { loadPluginConf, parsePrevResult } from "#skel/conf.js";
 import { DEFAULT_ADMIN_CHAIN, FORWARD_CHAIN, ISOLATION_STAGE_1, ISOLATION_STAGE_2, type IsolationPolicy } from "./iptables.js";
 import { decodeConfig } from "../../common/keys.js";
-import { invalidKey } from "../../../spec/errors.js";
+import { invalidKey } from "#spec/errors.js";
 
 export const BACKENDS = ["iptables", "nftables", "firewalld"] as const;
 export type Backend = (typeof BACKENDS)[number];

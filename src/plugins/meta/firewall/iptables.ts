@@ -12,10 +12,10 @@
  * (jumped to before CNI-FORWARD). Only the per-address rules are ever removed: the chains and jumps are shared.
  * @module
  */
-import { parseCIDR } from "../../../ip/ip.js";
-import { iptablesFor, type IPFamilyNum } from "../../../net/iptables.js";
-import { deleteRules, ensureRules, snapshot, type IptablesRule } from "../../../net/iptables-rules.js";
-import type { FirewallMark } from "../../../net/firewall-marks.js";
+import { parseCIDR } from "#ip/ip.js";
+import { iptablesFor, type IPFamilyNum } from "#net/iptables.js";
+import { deleteRules, ensureRules, snapshot, type IptablesRule } from "#net/iptables-rules.js";
+import type { FirewallMark } from "#net/firewall-marks.js";
 
 export const FORWARD_CHAIN = "CNI-FORWARD";
 export const DEFAULT_ADMIN_CHAIN = "CNI-ADMIN";

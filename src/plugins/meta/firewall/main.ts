@@ -9,12 +9,12 @@
  * attachments the runtime no longer has; STATUS reports whether the backend is usable.
  * @module
  */
-import { failure, invalidConfig, pluginNotAvailable } from "../../../spec/errors.js";
-import type { Result100 } from "../../../spec/result/index.js";
-import { Firewalld } from "../../../net/firewalld.js";
+import { failure, invalidConfig, pluginNotAvailable } from "#spec/errors.js";
+import type { Result100 } from "#spec/result/index.js";
+import { Firewalld } from "#net/firewalld.js";
 import { hostCidr } from "./iptables.js";
-import { liveFirewallProbes } from "../../../net/firewall-driver.js";
-import type { CmdArgs, PluginModule } from "../../../skel/skel.js";
+import { liveFirewallProbes } from "#net/firewall-driver.js";
+import type { CmdArgs, PluginModule } from "#skel/skel.js";
 import { selectBackend, type Attachment } from "./backends.js";
 import { FIREWALL_SCHEMA, loadFirewallConf, type FirewallConf } from "./config.js";
 import { listRecords, readRecord, recordedNetworks, removeRecord, writeRecord } from "./records.js";

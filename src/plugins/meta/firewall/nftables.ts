@@ -35,12 +35,12 @@
  * ingress policy's and the admin chain's, are final everywhere).
  * @module
  */
-import { parseCIDR } from "../../../ip/ip.js";
-import type { GCAttachment } from "../../../spec/config.js";
-import { NetOpError } from "../../../net/errors.js";
-import { nftListTable, nftQuote, nftRun, nftSetElements, type NftRule } from "../../../net/nftables.js";
-import { nftAttachmentComment, nftAttachmentHash, nftNetworkHash } from "../../../net/names.js";
-import type { FirewallMark } from "../../../net/firewall-marks.js";
+import { parseCIDR } from "#ip/ip.js";
+import type { GCAttachment } from "#spec/config.js";
+import { NetOpError } from "#net/errors.js";
+import { nftListTable, nftQuote, nftRun, nftSetElements, type NftRule } from "#net/nftables.js";
+import { nftAttachmentComment, nftAttachmentHash, nftNetworkHash } from "#net/names.js";
+import type { FirewallMark } from "#net/firewall-marks.js";
 
 export const NFT_FIREWALL_TABLE = "cni_plugins_firewall";
 const T = `inet ${NFT_FIREWALL_TABLE}`;

@@ -6,9 +6,9 @@
  * @module
  */
 import { readdirSync, readFileSync } from "node:fs";
-import * as path from "../../../sys/posix-path.js";
-import { ErrorCode, wrap } from "../../../spec/errors.js";
-import { ensureStateDir, isTemporaryName, removeStateDirIfEmpty, removeStateFile, writeFileAtomicSync } from "../../../sys/state.js";
+import * as path from "#sys/posix-path.js";
+import { ErrorCode, wrap } from "#spec/errors.js";
+import { ensureStateDir, isTemporaryName, removeStateDirIfEmpty, removeStateFile, writeFileAtomicSync } from "#sys/state.js";
 import type { Backend } from "./config.js";
 
 export interface AttachmentRecord {

@@ -5,7 +5,7 @@
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { Firewalld } from "../../../net/firewalld.js";
+import { Firewalld } from "#net/firewalld.js";
 import { selectBackend } from "./backends.js";
 import { loadFirewallConf } from "./config.js";
 

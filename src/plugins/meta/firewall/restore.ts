@@ -8,7 +8,7 @@
 import type { RestoreRequest, Restorer } from "../../common/restore.js";
 import { selectBackend, type Attachment, type FirewallBackend } from "./backends.js";
 import { loadFirewallConf } from "./config.js";
-import { Firewalld } from "../../../net/firewalld.js";
+import { Firewalld } from "#net/firewalld.js";
 import { attachmentOf, requirePrev } from "./main.js";
 
 async function planOf(req: RestoreRequest): Promise<{ backend: FirewallBackend; attachment: Attachment }> {

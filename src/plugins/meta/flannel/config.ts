@@ -6,14 +6,14 @@
  * a non-empty string, and `ipam.routes` must be routes — each failure a code-7 error naming the key.
  * @module
  */
-import { NET_CONF_FIELDS, type PluginConf } from "../../../spec/config.js";
-import { any, decodeGo, DecodeError, foldKey, map, string, struct, list } from "../../../go-json/go-decode.js";
-import { tryParseCIDR, tryParseIP } from "../../../ip/ip.js";
-import type { JsonObject, JsonValue } from "../../../go-json/json.js";
-import { ROUTE_TYPE, routeFrom, type Route } from "../../../spec/result/common.js";
-import { loadPluginConf } from "../../../skel/conf.js";
+import { NET_CONF_FIELDS, type PluginConf } from "#spec/config.js";
+import { any, decodeGo, DecodeError, foldKey, map, string, struct, list } from "#go-json/go-decode.js";
+import { tryParseCIDR, tryParseIP } from "#ip/ip.js";
+import type { JsonObject, JsonValue } from "#go-json/json.js";
+import { ROUTE_TYPE, routeFrom, type Route } from "#spec/result/common.js";
+import { loadPluginConf } from "#skel/conf.js";
 import { decodeConfig } from "../../common/keys.js";
-import { invalidKey } from "../../../spec/errors.js";
+import { invalidKey } from "#spec/errors.js";
 
 export const DEFAULT_SUBNET_FILE = "/run/flannel/subnet.env";
 export const DEFAULT_DATA_DIR = "/var/lib/cni/flannel";

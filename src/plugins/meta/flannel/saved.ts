@@ -6,9 +6,9 @@
  * @module
  */
 import { readFileSync } from "node:fs";
-import * as path from "../../../sys/posix-path.js";
-import { ioFailure } from "../../../spec/errors.js";
-import { ensureStateDir, removeStateFile, writeFileAtomic } from "../../../sys/state.js";
+import * as path from "#sys/posix-path.js";
+import { ioFailure } from "#spec/errors.js";
+import { ensureStateDir, removeStateFile, writeFileAtomic } from "#sys/state.js";
 
 /** Where the delegate config of a container is kept (container IDs are valid file names: skel checks them). */
 export const savedConfigPath = (dataDir: string, containerID: string): string => path.join(dataDir, containerID);

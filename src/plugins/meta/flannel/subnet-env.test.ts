@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { mkdtempSync, rmSync, writeFileSync, chmodSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { CniError } from "../../../spec/errors.js";
+import { CniError } from "#spec/errors.js";
 import { loadSubnetEnv, parseSubnetEnv } from "./subnet-env.js";
 
 const FILE = "/run/flannel/subnet.env";

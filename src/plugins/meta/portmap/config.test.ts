@@ -1,8 +1,8 @@
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { CniError } from "../../../spec/errors.js";
-import { parseCIDR } from "../../../ip/ip.js";
-import { createResult } from "../../../spec/result/index.js";
+import { CniError } from "#spec/errors.js";
+import { parseCIDR } from "#ip/ip.js";
+import { createResult } from "#spec/result/index.js";
 import {
   backendSpecificKeys,
   conditionsBackend,

@@ -5,14 +5,14 @@
  * the key and the value.
  * @module
  */
-import { invalidKey } from "../../../spec/errors.js";
-import { bool, foldKey, int, list, member, ptr, string, struct, type Decoded } from "../../../go-json/go-decode.js";
-import { isJsonObject, type JsonObject } from "../../../go-json/json.js";
-import { NET_CONF_FIELDS, type PluginConf } from "../../../spec/config.js";
-import { parseCIDR, tryParseIP, type IPAddress, type IPCidr, type IPFamily } from "../../../ip/ip.js";
-import { toCurrentResult, type Result } from "../../../spec/result/index.js";
-import { loadPluginConf, parsePrevResult } from "../../../skel/conf.js";
-import type { AttachmentRules, NetworkGarbage } from "../../../net/firewall-driver.js";
+import { invalidKey } from "#spec/errors.js";
+import { bool, foldKey, int, list, member, ptr, string, struct, type Decoded } from "#go-json/go-decode.js";
+import { isJsonObject, type JsonObject } from "#go-json/json.js";
+import { NET_CONF_FIELDS, type PluginConf } from "#spec/config.js";
+import { parseCIDR, tryParseIP, type IPAddress, type IPCidr, type IPFamily } from "#ip/ip.js";
+import { toCurrentResult, type Result } from "#spec/result/index.js";
+import { loadPluginConf, parsePrevResult } from "#skel/conf.js";
+import type { AttachmentRules, NetworkGarbage } from "#net/firewall-driver.js";
 import { decodeConfig } from "../../common/keys.js";
 
 export const PROTOCOLS = ["tcp", "udp", "sctp"] as const;

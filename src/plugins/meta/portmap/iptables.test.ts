@@ -1,6 +1,6 @@
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { parseCIDR } from "../../../ip/ip.js";
+import { parseCIDR } from "#ip/ip.js";
 import { forwardTarget, loadPortMapConf } from "./config.js";
 import {
   containerChain,

@@ -11,15 +11,15 @@
  * before anything changes, and a failed ADD removes what it made.
  * @module
  */
-import { failure, invalidConfig, messageOf, pluginNotAvailable, wrap } from "../../../spec/errors.js";
-import type { IPCidr, IPFamily } from "../../../ip/ip.js";
-import type { Result } from "../../../spec/result/index.js";
-import { deleteFlowsToPort } from "../../../net/conntrack.js";
-import { NetNS } from "../../../net/netns.js";
-import { ip } from "../../../net/links.js";
-import { sysctlPath, writeSysctl } from "../../../net/sysctl.js";
-import type { CmdArgs, PluginModule } from "../../../skel/skel.js";
-import { liveFirewallProbes } from "../../../net/firewall-driver.js";
+import { failure, invalidConfig, messageOf, pluginNotAvailable, wrap } from "#spec/errors.js";
+import type { IPCidr, IPFamily } from "#ip/ip.js";
+import type { Result } from "#spec/result/index.js";
+import { deleteFlowsToPort } from "#net/conntrack.js";
+import { NetNS } from "#net/netns.js";
+import { ip } from "#net/links.js";
+import { sysctlPath, writeSysctl } from "#net/sysctl.js";
+import type { CmdArgs, PluginModule } from "#skel/skel.js";
+import { liveFirewallProbes } from "#net/firewall-driver.js";
 import {
   forwardTargets,
   loadPortMapConf,

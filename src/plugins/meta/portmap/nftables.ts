@@ -6,10 +6,10 @@
  * `hostip_hostports` and to `hostports`. An ADD is one `nft -f` transaction per family.
  * @module
  */
-import type { IPFamily } from "../../../ip/ip.js";
-import { NetOpError } from "../../../net/errors.js";
-import { nftListTable, nftQuote, nftRun, type NftListing, type NftRule } from "../../../net/nftables.js";
-import type { FirewallMark } from "../../../net/firewall-marks.js";
+import type { IPFamily } from "#ip/ip.js";
+import { NetOpError } from "#net/errors.js";
+import { nftListTable, nftQuote, nftRun, type NftListing, type NftRule } from "#net/nftables.js";
+import type { FirewallMark } from "#net/firewall-marks.js";
 import { familyOf, mappingFor, type ForwardTarget, type PortForwarding } from "./config.js";
 import { forgetForwarding, recordedContainers, recordForwarding } from "./records.js";
 

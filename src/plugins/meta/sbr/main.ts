@@ -9,14 +9,14 @@
  * prevResult's addresses), and a failed ADD undoes what it did.
  * @module
  */
-import { failure, invalidConfig } from "../../../spec/errors.js";
-import type { Result100 } from "../../../spec/result/index.js";
-import { NetOpError } from "../../../net/errors.js";
-import { ip } from "../../../net/links.js";
-import { NetNS } from "../../../net/netns.js";
+import { failure, invalidConfig } from "#spec/errors.js";
+import type { Result100 } from "#spec/result/index.js";
+import { NetOpError } from "#net/errors.js";
+import { ip } from "#net/links.js";
+import { NetNS } from "#net/netns.js";
 import { withNetnsLock } from "./netns-lock.js";
-import { IpCommandsError, listAllRoutes, listRules, runIpCommands } from "../../../net/policy-routing.js";
-import type { CmdArgs, PluginModule } from "../../../skel/skel.js";
+import { IpCommandsError, listAllRoutes, listRules, runIpCommands } from "#net/policy-routing.js";
+import type { CmdArgs, PluginModule } from "#skel/skel.js";
 import { loadSbrConf, SBR_SCHEMA, type SbrConf } from "./config.js";
 import { planSbrAdd, planSbrDel, selectIPs, verifySbr, type IpStep, type SbrSettings, type SbrState } from "./plan.js";
 

@@ -1,8 +1,8 @@
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { CniError } from "../../../spec/errors.js";
-import type { IpRule, KernelRoute } from "../../../net/policy-routing.js";
-import type { Result100 } from "../../../spec/result/index.js";
+import { CniError } from "#spec/errors.js";
+import type { IpRule, KernelRoute } from "#net/policy-routing.js";
+import type { Result100 } from "#spec/result/index.js";
 import { loadSbrConf } from "./config.js";
 import { nextFreeTable, planSbrAdd, planSbrDel, selectIPs, verifySbr, type IpStep, type SbrSettings } from "./plan.js";
 

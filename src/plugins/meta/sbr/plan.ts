@@ -4,9 +4,9 @@
  * and what a CHECK expects. Pure, so every decision is unit-tested without a kernel.
  * @module
  */
-import { invalidConfig } from "../../../spec/errors.js";
-import { cidrContains, networkOf, parseCIDR, parseIP } from "../../../ip/ip.js";
-import type { IPConfig, Result100 } from "../../../spec/result/index.js";
+import { invalidConfig } from "#spec/errors.js";
+import { cidrContains, networkOf, parseCIDR, parseIP } from "#ip/ip.js";
+import type { IPConfig, Result100 } from "#spec/result/index.js";
 import {
   kernelRouteWords,
   sourceRuleWords,
@@ -17,7 +17,7 @@ import {
   TABLE_MAIN,
   type IpRule,
   type KernelRoute,
-} from "../../../net/policy-routing.js";
+} from "#net/policy-routing.js";
 
 /** The first table id ADD considers, as in the Go plugin. */
 export const FIRST_TABLE_ID = 100;

@@ -2,7 +2,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import fs from "node:fs";
 import path from "node:path";
-import { useTempDirs } from "../../../testing/temp.js";
+import { useTempDirs } from "#testing/temp.js";
 import { backupFile, networkFileOf, removeBackup, staleBackups, writeBackup, writeNetworkOf } from "./backup.js";
 
 const tempDir = useTempDirs();

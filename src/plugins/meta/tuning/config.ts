@@ -5,12 +5,12 @@
  * @module
  */
 import { existsSync, readFileSync } from "node:fs";
-import * as path from "../../../sys/posix-path.js";
-import { NET_CONF_FIELDS, type PluginConf } from "../../../spec/config.js";
-import { bool, int, map, member, ptr, string, struct, type StructOf } from "../../../go-json/go-decode.js";
-import { invalidConfig, invalidKey, ioFailure } from "../../../spec/errors.js";
-import { duplicateKeysAt } from "../../../go-json/json-keys.js";
-import { loadPluginConf } from "../../../skel/conf.js";
+import * as path from "#sys/posix-path.js";
+import { NET_CONF_FIELDS, type PluginConf } from "#spec/config.js";
+import { bool, int, map, member, ptr, string, struct, type StructOf } from "#go-json/go-decode.js";
+import { invalidConfig, invalidKey, ioFailure } from "#spec/errors.js";
+import { duplicateKeysAt } from "#go-json/json-keys.js";
+import { loadPluginConf } from "#skel/conf.js";
 import type { LinkTunables } from "./link-tunables.js";
 import { chooseMac, cniArgsMac, decodeConfig } from "../../common/keys.js";
 

@@ -3,9 +3,9 @@
  * modes, transmit queue length. Read in one step, changed in one.
  * @module
  */
-import { ip } from "../../../net/links.js";
-import type { NetNS } from "../../../net/netns.js";
-import type { Link } from "../../../net/types.js";
+import { ip } from "#net/links.js";
+import type { NetNS } from "#net/netns.js";
+import type { Link } from "#net/types.js";
 
 export interface LinkTunables {
   mac: string;

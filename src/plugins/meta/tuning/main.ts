@@ -6,13 +6,13 @@
  * the interface's new MAC when ADD changed it. GC drops the backups of the network's attachments that are gone.
  * @module
  */
-import { failure, invalidConfig, invalidKey } from "../../../spec/errors.js";
-import { toCurrentResult, type Result } from "../../../spec/result/index.js";
+import { failure, invalidConfig, invalidKey } from "#spec/errors.js";
+import { toCurrentResult, type Result } from "#spec/result/index.js";
 import { readLinkTunables, setLinkTunables, type LinkTunables } from "./link-tunables.js";
-import { NetNS } from "../../../net/netns.js";
-import { probeSysctls, writeSysctlFiles } from "../../../net/sysctl.js";
-import { loadPluginConf, parsePrevResult } from "../../../skel/conf.js";
-import type { CmdArgs, PluginModule } from "../../../skel/skel.js";
+import { NetNS } from "#net/netns.js";
+import { probeSysctls, writeSysctlFiles } from "#net/sysctl.js";
+import { loadPluginConf, parsePrevResult } from "#skel/conf.js";
+import type { CmdArgs, PluginModule } from "#skel/skel.js";
 import { backupFile, backupOf, readBackup, removeBackup, staleBackups, writeBackup, writeNetworkOf } from "./backup.js";
 import {
   TUNING_SCHEMA,

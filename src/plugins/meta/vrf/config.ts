@@ -3,12 +3,12 @@
  * 0 or absent picks the first id no other VRF of the namespace uses). Errors name the key and value (code 7).
  * @module
  */
-import { NET_CONF_FIELDS, type PluginConf } from "../../../spec/config.js";
-import { string, struct, uint32 } from "../../../go-json/go-decode.js";
-import { toCurrentResult, type Result100 } from "../../../spec/result/index.js";
-import { loadPluginConf, parsePrevResult } from "../../../skel/conf.js";
+import { NET_CONF_FIELDS, type PluginConf } from "#spec/config.js";
+import { string, struct, uint32 } from "#go-json/go-decode.js";
+import { toCurrentResult, type Result100 } from "#spec/result/index.js";
+import { loadPluginConf, parsePrevResult } from "#skel/conf.js";
 import { decodeConfig } from "../../common/keys.js";
-import { invalidKey } from "../../../spec/errors.js";
+import { invalidKey } from "#spec/errors.js";
 
 /** The Go plugin's VRFNetConf. */
 export const VRF_SCHEMA = struct("VRFNetConf", { ...NET_CONF_FIELDS, vrfname: string, table: uint32 });

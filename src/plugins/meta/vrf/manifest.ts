@@ -1,5 +1,5 @@
 /** The vrf plugin, as the house knows it before loading it (plugins/manifest.ts). */
-import { versionsStartingFrom } from "../../../spec/versions.js";
+import { versionsStartingFrom } from "#spec/versions.js";
 import type { PluginManifest } from "../../manifest.js";
 
 export const manifest: PluginManifest = {
