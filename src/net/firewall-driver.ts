@@ -6,7 +6,8 @@
  *
  * The choice, as the Go plugins make it (portmap, bridge and ptp `ipMasq`): the configured engine, else
  * iptables unless iptables does not work here and nftables does. DEL and GC remove what either engine may have
- * made (a Go plugin with another default, a config that changed) with {@link onEveryEngine}.
+ * made (a Go plugin with another default, a config that changed) with {@link onEveryEngine}. Rules that are a
+ * network's rather than an attachment's (dnsname's DNS opening) pick their engine with the same function.
  * @module
  */
 import type { GCAttachment } from "#spec/config.js";
