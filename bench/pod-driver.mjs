@@ -16,7 +16,7 @@ const { PodNetworkManager } = await import(path.join(ROOT, "dist/runtime/index.j
 
 let exec;
 if (opts.inProcess) {
-  const { MulticallExec } = await import(path.join(ROOT, "dist/programs/inprocess.js"));
+  const { MulticallExec } = await import(path.join(ROOT, "dist/plugins/inprocess.js"));
   const { setDefaultExec } = await import(path.join(ROOT, "dist/invoke/plugin.js"));
   exec = new MulticallExec(realpathSync(path.join(ROOT, "dist/tscni-js")));
   setDefaultExec(exec); // delegations (bridge -> host-local) too

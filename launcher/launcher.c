@@ -11,7 +11,7 @@
  * for the calls that follow (start_server). Once a call has been sent it never runs a second time: a server that
  * dies during it, or does not answer within the call's time limit and a margin, gives CNI error 999 naming the
  * server and its log.
- * The version table and the build ID are generated from src/programs/programs.ts at build time.
+ * The version table and the build ID are generated from src/plugins/catalog.ts at build time.
  * Built without a C library where sys-nolibc.h covers the architecture (it says why), else against libc.
  */
 #if defined(TSCNI_NOLIBC)

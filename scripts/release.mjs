@@ -144,7 +144,7 @@ if (args.rebuild || !buildIsCurrent()) {
 
 // What is packaged: a native program and launcher of one build, of this version.
 const { describeDir } = await import(path.join(dist, "cli/native.js"));
-const { PROGRAM_NAMES } = await import(path.join(dist, "programs/programs.js"));
+const { PROGRAM_NAMES } = await import(path.join(dist, "plugins/catalog.js"));
 const built = describeDir(dist);
 const buildId = readFileSync(path.join(dist, "build-id"), "utf8").trim();
 if (built.kind !== "native" || !built.launcher) {

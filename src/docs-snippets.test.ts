@@ -15,7 +15,7 @@ import path from "node:path";
 import { ROOT } from "#testing/harness.js";
 import { docBlocks, docSnippet, parseSnippet, TESTED_DOCS, type ParsedDoc } from "#testing/doc-snippets.js";
 import { parseConfList } from "#spec/config.js";
-import { PROGRAM_NAMES } from "#programs/programs.js";
+import { PROGRAM_NAMES } from "#plugins/catalog.js";
 
 const RUNTIMES = "docs/runtimes.md";
 

@@ -1,8 +1,8 @@
 /**
  * The layers point one way. Each folder under src/ has a rank, and product code imports only from its own
  * folder or from folders of a lower rank: ip, go-json and sys (addresses; Go's JSON; system calls) -> spec (the
- * spec as pure data) -> invoke, skel -> net, libcni -> plugins, runtime -> conformance -> cnitool, demo ->
- * programs (the catalog) -> resident (the server) -> cli (the entry). No product module imports test code
+ * spec as pure data) -> invoke, skel -> net, libcni -> plugins (with the catalog and registry of programs), runtime
+ * -> conformance -> cnitool, demo -> resident (the server) -> cli (the entry). No product module imports test code
  * (src/testing, src/integration, *.test.ts), and no product modules import each other in a circle (type-only
  * imports count too: a circle of types is a circle of concepts). A new folder must be given a rank here. Plugins
  * never run tools themselves (FORBIDDEN).
@@ -30,9 +30,8 @@ const LAYERS: Record<string, number> = {
   conformance: 5,
   cnitool: 6,
   demo: 6,
-  programs: 7,
-  resident: 8,
-  cli: 9,
+  resident: 7,
+  cli: 8,
 };
 const TEST_FOLDERS = new Set(["testing", "integration"]);
 

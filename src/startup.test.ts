@@ -10,7 +10,7 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { PLUGIN_VERSIONS } from "#programs/programs.js";
+import { PLUGIN_VERSIONS } from "#plugins/catalog.js";
 
 /** The built tree these tests run from (dist-test/: the same modules the product build compiles). */
 const BUILT = path.dirname(fileURLToPath(import.meta.url));

@@ -5,7 +5,7 @@
  * @module
  */
 import { main as cnitoolMain } from "#cnitool/cnitool.js";
-import { MulticallExec } from "#programs/inprocess.js";
+import { MulticallExec } from "#plugins/inprocess.js";
 import { addDaemonCommand } from "./daemon.js";
 import { addInstallCommand } from "./install.js";
 import { describeDir, describeSelf, formatProgramInfo } from "./native.js";

@@ -7,7 +7,7 @@ import os from "node:os";
 import path from "node:path";
 import { addInstallCommand, installPlugins, installResidentUnits, removeResidentUnits, residentUnits } from "./install.js";
 import { runCnitool } from "#cnitool/cnitool.js";
-import { PROGRAM_NAMES } from "#programs/programs.js";
+import { PROGRAM_NAMES } from "#plugins/catalog.js";
 
 test("install links every plugin to the copied binary and respects foreign files", () => {
   const dir = mkdtempSync(path.join(os.tmpdir(), "tscni-install-"));

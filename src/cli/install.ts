@@ -10,9 +10,9 @@ import { copyFileSync, chmodSync, lstatSync, mkdirSync, readFileSync, readlinkSy
 import path from "node:path";
 import type { Command } from "commander";
 import type { Io } from "#cnitool/cnitool.js";
-import { PROGRAM_NAMES } from "#programs/programs.js";
+import { PROGRAM_NAMES } from "#plugins/catalog.js";
 import { DEFAULT_SOCKET } from "#resident/protocol.js";
-import { selfExecutable } from "#programs/self.js";
+import { selfExecutable } from "#sys/self.js";
 import { findNativeProgram, LAUNCHER_NAME, platformPackageName, PROGRAM_NAME } from "./native.js";
 import { replaceAtomicSync, writeFileAtomicSync } from "#sys/state.js";
 

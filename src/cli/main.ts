@@ -6,8 +6,8 @@
  */
 import { writeStd } from "#sys/plugin-stdio.js";
 import { basename } from "#sys/posix-path.js";
-import { aboutText, PROGRAM_NAMES } from "#programs/programs.js";
-import { aboutAnswer, PLUGINS, versionAnswer } from "#programs/registry.js";
+import { aboutText, PROGRAM_NAMES } from "#plugins/catalog.js";
+import { aboutAnswer, PLUGINS, versionAnswer } from "#plugins/registry.js";
 import { setDefaultExec } from "#invoke/default-exec.js";
 import type { PluginExec } from "#invoke/exec.js";
 import { pluginMain, processIO } from "#skel/skel.js";
@@ -59,7 +59,7 @@ async function run(): Promise<void> {
     let multicall: Promise<PluginExec> | undefined;
     setDefaultExec({
       execPlugin: async (...call) => {
-        multicall ??= import("#programs/inprocess.js").then(({ MulticallExec }) => new MulticallExec());
+        multicall ??= import("#plugins/inprocess.js").then(({ MulticallExec }) => new MulticallExec());
         return (await multicall).execPlugin(...call);
       },
     });

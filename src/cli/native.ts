@@ -11,7 +11,7 @@ import { closeSync, existsSync, lstatSync, openSync, readFileSync, readlinkSync,
 import { spawnSync } from "node:child_process";
 import { createRequire } from "node:module";
 import path from "node:path";
-import { selfExecutable } from "#programs/self.js";
+import { selfExecutable } from "#sys/self.js";
 import { readBuildId } from "#resident/build-id.js";
 
 /** The launcher's name in a plugin directory: every plugin links to it. */

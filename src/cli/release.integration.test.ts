@@ -16,7 +16,7 @@ import os from "node:os";
 import path from "node:path";
 import { missing, Netns, ROOT, runTag, skipReason } from "#testing/harness.js";
 import { RESIDENT_PASS } from "#testing/resident-host.js";
-import { PROGRAM_NAMES } from "#programs/programs.js";
+import { PROGRAM_NAMES } from "#plugins/catalog.js";
 import type { ProgramInfo } from "./native.js";
 
 const nativeBuilt = existsSync(path.join(ROOT, "dist/tscni-js")) && existsSync(path.join(ROOT, "dist/tscni"));

@@ -13,7 +13,7 @@ import path from "node:path";
 import { Cleanup, OUR_BIN, ROOT, runCommand, skipReason } from "#testing/harness.js";
 import { RESIDENT_PASS } from "#testing/resident-host.js";
 import { docSnippet, parseSnippet, substitute, type ParsedDoc } from "#testing/doc-snippets.js";
-import { PROGRAM_NAMES } from "#programs/programs.js";
+import { PROGRAM_NAMES } from "#plugins/catalog.js";
 
 const DOC = "docs/runtimes.md";
 const skip = RESIDENT_PASS

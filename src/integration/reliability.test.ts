@@ -22,7 +22,7 @@ import { Cleanup, OUR_BIN, runTag, skipReason, type Netns } from "#testing/harne
 import { Host, ipIn, type Result } from "#testing/rig.js";
 import { badConfigs, checkErrorOutput, FUZZ_SEED } from "#testing/bad-input.js";
 import { SAMPLES } from "#testing/plugin-samples.js";
-import { PLUGINS } from "#programs/registry.js";
+import { PLUGINS } from "#plugins/registry.js";
 import { RESIDENT_PASS } from "#testing/resident-host.js";
 import { linkKindMissing } from "#testing/kernel.js";
 import { DEFAULT_DATA_DIR as HOST_LOCAL_DEFAULT_DIR } from "#plugins/ipam/host-local/config.js";

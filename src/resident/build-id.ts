@@ -5,7 +5,7 @@
  */
 import { readFileSync } from "node:fs";
 import path from "node:path";
-import { selfExecutable } from "#programs/self.js";
+import { selfExecutable } from "#sys/self.js";
 
 // The standalone build compiles the build ID in (bun build --define), so a copied program keeps it.
 declare const TSCNI_BUILD_ID: string | undefined;

@@ -20,8 +20,8 @@ import { endPhase, phaseClock } from "#sys/phase-trace.js";
 import type { Places } from "./places.js";
 import { type CniError, ErrorCode, failure } from "#spec/errors.js";
 import { runPlugin, type PluginDefinition } from "#skel/skel.js";
-import { MulticallExec } from "#programs/inprocess.js";
-import { PLUGINS } from "#programs/registry.js";
+import { MulticallExec } from "#plugins/inprocess.js";
+import { PLUGINS } from "#plugins/registry.js";
 import { frame, TAG_STDERR, TAG_STDOUT, type ResidentRequest } from "./protocol.js";
 
 /** The program name of `cnitool daemon status`: answered with the server's state. */

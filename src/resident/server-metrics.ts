@@ -4,7 +4,7 @@
  * repairs (firewall reloads, GC). Label values come from a fixed set, whatever callers send.
  * @module
  */
-import { PLUGINS } from "#programs/registry.js";
+import { PLUGINS } from "#plugins/registry.js";
 import type { AdmissionRefusalKind } from "./admission.js";
 import { MetricsRegistry, type Counter, type Histogram } from "./metrics.js";
 import type { CallOutcome } from "./routing.js";

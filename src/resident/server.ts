@@ -15,7 +15,7 @@ import { setDefaultExec } from "#invoke/default-exec.js";
 import { KeyedMutex } from "#sys/keyed-mutex.js";
 import { ownIdentity, statusField, type OwnIdentity } from "#sys/peer.js";
 import { DEFAULT_PLACES, Places } from "./places.js";
-import { selfExecutable } from "#programs/self.js";
+import { selfExecutable } from "#sys/self.js";
 import { admit } from "./admission.js";
 import { readBuildId } from "./build-id.js";
 import {

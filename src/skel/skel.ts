@@ -97,7 +97,7 @@ export type CheckedFuncs<F> = {
 
 /**
  * What a plugin module exports as `plugin`: its handlers and how it reads its config. Its versions and about text
- * are not its own to declare: the program catalog (programs/programs.ts) gives them.
+ * are not its own to declare: the program catalog (plugins/catalog.ts) gives them.
  */
 export interface PluginModule {
   funcs: PluginFuncs;

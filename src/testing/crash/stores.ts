@@ -14,7 +14,7 @@ import { cpSync, existsSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import path from "node:path";
 import { CniError } from "#spec/errors.js";
 import { runPlugin } from "#skel/skel.js";
-import { PLUGINS } from "#programs/registry.js";
+import { PLUGINS } from "#plugins/registry.js";
 import { settlePluginRun, type ExecOptions, type PluginExec } from "#invoke/exec.js";
 import type { Env } from "#invoke/args.js";
 import { CNIConfig } from "#libcni/api.js";

@@ -172,7 +172,8 @@ class OpenSockets extends PolledReceiver implements DhcpSockets {
 
 /**
  * Opens the sockets of one exchange on `ifName` in the namespace at `netns`; with `bringUp` (acquiring, as
- * upstream does) a link that is down is set up. Throws NetnsGoneError or LinkGoneError when either is missing,
+ * upstream does) a link that is down is set up, and its carrier waited for (at most a second). Throws
+ * NetnsGoneError or LinkGoneError when either is missing,
  * OwnNetnsError when `netns` is the daemon's own namespace.
  */
 export async function openDhcpSockets(netns: string, ifName: string, bringUp = false): Promise<DhcpSockets> {
@@ -188,8 +189,9 @@ export async function openDhcpSockets(netns: string, ifName: string, bringUp = f
   });
   try {
     const info = linkInfo(f, udpFd, ifName, netns);
-    if (!info.up && bringUp) {
-      setUp(f, udpFd, ifName, netns, true);
+    if (bringUp) {
+      if (!info.up) setUp(f, udpFd, ifName, netns, true);
+      // Acquiring on a link just made (even one already up): a DISCOVER sent before its carrier is lost.
       await waitRunning(f, udpFd, ifName);
     }
     attachFilter(f, packetFd);

@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import { ROOT } from "#testing/harness.js";
-import { PLUGINS } from "#programs/registry.js";
+import { PLUGINS } from "../../registry.js";
 
 /** Every module a built module imports, transitively (relative imports and `#folder/` aliases: the product's own). */
 function closure(file: string, seen = new Set<string>()): Set<string> {

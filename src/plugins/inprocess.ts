@@ -11,7 +11,7 @@ import type { Env } from "#invoke/args.js";
 import { RawExec, settlePluginRun, type ExecOptions, type PluginExec } from "#invoke/exec.js";
 import { runPlugin, type PluginDefinition } from "#skel/skel.js";
 import { PLUGINS } from "./registry.js";
-import { selfExecutable, selfPaths } from "./self.js";
+import { selfExecutable, selfPaths } from "#sys/self.js";
 
 export class MulticallExec implements PluginExec {
   private readonly raw = new RawExec();

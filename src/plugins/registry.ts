@@ -8,8 +8,8 @@
 import { CURRENT_VERSION } from "#spec/versions.js";
 import { VersionInfo } from "#spec/version.js";
 import type { PluginDefinition } from "#skel/skel.js";
-import { MANIFESTS } from "#plugins/manifests.js";
-import { aboutText } from "./programs.js";
+import { MANIFESTS } from "./manifests.js";
+import { aboutText } from "./catalog.js";
 
 /** A plugin: how it is loaded, and the versions it answers VERSION with before that. */
 export interface PluginEntry {

@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import { readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { ROOT } from "#testing/harness.js";
-import { aboutText, PLUGIN_VERSIONS } from "./programs.js";
+import { aboutText, PLUGIN_VERSIONS } from "./catalog.js";
 import { PLUGINS } from "./registry.js";
 
 for (const [name, entry] of Object.entries(PLUGINS)) {

@@ -4,7 +4,7 @@
  * (install, the launcher's table) loads no plugin code.
  * @module
  */
-import { MANIFESTS } from "#plugins/manifests.js";
+import { MANIFESTS } from "./manifests.js";
 
 /** Every plugin type and the versions it supports (what VERSION answers), from the plugins' manifests. */
 export const PLUGIN_VERSIONS: Readonly<Record<string, readonly string[]>> = Object.fromEntries(MANIFESTS.map((m) => [m.name, m.versions]));
