@@ -603,7 +603,7 @@ async function measure(server) {
       residentEnv: implEnv("resident"),
       execEnv: implEnv("ours"),
     });
-    console.log(`traced one podman container: ${trace.default.length} calls through the server, ${trace.exec.length} in exec mode`);
+    console.log(`traced podman containers: ${trace.default.length} through the server, ${trace.exec.length} in exec mode`);
   }
   return { rows, rss, cold, growth, podman, containerd, pods, cluster, harness, idle, trace };
 }
@@ -760,8 +760,8 @@ function report({ rows, rss, cold, growth, podman, containerd, pods = [], cluste
       ? [
           "## Where one container's network time goes",
           "",
-          "One `podman run --rm` traced after warm-up runs (`cnitool daemon --trace-phases`, `TSCNI_TRACE_PHASES` in exec mode;",
-          "docs/resident.md): each plugin call and, inside it, the time of each kind of phase in ms (and how many): netlink",
+          "Five `podman run --rm` containers traced after warm-up runs (`cnitool daemon --trace-phases`, `TSCNI_TRACE_PHASES` in",
+          "exec mode; docs/resident.md), each figure the median over them: each plugin call and, inside it, the time of each kind of phase in ms (and how many): netlink",
           "requests, tools spawned, sysctl writes, namespace entries, the IPAM store's critical section, lock waits, delegations",
           "(their own time, without their phases), loading a plugin's code, the wait for the container's queue; the rest is the",
           "plugin's own code (decoding, logic, the result).",

@@ -18,19 +18,27 @@ function selfTimes(phases) {
   });
 }
 
-/** The calls of the last container in a trace file, in order, each with its phases' own times. */
-function lastContainer(file) {
+/** How many containers are traced each way; the table gives each figure's median over them. */
+const TRACED = 5;
+
+/** The calls of the last `count` containers in a trace file: per container, its calls in order, with their phases' own times. */
+function lastContainers(file, count) {
   if (!existsSync(file)) return [];
   const calls = readFileSync(file, "utf8")
     .split("\n")
     .filter(Boolean)
     .map((l) => JSON.parse(l))
     .filter((c) => c.containerID && !c.containerID.startsWith("tscni-warm-up"));
-  const last = calls.at(-1)?.containerID;
-  return calls.filter((c) => c.containerID === last).map((c) => ({ ...c, phases: selfTimes(c.phases) }));
+  const ids = [...new Set(calls.map((c) => c.containerID))].slice(-count);
+  return ids.map((id) => calls.filter((c) => c.containerID === id).map((c) => ({ ...c, phases: selfTimes(c.phases) })));
 }
 
-/** Traces one podman container (after warm-up runs) both ways; resolves to { default: calls, exec: calls }. */
+const median = (xs) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length ? (s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2) : 0;
+};
+
+/** Traces TRACED podman containers (after warm-up runs) both ways; resolves to { default: containers, exec: containers }. */
 export async function tracePodman({ ours, cnitool, socket, types, residentEnv, execEnv }) {
   const dir = mkdtempSync(path.join(os.tmpdir(), "tscni-bench-trace-"));
   const serverFile = path.join(dir, "server.jsonl");
@@ -41,11 +49,11 @@ export async function tracePodman({ ours, cnitool, socket, types, residentEnv, e
     for (let i = 0; i < 100 && spawnSync(cnitool, ["daemon", "status", "--socket", socket]).status !== 0; i++) await sleep(100);
     await sleep(3000); // its warm-up
     setup = setupPodman({ resident: ours, ours }, types, { resident: residentEnv, ours: { ...execEnv, TSCNI_TRACE_PHASES: execFile } });
-    for (let i = 0; i < 4; i++) {
+    for (let i = 0; i < 4 + TRACED; i++) {
       setup.runners.resident();
       setup.runners.ours();
     }
-    return { default: lastContainer(serverFile), exec: lastContainer(execFile) };
+    return { default: lastContainers(serverFile, TRACED), exec: lastContainers(execFile, TRACED) };
   } finally {
     setup?.cleanup();
     spawnSync(cnitool, ["daemon", "stop", "--socket", socket]);
@@ -57,19 +65,44 @@ export async function tracePodman({ ours, cnitool, socket, types, residentEnv, e
 
 const KINDS = ["netlink", "spawn", "sysctl", "netns", "ipam store", "lock wait", "delegate", "load", "wait"];
 
-/** The trace as markdown: one row per call, the time by kind of phase, and the slowest phases by name. */
+/**
+ * The traced containers as rows: per call (the same calls in the same order in every container), the median of its
+ * time, of each kind of phase's time and count, and of the rest.
+ */
+function medianRows(containers) {
+  const shape = (c) => c.map((x) => `${x.program} ${x.command}`).join(",");
+  const alike = containers.filter((c) => shape(c) === shape(containers.at(-1)));
+  return alike.at(-1).map((call, i) => {
+    const same = alike.map((c) => c[i]);
+    const kinds = Object.fromEntries(
+      KINDS.map((k) => {
+        const per = same.map((c) => c.phases.filter((p) => p.kind === k));
+        return [k, { ms: median(per.map((ps) => ps.reduce((n, p) => n + p.self, 0))), n: median(per.map((ps) => ps.length)) }];
+      }),
+    );
+    return {
+      name: `${call.program} ${call.command}`,
+      ms: median(same.map((c) => c.ms)),
+      kinds,
+      rest: median(same.map((c) => c.ms - c.phases.reduce((n, p) => n + p.self, 0))),
+    };
+  });
+}
+
+/** The trace as markdown: one row per call, the time by kind of phase (medians over the traced containers), and the slowest phases by name. */
 export function traceTable(trace, shares) {
   const lines = [];
   for (const [mode, label] of [
     ["default", "ours, default (the resident server)"],
     ["exec", "ours, exec mode (a process per call)"],
   ]) {
-    const calls = trace[mode];
-    if (!calls?.length) continue;
-    const total = calls.reduce((n, c) => n + c.ms, 0);
+    const containers = trace[mode];
+    if (!containers?.length) continue;
+    const rows = medianRows(containers);
+    const total = median(containers.map((c) => c.reduce((n, x) => n + x.ms, 0)));
     const share = shares?.[mode === "default" ? "resident" : "ours"];
     lines.push(
-      `**${label}**: the plugin calls of one container took ${total.toFixed(1)} ms in all` +
+      `**${label}**, medians over ${containers.length} traced containers: the plugin calls of one container took ${total.toFixed(1)} ms in all` +
         (share !== undefined
           ? `, of a network share of ${share.toFixed(1)} ms: the other ${(share - total).toFixed(1)} ms are podman's own` +
             " (its network namespace, its libcni: VERSION probes, the result cache, locks) and the launch of each call" +
@@ -79,21 +112,18 @@ export function traceTable(trace, shares) {
       "",
     );
     lines.push(`| call | ms | ${KINDS.join(" | ")} | the rest (plugin code) |`, `|---|---:|${KINDS.map(() => "---:").join("|")}|---:|`);
-    const cell = (phases) => (phases.length ? `${phases.reduce((n, p) => n + p.self, 0).toFixed(1)} (${phases.length})` : "-");
-    for (const c of calls) {
-      const phases = c.phases;
-      const rest = c.ms - phases.reduce((n, p) => n + p.self, 0);
-      lines.push(
-        `| ${c.program} ${c.command} | ${c.ms.toFixed(1)} | ${KINDS.map((k) => cell(phases.filter((p) => p.kind === k))).join(" | ")} | ${rest.toFixed(1)} |`,
-      );
-    }
-    const slowest = calls
+    const cell = (k) => (k.n ? `${k.ms.toFixed(1)} (${k.n})` : "-");
+    for (const r of rows) lines.push(`| ${r.name} | ${r.ms.toFixed(1)} | ${KINDS.map((k) => cell(r.kinds[k])).join(" | ")} | ${r.rest.toFixed(1)} |`);
+    // The slowest phases of the container whose calls took the median time.
+    const byTotal = [...containers].sort((a, b) => a.reduce((n, x) => n + x.ms, 0) - b.reduce((n, x) => n + x.ms, 0));
+    const middle = byTotal[Math.floor((byTotal.length - 1) / 2)];
+    const slowest = middle
       .flatMap((c) => c.phases.map((p) => ({ ...p, call: `${c.program} ${c.command}` })))
       .sort((a, b) => b.self - a.self)
       .slice(0, 5);
     lines.push(
       "",
-      `Slowest phases: ${slowest.map((p) => `${p.call}: ${p.kind} "${p.label.replace(/\/run\/netns\/\S+/g, "<netns>").replace(/\|/g, "/")}" ${p.self.toFixed(1)} ms`).join("; ")}.`,
+      `Slowest phases (of the median container): ${slowest.map((p) => `${p.call}: ${p.kind} "${p.label.replace(/\/run\/netns\/\S+/g, "<netns>").replace(/\|/g, "/")}" ${p.self.toFixed(1)} ms`).join("; ")}.`,
       "",
     );
   }
