@@ -1,6 +1,6 @@
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { chooseFirewallKind, firewallFor, onEveryEngine, type FirewallProbes } from "./firewall-driver.js";
+import { chooseFirewallKind, firewallFor, onEveryEngine, withDefaultFirewall, type FirewallProbes } from "./firewall-driver.js";
 
 /** Probes with fixed answers, counting the questions. */
 function probes(iptables: boolean, nftables: boolean) {
@@ -41,5 +41,19 @@ describe("firewall driver: one choice of engine per call", () => {
     assert.deepEqual(ran, ["iptables", "nftables"]);
     await assert.rejects(onEveryEngine(engines, fail, probes(false, true).p), (e: Error) => e.message === "nftables broke");
     await assert.rejects(onEveryEngine(engines, fail, probes(true, true).p), (e: Error) => e.message === "iptables broke\nnftables broke");
+  });
+
+  test("withDefaultFirewall asks nothing when iptables works, falls back only when nftables is the choice", async () => {
+    const engines = { iptables: "iptables", nftables: "nftables" } as const;
+    const working = probes(true, true);
+    assert.equal(await withDefaultFirewall(engines, undefined, async (r) => r, working.p), "iptables");
+    assert.deepEqual(working.asked, [], "no probe on the usual path");
+    const failsOnIptables = async (r: string) => {
+      if (r === "iptables") throw new Error("iptables broke");
+      return r;
+    };
+    assert.equal(await withDefaultFirewall(engines, undefined, failsOnIptables, probes(false, true).p), "nftables");
+    await assert.rejects(withDefaultFirewall(engines, undefined, failsOnIptables, probes(true, true).p), /iptables broke/);
+    assert.equal(await withDefaultFirewall(engines, "nftables", async (r) => r, probes(true, true).p), "nftables");
   });
 });

@@ -6,8 +6,10 @@
  *
  * The choice, as the Go plugins make it (portmap, bridge and ptp `ipMasq`): the configured engine, else
  * iptables unless iptables does not work here and nftables does. DEL and GC remove what either engine may have
- * made (a Go plugin with another default, a config that changed) with {@link onEveryEngine}. Rules that are a
- * network's rather than an attachment's (dnsname's DNS opening) pick their engine with the same function.
+ * made (a Go plugin with another default, a config that changed) with {@link onEveryEngine}. An ADD whose
+ * iptables attempt leaves nothing behind when it fails can skip the question on the usual path with
+ * {@link withDefaultFirewall}. dnsname's INPUT rules are not here: they are a network's, and they have no nftables
+ * form (an accept in a table of ours cannot let through what another table drops), so they stay iptables rules.
  * @module
  */
 import type { GCAttachment } from "#spec/config.js";
@@ -74,6 +76,27 @@ export type RuleEngines<R> = Readonly<Record<FirewallKind, R>>;
 /** The implementation of `engines` a call uses (see {@link chooseFirewallKind}). */
 export async function firewallFor<R>(engines: RuleEngines<R>, configured?: FirewallKind, probes: FirewallProbes = liveFirewallProbes): Promise<R> {
   return engines[await chooseFirewallKind(configured, probes)];
+}
+
+/**
+ * Runs `op` with the engine a call uses, asking which works only when it must: the configured engine; else
+ * iptables, and, only when that fails and nftables is then the choice here, nftables. Only for an `op` that leaves
+ * nothing behind when iptables does not work (each family one transaction, the first one where it fails): it
+ * saves the probe on every call of the usual host, where iptables works.
+ */
+export async function withDefaultFirewall<R, T>(
+  engines: RuleEngines<R>,
+  configured: FirewallKind | undefined,
+  op: (rules: R) => Promise<T>,
+  probes: FirewallProbes = liveFirewallProbes,
+): Promise<T> {
+  if (configured) return op(engines[configured]);
+  try {
+    return await op(engines.iptables);
+  } catch (e) {
+    if ((await chooseFirewallKind(undefined, probes)) !== "nftables") throw e;
+    return op(engines.nftables);
+  }
 }
 
 /**

@@ -24,6 +24,7 @@ export {
   chooseFirewallKind,
   firewallFor,
   onEveryEngine,
+  withDefaultFirewall,
   liveFirewallProbes,
   type AttachmentRules,
   type FirewallKind,

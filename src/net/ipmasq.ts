@@ -11,7 +11,14 @@ import { attachmentComment, ipMasqChainName, nftAttachmentComment, nftAttachment
 import { iptablesFor, type IPFamilyNum } from "./iptables.js";
 import { jumpsTo, saveLine } from "./iptables-rules.js";
 import { nftListRules, nftListTable, nftQuote, nftRun } from "./nftables.js";
-import { firewallFor, onEveryEngine, type AttachmentRules, type FirewallKind, type NetworkGarbage, type RuleEngines } from "./firewall-driver.js";
+import {
+  onEveryEngine,
+  withDefaultFirewall,
+  type AttachmentRules,
+  type FirewallKind,
+  type NetworkGarbage,
+  type RuleEngines,
+} from "./firewall-driver.js";
 
 /** Which engine masquerading uses. */
 export type IPMasqBackend = FirewallKind;
@@ -284,9 +291,12 @@ export const ipMasqRules: RuleEngines<IPMasqRules> = {
   },
 };
 
-/** Installs masquerading for an attachment's addresses with the configured engine, else the default (tscni/net API). */
+/**
+ * Installs masquerading for an attachment's addresses with the configured engine; with none, iptables, unless it
+ * does not work here and nftables does (asked only when the iptables setup fails, which leaves nothing behind).
+ */
 export async function setupIPMasq(t: IPMasqTarget, backend?: IPMasqBackend): Promise<void> {
-  await (await firewallFor(ipMasqRules, backend)).add(t);
+  await withDefaultFirewall(ipMasqRules, backend, (r) => r.add(t));
 }
 
 /** Removes an attachment's masquerading from both engines (the rules may have been made by either). */

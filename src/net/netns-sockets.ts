@@ -21,7 +21,7 @@ import { failure } from "#spec/errors.js";
 import { errnoText } from "./rtnetlink.js";
 
 /** The libc functions the sockets use. */
-export type Libc = Pick<SysLibc, "socket" | "bind" | "setsockopt" | "sendto" | "recvfrom" | "ioctl" | "close" | "setns" | "flock">;
+export type Libc = Pick<SysLibc, "socket" | "bind" | "setsockopt" | "sendto" | "recvfrom" | "ioctl" | "close" | "setns">;
 
 /** libc through Bun's FFI (sys/libc), with the helpers the sockets need. */
 export interface Ffi {
@@ -34,7 +34,7 @@ let ffi: Promise<Ffi | null> | undefined;
 
 /** libc and the pointer helper; null under Node. */
 function loadFfi(): Promise<Ffi | null> {
-  return (ffi ??= bindLibc(["socket", "bind", "setsockopt", "sendto", "recvfrom", "ioctl", "close", "setns", "flock"]).then((b) =>
+  return (ffi ??= bindLibc(["socket", "bind", "setsockopt", "sendto", "recvfrom", "ioctl", "close", "setns"], { errno: true }).then((b) =>
     b ? { libc: b.fn, errno: b.errno, pointerOf: b.pointerOf } : null,
   ));
 }
@@ -67,11 +67,8 @@ const IFF_UP = 0x1;
 const IFF_RUNNING = 0x40;
 /** How long a link just set up may take to report its carrier. */
 const CARRIER_WAIT_MS = 1000;
-const EAGAIN = 11;
 const ENODEV = 19;
 const ENXIO = 6;
-const LOCK_EX = 2;
-const LOCK_NB = 4;
 /** How often waiting receives look for what arrived. */
 const POLL_INTERVAL_MS = 5;
 
@@ -365,16 +362,4 @@ export async function linkExists(netns: string, ifName: string): Promise<boolean
 /** Sets the link down (what a client does when its lease expires). */
 export async function setLinkDown(netns: string, ifName: string): Promise<void> {
   await withProbeSocket(netns, (f, fd) => setUp(f, fd, ifName, netns, false));
-}
-
-/**
- * Takes an exclusive flock on the open file `fd` without waiting: false when another process holds it.
- * (src/sys/flock.ts waits, which a daemon must not do at start-up.)
- */
-export async function tryLock(fd: number): Promise<boolean> {
-  const f = await requireFfi();
-  if (f.libc.flock(fd, LOCK_EX | LOCK_NB) === 0) return true;
-  const errno = f.errno();
-  if (errno === EAGAIN) return false;
-  throw new SocketError("flock", errno);
 }

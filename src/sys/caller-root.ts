@@ -25,7 +25,7 @@ const ELOOP = 40;
 const EXDEV = 18;
 
 let ffi: Promise<BoundLibc<"syscall"> | null> | undefined;
-const load = () => (ffi ??= bindLibc(["syscall"]));
+const load = () => (ffi ??= bindLibc(["syscall"], { errno: true }));
 
 /** A file (or directory) the caller named could not be resolved in its root. */
 export class CallerPathError extends Error {

@@ -83,24 +83,29 @@ export interface Libc {
 /** Bound functions, with what reading their results takes. */
 export interface BoundLibc<K extends keyof Libc> {
   fn: Pick<Libc, K>;
-  /** The calling thread's errno, right after a call that failed. */
+  /** The calling thread's errno, right after a call that failed (bound with `{ errno: true }` only). */
   errno(): number;
   /** The address of a buffer's memory. */
   pointerOf(b: Uint8Array): Pointer;
 }
 
 /**
- * Binds the named libc functions (and errno's location), or null when not running under Bun (or the binding
- * fails). Callers keep what it gives: each call binds anew.
+ * Binds the named libc functions (with `errno`, errno's location too: it cannot be bound later, since binding
+ * may change errno), or null when not running under Bun (or the binding fails). Callers keep what it gives: each
+ * call binds anew.
  */
-export async function bindLibc<K extends keyof Libc>(names: readonly K[]): Promise<BoundLibc<K> | null> {
+export async function bindLibc<K extends keyof Libc>(names: readonly K[], opts: { errno?: boolean } = {}): Promise<BoundLibc<K> | null> {
   const ffi = await bunFfi();
   if (!ffi) return null;
-  const wanted: Signatures = { __errno_location: SIGNATURES.__errno_location };
+  const wanted: Signatures = opts.errno ? { __errno_location: SIGNATURES.__errno_location } : {};
   for (const name of names) wanted[name] = SIGNATURES[name];
   try {
     const fn = ffi.dlopen("libc.so.6", wanted).symbols as Pick<Libc, K | "__errno_location">;
-    return { fn, errno: () => ffi.read.i32(fn.__errno_location(), 0), pointerOf: ffi.ptr };
+    const errno = () => {
+      if (!opts.errno) throw new Error("libc bound without errno");
+      return ffi.read.i32(fn.__errno_location(), 0);
+    };
+    return { fn, errno, pointerOf: ffi.ptr };
   } catch {
     return null;
   }

@@ -23,8 +23,9 @@ import { LeaseStore } from "./lease-file.js";
 import { admitPeerWith, ownIdentity, socketFd, type OwnIdentity, type PeerRule } from "#sys/peer.js";
 import { CallerPathError, openProcessRoot, resolveInRoot, type CallerFile } from "#sys/caller-root.js";
 import { takeListenFd } from "#sys/socket-activation.js";
+import { tryFlockFd } from "#sys/flock.js";
 import { LeaseManager, type LeaseWorld } from "./leases.js";
-import { linkExists, LinkGoneError, NetnsGoneError, OwnNetnsError, setLinkDown, socketsAvailable, tryLock } from "#net/netns-sockets.js";
+import { linkExists, LinkGoneError, NetnsGoneError, OwnNetnsError, setLinkDown, socketsAvailable } from "#net/netns-sockets.js";
 import { openDhcpSockets } from "./netns-sockets.js";
 import { LinkLocalError, openDhcp6Sockets, removeAddress6 } from "./netns-sockets6.js";
 import { decodeRequest, encodeError, encodeResult, readLine, type DaemonRequest } from "./protocol.js";
@@ -262,8 +263,9 @@ async function runDaemon(flags: DaemonFlags): Promise<void> {
   const store = new LeaseStore(flags.hostprefix + flags.leasedir);
   await store.init();
   // One daemon per lease directory: the lock is held (through this open file) until the process ends.
-  const lockFd = openSync(path.join(store.dir, "lock"), "a", 0o600);
-  if (!(await tryLock(lockFd))) throw new Error(`another dhcp daemon uses the lease directory ${store.dir}`);
+  const lockPath = path.join(store.dir, "lock");
+  const lockFd = openSync(lockPath, "a", 0o600);
+  if (!(await tryFlockFd(lockFd, lockPath))) throw new Error(`another dhcp daemon uses the lease directory ${store.dir}`);
   if (flags.pidfile) writeFileSync(flags.pidfile, String(process.pid), { mode: 0o644 });
 
   const world: LeaseWorld = {

@@ -2,13 +2,10 @@
  * DNS to the bridge through the host's INPUT filter: containers/dnsname inserts
  * `-I INPUT 1 -i <bridge> -p udp -m udp --dport 53 -j ACCEPT` (IPv4 only, never removed); we insert the same rule,
  * the tcp one beside it, and both in ip6tables for networks with IPv6 addresses, each only when it is not there
- * (so Go's rule and ours are one rule), and remove them with the network's last container. The engine is chosen
- * as every plugin's firewall code chooses it (net/firewall-driver): on a host where only nftables works there is
- * nothing to open (an accept in a table of ours cannot let through what the host's own table drops), and ADD goes
- * on with a warning; a family whose iptables does not work is skipped with a warning too.
+ * (so Go's rule and ours are one rule), and remove them with the network's last container. Without a usable
+ * iptables there is no INPUT filter of iptables' to open: ADD goes on with a warning.
  * @module
  */
-import { firewallFor, type FirewallProbes, type RuleEngines } from "#net/firewall-driver.js";
 import { iptablesFor, type IPFamilyNum } from "#net/iptables.js";
 import { messageOf } from "#spec/errors.js";
 import { tryParseIP } from "#ip/ip.js";
@@ -31,41 +28,11 @@ export const dnsRules = (bridge: string, families: readonly IPFamilyNum[] = [4, 
 export const dnsFamilies = (addresses: readonly string[]): IPFamilyNum[] =>
   [...new Set<IPFamilyNum>([4, ...addresses.map((x) => tryParseIP(x)!.family as IPFamilyNum)])].sort();
 
-/** DNS opened to a bridge in one engine: inserts what is missing, returns what it inserted. */
-interface DnsOpening {
-  open(bridge: string, families: readonly IPFamilyNum[], warn: (msg: string) => void): Promise<InputRule[]>;
-}
-
-const dnsOpening: RuleEngines<DnsOpening> = {
-  iptables: { open: acceptDnsIptables },
-  nftables: {
-    async open(bridge, _families, warn) {
-      warn(
-        `only nftables works here, and an accept rule in a table of tscni's cannot let through what another table drops: no rule opens DNS to ${bridge}`,
-      );
-      return [];
-    },
-  },
-};
-
-/**
- * Opens DNS to `bridge` in `families` with the engine chosen here (`probes`: how to ask which works); returns the
- * rules it inserted.
- */
-export async function acceptDns(
-  bridge: string,
-  families: readonly IPFamilyNum[],
-  warn: (msg: string) => void,
-  probes?: FirewallProbes,
-): Promise<InputRule[]> {
-  return (await firewallFor(dnsOpening, undefined, probes)).open(bridge, families, warn);
-}
-
 /**
  * Inserts the accept rules for `bridge` in `families` that are missing (udp ends up first in INPUT, where Go puts
  * it); returns the ones it inserted. A family whose iptables does not work here is skipped with a warning.
  */
-async function acceptDnsIptables(bridge: string, families: readonly IPFamilyNum[], warn: (msg: string) => void): Promise<InputRule[]> {
+export async function acceptDns(bridge: string, families: readonly IPFamilyNum[], warn: (msg: string) => void): Promise<InputRule[]> {
   const inserted: InputRule[] = [];
   for (const family of families) {
     const ipt = iptablesFor(family);

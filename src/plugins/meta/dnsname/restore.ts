@@ -5,7 +5,7 @@
  * @module
  */
 import type { IPFamilyNum } from "#net/iptables.js";
-import { firewallProbesOnce, iptablesUsableOnce, type RestoreRequest, type Restorer } from "../../common/restore.js";
+import { iptablesUsableOnce, type RestoreRequest, type Restorer } from "../../common/restore.js";
 import { loadDnsnameConf } from "./config.js";
 import { acceptDns, dnsFamilies, dnsRules, removeDnsRulesUnlessShared } from "./firewall.js";
 import { baseDir, confOf, networkDir, readState } from "./state.js";
@@ -29,7 +29,7 @@ export const restorer: Restorer = {
   async restore(req) {
     const plan = planOf(req);
     if (!plan) return [];
-    const inserted = await acceptDns(plan.bridge, await usableFamilies(req, plan.families), () => undefined, firewallProbesOnce(req));
+    const inserted = await acceptDns(plan.bridge, await usableFamilies(req, plan.families), () => undefined);
     return inserted.length ? [`DNS to ${plan.bridge}`] : [];
   },
   async marks(req) {

@@ -15,9 +15,8 @@ async function planOf(
   const prev = prevResultOf(n);
   if (!prev || n.mappings.length === 0) return undefined;
   const forwarding = await portForwardingFor(n, firewallProbesOnce(req));
-  // (No GC record: that is ADD's to write and DEL's to forget.)
-  const targets = forwardTargets(n, req.containerID, req.ifName, prev).map((t) => ({ ...t, dataDir: undefined }));
-  return { forwarding, network: n.conf.name, dataDir: n.dataDir, targets };
+  // (`restore` writes no GC record: that is ADD's to write and DEL's to forget.)
+  return { forwarding, network: n.conf.name, dataDir: n.dataDir, targets: forwardTargets(n, req.containerID, req.ifName, prev) };
 }
 
 export const restorer: Restorer = {
