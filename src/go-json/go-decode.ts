@@ -15,7 +15,10 @@
  * - a value of the wrong JSON kind is an error naming where it was: `DecodeError` carries Go's own message
  *   and, for tscni's messages, the path as written (`runtimeConfig.portMappings[0].HostPort`) and what was wanted.
  *
- * Schemas are built from the constructors below and mirror the Go structs (field names are the JSON tags).
+ * Schemas are built from the constructors below and mirror the Go structs (field names are the JSON tags). A
+ * schema is a key's one declaration: `withDefault` gives a field the value it reads as when the input leaves it
+ * out (the decoded struct then always has it), `refine` checks and converts a field's value where the Go plugin
+ * validates it, so the decoded type is what code works with.
  * @module
  */
 import { isJsonObject, jsonKindName, numberLiteral, type JsonObject, type JsonValue } from "./json.js";
@@ -61,8 +64,15 @@ export interface GoType<T> {
   readonly nilable: boolean;
   /** Decodes a non-null value; `into` is the value decoded so far for this field (struct and map merge into it). */
   decode(value: JsonValue, at: Slot, into?: T): T;
-  /** Go's zero value, for a `null` list element or map value. */
-  zero(): T;
+  /** Go's zero value, for a `null` list element or map value (at `at`). */
+  zero(at?: Slot): T;
+  /** A struct field's default (see withDefault): what the field reads as when absent or `null`. */
+  readonly fallback?: () => T;
+}
+
+/** A type with a default: as a struct field it is always set (see withDefault). */
+export interface DefaultedType<T> extends GoType<T> {
+  readonly fallback: () => T;
 }
 
 /** The decoded type of a schema. */
@@ -171,7 +181,7 @@ export function list<T>(elem: GoType<T>): GoType<T[]> {
     nilable: true,
     decode(v, at) {
       if (!Array.isArray(v)) throw typeMismatch(v, at, type);
-      return v.map((item, i) => (item === null ? elem.zero() : elem.decode(item, childSlot(at, v, i))));
+      return v.map((item, i) => (item === null ? elem.zero(childSlot(at, v, i)) : elem.decode(item, childSlot(at, v, i))));
     },
     zero: () => [],
   };
@@ -192,7 +202,7 @@ export function map<T>(elem: GoType<T>): GoType<Map<string, T>> {
       for (const key of Object.keys(v)) {
         const item = v[key]!;
         out.delete(key);
-        out.set(key, item === null ? elem.zero() : elem.decode(item, childSlot(at, v, key)));
+        out.set(key, item === null ? elem.zero(childSlot(at, v, key)) : elem.decode(item, childSlot(at, v, key)));
       }
       return out;
     },
@@ -222,8 +232,12 @@ export function foldKey(key: string): string {
 /** A struct's fields by JSON name. */
 // biome-ignore lint/suspicious/noExplicitAny: fields of any Go type; each field's own GoType keeps its value typed
 export type Fields = Record<string, GoType<any>>;
-/** A decoded struct: every field optional (absent when the input did not set it). */
-export type StructOf<F extends Fields> = { -readonly [K in keyof F]?: Decoded<F[K]> };
+/** The fields of `F` that have a default (withDefault). */
+type DefaultedKeys<F extends Fields> = { [K in keyof F]: F[K] extends { readonly fallback: () => unknown } ? K : never }[keyof F];
+/** A decoded struct: a field with a default is always set; any other is absent when the input did not set it. */
+export type StructOf<F extends Fields> = {
+  -readonly [K in keyof F as K extends DefaultedKeys<F> ? never : K]?: Decoded<F[K]>;
+} & { -readonly [K in DefaultedKeys<F>]: Decoded<F[K]> };
 
 /** A struct type: its fields by JSON name, and how a key finds its field (exact name, then folded). */
 export interface StructType<F extends Fields> extends GoType<StructOf<F>> {
@@ -239,6 +253,12 @@ export interface StructType<F extends Fields> extends GoType<StructOf<F>> {
  */
 export function struct<F extends Fields>(name: string, fields: F, pkg = "main"): StructType<F> {
   const exact = new Set(Object.keys(fields));
+  const defaulted = Object.entries(fields).filter(([, t]) => t.fallback !== undefined);
+  /** Sets every absent field that has a default to it. */
+  const fillDefaults = (out: Record<string, unknown>): StructOf<F> => {
+    for (const [field, t] of defaulted) if (out[field] === undefined) out[field] = t.fallback!();
+    return out as StructOf<F>;
+  };
   const folded = new Map<string, string>();
   for (const key of Object.keys(fields)) if (!folded.has(foldKey(key))) folded.set(foldKey(key), key);
   const type: StructType<F> = {
@@ -263,11 +283,41 @@ export function struct<F extends Fields>(name: string, fields: F, pkg = "main"):
         }
         out[field] = fieldType.decode(item, childSlot(at, v, key, { name: field, struct: name }), out[field]);
       }
-      return out as StructOf<F>;
+      return fillDefaults(out);
     },
-    zero: () => ({}) as StructOf<F>,
+    zero: () => fillDefaults({}),
   };
   return type;
+}
+
+/**
+ * `type` with a default: as a struct field, absent or `null` reads as `value` (as when a Go plugin fills its
+ * struct before decoding into it), and with `orEmpty` so does `""` (for keys where the plugin takes an empty
+ * string as unset). The default is trusted: refine does not check it.
+ */
+export function withDefault<T>(type: GoType<T>, value: T, options: { orEmpty?: boolean } = {}): DefaultedType<T> {
+  const fallback = (): T => (typeof value === "object" && value !== null ? structuredClone(value) : value);
+  return {
+    ...type,
+    fallback,
+    decode: (v, at, into) => (options.orEmpty && v === "" ? fallback() : type.decode(v, at, into)),
+    zero: fallback,
+  };
+}
+
+/**
+ * `type` whose decoded values pass `check`, which returns what the field is to hold (the value, or a narrower
+ * or converted form of it) or throws an error naming `path`, the key as written in the input. This is where a
+ * schema says what a key may be (a link name, one of several modes), so that the decoded type is the one code
+ * uses. Values are replaced, not merged, when two spellings of a key are given.
+ */
+export function refine<T, U>(type: GoType<T>, check: (value: T, path: string) => U): GoType<U> {
+  const { fallback: _, ...rest } = type;
+  return {
+    ...rest,
+    decode: (v, at) => check(type.decode(v, at), at.path),
+    zero: (at = rootSlot()) => check(type.zero(at), at.path),
+  };
 }
 
 /**

@@ -1,12 +1,15 @@
 /**
  * Reading plugin-specific config keys into typed values: each plugin decodes its config into a schema that
- * mirrors the Go plugin's struct (go-json/go-decode.ts). A wrong type or value is a CNI error (code 7, invalid
- * network config) whose message names the key and the value, e.g. `invalid "mtu": "abc" (want an integer)`.
+ * mirrors the Go plugin's struct (go-json/go-decode.ts) and is each key's one declaration: its type, its default
+ * (`withDefault`) and what values it takes (`refine`, with the checks below). The plugin's config type is
+ * derived from the schema (`Settings`). A wrong type or value is a CNI error (code 7, invalid network config)
+ * whose message names the key and the value, e.g. `invalid "mtu": "abc" (want an integer)`.
  * @module
  */
 import { invalidCniArgs, invalidKey } from "#spec/errors.js";
 import { loadCniArgs } from "#spec/args.js";
-import { DecodeError, decodeGo, type GoType } from "#go-json/go-decode.js";
+import { DecodeError, type Decoded, decodeGo, type GoType, int, ptr, refine, string } from "#go-json/go-decode.js";
+import { NET_CONF_FIELDS } from "#spec/config.js";
 import type { JsonObject } from "#go-json/json.js";
 import type { IPMasqBackend } from "#net/ipmasq.js";
 
@@ -21,6 +24,22 @@ export function decodeConfig<T>(schema: GoType<T>, raw: JsonObject): T {
     if (e instanceof DecodeError && e.path) throw invalidKey(e.path, e.value, `want ${e.want}`);
     throw e;
   }
+}
+
+/** The keys every config has: they are decoded into `PluginConf` (skel/conf.ts), not into a plugin's settings. */
+type CommonKey = keyof typeof NET_CONF_FIELDS;
+
+/** A plugin's own keys as its schema declares them (defaults filled in, refined values converted). */
+export type Settings<S extends GoType<unknown>> = Omit<Decoded<S>, CommonKey>;
+
+/**
+ * Decodes a plugin's own keys (see Settings): decodeConfig, without the keys every config has. Only for schemas
+ * that take those keys as NET_CONF_FIELDS declares them.
+ */
+export function decodeSettings<S extends GoType<unknown>>(schema: S, raw: JsonObject): Settings<S> {
+  const decoded = decodeConfig(schema, raw) as Record<string, unknown>;
+  for (const key of Object.keys(NET_CONF_FIELDS)) delete decoded[key];
+  return decoded as Settings<S>;
 }
 
 const MAC_PATTERN = /^[0-9a-fA-F]{2}([:-][0-9a-fA-F]{2}){5}$/;
@@ -77,4 +96,23 @@ export function ipMasqBackend(value: string | undefined, key = "ipMasqBackend"):
 export function interfaceMtu(value: number | undefined, key = "mtu", zeroMeans = "the default"): number | undefined {
   if (value !== undefined && value !== 0 && (value < 68 || value > 65535)) throw invalidKey(key, value, `want 0 for ${zeroMeans}, or 68 to 65535`);
   return value || undefined;
+}
+
+// ---- refined key types, for schemas -------------------------------------------------------------------------
+
+/** A link name (see linkName). */
+export const LINK_NAME = refine(string, linkName);
+
+/** `ipMasqBackend` (see ipMasqBackend): a pointer, so `null` is unset. */
+export const IP_MASQ_BACKEND = refine(ptr(string), ipMasqBackend);
+
+/** An interface MTU (see interfaceMtu): 0 reads as undefined, the default that `zeroMeans` words. */
+export const mtuKey = (zeroMeans = "the default") => refine(int, (v, key) => interfaceMtu(v, key, zeroMeans));
+
+/** A string that is one of `values` (quoted in the message), as the union of them. */
+export function oneOf<const V extends string>(values: readonly V[]): GoType<V> {
+  return refine(string, (v, key) => {
+    if (!(values as readonly string[]).includes(v)) throw invalidKey(key, v, `want one of ${values.map((m) => `"${m}"`).join(", ")}`);
+    return v as V;
+  });
 }

@@ -4,71 +4,22 @@
  * @module
  */
 import { invalidKey } from "#spec/errors.js";
-import { bool, int, list, ptr, string, struct, type Decoded } from "#go-json/go-decode.js";
+import { bool, int, list, ptr, refine, string, struct, withDefault, type Decoded } from "#go-json/go-decode.js";
 import { NET_CONF_FIELDS, type PluginConf } from "#spec/config.js";
 import { loadPluginConf } from "#skel/conf.js";
-import { chooseMac, cniArgsMac, decodeConfig, interfaceMtu, ipMasqBackend, linkName } from "../../common/keys.js";
-import type { IPMasqBackend } from "#net/ipmasq.js";
+import { chooseMac, cniArgsMac, decodeSettings, IP_MASQ_BACKEND, LINK_NAME, mtuKey, type Settings } from "../../common/keys.js";
 import type { PortVlans } from "#net/bridge-vlans.js";
 
-export interface BridgeConf {
-  conf: PluginConf;
-  bridge: string;
-  isGateway: boolean;
-  isDefaultGateway: boolean;
-  forceAddress: boolean;
-  ipMasq: boolean;
-  ipMasqBackend?: IPMasqBackend;
-  mtu?: number;
-  hairpinMode: boolean;
-  promiscMode: boolean;
-  vlan: number;
-  /** Tagged VLAN IDs, sorted and unique. */
-  vlanTrunk: number[];
-  /** Whether a new bridge gets VLAN filtering: `vlan` set or a `vlanTrunk` list given (even an empty one). */
-  vlanFiltering: boolean;
-  preserveDefaultVlan: boolean;
-  macspoofchk: boolean;
-  enabledad: boolean;
-  disableContainerInterface: boolean;
-  portIsolation: boolean;
-  /** Container MAC: runtimeConfig.mac, else args.cni.mac, else CNI_ARGS MAC. */
-  mac?: string;
-}
-
 const VLAN_TRUNK = struct("VlanTrunk", { id: ptr(int), minID: ptr(int), maxID: ptr(int) });
-
-/** The Go plugin's NetConf. */
-export const BRIDGE_SCHEMA = struct("NetConf", {
-  ...NET_CONF_FIELDS,
-  bridge: string,
-  isDefaultGateway: bool,
-  isGateway: bool,
-  forceAddress: bool,
-  ipMasq: bool,
-  ipMasqBackend: ptr(string),
-  mtu: int,
-  hairpinMode: bool,
-  promiscMode: bool,
-  vlan: int,
-  vlanTrunk: list(ptr(VLAN_TRUNK)),
-  preserveDefaultVlan: bool,
-  macspoofchk: bool,
-  enabledad: bool,
-  disableContainerInterface: bool,
-  portIsolation: bool,
-  args: struct("BridgeArgs", { cni: struct("BridgeArgsCni", { mac: string }) }),
-  runtimeConfig: struct("RuntimeConfig", { mac: string }),
-});
 
 /**
  * The VLAN IDs of `vlanTrunk`: each item may carry an `id`, a `minID`..`maxID` range, or both (as in the Go
  * plugin, an item with neither adds nothing).
  */
-export function parseTrunk(list: ReadonlyArray<Decoded<typeof VLAN_TRUNK>>): number[] {
+export function parseTrunk(list: ReadonlyArray<Decoded<typeof VLAN_TRUNK>>, at = "vlanTrunk"): number[] {
   const ids = new Set<number>();
   list.forEach((item, i) => {
-    const key = `vlanTrunk[${i}]`;
+    const key = `${at}[${i}]`;
     const vid = (name: "id" | "minID" | "maxID"): number | undefined => {
       const v = item[name];
       if (v !== undefined && (v < 1 || v > 4094)) throw invalidKey(`${key}.${name}`, v, "want an integer from 1 to 4094");
@@ -87,33 +38,50 @@ export function parseTrunk(list: ReadonlyArray<Decoded<typeof VLAN_TRUNK>>): num
   return [...ids].sort((a, b) => a - b);
 }
 
+const VLAN_ID = refine(int, (v, key) => {
+  if (v < 0 || v > 4094) throw invalidKey(key, v, "want an integer from 0 to 4094");
+  return v;
+});
+
+/** The Go plugin's NetConf: each key with its default and the values it takes. */
+export const BRIDGE_SCHEMA = struct("NetConf", {
+  ...NET_CONF_FIELDS,
+  bridge: withDefault(LINK_NAME, "cni0", { orEmpty: true }),
+  isDefaultGateway: withDefault(bool, false),
+  isGateway: withDefault(bool, false),
+  forceAddress: withDefault(bool, false),
+  ipMasq: withDefault(bool, false),
+  ipMasqBackend: IP_MASQ_BACKEND,
+  mtu: mtuKey(),
+  hairpinMode: withDefault(bool, false),
+  promiscMode: withDefault(bool, false),
+  vlan: withDefault(VLAN_ID, 0),
+  /** Tagged VLAN IDs, sorted and unique; a list given (even an empty one) asks for VLAN filtering. */
+  vlanTrunk: refine(list(ptr(VLAN_TRUNK)), parseTrunk),
+  preserveDefaultVlan: withDefault(bool, false),
+  macspoofchk: withDefault(bool, false),
+  enabledad: withDefault(bool, false),
+  disableContainerInterface: withDefault(bool, false),
+  portIsolation: withDefault(bool, false),
+  args: struct("BridgeArgs", { cni: struct("BridgeArgsCni", { mac: string }) }),
+  runtimeConfig: struct("RuntimeConfig", { mac: string }),
+});
+
+/** A bridge config: its keys as the schema declares them, and what follows from several of them. */
+export type BridgeConf = Settings<typeof BRIDGE_SCHEMA> & {
+  conf: PluginConf;
+  /** Whether a new bridge gets VLAN filtering: `vlan` set or a `vlanTrunk` list given (even an empty one). */
+  vlanFiltering: boolean;
+  /** Container MAC: runtimeConfig.mac, else args.cni.mac, else CNI_ARGS MAC. */
+  mac?: string;
+};
+
 /** Parses and validates the bridge config from stdin and CNI_ARGS. */
 export function loadBridgeConf(stdin: Buffer, cniArgs: string): BridgeConf {
   const { conf, raw } = loadPluginConf(stdin);
-  const c = decodeConfig(BRIDGE_SCHEMA, raw);
-  const vlan = c.vlan ?? 0;
-  if (vlan < 0 || vlan > 4094) throw invalidKey("vlan", vlan, "want an integer from 0 to 4094");
-  const n: BridgeConf = {
-    conf,
-    bridge: linkName(c.bridge || "cni0", "bridge"),
-    isDefaultGateway: c.isDefaultGateway ?? false,
-    isGateway: c.isGateway ?? false,
-    forceAddress: c.forceAddress ?? false,
-    ipMasq: c.ipMasq ?? false,
-    ipMasqBackend: ipMasqBackend(c.ipMasqBackend),
-    mtu: interfaceMtu(c.mtu),
-    hairpinMode: c.hairpinMode ?? false,
-    promiscMode: c.promiscMode ?? false,
-    vlan,
-    vlanTrunk: parseTrunk(c.vlanTrunk ?? []),
-    // A new bridge gets VLAN filtering when `vlan` is set or a `vlanTrunk` list is given (even an empty one).
-    vlanFiltering: vlan !== 0 || c.vlanTrunk !== undefined,
-    preserveDefaultVlan: c.preserveDefaultVlan ?? false,
-    macspoofchk: c.macspoofchk ?? false,
-    enabledad: c.enabledad ?? false,
-    disableContainerInterface: c.disableContainerInterface ?? false,
-    portIsolation: c.portIsolation ?? false,
-  };
+  const c = decodeSettings(BRIDGE_SCHEMA, raw);
+  // A new bridge gets VLAN filtering when `vlan` is set or a `vlanTrunk` list is given (even an empty one).
+  const n: BridgeConf = { ...c, conf, vlanFiltering: c.vlan !== 0 || c.vlanTrunk !== undefined };
   if (n.isDefaultGateway) n.isGateway = true;
   if (n.hairpinMode && n.promiscMode) {
     throw invalidKey("hairpinMode", true, 'cannot set hairpin mode and promiscuous mode at the same time; "promiscMode" is true too');
@@ -139,6 +107,7 @@ export function loadBridgeConf(stdin: Buffer, cniArgs: string): BridgeConf {
  * native VLAN; a trunk without `vlan` gets native VLAN 1, as in the Go plugin.
  */
 export function containerPortVlans(n: BridgeConf): PortVlans | undefined {
-  if (!n.vlan && n.vlanTrunk.length === 0) return undefined;
-  return { pvid: n.vlan || 1, tagged: n.vlanTrunk, preserveExisting: n.preserveDefaultVlan };
+  const tagged = n.vlanTrunk ?? [];
+  if (!n.vlan && tagged.length === 0) return undefined;
+  return { pvid: n.vlan || 1, tagged, preserveExisting: n.preserveDefaultVlan };
 }
