@@ -23,11 +23,13 @@ import {
   map,
   member,
   ptr,
+  refine,
   string,
   struct,
   uint16,
   uint32,
   uint64,
+  withDefault,
   uint8,
   type GoType,
 } from "./go-decode.js";
@@ -267,5 +269,55 @@ describe("parseJson keeps what Go's decoder sees", () => {
   });
   test("escapes and plain strings", () => {
     assert.deepEqual(parseJson('{"k\\u0041": "line\\nnext", "plain": "10.0.0.1/24"}'), { kA: "line\nnext", plain: "10.0.0.1/24" });
+  });
+});
+
+describe("a schema as each key's one declaration: defaults and refined values", () => {
+  const mode = refine(string, (v, path) => {
+    if (v !== "l2" && v !== "l3") throw new Error(`bad ${path}: ${v}`);
+    return v as "l2" | "l3";
+  });
+  const conf = struct("Conf", {
+    mode: withDefault(mode, "l2", { orEmpty: true }),
+    mtu: withDefault(int, 1500),
+    name: string,
+    tags: withDefault(list(string), ["a"]),
+  });
+  test("an absent or null field reads as its default; the rest stay absent", () => {
+    assert.deepEqual(decodeGo(conf, parseJson('{"mtu": null}')), { mode: "l2", mtu: 1500, tags: ["a"] });
+    assert.deepEqual(decodeGo(conf, parseJson('{"MODE": "l3", "mtu": 9000, "name": "x"}')), { mode: "l3", mtu: 9000, name: "x", tags: ["a"] });
+  });
+  test("orEmpty: an empty string reads as the default too, and the default is not checked", () => {
+    assert.equal(decodeGo(conf, parseJson('{"mode": ""}')).mode, "l2");
+  });
+  test("a refined value is checked and named by the key as written", () => {
+    assert.throws(() => decodeGo(conf, parseJson('{"Mode": "l9"}')), /bad Mode: l9/);
+  });
+  test("two spellings of a refined key: only the value that ends up is checked (Go's plugins check after decoding)", () => {
+    assert.equal(decodeGo(conf, parseJson('{"mode": "l9", "Mode": "l3"}')).mode, "l3");
+    assert.equal(decodeGo(conf, parseJson('{"mode": "l9", "Mode": null}')).mode, "l2");
+    assert.throws(
+      () => decodeGo(conf, parseJson('{"mode": 9, "Mode": "l3"}')),
+      (e) => e instanceof DecodeError && e.path === "mode",
+    );
+  });
+  test("a refined type still reports a value of the wrong kind as Go does", () => {
+    assert.throws(
+      () => decodeGo(conf, parseJson('{"mode": 3}')),
+      (e) => e instanceof DecodeError && e.path === "mode",
+    );
+  });
+  test("a default is a fresh copy each time", () => {
+    const a = decodeGo(conf, parseJson("{}"));
+    a.tags.push("b");
+    assert.deepEqual(decodeGo(conf, parseJson("{}")).tags, ["a"]);
+  });
+  test("a struct's zero value (a null document or list element) has its defaults", () => {
+    assert.deepEqual(decodeGo(conf, null), { mode: "l2", mtu: 1500, tags: ["a"] });
+    assert.deepEqual(decodeGo(list(conf), parseJson("[null]")), [{ mode: "l2", mtu: 1500, tags: ["a"] }]);
+  });
+  test("a refined type's zero value is checked at its place", () => {
+    const names = list(refine(string, (v, path) => (v ? v : assert.fail(`empty ${path}`))));
+    assert.throws(() => decodeGo(names, parseJson('["a", null]')), /empty \[1\]/);
   });
 });

@@ -68,6 +68,8 @@ export interface GoType<T> {
   zero(at?: Slot): T;
   /** A struct field's default (see withDefault): what the field reads as when absent or `null`. */
   readonly fallback?: () => T;
+  /** A refined type's type before its check (see refine). */
+  readonly base?: GoType<unknown>;
 }
 
 /** A type with a default: as a struct field it is always set (see withDefault). */
@@ -254,6 +256,7 @@ export interface StructType<F extends Fields> extends GoType<StructOf<F>> {
 export function struct<F extends Fields>(name: string, fields: F, pkg = "main"): StructType<F> {
   const exact = new Set(Object.keys(fields));
   const defaulted = Object.entries(fields).filter(([, t]) => t.fallback !== undefined);
+  const refinedFields = Object.values(fields).some((t) => t.base !== undefined);
   /** Sets every absent field that has a default to it. */
   const fillDefaults = (out: Record<string, unknown>): StructOf<F> => {
     for (const [field, t] of defaulted) if (out[field] === undefined) out[field] = t.fallback!();
@@ -272,7 +275,10 @@ export function struct<F extends Fields>(name: string, fields: F, pkg = "main"):
     decode(v, at, into) {
       if (!isJsonObject(v)) throw typeMismatch(v, at, type);
       const out = (into ?? {}) as Record<string, unknown>;
-      for (const key of Object.keys(v)) {
+      const keys = Object.keys(v);
+      // A refined field's value is checked once, as it ends up: the last spelling of its key wins.
+      const lastKey = refinedFields ? new Map(keys.map((key) => [type.fieldFor(key), key])) : undefined;
+      for (const key of keys) {
         const field = type.fieldFor(key);
         if (field === undefined) continue;
         const item = v[key]!;
@@ -281,7 +287,12 @@ export function struct<F extends Fields>(name: string, fields: F, pkg = "main"):
           if (fieldType.nilable) delete out[field];
           continue;
         }
-        out[field] = fieldType.decode(item, childSlot(at, v, key, { name: field, struct: name }), out[field]);
+        const slot = childSlot(at, v, key, { name: field, struct: name });
+        if (fieldType.base && lastKey!.get(field) !== key) {
+          fieldType.base.decode(item, slot); // an earlier spelling: Go decodes it too, so a value of the wrong kind is still an error
+          continue;
+        }
+        out[field] = fieldType.decode(item, slot, out[field]);
       }
       return fillDefaults(out);
     },
@@ -315,6 +326,7 @@ export function refine<T, U>(type: GoType<T>, check: (value: T, path: string) =>
   const { fallback: _, ...rest } = type;
   return {
     ...rest,
+    base: type,
     decode: (v, at) => check(type.decode(v, at), at.path),
     zero: (at = rootSlot()) => check(type.zero(at), at.path),
   };

@@ -1,12 +1,12 @@
 /**
- * What the IPAM plugins (host-local, static) read the same way: the Go schema pieces of their configs
- * (`args.cni.ips`, `runtimeConfig.ips`, `ipam.routes`), the required `ipam` object, routes, CNI_ARGS, and the
+ * What the IPAM plugins (host-local, static, cluster-ipam) read the same way: the Go schema pieces of their
+ * configs (`args.cni.ips`, `ipam.routes`), the required `ipam` object, routes, CNI_ARGS, and the
  * one-address-per-family rule of old spec versions. Decoding follows Go's rules (go-json/go-decode.ts).
  * @module
  */
 import { loadCniArgs, type ArgParsers } from "#spec/args.js";
 import { invalidConfig, invalidEnv, messageOf } from "#spec/errors.js";
-import { list, ptr, string, struct, type Decoded } from "#go-json/go-decode.js";
+import { list, ptr, refine, string, struct, withDefault, type Decoded, type GoType } from "#go-json/go-decode.js";
 import { ROUTE_TYPE, routeFrom, type Route } from "#spec/result/common.js";
 import { versionGreaterThanOrEqualTo } from "#spec/version.js";
 
@@ -16,11 +16,22 @@ export function showValue(value: unknown): string {
   return text.length > 60 ? `${text.slice(0, 57)}...` : text;
 }
 
-/** `args.cni.ips`: the per-attachment addresses of the conventions document (Go: `Args *struct{ A *IPAMArgs "cni" }`). */
-export const IPAM_ARGS_FIELD = ptr(struct("IPAMArgsWrapper", { cni: ptr(struct("IPAMArgs", { ips: list(string) })) }));
+/**
+ * `args.cni.ips`: the per-attachment addresses of the conventions document (Go: `Args *struct{ A *IPAMArgs "cni" }`),
+ * with `ips` of the given type (a plugin that reads them as it decodes refines the list).
+ */
+export function ipamArgsField<T>(ips: GoType<T>) {
+  return ptr(struct("IPAMArgsWrapper", { cni: ptr(struct("IPAMArgs", { ips })) }));
+}
 
-/** `ipam.routes`. */
+/** `args.cni.ips` as strings, for plugins that read them only for some verbs. */
+export const IPAM_ARGS_FIELD = ipamArgsField(list(string));
+
+/** `ipam.routes` as decoded, for plugins that read them only for some verbs (see parseRoutes). */
 export const ROUTES_FIELD = list(ptr(ROUTE_TYPE));
+
+/** `ipam.routes` read as they are decoded (see parseRoutes); none when absent. */
+export const ROUTES_KEY = withDefault(refine(ROUTES_FIELD, parseRoutes), []);
 
 /** The `ipam` object, which an IPAM plugin cannot work without. */
 export function requireIpam<T>(ipam: T | undefined): T {
@@ -28,10 +39,10 @@ export function requireIpam<T>(ipam: T | undefined): T {
   return ipam;
 }
 
-/** `ipam.routes`, copied to results as they are (with the 1.1.0 fields). */
-export function parseRoutes(routes: ReadonlyArray<Decoded<typeof ROUTE_TYPE>> | undefined): Route[] {
+/** `ipam.routes` (at `at`, the key as written), copied to results as they are (with the 1.1.0 fields). */
+export function parseRoutes(routes: ReadonlyArray<Decoded<typeof ROUTE_TYPE>> | undefined, at = "ipam.routes"): Route[] {
   return (routes ?? []).map((d, i) => {
-    const where = `ipam.routes[${i}]`;
+    const where = `${at}[${i}]`;
     if (!d.dst) throw invalidConfig(`invalid route: dst is missing (${where})`);
     try {
       return routeFrom(d);

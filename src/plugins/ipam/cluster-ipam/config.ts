@@ -13,7 +13,7 @@ import { addressBits } from "#ip/ip-math.js";
 import { compactDNS, DNS_TYPE, type DNS, type Route } from "#spec/result/common.js";
 import { NET_CONF_FIELDS, type GCAttachment } from "#spec/config.js";
 import { isJsonObject, type JsonObject } from "#go-json/json.js";
-import { int, list, ptr, string, struct, type Decoded } from "#go-json/go-decode.js";
+import { int, list, ptr, refine, string, struct, withDefault, type Decoded } from "#go-json/go-decode.js";
 import { loadPluginConf } from "#skel/conf.js";
 import { checkAddressesPerFamily, IPAM_ARGS_FIELD, parseRoutes, requireIpam, ROUTES_FIELD } from "../ipam-config.js";
 import { checkRangeSetsDisjoint, parseRangeSets, parseRequestedIPs, RANGE_SET } from "../ranges.js";
@@ -22,97 +22,25 @@ import { BlockPool, excludedFrom } from "./blocks.js";
 import type { EtcdConnection } from "./etcd.js";
 import { invalidConfig, invalidKey, messageOf } from "#spec/errors.js";
 
-const ETCD = struct("EtcdConfig", {
-  endpoints: list(string),
-  certFile: string,
-  keyFile: string,
-  caFile: string,
-  username: string,
-  password: string,
-  prefix: string,
-  dialTimeoutMs: int,
-  requestTimeoutMs: int,
-  callTimeoutMs: int,
-});
-
-/** cluster-ipam's config, in the shape of a Go plugin's struct (keys in any case, as Go reads them). */
-export const CLUSTER_IPAM_SCHEMA = struct("Net", {
-  ...NET_CONF_FIELDS,
-  ipam: ptr(
-    struct("IPAMConfig", {
-      name: string,
-      type: string,
-      etcd: ptr(ETCD),
-      ranges: list(RANGE_SET),
-      blockSize: int,
-      blockSizeV6: int,
-      nodeName: string,
-      exclude: list(string),
-      routes: ROUTES_FIELD,
-      dns: DNS_TYPE,
-      lockDir: string,
-      nodeGraceSeconds: int,
-    }),
-  ),
-  runtimeConfig: struct("RuntimeConfig", { ips: list(string) }),
-  args: IPAM_ARGS_FIELD,
-});
-
-type Input = Decoded<typeof CLUSTER_IPAM_SCHEMA>;
-type IpamInput = NonNullable<Input["ipam"]>;
-
+/** The etcd key prefix of all networks unless `ipam.etcd.prefix` says otherwise. */
 export const DEFAULT_PREFIX = "/tscni/ipam";
+/** How long connecting to etcd may take unless `ipam.etcd.dialTimeoutMs` says otherwise. */
 export const DEFAULT_DIAL_TIMEOUT_MS = 2000;
+/** How long one etcd request may take unless `ipam.etcd.requestTimeoutMs` says otherwise. */
 export const DEFAULT_REQUEST_TIMEOUT_MS = 5000;
 /**
  * A call waits this long for etcd before failing: under kubelet's 2-minute runtime request deadline and the
  * resident server's 5-minute call limit, so an overloaded etcd makes calls wait, not fail.
  */
 export const DEFAULT_CALL_TIMEOUT_MS = 100_000;
+/** The block prefix length of each family unless `ipam.blockSize` / `ipam.blockSizeV6` say otherwise. */
 export const DEFAULT_BLOCK_SIZE = { 4: 26, 6: 122 } as const;
 /** Block sizes allowed (Calico's limits): at most 4096 addresses per block, which a node reads in one go. */
 export const BLOCK_SIZE_LIMITS = { 4: [20, 32], 6: [116, 128] } as const;
 /** Where the per-node lock files live (one per network and node name). */
 export const DEFAULT_LOCK_DIR = "/run/tscni/cluster-ipam";
 
-/** etcd settings as configured (the TLS files not read yet). */
-export interface EtcdSettings {
-  endpoints: string[];
-  certFile?: string;
-  keyFile?: string;
-  caFile?: string;
-  username?: string;
-  password?: string;
-  dialTimeoutMs: number;
-  requestTimeoutMs: number;
-  /** How long a call may wait for etcd in all (its turn, repeats); see EtcdConnection. */
-  callTimeoutMs: number;
-}
-
-/** What every verb needs: the network's place in etcd and how to get there. */
-export interface PoolLocation {
-  network: string;
-  cniVersion: string;
-  etcd: EtcdSettings;
-  /** The network's key prefix: `<ipam.etcd.prefix>/<network>/`. */
-  keyPrefix: string;
-  node: string;
-  lockDir: string;
-  /**
-   * How long a node may go without an ADD, STATUS or GC before its blocks and allocations may be reclaimed by another
-   * node's ADD that finds no free block (`ipam.nodeGraceSeconds`; 0: never, the default).
-   */
-  nodeGraceMs: number;
-}
-
-export interface ClusterIpamConfig extends PoolLocation {
-  /** One pool per range set, in config order (one address from each per ADD). */
-  pools: BlockPool[];
-  requestedIPs: IPAddress[];
-  routes: Route[];
-  dns: DNS;
-  validAttachments?: GCAttachment[];
-}
+const ENDPOINTS_WANT = "want at least one URL such as http://127.0.0.1:2379";
 
 function parseEndpoint(text: string, where: string): string {
   let url: URL;
@@ -128,22 +56,134 @@ function parseEndpoint(text: string, where: string): string {
   return `${url.protocol}//${url.host}`;
 }
 
-function timeout(value: number | undefined, key: string, dflt: number): number {
-  if (value === undefined || value === 0) return dflt;
-  if (value < 1 || value > 600_000) throw invalidKey(key, value, "want milliseconds from 1 to 600000");
-  return value;
+/** `ipam.etcd.endpoints`: one URL or more, each read as `scheme://host:port`. */
+const ENDPOINTS = refine(list(string), (values, at) => {
+  const endpoints = values.map((e, i) => parseEndpoint(e, `${at}[${i}]`));
+  if (endpoints.length === 0) throw invalidKey(at, values, ENDPOINTS_WANT);
+  return endpoints;
+});
+
+/** A timeout in milliseconds, 1 to 600000; 0 (or absent) reads as `dflt`. */
+const timeoutMs = (dflt: number) =>
+  withDefault(
+    refine(int, (value, at) => {
+      if (value === 0) return dflt;
+      if (value < 1 || value > 600_000) throw invalidKey(at, value, "want milliseconds from 1 to 600000");
+      return value;
+    }),
+    dflt,
+  );
+
+/** `ipam.etcd.prefix`: a key prefix starting with `/`, kept without its trailing slashes. */
+const PREFIX = refine(string, (value, at) => {
+  if (!value.startsWith("/") || value.includes("\u0000")) throw invalidKey(at, value, "want a key prefix starting with /");
+  return value.replace(/\/+$/, "");
+});
+
+/** etcd's settings: each key with its default and the values it takes (the TLS and user keys are checked together). */
+const ETCD = struct("EtcdConfig", {
+  endpoints: ENDPOINTS,
+  certFile: string,
+  keyFile: string,
+  caFile: string,
+  username: string,
+  password: string,
+  prefix: withDefault(PREFIX, DEFAULT_PREFIX, { orEmpty: true }),
+  dialTimeoutMs: timeoutMs(DEFAULT_DIAL_TIMEOUT_MS),
+  requestTimeoutMs: timeoutMs(DEFAULT_REQUEST_TIMEOUT_MS),
+  callTimeoutMs: timeoutMs(DEFAULT_CALL_TIMEOUT_MS),
+});
+type EtcdInput = Decoded<typeof ETCD>;
+
+/** A node name (this host's name when empty), which goes into keys: no slashes, spaces or control characters. */
+function nodeName(value: string, at: string): string {
+  const node = value || os.hostname();
+  if (!/^[A-Za-z0-9][A-Za-z0-9._:-]{0,252}$/.test(node)) {
+    throw invalidKey(at, node, "want a node name of letters, digits, '.', '_', ':' and '-'");
+  }
+  return node;
 }
 
-function parseEtcd(etcd: Decoded<typeof ETCD> | undefined): { settings: EtcdSettings; prefix: string } {
+/** `ipam.nodeGraceSeconds`: 0 (never) or 1 to 31536000. */
+const NODE_GRACE_SECONDS = refine(int, (value, at) => {
+  if (value !== 0 && (value < 1 || value > 31_536_000)) throw invalidKey(at, value, "want seconds from 1 to 31536000 (a year), or 0 for never");
+  return value;
+});
+
+/**
+ * cluster-ipam's IPAMConfig. The keys every verb reads carry their defaults and checks; the pool's keys (ranges,
+ * block sizes, exclusions) and routes and DNS are read by the verbs that use them (parsePools,
+ * parseClusterIpamConfig), so that a DEL does not fail on a key it has no use for.
+ */
+const IPAM = struct("IPAMConfig", {
+  name: string,
+  type: string,
+  etcd: ptr(ETCD),
+  ranges: list(RANGE_SET),
+  blockSize: int,
+  blockSizeV6: int,
+  /** This host's name when absent or empty (see loadInput). */
+  nodeName: refine(string, nodeName),
+  exclude: list(string),
+  routes: ROUTES_FIELD,
+  dns: DNS_TYPE,
+  lockDir: withDefault(string, DEFAULT_LOCK_DIR, { orEmpty: true }),
+  nodeGraceSeconds: withDefault(NODE_GRACE_SECONDS, 0),
+});
+type IpamInput = Decoded<typeof IPAM>;
+
+/** cluster-ipam's config, in the shape of a Go plugin's struct (keys in any case, as Go reads them). */
+export const CLUSTER_IPAM_SCHEMA = struct("Net", {
+  ...NET_CONF_FIELDS,
+  ipam: ptr(IPAM),
+  runtimeConfig: struct("RuntimeConfig", { ips: list(string) }),
+  args: IPAM_ARGS_FIELD,
+});
+
+type Input = Decoded<typeof CLUSTER_IPAM_SCHEMA>;
+
+/**
+ * etcd settings as configured (the TLS files not read yet): the keys as the schema reads them, a TLS file or
+ * the user only when set. `callTimeoutMs` is how long a call may wait for etcd in all (its turn, repeats); see
+ * EtcdConnection.
+ */
+export interface EtcdSettings
+  extends Pick<EtcdInput, "certFile" | "keyFile" | "caFile" | "username" | "password" | "dialTimeoutMs" | "requestTimeoutMs" | "callTimeoutMs"> {
+  endpoints: NonNullable<EtcdInput["endpoints"]>;
+}
+
+/** What every verb needs: the network's place in etcd and how to get there. */
+export interface PoolLocation extends Pick<IpamInput, "lockDir"> {
+  network: string;
+  cniVersion: string;
+  etcd: EtcdSettings;
+  /** The network's key prefix: `<ipam.etcd.prefix>/<network>/`. */
+  keyPrefix: string;
+  /** `ipam.nodeName`. */
+  node: NonNullable<IpamInput["nodeName"]>;
+  /**
+   * How long a node may go without an ADD, STATUS or GC before its blocks and allocations may be reclaimed by another
+   * node's ADD that finds no free block (`ipam.nodeGraceSeconds`; 0: never, the default).
+   */
+  nodeGraceMs: number;
+}
+
+/** The config of ADD and CHECK: the location, the pools, and what the attachment asks for and gets. */
+export interface ClusterIpamConfig extends PoolLocation {
+  /** One pool per range set, in config order (one address from each per ADD). */
+  pools: BlockPool[];
+  requestedIPs: IPAddress[];
+  routes: Route[];
+  dns: DNS;
+  validAttachments?: GCAttachment[];
+}
+
+/** The etcd settings and key prefix: the required keys, and the rules between the TLS and user keys. */
+function parseEtcd(etcd: EtcdInput | undefined): { settings: EtcdSettings; prefix: string } {
   if (!etcd) throw invalidConfig('missing "ipam.etcd": cluster-ipam needs the etcd endpoints, e.g. {"endpoints": ["http://127.0.0.1:2379"]}');
-  const endpoints = (etcd.endpoints ?? []).map((e, i) => parseEndpoint(e, `ipam.etcd.endpoints[${i}]`));
-  if (endpoints.length === 0) throw invalidKey("ipam.etcd.endpoints", etcd.endpoints ?? null, "want at least one URL such as http://127.0.0.1:2379");
-  const settings: EtcdSettings = {
-    endpoints,
-    dialTimeoutMs: timeout(etcd.dialTimeoutMs, "ipam.etcd.dialTimeoutMs", DEFAULT_DIAL_TIMEOUT_MS),
-    requestTimeoutMs: timeout(etcd.requestTimeoutMs, "ipam.etcd.requestTimeoutMs", DEFAULT_REQUEST_TIMEOUT_MS),
-    callTimeoutMs: timeout(etcd.callTimeoutMs, "ipam.etcd.callTimeoutMs", DEFAULT_CALL_TIMEOUT_MS),
-  };
+  const { endpoints, dialTimeoutMs, requestTimeoutMs, callTimeoutMs } = etcd;
+  if (endpoints === undefined) throw invalidKey("ipam.etcd.endpoints", null, ENDPOINTS_WANT);
+  const settings: EtcdSettings = { endpoints, dialTimeoutMs, requestTimeoutMs, callTimeoutMs };
   if (!!etcd.certFile !== !!etcd.keyFile) {
     const [given, other] = etcd.certFile ? ["certFile", "keyFile"] : ["keyFile", "certFile"];
     throw invalidKey(`ipam.etcd.${other}`, etcd[other as "certFile"] ?? null, `want a file: ${given} is set, and a client certificate needs both`);
@@ -158,26 +198,7 @@ function parseEtcd(etcd: Decoded<typeof ETCD> | undefined): { settings: EtcdSett
     settings.username = etcd.username;
     settings.password = etcd.password ?? "";
   }
-  let prefix = etcd.prefix || DEFAULT_PREFIX;
-  if (!prefix.startsWith("/") || prefix.includes("\u0000")) throw invalidKey("ipam.etcd.prefix", prefix, "want a key prefix starting with /");
-  prefix = prefix.replace(/\/+$/, "");
-  return { settings, prefix };
-}
-
-/** Node names go into keys: no slashes, spaces or control characters. */
-function parseNodeName(value: string | undefined): string {
-  const node = value || os.hostname();
-  if (!/^[A-Za-z0-9][A-Za-z0-9._:-]{0,252}$/.test(node)) {
-    throw invalidKey("ipam.nodeName", node, "want a node name of letters, digits, '.', '_', ':' and '-'");
-  }
-  return node;
-}
-
-/** The grace period of a silent node, in ms (0: off). */
-function nodeGrace(value: number | undefined): number {
-  if (value === undefined || value === 0) return 0;
-  if (value < 1 || value > 31_536_000) throw invalidKey("ipam.nodeGraceSeconds", value, "want seconds from 1 to 31536000 (a year), or 0 for never");
-  return value * 1000;
+  return { settings, prefix: etcd.prefix };
 }
 
 function blockSize(value: number | undefined, family: 4 | 6): number {
@@ -216,9 +237,9 @@ function loadInput(stdin: Buffer): {
     cniVersion: conf.cniVersion,
     etcd: settings,
     keyPrefix: `${prefix}/${conf.name}/`,
-    node: parseNodeName(ipam.nodeName),
-    lockDir: ipam.lockDir || DEFAULT_LOCK_DIR,
-    nodeGraceMs: nodeGrace(ipam.nodeGraceSeconds),
+    node: ipam.nodeName ?? nodeName("", "ipam.nodeName"),
+    lockDir: ipam.lockDir,
+    nodeGraceMs: ipam.nodeGraceSeconds * 1000,
   };
   return {
     input,

@@ -7,7 +7,7 @@
 import type { IPAddress } from "#ip/ip.js";
 import type { Route } from "#spec/result/common.js";
 import { NET_CONF_FIELDS, type GCAttachment } from "#spec/config.js";
-import { list, ptr, string, struct, type Decoded } from "#go-json/go-decode.js";
+import { list, ptr, string, struct, withDefault, type Decoded } from "#go-json/go-decode.js";
 import { loadPluginConf } from "#skel/conf.js";
 import { checkAddressesPerFamily, IPAM_ARGS_FIELD, parseRoutes, requireIpam, ROUTES_FIELD } from "../ipam-config.js";
 import { checkRangeSetsDisjoint, parseRange, parseRangeSets, parseRequestedIPs, RANGE, RANGE_SET, type RangeSet } from "../ranges.js";
@@ -27,26 +27,36 @@ export {
   type RangeSet,
 } from "../ranges.js";
 
-/** host-local's Go config: Net with its IPAMConfig (which embeds a *Range: the legacy single range). */
+/** The store root when `ipam.dataDir` is unset. */
+export const DEFAULT_DATA_DIR = "/var/lib/cni/networks";
+
+/**
+ * host-local's IPAMConfig (which embeds a *Range: the legacy single range), each key with its default. Routes,
+ * ranges and requested IPs are read by ADD, CHECK and DEL only (parseHostLocalConfig): GC and STATUS, which
+ * need the store alone, do not fail on them.
+ */
+const IPAM = struct(
+  "IPAMConfig",
+  {
+    ...RANGE.fields,
+    name: string,
+    type: string,
+    routes: ROUTES_FIELD,
+    dataDir: withDefault(string, DEFAULT_DATA_DIR, { orEmpty: true }),
+    /** A resolv.conf whose DNS settings ADD returns; unset when empty. */
+    resolvConf: string,
+    ranges: list(RANGE_SET),
+  },
+  "allocator",
+);
+type IpamInput = Decoded<typeof IPAM>;
+
+/** host-local's Go config: Net with its IPAMConfig. */
 export const HOST_LOCAL_SCHEMA = struct(
   "Net",
   {
     ...NET_CONF_FIELDS,
-    ipam: ptr(
-      struct(
-        "IPAMConfig",
-        {
-          ...RANGE.fields,
-          name: string,
-          type: string,
-          routes: ROUTES_FIELD,
-          dataDir: string,
-          resolvConf: string,
-          ranges: list(RANGE_SET),
-        },
-        "allocator",
-      ),
-    ),
+    ipam: ptr(IPAM),
     runtimeConfig: struct("RuntimeConfig", { ipRanges: list(RANGE_SET), ips: list(string) }),
     args: IPAM_ARGS_FIELD,
   },
@@ -55,23 +65,19 @@ export const HOST_LOCAL_SCHEMA = struct(
 
 type HostLocalInput = Decoded<typeof HOST_LOCAL_SCHEMA>;
 
-/** The store root when `ipam.dataDir` is unset. */
-export const DEFAULT_DATA_DIR = "/var/lib/cni/networks";
-
-/** Where the store of a network lives. */
-export interface StoreLocation {
+/** Where the store of a network lives: `ipam.dataDir`, and the network's directory in it. */
+export interface StoreLocation extends Pick<IpamInput, "dataDir"> {
   /** The network name (the top-level `name`), the store's directory under dataDir. */
   network: string;
-  dataDir: string;
 }
 
-export interface HostLocalConfig extends StoreLocation {
+/** The config of ADD, CHECK and DEL: the store, the range sets to allocate from, and what the attachment gets. */
+export interface HostLocalConfig extends StoreLocation, Pick<IpamInput, "resolvConf"> {
   cniVersion: string;
   rangeSets: RangeSet[];
   /** Requested addresses in precedence order (CNI_ARGS `IP`, `args.cni.ips`, `runtimeConfig.ips`), no duplicates. */
   requestedIPs: IPAddress[];
   routes: Route[];
-  resolvConf?: string;
 }
 
 /** What GC needs: the store and the attachments to keep. */
@@ -84,7 +90,7 @@ export interface GCConfig extends StoreLocation {
 /** Decodes stdin (code 6 when it does not decode, 7 for a wrong type) and requires `ipam`. */
 function loadHostLocalInput(stdin: Buffer): {
   c: HostLocalInput;
-  ipam: NonNullable<HostLocalInput["ipam"]>;
+  ipam: IpamInput;
   name: string;
   cniVersion: string;
   validAttachments?: GCAttachment[];
@@ -95,7 +101,7 @@ function loadHostLocalInput(stdin: Buffer): {
 }
 
 function storeLocation(input: ReturnType<typeof loadHostLocalInput>): StoreLocation {
-  return { network: input.name, dataDir: input.ipam.dataDir || DEFAULT_DATA_DIR };
+  return { network: input.name, dataDir: input.ipam.dataDir };
 }
 
 /** Parses and validates host-local's config for ADD, CHECK and DEL. Invalid values are code 7, CNI_ARGS code 4. */

@@ -6,23 +6,13 @@
  * @module
  */
 import { cidrContains, tryParseCIDR, tryParseIP, type IPAddress, type IPCidr } from "#ip/ip.js";
-import { compactDNS, DNS_TYPE, type DNS, type Route } from "#spec/result/common.js";
+import { compactDNS, DNS_TYPE, type DNS } from "#spec/result/common.js";
 import { NET_CONF_FIELDS } from "#spec/config.js";
-import { list, ptr, string, struct, type Decoded } from "#go-json/go-decode.js";
+import { list, ptr, refine, string, struct, withDefault, type Decoded } from "#go-json/go-decode.js";
 import { loadPluginConf } from "#skel/conf.js";
-import { checkAddressesPerFamily, IPAM_ARGS_FIELD, loadIpamArgs, parseRoutes, requireIpam, ROUTES_FIELD, showValue } from "../ipam-config.js";
+import { checkAddressesPerFamily, ipamArgsField, loadIpamArgs, requireIpam, ROUTES_KEY, showValue } from "../ipam-config.js";
 import { decodeConfig } from "../../common/keys.js";
 import { invalidConfig, invalidEnv } from "#spec/errors.js";
-
-const ADDRESS = struct("Address", { address: string, gateway: string });
-
-/** static's Go config: Net with its IPAMConfig. */
-export const STATIC_SCHEMA = struct("Net", {
-  ...NET_CONF_FIELDS,
-  ipam: ptr(struct("IPAMConfig", { name: string, type: string, routes: ROUTES_FIELD, addresses: list(ADDRESS), dns: DNS_TYPE })),
-  runtimeConfig: struct("RuntimeConfig", { ips: list(string) }),
-  args: IPAM_ARGS_FIELD,
-});
 
 /** An address to return: host bits kept (`10.0.0.5/24`), with an optional gateway. */
 export interface StaticAddress {
@@ -30,30 +20,57 @@ export interface StaticAddress {
   gateway?: IPAddress;
 }
 
-export interface StaticConfig {
-  name: string;
-  cniVersion: string;
-  addresses: StaticAddress[];
-  routes: Route[];
-  dns: DNS;
-}
-
 /** An address as read: config addresses keep their text until the end, as Go parses them last. */
 type PendingAddress = StaticAddress | { text: string; where: string; gateway?: IPAddress };
 
-/** `ipam.addresses`: each `{address: CIDR, gateway?: IP}`; gateways are checked now (Go decodes them with the JSON). */
-function configAddresses(addresses: ReadonlyArray<Decoded<typeof ADDRESS>>): PendingAddress[] {
-  return addresses.map((item, i) => {
-    const where = `ipam.addresses[${i}]`;
-    const entry: PendingAddress = { text: item.address ?? "", where: `${where}.address` };
-    if (item.gateway) {
-      const gateway = tryParseIP(item.gateway);
-      if (!gateway) throw invalidConfig(`invalid gateway ${showValue(item.gateway)}: not an IP address (${where}.gateway)`);
-      entry.gateway = gateway;
-    }
-    return entry;
-  });
-}
+/**
+ * An `ipam.addresses` item, `{address: CIDR, gateway?: IP}`: the gateway is checked as it is decoded (as Go
+ * decodes it with the JSON), the address only when it is used (a replaced address is never parsed, as in Go).
+ */
+const ADDRESS = refine(struct("Address", { address: string, gateway: string }), (item, at): PendingAddress => {
+  const entry: PendingAddress = { text: item.address ?? "", where: `${at}.address` };
+  if (item.gateway) {
+    const gateway = tryParseIP(item.gateway);
+    if (!gateway) throw invalidConfig(`invalid gateway ${showValue(item.gateway)}: not an IP address (${at}.gateway)`);
+    entry.gateway = gateway;
+  }
+  return entry;
+});
+
+/** `args.cni.ips` or `runtimeConfig.ips`: addresses in CIDR notation (host bits kept), without gateways. */
+const CIDR_LIST = refine(list(string), (ips, at): StaticAddress[] =>
+  ips.map((value, i) => {
+    const address = tryParseCIDR(value);
+    if (!address) throw invalidConfig(`an entry in the 'ips' field is NOT in CIDR notation, got: '${value}' (${at}[${i}])`);
+    return { address };
+  }),
+);
+
+/** static's IPAMConfig: each key with its default and the values it takes. */
+const STATIC_IPAM = struct("IPAMConfig", {
+  name: string,
+  type: string,
+  routes: ROUTES_KEY,
+  addresses: withDefault(list(ADDRESS), []),
+  // Compacted by the loader rather than refined: two spellings of `dns` merge, as Go decodes them.
+  dns: DNS_TYPE,
+});
+
+/** static's Go config: Net with its IPAMConfig. */
+export const STATIC_SCHEMA = struct("Net", {
+  ...NET_CONF_FIELDS,
+  ipam: ptr(STATIC_IPAM),
+  runtimeConfig: struct("RuntimeConfig", { ips: CIDR_LIST }),
+  args: ipamArgsField(CIDR_LIST),
+});
+
+/** static's config: the addresses that the precedence rules leave, and the `ipam` keys as the schema reads them. */
+export type StaticConfig = Pick<Decoded<typeof STATIC_IPAM>, "routes"> & {
+  name: string;
+  cniVersion: string;
+  addresses: StaticAddress[];
+  dns: DNS;
+};
 
 function resolveAddress(a: PendingAddress): StaticAddress {
   if ("address" in a) return a;
@@ -85,29 +102,21 @@ function applyCniArgs(addresses: PendingAddress[], cniArgs: string): PendingAddr
   return [...addresses, ...fromArgs];
 }
 
-/** `args.cni.ips` or `runtimeConfig.ips` as a replacement list, or undefined when absent or empty. */
-function replacementAddresses(ips: readonly string[] | undefined, where: string): StaticAddress[] | undefined {
-  if (!ips?.length) return undefined;
-  return ips.map((value, i) => {
-    const address = tryParseCIDR(value);
-    if (!address) throw invalidConfig(`an entry in the 'ips' field is NOT in CIDR notation, got: '${value}' (${where}[${i}])`);
-    return { address };
-  });
-}
+/** A replacement list (`args.cni.ips`, `runtimeConfig.ips`), or undefined when absent or empty (it replaces nothing then). */
+const replacement = (ips: StaticAddress[] | undefined): StaticAddress[] | undefined => (ips?.length ? ips : undefined);
 
 /** Parses static's config (invalid values are code 7; bad CNI_ARGS code 4). */
 export function parseStaticConfig(stdin: Buffer, cniArgs: string): StaticConfig {
   const { conf, raw } = loadPluginConf(stdin);
   const c = decodeConfig(STATIC_SCHEMA, raw);
   const ipam = requireIpam(c.ipam);
-  const routes = parseRoutes(ipam.routes);
-  let pending = applyCniArgs(configAddresses(ipam.addresses ?? []), cniArgs);
-  pending = replacementAddresses(c.args?.cni?.ips, "args.cni.ips") ?? pending;
-  pending = replacementAddresses(c.runtimeConfig?.ips, "runtimeConfig.ips") ?? pending;
+  let pending = applyCniArgs(ipam.addresses, cniArgs);
+  pending = replacement(c.args?.cni?.ips) ?? pending;
+  pending = replacement(c.runtimeConfig?.ips) ?? pending;
   const addresses = pending.map(resolveAddress);
   checkAddressesPerFamily(
     conf.cniVersion,
     addresses.map((a) => a.address.ip.family),
   );
-  return { name: conf.name, cniVersion: conf.cniVersion, addresses, routes, dns: compactDNS(ipam.dns) };
+  return { name: conf.name, cniVersion: conf.cniVersion, addresses, routes: ipam.routes, dns: compactDNS(ipam.dns) };
 }

@@ -9,10 +9,10 @@
  */
 import { NET_CONF_FIELDS, type PluginConf } from "#spec/config.js";
 import { invalidConfig, invalidKey } from "#spec/errors.js";
-import { bool, string, struct } from "#go-json/go-decode.js";
+import { bool, refine, string, struct, withDefault } from "#go-json/go-decode.js";
 import { loadPluginConf } from "#skel/conf.js";
 import { ipamType } from "../../common/ipam.js";
-import { decodeConfig } from "../../common/keys.js";
+import { decodeSettings, type Settings } from "../../common/keys.js";
 
 /** Where the records of moved devices go (tscni's own key; Go keeps only the name, in the link's alias). */
 export const DEFAULT_DATA_DIR = "/var/lib/cni/host-device";
@@ -27,15 +27,11 @@ export type DeviceSelector =
   /** `runtimeConfig.deviceID`: a PCI address or an auxiliary-bus device, whichever sysfs has. */
   | { by: "deviceID"; id: string };
 
-export interface HostDeviceConf {
-  conf: PluginConf;
-  selector: DeviceSelector;
-  /** `ipam.type`, or "" without IPAM. */
-  ipamType: string;
-  dataDir: string;
-}
-
-/** The Go plugin's NetConf (`DPDKMode` is an untagged field Go decodes from a `dpdkmode` key in any case). */
+/**
+ * The Go plugin's NetConf (`DPDKMode` is an untagged field Go decodes from a `dpdkmode` key in any case), and
+ * tscni's `dataDir` with its default. The selector keys are plain: which one counts, and so which one is
+ * checked, follows from all of them together (loadHostDeviceConf), and GC reads none of them.
+ */
 export const HOST_DEVICE_SCHEMA = struct("NetConf", {
   ...NET_CONF_FIELDS,
   device: string,
@@ -44,8 +40,23 @@ export const HOST_DEVICE_SCHEMA = struct("NetConf", {
   kernelpath: string,
   pciBusID: string,
   runtimeConfig: struct("RuntimeConfig", { deviceID: string }),
-  dataDir: string,
+  /** The records' directory; an empty one is an error, not the default. */
+  dataDir: withDefault(
+    refine(string, (v, key) => {
+      if (v === "") throw invalidKey(key, v, `want a directory, or leave it out for ${DEFAULT_DATA_DIR}`);
+      return v;
+    }),
+    DEFAULT_DATA_DIR,
+  ),
 });
+
+/** A host-device config: the device's selector, derived from the selector keys, and the schema's `dataDir`. */
+export type HostDeviceConf = Pick<Settings<typeof HOST_DEVICE_SCHEMA>, "dataDir"> & {
+  conf: PluginConf;
+  selector: DeviceSelector;
+  /** `ipam.type`, or "" without IPAM. */
+  ipamType: string;
+};
 
 /** Octets of a MAC as Go's net.ParseMAC reads it: 6, 8 or 20 of them, `:`/`-` separated or dotted in fours. */
 export function parseHardwareAddr(text: string): string | undefined {
@@ -71,7 +82,7 @@ const SELECTOR_KEYS = ["device", "hwaddr", "kernelpath", "pciBusID"] as const;
 /** Parses and validates the config (nothing is read from the system). */
 export function loadHostDeviceConf(stdin: Buffer): HostDeviceConf {
   const { conf, raw } = loadPluginConf(stdin);
-  const c = decodeConfig(HOST_DEVICE_SCHEMA, raw);
+  const c = decodeSettings(HOST_DEVICE_SCHEMA, raw);
   const deviceID = c.runtimeConfig?.deviceID ?? "";
 
   if (c.DPDKMode) {
@@ -114,8 +125,7 @@ export function loadHostDeviceConf(stdin: Buffer): HostDeviceConf {
     selector = { by: "pciBusID", id: c.pciBusID!, key: "pciBusID" };
   }
 
-  if (c.dataDir === "") throw invalidKey("dataDir", "", `want a directory, or leave it out for ${DEFAULT_DATA_DIR}`);
-  return { conf, selector, ipamType: ipamType(conf), dataDir: c.dataDir ?? DEFAULT_DATA_DIR };
+  return { conf, selector, ipamType: ipamType(conf), dataDir: c.dataDir };
 }
 
 /**
@@ -124,9 +134,8 @@ export function loadHostDeviceConf(stdin: Buffer): HostDeviceConf {
  */
 export function loadHostDeviceGcConf(stdin: Buffer): Pick<HostDeviceConf, "conf" | "ipamType" | "dataDir"> {
   const { conf, raw } = loadPluginConf(stdin);
-  const c = decodeConfig(HOST_DEVICE_SCHEMA, raw);
-  if (c.dataDir === "") throw invalidKey("dataDir", "", `want a directory, or leave it out for ${DEFAULT_DATA_DIR}`);
-  return { conf, ipamType: ipamType(conf), dataDir: c.dataDir ?? DEFAULT_DATA_DIR };
+  const { dataDir } = decodeSettings(HOST_DEVICE_SCHEMA, raw);
+  return { conf, ipamType: ipamType(conf), dataDir };
 }
 
 /**

@@ -6,42 +6,35 @@
  */
 import { NET_CONF_FIELDS, type PluginConf } from "#spec/config.js";
 import { invalidConfig, invalidKey } from "#spec/errors.js";
-import { bool, int, string, struct } from "#go-json/go-decode.js";
+import { bool, struct, withDefault } from "#go-json/go-decode.js";
 import { toCurrentResult, type Result100 } from "#spec/result/index.js";
 import { loadPluginConf, parsePrevResult } from "#skel/conf.js";
 import type { IpvlanMode } from "#net/types.js";
 import { ipamType } from "../../common/ipam.js";
-import { decodeConfig, interfaceMtu, linkName } from "../../common/keys.js";
+import { decodeSettings, LINK_NAME, mtuKey, oneOf, type Settings } from "../../common/keys.js";
 
-export interface IpvlanConf {
-  conf: PluginConf;
+/** The Go plugin's NetConf: each key with its default and the values it takes. */
+export const IPVLAN_SCHEMA = struct("NetConf", {
+  ...NET_CONF_FIELDS,
   /** Empty: the interface of the default route (or, chained, the prevResult's one interface: see loadIpvlanConf). */
-  master: string;
-  mode: IpvlanMode;
-  mtu?: number;
-  linkInContainer: boolean;
+  master: withDefault(LINK_NAME, "", { orEmpty: true }),
+  mode: withDefault(oneOf<IpvlanMode>(["l2", "l3", "l3s"]), "l2", { orEmpty: true }),
+  /** Unset (0): the master's MTU. */
+  mtu: mtuKey("the master's MTU"),
+  linkInContainer: withDefault(bool, false),
+});
+
+/** An ipvlan config: its keys as the schema declares them, and what chaining gives. */
+export type IpvlanConf = Settings<typeof IPVLAN_SCHEMA> & {
+  conf: PluginConf;
   /** Chained without `ipam`: the prevResult whose addresses the link gets. */
   chainedResult?: Result100;
-}
-
-/** The Go plugin's NetConf. */
-export const IPVLAN_SCHEMA = struct("NetConf", { ...NET_CONF_FIELDS, master: string, mode: string, mtu: int, linkInContainer: bool });
-
-const MODES: readonly IpvlanMode[] = ["l2", "l3", "l3s"];
+};
 
 /** The keys alone (what DEL and STATUS need): no chaining rules, no IPAM requirement. */
 export function decodeIpvlanConf(stdin: Buffer): IpvlanConf {
   const { conf, raw } = loadPluginConf(stdin);
-  const c = decodeConfig(IPVLAN_SCHEMA, raw);
-  const mode = c.mode || "l2";
-  if (!(MODES as readonly string[]).includes(mode)) throw invalidKey("mode", mode, `want one of ${MODES.map((m) => `"${m}"`).join(", ")}`);
-  return {
-    conf,
-    master: c.master ? linkName(c.master, "master") : "",
-    mode: mode as IpvlanMode,
-    mtu: interfaceMtu(c.mtu, "mtu", "the master's MTU"),
-    linkInContainer: c.linkInContainer ?? false,
-  };
+  return { ...decodeSettings(IPVLAN_SCHEMA, raw), conf };
 }
 
 /**

@@ -5,60 +5,48 @@
  * @module
  */
 import { NET_CONF_FIELDS, type PluginConf } from "#spec/config.js";
-import { bool, int, string, struct, uint32 } from "#go-json/go-decode.js";
+import { bool, refine, string, struct, uint32, withDefault } from "#go-json/go-decode.js";
 import { loadPluginConf } from "#skel/conf.js";
 import type { MacvlanMode } from "#net/types.js";
-import { chooseMac, cniArgsMac, decodeConfig, interfaceMtu, linkName } from "../../common/keys.js";
-import { invalidKey } from "#spec/errors.js";
+import { chooseMac, cniArgsMac, decodeSettings, LINK_NAME, mtuKey, oneOf, type Settings } from "../../common/keys.js";
 
-export interface MacvlanConf {
-  conf: PluginConf;
-  /** Empty: the interface of the default route. */
-  master: string;
-  mode: MacvlanMode;
-  /** Undefined: the master's MTU (the kernel's default). */
-  mtu?: number;
-  /** `mac`, then CNI_ARGS MAC, then args.cni.mac, then runtimeConfig.mac (the last one set wins). */
-  mac?: string;
-  /** The master is in the container, and the link is made there. */
-  linkInContainer: boolean;
-  /** The broadcast queue length; undefined leaves the kernel's. */
-  bcqueuelen?: number;
-}
-
-/** The Go plugin's NetConf (with `args.cni.mac`, as bridge has it). */
+/** The Go plugin's NetConf (with `args.cni.mac`, as bridge has it): each key with its default and the values it takes. */
 export const MACVLAN_SCHEMA = struct("NetConf", {
   ...NET_CONF_FIELDS,
-  master: string,
-  mode: string,
-  mtu: int,
+  /** Empty: the interface of the default route. */
+  master: withDefault(LINK_NAME, "", { orEmpty: true }),
+  /** Every mode the kernel has, `source` included (Go knows four). */
+  mode: withDefault(oneOf<MacvlanMode>(["bridge", "private", "vepa", "passthru", "source"]), "bridge", { orEmpty: true }),
+  /** Unset (0): the master's MTU (the kernel's default). */
+  mtu: mtuKey("the master's MTU"),
   mac: string,
-  linkInContainer: bool,
-  bcqueuelen: uint32,
+  /** The master is in the container, and the link is made there. */
+  linkInContainer: withDefault(bool, false),
+  /** The broadcast queue length; unset (0) leaves the kernel's. */
+  bcqueuelen: refine(uint32, (v) => v || undefined),
   args: struct("MacvlanArgs", { cni: struct("MacvlanArgsCni", { mac: string }) }),
   runtimeConfig: struct("RuntimeConfig", { mac: string }),
 });
 
-const MODES: readonly MacvlanMode[] = ["bridge", "private", "vepa", "passthru", "source"];
+/** A macvlan config: its keys as the schema declares them, and the MAC chosen from the places that give one. */
+export type MacvlanConf = Settings<typeof MACVLAN_SCHEMA> & {
+  conf: PluginConf;
+  /** `mac`, then CNI_ARGS MAC, then args.cni.mac, then runtimeConfig.mac (the last one set wins). */
+  mac?: string;
+};
 
 /** Parses and validates the macvlan config from stdin and CNI_ARGS. */
 export function loadMacvlanConf(stdin: Buffer, cniArgs: string): MacvlanConf {
   const { conf, raw } = loadPluginConf(stdin);
-  const c = decodeConfig(MACVLAN_SCHEMA, raw);
-  const mode = c.mode || "bridge";
-  if (!(MODES as readonly string[]).includes(mode)) throw invalidKey("mode", mode, `want one of ${MODES.map((m) => `"${m}"`).join(", ")}`);
+  const c = decodeSettings(MACVLAN_SCHEMA, raw);
   return {
+    ...c,
     conf,
-    master: c.master ? linkName(c.master, "master") : "",
-    mode: mode as MacvlanMode,
-    mtu: interfaceMtu(c.mtu, "mtu", "the master's MTU"),
     mac: chooseMac([
       ["mac", c.mac],
       ["CNI_ARGS MAC", cniArgsMac(cniArgs)],
       ["args.cni.mac", c.args?.cni?.mac],
       ["runtimeConfig.mac", c.runtimeConfig?.mac],
     ]),
-    linkInContainer: c.linkInContainer ?? false,
-    bcqueuelen: c.bcqueuelen || undefined,
   };
 }

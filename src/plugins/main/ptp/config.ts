@@ -6,40 +6,36 @@
  */
 import { invalidKey } from "#spec/errors.js";
 import { NET_CONF_FIELDS, type PluginConf } from "#spec/config.js";
-import { bool, int, member, ptr, string, struct } from "#go-json/go-decode.js";
+import { bool, member, struct, withDefault } from "#go-json/go-decode.js";
 import { loadPluginConf } from "#skel/conf.js";
-import { decodeConfig, interfaceMtu, ipMasqBackend } from "../../common/keys.js";
-import type { IPMasqBackend } from "#net/ipmasq.js";
+import { decodeSettings, IP_MASQ_BACKEND, mtuKey, type Settings } from "../../common/keys.js";
 
-export interface PtpConf {
+/** The Go plugin's NetConf: each key with its default and the values it takes. */
+export const PTP_SCHEMA = struct("NetConf", {
+  ...NET_CONF_FIELDS,
+  ipMasq: withDefault(bool, false),
+  /** Unset: iptables unless only nftables works here. */
+  ipMasqBackend: IP_MASQ_BACKEND,
+  /** Both veth ends; unset (0) leaves the kernel default. */
+  mtu: mtuKey("the kernel default"),
+});
+
+/** A ptp config: its keys as the schema declares them, and the IPAM plugin it delegates to. */
+export type PtpConf = Settings<typeof PTP_SCHEMA> & {
   conf: PluginConf;
   /** The IPAM plugin to delegate to (`ipam.type`, never empty). */
   ipamType: string;
-  ipMasq: boolean;
-  /** Undefined: iptables unless only nftables works here. */
-  ipMasqBackend?: IPMasqBackend;
-  /** Both veth ends; undefined leaves the kernel default. */
-  mtu?: number;
-}
-
-/** The Go plugin's NetConf. */
-export const PTP_SCHEMA = struct("NetConf", { ...NET_CONF_FIELDS, ipMasq: bool, ipMasqBackend: ptr(string), mtu: int });
+};
 
 /** Parses and validates the ptp config from stdin. */
 export function loadPtpConf(stdin: Buffer): PtpConf {
   const { conf, raw } = loadPluginConf(stdin);
-  const c = decodeConfig(PTP_SCHEMA, raw);
+  const c = decodeSettings(PTP_SCHEMA, raw);
 
   const ipamType = typeof conf.ipam?.type === "string" ? conf.ipam.type : "";
   if (!ipamType) {
     throw invalidKey("ipam", member(raw, "ipam") ?? null, "ptp needs an IPAM plugin: set ipam.type");
   }
 
-  return {
-    conf,
-    ipamType,
-    ipMasq: c.ipMasq ?? false,
-    ipMasqBackend: ipMasqBackend(c.ipMasqBackend),
-    mtu: interfaceMtu(c.mtu, "mtu", "the kernel default"),
-  };
+  return { ...c, conf, ipamType };
 }

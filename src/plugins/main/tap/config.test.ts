@@ -16,7 +16,7 @@ function rejects(extra: Record<string, unknown>, msg: RegExp) {
 describe("tap config", () => {
   test("defaults and every key", () => {
     const d = loadTapConf(conf({}), "");
-    assert.deepEqual({ ...d, conf: undefined }, { conf: undefined, multiQueue: false, mtu: undefined });
+    assert.deepEqual({ ...d, conf: undefined }, { conf: undefined, multiQueue: false });
     const n = loadTapConf(
       conf({ multiQueue: true, mtu: 9000, mac: "02:00:00:00:00:01", owner: 0, group: 4294967295, selinuxContext: "u:r:t:s0", bridge: "br0" }),
       "",

@@ -5,29 +5,23 @@
  * @module
  */
 import { NET_CONF_FIELDS, type PluginConf } from "#spec/config.js";
-import { hasMember, ptr, struct, uint64, type Decoded } from "#go-json/go-decode.js";
+import { hasMember, ptr, struct, uint64, withDefault, type Decoded } from "#go-json/go-decode.js";
 import { loadPluginConf } from "#skel/conf.js";
 import { hashWithPrefix } from "#net/names.js";
-import { decodeConfig } from "../../common/keys.js";
+import { decodeSettings } from "../../common/keys.js";
 import { invalidKey } from "#spec/errors.js";
 
-export interface BandwidthLimits {
-  ingressRate: number;
-  ingressBurst: number;
-  egressRate: number;
-  egressBurst: number;
-}
+/** A burst's byte count must stay below 2^32 - 1, as in the Go plugin (the kernel keeps it in 32 bits). */
+export const MAX_BURST_BITS = (0xffffffff - 1) * 8 + 7;
 
-export interface BandwidthConf {
-  conf: PluginConf;
-  /** Undefined when neither the config nor the runtime set any limit key. */
-  limits?: BandwidthLimits;
-}
-
-const KEYS = ["ingressRate", "ingressBurst", "egressRate", "egressBurst"] as const;
+/**
+ * A limit: 0 (or absent) is none. Its checks are in readLimits, run only on the entry that applies (a runtime
+ * entry that top-level keys override is not read, as in Go), after the rate-and-burst pairing, in Go's order.
+ */
+const LIMIT = withDefault(uint64, 0);
 
 /** Go's BandwidthEntry: rates in bits per second, bursts in bits (containerd sends `IngressRate`, ...). */
-const BANDWIDTH_ENTRY = struct("BandwidthEntry", { ingressRate: uint64, ingressBurst: uint64, egressRate: uint64, egressBurst: uint64 });
+const BANDWIDTH_ENTRY = struct("BandwidthEntry", { ingressRate: LIMIT, ingressBurst: LIMIT, egressRate: LIMIT, egressBurst: LIMIT });
 
 /** The Go plugin's PluginConf: an embedded *BandwidthEntry (top-level limits) and the runtime's entry. */
 export const BANDWIDTH_SCHEMA = struct("PluginConf", {
@@ -36,10 +30,19 @@ export const BANDWIDTH_SCHEMA = struct("PluginConf", {
   runtimeConfig: struct("RuntimeConfig", { bandwidth: ptr(BANDWIDTH_ENTRY) }),
 });
 
-/** A burst's byte count must stay below 2^32 - 1, as in the Go plugin (the kernel keeps it in 32 bits). */
-export const MAX_BURST_BITS = (0xffffffff - 1) * 8 + 7;
+/** The limits of one direction or both, as BANDWIDTH_ENTRY declares them (0 is no limit). */
+export type BandwidthLimits = Decoded<typeof BANDWIDTH_ENTRY>;
 
-/** Rate and burst go together; a rate must be at least one byte per second. */
+/** A bandwidth config: the limits that apply, from the top-level keys or the runtime. */
+export interface BandwidthConf {
+  conf: PluginConf;
+  /** Undefined when neither the config nor the runtime set any limit key. */
+  limits?: BandwidthLimits;
+}
+
+const KEYS = ["ingressRate", "ingressBurst", "egressRate", "egressBurst"] as const;
+
+/** Rate and burst go together; a rate must be at least one byte per second; a burst must fit 32 bits in bytes. */
 function validatePair(limits: BandwidthLimits, direction: "ingress" | "egress", prefix: string): void {
   const rateKey = `${prefix}${direction}Rate`;
   const burstKey = `${prefix}${direction}Burst`;
@@ -51,13 +54,12 @@ function validatePair(limits: BandwidthLimits, direction: "ingress" | "egress", 
   if (burst > MAX_BURST_BITS) throw invalidKey(burstKey, burst, `want at most ${MAX_BURST_BITS} bits: the burst cannot be 4 GB or more`);
 }
 
-function readLimits(entry: Decoded<typeof BANDWIDTH_ENTRY>, prefix: string): BandwidthLimits {
-  const limits = {} as BandwidthLimits;
+/** The limits of one entry (the config's top level, or the runtime's), each rate with its burst. */
+function readLimits(entry: BandwidthLimits, prefix: string): BandwidthLimits {
   for (const key of KEYS) {
-    const v = entry[key] ?? 0;
-    if (v > Number.MAX_SAFE_INTEGER) throw invalidKey(`${prefix}${key}`, v, `want at most ${Number.MAX_SAFE_INTEGER}`);
-    limits[key] = v;
+    if (entry[key] > Number.MAX_SAFE_INTEGER) throw invalidKey(`${prefix}${key}`, entry[key], `want at most ${Number.MAX_SAFE_INTEGER}`);
   }
+  const limits = Object.fromEntries(KEYS.map((key) => [key, entry[key]])) as BandwidthLimits;
   validatePair(limits, "ingress", prefix);
   validatePair(limits, "egress", prefix);
   return limits;
@@ -66,7 +68,7 @@ function readLimits(entry: Decoded<typeof BANDWIDTH_ENTRY>, prefix: string): Ban
 /** Parses and validates the config; every error names the key (code 7). */
 export function loadBandwidthConf(stdin: Buffer): BandwidthConf {
   const { conf, raw } = loadPluginConf(stdin);
-  const c = decodeConfig(BANDWIDTH_SCHEMA, raw);
+  const c = decodeSettings(BANDWIDTH_SCHEMA, raw);
   // Go allocates the embedded entry as soon as one of its keys appears (even as null), and then uses it alone.
   if (KEYS.some((k) => hasMember(raw, k))) return { conf, limits: readLimits(c, "") };
   const fromRuntime = c.runtimeConfig?.bandwidth;

@@ -30,7 +30,7 @@ describe("dnsname config", () => {
       conf({ domainName: "dns.podman", capabilities: { aliases: true }, runtimeConfig: { aliases: { podnet: ["db", "cache"], other: ["x"] } } }),
       ARGS,
     );
-    assert.equal(n.domain, "dns.podman");
+    assert.equal(n.domainName, "dns.podman");
     assert.deepEqual(n.aliases, ["db", "cache"]);
     assert.equal(n.podName, "web");
     assert.deepEqual(attachmentOf(n.prevResult!), { bridge: "cni-podman0", addresses: ["10.89.0.2", "fd00::2"] });
@@ -43,10 +43,10 @@ describe("dnsname config", () => {
       ),
       ARGS,
     );
-    assert.equal(n.domain, "b.test");
+    assert.equal(n.domainName, "b.test");
     assert.deepEqual(n.aliases, ["x"]);
-    assert.equal(loadDnsnameConf(conf({ domainName: null, runtimeConfig: null }), ARGS).domain, DEFAULT_DOMAIN);
-    assert.equal(loadDnsnameConf(conf({ domainName: "" }), ARGS).domain, DEFAULT_DOMAIN);
+    assert.equal(loadDnsnameConf(conf({ domainName: null, runtimeConfig: null }), ARGS).domainName, DEFAULT_DOMAIN);
+    assert.equal(loadDnsnameConf(conf({ domainName: "" }), ARGS).domainName, DEFAULT_DOMAIN);
     assert.deepEqual(loadDnsnameConf(conf({ runtimeConfig: { aliases: { podnet: ["a", "a", "b"] } } }), ARGS).aliases, ["a", "b"]);
   });
 

@@ -7,13 +7,13 @@
  */
 import { NET_CONF_FIELDS, type PluginConf } from "#spec/config.js";
 import { invalidCniArgs, invalidConfig, invalidKey } from "#spec/errors.js";
-import { list, map, string, struct } from "#go-json/go-decode.js";
+import { list, map, refine, string, struct, withDefault } from "#go-json/go-decode.js";
 import { tryParseCIDR } from "#ip/ip.js";
 import { loadCniArgs } from "#spec/args.js";
 import { toCurrentResult, type Result100 } from "#spec/result/index.js";
 import { validateNetworkName } from "#spec/validate.js";
 import { loadPluginConf, parsePrevResult } from "#skel/conf.js";
-import { decodeConfig, linkName } from "../../common/keys.js";
+import { decodeSettings, linkName, type Settings } from "../../common/keys.js";
 
 /** What podman writes into its networks' dnsname entry (the Go plugin itself has no default). */
 export const DEFAULT_DOMAIN = "dns.podman";
@@ -23,26 +23,6 @@ export const NOT_CHAINED = "must be called as chained plugin";
 
 /** The CNI_ARGS key runtimes put the pod's (podman: the container's) name in. */
 export const POD_NAME_ARG = "K8S_POD_NAME";
-
-/** The Go plugin's DNSNameConf. */
-export const DNSNAME_SCHEMA = struct("DNSNameConf", {
-  ...NET_CONF_FIELDS,
-  domainName: string,
-  runtimeConfig: struct("RuntimeConfig", { aliases: map(list(string)) }),
-});
-
-export interface DnsnameConf {
-  conf: PluginConf;
-  /** The search domain dnsmasq answers for (`domainName`). */
-  domain: string;
-  /** This network's aliases of the container (`runtimeConfig.aliases[<network>]`), checked, without repeats. */
-  aliases: string[];
-  /** CNI_ARGS K8S_POD_NAME, checked. */
-  podName: string;
-  prevResult: Result100;
-  /** What dnsname works from in the prevResult: the bridge and the container's addresses. */
-  attachment: Attachment;
-}
 
 /** The part of a prevResult dnsname works from. */
 export interface Attachment {
@@ -70,17 +50,34 @@ export function containerName(value: string, key: string): string {
   return value;
 }
 
-/** `domainName`: RFC 1123 labels joined by dots (it goes into dnsmasq.conf as `local=/<domain>/` and `domain=`). */
-function domainName(value: string | undefined): string {
-  if (!value) return DEFAULT_DOMAIN;
-  if (!isDnsName(value, LABEL))
-    throw invalidKey(
-      "domainName",
-      value,
-      "want a domain name: labels of 1 to 63 letters, digits or '-', not starting or ending with '-', joined by '.'",
-    );
+/** A domain name: RFC 1123 labels joined by dots (it goes into dnsmasq.conf as `local=/<domain>/` and `domain=`). */
+const DOMAIN_NAME = refine(string, (value, key) => {
+  if (!isDnsName(value, LABEL)) {
+    throw invalidKey(key, value, "want a domain name: labels of 1 to 63 letters, digits or '-', not starting or ending with '-', joined by '.'");
+  }
   return value;
-}
+});
+
+/** The Go plugin's DNSNameConf: each key with its default and the values it takes. */
+export const DNSNAME_SCHEMA = struct("DNSNameConf", {
+  ...NET_CONF_FIELDS,
+  /** The search domain dnsmasq answers for; empty is podman's. */
+  domainName: withDefault(DOMAIN_NAME, DEFAULT_DOMAIN, { orEmpty: true }),
+  /** The container's aliases per network (capability `aliases`); only this network's are read, and checked. */
+  runtimeConfig: struct("RuntimeConfig", { aliases: map(list(string)) }),
+});
+
+/** A dnsname config: its keys as the schema declares them, and what follows from them, CNI_ARGS and the prevResult. */
+export type DnsnameConf = Omit<Settings<typeof DNSNAME_SCHEMA>, "runtimeConfig"> & {
+  conf: PluginConf;
+  /** This network's aliases of the container (`runtimeConfig.aliases[<network>]`), checked, without repeats. */
+  aliases: string[];
+  /** CNI_ARGS K8S_POD_NAME, checked. */
+  podName: string;
+  prevResult: Result100;
+  /** What dnsname works from in the prevResult: the bridge and the container's addresses. */
+  attachment: Attachment;
+};
 
 /** CNI_ARGS K8S_POD_NAME as given (undefined when absent); unknown keys need IgnoreUnknown, as Go's LoadArgs. Code 4 when unreadable. */
 export function podNameArg(cniArgs: string): string | undefined {
@@ -98,10 +95,9 @@ export function podNameArg(cniArgs: string): string | undefined {
 export function loadDnsnameConf(stdin: Buffer, cniArgs: string): DnsnameConf {
   const { conf, raw } = loadPluginConf(stdin);
   validateNetworkName(conf.name);
-  const c = decodeConfig(DNSNAME_SCHEMA, raw);
-  const domain = domainName(c.domainName);
+  const { runtimeConfig, ...c } = decodeSettings(DNSNAME_SCHEMA, raw);
   const key = `runtimeConfig.aliases[${JSON.stringify(conf.name)}]`;
-  const aliases = [...new Set((c.runtimeConfig?.aliases?.get(conf.name) ?? []).map((a, i) => containerName(a, `${key}[${i}]`)))];
+  const aliases = [...new Set((runtimeConfig?.aliases?.get(conf.name) ?? []).map((a, i) => containerName(a, `${key}[${i}]`)))];
   const podName = podNameArg(cniArgs);
   if (podName === undefined || podName === "") {
     throw invalidConfig(
@@ -112,7 +108,7 @@ export function loadDnsnameConf(stdin: Buffer, cniArgs: string): DnsnameConf {
   const prev = parsePrevResult(conf);
   if (!prev) throw invalidConfig(NOT_CHAINED, "dnsname must follow the plugin that made the network's bridge (prevResult missing)");
   const prevResult = toCurrentResult(prev);
-  return { conf, domain, aliases, podName: containerName(podName, POD_NAME_ARG), prevResult, attachment: attachmentOf(prevResult) };
+  return { ...c, conf, aliases, podName: containerName(podName, POD_NAME_ARG), prevResult, attachment: attachmentOf(prevResult) };
 }
 
 /**

@@ -106,7 +106,7 @@ async function add(args: CmdArgs): Promise<Result100> {
   const nameservers = await bridgeNameservers(a.bridge);
   const d = networkDir(baseDir(args.env), n.conf.name);
   await withNetworkLock(d, true, () => addLocked(args, n, a, d, binary));
-  return withDns(n.prevResult, nameservers, n.domain);
+  return withDns(n.prevResult, nameservers, n.domainName);
 }
 
 /**
@@ -116,7 +116,7 @@ async function add(args: CmdArgs): Promise<Result100> {
 async function addLocked(args: CmdArgs, n: DnsnameConf, a: Attachment, d: NetworkDir, binary: string): Promise<void> {
   const before = readState(d);
   // An existing dnsmasq.conf is kept (as Go), and its interface is the one dnsmasq listens on.
-  const listensOn = writeConfIfMissing(d, renderConf(d, n.domain, a.bridge)) ? a.bridge : (confOf(before).interface ?? a.bridge);
+  const listensOn = writeConfIfMissing(d, renderConf(d, n.domainName, a.bridge)) ? a.bridge : (confOf(before).interface ?? a.bridge);
   let inserted: InputRule[] = [];
   try {
     inserted = await acceptDns(listensOn, dnsFamilies(a.addresses), (m) => warn(args, m));
@@ -163,7 +163,7 @@ async function check(args: CmdArgs): Promise<void> {
     if (s.confText === undefined) return [`${d.conf} is missing`];
     const conf = confOf(s);
     if (conf.interface !== a.bridge) found.push(`dnsmasq listens on ${conf.interface ?? "no interface"}, not on the bridge ${a.bridge}`);
-    if (conf.domain !== n.domain) found.push(`dnsmasq serves domain ${conf.domain ?? "none"}, not ${n.domain}`);
+    if (conf.domain !== n.domainName) found.push(`dnsmasq serves domain ${conf.domain ?? "none"}, not ${n.domainName}`);
     if (runningDnsmasq(d) === undefined) found.push(`dnsmasq instance not running (no process in ${d.pidFile} runs dnsmasq with ${d.conf})`);
     for (const address of a.addresses) {
       if (!linesName(s.lines, address, n.podName, n.aliases))

@@ -163,8 +163,8 @@ const ruleEngines = (adminChain: string): RuleEngines<FirewallBackend> => ({
  * otherwise (the Go plugin's default; iptables and nftables are chosen by net/firewall-driver).
  */
 export async function selectBackend(n: FirewallConf, fw: Firewalld, isRunning = () => fw.running()): Promise<FirewallBackend> {
-  if (n.backend === "iptables" || n.backend === "nftables") return firewallFor(ruleEngines(n.adminChain), n.backend);
+  if (n.backend === "iptables" || n.backend === "nftables") return firewallFor(ruleEngines(n.iptablesAdminChainName), n.backend);
   const running = await isRunning();
-  if (n.backend === "firewalld" || running) return new FirewalldBackend(n.zone, n.adminChain, fw, running);
-  return firewallFor(ruleEngines(n.adminChain), "iptables");
+  if (n.backend === "firewalld" || running) return new FirewalldBackend(n.firewalldZone, n.iptablesAdminChainName, fw, running);
+  return firewallFor(ruleEngines(n.iptablesAdminChainName), "iptables");
 }

@@ -24,8 +24,8 @@ describe("firewall config", () => {
   test("defaults as the Go plugin: admin chain CNI-ADMIN, zone trusted, ingress open; records under /var/lib/cni/firewall", () => {
     const n = loadFirewallConf(conf({}));
     assert.equal(n.backend, undefined);
-    assert.equal(n.adminChain, "CNI-ADMIN");
-    assert.equal(n.zone, "trusted");
+    assert.equal(n.iptablesAdminChainName, "CNI-ADMIN");
+    assert.equal(n.firewalldZone, "trusted");
     assert.equal(n.ingressPolicy, "open");
     assert.equal(n.dataDir, "/var/lib/cni/firewall");
     assert.equal(n.prevResult, undefined);
@@ -35,9 +35,12 @@ describe("firewall config", () => {
     const n = loadFirewallConf(
       conf({ backend: "nftables", iptablesAdminChainName: "MY-ADMIN", firewalldZone: "internal", ingressPolicy: "isolated", dataDir: "/tmp/x" }),
     );
-    assert.deepEqual([n.backend, n.adminChain, n.zone, n.ingressPolicy, n.dataDir], ["nftables", "MY-ADMIN", "internal", "isolated", "/tmp/x"]);
+    assert.deepEqual(
+      [n.backend, n.iptablesAdminChainName, n.firewalldZone, n.ingressPolicy, n.dataDir],
+      ["nftables", "MY-ADMIN", "internal", "isolated", "/tmp/x"],
+    );
     const empty = loadFirewallConf(conf({ backend: "", iptablesAdminChainName: "", ingressPolicy: "" }));
-    assert.deepEqual([empty.backend, empty.adminChain, empty.ingressPolicy], [undefined, "CNI-ADMIN", "open"]);
+    assert.deepEqual([empty.backend, empty.iptablesAdminChainName, empty.ingressPolicy], [undefined, "CNI-ADMIN", "open"]);
   });
 
   test("bad values are code 7 errors naming the key and value", () => {

@@ -57,7 +57,7 @@ async function add(args: CmdArgs): Promise<Result100> {
     ifName: a.ifName,
     backend: backend.name,
     addresses: a.addresses,
-    ...(backend.name === "firewalld" ? { zone: n.zone } : {}),
+    ...(backend.name === "firewalld" ? { zone: n.firewalldZone } : {}),
   });
   try {
     await backend.add(a);

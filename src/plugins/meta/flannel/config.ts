@@ -7,57 +7,61 @@
  * @module
  */
 import { NET_CONF_FIELDS, type PluginConf } from "#spec/config.js";
-import { any, decodeGo, DecodeError, foldKey, map, string, struct, list } from "#go-json/go-decode.js";
+import { any, decodeGo, DecodeError, foldKey, map, string, struct, list, withDefault, type Decoded, type GoType } from "#go-json/go-decode.js";
 import { tryParseCIDR, tryParseIP } from "#ip/ip.js";
-import type { JsonObject, JsonValue } from "#go-json/json.js";
+import type { JsonObject } from "#go-json/json.js";
 import { ROUTE_TYPE, routeFrom, type Route } from "#spec/result/common.js";
 import { loadPluginConf } from "#skel/conf.js";
 import { decodeConfig } from "../../common/keys.js";
 import { invalidKey } from "#spec/errors.js";
 
+/** flanneld's subnet file, where `subnetFile` is not set. */
 export const DEFAULT_SUBNET_FILE = "/run/flannel/subnet.env";
+/** Where delegate configs are saved for DEL and CHECK, where `dataDir` is not set. */
 export const DEFAULT_DATA_DIR = "/var/lib/cni/flannel";
 
-/** The flannel-io plugin's NetConf: its `ipam` is a free-form map that replaces the common IPAM struct. */
+const ANY_MAP = map(any);
+
+/**
+ * Go's `map[string]interface{}`, read as a JSON object (keys exact). Two spellings of the key merge, as Go
+ * decodes both into one map.
+ */
+const JSON_OBJECT: GoType<JsonObject> = {
+  kind: ANY_MAP.kind,
+  elem: ANY_MAP.elem,
+  goType: ANY_MAP.goType,
+  want: ANY_MAP.want,
+  nilable: ANY_MAP.nilable,
+  decode: (v, at, into) => Object.fromEntries(ANY_MAP.decode(v, at, into && new Map(Object.entries(into)))),
+  zero: () => ({}),
+};
+
+/**
+ * The flannel-io plugin's NetConf: its `ipam` is a free-form map that replaces the common IPAM struct. Go
+ * starts from the defaults and lets the JSON overwrite them, so a `subnetFile` or `dataDir` given as "" stays ""
+ * (ADD refuses it). `delegate` and `ipam` seed the delegate's config; `runtimeConfig` is passed on as it is.
+ */
 export const FLANNEL_SCHEMA = struct("NetConf", {
   ...NET_CONF_FIELDS,
-  ipam: map(any),
-  subnetFile: string,
-  dataDir: string,
-  delegate: map(any),
-  runtimeConfig: map(any),
+  ipam: JSON_OBJECT,
+  subnetFile: withDefault(string, DEFAULT_SUBNET_FILE),
+  dataDir: withDefault(string, DEFAULT_DATA_DIR),
+  delegate: JSON_OBJECT,
+  runtimeConfig: JSON_OBJECT,
 });
 
-export interface FlannelConf {
-  conf: PluginConf;
-  subnetFile: string;
-  dataDir: string;
-  /** `delegate` as given (absent: undefined); Go's map, keys exact. */
-  delegate?: JsonObject;
-  /** `ipam` as given (absent: undefined). */
-  ipam?: JsonObject;
-  runtimeConfig?: JsonObject;
-}
+/** The common keys but `ipam` (which flannel redefines): they are in `conf`. */
+type CommonKey = Exclude<keyof typeof NET_CONF_FIELDS, "ipam">;
 
-const objectOf = (m: Map<string, JsonValue> | undefined): JsonObject | undefined => (m ? Object.fromEntries(m) : undefined);
+/** A flannel config: its own keys (and its `ipam`) as the schema declares them. */
+export type FlannelConf = Omit<Decoded<typeof FLANNEL_SCHEMA>, CommonKey> & { conf: PluginConf };
 
 /** Decodes the config (types only: what DEL and CHECK need). */
 export function decodeFlannelConf(stdin: Buffer): FlannelConf {
   const { conf, raw } = loadPluginConf(stdin);
-  const c = decodeConfig(FLANNEL_SCHEMA, raw);
-  const n: FlannelConf = {
-    conf,
-    // Go starts from the defaults and lets the JSON overwrite them, so "" given explicitly stays "".
-    subnetFile: c.subnetFile ?? DEFAULT_SUBNET_FILE,
-    dataDir: c.dataDir ?? DEFAULT_DATA_DIR,
-  };
-  const delegate = objectOf(c.delegate);
-  if (delegate) n.delegate = delegate;
-  const ipam = objectOf(c.ipam);
-  if (ipam) n.ipam = ipam;
-  const runtimeConfig = objectOf(c.runtimeConfig);
-  if (runtimeConfig) n.runtimeConfig = runtimeConfig;
-  return n;
+  const c = decodeConfig(FLANNEL_SCHEMA, raw) as Record<string, unknown>;
+  for (const key of Object.keys(NET_CONF_FIELDS)) if (key !== "ipam") delete c[key];
+  return { ...(c as Omit<FlannelConf, "conf">), conf };
 }
 
 /** A key of `obj` that a Go delegate would read as `name` (exact or case-insensitive). */

@@ -6,94 +6,122 @@
  * @module
  */
 import { invalidKey } from "#spec/errors.js";
-import { bool, foldKey, int, list, member, ptr, string, struct, type Decoded } from "#go-json/go-decode.js";
+import { bool, foldKey, int, list, member, ptr, refine, string, struct, withDefault, type Decoded } from "#go-json/go-decode.js";
 import { isJsonObject, type JsonObject } from "#go-json/json.js";
 import { NET_CONF_FIELDS, type PluginConf } from "#spec/config.js";
-import { parseCIDR, tryParseIP, type IPAddress, type IPCidr, type IPFamily } from "#ip/ip.js";
+import { parseCIDR, tryParseIP, type IPCidr, type IPFamily } from "#ip/ip.js";
 import { toCurrentResult, type Result } from "#spec/result/index.js";
 import { loadPluginConf, parsePrevResult } from "#skel/conf.js";
 import type { AttachmentRules, NetworkGarbage } from "#net/firewall-driver.js";
-import { decodeConfig } from "../../common/keys.js";
+import { decodeSettings, type Settings } from "../../common/keys.js";
 
+/** The protocols a port mapping may forward. */
 export const PROTOCOLS = ["tcp", "udp", "sctp"] as const;
+/** A port mapping's protocol, lower case. */
 export type Protocol = (typeof PROTOCOLS)[number];
 
+/** The backends portmap can forward with. */
 export const BACKENDS = ["iptables", "nftables"] as const;
+/** One of BACKENDS. */
 export type PortMapBackend = (typeof BACKENDS)[number];
 
-/** One entry of `runtimeConfig.portMappings`. */
-export interface PortMapping {
-  hostPort: number;
-  containerPort: number;
-  protocol: Protocol;
-  /** Only traffic to this host address is forwarded; the mapping applies to its family only. */
-  hostIP?: IPAddress;
-}
-
-export interface PortMapConf {
-  conf: PluginConf;
-  mappings: PortMapping[];
-  /** Masquerade hairpin and localhost traffic (default true). */
-  snat: boolean;
-  /** Masquerade all forwarded traffic, not only hairpin and localhost. */
-  masqAll: boolean;
-  /** The mark bit that asks CNI-HOSTPORT-MASQ to masquerade (iptables; default 13). */
-  markMasqBit: number;
-  /** A chain of someone else's that marks for masquerading (iptables), instead of CNI-HOSTPORT-SETMARK. */
-  externalSetMarkChain?: string;
-  /** Extra matches for the entry rules, per family: iptables words or nftables expressions. */
-  conditionsV4: string[];
-  conditionsV6: string[];
-  /** The configured backend; undefined means "iptables unless only nftables works". */
-  backend?: PortMapBackend;
-  /** Where the nftables backend records which containers of a network it forwards for (for GC). */
-  dataDir: string;
-}
-
+/** The mark bit CNI-HOSTPORT-MASQ masquerades on when `markMasqBit` is not given (the Go plugin's). */
 export const DEFAULT_MARK_BIT = 13;
+/** Where the nftables backend keeps its GC records when `dataDir` is not given. */
 export const DEFAULT_DATA_DIR = "/run/cni/portmap";
 
 /** The Go plugin's message when a chained plugin gets no prevResult on ADD. */
 export const NOT_CHAINED = "must be called as chained plugin";
 
-/** One mapping as the runtime sends it (containerd spells the keys `HostPort`, `ContainerPort`, ...). */
-const PORT_MAP_ENTRY = struct("PortMapEntry", { hostPort: int, containerPort: int, protocol: string, hostIP: string });
-
-/** The Go plugin's PortMapConf (plus `dataDir`, ours). */
-export const PORTMAP_SCHEMA = struct("PortMapConf", {
-  ...NET_CONF_FIELDS,
-  snat: ptr(bool),
-  conditionsV4: ptr(list(string)),
-  conditionsV6: ptr(list(string)),
-  masqAll: bool,
-  markMasqBit: ptr(int),
-  externalSetMarkChain: ptr(string),
-  backend: ptr(string),
-  dataDir: string,
-  runtimeConfig: struct("RuntimeConfig", { portMappings: list(PORT_MAP_ENTRY) }),
+const PORT = refine(int, (v, key) => {
+  if (v < 1 || v > 65535) throw invalidKey(key, v, "want a port number from 1 to 65535");
+  return v;
 });
 
-function parseMapping(item: Decoded<typeof PORT_MAP_ENTRY>, index: number): PortMapping {
-  const key = `runtimeConfig.portMappings[${index}]`;
-  const port = (name: "hostPort" | "containerPort"): number => {
-    const v = item[name];
-    if (v === undefined || v < 1 || v > 65535) throw invalidKey(`${key}.${name}`, v ?? null, "want a port number from 1 to 65535");
-    return v;
-  };
-  const hostPort = port("hostPort");
-  const containerPort = port("containerPort");
-  const protocol = item.protocol?.toLowerCase();
-  if (!PROTOCOLS.includes(protocol as Protocol)) {
-    throw invalidKey(`${key}.protocol`, item.protocol ?? null, `want one of ${PROTOCOLS.map((p) => `"${p}"`).join(", ")}`);
-  }
-  const mapping: PortMapping = { hostPort, containerPort, protocol: protocol as Protocol };
-  if (item.hostIP) {
-    const hostIP = tryParseIP(item.hostIP);
-    if (!hostIP) throw invalidKey(`${key}.hostIP`, item.hostIP, "want an IPv4 or IPv6 address");
-    mapping.hostIP = hostIP;
-  }
-  return mapping;
-}
+const PROTOCOL_WANT = `want one of ${PROTOCOLS.map((p) => `"${p}"`).join(", ")}`;
+
+/** A protocol in any case, as the lower-case Protocol. */
+const PROTOCOL = refine(string, (v, key): Protocol => {
+  const protocol = v.toLowerCase() as Protocol;
+  if (!PROTOCOLS.includes(protocol)) throw invalidKey(key, v, PROTOCOL_WANT);
+  return protocol;
+});
+
+/**
+ * A mapping's host address: only traffic to it is forwarded, and the mapping applies to its family only. `""`
+ * is none, as in the Go plugin.
+ */
+const HOST_IP = refine(string, (v, key) => {
+  if (v === "") return undefined;
+  const ip = tryParseIP(v);
+  if (!ip) throw invalidKey(key, v, "want an IPv4 or IPv6 address");
+  return ip;
+});
+
+/** One mapping as the runtime sends it (containerd spells the keys `HostPort`, `ContainerPort`, ...). */
+const PORT_MAP_ENTRY = struct("PortMapEntry", { hostPort: PORT, containerPort: PORT, protocol: PROTOCOL, hostIP: HOST_IP });
+
+/** A mapping needs both ports and a protocol (a `null` entry has none); its hostIP only when one is given. */
+const PORT_MAPPING = refine(PORT_MAP_ENTRY, ({ hostPort, containerPort, protocol, hostIP }, at) => {
+  if (hostPort === undefined) throw invalidKey(`${at}.hostPort`, null, "want a port number from 1 to 65535");
+  if (containerPort === undefined) throw invalidKey(`${at}.containerPort`, null, "want a port number from 1 to 65535");
+  if (protocol === undefined) throw invalidKey(`${at}.protocol`, null, PROTOCOL_WANT);
+  return { hostPort, containerPort, protocol, ...(hostIP ? { hostIP } : {}) };
+});
+
+/** One entry of `runtimeConfig.portMappings`, checked. */
+export type PortMapping = Decoded<typeof PORT_MAPPING>;
+
+const BACKEND = refine(ptr(string), (v, key) => {
+  if (!(BACKENDS as readonly string[]).includes(v)) throw invalidKey(key, v, `want ${BACKENDS.map((b) => `"${b}"`).join(" or ")}`);
+  return v as PortMapBackend;
+});
+
+/** An iptables chain name that a rule can jump to (it goes into iptables-restore input as one word). */
+const CHAIN_NAME = refine(ptr(string), (v, key) => {
+  if (!/^[^\s!"'-][^\s"']{0,27}$/.test(v)) throw invalidKey(key, v, "want an iptables chain name: 1 to 28 characters, no whitespace or quotes");
+  return v;
+});
+
+const MARK_BIT = refine(ptr(int), (v, key) => {
+  if (v < 0 || v > 31) throw invalidKey(key, v, "want an integer from 0 to 31");
+  return v;
+});
+
+/** The Go plugin's PortMapConf (plus `dataDir`, ours): each key with its default and the values it takes. */
+export const PORTMAP_SCHEMA = struct("PortMapConf", {
+  ...NET_CONF_FIELDS,
+  /** Masquerade hairpin and localhost traffic. */
+  snat: withDefault(ptr(bool), true),
+  /** Extra matches for the entry rules, per family: iptables words or nftables expressions. */
+  conditionsV4: withDefault(ptr(list(string)), []),
+  /** The same for IPv6. */
+  conditionsV6: withDefault(ptr(list(string)), []),
+  /** Masquerade all forwarded traffic, not only hairpin and localhost. */
+  masqAll: withDefault(bool, false),
+  /**
+   * The mark bit that asks CNI-HOSTPORT-MASQ to masquerade (iptables). No default here: that it was given is
+   * what conflicts with `externalSetMarkChain` (see PortMapConf for the default).
+   */
+  markMasqBit: MARK_BIT,
+  /** A chain of someone else's that marks for masquerading (iptables), instead of CNI-HOSTPORT-SETMARK. */
+  externalSetMarkChain: CHAIN_NAME,
+  /** The configured backend; unset means "iptables unless only nftables works". */
+  backend: BACKEND,
+  /** Where the nftables backend records which containers of a network it forwards for (for GC). */
+  dataDir: withDefault(string, DEFAULT_DATA_DIR, { orEmpty: true }),
+  /** What the runtime passes: the port mappings (capability `portMappings`), none when absent. */
+  runtimeConfig: withDefault(struct("RuntimeConfig", { portMappings: withDefault(list(PORT_MAPPING), []) }), { portMappings: [] }),
+});
+
+/** A portmap config: its keys as the schema declares them, and what follows from several of them. */
+export type PortMapConf = Omit<Settings<typeof PORTMAP_SCHEMA>, "markMasqBit" | "runtimeConfig"> & {
+  conf: PluginConf;
+  /** `runtimeConfig.portMappings` (capability `portMappings`), checked. */
+  mappings: PortMapping[];
+  /** `markMasqBit`, else DEFAULT_MARK_BIT (also with `externalSetMarkChain`, as in the Go plugin). */
+  markMasqBit: number;
+};
 
 /**
  * Which backend a conditions list is written for: iptables words start with `-` or `!` (`-d`, `-m`, `!`),
@@ -134,37 +162,15 @@ export function loadPortMapConf(stdin: Buffer, opts: { forDel?: boolean } = {}):
 }
 
 function readPortMapConf(conf: PluginConf, raw: JsonObject): PortMapConf {
-  const c = decodeConfig(PORTMAP_SCHEMA, raw);
-  const backend = c.backend;
-  if (backend !== undefined && !BACKENDS.includes(backend as PortMapBackend)) {
-    throw invalidKey("backend", backend, `want ${BACKENDS.map((b) => `"${b}"`).join(" or ")}`);
-  }
-  const markMasqBit = c.markMasqBit;
-  if (markMasqBit !== undefined && (markMasqBit < 0 || markMasqBit > 31))
-    throw invalidKey("markMasqBit", markMasqBit, "want an integer from 0 to 31");
-  const externalSetMarkChain = c.externalSetMarkChain;
-  if (markMasqBit !== undefined && externalSetMarkChain !== undefined) {
+  const { runtimeConfig, markMasqBit, ...c } = decodeSettings(PORTMAP_SCHEMA, raw);
+  if (markMasqBit !== undefined && c.externalSetMarkChain !== undefined) {
     throw invalidKey(
       "externalSetMarkChain",
-      externalSetMarkChain,
+      c.externalSetMarkChain,
       `cannot be used with "markMasqBit" (${markMasqBit}): the external chain sets the mark`,
     );
   }
-  if (externalSetMarkChain !== undefined && !/^[^\s!"'-][^\s"']{0,27}$/.test(externalSetMarkChain)) {
-    throw invalidKey("externalSetMarkChain", externalSetMarkChain, "want an iptables chain name: 1 to 28 characters, no whitespace or quotes");
-  }
-  return {
-    conf,
-    mappings: (c.runtimeConfig?.portMappings ?? []).map(parseMapping),
-    snat: c.snat ?? true,
-    masqAll: c.masqAll ?? false,
-    markMasqBit: markMasqBit ?? DEFAULT_MARK_BIT,
-    externalSetMarkChain,
-    conditionsV4: c.conditionsV4 ?? [],
-    conditionsV6: c.conditionsV6 ?? [],
-    backend: backend as PortMapBackend | undefined,
-    dataDir: c.dataDir || DEFAULT_DATA_DIR,
-  };
+  return { ...c, conf, mappings: runtimeConfig.portMappings, markMasqBit: markMasqBit ?? DEFAULT_MARK_BIT };
 }
 
 /** The container's address per family (with its prefix, as in the prevResult). */

@@ -173,7 +173,7 @@ describe("sbr config", () => {
     );
 
   test("defaults and keys", () => {
-    assert.deepEqual({ ...load({}), conf: undefined }, { conf: undefined, table: undefined, gateways: {}, addSourceHints: false });
+    assert.deepEqual({ ...load({}), conf: undefined }, { conf: undefined, gateways: {}, addSourceHints: false });
     const n = load({ table: 300, gateways: ["10.0.0.1", "fd00::1"], addSourceHints: true });
     assert.deepEqual([n.table, n.gateways, n.addSourceHints], [300, { 4: "10.0.0.1", 6: "fd00::1" }, true]);
   });

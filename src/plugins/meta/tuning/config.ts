@@ -7,26 +7,17 @@
 import { existsSync, readFileSync } from "node:fs";
 import * as path from "#sys/posix-path.js";
 import { NET_CONF_FIELDS, type PluginConf } from "#spec/config.js";
-import { bool, int, map, member, ptr, string, struct, type StructOf } from "#go-json/go-decode.js";
+import { bool, decodeGo, int, map, member, ptr, refine, string, struct, withDefault, type StructOf } from "#go-json/go-decode.js";
 import { invalidConfig, invalidKey, ioFailure } from "#spec/errors.js";
 import { duplicateKeysAt } from "#go-json/json-keys.js";
 import { loadPluginConf } from "#skel/conf.js";
 import type { LinkTunables } from "./link-tunables.js";
-import { chooseMac, cniArgsMac, decodeConfig } from "../../common/keys.js";
+import { chooseMac, cniArgsMac, decodeSettings, type Settings } from "../../common/keys.js";
 
 /** Where backups of the original link settings go, as with the Go plugin. */
 export const DEFAULT_DATA_DIR = "/run/cni/tuning";
 /** If this file exists, every sysctl key must match one of its lines (regular expressions), as with the Go plugin. */
 export const ALLOWLIST_FILE = "/etc/cni/tuning/allowlist.conf";
-
-export interface TuningConf {
-  conf: PluginConf;
-  /** Sysctl key (as written, e.g. `net.ipv4.conf.IFNAME.rp_filter`) to value, in config order. */
-  sysctl: Map<string, string>;
-  /** Link settings to apply; absent ones are left alone (`promisc: false` too). */
-  link: Partial<LinkTunables>;
-  dataDir: string;
-}
 
 /** One sysctl to write: its key as configured, the file it names for this interface, the value. */
 export interface SysctlSetting {
@@ -43,35 +34,50 @@ function rejectDuplicateSysctls(stdin: Buffer): void {
   }
 }
 
-/** The link settings a tuning config and its `args.cni` can carry. */
-const LINK_SETTINGS = { mac: ptr(string), promisc: ptr(bool), mtu: ptr(int), allmulti: ptr(bool), txQLen: ptr(int) };
+const MAX_U32 = 0xffffffff;
+
+/** A link setting's integer: 0 to `max`, the most the kernel's field holds. */
+const upTo = (max: number) =>
+  refine(ptr(int), (v, key) => {
+    if (v < 0 || v > max) throw invalidKey(key, v, `want an integer from 0 to ${max}`);
+    return v;
+  });
+
+/** The link settings a tuning config and its `args.cni` can carry; the MAC is checked once chosen (loadTuningConf). */
+const LINK_SETTINGS = { mac: ptr(string), promisc: ptr(bool), mtu: upTo(2 ** 31 - 1), allmulti: ptr(bool), txQLen: upTo(MAX_U32) };
+
+/** `dataDir`: where backups go; empty reads as the default too. */
+const DATA_DIR = withDefault(string, DEFAULT_DATA_DIR, { orEmpty: true });
 
 /** The Go plugin's TuningConf, with its `args.cni` (IPAMArgs) and `runtimeConfig`. */
 export const TUNING_SCHEMA = struct("TuningConf", {
   ...NET_CONF_FIELDS,
   ...LINK_SETTINGS,
-  dataDir: string,
-  sysctl: map(string),
+  dataDir: DATA_DIR,
+  /** Sysctl key (as written, e.g. `net.ipv4.conf.IFNAME.rp_filter`) to value, in config order. */
+  sysctl: withDefault(map(string), new Map<string, string>()),
   runtimeConfig: struct("RuntimeConfig", { mac: string }),
   args: ptr(struct("TuningArgs", { cni: ptr(struct("IPAMArgs", { ...LINK_SETTINGS, sysctl: ptr(map(string)) })) })),
 });
 
+/**
+ * A tuning config: `dataDir` and `sysctl` as the schema declares them (`sysctl` with `args.cni.sysctl` added
+ * or overriding entries), and the link settings the config, its `args.cni` and the runtime give together.
+ */
+export type TuningConf = Pick<Settings<typeof TUNING_SCHEMA>, "dataDir" | "sysctl"> & {
+  conf: PluginConf;
+  /** Link settings to apply; absent ones are left alone (`promisc: false` too). */
+  link: Partial<LinkTunables>;
+};
+
 type LinkSettings = StructOf<typeof LINK_SETTINGS>;
 
-const MAX_U32 = 0xffffffff;
-
 /** Takes the link settings but the MAC of one object (the config itself or `args.cni`) into `link`, overriding. */
-function readLinkSettings(from: LinkSettings, prefix: string, link: Partial<LinkTunables>): void {
+function readLinkSettings(from: LinkSettings, link: Partial<LinkTunables>): void {
   if (from.promisc !== undefined) link.promisc = from.promisc;
-  if (from.mtu !== undefined) {
-    if (from.mtu < 0 || from.mtu > 2 ** 31 - 1) throw invalidKey(`${prefix}mtu`, from.mtu, `want an integer from 0 to ${2 ** 31 - 1}`);
-    link.mtu = from.mtu;
-  }
+  if (from.mtu !== undefined) link.mtu = from.mtu;
   if (from.allmulti !== undefined) link.allmulti = from.allmulti;
-  if (from.txQLen !== undefined) {
-    if (from.txQLen < 0 || from.txQLen > MAX_U32) throw invalidKey(`${prefix}txQLen`, from.txQLen, `want an integer from 0 to ${MAX_U32}`);
-    link.txQLen = from.txQLen;
-  }
+  if (from.txQLen !== undefined) link.txQLen = from.txQLen;
 }
 
 /**
@@ -81,16 +87,15 @@ function readLinkSettings(from: LinkSettings, prefix: string, link: Partial<Link
  */
 export function loadTuningConf(stdin: Buffer, cniArgs: string): TuningConf {
   const { conf, raw } = loadPluginConf(stdin);
-  const c = decodeConfig(TUNING_SCHEMA, raw);
+  const c = decodeSettings(TUNING_SCHEMA, raw);
   rejectDuplicateSysctls(stdin);
-  const sysctl = new Map<string, string>(c.sysctl);
   const link: Partial<LinkTunables> = {};
-  readLinkSettings(c, "", link);
+  readLinkSettings(c, link);
   const argsMac = cniArgsMac(cniArgs);
   const argsCni = c.args?.cni;
   if (argsCni) {
-    for (const [k, v] of argsCni.sysctl ?? []) sysctl.set(k, v);
-    readLinkSettings(argsCni, "args.cni.", link);
+    for (const [k, v] of argsCni.sysctl ?? []) c.sysctl.set(k, v);
+    readLinkSettings(argsCni, link);
   }
   // An empty args.cni.mac clears the MAC, as in Go; any other empty MAC is no MAC.
   const mac =
@@ -106,14 +111,14 @@ export function loadTuningConf(stdin: Buffer, cniArgs: string): TuningConf {
   if (link.promisc === false) delete link.promisc; // false means "leave it alone"
   if (link.mtu === 0) delete link.mtu;
 
-  return { conf, sysctl, link, dataDir: c.dataDir || DEFAULT_DATA_DIR };
+  return { conf, sysctl: c.sysctl, link, dataDir: c.dataDir };
 }
 
-/** Only `dataDir` (for DEL, which must work whatever else the config says). */
+/** Only `dataDir` (for DEL, which must work whatever else the config says: a `dataDir` not a string reads as unset). */
 export function loadTuningDataDir(stdin: Buffer): string {
   const { raw } = loadPluginConf(stdin);
   const dataDir = member(raw, "dataDir");
-  return (typeof dataDir === "string" && dataDir) || DEFAULT_DATA_DIR;
+  return decodeGo(DATA_DIR, typeof dataDir === "string" ? dataDir : null);
 }
 
 /**

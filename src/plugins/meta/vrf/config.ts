@@ -4,33 +4,36 @@
  * @module
  */
 import { NET_CONF_FIELDS, type PluginConf } from "#spec/config.js";
-import { string, struct, uint32 } from "#go-json/go-decode.js";
+import { refine, string, struct, uint32, withDefault } from "#go-json/go-decode.js";
 import { toCurrentResult, type Result100 } from "#spec/result/index.js";
 import { loadPluginConf, parsePrevResult } from "#skel/conf.js";
-import { decodeConfig } from "../../common/keys.js";
+import { decodeSettings, type Settings } from "../../common/keys.js";
 import { invalidKey } from "#spec/errors.js";
 
-/** The Go plugin's VRFNetConf. */
-export const VRF_SCHEMA = struct("VRFNetConf", { ...NET_CONF_FIELDS, vrfname: string, table: uint32 });
+/** A VRF name: a link name (empty reads as unset: the loader requires it). */
+const VRF_NAME = refine(string, (name, key) => {
+  if (name.length > 15 || name === "." || name === ".." || /[/:\s]/.test(name)) {
+    throw invalidKey(key, name, "want a link name: at most 15 characters, no '/', ':' or whitespace");
+  }
+  return name;
+});
 
-export interface VrfConf {
-  conf: PluginConf;
-  vrfName: string;
-  /** 0: choose a free table when the VRF is created. */
-  table: number;
-  prevResult?: Result100;
-}
+/** The Go plugin's VRFNetConf. A `table` of 0 chooses a free table when the VRF is created. */
+export const VRF_SCHEMA = struct("VRFNetConf", {
+  ...NET_CONF_FIELDS,
+  vrfname: withDefault(VRF_NAME, "", { orEmpty: true }),
+  table: withDefault(uint32, 0),
+});
 
+/** A vrf config: its keys as the schema declares them, and the prevResult in the current version. */
+export type VrfConf = Settings<typeof VRF_SCHEMA> & { conf: PluginConf; prevResult?: Result100 };
+
+/** Parses and validates the vrf config: `vrfname` is required. */
 export function loadVrfConf(stdin: Buffer): VrfConf {
   const { conf, raw } = loadPluginConf(stdin);
-  const c = decodeConfig(VRF_SCHEMA, raw);
-  const vrfName = c.vrfname ?? "";
-  if (!vrfName) throw invalidKey("vrfname", vrfName, "the name of the VRF to put the interface in is required");
-  if (vrfName.length > 15 || vrfName === "." || vrfName === ".." || /[/:\s]/.test(vrfName)) {
-    throw invalidKey("vrfname", vrfName, "want a link name: at most 15 characters, no '/', ':' or whitespace");
-  }
-  const table = c.table ?? 0;
-  const n: VrfConf = { conf, vrfName, table };
+  const c = decodeSettings(VRF_SCHEMA, raw);
+  if (!c.vrfname) throw invalidKey("vrfname", c.vrfname, "the name of the VRF to put the interface in is required");
+  const n: VrfConf = { ...c, conf };
   const prev = parsePrevResult(conf);
   if (prev) n.prevResult = toCurrentResult(prev);
   return n;

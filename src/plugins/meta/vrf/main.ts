@@ -41,18 +41,18 @@ async function add(args: CmdArgs): Promise<Result100> {
   const n = loadVrfConf(args.stdinData);
   if (!n.prevResult) throw invalidConfig("missing prevResult from earlier plugin");
   const ns = await NetNS.open(args.netns);
-  const plan = planVrfEnslave(await ip.listLinks(ns), n.vrfName, n.table, args.ifName);
+  const plan = planVrfEnslave(await ip.listLinks(ns), n.vrfname, n.table, args.ifName);
   const ipv6Before = globalIPv6(await ip.listAddresses(ns, args.ifName));
   const routes = routesToMove(await listAllRoutes(ns), args.ifName);
   try {
-    await runIpCommands(ns, plan.commands, `put ${args.ifName} into VRF ${n.vrfName}`);
+    await runIpCommands(ns, plan.commands, `put ${args.ifName} into VRF ${n.vrfname}`);
     const restore = planVrfRestore(args.ifName, ipv6Before, globalIPv6(await ip.listAddresses(ns, args.ifName)), routes, plan.table);
-    await runIpCommands(ns, restore.addresses, `restore the IPv6 addresses of ${args.ifName} in VRF ${n.vrfName}`);
+    await runIpCommands(ns, restore.addresses, `restore the IPv6 addresses of ${args.ifName} in VRF ${n.vrfname}`);
     await waitForLocalRoutes(ns, args.ifName, plan.table, restore.waitFor);
     await runIpCommands(ns, restore.routes, `move the routes of ${args.ifName} into table ${plan.table}`);
   } catch (e) {
-    const undo = [["link", "set", "dev", args.ifName, "nomaster"], ...(plan.created ? [["link", "del", "dev", n.vrfName]] : [])];
-    await runIpCommands(ns, undo, `undo VRF ${n.vrfName}`, { force: true }).catch(() => undefined);
+    const undo = [["link", "set", "dev", args.ifName, "nomaster"], ...(plan.created ? [["link", "del", "dev", n.vrfname]] : [])];
+    await runIpCommands(ns, undo, `undo VRF ${n.vrfname}`, { force: true }).catch(() => undefined);
     throw e;
   }
   return n.prevResult;
@@ -62,7 +62,7 @@ async function check(args: CmdArgs): Promise<void> {
   const n = loadVrfConf(args.stdinData);
   if (!n.prevResult) throw invalidConfig("missing prevResult from earlier plugin");
   const ns = await NetNS.open(args.netns);
-  const problems = verifyVrf(await ip.listLinks(ns), n.vrfName, n.table, args.ifName);
+  const problems = verifyVrf(await ip.listLinks(ns), n.vrfname, n.table, args.ifName);
   if (problems.length) throw failure(problems.join("; "));
 }
 
@@ -70,12 +70,12 @@ async function del(args: CmdArgs): Promise<void> {
   const n = loadVrfConf(args.stdinData);
   const ns = await NetNS.openIfThere(args.netns); // the VRF lives in the container's namespace
   if (!ns) return;
-  const commands = planVrfDel(await ip.listLinks(ns), n.vrfName, args.ifName);
+  const commands = planVrfDel(await ip.listLinks(ns), n.vrfname, args.ifName);
   try {
-    await runIpCommands(ns, commands, `take ${args.ifName} out of VRF ${n.vrfName}`);
+    await runIpCommands(ns, commands, `take ${args.ifName} out of VRF ${n.vrfname}`);
   } catch (e) {
     // A concurrent DEL may have done it already: only a plan that still has work left is a failure.
-    if (planVrfDel(await ip.listLinks(ns), n.vrfName, args.ifName).length) throw e;
+    if (planVrfDel(await ip.listLinks(ns), n.vrfname, args.ifName).length) throw e;
   }
 }
 

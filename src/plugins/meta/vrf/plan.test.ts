@@ -125,7 +125,7 @@ describe("vrf config", () => {
 
   test("vrfname is required; table defaults to 0 (pick one)", () => {
     const n = load({ vrfname: "red" });
-    assert.deepEqual([n.vrfName, n.table], ["red", 0]);
+    assert.deepEqual([n.vrfname, n.table], ["red", 0]);
     assert.equal(load({ vrfname: "red", table: 4294967295 }).table, 4294967295);
     rejects({}, /"vrfname": ""/);
     rejects({ vrfname: "" }, /"vrfname": ""/);
