@@ -128,7 +128,7 @@ describe("a failed ADD leaves nothing behind", { skip }, () => {
       const env = { CAP_ARGS: JSON.stringify({ portMappings: [{ HostPort: 0, ContainerPort: 80, Protocol: "tcp" }] }) };
       const r = await host.cnitool("add", network, ctr, env);
       assert.notEqual(r.code, 0, "the ADD fails at portmap");
-      assert.match(r.stdout + r.stderr, /portMappings\[0\]\.hostPort/);
+      assert.match(r.stdout + r.stderr, /portMappings\[0\]\.HostPort/, "the key as the runtime spelled it");
       assert.equal(host.allocations(network).length, 1, "the main plugin's ADD had succeeded");
 
       const del = await host.cnitool("del", network, ctr, env);

@@ -57,8 +57,8 @@ const PROVIDE_OPTION = refine(struct("ProvideOption", { option: string, value: s
 });
 
 /** An `ipam.request` item: an option to ask for (none when `option` is empty), and whether to drop the default list. */
-const REQUEST_OPTION = refine(struct("RequestOption", { skipDefault: bool, option: string }), (r, at) => ({
-  skipDefault: r.skipDefault ?? false,
+const REQUEST_OPTION = refine(struct("RequestOption", { skipDefault: withDefault(bool, false), option: string }), (r, at) => ({
+  skipDefault: r.skipDefault,
   code: r.option ? optionCode(r.option, `${at}.option`) : undefined,
 }));
 
