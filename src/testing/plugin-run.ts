@@ -41,6 +41,9 @@ export function runPlugin(binDir: string, plugin: string, call: PluginCall, conf
     CNI_ARGS: call.args ?? "",
     CNI_PATH: binDir,
   };
+  // The run's resident mode goes with the call (the exec pass turns auto-start off): a call that lost it would
+  // start a server on the node's own socket.
+  for (const key of ["TSCNI_RESIDENT", "TSCNI_RESIDENT_SOCKET"]) if (process.env[key] !== undefined) env[key] = process.env[key];
   return new Promise((resolve, reject) => {
     const child = spawn(path.join(binDir, plugin), [], { env, stdio: ["pipe", "pipe", "pipe"] });
     let stdout = "";
