@@ -27,31 +27,33 @@ export function decodeConfig<T>(schema: GoType<T>, raw: JsonObject): T {
 }
 
 /** The keys every config has: they are decoded into `PluginConf` (skel/conf.ts), not into a plugin's settings. */
-type CommonKey = keyof typeof NET_CONF_FIELDS;
+type Common = typeof NET_CONF_FIELDS;
+
+/** The keys of Common that schema `S` takes as NET_CONF_FIELDS declares them (a plugin may redefine one: flannel's `ipam`). */
+type CommonKeysOf<S> = S extends { fields: infer F }
+  ? { [K in keyof Common & keyof F]: [F[K]] extends [Common[K]] ? K : never }[keyof Common & keyof F]
+  : never;
 
 /** A plugin's own keys as its schema declares them (defaults filled in, refined values converted). */
-export type Settings<S extends GoType<unknown>> = Omit<Decoded<S>, CommonKey>;
+export type Settings<S extends GoType<unknown>> = Omit<Decoded<S>, CommonKeysOf<S>>;
 
-/**
- * Decodes a plugin's own keys (see Settings): decodeConfig, without the keys every config has. Only for schemas
- * that take those keys as NET_CONF_FIELDS declares them.
- */
+/** Decodes a plugin's own keys (see Settings): decodeConfig, without the common keys the schema takes as they are. */
 export function decodeSettings<S extends GoType<unknown>>(schema: S, raw: JsonObject): Settings<S> {
   const decoded = decodeConfig(schema, raw) as Record<string, unknown>;
-  for (const key of Object.keys(NET_CONF_FIELDS)) delete decoded[key];
+  for (const [key, type] of Object.entries(NET_CONF_FIELDS)) if (schema.fields?.[key] === type) delete decoded[key];
   return decoded as Settings<S>;
 }
 
 const MAC_PATTERN = /^[0-9a-fA-F]{2}([:-][0-9a-fA-F]{2}){5}$/;
 
 /** A MAC address in canonical lower-case colon form; throws naming `key` when it is not one. */
-export function parseMac(value: string, key: string): string {
+function parseMac(value: string, key: string): string {
   if (!MAC_PATTERN.test(value)) throw invalidKey(key, value, "want a MAC address like 0a:58:0a:f4:00:01");
   return value.toLowerCase().replaceAll("-", ":");
 }
 
 /** A MAC for an interface: a valid MAC (see parseMac) that is not a multicast address. */
-export function unicastMac(value: string, key: string): string {
+function unicastMac(value: string, key: string): string {
   const mac = parseMac(value, key);
   if (parseInt(mac.slice(0, 2), 16) & 1) throw invalidKey(key, value, "a multicast MAC cannot be an interface's address");
   return mac;
@@ -84,7 +86,7 @@ export function linkName(value: string, key: string): string {
 }
 
 /** `ipMasqBackend`: "iptables" or "nftables"; undefined (absent) lets the network layer choose. */
-export function ipMasqBackend(value: string | undefined, key = "ipMasqBackend"): IPMasqBackend | undefined {
+function ipMasqBackend(value: string | undefined, key = "ipMasqBackend"): IPMasqBackend | undefined {
   if (value !== undefined && value !== "iptables" && value !== "nftables") throw invalidKey(key, value, 'want "iptables" or "nftables"');
   return value;
 }
@@ -93,7 +95,7 @@ export function ipMasqBackend(value: string | undefined, key = "ipMasqBackend"):
  * An interface MTU: 0 (or absent) for the default (`zeroMeans` words what that is), else 68 (IPv4's minimum) to
  * 65535; undefined for the default.
  */
-export function interfaceMtu(value: number | undefined, key = "mtu", zeroMeans = "the default"): number | undefined {
+function interfaceMtu(value: number | undefined, key = "mtu", zeroMeans = "the default"): number | undefined {
   if (value !== undefined && value !== 0 && (value < 68 || value > 65535)) throw invalidKey(key, value, `want 0 for ${zeroMeans}, or 68 to 65535`);
   return value || undefined;
 }

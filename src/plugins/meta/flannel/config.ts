@@ -7,12 +7,12 @@
  * @module
  */
 import { NET_CONF_FIELDS, type PluginConf } from "#spec/config.js";
-import { any, decodeGo, DecodeError, foldKey, map, string, struct, list, withDefault, type Decoded, type GoType } from "#go-json/go-decode.js";
+import { any, decodeGo, DecodeError, foldKey, map, string, struct, list, withDefault, type GoType } from "#go-json/go-decode.js";
 import { tryParseCIDR, tryParseIP } from "#ip/ip.js";
 import type { JsonObject } from "#go-json/json.js";
 import { ROUTE_TYPE, routeFrom, type Route } from "#spec/result/common.js";
 import { loadPluginConf } from "#skel/conf.js";
-import { decodeConfig } from "../../common/keys.js";
+import { decodeSettings, type Settings } from "../../common/keys.js";
 import { invalidKey } from "#spec/errors.js";
 
 /** flanneld's subnet file, where `subnetFile` is not set. */
@@ -50,18 +50,13 @@ export const FLANNEL_SCHEMA = struct("NetConf", {
   runtimeConfig: JSON_OBJECT,
 });
 
-/** The common keys but `ipam` (which flannel redefines): they are in `conf`. */
-type CommonKey = Exclude<keyof typeof NET_CONF_FIELDS, "ipam">;
-
 /** A flannel config: its own keys (and its `ipam`) as the schema declares them. */
-export type FlannelConf = Omit<Decoded<typeof FLANNEL_SCHEMA>, CommonKey> & { conf: PluginConf };
+export type FlannelConf = Settings<typeof FLANNEL_SCHEMA> & { conf: PluginConf };
 
 /** Decodes the config (types only: what DEL and CHECK need). */
 export function decodeFlannelConf(stdin: Buffer): FlannelConf {
   const { conf, raw } = loadPluginConf(stdin);
-  const c = decodeConfig(FLANNEL_SCHEMA, raw) as Record<string, unknown>;
-  for (const key of Object.keys(NET_CONF_FIELDS)) if (key !== "ipam") delete c[key];
-  return { ...(c as Omit<FlannelConf, "conf">), conf };
+  return { ...decodeSettings(FLANNEL_SCHEMA, raw), conf };
 }
 
 /** A key of `obj` that a Go delegate would read as `name` (exact or case-insensitive). */
