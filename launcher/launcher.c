@@ -491,6 +491,23 @@ static int may_try_start(int lock) {
   return ftruncate(lock, 0) == 0 && pwrite(lock, record, len, 0) == (ssize_t)len;
 }
 
+/* Adds `pid` to the start record in the lock file (see recorded_server_pid): the process about to become the server. */
+static void record_server_pid(int lock, int pid) {
+  char text[64] = "";
+  ssize_t n = pread(lock, text, sizeof(text) - 1, 0);
+  text[n > 0 ? n : 0] = '\0';
+  const char *p = text;
+  long attempts = parse_decimal(&p), since = parse_decimal(&p);
+  char record[48];
+  size_t len = format_decimal(record, (unsigned)(attempts < 0 ? 0 : attempts));
+  record[len++] = ' ';
+  len += format_decimal(record + len, (unsigned)(since < 0 ? 0 : since));
+  record[len++] = ' ';
+  len += format_decimal(record + len, (unsigned)pid);
+  record[len++] = '\n';
+  if (ftruncate(lock, 0) == 0) pwrite(lock, record, len, 0);
+}
+
 /* `a` then `b` into `out` (room for PATH_MAX); 0 when it does not fit. */
 static int join(char *out, const char *a, const char *b) {
   size_t la = strlen(a), lb = strlen(b);
@@ -536,24 +553,101 @@ static void format_utc(char *out, long long ns) {
   out[len] = '\0';
 }
 
+/* The server's log is kept under this size: past it, it is renamed <socket>.log.1 (one old log kept). */
+#define LOG_MAX (1024 * 1024)
+
+/*
+ * `s` into `b` as one piece of a log line: at most `max` bytes of it, a control byte, DEL or backslash as \xNN, and
+ * "..." when cut. Values a caller supplies (a plugin name, CNI_COMMAND, a container ID) cannot then end the line
+ * and forge another that reads as the server's, nor make the log grow by more than their bound per call.
+ */
+static void put_escaped(struct buf *b, const char *s, size_t max) {
+  size_t n = 0;
+  for (; *s && n < max; s++, n++) {
+    unsigned char c = (unsigned char)*s;
+    if (c < 0x20 || c == 0x7f || c == '\\') {
+      char e[4] = {'\\', 'x', "0123456789abcdef"[c >> 4], "0123456789abcdef"[c & 15]};
+      put_bytes(b, e, 4);
+    } else {
+      put_bytes(b, &c, 1);
+    }
+  }
+  if (*s) put_text(b, "...");
+}
+
+/* Opens the server's log for a line, first renaming it to <log>.1 when it has grown past LOG_MAX; -1 when it cannot. */
+static int open_log(const char *log_path) {
+  char old_log[PATH_MAX];
+  int fd = open(log_path, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+  struct file_info g;
+  if (fd >= 0 && fd_info(fd, &g) == 0 && g.size > LOG_MAX && join(old_log, log_path, ".1") && rename(log_path, old_log) == 0) {
+    close(fd);
+    fd = open(log_path, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+  }
+  return fd;
+}
+
 /*
  * A line in the server's log (<socket>.log, beside the socket, in a directory of root's alone; nothing is written
- * elsewhere): when a listener was not trusted, or a call went unanswered. Never follows a link.
+ * elsewhere): when a listener was not trusted, or a call went unanswered. Never follows a link. With `once`, not
+ * when the log's last lines already say `what` (a state every call meets, such as a lock held by a stranger, is
+ * logged once, not once per call).
  */
-static void launcher_log(const char *plugin, const char *path, const char *what, const char *detail) {
+static void launcher_log_line(const char *plugin, const char *path, const char *what, const char *detail, int once) {
   char log_path[PATH_MAX];
   if (!join(log_path, path, ".log") || !directory_is_roots(path)) return;
-  int fd = open(log_path, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+  int fd = open_log(log_path);
   if (fd < 0) return;
   struct buf line = buf_new(4096);
+  if (once && line.data) {
+    struct file_info g;
+    long from = fd_info(fd, &g) == 0 && g.size > 2048 ? g.size - 2048 : 0;
+    ssize_t n = pread(fd, line.data, 2048, from);
+    /* (O_APPEND: a write-only descriptor reads nothing; a second, read-only one for the tail) */
+    if (n < 0) {
+      int r = open(log_path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC, 0);
+      n = r >= 0 ? pread(r, line.data, 2048, from) : -1;
+      if (r >= 0) close(r);
+    }
+    line.data[n > 0 ? n : 0] = '\0';
+    for (char *p = (char *)line.data; n > 0 && *p; p++) {
+      if (!strncmp(p, what, strlen(what))) {
+        close(fd);
+        munmap(line.data, line.cap);
+        return;
+      }
+    }
+  }
   char when[32], pid[12];
   format_utc(when, clock_ns(CLOCK_REALTIME));
   format_decimal(pid, (unsigned)getpid());
   const char *command = env_value("CNI_COMMAND"), *container = env_value("CNI_CONTAINERID");
-  const char *parts[] = {when, " tscni launcher[", pid, "]: ", plugin, " ", command ? command : "", " of ", container ? container : "-", ": ", what, detail, "\n"};
-  for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++) put_text(&line, parts[i]);
-  if (line.data) write_all(fd, line.data, line.len);
+  put_text(&line, when);
+  put_text(&line, " tscni launcher[");
+  put_text(&line, pid);
+  put_text(&line, "]: ");
+  put_escaped(&line, plugin, 64);
+  put_text(&line, " ");
+  put_escaped(&line, command ? command : "", 16);
+  put_text(&line, " of ");
+  put_escaped(&line, container ? container : "-", 128);
+  put_text(&line, ": ");
+  put_escaped(&line, what, 512);
+  put_escaped(&line, detail, 512);
+  put_text(&line, "\n");
+  if (line.data) {
+    write_all(fd, line.data, line.len);
+    munmap(line.data, line.cap);
+  }
   close(fd);
+}
+
+static void launcher_log(const char *plugin, const char *path, const char *what, const char *detail) {
+  launcher_log_line(plugin, path, what, detail, 0);
+}
+
+static void launcher_log_once(const char *plugin, const char *path, const char *what, const char *detail) {
+  launcher_log_line(plugin, path, what, detail, 1);
 }
 
 /* FNV-1a, 64 bits, of `s` as 8 hex digits (its low half): the id of a socket in its server's cgroup name. */
@@ -661,13 +755,13 @@ static int start_server(const char *plugin, const char *path, int named, const c
   if (!has_full_capabilities() || !in_node_namespaces(named ? 1 : 4)) return 0;
   /* Nor from a pid namespace whose init is this very call, or whose /proc is not its own (pids there are not ours). */
   struct facts self;
-  if (getpid() == 1 || !read_facts(-1, &self, 0, NULL) || self.nspid_fields != 1) return 0;
-  char dir[PATH_MAX], lock_path[PATH_MAX], log_path[PATH_MAX], old_log[PATH_MAX];
+  if (getpid() == 1 || !read_facts(-1, &self, FACTS_LSM, NULL) || self.nspid_fields != 1) return 0;
+  char dir[PATH_MAX], lock_path[PATH_MAX], log_path[PATH_MAX];
   const char *slash = strrchr(path, '/');
   if (!slash || slash == path || (size_t)(slash - path) >= sizeof(dir)) return 0;
   memcpy(dir, path, (size_t)(slash - path));
   dir[slash - path] = '\0';
-  if (!join(lock_path, path, ".lock") || !join(log_path, path, ".log") || !join(old_log, log_path, ".1")) return 0;
+  if (!join(lock_path, path, ".lock") || !join(log_path, path, ".log")) return 0;
   mkdir(dir, 0700);
   if (!directory_is_roots(path)) {
     debug(": no server started: its directory is not root's alone", path, "");
@@ -681,19 +775,24 @@ static int start_server(const char *plugin, const char *path, int named, const c
     return 0;
   }
   if (flock(lock, LOCK_EX | LOCK_NB) != 0) {
+    /*
+     * Held: a server another call started, which this call may wait for (await_server), when the pid the record
+     * names is provably one; otherwise a process that is no server holds the lock, and waiting for it would only
+     * make every call slower by the wait: this call runs itself at once (and the log says so, once).
+     */
+    int pid = recorded_server_pid(lock);
+    const char *why = server_refusal(pid, &l, &self);
     close(lock);
-    return 1;
+    if (!why) return 1;
+    launcher_log_once(plugin, path, "the socket's lock is held by a process that is not a tscni server; calls run themselves: ", why);
+    debug(": its lock is held by a process that is not a tscni server, no server started: ", path, why);
+    return 0;
   }
   if (!may_try_start(lock)) {
     close(lock);
     return 0;
   }
-  int log = open(log_path, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
-  struct file_info g;
-  if (log >= 0 && fd_info(log, &g) == 0 && g.size > 1024 * 1024 && rename(log_path, old_log) == 0) {
-    close(log);
-    log = open(log_path, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
-  }
+  int log = open_log(log_path);
   int null = open("/dev/null", O_RDWR | O_CLOEXEC, 0);
   if (log < 0) log = null;
 
@@ -730,6 +829,7 @@ static int start_server(const char *plugin, const char *path, int named, const c
     if (null < 0 || null_high < 0 || log_high < 0 || lock_high < 0) _exit(127);
     if (dup2(null_high, 0) < 0 || dup2(log_high, 1) < 0 || dup2(log_high, 2) < 0 || dup2(lock_high, 3) < 0) _exit(127);
     close_from(4);
+    record_server_pid(3, getpid()); /* (the server keeps this pid: execve does not change it) */
     if (chdir("/") != 0) _exit(127);
     move_to_own_cgroup(path);
     umask(022);

@@ -3,10 +3,12 @@
  * to be sent anything. The rule is the one the server applies to its callers (src/sys/peer.ts, docs/trust.md),
  * turned around: the listener must be root in this caller's user, network, mount and pid namespaces, with exactly
  * its capabilities and its confinement (seccomp mode and filter count, no_new_privs, LSM label), and it must hold
- * the server's lock (<socket>.lock, a plain file of root's). A root process without capabilities, or the root of
- * a user namespace, can replace the socket (root owns its directory), but fails this. PID 1 of our pid namespace
- * (systemd holding the socket for the server it starts) is trusted as init: root in our namespaces, with at least
- * our capabilities.
+ * the server's lock (<socket>.lock, a plain file of root's), proven from the listener's own descriptors (their
+ * /proc fdinfo), never from the system-wide /proc/locks, which any user can make slow to read. A root process
+ * without capabilities, or the root of a user namespace, can replace the socket (root owns its directory), but
+ * fails this. PID 1 of our pid namespace (systemd holding the socket of a unit) is believed as init (root in our
+ * namespaces, with at least our capabilities) only for a socket that is provably the one made at our path:
+ * activation_refusal.
  * The listener's /proc entry is the one the kernel names: the pidfd of the listener (SO_PEERPIDFD, Linux >= 6.5)
  * gives its pid in our /proc (fdinfo "Pid:"), read again after the checks: the entry read was the listener's
  * throughout. Without SO_PEERPIDFD, only a /proc of our own pid namespace is used, the pid is SO_PEERCRED's, and
@@ -221,10 +223,9 @@ static size_t format_hex2(char *out, unsigned long v) {
   return len;
 }
 
-/* Whether /proc/locks shows a flock on the file `lock` held by `pid` (a pid of this /proc). */
-static int holds_flock(int pid, const struct file_info *lock) {
-  /* "maj:min:ino" as the kernel prints it: the kernel's dev_t from user space's encoding. */
-  char key[64];
+/* The file `lock` as the kernel names it in a lock line ("maj:min:ino"), into `key` (room for 64). */
+static void lock_key(const struct file_info *lock, char *key) {
+  /* The kernel's dev_t from user space's encoding. */
   unsigned long major = (lock->dev >> 8) & 0xfff, minor = (lock->dev & 0xff) | ((lock->dev >> 12) & 0xfff00);
   size_t k = format_hex2(key, major);
   key[k++] = ':';
@@ -232,47 +233,136 @@ static int holds_flock(int pid, const struct file_info *lock) {
   key[k++] = ':';
   k += format_decimal(key + k, lock->ino);
   key[k] = '\0';
-  /* Most nodes hold few locks: a buffer on the stack (a mapping costs more than the read), a larger one when full. */
-  char small[16384];
-  struct buf text = {(unsigned char *)small, 0, sizeof(small)};
-  int fd = open("/proc/locks", O_RDONLY | O_CLOEXEC, 0);
-  if (fd < 0) return 0;
-  ssize_t got = read_some(fd, small, sizeof(small) - 1);
-  int failed = got < 0;
-  if (!failed) text.len = (size_t)got;
-  if (!failed && text.len == sizeof(small) - 1) {
-    struct buf big = buf_new(1 << 20);
-    put_bytes(&big, small, text.len);
-    failed = append_fd(&big, fd);
-    text = big;
-  }
-  close(fd);
-  if (failed || !text.data || (text.data != (unsigned char *)small && !reserve(&text, 1))) return 0;
-  text.data[text.len] = '\0';
-  char pid_text[12];
-  format_decimal(pid_text, (unsigned)pid);
-  int found = 0;
-  for (char *line = (char *)text.data; *line && !found;) {
+}
+
+/*
+ * Whether descriptor `fd_name` of process `pid` (a pid of this /proc) holds an exclusive flock on the file whose
+ * key is `key`: its /proc fdinfo has a line "lock:\t1: FLOCK  ADVISORY  WRITE <pid> <key> 0 EOF". The kernel
+ * lists there the locks of that descriptor's open file description only, granted ones only, whoever took them:
+ * the answer costs the same however many locks other users hold (the system-wide /proc/locks is built in
+ * quadratic time, and any user can make it long).
+ */
+static int fd_holds_flock(int pid, const char *fd_name, const char *key) {
+  char path[64], text[1024];
+  char tail[40] = "/fdinfo/";
+  size_t n = strlen(fd_name);
+  if (n > 20) return 0;
+  memcpy(tail + 8, fd_name, n + 1);
+  proc_path(path, pid, tail);
+  if (read_file(path, text, sizeof(text)) < 0) return 0;
+  for (char *line = text; *line;) {
     char *end = line;
     while (*end && *end != '\n') end++;
     char saved = *end;
     *end = '\0';
-    /* "N: FLOCK  ADVISORY  WRITE <pid> <maj:min:ino> 0 EOF"; a waiter has "->" before FLOCK */
-    const char *words[8];
-    int count = 0;
-    for (char *p = line; *p && count < 8;) {
-      while (*p == ' ') p++;
-      if (!*p) break;
-      words[count++] = p;
-      while (*p && *p != ' ') p++;
-      if (*p) *p++ = '\0';
+    if (!strncmp(line, "lock:", 5)) {
+      const char *words[8];
+      int count = 0;
+      for (char *p = line + 5; *p && count < 8;) {
+        while (*p == ' ' || *p == '\t') p++;
+        if (!*p) break;
+        words[count++] = p;
+        while (*p && *p != ' ' && *p != '\t') p++;
+        if (*p) *p++ = '\0';
+      }
+      if (count >= 6 && !strcmp(words[1], "FLOCK") && !strcmp(words[3], "WRITE") && !strcmp(words[5], key)) return 1;
     }
-    if (count >= 6 && !strcmp(words[1], "FLOCK") && !strcmp(words[4], pid_text) && !strcmp(words[5], key)) found = 1;
     *end = saved;
     line = *end ? end + 1 : end;
   }
-  if (text.data != (unsigned char *)small) munmap(text.data, text.cap);
+  return 0;
+}
+
+/* The descriptor a server holds its lock on when a launcher started it (the one the launcher hands over). */
+#define SERVER_LOCK_FD "3"
+
+/*
+ * Whether process `pid` (a pid of this /proc) holds the exclusive flock on the file `lock` through any of its
+ * descriptors: SERVER_LOCK_FD first, where every server a launcher started holds it, then the others in the
+ * order the kernel lists them (a server started by hand or by systemd took its lock early: a low number).
+ */
+static int holds_flock(int pid, const struct file_info *lock) {
+  char key[64];
+  lock_key(lock, key);
+  if (fd_holds_flock(pid, SERVER_LOCK_FD, key)) return 1;
+  char path[64];
+  proc_path(path, pid, "/fdinfo");
+  int dir = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
+  if (dir < 0) return 0;
+  int found = 0, looked = 0;
+  char entries[4096];
+  for (long got; !found && looked < 65536 && (got = getdents64(dir, entries, sizeof(entries))) > 0;) {
+    /* struct linux_dirent64: u64 ino, s64 off, u16 reclen, u8 type, char name[] */
+    for (long at = 0; at < got && !found; looked++) {
+      unsigned short reclen;
+      memcpy(&reclen, entries + at + 16, sizeof(reclen));
+      const char *name = entries + at + 19;
+      if (name[0] >= '0' && name[0] <= '9' && strcmp(name, SERVER_LOCK_FD)) found = fd_holds_flock(pid, name, key);
+      if (!reclen) break;
+      at += reclen;
+    }
+  }
+  close(dir);
   return found;
+}
+
+/*
+ * The pid the server's lock file names as its server ("<attempts> <since> <pid>": the launcher's record of
+ * starts, and the server's pid, written by the process that becomes the server before it runs, and again by the
+ * server once it started well), or 0. Only a hint: any uid-0 process can write that file; the pid is believed
+ * once it passes server_refusal.
+ */
+static int recorded_server_pid(int lock) {
+  char text[64] = "";
+  ssize_t n = pread(lock, text, sizeof(text) - 1, 0);
+  text[n > 0 ? n : 0] = '\0';
+  const char *p = text;
+  parse_decimal(&p);
+  parse_decimal(&p);
+  long pid = parse_decimal(&p);
+  return pid > 1 && pid < 0x400000 ? (int)pid : 0;
+}
+
+/*
+ * Why process `pid` (of this /proc) is not a server of the lock file `lock` for this caller (`own`), or NULL when
+ * it is: it holds the lock now, and it passes the rule a listener passes (root in our namespaces with exactly our
+ * capabilities and confinement). A uid-0 process without capabilities can take the lock and write any pid into
+ * the record; it cannot make a process that passes both.
+ */
+static const char *server_refusal(int pid, const struct file_info *lock, const struct facts *own) {
+  struct facts f;
+  int other_ns;
+  if (pid <= 1) return "the lock file names no server";
+  if (!read_facts(pid, &f, FACTS_LSM, own)) return "the process the lock file names cannot be read";
+  const char *why = facts_refusal(&f, own, 0, &other_ns);
+  if (why) return why;
+  if (!holds_flock(pid, lock)) return "the process the lock file names does not hold the lock";
+  return NULL;
+}
+
+/*
+ * Why the socket that PID 1 of our pid namespace listens on (connected as `fd`, at `path`) is not tscni's own, or
+ * NULL when it is. Socket activation makes PID 1 the listener of every socket unit, so being PID 1 proves
+ * nothing about which unit's socket this is: a uid-0 process without capabilities can rename, link or replace
+ * entries in the socket's directory, and so put at our path a socket PID 1 made for another service (one it
+ * controls). Ours is: the path itself a socket (not a symbolic link to one), bound by PID 1 at exactly this path
+ * (getpeername names where the listener bound it, whatever name the caller reached it by: a hard link or a
+ * renamed socket of another unit gives that unit's path). A socket PID 1 bound at exactly our path is one a unit
+ * names by that path (ListenStream=), and units are written by whoever administers the node, not by a uid-0
+ * process without capabilities.
+ */
+static const char *activation_refusal(int fd, const char *path) {
+  struct file_info at;
+  if (path_info(path, 0, &at) != 0 || !S_ISSOCK(at.mode)) return "PID 1 listens, but the socket path is not a socket file itself (a link?)";
+  struct sockaddr_un peer;
+  socklen_t len = sizeof(peer);
+  memset(&peer, 0, sizeof(peer));
+  size_t want = strlen(path);
+  if (getpeername(fd, &peer, &len) != 0 || len <= 2 || len > sizeof(peer)) return "the name PID 1's socket was bound to cannot be read";
+  size_t got = len - 2;
+  while (got > 0 && peer.sun_path[got - 1] == '\0') got--;
+  if (got != want || memcmp(peer.sun_path, path, want)) return "PID 1's socket was made for another path (another unit's socket)";
+  return NULL;
 }
 
 /* Nanoseconds of a clock. */
@@ -341,6 +431,7 @@ static const char *listener_refusal(int fd, const char *path) {
     if (!lock_ok) refusal = "the server's lock file is missing or not a plain file of root's";
     else if (!holds_flock(pid, &lock)) refusal = "the listener does not hold the server's lock";
   }
+  if (!refusal && init) refusal = activation_refusal(fd, path);
   if (!refusal && !have_pidfd) {
     /* Without a pidfd the pid must have named the listener throughout: it started before the socket was made,
        and it is the same process after the reads (start time). */

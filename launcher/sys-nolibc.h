@@ -79,6 +79,8 @@ typedef unsigned int uint32_t;
 #define S_IFREG 0100000
 #define S_ISDIR(m) (((m) & S_IFMT) == S_IFDIR)
 #define S_ISREG(m) (((m) & S_IFMT) == S_IFREG)
+#define S_IFSOCK 0140000
+#define S_ISSOCK(m) (((m) & S_IFMT) == S_IFSOCK)
 
 struct sockaddr_un {
   unsigned short sun_family;
@@ -164,6 +166,8 @@ static int poll(struct pollfd *fds, unsigned long n, int ms) {
 static ssize_t send(int fd, const void *buf, size_t n, int flags) {
   return sys6(__NR_sendto, fd, (long)buf, (long)n, flags, 0, 0);
 }
+static int getpeername(int fd, void *addr, socklen_t *len) { return (int)sys(__NR_getpeername, fd, (long)addr, (long)len, 0, 0); }
+static long getdents64(int fd, void *buf, size_t n) { return sys(__NR_getdents64, fd, (long)buf, (long)n, 0, 0); }
 static ssize_t readlink(const char *path, char *buf, size_t n) {
   return sys(__NR_readlinkat, AT_FDCWD, (long)path, (long)buf, (long)n, 0);
 }

@@ -22,6 +22,7 @@ import { DEFAULT_SOCKET, ResidentServer } from "#resident/server.js";
 import { DEFAULT_REPAIR_INTERVAL_S, startRepair } from "#resident/repair.js";
 import { DEFAULT_CACHE_DIR } from "#libcni/cache.js";
 import { WARM_UP_ROUNDS } from "#resident/warm-up.js";
+import { serverLog } from "#resident/server-log.js";
 import { messageOf } from "#spec/errors.js";
 
 /** A non-negative whole number of a flag, or an error naming the flag. */
@@ -97,7 +98,12 @@ export function addDaemonCommand(program: Command, io: Io): void {
           tracePhases?: string;
         } & GcFlags,
       ) => {
-        const log = (line: string) => io.stderr(`${new Date().toISOString()} tscni daemon[${process.pid}]: ${line}\n`);
+        // One escaped line each; an auto-started server keeps its log (<socket>.log) under a bound (server-log.ts).
+        const log = serverLog(
+          () => `${new Date().toISOString()} tscni daemon[${process.pid}]: `,
+          (text) => io.stderr(text),
+          o.autoStarted !== undefined ? `${o.socket}.log` : undefined,
+        );
         // Out of the starting caller's cgroup before anything else (resident/own-cgroup.ts).
         const ownCgroup = o.autoStarted !== undefined ? await (await import("#resident/own-cgroup.js")).moveToOwnCgroup(o.socket) : undefined;
         if (ownCgroup) log(`running in ${ownCgroup.description}`);

@@ -72,7 +72,7 @@ export async function callResident(socketPath: string, buildId: string, req: Res
       const verdict =
         fd === undefined
           ? { refusal: "the connection's descriptor cannot be read", kind: "identity" as const }
-          : await verifyListener(fd, ownIdentity(), SAME_PROCESS_RULE, { lockPath: lockPathOf(socketPath) });
+          : await verifyListener(fd, ownIdentity(), SAME_PROCESS_RULE, { lockPath: lockPathOf(socketPath), socketPath });
       if ("refusal" in verdict) return { kind: "refused", reason: `not sent: ${verdict.refusal}` };
     }
     const request = encodeRequest(req);

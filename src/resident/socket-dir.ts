@@ -16,13 +16,15 @@ import {
   lstatSync,
   mkdirSync,
   openSync,
+  readSync,
   realpathSync,
   rmSync,
   type Stats,
+  writeSync,
 } from "node:fs";
 import type net from "node:net";
 import path from "node:path";
-import { reassertFlock, tryFlockFd } from "#sys/flock.js";
+import { tryFlockFd } from "#sys/flock.js";
 
 /** Why a directory may not hold the server's files, or undefined when it may. */
 function unsafeDirectory(dir: string, stats: Stats, strict: boolean): string | undefined {
@@ -91,19 +93,37 @@ export async function takeServerLock(socketPath: string, inherited?: number): Pr
     closeSync(fd);
     throw new Error(`another tscni server serves ${socketPath}`);
   }
-  // The lock as /proc/locks shows it names the process that took it: a launcher that took it for this server (and
-  // left) until it is taken again here, without letting it go. Callers verify that the listener holds it.
-  await reassertFlock(fd);
+  // Never let go of, nor taken again: callers prove that the listener holds it from the listener's own
+  // descriptors (whoever took it), and a lock let go for a moment could be taken by any uid-0 process.
+  writeStartRecord(fd, inherited !== undefined);
   return fd;
 }
 
-/** Clears the launcher's record of failed starts kept in the lock file (the server started well). */
-export function clearStartRecord(lockFd: number): void {
+/**
+ * Writes the start record in the lock file ("<attempts> <since> <pid>", launcher/launcher.c's may_try_start and
+ * listener.h's recorded_server_pid) with this process's pid: `keepAttempts` keeps the launcher's count of starts
+ * (cleared once the server started well), else it is cleared now. A waiting launcher believes the pid only once
+ * that process is proven to be a server holding the lock.
+ */
+function writeStartRecord(lockFd: number, keepAttempts: boolean): void {
   try {
+    let attempts = "0 0";
+    if (keepAttempts) {
+      const buf = Buffer.alloc(64);
+      const n = readSync(lockFd, buf, 0, buf.length, 0);
+      const [count, since] = buf.subarray(0, n).toString("latin1").trim().split(/\s+/);
+      if (/^\d+$/.test(count ?? "") && /^\d+$/.test(since ?? "")) attempts = `${count} ${since}`;
+    }
     ftruncateSync(lockFd, 0);
+    writeSync(lockFd, `${attempts} ${process.pid}\n`, 0);
   } catch {
-    /* the record only slows the next start down */
+    /* the record only slows the next start down, or a waiting call runs itself */
   }
+}
+
+/** Clears the launcher's record of failed starts kept in the lock file (the server started well); its pid stays. */
+export function clearStartRecord(lockFd: number): void {
+  writeStartRecord(lockFd, false);
 }
 
 /** The identity of a socket file, to remove it only while it is still the one this server made. */

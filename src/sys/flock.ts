@@ -129,18 +129,6 @@ export async function tryFlockFd(fd: number, lockPath: string): Promise<boolean>
   );
 }
 
-/**
- * Takes again, without letting it go, the exclusive lock this process holds through `fd`: /proc/locks then names
- * this process as its holder (it names whoever took it: a lock inherited from the process that started us names
- * that process). Shared first, then exclusive: while shared, nobody else gets it exclusively (the only way it is
- * asked for). Nothing under Node (no flock there).
- */
-export async function reassertFlock(fd: number): Promise<void> {
-  const libc = await flockLibc();
-  if (!libc) return;
-  if (libc.flock(fd, LOCK_SH | LOCK_NB) === 0) libc.flock(fd, LOCK_EX | LOCK_NB);
-}
-
 /** A lock held on a lock file: `release` unlocks it (and removes the file when asked, safely for other waiters). */
 export interface HeldLock {
   release(opts?: { remove?: boolean }): void;

@@ -45,6 +45,7 @@ const SIGNATURES = {
   listen: { args: ["i32", "i32"], returns: "i32" },
   setsockopt: { args: ["i32", "i32", "i32", "ptr", "u32"], returns: "i32" },
   getsockopt: { args: ["i32", "i32", "i32", "ptr", "ptr"], returns: "i32" },
+  getpeername: { args: ["i32", "ptr", "ptr"], returns: "i32" },
   send: { args: ["i32", "ptr", "u64", "i32"], returns: "i64" },
   recv: { args: ["i32", "ptr", "u64", "i32"], returns: "i64" },
   sendto: { args: ["i32", "ptr", "u64", "i32", "ptr", "u32"], returns: "i64" },
@@ -67,6 +68,7 @@ export interface Libc {
   listen(fd: number, backlog: number): number;
   setsockopt(fd: number, level: number, name: number, value: Ptr, len: number): number;
   getsockopt(fd: number, level: number, name: number, value: Ptr, length: Uint32Array): number;
+  getpeername(fd: number, addr: Ptr, length: Uint32Array): number;
   send(fd: number, buf: Ptr, len: number, flags: number): number | bigint;
   recv(fd: number, buf: Ptr, len: number, flags: number): number | bigint;
   sendto(fd: number, buf: Ptr, len: number, flags: number, addr: Ptr, addrLen: number): number | bigint;

@@ -4,7 +4,7 @@
  * and a client can tell whether the process listening on a socket holds the server's lock.
  * @module
  */
-import { readFileSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 
 /** A file's device and inode, as fs.stat gives them. */
 export interface FileKey {
@@ -43,6 +43,48 @@ export function flockHolders(file: FileKey, locksText?: string): number[] {
     if (Number.isInteger(pid)) holders.push(pid);
   }
   return holders;
+}
+
+/**
+ * Whether the fdinfo text of one descriptor shows an exclusive flock on `file`: the kernel lists there, as
+ * `lock:\t1: FLOCK  ADVISORY  WRITE <pid> <maj:min:ino> 0 EOF`, the granted locks of that descriptor's open file
+ * description, whoever took them.
+ */
+export function fdinfoShowsFlock(fdinfo: string, file: FileKey): boolean {
+  const key = `${procLocksDevice(file.dev)}:${file.ino}`;
+  for (const line of fdinfo.split("\n")) {
+    if (!line.startsWith("lock:")) continue;
+    const fields = line.slice(5).trim().split(/\s+/);
+    if (fields[1] === "FLOCK" && fields[3] === "WRITE" && fields[5] === key) return true;
+  }
+  return false;
+}
+
+/** The descriptor a server holds its lock on when a launcher started it (launcher/listener.h's SERVER_LOCK_FD). */
+const SERVER_LOCK_FD = "3";
+
+/**
+ * Whether process `pid` (of this /proc) holds an exclusive flock on `file` now, through any of its descriptors
+ * (SERVER_LOCK_FD first). Read from the process's own fdinfo: the answer costs the same however many locks other
+ * users hold, where the system-wide /proc/locks is built in quadratic time and any user can make it long.
+ */
+export function holdsFlockNow(pid: number, file: FileKey): boolean {
+  if (!(pid > 0)) return false;
+  const shows = (fd: string) => {
+    try {
+      return fdinfoShowsFlock(readFileSync(`/proc/${pid}/fdinfo/${fd}`, "latin1"), file);
+    } catch {
+      return false;
+    }
+  };
+  if (shows(SERVER_LOCK_FD)) return true;
+  let fds: string[];
+  try {
+    fds = readdirSync(`/proc/${pid}/fdinfo`);
+  } catch {
+    return false;
+  }
+  return fds.some((fd) => fd !== SERVER_LOCK_FD && shows(fd));
 }
 
 /** The effective uid of process `pid` (from its /proc status), or undefined when it cannot be read. */

@@ -13,9 +13,9 @@
  * Needs Bun's FFI (getsockopt); under Node no peer can be identified, so every peer is refused.
  * @module
  */
-import { closeSync, readFileSync, statSync } from "node:fs";
+import { closeSync, lstatSync, readFileSync, statSync } from "node:fs";
 import { bindLibc, type Libc } from "./libc.js";
-import { flockHolders, type FileKey } from "./lock-holders.js";
+import { holdsFlockNow, type FileKey } from "./lock-holders.js";
 
 const SOL_SOCKET = 1;
 const SO_PEERCRED = 17;
@@ -84,8 +84,20 @@ export interface PeerRefusal {
 /** The verdict on a peer: trusted (with its pid in this /proc), or refused. */
 export type PeerVerdict = { pid: number } | PeerRefusal;
 
-let ffi: Promise<Pick<Libc, "getsockopt"> | null> | undefined;
-const libc = () => (ffi ??= bindLibc(["getsockopt"]).then((b) => b?.fn ?? null));
+let ffi: Promise<Pick<Libc, "getsockopt" | "getpeername"> | null> | undefined;
+const libc = () => (ffi ??= bindLibc(["getsockopt", "getpeername"]).then((b) => b?.fn ?? null));
+
+/** The path the listener of connected unix socket `fd` bound (getpeername), whatever name we reached it by; undefined when unknown. */
+async function peerBoundPath(fd: number): Promise<string | undefined> {
+  const c = await libc();
+  if (!c) return undefined;
+  const addr = new Uint8Array(110);
+  const length = new Uint32Array([addr.length]);
+  if (c.getpeername(fd, addr, length) !== 0 || length[0]! <= 2 || length[0]! > addr.length) return undefined;
+  const name = Buffer.from(addr.subarray(2, length[0]));
+  const end = name.indexOf(0);
+  return name.subarray(0, end < 0 ? name.length : end).toString("latin1");
+}
 
 /** The credentials of the peer of socket `fd`; undefined when they cannot be read here (no FFI: Node). */
 export async function peerCredentials(fd: number): Promise<PeerCredentials | undefined> {
@@ -372,23 +384,59 @@ export async function admitPeerWith<T>(
 export interface ListenerChecks {
   /** The server's lock file: the listener must hold a flock on it (unless it is PID 1, see verifyListener). */
   lockPath?: string;
+  /**
+   * The path the client connected to. A listener that is PID 1 is believed only with it: the path must be a socket
+   * file itself, bound by PID 1 at exactly that path (activationRefusal).
+   */
+  socketPath?: string;
+}
+
+/**
+ * Why the socket PID 1 listens on (connected as `fd`) is not the one at `checks.socketPath` made for us, or
+ * undefined when it is. Socket activation makes PID 1 the listener of every socket unit's socket: being PID 1
+ * proves nothing of which unit's socket this is, and a uid-0 process without capabilities can rename, link or
+ * replace entries in a root-owned directory, and so put at our path a socket PID 1 made for a service it controls.
+ * Ours is a socket file at the path itself (no symbolic link), bound by PID 1 at exactly that path (getpeername:
+ * a hard link or a renamed socket of another unit names that unit's path). A socket PID 1 bound at exactly that
+ * path is one a unit names by it (ListenStream=), and units are written by the node's administrator, not by a
+ * uid-0 process without capabilities.
+ */
+async function activationRefusal(fd: number, checks: ListenerChecks): Promise<PeerRefusal | undefined> {
+  const socketPath = checks.socketPath;
+  if (socketPath === undefined) return { refusal: "the listener is PID 1, and which unit's socket it is cannot be told here", kind: "identity" };
+  try {
+    if (!lstatSync(socketPath).isSocket())
+      return { refusal: `the listener is PID 1, but ${socketPath} is not a socket file itself (a link?)`, kind: "identity" };
+  } catch {
+    return { refusal: `the listener is PID 1, but ${socketPath} is gone`, kind: "identity" };
+  }
+  const bound = await peerBoundPath(fd);
+  if (bound !== socketPath)
+    return {
+      refusal: `the listener is PID 1 with a socket made for ${bound === undefined ? "an unknown path" : JSON.stringify(bound)}, not ${socketPath} (another unit's socket)`,
+      kind: "identity",
+    };
+  return undefined;
 }
 
 /**
  * Whether the listener on connected socket `fd` is to be sent anything (docs/trust.md): root under `rule`
  * compared with this process, on the process the kernel names, and the holder of the server's lock when
- * `checks.lockPath` is given. The init of our pid namespace (PID 1, in our user, network and mount namespaces)
- * is trusted as the holder of a socket it passes to the server it starts (systemd's socket activation).
+ * `checks.lockPath` is given (proven from its own descriptors, lock-holders.ts). The init of our pid namespace
+ * (PID 1, in our user, network and mount namespaces, with at least our capabilities) is believed only for the
+ * socket at `checks.socketPath` and only when that socket is provably the one made for us (activationRefusal).
  */
 export async function verifyListener(fd: number, own: OwnIdentity, rule: PeerRule, checks: ListenerChecks = {}): Promise<PeerVerdict> {
   const creds = await peerCredentials(fd);
   if (!creds) return { refusal: "the listener's credentials cannot be read (the standalone build is needed)", kind: "identity" };
   if (creds.uid !== 0 && !(rule.ownUid && creds.uid === own.euid))
     return { refusal: `the listener runs as uid ${creds.uid}, not root`, kind: "not_root" };
+  let init = false;
   const verdict = await readPeer(fd, "the listener", (pid): true | PeerRefusal => {
     if (pid === 1 && procIsOwnPidNamespace()) {
       const facts = readFacts(1, ["user", "net", "mnt"], own);
       if (!facts) return { refusal: "the listener (PID 1) cannot be read", kind: "identity" };
+      init = true;
       return (
         judgeFacts(
           facts,
@@ -410,11 +458,15 @@ export async function verifyListener(fd: number, own: OwnIdentity, rule: PeerRul
     } catch {
       return { refusal: `${checks.lockPath} does not exist: no server holds its lock`, kind: "lock" };
     }
-    if (!flockHolders(lock).includes(pid))
-      return { refusal: `the listener (pid ${pid}) does not hold the server's lock ${checks.lockPath}`, kind: "lock" };
+    if (!holdsFlockNow(pid, lock)) return { refusal: `the listener (pid ${pid}) does not hold the server's lock ${checks.lockPath}`, kind: "lock" };
     return true;
   });
-  return isRefusal(verdict) ? verdict : { pid: verdict.pid };
+  if (isRefusal(verdict)) return verdict;
+  if (init) {
+    const refusal = await activationRefusal(fd, checks);
+    if (refusal) return refusal;
+  }
+  return { pid: verdict.pid };
 }
 
 /** Whether process `pid` is in this process's namespace of kind `kind` (false when it cannot be told). */

@@ -119,7 +119,12 @@ async function untrustedDaemon(socket: net.Socket, socketPath: string): Promise<
   const { ownIdentity, peerCredentials, socketFd, verifyListener } = await import("#sys/peer.js");
   const fd = socketFd(socket);
   if (fd !== undefined && (await peerCredentials(fd))) {
-    const verdict = await verifyListener(fd, ownIdentity(), { namespaces: ["user"], capabilities: "at-least", confinement: "none", ownUid: true });
+    const verdict = await verifyListener(
+      fd,
+      ownIdentity(),
+      { namespaces: ["user"], capabilities: "at-least", confinement: "none", ownUid: true },
+      { socketPath },
+    );
     return "refusal" in verdict ? `${verdict.refusal} (nothing was sent)` : undefined;
   }
   const trusted = (uid: number) => uid === 0 || uid === process.geteuid?.();
