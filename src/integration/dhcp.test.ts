@@ -7,7 +7,9 @@
  * again renewing and releasing what it held; SIGTERM keeping leases; twenty containers at once; GC; the
  * interface disappearing; no server; no daemon; bad options; bad requests; systemd socket activation; the
  * trust boundary: the socket's and its directory's modes, hostile socket directories, callers that are not
- * root or lack capabilities (refused, their request not run), no RELEASE from the daemon's namespace.
+ * root or lack capabilities (refused, their request not run), no RELEASE from the daemon's namespace, a caller of
+ * another root (`unshare -m`, a private /run/netns) naming a namespace outside it, and a lease whose namespace name
+ * is re-pointed after its ADD (renewals and the RELEASE stay in the namespace the ADD opened).
  * The daemon and its callers run in the host namespace and one mount namespace pinned for it
  * (testing/pinned-mount.ts), through `nsenter --net --mount`; one test runs a daemon in a mount namespace of its own
  * (`unshare -m`, which sees no namespace made after it started) that opens what callers name through their roots.
@@ -657,6 +659,125 @@ describe("dhcp plugin and daemon with dnsmasq", { skip }, () => {
     assert.ok(!linkUp(other, "eth0"), "the daemon did nothing in the namespace only it could see");
     d.stop("SIGTERM");
     assert.equal(await d.exited, 0);
+  });
+
+  /**
+   * Runs the dhcp plugin as a caller in a mount namespace of its own (`unshare -m`) whose /run/netns is a private
+   * tmpfs, after `setup` (shell, $1 the victim's namespace path) made names there; the CNI_* environment as a
+   * runtime sets it.
+   */
+  async function privateRootCall(c: Call, conf: unknown, setup: string, victim: string): Promise<PluginRun> {
+    const env = {
+      PATH: process.env["PATH"],
+      CNI_COMMAND: c.command,
+      CNI_CONTAINERID: c.containerID ?? "",
+      CNI_NETNS: c.netns ?? "",
+      CNI_IFNAME: c.ifName ?? "",
+      CNI_ARGS: "",
+      CNI_PATH: OUR_BIN,
+      TSCNI_RESIDENT_SOCKET: "",
+    };
+    const script = `mount -t tmpfs none /run/netns && ${setup} && exec "$2"`;
+    const r = await host.ns.run("unshare", ["--mount", "--propagation", "private", "--", "sh", "-c", script, "sh", victim, dhcpBinary], {
+      env,
+      input: JSON.stringify(conf),
+    });
+    let json: unknown;
+    try {
+      json = r.stdout.trim() ? JSON.parse(r.stdout) : undefined;
+    } catch {
+      /* not JSON */
+    }
+    return { exitCode: r.code, stdout: r.stdout, stderr: r.stderr, json };
+  }
+
+  test("a caller whose root differs cannot name a namespace outside it: not by an absolute link, not through a link spelled like a magic link (the old fallback)", async () => {
+    const victim = container(); // eth0 down, on the bridge where dnsmasq answers
+    const mac = (victim.ipJson(["link", "show", "eth0"]) as Array<{ address: string }>)[0]!.address;
+    // In the caller's root /run/netns is its own tmpfs: the victim's name there is nothing. Resolved in the
+    // daemon's root instead, each of these names would be the victim's namespace.
+    const cases = [
+      // An absolute link: RESOLVE_IN_ROOT keeps it in the caller's root, where it names nothing.
+      {
+        name: "abs",
+        setup: 'ln -s "$1" /run/netns/abs',
+        code: 4,
+        msg: /network namespace \/run\/netns\/abs does not exist \(as the caller sees it\)/,
+      },
+      // What the old fallback (EXDEV/ELOOP: a magic link on the way) followed by the daemon's own resolution: a
+      // link shown as "net:[1]" leading (relative) to one through /proc/self/root, the daemon's root.
+      {
+        name: "spelled",
+        setup: 'ln -s "net:[1]" /run/netns/spelled && ln -s "/proc/self/root$1" "/run/netns/net:[1]"',
+        code: 999,
+        msg: /cannot open the network namespace \/run\/netns\/spelled as the caller sees it/,
+      },
+      // The daemon's own root by a magic link, named directly.
+      {
+        name: "self",
+        setup: 'ln -s "/proc/self/root$1" /run/netns/self',
+        code: 999,
+        msg: /cannot open the network namespace \/run\/netns\/self as the caller sees it/,
+      },
+    ];
+    for (const { name, setup, code, msg } of cases) {
+      const r = await privateRootCall(
+        { command: "ADD", containerID: `priv${name}`, netns: `/run/netns/${name}`, ifName: "eth0" },
+        ipamConf(),
+        setup,
+        victim.path,
+      );
+      const err = cniError(r);
+      assert.equal(err.code, code, `${name}: ${r.stdout}${r.stderr}\n${daemon.output}`);
+      assert.match(err.msg, msg, name);
+    }
+    assert.ok(!linkUp(victim, "eth0"), "the victim's eth0 is still down");
+    await sleep(500);
+    assert.ok(!dnsmasqLogNow().toLowerCase().includes(mac.toLowerCase()), "dnsmasq heard nothing with the victim's MAC");
+    assert.ok(!readdirSync(leaseDir).some((f) => f.startsWith("lease-") && f === leaseFileName(`privspelled/dhcp${tag}/eth0`)));
+  });
+
+  test("a lease acts only in the namespace its ADD opened: its name re-pointed (a bind mount, then an absolute link) to another, renewals and the RELEASE stay in the first", async () => {
+    const first = container();
+    const second = container(); // eth0 down, on the bridge: DHCP from it would reach dnsmasq
+    const secondMac = (second.ipJson(["link", "show", "eth0"]) as Array<{ address: string }>)[0]!.address;
+    const names = cleanup.dir("tscni-dhcp-names-");
+    const name = path.join(names, "ns");
+    const sh = async (script: string, ...args: string[]) => {
+      const r = await host.ns.run("sh", ["-c", script, "sh", ...args]);
+      assert.equal(r.code, 0, r.stderr);
+    };
+    cleanup.add(() => void spawnSync(...host.ns.commandLine("umount", ["-l", name]))); // (before the namespaces go, and the directory)
+    await sh('touch "$1" && mount --bind "$2" "$1"', name, first.path);
+    const conf = ipamConf();
+    const ctr = { containerID: first.name, netns: name, ifName: "eth0" };
+    const r = await plugin(dhcpBinary, { command: "ADD", ...ctr }, conf);
+    assert.equal(r.exitCode, 0, `${r.stdout}${r.stderr}\n${daemon.output}`);
+    const address = String(r.json.ips[0].address);
+    const ip = address.split("/")[0]!;
+    first.exec("ip", ["addr", "add", address, "dev", "eth0"]);
+    const escaped = ip.replaceAll(".", "\\.");
+    const renewals = () => (daemon.output.match(new RegExp(`${first.name}/dhcp${tag}/eth0: renewed ${escaped} `, "g")) ?? []).length;
+
+    // The name now names the second namespace, through a bind mount: the next renewal is still the first's.
+    await sh('umount -l "$1" && mount --bind "$2" "$1"', name, second.path);
+    const before = renewals();
+    await eventually(() => renewals() > before, 10_000, "a renewal after the name was re-pointed");
+    // And through an absolute link (the old renewal followed it from the daemon's root).
+    await sh('umount -l "$1" && rm "$1" && ln -s "$2" "$1"', name, second.path);
+    const again = renewals();
+    await eventually(() => renewals() > again, 10_000, "a renewal after the name became a link");
+    assert.ok(heldBy(first), "the lease is still held");
+    assert.ok(!linkUp(second, "eth0"), "the second namespace's eth0 was never touched");
+    assert.ok(!dnsmasqLogNow().toLowerCase().includes(secondMac.toLowerCase()), "dnsmasq heard nothing from the second namespace");
+    assert.ok(linkUp(first, "eth0"), "the first namespace's eth0 is up, as the ADD left it");
+
+    // DEL through the same name: the RELEASE goes out from the first namespace's interface.
+    const del = await plugin(dhcpBinary, { command: "DEL", ...ctr }, conf);
+    assert.equal(del.exitCode, 0, del.stdout);
+    await seesRelease([ip]);
+    await daemonLogs(new RegExp(`${first.name}/dhcp${tag}/eth0: released ${escaped} \\(DEL\\)`));
+    assert.ok(!dnsmasqLogNow().toLowerCase().includes(secondMac.toLowerCase()), "nor at DEL");
   });
 
   test("a root caller without capabilities is refused: it may not do what the daemon would do for it", async () => {

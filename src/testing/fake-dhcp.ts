@@ -8,6 +8,7 @@
 import { setImmediate as tick } from "node:timers/promises";
 import type { Clock } from "#plugins/ipam/dhcp/clock.js";
 import type { LeaseWorld } from "#plugins/ipam/dhcp/leases.js";
+import type { CallerFile } from "#sys/caller-root.js";
 import { LinkGoneError, NetnsGoneError } from "#net/netns-sockets.js";
 import type { DhcpSockets } from "#plugins/ipam/dhcp/netns-sockets.js";
 import type { Dhcp6Sockets } from "#plugins/ipam/dhcp/client6.js";
@@ -398,6 +399,27 @@ export class FakeWorld implements LeaseWorld {
       save: async (r) => void this.saved.set(savedKey(r.clientID, r.family), r),
       remove: async (id, family) => void this.saved.delete(savedKey(id, family)),
     };
+  }
+
+  /**
+   * The namespace at `hostPrefix + netns`: the path itself stands for the descriptor a real view holds, and the
+   * name is still there while any link is; its inode follows from the path, the same in every fake world (a
+   * restarted daemon's). `inode`, when given, must be that one.
+   */
+  async reopen(netns: string, inode: number | undefined): Promise<CallerFile> {
+    const at = this.hostPrefix + netns;
+    const ino = 4026532000 + [...at].reduce((h, c) => (h * 31 + c.charCodeAt(0)) % 1_000_000, 7);
+    if (inode !== undefined && inode !== ino) throw new Error(`${netns} is not the network namespace the lease was acquired in any more`);
+    const view: CallerFile = {
+      path: at,
+      dev: 4,
+      ino,
+      inCallerTerms: (text) => text,
+      stillNamed: async () => [...this.links].some((l) => l.startsWith(`${at}/`)),
+      retain: () => view,
+      close: () => undefined,
+    };
+    return view;
   }
 
   addLink(netns: string, ifName: string): void {

@@ -7,12 +7,13 @@
  * capabilities and no stricter confinement, from any mount or network namespace, as Go's daemon serves a
  * DaemonSet pod's callers), checked before any of its request is read; anyone else gets an error answer naming
  * why. The namespace a caller names is opened as the caller sees it (sys/caller-root.ts, through the caller's
- * root), so no caller reaches a namespace it could not open itself. A bad request gets an error answer
+ * root), so no caller reaches a namespace it could not open itself, and a lease keeps acting in the namespace its
+ * ADD opened (leases.ts). A bad request gets an error answer
  * and nothing else; SIGTERM or SIGINT stops it cleanly, releasing nothing (the leases stay on disk for the next
  * daemon). Loaded only for `dhcp daemon`, never by the plugin.
  * @module
  */
-import { closeSync, lstatSync, mkdirSync, openSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { closeSync, lstatSync, mkdirSync, openSync, rmSync, writeFileSync } from "node:fs";
 import net from "node:net";
 import path from "node:path";
 import { CniError, ErrorCode, failure, invalidEnv, messageOf, tryAgainLater } from "#spec/errors.js";
@@ -21,7 +22,7 @@ import { systemClock } from "./clock.js";
 import { FlagError, HelpRequested, parseDaemonFlags, usage, type DaemonFlags } from "./flags.js";
 import { LeaseStore } from "./lease-file.js";
 import { admitPeerWith, ownIdentity, socketFd, type OwnIdentity, type PeerRule } from "#sys/peer.js";
-import { CallerPathError, openProcessRoot, resolveInRoot, type CallerFile } from "#sys/caller-root.js";
+import { CallerPathError, nsfsDevice, openProcessRoot, openRootDirectory, resolveInRoot, type CallerFile } from "#sys/caller-root.js";
 import { takeListenFd } from "#sys/socket-activation.js";
 import { tryFlockFd } from "#sys/flock.js";
 import { LeaseManager, type LeaseWorld } from "./leases.js";
@@ -98,9 +99,38 @@ async function viewOfNetns(root: number, netns: string): Promise<CallerFile | un
     throw failure(`cannot open the network namespace ${netns} as the caller sees it: ${messageOf(e)}`);
   }
   // A namespace file is on nsfs, as this process's own namespace files are.
-  if (statSync(view.path).dev !== statSync("/proc/self/ns/net").dev) {
+  if (view.dev !== nsfsDevice()) {
     view.close();
     throw invalidEnv(`${netns} is not a network namespace (as the caller sees it)`);
+  }
+  return view;
+}
+
+/**
+ * The namespace of a lease taken up from disk, whose caller is gone: `netns` resolved as in a caller's root, in
+ * -hostprefix (else /), the root its callers are declared to share with the daemon, and taken only when it is
+ * the namespace the lease was acquired in (the record's inode; nsfs numbers live namespaces uniquely). A caller
+ * of another root (a pod's private /run/netns) may have named something else there: the inode check refuses
+ * that, so no restart makes a lease act in a namespace its ADD did not open. A record without the inode (written
+ * before it was kept) cannot be checked and is refused. What remains: a namespace number is given again once its
+ * namespace has died, so a lease whose namespace died while the daemon was down is taken up in a namespace of
+ * that number under that name, if the root now has one.
+ */
+async function reopenNetns(hostPrefix: string, netns: string, inode: number | undefined): Promise<CallerFile> {
+  if (inode === undefined) throw new Error(`its file does not say which namespace ${netns} was when it was acquired (written by an older daemon)`);
+  if (!netns.startsWith("/")) throw new Error(`the netns path ${JSON.stringify(netns)} is not absolute`);
+  const root = openRootDirectory(hostPrefix || "/");
+  let view: CallerFile;
+  try {
+    view = await resolveInRoot(root, netns);
+  } catch (e) {
+    throw e instanceof CallerPathError && e.notFound ? new Error(`network namespace ${netns} does not exist`) : e;
+  } finally {
+    closeSync(root);
+  }
+  if (view.dev !== nsfsDevice() || view.ino !== inode) {
+    view.close();
+    throw new Error(`${netns} is not the network namespace the lease was acquired in any more`);
   }
   return view;
 }
@@ -271,7 +301,7 @@ async function runDaemon(flags: DaemonFlags): Promise<void> {
   const world: LeaseWorld = {
     clock: systemClock,
     settings: { timeoutMs: flags.timeout, resendMaxMs: flags.resendmax, resendTimeoutMs: flags.resendtimeout, broadcast: flags.broadcast },
-    hostPrefix: flags.hostprefix,
+    reopen: (netns, inode) => reopenNetns(flags.hostprefix, netns, inode),
     store,
     open: openDhcpSockets,
     open6: openDhcp6Sockets,

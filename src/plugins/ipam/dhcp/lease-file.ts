@@ -5,7 +5,9 @@
  * file renamed over the old one), holding the attachment (container, network, interface, namespace), what its
  * messages carry (for DHCPv6 the DUID, so renewals and the release name the client as the acquisition did), the
  * server's answer as received and the lease's times. Only one daemon uses a directory at a time (it holds a lock on
- * `<leasedir>/lock`), so the files have a single writer. A DHCPv4 file is written exactly as before DHCPv6 existed.
+ * `<leasedir>/lock`), so the files have a single writer. A DHCPv4 file is written as before DHCPv6 existed, with one
+ * field more: `netnsInode`, the inode of the namespace the lease was acquired in (a file without it is read, and
+ * its lease not taken up: leases.ts).
  * @module
  */
 import { createHash } from "node:crypto";
@@ -25,8 +27,13 @@ interface AttachmentFields {
   containerID: string;
   network: string;
   ifName: string;
-  /** The namespace path as the plugin sent it (the daemon prefixes `-hostprefix` when it opens it). */
+  /** The namespace path as the plugin sent it (a restarted daemon opens it under `-hostprefix`). */
   netns: string;
+  /**
+   * The inode of the namespace the lease was acquired in (nsfs numbers a namespace while it lives): a restarted
+   * daemon takes the lease up only in that namespace. Absent in files written before it was kept.
+   */
+  netnsInode?: number;
 }
 
 /** A held DHCPv4 lease: what its messages carry, and its binding. */
@@ -58,7 +65,14 @@ const time = (t: number): number | null => (Number.isFinite(t) ? t : null);
 
 /** The JSON text of a record (Infinity as null, bytes as base64). */
 export function encodeLeaseRecord(r: LeaseRecord): string {
-  const attachment = { clientID: r.clientID, containerID: r.containerID, network: r.network, ifName: r.ifName, netns: r.netns };
+  const attachment = {
+    clientID: r.clientID,
+    containerID: r.containerID,
+    network: r.network,
+    ifName: r.ifName,
+    netns: r.netns,
+    ...(r.netnsInode !== undefined ? { netnsInode: r.netnsInode } : {}),
+  };
   const b = r.binding;
   const times = { boundAt: time(b.boundAt), renewAt: time(b.renewAt), rebindAt: time(b.rebindAt), expiresAt: time(b.expiresAt) };
   const body =
@@ -108,6 +122,12 @@ function times(b: Obj): Pick<Binding, "boundAt" | "renewAt" | "rebindAt" | "expi
   return { boundAt: when("boundAt"), renewAt: when("renewAt"), rebindAt: when("rebindAt"), expiresAt: when("expiresAt") };
 }
 
+/** A namespace's inode number. */
+function inode(v: unknown): number {
+  if (!Number.isSafeInteger(v) || (v as number) <= 0) throw new BadRecord("netnsInode is not an inode number");
+  return v as number;
+}
+
 /** Decodes a record (a DHCPv4 one when it names no family); throws naming the first field that is missing or of the wrong kind. */
 export function decodeLeaseRecord(text: string): LeaseRecord {
   const top = obj(JSON.parse(text) as unknown, "the file");
@@ -120,6 +140,7 @@ export function decodeLeaseRecord(text: string): LeaseRecord {
     network: str(top, "network", ""),
     ifName: str(top, "ifName", ""),
     netns: str(top, "netns", ""),
+    ...(top["netnsInode"] !== undefined ? { netnsInode: inode(top["netnsInode"]) } : {}),
   };
   const send = obj(top["send"], "send");
   const b = obj(top["binding"], "binding");

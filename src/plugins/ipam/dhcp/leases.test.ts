@@ -414,6 +414,28 @@ describe("restarting", () => {
     assert.deepEqual(readdirSync(dir), [], "no lease file, no temp file");
   });
 
+  test("a lease taken up from disk is dropped, sending nothing, unless its namespace is the one it was acquired in", async () => {
+    const world = new FakeWorld();
+    const leases = new LeaseManager(world);
+    await leases.add(attachment(world, "c1"));
+    const record = leases.records()[0]!;
+    assert.ok(record.netnsInode, "the record keeps the namespace's inode");
+    await leases.shutdown();
+    const later = new FakeWorld();
+    later.addLink("/run/netns/c1", "eth0");
+    const resumed = new LeaseManager(later);
+    const { netnsInode: _, ...older } = record;
+    await resumed.resume([
+      { ...record, netnsInode: record.netnsInode! + 1 },
+      { ...older, clientID: "old/net1/eth0" },
+    ]);
+    assert.deepEqual(resumed.records(), []);
+    assert.match(later.lines.join("\n"), /c1\/net1\/eth0: dropping the lease of 10\.9\.0\.10: \/run\/netns\/c1 is not the network namespace/);
+    assert.match(later.lines.join("\n"), /old\/net1\/eth0: dropping the lease of 10\.9\.0\.10: .*older daemon/);
+    await later.clock.advance(120_000);
+    assert.equal(later.server.received.length, 0, "nothing sent");
+  });
+
   test("a lease that expired while the daemon was down may still rebind for -resendtimeout", async () => {
     const world = new FakeWorld();
     const leases = new LeaseManager(world);

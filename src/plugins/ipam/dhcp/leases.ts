@@ -7,8 +7,15 @@
  * the interface or its namespace disappears, and when the lease expires or the server refuses it: the address is
  * then no longer the container's to use, so a DHCPv4 lease sets the interface down (as upstream does) and a DHCPv6
  * one removes its address from the interface. Operations on one attachment run one after another; different
- * attachments proceed at once. Everything outside (sockets, files, time) comes in through `LeaseWorld`, so the whole
- * life of a lease runs under a fake clock in the tests.
+ * attachments proceed at once.
+ * A lease acts only in the namespace its ADD opened: the caller's view of it (sys/caller-root.ts), held open for the
+ * lease's life, is where every renewal, RELEASE and setting down happens, whatever the namespace's name comes to
+ * name meanwhile. The name is looked up again (in the caller's root, as the ADD did) only to tell that the
+ * namespace is gone: when nothing has that name any more, the lease is dropped as for a vanished namespace, sending
+ * nothing, and the namespace held is let go. A lease taken up from disk has no caller: its namespace is opened
+ * through `LeaseWorld.reopen`, which must show it is the one the lease was acquired in, else the lease is dropped.
+ * Everything outside (sockets, files, time) comes in through `LeaseWorld`, so the whole life of a lease runs under
+ * a fake clock in the tests.
  * @module
  */
 import { CniError, cniError, failure, invalidEnv, messageOf } from "#spec/errors.js";
@@ -30,8 +37,12 @@ import type { CallerFile } from "#sys/caller-root.js";
 export interface LeaseWorld {
   clock: Clock;
   settings: ClientSettings;
-  /** Prefixed to every namespace path (`-hostprefix`). */
-  hostPrefix: string;
+  /**
+   * The namespace `netns` opened with no caller to see it as: for a lease taken up from disk, whose record holds
+   * the inode (`inode`) of the namespace it was acquired in. Throws, saying why, unless what it opens is that
+   * namespace (so with no inode it throws, but in the tests' fake world).
+   */
+  reopen(netns: string, inode: number | undefined): Promise<CallerFile>;
   store: { save(r: LeaseRecord): Promise<void>; remove(clientID: string, family: Family): Promise<void> };
   /** Opens the sockets of one DHCPv4 exchange on `ifName` in the namespace at `netns`; `bringUp` sets a down link up (acquiring). */
   open(netns: string, ifName: string, bringUp?: boolean): Promise<DhcpSockets>;
@@ -92,28 +103,29 @@ class HeldLease {
   private upkeep: Promise<void> = Promise.resolve();
 
   /**
-   * `view`: the namespace as the caller that asked for the lease saw it (the daemon may not see its path: another
-   * mount namespace); without one (a lease taken up from disk) the path under -hostprefix.
+   * `view`: the namespace the lease was acquired in, held (as the caller that asked for the lease saw it, or as
+   * LeaseWorld.reopen found it for a lease taken up from disk); this lease holds it until it is forgotten.
    */
   constructor(
     public record: LeaseRecord,
     private readonly world: LeaseWorld,
     private readonly onEnd: (lease: HeldLease, reason: string) => void,
-    private readonly view?: CallerFile,
+    readonly view: CallerFile,
   ) {}
 
+  /** Where the namespace held is opened: never by its name, which may name another namespace by now. */
   get netnsPath(): string {
-    return this.view?.path ?? this.world.hostPrefix + this.record.netns;
+    return this.view.path;
   }
 
   /** Lets go of the namespace's view (the lease is forgotten). */
   forget(): void {
-    this.view?.close();
+    this.view.close();
   }
 
   /** `text` (a message about the namespace) with the namespace named as its caller named it. */
   inCallerTerms(text: string): string {
-    return this.view?.inCallerTerms(text) ?? text;
+    return this.view.inCallerTerms(text);
   }
 
   /** Starts the upkeep; `graceUntil` lets a lease that expired while the daemon was down try to rebind until then. */
@@ -161,6 +173,8 @@ class HeldLease {
     const { clientID, ifName } = this.record;
     while (!signal.aborted) {
       const b = this.record.binding;
+      if (!(await this.view.stillNamed())) return this.end(`${this.record.netns} is gone`);
+      if (signal.aborted) return;
       let present = true;
       try {
         present = await this.world.linkExists(this.netnsPath, ifName);
@@ -329,10 +343,13 @@ export class LeaseManager {
     if (existing && !existing.ended && existing.record.netns === args.netns) return { record: existing.record, fresh: false };
     if (existing) await this.dropOne(family, key, `a new attachment in ${args.netns}`);
     if (!args.netns.startsWith("/")) throw invalidEnv(`the netns path ${JSON.stringify(args.netns)} is not absolute`);
+    // The daemon always sends the caller's view; without one (the tests' fake world) reopen says what to use.
+    const view = args.view?.retain() ?? (await this.world.reopen(args.netns, undefined));
     let record: LeaseRecord;
     try {
-      record = family === "ipv4" ? await this.acquire4(key, args, conf) : await this.acquire6(key, args, conf);
+      record = family === "ipv4" ? await this.acquire4(key, args, conf, view) : await this.acquire6(key, args, conf, view);
     } catch (e) {
+      view.close();
       throw e instanceof CniError ? e : this.world.describeOpenError(e);
     }
     try {
@@ -345,23 +362,19 @@ export class LeaseManager {
       );
     } catch (e) {
       // a lease the result cannot describe, or that cannot be kept, is given back
-      await this.sendRelease(record, this.netnsPathOf(args), undefined, (m) => args.view?.inCallerTerms(m) ?? m);
+      await this.sendRelease(record, view);
+      view.close();
       throw CniError.from(e);
     }
-    const lease = new HeldLease(record, this.world, (l, reason) => this.forgetLater(l, reason), args.view?.retain());
+    const lease = new HeldLease(record, this.world, (l, reason) => this.forgetLater(l, reason), view);
     this.held[family].set(key, lease);
     lease.start();
     return { record, fresh: true };
   }
 
-  /** Where the daemon opens the namespace a call names: as its caller sees it, or under -hostprefix. */
-  private netnsPathOf(args: WireArgs): string {
-    return args.view?.path ?? this.world.hostPrefix + args.netns;
-  }
-
-  private async acquire4(key: string, args: WireArgs, conf: DhcpConfig): Promise<LeaseRecord4> {
+  private async acquire4(key: string, args: WireArgs, conf: DhcpConfig, view: CallerFile): Promise<LeaseRecord4> {
     const send = { clientIdOption: clientIdOption(key), options: conf.sendOptions, requestList: conf.requestList };
-    const netnsPath = this.netnsPathOf(args);
+    const netnsPath = view.path;
     const binding = await acquire(
       () => this.world.open(netnsPath, args.ifName, true),
       send,
@@ -376,14 +389,15 @@ export class LeaseManager {
       network: conf.name,
       ifName: args.ifName,
       netns: args.netns,
+      netnsInode: view.ino,
       send,
       binding,
     };
   }
 
-  private async acquire6(key: string, args: WireArgs, conf: DhcpConfig): Promise<LeaseRecord6> {
+  private async acquire6(key: string, args: WireArgs, conf: DhcpConfig, view: CallerFile): Promise<LeaseRecord6> {
     const { clock, settings } = this.world;
-    const netnsPath = this.netnsPathOf(args);
+    const netnsPath = view.path;
     const base = { ...sendSpec6(key, conf.sendOptions), duid: duidSource(conf.duidKind, key, () => clock.now()) };
     const { binding, spec } = await acquire6(
       (readyBy) => this.world.open6(netnsPath, args.ifName, { bringUp: true, readyBy }),
@@ -399,6 +413,7 @@ export class LeaseManager {
       network: conf.name,
       ifName: args.ifName,
       netns: args.netns,
+      netnsInode: view.ino,
       send: spec,
       binding,
     };
@@ -415,19 +430,25 @@ export class LeaseManager {
     if (!lease) return;
     this.held[family].delete(key);
     await lease.stop();
-    if (!lease.ended) await this.sendRelease(lease.record, lease.netnsPath, why, (m) => lease.inCallerTerms(m));
+    if (!lease.ended) await this.sendRelease(lease.record, lease.view, why);
     lease.forget();
     await this.world.store.remove(key, family);
   }
 
   /**
-   * Sends the RELEASE of a lease from its interface. When the interface or its namespace is gone nothing is sent
-   * (there is no other place a RELEASE may come from); failing to send is logged, never an error (the server's
-   * lease then just expires).
+   * Sends the RELEASE of a lease from its interface, in the namespace `view` holds. When the interface or the
+   * namespace is gone (its name too: the namespace is then alive only through `view`) nothing is sent (there is no
+   * other place a RELEASE may come from); failing to send is logged, never an error (the server's lease then just
+   * expires).
    */
-  private async sendRelease(r: LeaseRecord, netnsPath: string, why = "giving it back", words = (m: string) => m): Promise<void> {
+  private async sendRelease(r: LeaseRecord, view: CallerFile, why = "giving it back"): Promise<void> {
+    const words = (m: string) => view.inCallerTerms(m);
+    if (!(await view.stillNamed())) {
+      this.world.log(`${r.clientID}: dropped ${r.binding.address} without a RELEASE (${why}): network namespace ${r.netns} does not exist`);
+      return;
+    }
     try {
-      const how = await releaseRecord(this.world, r, netnsPath);
+      const how = await releaseRecord(this.world, r, view.path);
       this.world.log(`${r.clientID}: released ${r.binding.address} (${why}): ${how}`);
     } catch (e) {
       this.world.log(
@@ -451,25 +472,42 @@ export class LeaseManager {
   }
 
   /**
-   * Takes up the leases a previous daemon left on disk: those whose interface still exists are maintained
-   * again (renewed at once when T1 has passed; one that expired meanwhile may still rebind for
-   * `-resendtimeout`), the others are dropped.
+   * Takes up the leases a previous daemon left on disk: those whose namespace LeaseWorld.reopen shows to be the
+   * one they were acquired in, and whose interface still exists there, are maintained again (renewed at once when
+   * T1 has passed; one that expired meanwhile may still rebind for `-resendtimeout`); the others are dropped
+   * (their files removed, nothing sent), as for a vanished namespace.
    */
   async resume(records: readonly LeaseRecord[]): Promise<void> {
     for (const r of records) {
-      const netnsPath = this.world.hostPrefix + r.netns;
-      let present = true;
-      try {
-        present = await this.world.linkExists(netnsPath, r.ifName);
-      } catch (e) {
-        this.world.log(`${r.clientID}: cannot tell whether ${r.ifName} in ${r.netns} exists (${messageOf(e)}); keeping the lease`);
-      }
-      if (!present) {
-        this.world.log(`${r.clientID}: dropping the lease of ${r.binding.address}: ${r.ifName} in ${r.netns} is gone`);
+      const dropping = async (why: string) => {
+        this.world.log(`${r.clientID}: dropping the lease of ${r.binding.address}: ${why}`);
         await this.world.store.remove(r.clientID, r.family);
+      };
+      if (r.netnsInode === undefined) {
+        await dropping(`its file does not say which namespace ${r.netns} was when it was acquired (written by an older daemon)`);
         continue;
       }
-      const lease = new HeldLease(r, this.world, (l, reason) => this.forgetLater(l, reason));
+      let view: CallerFile;
+      try {
+        view = await this.world.reopen(r.netns, r.netnsInode);
+      } catch (e) {
+        await dropping(messageOf(e));
+        continue;
+      }
+      let present = true;
+      try {
+        present = await this.world.linkExists(view.path, r.ifName);
+      } catch (e) {
+        this.world.log(
+          `${r.clientID}: cannot tell whether ${r.ifName} in ${r.netns} exists (${view.inCallerTerms(messageOf(e))}); keeping the lease`,
+        );
+      }
+      if (!present) {
+        view.close();
+        await dropping(`${r.ifName} in ${r.netns} is gone`);
+        continue;
+      }
+      const lease = new HeldLease(r, this.world, (l, reason) => this.forgetLater(l, reason), view);
       this.held[r.family].set(r.clientID, lease);
       const now = this.world.clock.now();
       lease.start(now >= r.binding.expiresAt ? now + this.world.settings.resendTimeoutMs : 0);
