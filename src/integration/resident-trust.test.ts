@@ -160,7 +160,7 @@ lock = os.open(sock_path + ".lock", os.O_RDWR | os.O_CREAT, 0o600)
 fcntl.flock(lock, fcntl.LOCK_EX)
 if mode == "slow":
     # As the process a launcher starts as the server names itself in the lock's start record (launcher.c).
-    os.pwrite(lock, ("1 %d %d\n" % (int(time.clock_gettime(time.CLOCK_BOOTTIME)), os.getpid())).encode(), 0)
+    os.pwrite(lock, ("1 %d %d\\n" % (int(time.clock_gettime(time.CLOCK_BOOTTIME)), os.getpid())).encode(), 0)
     open(received, "w").close()
     time.sleep(1.5)
 s = socket.socket(socket.AF_UNIX)
