@@ -6,7 +6,7 @@
  */
 import { splitPathList } from "#invoke/find.js";
 import type { CachedAttachment } from "#libcni/cache.js";
-import { CriRuntimeClient } from "#runtime/cri/runtime-service.js";
+import { CriRuntimeClient, type CriClientOptions } from "#runtime/cri/runtime-service.js";
 import { DEFAULT_MIN_AGE_MS, describeNodeGc, madeByCriRuntime, nodeGcFailed, runNodeGc } from "#runtime/node-gc.js";
 import { podContainerId } from "./pod.js";
 
@@ -41,9 +41,11 @@ export async function nodeGcCommand(
     cniPath: string | undefined;
     pluginTimeoutMs?: number;
     out: (s: string) => void;
+    /** How the CRI listener is judged (default: CriRuntimeClient's rule). */
+    checkCriListener?: CriClientOptions["checkListener"];
   },
 ): Promise<void> {
-  const runtime = new CriRuntimeClient(flags.criEndpoint);
+  const runtime = new CriRuntimeClient(flags.criEndpoint, ctx.checkCriListener ? { checkListener: ctx.checkCriListener } : {});
   const pluginDirs = splitPathList(ctx.cniPath);
   if (!flags.dryRun && pluginDirs.length === 0) {
     throw new Error("CNI_PATH is empty: node GC runs the plugins' DEL and GC, set it to the runtime's plugin directory (e.g. CNI_PATH=/opt/cni/bin)");
