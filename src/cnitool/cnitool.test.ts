@@ -581,6 +581,7 @@ describe("gc --cri-endpoint (node GC)", () => {
     const cases: Array<[string[], string]> = [
       [["gc", "--dry-run", "testnet", "/run/netns/x"], "Error: --dry-run is for node GC: it needs --cri-endpoint\n"],
       [["gc", "--min-age", "5", "testnet", "/run/netns/x"], "Error: --min-age is for node GC: it needs --cri-endpoint\n"],
+      [["gc", "--delete-occupied", "testnet", "/run/netns/x"], "Error: --delete-occupied is for node GC: it needs --cri-endpoint\n"],
       [
         ["gc", "--cri-endpoint", "unix:///x.sock", "testnet"],
         "Error: gc --cri-endpoint takes no network or netns: it collects every network in NETCONFPATH\n",

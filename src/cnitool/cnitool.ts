@@ -165,11 +165,15 @@ function addGcCommand(program: Command, io: Io, context: CnitoolContext): void {
     .option("--dry-run", "node GC: list what would be removed and GCed, change nothing")
     .option("--min-age <seconds>", "node GC: keep attachments cached less than this long ago (default 600)")
     .option("--force", "node GC: remove stale attachments even when the runtime knows no pod sandbox at all")
+    .option(
+      "--delete-occupied",
+      "node GC: also remove stale attachments whose network namespace still has processes in it (kept otherwise, whatever the runtime says)",
+    )
     .allowExcessArguments(true)
     .action(async (network: string | undefined, netns: string | undefined, flags: Partial<NodeGcFlags>, cmd: Command) => {
       const global = program.opts<GlobalOptions>();
       if (flags.criEndpoint === undefined) {
-        const nodeOnly = (["dryRun", "minAge", "force"] as const).find((k) => flags[k] !== undefined);
+        const nodeOnly = (["dryRun", "minAge", "force", "deleteOccupied"] as const).find((k) => flags[k] !== undefined);
         if (nodeOnly) throw new Error(`--${nodeOnly.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)} is for node GC: it needs --cri-endpoint`);
         // Upstream's wording for a short command line (cobra's), as the other verbs get it from commander.
         if (network === undefined || netns === undefined) throw new Error(`requires at least 2 arg(s), only received ${cmd.args.length}`);

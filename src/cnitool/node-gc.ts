@@ -1,5 +1,6 @@
 /**
- * `cnitool gc --cri-endpoint unix:///run/containerd/containerd.sock [--dry-run] [--min-age SECONDS] [--force]`:
+ * `cnitool gc --cri-endpoint unix:///run/containerd/containerd.sock [--dry-run] [--min-age SECONDS] [--force]
+ * [--delete-occupied]`:
  * node GC (src/runtime/node-gc.ts) against the runtime behind the endpoint, with the result cache of `--cache-dir`,
  * the networks of NETCONFPATH and the plugins of CNI_PATH. Plain `cnitool gc <network> <netns>` stays upstream's.
  * @module
@@ -19,6 +20,7 @@ export interface NodeGcFlags {
   dryRun?: boolean;
   minAge?: string;
   force?: boolean;
+  deleteOccupied?: boolean;
 }
 
 /** A whole number of seconds from a flag, in milliseconds; an error naming the flag otherwise. */
@@ -58,6 +60,7 @@ export async function nodeGcCommand(
     minAgeMs: flags.minAge !== undefined ? secondsFlag("--min-age", flags.minAge) : DEFAULT_MIN_AGE_MS,
     dryRun: flags.dryRun ?? false,
     force: flags.force ?? false,
+    deleteOccupied: flags.deleteOccupied ?? false,
     judged: judgedByNodeGc,
     ...(ctx.pluginTimeoutMs ? { pluginTimeoutMs: ctx.pluginTimeoutMs } : {}),
   });
