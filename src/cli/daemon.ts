@@ -40,6 +40,7 @@ interface GcFlags {
   gcConfDir: string;
   gcCacheDir: string;
   gcCniPath: string;
+  gcDeleteOccupied?: boolean;
 }
 
 /** Checks the node GC flags before the server starts; the schedule's start, or undefined when node GC is off. */
@@ -52,7 +53,9 @@ function nodeGcStarter(o: GcFlags, log: (line: string) => void, onRun: () => voi
   const minAgeMs = count("--gc-min-age", o.gcMinAge) * 1000;
   const pluginDirs = splitPathList(o.gcCniPath);
   if (pluginDirs.length === 0) throw new Error("--gc-cni-path names no directory");
-  return () => startNodeGc({ criEndpoint, cacheDir: o.gcCacheDir, confDir: o.gcConfDir, pluginDirs, intervalMs, minAgeMs, log, onRun });
+  const deleteOccupied = o.gcDeleteOccupied ?? false;
+  return () =>
+    startNodeGc({ criEndpoint, cacheDir: o.gcCacheDir, confDir: o.gcConfDir, pluginDirs, intervalMs, minAgeMs, deleteOccupied, log, onRun });
 }
 
 /** Adds `daemon`, `daemon status` and `daemon stop` to cnitool. */
@@ -82,6 +85,7 @@ export function addDaemonCommand(program: Command, io: Io): void {
     .option("--gc-conf-dir <dir>", "node GC: the networks that get the GC verb", DEFAULT_NETCONFPATH)
     .option("--gc-cache-dir <dir>", "node GC: the runtime's result cache", DEFAULT_CACHE_DIR)
     .option("--gc-cni-path <dirs>", "node GC: the runtime's plugin directories (':'-separated)", "/opt/cni/bin")
+    .option("--gc-delete-occupied", "node GC: also remove stale attachments whose network namespace still has processes in it")
     .option("--trace-phases <file>", "append each call's phases (netlink requests, tools, locks, IPAM store...) to this file as a JSON line")
     .action(
       async (

@@ -8,7 +8,7 @@ import { readCommandLog, readDebug, stdinOf, writeDebug } from "#testing/plugins
 import { containerIdForNetns, parseCapArgs, parseCnitoolArgs, runCnitool } from "./cnitool.js";
 import { CNITOOL, TEST_BIN } from "#testing/harness.js";
 import { plantCacheEntry } from "#testing/cache-entries.js";
-import { startFakeCri } from "#testing/fake-cri.js";
+import { admitStandIn, startFakeCri } from "#testing/fake-cri.js";
 import { judgedByNodeGc } from "./node-gc.js";
 
 /** dist/test-bin (the noop plugin) and dist/bin (cnitool itself). */
@@ -36,20 +36,28 @@ function setup(cniVersion = "1.1.0", extraPluginKeys = "") {
   return { confDir, cacheDir, work, debugFile, commandLog, env };
 }
 
-/** Runs cnitool in-process and captures its output. */
+/**
+ * Runs cnitool in-process and captures its output. Node GC asks the tests' stand-in runtimes: under Node the CRI
+ * listener rule can identify no listener (src/integration/node-gc-trust.test.ts tries the rule).
+ */
 async function cnitool(argv: string[], env: Record<string, string | undefined>, cwd = "/") {
   let stdout = "";
   let stderr = "";
-  const code = await runCnitool(argv, {
-    env,
-    cwd,
-    stdout: (s) => {
-      stdout += s;
+  const code = await runCnitool(
+    argv,
+    {
+      env,
+      cwd,
+      stdout: (s) => {
+        stdout += s;
+      },
+      stderr: (s) => {
+        stderr += s;
+      },
     },
-    stderr: (s) => {
-      stderr += s;
-    },
-  });
+    [],
+    { checkCriListener: admitStandIn },
+  );
   return { code, stdout, stderr };
 }
 
@@ -573,6 +581,7 @@ describe("gc --cri-endpoint (node GC)", () => {
     const cases: Array<[string[], string]> = [
       [["gc", "--dry-run", "testnet", "/run/netns/x"], "Error: --dry-run is for node GC: it needs --cri-endpoint\n"],
       [["gc", "--min-age", "5", "testnet", "/run/netns/x"], "Error: --min-age is for node GC: it needs --cri-endpoint\n"],
+      [["gc", "--delete-occupied", "testnet", "/run/netns/x"], "Error: --delete-occupied is for node GC: it needs --cri-endpoint\n"],
       [
         ["gc", "--cri-endpoint", "unix:///x.sock", "testnet"],
         "Error: gc --cri-endpoint takes no network or netns: it collects every network in NETCONFPATH\n",

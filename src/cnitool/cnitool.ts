@@ -25,6 +25,7 @@ import { addPodCommands } from "./pod.js";
 import { addAdminCommands } from "#plugins/ipam/cluster-ipam/admin.js";
 import { addReloadCommand } from "./reload.js";
 import { nodeGcCommand, type NodeGcFlags } from "./node-gc.js";
+import type { CriClientOptions } from "#runtime/cri/runtime-service.js";
 import { addConformanceCommand } from "#conformance/command.js";
 import { messageOf } from "#spec/errors.js";
 
@@ -151,7 +152,7 @@ function reportMissingArgsLikeCobra(cmd: Command): void {
  * `gc <network> <netns>` as upstream (every cached attachment of the network DELeted, then GC without valid
  * attachments), or with `--cri-endpoint` node GC (node-gc.ts): no arguments, every network in NETCONFPATH.
  */
-function addGcCommand(program: Command, io: Io): void {
+function addGcCommand(program: Command, io: Io, context: CnitoolContext): void {
   program
     .command("gc")
     .description(
@@ -164,11 +165,15 @@ function addGcCommand(program: Command, io: Io): void {
     .option("--dry-run", "node GC: list what would be removed and GCed, change nothing")
     .option("--min-age <seconds>", "node GC: keep attachments cached less than this long ago (default 600)")
     .option("--force", "node GC: remove stale attachments even when the runtime knows no pod sandbox at all")
+    .option(
+      "--delete-occupied",
+      "node GC: also remove stale attachments whose network namespace still has processes in it (kept otherwise, whatever the runtime says)",
+    )
     .allowExcessArguments(true)
     .action(async (network: string | undefined, netns: string | undefined, flags: Partial<NodeGcFlags>, cmd: Command) => {
       const global = program.opts<GlobalOptions>();
       if (flags.criEndpoint === undefined) {
-        const nodeOnly = (["dryRun", "minAge", "force"] as const).find((k) => flags[k] !== undefined);
+        const nodeOnly = (["dryRun", "minAge", "force", "deleteOccupied"] as const).find((k) => flags[k] !== undefined);
         if (nodeOnly) throw new Error(`--${nodeOnly.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)} is for node GC: it needs --cri-endpoint`);
         // Upstream's wording for a short command line (cobra's), as the other verbs get it from commander.
         if (network === undefined || netns === undefined) throw new Error(`requires at least 2 arg(s), only received ${cmd.args.length}`);
@@ -184,6 +189,7 @@ function addGcCommand(program: Command, io: Io): void {
           cniPath: io.env["CNI_PATH"],
           out: io.stdout,
           ...(callOpts.timeoutMs ? { pluginTimeoutMs: callOpts.timeoutMs } : {}),
+          ...(context.checkCriListener ? { checkCriListener: context.checkCriListener } : {}),
         },
       );
     });
@@ -193,12 +199,15 @@ function addGcCommand(program: Command, io: Io): void {
 export type CommandExtension = (program: Command, io: Io) => void;
 
 /**
- * What the layer running cnitool provides: how the pod commands' manager runs plugins (default: exec), and the
- * text of `cnitool version` without a plugin type (which program this is, or the one `binDir` holds).
+ * What the layer running cnitool provides: how the pod commands' manager runs plugins (default: exec), the
+ * text of `cnitool version` without a plugin type (which program this is, or the one `binDir` holds), and how node
+ * GC judges the CRI listener (default: the runtime rule, runtime/cri/runtime-service.ts; only tests that run
+ * cnitool in process under Node, where no listener can be identified, give another).
  */
 export interface CnitoolContext {
   podPluginExec?: PluginExec;
   describeProgram?: (opts: { binDir?: string; json?: boolean }) => string;
+  checkCriListener?: CriClientOptions["checkListener"];
 }
 
 /** Builds the command line program; `io` makes it testable in-process. */
@@ -242,7 +251,7 @@ export function buildProgram(io: Io, extensions: readonly CommandExtension[] = [
     reportMissingArgsLikeCobra(sub);
   }
 
-  addGcCommand(program, io);
+  addGcCommand(program, io, context);
 
   program
     .command("list")

@@ -1,12 +1,13 @@
 /**
- * `cnitool gc --cri-endpoint unix:///run/containerd/containerd.sock [--dry-run] [--min-age SECONDS] [--force]`:
+ * `cnitool gc --cri-endpoint unix:///run/containerd/containerd.sock [--dry-run] [--min-age SECONDS] [--force]
+ * [--delete-occupied]`:
  * node GC (src/runtime/node-gc.ts) against the runtime behind the endpoint, with the result cache of `--cache-dir`,
  * the networks of NETCONFPATH and the plugins of CNI_PATH. Plain `cnitool gc <network> <netns>` stays upstream's.
  * @module
  */
 import { splitPathList } from "#invoke/find.js";
 import type { CachedAttachment } from "#libcni/cache.js";
-import { CriRuntimeClient } from "#runtime/cri/runtime-service.js";
+import { CriRuntimeClient, type CriClientOptions } from "#runtime/cri/runtime-service.js";
 import { DEFAULT_MIN_AGE_MS, describeNodeGc, madeByCriRuntime, nodeGcFailed, runNodeGc } from "#runtime/node-gc.js";
 import { podContainerId } from "./pod.js";
 
@@ -19,6 +20,7 @@ export interface NodeGcFlags {
   dryRun?: boolean;
   minAge?: string;
   force?: boolean;
+  deleteOccupied?: boolean;
 }
 
 /** A whole number of seconds from a flag, in milliseconds; an error naming the flag otherwise. */
@@ -41,9 +43,11 @@ export async function nodeGcCommand(
     cniPath: string | undefined;
     pluginTimeoutMs?: number;
     out: (s: string) => void;
+    /** How the CRI listener is judged (default: CriRuntimeClient's rule). */
+    checkCriListener?: CriClientOptions["checkListener"];
   },
 ): Promise<void> {
-  const runtime = new CriRuntimeClient(flags.criEndpoint);
+  const runtime = new CriRuntimeClient(flags.criEndpoint, ctx.checkCriListener ? { checkListener: ctx.checkCriListener } : {});
   const pluginDirs = splitPathList(ctx.cniPath);
   if (!flags.dryRun && pluginDirs.length === 0) {
     throw new Error("CNI_PATH is empty: node GC runs the plugins' DEL and GC, set it to the runtime's plugin directory (e.g. CNI_PATH=/opt/cni/bin)");
@@ -56,6 +60,7 @@ export async function nodeGcCommand(
     minAgeMs: flags.minAge !== undefined ? secondsFlag("--min-age", flags.minAge) : DEFAULT_MIN_AGE_MS,
     dryRun: flags.dryRun ?? false,
     force: flags.force ?? false,
+    deleteOccupied: flags.deleteOccupied ?? false,
     judged: judgedByNodeGc,
     ...(ctx.pluginTimeoutMs ? { pluginTimeoutMs: ctx.pluginTimeoutMs } : {}),
   });

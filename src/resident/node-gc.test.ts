@@ -16,6 +16,7 @@ const REPORT: NodeGcReport = {
   notJudged: 0,
   stale: [{ containerID: "a", network: "net1", ifName: "eth0" }],
   tooRecent: [],
+  occupied: [],
   unreadableKept: [],
   removed: [{ containerID: "a", network: "net1", ifName: "eth0" }],
   failed: [],

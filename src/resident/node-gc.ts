@@ -20,6 +20,8 @@ export interface NodeGcScheduleOptions {
   intervalMs: number;
   /** Attachments cached less than this long ago are kept (default: node GC's). */
   minAgeMs?: number;
+  /** DEL stale attachments even when their network namespace still has processes in it (default: kept). */
+  deleteOccupied?: boolean;
   log: (line: string) => void;
   /** The runtime to ask (default: a CRI client for `criEndpoint`). */
   runtime?: SandboxSource;
@@ -57,6 +59,7 @@ export function startNodeGc(o: NodeGcScheduleOptions): NodeGcSchedule {
         pluginDirs: o.pluginDirs,
         judged: judgedByNodeGc,
         ...(o.minAgeMs !== undefined ? { minAgeMs: o.minAgeMs } : {}),
+        ...(o.deleteOccupied ? { deleteOccupied: true } : {}),
       });
       for (const line of describeNodeGc(report)) o.log(`node GC: ${line}`);
     } catch (e) {
@@ -74,7 +77,10 @@ export function startNodeGc(o: NodeGcScheduleOptions): NodeGcSchedule {
     timer.unref();
   };
 
-  o.log(`node GC: every ${o.intervalMs / 1000} s, asking ${o.criEndpoint}, cache ${o.cacheDir}, networks in ${o.confDir}`);
+  o.log(
+    `node GC: every ${o.intervalMs / 1000} s, asking ${o.criEndpoint}, cache ${o.cacheDir}, networks in ${o.confDir}` +
+      (o.deleteOccupied ? ", removing attachments whose network namespace has processes" : ""),
+  );
   schedule();
   return {
     async stop() {

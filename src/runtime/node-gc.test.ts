@@ -109,6 +109,30 @@ describe("planNodeGc", () => {
     assert.equal(plan([young(entry(id("a")))], []).refused, undefined, "nothing would go: nothing to refuse");
   });
 
+  test("a stale attachment whose network namespace is in use is kept, and valid for the GC verb", () => {
+    const inUse = new Set([id("a")]);
+    const p = planNodeGc({
+      cached: [old(entry(id("a"))), old(entry(id("c")))],
+      sandboxIds: new Set([id("b")]),
+      networks: [network("net1")],
+      nowMs: NOW,
+      minAgeMs: MIN_AGE,
+      judged: madeByCriRuntime,
+      force: false,
+      occupied: (e) => (inUse.has(e.containerID) ? "process 7 (pause) is in it" : undefined),
+    });
+    assert.deepEqual(
+      p.stale.map((a) => a.entry.containerID),
+      [id("c")],
+    );
+    assert.deepEqual(
+      p.occupied.map((a) => [a.entry.containerID, a.why]),
+      [[id("a"), "process 7 (pause) is in it"]],
+    );
+    assert.deepEqual(p.networks[0]!.validAttachments, [{ containerID: id("a"), ifname: "eth0" }]);
+    assert.deepEqual(plan([old(entry(id("a")))], [id("b")]).occupied, [], "without the question, none is in use");
+  });
+
   test("networks: the GC verb from 1.1.0 on, not with disableGC, once per name", () => {
     const p = plan(
       [],
@@ -271,11 +295,15 @@ function node() {
   const now = Date.now();
   const notANetns = path.join(work, "netns-file");
   fs.writeFileSync(notANetns, "");
-  const plant = async (containerID: string, ageMs: number, opts: { ifName?: string; failing?: boolean; args?: Array<[string, string]> } = {}) => {
+  const plant = async (
+    containerID: string,
+    ageMs: number,
+    opts: { ifName?: string; failing?: boolean; args?: Array<[string, string]>; netns?: string } = {},
+  ) => {
     const e = {
       ...entry(containerID, "net1", opts.ifName ?? "eth0", opts.args ?? criArgs(containerID)),
       config: Buffer.from(conf(opts.failing ? failingDebug : debugFile)),
-      netns: notANetns,
+      netns: opts.netns ?? notANetns,
     };
     await writeCacheEntry(cacheDir, e, undefined);
     const file = path.join(cacheDir, "results", `net1-${containerID}-${e.ifName}`);
@@ -368,6 +396,48 @@ describe("runNodeGc", () => {
     assert.deepEqual(gc["cni.dev/attachments"], gc["cni.dev/valid-attachments"]);
     assert.equal(report.networks[0]!.validAttachments, 4);
     assert.ok(fs.existsSync(path.join(n.cacheDir, "locks", "gc")), "under the cache's GC lock");
+  });
+
+  test("an attachment whose network namespace has processes (this one's) is kept, unless deleteOccupied", async () => {
+    const n = node();
+    const ours = `/proc/${process.pid}/ns/net`;
+    const occupied = await n.plant(id("a"), HOUR, { netns: ours });
+    const gone = await n.plant(id("g"), HOUR, { netns: path.join(tempDir(), "no-such-netns") });
+    const run = (deleteOccupied: boolean) =>
+      runNodeGc({
+        runtime: fakeRuntime([id("z")]),
+        cacheDir: n.cacheDir,
+        confDir: n.confDir,
+        pluginDirs: [TEST_BIN],
+        now: n.now,
+        addsInFlight: async () => [],
+        deleteOccupied,
+      });
+    const kept = await run(false);
+    assert.deepEqual(kept.removed, [{ containerID: id("g"), network: "net1", ifName: "eth0" }], "a namespace gone has no processes");
+    assert.deepEqual(
+      kept.occupied.map((a) => a.containerID),
+      [id("a")],
+    );
+    assert.match(kept.occupied[0]!.why, new RegExp(`^process \\d+ \\(.+\\) is in its network namespace ${ours}$`));
+    assert.ok(describeNodeGc(kept).includes(`kept (${kept.occupied[0]!.why}): ${id("a")} on network "net1" (eth0)`));
+    assert.ok(fs.existsSync(occupied));
+    assert.equal(fs.existsSync(gone), false);
+    const gc = readCommandLog(n.commandLog).find((e) => e.Command === "GC")!;
+    const valid = (JSON.parse(stdinOf(gc.CmdArgs)) as Record<string, Array<{ containerID: string }>>)["cni.dev/valid-attachments"]!;
+    assert.deepEqual(
+      valid.map((a) => a.containerID),
+      [id("a")],
+      "kept, so valid",
+    );
+
+    // Told to, it DELs (which noop refuses, as Go's does, for the namespace it runs in: the DEL was tried).
+    const forced = await run(true);
+    assert.deepEqual(forced.occupied, []);
+    assert.deepEqual(
+      forced.failed.map((f) => [f.containerID, f.error.includes("netns from CNI_NETNS should not be the same")]),
+      [[id("a"), true]],
+    );
   });
 
   test("an entry removed or written again after the cache was read is not DELeted", async () => {

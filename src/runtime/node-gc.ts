@@ -20,6 +20,9 @@
  *   does not parse (containernetworking/cni#1055);
  * - a runtime that cannot be asked, or that knows no sandbox at all while something would be removed (a wrong
  *   endpoint looks like that), removes nothing (the latter unless `force`);
+ * - an attachment whose network namespace still has a process in it (netns-occupants.ts) is kept, whatever the
+ *   runtime says, unless `deleteOccupied`: a live workload is in it, and a runtime that lies (or a listener that
+ *   is not the runtime) must not cost it its network. Judged when planning and again right before its DEL;
  * - a cache entry that changed or went since it was read is not DELeted;
  * - the GC verb's valid attachments are read afresh right before it, with the ADDs under way (adds-in-flight.ts),
  *   and no cached attachment is DELeted by it (libcni's gcNetworkListPlugins). An ADD that starts while a plugin's
@@ -48,6 +51,7 @@ import { cachedNetwork, cachedRuntimeConf, cachedWithAge, removeUnreadableAttach
 export type { AgedAttachment } from "./attachments.js";
 import type { CriSandbox, CriVersion } from "./cri/runtime-service.js";
 import { PodLocks } from "./pod-locks.js";
+import { occupiedWhy } from "./netns-occupants.js";
 import { messageOf } from "#spec/errors.js";
 import { bootTimeMs } from "#sys/boot.js";
 
@@ -76,6 +80,10 @@ export interface NodeGcOptions {
   dryRun?: boolean;
   /** Remove stale attachments even when the runtime knows no sandbox at all. */
   force?: boolean;
+  /** DEL stale attachments even when their network namespace still has processes in it. */
+  deleteOccupied?: boolean;
+  /** Why an attachment's network namespace counts as in use, or undefined (default: its cached netns against /proc). */
+  occupied?: (entry: CachedAttachment) => string | undefined;
   /** Which cached attachments are judged (default madeByCriRuntime). */
   judged?: (entry: CachedAttachment) => boolean;
   exec?: PluginExec;
@@ -120,6 +128,8 @@ export interface NodeGcReport {
   stale: AttachmentRef[];
   /** Judged attachments the runtime does not know yet, kept for their age. */
   tooRecent: Array<AttachmentRef & { ageMs: number }>;
+  /** Stale attachments kept because their network namespace is in use, with why. */
+  occupied: Array<AttachmentRef & { why: string }>;
   /** Cache files that cannot be read and are kept, with why (their attachments stay valid for the GC verb). */
   unreadableKept: Array<{ file: string; reason: string; why: string }>;
   /** Why the stale attachments are not removed, when they are not. */
@@ -146,6 +156,7 @@ export interface NodeGcPlan {
   staleUnreadable: StaleUnreadable[];
   unreadableKept: Array<{ unreadable: UnreadableCacheEntry; why: string }>;
   tooRecent: Array<AgedAttachment & { ageMs: number }>;
+  occupied: Array<AgedAttachment & { why: string }>;
   refused?: string;
   networks: Array<{ list: NetworkConfigList; file: string; gc: boolean; reason?: string; validAttachments: GCAttachment[] }>;
 }
@@ -175,7 +186,8 @@ function noGcReason(list: NetworkConfigList): string | undefined {
 /**
  * Decides, without touching anything, which cached attachments go and which networks get the GC verb (see the
  * module comment for the rules). `notReady` are the sandboxes of `sandboxIds` that are not ready; `bootMs` when
- * this boot began (without it, nothing is judged to be of an earlier boot).
+ * this boot began (without it, nothing is judged to be of an earlier boot); `occupied` says why an attachment's
+ * network namespace is in use (without it, none is).
  */
 export function planNodeGc(input: {
   cached: readonly AgedAttachment[];
@@ -188,6 +200,7 @@ export function planNodeGc(input: {
   minAgeMs: number;
   judged: (entry: CachedAttachment) => boolean;
   force: boolean;
+  occupied?: (entry: CachedAttachment) => string | undefined;
 }): NodeGcPlan {
   const notReady = input.notReady ?? new Set<string>();
   const earlierBoot = (mtimeMs: number): boolean => input.bootMs !== undefined && mtimeMs < input.bootMs;
@@ -229,6 +242,17 @@ export function planNodeGc(input: {
     for (const s of staleUnreadable.splice(0)) unreadableKept.push({ unreadable: s.unreadable, why: "the runtime knows no pod sandbox at all" });
   }
   stale = [...stale, ...ofEarlierBoot];
+  // Kept stale ones stay out of `going`: they are valid attachments, as alive as their namespace's processes.
+  const occupied: NodeGcPlan["occupied"] = [];
+  if (input.occupied) {
+    const free: AgedAttachment[] = [];
+    for (const a of stale) {
+      const why = input.occupied(a.entry);
+      if (why === undefined) free.push(a);
+      else occupied.push({ ...a, why });
+    }
+    stale = free;
+  }
   const going = new Set(stale.map((a) => keyOf(a.entry)));
   const keptUnreadable = unreadableKept.flatMap((k) => k.unreadable.keys);
   const seen = new Map<string, string>();
@@ -249,6 +273,7 @@ export function planNodeGc(input: {
     staleUnreadable,
     unreadableKept,
     tooRecent: aged.filter((a) => a.ageMs < input.minAgeMs),
+    occupied,
     ...(refused ? { refused } : {}),
     networks,
   };
@@ -281,6 +306,7 @@ export async function runNodeGc(o: NodeGcOptions): Promise<NodeGcReport> {
   const unreadable = await listUnreadableCacheEntries(o.cacheDir, networkNames);
   const sandboxes = await o.runtime.listPodSandboxes();
   const bootMs = "bootTimeMs" in o ? o.bootTimeMs : bootTimeMs();
+  const occupied = o.deleteOccupied ? undefined : (o.occupied ?? ((e: CachedAttachment) => occupiedWhy(e.netns)));
   const plan = planNodeGc({
     cached,
     sandboxIds: new Set(sandboxes.map((s) => s.id)),
@@ -292,6 +318,7 @@ export async function runNodeGc(o: NodeGcOptions): Promise<NodeGcReport> {
     minAgeMs: o.minAgeMs ?? DEFAULT_MIN_AGE_MS,
     judged: o.judged ?? madeByCriRuntime,
     force: o.force ?? false,
+    ...(occupied ? { occupied } : {}),
   });
   const report: NodeGcReport = {
     dryRun: o.dryRun ?? false,
@@ -302,6 +329,7 @@ export async function runNodeGc(o: NodeGcOptions): Promise<NodeGcReport> {
     stale: [...plan.stale.map((a) => refOf(a.entry)), ...plan.staleUnreadable.map((s) => refOfKey(s.key))],
     unreadableKept: plan.unreadableKept.map((k) => ({ file: k.unreadable.file, reason: k.unreadable.reason, why: k.why })),
     tooRecent: plan.tooRecent.map((a) => ({ ...refOf(a.entry), ageMs: a.ageMs })),
+    occupied: plan.occupied.map((a) => ({ ...refOf(a.entry), why: a.why })),
     ...(plan.refused ? { refused: plan.refused } : {}),
     removed: [],
     failed: [],
@@ -322,6 +350,12 @@ export async function runNodeGc(o: NodeGcOptions): Promise<NodeGcReport> {
     const stillStale = new Set<string>();
     for (const a of plan.stale) {
       if (!(await unchanged(o.cacheDir, a))) continue;
+      // Again now: a process may have entered it since the plan (it stays valid for the GC verb: it is cached).
+      const why = occupied?.(a.entry);
+      if (why !== undefined) {
+        report.occupied.push({ ...refOf(a.entry), why });
+        continue;
+      }
       try {
         const rt = { ...cachedRuntimeConf(a.entry), netNS: await presentNetns(a.entry.netns) };
         await cni.delNetworkList(cachedNetwork(a.entry), rt, callOptions);
@@ -375,6 +409,7 @@ export function describeNodeGc(r: NodeGcReport): string[] {
   const lines = [`runtime ${r.runtime}: ${r.sandboxes} pod sandbox(es); ${r.judged} cached attachment(s) made by a CRI runtime`];
   if (r.notJudged > 0) lines.push(`left alone: ${r.notJudged} cached attachment(s) not made by a CRI runtime`);
   for (const a of r.tooRecent) lines.push(`kept (cached ${seconds(a.ageMs)} ago, under the minimum age): ${named(a)}`);
+  for (const a of r.occupied) lines.push(`kept (${a.why}): ${named(a)}`);
   for (const u of r.unreadableKept) lines.push(`kept an unreadable cache file (${u.reason}), ${u.why}: ${u.file}`);
   if (r.refused) lines.push(`removing nothing: ${r.refused}`);
   if (r.dryRun) for (const a of r.stale) lines.push(`would remove: ${named(a)}`);

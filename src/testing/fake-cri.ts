@@ -6,6 +6,8 @@
 import path from "node:path";
 import * as grpc from "@grpc/grpc-js";
 import * as protoLoader from "@grpc/proto-loader";
+import type { Socket } from "node:net";
+import { socketFd } from "#sys/peer.js";
 import { CRI_PROTO } from "./cri-client.js";
 
 /** A sandbox as the fake lists it (camelCase fields of the proto's PodSandbox). */
@@ -53,3 +55,11 @@ export async function startFakeCri(dir: string, sandboxes: FakeSandbox[] = []): 
   );
   return fake;
 }
+
+/**
+ * A listener check for tests that run the CRI client in process under Node, where the peer rule cannot identify
+ * any listener: admits a connection whose descriptor the rule could read, so that the test reaches its own
+ * stand-in runtime (the rule itself is tried by the integration tests, through the standalone build).
+ */
+export const admitStandIn = async (socket: Socket): Promise<string | undefined> =>
+  socketFd(socket) === undefined ? "the connection's descriptor cannot be read" : undefined;

@@ -4,9 +4,11 @@
  * and ListPodSandbox of runtime.v1.RuntimeService); the rest of each message is skipped.
  * @module
  */
+import type { Socket } from "node:net";
 import { asInt32, asMessage, asString, ProtoWriter, readFields } from "./protobuf.js";
 import { GrpcStatusError, grpcUnary } from "./grpc-unary.js";
 import { messageOf } from "#spec/errors.js";
+import type { PeerRule } from "#sys/peer.js";
 
 const SERVICE = "/runtime.v1.RuntimeService";
 
@@ -83,6 +85,33 @@ export function criSocketPath(endpoint: string): string {
   return socket;
 }
 
+/**
+ * Who may answer node GC as the runtime (docs/trust.md): its answer decides which attachments GC, as root, DELs, so
+ * the listener must be a process that could have DELeted them itself. Root of our user namespace with at least our
+ * capabilities: a root without capabilities (one that may bind the socket's path, but not touch a pod's
+ * network) is refused, as is the root of a user namespace of its own. The other namespaces are not compared: a
+ * process with our capabilities in our user namespace may enter any of ours, so comparing them would protect
+ * nothing, and a real runtime may be in another mount namespace than GC (GC from a DaemonSet pod with hostPID,
+ * containerd under a systemd unit's private mounts). Confinement (seccomp, no_new_privs, LSM label) is not
+ * compared either: it narrows what a process does, not whose it is, and runtimes run under profiles of their own
+ * (CRI-O's SELinux domain) that GC's would never equal.
+ */
+export const CRI_LISTENER_RULE: PeerRule = { namespaces: ["user"], capabilities: "at-least", confinement: "none" };
+
+/**
+ * Why the listener on a connected socket is not to be asked as the runtime (CRI_LISTENER_RULE, judged on the
+ * process the kernel names: sys/peer.ts's verifyListener), or undefined when it may be. Without Bun's FFI (the
+ * Node build) no listener can be identified and every one is refused.
+ */
+export async function criListenerRefusal(socket: Socket): Promise<string | undefined> {
+  // Loaded here: every cnitool command imports this module, few ask a runtime.
+  const { ownIdentity, socketFd, verifyListener } = await import("#sys/peer.js");
+  const fd = socketFd(socket);
+  if (fd === undefined) return "the connection's descriptor cannot be read";
+  const verdict = await verifyListener(fd, ownIdentity(), CRI_LISTENER_RULE);
+  return "refusal" in verdict ? verdict.refusal : undefined;
+}
+
 /** The runtime could not be asked, or answered with an error: what was asked, where, and why. */
 export class CriError extends Error {
   constructor(
@@ -95,14 +124,28 @@ export class CriError extends Error {
   }
 }
 
-/** A client for one runtime endpoint; each call opens its own connection (calls are rare). */
+/** A client's limits, and how it judges the listener. */
+export interface CriClientOptions {
+  timeoutMs?: number;
+  maxResponseBytes?: number;
+  /**
+   * Why a listener is not to be asked, or undefined (default criListenerRefusal). Tests that run under Node, where
+   * no listener can be identified, pass one that admits their own stand-in runtime.
+   */
+  checkListener?: (socket: Socket) => Promise<string | undefined>;
+}
+
+/**
+ * A client for one runtime endpoint; each call opens its own connection (calls are rare), and sends nothing before
+ * the listener passed the check (a refusal is a CriError that says why).
+ */
 export class CriRuntimeClient {
   private readonly socketPath: string;
 
   /** Throws when `endpoint` is not a unix socket endpoint (criSocketPath). */
   constructor(
     readonly endpoint: string,
-    private readonly options: { timeoutMs?: number; maxResponseBytes?: number } = {},
+    private readonly options: CriClientOptions = {},
   ) {
     this.socketPath = criSocketPath(endpoint);
   }
@@ -117,6 +160,7 @@ export class CriRuntimeClient {
           request,
           timeoutMs: this.options.timeoutMs ?? 30_000,
           maxResponseBytes: this.options.maxResponseBytes ?? 64 << 20,
+          checkListener: this.options.checkListener ?? criListenerRefusal,
         }),
       );
     } catch (e) {
