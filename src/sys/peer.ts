@@ -65,6 +65,19 @@ export interface PeerRule {
   ownUid?: boolean;
 }
 
+/**
+ * A rule in the words of docs/trust.md's tables ("uid 0; user and network namespaces; capabilities at least
+ * ours; confinement equal"): the document quotes this text for each rule it names, and a test holds the two together.
+ */
+export function describeRule(rule: PeerRule): string {
+  const kinds = rule.namespaces.map((k) => NAMESPACE_WORDS[k]);
+  const list = kinds.length <= 1 ? kinds.join("") : `${kinds.slice(0, -1).join(", ")} and ${kinds.at(-1)}`;
+  const namespaces = kinds.length === 0 ? "no namespace compared" : `${list} namespace${kinds.length > 1 ? "s" : ""}`;
+  const capabilities = rule.capabilities === "equal" ? "capabilities equal" : "capabilities at least ours";
+  const confinement = { equal: "confinement equal", "no-stricter": "confinement no stricter", none: "confinement not compared" }[rule.confinement];
+  return `${rule.ownUid ? "uid 0 or our own uid" : "uid 0"}; ${namespaces}; ${capabilities}; ${confinement}`;
+}
+
 /** The resident server's rule for its callers, and its callers' rule for it: the same process in all but pid. */
 export const SAME_PROCESS_RULE: PeerRule = { namespaces: KINDS, capabilities: "equal", confinement: "equal" };
 

@@ -103,12 +103,13 @@ export const CRI_LISTENER_RULE: PeerRule = { namespaces: ["user"], capabilities:
  * process the kernel names: sys/peer.ts's verifyListener), or undefined when it may be. Without Bun's FFI (the
  * Node build) no listener can be identified and every one is refused.
  */
-export async function criListenerRefusal(socket: Socket): Promise<string | undefined> {
+export async function criListenerRefusal(socket: Socket, socketPath?: string): Promise<string | undefined> {
   // Loaded here: every cnitool command imports this module, few ask a runtime.
   const { ownIdentity, socketFd, verifyListener } = await import("#sys/peer.js");
   const fd = socketFd(socket);
   if (fd === undefined) return "the connection's descriptor cannot be read";
-  const verdict = await verifyListener(fd, ownIdentity(), CRI_LISTENER_RULE);
+  // (The path: a listener that is PID 1, a socket-activated runtime, is believed only for the socket bound there.)
+  const verdict = await verifyListener(fd, ownIdentity(), CRI_LISTENER_RULE, socketPath === undefined ? {} : { socketPath });
   return "refusal" in verdict ? verdict.refusal : undefined;
 }
 
@@ -160,7 +161,7 @@ export class CriRuntimeClient {
           request,
           timeoutMs: this.options.timeoutMs ?? 30_000,
           maxResponseBytes: this.options.maxResponseBytes ?? 64 << 20,
-          checkListener: this.options.checkListener ?? criListenerRefusal,
+          checkListener: this.options.checkListener ?? ((socket) => criListenerRefusal(socket, this.socketPath)),
         }),
       );
     } catch (e) {

@@ -12,6 +12,7 @@
  */
 import type net from "node:net";
 import type { CallerFile } from "#sys/caller-root.js";
+import type { PeerRule } from "#sys/peer.js";
 import * as path from "#sys/posix-path.js";
 import { type CniError, cniError, decodingFailure, ErrorCode, failure, messageOf, wrap } from "#spec/errors.js";
 import { isJsonObject, type JsonObject } from "#go-json/json.js";
@@ -107,6 +108,9 @@ function unreachable(socketPath: string, err: NodeJS.ErrnoException, code: numbe
   return cniError(code, `cannot reach the dhcp daemon at ${socketPath}: ${reason}`);
 }
 
+/** The dhcp plugin's rule for the daemon's listener (docs/trust.md): root, or the plugin's own user, of its user namespace, with at least its capabilities. */
+export const DAEMON_LISTENER_RULE: PeerRule = { namespaces: ["user"], capabilities: "at-least", confinement: "none", ownUid: true };
+
 /**
  * Why the server on `socket` is not to be sent the call (it would learn the container's namespace, config and
  * CNI_ARGS, and its answer would be taken as the result), or undefined when it is trusted: sys/peer.ts's
@@ -119,12 +123,7 @@ async function untrustedDaemon(socket: net.Socket, socketPath: string): Promise<
   const { ownIdentity, peerCredentials, socketFd, verifyListener } = await import("#sys/peer.js");
   const fd = socketFd(socket);
   if (fd !== undefined && (await peerCredentials(fd))) {
-    const verdict = await verifyListener(
-      fd,
-      ownIdentity(),
-      { namespaces: ["user"], capabilities: "at-least", confinement: "none", ownUid: true },
-      { socketPath },
-    );
+    const verdict = await verifyListener(fd, ownIdentity(), DAEMON_LISTENER_RULE, { socketPath });
     return "refusal" in verdict ? `${verdict.refusal} (nothing was sent)` : undefined;
   }
   const trusted = (uid: number) => uid === 0 || uid === process.geteuid?.();
