@@ -130,3 +130,4 @@ console.log("| foreign locks on the node | proof from /proc/locks (before) | pro
 console.log("|---|---|---|");
 console.log(row("none", quiet));
 console.log(row(`${Math.ceil(LOCKS / 100) * 100} held by nobody`, busy));
+process.exit(0);

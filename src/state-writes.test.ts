@@ -21,6 +21,7 @@ const NOT_STATE: Record<string, string> = {
   "runtime/pod-locks.ts": "the pod manager's lock directory: empty lock files",
   "resident/socket-dir.ts": "the resident server's socket, lock and directory under /run: gone at a reboot, remade at a start",
   "resident/own-cgroup.ts": "cgroupfs: the kernel's interface, not files",
+  "resident/server-log.ts": "the server's log under /run: appended lines read by people, never by a recovery; a torn last line is a torn log line",
   "resident/warm-up.ts": "a private temporary store for the warm-up, removed after it",
   "plugins/ipam/dhcp/daemon.ts": "the daemon's socket, its directory and its pid file under /run, as Go's daemon writes them",
   "net/sysctl.ts": "/proc/sys: the kernel's interface",

@@ -8,7 +8,9 @@
  *   of the server's places (places.ts); a call that gets none is handed back to its caller before any of it ran.
  * Calls of one container and interface run one after another (so a DEL that follows an ADD whose caller was killed
  * waits for that ADD), until the earlier one's time limit: a call past it has had its answer (an error), and gives
- * up its container's queue and its place while its work, if stuck, goes on ("overdue"). Calls the server itself
+ * up its container's queue and its place while its work, if stuck, goes on ("overdue"); its call's signal
+ * (sys/call-signal.ts) aborts then, so a wait for a lock it is in ends and what the lock guards never runs for a
+ * caller that has its answer (an ADD finished later would leak its address). Calls the server itself
  * started (a delegation exec'd back into it) are marked and skip the queue, which they would otherwise deadlock on.
  * @module
  */
@@ -16,6 +18,7 @@ import { spawn } from "node:child_process";
 import type { Env } from "#invoke/args.js";
 import type { ExecOptions, PluginExec } from "#invoke/exec.js";
 import type { KeyedMutex } from "#sys/keyed-mutex.js";
+import { CallAbandonedError, withCallSignal } from "#sys/call-signal.js";
 import { endPhase, phaseClock } from "#sys/phase-trace.js";
 import type { Places } from "./places.js";
 import { type CniError, ErrorCode, failure } from "#spec/errors.js";
@@ -205,10 +208,13 @@ export async function runInProcess(ctx: CallContext, plugins: PluginModules): Pr
   const { req, write, timeoutMs } = ctx;
   let timer: NodeJS.Timeout | undefined;
   let expired = false;
+  const abandoned = new AbortController();
   const timedOut = new Promise<CniError>((resolve) => {
     timer = setTimeout(() => {
       expired = true;
-      resolve(failure(`tscni resident server: ${req.program} ran longer than ${timeoutMs} ms`));
+      const answer = `tscni resident server: ${req.program} ran longer than ${timeoutMs} ms`;
+      resolve(failure(answer));
+      abandoned.abort(new CallAbandonedError(`${answer}: its caller has been answered`));
     }, timeoutMs);
   });
   const stdout: string[] = [];
@@ -241,7 +247,7 @@ export async function runInProcess(ctx: CallContext, plugins: PluginModules): Pr
       return undefined;
     }
     let settled = false;
-    const work = run();
+    const work = withCallSignal(abandoned.signal, run);
     void work.finally(() => (settled = true)).catch(() => undefined);
     try {
       return await Promise.race([work, timedOut]);

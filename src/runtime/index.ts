@@ -20,5 +20,5 @@ export {
   type PodAttachmentStatus,
 } from "./manager.js";
 export { NetworkDirectory, type ConfigFileError, type DirectorySnapshot, type NetworkDirectoryOptions } from "./network-directory.js";
-export { KeyedMutex, Semaphore, ReadWriteLock, PodLocks } from "./pod-locks.js";
+export { KeyedMutex, Semaphore, ReadWriteLock, PodLocks, type MutexRunOptions } from "./pod-locks.js";
 export { defaultNetworkConfList, DEFAULT_NETWORK_NAME, DEFAULT_BRIDGE, DEFAULT_SUBNET } from "./default-network.js";

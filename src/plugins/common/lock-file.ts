@@ -5,6 +5,7 @@
  */
 import { constants, openSync } from "node:fs";
 import { ioFailure, messageOf, tryAgainLater } from "#spec/errors.js";
+import { CallAbandonedError } from "#sys/call-signal.js";
 import { LockTimeoutError, withFlock, type FlockOptions } from "#sys/flock.js";
 
 /** Opens (creating it with `mode` when missing) the file the lock is taken on, as Go's filemutex.New does. */
@@ -14,7 +15,8 @@ export const openLockFile = (lockPath: string, mode: number): number => openSync
  * Runs `fn` holding the lock on `lockPath` (the file made with `mode` when missing, after `prepare`, e.g. making its
  * directory); closing the file afterwards releases it. A file that cannot be opened or locked is a CNI I/O error
  * (code 5), a lock not had in time (sys/flock.ts: only root's holders are waited for, and not forever) code 11,
- * "try again later"; `openFailure` words the first from the system's reason.
+ * "try again later", as is a wait given up with its call (sys/call-signal.ts); `openFailure` words the first from
+ * the system's reason.
  */
 export function withLockFile<T>(
   lockPath: string,
@@ -32,5 +34,7 @@ export function withLockFile<T>(
       throw ioFailure(openFailure(messageOf(e)));
     }
   };
-  return withFlock(lockPath, open, fn, (e) => (e instanceof LockTimeoutError ? tryAgainLater(e.message) : ioFailure(e.message)), opts);
+  const lockError = (e: Error) =>
+    e instanceof LockTimeoutError || e instanceof CallAbandonedError ? tryAgainLater(e.message) : ioFailure(e.message);
+  return withFlock(lockPath, open, fn, lockError, opts);
 }

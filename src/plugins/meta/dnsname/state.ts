@@ -8,7 +8,8 @@
  */
 import { closeSync, readFileSync, readdirSync } from "node:fs";
 import * as path from "#sys/posix-path.js";
-import { flockFd, lockedFileIsCurrent, LockTimeoutError } from "#sys/flock.js";
+import { CallAbandonedError } from "#sys/call-signal.js";
+import { flockFd, lockedFileIsCurrent, lockQueue, LockTimeoutError } from "#sys/flock.js";
 import { openLockFile } from "../../common/lock-file.js";
 import { KeyedMutex } from "#sys/keyed-mutex.js";
 import { createFileExclusiveSync, ensureStateDir, removeStateFile, removeStateTree, writeFileAtomicSync } from "#sys/state.js";
@@ -50,29 +51,40 @@ const inProcess = new KeyedMutex();
  * starts again, on a new directory or on none.
  */
 export function withNetworkLock<T>(d: NetworkDir, create: boolean, fn: () => Promise<T>): Promise<T | undefined> {
-  return inProcess.run(d.dir, async () => {
-    for (;;) {
-      let fd: number;
-      try {
-        if (create) ensureStateDir(d.dir, 0o700);
-        fd = openLockFile(d.lock, 0o750);
-      } catch (e) {
-        if (isMissing(e) && !create) return undefined;
-        if (isMissing(e)) continue; // removed between mkdir and open
-        throw wrap(`dnsname: cannot open the lock ${d.lock}`, e, ErrorCode.IOFailure);
+  // A lock not had in time (queued behind this process's other calls, then on the file: one bound for both), or
+  // given up with its call (call-signal.ts), is "try again later"; a failed flock an I/O error.
+  const lockError = (e: Error) =>
+    e instanceof LockTimeoutError || e instanceof CallAbandonedError
+      ? tryAgainLater(`dnsname: ${e.message}`)
+      : wrap(`dnsname: cannot lock ${d.lock}`, e, ErrorCode.IOFailure);
+  return lockQueue(
+    inProcess,
+    d.dir,
+    d.lock,
+    {},
+    async (bounded) => {
+      for (;;) {
+        let fd: number;
+        try {
+          if (create) ensureStateDir(d.dir, 0o700);
+          fd = openLockFile(d.lock, 0o750);
+        } catch (e) {
+          if (isMissing(e) && !create) return undefined;
+          if (isMissing(e)) continue; // removed between mkdir and open
+          throw wrap(`dnsname: cannot open the lock ${d.lock}`, e, ErrorCode.IOFailure);
+        }
+        try {
+          await flockFd(fd, d.lock, bounded).catch((e: Error) => {
+            throw lockError(e);
+          });
+          if (lockedFileIsCurrent(fd, d.lock)) return await fn();
+        } finally {
+          closeSync(fd);
+        }
       }
-      try {
-        await flockFd(fd, d.lock).catch((e: Error) => {
-          throw e instanceof LockTimeoutError
-            ? tryAgainLater(`dnsname: ${e.message}`)
-            : wrap(`dnsname: cannot lock ${d.lock}`, e, ErrorCode.IOFailure);
-        });
-        if (lockedFileIsCurrent(fd, d.lock)) return await fn();
-      } finally {
-        closeSync(fd);
-      }
-    }
-  });
+    },
+    lockError,
+  );
 }
 
 /** What one network's directory holds, read under its lock. */
