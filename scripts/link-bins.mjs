@@ -39,6 +39,9 @@ if (!target) chmodSync(main, 0o755);
 mkdirSync(outDir, { recursive: true });
 rmSync(program, { force: true });
 rmSync(launcher, { force: true });
+// (and the records of what they were made of, which a Node build does not have)
+rmSync(path.join(outDir, "bundle-meta.json"), { force: true });
+rmSync(path.join(outDir, "launcher/libc"), { force: true });
 const { PLUGIN_VERSIONS, PROGRAM_NAMES } = await import(path.join(dist, "plugins/catalog.js"));
 const { aboutAnswer, versionAnswer } = await import(path.join(dist, "plugins/registry.js"));
 
