@@ -3,23 +3,45 @@
 //  - dist/tscni: a tiny C launcher that answers VERSION itself and hands every other call to tscni-js with
 //    argv[0] kept (built when a C compiler is present; otherwise the links point at tscni-js directly).
 // Without Bun (or with TSCNI_BUILD=node) the links point at the Node entry dist/cli/main.js.
+// `node scripts/link-bins.mjs --target linux-arm64 --out DIR` (the release, after `npm run build`) builds the same
+// program and launcher for another architecture into DIR instead, and leaves dist/ alone (bun-runtime.mjs says
+// where that architecture's Bun comes from). Each build also writes what went into it: Bun's metafile (the bundle's
+// inputs, whose packages scripts/notices.mjs credits) and how the launcher was linked.
 // (The test plugins are linked by scripts/link-test-bins.mjs into dist-test/bin, outside the shipped program.)
 import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { parseArgs } from "node:util";
+import { bunRuntime, ARCHES } from "./bun-runtime.mjs";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const dist = path.join(root, "dist");
 const main = path.join(dist, "cli/main.js");
-const program = path.join(dist, "tscni-js");
-const launcher = path.join(dist, "tscni");
 const bun = path.join(root, "node_modules/.bin/bun");
 const { version } = JSON.parse(readFileSync(path.join(root, "package.json"), "utf8"));
-chmodSync(main, 0o755);
+const { values: args } = parseArgs({ options: { target: { type: "string" }, out: { type: "string" } } });
+const target = args.target ? ARCHES[args.target.replace(/^linux-/, "")] : undefined;
+if (args.target && (!target || !args.target.startsWith("linux-"))) {
+  console.error(`link-bins: --target ${args.target}: want linux-x64 or linux-arm64`);
+  process.exit(1);
+}
+if (target && !args.out) {
+  console.error("link-bins: --target needs --out DIR");
+  process.exit(1);
+}
+/** Where this build's program, launcher and build records go: dist/, or --out for another architecture. */
+const outDir = target ? path.resolve(args.out) : dist;
+const program = path.join(outDir, "tscni-js");
+const launcher = path.join(outDir, "tscni");
+if (!target) chmodSync(main, 0o755);
+mkdirSync(outDir, { recursive: true });
 rmSync(program, { force: true });
 rmSync(launcher, { force: true });
+// (and the records of what they were made of, which a Node build does not have)
+rmSync(path.join(outDir, "bundle-meta.json"), { force: true });
+rmSync(path.join(outDir, "launcher/libc"), { force: true });
 const { PLUGIN_VERSIONS, PROGRAM_NAMES } = await import(path.join(dist, "plugins/catalog.js"));
 const { aboutAnswer, versionAnswer } = await import(path.join(dist, "plugins/registry.js"));
 
@@ -45,14 +67,27 @@ function contentId() {
   return hash.digest("hex").slice(0, 16);
 }
 const buildId = contentId();
-writeFileSync(path.join(dist, "build-id"), buildId + "\n");
+if (target) {
+  // Another architecture's program of the build dist/ holds: the same compiled JavaScript, so the same build ID.
+  const made = readFileSync(path.join(dist, "build-id"), "utf8").trim();
+  if (made !== buildId) {
+    console.error(`link-bins: dist/ changed since npm run build (build ${made}, now ${buildId}); run npm run build`);
+    process.exit(1);
+  }
+} else {
+  writeFileSync(path.join(dist, "build-id"), buildId + "\n");
+}
 
 function buildStandalone() {
+  // Another architecture's Bun runtime, from npm (bun-runtime.mjs): given to Bun, which would otherwise download it.
+  const cross =
+    target && target.npm !== process.arch ? ["--target", `bun-linux-${target.bun}`, "--compile-executable-path", bunRuntime(target, root)] : [];
   const r = spawnSync(
     bun,
     [
       "build",
       "--compile",
+      ...cross,
       "--minify",
       "--bytecode",
       // One chunk per plugin (and per shared part), loaded when the call needs it: a call then loads its plugin's
@@ -73,27 +108,58 @@ function buildStandalone() {
       path.relative(root, main),
       "--outfile",
       path.relative(root, program),
+      // The bundle's inputs, among them the npm packages compiled in: what the release's notices must credit.
+      `--metafile=${path.relative(root, path.join(outDir, "bundle-meta.json"))}`,
     ],
     { encoding: "utf8", cwd: root },
   );
+  if (r.status !== 0 && target) {
+    console.error(`link-bins: the ${args.target} build failed:\n${r.stderr || r.stdout}`);
+    process.exit(1);
+  }
   if (r.status !== 0) console.warn(`standalone build failed, using the Node entry point:\n${r.stderr || r.stdout}`);
   return r.status === 0;
+}
+
+/**
+ * How to run a program of the target architecture here: directly (this machine's, or binfmt_misc hands it to
+ * qemu-user), else through qemu-user by name, else not at all.
+ */
+function emulation() {
+  if (!target) return [];
+  const registered = `/proc/sys/fs/binfmt_misc/qemu-${target.qemu}`;
+  if (existsSync(registered) && readFileSync(registered, "utf8").startsWith("enabled")) return [];
+  const qemu = [`qemu-${target.qemu}-static`, `qemu-${target.qemu}`].find((q) => spawnSync(q, ["--version"]).status === 0);
+  return qemu ? [qemu] : undefined;
 }
 
 // The launcher just built answers VERSION for a plugin name as its table says (a check that the build works here).
 function answersVersion() {
   const [name, versions] = Object.entries(PLUGIN_VERSIONS)[0];
-  const r = spawnSync(launcher, [], { argv0: name, env: { CNI_COMMAND: "VERSION" }, encoding: "utf8" });
+  const runner = emulation();
+  if (!runner) {
+    console.error(`link-bins: cannot run an ${args.target} launcher here to check it: install qemu-user-static (scripts/setup.sh)`);
+    process.exit(1);
+  }
+  const [cmd, argv, argv0] = runner.length ? [runner[0], ["-0", name, launcher], runner[0]] : [launcher, [], name];
+  const r = spawnSync(cmd, argv, { argv0, env: { CNI_COMMAND: "VERSION" }, encoding: "utf8" });
   return r.status === 0 && r.stdout === versionAnswer(versions);
 }
 
 function buildLauncher() {
-  const cc = ["cc", "gcc", "clang"].find((c) => spawnSync(c, ["--version"]).status === 0);
+  // Another architecture's launcher: Debian's cross compiler (gcc-aarch64-linux-gnu, with the kernel's headers
+  // from linux-libc-dev-arm64-cross), and only the no-libc build, which needs no C library for that architecture.
+  const compilers = target ? [`${target.gnu}-linux-gnu-gcc`] : ["cc", "gcc", "clang"];
+  const cc = compilers.find((c) => spawnSync(c, ["--version"]).status === 0);
+  if (!cc && target) {
+    console.error(`link-bins: no ${compilers[0]} for the ${args.target} launcher: install gcc-${target.gnu}-linux-gnu (scripts/setup.sh)`);
+    process.exit(1);
+  }
   if (!cc) return false;
   const rows = Object.entries(PLUGIN_VERSIONS).map(([name, versions]) => {
     return `  {${JSON.stringify(name)}, ${JSON.stringify(versionAnswer(versions))}, ${JSON.stringify(aboutAnswer(name, versions))}},`;
   });
-  const headerDir = path.join(dist, "launcher");
+  const headerDir = path.join(outDir, "launcher");
   mkdirSync(headerDir, { recursive: true });
   writeFileSync(
     path.join(headerDir, "versions.h"),
@@ -104,8 +170,9 @@ function buildLauncher() {
   // against libc, statically linked where it allows (no dynamic loader per call), else dynamically.
   const source = path.join(root, "launcher/launcher.c");
   const compile = (extra) => spawnSync(cc, ["-O2", "-Wall", ...extra, "-o", launcher, source, "-I", headerDir], { encoding: "utf8" });
+  const nolibcArch = target ? target.npm : process.arch;
   const attempts = [
-    ...(["x64", "arm64"].includes(process.arch)
+    ...(["x64", "arm64"].includes(nolibcArch)
       ? [
           [
             "-DTSCNI_NOLIBC",
@@ -120,27 +187,46 @@ function buildLauncher() {
           ],
         ]
       : []),
-    ["-static"],
-    [],
+    ...(target ? [] : [["-static"], []]),
   ];
   let r;
   for (const flags of attempts) {
     r = compile(flags);
-    if (r.status === 0 && answersVersion()) break;
+    if (r.status === 0 && answersVersion()) {
+      // What the launcher carries besides our code: nothing, glibc compiled in (-static), or glibc linked to.
+      const libc = flags.includes("-DTSCNI_NOLIBC") ? "none" : flags.includes("-static") ? "glibc-static" : "glibc-dynamic";
+      writeFileSync(path.join(headerDir, "libc"), libc + "\n");
+      break;
+    }
     if (r.status === 0) r = { status: 1, stderr: `${launcher} built with ${flags.join(" ")} does not answer VERSION` };
+  }
+  if (r.status !== 0 && target) {
+    console.error(`link-bins: the ${args.target} launcher build failed:\n${r.stderr}`);
+    process.exit(1);
   }
   if (r.status !== 0) console.warn(`launcher build failed, linking to the program directly:\n${r.stderr}`);
   return r.status === 0;
 }
 
-let target = main;
+if (target) {
+  if (!existsSync(bun)) {
+    console.error("link-bins: no Bun in node_modules (npm ci)");
+    process.exit(1);
+  }
+  buildStandalone();
+  buildLauncher();
+  console.log(`built ${path.relative(root, program)} and ${path.relative(root, launcher)} for ${args.target}, build ${buildId}`);
+  process.exit(0);
+}
+
+let linkTarget = main;
 if (process.env.TSCNI_BUILD !== "node" && existsSync(bun) && buildStandalone()) {
-  target = buildLauncher() ? launcher : program;
+  linkTarget = buildLauncher() ? launcher : program;
 }
 
 const bin = path.join(dist, "bin");
 rmSync(bin, { recursive: true, force: true });
 rmSync(path.join(dist, "test-bin"), { recursive: true, force: true }); // from builds before the test plugins moved out
 mkdirSync(bin, { recursive: true });
-for (const name of PROGRAM_NAMES) symlinkSync(path.relative(bin, target), path.join(bin, name));
-console.log(`linked ${PROGRAM_NAMES.length} programs to ${path.relative(root, target)} in dist/bin`);
+for (const name of PROGRAM_NAMES) symlinkSync(path.relative(bin, linkTarget), path.join(bin, name));
+console.log(`linked ${PROGRAM_NAMES.length} programs to ${path.relative(root, linkTarget)} in dist/bin`);

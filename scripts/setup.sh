@@ -31,6 +31,14 @@ command -v runc >/dev/null 2>&1 || need+=(runc)
 command -v containerd >/dev/null 2>&1 || need+=(containerd)
 command -v gcc >/dev/null 2>&1 || need+=(gcc)
 [ -f /usr/lib/x86_64-linux-gnu/libc.a ] || [ -f /usr/lib/aarch64-linux-gnu/libc.a ] || need+=(libc6-dev)
+# The release builds linux/arm64 too (docs/release.md): Debian's cross compiler for the launcher (its no-libc
+# build wants only the kernel's arm64 headers), and qemu-user to run what it built, as the build checks its launcher
+# and the release tests run every arm64 artifact (the arm64 C library that comes with the cross compiler is the
+# one Bun's arm64 runtime is loaded with, QEMU_LD_PREFIX=/usr/aarch64-linux-gnu).
+command -v aarch64-linux-gnu-gcc >/dev/null 2>&1 || need+=(gcc-aarch64-linux-gnu)
+[ -f /usr/aarch64-linux-gnu/include/asm/unistd.h ] || need+=(linux-libc-dev-arm64-cross)
+[ -f /usr/aarch64-linux-gnu/lib/ld-linux-aarch64.so.1 ] || need+=(libc6-arm64-cross)
+command -v qemu-aarch64-static >/dev/null 2>&1 || need+=(qemu-user-static)
 # etcd: cluster-ipam's tests, demo (--cluster) and benchmark run their own local etcd members (and openssl makes
 # the TLS test's certificates). The package's own service must not start: see below.
 command -v etcd >/dev/null 2>&1 || need+=(etcd-server)
@@ -66,6 +74,14 @@ if [ ${#need[@]} -gt 0 ]; then
     elif [ -x /etc/init.d/etcd ]; then /etc/init.d/etcd stop >/dev/null 2>&1 || true
     fi
   fi
+fi
+
+# qemu-user-static's binfmt_misc entry (argv[0] preserved, the interpreter opened once: it works in every
+# namespace), so an arm64 program runs here as if native: the launcher execs the program beside it, which qemu-user
+# alone cannot follow. systemd registers it at boot; where systemd is not the init system (containers, CI), here.
+if [ "$(uname -m)" = x86_64 ] && [ "$(id -u)" -eq 0 ] && [ -f /usr/lib/binfmt.d/qemu-aarch64.conf ] && [ ! -e /proc/sys/fs/binfmt_misc/qemu-aarch64 ]; then
+  [ -e /proc/sys/fs/binfmt_misc/register ] || mount -t binfmt_misc binfmt_misc /proc/sys/fs/binfmt_misc || true
+  /lib/systemd/systemd-binfmt /usr/lib/binfmt.d/qemu-aarch64.conf || echo "setup: could not register qemu-aarch64 with binfmt_misc" >&2
 fi
 
 if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then

@@ -107,5 +107,6 @@ test("the image adds this version's plugin tarball where the install script runs
   const { version } = JSON.parse(readFileSync(path.join(ROOT, "package.json"), "utf8")) as { version: string };
   const dockerfile = docSnippet(RUNTIMES, "image");
   assert.match(dockerfile, /^FROM \S+/m);
-  assert.ok(dockerfile.includes(`ADD tscni-${version}-linux-x64.tar.gz /tscni/bin/`), dockerfile);
+  assert.match(dockerfile, /^ARG TARGETARCH$/m, "the tarball's architecture is the image's");
+  assert.ok(dockerfile.includes(`ADD tscni-plugins-linux-\${TARGETARCH}-v${version}.tgz /tscni/bin/`), dockerfile);
 });
