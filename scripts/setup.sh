@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Prepares a fresh Debian machine (as root) for everything tscni does and tests, and builds it: system tools (iproute2, iptables, nftables,
 # and Debian's Go CNI plugins, the reference the interop tests compare against; podman and containerd for the
-# drop-in tests), npm dependencies, dist/.
+# drop-in tests, buildah for the installer image), npm dependencies, dist/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -25,6 +25,8 @@ command -v strace >/dev/null 2>&1 || need+=(strace)
 # podman with the CNI backend: the drop-in test points a real runtime at our plugin directory.
 command -v podman >/dev/null 2>&1 || need+=(podman conmon golang-github-containers-common)
 command -v runc >/dev/null 2>&1 || need+=(runc)
+# buildah makes the installer image from the release's tarballs (scripts/image.mjs); the image test runs it with podman.
+command -v buildah >/dev/null 2>&1 || need+=(buildah)
 [ -x /bin/busybox ] || need+=(busybox-static)
 # containerd: the CRI end-to-end test (kubelet's path) runs a private containerd with our plugin directory
 # (its sandbox image's pause program is built with gcc -static, when gcc and libc6-dev are there).

@@ -4,8 +4,8 @@
  * tomllib) with the keys their runtime reads; the network config loads as a conflist whose plugins are all ours;
  * the DaemonSet manifest parses as YAML (python3-yaml) and holds what Kubernetes requires of a ConfigMap and a
  * DaemonSet (selector matching the template's labels, containers with images, every volume mount declared, host
- * paths absolute), its ConfigMap carrying the same network config; the image's Dockerfile adds this version's
- * tarball where the install script looks. The rest run in src/integration (docs-runtimes, docs-resident, podman,
+ * paths absolute), its ConfigMap carrying the same network config; its init container runs this version's installer
+ * image with arguments on its volumes. The rest run in src/integration (docs-runtimes, docs-resident, podman,
  * containerd).
  */
 import { test } from "node:test";
@@ -99,14 +99,22 @@ test("the DaemonSet manifest is a ConfigMap and a DaemonSet as Kubernetes requir
     if (v["configMap"]) assert.equal(v["configMap"]["name"], configMap["metadata"]["name"], "the config volume is the ConfigMap");
   }
   const [install] = pod["initContainers"] as Obj[];
-  const script = (install!["command"] as string[]).join(" ");
-  assert.match(script, /\/tscni\/bin\/cnitool install --bin-dir \/host\/opt\/cni\/bin/);
+  const { version } = JSON.parse(readFileSync(path.join(ROOT, "package.json"), "utf8")) as { version: string };
+  assert.match(install!["image"], new RegExp(`/tscni/installer:${version.replaceAll(".", "\\.")}$`), "this version's installer image");
+  assert.equal(install!["command"], undefined, "the image's entrypoint, cnitool install, runs");
+  const args = install!["args"] as string[];
+  assert.ok(args.includes("--bin-dir=/host/opt/cni/bin") && args.includes("--conf-dir=/host/etc/cni/net.d"), args.join(" "));
+  const mounts = (install!["volumeMounts"] as Obj[]).map((m) => m["mountPath"]);
+  for (const a of args.filter((a) => /^--(bin-dir|conf-dir|conf)=/.test(a))) {
+    const dir = a.split("=")[1]!;
+    assert.ok(
+      mounts.some((m) => dir === m || dir.startsWith(`${m}/`)),
+      `${a} is on a mounted volume`,
+    );
+  }
 });
 
-test("the image adds this version's plugin tarball where the install script runs cnitool", () => {
+test("the image loads as the archive npm run release:image writes", () => {
   const { version } = JSON.parse(readFileSync(path.join(ROOT, "package.json"), "utf8")) as { version: string };
-  const dockerfile = docSnippet(RUNTIMES, "image");
-  assert.match(dockerfile, /^FROM \S+/m);
-  assert.match(dockerfile, /^ARG TARGETARCH$/m, "the tarball's architecture is the image's");
-  assert.ok(dockerfile.includes(`ADD tscni-plugins-linux-\${TARGETARCH}-v${version}.tgz /tscni/bin/`), dockerfile);
+  assert.equal(docSnippet(RUNTIMES, "image-load").trim(), `podman load -i tscni-installer-${version}.oci.tar`);
 });

@@ -137,3 +137,50 @@ test("`cnitool install` into a directory of another implementation's plugins: na
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test("--conf checks each network config, then renames it into --conf-dir once every plugin is installed", async () => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), "tscni-install-"));
+  try {
+    const bin = path.join(dir, "bin");
+    const confDir = path.join(dir, "net.d");
+    const list = path.join(dir, "10-net.conflist");
+    writeFileSync(list, JSON.stringify({ cniVersion: "1.0.0", name: "net", plugins: [{ type: "bridge" }] }));
+    const broken = path.join(dir, "20-broken.conflist");
+    writeFileSync(broken, '{"cniVersion": "1.0.0", "name": "broken"');
+    let out = "";
+    const io = {
+      env: {},
+      cwd: dir,
+      stdout: (s: string) => {
+        out += s;
+      },
+      stderr: (s: string) => {
+        out += s;
+      },
+    };
+    const install = (...more: string[]) => runCnitool(["install", "--bin-dir", bin, "--conf-dir", confDir, ...more], io, [addInstallCommand]);
+    // A broken config stops the install before anything is written.
+    assert.equal(await install("--conf", list, "--conf", broken), 1);
+    assert.match(out, /20-broken\.conflist/);
+    assert.equal(existsSync(bin), false, "no plugin installed");
+    assert.equal(existsSync(confDir), false, "no config written");
+
+    out = "";
+    assert.equal(await install("--conf", list), 0, out);
+    assert.deepEqual(readdirSync(confDir), ["10-net.conflist"], "the config, and no temporary file");
+    assert.equal(readFileSync(path.join(confDir, "10-net.conflist"), "utf8"), readFileSync(list, "utf8"));
+    assert.equal(statSync(path.join(confDir, "10-net.conflist")).mode & 0o777, 0o644);
+    assert.match(out, new RegExp(`^wrote: ${confDir}/10-net.conflist$`, "m"));
+
+    // With a foreign plugin left in place (no --force), the config is not written: it would run that plugin.
+    rmSync(confDir, { recursive: true });
+    rmSync(path.join(bin, "bridge"));
+    writeFileSync(path.join(bin, "bridge"), "a Go plugin");
+    out = "";
+    assert.equal(await install("--conf", list), 1);
+    assert.match(out, /the network configs were not written/);
+    assert.equal(existsSync(confDir), false);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});

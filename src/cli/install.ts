@@ -3,7 +3,9 @@
  * (default /opt/cni/bin): the native program and its launcher, copied (native.ts says where they are found), or
  * else a link to the Node build, said as a warning. Files that are not ours are left alone unless --force. With
  * --resident it also writes the systemd units of the resident server (socket activation: the server starts on the
- * first plugin call); --remove-resident takes them away again.
+ * first plugin call); --remove-resident takes them away again. --conf copies network configs into the config dir
+ * (default /etc/cni/net.d), each checked first and renamed into place: what a DaemonSet's install container does
+ * (docs/runtimes.md), from an image that has no shell.
  * @module
  */
 import { copyFileSync, chmodSync, lstatSync, mkdirSync, readFileSync, readlinkSync, rmSync, symlinkSync, existsSync } from "node:fs";
@@ -15,6 +17,7 @@ import { DEFAULT_SOCKET } from "#resident/protocol.js";
 import { selfExecutable } from "#sys/self.js";
 import { findNativeProgram, LAUNCHER_NAME, platformPackageName, PROGRAM_NAME } from "./native.js";
 import { replaceAtomicSync, writeFileAtomicSync } from "#sys/state.js";
+import { parseConfList, parsePluginConfig } from "#spec/config.js";
 
 export const DEFAULT_BIN_DIR = "/opt/cni/bin";
 
@@ -89,6 +92,37 @@ export function installPlugins(binDir: string, opts: { force?: boolean; source?:
     (exists ? report.replaced : report.installed).push(name);
   }
   return report;
+}
+
+export const DEFAULT_CONF_DIR = "/etc/cni/net.d";
+
+/** A network config read and checked by readConfigs, to be written by installConfigs. */
+export interface CheckedConfig {
+  name: string;
+  text: Buffer;
+}
+
+/** Reads and parses each network config (a .conflist as a list, else as one plugin's config); throws at a broken one. */
+export function readConfigs(files: string[]): CheckedConfig[] {
+  return files.map((file) => {
+    const text = readFileSync(file);
+    if (file.endsWith(".conflist")) parseConfList(text, file);
+    else parsePluginConfig(text, file);
+    return { name: path.basename(file), text };
+  });
+}
+
+/**
+ * Writes checked network configs into `confDir` under their own names, each to a temporary name renamed into
+ * place (a runtime never reads half a file). Returns the written paths.
+ */
+export function installConfigs(confDir: string, configs: CheckedConfig[]): string[] {
+  mkdirSync(confDir, { recursive: true });
+  return configs.map(({ name, text }) => {
+    const to = path.join(confDir, name);
+    writeFileAtomicSync(to, text, 0o644);
+    return to;
+  });
 }
 
 export const DEFAULT_UNIT_DIR = "/etc/systemd/system";
@@ -171,17 +205,35 @@ export function removeResidentUnits(unitDir: string): string[] {
   return removed;
 }
 
-/** `cnitool install [--bin-dir DIR] [--force] [--resident [--unit-dir DIR]] | --remove-resident`. */
+/** `cnitool install`'s options, as commander gives them. */
+interface InstallOptions {
+  binDir: string;
+  force?: boolean;
+  conf: string[];
+  confDir: string;
+  resident?: boolean;
+  unitDir: string;
+  removeResident?: boolean;
+}
+
+/** `cnitool install [--bin-dir DIR] [--force] [--conf FILE... [--conf-dir DIR]] [--resident [--unit-dir DIR]] | --remove-resident`. */
 export function addInstallCommand(program: Command, io: Io): void {
   program
     .command("install")
     .description("Install the tscni binary and a link per plugin type into a CNI bin dir (and the resident server's systemd units)")
     .option("--bin-dir <dir>", "CNI plugin directory", DEFAULT_BIN_DIR)
     .option("--force", "replace plugins (and units) of the same name that are not tscni's")
+    .option(
+      "--conf <file>",
+      "also copy this network config into --conf-dir, checked and renamed into place (repeatable)",
+      (f: string, all: string[]) => [...all, f],
+      [] as string[],
+    )
+    .option("--conf-dir <dir>", "where --conf writes", DEFAULT_CONF_DIR)
     .option("--resident", "also write the resident server's systemd socket and service units (not enabled)")
     .option("--unit-dir <dir>", "where --resident writes the units", DEFAULT_UNIT_DIR)
     .option("--remove-resident", "remove the units --resident wrote (and nothing else)")
-    .action(async (opts: { binDir: string; force?: boolean; resident?: boolean; unitDir: string; removeResident?: boolean }) => {
+    .action(async (opts: InstallOptions) => {
       if (opts.removeResident) {
         const removed = removeResidentUnits(opts.unitDir);
         io.stdout(removed.length ? `removed: ${removed.join(" ")}\n` : `no tscni units in ${opts.unitDir}\n`);
@@ -189,6 +241,8 @@ export function addInstallCommand(program: Command, io: Io): void {
           io.stdout(`stop the server with: systemctl disable --now ${RESIDENT_UNIT}.socket ${RESIDENT_UNIT}.service; systemctl daemon-reload\n`);
         return;
       }
+      // The configs are checked before any plugin is installed, and written once all their plugins are there.
+      const configs = readConfigs(opts.conf);
       const report = installPlugins(opts.binDir, { force: opts.force });
       io.stdout(`installed ${report.binary}\n`);
       if (report.program.kind === "native") {
@@ -204,6 +258,7 @@ export function addInstallCommand(program: Command, io: Io): void {
       if (report.installed.length) io.stdout(`linked: ${report.installed.join(" ")}\n`);
       if (report.replaced.length) io.stdout(`replaced: ${report.replaced.join(" ")}\n`);
       for (const s of report.skipped) io.stderr(`skipped ${s.name}: ${s.reason}\n`);
+      if (configs.length && !report.skipped.length) io.stdout(`wrote: ${installConfigs(opts.confDir, configs).join(" ")}\n`);
       if (opts.resident) {
         const written = installResidentUnits(opts.unitDir, opts.binDir, { force: opts.force });
         io.stdout(`wrote: ${written.join(" ")}\n`);
@@ -214,7 +269,8 @@ export function addInstallCommand(program: Command, io: Io): void {
         const total = report.installed.length + report.replaced.length + report.skipped.length;
         throw new Error(
           `${report.skipped.length} of ${total} plugin types were not installed: ${opts.binDir} holds programs of those ` +
-            "names that are not tscni's, which still run (use --force to replace them)",
+            "names that are not tscni's, which still run (use --force to replace them)" +
+            (configs.length ? "; the network configs were not written" : ""),
         );
       }
     });

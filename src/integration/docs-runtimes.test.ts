@@ -1,10 +1,11 @@
 /**
- * docs/runtimes.md's DaemonSet and uninstall, run: the install container's script (taken from the manifest, with
- * the image's /tscni/bin, the node's /host/... and the ConfigMap's /config pointed at the test's directories) over
+ * docs/runtimes.md's DaemonSet and uninstall, run: the install container's arguments (taken from the manifest, with
+ * the node's /host/... and the ConfigMap's /config pointed at the test's directories), given to the image's
+ * entrypoint `cnitool install` of a directory laid out as the image's /tscni/bin, over
  * a node directory holding another plugin and a foreign `bridge`; run again, as a restarted pod does; then the
  * uninstall block leaves only what is not tscni's. The containerd and podman blocks run in containerd.test.ts and
- * podman.test.ts; the manifest's Kubernetes shape is checked in src/docs-snippets.test.ts. Run once, in the exec
- * pass.
+ * podman.test.ts; the manifest's Kubernetes shape is checked in src/docs-snippets.test.ts, and the real image run
+ * with these arguments in src/cli/image.integration.test.ts. Run once, in the exec pass.
  */
 import { describe, test, after } from "node:test";
 import assert from "node:assert/strict";
@@ -49,12 +50,12 @@ describe("docs/runtimes.md: the DaemonSet's install, then the uninstall", { skip
     chmodSync(path.join(bin, "their-plugin"), 0o755);
     chmodSync(path.join(bin, "bridge"), 0o755);
 
+    // The image's entrypoint, `/tscni/bin/cnitool install` (scripts/image.mjs), given the container's arguments.
     const [install] = daemonSet["spec"]["template"]["spec"]["initContainers"] as Obj[];
-    const [shell, flag, script] = install!["command"] as string[];
-    assert.deepEqual([shell, flag], ["/bin/sh", "-c"]);
-    const local = substitute(script!, { "/tscni/bin/": `${image}/tscni/bin/`, "/host/": `${host}/`, "/config/": `${config}/` });
+    assert.equal(install!["command"], undefined, "the image's entrypoint runs");
+    const args = substitute((install!["args"] as string[]).join("\n"), { "/host/": `${host}/`, "/config/": `${config}/` }).split("\n");
     for (const round of [1, 2]) {
-      const r = await runCommand("sh", ["-c", local]);
+      const r = await runCommand(path.join(image, "tscni/bin/cnitool"), ["install", ...args]);
       assert.equal(r.code, 0, `round ${round}: ${r.stdout}${r.stderr}`);
       assert.deepEqual(readdirSync(bin).sort(), [...PROGRAM_NAMES, "their-plugin", "tscni", "tscni-js"].sort(), `round ${round}`);
       assert.deepEqual(readdirSync(conf), ["10-tscni.conflist"], "the config, and no temporary file");

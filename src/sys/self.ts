@@ -9,12 +9,20 @@ import path from "node:path";
 /** The real path of the running multicall executable. */
 export function selfExecutable(): string | undefined {
   const standalone = (process.argv[1] ?? "").startsWith("/$bunfs/");
+  // Under Node the executable is the entry point next to this module.
+  // (A file: URL's pathname, decoded: node:url is not worth its start-up cost for this.)
+  const file = standalone ? process.execPath : decodeURIComponent(new URL("../cli/main.js", import.meta.url).pathname);
   try {
-    // Under Node the executable is the entry point next to this module.
-    // (A file: URL's pathname, decoded: node:url is not worth its start-up cost for this.)
-    return realpathSync(standalone ? process.execPath : decodeURIComponent(new URL("../cli/main.js", import.meta.url).pathname));
+    return realpathSync(file);
   } catch {
-    return undefined;
+    // Bun reads /proc/self/exe when asked: once an install has renamed a new program over the running one, that
+    // says "<path> (deleted)". The path then names the program that replaced this one, which is where it ran from.
+    const replaced = file.endsWith(" (deleted)") ? file.slice(0, -" (deleted)".length) : undefined;
+    try {
+      return replaced ? realpathSync(replaced) : undefined;
+    } catch {
+      return undefined;
+    }
   }
 }
 
