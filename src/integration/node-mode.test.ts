@@ -11,6 +11,7 @@ import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { Cleanup, OUR_BIN, ROOT, runCommand, skipReason } from "#testing/harness.js";
 import { killServers, serverPids } from "#testing/servers.js";
+import { docSnippet } from "#testing/doc-snippets.js";
 
 const skip = skipReason(false, existsSync(path.join(ROOT, "dist/tscni")) ? undefined : "the C launcher is not built (no C compiler?)");
 if (skip) console.log(`# skipping the node mode tests: ${skip}`);
@@ -91,6 +92,24 @@ describe("the node's resident mode: off means off, and the node tells its mode",
     assert.match(report.thisCaller.why, /no server runs: there is no socket at .*; the next plugin call starts one \(mode auto\)/);
     const manual = JSON.parse((await status({ TSCNI_RESIDENT: "manual", TSCNI_RESIDENT_SOCKET: socket })).stdout);
     assert.match(manual.thisCaller.why, /mode manual starts none/);
+  });
+
+  test("docs/resident.md's settings file: the server a launcher starts has self-repair off and its memory capped", async () => {
+    const { dir, socket, conf } = fresh();
+    const file = path.join(dir, "resident");
+    writeFileSync(file, docSnippet("docs/resident.md", "resident-settings"));
+    const env = { TSCNI_RESIDENT: undefined, TSCNI_RESIDENT_CONF: file };
+    assert.equal((await call(socket, conf, "ADD", env)).code, 0);
+    for (let i = 0; i < 200 && !existsSync(socket); i++) await sleep(25);
+    let report: Record<string, unknown> = {};
+    for (let i = 0; i < 100 && report["build"] === undefined; i++, await sleep(50)) {
+      const r = await status({ TSCNI_RESIDENT_SOCKET: socket, TSCNI_RESIDENT_CONF: file });
+      if (r.code === 0) report = JSON.parse(r.stdout);
+    }
+    assert.equal(report["selfRepair"], "off (--no-repair)", JSON.stringify(report));
+    assert.equal(report["memoryMax"], 256 * 1024 * 1024);
+    assert.deepEqual(report["settings"], { repair: `off (${file})`, memoryMax: `${256 * 1024 * 1024} bytes (${file})`, problems: [] });
+    assert.equal((await call(socket, conf, "DEL", env)).code, 0);
   });
 
   test("a server a launcher starts with self-repair off and a memory cap: status shows both, and its cgroup", async () => {
