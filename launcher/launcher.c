@@ -349,10 +349,14 @@ static void debug(const char *what, const char *path, const char *detail) {
 /*
  * Resident mode, as the caller's TSCNI_RESIDENT or else the operator's file (/etc/tscni/resident, or the file
  * TSCNI_RESIDENT_CONF names) says, in its first word outside comments: "auto" (the default: use a server, start
- * one when none answers), "manual" (use a server, never start one) or "exec" (never use one).
+ * one when none answers), "manual" (use a server, never start one) or "exec" (never use one). Any other word
+ * ("off", "disabled", "no", a typo) means exec: an operator who wrote something to turn a root server off gets
+ * no server, never one started silently (mode_warning says what was ignored; try_resident reports it). The same
+ * rule in TypeScript, for `cnitool daemon status`: src/resident/mode.ts.
  */
 enum { MODE_AUTO, MODE_MANUAL, MODE_EXEC };
 #define RESIDENT_CONF "/etc/tscni/resident"
+#define MODE_WORDS "auto, manual, exec"
 
 static int mode_word(const char *s, size_t n) {
   if (n == 4 && !strncmp(s, "auto", 4)) return MODE_AUTO;
@@ -361,14 +365,34 @@ static int mode_word(const char *s, size_t n) {
   return -1;
 }
 
+/* The word that was not a mode and where it came from, when resident_mode fell back to exec for it. */
+static char mode_warning[192];
+
+static void note_bad_word(const char *word, size_t n, const char *where) {
+  if (n > 48) n = 48;
+  const char *parts[] = {"resident mode \"", "", "\" in ", where, " is not one of " MODE_WORDS ": running in exec mode"};
+  size_t len = 0;
+  for (size_t i = 0; i < 5; i++) {
+    size_t k = i == 1 ? n : strlen(parts[i]);
+    const char *from = i == 1 ? word : parts[i];
+    if (len + k >= sizeof(mode_warning)) k = sizeof(mode_warning) - 1 - len;
+    memcpy(mode_warning + len, from, k);
+    len += k;
+  }
+  mode_warning[len] = '\0';
+}
+
 static int resident_mode(void) {
   const char *word = env_value("TSCNI_RESIDENT");
   if (word && *word) {
     int mode = mode_word(word, strlen(word));
     if (mode >= 0) return mode;
+    note_bad_word(word, strlen(word), "TSCNI_RESIDENT");
+    return MODE_EXEC;
   }
   const char *conf = env_value("TSCNI_RESIDENT_CONF");
-  int fd = open(conf && *conf ? conf : RESIDENT_CONF, O_RDONLY | O_CLOEXEC, 0);
+  const char *file = conf && *conf ? conf : RESIDENT_CONF;
+  int fd = open(file, O_RDONLY | O_CLOEXEC, 0);
   if (fd < 0) return MODE_AUTO;
   char text[512];
   ssize_t n = read(fd, text, sizeof(text) - 1);
@@ -381,12 +405,66 @@ static int resident_mode(void) {
       while (*p && *p != '\n') p++;
       continue;
     }
+    if (!*p) break;
     char *end = p;
     while (*end && *end != ' ' && *end != '\t' && *end != '\n' && *end != '\r' && *end != '#') end++;
     int mode = mode_word(p, (size_t)(end - p));
-    return mode >= 0 ? mode : MODE_AUTO;
+    if (mode >= 0) return mode;
+    note_bad_word(p, (size_t)(end - p), file);
+    return MODE_EXEC;
   }
   return MODE_AUTO;
+}
+
+/*
+ * A setting for the server a launcher starts (src/resident/mode.ts has the rule and the file's format): the
+ * caller's `env_name` when set, else the value of the operator's file's `key value` line (after the mode's line),
+ * into `out`; 0 when neither gives one. The server checks the value (a bad one is logged and not applied).
+ */
+static int resident_setting(const char *env_name, const char *key, char *out, size_t room) {
+  const char *value = env_value(env_name);
+  size_t n = 0;
+  if (value && *value) {
+    n = strlen(value);
+    if (n >= room) n = room - 1;
+    memcpy(out, value, n);
+    out[n] = '\0';
+    return 1;
+  }
+  const char *conf = env_value("TSCNI_RESIDENT_CONF");
+  int fd = open(conf && *conf ? conf : RESIDENT_CONF, O_RDONLY | O_CLOEXEC, 0);
+  if (fd < 0) return 0;
+  char text[2048];
+  ssize_t got = read(fd, text, sizeof(text) - 1);
+  close(fd);
+  if (got <= 0) return 0;
+  text[got] = '\0';
+  int seen_mode = 0;
+  size_t key_len = strlen(key);
+  for (char *line = text; *line;) {
+    char *end = line;
+    while (*end && *end != '\n') end++;
+    char *p = line;
+    while (*p == ' ' || *p == '\t' || *p == '\r') p++;
+    if (*p && *p != '#' && p < end) {
+      if (!seen_mode) {
+        seen_mode = 1;
+      } else if (!strncmp(p, key, key_len) && (p[key_len] == ' ' || p[key_len] == '\t')) {
+        p += key_len;
+        while (*p == ' ' || *p == '\t') p++;
+        char *stop = p;
+        while (stop < end && *stop != '#' && *stop != '\r') stop++;
+        while (stop > p && (stop[-1] == ' ' || stop[-1] == '\t')) stop--;
+        n = (size_t)(stop - p);
+        if (n == 0 || n >= room) return 0;
+        memcpy(out, p, n);
+        out[n] = '\0';
+        return 1;
+      }
+    }
+    line = *end ? end + 1 : end;
+  }
+  return 0;
 }
 
 /* A hexadecimal field of /proc/self/status ("CapEff:\t000001ff..."), 0 when absent. */
@@ -610,8 +688,9 @@ static void launcher_log_line(const char *plugin, const char *path, const char *
       if (r >= 0) close(r);
     }
     line.data[n > 0 ? n : 0] = '\0';
+    const char *mark = *what ? what : detail; /* (the fixed words of the line, to find it again) */
     for (char *p = (char *)line.data; n > 0 && *p; p++) {
-      if (!strncmp(p, what, strlen(what))) {
+      if (!strncmp(p, mark, strlen(mark))) {
         close(fd);
         munmap(line.data, line.cap);
         return;
@@ -752,10 +831,22 @@ static void move_to_own_cgroup(const char *path) {
  * (a server is starting: this caller may wait for it), else 0.
  */
 static int start_server(const char *plugin, const char *path, int named, const char *program) {
-  if (!has_full_capabilities() || !in_node_namespaces(named ? 1 : 4)) return 0;
+  if (!has_full_capabilities()) {
+    debug(": no server answered, none started: this caller is not root with every capability, unconfined", path, "");
+    return 0;
+  }
+  if (!in_node_namespaces(named ? 1 : 4)) {
+    debug(named ? ": no server answered, none started: this caller is not in the node's pid namespace"
+                : ": no server answered, none started: this caller is not in the node's namespaces (pid, user, network, mount)",
+          path, "");
+    return 0;
+  }
   /* Nor from a pid namespace whose init is this very call, or whose /proc is not its own (pids there are not ours). */
   struct facts self;
-  if (getpid() == 1 || !read_facts(-1, &self, FACTS_LSM, NULL) || self.nspid_fields != 1) return 0;
+  if (getpid() == 1 || !read_facts(-1, &self, FACTS_LSM, NULL) || self.nspid_fields != 1) {
+    debug(": no server answered, none started: this caller is PID 1 of its pid namespace, or its /proc is another namespace's", path, "");
+    return 0;
+  }
   char dir[PATH_MAX], lock_path[PATH_MAX], log_path[PATH_MAX];
   const char *slash = strrchr(path, '/');
   if (!slash || slash == path || (size_t)(slash - path) >= sizeof(dir)) return 0;
@@ -790,6 +881,7 @@ static int start_server(const char *plugin, const char *path, int named, const c
   }
   if (!may_try_start(lock)) {
     close(lock);
+    debug(": no server answered, none started: a recent start failed (its .log says why; the next try waits longer)", path, "");
     return 0;
   }
   int log = open_log(log_path);
@@ -817,7 +909,15 @@ static int start_server(const char *plugin, const char *path, int named, const c
     by_len += n;
   }
   by[by_len] = '\0';
-  char *const argv[] = {"cnitool", "daemon", "--auto-started", by, "--socket", (char *)path, "--lock-fd", "3", "--idle", idle, NULL};
+  char *argv[16] = {"cnitool", "daemon", "--auto-started", by, "--socket", (char *)path, "--lock-fd", "3", "--idle", idle, NULL};
+  int argc = 10;
+  char repair[8], memory_max[32];
+  if (resident_setting("TSCNI_RESIDENT_REPAIR", "repair", repair, sizeof(repair)) && !strcmp(repair, "off")) argv[argc++] = "--no-repair";
+  if (resident_setting("TSCNI_RESIDENT_MEMORY_MAX", "memory-max", memory_max, sizeof(memory_max))) {
+    argv[argc++] = "--memory-max";
+    argv[argc++] = memory_max;
+  }
+  argv[argc] = NULL;
   char *const envp[] = {"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", NULL};
 
   int child = fork();
@@ -923,10 +1023,14 @@ static unsigned caller_umask(void) {
  */
 static void try_resident(const char *name, int argc, char **argv, const struct buf *config, const char *program) {
   int mode = resident_mode();
-  if (mode == MODE_EXEC) return;
   const char *path = env_value("TSCNI_RESIDENT_SOCKET");
   int named = path != NULL;
   if (!path) path = DEFAULT_SOCKET;
+  if (mode_warning[0]) {
+    debug(": ", path, mode_warning);
+    if (*path) launcher_log_once(name, path, "", mode_warning);
+  }
+  if (mode == MODE_EXEC) return;
   if (!*path) return;
   /* The server resolves the call's relative paths against this directory: without one, the call runs here. */
   char cwd[4096];
@@ -939,6 +1043,7 @@ static void try_resident(const char *name, int argc, char **argv, const struct b
   }
   if (fd < 0) {
     if (!absent) debug(": the server's socket did not take the connection", path, "");
+    else if (mode == MODE_MANUAL) debug(": no server answered (mode manual starts none)", path, "");
     return;
   }
   /* Nothing of the call, not even the hello, goes to a listener that is not provably the server. */

@@ -8,7 +8,7 @@
  * by default.
  * @module
  */
-import type { Command } from "commander";
+import { type Command, CommanderError } from "commander";
 import { takeListenFd } from "#sys/socket-activation.js";
 import { splitPathList } from "#invoke/find.js";
 import { criSocketPath } from "#runtime/cri/runtime-service.js";
@@ -17,12 +17,13 @@ import { DEFAULT_NETCONFPATH, type Io } from "#cnitool/cnitool.js";
 import { startNodeGc, type NodeGcSchedule } from "#resident/node-gc.js";
 import { readBuildId } from "#resident/build-id.js";
 import { callResident } from "#resident/client.js";
-import { HEALTH_PROGRAM, METRICS_PROGRAM, STOP_PROGRAM } from "#resident/routing.js";
+import { METRICS_PROGRAM, STOP_PROGRAM } from "#resident/routing.js";
 import { DEFAULT_SOCKET, ResidentServer } from "#resident/server.js";
 import { DEFAULT_REPAIR_INTERVAL_S, startRepair } from "#resident/repair.js";
 import { DEFAULT_CACHE_DIR } from "#libcni/cache.js";
 import { WARM_UP_ROUNDS } from "#resident/warm-up.js";
 import { serverLog } from "#resident/server-log.js";
+import { parseSize } from "#resident/mode.js";
 import { messageOf } from "#spec/errors.js";
 
 /** A non-negative whole number of a flag, or an error naming the flag. */
@@ -63,7 +64,11 @@ export function addDaemonCommand(program: Command, io: Io): void {
   const daemon = program
     .command("daemon")
     .description("Serve plugin calls from a resident process (the launcher forwards to it; exec is the fallback)")
-    .option("--socket <path>", "unix socket to listen on", DEFAULT_SOCKET)
+    .option(
+      "--socket <path>",
+      "unix socket to listen on (default: TSCNI_RESIDENT_SOCKET, else /run/tscni/plugins.sock)",
+      io.env["TSCNI_RESIDENT_SOCKET"] || DEFAULT_SOCKET,
+    )
     .option("--call-timeout <seconds>", "fail a call that runs longer than this", "300")
     .option("--warm-up <rounds>", "dry host-local rounds run at start so the first calls find compiled code (0: none)", String(WARM_UP_ROUNDS))
     .option("--idle <seconds>", "leave after this long without a call (0: never)", "0")
@@ -76,6 +81,7 @@ export function addDaemonCommand(program: Command, io: Io): void {
       String(DEFAULT_REPAIR_INTERVAL_S),
     )
     .option("--no-repair", "never put firewall rules back by itself (cnitool reload still does)")
+    .option("--memory-max <size>", "cap this server's memory: its own cgroup's limit (bytes, or with K, M or G; a server a launcher starts only)")
     .option(
       "--gc-cri-endpoint <endpoint>",
       "run node GC periodically against this CRI runtime, e.g. unix:///run/containerd/containerd.sock (off without it)",
@@ -99,6 +105,7 @@ export function addDaemonCommand(program: Command, io: Io): void {
           metricsAddress?: string;
           repairInterval: string;
           repair: boolean;
+          memoryMax?: string;
           tracePhases?: string;
         } & GcFlags,
       ) => {
@@ -109,8 +116,14 @@ export function addDaemonCommand(program: Command, io: Io): void {
           o.autoStarted !== undefined ? `${o.socket}.log` : undefined,
         );
         // Out of the starting caller's cgroup before anything else (resident/own-cgroup.ts).
-        const ownCgroup = o.autoStarted !== undefined ? await (await import("#resident/own-cgroup.js")).moveToOwnCgroup(o.socket) : undefined;
+        // A cap the operator set (resident/mode.ts) that is not a size is said, and not applied: the server still runs.
+        const memoryMax = o.memoryMax !== undefined ? parseSize(o.memoryMax) : undefined;
+        if (o.memoryMax !== undefined && memoryMax === undefined)
+          log(`--memory-max "${o.memoryMax}" is not a size (bytes, or with K, M or G): no cap`);
+        const ownCgroup =
+          o.autoStarted !== undefined ? await (await import("#resident/own-cgroup.js")).moveToOwnCgroup(o.socket, memoryMax) : undefined;
         if (ownCgroup) log(`running in ${ownCgroup.description}`);
+        if (!o.repair) log("self-repair of firewall rules is off (--no-repair): cnitool reload puts them back");
         let server: ResidentServer | undefined;
         const startGc = nodeGcStarter(o, log, () => server?.metrics.countGcRun());
         // One bad call must never take the server down.
@@ -134,6 +147,11 @@ export function addDaemonCommand(program: Command, io: Io): void {
           warmUpRounds: count("--warm-up", o.warmUp),
           idleMs: count("--idle", o.idle) * 1000,
           autoStarted: o.autoStarted !== undefined,
+          describe: () => ({
+            cgroup: ownCgroup?.description ?? "the cgroup of whoever started it (not auto-started)",
+            selfRepair: o.repair ? `on, every ${repairIntervalMs / 1000} s and on firewalld's reloads` : "off (--no-repair)",
+            ...(memoryMax !== undefined && ownCgroup ? { memoryMax } : {}),
+          }),
           ...(o.lockFd !== undefined ? { lockFd: count("--lock-fd", o.lockFd) } : {}),
           ...(listenFd !== undefined ? { listenFd } : {}),
         });
@@ -181,8 +199,21 @@ export function addDaemonCommand(program: Command, io: Io): void {
   };
   daemon
     .command("status")
-    .description("Ask the server on --socket for its build, its load and its memory")
-    .action(() => ask(HEALTH_PROGRAM));
+    .description(
+      "The node's resident mode for this process, with or without a server: the mode and which setting made it, the socket, the server's build, load, cgroup and memory, and whether this process's calls are served (exit 3 when no server answers it)",
+    )
+    .action(async () => {
+      const o = daemon.opts<{ socket: string }>();
+      const { nodeStatus } = await import("#resident/node-status.js");
+      const report = await nodeStatus(o.socket, io.env, readBuildId());
+      io.stdout(`${JSON.stringify(report, null, 2)}\n`);
+      // Exit 3 when no server answered this process (its report is still printed); a server that answered while
+      // this process's calls are not served (mode exec) is 0, as `systemctl status` of a unit that runs.
+      if (report.build === undefined) {
+        io.stderr(`${report.thisCaller.why}\n`);
+        throw new CommanderError(3, "tscni.not-served", "");
+      }
+    });
   daemon
     .command("metrics")
     .description("Print the metrics of the server on --socket (Prometheus text format)")

@@ -5,7 +5,7 @@ import { spawnSync } from "node:child_process";
 import { existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, statSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { addInstallCommand, installPlugins, installResidentUnits, removeResidentUnits, residentUnits } from "./install.js";
+import { addInstallCommand, installPlugins, installResidentUnits, removeResidentUnits, residentUnits, uninstallPlugins } from "./install.js";
 import { runCnitool } from "#cnitool/cnitool.js";
 import { PROGRAM_NAMES } from "#plugins/catalog.js";
 
@@ -180,6 +180,33 @@ test("--conf checks each network config, then renames it into --conf-dir once ev
     assert.equal(await install("--conf", list), 1);
     assert.match(out, /the network configs were not written/);
     assert.equal(existsSync(confDir), false);
+
+test("`cnitool uninstall` removes exactly what install put there, never a foreign plugin", async () => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), "tscni-uninstall-"));
+  try {
+    const build = path.join(dir, "build");
+    mkdirSync(build);
+    writeFileSync(path.join(build, "tscni-js"), "program");
+    writeFileSync(path.join(build, "tscni"), "\x7fELF... tscni launcher: ...");
+    const bin = path.join(dir, "bin");
+    mkdirSync(bin);
+    writeFileSync(path.join(bin, "bridge"), "Go's bridge");
+    writeFileSync(path.join(bin, "whereabouts"), "another vendor's IPAM");
+    installPlugins(bin, { source: path.join(build, "tscni-js") });
+    const out: string[] = [];
+    const code = await runCnitool(["uninstall", "--bin-dir", bin], { env: {}, cwd: dir, stdout: (s) => out.push(s), stderr: (s) => out.push(s) }, [
+      addInstallCommand,
+    ]);
+    assert.equal(code, 0, out.join(""));
+    assert.deepEqual(readdirSync(bin).sort(), ["bridge", "whereabouts"], "only the foreign plugins are left");
+    assert.equal(readFileSync(path.join(bin, "bridge"), "utf8"), "Go's bridge");
+    assert.match(out.join(""), /removed: .*host-local.* tscni tscni-js\n/);
+    assert.match(out.join(""), /left bridge: .* is not a link to tscni's launcher/);
+    // A launcher of the same name that is not tscni's is left, and so is the program beside it.
+    writeFileSync(path.join(bin, "tscni"), "someone else's");
+    writeFileSync(path.join(bin, "tscni-js"), "?");
+    assert.deepEqual(uninstallPlugins(bin).removed, []);
+    assert.ok(existsSync(path.join(bin, "tscni-js")));
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

@@ -205,6 +205,63 @@ export function removeResidentUnits(unitDir: string): string[] {
   return removed;
 }
 
+/** What `cnitool uninstall` did: what it removed, and what it left (not tscni's) with why. */
+export interface UninstallReport {
+  removed: string[];
+  left: Array<{ name: string; reason: string }>;
+}
+
+/** Whether `file` is tscni's launcher: a program holding its own words, or a link to the Node build's entry. */
+function isOurLauncher(file: string): boolean {
+  try {
+    const st = lstatSync(file);
+    if (st.isSymbolicLink()) return /\/dist\/cli\/(main|cnitool-bin)\.js$/.test(readlinkSync(file));
+    // The launcher is a few tens of KB; it names itself in its messages ("tscni launcher").
+    return st.isFile() && st.size < 4 << 20 && readFileSync(file).includes("tscni launcher");
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Removes from `binDir` exactly what installPlugins put there: each plugin name that is a link to tscni's launcher,
+ * the launcher when it is tscni's, and the program beside it when the launcher was. A file of a plugin's name that
+ * is not such a link (Go's plugin, another vendor's) is left, and said.
+ */
+export function uninstallPlugins(binDir: string): UninstallReport {
+  const report: UninstallReport = { removed: [], left: [] };
+  for (const name of PROGRAM_NAMES) {
+    const target = path.join(binDir, name);
+    if (isOurLink(target)) {
+      rmSync(target);
+      report.removed.push(name);
+    } else if (existsSync(target) || lstatSafe(target)) {
+      report.left.push({ name, reason: `${target} is not a link to tscni's launcher (not installed by tscni)` });
+    }
+  }
+  const launcher = path.join(binDir, LAUNCHER_NAME);
+  if (isOurLauncher(launcher)) {
+    rmSync(launcher);
+    report.removed.push(LAUNCHER_NAME);
+    const programFile = path.join(binDir, PROGRAM_NAME);
+    if (lstatSafe(programFile)?.isFile()) {
+      rmSync(programFile);
+      report.removed.push(PROGRAM_NAME);
+    }
+  } else if (lstatSafe(launcher)) {
+    report.left.push({ name: LAUNCHER_NAME, reason: `${launcher} is not tscni's launcher` });
+  }
+  return report;
+}
+
+const lstatSafe = (file: string) => {
+  try {
+    return lstatSync(file);
+  } catch {
+    return undefined;
+  }
+};
+
 /** `cnitool install`'s options, as commander gives them. */
 interface InstallOptions {
   binDir: string;
@@ -218,6 +275,15 @@ interface InstallOptions {
 
 /** `cnitool install [--bin-dir DIR] [--force] [--conf FILE... [--conf-dir DIR]] [--resident [--unit-dir DIR]] | --remove-resident`. */
 export function addInstallCommand(program: Command, io: Io): void {
+  program
+    .command("uninstall")
+    .description("Remove from a CNI bin dir exactly what `cnitool install` put there (never a plugin that is not tscni's)")
+    .option("--bin-dir <dir>", "CNI plugin directory", DEFAULT_BIN_DIR)
+    .action((opts: { binDir: string }) => {
+      const report = uninstallPlugins(opts.binDir);
+      io.stdout(report.removed.length ? `removed: ${report.removed.join(" ")}\n` : `nothing of tscni's in ${opts.binDir}\n`);
+      for (const l of report.left) io.stdout(`left ${l.name}: ${l.reason}\n`);
+    });
   program
     .command("install")
     .description("Install the tscni binary and a link per plugin type into a CNI bin dir (and the resident server's systemd units)")

@@ -54,6 +54,7 @@ function runOnce(pluginPath: string, stdin: Uint8Array, env: Env, options: ExecO
   // Loaded on first use (docs/startup.md): most plugin calls never exec anything.
   const { spawn } = process.getBuiltinModule("node:child_process");
   return new Promise((resolve) => {
+    const started = performance.now();
     const child = spawn(pluginPath, [], {
       env: env as NodeJS.ProcessEnv,
       stdio: ["pipe", "pipe", "pipe"],
@@ -77,6 +78,10 @@ function runOnce(pluginPath: string, stdin: Uint8Array, env: Env, options: ExecO
     child.on("close", (exitCode, signal) => {
       let failure = spawnFailure;
       if (!failure && signal) failure = `signal: ${signal === "SIGKILL" ? "killed" : signal === "SIGTERM" ? "terminated" : signal}`;
+      // Go's words first (a runtime may match them), then which limit it was: killed at its time limit, by us.
+      const limit = options.timeoutMs;
+      if (failure && signal === "SIGKILL" && limit !== undefined && performance.now() - started >= limit - 5)
+        failure += ` (it ran past its time limit of ${limit / 1000} s and was killed)`;
       else if (!failure && exitCode !== 0) failure = `exit status ${exitCode}`;
       resolve({ stdout: Buffer.concat(out), stderr: Buffer.concat(err), failure });
     });

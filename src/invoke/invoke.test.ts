@@ -441,10 +441,10 @@ describe("RawExec timeouts (sleep plugin)", { concurrency: true }, () => {
   });
   const stdin = Buffer.from(`{"name":"sleepy","cniVersion":"1.1.0"}`);
 
-  test("timeoutMs kills the plugin", async () => {
+  test("timeoutMs kills the plugin, and the error names the time limit (not a bare 'signal: killed')", async () => {
     const started = Date.now();
     await assert.rejects(new RawExec(sink()).execPlugin(SLEEP, stdin, env(), { timeoutMs: 800 }), {
-      message: "netplugin failed with no error message: signal: killed",
+      message: "netplugin failed with no error message: signal: killed (it ran past its time limit of 0.8 s and was killed)",
     });
     assert.ok(Date.now() - started < 10_000);
   });

@@ -81,7 +81,8 @@ function systemdIsInit(): boolean {
 }
 
 /** busctl's arguments for a transient scope holding `pid`: StartTransientUnit(name, "fail", properties, no aux units). */
-export function transientScopeCall(name: string, pid: number, description: string): string[] {
+export function transientScopeCall(name: string, pid: number, description: string, memoryMax?: number): string[] {
+  const limit = memoryMax !== undefined ? ["MemoryMax", "t", String(memoryMax)] : [];
   return [
     "call",
     "org.freedesktop.systemd1",
@@ -91,7 +92,8 @@ export function transientScopeCall(name: string, pid: number, description: strin
     "ssa(sv)a(sa(sv))",
     name,
     "fail",
-    "4",
+    String(4 + (limit.length ? 1 : 0)),
+    ...limit,
     "PIDs",
     "au",
     "1",
@@ -116,28 +118,32 @@ export interface OwnCgroup {
   leave(): void;
 }
 
-/** Moves this process into its own cgroup for `socketPath` (see the module comment). */
-export async function moveToOwnCgroup(socketPath: string): Promise<OwnCgroup> {
+/**
+ * Moves this process into its own cgroup for `socketPath` (see the module comment), capping its memory at
+ * `memoryMax` bytes when given (the scope's MemoryMax, or memory.max / memory.limit_in_bytes of its cgroup).
+ */
+export async function moveToOwnCgroup(socketPath: string, memoryMax?: number): Promise<OwnCgroup> {
   const name = ownCgroupName(socketPath);
   const pid = process.pid;
   if (systemdIsInit() && findTool("busctl")) {
     const unit = `${name}-${pid}.scope`;
     try {
-      await runTool("busctl", transientScopeCall(unit, pid, `tscni resident server (${socketPath})`), `start the transient unit ${unit}`);
-      return { description: `the systemd scope ${unit}`, leave: () => undefined };
+      await runTool("busctl", transientScopeCall(unit, pid, `tscni resident server (${socketPath})`, memoryMax), `start the transient unit ${unit}`);
+      return { description: `the systemd scope ${unit}${memoryMax !== undefined ? ` (MemoryMax ${memoryMax})` : ""}`, leave: () => undefined };
     } catch (e) {
       // No bus, or systemd said no: the cgroup file system, as without systemd.
       const why = messageOf(e);
-      const fallback = moveInCgroupfs(name, pid);
+      const fallback = moveInCgroupfs(name, pid, memoryMax);
       return { ...fallback, description: `${fallback.description} (systemd's scope could not be had: ${why})` };
     }
   }
-  return moveInCgroupfs(name, pid);
+  return moveInCgroupfs(name, pid, memoryMax);
 }
 
-function moveInCgroupfs(name: string, pid: number): OwnCgroup {
+function moveInCgroupfs(name: string, pid: number, memoryMax?: number): OwnCgroup {
   const moved: Hierarchy[] = [];
   const problems: string[] = [];
+  const capped: string[] = [];
   for (const h of hierarchies()) {
     const dir = path.join(h.mount, name);
     if (h.current === `/${name}`) {
@@ -167,8 +173,21 @@ function moveInCgroupfs(name: string, pid: number): OwnCgroup {
       problems.push(`${h.kind}: ${messageOf(e)}`);
     }
   }
+  // The cap, in each hierarchy that accounts memory (the launcher may have moved us already: applied here either way).
+  for (const h of moved) {
+    if (memoryMax === undefined || !(h.kind === "cgroup2" || h.kind.split(",").includes("memory"))) continue;
+    const file = h.kind === "cgroup2" ? "memory.max" : "memory.limit_in_bytes";
+    // (A cgroup v2 hierarchy beside v1's memory one, "hybrid", has no memory controller: nothing to cap there.)
+    if (!existsSync(path.join(h.mount, name, file))) continue;
+    try {
+      writeFileSync(path.join(h.mount, name, file), String(memoryMax));
+      capped.push(`${file} ${memoryMax}`);
+    } catch (e) {
+      problems.push(`${file}: ${messageOf(e)}`);
+    }
+  }
   const description = moved.length
-    ? `the cgroup ${name} of ${moved.map((h) => h.kind).join(" ")}${problems.length ? `; not moved in ${problems.join("; ")}` : ""}`
+    ? `the cgroup ${name} of ${moved.map((h) => h.kind).join(" ")}${capped.length ? ` (${capped.join(", ")})` : ""}${problems.length ? `; not done: ${problems.join("; ")}` : ""}`
     : `no cgroup of its own (${problems.join("; ") || "no cgroup hierarchy mounted"})`;
   return {
     description,

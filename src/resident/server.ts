@@ -114,6 +114,8 @@ export interface ResidentServerOptions {
   idleMs?: number;
   /** Started by a launcher (reported in the status). */
   autoStarted?: boolean;
+  /** What the status says of where it runs, its self-repair and its memory cap (the command that runs it knows). */
+  describe?: () => Pick<ServerStatus, "cgroup" | "selfRepair" | "memoryMax">;
   /** Rounds of the start-up warm-up (warm-up.ts; default WARM_UP_ROUNDS, 0: none). */
   warmUpRounds?: number;
   limits?: Partial<ServerLimits>;
@@ -140,6 +142,12 @@ export interface ServerStatus {
   connections: number;
   rssBytes: number;
   uptimeSeconds: number;
+  /** Where it runs: its own cgroup (and its memory cap), as its log's first lines say. */
+  cgroup?: string;
+  /** Whether it puts back cached attachments' firewall rules by itself, and how often. */
+  selfRepair?: string;
+  /** The cap on its memory in bytes (its cgroup's limit), when one is set. */
+  memoryMax?: number;
 }
 
 /** Connections the socket queues before the server accepts them (sys/socket-queues.ts); the kernel caps it at somaxconn. */
@@ -332,6 +340,7 @@ export class ResidentServer {
       connections: this.connections,
       rssBytes: globalThis.process.memoryUsage.rss(),
       uptimeSeconds: Math.round((Date.now() - this.started) / 1000),
+      ...this.opts.describe?.(),
     };
   }
 

@@ -4,7 +4,18 @@
  * the error as CNI JSON on stdout. A plugin's main is one call to `pluginMain`.
  * @module
  */
-import { CniError, decodingFailure, ErrorCode, incompatibleVersion, invalidConfig, invalidEnv, invalidNetNS, messageOf, wrap } from "#spec/errors.js";
+import {
+  CniError,
+  decodingFailure,
+  ErrorCode,
+  incompatibleVersion,
+  invalidConfig,
+  invalidEnv,
+  invalidNetNS,
+  messageOf,
+  withReason,
+  wrap,
+} from "#spec/errors.js";
 import { OrderedWriter, readStdin } from "#sys/plugin-stdio.js";
 import { phase } from "#sys/phase-trace.js";
 import type { GoType } from "#go-json/go-decode.js";
@@ -309,10 +320,39 @@ export async function runPlugin(
     }
     return undefined;
   } catch (e) {
-    const error = CniError.from(e);
+    const error = withPermissionHint(CniError.from(e), e);
     logTracedError(io, error, typeof pluginType === "string" ? pluginType : "");
     return error;
   }
+}
+
+/** CAP_NET_ADMIN's bit in /proc/<pid>/status's CapEff. */
+const CAP_NET_ADMIN = 12n;
+
+/**
+ * A call refused by the kernel for want of privilege (EPERM or EACCES anywhere in the error's chain: a system call,
+ * a netlink answer, a tool's "Operation not permitted") from a process without CAP_NET_ADMIN gets the reason in
+ * its message: plugins run as root for runtimes, and a bare "Operation not permitted" leaves whoever ran one by
+ * hand guessing. With the capability, the error is the kernel's own and is left as it is.
+ */
+function withPermissionHint(error: CniError, thrown: unknown): CniError {
+  let denied = false;
+  for (let c: unknown = thrown, depth = 0; c && depth < 16 && !denied; c = (c as { cause?: unknown }).cause, depth++) {
+    const { code, kind } = c as { code?: unknown; kind?: unknown };
+    denied = code === "EPERM" || code === "EACCES" || kind === "denied";
+  }
+  if (!denied && !/\b(operation not permitted|permission denied)\b/i.test(error.msg)) return error;
+  let capEff = 0n;
+  try {
+    const status = process.getBuiltinModule("node:fs").readFileSync("/proc/self/status", "latin1");
+    capEff = BigInt(`0x${/\nCapEff:\s*([0-9a-f]+)/.exec(status)?.[1] ?? "0"}`);
+  } catch {
+    /* no /proc: say nothing more */
+    return error;
+  }
+  if ((capEff >> CAP_NET_ADMIN) & 1n) return error;
+  const uid = process.geteuid?.() ?? -1;
+  return withReason(error, `this plugin needs root with CAP_NET_ADMIN, as a container runtime runs it; it ran as uid ${uid} without CAP_NET_ADMIN`);
 }
 
 /**

@@ -133,6 +133,11 @@ export function wrap(prefix: string, cause: unknown, code: number = ErrorCode.In
   return new CniError(code, `${prefix}: ${messageOf(cause)}`, "", { cause });
 }
 
+/** `error` with `why` said after its message: the same code and details, the original as its cause. */
+export function withReason(error: CniError, why: string): CniError {
+  return new CniError(error.code, `${error.msg} (${why})`, error.details, { cause: error });
+}
+
 /**
  * An error that wraps a cause, like Go's `fmt.Errorf("...: %w", err)` in libcni: not a CNI error itself (a
  * runtime reports it as its own), its message is `prefix: cause` and `unwrapCniError` finds the CniError inside.
