@@ -118,3 +118,18 @@ test("the image loads as the archive npm run release:image writes", () => {
   const { version } = JSON.parse(readFileSync(path.join(ROOT, "package.json"), "utf8")) as { version: string };
   assert.equal(docSnippet(RUNTIMES, "image-load").trim(), `podman load -i tscni-installer-${version}.oci.tar`);
 });
+
+test("README's two commands: the demo's script and the test command .ci/run runs, both in the repository", () => {
+  const lines = docSnippet("README.md", "two-commands")
+    .trim()
+    .split("\n")
+    .map((l) => l.replace(/#.*/, "").trim());
+  assert.deepEqual(lines, ["bash scripts/demo.sh", "bash scripts/test.sh"]);
+  for (const script of ["scripts/demo.sh", "scripts/test.sh"]) assert.ok(readFileSync(path.join(ROOT, script), "utf8").startsWith("#!"), script);
+  assert.match(readFileSync(path.join(ROOT, ".ci/run"), "utf8"), /^exec bash scripts\/test\.sh$/m, "CI runs exactly the README's test command");
+  // The release route's first line is the package's release script, after the setup and npm ci.
+  assert.equal(docSnippet("README.md", "release-build").trim(), "bash scripts/setup.sh && npm ci && npm run release");
+  const pkg = JSON.parse(readFileSync(path.join(ROOT, "package.json"), "utf8")) as { scripts: Record<string, string> };
+  assert.equal(pkg.scripts["release"], "node scripts/release.mjs");
+  assert.equal(docSnippet("README.md", "install-checkout").trim().split("\n")[0], "npm ci && npm run build");
+});

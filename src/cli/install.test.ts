@@ -180,6 +180,10 @@ test("--conf checks each network config, then renames it into --conf-dir once ev
     assert.equal(await install("--conf", list), 1);
     assert.match(out, /the network configs were not written/);
     assert.equal(existsSync(confDir), false);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
 
 test("`cnitool uninstall` removes exactly what install put there, never a foreign plugin", async () => {
   const dir = mkdtempSync(path.join(os.tmpdir(), "tscni-uninstall-"));

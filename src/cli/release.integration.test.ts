@@ -15,10 +15,11 @@
 import { describe, test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { missing, Netns, ROOT, runTag, skipReason } from "#testing/harness.js";
+import { docSnippet, substitute } from "#testing/doc-snippets.js";
 import { RESIDENT_PASS } from "#testing/resident-host.js";
 import { PROGRAM_NAMES } from "#plugins/catalog.js";
 import type { ProgramInfo } from "./native.js";
@@ -240,19 +241,16 @@ describe("the release", { skip }, () => {
     const project = path.join(dir, "project");
     mkdirSync(project);
     writeFileSync(path.join(project, "package.json"), JSON.stringify({ name: "uses-tscni", private: true }));
-    const installed = run(
-      "npm",
-      [
-        "install",
-        "--prefer-offline",
-        "--no-audit",
-        "--no-fund",
-        "--loglevel=error",
-        path.join(release, file.main),
-        path.join(release, file.platform()),
-      ],
-      { cwd: project },
-    );
+    // README's npm route, as written: the release's files in the project's release/, the bin dir substituted.
+    const [npmLine, installLine] = substitute(docSnippet("README.md", "install-npm"), {
+      "tscni-linux-x64-0.1.0.tgz": file.platform(),
+      "tscni-0.1.0.tgz": file.main,
+      "/opt/cni/bin": path.join(dir, "from-npm"),
+    })
+      .trim()
+      .split("\n");
+    symlinkSync(release, path.join(project, "release"));
+    const installed = run("sh", ["-ec", `${npmLine} --prefer-offline --no-audit --no-fund --loglevel=error`], { cwd: project });
     if (installed.code !== 0 && /ENOTFOUND|EAI_AGAIN|ECONNREFUSED|ECONNRESET|ETIMEDOUT|ENETUNREACH/.test(installed.stderr)) {
       t.skip(missing(`the npm registry is unreachable (commander comes from it): ${installed.stderr.trim().split("\n")[0]}`));
       return;
@@ -260,7 +258,7 @@ describe("the release", { skip }, () => {
     assert.equal(installed.code, 0, installed.stderr + installed.stdout);
 
     const binDir = path.join(dir, "from-npm");
-    const copied = run("npx", ["--no-install", "cnitool", "install", "--bin-dir", binDir], { cwd: project });
+    const copied = run("sh", ["-ec", installLine!], { cwd: project });
     assert.equal(copied.code, 0, copied.stderr);
     assert.match(copied.stdout, new RegExp(`program: native, from @tscni/${platform} ${version.replaceAll(".", "\\.")}`));
     assert.equal(copied.stderr, "");
@@ -283,12 +281,24 @@ describe("the release", { skip }, () => {
     assert.deepEqual([gone.kind, gone.present], ["node", false], "the Node build's directory is broken without the project");
   });
 
-  test("the plain tarball unpacks to the same working plugin directory, with its LICENSE and NOTICE", () => {
+  test("README's tarball route, run as written in the release directory (its bin dir substituted): a working plugin directory, with its LICENSE and NOTICE", () => {
     const binDir = path.join(dir, "from-tarball");
-    mkdirSync(binDir);
-    const unpacked = run("tar", ["-xzf", path.join(release, file.tarball()), "-C", binDir]);
-    assert.equal(unpacked.code, 0, unpacked.stderr);
+    const block = substitute(docSnippet("README.md", "install-tarball"), {
+      "/opt/cni/bin": binDir,
+      "linux-amd64-v0.1.0": `linux-${goArch(process.arch)}-v${version}`,
+    });
+    const unpacked = run("sh", ["-ec", block], { cwd: release });
+    assert.equal(unpacked.code, 0, unpacked.stderr + unpacked.stdout);
+    assert.match(unpacked.stdout, /: OK$/m, "the checksum was checked");
     assertWorkingPluginDir(binDir, `reltar${tag}`, "10.242.0.0/24", { licences: true });
+  });
+
+  test("README's checkout route: dist/bin/cnitool install, as written (its bin dir substituted), installs this build", () => {
+    const binDir = path.join(dir, "from-checkout");
+    const [, second] = docSnippet("README.md", "install-checkout").trim().split("\n");
+    const installed = run("sh", ["-ec", substitute(second!, { "/opt/cni/bin": binDir })], { cwd: ROOT });
+    assert.equal(installed.code, 0, installed.stderr);
+    assertWorkingPluginDir(binDir, `relchk${tag}`, "10.243.0.0/24");
   });
 
   describe("linux/arm64, under qemu-user", { skip: noArm64 }, () => {

@@ -11,7 +11,7 @@ import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { Cleanup, OUR_BIN, ROOT, runCommand, skipReason } from "#testing/harness.js";
 import { killServers, serverPids } from "#testing/servers.js";
-import { docSnippet } from "#testing/doc-snippets.js";
+import { docSnippet, substitute } from "#testing/doc-snippets.js";
 
 const skip = skipReason(false, existsSync(path.join(ROOT, "dist/tscni")) ? undefined : "the C launcher is not built (no C compiler?)");
 if (skip) console.log(`# skipping the node mode tests: ${skip}`);
@@ -81,6 +81,20 @@ describe("the node's resident mode: off means off, and the node tells its mode",
       });
     }
   }
+
+  test("README's off switch, run as written (its directory substituted): calls run in exec mode, no server starts", async () => {
+    const { dir, socket, conf } = fresh();
+    const etc = path.join(dir, "etc-tscni");
+    const block = substitute(docSnippet("README.md", "resident-off"), { "/etc/tscni": etc }).trim();
+    assert.equal((await runCommand("sh", ["-c", block])).code, 0, block);
+    const env = { TSCNI_RESIDENT: undefined, TSCNI_RESIDENT_CONF: path.join(etc, "resident") };
+    const r = await call(socket, conf, "ADD", env);
+    assert.equal(r.code, 0, r.stdout + r.stderr);
+    assert.equal((await call(socket, conf, "DEL", env)).code, 0);
+    await sleep(300);
+    assert.deepEqual([existsSync(socket), serverPids(socket)], [false, []], "no server was started");
+    assert.deepEqual(JSON.parse((await status({ ...env, TSCNI_RESIDENT_SOCKET: socket })).stdout).mode, "exec");
+  });
 
   test("`cnitool daemon status` without a server: the mode, its source, the socket TSCNI_RESIDENT_SOCKET names, and why nothing serves", async () => {
     const { socket } = fresh();

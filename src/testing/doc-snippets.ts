@@ -45,7 +45,7 @@ export function substitute(text: string, replacements: Record<string, string>): 
 }
 
 /** The docs whose blocks are run by tests. */
-export const TESTED_DOCS = ["docs/runtimes.md", "docs/resident.md"] as const;
+export const TESTED_DOCS = ["README.md", "docs/runtimes.md", "docs/resident.md"] as const;
 
 /** A parsed TOML or YAML document, walked by key. */
 export type ParsedDoc = Record<string, any>;
