@@ -5,9 +5,10 @@
 // nobody. The build before the change (`--old`, default 4b27a1b) is built in a worktree of its
 // own; calls are host-local ADD+DEL pairs, each build's served by its own auto-started server, interleaved. Not part of the test suite.
 //
-//   node bench/listener-proof.mjs [--rounds 30] [--locks 30000] [--old <commit>]   (as root; `npm run build` first)
+//   node bench/listener-proof.mjs [--rounds 30] [--locks 30000] [--old <commit>] [--out docs/benchmarks-listener-proof.md]
+//   (as root; `npm run build` first)
 import { execFileSync, spawn, spawnSync } from "node:child_process";
-import { chownSync, existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync } from "node:fs";
+import { chownSync, existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
@@ -125,9 +126,24 @@ cleanups.push(() => locker.kill("SIGKILL"));
 for (let i = 0; i < 2400 && !existsSync(path.join(lockDir, "ready")); i++) await sleep(25);
 const busy = measure();
 const row = (what, m) => `| ${what} | ${m.old.toFixed(2)} ms | ${m.new.toFixed(2)} ms |`;
-console.log(`A served host-local call (median of ${ROUNDS} ADD+DEL pairs, halved), the two launchers interleaved:\n`);
-console.log("| foreign locks on the node | proof from /proc/locks (before) | proof from the listener's fdinfo (now) |");
-console.log("|---|---|---|");
-console.log(row("none", quiet));
-console.log(row(`${Math.ceil(LOCKS / 100) * 100} held by nobody`, busy));
+const report = [
+  `A served host-local call (median of ${ROUNDS} ADD+DEL pairs, halved), the two builds interleaved, each served by its own auto-started server:`,
+  "",
+  "| foreign locks on the node | proof from /proc/locks (before) | proof from the listener's fdinfo (now) |",
+  "|---|---|---|",
+  row("none", quiet),
+  row(`${Math.ceil(LOCKS / 100) * 100} held by nobody`, busy),
+].join("\n");
+console.log(report);
+const out = opt("--out", "");
+if (out) {
+  writeFileSync(
+    path.resolve(ROOT, out),
+    `# What the listener proof costs a call\n\nWritten by \`node bench/listener-proof.mjs --out ${out}\` (issue 47) from its own run on ${new Date().toISOString().slice(0, 10)}; ` +
+      `do not edit the numbers by hand. The launcher proves that the listener on the server's socket holds the server's lock ` +
+      `before it sends a byte (docs/trust.md): before issue 47 by reading the system-wide /proc/locks, which the kernel builds in ` +
+      `quadratic time and any user can make long; now from the listener's own fdinfo (its descriptor 3 first). The build before ` +
+      `(${OLD}) is built in a worktree of its own.\n\n${report}\n`,
+  );
+}
 process.exit(0);

@@ -206,7 +206,7 @@ export function addDaemonCommand(program: Command, io: Io): void {
       const o = daemon.opts<{ socket: string }>();
       const { nodeStatus } = await import("#resident/node-status.js");
       const report = await nodeStatus(o.socket, io.env, readBuildId());
-      io.stdout(`${JSON.stringify(report, null, 2)}\n`);
+      io.stdout(`${JSON.stringify(report)}\n`);
       // Exit 3 when no server answered this process (its report is still printed); a server that answered while
       // this process's calls are not served (mode exec) is 0, as `systemctl status` of a unit that runs.
       if (report.build === undefined) {

@@ -361,6 +361,40 @@ describe("the release", { skip }, () => {
     });
   });
 
+  test("the installer image of the release: an index of amd64 and arm64, the arm64 image's cnitool running on its own glibc", (t) => {
+    if (noArm64 || spawnSync("buildah", ["--version"]).error) {
+      if (process.env["CI"] === "true") assert.fail(`CI=true: ${noArm64 ?? "buildah is not installed (scripts/setup.sh)"}`);
+      t.skip(noArm64 ?? "buildah is not installed (bash scripts/setup.sh)");
+      return;
+    }
+    const out = path.join(dir, "image");
+    // As the release's checklist says: `npm run release:image` after `npm run release` (the arm64 glibc from setup.sh's cross packages).
+    const made = run("node", [path.join(ROOT, "scripts/image.mjs"), "--release", release, "--out", out], { cwd: ROOT });
+    assert.equal(made.code, 0, made.stderr + made.stdout);
+    const layout = path.join(dir, "image-layout");
+    mkdirSync(layout);
+    assert.equal(run("tar", ["-xf", path.join(out, `tscni-installer-${version}.oci.tar`), "-C", layout]).code, 0);
+    const blob = (digest: string) => path.join(layout, "blobs", ...digest.split(":"));
+    const json = (digest: string) => JSON.parse(readFileSync(blob(digest), "utf8")) as Record<string, any>;
+    const top = JSON.parse(readFileSync(path.join(layout, "index.json"), "utf8")) as Record<string, any>;
+    const index = json(top["manifests"][0]["digest"]);
+    const platforms = (index["manifests"] as Array<Record<string, any>>).map((m) => m["platform"]["architecture"]).sort();
+    assert.deepEqual(platforms, ["amd64", "arm64"]);
+    const arm = (index["manifests"] as Array<Record<string, any>>).find((m) => m["platform"]["architecture"] === "arm64")!;
+    const manifest = json(arm["digest"]);
+    assert.equal(json(manifest["config"]["digest"])["architecture"], "arm64");
+    const rootfs = path.join(dir, "image-arm64");
+    mkdirSync(rootfs);
+    for (const layer of manifest["layers"] as Array<{ digest: string }>) assert.equal(run("tar", ["-xzf", blob(layer.digest), "-C", rootfs]).code, 0);
+    assert.match(run("file", ["-b", path.join(rootfs, "tscni/bin/tscni-js")]).stdout, /ARM aarch64/);
+    assert.ok(existsSync(path.join(rootfs, "lib/ld-linux-aarch64.so.1")), "the arm64 dynamic loader is in the image");
+    // The image's own glibc, not the build machine's cross one: qemu-user looks up the loader under QEMU_LD_PREFIX.
+    const v = run(path.join(rootfs, "tscni/bin/cnitool"), ["version", "--json"], { env: { ...process.env, QEMU_LD_PREFIX: rootfs } });
+    assert.equal(v.code, 0, v.stderr);
+    const info = JSON.parse(v.stdout) as ProgramInfo;
+    assert.deepEqual([info.kind, info.version], ["native", version]);
+  });
+
   test("is reproducible: a second release of the commit, built again from scratch, is byte for byte the same (every architecture)", () => {
     // Last: it builds dist/ again in place (the same bytes, which is what is tested).
     const epoch = Number(run("git", ["-C", ROOT, "log", "-1", "--format=%ct"]).stdout.trim());
