@@ -92,7 +92,16 @@ async function record(store: Store) {
     });
     try {
       for (const [i, step] of steps.entries()) {
-        answers.push((await step.run(root)) ?? undefined);
+        try {
+          answers.push((await step.run(root)) ?? undefined);
+        } catch (e) {
+          // The scenario itself fails (a DEL that released nothing leaves no room): a violation; the steps before it
+          // are explored.
+          problems.push(`step ${i + 1} of the scenario failed: ${e instanceof Error ? e.message : String(e)}`);
+          steps.splice(i);
+          ops.splice(ends.at(-1) ?? 0);
+          break;
+        }
         ends.push(ops.length);
         const diff = unrecorded(readTree(root), killedAfter(base, ops, ops.length));
         if (diff.length) problems.push(bypass(`step ${i + 1} of the scenario`, diff));
