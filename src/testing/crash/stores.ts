@@ -4,10 +4,11 @@
  * (its file operations recorded through sys/state.ts); recovery runs the product's own code (the plugins in this
  * process, libcni, the dhcp daemon's lease store, ...) on each crash state written out as a directory.
  *
- * Two recoveries: after a process killed mid-call (`kill`) the node goes on — the runtime deletes the attachment
- * whose call was cut short, runs GC with the attachments it still has, and adds new ones; after a power loss
- * (`power`) the node reboots — no container survives, the runtime runs GC with none valid and deletes the old
- * attachments it remembers, then adds new ones.
+ * After a process killed mid-call (`kill`) the node goes on — the runtime deletes the attachment whose call was cut
+ * short and runs GC with the attachments it still has; after a power loss (`power`) the node reboots — no
+ * container survives, /run is empty, the runtime deletes the attachments it remembers and runs GC with none valid.
+ * Each in the three orders of RECOVERIES (no GC; GC first; DELs first). Then `check`: the invariants per
+ * attachment, against what each ADD answered, and new ADDs (docs/state.md, "What the simulator checks").
  * @module
  */
 import { cpSync, existsSync, readdirSync, readFileSync, rmSync } from "node:fs";
@@ -23,7 +24,8 @@ import { LeaseStore, encodeLeaseRecord, type LeaseRecord } from "#plugins/ipam/d
 import { listRecords, readRecord, removeRecord, writeRecord, type AttachmentRecord } from "#plugins/meta/firewall/records.js";
 import { networkDir, readState, removeNetworkDir, writeConfIfMissing, writeState, withNetworkLock } from "#plugins/meta/dnsname/state.js";
 import { backupFile, networkFileOf, readBackup, removeBackup, staleBackups, writeNetworkOf, encodeBackup } from "#plugins/meta/tuning/backup.js";
-import { writeFileAtomic, isTemporaryName } from "#sys/state.js";
+import { ensureStateDir, writeFileAtomic, isTemporaryName } from "#sys/state.js";
+import { removeNetworkFile, writeNetworkFile } from "#cnitool/network.js";
 import {
   listRecords as deviceListRecords,
   readRecord as deviceReadRecord,
@@ -890,6 +892,68 @@ async function keyedRecovery(
   }
 }
 
+// ---- network configs (`cnitool network create`, `rm`): durable -------------------------------------------------
+
+/** The networks after each step of the scenario, and each one's config text. */
+const networksAfter: Array<Map<string, string>> = [];
+const networkConfig = (name: string, n: number) => ({
+  cniVersion: "1.0.0",
+  name,
+  plugins: [{ type: "bridge", bridge: `cni-podman${n}`, ipam: { type: "host-local", ranges: [[{ subnet: `10.89.${n}.0/24` }]] } }],
+});
+
+export const NETWORK_CONFIGS: Store = {
+  name: "network configs",
+  powerPerPoint: 128,
+  recoveries: ["del-only"],
+  setup: async (root) => ensureStateDir(path.join(root, "net.d"), 0o755),
+  steps: (root) => {
+    const dir = path.join(root, "net.d");
+    const random = seeded(8);
+    const out: Step[] = [];
+    const now = new Map<string, string>();
+    for (let n = 0; out.length < 10; n++) {
+      const names = [...now.keys()];
+      if (names.length > 0 && random() < 0.35) {
+        const name = names[Math.floor(random() * names.length)]!;
+        now.delete(name);
+        out.push({ kind: "other", run: async () => removeNetworkFile(path.join(dir, `${name}.conflist`)) });
+      } else {
+        const name = `net${n}`;
+        now.set(name, JSON.stringify(networkConfig(name, n), null, 3));
+        out.push({ kind: "other", run: () => writeNetworkFile(path.join(dir, `${name}.conflist`), networkConfig(name, n)) });
+      }
+      networksAfter.push(new Map(now));
+    }
+    return out;
+  },
+  // What a runtime does after the crash: it loads the directory. Every network made stays, whole; every one removed
+  // stays removed; the one whose call was cut short is there whole or not at all.
+  recover: async (ctx) => {
+    const dir = path.join(ctx.root, "net.d");
+    const problems: string[] = [];
+    const found = new Map<string, string>();
+    for (const name of existsSync(dir) ? readdirSync(dir) : []) {
+      if (isTemporaryName(name)) continue;
+      const text = readFileSync(path.join(dir, name), "utf8");
+      try {
+        parseConfList(Buffer.from(text));
+      } catch {
+        problems.push(`${name} does not load: ${JSON.stringify(text.slice(0, 40))}`);
+      }
+      found.set(name.replace(/\.conflist$/, ""), text);
+    }
+    const before = ctx.stepsDone > 0 ? networksAfter[ctx.stepsDone - 1]! : new Map<string, string>();
+    const after = networksAfter[ctx.stepsDone];
+    for (const [name, text] of before)
+      if (found.get(name) !== text && !(after && !after.has(name) && !found.has(name)))
+        problems.push(`network ${name}, made before the crash, is ${found.has(name) ? "not as written" : "gone"}`);
+    for (const [name, text] of found)
+      if (!before.has(name) && !(after?.get(name) === text)) problems.push(`network ${name}, removed or never made before the crash, is there`);
+    return problems;
+  },
+};
+
 /** Every store, in the order run.ts reports them. */
 export const STORES: readonly Store[] = [
   HOST_LOCAL,
@@ -902,4 +966,5 @@ export const STORES: readonly Store[] = [
   HOST_DEVICE_RECORDS,
   FLANNEL_CONFIGS,
   PORTMAP_RECORDS,
+  NETWORK_CONFIGS,
 ];
