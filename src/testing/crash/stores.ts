@@ -305,6 +305,9 @@ async function ipamInvariants(ctx: CrashContext, owners: () => Map<string, strin
     const gone = ctx.all.find((p) => ownerOf(p) === owner);
     if (gone) problems.push(leftOf(ctx, gone, `${address} is still held by ${podName(gone)} after its DEL`));
     else if (ranGC(ctx)) problems.push(`${address} is still held (by ${JSON.stringify(owner)}) after GC: not reclaimed`);
+    // A reservation whose owner no one can read (an ADD killed between its create and its write, a power loss) is
+    // found by no DEL (docs/state.md): with no GC it stays.
+    else problems.push(`${NOTE}${address} is held by ${JSON.stringify(owner)}, which no DEL can name: only GC reclaims it`);
   }
   const liveAddresses = new Set([...given.keys(), ...[...held].filter(([, o]) => liveOwner.has(o)).map(([a]) => a)]);
   // (As many as the range has free: a DEL undone by a power loss, with no GC, holds its address: a NOTE above.)
