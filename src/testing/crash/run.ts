@@ -230,7 +230,7 @@ async function explore(
         `kill ${at}`,
       );
       // A reboot: no container survives, /run is empty (a volatile store's files with it).
-      const power = { mode: "power" as const, live: [], all, remembered, answered: new Map(), ...progress };
+      const power = { mode: "power" as const, live: [], all, remembered, answered, ...progress };
       if (store.volatile) {
         await recoverAll(new Map(), power, "power, last operations", `power loss ${at} (/run emptied)`);
         continue;
@@ -238,9 +238,13 @@ async function explore(
       // The last operations: those of the call the crash cut, or else of the call that ended last.
       const recentFrom = k === 0 ? 0 : Math.max(0, ...[0, ...ends].filter((e) => e <= k - 1));
       const { recent, sampled } = powerLossStates(base, ops, k, store.powerPerPoint ?? POWER_PER_POINT, random, recentFrom);
-      for (const [i, tree] of recent.entries())
+      // The kernel's state (a store's kernel model) is gone with the reboot.
+      const reboot = (tree: Tree): Tree =>
+        store.kernel ? new Map([...tree].filter(([rel]) => !store.kernel!.some((k) => rel === k || rel.startsWith(`${k}/`)))) : tree;
+      for (const [i, tree] of recent.map(reboot).entries())
         await recoverAll(tree, power, "power, last operations", `power loss ${at}, last-operations variant ${i}`);
-      for (const [i, tree] of sampled.entries()) await recoverAll(tree, power, "power, sampled", `power loss ${at}, sampled variant ${i}`);
+      for (const [i, tree] of sampled.map(reboot).entries())
+        await recoverAll(tree, power, "power, sampled", `power loss ${at}, sampled variant ${i}`);
     }
   }
 }

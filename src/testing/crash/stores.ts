@@ -21,10 +21,13 @@ import type { Env } from "#invoke/args.js";
 import { CNIConfig } from "#libcni/api.js";
 import { parseConfList } from "#spec/config.js";
 import { LeaseStore, encodeLeaseRecord, type LeaseRecord } from "#plugins/ipam/dhcp/lease-file.js";
-import { listRecords, readRecord, removeRecord, writeRecord, type AttachmentRecord } from "#plugins/meta/firewall/records.js";
+import { readRecord } from "#plugins/meta/firewall/records.js";
+import { useKernelModel, type FirewallBackend } from "#plugins/meta/firewall/backends.js";
+import type { FirewallConf } from "#plugins/meta/firewall/config.js";
+import { hostCidr } from "#plugins/meta/firewall/iptables.js";
 import { networkDir, readState, removeNetworkDir, writeConfIfMissing, writeState, withNetworkLock } from "#plugins/meta/dnsname/state.js";
 import { backupFile, networkFileOf, readBackup, removeBackup, staleBackups, writeNetworkOf, encodeBackup } from "#plugins/meta/tuning/backup.js";
-import { ensureStateDir, writeFileAtomic, isTemporaryName } from "#sys/state.js";
+import { ensureStateDir, writeFileAtomic, writeFileInPlaceSync, removeStateFile, isTemporaryName } from "#sys/state.js";
 import { removeNetworkFile, writeNetworkFile } from "#cnitool/network.js";
 import {
   listRecords as deviceListRecords,
@@ -99,6 +102,8 @@ export interface Store {
   recoveries?: readonly Recovery[];
   /** Its files are under /run: a reboot empties them (a power loss leaves nothing of them). */
   volatile?: boolean;
+  /** Directories of its kernel model (rules as files): kept as applied after a kill, emptied by a reboot. */
+  kernel?: readonly string[];
   /** Power-loss states sampled per crash point (a cheap store explores more). */
   powerPerPoint?: number;
   /** The store keeps state outside the files too (recover picks it by ctx.stepsDone): states differ by step. */
@@ -612,13 +617,6 @@ export const DHCP_LEASES: Store = {
 
 // ---- the firewall plugin's attachment records ---------------------------------------------------------------
 
-const fwRecord = (containerID: string, n: number): AttachmentRecord => ({
-  containerID,
-  ifName: "eth0",
-  backend: "iptables",
-  addresses: [`10.88.0.${n}/24`],
-});
-
 /**
  * The invariants of a store of one file per attachment: a live attachment's file is whole after a crash of another
  * call; nothing is left of an attachment whose DEL succeeded.
@@ -636,35 +634,94 @@ async function keyedInvariants(ctx: CrashContext, read: (p: Pod) => Promise<"ok"
 const fwDir = (root: string) => path.join(root, "firewall");
 const fwFile = (root: string, p: Pod) => path.join(fwDir(root), "net", `${p.id}:${p.ifname}`);
 
-export const FIREWALL_RECORDS: Store = {
-  name: "firewall records",
-  powerPerPoint: 128,
-  recoveries: ["del-only"],
-  steps: (root) => {
-    const dir = fwDir(root);
-    return churn(16, 7, (kind, pod, n) => ({
+/**
+ * The kernel model of the firewall store: one file per rule under `<root>/kernel/firewall/`, named by the host
+ * address it allows (as the iptables backend's rules are found: removeAddressRules), made and removed through
+ * sys/state.ts so that the simulator crashes the kernel's state with the files — a kill leaves the rules applied
+ * so far, a reboot none (run.ts drops `kernel/` from every power-loss state). The backend mirrors the iptables
+ * one: add ensures a rule per address, remove drops the rules of the addresses it is given, collect those of the
+ * stale records' addresses no live record claims.
+ */
+const kernelRules = (dataDir: string) => path.join(path.dirname(dataDir), "kernel", "firewall");
+const ruleFile = (dataDir: string, address: string) => path.join(kernelRules(dataDir), hostCidr(address).replace("/", "_"));
+function modelBackend(n: FirewallConf): FirewallBackend {
+  const dir = kernelRules(n.dataDir);
+  return {
+    name: "iptables",
+    add: async (a) => {
+      ensureStateDir(dir, 0o700);
+      for (const address of a.addresses) writeFileInPlaceSync(ruleFile(n.dataDir, address), a.containerID);
+      return true;
+    },
+    check: async (a) => a.addresses.filter((address) => !existsSync(ruleFile(n.dataDir, address))),
+    restore: async () => false,
+    marks: () => [],
+    remove: async (a) => {
+      for (const address of a.addresses) removeStateFile(ruleFile(n.dataDir, address));
+    },
+    collect: async (g) => {
+      for (const address of new Set(g.stale.flatMap((r) => r.addresses.map(hostCidr))))
+        if (!g.claimed.has(address)) removeStateFile(ruleFile(n.dataDir, address));
+    },
+  };
+}
+
+/** The address the firewall scenario gives each pod (`p<n>` gets 10.88.0.<n+2>). */
+const fwAddress = (p: Pod) => `10.88.0.${Number(p.id.slice(1)) + 2}/24`;
+const fwConf = (root: string, extra: Record<string, unknown> = {}) => ({
+  cniVersion: "1.1.0",
+  name: "net",
+  type: "firewall",
+  backend: "iptables",
+  dataDir: fwDir(root),
+  ...extra,
+});
+const fwPrev = (p: Pod) => ({ cniVersion: "1.1.0", ips: [{ address: fwAddress(p) }] });
+/** The firewall plugin's calls; DEL with the cached prevResult when the runtime has one (`withPrev`). */
+const fwOps = (root: string) => ({
+  add: async (p: Pod) => {
+    await runOrThrow("firewall", podEnv("ADD", p), fwConf(root, { prevResult: fwPrev(p) }));
+    return [fwAddress(p).split("/")[0]!];
+  },
+  del: (p: Pod, withPrev: boolean) => runOrThrow("firewall", podEnv("DEL", p), fwConf(root, withPrev ? { prevResult: fwPrev(p) } : {})),
+  gc: (valid: Array<{ containerID: string; ifname: string }>) =>
+    runOrThrow("firewall", { CNI_COMMAND: "GC", CNI_PATH: "/nonexistent" }, fwConf(root, { "cni.dev/valid-attachments": valid })),
+});
+
+/**
+ * The firewall plugin's own code (ADD, DEL, GC) over its records and the kernel model. The runtime DELs with the
+ * cached prevResult, except an ADD cut short (nothing cached: the record is all DEL has). Checked: a live pod's
+ * record is whole and its rules there after a kill; after an attachment's DEL, neither its record nor any rule
+ * of its address is left.
+ */
+export const FIREWALL: Store = {
+  name: "firewall",
+  powerPerPoint: 64,
+  kernel: ["kernel"],
+  setup: async () => useKernelModel(modelBackend),
+  teardown: async () => useKernelModel(undefined),
+  steps: (root) =>
+    churn(16, 7, (kind, pod) => ({
       kind,
       pod,
-      run: async () => (kind === "add" ? writeRecord(dir, "net", fwRecord(pod.id, n)) : removeRecord(dir, "net", pod.id, pod.ifname)),
-    }));
+      run: async () => (kind === "add" ? fwOps(root).add(pod) : void (await fwOps(root).del(pod, true))),
+    })),
+  recover: (ctx) => {
+    const ops = fwOps(ctx.root);
+    // (A pod whose ADD completed has its result cached; one whose ADD was cut short has none.)
+    return runtimeRecovery(ctx, (p) => ops.del(p, ctx.answered.has(podName(p))), ops.gc);
   },
-  recover: async (ctx) => {
-    const dir = fwDir(ctx.root);
-    const problems: string[] = [];
-    try {
-      for (const r of listRecords(dir, "net"))
-        if (!ctx.all.some((p) => p.id === r.containerID)) problems.push(`a record never written: ${r.containerID}`);
-      for (const p of ctx.all) readRecord(dir, "net", p.id, p.ifname); // a DEL reads it: never a throw
-      for (const p of deletedBy(ctx)) removeRecord(dir, "net", p.id, p.ifname);
-    } catch (e) {
-      problems.push(e instanceof CniError ? `failed: ${e.msg}` : notCni("the records", e));
-    }
+  check: async (ctx) => {
+    const problems = await keyedInvariants(ctx, async (p) =>
+      !existsSync(fwFile(ctx.root, p)) ? "none" : readRecord(fwDir(ctx.root), "net", p.id, p.ifname) ? "ok" : "damaged",
+    );
+    for (const p of ctx.live)
+      if (!existsSync(ruleFile(fwDir(ctx.root), fwAddress(p)))) problems.push(`the rule of live ${podName(p)} is gone after a kill`);
+    for (const p of gonePods(ctx))
+      if (existsSync(ruleFile(fwDir(ctx.root), fwAddress(p))))
+        problems.push(`the rule of ${podName(p)} (${fwAddress(p)}) is left in the kernel after its DEL`);
     return problems;
   },
-  check: (ctx) =>
-    keyedInvariants(ctx, async (p) =>
-      !existsSync(fwFile(ctx.root, p)) ? "none" : readRecord(fwDir(ctx.root), "net", p.id, p.ifname) ? "ok" : "damaged",
-    ),
 };
 
 // ---- dnsname's network directory ---------------------------------------------------------------------------
@@ -963,7 +1020,7 @@ export const STORES: readonly Store[] = [
   LIBCNI_CACHE,
   CLUSTER_IPAM,
   DHCP_LEASES,
-  FIREWALL_RECORDS,
+  FIREWALL,
   DNSNAME_FILES,
   TUNING_BACKUPS,
   HOST_DEVICE_RECORDS,
