@@ -37,7 +37,8 @@ import {
   type DeviceRecord,
 } from "#plugins/main/host-device/record.js";
 import { readDelegateConfig, removeDelegateConfig, saveDelegateConfig } from "#plugins/meta/flannel/saved.js";
-import { forgetForwarding, recordForwarding, recordedContainers } from "#plugins/meta/portmap/records.js";
+import { useKernelModel as useKernelModelOfPortmap } from "#plugins/meta/portmap/nftables.js";
+import type { ForwardTarget } from "#plugins/meta/portmap/config.js";
 import { OUR_BIN } from "../harness.js";
 import { seeded } from "./model.js";
 import { FakeEtcd, type FakeEtcdState } from "../fake-etcd.js";
@@ -885,31 +886,78 @@ export const FLANNEL_CONFIGS: Store = {
   check: (ctx) => keyedInvariants(ctx, flannelState(ctx.root)),
 };
 
-export const PORTMAP_RECORDS: Store = {
-  name: "portmap records",
-  powerPerPoint: 128,
-  recoveries: ["del-only"],
-  volatile: true,
+/**
+ * portmap's kernel model: one file per forwarded container and family under `<root>/kernel/portmap/` (nftables'
+ * rules are found by their container ID), made through sys/state.ts so the simulator crashes them with the files.
+ */
+const portmapKernel = (root: string) => path.join(root, "kernel", "portmap");
+const portmapModel = (root: string) => ({
+  forward: async (t: ForwardTarget) => {
+    ensureStateDir(portmapKernel(root), 0o700);
+    writeFileInPlaceSync(path.join(portmapKernel(root), `${t.containerID}.${t.container.ip.family}`), JSON.stringify(t.mappings));
+  },
+  unforward: async (ids: readonly string[]) => {
+    for (const id of ids) for (const family of [4, 6]) removeStateFile(path.join(portmapKernel(root), `${id}.${family}`));
+  },
+});
+const portmapAddress = (p: Pod) => `10.88.0.${Number(p.id.slice(1)) + 2}/24`;
+const portmapConf = (root: string, p: Pod | undefined, extra: Record<string, unknown> = {}) => ({
+  cniVersion: "1.1.0",
+  name: "net",
+  type: "portmap",
+  backend: "nftables",
+  snat: false, // (no route_localnet on the host)
+  dataDir: path.join(root, "portmap"),
+  runtimeConfig: { portMappings: p ? [{ hostPort: 8000 + Number(p.id.slice(1)), containerPort: 80, protocol: "tcp" }] : [] },
+  ...extra,
+});
+const portmapPrev = (p: Pod) => ({
+  cniVersion: "1.1.0",
+  interfaces: [{ name: p.ifname, sandbox: "/run/netns/crash" }],
+  ips: [{ address: portmapAddress(p), interface: 0 }],
+});
+const portmapOps = (root: string) => ({
+  add: (p: Pod) => runOrThrow("portmap", podEnv("ADD", p), portmapConf(root, p, { prevResult: portmapPrev(p) })),
+  del: (p: Pod) => runOrThrow("portmap", podEnv("DEL", p), portmapConf(root, p)),
+  gc: (valid: Array<{ containerID: string; ifname: string }>) =>
+    runOrThrow("portmap", { CNI_COMMAND: "GC", CNI_PATH: "/nonexistent" }, portmapConf(root, undefined, { "cni.dev/valid-attachments": valid })),
+});
+
+/**
+ * The portmap plugin's own code (ADD, DEL, GC; nftables, whose GC records are the store) over a kernel model of
+ * its rules. Checked: a live pod's record and rules survive a kill; after an attachment's DEL or a GC, neither its
+ * record nor its rules are left.
+ */
+export const PORTMAP: Store = {
+  name: "portmap",
+  volatile: true, // records and rules: /run and the kernel, both gone at a reboot
   steps: (root) => {
-    const dir = path.join(root, "portmap");
+    useKernelModelOfPortmap(portmapModel(root));
     return churn(14, 6, (kind, pod) => ({
       kind,
       pod,
-      run: () => (kind === "add" ? recordForwarding(dir, "net", pod.id) : forgetForwarding(dir, "net", pod.id)),
+      run: async () => void (await (kind === "add" ? portmapOps(root).add(pod) : portmapOps(root).del(pod))),
     }));
   },
-  recover: async (ctx) => {
-    const dir = path.join(ctx.root, "portmap");
-    try {
-      const recorded = await recordedContainers(dir, "net");
-      const stray = recorded.filter((id) => !isTemporaryName(id) && !ctx.all.some((p) => p.id === id));
-      for (const p of deletedBy(ctx)) await forgetForwarding(dir, "net", p.id);
-      return stray.map((id) => `a record never written: ${id}`);
-    } catch (e) {
-      return [e instanceof CniError ? `failed: ${e.msg}` : notCni("portmap's records", e)];
-    }
+  recover: (ctx) => {
+    useKernelModelOfPortmap(portmapModel(ctx.root));
+    return runtimeRecovery(ctx, portmapOps(ctx.root).del, portmapOps(ctx.root).gc);
   },
-  check: (ctx) => keyedInvariants(ctx, async (p) => (existsSync(path.join(ctx.root, "portmap", "net", p.id)) ? "ok" : "none")),
+  check: async (ctx) => {
+    const recorded = (p: Pod) => existsSync(path.join(ctx.root, "portmap", "net", p.id));
+    const forwarded = (p: Pod) => existsSync(path.join(portmapKernel(ctx.root), `${p.id}.4`));
+    const problems: string[] = [];
+    for (const p of ctx.live) {
+      if (!recorded(p)) problems.push(`the record of live ${podName(p)} is gone after a kill`);
+      if (!forwarded(p)) problems.push(`the forwarding of live ${podName(p)} is gone after a kill`);
+    }
+    for (const p of gonePods(ctx)) {
+      if (recorded(p)) problems.push(leftOf(ctx, p, `the record of ${podName(p)} is left after its DEL`));
+      if (forwarded(p)) problems.push(`the forwarding of ${podName(p)} is left in the kernel after its DEL`);
+    }
+    return problems;
+  },
+  teardown: async () => useKernelModelOfPortmap(undefined),
 };
 
 /**
@@ -1025,6 +1073,6 @@ export const STORES: readonly Store[] = [
   TUNING_BACKUPS,
   HOST_DEVICE_RECORDS,
   FLANNEL_CONFIGS,
-  PORTMAP_RECORDS,
+  PORTMAP,
   NETWORK_CONFIGS,
 ];
