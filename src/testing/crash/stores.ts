@@ -11,7 +11,8 @@
  * attachment, against what each ADD answered, and new ADDs (docs/state.md, "What the simulator checks").
  * @module
  */
-import { cpSync, existsSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync } from "node:fs";
+import os from "node:os";
 import path from "node:path";
 import { CniError } from "#spec/errors.js";
 import { runPlugin } from "#skel/skel.js";
@@ -26,8 +27,9 @@ import { useKernelModel, type FirewallBackend } from "#plugins/meta/firewall/bac
 import type { FirewallConf } from "#plugins/meta/firewall/config.js";
 import { hostCidr } from "#plugins/meta/firewall/iptables.js";
 import { networkDir, readState, removeNetworkDir, writeConfIfMissing, writeState, withNetworkLock } from "#plugins/meta/dnsname/state.js";
-import { backupFile, networkFileOf, readBackup, removeBackup, staleBackups, writeNetworkOf, encodeBackup } from "#plugins/meta/tuning/backup.js";
-import { ensureStateDir, writeFileAtomic, writeFileInPlaceSync, removeStateFile, isTemporaryName } from "#sys/state.js";
+import { backupFile, networkFileOf, readBackup } from "#plugins/meta/tuning/backup.js";
+import { useKernelModel as useTuningKernelModel, type LinkTunables } from "#plugins/meta/tuning/link-tunables.js";
+import { ensureStateDir, writeFileAtomicSync, writeFileInPlaceSync, removeStateFile, isTemporaryName } from "#sys/state.js";
 import { removeNetworkFile, writeNetworkFile } from "#cnitool/network.js";
 import {
   listRecords as deviceListRecords,
@@ -773,45 +775,111 @@ export const DNSNAME_FILES: Store = {
 
 // ---- tuning's backups -----------------------------------------------------------------------------------------
 
-export const TUNING_BACKUPS: Store = {
-  name: "tuning backups",
-  powerPerPoint: 128,
-  volatile: true,
+/**
+ * tuning's kernel model: each pod's link as a file `<root>/kernel/tuning/<containerID>.json` (its tunables), made
+ * and changed through sys/state.ts so that the simulator crashes it with the files. A pod's namespace is a link
+ * under the scratch directory to this process's own (`/proc/self/ns/net`: NetNS.open accepts it, and nothing
+ * enters it: every link operation goes to the model), named by the pod; after a reboot it is gone.
+ */
+const tuningKernel = (root: string) => path.join(root, "kernel", "tuning");
+const tuningLink = (root: string, id: string) => path.join(tuningKernel(root), `${id}.json`);
+const ORIGINAL: LinkTunables = { mac: "02:00:00:00:00:01", mtu: 1500, promisc: false, allmulti: false, txQLen: 1000 };
+const namespaces = path.join(existsSync("/dev/shm") ? "/dev/shm" : os.tmpdir(), `tscni-crash-netns-${process.pid}`);
+const netnsOf = (p: Pod) => path.join(namespaces, p.id);
+const tuningModel = (root: string) => ({
+  read: async (ns: { path: string | undefined }, name: string): Promise<LinkTunables | undefined> => {
+    if (name !== "eth0" || !ns.path) return undefined;
+    try {
+      return JSON.parse(readFileSync(tuningLink(root, path.basename(ns.path)), "utf8")) as LinkTunables;
+    } catch {
+      return undefined; // (a link is there or not: its file is made whole, in place)
+    }
+  },
+  set: async (ns: { path: string | undefined }, _name: string, change: Partial<LinkTunables>) => {
+    const file = tuningLink(root, path.basename(ns.path!));
+    const now = JSON.parse(readFileSync(file, "utf8")) as LinkTunables;
+    // (A kernel change is whole or not done: atomic, so a kill never leaves half of one.)
+    writeFileAtomicSync(file, JSON.stringify({ ...now, ...Object.fromEntries(Object.entries(change).filter(([, v]) => v !== undefined)) }));
+  },
+});
+const tuningConf = (root: string, p: Pod, mtu: number) => ({
+  cniVersion: "1.1.0",
+  name: "net",
+  type: "tuning",
+  mtu,
+  dataDir: path.join(root, "tuning"),
+  prevResult: { cniVersion: "1.1.0", interfaces: [{ name: p.ifname, sandbox: netnsOf(p) }], ips: [] },
+});
+// (CNI_NETNS_OVERRIDE: the namespace is this process's own, which skel refuses otherwise.)
+const tuningEnv = (command: string, p: Pod, netns = netnsOf(p)) => ({ ...podEnv(command, p), CNI_NETNS: netns, CNI_NETNS_OVERRIDE: "1" });
+
+/**
+ * The tuning plugin's own code (ADD, DEL, GC) over its backups and a kernel model of the pods' links. A pod's ADD
+ * step makes its link (the main plugin's part) and then calls tuning, which backs the link up and sets its MTU;
+ * its DEL step calls tuning, then deletes the link. Checked: a live pod's link keeps its MTU and its backup after
+ * a kill; after an attachment's DEL its backup is gone and its link, if still there, is as it was before the ADD.
+ */
+export const TUNING: Store = {
+  name: "tuning",
+  volatile: true, // backups under /run, links in the kernel: both gone at a reboot
+  setup: async () => void mkdirSync(namespaces, { recursive: true }),
   steps: (root) => {
-    const dir = path.join(root, "tuning");
-    const save = (id: string, mtu: number): Step => ({
-      kind: "add",
-      pod: { id, ifname: "eth0" },
+    useTuningKernelModel(tuningModel(root));
+    return churn(14, 6, (kind, pod, n) => ({
+      kind,
+      pod,
       run: async () => {
-        const file = backupFile(dir, id, "eth0");
-        await writeNetworkOf(file, "net");
-        await writeFileAtomic(file, encodeBackup({ mtu }));
+        if (kind === "add") {
+          if (!existsSync(netnsOf(pod))) symlinkSync("/proc/self/ns/net", netnsOf(pod));
+          ensureStateDir(tuningKernel(root), 0o700);
+          writeFileAtomicSync(tuningLink(root, pod.id), JSON.stringify(ORIGINAL));
+          await runOrThrow("tuning", tuningEnv("ADD", pod), tuningConf(root, pod, 1400 + n));
+        } else {
+          await runOrThrow("tuning", tuningEnv("DEL", pod), tuningConf(root, pod, 1400 + n));
+          removeStateFile(tuningLink(root, pod.id));
+        }
       },
-    });
-    return churn(14, 6, (kind, pod, n) =>
-      kind === "add" ? save(pod.id, 1400 + n) : { kind, pod, run: () => removeBackup(backupFile(dir, pod.id, "eth0")) },
-    );
+    }));
   },
   recover: (ctx) => {
-    const dir = path.join(ctx.root, "tuning");
+    useTuningKernelModel(tuningModel(ctx.root));
+    // (After a reboot the pods' namespaces are gone.)
+    const netns = (p: Pod) => (ctx.mode === "power" ? path.join(namespaces, "gone") : netnsOf(p));
     return runtimeRecovery(
       ctx,
-      async (p) => {
-        await readBackup(backupFile(dir, p.id, p.ifname)); // never a throw
-        await removeBackup(backupFile(dir, p.id, p.ifname));
-      },
-      async (valid) => {
-        for (const file of await staleBackups(dir, "net", valid)) await removeBackup(file);
-      },
+      (p) => runOrThrow("tuning", tuningEnv("DEL", p, netns(p)), tuningConf(ctx.root, p, 1400)),
+      (valid) =>
+        runOrThrow(
+          "tuning",
+          { CNI_COMMAND: "GC", CNI_PATH: "/nonexistent" },
+          { cniVersion: "1.1.0", name: "net", type: "tuning", dataDir: path.join(ctx.root, "tuning"), "cni.dev/valid-attachments": valid },
+        ),
     );
   },
-  check: (ctx) =>
-    keyedInvariants(ctx, async (p) => {
+  check: async (ctx) => {
+    const problems = await keyedInvariants(ctx, async (p) => {
       const file = backupFile(path.join(ctx.root, "tuning"), p.id, p.ifname);
       const backup = await readBackup(file);
       if (backup === undefined) return existsSync(networkFileOf(file)) ? "damaged" : "none";
       return backup === "unreadable" ? "damaged" : "ok";
-    }),
+    });
+    const link = (p: Pod) =>
+      existsSync(tuningLink(ctx.root, p.id)) ? (JSON.parse(readFileSync(tuningLink(ctx.root, p.id), "utf8")) as LinkTunables) : undefined;
+    for (const p of ctx.live) if (link(p)?.mtu === ORIGINAL.mtu) problems.push(`the link of live ${podName(p)} lost its MTU after a kill`);
+    for (const p of gonePods(ctx)) {
+      const l = link(p);
+      if (!l || l.mtu === ORIGINAL.mtu) continue;
+      const what = `the link of ${podName(p)} is not put back after its DEL (MTU ${l.mtu})`;
+      // A GC before the DEL takes the backup of an attachment not valid (an ADD cut short has none in the runtime's
+      // cache) and cannot put its link back (GC knows no namespace): the DEL then finds nothing to restore from.
+      problems.push(ctx.recovery === "gc-then-del" ? `${NOTE}${what}: GC before the DEL dropped its backup` : what);
+    }
+    return problems;
+  },
+  teardown: async () => {
+    useTuningKernelModel(undefined);
+    rmSync(namespaces, { recursive: true, force: true });
+  },
 };
 
 // ---- host-device's records, flannel's saved delegate configs, portmap's forwarding records -----------------------
@@ -1070,7 +1138,7 @@ export const STORES: readonly Store[] = [
   DHCP_LEASES,
   FIREWALL,
   DNSNAME_FILES,
-  TUNING_BACKUPS,
+  TUNING,
   HOST_DEVICE_RECORDS,
   FLANNEL_CONFIGS,
   PORTMAP,
