@@ -44,6 +44,8 @@ node --test --test-concurrency=2 "${unit[@]}"
 
 echo "== crash simulator (docs/state.md)"
 bash scripts/crash.sh
+echo "== the crash simulator's mutants: each a crash-recovery bug it must catch (scripts/crash-mutants/)"
+bash scripts/crash.sh --mutants
 
 if [ "$(id -u)" -ne 0 ]; then
   if [ "${CI:-}" = "true" ]; then

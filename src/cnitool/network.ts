@@ -333,7 +333,7 @@ export function addNetworkCommands(
         );
         const file = path.join(ctx.confDir(), `${name}.conflist`);
         if (existsSync(file)) fail(`${file} exists already`);
-        await writeFileAtomic(file, JSON.stringify(config, null, 3), 0o644);
+        await writeNetworkFile(file, config);
         ctx.out(`${name}\n`);
       },
     );
@@ -395,7 +395,7 @@ export function addNetworkCommands(
       let remaining = (await load()).networks;
       for (const n of [...remaining]) {
         if (cached.some((a) => a.networkName === n.list.name)) continue;
-        removeStateFile(n.file);
+        removeNetworkFile(n.file);
         remaining = remaining.filter((x) => x !== n);
         await removeBridge(n, remaining, warn);
         ctx.out(`${n.list.name}\n`);
@@ -411,7 +411,20 @@ async function removeNetwork(n: LoadedNetwork, attachments: readonly CachedAttac
     );
   }
   for (const a of attachments) await removeCachedAttachment(cni, a);
-  removeStateFile(n.file);
+  removeNetworkFile(n.file);
+}
+
+/**
+ * Writes a network's config file durably (docs/state.md: a network made is expected to stay): the data synced
+ * before the rename, the directory after it. A power loss leaves the old file or the new one, whole.
+ */
+export async function writeNetworkFile(file: string, config: unknown): Promise<void> {
+  await writeFileAtomic(file, JSON.stringify(config, null, 3), { mode: 0o644, durable: true });
+}
+
+/** Removes a network's config file durably (its directory synced after). */
+export function removeNetworkFile(file: string): void {
+  removeStateFile(file, { durable: true });
 }
 
 /** The bridge a network's first plugin names, when that plugin is a bridge (podman's rule for a bridge network). */

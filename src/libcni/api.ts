@@ -18,7 +18,9 @@ import type { JsonObject } from "#go-json/json.js";
 import {
   DEFAULT_CACHE_DIR,
   deleteCacheEntry,
+  likeliestCacheKey,
   listCachedAttachments,
+  listUnreadableCacheEntries,
   readCachedAttachment,
   readCachedResult,
   validateCacheKey,
@@ -384,6 +386,20 @@ export class CNIConfig {
         await this.delNetworkList(list, rt, opts);
       } catch (e) {
         errors.push(new WrappedError(`failed to delete stale attachment ${att.containerID} ${att.ifName}`, e));
+      }
+    }
+    // A cache file that cannot be read (empty or torn by a power loss) is judged by its name, as the pod manager's GC
+    // does: when no container it can mean has a valid attachment, DEL of the likeliest attachment, with this list
+    // (which also removes the file). Go's libcni skips such a file, and it stays for ever (issue 49).
+    const validIDs = new Set((args?.validAttachments ?? []).map((a) => a.containerID));
+    const unreadable = await listUnreadableCacheEntries(this.cacheDir ?? DEFAULT_CACHE_DIR, [list.name]).catch(() => []);
+    for (const u of unreadable) {
+      if (u.keys.some((k) => validIDs.has(k.containerID))) continue;
+      const key = likeliestCacheKey(u.keys);
+      try {
+        await this.delNetworkList(list, { containerID: key.containerID, netNS: "", ifName: key.ifName }, opts);
+      } catch (e) {
+        errors.push(new WrappedError(`failed to delete stale attachment ${key.containerID} ${key.ifName}, whose cache file was ${u.reason}`, e));
       }
     }
     errors.push(...(await this.sendGC(list, args, opts)));

@@ -12,9 +12,10 @@
  * - created exclusively (host-local's reservations, as Go's): it exists or it does not, and a crash between the
  *   creation and the write leaves it empty;
  * - rewritten in place (host-local's round-robin hint, as Go's): a hint that may be torn;
- * - durably (`durable: true`): the data synced before the rename and the directory after it, for the state that
- *   must survive a power loss. docs/state.md says which: today none (everything tscni keeps is recreated, reclaimed
- *   or re-read after a reboot), so no call pays for an fsync.
+ * - durably (`durable: true`): the data synced before the rename and the directory after it (after a removal, the
+ *   directory), for the state that must survive a power loss. docs/state.md says which: only the network configs
+ *   (`cnitool network create`, `rm`, `prune`: written rarely, expected to stay); everything else tscni keeps is
+ *   recreated, reclaimed or re-read after a reboot, so no plugin call pays for an fsync.
  * @module
  */
 import { closeSync, constants, fsyncSync, mkdirSync, openSync, renameSync, rmdirSync, rmSync, unlinkSync, writeSync } from "node:fs";
@@ -157,14 +158,15 @@ export function writeFileInPlaceSync(file: string, data: string | Uint8Array, mo
   fill(create(file, mode, false), file, data, false);
 }
 
-/** Removes `file`; nothing when it is not there. */
-export function removeStateFile(file: string): void {
+/** Removes `file`; nothing when it is not there. `durable`: its directory synced after (the removal survives a power loss). */
+export function removeStateFile(file: string, options: { durable?: boolean } = {}): void {
   note({ op: "unlink", path: file });
   try {
     unlinkSync(file);
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code !== "ENOENT") throw e;
   }
+  if (options.durable) syncDirectoryOf(file);
 }
 
 /** Removes the directory `dir` if it is empty (false when it is not, or not there). */

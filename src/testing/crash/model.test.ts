@@ -1,6 +1,6 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { killedAfter, powerLossAfter, seeded, treeKey, type Tree } from "./model.js";
+import { killedAfter, powerLossAfter, powerLossStates, seeded, treeKey, type Tree } from "./model.js";
 import type { StateOp } from "#sys/state.js";
 
 const show = (t: Tree) =>
@@ -24,7 +24,28 @@ test("a kill after each operation: what the page cache holds", () => {
 
 test("a power loss after an atomic replace: the old file, or the new one whole, empty or cut short; maybe the temporary", () => {
   const states = new Set(powerLossAfter(base, replace, 3, 1000, seeded(1)).map(show));
-  assert.deepEqual([...states].sort(), [".f.tmp= f=old", ".f.tmp=ne f=old", ".f.tmp=new! f=old", "f=", "f=ne", "f=new!", "f=old"]);
+  assert.deepEqual([...states].sort(), [
+    ".f.tmp= f=old",
+    ".f.tmp=n f=old",
+    ".f.tmp=ne f=old",
+    ".f.tmp=new f=old",
+    ".f.tmp=new! f=old",
+    "f=",
+    "f=n",
+    "f=ne",
+    "f=new",
+    "f=new!",
+    "f=old",
+  ]);
+});
+
+test("the last operations are enumerated in full, the older ones taken as on disk", () => {
+  const two: StateOp[] = [...replace, { op: "create", path: "g", exclusive: true }, { op: "write", path: "g", data: Buffer.from("gg") }];
+  const { recent, sampled } = powerLossStates(base, two, 5, 1000, seeded(1), 3);
+  // f's replacement is on disk; g is absent, empty, cut (one byte, half, one short) or whole.
+  assert.deepEqual([...new Set(recent.map(show))].sort(), ["f=new!", "f=new! g=", "f=new! g=g", "f=new! g=gg"]);
+  // Every combination of both calls, beyond.
+  assert.ok(new Set(sampled.map(show)).has(".f.tmp=new! f=old g=g"));
 });
 
 test("synced data and a synced directory entry stay", () => {

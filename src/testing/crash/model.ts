@@ -7,8 +7,10 @@
  *   zero-length or partly written; a directory entry made, renamed or removed and not synced (fsync of its
  *   directory) may or may not have reached the disk — any subset of those, applied in order (strict POSIX allows
  *   it; journaling file systems keep an order, a subset of which this covers).
- * States are enumerated exhaustively while there are few choices, sampled (seeded, so runs repeat) beyond, and
- * deduplicated.
+ * Data written and not synced comes out whole or cut at several offsets (empty, one byte, half, one byte short).
+ * The states of the last operations before the crash are enumerated exhaustively (the older ones having reached the
+ * disk), and the states over every uncertain operation are sampled (seeded, so runs repeat) beyond a limit; the
+ * simulator deduplicates them.
  * @module
  */
 import { createHash } from "node:crypto";
@@ -132,16 +134,32 @@ export function seeded(seed: number): () => number {
 
 const isMetadata = (op: StateOp): boolean => op.op === "mkdir" || op.op === "create" || op.op === "rename" || op.op === "unlink" || op.op === "rmdir";
 
-/** How a file's unsynced data came out of a power loss. */
-type DataFate = "full" | "empty" | "half";
-const FATES: readonly DataFate[] = ["full", "empty", "half"];
-
 /**
- * The states a power loss after `ops[0..count)` can leave (see the module comment), at most `limit` of them: all
- * combinations while they are few, else a seeded sample.
+ * How a file's unsynced data came out of a power loss: whole, or cut at one of several offsets (empty, one byte,
+ * half — inside a key —, one byte short).
  */
-export function powerLossAfter(base: Tree, ops: readonly StateOp[], count: number, limit: number, random: () => number): Tree[] {
-  const done = ops.slice(0, count);
+type DataFate = "full" | "empty" | "one" | "half" | "short";
+const FATES: readonly DataFate[] = ["full", "empty", "one", "half", "short"];
+const cut = (data: Buffer, fate: DataFate): Buffer =>
+  fate === "full"
+    ? data
+    : fate === "empty"
+      ? Buffer.alloc(0)
+      : fate === "one"
+        ? data.subarray(0, Math.min(1, data.length))
+        : fate === "half"
+          ? data.subarray(0, data.length >> 1)
+          : data.subarray(0, Math.max(0, data.length - 1));
+
+/** The combinations of a power loss: how many there are within a window, and each as a tree. */
+interface Choices {
+  /** Uncertain metadata operations and unsynced writes (indices into the operations done). */
+  metadata: number[];
+  writes: number[];
+  build(keep: ReadonlySet<number>, fates: ReadonlyMap<number, DataFate>, from: number): Tree;
+}
+
+function choicesOf(base: Tree, done: readonly StateOp[]): Choices {
   // Metadata operations made durable by a later fsync of their directory (or, for a file's own inode, its fsync).
   const durable = new Set<number>();
   done.forEach((op, i) => {
@@ -152,7 +170,7 @@ export function powerLossAfter(base: Tree, ops: readonly StateOp[], count: numbe
       if (dirs.includes(op.path)) durable.add(j);
     }
   });
-  const choices = done.map((op, i) => (isMetadata(op) && !durable.has(i) ? i : -1)).filter((i) => i >= 0);
+  const metadata = done.map((op, i) => (isMetadata(op) && !durable.has(i) ? i : -1)).filter((i) => i >= 0);
   // Files whose last write is not followed by an fsync of the file.
   const synced = new Set<number>();
   done.forEach((op, i) => {
@@ -166,15 +184,14 @@ export function powerLossAfter(base: Tree, ops: readonly StateOp[], count: numbe
     }
   });
   const writes = done.map((op, i) => (op.op === "write" && !synced.has(i) ? i : -1)).filter((i) => i >= 0);
-
-  const build = (keep: ReadonlySet<number>, fates: ReadonlyMap<number, DataFate>): Tree => {
+  const uncertain = new Set(metadata);
+  // Operations before `from` reached the disk whole (written back long before the power went).
+  const build = (keep: ReadonlySet<number>, fates: ReadonlyMap<number, DataFate>, from: number): Tree => {
     const tree: Tree = new Map(base);
     done.forEach((op, i) => {
-      if (isMetadata(op) && choices.includes(i) && !keep.has(i)) return;
-      if (op.op === "write" && fates.has(i)) {
-        const fate = fates.get(i)!;
-        const data = fate === "full" ? op.data : fate === "empty" ? Buffer.alloc(0) : op.data.subarray(0, op.data.length >> 1);
-        applyFully(tree, { ...op, data });
+      if (i >= from && uncertain.has(i) && !keep.has(i)) return;
+      if (i >= from && op.op === "write" && fates.has(i)) {
+        applyFully(tree, { ...op, data: cut(op.data, fates.get(i)!) });
         return;
       }
       // A rename carries the data it was given; an unsynced write before it is decided above.
@@ -182,28 +199,68 @@ export function powerLossAfter(base: Tree, ops: readonly StateOp[], count: numbe
     });
     return tree;
   };
+  return { metadata, writes, build };
+}
 
-  const total = 2 ** choices.length * 3 ** writes.length;
+/** Every combination of `metadata` kept or not and `writes`' fates (from index `from` on). */
+function enumerate(c: Choices, metadata: number[], writes: number[], from: number): Tree[] {
   const out: Tree[] = [];
-  if (total <= limit) {
-    for (let m = 0; m < 2 ** choices.length; m++) {
-      const keep = new Set(choices.filter((_, b) => (m >> b) & 1));
-      for (let d = 0; d < 3 ** writes.length; d++) {
-        const fates = new Map<number, DataFate>();
-        let x = d;
-        for (const w of writes) {
-          fates.set(w, FATES[x % 3]!);
-          x = Math.floor(x / 3);
-        }
-        out.push(build(keep, fates));
+  for (let m = 0; m < 2 ** metadata.length; m++) {
+    const keep = new Set(metadata.filter((_, b) => (m >> b) & 1));
+    for (let d = 0; d < FATES.length ** writes.length; d++) {
+      const fates = new Map<number, DataFate>();
+      let x = d;
+      for (const w of writes) {
+        fates.set(w, FATES[x % FATES.length]!);
+        x = Math.floor(x / FATES.length);
       }
+      out.push(c.build(keep, fates, from));
     }
-    return out;
-  }
-  for (let n = 0; n < limit; n++) {
-    const keep = new Set(choices.filter(() => random() < 0.5));
-    const fates = new Map(writes.map((w) => [w, FATES[Math.floor(random() * 3)]!] as const));
-    out.push(build(keep, fates));
   }
   return out;
+}
+
+/** At most this many states of a power loss are enumerated exhaustively at one point. */
+export const EXHAUSTIVE_LIMIT = 125;
+
+/**
+ * The states a power loss after `ops[0..count)` can leave (see the module comment), in two classes:
+ * - `recent`: every combination over the last operations — those from `recentFrom` (the start of the call the
+ *   crash cut, or of the last call), as many of them as keep the count under EXHAUSTIVE_LIMIT — the operations
+ *   before them having reached the disk (the realistic case: only the last few operations are uncertain);
+ * - `sampled`: `limit` states (seeded) over every uncertain operation, or all of them while they are fewer.
+ */
+export function powerLossStates(
+  base: Tree,
+  ops: readonly StateOp[],
+  count: number,
+  limit: number,
+  random: () => number,
+  recentFrom = 0,
+): { recent: Tree[]; sampled: Tree[] } {
+  const done = ops.slice(0, count);
+  const c = choicesOf(base, done);
+  let from = Math.max(0, Math.min(recentFrom, count));
+  const size = (f: number) => 2 ** c.metadata.filter((i) => i >= f).length * FATES.length ** c.writes.filter((i) => i >= f).length;
+  while (size(from) > EXHAUSTIVE_LIMIT) from++;
+  const recent = enumerate(
+    c,
+    c.metadata.filter((i) => i >= from),
+    c.writes.filter((i) => i >= from),
+    from,
+  );
+  if (size(0) <= limit) return { recent, sampled: from === 0 ? [] : enumerate(c, c.metadata, c.writes, 0) };
+  const sampled: Tree[] = [];
+  for (let n = 0; n < limit; n++) {
+    const keep = new Set(c.metadata.filter(() => random() < 0.5));
+    const fates = new Map(c.writes.map((w) => [w, FATES[Math.floor(random() * FATES.length)]!] as const));
+    sampled.push(c.build(keep, fates, 0));
+  }
+  return { recent, sampled };
+}
+
+/** Every state of a power loss after `ops[0..count)`, at most `limit` of them (sampled beyond). */
+export function powerLossAfter(base: Tree, ops: readonly StateOp[], count: number, limit: number, random: () => number): Tree[] {
+  const { recent, sampled } = powerLossStates(base, ops, count, limit, random, 0);
+  return sampled.length ? sampled : recent.length <= limit ? recent : recent.slice(0, limit);
 }

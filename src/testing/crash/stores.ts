@@ -4,13 +4,15 @@
  * (its file operations recorded through sys/state.ts); recovery runs the product's own code (the plugins in this
  * process, libcni, the dhcp daemon's lease store, ...) on each crash state written out as a directory.
  *
- * Two recoveries: after a process killed mid-call (`kill`) the node goes on — the runtime deletes the attachment
- * whose call was cut short, runs GC with the attachments it still has, and adds new ones; after a power loss
- * (`power`) the node reboots — no container survives, the runtime runs GC with none valid and deletes the old
- * attachments it remembers, then adds new ones.
+ * After a process killed mid-call (`kill`) the node goes on — the runtime deletes the attachment whose call was cut
+ * short and runs GC with the attachments it still has; after a power loss (`power`) the node reboots — no
+ * container survives, /run is empty, the runtime deletes the attachments it remembers and runs GC with none valid.
+ * Each in the three orders of RECOVERIES (no GC; GC first; DELs first). Then `check`: the invariants per
+ * attachment, against what each ADD answered, and new ADDs (docs/state.md, "What the simulator checks").
  * @module
  */
-import { cpSync, existsSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync } from "node:fs";
+import os from "node:os";
 import path from "node:path";
 import { CniError } from "#spec/errors.js";
 import { runPlugin } from "#skel/skel.js";
@@ -20,10 +22,15 @@ import type { Env } from "#invoke/args.js";
 import { CNIConfig } from "#libcni/api.js";
 import { parseConfList } from "#spec/config.js";
 import { LeaseStore, encodeLeaseRecord, type LeaseRecord } from "#plugins/ipam/dhcp/lease-file.js";
-import { listRecords, readRecord, removeRecord, writeRecord, type AttachmentRecord } from "#plugins/meta/firewall/records.js";
+import { readRecord } from "#plugins/meta/firewall/records.js";
+import { useKernelModel, type FirewallBackend } from "#plugins/meta/firewall/backends.js";
+import type { FirewallConf } from "#plugins/meta/firewall/config.js";
+import { hostCidr } from "#plugins/meta/firewall/iptables.js";
 import { networkDir, readState, removeNetworkDir, writeConfIfMissing, writeState, withNetworkLock } from "#plugins/meta/dnsname/state.js";
-import { backupFile, readBackup, removeBackup, staleBackups, writeNetworkOf, encodeBackup } from "#plugins/meta/tuning/backup.js";
-import { writeFileAtomic, isTemporaryName } from "#sys/state.js";
+import { backupFile, networkFileOf, readBackup } from "#plugins/meta/tuning/backup.js";
+import { useKernelModel as useTuningKernelModel, type LinkTunables } from "#plugins/meta/tuning/link-tunables.js";
+import { ensureStateDir, writeFileAtomicSync, writeFileInPlaceSync, removeStateFile, isTemporaryName } from "#sys/state.js";
+import { removeNetworkFile, writeNetworkFile } from "#cnitool/network.js";
 import {
   listRecords as deviceListRecords,
   readRecord as deviceReadRecord,
@@ -32,7 +39,8 @@ import {
   type DeviceRecord,
 } from "#plugins/main/host-device/record.js";
 import { readDelegateConfig, removeDelegateConfig, saveDelegateConfig } from "#plugins/meta/flannel/saved.js";
-import { forgetForwarding, recordForwarding, recordedContainers } from "#plugins/meta/portmap/records.js";
+import { useKernelModel as useKernelModelOfPortmap } from "#plugins/meta/portmap/nftables.js";
+import type { ForwardTarget } from "#plugins/meta/portmap/config.js";
 import { OUR_BIN } from "../harness.js";
 import { seeded } from "./model.js";
 import { FakeEtcd, type FakeEtcdState } from "../fake-etcd.js";
@@ -47,19 +55,33 @@ export interface Pod {
 export interface Step {
   kind: "add" | "del" | "other";
   pod?: Pod;
-  run(root: string): Promise<void>;
+  /** Runs the step; an ADD answers the addresses its result gave the pod (checked against the store after recovery). */
+  run(root: string): Promise<string[] | void>;
 }
+
+/**
+ * How the runtime recovers (each crash state is recovered by each, on its own copy): `del-only`, DEL of every old
+ * attachment and no GC (containerd, which has no GC; CRI-O between its start-ups); `gc-then-del`, GC with the
+ * attachments still valid, then the DELs; `del-then-gc`, the DELs, then GC.
+ */
+export type Recovery = "del-only" | "gc-then-del" | "del-then-gc";
+export const RECOVERIES: readonly Recovery[] = ["del-only", "gc-then-del", "del-then-gc"];
 
 /** What recovery knows of the scenario at the crash: pods added and not deleted, and the one cut short. */
 export interface CrashContext {
   root: string;
   mode: "kill" | "power";
-  /** Pods whose ADD completed and which were not deleted, before the crash. */
+  recovery: Recovery;
+  /** Pods whose ADD completed and which were not deleted, before the crash (none after a reboot). */
   live: Pod[];
   /** The pod of the step the crash cut short (if it was an ADD or a DEL). */
   interrupted?: Pod;
   /** Every pod the scenario names. */
   all: Pod[];
+  /** The attachments the runtime remembers at the crash: those live before it, and the one cut short. */
+  remembered: Pod[];
+  /** What the last complete ADD of each pod answered (`<id>/<ifname>` -> addresses), before the crash. */
+  answered: ReadonlyMap<string, readonly string[]>;
   /** Steps of the scenario complete at the crash, and operations of the next one (the cut short) done. */
   stepsDone: number;
   opsOfInterrupted: number;
@@ -71,8 +93,20 @@ export interface Store {
   /** Prepares the directory before the recorded scenario (its result is on disk for good). */
   setup?(root: string): Promise<void>;
   steps(root: string): Step[];
-  /** Recovers from the crash state in `ctx.root`; returns the invariants broken (empty: none). */
+  /**
+   * The runtime's recovery from the crash state in `ctx.root` (its calls, as ctx.recovery orders them); returns
+   * what went wrong (a call failed, a reader took up what was never written). The simulator may kill it after any
+   * of its file operations and run it again on what it left.
+   */
   recover(ctx: CrashContext): Promise<string[]>;
+  /** The invariants after recovery (empty: none broken); may add new attachments. */
+  check?(ctx: CrashContext): Promise<string[]>;
+  /** The recoveries that differ for this store (default: all three; a store without GC has one). */
+  recoveries?: readonly Recovery[];
+  /** Its files are under /run: a reboot empties them (a power loss leaves nothing of them). */
+  volatile?: boolean;
+  /** Directories of its kernel model (rules as files): kept as applied after a kill, emptied by a reboot. */
+  kernel?: readonly string[];
   /** Power-loss states sampled per crash point (a cheap store explores more). */
   powerPerPoint?: number;
   /** The store keeps state outside the files too (recover picks it by ctx.stepsDone): states differ by step. */
@@ -80,6 +114,58 @@ export interface Store {
   /** After every state was explored. */
   teardown?(): Promise<void>;
 }
+
+/** `<id>/<ifname>`: an attachment's name in the simulator. */
+export const podName = (p: Pod): string => `${p.id}/${p.ifname}`;
+
+/** Pods of `ctx.all` not live after recovery: each was deleted (before the crash, or by recovery) or never added. */
+const gonePods = (ctx: CrashContext): Pod[] => ctx.all.filter((p) => !ctx.live.some((l) => podName(l) === podName(p)));
+
+/**
+ * The runtime's calls after a crash, in ctx.recovery's order: after a kill, DEL of the attachment whose call was
+ * cut short, GC with the live ones valid; after a reboot, DEL of every old attachment, GC with none valid. Each
+ * must succeed (a failure is reported, and recovery goes on as a runtime would).
+ */
+async function runtimeRecovery(
+  ctx: CrashContext,
+  del: (p: Pod) => Promise<unknown>,
+  gc?: (valid: Array<{ containerID: string; ifname: string }>) => Promise<unknown>,
+): Promise<string[]> {
+  const problems: string[] = [];
+  const attempt = async (what: string, work: () => Promise<unknown>) => {
+    try {
+      await work();
+    } catch (e) {
+      problems.push(e instanceof CniError ? `${what} failed: ${e.msg}` : notCni(what, e));
+    }
+  };
+  const valid = (ctx.mode === "kill" ? ctx.live : []).map((p) => ({ containerID: p.id, ifname: p.ifname }));
+  const dels = deletedBy(ctx);
+  const collect = async () => {
+    if (gc) await attempt(ctx.mode === "kill" ? "GC" : "GC after the reboot", () => gc(valid));
+  };
+  if (ctx.recovery === "gc-then-del") await collect();
+  for (const p of dels) await attempt(ctx.mode === "kill" ? `DEL of ${p.id} (its call cut short)` : `DEL of ${p.id} after the reboot`, () => del(p));
+  if (ctx.recovery === "del-then-gc") await collect();
+  return problems;
+}
+
+/** The pods a recovery DELs: the one cut short after a kill, every one the runtime remembers after a reboot. */
+const deletedBy = (ctx: CrashContext): Pod[] => (ctx.mode === "power" ? ctx.remembered : ctx.interrupted ? [ctx.interrupted] : []);
+
+const ranGC = (ctx: CrashContext): boolean => ctx.recovery !== "del-only";
+
+/**
+ * What is left of `p`, a pod no longer live, after recovery: a violation; except that a DEL which completed before
+ * a power loss is not durable (no store syncs a removal: docs/state.md), so what the power loss brought back is
+ * reclaimed only by a GC — a runtime with none never DELs that pod again. That case is a NOTE (run.ts counts them
+ * apart and prints them): a known limitation, not a violation.
+ */
+const leftOf = (ctx: CrashContext, p: Pod, what: string): string =>
+  ctx.mode === "power" && !ranGC(ctx) && !ctx.remembered.some((r) => podName(r) === podName(p))
+    ? `${NOTE}${what} (its DEL completed before the power loss; only GC reclaims it)`
+    : what;
+export const NOTE = "note: ";
 
 /** Runs one of our plugins in this process, as an exec would: its stdout, and the CNI error when it failed. */
 export async function callPlugin(type: string, env: Record<string, string>, config: unknown): Promise<{ stdout: string; error?: CniError }> {
@@ -177,7 +263,7 @@ function allocations(root: string): Map<string, string> {
 /** The address of a host-local (or libcni) ADD result. */
 const addressesOf = (result: unknown): string[] => (result as { ips: Array<{ address: string }> }).ips.map((i) => i.address.split("/")[0]!);
 
-/** New pods added after recovery: each gets an address, none shared, none a live pod's. */
+/** New pods added after recovery: each gets addresses no other new pod got and no live attachment holds. */
 async function addNew(add: (pod: Pod) => Promise<string[]>, liveAddresses: Set<string>, count: number): Promise<string[]> {
   const problems: string[] = [];
   const got = new Set<string>();
@@ -197,19 +283,44 @@ async function addNew(add: (pod: Pod) => Promise<string[]>, liveAddresses: Set<s
   return problems;
 }
 
-/** The common invariants of an IPAM store after recovery, given how to list its allocations and to add. */
+const ownerOf = (p: Pod): string => `${p.id}\r\n${p.ifname}`;
+
+/**
+ * The invariants of an IPAM store after recovery, per attachment and against what each ADD answered: every address
+ * an ADD gave a live pod is still that pod's (each address, each family); no address was given to two live pods;
+ * nothing is held by an attachment whose DEL succeeded; after a GC, nothing by any attachment not valid; new
+ * attachments get addresses no live one holds.
+ */
 async function ipamInvariants(ctx: CrashContext, owners: () => Map<string, string>, add: (pod: Pod) => Promise<string[]>): Promise<string[]> {
   const problems: string[] = [];
   const held = owners();
-  const liveOwner = new Set(ctx.live.map((p) => `${p.id}\r\n${p.ifname}`));
-  for (const [address, owner] of held) {
-    if (!liveOwner.has(owner)) problems.push(`${address} is still held (by ${JSON.stringify(owner)}) after DEL and GC: not reclaimed`);
-  }
-  const liveAddresses = new Set([...held].filter(([, o]) => liveOwner.has(o)).map(([a]) => a));
+  const liveOwner = new Set(ctx.live.map(ownerOf));
+  const given = new Map<string, string>();
   for (const p of ctx.live) {
-    if (![...held.values()].includes(`${p.id}\r\n${p.ifname}`)) problems.push(`live pod ${p.id} lost its address`);
+    for (const address of ctx.answered.get(podName(p)) ?? []) {
+      const other = given.get(address);
+      if (other) problems.push(`${address} was answered to both ${other} and ${podName(p)}, both live`);
+      given.set(address, podName(p));
+      const now = held.get(address);
+      if (now !== ownerOf(p))
+        problems.push(
+          `live ${podName(p)} lost ${address}, which its ADD answered (${now === undefined ? "now free" : `now held by ${JSON.stringify(now)}`})`,
+        );
+    }
   }
-  problems.push(...(await addNew(add, liveAddresses, Math.min(4, 13 - ctx.live.length))));
+  for (const [address, owner] of held) {
+    if (liveOwner.has(owner)) continue;
+    const gone = ctx.all.find((p) => ownerOf(p) === owner);
+    if (gone) problems.push(leftOf(ctx, gone, `${address} is still held by ${podName(gone)} after its DEL`));
+    else if (ranGC(ctx)) problems.push(`${address} is still held (by ${JSON.stringify(owner)}) after GC: not reclaimed`);
+    // A reservation whose owner no one can read (an ADD killed between its create and its write, a power loss) is
+    // found by no DEL (docs/state.md): with no GC it stays.
+    else problems.push(`${NOTE}${address} is held by ${JSON.stringify(owner)}, which no DEL can name: only GC reclaims it`);
+  }
+  const liveAddresses = new Set([...given.keys(), ...[...held].filter(([, o]) => liveOwner.has(o)).map(([a]) => a)]);
+  // (As many as the range has free: a DEL undone by a power loss, with no GC, holds its address: a NOTE above.)
+  const heldV4 = [...held.keys()].filter((a) => !a.includes(":")).length;
+  problems.push(...(await addNew(add, liveAddresses, Math.min(4, 13 - heldV4))));
   return problems;
 }
 
@@ -220,57 +331,31 @@ interface IpamOps {
   add(pod: Pod): Promise<string[]>;
 }
 
-/**
- * Recovery of an IPAM store (see the module comment): after a kill, DEL of the call cut short and GC with the live
- * attachments; after a reboot, GC with none valid and DEL of every old attachment. Each must succeed; then the
- * store's invariants (ipamInvariants).
- */
-async function recoverIpam(ctx: CrashContext, ops: IpamOps, owners: () => Map<string, string> = () => allocations(ctx.root)): Promise<string[]> {
-  const problems: string[] = [];
-  const attempt = async (what: string, work: () => Promise<unknown>) => {
-    try {
-      await work();
-    } catch (e) {
-      problems.push(e instanceof CniError ? `${what} failed: ${e.msg}` : notCni(what, e));
-    }
-  };
-  const valid = (ctx.mode === "kill" ? ctx.live : []).map((p) => ({ containerID: p.id, ifname: p.ifname }));
-  if (ctx.mode === "kill") {
-    if (ctx.interrupted) await attempt(`DEL of ${ctx.interrupted.id} (its call cut short)`, () => ops.del(ctx.interrupted!));
-    await attempt("GC", () => ops.gc(valid));
-  } else {
-    await attempt("GC after the reboot", () => ops.gc(valid));
-    for (const p of ctx.all) await attempt(`DEL of ${p.id} after the reboot`, () => ops.del(p));
-  }
-  if (problems.length) return problems;
-  return ipamInvariants(ctx, owners, ops.add);
+/** Runs `type` in this process; its stdout, or throws its CNI error. */
+async function runOrThrow(type: string, env: Record<string, string>, conf: unknown): Promise<string> {
+  const r = await callPlugin(type, env, conf);
+  if (r.error) throw r.error;
+  return r.stdout;
 }
+
+/** host-local's calls over the store in `root`. */
+const hostLocalOps = (root: string): IpamOps => ({
+  del: (p) => runOrThrow("host-local", podEnv("DEL", p), hostLocalConf(root)),
+  gc: (valid) =>
+    runOrThrow("host-local", { CNI_COMMAND: "GC", CNI_PATH: "/nonexistent" }, hostLocalConf(root, { "cni.dev/valid-attachments": valid })),
+  add: async (p) => addressesOf(JSON.parse(await runOrThrow("host-local", podEnv("ADD", p), hostLocalConf(root)))),
+});
+
+/** A scenario of an IPAM store's ADDs and DELs through `ops` (an ADD answers its addresses). */
+const ipamSteps = (ops: (root: string) => IpamOps) => (root: string) =>
+  scenarioOf((kind, pod) => ({ kind, pod, run: async () => (kind === "add" ? ops(root).add(pod) : void (await ops(root).del(pod))) }));
 
 export const HOST_LOCAL: Store = {
   name: "host-local",
-  steps: (root) => {
-    const step = (kind: "add" | "del", pod: Pod): Step => ({
-      kind,
-      pod,
-      run: async () => {
-        const r = await callPlugin("host-local", podEnv(kind === "add" ? "ADD" : "DEL", pod), hostLocalConf(root));
-        if (r.error) throw r.error;
-      },
-    });
-    return scenarioOf(step);
-  },
-  recover: (ctx) => {
-    const run = async (env: Record<string, string>, conf: unknown) => {
-      const r = await callPlugin("host-local", env, conf);
-      if (r.error) throw r.error;
-      return r.stdout;
-    };
-    return recoverIpam(ctx, {
-      del: (p) => run(podEnv("DEL", p), hostLocalConf(ctx.root)),
-      gc: (valid) => run({ CNI_COMMAND: "GC", CNI_PATH: "/nonexistent" }, hostLocalConf(ctx.root, { "cni.dev/valid-attachments": valid })),
-      add: async (p) => addressesOf(JSON.parse(await run(podEnv("ADD", p), hostLocalConf(ctx.root)))),
-    });
-  },
+  powerPerPoint: 24,
+  steps: ipamSteps(hostLocalOps),
+  recover: (ctx) => runtimeRecovery(ctx, hostLocalOps(ctx.root).del, hostLocalOps(ctx.root).gc),
+  check: (ctx) => ipamInvariants(ctx, () => allocations(ctx.root), hostLocalOps(ctx.root).add),
 };
 
 // ---- libcni's result cache, with host-local behind it ---------------------------------------------------------
@@ -287,28 +372,33 @@ const cacheList = (root: string) =>
   );
 const cni = (root: string) => new CNIConfig({ path: [OUR_BIN], exec: new InProcessExec(), cacheDir: path.join(root, "cache") });
 const runtimeConf = (p: Pod) => ({ containerID: p.id, netNS: "/run/netns/crash", ifName: p.ifname });
+const libcniOps = (root: string): IpamOps => ({
+  del: (p) => cni(root).delNetworkList(cacheList(root), runtimeConf(p)),
+  gc: (validAttachments) => cni(root).gcNetworkList(cacheList(root), { validAttachments }),
+  add: async (p) => addressesOf(await cni(root).addNetworkList(cacheList(root), runtimeConf(p))),
+});
+/** An attachment's cache file (Go's name: `<network>-<containerID>-<ifname>`). */
+const cacheFileOf = (root: string, p: Pod): string => path.join(root, "cache", "results", `crashnet-${p.id}-${p.ifname}`);
 
 export const LIBCNI_CACHE: Store = {
   name: "libcni cache",
-  steps: (root) => {
-    const step = (kind: "add" | "del", pod: Pod): Step => ({
-      kind,
-      pod,
-      run: async () => {
-        const list = cacheList(root);
-        if (kind === "add") await cni(root).addNetworkList(list, runtimeConf(pod));
-        else await cni(root).delNetworkList(list, runtimeConf(pod));
-      },
-    });
-    return scenarioOf(step);
-  },
-  recover: (ctx) => {
-    const list = cacheList(ctx.root);
-    return recoverIpam(ctx, {
-      del: (p) => cni(ctx.root).delNetworkList(list, runtimeConf(p)),
-      gc: (validAttachments) => cni(ctx.root).gcNetworkList(list, { validAttachments }),
-      add: async (p) => addressesOf(await cni(ctx.root).addNetworkList(list, runtimeConf(p))),
-    });
+  // (Its calls are the dearest: fewer sampled states, the last operations of each call still all of them.)
+  powerPerPoint: 12,
+  steps: ipamSteps(libcniOps),
+  recover: (ctx) => runtimeRecovery(ctx, libcniOps(ctx.root).del, libcniOps(ctx.root).gc),
+  check: async (ctx) => {
+    // The cache files first: a live pod's is whole (no crash of another call touches it); a deleted one's is gone.
+    const problems: string[] = [];
+    for (const p of ctx.live) {
+      try {
+        JSON.parse(readFileSync(cacheFileOf(ctx.root, p), "utf8"));
+      } catch (e) {
+        problems.push(`the cache file of live ${podName(p)} is ${(e as NodeJS.ErrnoException).code === "ENOENT" ? "gone" : "unreadable"}`);
+      }
+    }
+    for (const p of gonePods(ctx))
+      if (existsSync(cacheFileOf(ctx.root, p))) problems.push(leftOf(ctx, p, `the cache file of ${podName(p)} is left after its DEL`));
+    return [...problems, ...(await ipamInvariants(ctx, () => allocations(ctx.root), libcniOps(ctx.root).add))];
   },
 };
 
@@ -348,32 +438,35 @@ const clusterAllocations = (): Map<string, string> =>
       }),
   );
 
+/** cluster-ipam's calls (etcd as it is now, the node's files in `root`). */
+const clusterOps = (root: string): IpamOps => ({
+  del: (p) => runOrThrow("cluster-ipam", podEnv("DEL", p), clusterConf(root)),
+  gc: (valid) =>
+    runOrThrow("cluster-ipam", { CNI_COMMAND: "GC", CNI_PATH: "/nonexistent" }, clusterConf(root, { "cni.dev/valid-attachments": valid })),
+  add: async (p) => addressesOf(JSON.parse(await runOrThrow("cluster-ipam", podEnv("ADD", p), clusterConf(root)))),
+});
+
 export const CLUSTER_IPAM: Store = {
   name: "cluster-ipam",
   outsideState: true,
+  // The blocks hint is under /run: a reboot empties it (etcd keeps the allocations).
+  volatile: true,
   powerPerPoint: 128,
   setup: async () => {
     if (!clusterEtcd.endpoint) await clusterEtcd.start();
     clusterEtcd.restore({ revision: 1, entries: [] });
     clusterInitial = clusterEtcd.save();
   },
-  steps: (root) => {
-    const step = (kind: "add" | "del", pod: Pod): Step => ({
-      kind,
-      pod,
-      run: async () => {
-        const r = await callPlugin("cluster-ipam", podEnv(kind === "add" ? "ADD" : "DEL", pod), clusterConf(root));
-        if (r.error) throw r.error;
-      },
-    });
-    return scenarioOf(step).map((s, i) => ({
+  steps: (root) =>
+    ipamSteps(clusterOps)(root).map((s, i) => ({
       ...s,
       run: async (r: string) => {
-        await s.run(r);
+        const answered = await s.run(r);
         clusterSnapshots[i] = clusterEtcd.save();
+        return answered;
       },
-    }));
-  },
+    })),
+  // (recover does it all, checks too: etcd is put back for each variant of the crash state.)
   recover: async (ctx) => {
     const before = ctx.stepsDone > 0 ? clusterSnapshots[ctx.stepsDone - 1]! : clusterInitial!;
     const after = clusterSnapshots[ctx.stepsDone];
@@ -384,20 +477,9 @@ export const CLUSTER_IPAM: Store = {
       const root = variants.length > 1 ? `${ctx.root}.v${i}` : ctx.root;
       if (root !== ctx.root) cpSync(ctx.root, root, { recursive: true });
       clusterEtcd.restore(state);
-      const run = async (env: Record<string, string>, conf: unknown) => {
-        const r = await callPlugin("cluster-ipam", env, conf);
-        if (r.error) throw r.error;
-        return r.stdout;
-      };
-      const found = await recoverIpam(
-        { ...ctx, root },
-        {
-          del: (p) => run(podEnv("DEL", p), clusterConf(root)),
-          gc: (valid) => run({ CNI_COMMAND: "GC", CNI_PATH: "/nonexistent" }, clusterConf(root, { "cni.dev/valid-attachments": valid })),
-          add: async (p) => addressesOf(JSON.parse(await run(podEnv("ADD", p), clusterConf(root)))),
-        },
-        clusterAllocations,
-      );
+      const ops = clusterOps(root);
+      const failed = await runtimeRecovery({ ...ctx, root }, ops.del, ops.gc);
+      const found = failed.length ? failed : await ipamInvariants({ ...ctx, root }, clusterAllocations, ops.add);
       problems.push(...found.map((f) => (variants.length > 1 ? `${i === 0 ? "etcd before" : "etcd after"} the cut-short call's commit: ${f}` : f)));
       if (root !== ctx.root) rmSync(root, { recursive: true, force: true });
     }
@@ -456,10 +538,15 @@ function leaseRecord(clientID: string, at: number): LeaseRecord {
 
 /** Every lease record the scenario wrote (the base's too): only those may be taken up. */
 const written = new Set<string>([encodeLeaseRecord(leaseRecord("old/net/eth0", 1000))]);
+/** The leases held after each step (`<family>:<clientID>` -> the record), and before the first. */
+const leaseKey = (clientID: string, family: string) => `${family}:${clientID}`;
+const leasesBefore = new Map([[leaseKey("old/net/eth0", "ipv4"), encodeLeaseRecord(leaseRecord("old/net/eth0", 1000))]]);
+const leasesAfter: Array<Map<string, string>> = [];
 
 export const DHCP_LEASES: Store = {
   name: "dhcp leases",
   powerPerPoint: 128,
+  recoveries: ["del-only"],
   setup: async (root) => {
     const store = new LeaseStore(path.join(root, "leases"));
     await store.init();
@@ -484,6 +571,10 @@ export const DHCP_LEASES: Store = {
             await store.remove(id, "ipv6");
           },
         });
+        const now = new Map(leasesAfter.at(-1) ?? leasesBefore);
+        now.delete(leaseKey(id, "ipv4"));
+        now.delete(leaseKey(id, "ipv6"));
+        leasesAfter.push(now);
       } else {
         const id = ids.length > 0 && random() < 0.5 ? ids[Math.floor(random() * ids.length)]! : `c${t}/net/eth0`;
         held.add(id);
@@ -491,6 +582,7 @@ export const DHCP_LEASES: Store = {
         const record = t % 3 === 0 ? lease6Record(id, t * 1000) : leaseRecord(id, t * 1000);
         written.add(encodeLeaseRecord(record));
         out.push({ kind: "other", run: () => store.save(record) });
+        leasesAfter.push(new Map(leasesAfter.at(-1) ?? leasesBefore).set(leaseKey(id, record.family), encodeLeaseRecord(record)));
       }
     }
     return out;
@@ -505,6 +597,17 @@ export const DHCP_LEASES: Store = {
       return [notCni("the lease store's load", e)];
     }
     for (const r of loaded.records) if (!written.has(encodeLeaseRecord(r))) problems.push(`a lease never written was taken up: ${r.clientID}`);
+    // After a kill, every lease held survives (renewed by the cut-short step or not): the daemon takes it up.
+    if (ctx.mode === "kill") {
+      const held = ctx.stepsDone > 0 ? leasesAfter[ctx.stepsDone - 1]! : leasesBefore;
+      const next = leasesAfter[ctx.stepsDone];
+      const got = new Map(loaded.records.map((r) => [leaseKey(r.clientID, r.family), encodeLeaseRecord(r)]));
+      for (const [k, v] of held) {
+        const g = got.get(k);
+        if (g === v || (next && g === next.get(k))) continue;
+        problems.push(`the lease ${k}, held before the crash, is ${g === undefined ? "lost" : "not the one written"} after a kill`);
+      }
+    }
     // The daemon drops every lease whose interface is gone (all, after a reboot) and removes its file.
     if (ctx.mode === "power") {
       for (const r of loaded.records) await store.remove(r.clientID, r.family);
@@ -517,40 +620,109 @@ export const DHCP_LEASES: Store = {
 
 // ---- the firewall plugin's attachment records ---------------------------------------------------------------
 
-const fwRecord = (containerID: string, n: number): AttachmentRecord => ({
-  containerID,
-  ifName: "eth0",
+/**
+ * The invariants of a store of one file per attachment: a live attachment's file is whole after a crash of another
+ * call; nothing is left of an attachment whose DEL succeeded.
+ */
+async function keyedInvariants(ctx: CrashContext, read: (p: Pod) => Promise<"ok" | "damaged" | "none">): Promise<string[]> {
+  const problems: string[] = [];
+  for (const p of ctx.live) {
+    const state = await read(p);
+    if (state !== "ok") problems.push(`the file of live ${podName(p)} is ${state === "none" ? "gone" : state} after a kill`);
+  }
+  for (const p of gonePods(ctx)) if ((await read(p)) !== "none") problems.push(leftOf(ctx, p, `the file of ${podName(p)} is left after its DEL`));
+  return problems;
+}
+
+const fwDir = (root: string) => path.join(root, "firewall");
+const fwFile = (root: string, p: Pod) => path.join(fwDir(root), "net", `${p.id}:${p.ifname}`);
+
+/**
+ * The kernel model of the firewall store: one file per rule under `<root>/kernel/firewall/`, named by the host
+ * address it allows (as the iptables backend's rules are found: removeAddressRules), made and removed through
+ * sys/state.ts so that the simulator crashes the kernel's state with the files — a kill leaves the rules applied
+ * so far, a reboot none (run.ts drops `kernel/` from every power-loss state). The backend mirrors the iptables
+ * one: add ensures a rule per address, remove drops the rules of the addresses it is given, collect those of the
+ * stale records' addresses no live record claims.
+ */
+const kernelRules = (dataDir: string) => path.join(path.dirname(dataDir), "kernel", "firewall");
+const ruleFile = (dataDir: string, address: string) => path.join(kernelRules(dataDir), hostCidr(address).replace("/", "_"));
+function modelBackend(n: FirewallConf): FirewallBackend {
+  const dir = kernelRules(n.dataDir);
+  return {
+    name: "iptables",
+    add: async (a) => {
+      ensureStateDir(dir, 0o700);
+      for (const address of a.addresses) writeFileInPlaceSync(ruleFile(n.dataDir, address), a.containerID);
+      return true;
+    },
+    check: async (a) => a.addresses.filter((address) => !existsSync(ruleFile(n.dataDir, address))),
+    restore: async () => false,
+    marks: () => [],
+    remove: async (a) => {
+      for (const address of a.addresses) removeStateFile(ruleFile(n.dataDir, address));
+    },
+    collect: async (g) => {
+      for (const address of new Set(g.stale.flatMap((r) => r.addresses.map(hostCidr))))
+        if (!g.claimed.has(address)) removeStateFile(ruleFile(n.dataDir, address));
+    },
+  };
+}
+
+/** The address the firewall scenario gives each pod (`p<n>` gets 10.88.0.<n+2>). */
+const fwAddress = (p: Pod) => `10.88.0.${Number(p.id.slice(1)) + 2}/24`;
+const fwConf = (root: string, extra: Record<string, unknown> = {}) => ({
+  cniVersion: "1.1.0",
+  name: "net",
+  type: "firewall",
   backend: "iptables",
-  addresses: [`10.88.0.${n}/24`],
+  dataDir: fwDir(root),
+  ...extra,
+});
+const fwPrev = (p: Pod) => ({ cniVersion: "1.1.0", ips: [{ address: fwAddress(p) }] });
+/** The firewall plugin's calls; DEL with the cached prevResult when the runtime has one (`withPrev`). */
+const fwOps = (root: string) => ({
+  add: async (p: Pod) => {
+    await runOrThrow("firewall", podEnv("ADD", p), fwConf(root, { prevResult: fwPrev(p) }));
+    return [fwAddress(p).split("/")[0]!];
+  },
+  del: (p: Pod, withPrev: boolean) => runOrThrow("firewall", podEnv("DEL", p), fwConf(root, withPrev ? { prevResult: fwPrev(p) } : {})),
+  gc: (valid: Array<{ containerID: string; ifname: string }>) =>
+    runOrThrow("firewall", { CNI_COMMAND: "GC", CNI_PATH: "/nonexistent" }, fwConf(root, { "cni.dev/valid-attachments": valid })),
 });
 
-export const FIREWALL_RECORDS: Store = {
-  name: "firewall records",
-  powerPerPoint: 128,
-  steps: (root) => {
-    const dir = path.join(root, "firewall");
-    return churn(16, 7, (kind, pod, n) => ({
+/**
+ * The firewall plugin's own code (ADD, DEL, GC) over its records and the kernel model. The runtime DELs with the
+ * cached prevResult, except an ADD cut short (nothing cached: the record is all DEL has). Checked: a live pod's
+ * record is whole and its rules there after a kill; after an attachment's DEL, neither its record nor any rule
+ * of its address is left.
+ */
+export const FIREWALL: Store = {
+  name: "firewall",
+  powerPerPoint: 64,
+  kernel: ["kernel"],
+  setup: async () => useKernelModel(modelBackend),
+  teardown: async () => useKernelModel(undefined),
+  steps: (root) =>
+    churn(16, 7, (kind, pod) => ({
       kind,
       pod,
-      run: async () => (kind === "add" ? writeRecord(dir, "net", fwRecord(pod.id, n)) : removeRecord(dir, "net", pod.id, pod.ifname)),
-    }));
+      run: async () => (kind === "add" ? fwOps(root).add(pod) : void (await fwOps(root).del(pod, true))),
+    })),
+  recover: (ctx) => {
+    const ops = fwOps(ctx.root);
+    // (A pod whose ADD completed has its result cached; one whose ADD was cut short has none.)
+    return runtimeRecovery(ctx, (p) => ops.del(p, ctx.answered.has(podName(p))), ops.gc);
   },
-  recover: async (ctx) => {
-    const dir = path.join(ctx.root, "firewall");
-    const problems: string[] = [];
-    try {
-      const listed = listRecords(dir, "net");
-      for (const r of listed) if (!ctx.all.some((p) => p.id === r.containerID)) problems.push(`a record never written: ${r.containerID}`);
-      for (const p of ctx.live) {
-        const r = readRecord(dir, "net", p.id, p.ifname);
-        if (ctx.mode === "kill" && !r) problems.push(`the record of live ${p.id} is gone after a kill`);
-      }
-      // DEL of everyone (after a reboot; the one cut short after a kill) works with whatever is left.
-      for (const p of ctx.mode === "power" ? ctx.all : ctx.interrupted ? [ctx.interrupted] : []) removeRecord(dir, "net", p.id, p.ifname);
-      if (ctx.mode === "power" && listRecords(dir, "net").length) problems.push("records left after every DEL");
-    } catch (e) {
-      problems.push(e instanceof CniError ? `failed: ${e.msg}` : notCni("the records", e));
-    }
+  check: async (ctx) => {
+    const problems = await keyedInvariants(ctx, async (p) =>
+      !existsSync(fwFile(ctx.root, p)) ? "none" : readRecord(fwDir(ctx.root), "net", p.id, p.ifname) ? "ok" : "damaged",
+    );
+    for (const p of ctx.live)
+      if (!existsSync(ruleFile(fwDir(ctx.root), fwAddress(p)))) problems.push(`the rule of live ${podName(p)} is gone after a kill`);
+    for (const p of gonePods(ctx))
+      if (existsSync(ruleFile(fwDir(ctx.root), fwAddress(p))))
+        problems.push(`the rule of ${podName(p)} (${fwAddress(p)}) is left in the kernel after its DEL`);
     return problems;
   },
 };
@@ -560,6 +732,8 @@ export const FIREWALL_RECORDS: Store = {
 export const DNSNAME_FILES: Store = {
   name: "dnsname files",
   powerPerPoint: 128,
+  recoveries: ["del-only"],
+  volatile: true,
   steps: (root) => {
     const d = networkDir(path.join(root, "dnsname"), "net");
     const rec = (id: string, ip: string) => ({ containerID: id, ifName: "eth0", name: id, aliases: [], addresses: [ip] });
@@ -601,38 +775,110 @@ export const DNSNAME_FILES: Store = {
 
 // ---- tuning's backups -----------------------------------------------------------------------------------------
 
-export const TUNING_BACKUPS: Store = {
-  name: "tuning backups",
-  powerPerPoint: 128,
+/**
+ * tuning's kernel model: each pod's link as a file `<root>/kernel/tuning/<containerID>.json` (its tunables), made
+ * and changed through sys/state.ts so that the simulator crashes it with the files. A pod's namespace is a link
+ * under the scratch directory to this process's own (`/proc/self/ns/net`: NetNS.open accepts it, and nothing
+ * enters it: every link operation goes to the model), named by the pod; after a reboot it is gone.
+ */
+const tuningKernel = (root: string) => path.join(root, "kernel", "tuning");
+const tuningLink = (root: string, id: string) => path.join(tuningKernel(root), `${id}.json`);
+const ORIGINAL: LinkTunables = { mac: "02:00:00:00:00:01", mtu: 1500, promisc: false, allmulti: false, txQLen: 1000 };
+const namespaces = path.join(existsSync("/dev/shm") ? "/dev/shm" : os.tmpdir(), `tscni-crash-netns-${process.pid}`);
+const netnsOf = (p: Pod) => path.join(namespaces, p.id);
+const tuningModel = (root: string) => ({
+  read: async (ns: { path: string | undefined }, name: string): Promise<LinkTunables | undefined> => {
+    if (name !== "eth0" || !ns.path) return undefined;
+    try {
+      return JSON.parse(readFileSync(tuningLink(root, path.basename(ns.path)), "utf8")) as LinkTunables;
+    } catch {
+      return undefined; // (a link is there or not: its file is made whole, in place)
+    }
+  },
+  set: async (ns: { path: string | undefined }, _name: string, change: Partial<LinkTunables>) => {
+    const file = tuningLink(root, path.basename(ns.path!));
+    const now = JSON.parse(readFileSync(file, "utf8")) as LinkTunables;
+    // (A kernel change is whole or not done: atomic, so a kill never leaves half of one.)
+    writeFileAtomicSync(file, JSON.stringify({ ...now, ...Object.fromEntries(Object.entries(change).filter(([, v]) => v !== undefined)) }));
+  },
+});
+const tuningConf = (root: string, p: Pod, mtu: number) => ({
+  cniVersion: "1.1.0",
+  name: "net",
+  type: "tuning",
+  mtu,
+  dataDir: path.join(root, "tuning"),
+  prevResult: { cniVersion: "1.1.0", interfaces: [{ name: p.ifname, sandbox: netnsOf(p) }], ips: [] },
+});
+// (CNI_NETNS_OVERRIDE: the namespace is this process's own, which skel refuses otherwise.)
+const tuningEnv = (command: string, p: Pod, netns = netnsOf(p)) => ({ ...podEnv(command, p), CNI_NETNS: netns, CNI_NETNS_OVERRIDE: "1" });
+
+/**
+ * The tuning plugin's own code (ADD, DEL, GC) over its backups and a kernel model of the pods' links. A pod's ADD
+ * step makes its link (the main plugin's part) and then calls tuning, which backs the link up and sets its MTU;
+ * its DEL step calls tuning, then deletes the link. Checked: a live pod's link keeps its MTU and its backup after
+ * a kill; after an attachment's DEL its backup is gone and its link, if still there, is as it was before the ADD.
+ */
+export const TUNING: Store = {
+  name: "tuning",
+  volatile: true, // backups under /run, links in the kernel: both gone at a reboot
+  setup: async () => void mkdirSync(namespaces, { recursive: true }),
   steps: (root) => {
-    const dir = path.join(root, "tuning");
-    const save = (id: string, mtu: number): Step => ({
-      kind: "add",
-      pod: { id, ifname: "eth0" },
+    useTuningKernelModel(tuningModel(root));
+    return churn(14, 6, (kind, pod, n) => ({
+      kind,
+      pod,
       run: async () => {
-        const file = backupFile(dir, id, "eth0");
-        await writeNetworkOf(file, "net");
-        await writeFileAtomic(file, encodeBackup({ mtu }));
+        if (kind === "add") {
+          if (!existsSync(netnsOf(pod))) symlinkSync("/proc/self/ns/net", netnsOf(pod));
+          ensureStateDir(tuningKernel(root), 0o700);
+          writeFileAtomicSync(tuningLink(root, pod.id), JSON.stringify(ORIGINAL));
+          await runOrThrow("tuning", tuningEnv("ADD", pod), tuningConf(root, pod, 1400 + n));
+        } else {
+          await runOrThrow("tuning", tuningEnv("DEL", pod), tuningConf(root, pod, 1400 + n));
+          removeStateFile(tuningLink(root, pod.id));
+        }
       },
-    });
-    return churn(14, 6, (kind, pod, n) =>
-      kind === "add" ? save(pod.id, 1400 + n) : { kind, pod, run: () => removeBackup(backupFile(dir, pod.id, "eth0")) },
+    }));
+  },
+  recover: (ctx) => {
+    useTuningKernelModel(tuningModel(ctx.root));
+    // (After a reboot the pods' namespaces are gone.)
+    const netns = (p: Pod) => (ctx.mode === "power" ? path.join(namespaces, "gone") : netnsOf(p));
+    return runtimeRecovery(
+      ctx,
+      (p) => runOrThrow("tuning", tuningEnv("DEL", p, netns(p)), tuningConf(ctx.root, p, 1400)),
+      (valid) =>
+        runOrThrow(
+          "tuning",
+          { CNI_COMMAND: "GC", CNI_PATH: "/nonexistent" },
+          { cniVersion: "1.1.0", name: "net", type: "tuning", dataDir: path.join(ctx.root, "tuning"), "cni.dev/valid-attachments": valid },
+        ),
     );
   },
-  recover: async (ctx) => {
-    const dir = path.join(ctx.root, "tuning");
-    const problems: string[] = [];
-    try {
-      for (const p of ctx.all) await readBackup(backupFile(dir, p.id, p.ifname)); // a DEL reads it: never a throw
-      const stale = await staleBackups(dir, "net", ctx.mode === "kill" ? ctx.live.map((p) => ({ containerID: p.id, ifname: p.ifname })) : []);
-      for (const file of stale) await removeBackup(file);
-      for (const p of ctx.mode === "power" ? ctx.all : []) await removeBackup(backupFile(dir, p.id, p.ifname));
-      if (ctx.mode === "power" && existsSync(dir) && readdirSync(dir).some((n) => !isTemporaryName(n)))
-        problems.push(`backups left: ${readdirSync(dir).join(", ")}`);
-    } catch (e) {
-      problems.push(e instanceof CniError ? `failed: ${e.msg}` : notCni("tuning's backups", e));
+  check: async (ctx) => {
+    const problems = await keyedInvariants(ctx, async (p) => {
+      const file = backupFile(path.join(ctx.root, "tuning"), p.id, p.ifname);
+      const backup = await readBackup(file);
+      if (backup === undefined) return existsSync(networkFileOf(file)) ? "damaged" : "none";
+      return backup === "unreadable" ? "damaged" : "ok";
+    });
+    const link = (p: Pod) =>
+      existsSync(tuningLink(ctx.root, p.id)) ? (JSON.parse(readFileSync(tuningLink(ctx.root, p.id), "utf8")) as LinkTunables) : undefined;
+    for (const p of ctx.live) if (link(p)?.mtu === ORIGINAL.mtu) problems.push(`the link of live ${podName(p)} lost its MTU after a kill`);
+    for (const p of gonePods(ctx)) {
+      const l = link(p);
+      if (!l || l.mtu === ORIGINAL.mtu) continue;
+      const what = `the link of ${podName(p)} is not put back after its DEL (MTU ${l.mtu})`;
+      // A GC before the DEL takes the backup of an attachment not valid (an ADD cut short has none in the runtime's
+      // cache) and cannot put its link back (GC knows no namespace): the DEL then finds nothing to restore from.
+      problems.push(ctx.recovery === "gc-then-del" ? `${NOTE}${what}: GC before the DEL dropped its backup` : what);
     }
     return problems;
+  },
+  teardown: async () => {
+    useTuningKernelModel(undefined);
+    rmSync(namespaces, { recursive: true, force: true });
   },
 };
 
@@ -654,9 +900,18 @@ const deviceRecord = (containerID: string, n: number): DeviceRecord => ({
   },
 });
 
+/** A host-device record as its DEL reads it. */
+const deviceState = (root: string) => async (p: Pod) => {
+  const dir = path.join(root, "host-device");
+  const r = await deviceReadRecord(dir, p.id, p.ifname);
+  await deviceListRecords(dir);
+  return r === undefined ? "none" : r === "damaged" ? "damaged" : "ok";
+};
+
 export const HOST_DEVICE_RECORDS: Store = {
   name: "host-device records",
   powerPerPoint: 128,
+  recoveries: ["del-only"],
   steps: (root) => {
     const dir = path.join(root, "host-device");
     return churn(14, 6, (kind, pod, n) => ({
@@ -666,22 +921,23 @@ export const HOST_DEVICE_RECORDS: Store = {
     }));
   },
   recover: (ctx) =>
-    keyedRecovery(
-      ctx,
-      "host-device's records",
-      async (p) => {
-        const dir = path.join(ctx.root, "host-device");
-        const r = await deviceReadRecord(dir, p.id, p.ifname);
-        await deviceListRecords(dir);
-        return r === undefined ? "none" : r === "damaged" ? "damaged" : "ok";
-      },
-      (p) => deviceRemoveRecord(path.join(ctx.root, "host-device"), p.id, p.ifname),
-    ),
+    keyedRecovery(ctx, "host-device's records", deviceState(ctx.root), (p) => deviceRemoveRecord(path.join(ctx.root, "host-device"), p.id, p.ifname)),
+  check: (ctx) => keyedInvariants(ctx, deviceState(ctx.root)),
+};
+
+/** A saved delegate config as flannel's DEL reads it. */
+const flannelState = (root: string) => async (p: Pod) => {
+  const bytes = await readDelegateConfig(path.join(root, "flannel"), p.id).catch((e: unknown) => {
+    if (e instanceof CniError) return "damaged" as const; // a DEL then says so, and goes on without it
+    throw e;
+  });
+  return bytes === undefined ? "none" : bytes === "damaged" ? "damaged" : "ok";
 };
 
 export const FLANNEL_CONFIGS: Store = {
   name: "flannel configs",
   powerPerPoint: 128,
+  recoveries: ["del-only"],
   steps: (root) => {
     const dir = path.join(root, "flannel");
     return churn(14, 6, (kind, pod, n) => ({
@@ -694,43 +950,82 @@ export const FLANNEL_CONFIGS: Store = {
     }));
   },
   recover: (ctx) =>
-    keyedRecovery(
-      ctx,
-      "flannel's saved configs",
-      async (p) => {
-        const bytes = await readDelegateConfig(path.join(ctx.root, "flannel"), p.id).catch((e: unknown) => {
-          if (e instanceof CniError) return "damaged" as const; // a DEL then says so, and goes on without it
-          throw e;
-        });
-        return bytes === undefined ? "none" : bytes === "damaged" ? "damaged" : "ok";
-      },
-      (p) => removeDelegateConfig(path.join(ctx.root, "flannel"), p.id),
-    ),
+    keyedRecovery(ctx, "flannel's saved configs", flannelState(ctx.root), (p) => removeDelegateConfig(path.join(ctx.root, "flannel"), p.id)),
+  check: (ctx) => keyedInvariants(ctx, flannelState(ctx.root)),
 };
 
-export const PORTMAP_RECORDS: Store = {
-  name: "portmap records",
-  powerPerPoint: 128,
+/**
+ * portmap's kernel model: one file per forwarded container and family under `<root>/kernel/portmap/` (nftables'
+ * rules are found by their container ID), made through sys/state.ts so the simulator crashes them with the files.
+ */
+const portmapKernel = (root: string) => path.join(root, "kernel", "portmap");
+const portmapModel = (root: string) => ({
+  forward: async (t: ForwardTarget) => {
+    ensureStateDir(portmapKernel(root), 0o700);
+    writeFileInPlaceSync(path.join(portmapKernel(root), `${t.containerID}.${t.container.ip.family}`), JSON.stringify(t.mappings));
+  },
+  unforward: async (ids: readonly string[]) => {
+    for (const id of ids) for (const family of [4, 6]) removeStateFile(path.join(portmapKernel(root), `${id}.${family}`));
+  },
+});
+const portmapAddress = (p: Pod) => `10.88.0.${Number(p.id.slice(1)) + 2}/24`;
+const portmapConf = (root: string, p: Pod | undefined, extra: Record<string, unknown> = {}) => ({
+  cniVersion: "1.1.0",
+  name: "net",
+  type: "portmap",
+  backend: "nftables",
+  snat: false, // (no route_localnet on the host)
+  dataDir: path.join(root, "portmap"),
+  runtimeConfig: { portMappings: p ? [{ hostPort: 8000 + Number(p.id.slice(1)), containerPort: 80, protocol: "tcp" }] : [] },
+  ...extra,
+});
+const portmapPrev = (p: Pod) => ({
+  cniVersion: "1.1.0",
+  interfaces: [{ name: p.ifname, sandbox: "/run/netns/crash" }],
+  ips: [{ address: portmapAddress(p), interface: 0 }],
+});
+const portmapOps = (root: string) => ({
+  add: (p: Pod) => runOrThrow("portmap", podEnv("ADD", p), portmapConf(root, p, { prevResult: portmapPrev(p) })),
+  del: (p: Pod) => runOrThrow("portmap", podEnv("DEL", p), portmapConf(root, p)),
+  gc: (valid: Array<{ containerID: string; ifname: string }>) =>
+    runOrThrow("portmap", { CNI_COMMAND: "GC", CNI_PATH: "/nonexistent" }, portmapConf(root, undefined, { "cni.dev/valid-attachments": valid })),
+});
+
+/**
+ * The portmap plugin's own code (ADD, DEL, GC; nftables, whose GC records are the store) over a kernel model of
+ * its rules. Checked: a live pod's record and rules survive a kill; after an attachment's DEL or a GC, neither its
+ * record nor its rules are left.
+ */
+export const PORTMAP: Store = {
+  name: "portmap",
+  volatile: true, // records and rules: /run and the kernel, both gone at a reboot
   steps: (root) => {
-    const dir = path.join(root, "portmap");
+    useKernelModelOfPortmap(portmapModel(root));
     return churn(14, 6, (kind, pod) => ({
       kind,
       pod,
-      run: () => (kind === "add" ? recordForwarding(dir, "net", pod.id) : forgetForwarding(dir, "net", pod.id)),
+      run: async () => void (await (kind === "add" ? portmapOps(root).add(pod) : portmapOps(root).del(pod))),
     }));
   },
-  recover: async (ctx) => {
-    const dir = path.join(ctx.root, "portmap");
-    try {
-      const recorded = await recordedContainers(dir, "net");
-      const stray = recorded.filter((id) => !isTemporaryName(id) && !ctx.all.some((p) => p.id === id));
-      for (const p of ctx.mode === "power" ? ctx.all : ctx.interrupted ? [ctx.interrupted] : []) await forgetForwarding(dir, "net", p.id);
-      const missing = ctx.mode === "kill" ? ctx.live.filter((p) => !recorded.includes(p.id)) : [];
-      return [...stray.map((id) => `a record never written: ${id}`), ...missing.map((p) => `the record of live ${p.id} is gone after a kill`)];
-    } catch (e) {
-      return [e instanceof CniError ? `failed: ${e.msg}` : notCni("portmap's records", e)];
-    }
+  recover: (ctx) => {
+    useKernelModelOfPortmap(portmapModel(ctx.root));
+    return runtimeRecovery(ctx, portmapOps(ctx.root).del, portmapOps(ctx.root).gc);
   },
+  check: async (ctx) => {
+    const recorded = (p: Pod) => existsSync(path.join(ctx.root, "portmap", "net", p.id));
+    const forwarded = (p: Pod) => existsSync(path.join(portmapKernel(ctx.root), `${p.id}.4`));
+    const problems: string[] = [];
+    for (const p of ctx.live) {
+      if (!recorded(p)) problems.push(`the record of live ${podName(p)} is gone after a kill`);
+      if (!forwarded(p)) problems.push(`the forwarding of live ${podName(p)} is gone after a kill`);
+    }
+    for (const p of gonePods(ctx)) {
+      if (recorded(p)) problems.push(leftOf(ctx, p, `the record of ${podName(p)} is left after its DEL`));
+      if (forwarded(p)) problems.push(`the forwarding of ${podName(p)} is left in the kernel after its DEL`);
+    }
+    return problems;
+  },
+  teardown: async () => useKernelModelOfPortmap(undefined),
 };
 
 /**
@@ -756,7 +1051,7 @@ function churn(count: number, pool: number, make: (kind: "add" | "del", pod: Pod
 
 /**
  * Recovery of a store of one file per attachment: reading each attachment's file is never a throw (a torn one is
- * "damaged", handled by the plugin); after a kill, a live attachment's file is whole; DEL removes what is there.
+ * "damaged", handled by the plugin); DEL removes what is there. keyedInvariants checks what is left.
  */
 async function keyedRecovery(
   ctx: CrashContext,
@@ -764,20 +1059,76 @@ async function keyedRecovery(
   read: (p: Pod) => Promise<"ok" | "damaged" | "none">,
   remove: (p: Pod) => Promise<void>,
 ): Promise<string[]> {
-  const problems: string[] = [];
   try {
-    for (const p of ctx.all) {
-      const state = await read(p);
-      if (ctx.mode === "kill" && ctx.live.some((l) => l.id === p.id) && state !== "ok")
-        problems.push(`the file of live ${p.id} is ${state} after a kill`);
-    }
-    for (const p of ctx.mode === "power" ? ctx.all : ctx.interrupted ? [ctx.interrupted] : []) await remove(p);
-    if (ctx.mode === "power") for (const p of ctx.all) if ((await read(p)) !== "none") problems.push(`the file of ${p.id} is left after its DEL`);
+    for (const p of ctx.all) await read(p);
+    for (const p of deletedBy(ctx)) await remove(p);
+    return [];
   } catch (e) {
-    problems.push(e instanceof CniError ? `failed: ${e.msg}` : notCni(what, e));
+    return [e instanceof CniError ? `failed: ${e.msg}` : notCni(what, e)];
   }
-  return problems;
 }
+
+// ---- network configs (`cnitool network create`, `rm`): durable -------------------------------------------------
+
+/** The networks after each step of the scenario, and each one's config text. */
+const networksAfter: Array<Map<string, string>> = [];
+const networkConfig = (name: string, n: number) => ({
+  cniVersion: "1.0.0",
+  name,
+  plugins: [{ type: "bridge", bridge: `cni-podman${n}`, ipam: { type: "host-local", ranges: [[{ subnet: `10.89.${n}.0/24` }]] } }],
+});
+
+export const NETWORK_CONFIGS: Store = {
+  name: "network configs",
+  powerPerPoint: 128,
+  recoveries: ["del-only"],
+  setup: async (root) => ensureStateDir(path.join(root, "net.d"), 0o755),
+  steps: (root) => {
+    const dir = path.join(root, "net.d");
+    const random = seeded(8);
+    const out: Step[] = [];
+    const now = new Map<string, string>();
+    for (let n = 0; out.length < 10; n++) {
+      const names = [...now.keys()];
+      if (names.length > 0 && random() < 0.35) {
+        const name = names[Math.floor(random() * names.length)]!;
+        now.delete(name);
+        out.push({ kind: "other", run: async () => removeNetworkFile(path.join(dir, `${name}.conflist`)) });
+      } else {
+        const name = `net${n}`;
+        now.set(name, JSON.stringify(networkConfig(name, n), null, 3));
+        out.push({ kind: "other", run: () => writeNetworkFile(path.join(dir, `${name}.conflist`), networkConfig(name, n)) });
+      }
+      networksAfter.push(new Map(now));
+    }
+    return out;
+  },
+  // What a runtime does after the crash: it loads the directory. Every network made stays, whole; every one removed
+  // stays removed; the one whose call was cut short is there whole or not at all.
+  recover: async (ctx) => {
+    const dir = path.join(ctx.root, "net.d");
+    const problems: string[] = [];
+    const found = new Map<string, string>();
+    for (const name of existsSync(dir) ? readdirSync(dir) : []) {
+      if (isTemporaryName(name)) continue;
+      const text = readFileSync(path.join(dir, name), "utf8");
+      try {
+        parseConfList(Buffer.from(text));
+      } catch {
+        problems.push(`${name} does not load: ${JSON.stringify(text.slice(0, 40))}`);
+      }
+      found.set(name.replace(/\.conflist$/, ""), text);
+    }
+    const before = ctx.stepsDone > 0 ? networksAfter[ctx.stepsDone - 1]! : new Map<string, string>();
+    const after = networksAfter[ctx.stepsDone];
+    for (const [name, text] of before)
+      if (found.get(name) !== text && !(after && !after.has(name) && !found.has(name)))
+        problems.push(`network ${name}, made before the crash, is ${found.has(name) ? "not as written" : "gone"}`);
+    for (const [name, text] of found)
+      if (!before.has(name) && !(after?.get(name) === text)) problems.push(`network ${name}, removed or never made before the crash, is there`);
+    return problems;
+  },
+};
 
 /** Every store, in the order run.ts reports them. */
 export const STORES: readonly Store[] = [
@@ -785,10 +1136,11 @@ export const STORES: readonly Store[] = [
   LIBCNI_CACHE,
   CLUSTER_IPAM,
   DHCP_LEASES,
-  FIREWALL_RECORDS,
+  FIREWALL,
   DNSNAME_FILES,
-  TUNING_BACKUPS,
+  TUNING,
   HOST_DEVICE_RECORDS,
   FLANNEL_CONFIGS,
-  PORTMAP_RECORDS,
+  PORTMAP,
+  NETWORK_CONFIGS,
 ];

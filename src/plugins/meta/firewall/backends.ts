@@ -162,7 +162,17 @@ const ruleEngines = (adminChain: string): RuleEngines<FirewallBackend> => ({
  * The configured backend, or firewalld when it runs (`isRunning`, by default asked of `fw`) and iptables
  * otherwise (the Go plugin's default; iptables and nftables are chosen by net/firewall-driver).
  */
+/**
+ * The crash simulator's kernel model (src/testing/crash/stores.ts): while set, every call's backend is the one it
+ * makes, so the plugin's own code runs over rules the simulator can crash. Nothing in the product sets it.
+ */
+let kernelModel: ((n: FirewallConf) => FirewallBackend) | undefined;
+export function useKernelModel(make: ((n: FirewallConf) => FirewallBackend) | undefined): void {
+  kernelModel = make;
+}
+
 export async function selectBackend(n: FirewallConf, fw: Firewalld, isRunning = () => fw.running()): Promise<FirewallBackend> {
+  if (kernelModel) return kernelModel(n);
   if (n.backend === "iptables" || n.backend === "nftables") return firewallFor(ruleEngines(n.iptablesAdminChainName), n.backend);
   const running = await isRunning();
   if (n.backend === "firewalld" || running) return new FirewalldBackend(n.firewalldZone, n.iptablesAdminChainName, fw, running);

@@ -17,7 +17,7 @@ import { liveFirewallProbes } from "#net/firewall-driver.js";
 import type { CmdArgs, PluginModule } from "#skel/skel.js";
 import { selectBackend, type Attachment } from "./backends.js";
 import { FIREWALL_SCHEMA, loadFirewallConf, type FirewallConf } from "./config.js";
-import { listRecords, readRecord, recordedNetworks, removeRecord, writeRecord } from "./records.js";
+import { listRecords, readRecord, recordedNetworks, removeRecord, unreadableRecords, writeRecord } from "./records.js";
 
 /** The attachment from the config and environment; the ingress policy needs the bridge (prevResult interface 0). */
 export function attachmentOf(n: FirewallConf, args: Pick<CmdArgs, "containerID" | "ifName">, prev: Result100): Attachment {
@@ -117,6 +117,10 @@ async function gc(args: CmdArgs): Promise<void> {
   const backend = await selectBackend(n, new Firewalld(undefined, args.env));
   await backend.collect({ network, valid, stale, claimed });
   for (const r of stale) removeRecord(n.dataDir, network, r.containerID, r.ifName);
+  // A record that does not parse (torn by a power loss) names its attachment only by its file: when that one is not
+  // valid, the record goes too (its addresses are unknown; after a reboot its rules went with the boot).
+  for (const r of unreadableRecords(n.dataDir, network))
+    if (!isValid(r.containerID, r.ifName)) removeRecord(n.dataDir, network, r.containerID, r.ifName);
 }
 
 export const plugin: PluginModule = {

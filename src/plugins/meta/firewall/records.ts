@@ -92,6 +92,33 @@ export function listRecords(dataDir: string, network: string): AttachmentRecord[
     });
 }
 
+/**
+ * The attachments of a network whose record file does not parse (empty or torn by a power loss), named by the
+ * file's name (`<containerID>:<ifName>`; a container ID holds no colon).
+ */
+export function unreadableRecords(dataDir: string, network: string): Array<{ containerID: string; ifName: string }> {
+  const dir = networkDir(dataDir, network);
+  let names: string[];
+  try {
+    names = readdirSync(dir);
+  } catch {
+    return [];
+  }
+  return names
+    .filter((n) => n.includes(":") && !isTemporaryName(n) && !n.includes(".tmp-"))
+    .flatMap((n) => {
+      let text: string;
+      try {
+        text = readFileSync(path.join(dir, n), "utf8");
+      } catch {
+        return [];
+      }
+      if (parseRecord(text)) return [];
+      const at = n.indexOf(":");
+      return [{ containerID: n.slice(0, at), ifName: n.slice(at + 1) }];
+    });
+}
+
 /** The networks that have records. */
 export function recordedNetworks(dataDir: string): string[] {
   try {

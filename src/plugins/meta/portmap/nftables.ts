@@ -184,25 +184,35 @@ export async function unforwardNftables(containerIDs: readonly string[]): Promis
  * recorded (records.ts) before its rules are added, for GC to tell networks apart; a record that cannot be
  * written or removed is a warning, never a failed call.
  */
+/**
+ * What the nftables backend asks of the kernel. The crash simulator's kernel model (src/testing/crash/stores.ts)
+ * replaces it, so the backend's own code (its GC records) runs over rules the simulator can crash. Nothing in the
+ * product sets it.
+ */
+let kernel = { forward: forwardNftables, unforward: unforwardNftables };
+export function useKernelModel(model: typeof kernel | undefined): void {
+  kernel = model ?? { forward: forwardNftables, unforward: unforwardNftables };
+}
+
 export const nftablesForwarding: PortForwarding = {
   name: "nftables",
   async add(t) {
     if (t.dataDir)
       await recordForwarding(t.dataDir, t.network, t.containerID).catch((e: Error) => t.warn?.(`cannot record the forwarding for GC: ${e.message}`));
-    await forwardNftables(t);
+    await kernel.forward(t);
     return true;
   },
   check: checkNftables,
   restore: restoreNftables,
   marks: forwardingMarks,
   async remove(o) {
-    await unforwardNftables([o.containerID]);
+    await kernel.unforward([o.containerID]);
     await forgetForwarding(o.dataDir, o.network, o.containerID).catch((e: Error) => o.warn?.(`cannot remove the GC record: ${e.message}`));
   },
   async collect(g) {
     const valid = new Set(g.valid.map((a) => a.containerID));
     const stale = (await recordedContainers(g.dataDir, g.network)).filter((id) => !valid.has(id));
-    await unforwardNftables(stale);
+    await kernel.unforward(stale);
     for (const id of stale) await forgetForwarding(g.dataDir, g.network, id);
   },
 };

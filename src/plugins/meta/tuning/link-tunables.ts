@@ -17,8 +17,20 @@ export interface LinkTunables {
   txQLen: number;
 }
 
+/**
+ * The crash simulator's kernel model (src/testing/crash/stores.ts): while set, links are read and changed there,
+ * so the plugin's own code runs over links the simulator can crash. Nothing in the product sets it.
+ */
+let kernelModel:
+  | { read(ns: NetNS, name: string): Promise<LinkTunables | undefined>; set(ns: NetNS, name: string, change: Partial<LinkTunables>): Promise<void> }
+  | undefined;
+export function useKernelModel(model: typeof kernelModel): void {
+  kernelModel = model;
+}
+
 /** A link's tunables; undefined when there is no such link. */
 export async function readLinkTunables(ns: NetNS, name: string): Promise<LinkTunables | undefined> {
+  if (kernelModel) return kernelModel.read(ns, name);
   let link: Link | undefined;
   try {
     [{ link } = { link: undefined }] = await ip.batch(ns).showLink(name).runShow(`read link ${name} in ${ns}`);
@@ -33,5 +45,6 @@ export async function readLinkTunables(ns: NetNS, name: string): Promise<LinkTun
 /** Changes the given tunables of a link with one `ip link set`. */
 export async function setLinkTunables(ns: NetNS, name: string, change: Partial<LinkTunables>): Promise<void> {
   if (Object.values(change).every((v) => v === undefined)) return;
+  if (kernelModel) return kernelModel.set(ns, name, change);
   await ip.setLink(ns, name, { mac: change.mac, mtu: change.mtu, promisc: change.promisc, allmulti: change.allmulti, txqlen: change.txQLen });
 }
