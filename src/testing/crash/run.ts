@@ -7,9 +7,11 @@
  * broken (the first few in full), and last `crash states: N, violations: V`. Exits non-zero on any violation, or
  * when fewer than --min states were explored (default 10,000).
  *
- *   bun dist-test/testing/crash/run.js [--power-per-point 48] [--min 10000] [--only <store>]
+ *   bun dist-test/testing/crash/run.js [--power-per-point 48] [--min 10000] [--only <store>] [--nested-power 64] [--first]
  *
- * (--power-per-point is for the stores that do not set their own: the cheap ones explore more.)
+ * (--power-per-point is for the stores that do not set their own: the cheap ones explore more; --nested-power N
+ * kills the recovery of one power-loss state in N; --first stops a store at its first violation, for the mutants.)
+ * "Known limitations met" are what stores.ts marks NOTE: not violations (docs/state.md says which and why).
  *
  * Every file operation of a call must go through sys/state.ts, where it is recorded: after each step of a scenario
  * and each recovery, the directory on disk is compared with what the recorded operations make of it, and a

@@ -729,47 +729,77 @@ export const FIREWALL: Store = {
 
 // ---- dnsname's network directory ---------------------------------------------------------------------------
 
+/** A pod's hosts line on the dnsname network (`p<n>` has 10.88.0.<n+2>). */
+const dnsLine = (p: Pod) => `10.88.0.${Number(p.id.slice(1)) + 2}\t${p.id}`;
+const dnsDir = (root: string) => networkDir(path.join(root, "dnsname"), "net");
+
+/**
+ * dnsname's DEL of a pod as the plugin makes it under the network's lock (main.ts): its lines and record go; with
+ * no line left, the network's directory.
+ */
+async function dnsDel(root: string, p: Pod): Promise<void> {
+  const d = dnsDir(root);
+  await withNetworkLock(d, false, async () => {
+    const s = readState(d);
+    const lines = s.lines.filter((l) => !l.endsWith(`\t${p.id}`));
+    if (lines.length === 0) return removeNetworkDir(d);
+    writeState(
+      d,
+      lines,
+      s.records.filter((r) => r.containerID !== p.id),
+    );
+  });
+}
+
+/**
+ * dnsname's network directory (dnsmasq.conf, the hosts file, the records), per pod as the plugin's ADD and DEL
+ * write it (main.ts: under the network's lock, the conf made if missing, the pod's line and record replaced; the
+ * last DEL removes the directory), without dnsmasq nor its rules. Checked: a live pod's line survives a crash of
+ * another pod's call; after a DEL, its line is gone; with no pod left, the directory is gone.
+ */
 export const DNSNAME_FILES: Store = {
   name: "dnsname files",
   powerPerPoint: 128,
   recoveries: ["del-only"],
   volatile: true,
-  steps: (root) => {
-    const d = networkDir(path.join(root, "dnsname"), "net");
-    const rec = (id: string, ip: string) => ({ containerID: id, ifName: "eth0", name: id, aliases: [], addresses: [ip] });
-    const locked = (work: () => void): Step => ({ kind: "other", run: async () => void (await withNetworkLock(d, true, async () => work())) });
-    const steps: Step[] = [locked(() => void writeConfIfMissing(d, "interface=br0\n"))];
-    const random = seeded(12);
-    const live: string[] = [];
-    for (let n = 2; steps.length < 12; n++) {
-      if (live.length > 0 && random() < 0.4) live.splice(Math.floor(random() * live.length), 1);
-      else live.push(`p${n}`);
-      const now = [...live];
-      steps.push(
-        locked(() =>
+  steps: (root) =>
+    churn(12, 5, (kind, pod) => ({
+      kind,
+      pod,
+      run: async () => {
+        if (kind === "del") return dnsDel(root, pod);
+        const d = dnsDir(root);
+        await withNetworkLock(d, true, async () => {
+          writeConfIfMissing(d, "interface=br0\n");
+          const s = readState(d);
           writeState(
             d,
-            now.map((id, i) => `10.88.0.${i + 2}\t${id}`),
-            now.map((id, i) => rec(id, `10.88.0.${i + 2}`)),
-          ),
-        ),
-      );
-    }
-    steps.push(locked(() => removeNetworkDir(d)));
-    return steps;
-  },
+            [...s.lines.filter((l) => !l.endsWith(`\t${pod.id}`)), dnsLine(pod)],
+            [
+              ...s.records.filter((r) => r.containerID !== pod.id),
+              { containerID: pod.id, ifName: pod.ifname, name: pod.id, aliases: [], addresses: [dnsLine(pod).split("\t")[0]!] },
+            ],
+          );
+        });
+      },
+    })),
   recover: async (ctx) => {
-    const d = networkDir(path.join(ctx.root, "dnsname"), "net");
     try {
-      await withNetworkLock(d, false, async () => {
-        readState(d);
-        writeState(d, [], []);
-        removeNetworkDir(d);
-      });
-      return existsSync(d.dir) ? ["the network's directory is left after its last DEL"] : [];
+      for (const p of deletedBy(ctx)) await dnsDel(ctx.root, p);
+      return [];
     } catch (e) {
       return [e instanceof CniError ? `failed: ${e.msg}` : notCni("dnsname's state", e)];
     }
+  },
+  check: async (ctx) => {
+    const d = dnsDir(ctx.root);
+    const lines = existsSync(d.dir) ? readState(d).lines : [];
+    const problems: string[] = [];
+    for (const p of ctx.live) if (!lines.includes(dnsLine(p))) problems.push(`the hosts line of live ${podName(p)} is gone after a kill`);
+    for (const p of gonePods(ctx))
+      if (lines.some((l) => l.endsWith(`\t${p.id}`))) problems.push(`the hosts line of ${podName(p)} is left after its DEL`);
+    if (ctx.live.length === 0 && existsSync(d.dir)) problems.push("the network's directory is left after its last DEL");
+    return problems;
   },
 };
 
