@@ -142,6 +142,84 @@ function glibcFiles(elf, arch, sysroot) {
   return found;
 }
 
+/**
+ * The notice of the GNU C Library files an image holds, from the Debian package they come from (the machine's libc6
+ * for its own architecture, libc6-<arch>-cross for Debian's cross sysroot, else a libc6 copyright file inside a
+ * given sysroot): its name and version, its copyright file and the LGPL text. The image then carries what the
+ * LGPL asks of a redistributor of these files (the licence, the copyright, where the source is); none found fails
+ * the build, as the release fails for a bundled package without a notice.
+ */
+function glibcNotice(arch, sysroot) {
+  const pkg = sysroot === "/" ? "libc6" : sysroot === `/usr/${TRIPLET[arch]}` ? `libc6-${arch}-cross` : undefined;
+  const copyright = pkg ? `/usr/share/doc/${pkg}/copyright` : path.join(sysroot, "usr/share/doc/libc6/copyright");
+  if (!existsSync(copyright)) throw new Error(`no copyright file for ${arch}'s glibc (${copyright}): the image would ship it without a notice`);
+  const version = pkg ? run("dpkg-query", ["-W", "-f", "${Version}", pkg]) : "unknown (from the given sysroot)";
+  const lgpl = "/usr/share/common-licenses/LGPL-2.1";
+  if (!existsSync(lgpl)) throw new Error(`${lgpl} is missing: the image would ship glibc without its licence text`);
+  return { pkg: pkg ?? "libc6", version, copyright, lgpl };
+}
+
+/** An SPDX 2.3 document of the image archive: the image of each architecture, its plugin tarball and its glibc. */
+function imageSbom(archiveName, archiveSha, epoch, parts) {
+  const id = (s) => `SPDXRef-${s.replace(/[^A-Za-z0-9.-]/g, "-")}`;
+  const packages = [
+    {
+      SPDXID: id("image"),
+      name: `${imageName}`,
+      versionInfo: version,
+      downloadLocation: "NOASSERTION",
+      filesAnalyzed: false,
+      licenseConcluded: "NOASSERTION",
+      licenseDeclared: "Apache-2.0 AND LGPL-2.1-or-later",
+      copyrightText: "NOASSERTION",
+      checksums: [{ algorithm: "SHA256", checksumValue: archiveSha }],
+      packageFileName: archiveName,
+    },
+  ];
+  const relationships = [{ spdxElementId: "SPDXRef-DOCUMENT", relationshipType: "DESCRIBES", relatedSpdxElement: id("image") }];
+  for (const p of parts) {
+    packages.push({
+      SPDXID: id(`tscni-plugins-${p.arch}`),
+      name: "tscni",
+      versionInfo: version,
+      downloadLocation: "NOASSERTION",
+      filesAnalyzed: false,
+      licenseConcluded: "NOASSERTION",
+      licenseDeclared: "Apache-2.0",
+      copyrightText: "NOASSERTION",
+      checksums: [{ algorithm: "SHA256", checksumValue: p.tarballSha }],
+      packageFileName: p.tarball,
+      comment: `the plugin directory at /tscni/bin of the ${p.arch} image (its own SBOM: ${p.tarball}.spdx.json)`,
+    });
+    packages.push({
+      SPDXID: id(`glibc-${p.arch}`),
+      name: "glibc",
+      versionInfo: p.glibc.version,
+      supplier: "Organization: Debian",
+      downloadLocation: "NOASSERTION",
+      filesAnalyzed: false,
+      licenseConcluded: "NOASSERTION",
+      licenseDeclared: "LGPL-2.1-or-later",
+      copyrightText: "NOASSERTION",
+      comment: `Debian's ${p.glibc.pkg} ${p.glibc.version}: ${p.libs.join(" ")} in the ${p.arch} image; notice at /tscni/licenses/glibc/`,
+    });
+    relationships.push(
+      { spdxElementId: id("image"), relationshipType: "CONTAINS", relatedSpdxElement: id(`tscni-plugins-${p.arch}`) },
+      { spdxElementId: id("image"), relationshipType: "CONTAINS", relatedSpdxElement: id(`glibc-${p.arch}`) },
+    );
+  }
+  return {
+    spdxVersion: "SPDX-2.3",
+    dataLicense: "CC0-1.0",
+    SPDXID: "SPDXRef-DOCUMENT",
+    name: archiveName,
+    documentNamespace: `https://spdx.org/spdxdocs/${archiveName}-${archiveSha}`,
+    creationInfo: { created: new Date(Number(epoch) * 1000).toISOString().replace(/\.\d+Z$/, "Z"), creators: ["Tool: tscni scripts/image.mjs"] },
+    packages,
+    relationships,
+  };
+}
+
 const tarballs = existsSync(releaseDir)
   ? readdirSync(releaseDir)
       .map((name) => ({ name, ...parseTarballName(name) }))
@@ -186,6 +264,7 @@ try {
   const list = `localhost/tscni-installer-list:${version}`;
   buildah("manifest", "create", list);
   const made = [];
+  const parts = [];
   for (const t of [...tarballs].sort((a, b) => a.arch.localeCompare(b.arch))) {
     const tarball = path.join(releaseDir, t.name);
     const checked = checkSum(tarball);
@@ -202,6 +281,21 @@ try {
       mkdirSync(path.join(libRoot, path.dirname(at)), { recursive: true });
       copyFileSync(from, path.join(libRoot, at)); // the file a link points to, under the name the loader asks for
     }
+    // What the LGPL asks of glibc's redistributor, in the image beside the files (glibcNotice).
+    const glibc = glibcNotice(t.arch, sysroot);
+    const notices = path.join(libRoot, "tscni/licenses/glibc");
+    mkdirSync(notices, { recursive: true });
+    copyFileSync(glibc.copyright, path.join(notices, "copyright"));
+    copyFileSync(glibc.lgpl, path.join(notices, "LGPL-2.1"));
+    writeFileSync(
+      path.join(libRoot, "tscni/licenses/README"),
+      `This image holds tscni ${version} (/tscni/bin: its LICENSE, Apache-2.0, and its NOTICE of what the program embeds)\n` +
+        `and, for that program, these files of the GNU C Library from Debian's ${glibc.pkg} ${glibc.version}:\n` +
+        `${[...libs.keys()].sort().join("\n")}\n` +
+        "under the GNU Lesser General Public License 2.1 or later (glibc/LGPL-2.1; its copyright and the other licences of\n" +
+        "its parts: glibc/copyright). Their source is Debian's glibc source package of that version (sources.debian.org).\n",
+    );
+    parts.push({ arch: t.arch, tarball: t.name, tarballSha: sha256(tarball), glibc, libs: [...libs.keys()].sort() });
     const ctr = buildah("from", "--arch", t.arch, "--os", "linux", "scratch");
     buildah("add", "--chown", "0:0", ctr, tarball, "/tscni/bin/"); // a local tar archive is unpacked, as Dockerfile's ADD
     buildah("copy", "--chown", "0:0", ctr, `${libRoot}/`, "/");
@@ -228,7 +322,7 @@ try {
       "--label",
       "org.opencontainers.image.description=Copies tscni's CNI plugins into /host/opt/cni/bin (cnitool install)",
       "--label",
-      "org.opencontainers.image.licenses=Apache-2.0",
+      "org.opencontainers.image.licenses=Apache-2.0 AND LGPL-2.1-or-later",
       ctr,
     );
     const image = `localhost/tscni-installer-${t.arch}:${version}`;
@@ -254,7 +348,9 @@ try {
     layout,
     ...entries,
   ]);
-  writeFileSync(path.join(out, `${archive}.sha256`), `${sha256(path.join(out, archive))}  ${archive}\n`);
+  const archiveSha = sha256(path.join(out, archive));
+  writeFileSync(path.join(out, `${archive}.sha256`), `${archiveSha}  ${archive}\n`);
+  writeFileSync(path.join(out, `${archive}.spdx.json`), `${JSON.stringify(imageSbom(archive, archiveSha, epoch, parts), null, 2)}\n`);
   const index = JSON.parse(readFileSync(path.join(layout, "index.json"), "utf8"));
   console.log(
     `image: ${imageName}:${version}, index ${index.manifests[0].digest}, in ${path.join(out, archive)} (${(statSync(path.join(out, archive)).size / 1e6).toFixed(1)} MB):`,

@@ -117,6 +117,25 @@ describe("the installer image, run as the DaemonSet's init container", { skip },
     }
   });
 
+  test("the image carries the notices of what it holds (tscni's LICENSE and NOTICE, glibc's copyright and LGPL), and an SBOM beside it", async () => {
+    const layout = path.join(base, "layout-notices");
+    mkdirSync(layout);
+    assert.equal(spawnSync("tar", ["-xf", archive, "-C", layout]).status, 0);
+    const blob = (digest: string) => path.join(layout, "blobs", ...digest.split(":"));
+    const json = (digest: string): Json => JSON.parse(readFileSync(blob(digest), "utf8"));
+    const top = JSON.parse(readFileSync(path.join(layout, "index.json"), "utf8")) as Json;
+    const manifest = json(json(top["manifests"][0]["digest"])["manifests"][0]["digest"]);
+    const listing = manifest["layers"].flatMap((l: Json) =>
+      spawnSync("tar", ["-tzf", blob(l["digest"])], { encoding: "utf8" }).stdout.split("\n"),
+    ) as string[];
+    for (const f of ["tscni/licenses/README", "tscni/licenses/glibc/copyright", "tscni/licenses/glibc/LGPL-2.1"])
+      assert.ok(listing.includes(f), `${f} in the image`);
+    const sbom = JSON.parse(readFileSync(`${archive}.spdx.json`, "utf8")) as Json;
+    assert.equal(sbom["spdxVersion"], "SPDX-2.3");
+    const names = sbom["packages"].map((p: Json) => `${p["name"]} ${p["licenseDeclared"]}`);
+    assert.ok(names.includes("tscni Apache-2.0") && names.includes("glibc LGPL-2.1-or-later"), names.join(", "));
+  });
+
   test("the archive is an OCI index of a FROM-scratch image: the plugin directory, glibc's files, cnitool install", async () => {
     assert.equal(
       readFileSync(`${archive}.sha256`, "utf8"),
