@@ -15,7 +15,6 @@
 // and as it will (tscni-plugins-linux-<amd64|arm64>-v<version>.tgz); a SHA256SUMS or <tarball>.sha256 beside one
 // is checked first.
 import { spawnSync } from "node:child_process";
-import { createHash } from "node:crypto";
 import {
   copyFileSync,
   existsSync,
@@ -33,12 +32,10 @@ import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
+import { sha256File } from "./notices.mjs";
+import { failer, run, sourceDateEpoch } from "./release-lib.mjs";
 
-/** Stops with what went wrong (no stack: the message says it all). */
-function fail(message) {
-  console.error(`image: ${message}`);
-  process.exit(1);
-}
+const fail = failer("image");
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const { values: args } = parseArgs({
@@ -63,25 +60,7 @@ function parseTarballName(name) {
   return undefined;
 }
 
-const run = (cmd, argv, opts = {}) => {
-  const r = spawnSync(cmd, argv, { encoding: "utf8", maxBuffer: 64 << 20, ...opts });
-  if (r.error) throw new Error(`${cmd}: ${r.error.message}`);
-  if (r.status !== 0) throw new Error(`${cmd} ${argv.join(" ")} failed:\n${r.stderr ?? ""}${r.stdout ?? ""}`);
-  return (r.stdout ?? "").trim();
-};
-const sha256 = (file) => createHash("sha256").update(readFileSync(file)).digest("hex");
-
-/** The time the image's files and config carry: SOURCE_DATE_EPOCH, else the commit's (as scripts/release.mjs). */
-function sourceDateEpoch() {
-  const given = process.env.SOURCE_DATE_EPOCH;
-  if (given !== undefined) {
-    if (!/^\d+$/.test(given)) fail(`SOURCE_DATE_EPOCH=${given}: want seconds since 1970`);
-    return given;
-  }
-  const r = spawnSync("git", ["-C", root, "log", "-1", "--format=%ct"], { encoding: "utf8" });
-  if (r.status !== 0 || !/^\d+\s*$/.test(r.stdout)) fail("no git commit to date the image by: set SOURCE_DATE_EPOCH");
-  return r.stdout.trim();
-}
+const sha256 = sha256File;
 
 /** Checks `file` against a SHA256SUMS line or a `<file>.sha256` beside it, when there is one. */
 function checkSum(file) {
@@ -252,7 +231,7 @@ for (const tool of ["buildah", "readelf", "tar"]) {
   if (spawnSync(tool, ["--version"]).error) fail(`${tool} is not installed (bash scripts/setup.sh installs buildah; readelf is binutils)`);
 }
 
-const epoch = sourceDateEpoch();
+const epoch = sourceDateEpoch(root, fail, "image");
 const archive = `tscni-installer-${version}.oci.tar`;
 const stage = mkdtempSync(path.join(os.tmpdir(), "tscni-image-"));
 // buildah's own storage, private to this run: nothing is left in the machine's images, and nothing of theirs is used.

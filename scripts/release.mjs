@@ -38,12 +38,9 @@ import { parseArgs, promisify } from "node:util";
 import { gzip } from "node:zlib";
 import { ARCHES } from "./bun-runtime.mjs";
 import { nativeComponents, noticeText, sha256File, spdxDocument } from "./notices.mjs";
+import { failer, run, sourceDateEpoch } from "./release-lib.mjs";
 
-/** Stops the release with what went wrong (no stack: the message says it all). */
-function fail(message) {
-  console.error(`release: ${message}`);
-  process.exit(1);
-}
+const fail = failer("release");
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const dist = path.join(root, "dist");
@@ -54,18 +51,7 @@ for (const a of archNames) if (!["amd64", "arm64"].includes(a)) fail(`--arch ${a
 const arches = archNames.map((a) => ARCHES[a]);
 const pkg = JSON.parse(readFileSync(path.join(root, "package.json"), "utf8"));
 
-/** The time the plain tarball's files carry: SOURCE_DATE_EPOCH (reproducible-builds.org), else the commit's. */
-function sourceDateEpoch() {
-  const given = process.env.SOURCE_DATE_EPOCH;
-  if (given !== undefined) {
-    if (!/^\d+$/.test(given)) fail(`SOURCE_DATE_EPOCH=${given}: want seconds since 1970`);
-    return given;
-  }
-  const r = spawnSync("git", ["-C", root, "log", "-1", "--format=%ct"], { encoding: "utf8" });
-  if (r.status !== 0 || !/^\d+\s*$/.test(r.stdout)) fail("no git commit to date the release by: set SOURCE_DATE_EPOCH");
-  return r.stdout.trim();
-}
-const epoch = sourceDateEpoch();
+const epoch = sourceDateEpoch(root, fail, "release");
 const { version } = pkg;
 
 /** The newest modification time under `file` (a directory's files, recursively), skipping `skip`. */
@@ -130,11 +116,6 @@ async function plainTarball(dir, file) {
   writeFileSync(file, await promisify(gzip)(tar));
 }
 
-const run = (cmd, argv, opts = {}) => {
-  const r = spawnSync(cmd, argv, { encoding: "utf8", ...opts });
-  if (r.status !== 0) throw new Error(`${cmd} ${argv.join(" ")} failed:\n${r.stderr ?? ""}${r.stdout ?? ""}`);
-  return r.stdout ?? "";
-};
 const runAsync = (cmd, argv, opts = {}) =>
   new Promise((resolve, reject) => {
     const child = spawn(cmd, argv, { stdio: ["ignore", "pipe", "pipe"], ...opts });
