@@ -6,11 +6,11 @@
  */
 import { describe, test, after } from "node:test";
 import assert from "node:assert/strict";
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { Cleanup, OUR_BIN, ROOT, runCommand, skipReason } from "#testing/harness.js";
-import { killServers, serverPids } from "#testing/servers.js";
+import { serverPids, socketDirs } from "#testing/servers.js";
 import { docSnippet, substitute } from "#testing/doc-snippets.js";
 
 const skip = skipReason(false, existsSync(path.join(ROOT, "dist/tscni")) ? undefined : "the C launcher is not built (no C compiler?)");
@@ -20,20 +20,7 @@ describe("the node's resident mode: off means off, and the node tells its mode",
   const cleanup = new Cleanup();
   const base = skip ? "" : cleanup.dir("tscni-mode-");
   after(() => cleanup.run());
-  let n = 0;
-  const fresh = () => {
-    const dir = path.join(base, `t${++n}`);
-    mkdirSync(path.join(dir, "run"), { recursive: true, mode: 0o700 });
-    const socket = path.join(dir, "run", "plugins.sock");
-    cleanup.add(() => killServers(socket));
-    const conf = {
-      cniVersion: "1.0.0",
-      name: `mode${n}`,
-      type: "host-local",
-      ipam: { type: "host-local", subnet: "10.196.0.0/24", dataDir: path.join(dir, "store") },
-    };
-    return { dir, socket, conf };
-  };
+  const fresh = socketDirs(cleanup, () => base, "mode", "10.196.0.0/24");
   const call = (socket: string, conf: unknown, command: string, extra: Record<string, string | undefined>) =>
     runCommand(path.join(OUR_BIN, "host-local"), [], {
       env: {

@@ -9,13 +9,13 @@
 import { describe, test, after, before } from "node:test";
 import assert from "node:assert/strict";
 import { spawn, type ChildProcess } from "node:child_process";
-import { chownSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { chownSync, existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { Cleanup, OUR_BIN, ROOT, runCommand, skipReason } from "#testing/harness.js";
 import { CAPLESS } from "#testing/confinement.js";
-import { killServers, serverPids } from "#testing/servers.js";
+import { serverPids, socketDirs } from "#testing/servers.js";
 
 const skip = skipReason(false, existsSync(path.join(ROOT, "dist/tscni")) ? undefined : "the C launcher is not built (no C compiler?)");
 if (skip) console.log(`# skipping the second trust pass: ${skip}`);
@@ -45,7 +45,6 @@ describe("trust, second pass: no other user's locks, no PID 1, no stranger's loc
   const cleanup = new Cleanup();
   const children: ChildProcess[] = [];
   let base: string;
-  let n = 0;
   before(() => {
     base = cleanup.dir("tscni-rtl-");
     cleanup.add(() => children.forEach((c) => c.kill("SIGKILL")));
@@ -60,19 +59,7 @@ describe("trust, second pass: no other user's locks, no PID 1, no stranger's loc
     return made;
   };
   /** A fresh root-only socket directory, and a host-local config whose store is in it. */
-  const fresh = () => {
-    const dir = path.join(base, `t${++n}`);
-    mkdirSync(path.join(dir, "run"), { recursive: true, mode: 0o700 });
-    const socket = path.join(dir, "run", "plugins.sock");
-    cleanup.add(() => killServers(socket));
-    const conf = {
-      cniVersion: "1.0.0",
-      name: `rtl${n}`,
-      type: "host-local",
-      ipam: { type: "host-local", subnet: "10.198.0.0/24", dataDir: path.join(dir, "store") },
-    };
-    return { dir, socket, conf };
-  };
+  const fresh = socketDirs(cleanup, () => base, "rtl", "10.198.0.0/24");
   const env = (socket: string, extra: Record<string, string> = {}) => ({
     PATH: process.env["PATH"],
     CNI_PATH: OUR_BIN,

@@ -4,7 +4,7 @@
  * @module
  */
 import { spawn, type ChildProcess } from "node:child_process";
-import { readdirSync, readFileSync, rmdirSync } from "node:fs";
+import { mkdirSync, readdirSync, readFileSync, rmdirSync } from "node:fs";
 import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { hierarchies, ownCgroupName } from "#resident/own-cgroup.js";
@@ -66,4 +66,32 @@ export async function startServer(cleanup: Cleanup, socket: string, prefix: stri
   for (let i = 0; i < 200 && !log.includes("serving plugin calls"); i++) await sleep(25);
   if (!log.includes("serving plugin calls")) throw new Error(`the server on ${socket} did not start: ${log}`);
   return { process: child, log: () => log };
+}
+
+/** A test's own resident socket directory (root-only) and a host-local config whose store is beside it. */
+export interface SocketDirFixture {
+  dir: string;
+  socket: string;
+  conf: { cniVersion: string; name: string; type: string; ipam: { type: string; subnet: string; dataDir: string } };
+}
+
+/**
+ * A maker of fresh socket directories under `base` (`base` read when called, so it may be set in a `before`), each
+ * with a host-local config on `subnet` named `<prefix><n>`; the servers a test starts on them are killed at clean-up.
+ */
+export function socketDirs(cleanup: Cleanup, base: () => string, prefix: string, subnet: string): () => SocketDirFixture {
+  let n = 0;
+  return () => {
+    const dir = path.join(base(), `t${++n}`);
+    mkdirSync(path.join(dir, "run"), { recursive: true, mode: 0o700 });
+    const socket = path.join(dir, "run", "plugins.sock");
+    cleanup.add(() => killServers(socket));
+    const conf = {
+      cniVersion: "1.0.0",
+      name: `${prefix}${n}`,
+      type: "host-local",
+      ipam: { type: "host-local", subnet, dataDir: path.join(dir, "store") },
+    };
+    return { dir, socket, conf };
+  };
 }
