@@ -51,7 +51,7 @@ export const SAMPLES: Record<string, Sample[]> = {
       },
       cniArgs: "IgnoreUnknown=1;MAC=0a:58:0a:01:00:09",
     },
-    { config: { ...COMMON, type: "bridge", promiscMode: true, disableContainerInterface: true } },
+    { config: { ...COMMON, type: "bridge", promiscMode: true, disableContainerInterface: true, groupFwdMask: 16392, uplinkInterface: "eth1" } },
   ],
   ptp: [{ config: { ...COMMON, type: "ptp", ipMasq: true, ipMasqBackend: "iptables", mtu: 1450, ipam: { type: "host-local" } } }],
   "host-local": [
