@@ -186,6 +186,17 @@ export const SAMPLES: Record<string, Sample[]> = {
   ],
   sbr: [{ config: { ...COMMON, type: "sbr", table: 100, gateways: ["10.1.0.1"], addSourceHints: true } }],
   vrf: [{ config: { ...COMMON, type: "vrf", vrfname: "vrfsample", table: 1001 } }],
+  mptcp: [
+    {
+      config: {
+        ...COMMON,
+        type: "mptcp",
+        endpoints: { signal: true, subflow: true, backup: true, fullmesh: false },
+        limits: { subflows: 2, addAddrAccepted: 1 },
+      },
+    },
+    { config: { ...COMMON, type: "mptcp", endpoints: { subflow: true, fullmesh: true } } },
+  ],
   macvlan: [
     {
       config: {
