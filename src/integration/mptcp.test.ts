@@ -4,7 +4,8 @@
  * an MPTCP `subflow` endpoint and the limits set; then an MPTCP connection from the container to the host (python3:
  * Node cannot open IPPROTO_MPTCP sockets) opens a second subflow from eth1's address, and none once the plugin's DEL
  * has removed that endpoint. CHECK holds and fails on a changed endpoint or limit; DEL is idempotent and succeeds
- * without the namespace; the `ip mptcp` backend makes the same endpoints; bad configs are code 7 naming the key.
+ * without the namespace; the `ip mptcp` backend makes the same endpoints; bad configs are code 7 naming the key, and
+ * a failed ADD removes the endpoints it made.
  * Skips, with the reason, when the kernel has no MPTCP.
  */
 import { describe, test, after } from "node:test";
@@ -252,7 +253,7 @@ describe("mptcp plugin", { skip }, () => {
     await host.must("del", a, ctr, tool);
   });
 
-  test("bad configs: code 7 naming the key, before anything changes; ADD needs a prevResult and the interface", async () => {
+  test("bad configs: code 7 naming the key, before anything changes; ADD needs a prevResult and the interface; a failed ADD undoes itself", async () => {
     const { host, ctr } = setup({ endpoints: { subflow: true } });
     const prev = { cniVersion: "1.0.0", interfaces: [{ name: "eth0", sandbox: ctr.path }], ips: [{ address: "10.231.9.2/24", interface: 0 }] };
     for (const [keys, msg] of [
@@ -274,5 +275,21 @@ describe("mptcp plugin", { skip }, () => {
     assert.notEqual(noLink.code, 0);
     assert.match(noLink.stdout, /eth7/);
     assert.deepEqual(endpoints(ctr), []);
+
+    // Limits the kernel refuses (above 8) fail the ADD after the endpoints were made: they are removed again.
+    ctr.exec("ip", ["link", "add", "eth0", "type", "veth", "peer", "name", "eth0p"]);
+    const tooMany = await mptcpCall(
+      host,
+      ctr,
+      "ADD",
+      `mpx${tag}`,
+      { endpoints: { subflow: true }, limits: { subflows: 9 } },
+      { CNI_IFNAME: "eth0" },
+      prev,
+    );
+    assert.notEqual(tooMany.code, 0);
+    assert.match(tooMany.stdout, /failed to set MPTCP limits/);
+    assert.deepEqual(endpoints(ctr), [], "the failed ADD removed the endpoint it made");
+    assert.equal(limits(ctr), "add_addr_accepted 0 subflows 2");
   });
 });
