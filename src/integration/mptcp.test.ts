@@ -4,7 +4,7 @@
  * an MPTCP `subflow` endpoint and the limits set; then an MPTCP connection from the container to the host (python3:
  * Node cannot open IPPROTO_MPTCP sockets) opens a second subflow from eth1's address, and none once the plugin's DEL
  * has removed that endpoint. CHECK holds and fails on a changed endpoint or limit; DEL is idempotent and succeeds
- * without the namespace; the `ip mptcp` backend makes the same endpoints; bad configs are code 7 naming the key, and
+ * without the namespace; dual-stack, the `ip mptcp` backend makes the same endpoints; bad configs are code 7 naming the key, and
  * a failed ADD removes the endpoints it made.
  * Skips, with the reason, when the kernel has no MPTCP.
  */
@@ -63,7 +63,7 @@ describe("mptcp plugin", { skip }, () => {
   after(() => cleanup.run());
 
   /** A host and a container; networks A (eth0) and B (eth1, with a default route) chain ptp and mptcp. */
-  const setup = (keysA: Json, keysB: Json = { endpoints: { subflow: true } }) => {
+  const setup = (keysA: Json, keysB: Json = { endpoints: { subflow: true } }, subnetsA = ["10.231.1.0/24"]) => {
     const n = ++seq;
     const host = new Host(cleanup, `tscni-mh-${tag}-${n}`, OUR_BIN);
     const ctr = host.container(`tscni-mc-${tag}-${n}`);
@@ -71,7 +71,7 @@ describe("mptcp plugin", { skip }, () => {
       cniVersion: "1.0.0",
       name: `mpa${tag}${n}`,
       plugins: [
-        { type: "ptp", ipam: host.hostLocal(["10.231.1.0/24"]) },
+        { type: "ptp", ipam: host.hostLocal(subnetsA) },
         { type: "mptcp", ...keysA },
       ],
     });
@@ -239,18 +239,25 @@ describe("mptcp plugin", { skip }, () => {
     await host.must("del", a, ctr);
   });
 
-  test("the ip mptcp backend (TSCNI_NETLINK=0) makes the same endpoints and limits; CHECK and DEL work on either's", async () => {
+  test("dual-stack, over netlink and through ip mptcp (TSCNI_NETLINK=0): the same endpoints; each backend checks and deletes the other's", async () => {
     const keysA = { endpoints: { subflow: true, fullmesh: true }, limits: { addAddrAccepted: 4 } };
-    const { host, ctr, a } = setup(keysA);
+    const { host, ctr, a } = setup(keysA, undefined, ["10.231.1.0/24", "fd31:1::/64"]);
     const tool = { TSCNI_NETLINK: "0" };
-    await host.add(a, ctr, tool);
-    assert.deepEqual(endpoints(ctr), ["10.231.1.2 subflow,fullmesh eth0"]);
-    assert.equal(limits(ctr), "add_addr_accepted 4 subflows 2");
-    await host.must("check", a, ctr);
-    await host.must("check", a, ctr, tool);
-    await host.must("del", a, ctr, tool);
-    assert.deepEqual(endpoints(ctr), []);
-    await host.must("del", a, ctr, tool);
+    for (const [adding, other] of [
+      [{}, tool],
+      [tool, {}],
+    ] as const) {
+      const r = await host.add(a, ctr, adding);
+      const [v4, v6] = r.ips!.map((i) => i.address.replace(/\/\d+$/, ""));
+      assert.match(`${v4} ${v6}`, /^10\.231\.1\.\d+ fd31:1::\w+$/);
+      assert.deepEqual(endpoints(ctr), [`${v4} subflow,fullmesh eth0`, `${v6} subflow,fullmesh eth0`]);
+      assert.equal(limits(ctr), "add_addr_accepted 4 subflows 2");
+      await host.must("check", a, ctr, adding);
+      await host.must("check", a, ctr, other);
+      await host.must("del", a, ctr, other);
+      assert.deepEqual(endpoints(ctr), []);
+      await host.must("del", a, ctr, adding);
+    }
   });
 
   test("bad configs: code 7 naming the key, before anything changes; ADD needs a prevResult and the interface; a failed ADD undoes itself", async () => {
