@@ -614,6 +614,151 @@ describe("bridge plugin", { skip }, () => {
     });
   });
 
+  describe("groupFwdMask (containernetworking/plugins#1254)", () => {
+    /** The bridge's mask as the kernel shows it in sysfs (the test host's own /sys, mounted by `ip netns exec`). */
+    const sysfsMask = (host: Host, br: string) => host.ns.exec("cat", [`/sys/class/net/${br}/bridge/group_fwd_mask`]).trim();
+    const shownMask = (host: Host, br: string) => (link(host.ns, br)["linkinfo"] as { info_data: Json }).info_data["group_fwd_mask"];
+
+    for (const [label, env] of [
+      ["over netlink", {}],
+      ["through ip (TSCNI_NETLINK=0)", { TSCNI_NETLINK: "0" }],
+    ] as const) {
+      test(`a new bridge forwards LLDP and 802.1X (0x4008); CHECK and DEL leave the mask: ${label}`, async () => {
+        const { host, br, n } = newHost();
+        const net = network(host, `bn${tag}g${n}`, { bridge: br, isGateway: true, groupFwdMask: 0x4008 }, ["10.201.20.0/24"]);
+        const ctr = host.container(`tscni-bc-${tag}-g${n}`);
+        await host.add(net, ctr, env);
+        assert.equal(sysfsMask(host, br), "0x4008");
+        assert.equal(shownMask(host, br), "0x4008");
+        await host.must("check", net, ctr, env);
+        await host.must("del", net, ctr, env);
+        assert.equal(sysfsMask(host, br), "0x4008", "the bridge keeps its mask");
+      });
+    }
+
+    test("an existing bridge gets the mask at every ADD; 0 leaves it as it is", async () => {
+      const { host, br, n } = newHost();
+      host.ns.exec("ip", ["link", "add", br, "type", "bridge"]);
+      assert.equal(sysfsMask(host, br), "0x0");
+      const lldp = network(host, `bn${tag}g${n}`, { bridge: br, groupFwdMask: 0x4000 }, ["10.201.21.0/24"]);
+      const plain = network(host, `bn${tag}h${n}`, { bridge: br }, ["10.201.22.0/24"]);
+      const a = host.container(`tscni-bc-${tag}-ga${n}`);
+      const b = host.container(`tscni-bc-${tag}-gb${n}`);
+      await host.add(lldp, a);
+      assert.equal(sysfsMask(host, br), "0x4000");
+      await host.add(plain, b);
+      assert.equal(sysfsMask(host, br), "0x4000", "a network without groupFwdMask does not clear it");
+      host.ns.exec("ip", ["link", "set", br, "type", "bridge", "group_fwd_mask", "0"]);
+      await host.must("check", lldp, a); // CHECK does not compare the mask: another network may have changed it
+      await host.must("del", lldp, a);
+      await host.must("del", plain, b);
+    });
+
+    test("bits 0 to 2 (the kernel refuses them) and values above 0xffff are code 7 before anything is made", async () => {
+      const { host, br, n } = newHost();
+      const ctr = host.container(`tscni-bc-${tag}-gx${n}`);
+      const base = { cniVersion: "1.0.0", name: `bn${tag}gx${n}`, type: "bridge", bridge: br, ipam: host.hostLocal(["10.201.23.0/24"]) };
+      for (const [mask, pattern] of [
+        [1, /"groupFwdMask": 1 .*bits 0 to 2/],
+        [0x4004, /"groupFwdMask": 16388 .*bits 0 to 2/],
+        [0x10000, /"groupFwdMask": 65536 .*0 to 65535/],
+      ] as const) {
+        const r = await host.plugin(BRIDGE, "ADD", { ...base, groupFwdMask: mask }, { CNI_NETNS: ctr.path });
+        assert.equal(cniError(r).code, 7, r.stdout);
+        assert.match(cniError(r).msg, pattern);
+      }
+      assert.equal(hasLink(host.ns, br), false, "no bridge was created");
+      assert.deepEqual(host.allocations(base.name), []);
+    });
+  });
+
+  describe("uplinkInterface (containernetworking/plugins#1195)", () => {
+    const missing = skip ? undefined : vlanFilteringMissing(cleanup, `u${tag}`);
+    if (missing) console.log(`# skipping the uplinkInterface VLAN test: ${missing}`);
+    /** A bridge made by the test with a veth end as its uplink (this VM has no dummy links). */
+    const withUplink = (host: Host, br: string, vlanFiltering: boolean): string => {
+      const uplink = `${br}u`;
+      host.ns.exec("ip", ["link", "add", br, "type", "bridge", ...(vlanFiltering ? ["vlan_filtering", "1"] : [])]);
+      host.ns.exec("ip", ["link", "add", uplink, "type", "veth", "peer", "name", `${br}w`]);
+      host.ns.exec("ip", ["link", "set", uplink, "master", br, "up"]);
+      host.ns.exec("ip", ["link", "set", br, "up"]);
+      return uplink;
+    };
+    const uplinkVids = (host: Host, uplink: string) =>
+      (
+        JSON.parse(host.ns.exec("bridge", ["-json", "vlan", "show", "dev", uplink]) || "[]") as Array<{
+          vlans: Array<{ vlan: number; vlanEnd?: number; flags?: string[] }>;
+        }>
+      )
+        .flatMap((e) => e.vlans)
+        .flatMap((v) => Array.from({ length: (v.vlanEnd ?? v.vlan) - v.vlan + 1 }, (_, i) => ({ vid: v.vlan + i, flags: v.flags ?? [] })));
+
+    test("a missing uplink, or one that is not a port of the bridge, is code 7 naming the key; nothing is made", async () => {
+      const { host, br, n } = newHost();
+      const ctr = host.container(`tscni-bc-${tag}-ux${n}`);
+      const base = { cniVersion: "1.0.0", name: `bn${tag}ux${n}`, type: "bridge", bridge: br, ipam: host.hostLocal(["10.201.24.0/24"]) };
+      const gone = await host.plugin(BRIDGE, "ADD", { ...base, uplinkInterface: `${br}u` }, { CNI_NETNS: ctr.path });
+      assert.equal(cniError(gone).code, 7, gone.stdout);
+      assert.match(cniError(gone).msg, new RegExp(`"uplinkInterface": "${br}u" .*no link of that name`));
+      host.ns.exec("ip", ["link", "add", `${br}v`, "type", "veth", "peer", "name", `${br}w`]);
+      const loose = await host.plugin(BRIDGE, "ADD", { ...base, uplinkInterface: `${br}v` }, { CNI_NETNS: ctr.path });
+      assert.equal(cniError(loose).code, 7, loose.stdout);
+      assert.match(cniError(loose).msg, new RegExp(`"uplinkInterface": "${br}v" .*not a port of bridge "${br}".*no master`));
+      assert.equal(hasLink(host.ns, br), false, "no bridge was created");
+      assert.equal(hasLink(ctr, "eth0"), false);
+      assert.deepEqual(host.allocations(base.name), []);
+    });
+
+    test("without VLANs the uplink is only checked: ADD, CHECK, DEL; CHECK fails once it left the bridge", async () => {
+      const { host, br, n } = newHost();
+      const uplink = withUplink(host, br, false);
+      const net = network(host, `bn${tag}u${n}`, { bridge: br, isGateway: true, uplinkInterface: uplink }, ["10.201.25.0/24"]);
+      const ctr = host.container(`tscni-bc-${tag}-u${n}`);
+      await host.add(net, ctr);
+      await host.must("check", net, ctr);
+      host.ns.exec("ip", ["link", "set", uplink, "nomaster"]);
+      const r = await host.cnitool("check", net, ctr);
+      assert.notEqual(r.code, 0);
+      assert.match(r.stderr, new RegExp(`uplink "${uplink}" is not a port of bridge "${br}"`));
+      await host.must("del", net, ctr);
+      assert.equal(hasLink(host.ns, uplink), true, "DEL leaves the uplink");
+    });
+
+    test("vlan and vlanTrunk IDs are added to the uplink tagged, its native VLAN kept; DEL leaves them; CHECK wants them", {
+      skip: missing,
+    }, async () => {
+      const { host, br, n } = newHost();
+      const uplink = withUplink(host, br, true);
+      const trunk = [{ id: 101 }, { minID: 200, maxID: 202 }];
+      const net = network(host, `bn${tag}uv${n}`, { bridge: br, vlan: 100, vlanTrunk: trunk, uplinkInterface: uplink }, null);
+      const ctr = host.container(`tscni-bc-${tag}-uv${n}`);
+      const before = uplinkVids(host, uplink);
+      await host.add(net, ctr);
+      const after = uplinkVids(host, uplink);
+      assert.deepEqual(
+        after.map((v) => v.vid),
+        [1, 100, 101, 200, 201, 202],
+      );
+      assert.deepEqual(
+        after.find((v) => v.vid === 1),
+        before.find((v) => v.vid === 1),
+        "the native VLAN keeps its PVID and untagged flags",
+      );
+      for (const v of after.filter((x) => x.vid !== 1)) assert.deepEqual(v.flags, [], `VLAN ${v.vid} is tagged`);
+      await host.must("check", net, ctr);
+      host.ns.exec("bridge", ["vlan", "del", "dev", uplink, "vid", "101", "master"]);
+      const r = await host.cnitool("check", net, ctr);
+      assert.notEqual(r.code, 0);
+      assert.match(r.stderr, new RegExp(`uplink "${uplink}" of bridge "${br}" lacks VLAN 101`));
+      await host.must("del", net, ctr);
+      assert.deepEqual(
+        uplinkVids(host, uplink).map((v) => v.vid),
+        [1, 100, 200, 201, 202],
+        "DEL leaves the uplink's VLANs (other containers of the VLAN use them)",
+      );
+    });
+  });
+
   test("process budget of one bridge + host-local ADD", {
     skip: spawnSync("strace", ["-V"]).status === 0 ? undefined : "strace is not installed",
   }, async (t) => {

@@ -37,12 +37,36 @@ export function portVlanCommands(port: string, v: PortVlans, existing: readonly 
 
 /** Sets a port's VLANs (`bridge vlan`); fails on a kernel without bridge VLAN filtering. */
 export async function setPortVlans(port: string, v: PortVlans): Promise<void> {
-  let existing: VlanEntry[] = [];
-  if (!v.preserveExisting) {
-    const { stdout } = await runTool("bridge", ["-json", "vlan", "show", "dev", port], `read VLANs of ${port}`).catch(() => ({ stdout: "[]" }));
-    existing = (JSON.parse(stdout.trim() || "[]") as Array<{ vlans?: VlanEntry[] }>).flatMap((e) => e.vlans ?? []);
-  }
-  for (const command of portVlanCommands(port, v, existing)) {
+  const existing = v.preserveExisting ? [] : await readPortVlans(port);
+  await runVlanCommands(port, portVlanCommands(port, v, existing));
+}
+
+/** The VLAN entries of a port (`bridge -json vlan show dev PORT`); none when they cannot be read. */
+export async function readPortVlans(port: string): Promise<VlanEntry[]> {
+  const { stdout } = await runTool("bridge", ["-json", "vlan", "show", "dev", port], `read VLANs of ${port}`).catch(() => ({ stdout: "[]" }));
+  return (JSON.parse(stdout.trim() || "[]") as Array<{ vlans?: VlanEntry[] }>).flatMap((e) => e.vlans ?? []);
+}
+
+async function runVlanCommands(port: string, commands: readonly string[][]): Promise<void> {
+  for (const command of commands) {
     await runTool("bridge", ["vlan", ...command], `configure VLANs of ${port} (bridge vlan ${command.join(" ")})`);
   }
+}
+
+/** The VLAN IDs `entries` cover, ranges expanded. */
+export const vlanIdsOf = (entries: readonly VlanEntry[]): number[] =>
+  entries.flatMap((e) => Array.from({ length: (e.vlanEnd ?? e.vlan) - e.vlan + 1 }, (_, i) => e.vlan + i));
+
+/**
+ * The `bridge vlan` commands that add `vids` to `port` as tagged VLANs, skipping those it has already (pure):
+ * adding one again would clear its PVID and untagged flags, a native VLAN set up by hand.
+ */
+export function taggedVlanCommands(port: string, vids: readonly number[], existing: readonly VlanEntry[]): string[][] {
+  const have = new Set(vlanIdsOf(existing));
+  return vids.filter((id) => !have.has(id)).map((id) => ["add", "dev", port, "vid", String(id), "master"]);
+}
+
+/** Adds tagged VLANs to a bridge port (a bridge's uplink), leaving those it has as they are. */
+export async function addTaggedVlans(port: string, vids: readonly number[]): Promise<void> {
+  if (vids.length) await runVlanCommands(port, taggedVlanCommands(port, vids, await readPortVlans(port)));
 }

@@ -5,12 +5,14 @@
  * @module
  */
 import type { NetNS } from "./netns.js";
-import type { Address, Link, LinkChange, NewLink, RouteSpec, ShownLink, VethSpec } from "./types.js";
+import type { Address, BridgeSettings, Link, LinkChange, NewLink, RouteSpec, ShownLink, VethSpec } from "./types.js";
 
 export type IpOp =
   | { kind: "link-add"; link: NewLink }
   | { kind: "link-set"; name: string; change: LinkChange }
   | { kind: "bridge-port"; name: string; flags: { hairpin?: boolean; isolated?: boolean } }
+  /** `ip link set dev NAME type bridge ...`: settings of a bridge. */
+  | { kind: "bridge-set"; name: string; settings: BridgeSettings }
   | { kind: "link-del"; name: string }
   /** `ip link set dev NAME name NEW`. */
   | { kind: "link-rename"; name: string; newName: string }
@@ -142,6 +144,11 @@ export function opWords(op: IpOp): string[] {
       const w = ["link", "set", "dev", op.name, "type", "bridge_slave"];
       if (op.flags.hairpin !== undefined) w.push("hairpin", op.flags.hairpin ? "on" : "off");
       if (op.flags.isolated !== undefined) w.push("isolated", op.flags.isolated ? "on" : "off");
+      return w;
+    }
+    case "bridge-set": {
+      const w = ["link", "set", "dev", op.name, "type", "bridge"];
+      if (op.settings.groupFwdMask !== undefined) w.push("group_fwd_mask", String(op.settings.groupFwdMask));
       return w;
     }
     case "link-del":

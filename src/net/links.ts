@@ -9,7 +9,7 @@ import { broadcastWords, vethLink, type IpOp, type LinkBackend } from "./ip-ops.
 import { iproute2Backend } from "./iproute2.js";
 import type { NetNS } from "./netns.js";
 import { rtnetlinkBackend } from "./rtnetlink-backend.js";
-import type { Address, Link, LinkChange, NewLink, RouteSpec, ShownLink, VethSpec } from "./types.js";
+import type { Address, BridgeSettings, Link, LinkChange, NewLink, RouteSpec, ShownLink, VethSpec } from "./types.js";
 
 export { routeWords, vethAddWords, type LinkBackend } from "./ip-ops.js";
 
@@ -51,6 +51,11 @@ export class IpBatch {
   /** Bridge-port flags of a link enslaved to a bridge (only the flags given). */
   setBridgePort(name: string, flags: { hairpin?: boolean; isolated?: boolean }): this {
     this.ops.push({ kind: "bridge-port", name, flags });
+    return this;
+  }
+  /** Settings of a bridge (only those given). */
+  setBridge(name: string, settings: BridgeSettings): this {
+    this.ops.push({ kind: "bridge-set", name, settings });
     return this;
   }
   /** Renames a link (`ip link set dev NAME name NEW`). */

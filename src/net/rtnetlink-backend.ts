@@ -29,6 +29,7 @@ import {
   newLinkRequest,
   addressRequest,
   bridgePortRequest,
+  bridgeSettingsRequest,
   renameLinkRequest,
   routeRequest,
   setGroupRequest,
@@ -110,6 +111,9 @@ export class NetlinkSession {
       }
       case "bridge-port":
         this.send(bridgePortRequest(this.indexOf(op.name, operation), op.flags), operation);
+        return undefined;
+      case "bridge-set":
+        this.send(bridgeSettingsRequest(this.indexOf(op.name, operation), op.settings), operation);
         return undefined;
       case "link-del":
         this.send(deleteLinkRequest(this.indexOf(op.name, operation)), operation);

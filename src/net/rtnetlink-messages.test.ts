@@ -4,6 +4,7 @@ import { NetNS } from "./netns.js";
 import {
   addressRequest,
   bridgePortRequest,
+  bridgeSettingsRequest,
   decodeAddress,
   decodeLink,
   deleteGroupRequest,
@@ -100,6 +101,27 @@ describe("route-netlink requests (byte for byte what iproute2 sends)", () => {
     const info = parseAttrs(parseAttrs(req.body.subarray(16)).get(18)!);
     const port = parseAttrs(info.get(5)!);
     assert.deepEqual([port.get(4)?.[0], port.get(33)?.[0]], [1, 0]);
+  });
+
+  test("ip link set dev <2> type bridge group_fwd_mask 16392", () => {
+    const req = bridgeSettingsRequest(2, { groupFwdMask: 0x4008 });
+    assert.deepEqual([req.type, req.flags], [16, 0]);
+    assert.deepEqual(
+      body(req),
+      bytes(
+        "\\x00\\x00\\x00\\x00\\x02\\x00\\x00\\x00\\x00\\x00\\x00\\x00\\x00\\x00\\x00\\x00\\x1c\\x00\\x12\\x00\\x0a\\x00\\x01\\x00\\x62\\x72\\x69\\x64\\x67\\x65\\x00\\x00\\x0c\\x00\\x02\\x00\\x06\\x00\\x09\\x00\\x08\\x40\\x00\\x00",
+      ),
+    );
+    assert.deepEqual(opWords({ kind: "bridge-set", name: "br0", settings: { groupFwdMask: 16392 } }), [
+      "link",
+      "set",
+      "dev",
+      "br0",
+      "type",
+      "bridge",
+      "group_fwd_mask",
+      "16392",
+    ]);
   });
 
   test("ip addr add CIDR brd + dev <4>: local and address, a broadcast only up to /30, host scope for 127/8", () => {

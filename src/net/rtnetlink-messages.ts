@@ -8,7 +8,7 @@
 import { formatIPv6, isIPv4Mapped, parseIPBytes } from "#ip/ip.js";
 import { NLM_F_APPEND, NLM_F_CREATE, NLM_F_DUMP, NLM_F_EXCL, NLM_F_REPLACE, nlAttr, nlString, nlU32, nlU64, nlU8, parseAttrs } from "./rtnetlink.js";
 import { concatBytes, hexOf } from "#sys/bytes.js";
-import type { Address, IpvlanMode, Link, LinkChange, MacvlanMode, NewLink, RouteSpec } from "./types.js";
+import type { Address, BridgeSettings, IpvlanMode, Link, LinkChange, MacvlanMode, NewLink, RouteSpec } from "./types.js";
 
 export const RTM_NEWLINK = 16;
 export const RTM_DELLINK = 17;
@@ -45,6 +45,7 @@ const IFLA_INFO_SLAVE_KIND = 4;
 const IFLA_INFO_SLAVE_DATA = 5;
 const VETH_INFO_PEER = 1;
 const IFLA_BR_VLAN_FILTERING = 7;
+const IFLA_BR_GROUP_FWD_MASK = 9;
 const IFLA_BRPORT_MODE = 4;
 const IFLA_BRPORT_ISOLATED = 33;
 const IFLA_VRF_TABLE = 1;
@@ -210,6 +211,15 @@ export function bridgePortRequest(index: number, flags: { hairpin?: boolean; iso
   if (flags.hairpin !== undefined) data.push(nlU8(IFLA_BRPORT_MODE, flags.hairpin ? 1 : 0));
   if (flags.isolated !== undefined) data.push(nlU8(IFLA_BRPORT_ISOLATED, flags.isolated ? 1 : 0));
   const linkinfo = nlAttr(IFLA_LINKINFO, nlAttr(IFLA_INFO_SLAVE_DATA, concatBytes(...data)));
+  return { type: RTM_NEWLINK, flags: 0, body: concatBytes(ifinfomsg(index), linkinfo) };
+}
+
+/** RTM_NEWLINK changing settings of bridge `index` (`ip link set dev X type bridge ...`), as `ip` sends it. */
+export function bridgeSettingsRequest(index: number, settings: BridgeSettings): NlRequest {
+  const data: Uint8Array[] = [];
+  if (settings.groupFwdMask !== undefined) data.push(nlU16(IFLA_BR_GROUP_FWD_MASK, settings.groupFwdMask));
+  const kind = nlAttr(IFLA_INFO_KIND, new TextEncoder().encode("bridge")); // no NUL, as `ip` sends it
+  const linkinfo = nlAttr(IFLA_LINKINFO, concatBytes(kind, nlAttr(IFLA_INFO_DATA, concatBytes(...data))));
   return { type: RTM_NEWLINK, flags: 0, body: concatBytes(ifinfomsg(index), linkinfo) };
 }
 

@@ -82,6 +82,15 @@ export interface VethSpec {
   mac?: string;
 }
 
+/** Settings of an existing bridge (`ip link set dev X type bridge ...`; only the fields given are changed). */
+export interface BridgeSettings {
+  /**
+   * Which link-local groups 01:80:C2:00:00:0X the bridge forwards, bit X (`group_fwd_mask`): bits 0 to 2 (STP,
+   * pause frames, LACP) the kernel refuses.
+   */
+  groupFwdMask?: number;
+}
+
 /** Changes to an existing link (only the fields given are changed). */
 export interface LinkChange {
   up?: boolean;

@@ -16,6 +16,7 @@ import { manifest as bandwidth } from "./meta/bandwidth/manifest.js";
 import { manifest as firewall } from "./meta/firewall/manifest.js";
 import { manifest as sbr } from "./meta/sbr/manifest.js";
 import { manifest as vrf } from "./meta/vrf/manifest.js";
+import { manifest as mptcp } from "./meta/mptcp/manifest.js";
 import { manifest as macvlan } from "./main/macvlan/manifest.js";
 import { manifest as ipvlan } from "./main/ipvlan/manifest.js";
 import { manifest as vlan } from "./main/vlan/manifest.js";
@@ -39,6 +40,7 @@ export const MANIFESTS: readonly PluginManifest[] = [
   firewall,
   sbr,
   vrf,
+  mptcp,
   macvlan,
   ipvlan,
   vlan,

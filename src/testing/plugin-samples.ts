@@ -51,7 +51,7 @@ export const SAMPLES: Record<string, Sample[]> = {
       },
       cniArgs: "IgnoreUnknown=1;MAC=0a:58:0a:01:00:09",
     },
-    { config: { ...COMMON, type: "bridge", promiscMode: true, disableContainerInterface: true } },
+    { config: { ...COMMON, type: "bridge", promiscMode: true, disableContainerInterface: true, groupFwdMask: 16392, uplinkInterface: "eth1" } },
   ],
   ptp: [{ config: { ...COMMON, type: "ptp", ipMasq: true, ipMasqBackend: "iptables", mtu: 1450, ipam: { type: "host-local" } } }],
   "host-local": [
@@ -186,6 +186,17 @@ export const SAMPLES: Record<string, Sample[]> = {
   ],
   sbr: [{ config: { ...COMMON, type: "sbr", table: 100, gateways: ["10.1.0.1"], addSourceHints: true } }],
   vrf: [{ config: { ...COMMON, type: "vrf", vrfname: "vrfsample", table: 1001 } }],
+  mptcp: [
+    {
+      config: {
+        ...COMMON,
+        type: "mptcp",
+        endpoints: { signal: true, subflow: true, backup: true, fullmesh: false },
+        limits: { subflows: 2, addAddrAccepted: 1 },
+      },
+    },
+    { config: { ...COMMON, type: "mptcp", endpoints: { subflow: true, fullmesh: true } } },
+  ],
   macvlan: [
     {
       config: {

@@ -55,6 +55,8 @@ export interface AttachEnv {
   CNI_ARGS?: string;
   CAP_ARGS?: string;
   CNI_IFNAME?: string;
+  /** "0": the plugins reach the kernel through `ip` instead of netlink (src/net/rtnetlink-backend.ts). */
+  TSCNI_NETLINK?: string;
 }
 
 export class Host {

@@ -1,10 +1,11 @@
 /**
- * Linux bridges in the host namespace: creating one (an existing bridge is used as it is), its gateway
- * addresses (VLANs on its ports: net/bridge-vlans) and waiting for a port to forward.
+ * Linux bridges in the host namespace: creating one (an existing bridge is used as it is, but for its
+ * `group_fwd_mask`), its uplink port, its gateway addresses (VLANs on its ports: net/bridge-vlans) and waiting
+ * for a port to forward.
  * @module
  */
 import { setTimeout as sleep } from "node:timers/promises";
-import { failure } from "#spec/errors.js";
+import { failure, invalidKey } from "#spec/errors.js";
 import { cidrContains, networkOf, parseCIDR } from "#ip/ip.js";
 import { NetOpError } from "#net/errors.js";
 import { ip } from "#net/links.js";
@@ -26,6 +27,8 @@ export interface BridgeOptions {
    * cannot see (and report) different MACs.
    */
   pinMac?: boolean;
+  /** The bridge's `group_fwd_mask`, set on a new or existing bridge alike; 0 or absent leaves it as it is. */
+  groupFwdMask?: number;
 }
 
 /** A bridge as read at the start of an ADD: the link and its addresses. */
@@ -80,7 +83,24 @@ export async function ensureBridge(name: string, opts: BridgeOptions = {}): Prom
     await ip.setLink(NetNS.host, name, { up: true, ...(opts.promisc ? { promisc: true } : {}) });
     state.link = { ...link, up: true, promisc: link.promisc || !!opts.promisc };
   }
+  if (opts.groupFwdMask) await ip.batch(NetNS.host).setBridge(name, { groupFwdMask: opts.groupFwdMask }).run(`set group_fwd_mask of bridge ${name}`);
   return state;
+}
+
+/**
+ * The bridge's uplink as `uplinkInterface` names it: a link of the host that is a port of `bridge`; code 7
+ * naming the key when it is missing or a port of something else (checked before anything is changed).
+ */
+export async function requireUplinkPort(bridge: string, uplink: string): Promise<void> {
+  const link = await ip.getLink(NetNS.host, uplink);
+  if (!link) throw invalidKey("uplinkInterface", uplink, "no link of that name in the host namespace");
+  if (link.master !== bridge) {
+    throw invalidKey(
+      "uplinkInterface",
+      uplink,
+      `it is not a port of bridge "${bridge}" (${link.master ? `its master is "${link.master}"` : "it has no master"})`,
+    );
+  }
 }
 
 export interface GatewayAddressOptions {

@@ -1,8 +1,8 @@
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { ErrorCode } from "#spec/errors.js";
-import { containerPortVlans, loadBridgeConf, parseTrunk } from "./config.js";
-import { portVlanCommands } from "#net/bridge-vlans.js";
+import { containerPortVlans, loadBridgeConf, parseTrunk, uplinkVlans } from "./config.js";
+import { portVlanCommands, taggedVlanCommands } from "#net/bridge-vlans.js";
 
 const stdin = (keys: Record<string, unknown> = {}) => Buffer.from(JSON.stringify({ cniVersion: "1.0.0", name: "net1", type: "bridge", ...keys }));
 const load = (keys?: Record<string, unknown>, cniArgs = "") => loadBridgeConf(stdin(keys), cniArgs);
@@ -39,6 +39,8 @@ describe("bridge config: defaults and keys", () => {
         enabledad: false,
         disableContainerInterface: false,
         portIsolation: false,
+        groupFwdMask: 0,
+        uplinkInterface: "",
       },
     );
   });
@@ -231,5 +233,51 @@ describe("VLAN plan (covered here because this kernel has no bridge VLAN filteri
   });
   test("no vlan keys: no VLAN work at all", () => {
     assert.equal(containerPortVlans(load({})), undefined);
+  });
+});
+
+describe("bridge config: groupFwdMask (containernetworking/plugins#1254)", () => {
+  test("LLDP (0x4000) and 802.1X (0x8) groups, in any JSON number form Go's int takes", () => {
+    assert.equal(load({ groupFwdMask: 0x4000 }).groupFwdMask, 16384);
+    assert.equal(load({ groupFwdMask: 0x4008 }).groupFwdMask, 16392);
+    assert.equal(load({ groupFwdMask: 65528 }).groupFwdMask, 0xfff8);
+    assert.equal(load({ groupFwdMask: 0 }).groupFwdMask, 0);
+    assert.equal(load({ groupFwdMask: null }).groupFwdMask, 0);
+  });
+
+  test("outside 0 to 65535 is refused, as Go's loadNetConf refuses it (`invalid groupFwdMask`)", () => {
+    invalid({ groupFwdMask: -8 }, /"groupFwdMask": -8 \(want a mask from 0 to 65535/);
+    invalid({ groupFwdMask: 65536 }, /"groupFwdMask": 65536 \(want a mask from 0 to 65535/);
+  });
+
+  test("bits 0 to 2 (STP, pause, LACP) are refused up front: the kernel refuses them (Go fails the ADD after IPAM)", () => {
+    for (const v of [1, 2, 4, 0x4001, 7]) invalid({ groupFwdMask: v }, /"groupFwdMask".*bits 0 to 2/);
+  });
+
+  test("a non-integer is code 7 naming the key", () => {
+    invalid({ groupFwdMask: "0x4000" }, /"groupFwdMask"/);
+    invalid({ groupFwdMask: 1.5 }, /"groupFwdMask"/);
+  });
+});
+
+describe("bridge config: uplinkInterface (containernetworking/plugins#1195)", () => {
+  test("a link name; empty is unset", () => {
+    assert.equal(load({ uplinkInterface: "eth1" }).uplinkInterface, "eth1");
+    assert.equal(load({ uplinkInterface: "" }).uplinkInterface, "");
+    invalid({ uplinkInterface: "a/b" }, /"uplinkInterface": "a\/b"/);
+    invalid({ uplinkInterface: "x".repeat(16) }, /"uplinkInterface"/);
+  });
+
+  test("the uplink carries `vlan` and every vlanTrunk ID, tagged", () => {
+    assert.deepEqual(uplinkVlans(load({ vlan: 100 })), [100]);
+    assert.deepEqual(uplinkVlans(load({ vlan: 7, vlanTrunk: [{ id: 101 }, { minID: 200, maxID: 202 }, { id: 7 }] })), [7, 101, 200, 201, 202]);
+    assert.deepEqual(uplinkVlans(load({})), []);
+  });
+
+  test("VLANs the uplink has already are left as they are (re-adding would clear a native VLAN's flags)", () => {
+    assert.deepEqual(taggedVlanCommands("eth1", [1, 100, 200, 201], [{ vlan: 1 }, { vlan: 200, vlanEnd: 201 }]), [
+      ["add", "dev", "eth1", "vid", "100", "master"],
+    ]);
+    assert.deepEqual(taggedVlanCommands("eth1", [], [{ vlan: 1 }]), []);
   });
 });

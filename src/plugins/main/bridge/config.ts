@@ -43,6 +43,17 @@ const VLAN_ID = refine(int, (v, key) => {
   return v;
 });
 
+/**
+ * `groupFwdMask` (containernetworking/plugins#1254): bit X lets the bridge forward the link-local group
+ * 01:80:C2:00:00:0X (0x4000 LLDP, 0x8 802.1X); 0 leaves the bridge's mask as it is. Go refuses values outside 0 to
+ * 65535; bits 0 to 2 (STP, pause frames, LACP) the kernel refuses, so they are refused here before anything is made.
+ */
+const GROUP_FWD_MASK = refine(int, (v, key) => {
+  if (v < 0 || v > 0xffff) throw invalidKey(key, v, "want a mask from 0 to 65535 (0xffff)");
+  if (v & 0x7) throw invalidKey(key, v, "bits 0 to 2 (STP, pause frames, LACP: 0x7) cannot be forwarded; the kernel refuses them");
+  return v;
+});
+
 /** The Go plugin's NetConf: each key with its default and the values it takes. */
 export const BRIDGE_SCHEMA = struct("NetConf", {
   ...NET_CONF_FIELDS,
@@ -63,6 +74,9 @@ export const BRIDGE_SCHEMA = struct("NetConf", {
   enabledad: withDefault(bool, false),
   disableContainerInterface: withDefault(bool, false),
   portIsolation: withDefault(bool, false),
+  groupFwdMask: withDefault(GROUP_FWD_MASK, 0),
+  /** A port of the bridge that gets `vlan` and the `vlanTrunk` IDs as tagged VLANs (containernetworking/plugins#1195). */
+  uplinkInterface: withDefault(LINK_NAME, "", { orEmpty: true }),
   args: struct("BridgeArgs", { cni: struct("BridgeArgsCni", { mac: string }) }),
   runtimeConfig: struct("RuntimeConfig", { mac: string }),
 });
@@ -100,6 +114,11 @@ export function loadBridgeConf(stdin: Buffer, cniArgs: string): BridgeConf {
   ]);
   if (mac) n.mac = mac;
   return n;
+}
+
+/** The VLANs a bridge's `uplinkInterface` carries for this network: `vlan` and the `vlanTrunk` IDs, tagged. */
+export function uplinkVlans(n: BridgeConf): number[] {
+  return [...new Set([...(n.vlan ? [n.vlan] : []), ...(n.vlanTrunk ?? [])])].sort((a, b) => a - b);
 }
 
 /**

@@ -1,6 +1,7 @@
 /**
  * bridge: connects the container to a host bridge with a veth pair, gets addresses from IPAM, and can make
- * the bridge the gateway, masquerade, isolate ports, check MAC spoofing and tag VLANs.
+ * the bridge the gateway, masquerade, isolate ports, check MAC spoofing, tag VLANs (on the container's port and
+ * on the bridge's uplink) and set which link-local groups the bridge forwards.
  * @module
  */
 import { failure } from "#spec/errors.js";
@@ -8,8 +9,8 @@ import { ipFamily, networkOf, parseCIDR } from "#ip/ip.js";
 import { nextIP } from "#ip/ip-math.js";
 import { isDNSEmpty, type Result100, type Route } from "#spec/result/index.js";
 import { CURRENT_VERSION } from "#spec/version.js";
-import { ensureBridge, ensureGatewayAddresses, readHostLinks, waitPortUp, type BridgeState } from "./bridge-link.js";
-import { setPortVlans } from "#net/bridge-vlans.js";
+import { ensureBridge, ensureGatewayAddresses, readHostLinks, requireUplinkPort, waitPortUp, type BridgeState } from "./bridge-link.js";
+import { addTaggedVlans, readPortVlans, vlanIdsOf, setPortVlans } from "#net/bridge-vlans.js";
 import { configureInterface, enableForwarding, setupVeth } from "#net/iface.js";
 import { gcIPMasq, setupIPMasq, teardownIPMasq, type IPMasqTarget } from "#net/ipmasq.js";
 import { ip } from "#net/links.js";
@@ -20,7 +21,7 @@ import type { Link } from "#net/types.js";
 import type { CmdArgs, PluginModule } from "#skel/skel.js";
 import { checkInterfaceAddresses, checkRoutes, requirePrevResult } from "../../common/check.js";
 import { ipamAdd, ipamCheck, ipamDel, ipamGC, ipamStatus, ipamType } from "../../common/ipam.js";
-import { BRIDGE_SCHEMA, containerPortVlans, loadBridgeConf, type BridgeConf } from "./config.js";
+import { BRIDGE_SCHEMA, containerPortVlans, loadBridgeConf, uplinkVlans, type BridgeConf } from "./config.js";
 import { removeContainerLink } from "../../common/del.js";
 import { Rollback } from "../../common/rollback.js";
 
@@ -120,11 +121,13 @@ async function addLayer3(
 async function add(args: CmdArgs): Promise<Result100> {
   const n = loadBridgeConf(args.stdinData, args.args);
   const ns = await NetNS.open(args.netns);
+  if (n.uplinkInterface) await requireUplinkPort(n.bridge, n.uplinkInterface);
   const bridgeState = await ensureBridge(n.bridge, {
     mtu: n.mtu,
     promisc: n.promiscMode,
     vlanFiltering: n.vlanFiltering,
     pinMac: n.isGateway && !n.vlan,
+    groupFwdMask: n.groupFwdMask,
   });
   const bridge = bridgeState.link;
   const veth = await setupVeth(ns, args.ifName, {
@@ -138,6 +141,8 @@ async function add(args: CmdArgs): Promise<Result100> {
   return rollback.guard(async () => {
     const vlans = containerPortVlans(n);
     if (vlans) await setPortVlans(veth.host.name, vlans);
+    // The uplink keeps them after DEL: other containers of the VLAN may use them (as Go's).
+    if (n.uplinkInterface) await addTaggedVlans(n.uplinkInterface, uplinkVlans(n));
     const result: Result100 = {
       cniVersion: CURRENT_VERSION,
       interfaces: [
@@ -183,7 +188,10 @@ async function del(args: CmdArgs): Promise<void> {
   if (ipamType(n.conf) && n.ipMasq) await teardownIPMasq(masqTarget(n, args, addresses));
 }
 
-/** CHECK: the bridge, the container veth, its host peer on the bridge, and the result's addresses and routes. */
+/**
+ * CHECK: the bridge, the container veth, its host peer on the bridge, the uplink's VLANs, and the result's
+ * addresses and routes. Not `groupFwdMask`: networks sharing a bridge may set different masks, the last ADD wins.
+ */
 async function check(args: CmdArgs): Promise<void> {
   const n = loadBridgeConf(args.stdinData, args.args);
   if (ipamType(n.conf)) await ipamCheck(n.conf, args);
@@ -215,8 +223,19 @@ async function check(args: CmdArgs): Promise<void> {
   if (hostEntry?.mac && hostEntry.mac !== hostPeer.mac)
     throw failure(`host veth "${hostPeer.name}" MAC is ${hostPeer.mac}, expected ${hostEntry.mac}`);
 
+  if (n.uplinkInterface) await checkUplink(n);
   await checkInterfaceAddresses(ns, args.ifName, prev);
   await checkRoutes(ns, prev);
+}
+
+/** CHECK of `uplinkInterface`: still a port of the bridge, with this network's VLANs. */
+async function checkUplink(n: BridgeConf): Promise<void> {
+  const uplink = await ip.getLink(NetNS.host, n.uplinkInterface);
+  if (!uplink) throw failure(`uplink "${n.uplinkInterface}" of bridge "${n.bridge}" does not exist`);
+  if (uplink.master !== n.bridge) throw failure(`uplink "${n.uplinkInterface}" is not a port of bridge "${n.bridge}"`);
+  const have = new Set(vlanIdsOf(await readPortVlans(n.uplinkInterface)));
+  const missing = uplinkVlans(n).filter((id) => !have.has(id));
+  if (missing.length) throw failure(`uplink "${n.uplinkInterface}" of bridge "${n.bridge}" lacks VLAN ${missing.join(", ")}`);
 }
 
 async function status(args: CmdArgs): Promise<void> {
