@@ -41,7 +41,10 @@ const TEST_FOLDERS = new Set(["testing", "integration"]);
  * running tools themselves.
  */
 const FORBIDDEN: Record<string, { module: string; why: string }[]> = {
-  plugins: [{ module: "sys/exec.ts", why: "plugins reach the kernel through net/ and start daemons through sys/daemon" }],
+  plugins: [
+    { module: "sys/exec.ts", why: "plugins reach the kernel through net/ and start daemons through sys/daemon" },
+    { module: "net/tools.ts", why: "plugins reach the kernel through net/'s operations, never by running a tool" },
+  ],
 };
 
 const isTest = (rel: string) => rel.endsWith(".test.ts") || TEST_FOLDERS.has(rel.split("/")[0]!);

@@ -7,7 +7,7 @@
 import { existsSync } from "node:fs";
 import type { Command } from "commander";
 import { validateContainerId } from "#spec/validate.js";
-import { runTool } from "#sys/exec.js";
+import { runTool } from "#net/tools.js";
 import type { PluginExec } from "#invoke/exec.js";
 import { listCachedAttachments } from "#libcni/cache.js";
 import { cachedAddresses } from "#runtime/attachments.js";

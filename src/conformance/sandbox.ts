@@ -7,7 +7,7 @@
  */
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { existsSync } from "node:fs";
-import { runTool } from "#sys/exec.js";
+import { runTool } from "#net/tools.js";
 import { findTool } from "#sys/tool-path.js";
 import { MANIFESTS } from "#plugins/manifests.js";
 import type { PluginCall } from "./output.js";

@@ -48,6 +48,8 @@ interface RunOutcome {
   stdout: Buffer;
   stderr: Buffer;
   failure?: string;
+  /** The errno name when the program could not be started (ENOENT, ETXTBSY...). */
+  spawnErrno?: string;
 }
 
 function runOnce(pluginPath: string, stdin: Uint8Array, env: Env, options: ExecOptions): Promise<RunOutcome> {
@@ -65,6 +67,7 @@ function runOnce(pluginPath: string, stdin: Uint8Array, env: Env, options: ExecO
     const out: Buffer[] = [];
     const err: Buffer[] = [];
     let spawnFailure: string | undefined;
+    let spawnErrno: string | undefined;
     child.stdout.on("data", (b: Buffer) => out.push(b));
     child.stderr.on("data", (b: Buffer) => err.push(b));
     child.stdin.on("error", () => {
@@ -73,6 +76,7 @@ function runOnce(pluginPath: string, stdin: Uint8Array, env: Env, options: ExecO
     child.on("error", (e: NodeJS.ErrnoException) => {
       if (e.name === "AbortError") return; // reported through the close event as a signal
       const code = e.code ?? "";
+      spawnErrno = code;
       spawnFailure = `fork/exec ${pluginPath}: ${ERRNO_TEXT[code] ?? e.message}`;
     });
     child.on("close", (exitCode, signal) => {
@@ -83,7 +87,7 @@ function runOnce(pluginPath: string, stdin: Uint8Array, env: Env, options: ExecO
       if (failure && signal === "SIGKILL" && limit !== undefined && performance.now() - started >= limit - 5)
         failure += ` (it ran past its time limit of ${limit / 1000} s and was killed)`;
       else if (!failure && exitCode !== 0) failure = `exit status ${exitCode}`;
-      resolve({ stdout: Buffer.concat(out), stderr: Buffer.concat(err), failure });
+      resolve({ stdout: Buffer.concat(out), stderr: Buffer.concat(err), failure, spawnErrno });
     });
     child.stdin.end(stdin);
   });
@@ -161,7 +165,7 @@ export class RawExec implements PluginExec {
     // A binary being replaced while we start it answers ETXTBSY for a moment: retry as the Go library does.
     for (let attempt = 0; attempt < 6; attempt++) {
       outcome = await runOnce(pluginPath, stdin, env, options);
-      if (!outcome.failure?.includes("text file busy")) break;
+      if (outcome.spawnErrno !== "ETXTBSY") break;
       await pause(1000, options.signal);
     }
     const { stdout, stderr, failure } = outcome!;

@@ -490,7 +490,12 @@ describe("a single plugin", PARALLEL, () => {
     test("no version means 0.1.0", async () => {
       const { cni, net } = setup();
       net.network.cniVersion = "";
-      await cni.validateNetwork(net);
+      assert.deepEqual(await cni.validateNetwork(net), ["portMappings"]);
+      // A plugin that speaks only 0.1.0 tells "no version" (0.1.0: valid) from any other.
+      const legacy = parsePluginConfig(`{ "name": "old-thing", "type": "legacy010" }`);
+      assert.deepEqual(await cni.validateNetwork(legacy), []);
+      legacy.network.cniVersion = "0.2.0";
+      await assert.rejects(cni.validateNetwork(legacy), { message: `plugin legacy010 does not support config version "0.2.0"` });
     });
   });
 });
@@ -946,6 +951,17 @@ describe("a plugin list", PARALLEL, () => {
           (Array.isArray(gc2["cni.dev/valid-attachments"]) && (gc2["cni.dev/valid-attachments"] as unknown[]).length === 0),
       );
       assert.deepEqual(await cni.getCachedAttachments(""), [], "the stale attachment is forgotten");
+
+      // Every plugin of the list, not only the first, got the DEL and both GCs.
+      for (const p of plugins.slice(1)) {
+        const log = readCommandLog(p.commandLog);
+        assert.deepEqual(
+          log.map((c) => c.Command),
+          ["ADD", "GC", "DEL", "GC"],
+        );
+        const gc = JSON.parse(stdinOf(log[1]!.CmdArgs)) as Record<string, unknown>;
+        assert.deepEqual(gc["cni.dev/valid-attachments"], [{ containerID: "some-container-id", ifname: "some-eth0" }]);
+      }
     });
 
     test("without GC arguments (cnitool) there is no valid-attachments key and every attachment is stale", async () => {
@@ -963,11 +979,21 @@ describe("a plugin list", PARALLEL, () => {
     });
 
     test("attachments of other networks are left alone", async () => {
-      const { cni, rt, list } = setup();
+      const { cni, rt, list, plugins } = setup();
       await cni.addNetworkList(list, rt);
       const other = parseConfList(list.bytes.toString().replace(`"name": "some-list"`, `"name": "other-list"`));
       await cni.gcNetworkList(other);
-      assert.equal((await cni.getCachedAttachments("")).length, 1);
+      for (const p of plugins) {
+        assert.deepEqual(
+          readCommandLog(p.commandLog).map((c) => c.Command),
+          ["ADD", "GC"],
+          "no DEL of another network's attachment",
+        );
+      }
+      assert.deepEqual(
+        (await cni.getCachedAttachments("")).map((a) => a.networkName),
+        ["some-list"],
+      );
     });
 
     test("a list older than 1.1.0 gets the stale DELs but no GC verb", async () => {

@@ -103,11 +103,14 @@ describe("validateCacheKey and cacheFilePath", () => {
   });
 
   test("an empty name keeps Go's error and is never valid for a listing", () => {
-    assert.throws(() => cacheFilePath("/c", { ...good, containerID: "" }), {
-      message: `cache file path requires network name ("net"), container ID (""), and interface name ("eth0")`,
-    });
-    assert.doesNotThrow(() => validateCacheKey({ ...good, containerID: "" }));
-    assert.equal(isValidCacheKey({ ...good, containerID: "" }), false);
+    for (const field of ["networkName", "containerID", "ifName"] as const) {
+      const key = { ...good, [field]: "" };
+      assert.throws(() => cacheFilePath("/c", key), {
+        message: `cache file path requires network name (${JSON.stringify(key.networkName)}), container ID (${JSON.stringify(key.containerID)}), and interface name (${JSON.stringify(key.ifName)})`,
+      });
+      assert.doesNotThrow(() => validateCacheKey(key));
+      assert.equal(isValidCacheKey(key), false, `empty ${field}`);
+    }
   });
 });
 

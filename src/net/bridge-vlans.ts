@@ -4,7 +4,7 @@
  * `vlanTrunk` or `preserveDefaultVlan` set asks for it, never the default chains.
  * @module
  */
-import { runTool } from "#sys/exec.js";
+import { runTool } from "./tools.js";
 
 /** VLAN membership of a bridge port: an untagged native VLAN (PVID) and tagged ones. */
 export interface PortVlans {

@@ -5,7 +5,8 @@
  * (conntrack-tools) when it is installed, and without either there is nothing to do.
  * @module
  */
-import { kindOfErrno, NetOpError, runTool } from "#sys/exec.js";
+import { kindOfErrno, NetOpError } from "./errors.js";
+import { runTool } from "./tools.js";
 import type { IPFamily } from "#ip/ip.js";
 import { netfilterSocket } from "./nfnetlink.js";
 import { concatBytes } from "#sys/bytes.js";
@@ -38,9 +39,9 @@ export async function deleteFlowsToPort(protocol: ConntrackProtocol, port: numbe
     await runTool("conntrack", args, operation);
   } catch (e) {
     if (e instanceof NetOpError) {
-      if (/cannot run conntrack: .*ENOENT/.test(e.reason)) return false;
-      // "0 flow entries have been deleted" (reported with exit status 1) is success.
-      if (/\b0 flow entries have been deleted/.test(e.reason)) return true;
+      if (e.kind === "tool-missing") return false;
+      // "0 flow entries have been deleted" (reported with exit status 1): there were none, which is success.
+      if (e.isNotFound) return true;
     }
     throw e;
   }

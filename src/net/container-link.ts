@@ -9,7 +9,7 @@
  */
 import { type CniError, failure } from "#spec/errors.js";
 import { parseCIDR } from "#ip/ip.js";
-import { NetOpError } from "#sys/exec.js";
+import { NetOpError } from "./errors.js";
 import { ip } from "./links.js";
 import type { NetNS } from "./netns.js";
 import type { Link, NewLink } from "./types.js";

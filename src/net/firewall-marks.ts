@@ -4,7 +4,7 @@
  * them away; looking for any number of them costs one listing per iptables table and one of nftables.
  * @module
  */
-import { runTool } from "#sys/exec.js";
+import { runTool } from "./tools.js";
 import { iptablesFor, type IPFamilyNum } from "./iptables.js";
 import { jumpsTo } from "./iptables-rules.js";
 

@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { NetOpError } from "#sys/exec.js";
+import { NetOpError } from "./errors.js";
 import { Firewalld, type BusctlRunner } from "./firewalld.js";
 
 /** A fake busctl: records calls, answers from `reply`. */

@@ -6,7 +6,8 @@
  * @module
  */
 import { existsSync } from "node:fs";
-import { NetOpError, runTool, type ToolResult } from "#sys/exec.js";
+import { NetOpError } from "./errors.js";
+import { runTool, type ToolResult } from "./tools.js";
 import { findTool } from "#sys/tool-path.js";
 
 export const FIREWALLD_NAME = "org.fedoraproject.FirewallD1";

@@ -5,7 +5,7 @@
  * @module
  */
 import { concatBytes } from "#sys/bytes.js";
-import { NetOpError } from "#sys/exec.js";
+import { NetOpError } from "./errors.js";
 import { errnoText, nlString, openNetlink, parseAttrs, type Exchange, type NlMessage, type RtnetlinkSocket } from "./rtnetlink.js";
 
 const NETLINK_GENERIC = 16;

@@ -9,7 +9,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { failure } from "#spec/errors.js";
 import { ipFamily, networkOf, parseCIDR } from "#ip/ip.js";
 import type { Result100 } from "#spec/result/index.js";
-import { NetOpError } from "#sys/exec.js";
+import { NetOpError } from "./errors.js";
 import { vethLink } from "./ip-ops.js";
 import { ip } from "./links.js";
 import { randomVethName } from "./names.js";

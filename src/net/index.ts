@@ -35,5 +35,5 @@ export {
 export { Iptables, iptablesFor } from "./iptables.js";
 export { nftRun, nftListRules, nftListTable, nftUsable, type NftRule, type NftListing } from "./nftables.js";
 export { hashWithPrefix, ipMasqChainName, randomVethName, randomMac } from "./names.js";
-export { NetOpError } from "#sys/exec.js";
+export { NetOpError } from "./errors.js";
 export { createContainerLink, defaultRouteInterface, type ContainerLinkSpec } from "./container-link.js";

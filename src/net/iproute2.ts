@@ -5,7 +5,7 @@
  * @module
  */
 import { readFileSync } from "node:fs";
-import { NetOpError } from "#sys/exec.js";
+import { atStep, NetOpError } from "./errors.js";
 import { opWords, type IpOp, type LinkBackend } from "./ip-ops.js";
 import type { NetNS } from "./netns.js";
 import type { Address, Link, RouteSpec, ShownLink } from "./types.js";
@@ -132,7 +132,8 @@ async function runBatch(ns: NetNS, lines: string[][], options: string[], operati
       .split("\n")
       .filter((l) => !l.startsWith("Command failed"))
       .join("; ");
-    throw new NetOpError(failed ? `${operation} (ip ${failed.join(" ")})` : operation, reason, e.exitCode, undefined, e.kind);
+    const step = m ? Number(m[1]) - 1 : undefined;
+    throw new NetOpError(failed ? `${operation} (ip ${failed.join(" ")})` : operation, reason, e.exitCode, undefined, e.kind, step);
   }
 }
 
@@ -141,7 +142,7 @@ async function runOps(ns: NetNS, ops: readonly IpOp[], operation: string): Promi
   const lines = ops.map(opWords);
   const shows = ops.filter((op) => op.kind === "show-link" || op.kind === "show-addresses");
   if (shows.length === 0) {
-    if (lines.length === 1) await ns.runIp([...lines[0]!], `${operation} (ip ${lines[0]!.join(" ")})`);
+    if (lines.length === 1) await ns.runIp([...lines[0]!], `${operation} (ip ${lines[0]!.join(" ")})`).catch(atStep(0));
     else await runBatch(ns, lines, [], operation);
     return [];
   }
@@ -178,7 +179,7 @@ export const iproute2Backend: LinkBackend = {
     try {
       routes = await ipJson(ns, ["route", "get", address], operation);
     } catch (e) {
-      if (e instanceof NetOpError && /unreachable|no route|network is down/i.test(e.reason)) return {};
+      if (e instanceof NetOpError && e.kind === "unreachable") return {};
       throw e;
     }
     const dev = routes.find((r) => typeof r["dev"] === "string")?.["dev"];

@@ -6,7 +6,7 @@
  * instead of one per rule.
  * @module
  */
-import { NetOpError } from "#sys/exec.js";
+import { NetOpError } from "./errors.js";
 import type { Iptables } from "./iptables.js";
 import { saveLine } from "./iptables-save.js";
 

@@ -4,7 +4,8 @@
  * @module
  */
 import { realpathSync } from "node:fs";
-import { NetOpError, runTool } from "#sys/exec.js";
+import { NetOpError } from "./errors.js";
+import { runTool } from "./tools.js";
 import { findTool } from "#sys/tool-path.js";
 import {
   listIptablesNft,

@@ -4,7 +4,7 @@
  * @module
  */
 import { parseCIDR, type IPAddress } from "#ip/ip.js";
-import { NetOpError } from "#sys/exec.js";
+import { NetOpError } from "./errors.js";
 import { ip } from "./links.js";
 import type { NetNS } from "./netns.js";
 import type { ShownLink } from "./types.js";

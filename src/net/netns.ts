@@ -6,7 +6,7 @@
 // (Synchronous node:fs: no node:fs/promises on a plugin's start path, docs/startup.md.)
 import { statfsSync, statSync } from "node:fs";
 import { CniError, ErrorCode, invalidEnv } from "#spec/errors.js";
-import { runTool, type ToolResult } from "#sys/exec.js";
+import { runTool, type ToolResult } from "./tools.js";
 
 const NSFS_MAGIC = 0x6e736673;
 const PROC_SUPER_MAGIC = 0x9fa0;

@@ -12,7 +12,7 @@
  * cannot (no FFI under Node, no netfilter socket): callers then run the tools.
  * @module
  */
-import { kindOfErrno, NetOpError } from "#sys/exec.js";
+import { kindOfErrno, NetOpError } from "./errors.js";
 import {
   errnoText,
   NLM_F_ACK,

@@ -3,7 +3,8 @@
  * handles and comments.
  * @module
  */
-import { NetOpError, runTool } from "#sys/exec.js";
+import { NetOpError } from "./errors.js";
+import { runTool } from "./tools.js";
 import { NFPROTO_INET, NFPROTO_IPV4, NFPROTO_IPV6, nftTableExists } from "./nfnetlink.js";
 
 const NFT_FAMILY: Record<string, number> = { inet: NFPROTO_INET, ip: NFPROTO_IPV4, ip6: NFPROTO_IPV6 };
@@ -38,7 +39,7 @@ async function nftList(what: string[]): Promise<NftListing> {
   try {
     ({ stdout } = await runTool("nft", ["-j", "-a", "list", ...what], `list nft ${what.join(" ")}`));
   } catch (e) {
-    if (e instanceof NetOpError && /no such file|does not exist/i.test(e.reason)) return { chains: [], rules: [] };
+    if (e instanceof NetOpError && e.isNotFound) return { chains: [], rules: [] };
     throw e;
   }
   const doc = JSON.parse(stdout) as { nftables?: Array<Record<string, unknown>> };
@@ -66,7 +67,7 @@ export async function nftSetElements(family: string, table: string, name: string
   try {
     ({ stdout } = await runTool("nft", ["-j", "list", "set", family, table, name], `list nft set ${name}`));
   } catch (e) {
-    if (e instanceof NetOpError && /no such file|does not exist/i.test(e.reason)) return [];
+    if (e instanceof NetOpError && e.isNotFound) return [];
     throw e;
   }
   const doc = JSON.parse(stdout) as { nftables?: Array<{ set?: { elem?: unknown[] } }> };

@@ -6,7 +6,7 @@
  * @module
  */
 import { parseCIDR } from "#ip/ip.js";
-import { NetOpError } from "#sys/exec.js";
+import { NetOpError } from "./errors.js";
 import type { NetNS } from "./netns.js";
 
 export const TABLE_DEFAULT = 253;

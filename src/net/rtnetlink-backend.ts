@@ -7,7 +7,7 @@
  * @module
  */
 import { closeSync, openSync } from "node:fs";
-import { kindOfErrno, kindOfText, NetOpError, type NetErrorKind } from "#sys/exec.js";
+import { atStep, kindOfErrno, kindOfText, NetOpError, type NetErrorKind } from "./errors.js";
 import { opWords, type IpOp, type LinkBackend } from "./ip-ops.js";
 import type { NetNS } from "./netns.js";
 import {
@@ -328,7 +328,15 @@ export const rtnetlinkBackend: LinkBackend = {
   name: "rtnetlink",
   run: (ns, ops, operation) =>
     ops.every(netlinkCanRun)
-      ? withSession(ns, (s) => ops.flatMap((op) => s.run(op, `${operation} (ip ${opWords(op).join(" ")})`) ?? []))
+      ? withSession(ns, (s) =>
+          ops.flatMap((op, i) => {
+            try {
+              return s.run(op, `${operation} (ip ${opWords(op).join(" ")})`) ?? [];
+            } catch (e) {
+              return atStep(i)(e);
+            }
+          }),
+        )
       : Promise.resolve(undefined),
   listLinks: (ns, operation) => withSession(ns, (s) => s.listLinks(operation)),
   getLink: (ns, name, operation) => withSession(ns, (s) => s.getLink(name, operation)),

@@ -7,7 +7,7 @@
  * Node `openRtnetlink` gives null and callers fall back to the tools.
  * @module
  */
-import { kindOfErrno, NetOpError } from "#sys/exec.js";
+import { kindOfErrno, NetOpError } from "./errors.js";
 import { bindLibc, type Libc as SysLibc } from "#sys/libc.js";
 import { inThreadNetns } from "#sys/thread-netns.js";
 import { phaseSync } from "#sys/phase-trace.js";

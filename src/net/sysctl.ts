@@ -8,7 +8,7 @@
  */
 // (Synchronous node:fs for small /proc files: no node:fs/promises on a plugin's start path, docs/startup.md.)
 import { readFileSync, writeFileSync } from "node:fs";
-import { NetOpError } from "#sys/exec.js";
+import { NetOpError } from "./errors.js";
 import type { NetNS } from "./netns.js";
 import { messageOf } from "#spec/errors.js";
 import { inNetnsThread } from "./rtnetlink.js";

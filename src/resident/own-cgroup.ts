@@ -16,7 +16,7 @@
  */
 import { existsSync, mkdirSync, readFileSync, rmdirSync, writeFileSync } from "node:fs";
 import * as path from "#sys/posix-path.js";
-import { runTool } from "#sys/exec.js";
+import { runTool } from "#net/tools.js";
 import { findTool } from "#sys/tool-path.js";
 import { messageOf } from "#spec/errors.js";
 import { DEFAULT_SOCKET } from "./protocol.js";

@@ -51,9 +51,30 @@ export function cpuMsWithChildren(): number {
   }
 }
 
+/** A timer of `Timers`: `refresh` starts its full delay again (and re-arms it when it has fired). */
+export interface Timer {
+  refresh(): void;
+  clear(): void;
+}
+
+/** The timers the places keep: the process's own, or a test's clock (so no test depends on the machine's load). */
+export interface Timers {
+  /** `weak`: the timer does not keep the process alive. */
+  set(run: () => void, ms: number, weak?: boolean): Timer;
+}
+
+/** Node's timers. */
+export const processTimers: Timers = {
+  set(run, ms, weak = false) {
+    const t = setTimeout(run, ms);
+    if (weak) t.unref();
+    return { refresh: () => void t.refresh(), clear: () => clearTimeout(t) };
+  },
+};
+
 interface Waiter {
   grant: (place: Place | undefined) => void;
-  timer: NodeJS.Timeout;
+  timer: Timer;
   /** The CPU time when the waiter's patience last started. */
   cpuAt: number;
   /** The answers noted (sys/progress.ts) when the waiter's patience last started. */
@@ -74,6 +95,7 @@ export class Places {
     readonly limits: PlacesLimits = DEFAULT_PLACES,
     private readonly cpuMs: () => number = cpuMsWithChildren,
     private readonly answers: () => number = answersNoted,
+    private readonly timers: Timers = processTimers,
   ) {}
 
   /** Calls holding a place now. */
@@ -98,7 +120,7 @@ export class Places {
     return new Promise((resolve) => {
       const waiter: Waiter = {
         grant: resolve,
-        timer: setTimeout(() => this.giveUp(waiter), this.limits.stallMs),
+        timer: this.timers.set(() => this.giveUp(waiter), this.limits.stallMs),
         cpuAt: this.cpuMs(),
         answersAt: this.answers(),
       };
@@ -126,18 +148,21 @@ export class Places {
   private grant(): Place {
     this.fresh++;
     let state: "fresh" | "long" | "released" = "fresh";
-    const turnLong = setTimeout(() => {
-      if (state !== "fresh") return;
-      state = "long";
-      this.fresh--;
-      this.long++;
-      this.gaveBack();
-    }, this.limits.longMs);
-    turnLong.unref?.();
+    const turnLong = this.timers.set(
+      () => {
+        if (state !== "fresh") return;
+        state = "long";
+        this.fresh--;
+        this.long++;
+        this.gaveBack();
+      },
+      this.limits.longMs,
+      true,
+    );
     return {
       release: () => {
         if (state === "released") return;
-        clearTimeout(turnLong);
+        turnLong.clear();
         if (state === "fresh") this.fresh--;
         else this.long--;
         state = "released";
@@ -163,7 +188,7 @@ export class Places {
   private wake(): void {
     while (this.waiting.length > 0 && this.fresh < this.limits.size && this.fresh + this.long < this.limits.size + this.limits.maxLong) {
       const next = this.waiting.shift()!;
-      clearTimeout(next.timer);
+      next.timer.clear();
       next.grant(this.grant());
     }
   }

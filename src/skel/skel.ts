@@ -13,6 +13,7 @@ import {
   invalidEnv,
   invalidNetNS,
   messageOf,
+  pluginError,
   withReason,
   wrap,
 } from "#spec/errors.js";
@@ -314,7 +315,7 @@ export async function runPlugin(
       else if (output) {
         const { printResult, resultShapeMismatch } = await import("#spec/result/index.js");
         const mismatch = resultShapeMismatch(output);
-        if (mismatch) throw new CniError(ErrorCode.Internal, `plugin error: ${mismatch}`);
+        if (mismatch) throw pluginError(mismatch);
         io.writeStdout(printResult(output, configVersion));
       }
     }

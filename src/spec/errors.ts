@@ -133,6 +133,14 @@ export function wrap(prefix: string, cause: unknown, code: number = ErrorCode.In
   return new CniError(code, `${prefix}: ${messageOf(cause)}`, "", { cause });
 }
 
+/** The plugin's own fault (code 999, "plugin error: ..."): what it did that no input made it do. */
+export const pluginError = (why: string): CniError => cniError(ErrorCode.Internal, `plugin error: ${why}`);
+
+/** `error` in other words: the same code, its message and details each passed through `words`, the original as its cause. */
+export function reworded(error: CniError, words: (text: string) => string): CniError {
+  return new CniError(error.code, words(error.msg), words(error.details), { cause: error });
+}
+
 /** `error` with `why` said after its message: the same code and details, the original as its cause. */
 export function withReason(error: CniError, why: string): CniError {
   return new CniError(error.code, `${error.msg} (${why})`, error.details, { cause: error });

@@ -5,9 +5,13 @@
  * runner itself (layers.test.ts).
  * @module
  */
-import { runTool } from "./exec.js";
+import { ProgramFailure, runProgram } from "./exec.js";
 
 /** Runs `program` with `args` and resolves when its first process has exited with 0 (the daemon it forked runs on). */
 export async function startDaemon(program: string, args: readonly string[], operation: string): Promise<void> {
-  await runTool(program, args, operation);
+  try {
+    await runProgram(program, args);
+  } catch (e) {
+    throw e instanceof ProgramFailure ? new Error(`${operation}: ${e.reason}`, { cause: e }) : e;
+  }
 }

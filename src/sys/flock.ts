@@ -89,8 +89,11 @@ async function judgeHolders(fd: number): Promise<{ strangersOnly: boolean; holde
   return { strangersOnly: now.complete && now.pids.length > 0 && !now.pids.some(waitedFor), holders: now.pids };
 }
 
-/** Takes the lock on `fd` with util-linux flock(1), without waiting (Node: no FFI); rejects when it is held. */
-function flockWithTool(fd: number, lockPath: string, shared: boolean): Promise<void> {
+/**
+ * Tries the lock on `fd` with util-linux flock(1), without waiting (Node: no FFI): true when taken, false when
+ * it is held (flock(1)'s --nonblock exit status 1); rejects when flock(1) cannot say.
+ */
+function flockWithTool(fd: number, lockPath: string, shared: boolean): Promise<boolean> {
   return new Promise((resolve, reject) => {
     const fail = (msg: string) => reject(new Error(`failed to lock ${lockPath}: ${msg}`));
     const tool = findTool("flock");
@@ -102,7 +105,7 @@ function flockWithTool(fd: number, lockPath: string, shared: boolean): Promise<v
     child.stderr!.on("data", (b: Buffer) => (stderr += b.toString()));
     child.on("error", (e) => fail(`cannot run flock(1) from util-linux: ${e.message}`));
     child.on("close", (code, signal) => {
-      if (code === 0) resolve();
+      if (code === 0 || code === 1) resolve(code === 0);
       else fail(`flock(1) exited with ${code ?? signal}${stderr ? `: ${stderr.trim()}` : ""}`);
     });
   });
@@ -121,16 +124,7 @@ export async function flockFd(fd: number, lockPath: string, opts: FlockOptions =
   const libc = await flockLibc();
   const op = (opts.shared ? LOCK_SH : LOCK_EX) | LOCK_NB;
   // Without FFI (Node) each try is a flock(1) run without waiting: slower, but the same rules.
-  const tryLock = libc
-    ? async () => libc.flock(fd, op) === 0
-    : () =>
-        flockWithTool(fd, lockPath, opts.shared ?? false).then(
-          () => true,
-          (e: Error) => {
-            if (/exited with 1\b/.test(e.message)) return false;
-            throw e;
-          },
-        );
+  const tryLock = libc ? async () => libc.flock(fd, op) === 0 : () => flockWithTool(fd, lockPath, opts.shared ?? false);
   const started = opts.since ?? performance.now();
   let nextLook = performance.now() + FIRST_HOLDER_LOOK_MS;
   let holders: number[] | undefined;

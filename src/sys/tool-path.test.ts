@@ -1,6 +1,6 @@
 /**
  * Tool lookup on PATH: empty and relative entries are skipped (where Go's exec.LookPath returns exec.ErrDot), so a
- * program named like a tool in a relative PATH directory is never run, whether by runTool, by a tool that runs
+ * program named like a tool in a relative PATH directory is never run, whether by runProgram, by a tool that runs
  * another by name (the PATH it is given), or by flock(1) under Node.
  */
 import { after, describe, test } from "node:test";
@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import fs from "node:fs";
 import path from "node:path";
 import { useTempDirs } from "#testing/temp.js";
-import { runTool } from "./exec.js";
+import { runProgram } from "./exec.js";
 import { lockFile } from "./flock.js";
 import { findTool, SYSTEM_DIRS, toolSearchPath } from "./tool-path.js";
 
@@ -63,22 +63,22 @@ describe("findTool", () => {
   });
 });
 
-describe("runTool and flock(1) never take a tool from a relative PATH entry", { concurrency: false }, () => {
+describe("runProgram and flock(1) never take a tool from a relative PATH entry", { concurrency: false }, () => {
   test("a program named like the tool in a relative PATH directory is not run", async () => {
     const work = tempDir();
     process.chdir(work);
     const rel = path.join(work, "bin");
     fakeTool(rel, "tscni-tool-a");
     process.env["PATH"] = `bin:.:${savedPath ?? ""}`;
-    await assert.rejects(runTool("tscni-tool-a", [], "run the fake tool"), (e: Error) => {
-      assert.match(e.message, /^run the fake tool: cannot run tscni-tool-a: no executable tscni-tool-a in \//);
+    await assert.rejects(runProgram("tscni-tool-a", []), (e: Error) => {
+      assert.match(e.message, /^cannot run tscni-tool-a: no executable tscni-tool-a in \//);
       return true;
     });
     assert.equal(fs.existsSync(path.join(rel, "ran-tscni-tool-a")), false);
     const abs = path.join(work, "abs");
     fakeTool(abs, "tscni-tool-a", "echo absolute");
     process.env["PATH"] = `bin:${abs}`;
-    assert.equal((await runTool("tscni-tool-a", [], "run the fake tool")).stdout, "absolute\n");
+    assert.equal((await runProgram("tscni-tool-a", [])).stdout, "absolute\n");
     assert.equal(fs.existsSync(path.join(rel, "ran-tscni-tool-a")), false);
     assert.ok(fs.existsSync(path.join(abs, "ran-tscni-tool-a")));
   });
@@ -89,14 +89,14 @@ describe("runTool and flock(1) never take a tool from a relative PATH entry", { 
     process.chdir(work);
     fakeTool(path.join(work, "sbin"), "ip", "exit 3");
     process.env["PATH"] = `sbin:${savedPath ?? ""}`;
-    const { stdout } = await runTool("ip", ["-V"], "ip version");
+    const { stdout } = await runProgram("ip", ["-V"]);
     assert.match(stdout, /ip(route2)?/);
     assert.equal(fs.existsSync(path.join(work, "sbin", "ran-ip")), false);
   });
 
   test("a tool's own PATH has no relative entries (nsenter runs ip by name)", async () => {
     process.env["PATH"] = `bin::.:/opt/tscni-none:${savedPath ?? ""}`;
-    const { stdout } = await runTool("sh", ["-c", 'printf %s "$PATH"'], "print PATH");
+    const { stdout } = await runProgram("sh", ["-c", 'printf %s "$PATH"']);
     const entries = stdout.split(":");
     assert.ok(entries.includes("/opt/tscni-none"), stdout);
     assert.ok(

@@ -3,6 +3,7 @@ import assert from "node:assert/strict";
 import os from "node:os";
 import { ErrorCode } from "#spec/errors.js";
 import { DEFAULT_LOCK_DIR, parseClusterIpamConfig, parseLocation, parsePoolLocation, readEtcdFiles } from "./config.js";
+import { assertCniError } from "#testing/cni-error.js";
 
 const base = (ipam: Record<string, unknown>, top: Record<string, unknown> = {}) =>
   Buffer.from(
@@ -16,15 +17,7 @@ const base = (ipam: Record<string, unknown>, top: Record<string, unknown> = {}) 
   );
 const parse = (ipam: Record<string, unknown>, top: Record<string, unknown> = {}, cniArgs = "") => parseClusterIpamConfig(base(ipam, top), cniArgs);
 const rejects = (ipam: Record<string, unknown>, msg: RegExp | string, code: number = ErrorCode.InvalidNetworkConfig) =>
-  assert.throws(
-    () => parse(ipam),
-    (e: { code: number; msg: string }) => {
-      assert.equal(e.code, code);
-      if (typeof msg === "string") assert.equal(e.msg, msg);
-      else assert.match(e.msg, msg);
-      return true;
-    },
-  );
+  assertCniError(() => parse(ipam), code, msg);
 
 describe("cluster-ipam config", () => {
   test("defaults: prefix /tscni/ipam/<network>/, node = host name, /26 and /122 blocks, 2 s dial, 5 s request and 100 s call timeouts", () => {

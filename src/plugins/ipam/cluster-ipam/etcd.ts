@@ -238,7 +238,11 @@ export const etcdRequestsQueued = (): number => turns.queued;
 
 /** etcd could not be reached or did not answer in time (the CNI error is code 11, try again later). */
 export class EtcdUnavailableError extends Error {
-  constructor(message: string) {
+  /** `endpointsNamed`: the message says what each endpoint answered (a request's time ran out after tries). */
+  constructor(
+    message: string,
+    readonly endpointsNamed = false,
+  ) {
     super(message);
     this.name = "EtcdUnavailableError";
   }
@@ -372,7 +376,7 @@ export class EtcdClient {
         turns.give();
       }
       const left = (this.callDeadline ?? 0) - Date.now();
-      if (failure instanceof EtcdUnavailableError && failure.message.includes("(requestTimeoutMs): ")) explained = failure.message;
+      if (failure instanceof EtcdUnavailableError && failure.endpointsNamed) explained = failure.message;
       if (!(failure instanceof EtcdUnavailableError) || left <= 0) {
         if (failure instanceof EtcdUnavailableError && this.callDeadline !== undefined) {
           throw new EtcdUnavailableError(
@@ -454,6 +458,7 @@ export class EtcdClient {
     const last = [...new Map(failures.map((f) => [f.slice(0, f.indexOf(": ")), f])).values()];
     throw new EtcdUnavailableError(
       `etcd did not answer within ${this.connection.requestTimeoutMs} ms (requestTimeoutMs)` + (last.length ? `: ${last.join("; ")}` : ""),
+      last.length > 0,
     );
   }
 

@@ -16,7 +16,7 @@
 import { closeSync, lstatSync, mkdirSync, openSync, rmSync, writeFileSync } from "node:fs";
 import net from "node:net";
 import path from "node:path";
-import { CniError, ErrorCode, failure, invalidEnv, messageOf, tryAgainLater } from "#spec/errors.js";
+import { CniError, ErrorCode, failure, invalidEnv, messageOf, reworded, tryAgainLater } from "#spec/errors.js";
 import type { JsonObject } from "#go-json/json.js";
 import { systemClock } from "./clock.js";
 import { FlagError, HelpRequested, parseDaemonFlags, usage, type DaemonFlags } from "./flags.js";
@@ -183,7 +183,7 @@ function serve(leases: LeaseManager, own: OwnIdentity, socket: net.Socket): void
       } catch (e) {
         let err = CniError.from(e);
         // The caller named its namespace by its path, not by the descriptor this daemon opened it through.
-        if (view) err = new CniError(err.code, view.inCallerTerms(err.msg), view.inCallerTerms(err.details));
+        if (view) err = reworded(err, (text) => view!.inCallerTerms(text));
         log(`${req.method} ${req.args.containerID}/${req.args.ifName}: error ${err.code}: ${err.msg}`);
         answer = encodeError(err);
       }

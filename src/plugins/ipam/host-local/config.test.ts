@@ -4,6 +4,7 @@ import { ErrorCode } from "#spec/errors.js";
 import { parseIP } from "#ip/ip.js";
 import { DEFAULT_DATA_DIR, parseGCConfig, parseHostLocalConfig, rangeContains, rangeSetToString } from "./config.js";
 import { parseResolvConfText } from "./dns.js";
+import { assertCniError } from "#testing/cni-error.js";
 
 const stdin = (ipam: unknown, extra: Record<string, unknown> = {}, cniVersion = "1.0.0") =>
   Buffer.from(JSON.stringify({ cniVersion, name: "net1", type: "host-local", ipam, ...extra }));
@@ -11,15 +12,7 @@ const parse = (ipam: unknown, extra?: Record<string, unknown>, cniArgs = "", cni
   parseHostLocalConfig(stdin(ipam, extra, cniVersion), cniArgs);
 const ranges = (...sets: unknown[][]) => ({ type: "host-local", ranges: sets });
 
-/** Asserts a CNI error with `code` whose message matches `msg`. */
-function throwsCni(fn: () => unknown, code: number, msg: string | RegExp): void {
-  assert.throws(fn, (e: { code?: number; msg?: string }) => {
-    assert.equal(e.code, code, `code of ${JSON.stringify(e.msg)}`);
-    if (typeof msg === "string") assert.equal(e.msg, msg);
-    else assert.match(e.msg ?? "", msg);
-    return true;
-  });
-}
+const throwsCni = assertCniError;
 
 describe("host-local config: ranges", () => {
   test("an IPv4 subnet defaults to .1-.254 with gateway .1", () => {

@@ -1,18 +1,13 @@
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { parseStaticConfig } from "./config.js";
+import { assertCniError } from "#testing/cni-error.js";
 
 const parse = (ipam: unknown, extra: Record<string, unknown> = {}, cniArgs = "", cniVersion = "1.0.0") =>
   parseStaticConfig(Buffer.from(JSON.stringify({ cniVersion, name: "net1", type: "static", ipam, ...extra })), cniArgs);
 const shown = (conf: ReturnType<typeof parse>) => conf.addresses.map((a) => `${a.address.text}${a.gateway ? ` gw ${a.gateway.text}` : ""}`);
 
-function throwsCni(fn: () => unknown, code: number, msg: string): void {
-  assert.throws(fn, (e: { code?: number; msg?: string }) => {
-    assert.equal(e.code, code);
-    assert.equal(e.msg, msg);
-    return true;
-  });
-}
+const throwsCni = assertCniError;
 
 describe("static config", () => {
   const ipam = {

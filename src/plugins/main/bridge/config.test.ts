@@ -3,18 +3,12 @@ import assert from "node:assert/strict";
 import { ErrorCode } from "#spec/errors.js";
 import { containerPortVlans, loadBridgeConf, parseTrunk, uplinkVlans } from "./config.js";
 import { portVlanCommands, taggedVlanCommands } from "#net/bridge-vlans.js";
+import { assertCniError } from "#testing/cni-error.js";
 
 const stdin = (keys: Record<string, unknown> = {}) => Buffer.from(JSON.stringify({ cniVersion: "1.0.0", name: "net1", type: "bridge", ...keys }));
 const load = (keys?: Record<string, unknown>, cniArgs = "") => loadBridgeConf(stdin(keys), cniArgs);
 
-/** Asserts a CNI error with `code` whose message matches `msg`. */
-function throwsCni(fn: () => unknown, code: number, msg: RegExp): void {
-  assert.throws(fn, (e: { code?: number; msg?: string }) => {
-    assert.equal(e.code, code, `code of ${JSON.stringify(e.msg)}`);
-    assert.match(e.msg ?? "", msg);
-    return true;
-  });
-}
+const throwsCni = assertCniError;
 const invalid = (keys: Record<string, unknown>, msg: RegExp, cniArgs = "") =>
   throwsCni(() => load(keys, cniArgs), ErrorCode.InvalidNetworkConfig, msg);
 

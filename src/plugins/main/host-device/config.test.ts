@@ -2,16 +2,13 @@ import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { CniError } from "#spec/errors.js";
 import { DEFAULT_DATA_DIR, loadHostDeviceConf, loadHostDeviceGcConf, parseHardwareAddr } from "./config.js";
+import { assertCniError } from "#testing/cni-error.js";
 
 const conf = (extra: Record<string, unknown>) => Buffer.from(JSON.stringify({ cniVersion: "1.0.0", name: "net", type: "host-device", ...extra }));
 
 /** Asserts a code-7 error whose message matches `msg`. */
 function rejects(extra: Record<string, unknown>, msg: RegExp) {
-  assert.throws(
-    () => loadHostDeviceConf(conf(extra)),
-    (e: unknown) => e instanceof CniError && e.code === 7 && msg.test(e.msg),
-    JSON.stringify(extra),
-  );
+  assertCniError(() => loadHostDeviceConf(conf(extra)), 7, msg);
 }
 
 describe("host-device config", () => {

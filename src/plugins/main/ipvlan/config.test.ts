@@ -1,7 +1,7 @@
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { CniError } from "#spec/errors.js";
 import { decodeIpvlanConf, loadIpvlanConf } from "./config.js";
+import { assertCniError } from "#testing/cni-error.js";
 
 const conf = (extra: Record<string, unknown>) => Buffer.from(JSON.stringify({ cniVersion: "1.0.0", name: "net", type: "ipvlan", ...extra }));
 const prev = (interfaces: string[], ips = ["10.1.0.5/24"]) => ({
@@ -11,10 +11,7 @@ const prev = (interfaces: string[], ips = ["10.1.0.5/24"]) => ({
 });
 
 function rejects(extra: Record<string, unknown>, msg: RegExp) {
-  assert.throws(
-    () => loadIpvlanConf(conf(extra)),
-    (e: unknown) => e instanceof CniError && e.code === 7 && msg.test(e.msg),
-  );
+  assertCniError(() => loadIpvlanConf(conf(extra)), 7, msg);
 }
 
 describe("ipvlan config", () => {

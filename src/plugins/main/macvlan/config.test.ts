@@ -1,16 +1,13 @@
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { CniError } from "#spec/errors.js";
 import { loadMacvlanConf } from "./config.js";
+import { assertCniError } from "#testing/cni-error.js";
 
 const conf = (extra: Record<string, unknown>) => Buffer.from(JSON.stringify({ cniVersion: "1.0.0", name: "net", type: "macvlan", ...extra }));
 
 /** Asserts a CNI error of `code` whose message matches `msg`. */
 function rejects(extra: Record<string, unknown>, msg: RegExp, cniArgs = "", code = 7) {
-  assert.throws(
-    () => loadMacvlanConf(conf(extra), cniArgs),
-    (e: unknown) => e instanceof CniError && e.code === code && msg.test(e.msg),
-  );
+  assertCniError(() => loadMacvlanConf(conf(extra), cniArgs), code, msg);
 }
 
 describe("macvlan config", () => {

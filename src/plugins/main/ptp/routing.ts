@@ -65,15 +65,16 @@ export function hostContainerRoutes(hostVeth: string, addresses: readonly PointT
  */
 export async function routeHostToContainer(hostVeth: string, addresses: readonly PointToPointAddress[], host: NetNS = NetNS.host): Promise<void> {
   const routes = hostContainerRoutes(hostVeth, addresses);
+  const gateways = hostGatewayAddresses(addresses);
   const batch = ip.batch(host);
-  for (const cidr of hostGatewayAddresses(addresses)) batch.addAddress(hostVeth, cidr);
+  for (const cidr of gateways) batch.addAddress(hostVeth, cidr);
   for (const r of routes) batch.route("add", r);
   try {
     await batch.run(`set up host side of ${hostVeth}`);
   } catch (e) {
     // The batch stops at the first failure; addresses come first, so an existing route means they are done.
-    if (!(e instanceof NetOpError && e.kind === "exists" && / route add /.test(e.operation))) throw e;
-    for (const r of routes) {
+    if (!(e instanceof NetOpError && e.kind === "exists" && e.step !== undefined && e.step >= gateways.length)) throw e;
+    for (const r of routes.slice(e.step - gateways.length)) {
       try {
         await ip.batch(host).route("add", r).run(`add host route to ${r.dst} on ${hostVeth}`);
       } catch (err) {

@@ -1,16 +1,13 @@
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { CniError } from "#spec/errors.js";
 import { loadTapConf } from "./config.js";
 import { tuntapAddWords } from "./tuntap.js";
+import { assertCniError } from "#testing/cni-error.js";
 
 const conf = (extra: Record<string, unknown>) => Buffer.from(JSON.stringify({ cniVersion: "1.0.0", name: "net", type: "tap", ...extra }));
 
 function rejects(extra: Record<string, unknown>, msg: RegExp) {
-  assert.throws(
-    () => loadTapConf(conf(extra), ""),
-    (e: unknown) => e instanceof CniError && e.code === 7 && msg.test(e.msg),
-  );
+  assertCniError(() => loadTapConf(conf(extra), ""), 7, msg);
 }
 
 describe("tap config", () => {

@@ -39,7 +39,7 @@ async function createContainerTap(container: NetNS, ifName: string, n: TapConf, 
     );
   } catch (e) {
     // (TUNSETIFF answers "Device or resource busy" for a name that is taken, by a tap or any other link.)
-    if (e instanceof NetOpError && (e.isExists || /resource busy/i.test(e.reason))) throw interfaceNameTaken(ifName, container);
+    if (e instanceof NetOpError && (e.isExists || e.kind === "busy")) throw interfaceNameTaken(ifName, container);
     throw e;
   }
   const batch = ip.batch(container);

@@ -1,7 +1,7 @@
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { CniError } from "#spec/errors.js";
 import { loadVlanConf } from "./config.js";
+import { assertCniError } from "#testing/cni-error.js";
 
 const conf = (extra: Record<string, unknown>) =>
   Buffer.from(
@@ -9,10 +9,7 @@ const conf = (extra: Record<string, unknown>) =>
   );
 
 function rejects(extra: Record<string, unknown>, msg: RegExp) {
-  assert.throws(
-    () => loadVlanConf(conf(extra)),
-    (e: unknown) => e instanceof CniError && e.code === 7 && msg.test(e.msg),
-  );
+  assertCniError(() => loadVlanConf(conf(extra)), 7, msg);
 }
 
 describe("vlan config", () => {

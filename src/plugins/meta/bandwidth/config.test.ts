@@ -1,16 +1,12 @@
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { CniError } from "#spec/errors.js";
 import { hasEgressLimit, hasIngressLimit, ifbAlias, ifbName, loadBandwidthConf, loadNetworkOnly, MAX_BURST_BITS, parseIfbAlias } from "./config.js";
+import { assertCniError } from "#testing/cni-error.js";
 
 const conf = (extra: Record<string, unknown>) => Buffer.from(JSON.stringify({ cniVersion: "1.0.0", name: "net", type: "bandwidth", ...extra }));
 
 function rejects(extra: Record<string, unknown>, msg: RegExp) {
-  assert.throws(
-    () => loadBandwidthConf(conf(extra)),
-    (e: unknown) => e instanceof CniError && e.code === 7 && msg.test(e.msg),
-    String(msg),
-  );
+  assertCniError(() => loadBandwidthConf(conf(extra)), 7, msg);
 }
 
 describe("bandwidth config", () => {

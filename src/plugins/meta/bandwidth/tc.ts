@@ -200,7 +200,7 @@ async function deleteQdisc(ns: NetNS, args: string[], operation: string): Promis
     await runTc(ns, args, operation);
     return true;
   } catch (e) {
-    if (e instanceof NetOpError && /cannot find|no such|invalid handle|cannot delete qdisc with handle of zero/i.test(e.reason)) return false;
+    if (e instanceof NetOpError && e.isNotFound) return false;
     throw e;
   }
 }

@@ -3,6 +3,7 @@ import assert from "node:assert/strict";
 import { CniError } from "#spec/errors.js";
 import { attachmentOf, containerName, DEFAULT_DOMAIN, loadDelConf, loadDnsnameConf, NOT_CHAINED } from "./config.js";
 import type { Result100 } from "#spec/result/index.js";
+import { assertCniError } from "#testing/cni-error.js";
 
 const PREV = {
   cniVersion: "1.0.0",
@@ -17,11 +18,7 @@ const conf = (keys: Record<string, unknown> = {}) =>
 const ARGS = "IgnoreUnknown=1;K8S_POD_NAMESPACE=default;K8S_POD_NAME=web";
 
 function refused(stdin: Buffer, cniArgs: string, code: number, pattern: RegExp) {
-  assert.throws(
-    () => loadDnsnameConf(stdin, cniArgs),
-    (e: unknown) => e instanceof CniError && e.code === code && pattern.test(e.msg),
-    `expected code ${code} matching ${pattern}`,
-  );
+  assertCniError(() => loadDnsnameConf(stdin, cniArgs), code, pattern);
 }
 
 describe("dnsname config", () => {

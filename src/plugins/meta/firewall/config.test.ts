@@ -4,6 +4,7 @@ import { CniError } from "#spec/errors.js";
 import { Firewalld } from "#net/firewalld.js";
 import { selectBackend } from "./backends.js";
 import { loadFirewallConf } from "./config.js";
+import { assertCniError } from "#testing/cni-error.js";
 
 const conf = (keys: Record<string, unknown>) => Buffer.from(JSON.stringify({ cniVersion: "1.0.0", name: "n", type: "firewall", ...keys }));
 
@@ -14,10 +15,7 @@ const fakeFirewalld = (running: boolean) =>
   });
 
 function rejects(keys: Record<string, unknown>, pattern: RegExp) {
-  assert.throws(
-    () => loadFirewallConf(conf(keys)),
-    (e: unknown) => e instanceof CniError && e.code === 7 && pattern.test(e.msg),
-  );
+  assertCniError(() => loadFirewallConf(conf(keys)), 7, pattern);
 }
 
 describe("firewall config", () => {

@@ -1,17 +1,13 @@
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { CniError } from "#spec/errors.js";
 import { DEFAULT_DATA_DIR, DEFAULT_SUBNET_FILE, decodeFlannelConf, loadFlannelConf } from "./config.js";
+import { assertCniError } from "#testing/cni-error.js";
 
 const conf = (extra: Record<string, unknown>) => Buffer.from(JSON.stringify({ cniVersion: "1.0.0", name: "net", type: "flannel", ...extra }));
 
 /** Asserts a CNI error with `code` whose message matches `msg`. */
 function rejects(extra: Record<string, unknown>, msg: RegExp, code = 7) {
-  assert.throws(
-    () => loadFlannelConf(conf(extra)),
-    (e: unknown) => e instanceof CniError && e.code === code && msg.test(e.msg),
-    JSON.stringify(extra),
-  );
+  assertCniError(() => loadFlannelConf(conf(extra)), code, msg);
 }
 
 describe("flannel config", () => {

@@ -13,6 +13,7 @@ import {
   mappingFor,
 } from "./config.js";
 import { chooseBackend } from "./engines.js";
+import { assertCniError } from "#testing/cni-error.js";
 
 const conf = (extra: Record<string, unknown>, mappings?: unknown) =>
   Buffer.from(
@@ -27,15 +28,7 @@ const conf = (extra: Record<string, unknown>, mappings?: unknown) =>
 
 /** Asserts a code-7 error whose message matches `msg`. */
 function rejects(extra: Record<string, unknown>, msg: RegExp, mappings?: unknown) {
-  assert.throws(
-    () => loadPortMapConf(conf(extra, mappings)),
-    (e: unknown) => {
-      assert.ok(e instanceof CniError, String(e));
-      assert.equal(e.code, 7, e.msg);
-      assert.match(e.msg, msg);
-      return true;
-    },
-  );
+  assertCniError(() => loadPortMapConf(conf(extra, mappings)), 7, msg);
 }
 
 const tcp8080 = { hostPort: 8080, containerPort: 80, protocol: "tcp" };

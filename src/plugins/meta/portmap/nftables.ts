@@ -147,7 +147,7 @@ export async function checkNftables(t: ForwardTarget): Promise<string[]> {
 }
 
 /** Whether an error says the nft tool is not installed. */
-const nftMissing = (e: unknown) => e instanceof NetOpError && /cannot run nft: .*ENOENT/.test(e.reason);
+const nftMissing = (e: unknown) => e instanceof NetOpError && e.kind === "tool-missing";
 
 /**
  * Deletes every per-container rule whose comment is one of `containerIDs`, in both families (one transaction

@@ -3,7 +3,6 @@ import assert from "node:assert/strict";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { CniError } from "#spec/errors.js";
 import {
   changesLink,
   checkAllowlist,
@@ -15,13 +14,14 @@ import {
   sysctlSettings,
 } from "./config.js";
 import { backupOf, decodeBackup, encodeBackup } from "./backup.js";
+import { assertCniError } from "#testing/cni-error.js";
 
 const base = { cniVersion: "1.0.0", name: "net", type: "tuning" };
 const conf = (extra: Record<string, unknown>) => Buffer.from(JSON.stringify({ ...base, ...extra }));
 
 /** Asserts a CNI error with `code` whose message matches `msg`. */
 function rejects(run: () => unknown, msg: RegExp, code = 7) {
-  assert.throws(run, (e: unknown) => e instanceof CniError && e.code === code && msg.test(e.msg), String(msg));
+  assertCniError(run, code, msg);
 }
 
 describe("tuning config", () => {
