@@ -124,7 +124,7 @@ type StrayKey<T, S, Path extends string, V extends string> = {
     : `${Dot<Path, K>} is not a key of a ${V} result (${Path extends "" ? "a result" : Path} takes: ${KeyList<S>})`;
 }[keyof T & string];
 
-type RequiredKeys<S> = { [K in keyof S]-?: {} extends Pick<S, K> ? never : K }[keyof S] & string;
+type RequiredKeys<S> = { [K in keyof S]-?: Partial<Pick<S, K>> extends Pick<S, K> ? never : K }[keyof S] & string;
 
 type MissingKey<T, S, Path extends string, V extends string> = {
   [K in RequiredKeys<S>]: K extends keyof T ? never : `${Dot<Path, K>} is missing: a ${V} result requires it`;

@@ -4,7 +4,7 @@
  * @module
  */
 import { goQuote, isJsonObject, jsonKindName, marshalJson, parseJson, type JsonObject } from "#go-json/json.js";
-import { decodeConfigVersion } from "../version.js";
+import { ALL_VERSIONS, decodeConfigVersion } from "../version.js";
 import { convertResult, familyOf, type Result, type ResultFamily } from "./convert.js";
 import { DecodeError, getString } from "#go-json/go-decode.js";
 import { decode020, encode020, IMPLEMENTED_020, VERSIONS_020, type Result020 } from "./types020.js";
@@ -136,7 +136,11 @@ function strayKey(value: unknown, shape: Shape, where: string): { where: string;
  */
 export function resultShapeMismatch(result: Result): string | undefined {
   const family = familyOf(result.cniVersion);
-  if (!family) return undefined; // convertResult names an unknown version
+  if (!family) {
+    const want = `want one of ${ALL_VERSIONS.join(", ")}`;
+    if (typeof result.cniVersion !== "string") return `the result has no cniVersion (${want})`;
+    return `the result is labelled cniVersion ${goQuote(result.cniVersion)}, which is not a CNI version (${want})`;
+  }
   const label = `the result is labelled cniVersion ${goQuote(result.cniVersion)}`;
   const stray = strayKey(result, SHAPES[family], "");
   if (stray) {

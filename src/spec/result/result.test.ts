@@ -683,7 +683,13 @@ describe("convertResult / getResultAsVersion (checklist 2.3)", () => {
       mismatch({ cniVersion: "0.3.1", ips: [{ address: "10.0.0.2/24" }] }),
       `the result is labelled cniVersion "0.3.1" but has an IP without "version"`,
     );
-    assert.equal(mismatch({ cniVersion: "9.9.9" }), undefined);
+    assert.equal(
+      mismatch({ cniVersion: "1.0" }),
+      `the result is labelled cniVersion "1.0", which is not a CNI version (want one of 0.1.0, 0.2.0, 0.3.0, 0.3.1, 0.4.0, 1.0.0, 1.1.0)`,
+    );
+    assert.match(mismatch({ ips: [] }) ?? "", /^the result has no cniVersion \(want one of 0\.1\.0, /);
+    assert.equal(mismatch({ cniVersion: "", ip4: { ip: "10.0.0.2/24" } }), undefined, "a version-less result has the 0.2.0 shape");
+    assert.match(mismatch({ cniVersion: "", ips: [] }) ?? "", /labelled cniVersion "" but has "ips"/);
   });
   test("every registered pair converts the canonical data", () => {
     const all = ["0.1.0", "0.2.0", "0.3.0", "0.3.1", "0.4.0", "1.0.0", "1.1.0"];
