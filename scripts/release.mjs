@@ -87,6 +87,7 @@ function buildIsCurrent() {
     "launcher",
     "scripts/link-bins.mjs",
     "scripts/bun-runtime.mjs",
+    "scripts/native-build.mjs",
     "package.json",
     "package-lock.json",
     "tsconfig.base.json",
