@@ -27,27 +27,10 @@ function build(root, scratch) {
   writeFileSync(path.join(project, "package.json"), JSON.stringify({ name: "mtu-chain", private: true }));
   const guide = readFileSync(path.join(root, "docs/plugin-author.md"), "utf8");
   writeFileSync(path.join(project, "mtu-chain.mts"), /```ts\n([\s\S]*?)```/.exec(guide)[1]);
+  // The guide's own compile command, with this checkout's compiler and Node types.
+  const command = /^npx tsc (.*)$/m.exec(guide)[1].split(" ");
   const tsc = path.join(root, "node_modules/typescript/bin/tsc");
-  execFileSync(
-    process.execPath,
-    [
-      tsc,
-      "--module",
-      "nodenext",
-      "--target",
-      "es2022",
-      "--strict",
-      "--skipLibCheck",
-      "--types",
-      "node",
-      "--typeRoots",
-      path.join(root, "node_modules/@types"),
-      "mtu-chain.mts",
-    ],
-    {
-      cwd: project,
-    },
-  );
+  execFileSync(process.execPath, [tsc, ...command, "--typeRoots", path.join(root, "node_modules/@types")], { cwd: project });
   const dirs = {};
   for (const way of Object.keys(THIRD_PARTY_WAYS)) {
     dirs[way] = path.join(scratch, `third-party-${way}`);
