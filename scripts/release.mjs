@@ -88,6 +88,7 @@ function buildIsCurrent() {
     "scripts/link-bins.mjs",
     "scripts/bun-runtime.mjs",
     "scripts/native-build.mjs",
+    "scripts/tsc.mjs",
     "package.json",
     "package-lock.json",
     "tsconfig.base.json",
