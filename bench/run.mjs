@@ -23,6 +23,7 @@ import { CONTAINERD_CHAIN, containerdSkipReason, setupContainerd } from "./conta
 import { runPods } from "./pods.mjs";
 import { tracePodman, traceTable } from "./trace.mjs";
 import { clusterTable, runClusterBench } from "./cluster.mjs";
+import { runThirdParty, thirdPartyTable } from "./third-party.mjs";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const OURS = path.join(ROOT, "dist/bin");
@@ -522,6 +523,15 @@ async function measure(server) {
       `${row.name}: ${fmtRow(row)}; none ${medians.none.toFixed(1)} ms${medians.netavark !== undefined ? `, netavark ${medians.netavark.toFixed(1)} ms` : ""}`,
     );
   }
+  let thirdParty;
+  if (selected("third-party plugin")) {
+    thirdParty = await runThirdParty({ root: ROOT, scratch, rounds: ROUNDS, timedRun, median, netns, delNetns });
+    for (const [way, m] of Object.entries(thirdParty.medians)) {
+      console.log(
+        `third-party plugin (${way}): VERSION ${m.version?.toFixed(2) ?? "-"} ms, chain ADD ${m.add.toFixed(1)} ms, DEL ${m.del.toFixed(1)} ms`,
+      );
+    }
+  }
   let rss;
   if (selected("peak RSS")) {
     rss = Object.fromEntries(IMPLS.map((i) => [i, peakRss(i)]));
@@ -605,7 +615,7 @@ async function measure(server) {
     });
     console.log(`traced podman containers: ${trace.default.length} through the server, ${trace.exec.length} in exec mode`);
   }
-  return { rows, rss, cold, growth, podman, containerd, pods, cluster, harness, idle, trace };
+  return { rows, rss, cold, growth, podman, containerd, pods, cluster, harness, idle, trace, thirdParty };
 }
 
 /**
@@ -665,7 +675,7 @@ function podsTable(pods) {
   ];
 }
 
-function report({ rows, rss, cold, growth, podman, containerd, pods = [], cluster = [], harness, idle, trace }) {
+function report({ rows, rss, cold, growth, podman, containerd, pods = [], cluster = [], harness, idle, trace, thirdParty }) {
   const m = machine();
   const cell = (v) => (v === undefined ? "-" : v.toFixed(1));
   const ratio = (a, b) => (a === undefined || !b ? "-" : (a / b).toFixed(2));
@@ -721,6 +731,7 @@ function report({ rows, rss, cold, growth, podman, containerd, pods = [], cluste
           "",
         ]
       : []),
+    ...(thirdParty ? thirdPartyTable(thirdParty) : []),
     ...(growth
       ? [
           "## Resident server memory",

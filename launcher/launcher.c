@@ -24,6 +24,19 @@
 
 #include "versions.h" /* PROGRAM_VERSIONS[] {name, json, about}; BUILD_ID */
 
+/*
+ * A plugin of its own, built by scripts/build-plugin.mjs (tscni-build-plugin), has a versions.h that also names its
+ * program and says it is not served: its launcher answers VERSION and the about text, and execs every other call
+ * (the resident server runs only tscni's own plugins).
+ */
+#ifndef PROGRAM_FILE
+#define PROGRAM_FILE "tscni-js"
+#define SERVED 1
+#define PROGRAM_MISSING "tscni: this plugin is tscni's launcher, and the program it runs is missing: "
+#define PROGRAM_MISSING_HINT \
+  "copy the whole plugin directory (tscni, tscni-js and the links), or install with `cnitool install --bin-dir <dir>`"
+#endif
+
 #define DEFAULT_SOCKET "/run/tscni/plugins.sock"
 #define STDIN_MARK "TSCNI_STDIN_MEMFD="
 
@@ -1196,13 +1209,13 @@ static int config_to_stdin(const struct buf *config) {
   return 0;
 }
 
-/* The program beside this launcher (tscni-js) into `out` (room for PATH_MAX). */
+/* The program beside this launcher (PROGRAM_FILE: tscni-js) into `out` (room for PATH_MAX). */
 static void program_path(char *out) {
-  ssize_t len = readlink("/proc/self/exe", out, PATH_MAX - 16);
+  ssize_t len = readlink("/proc/self/exe", out, PATH_MAX - sizeof(PROGRAM_FILE)); /* (room for its name) */
   if (len <= 0) die_cni(999, "tscni launcher: cannot find itself: ", error_text(errno), NULL);
   out[len] = '\0';
   char *dir_end = strrchr(out, '/');
-  memcpy(dir_end ? dir_end + 1 : out, "tscni-js", sizeof("tscni-js"));
+  memcpy(dir_end ? dir_end + 1 : out, PROGRAM_FILE, sizeof(PROGRAM_FILE));
 }
 
 /*
@@ -1213,9 +1226,7 @@ static void require_program(char *program) {
   program_path(program);
   struct file_info info;
   if (path_info(program, 1, &info) == 0) return;
-  die_cni(999, "tscni: this plugin is tscni's launcher, and the program it runs is missing: ", program, " (",
-          error_text(errno), "); copy the whole plugin directory (tscni, tscni-js and the links), or install with "
-          "`cnitool install --bin-dir <dir>`", NULL);
+  die_cni(999, PROGRAM_MISSING, program, " (", error_text(errno), "); " PROGRAM_MISSING_HINT, NULL);
 }
 
 int main(int argc, char **argv, char **envp) {
@@ -1233,6 +1244,7 @@ int main(int argc, char **argv, char **envp) {
     require_program(program);
     if (version) return write_text(1, PROGRAM_VERSIONS[i].json) ? 1 : 0;
     if (about) return write_text(2, PROGRAM_VERSIONS[i].about) ? 1 : 0;
+    if (!SERVED) break; /* a plugin of its own: its program reads the config itself */
     if (!has_required_env(command)) break; /* the program says which are missing, without reading stdin */
     struct buf config = read_config();
     try_resident(name, argc, argv, &config, program); /* plugin calls only: cnitool and subcommands always run here */

@@ -73,6 +73,8 @@ function buildIsCurrent() {
     "launcher",
     "scripts/link-bins.mjs",
     "scripts/bun-runtime.mjs",
+    "scripts/native-build.mjs",
+    "scripts/tsc.mjs",
     "package.json",
     "package-lock.json",
     "tsconfig.base.json",

@@ -10,7 +10,7 @@ import { aboutText, PROGRAM_NAMES } from "#plugins/catalog.js";
 import { aboutAnswer, PLUGINS, versionAnswer } from "#plugins/registry.js";
 import { setDefaultExec } from "#invoke/default-exec.js";
 import type { PluginExec } from "#invoke/exec.js";
-import { pluginMain, processIO } from "#skel/skel.js";
+import { pluginMainLoading, processIO } from "#skel/skel.js";
 import { VersionInfo } from "#spec/version.js";
 import { CniError } from "#spec/errors.js";
 
@@ -65,7 +65,7 @@ async function run(): Promise<void> {
     });
     return funcs;
   };
-  const call = () => pluginMain(loadPlugin, new VersionInfo(entry.versions), aboutText(name), processIO({ stdinInMemoryFile }));
+  const call = () => pluginMainLoading(loadPlugin, new VersionInfo(entry.versions), aboutText(name), processIO({ stdinInMemoryFile }));
   // TSCNI_TRACE_PHASES=FILE: this call's phases as one line of FILE (sys/phase-trace.ts; the server's is a flag).
   const traceFile = process.env["TSCNI_TRACE_PHASES"];
   if (!traceFile) return call();

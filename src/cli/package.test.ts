@@ -96,12 +96,13 @@ describe("the npm package", () => {
 
   describe("the plugin author's guide, followed as written in a fresh `npm init -y` project", () => {
     let plugin: string;
+    let native: string | undefined;
     before(() => {
       const guide = readFileSync(path.join(ROOT, "docs/plugin-author.md"), "utf8");
       const blocks = (lang: string) => [...guide.matchAll(new RegExp("```" + lang + "\\n([\\s\\S]*?)```", "g"))].map((m) => m[1]!);
-      const [setup, build] = blocks("sh");
+      const [setup, build, nativeBuild] = blocks("sh");
       const [code] = blocks("ts");
-      assert.ok(setup && build && code, "docs/plugin-author.md has its two ```sh blocks and its ```ts block");
+      assert.ok(setup && build && nativeBuild && code, "docs/plugin-author.md has its three ```sh blocks and its ```ts block");
       // The guide's commands, with the package from the tarball and the compiler from this checkout (no registry),
       // and a CNI_PATH directory of the test's own.
       const install = "npm install tscni typescript @types/node";
@@ -123,42 +124,82 @@ describe("the npm package", () => {
       assert.equal(built.code, 0, built.stderr + built.stdout);
       assert.match(built.stdout, /"supportedVersions":\s*\[\s*"0\.4\.0"/, "the guide's VERSION call answers");
       plugin = path.join(bin, "mtu-chain");
-    });
-    const call = (command: string, config: unknown, env: Record<string, string> = {}) =>
-      run(plugin, [], {
-        input: JSON.stringify(config),
-        env: { CNI_COMMAND: command, CNI_CONTAINERID: "guide", CNI_IFNAME: "eth0", CNI_NETNS: "", CNI_PATH: "/nonexistent", ...env },
+      // Built native (Bun from this checkout, in the project as `npm install --save-dev bun` puts it) into a
+      // directory of its own.
+      const addBun = "npm install --save-dev bun";
+      assert.ok(nativeBuild.includes(addBun), `the guide adds Bun with "${addBun}"`);
+      const nativeBin = path.join(dir, "cni-bin-native");
+      run("mkdir", [nativeBin]);
+      const withBun = `mkdir -p node_modules/.bin && ln -s ${path.join(ROOT, "node_modules/.bin/bun")} node_modules/.bin/bun`;
+      const nativeBuilt = run("bash", ["-euo", "pipefail", "-c", nativeBuild.replace(addBun, withBun).replaceAll("/opt/cni/bin/", `${nativeBin}/`)], {
+        cwd: guideProject,
       });
-
-    test("answers VERSION", () => {
-      const r = call("VERSION", { cniVersion: "1.0.0" });
-      assert.equal(r.code, 0, r.stderr);
-      assert.deepEqual(JSON.parse(r.stdout), { cniVersion: "1.1.0", supportedVersions: ["0.4.0", "1.0.0", "1.1.0"] });
+      assert.equal(nativeBuilt.code, 0, nativeBuilt.stderr + nativeBuilt.stdout);
+      assert.match(nativeBuilt.stdout, /"supportedVersions":\s*\[\s*"0\.4\.0"/, "the native build's VERSION call answers");
+      assert.deepEqual(readdirSync(nativeBin).sort(), ["mtu-chain", "mtu-chain-js"], "the launcher and its program");
+      native = path.join(nativeBin, "mtu-chain");
     });
-
-    test("gives a CNI error for a bad config, keys read as Go reads them", () => {
-      const r = call("ADD", { cniVersion: "1.0.0", name: "n", type: "mtu-chain", MTU: "big" }, { CNI_NETNS: "/run/netns/tscni-no-such-netns" });
-      assert.equal(r.code, 1);
-      assert.deepEqual(JSON.parse(r.stdout), { code: 7, msg: 'invalid "MTU": want an integer' });
-    });
-
+    const callOf =
+      (file: () => string) =>
+      (command: string, config: unknown, env: Record<string, string> = {}) =>
+        run(file(), [], {
+          input: JSON.stringify(config),
+          env: { CNI_COMMAND: command, CNI_CONTAINERID: "guide", CNI_IFNAME: "eth0", CNI_NETNS: "", CNI_PATH: "/nonexistent", ...env },
+        });
     const skip = process.getuid?.() === 0 ? undefined : "needs root (a network namespace)";
-    test("ADD sets the MTU of the container's interface and passes the result on; CHECK agrees", { skip }, () => {
-      const ns = Netns.create(`tscni-guide-${runTag()}`);
-      try {
-        ns.exec("ip", ["link", "add", "eth0", "type", "veth", "peer", "name", "peer0"]);
-        const prevResult = { cniVersion: "1.0.0", interfaces: [{ name: "eth0", sandbox: ns.path }], ips: [{ address: "10.9.0.2/24", interface: 0 }] };
-        const config = { cniVersion: "1.0.0", name: "n", type: "mtu-chain", mtu: 1400, prevResult };
-        const added = call("ADD", config, { CNI_NETNS: ns.path });
-        assert.equal(added.code, 0, added.stdout + added.stderr);
-        assert.deepEqual(JSON.parse(added.stdout).ips, prevResult.ips);
-        assert.equal((ns.ipJson(["link", "show", "eth0"]) as Array<{ mtu: number }>)[0]!.mtu, 1400);
-        assert.equal(call("CHECK", config, { CNI_NETNS: ns.path }).code, 0);
-        ns.exec("ip", ["link", "set", "eth0", "mtu", "1300"]);
-        assert.match(call("CHECK", config, { CNI_NETNS: ns.path }).stdout, /MTU 1300, expected 1400/);
-      } finally {
-        ns.delete();
-      }
+
+    for (const [how, file] of [
+      ["run by Node", () => plugin],
+      ["built native (tscni-build-plugin)", () => native!],
+    ] as const) {
+      const call = callOf(file);
+      describe(how, () => {
+        test("answers VERSION", () => {
+          const r = call("VERSION", { cniVersion: "1.0.0" });
+          assert.equal(r.code, 0, r.stderr);
+          assert.deepEqual(JSON.parse(r.stdout), { cniVersion: "1.1.0", supportedVersions: ["0.4.0", "1.0.0", "1.1.0"] });
+        });
+
+        test("gives a CNI error for a bad config, keys read as Go reads them", () => {
+          const r = call("ADD", { cniVersion: "1.0.0", name: "n", type: "mtu-chain", MTU: "big" }, { CNI_NETNS: "/run/netns/tscni-no-such-netns" });
+          assert.equal(r.code, 1);
+          assert.deepEqual(JSON.parse(r.stdout), { code: 7, msg: 'invalid "MTU": want an integer' });
+        });
+
+        test("ADD sets the MTU of the container's interface and passes the result on; CHECK agrees", { skip }, () => {
+          const ns = Netns.create(`tscni-guide-${runTag()}`);
+          try {
+            ns.exec("ip", ["link", "add", "eth0", "type", "veth", "peer", "name", "peer0"]);
+            const prevResult = {
+              cniVersion: "1.0.0",
+              interfaces: [{ name: "eth0", sandbox: ns.path }],
+              ips: [{ address: "10.9.0.2/24", interface: 0 }],
+            };
+            const config = { cniVersion: "1.0.0", name: "n", type: "mtu-chain", mtu: 1400, prevResult };
+            const added = call("ADD", config, { CNI_NETNS: ns.path });
+            assert.equal(added.code, 0, added.stdout + added.stderr);
+            assert.deepEqual(JSON.parse(added.stdout).ips, prevResult.ips);
+            assert.equal((ns.ipJson(["link", "show", "eth0"]) as Array<{ mtu: number }>)[0]!.mtu, 1400);
+            assert.equal(call("CHECK", config, { CNI_NETNS: ns.path }).code, 0);
+            ns.exec("ip", ["link", "set", "eth0", "mtu", "1300"]);
+            assert.match(call("CHECK", config, { CNI_NETNS: ns.path }).stdout, /MTU 1300, expected 1400/);
+          } finally {
+            ns.delete();
+          }
+        });
+      });
+    }
+
+    test("the native launcher without its program refuses every call, naming the program", () => {
+      const alone = path.join(dir, "alone");
+      run("mkdir", [alone]);
+      run("cp", [native!, alone]);
+      const r = callOf(() => path.join(alone, "mtu-chain"))("VERSION", { cniVersion: "1.0.0" });
+      assert.equal(r.code, 1);
+      assert.match(
+        JSON.parse(r.stdout).msg,
+        /^mtu-chain: this plugin is a launcher, and the program it runs is missing: .*\/alone\/mtu-chain-js \(no such file or directory\); install mtu-chain and mtu-chain-js together/,
+      );
     });
   });
 

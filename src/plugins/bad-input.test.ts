@@ -72,6 +72,7 @@ describe("generated hostile environments: the skel of every plugin", () => {
       let called = false;
       const stub = async () => {
         called = true;
+        return "{}"; // (an ADD must give a result)
       };
       const funcs = { add: stub, del: stub, check: stub, status: stub, gc: stub };
       await fc.assert(

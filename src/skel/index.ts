@@ -6,6 +6,7 @@
  */
 export {
   pluginMain,
+  pluginMainLoading,
   runPlugin,
   processIO,
   type CmdArgs,
@@ -17,5 +18,6 @@ export {
   type PluginIO,
   type CallStderr,
   type CheckedFuncs,
+  type LooseFuncs,
 } from "./skel.js";
 export { loadPluginConf, parsePrevResult, type LoadedConf } from "./conf.js";

@@ -38,7 +38,8 @@ class Dispatch {
   stdout = "";
   stderr = "";
   versionInfo: VersionInfo = pluginSupports("9.8.7", "10.0.0");
-  add = new FakeCmd();
+  /** (ADD must give a result: a JSON object, here as the string printed verbatim.) */
+  add = Object.assign(new FakeCmd(), { returns: "{}" as unknown });
   check = new FakeCmd();
   del = new FakeCmd();
   gc = new FakeCmd();
@@ -248,7 +249,7 @@ describe("ADD", () => {
     assertCniError(
       await d.run(),
       999,
-      `plugin error: the result is labelled cniVersion "0.2.0" but has "ips", which results of that version do not have`,
+      `plugin error: the result is labelled cniVersion "0.2.0" but has "ips", which results of that version do not have (a result takes: cniVersion, ip4, ip6, dns)`,
     );
     assert.equal(d.stdout, "");
     d.stdin = `{ "name": "skel-test", "cniVersion": "0.3.1" }`;
@@ -262,9 +263,8 @@ describe("ADD", () => {
     assert.equal(d.stdout, `{"some":"thing"}`);
   });
 
-  test("a missing handler is success without output", async () => {
-    const err = await runPlugin({}, d.versionInfo, "", d.io);
-    assert.equal(err, undefined);
+  test("a plugin without an add handler answers a CNI error naming it", async () => {
+    assertCniError(await runPlugin({}, d.versionInfo, "", d.io), 999, "plugin error: the plugin has no add handler: ADD is in every CNI version");
     assert.equal(d.stdout, "");
   });
 
@@ -616,7 +616,7 @@ describe("pluginMain", () => {
     const saved = process.exitCode;
     await pluginMain(d.funcs, d.versionInfo, "", d.io);
     assert.equal(process.exitCode, saved);
-    assert.equal(d.stdout, "");
+    assert.equal(d.stdout, "{}");
   });
 });
 
@@ -707,5 +707,86 @@ describe("loadPluginConf / parsePrevResult", () => {
       Buffer.from(`{"cniVersion":"0.3.1","name":"n","type":"t","prevResult":{"cniVersion":"1.1.0","ips":[{"address":"10.1.2.3/24"}]}}`),
     );
     assert.throws(() => parsePrevResult(conf), { code: 6 });
+  });
+});
+
+// The mistakes docs/plugin-author.md says skel catches at run time, as a JavaScript plugin (no compiler) makes them.
+describe("a plugin's mistakes, caught at run time", () => {
+  test("a result key its version does not have: code 999 naming the key and the keys of its place", async () => {
+    d.env["CNI_COMMAND"] = "ADD";
+    d.stdin = `{ "name": "skel-test", "cniVersion": "1.0.0" }`;
+    d.versionInfo = pluginSupports("1.0.0");
+    d.add.returns = { cniVersion: "1.0.0", ips: [{ address: "10.1.2.3/24", gatway: "10.1.2.1" }] };
+    assertCniError(
+      await d.run(),
+      999,
+      `plugin error: the result is labelled cniVersion "1.0.0" but ips[0] has "gatway", which results of that version do not have (ips[0] takes: interface, address, gateway)`,
+    );
+    assert.equal(d.stdout, "", "nothing printed but the error");
+  });
+
+  for (const [returns, what] of [
+    [undefined, "returned undefined"],
+    [null, "returned null"],
+    ["", `returned a string that is not a JSON object ("")`],
+    ["configured eth0", `returned a string that is not a JSON object ("configured eth0")`],
+    ["[]", `returned a string that is not a JSON object ("[]")`],
+    [42, "returned a number"],
+    [[], "returned an array"],
+  ] as const) {
+    test(`ADD whose handler ${what}: "ADD gave no result"`, async () => {
+      d.add.returns = returns;
+      assertCniError(await d.run(), 999, `plugin error: ADD gave no result: its handler ${what}; it must return the result`);
+      assert.equal(d.stdout, "");
+    });
+  }
+
+  test("DEL without a del handler, CHECK without a check handler: code 999 naming the verb", async () => {
+    d.stdin = `{ "name": "skel-test", "cniVersion": "1.0.0" }`;
+    d.versionInfo = pluginSupports("0.4.0", "1.0.0");
+    const addOnly = { add: d.add.fn };
+    d.env["CNI_COMMAND"] = "DEL";
+    assertCniError(
+      await runPlugin(addOnly, d.versionInfo, "", d.io),
+      999,
+      "plugin error: the plugin has no del handler: DEL is in every CNI version",
+    );
+    d.env["CNI_COMMAND"] = "CHECK";
+    assertCniError(
+      await runPlugin(addOnly, d.versionInfo, "", d.io),
+      999,
+      "plugin error: the plugin has no check handler: CHECK is in every version from 0.4.0 on, and this call's config is one of them",
+    );
+    assertCniError(
+      await runPlugin({ add: d.add.fn, check: "yes" } as unknown as PluginFuncs, d.versionInfo, "", d.io),
+      999,
+      "plugin error: the plugin has a check handler that is not a function (string): CHECK is in every version from 0.4.0 on, and this call's config is one of them",
+    );
+  });
+
+  test("STATUS and GC without a handler answer success: ready, and nothing to collect", async () => {
+    d.stdin = `{ "name": "skel-test", "cniVersion": "1.1.0" }`;
+    d.versionInfo = pluginSupports("1.1.0");
+    for (const command of ["STATUS", "GC"]) {
+      d.env["CNI_COMMAND"] = command;
+      assert.equal(await runPlugin({ add: d.add.fn, del: d.del.fn }, d.versionInfo, "", d.io), undefined, command);
+    }
+    assert.equal(d.stdout, "");
+  });
+
+  test("a bug (a TypeError): code 999 with its message; its stack on stderr under TSCNI_DEBUG=1", async () => {
+    const bug = (): never => (undefined as unknown as { subnet: { ip: string } }).subnet.ip as never;
+    const buggy = { add: () => bug() };
+    const err = await runPlugin(buggy, d.versionInfo, "", d.io);
+    assert.equal(err?.code, 999);
+    assert.match(err?.msg ?? "", /Cannot read properties of undefined \(reading 'subnet'\)/);
+    assert.equal(d.stderr, "", "no stack without TSCNI_DEBUG");
+    d.env["TSCNI_DEBUG"] = "1";
+    await runPlugin(buggy, d.versionInfo, "", d.io);
+    assert.match(d.stderr, /^TypeError: Cannot read properties of undefined \(reading 'subnet'\)\n\s+at bug /);
+    d.stderr = "";
+    d.add.throws = new CniError(7, "bad config");
+    await runPlugin(d.funcs, d.versionInfo, "", d.io);
+    assert.equal(d.stderr, "", "a CniError is the plugin's answer, not a bug: no stack");
   });
 });

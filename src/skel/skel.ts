@@ -61,7 +61,11 @@ export interface CallStderr {
  */
 export type Handler = (args: CmdArgs) => Promise<Result | string | void> | Result | string | void;
 
-/** A plugin's handlers, one per verb; a missing one answers success (as a nil handler in Go's skel). */
+/**
+ * A plugin's handlers, one per verb. ADD and DEL need one; CHECK needs one when the plugin declares 0.4.0 or later;
+ * a verb without one answers a CNI error naming it, except STATUS (ready) and GC (nothing to collect), which
+ * answer success: a runtime sends them to every plugin of a list.
+ */
 export interface PluginFuncs {
   add?: Handler;
   check?: Handler;
@@ -70,42 +74,141 @@ export interface PluginFuncs {
   gc?: Handler;
 }
 
-// Compile-time checks of what a plugin's handlers return. TypeScript does not check an arrow function's returned
-// object literal for excess keys against a contextual return type (so `add: () => ({ cniVersion: "1.0.0",
-// ips: [{ adress: "…" }] })` would type-check and print a result without an address). pluginMain takes its
-// handlers through `CheckedFuncs`, which compares each handler's inferred return type key by key with the result
-// shape of the version it names: a misspelled key, or a key of another version's shape (`ips` in a 0.2.0
-// result), becomes a type error naming the key. Types only: nothing here exists at run time.
-// src/skel/type-tests/ holds each mistake with the error it gets (checked by checked.test.ts).
+// Compile-time checks of a plugin's handlers (types only: nothing here exists at run time; src/skel/type-tests/
+// holds each mistake with the first lines of the error it gets under every compiler the tests run). pluginMain
+// takes its handlers as one generic `F`, inferred from what the author wrote, and intersects it with
+// `CheckedFuncs<F, V>`: a property that is fine there is `unknown` (so `F`'s own type stands), and a mistake is a
+// string literal type that says what is wrong. The compiler then reports "Type '…' is not assignable to type
+// '"ips[].gatway is not a key of a 1.0.0 result …"'", or "Property 'del' is missing … '{ del: "DEL is in every CNI
+// version …" }'", with the key, the verb or the version named in its first lines. TypeScript alone does not
+// check an arrow function's returned object literal for extra keys, nor a named function's inferred result.
 
-/** The result shape of a version. */
+/** The result shape of a version (never for a string that is not one). */
 type ResultOfVersion<V> = V extends Version100 ? Result100 : V extends Version040 ? Result040 : V extends Version020 ? Result020 : never;
 
 type Scalar = string | number | boolean | bigint | symbol | null | undefined | void;
 
-/** The message a key outside the result's shape gets (it appears in the compiler's error). */
-type NotAKeyOfThisResult = "is not a key of the result shape of this cniVersion";
+/** The keys of `S` as one string, "a, b, c" (their order is the compiler's). */
+type KeyList<S, Keys = keyof S & string> = [Keys] extends [never] ? "" : JoinKeys<Keys>;
+type LastOf<U> = (U extends unknown ? (x: () => U) => void : never) extends (x: infer L) => void ? (L extends () => infer R ? R : never) : never;
+type JoinKeys<U, Done extends string = ""> = [U] extends [never]
+  ? Done
+  : LastOf<U> extends infer K extends string
+    ? JoinKeys<Exclude<U, K>, Done extends "" ? K : `${K}, ${Done}`>
+    : Done;
 
-/** `T` with every key that `S` does not have, at any depth, typed as an error message. */
-type ExactShape<T, S> = T extends Scalar
-  ? T
+/**
+ * The first mistake of value type `T` against shape `S` at `Path`, as a message naming the key, or never: a key
+ * `S` does not have (misspelled, or another version's), or a key `S` requires that `T` lacks.
+ */
+type ShapeProblem<T, S, Path extends string, V extends string> = T extends Scalar
+  ? never
   : T extends readonly (infer E)[]
     ? NonNullable<S> extends readonly (infer SE)[]
-      ? readonly ExactShape<E, SE>[]
-      : T
-    : { [K in keyof T]: K extends keyof NonNullable<S> ? ExactShape<T[K], NonNullable<S>[K]> : NotAKeyOfThisResult };
+      ? ShapeProblem<E, SE, `${Path}[]`, V>
+      : never
+    : StrayKey<T, NonNullable<S>, Path, V> extends infer P extends string
+      ? [P] extends [never]
+        ? MissingKey<T, NonNullable<S>, Path, V> extends infer M extends string
+          ? [M] extends [never]
+            ? InnerProblem<T, NonNullable<S>, Path, V>
+            : M
+          : never
+        : P
+      : never;
 
-/** A handler's result checked against the shape of the version it names (strings and nothing pass as they are). */
-type CheckedResult<R> = R extends Scalar ? R : R extends { cniVersion: infer V } ? ExactShape<R, ResultOfVersion<V>> : R;
+type Dot<Path extends string, K extends string> = Path extends "" ? K : `${Path}.${K}`;
 
-type CheckedHandler<H> = H extends (args: CmdArgs) => infer R
-  ? (args: CmdArgs) => R extends PromiseLike<infer P> ? PromiseLike<CheckedResult<P>> : CheckedResult<R>
-  : H;
+type StrayKey<T, S, Path extends string, V extends string> = {
+  [K in keyof T & string]: K extends keyof S
+    ? never
+    : `${Dot<Path, K>} is not a key of a ${V} result (${Path extends "" ? "a result" : Path} takes: ${KeyList<S>})`;
+}[keyof T & string];
 
-/** Handlers as pluginMain checks them: each returns a result exact for its version; no verb outside PluginFuncs. */
-export type CheckedFuncs<F> = {
-  [K in keyof F]: K extends keyof PluginFuncs ? CheckedHandler<F[K]> : "is not a verb: want add, check, del, status or gc";
-};
+type RequiredKeys<S> = { [K in keyof S]-?: Partial<Pick<S, K>> extends Pick<S, K> ? never : K }[keyof S] & string;
+
+type MissingKey<T, S, Path extends string, V extends string> = {
+  [K in RequiredKeys<S>]: K extends keyof T ? never : `${Dot<Path, K>} is missing: a ${V} result requires it`;
+}[RequiredKeys<S>];
+
+type InnerProblem<T, S, Path extends string, V extends string> = {
+  [K in keyof T & keyof S & string]: ShapeProblem<T[K], S[K], Dot<Path, K>, V>;
+}[keyof T & keyof S & string];
+
+/** What is wrong with what a handler returns (never when it is fine): nothing at all from add, or a result's mistake. */
+type ResultProblem<R, Verb extends string> = [R] extends [never]
+  ? never // it always throws
+  : [R] extends [void | undefined | null]
+    ? Verb extends "add"
+      ? "add returns nothing: ADD must return a result (the previous one, passed on, for a chained plugin)"
+      : never
+    : EachResultProblem<R>;
+
+/** What is wrong with one result (a member of what a handler returns). */
+type EachResultProblem<R> = R extends Scalar
+  ? never
+  : R extends { readonly cniVersion: infer V extends string }
+    ? string extends V
+      ? // A version known only at run time (a named function's literal, the config's version): the shape must be
+        // one some version has; skel checks it against the label at run time.
+        [
+          ShapeProblem<R, Result100, "", "1.x">,
+          ShapeProblem<R, Result040, "", "0.3.x/0.4.0">,
+          ShapeProblem<R, Result020, "", "0.1.0/0.2.0">,
+        ] extends [infer A, infer B, infer C]
+        ? [A] extends [never]
+          ? never
+          : [B] extends [never]
+            ? never
+            : [C] extends [never]
+              ? never
+              : A
+        : never
+      : [ResultOfVersion<V>] extends [never]
+        ? V extends ""
+          ? never
+          : `cniVersion '${V}' is not a CNI version: want one of ${JoinKeys<Exclude<Version100 | Version040 | Version020, "">>}`
+        : ShapeProblem<R, ResultOfVersion<V>, "", V>
+    : "the result has no cniVersion: label it with the version whose shape it has (skel prints it in the config's version)";
+
+/** A handler's problem: what its (awaited) result has wrong, as a message, or never. */
+type HandlerProblem<H, Verb extends string> = H extends undefined
+  ? never
+  : H extends (...args: never[]) => infer R
+    ? ResultProblem<Awaited<R>, Verb>
+    : `${Verb} is not a function`;
+
+/** The handlers a plugin declaring versions `V` must have, each missing one with the reason as its type. */
+type RequiredVerbs<F, V extends string> = ("add" extends keyof F ? unknown : { add: "ADD is in every CNI version: a plugin needs an add handler" }) &
+  ("del" extends keyof F ? unknown : { del: "DEL is in every CNI version: a plugin needs a del handler (one with nothing to undo returns)" }) &
+  ("check" extends keyof F
+    ? unknown
+    : [V & ("0.4.0" | "1.0.0" | "1.1.0")] extends [never]
+      ? string extends V
+        ? { check: "CHECK is in 0.4.0 on: a plugin needs a check handler" }
+        : unknown
+      : { check: `CHECK is in 0.4.0 on, and this plugin declares ${JoinKeys<V & ("0.4.0" | "1.0.0" | "1.1.0")>}: it needs a check handler` });
+
+/** The verbs a plugin can handle. */
+type Verb = keyof PluginFuncs;
+
+/** What pluginMain infers a plugin's handlers as before it checks them: any value per verb, the verbs' args typed. */
+export type LooseFuncs = { [K in Verb]?: (args: CmdArgs) => LooseReturn };
+type LooseResult = { readonly cniVersion: Version100 | Version040 | Version020 | (string & {}) };
+type LooseReturn = LooseResult | string | void | undefined | PromiseLike<LooseResult | string | void | undefined>;
+
+/**
+ * Handlers as pluginMain checks them: `unknown` where `F` is right, a message type where it is not (a verb that is
+ * not one, a result with a key its version does not have or without one it requires, a version that is not one,
+ * an ADD returning nothing, a handler that the declared versions `V` require and `F` lacks).
+ */
+export type CheckedFuncs<F, V extends string = string> = {
+  [K in keyof F]: K extends Verb
+    ? [HandlerProblem<F[K], K>] extends [never]
+      ? unknown
+      : HandlerProblem<F[K], K>
+    : `${K & string} is not a verb: want add, check, del, status or gc`;
+} & RequiredVerbs<F, V>;
 
 /**
  * What a plugin module exports as `plugin`: its handlers and how it reads its config. Its versions and about text
@@ -298,33 +401,73 @@ export async function runPlugin(
     }
     // A plugin given as its loader is loaded only now: a call refused above never pays for the plugin's code.
     const handler = (typeof funcs === "function" ? await phase("load", "the plugin's code", funcs) : funcs)[handlerName];
-    if (handler) {
-      const args: CmdArgs = {
-        containerID: values.CNI_CONTAINERID,
-        netns: values.CNI_NETNS,
-        ifName: values.CNI_IFNAME,
-        args: values.CNI_ARGS,
-        path: values.CNI_PATH,
-        netnsOverride: values.CNI_NETNS_OVERRIDE,
-        stdinData: asBuffer(stdin),
-        env: io.env,
-        stderr: { write: (chunk: string | Uint8Array) => (io.writeStderr(typeof chunk === "string" ? chunk : Buffer.from(chunk).toString()), true) },
-      };
-      const output = await handler(args);
-      if (typeof output === "string") io.writeStdout(output);
-      else if (output) {
-        const { printResult, resultShapeMismatch } = await import("#spec/result/index.js");
-        const mismatch = resultShapeMismatch(output);
-        if (mismatch) throw pluginError(mismatch);
-        io.writeStdout(printResult(output, configVersion));
-      }
+    if (typeof handler !== "function") {
+      if (command === "STATUS" || command === "GC") return undefined; // ready; nothing to collect
+      throw missingHandler(command, handlerName, handler);
+    }
+    const args: CmdArgs = {
+      containerID: values.CNI_CONTAINERID,
+      netns: values.CNI_NETNS,
+      ifName: values.CNI_IFNAME,
+      args: values.CNI_ARGS,
+      path: values.CNI_PATH,
+      netnsOverride: values.CNI_NETNS_OVERRIDE,
+      stdinData: asBuffer(stdin),
+      env: io.env,
+      stderr: { write: (chunk: string | Uint8Array) => (io.writeStderr(typeof chunk === "string" ? chunk : Buffer.from(chunk).toString()), true) },
+    };
+    const output: unknown = await handler(args);
+    if (command === "ADD") checkAddOutput(output);
+    if (typeof output === "string") io.writeStdout(output);
+    else if (typeof output === "object" && output !== null) {
+      const { printResult, resultShapeMismatch } = await import("#spec/result/index.js");
+      const mismatch = resultShapeMismatch(output as Result);
+      if (mismatch) throw pluginError(mismatch);
+      io.writeStdout(printResult(output as Result, configVersion));
     }
     return undefined;
   } catch (e) {
     const error = withPermissionHint(CniError.from(e), e);
     logTracedError(io, error, typeof pluginType === "string" ? pluginType : "");
+    if (!(e instanceof CniError) && io.env["TSCNI_DEBUG"] === "1") io.writeStderr(`${stackOf(e)}\n`);
     return error;
   }
+}
+
+/**
+ * The error of a verb whose handler the plugin lacks (a plugin's bug: code 999, as Go's skel gives any plain
+ * error of a plugin; the codes below 100 tell the runtime that its own input was wrong, and it was not).
+ */
+function missingHandler(command: string, name: string, found: unknown): CniError {
+  const what = found === undefined ? `has no ${name} handler` : `has a ${name} handler that is not a function (${typeof found})`;
+  const why =
+    command === "CHECK" ? "CHECK is in every version from 0.4.0 on, and this call's config is one of them" : `${command} is in every CNI version`;
+  return pluginError(`the plugin ${what}: ${why}`);
+}
+
+/**
+ * What an ADD handler returned must be a result: an object, or a string holding a JSON object (printed as it
+ * is). Anything else would leave the runtime an empty or unreadable stdout, and a failure far from its cause.
+ */
+function checkAddOutput(output: unknown): void {
+  let what: string | undefined;
+  if (output === undefined || output === null) what = `returned ${String(output)}`;
+  else if (typeof output === "string") {
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(output);
+    } catch {
+      parsed = undefined;
+    }
+    if (!isJsonObject(parsed)) what = `returned a string that is not a JSON object (${JSON.stringify(output.slice(0, 40))})`;
+  } else if (typeof output !== "object" || Array.isArray(output)) what = `returned ${Array.isArray(output) ? "an array" : `a ${typeof output}`}`;
+  if (what) throw pluginError(`ADD gave no result: its handler ${what}; it must return the result`);
+}
+
+/** A thrown value's stack (its text when it has none), for TSCNI_DEBUG=1's stderr. */
+function stackOf(e: unknown): string {
+  const stack = e instanceof Error ? e.stack : undefined;
+  return stack ?? `thrown: ${String(e)}`;
 }
 
 /** CAP_NET_ADMIN's bit in /proc/<pid>/status's CapEff. */
@@ -389,18 +532,32 @@ export function processIO(opts: { stdinInMemoryFile?: boolean } = {}): PluginIO 
 
 /**
  * A plugin's main: run, print any error as CNI JSON on stdout, and set the exit code (1 on error).
- * Resolves when output is flushed; it does not call process.exit, so pending writes complete. `funcs` may be a
- * loader of the handlers, called only once the call has passed the checks every call must (see runPlugin).
+ * Resolves when output is flushed; it does not call process.exit, so pending writes complete. The compiler checks
+ * the handlers against the versions `info` declares (see CheckedFuncs); skel checks the same at run time.
  */
-export async function pluginMain<F extends PluginFuncs>(funcs: F & CheckedFuncs<F>, info: VersionInfo, about: string, io?: PluginIO): Promise<void>;
-export async function pluginMain(funcs: () => Promise<PluginFuncs>, info: VersionInfo, about: string, io?: PluginIO): Promise<void>;
-export async function pluginMain(
-  funcs: PluginFuncs | (() => Promise<PluginFuncs>),
+export async function pluginMain<const F extends LooseFuncs, const V extends string>(
+  funcs: F & CheckedFuncs<F, NoInfer<V>>,
+  info: VersionInfo<V>,
+  about: string,
+  io: PluginIO = processIO(),
+): Promise<void> {
+  await finishCall(await runPlugin(funcs as PluginFuncs, info, about, io), io);
+}
+
+/**
+ * pluginMain for a plugin given as the loader of its handlers (tscni's own programs): the loader is called only
+ * once the call has passed the checks every call must (see runPlugin). Unchecked by the compiler.
+ */
+export async function pluginMainLoading(
+  load: () => Promise<PluginFuncs>,
   info: VersionInfo,
   about: string,
   io: PluginIO = processIO(),
 ): Promise<void> {
-  const err = await runPlugin(funcs, info, about, io);
+  await finishCall(await runPlugin(load, info, about, io), io);
+}
+
+async function finishCall(err: CniError | undefined, io: PluginIO): Promise<void> {
   if (err) {
     io.writeStdout(err.print());
     process.exitCode = 1;

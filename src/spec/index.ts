@@ -32,6 +32,8 @@ export {
   CURRENT_VERSION,
   LEGACY_VERSIONS,
   versionsStartingFrom,
+  type SpecVersion,
+  type VersionsFrom,
   parseVersion,
   compareVersions,
   versionGreaterThan,

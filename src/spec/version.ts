@@ -9,7 +9,7 @@ import { getString, getStringList } from "#go-json/go-decode.js";
 
 import { CURRENT_VERSION, LEGACY_VERSIONS } from "./versions.js";
 
-export { ALL_VERSIONS, CURRENT_VERSION, LEGACY_VERSIONS, versionsStartingFrom } from "./versions.js";
+export { ALL_VERSIONS, CURRENT_VERSION, LEGACY_VERSIONS, versionsStartingFrom, type SpecVersion, type VersionsFrom } from "./versions.js";
 
 /** A version's numeric parts. */
 export interface ParsedVersion {
@@ -51,16 +51,19 @@ export const versionGreaterThanOrEqualTo = (a: string, b: string): boolean => co
 /** Whether version `a` is newer than `b`. */
 export const versionGreaterThan = (a: string, b: string): boolean => compareVersions(a, b) > 0;
 
-/** What a plugin says in answer to VERSION. */
-export class VersionInfo {
-  readonly supportedVersions: readonly string[];
-  constructor(supportedVersions: readonly string[]) {
+/**
+ * What a plugin says in answer to VERSION. `V` is the versions it declares, as the compiler knows them
+ * (`new VersionInfo(["1.0.0"])` is a `VersionInfo<"1.0.0">`): pluginMain requires the handlers they imply.
+ */
+export class VersionInfo<const V extends string = string> {
+  readonly supportedVersions: readonly V[];
+  constructor(supportedVersions: readonly V[]) {
     if (supportedVersions.length === 0) throw new Error("a plugin must support at least one CNI version");
     this.supportedVersions = [...supportedVersions];
   }
   /** Whether the plugin speaks `version`. */
   supports(version: string): boolean {
-    return this.supportedVersions.includes(version);
+    return (this.supportedVersions as readonly string[]).includes(version);
   }
   /** The VERSION answer's JSON. */
   toJSON(): { cniVersion: string; supportedVersions: string[] } {
@@ -73,7 +76,7 @@ export class VersionInfo {
 }
 
 /** The VersionInfo of a plugin that speaks `versions`. */
-export const pluginSupports = (...versions: string[]): VersionInfo => new VersionInfo(versions);
+export const pluginSupports = <const V extends string>(...versions: V[]): VersionInfo<V> => new VersionInfo(versions);
 
 /**
  * Parses JSON that Go decodes into a struct: `null` is an empty object, any other non-object is Go's

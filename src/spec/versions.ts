@@ -12,8 +12,21 @@ export const LEGACY_VERSIONS = ["0.1.0", "0.2.0"] as const;
 /** The newest spec version this implementation speaks (the `cniVersion` of a VERSION answer). */
 export const CURRENT_VERSION = "1.1.0";
 
+/** A spec version. */
+export type SpecVersion = (typeof ALL_VERSIONS)[number];
+
+/** The versions from `V` on, as a type (all of them for a `string`, none for an unknown version). */
+export type VersionsFrom<V extends string, List extends readonly string[] = typeof ALL_VERSIONS> = List extends readonly [
+  infer First extends string,
+  ...infer Rest extends readonly string[],
+]
+  ? First extends V
+    ? List[number]
+    : VersionsFrom<V, Rest>
+  : never;
+
 /** The versions from `version` on (empty when it is not a known version). */
-export function versionsStartingFrom(version: string): string[] {
+export function versionsStartingFrom<const V extends string>(version: V): VersionsFrom<V>[] {
   const i = (ALL_VERSIONS as readonly string[]).indexOf(version);
-  return i < 0 ? [] : ALL_VERSIONS.slice(i);
+  return (i < 0 ? [] : ALL_VERSIONS.slice(i)) as VersionsFrom<V>[];
 }

@@ -1,5 +1,5 @@
 import { pluginMain } from "../index.js";
 import { VersionInfo } from "#spec/index.js";
 
-// expect: is not a verb: want add, check, del, status or gc
-await pluginMain({ add: async () => {}, chek: async () => {} }, new VersionInfo(["1.0.0"]), "");
+// expect: chek is not a verb
+await pluginMain({ add: async () => "{}", del: () => {}, chek: async () => {} }, new VersionInfo(["0.3.1"]), "");

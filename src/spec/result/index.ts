@@ -4,7 +4,7 @@
  * @module
  */
 import { goQuote, isJsonObject, jsonKindName, marshalJson, parseJson, type JsonObject } from "#go-json/json.js";
-import { decodeConfigVersion } from "../version.js";
+import { ALL_VERSIONS, decodeConfigVersion } from "../version.js";
 import { convertResult, familyOf, type Result, type ResultFamily } from "./convert.js";
 import { DecodeError, getString } from "#go-json/go-decode.js";
 import { decode020, encode020, IMPLEMENTED_020, VERSIONS_020, type Result020 } from "./types020.js";
@@ -81,24 +81,72 @@ export function marshalResult(result: Result, pretty = false): string {
   return marshalJson(resultToJson(result), { sortKeys: family === "100", indent: pretty ? "    " : "" });
 }
 
-const SHAPE_KEYS: Record<ResultFamily, readonly string[]> = {
-  "020": ["cniVersion", "ip4", "ip6", "dns"],
-  "040": ["cniVersion", "interfaces", "ips", "routes", "dns"],
-  "100": ["cniVersion", "interfaces", "ips", "routes", "dns"],
+/** The keys a result's object may have at one place, each with what its value holds (a list: its entries). */
+interface Shape {
+  readonly [key: string]: Shape | null;
+}
+const ROUTE: Shape = { dst: null, gw: null, mtu: null, advmss: null, priority: null, table: null, scope: null };
+const DNS_KEYS: Shape = { nameservers: null, domain: null, search: null, options: null };
+const IP_020: Shape = { ip: null, gateway: null, routes: ROUTE };
+const SHAPES: Record<ResultFamily, Shape> = {
+  "020": { cniVersion: null, ip4: IP_020, ip6: IP_020, dns: DNS_KEYS },
+  "040": {
+    cniVersion: null,
+    interfaces: { name: null, mac: null, sandbox: null },
+    ips: { version: null, interface: null, address: null, gateway: null },
+    routes: ROUTE,
+    dns: DNS_KEYS,
+  },
+  "100": {
+    cniVersion: null,
+    interfaces: { name: null, mac: null, mtu: null, sandbox: null, socketPath: null, pciID: null },
+    ips: { interface: null, address: null, gateway: null },
+    routes: ROUTE,
+    dns: DNS_KEYS,
+  },
 };
 
+/** The first key of `value`, at any depth, that `shape` does not have: where it is, the key, the keys there. */
+function strayKey(value: unknown, shape: Shape, where: string): { where: string; key: string; keys: string[] } | undefined {
+  if (Array.isArray(value)) {
+    for (const [i, entry] of value.entries()) {
+      const found = strayKey(entry, shape, `${where}[${i}]`);
+      if (found) return found;
+    }
+    return undefined;
+  }
+  if (typeof value !== "object" || value === null) return undefined;
+  for (const [key, inner] of Object.entries(value)) {
+    if (!Object.hasOwn(shape, key)) return { where, key, keys: Object.keys(shape) };
+    const innerShape = shape[key];
+    if (innerShape) {
+      const found = strayKey(inner, innerShape, where === "" ? key : `${where}.${key}`);
+      if (found) return found;
+    }
+  }
+  return undefined;
+}
+
 /**
- * Why a result a plugin built does not have the shape of the version it is labelled with (a top-level key of
- * another version's results, an IP without or with `version` where that version wants the other), or undefined.
- * Printing such a result would silently lose data (1.x keys under 0.2.0) or be invalid (a 0.3.x IP without
- * `version`), so skel reports it as the plugin's error instead.
+ * Why a result a plugin built does not have the shape of the version it is labelled with (a key, at any depth,
+ * that results of that version do not have, such as a misspelled one or one of another version's shape; an IP
+ * without or with `version` where that version wants the other), or undefined. Printing such a result would
+ * silently lose data (a misspelled `gatway`, 1.x keys under 0.2.0) or be invalid (a 0.3.x IP without `version`),
+ * so skel reports it as the plugin's error instead. The message names the key and the keys its place takes.
  */
 export function resultShapeMismatch(result: Result): string | undefined {
   const family = familyOf(result.cniVersion);
-  if (!family) return undefined; // convertResult names an unknown version
+  if (!family) {
+    const want = `want one of ${ALL_VERSIONS.join(", ")}`;
+    if (typeof result.cniVersion !== "string") return `the result has no cniVersion (${want})`;
+    return `the result is labelled cniVersion ${goQuote(result.cniVersion)}, which is not a CNI version (${want})`;
+  }
   const label = `the result is labelled cniVersion ${goQuote(result.cniVersion)}`;
-  const stray = Object.keys(result).find((k) => !SHAPE_KEYS[family].includes(k));
-  if (stray !== undefined) return `${label} but has ${goQuote(stray)}, which results of that version do not have`;
+  const stray = strayKey(result, SHAPES[family], "");
+  if (stray) {
+    const where = stray.where === "" ? "" : ` ${stray.where}`;
+    return `${label} but${where} has ${goQuote(stray.key)}, which results of that version do not have (${stray.where || "a result"} takes: ${stray.keys.join(", ")})`;
+  }
   if (family === "040" && (result as Result040).ips?.some((ip) => !("version" in ip))) return `${label} but has an IP without "version"`;
   if (family === "100" && (result as Result100).ips?.some((ip) => "version" in ip))
     return `${label} but has an IP with "version" (1.x results have none)`;

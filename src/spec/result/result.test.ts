@@ -650,19 +650,46 @@ describe("convertResult / getResultAsVersion (checklist 2.3)", () => {
     to.dns!.search!.push("x");
     assert.deepEqual(from, result040("0.4.0"));
   });
-  test("resultShapeMismatch names a key of another version's shape, or an IP's version where it does not belong", () => {
+  test("resultShapeMismatch names a key, at any depth, that its version's results do not have, and the keys there", () => {
     for (const r of [result020("0.2.0"), result040("0.3.0"), result040("0.4.0"), result100("1.0.0"), result100("1.1.0")]) {
       assert.equal(resultShapeMismatch(r), undefined);
     }
+    const mismatch = (r: unknown) => resultShapeMismatch(r as Result);
     assert.equal(
-      resultShapeMismatch({ ...result100("1.0.0"), ip4: { ip: "10.0.0.2/24" } } as unknown as Result),
-      `the result is labelled cniVersion "1.0.0" but has "ip4", which results of that version do not have`,
+      mismatch({ ...result100("1.0.0"), ip4: { ip: "10.0.0.2/24" } }),
+      `the result is labelled cniVersion "1.0.0" but has "ip4", which results of that version do not have (a result takes: cniVersion, interfaces, ips, routes, dns)`,
     );
     assert.equal(
-      resultShapeMismatch({ cniVersion: "1.1.0", ips: [{ version: "4", address: "10.0.0.2/24" }] } as unknown as Result),
-      `the result is labelled cniVersion "1.1.0" but has an IP with "version" (1.x results have none)`,
+      mismatch({ cniVersion: "1.1.0", ips: [{ address: "10.0.0.2/24" }, { address: "10.0.0.3/24", gatway: "10.0.0.1" }] }),
+      `the result is labelled cniVersion "1.1.0" but ips[1] has "gatway", which results of that version do not have (ips[1] takes: interface, address, gateway)`,
     );
-    assert.equal(resultShapeMismatch({ cniVersion: "9.9.9" } as unknown as Result), undefined);
+    assert.equal(
+      mismatch({ cniVersion: "1.1.0", ips: [{ version: "4", address: "10.0.0.2/24" }] }),
+      `the result is labelled cniVersion "1.1.0" but ips[0] has "version", which results of that version do not have (ips[0] takes: interface, address, gateway)`,
+    );
+    assert.equal(
+      mismatch({ cniVersion: "0.4.0", interfaces: [{ name: "eth0", mtu: 1500 }] }),
+      `the result is labelled cniVersion "0.4.0" but interfaces[0] has "mtu", which results of that version do not have (interfaces[0] takes: name, mac, sandbox)`,
+    );
+    assert.match(
+      mismatch({ cniVersion: "0.2.0", ip4: { ip: "10.0.0.2/24", routes: [{ dst: "0.0.0.0/0", gateway: "x" }] } }) ?? "",
+      /ip4\.routes\[0\] has "gateway"/,
+    );
+    assert.match(
+      mismatch({ cniVersion: "1.0.0", dns: { nameserver: [] } }) ?? "",
+      /dns has "nameserver".*\(dns takes: nameservers, domain, search, options\)/,
+    );
+    assert.equal(
+      mismatch({ cniVersion: "0.3.1", ips: [{ address: "10.0.0.2/24" }] }),
+      `the result is labelled cniVersion "0.3.1" but has an IP without "version"`,
+    );
+    assert.equal(
+      mismatch({ cniVersion: "1.0" }),
+      `the result is labelled cniVersion "1.0", which is not a CNI version (want one of 0.1.0, 0.2.0, 0.3.0, 0.3.1, 0.4.0, 1.0.0, 1.1.0)`,
+    );
+    assert.match(mismatch({ ips: [] }) ?? "", /^the result has no cniVersion \(want one of 0\.1\.0, /);
+    assert.equal(mismatch({ cniVersion: "", ip4: { ip: "10.0.0.2/24" } }), undefined, "a version-less result has the 0.2.0 shape");
+    assert.match(mismatch({ cniVersion: "", ips: [] }) ?? "", /labelled cniVersion "" but has "ips"/);
   });
   test("every registered pair converts the canonical data", () => {
     const all = ["0.1.0", "0.2.0", "0.3.0", "0.3.1", "0.4.0", "1.0.0", "1.1.0"];

@@ -16,6 +16,15 @@ export type { NoopDebug } from "./noop-debug.js";
 
 export const NOOP_DEFAULT_VERSIONS = ["0.-42.0", ...ALL_VERSIONS];
 
+function isJsonObjectText(text: string): boolean {
+  try {
+    const parsed: unknown = JSON.parse(text);
+    return typeof parsed === "object" && parsed !== null && !Array.isArray(parsed);
+  } catch {
+    return false;
+  }
+}
+
 function debugFileFromArgs(cniArgs: string): string | undefined {
   if (!cniArgs) return undefined;
   for (const pair of cniArgs.split(";")) {
@@ -27,7 +36,7 @@ function debugFileFromArgs(cniArgs: string): string | undefined {
 }
 
 function handle(command: string) {
-  return (args: CmdArgs): string | void => {
+  return (args: CmdArgs): string | void | Promise<never> => {
     const { conf, raw } = loadPluginConf(args.stdinData);
     const file = debugFileFromArgs(args.args) ?? (typeof raw["debugFile"] === "string" ? raw["debugFile"] : undefined);
     if (!file) {
@@ -63,9 +72,11 @@ function handle(command: string) {
       }
       output = marshalResult(getResultAsVersion(result, conf.cniVersion || "0.1.0"));
     }
-    if (debug.ExitWithCode) {
-      process.stdout.write(output, () => process.exit(debug.ExitWithCode));
-      return;
+    // Go's noop prints what it is told, as it is: an exit code of its own, or an ADD answer that skel would refuse
+    // as no result (nothing, or text that is not JSON), is written here and the process ends, skel never seeing it.
+    if (debug.ExitWithCode || (command === "ADD" && !isJsonObjectText(output))) {
+      process.stdout.write(output, () => process.exit(debug.ExitWithCode ?? 0));
+      return new Promise<never>(() => {});
     }
     return output;
   };
