@@ -941,6 +941,29 @@ describe("a plugin list", PARALLEL, () => {
       for (const e of entries.slice(3)) assert.deepEqual(e.stdin["prevResult"], parse(IP_RESULT_110));
       assert.equal("prevResult" in entries[0]!.stdin, false, "the first ADD has no prevResult");
     });
+
+    test("DEL's first plugin (the list's last) gets the cached final result, not an earlier plugin's (spec PR #1156)", async () => {
+      const { cni, rt } = setup();
+      const dir = tempDir();
+      const log = path.join(dir, "log.json");
+      const resultOf = (n: number) => `{"cniVersion": "1.1.0", "ips":[{"address": "10.1.2.${n + 1}/24"}]}`;
+      const plugin = (n: number) => {
+        const debugFile = path.join(dir, `debug-${n}.json`);
+        writeDebug(debugFile, { ReportResult: resultOf(n) });
+        return `{"type":"noop","n":${n},"debugFile":${JSON.stringify(debugFile)},"commandLog":${JSON.stringify(log)}}`;
+      };
+      const chain = parseConfList(`{"name":"final","cniVersion":"1.1.0","plugins":[${plugin(0)},${plugin(1)},${plugin(2)}]}`);
+      assert.deepEqual(parse(marshalResult(await cni.addNetworkList(chain, rt))), parse(resultOf(2)));
+      await cni.delNetworkList(chain, rt);
+      const dels = readCommandLog(log)
+        .filter((e) => e.Command === "DEL")
+        .map((e) => JSON.parse(stdinOf(e.CmdArgs)) as Record<string, unknown>);
+      assert.deepEqual(
+        dels.map((s) => s["n"]),
+        [2, 1, 0],
+      );
+      for (const s of dels) assert.deepEqual(s["prevResult"], parse(resultOf(2)), `DEL of plugin ${s["n"] as number}`);
+    });
   });
 
   describe("validateNetworkList", () => {
