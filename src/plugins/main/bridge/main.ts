@@ -3,12 +3,12 @@
  * the bridge the gateway, masquerade, isolate ports, check MAC spoofing and tag VLANs.
  * @module
  */
-import { failure } from "#spec/errors.js";
+import { failure, pluginNotAvailable } from "#spec/errors.js";
 import { ipFamily, networkOf, parseCIDR } from "#ip/ip.js";
 import { nextIP } from "#ip/ip-math.js";
 import { isDNSEmpty, type Result100, type Route } from "#spec/result/index.js";
 import { CURRENT_VERSION } from "#spec/version.js";
-import { ensureBridge, ensureGatewayAddresses, readHostLinks, waitPortUp, type BridgeState } from "./bridge-link.js";
+import { bridgePortRefusal, ensureBridge, ensureGatewayAddresses, readHostLinks, waitPortUp, type BridgeState } from "./bridge-link.js";
 import { setPortVlans } from "#net/bridge-vlans.js";
 import { configureInterface, enableForwarding, setupVeth } from "#net/iface.js";
 import { gcIPMasq, setupIPMasq, teardownIPMasq, type IPMasqTarget } from "#net/ipmasq.js";
@@ -219,8 +219,11 @@ async function check(args: CmdArgs): Promise<void> {
   await checkRoutes(ns, prev);
 }
 
+/** STATUS: code 50 when the bridge exists and cannot take a port (not a bridge, or full); then IPAM's. */
 async function status(args: CmdArgs): Promise<void> {
   const n = loadBridgeConf(args.stdinData, "");
+  const refusal = await bridgePortRefusal(n.bridge);
+  if (refusal) throw pluginNotAvailable(`bridge: an ADD cannot attach to "${n.bridge}": ${refusal}`);
   if (ipamType(n.conf)) await ipamStatus(n.conf, args);
 }
 
