@@ -221,6 +221,54 @@ if (!containerdSkip) {
   );
 }
 
+// STATUS polling: CRI-O asks STATUS of the default network every 5 s (containerd 2 polls too), all day long.
+const STATUS_POLL = "STATUS poll of the default chain";
+const POLLS_PER_DAY = 86400 / 5;
+
+/** CPU ms from /proc stat fields after the command name: utime, stime (own) and cutime, cstime (waited-for children). */
+function cpuTicks(pid, { own = true } = {}) {
+  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+  const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  return (own ? Number(f[11]) + Number(f[12]) : 0) + Number(f[13]) + Number(f[14]);
+}
+
+/**
+ * The CPU a node spends on STATUS polls of the default chain (at 1.1.0, as runtimes send it): every plugin of the
+ * list asked in order, as libcni's getStatusNetworkList does, `polls` times per implementation; user+sys of every
+ * process involved: the plugin processes (our children, waited for, with theirs: delegated IPAM, tools) and, in the
+ * default install, the server's own (and its children's) CPU in the same span. Go's Debian 1.1.1 plugins predate
+ * STATUS (each answers an error: the cost of starting and answering); Go's current bridge also execs its IPAM for
+ * STATUS, so one host-local call is added to Go's poll.
+ */
+function statusPoll(polls, serverPid) {
+  const hz = Number(spawnSync("getconf", ["CLK_TCK"], { encoding: "utf8" }).stdout) || 100;
+  const conf = defaultNetworkConfList({ stateDir: path.join(scratch, "status-poll") });
+  const confs = conf.plugins.map((p) => JSON.stringify({ ...p, name: "bench-status", cniVersion: "1.1.0" }));
+  const types = conf.plugins.map((p) => p.type);
+  const out = {};
+  for (const impl of IMPLS) {
+    // (Go's bridge hands IPAM its own config, as ipam.ExecStatus does.)
+    const calls = [...types.map((t, i) => [t, confs[i]]), ...(impl === "go" ? [["host-local", confs[0]]] : [])];
+    const env = { PATH: process.env.PATH, ...implEnv(impl), CNI_COMMAND: "STATUS", CNI_PATH: BIN_DIRS[impl] };
+    const ask = () => {
+      for (const [type, stdin] of calls) {
+        const r = spawnSync(path.join(BIN_DIRS[impl], type), [], { input: stdin, env, encoding: "utf8" });
+        if (impl !== "go" && r.status !== 0) throw new Error(`${type} STATUS failed: ${r.stdout}${r.stderr}`);
+      }
+    };
+    ask(); // warm-up
+    const server = impl === "resident" ? serverPid : undefined;
+    const before = cpuTicks("self", { own: false }) + (server ? cpuTicks(server) : 0);
+    const t0 = process.hrtime.bigint();
+    for (let i = 0; i < polls; i++) ask();
+    const wallMs = Number(process.hrtime.bigint() - t0) / 1e6 / polls;
+    const after = cpuTicks("self", { own: false }) + (server ? cpuTicks(server) : 0);
+    const cpuMs = ((after - before) * 1000) / hz / polls;
+    out[impl] = { cpuMs, wallMs, cpuSecondsPerDay: (cpuMs * POLLS_PER_DAY) / 1000 };
+  }
+  return { polls, chain: types, calls: out, loadavg: os.loadavg() };
+}
+
 /** Peak RSS (KiB) of one bridge ADD with host-local: the process the caller starts (GNU time %M). */
 function peakRss(impl) {
   const binDir = BIN_DIRS[impl];
@@ -537,6 +585,14 @@ async function measure(server) {
     rss = Object.fromEntries(IMPLS.map((i) => [i, peakRss(i)]));
     console.log(`peak RSS bridge ADD: ${IMPLS.map((i) => `${i} ${rss[i]} KiB`).join(", ")}`);
   }
+  let statusPolls;
+  if (selected(STATUS_POLL)) {
+    statusPolls = statusPoll(ROUNDS * 10, server?.pid);
+    for (const [impl, c] of Object.entries(statusPolls.calls))
+      console.log(
+        `${STATUS_POLL} (${impl}): ${c.cpuMs.toFixed(1)} ms CPU and ${c.wallMs.toFixed(1)} ms wall per poll, ${c.cpuSecondsPerDay.toFixed(0)} CPU s per day at one poll every 5 s`,
+      );
+  }
   let cold;
   if (selected("cold start")) {
     cold = coldStart();
@@ -615,7 +671,7 @@ async function measure(server) {
     });
     console.log(`traced podman containers: ${trace.default.length} through the server, ${trace.exec.length} in exec mode`);
   }
-  return { rows, rss, cold, growth, podman, containerd, pods, cluster, harness, idle, trace, thirdParty };
+  return { rows, rss, cold, growth, podman, containerd, pods, cluster, harness, idle, trace, thirdParty, statusPolls };
 }
 
 /**
@@ -675,7 +731,7 @@ function podsTable(pods) {
   ];
 }
 
-function report({ rows, rss, cold, growth, podman, containerd, pods = [], cluster = [], harness, idle, trace, thirdParty }) {
+function report({ rows, rss, cold, growth, podman, containerd, pods = [], cluster = [], harness, idle, trace, thirdParty, statusPolls }) {
   const m = machine();
   const cell = (v) => (v === undefined ? "-" : v.toFixed(1));
   const ratio = (a, b) => (a === undefined || !b ? "-" : (a / b).toFixed(2));
@@ -715,6 +771,32 @@ function report({ rows, rss, cold, growth, podman, containerd, pods = [], cluste
           `| KiB | ${rss.resident ?? "-"} | ${rss.ours} | ${rss.go} |`,
           "",
           "By default the caller's process is the C launcher; the plugin runs in the server (its memory: below and in the pods table).",
+          "",
+        ]
+      : []),
+    ...(statusPolls
+      ? [
+          "## STATUS polling",
+          "",
+          `CRI-O asks STATUS of the default network every 5 s (containerd 2 polls too): ${statusPolls.polls} polls of the default chain`,
+          `(${statusPolls.chain.join(" + ")}, cniVersion 1.1.0, each plugin asked in order as libcni does); CPU is user+sys of every`,
+          "process involved (the plugin processes with what they start, and in the default install the server in the same span),",
+          `per poll and over a day (${POLLS_PER_DAY} polls); the runtime's own work (libcni) is not counted. Load average at the end of the run: ${statusPolls.loadavg.map((l) => l.toFixed(2)).join(", ")}.`,
+          "Go's Debian 1.1.1 plugins predate STATUS (each answers an error); Go's current bridge also asks its IPAM, so Go's",
+          "poll has one host-local call more.",
+          "",
+          "| STATUS poll | CPU per poll (ms) | wall per poll (ms) | CPU per day (s) |",
+          "|---|---:|---:|---:|",
+          ...[
+            ["ours default", "resident"],
+            ["ours exec mode", "ours"],
+            ["Go", "go"],
+          ]
+            .filter(([, k]) => statusPolls.calls[k])
+            .map(([label, k]) => {
+              const c = statusPolls.calls[k];
+              return `| ${label} | ${c.cpuMs.toFixed(1)} | ${c.wallMs.toFixed(1)} | ${c.cpuSecondsPerDay.toFixed(0)} |`;
+            }),
           "",
         ]
       : []),

@@ -985,6 +985,14 @@ static int await_server(const char *path) {
 #define REPLY_MARGIN_MS 10000
 
 /*
+ * STATUS is what runtimes poll (CRI-O every 5 s), so it is bounded on its own: the server's hello within 2 s, or the
+ * call runs here (STATUS may run twice: it changes nothing an ADD relies on); its answer within 10 s, or it fails
+ * with code 50 naming the server, since the ADDs that server takes would wait for it as long.
+ */
+#define STATUS_HELLO_MS 2000
+#define STATUS_REPLY_MS 10000
+
+/*
  * Bounds the next reads on `fd` by `deadline` (CLOCK_BOOTTIME ns): each read then waits at most the time left now.
  * Set once per reply frame (two system calls), not per read. 0, or -2 when the deadline has passed.
  */
@@ -1022,6 +1030,17 @@ static __attribute__((noreturn)) void unanswered(const char *plugin, const char 
           " s; it may still be running there", NULL);
 }
 
+/* The server took a STATUS call and did not answer within STATUS_REPLY_MS: code 50 naming it and its log. */
+static __attribute__((noreturn)) void status_unanswered(const char *plugin, const char *path) {
+  char pid[12], seconds[12], log_path[PATH_MAX];
+  format_decimal(pid, (unsigned)listener_pid);
+  format_decimal(seconds, STATUS_REPLY_MS / 1000);
+  if (!join(log_path, path, ".log")) log_path[0] = '\0';
+  launcher_log(plugin, path, "the server took a STATUS call and did not answer it, gave up after ", seconds);
+  die_cni(50, "tscni resident server (pid ", pid, ", log ", log_path, ") took the STATUS call and did not answer it within ", seconds,
+          " s: the ADD calls it takes would wait for it too", NULL);
+}
+
 /* This process's umask (from its /proc status, as the listener's check read it; a umask(2) pair would change it for a moment). */
 static unsigned caller_umask(void) {
   if (own_umask >= 0) return (unsigned)own_umask;
@@ -1036,6 +1055,8 @@ static unsigned caller_umask(void) {
  */
 static void try_resident(const char *name, int argc, char **argv, const struct buf *config, const char *program) {
   int mode = resident_mode();
+  const char *command = env_value("CNI_COMMAND");
+  int status_call = command && !strcmp(command, "STATUS");
   const char *path = env_value("TSCNI_RESIDENT_SOCKET");
   int named = path != NULL;
   if (!path) path = DEFAULT_SOCKET;
@@ -1088,9 +1109,9 @@ static void try_resident(const char *name, int argc, char **argv, const struct b
    * Hello, and the server's answer within 60 s; anything but "Y" means: run it yourself. Generous: a server
    * swamped by a burst of calls answers late (2,000 calls at once on 2 cores: 10 s was not enough for a quarter
    * of them), and callers that give up on it add plugin processes to the load; a server that is not there is
-   * refused at connect, at once. Sending is bounded alike.
+   * refused at connect, at once. Sending is bounded alike. A STATUS call waits STATUS_HELLO_MS, then runs here.
    */
-  struct timeval tv = {.tv_sec = 60};
+  struct timeval tv = {.tv_sec = status_call ? STATUS_HELLO_MS / 1000 : 60};
   setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
   setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
   unsigned char hello[12 + sizeof(BUILD_ID)];
@@ -1103,7 +1124,11 @@ static void try_resident(const char *name, int argc, char **argv, const struct b
   unsigned char answer = 0;
   errno = 0;
   if (send_all(fd, hello, 12 + id_len) || read_all(fd, &answer, 1) || answer != 'Y') {
+    int timed_out = !answer && (errno == EAGAIN || errno == EWOULDBLOCK);
     if (answer != 'N') debug(": the server did not answer the hello: ", path, answer ? "not Y" : errno ? error_text(errno) : "it closed the connection");
+    if (status_call && timed_out) {
+      launcher_log(name, path, "the server did not answer a STATUS call's hello within 2 s (a server that hangs?), ran it itself", "");
+    }
     if (answer == 'N' && env_value("TSCNI_DEBUG")) {
       unsigned char l[2];
       char reason[256] = "";
@@ -1119,7 +1144,8 @@ static void try_resident(const char *name, int argc, char **argv, const struct b
     return;
   }
   /* The call's time limit as the server says it, and a margin: no answer by then is a server that hangs. */
-  long long deadline = clock_ns(CLOCK_BOOTTIME) + ((long long)get_u32(limit) + REPLY_MARGIN_MS) * 1000000LL;
+  long long wait_ms = status_call ? STATUS_REPLY_MS : (long long)get_u32(limit) + REPLY_MARGIN_MS;
+  long long deadline = clock_ns(CLOCK_BOOTTIME) + wait_ms * 1000000LL;
 
   /* From here on the call belongs to the server: it is never run a second time. One write: one wake-up. */
   if (send_all(fd, req.data, req.len)) die_cni(999, "tscni resident server closed the connection while the call was sent: ", path, NULL);
@@ -1134,6 +1160,7 @@ static void try_resident(const char *name, int argc, char **argv, const struct b
     uint32_t len = r ? 0 : get_u32(head + 1);
     if (!r && !reserve(&req, len)) die_cni(999, "tscni launcher: out of memory reading the reply of ", path, NULL);
     if (!r) r = read_bounded(fd, req.data, len);
+    if (r == -2 && status_call && !replied) status_unanswered(name, path);
     if (r == -2) unanswered(name, path, get_u32(limit));
     if (r) die_cni(999, "tscni resident server died during the call: ", path, NULL);
     if (head[0] == 'B' && !replied) {

@@ -1,8 +1,10 @@
 /**
  * The attachment checks, each ADD in a fresh container namespace: at the config's version, ADD (one document, a
- * valid result, what it reports present), CHECK, STATUS and GC on 1.1.0, DEL (nothing left) and DEL again; at each
- * other claimed version, the result in the shape the spec's conversion gives, CHECK, DEL; ADD with the CNI_ARGS
- * Kubernetes runtimes send, then DEL without prevResult; DEL with the namespace gone, and without CNI_NETNS.
+ * valid result, what it reports present), CHECK, CHECK with null entries in prevResult (success or one CNI error),
+ * STATUS and GC on 1.1.0, DEL (nothing left) and DEL again; at each other claimed version, the result in the shape
+ * the spec's conversion gives, CHECK, DEL; ADD with the CNI_ARGS Kubernetes runtimes send, then DEL without
+ * prevResult; DEL with an empty prevResult and with one holding null entries (spec PR #1156: DEL is best effort);
+ * DEL with the namespace gone, and without CNI_NETNS.
  * @module
  */
 import type { JsonObject } from "#go-json/json.js";
@@ -104,8 +106,9 @@ export async function attachmentChecks(ctx: SuiteContext): Promise<void> {
     CNI_PATH: cniPath,
   });
   /** DEL of an attachment, with prevResult as a runtime sends it (from 0.4.0) unless `prevResult` is false. */
-  const del = (att: Attachment, o: { prevResult?: boolean; netns?: boolean } = {}): Promise<PluginCall> => {
-    const prev: JsonObject = o.prevResult !== false && versionGreaterThanOrEqualTo(att.version, "0.4.0") && att.raw ? { prevResult: att.raw } : {};
+  const del = (att: Attachment, o: { prevResult?: boolean | JsonObject; netns?: boolean } = {}): Promise<PluginCall> => {
+    const given = typeof o.prevResult === "object" ? o.prevResult : att.raw;
+    const prev: JsonObject = o.prevResult !== false && versionGreaterThanOrEqualTo(att.version, "0.4.0") && given ? { prevResult: given } : {};
     return ctx.run("DEL", attEnv(att, o.netns ?? true), ctx.configAt(att.version, prev));
   };
 
@@ -196,8 +199,18 @@ export async function attachmentChecks(ctx: SuiteContext): Promise<void> {
       },
     };
   });
-  if (versionGreaterThanOrEqualTo(v0, "0.4.0"))
+  if (versionGreaterThanOrEqualTo(v0, "0.4.0")) {
     await ctx.check(`CHECK (cniVersion ${v0}) right after ADD passes`, SECTION.check, () => checkPasses(main));
+    await ctx.check(
+      "CHECK with a prevResult holding null entries (cni#1191, cni#1192): exit 0, or one CNI error document",
+      SECTION.check,
+      async () => {
+        const att = await added(main);
+        const call = await ctx.run("CHECK", attEnv(att), ctx.configAt(att.version, { prevResult: withNullEntries(att.raw) }));
+        return { problems: call.exitCode === 0 ? [] : judgeErrorDocument(call).problems, diagnostics: describeCall(call) };
+      },
+    );
+  }
   if (v0 === "1.1.0") await statusAndGc(main);
   const mainDel = once(async () => del(await made(main)));
   await ctx.check(
@@ -286,6 +299,24 @@ export async function attachmentChecks(ctx: SuiteContext): Promise<void> {
     return judgeDel(att, await del(att, { prevResult: false }));
   });
 
+  // DEL is best effort (spec PR #1156): a prevResult that is empty, or holds null entries, is no reason to fail.
+  if (versionGreaterThanOrEqualTo(v0, "0.4.0")) {
+    const empty = attach(v0);
+    await ctx.check("DEL with an empty prevResult ({}, spec PR #1156): exit 0, and nothing the ADD reported is left", SECTION.del, async () => {
+      const att = await added(empty);
+      return judgeDel(att, await del(att, { prevResult: {} }));
+    });
+    const nulls = attach(v0);
+    await ctx.check(
+      "DEL with a prevResult holding null entries (cni#1191, cni#1192): exit 0, and nothing the ADD reported is left",
+      SECTION.del,
+      async () => {
+        const att = await added(nulls);
+        return judgeDel(att, await del(att, { prevResult: withNullEntries(att.raw) }));
+      },
+    );
+  }
+
   // The container's namespace removed before DEL, as when a runtime cleans up after a crash.
   const orphan = attach(v0);
   const orphanDel = once(async () => {
@@ -302,4 +333,19 @@ export async function attachmentChecks(ctx: SuiteContext): Promise<void> {
     const call = await del(att, { netns: false });
     return { problems: judgeSuccessStatus(call, SECTION.del), diagnostics: describeCall(call) };
   });
+}
+
+/**
+ * A result with null entries added, as runtimes have been seen to pass them and as Go's libcni conversions crash on
+ * (containernetworking/cni PRs #1191, #1192): a null first interface and first IP (the IPs' interface indexes moved
+ * along), null routes and DNS.
+ */
+export function withNullEntries(result: JsonObject): JsonObject {
+  const interfaces = Array.isArray(result["interfaces"]) ? result["interfaces"] : [];
+  const ips = (Array.isArray(result["ips"]) ? result["ips"] : []).map((ip) =>
+    ip !== null && typeof ip === "object" && !Array.isArray(ip) && typeof ip["interface"] === "number"
+      ? { ...ip, interface: ip["interface"] + 1 }
+      : ip,
+  );
+  return { ...result, interfaces: [null, ...interfaces], ips: [null, ...ips], routes: null, dns: null };
 }

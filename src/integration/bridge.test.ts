@@ -8,7 +8,7 @@ import { describe, test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { setTimeout as sleep } from "node:timers/promises";
 import { spawn, spawnSync } from "node:child_process";
-import { existsSync, readFileSync, readlinkSync } from "node:fs";
+import { existsSync, readFileSync, readlinkSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { Cleanup, GO_BIN, type Netns, OUR_BIN, runTag, skipReason } from "#testing/harness.js";
 import { cniError, containerIdOf, Host, ipIn, pingable, pluginDir, type Result } from "#testing/rig.js";
@@ -562,6 +562,44 @@ describe("bridge plugin", { skip }, () => {
     assert.notEqual(r.code, 0);
     assert.match(r.stderr, /exists and is not a bridge/);
     assert.equal(hasLink(ctr, "eth0"), false);
+  });
+
+  test("STATUS (1.1.0): code 50 while the bridge cannot take a port (a non-bridge link; the kernel's 1023 ports)", async () => {
+    const { host, br } = newHost();
+    const conf = { cniVersion: "1.1.0", name: `bn${tag}st`, type: "bridge", bridge: br };
+    const status = () => host.plugin(BRIDGE, "STATUS", conf, {});
+    assert.equal((await status()).code, 0, "no bridge yet: the ADD makes it");
+    host.ns.exec("ip", ["link", "add", br, "type", "veth", "peer", "name", `${br}x`]);
+    let r = await status();
+    assert.equal(r.code, 1);
+    assert.deepEqual(JSON.parse(r.stdout), {
+      code: 50,
+      msg: `bridge: an ADD cannot attach to "${br}": a link named "${br}" exists and is not a bridge (its kind is veth)`,
+    });
+    host.ns.exec("ip", ["link", "del", br]);
+    host.ns.exec("ip", ["link", "add", br, "type", "bridge"]);
+    const batch = path.join(host.dataDir, "ports.batch");
+    const addPorts = (from: number, to: number) => {
+      // (veth pairs: this kernel may have no dummy links; the namespace is the test's own, so short names do)
+      writeFileSync(
+        batch,
+        Array.from({ length: to - from }, (_, i) => `link add s${from + i} master ${br} type veth peer name t${from + i}\n`).join(""),
+      );
+      return spawnSync("ip", ["-n", host.ns.name, "-batch", batch], { encoding: "utf8" });
+    };
+    assert.equal(addPorts(0, 1022).status, 0);
+    assert.equal((await status()).code, 0, "1022 ports: one more fits");
+    assert.equal(addPorts(1022, 1023).status, 0);
+    r = await status();
+    assert.equal(r.code, 1);
+    assert.deepEqual(JSON.parse(r.stdout), {
+      code: 50,
+      msg: `bridge: an ADD cannot attach to "${br}": bridge "${br}" has 1023 ports, the kernel's limit`,
+    });
+    // The kernel's own word: the 1024th port is refused (EXFULL), as an ADD's veth would be.
+    assert.match(addPorts(1023, 1024).stderr, /Exchange full/);
+    host.ns.exec("ip", ["link", "del", "s0"]);
+    assert.equal((await status()).code, 0, "a port left: ready again");
   });
 
   describe("VLANs", () => {

@@ -508,6 +508,13 @@ describe("cluster-ipam on a 3-member etcd cluster", { skip }, () => {
     const st = await runPlugin(OUR_BIN, "cluster-ipam", { command: "STATUS" }, c);
     assert.equal(st.json.code, 50);
     assert.match(st.json.msg, /etcd is unreachable/);
+    // STATUS with the default call budget (100 s of repeats for an ADD): sent once, answered within requestTimeoutMs.
+    const polled = conf("node-a", { etcd: { endpoints: cluster.endpoints, requestTimeoutMs: 1500 } });
+    const t1 = Date.now();
+    const st1 = await runPlugin(OUR_BIN, "cluster-ipam", { command: "STATUS" }, polled);
+    assert.equal(st1.json.code, 50, st1.stdout);
+    assert.match(st1.json.msg, /etcd is unreachable: etcd did not answer within 1500 ms \(requestTimeoutMs\)/);
+    assert.ok(Date.now() - t1 < 1500 + 1500, `STATUS answered after ${Date.now() - t1} ms`);
 
     // bridge delegating to cluster-ipam: the IPAM error comes back, and no link or address is left.
     const host = new Host(

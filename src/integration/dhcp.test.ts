@@ -447,7 +447,7 @@ describe("dhcp plugin and daemon with dnsmasq", { skip }, () => {
       msg: `cannot reach the dhcp daemon at ${missingSocket}: the socket does not exist (is \`dhcp daemon\` running?)`,
     });
     assert.ok(Date.now() - started < 2000);
-    assert.equal(cniError(await call("STATUS", undefined, ipamConf({ daemonSocketPath: missingSocket }))).code, 50);
+    assert.equal(cniError(await call("STATUS", undefined, ipamConf({ daemonSocketPath: missingSocket }))).code, 51);
     assert.ok(!heldBy(ctr));
   });
 

@@ -60,6 +60,30 @@ describe("macvlan plugin", { skip }, () => {
   }
   const hostIndexOf = (host: Host, name: string) => Number(host.ipJson(["link", "show", "dev", name])[0]!["ifindex"]);
 
+  test("STATUS (1.1.0) of macvlan, ipvlan and vlan: code 50 while a host master is missing (no link is made: any kernel)", async () => {
+    const { host, master, n } = newHost();
+    for (const type of ["macvlan", "ipvlan", "vlan"]) {
+      const conf = (m: string, extra: Json = {}) => ({
+        cniVersion: "1.1.0",
+        name: `st-${type}-${n}`,
+        type,
+        master: m,
+        ...(type === "vlan" ? { vlanId: 7 } : {}),
+        ...extra,
+        ipam: host.hostLocal(["10.241.9.0/24"]),
+      });
+      assert.equal((await host.plugin(`${OUR_BIN}/${type}`, "STATUS", conf(master), {})).code, 0, `${type} with its master`);
+      const missing = await host.plugin(`${OUR_BIN}/${type}`, "STATUS", conf("gone0"), {});
+      assert.equal(missing.code, 1, type);
+      assert.deepEqual(JSON.parse(missing.stdout), {
+        code: 50,
+        msg: `${type}: the master "gone0" does not exist here: an ADD could not create its link`,
+      });
+      // A master in the container is not the host's to look for.
+      assert.equal((await host.plugin(`${OUR_BIN}/${type}`, "STATUS", conf("gone0", { linkInContainer: true }), {})).code, 0, type);
+    }
+  });
+
   test("two containers in bridge mode: addresses, each other and the gateway, CHECK, DEL, DEL again, DEL with the netns gone", async () => {
     const { host, master, n } = newHost();
     const net = host.writeNetwork({

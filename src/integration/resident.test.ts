@@ -80,7 +80,12 @@ describe("resident mode", { skip }, () => {
       cwd: opts.cwd,
     });
 
-  const hostLocalConf = (name: string, subnet: string) => ({ cniVersion: "1.0.0", name, type: "host-local", ipam: host.hostLocal([subnet]) });
+  const hostLocalConf = (name: string, subnet: string, cniVersion = "1.0.0") => ({
+    cniVersion,
+    name,
+    type: "host-local",
+    ipam: host.hostLocal([subnet]),
+  });
   const bridgeConf = (name: string, bridge: string, subnet: string) => ({
     cniVersion: "1.0.0",
     name,
@@ -317,6 +322,61 @@ describe("resident mode", { skip }, () => {
       readdirSync(storeDir).filter((f) => /^\d/.test(f)),
       [],
     );
+  });
+
+  test("STATUS is bounded: a STATUS the server takes and does not answer in 10 s is code 50 naming it; a server that does not answer the hello in 2 s is bypassed", async () => {
+    // An etcd that takes connections and never answers: cluster-ipam's STATUS waits in the server up to its 60 s.
+    const silent = spawn(
+      "nsenter",
+      [
+        `--net=${host.ns.path}`,
+        "--",
+        process.execPath,
+        "-e",
+        `const s=require("net").createServer(()=>{}).listen(0,"127.0.0.1",()=>console.log(s.address().port))`,
+      ],
+      { stdio: ["ignore", "pipe", "ignore"] },
+    );
+    cleanup.add(() => silent.kill("SIGKILL"));
+    const port = await new Promise<string>((resolve) => silent.stdout!.once("data", (b: Buffer) => resolve(b.toString().trim())));
+    const ipamConf = {
+      cniVersion: "1.1.0",
+      name: `rss${tag}`,
+      type: "cluster-ipam",
+      ipam: {
+        type: "cluster-ipam",
+        nodeName: "n1",
+        lockDir: cleanup.dir("tscni-rslock-"),
+        etcd: { endpoints: [`http://127.0.0.1:${port}`], requestTimeoutMs: 60000 },
+        ranges: [[{ subnet: "10.235.0.0/24" }]],
+      },
+    };
+    const own = path.join(sockDir, "status", "plugins.sock");
+    const savedSocket = socket;
+    socket = own;
+    const served = await startServer();
+    socket = savedSocket;
+    try {
+      let t0 = Date.now();
+      const r = await call("cluster-ipam", "STATUS", ipamConf, {}, { socketPath: own });
+      const took = Date.now() - t0;
+      assert.equal(r.code, 1, r.stderr);
+      assert.equal(JSON.parse(r.stdout).code, 50);
+      assert.match(JSON.parse(r.stdout).msg, /^tscni resident server \(pid \d+, log .*\) took the STATUS call and did not answer it within 10 s/);
+      assert.ok(took >= 10_000 && took < 14_000, `answered after ${took} ms`);
+
+      // A server that hangs before the hello (stopped): the STATUS runs itself after 2 s, with the plugin's answer.
+      process.kill(served.pid!, "SIGSTOP");
+      t0 = Date.now();
+      const byItself = await call("host-local", "STATUS", hostLocalConf(`rst${tag}`, "10.236.0.0/24", "1.1.0"), {}, { socketPath: own });
+      const fellBack = Date.now() - t0;
+      process.kill(served.pid!, "SIGCONT");
+      assert.equal(byItself.code, 0, byItself.stdout + byItself.stderr);
+      assert.ok(fellBack >= 2000 && fellBack < 6000, `answered after ${fellBack} ms`);
+      assert.match(readFileSync(`${own}.log`, "utf8"), /did not answer a STATUS call's hello within 2 s/);
+    } finally {
+      await stopServer(served, "SIGKILL");
+    }
   });
 
   test("a caller killed during a served ADD: the ADD finishes in the server, the DEL that follows waits for it and leaves nothing", async () => {

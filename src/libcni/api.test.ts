@@ -13,6 +13,7 @@ import { readCommandLog, readDebug, stdinOf, writeDebug, type NoopCmdArgs, type 
 import { CheckNotSupportedError, CNIConfig, type RuntimeConf } from "./api.js";
 import { cacheFilePath } from "./cache.js";
 import { TEST_BIN } from "#testing/harness.js";
+import { crashKind, nullResults } from "#testing/null-results.js";
 import { installEnvRecorder, recordedEnv, resetRecorder } from "#testing/env-recorder.js";
 
 /** dist/test-bin: the noop, sleep and legacy010 test plugins. */
@@ -446,6 +447,43 @@ describe("a single plugin", PARALLEL, () => {
         assert.equal(fs.existsSync(file), false);
       });
     }
+
+    // Go's libcni crashes converting these (containernetworking/cni PRs #1191, #1192); spec PR #1156: DEL is best
+    // effort, each plugin still runs, without the prevResult that cannot be read.
+    test("cached results with null entries (cni#1191, cni#1192): CHECK fails with the cache named or runs, DEL runs and forgets", async () => {
+      for (const version of ["0.4.0", "1.0.0", "1.1.0"]) {
+        for (const { label, result } of nullResults(version)) {
+          const { cacheDir, debugFile, cni, rt } = setup();
+          const net = parsePluginConfig(pluginConfig.replace('"1.1.0"', `"${version}"`));
+          const what = `${label} at ${version}`;
+          const file = writeCache(cacheDir, "apitest", rt, JSON.stringify(result));
+          try {
+            const cached = await cni.getNetworkCachedResult(net, rt);
+            if (cached) toCurrentResult(cached);
+          } catch (e) {
+            assert.equal(crashKind(e), undefined, what);
+          }
+          await cni.checkNetwork(net, rt).catch((e: unknown) => {
+            assert.ok(e instanceof WrappedError, `${what}: ${String(e)}`);
+            assert.match(e.message, /^failed to get network "apitest" cached result: /, what);
+          });
+          await cni.delNetwork(net, rt);
+          const debug = readDebug(debugFile);
+          assert.equal(debug.Command, "DEL", what);
+          const prev = stdinJson(debug)["prevResult"];
+          assert.ok(prev === undefined || !JSON.stringify(prev).includes("null"), `${what}: prevResult ${JSON.stringify(prev)}`);
+          assert.equal(fs.existsSync(file), false, what);
+        }
+      }
+    });
+
+    test("an empty cached result ({}) does not block DEL (spec PR #1156)", async () => {
+      const { cacheDir, debugFile, cni, net, rt } = setup();
+      const file = writeCache(cacheDir, "apitest", rt, "{}");
+      await cni.delNetwork(net, rt);
+      assert.equal(readDebug(debugFile).Command, "DEL");
+      assert.equal(fs.existsSync(file), false);
+    });
   });
 
   describe("getVersionInfo", () => {
@@ -872,6 +910,20 @@ describe("a plugin list", PARALLEL, () => {
       writeCache(cacheDir, "some-list", rt, "adfadsfasdfasfdsafaf");
       await cni.delNetworkList(list, rt);
     });
+
+    test("a cached result with null entries (cni#1191, cni#1192): every plugin still gets DEL, the cache is forgotten", async () => {
+      for (const { label, result } of nullResults("1.1.0")) {
+        const { cacheDir, cni, rt, list, plugins } = setup();
+        const file = writeCache(cacheDir, "some-list", rt, JSON.stringify(result));
+        await cni.checkNetworkList(list, rt).catch((e: unknown) => {
+          assert.ok(e instanceof WrappedError, `${label}: ${String(e)}`);
+          assert.match(e.message, /^failed to get network "some-list" cached result: /, label);
+        });
+        await cni.delNetworkList(list, rt);
+        for (const p of plugins) assert.equal(readDebug(p.debugFile).Command, "DEL", label);
+        assert.equal(fs.existsSync(file), false, label);
+      }
+    });
   });
 
   describe("ordering (one shared command log)", () => {
@@ -893,6 +945,29 @@ describe("a plugin list", PARALLEL, () => {
       );
       for (const e of entries.slice(3)) assert.deepEqual(e.stdin["prevResult"], parse(IP_RESULT_110));
       assert.equal("prevResult" in entries[0]!.stdin, false, "the first ADD has no prevResult");
+    });
+
+    test("DEL's first plugin (the list's last) gets the cached final result, not an earlier plugin's (spec PR #1156)", async () => {
+      const { cni, rt } = setup();
+      const dir = tempDir();
+      const log = path.join(dir, "log.json");
+      const resultOf = (n: number) => `{"cniVersion": "1.1.0", "ips":[{"address": "10.1.2.${n + 1}/24"}]}`;
+      const plugin = (n: number) => {
+        const debugFile = path.join(dir, `debug-${n}.json`);
+        writeDebug(debugFile, { ReportResult: resultOf(n) });
+        return `{"type":"noop","n":${n},"debugFile":${JSON.stringify(debugFile)},"commandLog":${JSON.stringify(log)}}`;
+      };
+      const chain = parseConfList(`{"name":"final","cniVersion":"1.1.0","plugins":[${plugin(0)},${plugin(1)},${plugin(2)}]}`);
+      assert.deepEqual(parse(marshalResult(await cni.addNetworkList(chain, rt))), parse(resultOf(2)));
+      await cni.delNetworkList(chain, rt);
+      const dels = readCommandLog(log)
+        .filter((e) => e.Command === "DEL")
+        .map((e) => JSON.parse(stdinOf(e.CmdArgs)) as Record<string, unknown>);
+      assert.deepEqual(
+        dels.map((s) => s["n"]),
+        [2, 1, 0],
+      );
+      for (const s of dels) assert.deepEqual(s["prevResult"], parse(resultOf(2)), `DEL of plugin ${s["n"] as number}`);
     });
   });
 

@@ -32,8 +32,8 @@ export interface LinkBackend {
   readonly name: "rtnetlink" | "iproute2";
   /** Runs `ops` in order in `ns`; resolves with what the show steps read, in order. */
   run(ns: NetNS, ops: readonly IpOp[], operation: string): Promise<ShownLink[] | undefined>;
-  /** Every link of `ns`. */
-  listLinks(ns: NetNS, operation: string): Promise<Link[] | undefined>;
+  /** Every link of `ns`, or only the ports of `master` (a missing master is a NetOpError whose `isNotFound` is true). */
+  listLinks(ns: NetNS, operation: string, master?: string): Promise<Link[] | undefined>;
   /** A link by name; a missing one is a NetOpError whose `isNotFound` is true. */
   getLink(ns: NetNS, name: string, operation: string): Promise<Link | undefined>;
   /** The addresses of link `name` in `ns`. */

@@ -162,7 +162,8 @@ async function runOps(ns: NetNS, ops: readonly IpOp[], operation: string): Promi
 export const iproute2Backend: LinkBackend = {
   name: "iproute2",
   run: (ns, ops, operation) => runOps(ns, ops, operation),
-  listLinks: async (ns, operation) => (await ipJson(ns, ["-d", "link", "show"], operation)).map(linkFromJson),
+  listLinks: async (ns, operation, master) =>
+    (await ipJson(ns, ["-d", "link", "show", ...(master === undefined ? [] : ["master", master])], operation)).map(linkFromJson),
   getLink: async (ns, name, operation) => {
     const [j] = await ipJson(ns, ["-d", "link", "show", "dev", name], operation);
     if (!j) throw new NetOpError(operation, `Device "${name}" does not exist.`, 1, undefined, "not-found");

@@ -136,6 +136,11 @@ export class Links {
     return firstAnswer((b) => b.listLinks(ns, `list links in ${ns}`));
   }
 
+  /** The ports of bridge (or bond) `master` in `ns`: one filtered dump, not every link. */
+  listPorts(ns: NetNS, master: string): Promise<Link[]> {
+    return firstAnswer((b) => b.listLinks(ns, `list the ports of ${master} in ${ns}`, master));
+  }
+
   /** A link by name; undefined when there is none. */
   async getLink(ns: NetNS, name: string): Promise<Link | undefined> {
     try {

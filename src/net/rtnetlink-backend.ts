@@ -157,11 +157,13 @@ export class NetlinkSession {
     }
   }
 
-  /** Every link (`ip -d link show`). */
-  listLinks(operation: string): Link[] {
-    const decoded = this.dump(dumpLinksRequest(), operation)
+  /** Every link (`ip -d link show`), or the ports of `master` (`ip -d link show master X`). */
+  listLinks(operation: string, master?: string): Link[] {
+    const masterIndex = master === undefined ? undefined : this.indexOf(master, operation, (n) => `Device "${n}" does not exist.`);
+    const decoded = this.dump(dumpLinksRequest(masterIndex), operation)
       .filter((m) => m.type === RTM_NEWLINK)
-      .map((m) => decodeLink(m.payload));
+      .map((m) => decodeLink(m.payload))
+      .filter((d) => masterIndex === undefined || d.masterIndex === masterIndex);
     const names = new Map(decoded.map((d) => [d.link.index, d.link.name]));
     return decoded.map((d) => this.withMaster(d, operation, names));
   }
@@ -338,7 +340,7 @@ export const rtnetlinkBackend: LinkBackend = {
           }),
         )
       : Promise.resolve(undefined),
-  listLinks: (ns, operation) => withSession(ns, (s) => s.listLinks(operation)),
+  listLinks: (ns, operation, master) => withSession(ns, (s) => s.listLinks(operation, master)),
   getLink: (ns, name, operation) => withSession(ns, (s) => s.getLink(name, operation)),
   listAddresses: (ns, name, operation) => withSession(ns, (s) => s.addressesOf(s.getLink(name, operation).index, operation)),
   listRoutes: () => Promise.resolve(undefined),

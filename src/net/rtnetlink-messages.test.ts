@@ -9,6 +9,7 @@ import {
   decodeLink,
   deleteGroupRequest,
   deleteLinkRequest,
+  dumpLinksRequest,
   getLinkRequest,
   ipText,
   moveLinkRequest,
@@ -204,6 +205,11 @@ describe("route-netlink requests (byte for byte what iproute2 sends)", () => {
     );
     assert.equal(routeRequest("add", { dst: "fd00::/64", gw: "10.0.0.1" }), undefined, "mixed families are left to ip");
     assert.equal(routeRequest("add", { dst: "10.0.0.0/8", scope: "nonsense" }), undefined);
+  });
+
+  test("a dump of one master's ports: the dump of every link and IFLA_MASTER (10), as `ip link show master X` sends", () => {
+    assert.deepEqual(body(dumpLinksRequest(7)), [...body(dumpLinksRequest()), ...nlU32(10, 7)]);
+    assert.equal(dumpLinksRequest(7).flags, dumpLinksRequest().flags);
   });
 
   test("a link looked up by name", () => {

@@ -163,11 +163,12 @@ export function getLinkRequest(link: string | number): NlRequest {
   return { type: RTM_GETLINK, flags: 0, body };
 }
 
-/** RTM_GETLINK dump: every link. */
-export const dumpLinksRequest = (): NlRequest => ({
+/** RTM_GETLINK dump: every link, or the ports of one master. */
+export const dumpLinksRequest = (masterIndex?: number): NlRequest => ({
   type: RTM_GETLINK,
   flags: NLM_F_DUMP,
-  body: concatBytes(ifinfomsg(0), nlU32(IFLA_EXT_MASK, EXT_MASK)),
+  // With a master, the kernel sends only that device's ports (a filter it applies since Linux 4.x).
+  body: concatBytes(ifinfomsg(0), nlU32(IFLA_EXT_MASK, EXT_MASK), ...(masterIndex !== undefined ? [nlU32(IFLA_MASTER, masterIndex)] : [])),
 });
 
 /** RTM_GETADDR dump: every address of both families. */

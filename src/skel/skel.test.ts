@@ -4,6 +4,8 @@ import { CniError } from "#spec/errors.js";
 import { parseJson } from "#go-json/json.js";
 import type { Result100 } from "#spec/result/index.js";
 import { pluginSupports, type VersionInfo } from "#spec/version.js";
+import { ALL_VERSIONS } from "#spec/versions.js";
+import { nullResults } from "#testing/null-results.js";
 import { loadPluginConf, parsePrevResult } from "./conf.js";
 import { pluginMain, runPlugin, type CmdArgs, type Handler, type PluginFuncs, type PluginIO } from "./skel.js";
 
@@ -707,6 +709,29 @@ describe("loadPluginConf / parsePrevResult", () => {
       Buffer.from(`{"cniVersion":"0.3.1","name":"n","type":"t","prevResult":{"cniVersion":"1.1.0","ips":[{"address":"10.1.2.3/24"}]}}`),
     );
     assert.throws(() => parsePrevResult(conf), { code: 6 });
+  });
+
+  test("a prevResult with null entries (cni#1191, cni#1192) is a result or code 6 with a message, in every version", () => {
+    for (const version of ALL_VERSIONS) {
+      for (const { label, result } of nullResults(version)) {
+        const { conf } = loadPluginConf(Buffer.from(JSON.stringify({ cniVersion: version, name: "n", type: "t", prevResult: result })));
+        try {
+          parsePrevResult(conf);
+        } catch (e) {
+          assert.ok(e instanceof CniError, `${label} at ${version}: ${String(e)}`);
+          assert.equal(e.code, 6, `${label} at ${version}`);
+          assert.match(e.msg, /^could not parse prevResult/, `${label} at ${version}`);
+        }
+      }
+    }
+  });
+
+  test("an empty prevResult ({}) or a null one is no error (spec PR #1156: DEL is best effort)", () => {
+    for (const prev of ["{}", "null"]) {
+      const { conf } = loadPluginConf(Buffer.from(`{"cniVersion":"1.1.0","name":"n","type":"t","prevResult":${prev}}`));
+      const parsed = parsePrevResult(conf);
+      assert.ok(parsed === undefined || (parsed.cniVersion === "1.1.0" && !("ips" in parsed && parsed.ips?.length)), prev);
+    }
   });
 });
 

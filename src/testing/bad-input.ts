@@ -10,6 +10,7 @@
 import fc from "fast-check";
 import type { JsonValue } from "#go-json/json.js";
 import type { Sample } from "./plugin-samples.js";
+import { nullResults } from "./null-results.js";
 
 /** Cases per plugin (CI: 500 in-process; the binaries get a sample of them). */
 export const FUZZ_RUNS = Number(process.env["TSCNI_FUZZ_RUNS"] ?? 500);
@@ -88,6 +89,10 @@ export const hostileValue: fc.Arbitrary<JsonValue> = fc.oneof(
     [{}],
     [[]],
     { "": null },
+    // Results with null entries (as a prevResult, or anywhere): Go's libcni crashes on them (cni#1191, cni#1192).
+    ...nullResults("1.1.0").map((r) => r.result),
+    ...nullResults("0.4.0").map((r) => r.result),
+    ...nullResults("0.2.0").map((r) => r.result),
   ),
   fc.string({ maxLength: 40 }),
   fc.string({ unit: "grapheme", maxLength: 12 }),

@@ -8,7 +8,7 @@
  * @module
  */
 import type { PluginConf } from "#spec/config.js";
-import { failure, invalidKey } from "#spec/errors.js";
+import { failure, invalidKey, pluginNotAvailable } from "#spec/errors.js";
 import type { Result100 } from "#spec/result/index.js";
 import { CURRENT_VERSION } from "#spec/version.js";
 import type { CmdArgs } from "#skel/skel.js";
@@ -197,8 +197,15 @@ export async function checkSandboxLink(args: CmdArgs, conf: PluginConf, want: Sa
   await checkRoutes(ns, prev);
 }
 
-/** STATUS of a one-link plugin: IPAM's, when configured (there is nothing else to be ready). */
-export async function statusSandboxLink(args: CmdArgs, conf: PluginConf): Promise<void> {
+/**
+ * STATUS of a one-link plugin: code 50 when its `master` is named, lives in the host and is not there (an ADD
+ * could not make its link: one netlink request); then IPAM's, when configured. A master in the container
+ * (`linkInContainer`) or found at ADD time (a default route, a chained prevResult) is not looked for.
+ */
+export async function statusSandboxLink(args: CmdArgs, conf: PluginConf, master?: { name: string; inContainer: boolean }): Promise<void> {
+  if (master?.name && !master.inContainer && !(await ip.getLink(NetNS.host, master.name))) {
+    throw pluginNotAvailable(`${conf.type}: the master "${master.name}" does not exist here: an ADD could not create its link`);
+  }
   if (ipamType(conf)) await ipamStatus(conf, args);
 }
 

@@ -6,7 +6,18 @@
  * @module
  */
 import { cidrContains, networkOf, tryParseCIDR, tryParseIP, type IPAddress, type IPCidr } from "#ip/ip.js";
-import { compareIP, firstAddress, hasHostBits, intervalsOverlap, lastAddress, nextIP, prevIP, addressBits } from "#ip/ip-math.js";
+import {
+  compareIP,
+  firstAddress,
+  hasHostBits,
+  intervalsOverlap,
+  ipEqual,
+  ipToBigInt,
+  lastAddress,
+  nextIP,
+  prevIP,
+  addressBits,
+} from "#ip/ip-math.js";
 import { list, string, struct, type Decoded } from "#go-json/go-decode.js";
 import { loadIpamArgs, showValue } from "./ipam-config.js";
 import { invalidConfig, invalidKey } from "#spec/errors.js";
@@ -49,6 +60,23 @@ export const rangeSetContains = (set: RangeSet, ip: IPAddress): boolean => range
 
 /** `start-end,start-end`, as Go prints a range set. */
 export const rangeSetToString = (set: RangeSet): string => set.ranges.map(rangeToString).join(",");
+
+/**
+ * How many addresses of `set` an ADD could still take, `allocated` being every address taken (others are ignored):
+ * each range's rangeStart..rangeEnd without its gateway, less the taken ones among them.
+ */
+export function freeInRangeSet(set: RangeSet, allocated: readonly IPAddress[]): bigint {
+  let free = 0n;
+  for (const r of set.ranges) {
+    const gatewayInside = rangeContains(r, r.gateway) ? 1n : 0n;
+    free += ipToBigInt(r.rangeEnd) - ipToBigInt(r.rangeStart) + 1n - gatewayInside;
+  }
+  for (const ip of allocated) {
+    const r = rangeFor(set, ip);
+    if (r && !ipEqual(ip, r.gateway)) free -= 1n;
+  }
+  return free;
+}
 
 /** Whether two ranges share an address. */
 export const rangesOverlap = (a: IPRange, b: IPRange): boolean => intervalsOverlap(a.rangeStart, a.rangeEnd, b.rangeStart, b.rangeEnd);

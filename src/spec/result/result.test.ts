@@ -20,6 +20,8 @@ import {
   type Version040,
   type Version100,
 } from "./index.js";
+import { ALL_VERSIONS } from "../versions.js";
+import { crashKind, nullResults } from "#testing/null-results.js";
 
 // ---------------------------------------------------------------------------------------------------------------
 // Fixtures: the canonical data of the upstream types020/040/100 tests (checklist 6.3-6.5).
@@ -736,5 +738,42 @@ describe("marshalResult / resultToJson", () => {
       marshalResult({ cniVersion: "1.1.0", interfaces: [{ name: "a<b>&" }] }),
       '{"cniVersion":"1.1.0","interfaces":[{"name":"a\\u003cb\\u003e\\u0026"}]}',
     );
+  });
+});
+
+// Results with null entries: Go's libcni conversions dereference them (containernetworking/cni PRs #1191, #1192).
+describe("results with null entries (cni#1191, cni#1192): every version, every conversion", () => {
+  for (const from of ALL_VERSIONS) {
+    test(`created as ${from}, converted to every version and printed: a result or an error, never a crash`, () => {
+      for (const { label, result } of nullResults(from)) {
+        let created: Result;
+        try {
+          created = createResult(from, result);
+        } catch (e) {
+          assert.equal(crashKind(e), undefined, `${label}, created as ${from}`);
+          continue;
+        }
+        for (const to of ALL_VERSIONS) {
+          try {
+            const converted = convertResult(created, to);
+            const printed = JSON.parse(printResult(converted, to)) as Record<string, unknown>;
+            // What is printed has no null entry left: a reader after us meets none.
+            assert.ok(!JSON.stringify(printed).includes("null"), `${label}, ${from} -> ${to}: ${JSON.stringify(printed)}`);
+            toCurrentResult(converted);
+          } catch (e) {
+            assert.equal(crashKind(e), undefined, `${label}, ${from} -> ${to}`);
+          }
+        }
+      }
+    });
+  }
+  test("an entry that is null is refused with a message, as bytes too", () => {
+    for (const { label, result } of nullResults("1.1.0")) {
+      try {
+        createResultFromBytes(JSON.stringify(result));
+      } catch (e) {
+        assert.equal(crashKind(e), undefined, label);
+      }
+    }
   });
 });

@@ -24,8 +24,11 @@ import { PoolStore, type BlockMemory } from "./store.js";
 import { parseBlockKey } from "./blocks.js";
 
 /** The store of a network, with a client made from the config (the TLS files read now). */
-export function openStore(location: PoolLocation): PoolStore {
-  return new PoolStore(new EtcdClient(readEtcdFiles(location.etcd)), location);
+export function openStore(location: PoolLocation, opts: { oneRound?: boolean } = {}): PoolStore {
+  const connection = readEtcdFiles(location.etcd);
+  // One round: each request has `requestTimeoutMs` and is not sent again (no call budget of waits and repeats).
+  if (opts.oneRound) delete connection.callTimeoutMs;
+  return new PoolStore(new EtcdClient(connection), location);
 }
 
 /** gRPC codes for bad credentials and missing permissions: the config's user is wrong, not etcd. */
@@ -181,10 +184,14 @@ async function statusKeepAlive(store: PoolStore, location: PoolLocation): Promis
   await keepAlive(store, location, Number.isNaN(seen) ? undefined : seen);
 }
 
-/** Ready when etcd answers and every range set has a free address (code 50 otherwise, as the spec asks). */
+/**
+ * Ready when etcd answers and every range set has a free address (code 50 otherwise, as the spec asks). Bounded:
+ * one read-only transaction (and with nodeGraceSeconds at most one liveness write), each sent once with
+ * `requestTimeoutMs`, never the ADD's call budget of repeats (`callTimeoutMs`, 100 s by default).
+ */
 export async function status(args: CmdArgs): Promise<void> {
   const location = parsePoolLocation(args.stdinData);
-  const store = openStore(location);
+  const store = openStore(location, { oneRound: true });
   let counts: number[];
   try {
     // STATUS is what runtimes poll (containerd asks for the network's status every few seconds): with

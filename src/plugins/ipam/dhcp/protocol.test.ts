@@ -12,7 +12,7 @@ import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { useTempDirs } from "#testing/temp.js";
 import { CniError } from "#spec/errors.js";
-import { callDaemon, decodeRequest, encodeError, encodeRequest, encodeResult, readLine, type WireArgs } from "./protocol.js";
+import { callDaemon, decodeRequest, encodeError, encodeRequest, encodeResult, readLine, STATUS_TIMEOUT_MS, type WireArgs } from "./protocol.js";
 
 const tempDir = useTempDirs("tscni-dhcp-proto-");
 const ARGS: WireArgs = {
@@ -74,13 +74,31 @@ describe("calling the daemon", () => {
     await assert.rejects(callDaemon(d.socket, "ADD", ARGS), { code: 11, msg: "no DHCP lease", details: "details here" });
   });
 
-  test("no socket: code 11 naming it (50 for STATUS)", async () => {
+  test("no socket: code 11 naming it (51 for STATUS: no ADD, and the network's leases are not renewed)", async () => {
     const socket = path.join(tempDir(), "missing.sock");
     await assert.rejects(callDaemon(socket, "ADD", ARGS), {
       code: 11,
       msg: `cannot reach the dhcp daemon at ${socket}: the socket does not exist (is \`dhcp daemon\` running?)`,
     });
-    await assert.rejects(callDaemon(socket, "STATUS", ARGS), { code: 50 });
+    await assert.rejects(callDaemon(socket, "STATUS", ARGS), {
+      code: 51,
+      msg: /^cannot reach the dhcp daemon at .*missing\.sock: the socket does not exist/,
+    });
+  });
+
+  test("a daemon that takes the connection and never answers: STATUS fails (51) within its bound, never hangs", async () => {
+    const socket = path.join(tempDir(), "wedged.sock");
+    const held: net.Socket[] = [];
+    const server = net.createServer((c) => void held.push(c)); // reads nothing, answers nothing
+    await new Promise<void>((r) => server.listen(socket, r));
+    after(() => {
+      for (const c of held) c.destroy();
+      server.close();
+    });
+    const started = Date.now();
+    await assert.rejects(callDaemon(socket, "STATUS", ARGS), { code: 51, msg: /did not answer/ });
+    const took = Date.now() - started;
+    assert.ok(took >= STATUS_TIMEOUT_MS - 50 && took < STATUS_TIMEOUT_MS + 1500, `answered after ${took} ms`);
   });
 
   test("a stale socket (its daemon was killed): code 11 naming it", async () => {

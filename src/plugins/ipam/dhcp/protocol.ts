@@ -164,18 +164,36 @@ export function readLine(socket: net.Socket, what: string): Promise<string> {
   });
 }
 
+/** How long STATUS waits for the daemon in all (connecting, the listener's check, the answer): runtimes poll it. */
+export const STATUS_TIMEOUT_MS = 2000;
+
 /**
  * Calls the daemon at `socketPath` and returns its result. A daemon that cannot be reached is code 11
- * ("try again later"; code 50 for STATUS, "not available"), naming the socket; the daemon's own errors keep
- * their code. `netns` is made absolute first (the daemon runs elsewhere).
+ * ("try again later"), naming the socket; for STATUS it is code 51 (no ADD can be served, and the leases of the
+ * network's containers are no longer renewed), and so is a daemon that does not answer STATUS within
+ * STATUS_TIMEOUT_MS. The daemon's own errors keep their code. `netns` is made absolute first (the daemon runs
+ * elsewhere).
  */
 export async function callDaemon(socketPath: string, method: Method, args: WireArgs): Promise<JsonObject> {
-  const code = method === "STATUS" ? ErrorCode.PluginNotAvailable : ErrorCode.TryAgainLater;
+  const code = method === "STATUS" ? ErrorCode.LimitedConnectivity : ErrorCode.TryAgainLater;
   const request = encodeRequest({ method, args: { ...args, netns: args.netns ? path.resolve(args.netns) : "" } });
   // (node:net is loaded here, not at start-up: a call refused on its config never needs it; docs/startup.md.)
   const { createConnection } = await import("node:net");
+  const s = createConnection(socketPath);
+  const timer =
+    method === "STATUS"
+      ? setTimeout(() => s.destroy(new Error(`no answer to STATUS within ${STATUS_TIMEOUT_MS} ms (a daemon that hangs?)`)), STATUS_TIMEOUT_MS)
+      : undefined;
+  try {
+    return await exchange(s, socketPath, request, code);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** Sends `request` to the daemon once it is connected and trusted; its answer decoded. */
+async function exchange(s: net.Socket, socketPath: string, request: string, code: number): Promise<JsonObject> {
   const socket = await new Promise<net.Socket>((resolve, reject) => {
-    const s = createConnection(socketPath);
     s.once("connect", () => resolve(s));
     s.once("error", (e: NodeJS.ErrnoException) => reject(unreachable(socketPath, e, code)));
   });
@@ -184,6 +202,7 @@ export async function callDaemon(socketPath: string, method: Method, args: WireA
     socket.destroy();
     throw cniError(code, `will not call the dhcp daemon at ${socketPath}: ${untrusted}`);
   }
+  if (socket.destroyed) throw cniError(code, `the dhcp daemon at ${socketPath} did not answer in time`);
   let line: string;
   try {
     socket.write(request);

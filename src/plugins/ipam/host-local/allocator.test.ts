@@ -5,7 +5,7 @@ import os from "node:os";
 import path from "node:path";
 import { parseIP } from "#ip/ip.js";
 import { IPAllocator, RangeIterator } from "./allocator.js";
-import { parseRangeSet, type RangeSet } from "./config.js";
+import { freeInRangeSet, parseRangeSet, type RangeSet } from "./config.js";
 import { DiskStore } from "./store.js";
 
 const set = (...ranges: object[]): RangeSet => parseRangeSet(ranges, "ipam.ranges[0]");
@@ -16,6 +16,23 @@ function walk(s: RangeSet, after?: string): string[] {
   for (let c = iter.next(); c; c = iter.next()) out.push(c.ip.text);
   return out;
 }
+
+describe("freeInRangeSet (what STATUS counts)", () => {
+  const ips = (...texts: string[]) => texts.map(parseIP);
+  test("every range of the set without its gateway, less the taken addresses inside; others are ignored", () => {
+    const s = set(
+      { subnet: "10.0.0.0/29" }, // 10.0.0.1-6, gateway .1: 5
+      { subnet: "10.0.1.0/24", rangeStart: "10.0.1.10", rangeEnd: "10.0.1.11" }, // gateway .1 outside: 2
+    );
+    assert.equal(freeInRangeSet(s, []), 7n);
+    assert.equal(freeInRangeSet(s, ips("10.0.0.2", "10.0.1.11", "10.0.9.9", "10.0.1.1", "fd00::2")), 5n);
+    assert.equal(freeInRangeSet(s, ips("10.0.0.2", "10.0.0.3", "10.0.0.4", "10.0.0.5", "10.0.0.6", "10.0.1.10", "10.0.1.11")), 0n);
+  });
+  test("IPv6 ranges of any size", () => {
+    assert.equal(freeInRangeSet(set({ subnet: "fd00::/64" }), ips("fd00::2")), 2n ** 64n - 3n);
+    assert.equal(freeInRangeSet(set({ subnet: "fd00::/126" }), ips("fd00::2", "fd00::3")), 0n);
+  });
+});
 
 describe("RangeIterator", () => {
   test("walks a range once from rangeStart, skipping the gateway", () => {

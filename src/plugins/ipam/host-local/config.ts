@@ -16,6 +16,7 @@ import { invalidConfig } from "#spec/errors.js";
 
 // The range logic is shared with cluster-ipam (../ranges.ts); what host-local's modules and tests use of it:
 export {
+  freeInRangeSet,
   rangeContains,
   rangeFor,
   rangeSetContains,
@@ -138,7 +139,22 @@ export function parseGCConfig(stdin: Buffer): GCConfig {
   return { ...storeLocation(input), validAttachments: input.validAttachments ?? [] };
 }
 
-/** The store STATUS checks. */
-export function parseStoreLocation(stdin: Buffer): StoreLocation {
-  return storeLocation(loadHostLocalInput(stdin));
+/**
+ * What STATUS checks: the store, and the range sets of the config itself (the legacy single range and
+ * `ipam.ranges`; STATUS gets no runtimeConfig, so `ipRanges` are not known then). Ranges that do not parse are
+ * left to ADD to refuse: STATUS then checks the store alone.
+ */
+export function parseStatusConfig(stdin: Buffer): StoreLocation & { rangeSets: RangeSet[] } {
+  const input = loadHostLocalInput(stdin);
+  const { ipam } = input;
+  let rangeSets: RangeSet[] = [];
+  try {
+    rangeSets = [
+      ...(ipam.subnet !== undefined ? [{ ranges: [parseRange(ipam, "ipam")], source: "ipam" }] : []),
+      ...parseRangeSets(ipam.ranges, "ipam.ranges"),
+    ];
+  } catch {
+    /* ADD's to refuse */
+  }
+  return { ...storeLocation(input), rangeSets };
 }

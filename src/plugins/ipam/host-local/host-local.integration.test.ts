@@ -283,6 +283,19 @@ describe("host-local binary: GC and STATUS (1.1.0)", () => {
     assert.equal(bad.json.code, 50);
     assert.match(bad.json.msg, /^host-local store is not usable: failed to open the host-local store .*a-file\/net\d+: /);
   });
+  test("STATUS fails (code 50) once a range set has no address left, as the next ADD would; a DEL makes it ready", async () => {
+    // 10.64.0.0/30 has one address (.2; .1 is the gateway); the IPv6 set has plenty: one full set is enough.
+    const net = network({ ranges: [[{ subnet: "10.64.0.0/30" }], [{ subnet: "fd64::/64" }]] });
+    assert.equal((await ours({ command: "STATUS" }, net.config)).exitCode, 0);
+    assert.equal((await ours({ command: "ADD", containerID: "only" }, net.config)).exitCode, 0);
+    const full = await ours({ command: "STATUS" }, net.config);
+    assert.equal(full.exitCode, 1);
+    assert.deepEqual(full.json, { code: 50, msg: "host-local: no IP addresses available in range set: 10.64.0.1-10.64.0.2" });
+    const refused = await ours({ command: "ADD", containerID: "next" }, net.config);
+    assert.match(refused.json.msg, /no IP addresses available in range set: 10\.64\.0\.1-10\.64\.0\.2/);
+    assert.equal((await ours({ command: "DEL", containerID: "only" }, net.config)).exitCode, 0);
+    assert.equal((await ours({ command: "STATUS" }, net.config)).exitCode, 0);
+  });
 });
 
 describe("host-local binary: 50 concurrent processes", () => {

@@ -1,8 +1,9 @@
 /**
  * host-local: the IPAM plugin that allocates addresses from ranges and records them as files in a data
  * directory on this host. ADD takes one address per range set, DEL frees the attachment's addresses (and is
- * idempotent), CHECK looks for them; STATUS checks the store is usable and GC frees addresses of attachments
- * the runtime no longer knows (both are additions: Go's host-local has neither).
+ * idempotent), CHECK looks for them; STATUS checks the store is usable and has an address left in every range
+ * set, and GC frees addresses of attachments the runtime no longer knows (both are additions: Go's host-local
+ * has neither).
  * @module
  */
 import { CniError, cniError, failure, pluginNotAvailable, wrap } from "#spec/errors.js";
@@ -10,7 +11,15 @@ import type { IPAddress } from "#ip/ip.js";
 import { IMPLEMENTED_100, type Result100 } from "#spec/result/types100.js";
 import type { PluginModule, CmdArgs } from "#skel/skel.js";
 import { IPAllocator } from "./allocator.js";
-import { HOST_LOCAL_SCHEMA, parseGCConfig, parseHostLocalConfig, parseStoreLocation, rangeSetContains } from "./config.js";
+import {
+  freeInRangeSet,
+  HOST_LOCAL_SCHEMA,
+  parseGCConfig,
+  parseHostLocalConfig,
+  parseStatusConfig,
+  rangeSetContains,
+  rangeSetToString,
+} from "./config.js";
 import { parseResolvConf } from "./dns.js";
 import { DiskStore } from "./store.js";
 
@@ -69,14 +78,24 @@ export async function del(args: CmdArgs): Promise<void> {
   if (errors.length > 0) throw cniError(errors[0]!.code, errors.map((e) => e.msg).join(";"));
 }
 
-/** Ready when the network's store directory can be created, written and locked. */
+/**
+ * Ready when the network's store directory can be created and written and its lock file opened, and every range
+ * set of the config has an address left (code 50 otherwise): one directory listing, no file read, no lock taken.
+ */
 export async function status(args: CmdArgs): Promise<void> {
-  const location = parseStoreLocation(args.stdinData);
+  const conf = parseStatusConfig(args.stdinData);
+  let allocated: IPAddress[];
   try {
-    const store = DiskStore.open(location);
-    await store.withLock(() => store.checkUsable());
+    // Without the store's lock: a snapshot of names is enough, and a poll never waits behind a slow ADD.
+    const store = DiskStore.open(conf);
+    store.checkUsable();
+    allocated = store.allocatedIPs();
   } catch (e) {
     throw pluginNotAvailable(`host-local store is not usable: ${CniError.from(e).msg}`);
+  }
+  const full = conf.rangeSets.filter((set) => freeInRangeSet(set, allocated) <= 0n);
+  if (full.length > 0) {
+    throw pluginNotAvailable(`host-local: no IP addresses available in range set: ${full.map(rangeSetToString).join("; ")}`);
   }
 }
 

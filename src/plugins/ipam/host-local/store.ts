@@ -192,6 +192,17 @@ export class DiskStore implements IPStore {
     return removed;
   }
 
+  /** The allocated addresses, read from the file names alone (no lock, no file read): what STATUS counts. */
+  allocatedIPs(): IPAddress[] {
+    let names: string[];
+    try {
+      names = readdirSync(this.dir);
+    } catch (e) {
+      throw wrap(`failed to list ${this.dir}`, e, ErrorCode.IOFailure);
+    }
+    return names.map((name) => tryParseIP(name)).filter((ip): ip is IPAddress => ip !== undefined);
+  }
+
   /** STATUS: the directory must be writable and its lock file openable. */
   checkUsable(): void {
     accessSync(this.dir, constants.W_OK | constants.X_OK);

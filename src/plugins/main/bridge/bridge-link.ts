@@ -103,6 +103,23 @@ export async function requireUplinkPort(bridge: string, uplink: string): Promise
   }
 }
 
+/** The kernel's limit of ports per bridge (BR_MAX_PORTS is 1024, and port number 0 is never given). */
+export const BRIDGE_MAX_PORTS = 1023;
+
+/**
+ * Why bridge `name` could not take an ADD's port now, or undefined when it could (a bridge that does not exist
+ * yet is made by the ADD): a link of that name that is not a bridge, or a bridge at the kernel's port limit.
+ * Two netlink requests: the link, and a dump of its ports alone.
+ */
+export async function bridgePortRefusal(name: string): Promise<string | undefined> {
+  const link = await ip.getLink(NetNS.host, name);
+  if (!link) return undefined;
+  if (link.kind !== "bridge") return `a link named "${name}" exists and is not a bridge (its kind is ${link.kind ?? "a physical device"})`;
+  const ports = await ip.listPorts(NetNS.host, name);
+  if (ports.length >= BRIDGE_MAX_PORTS) return `bridge "${name}" has ${ports.length} ports, the kernel's limit`;
+  return undefined;
+}
+
 export interface GatewayAddressOptions {
   /** Replace a conflicting address instead of failing. */
   forceAddress: boolean;

@@ -4,12 +4,12 @@
  * on the bridge's uplink) and set which link-local groups the bridge forwards.
  * @module
  */
-import { failure } from "#spec/errors.js";
+import { failure, pluginNotAvailable } from "#spec/errors.js";
 import { ipFamily, networkOf, parseCIDR } from "#ip/ip.js";
 import { nextIP } from "#ip/ip-math.js";
 import { isDNSEmpty, type Result100, type Route } from "#spec/result/index.js";
 import { CURRENT_VERSION } from "#spec/version.js";
-import { ensureBridge, ensureGatewayAddresses, readHostLinks, requireUplinkPort, waitPortUp, type BridgeState } from "./bridge-link.js";
+import { bridgePortRefusal, ensureBridge, ensureGatewayAddresses, readHostLinks, requireUplinkPort, waitPortUp, type BridgeState } from "./bridge-link.js";
 import { addTaggedVlans, readPortVlans, vlanIdsOf, setPortVlans } from "#net/bridge-vlans.js";
 import { configureInterface, enableForwarding, setupVeth } from "#net/iface.js";
 import { gcIPMasq, setupIPMasq, teardownIPMasq, type IPMasqTarget } from "#net/ipmasq.js";
@@ -238,8 +238,11 @@ async function checkUplink(n: BridgeConf): Promise<void> {
   if (missing.length) throw failure(`uplink "${n.uplinkInterface}" of bridge "${n.bridge}" lacks VLAN ${missing.join(", ")}`);
 }
 
+/** STATUS: code 50 when the bridge exists and cannot take a port (not a bridge, or full); then IPAM's. */
 async function status(args: CmdArgs): Promise<void> {
   const n = loadBridgeConf(args.stdinData, "");
+  const refusal = await bridgePortRefusal(n.bridge);
+  if (refusal) throw pluginNotAvailable(`bridge: an ADD cannot attach to "${n.bridge}": ${refusal}`);
   if (ipamType(n.conf)) await ipamStatus(n.conf, args);
 }
 

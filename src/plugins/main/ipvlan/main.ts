@@ -46,7 +46,8 @@ async function check(args: CmdArgs): Promise<void> {
 }
 
 async function status(args: CmdArgs): Promise<void> {
-  await statusSandboxLink(args, decodeIpvlanConf(args.stdinData).conf);
+  const n = decodeIpvlanConf(args.stdinData);
+  await statusSandboxLink(args, n.conf, { name: n.master, inContainer: n.linkInContainer });
 }
 
 async function gc(args: CmdArgs): Promise<void> {

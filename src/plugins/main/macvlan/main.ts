@@ -49,7 +49,8 @@ async function check(args: CmdArgs): Promise<void> {
 }
 
 async function status(args: CmdArgs): Promise<void> {
-  await statusSandboxLink(args, loadMacvlanConf(args.stdinData, "").conf);
+  const n = loadMacvlanConf(args.stdinData, "");
+  await statusSandboxLink(args, n.conf, { name: n.master, inContainer: n.linkInContainer });
 }
 
 async function gc(args: CmdArgs): Promise<void> {
