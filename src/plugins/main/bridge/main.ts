@@ -9,7 +9,15 @@ import { ipFamily, networkOf, parseCIDR } from "#ip/ip.js";
 import { nextIP } from "#ip/ip-math.js";
 import { isDNSEmpty, type Result100, type Route } from "#spec/result/index.js";
 import { CURRENT_VERSION } from "#spec/version.js";
-import { bridgePortRefusal, ensureBridge, ensureGatewayAddresses, readHostLinks, requireUplinkPort, waitPortUp, type BridgeState } from "./bridge-link.js";
+import {
+  bridgePortRefusal,
+  ensureBridge,
+  ensureGatewayAddresses,
+  readHostLinks,
+  requireUplinkPort,
+  waitPortUp,
+  type BridgeState,
+} from "./bridge-link.js";
 import { addTaggedVlans, readPortVlans, vlanIdsOf, setPortVlans } from "#net/bridge-vlans.js";
 import { configureInterface, enableForwarding, setupVeth } from "#net/iface.js";
 import { gcIPMasq, setupIPMasq, teardownIPMasq, type IPMasqTarget } from "#net/ipmasq.js";
