@@ -248,6 +248,9 @@ export class EtcdUnavailableError extends Error {
   }
 }
 
+/** The least of a call's budget a new round of a request is begun with. */
+const MIN_ROUND_MS = 50;
+
 /** etcd answered with an error that retrying will not fix (a bad request, bad credentials). */
 export class EtcdRequestError extends Error {
   /** `auth`: the configured user could not authenticate. */
@@ -377,7 +380,9 @@ export class EtcdClient {
       }
       const left = (this.callDeadline ?? 0) - Date.now();
       if (failure instanceof EtcdUnavailableError && failure.endpointsNamed) explained = failure.message;
-      if (!(failure instanceof EtcdUnavailableError) || left <= 0) {
+      // (A round needs time to be worth sending: one begun with the last milliseconds would only time out, and
+      // its "no answer within 1 ms" would hide what the members said.)
+      if (!(failure instanceof EtcdUnavailableError) || left <= MIN_ROUND_MS) {
         if (failure instanceof EtcdUnavailableError && this.callDeadline !== undefined) {
           throw new EtcdUnavailableError(
             `etcd did not answer within ${this.connection.callTimeoutMs} ms (callTimeoutMs), in ${round + 1} rounds; ` +
@@ -387,7 +392,7 @@ export class EtcdClient {
         throw failure;
       }
       // Waiting out the pause without a turn: the others go meanwhile.
-      await sleep(Math.min(100 * 2 ** Math.min(round, 4), left));
+      await sleep(Math.min(100 * 2 ** Math.min(round, 4), left - MIN_ROUND_MS));
     }
   }
 
