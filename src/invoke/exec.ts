@@ -7,6 +7,7 @@ import { CniError, cniError, ErrorCode, messageOf } from "#spec/errors.js";
 import { isJsonObject, parseJson } from "#go-json/json.js";
 import type { TraceContext } from "#spec/trace-context.js";
 import type { Env } from "./args.js";
+import { pauseFor } from "#sys/pause.js";
 
 /** Where a plugin's stderr goes: process.stderr, any Writable, or anything else that takes text or bytes. */
 export interface StderrSink {
@@ -140,20 +141,6 @@ export function settlePluginRun(failure: string | undefined, stdout: Buffer, std
   return stdout;
 }
 
-/** Waits `ms`, or less when `signal` aborts. */
-function pause(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal?.aborted) return resolve();
-    const done = () => {
-      clearTimeout(timer);
-      signal?.removeEventListener("abort", done);
-      resolve();
-    };
-    const timer = setTimeout(done, ms);
-    signal?.addEventListener("abort", done, { once: true });
-  });
-}
-
 /** Runs plugin executables as child processes (Go's RawExec). */
 export class RawExec implements PluginExec {
   constructor(private readonly defaultStderr?: StderrSink) {}
@@ -166,7 +153,7 @@ export class RawExec implements PluginExec {
     for (let attempt = 0; attempt < 6; attempt++) {
       outcome = await runOnce(pluginPath, stdin, env, options);
       if (outcome.spawnErrno !== "ETXTBSY") break;
-      await pause(1000, options.signal);
+      await pauseFor(1000, options.signal);
     }
     const { stdout, stderr, failure } = outcome!;
     return settlePluginRun(failure, stdout, stderr, stderrSink);

@@ -11,7 +11,7 @@ import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { useTempDirs } from "#testing/temp.js";
 import { CallAbandonedError, withCallSignal } from "./call-signal.js";
-import { flockFd, LockTimeoutError, withFlock } from "./flock.js";
+import { flockFd, LockTimeoutError, tryFlockFd, withFlock } from "./flock.js";
 import { flockHolders, flockHoldersNow } from "./lock-holders.js";
 
 const skip = process.geteuid?.() !== 0 ? "needs root" : undefined;
@@ -197,5 +197,23 @@ describe("waiters of one process", { skip }, () => {
     process.kill(child, "SIGKILL");
     await second;
     assert.deepEqual(ran, ["second"]);
+  });
+});
+
+describe("tryFlockFd: at once, whichever way it locks (FFI under Bun, flock(1) under Node)", { skip }, () => {
+  test("false while another process holds the lock, true once it is free", async () => {
+    const file = lockFileIn(tempDir());
+    const { taker, child } = await holdWith(file, ["sleep", "60"]);
+    const fd = openSync(file, "r");
+    try {
+      assert.equal(await tryFlockFd(fd, file), false, "held by flock(1) and its command");
+      taker.kill("SIGKILL");
+      process.kill(child, "SIGKILL");
+      await exited(taker);
+      await waitFor("the holders are gone", () => flockHolders(statSync(file)).length === 0);
+      assert.equal(await tryFlockFd(fd, file), true, "free");
+    } finally {
+      closeSync(fd);
+    }
   });
 });

@@ -33,6 +33,7 @@ import { bindLibc, type Libc } from "./libc.js";
 import { effectiveUid, flockHolders, flockHoldersNow } from "./lock-holders.js";
 import { findTool, toolSearchPath } from "./tool-path.js";
 import { endPhase, phaseClock } from "./phase-trace.js";
+import { pauseFor } from "./pause.js";
 
 const LOCK_SH = 1;
 const LOCK_EX = 2;
@@ -150,27 +151,11 @@ export async function flockFd(fd: number, lockPath: string, opts: FlockOptions =
   return true;
 }
 
-/** Waits `ms`, or less when `signal` aborts first. */
-function pauseFor(ms: number, signal: AbortSignal | undefined): Promise<void> {
-  return new Promise((resolve) => {
-    const done = () => {
-      clearTimeout(timer);
-      signal?.removeEventListener("abort", done);
-      resolve();
-    };
-    const timer = setTimeout(done, ms);
-    signal?.addEventListener("abort", done, { once: true });
-  });
-}
-
 /** Takes an exclusive flock on `fd` if it is free now; false when another holder has it. */
 export async function tryFlockFd(fd: number, lockPath: string): Promise<boolean> {
   const libc = await flockLibc();
   if (libc) return libc.flock(fd, LOCK_EX | LOCK_NB) === 0;
-  return flockWithTool(fd, lockPath, false).then(
-    () => true,
-    () => false,
-  );
+  return flockWithTool(fd, lockPath, false).catch(() => false);
 }
 
 /** A lock held on a lock file: `release` unlocks it (and removes the file when asked, safely for other waiters). */
