@@ -242,7 +242,12 @@ async function explore(
       const { recent, sampled } = powerLossStates(base, ops, k, store.powerPerPoint ?? POWER_PER_POINT, random, recentFrom);
       // The kernel's state (a store's kernel model) is gone with the reboot.
       const reboot = (tree: Tree): Tree =>
-        store.kernel ? new Map([...tree].filter(([rel]) => !store.kernel!.some((k) => rel === k || rel.startsWith(`${k}/`)))) : tree;
+        store.kernel
+          ? new Map([
+              ...[...tree].filter(([rel]) => !store.kernel!.some((k) => rel === k || rel.startsWith(`${k}/`))),
+              ...(store.kernelAtBoot?.() ?? []),
+            ])
+          : tree;
       for (const [i, tree] of recent.map(reboot).entries())
         await recoverAll(tree, power, "power, last operations", `power loss ${at}, last-operations variant ${i}`);
       for (const [i, tree] of sampled.map(reboot).entries())

@@ -31,18 +31,14 @@ import { backupFile, networkFileOf, readBackup } from "#plugins/meta/tuning/back
 import { useKernelModel as useTuningKernelModel, type LinkTunables } from "#plugins/meta/tuning/link-tunables.js";
 import { ensureStateDir, writeFileAtomicSync, writeFileInPlaceSync, removeStateFile, isTemporaryName } from "#sys/state.js";
 import { removeNetworkFile, writeNetworkFile } from "#cnitool/network.js";
-import {
-  listRecords as deviceListRecords,
-  readRecord as deviceReadRecord,
-  removeRecord as deviceRemoveRecord,
-  writeRecord as deviceWriteRecord,
-  type DeviceRecord,
-} from "#plugins/main/host-device/record.js";
+import { listRecords as deviceListRecords, readRecord as deviceReadRecord } from "#plugins/main/host-device/record.js";
+import { useKernelModel as useDeviceKernelModel, type DeviceKernel } from "#plugins/main/host-device/device-kernel.js";
+import type { Link } from "#net/types.js";
 import { readDelegateConfig, removeDelegateConfig, saveDelegateConfig } from "#plugins/meta/flannel/saved.js";
 import { useKernelModel as useKernelModelOfPortmap } from "#plugins/meta/portmap/nftables.js";
 import type { ForwardTarget } from "#plugins/meta/portmap/config.js";
 import { OUR_BIN } from "../harness.js";
-import { seeded } from "./model.js";
+import { seeded, writeTree, type Tree } from "./model.js";
 import { FakeEtcd, type FakeEtcdState } from "../fake-etcd.js";
 
 /** One pod of a scenario. */
@@ -107,6 +103,8 @@ export interface Store {
   volatile?: boolean;
   /** Directories of its kernel model (rules as files): kept as applied after a kill, emptied by a reboot. */
   kernel?: readonly string[];
+  /** What its kernel model holds after a reboot, when not nothing (the host's devices). */
+  kernelAtBoot?(): Tree;
   /** Power-loss states sampled per crash point (a cheap store explores more). */
   powerPerPoint?: number;
   /** The store keeps state outside the files too (recover picks it by ctx.stepsDone): states differ by step. */
@@ -912,22 +910,109 @@ export const TUNING: Store = {
   },
 };
 
-// ---- host-device's records, flannel's saved delegate configs, portmap's forwarding records -----------------------
+// ---- host-device: its records and a kernel model of the devices ---------------------------------------------
 
-const deviceRecord = (containerID: string, n: number): DeviceRecord => ({
-  network: "net",
-  containerID,
-  ifName: "eth0",
-  netns: `/run/netns/${containerID}`,
-  host: {
-    name: `eth${n}`,
-    index: 10 + n,
-    mtu: 1500,
-    mac: `02:00:00:00:00:${String(n).padStart(2, "0")}`,
-    up: true,
-    alias: "",
-    addresses: [`192.0.2.${n}/24`],
+/** host-device's kernel model: every namespace's links, one file (a kernel request changes it whole, atomically). */
+const deviceLinksFile = (root: string) => path.join(root, "kernel", "host-device", "links.json");
+type ModelLink = Link & { addresses: string[] };
+type ModelLinks = Record<string, ModelLink[]>;
+/** The host's devices at boot: `hd<n>`, one for each pod `p<n>` of the scenario. */
+const DEVICES = 14;
+const bootDevice = (n: number): ModelLink => ({
+  index: 10 + n,
+  name: `hd${n}`,
+  mtu: 1500,
+  mac: `02:00:00:00:01:${n.toString(16).padStart(2, "0")}`,
+  up: true,
+  operstate: "UP",
+  promisc: false,
+  alias: "",
+  addresses: [`192.0.2.${n + 1}/24`],
+});
+const deviceBoot = (): Tree => {
+  const bytes = Buffer.from(JSON.stringify({ host: Array.from({ length: DEVICES }, (_, n) => bootDevice(n)) }));
+  return new Map<string, "dir" | Buffer>([
+    ["kernel", "dir"],
+    ["kernel/host-device", "dir"],
+    ["kernel/host-device/links.json", bytes],
+  ]);
+};
+/** A namespace's name in the model: `host`, or the pod's (its path's last part). */
+const nsKey = (ns: { path: string | undefined }) => (ns.path === undefined ? "host" : path.basename(ns.path));
+const readLinks = (root: string): ModelLinks => JSON.parse(readFileSync(deviceLinksFile(root), "utf8")) as ModelLinks;
+/** One kernel request: `change` applied to the links, written whole. */
+const changeLinks = (root: string, change: (links: ModelLinks) => void) => {
+  const links = readLinks(root);
+  change(links);
+  writeFileAtomicSync(deviceLinksFile(root), JSON.stringify(links));
+};
+const modelLink = (links: ModelLinks, ns: string, name: string): ModelLink => {
+  const link = links[ns]?.find((l) => l.name === name);
+  if (!link) throw new CniError(1, `model: no link ${name} in ${ns}`);
+  return link;
+};
+const deviceModel = (root: string): DeviceKernel => ({
+  sysfsRoot: path.join(root, "no-sysfs"),
+  hostLinks: async () => readLinks(root).host ?? [],
+  getLink: async (ns, name) => readLinks(root)[nsKey(ns)]?.find((l) => l.name === name),
+  addresses: async (ns, name) => modelLink(readLinks(root), nsKey(ns), name).addresses,
+  move: async (from, name, to, newName, alias) =>
+    changeLinks(root, (links) => {
+      const link = modelLink(links, nsKey(from), name);
+      if (links[nsKey(to)]?.some((l) => l.name === newName)) throw new CniError(1, `model: ${newName} exists in ${nsKey(to)}`);
+      links[nsKey(from)] = links[nsKey(from)]!.filter((l) => l !== link);
+      // (A link moved to another namespace is down there and has lost its addresses.)
+      (links[nsKey(to)] ??= []).push({ ...link, name: newName, alias, up: false, addresses: [] });
+    }),
+  bringUp: async (ns, name) => {
+    changeLinks(root, (links) => void (modelLink(links, nsKey(ns), name).up = true));
+    return modelLink(readLinks(root), nsKey(ns), name);
   },
+  rename: async (name, newName) => changeLinks(root, (links) => Object.assign(modelLink(links, "host", name), { name: newName, up: false })),
+  restore: async (name, s) =>
+    changeLinks(root, (links) => {
+      const link = modelLink(links, "host", name);
+      if (s.mtu !== undefined) link.mtu = s.mtu;
+      if (s.alias !== undefined) link.alias = s.alias;
+      link.addresses = [...new Set([...link.addresses, ...s.addresses])];
+      if (s.up) link.up = true;
+    }),
+  configure: async (ns, ifName, result) =>
+    changeLinks(root, (links) => {
+      const link = modelLink(links, nsKey(ns), ifName);
+      link.addresses = [...new Set([...link.addresses, ...(result.ips ?? []).map((i) => i.address)])];
+    }),
+  checkConfigured: async (ns, ifName, result) => {
+    const link = modelLink(readLinks(root), nsKey(ns), ifName);
+    for (const i of result.ips ?? [])
+      if (!link.addresses.includes(i.address)) throw new CniError(1, `address ${i.address} is missing from ${ifName}`);
+  },
+});
+const deviceConf = (root: string, p?: Pod, extra: Record<string, unknown> = {}) => ({
+  cniVersion: "1.1.0",
+  name: "net",
+  type: "host-device",
+  ...(p ? { device: `hd${p.id.slice(1)}` } : {}),
+  dataDir: path.join(root, "host-device"),
+  ...extra,
+});
+/** host-device's calls (the pod's namespace: as tuning's, a link to this process's own). */
+const deviceOps = (root: string, mode: "kill" | "power" = "kill") => ({
+  add: async (p: Pod) => {
+    if (!existsSync(netnsOf(p))) symlinkSync("/proc/self/ns/net", netnsOf(p));
+    await runOrThrow("host-device", tuningEnv("ADD", p), deviceConf(root, p));
+    return [];
+  },
+  // (After a reboot the pods' namespaces are gone.)
+  del: (p: Pod) => runOrThrow("host-device", tuningEnv("DEL", p, mode === "power" ? path.join(namespaces, "gone") : netnsOf(p)), deviceConf(root, p)),
+  check: (p: Pod, mac: string) =>
+    runOrThrow(
+      "host-device",
+      tuningEnv("CHECK", p),
+      deviceConf(root, p, { prevResult: { cniVersion: "1.1.0", interfaces: [{ name: p.ifname, mac, sandbox: netnsOf(p) }], ips: [] } }),
+    ),
+  gc: (valid: Array<{ containerID: string; ifname: string }>) =>
+    runOrThrow("host-device", { CNI_COMMAND: "GC", CNI_PATH: "/nonexistent" }, deviceConf(root, undefined, { "cni.dev/valid-attachments": valid })),
 });
 
 /** A host-device record as its DEL reads it. */
@@ -938,21 +1023,66 @@ const deviceState = (root: string) => async (p: Pod) => {
   return r === undefined ? "none" : r === "damaged" ? "damaged" : "ok";
 };
 
-export const HOST_DEVICE_RECORDS: Store = {
-  name: "host-device records",
-  powerPerPoint: 128,
-  recoveries: ["del-only"],
+/**
+ * The host-device plugin's own code (ADD, CHECK, DEL, GC) over its records and a kernel model of the devices (each
+ * namespace's links with their addresses: a move takes a device's addresses away, DEL puts them back). A pod's ADD
+ * moves `hd<n>` into its namespace; its DEL gives it back. A reboot gives every device back to the host as it was at
+ * boot. Checked: a live pod's record is whole, its device in its namespace and its CHECK passes after a kill; after
+ * an attachment's DEL (or a GC) its record is gone and its device is in the host, named, addressed, up and aliased
+ * as at boot.
+ */
+export const HOST_DEVICE: Store = {
+  name: "host-device",
+  powerPerPoint: 12,
+  kernel: ["kernel"],
+  kernelAtBoot: deviceBoot,
+  setup: async (root) => {
+    mkdirSync(namespaces, { recursive: true });
+    writeTree(root, deviceBoot());
+  },
   steps: (root) => {
-    const dir = path.join(root, "host-device");
-    return churn(14, 6, (kind, pod, n) => ({
+    useDeviceKernelModel(deviceModel(root));
+    return churn(14, 6, (kind, pod) => ({
       kind,
       pod,
-      run: () => (kind === "add" ? deviceWriteRecord(dir, deviceRecord(pod.id, n)) : deviceRemoveRecord(dir, pod.id, pod.ifname)),
+      run: async () => (kind === "add" ? deviceOps(root).add(pod) : void (await deviceOps(root).del(pod))),
     }));
   },
-  recover: (ctx) =>
-    keyedRecovery(ctx, "host-device's records", deviceState(ctx.root), (p) => deviceRemoveRecord(path.join(ctx.root, "host-device"), p.id, p.ifname)),
-  check: (ctx) => keyedInvariants(ctx, deviceState(ctx.root)),
+  recover: (ctx) => {
+    useDeviceKernelModel(deviceModel(ctx.root));
+    const ops = deviceOps(ctx.root, ctx.mode);
+    return runtimeRecovery(ctx, ops.del, ops.gc);
+  },
+  check: async (ctx) => {
+    const problems = await keyedInvariants(ctx, deviceState(ctx.root));
+    const links = readLinks(ctx.root);
+    const holder = (mac: string) => Object.keys(links).filter((ns) => links[ns]!.some((l) => l.mac === mac));
+    for (const p of ctx.live) {
+      const boot = bootDevice(Number(p.id.slice(1)));
+      const inside = links[p.id]?.find((l) => l.name === p.ifname);
+      if (inside?.mac !== boot.mac) problems.push(`the device ${boot.name} of live ${podName(p)} is not in its namespace after a kill`);
+      else
+        await deviceOps(ctx.root)
+          .check(p, boot.mac)
+          .catch((e: unknown) => problems.push(e instanceof CniError ? `CHECK of live ${podName(p)} failed: ${e.msg}` : notCni("CHECK", e)));
+    }
+    for (const p of gonePods(ctx)) {
+      const boot = bootDevice(Number(p.id.slice(1)));
+      const host = links["host"]?.find((l) => l.name === boot.name);
+      const where = holder(boot.mac);
+      if (!host || host.mac !== boot.mac || where.length !== 1)
+        problems.push(
+          `the device ${boot.name} of ${podName(p)} is not given back to the host after its DEL (it is in ${where.join(", ") || "no namespace"})`,
+        );
+      else if (host.mtu !== boot.mtu || !host.up || host.alias !== "" || !boot.addresses.every((a) => host.addresses.includes(a)))
+        problems.push(`the device ${boot.name} of ${podName(p)} is back in the host but not as it was (${JSON.stringify(host)})`);
+    }
+    return problems;
+  },
+  teardown: async () => {
+    useDeviceKernelModel(undefined);
+    rmSync(namespaces, { recursive: true, force: true });
+  },
 };
 
 /** A saved delegate config as flannel's DEL reads it. */
@@ -1169,7 +1299,7 @@ export const STORES: readonly Store[] = [
   FIREWALL,
   DNSNAME_FILES,
   TUNING,
-  HOST_DEVICE_RECORDS,
+  HOST_DEVICE,
   FLANNEL_CONFIGS,
   PORTMAP,
   NETWORK_CONFIGS,
