@@ -20,7 +20,7 @@
  * Run by Bun (the plugins' locks are flock(2) through its FFI; under Node each would start flock(1)).
  * @module
  */
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { recordStateOps, type StateOp } from "#sys/state.js";
@@ -43,6 +43,17 @@ class Enough extends Error {}
 
 /** Scratch space: memory-backed where there is some (thousands of small directories). */
 const scratchBase = existsSync("/dev/shm") ? "/dev/shm" : os.tmpdir();
+/**
+ * Where the scenario runs and each state is recovered, one after the other: always the same directory, made empty,
+ * so the paths a store writes into its files (flannel's saved config names its delegate's dataDir) mean the same
+ * directory in every state.
+ */
+const workDir = path.join(scratchBase, `tscni-crash-${process.pid}`);
+const freshWorkDir = (): string => {
+  rmSync(workDir, { recursive: true, force: true });
+  mkdirSync(workDir, { recursive: true });
+  return workDir;
+};
 
 type StateClass = "kill" | "power, last operations" | "power, sampled" | "recovery killed";
 const CLASSES: readonly StateClass[] = ["kill", "power, last operations", "power, sampled", "recovery killed"];
@@ -79,7 +90,7 @@ const bypass = (where: string, diff: string[]) =>
 
 /** Runs `store`'s scenario once, recording its operations, where each step ended and what each ADD answered. */
 async function record(store: Store) {
-  const root = mkdtempSync(path.join(scratchBase, "tscni-crash-rec-"));
+  const root = freshWorkDir();
   try {
     await store.setup?.(root);
     const base = readTree(root);
@@ -154,7 +165,7 @@ async function explore(
     if (seen.has(key)) return false;
     seen.add(key);
     report.recoveries++;
-    const root = mkdtempSync(path.join(scratchBase, "tscni-crash-"));
+    const root = freshWorkDir();
     const recOps: StateOp[] = [];
     try {
       mkdirSync(root, { recursive: true });

@@ -18,6 +18,7 @@ import { CniError } from "#spec/errors.js";
 import { runPlugin } from "#skel/skel.js";
 import { PLUGINS } from "#plugins/registry.js";
 import { settlePluginRun, type ExecOptions, type PluginExec } from "#invoke/exec.js";
+import { setDefaultExec } from "#invoke/plugin.js";
 import type { Env } from "#invoke/args.js";
 import { CNIConfig } from "#libcni/api.js";
 import { parseConfList } from "#spec/config.js";
@@ -34,7 +35,7 @@ import { removeNetworkFile, writeNetworkFile } from "#cnitool/network.js";
 import { listRecords as deviceListRecords, readRecord as deviceReadRecord } from "#plugins/main/host-device/record.js";
 import { useKernelModel as useDeviceKernelModel, type DeviceKernel } from "#plugins/main/host-device/device-kernel.js";
 import type { Link } from "#net/types.js";
-import { readDelegateConfig, removeDelegateConfig, saveDelegateConfig } from "#plugins/meta/flannel/saved.js";
+import { readDelegateConfig } from "#plugins/meta/flannel/saved.js";
 import { useKernelModel as useKernelModelOfPortmap } from "#plugins/meta/portmap/nftables.js";
 import type { ForwardTarget } from "#plugins/meta/portmap/config.js";
 import { OUR_BIN } from "../harness.js";
@@ -1085,33 +1086,80 @@ export const HOST_DEVICE: Store = {
   },
 };
 
+// ---- flannel: its saved delegate configs, and the delegate (host-local) behind them ------------------------
+
 /** A saved delegate config as flannel's DEL reads it. */
 const flannelState = (root: string) => async (p: Pod) => {
   const bytes = await readDelegateConfig(path.join(root, "flannel"), p.id).catch((e: unknown) => {
     if (e instanceof CniError) return "damaged" as const; // a DEL then says so, and goes on without it
     throw e;
   });
-  return bytes === undefined ? "none" : bytes === "damaged" ? "damaged" : "ok";
+  if (bytes === undefined) return "none";
+  try {
+    return bytes !== "damaged" && (JSON.parse(bytes.toString()) as { type?: string }).type === "host-local" ? "ok" : "damaged";
+  } catch {
+    return "damaged";
+  }
+};
+/** flanneld's view of the node: the subnet host-local hands out (SUBNET's 13 addresses). */
+const FLANNEL_ENV = "FLANNEL_NETWORK=10.99.0.0/16\nFLANNEL_SUBNET=10.99.0.1/28\nFLANNEL_MTU=1450\nFLANNEL_IPMASQ=true\n";
+const flannelConf = (root: string, extra: Record<string, unknown> = {}) => ({
+  cniVersion: "1.1.0",
+  name: "crashnet",
+  type: "flannel",
+  subnetFile: path.join(root, "subnet.env"),
+  dataDir: path.join(root, "flannel"),
+  // (The delegate is host-local itself: its reservations are the delegate's state, files the simulator crashes.)
+  delegate: { type: "host-local" },
+  ipam: { dataDir: path.join(root, "networks") },
+  ...extra,
+});
+const flannelEnv = (command: string, p: Pod) => ({ ...podEnv(command, p), CNI_PATH: OUR_BIN });
+const flannelOps = (root: string) => {
+  // (flannel delegates through the default exec: the delegate runs in this process, as every plugin here.)
+  setDefaultExec(new InProcessExec());
+  return {
+    add: async (p: Pod) => addressesOf(JSON.parse(await runOrThrow("flannel", flannelEnv("ADD", p), flannelConf(root)))),
+    del: (p: Pod) => runOrThrow("flannel", flannelEnv("DEL", p), flannelConf(root)),
+    check: (p: Pod, addresses: readonly string[]) =>
+      runOrThrow(
+        "flannel",
+        flannelEnv("CHECK", p),
+        flannelConf(root, { prevResult: { cniVersion: "1.1.0", ips: addresses.map((a) => ({ address: `${a}/28` })) } }),
+      ),
+  };
 };
 
-export const FLANNEL_CONFIGS: Store = {
-  name: "flannel configs",
-  powerPerPoint: 128,
+/**
+ * The flannel plugin's own code (ADD, CHECK, DEL) over its saved delegate configs and its delegate's state: the
+ * delegate is host-local, so what flannel's DEL must reach is a reservation (a torn saved config: DEL renders the
+ * delegate again from subnet.env). flannel has no GC (nor has the flannel-io plugin): a runtime's GC does nothing
+ * to it, so its one recovery is the DELs. Checked: a live pod's saved config is whole, its address still its own
+ * and its CHECK passes after a kill; after an attachment's DEL neither its saved config nor its address is left;
+ * new pods get free addresses.
+ */
+export const FLANNEL: Store = {
+  name: "flannel",
+  powerPerPoint: 24,
   recoveries: ["del-only"],
-  steps: (root) => {
-    const dir = path.join(root, "flannel");
-    return churn(14, 6, (kind, pod, n) => ({
+  setup: async (root) => writeTree(root, new Map([["subnet.env", Buffer.from(FLANNEL_ENV)]])),
+  steps: (root) =>
+    churn(14, 6, (kind, pod) => ({
       kind,
       pod,
-      run: () =>
-        kind === "add"
-          ? saveDelegateConfig(dir, pod.id, Buffer.from(JSON.stringify({ cniVersion: "1.0.0", name: "net", type: "bridge", mtu: 1400 + n })))
-          : removeDelegateConfig(dir, pod.id),
-    }));
+      run: async () => (kind === "add" ? flannelOps(root).add(pod) : void (await flannelOps(root).del(pod))),
+    })),
+  recover: (ctx) => runtimeRecovery(ctx, flannelOps(ctx.root).del),
+  check: async (ctx) => {
+    const ops = flannelOps(ctx.root);
+    const problems = await keyedInvariants(ctx, flannelState(ctx.root));
+    for (const p of ctx.live)
+      await ops
+        .check(p, ctx.answered.get(podName(p)) ?? [])
+        .catch((e: unknown) => problems.push(e instanceof CniError ? `CHECK of live ${podName(p)} failed: ${e.msg}` : notCni("CHECK", e)));
+    if (problems.length) return problems;
+    return ipamInvariants(ctx, () => allocations(ctx.root), ops.add);
   },
-  recover: (ctx) =>
-    keyedRecovery(ctx, "flannel's saved configs", flannelState(ctx.root), (p) => removeDelegateConfig(path.join(ctx.root, "flannel"), p.id)),
-  check: (ctx) => keyedInvariants(ctx, flannelState(ctx.root)),
 };
 
 /**
@@ -1213,7 +1261,7 @@ function churn(count: number, pool: number, make: (kind: "add" | "del", pod: Pod
  * Recovery of a store of one file per attachment: reading each attachment's file is never a throw (a torn one is
  * "damaged", handled by the plugin); DEL removes what is there. keyedInvariants checks what is left.
  */
-async function keyedRecovery(
+export async function keyedRecovery(
   ctx: CrashContext,
   what: string,
   read: (p: Pod) => Promise<"ok" | "damaged" | "none">,
@@ -1300,7 +1348,7 @@ export const STORES: readonly Store[] = [
   DNSNAME_FILES,
   TUNING,
   HOST_DEVICE,
-  FLANNEL_CONFIGS,
+  FLANNEL,
   PORTMAP,
   NETWORK_CONFIGS,
 ];
