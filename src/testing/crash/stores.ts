@@ -27,7 +27,9 @@ import { readRecord } from "#plugins/meta/firewall/records.js";
 import { useKernelModel, type FirewallBackend } from "#plugins/meta/firewall/backends.js";
 import type { FirewallConf } from "#plugins/meta/firewall/config.js";
 import { hostCidr } from "#plugins/meta/firewall/iptables.js";
-import { networkDir, readState, removeNetworkDir, writeConfIfMissing, writeState, withNetworkLock } from "#plugins/meta/dnsname/state.js";
+import { networkDir, otherNetworkUses, readState } from "#plugins/meta/dnsname/state.js";
+import { useKernelModel as useDnsnameKernelModel, type DnsnameHost } from "#plugins/meta/dnsname/host.js";
+import { dnsRules, type InputRule } from "#plugins/meta/dnsname/firewall.js";
 import { backupFile, networkFileOf, readBackup } from "#plugins/meta/tuning/backup.js";
 import { useKernelModel as useTuningKernelModel, type LinkTunables } from "#plugins/meta/tuning/link-tunables.js";
 import { ensureStateDir, writeFileAtomicSync, writeFileInPlaceSync, removeStateFile, isTemporaryName } from "#sys/state.js";
@@ -726,80 +728,141 @@ export const FIREWALL: Store = {
   },
 };
 
-// ---- dnsname's network directory ---------------------------------------------------------------------------
+// ---- dnsname: its network directory, dnsmasq and the INPUT rules ----------------------------------------------
 
 /** A pod's hosts line on the dnsname network (`p<n>` has 10.88.0.<n+2>). */
-const dnsLine = (p: Pod) => `10.88.0.${Number(p.id.slice(1)) + 2}\t${p.id}`;
-const dnsDir = (root: string) => networkDir(path.join(root, "dnsname"), "net");
+const dnsAddress = (p: Pod) => `10.88.0.${Number(p.id.slice(1)) + 2}`;
+const dnsLine = (p: Pod) => `${dnsAddress(p)}\t${p.id}`;
+const dnsDir = (root: string) => networkDir(path.join(root, "containers", "cni", "dnsname"), "net");
 
 /**
- * dnsname's DEL of a pod as the plugin makes it under the network's lock (main.ts): its lines and record go; with
- * no line left, the network's directory.
+ * dnsname's kernel model, under `<root>/kernel/dnsname/`: the network's dnsmasq as a file (`dnsmasq.<network>`,
+ * there while it runs, holding the hosts lines it serves: those it read at its start or last SIGHUP), and each
+ * INPUT rule as a file. Made through sys/state.ts, so the simulator crashes them with the files.
  */
-async function dnsDel(root: string, p: Pod): Promise<void> {
-  const d = dnsDir(root);
-  await withNetworkLock(d, false, async () => {
-    const s = readState(d);
-    const lines = s.lines.filter((l) => !l.endsWith(`\t${p.id}`));
-    if (lines.length === 0) return removeNetworkDir(d);
-    writeState(
-      d,
-      lines,
-      s.records.filter((r) => r.containerID !== p.id),
-    );
-  });
-}
+const dnsKernel = (root: string) => path.join(root, "kernel", "dnsname");
+const dnsmasqFile = (root: string, files: { dir: string }) => path.join(dnsKernel(root), `dnsmasq.${path.basename(files.dir)}`);
+const dnsRuleFile = (root: string, r: InputRule) => path.join(dnsKernel(root), `rule.${r.family}.${r.rule.join("_")}`);
+/** The lines the network's dnsmasq serves; undefined when it does not run. */
+const dnsServed = (root: string): string[] | undefined =>
+  existsSync(dnsmasqFile(root, dnsDir(root))) ? (JSON.parse(readFileSync(dnsmasqFile(root, dnsDir(root)), "utf8")) as string[]) : undefined;
+const dnsnameModel = (root: string): DnsnameHost => {
+  const removeRules = async (rules: readonly InputRule[]) => {
+    for (const r of rules) removeStateFile(dnsRuleFile(root, r));
+  };
+  return {
+    nameservers: async () => ["10.88.0.1"],
+    dnsmasqBinary: () => "/usr/sbin/dnsmasq",
+    runningDnsmasq: (files) => (existsSync(dnsmasqFile(root, files)) ? 4242 : undefined),
+    // (Started or sent SIGHUP: it serves the hosts file as it is now.)
+    reloadDnsmasq: async (_binary, files) => {
+      ensureStateDir(dnsKernel(root), 0o700);
+      const text = existsSync(files.hosts) ? readFileSync(files.hosts, "utf8") : "";
+      writeFileAtomicSync(dnsmasqFile(root, files), JSON.stringify(text.split("\n").filter((l) => l && !l.startsWith("#"))));
+    },
+    stopDnsmasq: async (files) => removeStateFile(dnsmasqFile(root, files)),
+    acceptDns: async (bridge, families) => {
+      ensureStateDir(dnsKernel(root), 0o700);
+      const inserted: InputRule[] = [];
+      for (const r of dnsRules(bridge, families)) {
+        if (existsSync(dnsRuleFile(root, r))) continue;
+        writeFileInPlaceSync(dnsRuleFile(root, r), "");
+        inserted.push(r);
+      }
+      return inserted;
+    },
+    removeDnsRulesUnlessShared: async (d, bridge) => {
+      if (bridge && !otherNetworkUses(d, bridge)) await removeRules(dnsRules(bridge));
+    },
+    removeRules,
+  };
+};
+const dnsConf = (p?: Pod, extra: Record<string, unknown> = {}) => ({
+  cniVersion: "1.1.0",
+  name: "net",
+  type: "dnsname",
+  domainName: "dns.crash",
+  ...(p
+    ? {
+        prevResult: {
+          cniVersion: "1.1.0",
+          interfaces: [{ name: "br0" }, { name: `veth${p.id}` }, { name: p.ifname, sandbox: "/run/netns/crash" }],
+          ips: [{ address: `${dnsAddress(p)}/24`, interface: 2 }],
+        },
+      }
+    : {}),
+  ...extra,
+});
+const dnsEnv = (command: string, p: Pod, root: string) => ({ ...podEnv(command, p), CNI_ARGS: `K8S_POD_NAME=${p.id}`, XDG_RUNTIME_DIR: root });
+const dnsOps = (root: string) => {
+  useDnsnameKernelModel(dnsnameModel(root));
+  return {
+    add: async (p: Pod) => {
+      await runOrThrow("dnsname", dnsEnv("ADD", p, root), dnsConf(p));
+      return [dnsAddress(p)];
+    },
+    // (The runtime DELs with the cached prevResult when it has one: an ADD cut short has none.)
+    del: (p: Pod, withPrev: boolean) => runOrThrow("dnsname", dnsEnv("DEL", p, root), withPrev ? dnsConf(p) : dnsConf()),
+    check: (p: Pod) => runOrThrow("dnsname", dnsEnv("CHECK", p, root), dnsConf(p)),
+    gc: (valid: Array<{ containerID: string; ifname: string }>) =>
+      runOrThrow(
+        "dnsname",
+        { CNI_COMMAND: "GC", CNI_PATH: "/nonexistent", XDG_RUNTIME_DIR: root },
+        dnsConf(undefined, { "cni.dev/valid-attachments": valid }),
+      ),
+  };
+};
 
 /**
- * dnsname's network directory (dnsmasq.conf, the hosts file, the records), per pod as the plugin's ADD and DEL
- * write it (main.ts: under the network's lock, the conf made if missing, the pod's line and record replaced; the
- * last DEL removes the directory), without dnsmasq nor its rules. Checked: a live pod's line survives a crash of
- * another pod's call; after a DEL, its line is gone; with no pod left, the directory is gone.
+ * The dnsname plugin's own code (ADD, CHECK, DEL, GC) over its network directory (dnsmasq.conf, the hosts file, the
+ * records) and a kernel model of its dnsmasq and INPUT rules. Checked: a live pod's hosts line survives a crash of
+ * another pod's call, dnsmasq runs and serves it, the rules are there and its CHECK passes; after an attachment's DEL
+ * (or a GC) its line is neither in the hosts file nor served; with no pod left, the directory, dnsmasq and the rules
+ * are gone.
  */
-export const DNSNAME_FILES: Store = {
-  name: "dnsname files",
+export const DNSNAME: Store = {
+  name: "dnsname",
   powerPerPoint: 128,
-  recoveries: ["del-only"],
-  volatile: true,
+  volatile: true, // under /run, dnsmasq and the rules: all gone at a reboot
   steps: (root) =>
     churn(12, 5, (kind, pod) => ({
       kind,
       pod,
-      run: async () => {
-        if (kind === "del") return dnsDel(root, pod);
-        const d = dnsDir(root);
-        await withNetworkLock(d, true, async () => {
-          writeConfIfMissing(d, "interface=br0\n");
-          const s = readState(d);
-          writeState(
-            d,
-            [...s.lines.filter((l) => !l.endsWith(`\t${pod.id}`)), dnsLine(pod)],
-            [
-              ...s.records.filter((r) => r.containerID !== pod.id),
-              { containerID: pod.id, ifName: pod.ifname, name: pod.id, aliases: [], addresses: [dnsLine(pod).split("\t")[0]!] },
-            ],
-          );
-        });
-      },
+      run: async () => (kind === "add" ? dnsOps(root).add(pod) : void (await dnsOps(root).del(pod, true))),
     })),
-  recover: async (ctx) => {
-    try {
-      for (const p of deletedBy(ctx)) await dnsDel(ctx.root, p);
-      return [];
-    } catch (e) {
-      return [e instanceof CniError ? `failed: ${e.msg}` : notCni("dnsname's state", e)];
-    }
+  recover: (ctx) => {
+    const ops = dnsOps(ctx.root);
+    return runtimeRecovery(ctx, (p) => ops.del(p, ctx.answered.has(podName(p))), ops.gc);
   },
   check: async (ctx) => {
     const d = dnsDir(ctx.root);
+    const ops = dnsOps(ctx.root);
     const lines = existsSync(d.dir) ? readState(d).lines : [];
+    const served = dnsServed(ctx.root);
+    const rules = existsSync(dnsKernel(ctx.root)) ? readdirSync(dnsKernel(ctx.root)).filter((n) => n.startsWith("rule.")) : [];
     const problems: string[] = [];
-    for (const p of ctx.live) if (!lines.includes(dnsLine(p))) problems.push(`the hosts line of live ${podName(p)} is gone after a kill`);
-    for (const p of gonePods(ctx))
+    for (const p of ctx.live) {
+      if (!lines.includes(dnsLine(p))) problems.push(`the hosts line of live ${podName(p)} is gone after a kill`);
+      else if (!served?.includes(dnsLine(p)))
+        problems.push(`dnsmasq does not serve live ${podName(p)} after a kill (${served ? "not reloaded" : "not running"})`);
+      else
+        await ops
+          .check(p)
+          .catch((e: unknown) => problems.push(e instanceof CniError ? `CHECK of live ${podName(p)} failed: ${e.msg}` : notCni("CHECK", e)));
+    }
+    if (ctx.live.length && rules.length === 0) problems.push("the INPUT rules for the bridge are gone after a kill");
+    for (const p of gonePods(ctx)) {
       if (lines.some((l) => l.endsWith(`\t${p.id}`))) problems.push(`the hosts line of ${podName(p)} is left after its DEL`);
-    if (ctx.live.length === 0 && existsSync(d.dir)) problems.push("the network's directory is left after its last DEL");
+      if (served?.some((l) => l.endsWith(` ${p.id}`) || l.endsWith(`\t${p.id}`))) problems.push(`dnsmasq still serves ${podName(p)} after its DEL`);
+    }
+    if (ctx.live.length === 0) {
+      if (existsSync(d.dir)) problems.push("the network's directory is left after its last DEL");
+      if (served) problems.push("dnsmasq still runs after the network's last DEL");
+      if (rules.length) problems.push(`INPUT rules are left after the network's last DEL: ${rules.join(", ")}`);
+    }
     return problems;
   },
+  teardown: async () => useDnsnameKernelModel(undefined),
 };
 
 // ---- tuning's backups -----------------------------------------------------------------------------------------
@@ -1345,7 +1408,7 @@ export const STORES: readonly Store[] = [
   CLUSTER_IPAM,
   DHCP_LEASES,
   FIREWALL,
-  DNSNAME_FILES,
+  DNSNAME,
   TUNING,
   HOST_DEVICE,
   FLANNEL,
