@@ -1320,25 +1320,6 @@ function churn(count: number, pool: number, make: (kind: "add" | "del", pod: Pod
   return out;
 }
 
-/**
- * Recovery of a store of one file per attachment: reading each attachment's file is never a throw (a torn one is
- * "damaged", handled by the plugin); DEL removes what is there. keyedInvariants checks what is left.
- */
-export async function keyedRecovery(
-  ctx: CrashContext,
-  what: string,
-  read: (p: Pod) => Promise<"ok" | "damaged" | "none">,
-  remove: (p: Pod) => Promise<void>,
-): Promise<string[]> {
-  try {
-    for (const p of ctx.all) await read(p);
-    for (const p of deletedBy(ctx)) await remove(p);
-    return [];
-  } catch (e) {
-    return [e instanceof CniError ? `failed: ${e.msg}` : notCni(what, e)];
-  }
-}
-
 // ---- network configs (`cnitool network create`, `rm`): durable -------------------------------------------------
 
 /** The networks after each step of the scenario, and each one's config text. */
