@@ -543,6 +543,8 @@ const written = new Set<string>([encodeLeaseRecord(leaseRecord("old/net/eth0", 1
 const leaseKey = (clientID: string, family: string) => `${family}:${clientID}`;
 const leasesBefore = new Map([[leaseKey("old/net/eth0", "ipv4"), encodeLeaseRecord(leaseRecord("old/net/eth0", 1000))]]);
 const leasesAfter: Array<Map<string, string>> = [];
+/** The attachment whose leases each step drops (its DEL: the daemon releases them), by step. */
+const leaseDrops: Array<string | undefined> = [];
 
 export const DHCP_LEASES: Store = {
   name: "dhcp leases",
@@ -572,6 +574,7 @@ export const DHCP_LEASES: Store = {
             await store.remove(id, "ipv6");
           },
         });
+        leaseDrops[out.length - 1] = id;
         const now = new Map(leasesAfter.at(-1) ?? leasesBefore);
         now.delete(leaseKey(id, "ipv4"));
         now.delete(leaseKey(id, "ipv6"));
@@ -598,16 +601,24 @@ export const DHCP_LEASES: Store = {
       return [notCni("the lease store's load", e)];
     }
     for (const r of loaded.records) if (!written.has(encodeLeaseRecord(r))) problems.push(`a lease never written was taken up: ${r.clientID}`);
-    // After a kill, every lease held survives (renewed by the cut-short step or not): the daemon takes it up.
+    // After a kill, every lease held survives (renewed by the cut-short step or not): the daemon takes it up. A DEL
+    // the kill cut short is retried by the runtime: the daemon releases the leases it took up, and removes their
+    // files (both families); then nothing of that attachment, nor of one dropped before, is left.
     if (ctx.mode === "kill") {
       const held = ctx.stepsDone > 0 ? leasesAfter[ctx.stepsDone - 1]! : leasesBefore;
       const next = leasesAfter[ctx.stepsDone];
-      const got = new Map(loaded.records.map((r) => [leaseKey(r.clientID, r.family), encodeLeaseRecord(r)]));
+      const retried = leaseDrops[ctx.stepsDone];
+      if (retried !== undefined) for (const r of loaded.records.filter((l) => l.clientID === retried)) await store.remove(r.clientID, r.family);
+      const after = retried === undefined ? loaded : await store.loadAll();
+      const got = new Map(after.records.map((r) => [leaseKey(r.clientID, r.family), encodeLeaseRecord(r)]));
       for (const [k, v] of held) {
         const g = got.get(k);
         if (g === v || (next && g === next.get(k))) continue;
         problems.push(`the lease ${k}, held before the crash, is ${g === undefined ? "lost" : "not the one written"} after a kill`);
       }
+      for (const k of got.keys())
+        if (!held.has(k) && !next?.has(k))
+          problems.push(`the lease ${k} is left after its attachment's DEL (${retried ? "retried" : "before the crash"})`);
     }
     // The daemon drops every lease whose interface is gone (all, after a reboot) and removes its file.
     if (ctx.mode === "power") {
