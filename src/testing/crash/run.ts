@@ -3,14 +3,17 @@
  * scenario's file operations are recorded, every state a process kill or a power loss at any point can leave is
  * written out (model.ts), the node's recovery runs on it — in each way a runtime recovers (stores.ts RECOVERIES),
  * each on its own copy — and the invariants are checked. Recovery is itself killed after each of its file
- * operations, and run again on what it left. Prints, per store, the states explored by class and the invariants
+ * operations, and run again on what it left; some recoveries also lose the power after each (the node reboots
+ * again, and recovers once more). Prints, per store, the states explored by class and the invariants
  * broken (the first few in full), and last `crash states: N, violations: V`. Exits non-zero on any violation, or
  * when fewer than --min states were explored (default 10,000).
  *
- *   bun dist-test/testing/crash/run.js [--power-per-point 48] [--min 10000] [--only <store>] [--nested-power 64] [--first]
+ *   bun dist-test/testing/crash/run.js [--power-per-point 48] [--min 10000] [--only <store>] [--nested-power 64]
+ *     [--recovery-power 4] [--first]
  *
  * (--power-per-point is for the stores that do not set their own: the cheap ones explore more; --nested-power N
- * kills the recovery of one power-loss state in N; --first stops a store at its first violation, for the mutants.)
+ * kills the recovery of one power-loss state in N; --recovery-power N: of those killed recoveries, one in N also
+ * loses the power after each of its operations (two sampled states each); --first stops a store at its first violation, for the mutants.)
  * "Known limitations met" are what stores.ts marks NOTE: not violations (docs/state.md says which and why).
  *
  * Every file operation of a call must go through sys/state.ts, where it is recorded: after each step of a scenario
@@ -24,7 +27,7 @@ import { existsSync, mkdirSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { recordStateOps, type StateOp } from "#sys/state.js";
-import { killedAfter, powerLossStates, readTree, relativeOp, seeded, treeKey, writeTree, type Tree } from "./model.js";
+import { killedAfter, powerLossAfter, powerLossStates, readTree, relativeOp, seeded, treeKey, writeTree, type Tree } from "./model.js";
 import { NOTE, RECOVERIES, STORES, podName, type CrashContext, type Pod, type Store } from "./stores.js";
 
 const args = process.argv.slice(2);
@@ -37,6 +40,8 @@ const MIN_STATES = Number(opt("--min", "10000"));
 const ONLY = opt("--only", "");
 /** The recovery of one power-loss state in this many is killed after each of its operations. */
 const NESTED_POWER = Number(opt("--nested-power", "64"));
+/** Of the recoveries killed after each operation, one in this many also loses the power after each (then reboots). */
+const RECOVERY_POWER = Number(opt("--recovery-power", "4"));
 /** Stop a store at its first violation (the mutants' runs: scripts/crash-mutants.mjs). */
 const FIRST = args.includes("--first");
 class Enough extends Error {}
@@ -48,15 +53,16 @@ const scratchBase = existsSync("/dev/shm") ? "/dev/shm" : os.tmpdir();
  * so the paths a store writes into its files (flannel's saved config names its delegate's dataDir) mean the same
  * directory in every state.
  */
-const workDir = path.join(scratchBase, `tscni-crash-${process.pid}`);
+// (The pid padded: paths written into files, as flannel's, are as long in every run, so torn cuts fall alike.)
+const workDir = path.join(scratchBase, `tscni-crash-${String(process.pid).padStart(8, "0")}`);
 const freshWorkDir = (): string => {
   rmSync(workDir, { recursive: true, force: true });
   mkdirSync(workDir, { recursive: true });
   return workDir;
 };
 
-type StateClass = "kill" | "power, last operations" | "power, sampled" | "recovery killed";
-const CLASSES: readonly StateClass[] = ["kill", "power, last operations", "power, sampled", "recovery killed"];
+type StateClass = "kill" | "power, last operations" | "power, sampled" | "recovery killed" | "recovery power loss";
+const CLASSES: readonly StateClass[] = ["kill", "power, last operations", "power, sampled", "recovery killed", "recovery power loss"];
 
 interface Report {
   store: string;
@@ -154,6 +160,20 @@ async function explore(
   const seen = new Set<string>();
   const random = seeded(0x5eed);
   let powerSeen = 0;
+  let nestedSeen = 0;
+  // (Its own generator: the power losses of recoveries leave the main states' samples as they are.)
+  const nestedRandom = seeded(0x5eed + 1);
+  // A reboot: /run is empty (a volatile store's files with it) and the kernel's state (a store's kernel model) is
+  // gone, or as it is at boot.
+  const reboot = (tree: Tree): Tree =>
+    store.volatile
+      ? new Map()
+      : store.kernel
+        ? new Map([
+            ...[...tree].filter(([rel]) => !store.kernel!.some((k) => rel === k || rel.startsWith(`${k}/`))),
+            ...(store.kernelAtBoot?.() ?? []),
+          ])
+        : tree;
 
   /** Recovers `tree` by ctx.recovery and checks; unless `nested`, then kills that recovery after each of its operations. */
   const run = async (tree: Tree, ctx: Omit<CrashContext, "root">, label: string, nested = false): Promise<boolean> => {
@@ -191,11 +211,20 @@ async function explore(
     }
     // A kill of the recovery itself (during a GC, a DEL): the runtime runs it again on what it left. After every
     // kill, and after one power loss in NESTED_POWER (a reboot's recovery DELs every old attachment: long).
+    // One such recovery in RECOVERY_POWER also loses the power after each of its operations: the node reboots
+    // again, and the runtime DELs every attachment it remembers once more (two sampled states per point).
     if (!nested && !store.outsideState && (ctx.mode === "kill" || powerSeen++ % NESTED_POWER === 0)) {
+      const power = nestedSeen++ % RECOVERY_POWER === 0;
+      const { interrupted: _, ...rest } = ctx;
+      const rebooted = { ...rest, mode: "power" as const, live: [] };
       for (let k = 1; k < recOps.length; k++) {
         const what = recOps[k - 1]!;
         if (what.op === "fsync" || what.op === "fsyncDir") continue;
         if (await run(killedAfter(tree, recOps, k), ctx, `${label}, its recovery killed after ${describe(what)}`, true)) bump("recovery killed");
+        if (!power) continue;
+        for (const [i, t] of powerLossAfter(tree, recOps, k, 2, nestedRandom).entries())
+          if (await run(reboot(t), rebooted, `${label}, power lost in its recovery after ${describe(what)} (variant ${i})`, true))
+            bump("recovery power loss");
       }
     }
     return true;
@@ -245,20 +274,12 @@ async function explore(
       // A reboot: no container survives, /run is empty (a volatile store's files with it).
       const power = { mode: "power" as const, live: [], all, remembered, answered, ...progress };
       if (store.volatile) {
-        await recoverAll(new Map(), power, "power, last operations", `power loss ${at} (/run emptied)`);
+        await recoverAll(reboot(new Map()), power, "power, last operations", `power loss ${at} (/run emptied)`);
         continue;
       }
       // The last operations: those of the call the crash cut, or else of the call that ended last.
       const recentFrom = k === 0 ? 0 : Math.max(0, ...[0, ...ends].filter((e) => e <= k - 1));
       const { recent, sampled } = powerLossStates(base, ops, k, store.powerPerPoint ?? POWER_PER_POINT, random, recentFrom);
-      // The kernel's state (a store's kernel model) is gone with the reboot.
-      const reboot = (tree: Tree): Tree =>
-        store.kernel
-          ? new Map([
-              ...[...tree].filter(([rel]) => !store.kernel!.some((k) => rel === k || rel.startsWith(`${k}/`))),
-              ...(store.kernelAtBoot?.() ?? []),
-            ])
-          : tree;
       for (const [i, tree] of recent.map(reboot).entries())
         await recoverAll(tree, power, "power, last operations", `power loss ${at}, last-operations variant ${i}`);
       for (const [i, tree] of sampled.map(reboot).entries())

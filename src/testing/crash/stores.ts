@@ -887,7 +887,7 @@ export const DNSNAME: Store = {
 const tuningKernel = (root: string) => path.join(root, "kernel", "tuning");
 const tuningLink = (root: string, id: string) => path.join(tuningKernel(root), `${id}.json`);
 const ORIGINAL: LinkTunables = { mac: "02:00:00:00:00:01", mtu: 1500, promisc: false, allmulti: false, txQLen: 1000 };
-const namespaces = path.join(existsSync("/dev/shm") ? "/dev/shm" : os.tmpdir(), `tscni-crash-netns-${process.pid}`);
+const namespaces = path.join(existsSync("/dev/shm") ? "/dev/shm" : os.tmpdir(), `tscni-crash-netns-${String(process.pid).padStart(8, "0")}`);
 const netnsOf = (p: Pod) => path.join(namespaces, p.id);
 const tuningModel = (root: string) => ({
   read: async (ns: { path: string | undefined }, name: string): Promise<LinkTunables | undefined> => {
