@@ -143,6 +143,7 @@ async function simulate(store: Store): Promise<Report> {
   } catch (e) {
     if (!(e instanceof Enough)) throw e;
   }
+  report.counts.set("recovery killed", report.counts.get("recovery killed")! + (store.recoveryKills?.() ?? 0));
   return report;
 }
 

@@ -41,7 +41,7 @@ import { readDelegateConfig } from "#plugins/meta/flannel/saved.js";
 import { useKernelModel as useKernelModelOfPortmap } from "#plugins/meta/portmap/nftables.js";
 import type { ForwardTarget } from "#plugins/meta/portmap/config.js";
 import { OUR_BIN } from "../harness.js";
-import { seeded, writeTree, type Tree } from "./model.js";
+import { readTree, seeded, treeKey, writeTree, type Tree } from "./model.js";
 import { FakeEtcd, type FakeEtcdState } from "../fake-etcd.js";
 
 /** One pod of a scenario. */
@@ -114,6 +114,11 @@ export interface Store {
   outsideState?: boolean;
   /** After every state was explored. */
   teardown?(): Promise<void>;
+  /**
+   * For a store whose recovery run.ts cannot kill after its file operations (its state is outside the files too):
+   * how many kills of its recovery it explored itself, within recover.
+   */
+  recoveryKills?(): number;
 }
 
 /** `<id>/<ifname>`: an attachment's name in the simulator. */
@@ -477,17 +482,49 @@ export const CLUSTER_IPAM: Store = {
       // Each variant on its own copy of the crash state's files.
       const root = variants.length > 1 ? `${ctx.root}.v${i}` : ctx.root;
       if (root !== ctx.root) cpSync(ctx.root, root, { recursive: true });
-      clusterEtcd.restore(state);
-      const ops = clusterOps(root);
-      const failed = await runtimeRecovery({ ...ctx, root }, ops.del, ops.gc);
-      const found = failed.length ? failed : await ipamInvariants({ ...ctx, root }, clusterAllocations, ops.add);
+      const found = await clusterRecovery({ ...ctx, root }, state, true);
       problems.push(...found.map((f) => (variants.length > 1 ? `${i === 0 ? "etcd before" : "etcd after"} the cut-short call's commit: ${f}` : f)));
       if (root !== ctx.root) rmSync(root, { recursive: true, force: true });
     }
     return problems;
   },
+  recoveryKills: () => clusterKills.size,
   teardown: () => clusterEtcd.stop(),
 };
+
+/** The states of cluster-ipam's recoveries killed (etcd and the files, by fingerprint) explored so far. */
+const clusterKills = new Set<string>();
+
+/**
+ * cluster-ipam's recovery from etcd in `state` and the files in ctx.root, then the invariants. Unless `nested`,
+ * the recovery is then killed after each of its etcd writes (the files and etcd as they were right then, the
+ * call's answer lost) and recovered again from there: what run.ts does for the other stores after each file
+ * operation, which cannot put etcd back.
+ */
+async function clusterRecovery(ctx: CrashContext, state: FakeEtcdState, nested: boolean): Promise<string[]> {
+  clusterEtcd.restore(state);
+  const ops = clusterOps(ctx.root);
+  const kills: Array<{ etcd: FakeEtcdState; tree: Tree }> = [];
+  if (nested) clusterEtcd.onWrite = () => kills.push({ etcd: clusterEtcd.save(), tree: readTree(ctx.root) });
+  let failed: string[];
+  try {
+    failed = await runtimeRecovery(ctx, ops.del, ops.gc);
+  } finally {
+    clusterEtcd.onWrite = undefined;
+  }
+  const problems = failed.length ? failed : await ipamInvariants(ctx, clusterAllocations, ops.add);
+  for (const [n, kill] of kills.entries()) {
+    const key = `${ctx.mode}:${ctx.recovery}:${ctx.remembered.map(podName).join(",")}:${ctx.live.map(podName).join(",")}:${treeKey(kill.tree)}:${JSON.stringify(kill.etcd)}`;
+    if (clusterKills.has(key)) continue;
+    clusterKills.add(key);
+    const root = `${ctx.root}.k${n}`;
+    writeTree(root, kill.tree);
+    const found = await clusterRecovery({ ...ctx, root }, kill.etcd, false);
+    problems.push(...found.map((f) => `its recovery killed after its etcd write ${n + 1}: ${f}`));
+    rmSync(root, { recursive: true, force: true });
+  }
+  return problems;
+}
 
 // ---- the dhcp daemon's lease files ---------------------------------------------------------------------------
 
