@@ -112,7 +112,7 @@ async function record(store: Store) {
     try {
       for (const [i, step] of steps.entries()) {
         try {
-          answers.push((await step.run(root)) ?? undefined);
+          answers.push((await step.run(root, () => ops.length - (ends.at(-1) ?? 0))) ?? undefined);
         } catch (e) {
           // The scenario itself fails (a DEL that released nothing leaves no room): a violation; the steps before it
           // are explored.
@@ -143,7 +143,12 @@ async function simulate(store: Store): Promise<Report> {
   } catch (e) {
     if (!(e instanceof Enough)) throw e;
   }
-  report.counts.set("recovery killed", report.counts.get("recovery killed")! + (store.recoveryKills?.() ?? 0));
+  const inner = store.innerStates?.();
+  if (inner) {
+    report.counts.set("kill", report.counts.get("kill")! + inner.kill);
+    report.counts.set("power, last operations", report.counts.get("power, last operations")! + inner.power);
+    report.counts.set("recovery killed", report.counts.get("recovery killed")! + inner.recoveryKilled);
+  }
   return report;
 }
 
@@ -182,7 +187,7 @@ async function explore(
     const key =
       `${ctx.mode}:${ctx.recovery}:${treeKey(tree)}:${ctx.interrupted ? podName(ctx.interrupted) : ""}:${ctx.live.map(podName).join(",")}:` +
       ctx.remembered.map(podName).join(",") +
-      (store.outsideState ? `:${ctx.stepsDone}:${ctx.opsOfInterrupted > 0}` : "");
+      (store.outsideState ? `:${ctx.stepsDone}:${ctx.opsOfInterrupted}` : "");
     if (seen.has(key)) return false;
     seen.add(key);
     report.recoveries++;

@@ -54,8 +54,11 @@ export interface Pod {
 export interface Step {
   kind: "add" | "del" | "other";
   pod?: Pod;
-  /** Runs the step; an ADD answers the addresses its result gave the pod (checked against the store after recovery). */
-  run(root: string): Promise<string[] | void>;
+  /**
+   * Runs the step; an ADD answers the addresses its result gave the pod (checked against the store after recovery).
+   * `opsDone`: how many file operations the step has made so far (for a store whose state is outside the files too).
+   */
+  run(root: string, opsDone?: () => number): Promise<string[] | void>;
 }
 
 /**
@@ -115,10 +118,11 @@ export interface Store {
   /** After every state was explored. */
   teardown?(): Promise<void>;
   /**
-   * For a store whose recovery run.ts cannot kill after its file operations (its state is outside the files too):
-   * how many kills of its recovery it explored itself, within recover.
+   * For a store whose state is outside the files too: the states it explored itself within recover, beyond those
+   * run.ts counted — a call cut between two writes of that state (after a kill, after a power loss), and its
+   * recovery killed after each of them.
    */
-  recoveryKills?(): number;
+  innerStates?(): { kill: number; power: number; recoveryKilled: number };
 }
 
 /** `<id>/<ifname>`: an attachment's name in the simulator. */
@@ -412,12 +416,14 @@ export const LIBCNI_CACHE: Store = {
 
 /**
  * cluster-ipam keeps one file on the node, the hint of its blocks (rewritten in place); the allocations are in etcd,
- * here an etcd in memory whose state after every step of the scenario is kept, so recovery meets etcd as it was at
- * the crash. An ADD commits to etcd before it writes the hint: a crash before its first file operation may come
- * before or after that commit, and both are explored.
+ * here an etcd in memory whose state after every step of the scenario, and after each write transaction within a
+ * step, is kept, so recovery meets etcd as it was at the crash: a crash with j of a call's file operations done
+ * may come right after any etcd write the call made with j done (or before the first), and each is explored.
  */
 const clusterEtcd = new FakeEtcd();
 const clusterSnapshots: FakeEtcdState[] = [];
+/** Per step, etcd after each of its write transactions, with the step's file operations done by then. */
+const clusterCuts: Array<Array<{ ops: number; etcd: FakeEtcdState }>> = [];
 let clusterInitial: FakeEtcdState | undefined;
 const clusterConf = (root: string, extra: Record<string, unknown> = {}) => ({
   cniVersion: "1.1.0",
@@ -466,34 +472,50 @@ export const CLUSTER_IPAM: Store = {
   steps: (root) =>
     ipamSteps(clusterOps)(root).map((s, i) => ({
       ...s,
-      run: async (r: string) => {
-        const answered = await s.run(r);
-        clusterSnapshots[i] = clusterEtcd.save();
-        return answered;
+      run: async (r: string, opsDone?: () => number) => {
+        const cuts: Array<{ ops: number; etcd: FakeEtcdState }> = [];
+        clusterEtcd.onWrite = () => cuts.push({ ops: opsDone?.() ?? 0, etcd: clusterEtcd.save() });
+        try {
+          return await s.run(r);
+        } finally {
+          clusterEtcd.onWrite = undefined;
+          clusterCuts[i] = cuts;
+          clusterSnapshots[i] = clusterEtcd.save();
+        }
       },
     })),
   // (recover does it all, checks too: etcd is put back for each variant of the crash state.)
   recover: async (ctx) => {
     const before = ctx.stepsDone > 0 ? clusterSnapshots[ctx.stepsDone - 1]! : clusterInitial!;
-    const after = clusterSnapshots[ctx.stepsDone];
-    const variants = ctx.opsOfInterrupted > 0 ? [after!] : after ? [before, after] : [before];
+    // With j of the cut-short call's file operations done: etcd as the last write before the j-th left it, or
+    // right after any write made while j were done.
+    const cuts = ctx.stepsDone < clusterSnapshots.length ? (clusterCuts[ctx.stepsDone] ?? []) : [];
+    const j = ctx.opsOfInterrupted;
+    const atJ = cuts.filter((c) => c.ops < j).at(-1)?.etcd ?? before;
+    const unique = new Map([atJ, ...cuts.filter((c) => c.ops === j).map((c) => c.etcd)].map((e) => [JSON.stringify(e), e] as const));
+    const variants = [...unique.values()];
+    // (The first variant is the state run.ts counted; the others are the store's own.)
+    const files = variants.length > 1 ? treeKey(readTree(ctx.root)) : "";
+    for (const e of variants.slice(1)) clusterCutStates[ctx.mode].add(`${files}:${ctx.live.map(podName).join(",")}:${JSON.stringify(e)}`);
     const problems: string[] = [];
     for (const [i, state] of variants.entries()) {
       // Each variant on its own copy of the crash state's files.
       const root = variants.length > 1 ? `${ctx.root}.v${i}` : ctx.root;
       if (root !== ctx.root) cpSync(ctx.root, root, { recursive: true });
       const found = await clusterRecovery({ ...ctx, root }, state, true);
-      problems.push(...found.map((f) => (variants.length > 1 ? `${i === 0 ? "etcd before" : "etcd after"} the cut-short call's commit: ${f}` : f)));
+      problems.push(...found.map((f) => (variants.length > 1 ? `etcd variant ${i} (revision ${variants[i]!.revision}): ${f}` : f)));
       if (root !== ctx.root) rmSync(root, { recursive: true, force: true });
     }
     return problems;
   },
-  recoveryKills: () => clusterKills.size,
+  innerStates: () => ({ kill: clusterCutStates.kill.size, power: clusterCutStates.power.size, recoveryKilled: clusterKills.size }),
   teardown: () => clusterEtcd.stop(),
 };
 
 /** The states of cluster-ipam's recoveries killed (etcd and the files, by fingerprint) explored so far. */
 const clusterKills = new Set<string>();
+/** The states of a call cut between two etcd writes explored so far, by the crash's kind. */
+const clusterCutStates = { kill: new Set<string>(), power: new Set<string>() };
 
 /**
  * cluster-ipam's recovery from etcd in `state` and the files in ctx.root, then the invariants. Unless `nested`,
