@@ -23,6 +23,7 @@ import type { Env } from "#invoke/args.js";
 import { CNIConfig } from "#libcni/api.js";
 import { parseConfList } from "#spec/config.js";
 import { LeaseStore, encodeLeaseRecord, type LeaseRecord } from "#plugins/ipam/dhcp/lease-file.js";
+import { LeaseManager, type LeaseWorld } from "#plugins/ipam/dhcp/leases.js";
 import { readRecord } from "#plugins/meta/firewall/records.js";
 import { useKernelModel, type FirewallBackend } from "#plugins/meta/firewall/backends.js";
 import type { FirewallConf } from "#plugins/meta/firewall/config.js";
@@ -679,9 +680,13 @@ export const DHCP_LEASES: Store = {
         if (!held.has(k) && !next?.has(k))
           problems.push(`the lease ${k} is left after its attachment's DEL (${retried ? "retried" : "before the crash"})`);
     }
-    // The daemon drops every lease whose interface is gone (all, after a reboot) and removes its file.
+    // The daemon started after the reboot takes up the leases loaded (its own LeaseManager.resume): every one's
+    // namespace died with the old boot, so it drops each and removes its file, sending nothing.
     if (ctx.mode === "power") {
-      for (const r of loaded.records) await store.remove(r.clientID, r.family);
+      const gone = async (): Promise<never> => {
+        throw new Error("the network namespace is gone with the old boot");
+      };
+      await new LeaseManager({ store, reopen: gone, log: () => undefined } as unknown as LeaseWorld).resume(loaded.records);
       const left = readdirSync(store.dir).filter((n) => n.startsWith("lease"));
       if (left.length) problems.push(`lease files left after every lease was dropped: ${left.join(", ")}`);
     }
