@@ -32,6 +32,8 @@ export class FakeEtcd {
   private server: Server | undefined;
   /** `http://127.0.0.1:<port>` once started. */
   endpoint = "";
+  /** Called after each transaction that writes, before its answer is sent (the crash simulator kills a call there). */
+  onWrite: (() => void) | undefined;
 
   async start(): Promise<void> {
     this.server = createServer((req, res) => {
@@ -147,6 +149,7 @@ export class FakeEtcd {
       return { response_delete_range: { deleted: String(keys.length) } };
     });
     this.revision = rev;
+    if (writes) this.onWrite?.();
     return { header: { revision: String(this.revision) }, succeeded, responses };
   }
 }

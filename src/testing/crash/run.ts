@@ -3,14 +3,17 @@
  * scenario's file operations are recorded, every state a process kill or a power loss at any point can leave is
  * written out (model.ts), the node's recovery runs on it — in each way a runtime recovers (stores.ts RECOVERIES),
  * each on its own copy — and the invariants are checked. Recovery is itself killed after each of its file
- * operations, and run again on what it left. Prints, per store, the states explored by class and the invariants
+ * operations, and run again on what it left; some recoveries also lose the power after each (the node reboots
+ * again, and recovers once more). Prints, per store, the states explored by class and the invariants
  * broken (the first few in full), and last `crash states: N, violations: V`. Exits non-zero on any violation, or
  * when fewer than --min states were explored (default 10,000).
  *
- *   bun dist-test/testing/crash/run.js [--power-per-point 48] [--min 10000] [--only <store>] [--nested-power 64] [--first]
+ *   bun dist-test/testing/crash/run.js [--power-per-point 48] [--min 10000] [--only <store>] [--nested-power 64]
+ *     [--recovery-power 4] [--first]
  *
  * (--power-per-point is for the stores that do not set their own: the cheap ones explore more; --nested-power N
- * kills the recovery of one power-loss state in N; --first stops a store at its first violation, for the mutants.)
+ * kills the recovery of one power-loss state in N; --recovery-power N: of those killed recoveries, one in N also
+ * loses the power after each of its operations (two sampled states each); --first stops a store at its first violation, for the mutants.)
  * "Known limitations met" are what stores.ts marks NOTE: not violations (docs/state.md says which and why).
  *
  * Every file operation of a call must go through sys/state.ts, where it is recorded: after each step of a scenario
@@ -20,11 +23,11 @@
  * Run by Bun (the plugins' locks are flock(2) through its FFI; under Node each would start flock(1)).
  * @module
  */
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { recordStateOps, type StateOp } from "#sys/state.js";
-import { killedAfter, powerLossStates, readTree, relativeOp, seeded, treeKey, writeTree, type Tree } from "./model.js";
+import { killedAfter, powerLossAfter, powerLossStates, readTree, relativeOp, seeded, treeKey, writeTree, type Tree } from "./model.js";
 import { NOTE, RECOVERIES, STORES, podName, type CrashContext, type Pod, type Store } from "./stores.js";
 
 const args = process.argv.slice(2);
@@ -37,15 +40,29 @@ const MIN_STATES = Number(opt("--min", "10000"));
 const ONLY = opt("--only", "");
 /** The recovery of one power-loss state in this many is killed after each of its operations. */
 const NESTED_POWER = Number(opt("--nested-power", "64"));
+/** Of the recoveries killed after each operation, one in this many also loses the power after each (then reboots). */
+const RECOVERY_POWER = Number(opt("--recovery-power", "4"));
 /** Stop a store at its first violation (the mutants' runs: scripts/crash-mutants.mjs). */
 const FIRST = args.includes("--first");
 class Enough extends Error {}
 
 /** Scratch space: memory-backed where there is some (thousands of small directories). */
 const scratchBase = existsSync("/dev/shm") ? "/dev/shm" : os.tmpdir();
+/**
+ * Where the scenario runs and each state is recovered, one after the other: always the same directory, made empty,
+ * so the paths a store writes into its files (flannel's saved config names its delegate's dataDir) mean the same
+ * directory in every state.
+ */
+// (The pid padded: paths written into files, as flannel's, are as long in every run, so torn cuts fall alike.)
+const workDir = path.join(scratchBase, `tscni-crash-${String(process.pid).padStart(8, "0")}`);
+const freshWorkDir = (): string => {
+  rmSync(workDir, { recursive: true, force: true });
+  mkdirSync(workDir, { recursive: true });
+  return workDir;
+};
 
-type StateClass = "kill" | "power, last operations" | "power, sampled" | "recovery killed";
-const CLASSES: readonly StateClass[] = ["kill", "power, last operations", "power, sampled", "recovery killed"];
+type StateClass = "kill" | "power, last operations" | "power, sampled" | "recovery killed" | "recovery power loss";
+const CLASSES: readonly StateClass[] = ["kill", "power, last operations", "power, sampled", "recovery killed", "recovery power loss"];
 
 interface Report {
   store: string;
@@ -79,7 +96,7 @@ const bypass = (where: string, diff: string[]) =>
 
 /** Runs `store`'s scenario once, recording its operations, where each step ended and what each ADD answered. */
 async function record(store: Store) {
-  const root = mkdtempSync(path.join(scratchBase, "tscni-crash-rec-"));
+  const root = freshWorkDir();
   try {
     await store.setup?.(root);
     const base = readTree(root);
@@ -95,7 +112,7 @@ async function record(store: Store) {
     try {
       for (const [i, step] of steps.entries()) {
         try {
-          answers.push((await step.run(root)) ?? undefined);
+          answers.push((await step.run(root, () => ops.length - (ends.at(-1) ?? 0))) ?? undefined);
         } catch (e) {
           // The scenario itself fails (a DEL that released nothing leaves no room): a violation; the steps before it
           // are explored.
@@ -126,6 +143,12 @@ async function simulate(store: Store): Promise<Report> {
   } catch (e) {
     if (!(e instanceof Enough)) throw e;
   }
+  const inner = store.innerStates?.();
+  if (inner) {
+    report.counts.set("kill", report.counts.get("kill")! + inner.kill);
+    report.counts.set("power, last operations", report.counts.get("power, last operations")! + inner.power);
+    report.counts.set("recovery killed", report.counts.get("recovery killed")! + inner.recoveryKilled);
+  }
   return report;
 }
 
@@ -143,6 +166,20 @@ async function explore(
   const seen = new Set<string>();
   const random = seeded(0x5eed);
   let powerSeen = 0;
+  let nestedSeen = 0;
+  // (Its own generator: the power losses of recoveries leave the main states' samples as they are.)
+  const nestedRandom = seeded(0x5eed + 1);
+  // A reboot: /run is empty (a volatile store's files with it) and the kernel's state (a store's kernel model) is
+  // gone, or as it is at boot.
+  const reboot = (tree: Tree): Tree =>
+    store.volatile
+      ? new Map()
+      : store.kernel
+        ? new Map([
+            ...[...tree].filter(([rel]) => !store.kernel!.some((k) => rel === k || rel.startsWith(`${k}/`))),
+            ...(store.kernelAtBoot?.() ?? []),
+          ])
+        : tree;
 
   /** Recovers `tree` by ctx.recovery and checks; unless `nested`, then kills that recovery after each of its operations. */
   const run = async (tree: Tree, ctx: Omit<CrashContext, "root">, label: string, nested = false): Promise<boolean> => {
@@ -150,11 +187,11 @@ async function explore(
     const key =
       `${ctx.mode}:${ctx.recovery}:${treeKey(tree)}:${ctx.interrupted ? podName(ctx.interrupted) : ""}:${ctx.live.map(podName).join(",")}:` +
       ctx.remembered.map(podName).join(",") +
-      (store.outsideState ? `:${ctx.stepsDone}:${ctx.opsOfInterrupted > 0}` : "");
+      (store.outsideState ? `:${ctx.stepsDone}:${ctx.opsOfInterrupted}` : "");
     if (seen.has(key)) return false;
     seen.add(key);
     report.recoveries++;
-    const root = mkdtempSync(path.join(scratchBase, "tscni-crash-"));
+    const root = freshWorkDir();
     const recOps: StateOp[] = [];
     try {
       mkdirSync(root, { recursive: true });
@@ -180,11 +217,20 @@ async function explore(
     }
     // A kill of the recovery itself (during a GC, a DEL): the runtime runs it again on what it left. After every
     // kill, and after one power loss in NESTED_POWER (a reboot's recovery DELs every old attachment: long).
+    // One such recovery in RECOVERY_POWER also loses the power after each of its operations: the node reboots
+    // again, and the runtime DELs every attachment it remembers once more (two sampled states per point).
     if (!nested && !store.outsideState && (ctx.mode === "kill" || powerSeen++ % NESTED_POWER === 0)) {
+      const power = nestedSeen++ % RECOVERY_POWER === 0;
+      const { interrupted: _, ...rest } = ctx;
+      const rebooted = { ...rest, mode: "power" as const, live: [] };
       for (let k = 1; k < recOps.length; k++) {
         const what = recOps[k - 1]!;
         if (what.op === "fsync" || what.op === "fsyncDir") continue;
         if (await run(killedAfter(tree, recOps, k), ctx, `${label}, its recovery killed after ${describe(what)}`, true)) bump("recovery killed");
+        if (!power) continue;
+        for (const [i, t] of powerLossAfter(tree, recOps, k, 2, nestedRandom).entries())
+          if (await run(reboot(t), rebooted, `${label}, power lost in its recovery after ${describe(what)} (variant ${i})`, true))
+            bump("recovery power loss");
       }
     }
     return true;
@@ -234,15 +280,12 @@ async function explore(
       // A reboot: no container survives, /run is empty (a volatile store's files with it).
       const power = { mode: "power" as const, live: [], all, remembered, answered, ...progress };
       if (store.volatile) {
-        await recoverAll(new Map(), power, "power, last operations", `power loss ${at} (/run emptied)`);
+        await recoverAll(reboot(new Map()), power, "power, last operations", `power loss ${at} (/run emptied)`);
         continue;
       }
       // The last operations: those of the call the crash cut, or else of the call that ended last.
       const recentFrom = k === 0 ? 0 : Math.max(0, ...[0, ...ends].filter((e) => e <= k - 1));
       const { recent, sampled } = powerLossStates(base, ops, k, store.powerPerPoint ?? POWER_PER_POINT, random, recentFrom);
-      // The kernel's state (a store's kernel model) is gone with the reboot.
-      const reboot = (tree: Tree): Tree =>
-        store.kernel ? new Map([...tree].filter(([rel]) => !store.kernel!.some((k) => rel === k || rel.startsWith(`${k}/`)))) : tree;
       for (const [i, tree] of recent.map(reboot).entries())
         await recoverAll(tree, power, "power, last operations", `power loss ${at}, last-operations variant ${i}`);
       for (const [i, tree] of sampled.map(reboot).entries())

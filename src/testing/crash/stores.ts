@@ -18,31 +18,31 @@ import { CniError } from "#spec/errors.js";
 import { runPlugin } from "#skel/skel.js";
 import { PLUGINS } from "#plugins/registry.js";
 import { settlePluginRun, type ExecOptions, type PluginExec } from "#invoke/exec.js";
+import { setDefaultExec } from "#invoke/plugin.js";
 import type { Env } from "#invoke/args.js";
 import { CNIConfig } from "#libcni/api.js";
 import { parseConfList } from "#spec/config.js";
 import { LeaseStore, encodeLeaseRecord, type LeaseRecord } from "#plugins/ipam/dhcp/lease-file.js";
+import { LeaseManager, type LeaseWorld } from "#plugins/ipam/dhcp/leases.js";
 import { readRecord } from "#plugins/meta/firewall/records.js";
 import { useKernelModel, type FirewallBackend } from "#plugins/meta/firewall/backends.js";
 import type { FirewallConf } from "#plugins/meta/firewall/config.js";
 import { hostCidr } from "#plugins/meta/firewall/iptables.js";
-import { networkDir, readState, removeNetworkDir, writeConfIfMissing, writeState, withNetworkLock } from "#plugins/meta/dnsname/state.js";
+import { networkDir, otherNetworkUses, readState } from "#plugins/meta/dnsname/state.js";
+import { useKernelModel as useDnsnameKernelModel, type DnsnameHost } from "#plugins/meta/dnsname/host.js";
+import { dnsRules, type InputRule } from "#plugins/meta/dnsname/firewall.js";
 import { backupFile, networkFileOf, readBackup } from "#plugins/meta/tuning/backup.js";
 import { useKernelModel as useTuningKernelModel, type LinkTunables } from "#plugins/meta/tuning/link-tunables.js";
 import { ensureStateDir, writeFileAtomicSync, writeFileInPlaceSync, removeStateFile, isTemporaryName } from "#sys/state.js";
 import { removeNetworkFile, writeNetworkFile } from "#cnitool/network.js";
-import {
-  listRecords as deviceListRecords,
-  readRecord as deviceReadRecord,
-  removeRecord as deviceRemoveRecord,
-  writeRecord as deviceWriteRecord,
-  type DeviceRecord,
-} from "#plugins/main/host-device/record.js";
-import { readDelegateConfig, removeDelegateConfig, saveDelegateConfig } from "#plugins/meta/flannel/saved.js";
+import { listRecords as deviceListRecords, readRecord as deviceReadRecord } from "#plugins/main/host-device/record.js";
+import { useKernelModel as useDeviceKernelModel, type DeviceKernel } from "#plugins/main/host-device/device-kernel.js";
+import type { Link } from "#net/types.js";
+import { readDelegateConfig } from "#plugins/meta/flannel/saved.js";
 import { useKernelModel as useKernelModelOfPortmap } from "#plugins/meta/portmap/nftables.js";
 import type { ForwardTarget } from "#plugins/meta/portmap/config.js";
 import { OUR_BIN } from "../harness.js";
-import { seeded } from "./model.js";
+import { readTree, seeded, treeKey, writeTree, type Tree } from "./model.js";
 import { FakeEtcd, type FakeEtcdState } from "../fake-etcd.js";
 
 /** One pod of a scenario. */
@@ -55,8 +55,11 @@ export interface Pod {
 export interface Step {
   kind: "add" | "del" | "other";
   pod?: Pod;
-  /** Runs the step; an ADD answers the addresses its result gave the pod (checked against the store after recovery). */
-  run(root: string): Promise<string[] | void>;
+  /**
+   * Runs the step; an ADD answers the addresses its result gave the pod (checked against the store after recovery).
+   * `opsDone`: how many file operations the step has made so far (for a store whose state is outside the files too).
+   */
+  run(root: string, opsDone?: () => number): Promise<string[] | void>;
 }
 
 /**
@@ -107,12 +110,20 @@ export interface Store {
   volatile?: boolean;
   /** Directories of its kernel model (rules as files): kept as applied after a kill, emptied by a reboot. */
   kernel?: readonly string[];
+  /** What its kernel model holds after a reboot, when not nothing (the host's devices). */
+  kernelAtBoot?(): Tree;
   /** Power-loss states sampled per crash point (a cheap store explores more). */
   powerPerPoint?: number;
   /** The store keeps state outside the files too (recover picks it by ctx.stepsDone): states differ by step. */
   outsideState?: boolean;
   /** After every state was explored. */
   teardown?(): Promise<void>;
+  /**
+   * For a store whose state is outside the files too: the states it explored itself within recover, beyond those
+   * run.ts counted — a call cut between two writes of that state (after a kill, after a power loss), and its
+   * recovery killed after each of them.
+   */
+  innerStates?(): { kill: number; power: number; recoveryKilled: number };
 }
 
 /** `<id>/<ifname>`: an attachment's name in the simulator. */
@@ -406,12 +417,14 @@ export const LIBCNI_CACHE: Store = {
 
 /**
  * cluster-ipam keeps one file on the node, the hint of its blocks (rewritten in place); the allocations are in etcd,
- * here an etcd in memory whose state after every step of the scenario is kept, so recovery meets etcd as it was at
- * the crash. An ADD commits to etcd before it writes the hint: a crash before its first file operation may come
- * before or after that commit, and both are explored.
+ * here an etcd in memory whose state after every step of the scenario, and after each write transaction within a
+ * step, is kept, so recovery meets etcd as it was at the crash: a crash with j of a call's file operations done
+ * may come right after any etcd write the call made with j done (or before the first), and each is explored.
  */
 const clusterEtcd = new FakeEtcd();
 const clusterSnapshots: FakeEtcdState[] = [];
+/** Per step, etcd after each of its write transactions, with the step's file operations done by then. */
+const clusterCuts: Array<Array<{ ops: number; etcd: FakeEtcdState }>> = [];
 let clusterInitial: FakeEtcdState | undefined;
 const clusterConf = (root: string, extra: Record<string, unknown> = {}) => ({
   cniVersion: "1.1.0",
@@ -460,33 +473,81 @@ export const CLUSTER_IPAM: Store = {
   steps: (root) =>
     ipamSteps(clusterOps)(root).map((s, i) => ({
       ...s,
-      run: async (r: string) => {
-        const answered = await s.run(r);
-        clusterSnapshots[i] = clusterEtcd.save();
-        return answered;
+      run: async (r: string, opsDone?: () => number) => {
+        const cuts: Array<{ ops: number; etcd: FakeEtcdState }> = [];
+        clusterEtcd.onWrite = () => cuts.push({ ops: opsDone?.() ?? 0, etcd: clusterEtcd.save() });
+        try {
+          return await s.run(r);
+        } finally {
+          clusterEtcd.onWrite = undefined;
+          clusterCuts[i] = cuts;
+          clusterSnapshots[i] = clusterEtcd.save();
+        }
       },
     })),
   // (recover does it all, checks too: etcd is put back for each variant of the crash state.)
   recover: async (ctx) => {
     const before = ctx.stepsDone > 0 ? clusterSnapshots[ctx.stepsDone - 1]! : clusterInitial!;
-    const after = clusterSnapshots[ctx.stepsDone];
-    const variants = ctx.opsOfInterrupted > 0 ? [after!] : after ? [before, after] : [before];
+    // With j of the cut-short call's file operations done: etcd as the last write before the j-th left it, or
+    // right after any write made while j were done.
+    const cuts = ctx.stepsDone < clusterSnapshots.length ? (clusterCuts[ctx.stepsDone] ?? []) : [];
+    const j = ctx.opsOfInterrupted;
+    const atJ = cuts.filter((c) => c.ops < j).at(-1)?.etcd ?? before;
+    const unique = new Map([atJ, ...cuts.filter((c) => c.ops === j).map((c) => c.etcd)].map((e) => [JSON.stringify(e), e] as const));
+    const variants = [...unique.values()];
+    // (The first variant is the state run.ts counted; the others are the store's own.)
+    const files = variants.length > 1 ? treeKey(readTree(ctx.root)) : "";
+    for (const e of variants.slice(1)) clusterCutStates[ctx.mode].add(`${files}:${ctx.live.map(podName).join(",")}:${JSON.stringify(e)}`);
     const problems: string[] = [];
     for (const [i, state] of variants.entries()) {
       // Each variant on its own copy of the crash state's files.
       const root = variants.length > 1 ? `${ctx.root}.v${i}` : ctx.root;
       if (root !== ctx.root) cpSync(ctx.root, root, { recursive: true });
-      clusterEtcd.restore(state);
-      const ops = clusterOps(root);
-      const failed = await runtimeRecovery({ ...ctx, root }, ops.del, ops.gc);
-      const found = failed.length ? failed : await ipamInvariants({ ...ctx, root }, clusterAllocations, ops.add);
-      problems.push(...found.map((f) => (variants.length > 1 ? `${i === 0 ? "etcd before" : "etcd after"} the cut-short call's commit: ${f}` : f)));
+      const found = await clusterRecovery({ ...ctx, root }, state, true);
+      problems.push(...found.map((f) => (variants.length > 1 ? `etcd variant ${i} (revision ${variants[i]!.revision}): ${f}` : f)));
       if (root !== ctx.root) rmSync(root, { recursive: true, force: true });
     }
     return problems;
   },
+  innerStates: () => ({ kill: clusterCutStates.kill.size, power: clusterCutStates.power.size, recoveryKilled: clusterKills.size }),
   teardown: () => clusterEtcd.stop(),
 };
+
+/** The states of cluster-ipam's recoveries killed (etcd and the files, by fingerprint) explored so far. */
+const clusterKills = new Set<string>();
+/** The states of a call cut between two etcd writes explored so far, by the crash's kind. */
+const clusterCutStates = { kill: new Set<string>(), power: new Set<string>() };
+
+/**
+ * cluster-ipam's recovery from etcd in `state` and the files in ctx.root, then the invariants. Unless `nested`,
+ * the recovery is then killed after each of its etcd writes (the files and etcd as they were right then, the
+ * call's answer lost) and recovered again from there: what run.ts does for the other stores after each file
+ * operation, which cannot put etcd back.
+ */
+async function clusterRecovery(ctx: CrashContext, state: FakeEtcdState, nested: boolean): Promise<string[]> {
+  clusterEtcd.restore(state);
+  const ops = clusterOps(ctx.root);
+  const kills: Array<{ etcd: FakeEtcdState; tree: Tree }> = [];
+  if (nested) clusterEtcd.onWrite = () => kills.push({ etcd: clusterEtcd.save(), tree: readTree(ctx.root) });
+  let failed: string[];
+  try {
+    failed = await runtimeRecovery(ctx, ops.del, ops.gc);
+  } finally {
+    clusterEtcd.onWrite = undefined;
+  }
+  const problems = failed.length ? failed : await ipamInvariants(ctx, clusterAllocations, ops.add);
+  for (const [n, kill] of kills.entries()) {
+    const key = `${ctx.mode}:${ctx.recovery}:${ctx.remembered.map(podName).join(",")}:${ctx.live.map(podName).join(",")}:${treeKey(kill.tree)}:${JSON.stringify(kill.etcd)}`;
+    if (clusterKills.has(key)) continue;
+    clusterKills.add(key);
+    const root = `${ctx.root}.k${n}`;
+    writeTree(root, kill.tree);
+    const found = await clusterRecovery({ ...ctx, root }, kill.etcd, false);
+    problems.push(...found.map((f) => `its recovery killed after its etcd write ${n + 1}: ${f}`));
+    rmSync(root, { recursive: true, force: true });
+  }
+  return problems;
+}
 
 // ---- the dhcp daemon's lease files ---------------------------------------------------------------------------
 
@@ -542,6 +603,8 @@ const written = new Set<string>([encodeLeaseRecord(leaseRecord("old/net/eth0", 1
 const leaseKey = (clientID: string, family: string) => `${family}:${clientID}`;
 const leasesBefore = new Map([[leaseKey("old/net/eth0", "ipv4"), encodeLeaseRecord(leaseRecord("old/net/eth0", 1000))]]);
 const leasesAfter: Array<Map<string, string>> = [];
+/** The attachment whose leases each step drops (its DEL: the daemon releases them), by step. */
+const leaseDrops: Array<string | undefined> = [];
 
 export const DHCP_LEASES: Store = {
   name: "dhcp leases",
@@ -571,6 +634,7 @@ export const DHCP_LEASES: Store = {
             await store.remove(id, "ipv6");
           },
         });
+        leaseDrops[out.length - 1] = id;
         const now = new Map(leasesAfter.at(-1) ?? leasesBefore);
         now.delete(leaseKey(id, "ipv4"));
         now.delete(leaseKey(id, "ipv6"));
@@ -597,20 +661,32 @@ export const DHCP_LEASES: Store = {
       return [notCni("the lease store's load", e)];
     }
     for (const r of loaded.records) if (!written.has(encodeLeaseRecord(r))) problems.push(`a lease never written was taken up: ${r.clientID}`);
-    // After a kill, every lease held survives (renewed by the cut-short step or not): the daemon takes it up.
+    // After a kill, every lease held survives (renewed by the cut-short step or not): the daemon takes it up. A DEL
+    // the kill cut short is retried by the runtime: the daemon releases the leases it took up, and removes their
+    // files (both families); then nothing of that attachment, nor of one dropped before, is left.
     if (ctx.mode === "kill") {
       const held = ctx.stepsDone > 0 ? leasesAfter[ctx.stepsDone - 1]! : leasesBefore;
       const next = leasesAfter[ctx.stepsDone];
-      const got = new Map(loaded.records.map((r) => [leaseKey(r.clientID, r.family), encodeLeaseRecord(r)]));
+      const retried = leaseDrops[ctx.stepsDone];
+      if (retried !== undefined) for (const r of loaded.records.filter((l) => l.clientID === retried)) await store.remove(r.clientID, r.family);
+      const after = retried === undefined ? loaded : await store.loadAll();
+      const got = new Map(after.records.map((r) => [leaseKey(r.clientID, r.family), encodeLeaseRecord(r)]));
       for (const [k, v] of held) {
         const g = got.get(k);
         if (g === v || (next && g === next.get(k))) continue;
         problems.push(`the lease ${k}, held before the crash, is ${g === undefined ? "lost" : "not the one written"} after a kill`);
       }
+      for (const k of got.keys())
+        if (!held.has(k) && !next?.has(k))
+          problems.push(`the lease ${k} is left after its attachment's DEL (${retried ? "retried" : "before the crash"})`);
     }
-    // The daemon drops every lease whose interface is gone (all, after a reboot) and removes its file.
+    // The daemon started after the reboot takes up the leases loaded (its own LeaseManager.resume): every one's
+    // namespace died with the old boot, so it drops each and removes its file, sending nothing.
     if (ctx.mode === "power") {
-      for (const r of loaded.records) await store.remove(r.clientID, r.family);
+      const gone = async (): Promise<never> => {
+        throw new Error("the network namespace is gone with the old boot");
+      };
+      await new LeaseManager({ store, reopen: gone, log: () => undefined } as unknown as LeaseWorld).resume(loaded.records);
       const left = readdirSync(store.dir).filter((n) => n.startsWith("lease"));
       if (left.length) problems.push(`lease files left after every lease was dropped: ${left.join(", ")}`);
     }
@@ -727,80 +803,141 @@ export const FIREWALL: Store = {
   },
 };
 
-// ---- dnsname's network directory ---------------------------------------------------------------------------
+// ---- dnsname: its network directory, dnsmasq and the INPUT rules ----------------------------------------------
 
 /** A pod's hosts line on the dnsname network (`p<n>` has 10.88.0.<n+2>). */
-const dnsLine = (p: Pod) => `10.88.0.${Number(p.id.slice(1)) + 2}\t${p.id}`;
-const dnsDir = (root: string) => networkDir(path.join(root, "dnsname"), "net");
+const dnsAddress = (p: Pod) => `10.88.0.${Number(p.id.slice(1)) + 2}`;
+const dnsLine = (p: Pod) => `${dnsAddress(p)}\t${p.id}`;
+const dnsDir = (root: string) => networkDir(path.join(root, "containers", "cni", "dnsname"), "net");
 
 /**
- * dnsname's DEL of a pod as the plugin makes it under the network's lock (main.ts): its lines and record go; with
- * no line left, the network's directory.
+ * dnsname's kernel model, under `<root>/kernel/dnsname/`: the network's dnsmasq as a file (`dnsmasq.<network>`,
+ * there while it runs, holding the hosts lines it serves: those it read at its start or last SIGHUP), and each
+ * INPUT rule as a file. Made through sys/state.ts, so the simulator crashes them with the files.
  */
-async function dnsDel(root: string, p: Pod): Promise<void> {
-  const d = dnsDir(root);
-  await withNetworkLock(d, false, async () => {
-    const s = readState(d);
-    const lines = s.lines.filter((l) => !l.endsWith(`\t${p.id}`));
-    if (lines.length === 0) return removeNetworkDir(d);
-    writeState(
-      d,
-      lines,
-      s.records.filter((r) => r.containerID !== p.id),
-    );
-  });
-}
+const dnsKernel = (root: string) => path.join(root, "kernel", "dnsname");
+const dnsmasqFile = (root: string, files: { dir: string }) => path.join(dnsKernel(root), `dnsmasq.${path.basename(files.dir)}`);
+const dnsRuleFile = (root: string, r: InputRule) => path.join(dnsKernel(root), `rule.${r.family}.${r.rule.join("_")}`);
+/** The lines the network's dnsmasq serves; undefined when it does not run. */
+const dnsServed = (root: string): string[] | undefined =>
+  existsSync(dnsmasqFile(root, dnsDir(root))) ? (JSON.parse(readFileSync(dnsmasqFile(root, dnsDir(root)), "utf8")) as string[]) : undefined;
+const dnsnameModel = (root: string): DnsnameHost => {
+  const removeRules = async (rules: readonly InputRule[]) => {
+    for (const r of rules) removeStateFile(dnsRuleFile(root, r));
+  };
+  return {
+    nameservers: async () => ["10.88.0.1"],
+    dnsmasqBinary: () => "/usr/sbin/dnsmasq",
+    runningDnsmasq: (files) => (existsSync(dnsmasqFile(root, files)) ? 4242 : undefined),
+    // (Started or sent SIGHUP: it serves the hosts file as it is now.)
+    reloadDnsmasq: async (_binary, files) => {
+      ensureStateDir(dnsKernel(root), 0o700);
+      const text = existsSync(files.hosts) ? readFileSync(files.hosts, "utf8") : "";
+      writeFileAtomicSync(dnsmasqFile(root, files), JSON.stringify(text.split("\n").filter((l) => l && !l.startsWith("#"))));
+    },
+    stopDnsmasq: async (files) => removeStateFile(dnsmasqFile(root, files)),
+    acceptDns: async (bridge, families) => {
+      ensureStateDir(dnsKernel(root), 0o700);
+      const inserted: InputRule[] = [];
+      for (const r of dnsRules(bridge, families)) {
+        if (existsSync(dnsRuleFile(root, r))) continue;
+        writeFileInPlaceSync(dnsRuleFile(root, r), "");
+        inserted.push(r);
+      }
+      return inserted;
+    },
+    removeDnsRulesUnlessShared: async (d, bridge) => {
+      if (bridge && !otherNetworkUses(d, bridge)) await removeRules(dnsRules(bridge));
+    },
+    removeRules,
+  };
+};
+const dnsConf = (p?: Pod, extra: Record<string, unknown> = {}) => ({
+  cniVersion: "1.1.0",
+  name: "net",
+  type: "dnsname",
+  domainName: "dns.crash",
+  ...(p
+    ? {
+        prevResult: {
+          cniVersion: "1.1.0",
+          interfaces: [{ name: "br0" }, { name: `veth${p.id}` }, { name: p.ifname, sandbox: "/run/netns/crash" }],
+          ips: [{ address: `${dnsAddress(p)}/24`, interface: 2 }],
+        },
+      }
+    : {}),
+  ...extra,
+});
+const dnsEnv = (command: string, p: Pod, root: string) => ({ ...podEnv(command, p), CNI_ARGS: `K8S_POD_NAME=${p.id}`, XDG_RUNTIME_DIR: root });
+const dnsOps = (root: string) => {
+  useDnsnameKernelModel(dnsnameModel(root));
+  return {
+    add: async (p: Pod) => {
+      await runOrThrow("dnsname", dnsEnv("ADD", p, root), dnsConf(p));
+      return [dnsAddress(p)];
+    },
+    // (The runtime DELs with the cached prevResult when it has one: an ADD cut short has none.)
+    del: (p: Pod, withPrev: boolean) => runOrThrow("dnsname", dnsEnv("DEL", p, root), withPrev ? dnsConf(p) : dnsConf()),
+    check: (p: Pod) => runOrThrow("dnsname", dnsEnv("CHECK", p, root), dnsConf(p)),
+    gc: (valid: Array<{ containerID: string; ifname: string }>) =>
+      runOrThrow(
+        "dnsname",
+        { CNI_COMMAND: "GC", CNI_PATH: "/nonexistent", XDG_RUNTIME_DIR: root },
+        dnsConf(undefined, { "cni.dev/valid-attachments": valid }),
+      ),
+  };
+};
 
 /**
- * dnsname's network directory (dnsmasq.conf, the hosts file, the records), per pod as the plugin's ADD and DEL
- * write it (main.ts: under the network's lock, the conf made if missing, the pod's line and record replaced; the
- * last DEL removes the directory), without dnsmasq nor its rules. Checked: a live pod's line survives a crash of
- * another pod's call; after a DEL, its line is gone; with no pod left, the directory is gone.
+ * The dnsname plugin's own code (ADD, CHECK, DEL, GC) over its network directory (dnsmasq.conf, the hosts file, the
+ * records) and a kernel model of its dnsmasq and INPUT rules. Checked: a live pod's hosts line survives a crash of
+ * another pod's call, dnsmasq runs and serves it, the rules are there and its CHECK passes; after an attachment's DEL
+ * (or a GC) its line is neither in the hosts file nor served; with no pod left, the directory, dnsmasq and the rules
+ * are gone.
  */
-export const DNSNAME_FILES: Store = {
-  name: "dnsname files",
+export const DNSNAME: Store = {
+  name: "dnsname",
   powerPerPoint: 128,
-  recoveries: ["del-only"],
-  volatile: true,
+  volatile: true, // under /run, dnsmasq and the rules: all gone at a reboot
   steps: (root) =>
     churn(12, 5, (kind, pod) => ({
       kind,
       pod,
-      run: async () => {
-        if (kind === "del") return dnsDel(root, pod);
-        const d = dnsDir(root);
-        await withNetworkLock(d, true, async () => {
-          writeConfIfMissing(d, "interface=br0\n");
-          const s = readState(d);
-          writeState(
-            d,
-            [...s.lines.filter((l) => !l.endsWith(`\t${pod.id}`)), dnsLine(pod)],
-            [
-              ...s.records.filter((r) => r.containerID !== pod.id),
-              { containerID: pod.id, ifName: pod.ifname, name: pod.id, aliases: [], addresses: [dnsLine(pod).split("\t")[0]!] },
-            ],
-          );
-        });
-      },
+      run: async () => (kind === "add" ? dnsOps(root).add(pod) : void (await dnsOps(root).del(pod, true))),
     })),
-  recover: async (ctx) => {
-    try {
-      for (const p of deletedBy(ctx)) await dnsDel(ctx.root, p);
-      return [];
-    } catch (e) {
-      return [e instanceof CniError ? `failed: ${e.msg}` : notCni("dnsname's state", e)];
-    }
+  recover: (ctx) => {
+    const ops = dnsOps(ctx.root);
+    return runtimeRecovery(ctx, (p) => ops.del(p, ctx.answered.has(podName(p))), ops.gc);
   },
   check: async (ctx) => {
     const d = dnsDir(ctx.root);
+    const ops = dnsOps(ctx.root);
     const lines = existsSync(d.dir) ? readState(d).lines : [];
+    const served = dnsServed(ctx.root);
+    const rules = existsSync(dnsKernel(ctx.root)) ? readdirSync(dnsKernel(ctx.root)).filter((n) => n.startsWith("rule.")) : [];
     const problems: string[] = [];
-    for (const p of ctx.live) if (!lines.includes(dnsLine(p))) problems.push(`the hosts line of live ${podName(p)} is gone after a kill`);
-    for (const p of gonePods(ctx))
+    for (const p of ctx.live) {
+      if (!lines.includes(dnsLine(p))) problems.push(`the hosts line of live ${podName(p)} is gone after a kill`);
+      else if (!served?.includes(dnsLine(p)))
+        problems.push(`dnsmasq does not serve live ${podName(p)} after a kill (${served ? "not reloaded" : "not running"})`);
+      else
+        await ops
+          .check(p)
+          .catch((e: unknown) => problems.push(e instanceof CniError ? `CHECK of live ${podName(p)} failed: ${e.msg}` : notCni("CHECK", e)));
+    }
+    if (ctx.live.length && rules.length === 0) problems.push("the INPUT rules for the bridge are gone after a kill");
+    for (const p of gonePods(ctx)) {
       if (lines.some((l) => l.endsWith(`\t${p.id}`))) problems.push(`the hosts line of ${podName(p)} is left after its DEL`);
-    if (ctx.live.length === 0 && existsSync(d.dir)) problems.push("the network's directory is left after its last DEL");
+      if (served?.some((l) => l.endsWith(` ${p.id}`) || l.endsWith(`\t${p.id}`))) problems.push(`dnsmasq still serves ${podName(p)} after its DEL`);
+    }
+    if (ctx.live.length === 0) {
+      if (existsSync(d.dir)) problems.push("the network's directory is left after its last DEL");
+      if (served) problems.push("dnsmasq still runs after the network's last DEL");
+      if (rules.length) problems.push(`INPUT rules are left after the network's last DEL: ${rules.join(", ")}`);
+    }
     return problems;
   },
+  teardown: async () => useDnsnameKernelModel(undefined),
 };
 
 // ---- tuning's backups -----------------------------------------------------------------------------------------
@@ -814,7 +951,7 @@ export const DNSNAME_FILES: Store = {
 const tuningKernel = (root: string) => path.join(root, "kernel", "tuning");
 const tuningLink = (root: string, id: string) => path.join(tuningKernel(root), `${id}.json`);
 const ORIGINAL: LinkTunables = { mac: "02:00:00:00:00:01", mtu: 1500, promisc: false, allmulti: false, txQLen: 1000 };
-const namespaces = path.join(existsSync("/dev/shm") ? "/dev/shm" : os.tmpdir(), `tscni-crash-netns-${process.pid}`);
+const namespaces = path.join(existsSync("/dev/shm") ? "/dev/shm" : os.tmpdir(), `tscni-crash-netns-${String(process.pid).padStart(8, "0")}`);
 const netnsOf = (p: Pod) => path.join(namespaces, p.id);
 const tuningModel = (root: string) => ({
   read: async (ns: { path: string | undefined }, name: string): Promise<LinkTunables | undefined> => {
@@ -912,22 +1049,109 @@ export const TUNING: Store = {
   },
 };
 
-// ---- host-device's records, flannel's saved delegate configs, portmap's forwarding records -----------------------
+// ---- host-device: its records and a kernel model of the devices ---------------------------------------------
 
-const deviceRecord = (containerID: string, n: number): DeviceRecord => ({
-  network: "net",
-  containerID,
-  ifName: "eth0",
-  netns: `/run/netns/${containerID}`,
-  host: {
-    name: `eth${n}`,
-    index: 10 + n,
-    mtu: 1500,
-    mac: `02:00:00:00:00:${String(n).padStart(2, "0")}`,
-    up: true,
-    alias: "",
-    addresses: [`192.0.2.${n}/24`],
+/** host-device's kernel model: every namespace's links, one file (a kernel request changes it whole, atomically). */
+const deviceLinksFile = (root: string) => path.join(root, "kernel", "host-device", "links.json");
+type ModelLink = Link & { addresses: string[] };
+type ModelLinks = Record<string, ModelLink[]>;
+/** The host's devices at boot: `hd<n>`, one for each pod `p<n>` of the scenario. */
+const DEVICES = 14;
+const bootDevice = (n: number): ModelLink => ({
+  index: 10 + n,
+  name: `hd${n}`,
+  mtu: 1500,
+  mac: `02:00:00:00:01:${n.toString(16).padStart(2, "0")}`,
+  up: true,
+  operstate: "UP",
+  promisc: false,
+  alias: "",
+  addresses: [`192.0.2.${n + 1}/24`],
+});
+const deviceBoot = (): Tree => {
+  const bytes = Buffer.from(JSON.stringify({ host: Array.from({ length: DEVICES }, (_, n) => bootDevice(n)) }));
+  return new Map<string, "dir" | Buffer>([
+    ["kernel", "dir"],
+    ["kernel/host-device", "dir"],
+    ["kernel/host-device/links.json", bytes],
+  ]);
+};
+/** A namespace's name in the model: `host`, or the pod's (its path's last part). */
+const nsKey = (ns: { path: string | undefined }) => (ns.path === undefined ? "host" : path.basename(ns.path));
+const readLinks = (root: string): ModelLinks => JSON.parse(readFileSync(deviceLinksFile(root), "utf8")) as ModelLinks;
+/** One kernel request: `change` applied to the links, written whole. */
+const changeLinks = (root: string, change: (links: ModelLinks) => void) => {
+  const links = readLinks(root);
+  change(links);
+  writeFileAtomicSync(deviceLinksFile(root), JSON.stringify(links));
+};
+const modelLink = (links: ModelLinks, ns: string, name: string): ModelLink => {
+  const link = links[ns]?.find((l) => l.name === name);
+  if (!link) throw new CniError(1, `model: no link ${name} in ${ns}`);
+  return link;
+};
+const deviceModel = (root: string): DeviceKernel => ({
+  sysfsRoot: path.join(root, "no-sysfs"),
+  hostLinks: async () => readLinks(root).host ?? [],
+  getLink: async (ns, name) => readLinks(root)[nsKey(ns)]?.find((l) => l.name === name),
+  addresses: async (ns, name) => modelLink(readLinks(root), nsKey(ns), name).addresses,
+  move: async (from, name, to, newName, alias) =>
+    changeLinks(root, (links) => {
+      const link = modelLink(links, nsKey(from), name);
+      if (links[nsKey(to)]?.some((l) => l.name === newName)) throw new CniError(1, `model: ${newName} exists in ${nsKey(to)}`);
+      links[nsKey(from)] = links[nsKey(from)]!.filter((l) => l !== link);
+      // (A link moved to another namespace is down there and has lost its addresses.)
+      (links[nsKey(to)] ??= []).push({ ...link, name: newName, alias, up: false, addresses: [] });
+    }),
+  bringUp: async (ns, name) => {
+    changeLinks(root, (links) => void (modelLink(links, nsKey(ns), name).up = true));
+    return modelLink(readLinks(root), nsKey(ns), name);
   },
+  rename: async (name, newName) => changeLinks(root, (links) => Object.assign(modelLink(links, "host", name), { name: newName, up: false })),
+  restore: async (name, s) =>
+    changeLinks(root, (links) => {
+      const link = modelLink(links, "host", name);
+      if (s.mtu !== undefined) link.mtu = s.mtu;
+      if (s.alias !== undefined) link.alias = s.alias;
+      link.addresses = [...new Set([...link.addresses, ...s.addresses])];
+      if (s.up) link.up = true;
+    }),
+  configure: async (ns, ifName, result) =>
+    changeLinks(root, (links) => {
+      const link = modelLink(links, nsKey(ns), ifName);
+      link.addresses = [...new Set([...link.addresses, ...(result.ips ?? []).map((i) => i.address)])];
+    }),
+  checkConfigured: async (ns, ifName, result) => {
+    const link = modelLink(readLinks(root), nsKey(ns), ifName);
+    for (const i of result.ips ?? [])
+      if (!link.addresses.includes(i.address)) throw new CniError(1, `address ${i.address} is missing from ${ifName}`);
+  },
+});
+const deviceConf = (root: string, p?: Pod, extra: Record<string, unknown> = {}) => ({
+  cniVersion: "1.1.0",
+  name: "net",
+  type: "host-device",
+  ...(p ? { device: `hd${p.id.slice(1)}` } : {}),
+  dataDir: path.join(root, "host-device"),
+  ...extra,
+});
+/** host-device's calls (the pod's namespace: as tuning's, a link to this process's own). */
+const deviceOps = (root: string, mode: "kill" | "power" = "kill") => ({
+  add: async (p: Pod) => {
+    if (!existsSync(netnsOf(p))) symlinkSync("/proc/self/ns/net", netnsOf(p));
+    await runOrThrow("host-device", tuningEnv("ADD", p), deviceConf(root, p));
+    return [];
+  },
+  // (After a reboot the pods' namespaces are gone.)
+  del: (p: Pod) => runOrThrow("host-device", tuningEnv("DEL", p, mode === "power" ? path.join(namespaces, "gone") : netnsOf(p)), deviceConf(root, p)),
+  check: (p: Pod, mac: string) =>
+    runOrThrow(
+      "host-device",
+      tuningEnv("CHECK", p),
+      deviceConf(root, p, { prevResult: { cniVersion: "1.1.0", interfaces: [{ name: p.ifname, mac, sandbox: netnsOf(p) }], ips: [] } }),
+    ),
+  gc: (valid: Array<{ containerID: string; ifname: string }>) =>
+    runOrThrow("host-device", { CNI_COMMAND: "GC", CNI_PATH: "/nonexistent" }, deviceConf(root, undefined, { "cni.dev/valid-attachments": valid })),
 });
 
 /** A host-device record as its DEL reads it. */
@@ -938,22 +1162,69 @@ const deviceState = (root: string) => async (p: Pod) => {
   return r === undefined ? "none" : r === "damaged" ? "damaged" : "ok";
 };
 
-export const HOST_DEVICE_RECORDS: Store = {
-  name: "host-device records",
-  powerPerPoint: 128,
-  recoveries: ["del-only"],
+/**
+ * The host-device plugin's own code (ADD, CHECK, DEL, GC) over its records and a kernel model of the devices (each
+ * namespace's links with their addresses: a move takes a device's addresses away, DEL puts them back). A pod's ADD
+ * moves `hd<n>` into its namespace; its DEL gives it back. A reboot gives every device back to the host as it was at
+ * boot. Checked: a live pod's record is whole, its device in its namespace and its CHECK passes after a kill; after
+ * an attachment's DEL (or a GC) its record is gone and its device is in the host, named, addressed, up and aliased
+ * as at boot.
+ */
+export const HOST_DEVICE: Store = {
+  name: "host-device",
+  powerPerPoint: 12,
+  kernel: ["kernel"],
+  kernelAtBoot: deviceBoot,
+  setup: async (root) => {
+    mkdirSync(namespaces, { recursive: true });
+    writeTree(root, deviceBoot());
+  },
   steps: (root) => {
-    const dir = path.join(root, "host-device");
-    return churn(14, 6, (kind, pod, n) => ({
+    useDeviceKernelModel(deviceModel(root));
+    return churn(14, 6, (kind, pod) => ({
       kind,
       pod,
-      run: () => (kind === "add" ? deviceWriteRecord(dir, deviceRecord(pod.id, n)) : deviceRemoveRecord(dir, pod.id, pod.ifname)),
+      run: async () => (kind === "add" ? deviceOps(root).add(pod) : void (await deviceOps(root).del(pod))),
     }));
   },
-  recover: (ctx) =>
-    keyedRecovery(ctx, "host-device's records", deviceState(ctx.root), (p) => deviceRemoveRecord(path.join(ctx.root, "host-device"), p.id, p.ifname)),
-  check: (ctx) => keyedInvariants(ctx, deviceState(ctx.root)),
+  recover: (ctx) => {
+    useDeviceKernelModel(deviceModel(ctx.root));
+    const ops = deviceOps(ctx.root, ctx.mode);
+    return runtimeRecovery(ctx, ops.del, ops.gc);
+  },
+  check: async (ctx) => {
+    const problems = await keyedInvariants(ctx, deviceState(ctx.root));
+    const links = readLinks(ctx.root);
+    const holder = (mac: string) => Object.keys(links).filter((ns) => links[ns]!.some((l) => l.mac === mac));
+    for (const p of ctx.live) {
+      const boot = bootDevice(Number(p.id.slice(1)));
+      const inside = links[p.id]?.find((l) => l.name === p.ifname);
+      if (inside?.mac !== boot.mac) problems.push(`the device ${boot.name} of live ${podName(p)} is not in its namespace after a kill`);
+      else
+        await deviceOps(ctx.root)
+          .check(p, boot.mac)
+          .catch((e: unknown) => problems.push(e instanceof CniError ? `CHECK of live ${podName(p)} failed: ${e.msg}` : notCni("CHECK", e)));
+    }
+    for (const p of gonePods(ctx)) {
+      const boot = bootDevice(Number(p.id.slice(1)));
+      const host = links["host"]?.find((l) => l.name === boot.name);
+      const where = holder(boot.mac);
+      if (!host || host.mac !== boot.mac || where.length !== 1)
+        problems.push(
+          `the device ${boot.name} of ${podName(p)} is not given back to the host after its DEL (it is in ${where.join(", ") || "no namespace"})`,
+        );
+      else if (host.mtu !== boot.mtu || !host.up || host.alias !== "" || !boot.addresses.every((a) => host.addresses.includes(a)))
+        problems.push(`the device ${boot.name} of ${podName(p)} is back in the host but not as it was (${JSON.stringify(host)})`);
+    }
+    return problems;
+  },
+  teardown: async () => {
+    useDeviceKernelModel(undefined);
+    rmSync(namespaces, { recursive: true, force: true });
+  },
 };
+
+// ---- flannel: its saved delegate configs, and the delegate (host-local) behind them ------------------------
 
 /** A saved delegate config as flannel's DEL reads it. */
 const flannelState = (root: string) => async (p: Pod) => {
@@ -961,27 +1232,72 @@ const flannelState = (root: string) => async (p: Pod) => {
     if (e instanceof CniError) return "damaged" as const; // a DEL then says so, and goes on without it
     throw e;
   });
-  return bytes === undefined ? "none" : bytes === "damaged" ? "damaged" : "ok";
+  if (bytes === undefined) return "none";
+  try {
+    return bytes !== "damaged" && (JSON.parse(bytes.toString()) as { type?: string }).type === "host-local" ? "ok" : "damaged";
+  } catch {
+    return "damaged";
+  }
+};
+/** flanneld's view of the node: the subnet host-local hands out (SUBNET's 13 addresses). */
+const FLANNEL_ENV = "FLANNEL_NETWORK=10.99.0.0/16\nFLANNEL_SUBNET=10.99.0.1/28\nFLANNEL_MTU=1450\nFLANNEL_IPMASQ=true\n";
+const flannelConf = (root: string, extra: Record<string, unknown> = {}) => ({
+  cniVersion: "1.1.0",
+  name: "crashnet",
+  type: "flannel",
+  subnetFile: path.join(root, "subnet.env"),
+  dataDir: path.join(root, "flannel"),
+  // (The delegate is host-local itself: its reservations are the delegate's state, files the simulator crashes.)
+  delegate: { type: "host-local" },
+  ipam: { dataDir: path.join(root, "networks") },
+  ...extra,
+});
+const flannelEnv = (command: string, p: Pod) => ({ ...podEnv(command, p), CNI_PATH: OUR_BIN });
+const flannelOps = (root: string) => {
+  // (flannel delegates through the default exec: the delegate runs in this process, as every plugin here.)
+  setDefaultExec(new InProcessExec());
+  return {
+    add: async (p: Pod) => addressesOf(JSON.parse(await runOrThrow("flannel", flannelEnv("ADD", p), flannelConf(root)))),
+    del: (p: Pod) => runOrThrow("flannel", flannelEnv("DEL", p), flannelConf(root)),
+    check: (p: Pod, addresses: readonly string[]) =>
+      runOrThrow(
+        "flannel",
+        flannelEnv("CHECK", p),
+        flannelConf(root, { prevResult: { cniVersion: "1.1.0", ips: addresses.map((a) => ({ address: `${a}/28` })) } }),
+      ),
+  };
 };
 
-export const FLANNEL_CONFIGS: Store = {
-  name: "flannel configs",
-  powerPerPoint: 128,
+/**
+ * The flannel plugin's own code (ADD, CHECK, DEL) over its saved delegate configs and its delegate's state: the
+ * delegate is host-local, so what flannel's DEL must reach is a reservation (a torn saved config: DEL renders the
+ * delegate again from subnet.env). flannel has no GC (nor has the flannel-io plugin): a runtime's GC does nothing
+ * to it, so its one recovery is the DELs. Checked: a live pod's saved config is whole, its address still its own
+ * and its CHECK passes after a kill; after an attachment's DEL neither its saved config nor its address is left;
+ * new pods get free addresses.
+ */
+export const FLANNEL: Store = {
+  name: "flannel",
+  powerPerPoint: 24,
   recoveries: ["del-only"],
-  steps: (root) => {
-    const dir = path.join(root, "flannel");
-    return churn(14, 6, (kind, pod, n) => ({
+  setup: async (root) => writeTree(root, new Map([["subnet.env", Buffer.from(FLANNEL_ENV)]])),
+  steps: (root) =>
+    churn(14, 6, (kind, pod) => ({
       kind,
       pod,
-      run: () =>
-        kind === "add"
-          ? saveDelegateConfig(dir, pod.id, Buffer.from(JSON.stringify({ cniVersion: "1.0.0", name: "net", type: "bridge", mtu: 1400 + n })))
-          : removeDelegateConfig(dir, pod.id),
-    }));
+      run: async () => (kind === "add" ? flannelOps(root).add(pod) : void (await flannelOps(root).del(pod))),
+    })),
+  recover: (ctx) => runtimeRecovery(ctx, flannelOps(ctx.root).del),
+  check: async (ctx) => {
+    const ops = flannelOps(ctx.root);
+    const problems = await keyedInvariants(ctx, flannelState(ctx.root));
+    for (const p of ctx.live)
+      await ops
+        .check(p, ctx.answered.get(podName(p)) ?? [])
+        .catch((e: unknown) => problems.push(e instanceof CniError ? `CHECK of live ${podName(p)} failed: ${e.msg}` : notCni("CHECK", e)));
+    if (problems.length) return problems;
+    return ipamInvariants(ctx, () => allocations(ctx.root), ops.add);
   },
-  recover: (ctx) =>
-    keyedRecovery(ctx, "flannel's saved configs", flannelState(ctx.root), (p) => removeDelegateConfig(path.join(ctx.root, "flannel"), p.id)),
-  check: (ctx) => keyedInvariants(ctx, flannelState(ctx.root)),
 };
 
 /**
@@ -1079,25 +1395,6 @@ function churn(count: number, pool: number, make: (kind: "add" | "del", pod: Pod
   return out;
 }
 
-/**
- * Recovery of a store of one file per attachment: reading each attachment's file is never a throw (a torn one is
- * "damaged", handled by the plugin); DEL removes what is there. keyedInvariants checks what is left.
- */
-async function keyedRecovery(
-  ctx: CrashContext,
-  what: string,
-  read: (p: Pod) => Promise<"ok" | "damaged" | "none">,
-  remove: (p: Pod) => Promise<void>,
-): Promise<string[]> {
-  try {
-    for (const p of ctx.all) await read(p);
-    for (const p of deletedBy(ctx)) await remove(p);
-    return [];
-  } catch (e) {
-    return [e instanceof CniError ? `failed: ${e.msg}` : notCni(what, e)];
-  }
-}
-
 // ---- network configs (`cnitool network create`, `rm`): durable -------------------------------------------------
 
 /** The networks after each step of the scenario, and each one's config text. */
@@ -1167,10 +1464,10 @@ export const STORES: readonly Store[] = [
   CLUSTER_IPAM,
   DHCP_LEASES,
   FIREWALL,
-  DNSNAME_FILES,
+  DNSNAME,
   TUNING,
-  HOST_DEVICE_RECORDS,
-  FLANNEL_CONFIGS,
+  HOST_DEVICE,
+  FLANNEL,
   PORTMAP,
   NETWORK_CONFIGS,
 ];

@@ -12,48 +12,37 @@
  * by its recorded identity and restored the same way (a virtual one is destroyed with the namespace). Without a
  * record (a device Go moved), the alias names it, as in Go. CHECK verifies the interface is in the container
  * with the prevResult's MAC and addresses, is the device ADD moved (its ifindex) and has the routes. GC gives back,
- * as DEL would, the devices this network's records name for attachments that are gone.
+ * as DEL would, the devices this network's records name for attachments that are gone. Every kernel request goes
+ * through device-kernel.ts.
  * @module
  */
 import { CniError, failure } from "#spec/errors.js";
-import { parseCIDR } from "#ip/ip.js";
 import { isDNSEmpty, type Result100 } from "#spec/result/index.js";
 import { CURRENT_VERSION } from "#spec/version.js";
-import { configureInterface } from "#net/iface.js";
-import { nsTarget } from "#net/ip-ops.js";
-import { ip } from "#net/links.js";
 import { NetNS } from "#net/netns.js";
 import type { Link } from "#net/types.js";
 import type { CmdArgs, PluginModule } from "#skel/skel.js";
-import { checkInterfaceAddresses, checkRoutes, requirePrevResult } from "../../common/check.js";
+import { requirePrevResult } from "../../common/check.js";
 import { ipamAdd, ipamCheck, ipamDel, ipamGC, ipamStatus } from "../../common/ipam.js";
 import { Rollback } from "../../common/rollback.js";
 import { HOST_DEVICE_SCHEMA, loadHostDeviceConf, loadHostDeviceGcConf, type HostDeviceConf } from "./config.js";
-import { listRecords, readRecord, removeRecord, writeRecord, type DeviceRecord } from "./record.js";
+import { deviceKernel } from "./device-kernel.js";
+import { listDamagedRecords, listRecords, readRecord, removeRecord, writeRecord, type DeviceRecord } from "./record.js";
 import { devicePathOf, selectHostDevice, selectsDpdkDevice, type HostView } from "./select.js";
 
 /** A warning on this call's stderr. */
 const warn = (args: CmdArgs, msg: string) => args.stderr.write(`host-device: ${msg}\n`);
 
-/** The host namespace as selection sees it: the real sysfs, and its links (read once per call). */
+/** The host namespace as selection sees it: sysfs, and its links (read once per call). */
 function hostView(): HostView {
   let links: Promise<Link[]> | undefined;
-  return { sysfsRoot: "/sys", links: () => (links ??= ip.listLinks(NetNS.host)) };
+  const kernel = deviceKernel();
+  return { sysfsRoot: kernel.sysfsRoot, links: () => (links ??= kernel.hostLinks()) };
 }
 
 /** Moves `name` from `from` to `to`, renamed `newName`, with alias `alias`: one request, nothing half-named in between. */
-function moveDevice(from: NetNS, name: string, to: NetNS, newName: string, alias: string): Promise<void> {
-  return ip
-    .batch(from)
-    .add("link", "set", "dev", name, "netns", nsTarget(to), "name", newName, "alias", alias)
-    .run(`move ${name} from ${from} to ${to} as ${newName}`);
-}
-
-/** IPv6 link-local addresses come back by themselves; every other address must be put back. */
-const isIPv6LinkLocal = (cidr: string): boolean => {
-  const { ip: addr } = parseCIDR(cidr);
-  return addr.family === 6 && addr.bytes[0] === 0xfe && (addr.bytes[1]! & 0xc0) === 0x80;
-};
+const moveDevice = (from: NetNS, name: string, to: NetNS, newName: string, alias: string): Promise<void> =>
+  deviceKernel().move(from, name, to, newName, alias);
 
 /** Whether a link (in the container or the host) is plausibly the recorded device. */
 const looksLike = (link: Link, rec: DeviceRecord): boolean =>
@@ -80,13 +69,12 @@ async function findReturned(rec: DeviceRecord, view: HostView): Promise<Link | u
 
 /** Puts back the recorded MTU, alias, addresses and up state of the device, now named `rec.host.name` in the host. */
 async function restoreSettings(link: Link, rec: DeviceRecord): Promise<void> {
-  const name = rec.host.name;
-  const batch = ip.batch(NetNS.host);
-  if (link.mtu !== rec.host.mtu) batch.setLink(name, { mtu: rec.host.mtu });
-  if ((link.alias ?? "") !== rec.host.alias) batch.setLink(name, { alias: rec.host.alias });
-  for (const cidr of rec.host.addresses) batch.replaceAddress(name, cidr);
-  if (rec.host.up && !link.up) batch.setLink(name, { up: true });
-  await batch.run(`restore ${name} in the host namespace`);
+  await deviceKernel().restore(rec.host.name, {
+    ...(link.mtu !== rec.host.mtu ? { mtu: rec.host.mtu } : {}),
+    ...((link.alias ?? "") !== rec.host.alias ? { alias: rec.host.alias } : {}),
+    addresses: rec.host.addresses,
+    ...(rec.host.up && !link.up ? { up: true } : {}),
+  });
 }
 
 /** A host interface other than the device holds the name the device must get back. */
@@ -104,18 +92,19 @@ const nameTaken = (rec: DeviceRecord, where: string) =>
 async function returnDevice(rec: DeviceRecord, container: NetNS | undefined, view: HostView, trustIfName = true): Promise<void> {
   const host = NetNS.host;
   const name = rec.host.name;
+  const kernel = deviceKernel();
   let movedBack = false;
   if (container) {
     for (const inside of new Set([rec.ifName, name])) {
-      const link = await ip.getLink(container, inside);
+      const link = await kernel.getLink(container, inside);
       if (!link || ((inside !== rec.ifName || !trustIfName) && !looksLike(link, rec))) continue;
-      if (await ip.getLink(host, name)) throw nameTaken(rec, `${inside} of ${container}`);
+      if (await kernel.getLink(host, name)) throw nameTaken(rec, `${inside} of ${container}`);
       await moveDevice(container, inside, host, name, rec.host.alias);
       movedBack = true;
       break;
     }
   }
-  let link = await ip.getLink(host, name);
+  let link = await kernel.getLink(host, name);
   if (link && !movedBack && !looksLike(link, rec)) {
     const returned = await findReturned(rec, view);
     if (returned) throw nameTaken(rec, returned.name);
@@ -125,24 +114,16 @@ async function returnDevice(rec: DeviceRecord, container: NetNS | undefined, vie
     const returned = await findReturned(rec, view);
     if (!returned) return;
     // An interface is renamed only while down; restoreSettings brings it up again if it was.
-    await ip
-      .batch(host)
-      .setLink(returned.name, { up: false })
-      .add("link", "set", "dev", returned.name, "name", name)
-      .run(`rename ${returned.name} back to ${name}`);
+    await kernel.rename(returned.name, name);
     link = { ...returned, name, up: false };
   }
   await restoreSettings(link, rec);
 }
 
-/** The device's addresses to put back on DEL. */
-async function hostAddresses(name: string): Promise<string[]> {
-  return (await ip.listAddresses(NetNS.host, name)).map((a) => a.cidr).filter((cidr) => !isIPv6LinkLocal(cidr));
-}
-
 /** Records the device, moves it into the container as CNI_IFNAME and brings it up; returns it as it is there. */
 async function moveIn(dev: Link, container: NetNS, args: CmdArgs, n: HostDeviceConf, view: HostView, rollback: Rollback): Promise<Link> {
-  if (await ip.getLink(container, args.ifName)) {
+  const kernel = deviceKernel();
+  if (await kernel.getLink(container, args.ifName)) {
     throw failure(`container already has an interface named "${args.ifName}"`, `host-device moves ${dev.name} in as ${args.ifName}`);
   }
   const rec: DeviceRecord = {
@@ -159,7 +140,7 @@ async function moveIn(dev: Link, container: NetNS, args: CmdArgs, n: HostDeviceC
       alias: dev.alias ?? "",
       kind: dev.kind,
       devicePath: await devicePathOf(view, dev.name),
-      addresses: await hostAddresses(dev.name),
+      addresses: await kernel.addresses(NetNS.host, dev.name),
     },
   };
   await writeRecord(n.dataDir, rec);
@@ -168,14 +149,10 @@ async function moveIn(dev: Link, container: NetNS, args: CmdArgs, n: HostDeviceC
     await removeRecord(n.dataDir, args.containerID, args.ifName);
   });
   await moveDevice(NetNS.host, dev.name, container, args.ifName, dev.name);
-  const [shown] = await ip
-    .batch(container)
-    .setLink(args.ifName, { up: true })
-    .showLink(args.ifName)
-    .runShow(`bring up ${args.ifName} in ${container}`);
-  rec.containerIndex = shown!.link.index;
+  const shown = await kernel.bringUp(container, args.ifName);
+  rec.containerIndex = shown.index;
   await writeRecord(n.dataDir, rec);
-  return shown!.link;
+  return shown;
 }
 
 async function add(args: CmdArgs): Promise<Result100> {
@@ -200,7 +177,7 @@ async function add(args: CmdArgs): Promise<Result100> {
     const { dns: _ipamDns, ...rest } = ipam;
     // Every address goes on the moved device; the DNS is the config's, as in Go (IPAM's is dropped).
     const result: Result100 = { ...rest, cniVersion: CURRENT_VERSION, interfaces: [iface], ips: ipam.ips!.map((ipc) => ({ ...ipc, interface: 0 })) };
-    if (selected.kind === "netdev") await configureInterface(container, args.ifName, result);
+    if (selected.kind === "netdev") await deviceKernel().configure(container, args.ifName, result);
     if (n.conf.dns && !isDNSEmpty(n.conf.dns)) result.dns = n.conf.dns;
     return result;
   });
@@ -208,7 +185,7 @@ async function add(args: CmdArgs): Promise<Result100> {
 
 /** Go's way, for a device without a record (moved by Go's host-device): its alias is its host name. */
 async function returnByAlias(container: NetNS, ifName: string): Promise<void> {
-  const link = await ip.getLink(container, ifName);
+  const link = await deviceKernel().getLink(container, ifName);
   if (!link) return;
   if (!link.alias) {
     throw failure(
@@ -216,7 +193,7 @@ async function returnByAlias(container: NetNS, ifName: string): Promise<void> {
       "host-device has no record of it and its alias (where Go's host-device keeps the name) is empty",
     );
   }
-  if (await ip.getLink(NetNS.host, link.alias)) {
+  if (await deviceKernel().getLink(NetNS.host, link.alias)) {
     throw failure(`cannot give ${ifName} back to the host as "${link.alias}": another host interface has that name`);
   }
   await moveDevice(container, ifName, NetNS.host, link.alias, "");
@@ -248,7 +225,7 @@ async function check(args: CmdArgs): Promise<void> {
 
   const entry = prev.interfaces?.find((i) => i.name === args.ifName && i.sandbox === args.netns);
   if (!entry) throw failure(`prevResult has no interface "${args.ifName}" in sandbox ${args.netns}`);
-  const link = await ip.getLink(ns, args.ifName);
+  const link = await deviceKernel().getLink(ns, args.ifName);
   if (!link) throw failure(`container interface "${args.ifName}" from prevResult does not exist in ${args.netns}`);
   if (entry.mac && entry.mac !== link.mac) {
     throw failure(`container interface "${args.ifName}" MAC is ${link.mac}, prevResult says ${entry.mac}`);
@@ -260,8 +237,7 @@ async function check(args: CmdArgs): Promise<void> {
       `its ifindex is ${link.index}, the moved device's was ${rec.containerIndex}`,
     );
   }
-  await checkInterfaceAddresses(ns, args.ifName, prev);
-  await checkRoutes(ns, prev);
+  await deviceKernel().checkConfigured(ns, args.ifName, prev);
 }
 
 async function status(args: CmdArgs): Promise<void> {
@@ -273,7 +249,8 @@ async function status(args: CmdArgs): Promise<void> {
  * GC: every device this network's records name for an attachment not in `cni.dev/valid-attachments` is given back
  * as DEL gives it back (from the recorded namespace only if the device there is the recorded one: the path may name
  * another namespace by now; else from wherever the kernel put it), and its record removed; IPAM gets GC too.
- * Without the list nothing is known to be stale. Damaged records, and devices Go moved (no record), are left alone.
+ * Without the list nothing is known to be stale. Devices Go moved (no record) are left alone.
+ * A damaged record of an attachment not valid is removed (it names no device: DEL would not trust it either).
  * One device that cannot be given back does not stop the others.
  */
 async function gc(args: CmdArgs): Promise<void> {
@@ -281,7 +258,9 @@ async function gc(args: CmdArgs): Promise<void> {
   const valid = n.conf.validAttachments;
   const errors: string[] = [];
   if (valid) {
-    const isValid = (r: DeviceRecord) => valid.some((a) => a.containerID === r.containerID && a.ifname === r.ifName);
+    const isValid = (r: { containerID: string; ifName: string }) => valid.some((a) => a.containerID === r.containerID && a.ifname === r.ifName);
+    // A damaged record of an attachment not valid (a power loss tore it) names nothing to give back: it goes.
+    for (const r of await listDamagedRecords(n.dataDir)) if (!isValid(r)) await removeRecord(n.dataDir, r.containerID, r.ifName);
     for (const rec of await listRecords(n.dataDir)) {
       if (rec.network !== n.conf.name || isValid(rec)) continue;
       try {

@@ -98,10 +98,10 @@ export async function removeRecord(dataDir: string, containerID: string, ifName:
 }
 
 /**
- * Every record in `dataDir` that can be trusted (GC's view), by file name `<containerID>:<ifName>.json`; damaged
- * records and other files are left out. A missing directory has none.
+ * Every record file in `dataDir`, by file name `<containerID>:<ifName>.json`, read (other files are left out); a
+ * missing directory has none.
  */
-export async function listRecords(dataDir: string): Promise<DeviceRecord[]> {
+async function recordFiles(dataDir: string): Promise<Array<{ containerID: string; ifName: string; record: DeviceRecord | "damaged" }>> {
   let names: string[];
   try {
     names = readdirSync(dataDir);
@@ -109,12 +109,26 @@ export async function listRecords(dataDir: string): Promise<DeviceRecord[]> {
     if ((e as NodeJS.ErrnoException).code === "ENOENT") return [];
     throw ioFailure(`cannot list the host device records in ${dataDir} ("dataDir")`, e);
   }
-  const records: DeviceRecord[] = [];
+  const out = [];
   for (const name of names.sort()) {
     const m = /^([^.:][^:]*):([^:]+)\.json$/.exec(name);
     if (!m) continue;
-    const record = await readRecord(dataDir, m[1]!, m[2]!).catch(() => undefined);
-    if (record && record !== "damaged") records.push(record);
+    const record = await readRecord(dataDir, m[1]!, m[2]!).catch(() => "damaged" as const);
+    if (record) out.push({ containerID: m[1]!, ifName: m[2]!, record });
   }
-  return records;
+  return out;
+}
+
+/** Every record in `dataDir` that can be trusted (GC's view); damaged records and other files are left out. */
+export async function listRecords(dataDir: string): Promise<DeviceRecord[]> {
+  return (await recordFiles(dataDir)).flatMap((f) => (f.record === "damaged" ? [] : [f.record]));
+}
+
+/**
+ * The attachments whose record in `dataDir` is damaged (empty, torn, not a record: what a power loss can leave),
+ * named by the file's name. Such a record names no device nor network: DEL does not trust it (it returns the device
+ * by its alias, as without a record), so removing it changes nothing but the file.
+ */
+export async function listDamagedRecords(dataDir: string): Promise<Array<{ containerID: string; ifName: string }>> {
+  return (await recordFiles(dataDir)).flatMap((f) => (f.record === "damaged" ? [{ containerID: f.containerID, ifName: f.ifName }] : []));
 }

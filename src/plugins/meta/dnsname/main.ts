@@ -8,22 +8,21 @@
  * Differences from the Go plugin, on purpose: names and aliases that are not DNS names are refused (Go writes
  * anything into the hosts file); a failed ADD leaves nothing behind; CHECK looks in the network's directory (Go's
  * looks in the parent, so it always fails) and checks the container's lines; DEL removes exactly this attachment's
- * lines (by address and name; from a record when there is no prevResult) and the firewall rules with the last one;
- * only a process that is dnsmasq with the network's config is signalled; STATUS and GC.
+ * lines (by address and name; from a record when there is no prevResult) and the firewall rules with the last one,
+ * and a DEL or GC that finds nothing to remove still has a running dnsmasq reread the hosts file (the call it
+ * repeats may have been cut short before its SIGHUP);
+ * only a process that is dnsmasq with the network's config is signalled; STATUS and GC. dnsmasq, the bridge's
+ * addresses and the INPUT rules are reached through host.ts.
  * @module
  */
-import { ErrorCode, failure, invalidConfig } from "#spec/errors.js";
+import { ErrorCode, failure } from "#spec/errors.js";
 import type { Result100 } from "#spec/result/index.js";
-import { parseCIDR } from "#ip/ip.js";
 import { loadPluginConf } from "#skel/conf.js";
 import type { CmdArgs, PluginModule } from "#skel/skel.js";
-import { ip } from "#net/links.js";
-import { NetNS } from "#net/netns.js";
-import { isGlobalUnicast } from "#net/link-addresses.js";
-import { NetOpError } from "#net/errors.js";
 import { attachmentOf, DNSNAME_SCHEMA, loadDelConf, loadDnsnameConf, type Attachment, type DnsnameConf } from "./config.js";
-import { dnsmasqBinary, reloadDnsmasq, renderConf, runningDnsmasq, stopDnsmasq } from "./dnsmasq.js";
-import { acceptDns, dnsFamilies, removeDnsRulesUnlessShared, removeRules, type InputRule } from "./firewall.js";
+import { renderConf } from "./dnsmasq.js";
+import { dnsFamilies, type InputRule } from "./firewall.js";
+import { dnsnameHost } from "./host.js";
 import { hostsLine, isAttachment, lineAddress, linesName, ownsLine, type AttachmentRecord, type LineOwner } from "./hosts.js";
 import {
   baseDir,
@@ -40,22 +39,6 @@ import {
 
 const warn = (args: CmdArgs, msg: string) => args.stderr.write(`dnsname: ${msg}\n`);
 
-/** The bridge's global unicast addresses, in the kernel's order: the container's nameservers. */
-async function bridgeNameservers(bridge: string): Promise<string[]> {
-  try {
-    const addresses = await ip.listAddresses(NetNS.host, bridge);
-    return addresses
-      .map((a) => parseCIDR(a.cidr).ip)
-      .filter(isGlobalUnicast)
-      .map((a) => a.text);
-  } catch (e) {
-    if (e instanceof NetOpError && e.kind === "not-found") {
-      throw invalidConfig(`the network's bridge ${bridge} (the prevResult's first interface) does not exist`, e);
-    }
-    throw e;
-  }
-}
-
 /** The prevResult with the bridge's addresses first among the nameservers and the domain among the search domains. */
 function withDns(prev: Result100, nameservers: readonly string[], domain: string): Result100 {
   const dns = { ...prev.dns };
@@ -67,9 +50,10 @@ function withDns(prev: Result100, nameservers: readonly string[], domain: string
 
 /** Tears a network down with its last line: dnsmasq stopped, its firewall rules (unless shared) and directory removed. */
 async function teardown(args: CmdArgs, d: NetworkDir, s: NetworkState, fallbackBridge?: string): Promise<void> {
-  await stopDnsmasq(d).catch((e: Error) => warn(args, `cannot stop dnsmasq of network ${d.network}: ${e.message}`));
+  const host = dnsnameHost();
+  await host.stopDnsmasq(d).catch((e: Error) => warn(args, `cannot stop dnsmasq of network ${d.network}: ${e.message}`));
   const bridge = confOf(s).interface ?? fallbackBridge;
-  await removeDnsRulesUnlessShared(d, bridge, (m) => warn(args, m));
+  await host.removeDnsRulesUnlessShared(d, bridge, (m) => warn(args, m));
   removeNetworkDir(d);
 }
 
@@ -88,12 +72,24 @@ async function commit(
   if (lines.length === 0) return teardown(args, d, s);
   writeState(d, lines, records);
   if (!binary) return;
-  await reloadDnsmasq(binary, d).catch((e: Error) => warn(args, `cannot reload dnsmasq of network ${d.network}: ${e.message}`));
+  await dnsnameHost()
+    .reloadDnsmasq(binary, d)
+    .catch((e: Error) => warn(args, `cannot reload dnsmasq of network ${d.network}: ${e.message}`));
+}
+
+/**
+ * With the files as they should be already (a DEL or GC repeated), has a running dnsmasq reread them anyway: the call
+ * that wrote them may have been cut short before its SIGHUP, leaving dnsmasq serving the old lines.
+ */
+async function refresh(args: CmdArgs, d: NetworkDir): Promise<void> {
+  const host = dnsnameHost();
+  if (host.runningDnsmasq(d) === undefined) return;
+  await host.reloadDnsmasq(host.dnsmasqBinary(), d).catch((e: Error) => warn(args, `cannot reload dnsmasq of network ${d.network}: ${e.message}`));
 }
 
 const dnsmasqIfThere = (): string | undefined => {
   try {
-    return dnsmasqBinary();
+    return dnsnameHost().dnsmasqBinary();
   } catch {
     return undefined;
   }
@@ -102,8 +98,8 @@ const dnsmasqIfThere = (): string | undefined => {
 async function add(args: CmdArgs): Promise<Result100> {
   const n = loadDnsnameConf(args.stdinData, args.args);
   const a = n.attachment;
-  const binary = dnsmasqBinary();
-  const nameservers = await bridgeNameservers(a.bridge);
+  const binary = dnsnameHost().dnsmasqBinary();
+  const nameservers = await dnsnameHost().nameservers(a.bridge);
   const d = networkDir(baseDir(args.env), n.conf.name);
   await withNetworkLock(d, true, () => addLocked(args, n, a, d, binary));
   return withDns(n.prevResult, nameservers, n.domainName);
@@ -119,7 +115,7 @@ async function addLocked(args: CmdArgs, n: DnsnameConf, a: Attachment, d: Networ
   const listensOn = writeConfIfMissing(d, renderConf(d, n.domainName, a.bridge)) ? a.bridge : (confOf(before).interface ?? a.bridge);
   let inserted: InputRule[] = [];
   try {
-    inserted = await acceptDns(listensOn, dnsFamilies(a.addresses), (m) => warn(args, m));
+    inserted = await dnsnameHost().acceptDns(listensOn, dnsFamilies(a.addresses), (m) => warn(args, m));
     const earlier = before.records.find((r) => isAttachment(r, args.containerID, args.ifName));
     const replaced: LineOwner[] = [{ addresses: a.addresses }, ...(earlier ? [earlier] : [])];
     const lines = [
@@ -132,7 +128,7 @@ async function addLocked(args: CmdArgs, n: DnsnameConf, a: Attachment, d: Networ
       { containerID: args.containerID, ifName: args.ifName, name: n.podName, aliases: n.aliases, addresses: a.addresses },
     ];
     writeState(d, lines, records);
-    await reloadDnsmasq(binary, d);
+    await dnsnameHost().reloadDnsmasq(binary, d);
   } catch (e) {
     await undoAdd(args, d, before, inserted).catch((u: Error) => warn(args, `undoing a failed ADD: ${u.message}`));
     throw e;
@@ -141,21 +137,22 @@ async function addLocked(args: CmdArgs, n: DnsnameConf, a: Attachment, d: Networ
 
 /** Puts the network back as it was before a failed ADD: empty before means nothing at all. */
 async function undoAdd(args: CmdArgs, d: NetworkDir, before: NetworkState, inserted: readonly InputRule[]): Promise<void> {
+  const host = dnsnameHost();
   if (before.lines.length === 0) {
-    await stopDnsmasq(d).catch((e: Error) => warn(args, `cannot stop dnsmasq of network ${d.network}: ${e.message}`));
-    await removeRules(inserted, (m) => warn(args, m));
+    await host.stopDnsmasq(d).catch((e: Error) => warn(args, `cannot stop dnsmasq of network ${d.network}: ${e.message}`));
+    await host.removeRules(inserted, (m) => warn(args, m));
     removeNetworkDir(d);
     return;
   }
   writeState(d, before.lines, before.records);
-  if (runningDnsmasq(d) !== undefined) await reloadDnsmasq(dnsmasqBinary(), d);
+  if (host.runningDnsmasq(d) !== undefined) await host.reloadDnsmasq(host.dnsmasqBinary(), d);
 }
 
 /** CHECK: the network's dnsmasq runs with this bridge and domain, and its hosts file names the container at each address. */
 async function check(args: CmdArgs): Promise<void> {
   const n = loadDnsnameConf(args.stdinData, args.args);
   const a = n.attachment;
-  dnsmasqBinary();
+  dnsnameHost().dnsmasqBinary();
   const d = networkDir(baseDir(args.env), n.conf.name);
   const problems = await withNetworkLock(d, false, async () => {
     const s = readState(d);
@@ -164,7 +161,8 @@ async function check(args: CmdArgs): Promise<void> {
     const conf = confOf(s);
     if (conf.interface !== a.bridge) found.push(`dnsmasq listens on ${conf.interface ?? "no interface"}, not on the bridge ${a.bridge}`);
     if (conf.domain !== n.domainName) found.push(`dnsmasq serves domain ${conf.domain ?? "none"}, not ${n.domainName}`);
-    if (runningDnsmasq(d) === undefined) found.push(`dnsmasq instance not running (no process in ${d.pidFile} runs dnsmasq with ${d.conf})`);
+    if (dnsnameHost().runningDnsmasq(d) === undefined)
+      found.push(`dnsmasq instance not running (no process in ${d.pidFile} runs dnsmasq with ${d.conf})`);
     for (const address of a.addresses) {
       if (!linesName(s.lines, address, n.podName, n.aliases))
         found.push(`${d.hosts} does not name ${address} ${[n.podName, ...n.aliases].join(" ")}`);
@@ -198,13 +196,14 @@ async function del(args: CmdArgs): Promise<void> {
     const records = s.records.filter((r) => r !== record);
     if (lines.length === 0) return teardown(args, d, s, prevAttachment?.bridge);
     if (lines.length !== s.lines.length || records.length !== s.records.length) await commit(args, d, s, lines, records, dnsmasqIfThere());
+    else await refresh(args, d);
   });
 }
 
 /** STATUS: ready when dnsmasq can be run (code 50 otherwise). */
 async function status(args: CmdArgs): Promise<void> {
   loadPluginConf(args.stdinData);
-  dnsmasqBinary(ErrorCode.PluginNotAvailable);
+  dnsnameHost().dnsmasqBinary(ErrorCode.PluginNotAvailable);
 }
 
 /**
@@ -220,7 +219,7 @@ async function gc(args: CmdArgs): Promise<void> {
   await withNetworkLock(d, false, async () => {
     const s = readState(d);
     const stale = s.records.filter((r) => !valid.some((v) => v.containerID === r.containerID && v.ifname === r.ifName));
-    if (stale.length === 0) return;
+    if (stale.length === 0) return refresh(args, d);
     const lines = s.lines.filter((l) => !stale.some((r) => ownsLine(r, l)));
     await commit(
       args,

@@ -6,7 +6,8 @@
  * ADD renders the delegate config (render.ts), saves it under `dataDir` before delegating, and prints the
  * delegate's result; if the delegate's ADD fails, its DEL runs with the same config and the saved copy goes.
  * DEL delegates DEL with the saved copy (subnet.env is not needed any more) and removes it once the delegate
- * succeeded; nothing saved means nothing to do. Beyond the flannel-io plugin: CHECK delegates CHECK with the saved
+ * succeeded; with nothing saved (or an unusable copy) it delegates DEL with the delegate rendered again, when
+ * subnet.env still renders one (a power loss can lose the copy and keep the delegate's state). Beyond the flannel-io plugin: CHECK delegates CHECK with the saved
  * copy and fails when the node's subnet has changed since ADD (upstream's CHECK does nothing); DEL and CHECK hand
  * the delegate the prevResult they were given (upstream passes none, so its delegate cannot clean up by address
  * once the container is gone); STATUS reports a missing or broken subnet.env as "plugin not available" (code 50)
@@ -75,22 +76,22 @@ async function del(args: CmdArgs): Promise<void> {
   const n = decodeFlannelConf(args.stdinData);
   if (!n.dataDir) return; // ADD refuses an empty dataDir, so nothing was saved
   const bytes = await readDelegateConfig(n.dataDir, args.containerID);
-  if (!bytes) return; // never added, or already deleted
-  const saved = savedDelegate(args, n, args.containerID, bytes);
+  const saved = bytes && savedDelegate(args, n, args.containerID, bytes);
   if (saved) {
     await delegateDel(saved.type, withPrevResult(n, saved.raw, bytes), callOf(args));
   } else {
-    // Empty or torn (what a crash can leave, docs/state.md): the delegate as ADD rendered it from this config and
-    // subnet.env, if those still say it; its DEL releases by container ID what the torn copy would have named.
+    // Empty or torn (what a crash can leave, docs/state.md), or none: a power loss can keep the delegate's state
+    // and lose the saved copy's rename. The delegate as ADD rendered it from this config and subnet.env, if those
+    // still say it: its DEL releases by container ID what the copy would have named (and finds nothing after a DEL).
     let rendered: JsonObject | undefined;
     try {
       rendered = renderDelegate(n, await loadSubnetEnv(n.subnetFile));
     } catch (e) {
-      warn(args, `and the delegate cannot be rendered again (${messageOf(e)}): nothing is deleted through it`);
+      if (bytes) warn(args, `and the delegate cannot be rendered again (${messageOf(e)}): nothing is deleted through it`);
     }
     if (rendered) await delegateDel(rendered["type"] as string, withPrevResult(n, rendered, Buffer.from(encodeDelegate(rendered))), callOf(args));
   }
-  await removeDelegateConfig(n.dataDir, args.containerID);
+  if (bytes) await removeDelegateConfig(n.dataDir, args.containerID);
 }
 
 async function check(args: CmdArgs): Promise<void> {
