@@ -729,6 +729,8 @@ static void launcher_log_once(const char *plugin, const char *path, const char *
   launcher_log_line(plugin, path, what, detail, 1);
 }
 
+#include "exec-slots.h"
+
 /* FNV-1a, 64 bits, of `s` as 8 hex digits (its low half): the id of a socket in its server's cgroup name. */
 static void socket_id(const char *s, char out[9]) {
   unsigned long long h = 0xcbf29ce484222325ULL;
@@ -1017,15 +1019,20 @@ static unsigned caller_umask(void) {
   return mask;
 }
 
+/* The server's socket: TSCNI_RESIDENT_SOCKET (empty: none), else the node's. */
+static const char *resident_socket(void) {
+  const char *path = env_value("TSCNI_RESIDENT_SOCKET");
+  return path ? path : DEFAULT_SOCKET;
+}
+
 /*
  * Runs the call through the resident server and exits with its status; returns when the plugin must be exec'd
  * (no server, or one that says so). `config` is what the caller gave on stdin; `program` is tscni-js.
  */
 static void try_resident(const char *name, int argc, char **argv, const struct buf *config, const char *program) {
   int mode = resident_mode();
-  const char *path = env_value("TSCNI_RESIDENT_SOCKET");
-  int named = path != NULL;
-  if (!path) path = DEFAULT_SOCKET;
+  const char *path = resident_socket();
+  int named = env_value("TSCNI_RESIDENT_SOCKET") != NULL;
   if (mode_warning[0]) {
     debug(": ", path, mode_warning);
     if (*path) launcher_log_once(name, path, "", mode_warning);
@@ -1224,7 +1231,7 @@ int main(int argc, char **argv, char **envp) {
   const char *command = env_value("CNI_COMMAND");
   int version = command && strcmp(command, "VERSION") == 0;
   int about = !command || !*command; /* no command: the plugin's about text on stderr */
-  int stdin_in_memory = 0;
+  int stdin_in_memory = 0, slot = -1;
   char program[PATH_MAX];
   program[0] = '\0';
   for (size_t i = 0; i < sizeof(PROGRAM_VERSIONS) / sizeof(PROGRAM_VERSIONS[0]); i++) {
@@ -1236,19 +1243,32 @@ int main(int argc, char **argv, char **envp) {
     if (!has_required_env(command)) break; /* the program says which are missing, without reading stdin */
     struct buf config = read_config();
     try_resident(name, argc, argv, &config, program); /* plugin calls only: cnitool and subcommands always run here */
+    /* The bound on programs running at once (exec-slots.h), node-wide even for a caller that names no socket */
+    slot = take_exec_slot(name, *resident_socket() ? resident_socket() : DEFAULT_SOCKET);
     stdin_in_memory = config_to_stdin(&config);
     break;
   }
 
-  /* The program's environment: ours, with the in-memory-stdin mark only when it is true (never the caller's). */
+  /*
+   * The program's environment: ours, with the in-memory-stdin mark only when it is true (never the caller's), and
+   * the slot mark naming the slot the program holds (a caller's only when proven to be its ancestor's).
+   */
   size_t count = 0;
   while (envp[count]) count++;
-  struct buf env = buf_new((count + 2) * sizeof(char *));
+  struct buf env = buf_new((count + 3) * sizeof(char *));
   if (!env.data) die_cni(999, "tscni launcher: out of memory", NULL);
   char **program_env = (char **)env.data;
   size_t n = 0;
-  for (char **e = envp; *e; e++) if (!is_stdin_mark(*e)) program_env[n++] = *e;
+  for (char **e = envp; *e; e++) if (!is_stdin_mark(*e) && (slot == -2 || !is_slot_mark(*e))) program_env[n++] = *e;
   if (stdin_in_memory) program_env[n++] = STDIN_MARK "1";
+  char slot_mark[sizeof(SLOT_MARK) + 24] = SLOT_MARK;
+  if (slot >= 0 && fcntl(slot, F_SETFD, 0) == 0) {
+    /* the program inherits the slot's descriptor, and holds the slot as long as it runs */
+    size_t len = sizeof(SLOT_MARK) - 1 + format_decimal(slot_mark + sizeof(SLOT_MARK) - 1, (unsigned)getpid());
+    slot_mark[len++] = ':';
+    format_decimal(slot_mark + len, (unsigned)slot);
+    program_env[n++] = slot_mark;
+  }
   program_env[n] = NULL;
 
   if (!program[0]) program_path(program);
