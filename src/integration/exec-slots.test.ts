@@ -41,7 +41,7 @@ describe("exec mode: the bound on programs running at once", { skip }, () => {
       'if [ -n "$CHAIN" ]; then',
       `  echo '{}' | CHAIN= "${bin}/host-local" > /dev/null || { echo "delegate failed" >> "$LOG"; exit 1; }`,
       "fi",
-      'sleep "${HOLD:-0.05}"',
+      'sleep "$HOLD"',
       'echo "end $$ $(date +%s%N)" >> "$LOG"',
       `echo '{"cniVersion":"1.0.0"}'`,
       "",
@@ -68,6 +68,7 @@ describe("exec mode: the bound on programs running at once", { skip }, () => {
     TSCNI_RESIDENT: "exec",
     TSCNI_RESIDENT_SOCKET: socket,
     LOG: log,
+    HOLD: "0.05",
     ...extra,
   });
   /** One call of `bridge`; resolves to its exit status and how long it took. */
