@@ -545,6 +545,14 @@ static long parse_decimal(const char **s) {
 }
 
 /*
+ * Replaces the start record in the lock file by `record`: written over the old one first, then cut to its length, so a
+ * reader never finds it empty (at worst the new record followed by the end of the old one, which it does not read).
+ */
+static int put_record(int lock, const char *record, size_t len) {
+  return pwrite(lock, record, len, 0) == (ssize_t)len && ftruncate(lock, (off_t)len) == 0;
+}
+
+/*
  * Whether a start may be tried now, from the record of failed starts the lock file holds ("<attempts> <since>",
  * cleared by a server that started well); when it may, the attempt is recorded. Waits 1, 2, 4 ... up to 300 s
  * after each failed start, so a server that cannot start is not started on every call.
@@ -565,8 +573,11 @@ static int may_try_start(int lock) {
   size_t len = format_decimal(record, (unsigned)(attempts + 1));
   record[len++] = ' ';
   len += format_decimal(record + len, (unsigned)now);
+  /* this caller, holding the lock, until the server names itself: the calls of a burst meeting the lock wait for it */
+  record[len++] = ' ';
+  len += format_decimal(record + len, (unsigned)getpid());
   record[len++] = '\n';
-  return ftruncate(lock, 0) == 0 && pwrite(lock, record, len, 0) == (ssize_t)len;
+  return put_record(lock, record, len);
 }
 
 /* Adds `pid` to the start record in the lock file (see recorded_server_pid): the process about to become the server. */
@@ -583,7 +594,7 @@ static void record_server_pid(int lock, int pid) {
   record[len++] = ' ';
   len += format_decimal(record + len, (unsigned)pid);
   record[len++] = '\n';
-  if (ftruncate(lock, 0) == 0) pwrite(lock, record, len, 0);
+  put_record(lock, record, len);
 }
 
 /* `a` then `b` into `out` (room for PATH_MAX); 0 when it does not fit. */
@@ -940,6 +951,7 @@ static int start_server(const char *plugin, const char *path, int named, const c
     _exit(127);
   }
   if (child > 0) waitpid(child, NULL, 0);
+  for (int i = 0; child > 0 && i < 200 && recorded_server_pid(lock) == getpid(); i++) poll(NULL, 0, 1);
   close(lock);
   if (log != null) close(log);
   if (null >= 0) close(null);
