@@ -71,7 +71,9 @@ const SUBNETS = { inprocess: "10.246.", go: "10.247.", exec: "10.243.", resident
 
 /**
  * Runs the scenario once for one plugin dir; resolves to { setupMs, teardownMs, failures, leftovers, peakRssKiB,
- * serverPeakRssKiB (with a server) }.
+ * and with a server serverPeakRssKiB and ranThemselves: the calls the server did not serve, run by their callers in
+ * exec mode (each writes a line to TSCNI_TRACE_PHASES, which the server, started with an environment of its own,
+ * does not get) }.
  * env: extra environment of the manager (the launcher's socket and mode); serverSocket: the socket of a resident
  * server whose memory counts (whoever started it: it is found by its command line at every sample).
  */
@@ -112,6 +114,8 @@ export async function runPods({ binDir, impl, pods, scratch, env = {}, serverSoc
   };
   writeFileSync(path.join(state.conf, "10-bench.conflist"), JSON.stringify(conflist));
   const tag = `${impl[0]}${pods}`;
+  const selfRuns = path.join(base, "self-run.jsonl");
+  if (serverSocket) env = { ...env, TSCNI_TRACE_PHASES: selfRuns };
   let child;
   if (driver === "spawn") {
     // bench/chain-driver.c: fork/exec per plugin, the config on a pipe, as a Go runtime; the namespaces made here
@@ -150,7 +154,9 @@ export async function runPods({ binDir, impl, pods, scratch, env = {}, serverSoc
     failures: r.setupFailures + r.teardownFailures,
     leftovers: leftovers(state, SUBNETS[impl]),
     peakRssKiB: peak,
-    ...(serverSocket ? { serverPeakRssKiB: serverPeak } : {}),
+    ...(serverSocket
+      ? { serverPeakRssKiB: serverPeak, ranThemselves: existsSync(selfRuns) ? readFileSync(selfRuns, "utf8").trim().split("\n").length : 0 }
+      : {}),
   };
   try {
     execFileSync("ip", ["link", "delete", `bpod${impl[0]}0`], { stdio: "ignore" });

@@ -583,7 +583,9 @@ async function measure(server) {
         console.log(
           `${n} pods at once (${impl}, ${chain} chain, ${driver} driver): setup ${r.setupMs.toFixed(0)} ms (${(r.setupMs / floor.setupMs).toFixed(1)}x the floor), ` +
             `teardown ${r.teardownMs.toFixed(0)} ms (${(r.teardownMs / floor.teardownMs).toFixed(1)}x), failures ${r.failures}, leftovers ${r.leftovers}, peak ${Math.round(r.peakRssKiB / 1024)} MiB` +
-            (r.serverPeakRssKiB !== undefined ? ` (the server alone: ${Math.round(r.serverPeakRssKiB / 1024)} MiB)` : ""),
+            (r.serverPeakRssKiB !== undefined
+              ? ` (the server alone: ${Math.round(r.serverPeakRssKiB / 1024)} MiB; calls run by their callers: ${r.ranThemselves})`
+              : ""),
         );
         if (impl === "resident" && n === PODS && chain === "default") {
           // The server the burst started, once the burst is over and it has been idle for a while.
@@ -671,7 +673,8 @@ function podsTable(pods, floors) {
     "ours as installed, from cold: no server when the burst begins, the burst's first calls start one and the rest go to it; Go's exec'd",
     "per call. Peak memory: every process of the run together (the manager, all plugin and tool processes, and the resident server",
     "with its own children where one serves), sampled from /proc every 20 ms, a child caught between its fork and its exec counted",
-    "as nothing (its pages are its parent's); the server's peak: its own resident set alone.",
+    "as nothing (its pages are its parent's); the server's peak: its own resident set alone; the calls it did not serve: those its",
+    "launchers ran themselves in exec mode (at least the one that started it).",
     "",
     "The bare chain rows: bridge without ipMasq, host-local and tuning, no firewall rules at all (the core path; no published port),",
     "driven twice: by the pod manager under Bun, and by bench/chain-driver.c as a runtime written in Go drives a chain (a thread per",
@@ -681,13 +684,13 @@ function podsTable(pods, floors) {
     "",
     ...floors.map((f) => `- the floor for ${f.n} pods: setup ${f.setupMs.toFixed(0)} ms, teardown ${f.teardownMs.toFixed(0)} ms`),
     "",
-    "| pods | plugins | driver | setup (ms) | teardown (ms) | setup / Go | teardown / Go | setup / floor | teardown / floor | failures | leftovers | peak memory (MiB) | memory / Go | the server's peak (MiB) |",
-    "|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    "| pods | plugins | driver | setup (ms) | teardown (ms) | setup / Go | teardown / Go | setup / floor | teardown / floor | failures | leftovers | peak memory (MiB) | memory / Go | the server's peak (MiB) | calls the server did not serve |",
+    "|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ...pods.map(
       (p) =>
         `| ${p.n} | ${PODS_LABEL[p.impl] ?? p.impl}${p.chain === "bare" ? ", bare chain" : ""} | ${PODS_DRIVER[p.driver] ?? p.driver} | ${p.setupMs.toFixed(0)} | ${p.teardownMs.toFixed(0)} | ` +
         `${ratio(p.setupMs, go(p)?.setupMs)} | ${ratio(p.teardownMs, go(p)?.teardownMs)} | ${ratio(p.setupMs, floor(p)?.setupMs)} | ${ratio(p.teardownMs, floor(p)?.teardownMs)} | ` +
-        `${p.failures} | ${p.leftovers} | ${Math.round(p.peakRssKiB / 1024)} | ${ratio(p.peakRssKiB, go(p)?.peakRssKiB)} | ${p.serverPeakRssKiB !== undefined ? Math.round(p.serverPeakRssKiB / 1024) : "-"} |`,
+        `${p.failures} | ${p.leftovers} | ${Math.round(p.peakRssKiB / 1024)} | ${ratio(p.peakRssKiB, go(p)?.peakRssKiB)} | ${p.serverPeakRssKiB !== undefined ? Math.round(p.serverPeakRssKiB / 1024) : "-"} | ${p.ranThemselves ?? "-"} |`,
     ),
     "",
   ];
