@@ -81,36 +81,22 @@ export async function runPods({ binDir, impl, pods, scratch, env = {}, serverSoc
   const base = path.join(scratch, `pods-${impl}-${pods}-${chain}-${driver}`);
   const state = { conf: path.join(base, "net.d"), cache: path.join(base, "cache"), ipam: path.join(base, "ipam") };
   mkdirSync(state.conf, { recursive: true });
+  const bridge = {
+    type: "bridge",
+    bridge: `bpod${impl[0]}0`,
+    isGateway: true,
+    ipMasq: chain !== "bare",
+    hairpinMode: true,
+    ipam: { type: "host-local", ranges: [[{ subnet: `${SUBNETS[impl]}0.0/16` }]], routes: [{ dst: "0.0.0.0/0" }], dataDir: state.ipam },
+  };
   const conflist = {
     cniVersion: "1.0.0",
     name: `bench-pods-${impl}`,
     // "bare": no firewall rules at all (issue 36's core path): bridge without ipMasq, host-local, tuning.
     plugins:
       chain === "bare"
-        ? [
-            {
-              type: "bridge",
-              bridge: `bpod${impl[0]}0`,
-              isGateway: true,
-              ipMasq: false,
-              hairpinMode: true,
-              ipam: { type: "host-local", ranges: [[{ subnet: `${SUBNETS[impl]}0.0/16` }]], routes: [{ dst: "0.0.0.0/0" }], dataDir: state.ipam },
-            },
-            { type: "tuning" },
-          ]
-        : [
-            {
-              type: "bridge",
-              bridge: `bpod${impl[0]}0`,
-              isGateway: true,
-              ipMasq: true,
-              hairpinMode: true,
-              ipam: { type: "host-local", ranges: [[{ subnet: `${SUBNETS[impl]}0.0/16` }]], routes: [{ dst: "0.0.0.0/0" }], dataDir: state.ipam },
-            },
-            { type: "portmap", capabilities: { portMappings: true } },
-            { type: "firewall" },
-            { type: "tuning" },
-          ],
+        ? [bridge, { type: "tuning" }]
+        : [bridge, { type: "portmap", capabilities: { portMappings: true } }, { type: "firewall" }, { type: "tuning" }],
   };
   writeFileSync(path.join(state.conf, "10-bench.conflist"), JSON.stringify(conflist));
   const tag = `${impl[0]}${pods}`;
