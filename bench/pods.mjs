@@ -71,60 +71,54 @@ const SUBNETS = { inprocess: "10.246.", go: "10.247.", exec: "10.243.", resident
 
 /**
  * Runs the scenario once for one plugin dir; resolves to { setupMs, teardownMs, failures, leftovers, peakRssKiB,
- * serverPeakRssKiB (with a server) }.
+ * and with a server serverPeakRssKiB and ranThemselves: the calls the server did not serve, run by their callers in
+ * exec mode (each writes a line to TSCNI_TRACE_PHASES, which the server, started with an environment of its own,
+ * does not get) }.
  * env: extra environment of the manager (the launcher's socket and mode); serverSocket: the socket of a resident
  * server whose memory counts (whoever started it: it is found by its command line at every sample).
  */
-export async function runPods({ binDir, impl, pods, scratch, env = {}, serverSocket, chain = "default" }) {
-  const base = path.join(scratch, `pods-${impl}-${pods}-${chain}`);
+export async function runPods({ binDir, impl, pods, scratch, env = {}, serverSocket, chain = "default", driver = "bun" }) {
+  const base = path.join(scratch, `pods-${impl}-${pods}-${chain}-${driver}`);
   const state = { conf: path.join(base, "net.d"), cache: path.join(base, "cache"), ipam: path.join(base, "ipam") };
   mkdirSync(state.conf, { recursive: true });
-  writeFileSync(
-    path.join(state.conf, "10-bench.conflist"),
-    JSON.stringify({
-      cniVersion: "1.0.0",
-      name: `bench-pods-${impl}`,
-      // "bare": no firewall rules at all (issue 36's core path): bridge without ipMasq, host-local, tuning.
-      plugins:
-        chain === "bare"
-          ? [
-              {
-                type: "bridge",
-                bridge: `bpod${impl[0]}0`,
-                isGateway: true,
-                ipMasq: false,
-                hairpinMode: true,
-                ipam: { type: "host-local", ranges: [[{ subnet: `${SUBNETS[impl]}0.0/16` }]], routes: [{ dst: "0.0.0.0/0" }], dataDir: state.ipam },
-              },
-              { type: "tuning" },
-            ]
-          : [
-              {
-                type: "bridge",
-                bridge: `bpod${impl[0]}0`,
-                isGateway: true,
-                ipMasq: true,
-                hairpinMode: true,
-                ipam: { type: "host-local", ranges: [[{ subnet: `${SUBNETS[impl]}0.0/16` }]], routes: [{ dst: "0.0.0.0/0" }], dataDir: state.ipam },
-              },
-              { type: "portmap", capabilities: { portMappings: true } },
-              { type: "firewall" },
-              { type: "tuning" },
-            ],
-    }),
-  );
-  const args = JSON.stringify({
-    binDir,
-    pods,
-    confDir: state.conf,
-    cacheDir: state.cache,
-    inProcess: impl === "inprocess",
-    tag: `${impl[0]}${pods}`,
-  });
-  const child = spawn(BUN, [path.join(ROOT, "bench/pod-driver.mjs"), args], {
-    stdio: ["ignore", "pipe", "inherit"],
-    env: { ...process.env, ...env },
-  });
+  const bridge = {
+    type: "bridge",
+    bridge: `bpod${impl[0]}0`,
+    isGateway: true,
+    ipMasq: chain !== "bare",
+    hairpinMode: true,
+    ipam: { type: "host-local", ranges: [[{ subnet: `${SUBNETS[impl]}0.0/16` }]], routes: [{ dst: "0.0.0.0/0" }], dataDir: state.ipam },
+  };
+  const conflist = {
+    cniVersion: "1.0.0",
+    name: `bench-pods-${impl}`,
+    // "bare": no firewall rules at all (issue 36's core path): bridge without ipMasq, host-local, tuning.
+    plugins:
+      chain === "bare"
+        ? [bridge, { type: "tuning" }]
+        : [bridge, { type: "portmap", capabilities: { portMappings: true } }, { type: "firewall" }, { type: "tuning" }],
+  };
+  writeFileSync(path.join(state.conf, "10-bench.conflist"), JSON.stringify(conflist));
+  const tag = `${impl[0]}${pods}`;
+  const selfRuns = path.join(base, "self-run.jsonl");
+  if (serverSocket) env = { ...env, TSCNI_TRACE_PHASES: selfRuns };
+  let child;
+  if (driver === "spawn") {
+    // bench/chain-driver.c: fork/exec per plugin, the config on a pipe, as a Go runtime; the namespaces made here
+    for (let i = 0; i < pods; i++) execFileSync("ip", ["netns", "add", `tbp-${tag}-${i}`]);
+    const lines = conflist.plugins.map((p) => `${p.type}\t${JSON.stringify({ cniVersion: conflist.cniVersion, name: conflist.name, ...p })}\n`);
+    child = spawn(compiled(scratch, "chain-driver"), [String(pods), binDir, `tbp-${tag}-`, tag], {
+      stdio: ["pipe", "pipe", "inherit"],
+      env: { ...process.env, ...env },
+    });
+    child.stdin.end(lines.join(""));
+  } else {
+    const args = JSON.stringify({ binDir, pods, confDir: state.conf, cacheDir: state.cache, inProcess: impl === "inprocess", tag });
+    child = spawn(BUN, [path.join(ROOT, "bench/pod-driver.mjs"), args], {
+      stdio: ["ignore", "pipe", "inherit"],
+      env: { ...process.env, ...env },
+    });
+  }
   let peak = 0;
   let serverPeak = 0;
   const sampler = setInterval(() => {
@@ -136,15 +130,19 @@ export async function runPods({ binDir, impl, pods, scratch, env = {}, serverSoc
   child.stdout.on("data", (b) => (out += b));
   const code = await new Promise((resolve) => child.on("close", resolve));
   clearInterval(sampler);
+  if (driver === "spawn") for (let i = 0; i < pods; i++) execFileSync("ip", ["netns", "delete", `tbp-${tag}-${i}`]);
   if (code !== 0) throw new Error(`pod driver (${impl}) exited with ${code}: ${out}`);
   const r = JSON.parse(out.trim().split("\n").pop());
   const row = {
     ...r,
     chain,
+    driver,
     failures: r.setupFailures + r.teardownFailures,
     leftovers: leftovers(state, SUBNETS[impl]),
     peakRssKiB: peak,
-    ...(serverSocket ? { serverPeakRssKiB: serverPeak } : {}),
+    ...(serverSocket
+      ? { serverPeakRssKiB: serverPeak, ranThemselves: existsSync(selfRuns) ? readFileSync(selfRuns, "utf8").trim().split("\n").length : 0 }
+      : {}),
   };
   try {
     execFileSync("ip", ["link", "delete", `bpod${impl[0]}0`], { stdio: "ignore" });
@@ -153,4 +151,31 @@ export async function runPods({ binDir, impl, pods, scratch, env = {}, serverSoc
   }
   rmSync(base, { recursive: true, force: true });
   return row;
+}
+
+/** bench/<name>.c compiled once into `scratch`; its path. */
+function compiled(scratch, name) {
+  const out = path.join(scratch, name);
+  if (!existsSync(out)) execFileSync("cc", ["-O2", "-o", out, path.join(ROOT, `bench/${name}.c`), "-lpthread"]);
+  return out;
+}
+
+/**
+ * The kernel's floor of the bare chain's burst for `pods` pods (bench/floor.c: the same links, addresses, routes and
+ * sysctls made by one process over netlink, no plugin; deleted by one request for all): { setupMs, teardownMs }.
+ */
+export function runFloor({ pods, scratch }) {
+  const tag = `f${pods}`;
+  for (let i = 0; i < pods; i++) execFileSync("ip", ["netns", "add", `tbp-${tag}-${i}`]);
+  try {
+    const out = execFileSync(compiled(scratch, "floor"), [String(pods), `tbp-${tag}-`, "bpodf0", "10.241."], { encoding: "utf8" });
+    return JSON.parse(out.trim().split("\n").pop());
+  } finally {
+    for (let i = 0; i < pods; i++) execFileSync("ip", ["netns", "delete", `tbp-${tag}-${i}`]);
+    try {
+      execFileSync("ip", ["link", "delete", "bpodf0"], { stdio: "ignore" });
+    } catch {
+      /* no bridge */
+    }
+  }
 }

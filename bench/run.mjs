@@ -5,10 +5,10 @@
 // docs/benchmarks.md from the run (all but its Reliability section, which bench/kill.mjs writes). Not part of the
 // test suite.
 //
-//   node bench/run.mjs [--rounds 15] [--out docs/benchmarks.md] [--only <substring>]   (as root; `npm run build` first)
+//   node bench/run.mjs [--rounds 15] [--out docs/benchmarks.md] [--only <substring>] [--pods 100]   (as root; `npm run build` first)
 //
 // --only runs just the scenarios whose name contains the substring, or one of several separated by "|" (and skips
-// peak RSS unless it matches).
+// peak RSS unless it matches). --pods sets the pods scenarios' burst (100; their largest is twice that).
 //
 // Everything runs inside namespaces the benchmark creates (a "host" namespace holds the bridges and
 // firewall rules; each container is a fresh namespace), so the real host is not touched.
@@ -20,7 +20,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { podmanAvailable, setupPodman } from "./podman.mjs";
 import { CONTAINERD_CHAIN, containerdSkipReason, setupContainerd } from "./containerd.mjs";
-import { runPods } from "./pods.mjs";
+import { runFloor, runPods } from "./pods.mjs";
 import { tracePodman, traceTable } from "./trace.mjs";
 import { clusterTable, runClusterBench } from "./cluster.mjs";
 import { runThirdParty, thirdPartyTable } from "./third-party.mjs";
@@ -53,6 +53,7 @@ const opt = (name, dflt) => {
 const ROUNDS = Number(opt("--rounds", "15"));
 const OUT = path.resolve(ROOT, opt("--out", "docs/benchmarks.md"));
 const ONLY = opt("--only", "");
+const PODS = Number(opt("--pods", "100")); // the pods scenarios' burst (and twice as many in the largest)
 const selected = (name) => ONLY.split("|").some((part) => name.includes(part));
 
 const median = (xs) => {
@@ -605,21 +606,33 @@ async function measure(server) {
   }
   const pods = [];
   let idle;
+  const floors = [];
   if (selected("pods at once") || selected("bare chain pods at once")) {
     // inprocess: our plugins inside the manager's process; exec: each call starts our program; resident: the
     // default install from cold (no server when the burst begins: its first calls start one), the server's
     // memory counted; go: Go's plugins exec'd.
-    // Then the bare chain (bridge without ipMasq, host-local, tuning: no firewall rules), the core path alone.
+    // Then the bare chain (bridge without ipMasq, host-local, tuning: no firewall rules), the core path alone, by
+    // both drivers: the pod manager under Bun, and bench/chain-driver.c spawning as a Go runtime does.
+    // Every pod count is measured once more with no plugin at all: its kernel floor (bench/floor.c).
     const plan = [
       ...(selected("pods at once")
         ? [
-            [100, ["go", "inprocess", "exec", ...(server ? ["resident"] : [])]],
-            [200, ["inprocess", ...(server ? ["resident"] : []), "go"]],
+            [PODS, ["go", "inprocess", "exec", ...(server ? ["resident"] : [])]],
+            [2 * PODS, ["inprocess", ...(server ? ["resident"] : []), "go"]],
           ]
         : []),
-    ].map(([n, impls]) => [n, impls, "default"]);
-    if (selected("bare chain pods at once")) plan.push([100, ["go", "exec", ...(server ? ["resident"] : [])], "bare"]);
-    for (const [n, impls, chain] of plan) {
+    ].map(([n, impls]) => [n, impls, "default", "bun"]);
+    if (selected("bare chain pods at once"))
+      for (const driver of ["bun", "spawn"]) plan.push([PODS, ["go", "exec", ...(server ? ["resident"] : [])], "bare", driver]);
+    for (const [n, impls, chain, driver] of plan) {
+      if (!floors.some((f) => f.n === n)) {
+        const floor = { n, ...runFloor({ pods: n, scratch }) };
+        floors.push(floor);
+        console.log(
+          `${n} pods, the kernel's floor (one process over netlink, no plugin): setup ${floor.setupMs.toFixed(0)} ms, teardown ${floor.teardownMs.toFixed(0)} ms`,
+        );
+      }
+      const floor = floors.find((f) => f.n === n);
       for (const impl of impls) {
         if (impl === "resident") await stopServer();
         const r = await runPods({
@@ -630,20 +643,24 @@ async function measure(server) {
           env: implEnv(impl === "resident" ? "resident" : "ours"),
           serverSocket: impl === "resident" ? residentSocket : undefined,
           chain,
+          driver,
         });
         pods.push({ n, impl, ...r });
         console.log(
-          `${n} pods at once (${impl}, ${chain} chain): setup ${r.setupMs.toFixed(0)} ms, teardown ${r.teardownMs.toFixed(0)} ms, failures ${r.failures}, leftovers ${r.leftovers}, peak ${Math.round(r.peakRssKiB / 1024)} MiB` +
-            (r.serverPeakRssKiB !== undefined ? ` (the server alone: ${Math.round(r.serverPeakRssKiB / 1024)} MiB)` : ""),
+          `${n} pods at once (${impl}, ${chain} chain, ${driver} driver): setup ${r.setupMs.toFixed(0)} ms (${(r.setupMs / floor.setupMs).toFixed(1)}x the floor), ` +
+            `teardown ${r.teardownMs.toFixed(0)} ms (${(r.teardownMs / floor.teardownMs).toFixed(1)}x), failures ${r.failures}, leftovers ${r.leftovers}, peak ${Math.round(r.peakRssKiB / 1024)} MiB` +
+            (r.serverPeakRssKiB !== undefined
+              ? ` (the server alone: ${Math.round(r.serverPeakRssKiB / 1024)} MiB; calls run by their callers: ${r.ranThemselves})`
+              : ""),
         );
-        if (impl === "resident" && n === 100 && chain === "default") {
+        if (impl === "resident" && n === PODS && chain === "default") {
           // The server the burst started, once the burst is over and it has been idle for a while.
           await sleep(10_000);
           const pid = serverStatus()?.pid;
           idle = pid ? { afterBurst: serverMemory(pid), warmedUp: server.warmedUp } : undefined;
           if (idle)
             console.log(
-              `idle server: ${idle.afterBurst.rssKiB} KiB (anonymous ${idle.afterBurst.anonKiB}, file ${idle.afterBurst.fileKiB}) after the 100-pod burst; ${server.warmedUp.rssKiB} KiB after its start and warm-up`,
+              `idle server: ${idle.afterBurst.rssKiB} KiB (anonymous ${idle.afterBurst.anonKiB}, file ${idle.afterBurst.fileKiB}) after the burst; ${server.warmedUp.rssKiB} KiB after its start and warm-up`,
             );
         }
       }
@@ -671,7 +688,7 @@ async function measure(server) {
     });
     console.log(`traced podman containers: ${trace.default.length} through the server, ${trace.exec.length} in exec mode`);
   }
-  return { rows, rss, cold, growth, podman, containerd, pods, cluster, harness, idle, trace, thirdParty, statusPolls };
+  return { rows, rss, cold, growth, podman, containerd, pods, floors, cluster, harness, idle, trace, thirdParty, statusPolls };
 }
 
 /**
@@ -703,11 +720,17 @@ const PODS_LABEL = {
   resident: "ours, default install from cold (server counted)",
 };
 
-/** The pods table: one row per (pod count, implementation), ratios against Go at the same count. */
-function podsTable(pods) {
+const PODS_DRIVER = { bun: "pod manager (Bun)", spawn: "fork/exec per plugin (C)" };
+
+/**
+ * The pods table: one row per (pod count, chain, driver, implementation), ratios against Go at the same count, chain
+ * and driver, and against the kernel's floor at the same count.
+ */
+function podsTable(pods, floors) {
   if (!pods.length) return [];
-  const go = (n, chain) => pods.find((p) => p.n === n && p.impl === "go" && p.chain === chain);
-  const ratio = (a, b) => (b ? (a / b).toFixed(2) : "-");
+  const go = (p) => pods.find((q) => q.n === p.n && q.impl === "go" && q.chain === p.chain && q.driver === p.driver);
+  const floor = (p) => floors.find((f) => f.n === p.n);
+  const ratio = (a, b) => (a !== undefined && b ? (a / b).toFixed(2) : "-");
   return [
     "## Pods at once through PodNetworkManager (the seed's iSulad scenario)",
     "",
@@ -716,22 +739,45 @@ function podsTable(pods) {
     "ours as installed, from cold: no server when the burst begins, the burst's first calls start one and the rest go to it; Go's exec'd",
     "per call. Peak memory: every process of the run together (the manager, all plugin and tool processes, and the resident server",
     "with its own children where one serves), sampled from /proc every 20 ms, a child caught between its fork and its exec counted",
-    "as nothing (its pages are its parent's); the server's peak: its own resident set alone.",
+    "as nothing (its pages are its parent's); the server's peak: its own resident set alone; the calls it did not serve: those its",
+    "launchers ran themselves in exec mode (at least the one that started it).",
     "",
-    "The bare chain rows: bridge without ipMasq, host-local and tuning, no firewall rules at all (the core path; no published port).",
+    "The bare chain rows: bridge without ipMasq, host-local and tuning, no firewall rules at all (the core path; no published port),",
+    "driven twice: by the pod manager under Bun, and by bench/chain-driver.c as a runtime written in Go drives a chain (a thread per",
+    "pod, each plugin a fork/exec with its config on a pipe, the previous result passed on). The floor: the bare chain's kernel work",
+    "for the same N pods done by one process over rtnetlink with no plugin (bench/floor.c: the bridge, then per pod the veth pair, its",
+    "port's hairpin, eth0 up, its address, the default route and arp_notify; teardown: one request deleting every pair by its group).",
     "",
-    "| pods | plugins | setup (ms) | teardown (ms) | setup / Go | teardown / Go | failures | leftovers | peak memory (MiB) | memory / Go | the server's peak (MiB) |",
-    "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ...floors.map((f) => `- the floor for ${f.n} pods: setup ${f.setupMs.toFixed(0)} ms, teardown ${f.teardownMs.toFixed(0)} ms`),
+    "",
+    "| pods | plugins | driver | setup (ms) | teardown (ms) | setup / Go | teardown / Go | setup / floor | teardown / floor | failures | leftovers | peak memory (MiB) | memory / Go | the server's peak (MiB) | calls the server did not serve |",
+    "|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ...pods.map(
       (p) =>
-        `| ${p.n} | ${PODS_LABEL[p.impl] ?? p.impl}${p.chain === "bare" ? ", bare chain" : ""} | ${p.setupMs.toFixed(0)} | ${p.teardownMs.toFixed(0)} | ${ratio(p.setupMs, go(p.n, p.chain)?.setupMs)} | ` +
-        `${ratio(p.teardownMs, go(p.n, p.chain)?.teardownMs)} | ${p.failures} | ${p.leftovers} | ${Math.round(p.peakRssKiB / 1024)} | ${ratio(p.peakRssKiB, go(p.n, p.chain)?.peakRssKiB)} | ${p.serverPeakRssKiB !== undefined ? Math.round(p.serverPeakRssKiB / 1024) : "-"} |`,
+        `| ${p.n} | ${PODS_LABEL[p.impl] ?? p.impl}${p.chain === "bare" ? ", bare chain" : ""} | ${PODS_DRIVER[p.driver] ?? p.driver} | ${p.setupMs.toFixed(0)} | ${p.teardownMs.toFixed(0)} | ` +
+        `${ratio(p.setupMs, go(p)?.setupMs)} | ${ratio(p.teardownMs, go(p)?.teardownMs)} | ${ratio(p.setupMs, floor(p)?.setupMs)} | ${ratio(p.teardownMs, floor(p)?.teardownMs)} | ` +
+        `${p.failures} | ${p.leftovers} | ${Math.round(p.peakRssKiB / 1024)} | ${ratio(p.peakRssKiB, go(p)?.peakRssKiB)} | ${p.serverPeakRssKiB !== undefined ? Math.round(p.serverPeakRssKiB / 1024) : "-"} | ${p.ranThemselves ?? "-"} |`,
     ),
     "",
   ];
 }
 
-function report({ rows, rss, cold, growth, podman, containerd, pods = [], cluster = [], harness, idle, trace, thirdParty, statusPolls }) {
+function report({
+  rows,
+  rss,
+  cold,
+  growth,
+  podman,
+  containerd,
+  pods = [],
+  floors = [],
+  cluster = [],
+  harness,
+  idle,
+  trace,
+  thirdParty,
+  statusPolls,
+}) {
   const m = machine();
   const cell = (v) => (v === undefined ? "-" : v.toFixed(1));
   const ratio = (a, b) => (a === undefined || !b ? "-" : (a / b).toFixed(2));
@@ -822,7 +868,7 @@ function report({ rows, rss, cold, growth, podman, containerd, pods = [], cluste
             ? [
                 `Idle: ${idle.warmedUp.rssKiB} KiB resident once started by the first call and warmed up (anonymous ${idle.warmedUp.anonKiB}, file-backed`,
                 `${idle.warmedUp.fileKiB}: the program's pages, shared with the page cache); ${idle.afterBurst.rssKiB} KiB (anonymous ${idle.afterBurst.anonKiB},`,
-                `file-backed ${idle.afterBurst.fileKiB}) 10 s after the 100-pod burst that started it. It leaves after 600 s without a call.`,
+                `file-backed ${idle.afterBurst.fileKiB}) 10 s after the ${PODS}-pod burst that started it. It leaves after 600 s without a call.`,
                 "",
               ]
             : []),
@@ -867,7 +913,7 @@ function report({ rows, rss, cold, growth, podman, containerd, pods = [], cluste
           ),
         ]
       : []),
-    ...podsTable(pods),
+    ...podsTable(pods, floors),
     ...clusterTable(cluster),
   ];
   // The Reliability section is bench/kill.mjs's (a run of its own): kept as it is.

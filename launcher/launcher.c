@@ -558,6 +558,14 @@ static long parse_decimal(const char **s) {
 }
 
 /*
+ * Replaces the start record in the lock file by `record`: written over the old one first, then cut to its length, so a
+ * reader never finds it empty (at worst the new record followed by the end of the old one, which it does not read).
+ */
+static int put_record(int lock, const char *record, size_t len) {
+  return pwrite(lock, record, len, 0) == (ssize_t)len && ftruncate(lock, (off_t)len) == 0;
+}
+
+/*
  * Whether a start may be tried now, from the record of failed starts the lock file holds ("<attempts> <since>",
  * cleared by a server that started well); when it may, the attempt is recorded. Waits 1, 2, 4 ... up to 300 s
  * after each failed start, so a server that cannot start is not started on every call.
@@ -578,8 +586,11 @@ static int may_try_start(int lock) {
   size_t len = format_decimal(record, (unsigned)(attempts + 1));
   record[len++] = ' ';
   len += format_decimal(record + len, (unsigned)now);
+  /* this caller, holding the lock, until the server names itself: the calls of a burst meeting the lock wait for it */
+  record[len++] = ' ';
+  len += format_decimal(record + len, (unsigned)getpid());
   record[len++] = '\n';
-  return ftruncate(lock, 0) == 0 && pwrite(lock, record, len, 0) == (ssize_t)len;
+  return put_record(lock, record, len);
 }
 
 /* Adds `pid` to the start record in the lock file (see recorded_server_pid): the process about to become the server. */
@@ -596,7 +607,7 @@ static void record_server_pid(int lock, int pid) {
   record[len++] = ' ';
   len += format_decimal(record + len, (unsigned)pid);
   record[len++] = '\n';
-  if (ftruncate(lock, 0) == 0) pwrite(lock, record, len, 0);
+  put_record(lock, record, len);
 }
 
 /* `a` then `b` into `out` (room for PATH_MAX); 0 when it does not fit. */
@@ -741,6 +752,8 @@ static void launcher_log(const char *plugin, const char *path, const char *what,
 static void launcher_log_once(const char *plugin, const char *path, const char *what, const char *detail) {
   launcher_log_line(plugin, path, what, detail, 1);
 }
+
+#include "exec-slots.h"
 
 /* FNV-1a, 64 bits, of `s` as 8 hex digits (its low half): the id of a socket in its server's cgroup name. */
 static void socket_id(const char *s, char out[9]) {
@@ -951,6 +964,7 @@ static int start_server(const char *plugin, const char *path, int named, const c
     _exit(127);
   }
   if (child > 0) waitpid(child, NULL, 0);
+  for (int i = 0; child > 0 && i < 200 && recorded_server_pid(lock) == getpid(); i++) poll(NULL, 0, 1);
   close(lock);
   if (log != null) close(log);
   if (null >= 0) close(null);
@@ -1049,6 +1063,12 @@ static unsigned caller_umask(void) {
   return mask;
 }
 
+/* The server's socket: TSCNI_RESIDENT_SOCKET (empty: none), else the node's. */
+static const char *resident_socket(void) {
+  const char *path = env_value("TSCNI_RESIDENT_SOCKET");
+  return path ? path : DEFAULT_SOCKET;
+}
+
 /*
  * Runs the call through the resident server and exits with its status; returns when the plugin must be exec'd
  * (no server, or one that says so). `config` is what the caller gave on stdin; `program` is tscni-js.
@@ -1057,9 +1077,8 @@ static void try_resident(const char *name, int argc, char **argv, const struct b
   int mode = resident_mode();
   const char *command = env_value("CNI_COMMAND");
   int status_call = command && !strcmp(command, "STATUS");
-  const char *path = env_value("TSCNI_RESIDENT_SOCKET");
-  int named = path != NULL;
-  if (!path) path = DEFAULT_SOCKET;
+  const char *path = resident_socket();
+  int named = env_value("TSCNI_RESIDENT_SOCKET") != NULL;
   if (mode_warning[0]) {
     debug(": ", path, mode_warning);
     if (*path) launcher_log_once(name, path, "", mode_warning);
@@ -1262,7 +1281,7 @@ int main(int argc, char **argv, char **envp) {
   const char *command = env_value("CNI_COMMAND");
   int version = command && strcmp(command, "VERSION") == 0;
   int about = !command || !*command; /* no command: the plugin's about text on stderr */
-  int stdin_in_memory = 0;
+  int stdin_in_memory = 0, slot = -1;
   char program[PATH_MAX];
   program[0] = '\0';
   for (size_t i = 0; i < sizeof(PROGRAM_VERSIONS) / sizeof(PROGRAM_VERSIONS[0]); i++) {
@@ -1275,19 +1294,32 @@ int main(int argc, char **argv, char **envp) {
     if (!has_required_env(command)) break; /* the program says which are missing, without reading stdin */
     struct buf config = read_config();
     try_resident(name, argc, argv, &config, program); /* plugin calls only: cnitool and subcommands always run here */
+    /* The bound on programs running at once (exec-slots.h), node-wide even for a caller that names no socket */
+    slot = take_exec_slot(name, *resident_socket() ? resident_socket() : DEFAULT_SOCKET);
     stdin_in_memory = config_to_stdin(&config);
     break;
   }
 
-  /* The program's environment: ours, with the in-memory-stdin mark only when it is true (never the caller's). */
+  /*
+   * The program's environment: ours, with the in-memory-stdin mark only when it is true (never the caller's), and
+   * the slot mark naming the slot the program holds (a caller's only when proven to be its ancestor's).
+   */
   size_t count = 0;
   while (envp[count]) count++;
-  struct buf env = buf_new((count + 2) * sizeof(char *));
+  struct buf env = buf_new((count + 3) * sizeof(char *));
   if (!env.data) die_cni(999, "tscni launcher: out of memory", NULL);
   char **program_env = (char **)env.data;
   size_t n = 0;
-  for (char **e = envp; *e; e++) if (!is_stdin_mark(*e)) program_env[n++] = *e;
+  for (char **e = envp; *e; e++) if (!is_stdin_mark(*e) && (slot == -2 || !is_slot_mark(*e))) program_env[n++] = *e;
   if (stdin_in_memory) program_env[n++] = STDIN_MARK "1";
+  char slot_mark[sizeof(SLOT_MARK) + 24] = SLOT_MARK;
+  if (slot >= 0 && fcntl(slot, F_SETFD, 0) == 0) {
+    /* the program inherits the slot's descriptor, and holds the slot as long as it runs */
+    size_t len = sizeof(SLOT_MARK) - 1 + format_decimal(slot_mark + sizeof(SLOT_MARK) - 1, (unsigned)getpid());
+    slot_mark[len++] = ':';
+    format_decimal(slot_mark + len, (unsigned)slot);
+    program_env[n++] = slot_mark;
+  }
   program_env[n] = NULL;
 
   if (!program[0]) program_path(program);

@@ -32,6 +32,7 @@ static void unblock_signals(void) {
   sigprocmask(SIG_SETMASK, &none, NULL);
 }
 static long getdents64(int fd, void *buf, size_t n) { return syscall(SYS_getdents64, fd, buf, n); }
+static long cpu_affinity(void *mask, size_t n) { return syscall(SYS_sched_getaffinity, 0, n, mask); }
 static void close_from(int low) {
 #ifdef SYS_close_range
   if (syscall(SYS_close_range, low, ~0U, 0) == 0) return;

@@ -201,6 +201,8 @@ static int setsid(void) { return (int)sys(__NR_setsid, 0, 0, 0, 0, 0); }
 static int fork(void) { return (int)sys(__NR_clone, SIGCHLD, 0, 0, 0, 0); }
 static int waitpid(int pid, int *status, int options) { return (int)sys(__NR_wait4, pid, (long)status, options, 0, 0); }
 static int clock_gettime(int clock, struct timespec *t) { return (int)sys(__NR_clock_gettime, clock, (long)t, 0, 0, 0); }
+/* The CPUs this process may run on, as a mask into `mask` (`n` bytes); the bytes written, or -1. */
+static long cpu_affinity(void *mask, size_t n) { return sys(__NR_sched_getaffinity, 0, (long)n, (long)mask, 0, 0); }
 /* Every signal unblocked (a program started from here must not inherit the caller's mask). */
 static void unblock_signals(void) {
   unsigned long none = 0;

@@ -33,6 +33,21 @@ test("residentSettings: the mode from TSCNI_RESIDENT, else the file's first word
   assert.equal(other.problems.length, 2, other.problems.join("; "));
 });
 
+test("residentSettings: exec-slots from TSCNI_EXEC_SLOTS, else the file, else two per CPU; a bad word is said", () => {
+  assert.deepEqual((({ execSlots, execSlotsFrom }) => ({ execSlots, execSlotsFrom }))(residentSettings({}, files({}))), {
+    execSlots: undefined,
+    execSlotsFrom: "the default (two per CPU)",
+  });
+  const conf = files({ "/etc/tscni/resident": "exec\nexec-slots 6\n" });
+  assert.deepEqual([residentSettings({}, conf).execSlots, residentSettings({}, conf).execSlotsFrom], [6, "/etc/tscni/resident"]);
+  assert.equal(residentSettings({ TSCNI_EXEC_SLOTS: "off" }, conf).execSlots, "off", "the caller's word wins");
+  assert.equal(residentSettings({ TSCNI_EXEC_SLOTS: "0" }, conf).execSlots, "off");
+  assert.equal(residentSettings({ TSCNI_EXEC_SLOTS: "100000" }, conf).execSlots, 128);
+  const bad = residentSettings({ TSCNI_EXEC_SLOTS: "many" }, files({}));
+  assert.equal(bad.execSlots, undefined);
+  assert.deepEqual(bad.problems, ['exec-slots "many" in TSCNI_EXEC_SLOTS is neither a number nor off: two per CPU']);
+});
+
 test("parseSize: bytes, K, M, G", () => {
   assert.deepEqual(["1024", "4K", "256M", "1g", " 2G ", "0", "-1", "1T", "12.5M", ""].map(parseSize), [
     1024,

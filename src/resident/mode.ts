@@ -8,8 +8,9 @@
  *     auto              the mode: the first word outside comments (auto, manual or exec)
  *     repair off        the server's self-repair of firewall rules (on, the default, or off)
  *     memory-max 256M   the cap on the server's memory, its own cgroup's limit (bytes, or with K, M or G)
+ *     exec-slots 4      plugin programs running at once when no server serves (a number, or off; launcher/exec-slots.h)
  *
- * Environment: `TSCNI_RESIDENT`, `TSCNI_RESIDENT_REPAIR`, `TSCNI_RESIDENT_MEMORY_MAX`. A mode that is not one of
+ * Environment: `TSCNI_RESIDENT`, `TSCNI_RESIDENT_REPAIR`, `TSCNI_RESIDENT_MEMORY_MAX`, `TSCNI_EXEC_SLOTS`. A mode that is not one of
  * the three words means exec (fails closed: a word meant to turn a root server off never starts one), with a
  * warning naming it.
  * @module
@@ -17,6 +18,8 @@
 import { readFileSync } from "node:fs";
 
 export const RESIDENT_CONF = "/etc/tscni/resident";
+/** The most slots the launcher makes (SLOTS_MAX in launcher/exec-slots.h). */
+const EXEC_SLOTS_MAX = 128;
 export const MODE_WORDS = ["auto", "manual", "exec"] as const;
 export type ResidentMode = (typeof MODE_WORDS)[number];
 
@@ -32,6 +35,9 @@ export interface ResidentSettings {
   /** Bytes; undefined: no cap. */
   memoryMax?: number;
   memoryMaxFrom: string;
+  /** Plugin programs running at once without a server: a number, "off", or undefined for the default (two per CPU). */
+  execSlots?: number | "off";
+  execSlotsFrom: string;
   /** A setting that was not understood (and so not applied), as the server's log says it. */
   problems: string[];
 }
@@ -107,6 +113,16 @@ export function residentSettings(
     memoryMax = parseSize(memoryWord);
     if (memoryMax === undefined) problems.push(`memory-max "${memoryWord}" in ${memoryMaxFrom} is not a size (bytes, or with K, M or G): no cap`);
   }
+  let execSlots: number | "off" | undefined;
+  let execSlotsFrom = "the default (two per CPU)";
+  const slotsWord = env["TSCNI_EXEC_SLOTS"] || conf?.keys.get("exec-slots");
+  if (slotsWord !== undefined) {
+    const from = env["TSCNI_EXEC_SLOTS"] ? "TSCNI_EXEC_SLOTS" : file;
+    if (slotsWord === "off" || slotsWord === "0") execSlots = "off";
+    else if (/^\d+$/.test(slotsWord)) execSlots = Math.min(Number(slotsWord), EXEC_SLOTS_MAX);
+    if (execSlots !== undefined) execSlotsFrom = from;
+    else problems.push(`exec-slots "${slotsWord}" in ${from} is neither a number nor off: two per CPU`);
+  }
   return {
     mode,
     modeFrom,
@@ -115,6 +131,8 @@ export function residentSettings(
     repairFrom,
     ...(memoryMax !== undefined ? { memoryMax } : {}),
     memoryMaxFrom,
+    ...(execSlots !== undefined ? { execSlots } : {}),
+    execSlotsFrom,
     problems,
   };
 }

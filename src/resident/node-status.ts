@@ -18,8 +18,11 @@ export type NodeStatus = Partial<ServerStatus> & {
   modeFrom: string;
   modeWarning?: string;
   socket: string;
-  /** The self-repair and memory cap settings a server the launcher starts is given, and where each came from. */
-  settings: { repair: string; memoryMax: string; problems: string[] };
+  /**
+   * The self-repair and memory cap settings a server the launcher starts is given, and the bound on plugin programs
+   * running at once without a server, and where each came from.
+   */
+  settings: { repair: string; memoryMax: string; execSlots: string; problems: string[] };
   serverRunning: boolean;
   /** Whether a plugin call from this process would be served by a server, and if not, why. */
   thisCaller: { served: boolean; why?: string };
@@ -85,6 +88,7 @@ export async function nodeStatus(socket: string, env: Readonly<Record<string, st
     settings: {
       repair: `${s.repair ? "on" : "off"} (${s.repairFrom})`,
       memoryMax: s.memoryMax !== undefined ? `${s.memoryMax} bytes (${s.memoryMaxFrom})` : s.memoryMaxFrom,
+      execSlots: s.execSlots !== undefined ? `${s.execSlots} (${s.execSlotsFrom})` : s.execSlotsFrom,
       problems: s.problems,
     },
   };

@@ -11,14 +11,31 @@
  *   reader takes an empty or torn file as unknown;
  * - created exclusively (host-local's reservations, as Go's): it exists or it does not, and a crash between the
  *   creation and the write leaves it empty;
- * - rewritten in place (host-local's round-robin hint, as Go's): a hint that may be torn;
+ * - rewritten in place (host-local's round-robin hint, as Go's): a hint that may be torn. Never truncated to nothing
+ *   first: ext4 writes out at its close a file truncated to nothing (auto_da_alloc, as after a rename over a file),
+ *   and the next truncation waits for that write — ~3 ms of a blocked thread per host-local ADD, which in the
+ *   resident server is every call's thread;
  * - durably (`durable: true`): the data synced before the rename and the directory after it (after a removal, the
  *   directory), for the state that must survive a power loss. docs/state.md says which: only the network configs
  *   (`cnitool network create`, `rm`, `prune`: written rarely, expected to stay); everything else tscni keeps is
  *   recreated, reclaimed or re-read after a reboot, so no plugin call pays for an fsync.
  * @module
  */
-import { closeSync, constants, fsyncSync, mkdirSync, openSync, renameSync, rmdirSync, rmSync, unlinkSync, writeSync } from "node:fs";
+import {
+  closeSync,
+  constants,
+  fstatSync,
+  fsyncSync,
+  ftruncateSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  renameSync,
+  rmdirSync,
+  rmSync,
+  unlinkSync,
+  writeSync,
+} from "node:fs";
 import * as path from "./posix-path.js";
 import { hexOf, randomBytes } from "./bytes.js";
 
@@ -153,9 +170,26 @@ export function createFileExclusiveSync(file: string, data: string | Uint8Array,
   return true;
 }
 
-/** Rewrites `file` in place (created with `mode` when missing): for a hint a torn copy of which is harmless. */
+/**
+ * Rewrites `file` in place (created with `mode` when missing): for a hint a torn copy of which is harmless. Cut to
+ * the new length first when it was longer (a crash then leaves the old content, its head, or the new), never to
+ * nothing on the way (see the module comment).
+ */
 export function writeFileInPlaceSync(file: string, data: string | Uint8Array, mode = 0o600): void {
-  fill(create(file, mode, false), file, data, false);
+  const bytes = typeof data === "string" ? Buffer.from(data) : Buffer.from(data.buffer, data.byteOffset, data.byteLength);
+  const fd = openSync(file, constants.O_WRONLY | constants.O_CREAT, mode);
+  try {
+    const before = fstatSync(fd).size;
+    if (before === 0) note({ op: "create", path: file, exclusive: false });
+    if (before > bytes.length) {
+      if (recorder) note({ op: "write", path: file, data: readFileSync(file).subarray(0, bytes.length) });
+      ftruncateSync(fd, bytes.length);
+    }
+    note({ op: "write", path: file, data: bytes });
+    for (let at = 0; at < bytes.length; ) at += writeSync(fd, bytes, at, bytes.length - at, at);
+  } finally {
+    closeSync(fd);
+  }
 }
 
 /** Removes `file`; nothing when it is not there. `durable`: its directory synced after (the removal survives a power loss). */
