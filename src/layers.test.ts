@@ -47,7 +47,7 @@ const FORBIDDEN: Record<string, { module: string; why: string }[]> = {
   ],
 };
 
-const isTest = (rel: string) => rel.endsWith(".test.ts") || TEST_FOLDERS.has(rel.split("/")[0]!);
+const isTest = (rel: string) => rel.endsWith(".test.ts") || rel.endsWith(".samples.ts") || TEST_FOLDERS.has(rel.split("/")[0]!);
 
 function sourceFiles(dir = SRC): string[] {
   return readdirSync(dir, { withFileTypes: true }).flatMap((e) => {

@@ -1107,7 +1107,7 @@ const deviceModel = (root: string): DeviceKernel => ({
     changeLinks(root, (links) => void (modelLink(links, nsKey(ns), name).up = true));
     return modelLink(readLinks(root), nsKey(ns), name);
   },
-  rename: async (name, newName) => changeLinks(root, (links) => Object.assign(modelLink(links, "host", name), { name: newName, up: false })),
+  renameLink: async (name, newName) => changeLinks(root, (links) => Object.assign(modelLink(links, "host", name), { name: newName, up: false })),
   restore: async (name, s) =>
     changeLinks(root, (links) => {
       const link = modelLink(links, "host", name);

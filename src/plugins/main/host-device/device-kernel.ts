@@ -33,7 +33,7 @@ export interface DeviceKernel {
   /** Brings the link up; the link as it is then. */
   bringUp(ns: NetNS, name: string): Promise<Link>;
   /** Renames a host link (brought down first: the kernel renames only a link that is down). */
-  rename(name: string, newName: string): Promise<void>;
+  renameLink(name: string, newName: string): Promise<void>;
   /** Sets a host link's settings back. */
   restore(name: string, settings: DeviceSettings): Promise<void>;
   /** Puts the result's addresses and routes on the link in the container. */
@@ -62,7 +62,7 @@ const realKernel: DeviceKernel = {
     const [shown] = await ip.batch(ns).setLink(name, { up: true }).showLink(name).runShow(`bring up ${name} in ${ns}`);
     return shown!.link;
   },
-  rename: (name, newName) =>
+  renameLink: (name, newName) =>
     ip.batch(NetNS.host).setLink(name, { up: false }).add("link", "set", "dev", name, "name", newName).run(`rename ${name} back to ${newName}`),
   restore: async (name, s) => {
     const batch = ip.batch(NetNS.host);

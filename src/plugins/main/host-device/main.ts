@@ -114,7 +114,7 @@ async function returnDevice(rec: DeviceRecord, container: NetNS | undefined, vie
     const returned = await findReturned(rec, view);
     if (!returned) return;
     // An interface is renamed only while down; restoreSettings brings it up again if it was.
-    await kernel.rename(returned.name, name);
+    await kernel.renameLink(returned.name, name);
     link = { ...returned, name, up: false };
   }
   await restoreSettings(link, rec);
