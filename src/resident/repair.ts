@@ -6,7 +6,7 @@
  * missing changes; a firewalld reload is always followed by a reload.
  * @module
  */
-import { formatReload, lostFirewallState, reloadFirewall, type AttachmentReload, type LostState } from "#cnitool/reload.js";
+import { formatReload, lostFirewallState, reloadFirewall, type AttachmentReload, type LostState } from "#runtime/firewall-reload.js";
 import { watchReloaded, type BusWatch } from "#net/firewalld.js";
 import { messageOf } from "#spec/errors.js";
 
