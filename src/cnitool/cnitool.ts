@@ -6,9 +6,9 @@
  * through the runtime's pod network manager, see pod.ts), the commands plugins' manifests offer (`ipam`: a
  * cluster-ipam pool in etcd), `reload` (the cached attachments' firewall rules put back after a firewall reload;
  * see reload.ts), `conformance` (one plugin executable checked against the spec, in namespaces of its own; see
- * conformance/), `install` and `uninstall` (the plugins into a CNI bin dir, see install.ts) and `daemon` (the
- * resident server, see resident-daemon.ts). Every verb of cnitool is in this folder; what a verb does to the node
- * is the runtime's (runtime/).
+ * conformance.ts, and the suite in conformance/), `install` and `uninstall` (the plugins into a CNI bin dir; see
+ * install.ts) and `daemon` (the resident server; see resident-daemon.ts). Every verb of cnitool is in this
+ * folder; what a verb does to the node is the runtime's (runtime/).
  * @module
  */
 import path from "node:path";
@@ -30,7 +30,7 @@ import { addReloadCommand } from "./reload.js";
 import { nodeGcCommand, type NodeGcFlags } from "./gc.js";
 import type { CriClientOptions } from "#runtime/cri/runtime-service.js";
 import { containerIdForNetns } from "#runtime/container-ids.js";
-import { addConformanceCommand } from "#conformance/command.js";
+import { addConformanceCommand } from "./conformance.js";
 import { messageOf } from "#spec/errors.js";
 import { DEFAULT_NETCONFPATH, type Io } from "./command-io.js";
 import { addInstallCommand } from "./install.js";
@@ -144,7 +144,7 @@ function reportMissingArgsLikeCobra(cmd: Command): void {
 
 /**
  * `gc <network> <netns>` as upstream (every cached attachment of the network DELeted, then GC without valid
- * attachments), or with `--cri-endpoint` node GC (node-gc.ts): no arguments, every network in NETCONFPATH.
+ * attachments), or with `--cri-endpoint` node GC (gc.ts): no arguments, every network in NETCONFPATH.
  */
 function addGcCommand(program: Command, io: Io, context: CnitoolContext): void {
   program

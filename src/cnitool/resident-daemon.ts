@@ -4,8 +4,8 @@
  * with it the self-repair of the cached attachments' firewall rules (resident/repair.ts) while it runs, and its
  * metrics also over HTTP when `--metrics-address` names where; `cnitool daemon status` asks a running server for
  * its state, `cnitool daemon metrics` for its metrics (Prometheus' text format), `cnitool daemon stop` asks it to
- * leave. With `--gc-cri-endpoint` it also runs node GC every `--gc-interval` seconds (src/resident/node-gc-schedule.ts); off
- * by default.
+ * leave. With `--gc-cri-endpoint` it also runs node GC every `--gc-interval` seconds
+ * (src/resident/node-gc-schedule.ts); off by default.
  * @module
  */
 import { type Command, CommanderError } from "commander";
