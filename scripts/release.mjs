@@ -140,7 +140,7 @@ if (args.rebuild || !buildIsCurrent()) {
 }
 
 // What is packaged: a native program and launcher of one build, of this version.
-const { describeDir, elfArch } = await import(path.join(dist, "cli/native.js"));
+const { describeDir, elfArch } = await import(path.join(dist, "cnitool/native.js"));
 const { PROGRAM_NAMES } = await import(path.join(dist, "plugins/catalog.js"));
 const built = describeDir(dist);
 const buildId = readFileSync(path.join(dist, "build-id"), "utf8").trim();

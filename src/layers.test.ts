@@ -1,8 +1,9 @@
 /**
  * The layers point one way. Each folder under src/ has a rank, and product code imports only from its own
  * folder or from folders of a lower rank: ip, go-json and sys (addresses; Go's JSON; system calls) -> spec (the
- * spec as pure data) -> invoke, skel -> net, libcni -> plugins (with the catalog and registry of programs), runtime
- * -> conformance -> cnitool, demo -> resident (the server) -> cli (the entry). No product module imports test code
+ * spec as pure data) -> invoke, skel -> net, libcni -> plugins (with the catalog and registry of programs) ->
+ * runtime (the node's operations: pods, node GC, firewall reload), conformance -> resident (the server) -> cnitool
+ * (every verb of the tool), demo -> cli (the entry). No product module imports test code
  * (src/testing, src/integration, *.test.ts), and no product modules import each other in a circle (type-only
  * imports count too: a circle of types is a circle of concepts). A new folder must be given a rank here. Plugins
  * never run tools themselves (FORBIDDEN).
@@ -26,11 +27,11 @@ const LAYERS: Record<string, number> = {
   net: 3,
   libcni: 3,
   plugins: 4,
-  runtime: 4,
+  runtime: 5,
   conformance: 5,
-  cnitool: 6,
-  demo: 6,
-  resident: 7,
+  resident: 6,
+  cnitool: 7,
+  demo: 7,
   cli: 8,
 };
 const TEST_FOLDERS = new Set(["testing", "integration"]);

@@ -26,7 +26,7 @@ const NOT_STATE: Record<string, string> = {
   "plugins/ipam/dhcp/daemon.ts": "the daemon's socket, its directory and its pid file under /run, as Go's daemon writes them",
   "net/sysctl.ts": "/proc/sys: the kernel's interface",
   "plugins/ipam/dhcp/netns-sockets6.ts": "/proc/sys of a container's namespace: the kernel's interface",
-  "cli/install.ts": "an installation (binaries, links, systemd units), replaced atomically; not state of calls",
+  "cnitool/install.ts": "an installation (binaries, links, systemd units), replaced atomically; not state of calls",
   "sys/stdio.ts": "the process's own stdout and stderr",
   "sys/phase-trace.ts": "a diagnostic log the operator asks for (--trace-phases): appended JSON lines, a torn last line is a lost trace",
 };

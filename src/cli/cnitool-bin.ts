@@ -4,7 +4,7 @@
  * multicall binary.
  * @module
  */
-import { main } from "./cnitool.js";
+import { main } from "#cnitool/cnitool.js";
 
 main().catch((e: unknown) => {
   process.stderr.write(`Error: ${e instanceof Error ? e.message : String(e)}\n`);

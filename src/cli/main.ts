@@ -24,7 +24,7 @@ async function run(): Promise<void> {
     process.argv.splice(1, 1); // so the program sees its own arguments where it expects them
   }
   if (name === "cnitool") {
-    const { main } = await import("./cnitool.js");
+    const { main } = await import("#cnitool/cnitool.js");
     return main();
   }
   const entry = PLUGINS[name];

@@ -22,7 +22,7 @@ import { missing, Netns, ROOT, runTag, skipReason } from "#testing/harness.js";
 import { docSnippet, substitute } from "#testing/doc-snippets.js";
 import { RESIDENT_PASS } from "#testing/resident-host.js";
 import { PROGRAM_NAMES } from "#plugins/catalog.js";
-import type { ProgramInfo } from "./native.js";
+import type { ProgramInfo } from "#cnitool/native.js";
 
 /** arm64 here: Debian's cross compiler builds its launcher, qemu-user (registered with binfmt_misc) runs it. */
 const QEMU_LD_PREFIX = "/usr/aarch64-linux-gnu";

@@ -5,11 +5,11 @@ import { spawnSync } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
 import { readCommandLog, readDebug, stdinOf, writeDebug } from "#testing/plugins/noop-debug.js";
-import { containerIdForNetns, parseCapArgs, parseCnitoolArgs, runCnitool } from "./cnitool.js";
+import { parseCapArgs, parseCnitoolArgs, runCnitool } from "./cnitool.js";
+import { containerIdForNetns } from "#runtime/container-ids.js";
 import { CNITOOL, TEST_BIN } from "#testing/harness.js";
 import { plantCacheEntry } from "#testing/cache-entries.js";
 import { admitStandIn, startFakeCri } from "#testing/fake-cri.js";
-import { judgedByNodeGc } from "./node-gc.js";
 
 /** dist/test-bin (the noop plugin) and dist/bin (cnitool itself). */
 
@@ -55,24 +55,10 @@ async function cnitool(argv: string[], env: Record<string, string | undefined>, 
         stderr += s;
       },
     },
-    [],
     { checkCriListener: admitStandIn },
   );
   return { code, stdout, stderr };
 }
-
-describe("containerIdForNetns", () => {
-  const vectors: Array<[string, string]> = [
-    ["/var/run/netns/cnitest", "cnitool-20c433bb2b1d6ede56d6"],
-    ["/var/run/netns/testing", "cnitool-77383ca0a0715733ca6f"],
-    ["/run/netns/test", "cnitool-8ae22670664f2caaa6b3"],
-  ];
-  for (const [netns, id] of vectors) {
-    test(netns, () => {
-      assert.equal(containerIdForNetns(netns), id);
-    });
-  }
-});
 
 describe("parseCnitoolArgs (CNI_ARGS)", () => {
   test("pairs", () => {
@@ -350,7 +336,7 @@ describe("cnitool errors and exit codes", { concurrency: true }, () => {
       },
       stderr: () => undefined,
     };
-    assert.equal(await runCnitool(["--version"], io, [], { describeProgram: () => "tscni 9.9.9: a test\n" }), 0);
+    assert.equal(await runCnitool(["--version"], io, { describeProgram: () => "tscni 9.9.9: a test\n" }), 0);
     assert.equal(stdout, "tscni 9.9.9: a test\n");
     stdout = "";
     assert.equal(await runCnitool(["add", "--help"], io), 0);
@@ -596,17 +582,5 @@ describe("gc --cri-endpoint (node GC)", () => {
     for (const [argv, stderr] of cases) assert.deepEqual(await cnitool(argv, env), { code: 1, stdout: "", stderr }, argv.join(" "));
     const noPath = await cnitool(["gc", "--cri-endpoint", "unix:///x.sock"], { ...env, CNI_PATH: "" });
     assert.match(noPath.stderr, /^Error: CNI_PATH is empty: node GC runs the plugins' DEL and GC/);
-  });
-
-  test("cnitool's own pods are not judged, though they carry a CRI runtime's CNI_ARGS", () => {
-    const entry = (containerID: string) => ({
-      networkName: "n",
-      containerID,
-      ifName: "eth0",
-      config: Buffer.from("{}"),
-      cniArgs: [["K8S_POD_INFRA_CONTAINER_ID", containerID]] as Array<[string, string]>,
-    });
-    assert.equal(judgedByNodeGc(entry(id("a"))), true);
-    assert.equal(judgedByNodeGc(entry("tscni-pod-web")), false);
   });
 });

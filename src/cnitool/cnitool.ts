@@ -1,15 +1,16 @@
 /**
  * cnitool: run a network configuration by hand, command-compatible with upstream cnitool
  * (`cnitool add|check|del|status|gc <network> <netns>`, NETCONFPATH, CNI_PATH, CAP_ARGS, CNI_ARGS, CNI_IFNAME),
- * plus `gc --cri-endpoint` (node GC against a CRI runtime, see node-gc.ts), `list`, `validate` and `version` for
+ * plus `gc --cri-endpoint` (node GC against a CRI runtime, see gc.ts), `list`, `validate` and `version` for
  * looking around, `network` (podman-style network management, see network.ts), `pod` (named namespaces attached
- * through the runtime's pod network manager, see pod.ts), `ipam` (a cluster-ipam pool in etcd: blocks,
- * allocations, release-node; the cluster-ipam plugin's admin.ts), `reload` (the cached attachments' firewall rules put back after a
- * firewall reload; see reload.ts) and `conformance` (one plugin executable checked against the spec, in namespaces
- * of its own; see conformance/).
+ * through the runtime's pod network manager, see pod.ts), the commands plugins' manifests offer (`ipam`: a
+ * cluster-ipam pool in etcd), `reload` (the cached attachments' firewall rules put back after a firewall reload;
+ * see reload.ts), `conformance` (one plugin executable checked against the spec, in namespaces of its own; see
+ * conformance.ts, and the suite in conformance/), `install` and `uninstall` (the plugins into a CNI bin dir; see
+ * install.ts) and `daemon` (the resident server; see resident-daemon.ts). Every verb of cnitool is in this
+ * folder; what a verb does to the node is the runtime's (runtime/).
  * @module
  */
-import { createHash } from "node:crypto";
 import path from "node:path";
 import { Command, CommanderError, InvalidArgumentError } from "commander";
 import { goQuote, isJsonObject, jsonKindName, parseJson } from "#go-json/json.js";
@@ -22,19 +23,19 @@ import { DEFAULT_CACHE_DIR } from "#libcni/cache.js";
 import type { PluginExec } from "#invoke/exec.js";
 import { addNetworkCommands } from "./network.js";
 import { addPodCommands } from "./pod.js";
-import { addAdminCommands } from "#plugins/ipam/cluster-ipam/admin.js";
+import type { ToolCommand, ToolCommandContext } from "#plugins/manifest.js";
+import { MANIFESTS } from "#plugins/manifests.js";
+import { MulticallExec } from "#plugins/inprocess.js";
 import { addReloadCommand } from "./reload.js";
-import { nodeGcCommand, type NodeGcFlags } from "./node-gc.js";
+import { nodeGcCommand, type NodeGcFlags } from "./gc.js";
 import type { CriClientOptions } from "#runtime/cri/runtime-service.js";
-import { addConformanceCommand } from "#conformance/command.js";
+import { containerIdForNetns } from "#runtime/container-ids.js";
+import { addConformanceCommand } from "./conformance.js";
 import { messageOf } from "#spec/errors.js";
-
-export const DEFAULT_NETCONFPATH = "/etc/cni/net.d";
-
-/** Container ID cnitool uses for a netns: `cnitool-` + the first 20 hex digits of sha512(absolute path). */
-export function containerIdForNetns(netnsPath: string): string {
-  return "cnitool-" + createHash("sha512").update(netnsPath).digest("hex").slice(0, 20);
-}
+import { DEFAULT_NETCONFPATH, type Io } from "./command-io.js";
+import { addInstallCommand } from "./install.js";
+import { describeDir, describeSelf, formatProgramInfo } from "./native.js";
+import { addDaemonCommand } from "./resident-daemon.js";
 
 /** CNI_ARGS as cnitool reads it: `K=V` pairs separated by `;`, each with a non-empty key and value. */
 export function parseCnitoolArgs(value: string): Array<[string, string]> {
@@ -62,13 +63,6 @@ export function parseCapArgs(value: string): Record<string, unknown> {
     );
   }
   return v;
-}
-
-export interface Io {
-  env: Record<string, string | undefined>;
-  stdout: (s: string) => void;
-  stderr: (s: string) => void;
-  cwd: string;
 }
 
 interface GlobalOptions {
@@ -150,7 +144,7 @@ function reportMissingArgsLikeCobra(cmd: Command): void {
 
 /**
  * `gc <network> <netns>` as upstream (every cached attachment of the network DELeted, then GC without valid
- * attachments), or with `--cri-endpoint` node GC (node-gc.ts): no arguments, every network in NETCONFPATH.
+ * attachments), or with `--cri-endpoint` node GC (gc.ts): no arguments, every network in NETCONFPATH.
  */
 function addGcCommand(program: Command, io: Io, context: CnitoolContext): void {
   program
@@ -195,14 +189,11 @@ function addGcCommand(program: Command, io: Io, context: CnitoolContext): void {
     });
 }
 
-/** Adds commands to cnitool that live in a higher layer (e.g. `install`, which needs the program registry). */
-export type CommandExtension = (program: Command, io: Io) => void;
-
 /**
- * What the layer running cnitool provides: how the pod commands' manager runs plugins (default: exec), the
+ * What the program running cnitool provides: how the pod commands' manager runs plugins (default: exec), the
  * text of `cnitool version` without a plugin type (which program this is, or the one `binDir` holds), and how node
  * GC judges the CRI listener (default: the runtime rule, runtime/cri/runtime-service.ts; only tests that run
- * cnitool in process under Node, where no listener can be identified, give another).
+ * cnitool in process under Node, where no listener can be identified, give another). `main` gives the first two.
  */
 export interface CnitoolContext {
   podPluginExec?: PluginExec;
@@ -210,8 +201,8 @@ export interface CnitoolContext {
   checkCriListener?: CriClientOptions["checkListener"];
 }
 
-/** Builds the command line program; `io` makes it testable in-process. */
-export function buildProgram(io: Io, extensions: readonly CommandExtension[] = [], context: CnitoolContext = {}): Command {
+/** Builds the command line program, with the commands plugins offer (`tools`); `io` makes it testable in-process. */
+function buildProgram(io: Io, context: CnitoolContext, tools: readonly ToolCommandLoaded[]): Command {
   const program = new Command("cnitool")
     .description(
       "CNI Tool for managing network interfaces in a network namespace.\n" +
@@ -317,24 +308,31 @@ export function buildProgram(io: Io, extensions: readonly CommandExtension[] = [
     cacheDir,
     out: io.stdout,
   });
-  addAdminCommands(program.command("ipam").description("Inspect and repair a cluster-ipam pool in etcd: blocks, allocations, nodes, release-node"), {
-    confDir: () => runtimeSetup(io, global()).netconfPath,
-    out: io.stdout,
-  });
+  const toolContext: ToolCommandContext = { confDir: () => runtimeSetup(io, global()).netconfPath, out: io.stdout };
+  for (const tool of tools) tool.add(program.command(tool.name).description(tool.description), toolContext);
   addReloadCommand(program, { cacheDir, env: io.env, out: io.stdout, err: io.stderr });
   addConformanceCommand(program, io);
-  for (const extend of extensions) extend(program, io);
+  addInstallCommand(program, io);
+  addDaemonCommand(program, io);
   return program;
 }
 
+/** A command a plugin's manifest offers cnitool, with what adds its subcommands (loaded). */
+interface ToolCommandLoaded {
+  name: string;
+  description: string;
+  add: Awaited<ReturnType<ToolCommand["load"]>>;
+}
+
+/** The commands plugins' manifests offer cnitool (`ipam` for cluster-ipam), their modules loaded. */
+function loadToolCommands(): Promise<ToolCommandLoaded[]> {
+  const offered = MANIFESTS.flatMap((m) => Object.entries(m.toolCommands ?? {}));
+  return Promise.all(offered.map(async ([name, tool]) => ({ name, description: tool.description, add: await tool.load() })));
+}
+
 /** Runs cnitool with `argv` (without node and script); resolves to the exit code. */
-export async function runCnitool(
-  argv: string[],
-  io: Io,
-  extensions: readonly CommandExtension[] = [],
-  context: CnitoolContext = {},
-): Promise<number> {
-  const program = buildProgram(io, extensions, context);
+export async function runCnitool(argv: string[], io: Io, context: CnitoolContext = {}): Promise<number> {
+  const program = buildProgram(io, context, await loadToolCommands());
   // No command at all: show the help and succeed, as upstream cnitool does.
   if (argv.length === 0) {
     io.stdout(program.helpInformation());
@@ -350,8 +348,18 @@ export async function runCnitool(
   }
 }
 
-/** Runs cnitool in this process (its arguments, environment and stdio), with `extensions`. */
-export async function main(extensions: readonly CommandExtension[] = [], context: CnitoolContext = {}): Promise<void> {
+/** `cnitool version` without a plugin type: this program, or the one a plugin directory holds. */
+function describeProgram(opts: { binDir?: string; json?: boolean }): string {
+  const info = opts.binDir === undefined ? describeSelf() : describeDir(opts.binDir);
+  return opts.json ? JSON.stringify(info) + "\n" : formatProgramInfo(info);
+}
+
+/**
+ * Runs cnitool in this process (its arguments, environment and stdio), as the program runs it: the pod commands'
+ * manager runs tscni's own plugins in this process (other plugins found in CNI_PATH are exec'd), and `cnitool
+ * version` says which program this is.
+ */
+export async function main(): Promise<void> {
   process.exitCode = await runCnitool(
     process.argv.slice(2),
     {
@@ -360,7 +368,6 @@ export async function main(extensions: readonly CommandExtension[] = [], context
       stdout: (s) => process.stdout.write(s),
       stderr: (s) => process.stderr.write(s),
     },
-    extensions,
-    context,
+    { podPluginExec: new MulticallExec(), describeProgram },
   );
 }

@@ -11,12 +11,11 @@ import { runTool } from "#net/tools.js";
 import type { PluginExec } from "#invoke/exec.js";
 import { listCachedAttachments } from "#libcni/cache.js";
 import { cachedAddresses } from "#runtime/attachments.js";
+import { podContainerId, podNameOf } from "#runtime/container-ids.js";
 import { PodNetworkManager, type PodNetworkRequest, type PodRef, type RuntimeConfig } from "#runtime/manager.js";
 import { NetworkCommandError } from "./network.js";
 import { messageOf } from "#spec/errors.js";
 
-/** The CNI container ID of a cnitool pod. */
-export const podContainerId = (name: string): string => `tscni-pod-${name}`;
 const POD_NAMESPACE = "tscni";
 const netnsPath = (name: string): string => `/run/netns/${name}`;
 
@@ -142,8 +141,8 @@ export function addPodCommands(
     .action(async (o: { format: string }) => {
       const byPod = new Map<string, Array<{ network: string; ifName: string; addresses: string[] }>>();
       for (const a of await listCachedAttachments(ctx.cacheDir())) {
-        if (!a.containerID.startsWith(podContainerId(""))) continue;
-        const name = a.containerID.slice(podContainerId("").length);
+        const name = podNameOf(a.containerID);
+        if (name === undefined) continue;
         byPod.set(name, [...(byPod.get(name) ?? []), { network: a.networkName, ifName: a.ifName, addresses: cachedAddresses(a) }]);
       }
       const rows = [...byPod].map(([name, attachments]) => ({ name, netns: netnsPath(name), netnsExists: existsSync(netnsPath(name)), attachments }));

@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { CNITOOL, Cleanup, GO_BIN, type Netns, runTag, skipReason, writeJson } from "#testing/harness.js";
-import { containerIdForNetns } from "#cnitool/cnitool.js";
+import { containerIdForNetns } from "#runtime/container-ids.js";
 
 const skip = skipReason(true);
 if (skip) console.log(`# skipping cnitool/Go interop tests: ${skip}`);

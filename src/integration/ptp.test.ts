@@ -11,7 +11,7 @@ import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { Cleanup, GO_BIN, type Netns, OUR_BIN, runTag, skipReason } from "#testing/harness.js";
 import { Host, MIXED_PATH, type Iface, type IPConf, type Result } from "#testing/rig.js";
-import { containerIdForNetns } from "#cnitool/cnitool.js";
+import { containerIdForNetns } from "#runtime/container-ids.js";
 
 const skip = skipReason(true, existsSync(path.join(GO_BIN, "ptp")) ? undefined : "Go's ptp is not in /usr/lib/cni");
 if (skip) console.log(`# skipping ptp integration tests: ${skip}`);

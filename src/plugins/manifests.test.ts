@@ -17,13 +17,14 @@ test("every plugin folder has a manifest, listed once, named as its folder", () 
   for (const folder of FOLDERS) assert.ok(existsSync(path.join(HERE, folder, "manifest.js")), `${folder}/manifest.ts`);
 });
 
-test("a manifest's loaders are its folder's modules: main always, restore and subcommands when it has them", async () => {
+test("a manifest's loaders are its folder's modules: main always, restore, subcommands and cnitool's commands when it has them", async () => {
   for (const m of MANIFESTS) {
     const folder = FOLDERS.find((f) => path.basename(f) === m.name)!;
     assert.equal(m.restorer !== undefined, existsSync(path.join(HERE, folder, "restore.js")), `${m.name}: a restorer iff restore.ts`);
     assert.equal(typeof (await m.load()).plugin.funcs.add, "function", `${m.name} loads its plugin`);
     if (m.restorer) assert.equal(typeof (await m.restorer()).restorer.restore, "function", `${m.name} loads its restorer`);
     for (const [name, load] of Object.entries(m.commands ?? {})) assert.equal(typeof (await load()).main, "function", `${m.name} ${name}`);
+    for (const [name, tool] of Object.entries(m.toolCommands ?? {})) assert.equal(typeof (await tool.load()), "function", `cnitool ${name}`);
     assert.ok(m.versions.length > 0, `${m.name} speaks some version`);
   }
 });

@@ -1,12 +1,12 @@
 /**
- * The resident server's self-repair: what `cnitool reload` does, by itself, when the host firewall lost the cached
- * attachments' rules. Two triggers: firewalld's `Reloaded` signal on the system bus (when there is a bus; watched
+ * The resident server's self-repair: the runtime's firewall reload (runtime/firewall-reload.ts, what `cnitool
+ * reload` runs), by itself, when the host firewall lost the cached attachments' rules. Two triggers: firewalld's `Reloaded` signal on the system bus (when there is a bus; watched
  * again after it goes away), and a cheap periodic look for the attachments' marks (chains, jumps, tables; one
  * listing per firewall table). A loss that a reload could not repair is logged once and not retried until what is
  * missing changes; a firewalld reload is always followed by a reload.
  * @module
  */
-import { formatReload, lostFirewallState, reloadFirewall, type AttachmentReload, type LostState } from "#cnitool/reload.js";
+import { formatReload, lostFirewallState, reloadFirewall, type AttachmentReload, type LostState } from "#runtime/firewall-reload.js";
 import { watchReloaded, type BusWatch } from "#net/firewalld.js";
 import { messageOf } from "#spec/errors.js";
 

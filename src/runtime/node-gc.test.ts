@@ -15,7 +15,7 @@ import { TEST_BIN } from "#testing/harness.js";
 import { readCommandLog, stdinOf, writeDebug } from "#testing/plugins/noop-debug.js";
 import { useTempDirs } from "#testing/temp.js";
 import type { CriSandbox } from "./cri/runtime-service.js";
-import { describeNodeGc, madeByCriRuntime, planNodeGc, runNodeGc, type AgedAttachment, type SandboxSource } from "./node-gc.js";
+import { describeNodeGc, judgedByNodeGc, madeByCriRuntime, planNodeGc, runNodeGc, type AgedAttachment, type SandboxSource } from "./node-gc.js";
 
 const tempDir = useTempDirs();
 const id = (c: string) => c.repeat(64);
@@ -95,6 +95,18 @@ describe("planNodeGc", () => {
     assert.equal(p.judged, 1);
     assert.equal(p.notJudged, 3);
     assert.equal(p.networks[0]!.validAttachments.length, 3, "those left alone are valid attachments");
+  });
+
+  test("cnitool's own pods are not judged, though they carry a CRI runtime's CNI_ARGS", () => {
+    const criEntry = (containerID: string) => ({
+      networkName: "n",
+      containerID,
+      ifName: "eth0",
+      config: Buffer.from("{}"),
+      cniArgs: [["K8S_POD_INFRA_CONTAINER_ID", containerID]] as Array<[string, string]>,
+    });
+    assert.equal(judgedByNodeGc(criEntry(id("a"))), true);
+    assert.equal(judgedByNodeGc(criEntry("tscni-pod-web")), false);
   });
 
   test("a runtime that knows no sandbox at all removes nothing, unless forced", () => {

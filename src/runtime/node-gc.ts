@@ -6,7 +6,8 @@
  *
  * What keeps a live pod safe from a GC that runs beside its runtime:
  * - only attachments whose CNI_ARGS name their container as K8S_POD_INFRA_CONTAINER_ID (what containerd and CRI-O
- *   send) are judged, and a caller can narrow that further; others (podman's, cnitool's) are left alone;
+ *   send) are judged, but not cnitool's pods, which carry the same CNI_ARGS (`judgedByNodeGc`); others (podman's,
+ *   cnitool's) are left alone;
  * - the cache is read before the runtime is asked, and an attachment cached less than `minAgeMs` ago is kept: a
  *   runtime lists a sandbox only once its network is set up (containerd adds it to its store after the ADD);
  * - an attachment of a sandbox the runtime knows goes only when the sandbox is not ready and the attachment was
@@ -48,6 +49,7 @@ import { loadAllNetworks, type LoadedNetwork } from "#libcni/conf.js";
 import { NetNS } from "#net/netns.js";
 import { addsInFlight } from "./adds-in-flight.js";
 import { cachedNetwork, cachedRuntimeConf, cachedWithAge, removeUnreadableAttachment, type AgedAttachment } from "./attachments.js";
+import { podNameOf } from "./container-ids.js";
 export type { AgedAttachment } from "./attachments.js";
 import type { CriSandbox, CriVersion } from "./cri/runtime-service.js";
 import { PodLocks } from "./pod-locks.js";
@@ -84,7 +86,7 @@ export interface NodeGcOptions {
   deleteOccupied?: boolean;
   /** Why an attachment's network namespace counts as in use, or undefined (default: its cached netns against /proc). */
   occupied?: (entry: CachedAttachment) => string | undefined;
-  /** Which cached attachments are judged (default madeByCriRuntime). */
+  /** Which cached attachments are judged (default judgedByNodeGc). */
   judged?: (entry: CachedAttachment) => boolean;
   exec?: PluginExec;
   /** Kills a plugin call after this many milliseconds (default: no limit). */
@@ -165,6 +167,9 @@ export interface NodeGcPlan {
 export function madeByCriRuntime(entry: CachedAttachment): boolean {
   return (entry.cniArgs ?? []).some(([k, v]) => k === "K8S_POD_INFRA_CONTAINER_ID" && v === entry.containerID);
 }
+
+/** The attachments node GC judges: a CRI runtime's, but not cnitool's own pods (they carry the same CNI_ARGS). */
+export const judgedByNodeGc = (entry: CachedAttachment): boolean => madeByCriRuntime(entry) && podNameOf(entry.containerID) === undefined;
 
 const keyOf = (e: CachedAttachment): string => `${e.networkName}\0${e.containerID}\0${e.ifName}`;
 const refOf = (e: CachedAttachment): AttachmentRef => ({ containerID: e.containerID, network: e.networkName, ifName: e.ifName });
@@ -316,7 +321,7 @@ export async function runNodeGc(o: NodeGcOptions): Promise<NodeGcReport> {
     networks,
     nowMs: (o.now ?? Date.now)(),
     minAgeMs: o.minAgeMs ?? DEFAULT_MIN_AGE_MS,
-    judged: o.judged ?? madeByCriRuntime,
+    judged: o.judged ?? judgedByNodeGc,
     force: o.force ?? false,
     ...(occupied ? { occupied } : {}),
   });

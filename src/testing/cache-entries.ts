@@ -32,3 +32,65 @@ export function plantCacheEntry(cacheDir: string, fileName: string, key: Planted
   fs.writeFileSync(file, cacheEntryText(key, config), { mode: 0o600 });
   return file;
 }
+
+/** A cniCacheV1 entry in `<cacheDir>/results` (config as given: an object, or raw text) added at `addedAt` (seconds). */
+function plant(cacheDir: string, network: string, containerID: string, config: object | string, result: object, addedAt: number, netns?: string) {
+  const file = path.join(cacheDir, "results", `${network}-${containerID}-eth0`);
+  fs.mkdirSync(path.dirname(file), { recursive: true });
+  const text = typeof config === "string" ? config : JSON.stringify(config);
+  fs.writeFileSync(
+    file,
+    JSON.stringify({
+      kind: "cniCacheV1",
+      containerId: containerID,
+      config: Buffer.from(text).toString("base64"),
+      ifName: "eth0",
+      networkName: network,
+      ...(netns ? { netns } : {}),
+      result,
+    }),
+  );
+  fs.utimesSync(file, addedAt, addedAt);
+}
+
+/** A bridge chain without masquerading: its restorer has nothing to do. */
+const bridgeList = (name: string) => ({
+  cniVersion: "1.0.0",
+  name,
+  plugins: [{ type: "bridge", bridge: "br-x", ipam: { type: "host-local", subnet: "10.9.0.0/24" } }, { type: "tuning" }],
+});
+/** A result whose host-side link is `hostLink` (`lo` is always here). */
+const bridgeResult = (hostLink: string) => ({
+  cniVersion: "1.0.0",
+  interfaces: [{ name: hostLink }, { name: "eth0", sandbox: "/run/netns/x" }],
+  ips: [{ address: "10.9.0.2/24", interface: 1 }],
+});
+
+/**
+ * A cache of five attachments for the reload's walk, added in this order: `c/first` (its config broken), `b/second`
+ * (a bridge chain without masquerading, its host link `lo`), `a/third` (tuning only), `d/gone` (its host link
+ * absent), `e/gonens` (no host link, its network namespace absent). None leaves host firewall state.
+ */
+export function plantReloadWalk(cacheDir: string): string {
+  plant(cacheDir, "b", "second", bridgeList("b"), bridgeResult("lo"), 2000);
+  plant(
+    cacheDir,
+    "a",
+    "third",
+    { cniVersion: "1.0.0", name: "a", plugins: [{ type: "tuning" }] },
+    { cniVersion: "1.0.0", ips: [{ address: "10.9.1.2/24" }] },
+    3000,
+  );
+  plant(cacheDir, "c", "first", "{not json", bridgeResult("lo"), 1000);
+  plant(cacheDir, "d", "gone", bridgeList("d"), bridgeResult("tscni-absent0"), 4000);
+  plant(
+    cacheDir,
+    "e",
+    "gonens",
+    { cniVersion: "1.0.0", name: "e", type: "tuning" },
+    { cniVersion: "1.0.0", ips: [{ address: "10.9.2.2/24" }] },
+    5000,
+    "/run/netns/tscni-absent-ns",
+  );
+  return cacheDir;
+}

@@ -8,7 +8,7 @@
 import { existsSync, mkdirSync, readdirSync, symlinkSync } from "node:fs";
 import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
-import { containerIdForNetns } from "#cnitool/cnitool.js";
+import { containerIdForNetns } from "#runtime/container-ids.js";
 import { CNITOOL, type Cleanup, GO_BIN, type Netns, OUR_BIN, writeJson } from "./harness.js";
 import { RESIDENT_PASS, startResidentHost } from "./resident-host.js";
 

@@ -1,6 +1,6 @@
 /**
  * `cluster-ipam admin blocks|allocations|nodes|release-node <network>` (the plugin program's subcommand, as `dhcp
- * daemon` is; `cnitool ipam ...` runs the same commands): the operator's view of a cluster-ipam pool in etcd,
+ * daemon` is; `cnitool ipam ...` runs the same commands, as the manifest offers them): the operator's view of a cluster-ipam pool in etcd,
  * read with the network's own config (from NETCONFPATH: the plugin whose `ipam.type` is `cluster-ipam`, so the
  * same endpoints, TLS files, user and prefix). `blocks` lists the claimed blocks per node with their use,
  * `allocations` every address with its node, container and interface, `nodes` each node's blocks and when it was
@@ -12,6 +12,7 @@ import { Command } from "commander";
 import { CniError } from "#spec/errors.js";
 import { loadConfList } from "#libcni/conf.js";
 import { table } from "#sys/text-table.js";
+import type { ToolCommandContext } from "../../manifest.js";
 import type { PoolStore } from "./store.js";
 
 /** The cluster-ipam store of a network in `confDir` (an error names what is missing). */
@@ -39,14 +40,8 @@ async function run<T>(confDir: string, network: string, what: string, fn: (store
   }
 }
 
-/** What the commands read their networks from and print to. */
-export interface AdminContext {
-  confDir: () => string;
-  out: (s: string) => void;
-}
-
 /** Adds `blocks`, `allocations`, `nodes` and `release-node` to `ipam` (cnitool's `ipam`, or the program's `admin`). */
-export function addAdminCommands(ipam: Command, ctx: AdminContext): void {
+export function addAdminCommands(ipam: Command, ctx: ToolCommandContext): void {
   ipam
     .command("blocks")
     .description("List the claimed blocks per node: addresses used, and how many of them other nodes borrowed")

@@ -7,4 +7,10 @@ export const manifest: PluginManifest = {
   versions: ALL_VERSIONS,
   load: () => import("./main.js"),
   commands: { admin: () => import("./admin.js") },
+  toolCommands: {
+    ipam: {
+      description: "Inspect and repair a cluster-ipam pool in etcd: blocks, allocations, nodes, release-node",
+      load: async () => (await import("./admin.js")).addAdminCommands,
+    },
+  },
 };

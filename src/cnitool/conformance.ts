@@ -1,6 +1,6 @@
 /**
- * `cnitool conformance PLUGIN --config FILE`: runs the suite (suite.ts) against one plugin executable in a sandbox
- * of network namespaces (sandbox.ts) and prints the report (report.ts): TAP as the checks finish, or JUnit XML at
+ * `cnitool conformance PLUGIN --config FILE`: runs the suite (conformance/suite.ts) against one plugin executable in
+ * a sandbox of network namespaces (conformance/sandbox.ts) and prints the report (conformance/report.ts): TAP as the checks finish, or JUnit XML at
  * the end. Exit status 0 iff no check failed; the sandbox is removed however the run ends (SIGINT and SIGTERM too).
  * @module
  */
@@ -11,9 +11,9 @@ import { type Command, CommanderError } from "commander";
 import { findInPath, splitPathList } from "#invoke/find.js";
 import { isJsonObject, parseJson, type JsonObject } from "#go-json/json.js";
 import { parseConfList } from "#spec/config.js";
-import { formatJUnit, runPassed, tapEntry, tapFooter, tapHeader, type CheckResult } from "./report.js";
-import { Sandbox, SetupError } from "./sandbox.js";
-import { configProblem, runSuite } from "./suite.js";
+import { formatJUnit, runPassed, tapEntry, tapFooter, tapHeader, type CheckResult } from "#conformance/report.js";
+import { Sandbox, SetupError } from "#conformance/sandbox.js";
+import { configProblem, runSuite } from "#conformance/suite.js";
 
 /** What the command needs from cnitool: its environment, output and working directory. */
 export interface ConformanceIo {

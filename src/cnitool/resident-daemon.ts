@@ -4,8 +4,8 @@
  * with it the self-repair of the cached attachments' firewall rules (resident/repair.ts) while it runs, and its
  * metrics also over HTTP when `--metrics-address` names where; `cnitool daemon status` asks a running server for
  * its state, `cnitool daemon metrics` for its metrics (Prometheus' text format), `cnitool daemon stop` asks it to
- * leave. With `--gc-cri-endpoint` it also runs node GC every `--gc-interval` seconds (src/resident/node-gc.ts); off
- * by default.
+ * leave. With `--gc-cri-endpoint` it also runs node GC every `--gc-interval` seconds
+ * (src/resident/node-gc-schedule.ts); off by default.
  * @module
  */
 import { type Command, CommanderError } from "commander";
@@ -13,8 +13,8 @@ import { takeListenFd } from "#sys/socket-activation.js";
 import { splitPathList } from "#invoke/find.js";
 import { criSocketPath } from "#runtime/cri/runtime-service.js";
 import { DEFAULT_MIN_AGE_MS } from "#runtime/node-gc.js";
-import { DEFAULT_NETCONFPATH, type Io } from "#cnitool/cnitool.js";
-import { startNodeGc, type NodeGcSchedule } from "#resident/node-gc.js";
+import { DEFAULT_NETCONFPATH, type Io } from "./command-io.js";
+import { startNodeGc, type NodeGcSchedule } from "#resident/node-gc-schedule.js";
 import { readBuildId } from "#resident/build-id.js";
 import { callResident } from "#resident/client.js";
 import { METRICS_PROGRAM, STOP_PROGRAM } from "#resident/routing.js";

@@ -2,17 +2,13 @@
  * `cnitool gc --cri-endpoint unix:///run/containerd/containerd.sock [--dry-run] [--min-age SECONDS] [--force]
  * [--delete-occupied]`:
  * node GC (src/runtime/node-gc.ts) against the runtime behind the endpoint, with the result cache of `--cache-dir`,
- * the networks of NETCONFPATH and the plugins of CNI_PATH. Plain `cnitool gc <network> <netns>` stays upstream's.
+ * the networks of NETCONFPATH and the plugins of CNI_PATH: the node's side of the `gc` verb, whose flags and upstream's
+ * `cnitool gc <network> <netns>` are in cnitool.ts.
  * @module
  */
 import { splitPathList } from "#invoke/find.js";
-import type { CachedAttachment } from "#libcni/cache.js";
 import { CriRuntimeClient, type CriClientOptions } from "#runtime/cri/runtime-service.js";
-import { DEFAULT_MIN_AGE_MS, describeNodeGc, madeByCriRuntime, nodeGcFailed, runNodeGc } from "#runtime/node-gc.js";
-import { podContainerId } from "./pod.js";
-
-/** The attachments node GC judges: a CRI runtime's, but not cnitool's own pods (they carry the same CNI_ARGS). */
-export const judgedByNodeGc = (entry: CachedAttachment): boolean => madeByCriRuntime(entry) && !entry.containerID.startsWith(podContainerId(""));
+import { DEFAULT_MIN_AGE_MS, describeNodeGc, nodeGcFailed, runNodeGc } from "#runtime/node-gc.js";
 
 /** The `gc` flags of node GC. */
 export interface NodeGcFlags {
@@ -61,7 +57,6 @@ export async function nodeGcCommand(
     dryRun: flags.dryRun ?? false,
     force: flags.force ?? false,
     deleteOccupied: flags.deleteOccupied ?? false,
-    judged: judgedByNodeGc,
     ...(ctx.pluginTimeoutMs ? { pluginTimeoutMs: ctx.pluginTimeoutMs } : {}),
   });
   for (const line of describeNodeGc(report)) ctx.out(`${line}\n`);

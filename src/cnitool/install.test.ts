@@ -5,7 +5,7 @@ import { spawnSync } from "node:child_process";
 import { existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, statSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { addInstallCommand, installPlugins, installResidentUnits, removeResidentUnits, residentUnits, uninstallPlugins } from "./install.js";
+import { installPlugins, installResidentUnits, removeResidentUnits, residentUnits, uninstallPlugins } from "./install.js";
 import { runCnitool } from "#cnitool/cnitool.js";
 import { PROGRAM_NAMES } from "#plugins/catalog.js";
 
@@ -119,7 +119,7 @@ test("`cnitool install` into a directory of another implementation's plugins: na
         stderr += s;
       },
     };
-    const code = await runCnitool(["install", "--bin-dir", bin], io, [addInstallCommand]);
+    const code = await runCnitool(["install", "--bin-dir", bin], io);
     assert.equal(code, 1);
     assert.match(stderr, /^skipped bridge: .* exists and is not tscni's \(use --force to replace it\)$/m);
     assert.match(
@@ -132,7 +132,7 @@ test("`cnitool install` into a directory of another implementation's plugins: na
     assert.match(stdout, /^linked: /m, "the others are installed");
     assert.equal(readFileSync(path.join(bin, "bridge"), "utf8"), "a Go plugin");
     stderr = "";
-    assert.equal(await runCnitool(["install", "--bin-dir", bin, "--force"], io, [addInstallCommand]), 0, stderr);
+    assert.equal(await runCnitool(["install", "--bin-dir", bin, "--force"], io), 0, stderr);
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
@@ -158,7 +158,7 @@ test("--conf checks each network config, then renames it into --conf-dir once ev
         out += s;
       },
     };
-    const install = (...more: string[]) => runCnitool(["install", "--bin-dir", bin, "--conf-dir", confDir, ...more], io, [addInstallCommand]);
+    const install = (...more: string[]) => runCnitool(["install", "--bin-dir", bin, "--conf-dir", confDir, ...more], io);
     // A broken config stops the install before anything is written.
     assert.equal(await install("--conf", list, "--conf", broken), 1);
     assert.match(out, /20-broken\.conflist/);
@@ -198,9 +198,7 @@ test("`cnitool uninstall` removes exactly what install put there, never a foreig
     writeFileSync(path.join(bin, "whereabouts"), "another vendor's IPAM");
     installPlugins(bin, { source: path.join(build, "tscni-js") });
     const out: string[] = [];
-    const code = await runCnitool(["uninstall", "--bin-dir", bin], { env: {}, cwd: dir, stdout: (s) => out.push(s), stderr: (s) => out.push(s) }, [
-      addInstallCommand,
-    ]);
+    const code = await runCnitool(["uninstall", "--bin-dir", bin], { env: {}, cwd: dir, stdout: (s) => out.push(s), stderr: (s) => out.push(s) });
     assert.equal(code, 0, out.join(""));
     assert.deepEqual(readdirSync(bin).sort(), ["bridge", "whereabouts"], "only the foreign plugins are left");
     assert.equal(readFileSync(path.join(bin, "bridge"), "utf8"), "Go's bridge");

@@ -1,7 +1,7 @@
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { onlyPattern, readPluginConfig } from "./command.js";
-import { runCnitool } from "#cnitool/cnitool.js";
+import { onlyPattern, readPluginConfig } from "./conformance.js";
+import { runCnitool } from "./cnitool.js";
 
 describe("the config file", () => {
   test("one plugin's config, as it is", () => {

@@ -5,7 +5,6 @@
  * process alive by itself. Off unless started (`cnitool daemon --gc-cri-endpoint`).
  * @module
  */
-import { judgedByNodeGc } from "#cnitool/node-gc.js";
 import { CriRuntimeClient } from "#runtime/cri/runtime-service.js";
 import { describeNodeGc, runNodeGc, type NodeGcOptions, type NodeGcReport, type SandboxSource } from "#runtime/node-gc.js";
 import { messageOf } from "#spec/errors.js";
@@ -57,7 +56,6 @@ export function startNodeGc(o: NodeGcScheduleOptions): NodeGcSchedule {
         cacheDir: o.cacheDir,
         confDir: o.confDir,
         pluginDirs: o.pluginDirs,
-        judged: judgedByNodeGc,
         ...(o.minAgeMs !== undefined ? { minAgeMs: o.minAgeMs } : {}),
         ...(o.deleteOccupied ? { deleteOccupied: true } : {}),
       });

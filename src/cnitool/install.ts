@@ -11,7 +11,7 @@
 import { copyFileSync, chmodSync, lstatSync, mkdirSync, readFileSync, readlinkSync, rmSync, symlinkSync, existsSync } from "node:fs";
 import path from "node:path";
 import type { Command } from "commander";
-import type { Io } from "#cnitool/cnitool.js";
+import type { Io } from "./command-io.js";
 import { PROGRAM_NAMES } from "#plugins/catalog.js";
 import { DEFAULT_SOCKET } from "#resident/protocol.js";
 import { selfExecutable } from "#sys/self.js";
