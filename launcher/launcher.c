@@ -1143,7 +1143,7 @@ static void try_resident(const char *name, int argc, char **argv, const struct b
   unsigned char answer = 0;
   errno = 0;
   if (send_all(fd, hello, 12 + id_len) || read_all(fd, &answer, 1) || answer != 'Y') {
-    int timed_out = !answer && (errno == EAGAIN || errno == EWOULDBLOCK);
+    int timed_out = !answer && errno == EAGAIN; /* (SO_RCVTIMEO; EWOULDBLOCK is EAGAIN on Linux) */
     if (answer != 'N') debug(": the server did not answer the hello: ", path, answer ? "not Y" : errno ? error_text(errno) : "it closed the connection");
     if (status_call && timed_out) {
       launcher_log(name, path, "the server did not answer a STATUS call's hello within 2 s (a server that hangs?), ran it itself", "");
