@@ -80,8 +80,8 @@ export function netlinkCanRun(op: IpOp): boolean {
   }
 }
 
-/** A socket in `ns` for the netlink path, or null when the path is off or unavailable (use `ip` then). */
-export async function openNetlink(ns: NetNS): Promise<NetlinkSession | null> {
+/** A route-netlink session in `ns` for the netlink path, or null when the path is off or unavailable (use `ip` then). */
+async function openSession(ns: NetNS): Promise<NetlinkSession | null> {
   if (!netlinkAllowed()) return null;
   const socket = await openRtnetlink(ns.path);
   return socket ? new NetlinkSession(socket) : null;
@@ -316,7 +316,7 @@ function withNetnsFile<T>(ns: NetNS | undefined, operation: string, work: (fd: n
 
 /** Does `work` over a socket in `ns`; undefined when the socket does not open (off, or not under Bun). */
 export async function withSession<T>(ns: NetNS, work: (session: NetlinkSession) => T): Promise<T | undefined> {
-  const session = await openNetlink(ns);
+  const session = await openSession(ns);
   if (!session) return undefined;
   try {
     return work(session);

@@ -5,7 +5,6 @@
  * answers by scripts/link-bins.mjs).
  * @module
  */
-import { CURRENT_VERSION } from "#spec/versions.js";
 import { VersionInfo } from "#spec/version.js";
 import type { PluginDefinition } from "#skel/skel.js";
 import { MANIFESTS } from "./manifests.js";
@@ -35,10 +34,8 @@ export const PLUGINS: Record<string, PluginEntry> = Object.fromEntries(
   }),
 );
 
-/** What a plugin prints for VERSION. */
-export const versionAnswer = (versions: readonly string[]): string =>
-  JSON.stringify({ cniVersion: CURRENT_VERSION, supportedVersions: versions }) + "\n";
+/** What a plugin prints for VERSION (spec/version.ts's one answer). */
+export const versionAnswer = (versions: readonly string[]): string => new VersionInfo(versions).encode();
 
 /** What a plugin prints (on stderr) when run with no CNI_COMMAND. */
-export const aboutAnswer = (name: string, versions: readonly string[]): string =>
-  `${aboutText(name)}\nCNI protocol versions supported: ${versions.join(", ")}\n`;
+export const aboutAnswer = (name: string, versions: readonly string[]): string => new VersionInfo(versions).aboutText(aboutText(name));

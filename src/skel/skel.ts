@@ -365,7 +365,7 @@ export async function runPlugin(
       env = readEnv(io.env);
     } catch (e) {
       if (e instanceof CniError && e.code === ErrorCode.InvalidEnvironmentVariables && !io.env["CNI_COMMAND"] && about) {
-        io.writeStderr(`${about}\nCNI protocol versions supported: ${info.supportedVersions.join(", ")}\n`);
+        io.writeStderr(info.aboutText(about));
         return undefined;
       }
       throw e;

@@ -69,9 +69,16 @@ export class VersionInfo<const V extends string = string> {
   toJSON(): { cniVersion: string; supportedVersions: string[] } {
     return { cniVersion: CURRENT_VERSION, supportedVersions: [...this.supportedVersions] };
   }
-  /** The exact bytes a plugin prints for VERSION: compact JSON and a newline. */
+  /**
+   * The exact bytes a plugin prints for VERSION: compact JSON and a newline. The one VERSION answer: skel prints
+   * it, the program entry prints it without loading a plugin, and the launcher's table is made of it.
+   */
   encode(): string {
     return marshalJson(this.toJSON(), { sortKeys: false }) + "\n";
+  }
+  /** What a plugin prints on stderr when run with no CNI_COMMAND: `about`, then the versions it speaks. */
+  aboutText(about: string): string {
+    return `${about}\nCNI protocol versions supported: ${this.supportedVersions.join(", ")}\n`;
   }
 }
 
