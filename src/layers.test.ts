@@ -48,6 +48,9 @@ const FORBIDDEN: Record<string, { module: string; why: string }[]> = {
   ],
 };
 
+/** Ways to start a program without our modules: Node's child_process, Bun's spawn, an FFI exec. */
+const PROCESS_APIS = /\bchild_process\b|\bBun\.spawn(?:Sync)?\b|\b(?:execve|posix_spawnp?|fork)\s*:/;
+
 const isTest = (rel: string) => rel.endsWith(".test.ts") || rel.endsWith(".samples.ts") || TEST_FOLDERS.has(rel.split("/")[0]!);
 
 function sourceFiles(dir = SRC): string[] {
@@ -80,8 +83,13 @@ function layerViolations(files: readonly string[], read = (file: string) => read
     const rel = relOf(file);
     const from = folderOf(rel);
     if (from && LAYERS[from] === undefined) problems.push(`src/${from}/ has no rank in layers.test.ts`);
-    const targets = importsOf(file, read(file));
+    const text = read(file);
+    const targets = importsOf(file, text);
     graph.set(file, targets);
+    // A plugin reaching a program by a route that is no import of ours: Node's or Bun's process API.
+    if (from === "plugins" && PROCESS_APIS.test(text)) {
+      problems.push(`${rel} starts processes itself (${PROCESS_APIS.exec(text)![0]}): plugins run tools through net/ and daemons through sys/daemon`);
+    }
     for (const target of targets) {
       const trel = relOf(target);
       if (isTest(trel)) {
@@ -128,6 +136,7 @@ test("the check itself catches an upward import, an import of test code and a ci
       ["net/b.ts", 'import { y } from "./c.js";'],
       ["net/c.ts", 'import type { z } from "./b.js";\nconst h = await import("../testing/harness.js");'],
       ["plugins/d.ts", 'import { runTool } from "#sys/exec.js";'],
+      ["plugins/e.ts", 'const { spawn } = process.getBuiltinModule("node:child_process");'],
     ].map(([f, text]) => [path.join(SRC, f!), text!]),
   );
   assert.deepEqual(
@@ -136,6 +145,7 @@ test("the check itself catches an upward import, an import of test code and a ci
       "spec/a.ts imports net/b.ts: spec (rank 1) may not depend on net (rank 3)",
       "net/c.ts imports test code testing/harness.ts",
       "plugins/d.ts imports sys/exec.ts: plugins reach the kernel through net/ and start daemons through sys/daemon",
+      "plugins/e.ts starts processes itself (child_process): plugins run tools through net/ and daemons through sys/daemon",
       "import circle: net/b.ts -> net/c.ts -> net/b.ts",
     ],
   );

@@ -12,7 +12,7 @@ import path from "node:path";
 import { Cleanup, GO_BIN, type Netns, OUR_BIN, runTag, skipReason } from "#testing/harness.js";
 import { cniError, containerIdOf, Host, pluginDir, type Result, type RunResult } from "#testing/rig.js";
 import { ifbName } from "#plugins/meta/bandwidth/config.js";
-import { acceptedTbfBuffers, parsePsched, tbfParams } from "#plugins/meta/bandwidth/tc.js";
+import { acceptedTbfBuffers, parsePsched, tbfParams } from "#net/tc.js";
 
 const skip = skipReason(true);
 if (skip) console.log(`# skipping bandwidth integration tests: ${skip}`);

@@ -9,6 +9,7 @@ import { atStep, NetOpError } from "./errors.js";
 import { opWords, type IpOp, type LinkBackend } from "./ip-ops.js";
 import type { NetNS } from "./netns.js";
 import type { Address, Link, RouteSpec, ShownLink } from "./types.js";
+import { runIpIn } from "./tools.js";
 
 type Json = Record<string, unknown>;
 
@@ -113,7 +114,7 @@ function routeFromJson(r: Json, family: 4 | 6): RouteSpec {
 }
 
 async function ipJson(ns: NetNS, args: string[], operation: string): Promise<Json[]> {
-  const { stdout } = await ns.runIp(["-json", ...args], operation);
+  const { stdout } = await runIpIn(ns, ["-json", ...args], operation);
   const text = stdout.trim();
   return text ? (JSON.parse(text) as Json[]) : [];
 }
@@ -123,7 +124,7 @@ async function runBatch(ns: NetNS, lines: string[][], options: string[], operati
   const quote = (w: string) => (/^[\w.:/@%+-]+$/.test(w) ? w : `"${w.replace(/(["\\])/g, "\\$1")}"`);
   const input = lines.map((l) => l.map(quote).join(" ")).join("\n") + "\n";
   try {
-    return (await ns.runIp([...options, "-batch", "-"], operation, input)).stdout;
+    return (await runIpIn(ns, [...options, "-batch", "-"], operation, input)).stdout;
   } catch (e) {
     if (!(e instanceof NetOpError)) throw e;
     const m = /Command failed -:(\d+)/.exec(e.reason);
@@ -142,7 +143,7 @@ async function runOps(ns: NetNS, ops: readonly IpOp[], operation: string): Promi
   const lines = ops.map(opWords);
   const shows = ops.filter((op) => op.kind === "show-link" || op.kind === "show-addresses");
   if (shows.length === 0) {
-    if (lines.length === 1) await ns.runIp([...lines[0]!], `${operation} (ip ${lines[0]!.join(" ")})`).catch(atStep(0));
+    if (lines.length === 1) await runIpIn(ns, [...lines[0]!], `${operation} (ip ${lines[0]!.join(" ")})`).catch(atStep(0));
     else await runBatch(ns, lines, [], operation);
     return [];
   }

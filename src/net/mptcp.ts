@@ -13,6 +13,7 @@ import { genlAttrs, openGenlFamily, type GenlFamily } from "./genetlink.js";
 import type { NetNS } from "./netns.js";
 import { errnoText, NLM_F_DUMP, nlAttr, nlU32, parseAttrs } from "./rtnetlink.js";
 import { netlinkAllowed } from "./rtnetlink-backend.js";
+import { runIpIn } from "./tools.js";
 
 /** The endpoint flags a configuration sets (MPTCP_PM_ADDR_FLAG_*), by their `ip mptcp` names. */
 export const MPTCP_FLAGS = { signal: 0x1, subflow: 0x2, backup: 0x4, fullmesh: 0x8 } as const;
@@ -196,7 +197,7 @@ async function iproute2PM(ns: NetNS): Promise<MptcpPathManager | undefined> {
   /** Runs `ip [-json] mptcp ARGS` in the namespace. */
   const mptcp = async (args: string[], operation: string, json = false) => {
     try {
-      return (await ns.runIp([...(json ? ["-json"] : []), "mptcp", ...args], operation)).stdout;
+      return (await runIpIn(ns, [...(json ? ["-json"] : []), "mptcp", ...args], operation)).stdout;
     } catch (e) {
       // `ip` words EEXIST as "too many addresses or duplicate one: -17."
       if (e instanceof NetOpError && /: -17\b/.test(e.reason)) throw new NetOpError(e.operation, e.reason, e.exitCode, e.stdout, "exists");

@@ -6,7 +6,6 @@
 // (Synchronous node:fs: no node:fs/promises on a plugin's start path, docs/startup.md.)
 import { statfsSync, statSync } from "node:fs";
 import { CniError, ErrorCode, invalidEnv } from "#spec/errors.js";
-import { runTool, type ToolResult } from "./tools.js";
 
 const NSFS_MAGIC = 0x6e736673;
 const PROC_SUPER_MAGIC = 0x9fa0;
@@ -68,18 +67,6 @@ export class NetNS {
     const m = /^(?:\/var)?\/run\/netns\/([^/]+)$/.exec(this.path);
     if (m) return ["ip", "-n", m[1]!];
     return ["nsenter", `--net=${this.path}`, "--", "ip"];
-  }
-
-  /** Runs `ip` with `args` in this namespace. */
-  runIp(args: readonly string[], operation: string, input?: string): Promise<ToolResult> {
-    const [cmd, ...prefix] = this.ipCommand();
-    return runTool(cmd, [...prefix, ...args], operation, input);
-  }
-
-  /** Runs a tool inside this namespace (nsenter for anything but iproute2). */
-  run(cmd: string, args: readonly string[], operation: string, input?: string): Promise<ToolResult> {
-    if (!this.path) return runTool(cmd, args, operation, input);
-    return runTool("nsenter", [`--net=${this.path}`, "--", cmd, ...args], operation, input);
   }
 
   /** Whether two handles are the same kernel namespace. */

@@ -8,6 +8,7 @@
 import { parseCIDR } from "#ip/ip.js";
 import { NetOpError } from "./errors.js";
 import type { NetNS } from "./netns.js";
+import { runIpIn } from "./tools.js";
 
 export const TABLE_DEFAULT = 253;
 export const TABLE_MAIN = 254;
@@ -138,7 +139,7 @@ export function sourceRuleWords(rule: { src: string; table: number; priority?: n
 }
 
 async function ipJson(ns: NetNS, args: string[], operation: string): Promise<Json[]> {
-  const { stdout } = await ns.runIp(["-N", "-json", ...args], operation);
+  const { stdout } = await runIpIn(ns, ["-N", "-json", ...args], operation);
   const text = stdout.trim();
   return text ? (JSON.parse(text) as Json[]) : [];
 }
@@ -194,7 +195,7 @@ export async function runIpCommands(ns: NetNS, commands: readonly IpCommand[], o
     const group = commands.slice(start, end);
     const input = group.map((c) => c.words.join(" ")).join("\n") + "\n";
     try {
-      await ns.runIp([...(opts.force ? ["-force"] : []), ...(group[0]!.options ?? []), "-batch", "-"], operation, input);
+      await runIpIn(ns, [...(opts.force ? ["-force"] : []), ...(group[0]!.options ?? []), "-batch", "-"], operation, input);
     } catch (e) {
       if (!(e instanceof NetOpError)) throw e;
       const m = /Command failed -:(\d+)/.exec(e.reason);

@@ -13,6 +13,7 @@ import type { NetNS } from "./netns.js";
 import { messageOf } from "#spec/errors.js";
 import { inNetnsThread } from "./rtnetlink.js";
 import { phase } from "#sys/phase-trace.js";
+import { runIn } from "./tools.js";
 
 /** The /proc/sys path of a sysctl given as segments (interface names may contain dots). */
 export const sysctlPath = (...segments: string[]): string => `/proc/sys/${segments.join("/")}`;
@@ -91,7 +92,7 @@ async function writeSettings(ns: NetNS, list: readonly SysctlSetting[]): Promise
   });
   if (failed === NO_THREAD_NETNS) {
     const args = list.flatMap((s) => [s.path, s.value, s.optional ? "1" : "0"]);
-    await ns.run("sh", ["-c", WRITE_SCRIPT, "sh", ...args], operation);
+    await runIn(ns, "sh", ["-c", WRITE_SCRIPT, "sh", ...args], operation);
   } else if (failed) {
     throw new NetOpError(operation, failed, 1);
   }
@@ -122,7 +123,7 @@ export async function readSysctls(ns: NetNS, paths: readonly string[]): Promise<
   if (read !== NO_THREAD_NETNS) return read;
   let stdout: string;
   try {
-    ({ stdout } = await ns.run("grep", ["-H", "", ...paths], `read sysctls in ${ns}`));
+    ({ stdout } = await runIn(ns, "grep", ["-H", "", ...paths], `read sysctls in ${ns}`));
   } catch (e) {
     if (!(e instanceof NetOpError) || e.exitCode !== 2) throw e;
     stdout = e.stdout ?? ""; // exit 2: some file is missing; the others were still printed
@@ -151,7 +152,7 @@ const PROBE_SCRIPT =
  */
 export async function probeSysctls(ns: NetNS, paths: readonly string[]): Promise<SysctlState[]> {
   if (paths.length === 0) return [];
-  const { stdout } = await ns.run("sh", ["-c", PROBE_SCRIPT, "sh", ...paths], `read sysctls in ${ns}`);
+  const { stdout } = await runIn(ns, "sh", ["-c", PROBE_SCRIPT, "sh", ...paths], `read sysctls in ${ns}`);
   const fields = stdout.split("\0");
   return paths.map((_, i): SysctlState => {
     const field = fields[i] ?? "m";
@@ -176,7 +177,7 @@ const WRITE_ALWAYS_SCRIPT = [
 export async function writeSysctlFiles(ns: NetNS, settings: ReadonlyArray<readonly [string, string]>): Promise<void> {
   if (settings.length === 0) return;
   try {
-    await ns.run("sh", ["-c", WRITE_ALWAYS_SCRIPT, "sh", ...settings.flat()], `set sysctls in ${ns}`);
+    await runIn(ns, "sh", ["-c", WRITE_ALWAYS_SCRIPT, "sh", ...settings.flat()], `set sysctls in ${ns}`);
   } catch (e) {
     if (!(e instanceof NetOpError)) throw e;
     throw new NetOpError(`set sysctls in ${ns}`, e.reason.replace(/: I\/O error$/, ": the kernel refused the value"), e.exitCode, undefined, e.kind);

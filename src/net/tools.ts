@@ -7,6 +7,7 @@
  */
 import { ProgramFailure, runProgram, type ToolResult } from "#sys/exec.js";
 import { kindOfText, NetOpError } from "./errors.js";
+import type { NetNS } from "./netns.js";
 
 export type { ToolResult };
 
@@ -20,4 +21,16 @@ export async function runTool(cmd: string, args: readonly string[], operation: s
     const tool = cmd === "nsenter" ? args[args.indexOf("--") + 1] : cmd;
     throw new NetOpError(operation, e.reason, e.exitCode, e.missing ? undefined : e.stdout, e.missing ? "tool-missing" : kindOfText(e.reason, tool));
   }
+}
+
+/** Runs `ip` with `args` in namespace `ns`. */
+export function runIpIn(ns: NetNS, args: readonly string[], operation: string, input?: string): Promise<ToolResult> {
+  const [cmd, ...prefix] = ns.ipCommand();
+  return runTool(cmd, [...prefix, ...args], operation, input);
+}
+
+/** Runs a tool inside namespace `ns` (nsenter for anything but iproute2). */
+export function runIn(ns: NetNS, cmd: string, args: readonly string[], operation: string, input?: string): Promise<ToolResult> {
+  if (!ns.path) return runTool(cmd, args, operation, input);
+  return runTool("nsenter", [`--net=${ns.path}`, "--", cmd, ...args], operation, input);
 }

@@ -1,7 +1,7 @@
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { loadTapConf } from "./config.js";
-import { tuntapAddWords } from "./tuntap.js";
+import { tuntapAddWords } from "#net/tuntap.js";
 import { assertCniError } from "#testing/cni-error.js";
 
 const conf = (extra: Record<string, unknown>) => Buffer.from(JSON.stringify({ cniVersion: "1.0.0", name: "net", type: "tap", ...extra }));

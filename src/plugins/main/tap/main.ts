@@ -13,7 +13,7 @@ import type { CmdArgs, PluginModule } from "#skel/skel.js";
 import { ipamType } from "../../common/ipam.js";
 import { addSandboxLink, checkSandboxLink, delSandboxLink, gcSandboxLink, notifySysctls, statusSandboxLink } from "../../common/sandbox-link.js";
 import { loadTapConf, TAP_SCHEMA, type TapConf } from "./config.js";
-import { createTap } from "./tuntap.js";
+import { createTap } from "#net/tuntap.js";
 import { invalidKey } from "#spec/errors.js";
 
 /**

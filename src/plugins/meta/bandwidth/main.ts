@@ -23,7 +23,7 @@ import {
   readPschedClock,
   tbfParams,
   type PschedClock,
-} from "./tc.js";
+} from "#net/tc.js";
 import type { Link } from "#net/types.js";
 import { parsePrevResult } from "#skel/conf.js";
 import type { CmdArgs, PluginModule } from "#skel/skel.js";

@@ -15,7 +15,8 @@
  * @module
  */
 import { existsSync } from "node:fs";
-import type { NetNS } from "#net/netns.js";
+import type { NetNS } from "./netns.js";
+import { runIn, runIpIn } from "./tools.js";
 
 /** The tap to make. */
 export interface TapSpec {
@@ -50,10 +51,10 @@ export async function createTap(
   const operation = `create tap ${spec.name} in ${ns}`;
   if (opts.selinuxContext) {
     if (selinuxEnabled()) {
-      await ns.run("runcon", [opts.selinuxContext, "ip", ...tuntapAddWords(spec)], operation);
+      await runIn(ns, "runcon", [opts.selinuxContext, "ip", ...tuntapAddWords(spec)], operation);
       return;
     }
     opts.onLabelIgnored?.("SELinux is not enabled on this host");
   }
-  await ns.runIp(tuntapAddWords(spec), operation);
+  await runIpIn(ns, tuntapAddWords(spec), operation);
 }

@@ -10,11 +10,12 @@
  * @module
  */
 import { readFileSync } from "node:fs";
-import { NetOpError } from "#net/errors.js";
-import type { NetNS } from "#net/netns.js";
-import { openRtnetlink } from "#net/rtnetlink.js";
-import { rootTbfRequest } from "#net/rtnetlink-messages.js";
+import { NetOpError } from "./errors.js";
+import type { NetNS } from "./netns.js";
+import { openRtnetlink } from "./rtnetlink.js";
+import { rootTbfRequest } from "./rtnetlink-messages.js";
 import { messageOf } from "#spec/errors.js";
+import { runIn } from "./tools.js";
 
 /** The packet scheduler's clock, from /proc/net/psched. */
 export interface PschedClock {
@@ -131,7 +132,7 @@ export function acceptedTbfBuffers(params: TbfParams, clock: PschedClock): numbe
 }
 
 /** `tc` in a namespace. */
-const runTc = (ns: NetNS, args: string[], operation: string, input?: string) => ns.run("tc", args, operation, input);
+const runTc = (ns: NetNS, args: string[], operation: string, input?: string) => runIn(ns, "tc", args, operation, input);
 
 /** The `tc` words creating the same tbf (see tcBurstFor for the burst). */
 export function tbfTcWords(dev: string, params: TbfParams, clock: PschedClock): string[] {
