@@ -2,7 +2,7 @@
  * The stores the crash simulator covers (run.ts), each as a scenario of calls that write state, a recovery as a
  * node does it after a crash, and the invariants that must then hold. A scenario runs for real in a directory
  * (its file operations recorded through sys/state.ts); recovery runs the product's own code (the plugins in this
- * process, libcni, the dhcp daemon's lease store, ...) on each crash state written out as a directory.
+ * process, libcni, the dhcp daemon's request handler, ...) on each crash state written out as a directory.
  *
  * After a process killed mid-call (`kill`) the node goes on — the runtime deletes the attachment whose call was cut
  * short and runs GC with the attachments it still has; after a power loss (`power`) the node reboots — no
@@ -651,6 +651,8 @@ function dhcpWorld(root: string, save?: (r: LeaseRecord) => void): FakeWorld {
 
 /** Every lease record the scenario wrote: only those may be taken up. */
 const dhcpWritten = new Set<string>();
+/** What each ADD of the scenario answered, by pod (kept after its DEL: its DHCPv6 binding is found by address). */
+const dhcpAnswered = new Map<string, string[]>();
 /** The scenario's steps (recovery tells an ADD cut short from a DEL), and its daemon (stopped at the end). */
 let dhcpScenario: Step[] = [];
 let dhcpDaemon: LeaseManager | undefined;
@@ -691,7 +693,9 @@ export const DHCP_LEASES: Store = {
           pod,
           run: async () => {
             world.addLink(dhcpNetns(pod), pod.ifname); // the main plugin made the interface
-            return addressesOf(await daemonCall(leases, "ADD", dhcpArgs(pod)));
+            const got = addressesOf(await daemonCall(leases, "ADD", dhcpArgs(pod)));
+            dhcpAnswered.set(podName(pod), got);
+            return got;
           },
         });
       }
@@ -788,12 +792,19 @@ async function dhcpInvariants(
       if (files.has(k)) problems.push(leftOf(ctx, p, `the ${family} lease file of ${podName(p)} is left after its DEL`));
     }
     if (ctx.mode !== "kill") continue;
-    const clientHex = Buffer.from(`\0${dhcpClientID(p)}`).toString("hex");
-    const left = world.server.bindings.get(clientHex);
-    if (left === undefined) continue;
-    if (podName(p) === interruptedAdd && !loaded.some((r) => r.clientID === dhcpClientID(p) && r.family === "ipv4"))
-      problems.push(`${NOTE}${left}, acquired by ${podName(p)}'s ADD killed before its lease file was saved, stays bound until it expires`);
-    else problems.push(`${left} is still bound to ${podName(p)} at the server after its DEL: the lease was not released`);
+    // Its bindings left at the servers: DHCPv4's by its client id, DHCPv6's by an address it was given.
+    const ownLoaded = loaded.filter((r) => r.clientID === dhcpClientID(p));
+    const its6 = new Set([...(dhcpAnswered.get(podName(p)) ?? []), ...ownLoaded.map((r) => r.binding.address)].filter((a) => a.includes(":")));
+    const left4 = world.server.bindings.get(Buffer.from(`\0${dhcpClientID(p)}`).toString("hex"));
+    const left = [
+      ...(left4 === undefined ? [] : [{ family: "ipv4", address: left4 }]),
+      ...[...world.server6.bindings.values()].filter((a) => its6.has(a)).map((address) => ({ family: "ipv6", address })),
+    ];
+    for (const { family, address } of left) {
+      if (podName(p) === interruptedAdd && !ownLoaded.some((r) => r.family === family))
+        problems.push(`${NOTE}${address}, acquired by ${podName(p)}'s ADD killed before its lease file was saved, stays bound until it expires`);
+      else problems.push(`${address} is still bound to ${podName(p)} at the server after its DEL: the lease was not released`);
+    }
   }
   return problems;
 }
