@@ -568,23 +568,33 @@ const DHCP_NET = "net";
 /** Every third pod holds a DHCPv6 lease beside its DHCPv4 one. */
 const dhcpDual = (p: Pod): boolean => Number(p.id.slice(1)) % 3 === 1;
 const dhcpNetns = (p: Pod): string => `/run/netns/${p.id}`;
-const dhcpConf = (p: Pod, extra: Record<string, unknown> = {}) =>
+const dhcpConf = (p: Pod) =>
   Buffer.from(
     JSON.stringify({
       cniVersion: "1.1.0",
       name: DHCP_NET,
       type: "dhcp",
-      ...extra,
       ipam: { type: "dhcp", ...(dhcpDual(p) ? { families: ["ipv4", "ipv6"] } : {}) },
     }),
   );
-const dhcpArgs = (p: Pod, extra: Record<string, unknown> = {}): WireArgs => ({
+const dhcpArgs = (p: Pod): WireArgs => ({
   containerID: p.id,
   netns: dhcpNetns(p),
   ifName: p.ifname,
   args: "",
   path: "/opt/cni/bin",
-  stdinData: dhcpConf(p, extra),
+  stdinData: dhcpConf(p),
+});
+/** GC's request: the network's config naming the attachments still valid; no attachment of its own. */
+const dhcpGcArgs = (valid: Array<{ containerID: string; ifname: string }>): WireArgs => ({
+  containerID: "",
+  netns: "",
+  ifName: "",
+  args: "",
+  path: "/opt/cni/bin",
+  stdinData: Buffer.from(
+    JSON.stringify({ cniVersion: "1.1.0", name: DHCP_NET, type: "dhcp", "cni.dev/valid-attachments": valid, ipam: { type: "dhcp" } }),
+  ),
 });
 const dhcpFamilies = (p: Pod): Family[] => (dhcpDual(p) ? ["ipv4", "ipv6"] : ["ipv4"]);
 const dhcpClientID = (p: Pod): string => `${p.id}/${DHCP_NET}/${p.ifname}`;
@@ -610,13 +620,13 @@ function saveBindings(root: string, world: FakeWorld): void {
   for (const [n, address] of want)
     if (!have.includes(n) || readFileSync(path.join(dir, n), "utf8") !== address) writeFileAtomicSync(path.join(dir, n), address, { durable: true });
 }
-/** The bindings in `root`'s files (a torn one is a binding the server did not finish: none). */
+/** The bindings in `root`'s files (each whole: written durably before its rename; a temporary one is no binding). */
 function loadBindings(root: string, world: FakeWorld): void {
   const dir = serverDir(root);
   if (!existsSync(dir)) return;
   for (const n of readdirSync(dir)) {
+    if (isTemporaryName(n)) continue;
     const address = readFileSync(path.join(dir, n), "utf8");
-    if (isTemporaryName(n) || !/^[0-9a-f.:]+$/.test(address) || address.endsWith(".") || address.endsWith(":")) continue;
     if (n.startsWith("v4-")) world.server.bindings.set(n.slice(3), address);
     if (n.startsWith("v6-")) world.server6.bindings.set(Buffer.from(n.slice(3), "hex").toString(), address);
   }
@@ -720,12 +730,6 @@ export const DHCP_LEASES: Store = {
       const problems: string[] = [];
       for (const r of loaded.records) if (!dhcpWritten.has(encodeLeaseRecord(r))) problems.push(`a lease never written was taken up: ${r.clientID}`);
       await leases.resume(loaded.records);
-      const gcArgs = (valid: Array<{ containerID: string; ifname: string }>): WireArgs => ({
-        ...dhcpArgs({ id: "p0", ifname: "eth0" }, { "cni.dev/valid-attachments": valid }),
-        containerID: "",
-        netns: "",
-        ifName: "",
-      });
       problems.push(
         ...(await runtimeRecovery(
           ctx,
@@ -733,7 +737,7 @@ export const DHCP_LEASES: Store = {
             await daemonCall(leases, "DEL", dhcpArgs(p));
             world.removeLink(dhcpNetns(p), p.ifname);
           },
-          (valid) => daemonCall(leases, "GC", gcArgs(valid)),
+          (valid) => daemonCall(leases, "GC", dhcpGcArgs(valid)),
         )),
       );
       if (problems.length) return problems;
