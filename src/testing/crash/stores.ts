@@ -2,7 +2,7 @@
  * The stores the crash simulator covers (run.ts), each as a scenario of calls that write state, a recovery as a
  * node does it after a crash, and the invariants that must then hold. A scenario runs for real in a directory
  * (its file operations recorded through sys/state.ts); recovery runs the product's own code (the plugins in this
- * process, libcni, the dhcp daemon's lease store, ...) on each crash state written out as a directory.
+ * process, libcni, the dhcp daemon's request handler, ...) on each crash state written out as a directory.
  *
  * After a process killed mid-call (`kill`) the node goes on — the runtime deletes the attachment whose call was cut
  * short and runs GC with the attachments it still has; after a power loss (`power`) the node reboots — no
@@ -23,7 +23,10 @@ import type { Env } from "#invoke/args.js";
 import { CNIConfig } from "#libcni/api.js";
 import { parseConfList } from "#spec/config.js";
 import { LeaseStore, encodeLeaseRecord, type LeaseRecord } from "#plugins/ipam/dhcp/lease-file.js";
-import { LeaseManager, type LeaseWorld } from "#plugins/ipam/dhcp/leases.js";
+import { LeaseManager } from "#plugins/ipam/dhcp/leases.js";
+import { handleRequest } from "#plugins/ipam/dhcp/daemon.js";
+import { decodeRequest, encodeRequest, type WireArgs } from "#plugins/ipam/dhcp/protocol.js";
+import type { Family } from "#plugins/ipam/dhcp/config.js";
 import { readRecord } from "#plugins/meta/firewall/records.js";
 import { useKernelModel, type FirewallBackend } from "#plugins/meta/firewall/backends.js";
 import type { FirewallConf } from "#plugins/meta/firewall/config.js";
@@ -44,6 +47,7 @@ import type { ForwardTarget } from "#plugins/meta/portmap/config.js";
 import { OUR_BIN } from "../harness.js";
 import { readTree, seeded, treeKey, writeTree, type Tree } from "./model.js";
 import { FakeEtcd, type FakeEtcdState } from "../fake-etcd.js";
+import { FakeWorld } from "../fake-dhcp.js";
 
 /** One pod of a scenario. */
 export interface Pod {
@@ -549,150 +553,265 @@ async function clusterRecovery(ctx: CrashContext, state: FakeEtcdState, nested: 
   return problems;
 }
 
-// ---- the dhcp daemon's lease files ---------------------------------------------------------------------------
+// ---- the dhcp daemon: its leases, their files, and the DHCP servers --------------------------------------------
 
-/** A DHCPv6 lease record of `clientID` (an attachment's second family: its own file), its times moved by `at`. */
-function lease6Record(clientID: string, at: number): LeaseRecord {
-  return {
-    family: "ipv6",
-    clientID,
-    containerID: clientID.split("/")[0]!,
-    network: "net",
-    ifName: "eth0",
-    netns: `/run/netns/${clientID.split("/")[0]}`,
-    send: { duid: Uint8Array.from([0, 4, 1, 2, 3, 4]), iaid: 7, oro: [23, 24] },
-    binding: {
-      address: "fd09::10",
-      serverId: Uint8Array.from([0, 1, 9, 9]),
-      server: "00:01:09:09",
-      reply: Uint8Array.from([7, 1, 2, 3]),
-      boundAt: at,
-      renewAt: at + 30_000,
-      rebindAt: at + 48_000,
-      expiresAt: at + 60_000,
-    },
-  };
+/**
+ * The dhcp store runs the daemon's own code: its request handler (daemon.ts `handleRequest`, each request through
+ * the wire protocol's encoding) over its LeaseManager and LeaseStore, in a fake world (src/testing/fake-dhcp.ts:
+ * a fake clock, in-memory DHCPv4 and DHCPv6 servers, namespaces as links that exist or not). The servers are
+ * another machine, which neither a kill nor the node's power loss touches: their bindings are files under
+ * `<root>/server/`, one per binding, written durably through sys/state.ts after each message, so that every crash
+ * state holds the bindings as the servers had them at that point (a kill or a power loss between the RELEASE and
+ * the removal of the lease file, or the other way round, is a state of its own).
+ */
+const DHCP_NET = "net";
+/** Every third pod holds a DHCPv6 lease beside its DHCPv4 one. */
+const dhcpDual = (p: Pod): boolean => Number(p.id.slice(1)) % 3 === 1;
+const dhcpNetns = (p: Pod): string => `/run/netns/${p.id}`;
+const dhcpConf = (p: Pod) =>
+  Buffer.from(
+    JSON.stringify({
+      cniVersion: "1.1.0",
+      name: DHCP_NET,
+      type: "dhcp",
+      ipam: { type: "dhcp", ...(dhcpDual(p) ? { families: ["ipv4", "ipv6"] } : {}) },
+    }),
+  );
+const dhcpArgs = (p: Pod): WireArgs => ({
+  containerID: p.id,
+  netns: dhcpNetns(p),
+  ifName: p.ifname,
+  args: "",
+  path: "/opt/cni/bin",
+  stdinData: dhcpConf(p),
+});
+/** GC's request: the network's config naming the attachments still valid; no attachment of its own. */
+const dhcpGcArgs = (valid: Array<{ containerID: string; ifname: string }>): WireArgs => ({
+  containerID: "",
+  netns: "",
+  ifName: "",
+  args: "",
+  path: "/opt/cni/bin",
+  stdinData: Buffer.from(
+    JSON.stringify({ cniVersion: "1.1.0", name: DHCP_NET, type: "dhcp", "cni.dev/valid-attachments": valid, ipam: { type: "dhcp" } }),
+  ),
+});
+const dhcpFamilies = (p: Pod): Family[] => (dhcpDual(p) ? ["ipv4", "ipv6"] : ["ipv4"]);
+const dhcpClientID = (p: Pod): string => `${p.id}/${DHCP_NET}/${p.ifname}`;
+
+/** One request to the daemon, as the plugin sends it and the daemon decodes and runs it. */
+const daemonCall = (leases: LeaseManager, method: "ADD" | "DEL" | "GC", args: WireArgs) =>
+  handleRequest(leases, decodeRequest(encodeRequest({ method, args }).trimEnd()));
+
+const serverDir = (root: string) => path.join(root, "server");
+/** A binding's file: `v4-<client id, hex>` or `v6-<DUID/IAID, hex>`, holding its address. */
+const bindingFiles = (world: FakeWorld): Map<string, string> =>
+  new Map([
+    ...[...world.server.bindings].map(([id, a]) => [`v4-${id}`, a] as const),
+    ...[...world.server6.bindings].map(([key, a]) => [`v6-${Buffer.from(key).toString("hex")}`, a] as const),
+  ]);
+/** The servers' bindings now, in files (durably: the server's state is not the node's to lose). */
+function saveBindings(root: string, world: FakeWorld): void {
+  const dir = serverDir(root);
+  ensureStateDir(dir, 0o700);
+  const want = bindingFiles(world);
+  const have = readdirSync(dir).filter((n) => !isTemporaryName(n));
+  for (const n of have) if (!want.has(n)) removeStateFile(path.join(dir, n), { durable: true });
+  for (const [n, address] of want)
+    if (!have.includes(n) || readFileSync(path.join(dir, n), "utf8") !== address) writeFileAtomicSync(path.join(dir, n), address, { durable: true });
+}
+/** The bindings in `root`'s files (each whole: written durably before its rename; a temporary one is no binding). */
+function loadBindings(root: string, world: FakeWorld): void {
+  const dir = serverDir(root);
+  if (!existsSync(dir)) return;
+  for (const n of readdirSync(dir)) {
+    if (isTemporaryName(n)) continue;
+    const address = readFileSync(path.join(dir, n), "utf8");
+    if (n.startsWith("v4-")) world.server.bindings.set(n.slice(3), address);
+    if (n.startsWith("v6-")) world.server6.bindings.set(Buffer.from(n.slice(3), "hex").toString(), address);
+  }
 }
 
-/** A DHCPv4 lease record of `clientID`, its times moved by `at`. */
-function leaseRecord(clientID: string, at: number): LeaseRecord {
-  return {
-    family: "ipv4",
-    clientID,
-    containerID: clientID.split("/")[0]!,
-    network: "net",
-    ifName: "eth0",
-    netns: `/run/netns/${clientID.split("/")[0]}`,
-    send: { clientIdOption: Uint8Array.from(Buffer.from(`\0${clientID}`)), options: new Map(), requestList: [1, 3, 6] },
-    binding: {
-      address: "10.9.0.10",
-      server: "10.9.0.1",
-      mac: Uint8Array.from([2, 0, 0, 0, 0, 1]),
-      ack: Uint8Array.from([1, 2, 3]),
-      boundAt: at,
-      renewAt: at + 30_000,
-      rebindAt: at + 52_500,
-      expiresAt: at + 60_000,
+/** A fake world over the lease files in `root`, whose servers keep their bindings in `root` too. */
+function dhcpWorld(root: string, save?: (r: LeaseRecord) => void): FakeWorld {
+  const files = new LeaseStore(path.join(root, "leases"));
+  const world = new FakeWorld({
+    save: async (r) => {
+      save?.(r);
+      await files.save(r);
     },
+    remove: (id, family) => files.remove(id, family),
+  });
+  world.server6.preference = 255; // (the first ADVERTISE is taken at once: no fake time passes)
+  loadBindings(root, world);
+  const handle4 = world.server.handle.bind(world.server);
+  world.server.handle = (bytes, how) => {
+    const reply = handle4(bytes, how);
+    saveBindings(root, world);
+    return reply;
   };
+  const handle6 = world.server6.handle.bind(world.server6);
+  world.server6.handle = (bytes) => {
+    const reply = handle6(bytes);
+    saveBindings(root, world);
+    return reply;
+  };
+  return world;
 }
 
-/** Every lease record the scenario wrote (the base's too): only those may be taken up. */
-const written = new Set<string>([encodeLeaseRecord(leaseRecord("old/net/eth0", 1000))]);
-/** The leases held after each step (`<family>:<clientID>` -> the record), and before the first. */
-const leaseKey = (clientID: string, family: string) => `${family}:${clientID}`;
-const leasesBefore = new Map([[leaseKey("old/net/eth0", "ipv4"), encodeLeaseRecord(leaseRecord("old/net/eth0", 1000))]]);
-const leasesAfter: Array<Map<string, string>> = [];
-/** The attachment whose leases each step drops (its DEL: the daemon releases them), by step. */
-const leaseDrops: Array<string | undefined> = [];
+/** Every lease record the scenario wrote: only those may be taken up. */
+const dhcpWritten = new Set<string>();
+/** What each ADD of the scenario answered, by pod (kept after its DEL: its DHCPv6 binding is found by address). */
+const dhcpAnswered = new Map<string, string[]>();
+/** The scenario's steps (recovery tells an ADD cut short from a DEL), and its daemon (stopped at the end). */
+let dhcpScenario: Step[] = [];
+let dhcpDaemon: LeaseManager | undefined;
 
 export const DHCP_LEASES: Store = {
   name: "dhcp leases",
-  powerPerPoint: 128,
-  recoveries: ["del-only"],
-  setup: async (root) => {
-    const store = new LeaseStore(path.join(root, "leases"));
-    await store.init();
-    await store.save(leaseRecord("old/net/eth0", 1000));
-  },
+  powerPerPoint: 48,
+  setup: async (root) => new LeaseStore(path.join(root, "leases")).init(),
   steps: (root) => {
-    const store = new LeaseStore(path.join(root, "leases"));
-    // Leases taken, renewed and dropped over time, one file each.
+    const world = dhcpWorld(root, (r) => dhcpWritten.add(encodeLeaseRecord(r)));
+    const leases = new LeaseManager(world);
+    dhcpDaemon = leases;
+    // Pods come and go (seeded), one in three dual-stack; now and then time passes beyond T1 and every lease held
+    // is renewed (its file rewritten).
     const random = seeded(6);
-    const held = new Set<string>(["old/net/eth0"]);
+    const live: Pod[] = [];
     const out: Step[] = [];
-    for (let t = 2; out.length < 16; t++) {
-      const ids = [...held];
-      if (ids.length > 0 && random() < 0.35) {
-        const id = ids[Math.floor(random() * ids.length)]!;
-        held.delete(id);
-        // The attachment goes: its leases of both families.
+    let next = 0;
+    while (out.length < 16) {
+      const r = random();
+      if (live.length > 0 && r < 0.12) {
+        out.push({ kind: "other", run: () => world.clock.advance(31_000) });
+      } else if (live.length > 0 && (live.length >= 5 || r < 0.45)) {
+        const pod = live.splice(Math.floor(random() * live.length), 1)[0]!;
         out.push({
-          kind: "other",
+          kind: "del",
+          pod,
           run: async () => {
-            await store.remove(id);
-            await store.remove(id, "ipv6");
+            await daemonCall(leases, "DEL", dhcpArgs(pod));
+            world.removeLink(dhcpNetns(pod), pod.ifname); // the runtime removes the namespace after the DEL
           },
         });
-        leaseDrops[out.length - 1] = id;
-        const now = new Map(leasesAfter.at(-1) ?? leasesBefore);
-        now.delete(leaseKey(id, "ipv4"));
-        now.delete(leaseKey(id, "ipv6"));
-        leasesAfter.push(now);
       } else {
-        const id = ids.length > 0 && random() < 0.5 ? ids[Math.floor(random() * ids.length)]! : `c${t}/net/eth0`;
-        held.add(id);
-        // Dual-stack attachments hold a DHCPv6 lease beside their DHCPv4 one (every third step writes one).
-        const record = t % 3 === 0 ? lease6Record(id, t * 1000) : leaseRecord(id, t * 1000);
-        written.add(encodeLeaseRecord(record));
-        out.push({ kind: "other", run: () => store.save(record) });
-        leasesAfter.push(new Map(leasesAfter.at(-1) ?? leasesBefore).set(leaseKey(id, record.family), encodeLeaseRecord(record)));
+        const pod: Pod = { id: `p${next++}`, ifname: "eth0" };
+        live.push(pod);
+        out.push({
+          kind: "add",
+          pod,
+          run: async () => {
+            world.addLink(dhcpNetns(pod), pod.ifname); // the main plugin made the interface
+            const got = addressesOf(await daemonCall(leases, "ADD", dhcpArgs(pod)));
+            dhcpAnswered.set(podName(pod), got);
+            return got;
+          },
+        });
       }
     }
+    dhcpScenario = out;
     return out;
   },
   recover: async (ctx) => {
-    const problems: string[] = [];
+    const world = dhcpWorld(ctx.root);
+    // The namespaces still there: after a kill, the live pods' and the one cut short; none after a reboot.
+    if (ctx.mode === "kill") for (const p of ctx.remembered) world.addLink(dhcpNetns(p), p.ifname);
     const store = new LeaseStore(path.join(ctx.root, "leases"));
-    let loaded: Awaited<ReturnType<LeaseStore["loadAll"]>>;
+    const leases = new LeaseManager(world);
     try {
-      loaded = await store.loadAll();
-    } catch (e) {
-      return [notCni("the lease store's load", e)];
-    }
-    for (const r of loaded.records) if (!written.has(encodeLeaseRecord(r))) problems.push(`a lease never written was taken up: ${r.clientID}`);
-    // After a kill, every lease held survives (renewed by the cut-short step or not): the daemon takes it up. A DEL
-    // the kill cut short is retried by the runtime: the daemon releases the leases it took up, and removes their
-    // files (both families); then nothing of that attachment, nor of one dropped before, is left.
-    if (ctx.mode === "kill") {
-      const held = ctx.stepsDone > 0 ? leasesAfter[ctx.stepsDone - 1]! : leasesBefore;
-      const next = leasesAfter[ctx.stepsDone];
-      const retried = leaseDrops[ctx.stepsDone];
-      if (retried !== undefined) for (const r of loaded.records.filter((l) => l.clientID === retried)) await store.remove(r.clientID, r.family);
-      const after = retried === undefined ? loaded : await store.loadAll();
-      const got = new Map(after.records.map((r) => [leaseKey(r.clientID, r.family), encodeLeaseRecord(r)]));
-      for (const [k, v] of held) {
-        const g = got.get(k);
-        if (g === v || (next && g === next.get(k))) continue;
-        problems.push(`the lease ${k}, held before the crash, is ${g === undefined ? "lost" : "not the one written"} after a kill`);
+      // The daemon's own start (daemon.ts): the lease files loaded, each taken up or dropped.
+      let loaded: Awaited<ReturnType<LeaseStore["loadAll"]>>;
+      try {
+        loaded = await store.loadAll();
+      } catch (e) {
+        return [notCni("the lease store's load", e)];
       }
-      for (const k of got.keys())
-        if (!held.has(k) && !next?.has(k))
-          problems.push(`the lease ${k} is left after its attachment's DEL (${retried ? "retried" : "before the crash"})`);
+      const problems: string[] = [];
+      for (const r of loaded.records) if (!dhcpWritten.has(encodeLeaseRecord(r))) problems.push(`a lease never written was taken up: ${r.clientID}`);
+      await leases.resume(loaded.records);
+      problems.push(
+        ...(await runtimeRecovery(
+          ctx,
+          async (p) => {
+            await daemonCall(leases, "DEL", dhcpArgs(p));
+            world.removeLink(dhcpNetns(p), p.ifname);
+          },
+          (valid) => daemonCall(leases, "GC", dhcpGcArgs(valid)),
+        )),
+      );
+      if (problems.length) return problems;
+      return await dhcpInvariants(ctx, world, leases, store, loaded.records);
+    } finally {
+      await leases.shutdown();
     }
-    // The daemon started after the reboot takes up the leases loaded (its own LeaseManager.resume): every one's
-    // namespace died with the old boot, so it drops each and removes its file, sending nothing.
-    if (ctx.mode === "power") {
-      const gone = async (): Promise<never> => {
-        throw new Error("the network namespace is gone with the old boot");
-      };
-      await new LeaseManager({ store, reopen: gone, log: () => undefined } as unknown as LeaseWorld).resume(loaded.records);
-      const left = readdirSync(store.dir).filter((n) => n.startsWith("lease"));
-      if (left.length) problems.push(`lease files left after every lease was dropped: ${left.join(", ")}`);
-    }
-    return problems;
+  },
+  teardown: async () => {
+    await dhcpDaemon?.shutdown();
   },
 };
+
+/**
+ * The dhcp daemon's invariants after recovery: a live pod's leases (each family it asked for) are held by the
+ * daemon, with the address its ADD answered, in their files, and still bound at the server; nothing of a pod no
+ * longer live is held or left in a file; after a kill (its namespace still there), the server's binding of a pod
+ * deleted is released — but for a lease its ADD, cut short, had not saved yet: no DEL can know it (the server's
+ * lease expires; Go's daemon does the same), a known limitation.
+ */
+async function dhcpInvariants(
+  ctx: CrashContext,
+  world: FakeWorld,
+  leases: LeaseManager,
+  store: LeaseStore,
+  loaded: readonly LeaseRecord[],
+): Promise<string[]> {
+  const problems: string[] = [];
+  const held = new Map(leases.records().map((r) => [`${r.family}:${r.clientID}`, r]));
+  const files = new Map((await store.loadAll()).records.map((r) => [`${r.family}:${r.clientID}`, r]));
+  const bound = new Set(world.server.bindings.values());
+  const bound6 = new Set(world.server6.bindings.values());
+  for (const p of ctx.live) {
+    const answered = ctx.answered.get(podName(p)) ?? [];
+    for (const family of dhcpFamilies(p)) {
+      const k = `${family}:${dhcpClientID(p)}`;
+      const lease = held.get(k);
+      const address = lease?.binding.address;
+      if (!lease) problems.push(`live ${podName(p)}'s ${family} lease is not held by the daemon after a kill`);
+      else if (!answered.includes(address!))
+        problems.push(`live ${podName(p)} holds ${address}, which its ADD did not answer (${answered.join(", ")})`);
+      if (files.get(k)?.binding.address !== address)
+        problems.push(`the ${family} lease file of live ${podName(p)} is gone or not its lease after a kill`);
+      if (address && !(family === "ipv4" ? bound : bound6).has(address))
+        problems.push(`live ${podName(p)}'s ${address} is no longer bound at the server`);
+    }
+  }
+  // (A file the daemon cannot read is left by no one: its load removes it.)
+  const unread = readdirSync(store.dir).filter((n) => n.startsWith("lease")).length - files.size;
+  if (unread > 0) problems.push(`${unread} lease file(s) the daemon cannot read are left after recovery`);
+  const interruptedAdd = ctx.interrupted && dhcpScenario[ctx.stepsDone]?.kind === "add" ? podName(ctx.interrupted) : undefined;
+  for (const p of gonePods(ctx)) {
+    for (const family of dhcpFamilies(p)) {
+      const k = `${family}:${dhcpClientID(p)}`;
+      if (held.has(k)) problems.push(leftOf(ctx, p, `the daemon still holds the ${family} lease of ${podName(p)} after its DEL`));
+      if (files.has(k)) problems.push(leftOf(ctx, p, `the ${family} lease file of ${podName(p)} is left after its DEL`));
+    }
+    if (ctx.mode !== "kill") continue;
+    // Its bindings left at the servers: DHCPv4's by its client id, DHCPv6's by an address it was given.
+    const ownLoaded = loaded.filter((r) => r.clientID === dhcpClientID(p));
+    const its6 = new Set([...(dhcpAnswered.get(podName(p)) ?? []), ...ownLoaded.map((r) => r.binding.address)].filter((a) => a.includes(":")));
+    const left4 = world.server.bindings.get(Buffer.from(`\0${dhcpClientID(p)}`).toString("hex"));
+    const left = [
+      ...(left4 === undefined ? [] : [{ family: "ipv4", address: left4 }]),
+      ...[...world.server6.bindings.values()].filter((a) => its6.has(a)).map((address) => ({ family: "ipv6", address })),
+    ];
+    for (const { family, address } of left) {
+      if (podName(p) === interruptedAdd && !ownLoaded.some((r) => r.family === family))
+        problems.push(`${NOTE}${address}, acquired by ${podName(p)}'s ADD killed before its lease file was saved, stays bound until it expires`);
+      else problems.push(`${address} is still bound to ${podName(p)} at the server after its DEL: the lease was not released`);
+    }
+  }
+  return problems;
+}
 
 // ---- the firewall plugin's attachment records ---------------------------------------------------------------
 

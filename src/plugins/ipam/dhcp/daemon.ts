@@ -54,8 +54,8 @@ function describeOpenError(e: unknown): CniError {
   return CniError.from(e);
 }
 
-/** Runs one request; every failure becomes a CNI error answer. */
-async function handle(leases: LeaseManager, req: DaemonRequest): Promise<JsonObject> {
+/** Runs one request on the leases (its answer); a failure is thrown, as the CNI error the caller gets. */
+export async function handleRequest(leases: LeaseManager, req: DaemonRequest): Promise<JsonObject> {
   switch (req.method) {
     case "ADD":
       return (await leases.add(req.args)) as unknown as JsonObject;
@@ -178,7 +178,7 @@ function serve(leases: LeaseManager, own: OwnIdentity, socket: net.Socket): void
       try {
         // ADD and CHECK act in the namespace named; DEL and GC on the leases held, wherever their namespaces went.
         if (req.method === "ADD" || req.method === "CHECK") view = await viewOfNetns(caller.root, req.args.netns);
-        answer = encodeResult(await handle(leases, { ...req, args: { ...req.args, ...(view ? { view } : {}) } }));
+        answer = encodeResult(await handleRequest(leases, { ...req, args: { ...req.args, ...(view ? { view } : {}) } }));
         log(`${req.method} ${req.args.containerID}/${req.args.ifName}: ok (${Date.now() - started} ms)`);
       } catch (e) {
         let err = CniError.from(e);
