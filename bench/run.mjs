@@ -14,16 +14,16 @@
 // firewall rules; each container is a fresh namespace), so the real host is not touched.
 import { execFileSync, spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
-import { setTimeout as sleep } from "node:timers/promises";
 import os from "node:os";
 import path from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
 import { fileURLToPath } from "node:url";
-import { podmanAvailable, setupPodman } from "./podman.mjs";
-import { CONTAINERD_CHAIN, containerdSkipReason, setupContainerd } from "./containerd.mjs";
-import { runFloor, runPods } from "./pods.mjs";
-import { tracePodman, traceTable } from "./trace.mjs";
 import { clusterTable, runClusterBench } from "./cluster.mjs";
+import { CONTAINERD_CHAIN, containerdSkipReason, setupContainerd } from "./containerd.mjs";
+import { podmanAvailable, setupPodman } from "./podman.mjs";
+import { runFloor, runPods } from "./pods.mjs";
 import { runThirdParty, thirdPartyTable } from "./third-party.mjs";
+import { tracePodman, traceTable } from "./trace.mjs";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const OURS = path.join(ROOT, "dist/bin");

@@ -6,8 +6,9 @@
 // The tree is never modified. Prints a table and exits non-zero when any mutant is missed.
 //
 //   node scripts/crash-mutants.mjs [runner (default: bun)] [name filter]
-import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+
 import { spawnSync } from "node:child_process";
+import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";

@@ -8,13 +8,14 @@
 // where that architecture's Bun comes from). Each build also writes what went into it: Bun's metafile (the bundle's
 // inputs, whose packages scripts/notices.mjs credits) and how the launcher was linked.
 // (The test plugins are linked by scripts/link-test-bins.mjs into dist-test/bin, outside the shipped program.)
-import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+
 import { spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
+import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
-import { bunRuntime, ARCHES } from "./bun-runtime.mjs";
+import { ARCHES, bunRuntime } from "./bun-runtime.mjs";
 import { BUN_COMPILE_FLAGS, compileLauncher, findCompiler, writeVersionsHeader } from "./native-build.mjs";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");

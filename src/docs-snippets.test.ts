@@ -8,14 +8,15 @@
  * image with arguments on its volumes. The rest run in src/integration (docs-runtimes, docs-resident, podman,
  * containerd).
  */
-import { test } from "node:test";
+
 import assert from "node:assert/strict";
 import { readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
-import { ROOT } from "#testing/harness.js";
-import { docBlocks, docSnippet, parseSnippet, TESTED_DOCS, type ParsedDoc } from "#testing/doc-snippets.js";
-import { parseConfList } from "#spec/config.js";
+import { test } from "node:test";
 import { PROGRAM_NAMES } from "#plugins/catalog.js";
+import { parseConfList } from "#spec/config.js";
+import { docBlocks, docSnippet, type ParsedDoc, parseSnippet, TESTED_DOCS } from "#testing/doc-snippets.js";
+import { ROOT } from "#testing/harness.js";
 
 const RUNTIMES = "docs/runtimes.md";
 

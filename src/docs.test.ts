@@ -3,12 +3,13 @@
  * symbol has a doc comment: the generator treats an undocumented one as an error. This test generates the
  * reference afresh and requires docs/api to be exactly that, so the committed reference cannot go stale.
  */
-import { test } from "node:test";
+
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import { test } from "node:test";
 import { ROOT } from "#testing/harness.js";
 
 const files = (dir: string): string[] =>

@@ -8,10 +8,11 @@
  * imports count too: a circle of types is a circle of concepts). A new folder must be given a rank here. Plugins
  * never run tools themselves (FORBIDDEN).
  */
-import { test } from "node:test";
+
 import assert from "node:assert/strict";
 import { readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
+import { test } from "node:test";
 import { ROOT } from "#testing/harness.js";
 
 const SRC = path.join(ROOT, "src");

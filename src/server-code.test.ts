@@ -4,10 +4,11 @@
  * process serves every call at once. The few places that may, and why, are listed here; an entry no longer needed
  * fails too.
  */
-import { test } from "node:test";
+
 import assert from "node:assert/strict";
 import { readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
+import { test } from "node:test";
 import { ROOT } from "#testing/harness.js";
 
 const FOLDERS = ["plugins", "net", "skel"];

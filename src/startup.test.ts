@@ -5,10 +5,11 @@
  * more); a plugin's graph imports none of FORBIDDEN, unless ALLOWED names the module, the builtin and why. Dynamic
  * imports and process.getBuiltinModule are the lazy loads the rule asks for, so they are not followed.
  */
-import { test } from "node:test";
+
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import path from "node:path";
+import { test } from "node:test";
 import { fileURLToPath } from "node:url";
 import { PLUGIN_VERSIONS } from "#plugins/catalog.js";
 

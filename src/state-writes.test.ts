@@ -5,10 +5,11 @@
  * not state a crash could leave torn (kernel interfaces, lock files that hold no data, the resident server's and the
  * dhcp daemon's runtime files under /run, an installation).
  */
-import { test } from "node:test";
+
 import assert from "node:assert/strict";
 import { readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
+import { test } from "node:test";
 import { ROOT } from "#testing/harness.js";
 
 const SRC = path.join(ROOT, "src");

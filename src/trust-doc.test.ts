@@ -3,15 +3,16 @@
  * test holds each quoted rule to the code's constant (describeRule), and requires a row for every privileged peer
  * tscni talks to, so the document's table and the code's checks cannot drift apart unnoticed.
  */
-import { test } from "node:test";
+
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import path from "node:path";
-import { ROOT } from "#testing/harness.js";
-import { describeRule, SAME_PROCESS_RULE, type PeerRule } from "#sys/peer.js";
+import { test } from "node:test";
 import { CALLER_RULE } from "#plugins/ipam/dhcp/daemon.js";
 import { DAEMON_LISTENER_RULE } from "#plugins/ipam/dhcp/protocol.js";
 import { CRI_LISTENER_RULE } from "#runtime/cri/runtime-service.js";
+import { describeRule, type PeerRule, SAME_PROCESS_RULE } from "#sys/peer.js";
+import { ROOT } from "#testing/harness.js";
 
 const RULES: Record<string, PeerRule> = { SAME_PROCESS_RULE, CALLER_RULE, DAEMON_LISTENER_RULE, CRI_LISTENER_RULE };
 

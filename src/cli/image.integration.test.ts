@@ -9,15 +9,16 @@
  * buildah or podman (except under CI=true). Run once, in the exec pass; podman and buildah keep their images in
  * the test's own directories.
  */
-import { describe, test, before, after } from "node:test";
+
 import assert from "node:assert/strict";
 import { spawn, spawnSync } from "node:child_process";
 import { appendFileSync, chmodSync, copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { Cleanup, OUR_BIN, ROOT, runCommand, skipReason } from "#testing/harness.js";
-import { RESIDENT_PASS } from "#testing/resident-host.js";
+import { after, before, describe, test } from "node:test";
 import { PROGRAM_NAMES } from "#plugins/catalog.js";
 import { docSnippet, parseSnippet } from "#testing/doc-snippets.js";
+import { Cleanup, OUR_BIN, ROOT, runCommand, skipReason } from "#testing/harness.js";
+import { RESIDENT_PASS } from "#testing/resident-host.js";
 
 const has = (tool: string) => !spawnSync(tool, ["--version"]).error;
 const skip = RESIDENT_PASS

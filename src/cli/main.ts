@@ -1,4 +1,11 @@
 #!/usr/bin/env node
+import { setDefaultExec } from "#invoke/default-exec.js";
+import type { PluginExec } from "#invoke/exec.js";
+import { aboutText, PROGRAM_NAMES } from "#plugins/catalog.js";
+import { aboutAnswer, PLUGINS, versionAnswer } from "#plugins/registry.js";
+import { pluginMainLoading, processIO } from "#skel/skel.js";
+import { CniError } from "#spec/errors.js";
+import { VersionInfo } from "#spec/version.js";
 /**
  * The multicall entry point: `dist/bin/<name>` links here, and the name it was invoked as picks the program
  * (a plugin type, from the registry, or cnitool). `node main.js <name> [args]` works too.
@@ -6,13 +13,6 @@
  */
 import { writeStd } from "#sys/plugin-stdio.js";
 import { basename } from "#sys/posix-path.js";
-import { aboutText, PROGRAM_NAMES } from "#plugins/catalog.js";
-import { aboutAnswer, PLUGINS, versionAnswer } from "#plugins/registry.js";
-import { setDefaultExec } from "#invoke/default-exec.js";
-import type { PluginExec } from "#invoke/exec.js";
-import { pluginMainLoading, processIO } from "#skel/skel.js";
-import { VersionInfo } from "#spec/version.js";
-import { CniError } from "#spec/errors.js";
 
 async function run(): Promise<void> {
   // A standalone (bun --compile) binary runs its embedded script as argv[1]; the name it was invoked as

@@ -5,12 +5,13 @@
  * its code) in a fresh `npm init -y` project, makes a plugin that runs from a CNI_PATH directory (VERSION and a
  * bad config anywhere; ADD and CHECK in a test-made namespace as root).
  */
-import { describe, test, before, after } from "node:test";
+
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import { after, before, describe, test } from "node:test";
 import { Netns, ROOT, runTag } from "#testing/harness.js";
 
 const FACES = ["spec", "skel", "invoke", "libcni", "net", "runtime"] as const;

@@ -12,17 +12,18 @@
  * installs from its tarball. A second release, built again from scratch, is byte for byte the first. Run once,
  * in the exec pass: the resident pass would test the same release again.
  */
-import { describe, test, before, after } from "node:test";
+
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import { existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { missing, Netns, ROOT, runTag, skipReason } from "#testing/harness.js";
-import { docSnippet, substitute } from "#testing/doc-snippets.js";
-import { RESIDENT_PASS } from "#testing/resident-host.js";
-import { PROGRAM_NAMES } from "#plugins/catalog.js";
+import { after, before, describe, test } from "node:test";
 import type { ProgramInfo } from "#cnitool/native.js";
+import { PROGRAM_NAMES } from "#plugins/catalog.js";
+import { docSnippet, substitute } from "#testing/doc-snippets.js";
+import { missing, Netns, ROOT, runTag, skipReason } from "#testing/harness.js";
+import { RESIDENT_PASS } from "#testing/resident-host.js";
 
 /** arm64 here: Debian's cross compiler builds its launcher, qemu-user (registered with binfmt_misc) runs it. */
 const QEMU_LD_PREFIX = "/usr/aarch64-linux-gnu";

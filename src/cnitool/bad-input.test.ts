@@ -2,13 +2,14 @@
  * cnitool on bad input: every case fails with a non-zero exit and a message that names the file, key or value,
  * and never a stack trace. Runs the shipped executable with the test plugins.
  */
-import { describe, test } from "node:test";
+
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { writeFileSync, mkdirSync } from "node:fs";
+import { mkdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { useTempDirs } from "#testing/temp.js";
+import { describe, test } from "node:test";
 import { CNITOOL, TEST_BIN } from "#testing/harness.js";
+import { useTempDirs } from "#testing/temp.js";
 
 const tempDir = useTempDirs();
 

@@ -1,15 +1,15 @@
-import { useTempDirs } from "#testing/temp.js";
-import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
-import { readCommandLog, readDebug, stdinOf, writeDebug } from "#testing/plugins/noop-debug.js";
-import { parseCapArgs, parseCnitoolArgs, runCnitool } from "./cnitool.js";
+import { describe, test } from "node:test";
 import { containerIdForNetns } from "#runtime/container-ids.js";
-import { CNITOOL, TEST_BIN } from "#testing/harness.js";
 import { plantCacheEntry } from "#testing/cache-entries.js";
 import { admitStandIn, startFakeCri } from "#testing/fake-cri.js";
+import { CNITOOL, TEST_BIN } from "#testing/harness.js";
+import { readCommandLog, readDebug, stdinOf, writeDebug } from "#testing/plugins/noop-debug.js";
+import { useTempDirs } from "#testing/temp.js";
+import { parseCapArgs, parseCnitoolArgs, runCnitool } from "./cnitool.js";
 
 /** dist/test-bin (the noop plugin) and dist/bin (cnitool itself). */
 

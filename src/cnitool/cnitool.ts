@@ -14,27 +14,27 @@
 import path from "node:path";
 import { Command, CommanderError, InvalidArgumentError } from "commander";
 import { goQuote, isJsonObject, jsonKindName, parseJson } from "#go-json/json.js";
-import { marshalResult } from "#spec/result/index.js";
+import type { PluginExec } from "#invoke/exec.js";
 import { splitPathList } from "#invoke/find.js";
 import { CNIConfig, type RuntimeConf } from "#libcni/api.js";
-import { loadAllNetworks, NoConfigsFoundError, NotFoundError } from "#libcni/conf.js";
-import type { NetworkConfigList } from "#spec/config.js";
 import { DEFAULT_CACHE_DIR } from "#libcni/cache.js";
-import type { PluginExec } from "#invoke/exec.js";
-import { addNetworkCommands } from "./network.js";
-import { addPodCommands } from "./pod.js";
+import { loadAllNetworks, NoConfigsFoundError, NotFoundError } from "#libcni/conf.js";
+import { MulticallExec } from "#plugins/inprocess.js";
 import type { ToolCommand, ToolCommandContext } from "#plugins/manifest.js";
 import { MANIFESTS } from "#plugins/manifests.js";
-import { MulticallExec } from "#plugins/inprocess.js";
-import { addReloadCommand } from "./reload.js";
-import { nodeGcCommand, type NodeGcFlags } from "./gc.js";
-import type { CriClientOptions } from "#runtime/cri/runtime-service.js";
 import { containerIdForNetns } from "#runtime/container-ids.js";
-import { addConformanceCommand } from "./conformance.js";
+import type { CriClientOptions } from "#runtime/cri/runtime-service.js";
+import type { NetworkConfigList } from "#spec/config.js";
 import { messageOf } from "#spec/errors.js";
+import { marshalResult } from "#spec/result/index.js";
 import { DEFAULT_NETCONFPATH, type Io } from "./command-io.js";
+import { addConformanceCommand } from "./conformance.js";
+import { type NodeGcFlags, nodeGcCommand } from "./gc.js";
 import { addInstallCommand } from "./install.js";
 import { describeDir, describeSelf, formatProgramInfo } from "./native.js";
+import { addNetworkCommands } from "./network.js";
+import { addPodCommands } from "./pod.js";
+import { addReloadCommand } from "./reload.js";
 import { addDaemonCommand } from "./resident-daemon.js";
 
 /** CNI_ARGS as cnitool reads it: `K=V` pairs separated by `;`, each with a non-empty key and value. */

@@ -1,7 +1,7 @@
-import { describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { onlyPattern, readPluginConfig } from "./conformance.js";
+import { describe, test } from "node:test";
 import { runCnitool } from "./cnitool.js";
+import { onlyPattern, readPluginConfig } from "./conformance.js";
 
 describe("the config file", () => {
   test("one plugin's config, as it is", () => {

@@ -4,16 +4,17 @@
  * the end. Exit status 0 iff no check failed; the sandbox is removed however the run ends (SIGINT and SIGTERM too).
  * @module
  */
-import { messageOf } from "#spec/errors.js";
+
 import { accessSync, constants, readFileSync } from "node:fs";
 import path from "node:path";
 import { type Command, CommanderError } from "commander";
-import { findInPath, splitPathList } from "#invoke/find.js";
-import { isJsonObject, parseJson, type JsonObject } from "#go-json/json.js";
-import { parseConfList } from "#spec/config.js";
-import { formatJUnit, runPassed, tapEntry, tapFooter, tapHeader, type CheckResult } from "#conformance/report.js";
+import { type CheckResult, formatJUnit, runPassed, tapEntry, tapFooter, tapHeader } from "#conformance/report.js";
 import { Sandbox, SetupError } from "#conformance/sandbox.js";
 import { configProblem, runSuite } from "#conformance/suite.js";
+import { isJsonObject, type JsonObject, parseJson } from "#go-json/json.js";
+import { findInPath, splitPathList } from "#invoke/find.js";
+import { parseConfList } from "#spec/config.js";
+import { messageOf } from "#spec/errors.js";
 
 /** What the command needs from cnitool: its environment, output and working directory. */
 export interface ConformanceIo {

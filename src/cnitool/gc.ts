@@ -7,7 +7,7 @@
  * @module
  */
 import { splitPathList } from "#invoke/find.js";
-import { CriRuntimeClient, type CriClientOptions } from "#runtime/cri/runtime-service.js";
+import { type CriClientOptions, CriRuntimeClient } from "#runtime/cri/runtime-service.js";
 import { DEFAULT_MIN_AGE_MS, describeNodeGc, nodeGcFailed, runNodeGc } from "#runtime/node-gc.js";
 
 /** The `gc` flags of node GC. */

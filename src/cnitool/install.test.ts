@@ -1,13 +1,14 @@
 /** `cnitool install`: the binary and its links land in the bin dir; other files are kept unless --force. */
-import { test } from "node:test";
+
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import { existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, statSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { installPlugins, installResidentUnits, removeResidentUnits, residentUnits, uninstallPlugins } from "./install.js";
+import { test } from "node:test";
 import { runCnitool } from "#cnitool/cnitool.js";
 import { PROGRAM_NAMES } from "#plugins/catalog.js";
+import { installPlugins, installResidentUnits, removeResidentUnits, residentUnits, uninstallPlugins } from "./install.js";
 
 test("install links every plugin to the copied binary and respects foreign files", () => {
   const dir = mkdtempSync(path.join(os.tmpdir(), "tscni-install-"));

@@ -8,16 +8,16 @@
  * (docs/runtimes.md), from an image that has no shell.
  * @module
  */
-import { copyFileSync, chmodSync, lstatSync, mkdirSync, readFileSync, readlinkSync, rmSync, symlinkSync, existsSync } from "node:fs";
+import { chmodSync, copyFileSync, existsSync, lstatSync, mkdirSync, readFileSync, readlinkSync, rmSync, symlinkSync } from "node:fs";
 import path from "node:path";
 import type { Command } from "commander";
-import type { Io } from "./command-io.js";
 import { PROGRAM_NAMES } from "#plugins/catalog.js";
 import { DEFAULT_SOCKET } from "#resident/protocol.js";
-import { selfExecutable } from "#sys/self.js";
-import { findNativeProgram, LAUNCHER_NAME, platformPackageName, PROGRAM_NAME } from "./native.js";
-import { replaceAtomicSync, writeFileAtomicSync } from "#sys/state.js";
 import { parseConfList, parsePluginConfig } from "#spec/config.js";
+import { selfExecutable } from "#sys/self.js";
+import { replaceAtomicSync, writeFileAtomicSync } from "#sys/state.js";
+import type { Io } from "./command-io.js";
+import { findNativeProgram, LAUNCHER_NAME, PROGRAM_NAME, platformPackageName } from "./native.js";
 
 export const DEFAULT_BIN_DIR = "/opt/cni/bin";
 

@@ -1,11 +1,12 @@
 /** Which program a plugin directory runs, from its files: the Node build's link, or a native program of some architecture. */
-import { test } from "node:test";
+
 import assert from "node:assert/strict";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { describeDir, describeSelf, elfArch, formatProgramInfo, platformPackageName } from "./native.js";
+import { test } from "node:test";
 import { ROOT } from "#testing/harness.js";
+import { describeDir, describeSelf, elfArch, formatProgramInfo, platformPackageName } from "./native.js";
 
 /** An ELF header's first 20 bytes for `machine` (little-endian, 64-bit), which is all elfArch reads. */
 const elfHeader = (machine: number) => {

@@ -4,10 +4,11 @@
  * keys in podman's order, and `dnsEnabled` read back from the plugin list. Nothing here touches the host: the
  * files go to a temp directory and no plugin runs.
  */
-import { describe, test } from "node:test";
+
 import assert from "node:assert/strict";
 import { chmodSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
+import { describe, test } from "node:test";
 import { useTempDirs } from "#testing/temp.js";
 import { runCnitool } from "./cnitool.js";
 import { hasDnsnamePlugin } from "./network.js";

@@ -2,8 +2,9 @@
  * What `cnitool pod up` asks of the pod manager: each network's runtime config (port mappings, and `aliases`
  * keyed by the network's name, the capability's shape), and the flags that are refused before anything runs.
  */
-import { describe, test } from "node:test";
+
 import assert from "node:assert/strict";
+import { describe, test } from "node:test";
 import { parseAlias, podRuntimeConfig } from "./pod.js";
 
 describe("podRuntimeConfig", () => {

@@ -6,15 +6,15 @@
  */
 import { existsSync } from "node:fs";
 import type { Command } from "commander";
-import { validateContainerId } from "#spec/validate.js";
-import { runTool } from "#net/tools.js";
 import type { PluginExec } from "#invoke/exec.js";
 import { listCachedAttachments } from "#libcni/cache.js";
+import { runTool } from "#net/tools.js";
 import { cachedAddresses } from "#runtime/attachments.js";
 import { podContainerId, podNameOf } from "#runtime/container-ids.js";
 import { PodNetworkManager, type PodNetworkRequest, type PodRef, type RuntimeConfig } from "#runtime/manager.js";
-import { NetworkCommandError } from "./network.js";
 import { messageOf } from "#spec/errors.js";
+import { validateContainerId } from "#spec/validate.js";
+import { NetworkCommandError } from "./network.js";
 
 const POD_NAMESPACE = "tscni";
 const netnsPath = (name: string): string => `/run/netns/${name}`;

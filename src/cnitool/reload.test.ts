@@ -1,6 +1,7 @@
 /** `cnitool reload` without root: what it prints and its exit status, over the walk's cache (runtime/firewall-reload.test.ts). */
-import { test } from "node:test";
+
 import assert from "node:assert/strict";
+import { test } from "node:test";
 import { plantReloadWalk } from "#testing/cache-entries.js";
 import { useTempDirs } from "#testing/temp.js";
 import { runCnitool } from "./cnitool.js";

@@ -4,7 +4,7 @@
  * @module
  */
 import type { Command } from "commander";
-import { formatReload, reloadFirewall, type ReloadOptions } from "#runtime/firewall-reload.js";
+import { formatReload, type ReloadOptions, reloadFirewall } from "#runtime/firewall-reload.js";
 
 /** Adds `reload` to cnitool. */
 export function addReloadCommand(

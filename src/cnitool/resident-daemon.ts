@@ -9,22 +9,22 @@
  * @module
  */
 import { type Command, CommanderError } from "commander";
-import { takeListenFd } from "#sys/socket-activation.js";
 import { splitPathList } from "#invoke/find.js";
-import { criSocketPath } from "#runtime/cri/runtime-service.js";
-import { DEFAULT_MIN_AGE_MS } from "#runtime/node-gc.js";
-import { DEFAULT_NETCONFPATH, type Io } from "./command-io.js";
-import { startNodeGc, type NodeGcSchedule } from "#resident/node-gc-schedule.js";
+import { DEFAULT_CACHE_DIR } from "#libcni/cache.js";
 import { readBuildId } from "#resident/build-id.js";
 import { callResident } from "#resident/client.js";
+import { parseSize } from "#resident/mode.js";
+import { type NodeGcSchedule, startNodeGc } from "#resident/node-gc-schedule.js";
+import { DEFAULT_REPAIR_INTERVAL_S, startRepair } from "#resident/repair.js";
 import { METRICS_PROGRAM, STOP_PROGRAM } from "#resident/routing.js";
 import { DEFAULT_SOCKET, ResidentServer } from "#resident/server.js";
-import { DEFAULT_REPAIR_INTERVAL_S, startRepair } from "#resident/repair.js";
-import { DEFAULT_CACHE_DIR } from "#libcni/cache.js";
-import { WARM_UP_ROUNDS } from "#resident/warm-up.js";
 import { serverLog } from "#resident/server-log.js";
-import { parseSize } from "#resident/mode.js";
+import { WARM_UP_ROUNDS } from "#resident/warm-up.js";
+import { criSocketPath } from "#runtime/cri/runtime-service.js";
+import { DEFAULT_MIN_AGE_MS } from "#runtime/node-gc.js";
 import { messageOf } from "#spec/errors.js";
+import { takeListenFd } from "#sys/socket-activation.js";
+import { DEFAULT_NETCONFPATH, type Io } from "./command-io.js";
 
 /** A non-negative whole number of a flag, or an error naming the flag. */
 function count(flag: string, value: string): number {

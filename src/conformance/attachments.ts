@@ -8,14 +8,14 @@
  * @module
  */
 import type { JsonObject } from "#go-json/json.js";
-import { toCurrentResult, type Result } from "#spec/result/index.js";
+import { type Result, toCurrentResult } from "#spec/result/index.js";
 import { compareVersions, versionGreaterThanOrEqualTo } from "#spec/version.js";
+import { type CheckBody, once, Skip, type SuiteContext } from "./context.js";
+import { describeCall, judgeErrorDocument, judgeSuccessDocument, judgeSuccessStatus, type PluginCall, SECTION } from "./output.js";
 import type { Problem } from "./report.js";
-import { once, Skip, type CheckBody, type SuiteContext } from "./context.js";
-import { describeCall, judgeErrorDocument, judgeSuccessDocument, judgeSuccessStatus, SECTION, type PluginCall } from "./output.js";
+import type { Namespace } from "./sandbox.js";
 import { expectedShape, judgeResult, maskResult, shapeDifferences } from "./shape.js";
 import { changesBetween, describeSnapshot, leftoverProblems, presenceProblems, type Snapshots } from "./state.js";
-import type { Namespace } from "./sandbox.js";
 
 /** How long the kernel may take to destroy a removed namespace (and the veth peers it takes with it). */
 const NAMESPACE_TEARDOWN_MS = 5000;

@@ -4,10 +4,11 @@
  * CheckResult.
  * @module
  */
-import { messageOf } from "#spec/errors.js";
+
 import type { JsonObject } from "#go-json/json.js";
-import type { CheckResult, Diagnostic, Problem } from "./report.js";
+import { messageOf } from "#spec/errors.js";
 import type { PluginCall } from "./output.js";
+import type { CheckResult, Diagnostic, Problem } from "./report.js";
 import type { Sandbox } from "./sandbox.js";
 
 /** What a suite runs against. */

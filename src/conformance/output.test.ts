@@ -1,8 +1,6 @@
-import { describe, test } from "node:test";
 import assert from "node:assert/strict";
+import { describe, test } from "node:test";
 import { validateNetworkName } from "#spec/validate.js";
-import { BAD_NAMES } from "./refusals.js";
-import { configProblem } from "./suite.js";
 import {
   excerpt,
   judgeErrorDocument,
@@ -10,10 +8,12 @@ import {
   judgeSuccessStatus,
   judgeSupportedVersions,
   judgeVersionAnswer,
+  type PluginCall,
   SECTION,
   splitDocuments,
-  type PluginCall,
 } from "./output.js";
+import { BAD_NAMES } from "./refusals.js";
+import { configProblem } from "./suite.js";
 
 const call = (over: Partial<PluginCall>): PluginCall => ({
   command: "ADD",

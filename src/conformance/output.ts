@@ -5,8 +5,9 @@
  * Pure.
  * @module
  */
+
+import { findJsonSyntaxError, isJsonObject, type JsonObject, type JsonValue, parseJson } from "#go-json/json.js";
 import { ErrorCode } from "#spec/errors.js";
-import { findJsonSyntaxError, isJsonObject, parseJson, type JsonObject, type JsonValue } from "#go-json/json.js";
 import { ALL_VERSIONS } from "#spec/versions.js";
 import type { Diagnostic, Problem } from "./report.js";
 

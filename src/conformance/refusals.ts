@@ -7,10 +7,10 @@
  * @module
  */
 import type { JsonObject } from "#go-json/json.js";
-import { ALL_VERSIONS } from "#spec/versions.js";
 import { versionGreaterThanOrEqualTo } from "#spec/version.js";
-import { once, Skip, type CheckBody, type SuiteContext } from "./context.js";
-import { describeCall, judgeErrorDocument, SECTION, type ErrorDocument, type ExpectedError } from "./output.js";
+import { ALL_VERSIONS } from "#spec/versions.js";
+import { type CheckBody, once, Skip, type SuiteContext } from "./context.js";
+import { describeCall, type ErrorDocument, type ExpectedError, judgeErrorDocument, SECTION } from "./output.js";
 import { changesBetween } from "./state.js";
 
 /** The rule this runner adds to the spec's: a request refused for its input leaves nothing behind. */

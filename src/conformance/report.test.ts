@@ -1,6 +1,6 @@
-import { describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { formatJUnit, runPassed, tally, tapEntry, tapFooter, tapHeader, yamlBlock, type CheckResult } from "./report.js";
+import { describe, test } from "node:test";
+import { type CheckResult, formatJUnit, runPassed, tally, tapEntry, tapFooter, tapHeader, yamlBlock } from "./report.js";
 
 const result = (over: Partial<CheckResult>): CheckResult => ({
   id: 1,

@@ -5,13 +5,13 @@
  * signal handler — and the processes left in the runner's namespaces (daemons a setup command started) are ended.
  * @module
  */
-import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import { existsSync } from "node:fs";
 import { runTool } from "#net/tools.js";
-import { findTool } from "#sys/tool-path.js";
 import { MANIFESTS } from "#plugins/manifests.js";
+import { findTool } from "#sys/tool-path.js";
 import type { PluginCall } from "./output.js";
-import { parseIpAddrJson, type NsSnapshot, type Snapshots } from "./state.js";
+import { type NsSnapshot, parseIpAddrJson, type Snapshots } from "./state.js";
 
 /** A network namespace the runner made: its name under /run/netns and its path. */
 export interface Namespace {

@@ -1,5 +1,5 @@
-import { describe, test } from "node:test";
 import assert from "node:assert/strict";
+import { describe, test } from "node:test";
 import type { JsonObject } from "#go-json/json.js";
 import { createResult } from "#spec/result/index.js";
 import { expectedShape, judgeResult, maskResult, shapeDifferences } from "./shape.js";

@@ -6,12 +6,13 @@
  * attachment gets (addresses, MACs, host link names), so shapes are compared with those masked. Pure.
  * @module
  */
-import { messageOf } from "#spec/errors.js";
+
 import { isJsonObject, type JsonObject, type JsonValue } from "#go-json/json.js";
 import { tryParseCIDR, tryParseIP } from "#ip/ip.js";
-import { convertResult, createResult, familyOf, resultToJson, type Result, type ResultFamily } from "#spec/result/index.js";
-import type { Problem } from "./report.js";
+import { messageOf } from "#spec/errors.js";
+import { convertResult, createResult, familyOf, type Result, type ResultFamily, resultToJson } from "#spec/result/index.js";
 import { SECTION } from "./output.js";
+import type { Problem } from "./report.js";
 
 /** The top-level members each result family has (others are another version's, or nobody's). */
 const MEMBERS: Record<ResultFamily, readonly string[]> = {

@@ -1,7 +1,7 @@
-import { describe, test } from "node:test";
 import assert from "node:assert/strict";
+import { describe, test } from "node:test";
 import type { Result100 } from "#spec/result/index.js";
-import { changesBetween, kernelAssigned, leftoverProblems, parseIpAddrJson, presenceProblems, sharedHostLinks, type NsSnapshot } from "./state.js";
+import { changesBetween, kernelAssigned, leftoverProblems, type NsSnapshot, parseIpAddrJson, presenceProblems, sharedHostLinks } from "./state.js";
 
 const NS = "/run/netns/c";
 

@@ -4,11 +4,11 @@
  * snapshots are read elsewhere (sandbox.ts).
  * @module
  */
-import { isJsonObject, parseJson, type JsonValue } from "#go-json/json.js";
+import { isJsonObject, type JsonValue, parseJson } from "#go-json/json.js";
 import { tryParseCIDR } from "#ip/ip.js";
 import type { Result100 } from "#spec/result/index.js";
-import type { Problem } from "./report.js";
 import { SECTION } from "./output.js";
+import type { Problem } from "./report.js";
 
 /** A link and its addresses (canonical `addr/prefix`), as read from the kernel. */
 export interface NsLink {

@@ -6,15 +6,16 @@
  * its own.
  * @module
  */
-import { messageOf } from "#spec/errors.js";
+
 import type { JsonObject } from "#go-json/json.js";
-import { ALL_VERSIONS, CURRENT_VERSION } from "#spec/versions.js";
+import { messageOf } from "#spec/errors.js";
 import { parseVersion } from "#spec/version.js";
-import type { CheckResult } from "./report.js";
+import { ALL_VERSIONS, CURRENT_VERSION } from "#spec/versions.js";
 import { attachmentChecks } from "./attachments.js";
-import { once, Skip, SuiteContext, type Claims, type SuiteOptions } from "./context.js";
-import { describeCall, judgeSupportedVersions, judgeVersionAnswer, SECTION, type PluginCall, type VersionAnswer } from "./output.js";
+import { type Claims, once, Skip, SuiteContext, type SuiteOptions } from "./context.js";
+import { describeCall, judgeSupportedVersions, judgeVersionAnswer, type PluginCall, SECTION, type VersionAnswer } from "./output.js";
 import { refusalChecks } from "./refusals.js";
+import type { CheckResult } from "./report.js";
 
 /** Runs the suite; resolves with every check's result (each also given to `report` as it finishes). */
 export async function runSuite(opts: SuiteOptions): Promise<CheckResult[]> {

@@ -11,17 +11,17 @@
  * crosses network namespaces) to the member in the demo's own namespace. Nothing on the real host changes.
  * @module
  */
-import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { parseConfList } from "#spec/config.js";
-import { toCurrentResult } from "#spec/result/index.js";
 import { CNIConfig, type RuntimeConf } from "#libcni/api.js";
-import { EtcdCluster, etcdMissing } from "./etcd-cluster.js";
+import { parseConfList } from "#spec/config.js";
 import { messageOf } from "#spec/errors.js";
+import { toCurrentResult } from "#spec/result/index.js";
+import { EtcdCluster, etcdMissing } from "./etcd-cluster.js";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 const BIN = path.join(ROOT, "dist/bin");

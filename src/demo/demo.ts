@@ -8,15 +8,15 @@
  * @module
  */
 import { execFileSync, spawn, spawnSync } from "node:child_process";
-import { connect } from "node:net";
 import { existsSync, mkdirSync, readdirSync, rmSync } from "node:fs";
+import { connect } from "node:net";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { parseConfList } from "#spec/config.js";
-import { marshalResult, toCurrentResult } from "#spec/result/index.js";
 import { CNIConfig, type RuntimeConf } from "#libcni/api.js";
 import { DEFAULT_BRIDGE, DEFAULT_NETWORK_NAME, defaultNetworkConfList } from "#runtime/default-network.js";
+import { parseConfList } from "#spec/config.js";
 import { messageOf } from "#spec/errors.js";
+import { marshalResult, toCurrentResult } from "#spec/result/index.js";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 const BIN = path.join(ROOT, "dist/bin");

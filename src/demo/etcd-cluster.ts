@@ -5,7 +5,7 @@
  * stopped by PID — never by name — and `stop()` leaves nothing running or on disk.
  * @module
  */
-import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import { closeSync, mkdirSync, openSync, readFileSync, rmSync } from "node:fs";
 import http from "node:http";
 import https from "node:https";

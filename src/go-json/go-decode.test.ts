@@ -6,8 +6,9 @@
  * into integer fields go through strconv.ParseInt/ParseUint and the field's size; a repeated key is decoded
  * again into the same field, so the last one wins (and structs and maps merge).
  */
-import { describe, test } from "node:test";
+
 import assert from "node:assert/strict";
+import { describe, test } from "node:test";
 import {
   any,
   bool,
@@ -15,6 +16,7 @@ import {
   decodeGo,
   float64,
   foldKey,
+  type GoType,
   hasMember,
   int,
   int32,
@@ -26,14 +28,13 @@ import {
   refine,
   string,
   struct,
+  uint8,
   uint16,
   uint32,
   uint64,
   withDefault,
-  uint8,
-  type GoType,
 } from "./go-decode.js";
-import { numberLiteral, parseJson, type JsonValue } from "./json.js";
+import { type JsonValue, numberLiteral, parseJson } from "./json.js";
 
 const Inner = struct("Inner", { a: int, b: int });
 const T = struct("T", {

@@ -21,7 +21,7 @@
  * validates it, so the decoded type is what code works with.
  * @module
  */
-import { isJsonObject, jsonKindName, numberLiteral, type JsonObject, type JsonValue } from "./json.js";
+import { isJsonObject, type JsonObject, type JsonValue, jsonKindName, numberLiteral } from "./json.js";
 
 /** A decoding error with Go's message; `path`, `value` and `want` say the same for tscni's own messages. */
 export class DecodeError extends Error {

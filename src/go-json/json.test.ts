@@ -1,5 +1,5 @@
-import { describe, test } from "node:test";
 import assert from "node:assert/strict";
+import { describe, test } from "node:test";
 import {
   cloneJson,
   compareBytes,
@@ -8,9 +8,9 @@ import {
   goQuoteList,
   goTypeName,
   isJsonObject,
+  JsonSyntaxError,
   jsonEqual,
   jsonKindName,
-  JsonSyntaxError,
   marshalJson,
   parseJson,
   quoteJsonString,

@@ -5,10 +5,11 @@
  * removes everything, even though the failing plugin's input is invalid. A main plugin added later gets a row in
  * MAIN_PLUGINS.
  */
-import { describe, test, after } from "node:test";
+
 import assert from "node:assert/strict";
 import { existsSync, readdirSync } from "node:fs";
 import path from "node:path";
+import { after, describe, test } from "node:test";
 import { Cleanup, OUR_BIN, runTag, skipReason } from "#testing/harness.js";
 import { containerIdOf, Host, ipIn, pluginDir } from "#testing/rig.js";
 

@@ -4,15 +4,16 @@
  * (tbf, ingress redirect, IFB), a TCP transfer between containers shows the limit really shapes traffic; the
  * differential test compares with Go's 1.1.1 plugin, qdisc by qdisc, and lets each CHECK the other's work.
  */
-import { describe, test, before, after } from "node:test";
+
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import { realpathSync } from "node:fs";
 import path from "node:path";
+import { after, before, describe, test } from "node:test";
+import { acceptedTbfBuffers, parsePsched, tbfParams } from "#net/tc.js";
+import { ifbName } from "#plugins/meta/bandwidth/config.js";
 import { Cleanup, GO_BIN, type Netns, OUR_BIN, runTag, skipReason } from "#testing/harness.js";
 import { cniError, containerIdOf, Host, pluginDir, type Result, type RunResult } from "#testing/rig.js";
-import { ifbName } from "#plugins/meta/bandwidth/config.js";
-import { acceptedTbfBuffers, parsePsched, tbfParams } from "#net/tc.js";
 
 const skip = skipReason(true);
 if (skip) console.log(`# skipping bandwidth integration tests: ${skip}`);

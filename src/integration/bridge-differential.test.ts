@@ -7,13 +7,14 @@
  * Known, deliberate differences (from upstream after 1.1.1): we set `keep_addr_on_down=1` on an interface
  * that gets IPv6 addresses, and print no `dns` key when there is no DNS (Go prints `"dns": {}`).
  */
-import { describe, test, before, after } from "node:test";
+
 import assert from "node:assert/strict";
 import { existsSync } from "node:fs";
 import path from "node:path";
+import { after, before, describe, test } from "node:test";
+import { attachmentComment, ipMasqChainName } from "#net/names.js";
 import { Cleanup, GO_BIN, type Netns, OUR_BIN, runTag, skipReason } from "#testing/harness.js";
 import { containerIdOf, Host, ipIn, MIXED_PATH, pingable, pluginDir, type Result } from "#testing/rig.js";
-import { attachmentComment, ipMasqChainName } from "#net/names.js";
 
 const skip = skipReason(true, existsSync(path.join(GO_BIN, "portmap")) ? undefined : "Go's portmap is not in /usr/lib/cni");
 if (skip) console.log(`# skipping bridge differential tests: ${skip}`);

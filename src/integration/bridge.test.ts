@@ -4,16 +4,17 @@
  * forwarding sysctls and firewall rules never touch the real host. IPAM is Go's host-local (a stable oracle)
  * unless a test says otherwise; the 1.1.0 case needs ours.
  */
-import { describe, test, before, after } from "node:test";
+
 import assert from "node:assert/strict";
-import { setTimeout as sleep } from "node:timers/promises";
 import { spawn, spawnSync } from "node:child_process";
 import { existsSync, readFileSync, readlinkSync, writeFileSync } from "node:fs";
 import path from "node:path";
+import { after, before, describe, test } from "node:test";
+import { setTimeout as sleep } from "node:timers/promises";
+import { nftIPMasqComment } from "#net/ipmasq.js";
+import { attachmentComment, ipMasqChainName } from "#net/names.js";
 import { Cleanup, GO_BIN, type Netns, OUR_BIN, runTag, skipReason } from "#testing/harness.js";
 import { cniError, containerIdOf, Host, ipIn, pingable, pluginDir, type Result } from "#testing/rig.js";
-import { ipMasqChainName, attachmentComment } from "#net/names.js";
-import { nftIPMasqComment } from "#net/ipmasq.js";
 
 const skip = skipReason(true);
 if (skip) console.log(`# skipping bridge integration tests: ${skip}`);

@@ -6,23 +6,24 @@
  * tscni's plugins in-process would; the shipped binary (dist/bin/cluster-ipam) is exec'd where its output and
  * exit codes are the point. Simulated nodes are `ipam.nodeName`s.
  */
-import { after, before, describe, test } from "node:test";
+
 import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import os from "node:os";
 import path from "node:path";
-import { spawnSync } from "node:child_process";
+import { after, before, describe, test } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
+import { runCnitool } from "#cnitool/cnitool.js";
+import { EtcdCluster, etcdMissing } from "#demo/etcd-cluster.js";
+import { parsePoolLocation } from "#plugins/ipam/cluster-ipam/config.js";
+import { EtcdClient, etcdRequestsSent } from "#plugins/ipam/cluster-ipam/etcd.js";
+import { add, check, del, gc, openStore, status } from "#plugins/ipam/cluster-ipam/main.js";
 import type { CmdArgs } from "#skel/skel.js";
 import { CniError } from "#spec/errors.js";
 import type { Result100 } from "#spec/result/types100.js";
-import { EtcdCluster, etcdMissing } from "#demo/etcd-cluster.js";
-import { add, check, del, gc, openStore, status } from "#plugins/ipam/cluster-ipam/main.js";
-import { parsePoolLocation } from "#plugins/ipam/cluster-ipam/config.js";
-import { EtcdClient, etcdRequestsSent } from "#plugins/ipam/cluster-ipam/etcd.js";
-import { runCnitool } from "#cnitool/cnitool.js";
 import { Cleanup, OUR_BIN, runTag, skipReason } from "#testing/harness.js";
 import { runPlugin } from "#testing/plugin-run.js";
 import { Host, ipIn, pluginDir } from "#testing/rig.js";

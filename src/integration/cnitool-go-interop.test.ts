@@ -3,12 +3,13 @@
  * host-local + portmap + tuning chain, a single 0.4.0 `.conf` network, and 20 parallel attachments.
  * The "host" side of every attachment is a namespace made by the test.
  */
-import { describe, test, before, after } from "node:test";
+
 import assert from "node:assert/strict";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
-import { CNITOOL, Cleanup, GO_BIN, type Netns, runTag, skipReason, writeJson } from "#testing/harness.js";
+import { after, before, describe, test } from "node:test";
 import { containerIdForNetns } from "#runtime/container-ids.js";
+import { Cleanup, CNITOOL, GO_BIN, type Netns, runTag, skipReason, writeJson } from "#testing/harness.js";
 
 const skip = skipReason(true);
 if (skip) console.log(`# skipping cnitool/Go interop tests: ${skip}`);

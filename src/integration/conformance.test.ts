@@ -9,12 +9,13 @@
  * (TSCNI_RESIDENT=exec); the resident pass skips this file, as the runner's calls come from a namespace of its own,
  * which no resident server serves.
  */
-import { describe, test, after } from "node:test";
+
 import assert from "node:assert/strict";
 import { spawn, spawnSync } from "node:child_process";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
-import { CNITOOL, Cleanup, GO_BIN, OUR_BIN, TEST_BIN, missing, runCommand, runTag, skipReason, writeJson } from "#testing/harness.js";
+import { after, describe, test } from "node:test";
+import { Cleanup, CNITOOL, GO_BIN, missing, OUR_BIN, runCommand, runTag, skipReason, TEST_BIN, writeJson } from "#testing/harness.js";
 import { linkKindMissing } from "#testing/kernel.js";
 import { RESIDENT_PASS } from "#testing/resident-host.js";
 

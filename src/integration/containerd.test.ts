@@ -7,18 +7,19 @@
  * Debian's Go plugins, to tell a harness problem from ours. Skips when containerd, runc or a static-linking gcc
  * (for the sandbox image's pause program) is missing.
  */
-import { describe, test, before, after } from "node:test";
+
 import assert from "node:assert/strict";
-import { spawn, type ChildProcess } from "node:child_process";
+import { type ChildProcess, spawn } from "node:child_process";
 import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
+import { after, before, describe, test } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
-import { readCommandLog, stdinOf } from "#testing/plugins/noop-debug.js";
+import { buildPauseImage, containerdSkipReason, linkPluginDir, PrivateContainerd, type SandboxNetns } from "#testing/containerd.js";
 import type { PodSandboxConfig } from "#testing/cri-client.js";
-import { PrivateContainerd, buildPauseImage, containerdSkipReason, linkPluginDir, type SandboxNetns } from "#testing/containerd.js";
-import { Cleanup, type Netns, OUR_BIN, TEST_BIN, runCommand, runTag } from "#testing/harness.js";
-import { RESIDENT_PASS, startResidentHost } from "#testing/resident-host.js";
 import { docSnippet } from "#testing/doc-snippets.js";
+import { Cleanup, type Netns, OUR_BIN, runCommand, runTag, TEST_BIN } from "#testing/harness.js";
+import { readCommandLog, stdinOf } from "#testing/plugins/noop-debug.js";
+import { RESIDENT_PASS, startResidentHost } from "#testing/resident-host.js";
 
 const skip = containerdSkipReason();
 if (skip) console.log(`# skipping containerd tests: ${skip}`);

@@ -15,18 +15,19 @@
  * (`unshare -m`, which sees no namespace made after it started) that opens what callers name through their roots.
  * Every process is stopped by its PID; namespaces and files are removed.
  */
-import { describe, test, before, beforeEach, after } from "node:test";
+
 import assert from "node:assert/strict";
-import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import { chmodSync, chownSync, existsSync, linkSync, lstatSync, mkdirSync, readdirSync, readFileSync, symlinkSync } from "node:fs";
 import net from "node:net";
 import path from "node:path";
+import { after, before, beforeEach, describe, test } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
-import { Cleanup, GO_BIN, type Netns, OUR_BIN, runTag, skipReason, missing } from "#testing/harness.js";
-import type { PluginRun } from "#testing/plugin-run.js";
-import { pinMountNamespace } from "#testing/pinned-mount.js";
-import { Host } from "#testing/rig.js";
 import { leaseFileName } from "#plugins/ipam/dhcp/lease-file.js";
+import { Cleanup, GO_BIN, missing, type Netns, OUR_BIN, runTag, skipReason } from "#testing/harness.js";
+import { pinMountNamespace } from "#testing/pinned-mount.js";
+import type { PluginRun } from "#testing/plugin-run.js";
+import { Host } from "#testing/rig.js";
 
 const dhcpBinary = path.join(OUR_BIN, "dhcp");
 const standalone = existsSync(dhcpBinary) && !spawnSync("readlink", ["-f", dhcpBinary], { encoding: "utf8" }).stdout.trim().endsWith(".js");

@@ -13,17 +13,18 @@
  * family of one client) rolled back, in both directions.
  * The daemon and its callers share the host namespace and one pinned mount namespace, as in dhcp.test.ts.
  */
-import { describe, test, before, after } from "node:test";
+
 import assert from "node:assert/strict";
-import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
+import { after, before, describe, test } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
-import { Cleanup, type Netns, OUR_BIN, runTag, skipReason, missing } from "#testing/harness.js";
-import type { PluginRun } from "#testing/plugin-run.js";
-import { pinMountNamespace } from "#testing/pinned-mount.js";
-import { Host } from "#testing/rig.js";
 import { leaseFileName } from "#plugins/ipam/dhcp/lease-file.js";
+import { Cleanup, missing, type Netns, OUR_BIN, runTag, skipReason } from "#testing/harness.js";
+import { pinMountNamespace } from "#testing/pinned-mount.js";
+import type { PluginRun } from "#testing/plugin-run.js";
+import { Host } from "#testing/rig.js";
 
 const dhcpBinary = path.join(OUR_BIN, "dhcp");
 const standalone = existsSync(dhcpBinary) && !spawnSync("readlink", ["-f", dhcpBinary], { encoding: "utf8" }).stdout.trim().endsWith(".js");

@@ -10,16 +10,17 @@
  * default /run/containers/cni/dnsname), and whatever a failed test leaves (dnsmasq processes, directories) is
  * removed at the end.
  */
-import { describe, test, before, after } from "node:test";
+
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import { existsSync, readdirSync, readFileSync, rmdirSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
+import { after, before, describe, test } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
-import { Cleanup, GO_BIN, OUR_BIN, runTag, skipReason, type Netns } from "#testing/harness.js";
-import { cniError, containerIdOf, Host, pluginDir, type AttachEnv, type Result, type RunResult } from "#testing/rig.js";
-import { chainAdd, runPlugin, type ChainEnv, type ChainList } from "#testing/chain.js";
 import { DEFAULT_BASE_DIR } from "#plugins/meta/dnsname/state.js";
+import { type ChainEnv, type ChainList, chainAdd, runPlugin } from "#testing/chain.js";
+import { Cleanup, GO_BIN, type Netns, OUR_BIN, runTag, skipReason } from "#testing/harness.js";
+import { type AttachEnv, cniError, containerIdOf, Host, pluginDir, type Result, type RunResult } from "#testing/rig.js";
 
 const BUSYBOX = "/bin/busybox";
 const GO_DNSNAME = path.join(GO_BIN, "dnsname");

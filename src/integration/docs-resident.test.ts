@@ -5,15 +5,16 @@
  * systemd socket activation install with units written into a private /etc/systemd/system (systemctl stubbed: no
  * systemd runs here; the units themselves are verified in resident.test.ts). Run once, in the exec pass.
  */
-import { describe, test, after } from "node:test";
+
 import assert from "node:assert/strict";
-import { existsSync, mkdirSync, readFileSync, writeFileSync, chmodSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
+import { after, describe, test } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
+import { docSnippet, substitute } from "#testing/doc-snippets.js";
 import { Cleanup, OUR_BIN, ROOT, runCommand, skipReason } from "#testing/harness.js";
 import { RESIDENT_PASS } from "#testing/resident-host.js";
 import { killServers } from "#testing/servers.js";
-import { docSnippet, substitute } from "#testing/doc-snippets.js";
 
 const DOC = "docs/resident.md";
 const skip = RESIDENT_PASS

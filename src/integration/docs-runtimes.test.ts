@@ -7,14 +7,15 @@
  * podman.test.ts; the manifest's Kubernetes shape is checked in src/docs-snippets.test.ts, and the real image run
  * with these arguments in src/cli/image.integration.test.ts. Run once, in the exec pass.
  */
-import { describe, test, after } from "node:test";
+
 import assert from "node:assert/strict";
-import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync, chmodSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
+import { after, describe, test } from "node:test";
+import { PROGRAM_NAMES } from "#plugins/catalog.js";
+import { docSnippet, type ParsedDoc, parseSnippet, substitute } from "#testing/doc-snippets.js";
 import { Cleanup, OUR_BIN, ROOT, runCommand, skipReason } from "#testing/harness.js";
 import { RESIDENT_PASS } from "#testing/resident-host.js";
-import { docSnippet, parseSnippet, substitute, type ParsedDoc } from "#testing/doc-snippets.js";
-import { PROGRAM_NAMES } from "#plugins/catalog.js";
 
 const DOC = "docs/runtimes.md";
 const skip = RESIDENT_PASS

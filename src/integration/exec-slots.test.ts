@@ -7,12 +7,13 @@
  * bound is off rather than held by anyone but root (a directory or slot file that is not root's alone, a link,
  * a caller that is not root).
  */
-import { describe, test, after } from "node:test";
+
 import assert from "node:assert/strict";
 import { type ChildProcess, spawn } from "node:child_process";
 import { chmodSync, chownSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import { after, describe, test } from "node:test";
 import { OUR_BIN } from "#testing/harness.js";
 
 const launcherBuilt = existsSync(path.join(OUR_BIN, "..", "tscni"));

@@ -5,15 +5,16 @@
  * firewall (cniVersion 1.0.0): identical filter tables for the same container ID, each one's DEL removes the
  * other's rules and each CHECK accepts the other's.
  */
-import { describe, test, before, after } from "node:test";
+
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import { existsSync, readdirSync } from "node:fs";
 import path from "node:path";
+import { after, before, describe, test } from "node:test";
+import { nftAttachmentComment } from "#plugins/meta/firewall/nftables.js";
+import { type ChainList, chainAdd, chainRun, runPlugin } from "#testing/chain.js";
 import { Cleanup, GO_BIN, OUR_BIN, runTag, skipReason } from "#testing/harness.js";
 import { cniError, containerIdOf, Host, pingable, pluginDir, type Result } from "#testing/rig.js";
-import { chainAdd, chainRun, runPlugin, type ChainList } from "#testing/chain.js";
-import { nftAttachmentComment } from "#plugins/meta/firewall/nftables.js";
 
 const skip = skipReason(true);
 if (skip) console.log(`# skipping firewall integration tests: ${skip}`);

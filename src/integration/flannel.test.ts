@@ -6,10 +6,11 @@
  * the node's subnet changed; bad subnet files and delegate overrides are CNI errors naming what is wrong; a failed
  * delegate ADD leaves nothing. A mixed chain delegates to Debian's Go bridge and host-local.
  */
-import { describe, test, after } from "node:test";
+
 import assert from "node:assert/strict";
 import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
+import { after, describe, test } from "node:test";
 import { Cleanup, GO_BIN, OUR_BIN, runTag, skipReason } from "#testing/harness.js";
 import { cniError, containerIdOf, Host, ipIn, pingable, pluginDir, type Result } from "#testing/rig.js";
 

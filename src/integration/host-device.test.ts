@@ -11,11 +11,12 @@
  * Against Debian's Go 1.1.1 host-device: the same config gives the same container view and result shape, each
  * one's DEL returns what the other's ADD moved, and ours works with Go's host-local.
  */
-import { describe, test, after } from "node:test";
+
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
 import { existsSync, readdirSync } from "node:fs";
 import path from "node:path";
+import { after, describe, test } from "node:test";
 import { Cleanup, GO_BIN, type Netns, OUR_BIN, runTag, skipReason } from "#testing/harness.js";
 import { cniError, containerIdOf, Host, ipIn, pingable, pluginDir, type Result } from "#testing/rig.js";
 

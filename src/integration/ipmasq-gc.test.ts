@@ -2,12 +2,13 @@
  * GC of bridge ipMasq rules with the iptables backend (neither Go nor upstream has it): the masquerading of
  * attachments missing from `cni.dev/valid-attachments` goes, that of valid ones stays.
  */
-import { describe, test, after } from "node:test";
+
 import assert from "node:assert/strict";
 import path from "node:path";
-import { Cleanup, OUR_BIN, runTag, skipReason } from "#testing/harness.js";
-import { Host, containerIdOf } from "#testing/rig.js";
+import { after, describe, test } from "node:test";
 import { ipMasqChainName } from "#net/names.js";
+import { Cleanup, OUR_BIN, runTag, skipReason } from "#testing/harness.js";
+import { containerIdOf, Host } from "#testing/rig.js";
 
 const skip = skipReason();
 if (skip) console.log(`# skipping ipMasq GC tests: ${skip}`);

@@ -6,12 +6,13 @@
  * (one CNI error naming the key), and DEL with the netns, the link or vlan's master gone. Below the kernel,
  * the requests these plugins send are pinned byte for byte to iproute2's (src/net/rtnetlink-messages.test.ts).
  */
-import { describe, test, after } from "node:test";
+
 import assert from "node:assert/strict";
-import { Cleanup, OUR_BIN, runTag, skipReason, type Netns } from "#testing/harness.js";
-import { cniError, Host, ipIn, pingable, type Result } from "#testing/rig.js";
+import { after, describe, test } from "node:test";
 import { ALL_VERSIONS } from "#spec/versions.js";
-import { linkKindMissing, type LinkKind } from "#testing/kernel.js";
+import { Cleanup, type Netns, OUR_BIN, runTag, skipReason } from "#testing/harness.js";
+import { type LinkKind, linkKindMissing } from "#testing/kernel.js";
+import { cniError, Host, ipIn, pingable, type Result } from "#testing/rig.js";
 
 const skip = skipReason();
 if (skip) console.log(`# skipping ipvlan/vlan/dummy integration tests: ${skip}`);

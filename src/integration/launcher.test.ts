@@ -7,7 +7,7 @@
  * A stdin that cannot be read, a call missing a variable and a server that dies mid-call give the error
  * documents a Go plugin would print. No namespace is touched (flannel only renders and delegates).
  */
-import { describe, test, after } from "node:test";
+
 import assert from "node:assert/strict";
 import { spawn, spawnSync } from "node:child_process";
 import {
@@ -26,6 +26,7 @@ import {
 } from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import { after, describe, test } from "node:test";
 import { missing, OUR_BIN } from "#testing/harness.js";
 import { standInServer } from "#testing/stand-in-server.js";
 

@@ -2,10 +2,11 @@
  * The loopback plugin in real namespaces: our binary run directly (and once through cnitool), with Go's
  * loopback as the reference for the 1.0.0 result. Runs inside a test-made "host" namespace.
  */
-import { describe, test, after } from "node:test";
+
 import assert from "node:assert/strict";
 import { existsSync } from "node:fs";
 import path from "node:path";
+import { after, describe, test } from "node:test";
 import { Cleanup, GO_BIN, type Netns, OUR_BIN, runTag, skipReason } from "#testing/harness.js";
 import { cniError, Host, ipIn, type Result } from "#testing/rig.js";
 

@@ -9,11 +9,12 @@
  * `ndisc_notify` (upstream does since 1.2), and we set `keep_addr_on_down=1` on an interface that gets IPv6
  * addresses and print no `dns` key when there is no DNS (Go prints `"dns": {}`).
  */
-import { describe, test, after } from "node:test";
+
 import assert from "node:assert/strict";
 import { existsSync } from "node:fs";
 import path from "node:path";
-import { Cleanup, GO_BIN, OUR_BIN, runTag, skipReason, type Netns } from "#testing/harness.js";
+import { after, describe, test } from "node:test";
+import { Cleanup, GO_BIN, type Netns, OUR_BIN, runTag, skipReason } from "#testing/harness.js";
 import { Host, ipIn, pingable, pluginDir, type Result } from "#testing/rig.js";
 
 const skip = skipReason(

@@ -6,9 +6,10 @@
  * netns gone. L2 mode, `linkInContainer`, the default route's interface as master, the MAC from the runtime,
  * and bad configs (one CNI error naming the key, nothing changed) too.
  */
-import { describe, test, after } from "node:test";
+
 import assert from "node:assert/strict";
-import { Cleanup, OUR_BIN, runTag, skipReason, type Netns } from "#testing/harness.js";
+import { after, describe, test } from "node:test";
+import { Cleanup, type Netns, OUR_BIN, runTag, skipReason } from "#testing/harness.js";
 import { cniError, containerIdOf, Host, ipIn, pingable } from "#testing/rig.js";
 
 const skip = skipReason();

@@ -8,12 +8,13 @@
  * a failed ADD removes the endpoints it made.
  * Skips, with the reason, when the kernel has no MPTCP.
  */
-import { describe, test, after } from "node:test";
+
 import assert from "node:assert/strict";
 import { spawn, spawnSync } from "node:child_process";
 import path from "node:path";
+import { after, describe, test } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
-import { Cleanup, missing, OUR_BIN, runTag, skipReason, type Netns } from "#testing/harness.js";
+import { Cleanup, missing, type Netns, OUR_BIN, runTag, skipReason } from "#testing/harness.js";
 import { containerIdOf, Host, type Result } from "#testing/rig.js";
 
 type Json = Record<string, unknown>;

@@ -7,15 +7,16 @@
  * input names the value and writes nothing. CNI_PATH starts with a stand-in `dnsname` (the recorder test plugin),
  * so networks get dnsname as podman writes them and every call it gets is recorded.
  */
-import { describe, test, before, after } from "node:test";
+
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import { existsSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { CNITOOL, Cleanup, Netns, OUR_BIN, runCommand, runTag, skipReason } from "#testing/harness.js";
-import { Host, pingable } from "#testing/rig.js";
-import { installRecorder, readRecordedCalls } from "#testing/plugins/recorder-log.js";
+import { after, before, describe, test } from "node:test";
 import { DEFAULT_DATA_DIR } from "#plugins/ipam/host-local/config.js";
+import { Cleanup, CNITOOL, Netns, OUR_BIN, runCommand, runTag, skipReason } from "#testing/harness.js";
+import { installRecorder, readRecordedCalls } from "#testing/plugins/recorder-log.js";
+import { Host, pingable } from "#testing/rig.js";
 
 const skip = skipReason();
 if (skip) console.log(`# skipping network/pod command tests: ${skip}`);

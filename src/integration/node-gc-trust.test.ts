@@ -9,15 +9,16 @@
  * process (`sleep`) is in its namespace, and removed with `--delete-occupied`.
  * Plugin calls run in exec mode in both passes: the subject is whom GC believes, not how plugins are served.
  */
-import { describe, test, before, after } from "node:test";
+
 import assert from "node:assert/strict";
-import { spawn, type ChildProcess } from "node:child_process";
+import { type ChildProcess, spawn } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
+import { after, before, describe, test } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
 import { CAPLESS, USERNS_ROOT } from "#testing/confinement.js";
 import { startFakeCri } from "#testing/fake-cri.js";
-import { CNITOOL, Cleanup, type Netns, OUR_BIN, ROOT, runTag, skipReason } from "#testing/harness.js";
+import { Cleanup, CNITOOL, type Netns, OUR_BIN, ROOT, runTag, skipReason } from "#testing/harness.js";
 
 // The rule reads the listener's credentials through Bun's FFI: the Node build refuses every runtime.
 const skip = skipReason(false, fs.realpathSync(CNITOOL).endsWith("/cli/main.js") ? "cnitool is the Node build (no peer rule)" : undefined);

@@ -11,15 +11,16 @@
  * address without a cache entry, while the running sandbox keeps everything; a second run finds nothing to remove.
  * Skips when containerd, runc or a static-linking gcc is missing.
  */
-import { describe, test, before, after } from "node:test";
+
 import assert from "node:assert/strict";
 import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
+import { after, before, describe, test } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
-import { readCommandLog, stdinOf, writeDebug } from "#testing/plugins/noop-debug.js";
+import { buildPauseImage, containerdSkipReason, linkPluginDir, PrivateContainerd } from "#testing/containerd.js";
 import type { PodSandboxConfig } from "#testing/cri-client.js";
-import { PrivateContainerd, buildPauseImage, containerdSkipReason, linkPluginDir } from "#testing/containerd.js";
-import { Cleanup, CNITOOL, type Netns, OUR_BIN, TEST_BIN, runCommand, runTag } from "#testing/harness.js";
+import { Cleanup, CNITOOL, type Netns, OUR_BIN, runCommand, runTag, TEST_BIN } from "#testing/harness.js";
+import { readCommandLog, stdinOf, writeDebug } from "#testing/plugins/noop-debug.js";
 import { RESIDENT_PASS, startResidentHost } from "#testing/resident-host.js";
 
 const skip = containerdSkipReason();

@@ -4,14 +4,15 @@
  * call is or is not served, with or without a server, on the socket TSCNI_RESIDENT_SOCKET names; a server started
  * with self-repair off and a memory cap says so; a plugin run without privilege says it needs root.
  */
-import { describe, test, after } from "node:test";
+
 import assert from "node:assert/strict";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
+import { after, describe, test } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
+import { docSnippet, substitute } from "#testing/doc-snippets.js";
 import { Cleanup, OUR_BIN, ROOT, runCommand, skipReason } from "#testing/harness.js";
 import { serverPids, socketDirs } from "#testing/servers.js";
-import { docSnippet, substitute } from "#testing/doc-snippets.js";
 
 const skip = skipReason(false, existsSync(path.join(ROOT, "dist/tscni")) ? undefined : "the C launcher is not built (no C compiler?)");
 if (skip) console.log(`# skipping the node mode tests: ${skip}`);

@@ -9,15 +9,16 @@
  * - libcni (cnitool) with a cached result holding null entries: CHECK fails with a message or passes, DEL runs
  *   every plugin and the attachment is gone.
  */
-import { describe, test, before, after } from "node:test";
+
 import assert from "node:assert/strict";
-import path from "node:path";
 import { readdirSync, readFileSync, writeFileSync } from "node:fs";
-import { Cleanup, OUR_BIN, runTag, skipReason, type Netns } from "#testing/harness.js";
-import { Host } from "#testing/rig.js";
+import path from "node:path";
+import { after, before, describe, test } from "node:test";
 import { checkErrorOutput } from "#testing/bad-input.js";
+import { Cleanup, type Netns, OUR_BIN, runTag, skipReason } from "#testing/harness.js";
 import { linkKindMissing } from "#testing/kernel.js";
 import { nullResults } from "#testing/null-results.js";
+import { Host } from "#testing/rig.js";
 
 const skip = skipReason();
 const linksOf = (ns: Netns): string[] => (ns.ipJson(["link", "show"]) as Array<{ ifname: string }>).map((l) => l.ifname);

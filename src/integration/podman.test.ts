@@ -5,15 +5,16 @@
  * host's cgroup mounts kept (runc needs them). TSCNI_PODMAN_PLUGIN_DIR=/usr/lib/cni runs the same test against
  * Go's plugins, to tell a harness problem from ours.
  */
-import { describe, test, before, after } from "node:test";
+
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import { chmodSync, copyFileSync, existsSync, mkdirSync, readdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { Cleanup, type Netns, OUR_BIN, runCommand, runTag, skipReason } from "#testing/harness.js";
-import { RESIDENT_PASS, startResidentHost, type ResidentHost } from "#testing/resident-host.js";
+import { after, before, describe, test } from "node:test";
 import { DEFAULT_DATA_DIR } from "#plugins/ipam/host-local/config.js";
 import { docSnippet, substitute } from "#testing/doc-snippets.js";
+import { Cleanup, type Netns, OUR_BIN, runCommand, runTag, skipReason } from "#testing/harness.js";
+import { RESIDENT_PASS, type ResidentHost, startResidentHost } from "#testing/resident-host.js";
 
 const CACHE = "/var/lib/cni/results";
 

@@ -6,15 +6,16 @@
  * configs). The Go 1.1.1 portmap is the oracle: the same chain leaves byte-identical `iptables-save -t nat`
  * output, and each implementation's DEL removes the other's rules.
  */
-import { describe, test, after } from "node:test";
+
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
+import { after, describe, test } from "node:test";
+import { dnatChainName } from "#plugins/meta/portmap/iptables.js";
 import { Cleanup, GO_BIN, type Netns, OUR_BIN, runTag, skipReason } from "#testing/harness.js";
 import { fetchFrom, startHelloServer } from "#testing/published-port.js";
 import { cniError, containerIdOf, Host, type Result } from "#testing/rig.js";
-import { dnatChainName } from "#plugins/meta/portmap/iptables.js";
 
 const skip = skipReason(true, existsSync(path.join(OUR_BIN, "portmap")) ? undefined : "dist/bin/portmap is not built");
 if (skip) console.log(`# skipping portmap integration tests: ${skip}`);

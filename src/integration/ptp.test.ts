@@ -4,14 +4,15 @@
  * real host). IPAM is host-local from CNI_PATH=dist/bin:/usr/lib/cni (ours when built, else Go's).
  * A differential test runs Go's /usr/lib/cni/ptp on the same conflist and compares what each leaves.
  */
-import { describe, test, before, after } from "node:test";
+
 import assert from "node:assert/strict";
 import { existsSync, rmSync, symlinkSync } from "node:fs";
 import path from "node:path";
+import { after, before, describe, test } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
-import { Cleanup, GO_BIN, type Netns, OUR_BIN, runTag, skipReason } from "#testing/harness.js";
-import { Host, MIXED_PATH, type Iface, type IPConf, type Result } from "#testing/rig.js";
 import { containerIdForNetns } from "#runtime/container-ids.js";
+import { Cleanup, GO_BIN, type Netns, OUR_BIN, runTag, skipReason } from "#testing/harness.js";
+import { Host, type Iface, type IPConf, MIXED_PATH, type Result } from "#testing/rig.js";
 
 const skip = skipReason(true, existsSync(path.join(GO_BIN, "ptp")) ? undefined : "Go's ptp is not in /usr/lib/cni");
 if (skip) console.log(`# skipping ptp integration tests: ${skip}`);

@@ -18,18 +18,19 @@
  * Skips when containerd, runc or a static-linking gcc is missing; the resident pass skips it (it runs its own
  * server, in the default mode).
  */
-import { describe, test, before, after } from "node:test";
+
 import assert from "node:assert/strict";
-import { existsSync, mkdirSync, readdirSync, rmSync, truncateSync, utimesSync, writeFileSync } from "node:fs";
 import { spawnSync } from "node:child_process";
+import { existsSync, mkdirSync, readdirSync, rmSync, truncateSync, utimesSync, writeFileSync } from "node:fs";
 import path from "node:path";
+import { after, before, describe, test } from "node:test";
+import { bootTimeMs } from "#sys/boot.js";
+import { buildPauseImage, containerdSkipReason, linkPluginDir, PrivateContainerd } from "#testing/containerd.js";
 import type { PodSandboxConfig } from "#testing/cri-client.js";
-import { PrivateContainerd, buildPauseImage, containerdSkipReason, linkPluginDir } from "#testing/containerd.js";
 import { Cleanup, CNITOOL, GO_BIN, type Netns, OUR_BIN, runTag } from "#testing/harness.js";
 import { ManagerClient } from "#testing/manager-client.js";
 import { RESIDENT_PASS } from "#testing/resident-host.js";
 import { killServers, serverPids } from "#testing/servers.js";
-import { bootTimeMs } from "#sys/boot.js";
 
 const PODS = 20;
 const MANAGER_PODS = 10;

@@ -11,24 +11,25 @@
  *   values and symlinks are refused or contained (no file outside the state dirs); the file modes of the store,
  *   the cache and the tuning backups are Go's or stricter.
  */
-import { describe, test, before, after } from "node:test";
+
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync } from "node:fs";
 import path from "node:path";
+import { after, before, describe, test } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
 import fc from "fast-check";
-import { Cleanup, OUR_BIN, runTag, skipReason, type Netns } from "#testing/harness.js";
-import { Host, ipIn, type Result } from "#testing/rig.js";
-import { badConfigs, checkErrorOutput, FUZZ_SEED } from "#testing/bad-input.js";
-import { SAMPLES } from "#testing/plugin-samples.js";
-import { PLUGINS } from "#plugins/registry.js";
-import { RESIDENT_PASS } from "#testing/resident-host.js";
-import { linkKindMissing } from "#testing/kernel.js";
-import { DEFAULT_DATA_DIR as HOST_LOCAL_DEFAULT_DIR } from "#plugins/ipam/host-local/config.js";
-import { DEFAULT_DATA_DIR as FIREWALL_DEFAULT_DIR } from "#plugins/meta/firewall/config.js";
-import { baseDir as dnsnameBaseDir } from "#plugins/meta/dnsname/state.js";
 import type { JsonValue } from "#go-json/json.js";
+import { DEFAULT_DATA_DIR as HOST_LOCAL_DEFAULT_DIR } from "#plugins/ipam/host-local/config.js";
+import { baseDir as dnsnameBaseDir } from "#plugins/meta/dnsname/state.js";
+import { DEFAULT_DATA_DIR as FIREWALL_DEFAULT_DIR } from "#plugins/meta/firewall/config.js";
+import { PLUGINS } from "#plugins/registry.js";
+import { badConfigs, checkErrorOutput, FUZZ_SEED } from "#testing/bad-input.js";
+import { Cleanup, type Netns, OUR_BIN, runTag, skipReason } from "#testing/harness.js";
+import { linkKindMissing } from "#testing/kernel.js";
+import { SAMPLES } from "#testing/plugin-samples.js";
+import { RESIDENT_PASS } from "#testing/resident-host.js";
+import { Host, ipIn, type Result } from "#testing/rig.js";
 
 const skip = skipReason();
 /** Generated cases per plugin through the binaries (the in-process tests run 500 each). */

@@ -8,15 +8,16 @@
  * the attachment. A resident server (`cnitool daemon`) repairs a flush by itself: within its `--repair-interval`,
  * and on firewalld's `Reloaded` signal on a private D-Bus (`--repair-interval 0`).
  */
-import { describe, test, before, after } from "node:test";
+
 import assert from "node:assert/strict";
-import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
+import { after, before, describe, test } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
-import { CNITOOL, Cleanup, GO_BIN, OUR_BIN, runTag, skipReason, type Netns } from "#testing/harness.js";
-import { containerIdOf, Host, type AttachEnv, type Result } from "#testing/rig.js";
+import { Cleanup, CNITOOL, GO_BIN, type Netns, OUR_BIN, runTag, skipReason } from "#testing/harness.js";
 import { fetchFrom, startHelloServer } from "#testing/published-port.js";
+import { type AttachEnv, containerIdOf, Host, type Result } from "#testing/rig.js";
 
 const DNSMASQ = "/usr/sbin/dnsmasq";
 const HAVE_DNSMASQ = existsSync(DNSMASQ);

@@ -6,11 +6,12 @@
  * build takes over from an old server without a failed call. The calls name a socket of the test's (a server is
  * started for them in their own namespaces); none is started on the node's socket for a caller outside the node's.
  */
-import { describe, test, after } from "node:test";
+
 import assert from "node:assert/strict";
 import { spawn, spawnSync } from "node:child_process";
-import { copyFileSync, existsSync, readdirSync, readFileSync, readlinkSync, writeFileSync, mkdirSync, renameSync, chmodSync } from "node:fs";
+import { chmodSync, copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, readlinkSync, renameSync, writeFileSync } from "node:fs";
 import path from "node:path";
+import { after, describe, test } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
 import { Cleanup, OUR_BIN, ROOT, runCommand, skipReason } from "#testing/harness.js";
 import { killServers, serverPids } from "#testing/servers.js";

@@ -3,15 +3,16 @@
  * stand-in gRPC server here) and logs what it did; a stale attachment goes within an interval, one the runtime knows
  * stays; SIGTERM stops it. Bad node GC flags stop the daemon before it serves anything.
  */
-import { describe, test, after } from "node:test";
+
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
+import { after, describe, test } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
 import { writeCacheEntry } from "#libcni/cache.js";
 import { startFakeCri } from "#testing/fake-cri.js";
-import { CNITOOL, Cleanup, TEST_BIN, runCommand, skipReason } from "#testing/harness.js";
+import { Cleanup, CNITOOL, runCommand, skipReason, TEST_BIN } from "#testing/harness.js";
 import { writeDebug } from "#testing/plugins/noop-debug.js";
 
 const skip = skipReason();

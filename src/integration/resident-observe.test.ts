@@ -5,16 +5,17 @@
  * failure is logged with it; the server's metrics, read with `cnitool daemon metrics` and over HTTP
  * (`--metrics-address`), count known calls: ADDs, errors of code 7 and a refused caller.
  */
-import { describe, test, before, after } from "node:test";
+
 import assert from "node:assert/strict";
-import { spawn, type ChildProcess } from "node:child_process";
+import { type ChildProcess, spawn } from "node:child_process";
 import { existsSync, writeFileSync } from "node:fs";
 import path from "node:path";
+import { after, before, describe, test } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
-import { Cleanup, CNITOOL, OUR_BIN, ROOT, runCommand, runTag, skipReason } from "#testing/harness.js";
-import { failRecorder, installEnvRecorder, recordedEnv, RECORDER_RESULT, resetRecorder } from "#testing/env-recorder.js";
-import { Host } from "#testing/rig.js";
 import { rawHelloScript } from "#testing/confinement.js";
+import { failRecorder, installEnvRecorder, RECORDER_RESULT, recordedEnv, resetRecorder } from "#testing/env-recorder.js";
+import { Cleanup, CNITOOL, OUR_BIN, ROOT, runCommand, runTag, skipReason } from "#testing/harness.js";
+import { Host } from "#testing/rig.js";
 
 const skip = skipReason(false, existsSync(path.join(ROOT, "dist/tscni")) ? undefined : "the C launcher is not built (no C compiler?)");
 if (skip) console.log(`# skipping observability tests: ${skip}`);

@@ -7,12 +7,13 @@
  * link; floods of silent, slow or huge requests do not keep other callers from an answer; a peer that is no
  * longer the process that connected is refused.
  */
-import { describe, test, before, after } from "node:test";
+
 import assert from "node:assert/strict";
-import { spawn, type ChildProcess } from "node:child_process";
+import { type ChildProcess, spawn } from "node:child_process";
 import { chmodSync, chownSync, existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
 import net from "node:net";
 import path from "node:path";
+import { after, before, describe, test } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
 import { Cleanup, OUR_BIN, ROOT, runCommand, runTag, skipReason } from "#testing/harness.js";
 import { Host } from "#testing/rig.js";

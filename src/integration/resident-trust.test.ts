@@ -9,17 +9,18 @@
  * stalls nothing; files made for a call follow the caller's umask; an auto-started server lives in a cgroup of
  * its own and survives the kill of every process of the cgroup that started it.
  */
-import { describe, test, after, before } from "node:test";
+
 import assert from "node:assert/strict";
-import { spawn, spawnSync, type ChildProcess } from "node:child_process";
-import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync, rmdirSync } from "node:fs";
+import { type ChildProcess, spawn, spawnSync } from "node:child_process";
+import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, rmdirSync, statSync, writeFileSync } from "node:fs";
 import path from "node:path";
+import { after, before, describe, test } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
+import { hierarchies, ownCgroupName } from "#resident/own-cgroup.js";
+import { CAPLESS, NO_NEW_PRIVS, rawHelloScript, seccompNoSetns, USERNS_ROOT } from "#testing/confinement.js";
 import { Cleanup, CNITOOL, OUR_BIN, ROOT, runCommand, runTag, skipReason } from "#testing/harness.js";
 import { Host } from "#testing/rig.js";
-import { CAPLESS, NO_NEW_PRIVS, rawHelloScript, seccompNoSetns, USERNS_ROOT } from "#testing/confinement.js";
 import { killServers, serverPids, startServer } from "#testing/servers.js";
-import { hierarchies, ownCgroupName } from "#resident/own-cgroup.js";
 
 const skip = skipReason(false, existsSync(path.join(ROOT, "dist/tscni")) ? undefined : "the C launcher is not built (no C compiler?)");
 if (skip) console.log(`# skipping resident trust tests: ${skip}`);

@@ -6,16 +6,17 @@
  * once; a server killed during a call gives the caller CNI error 999 and the call never runs twice; a call that
  * hangs past the timeout fails alone.
  */
-import { describe, test, before, after } from "node:test";
+
 import assert from "node:assert/strict";
-import { spawn, type ChildProcess } from "node:child_process";
+import { type ChildProcess, spawn } from "node:child_process";
 import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import { after, before, describe, test } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
-import { Cleanup, OUR_BIN, ROOT, runCommand, runTag, skipReason, type Netns } from "#testing/harness.js";
-import { Host, ipIn } from "#testing/rig.js";
 import { rawHelloScript } from "#testing/confinement.js";
+import { Cleanup, type Netns, OUR_BIN, ROOT, runCommand, runTag, skipReason } from "#testing/harness.js";
+import { Host, ipIn } from "#testing/rig.js";
 
 const skip = skipReason(false, existsSync(path.join(ROOT, "dist/tscni")) ? undefined : "the C launcher is not built (no C compiler?)");
 if (skip) console.log(`# skipping resident-mode tests: ${skip}`);

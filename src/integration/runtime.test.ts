@@ -6,15 +6,16 @@
  * from the cache after the config file is deleted; GC removes a stale attachment's address and rules; the `aliases`
  * capability reaches a plugin that declares it, with the pod's name in CNI_ARGS, as any capability does.
  */
-import { describe, test, before, after } from "node:test";
+
 import assert from "node:assert/strict";
 import { existsSync, mkdirSync, readdirSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
+import { after, before, describe, test } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
-import { Cleanup, OUR_BIN, runTag, skipReason, type Netns } from "#testing/harness.js";
-import { Host, ipIn, pingable } from "#testing/rig.js";
+import { Cleanup, type Netns, OUR_BIN, runTag, skipReason } from "#testing/harness.js";
 import { ManagerClient } from "#testing/manager-client.js";
 import { installRecorder, readRecordedCalls } from "#testing/plugins/recorder-log.js";
+import { Host, ipIn, pingable } from "#testing/rig.js";
 
 const skip = skipReason();
 if (skip) console.log(`# skipping runtime integration tests: ${skip}`);

@@ -5,12 +5,13 @@
  * differential test against Debian's Go 1.1.1 sbr (same prevResult, same rules and tables; each one's DEL
  * removes the other's rules).
  */
-import { describe, test, after } from "node:test";
+
 import assert from "node:assert/strict";
 import path from "node:path";
-import { Cleanup, GO_BIN, OUR_BIN, runTag, skipReason, type Netns } from "#testing/harness.js";
+import { after, describe, test } from "node:test";
+import { type ChainList, chainAdd, chainRun, runPlugin } from "#testing/chain.js";
+import { Cleanup, GO_BIN, type Netns, OUR_BIN, runTag, skipReason } from "#testing/harness.js";
 import { cniError, Host, ipIn, pluginDir, type Result } from "#testing/rig.js";
-import { chainAdd, chainRun, runPlugin, type ChainList } from "#testing/chain.js";
 
 const skip = skipReason(true);
 if (skip) console.log(`# skipping sbr integration tests: ${skip}`);

@@ -5,10 +5,11 @@
  * by IPAM or only brought up; CHECK passes and notices a changed MAC; DEL removes it, succeeds again and with
  * the netns gone; bad configs fail before anything is made. There is no Go tap in Debian's 1.1.1 to compare with.
  */
-import { describe, test, after } from "node:test";
+
 import assert from "node:assert/strict";
 import { existsSync } from "node:fs";
-import { Cleanup, OUR_BIN, runTag, skipReason, type Netns } from "#testing/harness.js";
+import { after, describe, test } from "node:test";
+import { Cleanup, type Netns, OUR_BIN, runTag, skipReason } from "#testing/harness.js";
 import { cniError, Host, ipIn } from "#testing/rig.js";
 
 // /dev/net/tun is the kernel's tun/tap driver: a kernel feature, so its absence skips everywhere (CI too).

@@ -5,10 +5,11 @@
  * namespace. The differential test runs Go's 1.1.1 chain and ours on the same config and compares what they did
  * to the container, the backup files and the results.
  */
-import { describe, test, before, after } from "node:test";
+
 import assert from "node:assert/strict";
 import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
+import { after, before, describe, test } from "node:test";
 import { Cleanup, GO_BIN, type Netns, OUR_BIN, runTag, skipReason } from "#testing/harness.js";
 import { cniError, containerIdOf, Host, ipIn, pluginDir, type Result, type RunResult } from "#testing/rig.js";
 

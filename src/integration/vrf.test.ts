@@ -4,12 +4,13 @@
  * with the reason when `ip link add x type vrf table 10` fails; what does not (a clean failure on such a
  * kernel, DEL with nothing to do, bad configs) always runs. The plan logic is unit-tested in plugins/meta/vrf.
  */
-import { describe, test, before, after } from "node:test";
+
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { Cleanup, OUR_BIN, runTag, skipReason, type Netns } from "#testing/harness.js";
+import { after, before, describe, test } from "node:test";
+import { type ChainList, chainAdd, chainRun, runPlugin } from "#testing/chain.js";
+import { Cleanup, type Netns, OUR_BIN, runTag, skipReason } from "#testing/harness.js";
 import { cniError, Host, ipIn, type Result } from "#testing/rig.js";
-import { chainAdd, chainRun, runPlugin, type ChainList } from "#testing/chain.js";
 
 const skip = skipReason();
 if (skip) console.log(`# skipping vrf integration tests: ${skip}`);

@@ -3,11 +3,12 @@
  * (CNI error JSON, garbage, silence, a signal, a timeout) turned into a CniError with the library's wording.
  * @module
  */
-import { CniError, cniError, ErrorCode, messageOf } from "#spec/errors.js";
+
 import { isJsonObject, parseJson } from "#go-json/json.js";
+import { CniError, cniError, ErrorCode, messageOf } from "#spec/errors.js";
 import type { TraceContext } from "#spec/trace-context.js";
-import type { Env } from "./args.js";
 import { pauseFor } from "#sys/pause.js";
+import type { Env } from "./args.js";
 
 /** Where a plugin's stderr goes: process.stderr, any Writable, or anything else that takes text or bytes. */
 export interface StderrSink {

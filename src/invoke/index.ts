@@ -4,22 +4,23 @@
  * probes, and the delegate calls a main plugin makes to its IPAM plugin.
  * @module
  */
-export { splitPathList, findInPath, findInPathSync } from "./find.js";
-export { invokeEnv, delegateEnv, type CniCommand, type InvokeArgs, type Env } from "./args.js";
-export { RawExec, pluginFailure, UnknownOutcomeError, type ExecOptions, type PluginExec, type StderrSink } from "./exec.js";
+
+export { isValidTraceparent, TRACE_CONTEXT_VARIABLES, type TraceContext } from "#spec/trace-context.js";
+export { type CniCommand, delegateEnv, type Env, type InvokeArgs, invokeEnv } from "./args.js";
+export { type ExecOptions, type PluginExec, pluginFailure, RawExec, type StderrSink, UnknownOutcomeError } from "./exec.js";
+export { findInPath, findInPathSync, splitPathList } from "./find.js";
 export {
+  type DelegateOptions,
   decodePluginResult,
-  execPluginWithResult,
-  execPluginWithoutResult,
-  getVersionInfo,
-  versionProbeEnv,
   delegateAdd,
   delegateCheck,
   delegateDel,
-  delegateStatus,
   delegateGC,
-  setDefaultExec,
+  delegateStatus,
+  execPluginWithoutResult,
+  execPluginWithResult,
   getDefaultExec,
-  type DelegateOptions,
+  getVersionInfo,
+  setDefaultExec,
+  versionProbeEnv,
 } from "./plugin.js";
-export { TRACE_CONTEXT_VARIABLES, isValidTraceparent, type TraceContext } from "#spec/trace-context.js";

@@ -1,15 +1,18 @@
-import { useTempDirs } from "#testing/temp.js";
-import { before, beforeEach, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
 import { Writable } from "node:stream";
-import { CniError } from "#spec/errors.js";
+import { before, beforeEach, describe, test } from "node:test";
 import { marshalJson, parseJson } from "#go-json/json.js";
-import { marshalResult, toCurrentResult, type Result100 } from "#spec/result/index.js";
-import { delegateEnv, invokeEnv, type Env } from "./args.js";
-import { pluginFailure, RawExec, type PluginExec, UnknownOutcomeError } from "./exec.js";
+import { CniError } from "#spec/errors.js";
+import { marshalResult, type Result100, toCurrentResult } from "#spec/result/index.js";
+import { installEnvRecorder, RECORDER_RESULT, recordedEnv, resetRecorder } from "#testing/env-recorder.js";
+import { TEST_BIN } from "#testing/harness.js";
+import { readDebug, stdinOf, writeDebug } from "#testing/plugins/noop-debug.js";
+import { useTempDirs } from "#testing/temp.js";
+import { delegateEnv, type Env, invokeEnv } from "./args.js";
+import { type PluginExec, pluginFailure, RawExec, UnknownOutcomeError } from "./exec.js";
 import { findInPath, findInPathSync, splitPathList } from "./find.js";
 import {
   decodePluginResult,
@@ -23,9 +26,6 @@ import {
   getVersionInfo,
   versionProbeEnv,
 } from "./plugin.js";
-import { readDebug, stdinOf, writeDebug } from "#testing/plugins/noop-debug.js";
-import { installEnvRecorder, recordedEnv, RECORDER_RESULT, resetRecorder } from "#testing/env-recorder.js";
-import { TEST_BIN } from "#testing/harness.js";
 
 /** dist/test-bin: the noop, sleep and legacy010 test plugins. */
 const BIN = TEST_BIN;

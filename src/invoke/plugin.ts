@@ -5,15 +5,15 @@
  */
 
 import { isJsonObject, marshalJson, parseJson } from "#go-json/json.js";
-import { withTraceContext } from "#spec/trace-context.js";
+import { messageOf } from "#spec/errors.js";
 import { createResult, type Result } from "#spec/result/index.js";
+import { withTraceContext } from "#spec/trace-context.js";
 import { CURRENT_VERSION, decodeConfigVersion, decodeVersionInfo, VersionInfo } from "#spec/version.js";
+import { phase } from "#sys/phase-trace.js";
 import { delegateEnv, type Env } from "./args.js";
 import { configuredDefaultExec, setDefaultExec } from "./default-exec.js";
-import { RawExec, type ExecOptions, type PluginExec } from "./exec.js";
+import { type ExecOptions, type PluginExec, RawExec } from "./exec.js";
 import { findInPath, splitPathList } from "./find.js";
-import { messageOf } from "#spec/errors.js";
-import { phase } from "#sys/phase-trace.js";
 
 export { setDefaultExec };
 

@@ -1,5 +1,5 @@
-import { describe, test } from "node:test";
 import assert from "node:assert/strict";
+import { describe, test } from "node:test";
 import { parseCIDR, parseIP } from "./ip.js";
 import { compareIP, firstAddress, hasHostBits, intervalsOverlap, ipEqual, ipFromBigInt, ipToBigInt, lastAddress, nextIP, prevIP } from "./ip-math.js";
 

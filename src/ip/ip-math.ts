@@ -4,7 +4,7 @@
  * plugins/pkg/ip does.
  * @module
  */
-import { ipFromBytes, type IPAddress, type IPCidr, type IPFamily } from "./ip.js";
+import { type IPAddress, type IPCidr, type IPFamily, ipFromBytes } from "./ip.js";
 
 /** The number of bits of an address of `family`. */
 export const addressBits = (family: IPFamily): number => (family === 4 ? 32 : 128);

@@ -1,5 +1,5 @@
-import { describe, test } from "node:test";
 import assert from "node:assert/strict";
+import { describe, test } from "node:test";
 import { canonicalCIDR, canonicalIP, cidrContains, ipFamily, ipFromBytes, networkOf, parseCIDR, parseIP, tryParseCIDR, tryParseIP } from "./ip.js";
 
 describe("parseCIDR (Go types.ParseCIDR, checklist 0.7 / 6.2)", () => {

@@ -1,20 +1,20 @@
-import { useTempDirs } from "#testing/temp.js";
-import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import fs from "node:fs";
 import path from "node:path";
 import { Writable } from "node:stream";
-import { parseConfList, parsePluginConfig, type NetworkConfigList, type PluginConfig } from "#spec/config.js";
-import { CniError, unwrapCniError, WrappedError } from "#spec/errors.js";
+import { describe, test } from "node:test";
 import { marshalJson } from "#go-json/json.js";
-import { marshalResult, toCurrentResult, type Result020 } from "#spec/result/index.js";
 import { RawExec } from "#invoke/exec.js";
-import { readCommandLog, readDebug, stdinOf, writeDebug, type NoopCmdArgs, type NoopDebug } from "#testing/plugins/noop-debug.js";
-import { CheckNotSupportedError, CNIConfig, type RuntimeConf } from "./api.js";
-import { cacheFilePath } from "./cache.js";
+import { type NetworkConfigList, type PluginConfig, parseConfList, parsePluginConfig } from "#spec/config.js";
+import { CniError, unwrapCniError, WrappedError } from "#spec/errors.js";
+import { marshalResult, type Result020, toCurrentResult } from "#spec/result/index.js";
+import { installEnvRecorder, recordedEnv, resetRecorder } from "#testing/env-recorder.js";
 import { TEST_BIN } from "#testing/harness.js";
 import { crashKind, nullResults } from "#testing/null-results.js";
-import { installEnvRecorder, recordedEnv, resetRecorder } from "#testing/env-recorder.js";
+import { type NoopCmdArgs, type NoopDebug, readCommandLog, readDebug, stdinOf, writeDebug } from "#testing/plugins/noop-debug.js";
+import { useTempDirs } from "#testing/temp.js";
+import { CheckNotSupportedError, CNIConfig, type RuntimeConf } from "./api.js";
+import { cacheFilePath } from "./cache.js";
 
 /** dist/test-bin: the noop, sleep and legacy010 test plugins. */
 const BIN = TEST_BIN;

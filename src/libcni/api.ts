@@ -4,18 +4,21 @@
  * garbage (GC) and asking plugins for their status.
  * @module
  */
-import { describePlugin, injectConf, type GCAttachment, type NetworkConfigList, type PluginConfig } from "#spec/config.js";
-import { WrappedError } from "#spec/errors.js";
-import { resultToJson, type Result } from "#spec/result/index.js";
-import { validateContainerId, validateInterfaceName, validateNetworkName } from "#spec/validate.js";
-import { versionGreaterThanOrEqualTo } from "#spec/version.js";
-import { invokeEnv, type CniCommand } from "#invoke/args.js";
-import { RawExec, type ExecOptions, type PluginExec } from "#invoke/exec.js";
+
+import type { JsonObject } from "#go-json/json.js";
+import { type CniCommand, invokeEnv } from "#invoke/args.js";
+import { type ExecOptions, type PluginExec, RawExec } from "#invoke/exec.js";
 import { findInPath } from "#invoke/find.js";
 import { execPluginWithoutResult, execPluginWithResult, getVersionInfo } from "#invoke/plugin.js";
+import { describePlugin, type GCAttachment, injectConf, type NetworkConfigList, type PluginConfig } from "#spec/config.js";
+import { WrappedError } from "#spec/errors.js";
+import { type Result, resultToJson } from "#spec/result/index.js";
+import { validateContainerId, validateInterfaceName, validateNetworkName } from "#spec/validate.js";
 import type { VersionInfo } from "#spec/version.js";
-import type { JsonObject } from "#go-json/json.js";
+import { versionGreaterThanOrEqualTo } from "#spec/version.js";
 import {
+  type CachedAttachment,
+  type CacheKey,
   DEFAULT_CACHE_DIR,
   deleteCacheEntry,
   likeliestCacheKey,
@@ -25,8 +28,6 @@ import {
   readCachedResult,
   validateCacheKey,
   writeCacheEntry,
-  type CacheKey,
-  type CachedAttachment,
 } from "./cache.js";
 
 /** The attachment a runtime asks about: which container, which netns, which interface, with what arguments. */

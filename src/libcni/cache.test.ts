@@ -4,21 +4,22 @@
  * entries whose names do not validate (GC, and every caller of listCachedAttachments). Each traversal case plants a
  * victim file where the unvalidated path points, outside the cache directory, and checks it is still there.
  */
-import { describe, test } from "node:test";
+
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
 import { Writable } from "node:stream";
+import { describe, test } from "node:test";
+import { RawExec } from "#invoke/exec.js";
 import { parseConfList, parsePluginConfig } from "#spec/config.js";
 import { CniError } from "#spec/errors.js";
-import { RawExec } from "#invoke/exec.js";
-import { useTempDirs } from "#testing/temp.js";
+import { cacheEntryText, plantCacheEntry } from "#testing/cache-entries.js";
 import { TEST_BIN } from "#testing/harness.js";
 import { readCommandLog } from "#testing/plugins/noop-debug.js";
-import { cacheEntryText, plantCacheEntry } from "#testing/cache-entries.js";
+import { useTempDirs } from "#testing/temp.js";
 import { CNIConfig, type RuntimeConf } from "./api.js";
-import { cacheFilePath, isValidCacheKey, listCachedAttachments, validateCacheKey, type CacheKey } from "./cache.js";
+import { type CacheKey, cacheFilePath, isValidCacheKey, listCachedAttachments, validateCacheKey } from "./cache.js";
 
 const tempDir = useTempDirs("tscni-cache-");
 

@@ -5,14 +5,14 @@
  * @module
  */
 import { constants } from "node:fs";
-import { lstat, open, readdir, readFile, type FileHandle } from "node:fs/promises";
-import { ensureStateDir, isTemporaryName, removeStateFile, writeFileAtomic } from "#sys/state.js";
+import { type FileHandle, lstat, open, readdir, readFile } from "node:fs/promises";
 import path from "node:path";
-import { any, decodeGo, list, map, member, string, struct, type Decoded } from "#go-json/go-decode.js";
-import { isJsonObject, marshalJson, parseJson, compareBytes, type JsonObject, type JsonValue } from "#go-json/json.js";
+import { any, type Decoded, decodeGo, list, map, member, string, struct } from "#go-json/go-decode.js";
+import { compareBytes, isJsonObject, type JsonObject, type JsonValue, marshalJson, parseJson } from "#go-json/json.js";
 import { CniError, cniError, messageOf } from "#spec/errors.js";
-import { validateContainerId, validateInterfaceName, validateNetworkName } from "#spec/validate.js";
 import { createResultFromBytes, getResultAsVersion, marshalResult, type Result } from "#spec/result/index.js";
+import { validateContainerId, validateInterfaceName, validateNetworkName } from "#spec/validate.js";
+import { ensureStateDir, isTemporaryName, removeStateFile, writeFileAtomic } from "#sys/state.js";
 
 /** Where libcni (Go's and ours) keeps cached results by default. */
 export const DEFAULT_CACHE_DIR = "/var/lib/cni";

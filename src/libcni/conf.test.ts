@@ -1,10 +1,10 @@
-import { useTempDirs } from "#testing/temp.js";
-import { beforeEach, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import fs from "node:fs";
 import path from "node:path";
+import { beforeEach, describe, test } from "node:test";
 import { confListFromConf, injectConf, parseConfList, parsePluginConfig } from "#spec/config.js";
 import { CniError } from "#spec/errors.js";
+import { useTempDirs } from "#testing/temp.js";
 import {
   confFiles,
   confFromFile,

@@ -5,9 +5,9 @@
  */
 import { readdir, readFile } from "node:fs/promises";
 import path from "node:path";
-import { confListFromConf, configError, parseConfList, parsePluginConfig, type NetworkConfigList, type PluginConfig } from "#spec/config.js";
-import { CniError, ErrorCode, ioFailure, wrap } from "#spec/errors.js";
 import { compareBytes } from "#go-json/json.js";
+import { configError, confListFromConf, type NetworkConfigList, type PluginConfig, parseConfList, parsePluginConfig } from "#spec/config.js";
+import { CniError, ErrorCode, ioFailure, wrap } from "#spec/errors.js";
 
 /** No network of that name in the directory (there were configs, none matched). */
 export class NotFoundError extends CniError {

@@ -5,12 +5,13 @@
  * (conntrack-tools) when it is installed, and without either there is nothing to do.
  * @module
  */
-import { kindOfErrno, NetOpError } from "./errors.js";
-import { runTool } from "./tools.js";
+
 import type { IPFamily } from "#ip/ip.js";
-import { netfilterSocket } from "./nfnetlink.js";
 import { concatBytes } from "#sys/bytes.js";
-import { errnoText, nlAttr, NLM_F_ACK, NLM_F_DUMP, parseAttrs } from "./rtnetlink.js";
+import { kindOfErrno, NetOpError } from "./errors.js";
+import { netfilterSocket } from "./nfnetlink.js";
+import { errnoText, NLM_F_ACK, NLM_F_DUMP, nlAttr, parseAttrs } from "./rtnetlink.js";
+import { runTool } from "./tools.js";
 
 export type ConntrackProtocol = "tcp" | "udp" | "sctp";
 

@@ -7,8 +7,9 @@
  * interface of the first default route.
  * @module
  */
-import { type CniError, failure } from "#spec/errors.js";
+
 import { parseCIDR } from "#ip/ip.js";
+import { type CniError, failure } from "#spec/errors.js";
 import { NetOpError } from "./errors.js";
 import { ip } from "./links.js";
 import type { NetNS } from "./netns.js";

@@ -1,5 +1,5 @@
-import { test } from "node:test";
 import assert from "node:assert/strict";
+import { test } from "node:test";
 import { atStep, kindOfErrno, kindOfText, NetOpError } from "./errors.js";
 import { runTool } from "./tools.js";
 

@@ -1,6 +1,6 @@
-import { describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { chooseFirewallKind, firewallFor, onEveryEngine, withDefaultFirewall, type FirewallProbes } from "./firewall-driver.js";
+import { describe, test } from "node:test";
+import { chooseFirewallKind, type FirewallProbes, firewallFor, onEveryEngine, withDefaultFirewall } from "./firewall-driver.js";
 
 /** Probes with fixed answers, counting the questions. */
 function probes(iptables: boolean, nftables: boolean) {

@@ -1,6 +1,6 @@
-import { describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { describeMark, marksMissingFrom, type FirewallMark } from "./firewall-marks.js";
+import { describe, test } from "node:test";
+import { describeMark, type FirewallMark, marksMissingFrom } from "./firewall-marks.js";
 
 const NAT = [
   "-P PREROUTING ACCEPT",

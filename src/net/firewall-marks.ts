@@ -4,9 +4,10 @@
  * them away; looking for any number of them costs one listing per iptables table and one of nftables.
  * @module
  */
-import { runTool } from "./tools.js";
-import { iptablesFor, type IPFamilyNum } from "./iptables.js";
+
+import { type IPFamilyNum, iptablesFor } from "./iptables.js";
 import { jumpsTo } from "./iptables-rules.js";
+import { runTool } from "./tools.js";
 
 export type FirewallMark =
   /** A chain of `table`, and when `from` is given a rule of chain `from` jumping to it. */

@@ -1,10 +1,10 @@
-import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import { describe, test } from "node:test";
 import { NetOpError } from "./errors.js";
-import { Firewalld, type BusctlRunner } from "./firewalld.js";
+import { type BusctlRunner, Firewalld } from "./firewalld.js";
 
 /** A fake busctl: records calls, answers from `reply`. */
 function fakeBusctl(reply: (args: string[]) => string | Error): { run: BusctlRunner; calls: string[][] } {

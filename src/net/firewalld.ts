@@ -6,9 +6,9 @@
  * @module
  */
 import { existsSync } from "node:fs";
+import { findTool } from "#sys/tool-path.js";
 import { NetOpError } from "./errors.js";
 import { runTool, type ToolResult } from "./tools.js";
-import { findTool } from "#sys/tool-path.js";
 
 export const FIREWALLD_NAME = "org.fedoraproject.FirewallD1";
 const FIREWALLD_PATH = "/org/fedoraproject/FirewallD1";

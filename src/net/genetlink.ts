@@ -6,7 +6,7 @@
  */
 import { concatBytes } from "#sys/bytes.js";
 import { NetOpError } from "./errors.js";
-import { errnoText, nlString, openNetlink, parseAttrs, type Exchange, type NlMessage, type RtnetlinkSocket } from "./rtnetlink.js";
+import { type Exchange, errnoText, type NlMessage, nlString, openNetlink, parseAttrs, type RtnetlinkSocket } from "./rtnetlink.js";
 
 const NETLINK_GENERIC = 16;
 const GENL_ID_CTRL = 0x10;

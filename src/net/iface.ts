@@ -6,15 +6,15 @@
  * @module
  */
 import { setTimeout as sleep } from "node:timers/promises";
-import { failure } from "#spec/errors.js";
 import { ipFamily, networkOf, parseCIDR } from "#ip/ip.js";
+import { failure } from "#spec/errors.js";
 import type { Result100 } from "#spec/result/index.js";
 import { NetOpError } from "./errors.js";
 import { vethLink } from "./ip-ops.js";
 import { ip } from "./links.js";
 import { randomVethName } from "./names.js";
 import { NetNS } from "./netns.js";
-import { sysctlPath, writeSysctls, type SysctlInput } from "./sysctl.js";
+import { type SysctlInput, sysctlPath, writeSysctls } from "./sysctl.js";
 import type { Link, LinkChange, RouteSpec } from "./types.js";
 
 /** Both ends of a veth pair as created. */

@@ -5,35 +5,36 @@
  * and nftables. Every failure is an error that names the operation and carries the kernel's or tool's reason.
  * @module
  */
-export { NetNS, NetnsNotFoundError } from "./netns.js";
-export { ip, Links, IpBatch, type LinkBackend } from "./links.js";
-export type { Link, Address, RouteSpec, LinkChange, NewLink, VethSpec, ShownLink, MacvlanMode, IpvlanMode } from "./types.js";
-export { setupVeth, configureInterface, enableForwarding, waitForDAD, type VethPair, type VethOptions } from "./iface.js";
-export { deleteLinkWithAddresses } from "./link-addresses.js";
+
+export { type ContainerLinkSpec, createContainerLink, defaultRouteInterface } from "./container-link.js";
+export { NetOpError } from "./errors.js";
 export {
-  sysctlPath,
-  readSysctl,
-  readSysctls,
-  writeSysctl,
-  writeSysctls,
-  type SysctlSetting,
-  type SysctlInput,
-} from "./sysctl.js";
-export { setupIPMasq, teardownIPMasq, gcIPMasq, ipMasqRules, type IPMasqBackend, type IPMasqRules, type IPMasqTarget } from "./ipmasq.js";
-export {
-  chooseFirewallKind,
-  firewallFor,
-  onEveryEngine,
-  withDefaultFirewall,
-  liveFirewallProbes,
   type AttachmentRules,
+  chooseFirewallKind,
   type FirewallKind,
   type FirewallProbes,
+  firewallFor,
+  liveFirewallProbes,
   type NetworkGarbage,
+  onEveryEngine,
   type RuleEngines,
+  withDefaultFirewall,
 } from "./firewall-driver.js";
+export { configureInterface, enableForwarding, setupVeth, type VethOptions, type VethPair, waitForDAD } from "./iface.js";
+export { gcIPMasq, type IPMasqBackend, type IPMasqRules, type IPMasqTarget, ipMasqRules, setupIPMasq, teardownIPMasq } from "./ipmasq.js";
 export { Iptables, iptablesFor } from "./iptables.js";
-export { nftRun, nftListRules, nftListTable, nftUsable, type NftRule, type NftListing } from "./nftables.js";
-export { hashWithPrefix, ipMasqChainName, randomVethName, randomMac } from "./names.js";
-export { NetOpError } from "./errors.js";
-export { createContainerLink, defaultRouteInterface, type ContainerLinkSpec } from "./container-link.js";
+export { deleteLinkWithAddresses } from "./link-addresses.js";
+export { IpBatch, ip, type LinkBackend, Links } from "./links.js";
+export { hashWithPrefix, ipMasqChainName, randomMac, randomVethName } from "./names.js";
+export { NetNS, NetnsNotFoundError } from "./netns.js";
+export { type NftListing, type NftRule, nftListRules, nftListTable, nftRun, nftUsable } from "./nftables.js";
+export {
+  readSysctl,
+  readSysctls,
+  type SysctlInput,
+  type SysctlSetting,
+  sysctlPath,
+  writeSysctl,
+  writeSysctls,
+} from "./sysctl.js";
+export type { Address, IpvlanMode, Link, LinkChange, MacvlanMode, NewLink, RouteSpec, ShownLink, VethSpec } from "./types.js";

@@ -5,20 +5,20 @@
  * `inet cni_plugins_masquerade`, one commented rule per attachment).
  * @module
  */
-import { canonicalIP, networkOf, parseCIDR, type IPCidr } from "#ip/ip.js";
+import { canonicalIP, type IPCidr, networkOf, parseCIDR } from "#ip/ip.js";
 import type { GCAttachment } from "#spec/config.js";
-import { attachmentComment, ipMasqChainName, nftAttachmentComment, nftAttachmentHash, nftNetworkHash } from "./names.js";
-import { iptablesFor, type IPFamilyNum } from "./iptables.js";
-import { jumpsTo, saveLine } from "./iptables-rules.js";
-import { nftListRules, nftListTable, nftQuote, nftRun } from "./nftables.js";
 import {
-  onEveryEngine,
-  withDefaultFirewall,
   type AttachmentRules,
   type FirewallKind,
   type NetworkGarbage,
+  onEveryEngine,
   type RuleEngines,
+  withDefaultFirewall,
 } from "./firewall-driver.js";
+import { type IPFamilyNum, iptablesFor } from "./iptables.js";
+import { jumpsTo, saveLine } from "./iptables-rules.js";
+import { attachmentComment, ipMasqChainName, nftAttachmentComment, nftAttachmentHash, nftNetworkHash } from "./names.js";
+import { nftListRules, nftListTable, nftQuote, nftRun } from "./nftables.js";
 
 /** Which engine masquerading uses. */
 export type IPMasqBackend = FirewallKind;

@@ -1,9 +1,9 @@
-import { describe, test } from "node:test";
 import assert from "node:assert/strict";
+import { describe, test } from "node:test";
 import { addressesFromJson, linkFromJson } from "./iproute2.js";
+import { quoteRestoreWord } from "./iptables.js";
 import { routeWords, vethAddWords } from "./links.js";
 import { NetNS } from "./netns.js";
-import { quoteRestoreWord } from "./iptables.js";
 
 describe("iproute2 words", () => {
   test("a veth pair is created with each end in its namespace and txqueuelen 0 (as Go's netlink does)", () => {

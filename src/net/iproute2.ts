@@ -6,10 +6,10 @@
  */
 import { readFileSync } from "node:fs";
 import { atStep, NetOpError } from "./errors.js";
-import { opWords, type IpOp, type LinkBackend } from "./ip-ops.js";
+import { type IpOp, type LinkBackend, opWords } from "./ip-ops.js";
 import type { NetNS } from "./netns.js";
-import type { Address, Link, RouteSpec, ShownLink } from "./types.js";
 import { runIpIn } from "./tools.js";
+import type { Address, Link, RouteSpec, ShownLink } from "./types.js";
 
 type Json = Record<string, unknown>;
 

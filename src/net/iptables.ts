@@ -4,20 +4,20 @@
  * @module
  */
 import { realpathSync } from "node:fs";
-import { NetOpError } from "./errors.js";
-import { runTool } from "./tools.js";
 import { findTool } from "#sys/tool-path.js";
+import { NetOpError } from "./errors.js";
 import {
+  type IptablesNftListing,
   listIptablesNft,
+  NFPROTO_IPV4,
+  NFPROTO_IPV6,
   nftAddRules,
   nftChainExists,
   nftDelete,
   nftTableExists,
-  NFPROTO_IPV4,
-  NFPROTO_IPV6,
-  type IptablesNftListing,
   type RuleToAdd,
 } from "./nfnetlink.js";
+import { runTool } from "./tools.js";
 
 export type IPFamilyNum = 4 | 6;
 

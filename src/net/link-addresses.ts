@@ -3,7 +3,7 @@
  * (ipMasq's iptables rules are keyed by them) reads them from the link it is about to remove.
  * @module
  */
-import { parseCIDR, type IPAddress } from "#ip/ip.js";
+import { type IPAddress, parseCIDR } from "#ip/ip.js";
 import { NetOpError } from "./errors.js";
 import { ip } from "./links.js";
 import type { NetNS } from "./netns.js";

@@ -5,13 +5,13 @@
  * Either way a step sends what `ip` sends and fails with `ip`'s words, naming the operation and the step.
  * @module
  */
-import { broadcastWords, vethLink, type IpOp, type LinkBackend } from "./ip-ops.js";
+import { broadcastWords, type IpOp, type LinkBackend, vethLink } from "./ip-ops.js";
 import { iproute2Backend } from "./iproute2.js";
 import type { NetNS } from "./netns.js";
 import { rtnetlinkBackend } from "./rtnetlink-backend.js";
 import type { Address, BridgeSettings, Link, LinkChange, NewLink, RouteSpec, ShownLink, VethSpec } from "./types.js";
 
-export { routeWords, vethAddWords, type LinkBackend } from "./ip-ops.js";
+export { type LinkBackend, routeWords, vethAddWords } from "./ip-ops.js";
 
 /** The backends, in the order they are asked. */
 const BACKENDS: readonly LinkBackend[] = [rtnetlinkBackend, iproute2Backend];

@@ -9,7 +9,7 @@
 import { ipFromBytes, parseIP } from "#ip/ip.js";
 import { concatBytes } from "#sys/bytes.js";
 import { kindOfErrno, NetOpError } from "./errors.js";
-import { genlAttrs, openGenlFamily, type GenlFamily } from "./genetlink.js";
+import { type GenlFamily, genlAttrs, openGenlFamily } from "./genetlink.js";
 import type { NetNS } from "./netns.js";
 import { errnoText, NLM_F_DUMP, nlAttr, nlU32, parseAttrs } from "./rtnetlink.js";
 import { netlinkAllowed } from "./rtnetlink-backend.js";

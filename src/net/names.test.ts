@@ -1,7 +1,7 @@
-import { describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { attachmentComment, hashWithPrefix, ipMasqChainName, randomVethName } from "./names.js";
+import { describe, test } from "node:test";
 import { nftIPMasqComment } from "./ipmasq.js";
+import { attachmentComment, hashWithPrefix, ipMasqChainName, randomVethName } from "./names.js";
 
 // Expected values observed from the Go 1.1.1 plugins on this machine (plugins-matrix §1.4 and §7).
 describe("object names shared with the Go plugins", () => {

@@ -15,9 +15,9 @@
  */
 import { statSync } from "node:fs";
 import { ipFromBytes, parseIP } from "#ip/ip.js";
-import { bindLibc, type Libc as SysLibc, type Pointer } from "#sys/libc.js";
-import { inThreadNetns, NetnsEnterError } from "#sys/thread-netns.js";
 import { failure } from "#spec/errors.js";
+import { bindLibc, type Pointer, type Libc as SysLibc } from "#sys/libc.js";
+import { inThreadNetns, NetnsEnterError } from "#sys/thread-netns.js";
 import { errnoText } from "./rtnetlink.js";
 
 /** The libc functions the sockets use. */

@@ -6,11 +6,12 @@
  * for expression, those iptables-restore makes, and iptables itself (-C, -D: Go's plugins' checks) takes them as
  * its own.
  */
-import { after, describe, test } from "node:test";
+
 import assert from "node:assert/strict";
 import { execFileSync, spawnSync } from "node:child_process";
 import { existsSync, realpathSync } from "node:fs";
 import path from "node:path";
+import { after, describe, test } from "node:test";
 import { ROOT, runTag, skipReason } from "#testing/harness.js";
 
 const BUN = path.join(ROOT, "node_modules/.bin/bun");

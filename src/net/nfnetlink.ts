@@ -12,21 +12,22 @@
  * cannot (no FFI under Node, no netfilter socket): callers then run the tools.
  * @module
  */
+
+import { formatIPv6, tryParseCIDR, tryParseIP } from "#ip/ip.js";
 import { kindOfErrno, NetOpError } from "./errors.js";
+import { saveQuote } from "./iptables-save.js";
 import {
   errnoText,
+  NETLINK_NETFILTER,
   NLM_F_ACK,
   NLM_F_DUMP,
   NLM_F_EXCL,
   nlAttr,
   nlString,
   openNetlink,
-  NETLINK_NETFILTER,
   parseAttrs,
   type RtnetlinkSocket,
 } from "./rtnetlink.js";
-import { saveQuote } from "./iptables-save.js";
-import { formatIPv6, tryParseCIDR, tryParseIP } from "#ip/ip.js";
 
 /** nf_tables families (NFPROTO_*). */
 export const NFPROTO_INET = 1;

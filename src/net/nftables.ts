@@ -4,8 +4,8 @@
  * @module
  */
 import { NetOpError } from "./errors.js";
-import { runTool } from "./tools.js";
 import { NFPROTO_INET, NFPROTO_IPV4, NFPROTO_IPV6, nftTableExists } from "./nfnetlink.js";
+import { runTool } from "./tools.js";
 
 const NFT_FAMILY: Record<string, number> = { inet: NFPROTO_INET, ip: NFPROTO_IPV4, ip6: NFPROTO_IPV6 };
 

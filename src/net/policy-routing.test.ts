@@ -1,5 +1,5 @@
-import { describe, test } from "node:test";
 import assert from "node:assert/strict";
+import { describe, test } from "node:test";
 import { kernelRouteWords, parseRoute, parseRule, sourceRuleWords } from "./policy-routing.js";
 
 describe("policy routing from ip -N -json", () => {

@@ -7,42 +7,42 @@
  * @module
  */
 import { closeSync, openSync } from "node:fs";
-import { atStep, kindOfErrno, kindOfText, NetOpError, type NetErrorKind } from "./errors.js";
-import { opWords, type IpOp, type LinkBackend } from "./ip-ops.js";
+import { messageOf } from "#spec/errors.js";
+import { atStep, kindOfErrno, kindOfText, type NetErrorKind, NetOpError } from "./errors.js";
+import { type IpOp, type LinkBackend, opWords } from "./ip-ops.js";
 import type { NetNS } from "./netns.js";
+import { ipErrorText, type NlMessage, openRtnetlink, type RtnetlinkSocket } from "./rtnetlink.js";
 import {
+  addressRequest,
+  bridgePortRequest,
+  bridgeSettingsRequest,
   cidrBytes,
+  type DecodedLink,
   decodeAddress,
-  decodeRouteOif,
-  getRouteRequest,
-  RTM_NEWROUTE,
   decodeLink,
   decodeNsid,
+  decodeRouteOif,
   deleteGroupRequest,
   deleteLinkRequest,
   dumpAddressesRequest,
   dumpLinksRequest,
   getLinkRequest,
   getNsidRequest,
+  getRouteRequest,
   macBytes,
   moveLinkRequest,
+  type NlRequest,
   newLinkRequest,
-  addressRequest,
-  bridgePortRequest,
-  bridgeSettingsRequest,
+  RTM_NEWADDR,
+  RTM_NEWLINK,
+  RTM_NEWNSID,
+  RTM_NEWROUTE,
   renameLinkRequest,
   routeRequest,
   setGroupRequest,
   setLinkRequest,
-  RTM_NEWADDR,
-  RTM_NEWLINK,
-  RTM_NEWNSID,
-  type DecodedLink,
-  type NlRequest,
 } from "./rtnetlink-messages.js";
-import { ipErrorText, openRtnetlink, type NlMessage, type RtnetlinkSocket } from "./rtnetlink.js";
 import type { Address, Link, ShownLink } from "./types.js";
-import { messageOf } from "#spec/errors.js";
 
 const ENODEV = 19;
 /** ENETDOWN, ENETUNREACH, EHOSTUNREACH: `ip route get` has no route to show. */

@@ -1,6 +1,9 @@
-import { describe, test } from "node:test";
 import assert from "node:assert/strict";
+import { describe, test } from "node:test";
+import { concatBytes } from "#sys/bytes.js";
+import { linkAddWords, opWords } from "./ip-ops.js";
 import { NetNS } from "./netns.js";
+import { nlAttr, nlString, nlU32, parseAttrs } from "./rtnetlink.js";
 import {
   addressRequest,
   bridgePortRequest,
@@ -19,10 +22,7 @@ import {
   setGroupRequest,
   setLinkRequest,
 } from "./rtnetlink-messages.js";
-import { linkAddWords, opWords } from "./ip-ops.js";
 import type { NewLink } from "./types.js";
-import { nlAttr, nlString, nlU32, parseAttrs } from "./rtnetlink.js";
-import { concatBytes } from "#sys/bytes.js";
 
 /** Bytes from strace's `-xx` rendering of what `ip` sent (the message body after the 16-byte header). */
 const bytes = (escaped: string): number[] => [...escaped.matchAll(/\\x([0-9a-f]{2})/g)].map((m) => parseInt(m[1]!, 16));

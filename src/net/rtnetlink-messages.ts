@@ -6,8 +6,8 @@
  * @module
  */
 import { formatIPv6, isIPv4Mapped, parseIPBytes } from "#ip/ip.js";
-import { NLM_F_APPEND, NLM_F_CREATE, NLM_F_DUMP, NLM_F_EXCL, NLM_F_REPLACE, nlAttr, nlString, nlU32, nlU64, nlU8, parseAttrs } from "./rtnetlink.js";
 import { concatBytes, hexOf } from "#sys/bytes.js";
+import { NLM_F_APPEND, NLM_F_CREATE, NLM_F_DUMP, NLM_F_EXCL, NLM_F_REPLACE, nlAttr, nlString, nlU8, nlU32, nlU64, parseAttrs } from "./rtnetlink.js";
 import type { Address, BridgeSettings, IpvlanMode, Link, LinkChange, MacvlanMode, NewLink, RouteSpec } from "./types.js";
 
 export const RTM_NEWLINK = 16;

@@ -4,11 +4,12 @@
  * namespaces each with a container namespace; what the steps report and the state they leave (links,
  * addresses with their broadcast, routes of every table) must match.
  */
-import { after, describe, test } from "node:test";
+
 import assert from "node:assert/strict";
 import { execFileSync, spawnSync } from "node:child_process";
 import { existsSync } from "node:fs";
 import path from "node:path";
+import { after, describe, test } from "node:test";
 import { ROOT, skipReason } from "#testing/harness.js";
 
 const BUN = path.join(ROOT, "node_modules/.bin/bun");

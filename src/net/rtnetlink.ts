@@ -7,10 +7,11 @@
  * Node `openRtnetlink` gives null and callers fall back to the tools.
  * @module
  */
-import { kindOfErrno, NetOpError } from "./errors.js";
+
 import { bindLibc, type Libc as SysLibc } from "#sys/libc.js";
-import { inThreadNetns } from "#sys/thread-netns.js";
 import { phaseSync } from "#sys/phase-trace.js";
+import { inThreadNetns } from "#sys/thread-netns.js";
+import { kindOfErrno, NetOpError } from "./errors.js";
 
 export const NLM_F_REQUEST = 0x1;
 export const NLM_F_ACK = 0x4;

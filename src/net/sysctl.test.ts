@@ -1,6 +1,6 @@
-import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
+import { describe, test } from "node:test";
 import { NetNS } from "./netns.js";
 import { probeSysctls } from "./sysctl.js";
 

@@ -8,11 +8,11 @@
  */
 // (Synchronous node:fs for small /proc files: no node:fs/promises on a plugin's start path, docs/startup.md.)
 import { readFileSync, writeFileSync } from "node:fs";
+import { messageOf } from "#spec/errors.js";
+import { phase } from "#sys/phase-trace.js";
 import { NetOpError } from "./errors.js";
 import type { NetNS } from "./netns.js";
-import { messageOf } from "#spec/errors.js";
 import { inNetnsThread } from "./rtnetlink.js";
-import { phase } from "#sys/phase-trace.js";
 import { runIn } from "./tools.js";
 
 /** The /proc/sys path of a sysctl given as segments (interface names may contain dots). */

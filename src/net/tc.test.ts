@@ -1,7 +1,7 @@
-import { describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { acceptedTbfBuffers, goUint32, kernelBufferForBurst, parsePsched, tbfParams, tbfTcWords, tcBurstFor } from "./tc.js";
+import { describe, test } from "node:test";
 import { rootTbfRequest } from "#net/rtnetlink-messages.js";
+import { acceptedTbfBuffers, goUint32, kernelBufferForBurst, parsePsched, tbfParams, tbfTcWords, tcBurstFor } from "./tc.js";
 
 /** This machine's (and every current kernel's) /proc/net/psched. */
 const clock = parsePsched("000003e8 00000040 000f4240 3b9aca00\n");

@@ -10,11 +10,11 @@
  * @module
  */
 import { readFileSync } from "node:fs";
+import { messageOf } from "#spec/errors.js";
 import { NetOpError } from "./errors.js";
 import type { NetNS } from "./netns.js";
 import { openRtnetlink } from "./rtnetlink.js";
 import { rootTbfRequest } from "./rtnetlink-messages.js";
-import { messageOf } from "#spec/errors.js";
 import { runIn } from "./tools.js";
 
 /** The packet scheduler's clock, from /proc/net/psched. */

@@ -4,11 +4,12 @@
  * nothing; a veth whose peer is not in the caller's namespace, and a link that is not a veth, are deleted on their
  * own as before. Namespaces are the test's own (a "host" and its containers).
  */
-import { after, describe, test } from "node:test";
+
 import assert from "node:assert/strict";
 import { execFileSync, spawnSync } from "node:child_process";
 import { existsSync } from "node:fs";
 import path from "node:path";
+import { after, describe, test } from "node:test";
 import { ROOT, runTag, skipReason } from "#testing/harness.js";
 
 const BUN = path.join(ROOT, "node_modules/.bin/bun");

@@ -7,19 +7,20 @@
  * and the resident server in integration/reliability.test.ts. cnitool, the registry's one program that is not a
  * plugin, gets generated command lines through its executable.
  */
-import { describe, test } from "node:test";
+
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import { mkdirSync, readdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
+import { describe, test } from "node:test";
 import fc from "fast-check";
-import { PLUGINS } from "./registry.js";
-import { runPlugin, type PluginDefinition, type PluginIO } from "#skel/skel.js";
+import { type PluginDefinition, type PluginIO, runPlugin } from "#skel/skel.js";
 import { CniError } from "#spec/errors.js";
 import { badConfigs, checkErrorDocument, FUZZ_RUNS, FUZZ_SEED, hostileEnv, hostileEnvValue } from "#testing/bad-input.js";
 import { CNITOOL } from "#testing/harness.js";
-import { useTempDirs } from "#testing/temp.js";
 import { SAMPLES } from "#testing/plugin-samples.js";
+import { useTempDirs } from "#testing/temp.js";
+import { PLUGINS } from "./registry.js";
 
 const TIME_BOUND_MS = 2000;
 const seedOf = (name: string, part: number) => FUZZ_SEED + part * 7919 + [...name].reduce((h, c) => (h * 31 + c.charCodeAt(0)) | 0, 0);

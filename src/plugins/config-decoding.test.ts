@@ -6,13 +6,14 @@
  * use every field of the schema, so a key added to a schema is tested the day it is added; a plugin added to the
  * registry without a schema or samples fails here.
  */
-import { describe, test } from "node:test";
+
 import assert from "node:assert/strict";
-import { PLUGINS } from "./registry.js";
-import type { PluginDefinition } from "#skel/skel.js";
+import { describe, test } from "node:test";
 import { foldKey, type GoType } from "#go-json/go-decode.js";
 import { isJsonObject, type JsonValue } from "#go-json/json.js";
+import type { PluginDefinition } from "#skel/skel.js";
 import { COMMON, SAMPLES } from "#testing/plugin-samples.js";
+import { PLUGINS } from "./registry.js";
 
 const STYLES: Record<string, (key: string) => string> = {
   "Go field names": (k) => k.charAt(0).toUpperCase() + k.slice(1),

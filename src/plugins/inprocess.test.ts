@@ -2,18 +2,19 @@
  * In-process delegation behaves exactly like exec'ing the delegate: same result, same CNI error, same stderr;
  * and an executable that is not our binary is still exec'd.
  */
-import { describe, test, after } from "node:test";
+
 import assert from "node:assert/strict";
-import { chmodSync, mkdtempSync, realpathSync, rmSync, writeFileSync, existsSync } from "node:fs";
+import { chmodSync, existsSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { Writable } from "node:stream";
-import { delegateAdd, delegateDel } from "#invoke/plugin.js";
+import { after, describe, test } from "node:test";
 import { RawExec } from "#invoke/exec.js";
+import { delegateAdd, delegateDel } from "#invoke/plugin.js";
 import { CniError } from "#spec/errors.js";
 import { marshalResult } from "#spec/result/index.js";
-import { MulticallExec } from "./inprocess.js";
 import { OUR_BIN } from "#testing/harness.js";
+import { MulticallExec } from "./inprocess.js";
 
 const BIN = OUR_BIN;
 const self = realpathSync(path.join(BIN, "host-local"));

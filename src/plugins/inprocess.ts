@@ -6,12 +6,13 @@
  * call's environment has TSCNI_NO_INPROCESS set.
  * @module
  */
-import * as path from "#sys/posix-path.js";
+
 import type { Env } from "#invoke/args.js";
-import { RawExec, settlePluginRun, type ExecOptions, type PluginExec } from "#invoke/exec.js";
-import { runPlugin, type PluginDefinition } from "#skel/skel.js";
-import { PLUGINS } from "./registry.js";
+import { type ExecOptions, type PluginExec, RawExec, settlePluginRun } from "#invoke/exec.js";
+import { type PluginDefinition, runPlugin } from "#skel/skel.js";
+import * as path from "#sys/posix-path.js";
 import { selfExecutable, selfPaths } from "#sys/self.js";
+import { PLUGINS } from "./registry.js";
 
 export class MulticallExec implements PluginExec {
   private readonly raw = new RawExec();

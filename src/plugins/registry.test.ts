@@ -3,10 +3,11 @@
  * and about text: a plugin module exports its handlers and config reader only, and the registry composes the
  * definition skel runs from both.
  */
-import { test } from "node:test";
+
 import assert from "node:assert/strict";
 import { readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
+import { test } from "node:test";
 import { ROOT } from "#testing/harness.js";
 import { aboutText, PLUGIN_VERSIONS } from "./catalog.js";
 import { PLUGINS } from "./registry.js";

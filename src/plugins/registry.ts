@@ -5,10 +5,11 @@
  * answers by scripts/link-bins.mjs).
  * @module
  */
-import { VersionInfo } from "#spec/version.js";
+
 import type { PluginDefinition } from "#skel/skel.js";
-import { MANIFESTS } from "./manifests.js";
+import { VersionInfo } from "#spec/version.js";
 import { aboutText } from "./catalog.js";
+import { MANIFESTS } from "./manifests.js";
 
 /** A plugin: how it is loaded, and the versions it answers VERSION with before that. */
 export interface PluginEntry {

@@ -6,7 +6,7 @@
  * @module
  */
 import type net from "node:net";
-import { admitPeer, SAME_PROCESS_RULE, socketFd, type OwnIdentity, type PeerRefusalKind } from "#sys/peer.js";
+import { admitPeer, type OwnIdentity, type PeerRefusalKind, SAME_PROCESS_RULE, socketFd } from "#sys/peer.js";
 
 /** Which rule refused a caller: one of the peer rule's, or the build. */
 export type AdmissionRefusalKind = PeerRefusalKind | "build";

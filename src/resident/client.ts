@@ -7,7 +7,7 @@
  */
 import net from "node:net";
 import { ownIdentity, SAME_PROCESS_RULE, socketFd, verifyListener } from "#sys/peer.js";
-import { ACCEPT, encodeHello, encodeRequest, REFUSE, TAG_BACK, TAG_EXIT, TAG_STDERR, TAG_STDOUT, type ResidentRequest } from "./protocol.js";
+import { ACCEPT, encodeHello, encodeRequest, REFUSE, type ResidentRequest, TAG_BACK, TAG_EXIT, TAG_STDERR, TAG_STDOUT } from "./protocol.js";
 import { lockPathOf } from "./socket-dir.js";
 
 /** What a call through the server gave. */

@@ -1,5 +1,5 @@
-import { describe, test } from "node:test";
 import assert from "node:assert/strict";
+import { describe, test } from "node:test";
 import { formatValue, MetricsRegistry } from "./metrics.js";
 import { LATENCY_BUCKETS, ServerMetrics } from "./server-metrics.js";
 

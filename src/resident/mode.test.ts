@@ -1,5 +1,5 @@
-import { test } from "node:test";
 import assert from "node:assert/strict";
+import { test } from "node:test";
 import { parseSize, residentSettings } from "./mode.js";
 
 const files = (map: Record<string, string>) => (f: string) => {

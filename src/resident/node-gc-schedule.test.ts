@@ -2,8 +2,9 @@
  * The node GC schedule: runs one interval apart and never overlapping, logs each run's report (or why it removed
  * nothing), stops without starting another run and waits for the one under way; bad settings fail at start.
  */
-import { test } from "node:test";
+
 import assert from "node:assert/strict";
+import { test } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { NodeGcOptions, NodeGcReport } from "#runtime/node-gc.js";
 import { startNodeGc } from "./node-gc-schedule.js";

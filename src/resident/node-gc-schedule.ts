@@ -6,7 +6,7 @@
  * @module
  */
 import { CriRuntimeClient } from "#runtime/cri/runtime-service.js";
-import { describeNodeGc, runNodeGc, type NodeGcOptions, type NodeGcReport, type SandboxSource } from "#runtime/node-gc.js";
+import { describeNodeGc, type NodeGcOptions, type NodeGcReport, runNodeGc, type SandboxSource } from "#runtime/node-gc.js";
 import { messageOf } from "#spec/errors.js";
 
 /** What the schedule needs: where to ask, what to collect, how often, and where to say what it did. */

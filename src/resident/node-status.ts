@@ -7,7 +7,7 @@
  */
 import { readFileSync, statSync } from "node:fs";
 import { callResident } from "./client.js";
-import { residentSettings, type ResidentSettings } from "./mode.js";
+import { type ResidentSettings, residentSettings } from "./mode.js";
 import { DEFAULT_SOCKET } from "./protocol.js";
 import { HEALTH_PROGRAM } from "./routing.js";
 import type { ServerStatus } from "./server.js";

@@ -1,5 +1,5 @@
-import { test } from "node:test";
 import assert from "node:assert/strict";
+import { test } from "node:test";
 import { hierarchies, ownCgroupName, transientScopeCall } from "./own-cgroup.js";
 
 test("ownCgroupName: the node's socket by name, another by a hash launcher.c computes alike (FNV-1a)", () => {

@@ -2,8 +2,9 @@
  * The places on a clock the tests move (testing/fake-timers.ts): each "waits", "at once" and "after stallMs" is
  * measured in the clock's milliseconds, so the tests hold on a loaded machine.
  */
-import { test } from "node:test";
+
 import assert from "node:assert/strict";
+import { test } from "node:test";
 import { setImmediate as turn } from "node:timers/promises";
 import { FakeTimers } from "#testing/fake-timers.js";
 import { type Place, Places, type PlacesLimits } from "./places.js";

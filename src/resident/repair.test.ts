@@ -1,8 +1,8 @@
-import { describe, test } from "node:test";
 import assert from "node:assert/strict";
+import { describe, test } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { AttachmentReload, LostState } from "#runtime/firewall-reload.js";
-import { startRepair, type RepairHooks } from "./repair.js";
+import { type RepairHooks, startRepair } from "./repair.js";
 
 /** Hooks whose losses the test sets, counting reloads; the bus is a function the test calls. */
 function fakes(opts: { bus?: boolean } = {}) {

@@ -6,8 +6,9 @@
  * missing changes; a firewalld reload is always followed by a reload.
  * @module
  */
-import { formatReload, lostFirewallState, reloadFirewall, type AttachmentReload, type LostState } from "#runtime/firewall-reload.js";
-import { watchReloaded, type BusWatch } from "#net/firewalld.js";
+
+import { type BusWatch, watchReloaded } from "#net/firewalld.js";
+import { type AttachmentReload, formatReload, type LostState, lostFirewallState, reloadFirewall } from "#runtime/firewall-reload.js";
 import { messageOf } from "#spec/errors.js";
 
 /** The default interval of the periodic look. */

@@ -3,19 +3,20 @@
  * its work never runs afterwards (an ADD finished later would leak an address). Needs root (a root holder, so the
  * lock is waited for) and util-linux flock(1).
  */
-import { after, test } from "node:test";
+
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import { closeSync, mkdirSync, openSync, readdirSync, statSync } from "node:fs";
 import path from "node:path";
+import { after, test } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
-import { useTempDirs } from "#testing/temp.js";
+import { ErrorCode } from "#spec/errors.js";
 import { KeyedMutex } from "#sys/keyed-mutex.js";
 import { flockHolders } from "#sys/lock-holders.js";
-import { ErrorCode } from "#spec/errors.js";
+import { useTempDirs } from "#testing/temp.js";
 import { Places } from "./places.js";
-import { PluginModules, runInProcess, type CallContext } from "./routing.js";
 import { TAG_STDOUT } from "./protocol.js";
+import { type CallContext, PluginModules, runInProcess } from "./routing.js";
 
 const skip = process.geteuid?.() !== 0 ? "needs root" : undefined;
 const tempDir = useTempDirs("tscni-routing-");

@@ -17,15 +17,15 @@
 import { spawn } from "node:child_process";
 import type { Env } from "#invoke/args.js";
 import type { ExecOptions, PluginExec } from "#invoke/exec.js";
-import type { KeyedMutex } from "#sys/keyed-mutex.js";
-import { CallAbandonedError, withCallSignal } from "#sys/call-signal.js";
-import { endPhase, phaseClock } from "#sys/phase-trace.js";
-import type { Places } from "./places.js";
-import { type CniError, ErrorCode, failure } from "#spec/errors.js";
-import { runPlugin, type PluginDefinition } from "#skel/skel.js";
 import { MulticallExec } from "#plugins/inprocess.js";
 import { PLUGINS } from "#plugins/registry.js";
-import { frame, TAG_STDERR, TAG_STDOUT, type ResidentRequest } from "./protocol.js";
+import { type PluginDefinition, runPlugin } from "#skel/skel.js";
+import { type CniError, ErrorCode, failure } from "#spec/errors.js";
+import { CallAbandonedError, withCallSignal } from "#sys/call-signal.js";
+import type { KeyedMutex } from "#sys/keyed-mutex.js";
+import { endPhase, phaseClock } from "#sys/phase-trace.js";
+import type { Places } from "./places.js";
+import { frame, type ResidentRequest, TAG_STDERR, TAG_STDOUT } from "./protocol.js";
 
 /** The program name of `cnitool daemon status`: answered with the server's state. */
 export const HEALTH_PROGRAM = "tscni-health";

@@ -1,8 +1,8 @@
-import { test } from "node:test";
 import assert from "node:assert/strict";
 import { mkdtempSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import { test } from "node:test";
 import { appendToLog, escapeLogText, LOG_LINE_MAX, LOG_MAX_BYTES, serverLog } from "./server-log.js";
 
 test("escapeLogText: a caller's value cannot end the line, and is cut at its bound", () => {

@@ -6,7 +6,7 @@
  */
 import { PLUGINS } from "#plugins/registry.js";
 import type { AdmissionRefusalKind } from "./admission.js";
-import { MetricsRegistry, type Counter, type Histogram } from "./metrics.js";
+import { type Counter, type Histogram, MetricsRegistry } from "./metrics.js";
 import type { CallOutcome } from "./routing.js";
 
 /**

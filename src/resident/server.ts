@@ -12,12 +12,15 @@
 import { closeSync, readFileSync } from "node:fs";
 import net from "node:net";
 import { setDefaultExec } from "#invoke/default-exec.js";
+import { messageOf } from "#spec/errors.js";
 import { KeyedMutex } from "#sys/keyed-mutex.js";
-import { ownIdentity, statusField, type OwnIdentity } from "#sys/peer.js";
-import { DEFAULT_PLACES, Places } from "./places.js";
+import { type OwnIdentity, ownIdentity, statusField } from "#sys/peer.js";
+import { tracedCall } from "#sys/phase-trace.js";
 import { selfExecutable } from "#sys/self.js";
+import { bytesWaiting, widenListenQueue } from "#sys/socket-queues.js";
 import { admit } from "./admission.js";
 import { readBuildId } from "./build-id.js";
+import { DEFAULT_PLACES, Places } from "./places.js";
 import {
   DEFAULT_SOCKET,
   decodeRequest,
@@ -28,27 +31,24 @@ import {
   frame,
   MAX_HELLO,
   MAX_REQUEST,
-  parseHello,
   ProtocolError,
+  parseHello,
+  type ResidentRequest,
   TAG_BACK,
   TAG_STDOUT,
-  type ResidentRequest,
 } from "./protocol.js";
-import { PluginModules, routeOf, runAsChild, runInProcess, ServerExec, type CallContext, type CallOutcome, type ServerProcess } from "./routing.js";
-import { ServerMetrics, type RefusalReason } from "./server-metrics.js";
+import { type CallContext, type CallOutcome, PluginModules, routeOf, runAsChild, runInProcess, ServerExec, type ServerProcess } from "./routing.js";
+import { type RefusalReason, ServerMetrics } from "./server-metrics.js";
 import {
   clearStartRecord,
   listenPrivately,
   prepareSocketDir,
   removeSocketFile,
+  type SocketFile,
   socketFileIsCurrent,
   takeServerLock,
-  type SocketFile,
 } from "./socket-dir.js";
 import { WARM_UP_ROUNDS, warmUp } from "./warm-up.js";
-import { messageOf } from "#spec/errors.js";
-import { tracedCall } from "#sys/phase-trace.js";
-import { bytesWaiting, widenListenQueue } from "#sys/socket-queues.js";
 
 export { DEFAULT_SOCKET } from "./protocol.js";
 

@@ -2,11 +2,12 @@
  * The ADDs under way as node GC finds them: from process environments, in a stand-in /proc (and this process's
  * own, which runs none).
  */
-import { test } from "node:test";
+
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
+import { test } from "node:test";
 import { useTempDirs } from "#testing/temp.js";
 import { addOfEnvironment, addsInFlight } from "./adds-in-flight.js";
 

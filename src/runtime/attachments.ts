@@ -4,12 +4,13 @@
  * that config — what teardown, GC and `cnitool network rm --force` do.
  * @module
  */
-import { confListFromConf, parseConfList, parsePluginConfig, type NetworkConfigList } from "#spec/config.js";
-import { isJsonObject, parseJson } from "#go-json/json.js";
+
 import { lstat } from "node:fs/promises";
-import { createResult, getResultAsVersion, toCurrentResult, type Result } from "#spec/result/index.js";
+import { isJsonObject, parseJson } from "#go-json/json.js";
 import type { CallOptions, CNIConfig, RuntimeConf } from "#libcni/api.js";
-import { cacheFilePath, listCachedAttachments, type CacheKey, type CachedAttachment } from "#libcni/cache.js";
+import { type CachedAttachment, type CacheKey, cacheFilePath, listCachedAttachments } from "#libcni/cache.js";
+import { confListFromConf, type NetworkConfigList, parseConfList, parsePluginConfig } from "#spec/config.js";
+import { createResult, getResultAsVersion, type Result, toCurrentResult } from "#spec/result/index.js";
 
 /** The network a cache entry was added with (a conflist, or a single plugin config turned into one). */
 export function cachedNetwork(entry: CachedAttachment): NetworkConfigList {

@@ -3,12 +3,13 @@
  * broken entry reported while the others go on) with chains whose plugins change nothing on the host. What the
  * plugins' restorers put back is tested as root in src/integration/reload.test.ts.
  */
-import { describe, test } from "node:test";
+
 import assert from "node:assert/strict";
 import fs from "node:fs";
 import path from "node:path";
-import { useTempDirs } from "#testing/temp.js";
+import { describe, test } from "node:test";
 import { plantReloadWalk } from "#testing/cache-entries.js";
+import { useTempDirs } from "#testing/temp.js";
 import { lostFirewallState, reloadFirewall } from "./firewall-reload.js";
 
 const tempDir = useTempDirs("tscni-reload-");

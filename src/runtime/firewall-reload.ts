@@ -8,21 +8,21 @@
  * @module
  */
 import { existsSync } from "node:fs";
-import { setTimeout as sleep } from "node:timers/promises";
 import path from "node:path";
-import type { NetworkConfigList } from "#spec/config.js";
-import { formatCniArgs } from "#spec/args.js";
-import { toCurrentResult, type Result } from "#spec/result/index.js";
+import { setTimeout as sleep } from "node:timers/promises";
 import { CNIConfig } from "#libcni/api.js";
-import { cacheFilePath, listCachedAttachments, type CachedAttachment } from "#libcni/cache.js";
-import { describeMark, missingMarks, type FirewallMark } from "#net/firewall-marks.js";
+import { type CachedAttachment, cacheFilePath, listCachedAttachments } from "#libcni/cache.js";
+import { describeMark, type FirewallMark, missingMarks } from "#net/firewall-marks.js";
 import { ip } from "#net/links.js";
 import { NetNS } from "#net/netns.js";
 import type { RestoreRequest, Restorer } from "#plugins/common/restore.js";
 import { MANIFESTS } from "#plugins/manifests.js";
 import { cachedNetwork, cachedResult, cachedRuntimeConf, cachedWithAge } from "#runtime/attachments.js";
 import { PodLocks } from "#runtime/pod-locks.js";
+import { formatCniArgs } from "#spec/args.js";
+import type { NetworkConfigList } from "#spec/config.js";
 import { messageOf } from "#spec/errors.js";
+import { type Result, toCurrentResult } from "#spec/result/index.js";
 
 /** The plugins that leave host firewall state, by type (their manifests say); restorers are loaded when a chain has them. */
 const RESTORERS: Record<string, () => Promise<{ restorer: Restorer }>> = Object.fromEntries(

@@ -5,20 +5,21 @@
  * default network.
  * @module
  */
+
+export { DEFAULT_BRIDGE, DEFAULT_NETWORK_NAME, DEFAULT_SUBNET, defaultNetworkConfList } from "./default-network.js";
 export {
-  PodNetworkManager,
-  NetworkNotReadyError,
-  PodNetworkError,
   assignInterfaces,
-  podCniArgs,
-  type PodNetworkManagerOptions,
-  type PodRef,
-  type SetUpPodRequest,
-  type PodNetworkRequest,
-  type RuntimeConfig,
+  NetworkNotReadyError,
   type PodAttachment,
   type PodAttachmentStatus,
+  PodNetworkError,
+  PodNetworkManager,
+  type PodNetworkManagerOptions,
+  type PodNetworkRequest,
+  type PodRef,
+  podCniArgs,
+  type RuntimeConfig,
+  type SetUpPodRequest,
 } from "./manager.js";
-export { NetworkDirectory, type ConfigFileError, type DirectorySnapshot, type NetworkDirectoryOptions } from "./network-directory.js";
-export { KeyedMutex, Semaphore, ReadWriteLock, PodLocks, type MutexRunOptions } from "./pod-locks.js";
-export { defaultNetworkConfList, DEFAULT_NETWORK_NAME, DEFAULT_BRIDGE, DEFAULT_SUBNET } from "./default-network.js";
+export { type ConfigFileError, type DirectorySnapshot, NetworkDirectory, type NetworkDirectoryOptions } from "./network-directory.js";
+export { KeyedMutex, type MutexRunOptions, PodLocks, ReadWriteLock, Semaphore } from "./pod-locks.js";

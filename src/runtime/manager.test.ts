@@ -4,16 +4,17 @@
  * names and duplicates, names the cache is keyed by (refused, or skipped in the cache), ocicni's CNI_ARGS, one
  * operation at a time per pod while different pods overlap, GC exclusive with pod operations.
  */
-import { describe, test } from "node:test";
+
 import assert from "node:assert/strict";
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
+import { describe, test } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
-import { useTempDirs } from "#testing/temp.js";
 import { plantCacheEntry } from "#testing/cache-entries.js";
 import { TEST_BIN } from "#testing/harness.js";
 import { readCommandLog, stdinOf } from "#testing/plugins/noop-debug.js";
-import { assignInterfaces, NetworkNotReadyError, podCniArgs, PodNetworkManager } from "./manager.js";
+import { useTempDirs } from "#testing/temp.js";
+import { assignInterfaces, NetworkNotReadyError, PodNetworkManager, podCniArgs } from "./manager.js";
 import { KeyedMutex, PodLocks, ReadWriteLock, Semaphore } from "./pod-locks.js";
 
 const tempDir = useTempDirs("tscni-manager-");

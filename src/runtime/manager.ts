@@ -7,25 +7,26 @@
  * different pods in parallel (see pod-locks.ts).
  * @module
  */
-import { invalidConfig, messageOf } from "#spec/errors.js";
-import type { NetworkConfigList } from "#spec/config.js";
-import type { Result } from "#spec/result/index.js";
-import { validateContainerId } from "#spec/validate.js";
-import { versionGreaterThanOrEqualTo } from "#spec/version.js";
+
 import type { PluginExec } from "#invoke/exec.js";
 import { CNIConfig, type RuntimeConf } from "#libcni/api.js";
 import {
+  type CacheKey,
   DEFAULT_CACHE_DIR,
   likeliestCacheKey,
   listCachedAttachments,
   listUnreadableCacheEntries,
   validateCacheKey,
-  type CacheKey,
 } from "#libcni/cache.js";
-import { cachedAddresses, cachedNetwork, cachedRuntimeConf, removeCachedAttachment, removeUnreadableAttachment } from "./attachments.js";
 import { ip } from "#net/links.js";
 import { NetNS, NetnsNotFoundError } from "#net/netns.js";
-import { NetworkDirectory, type ConfigFileError, type DirectorySnapshot } from "./network-directory.js";
+import type { NetworkConfigList } from "#spec/config.js";
+import { invalidConfig, messageOf } from "#spec/errors.js";
+import type { Result } from "#spec/result/index.js";
+import { validateContainerId } from "#spec/validate.js";
+import { versionGreaterThanOrEqualTo } from "#spec/version.js";
+import { cachedAddresses, cachedNetwork, cachedRuntimeConf, removeCachedAttachment, removeUnreadableAttachment } from "./attachments.js";
+import { type ConfigFileError, type DirectorySnapshot, NetworkDirectory } from "./network-directory.js";
 import { PodLocks } from "./pod-locks.js";
 
 /** How a manager is set up. */

@@ -3,10 +3,11 @@
  * to files standing for namespaces, one entry without its namespaces, one that is not a process), and against this
  * machine's /proc with this process's own namespace.
  */
-import { test } from "node:test";
+
 import assert from "node:assert/strict";
 import fs from "node:fs";
 import path from "node:path";
+import { test } from "node:test";
 import { useTempDirs } from "#testing/temp.js";
 import { netnsOccupancy, occupiedWhy } from "./netns-occupants.js";
 

@@ -3,10 +3,11 @@
  * effect without a restart; the directory deleted and recreated is survived; an invalid file is reported and
  * ignored until it is valid.
  */
-import { describe, test, afterEach } from "node:test";
+
 import assert from "node:assert/strict";
 import { mkdirSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
+import { afterEach, describe, test } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
 import { useTempDirs } from "#testing/temp.js";
 import { NetworkDirectory } from "./network-directory.js";

@@ -7,11 +7,11 @@
  * becomes valid, never fatal.
  * @module
  */
-import { watch, type FSWatcher } from "node:fs";
+import { type FSWatcher, watch } from "node:fs";
 import { stat } from "node:fs/promises";
 import path from "node:path";
+import { type LoadedNetwork, loadAllNetworks } from "#libcni/conf.js";
 import type { NetworkConfigList } from "#spec/config.js";
-import { loadAllNetworks, type LoadedNetwork } from "#libcni/conf.js";
 
 /** A file of the directory that does not load, and why. */
 export interface ConfigFileError {

@@ -4,18 +4,19 @@
  * nothing, and a real run with a stand-in runtime and the noop test plugin, which records the DELs (with the
  * cached config, without a netns that is not one) and the GC verb's valid attachments.
  */
-import { describe, test } from "node:test";
+
 import assert from "node:assert/strict";
 import fs from "node:fs";
 import path from "node:path";
-import { parseConfList } from "#spec/config.js";
-import { cacheKeysOfName, writeCacheEntry, type CachedAttachment, type UnreadableCacheEntry } from "#libcni/cache.js";
+import { describe, test } from "node:test";
+import { type CachedAttachment, cacheKeysOfName, type UnreadableCacheEntry, writeCacheEntry } from "#libcni/cache.js";
 import type { LoadedNetwork } from "#libcni/conf.js";
+import { parseConfList } from "#spec/config.js";
 import { TEST_BIN } from "#testing/harness.js";
 import { readCommandLog, stdinOf, writeDebug } from "#testing/plugins/noop-debug.js";
 import { useTempDirs } from "#testing/temp.js";
 import type { CriSandbox } from "./cri/runtime-service.js";
-import { describeNodeGc, judgedByNodeGc, madeByCriRuntime, planNodeGc, runNodeGc, type AgedAttachment, type SandboxSource } from "./node-gc.js";
+import { type AgedAttachment, describeNodeGc, judgedByNodeGc, madeByCriRuntime, planNodeGc, runNodeGc, type SandboxSource } from "./node-gc.js";
 
 const tempDir = useTempDirs();
 const id = (c: string) => c.repeat(64);

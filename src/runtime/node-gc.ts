@@ -32,30 +32,32 @@
  * @module
  */
 import { lstat } from "node:fs/promises";
-import type { GCAttachment, NetworkConfigList } from "#spec/config.js";
-import { versionGreaterThanOrEqualTo } from "#spec/version.js";
 import type { PluginExec } from "#invoke/exec.js";
 import { CNIConfig } from "#libcni/api.js";
 import {
-  cacheFilePath,
-  listCachedAttachments,
-  likeliestCacheKey,
-  listUnreadableCacheEntries,
-  type CacheKey,
   type CachedAttachment,
+  type CacheKey,
+  cacheFilePath,
+  likeliestCacheKey,
+  listCachedAttachments,
+  listUnreadableCacheEntries,
   type UnreadableCacheEntry,
 } from "#libcni/cache.js";
-import { loadAllNetworks, type LoadedNetwork } from "#libcni/conf.js";
+import { type LoadedNetwork, loadAllNetworks } from "#libcni/conf.js";
 import { NetNS } from "#net/netns.js";
+import type { GCAttachment, NetworkConfigList } from "#spec/config.js";
+import { versionGreaterThanOrEqualTo } from "#spec/version.js";
 import { addsInFlight } from "./adds-in-flight.js";
-import { cachedNetwork, cachedRuntimeConf, cachedWithAge, removeUnreadableAttachment, type AgedAttachment } from "./attachments.js";
+import { type AgedAttachment, cachedNetwork, cachedRuntimeConf, cachedWithAge, removeUnreadableAttachment } from "./attachments.js";
 import { podNameOf } from "./container-ids.js";
+
 export type { AgedAttachment } from "./attachments.js";
-import type { CriSandbox, CriVersion } from "./cri/runtime-service.js";
-import { PodLocks } from "./pod-locks.js";
-import { occupiedWhy } from "./netns-occupants.js";
+
 import { messageOf } from "#spec/errors.js";
 import { bootTimeMs } from "#sys/boot.js";
+import type { CriSandbox, CriVersion } from "./cri/runtime-service.js";
+import { occupiedWhy } from "./netns-occupants.js";
+import { PodLocks } from "./pod-locks.js";
 
 /** What node GC asks the runtime (a CriRuntimeClient, or a stand-in in tests). */
 export interface SandboxSource {

@@ -8,11 +8,11 @@
 import { createHash } from "node:crypto";
 import { mkdirSync } from "node:fs";
 import path from "node:path";
-import { lockFile, type HeldLock } from "#sys/flock.js";
+import { type HeldLock, lockFile } from "#sys/flock.js";
 import { KeyedMutex, type MutexRunOptions } from "#sys/keyed-mutex.js";
 import { Semaphore } from "#sys/semaphore.js";
 
-export { KeyedMutex, Semaphore, type MutexRunOptions };
+export { KeyedMutex, type MutexRunOptions, Semaphore };
 
 /**
  * How long a pod operation waits for another process's lock (a GC waits for every pod operation under way, and

@@ -3,12 +3,13 @@
  * `// expect:` of the type test it names (checked.test.ts runs those under TypeScript 5.9 and 7); its run-time
  * answer is what a JavaScript plugin (no compiler) making the mistake gets from skel, run here with Node.
  */
-import { test } from "node:test";
+
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import { test } from "node:test";
 import { pathToFileURL } from "node:url";
 import { ROOT } from "#testing/harness.js";
 

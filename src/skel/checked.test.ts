@@ -3,11 +3,12 @@
 // compiler runs as an author runs it, its `tsc` on the command line; each fail-*.ts has an `// expect:` line whose
 // parts (separated by " ... ") must all be in the first two lines of an error on the statement after it (see
 // type-tests/README.md).
-import { test } from "node:test";
+
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import { readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
+import { test } from "node:test";
 import { ROOT } from "#testing/harness.js";
 
 const DIR = path.join(ROOT, "src/skel/type-tests");

@@ -3,9 +3,10 @@
  * a chained plugin receives.
  * @module
  */
+
+import { isJsonObject, type JsonObject, parseJson } from "#go-json/json.js";
 import { decodePluginConf, type PluginConf } from "#spec/config.js";
 import { decodingFailure, ErrorCode, wrap } from "#spec/errors.js";
-import { isJsonObject, parseJson, type JsonObject } from "#go-json/json.js";
 import { createResult, type Result } from "#spec/result/index.js";
 
 /** A decoded plugin config: the common keys, typed, and the whole object for plugin-specific keys. */

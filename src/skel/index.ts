@@ -4,20 +4,21 @@
  * the CNI_* environment and stdin as CmdArgs, and `loadPluginConf` / `parsePrevResult` read the config.
  * @module
  */
+
+export { type LoadedConf, loadPluginConf, parsePrevResult } from "./conf.js";
 export {
-  pluginMain,
-  pluginMainLoading,
-  runPlugin,
-  processIO,
-  type CmdArgs,
-  type Handler,
-  type PluginFuncs,
-  type PluginDefinition,
-  type PluginModule,
-  type PluginConfigReader,
-  type PluginIO,
   type CallStderr,
   type CheckedFuncs,
+  type CmdArgs,
+  type Handler,
   type LooseFuncs,
+  type PluginConfigReader,
+  type PluginDefinition,
+  type PluginFuncs,
+  type PluginIO,
+  type PluginModule,
+  pluginMain,
+  pluginMainLoading,
+  processIO,
+  runPlugin,
 } from "./skel.js";
-export { loadPluginConf, parsePrevResult, type LoadedConf } from "./conf.js";

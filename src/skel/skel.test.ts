@@ -1,13 +1,13 @@
-import { beforeEach, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { CniError } from "#spec/errors.js";
+import { beforeEach, describe, test } from "node:test";
 import { parseJson } from "#go-json/json.js";
+import { CniError } from "#spec/errors.js";
 import type { Result100 } from "#spec/result/index.js";
 import { pluginSupports, type VersionInfo } from "#spec/version.js";
 import { ALL_VERSIONS } from "#spec/versions.js";
 import { nullResults } from "#testing/null-results.js";
 import { loadPluginConf, parsePrevResult } from "./conf.js";
-import { pluginMain, runPlugin, type CmdArgs, type Handler, type PluginFuncs, type PluginIO } from "./skel.js";
+import { type CmdArgs, type Handler, type PluginFuncs, type PluginIO, pluginMain, runPlugin } from "./skel.js";
 
 const BASE_STDIN = `{ "name":"skel-test", "some": "config", "cniVersion": "9.8.7" }`;
 

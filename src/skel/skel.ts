@@ -4,6 +4,9 @@
  * the error as CNI JSON on stdout. A plugin's main is one call to `pluginMain`.
  * @module
  */
+
+import type { GoType } from "#go-json/go-decode.js";
+import { isJsonObject, type JsonObject, jsonKindName, parseJson } from "#go-json/json.js";
 import {
   CniError,
   decodingFailure,
@@ -17,14 +20,12 @@ import {
   withReason,
   wrap,
 } from "#spec/errors.js";
-import { OrderedWriter, readStdin } from "#sys/plugin-stdio.js";
-import { phase } from "#sys/phase-trace.js";
-import type { GoType } from "#go-json/go-decode.js";
-import { isJsonObject, jsonKindName, parseJson, type JsonObject } from "#go-json/json.js";
 import type { Result, Result020, Result040, Result100, Version020, Version040, Version100 } from "#spec/result/index.js";
 import { describeTraceContext } from "#spec/trace-context.js";
 import { validateContainerId, validateInterfaceName, validateNetworkName } from "#spec/validate.js";
-import { parsedConfigVersion, reconcileVersion, versionGreaterThanOrEqualTo, type VersionInfo } from "#spec/version.js";
+import { parsedConfigVersion, reconcileVersion, type VersionInfo, versionGreaterThanOrEqualTo } from "#spec/version.js";
+import { phase } from "#sys/phase-trace.js";
+import { OrderedWriter, readStdin } from "#sys/plugin-stdio.js";
 
 /** What a plugin handler is given: the CNI environment and the raw config bytes. */
 export interface CmdArgs {

@@ -1,7 +1,7 @@
-import { describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { formatCniArgs, loadCniArgs, parseArgBool, parseCniArgs } from "./args.js";
+import { describe, test } from "node:test";
 import { canonicalIP } from "#ip/ip.js";
+import { formatCniArgs, loadCniArgs, parseArgBool, parseCniArgs } from "./args.js";
 
 describe("parseArgBool (Go UnmarshallableBool)", () => {
   for (const v of ["True", "true", "1", "TRUE", "tRuE"]) test(`${v} => true`, () => assert.equal(parseArgBool(v), true));

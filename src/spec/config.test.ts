@@ -1,6 +1,6 @@
-import { describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { confListFromConf, configError, decodePluginConf, describePlugin, injectConf, parseConfList, parsePluginConfig } from "./config.js";
+import { describe, test } from "node:test";
+import { configError, confListFromConf, decodePluginConf, describePlugin, injectConf, parseConfList, parsePluginConfig } from "./config.js";
 import { CniError } from "./errors.js";
 
 /**

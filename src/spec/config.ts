@@ -4,20 +4,21 @@
  * know survives a round trip.
  * @module
  */
-import { CniError, cniError, ErrorCode, messageOf } from "./errors.js";
+
+import { any, bool, decodeGo, list, map, member, string, struct } from "#go-json/go-decode.js";
 import {
   goQuote,
   goTypeName,
   isJsonObject,
-  jsonKindName,
+  type JsonObject,
   JsonSyntaxError,
+  type JsonValue,
+  jsonKindName,
   marshalJson,
   parseJson,
-  type JsonObject,
-  type JsonValue,
 } from "#go-json/json.js";
-import { compactDNS, DNS_TYPE, type DNS } from "./result/common.js";
-import { any, bool, decodeGo, list, map, member, string, struct } from "#go-json/go-decode.js";
+import { CniError, cniError, ErrorCode, messageOf } from "./errors.js";
+import { compactDNS, type DNS, DNS_TYPE } from "./result/common.js";
 import { CURRENT_VERSION, compareVersions, parseVersion } from "./version.js";
 
 /** One `{"containerID", "ifname"}` entry of `cni.dev/valid-attachments` (GC). */

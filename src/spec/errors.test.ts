@@ -1,5 +1,5 @@
-import { describe, test } from "node:test";
 import assert from "node:assert/strict";
+import { describe, test } from "node:test";
 import {
   CniError,
   cniError,
@@ -18,8 +18,8 @@ import {
   tryAgainLater,
   unknownContainer,
   unwrapCniError,
-  wrap,
   WrappedError,
+  wrap,
 } from "./errors.js";
 
 describe("CniError (Go types.Error)", () => {

@@ -1,5 +1,5 @@
-import { describe, test } from "node:test";
 import assert from "node:assert/strict";
+import { describe, test } from "node:test";
 import { CniError } from "./errors.js";
 import { MAX_INTERFACE_NAME_LENGTH, validateContainerId, validateInterfaceName, validateNetworkName } from "./validate.js";
 

@@ -1,10 +1,10 @@
-import { describe, test } from "node:test";
 import assert from "node:assert/strict";
+import { describe, test } from "node:test";
 import { CniError } from "./errors.js";
 import {
   ALL_VERSIONS,
-  compareVersions,
   CURRENT_VERSION,
+  compareVersions,
   decodeConfigVersion,
   decodeVersionInfo,
   IncompatibleVersionError,
@@ -14,10 +14,10 @@ import {
   pluginSupports,
   quoteList,
   reconcileVersion,
+  VersionInfo,
   versionGreaterThan,
   versionGreaterThanOrEqualTo,
   versionsStartingFrom,
-  VersionInfo,
 } from "./version.js";
 
 describe("version lists", () => {

@@ -3,13 +3,14 @@
  * parts, not semver), the VERSION answer a plugin gives, decoding what a plugin answered, and reconciliation.
  * @module
  */
-import { CniError, ErrorCode, messageOf } from "./errors.js";
-import { goQuote, goQuoteList, isJsonObject, jsonKindName, marshalJson, parseJson, type JsonObject, type JsonValue } from "#go-json/json.js";
+
 import { getString, getStringList } from "#go-json/go-decode.js";
+import { goQuote, goQuoteList, isJsonObject, type JsonObject, type JsonValue, jsonKindName, marshalJson, parseJson } from "#go-json/json.js";
+import { CniError, ErrorCode, messageOf } from "./errors.js";
 
 import { CURRENT_VERSION, LEGACY_VERSIONS } from "./versions.js";
 
-export { ALL_VERSIONS, CURRENT_VERSION, LEGACY_VERSIONS, versionsStartingFrom, type SpecVersion, type VersionsFrom } from "./versions.js";
+export { ALL_VERSIONS, CURRENT_VERSION, LEGACY_VERSIONS, type SpecVersion, type VersionsFrom, versionsStartingFrom } from "./versions.js";
 
 /** A version's numeric parts. */
 export interface ParsedVersion {

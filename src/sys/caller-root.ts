@@ -13,8 +13,8 @@
  * @module
  */
 import { closeSync, fstatSync, openSync, readlinkSync, statfsSync, statSync } from "node:fs";
+import { type BoundLibc, bindLibc } from "./libc.js";
 import * as path from "./posix-path.js";
-import { bindLibc, type BoundLibc } from "./libc.js";
 
 const SYS_OPENAT2 = 437; // the same number on every architecture (added after the tables were unified)
 const O_PATH = 0o10000000;

@@ -5,9 +5,10 @@
  * Plugins never run a program themselves (layers.test.ts).
  * @module
  */
+
+import { phase } from "./phase-trace.js";
 import * as path from "./posix-path.js";
 import { findTool, toolSearchPath } from "./tool-path.js";
-import { phase } from "./phase-trace.js";
 
 export interface ToolResult {
   stdout: string;

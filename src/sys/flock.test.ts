@@ -3,11 +3,12 @@
  * the child's), each waiter within its own bound however many of this process queue for the lock, and a waiter
  * whose call was given up never runs what the lock guards. Needs root (a holder of another user) and util-linux.
  */
-import { after, describe, test } from "node:test";
+
 import assert from "node:assert/strict";
-import { spawn, type ChildProcess } from "node:child_process";
+import { type ChildProcess, spawn } from "node:child_process";
 import { closeSync, openSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import path from "node:path";
+import { after, describe, test } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
 import { useTempDirs } from "#testing/temp.js";
 import { CallAbandonedError, withCallSignal } from "./call-signal.js";

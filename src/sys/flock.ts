@@ -31,9 +31,9 @@ import { callSignal } from "./call-signal.js";
 import { KeyedMutex } from "./keyed-mutex.js";
 import { bindLibc, type Libc } from "./libc.js";
 import { effectiveUid, flockHolders, flockHoldersNow } from "./lock-holders.js";
-import { findTool, toolSearchPath } from "./tool-path.js";
-import { endPhase, phaseClock } from "./phase-trace.js";
 import { pauseFor } from "./pause.js";
+import { endPhase, phaseClock } from "./phase-trace.js";
+import { findTool, toolSearchPath } from "./tool-path.js";
 
 const LOCK_SH = 1;
 const LOCK_EX = 2;

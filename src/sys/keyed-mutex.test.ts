@@ -1,5 +1,5 @@
-import { test } from "node:test";
 import assert from "node:assert/strict";
+import { test } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
 import { KeyedMutex } from "./keyed-mutex.js";
 

@@ -1,7 +1,7 @@
-import { test } from "node:test";
 import assert from "node:assert/strict";
 import { mkdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
+import { test } from "node:test";
 import { useTempDirs } from "#testing/temp.js";
 import { effectiveUid, fdinfoShowsFlock, flockHolders, flockHoldersNow, holdsFlockNow, procLocksDevice } from "./lock-holders.js";
 

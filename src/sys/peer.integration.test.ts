@@ -1,11 +1,11 @@
-import { test } from "node:test";
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
-import { openSync, closeSync } from "node:fs";
+import { closeSync, openSync } from "node:fs";
+import { test } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
-import { judgeFacts, ownIdentity, readFacts, SAME_PROCESS_RULE, startTime, type PeerRule } from "./peer.js";
-import { flockHolders } from "./lock-holders.js";
 import { skipReason } from "#testing/harness.js";
+import { flockHolders } from "./lock-holders.js";
+import { judgeFacts, ownIdentity, type PeerRule, readFacts, SAME_PROCESS_RULE, startTime } from "./peer.js";
 
 const skip = skipReason();
 

@@ -1,6 +1,6 @@
-import { test } from "node:test";
 import assert from "node:assert/strict";
-import { judgeFacts, SAME_PROCESS_RULE, statusField, type PeerRule, type ProcessFacts } from "./peer.js";
+import { test } from "node:test";
+import { judgeFacts, type PeerRule, type ProcessFacts, SAME_PROCESS_RULE, statusField } from "./peer.js";
 
 const base: ProcessFacts = {
   euid: 0,

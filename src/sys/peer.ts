@@ -15,7 +15,7 @@
  */
 import { closeSync, lstatSync, readFileSync, statSync } from "node:fs";
 import { bindLibc, type Libc } from "./libc.js";
-import { holdsFlockNow, type FileKey } from "./lock-holders.js";
+import { type FileKey, holdsFlockNow } from "./lock-holders.js";
 
 const SOL_SOCKET = 1;
 const SO_PEERCRED = 17;

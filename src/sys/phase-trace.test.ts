@@ -1,9 +1,10 @@
-import { test } from "node:test";
 import assert from "node:assert/strict";
 import { mkdtempSync, readFileSync, rmSync, symlinkSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import { test } from "node:test";
 import {
+  type CallTraceRecord,
   disablePhaseTrace,
   enablePhaseTrace,
   endPhase,
@@ -12,7 +13,6 @@ import {
   phaseSync,
   phaseTraceOn,
   tracedCall,
-  type CallTraceRecord,
 } from "./phase-trace.js";
 
 const call = (containerID: string) => ({ program: "bridge", command: "ADD", containerID, ifName: "eth0", where: "server" });

@@ -1,6 +1,6 @@
-import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import nodePath from "node:path";
+import { describe, test } from "node:test";
 import { basename, dirname, isAbsolute, join, normalize, relative, resolve } from "./posix-path.js";
 
 // Every path of up to 6 characters from "a", "b", "." and "/": all the cases of slashes, dots and names.

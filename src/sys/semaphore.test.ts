@@ -1,5 +1,5 @@
-import { test } from "node:test";
 import assert from "node:assert/strict";
+import { test } from "node:test";
 import { Semaphore } from "./semaphore.js";
 
 test("at most `size` runs at once, the others in arrival order, a failing run gives its place back", async () => {

@@ -1,5 +1,5 @@
-import { describe, test } from "node:test";
 import assert from "node:assert/strict";
+import { describe, test } from "node:test";
 import { takeListenFd } from "./socket-activation.js";
 
 describe("systemd socket activation", () => {

@@ -7,7 +7,7 @@
  * sent it long ago, the server being too busy to read: the bytes waiting in its receive queue tell.
  * @module
  */
-import { bindLibc, type BoundLibc } from "./libc.js";
+import { type BoundLibc, bindLibc } from "./libc.js";
 import { socketFd } from "./peer.js";
 
 /** ioctl(2) request: bytes in a socket's receive queue (SIOCINQ). */

@@ -1,9 +1,9 @@
-import { test } from "node:test";
 import assert from "node:assert/strict";
 import { mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { isTemporaryName, replaceAtomicSync, writeFileAtomic, writeFileAtomicSync } from "./state.js";
+import { test } from "node:test";
 import { useTempDirs } from "#testing/temp.js";
+import { isTemporaryName, replaceAtomicSync, writeFileAtomic, writeFileAtomicSync } from "./state.js";
 
 const tempDir = useTempDirs("tscni-atomic-");
 

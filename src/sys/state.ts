@@ -36,8 +36,8 @@ import {
   unlinkSync,
   writeSync,
 } from "node:fs";
-import * as path from "./posix-path.js";
 import { hexOf, randomBytes } from "./bytes.js";
+import * as path from "./posix-path.js";
 
 /** One file operation on state, as the crash simulator sees it. */
 export type StateOp =

@@ -1,11 +1,11 @@
-import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import { closeSync, openSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
+import { describe, test } from "node:test";
 import { fileURLToPath } from "node:url";
-import { readFdToEnd, writeFdFully } from "./stdio.js";
 import { useTempDirs } from "#testing/temp.js";
+import { readFdToEnd, writeFdFully } from "./stdio.js";
 
 const tempDir = useTempDirs("tscni-stdio-");
 const STDIO = path.join(path.dirname(fileURLToPath(import.meta.url)), "stdio.js");

@@ -3,10 +3,11 @@
  * program named like a tool in a relative PATH directory is never run, whether by runProgram, by a tool that runs
  * another by name (the PATH it is given), or by flock(1) under Node.
  */
-import { after, describe, test } from "node:test";
+
 import assert from "node:assert/strict";
 import fs from "node:fs";
 import path from "node:path";
+import { after, describe, test } from "node:test";
 import { useTempDirs } from "#testing/temp.js";
 import { runProgram } from "./exec.js";
 import { lockFile } from "./flock.js";

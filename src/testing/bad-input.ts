@@ -9,8 +9,8 @@
  */
 import fc from "fast-check";
 import type { JsonValue } from "#go-json/json.js";
-import type { Sample } from "./plugin-samples.js";
 import { nullResults } from "./null-results.js";
+import type { Sample } from "./plugin-samples.js";
 
 /** Cases per plugin (CI: 500 in-process; the binaries get a sample of them). */
 export const FUZZ_RUNS = Number(process.env["TSCNI_FUZZ_RUNS"] ?? 500);

@@ -8,15 +8,15 @@
  * made (its socket address, the cgroup parent) and removed.
  * @module
  */
-import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
 import { closeSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, rmdirSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { status as grpcStatus } from "@grpc/grpc-js";
-import { CriClient, CriError, type ContainerdSandboxInfo } from "./cri-client.js";
-import { runCommand, missing, skipReason } from "./harness.js";
+import { type ContainerdSandboxInfo, CriClient, CriError } from "./cri-client.js";
 import { docSnippet, substitute } from "./doc-snippets.js";
+import { missing, runCommand, skipReason } from "./harness.js";
 
 /** The CRI plugin's own state dir under containerd's state dir (netns mounts live in its `netns`). */
 const CRI_STATE = "io.containerd.grpc.v1.cri";

@@ -3,10 +3,11 @@
  * ListPodSandbox of runtime.v1.RuntimeService from the test CRI proto, with the sandboxes a test sets.
  * @module
  */
+
+import type { Socket } from "node:net";
 import path from "node:path";
 import * as grpc from "@grpc/grpc-js";
 import * as protoLoader from "@grpc/proto-loader";
-import type { Socket } from "node:net";
 import { socketFd } from "#sys/peer.js";
 import { CRI_PROTO } from "./cri-client.js";
 

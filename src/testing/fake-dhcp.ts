@@ -6,15 +6,27 @@
  * @module
  */
 import { setImmediate as tick } from "node:timers/promises";
-import type { Clock } from "#plugins/ipam/dhcp/clock.js";
-import type { LeaseWorld } from "#plugins/ipam/dhcp/leases.js";
-import type { CallerFile } from "#sys/caller-root.js";
 import { LinkGoneError, NetnsGoneError } from "#net/netns-sockets.js";
-import type { DhcpSockets } from "#plugins/ipam/dhcp/netns-sockets.js";
 import type { Dhcp6Sockets } from "#plugins/ipam/dhcp/client6.js";
+import type { Clock } from "#plugins/ipam/dhcp/clock.js";
 import type { Family } from "#plugins/ipam/dhcp/config.js";
-import { hexOf } from "#sys/bytes.js";
+import type { LeaseWorld } from "#plugins/ipam/dhcp/leases.js";
+import type { DhcpSockets } from "#plugins/ipam/dhcp/netns-sockets.js";
+import { MessageType, Option } from "#plugins/ipam/dhcp/option-codes.js";
 import {
+  BOOTREPLY,
+  type DhcpMessage,
+  decodeMessage,
+  encodeClasslessRoutes,
+  encodeDomainSearch,
+  encodeMessage,
+  ipv4Bytes,
+  messageType,
+  readAddresses,
+  u32Option,
+} from "#plugins/ipam/dhcp/packet.js";
+import {
+  type Dhcp6Message,
   decodeIaAddress,
   decodeIaNa,
   decodeMessage6,
@@ -27,25 +39,13 @@ import {
   firstOption,
   ipv6Bytes,
   Message6,
+  type Opt6,
   Option6,
   Status6,
-  type Dhcp6Message,
-  type Opt6,
 } from "#plugins/ipam/dhcp/packet6.js";
-import {
-  BOOTREPLY,
-  decodeMessage,
-  encodeClasslessRoutes,
-  encodeDomainSearch,
-  encodeMessage,
-  ipv4Bytes,
-  messageType,
-  readAddresses,
-  u32Option,
-  type DhcpMessage,
-} from "#plugins/ipam/dhcp/packet.js";
-import { MessageType, Option } from "#plugins/ipam/dhcp/option-codes.js";
 import { CniError } from "#spec/errors.js";
+import { hexOf } from "#sys/bytes.js";
+import type { CallerFile } from "#sys/caller-root.js";
 
 /** Lets pending promise chains and I/O callbacks run. */
 export async function settle(rounds = 5): Promise<void> {

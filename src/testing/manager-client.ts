@@ -2,10 +2,10 @@
  * A PodNetworkManager in a test's host namespace (manager-driver.ts), driven over JSON lines from a test.
  * @module
  */
-import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
+import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process";
 import path from "node:path";
 import { createInterface } from "node:readline";
-import { ROOT, type Netns } from "./harness.js";
+import { type Netns, ROOT } from "./harness.js";
 
 /** A manager in a host namespace, driven over JSON lines. */
 export class ManagerClient {

@@ -6,17 +6,17 @@
  * @module
  */
 import { readlinkSync } from "node:fs";
-import { ensureBridge, ensureGatewayAddresses, readHostLinks } from "#plugins/main/bridge/bridge-link.js";
-import { toolSpawnsOf } from "#sys/exec.js";
-import { configureInterface, setupVeth } from "#net/iface.js";
 import { createContainerLink } from "#net/container-link.js";
-import { createIfb } from "#plugins/meta/bandwidth/ifb.js";
-import { ip } from "#net/links.js";
+import { configureInterface, setupVeth } from "#net/iface.js";
 import { deleteLinkWithAddresses } from "#net/link-addresses.js";
-import { readLinkTunables, setLinkTunables } from "#plugins/meta/tuning/link-tunables.js";
+import { ip } from "#net/links.js";
 import { NetNS } from "#net/netns.js";
+import { ensureBridge, ensureGatewayAddresses, readHostLinks } from "#plugins/main/bridge/bridge-link.js";
 import { routeContainerThroughGateway, routeHostToContainer } from "#plugins/main/ptp/routing.js";
+import { createIfb } from "#plugins/meta/bandwidth/ifb.js";
+import { readLinkTunables, setLinkTunables } from "#plugins/meta/tuning/link-tunables.js";
 import type { Result100 } from "#spec/result/index.js";
+import { toolSpawnsOf } from "#sys/exec.js";
 
 const steps: Array<{ step: string; value?: unknown; error?: { name: string; message: string } }> = [];
 

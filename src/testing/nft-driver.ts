@@ -6,7 +6,7 @@
  * transaction and prints "ok", "not encodable" or the error.
  * @module
  */
-import { listIptablesNft, nftAddRules, nftDelete, NFPROTO_IPV4, NFPROTO_IPV6, type RuleToAdd } from "#net/nfnetlink.js";
+import { listIptablesNft, NFPROTO_IPV4, NFPROTO_IPV6, nftAddRules, nftDelete, type RuleToAdd } from "#net/nfnetlink.js";
 
 const [verb, family, table, ...rest] = process.argv.slice(2);
 const nfproto = family === "6" ? NFPROTO_IPV6 : NFPROTO_IPV4;

@@ -9,7 +9,7 @@ import { existsSync, mkdirSync, readdirSync, symlinkSync } from "node:fs";
 import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { containerIdForNetns } from "#runtime/container-ids.js";
-import { CNITOOL, type Cleanup, GO_BIN, type Netns, OUR_BIN, writeJson } from "./harness.js";
+import { type Cleanup, CNITOOL, GO_BIN, type Netns, OUR_BIN, writeJson } from "./harness.js";
 import { RESIDENT_PASS, startResidentHost } from "./resident-host.js";
 
 /** Ours first, so our plugins win and Go's fill the gaps. */

@@ -3,12 +3,12 @@
  * made for itself (resident/own-cgroup.ts), and a server run in the test's own namespaces.
  * @module
  */
-import { spawn, type ChildProcess } from "node:child_process";
+import { type ChildProcess, spawn } from "node:child_process";
 import { mkdirSync, readdirSync, readFileSync, rmdirSync } from "node:fs";
 import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { hierarchies, ownCgroupName } from "#resident/own-cgroup.js";
-import { CNITOOL, type Cleanup } from "./harness.js";
+import { type Cleanup, CNITOOL } from "./harness.js";
 
 /** The pids of servers whose command line names `socket`. */
 export function serverPids(socket: string): number[] {

@@ -5,7 +5,7 @@
  * the protocol: a server that dies mid-call, one that never answers.
  * @module
  */
-import { spawn, type ChildProcess } from "node:child_process";
+import { type ChildProcess, spawn } from "node:child_process";
 import { existsSync } from "node:fs";
 import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";

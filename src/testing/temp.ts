@@ -3,10 +3,11 @@
  * removed when the test file finishes.
  * @module
  */
-import { after } from "node:test";
+
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import { after } from "node:test";
 
 /** Returns a maker of temp dirs that are removed after the calling test file's tests. */
 export function useTempDirs(prefix = "tscni-test-"): () => string {

@@ -3,15 +3,16 @@
  * container really has (routes wherever a later plugin of the chain, like sbr, legitimately moved them).
  * @module
  */
-import type { PluginConf } from "#spec/config.js";
-import { failure, invalidConfig } from "#spec/errors.js";
+
 import { cidrContains, ipFamily, parseCIDR } from "#ip/ip.js";
-import { toCurrentResult, type Result100 } from "#spec/result/index.js";
-import { parsePrevResult } from "#skel/conf.js";
 import { ip } from "#net/links.js";
 import type { NetNS } from "#net/netns.js";
-import { listRules, TABLE_MAIN, type IpRule } from "#net/policy-routing.js";
+import { type IpRule, listRules, TABLE_MAIN } from "#net/policy-routing.js";
 import type { RouteSpec } from "#net/types.js";
+import { parsePrevResult } from "#skel/conf.js";
+import type { PluginConf } from "#spec/config.js";
+import { failure, invalidConfig } from "#spec/errors.js";
+import { type Result100, toCurrentResult } from "#spec/result/index.js";
 
 /** The prevResult in the current shape; CHECK without one is an error. */
 export function requirePrevResult(conf: PluginConf): Result100 {

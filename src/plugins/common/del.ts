@@ -4,12 +4,13 @@
  * when the container or its interface is already gone. A missing netns or link is not an error.
  * @module
  */
-import type { PluginConf } from "#spec/config.js";
+
 import { parseCIDR } from "#ip/ip.js";
-import { toCurrentResult } from "#spec/result/index.js";
-import { parsePrevResult } from "#skel/conf.js";
 import { deleteLinkWithAddresses } from "#net/link-addresses.js";
 import { NetNS } from "#net/netns.js";
+import { parsePrevResult } from "#skel/conf.js";
+import type { PluginConf } from "#spec/config.js";
+import { toCurrentResult } from "#spec/result/index.js";
 
 export async function removeContainerLink(conf: PluginConf, netns: string, ifName: string): Promise<string[]> {
   const addresses = new Set<string>();

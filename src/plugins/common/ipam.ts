@@ -3,11 +3,12 @@
  * the spec says), undo it when a later step fails, and forward DEL/CHECK/STATUS/GC to it.
  * @module
  */
-import type { PluginConf } from "#spec/config.js";
-import type { CmdArgs } from "#skel/skel.js";
-import { toCurrentResult, type Result100 } from "#spec/result/index.js";
+
 import { UnknownOutcomeError } from "#invoke/exec.js";
 import { delegateAdd, delegateCheck, delegateDel, delegateGC, delegateStatus } from "#invoke/plugin.js";
+import type { CmdArgs } from "#skel/skel.js";
+import type { PluginConf } from "#spec/config.js";
+import { type Result100, toCurrentResult } from "#spec/result/index.js";
 
 export const ipamType = (conf: PluginConf): string => (typeof conf.ipam?.type === "string" ? conf.ipam.type : "");
 

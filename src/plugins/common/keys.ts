@@ -6,12 +6,13 @@
  * whose message names the key and the value, e.g. `invalid "mtu": "abc" (want an integer)`.
  * @module
  */
-import { invalidCniArgs, invalidKey } from "#spec/errors.js";
-import { loadCniArgs } from "#spec/args.js";
-import { DecodeError, type Decoded, decodeGo, type GoType, int, ptr, refine, string } from "#go-json/go-decode.js";
-import { NET_CONF_FIELDS } from "#spec/config.js";
+
+import { type Decoded, DecodeError, decodeGo, type GoType, int, ptr, refine, string } from "#go-json/go-decode.js";
 import type { JsonObject } from "#go-json/json.js";
 import type { IPMasqBackend } from "#net/ipmasq.js";
+import { loadCniArgs } from "#spec/args.js";
+import { NET_CONF_FIELDS } from "#spec/config.js";
+import { invalidCniArgs, invalidKey } from "#spec/errors.js";
 
 /**
  * Decodes a plugin's config object into its Go-shaped schema with Go's rules (go-json/go-decode.ts): keys in

@@ -1,13 +1,13 @@
-import { test } from "node:test";
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import { chmodSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import { test } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
-import { withLockFile } from "./lock-file.js";
 import { CniError } from "#spec/errors.js";
 import { skipReason } from "#testing/harness.js";
+import { withLockFile } from "./lock-file.js";
 
 const skip = skipReason();
 

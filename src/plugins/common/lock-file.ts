@@ -6,7 +6,7 @@
 import { constants, openSync } from "node:fs";
 import { ioFailure, messageOf, tryAgainLater } from "#spec/errors.js";
 import { CallAbandonedError } from "#sys/call-signal.js";
-import { LockTimeoutError, withFlock, type FlockOptions } from "#sys/flock.js";
+import { type FlockOptions, LockTimeoutError, withFlock } from "#sys/flock.js";
 
 /** Opens (creating it with `mode` when missing) the file the lock is taken on, as Go's filemutex.New does. */
 export const openLockFile = (lockPath: string, mode: number): number => openSync(lockPath, constants.O_CREAT | constants.O_RDONLY, mode);

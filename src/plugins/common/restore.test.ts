@@ -2,19 +2,20 @@
  * The restorers' marks, without root: what each plugin says shows its host firewall state is there, from a
  * request as `cnitool reload` builds it (probes answered by the test, so nothing is asked of the system).
  */
-import { describe, test } from "node:test";
+
 import assert from "node:assert/strict";
 import fs from "node:fs";
 import path from "node:path";
-import { useTempDirs } from "#testing/temp.js";
+import { describe, test } from "node:test";
 import { ipMasqChainName } from "#net/names.js";
-import type { RestoreRequest } from "./restore.js";
+import { useTempDirs } from "#testing/temp.js";
 import { restorer as bridge } from "../main/bridge/restore.js";
 import { restorer as ptp } from "../main/ptp/restore.js";
-import { restorer as portmap } from "../meta/portmap/restore.js";
-import { restorer as firewall } from "../meta/firewall/restore.js";
 import { restorer as dnsname } from "../meta/dnsname/restore.js";
+import { restorer as firewall } from "../meta/firewall/restore.js";
 import { dnatChainName } from "../meta/portmap/iptables.js";
+import { restorer as portmap } from "../meta/portmap/restore.js";
+import type { RestoreRequest } from "./restore.js";
 
 const tempDir = useTempDirs("tscni-restore-");
 

@@ -5,13 +5,14 @@
  * missing and never touching the container; `marks` names the objects whose absence shows that state was lost.
  * @module
  */
-import { toCurrentResult, type Result100 } from "#spec/result/index.js";
-import type { PluginConf } from "#spec/config.js";
+
+import { type FirewallKind, type FirewallProbes, firewallFor, type RuleEngines } from "#net/firewall-driver.js";
 import type { FirewallMark } from "#net/firewall-marks.js";
-import { firewallFor, type FirewallKind, type FirewallProbes, type RuleEngines } from "#net/firewall-driver.js";
-import { iptablesFor, type IPFamilyNum } from "#net/iptables.js";
+import { type IPFamilyNum, iptablesFor } from "#net/iptables.js";
 import { nftUsable } from "#net/nftables.js";
 import { parsePrevResult } from "#skel/conf.js";
+import type { PluginConf } from "#spec/config.js";
+import { type Result100, toCurrentResult } from "#spec/result/index.js";
 
 /** One plugin of one cached attachment: the request its ADD got, rebuilt from the result cache. */
 export interface RestoreRequest {

@@ -7,17 +7,18 @@
  * only IPAM has anything for: these plugins keep no state on the host.
  * @module
  */
+
+import { type ContainerLinkSpec, createContainerLink, defaultRouteInterface } from "#net/container-link.js";
+import { configureInterface } from "#net/iface.js";
+import { ip } from "#net/links.js";
+import { NetNS } from "#net/netns.js";
+import { type SysctlSetting, sysctlPath } from "#net/sysctl.js";
+import type { Link } from "#net/types.js";
+import type { CmdArgs } from "#skel/skel.js";
 import type { PluginConf } from "#spec/config.js";
 import { failure, invalidKey, pluginNotAvailable } from "#spec/errors.js";
 import type { Result100 } from "#spec/result/index.js";
 import { CURRENT_VERSION } from "#spec/version.js";
-import type { CmdArgs } from "#skel/skel.js";
-import { createContainerLink, defaultRouteInterface, type ContainerLinkSpec } from "#net/container-link.js";
-import { configureInterface } from "#net/iface.js";
-import { ip } from "#net/links.js";
-import { NetNS } from "#net/netns.js";
-import { sysctlPath, type SysctlSetting } from "#net/sysctl.js";
-import type { Link } from "#net/types.js";
 import { checkInterfaceAddresses, checkRoutes, requirePrevResult } from "./check.js";
 import { removeContainerLink } from "./del.js";
 import { ipamAdd, ipamCheck, ipamDel, ipamGC, ipamStatus, ipamType } from "./ipam.js";

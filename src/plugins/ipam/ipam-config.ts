@@ -4,10 +4,11 @@
  * one-address-per-family rule of old spec versions. Decoding follows Go's rules (go-json/go-decode.ts).
  * @module
  */
-import { loadCniArgs, type ArgParsers } from "#spec/args.js";
+
+import { type Decoded, type GoType, list, ptr, refine, string, struct, withDefault } from "#go-json/go-decode.js";
+import { type ArgParsers, loadCniArgs } from "#spec/args.js";
 import { invalidConfig, invalidEnv, messageOf } from "#spec/errors.js";
-import { list, ptr, refine, string, struct, withDefault, type Decoded, type GoType } from "#go-json/go-decode.js";
-import { ROUTE_TYPE, routeFrom, type Route } from "#spec/result/common.js";
+import { ROUTE_TYPE, type Route, routeFrom } from "#spec/result/common.js";
 import { versionGreaterThanOrEqualTo } from "#spec/version.js";
 
 /** A short, quoted rendering of a JSON value for error messages. */

@@ -5,8 +5,11 @@
  * `runtimeConfig.ips`). Pure: parsing and containment only, no allocation policy.
  * @module
  */
-import { cidrContains, networkOf, tryParseCIDR, tryParseIP, type IPAddress, type IPCidr } from "#ip/ip.js";
+
+import { type Decoded, list, string, struct } from "#go-json/go-decode.js";
+import { cidrContains, type IPAddress, type IPCidr, networkOf, tryParseCIDR, tryParseIP } from "#ip/ip.js";
 import {
+  addressBits,
   compareIP,
   firstAddress,
   hasHostBits,
@@ -16,11 +19,9 @@ import {
   lastAddress,
   nextIP,
   prevIP,
-  addressBits,
 } from "#ip/ip-math.js";
-import { list, string, struct, type Decoded } from "#go-json/go-decode.js";
-import { loadIpamArgs, showValue } from "./ipam-config.js";
 import { invalidConfig, invalidKey } from "#spec/errors.js";
+import { loadIpamArgs, showValue } from "./ipam-config.js";
 
 /** Go's Range (the IPs are net.IP, the subnet a types.IPNet: strings here, parsed by parseRange). */
 export const RANGE = struct("Range", { rangeStart: string, rangeEnd: string, subnet: string, gateway: string }, "allocator");

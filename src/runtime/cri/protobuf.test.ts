@@ -3,8 +3,9 @@
  * makes from the CRI proto the containerd test speaks: our requests encode to the same bytes, and we decode its
  * responses, including fields we skip (metadata, created_at as a large int64, labels), and the wire's edge cases.
  */
-import { describe, test } from "node:test";
+
 import assert from "node:assert/strict";
+import { describe, test } from "node:test";
 import * as protoLoader from "@grpc/proto-loader";
 import { CRI_PROTO } from "#testing/cri-client.js";
 import { ProtobufError, ProtoWriter, readFields } from "./protobuf.js";

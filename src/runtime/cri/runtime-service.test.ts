@@ -3,16 +3,17 @@
  * error statuses (percent-encoded messages, UNIMPLEMENTED), a socket nobody listens on, a server that never
  * answers, an answer over the size limit, and an HTTP/2 server that is not gRPC. Also the endpoint forms accepted.
  */
-import { after, before, describe, test } from "node:test";
+
 import assert from "node:assert/strict";
 import http2 from "node:http2";
 import net from "node:net";
-import { setTimeout as sleep } from "node:timers/promises";
 import path from "node:path";
+import { after, before, describe, test } from "node:test";
+import { setTimeout as sleep } from "node:timers/promises";
 import * as grpc from "@grpc/grpc-js";
+import { judgeFacts, socketFd } from "#sys/peer.js";
 import { admitStandIn, criServices } from "#testing/fake-cri.js";
 import { useTempDirs } from "#testing/temp.js";
-import { judgeFacts, socketFd } from "#sys/peer.js";
 import { CRI_LISTENER_RULE, CriError, CriRuntimeClient, criSocketPath } from "./runtime-service.js";
 
 const tempDir = useTempDirs();

@@ -5,10 +5,10 @@
  * @module
  */
 import type { Socket } from "node:net";
-import { asInt32, asMessage, asString, ProtoWriter, readFields } from "./protobuf.js";
-import { GrpcStatusError, grpcUnary } from "./grpc-unary.js";
 import { messageOf } from "#spec/errors.js";
 import type { PeerRule } from "#sys/peer.js";
+import { GrpcStatusError, grpcUnary } from "./grpc-unary.js";
+import { asInt32, asMessage, asString, ProtoWriter, readFields } from "./protobuf.js";
 
 const SERVICE = "/runtime.v1.RuntimeService";
 

@@ -3,9 +3,10 @@
  * and DNS settings.
  * @module
  */
+
+import { decodeGo, getList, getString, int, list, ptr, type StructOf, string, struct } from "#go-json/go-decode.js";
 import type { JsonObject } from "#go-json/json.js";
 import { canonicalCIDR, canonicalIP } from "#ip/ip.js";
-import { decodeGo, getList, getString, int, list, ptr, string, struct, type StructOf } from "#go-json/go-decode.js";
 
 /** A route of a result (types.Route, with the 1.1.0 fields). */
 export interface Route {

@@ -4,11 +4,12 @@
  * spec-upgrades loss table; a down-conversion with no IP to keep fails.
  * @module
  */
-import { copyDNS, legacyRoute, type Route } from "./common.js";
+
 import { ipFamily } from "#ip/ip.js";
-import { VERSIONS_020, type IPConfig020, type Result020, type Version020 } from "./types020.js";
-import { VERSIONS_040, type IPConfig040, type Result040, type Version040 } from "./types040.js";
-import { VERSIONS_100, type Result100, type Version100 } from "./types100.js";
+import { copyDNS, legacyRoute, type Route } from "./common.js";
+import { type IPConfig020, type Result020, VERSIONS_020, type Version020 } from "./types020.js";
+import { type IPConfig040, type Result040, VERSIONS_040, type Version040 } from "./types040.js";
+import { type Result100, VERSIONS_100, type Version100 } from "./types100.js";
 
 /** A result of any spec version. */
 export type Result = Result020 | Result040 | Result100;

@@ -3,17 +3,18 @@
  * Plugins build a `Result100` at CURRENT_VERSION and let skel print it in the config's version.
  * @module
  */
-import { goQuote, isJsonObject, jsonKindName, marshalJson, parseJson, type JsonObject } from "#go-json/json.js";
+
+import { DecodeError, getString } from "#go-json/go-decode.js";
+import { goQuote, isJsonObject, type JsonObject, jsonKindName, marshalJson, parseJson } from "#go-json/json.js";
 import { ALL_VERSIONS, decodeConfigVersion } from "../version.js";
 import { convertResult, familyOf, type Result, type ResultFamily } from "./convert.js";
-import { DecodeError, getString } from "#go-json/go-decode.js";
-import { decode020, encode020, IMPLEMENTED_020, VERSIONS_020, type Result020 } from "./types020.js";
-import { decode040, encode040, IMPLEMENTED_040, VERSIONS_040, type Result040 } from "./types040.js";
-import { decode100, encode100, IMPLEMENTED_100, VERSIONS_100, type Result100 } from "./types100.js";
+import { decode020, encode020, IMPLEMENTED_020, type Result020, VERSIONS_020 } from "./types020.js";
+import { decode040, encode040, IMPLEMENTED_040, type Result040, VERSIONS_040 } from "./types040.js";
+import { decode100, encode100, IMPLEMENTED_100, type Result100, VERSIONS_100 } from "./types100.js";
 
+export { DecodeError } from "#go-json/go-decode.js";
 export * from "./common.js";
 export { convertResult, familyOf, type Result, type ResultFamily } from "./convert.js";
-export { DecodeError } from "#go-json/go-decode.js";
 export type { IPConfig020, Result020, Version020 } from "./types020.js";
 export type { Interface040, IPConfig040, Result040, Version040 } from "./types040.js";
 export type { Interface, IPConfig, Result100, Version100 } from "./types100.js";

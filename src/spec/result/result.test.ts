@@ -1,6 +1,8 @@
-import { describe, test } from "node:test";
 import assert from "node:assert/strict";
+import { describe, test } from "node:test";
 import { jsonEqual, parseJson } from "#go-json/json.js";
+import { crashKind, nullResults } from "#testing/null-results.js";
+import { ALL_VERSIONS } from "../versions.js";
 import {
   convertResult,
   createResult,
@@ -9,19 +11,17 @@ import {
   getResultAsVersion,
   marshalResult,
   printResult,
-  resultShapeMismatch,
-  resultToJson,
-  toCurrentResult,
   type Result,
   type Result020,
   type Result040,
   type Result100,
+  resultShapeMismatch,
+  resultToJson,
+  toCurrentResult,
   type Version020,
   type Version040,
   type Version100,
 } from "./index.js";
-import { ALL_VERSIONS } from "../versions.js";
-import { crashKind, nullResults } from "#testing/null-results.js";
 
 // ---------------------------------------------------------------------------------------------------------------
 // Fixtures: the canonical data of the upstream types020/040/100 tests (checklist 6.3-6.5).

@@ -2,9 +2,10 @@
  * Results of spec 0.1.0 and 0.2.0: at most one IPv4 (`ip4`) and one IPv6 (`ip6`) configuration, no interfaces.
  * @module
  */
-import type { JsonObject } from "#go-json/json.js";
+
 import { getList, getObject } from "#go-json/go-decode.js";
-import { decodeCIDR, decodeDNS, decodeOptionalIP, decodeRoute, encodeDNS, encodeRoute, type DNS, type Route } from "./common.js";
+import type { JsonObject } from "#go-json/json.js";
+import { type DNS, decodeCIDR, decodeDNS, decodeOptionalIP, decodeRoute, encodeDNS, encodeRoute, type Route } from "./common.js";
 
 export const VERSIONS_020 = ["", "0.1.0", "0.2.0"] as const;
 /** The versions whose results have this shape. */

@@ -3,9 +3,10 @@
  * routes and DNS.
  * @module
  */
-import type { JsonObject } from "#go-json/json.js";
+
 import { getInt, getObject, getString } from "#go-json/go-decode.js";
-import { decodeCIDR, decodeDNS, decodeResultLists, decodeOptionalIP, encodeDNS, encodeRoute, type DNS, type Route } from "./common.js";
+import type { JsonObject } from "#go-json/json.js";
+import { type DNS, decodeCIDR, decodeDNS, decodeOptionalIP, decodeResultLists, encodeDNS, encodeRoute, type Route } from "./common.js";
 
 export const VERSIONS_040 = ["0.3.0", "0.3.1", "0.4.0"] as const;
 /** The versions whose results have this shape. */

@@ -3,9 +3,10 @@
  * The Go types serialise through a map, so keys come out sorted and an empty `dns` is left out.
  * @module
  */
-import type { JsonObject } from "#go-json/json.js";
+
 import { getInt, getObject, getString } from "#go-json/go-decode.js";
-import { decodeCIDR, decodeDNS, decodeResultLists, decodeOptionalIP, encodeDNS, encodeRoute, isDNSEmpty, type DNS, type Route } from "./common.js";
+import type { JsonObject } from "#go-json/json.js";
+import { type DNS, decodeCIDR, decodeDNS, decodeOptionalIP, decodeResultLists, encodeDNS, encodeRoute, isDNSEmpty, type Route } from "./common.js";
 
 export const VERSIONS_100 = ["1.0.0", "1.1.0"] as const;
 /** The versions whose results have this shape. */

@@ -1,7 +1,7 @@
-import { test } from "node:test";
 import assert from "node:assert/strict";
-import { killedAfter, powerLossAfter, powerLossStates, seeded, treeKey, type Tree } from "./model.js";
+import { test } from "node:test";
 import type { StateOp } from "#sys/state.js";
+import { killedAfter, powerLossAfter, powerLossStates, seeded, type Tree, treeKey } from "./model.js";
 
 const show = (t: Tree) =>
   [...t]

@@ -27,8 +27,8 @@ import { existsSync, mkdirSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { recordStateOps, type StateOp } from "#sys/state.js";
-import { killedAfter, powerLossAfter, powerLossStates, readTree, relativeOp, seeded, treeKey, writeTree, type Tree } from "./model.js";
-import { NOTE, RECOVERIES, STORES, podName, type CrashContext, type Pod, type Store } from "./stores.js";
+import { killedAfter, powerLossAfter, powerLossStates, readTree, relativeOp, seeded, type Tree, treeKey, writeTree } from "./model.js";
+import { type CrashContext, NOTE, type Pod, podName, RECOVERIES, STORES, type Store } from "./stores.js";
 
 const args = process.argv.slice(2);
 const opt = (name: string, dflt: string) => {

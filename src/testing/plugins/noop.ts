@@ -4,13 +4,13 @@
  * else the config's `debugFile`; `commandLog` in the config appends every call to a JSON list.
  * @module
  */
-import { CniError, ErrorCode } from "#spec/errors.js";
 
+import { loadPluginConf, parsePrevResult } from "#skel/conf.js";
+import { type CmdArgs, pluginMain } from "#skel/skel.js";
+import { CniError, ErrorCode } from "#spec/errors.js";
 import { getResultAsVersion, marshalResult, toCurrentResult } from "#spec/result/index.js";
 import { ALL_VERSIONS, VersionInfo } from "#spec/version.js";
-import { loadPluginConf, parsePrevResult } from "#skel/conf.js";
-import { pluginMain, type CmdArgs } from "#skel/skel.js";
-import { appendCommandLog, readDebug, writeDebug, type NoopCmdArgs } from "./noop-debug.js";
+import { appendCommandLog, type NoopCmdArgs, readDebug, writeDebug } from "./noop-debug.js";
 
 export type { NoopDebug } from "./noop-debug.js";
 

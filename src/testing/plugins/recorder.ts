@@ -4,11 +4,12 @@
  * plugin a test names but does not run: the dnsname stand-in is a recorder linked as `dnsname`.
  * @module
  */
+
+import { loadPluginConf, parsePrevResult } from "#skel/conf.js";
+import { type CmdArgs, pluginMain } from "#skel/skel.js";
 import { CniError, ErrorCode } from "#spec/errors.js";
 import { getResultAsVersion, marshalResult } from "#spec/result/index.js";
 import { ALL_VERSIONS, VersionInfo } from "#spec/version.js";
-import { loadPluginConf, parsePrevResult } from "#skel/conf.js";
-import { pluginMain, type CmdArgs } from "#skel/skel.js";
 import { appendRecordedCall } from "./recorder-log.js";
 
 function record(command: string, args: CmdArgs): ReturnType<typeof loadPluginConf> {

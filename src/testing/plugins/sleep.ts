@@ -4,8 +4,8 @@
  * @module
  */
 import { setTimeout as delay } from "node:timers/promises";
-import { ALL_VERSIONS, VersionInfo } from "#spec/version.js";
 import { pluginMain } from "#skel/skel.js";
+import { ALL_VERSIONS, VersionInfo } from "#spec/version.js";
 
 const sleepFor60s = async (): Promise<never> => {
   await delay(60_000);

@@ -9,8 +9,8 @@
  * @module
  */
 import { Command } from "commander";
-import { CniError } from "#spec/errors.js";
 import { loadConfList } from "#libcni/conf.js";
+import { CniError } from "#spec/errors.js";
 import { table } from "#sys/text-table.js";
 import type { ToolCommandContext } from "../../manifest.js";
 import type { PoolStore } from "./store.js";

@@ -1,19 +1,19 @@
-import { describe, test } from "node:test";
 import assert from "node:assert/strict";
+import { describe, test } from "node:test";
 import { parseCIDR, parseIP, tryParseIP } from "#ip/ip.js";
 import { ipFromBigInt, ipToBigInt } from "#ip/ip-math.js";
 import { parseRangeSet } from "../ranges.js";
 import {
   addressKey,
   addressOfKey,
+  type Block,
+  BlockPool,
   blockAddressKeyRange,
   blockContaining,
   blockKey,
-  BlockPool,
   excludedFrom,
   nodeHash,
   parseBlockKey,
-  type Block,
 } from "./blocks.js";
 
 const pool = (ranges: Array<Record<string, string>>, blockSize: number, exclude: string[] = []) =>

@@ -14,7 +14,7 @@
  */
 import type { IPAddress, IPCidr, IPFamily } from "#ip/ip.js";
 import { addressBits, ipFromBigInt, ipToBigInt } from "#ip/ip-math.js";
-import { rangeFor, type IPRange, type RangeSet } from "../ranges.js";
+import { type IPRange, type RangeSet, rangeFor } from "../ranges.js";
 
 /** One block: an aligned CIDR and its first and last address as integers. */
 export interface Block {

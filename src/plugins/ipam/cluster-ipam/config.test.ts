@@ -1,9 +1,9 @@
-import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import os from "node:os";
+import { describe, test } from "node:test";
 import { ErrorCode } from "#spec/errors.js";
-import { DEFAULT_LOCK_DIR, parseClusterIpamConfig, parseLocation, parsePoolLocation, readEtcdFiles } from "./config.js";
 import { assertCniError } from "#testing/cni-error.js";
+import { DEFAULT_LOCK_DIR, parseClusterIpamConfig, parseLocation, parsePoolLocation, readEtcdFiles } from "./config.js";
 
 const base = (ipam: Record<string, unknown>, top: Record<string, unknown> = {}) =>
   Buffer.from(

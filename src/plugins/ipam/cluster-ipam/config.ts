@@ -8,19 +8,19 @@
  */
 import { readFileSync } from "node:fs";
 import os from "node:os";
-import { tryParseCIDR, tryParseIP, type IPAddress, type IPCidr } from "#ip/ip.js";
-import { addressBits } from "#ip/ip-math.js";
-import { compactDNS, DNS_TYPE, type DNS, type Route } from "#spec/result/common.js";
-import { NET_CONF_FIELDS, type GCAttachment } from "#spec/config.js";
+import { type Decoded, int, list, ptr, refine, string, struct, withDefault } from "#go-json/go-decode.js";
 import { isJsonObject, type JsonObject } from "#go-json/json.js";
-import { int, list, ptr, refine, string, struct, withDefault, type Decoded } from "#go-json/go-decode.js";
+import { type IPAddress, type IPCidr, tryParseCIDR, tryParseIP } from "#ip/ip.js";
+import { addressBits } from "#ip/ip-math.js";
 import { loadPluginConf } from "#skel/conf.js";
-import { checkAddressesPerFamily, IPAM_ARGS_FIELD, parseRoutes, requireIpam, ROUTES_FIELD } from "../ipam-config.js";
-import { checkRangeSetsDisjoint, parseRangeSets, parseRequestedIPs, RANGE_SET } from "../ranges.js";
+import { type GCAttachment, NET_CONF_FIELDS } from "#spec/config.js";
+import { invalidConfig, invalidKey, messageOf } from "#spec/errors.js";
+import { compactDNS, type DNS, DNS_TYPE, type Route } from "#spec/result/common.js";
 import { decodeConfig } from "../../common/keys.js";
+import { checkAddressesPerFamily, IPAM_ARGS_FIELD, parseRoutes, ROUTES_FIELD, requireIpam } from "../ipam-config.js";
+import { checkRangeSetsDisjoint, parseRangeSets, parseRequestedIPs, RANGE_SET } from "../ranges.js";
 import { BlockPool, excludedFrom } from "./blocks.js";
 import type { EtcdConnection } from "./etcd.js";
-import { invalidConfig, invalidKey, messageOf } from "#spec/errors.js";
 
 /** The etcd key prefix of all networks unless `ipam.etcd.prefix` says otherwise. */
 export const DEFAULT_PREFIX = "/tscni/ipam";

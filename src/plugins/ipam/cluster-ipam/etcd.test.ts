@@ -1,19 +1,19 @@
-import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
+import { describe, test } from "node:test";
 import {
   decodeRange,
   decodeTxn,
-  encode64,
-  encodeRange,
-  encodeTxn,
+  ETCD_IN_FLIGHT,
   EtcdClient,
   EtcdRequestError,
   EtcdUnavailableError,
-  prefixEnd,
-  ETCD_IN_FLIGHT,
+  encode64,
+  encodeRange,
+  encodeTxn,
   etcdRequestsQueued,
+  prefixEnd,
 } from "./etcd.js";
 
 const b64 = (s: string) => Buffer.from(s).toString("base64");

@@ -1,5 +1,5 @@
-import { describe, test } from "node:test";
 import assert from "node:assert/strict";
+import { describe, test } from "node:test";
 import { formatBlocksHint, parseBlocksHint } from "./main.js";
 
 describe("cluster-ipam's blocks hint", () => {

@@ -10,18 +10,18 @@
  * @module
  */
 import { readFileSync } from "node:fs";
-import { ensureStateDir, writeFileInPlaceSync } from "#sys/state.js";
-import * as path from "#sys/posix-path.js";
-import { CniError, failure, invalidConfig, pluginNotAvailable, tryAgainLater } from "#spec/errors.js";
 import { parseIP, tryParseIP } from "#ip/ip.js";
 import { ipToBigInt } from "#ip/ip-math.js";
-import { IMPLEMENTED_100, type Result100 } from "#spec/result/types100.js";
-import { withLockFile } from "../../common/lock-file.js";
 import type { CmdArgs, PluginModule } from "#skel/skel.js";
-import { CLUSTER_IPAM_SCHEMA, parseClusterIpamConfig, parseLocation, parsePoolLocation, readEtcdFiles, type PoolLocation } from "./config.js";
-import { EtcdClient, EtcdRequestError, EtcdUnavailableError } from "./etcd.js";
-import { PoolStore, type BlockMemory } from "./store.js";
+import { CniError, failure, invalidConfig, pluginNotAvailable, tryAgainLater } from "#spec/errors.js";
+import { IMPLEMENTED_100, type Result100 } from "#spec/result/types100.js";
+import * as path from "#sys/posix-path.js";
+import { ensureStateDir, writeFileInPlaceSync } from "#sys/state.js";
+import { withLockFile } from "../../common/lock-file.js";
 import { parseBlockKey } from "./blocks.js";
+import { CLUSTER_IPAM_SCHEMA, type PoolLocation, parseClusterIpamConfig, parseLocation, parsePoolLocation, readEtcdFiles } from "./config.js";
+import { EtcdClient, EtcdRequestError, EtcdUnavailableError } from "./etcd.js";
+import { type BlockMemory, PoolStore } from "./store.js";
 
 /** The store of a network, with a client made from the config (the TLS files read now). */
 export function openStore(location: PoolLocation, opts: { oneRound?: boolean } = {}): PoolStore {

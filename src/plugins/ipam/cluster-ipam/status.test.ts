@@ -1,10 +1,10 @@
-import { describe, test, after } from "node:test";
 import assert from "node:assert/strict";
-import net from "node:net";
 import type { AddressInfo } from "node:net";
+import net from "node:net";
+import { after, describe, test } from "node:test";
+import type { CmdArgs } from "#skel/skel.js";
 import { FakeEtcd } from "#testing/fake-etcd.js";
 import { useTempDirs } from "#testing/temp.js";
-import type { CmdArgs } from "#skel/skel.js";
 import { status } from "./main.js";
 
 const tempDir = useTempDirs();

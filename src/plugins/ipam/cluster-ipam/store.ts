@@ -20,11 +20,12 @@
  * own record (`containerID` + `ifname` + `network`) and counts it as done.
  * @module
  */
-import { type CniError, failure, tryAgainLater } from "#spec/errors.js";
-import type { GCAttachment } from "#spec/config.js";
+
+import { type IPAddress, tryParseIP } from "#ip/ip.js";
 import { ipFromBigInt, ipToBigInt } from "#ip/ip-math.js";
-import { tryParseIP, type IPAddress } from "#ip/ip.js";
-import { addressKey, addressOfKey, blockAddressKeyRange, blockKey, nodeHash, parseBlockKey, type Block, type BlockPool } from "./blocks.js";
+import type { GCAttachment } from "#spec/config.js";
+import { type CniError, failure, tryAgainLater } from "#spec/errors.js";
+import { addressKey, addressOfKey, type Block, type BlockPool, blockAddressKeyRange, blockKey, nodeHash, parseBlockKey } from "./blocks.js";
 import type { Compare, EtcdClient, KeyValue, RangeOp, RangeResult, RequestOp } from "./etcd.js";
 
 /** An allocation as recorded under its address key (and its handle key). */

@@ -3,12 +3,13 @@
  * missing or inconsistent), the resend backoff, Go-style durations in messages, and what each message type
  * carries (a RELEASE only names the lease; a provided client id replaces the generated one).
  */
-import { describe, test } from "node:test";
+
 import assert from "node:assert/strict";
+import { describe, test } from "node:test";
 import { FakeClock, FakeDhcpServer, FakeSockets } from "#testing/fake-dhcp.js";
-import { backoffDelay, bindingTimes, buildMessage, extend, formatDuration, release, type Binding, type SendSpec } from "./client.js";
-import { INFINITE_TIME, decodeMessage, newRequest, u32Option } from "./packet.js";
+import { type Binding, backoffDelay, bindingTimes, buildMessage, extend, formatDuration, release, type SendSpec } from "./client.js";
 import { MessageType, Option } from "./option-codes.js";
+import { decodeMessage, INFINITE_TIME, newRequest, u32Option } from "./packet.js";
 
 const ack = (options: Record<number, number>) => {
   const m = newRequest({ xid: 1, chaddr: Uint8Array.of(1, 2, 3, 4, 5, 6) });

@@ -9,10 +9,12 @@ import { messageOf, tryAgainLater } from "#spec/errors.js";
 import { sameBytes } from "#sys/bytes.js";
 import type { Clock } from "./clock.js";
 import type { DhcpSockets } from "./netns-sockets.js";
+import { MessageType, Option } from "./option-codes.js";
 import {
   BOOTREPLY,
-  decodeMessage,
   DhcpFormatError,
+  type DhcpMessage,
+  decodeMessage,
   encodeMessage,
   FLAG_BROADCAST,
   INFINITE_TIME,
@@ -22,9 +24,7 @@ import {
   readAddresses,
   readText,
   readU32,
-  type DhcpMessage,
 } from "./packet.js";
-import { MessageType, Option } from "./option-codes.js";
 
 /** The daemon's settings for every exchange. */
 export interface ClientSettings {

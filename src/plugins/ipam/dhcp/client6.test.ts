@@ -4,12 +4,13 @@
  * and its exchanges against in-memory servers: the choice among ADVERTISEs, giving up when none answers, the
  * NoBinding and ended-address answers to a renewal, and the RELEASE.
  */
-import { describe, test } from "node:test";
+
 import assert from "node:assert/strict";
-import { FakeClock, FakeDhcp6Server, FakeSockets6 } from "#testing/fake-dhcp.js";
-import { acquire6, bindingTimes6, buildMessage6, extend6, release6, retransmissionTimeout, type Binding6, type SendSpec6 } from "./client6.js";
-import { duidLL, INFINITY6, Message6 } from "./packet6.js";
+import { describe, test } from "node:test";
 import { hexOf } from "#sys/bytes.js";
+import { FakeClock, FakeDhcp6Server, FakeSockets6 } from "#testing/fake-dhcp.js";
+import { acquire6, type Binding6, bindingTimes6, buildMessage6, extend6, release6, retransmissionTimeout, type SendSpec6 } from "./client6.js";
+import { duidLL, INFINITY6, Message6 } from "./packet6.js";
 
 const hex = (text: string): Uint8Array => Uint8Array.from(Buffer.from(text.replace(/\s+/g, ""), "hex"));
 const CLIENT_DUID = "0003 0001 020000000001";

@@ -9,11 +9,12 @@
  */
 import { type CniError, messageOf, tryAgainLater } from "#spec/errors.js";
 import { hexOf, sameBytes } from "#sys/bytes.js";
-import { formatDuration, type ClientSettings } from "./client.js";
+import { type ClientSettings, formatDuration } from "./client.js";
 import type { Clock } from "./clock.js";
 import { DhcpFormatError } from "./packet.js";
 import {
   allOptions,
+  type Dhcp6Message,
   decodeIaAddress,
   decodeIaNa,
   decodeMessage6,
@@ -23,17 +24,16 @@ import {
   encodeMessage6,
   encodeOro,
   firstOption,
+  type IaAddress,
+  type IaNa,
   INFINITY6,
-  Message6,
   MESSAGE6_NAMES,
+  Message6,
+  type Opt6,
   Option6,
   Status6,
   statusOf,
   statusText,
-  type Dhcp6Message,
-  type IaAddress,
-  type IaNa,
-  type Opt6,
 } from "./packet6.js";
 
 /** The sockets of one DHCPv6 exchange on one interface in a container's namespace. */

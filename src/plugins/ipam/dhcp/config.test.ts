@@ -3,8 +3,9 @@
  * `request` (names, numbers, `skipDefault`), `priority`; the pod name as host name; tscni's `families` and
  * `duidType`; and errors that name the key and the value (code 7) or the CNI_ARGS entry (code 4).
  */
-import { describe, test } from "node:test";
+
 import assert from "node:assert/strict";
+import { describe, test } from "node:test";
 import { DEFAULT_SOCKET_PATH, parseDhcpBasics, parseDhcpConfig } from "./config.js";
 
 const parse = (ipam: Record<string, unknown> | undefined, cniArgs = "") =>

@@ -7,13 +7,14 @@
  * daemon (which needs the options) parse it with this module.
  * @module
  */
-import { invalidEnv, invalidKey } from "#spec/errors.js";
-import { bool, int, list, ptr, refine, string, struct, withDefault, type Decoded } from "#go-json/go-decode.js";
-import { NET_CONF_FIELDS, type GCAttachment } from "#spec/config.js";
+
+import { bool, type Decoded, int, list, ptr, refine, string, struct, withDefault } from "#go-json/go-decode.js";
 import { loadPluginConf } from "#skel/conf.js";
+import { type GCAttachment, NET_CONF_FIELDS } from "#spec/config.js";
+import { invalidEnv, invalidKey } from "#spec/errors.js";
 import { decodeConfig, oneOf } from "../../common/keys.js";
 import { requireIpam } from "../ipam-config.js";
-import { CLIENT_MANAGED, DEFAULT_REQUESTED, Option, OPTION_NAMES, parseOptionName } from "./option-codes.js";
+import { CLIENT_MANAGED, DEFAULT_REQUESTED, OPTION_NAMES, Option, parseOptionName } from "./option-codes.js";
 
 /** Where the daemon listens unless `ipam.daemonSocketPath` says otherwise. */
 export const DEFAULT_SOCKET_PATH = "/run/cni/dhcp.sock";

@@ -16,20 +16,20 @@
 import { closeSync, lstatSync, mkdirSync, openSync, rmSync, writeFileSync } from "node:fs";
 import net from "node:net";
 import path from "node:path";
-import { CniError, ErrorCode, failure, invalidEnv, messageOf, reworded, tryAgainLater } from "#spec/errors.js";
 import type { JsonObject } from "#go-json/json.js";
-import { systemClock } from "./clock.js";
-import { FlagError, HelpRequested, parseDaemonFlags, usage, type DaemonFlags } from "./flags.js";
-import { LeaseStore } from "./lease-file.js";
-import { admitPeerWith, ownIdentity, socketFd, type OwnIdentity, type PeerRule } from "#sys/peer.js";
-import { CallerPathError, nsfsDevice, openProcessRoot, openRootDirectory, resolveInRoot, type CallerFile } from "#sys/caller-root.js";
-import { takeListenFd } from "#sys/socket-activation.js";
+import { LinkGoneError, linkExists, NetnsGoneError, OwnNetnsError, setLinkDown, socketsAvailable } from "#net/netns-sockets.js";
+import { CniError, ErrorCode, failure, invalidEnv, messageOf, reworded, tryAgainLater } from "#spec/errors.js";
+import { type CallerFile, CallerPathError, nsfsDevice, openProcessRoot, openRootDirectory, resolveInRoot } from "#sys/caller-root.js";
 import { tryFlockFd } from "#sys/flock.js";
+import { admitPeerWith, type OwnIdentity, ownIdentity, type PeerRule, socketFd } from "#sys/peer.js";
+import { takeListenFd } from "#sys/socket-activation.js";
+import { systemClock } from "./clock.js";
+import { type DaemonFlags, FlagError, HelpRequested, parseDaemonFlags, usage } from "./flags.js";
+import { LeaseStore } from "./lease-file.js";
 import { LeaseManager, type LeaseWorld } from "./leases.js";
-import { linkExists, LinkGoneError, NetnsGoneError, OwnNetnsError, setLinkDown, socketsAvailable } from "#net/netns-sockets.js";
 import { openDhcpSockets } from "./netns-sockets.js";
 import { LinkLocalError, openDhcp6Sockets, removeAddress6 } from "./netns-sockets6.js";
-import { decodeRequest, encodeError, encodeResult, readLine, type DaemonRequest } from "./protocol.js";
+import { type DaemonRequest, decodeRequest, encodeError, encodeResult, readLine } from "./protocol.js";
 
 /** How long a connection may take to send its request. */
 const REQUEST_READ_TIMEOUT_MS = 30_000;

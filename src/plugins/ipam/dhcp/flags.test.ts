@@ -2,8 +2,9 @@
  * `dhcp daemon`'s command line as Go's flag package reads upstream's: defaults, both dash styles, `=`
  * values, booleans, Go durations, the errors and help.
  */
-import { describe, test } from "node:test";
+
 import assert from "node:assert/strict";
+import { describe, test } from "node:test";
 import { FlagError, HelpRequested, parseDaemonFlags, parseGoDuration, usage } from "./flags.js";
 
 describe("daemon flags", () => {

@@ -4,13 +4,14 @@
  * leases have two files, saves replace atomically (no temp file stays), files that do not decode are reported and
  * left alone, and a file whose name does not match its lease is refused.
  */
-import { describe, test } from "node:test";
+
 import assert from "node:assert/strict";
 import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { useTempDirs } from "#testing/temp.js";
-import { decodeLeaseRecord, encodeLeaseRecord, leaseFileName, LeaseStore, type LeaseRecord, type LeaseRecord6 } from "./lease-file.js";
+import { describe, test } from "node:test";
 import { hexOf } from "#sys/bytes.js";
+import { useTempDirs } from "#testing/temp.js";
+import { decodeLeaseRecord, encodeLeaseRecord, type LeaseRecord, type LeaseRecord6, LeaseStore, leaseFileName } from "./lease-file.js";
 
 const tempDir = useTempDirs("tscni-dhcp-leasefile-");
 

@@ -12,13 +12,13 @@
  */
 import { createHash } from "node:crypto";
 import { readdir, readFile } from "node:fs/promises";
+import { messageOf } from "#spec/errors.js";
+import { hexOf } from "#sys/bytes.js";
 import * as path from "#sys/posix-path.js";
 import { ensureStateDir, removeStateFile, writeFileAtomic } from "#sys/state.js";
-import { hexOf } from "#sys/bytes.js";
 import type { Binding, SendSpec } from "./client.js";
 import type { Binding6, SendSpec6 } from "./client6.js";
 import type { Family } from "./config.js";
-import { messageOf } from "#spec/errors.js";
 
 /** What every lease record holds: the attachment it belongs to. */
 interface AttachmentFields {

@@ -5,15 +5,16 @@
  * namespace is gone), GC, CHECK, giving up when no server answers, and a restart that takes up the leases
  * left on disk.
  */
-import { describe, test } from "node:test";
+
 import assert from "node:assert/strict";
 import { readdirSync } from "node:fs";
+import { describe, test } from "node:test";
 import { FakeWorld, settle } from "#testing/fake-dhcp.js";
 import { useTempDirs } from "#testing/temp.js";
 import { LeaseStore } from "./lease-file.js";
 import { LeaseManager, LINK_CHECK_MS } from "./leases.js";
-import { decodeMessage, messageType, readText } from "./packet.js";
 import { MessageType, Option } from "./option-codes.js";
+import { decodeMessage, messageType, readText } from "./packet.js";
 import type { WireArgs } from "./protocol.js";
 
 const tempDir = useTempDirs("tscni-dhcp-leases-");

@@ -18,20 +18,21 @@
  * a fake clock in the tests.
  * @module
  */
-import { CniError, cniError, failure, invalidEnv, messageOf } from "#spec/errors.js";
+
 import type { GCAttachment } from "#spec/config.js";
+import { CniError, cniError, failure, invalidEnv, messageOf } from "#spec/errors.js";
 import type { Result100 } from "#spec/result/types100.js";
-import { acquire, extend, formatDuration, release, type ClientSettings } from "./client.js";
-import { acquire6, extend6, release6, type Dhcp6Sockets } from "./client6.js";
+import type { CallerFile } from "#sys/caller-root.js";
+import { acquire, type ClientSettings, extend, formatDuration, release } from "./client.js";
+import { acquire6, type Dhcp6Sockets, extend6, release6 } from "./client6.js";
 import type { Clock } from "./clock.js";
-import { FAMILIES, parseDhcpBasics, parseDhcpConfig, type DhcpConfig, type Family } from "./config.js";
+import { type DhcpConfig, FAMILIES, type Family, parseDhcpBasics, parseDhcpConfig } from "./config.js";
 import type { LeaseRecord, LeaseRecord4, LeaseRecord6 } from "./lease-file.js";
 import type { DhcpSockets } from "./netns-sockets.js";
 import { clientIdOf, clientIdOption, leasePrefix, leaseResult } from "./options.js";
 import { combineResults, duidSource, leaseResult6, sendSpec6 } from "./options6.js";
 import { decodeMessage } from "./packet.js";
 import type { WireArgs } from "./protocol.js";
-import type { CallerFile } from "#sys/caller-root.js";
 
 /** Everything the leases need from outside. */
 export interface LeaseWorld {

@@ -5,15 +5,16 @@
  * address (not setting the link down), DEL and GC releasing both families, CHECK acquiring a missing family, and a
  * restart that takes up both records from disk.
  */
-import { describe, test } from "node:test";
+
 import assert from "node:assert/strict";
 import { readdirSync } from "node:fs";
+import { describe, test } from "node:test";
 import { FakeWorld, settle } from "#testing/fake-dhcp.js";
 import { useTempDirs } from "#testing/temp.js";
-import { LeaseStore, type LeaseRecord6 } from "./lease-file.js";
+import { type LeaseRecord6, LeaseStore } from "./lease-file.js";
 import { LeaseManager } from "./leases.js";
 import { MessageType } from "./option-codes.js";
-import { decodeIaNa, DuidType, firstOption, Message6, Option6 } from "./packet6.js";
+import { DuidType, decodeIaNa, firstOption, Message6, Option6 } from "./packet6.js";
 import type { WireArgs } from "./protocol.js";
 
 const tempDir = useTempDirs("tscni-dhcp-leases6-");

@@ -8,10 +8,11 @@
  * leases of attachments the runtime no longer has (STATUS and GC are additions: upstream has neither).
  * @module
  */
+
+import type { CmdArgs, PluginModule } from "#skel/skel.js";
 import { wrap } from "#spec/errors.js";
 import { createResult, type Result } from "#spec/result/index.js";
 import { IMPLEMENTED_100 } from "#spec/result/types100.js";
-import type { CmdArgs, PluginModule } from "#skel/skel.js";
 import { DHCP_SCHEMA, parseDhcpBasics, parseDhcpConfig } from "./config.js";
 import { callDaemon, type Method } from "./protocol.js";
 

@@ -17,6 +17,7 @@ import {
   AF_INET,
   AF_PACKET,
   ETH_P_IP_BE,
+  type Ffi,
   inNetns,
   int32Option,
   linkInfo,
@@ -25,19 +26,18 @@ import {
   newSocket,
   PolledReceiver,
   requireFfi,
-  setOption,
-  setUp,
   SO_ATTACH_FILTER,
   SO_BINDTODEVICE,
   SO_BROADCAST,
   SO_REUSEADDR,
   SocketError,
+  setOption,
+  setUp,
   sockaddrIn,
   sockaddrLl,
   waitRunning,
-  type Ffi,
 } from "#net/netns-sockets.js";
-import { decodeIpUdp, DhcpFormatError, encodeIpUdp } from "./packet.js";
+import { DhcpFormatError, decodeIpUdp, encodeIpUdp } from "./packet.js";
 
 const PACKET_OUTGOING = 4;
 const DHCP_CLIENT_PORT = 68;

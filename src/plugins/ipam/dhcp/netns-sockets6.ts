@@ -13,8 +13,8 @@
  * @module
  */
 import { readFileSync, writeFileSync } from "node:fs";
-import type { Dhcp6Sockets } from "./client6.js";
 import {
+  type Ffi,
   inNetns,
   int32Option,
   linkInfo,
@@ -23,15 +23,15 @@ import {
   newSocket,
   PolledReceiver,
   requireFfi,
-  setOption,
-  setUp,
   SO_BINDTODEVICE,
   SO_REUSEADDR,
   SocketError,
+  setOption,
+  setUp,
   waitRunning,
   withProbeSocket,
-  type Ffi,
 } from "#net/netns-sockets.js";
+import type { Dhcp6Sockets } from "./client6.js";
 import { ipv6Bytes, ipv6Text } from "./packet6.js";
 
 const AF_INET6 = 10;

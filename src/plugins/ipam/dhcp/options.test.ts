@@ -3,11 +3,12 @@
  * prefix, the first router as gateway, routes from option 121 (on-link routes get scope link) or else option
  * 33 plus a default route, DNS from options 6, 15 and 119, and route metrics from `priority`.
  */
-import { describe, test } from "node:test";
+
 import assert from "node:assert/strict";
-import { clientIdOf, clientIdOption, leaseResult } from "./options.js";
-import { encodeClasslessRoutes, encodeDomainSearch, ipv4Bytes, newRequest, type DhcpMessage } from "./packet.js";
+import { describe, test } from "node:test";
 import { Option, parseOptionName } from "./option-codes.js";
+import { clientIdOf, clientIdOption, leaseResult } from "./options.js";
+import { type DhcpMessage, encodeClasslessRoutes, encodeDomainSearch, ipv4Bytes, newRequest } from "./packet.js";
 
 function ack(options: Array<[number, Uint8Array]>): DhcpMessage {
   const m = newRequest({ xid: 1, chaddr: Uint8Array.of(1, 2, 3, 4, 5, 6) });

@@ -7,18 +7,18 @@
 import { failure } from "#spec/errors.js";
 import type { DNS, Route } from "#spec/result/common.js";
 import { IMPLEMENTED_100, type Result100 } from "#spec/result/types100.js";
+import { Option } from "./option-codes.js";
 import {
   DhcpFormatError,
+  type DhcpMessage,
   maskPrefix,
+  type OptionRoute,
   parseClasslessRoutes,
   parseDomainSearch,
   parseStaticRoutes,
   readAddresses,
   readText,
-  type DhcpMessage,
-  type OptionRoute,
 } from "./packet.js";
-import { Option } from "./option-codes.js";
 
 /** The lease's key and identifier: `containerID/netName/ifName`, cut to 254 bytes as upstream does. */
 export function clientIdOf(containerID: string, netName: string, ifName: string): string {

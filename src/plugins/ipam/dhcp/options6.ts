@@ -11,7 +11,7 @@ import type { DuidSource, SendSpec6 } from "./client6.js";
 import type { DuidKind } from "./config.js";
 import { Option } from "./option-codes.js";
 import { DhcpFormatError, parseDomainSearch } from "./packet.js";
-import { clientFqdn, decodeMessage6, duidLL, duidLLT, duidUUID, firstOption, Option6, readAddresses6, type Dhcp6Message } from "./packet6.js";
+import { clientFqdn, type Dhcp6Message, decodeMessage6, duidLL, duidLLT, duidUUID, firstOption, Option6, readAddresses6 } from "./packet6.js";
 
 /** The options a DHCPv6 client asks for: DNS servers and the domain search list. */
 export const DEFAULT_ORO6: readonly number[] = [Option6.DNSServers, Option6.DomainList];

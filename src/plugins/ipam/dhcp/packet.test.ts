@@ -4,12 +4,14 @@
  * socket), plus round trips, every option kind the client reads, and malformed input, which must raise
  * DhcpFormatError and nothing else.
  */
-import { describe, test } from "node:test";
+
 import assert from "node:assert/strict";
+import { describe, test } from "node:test";
+import { MessageType, Option } from "./option-codes.js";
 import {
+  DhcpFormatError,
   decodeIpUdp,
   decodeMessage,
-  DhcpFormatError,
   encodeClasslessRoutes,
   encodeDomainSearch,
   encodeIpUdp,
@@ -25,7 +27,6 @@ import {
   readText,
   readU32,
 } from "./packet.js";
-import { MessageType, Option } from "./option-codes.js";
 
 /** A captured message: its first bytes, zeros up to the 236-byte header, then the cookie and options. */
 const captured = (head: string, options: string): Uint8Array => Buffer.from(head.padEnd(236 * 2, "0") + options, "hex");

@@ -3,10 +3,12 @@
  * DUIDs), RFC 3646 (DNS servers, domain list), RFC 4704 (the client's name) and RFC 6355 (DUID-UUID): every option
  * and message the client sends or reads, and what a malformed packet is refused for.
  */
-import { describe, test } from "node:test";
+
 import assert from "node:assert/strict";
+import { describe, test } from "node:test";
 import { DhcpFormatError, encodeDomainSearch, parseDomainSearch } from "./packet.js";
 import {
+  allOptions,
   clientFqdn,
   decodeIaAddress,
   decodeIaNa,
@@ -24,12 +26,11 @@ import {
   encodeOro,
   encodeStatus,
   firstOption,
-  allOptions,
   Message6,
   Option6,
   readAddresses6,
-  statusOf,
   Status6,
+  statusOf,
 } from "./packet6.js";
 
 /** Bytes from hex, spaces and line breaks ignored. */

@@ -6,8 +6,9 @@
  * relay messages are refused, as a client never receives them.
  * @module
  */
-import { concatBytes } from "#sys/bytes.js";
+
 import { formatIPv6, parseIPBytes } from "#ip/ip.js";
+import { concatBytes } from "#sys/bytes.js";
 import { DhcpFormatError } from "./packet.js";
 
 /** DHCPv6 message types (RFC 8415 §7.3). */

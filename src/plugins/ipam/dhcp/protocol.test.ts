@@ -3,15 +3,16 @@
  * wrong, and the plugin side reports a daemon it cannot reach (missing socket, stale socket, an HTTP server
  * such as Go's daemon) with a CNI error naming the socket, code 11 (50 for STATUS).
  */
-import { describe, test, after } from "node:test";
+
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import { existsSync } from "node:fs";
 import net from "node:net";
 import path from "node:path";
+import { after, describe, test } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
-import { useTempDirs } from "#testing/temp.js";
 import { CniError } from "#spec/errors.js";
+import { useTempDirs } from "#testing/temp.js";
 import { callDaemon, decodeRequest, encodeError, encodeRequest, encodeResult, readLine, STATUS_TIMEOUT_MS, type WireArgs } from "./protocol.js";
 
 const tempDir = useTempDirs("tscni-dhcp-proto-");

@@ -11,11 +11,11 @@
  * @module
  */
 import type net from "node:net";
+import { isJsonObject, type JsonObject } from "#go-json/json.js";
+import { type CniError, cniError, decodingFailure, ErrorCode, failure, messageOf, wrap } from "#spec/errors.js";
 import type { CallerFile } from "#sys/caller-root.js";
 import type { PeerRule } from "#sys/peer.js";
 import * as path from "#sys/posix-path.js";
-import { type CniError, cniError, decodingFailure, ErrorCode, failure, messageOf, wrap } from "#spec/errors.js";
-import { isJsonObject, type JsonObject } from "#go-json/json.js";
 
 export const PROTOCOL = "tscni-dhcp/1";
 export const METHODS = ["ADD", "CHECK", "DEL", "STATUS", "GC"] as const;

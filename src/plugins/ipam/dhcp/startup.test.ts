@@ -3,10 +3,11 @@
  * holds none of the daemon (the DHCP client, the leases, the FFI sockets, the flags, the packet codec), which the
  * registry loads only for `dhcp daemon` (that no plugin loads node:net at start-up is src/startup.test.ts's rule).
  */
-import { test } from "node:test";
+
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import path from "node:path";
+import { test } from "node:test";
 import { ROOT } from "#testing/harness.js";
 import { PLUGINS } from "../../registry.js";
 

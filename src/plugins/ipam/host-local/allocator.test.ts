@@ -1,8 +1,8 @@
-import { describe, test, beforeEach, afterEach } from "node:test";
 import assert from "node:assert/strict";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync, existsSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import { afterEach, beforeEach, describe, test } from "node:test";
 import { parseIP } from "#ip/ip.js";
 import { IPAllocator, RangeIterator } from "./allocator.js";
 import { freeInRangeSet, parseRangeSet, type RangeSet } from "./config.js";

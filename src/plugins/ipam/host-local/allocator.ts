@@ -5,11 +5,12 @@
  * until the whole set has been used.
  * @module
  */
-import { failure } from "#spec/errors.js";
+
 import type { IPAddress } from "#ip/ip.js";
 import { ipEqual, nextIP } from "#ip/ip-math.js";
+import { failure } from "#spec/errors.js";
 import type { IPConfig } from "#spec/result/types100.js";
-import { rangeFor, rangeSetContains, rangeSetToString, type IPRange, type RangeSet } from "./config.js";
+import { type IPRange, type RangeSet, rangeFor, rangeSetContains, rangeSetToString } from "./config.js";
 import type { IPStore } from "./store.js";
 
 /** An allocation failure that is no configuration error (Go's plugins report these as code 999). */

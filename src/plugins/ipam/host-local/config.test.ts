@@ -1,10 +1,10 @@
-import { describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { ErrorCode } from "#spec/errors.js";
+import { describe, test } from "node:test";
 import { parseIP } from "#ip/ip.js";
+import { ErrorCode } from "#spec/errors.js";
+import { assertCniError } from "#testing/cni-error.js";
 import { DEFAULT_DATA_DIR, parseGCConfig, parseHostLocalConfig, rangeContains, rangeSetToString } from "./config.js";
 import { parseResolvConfText } from "./dns.js";
-import { assertCniError } from "#testing/cni-error.js";
 
 const stdin = (ipam: unknown, extra: Record<string, unknown> = {}, cniVersion = "1.0.0") =>
   Buffer.from(JSON.stringify({ cniVersion, name: "net1", type: "host-local", ipam, ...extra }));

@@ -4,28 +4,29 @@
  * range once, so the allocator works with complete, typed ranges.
  * @module
  */
+
+import { type Decoded, list, ptr, string, struct, withDefault } from "#go-json/go-decode.js";
 import type { IPAddress } from "#ip/ip.js";
-import type { Route } from "#spec/result/common.js";
-import { NET_CONF_FIELDS, type GCAttachment } from "#spec/config.js";
-import { list, ptr, string, struct, withDefault, type Decoded } from "#go-json/go-decode.js";
 import { loadPluginConf } from "#skel/conf.js";
-import { checkAddressesPerFamily, IPAM_ARGS_FIELD, parseRoutes, requireIpam, ROUTES_FIELD } from "../ipam-config.js";
-import { checkRangeSetsDisjoint, parseRange, parseRangeSets, parseRequestedIPs, RANGE, RANGE_SET, type RangeSet } from "../ranges.js";
-import { decodeConfig } from "../../common/keys.js";
+import { type GCAttachment, NET_CONF_FIELDS } from "#spec/config.js";
 import { invalidConfig } from "#spec/errors.js";
+import type { Route } from "#spec/result/common.js";
+import { decodeConfig } from "../../common/keys.js";
+import { checkAddressesPerFamily, IPAM_ARGS_FIELD, parseRoutes, ROUTES_FIELD, requireIpam } from "../ipam-config.js";
+import { checkRangeSetsDisjoint, parseRange, parseRangeSets, parseRequestedIPs, RANGE, RANGE_SET, type RangeSet } from "../ranges.js";
 
 // The range logic is shared with cluster-ipam (../ranges.ts); what host-local's modules and tests use of it:
 export {
   freeInRangeSet,
+  type IPRange,
+  parseRange,
+  parseRangeSet,
+  type RangeSet,
   rangeContains,
   rangeFor,
   rangeSetContains,
   rangeSetToString,
   rangeToString,
-  parseRange,
-  parseRangeSet,
-  type IPRange,
-  type RangeSet,
 } from "../ranges.js";
 
 /** The store root when `ipam.dataDir` is unset. */

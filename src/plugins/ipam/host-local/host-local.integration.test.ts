@@ -3,11 +3,12 @@
  * 50 concurrent processes on one store, and interop with Go's host-local (/usr/lib/cni, spec <= 1.0.0) on a
  * shared data directory.
  */
-import { describe, test, before, after } from "node:test";
+
 import assert from "node:assert/strict";
 import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { GO_BIN, OUR_BIN, goPluginAvailable, runPlugin, tempDir, type PluginCall } from "#testing/plugin-run.js";
+import { after, before, describe, test } from "node:test";
+import { GO_BIN, goPluginAvailable, OUR_BIN, type PluginCall, runPlugin, tempDir } from "#testing/plugin-run.js";
 
 const work = tempDir("tscni-host-local-it-");
 after(() => work.remove());

@@ -6,10 +6,11 @@
  * has neither).
  * @module
  */
-import { CniError, cniError, failure, pluginNotAvailable, wrap } from "#spec/errors.js";
+
 import type { IPAddress } from "#ip/ip.js";
+import type { CmdArgs, PluginModule } from "#skel/skel.js";
+import { CniError, cniError, failure, pluginNotAvailable, wrap } from "#spec/errors.js";
 import { IMPLEMENTED_100, type Result100 } from "#spec/result/types100.js";
-import type { PluginModule, CmdArgs } from "#skel/skel.js";
 import { IPAllocator } from "./allocator.js";
 import {
   freeInRangeSet,

@@ -1,9 +1,9 @@
-import { describe, test, beforeEach, afterEach } from "node:test";
 import assert from "node:assert/strict";
 import { spawn, spawnSync } from "node:child_process";
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import { afterEach, beforeEach, describe, test } from "node:test";
 import { parseIP } from "#ip/ip.js";
 import { DiskStore } from "./store.js";
 

@@ -11,14 +11,14 @@
  * @module
  */
 import { accessSync, closeSync, constants, readdirSync, readFileSync } from "node:fs";
-import * as path from "#sys/posix-path.js";
-import { ErrorCode, wrap } from "#spec/errors.js";
-import { tryParseIP, type IPAddress } from "#ip/ip.js";
+import { type IPAddress, tryParseIP } from "#ip/ip.js";
 import type { GCAttachment } from "#spec/config.js";
-import type { StoreLocation } from "./config.js";
-import { openLockFile, withLockFile } from "../../common/lock-file.js";
-import { createFileExclusiveSync, ensureStateDir, removeStateFile, writeFileInPlaceSync } from "#sys/state.js";
+import { ErrorCode, wrap } from "#spec/errors.js";
 import { phase } from "#sys/phase-trace.js";
+import * as path from "#sys/posix-path.js";
+import { createFileExclusiveSync, ensureStateDir, removeStateFile, writeFileInPlaceSync } from "#sys/state.js";
+import { openLockFile, withLockFile } from "../../common/lock-file.js";
+import type { StoreLocation } from "./config.js";
 
 const LAST_IP_FILE_PREFIX = "last_reserved_ip.";
 const LOCK_FILE = "lock";

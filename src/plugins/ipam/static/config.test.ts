@@ -1,7 +1,7 @@
-import { describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { parseStaticConfig } from "./config.js";
+import { describe, test } from "node:test";
 import { assertCniError } from "#testing/cni-error.js";
+import { parseStaticConfig } from "./config.js";
 
 const parse = (ipam: unknown, extra: Record<string, unknown> = {}, cniArgs = "", cniVersion = "1.0.0") =>
   parseStaticConfig(Buffer.from(JSON.stringify({ cniVersion, name: "net1", type: "static", ipam, ...extra })), cniArgs);

@@ -5,14 +5,15 @@
  * list, and `runtimeConfig.ips` replaces it again (both without gateways).
  * @module
  */
-import { cidrContains, tryParseCIDR, tryParseIP, type IPAddress, type IPCidr } from "#ip/ip.js";
-import { compactDNS, DNS_TYPE, type DNS } from "#spec/result/common.js";
-import { NET_CONF_FIELDS } from "#spec/config.js";
-import { list, ptr, refine, string, struct, withDefault, type Decoded } from "#go-json/go-decode.js";
+
+import { type Decoded, list, ptr, refine, string, struct, withDefault } from "#go-json/go-decode.js";
+import { cidrContains, type IPAddress, type IPCidr, tryParseCIDR, tryParseIP } from "#ip/ip.js";
 import { loadPluginConf } from "#skel/conf.js";
-import { checkAddressesPerFamily, ipamArgsField, loadIpamArgs, requireIpam, ROUTES_KEY, showValue } from "../ipam-config.js";
-import { decodeConfig } from "../../common/keys.js";
+import { NET_CONF_FIELDS } from "#spec/config.js";
 import { invalidConfig, invalidEnv } from "#spec/errors.js";
+import { compactDNS, type DNS, DNS_TYPE } from "#spec/result/common.js";
+import { decodeConfig } from "../../common/keys.js";
+import { checkAddressesPerFamily, ipamArgsField, loadIpamArgs, ROUTES_KEY, requireIpam, showValue } from "../ipam-config.js";
 
 /** An address to return: host bits kept (`10.0.0.5/24`), with an optional gateway. */
 export interface StaticAddress {

@@ -4,13 +4,14 @@
  * prevResult.
  * @module
  */
-import { failure, invalidConfig } from "#spec/errors.js";
+
 import { tryParseCIDR, tryParseIP } from "#ip/ip.js";
 import { ipEqual } from "#ip/ip-math.js";
+import { loadPluginConf, parsePrevResult } from "#skel/conf.js";
+import type { CmdArgs, PluginModule } from "#skel/skel.js";
+import { failure, invalidConfig } from "#spec/errors.js";
 import { toCurrentResult } from "#spec/result/index.js";
 import { IMPLEMENTED_100, type Result100 } from "#spec/result/types100.js";
-import { loadPluginConf, parsePrevResult } from "#skel/conf.js";
-import type { PluginModule, CmdArgs } from "#skel/skel.js";
 import { parseStaticConfig, STATIC_SCHEMA } from "./config.js";
 
 export function add(args: CmdArgs): Result100 {

@@ -2,9 +2,10 @@
  * static driven as a runtime drives it (the built binary, CNI_* environment, config on stdin), and compared
  * with Go's static (/usr/lib/cni, spec <= 1.0.0) where both run.
  */
-import { describe, test } from "node:test";
+
 import assert from "node:assert/strict";
-import { GO_BIN, OUR_BIN, goPluginAvailable, runPlugin, type PluginCall } from "#testing/plugin-run.js";
+import { describe, test } from "node:test";
+import { GO_BIN, goPluginAvailable, OUR_BIN, type PluginCall, runPlugin } from "#testing/plugin-run.js";
 
 const ours = (call: PluginCall, config: unknown) => runPlugin(OUR_BIN, "static", call, config);
 const go = (call: PluginCall, config: unknown) => runPlugin(GO_BIN, "static", call, config);

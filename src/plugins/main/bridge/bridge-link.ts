@@ -5,7 +5,6 @@
  * @module
  */
 import { setTimeout as sleep } from "node:timers/promises";
-import { failure, invalidKey } from "#spec/errors.js";
 import { cidrContains, networkOf, parseCIDR } from "#ip/ip.js";
 import { NetOpError } from "#net/errors.js";
 import { ip } from "#net/links.js";
@@ -13,6 +12,7 @@ import { randomMac } from "#net/names.js";
 import { NetNS } from "#net/netns.js";
 import { sysctlPath, writeSysctls } from "#net/sysctl.js";
 import type { Address, Link, NewLink } from "#net/types.js";
+import { failure, invalidKey } from "#spec/errors.js";
 
 export interface BridgeOptions {
   /** MTU of a new bridge (an existing one keeps its own). */

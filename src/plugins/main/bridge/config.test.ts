@@ -1,9 +1,9 @@
-import { describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { ErrorCode } from "#spec/errors.js";
-import { containerPortVlans, loadBridgeConf, parseTrunk, uplinkVlans } from "./config.js";
+import { describe, test } from "node:test";
 import { portVlanCommands, taggedVlanCommands } from "#net/bridge-vlans.js";
+import { ErrorCode } from "#spec/errors.js";
 import { assertCniError } from "#testing/cni-error.js";
+import { containerPortVlans, loadBridgeConf, parseTrunk, uplinkVlans } from "./config.js";
 
 const stdin = (keys: Record<string, unknown> = {}) => Buffer.from(JSON.stringify({ cniVersion: "1.0.0", name: "net1", type: "bridge", ...keys }));
 const load = (keys?: Record<string, unknown>, cniArgs = "") => loadBridgeConf(stdin(keys), cniArgs);

@@ -3,12 +3,13 @@
  * name the key and value.
  * @module
  */
-import { invalidKey } from "#spec/errors.js";
-import { bool, int, list, ptr, refine, string, struct, withDefault, type Decoded } from "#go-json/go-decode.js";
-import { NET_CONF_FIELDS, type PluginConf } from "#spec/config.js";
-import { loadPluginConf } from "#skel/conf.js";
-import { chooseMac, cniArgsMac, decodeSettings, IP_MASQ_BACKEND, LINK_NAME, mtuKey, type Settings } from "../../common/keys.js";
+
+import { bool, type Decoded, int, list, ptr, refine, string, struct, withDefault } from "#go-json/go-decode.js";
 import type { PortVlans } from "#net/bridge-vlans.js";
+import { loadPluginConf } from "#skel/conf.js";
+import { NET_CONF_FIELDS, type PluginConf } from "#spec/config.js";
+import { invalidKey } from "#spec/errors.js";
+import { chooseMac, cniArgsMac, decodeSettings, IP_MASQ_BACKEND, LINK_NAME, mtuKey, type Settings } from "../../common/keys.js";
 
 const VLAN_TRUNK = struct("VlanTrunk", { id: ptr(int), minID: ptr(int), maxID: ptr(int) });
 

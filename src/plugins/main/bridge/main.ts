@@ -4,34 +4,35 @@
  * on the bridge's uplink) and set which link-local groups the bridge forwards.
  * @module
  */
-import { failure, pluginNotAvailable } from "#spec/errors.js";
+
 import { ipFamily, networkOf, parseCIDR } from "#ip/ip.js";
 import { nextIP } from "#ip/ip-math.js";
+import { addTaggedVlans, readPortVlans, setPortVlans, vlanIdsOf } from "#net/bridge-vlans.js";
+import { configureInterface, enableForwarding, setupVeth } from "#net/iface.js";
+import { gcIPMasq, type IPMasqTarget, setupIPMasq, teardownIPMasq } from "#net/ipmasq.js";
+import { ip } from "#net/links.js";
+import { NetNS } from "#net/netns.js";
+import { type SysctlSetting, sysctlPath } from "#net/sysctl.js";
+import type { Link } from "#net/types.js";
+import type { CmdArgs, PluginModule } from "#skel/skel.js";
+import { failure, pluginNotAvailable } from "#spec/errors.js";
 import { isDNSEmpty, type Result100, type Route } from "#spec/result/index.js";
 import { CURRENT_VERSION } from "#spec/version.js";
+import { checkInterfaceAddresses, checkRoutes, requirePrevResult } from "../../common/check.js";
+import { removeContainerLink } from "../../common/del.js";
+import { ipamAdd, ipamCheck, ipamDel, ipamGC, ipamStatus, ipamType } from "../../common/ipam.js";
+import { Rollback } from "../../common/rollback.js";
 import {
+  type BridgeState,
   bridgePortRefusal,
   ensureBridge,
   ensureGatewayAddresses,
   readHostLinks,
   requireUplinkPort,
   waitPortUp,
-  type BridgeState,
 } from "./bridge-link.js";
-import { addTaggedVlans, readPortVlans, vlanIdsOf, setPortVlans } from "#net/bridge-vlans.js";
-import { configureInterface, enableForwarding, setupVeth } from "#net/iface.js";
-import { gcIPMasq, setupIPMasq, teardownIPMasq, type IPMasqTarget } from "#net/ipmasq.js";
-import { ip } from "#net/links.js";
-import { NetNS } from "#net/netns.js";
+import { BRIDGE_SCHEMA, type BridgeConf, containerPortVlans, loadBridgeConf, uplinkVlans } from "./config.js";
 import { setupSpoofCheck, teardownSpoofCheck } from "./spoofcheck.js";
-import { sysctlPath, type SysctlSetting } from "#net/sysctl.js";
-import type { Link } from "#net/types.js";
-import type { CmdArgs, PluginModule } from "#skel/skel.js";
-import { checkInterfaceAddresses, checkRoutes, requirePrevResult } from "../../common/check.js";
-import { ipamAdd, ipamCheck, ipamDel, ipamGC, ipamStatus, ipamType } from "../../common/ipam.js";
-import { BRIDGE_SCHEMA, containerPortVlans, loadBridgeConf, uplinkVlans, type BridgeConf } from "./config.js";
-import { removeContainerLink } from "../../common/del.js";
-import { Rollback } from "../../common/rollback.js";
 
 /** Index of the container interface in bridge results: interfaces are `[bridge, host veth, container]`. */
 const CONTAINER_INDEX = 2;

@@ -4,13 +4,14 @@
  * addresses and interfaces.
  * @module
  */
+
+import type { FirewallMark } from "#net/firewall-marks.js";
+import { type IPMasqRules, type IPMasqTarget, ipMasqRules, teardownIPMasq } from "#net/ipmasq.js";
 import { invalidConfig } from "#spec/errors.js";
 import type { Result100 } from "#spec/result/index.js";
-import { ipMasqRules, teardownIPMasq, type IPMasqRules, type IPMasqTarget } from "#net/ipmasq.js";
-import type { FirewallMark } from "#net/firewall-marks.js";
-import { cachedResultOf, firewallOnce, type RestoreRequest, type Restorer } from "../../common/restore.js";
 import { ipamType } from "../../common/ipam.js";
-import { loadBridgeConf, type BridgeConf } from "./config.js";
+import { cachedResultOf, firewallOnce, type RestoreRequest, type Restorer } from "../../common/restore.js";
+import { type BridgeConf, loadBridgeConf } from "./config.js";
 import { restoreSpoofCheck, spoofCheckMarks, teardownSpoofCheck } from "./spoofcheck.js";
 
 /** What the attachment's ADD set up on the host firewall. */

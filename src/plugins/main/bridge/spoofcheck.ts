@@ -4,8 +4,9 @@
  * commented `macspoofchk-<id>` (the Go plugins' names; id = `<containerID>-<ifname>`).
  * @module
  */
-import { nftListTable, nftQuote, nftRun } from "#net/nftables.js";
+
 import type { FirewallMark } from "#net/firewall-marks.js";
+import { nftListTable, nftQuote, nftRun } from "#net/nftables.js";
 
 const TABLE = "nat";
 const BASE = "PREROUTING";

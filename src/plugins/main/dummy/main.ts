@@ -5,12 +5,13 @@
  * the kernel's reason and undoes what it had done.
  * @module
  */
-import { NET_CONF_FIELDS, type PluginConf } from "#spec/config.js";
-import { invalidConfig } from "#spec/errors.js";
+
 import { struct } from "#go-json/go-decode.js";
+import { createContainerLink } from "#net/container-link.js";
 import { loadPluginConf } from "#skel/conf.js";
 import type { CmdArgs, PluginModule } from "#skel/skel.js";
-import { createContainerLink } from "#net/container-link.js";
+import { NET_CONF_FIELDS, type PluginConf } from "#spec/config.js";
+import { invalidConfig } from "#spec/errors.js";
 import { ipamType } from "../../common/ipam.js";
 import { decodeConfig } from "../../common/keys.js";
 import { addSandboxLink, checkSandboxLink, delSandboxLink, gcSandboxLink, statusSandboxLink } from "../../common/sandbox-link.js";

@@ -1,8 +1,8 @@
-import { describe, test } from "node:test";
 import assert from "node:assert/strict";
+import { describe, test } from "node:test";
 import { CniError } from "#spec/errors.js";
-import { DEFAULT_DATA_DIR, loadHostDeviceConf, loadHostDeviceGcConf, parseHardwareAddr } from "./config.js";
 import { assertCniError } from "#testing/cni-error.js";
+import { DEFAULT_DATA_DIR, loadHostDeviceConf, loadHostDeviceGcConf, parseHardwareAddr } from "./config.js";
 
 const conf = (extra: Record<string, unknown>) => Buffer.from(JSON.stringify({ cniVersion: "1.0.0", name: "net", type: "host-device", ...extra }));
 

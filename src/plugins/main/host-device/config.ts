@@ -7,10 +7,11 @@
  * finding the device is select.ts's work.
  * @module
  */
-import { NET_CONF_FIELDS, type PluginConf } from "#spec/config.js";
-import { invalidConfig, invalidKey } from "#spec/errors.js";
+
 import { bool, refine, string, struct, withDefault } from "#go-json/go-decode.js";
 import { loadPluginConf } from "#skel/conf.js";
+import { NET_CONF_FIELDS, type PluginConf } from "#spec/config.js";
+import { invalidConfig, invalidKey } from "#spec/errors.js";
 import { ipamType } from "../../common/ipam.js";
 import { decodeSettings, type Settings } from "../../common/keys.js";
 

@@ -16,19 +16,20 @@
  * through device-kernel.ts.
  * @module
  */
-import { CniError, failure } from "#spec/errors.js";
-import { isDNSEmpty, type Result100 } from "#spec/result/index.js";
-import { CURRENT_VERSION } from "#spec/version.js";
+
 import { NetNS } from "#net/netns.js";
 import type { Link } from "#net/types.js";
 import type { CmdArgs, PluginModule } from "#skel/skel.js";
+import { CniError, failure } from "#spec/errors.js";
+import { isDNSEmpty, type Result100 } from "#spec/result/index.js";
+import { CURRENT_VERSION } from "#spec/version.js";
 import { requirePrevResult } from "../../common/check.js";
 import { ipamAdd, ipamCheck, ipamDel, ipamGC, ipamStatus } from "../../common/ipam.js";
 import { Rollback } from "../../common/rollback.js";
-import { HOST_DEVICE_SCHEMA, loadHostDeviceConf, loadHostDeviceGcConf, type HostDeviceConf } from "./config.js";
+import { HOST_DEVICE_SCHEMA, type HostDeviceConf, loadHostDeviceConf, loadHostDeviceGcConf } from "./config.js";
 import { deviceKernel } from "./device-kernel.js";
-import { listDamagedRecords, listRecords, readRecord, removeRecord, writeRecord, type DeviceRecord } from "./record.js";
-import { devicePathOf, selectHostDevice, selectsDpdkDevice, type HostView } from "./select.js";
+import { type DeviceRecord, listDamagedRecords, listRecords, readRecord, removeRecord, writeRecord } from "./record.js";
+import { devicePathOf, type HostView, selectHostDevice, selectsDpdkDevice } from "./select.js";
 
 /** A warning on this call's stderr. */
 const warn = (args: CmdArgs, msg: string) => args.stderr.write(`host-device: ${msg}\n`);

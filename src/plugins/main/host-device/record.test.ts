@@ -1,9 +1,9 @@
-import { test } from "node:test";
 import assert from "node:assert/strict";
 import fs from "node:fs";
 import path from "node:path";
+import { test } from "node:test";
 import { useTempDirs } from "#testing/temp.js";
-import { listRecords, writeRecord, type DeviceRecord } from "./record.js";
+import { type DeviceRecord, listRecords, writeRecord } from "./record.js";
 
 const tempDir = useTempDirs();
 const record = (containerID: string, ifName: string, network = "net"): DeviceRecord => ({

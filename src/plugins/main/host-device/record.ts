@@ -9,9 +9,9 @@
  * @module
  */
 import { readdirSync, readFileSync } from "node:fs";
-import * as path from "#sys/posix-path.js";
-import { ioFailure } from "#spec/errors.js";
 import { isJsonObject, marshalJson, parseJson } from "#go-json/json.js";
+import { ioFailure } from "#spec/errors.js";
+import * as path from "#sys/posix-path.js";
 import { ensureStateDir, removeStateFile, writeFileAtomic } from "#sys/state.js";
 
 /** The device as it was in the host namespace before ADD. */

@@ -3,15 +3,16 @@
  * a kernel driver, a userspace (DPDK) driver, a virtio child, no interface, several interfaces; an auxiliary-bus
  * device; kernel paths; and the device path that identifies a physical device the kernel hands back.
  */
-import { describe, test, before, after } from "node:test";
+
 import assert from "node:assert/strict";
 import { mkdirSync, mkdtempSync, rmSync, symlinkSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { CniError } from "#spec/errors.js";
+import { after, before, describe, test } from "node:test";
 import type { Link } from "#net/types.js";
+import { CniError } from "#spec/errors.js";
 import type { DeviceSelector } from "./config.js";
-import { devicePathOf, hasDpdkDriver, selectHostDevice, selectsDpdkDevice, type HostView } from "./select.js";
+import { devicePathOf, type HostView, hasDpdkDriver, selectHostDevice, selectsDpdkDevice } from "./select.js";
 
 const link = (name: string, mac: string, kind?: string): Link => ({
   index: 0,

@@ -8,10 +8,10 @@
  * @module
  */
 import { readdirSync, realpathSync, statSync } from "node:fs";
-import * as path from "#sys/posix-path.js";
 import type { Link } from "#net/types.js";
-import type { DeviceSelector } from "./config.js";
 import { invalidKey } from "#spec/errors.js";
+import * as path from "#sys/posix-path.js";
+import type { DeviceSelector } from "./config.js";
 
 /** What selection reads: a sysfs tree and the links of the host namespace. */
 export interface HostView {

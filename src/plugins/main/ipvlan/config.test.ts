@@ -1,7 +1,7 @@
-import { describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { decodeIpvlanConf, loadIpvlanConf } from "./config.js";
+import { describe, test } from "node:test";
 import { assertCniError } from "#testing/cni-error.js";
+import { decodeIpvlanConf, loadIpvlanConf } from "./config.js";
 
 const conf = (extra: Record<string, unknown>) => Buffer.from(JSON.stringify({ cniVersion: "1.0.0", name: "net", type: "ipvlan", ...extra }));
 const prev = (interfaces: string[], ips = ["10.1.0.5/24"]) => ({

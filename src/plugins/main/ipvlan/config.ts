@@ -4,12 +4,13 @@
  * with exactly one named interface gives it; without `ipam`, the prevResult's addresses are used.
  * @module
  */
+
+import { bool, struct, withDefault } from "#go-json/go-decode.js";
+import type { IpvlanMode } from "#net/types.js";
+import { loadPluginConf, parsePrevResult } from "#skel/conf.js";
 import { NET_CONF_FIELDS, type PluginConf } from "#spec/config.js";
 import { invalidConfig, invalidKey } from "#spec/errors.js";
-import { bool, struct, withDefault } from "#go-json/go-decode.js";
-import { toCurrentResult, type Result100 } from "#spec/result/index.js";
-import { loadPluginConf, parsePrevResult } from "#skel/conf.js";
-import type { IpvlanMode } from "#net/types.js";
+import { type Result100, toCurrentResult } from "#spec/result/index.js";
 import { ipamType } from "../../common/ipam.js";
 import { decodeSettings, LINK_NAME, mtuKey, oneOf, type Settings } from "../../common/keys.js";
 

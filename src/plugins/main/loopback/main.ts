@@ -3,16 +3,17 @@
  * otherwise it reports lo with its first IPv4 and IPv6 address.
  * @module
  */
-import { NET_CONF_FIELDS } from "#spec/config.js";
-import { failure } from "#spec/errors.js";
+
 import { struct } from "#go-json/go-decode.js";
 import { ipFamily } from "#ip/ip.js";
-import type { Result100 } from "#spec/result/index.js";
-import { CURRENT_VERSION } from "#spec/version.js";
 import { ip } from "#net/links.js";
 import { NetNS } from "#net/netns.js";
 import { loadPluginConf, parsePrevResult } from "#skel/conf.js";
 import type { CmdArgs, PluginModule } from "#skel/skel.js";
+import { NET_CONF_FIELDS } from "#spec/config.js";
+import { failure } from "#spec/errors.js";
+import type { Result100 } from "#spec/result/index.js";
+import { CURRENT_VERSION } from "#spec/version.js";
 
 const LOOPBACK_V4 = /^127\./;
 

@@ -1,7 +1,7 @@
-import { describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { loadMacvlanConf } from "./config.js";
+import { describe, test } from "node:test";
 import { assertCniError } from "#testing/cni-error.js";
+import { loadMacvlanConf } from "./config.js";
 
 const conf = (extra: Record<string, unknown>) => Buffer.from(JSON.stringify({ cniVersion: "1.0.0", name: "net", type: "macvlan", ...extra }));
 

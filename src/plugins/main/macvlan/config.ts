@@ -4,10 +4,11 @@
  * the key and value. What needs the kernel (the master existing, the MTU fitting it) is checked by ADD.
  * @module
  */
-import { NET_CONF_FIELDS, type PluginConf } from "#spec/config.js";
+
 import { bool, refine, string, struct, uint32, withDefault } from "#go-json/go-decode.js";
-import { loadPluginConf } from "#skel/conf.js";
 import type { MacvlanMode } from "#net/types.js";
+import { loadPluginConf } from "#skel/conf.js";
+import { NET_CONF_FIELDS, type PluginConf } from "#spec/config.js";
 import { chooseMac, cniArgsMac, decodeSettings, LINK_NAME, mtuKey, oneOf, type Settings } from "../../common/keys.js";
 
 /** The Go plugin's NetConf (with `args.cni.mac`, as bridge has it): each key with its default and the values it takes. */

@@ -4,10 +4,11 @@
  * configure without addresses.
  * @module
  */
-import { invalidKey } from "#spec/errors.js";
-import { NET_CONF_FIELDS, type PluginConf } from "#spec/config.js";
+
 import { bool, member, struct, withDefault } from "#go-json/go-decode.js";
 import { loadPluginConf } from "#skel/conf.js";
+import { NET_CONF_FIELDS, type PluginConf } from "#spec/config.js";
+import { invalidKey } from "#spec/errors.js";
 import { decodeSettings, IP_MASQ_BACKEND, mtuKey, type Settings } from "../../common/keys.js";
 
 /** The Go plugin's NetConf: each key with its default and the values it takes. */

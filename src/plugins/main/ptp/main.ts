@@ -4,21 +4,22 @@
  * the host reaches the container through a host route, and `ipMasq` can masquerade what leaves.
  * @module
  */
-import { failure, invalidConfig } from "#spec/errors.js";
+
 import { ipFamily, networkOf, parseCIDR } from "#ip/ip.js";
-import { isDNSEmpty, type Result100 } from "#spec/result/index.js";
-import { CURRENT_VERSION } from "#spec/version.js";
 import { configureInterface, enableForwarding, setupVeth } from "#net/iface.js";
-import { gcIPMasq, setupIPMasq, teardownIPMasq, type IPMasqTarget } from "#net/ipmasq.js";
+import { gcIPMasq, type IPMasqTarget, setupIPMasq, teardownIPMasq } from "#net/ipmasq.js";
 import { ip } from "#net/links.js";
 import { NetNS } from "#net/netns.js";
-import { pointToPointRoutes, routeContainerThroughGateway, routeHostToContainer, type PointToPointAddress } from "./routing.js";
 import type { CmdArgs, PluginModule } from "#skel/skel.js";
-import { checkInterfaceAddresses, checkRoutes, requirePrevResult, RoutesFrom } from "../../common/check.js";
+import { failure, invalidConfig } from "#spec/errors.js";
+import { isDNSEmpty, type Result100 } from "#spec/result/index.js";
+import { CURRENT_VERSION } from "#spec/version.js";
+import { checkInterfaceAddresses, checkRoutes, RoutesFrom, requirePrevResult } from "../../common/check.js";
+import { removeContainerLink } from "../../common/del.js";
 import { ipamAdd, ipamCheck, ipamDel, ipamGC, ipamStatus } from "../../common/ipam.js";
 import { Rollback } from "../../common/rollback.js";
 import { loadPtpConf, PTP_SCHEMA, type PtpConf } from "./config.js";
-import { removeContainerLink } from "../../common/del.js";
+import { type PointToPointAddress, pointToPointRoutes, routeContainerThroughGateway, routeHostToContainer } from "./routing.js";
 
 /** Index of the container interface in ptp results: interfaces are `[host veth, container veth]`. */
 const CONTAINER_INDEX = 1;

@@ -1,5 +1,5 @@
-import { describe, test } from "node:test";
 import assert from "node:assert/strict";
+import { describe, test } from "node:test";
 import { parseIP } from "#ip/ip.js";
 import { isGlobalUnicast } from "#net/link-addresses.js";
 import { hostContainerRoutes, hostGatewayAddresses, pointToPointRoutes } from "./routing.js";

@@ -1,8 +1,8 @@
-import { describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { loadTapConf } from "./config.js";
+import { describe, test } from "node:test";
 import { tuntapAddWords } from "#net/tuntap.js";
 import { assertCniError } from "#testing/cni-error.js";
+import { loadTapConf } from "./config.js";
 
 const conf = (extra: Record<string, unknown>) => Buffer.from(JSON.stringify({ cniVersion: "1.0.0", name: "net", type: "tap", ...extra }));
 

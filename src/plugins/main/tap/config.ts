@@ -4,9 +4,10 @@
  * `args` is any object, as in Go; `args.cni.mac` is read like bridge's.
  * @module
  */
-import { NET_CONF_FIELDS, type PluginConf } from "#spec/config.js";
+
 import { bool, ptr, refine, string, struct, uint32, withDefault } from "#go-json/go-decode.js";
 import { loadPluginConf } from "#skel/conf.js";
+import { NET_CONF_FIELDS, type PluginConf } from "#spec/config.js";
 import { chooseMac, cniArgsMac, decodeSettings, linkName, mtuKey, type Settings } from "../../common/keys.js";
 
 /**

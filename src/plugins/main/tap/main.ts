@@ -5,16 +5,16 @@
  * @module
  */
 import { interfaceNameTaken } from "#net/container-link.js";
+import { NetOpError } from "#net/errors.js";
 import { ip } from "#net/links.js";
 import type { NetNS } from "#net/netns.js";
+import { createTap } from "#net/tuntap.js";
 import type { Link } from "#net/types.js";
-import { NetOpError } from "#net/errors.js";
 import type { CmdArgs, PluginModule } from "#skel/skel.js";
+import { invalidKey } from "#spec/errors.js";
 import { ipamType } from "../../common/ipam.js";
 import { addSandboxLink, checkSandboxLink, delSandboxLink, gcSandboxLink, notifySysctls, statusSandboxLink } from "../../common/sandbox-link.js";
 import { loadTapConf, TAP_SCHEMA, type TapConf } from "./config.js";
-import { createTap } from "#net/tuntap.js";
-import { invalidKey } from "#spec/errors.js";
 
 /**
  * The tap, made inside the container under `ifName` (a name taken already fails the creation, touching nothing;

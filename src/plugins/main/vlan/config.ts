@@ -4,10 +4,11 @@
  * the kernel (the master existing, the MTU fitting it) is checked by ADD.
  * @module
  */
-import { NET_CONF_FIELDS, type PluginConf } from "#spec/config.js";
-import { invalidConfig, invalidKey } from "#spec/errors.js";
+
 import { bool, int, member, refine, struct, withDefault } from "#go-json/go-decode.js";
 import { loadPluginConf } from "#skel/conf.js";
+import { NET_CONF_FIELDS, type PluginConf } from "#spec/config.js";
+import { invalidConfig, invalidKey } from "#spec/errors.js";
 import { ipamType } from "../../common/ipam.js";
 import { decodeSettings, LINK_NAME, mtuKey, type Settings } from "../../common/keys.js";
 

@@ -1,7 +1,7 @@
-import { describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { hasEgressLimit, hasIngressLimit, ifbAlias, ifbName, loadBandwidthConf, loadNetworkOnly, MAX_BURST_BITS, parseIfbAlias } from "./config.js";
+import { describe, test } from "node:test";
 import { assertCniError } from "#testing/cni-error.js";
+import { hasEgressLimit, hasIngressLimit, ifbAlias, ifbName, loadBandwidthConf, loadNetworkOnly, MAX_BURST_BITS, parseIfbAlias } from "./config.js";
 
 const conf = (extra: Record<string, unknown>) => Buffer.from(JSON.stringify({ cniVersion: "1.0.0", name: "net", type: "bandwidth", ...extra }));
 

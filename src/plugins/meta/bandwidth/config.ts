@@ -4,12 +4,13 @@
  * `bandwidth`, `runtimeConfig.bandwidth`). Top-level keys win when any of them is present, as in the Go plugin.
  * @module
  */
-import { NET_CONF_FIELDS, type PluginConf } from "#spec/config.js";
-import { hasMember, ptr, struct, uint64, withDefault, type Decoded } from "#go-json/go-decode.js";
-import { loadPluginConf } from "#skel/conf.js";
+
+import { type Decoded, hasMember, ptr, struct, uint64, withDefault } from "#go-json/go-decode.js";
 import { hashWithPrefix } from "#net/names.js";
-import { decodeSettings } from "../../common/keys.js";
+import { loadPluginConf } from "#skel/conf.js";
+import { NET_CONF_FIELDS, type PluginConf } from "#spec/config.js";
 import { invalidKey } from "#spec/errors.js";
+import { decodeSettings } from "../../common/keys.js";
 
 /** A burst's byte count must stay below 2^32 - 1, as in the Go plugin (the kernel keeps it in 32 bits). */
 export const MAX_BURST_BITS = (0xffffffff - 1) * 8 + 7;

@@ -6,10 +6,7 @@
  * longer has (an addition: the Go plugin has no GC).
  * @module
  */
-import { failure, invalidConfig } from "#spec/errors.js";
-import { CURRENT_VERSION } from "#spec/version.js";
-import { toCurrentResult, type Result, type Result100 } from "#spec/result/index.js";
-import { createIfb, deleteIfb, listIfbs } from "./ifb.js";
+
 import { ip } from "#net/links.js";
 import { NetNS } from "#net/netns.js";
 import {
@@ -20,15 +17,19 @@ import {
   deleteRootQdisc,
   listIngressRedirects,
   listQdiscs,
+  type PschedClock,
   readPschedClock,
   tbfParams,
-  type PschedClock,
 } from "#net/tc.js";
 import type { Link } from "#net/types.js";
 import { parsePrevResult } from "#skel/conf.js";
 import type { CmdArgs, PluginModule } from "#skel/skel.js";
+import { failure, invalidConfig } from "#spec/errors.js";
+import { type Result, type Result100, toCurrentResult } from "#spec/result/index.js";
+import { CURRENT_VERSION } from "#spec/version.js";
 import {
   BANDWIDTH_SCHEMA,
+  type BandwidthLimits,
   hasEgressLimit,
   hasIngressLimit,
   ifbAlias,
@@ -36,8 +37,8 @@ import {
   loadBandwidthConf,
   loadNetworkOnly,
   parseIfbAlias,
-  type BandwidthLimits,
 } from "./config.js";
+import { createIfb, deleteIfb, listIfbs } from "./ifb.js";
 
 /**
  * The host end of the container's veth: the peer of `ifName` in the container, which must be a host

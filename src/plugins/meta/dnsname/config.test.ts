@@ -1,9 +1,9 @@
-import { describe, test } from "node:test";
 import assert from "node:assert/strict";
+import { describe, test } from "node:test";
 import { CniError } from "#spec/errors.js";
-import { attachmentOf, containerName, DEFAULT_DOMAIN, loadDelConf, loadDnsnameConf, NOT_CHAINED } from "./config.js";
 import type { Result100 } from "#spec/result/index.js";
 import { assertCniError } from "#testing/cni-error.js";
+import { attachmentOf, containerName, DEFAULT_DOMAIN, loadDelConf, loadDnsnameConf, NOT_CHAINED } from "./config.js";
 
 const PREV = {
   cniVersion: "1.0.0",

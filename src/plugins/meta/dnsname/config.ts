@@ -5,14 +5,15 @@
  * before anything changes; a bad value is a code-7 error naming the key and the value.
  * @module
  */
-import { NET_CONF_FIELDS, type PluginConf } from "#spec/config.js";
-import { invalidCniArgs, invalidConfig, invalidKey } from "#spec/errors.js";
+
 import { list, map, refine, string, struct, withDefault } from "#go-json/go-decode.js";
 import { tryParseCIDR } from "#ip/ip.js";
-import { loadCniArgs } from "#spec/args.js";
-import { toCurrentResult, type Result100 } from "#spec/result/index.js";
-import { validateNetworkName } from "#spec/validate.js";
 import { loadPluginConf, parsePrevResult } from "#skel/conf.js";
+import { loadCniArgs } from "#spec/args.js";
+import { NET_CONF_FIELDS, type PluginConf } from "#spec/config.js";
+import { invalidCniArgs, invalidConfig, invalidKey } from "#spec/errors.js";
+import { type Result100, toCurrentResult } from "#spec/result/index.js";
+import { validateNetworkName } from "#spec/validate.js";
 import { decodeSettings, linkName, type Settings } from "../../common/keys.js";
 
 /** What podman writes into its networks' dnsname entry (the Go plugin itself has no default). */

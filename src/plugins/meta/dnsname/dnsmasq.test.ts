@@ -1,5 +1,5 @@
-import { describe, test } from "node:test";
 import assert from "node:assert/strict";
+import { describe, test } from "node:test";
 import { confSettings, isNetworkDnsmasq, renderConf } from "./dnsmasq.js";
 import { networkDir } from "./state.js";
 

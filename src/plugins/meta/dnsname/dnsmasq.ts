@@ -7,10 +7,10 @@
  * @module
  */
 import { readFileSync } from "node:fs";
-import * as path from "#sys/posix-path.js";
-import { startDaemon } from "#sys/daemon.js";
-import { findTool, toolSearchPath } from "#sys/tool-path.js";
 import { cniError, ErrorCode, failure, wrap } from "#spec/errors.js";
+import { startDaemon } from "#sys/daemon.js";
+import * as path from "#sys/posix-path.js";
+import { findTool, toolSearchPath } from "#sys/tool-path.js";
 
 /** Where one network's files are. */
 export interface NetworkFiles {

@@ -6,10 +6,11 @@
  * iptables there is no INPUT filter of iptables' to open: ADD goes on with a warning.
  * @module
  */
-import { iptablesFor, type IPFamilyNum } from "#net/iptables.js";
-import { messageOf } from "#spec/errors.js";
+
 import { tryParseIP } from "#ip/ip.js";
-import { otherNetworkUses, type NetworkDir } from "./state.js";
+import { type IPFamilyNum, iptablesFor } from "#net/iptables.js";
+import { messageOf } from "#spec/errors.js";
+import { type NetworkDir, otherNetworkUses } from "./state.js";
 
 /** One rule in the filter table's INPUT chain. */
 export interface InputRule {

@@ -5,14 +5,14 @@
  * @module
  */
 import { parseCIDR } from "#ip/ip.js";
+import { NetOpError } from "#net/errors.js";
+import type { IPFamilyNum } from "#net/iptables.js";
 import { isGlobalUnicast } from "#net/link-addresses.js";
 import { ip } from "#net/links.js";
 import { NetNS } from "#net/netns.js";
-import { NetOpError } from "#net/errors.js";
 import { invalidConfig } from "#spec/errors.js";
-import { dnsmasqBinary, reloadDnsmasq, runningDnsmasq, stopDnsmasq, type NetworkFiles } from "./dnsmasq.js";
-import { acceptDns, removeDnsRulesUnlessShared, removeRules, type InputRule } from "./firewall.js";
-import type { IPFamilyNum } from "#net/iptables.js";
+import { dnsmasqBinary, type NetworkFiles, reloadDnsmasq, runningDnsmasq, stopDnsmasq } from "./dnsmasq.js";
+import { acceptDns, type InputRule, removeDnsRulesUnlessShared, removeRules } from "./firewall.js";
 import type { NetworkDir } from "./state.js";
 
 export interface DnsnameHost {

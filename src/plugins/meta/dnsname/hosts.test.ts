@@ -1,6 +1,7 @@
-import { describe, test } from "node:test";
 import assert from "node:assert/strict";
+import { describe, test } from "node:test";
 import {
+  type AttachmentRecord,
   hostsLine,
   hostsLines,
   hostsText,
@@ -10,7 +11,6 @@ import {
   ownsLine,
   parseRecords,
   recordsText,
-  type AttachmentRecord,
 } from "./hosts.js";
 
 describe("dnsname hosts file", () => {

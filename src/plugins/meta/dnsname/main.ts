@@ -15,26 +15,27 @@
  * addresses and the INPUT rules are reached through host.ts.
  * @module
  */
-import { ErrorCode, failure } from "#spec/errors.js";
-import type { Result100 } from "#spec/result/index.js";
+
 import { loadPluginConf } from "#skel/conf.js";
 import type { CmdArgs, PluginModule } from "#skel/skel.js";
-import { attachmentOf, DNSNAME_SCHEMA, loadDelConf, loadDnsnameConf, type Attachment, type DnsnameConf } from "./config.js";
+import { ErrorCode, failure } from "#spec/errors.js";
+import type { Result100 } from "#spec/result/index.js";
+import { type Attachment, attachmentOf, DNSNAME_SCHEMA, type DnsnameConf, loadDelConf, loadDnsnameConf } from "./config.js";
 import { renderConf } from "./dnsmasq.js";
 import { dnsFamilies, type InputRule } from "./firewall.js";
 import { dnsnameHost } from "./host.js";
-import { hostsLine, isAttachment, lineAddress, linesName, ownsLine, type AttachmentRecord, type LineOwner } from "./hosts.js";
+import { type AttachmentRecord, hostsLine, isAttachment, type LineOwner, lineAddress, linesName, ownsLine } from "./hosts.js";
 import {
   baseDir,
   confOf,
+  type NetworkDir,
+  type NetworkState,
   networkDir,
   readState,
   removeNetworkDir,
   withNetworkLock,
   writeConfIfMissing,
   writeState,
-  type NetworkDir,
-  type NetworkState,
 } from "./state.js";
 
 const warn = (args: CmdArgs, msg: string) => args.stderr.write(`dnsname: ${msg}\n`);

@@ -1,8 +1,8 @@
-import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import path from "node:path";
+import { describe, test } from "node:test";
 import { useTempDirs } from "#testing/temp.js";
 import { renderConf } from "./dnsmasq.js";
 import {

@@ -6,16 +6,16 @@
  * XDG_RUNTIME_DIR is set (to an absolute path), else `/run/containers/cni/dnsname`, as Go's.
  * @module
  */
-import { closeSync, readFileSync, readdirSync } from "node:fs";
-import * as path from "#sys/posix-path.js";
-import { CallAbandonedError } from "#sys/call-signal.js";
-import { flockFd, lockedFileIsCurrent, lockQueue, LockTimeoutError } from "#sys/flock.js";
-import { openLockFile } from "../../common/lock-file.js";
-import { KeyedMutex } from "#sys/keyed-mutex.js";
-import { createFileExclusiveSync, ensureStateDir, removeStateFile, removeStateTree, writeFileAtomicSync } from "#sys/state.js";
+import { closeSync, readdirSync, readFileSync } from "node:fs";
 import { ErrorCode, tryAgainLater, wrap } from "#spec/errors.js";
+import { CallAbandonedError } from "#sys/call-signal.js";
+import { flockFd, LockTimeoutError, lockedFileIsCurrent, lockQueue } from "#sys/flock.js";
+import { KeyedMutex } from "#sys/keyed-mutex.js";
+import * as path from "#sys/posix-path.js";
+import { createFileExclusiveSync, ensureStateDir, removeStateFile, removeStateTree, writeFileAtomicSync } from "#sys/state.js";
+import { openLockFile } from "../../common/lock-file.js";
 import { confSettings, type DnsmasqSettings, type NetworkFiles } from "./dnsmasq.js";
-import { hostsLines, hostsText, parseRecords, recordsText, type AttachmentRecord } from "./hosts.js";
+import { type AttachmentRecord, hostsLines, hostsText, parseRecords, recordsText } from "./hosts.js";
 
 export const DEFAULT_BASE_DIR = "/run/containers/cni/dnsname";
 export const RECORDS_FILE = "tscni-attachments.json";

@@ -4,12 +4,13 @@
  * iptables, as in the Go plugin). The default, as in the Go plugin: firewalld when it runs, else iptables.
  * @module
  */
+
+import { type AttachmentRules, firewallFor, type NetworkGarbage, type RuleEngines } from "#net/firewall-driver.js";
+import { FIREWALLD_NAME, type Firewalld } from "#net/firewalld.js";
 import { failure } from "#spec/errors.js";
-import { type Firewalld, FIREWALLD_NAME } from "#net/firewalld.js";
-import { firewallFor, type AttachmentRules, type NetworkGarbage, type RuleEngines } from "#net/firewall-driver.js";
-import { ensureFirewallRules, firewallMarks, hostCidr, missingFirewallRules, removeAddressRules, type IsolationPolicy } from "./iptables.js";
-import { nftAllow, nftCollectGarbage, nftFirewallMarks, nftMissing, nftRevoke } from "./nftables.js";
 import type { Backend, FirewallConf } from "./config.js";
+import { ensureFirewallRules, firewallMarks, hostCidr, type IsolationPolicy, missingFirewallRules, removeAddressRules } from "./iptables.js";
+import { nftAllow, nftCollectGarbage, nftFirewallMarks, nftMissing, nftRevoke } from "./nftables.js";
 import type { AttachmentRecord } from "./records.js";
 
 /** One container attachment as the backends see it. */

@@ -1,10 +1,10 @@
-import { describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { CniError } from "#spec/errors.js";
+import { describe, test } from "node:test";
 import { Firewalld } from "#net/firewalld.js";
+import { CniError } from "#spec/errors.js";
+import { assertCniError } from "#testing/cni-error.js";
 import { selectBackend } from "./backends.js";
 import { loadFirewallConf } from "./config.js";
-import { assertCniError } from "#testing/cni-error.js";
 
 const conf = (keys: Record<string, unknown>) => Buffer.from(JSON.stringify({ cniVersion: "1.0.0", name: "n", type: "firewall", ...keys }));
 

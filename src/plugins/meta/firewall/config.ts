@@ -4,14 +4,15 @@
  * GC live). Every value is checked before anything is changed; an error names the key and value (code 7).
  * @module
  */
-import * as path from "#sys/posix-path.js";
-import { NET_CONF_FIELDS, type PluginConf } from "#spec/config.js";
+
 import { refine, string, struct, withDefault } from "#go-json/go-decode.js";
-import { toCurrentResult, type Result100 } from "#spec/result/index.js";
 import { loadPluginConf, parsePrevResult } from "#skel/conf.js";
-import { DEFAULT_ADMIN_CHAIN, FORWARD_CHAIN, ISOLATION_STAGE_1, ISOLATION_STAGE_2, type IsolationPolicy } from "./iptables.js";
-import { decodeSettings, type Settings } from "../../common/keys.js";
+import { NET_CONF_FIELDS, type PluginConf } from "#spec/config.js";
 import { invalidKey } from "#spec/errors.js";
+import { type Result100, toCurrentResult } from "#spec/result/index.js";
+import * as path from "#sys/posix-path.js";
+import { decodeSettings, type Settings } from "../../common/keys.js";
+import { DEFAULT_ADMIN_CHAIN, FORWARD_CHAIN, ISOLATION_STAGE_1, ISOLATION_STAGE_2, type IsolationPolicy } from "./iptables.js";
 
 /** The backends `backend` names. */
 export const BACKENDS = ["iptables", "nftables", "firewalld"] as const;

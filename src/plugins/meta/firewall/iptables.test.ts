@@ -1,7 +1,7 @@
-import { describe, test } from "node:test";
 import assert from "node:assert/strict";
+import { describe, test } from "node:test";
+import { type IptablesRule, saveLine, saveQuote, TableSnapshot } from "#net/iptables-rules.js";
 import { addressRules, firewallPlan, hostCidr, isolationRules, jumpRules } from "./iptables.js";
-import { saveLine, saveQuote, TableSnapshot, type IptablesRule } from "#net/iptables-rules.js";
 
 const lines = (rules: IptablesRule[]) => rules.map((r) => `${r.position === "first" ? "I" : "A"} ${saveLine(r.chain, r.args)}`);
 

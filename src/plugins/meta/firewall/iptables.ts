@@ -13,9 +13,9 @@
  * @module
  */
 import { parseCIDR } from "#ip/ip.js";
-import { iptablesFor, type IPFamilyNum } from "#net/iptables.js";
-import { deleteRules, ensureRules, snapshot, type IptablesRule } from "#net/iptables-rules.js";
 import type { FirewallMark } from "#net/firewall-marks.js";
+import { type IPFamilyNum, iptablesFor } from "#net/iptables.js";
+import { deleteRules, ensureRules, type IptablesRule, snapshot } from "#net/iptables-rules.js";
 
 export const FORWARD_CHAIN = "CNI-FORWARD";
 export const DEFAULT_ADMIN_CHAIN = "CNI-ADMIN";

@@ -9,14 +9,15 @@
  * attachments the runtime no longer has; STATUS reports whether the backend is usable.
  * @module
  */
+
+import { liveFirewallProbes } from "#net/firewall-driver.js";
+import { Firewalld } from "#net/firewalld.js";
+import type { CmdArgs, PluginModule } from "#skel/skel.js";
 import { failure, invalidConfig, pluginNotAvailable } from "#spec/errors.js";
 import type { Result100 } from "#spec/result/index.js";
-import { Firewalld } from "#net/firewalld.js";
+import { type Attachment, selectBackend } from "./backends.js";
+import { FIREWALL_SCHEMA, type FirewallConf, loadFirewallConf } from "./config.js";
 import { hostCidr } from "./iptables.js";
-import { liveFirewallProbes } from "#net/firewall-driver.js";
-import type { CmdArgs, PluginModule } from "#skel/skel.js";
-import { selectBackend, type Attachment } from "./backends.js";
-import { FIREWALL_SCHEMA, loadFirewallConf, type FirewallConf } from "./config.js";
 import { listRecords, readRecord, recordedNetworks, removeRecord, unreadableRecords, writeRecord } from "./records.js";
 
 /** The attachment from the config and environment; the ingress policy needs the bridge (prevResult interface 0). */

@@ -36,11 +36,11 @@
  * @module
  */
 import { parseCIDR } from "#ip/ip.js";
-import type { GCAttachment } from "#spec/config.js";
 import { NetOpError } from "#net/errors.js";
-import { nftListTable, nftQuote, nftRun, nftSetElements, type NftRule } from "#net/nftables.js";
-import { nftAttachmentComment, nftAttachmentHash, nftNetworkHash } from "#net/names.js";
 import type { FirewallMark } from "#net/firewall-marks.js";
+import { nftAttachmentComment, nftAttachmentHash, nftNetworkHash } from "#net/names.js";
+import { type NftRule, nftListTable, nftQuote, nftRun, nftSetElements } from "#net/nftables.js";
+import type { GCAttachment } from "#spec/config.js";
 
 export const NFT_FIREWALL_TABLE = "cni_plugins_firewall";
 const T = `inet ${NFT_FIREWALL_TABLE}`;
@@ -48,6 +48,7 @@ const CONTAINERS = "containers";
 
 const instanceHash = nftAttachmentHash;
 const networkHash = nftNetworkHash;
+
 export { nftAttachmentComment };
 
 export interface NftAttachment {

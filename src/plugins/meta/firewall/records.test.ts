@@ -1,8 +1,8 @@
-import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import { describe, test } from "node:test";
 import { listRecords, readRecord, recordedNetworks, removeRecord, writeRecord } from "./records.js";
 
 describe("firewall attachment records", () => {

@@ -6,8 +6,8 @@
  * @module
  */
 import { readdirSync, readFileSync } from "node:fs";
-import * as path from "#sys/posix-path.js";
 import { ErrorCode, wrap } from "#spec/errors.js";
+import * as path from "#sys/posix-path.js";
 import { ensureStateDir, isTemporaryName, removeStateDirIfEmpty, removeStateFile, writeFileAtomicSync } from "#sys/state.js";
 import type { Backend } from "./config.js";
 

@@ -3,8 +3,9 @@
  * gone are added again, through a fake busctl. (The iptables and nftables backends are tested as root, in
  * src/integration/reload.test.ts.)
  */
-import { test } from "node:test";
+
 import assert from "node:assert/strict";
+import { test } from "node:test";
 import { Firewalld } from "#net/firewalld.js";
 import { selectBackend } from "./backends.js";
 import { loadFirewallConf } from "./config.js";

@@ -5,10 +5,11 @@
  * The admin chain comes back empty: its rules are the administrator's.
  * @module
  */
-import type { RestoreRequest, Restorer } from "../../common/restore.js";
-import { selectBackend, type Attachment, type FirewallBackend } from "./backends.js";
-import { loadFirewallConf } from "./config.js";
+
 import { Firewalld } from "#net/firewalld.js";
+import type { RestoreRequest, Restorer } from "../../common/restore.js";
+import { type Attachment, type FirewallBackend, selectBackend } from "./backends.js";
+import { loadFirewallConf } from "./config.js";
 import { attachmentOf, requirePrev } from "./main.js";
 
 async function planOf(req: RestoreRequest): Promise<{ backend: FirewallBackend; attachment: Attachment }> {

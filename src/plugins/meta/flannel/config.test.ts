@@ -1,7 +1,7 @@
-import { describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { DEFAULT_DATA_DIR, DEFAULT_SUBNET_FILE, decodeFlannelConf, loadFlannelConf } from "./config.js";
+import { describe, test } from "node:test";
 import { assertCniError } from "#testing/cni-error.js";
+import { DEFAULT_DATA_DIR, DEFAULT_SUBNET_FILE, decodeFlannelConf, loadFlannelConf } from "./config.js";
 
 const conf = (extra: Record<string, unknown>) => Buffer.from(JSON.stringify({ cniVersion: "1.0.0", name: "net", type: "flannel", ...extra }));
 

@@ -6,14 +6,15 @@
  * a non-empty string, and `ipam.routes` must be routes — each failure a code-7 error naming the key.
  * @module
  */
-import { NET_CONF_FIELDS, type PluginConf } from "#spec/config.js";
-import { any, decodeGo, DecodeError, foldKey, map, string, struct, list, withDefault, type GoType } from "#go-json/go-decode.js";
-import { tryParseCIDR, tryParseIP } from "#ip/ip.js";
+
+import { any, DecodeError, decodeGo, foldKey, type GoType, list, map, string, struct, withDefault } from "#go-json/go-decode.js";
 import type { JsonObject } from "#go-json/json.js";
-import { ROUTE_TYPE, routeFrom, type Route } from "#spec/result/common.js";
+import { tryParseCIDR, tryParseIP } from "#ip/ip.js";
 import { loadPluginConf } from "#skel/conf.js";
-import { decodeSettings, type Settings } from "../../common/keys.js";
+import { NET_CONF_FIELDS, type PluginConf } from "#spec/config.js";
 import { invalidKey } from "#spec/errors.js";
+import { ROUTE_TYPE, type Route, routeFrom } from "#spec/result/common.js";
+import { decodeSettings, type Settings } from "../../common/keys.js";
 
 /** flanneld's subnet file, where `subnetFile` is not set. */
 export const DEFAULT_SUBNET_FILE = "/run/flannel/subnet.env";

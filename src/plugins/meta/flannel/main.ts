@@ -14,13 +14,14 @@
  * and then asks the delegate.
  * @module
  */
-import { decodePluginConf } from "#spec/config.js";
-import { CniError, failure, messageOf, pluginNotAvailable } from "#spec/errors.js";
-import { isJsonObject, jsonEqual, parseJson, type JsonObject } from "#go-json/json.js";
-import type { Result } from "#spec/result/index.js";
+
+import { isJsonObject, type JsonObject, jsonEqual, parseJson } from "#go-json/json.js";
 import { delegateAdd, delegateCheck, delegateDel, delegateStatus } from "#invoke/plugin.js";
 import type { CmdArgs, PluginModule } from "#skel/skel.js";
-import { decodeFlannelConf, FLANNEL_SCHEMA, loadFlannelConf, type FlannelConf } from "./config.js";
+import { decodePluginConf } from "#spec/config.js";
+import { CniError, failure, messageOf, pluginNotAvailable } from "#spec/errors.js";
+import type { Result } from "#spec/result/index.js";
+import { decodeFlannelConf, FLANNEL_SCHEMA, type FlannelConf, loadFlannelConf } from "./config.js";
 import { encodeDelegate, renderDelegate } from "./render.js";
 import { readDelegateConfig, removeDelegateConfig, saveDelegateConfig, savedConfigPath } from "./saved.js";
 import { loadSubnetEnv } from "./subnet-env.js";

@@ -2,8 +2,9 @@
  * The delegate config flannel renders, byte for byte as the flannel-io plugin's json.Marshal writes it (keys of
  * maps sorted, routes in types.Route's field order), for a table of subnet.env files and flannel configs.
  */
-import { describe, test } from "node:test";
+
 import assert from "node:assert/strict";
+import { describe, test } from "node:test";
 import { loadFlannelConf } from "./config.js";
 import { renderDelegateBytes } from "./render.js";
 import { parseSubnetEnv } from "./subnet-env.js";

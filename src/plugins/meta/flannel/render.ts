@@ -8,9 +8,9 @@
  * The bytes are Go's json.Marshal of that map: keys sorted, routes in types.Route's field order, compact.
  * @module
  */
-import { marshalJson, quoteJsonString, compareBytes, type JsonObject, type JsonValue } from "#go-json/json.js";
+import { compareBytes, type JsonObject, type JsonValue, marshalJson, quoteJsonString } from "#go-json/json.js";
 import { encodeRoute } from "#spec/result/common.js";
-import { ipamRoutes, type FlannelConf } from "./config.js";
+import { type FlannelConf, ipamRoutes } from "./config.js";
 import type { SubnetEnv } from "./subnet-env.js";
 
 /** Objects written in their own key order (Go structs); every other object is a Go map, written sorted. */

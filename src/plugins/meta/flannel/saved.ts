@@ -6,8 +6,8 @@
  * @module
  */
 import { readFileSync } from "node:fs";
-import * as path from "#sys/posix-path.js";
 import { ioFailure } from "#spec/errors.js";
+import * as path from "#sys/posix-path.js";
 import { ensureStateDir, removeStateFile, writeFileAtomic } from "#sys/state.js";
 
 /** Where the delegate config of a container is kept (container IDs are valid file names: skel checks them). */

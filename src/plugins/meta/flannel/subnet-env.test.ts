@@ -1,8 +1,8 @@
-import { describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { mkdtempSync, rmSync, writeFileSync, chmodSync } from "node:fs";
+import { chmodSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import { describe, test } from "node:test";
 import { CniError } from "#spec/errors.js";
 import { loadSubnetEnv, parseSubnetEnv } from "./subnet-env.js";
 

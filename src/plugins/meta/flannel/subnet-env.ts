@@ -9,8 +9,8 @@
  * @module
  */
 import { readFileSync } from "node:fs";
+import { type IPCidr, networkOf, tryParseCIDR } from "#ip/ip.js";
 import { type CniError, invalidConfig, ioFailure, tryAgainLater } from "#spec/errors.js";
-import { networkOf, tryParseCIDR, type IPCidr } from "#ip/ip.js";
 
 /** What subnet.env says, CIDRs as Go's net.ParseCIDR returns them (host bits cleared). */
 export interface SubnetEnv {

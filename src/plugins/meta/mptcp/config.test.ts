@@ -1,6 +1,7 @@
 /** The mptcp config as the Go plugin of containernetworking/plugins#1239 reads it, and where ours refuses more. */
-import { describe, test } from "node:test";
+
 import assert from "node:assert/strict";
+import { describe, test } from "node:test";
 import { ErrorCode } from "#spec/errors.js";
 import { loadMptcpConf } from "./config.js";
 

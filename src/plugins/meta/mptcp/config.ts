@@ -5,11 +5,11 @@
  * @module
  */
 import { bool, ptr, struct, uint32, withDefault } from "#go-json/go-decode.js";
+import { MPTCP_FLAGS, type MptcpFlag } from "#net/mptcp.js";
+import { loadPluginConf, parsePrevResult } from "#skel/conf.js";
 import { NET_CONF_FIELDS, type PluginConf } from "#spec/config.js";
 import { invalidConfig, invalidKey } from "#spec/errors.js";
-import { toCurrentResult, type Result100 } from "#spec/result/index.js";
-import { loadPluginConf, parsePrevResult } from "#skel/conf.js";
-import { MPTCP_FLAGS, type MptcpFlag } from "#net/mptcp.js";
+import { type Result100, toCurrentResult } from "#spec/result/index.js";
 import { decodeSettings, type Settings } from "../../common/keys.js";
 
 /** The Go plugin's EndpointConfig: the flags of every endpoint the plugin makes. */

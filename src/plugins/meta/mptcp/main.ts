@@ -10,14 +10,15 @@
  * remove is still there (Go ignores every error); flags are compared by name.
  * @module
  */
-import { failure, invalidConfig, messageOf } from "#spec/errors.js";
+
 import { parseCIDR } from "#ip/ip.js";
-import type { Result100 } from "#spec/result/index.js";
-import { ip } from "#net/links.js";
-import { boundTo, flagNames, MPTCP_FLAG_MASK, openMptcpPM, type MptcpLimits, type MptcpPathManager } from "#net/mptcp.js";
-import { NetNS } from "#net/netns.js";
 import { NetOpError } from "#net/errors.js";
+import { ip } from "#net/links.js";
+import { boundTo, flagNames, MPTCP_FLAG_MASK, type MptcpLimits, type MptcpPathManager, openMptcpPM } from "#net/mptcp.js";
+import { NetNS } from "#net/netns.js";
 import type { CmdArgs, PluginModule } from "#skel/skel.js";
+import { failure, invalidConfig, messageOf } from "#spec/errors.js";
+import type { Result100 } from "#spec/result/index.js";
 import { Rollback } from "../../common/rollback.js";
 import { loadMptcpConf, MPTCP_SCHEMA, type MptcpConf } from "./config.js";
 

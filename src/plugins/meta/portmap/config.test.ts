@@ -1,8 +1,9 @@
-import { describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { CniError } from "#spec/errors.js";
+import { describe, test } from "node:test";
 import { parseCIDR } from "#ip/ip.js";
+import { CniError } from "#spec/errors.js";
 import { createResult } from "#spec/result/index.js";
+import { assertCniError } from "#testing/cni-error.js";
 import {
   backendSpecificKeys,
   conditionsBackend,
@@ -13,7 +14,6 @@ import {
   mappingFor,
 } from "./config.js";
 import { chooseBackend } from "./engines.js";
-import { assertCniError } from "#testing/cni-error.js";
 
 const conf = (extra: Record<string, unknown>, mappings?: unknown) =>
   Buffer.from(

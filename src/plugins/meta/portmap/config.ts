@@ -5,14 +5,15 @@
  * the key and the value.
  * @module
  */
-import { invalidKey } from "#spec/errors.js";
-import { bool, foldKey, int, list, member, ptr, refine, string, struct, withDefault, type Decoded } from "#go-json/go-decode.js";
+
+import { bool, type Decoded, foldKey, int, list, member, ptr, refine, string, struct, withDefault } from "#go-json/go-decode.js";
 import { isJsonObject, type JsonObject } from "#go-json/json.js";
-import { NET_CONF_FIELDS, type PluginConf } from "#spec/config.js";
-import { parseCIDR, tryParseIP, type IPCidr, type IPFamily } from "#ip/ip.js";
-import { toCurrentResult, type Result } from "#spec/result/index.js";
-import { loadPluginConf, parsePrevResult } from "#skel/conf.js";
+import { type IPCidr, type IPFamily, parseCIDR, tryParseIP } from "#ip/ip.js";
 import type { AttachmentRules, NetworkGarbage } from "#net/firewall-driver.js";
+import { loadPluginConf, parsePrevResult } from "#skel/conf.js";
+import { NET_CONF_FIELDS, type PluginConf } from "#spec/config.js";
+import { invalidKey } from "#spec/errors.js";
+import { type Result, toCurrentResult } from "#spec/result/index.js";
 import { decodeSettings, type Settings } from "../../common/keys.js";
 
 /** The protocols a port mapping may forward. */

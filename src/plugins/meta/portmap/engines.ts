@@ -2,8 +2,9 @@
  * portmap's two backends behind net/firewall-driver's contract, and the one choice between them for a call.
  * @module
  */
-import { invalidConfig } from "#spec/errors.js";
+
 import { chooseFirewallKind, type FirewallProbes, type RuleEngines } from "#net/firewall-driver.js";
+import { invalidConfig } from "#spec/errors.js";
 import { backendSpecificKeys, type PortForwarding, type PortMapBackend, type PortMapConf } from "./config.js";
 import { iptablesForwarding } from "./iptables.js";
 import { nftablesForwarding } from "./nftables.js";

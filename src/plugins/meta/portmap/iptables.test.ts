@@ -1,5 +1,5 @@
-import { describe, test } from "node:test";
 import assert from "node:assert/strict";
+import { describe, test } from "node:test";
 import { parseCIDR } from "#ip/ip.js";
 import { forwardTarget, loadPortMapConf } from "./config.js";
 import {

@@ -17,13 +17,13 @@
  * rule or chain of a shape the netlink path does not read, `iptables -S` and `iptables-restore` do it.
  * @module
  */
-import { networkOf, parseCIDR, type IPFamily } from "#ip/ip.js";
-import { iptablesFor, type Iptables } from "#net/iptables.js";
-import type { SavedRule } from "#net/nfnetlink.js";
-import { hashWithPrefix, MAX_CHAIN_LENGTH } from "#net/names.js";
+import { type IPFamily, networkOf, parseCIDR } from "#ip/ip.js";
 import type { FirewallMark } from "#net/firewall-marks.js";
-import { familyOf, mappingFor, type ForwardTarget, type PortForwarding, type Protocol } from "./config.js";
+import { type Iptables, iptablesFor } from "#net/iptables.js";
+import { hashWithPrefix, MAX_CHAIN_LENGTH } from "#net/names.js";
+import type { SavedRule } from "#net/nfnetlink.js";
 import { failure, messageOf } from "#spec/errors.js";
+import { type ForwardTarget, familyOf, mappingFor, type PortForwarding, type Protocol } from "./config.js";
 
 export const TOP_DNAT_CHAIN = "CNI-HOSTPORT-DNAT";
 export const SETMARK_CHAIN = "CNI-HOSTPORT-SETMARK";

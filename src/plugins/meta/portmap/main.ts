@@ -11,24 +11,25 @@
  * before anything changes, and a failed ADD removes what it made.
  * @module
  */
-import { failure, invalidConfig, messageOf, pluginNotAvailable, wrap } from "#spec/errors.js";
+
 import type { IPCidr, IPFamily } from "#ip/ip.js";
-import type { Result } from "#spec/result/index.js";
 import { deleteFlowsToPort } from "#net/conntrack.js";
-import { NetNS } from "#net/netns.js";
+import { liveFirewallProbes } from "#net/firewall-driver.js";
 import { ip } from "#net/links.js";
+import { NetNS } from "#net/netns.js";
 import { sysctlPath, writeSysctl } from "#net/sysctl.js";
 import type { CmdArgs, PluginModule } from "#skel/skel.js";
-import { liveFirewallProbes } from "#net/firewall-driver.js";
+import { failure, invalidConfig, messageOf, pluginNotAvailable, wrap } from "#spec/errors.js";
+import type { Result } from "#spec/result/index.js";
 import {
+  type ForwardTarget,
   forwardTargets,
   loadPortMapConf,
   NOT_CHAINED,
   PORTMAP_SCHEMA,
-  prevResultOf,
-  type ForwardTarget,
   type PortMapConf,
   type PortMapping,
+  prevResultOf,
 } from "./config.js";
 import { portForwardingFor } from "./engines.js";
 

@@ -8,9 +8,9 @@
  */
 import type { IPFamily } from "#ip/ip.js";
 import { NetOpError } from "#net/errors.js";
-import { nftListTable, nftQuote, nftRun, type NftListing, type NftRule } from "#net/nftables.js";
 import type { FirewallMark } from "#net/firewall-marks.js";
-import { familyOf, mappingFor, type ForwardTarget, type PortForwarding } from "./config.js";
+import { type NftListing, type NftRule, nftListTable, nftQuote, nftRun } from "#net/nftables.js";
+import { type ForwardTarget, familyOf, mappingFor, type PortForwarding } from "./config.js";
 import { forgetForwarding, recordedContainers, recordForwarding } from "./records.js";
 
 export const NFT_TABLE = "cni_hostport";

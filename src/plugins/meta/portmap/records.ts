@@ -7,8 +7,8 @@
  */
 // (Synchronous node:fs for a few tiny files: no node:fs/promises on a plugin's start path, docs/startup.md.)
 import { readdirSync } from "node:fs";
-import { ensureStateDir, removeStateFile, writeFileInPlaceSync } from "#sys/state.js";
 import * as path from "#sys/posix-path.js";
+import { ensureStateDir, removeStateFile, writeFileInPlaceSync } from "#sys/state.js";
 
 const networkDir = (dataDir: string, network: string) => path.join(dataDir, network);
 

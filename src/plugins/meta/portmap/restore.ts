@@ -5,7 +5,7 @@
  * @module
  */
 import { firewallProbesOnce, type RestoreRequest, type Restorer } from "../../common/restore.js";
-import { forwardTargets, loadPortMapConf, prevResultOf, type ForwardTarget, type PortForwarding } from "./config.js";
+import { type ForwardTarget, forwardTargets, loadPortMapConf, type PortForwarding, prevResultOf } from "./config.js";
 import { portForwardingFor } from "./engines.js";
 
 async function planOf(

@@ -4,13 +4,14 @@
  * prevResult it works from. Every error names the key and value (code 7) and comes before any change.
  * @module
  */
-import { NET_CONF_FIELDS, type PluginConf } from "#spec/config.js";
+
 import { bool, int, list, ptr, refine, string, struct, withDefault } from "#go-json/go-decode.js";
 import { tryParseIP } from "#ip/ip.js";
-import { toCurrentResult, type Result100 } from "#spec/result/index.js";
 import { loadPluginConf, parsePrevResult } from "#skel/conf.js";
-import { decodeSettings, type Settings } from "../../common/keys.js";
+import { NET_CONF_FIELDS, type PluginConf } from "#spec/config.js";
 import { invalidKey } from "#spec/errors.js";
+import { type Result100, toCurrentResult } from "#spec/result/index.js";
+import { decodeSettings, type Settings } from "../../common/keys.js";
 
 const MAX_TABLE = 0xffffffff;
 

@@ -9,16 +9,17 @@
  * prevResult's addresses), and a failed ADD undoes what it did.
  * @module
  */
-import { failure, invalidConfig } from "#spec/errors.js";
-import type { Result100 } from "#spec/result/index.js";
+
 import { NetOpError } from "#net/errors.js";
 import { ip } from "#net/links.js";
 import { NetNS } from "#net/netns.js";
-import { withNetnsLock } from "./netns-lock.js";
 import { IpCommandsError, listAllRoutes, listRules, runIpCommands } from "#net/policy-routing.js";
 import type { CmdArgs, PluginModule } from "#skel/skel.js";
+import { failure, invalidConfig } from "#spec/errors.js";
+import type { Result100 } from "#spec/result/index.js";
 import { loadSbrConf, SBR_SCHEMA, type SbrConf } from "./config.js";
-import { planSbrAdd, planSbrDel, selectIPs, verifySbr, type IpStep, type SbrSettings, type SbrState } from "./plan.js";
+import { withNetnsLock } from "./netns-lock.js";
+import { type IpStep, planSbrAdd, planSbrDel, type SbrSettings, type SbrState, selectIPs, verifySbr } from "./plan.js";
 
 const settingsOf = (n: SbrConf, ifName: string): SbrSettings => ({ ifName, table: n.table, gateways: n.gateways, addSourceHints: n.addSourceHints });
 

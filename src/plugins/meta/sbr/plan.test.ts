@@ -1,10 +1,10 @@
-import { describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { CniError } from "#spec/errors.js";
+import { describe, test } from "node:test";
 import type { IpRule, KernelRoute } from "#net/policy-routing.js";
+import { CniError } from "#spec/errors.js";
 import type { Result100 } from "#spec/result/index.js";
 import { loadSbrConf } from "./config.js";
-import { nextFreeTable, planSbrAdd, planSbrDel, selectIPs, verifySbr, type IpStep, type SbrSettings } from "./plan.js";
+import { type IpStep, nextFreeTable, planSbrAdd, planSbrDel, type SbrSettings, selectIPs, verifySbr } from "./plan.js";
 
 const DEFAULT_RULES: IpRule[] = [
   { family: 4, priority: 0, table: 255 },

@@ -4,20 +4,21 @@
  * and what a CHECK expects. Pure, so every decision is unit-tested without a kernel.
  * @module
  */
-import { invalidConfig } from "#spec/errors.js";
+
 import { cidrContains, networkOf, parseCIDR, parseIP } from "#ip/ip.js";
-import type { IPConfig, Result100 } from "#spec/result/index.js";
 import {
-  kernelRouteWords,
-  sourceRuleWords,
-  SCOPE_LINK,
   type IpCommand,
+  type IpRule,
+  type KernelRoute,
+  kernelRouteWords,
+  SCOPE_LINK,
+  sourceRuleWords,
   TABLE_DEFAULT,
   TABLE_LOCAL,
   TABLE_MAIN,
-  type IpRule,
-  type KernelRoute,
 } from "#net/policy-routing.js";
+import { invalidConfig } from "#spec/errors.js";
+import type { IPConfig, Result100 } from "#spec/result/index.js";
 
 /** The first table id ADD considers, as in the Go plugin. */
 export const FIRST_TABLE_ID = 100;

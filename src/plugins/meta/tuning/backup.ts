@@ -8,11 +8,11 @@
  * @module
  */
 import { readdirSync, readFileSync } from "node:fs";
-import { ensureStateDir, removeStateFile, writeFileAtomic } from "#sys/state.js";
-import * as path from "#sys/posix-path.js";
-import type { LinkTunables } from "./link-tunables.js";
 import { member } from "#go-json/go-decode.js";
 import { isJsonObject, marshalJson, parseJson } from "#go-json/json.js";
+import * as path from "#sys/posix-path.js";
+import { ensureStateDir, removeStateFile, writeFileAtomic } from "#sys/state.js";
+import type { LinkTunables } from "./link-tunables.js";
 
 export const backupFile = (dataDir: string, containerID: string, ifName: string): string => path.join(dataDir, `${containerID}_${ifName}.json`);
 

@@ -1,8 +1,10 @@
-import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import { describe, test } from "node:test";
+import { assertCniError } from "#testing/cni-error.js";
+import { backupOf, decodeBackup, encodeBackup } from "./backup.js";
 import {
   changesLink,
   checkAllowlist,
@@ -13,8 +15,6 @@ import {
   sysctlFilePath,
   sysctlSettings,
 } from "./config.js";
-import { backupOf, decodeBackup, encodeBackup } from "./backup.js";
-import { assertCniError } from "#testing/cni-error.js";
 
 const base = { cniVersion: "1.0.0", name: "net", type: "tuning" };
 const conf = (extra: Record<string, unknown>) => Buffer.from(JSON.stringify({ ...base, ...extra }));

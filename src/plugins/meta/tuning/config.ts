@@ -5,14 +5,14 @@
  * @module
  */
 import { existsSync, readFileSync } from "node:fs";
-import * as path from "#sys/posix-path.js";
-import { NET_CONF_FIELDS, type PluginConf } from "#spec/config.js";
-import { bool, decodeGo, int, map, member, ptr, refine, string, struct, withDefault, type StructOf } from "#go-json/go-decode.js";
-import { invalidConfig, invalidKey, ioFailure } from "#spec/errors.js";
+import { bool, decodeGo, int, map, member, ptr, refine, type StructOf, string, struct, withDefault } from "#go-json/go-decode.js";
 import { duplicateKeysAt } from "#go-json/json-keys.js";
 import { loadPluginConf } from "#skel/conf.js";
-import type { LinkTunables } from "./link-tunables.js";
+import { NET_CONF_FIELDS, type PluginConf } from "#spec/config.js";
+import { invalidConfig, invalidKey, ioFailure } from "#spec/errors.js";
+import * as path from "#sys/posix-path.js";
 import { chooseMac, cniArgsMac, decodeSettings, type Settings } from "../../common/keys.js";
+import type { LinkTunables } from "./link-tunables.js";
 
 /** Where backups of the original link settings go, as with the Go plugin. */
 export const DEFAULT_DATA_DIR = "/run/cni/tuning";

@@ -6,25 +6,26 @@
  * the interface's new MAC when ADD changed it. GC drops the backups of the network's attachments that are gone.
  * @module
  */
-import { failure, invalidConfig, invalidKey } from "#spec/errors.js";
-import { toCurrentResult, type Result } from "#spec/result/index.js";
-import { readLinkTunables, setLinkTunables, type LinkTunables } from "./link-tunables.js";
+
 import { NetNS } from "#net/netns.js";
 import { probeSysctls, writeSysctlFiles } from "#net/sysctl.js";
 import { loadPluginConf, parsePrevResult } from "#skel/conf.js";
 import type { CmdArgs, PluginModule } from "#skel/skel.js";
+import { failure, invalidConfig, invalidKey } from "#spec/errors.js";
+import { type Result, toCurrentResult } from "#spec/result/index.js";
 import { backupFile, backupOf, readBackup, removeBackup, staleBackups, writeBackup, writeNetworkOf } from "./backup.js";
 import {
-  TUNING_SCHEMA,
   changesLink,
   checkAllowlist,
   loadTuningConf,
   loadTuningDataDir,
   readAllowlist,
-  sysctlSettings,
   type SysctlSetting,
+  sysctlSettings,
+  TUNING_SCHEMA,
   type TuningConf,
 } from "./config.js";
+import { type LinkTunables, readLinkTunables, setLinkTunables } from "./link-tunables.js";
 
 function requirePrev(n: TuningConf): Result {
   const prev = parsePrevResult(n.conf);

@@ -3,12 +3,13 @@
  * 0 or absent picks the first id no other VRF of the namespace uses). Errors name the key and value (code 7).
  * @module
  */
-import { NET_CONF_FIELDS, type PluginConf } from "#spec/config.js";
+
 import { refine, string, struct, uint32, withDefault } from "#go-json/go-decode.js";
-import { toCurrentResult, type Result100 } from "#spec/result/index.js";
 import { loadPluginConf, parsePrevResult } from "#skel/conf.js";
-import { decodeSettings, type Settings } from "../../common/keys.js";
+import { NET_CONF_FIELDS, type PluginConf } from "#spec/config.js";
 import { invalidKey } from "#spec/errors.js";
+import { type Result100, toCurrentResult } from "#spec/result/index.js";
+import { decodeSettings, type Settings } from "../../common/keys.js";
 
 /** A VRF name: a link name (empty reads as unset: the loader requires it). */
 const VRF_NAME = refine(string, (name, key) => {

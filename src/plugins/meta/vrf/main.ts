@@ -9,12 +9,12 @@
  * @module
  */
 import { setTimeout as sleep } from "node:timers/promises";
-import { failure, invalidConfig } from "#spec/errors.js";
-import type { Result100 } from "#spec/result/index.js";
 import { ip } from "#net/links.js";
 import { NetNS } from "#net/netns.js";
-import { listAllRoutes, runIpCommands as runCommands, type IpCommand } from "#net/policy-routing.js";
+import { type IpCommand, listAllRoutes, runIpCommands as runCommands } from "#net/policy-routing.js";
 import type { CmdArgs, PluginModule } from "#skel/skel.js";
+import { failure, invalidConfig } from "#spec/errors.js";
+import type { Result100 } from "#spec/result/index.js";
 import { loadVrfConf, VRF_SCHEMA } from "./config.js";
 import { globalIPv6, planVrfDel, planVrfEnslave, planVrfRestore, routesToMove, verifyVrf } from "./plan.js";
 

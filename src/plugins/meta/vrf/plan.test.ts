@@ -1,8 +1,8 @@
-import { describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { CniError } from "#spec/errors.js";
-import type { Address, Link } from "#net/types.js";
+import { describe, test } from "node:test";
 import type { KernelRoute } from "#net/policy-routing.js";
+import type { Address, Link } from "#net/types.js";
+import { CniError } from "#spec/errors.js";
 import { loadVrfConf } from "./config.js";
 import { freeVrfTable, globalIPv6, planVrfDel, planVrfEnslave, planVrfRestore, routesToMove, verifyVrf } from "./plan.js";
 

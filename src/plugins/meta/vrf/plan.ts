@@ -5,10 +5,11 @@
  * kernels without VRF support.
  * @module
  */
-import { failure } from "#spec/errors.js";
+
 import { parseCIDR } from "#ip/ip.js";
+import { type KernelRoute, kernelRouteWords, SCOPE_UNIVERSE, TABLE_MAIN } from "#net/policy-routing.js";
 import type { Address, Link } from "#net/types.js";
-import { kernelRouteWords, SCOPE_UNIVERSE, TABLE_MAIN, type KernelRoute } from "#net/policy-routing.js";
+import { failure } from "#spec/errors.js";
 
 /** The routing table of a VRF link (from `ip -d link`), undefined for other links. */
 export function vrfTableOf(link: Link): number | undefined {
