@@ -7,8 +7,11 @@
  * node's socket, /run/tscni/plugins.sock, when TSCNI_RESIDENT_SOCKET is empty), held on
  * a descriptor the program inherits (the kernel lets the slot go with the program, however it ends). When every
  * slot is held, callers queue on `<socket>.slot-queue`: the one holding that lock tries the slots every 2 ms, the
- * others wait in the kernel, first come first served; a call that has waited SLOT_WAIT_MS runs anyway, so slots
- * held by stuck calls slow a node down but never stop it.
+ * others wait in the kernel, first come first served. The one trying the slots waits while their holders get on:
+ * each holder writes its pid into its slot file, and when for SLOT_STALL_MS no slot came free and the holders
+ * together used less than a fifth of a CPU (they wait on a lock, a server, a peer: stuck, not slow), it runs
+ * anyway, as does a call that has waited SLOT_WAIT_MS in all. So slots held by stuck calls cost another call half
+ * a second, never its turn, and a burst of busy programs still waits its turn.
  * A call made under a program that holds a slot (a delegate its plugin execs, through any programs in between)
  * runs under that slot when none is free, and so never waits for a slot its own caller holds: the launcher names
  * the slot it hands its program in TSCNI_EXEC_SLOT ("<pid>:<fd>"), and a launcher below believes it only when that
@@ -24,6 +27,9 @@
 #define SLOTS_MAX 128
 #define SLOT_WAIT_MS 60000
 #define SLOT_POLL_MS 2
+#define SLOT_STALL_MS 500
+/* A fifth of a CPU over SLOT_STALL_MS, in the kernel's clock ticks (USER_HZ, 100 a second). */
+#define SLOT_BUSY_TICKS (SLOT_STALL_MS / 10 / 5)
 
 /* TSCNI_EXEC_SLOT is set by a launcher for its program only: a caller's is passed on only once proven. */
 static int is_slot_mark(const char *e) {
@@ -66,7 +72,7 @@ static int slot_path(char *out, const char *path, const char *suffix, int k) {
 
 /* Opens (or makes) a slot file: a plain file of root's, 0600, never through a link; -1 when it is not one. */
 static int open_slot_file(const char *name, struct file_info *info) {
-  int fd = open(name, O_RDONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+  int fd = open(name, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (fd < 0) return -1;
   if (fd_info(fd, info) != 0 || !S_ISREG(info->mode) || info->uid != 0 || (info->mode & 077)) {
     close(fd);
@@ -156,7 +162,45 @@ static int try_slot(struct slots *s, int k) {
     s->fd[k] = fd = high;
   }
   close_slots(s, k);
+  /* The holder's pid, for waiters to see whether it gets on (the program keeps this pid: the launcher execs it). */
+  char text[24];
+  size_t len = format_decimal(text, (unsigned)getpid());
+  text[len++] = '\n';
+  if (pwrite(fd, text, len, 0) == (ssize_t)len) (void)ftruncate(fd, (off_t)len);
   return fd;
+}
+
+/*
+ * CPU time (clock ticks) the holders the slot files name have used, themselves and the children they waited for;
+ * -1 when a slot's holder cannot be seen (no pid in its file: not a launcher's; a holder gone whose descriptor
+ * lives on in a child): the caller then takes the holders to be getting on.
+ */
+static long long holders_cpu(const struct slots *s) {
+  long long ticks = 0;
+  for (int k = 0; k < s->n; k++) {
+    char text[24] = "";
+    if (s->fd[k] < 0) continue;
+    if (pread(s->fd[k], text, sizeof(text) - 1, 0) <= 0) return -1;
+    const char *p = text;
+    long pid = parse_decimal(&p);
+    if (pid <= 1 || *p != '\n') return -1;
+    char path[40] = "/proc/", stat[1024];
+    size_t len = 6 + format_decimal(path + 6, (unsigned)pid);
+    memcpy(path + len, "/stat", 6);
+    if (read_file(path, stat, sizeof(stat)) <= 0) return -1;
+    const char *q = strrchr(stat, ')'); /* then: state ppid pgrp session tty tpgid flags minflt cminflt majflt cmajflt utime stime cutime cstime */
+    if (!q) return -1;
+    q++;
+    for (int field = 0; field < 11 && *q; field++) {
+      while (*q == ' ') q++;
+      while (*q && *q != ' ') q++;
+    }
+    for (int field = 0; field < 4; field++) {
+      while (*q == ' ') q++;
+      ticks += parse_decimal(&q);
+    }
+  }
+  return ticks;
 }
 
 /*
@@ -206,7 +250,10 @@ static int take_exec_slot(const char *plugin, const char *path) {
   int queue = slot_path(queue_name, path, ".slot-queue", -1) ? open_slot_file(queue_name, &queue_info) : -1;
   while (queue >= 0 && flock(queue, LOCK_EX) != 0 && errno == EINTR) {
   }
-  while (clock_ns(CLOCK_BOOTTIME) < deadline) {
+  long long now = clock_ns(CLOCK_BOOTTIME), patience_end = now + SLOT_STALL_MS * 1000000LL;
+  long long cpu_at = holders_cpu(&s);
+  const char *why = "no slot for a program came free in 60 s (exec-slots), running the call without one";
+  while (now < deadline) {
     for (int k = 0; k < s.n; k++) {
       int fd = try_slot(&s, k);
       if (fd < 0) continue;
@@ -214,9 +261,18 @@ static int take_exec_slot(const char *plugin, const char *path) {
       return fd;
     }
     poll(NULL, 0, SLOT_POLL_MS);
+    now = clock_ns(CLOCK_BOOTTIME);
+    if (now < patience_end) continue;
+    long long cpu = holders_cpu(&s);
+    if (cpu >= 0 && cpu_at >= 0 && cpu - cpu_at < SLOT_BUSY_TICKS) {
+      why = "every slot is held by programs that are not running (waiting on something), running the call without one";
+      break;
+    }
+    cpu_at = cpu;
+    patience_end = now + SLOT_STALL_MS * 1000000LL;
   }
   if (queue >= 0) close(queue);
   close_slots(&s, -1);
-  launcher_log(plugin, path, "no slot for a program came free in 60 s (exec-slots), running the call without one", "");
+  launcher_log_once(plugin, path, why, "");
   return -1;
 }

@@ -155,7 +155,9 @@ describe("exec mode: the bound on programs running at once", { skip }, () => {
     assert.ok(most <= n && most >= 2, `at most ${n} at once, saw ${most}`);
     for (let k = 0; k < n; k++) {
       const s = spawnStat(`${socket}.slot.${k}`);
-      assert.equal(s, "0 600 regular empty file");
+      assert.match(s, /^0 600 regular (empty )?file$/);
+      // (empty, or the pid of its last holder: waiters read it to tell a busy holder from a stuck one)
+      assert.match(readFileSync(`${socket}.slot.${k}`, "utf8"), /^(\d+\n)?$/);
     }
   });
 
@@ -173,6 +175,22 @@ describe("exec mode: the bound on programs running at once", { skip }, () => {
     // One slot: a caller and the delegate it waits for, never two callers (the delegate took no slot of its own).
     assert.equal(most, 2);
     assert.doesNotMatch(readFileSync(log, "utf8"), /delegate failed/);
+  });
+
+  test("slots held by stuck programs (named in their files, using no CPU) cost a call half a second, not its turn", async () => {
+    const { socket, log } = fresh();
+    const file = `${socket}.slot.0`;
+    writeFileSync(file, "", { mode: 0o600 });
+    // a holder as a launcher leaves one: its pid in the slot file; then it waits on something that does not come
+    const holder = spawn("flock", ["--exclusive", file, "sh", "-c", `echo $$ > ${file}; exec sleep 60`], { stdio: "ignore", detached: true });
+    try {
+      for (let i = 0; i < 500 && !/^\d+\n$/.test(readFileSync(file, "utf8")); i++) await new Promise((r) => setTimeout(r, 10));
+      const r = await call(env(socket, log, { TSCNI_EXEC_SLOTS: "1" }));
+      assert.equal(r.status, 0);
+      assert.ok(r.ms >= 450 && r.ms < 5000, `waited ${Math.round(r.ms)} ms (half a second of patience)`);
+    } finally {
+      process.kill(-holder.pid!, "SIGKILL");
+    }
   });
 
   test("a caller's TSCNI_EXEC_SLOT is not believed unless the kernel shows its ancestor holding that slot", async () => {
