@@ -17,22 +17,18 @@ import { KeyedMutex } from "#sys/keyed-mutex.js";
 import { type OwnIdentity, ownIdentity, statusField } from "#sys/peer.js";
 import { tracedCall } from "#sys/phase-trace.js";
 import { selfExecutable } from "#sys/self.js";
-import { bytesWaiting, widenListenQueue } from "#sys/socket-queues.js";
+import { widenListenQueue } from "#sys/socket-queues.js";
 import { admit } from "./admission.js";
 import { readBuildId } from "./build-id.js";
+import { Connection, type ConnectionServer } from "./connection.js";
 import { DEFAULT_PLACES, Places } from "./places.js";
 import {
   DEFAULT_SOCKET,
-  decodeRequest,
   encodeAccept,
   encodeRefusal,
   exitFrame,
-  FixedBuffer,
   frame,
-  MAX_HELLO,
   MAX_REQUEST,
-  ProtocolError,
-  parseHello,
   type ResidentRequest,
   TAG_BACK,
   TAG_STDOUT,
@@ -153,9 +149,6 @@ export interface ServerStatus {
 /** Connections the socket queues before the server accepts them (sys/socket-queues.ts); the kernel caps it at somaxconn. */
 const LISTEN_QUEUE = 4096;
 
-/** The longest a connection waits for its hello to be read however busy the server (see `helloDue`). */
-const HELLO_PATIENCE_MS = 30_000;
-
 /** A server up for this long has started well: the launcher's record of failed starts is cleared. */
 const STARTED_WELL_MS = 30_000;
 
@@ -167,9 +160,6 @@ function collectGarbage(): void {
   (globalThis as { Bun?: { gc(force: boolean): void } }).Bun?.gc(true);
 }
 
-/** A connection's progress. */
-type Phase = "hello" | "judging" | "request" | "running";
-
 /** A running server. */
 export class ResidentServer {
   readonly socketPath: string;
@@ -180,6 +170,7 @@ export class ResidentServer {
 
   private listener: net.Server;
   private readonly limits: ServerLimits;
+  private readonly connectionServer: ConnectionServer;
   private readonly plugins = new PluginModules();
   private readonly queue = new KeyedMutex();
   private readonly places: Places;
@@ -210,6 +201,7 @@ export class ResidentServer {
   ) {
     this.socketPath = opts.socketPath;
     this.limits = { ...DEFAULT_LIMITS, ...opts.limits };
+    this.connectionServer = this.connectionServerOf(this.limits);
     this.places = new Places({ size: this.limits.running, maxLong: this.limits.maxLong, stallMs: this.limits.stallMs, longMs: this.limits.longMs });
     this.process = {
       cwd: globalThis.process.cwd(),
@@ -402,95 +394,45 @@ export class ResidentServer {
     }, idleMs);
   }
 
-  /** One connection, from hello to reply (see the module comment). */
+  /** One connection, from hello to reply (see the module comment; connection.ts carries it to its request). */
   private accept(socket: net.Socket): void {
     const acceptedAt = performance.now();
     this.connections++;
-    let phase: Phase = "hello";
-    let hello: Buffer = Buffer.alloc(0);
-    let request: FixedBuffer | undefined;
-    let reserved = 0;
-    let peerPid = 0;
-    let timer: NodeJS.Timeout | undefined;
-    const release = () => {
-      this.pendingBytes -= reserved;
-      reserved = 0;
-    };
-    const drop = (why: string) => {
-      if (phase === "hello" || phase === "judging") this.metrics.refused("dropped");
-      this.noteDrop(why);
-      release();
-      socket.destroy();
-    };
-    socket.once("close", () => {
-      this.connections--;
-      clearTimeout(timer);
-      release();
-    });
+    socket.once("close", () => this.connections--);
     socket.on("error", () => undefined);
     if (this.connections > this.limits.connections || this.leaving !== undefined) {
       if (this.leaving !== undefined) this.refuse(socket, "leaving", "the server is leaving");
       else this.refuse(socket, "busy", `the server is busy (${this.connections - 1} connections)`);
       return;
     }
-    // The hello's time limit is the caller's, not the server's: a connection whose hello waits unread in its
-    // receive queue (a server swamped by a burst reads hellos seconds after they were sent) gets the time again,
-    // up to HELLO_PATIENCE_MS in all. The limit itself is generous (10 s): a launcher of a burst of 2,000 on 2
-    // cores may check the listener for seconds before it sends its hello, and one dropped runs its call itself.
-    const helloDue = () => {
-      timer = setTimeout(() => {
-        if ((bytesWaiting(socket) ?? 0) > 0 && performance.now() - acceptedAt < HELLO_PATIENCE_MS) helloDue();
-        else drop("no hello in time");
-      }, this.limits.helloMs);
-    };
-    helloDue();
+    new Connection(socket, this.connectionServer, acceptedAt).start();
+  }
 
-    socket.on("data", (chunk: Buffer) => {
-      try {
-        if (phase === "hello") {
-          hello = hello.length ? Buffer.concat([hello, chunk]) : chunk;
-          const parsed = parseHello(hello);
-          if (!parsed) {
-            if (hello.length >= MAX_HELLO) throw new ProtocolError("the hello is too long");
-            return;
-          }
-          if (hello.length > parsed.size) throw new ProtocolError("data before the server's answer");
-          if (parsed.requestLength < 5) throw new ProtocolError(`a request of ${parsed.requestLength} bytes announced`);
-          phase = "judging";
-          clearTimeout(timer);
-          void this.judge(socket, parsed.buildId, parsed.requestLength, acceptedAt).then(
-            (pid) => {
-              if (pid === undefined || socket.destroyed) return;
-              peerPid = pid;
-              if (parsed.requestLength > this.limits.pendingBytes - this.pendingBytes) {
-                this.refuse(socket, "busy", `the server is busy (${this.pendingBytes} bytes of requests pending)`);
-                return;
-              }
-              reserved = parsed.requestLength;
-              this.pendingBytes += reserved;
-              request = new FixedBuffer(parsed.requestLength);
-              phase = "request";
-              timer = setTimeout(() => drop("the request did not come in time"), this.limits.requestMs);
-              socket.write(encodeAccept(this.opts.requestTimeoutMs));
-            },
-            (e: unknown) => drop(`admission failed: ${messageOf(e)}`),
-          );
-        } else if (phase === "request") {
-          if (!request!.add(chunk)) throw new ProtocolError("more bytes than the hello announced");
-          if (!request!.complete) return;
-          clearTimeout(timer);
-          phase = "running";
-          const req = decodeRequest(request!.bytes);
-          release();
-          // The warm-up's calls come from this process and are not counted.
-          void this.run(socket, req, peerPid !== globalThis.process.pid, acceptedAt);
-        } else {
-          throw new ProtocolError(phase === "judging" ? "data before the server's answer" : "data after the request");
+  /** What connections ask of this server (connection.ts). */
+  private connectionServerOf(limits: ServerLimits): ConnectionServer {
+    return {
+      helloMs: limits.helloMs,
+      requestMs: limits.requestMs,
+      judge: (socket, buildId, requestLength, acceptedAt) => this.judge(socket, buildId, requestLength, acceptedAt),
+      reserve: (socket, bytes) => {
+        if (bytes > this.limits.pendingBytes - this.pendingBytes) {
+          this.refuse(socket, "busy", `the server is busy (${this.pendingBytes} bytes of requests pending)`);
+          return false;
         }
-      } catch (e) {
-        drop(messageOf(e));
-      }
-    });
+        this.pendingBytes += bytes;
+        socket.write(encodeAccept(this.opts.requestTimeoutMs));
+        return true;
+      },
+      unreserve: (bytes) => {
+        this.pendingBytes -= bytes;
+      },
+      // The warm-up's calls come from this process and are not counted.
+      run: (socket, request, peerPid, acceptedAt) => void this.run(socket, request, peerPid !== globalThis.process.pid, acceptedAt),
+      dropped: (why, beforeAdmission) => {
+        if (beforeAdmission) this.metrics.refused("dropped");
+        this.noteDrop(why);
+      },
+    };
   }
 
   /** Admission (admission.ts) and the request's size; answers a refused caller. Resolves to the served caller's pid. */
