@@ -14,6 +14,7 @@
  * build, TSCNI_NETLINK=0), nothing is batched and the caller deletes by name.
  * @module
  */
+import { stepAside } from "#sys/call-signal.js";
 import { NetNS } from "./netns.js";
 import { withSession } from "./rtnetlink-backend.js";
 import type { ShownLink } from "./types.js";
@@ -92,7 +93,8 @@ export async function deleteVethBatched(ns: NetNS, name: string): Promise<ShownL
   }
   if (!batch) return undefined;
   try {
-    await new Promise<void>((resolve, reject) => batch.waiting.push({ resolve, reject }));
+    // Its place in the resident server goes meanwhile to a DEL waiting for one, which can join this batch too.
+    await stepAside(new Promise<void>((resolve, reject) => batch.waiting.push({ resolve, reject })));
   } catch {
     return undefined; // the group was not deleted: the caller deletes by name (or finds it gone)
   }
