@@ -17,6 +17,7 @@
  * @module
  */
 import { stepAside } from "#sys/call-signal.js";
+import { phase } from "#sys/phase-trace.js";
 import { NetNS } from "./netns.js";
 import { withSession } from "./rtnetlink-backend.js";
 import type { ShownLink } from "./types.js";
@@ -114,7 +115,9 @@ export async function deleteVethBatched(ns: NetNS, name: string): Promise<ShownL
   if (!batch) return undefined;
   try {
     // Its place in the resident server goes meanwhile to a DEL waiting for one, which can join this batch too.
-    await stepAside(new Promise<void>((resolve, reject) => batch.waiting.push({ resolve, reject })));
+    await phase("batch wait", "veth deletions of the DELs under way", () =>
+      stepAside(new Promise<void>((resolve, reject) => batch.waiting.push({ resolve, reject }))),
+    );
   } catch {
     return undefined; // the group was not deleted: the caller deletes by name (or finds it gone)
   }
