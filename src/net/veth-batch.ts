@@ -6,7 +6,9 @@
  * process's namespace (bridge and ptp put it there) is deleted through its peer, with the peers of the other DELs
  * under way: each joins the current batch by putting its peer in the batch's device group, and the batch is then
  * deleted with one RTM_DELLINK for the group (deleting either end removes the pair). DELs that arrive while a batch
- * is deleted form the next one; a lone DEL (exec mode) is a batch of one, sent at once.
+ * is deleted form the next one (held open while they keep joining: BURST_QUIET_MS); a lone DEL (exec mode) is a
+ * batch of one, sent at once. In the resident server a DEL waiting for its batch lends its place (sys/call-signal.ts
+ * stepAside, resident/places.ts) to a call waiting for one, which can then join the same batch.
  *
  * The peer is the container link's IFLA_LINK in this namespace only when that link here is a veth whose own
  * IFLA_LINK is the container link's index in the namespace whose id here is the container's (every namespace
@@ -14,6 +16,8 @@
  * build, TSCNI_NETLINK=0), nothing is batched and the caller deletes by name.
  * @module
  */
+import { stepAside } from "#sys/call-signal.js";
+import { phase } from "#sys/phase-trace.js";
 import { NetNS } from "./netns.js";
 import { withSession } from "./rtnetlink-backend.js";
 import type { ShownLink } from "./types.js";
@@ -22,12 +26,21 @@ import type { ShownLink } from "./types.js";
 interface Batch {
   group: number;
   waiting: Array<{ resolve: () => void; reject: (e: unknown) => void }>;
+  /** In a burst: when it began to form, and the timer that sends it. */
+  formedAt: number;
+  timer?: ReturnType<typeof setTimeout>;
 }
 
 let current: Batch | undefined;
 let lastSentAt = -Infinity;
-/** After a recent batch (a burst), how long a new one waits for more DELs to join it. */
-const BURST_WINDOW_MS = 2;
+/**
+ * In a burst (a batch sent less than BURST_GAP_MS ago), a batch is sent once no DEL has joined it for
+ * BURST_QUIET_MS, or BURST_MAX_MS after it began to form. A batch costs the kernel 10-30 ms (busy VM, 50-pod
+ * burst) whether it holds 1 veth or 30, and its deletion holds the process's thread, while the DELs that arrive
+ * meanwhile are read one after another as soon as it ends: waiting for them saves a batch per wait.
+ */
+const BURST_QUIET_MS = 2;
+const BURST_MAX_MS = 20;
 const BURST_GAP_MS = 100;
 
 /** A device group for a batch: random, far from the small numbers people give groups by hand. */
@@ -49,10 +62,19 @@ function send(batch: Batch): void {
 
 /** The batch a DEL joins now: the one forming, or a new one (sent at once when no burst is under way). */
 function joinable(): Batch {
-  if (current) return current;
-  const batch: Batch = { group: newGroup(), waiting: [] };
+  const now = performance.now();
+  if (current) {
+    const batch = current;
+    if (batch.timer !== undefined) {
+      // One more joined: wait for the next, while the batch is young enough.
+      clearTimeout(batch.timer);
+      batch.timer = setTimeout(() => send(batch), Math.max(0, Math.min(BURST_QUIET_MS, batch.formedAt + BURST_MAX_MS - now)));
+    }
+    return batch;
+  }
+  const batch: Batch = { group: newGroup(), waiting: [], formedAt: now };
   current = batch;
-  if (performance.now() - lastSentAt < BURST_GAP_MS) setTimeout(() => send(batch), BURST_WINDOW_MS);
+  if (now - lastSentAt < BURST_GAP_MS) batch.timer = setTimeout(() => send(batch), BURST_QUIET_MS);
   else setImmediate(() => send(batch));
   return batch;
 }
@@ -92,7 +114,10 @@ export async function deleteVethBatched(ns: NetNS, name: string): Promise<ShownL
   }
   if (!batch) return undefined;
   try {
-    await new Promise<void>((resolve, reject) => batch.waiting.push({ resolve, reject }));
+    // Its place in the resident server goes meanwhile to a DEL waiting for one, which can join this batch too.
+    await phase("batch wait", "veth deletions of the DELs under way", () =>
+      stepAside(new Promise<void>((resolve, reject) => batch.waiting.push({ resolve, reject }))),
+    );
   } catch {
     return undefined; // the group was not deleted: the caller deletes by name (or finds it gone)
   }

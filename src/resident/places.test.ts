@@ -100,3 +100,52 @@ test("places: an idle server whose calls get answers from outside (a slow etcd) 
   assert.equal(await settled(waiting), undefined, "handed back once no answer came for stallMs");
   held!.release();
 });
+
+test("places: a call stepping aside lends its place to a waiter and takes it back at once when its wait ends", async () => {
+  const { clock, places } = placesOn({ size: 1, maxLong: 2, stallMs: 50, longMs: 10_000 });
+  const first = (await places.take())!;
+  const second = places.take();
+  assert.equal(await settled(second), "pending");
+  let end!: (v: string) => void;
+  const aside = first.stepAside(new Promise<string>((resolve) => (end = resolve)));
+  assert.equal(places.asideNow, 1);
+  const lent = await second;
+  assert.ok(lent, "the waiter got the lent place");
+  assert.equal(places.running, 1);
+  const third = places.take();
+  end("done");
+  assert.equal(await aside, "done", "the wait's own result");
+  assert.equal(places.asideNow, 0);
+  assert.equal(places.running, 2, "back in its place, over the size, without waiting");
+  await clock.advance(49);
+  lent!.release(); // still 1 running: the size: the third waits on
+  assert.equal(await settled(third), "pending");
+  first.release();
+  assert.ok(await third);
+  assert.equal(places.running, 1);
+});
+
+test("places: calls aside count with the long ones: at most maxLong of them, size + maxLong in all; a call released aside frees all", async () => {
+  const { clock, places } = placesOn({ size: 1, maxLong: 1, stallMs: 1000, longMs: 40 });
+  const first = (await places.take())!;
+  const never = new Promise<void>(() => undefined); // a kernel that never answers
+  void first.stepAside(never);
+  const second = (await places.take())!;
+  assert.equal(places.asideNow, 1);
+  let ran = false;
+  await second.stepAside(Promise.resolve().then(() => (ran = true)));
+  assert.ok(ran);
+  assert.equal(places.asideNow, 1, "maxLong reached: the second waited in its place");
+  assert.equal(await settled(places.take()), undefined, "size + maxLong calls under way: handed back at once");
+  await clock.advance(40); // both turn long: the one aside leaves the aside count
+  assert.equal(places.asideNow, 0);
+  assert.equal(places.longRunning, 2);
+  first.release();
+  first.release();
+  second.release();
+  assert.equal(places.running + places.longRunning + places.asideNow, 0);
+  const again = (await places.take())!;
+  void again.stepAside(never);
+  again.release(); // timed out while aside: nothing is left counted, and its wait's end changes nothing
+  assert.equal(places.running + places.longRunning + places.asideNow, 0);
+});

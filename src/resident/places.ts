@@ -10,6 +10,12 @@
  * `stallMs` none of that has happened (every place is held by a call that waits on something that does not come),
  * or when `size + maxLong` calls run already, it gets no place and is handed back to its caller, which runs it
  * itself (exec mode) — nothing of it has run here.
+ *
+ * A call that waits on the kernel's work for other calls too (a batch of veth deletions: net/veth-batch.ts) steps
+ * aside meanwhile (Place.stepAside): its place goes to the first waiting call, which can then join the same batch
+ * instead of forming the next one, and the call takes it back — over the size if need be, never waiting — when its
+ * wait ends. Calls aside count with the long ones: at most `maxLong` of both, and `size + maxLong` calls in all,
+ * so calls stuck aside (a kernel that never answers) hold no place, and the bound on calls under way stands.
  * @module
  */
 import { readFileSync } from "node:fs";
@@ -19,6 +25,8 @@ import { answersNoted } from "#sys/progress.js";
 export interface Place {
   /** Gives the place back (once; later calls do nothing). */
   release(): void;
+  /** Waits for `wait` with the place lent out (see the module comment); just `wait` when none can be lent. */
+  stepAside<T>(wait: Promise<T>): Promise<T>;
 }
 
 /** The bounds of the places. */
@@ -85,6 +93,7 @@ interface Waiter {
 export class Places {
   private fresh = 0;
   private long = 0;
+  private aside = 0;
   private readonly waiting: Waiter[] = [];
 
   /**
@@ -108,6 +117,11 @@ export class Places {
     return this.long;
   }
 
+  /** Calls stepped aside (Place.stepAside), their places lent out. */
+  get asideNow(): number {
+    return this.aside;
+  }
+
   /** Calls waiting for a place. */
   get waiters(): number {
     return this.waiting.length;
@@ -115,7 +129,7 @@ export class Places {
 
   /** A place for a call, at once or after a wait; undefined: none, the caller runs the call itself. */
   take(): Promise<Place | undefined> {
-    if (this.fresh + this.long >= this.limits.size + this.limits.maxLong) return Promise.resolve(undefined);
+    if (this.fresh + this.long + this.aside >= this.limits.size + this.limits.maxLong) return Promise.resolve(undefined);
     if (this.fresh < this.limits.size && this.waiting.length === 0) return Promise.resolve(this.grant());
     return new Promise((resolve) => {
       const waiter: Waiter = {
@@ -144,29 +158,50 @@ export class Places {
     waiter.grant(undefined);
   }
 
-  /** A new place, counted as fresh, that turns long after `longMs`. */
+  /** A new place, counted as fresh, that turns long after `longMs` (aside meanwhile: Place.stepAside). */
   private grant(): Place {
     this.fresh++;
-    let state: "fresh" | "long" | "released" = "fresh";
+    let state: "fresh" | "aside" | "long" | "released" = "fresh";
+    /** The call's waits under way with its place lent out (stepAside); it is aside while there are some. */
+    let waits = 0;
     const turnLong = this.timers.set(
       () => {
-        if (state !== "fresh") return;
+        if (state === "fresh") this.fresh--;
+        else if (state === "aside") this.aside--;
+        else return;
         state = "long";
-        this.fresh--;
         this.long++;
         this.gaveBack();
       },
       this.limits.longMs,
       true,
     );
+    const back = () => {
+      if (--waits > 0 || state !== "aside") return;
+      // Back to work: its place again, at once (the count may pass the size for a while: nothing new is let in).
+      this.aside--;
+      this.fresh++;
+      state = "fresh";
+    };
     return {
       release: () => {
         if (state === "released") return;
         turnLong.clear();
         if (state === "fresh") this.fresh--;
+        else if (state === "aside") this.aside--;
         else this.long--;
         state = "released";
         this.gaveBack();
+      },
+      stepAside: <T>(wait: Promise<T>): Promise<T> => {
+        if (state === "fresh" && this.long + this.aside < this.limits.maxLong) {
+          state = "aside";
+          this.fresh--;
+          this.aside++;
+          this.gaveBack();
+        } else if (state !== "aside") return wait;
+        waits++;
+        return wait.finally(back);
       },
     };
   }
@@ -186,7 +221,8 @@ export class Places {
   }
 
   private wake(): void {
-    while (this.waiting.length > 0 && this.fresh < this.limits.size && this.fresh + this.long < this.limits.size + this.limits.maxLong) {
+    const all = this.limits.size + this.limits.maxLong;
+    while (this.waiting.length > 0 && this.fresh < this.limits.size && this.fresh + this.long + this.aside < all) {
       const next = this.waiting.shift()!;
       next.timer.clear();
       next.grant(this.grant());

@@ -247,7 +247,8 @@ export async function runInProcess(ctx: CallContext, plugins: PluginModules): Pr
       return undefined;
     }
     let settled = false;
-    const work = withCallSignal(abandoned.signal, run);
+    // While it waits on the kernel's work for other calls too, its place goes to a waiting call (places.ts).
+    const work = withCallSignal(abandoned.signal, run, place ? (wait) => place.stepAside(wait) : undefined);
     void work.finally(() => (settled = true)).catch(() => undefined);
     try {
       return await Promise.race([work, timedOut]);
