@@ -1,6 +1,7 @@
 /** The call's context: its signal, and stepAside routed to the server's place when the call has one. */
-import { test } from "node:test";
+
 import assert from "node:assert/strict";
+import { test } from "node:test";
 import { callSignal, stepAside, withCallSignal } from "./call-signal.js";
 
 test("stepAside: the wait itself outside a call and in a call with no place; through the call's place in one", async () => {
