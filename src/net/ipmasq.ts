@@ -16,7 +16,7 @@ import {
   withDefaultFirewall,
 } from "./firewall-driver.js";
 import { type IPFamilyNum, iptablesFor } from "./iptables.js";
-import { jumpsTo, saveLine } from "./iptables-rules.js";
+import { ensureRules, type IptablesRule, missingFrom, readTable, removeRules } from "./iptables-rules.js";
 import { attachmentComment, ipMasqChainName, nftAttachmentComment, nftAttachmentHash, nftNetworkHash } from "./names.js";
 import { nftListRules, nftListTable, nftQuote, nftRun } from "./nftables.js";
 
@@ -39,65 +39,35 @@ export interface IPMasqTarget {
   containerID: string;
 }
 
-/** The rules of one family's addresses: the per-container chain, and the POSTROUTING jump per address. */
-function iptablesRules(t: IPMasqTarget, cidrs: readonly IPCidr[]) {
+/** The rules of one family's addresses: every destination subnet accepted, then MASQUERADE except multicast; a POSTROUTING jump per address. */
+function iptablesRules(t: IPMasqTarget, cidrs: readonly IPCidr[]): { chain: string; rules: IptablesRule[] } {
   const chain = ipMasqChainName(t.network, t.containerID);
   const comment = ["-m", "comment", "--comment", attachmentComment(t.network, t.containerID)];
   const multicast = cidrs[0]!.ip.family === 4 ? "224.0.0.0/4" : "ff00::/8";
-  const accepts = [...new Set(cidrs.map((c) => networkOf(c).text))].map((net) => ["-A", chain, "-d", net, "-j", "ACCEPT", ...comment]);
+  const accepts = [...new Set(cidrs.map((c) => networkOf(c).text))].map((net) => ({ chain, args: ["-d", net, "-j", "ACCEPT", ...comment] }));
   return {
     chain,
-    chainRules: [...accepts, ["-A", chain, "!", "-d", multicast, "-j", "MASQUERADE", ...comment]],
-    jumps: cidrs.map((c) => ["-A", "POSTROUTING", "-s", c.ip.text, "-j", chain, ...comment]),
+    rules: [
+      ...accepts,
+      { chain, args: ["!", "-d", multicast, "-j", "MASQUERADE", ...comment] },
+      ...cidrs.map((c) => ({ chain: "POSTROUTING", args: ["-s", c.ip.text, "-j", chain, ...comment] })),
+    ],
   };
 }
 
-/** One family's masquerading rules that are missing, and whether its chain exists; over netlink when it can. */
-async function missingIptablesRules(t: IPMasqTarget, cidrs: readonly IPCidr[]) {
-  const ipt = iptablesFor(cidrs[0]!.ip.family as IPFamilyNum);
-  const { chain, chainRules, jumps } = iptablesRules(t, cidrs);
-  const wanted = [...chainRules, ...jumps];
-  // Over netlink (iptables-nft): the two chains read at once.
-  const listing = await ipt.listChains("nat", ["POSTROUTING", chain]);
-  if (listing?.chains.includes("POSTROUTING")) {
-    const have = new Set(listing.rules.map((r) => r.line));
-    const exists = listing.chains.includes(chain);
-    return { ipt, chain, exists, listed: true, missing: wanted.filter((rule) => !exists || !have.has(saveLine(rule[1]!, rule.slice(2)))) };
-  }
-  const exists = await ipt.chainExists("nat", chain);
-  const missing = [];
-  for (const rule of wanted) {
-    // A jump cannot exist without its chain, so a new chain needs no checks.
-    if (!exists || !(await ipt.ruleExists("nat", rule[1]!, rule.slice(2)))) missing.push(rule);
-  }
-  return { ipt, chain, exists, listed: false, missing };
-}
-
 /**
- * Per family: the chain `CNI-<hash>` (every destination subnet accepted, then MASQUERADE except multicast) and
- * a POSTROUTING jump per address, appended only when missing, as the Go plugin does. A new chain (the usual
- * case) costs one look-up and one transaction (over netlink, else iptables-restore). Resolves whether anything
- * was added.
+ * Per family: the chain `CNI-<hash>` and its rules, and a POSTROUTING jump per address, appended only when
+ * missing, as the Go plugin does. A new chain (the usual case) costs one look-up and one transaction
+ * (net/iptables-rules). Resolves whether anything was added.
  */
 async function setupIptables(t: IPMasqTarget): Promise<boolean> {
   let changed = false;
   for (const cidrs of byFamily(t.addresses)) {
-    const { ipt, chain, exists, listed, missing } = await missingIptablesRules(t, cidrs);
-    if (exists && missing.length === 0) continue;
+    const ipt = iptablesFor(cidrs[0]!.ip.family as IPFamilyNum);
+    const { chain, rules } = iptablesRules(t, cidrs);
     const operation = `set up ${ipt.command} masquerading for ${t.containerID} (chain ${chain})`;
-    changed = true;
-    if (
-      listed &&
-      (await ipt.addByNetlink(
-        "nat",
-        exists ? [] : [chain],
-        missing.map((rule) => ({ chain: rule[1]!, args: rule.slice(2) })),
-        operation,
-      ))
-    ) {
-      continue;
-    }
-    await ipt.restore("nat", exists ? [] : [chain], missing, operation);
+    const added = await ensureRules(ipt, "nat", [chain, ...rules], operation, ["POSTROUTING", chain]);
+    changed ||= added.chains.length + added.rules.length > 0;
   }
   return changed;
 }
@@ -106,9 +76,15 @@ async function setupIptables(t: IPMasqTarget): Promise<boolean> {
 async function checkIptables(t: IPMasqTarget): Promise<string[]> {
   const problems: string[] = [];
   for (const cidrs of byFamily(t.addresses)) {
-    const { ipt, chain, exists, missing } = await missingIptablesRules(t, cidrs);
-    if (!exists) problems.push(`chain ${chain} not found in ${ipt.command} table nat`);
-    else problems.push(...missing.map((r) => `rule "${r.slice(2).join(" ")}" not found in chain ${r[1]} of ${ipt.command} table nat`));
+    const ipt = iptablesFor(cidrs[0]!.ip.family as IPFamilyNum);
+    const { chain, rules } = iptablesRules(t, cidrs);
+    const listing = await readTable(ipt, "nat", ["POSTROUTING", chain]);
+    if (!listing.chains.has(chain)) {
+      problems.push(`chain ${chain} not found in ${ipt.command} table nat`);
+      continue;
+    }
+    const missing = await missingFrom(ipt, "nat", listing, [chain, ...rules]);
+    problems.push(...missing.rules.map((r) => `rule "${r.args.join(" ")}" not found in chain ${r.chain} of ${ipt.command} table nat`));
   }
   return problems;
 }
@@ -123,40 +99,9 @@ async function teardownIptables(t: IPMasqTarget): Promise<void> {
   const known = byFamily(t.addresses).map((c) => c[0]!.ip.family as IPFamilyNum);
   for (const family of known.length ? known : ([4, 6] as const)) {
     const ipt = iptablesFor(family);
-    for (let attempt = 0; ; attempt++) {
-      // Over netlink (iptables-nft): the two chains, and one transaction deleting by handle.
-      const listing = await ipt.listChains("nat", ["POSTROUTING", chain]);
-      if (listing) {
-        const jumps = listing.rules.filter((r) => r.chain === "POSTROUTING" && jumpsTo(r.line, chain));
-        if (!jumps.length && !listing.chains.includes(chain)) break;
-        try {
-          await ipt.deleteByHandle(
-            "nat",
-            jumps,
-            listing.chains.includes(chain) ? [chain] : [],
-            `remove ${ipt.command} masquerading for ${t.containerID} (chain ${chain})`,
-          );
-          break;
-        } catch (e) {
-          if (attempt > 0) throw e;
-          continue;
-        }
-      }
-      const lines = await ipt.listTable("nat");
-      const jumps = lines.filter((l) => l.startsWith("-A POSTROUTING ") && jumpsTo(l, chain));
-      if (!jumps.length && !lines.includes(`-N ${chain}`)) break;
-      try {
-        await ipt.restore(
-          "nat",
-          [chain],
-          [...jumps.map((l) => `-D${l.slice(2)}`), ["-X", chain]],
-          `remove ${ipt.command} masquerading for ${t.containerID} (chain ${chain})`,
-        );
-        break;
-      } catch (e) {
-        if (attempt > 0) throw e; // another DEL of the same attachment raced us: look again, once
-      }
-    }
+    await removeRules(ipt, "nat", { chains: [chain] }, `remove ${ipt.command} masquerading for ${t.containerID} (chain ${chain})`, {
+      scope: ["POSTROUTING", chain],
+    });
   }
 }
 
@@ -240,8 +185,9 @@ async function collectIptables({ network, valid }: NetworkGarbage): Promise<void
   for (const family of [4, 6] as const) {
     const ipt = iptablesFor(family);
     if (!(await ipt.usable())) continue;
-    for (const line of await ipt.listTable("nat")) {
-      if (!line.startsWith("-A POSTROUTING ")) continue;
+    const nat = await readTable(ipt, "nat", ["POSTROUTING"], { whole: ["POSTROUTING"] });
+    for (const { chain, line } of nat.rules) {
+      if (chain !== "POSTROUTING") continue;
       const m = /--comment "name: \\"([^"\\]*)\\" id: \\"([^"\\]*)\\""/.exec(line);
       if (m && m[1] === network && !liveContainers.has(m[2]!)) stale.add(m[2]!);
     }

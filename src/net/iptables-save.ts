@@ -28,6 +28,42 @@ export function saveLine(chain: string, args: readonly string[]): string {
   return ["-A", chain, ...ordered].join(" ");
 }
 
+/**
+ * Splits an `iptables -S` line into words: double quotes group, a backslash escapes the next character
+ * (as in `--comment "dnat name: \"net\" id: \"id\""`).
+ */
+export function splitListedRule(line: string): string[] {
+  const words: string[] = [];
+  let cur = "";
+  let inWord = false;
+  let quoted = false;
+  for (let i = 0; i < line.length; i++) {
+    const c = line[i]!;
+    if (c === "\\" && i + 1 < line.length) {
+      cur += line[++i];
+      inWord = true;
+    } else if (c === '"') {
+      quoted = !quoted;
+      inWord = true;
+    } else if (!quoted && /\s/.test(c)) {
+      if (inWord) words.push(cur);
+      cur = "";
+      inWord = false;
+    } else {
+      cur += c;
+      inWord = true;
+    }
+  }
+  if (inWord) words.push(cur);
+  return words;
+}
+
+/** The chain an `iptables -S` rule line jumps (`-j`) or goes (`-g`) to, or its target (ACCEPT, DNAT...). */
+export function lineTarget(line: string): string | undefined {
+  const words = splitListedRule(line);
+  const i = words.findIndex((w) => w === "-j" || w === "-g");
+  return i >= 0 ? words[i + 1] : undefined;
+}
+
 /** Whether an `iptables -S` rule line jumps (`-j`) or goes (`-g`) to `chain`. */
-export const jumpsTo = (line: string, chain: string): boolean =>
-  line.includes(` -j ${chain} `) || line.endsWith(` -j ${chain}`) || line.includes(` -g ${chain} `) || line.endsWith(` -g ${chain}`);
+export const jumpsTo = (line: string, chain: string): boolean => lineTarget(line) === chain;

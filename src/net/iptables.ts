@@ -1,5 +1,5 @@
 /**
- * iptables/ip6tables operations with the semantics the Go plugins rely on: ensure a chain, append a rule only
+ * iptables/ip6tables operations with the semantics the Go plugins rely on: look a table up, insert a rule only
  * once, delete tolerating "does not exist". Runs in the namespace of this process.
  * @module
  */
@@ -12,7 +12,6 @@ import {
   NFPROTO_IPV4,
   NFPROTO_IPV6,
   nftAddRules,
-  nftChainExists,
   nftDelete,
   nftTableExists,
   type RuleToAdd,
@@ -91,34 +90,6 @@ export class Iptables {
     return runTool(this.command, ["--wait", ...args], operation);
   }
 
-  /**
-   * Whether a chain exists in a table. Exit status 1 means no (iptables-nft 1.8.9 words a missing chain as
-   * "incompatible"); anything else, e.g. a table this kernel lacks (status 3), is an error.
-   */
-  async chainExists(table: string, chain: string): Promise<boolean> {
-    if (this.overNetlink) {
-      const exists = await nftChainExists(this.nfproto, table, chain);
-      if (exists !== undefined) return exists;
-    }
-    try {
-      await this.run(["-t", table, "-S", chain, "1"], `look up ${this.command} chain ${table}/${chain}`);
-      return true;
-    } catch (e) {
-      if (e instanceof NetOpError && (e.exitCode === 1 || e.isNotFound)) return false;
-      throw e;
-    }
-  }
-
-  /** Creates `chain` in `table` unless it exists. */
-  async ensureChain(table: string, chain: string): Promise<void> {
-    if (await this.chainExists(table, chain)) return;
-    try {
-      await this.run(["-t", table, "-N", chain], `create ${this.command} chain ${table}/${chain}`);
-    } catch (e) {
-      if (!(e instanceof NetOpError && e.isExists)) throw e;
-    }
-  }
-
   /** Whether a rule exists (`-C`); a missing chain means no, an unusable iptables is an error. */
   async ruleExists(table: string, chain: string, rule: readonly string[]): Promise<boolean> {
     try {
@@ -128,12 +99,6 @@ export class Iptables {
       if (e instanceof NetOpError && (e.exitCode === 1 || e.isNotFound)) return false;
       throw e;
     }
-  }
-
-  /** Appends `rule` to `chain` unless it is there already. */
-  async appendUnique(table: string, chain: string, rule: readonly string[]): Promise<void> {
-    if (await this.ruleExists(table, chain, rule)) return;
-    await this.run(["-t", table, "-A", chain, ...rule], `append ${this.command} rule to ${table}/${chain}: ${rule.join(" ")}`);
   }
 
   /** Inserts `rule` at `position` (1-based) of `chain` unless it is there already; resolves whether it inserted it. */
@@ -147,17 +112,6 @@ export class Iptables {
   async deleteRule(table: string, chain: string, rule: readonly string[]): Promise<void> {
     try {
       await this.run(["-t", table, "-D", chain, ...rule], `delete ${this.command} rule from ${table}/${chain}`);
-    } catch (e) {
-      if (!(e instanceof NetOpError && e.isNotFound)) throw e;
-    }
-  }
-
-  /** Flushes and deletes a chain; a missing chain is not an error. */
-  async deleteChain(table: string, chain: string): Promise<void> {
-    if (!(await this.chainExists(table, chain))) return;
-    await this.run(["-t", table, "-F", chain], `flush ${this.command} chain ${table}/${chain}`);
-    try {
-      await this.run(["-t", table, "-X", chain], `delete ${this.command} chain ${table}/${chain}`);
     } catch (e) {
       if (!(e instanceof NetOpError && e.isNotFound)) throw e;
     }
@@ -178,12 +132,6 @@ export class Iptables {
     const line = (r: readonly string[] | string) => (typeof r === "string" ? r : r.map(quoteRestoreWord).join(" "));
     const script = [`*${table}`, ...chains.map((c) => `:${c} - [0:0]`), ...rules.map(line), "COMMIT", ""].join("\n");
     await runTool(`${this.command}-restore`, ["--wait", "--noflush"], operation, script);
-  }
-
-  /** The rules of a chain as `-A ...` lines (iptables -S). */
-  async listRules(table: string, chain: string): Promise<string[]> {
-    const { stdout } = await this.run(["-t", table, "-S", chain], `list ${this.command} rules of ${table}/${chain}`);
-    return stdout.split("\n").filter((l) => l.startsWith("-A "));
   }
 
   /** Whether this iptables works here at all (iptables-nft: whether nf_tables answers over netlink). */

@@ -105,20 +105,6 @@ export async function nftTableExists(family: number, table: string): Promise<boo
   return error.errno === ENOENT ? false : undefined;
 }
 
-/** Whether a chain exists (a missing table: no); undefined when netlink cannot tell. */
-export async function nftChainExists(family: number, table: string, chain: string): Promise<boolean | undefined> {
-  const nl = await netfilterSocket();
-  if (!nl) return undefined;
-  const { error } = nl.exchange(
-    msgType(MSG.GETCHAIN),
-    0,
-    nfBody(family, nlString(CHAIN_TABLE, table), nlString(CHAIN_NAME, chain)),
-    `look up nftables chain ${table}/${chain}`,
-  );
-  if (!error) return true;
-  return error.errno === ENOENT ? false : undefined;
-}
-
 /** A rule as `iptables -S` prints it, and its handle. */
 export interface SavedRule {
   chain: string;

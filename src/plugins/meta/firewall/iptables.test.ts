@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { type IptablesRule, saveLine, saveQuote, TableSnapshot } from "#net/iptables-rules.js";
+import { type IptablesRule, saveLine, saveQuote, TableListing } from "#net/iptables-rules.js";
 import { addressRules, firewallPlan, hostCidr, isolationRules, jumpRules } from "./iptables.js";
 
 const lines = (rules: IptablesRule[]) => rules.map((r) => `${r.position === "first" ? "I" : "A"} ${saveLine(r.chain, r.args)}`);
@@ -72,7 +72,7 @@ describe("the Go firewall plugin's iptables rules", () => {
 
   test("Go 1.1.1's older comment on the shared isolation rules counts as the rule being there", () => {
     const old = "CNI firewall plugin rules (ingressPolicy: same-bridge)";
-    const snap = TableSnapshot.parse([
+    const snap = new TableListing([
       "-P FORWARD ACCEPT",
       "-N CNI-ISOLATION-STAGE-1",
       "-N CNI-ISOLATION-STAGE-2",
@@ -82,9 +82,9 @@ describe("the Go firewall plugin's iptables rules", () => {
       `-A CNI-ISOLATION-STAGE-2 -o cni0 -m comment --comment "${old}" -j DROP`,
       `-A CNI-ISOLATION-STAGE-2 -m comment --comment "${old}" -j RETURN`,
     ]);
-    const missing = snap.missing(["CNI-ISOLATION-STAGE-1", "CNI-ISOLATION-STAGE-2"], isolationRules("cni0", "same-bridge"));
-    assert.deepEqual(missing, { chains: [], rules: [] });
-    assert.equal(snap.missing([], isolationRules("cni0", "isolated")).rules.length, 2, "isolated's own rules are new");
+    assert.ok(["CNI-ISOLATION-STAGE-1", "CNI-ISOLATION-STAGE-2"].every((c) => snap.chains.has(c)));
+    assert.ok(isolationRules("cni0", "same-bridge").every((r) => snap.has(r)));
+    assert.equal(isolationRules("cni0", "isolated").filter((r) => !snap.has(r)).length, 2, "isolated's own rules are new");
   });
 });
 
@@ -96,11 +96,15 @@ describe("iptables -S forms", () => {
     assert.equal(saveLine("X", ["-m", "comment", "--comment", "a b", "-j", "ACCEPT"]), '-A X -m comment --comment "a b" -j ACCEPT');
   });
 
-  test("a snapshot knows chains (builtin and user) and rule lines", () => {
-    const snap = TableSnapshot.parse(["-P INPUT ACCEPT", "-N CNI-FORWARD", "-A CNI-FORWARD -s 10.0.0.1/32 -j ACCEPT", "# junk"]);
-    assert.ok(snap.chains.has("INPUT") && snap.chains.has("CNI-FORWARD"));
-    assert.ok(snap.has({ chain: "CNI-FORWARD", args: ["-s", "10.0.0.1/32", "-j", "ACCEPT"] }));
-    assert.ok(!snap.has({ chain: "CNI-FORWARD", args: ["-d", "10.0.0.1/32", "-j", "ACCEPT"] }));
-    assert.deepEqual(snap.missing(["CNI-FORWARD", "CNI-ADMIN"], []).chains, ["CNI-ADMIN"]);
+  test("a listing knows chains (builtin and user) and rule lines", () => {
+    const snap = new TableListing(["-P INPUT ACCEPT", "-N CNI-FORWARD", "-A CNI-FORWARD -s 10.0.0.1/32 -j ACCEPT", "# junk"]);
+    assert.ok(snap.chains.has("INPUT") && snap.chains.has("CNI-FORWARD") && !snap.chains.has("CNI-ADMIN"));
+    assert.equal(snap.has({ chain: "CNI-FORWARD", args: ["-s", "10.0.0.1/32", "-j", "ACCEPT"] }), true);
+    assert.equal(snap.has({ chain: "CNI-FORWARD", args: ["-d", "10.0.0.1/32", "-j", "ACCEPT"] }), false);
+    assert.equal(snap.has({ chain: "CNI-FORWARD", args: ["-d", "10.0.0.1/32", "-j", "ACCEPT"], listed: null }), undefined, "-C tells");
+    assert.deepEqual(
+      snap.jumpsTo("ACCEPT").map((r) => r.chain),
+      ["CNI-FORWARD"],
+    );
   });
 });

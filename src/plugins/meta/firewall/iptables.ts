@@ -15,7 +15,7 @@
 import { parseCIDR } from "#ip/ip.js";
 import type { FirewallMark } from "#net/firewall-marks.js";
 import { type IPFamilyNum, iptablesFor } from "#net/iptables.js";
-import { deleteRules, ensureRules, type IptablesRule, snapshot } from "#net/iptables-rules.js";
+import { deleteRules, ensureRules, type IptablesRule, missingFrom, readTable } from "#net/iptables-rules.js";
 
 export const FORWARD_CHAIN = "CNI-FORWARD";
 export const DEFAULT_ADMIN_CHAIN = "CNI-ADMIN";
@@ -136,7 +136,7 @@ export async function ensureFirewallRules(spec: FirewallSpec): Promise<boolean> 
   try {
     for (const [family, { chains, rules }] of firewallPlan(spec)) {
       const ipt = iptablesFor(family);
-      const missing = await ensureRules(ipt, FILTER, chains, rules, `add ${ipt.command} firewall rules`);
+      const missing = await ensureRules(ipt, FILTER, [...chains, ...rules], `add ${ipt.command} firewall rules`);
       added.push({ family, rules: missing.rules });
       changed ||= missing.chains.length + missing.rules.length > 0;
     }
@@ -175,7 +175,8 @@ export async function missingFirewallRules(spec: FirewallSpec): Promise<string[]
   const problems: string[] = [];
   for (const [family, { chains, rules }] of firewallPlan(spec)) {
     const ipt = iptablesFor(family);
-    const missing = (await snapshot(ipt, FILTER)).missing(chains, rules);
+    const listing = await readTable(ipt, FILTER, [...new Set(rules.map((r) => r.chain))]);
+    const missing = await missingFrom(ipt, FILTER, listing, [...chains, ...rules]);
     problems.push(...missing.chains.map((c) => `${ipt.command} chain ${c} does not exist`));
     problems.push(...missing.rules.map((r) => `${ipt.command} rule "-A ${r.chain} ${r.args.join(" ")}" not found`));
   }

@@ -1,19 +1,9 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { parseCIDR } from "#ip/ip.js";
+import { splitListedRule, TableListing } from "#net/iptables-rules.js";
 import { forwardTarget, loadPortMapConf } from "./config.js";
-import {
-  containerChain,
-  dnatChainName,
-  dnatComment,
-  entryPortLists,
-  forwardChains,
-  markDef,
-  NatListing,
-  oldSnatChainName,
-  splitListedRule,
-  staleDnatChains,
-} from "./iptables.js";
+import { containerChain, dnatChainName, dnatComment, entryPortLists, forwardChains, markDef, oldSnatChainName, staleDnatChains } from "./iptables.js";
 
 const NET = "rtestnet";
 const ID = "rtestcid0123456789";
@@ -104,7 +94,7 @@ describe("portmap iptables rules", () => {
       CHAIN,
     ]);
     const masq = forwardChains(target({}, MAPPINGS))[1]!;
-    assert.equal(masq.entries[0]!.prepend, true);
+    assert.equal(masq.entries[0]!.position, "first");
   });
 
   test("IPv6: no localhost rule, brackets in the DNAT target, a v4 hostIP skipped but its port still in the entry rule", () => {
@@ -163,7 +153,7 @@ describe("portmap iptables rules", () => {
     );
     const entries = containerChain(t).entries;
     assert.deepEqual(entries[0]!.args.slice(-4), ["-d", "192.0.2.9", "-j", CHAIN]);
-    assert.equal(entries[0]!.listed, undefined, "conditions make the listed form unpredictable");
+    assert.equal(entries[0]!.listed, null, "conditions make the listed form unpredictable");
   });
 
   test("the same rule twice is set up once", () => {
@@ -196,7 +186,7 @@ describe("portmap iptables rules", () => {
     const entry = (net: string, id: string) =>
       `-A CNI-HOSTPORT-DNAT -p tcp -m comment --comment "dnat name: \\"${net}\\" id: \\"${id}\\"" -m multiport --dports 80 -j ${dnatChainName(net, id)}`;
     const cut = `-A CNI-HOSTPORT-DNAT -p tcp -m comment --comment "dnat name: \\"${NET}\\" id: \\"abc..." -m multiport --dports 80 -j ${dnatChainName(NET, "abcdef")}`;
-    const nat = new NatListing([
+    const nat = new TableListing([
       "-N CNI-HOSTPORT-DNAT",
       `-N ${dnatChainName(NET, "live")}`,
       `-N ${dnatChainName(NET, "dead")}`,
@@ -213,6 +203,9 @@ describe("portmap iptables rules", () => {
       staleDnatChains(nat, NET, []).sort(),
       [dnatChainName(NET, "live"), dnatChainName(NET, "dead"), dnatChainName(NET, "abcdef")].sort(),
     );
-    assert.deepEqual(nat.jumpsTo(dnatChainName(NET, "dead")), [entry(NET, "dead")]);
+    assert.deepEqual(
+      nat.jumpsTo(dnatChainName(NET, "dead")).map((r) => r.line),
+      [entry(NET, "dead")],
+    );
   });
 });

@@ -12,16 +12,15 @@
  * ```
  *
  * An ADD reads the table once and applies what is missing in one transaction per family; DEL deletes the
- * container's chain and the jumps to it in one. With iptables-nft (Debian's, Fedora's default) the table is read
- * and changed over netlink, encoded as iptables-nft encodes it, and no process is started; otherwise, or for a
- * rule or chain of a shape the netlink path does not read, `iptables -S` and `iptables-restore` do it.
+ * container's chain and the jumps to it in one. How the table is read and changed (over netlink with iptables-nft,
+ * else `iptables -S` and `iptables-restore`) is net/iptables-rules' business.
  * @module
  */
 import { type IPFamily, networkOf, parseCIDR } from "#ip/ip.js";
 import type { FirewallMark } from "#net/firewall-marks.js";
-import { type Iptables, iptablesFor } from "#net/iptables.js";
+import { iptablesFor } from "#net/iptables.js";
+import { ensureRules, type IptablesRule, readTable, removeRules, ruleExists, splitListedRule, type TableListing } from "#net/iptables-rules.js";
 import { hashWithPrefix, MAX_CHAIN_LENGTH } from "#net/names.js";
-import type { SavedRule } from "#net/nfnetlink.js";
 import { failure, messageOf } from "#spec/errors.js";
 import { type ForwardTarget, familyOf, mappingFor, type PortForwarding, type Protocol } from "./config.js";
 
@@ -31,7 +30,6 @@ export const MASQ_CHAIN = "CNI-HOSTPORT-MASQ";
 /** The top-level chain of the long-gone per-container SNAT chains (only torn down). */
 export const OLD_SNAT_CHAIN = "CNI-HOSTPORT-SNAT";
 const TABLE = "nat";
-const BUILTIN_CHAINS = ["PREROUTING", "INPUT", "OUTPUT", "POSTROUTING"];
 /** multiport takes at most 15 ports per rule. */
 const MULTIPORT_MAX = 15;
 /** iptables' comment length limit. */
@@ -60,21 +58,11 @@ export function markDef(bit: number): string {
   return `${hex}/${hex}`;
 }
 
-/** A rule: its chain, the arguments after the chain (as the Go plugin passes them), and how to place it. */
-export interface Rule {
-  chain: string;
-  args: string[];
-  /** Inserted at the top instead of appended. */
-  prepend?: boolean;
-  /** The rule as `iptables -S` prints it, when it can be predicted: lets a listing answer "does it exist". */
-  listed?: string;
-}
-
 /** A chain this plugin owns, its rules, and the rules elsewhere that jump to it. */
 export interface ChainSpec {
   name: string;
-  rules: Rule[];
-  entries: Rule[];
+  rules: IptablesRule[];
+  entries: IptablesRule[];
 }
 
 const quoteListed = (s: string) => `"${s.replace(/(["\\])/g, "\\$1")}"`;
@@ -120,7 +108,7 @@ export function markMasqChain(bit: number): ChainSpec {
       {
         chain: "POSTROUTING",
         args: entry,
-        prepend: true,
+        position: "first",
         listed: `-A POSTROUTING -m comment --comment "CNI portfwd requiring masquerade" -j ${MASQ_CHAIN}`,
       },
     ],
@@ -128,7 +116,7 @@ export function markMasqChain(bit: number): ChainSpec {
 }
 
 export function topDnatChain(): ChainSpec {
-  const entry = (chain: string): Rule => ({
+  const entry = (chain: string): IptablesRule => ({
     chain,
     args: ["-m", "addrtype", "--dst-type", "LOCAL", "-j", TOP_DNAT_CHAIN],
     listed: `-A ${chain} -m addrtype --dst-type LOCAL -j ${TOP_DNAT_CHAIN}`,
@@ -159,15 +147,15 @@ export function containerChain(t: ForwardTarget): ChainSpec {
   const comment = dnatComment(t.network, t.containerID);
   const setMark = t.externalSetMarkChain ?? SETMARK_CHAIN;
 
-  const entries: Rule[] = entryPortLists(t).map(({ protocol, ports }) => ({
+  const entries: IptablesRule[] = entryPortLists(t).map(({ protocol, ports }) => ({
     chain: TOP_DNAT_CHAIN,
     args: ["-m", "comment", "--comment", comment, "-m", "multiport", "-p", protocol, "--destination-ports", ports, ...t.conditions, "-j", name],
     listed: t.conditions.length
-      ? undefined
+      ? null
       : `-A ${TOP_DNAT_CHAIN} -p ${protocol} -m comment --comment ${quoteListed(comment)} -m multiport --dports ${ports} -j ${name}`,
   }));
 
-  const rules: Rule[] = [];
+  const rules: IptablesRule[] = [];
   const seen = new Set<string>();
   const push = (base: string[], listedMatch: string, extra: string[], listedTarget: string) => {
     const args = [...base, ...extra];
@@ -201,73 +189,6 @@ export function forwardChains(t: ForwardTarget): ChainSpec[] {
   return chains;
 }
 
-/**
- * A nat table as `iptables -S` shows it: chain names and rule lines; when it was read over netlink, also each
- * rule's handle and jump, and the chains that really exist (iptables-nft makes its built-in chains on first use).
- */
-export class NatListing {
-  readonly chains: Set<string>;
-  readonly lines: Set<string>;
-  constructor(
-    readonly raw: readonly string[],
-    readonly saved?: { chains: readonly string[]; rules: readonly SavedRule[] },
-  ) {
-    this.chains = new Set([...BUILTIN_CHAINS, ...raw.filter((l) => l.startsWith("-N ")).map((l) => l.slice(3).trim())]);
-    this.lines = new Set(raw.filter((l) => l.startsWith("-A ")));
-  }
-
-  /** A listing read over netlink. */
-  static fromNetlink(listing: { chains: readonly string[]; rules: readonly SavedRule[] }): NatListing {
-    return new NatListing([...listing.chains.map((c) => `-N ${c}`), ...listing.rules.map((r) => r.line)], listing);
-  }
-
-  /**
-   * Whether the listing tells for sure that `chain` has or lacks a rule: read over netlink, and the chain is not
-   * there (a built-in chain iptables-nft has not made yet) or every rule of it was read.
-   */
-  knowsRulesOf(chain: string): boolean {
-    return !!this.saved && (!this.saved.chains.includes(chain) || this.saved.rules.every((r) => r.chain !== chain || r.readable));
-  }
-
-  /** Every rule line that jumps (`-j`/`-g`) to `chain`. */
-  jumpsTo(chain: string): string[] {
-    return [...this.lines].filter((l) => {
-      const w = splitListedRule(l);
-      return w.some((x, i) => (x === "-j" || x === "-g") && w[i + 1] === chain);
-    });
-  }
-}
-
-/**
- * Splits an `iptables -S` line into words: double quotes group, a backslash escapes the next character
- * (as in `--comment "dnat name: \"net\" id: \"id\""`).
- */
-export function splitListedRule(line: string): string[] {
-  const words: string[] = [];
-  let cur = "";
-  let inWord = false;
-  let quoted = false;
-  for (let i = 0; i < line.length; i++) {
-    const c = line[i]!;
-    if (c === "\\" && i + 1 < line.length) {
-      cur += line[++i];
-      inWord = true;
-    } else if (c === '"') {
-      quoted = !quoted;
-      inWord = true;
-    } else if (!quoted && /\s/.test(c)) {
-      if (inWord) words.push(cur);
-      cur = "";
-      inWord = false;
-    } else {
-      cur += c;
-      inWord = true;
-    }
-  }
-  if (inWord) words.push(cur);
-  return words;
-}
-
 /** The value after `flag` in a listed rule's words. */
 const wordAfter = (words: readonly string[], flag: string): string | undefined => {
   const i = words.indexOf(flag);
@@ -275,92 +196,21 @@ const wordAfter = (words: readonly string[], flag: string): string | undefined =
 };
 
 /**
- * The family's iptables and its nat table as it is now: over netlink when iptables is iptables-nft, else by
- * `iptables -S` (rejects when iptables does not work for that family).
- */
-async function openNat(family: IPFamily, tools = false): Promise<{ ipt: Iptables; nat: NatListing }> {
-  const ipt = iptablesFor(family);
-  const listing = tools ? undefined : await ipt.listChains(TABLE, "all");
-  return { ipt, nat: listing ? NatListing.fromNetlink(listing) : new NatListing(await ipt.listTable(TABLE)) };
-}
-
-/** Whether a rule exists: by the listing when it predicts the line, else by `iptables -C`. */
-async function ruleExists(ipt: Iptables, nat: NatListing, rule: Rule): Promise<boolean> {
-  if (!nat.chains.has(rule.chain)) return false;
-  if (rule.listed && nat.lines.has(rule.listed)) return true;
-  if (rule.listed && nat.knowsRulesOf(rule.chain)) return false;
-  return ipt.ruleExists(TABLE, rule.chain, rule.args);
-}
-
-/** What is missing of `chains`: the chains to create and the rules to add (a chain's existing rules are left alone). */
-interface Missing {
-  chains: string[];
-  rules: Rule[];
-  /** The same as iptables-restore lines, chain by chain as the Go plugin makes them (iptables-nft makes a built-in chain at its first rule). */
-  lines: string[][];
-}
-
-async function missingOf(ipt: Iptables, nat: NatListing, chains: readonly ChainSpec[]): Promise<Missing> {
-  const missing: Missing = { chains: [], rules: [], lines: [] };
-  const add = (r: Rule) => {
-    missing.rules.push(r);
-    missing.lines.push(r.prepend ? ["-I", r.chain, "1", ...r.args] : ["-A", r.chain, ...r.args]);
-  };
-  for (const c of chains) {
-    const exists = nat.chains.has(c.name);
-    if (!exists) {
-      missing.chains.push(c.name);
-      missing.lines.push(["-N", c.name]);
-    }
-    for (const r of c.rules) {
-      if (!exists || !(await ruleExists(ipt, nat, r))) add(r);
-    }
-    for (const r of c.entries) {
-      // A jump to a chain made just now cannot exist yet; nor can anything in a chain made just now.
-      if (!exists || missing.chains.includes(r.chain) || !(await ruleExists(ipt, nat, r))) add(r);
-    }
-  }
-  return missing;
-}
-
-/**
  * Sets up forwarding for one family: reads the nat table, then creates the missing chains and rules in one
- * transaction (creating a chain fails if a concurrent ADD created it first; then it looks again, once; a
- * failure over netlink is tried once more with the tools). Resolves whether anything was missing, so it also
- * restores what a firewall reload took away.
+ * transaction (net/iptables-rules). Resolves whether anything was missing, so it also restores what a firewall
+ * reload took away.
  */
 export async function forwardIptables(t: ForwardTarget): Promise<boolean> {
-  const family = familyOf(t);
+  const ipt = iptablesFor(familyOf(t));
   const chains = forwardChains(t);
-  const operation = (ipt: Iptables) =>
-    `set up ${ipt.command} port forwarding for ${t.containerID} (chain ${dnatChainName(t.network, t.containerID)})`;
-  for (let attempt = 0; ; attempt++) {
-    // A third look is by the tools alone: what netlink refused twice, iptables-restore may still do.
-    const { ipt, nat } = await openNat(family, attempt === 2);
-    const missing = await missingOf(ipt, nat, chains);
-    if (missing.chains.length === 0 && missing.rules.length === 0) return false;
-    try {
-      // Over netlink when every rule goes into a chain that exists (iptables makes its built-in chains) or is made here.
-      const present = new Set(nat.saved?.chains ?? []);
-      if (
-        nat.saved &&
-        missing.rules.every((r) => present.has(r.chain) || missing.chains.includes(r.chain)) &&
-        (await ipt.addByNetlink(
-          TABLE,
-          missing.chains,
-          missing.rules.map((r) => ({ chain: r.chain, args: r.args, first: !!r.prepend })),
-          operation(ipt),
-          true,
-        ))
-      ) {
-        return true;
-      }
-      await ipt.restore(TABLE, [], missing.lines, operation(ipt));
-      return true;
-    } catch (e) {
-      if (attempt === 2) throw e;
-    }
-  }
+  const added = await ensureRules(
+    ipt,
+    TABLE,
+    chains.flatMap((c) => [c.name, ...c.rules, ...c.entries]),
+    `set up ${ipt.command} port forwarding for ${t.containerID} (chain ${dnatChainName(t.network, t.containerID)})`,
+    "all",
+  );
+  return added.chains.length + added.rules.length > 0;
 }
 
 /**
@@ -368,8 +218,8 @@ export async function forwardIptables(t: ForwardTarget): Promise<boolean> {
  * chains' rules and jumps) is there.
  */
 export async function checkIptables(t: ForwardTarget): Promise<string[]> {
-  const family = familyOf(t);
-  const { ipt, nat } = await openNat(family);
+  const ipt = iptablesFor(familyOf(t));
+  const nat = await readTable(ipt, TABLE, "all");
   const command = ipt.command;
   const name = dnatChainName(t.network, t.containerID);
   // The first thing missing only: each further rule may cost a tool's run.
@@ -377,62 +227,34 @@ export async function checkIptables(t: ForwardTarget): Promise<string[]> {
   for (const c of forwardChains(t)) {
     if (!nat.chains.has(c.name)) return [`chain ${c.name} not found in ${command} table ${TABLE}`];
     for (const r of [...c.rules, ...c.entries]) {
-      if (!(await ruleExists(ipt, nat, r))) return [`rule "${r.args.join(" ")}" not found in chain ${r.chain} of ${command} table ${TABLE}`];
+      if (!(await ruleExists(ipt, TABLE, nat, r))) return [`rule "${r.args.join(" ")}" not found in chain ${r.chain} of ${command} table ${TABLE}`];
     }
   }
   return [];
 }
 
-/** The restore lines that remove chains and every rule jumping to them. */
-function removalLines(nat: NatListing, chains: readonly string[]): string[] {
-  const lines: string[] = [];
-  for (const chain of chains) {
-    if (!nat.chains.has(chain)) continue;
-    lines.push(...nat.jumpsTo(chain).map((l) => `-D${l.slice(2)}`), `-F ${chain}`, `-X ${chain}`);
-  }
-  return lines;
-}
-
 /**
- * Removes `chains` and the jumps to them over netlink, in one transaction: the jumps by handle (read from each
- * rule's verdict, whatever the rest of it holds), then the chains. False when the table was not read there.
+ * Removes chains (and the jumps to them) from every family where iptables works, one transaction per family
+ * (net/iptables-rules). `readsChain`: the chain whose rules `chainsOf` reads. An error only when no family works
+ * at all.
  */
-async function removeByHandle(ipt: Iptables, nat: NatListing, chains: readonly string[], operation: string): Promise<boolean> {
-  if (!nat.saved) return false;
-  const gone = chains.filter((c) => nat.saved!.chains.includes(c));
-  const jumps = nat.saved.rules.filter((r) => r.jump !== undefined && gone.includes(r.jump) && !gone.includes(r.chain));
-  return ipt.deleteByHandle(TABLE, jumps, gone, operation);
-}
-
-/**
- * Removes chains (and the jumps to them) from every family where iptables works, one transaction per
- * family; a concurrent change makes it look again, once (then with the tools). `readsChain`: the chain whose
- * rules `chainsOf` reads. An error only when no family works at all.
- */
-async function removeChains(chainsOf: (nat: NatListing) => string[], what: string, needIptables = true, readsChain?: string): Promise<void> {
+async function removeChains(chainsOf: (nat: TableListing) => string[], what: string, needIptables = true, readsChain?: string): Promise<void> {
   const unusable: string[] = [];
+  const whole = readsChain ? [readsChain] : [];
   for (const family of [4, 6] as const) {
-    for (let attempt = 0; ; attempt++) {
-      let opened;
-      try {
-        opened = await openNat(family, attempt > 0);
-        // chainsOf reads the rules of `readsChain`: by the tools when netlink left one of them unread.
-        if (readsChain && opened.nat.saved && !opened.nat.knowsRulesOf(readsChain)) opened = await openNat(family, true);
-      } catch (e) {
-        unusable.push(`(${family === 4 ? "iptables" : "ip6tables"}) ${messageOf(e)}`);
-        break;
-      }
-      const { ipt, nat } = opened;
-      const chains = chainsOf(nat).filter((c) => nat.chains.has(c));
-      if (chains.length === 0) break;
-      const operation = `remove ${ipt.command} port forwarding ${what}`;
-      try {
-        if (!(await removeByHandle(ipt, nat, chains, operation))) await ipt.restore(TABLE, [], removalLines(nat, chains), operation);
-        break;
-      } catch (e) {
-        if (attempt > 0) throw e;
-      }
+    const ipt = iptablesFor(family);
+    let first: TableListing;
+    try {
+      first = await readTable(ipt, TABLE, "all", { whole });
+    } catch (e) {
+      unusable.push(`(${ipt.command}) ${messageOf(e)}`);
+      continue;
     }
+    await removeRules(ipt, TABLE, (nat) => ({ chains: chainsOf(nat) }), `remove ${ipt.command} port forwarding ${what}`, {
+      scope: "all",
+      whole,
+      first,
+    });
   }
   if (unusable.length === 2 && needIptables) throw failure(`neither iptables nor ip6tables is usable, ${unusable.join(", ")}`);
 }
@@ -447,7 +269,7 @@ export function unforwardIptables(network: string, containerID: string): Promise
  * The DNAT chains of a network's attachments that are not valid: found through the entry rules, whose
  * comment names the network (its container ID may be cut short, so a chain is kept by its hash instead).
  */
-export function staleDnatChains(nat: NatListing, network: string, validContainerIDs: Iterable<string>): string[] {
+export function staleDnatChains(nat: TableListing, network: string, validContainerIDs: Iterable<string>): string[] {
   const keep = new Set([...validContainerIDs].map((id) => dnatChainName(network, id)));
   const prefix = networkCommentPrefix(network);
   const stale = new Set<string>();
