@@ -96,7 +96,7 @@ describe("the node's resident mode: off means off, and the node tells its mode",
     assert.match(manual.thisCaller.why, /mode manual starts none/);
   });
 
-  test("docs/resident.md's settings file: the server a launcher starts has self-repair off and its memory capped", async () => {
+  test("docs/resident.md's settings file: the server a launcher starts has self-repair off and its memory capped; the exec slots are read", async () => {
     const { dir, socket, conf } = fresh();
     const file = path.join(dir, "resident");
     writeFileSync(file, docSnippet("docs/resident.md", "resident-settings"));
@@ -110,7 +110,12 @@ describe("the node's resident mode: off means off, and the node tells its mode",
     }
     assert.equal(report["selfRepair"], "off (--no-repair)", JSON.stringify(report));
     assert.equal(report["memoryMax"], 256 * 1024 * 1024);
-    assert.deepEqual(report["settings"], { repair: `off (${file})`, memoryMax: `${256 * 1024 * 1024} bytes (${file})`, problems: [] });
+    assert.deepEqual(report["settings"], {
+      repair: `off (${file})`,
+      memoryMax: `${256 * 1024 * 1024} bytes (${file})`,
+      execSlots: `4 (${file})`,
+      problems: [],
+    });
     assert.equal((await call(socket, conf, "DEL", env)).code, 0);
   });
 
