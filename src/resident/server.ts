@@ -305,6 +305,7 @@ export class ResidentServer {
       rounds: this.opts.warmUpRounds ?? WARM_UP_ROUNDS,
       env: this.process.netlink ? { TSCNI_NETLINK: this.process.netlink } : {},
       stopped: () => this.leaving !== undefined,
+      busy: () => this.inFlightCalls > 0,
       log: this.opts.log,
     }).then(() => {
       this.warmedUp = true;
