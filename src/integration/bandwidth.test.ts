@@ -2,16 +2,17 @@
  * The bandwidth plugin chained after bridge + host-local, as a runtime drives it (cnitool, our libcni) and run
  * directly for what cnitool never sends. Every test has its own "host" namespace. Besides the kernel state
  * (tbf, ingress redirect, IFB), a TCP transfer between containers shows the limit really shapes traffic; the
- * differential test compares with Go's 1.1.1 plugin, qdisc by qdisc, and lets each CHECK the other's work.
+ * differential test compares with Go's 1.1.1 plugin, qdisc by qdisc, and lets each CHECK and DEL the other's work.
  */
 
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
-import { realpathSync } from "node:fs";
+import { existsSync, readFileSync, realpathSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
 import { acceptedTbfBuffers, parsePsched, tbfParams } from "#net/tc.js";
 import { ifbName } from "#plugins/meta/bandwidth/config.js";
+import { findTool } from "#sys/tool-path.js";
 import { Cleanup, GO_BIN, type Netns, OUR_BIN, runTag, skipReason } from "#testing/harness.js";
 import { cniError, containerIdOf, Host, pluginDir, type Result, type RunResult } from "#testing/rig.js";
 
@@ -23,8 +24,8 @@ const GO_BANDWIDTH = path.join(GO_BIN, "bandwidth");
 const clock = parsePsched("000003e8 00000040 000f4240 3b9aca00");
 type Json = Record<string, unknown>;
 
-/** Whether our plugin is the standalone build, which creates tbfs through netlink (buffers exactly as Go's). */
-const exactTbf = (): boolean => realpathSync(BANDWIDTH).endsWith("/tscni");
+/** Whether our plugin is the standalone build with netlink on, whose traffic control goes over netlink (tbf buffers exactly as Go's). */
+const overNetlink = (): boolean => realpathSync(BANDWIDTH).endsWith("/tscni") && process.env["TSCNI_NETLINK"] !== "0";
 
 describe("bandwidth plugin", { skip }, () => {
   const cleanup = new Cleanup();
@@ -83,7 +84,7 @@ describe("bandwidth plugin", { skip }, () => {
   const assertTbf = (host: Host, dev: string, rateBits: number, burstBits: number) => {
     const have = tbfOf(rootTbf(host, dev));
     const want = expectTbf(rateBits, burstBits);
-    if (exactTbf()) return assert.deepEqual(have, want);
+    if (overNetlink()) return assert.deepEqual(have, want);
     assert.deepEqual([have?.rate, have?.limit], [want.rate, want.limit]);
     assert.ok(acceptedTbfBuffers(tbfParams(rateBits, burstBits, clock), clock).includes(have!.buffer), `buffer ${have!.buffer}, Go's ${want.buffer}`);
   };
@@ -142,6 +143,35 @@ describe("bandwidth plugin", { skip }, () => {
     );
     assert.equal(noNs.code, 0, noNs.stdout);
     assert.equal(linkJson(host, ifb), undefined);
+    await host.must("del", name, ctr);
+  });
+
+  test("over netlink ADD and CHECK run no tc (a tc first in PATH records each run); the tc fallback runs it", async () => {
+    const { host, name } = setup({}, { subnet: "10.248.0.0/24", bandwidth: false });
+    const ctr = host.container(`tscni-wc-${tag}-notc`);
+    const prev = await host.add(name, ctr);
+    const shim = cleanup.dir("tscni-tc-shim-");
+    const calls = path.join(shim, "calls");
+    writeFileSync(path.join(shim, "tc"), `#!/bin/sh\necho "$*" >> ${calls}\nexec ${findTool("tc")} "$@"\n`, { mode: 0o755 });
+    // Exec'd, not served by a resident server: the server would not see this PATH.
+    const env = { CNI_CONTAINERID: containerIdOf(ctr), CNI_NETNS: ctr.path, PATH: `${shim}:${process.env["PATH"]}`, TSCNI_RESIDENT: "exec" };
+    const conf = {
+      cniVersion: "1.0.0",
+      name,
+      type: "bandwidth",
+      ingressRate: 1_000_000,
+      ingressBurst: 80_000,
+      egressRate: 2_000_000,
+      egressBurst: 160_000,
+    };
+    const add = await runBandwidth(host, "ADD", { ...conf, prevResult: prev }, env);
+    assert.equal(add.code, 0, add.stdout + add.stderr);
+    const check = await runBandwidth(host, "CHECK", { ...conf, prevResult: JSON.parse(add.stdout) as Result }, env);
+    assert.equal(check.code, 0, check.stdout + check.stderr);
+    assert.equal((await runBandwidth(host, "DEL", conf, env)).code, 0);
+    const ran = existsSync(calls) ? readFileSync(calls, "utf8").trim().split("\n") : [];
+    if (overNetlink()) assert.deepEqual(ran, [], "no tc process over netlink");
+    else assert.ok(ran.length >= 4, `the tc fallback runs tc: ${ran.join("; ")}`);
     await host.must("del", name, ctr);
   });
 
@@ -273,7 +303,7 @@ describe("bandwidth plugin", { skip }, () => {
     await host.must("del", name, drop);
   });
 
-  test("differential against Go 1.1.1: same qdiscs, filter and IFB; each CHECKs the other's", async () => {
+  test("differential against Go 1.1.1: same qdiscs, filter and IFB; each CHECKs and DELs the other's", async () => {
     const run = async (binary: string, limits: Json, subnet: string) => {
       const s = setup({}, { cniPath: goChain, subnet, bandwidth: false });
       const ctr = s.host.container(`tscni-wc-${tag}-d${s.n}`);
@@ -319,7 +349,7 @@ describe("bandwidth plugin", { skip }, () => {
     };
     const check = (x: Awaited<ReturnType<typeof run>>, binary: string) =>
       runBandwidth(x.host, "CHECK", { ...x.conf, prevResult: x.result }, x.env, binary);
-    const del = (x: Awaited<ReturnType<typeof run>>) => runBandwidth(x.host, "DEL", x.conf, x.env);
+    const del = (x: Awaited<ReturnType<typeof run>>, binary: string) => runBandwidth(x.host, "DEL", x.conf, x.env, binary);
 
     const even = { ingressRate: 1_000_000, ingressBurst: 80_000, egressRate: 2_000_000, egressBurst: 160_000 };
     const go = await run(GO_BANDWIDTH, even, "10.246.0.0/24");
@@ -341,7 +371,7 @@ describe("bandwidth plugin", { skip }, () => {
     const oursOdd = await run(BANDWIDTH, odd, "10.247.0.0/24");
     assert.equal((await check(goOdd, BANDWIDTH)).code, 0, "our CHECK accepts Go's qdiscs");
     assert.equal((await check(oursOdd, BANDWIDTH)).code, 0, "our CHECK accepts our qdiscs");
-    if (exactTbf()) {
+    if (overNetlink()) {
       assert.deepEqual(state(oursOdd), state(goOdd));
       assert.equal((await check(oursOdd, GO_BANDWIDTH)).code, 0, "Go's CHECK accepts ours");
     } else {
@@ -349,8 +379,14 @@ describe("bandwidth plugin", { skip }, () => {
       assert.deepEqual([o.rate, o.limit], [g.rate, g.limit]);
       assert.ok(Math.abs(o.buffer - g.buffer) <= 125, `tc fallback buffer ${o.buffer} near Go's ${g.buffer}`);
     }
-    for (const x of [go, ours, goOdd, oursOdd]) {
-      assert.equal((await del(x)).code, 0);
+    // Each DELs the other's.
+    for (const [x, other] of [
+      [go, BANDWIDTH],
+      [ours, GO_BANDWIDTH],
+      [goOdd, BANDWIDTH],
+      [oursOdd, GO_BANDWIDTH],
+    ] as const) {
+      assert.equal((await del(x, other)).code, 0);
       assert.equal(linkJson(x.host, x.ifb), undefined);
       await x.host.must("del", x.name, x.ctr);
     }

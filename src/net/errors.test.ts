@@ -24,6 +24,7 @@ test("a tool's words give the kind through its table, then the words any tool us
   assert.equal(kindOfText('Cannot find device "veth0"', "ip"), "not-found");
   assert.equal(kindOfText("RTNETLINK answers: File exists", "ip"), "exists");
   assert.equal(kindOfText("RTNETLINK answers: Device or resource busy", "tc"), "busy");
+  assert.equal(kindOfText("Error: Exclusivity flag on, cannot modify.", "tc"), "exists");
   assert.equal(kindOfText("iptables: No chain/target/match by that name.", "iptables"), "not-found");
   assert.equal(kindOfText("iptables: Bad rule (does a matching rule exist in that chain?).", "ip6tables"), "not-found");
   assert.equal(kindOfText("iptables: Chain already exists.", "iptables"), "exists");
@@ -42,10 +43,11 @@ test("an unreachable network is a kind, from the errno and from the tools' words
   assert.equal(kindOfText("RTNETLINK answers: No route to host", "ip"), "unreachable");
 });
 
-test("tc's and conntrack's own words for a thing that is not there", () => {
+test("tc's and conntrack's own words for a thing that is not there (or is)", () => {
   assert.equal(kindOfText("Error: Invalid handle.", "tc"), "not-found");
   assert.equal(kindOfText("Error: Cannot delete qdisc with handle of zero.", "tc"), "not-found");
   assert.equal(kindOfText("RTNETLINK answers: Device or resource busy", "tc"), "busy");
+  assert.equal(kindOfText("Error: Exclusivity flag on, cannot modify.", "tc"), "exists");
   assert.equal(kindOfText("conntrack v1.4.7 (conntrack-tools): 0 flow entries have been deleted.", "conntrack"), "not-found");
   assert.equal(kindOfText("conntrack v1.4.7 (conntrack-tools): 3 flow entries have been deleted.", "conntrack"), "other");
 });

@@ -45,10 +45,15 @@ const IPROUTE2_WORDS: Words = [
   [/network is unreachable|no route to host|network is down/i, "unreachable"],
 ];
 /**
- * tc: iproute2's words, and its own for a qdisc that is not there ("Invalid handle" deleting one a device does
- * not have; "Cannot delete qdisc with handle of zero" deleting the root qdisc of a device that has none).
+ * tc: iproute2's words, and the kernel's for a qdisc that is not there ("Invalid handle" deleting one a device
+ * does not have; "Cannot delete qdisc with handle of zero" deleting the root qdisc of a device that has none) and
+ * for one that is ("Exclusivity flag on, cannot modify": EEXIST).
  */
-const TC_WORDS: Words = [[/invalid handle|cannot delete qdisc with handle of zero/i, "not-found"], ...IPROUTE2_WORDS];
+const TC_WORDS: Words = [
+  [/invalid handle|cannot delete qdisc with handle of zero/i, "not-found"],
+  [/exclusivity flag on/i, "exists"],
+  ...IPROUTE2_WORDS,
+];
 /** iptables, ip6tables and their -restore: "No chain/target/match by that name", "Bad rule (does a matching rule exist...)". */
 const IPTABLES_WORDS: Words = [
   [/no chain\/target\/match|bad rule|does not exist|doesn't exist|no such file|not found/i, "not-found"],

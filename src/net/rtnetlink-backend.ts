@@ -87,7 +87,7 @@ async function openSession(ns: NetNS): Promise<NetlinkSession | null> {
   return socket ? new NetlinkSession(socket) : null;
 }
 
-/** Steps and reads over one socket; close() when done. */
+/** Steps and reads over one socket (link steps here, traffic control in tc.ts); close() when done. */
 export class NetlinkSession {
   constructor(private readonly socket: RtnetlinkSocket) {}
 
@@ -242,7 +242,7 @@ export class NetlinkSession {
   }
 
   /** The name of link `index` here (`ip` shows the name, or `if<N>` when it cannot find one). */
-  private nameOf(index: number, operation: string, names?: Map<number, string>): string {
+  nameOf(index: number, operation: string, names?: Map<number, string>): string {
     const known = names?.get(index);
     if (known !== undefined) return known;
     const reply = this.exchange(getLinkRequest(index), operation);
@@ -259,7 +259,7 @@ export class NetlinkSession {
   }
 
   /** The index of link `name`; a missing one fails with `ip`'s words for it. */
-  private indexOf(name: string, operation: string, missing = (n: string) => `Cannot find device "${n}"`): number {
+  indexOf(name: string, operation: string, missing = (n: string) => `Cannot find device "${n}"`): number {
     if (!validIfName(name)) fail(operation, missing(name), 1, "not-found");
     const reply = this.exchange(getLinkRequest(name), operation);
     if (reply.error?.errno === ENODEV) fail(operation, missing(name), 1, "not-found");
@@ -272,13 +272,14 @@ export class NetlinkSession {
     return this.socket.exchange(req.type, req.flags, req.body, operation);
   }
 
-  private send(req: NlRequest, operation: string): void {
+  /** Sends a request that is only acknowledged; a refusal fails in `ip`'s words, of the kind `kindOf` gives its errno. */
+  send(req: NlRequest, operation: string, kindOf: (errno: number) => NetErrorKind = kindOfErrno): void {
     const { error } = this.exchange(req, operation);
-    if (error) fail(operation, ipErrorText(error.errno, error.message), 2, kindOfErrno(error.errno));
+    if (error) fail(operation, ipErrorText(error.errno, error.message), 2, kindOf(error.errno));
   }
 
   /** A dump, repeated when the kernel says something changed while it ran. */
-  private dump(req: NlRequest, operation: string): NlMessage[] {
+  dump(req: NlRequest, operation: string): NlMessage[] {
     for (let attempt = 1; ; attempt++) {
       const reply = this.exchange(req, operation);
       if (reply.error) fail(operation, ipErrorText(reply.error.errno, reply.error.message), 2, kindOfErrno(reply.error.errno));

@@ -1,14 +1,15 @@
 /**
  * Link, address and route messages of route netlink, built and read as bytes (pure): the requests that
  * `ip link`, `ip addr` and `ip route` send for the steps in ip-ops.ts, and the RTM_NEWLINK / RTM_NEWADDR
- * messages of a get or dump read into the layer's types, as `ip -json -d` shows them. Formats are the
- * kernel's (include/uapi/linux/rtnetlink.h, if_link.h, if_addr.h, veth.h).
+ * messages of a get or dump read into the layer's types, as `ip -json -d` shows them; and the traffic-control
+ * requests and replies that `tc` sends and reads for tc.ts. Formats are the kernel's (include/uapi/linux/
+ * rtnetlink.h, if_link.h, if_addr.h, veth.h, pkt_sched.h, pkt_cls.h, tc_act/tc_mirred.h).
  * @module
  */
 import { formatIPv6, isIPv4Mapped, parseIPBytes } from "#ip/ip.js";
 import { concatBytes, hexOf } from "#sys/bytes.js";
 import { NLM_F_APPEND, NLM_F_CREATE, NLM_F_DUMP, NLM_F_EXCL, NLM_F_REPLACE, nlAttr, nlString, nlU8, nlU32, nlU64, parseAttrs } from "./rtnetlink.js";
-import type { Address, BridgeSettings, IpvlanMode, Link, LinkChange, MacvlanMode, NewLink, RouteSpec } from "./types.js";
+import type { Address, BridgeSettings, IpvlanMode, Link, LinkChange, MacvlanMode, NewLink, Qdisc, RouteSpec, TbfSettings } from "./types.js";
 
 export const RTM_NEWLINK = 16;
 export const RTM_DELLINK = 17;
@@ -559,21 +560,49 @@ export function decodeAddress(payload: Uint8Array): { index: number; address: Ad
   };
 }
 
-// ---- qdiscs -------------------------------------------------------------------------------------------
+// ---- traffic control: qdiscs and filters (pkt_sched.h, pkt_cls.h, tc_act/tc_mirred.h) --------------------
 
-const RTM_NEWQDISC = 36;
+export const RTM_NEWQDISC = 36;
+const RTM_DELQDISC = 37;
+const RTM_GETQDISC = 38;
+export const RTM_NEWTFILTER = 44;
+const RTM_GETTFILTER = 46;
 const TC_H_ROOT = 0xffffffff;
+/** The parent of an ingress qdisc (TC_H_INGRESS, also TC_H_CLSACT). */
+const TC_H_INGRESS = 0xfffffff1;
+/** The ingress hook's filters, as `tc filter show dev X ingress` asks for them: TC_H_MAKE(TC_H_CLSACT, TC_H_MIN_INGRESS). */
+const TC_H_INGRESS_FILTERS = 0xfffffff2;
+const TBF_ROOT_HANDLE = 0x10000; // 1:
+const INGRESS_HANDLE = 0xffff0000; // ffff:
 const TCA_KIND = 1;
 const TCA_OPTIONS = 2;
 const TCA_TBF_PARMS = 1;
 const TCA_TBF_RATE64 = 4;
-const TBF_ROOT_HANDLE = 0x10000; // 1:
+const NLA_F_NESTED = 0x8000;
+/** ETH_P_ALL in network byte order, as a filter's protocol (`protocol all`). */
+const ETH_P_ALL_BE = 0x0300;
+const TCA_U32_CLASSID = 1;
+const TCA_U32_SEL = 5;
+const TCA_U32_ACT = 7;
+const TCA_MATCHALL_ACT = 2;
+const TC_U32_TERMINAL = 1;
+const TCA_ACT_KIND = 1;
+const TCA_ACT_OPTIONS = 2;
+const TCA_MIRRED_PARMS = 2;
+const TC_ACT_STOLEN = 4;
+const TCA_EGRESS_REDIR = 1;
+/** The attribute holding a filter's actions, by filter kind (the kinds whose actions are read). */
+const FILTER_ACTIONS: Record<string, number> = { u32: TCA_U32_ACT, matchall: TCA_MATCHALL_ACT };
 
-/** A token bucket in the kernel's units: rate in bytes per second, limit in bytes, buffer in scheduler ticks. */
-export interface TbfSettings {
-  rate: number;
-  limit: number;
-  buffer: number;
+/** struct tcmsg: interface, handle, parent, and (for a filter) priority and protocol. */
+function tcmsg(ifindex: number, handle: number, parent: number, info = 0): Uint8Array {
+  const b = new Uint8Array(20);
+  const v = new DataView(b.buffer);
+  v.setInt32(4, ifindex, true);
+  v.setUint32(8, handle, true);
+  v.setUint32(12, parent, true);
+  v.setUint32(16, info, true);
+  return b;
 }
 
 /**
@@ -582,11 +611,6 @@ export interface TbfSettings {
  * 64-bit rate attribute when the rate needs one.
  */
 export function rootTbfRequest(ifindex: number, tbf: TbfSettings): NlRequest {
-  const tcmsg = new Uint8Array(20);
-  const t = new DataView(tcmsg.buffer);
-  t.setInt32(4, ifindex, true);
-  t.setUint32(8, TBF_ROOT_HANDLE, true);
-  t.setUint32(12, TC_H_ROOT, true);
   const qopt = new Uint8Array(36); // tc_ratespec rate (12), tc_ratespec peakrate (12), limit, buffer, mtu
   const q = new DataView(qopt.buffer);
   q.setUint32(8, tbf.rate >>> 0, true);
@@ -594,6 +618,115 @@ export function rootTbfRequest(ifindex: number, tbf: TbfSettings): NlRequest {
   q.setUint32(28, tbf.buffer, true);
   const options = [nlAttr(TCA_TBF_PARMS, qopt)];
   if (tbf.rate >= 2 ** 32) options.push(nlU64(TCA_TBF_RATE64, BigInt(tbf.rate)));
-  const body = concatBytes(tcmsg, nlString(TCA_KIND, "tbf"), nlAttr(TCA_OPTIONS, concatBytes(...options)));
+  const body = concatBytes(tcmsg(ifindex, TBF_ROOT_HANDLE, TC_H_ROOT), nlString(TCA_KIND, "tbf"), nlAttr(TCA_OPTIONS, concatBytes(...options)));
   return { type: RTM_NEWQDISC, flags: NLM_F_CREATE | NLM_F_EXCL, body };
+}
+
+/** The ingress qdisc (ffff:) of interface `ifindex`, as `tc qdisc add|del dev X handle ffff: ingress` names it. */
+const ingressQdisc = (ifindex: number): Uint8Array => concatBytes(tcmsg(ifindex, INGRESS_HANDLE, TC_H_INGRESS), nlString(TCA_KIND, "ingress"));
+
+/** RTM_NEWQDISC adding an ingress qdisc to interface `ifindex` (failing if it has one), as `tc` sends it. */
+export const ingressQdiscRequest = (ifindex: number): NlRequest => ({
+  type: RTM_NEWQDISC,
+  flags: NLM_F_CREATE | NLM_F_EXCL,
+  body: ingressQdisc(ifindex),
+});
+
+/**
+ * RTM_DELQDISC as `tc qdisc del dev X root|ingress` sends it. The kernel answers ENOENT when the root qdisc is
+ * the device's default (handle 0) and EINVAL ("Invalid handle") or ENOENT when there is no ingress qdisc.
+ */
+export const deleteQdiscRequest = (ifindex: number, which: "root" | "ingress"): NlRequest => ({
+  type: RTM_DELQDISC,
+  flags: 0,
+  body: which === "root" ? tcmsg(ifindex, 0, TC_H_ROOT) : ingressQdisc(ifindex),
+});
+
+/**
+ * RTM_NEWTFILTER redirecting everything that arrives on interface `ifindex` to the egress of `targetIndex`, byte
+ * for byte as `tc filter add dev X parent ffff: protocol all prio 1 u32 match u32 0 0 flowid 1:1 action mirred
+ * egress redirect dev T` sends it (the Go plugin's filter): a u32 selector with one key matching any value
+ * (mask 0) and a mirred action stealing the packet for the target's egress.
+ */
+export function ingressRedirectRequest(ifindex: number, targetIndex: number): NlRequest {
+  const sel = new Uint8Array(32); // struct tc_u32_sel (16 bytes) and one struct tc_u32_key (mask, val, off, offmask: all 0)
+  sel[0] = TC_U32_TERMINAL;
+  sel[2] = 1; // nkeys
+  const parms = new Uint8Array(28); // struct tc_mirred: index, capab, action, refcnt, bindcnt, eaction, ifindex
+  const p = new DataView(parms.buffer);
+  p.setInt32(8, TC_ACT_STOLEN, true);
+  p.setInt32(20, TCA_EGRESS_REDIR, true);
+  p.setUint32(24, targetIndex, true);
+  const mirred = concatBytes(nlString(TCA_ACT_KIND, "mirred"), nlAttr(TCA_ACT_OPTIONS | NLA_F_NESTED, nlAttr(TCA_MIRRED_PARMS, parms)));
+  const options = concatBytes(
+    nlU32(TCA_U32_CLASSID, 0x10001), // flowid 1:1
+    nlAttr(TCA_U32_ACT, nlAttr(1, mirred)), // the first (and only) action
+    nlAttr(TCA_U32_SEL, sel),
+  );
+  const prio = 1;
+  const body = concatBytes(tcmsg(ifindex, 0, INGRESS_HANDLE, (prio << 16) | ETH_P_ALL_BE), nlString(TCA_KIND, "u32"), nlAttr(TCA_OPTIONS, options));
+  return { type: RTM_NEWTFILTER, flags: NLM_F_CREATE | NLM_F_EXCL, body };
+}
+
+/** RTM_GETQDISC dump as `tc qdisc show dev X` sends it (the kernel sends every device's: the caller keeps `ifindex`'s). */
+export const dumpQdiscsRequest = (ifindex: number): NlRequest => ({ type: RTM_GETQDISC, flags: NLM_F_DUMP, body: tcmsg(ifindex, 0, 0) });
+
+/** RTM_GETTFILTER dump of the ingress filters of interface `ifindex` (`tc filter show dev X ingress`). */
+export const dumpIngressFiltersRequest = (ifindex: number): NlRequest => ({
+  type: RTM_GETTFILTER,
+  flags: NLM_F_DUMP,
+  body: tcmsg(ifindex, 0, TC_H_INGRESS_FILTERS),
+});
+
+/** A parent that is neither the root nor none, as `tc` prints it: `ffff:fff1`, `1:`, `:1`. */
+function tcParentText(h: number): string {
+  const [major, minor] = [h >>> 16, h & 0xffff];
+  if (!major) return `:${minor.toString(16)}`;
+  return minor ? `${major.toString(16)}:${minor.toString(16)}` : `${major.toString(16)}:`;
+}
+
+/**
+ * Reads an RTM_NEWQDISC message: the interface it is on and the qdisc as `tc -raw -json qdisc show` reports it
+ * (a root qdisc has no parent; a tbf's rate from its 64-bit attribute when the kernel sent one).
+ */
+export function decodeQdisc(payload: Uint8Array): { index: number; qdisc: Qdisc } {
+  const view = new DataView(payload.buffer, payload.byteOffset, payload.byteLength);
+  const handle = view.getUint32(8, true);
+  const parent = view.getUint32(12, true);
+  const a = parseAttrs(payload.subarray(20));
+  // tc prints a handle's major alone ("0:" for the default qdisc), whatever its minor.
+  const qdisc: Qdisc = { kind: str(a.get(TCA_KIND)) ?? "", handle: `${(handle >>> 16).toString(16)}:`, root: parent === TC_H_ROOT };
+  if (!qdisc.root && parent !== 0) qdisc.parent = tcParentText(parent);
+  const options = parseAttrs(a.get(TCA_OPTIONS) ?? new Uint8Array());
+  const parms = options.get(TCA_TBF_PARMS);
+  if (qdisc.kind === "tbf" && parms && parms.length >= 32) {
+    const p = new DataView(parms.buffer, parms.byteOffset, parms.byteLength);
+    const rate64 = options.get(TCA_TBF_RATE64);
+    const rate =
+      rate64 && rate64.length >= 8 ? Number(new DataView(rate64.buffer, rate64.byteOffset, 8).getBigUint64(0, true)) : p.getUint32(8, true);
+    qdisc.tbf = { rate, limit: p.getUint32(24, true), buffer: p.getUint32(28, true) };
+  }
+  return { index: view.getInt32(4, true), qdisc };
+}
+
+/**
+ * Reads an RTM_NEWTFILTER message: the interface it is on and the interfaces its mirred actions redirect
+ * traffic to the egress of, in the actions' order (filters of kinds FILTER_ACTIONS lacks have none).
+ */
+export function decodeFilterRedirects(payload: Uint8Array): { index: number; targets: number[] } {
+  const index = new DataView(payload.buffer, payload.byteOffset, payload.byteLength).getInt32(4, true);
+  const a = parseAttrs(payload.subarray(20));
+  const actionsAttr = FILTER_ACTIONS[str(a.get(TCA_KIND)) ?? ""];
+  const actions = actionsAttr === undefined ? undefined : parseAttrs(a.get(TCA_OPTIONS) ?? new Uint8Array()).get(actionsAttr);
+  const targets: number[] = [];
+  // The actions are numbered by their order (1, 2...): the kernel sends them in that order.
+  for (const action of parseAttrs(actions ?? new Uint8Array()).values()) {
+    const act = parseAttrs(action);
+    if (str(act.get(TCA_ACT_KIND)) !== "mirred") continue;
+    const parms = parseAttrs(act.get(TCA_ACT_OPTIONS) ?? new Uint8Array()).get(TCA_MIRRED_PARMS);
+    if (!parms || parms.length < 28) continue;
+    const p = new DataView(parms.buffer, parms.byteOffset, parms.byteLength);
+    if (p.getInt32(20, true) === TCA_EGRESS_REDIR) targets.push(p.getUint32(24, true));
+  }
+  return { index, targets };
 }

@@ -3,7 +3,7 @@
  * replies (acks, dumps, the kernel's error texts) and the socket, opened in any network namespace. Used for
  * what the iproute2 tools cannot express exactly as the Go plugins' netlink library does (a tbf qdisc with a
  * raw tick buffer) and, to save a process per step, for the hot link, address and route operations
- * (rtnetlink-backend.ts). The socket exists only under the standalone (Bun) build, through its FFI to libc; under
+ * (rtnetlink-backend.ts) and traffic control (tc.ts). The socket exists only under the standalone (Bun) build, through its FFI to libc; under
  * Node `openRtnetlink` gives null and callers fall back to the tools.
  * @module
  */

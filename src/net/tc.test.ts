@@ -1,6 +1,16 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { rootTbfRequest } from "#net/rtnetlink-messages.js";
+import { splitMessages } from "#net/rtnetlink.js";
+import {
+  decodeFilterRedirects,
+  decodeQdisc,
+  deleteQdiscRequest,
+  dumpIngressFiltersRequest,
+  dumpQdiscsRequest,
+  ingressQdiscRequest,
+  ingressRedirectRequest,
+  rootTbfRequest,
+} from "#net/rtnetlink-messages.js";
 import { acceptedTbfBuffers, goUint32, kernelBufferForBurst, parsePsched, tbfParams, tbfTcWords, tcBurstFor } from "./tc.js";
 
 /** This machine's (and every current kernel's) /proc/net/psched. */
@@ -106,5 +116,94 @@ describe("tbf netlink request", () => {
     assert.equal(v.getUint16(72, true), 12, "TCA_TBF_RATE64 length");
     assert.equal(v.getUint16(74, true), 4, "TCA_TBF_RATE64");
     assert.equal(v.getBigUint64(76, true), 5_000_000_000n);
+  });
+});
+
+/** Bytes from a hex dump (spaces ignored), as scripts/capture-rtnetlink.sh prints them. */
+const hex = (text: string): Uint8Array => Uint8Array.from(Buffer.from(text.replace(/\s+/g, ""), "hex"));
+/** A request as `tc` sent it: type, flags without NLM_F_REQUEST/NLM_F_ACK, and the body after the 16-byte header. */
+const sent = (capture: string) => {
+  const [m] = splitMessages(hex(capture));
+  return { type: m!.type, flags: m!.flags & ~0x5, body: [...m!.payload] };
+};
+const asSent = (req: { type: number; flags: number; body: Uint8Array }) => ({ type: req.type, flags: req.flags, body: [...req.body] });
+
+describe("traffic control over netlink: what tc (iproute2 6.1) sends, and reading what the kernel dumps", () => {
+  // Captured with `CAPTURE_TOOL=tc scripts/capture-rtnetlink.sh <ns> ...` (veth wttcd0 = 3, ifb wttcb0 = 4).
+  test("tc qdisc add dev <3> handle ffff: ingress; tc qdisc del dev <3> ingress", () => {
+    const add =
+      "30 00 00 00 24 00 05 06 00 00 00 00 00 00 00 00 00 00 00 00 03 00 00 00 00 00 ff ff f1 ff ff ff 00 00 00 00 0c 00 01 00 69 6e 67 72 65 73 73 00";
+    const del =
+      "30 00 00 00 25 00 05 00 00 00 00 00 00 00 00 00 00 00 00 00 03 00 00 00 00 00 ff ff f1 ff ff ff 00 00 00 00 0c 00 01 00 69 6e 67 72 65 73 73 00";
+    assert.deepEqual(asSent(ingressQdiscRequest(3)), sent(add));
+    assert.deepEqual(asSent(deleteQdiscRequest(3, "ingress")), sent(del));
+  });
+
+  test("tc qdisc del dev <4> root", () => {
+    const del = "24 00 00 00 25 00 05 00 00 00 00 00 00 00 00 00 00 00 00 00 04 00 00 00 00 00 00 00 ff ff ff ff 00 00 00 00";
+    assert.deepEqual(asSent(deleteQdiscRequest(4, "root")), sent(del));
+  });
+
+  test("tc filter add dev <3> parent ffff: protocol all prio 1 u32 match u32 0 0 flowid 1:1 action mirred egress redirect dev <4>", () => {
+    const add =
+      "94 00 00 00 2c 00 05 06 00 00 00 00 00 00 00 00 00 00 00 00 03 00 00 00 00 00 00 00 00 00 ff ff 00 03 01 00 08 00 01 00 75 33 32 00 " +
+      "68 00 02 00 08 00 01 00 01 00 01 00 38 00 07 00 34 00 01 00 0b 00 01 00 6d 69 72 72 65 64 00 00 24 00 02 80 20 00 02 00 00 00 00 00 " +
+      "00 00 00 00 04 00 00 00 00 00 00 00 00 00 00 00 01 00 00 00 04 00 00 00 24 00 05 00 01 00 01 00 00 00 00 00 00 00 00 00 00 00 00 00 " +
+      "00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00";
+    assert.deepEqual(asSent(ingressRedirectRequest(3, 4)), sent(add));
+  });
+
+  test("tc qdisc show dev <3>; tc filter show dev <3> ingress (dumps)", () => {
+    const qdiscs = "24 00 00 00 26 00 01 03 00 00 00 00 00 00 00 00 00 00 00 00 03 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00";
+    const filters = "24 00 00 00 2e 00 01 03 00 00 00 00 00 00 00 00 00 00 00 00 03 00 00 00 00 00 00 00 f2 ff ff ff 00 00 00 00";
+    assert.deepEqual(asSent(dumpQdiscsRequest(3)), sent(qdiscs));
+    assert.deepEqual(asSent(dumpIngressFiltersRequest(3)), sent(filters));
+  });
+
+  // Kernel 6.18's RTM_NEWQDISC / RTM_NEWTFILTER payloads (after the header), as `tc -json -raw` showed them.
+  test("qdiscs: a tbf with a 64-bit rate, the default root qdisc, an ingress qdisc", () => {
+    // {"kind":"tbf","handle":"1:","root":true,"options":{"rate":5000000000,"burst_raw":"c34","limit":100000}}
+    const tbf = hex(
+      "000000000200000000000100ffffffff03000000080001007462660038000200280001000001000000000000ffffffff000000000000000000000000" +
+        "a0860100340c0000000000000c00040000f2052a0100000005000c00000000003000070014000100000000000000000000000000000000001800" +
+        "030000000000000000000000000000000000000000002c0003000000000000000000000000000000000000000000000000000000000000000000" +
+        "0000000000000000",
+    );
+    assert.deepEqual(decodeQdisc(tbf), {
+      index: 2,
+      qdisc: { kind: "tbf", handle: "1:", root: true, tbf: { rate: 5_000_000_000, limit: 100000, buffer: 0xc34 } },
+    });
+    // {"kind":"noqueue","handle":"0:","root":true}
+    const noqueue = hex(
+      "000000000300000000000000ffffffff020000000c0001006e6f71756575650005000c000000000030000700140001000000000000000000000000" +
+        "00000000001800030000000000000000000000000000000000000000002c000300000000000000000000000000000000000000000000000000" +
+        "00000000000000000000000000000000",
+    );
+    assert.deepEqual(decodeQdisc(noqueue), { index: 3, qdisc: { kind: "noqueue", handle: "0:", root: true } });
+    // {"kind":"ingress","handle":"ffff:","parent":"ffff:fff1"}
+    const ingress = hex(
+      "00000000030000000000fffff1ffffff010000000c000100696e6772657373000400020005000c0000000000300007001400010000000000000000" +
+        "0000000000000000001800030000000000000000000000000000000000000000002c0003000000000000000000000000000000000000000000" +
+        "0000000000000000000000000000000000000000",
+    );
+    assert.deepEqual(decodeQdisc(ingress), { index: 3, qdisc: { kind: "ingress", handle: "ffff:", parent: "ffff:fff1", root: false } });
+  });
+
+  test("filters: the u32 redirect's target; the u32 chain and hash table entries have none", () => {
+    const chain = hex("0000000003000000000000000000ffff00030100080001007533320008000b0000000000");
+    const table = hex("0000000003000000000000800000ffff00030100080001007533320008000b00000000000c0002000800040001000000");
+    const redirect = hex(
+      "0000000003000000000800800000ffff00030100080001007533320008000b0000000000e80002002400050001000100000000000000000000000000" +
+        "000000000000000000000000000000000800020000000080080001000100010008000b0008000000a8000700a40001000b0001006d6972726564" +
+        "0000440004001400010000000000000000000000000000000000140007000000000000000000000000000000000018000300000000000000000000" +
+        "000000000000000000000008000a000000000048000200200002000100000000000000040000000100000001000000010000000400000024000100" +
+        "b64e000000000000b64e00000000000000000000000000000000000000000000",
+    );
+    assert.deepEqual(decodeFilterRedirects(chain), { index: 3, targets: [] });
+    assert.deepEqual(decodeFilterRedirects(table), { index: 3, targets: [] });
+    assert.deepEqual(decodeFilterRedirects(redirect), { index: 3, targets: [4] });
+    // What we send reads back the same way (the kernel echoes the action as it was given, with its counters).
+    const ours = ingressRedirectRequest(3, 9).body;
+    assert.deepEqual(decodeFilterRedirects(ours), { index: 3, targets: [9] });
   });
 });

@@ -1,21 +1,34 @@
 /**
  * Traffic control for rate limiting (the bandwidth plugin): token-bucket (tbf) qdiscs computed exactly as the
  * Go plugins compute them, an ingress qdisc whose traffic is redirected to another device, and reading back
- * what the kernel holds.
+ * what the kernel holds. Every step goes over route netlink when the runtime can send it (the standalone build,
+ * unless TSCNI_NETLINK=0), with the requests `tc` sends; otherwise `tc` runs.
  *
  * The Go plugins hand the kernel a tbf buffer in scheduler ticks. `tc` cannot: it sends the burst in bytes and
- * the kernel derives the buffer itself, which differs slightly. So a tbf is created through a netlink request
- * when the runtime can send one (the standalone build); otherwise `tc` gets the burst whose derived buffer comes
- * closest, and `acceptedTbfBuffers` says which buffers either way may leave.
+ * the kernel derives the buffer itself, which differs slightly. So over netlink a tbf gets Go's buffer; through
+ * `tc` it gets the burst whose derived buffer comes closest, and `acceptedTbfBuffers` says which buffers either
+ * way may leave.
  * @module
  */
 import { readFileSync } from "node:fs";
 import { messageOf } from "#spec/errors.js";
-import { NetOpError } from "./errors.js";
+import { kindOfErrno, type NetErrorKind, NetOpError } from "./errors.js";
 import type { NetNS } from "./netns.js";
-import { openRtnetlink } from "./rtnetlink.js";
-import { rootTbfRequest } from "./rtnetlink-messages.js";
+import { type NetlinkSession, withSession } from "./rtnetlink-backend.js";
+import {
+  decodeFilterRedirects,
+  decodeQdisc,
+  deleteQdiscRequest,
+  dumpIngressFiltersRequest,
+  dumpQdiscsRequest,
+  ingressQdiscRequest,
+  ingressRedirectRequest,
+  RTM_NEWQDISC,
+  RTM_NEWTFILTER,
+  rootTbfRequest,
+} from "./rtnetlink-messages.js";
 import { runIn } from "./tools.js";
+import type { Qdisc } from "./types.js";
 
 /** The packet scheduler's clock, from /proc/net/psched. */
 export interface PschedClock {
@@ -134,6 +147,15 @@ export function acceptedTbfBuffers(params: TbfParams, clock: PschedClock): numbe
 /** `tc` in a namespace. */
 const runTc = (ns: NetNS, args: string[], operation: string, input?: string) => runIn(ns, "tc", args, operation, input);
 
+/**
+ * `overNetlink` on a route-netlink session in `ns`; `withTc` where the runtime has none (the Node build, or
+ * TSCNI_NETLINK=0).
+ */
+async function viaNetlinkOrTc<T>(ns: NetNS, overNetlink: (s: NetlinkSession) => T, withTc: () => Promise<T>): Promise<T> {
+  const done = await withSession(ns, (s) => ({ value: overNetlink(s) }));
+  return done ? done.value : withTc();
+}
+
 /** The `tc` words creating the same tbf (see tcBurstFor for the burst). */
 export function tbfTcWords(dev: string, params: TbfParams, clock: PschedClock): string[] {
   return [
@@ -160,45 +182,61 @@ export function tbfTcWords(dev: string, params: TbfParams, clock: PschedClock): 
  */
 export async function addRootTbf(ns: NetNS, dev: string, ifindex: number, params: TbfParams, clock: PschedClock): Promise<void> {
   const operation = `add tbf qdisc (rate ${params.rate} bytes/s) to ${dev}`;
-  const socket = ns.isHost ? await openRtnetlink() : null;
-  if (socket) {
-    try {
-      const req = rootTbfRequest(ifindex, params);
-      socket.request(req.type, req.flags, req.body, operation);
-    } finally {
-      socket.close();
-    }
-    return;
-  }
-  await runTc(ns, tbfTcWords(dev, params, clock), operation);
+  await viaNetlinkOrTc<unknown>(
+    ns,
+    (s) => s.send(rootTbfRequest(ifindex, params), operation),
+    () => runTc(ns, tbfTcWords(dev, params, clock), operation),
+  );
 }
 
 /**
  * Redirects everything arriving on `dev` to the egress of `target`: an ingress qdisc (ffff:) and a match-all
- * u32 filter (priority 1, flow 1:1) with a mirred redirect, as the Go plugin sets up. One `tc` process.
+ * u32 filter (priority 1, flow 1:1) with a mirred redirect, as the Go plugin sets up. Two requests, or one `tc`
+ * process.
  */
 export async function addIngressRedirect(ns: NetNS, dev: string, target: string): Promise<void> {
-  const input =
-    [
-      `qdisc add dev ${dev} handle ffff: ingress`,
-      `filter add dev ${dev} parent ffff: protocol all prio 1 u32 match u32 0 0 flowid 1:1 action mirred egress redirect dev ${target}`,
-    ].join("\n") + "\n";
-  await runTc(ns, ["-batch", "-"], `redirect ingress traffic of ${dev} to ${target}`, input);
+  const operation = `redirect ingress traffic of ${dev} to ${target}`;
+  await viaNetlinkOrTc<unknown>(
+    ns,
+    (s) => {
+      const index = s.indexOf(dev, operation);
+      const targetIndex = s.indexOf(target, operation);
+      s.send(ingressQdiscRequest(index), operation);
+      s.send(ingressRedirectRequest(index, targetIndex), operation);
+    },
+    () => {
+      const input =
+        [
+          `qdisc add dev ${dev} handle ffff: ingress`,
+          `filter add dev ${dev} parent ffff: protocol all prio 1 u32 match u32 0 0 flowid 1:1 action mirred egress redirect dev ${target}`,
+        ].join("\n") + "\n";
+      return runTc(ns, ["-batch", "-"], operation, input);
+    },
+  );
 }
 
 /** Removes the root qdisc of `dev` (back to the default); false when it had none of its own. */
-export async function deleteRootQdisc(ns: NetNS, dev: string): Promise<boolean> {
-  return deleteQdisc(ns, ["qdisc", "del", "dev", dev, "root"], `delete root qdisc of ${dev}`);
+export function deleteRootQdisc(ns: NetNS, dev: string): Promise<boolean> {
+  return deleteQdisc(ns, dev, "root");
 }
 
 /** Removes the ingress qdisc of `dev` and its filters; false when it had none. */
-export async function deleteIngressQdisc(ns: NetNS, dev: string): Promise<boolean> {
-  return deleteQdisc(ns, ["qdisc", "del", "dev", dev, "ingress"], `delete ingress qdisc of ${dev}`);
+export function deleteIngressQdisc(ns: NetNS, dev: string): Promise<boolean> {
+  return deleteQdisc(ns, dev, "ingress");
 }
 
-async function deleteQdisc(ns: NetNS, args: string[], operation: string): Promise<boolean> {
+const EINVAL = 22;
+/** What a refused qdisc delete means: EINVAL is the kernel's "Invalid handle" for an ingress qdisc that is not there. */
+const qdiscDeleteKind = (errno: number): NetErrorKind => (errno === EINVAL ? "not-found" : kindOfErrno(errno));
+
+async function deleteQdisc(ns: NetNS, dev: string, which: "root" | "ingress"): Promise<boolean> {
+  const operation = `delete ${which} qdisc of ${dev}`;
   try {
-    await runTc(ns, args, operation);
+    await viaNetlinkOrTc<unknown>(
+      ns,
+      (s) => s.send(deleteQdiscRequest(s.indexOf(dev, operation), which), operation, qdiscDeleteKind),
+      () => runTc(ns, ["qdisc", "del", "dev", dev, which], operation),
+    );
     return true;
   } catch (e) {
     if (e instanceof NetOpError && e.isNotFound) return false;
@@ -206,15 +244,7 @@ async function deleteQdisc(ns: NetNS, args: string[], operation: string): Promis
   }
 }
 
-/** A qdisc as `tc -raw -json` shows it; `tbf` holds the token-bucket numbers of a tbf. */
-export interface Qdisc {
-  kind: string;
-  /** `1:`, `ffff:`... */
-  handle: string;
-  root: boolean;
-  parent?: string;
-  tbf?: { rate: number; limit: number; buffer: number };
-}
+export type { Qdisc };
 
 type Json = Record<string, unknown>;
 
@@ -236,12 +266,41 @@ async function tcJson(ns: NetNS, args: string[], operation: string): Promise<Jso
 
 /** The qdiscs of `dev`, with raw tbf numbers (rate in bytes/s, limit in bytes, buffer in ticks). */
 export async function listQdiscs(ns: NetNS, dev: string): Promise<Qdisc[]> {
-  return (await tcJson(ns, ["-raw", "qdisc", "show", "dev", dev], `list qdiscs of ${dev}`)).map(qdiscFromJson);
+  const operation = `list qdiscs of ${dev}`;
+  return viaNetlinkOrTc(
+    ns,
+    (s) => {
+      const index = s.indexOf(dev, operation);
+      return s
+        .dump(dumpQdiscsRequest(index), operation)
+        .filter((m) => m.type === RTM_NEWQDISC)
+        .map((m) => decodeQdisc(m.payload))
+        .filter((d) => d.index === index)
+        .map((d) => d.qdisc);
+    },
+    async () => (await tcJson(ns, ["-raw", "qdisc", "show", "dev", dev], operation)).map(qdiscFromJson),
+  );
 }
 
 /** The devices that the ingress filters of `dev` redirect traffic to (mirred egress redirect actions). */
 export async function listIngressRedirects(ns: NetNS, dev: string): Promise<string[]> {
-  const filters = await tcJson(ns, ["filter", "show", "dev", dev, "ingress"], `list ingress filters of ${dev}`);
+  const operation = `list ingress filters of ${dev}`;
+  return viaNetlinkOrTc(
+    ns,
+    (s) => {
+      const index = s.indexOf(dev, operation);
+      return s
+        .dump(dumpIngressFiltersRequest(index), operation)
+        .filter((m) => m.type === RTM_NEWTFILTER)
+        .flatMap((m) => decodeFilterRedirects(m.payload).targets)
+        .map((target) => s.nameOf(target, operation));
+    },
+    async () => redirectTargetsFromJson(await tcJson(ns, ["filter", "show", "dev", dev, "ingress"], operation)),
+  );
+}
+
+/** The mirred egress-redirect targets of filters as `tc -json filter show` shows them. */
+function redirectTargetsFromJson(filters: Json[]): string[] {
   const targets: string[] = [];
   for (const f of filters) {
     const actions = (((f["options"] ?? {}) as Json)["actions"] ?? []) as Json[];

@@ -1,5 +1,5 @@
 /**
- * What the network layer reports and accepts: links, addresses, routes. Plain data, independent of the
+ * What the network layer reports and accepts: links, addresses, routes, qdiscs. Plain data, independent of the
  * backend that reads or changes the kernel.
  * @module
  */
@@ -145,4 +145,21 @@ export interface NewLink {
 export interface ShownLink {
   link: Link;
   addresses: Address[];
+}
+
+/** A token bucket in the kernel's units: rate in bytes per second, limit in bytes, buffer in scheduler ticks. */
+export interface TbfSettings {
+  rate: number;
+  limit: number;
+  buffer: number;
+}
+
+/** A qdisc as `tc -raw -json qdisc show` shows it; `tbf` holds the token-bucket numbers of a tbf. */
+export interface Qdisc {
+  kind: string;
+  /** `1:`, `ffff:`... */
+  handle: string;
+  root: boolean;
+  parent?: string;
+  tbf?: TbfSettings;
 }
