@@ -32,10 +32,12 @@ export interface WarmUpOptions {
   /** Checked between calls: true while real calls are under way, which the warm-up waits out. */
   busy: () => boolean;
   log: (line: string) => void;
+  /** How a warm-up call reaches the server (tests give their own); callResident. */
+  call?: typeof callResident;
 }
 
 /** Runs the warm-up; resolves when it is done, stopped, or failed (a failure is logged, never thrown). */
-export async function warmUp({ socketPath, buildId, rounds, env, stopped, busy, log }: WarmUpOptions): Promise<void> {
+export async function warmUp({ socketPath, buildId, rounds, env, stopped, busy, log, call = callResident }: WarmUpOptions): Promise<void> {
   if (rounds <= 0) return;
   let dir: string;
   try {
@@ -70,12 +72,7 @@ export async function warmUp({ socketPath, buildId, rounds, env, stopped, busy, 
           CNI_PATH: dir,
         };
         // (to its own socket: the server knows who listens there)
-        const outcome = await callResident(
-          socketPath,
-          buildId,
-          { program: "host-local", args: [], env: callEnv, stdin, cwd: dir },
-          { unverified: true },
-        );
+        const outcome = await call(socketPath, buildId, { program: "host-local", args: [], env: callEnv, stdin, cwd: dir }, { unverified: true });
         if (outcome.kind !== "served" || outcome.status !== 0) {
           log(`warm-up stopped: host-local ${command}: ${outcome.kind === "refused" ? outcome.reason : outcome.stdout.trim()}`);
           return;
