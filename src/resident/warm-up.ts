@@ -62,6 +62,7 @@ export async function warmUp({ socketPath, buildId, rounds, env, stopped, busy, 
     );
     for (let i = 0; i < rounds && !stopped(); i++) {
       while (busy() && !stopped()) await sleep(BUSY_POLL_MS);
+      if (stopped()) break;
       for (const command of ["ADD", "CHECK", "DEL"]) {
         const callEnv = {
           ...env,
