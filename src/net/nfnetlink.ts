@@ -443,8 +443,91 @@ function markPair(text: string): { value: number; mask: number } | undefined {
   const [value, mask] = [Number(m[1]), m[2] === undefined ? 0xffffffff : Number(m[2])];
   return value <= 0xffffffff && mask <= 0xffffffff ? { value, mask } : undefined;
 }
-/** A mark and mask as iptables -S prints them (`0xV`, `0xV/0xM`; the mask only when not all ones). */
-const markText = (value: number, mask: number) => `0x${value.toString(16)}${mask === 0xffffffff ? "" : `/0x${mask.toString(16)}`}`;
+
+// ---- the values native matches compare, each encoded and rendered in one place ----
+
+/**
+ * A `-s` or `-d` value as iptables-nft compares it: a prefix's whole bytes are loaded and compared; one ending
+ * inside a byte loads the whole address and masks it; /0 ("anywhere") compares nothing.
+ */
+const addressValue = {
+  encode(family: number, text: string): { len: number; mask?: Uint8Array; data: Uint8Array } | "anywhere" | undefined {
+    const v6 = family === NFPROTO_IPV6;
+    const cidr = tryParseCIDR(text.includes("/") ? text : `${text}/${v6 ? 128 : 32}`);
+    const ip = tryParseIP(text.split("/")[0]!);
+    if (!cidr || !ip || cidr.ip.family !== (v6 ? 6 : 4)) return undefined;
+    const { prefix } = cidr;
+    if (prefix === 0) return "anywhere";
+    if (prefix % 8 === 0) return { len: prefix / 8, data: ip.bytes.slice(0, prefix / 8) };
+    const { size } = addressFields(family);
+    const mask = new Uint8Array(size).map((_, b) => (b < prefix >> 3 ? 0xff : b === prefix >> 3 ? (0xff << (8 - (prefix & 7))) & 0xff : 0));
+    return { len: size, mask, data: ip.bytes.map((x, b) => x & mask[b]!) };
+  },
+  /** The address and prefix of a compared value (`len` bytes loaded, masked by `mask`); undefined for a mask that is no prefix. */
+  render(family: number, data: Uint8Array, mask: Uint8Array | undefined, len: number): string | undefined {
+    const bytes = new Uint8Array(addressFields(family).size);
+    bytes.set(data.subarray(0, Math.min(len, bytes.length)));
+    let prefix = len * 8;
+    if (mask) {
+      prefix = 0;
+      let ended = false;
+      for (const b of mask.subarray(0, len)) {
+        for (let bit = 7; bit >= 0; bit--) {
+          if (b & (1 << bit)) {
+            if (ended) return undefined; // not a prefix
+            prefix++;
+          } else {
+            ended = true;
+          }
+        }
+      }
+    }
+    return `${family === NFPROTO_IPV6 ? formatIPv6(bytes) : [...bytes].join(".")}/${prefix}`;
+  },
+};
+
+/** An `-i` or `-o` name as iptables-nft compares it: with its NUL an exact name, without one (`veth+`) a prefix. */
+const interfaceValue = {
+  encode(text: string): Uint8Array | undefined {
+    const wildcard = text.endsWith("+");
+    const name = wildcard ? text.slice(0, -1) : text;
+    if (!/^[^\s"'/+]{1,15}$/.test(name)) return undefined;
+    const bytes = new TextEncoder().encode(name);
+    return wildcard ? bytes : concat([bytes, Uint8Array.of(0)]);
+  },
+  render(data: Uint8Array): string | undefined {
+    const end = data.indexOf(0);
+    const name = new TextDecoder().decode(end >= 0 ? data.subarray(0, end) : data);
+    if (!/^[^\s"'\\]+$/.test(name)) return undefined;
+    return end >= 0 ? name : `${name}+`;
+  },
+};
+
+/** A `-m mark --mark` value: the mark (masked) and, when not all ones, the mask, both in host order. */
+const markValue = {
+  encode(text: string): { data: Uint8Array; mask?: Uint8Array } | undefined {
+    const mark = markPair(text);
+    return mark && { data: le32(mark.value & mark.mask), ...(mark.mask === 0xffffffff ? {} : { mask: le32(mark.mask) }) };
+  },
+  /** As iptables -S prints it: `0xV`, or `0xV/0xM`. */
+  render(data: Uint8Array, mask: Uint8Array | undefined): string | undefined {
+    const [value, bits] = [leU32(data), mask ? leU32(mask) : 0xffffffff];
+    if (value === undefined || bits === undefined) return undefined;
+    return `0x${value.toString(16)}${bits === 0xffffffff ? "" : `/0x${bits.toString(16)}`}`;
+  },
+};
+
+/** A tcp or udp port as compared: 2 bytes, network order. */
+const portValue = {
+  encode: (port: number) => Uint8Array.of(port >> 8, port & 0xff),
+  render: (data: Uint8Array) => (data.length === 2 ? String((data[0]! << 8) | data[1]!) : undefined),
+};
+
+/** A `-p` protocol as compared: its number, one byte. */
+const protocolValue = {
+  encode: (name: string) => (Object.hasOwn(PROTOCOLS, name) ? Uint8Array.of(PROTOCOLS[name]!) : undefined),
+  render: (data: Uint8Array) => (data.length === 1 ? PROTOCOL_NAMES.get(data[0]!) : undefined),
+};
 
 // ---- xtables extensions: one entry per match or target, its info struct encoded and rendered ----
 
@@ -673,17 +756,10 @@ function xtExpr(name: string, value: string, ctx: XtContext): Uint8Array | undef
 }
 
 /** The words of a compat expression (`-m NAME OPTION VALUE`, `-j NAME [OPTION VALUE]`), when this reads it. */
-function xtWords(
-  kind: "match" | "target",
-  name: string | undefined,
-  rev: number | undefined,
-  info: Uint8Array | undefined,
-  ctx: XtContext,
-): string[] | undefined {
+function xtWords({ kind, name, rev, info = new Uint8Array() }: Extract<Expr, { kind: "match" | "target" }>, ctx: XtContext): string[] | undefined {
   const ext = name !== undefined && Object.hasOwn(XT_EXTENSIONS, name) ? XT_EXTENSIONS[name]! : undefined;
   if (!ext || ext.kind !== kind || rev === undefined || !(ext.reads ?? ((r) => r === ext.revision))(rev)) return undefined;
-  const bytes = info ?? new Uint8Array();
-  const value = ext.render(bytes, new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength), ctx);
+  const value = ext.render(info, new DataView(info.buffer, info.byteOffset, info.byteLength), ctx);
   if (value === undefined) return undefined;
   return [kind === "match" ? "-m" : "-j", name!, ...(ext.option ? [ext.option, value] : [])];
 }
@@ -716,7 +792,6 @@ export function encodeRule(family: number, args: readonly string[]): Uint8Array 
   let protocol: { name: string; exprs: Uint8Array[] } | undefined;
   const matches: Array<Uint8Array | PendingMatch> = [];
   let verdict: Uint8Array | undefined;
-  const v6 = family === NFPROTO_IPV6;
   const ctx = (): XtContext => ({ family, protocol: protocol?.name });
   /** Fills the latest pending match of `kind`, or (a port with `-p` given) adds it where iptables loads it implicitly. */
   const fill = (kind: PendingMatch["pending"], encoded: Uint8Array | undefined): boolean => {
@@ -738,57 +813,32 @@ export function encodeRule(family: number, args: readonly string[]): Uint8Array 
     const [word, value] = [args[i], args[i + 1]];
     if (value === undefined) return undefined;
     i++;
+    const xt = Object.hasOwn(XT_EXTENSIONS, value) ? XT_EXTENSIONS[value] : undefined;
     if ((word === "-s" || word === "-d") && !addr[word[1] as "s"]) {
-      const cidr = tryParseCIDR(value.includes("/") ? value : `${value}/${v6 ? 128 : 32}`);
-      const ip = tryParseIP(value.split("/")[0]!);
-      if (!cidr || !ip || cidr.ip.family !== (v6 ? 6 : 4)) return undefined;
-      const { size, [word[1] as "s"]: offset } = addressFields(family);
-      if (cidr.prefix === 0) {
-        if (negate) return undefined;
-        addr[word[1] as "s"] = []; // "anywhere": iptables matches nothing
-      } else if (cidr.prefix % 8 === 0) {
-        addr[word[1] as "s"] = [payloadExpr(NETWORK_HEADER, offset, cidr.prefix / 8), cmpExpr(negate, ip.bytes.slice(0, cidr.prefix / 8))];
-      } else {
-        const mask = new Uint8Array(size).map((_, b) =>
-          b < cidr.prefix >> 3 ? 0xff : b === cidr.prefix >> 3 ? (0xff << (8 - (cidr.prefix & 7))) & 0xff : 0,
-        );
-        addr[word[1] as "s"] = [
-          payloadExpr(NETWORK_HEADER, offset, size),
-          bitwiseExpr(mask),
-          cmpExpr(
-            negate,
-            ip.bytes.map((x, b) => x & mask[b]!),
-          ),
-        ];
-      }
+      const v = addressValue.encode(family, value);
+      if (!v || (v === "anywhere" && negate)) return undefined;
+      const offset = addressFields(family)[word[1] as "s"];
+      // "anywhere": iptables matches nothing
+      addr[word[1] as "s"] =
+        v === "anywhere" ? [] : [payloadExpr(NETWORK_HEADER, offset, v.len), ...(v.mask ? [bitwiseExpr(v.mask)] : []), cmpExpr(negate, v.data)];
     } else if ((word === "-i" || word === "-o") && !iface[word[1] as "i"]) {
-      const wildcard = value.endsWith("+");
-      const name = wildcard ? value.slice(0, -1) : value;
-      if (!/^[^\s"'/+]{1,15}$/.test(name)) return undefined;
-      const bytes = new TextEncoder().encode(name);
-      iface[word[1] as "i"] = [metaExpr(word[1] as "i"), cmpExpr(negate, wildcard ? bytes : concat([bytes, Uint8Array.of(0)]))];
-    } else if (word === "-p" && !negate && !protocol && PROTOCOLS[value] !== undefined) {
-      protocol = { name: value, exprs: [metaExpr("p"), cmpExpr(false, Uint8Array.of(PROTOCOLS[value]!))] };
+      const data = interfaceValue.encode(value);
+      if (!data) return undefined;
+      iface[word[1] as "i"] = [metaExpr(word[1] as "i"), cmpExpr(negate, data)];
+    } else if (word === "-p" && !negate && !protocol && protocolValue.encode(value)) {
+      protocol = { name: value, exprs: [metaExpr("p"), cmpExpr(false, protocolValue.encode(value)!)] };
     } else if (word === "-m" && !negate && value === "mark" && args[i + 1] === "--mark" && args[i + 2] !== undefined) {
-      // Native in iptables-nft: the packet's mark (host order), masked when the mask is not all ones.
-      const mark = markPair(args[i + 2]!);
-      if (!mark) return undefined;
-      matches.push(
-        concat([metaExpr("mark"), ...(mark.mask === 0xffffffff ? [] : [bitwiseExpr(le32(mark.mask))]), cmpExpr(false, le32(mark.value & mark.mask))]),
-      );
+      // Native in iptables-nft: the packet's mark, masked when the mask is not all ones.
+      const v = markValue.encode(args[i + 2]!);
+      if (!v) return undefined;
+      matches.push(concat([metaExpr("mark"), ...(v.mask ? [bitwiseExpr(v.mask)] : []), cmpExpr(false, v.data)]));
       i += 2;
     } else if (word === "-m" && !negate && value === "multiport") {
       matches.push({ pending: "multiport" });
     } else if (word === "-m" && !negate && PROTOCOLS[value] !== undefined) {
       if (protocol?.name !== value) return undefined; // iptables wants `-p` first
       matches.push({ pending: "port", protocol: value });
-    } else if (
-      word === "-m" &&
-      !negate &&
-      XT_EXTENSIONS[value]?.kind === "match" &&
-      args[i + 1] === XT_EXTENSIONS[value].option &&
-      args[i + 2] !== undefined
-    ) {
+    } else if (word === "-m" && !negate && xt?.kind === "match" && args[i + 1] === xt.option && args[i + 2] !== undefined) {
       const encoded = xtExpr(value, args[i + 2]!, ctx());
       if (!encoded) return undefined;
       matches.push(encoded);
@@ -800,12 +850,12 @@ export function encodeRule(family: number, args: readonly string[]): Uint8Array 
       const encoded =
         protocol.name === "sctp"
           ? xtExpr("sctp", value, ctx())
-          : concat([payloadExpr(TRANSPORT_HEADER, PORT_FIELDS.dport, 2), cmpExpr(false, Uint8Array.of(port >> 8, port & 0xff))]);
+          : concat([payloadExpr(TRANSPORT_HEADER, PORT_FIELDS.dport, 2), cmpExpr(false, portValue.encode(port))]);
       if (!fill("port", encoded)) return undefined;
     } else if ((word === "--dports" || word === "--destination-ports") && !negate && protocol) {
       if (!fill("multiport", xtExpr("multiport", value, ctx()))) return undefined;
     } else if ((word === "-j" || word === "-g") && !negate && !verdict) {
-      const target = word === "-j" && XT_EXTENSIONS[value]?.kind === "target" ? XT_EXTENSIONS[value] : undefined;
+      const target = word === "-j" && xt?.kind === "target" ? xt : undefined;
       if (word === "-j" && VERDICTS[value] !== undefined) verdict = verdictExpr({ code: VERDICTS[value]! });
       else if (target && !target.option) verdict = xtExpr(value, "", ctx());
       else if (target && args[i + 1] === target.option && args[i + 2] !== undefined) {
@@ -884,18 +934,19 @@ export function renderRule(family: number, expressions: Uint8Array | undefined):
         const what = loaded.what;
         const not = op === CMP_NEQ ? "! " : "";
         if (what === "p") {
-          protocol = value.length === 1 ? PROTOCOL_NAMES.get(value[0]!) : undefined;
+          protocol = protocolValue.render(value);
           if (!protocol) return undefined;
           fields.p = `${not}-p ${protocol}`;
         } else if (what === "dport" || what === "sport") {
-          if (op !== CMP_EQ || value.length !== 2) return undefined;
-          matches.push("-m", protocol!, `--${what}`, String((value[0]! << 8) | value[1]!));
+          const port = op === CMP_EQ ? portValue.render(value) : undefined;
+          if (port === undefined) return undefined;
+          matches.push("-m", protocol!, `--${what}`, port);
         } else if (what === "mark") {
-          const mask = loaded.mask ? leU32(loaded.mask) : 0xffffffff;
-          if (op !== CMP_EQ || value.length !== 4 || mask === undefined) return undefined;
-          matches.push("-m", "mark", "--mark", markText(leU32(value)!, mask));
+          const mark = op === CMP_EQ ? markValue.render(value, loaded.mask) : undefined;
+          if (mark === undefined) return undefined;
+          matches.push("-m", "mark", "--mark", mark);
         } else {
-          const text = what === "i" || what === "o" ? interfaceText(value) : addressText(family, value, loaded.mask, loaded.len);
+          const text = what === "i" || what === "o" ? interfaceValue.render(value) : addressValue.render(family, value, loaded.mask, loaded.len);
           if (text === undefined) return undefined;
           fields[what] = `${not}-${what} ${text}`;
         }
@@ -905,13 +956,13 @@ export function renderRule(family: number, expressions: Uint8Array | undefined):
       case "counter":
         break;
       case "match": {
-        const words = xtWords("match", e.name, e.rev, e.info, { family, protocol });
+        const words = xtWords(e, { family, protocol });
         if (!words) return undefined;
         matches.push(...words);
         break;
       }
       case "target": {
-        const words = xtWords("target", e.name, e.rev, e.info, { family, protocol });
+        const words = xtWords(e, { family, protocol });
         if (!words) return undefined;
         verdict = words;
         break;
@@ -945,36 +996,4 @@ export function ruleJump(expressions: Uint8Array | undefined): string | undefine
     if ((code === NFT_JUMP || code === NFT_GOTO) && chain) return chain;
   }
   return undefined;
-}
-
-/** An address and prefix from a compared value (`len` bytes loaded, masked by `mask` when shorter than a byte boundary). */
-function addressText(family: number, value: Uint8Array, mask: Uint8Array | undefined, len: number): string | undefined {
-  const size = addressFields(family).size;
-  const bytes = new Uint8Array(size);
-  bytes.set(value.subarray(0, Math.min(len, size)));
-  let prefix = len * 8;
-  if (mask) {
-    prefix = 0;
-    let ended = false;
-    for (const b of mask.subarray(0, len)) {
-      for (let bit = 7; bit >= 0; bit--) {
-        if (b & (1 << bit)) {
-          if (ended) return undefined; // not a prefix
-          prefix++;
-        } else {
-          ended = true;
-        }
-      }
-    }
-  }
-  if (family !== NFPROTO_IPV6) return `${[...bytes].join(".")}/${prefix}`;
-  return `${formatIPv6(bytes)}/${prefix}`;
-}
-
-/** An interface name compared by iptables-nft: with its NUL an exact name, without one a `+` wildcard. */
-function interfaceText(value: Uint8Array): string | undefined {
-  const end = value.indexOf(0);
-  const name = new TextDecoder().decode(end >= 0 ? value.subarray(0, end) : value);
-  if (!/^[^\s"'\\]+$/.test(name)) return undefined;
-  return end >= 0 ? name : `${name}+`;
 }
