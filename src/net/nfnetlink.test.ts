@@ -314,6 +314,10 @@ const ENCODED: ReadonlyArray<
 
 /** Family and words the encoder leaves to iptables-restore. */
 const REFUSED: ReadonlyArray<readonly [family: "4" | "6", args: readonly string[]]> = [
+  // Names an object has by inheritance are no verdict, protocol or extension.
+  ["4", ["-j", "constructor"]],
+  ["4", ["-p", "toString", "-j", "ACCEPT"]],
+  ["4", ["-m", "hasOwnProperty", "-j", "ACCEPT"]],
   ["4", ["!", "-p", "tcp", "-j", "ACCEPT"]],
   ["4", ["-p", "icmp", "-j", "ACCEPT"]],
   ["4", ["-m", "comment", "-j", "ACCEPT"]],

@@ -856,7 +856,7 @@ export function encodeRule(family: number, args: readonly string[]): Uint8Array 
       if (!fill("multiport", xtExpr("multiport", value, ctx()))) return undefined;
     } else if ((word === "-j" || word === "-g") && !negate && !verdict) {
       const target = word === "-j" && xt?.kind === "target" ? xt : undefined;
-      if (word === "-j" && VERDICTS[value] !== undefined) verdict = verdictExpr({ code: VERDICTS[value]! });
+      if (word === "-j" && Object.hasOwn(VERDICTS, value)) verdict = verdictExpr({ code: VERDICTS[value]! });
       else if (target && !target.option) verdict = xtExpr(value, "", ctx());
       else if (target && args[i + 1] === target.option && args[i + 2] !== undefined) {
         verdict = xtExpr(value, args[i + 2]!, ctx());
