@@ -87,3 +87,30 @@ test("atStep names the failed step of a batch once: the innermost step wins", ()
     (thrown: unknown) => thrown === other,
   );
 });
+
+test("what the kernel does not support is a kind: its errno, iproute2's words, ip's for a generic netlink family it lacks", () => {
+  assert.deepEqual([93, 95, 97].map(kindOfErrno), ["unsupported", "unsupported", "unsupported"]);
+  assert.equal(kindOfText("RTNETLINK answers: Operation not supported", "ip"), "unsupported");
+  // `ip mptcp` without the mptcp_pm family: the controller's ENOENT, then ip's own line.
+  assert.equal(kindOfText("RTNETLINK answers: No such file or directory\nError talking to the kernel", "ip"), "unsupported");
+  // tc says "We have an error talking to the kernel" after any refusal: the refusal's kind stands.
+  assert.equal(kindOfText("RTNETLINK answers: File exists\nWe have an error talking to the kernel", "tc"), "exists");
+  // `ip mptcp endpoint add` of an address that is an endpoint already.
+  assert.equal(kindOfText("Error: too many addresses or duplicate one: -17.", "ip"), "exists");
+  assert.equal(kindOfText("Call failed: ZONE_ALREADY_SET: 10.0.0.9/32", "busctl"), "exists");
+});
+
+test("a failed line of iproute2's -batch is the error's step; the reason is the tool's other lines", async () => {
+  const batch = "echo 'RTNETLINK answers: File exists' >&2; echo 'Command failed -:2' >&2; exit 1";
+  await assert.rejects(runTool("sh", ["-c", batch, "-batch"], "add routes"), {
+    name: "NetOpError",
+    kind: "exists",
+    step: 1,
+    reason: "RTNETLINK answers: File exists",
+  });
+  await assert.rejects(runTool("sh", ["-c", "echo 'Command failed -:2' >&2; exit 1"], "not a batch"), (e: unknown) => {
+    assert.ok(e instanceof NetOpError);
+    assert.equal(e.step, undefined);
+    return true;
+  });
+});

@@ -10,7 +10,7 @@
  * errno where a request went over netlink, and from a tool's words for it (one table per tool, below) where a tool
  * ran.
  */
-export type NetErrorKind = "not-found" | "exists" | "busy" | "denied" | "unreachable" | "tool-missing" | "other";
+export type NetErrorKind = "not-found" | "exists" | "busy" | "denied" | "unreachable" | "unsupported" | "tool-missing" | "other";
 
 /** The kind of a kernel errno. */
 export function kindOfErrno(errno: number): NetErrorKind {
@@ -30,20 +30,32 @@ export function kindOfErrno(errno: number): NetErrorKind {
     case 101: // ENETUNREACH
     case 113: // EHOSTUNREACH
       return "unreachable";
+    case 93: // EPROTONOSUPPORT
+    case 95: // EOPNOTSUPP
+    case 97: // EAFNOSUPPORT
+      return "unsupported";
     default:
       return "other";
   }
 }
 
 type Words = ReadonlyArray<readonly [RegExp, NetErrorKind]>;
-/** iproute2 (ip, bridge): the kernel's strerror after "RTNETLINK answers:" or "Error:", and its own words for a missing device. */
+/** iproute2 (ip, bridge, tc): the kernel's strerror after "RTNETLINK answers:" or "Error:", and its own words for a missing device. */
 const IPROUTE2_WORDS: Words = [
   [/cannot find device|does not exist|no such (file|device|process)|not found|cannot find/i, "not-found"],
   [/file exists|already exists/i, "exists"],
   [/device or resource busy/i, "busy"],
   [/operation not permitted|permission denied/i, "denied"],
   [/network is unreachable|no route to host|network is down/i, "unreachable"],
+  [/not supported/i, "unsupported"],
 ];
+/**
+ * ip: iproute2's words, and its own for a generic netlink family the kernel does not have (`ip mptcp`, `ip l2tp`:
+ * "Error talking to the kernel" on a line of its own after resolving the family failed, whatever strerror came
+ * before; tc's "We have an error talking to the kernel" follows any refusal), and `ip mptcp`'s for EEXIST
+ * ("too many addresses or duplicate one: -17.").
+ */
+const IP_WORDS: Words = [[/^Error talking to the kernel$/m, "unsupported"], [/: -17\b/, "exists"], ...IPROUTE2_WORDS];
 /**
  * tc: iproute2's words, and the kernel's for a qdisc that is not there ("Invalid handle" deleting one a device
  * does not have; "Cannot delete qdisc with handle of zero" deleting the root qdisc of a device that has none) and
@@ -70,7 +82,7 @@ const NFT_WORDS: Words = [
 ];
 /** Each tool's words for the kinds (tools run with LC_ALL=C); GENERIC_WORDS are read after them, and alone for a tool not here or a failure no tool printed. */
 const TOOL_WORDS: Record<string, Words> = {
-  ip: IPROUTE2_WORDS,
+  ip: IP_WORDS,
   bridge: IPROUTE2_WORDS,
   tc: TC_WORDS,
   iptables: IPTABLES_WORDS,
@@ -78,6 +90,8 @@ const TOOL_WORDS: Record<string, Words> = {
   "iptables-restore": IPTABLES_WORDS,
   "ip6tables-restore": IPTABLES_WORDS,
   nft: NFT_WORDS,
+  // firewalld's error name for a source a zone has already.
+  busctl: [[/\bZONE_ALREADY_SET\b/, "exists"]],
   // "0 flow entries have been deleted" (with exit status 1): there was nothing to delete.
   conntrack: [[/\b0 flow entries have been deleted/, "not-found"]],
 };

@@ -3,16 +3,16 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { describe, test } from "node:test";
-import { NetOpError } from "./errors.js";
+import { kindOfText, NetOpError } from "./errors.js";
 import { type BusctlRunner, Firewalld } from "./firewalld.js";
 
-/** A fake busctl: records calls, answers from `reply`. */
+/** A fake busctl: records calls, answers from `reply` (an Error: a failure of the kind busctl's words say, as runTool makes it). */
 function fakeBusctl(reply: (args: string[]) => string | Error): { run: BusctlRunner; calls: string[][] } {
   const calls: string[][] = [];
   const run: BusctlRunner = async (args, operation) => {
     calls.push(args);
     const r = reply(args);
-    if (r instanceof Error) throw new NetOpError(operation, r.message, 1);
+    if (r instanceof Error) throw new NetOpError(operation, r.message, 1, undefined, kindOfText(r.message, "busctl"));
     return { stdout: r, stderr: "" };
   };
   return { run, calls };

@@ -13,7 +13,6 @@ import { runTool, type ToolResult } from "./tools.js";
 export const FIREWALLD_NAME = "org.fedoraproject.FirewallD1";
 const FIREWALLD_PATH = "/org/fedoraproject/FirewallD1";
 const ZONE_INTERFACE = `${FIREWALLD_NAME}.zone`;
-const ZONE_ALREADY_SET = "ZONE_ALREADY_SET";
 
 /** Runs busctl with these arguments (replaceable in tests); `address` is the call's DBUS_SYSTEM_BUS_ADDRESS. */
 export type BusctlRunner = (args: string[], operation: string, address?: string) => Promise<ToolResult>;
@@ -74,7 +73,7 @@ export class Firewalld {
     try {
       await this.zoneCall("addSource", zone, source, `add ${source} to firewalld zone ${zone}`);
     } catch (e) {
-      if (!(e instanceof NetOpError && e.reason.includes(ZONE_ALREADY_SET))) throw e;
+      if (!(e instanceof NetOpError && e.kind === "exists")) throw e; // firewalld's ZONE_ALREADY_SET
     }
   }
 

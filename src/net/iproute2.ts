@@ -127,14 +127,8 @@ async function runBatch(ns: NetNS, lines: string[][], options: string[], operati
     return (await runIpIn(ns, [...options, "-batch", "-"], operation, input)).stdout;
   } catch (e) {
     if (!(e instanceof NetOpError)) throw e;
-    const m = /Command failed -:(\d+)/.exec(e.reason);
-    const failed = m ? lines[Number(m[1]) - 1] : undefined;
-    const reason = e.reason
-      .split("\n")
-      .filter((l) => !l.startsWith("Command failed"))
-      .join("; ");
-    const step = m ? Number(m[1]) - 1 : undefined;
-    throw new NetOpError(failed ? `${operation} (ip ${failed.join(" ")})` : operation, reason, e.exitCode, undefined, e.kind, step);
+    const failed = e.step !== undefined ? lines[e.step] : undefined;
+    throw new NetOpError(failed ? `${operation} (ip ${failed.join(" ")})` : operation, e.reason, e.exitCode, undefined, e.kind, e.step);
   }
 }
 

@@ -196,20 +196,14 @@ async function iproute2PM(ns: NetNS): Promise<MptcpPathManager | undefined> {
   const where = ns.path ?? "the host namespace";
   /** Runs `ip [-json] mptcp ARGS` in the namespace. */
   const mptcp = async (args: string[], operation: string, json = false) => {
-    try {
-      return (await runIpIn(ns, [...(json ? ["-json"] : []), "mptcp", ...args], operation)).stdout;
-    } catch (e) {
-      // `ip` words EEXIST as "too many addresses or duplicate one: -17."
-      if (e instanceof NetOpError && /: -17\b/.test(e.reason)) throw new NetOpError(e.operation, e.reason, e.exitCode, e.stdout, "exists");
-      throw e;
-    }
+    return (await runIpIn(ns, [...(json ? ["-json"] : []), "mptcp", ...args], operation)).stdout;
   };
   let known: MptcpLimits | undefined;
   try {
     known = limitsFromText(await mptcp(["limits", "show"], `read MPTCP limits in ${where}`));
   } catch (e) {
-    // No mptcp_pm family: `ip` cannot resolve it from the controller.
-    if (e instanceof NetOpError && /talking to the kernel|family|No such file/i.test(e.reason)) return undefined;
+    // No mptcp_pm family: `ip` cannot resolve it from the controller (its strerror alone: not-found).
+    if (e instanceof NetOpError && (e.kind === "unsupported" || e.kind === "not-found")) return undefined;
     throw e;
   }
   return {

@@ -198,15 +198,10 @@ export async function runIpCommands(ns: NetNS, commands: readonly IpCommand[], o
       await runIpIn(ns, [...(opts.force ? ["-force"] : []), ...(group[0]!.options ?? []), "-batch", "-"], operation, input);
     } catch (e) {
       if (!(e instanceof NetOpError)) throw e;
-      const m = /Command failed -:(\d+)/.exec(e.reason);
-      const index = m ? start + Number(m[1]) - 1 : undefined;
+      const index = e.step !== undefined ? start + e.step : undefined;
       const failed = index !== undefined ? commands[index] : undefined;
-      const reason = e.reason
-        .split("\n")
-        .filter((l) => !l.startsWith("Command failed"))
-        .join("; ");
       const where = failed ? ` (ip ${[...(failed.options ?? []), ...failed.words].join(" ")})` : "";
-      failure ??= new IpCommandsError(`${operation}${where}`, reason, index, e.exitCode);
+      failure ??= new IpCommandsError(`${operation}${where}`, e.reason, index, e.exitCode);
       if (!opts.force) throw failure;
     }
     start = end;

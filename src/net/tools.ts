@@ -11,15 +11,27 @@ import type { NetNS } from "./netns.js";
 
 export type { ToolResult };
 
-/** Runs a tool; resolves with its output, or rejects with a NetOpError described by `operation`. */
+/**
+ * Runs a tool; resolves with its output, or rejects with a NetOpError described by `operation`. A failure of
+ * iproute2's `-batch` (ip, tc) names the line that failed ("Command failed -:N") as the error's step (0 for the
+ * first line), and its reason is the tool's other lines, joined by "; ".
+ */
 export async function runTool(cmd: string, args: readonly string[], operation: string, input?: string): Promise<ToolResult> {
   try {
     return await runProgram(cmd, args, input);
   } catch (e) {
     if (!(e instanceof ProgramFailure)) throw e;
+    if (e.missing) throw new NetOpError(operation, e.reason, e.exitCode, undefined, "tool-missing");
     // nsenter's failure is the failure of the tool it ran in the namespace: that tool's words.
     const tool = cmd === "nsenter" ? args[args.indexOf("--") + 1] : cmd;
-    throw new NetOpError(operation, e.reason, e.exitCode, e.missing ? undefined : e.stdout, e.missing ? "tool-missing" : kindOfText(e.reason, tool));
+    const kind = kindOfText(e.reason, tool);
+    if (!args.includes("-batch")) throw new NetOpError(operation, e.reason, e.exitCode, e.stdout, kind);
+    const failedLine = /^Command failed -:(\d+)/m.exec(e.reason);
+    const reason = e.reason
+      .split("\n")
+      .filter((l) => !l.startsWith("Command failed"))
+      .join("; ");
+    throw new NetOpError(operation, reason, e.exitCode, e.stdout, kind, failedLine ? Number(failedLine[1]) - 1 : undefined);
   }
 }
 
