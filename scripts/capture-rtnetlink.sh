@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Prints the route-netlink request an `ip` command (or with CAPTURE_TOOL=tc, a `tc` command) sends, as the hex
-# words the unit tests keep as vectors (src/net/rtnetlink-messages.test.ts, src/net/tc.test.ts): the whole last
+# words the unit tests keep as vectors (src/net/netlink/rtnetlink-messages.test.ts, src/net/link/tc.test.ts): the whole last
 # message the tool sent on its rtnetlink socket (header included; the tests compare type, flags and the body
 # after the 16-byte header). The kernel may refuse the request (a link type this kernel lacks): it has been sent
 # all the same, which is what is captured.

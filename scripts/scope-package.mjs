@@ -1,5 +1,5 @@
 // Writes <out>/package.json for a compiled tree (dist, dist-test): the source imports other folders by alias
-// (`#net/links.js`, package.json "imports" -> ./src/net/*), and Node and Bun resolve an alias through the nearest
+// (`#net/link/links.js`, package.json "imports" -> ./src/net/*), and Node and Bun resolve an alias through the nearest
 // package.json, which for a compiled module is this one, mapping each alias into the same tree. TypeScript reads
 // the root package.json's aliases (the sources), so both builds and the sources agree on one list.
 //   node scripts/scope-package.mjs dist

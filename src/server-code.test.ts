@@ -18,7 +18,7 @@ const FORBIDDEN = /\bprocess\s*\.\s*(env|exit|exitCode|chdir)\b/g;
 const ALLOWED: Record<string, { uses: string[]; why: string }> = {
   "plugins/ipam/cluster-ipam/admin.ts": { uses: ["env"], why: "`cluster-ipam admin` is a process of its own, never run in the server" },
   "plugins/ipam/dhcp/daemon.ts": { uses: ["exit", "exitCode"], why: "`dhcp daemon` is a process of its own, never run in the server" },
-  "net/rtnetlink-backend.ts": {
+  "net/link/rtnetlink-backend.ts": {
     uses: ["env"],
     why: "TSCNI_NETLINK=0 switches the netlink path off for the whole process (the server's own environment)",
   },

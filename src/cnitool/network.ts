@@ -18,7 +18,7 @@ import { firstAddress, hasHostBits, intervalsOverlap, lastAddress, nextIP } from
 import type { CNIConfig } from "#libcni/api.js";
 import { type CachedAttachment, listCachedAttachments } from "#libcni/cache.js";
 import { type LoadedNetwork, loadAllNetworks } from "#libcni/conf.js";
-import { ip } from "#net/links.js";
+import { ip } from "#net/link/links.js";
 import { NetNS } from "#net/netns.js";
 import { cachedAddresses, removeCachedAttachment } from "#runtime/attachments.js";
 import { messageOf } from "#spec/errors.js";

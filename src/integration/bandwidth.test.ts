@@ -10,7 +10,7 @@ import { spawn } from "node:child_process";
 import { existsSync, readFileSync, realpathSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
-import { acceptedTbfBuffers, parsePsched, tbfParams } from "#net/tc.js";
+import { acceptedTbfBuffers, parsePsched, tbfParams } from "#net/link/tc.js";
 import { ifbName } from "#plugins/meta/bandwidth/config.js";
 import { findTool } from "#sys/tool-path.js";
 import { Cleanup, GO_BIN, type Netns, OUR_BIN, runTag, skipReason } from "#testing/harness.js";

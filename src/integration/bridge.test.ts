@@ -11,7 +11,7 @@ import { existsSync, readFileSync, readlinkSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
-import { nftIPMasqComment } from "#net/ipmasq.js";
+import { nftIPMasqComment } from "#net/firewall/ipmasq.js";
 import { attachmentComment, ipMasqChainName } from "#net/names.js";
 import { Cleanup, GO_BIN, type Netns, OUR_BIN, runTag, skipReason } from "#testing/harness.js";
 import { cniError, containerIdOf, Host, ipIn, pingable, pluginDir, type Result } from "#testing/rig.js";

@@ -4,7 +4,7 @@
  * mode) skips with the kernel's reason where it is missing, and on such a kernel ADD must fail with that
  * reason and leave nothing (no link, no address). What needs no such link always runs: VERSION, bad configs
  * (one CNI error naming the key), and DEL with the netns, the link or vlan's master gone. Below the kernel,
- * the requests these plugins send are pinned byte for byte to iproute2's (src/net/rtnetlink-messages.test.ts).
+ * the requests these plugins send are pinned byte for byte to iproute2's (src/net/netlink/rtnetlink-messages.test.ts).
  */
 
 import assert from "node:assert/strict";

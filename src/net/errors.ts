@@ -118,7 +118,7 @@ export class NetOpError extends Error {
     /** What the tool printed before failing (some tools, like grep, report partial success this way). */
     readonly stdout?: string,
     kind?: NetErrorKind,
-    /** In a batch of steps (net/links.ts), the index of the step that failed. */
+    /** In a batch of steps (net/link/links.ts), the index of the step that failed. */
     readonly step?: number,
   ) {
     super(`${operation}: ${reason}`);

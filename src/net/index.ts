@@ -6,7 +6,6 @@
  * @module
  */
 
-export { type ContainerLinkSpec, createContainerLink, defaultRouteInterface } from "./container-link.js";
 export { NetOpError } from "./errors.js";
 export {
   type AttachmentRules,
@@ -19,15 +18,16 @@ export {
   onEveryEngine,
   type RuleEngines,
   withDefaultFirewall,
-} from "./firewall-driver.js";
-export { configureInterface, enableForwarding, setupVeth, type VethOptions, type VethPair, waitForDAD } from "./iface.js";
-export { gcIPMasq, type IPMasqBackend, type IPMasqRules, type IPMasqTarget, ipMasqRules, setupIPMasq, teardownIPMasq } from "./ipmasq.js";
-export { Iptables, iptablesFor } from "./iptables.js";
-export { deleteLinkWithAddresses } from "./link-addresses.js";
-export { IpBatch, ip, type LinkBackend, Links } from "./links.js";
+} from "./firewall/firewall-driver.js";
+export { gcIPMasq, type IPMasqBackend, type IPMasqRules, type IPMasqTarget, ipMasqRules, setupIPMasq, teardownIPMasq } from "./firewall/ipmasq.js";
+export { Iptables, iptablesFor } from "./firewall/iptables.js";
+export { type NftListing, type NftRule, nftListRules, nftListTable, nftRun, nftUsable } from "./firewall/nftables.js";
+export { type ContainerLinkSpec, createContainerLink, defaultRouteInterface } from "./link/container-link.js";
+export { configureInterface, enableForwarding, setupVeth, type VethOptions, type VethPair, waitForDAD } from "./link/iface.js";
+export { deleteLinkWithAddresses } from "./link/link-addresses.js";
+export { IpBatch, ip, type LinkBackend, Links } from "./link/links.js";
 export { hashWithPrefix, ipMasqChainName, randomMac, randomVethName } from "./names.js";
 export { NetNS, NetnsNotFoundError } from "./netns.js";
-export { type NftListing, type NftRule, nftListRules, nftListTable, nftRun, nftUsable } from "./nftables.js";
 export {
   readSysctl,
   readSysctls,

@@ -4,7 +4,7 @@ import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { concatBytes } from "#sys/bytes.js";
 import { addEndpointAttrs, decodeEndpoint, deleteEndpointAttrs, endpointFromJson, flagNames, limitsFromText, setLimitsAttrs } from "./mptcp.js";
-import { nlAttr, parseAttrs } from "./rtnetlink.js";
+import { nlAttr, parseAttrs } from "./netlink/rtnetlink.js";
 
 /** Bytes from strace's `-xx` rendering of what `ip` sent, after the genlmsghdr. */
 const bytes = (escaped: string): number[] => [...escaped.matchAll(/\\x([0-9a-f]{2})/g)].map((m) => parseInt(m[1]!, 16)).slice(4);

@@ -9,10 +9,10 @@
 import { ipFromBytes, parseIP } from "#ip/ip.js";
 import { concatBytes } from "#sys/bytes.js";
 import { kindOfErrno, NetOpError } from "./errors.js";
-import { type GenlFamily, genlAttrs, openGenlFamily } from "./genetlink.js";
+import { netlinkAllowed } from "./link/rtnetlink-backend.js";
+import { type GenlFamily, genlAttrs, openGenlFamily } from "./netlink/genetlink.js";
+import { errnoText, NLM_F_DUMP, nlAttr, nlU32, parseAttrs } from "./netlink/rtnetlink.js";
 import type { NetNS } from "./netns.js";
-import { errnoText, NLM_F_DUMP, nlAttr, nlU32, parseAttrs } from "./rtnetlink.js";
-import { netlinkAllowed } from "./rtnetlink-backend.js";
 import { runIpIn } from "./tools.js";
 
 /** The endpoint flags a configuration sets (MPTCP_PM_ADDR_FLAG_*), by their `ip mptcp` names. */

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { nftIPMasqComment } from "./ipmasq.js";
+import { nftIPMasqComment } from "./firewall/ipmasq.js";
 import { attachmentComment, hashWithPrefix, ipMasqChainName, randomVethName } from "./names.js";
 
 // Expected values observed from the Go 1.1.1 plugins on this machine (plugins-matrix §1.4 and §7).

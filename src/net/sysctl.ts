@@ -11,8 +11,8 @@ import { readFileSync, writeFileSync } from "node:fs";
 import { messageOf } from "#spec/errors.js";
 import { phase } from "#sys/phase-trace.js";
 import { NetOpError } from "./errors.js";
+import { inNetnsThread } from "./netlink/rtnetlink.js";
 import type { NetNS } from "./netns.js";
-import { inNetnsThread } from "./rtnetlink.js";
 import { runIn } from "./tools.js";
 
 /** The /proc/sys path of a sysctl given as segments (interface names may contain dots). */

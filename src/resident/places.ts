@@ -11,7 +11,7 @@
  * or when `size + maxLong` calls run already, it gets no place and is handed back to its caller, which runs it
  * itself (exec mode) — nothing of it has run here.
  *
- * A call that waits on the kernel's work for other calls too (a batch of veth deletions: net/veth-batch.ts) steps
+ * A call that waits on the kernel's work for other calls too (a batch of veth deletions: net/link/veth-batch.ts) steps
  * aside meanwhile (Place.stepAside): its place goes to the first waiting call, which can then join the same batch
  * instead of forming the next one, and the call takes it back — over the size if need be, never waiting — when its
  * wait ends. Calls aside count with the long ones: at most `maxLong` of both, and `size + maxLong` calls in all,

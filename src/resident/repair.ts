@@ -7,7 +7,7 @@
  * @module
  */
 
-import { type BusWatch, watchReloaded } from "#net/firewalld.js";
+import { type BusWatch, watchReloaded } from "#net/firewall/firewalld.js";
 import { type AttachmentReload, formatReload, type LostState, lostFirewallState, reloadFirewall } from "#runtime/firewall-reload.js";
 import { messageOf } from "#spec/errors.js";
 

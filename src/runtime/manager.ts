@@ -18,7 +18,7 @@ import {
   listUnreadableCacheEntries,
   validateCacheKey,
 } from "#libcni/cache.js";
-import { ip } from "#net/links.js";
+import { ip } from "#net/link/links.js";
 import { NetNS, NetnsNotFoundError } from "#net/netns.js";
 import type { NetworkConfigList } from "#spec/config.js";
 import { invalidConfig, messageOf } from "#spec/errors.js";

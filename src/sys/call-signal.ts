@@ -8,7 +8,7 @@
  * (docs/startup.md).
  *
  * The same context carries how the call may step aside while it waits on the kernel's work for other calls too (a
- * batch of veth deletions, net/veth-batch.ts): the server lends the call's place (resident/places.ts) to a call
+ * batch of veth deletions, net/link/veth-batch.ts): the server lends the call's place (resident/places.ts) to a call
  * waiting for one, so that the waiting call joins the batch rather than the next. stepAside(wait) is `wait` itself
  * outside the server.
  * @module

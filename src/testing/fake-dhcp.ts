@@ -6,7 +6,7 @@
  * @module
  */
 import { setImmediate as tick } from "node:timers/promises";
-import { LinkGoneError, NetnsGoneError } from "#net/netns-sockets.js";
+import { LinkGoneError, NetnsGoneError } from "#net/netlink/netns-sockets.js";
 import type { Dhcp6Sockets } from "#plugins/ipam/dhcp/client6.js";
 import type { Clock } from "#plugins/ipam/dhcp/clock.js";
 import type { Family } from "#plugins/ipam/dhcp/config.js";

@@ -2,14 +2,14 @@
  * A test helper run under Bun (`bun dist/testing/netlink-driver.js CONTAINER_NETNS`) inside a test's "host"
  * namespace: one fixed sequence of network-layer steps (bridge, veth pair, addresses, routes, reads, failures),
  * printed as JSON. Run once with TSCNI_NETLINK=1 and once with TSCNI_NETLINK=0, the two outputs and the
- * namespaces' resulting state must match (src/net/rtnetlink.integration.test.ts).
+ * namespaces' resulting state must match (src/net/netlink/rtnetlink.integration.test.ts).
  * @module
  */
 import { readlinkSync } from "node:fs";
-import { createContainerLink } from "#net/container-link.js";
-import { configureInterface, setupVeth } from "#net/iface.js";
-import { deleteLinkWithAddresses } from "#net/link-addresses.js";
-import { ip } from "#net/links.js";
+import { createContainerLink } from "#net/link/container-link.js";
+import { configureInterface, setupVeth } from "#net/link/iface.js";
+import { deleteLinkWithAddresses } from "#net/link/link-addresses.js";
+import { ip } from "#net/link/links.js";
 import { NetNS } from "#net/netns.js";
 import { ensureBridge, ensureGatewayAddresses, readHostLinks } from "#plugins/main/bridge/bridge-link.js";
 import { routeContainerThroughGateway, routeHostToContainer } from "#plugins/main/ptp/routing.js";

@@ -1,12 +1,12 @@
 /**
- * A test helper run under Bun inside a test's namespace (src/net/nfnetlink.integration.test.ts):
- * `bun dist-test/testing/nft-driver.js list 4|6 TABLE CHAIN...|all` prints net/nfnetlink.ts's listing as JSON (handles
+ * A test helper run under Bun inside a test's namespace (src/net/netlink/nfnetlink.integration.test.ts):
+ * `bun dist-test/testing/nft-driver.js list 4|6 TABLE CHAIN...|all` prints net/netlink/nfnetlink.ts's listing as JSON (handles
  * as strings); `... delete 4|6 TABLE RULE-HANDLES(chain:handle,...) CHAINS(a,b)` deletes them in one batch and
  * prints "ok" or the error; `... add 4|6 TABLE JSON` adds `{ chains, rules: [{ chain, args, first }] }` in one
  * transaction and prints "ok", "not encodable" or the error.
  * @module
  */
-import { listIptablesNft, NFPROTO_IPV4, NFPROTO_IPV6, nftAddRules, nftDelete, type RuleToAdd } from "#net/nfnetlink.js";
+import { listIptablesNft, NFPROTO_IPV4, NFPROTO_IPV6, nftAddRules, nftDelete, type RuleToAdd } from "#net/netlink/nfnetlink.js";
 
 const [verb, family, table, ...rest] = process.argv.slice(2);
 const nfproto = family === "6" ? NFPROTO_IPV6 : NFPROTO_IPV4;

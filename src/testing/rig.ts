@@ -55,7 +55,7 @@ export interface AttachEnv {
   CNI_ARGS?: string;
   CAP_ARGS?: string;
   CNI_IFNAME?: string;
-  /** "0": the plugins reach the kernel through `ip` instead of netlink (src/net/rtnetlink-backend.ts). */
+  /** "0": the plugins reach the kernel through `ip` instead of netlink (src/net/link/rtnetlink-backend.ts). */
   TSCNI_NETLINK?: string;
 }
 

@@ -2,14 +2,13 @@
  * A test helper run inside a test's namespace, under Bun (traffic control over netlink) or under Node (through
  * `tc`): one phase of the bandwidth plugin's traffic-control steps on veth `v0` and IFB `b0`, printed as JSON with
  * the number of `tc` processes it ran. `add` makes the tbf and the ingress redirect, `read` reads them back,
- * `delete` removes them; run by src/net/tc.integration.test.ts, which crosses the runtimes between phases.
+ * `delete` removes them; run by src/net/link/tc.integration.test.ts, which crosses the runtimes between phases.
  *
  *   bun|node dist-test/testing/tc-driver.js add|read|delete
  * @module
  */
 import { NetOpError } from "#net/errors.js";
-import { ip } from "#net/links.js";
-import { NetNS } from "#net/netns.js";
+import { ip } from "#net/link/links.js";
 import {
   addIngressRedirect,
   addRootTbf,
@@ -19,7 +18,8 @@ import {
   listQdiscs,
   parsePsched,
   tbfParams,
-} from "#net/tc.js";
+} from "#net/link/tc.js";
+import { NetNS } from "#net/netns.js";
 import { toolSpawnsOf } from "#sys/exec.js";
 
 const steps: Array<{ step: string; value?: unknown; error?: string }> = [];

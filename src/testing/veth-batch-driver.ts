@@ -1,13 +1,13 @@
 /**
  * A test helper run under Bun (`bun dist-test/testing/veth-batch-driver.js NETNS_PATH...`) inside a test's "host"
  * namespace: deletes eth0 in every given container namespace at once with deleteLinkWithAddresses, and prints as
- * JSON what each call gave, how long they all took, and what net/veth-batch.ts batched
- * (src/net/veth-batch.integration.test.ts).
+ * JSON what each call gave, how long they all took, and what net/link/veth-batch.ts batched
+ * (src/net/link/veth-batch.integration.test.ts).
  * @module
  */
-import { deleteLinkWithAddresses } from "#net/link-addresses.js";
+import { deleteLinkWithAddresses } from "#net/link/link-addresses.js";
+import { vethBatchStats } from "#net/link/veth-batch.js";
 import { NetNS } from "#net/netns.js";
-import { vethBatchStats } from "#net/veth-batch.js";
 
 const paths = process.argv.slice(2);
 const namespaces = await Promise.all(paths.map((p) => NetNS.open(p)));

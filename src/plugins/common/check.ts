@@ -5,9 +5,9 @@
  */
 
 import { cidrContains, ipFamily, parseCIDR } from "#ip/ip.js";
-import { ip } from "#net/links.js";
+import { ip } from "#net/link/links.js";
+import { type IpRule, listRules, TABLE_MAIN } from "#net/link/policy-routing.js";
 import type { NetNS } from "#net/netns.js";
-import { type IpRule, listRules, TABLE_MAIN } from "#net/policy-routing.js";
 import type { RouteSpec } from "#net/types.js";
 import { parsePrevResult } from "#skel/conf.js";
 import type { PluginConf } from "#spec/config.js";

@@ -6,7 +6,7 @@
  */
 
 import { parseCIDR } from "#ip/ip.js";
-import { deleteLinkWithAddresses } from "#net/link-addresses.js";
+import { deleteLinkWithAddresses } from "#net/link/link-addresses.js";
 import { NetNS } from "#net/netns.js";
 import { parsePrevResult } from "#skel/conf.js";
 import type { PluginConf } from "#spec/config.js";

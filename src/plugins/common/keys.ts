@@ -9,7 +9,7 @@
 
 import { type Decoded, DecodeError, decodeGo, type GoType, int, ptr, refine, string } from "#go-json/go-decode.js";
 import type { JsonObject } from "#go-json/json.js";
-import type { IPMasqBackend } from "#net/ipmasq.js";
+import type { IPMasqBackend } from "#net/firewall/ipmasq.js";
 import { loadCniArgs } from "#spec/args.js";
 import { NET_CONF_FIELDS } from "#spec/config.js";
 import { invalidCniArgs, invalidKey } from "#spec/errors.js";

@@ -6,10 +6,10 @@
  * @module
  */
 
-import { type FirewallKind, type FirewallProbes, firewallFor, type RuleEngines } from "#net/firewall-driver.js";
-import type { FirewallMark } from "#net/firewall-marks.js";
-import { type IPFamilyNum, iptablesFor } from "#net/iptables.js";
-import { nftUsable } from "#net/nftables.js";
+import { type FirewallKind, type FirewallProbes, firewallFor, type RuleEngines } from "#net/firewall/firewall-driver.js";
+import type { FirewallMark } from "#net/firewall/firewall-marks.js";
+import { type IPFamilyNum, iptablesFor } from "#net/firewall/iptables.js";
+import { nftUsable } from "#net/firewall/nftables.js";
 import { parsePrevResult } from "#skel/conf.js";
 import type { PluginConf } from "#spec/config.js";
 import { type Result100, toCurrentResult } from "#spec/result/index.js";

@@ -8,9 +8,9 @@
  * @module
  */
 
-import { type ContainerLinkSpec, createContainerLink, defaultRouteInterface } from "#net/container-link.js";
-import { configureInterface } from "#net/iface.js";
-import { ip } from "#net/links.js";
+import { type ContainerLinkSpec, createContainerLink, defaultRouteInterface } from "#net/link/container-link.js";
+import { configureInterface } from "#net/link/iface.js";
+import { ip } from "#net/link/links.js";
 import { NetNS } from "#net/netns.js";
 import { type SysctlSetting, sysctlPath } from "#net/sysctl.js";
 import type { Link } from "#net/types.js";

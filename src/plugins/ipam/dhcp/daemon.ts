@@ -17,7 +17,7 @@ import { closeSync, lstatSync, mkdirSync, openSync, rmSync, writeFileSync } from
 import net from "node:net";
 import path from "node:path";
 import type { JsonObject } from "#go-json/json.js";
-import { LinkGoneError, linkExists, NetnsGoneError, OwnNetnsError, setLinkDown, socketsAvailable } from "#net/netns-sockets.js";
+import { LinkGoneError, linkExists, NetnsGoneError, OwnNetnsError, setLinkDown, socketsAvailable } from "#net/netlink/netns-sockets.js";
 import { CniError, ErrorCode, failure, invalidEnv, messageOf, reworded, tryAgainLater } from "#spec/errors.js";
 import { type CallerFile, CallerPathError, nsfsDevice, openProcessRoot, openRootDirectory, resolveInRoot } from "#sys/caller-root.js";
 import { tryFlockFd } from "#sys/flock.js";

@@ -36,7 +36,7 @@ import {
   sockaddrIn,
   sockaddrLl,
   waitRunning,
-} from "#net/netns-sockets.js";
+} from "#net/netlink/netns-sockets.js";
 import { DhcpFormatError, decodeIpUdp, encodeIpUdp } from "./packet.js";
 
 const PACKET_OUTGOING = 4;

@@ -1,5 +1,5 @@
 /**
- * The DHCPv6 client's socket inside a container's network namespace, made with net/netns-sockets.ts as the DHCPv4
+ * The DHCPv6 client's socket inside a container's network namespace, made with net/netlink/netns-sockets.ts as the DHCPv4
  * ones are (the thread enters the namespace, creates the socket and comes straight back; Bun's FFI to libc).
  *
  * One UDP socket per exchange, bound to the interface's link-local address, port 546 (and to the interface,
@@ -30,7 +30,7 @@ import {
   setUp,
   waitRunning,
   withProbeSocket,
-} from "#net/netns-sockets.js";
+} from "#net/netlink/netns-sockets.js";
 import type { Dhcp6Sockets } from "./client6.js";
 import { ipv6Bytes, ipv6Text } from "./packet6.js";
 

@@ -7,7 +7,7 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { cidrContains, networkOf, parseCIDR } from "#ip/ip.js";
 import { NetOpError } from "#net/errors.js";
-import { ip } from "#net/links.js";
+import { ip } from "#net/link/links.js";
 import { randomMac } from "#net/names.js";
 import { NetNS } from "#net/netns.js";
 import { sysctlPath, writeSysctls } from "#net/sysctl.js";

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { portVlanCommands, taggedVlanCommands } from "#net/bridge-vlans.js";
+import { portVlanCommands, taggedVlanCommands } from "#net/link/bridge-vlans.js";
 import { ErrorCode } from "#spec/errors.js";
 import { assertCniError } from "#testing/cni-error.js";
 import { containerPortVlans, loadBridgeConf, parseTrunk, uplinkVlans } from "./config.js";

@@ -5,7 +5,7 @@
  */
 
 import { bool, type Decoded, int, list, ptr, refine, string, struct, withDefault } from "#go-json/go-decode.js";
-import type { PortVlans } from "#net/bridge-vlans.js";
+import type { PortVlans } from "#net/link/bridge-vlans.js";
 import { loadPluginConf } from "#skel/conf.js";
 import { NET_CONF_FIELDS, type PluginConf } from "#spec/config.js";
 import { invalidKey } from "#spec/errors.js";

@@ -7,10 +7,10 @@
 
 import { ipFamily, networkOf, parseCIDR } from "#ip/ip.js";
 import { nextIP } from "#ip/ip-math.js";
-import { addTaggedVlans, readPortVlans, setPortVlans, vlanIdsOf } from "#net/bridge-vlans.js";
-import { configureInterface, enableForwarding, setupVeth } from "#net/iface.js";
-import { gcIPMasq, type IPMasqTarget, setupIPMasq, teardownIPMasq } from "#net/ipmasq.js";
-import { ip } from "#net/links.js";
+import { gcIPMasq, type IPMasqTarget, setupIPMasq, teardownIPMasq } from "#net/firewall/ipmasq.js";
+import { addTaggedVlans, readPortVlans, setPortVlans, vlanIdsOf } from "#net/link/bridge-vlans.js";
+import { configureInterface, enableForwarding, setupVeth } from "#net/link/iface.js";
+import { ip } from "#net/link/links.js";
 import { NetNS } from "#net/netns.js";
 import { type SysctlSetting, sysctlPath } from "#net/sysctl.js";
 import type { Link } from "#net/types.js";

@@ -5,8 +5,8 @@
  * @module
  */
 
-import type { FirewallMark } from "#net/firewall-marks.js";
-import { type IPMasqRules, type IPMasqTarget, ipMasqRules, teardownIPMasq } from "#net/ipmasq.js";
+import type { FirewallMark } from "#net/firewall/firewall-marks.js";
+import { type IPMasqRules, type IPMasqTarget, ipMasqRules, teardownIPMasq } from "#net/firewall/ipmasq.js";
 import { invalidConfig } from "#spec/errors.js";
 import type { Result100 } from "#spec/result/index.js";
 import { ipamType } from "../../common/ipam.js";

@@ -5,8 +5,8 @@
  * @module
  */
 
-import type { FirewallMark } from "#net/firewall-marks.js";
-import { nftListTable, nftQuote, nftRun } from "#net/nftables.js";
+import type { FirewallMark } from "#net/firewall/firewall-marks.js";
+import { nftListTable, nftQuote, nftRun } from "#net/firewall/nftables.js";
 
 const TABLE = "nat";
 const BASE = "PREROUTING";

@@ -7,7 +7,7 @@
  */
 
 import { struct } from "#go-json/go-decode.js";
-import { createContainerLink } from "#net/container-link.js";
+import { createContainerLink } from "#net/link/container-link.js";
 import { loadPluginConf } from "#skel/conf.js";
 import type { CmdArgs, PluginModule } from "#skel/skel.js";
 import { NET_CONF_FIELDS, type PluginConf } from "#spec/config.js";

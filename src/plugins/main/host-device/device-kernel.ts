@@ -5,9 +5,9 @@
  * @module
  */
 import { parseCIDR } from "#ip/ip.js";
-import { configureInterface } from "#net/iface.js";
-import { nsTarget } from "#net/ip-ops.js";
-import { ip } from "#net/links.js";
+import { configureInterface } from "#net/link/iface.js";
+import { nsTarget } from "#net/link/ip-ops.js";
+import { ip } from "#net/link/links.js";
 import { NetNS } from "#net/netns.js";
 import type { Link } from "#net/types.js";
 import type { Result100 } from "#spec/result/index.js";

@@ -6,7 +6,7 @@
 
 import { struct } from "#go-json/go-decode.js";
 import { ipFamily } from "#ip/ip.js";
-import { ip } from "#net/links.js";
+import { ip } from "#net/link/links.js";
 import { NetNS } from "#net/netns.js";
 import { loadPluginConf, parsePrevResult } from "#skel/conf.js";
 import type { CmdArgs, PluginModule } from "#skel/skel.js";

@@ -6,9 +6,9 @@
  */
 
 import { ipFamily, networkOf, parseCIDR } from "#ip/ip.js";
-import { configureInterface, enableForwarding, setupVeth } from "#net/iface.js";
-import { gcIPMasq, type IPMasqTarget, setupIPMasq, teardownIPMasq } from "#net/ipmasq.js";
-import { ip } from "#net/links.js";
+import { gcIPMasq, type IPMasqTarget, setupIPMasq, teardownIPMasq } from "#net/firewall/ipmasq.js";
+import { configureInterface, enableForwarding, setupVeth } from "#net/link/iface.js";
+import { ip } from "#net/link/links.js";
 import { NetNS } from "#net/netns.js";
 import type { CmdArgs, PluginModule } from "#skel/skel.js";
 import { failure, invalidConfig } from "#spec/errors.js";

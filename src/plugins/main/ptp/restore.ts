@@ -3,7 +3,7 @@
  * (`ipMasq`, with the engine its ADD used) for the cached result's addresses.
  * @module
  */
-import { type IPMasqRules, type IPMasqTarget, ipMasqRules, teardownIPMasq } from "#net/ipmasq.js";
+import { type IPMasqRules, type IPMasqTarget, ipMasqRules, teardownIPMasq } from "#net/firewall/ipmasq.js";
 import { cachedResultOf, firewallOnce, type RestoreRequest, type Restorer } from "../../common/restore.js";
 import { loadPtpConf } from "./config.js";
 

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { parseIP } from "#ip/ip.js";
-import { isGlobalUnicast } from "#net/link-addresses.js";
+import { isGlobalUnicast } from "#net/link/link-addresses.js";
 import { hostContainerRoutes, hostGatewayAddresses, pointToPointRoutes } from "./routing.js";
 
 describe("point-to-point routing", () => {

@@ -6,7 +6,7 @@
  */
 import { networkOf, parseCIDR } from "#ip/ip.js";
 import { NetOpError } from "#net/errors.js";
-import { ip } from "#net/links.js";
+import { ip } from "#net/link/links.js";
 import { NetNS } from "#net/netns.js";
 import type { RouteSpec } from "#net/types.js";
 

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { tuntapAddWords } from "#net/tuntap.js";
+import { tuntapAddWords } from "#net/link/tuntap.js";
 import { assertCniError } from "#testing/cni-error.js";
 import { loadTapConf } from "./config.js";
 

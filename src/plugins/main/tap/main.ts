@@ -4,11 +4,12 @@
  * and addressed by IPAM when `ipam` is set (otherwise only brought up).
  * @module
  */
-import { interfaceNameTaken } from "#net/container-link.js";
+
 import { NetOpError } from "#net/errors.js";
-import { ip } from "#net/links.js";
+import { interfaceNameTaken } from "#net/link/container-link.js";
+import { ip } from "#net/link/links.js";
+import { createTap } from "#net/link/tuntap.js";
 import type { NetNS } from "#net/netns.js";
-import { createTap } from "#net/tuntap.js";
 import type { Link } from "#net/types.js";
 import type { CmdArgs, PluginModule } from "#skel/skel.js";
 import { invalidKey } from "#spec/errors.js";

@@ -3,7 +3,7 @@
  * queued and shaped (the bandwidth plugin's egress limit).
  * @module
  */
-import { ip } from "#net/links.js";
+import { ip } from "#net/link/links.js";
 import type { NetNS } from "#net/netns.js";
 import type { Link } from "#net/types.js";
 

@@ -7,8 +7,7 @@
  * @module
  */
 
-import { ip } from "#net/links.js";
-import { NetNS } from "#net/netns.js";
+import { ip } from "#net/link/links.js";
 import {
   acceptedTbfBuffers,
   addIngressRedirect,
@@ -20,7 +19,8 @@ import {
   type PschedClock,
   readPschedClock,
   tbfParams,
-} from "#net/tc.js";
+} from "#net/link/tc.js";
+import { NetNS } from "#net/netns.js";
 import type { Link } from "#net/types.js";
 import { parsePrevResult } from "#skel/conf.js";
 import type { CmdArgs, PluginModule } from "#skel/skel.js";

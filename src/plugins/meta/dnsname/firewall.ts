@@ -8,7 +8,7 @@
  */
 
 import { tryParseIP } from "#ip/ip.js";
-import { type IPFamilyNum, iptablesFor } from "#net/iptables.js";
+import { type IPFamilyNum, iptablesFor } from "#net/firewall/iptables.js";
 import { messageOf } from "#spec/errors.js";
 import { type NetworkDir, otherNetworkUses } from "./state.js";
 

@@ -6,9 +6,9 @@
  */
 import { parseCIDR } from "#ip/ip.js";
 import { NetOpError } from "#net/errors.js";
-import type { IPFamilyNum } from "#net/iptables.js";
-import { isGlobalUnicast } from "#net/link-addresses.js";
-import { ip } from "#net/links.js";
+import type { IPFamilyNum } from "#net/firewall/iptables.js";
+import { isGlobalUnicast } from "#net/link/link-addresses.js";
+import { ip } from "#net/link/links.js";
 import { NetNS } from "#net/netns.js";
 import { invalidConfig } from "#spec/errors.js";
 import { dnsmasqBinary, type NetworkFiles, reloadDnsmasq, runningDnsmasq, stopDnsmasq } from "./dnsmasq.js";

@@ -4,7 +4,7 @@
  * itself and the names it serves are not firewall state and are left alone.
  * @module
  */
-import type { IPFamilyNum } from "#net/iptables.js";
+import type { IPFamilyNum } from "#net/firewall/iptables.js";
 import { iptablesUsableOnce, type RestoreRequest, type Restorer } from "../../common/restore.js";
 import { loadDnsnameConf } from "./config.js";
 import { acceptDns, dnsFamilies, dnsRules, removeDnsRulesUnlessShared } from "./firewall.js";

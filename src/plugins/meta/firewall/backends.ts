@@ -5,8 +5,8 @@
  * @module
  */
 
-import { type AttachmentRules, firewallFor, type NetworkGarbage, type RuleEngines } from "#net/firewall-driver.js";
-import { FIREWALLD_NAME, type Firewalld } from "#net/firewalld.js";
+import { type AttachmentRules, firewallFor, type NetworkGarbage, type RuleEngines } from "#net/firewall/firewall-driver.js";
+import { FIREWALLD_NAME, type Firewalld } from "#net/firewall/firewalld.js";
 import { failure } from "#spec/errors.js";
 import type { Backend, FirewallConf } from "./config.js";
 import { ensureFirewallRules, firewallMarks, hostCidr, type IsolationPolicy, missingFirewallRules, removeAddressRules } from "./iptables.js";

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { Firewalld } from "#net/firewalld.js";
+import { Firewalld } from "#net/firewall/firewalld.js";
 import { CniError } from "#spec/errors.js";
 import { assertCniError } from "#testing/cni-error.js";
 import { selectBackend } from "./backends.js";

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { type IptablesRule, saveLine, saveQuote, TableListing } from "#net/iptables-rules.js";
+import { type IptablesRule, saveLine, saveQuote, TableListing } from "#net/firewall/iptables-rules.js";
 import { addressRules, firewallPlan, hostCidr, isolationRules, jumpRules } from "./iptables.js";
 
 const lines = (rules: IptablesRule[]) => rules.map((r) => `${r.position === "first" ? "I" : "A"} ${saveLine(r.chain, r.args)}`);

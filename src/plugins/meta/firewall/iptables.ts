@@ -13,9 +13,9 @@
  * @module
  */
 import { parseCIDR } from "#ip/ip.js";
-import type { FirewallMark } from "#net/firewall-marks.js";
-import { type IPFamilyNum, iptablesFor } from "#net/iptables.js";
-import { deleteRules, ensureRules, type IptablesRule, missingFrom, readTable } from "#net/iptables-rules.js";
+import type { FirewallMark } from "#net/firewall/firewall-marks.js";
+import { type IPFamilyNum, iptablesFor } from "#net/firewall/iptables.js";
+import { deleteRules, ensureRules, type IptablesRule, missingFrom, readTable } from "#net/firewall/iptables-rules.js";
 
 export const FORWARD_CHAIN = "CNI-FORWARD";
 export const DEFAULT_ADMIN_CHAIN = "CNI-ADMIN";

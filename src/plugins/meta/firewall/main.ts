@@ -10,8 +10,8 @@
  * @module
  */
 
-import { liveFirewallProbes } from "#net/firewall-driver.js";
-import { Firewalld } from "#net/firewalld.js";
+import { liveFirewallProbes } from "#net/firewall/firewall-driver.js";
+import { Firewalld } from "#net/firewall/firewalld.js";
 import type { CmdArgs, PluginModule } from "#skel/skel.js";
 import { failure, invalidConfig, pluginNotAvailable } from "#spec/errors.js";
 import type { Result100 } from "#spec/result/index.js";

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import { describe, test } from "node:test";
-import { nftIPMasqComment } from "#net/ipmasq.js";
+import { nftIPMasqComment } from "#net/firewall/ipmasq.js";
 import { nftAddressRules, nftAllowScript, nftAttachmentComment } from "./nftables.js";
 
 const h16 = (s: string) => createHash("sha512").update(s).digest("hex").slice(0, 16);

@@ -37,9 +37,9 @@
  */
 import { parseCIDR } from "#ip/ip.js";
 import { NetOpError } from "#net/errors.js";
-import type { FirewallMark } from "#net/firewall-marks.js";
+import type { FirewallMark } from "#net/firewall/firewall-marks.js";
+import { type NftRule, nftListTable, nftQuote, nftRun, nftSetElements } from "#net/firewall/nftables.js";
 import { nftAttachmentComment, nftAttachmentHash, nftNetworkHash } from "#net/names.js";
-import { type NftRule, nftListTable, nftQuote, nftRun, nftSetElements } from "#net/nftables.js";
 import type { GCAttachment } from "#spec/config.js";
 
 export const NFT_FIREWALL_TABLE = "cni_plugins_firewall";

@@ -6,7 +6,7 @@
 
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { Firewalld } from "#net/firewalld.js";
+import { Firewalld } from "#net/firewall/firewalld.js";
 import { selectBackend } from "./backends.js";
 import { loadFirewallConf } from "./config.js";
 

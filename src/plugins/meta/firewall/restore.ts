@@ -6,7 +6,7 @@
  * @module
  */
 
-import { Firewalld } from "#net/firewalld.js";
+import { Firewalld } from "#net/firewall/firewalld.js";
 import type { RestoreRequest, Restorer } from "../../common/restore.js";
 import { type Attachment, type FirewallBackend, selectBackend } from "./backends.js";
 import { loadFirewallConf } from "./config.js";

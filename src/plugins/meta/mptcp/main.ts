@@ -13,7 +13,7 @@
 
 import { parseCIDR } from "#ip/ip.js";
 import { NetOpError } from "#net/errors.js";
-import { ip } from "#net/links.js";
+import { ip } from "#net/link/links.js";
 import { boundTo, flagNames, MPTCP_FLAG_MASK, type MptcpLimits, type MptcpPathManager, openMptcpPM } from "#net/mptcp.js";
 import { NetNS } from "#net/netns.js";
 import type { CmdArgs, PluginModule } from "#skel/skel.js";

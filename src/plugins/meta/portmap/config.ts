@@ -9,7 +9,7 @@
 import { bool, type Decoded, foldKey, int, list, member, ptr, refine, string, struct, withDefault } from "#go-json/go-decode.js";
 import { isJsonObject, type JsonObject } from "#go-json/json.js";
 import { type IPCidr, type IPFamily, parseCIDR, tryParseIP } from "#ip/ip.js";
-import type { AttachmentRules, NetworkGarbage } from "#net/firewall-driver.js";
+import type { AttachmentRules, NetworkGarbage } from "#net/firewall/firewall-driver.js";
 import { loadPluginConf, parsePrevResult } from "#skel/conf.js";
 import { NET_CONF_FIELDS, type PluginConf } from "#spec/config.js";
 import { invalidKey } from "#spec/errors.js";

@@ -3,7 +3,7 @@
  * @module
  */
 
-import { chooseFirewallKind, type FirewallProbes, type RuleEngines } from "#net/firewall-driver.js";
+import { chooseFirewallKind, type FirewallProbes, type RuleEngines } from "#net/firewall/firewall-driver.js";
 import { invalidConfig } from "#spec/errors.js";
 import { backendSpecificKeys, type PortForwarding, type PortMapBackend, type PortMapConf } from "./config.js";
 import { iptablesForwarding } from "./iptables.js";

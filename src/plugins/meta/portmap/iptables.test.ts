@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { parseCIDR } from "#ip/ip.js";
-import { splitListedRule, TableListing } from "#net/iptables-rules.js";
+import { splitListedRule, TableListing } from "#net/firewall/iptables-rules.js";
 import { forwardTarget, loadPortMapConf } from "./config.js";
 import { containerChain, dnatChainName, dnatComment, entryPortLists, forwardChains, markDef, oldSnatChainName, staleDnatChains } from "./iptables.js";
 

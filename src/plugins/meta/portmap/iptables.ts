@@ -17,9 +17,17 @@
  * @module
  */
 import { type IPFamily, networkOf, parseCIDR } from "#ip/ip.js";
-import type { FirewallMark } from "#net/firewall-marks.js";
-import { iptablesFor } from "#net/iptables.js";
-import { ensureRules, type IptablesRule, readTable, removeRules, ruleExists, splitListedRule, type TableListing } from "#net/iptables-rules.js";
+import type { FirewallMark } from "#net/firewall/firewall-marks.js";
+import { iptablesFor } from "#net/firewall/iptables.js";
+import {
+  ensureRules,
+  type IptablesRule,
+  readTable,
+  removeRules,
+  ruleExists,
+  splitListedRule,
+  type TableListing,
+} from "#net/firewall/iptables-rules.js";
 import { hashWithPrefix, MAX_CHAIN_LENGTH } from "#net/names.js";
 import { failure, messageOf } from "#spec/errors.js";
 import { type ForwardTarget, familyOf, mappingFor, type PortForwarding, type Protocol } from "./config.js";

@@ -13,9 +13,9 @@
  */
 
 import type { IPCidr, IPFamily } from "#ip/ip.js";
-import { deleteFlowsToPort } from "#net/conntrack.js";
-import { liveFirewallProbes } from "#net/firewall-driver.js";
-import { ip } from "#net/links.js";
+import { deleteFlowsToPort } from "#net/firewall/conntrack.js";
+import { liveFirewallProbes } from "#net/firewall/firewall-driver.js";
+import { ip } from "#net/link/links.js";
 import { NetNS } from "#net/netns.js";
 import { sysctlPath, writeSysctl } from "#net/sysctl.js";
 import type { CmdArgs, PluginModule } from "#skel/skel.js";

@@ -8,8 +8,8 @@
  */
 import type { IPFamily } from "#ip/ip.js";
 import { NetOpError } from "#net/errors.js";
-import type { FirewallMark } from "#net/firewall-marks.js";
-import { type NftListing, type NftRule, nftListTable, nftQuote, nftRun } from "#net/nftables.js";
+import type { FirewallMark } from "#net/firewall/firewall-marks.js";
+import { type NftListing, type NftRule, nftListTable, nftQuote, nftRun } from "#net/firewall/nftables.js";
 import { type ForwardTarget, familyOf, mappingFor, type PortForwarding } from "./config.js";
 import { forgetForwarding, recordedContainers, recordForwarding } from "./records.js";
 

@@ -11,9 +11,9 @@
  */
 
 import { NetOpError } from "#net/errors.js";
-import { ip } from "#net/links.js";
+import { ip } from "#net/link/links.js";
+import { IpCommandsError, listAllRoutes, listRules, runIpCommands } from "#net/link/policy-routing.js";
 import { NetNS } from "#net/netns.js";
-import { IpCommandsError, listAllRoutes, listRules, runIpCommands } from "#net/policy-routing.js";
 import type { CmdArgs, PluginModule } from "#skel/skel.js";
 import { failure, invalidConfig } from "#spec/errors.js";
 import type { Result100 } from "#spec/result/index.js";

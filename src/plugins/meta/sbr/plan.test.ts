@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import type { IpRule, KernelRoute } from "#net/policy-routing.js";
+import type { IpRule, KernelRoute } from "#net/link/policy-routing.js";
 import { CniError } from "#spec/errors.js";
 import type { Result100 } from "#spec/result/index.js";
 import { loadSbrConf } from "./config.js";

@@ -16,7 +16,7 @@ import {
   TABLE_DEFAULT,
   TABLE_LOCAL,
   TABLE_MAIN,
-} from "#net/policy-routing.js";
+} from "#net/link/policy-routing.js";
 import { invalidConfig } from "#spec/errors.js";
 import type { IPConfig, Result100 } from "#spec/result/index.js";
 

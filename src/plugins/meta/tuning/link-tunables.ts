@@ -3,7 +3,7 @@
  * modes, transmit queue length. Read in one step, changed in one.
  * @module
  */
-import { ip } from "#net/links.js";
+import { ip } from "#net/link/links.js";
 import type { NetNS } from "#net/netns.js";
 import type { Link } from "#net/types.js";
 

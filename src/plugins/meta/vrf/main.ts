@@ -9,9 +9,9 @@
  * @module
  */
 import { setTimeout as sleep } from "node:timers/promises";
-import { ip } from "#net/links.js";
+import { ip } from "#net/link/links.js";
+import { type IpCommand, listAllRoutes, runIpCommands as runCommands } from "#net/link/policy-routing.js";
 import { NetNS } from "#net/netns.js";
-import { type IpCommand, listAllRoutes, runIpCommands as runCommands } from "#net/policy-routing.js";
 import type { CmdArgs, PluginModule } from "#skel/skel.js";
 import { failure, invalidConfig } from "#spec/errors.js";
 import type { Result100 } from "#spec/result/index.js";

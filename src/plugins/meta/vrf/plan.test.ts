@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import type { KernelRoute } from "#net/policy-routing.js";
+import type { KernelRoute } from "#net/link/policy-routing.js";
 import type { Address, Link } from "#net/types.js";
 import { CniError } from "#spec/errors.js";
 import { loadVrfConf } from "./config.js";

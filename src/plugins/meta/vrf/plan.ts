@@ -7,7 +7,7 @@
  */
 
 import { parseCIDR } from "#ip/ip.js";
-import { type KernelRoute, kernelRouteWords, SCOPE_UNIVERSE, TABLE_MAIN } from "#net/policy-routing.js";
+import { type KernelRoute, kernelRouteWords, SCOPE_UNIVERSE, TABLE_MAIN } from "#net/link/policy-routing.js";
 import type { Address, Link } from "#net/types.js";
 import { failure } from "#spec/errors.js";
 
