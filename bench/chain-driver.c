@@ -10,7 +10,9 @@
  *   chain: one line per plugin, in order: "<type>\t<its config as one line of JSON, name and cniVersion included>"
  *   pod i uses /run/netns/<NS_PREFIX><i> (made by the caller) and the container ID bench-<TAG>-<i>; the calls get this
  *   process's environment with CNI_COMMAND, CNI_CONTAINERID, CNI_NETNS, CNI_IFNAME=eth0 and CNI_PATH=BIN_DIR.
- * prints one JSON line: {"setupMs":…,"teardownMs":…,"setupFailures":…,"teardownFailures":…,"firstFailures":[…]}
+ * prints one JSON line: {"setupMs":…,"teardownMs":…,"driverCpuMs":…,"pluginsCpuMs":…,"setupFailures":…,"teardownFailures":…,"firstFailures":[…]}
+ *   driverCpuMs: this process's own CPU time (user + system); pluginsCpuMs: that of the plugin programs it ran (and
+ *   their children), a resident server's not included
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -20,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -199,8 +202,13 @@ int main(int argc, char **argv) {
   double setup = run_all(add, all);
   int setup_failures = failures;
   double teardown = run_all(del, all);
-  printf("{\"setupMs\":%.1f,\"teardownMs\":%.1f,\"setupFailures\":%d,\"teardownFailures\":%d,\"firstFailures\":[\"", setup, teardown,
-         setup_failures, failures - setup_failures);
+  struct rusage self, children;
+  getrusage(RUSAGE_SELF, &self);
+  getrusage(RUSAGE_CHILDREN, &children);
+#define CPU_MS(u) (((u).ru_utime.tv_sec + (u).ru_stime.tv_sec) * 1e3 + ((u).ru_utime.tv_usec + (u).ru_stime.tv_usec) / 1e3)
+  printf("{\"setupMs\":%.1f,\"teardownMs\":%.1f,\"driverCpuMs\":%.1f,\"pluginsCpuMs\":%.1f,\"setupFailures\":%d,\"teardownFailures\":%d,"
+         "\"firstFailures\":[\"",
+         setup, teardown, CPU_MS(self), CPU_MS(children), setup_failures, failures - setup_failures);
   print_json_text(first_failure);
   printf("\"]}\n");
   return 0;

@@ -23,12 +23,15 @@ function treeRss(root, socket) {
   const parent = new Map();
   const rss = new Map();
   const cmdline = new Map();
+  const cpuTicks = new Map();
   const servers = new Set();
   for (const name of readdirSync("/proc")) {
     if (!/^\d+$/.test(name)) continue;
     try {
       const stat = readFileSync(`/proc/${name}/stat`, "utf8");
-      parent.set(Number(name), Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]));
+      const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+      parent.set(Number(name), Number(fields[1]));
+      cpuTicks.set(Number(name), Number(fields[11]) + Number(fields[12])); // utime + stime, in USER_HZ (100/s)
       const m = /VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${name}/status`, "utf8"));
       rss.set(Number(name), m ? Number(m[1]) : 0);
       cmdline.set(Number(name), readFileSync(`/proc/${name}/cmdline`, "utf8"));
@@ -43,7 +46,11 @@ function treeRss(root, socket) {
   }
   let total = 0;
   let server = 0;
-  for (const pid of servers) server += rss.get(pid) ?? 0;
+  let serverCpuMs = 0;
+  for (const pid of servers) {
+    server += rss.get(pid) ?? 0;
+    serverCpuMs += (cpuTicks.get(pid) ?? 0) * 10;
+  }
   for (const pid of rss.keys()) {
     for (let p = pid, hops = 0; p && hops < 64; p = parent.get(p), hops++) {
       if (p === root || servers.has(p)) {
@@ -52,7 +59,7 @@ function treeRss(root, socket) {
       }
     }
   }
-  return { total, server };
+  return { total, server, serverCpuMs };
 }
 
 /** What a run left in the host namespace and its state dirs. */
@@ -121,10 +128,14 @@ export async function runPods({ binDir, impl, pods, scratch, env = {}, serverSoc
   }
   let peak = 0;
   let serverPeak = 0;
+  // The server's CPU time at the run's start (a server already up) and at its last sample: what the run cost it.
+  const serverCpuAtStart = serverSocket ? treeRss(process.pid, serverSocket).serverCpuMs : 0;
+  let serverCpuMs = 0;
   const sampler = setInterval(() => {
-    const { total, server } = treeRss(child.pid, serverSocket);
+    const { total, server, serverCpuMs: cpu } = treeRss(child.pid, serverSocket);
     peak = Math.max(peak, total);
     serverPeak = Math.max(serverPeak, server);
+    serverCpuMs = Math.max(serverCpuMs, cpu - serverCpuAtStart);
   }, 20);
   let out = "";
   child.stdout.on("data", (b) => (out += b));
@@ -141,7 +152,11 @@ export async function runPods({ binDir, impl, pods, scratch, env = {}, serverSoc
     leftovers: leftovers(state, SUBNETS[impl]),
     peakRssKiB: peak,
     ...(serverSocket
-      ? { serverPeakRssKiB: serverPeak, ranThemselves: existsSync(selfRuns) ? readFileSync(selfRuns, "utf8").trim().split("\n").length : 0 }
+      ? {
+          serverPeakRssKiB: serverPeak,
+          serverCpuMs,
+          ranThemselves: existsSync(selfRuns) ? readFileSync(selfRuns, "utf8").trim().split("\n").length : 0,
+        }
       : {}),
   };
   try {

@@ -748,15 +748,22 @@ function podsTable(pods, floors) {
     "for the same N pods done by one process over rtnetlink with no plugin (bench/floor.c: the bridge, then per pod the veth pair, its",
     "port's hairpin, eth0 up, its address, the default route and arp_notify; teardown: one request deleting every pair by its group).",
     "",
+    "The CPU columns: the driver's own CPU time over the run (its children's not included); the plugin programs' it ran (fork/exec",
+    "driver only: Go's plugins, or our launchers and any program run in exec mode); the resident server's (sampled with the memory).",
+    "They say why our figure depends on the driver and Go's hardly does: the manager under Bun spends about a second of CPU on a",
+    "100-pod burst, the server (one thread) must share the two cores with it and the run becomes bound by CPU; Go's plugins spend",
+    "more CPU than the server and are bound by it whichever driver runs them.",
+    "",
     ...floors.map((f) => `- the floor for ${f.n} pods: setup ${f.setupMs.toFixed(0)} ms, teardown ${f.teardownMs.toFixed(0)} ms`),
     "",
-    "| pods | plugins | driver | setup (ms) | teardown (ms) | setup / Go | teardown / Go | setup / floor | teardown / floor | failures | leftovers | peak memory (MiB) | memory / Go | the server's peak (MiB) | calls the server did not serve |",
-    "|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    "| pods | plugins | driver | setup (ms) | teardown (ms) | setup / Go | teardown / Go | setup / floor | teardown / floor | failures | leftovers | peak memory (MiB) | memory / Go | the server's peak (MiB) | calls the server did not serve | the driver's CPU (ms) | the plugins' CPU (ms) | the server's CPU (ms) |",
+    "|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ...pods.map(
       (p) =>
         `| ${p.n} | ${PODS_LABEL[p.impl] ?? p.impl}${p.chain === "bare" ? ", bare chain" : ""} | ${PODS_DRIVER[p.driver] ?? p.driver} | ${p.setupMs.toFixed(0)} | ${p.teardownMs.toFixed(0)} | ` +
         `${ratio(p.setupMs, go(p)?.setupMs)} | ${ratio(p.teardownMs, go(p)?.teardownMs)} | ${ratio(p.setupMs, floor(p)?.setupMs)} | ${ratio(p.teardownMs, floor(p)?.teardownMs)} | ` +
-        `${p.failures} | ${p.leftovers} | ${Math.round(p.peakRssKiB / 1024)} | ${ratio(p.peakRssKiB, go(p)?.peakRssKiB)} | ${p.serverPeakRssKiB !== undefined ? Math.round(p.serverPeakRssKiB / 1024) : "-"} | ${p.ranThemselves ?? "-"} |`,
+        `${p.failures} | ${p.leftovers} | ${Math.round(p.peakRssKiB / 1024)} | ${ratio(p.peakRssKiB, go(p)?.peakRssKiB)} | ${p.serverPeakRssKiB !== undefined ? Math.round(p.serverPeakRssKiB / 1024) : "-"} | ${p.ranThemselves ?? "-"} | ` +
+        `${p.driverCpuMs !== undefined ? p.driverCpuMs.toFixed(0) : "-"} | ${p.pluginsCpuMs !== undefined ? p.pluginsCpuMs.toFixed(0) : "-"} | ${p.serverCpuMs !== undefined ? p.serverCpuMs.toFixed(0) : "-"} |`,
     ),
     "",
   ];

@@ -151,6 +151,11 @@ const LISTEN_QUEUE = 4096;
 
 /** A server up for this long has started well: the launcher's record of failed starts is cleared. */
 const STARTED_WELL_MS = 30_000;
+/**
+ * The warm-up waits until no real call has been under way for this long: a burst's calls come with short gaps
+ * (a runtime between one pod's plugins), which the warm-up would otherwise fill with calls of its own.
+ */
+const WARM_UP_QUIET_MS = 250;
 
 /** How long calls must have stopped before the server collects its garbage. */
 const SETTLE_MS = 5_000;
@@ -183,6 +188,8 @@ export class ResidentServer {
   private pendingBytes = 0;
   private inFlightCalls = 0;
   private served = 0;
+  /** When the last real call ended (performance.now()): the warm-up waits for a quiet spell after it. */
+  private lastCallEndedAt = -Infinity;
   private warmedUp = false;
   private warming: Promise<void> = Promise.resolve();
   private leaving: string | undefined;
@@ -305,7 +312,7 @@ export class ResidentServer {
       rounds: this.opts.warmUpRounds ?? WARM_UP_ROUNDS,
       env: this.process.netlink ? { TSCNI_NETLINK: this.process.netlink } : {},
       stopped: () => this.leaving !== undefined,
-      busy: () => this.inFlightCalls > 0,
+      busy: () => this.inFlightCalls > 0 || performance.now() - this.lastCallEndedAt < WARM_UP_QUIET_MS,
       log: this.opts.log,
     }).then(() => {
       this.warmedUp = true;
@@ -511,6 +518,7 @@ export class ResidentServer {
         this.served++;
         this.metrics.callServed({ program: req.program, command: req.env["CNI_COMMAND"], seconds: (performance.now() - acceptedAt) / 1000, outcome });
       }
+      if (counted) this.lastCallEndedAt = performance.now();
       if (counted && --this.inFlightCalls === 0) {
         this.drained?.();
         this.armIdle();

@@ -29,7 +29,7 @@ export interface WarmUpOptions {
   env: Record<string, string>;
   /** Checked between calls: true stops the warm-up. */
   stopped: () => boolean;
-  /** Checked between calls: true while real calls are under way, which the warm-up waits out. */
+  /** Checked between calls: true while real calls are under way (or have just been), which the warm-up waits out. */
   busy: () => boolean;
   log: (line: string) => void;
   /** How a warm-up call reaches the server (tests give their own); callResident. */
