@@ -257,10 +257,17 @@ interface StructShape {
   readonly refinedFields: boolean;
 }
 
-const structShape = (fields: Fields): StructShape => ({
-  defaulted: Object.entries(fields).filter(([, t]) => t.fallback !== undefined),
-  refinedFields: Object.values(fields).some((t) => t.base !== undefined),
-});
+function structShape(fields: Fields): StructShape {
+  // (Plain loops: a call's first use of an array builtin costs a compile, and this runs on every call's path.)
+  const defaulted: Array<[string, GoType<unknown>]> = [];
+  let refinedFields = false;
+  for (const name of Object.keys(fields)) {
+    const t = fields[name]!;
+    if (t.fallback !== undefined) defaulted.push([name, t]);
+    if (t.base !== undefined) refinedFields = true;
+  }
+  return { defaulted, refinedFields };
+}
 
 /** Folded name -> the first field (in declaration order) with that folded name. */
 function foldedFields(fields: Fields): Map<string, string> {
