@@ -249,21 +249,48 @@ export interface StructType<F extends Fields> extends GoType<StructOf<F>> {
   fieldFor(key: string): (keyof F & string) | undefined;
 }
 
+/** Which fields of a struct have a default or a check. */
+interface StructShape {
+  /** The fields with a default (withDefault), with their types. */
+  readonly defaulted: ReadonlyArray<readonly [string, GoType<unknown>]>;
+  /** Whether any field is refined (refine). */
+  readonly refinedFields: boolean;
+}
+
+function structShape(fields: Fields): StructShape {
+  // (Plain loops: a call's first use of an array builtin costs a compile, and this runs on every call's path.)
+  const defaulted: Array<[string, GoType<unknown>]> = [];
+  let refinedFields = false;
+  for (const name of Object.keys(fields)) {
+    const t = fields[name]!;
+    if (t.fallback !== undefined) defaulted.push([name, t]);
+    if (t.base !== undefined) refinedFields = true;
+  }
+  return { defaulted, refinedFields };
+}
+
+/** Folded name -> the first field (in declaration order) with that folded name. */
+function foldedFields(fields: Fields): Map<string, string> {
+  const folded = new Map<string, string>();
+  for (const key of Object.keys(fields)) if (!folded.has(foldKey(key))) folded.set(foldKey(key), key);
+  return folded;
+}
+
 /**
  * A Go struct named `name` (in package `pkg`, for Go's messages) with `fields` keyed by their JSON names.
  * Embedded structs are written by spreading their fields in (Go promotes them to the outer struct).
  */
 export function struct<F extends Fields>(name: string, fields: F, pkg = "main"): StructType<F> {
-  const exact = new Set(Object.keys(fields));
-  const defaulted = Object.entries(fields).filter(([, t]) => t.fallback !== undefined);
-  const refinedFields = Object.values(fields).some((t) => t.base !== undefined);
+  // The lookup tables are built at the struct's first use, not when it is declared: schemas are declared at
+  // module top level, and a plugin call decodes few of the structs of the modules it loads (docs/startup.md).
+  // The folded names are made at the first key that is not a field's exact name, which most inputs never have.
+  let shape: StructShape | undefined;
+  let folded: Map<string, string> | undefined;
   /** Sets every absent field that has a default to it. */
   const fillDefaults = (out: Record<string, unknown>): StructOf<F> => {
-    for (const [field, t] of defaulted) if (out[field] === undefined) out[field] = t.fallback!();
+    for (const [field, t] of (shape ??= structShape(fields)).defaulted) if (out[field] === undefined) out[field] = t.fallback!();
     return out as StructOf<F>;
   };
-  const folded = new Map<string, string>();
-  for (const key of Object.keys(fields)) if (!folded.has(foldKey(key))) folded.set(foldKey(key), key);
   const type: StructType<F> = {
     kind: "struct",
     name,
@@ -271,13 +298,13 @@ export function struct<F extends Fields>(name: string, fields: F, pkg = "main"):
     goType: `${pkg}.${name}`,
     want: "an object",
     nilable: false,
-    fieldFor: (key) => (exact.has(key) ? key : folded.get(foldKey(key))) as (keyof F & string) | undefined,
+    fieldFor: (key) => (Object.hasOwn(fields, key) ? key : (folded ??= foldedFields(fields)).get(foldKey(key))) as (keyof F & string) | undefined,
     decode(v, at, into) {
       if (!isJsonObject(v)) throw typeMismatch(v, at, type);
       const out = (into ?? {}) as Record<string, unknown>;
       const keys = Object.keys(v);
       // A refined field's value is checked once, as it ends up: the last spelling of its key wins.
-      const lastKey = refinedFields ? new Map(keys.map((key) => [type.fieldFor(key), key])) : undefined;
+      const lastKey = (shape ??= structShape(fields)).refinedFields ? new Map(keys.map((key) => [type.fieldFor(key), key])) : undefined;
       for (const key of keys) {
         const field = type.fieldFor(key);
         if (field === undefined) continue;

@@ -12,7 +12,8 @@ export const addressBits = (family: IPFamily): number => (family === 4 ? 32 : 12
 /** An address as an unsigned integer. */
 export function ipToBigInt(ip: IPAddress): bigint {
   let n = 0n;
-  for (const byte of ip.bytes) n = (n << 8n) | BigInt(byte);
+  const bytes = ip.bytes;
+  for (let i = 0; i < bytes.length; i++) n = (n << 8n) | BigInt(bytes[i]!);
   return n;
 }
 

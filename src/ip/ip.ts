@@ -122,7 +122,7 @@ export function parseIPBytes(text: string): Uint8Array | undefined {
     const c = text.charCodeAt(i);
     if (c === 0x2e) {
       const v4 = parseIPv4Fields(text, 0, text.length);
-      return v4 ? Uint8Array.from(v4) : undefined;
+      return v4 ? new Uint8Array(v4) : undefined;
     }
     if (c === 0x3a) return parseIPv6Bytes(text);
     if (c === 0x25) return undefined;
@@ -159,7 +159,7 @@ export function formatIPv6(b: Uint8Array): string {
 
 /** An address from its 4 or 16 bytes, IPv4-mapped IPv6 taken as IPv4 (Go's To4). */
 function toAddress(bytes: Uint8Array): IPAddress {
-  const b = isIPv4Mapped(bytes) ? bytes.slice(12) : Uint8Array.from(bytes);
+  const b = isIPv4Mapped(bytes) ? bytes.slice(12) : new Uint8Array(bytes);
   return b.length === 4 ? { family: 4, bytes: b, text: b.join(".") } : { family: 6, bytes: b, text: formatIPv6(b) };
 }
 
@@ -228,7 +228,7 @@ export function ipFamily(text: string): IPFamily {
 
 /** The network (host bits zeroed) of a CIDR, as `addr/prefix`. */
 export function networkOf(cidr: IPCidr): IPCidr {
-  const bytes = Uint8Array.from(cidr.ip.bytes);
+  const bytes = new Uint8Array(cidr.ip.bytes);
   for (let bit = cidr.prefix; bit < bytes.length * 8; bit++) bytes[bit >> 3]! &= ~(0x80 >> (bit & 7));
   const ip = toAddress(bytes);
   return { ip, prefix: cidr.prefix, text: `${ip.text}/${cidr.prefix}` };

@@ -7,6 +7,7 @@
  * @module
  */
 
+import { realpathSync } from "node:fs";
 import type { Env } from "#invoke/args.js";
 import { type ExecOptions, type PluginExec, RawExec, settlePluginRun } from "#invoke/exec.js";
 import { type PluginDefinition, runPlugin } from "#skel/skel.js";
@@ -26,10 +27,14 @@ export class MulticallExec implements PluginExec {
   /** The plugin definition to run in-process for this path, or undefined to exec it. */
   private async inProcessPlugin(pluginPath: string, env: Env): Promise<PluginDefinition | undefined> {
     if (this.selves.size === 0 || env["TSCNI_NO_INPROCESS"]) return undefined;
-    const real = await process
-      .getBuiltinModule("node:fs/promises")
-      .realpath(pluginPath)
-      .catch(() => undefined);
+    // realpath(3) as fs/promises' realpath does it, without loading node:fs/promises (and node:events) into a
+    // call that has node:fs already (docs/startup.md).
+    let real: string | undefined;
+    try {
+      real = realpathSync.native(pluginPath);
+    } catch {
+      real = undefined;
+    }
     if (!real || !this.selves.has(real)) return undefined;
     const entry = PLUGINS[path.basename(pluginPath)];
     if (!entry) return undefined;

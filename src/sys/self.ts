@@ -4,7 +4,7 @@
  * @module
  */
 import { realpathSync } from "node:fs";
-import path from "node:path";
+import * as path from "./posix-path.js";
 
 /** The real path of the running multicall executable. */
 export function selfExecutable(): string | undefined {

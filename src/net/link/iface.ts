@@ -5,10 +5,10 @@
  * process at all: see links.ts), so an ADD costs few processes.
  * @module
  */
-import { setTimeout as sleep } from "node:timers/promises";
 import { ipFamily, networkOf, parseCIDR } from "#ip/ip.js";
 import { failure } from "#spec/errors.js";
 import type { Result100 } from "#spec/result/index.js";
+import { pauseFor } from "#sys/pause.js";
 import { NetOpError } from "../errors.js";
 import { randomVethName } from "../names.js";
 import { NetNS } from "../netns.js";
@@ -98,7 +98,7 @@ export async function waitForDAD(ns: NetNS, ifName: string, timeoutMs = 5000): P
       if (link?.operstate === "UP") throw failure(`timed out waiting for IPv6 DAD on ${ifName}`);
       return; // a link that is not up never finishes DAD; the addresses settle once it is
     }
-    await sleep(50);
+    await pauseFor(50);
   }
 }
 

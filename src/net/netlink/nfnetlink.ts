@@ -563,7 +563,8 @@ const CT_STATES: Array<[string, number]> = [
   ["SNAT", 1 << 9],
   ["DNAT", 1 << 10],
 ];
-const KNOWN_CT_STATES = CT_STATES.reduce((m, [, bit]) => m | bit, 0);
+/** Every state bit CT_STATES names (made when a rule is rendered: no top-level work, docs/startup.md). */
+const knownCtStates = (): number => CT_STATES.reduce((m, [, bit]) => m | bit, 0);
 /** struct xt_conntrack_mtinfo3: 8 addresses/masks (128), expires (8), l4proto and 4 ports (10), then the match and invert flags and the state mask (u16 each, host order). */
 const CONNTRACK = { size: 168, matchFlags: 146, invertFlags: 148, stateMask: 150, STATE: 1 } as const;
 /** XT_ADDRTYPE_LOCAL in struct xt_addrtype_info_v1. */
@@ -616,7 +617,7 @@ const XT_EXTENSIONS: Record<string, XtExtension> = {
       const stateMask = view.getUint16(CONNTRACK.stateMask, true);
       if (view.getUint16(CONNTRACK.matchFlags, true) !== CONNTRACK.STATE || view.getUint16(CONNTRACK.invertFlags, true) !== 0) return undefined;
       const states = CT_STATES.filter(([, bit]) => stateMask & bit).map(([s]) => s);
-      return states.length && !(stateMask & ~KNOWN_CT_STATES) ? states.join(",") : undefined;
+      return states.length && !(stateMask & ~knownCtStates()) ? states.join(",") : undefined;
     },
   },
   addrtype: {

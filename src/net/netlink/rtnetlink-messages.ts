@@ -352,7 +352,7 @@ export function addressRequest(action: "add" | "replace" | "del", index: number,
   const scope = action !== "del" && c.family === 4 && c.bytes[0] === 127 ? SCOPES["host"]! : 0;
   const attrs = [nlAttr(IFA_LOCAL, c.bytes), nlAttr(IFA_ADDRESS, c.bytes)];
   if (action !== "del" && c.family === 4 && c.prefix <= 30) {
-    const brd = Uint8Array.from(c.bytes);
+    const brd = new Uint8Array(c.bytes);
     for (let bit = c.prefix; bit < 32; bit++) brd[bit >> 3]! |= 0x80 >> (bit & 7);
     attrs.push(nlAttr(IFA_BROADCAST, brd));
   }

@@ -4,7 +4,6 @@
  * for a port to forward.
  * @module
  */
-import { setTimeout as sleep } from "node:timers/promises";
 import { cidrContains, networkOf, parseCIDR } from "#ip/ip.js";
 import { NetOpError } from "#net/errors.js";
 import { ip } from "#net/link/links.js";
@@ -13,6 +12,7 @@ import { NetNS } from "#net/netns.js";
 import { sysctlPath, writeSysctls } from "#net/sysctl.js";
 import type { Address, Link, NewLink } from "#net/types.js";
 import { failure, invalidKey } from "#spec/errors.js";
+import { pauseFor } from "#sys/pause.js";
 
 export interface BridgeOptions {
   /** MTU of a new bridge (an existing one keeps its own). */
@@ -179,7 +179,7 @@ export async function readHostLinks(names: readonly string[]): Promise<Link[]> {
 export async function waitPortUp(port: string, others: readonly string[] = []): Promise<Link[]> {
   let links: Link[] = [];
   for (const delay of [0, 50, 500, 1000, 1000]) {
-    if (delay) await sleep(delay);
+    if (delay) await pauseFor(delay);
     links = await readHostLinks([port, ...others]);
     if (links[0]!.operstate === "UP") return links;
   }

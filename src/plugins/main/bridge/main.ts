@@ -7,7 +7,7 @@
 
 import { ipFamily, networkOf, parseCIDR } from "#ip/ip.js";
 import { nextIP } from "#ip/ip-math.js";
-import { gcIPMasq, type IPMasqTarget, setupIPMasq, teardownIPMasq } from "#net/firewall/ipmasq.js";
+import type { IPMasqTarget } from "#net/firewall/ipmasq.js";
 import { addTaggedVlans, readPortVlans, setPortVlans, vlanIdsOf } from "#net/link/bridge-vlans.js";
 import { configureInterface, enableForwarding, setupVeth } from "#net/link/iface.js";
 import { ip } from "#net/link/links.js";
@@ -32,7 +32,10 @@ import {
   waitPortUp,
 } from "./bridge-link.js";
 import { BRIDGE_SCHEMA, type BridgeConf, containerPortVlans, loadBridgeConf, uplinkVlans } from "./config.js";
-import { setupSpoofCheck, teardownSpoofCheck } from "./spoofcheck.js";
+
+/** Masquerading and the MAC spoof check, loaded by the calls that use them: most bridges have neither (docs/startup.md). */
+const ipMasq = () => import("#net/firewall/ipmasq.js");
+const spoofCheck = () => import("./spoofcheck.js");
 
 /** Index of the container interface in bridge results: interfaces are `[bridge, host veth, container]`. */
 const CONTAINER_INDEX = 2;
@@ -122,8 +125,8 @@ async function addLayer3(
       args,
       result.ips.map((i) => i.address),
     );
-    rollback.add(() => teardownIPMasq(target));
-    await setupIPMasq(target, n.ipMasqBackend);
+    rollback.add(async () => (await ipMasq()).teardownIPMasq(target));
+    await (await ipMasq()).setupIPMasq(target, n.ipMasqBackend);
   }
 }
 
@@ -161,8 +164,8 @@ async function add(args: CmdArgs): Promise<Result100> {
       ],
     };
     if (n.macspoofchk) {
-      rollback.add(() => teardownSpoofCheck(refIdOf(args)));
-      await setupSpoofCheck(veth.host.name, veth.container.mac, refIdOf(args));
+      rollback.add(async () => (await spoofCheck()).teardownSpoofCheck(refIdOf(args)));
+      await (await spoofCheck()).setupSpoofCheck(veth.host.name, veth.container.mac, refIdOf(args));
     }
     if (ipamType(n.conf)) {
       // Once it has an address, the bridge keeps its own MAC from before this ADD's port joined, instead of
@@ -192,9 +195,11 @@ async function del(args: CmdArgs): Promise<void> {
   const addresses = await removeContainerLink(n.conf, args.netns, args.ifName);
   if (ipamType(n.conf)) await ipamDel(n.conf, args);
   if (n.macspoofchk) {
-    await teardownSpoofCheck(refIdOf(args)).catch((e: Error) => args.stderr.write(`bridge: ${e.message}\n`));
+    await spoofCheck()
+      .then((m) => m.teardownSpoofCheck(refIdOf(args)))
+      .catch((e: Error) => args.stderr.write(`bridge: ${e.message}\n`));
   }
-  if (ipamType(n.conf) && n.ipMasq) await teardownIPMasq(masqTarget(n, args, addresses));
+  if (ipamType(n.conf) && n.ipMasq) await (await ipMasq()).teardownIPMasq(masqTarget(n, args, addresses));
 }
 
 /**
@@ -258,7 +263,10 @@ async function status(args: CmdArgs): Promise<void> {
 async function gc(args: CmdArgs): Promise<void> {
   const n = loadBridgeConf(args.stdinData, "");
   const errors: string[] = [];
-  if (n.ipMasq) await gcIPMasq(n.conf.name, n.conf.validAttachments ?? []).catch((e: Error) => errors.push(e.message));
+  if (n.ipMasq)
+    await ipMasq()
+      .then((m) => m.gcIPMasq(n.conf.name, n.conf.validAttachments ?? []))
+      .catch((e: Error) => errors.push(e.message));
   if (ipamType(n.conf)) await ipamGC(n.conf, args).catch((e: Error) => errors.push(e.message));
   if (errors.length) throw failure("bridge GC failed", errors.join("; "));
 }

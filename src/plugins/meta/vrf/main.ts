@@ -8,13 +8,13 @@
  * the interface from this VRF (not from any other master), and a failed ADD deletes a VRF it created.
  * @module
  */
-import { setTimeout as sleep } from "node:timers/promises";
 import { ip } from "#net/link/links.js";
 import { type IpCommand, listAllRoutes, runIpCommands as runCommands } from "#net/link/policy-routing.js";
 import { NetNS } from "#net/netns.js";
 import type { CmdArgs, PluginModule } from "#skel/skel.js";
 import { failure, invalidConfig } from "#spec/errors.js";
 import type { Result100 } from "#spec/result/index.js";
+import { pauseFor } from "#sys/pause.js";
 import { loadVrfConf, VRF_SCHEMA } from "./config.js";
 import { globalIPv6, planVrfDel, planVrfEnslave, planVrfRestore, routesToMove, verifyVrf } from "./plan.js";
 
@@ -33,7 +33,7 @@ async function waitForLocalRoutes(ns: NetNS, ifName: string, table: number, dest
     destinations = destinations.filter((d) => !routes.some((r) => r.dst === d));
     if (!destinations.length) return;
     if (retry === 8) throw failure(`failed getting local/host addresses for ${ifName} in table ${table} with dst ${destinations.join(", ")}`);
-    await sleep(10 * 2 ** retry);
+    await pauseFor(10 * 2 ** retry);
   }
 }
 
