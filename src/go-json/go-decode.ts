@@ -285,10 +285,11 @@ export function struct<F extends Fields>(name: string, fields: F, pkg = "main"):
   // module top level, and a plugin call decodes few of the structs of the modules it loads (docs/startup.md).
   // The folded names are made at the first key that is not a field's exact name, which most inputs never have.
   let shape: StructShape | undefined;
+  const shapeOf = (): StructShape => (shape ??= structShape(fields));
   let folded: Map<string, string> | undefined;
   /** Sets every absent field that has a default to it. */
   const fillDefaults = (out: Record<string, unknown>): StructOf<F> => {
-    for (const [field, t] of (shape ??= structShape(fields)).defaulted) if (out[field] === undefined) out[field] = t.fallback!();
+    for (const [field, t] of shapeOf().defaulted) if (out[field] === undefined) out[field] = t.fallback!();
     return out as StructOf<F>;
   };
   const type: StructType<F> = {
@@ -304,7 +305,7 @@ export function struct<F extends Fields>(name: string, fields: F, pkg = "main"):
       const out = (into ?? {}) as Record<string, unknown>;
       const keys = Object.keys(v);
       // A refined field's value is checked once, as it ends up: the last spelling of its key wins.
-      const lastKey = (shape ??= structShape(fields)).refinedFields ? new Map(keys.map((key) => [type.fieldFor(key), key])) : undefined;
+      const lastKey = shapeOf().refinedFields ? new Map(keys.map((key) => [type.fieldFor(key), key])) : undefined;
       for (const key of keys) {
         const field = type.fieldFor(key);
         if (field === undefined) continue;

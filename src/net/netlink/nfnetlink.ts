@@ -19,6 +19,7 @@
  */
 
 import { formatIPv6, tryParseCIDR, tryParseIP } from "#ip/ip.js";
+import { concatBytes } from "#sys/bytes.js";
 import { kindOfErrno, NetOpError } from "../errors.js";
 import { saveQuote } from "../firewall/iptables-save.js";
 import {
@@ -283,17 +284,12 @@ export async function nftAddRules(
 
 // ---- nf_tables expressions: one attribute layout per kind, for encoding and reading alike ----
 
-const nest = (type: number, ...parts: Uint8Array[]) => nlAttr(type | NLA_F_NESTED, concat(parts));
+const nest = (type: number, ...parts: Uint8Array[]) => nlAttr(type | NLA_F_NESTED, concatBytes(...parts));
 const u32be = (type: number, v: number) => {
   const b = new Uint8Array(4);
   new DataView(b.buffer).setInt32(0, v, false);
   return nlAttr(type, b);
 };
-function concat(parts: readonly Uint8Array[]): Uint8Array {
-  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
-  parts.reduce((at, p) => (out.set(p, at), at + p.length), 0);
-  return out;
-}
 
 /** A verdict (NF_DROP 0, NF_ACCEPT 1, NFT_JUMP -3, NFT_GOTO -4, NFT_RETURN -5) and the chain a jump or goto names. */
 interface Verdict {
@@ -493,7 +489,7 @@ const interfaceValue = {
     const name = wildcard ? text.slice(0, -1) : text;
     if (!/^[^\s"'/+]{1,15}$/.test(name)) return undefined;
     const bytes = new TextEncoder().encode(name);
-    return wildcard ? bytes : concat([bytes, Uint8Array.of(0)]);
+    return wildcard ? bytes : concatBytes(bytes, Uint8Array.of(0));
   },
   render(data: Uint8Array): string | undefined {
     const end = data.indexOf(0);
@@ -705,7 +701,7 @@ const XT_EXTENSIONS: Record<string, XtExtension> = {
     // struct xt_mark_tginfo2: mark and mask, host order.
     encode: (value) => {
       const mark = markPair(value);
-      return mark && concat([le32(mark.value), le32(mark.mask)]);
+      return mark && concatBytes(le32(mark.value), le32(mark.mask));
     },
     render: (info, view) => (info.length >= 8 ? `0x${view.getUint32(0, true).toString(16)}/0x${view.getUint32(4, true).toString(16)}` : undefined),
   },
@@ -832,7 +828,7 @@ export function encodeRule(family: number, args: readonly string[]): Uint8Array 
       // Native in iptables-nft: the packet's mark, masked when the mask is not all ones.
       const v = markValue.encode(args[i + 2]!);
       if (!v) return undefined;
-      matches.push(concat([metaExpr("mark"), ...(v.mask ? [bitwiseExpr(v.mask)] : []), cmpExpr(false, v.data)]));
+      matches.push(concatBytes(metaExpr("mark"), ...(v.mask ? [bitwiseExpr(v.mask)] : []), cmpExpr(false, v.data)));
       i += 2;
     } else if (word === "-m" && !negate && value === "multiport") {
       matches.push({ pending: "multiport" });
@@ -851,7 +847,7 @@ export function encodeRule(family: number, args: readonly string[]): Uint8Array 
       const encoded =
         protocol.name === "sctp"
           ? xtExpr("sctp", value, ctx())
-          : concat([payloadExpr(TRANSPORT_HEADER, PORT_FIELDS.dport, 2), cmpExpr(false, portValue.encode(port))]);
+          : concatBytes(payloadExpr(TRANSPORT_HEADER, PORT_FIELDS.dport, 2), cmpExpr(false, portValue.encode(port)));
       if (!fill("port", encoded)) return undefined;
     } else if ((word === "--dports" || word === "--destination-ports") && !negate && protocol) {
       if (!fill("multiport", xtExpr("multiport", value, ctx()))) return undefined;
@@ -873,7 +869,7 @@ export function encodeRule(family: number, args: readonly string[]): Uint8Array 
     }
   }
   if (matches.some((m) => !(m instanceof Uint8Array))) return undefined; // `-m multiport` without its ports
-  return concat([
+  return concatBytes(
     ...(iface.i ?? []),
     ...(iface.o ?? []),
     ...(protocol?.exprs ?? []),
@@ -882,7 +878,7 @@ export function encodeRule(family: number, args: readonly string[]): Uint8Array 
     ...(matches as Uint8Array[]),
     counterExpr(),
     ...(verdict ? [verdict] : []),
-  ]);
+  );
 }
 
 // ---- rendering a rule as iptables -S prints it ----

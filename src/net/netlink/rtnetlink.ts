@@ -8,6 +8,7 @@
  * @module
  */
 
+import { concatBytes } from "#sys/bytes.js";
 import { bindLibc, type Libc as SysLibc } from "#sys/libc.js";
 import { phaseSync } from "#sys/phase-trace.js";
 import { inThreadNetns } from "#sys/thread-netns.js";
@@ -361,8 +362,7 @@ export async function openNetlink(protocol: number, netnsPath?: string): Promise
         count++;
         return nlMessage(r.type, r.flags | NLM_F_REQUEST, seq, r.body);
       });
-      const datagram = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
-      parts.reduce((at, p) => (datagram.set(p, at), at + p.length), 0);
+      const datagram = concatBytes(...parts);
       if (Number(c!.send(fd, datagram, datagram.length, 0)) !== datagram.length) throw new NetOpError(operation, "cannot send the netlink requests");
     }
     const last = seq;
