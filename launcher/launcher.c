@@ -5,7 +5,7 @@
  * this same build answers on its socket (TSCNI_RESIDENT_SOCKET, default /run/tscni/plugins.sock) and the listener
  * is provably that server (listener.h: the server's own peer rule turned around, and its lock; nothing, not even
  * the hello, goes to any other listener, and the server's log says why): a short connect, a hello, and only if the
- * server says it will run the call is the call sent (protocol: src/resident/protocol.ts). No server, a refused or
+ * server says it will run the call is the call sent (protocol: src/invoke/resident-protocol.ts). No server, a refused or
  * untrusted one, or a call the server hands back: the JavaScript program (tscni-js, next to this file) is exec'd
  * with argv[0] kept, exactly as without a server; when no server listens at all, one is started in the background
  * for the calls that follow (start_server). Once a call has been sent it never runs a second time: a server that
@@ -39,6 +39,14 @@
 
 #define DEFAULT_SOCKET "/run/tscni/plugins.sock"
 #define STDIN_MARK "TSCNI_STDIN_MEMFD="
+
+#if SERVED
+/*
+ * The build, where a runtime finds it in this file without running it: tscni's pod manager of the same build sends
+ * a call for this program to the server itself, as this launcher would (src/runtime/resident-exec.ts).
+ */
+__attribute__((used)) static const char BUILD_ID_MARK[] = "\ntscni-build-id:" BUILD_ID "\n";
+#endif
 
 static char **environment; /* main's third argument */
 
@@ -365,7 +373,7 @@ static void debug(const char *what, const char *path, const char *detail) {
  * one when none answers), "manual" (use a server, never start one) or "exec" (never use one). Any other word
  * ("off", "disabled", "no", a typo) means exec: an operator who wrote something to turn a root server off gets
  * no server, never one started silently (mode_warning says what was ignored; try_resident reports it). The same
- * rule in TypeScript, for `cnitool daemon status`: src/resident/mode.ts.
+ * rule in TypeScript, for `cnitool daemon status`: src/invoke/resident-mode.ts.
  */
 enum { MODE_AUTO, MODE_MANUAL, MODE_EXEC };
 #define RESIDENT_CONF "/etc/tscni/resident"
@@ -430,7 +438,7 @@ static int resident_mode(void) {
 }
 
 /*
- * A setting for the server a launcher starts (src/resident/mode.ts has the rule and the file's format): the
+ * A setting for the server a launcher starts (src/invoke/resident-mode.ts has the rule and the file's format): the
  * caller's `env_name` when set, else the value of the operator's file's `key value` line (after the mode's line),
  * into `out`; 0 when neither gives one. The server checks the value (a bad one is logged and not applied).
  */

@@ -11,8 +11,8 @@
 import { chmodSync, copyFileSync, existsSync, lstatSync, mkdirSync, readFileSync, readlinkSync, rmSync, symlinkSync } from "node:fs";
 import path from "node:path";
 import type { Command } from "commander";
+import { DEFAULT_SOCKET } from "#invoke/resident-protocol.js";
 import { PROGRAM_NAMES } from "#plugins/catalog.js";
-import { DEFAULT_SOCKET } from "#resident/protocol.js";
 import { parseConfList, parsePluginConfig } from "#spec/config.js";
 import { selfExecutable } from "#sys/self.js";
 import { replaceAtomicSync, writeFileAtomicSync } from "#sys/state.js";

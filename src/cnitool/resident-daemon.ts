@@ -10,10 +10,10 @@
  */
 import { type Command, CommanderError } from "commander";
 import { splitPathList } from "#invoke/find.js";
+import { callResident } from "#invoke/resident-client.js";
+import { parseSize } from "#invoke/resident-mode.js";
 import { DEFAULT_CACHE_DIR } from "#libcni/cache.js";
 import { readBuildId } from "#resident/build-id.js";
-import { callResident } from "#resident/client.js";
-import { parseSize } from "#resident/mode.js";
 import { type NodeGcSchedule, startNodeGc } from "#resident/node-gc-schedule.js";
 import { DEFAULT_REPAIR_INTERVAL_S, startRepair } from "#resident/repair.js";
 import { METRICS_PROGRAM, STOP_PROGRAM } from "#resident/routing.js";
@@ -116,7 +116,7 @@ export function addDaemonCommand(program: Command, io: Io): void {
           o.autoStarted !== undefined ? `${o.socket}.log` : undefined,
         );
         // Out of the starting caller's cgroup before anything else (resident/own-cgroup.ts).
-        // A cap the operator set (resident/mode.ts) that is not a size is said, and not applied: the server still runs.
+        // A cap the operator set (invoke/resident-mode.ts) that is not a size is said, and not applied: the server still runs.
         const memoryMax = o.memoryMax !== undefined ? parseSize(o.memoryMax) : undefined;
         if (o.memoryMax !== undefined && memoryMax === undefined)
           log(`--memory-max "${o.memoryMax}" is not a size (bytes, or with K, M or G): no cap`);

@@ -7,9 +7,9 @@
  * @module
  */
 import type net from "node:net";
+import { decodeRequest, FixedBuffer, MAX_HELLO, ProtocolError, parseHello, type ResidentRequest } from "#invoke/resident-protocol.js";
 import { messageOf } from "#spec/errors.js";
 import { bytesWaiting } from "#sys/socket-queues.js";
-import { decodeRequest, FixedBuffer, MAX_HELLO, ProtocolError, parseHello, type ResidentRequest } from "./protocol.js";
 
 /** The longest a connection waits for its hello to be read however busy the server (see `helloDue`). */
 export const HELLO_PATIENCE_MS = 30_000;

@@ -1,14 +1,14 @@
 /**
  * `cnitool daemon status`: what resident mode is on this node for the calling process, with or without a server:
- * the mode in force and which setting made it (resident/mode.ts), the socket (TSCNI_RESIDENT_SOCKET as the
+ * the mode in force and which setting made it (invoke/resident-mode.ts), the socket (TSCNI_RESIDENT_SOCKET as the
  * launcher reads it), the server's own report when one serves this caller (pid, build, cgroup, memory, its
  * self-repair and memory cap), and whether a plugin call from this process would be served, and if not, why.
  * @module
  */
 import { readFileSync, statSync } from "node:fs";
-import { callResident } from "./client.js";
-import { type ResidentSettings, residentSettings } from "./mode.js";
-import { DEFAULT_SOCKET } from "./protocol.js";
+import { callResident } from "#invoke/resident-client.js";
+import { type ResidentSettings, residentSettings } from "#invoke/resident-mode.js";
+import { DEFAULT_SOCKET } from "#invoke/resident-protocol.js";
 import { HEALTH_PROGRAM } from "./routing.js";
 import type { ServerStatus } from "./server.js";
 

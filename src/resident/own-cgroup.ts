@@ -15,11 +15,11 @@
  * @module
  */
 import { existsSync, mkdirSync, readFileSync, rmdirSync, writeFileSync } from "node:fs";
+import { DEFAULT_SOCKET } from "#invoke/resident-protocol.js";
 import { runTool } from "#net/tools.js";
 import { messageOf } from "#spec/errors.js";
 import * as path from "#sys/posix-path.js";
 import { findTool } from "#sys/tool-path.js";
-import { DEFAULT_SOCKET } from "./protocol.js";
 
 /** The name of the server's own cgroup for `socketPath` (launcher.c's move_to_own_cgroup names it alike). */
 export function ownCgroupName(socketPath: string): string {

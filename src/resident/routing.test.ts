@@ -10,12 +10,12 @@ import { closeSync, mkdirSync, openSync, readdirSync, statSync } from "node:fs";
 import path from "node:path";
 import { after, test } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
+import { TAG_STDOUT } from "#invoke/resident-protocol.js";
 import { ErrorCode } from "#spec/errors.js";
 import { KeyedMutex } from "#sys/keyed-mutex.js";
 import { flockHolders } from "#sys/lock-holders.js";
 import { useTempDirs } from "#testing/temp.js";
 import { Places } from "./places.js";
-import { TAG_STDOUT } from "./protocol.js";
 import { type CallContext, PluginModules, runInProcess } from "./routing.js";
 
 const skip = process.geteuid?.() !== 0 ? "needs root" : undefined;

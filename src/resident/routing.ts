@@ -17,6 +17,7 @@
 import { spawn } from "node:child_process";
 import type { Env } from "#invoke/args.js";
 import type { ExecOptions, PluginExec } from "#invoke/exec.js";
+import { frame, type ResidentRequest, TAG_STDERR, TAG_STDOUT } from "#invoke/resident-protocol.js";
 import { MulticallExec } from "#plugins/inprocess.js";
 import { PLUGINS } from "#plugins/registry.js";
 import { type PluginDefinition, runPlugin } from "#skel/skel.js";
@@ -25,7 +26,6 @@ import { CallAbandonedError, withCallSignal } from "#sys/call-signal.js";
 import type { KeyedMutex } from "#sys/keyed-mutex.js";
 import { endPhase, phaseClock } from "#sys/phase-trace.js";
 import type { Places } from "./places.js";
-import { frame, type ResidentRequest, TAG_STDERR, TAG_STDOUT } from "./protocol.js";
 
 /** The program name of `cnitool daemon status`: answered with the server's state. */
 export const HEALTH_PROGRAM = "tscni-health";

@@ -12,16 +12,6 @@
 import { closeSync, readFileSync } from "node:fs";
 import net from "node:net";
 import { setDefaultExec } from "#invoke/default-exec.js";
-import { messageOf } from "#spec/errors.js";
-import { KeyedMutex } from "#sys/keyed-mutex.js";
-import { type OwnIdentity, ownIdentity, statusField } from "#sys/peer.js";
-import { tracedCall } from "#sys/phase-trace.js";
-import { selfExecutable } from "#sys/self.js";
-import { widenListenQueue } from "#sys/socket-queues.js";
-import { admit } from "./admission.js";
-import { readBuildId } from "./build-id.js";
-import { Connection, type ConnectionServer } from "./connection.js";
-import { DEFAULT_PLACES, Places } from "./places.js";
 import {
   DEFAULT_SOCKET,
   encodeAccept,
@@ -32,7 +22,17 @@ import {
   type ResidentRequest,
   TAG_BACK,
   TAG_STDOUT,
-} from "./protocol.js";
+} from "#invoke/resident-protocol.js";
+import { messageOf } from "#spec/errors.js";
+import { KeyedMutex } from "#sys/keyed-mutex.js";
+import { type OwnIdentity, ownIdentity, statusField } from "#sys/peer.js";
+import { tracedCall } from "#sys/phase-trace.js";
+import { selfExecutable } from "#sys/self.js";
+import { widenListenQueue } from "#sys/socket-queues.js";
+import { admit } from "./admission.js";
+import { readBuildId } from "./build-id.js";
+import { Connection, type ConnectionServer } from "./connection.js";
+import { DEFAULT_PLACES, Places } from "./places.js";
 import { type CallContext, type CallOutcome, PluginModules, routeOf, runAsChild, runInProcess, ServerExec, type ServerProcess } from "./routing.js";
 import { type RefusalReason, ServerMetrics } from "./server-metrics.js";
 import {
@@ -46,7 +46,7 @@ import {
 } from "./socket-dir.js";
 import { WARM_UP_ROUNDS, warmUp } from "./warm-up.js";
 
-export { DEFAULT_SOCKET } from "./protocol.js";
+export { DEFAULT_SOCKET } from "#invoke/resident-protocol.js";
 
 /** What one server lets its callers make it hold. */
 export interface ServerLimits {

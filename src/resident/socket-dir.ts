@@ -24,6 +24,7 @@ import {
 } from "node:fs";
 import type net from "node:net";
 import path from "node:path";
+import { lockPathOf } from "#invoke/resident-protocol.js";
 import { tryFlockFd } from "#sys/flock.js";
 
 /** Why a directory may not hold the server's files, or undefined when it may. */
@@ -64,9 +65,6 @@ export function prepareSocketDir(socketPath: string): void {
     if (d === "/") break;
   }
 }
-
-/** The lock file of the server on `socketPath`. */
-export const lockPathOf = (socketPath: string): string => `${socketPath}.lock`;
 
 /**
  * Takes the server's lock: `inherited` is a descriptor of it the launcher passed (already locked by that open

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
-import type { callResident } from "./client.js";
+import type { callResident } from "#invoke/resident-client.js";
 import { warmUp } from "./warm-up.js";
 
 /** A warm-up whose calls are recorded (program, command) instead of sent; `busy` and `stopped` as given. */

@@ -11,8 +11,8 @@ import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
+import { callResident } from "#invoke/resident-client.js";
 import { messageOf } from "#spec/errors.js";
-import { callResident } from "./client.js";
 
 /** How many rounds (ADD, CHECK, DEL) the warm-up runs by default (about a second of one core). */
 export const WARM_UP_ROUNDS = 500;

@@ -28,6 +28,7 @@ import { versionGreaterThanOrEqualTo } from "#spec/version.js";
 import { cachedAddresses, cachedNetwork, cachedRuntimeConf, removeCachedAttachment, removeUnreadableAttachment } from "./attachments.js";
 import { type ConfigFileError, type DirectorySnapshot, NetworkDirectory } from "./network-directory.js";
 import { PodLocks } from "./pod-locks.js";
+import { ResidentFirstExec } from "./resident-exec.js";
 
 /** How a manager is set up. */
 export interface PodNetworkManagerOptions {
@@ -43,7 +44,10 @@ export interface PodNetworkManagerOptions {
   minNetworks?: number;
   /** At most this many pod operations at once (default: no limit). */
   maxConcurrency?: number;
-  /** How plugins run (default: exec'd as child processes, as any CNI runtime does). */
+  /**
+   * How plugins run (default: exec'd as child processes, as any CNI runtime does — except calls to tscni's own
+   * plugins of this build, which go to the resident server when one serves: resident-exec.ts).
+   */
   exec?: PluginExec;
   /** Kills a plugin call after this many milliseconds (default: no limit). */
   pluginTimeoutMs?: number;
@@ -158,7 +162,7 @@ export class PodNetworkManager {
 
   constructor(private readonly options: PodNetworkManagerOptions) {
     this.cacheDir = options.cacheDir ?? DEFAULT_CACHE_DIR;
-    this.cni = new CNIConfig({ path: options.pluginDirs, cacheDir: this.cacheDir, ...(options.exec ? { exec: options.exec } : {}) });
+    this.cni = new CNIConfig({ path: options.pluginDirs, cacheDir: this.cacheDir, exec: options.exec ?? new ResidentFirstExec() });
     this.locks = new PodLocks(this.cacheDir, options.maxConcurrency);
     this.directory = new NetworkDirectory(options.confDir, {
       debounceMs: options.debounceMs,

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { parseSize, residentSettings } from "./mode.js";
+import { parseSize, residentSettings } from "./resident-mode.js";
 
 const files = (map: Record<string, string>) => (f: string) => {
   const text = map[f];

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { decodeRequest, encodeHello, encodeRequest, FixedBuffer, MAX_BUILD_ID, ProtocolError, parseHello } from "./protocol.js";
+import { decodeRequest, encodeHello, encodeRequest, FixedBuffer, MAX_BUILD_ID, ProtocolError, parseHello } from "./resident-protocol.js";
 
 const request = { program: "host-local", args: ["x"], env: { CNI_COMMAND: "ADD", EMPTY: "" }, stdin: Buffer.from("{}"), cwd: "/tmp" };
 

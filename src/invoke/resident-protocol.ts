@@ -20,6 +20,9 @@
 /** Where the server listens and the launcher looks unless told otherwise (launcher.c has the same default). */
 export const DEFAULT_SOCKET = "/run/tscni/plugins.sock";
 
+/** The lock file of the server on `socketPath`. */
+export const lockPathOf = (socketPath: string): string => `${socketPath}.lock`;
+
 export const HELLO_MAGIC = Buffer.from("TSCNI\x02", "latin1");
 export const ACCEPT = 0x59; // "Y"
 export const REFUSE = 0x4e; // "N"

@@ -1,14 +1,24 @@
 /**
  * A client of the resident server in JavaScript (the launcher is the C one): for `cnitool daemon status|stop`,
- * the warm-up and tests. Same protocol (protocol.ts), same trust (nothing is sent to a listener that is not
+ * the warm-up and tests. Same protocol (resident-protocol.ts), same trust (nothing is sent to a listener that is not
  * provably the server: sys/peer.ts's verifyListener, unless the caller says it knows better), same outcomes:
  * refused (run it yourself), or the call's stdout, stderr and exit status, or a server that died during the call.
  * @module
  */
 import net from "node:net";
 import { ownIdentity, SAME_PROCESS_RULE, socketFd, verifyListener } from "#sys/peer.js";
-import { ACCEPT, encodeHello, encodeRequest, REFUSE, type ResidentRequest, TAG_BACK, TAG_EXIT, TAG_STDERR, TAG_STDOUT } from "./protocol.js";
-import { lockPathOf } from "./socket-dir.js";
+import {
+  ACCEPT,
+  encodeHello,
+  encodeRequest,
+  lockPathOf,
+  REFUSE,
+  type ResidentRequest,
+  TAG_BACK,
+  TAG_EXIT,
+  TAG_STDERR,
+  TAG_STDOUT,
+} from "./resident-protocol.js";
 
 /** What a call through the server gave. */
 export type ResidentOutcome =
