@@ -1,16 +1,19 @@
 /**
  * The pod manager's exec (runtime/resident-exec.ts) under Bun, as the manager runs there: a call to one of tscni's
  * own plugins goes to the server without a launcher (the server counts it served; no plugin process runs), and to
- * a listener that is not provably the server nothing is sent (it gets not one byte) and the call runs as an exec.
+ * a listener that is not provably the server nothing is sent (it gets not one byte) and the call runs as an exec;
+ * a server that does not answer the hello has the call exec'd, one that takes the call and never answers fails it
+ * naming itself, each within the launcher's bounds.
  */
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
-import { existsSync, mkdirSync, readdirSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, readdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
 import { Cleanup, CNITOOL, OUR_BIN, ROOT, runCommand, skipReason } from "#testing/harness.js";
 import { startServer } from "#testing/servers.js";
+import { standInServer } from "#testing/stand-in-server.js";
 
 const BUN = path.join(ROOT, "node_modules/.bin/bun");
 const skip = skipReason(false, existsSync(path.join(ROOT, "dist/tscni")) ? undefined : "the C launcher is not built (no C compiler?)");
@@ -29,6 +32,25 @@ async function addAndDel(socket: string, dataDir: string): Promise<{ served: num
     const add = JSON.parse((await exec.execPlugin(plugin, conf, env("ADD"))).toString());
     await exec.execPlugin(plugin, conf, env("DEL"));
     console.log(JSON.stringify({ served: exec.served, add }));`;
+  const r = await runCommand(BUN, ["-e", script]);
+  assert.equal(r.code, 0, r.stderr);
+  return JSON.parse(r.stdout.trim().split("\n").at(-1)!);
+}
+
+/** One ADD through a ResidentFirstExec of build `build` with short bounds, in a Bun process: its stdout or its error. */
+async function boundedAdd(socket: string, plugin: string, build: string): Promise<{ out?: string; error?: string; ms: number }> {
+  const script = `
+    const { ResidentFirstExec } = await import(${JSON.stringify(path.join(ROOT, "dist/runtime/index.js"))});
+    const exec = new ResidentFirstExec({ build: ${JSON.stringify(build)}, helloMs: 500, replyMarginMs: 300 });
+    const env = { PATH: process.env.PATH, TSCNI_RESIDENT: "manual", TSCNI_RESIDENT_SOCKET: ${JSON.stringify(socket)},
+      CNI_COMMAND: "ADD", CNI_CONTAINERID: "rdirect2", CNI_NETNS: "/run/netns/none", CNI_IFNAME: "eth0", CNI_PATH: "/nonexistent" };
+    const t0 = performance.now();
+    try {
+      const out = (await exec.execPlugin(${JSON.stringify(plugin)}, Buffer.from("{}"), env)).toString();
+      console.log(JSON.stringify({ out, ms: performance.now() - t0 }));
+    } catch (e) {
+      console.log(JSON.stringify({ error: e.message, ms: performance.now() - t0 }));
+    }`;
   const r = await runCommand(BUN, ["-e", script]);
   assert.equal(r.code, 0, r.stderr);
   return JSON.parse(r.stdout.trim().split("\n").at(-1)!);
@@ -88,5 +110,33 @@ describe("the pod manager calls the server itself", { skip }, () => {
     assert.match(got.add.ips?.[0]?.address ?? "", /^10\.251\.7\.\d+\/24$/, "the call ran as an exec");
     await sleep(100);
     assert.ok(!out.includes("GOT"), "the impostor got not one byte");
+  });
+
+  /** A plugin of build "rdirect-build" (a script with the launcher's mark) that prints a result when exec'd. */
+  const markedPlugin = () => {
+    const file = path.join(base, "bridge");
+    writeFileSync(file, `#!/bin/sh\ncat >/dev/null\necho '{"cniVersion":"1.0.0","ips":[]}'\nexit 0\n# \ntscni-build-id:rdirect-build\n`);
+    chmodSync(file, 0o755);
+    return file;
+  };
+
+  test("a server that does not answer the hello: the call is exec'd after the launcher's bound", async () => {
+    const { socket } = fresh();
+    const server = await standInServer(socket, "(s) => s.on('data', () => undefined)");
+    cleanup.add(() => server.stop());
+    const got = await boundedAdd(socket, markedPlugin(), "rdirect-build");
+    assert.equal(got.error, undefined);
+    assert.match(got.out ?? "", /"ips":\[\]/, "exec'd");
+    assert.ok(got.ms >= 450, `it waited for the hello's bound (${got.ms} ms)`);
+  });
+
+  test("a server that takes the call and never answers: the call fails naming the server", async () => {
+    const { socket } = fresh();
+    // Y with a time limit of 200 ms, then silence.
+    const server = await standInServer(socket, "(s) => s.once('data', () => s.write(Buffer.from([0x59, 200, 0, 0, 0])))");
+    cleanup.add(() => server.stop());
+    const got = await boundedAdd(socket, markedPlugin(), "rdirect-build");
+    assert.match(got.error ?? "", /did not answer the call within 1 s; it may still be running there/);
+    assert.ok(got.ms >= 450 && got.ms < 5000, `within its limit and the margin (${got.ms} ms)`);
   });
 });

@@ -24,7 +24,8 @@ import {
 export type ResidentOutcome =
   | { kind: "refused"; reason: string }
   | { kind: "served"; stdout: string; stderr: string; status: number }
-  | { kind: "died"; stdout: string; stderr: string };
+  /** `unansweredMs`: the server took the call and gave no answer within its time limit and the caller's margin. */
+  | { kind: "died"; stdout: string; stderr: string; unansweredMs?: number };
 
 /** The bytes of a connection as they arrive, read in exact counts. */
 class Incoming {
@@ -62,6 +63,13 @@ export interface CallOptions {
    * an attacker.
    */
   unverified?: boolean;
+  /**
+   * Bounds, as the launcher's (launcher.c): an answer to the hello within `helloMs` (else refused: nothing of the
+   * call was sent), and the reply within the server's time limit for the call and `replyMarginMs`. Unbounded when
+   * not given.
+   */
+  helloMs?: number;
+  replyMarginMs?: number;
 }
 
 /** Sends one call to the server at `socketPath` as build `buildId`. Rejects when no server answers. */
@@ -76,6 +84,17 @@ export async function callResident(socketPath: string, buildId: string, req: Res
     socket.once("error", reject);
   });
   socket.on("error", () => incoming.end());
+  let timer: NodeJS.Timeout | undefined;
+  let timedOut = false;
+  /** Ends the connection after `ms` (its reads then come back empty). */
+  const bound = (ms: number | undefined) => {
+    clearTimeout(timer);
+    if (ms !== undefined)
+      timer = setTimeout(() => {
+        timedOut = true;
+        socket.destroy();
+      }, ms);
+  };
   try {
     if (!opts.unverified) {
       const fd = socketFd(socket);
@@ -86,21 +105,27 @@ export async function callResident(socketPath: string, buildId: string, req: Res
       if ("refusal" in verdict) return { kind: "refused", reason: `not sent: ${verdict.refusal}` };
     }
     const request = encodeRequest(req);
+    bound(opts.helloMs);
     socket.write(encodeHello(buildId, request.length));
     const answer = (await incoming.read(1))?.[0];
+    if (answer === undefined && timedOut) return { kind: "refused", reason: `no answer to the hello within ${opts.helloMs} ms` };
     if (answer === REFUSE) {
       const length = (await incoming.read(2))?.readUInt16LE(0) ?? 0;
       return { kind: "refused", reason: (await incoming.read(length))?.toString("utf8") ?? "" };
     }
     if (answer !== ACCEPT) throw new Error(answer === undefined ? "the server closed the connection" : `unexpected answer 0x${answer.toString(16)}`);
-    if (!(await incoming.read(4))) return { kind: "died", stdout: "", stderr: "" }; // the call's time limit
+    const limit = await incoming.read(4); // the call's time limit
+    if (!limit)
+      return timedOut ? { kind: "refused", reason: `no answer to the hello within ${opts.helloMs} ms` } : { kind: "died", stdout: "", stderr: "" };
+    const replyMs = opts.replyMarginMs !== undefined ? limit.readUInt32LE(0) + opts.replyMarginMs : undefined;
+    bound(replyMs);
     socket.write(request);
     let stdout = "";
     let stderr = "";
     for (;;) {
       const head = await incoming.read(5);
       const data = head && (await incoming.read(head.readUInt32LE(1)));
-      if (!head || !data) return { kind: "died", stdout, stderr };
+      if (!head || !data) return { kind: "died", stdout, stderr, ...(timedOut && replyMs !== undefined ? { unansweredMs: replyMs } : {}) };
       const tag = head.readUInt8(0);
       if (tag === TAG_BACK && !stdout && !stderr) return { kind: "refused", reason: "handed back: no place for it in the server" };
       if (tag === TAG_STDOUT) stdout += data.toString();
@@ -108,6 +133,7 @@ export async function callResident(socketPath: string, buildId: string, req: Res
       else if (tag === TAG_EXIT) return { kind: "served", stdout, stderr, status: data.readUInt32LE(0) };
     }
   } finally {
+    clearTimeout(timer);
     socket.destroy();
   }
 }

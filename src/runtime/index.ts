@@ -23,4 +23,4 @@ export {
 } from "./manager.js";
 export { type ConfigFileError, type DirectorySnapshot, NetworkDirectory, type NetworkDirectoryOptions } from "./network-directory.js";
 export { KeyedMutex, type MutexRunOptions, PodLocks, ReadWriteLock, Semaphore } from "./pod-locks.js";
-export { ResidentFirstExec } from "./resident-exec.js";
+export { ResidentFirstExec, type ResidentFirstExecOptions } from "./resident-exec.js";

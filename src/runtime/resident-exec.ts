@@ -32,6 +32,10 @@ function ownBuild(): string {
   }
 }
 
+/** The launcher's bounds (launcher.c): an answer to the hello, and the reply past the server's time limit. */
+const HELLO_MS = 60_000;
+const REPLY_MARGIN_MS = 10_000;
+
 /** A launcher is tens of KiB; a larger file is not one (and is not read). */
 const MAX_LAUNCHER_BYTES = 1024 * 1024;
 const BUILD_MARK = /\ntscni-build-id:([0-9A-Za-z._-]{1,255})\n/;
@@ -60,6 +64,17 @@ interface Ran {
   stderr: Buffer;
 }
 
+/** How a ResidentFirstExec is made; every field has a default. */
+export interface ResidentFirstExecOptions {
+  /** The build whose plugins go to the server (default: this library's). */
+  build?: string;
+  /** Where plugins' stderr goes (default: this process's stderr). */
+  stderr?: StderrSink;
+  /** The launcher's bounds: the server's answer to the hello (60 s), the reply past the call's time limit (10 s). */
+  helloMs?: number;
+  replyMarginMs?: number;
+}
+
 /** See the module comment. */
 export class ResidentFirstExec implements PluginExec {
   private readonly raw: RawExec;
@@ -68,7 +83,7 @@ export class ResidentFirstExec implements PluginExec {
   served = 0;
 
   constructor(
-    private readonly opts: { build?: string; stderr?: StderrSink } = {},
+    private readonly opts: ResidentFirstExecOptions = {},
     private readonly build = opts.build ?? ownBuild(),
   ) {
     this.raw = new RawExec(opts.stderr);
@@ -94,24 +109,29 @@ export class ResidentFirstExec implements PluginExec {
     const umask = currentUmask();
     let outcome;
     try {
-      outcome = await callResident(socket, this.build, {
-        program: basename(pluginPath),
-        args: [],
-        env: forwarded,
-        stdin: Buffer.from(stdin),
-        cwd: process.cwd(),
-        ...(umask !== undefined ? { umask } : {}),
-      });
+      outcome = await callResident(
+        socket,
+        this.build,
+        {
+          program: basename(pluginPath),
+          args: [],
+          env: forwarded,
+          stdin: Buffer.from(stdin),
+          cwd: process.cwd(),
+          ...(umask !== undefined ? { umask } : {}),
+        },
+        { helloMs: this.opts.helloMs ?? HELLO_MS, replyMarginMs: this.opts.replyMarginMs ?? REPLY_MARGIN_MS },
+      );
     } catch {
       return undefined; // nothing listens there (the launcher starts a server in auto mode)
     }
     if (outcome.kind === "refused") return undefined;
     if (outcome.kind === "died") {
-      return {
-        failure: "exit status 1",
-        stdout: Buffer.from(failure(`tscni resident server died during the call: ${socket}`).print()),
-        stderr: Buffer.from(outcome.stderr),
-      };
+      const what =
+        outcome.unansweredMs !== undefined
+          ? `tscni resident server (log ${socket}.log) did not answer the call within ${Math.round(outcome.unansweredMs / 1000)} s; it may still be running there`
+          : `tscni resident server died during the call: ${socket}`;
+      return { failure: "exit status 1", stdout: Buffer.from(failure(what).print()), stderr: Buffer.from(outcome.stderr) };
     }
     return {
       failure: outcome.status === 0 ? undefined : `exit status ${outcome.status}`,
