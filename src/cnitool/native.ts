@@ -12,7 +12,7 @@ import { spawnSync } from "node:child_process";
 import { closeSync, existsSync, lstatSync, openSync, readFileSync, readlinkSync, readSync, realpathSync } from "node:fs";
 import { createRequire } from "node:module";
 import path from "node:path";
-import { readBuildId } from "#resident/build-id.js";
+import { readBuildId } from "#invoke/build-id.js";
 import { selfExecutable } from "#sys/self.js";
 
 /** The launcher's name in a plugin directory: every plugin links to it. */

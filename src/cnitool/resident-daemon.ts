@@ -9,11 +9,11 @@
  * @module
  */
 import { type Command, CommanderError } from "commander";
+import { readBuildId } from "#invoke/build-id.js";
 import { splitPathList } from "#invoke/find.js";
 import { callResident } from "#invoke/resident-client.js";
 import { parseSize } from "#invoke/resident-mode.js";
 import { DEFAULT_CACHE_DIR } from "#libcni/cache.js";
-import { readBuildId } from "#resident/build-id.js";
 import { type NodeGcSchedule, startNodeGc } from "#resident/node-gc-schedule.js";
 import { DEFAULT_REPAIR_INTERVAL_S, startRepair } from "#resident/repair.js";
 import { METRICS_PROGRAM, STOP_PROGRAM } from "#resident/routing.js";

@@ -114,9 +114,13 @@ export async function callResident(socketPath: string, buildId: string, req: Res
       return { kind: "refused", reason: (await incoming.read(length))?.toString("utf8") ?? "" };
     }
     if (answer !== ACCEPT) throw new Error(answer === undefined ? "the server closed the connection" : `unexpected answer 0x${answer.toString(16)}`);
-    const limit = await incoming.read(4); // the call's time limit
+    // The call's time limit; a connection that ends before it had nothing of the call (as the launcher, run it here).
+    const limit = await incoming.read(4);
     if (!limit)
-      return timedOut ? { kind: "refused", reason: `no answer to the hello within ${opts.helloMs} ms` } : { kind: "died", stdout: "", stderr: "" };
+      return {
+        kind: "refused",
+        reason: timedOut ? `no answer to the hello within ${opts.helloMs} ms` : "the connection ended before the call was sent",
+      };
     const replyMs = opts.replyMarginMs !== undefined ? limit.readUInt32LE(0) + opts.replyMarginMs : undefined;
     bound(replyMs);
     socket.write(request);

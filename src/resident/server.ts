@@ -9,8 +9,9 @@
  * input or runs past its time limit fails alone.
  * @module
  */
-import { closeSync, readFileSync } from "node:fs";
+import { closeSync } from "node:fs";
 import net from "node:net";
+import { readBuildId } from "#invoke/build-id.js";
 import { setDefaultExec } from "#invoke/default-exec.js";
 import {
   DEFAULT_SOCKET,
@@ -25,12 +26,12 @@ import {
 } from "#invoke/resident-protocol.js";
 import { messageOf } from "#spec/errors.js";
 import { KeyedMutex } from "#sys/keyed-mutex.js";
-import { type OwnIdentity, ownIdentity, statusField } from "#sys/peer.js";
+import { type OwnIdentity, ownIdentity } from "#sys/peer.js";
 import { tracedCall } from "#sys/phase-trace.js";
 import { selfExecutable } from "#sys/self.js";
 import { widenListenQueue } from "#sys/socket-queues.js";
+import { currentUmask } from "#sys/umask.js";
 import { admit } from "./admission.js";
-import { readBuildId } from "./build-id.js";
 import { Connection, type ConnectionServer } from "./connection.js";
 import { DEFAULT_PLACES, Places } from "./places.js";
 import { type CallContext, type CallOutcome, PluginModules, routeOf, runAsChild, runInProcess, ServerExec, type ServerProcess } from "./routing.js";
@@ -81,19 +82,6 @@ export const DEFAULT_LIMITS: ServerLimits = {
 
 /** How often the server looks whether its socket path still names its socket. */
 const SOCKET_WATCH_MS = 1_000;
-
-/** This process's umask, from its /proc status (process.umask() without an argument is deprecated). */
-function currentUmask(): number {
-  try {
-    const text = statusField(readFileSync("/proc/self/status", "latin1"), "Umask");
-    if (text !== undefined) return parseInt(text, 8);
-  } catch {
-    /* no /proc */
-  }
-  const mask = globalThis.process.umask(0o022);
-  globalThis.process.umask(mask);
-  return mask;
-}
 
 /** How a server is run. */
 export interface ResidentServerOptions {

@@ -11,26 +11,14 @@
  */
 import { readFileSync, statSync } from "node:fs";
 import type { Env } from "#invoke/args.js";
+import { readBuildId } from "#invoke/build-id.js";
 import { type ExecOptions, type PluginExec, RawExec, type StderrSink, settlePluginRun } from "#invoke/exec.js";
 import { callResident } from "#invoke/resident-client.js";
 import { residentSettings } from "#invoke/resident-mode.js";
 import { DEFAULT_SOCKET } from "#invoke/resident-protocol.js";
 import { failure } from "#spec/errors.js";
-import { statusField } from "#sys/peer.js";
 import { basename } from "#sys/posix-path.js";
-
-// The standalone build compiles the build ID in (bun build --define).
-declare const TSCNI_BUILD_ID: string | undefined;
-
-/** This library's build: compiled in, or the file scripts/link-bins.mjs writes at dist/build-id. */
-function ownBuild(): string {
-  if (typeof TSCNI_BUILD_ID === "string") return TSCNI_BUILD_ID;
-  try {
-    return readFileSync(new URL("../build-id", import.meta.url), "utf8").trim();
-  } catch {
-    return "";
-  }
-}
+import { currentUmask } from "#sys/umask.js";
 
 /** The launcher's bounds (launcher.c): an answer to the hello, and the reply past the server's time limit. */
 const HELLO_MS = 60_000;
@@ -46,16 +34,6 @@ const forwardedName = (name: string): boolean =>
     name.startsWith("TSCNI_") ||
     ["PATH", "DBUS_SYSTEM_BUS_ADDRESS", "XDG_RUNTIME_DIR", "TRACEPARENT", "TRACESTATE", "BAGGAGE"].includes(name)) &&
   name !== "TSCNI_STDIN_MEMFD";
-
-/** This process's umask (process.umask() without an argument is deprecated). */
-function currentUmask(): number | undefined {
-  try {
-    const text = statusField(readFileSync("/proc/self/status", "latin1"), "Umask");
-    return text === undefined ? undefined : parseInt(text, 8);
-  } catch {
-    return undefined;
-  }
-}
 
 /** What a served call gave, as an exec would give it. */
 interface Ran {
@@ -84,7 +62,7 @@ export class ResidentFirstExec implements PluginExec {
 
   constructor(
     private readonly opts: ResidentFirstExecOptions = {},
-    private readonly build = opts.build ?? ownBuild(),
+    private readonly build = opts.build ?? readBuildId(),
   ) {
     this.raw = new RawExec(opts.stderr);
   }
@@ -106,7 +84,6 @@ export class ResidentFirstExec implements PluginExec {
     if (residentSettings(env).mode === "exec") return undefined;
     const forwarded: Record<string, string> = {};
     for (const [name, value] of Object.entries(env)) if (value !== undefined && forwardedName(name)) forwarded[name] = value;
-    const umask = currentUmask();
     let outcome;
     try {
       outcome = await callResident(
@@ -118,7 +95,7 @@ export class ResidentFirstExec implements PluginExec {
           env: forwarded,
           stdin: Buffer.from(stdin),
           cwd: process.cwd(),
-          ...(umask !== undefined ? { umask } : {}),
+          umask: currentUmask(),
         },
         { helloMs: this.opts.helloMs ?? HELLO_MS, replyMarginMs: this.opts.replyMarginMs ?? REPLY_MARGIN_MS },
       );

@@ -1,6 +1,6 @@
 /**
- * The build a program belongs to: a launcher speaks only to a server of its own build (the build ID is compiled
- * into both by scripts/link-bins.mjs).
+ * The build a program belongs to: a launcher (and the pod manager, runtime/resident-exec.ts) speaks only to a
+ * server of its own build (the build ID is compiled into both by scripts/link-bins.mjs).
  * @module
  */
 import { readFileSync } from "node:fs";
